@@ -1,0 +1,79 @@
+"""Fixed-size reservoirs of past observations (iPFI paper, "uniform" and "geometric" sampling).
+
+Updating uses the reservoir's own seeded generator, so two reservoirs with the same seed
+fed the same stream hold the same observations on any worker. Drawing uses a generator
+the caller passes, so each explainer (or feature) draws independently.
+
+>>> import random
+>>> r = GeometricReservoir(size=3, seed=1)
+>>> for i in range(10):
+...     r.update({"a": i})
+>>> len(r), r.n_seen
+(3, 10)
+>>> r.sample(random.Random(0))["a"] in {x["a"] for x in r.items}
+True
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from ..base import Component
+
+__all__ = ["UniformReservoir", "GeometricReservoir"]
+
+
+class _Reservoir(Component):
+    def __init__(self, size: int = 100, seed: int | None = None):
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"size={size!r} must be a positive int")
+        self.size = size
+        self.seed = seed
+        self._reset()
+
+    def _reset(self) -> None:
+        self._items: list[dict[str, Any]] = []
+        self._rng = random.Random(self.seed)
+        self.n_seen = 0
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        """The stored observations (do not mutate)."""
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        """One stored observation, uniformly, drawn with ``rng``."""
+        if not self._items:
+            raise LookupError("the reservoir is empty; update it before sampling")
+        return self._items[rng.randrange(len(self._items))]
+
+    def update(self, x: dict[str, Any]) -> None:
+        self.n_seen += 1
+        if len(self._items) < self.size:
+            self._items.append(dict(x))
+            return
+        slot = self._slot()
+        if slot is not None:
+            self._items[slot] = dict(x)
+
+    def _slot(self) -> int | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class UniformReservoir(_Reservoir):
+    """Vitter's reservoir (algorithm R): every observation so far is kept with equal probability."""
+
+    def _slot(self) -> int | None:
+        j = self._rng.randrange(self.n_seen)
+        return j if j < self.size else None
+
+
+class GeometricReservoir(_Reservoir):
+    """Each new observation replaces a uniformly chosen slot, so p_{s,r} = p(1-p)^{s-r-1}, p = 1/size."""
+
+    def _slot(self) -> int | None:
+        return self._rng.randrange(self.size)
