@@ -1,0 +1,80 @@
+"""What every incremental explainer offers.
+
+An explainer explains the *current* model: ``explain_one(x, y)`` evaluates the model
+as it is now, folds the increment into the smoothed estimates, updates the explainer's
+storages with ``(x, y)`` and returns the current values. It never trains the model; the
+caller learns ``(x, y)`` afterwards (prequential order: explain, then learn).
+
+``observe_one(x, y)`` updates the storages only, for events skipped under a budget, so
+that explained events draw from the same past as without the budget.
+
+Feature partitioning: ``feature_names`` are all model inputs in order; ``features`` (a
+subset, default all) are the ones this instance explains. Random draws for a feature use a
+generator derived from ``(seed, explainer, feature)`` and storages use ``(seed, storage)``,
+so an explainer over a subset gives exactly the values the full explainer gives for
+those features: work can be split by feature across workers without changing results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..base import Component
+from ..model import ModelFunction
+
+__all__ = ["Explainer"]
+
+
+class Explainer(Component):
+    """Base class. Subclasses set ``name`` and implement ``explain_one`` / ``observe_one``."""
+
+    name = "explainer"
+
+    #: per-feature scalar values after the last event (importance or effect spread)
+    values: dict[str, float]
+    #: events folded into the estimates so far
+    n_explained: int
+
+    def explain_one(self, x: dict[str, Any], y: Any) -> dict[str, float]:  # pragma: no cover
+        raise NotImplementedError
+
+    def observe_one(self, x: dict[str, Any], y: Any) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    @property
+    def n_evaluations(self) -> int:
+        """Model evaluations made through ``model_fn`` so far."""
+        return self.model_fn.n_evaluations
+
+    # helpers for subclasses -------------------------------------------------------
+    @staticmethod
+    def _check_features(
+        feature_names: Sequence[str], features: Sequence[str] | None
+    ) -> list[str]:
+        names = list(feature_names)
+        if not names:
+            raise ValueError("feature_names is empty; list the model's input features")
+        if len(set(names)) != len(names):
+            raise ValueError(f"feature_names has duplicates: {names}")
+        if features is None:
+            return names
+        unknown = [f for f in features if f not in names]
+        if unknown:
+            raise ValueError(f"features {unknown} are not in feature_names {names}")
+        return list(features)
+
+    @staticmethod
+    def _check_model_fn(model_fn: Any) -> ModelFunction:
+        if not isinstance(model_fn, ModelFunction):
+            raise TypeError(
+                f"model_fn must be a ModelFunction, got {type(model_fn).__name__}; wrap the model "
+                "as ModelFunction(model, output=...) to say which prediction is explained"
+            )
+        return model_fn
+
+    @staticmethod
+    def _check_alpha(alpha: float) -> float:
+        if not 0.0 < alpha <= 1.0:
+            raise ValueError(f"alpha={alpha} must be in (0, 1]")
+        return alpha
