@@ -1,0 +1,50 @@
+"""The wire format: versioned message types, JSON Schema files, (de)serialisation, validation."""
+
+from .errors import (
+    BadValue,
+    ConfigError,
+    FeatureMismatch,
+    InvalidMessage,
+    MalformedMessage,
+    OversizedMessage,
+    SchemaMismatch,
+    StreamxaiError,
+)
+from .features import FeatureSpec, parse_feature_event
+from .messages import (
+    MESSAGE_TYPES,
+    DeadLetter,
+    DriftEvent,
+    ExplainTask,
+    Explanation,
+    FeatureEvent,
+    Prediction,
+)
+from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj, where
+
+__all__ = [
+    "BadValue",
+    "ConfigError",
+    "DEFAULT_MAX_BYTES",
+    "DeadLetter",
+    "DriftEvent",
+    "ExplainTask",
+    "Explanation",
+    "FeatureEvent",
+    "FeatureMismatch",
+    "FeatureSpec",
+    "InvalidMessage",
+    "MESSAGE_TYPES",
+    "MalformedMessage",
+    "OversizedMessage",
+    "Prediction",
+    "SchemaMismatch",
+    "StreamxaiError",
+    "b64",
+    "decode",
+    "decode_as",
+    "dumps",
+    "dumps_obj",
+    "parse_feature_event",
+    "where",
+]

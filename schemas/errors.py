@@ -1,0 +1,64 @@
+"""One exception root for streamxai.
+
+    StreamxaiError
+    ├── InvalidMessage            bad input; the message goes to the dead-letter topic
+    │   ├── MalformedMessage      not UTF-8 JSON, or not a JSON object
+    │   ├── OversizedMessage      larger than the configured limit
+    │   ├── SchemaMismatch        unknown type or schema version, missing or wrong-typed field
+    │   ├── FeatureMismatch       missing or unexpected features
+    │   └── BadValue              NaN, infinity, or a value of the wrong type
+    └── ConfigError               settings that cannot work; the worker refuses to start
+
+Every message names the offending value and where it came from.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "StreamxaiError",
+    "InvalidMessage",
+    "MalformedMessage",
+    "OversizedMessage",
+    "SchemaMismatch",
+    "FeatureMismatch",
+    "BadValue",
+    "ConfigError",
+]
+
+
+class StreamxaiError(Exception):
+    """Root of every error raised on purpose by streamxai."""
+
+
+class InvalidMessage(StreamxaiError, ValueError):
+    """A message that cannot be processed; ``reason`` is a short machine-readable tag."""
+
+    reason = "invalid"
+
+    def __init__(self, message: str, *, where: str | None = None):
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class MalformedMessage(InvalidMessage):
+    reason = "malformed"
+
+
+class OversizedMessage(InvalidMessage):
+    reason = "oversized"
+
+
+class SchemaMismatch(InvalidMessage):
+    reason = "schema"
+
+
+class FeatureMismatch(InvalidMessage):
+    reason = "features"
+
+
+class BadValue(InvalidMessage):
+    reason = "bad_value"
+
+
+class ConfigError(StreamxaiError, ValueError):
+    """Settings that cannot work."""

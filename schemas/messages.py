@@ -1,0 +1,132 @@
+"""Versioned message types on the wire.
+
+Every payload is a JSON object whose ``schema`` field names its type and version, e.g.
+``"feature_event/v1"``. Types are frozen; ``to_dict()`` gives plain JSON types only.
+The matching JSON Schema files live in ``schemas/json/``.
+
+>>> e = FeatureEvent(stream_id="s1", seq=0, ts=1.5, x={"a": 1.0}, y=1)
+>>> e.to_dict()["schema"]
+'feature_event/v1'
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+__all__ = [
+    "FeatureEvent",
+    "ExplainTask",
+    "Prediction",
+    "Explanation",
+    "DriftEvent",
+    "DeadLetter",
+    "MESSAGE_TYPES",
+]
+
+Scalar = float | int | str | bool | None
+
+
+class _Message:
+    SCHEMA: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)  # type: ignore[call-overload]
+        return {"schema": self.SCHEMA, **d}
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureEvent(_Message):
+    """One observation of a stream: features ``x`` and, once known, the target ``y``."""
+
+    SCHEMA: ClassVar[str] = "feature_event/v1"
+    stream_id: str
+    seq: int
+    ts: float
+    x: dict[str, Scalar]
+    y: Scalar = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainTask(_Message):
+    """Internal: one event handed to the explainer group ``group`` of its stream."""
+
+    SCHEMA: ClassVar[str] = "explain_task/v1"
+    stream_id: str
+    seq: int
+    ts: float
+    x: dict[str, Scalar]
+    y: Scalar
+    group: int
+    explain: bool
+    sent_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction(_Message):
+    """The model's prediction for event ``seq`` before it learned it, and its loss."""
+
+    SCHEMA: ClassVar[str] = "prediction/v1"
+    stream_id: str
+    seq: int
+    ts: float
+    y_true: Scalar
+    y_pred: Scalar
+    loss: float | None
+    model_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation(_Message):
+    """One explainer's value for one feature after folding in event ``seq``.
+
+    ``model_version`` is the number of events the explained model had learned (= ``seq``
+    position in its stream), ``n_explained`` how many events went into the estimate and
+    ``n_seen`` how many the explainer saw (the rest were shed under the budget).
+    """
+
+    SCHEMA: ClassVar[str] = "explanation/v1"
+    stream_id: str
+    explainer: str
+    feature: str
+    value: float
+    seq: int
+    n_explained: int
+    n_seen: int
+    model_version: int
+    curve: dict[str, list] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DriftEvent(_Message):
+    """ADWIN found a change in the series ``stream_id/explainer/feature`` at event ``seq``."""
+
+    SCHEMA: ClassVar[str] = "drift_event/v1"
+    stream_id: str
+    explainer: str
+    feature: str
+    series: str
+    seq: int
+    n_points: int
+    level_before: float
+    level_after: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter(_Message):
+    """A message that could not be processed, with its original bytes (base64)."""
+
+    SCHEMA: ClassVar[str] = "dead_letter/v1"
+    reason: str
+    error: str
+    stage: str
+    source: dict[str, Any]
+    original: str
+    key: str | None = None
+    ts: float = field(default=0.0)
+
+
+MESSAGE_TYPES: dict[str, type[_Message]] = {
+    cls.SCHEMA: cls
+    for cls in (FeatureEvent, ExplainTask, Prediction, Explanation, DriftEvent, DeadLetter)
+}

@@ -1,0 +1,100 @@
+"""The one module that owns (de)serialisation: orjson options, size limits, decoding.
+
+Outgoing messages are frozen types from :mod:`schemas.messages`; numpy scalars are turned
+into Python numbers here. Incoming bytes are decoded into dicts, checked for size and
+schema tag, and turned into :class:`~schemas.errors.InvalidMessage` subclasses when bad.
+
+>>> from schemas.messages import Explanation
+>>> raw = dumps(Explanation("s", "ipfi", "age", 0.25, 9, 10, 10, 9))
+>>> decode(raw, where="explanations[0]@3")["value"]
+0.25
+>>> decode(b"{nope", where="features[1]@7")
+Traceback (most recent call last):
+...
+schemas.errors.MalformedMessage: features[1]@7: not valid JSON (...); send one UTF-8 JSON object per message
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any
+
+import orjson
+
+from .errors import MalformedMessage, OversizedMessage, SchemaMismatch
+from .messages import MESSAGE_TYPES, _Message
+
+__all__ = ["dumps", "dumps_obj", "decode", "decode_as", "b64", "DEFAULT_MAX_BYTES", "where"]
+
+DEFAULT_MAX_BYTES = 64 * 1024
+_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+
+def dumps(msg: _Message) -> bytes:
+    """Serialise a message type; refuses non-finite floats rather than writing ``null``."""
+    return dumps_obj(msg.to_dict())
+
+
+def dumps_obj(obj: Any) -> bytes:
+    _check_finite(obj, "")
+    return orjson.dumps(obj, option=_OPTS)
+
+
+def _check_finite(obj: Any, path: str) -> None:
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise ValueError(f"refusing to serialise non-finite value {obj!r} at {path or 'top'}")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_finite(v, f"{path}.{k}")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _check_finite(v, f"{path}[{i}]")
+
+
+def where(topic: str, partition: int | None, offset: int | None) -> str:
+    """``topic[partition]@offset``, the location used in every error message."""
+    return f"{topic}[{partition}]@{offset}"
+
+
+def decode(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+    """Bytes to a JSON object, refusing oversized, empty, non-JSON and non-object payloads."""
+    if raw is None or len(raw) == 0:
+        raise MalformedMessage("empty message; send one UTF-8 JSON object per message", where=where)
+    if len(raw) > max_bytes:
+        raise OversizedMessage(
+            f"message is {len(raw)} bytes, over the limit of {max_bytes}; "
+            "split it or raise max_message_bytes",
+            where=where,
+        )
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise MalformedMessage(
+            f"not valid JSON ({e}); send one UTF-8 JSON object per message", where=where
+        ) from None
+    if not isinstance(obj, dict):
+        raise MalformedMessage(
+            f"expected a JSON object, got {type(obj).__name__}", where=where
+        )
+    return obj
+
+
+def decode_as(raw: bytes | None, schema: str, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
+    """Decode and check that the ``schema`` tag is exactly ``schema`` (type and version)."""
+    obj = decode(raw, where=where, max_bytes=max_bytes)
+    tag = obj.get("schema")
+    if tag != schema:
+        known = ", ".join(sorted(MESSAGE_TYPES))
+        raise SchemaMismatch(
+            f"schema is {tag!r}, expected {schema!r} (known: {known}); "
+            "set the 'schema' field of every message",
+            where=where,
+        )
+    return obj
+
+
+def b64(raw: bytes | None) -> str | None:
+    """Original bytes as base64 text for dead letters."""
+    return None if raw is None else base64.b64encode(raw).decode("ascii")
