@@ -1,0 +1,7 @@
+"""Thin Faust agents: read, call the handler from ``pipeline.handlers``, send."""
+
+from .drift_agent import install_drift_agent
+from .explainer_agent import install_explainer_agent
+from .model_agent import install_model_agent
+
+__all__ = ["install_drift_agent", "install_explainer_agent", "install_model_agent"]

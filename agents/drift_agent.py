@@ -1,0 +1,15 @@
+"""Drift agent: explanations → ADWIN per series → drift events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._forward import forward
+
+
+def install_drift_agent(app: Any, topics: dict[str, Any], handler: Any) -> Any:
+    @app.agent(topics["explanations"], name="streamxai.drift")
+    async def drift_agent(stream: Any) -> None:
+        await forward(stream, handler, topics)
+
+    return drift_agent

@@ -1,0 +1,15 @@
+"""Explainer agent: explain tasks (key stream_id/group) → explanations (iPFI, iSAGE, iPDP)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._forward import forward
+
+
+def install_explainer_agent(app: Any, topics: dict[str, Any], handler: Any) -> Any:
+    @app.agent(topics["explain-tasks"], name="streamxai.explainer")
+    async def explainer_agent(stream: Any) -> None:
+        await forward(stream, handler, topics)
+
+    return explainer_agent

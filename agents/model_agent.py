@@ -1,0 +1,15 @@
+"""Model agent: features → (predict, score, learn) → predictions and explain tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._forward import forward
+
+
+def install_model_agent(app: Any, topics: dict[str, Any], handler: Any) -> Any:
+    @app.agent(topics["features"], name="streamxai.model")
+    async def model_agent(stream: Any) -> None:
+        await forward(stream, handler, topics)
+
+    return model_agent

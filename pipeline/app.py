@@ -1,0 +1,70 @@
+"""The Faust app factory: topics, agents for the chosen roles, the metrics page.
+
+Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import faust
+
+from agents import install_drift_agent, install_explainer_agent, install_model_agent
+
+from .handlers import DriftHandler, ExplainHandler, ModelHandler
+from .kafka_config import TOPIC_NAMES, faust_credentials
+from .metrics import Metrics
+from .settings import Settings
+
+__all__ = ["create_app", "ROLES"]
+
+ROLES = ("model", "explain", "drift")
+log = logging.getLogger("streamxai")
+
+
+def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metrics | None = None) -> faust.App:
+    unknown = set(roles) - set(ROLES)
+    if unknown:
+        raise ValueError(f"unknown roles {sorted(unknown)}; choose from {ROLES}")
+    metrics = metrics or Metrics()
+    app = faust.App(
+        settings.app_id,
+        broker=[f"kafka://{h.strip()}" for h in settings.bootstrap_servers.split(",")],
+        broker_credentials=faust_credentials(settings),
+        value_serializer="raw",
+        key_serializer="raw",
+        store="memory://",
+        autodiscover=False,
+        topic_partitions=settings.partitions,
+        topic_replication_factor=settings.replication_factor,
+        consumer_auto_offset_reset="earliest",
+        web_enabled=True,
+        web_host=settings.web_host,
+        web_port=settings.web_port,
+        web_tables_enabled=False,
+        datadir=f"{settings.state_dir}/faust",
+        producer_linger_ms=5,
+    )
+    topics: dict[str, Any] = {
+        name: app.topic(settings.topic(name), key_type=bytes, value_type=bytes,
+                        key_serializer="raw", value_serializer="raw", partitions=settings.partitions)
+        for name in TOPIC_NAMES
+    }
+    if "model" in roles:
+        install_model_agent(app, topics, ModelHandler(settings, metrics))
+    if "explain" in roles:
+        install_explainer_agent(app, topics, ExplainHandler(settings, metrics))
+    if "drift" in roles:
+        install_drift_agent(app, topics, DriftHandler(settings, metrics))
+
+    @app.page("/streamxai/metrics")
+    async def metrics_page(web: Any, request: Any) -> Any:
+        return web.json({"roles": list(roles), **metrics.snapshot()})
+
+    @app.timer(interval=30.0)
+    async def log_metrics() -> None:
+        log.info("metrics %s", metrics.snapshot()["counters"])
+
+    app.streamxai_metrics = metrics  # type: ignore[attr-defined]
+    return app

@@ -1,0 +1,48 @@
+"""The model path: predict, score, then learn (prequential evaluation).
+
+>>> from river import linear_model
+>>> m = PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared")
+>>> y_pred, loss = m.process_one({"a": 1.0}, 2.0)
+>>> y_pred, loss, m.version
+(0.0, 4.0, 1)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Component
+from .losses import get_loss
+from .model import ModelFunction
+
+__all__ = ["PrequentialModel"]
+
+
+class PrequentialModel(Component):
+    """Predicts each event with the model as it is, scores it, then learns it.
+
+    ``version`` counts the events learned so far: the prediction for an event is made
+    by the model of version = number of earlier labelled events.
+    """
+
+    def __init__(self, model: Any, output: str = "label", loss: Any = "zero_one", target_class: Any = None):
+        self.model = model
+        self.output = output
+        self.loss = loss
+        self.target_class = target_class
+        self._reset()
+
+    def _reset(self) -> None:
+        self._fn = ModelFunction(self.model, output=self.output, target_class=self.target_class)
+        self._loss = get_loss(self.loss)
+        self.version = 0
+
+    def process_one(self, x: dict[str, Any], y: Any) -> tuple[Any, float | None]:
+        """Prediction and loss for ``(x, y)``; learns it when ``y`` is not None."""
+        y_pred = self._fn(x)
+        if y is None:
+            return y_pred, None
+        loss = float(self._loss(y, y_pred))
+        self.model.learn_one(x, y)
+        self.version += 1
+        return y_pred, loss

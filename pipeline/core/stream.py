@@ -1,0 +1,160 @@
+"""The explanations of one stream's model, in-process: explain with h_t, then learn.
+
+A :class:`StreamExplainer` owns a model (the stream's model in-process, or a
+deterministic replica on an explainer worker) and a set of explainers over it. For
+each event it explains the model as it is (version t: after learning events < t), then
+lets the model learn the event. Work is split into *units*: one per feature (iPFI and
+iPDP of that feature) and one for the iSAGE chain, which cannot be split by feature.
+``units_of_group`` deals units to groups; a StreamExplainer for one group gives exactly
+the values the all-units StreamExplainer gives for those units, because every random
+draw is seeded by ``(seed, stream_id, explainer, feature)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import Component
+from .model import ModelFunction
+from .rng import derive_seed
+
+__all__ = ["ExplainerSpec", "StreamExplainer", "ExplanationValue", "units_of_group", "ISAGE_UNIT"]
+
+ISAGE_UNIT = "*isage*"
+EXPLAINER_NAMES = ("ipfi", "isage", "ipdp")
+
+
+@dataclass(frozen=True)
+class ExplainerSpec:
+    """Which explainer, which model output it explains, with which loss and parameters."""
+
+    name: str
+    output: str = "label"
+    loss: Any = "zero_one"
+    target_class: Any = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.name not in EXPLAINER_NAMES:
+            raise ValueError(f"explainer {self.name!r} is not one of {EXPLAINER_NAMES}")
+
+
+@dataclass(frozen=True, slots=True)
+class ExplanationValue:
+    explainer: str
+    feature: str
+    value: float
+    n_explained: int
+    curve: dict[str, list] | None = None
+
+
+def units_of_group(
+    group: int, n_groups: int, feature_names: Sequence[str], with_isage: bool
+) -> list[str]:
+    """The work units dealt to ``group`` of ``n_groups`` (round robin, iSAGE first).
+
+    >>> units_of_group(0, 2, ["a", "b", "c"], True), units_of_group(1, 2, ["a", "b", "c"], True)
+    (['*isage*', 'b'], ['a', 'c'])
+    """
+    if not 0 <= group < n_groups:
+        raise ValueError(f"group {group} is not in [0, {n_groups})")
+    units = ([ISAGE_UNIT] if with_isage else []) + list(feature_names)
+    return [u for i, u in enumerate(units) if i % n_groups == group]
+
+
+class StreamExplainer(Component):
+    """Explainers over one stream's model.
+
+    >>> from river import linear_model
+    >>> se = StreamExplainer(
+    ...     model_factory=linear_model.LinearRegression,
+    ...     feature_names=["a", "b"],
+    ...     specs=[ExplainerSpec("ipfi", output="value", loss="squared", params={"alpha": 0.1})],
+    ...     seed=1, stream_id="s")
+    >>> for t in range(50):
+    ...     out = se.process_one({"a": t % 7 / 7, "b": t % 3 / 3}, 2 * (t % 7 / 7))
+    >>> sorted(v.feature for v in out), se.model_version
+    (['a', 'b'], 50)
+    """
+
+    def __init__(
+        self,
+        model_factory: Any,
+        feature_names: Sequence[str],
+        specs: Sequence[ExplainerSpec],
+        seed: int | None = 0,
+        stream_id: str = "",
+        units: Sequence[str] | None = None,
+        categorical: Sequence[str] = (),
+    ):
+        self.model_factory = model_factory
+        self.feature_names = list(feature_names)
+        self.specs = list(specs)
+        self.seed = seed
+        self.stream_id = stream_id
+        self.units = None if units is None else list(units)
+        self.categorical = list(categorical)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.model = self.model_factory()
+        self.model_version = 0
+        self.n_seen = 0
+        all_units = [ISAGE_UNIT, *self.feature_names]
+        units = all_units if self.units is None else self.units
+        unknown = [u for u in units if u not in all_units]
+        if unknown:
+            raise ValueError(f"units {unknown} are not features of this stream nor {ISAGE_UNIT!r}")
+        features = [f for f in self.feature_names if f in units]
+        seed = derive_seed(self.seed, self.stream_id)
+        self._explainers = []
+        for spec in self.specs:
+            if spec.name == "isage" and ISAGE_UNIT not in units:
+                continue
+            if spec.name != "isage" and not features:
+                continue
+            self._explainers.append(self._build(spec, features, seed))
+
+    def _build(self, spec: ExplainerSpec, features: list[str], seed: int | None) -> Any:
+        from .explainers import IPDP, IPFI, ISAGE
+
+        fn = ModelFunction(self.model, output=spec.output, target_class=spec.target_class)
+        params = dict(spec.params)
+        if spec.name == "ipfi":
+            return IPFI(fn, spec.loss, self.feature_names, features=features, seed=seed, **params)
+        if spec.name == "isage":
+            return ISAGE(fn, spec.loss, self.feature_names, seed=seed, **params)
+        if self.categorical and "categorical" not in params:
+            params["categorical"] = [c for c in self.categorical]
+        return IPDP(fn, self.feature_names, features=features, seed=seed, **params)
+
+    @property
+    def explainers(self) -> list[Any]:
+        return list(self._explainers)
+
+    def process_one(self, x: dict[str, Any], y: Any, explain: bool = True) -> list[ExplanationValue]:
+        """Explain ``(x, y)`` with the current model (if ``explain``), then learn it.
+
+        An event without a target (``y is None``) is neither explained nor learned.
+        """
+        if y is None:
+            return []
+        self.n_seen += 1
+        out: list[ExplanationValue] = []
+        for ex in self._explainers:
+            if explain:
+                values = ex.explain_one(x, y)
+                curves = ex.curves() if hasattr(ex, "curves") else {}
+                n = ex.n_explained
+                for feat, val in values.items():
+                    out.append(ExplanationValue(ex.name, feat, float(val), n, curves.get(feat)))
+            else:
+                ex.observe_one(x, y)
+        self.model.learn_one(x, y)
+        self.model_version += 1
+        return out
+
+    def __getstate__(self) -> dict:
+        return self.__dict__.copy()

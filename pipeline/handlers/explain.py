@@ -1,0 +1,97 @@
+"""Explainer path: one deterministic model replica per (stream, group), explained then taught.
+
+Each explain task carries one event for one group of explainer work units. The group's
+replica explains the event with the model as it was when the event arrived (it has
+learned exactly the events before it), then learns it. Events whose task waited longer
+than ``max_lag_s`` are observed but not explained (load shedding), and the counts are in
+every explanation message (``n_explained`` vs ``n_seen``) and in the metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from schemas import ExplainTask, Explanation, InvalidMessage, SchemaMismatch, decode_as, dumps
+
+from ..core.budget import LagShedder
+from ..core.stream import StreamExplainer
+from ..metrics import Metrics
+from ..plan import stream_explainer
+from ..settings import Settings
+from .common import Out, Source, dead_letter
+
+__all__ = ["ExplainHandler"]
+
+_TASK_FIELDS = {"schema", "stream_id", "seq", "ts", "x", "y", "group", "explain", "sent_at"}
+
+
+@dataclass
+class _GroupState:
+    explainer: StreamExplainer
+    last_seq: int = -1
+    n_explained: int = 0
+
+
+class ExplainHandler:
+    def __init__(self, settings: Settings, metrics: Metrics | None = None, clock=time.time):
+        self.settings = settings
+        self.metrics = metrics or Metrics()
+        self.clock = clock
+        self.shedder = LagShedder(settings.max_lag_s or None)
+        self.groups: dict[tuple[str, int], _GroupState] = {}
+
+    def _parse(self, raw: bytes | None, src: Source) -> ExplainTask:
+        obj = decode_as(raw, ExplainTask.SCHEMA, where=str(src), max_bytes=10 * self.settings.max_message_bytes)
+        if set(obj) != _TASK_FIELDS or not isinstance(obj["x"], dict):
+            raise SchemaMismatch(f"explain_task/v1 fields are {sorted(obj)}, expected {sorted(_TASK_FIELDS)}", where=str(src))
+        g = obj["group"]
+        if not isinstance(g, int) or not 0 <= g < self.settings.explain_groups:
+            raise SchemaMismatch(
+                f"group {g!r} is outside [0, {self.settings.explain_groups}); all workers must run "
+                "with the same explain_groups setting",
+                where=str(src),
+            )
+        obj.pop("schema")
+        return ExplainTask(**obj)
+
+    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        m = self.metrics
+        try:
+            task = self._parse(raw, src)
+        except InvalidMessage as e:
+            m.inc("dead_letters", reason=e.reason)
+            return [dead_letter(raw, key, e, "explain", src)]
+        gk = (task.stream_id, task.group)
+        st = self.groups.get(gk)
+        if st is None:
+            st = self.groups[gk] = _GroupState(stream_explainer(self.settings, task.stream_id, task.group))
+            m.gauge("explainer_groups", len(self.groups))
+        if task.seq <= st.last_seq:
+            m.inc("duplicate_tasks_dropped")
+            return []
+        explain = task.explain and not self.shedder.shed(self.clock() - task.sent_at)
+        if task.explain and not explain:
+            m.inc("shed_events")
+        se = st.explainer
+        version = se.model_version
+        try:
+            values = se.process_one(task.x, task.y, explain=explain)
+        except Exception as e:
+            m.inc("dead_letters", reason="explain_error")
+            return [dead_letter(raw, key, e, "explain", src, reason="explain_error")]
+        st.last_seq = task.seq
+        m.inc("tasks_seen")
+        if not explain:
+            return []
+        m.inc("events_explained")
+        st.n_explained += 1
+        if st.n_explained % self.settings.emit_every:
+            return []
+        outs = []
+        for v in values:
+            msg = Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq,
+                              v.n_explained, se.n_seen, version, v.curve)
+            outs.append(Out("explanations", f"{task.stream_id}/{v.explainer}/{v.feature}".encode(), dumps(msg)))
+        m.inc("explanations_out", len(outs))
+        return outs

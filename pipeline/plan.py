@@ -1,0 +1,66 @@
+"""From settings to core objects: the one place that decides what runs for a stream.
+
+The pipeline and the in-process reference both build their objects here, so a run
+through Kafka and a run through :class:`~pipeline.core.stream.StreamExplainer` use the
+same models, explainers, parameters and seeds.
+"""
+
+from __future__ import annotations
+
+from .core.prequential import PrequentialModel
+from .core.stream import ExplainerSpec, StreamExplainer, units_of_group
+from .modelspec import build_model, model_factory
+from .settings import Settings
+
+__all__ = ["explainer_specs", "stream_explainer", "prequential_model", "group_units"]
+
+
+def explainer_specs(s: Settings) -> list[ExplainerSpec]:
+    """iPFI explains ``s.output`` with ``s.loss``; iSAGE and iPDP need a numeric output, so
+    for classification they explain the probability (of ``s.target_class`` for iPDP) with
+    cross-entropy, and for regression the value with ``s.loss``."""
+    classification = s.target == "label"
+    specs = []
+    for name in s.explainers:
+        if name == "ipfi":
+            specs.append(ExplainerSpec("ipfi", s.output, s.loss, params={
+                "alpha": s.alpha, "storage_size": s.storage_size}))
+        elif name == "isage":
+            specs.append(ExplainerSpec(
+                "isage",
+                "proba" if classification else "value",
+                "cross_entropy" if classification else s.loss,
+                params={"alpha": s.alpha, "storage_size": s.storage_size, "removal": s.isage_removal},
+            ))
+        elif name == "ipdp":
+            specs.append(ExplainerSpec(
+                "ipdp",
+                "proba_of" if classification else "value",
+                None,
+                target_class=s.target_class if classification else None,
+                params={"alpha": s.alpha, "grid_size": s.grid_size},
+            ))
+    return specs
+
+
+def group_units(s: Settings, group: int | None) -> list[str] | None:
+    if group is None:
+        return None
+    return units_of_group(group, s.explain_groups, s.features, "isage" in s.explainers)
+
+
+def stream_explainer(s: Settings, stream_id: str, group: int | None = None) -> StreamExplainer:
+    """The explainers of ``stream_id`` (all units, or those of ``group``) over a fresh model."""
+    return StreamExplainer(
+        model_factory=model_factory(s.model, s.model_params, s.model_seed),
+        feature_names=s.features,
+        specs=explainer_specs(s),
+        seed=s.explain_seed,
+        stream_id=stream_id,
+        units=group_units(s, group),
+        categorical=s.categorical,
+    )
+
+
+def prequential_model(s: Settings) -> PrequentialModel:
+    return PrequentialModel(build_model(s.model, s.model_params, s.model_seed), output=s.output, loss=s.loss)

@@ -1,0 +1,230 @@
+"""One settings object. The environment and files are read only at the entry point.
+
+Every field has a default, a help text and an environment variable ``STREAMXAI_<NAME>``.
+:func:`load_settings` merges, in increasing priority: defaults, a TOML file, the
+environment, explicit overrides. Secrets are :class:`Secret` values that never show their
+content in ``repr``, logs or exceptions.
+
+>>> s = Settings(sasl_password=Secret("hunter2"))
+>>> "hunter2" in repr(s), s.sasl_password.reveal()
+(False, 'hunter2')
+>>> load_settings(env={"STREAMXAI_EXPLAIN_GROUPS": "3"}).explain_groups
+3
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from schemas import ConfigError, FeatureSpec
+
+__all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "settings_help"]
+
+AGRAWAL_FEATURES = (
+    "salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan",
+)
+
+
+class Secret:
+    """A string that shows as ``'***'`` everywhere but :meth:`reveal`."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __reduce__(self):  # never pickled into checkpoints with its value
+        return (Secret, ("",))
+
+
+def _f(default: Any, help: str, **kw: Any) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: json.loads(json.dumps(d)), metadata={"help": help, **kw})
+    return field(default=default, metadata={"help": help, **kw})
+
+
+@dataclass
+class Settings:
+    # Kafka connection
+    bootstrap_servers: str = _f("127.0.0.1:9092", "Kafka bootstrap servers, host:port[,host:port]")
+    security_protocol: str = _f("PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    sasl_mechanism: str = _f("PLAIN", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+    sasl_username: str = _f("", "SASL user name")
+    sasl_password: Secret = _f(Secret(""), "SASL password (secret)", secret=True)
+    ssl_cafile: str = _f("", "CA bundle for TLS")
+    ssl_certfile: str = _f("", "client certificate for TLS")
+    ssl_keyfile: str = _f("", "client private key for TLS")
+    ssl_key_password: Secret = _f(Secret(""), "password of the TLS private key (secret)", secret=True)
+    # Topics and app
+    app_id: str = _f("streamxai", "Faust app id: consumer group and internal topic prefix")
+    topic_prefix: str = _f("streamxai.", "prefix of every topic name")
+    partitions: int = _f(4, "partitions of the topics the worker creates")
+    replication_factor: int = _f(1, "replication factor of the topics the worker creates")
+    web_port: int = _f(6066, "port of the worker's metrics endpoint (GET /streamxai/metrics)")
+    web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
+    state_dir: str = _f(".streamxai/state", "directory for worker-local state")
+    # Data
+    features: list = _f(list(AGRAWAL_FEATURES), "feature names every event must carry, in model order")
+    categorical: list = _f([], "features that are categorical (strings or integers)")
+    target: str = _f("label", "target kind: label (classification) or number (regression)")
+    max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
+    # Model
+    model: str = _f("river.tree.HoeffdingTreeClassifier", "import path of the river model class")
+    model_params: dict = _f({}, "keyword arguments of the model (JSON object)")
+    model_seed: int = _f(42, "seed passed to the model when its constructor takes one")
+    output: str = _f("label", "model output scored on the prediction topic: label or value")
+    loss: str = _f("zero_one", "loss of the prediction topic and of iPFI")
+    # Explainers
+    explainers: list = _f(["ipfi", "isage", "ipdp"], "explainers to run: ipfi, isage, ipdp")
+    target_class: Any = _f(1, "class whose probability iSAGE (cross-entropy) and iPDP explain")
+    alpha: float = _f(0.001, "smoothing of every explainer (iPFI, iSAGE, iPDP papers' alpha)")
+    storage_size: int = _f(100, "reservoir size of iPFI and iSAGE")
+    grid_size: int = _f(10, "iPDP grid points per feature")
+    isage_removal: str = _f("interventional", "iSAGE feature removal: interventional or observational")
+    explain_seed: int = _f(0, "seed of every explainer's random draws")
+    explain_groups: int = _f(2, "explainer work groups per stream (one model replica each)")
+    sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
+    max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
+    emit_every: int = _f(10, "publish explanations every N explained events of a group")
+    # Drift
+    drift_delta: float = _f(0.002, "ADWIN delta of the drift agent")
+    drift_grace_period: int = _f(10, "ADWIN grace period (points before a detector can fire)")
+    drift_warmup: int = _f(30, "first points of each series the drift agent does not monitor")
+
+    def __post_init__(self) -> None:
+        for name in ("sasl_password", "ssl_key_password"):
+            v = getattr(self, name)
+            if not isinstance(v, Secret):
+                setattr(self, name, Secret(str(v)))
+        self.validate()
+
+    def validate(self) -> None:
+        def bad(msg: str) -> ConfigError:
+            return ConfigError(f"setting {msg}")
+
+        if self.partitions < 1 or self.explain_groups < 1 or self.emit_every < 1:
+            raise bad("partitions, explain_groups and emit_every must be >= 1")
+        if not 0 < self.sample_rate <= 1:
+            raise bad(f"sample_rate={self.sample_rate} must be in (0, 1]")
+        if not 0 < self.alpha <= 1:
+            raise bad(f"alpha={self.alpha} must be in (0, 1]")
+        unknown = set(self.explainers) - {"ipfi", "isage", "ipdp"}
+        if unknown:
+            raise bad(f"explainers has unknown names {sorted(unknown)}; use ipfi, isage, ipdp")
+        if self.output not in ("label", "value"):
+            raise bad(f"output={self.output!r} must be label or value")
+        if self.isage_removal not in ("interventional", "observational"):
+            raise bad(f"isage_removal={self.isage_removal!r} must be interventional or observational")
+        try:
+            self.feature_spec()
+        except ValueError as e:
+            raise bad(f"features/categorical/target: {e}") from None
+
+    def feature_spec(self) -> FeatureSpec:
+        return FeatureSpec(tuple(self.features), frozenset(self.categorical), self.target)
+
+    def topic(self, name: str) -> str:
+        return f"{self.topic_prefix}{name}"
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    def public_dict(self) -> dict[str, Any]:
+        """All settings with secrets masked, for logs and ``streamxai config``."""
+        return {f.name: (repr(v) if isinstance(v, Secret) else v) for f in fields(self) for v in [getattr(self, f.name)]}
+
+
+def env_name(field_name: str) -> str:
+    return f"STREAMXAI_{field_name.upper()}"
+
+
+def _convert(f: dataclasses.Field, raw: Any, source: str) -> Any:
+    typ = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    try:
+        if f.metadata.get("secret"):
+            return Secret(str(raw))
+        if typ == "int":
+            return int(raw)
+        if typ == "float":
+            return float(raw)
+        if typ in ("list", "dict"):
+            if isinstance(raw, str):
+                raw = raw.strip()
+                if typ == "list" and not raw.startswith("["):
+                    return [p.strip() for p in raw.split(",") if p.strip()]
+                raw = json.loads(raw)
+            want = list if typ == "list" else dict
+            if not isinstance(raw, want):
+                raise TypeError(f"expected a {typ}")
+            return raw
+        if typ == "Any" and isinstance(raw, str):
+            try:
+                return json.loads(raw)
+            except json.JSONDecodeError:
+                return raw
+        return raw if typ == "Any" else str(raw)
+    except (TypeError, ValueError) as e:
+        shown = "***" if f.metadata.get("secret") else repr(raw)
+        raise ConfigError(f"setting {f.name} from {source} is {shown}: {e}") from None
+
+
+def load_settings(
+    path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Defaults < TOML file ``path`` < environment ``env`` < ``overrides``."""
+    by_name = {f.name: f for f in fields(Settings)}
+    values: dict[str, Any] = {}
+    if path:
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"settings file {p} does not exist") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"settings file {p} is not valid TOML: {e}") from None
+        for k, v in data.items():
+            if k not in by_name:
+                raise ConfigError(f"settings file {p}: unknown setting {k!r}; see `streamxai worker --help`")
+            values[k] = _convert(by_name[k], v, str(p))
+    for name, f in by_name.items():
+        if env and env_name(name) in env:
+            values[name] = _convert(f, env[env_name(name)], f"${env_name(name)}")
+    for k, v in overrides.items():
+        if v is None:
+            continue
+        if k not in by_name:
+            raise ConfigError(f"unknown setting {k!r}")
+        values[k] = _convert(by_name[k], v, "the command line")
+    return Settings(**values)
+
+
+def settings_help() -> str:
+    """One line per setting with its environment variable, for ``--help``."""
+    lines = []
+    for f in fields(Settings):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        shown = "***" if f.metadata.get("secret") else json.dumps(default, default=str)
+        lines.append(f"  {f.name:<20} {f.metadata['help']} [env: {env_name(f.name)}] (default {shown})")
+    return "\n".join(lines)
