@@ -10,6 +10,6 @@ from ._forward import forward
 def install_drift_agent(app: Any, topics: dict[str, Any], handler: Any) -> Any:
     @app.agent(topics["explanations"], name="streamxai.drift")
     async def drift_agent(stream: Any) -> None:
-        await forward(stream, handler, topics)
+        await forward(stream, handler, topics, "drift")
 
     return drift_agent

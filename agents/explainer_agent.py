@@ -10,6 +10,6 @@ from ._forward import forward
 def install_explainer_agent(app: Any, topics: dict[str, Any], handler: Any) -> Any:
     @app.agent(topics["explain-tasks"], name="streamxai.explainer")
     async def explainer_agent(stream: Any) -> None:
-        await forward(stream, handler, topics)
+        await forward(stream, handler, topics, "explain")
 
     return explainer_agent

@@ -10,6 +10,6 @@ from ._forward import forward
 def install_model_agent(app: Any, topics: dict[str, Any], handler: Any) -> Any:
     @app.agent(topics["features"], name="streamxai.model")
     async def model_agent(stream: Any) -> None:
-        await forward(stream, handler, topics)
+        await forward(stream, handler, topics, "model")
 
     return model_agent

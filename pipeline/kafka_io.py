@@ -1,0 +1,103 @@
+"""Plain producer and consumer helpers (confluent-kafka) for the CLI, the demo and tests."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from schemas import FeatureEvent, dumps
+
+from .kafka_config import confluent_config
+from .settings import Settings
+
+__all__ = ["produce_events", "produce_raw", "consume", "Record"]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, bytes | None]]) -> int:
+    """Send ``(key, value)`` pairs to ``topic`` (full name); returns how many were delivered."""
+    from confluent_kafka import Producer
+
+    p = Producer(confluent_config(s, **{"linger.ms": 20, "enable.idempotence": True}))
+    errors: list[str] = []
+
+    def on_delivery(err, msg):  # noqa: ANN001
+        if err is not None:
+            errors.append(str(err))
+
+    n = 0
+    for key, value in items:
+        while True:
+            try:
+                p.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.1)
+        n += 1
+        p.poll(0)
+    remaining = p.flush(60)
+    if remaining or errors:
+        raise RuntimeError(f"{remaining} messages undelivered to {topic}; first error: {errors[:1]}")
+    return n
+
+
+def produce_events(s: Settings, events: Iterable[FeatureEvent], rate: float | None = None) -> int:
+    """Send feature events keyed by stream_id, at most ``rate`` per second if given."""
+    topic = s.topic("features")
+    start = time.monotonic()
+
+    def items() -> Iterator[tuple[bytes, bytes]]:
+        for i, ev in enumerate(events):
+            if rate:
+                ahead = i / rate - (time.monotonic() - start)
+                if ahead > 0:
+                    time.sleep(ahead)
+            yield ev.stream_id.encode(), dumps(ev)
+
+    return produce_raw(s, topic, items())
+
+
+def consume(
+    s: Settings,
+    topics: list[str],
+    *,
+    group: str | None = None,
+    from_beginning: bool = True,
+    idle_timeout: float | None = None,
+    poll: float = 0.2,
+) -> Iterator[Record]:
+    """Yield records of ``topics`` (full names) until ``idle_timeout`` s pass with none (None: forever)."""
+    from confluent_kafka import Consumer, KafkaError
+
+    c = Consumer(confluent_config(s, **{
+        "group.id": group or f"streamxai-reader-{uuid.uuid4().hex[:8]}",
+        "auto.offset.reset": "earliest" if from_beginning else "latest",
+        "enable.auto.commit": group is not None,
+    }))
+    c.subscribe(topics)
+    last = time.monotonic()
+    try:
+        while True:
+            msg = c.poll(poll)
+            if msg is None:
+                if idle_timeout is not None and time.monotonic() - last > idle_timeout:
+                    return
+                continue
+            if msg.error():
+                if msg.error().code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
+                    continue
+                raise RuntimeError(f"consuming {topics}: {msg.error()}")
+            last = time.monotonic()
+            yield Record(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value())
+    finally:
+        c.close()

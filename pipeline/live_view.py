@@ -1,0 +1,135 @@
+"""A terminal view of one or more streams: importances updating live, change events, summary."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import orjson
+
+from .kafka_io import Record
+
+__all__ = ["LiveView"]
+
+EXPLAINERS = ("ipfi", "isage", "ipdp")
+
+
+@dataclass
+class _Stream:
+    predictions: int = 0
+    last_pred_seq: int = -1
+    losses: deque = field(default_factory=lambda: deque(maxlen=500))
+    values: dict[tuple[str, str], float] = field(default_factory=dict)
+    explained_seq: dict[str, int] = field(default_factory=dict)
+    n_explained: dict[str, tuple[int, int]] = field(default_factory=dict)
+    snapshots: list[tuple[int, dict[str, dict[str, float]]]] = field(default_factory=list)
+
+
+class LiveView:
+    """Feed it records of predictions, explanations, drift events and dead letters."""
+
+    def __init__(self, features: list[str], prefix: str, out: TextIO = sys.stdout, plan: str = ""):
+        self.features = features
+        self.prefix = prefix
+        self.out = out
+        self.plan = plan
+        self.streams: dict[str, _Stream] = {}
+        self.changes: list[dict[str, Any]] = []
+        self.dead_letters: list[dict[str, Any]] = []
+        self._tty = out.isatty()
+        self._last_render = 0.0
+
+    def _s(self, sid: str) -> _Stream:
+        return self.streams.setdefault(sid, _Stream())
+
+    def add(self, rec: Record) -> None:
+        name = rec.topic[len(self.prefix):]
+        obj = orjson.loads(rec.value) if rec.value else {}
+        if name == "predictions":
+            st = self._s(obj["stream_id"])
+            st.predictions += 1
+            st.last_pred_seq = max(st.last_pred_seq, obj["seq"])
+            if obj.get("loss") is not None:
+                st.losses.append(obj["loss"])
+        elif name == "explanations":
+            st = self._s(obj["stream_id"])
+            st.values[(obj["explainer"], obj["feature"])] = obj["value"]
+            ex = obj["explainer"]
+            st.explained_seq[ex] = max(st.explained_seq.get(ex, -1), obj["seq"])
+            st.n_explained[ex] = (obj["n_explained"], obj["n_seen"])
+        elif name == "drift-events":
+            self.changes.append(obj)
+            st = self._s(obj["stream_id"])
+            st.snapshots.append((obj["seq"], self.ranking(obj["stream_id"])))
+        elif name == "dead-letters":
+            self.dead_letters.append(obj)
+
+    def ranking(self, sid: str) -> dict[str, dict[str, float]]:
+        st = self._s(sid)
+        return {ex: {f: st.values[(ex, f)] for f in self.features if (ex, f) in st.values} for ex in EXPLAINERS}
+
+    def min_explained_seq(self, sid: str) -> int:
+        st = self.streams.get(sid)
+        if not st or not st.explained_seq:
+            return -1
+        return min(st.explained_seq.values())
+
+    def render(self, force: bool = False, every: float = 1.0) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_render < (every if self._tty else 5 * every):
+            return
+        self._last_render = now
+        lines = []
+        if self.plan:
+            lines.append(f"demo stream: {self.plan}")
+        for sid, st in sorted(self.streams.items()):
+            err = sum(st.losses) / len(st.losses) if st.losses else float("nan")
+            lines.append(f"stream {sid}: {st.predictions} predictions (last seq {st.last_pred_seq}), "
+                         f"mean loss of last {len(st.losses)}: {err:.3f}")
+            counts = ", ".join(f"{ex} {n}/{m}" for ex, (n, m) in sorted(st.n_explained.items()))
+            lines.append(f"  explained/seen: {counts or '-'}")
+            lines.append(f"  {'feature':<11}{'iPFI':>9}  {'':<20}{'iSAGE':>9}{'iPDP':>9}")
+            top = max((abs(v) for (ex, _), v in st.values.items() if ex == "ipfi"), default=0.0) or 1.0
+            for f in self.features:
+                ipfi = st.values.get(("ipfi", f))
+                bar = "#" * int(20 * max(ipfi or 0.0, 0.0) / top)
+                cells = [_fmt(ipfi), f"{bar:<20}", _fmt(st.values.get(("isage", f))), _fmt(st.values.get(("ipdp", f)))]
+                lines.append(f"  {f:<11}{cells[0]:>9}  {cells[1]}{cells[2]:>9}{cells[3]:>9}")
+        lines.append(f"change events: {len(self.changes)}   dead letters: {len(self.dead_letters)}")
+        for ch in self.changes[-8:]:
+            lines.append(f"  seq {ch['seq']:>6}  {ch['series']:<32} {ch['level_before']:.4f} -> {ch['level_after']:.4f}")
+        text = "\n".join(lines)
+        if self._tty:
+            self.out.write("\x1b[H\x1b[2J" + text + "\n")
+        else:
+            self.out.write(text + "\n\n")
+        self.out.flush()
+
+    def summary(self) -> str:
+        lines = ["", "=== summary ==="]
+        for sid, st in sorted(self.streams.items()):
+            lines.append(f"stream {sid}: {st.predictions} predictions, explained up to seq "
+                         f"{self.min_explained_seq(sid)}")
+            final = self.ranking(sid)
+            for ex in EXPLAINERS:
+                if final.get(ex):
+                    ranked = sorted(final[ex].items(), key=lambda kv: -kv[1])[:3]
+                    lines.append(f"  top {ex:<5}: " + ", ".join(f"{f}={v:.3f}" for f, v in ranked))
+            by_seq: dict[int, list[str]] = {}
+            for ch in self.changes:
+                if ch["stream_id"] == sid:
+                    by_seq.setdefault(ch["seq"], []).append(f"{ch['explainer']}/{ch['feature']}")
+            lines.append(f"  change events: {sum(len(v) for v in by_seq.values())}")
+            for seq, series in sorted(by_seq.items()):
+                lines.append(f"    seq {seq:>6}: {', '.join(series)}")
+        if self.dead_letters:
+            lines.append(f"dead letters: {len(self.dead_letters)} "
+                         f"({', '.join(sorted({d['reason'] for d in self.dead_letters}))})")
+        return "\n".join(lines)
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4f}"

@@ -1,0 +1,67 @@
+"""Run a Faust worker for some roles, and spawn worker processes for the demo and tests."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from .settings import Secret, Settings, env_name
+
+__all__ = ["run_worker", "settings_env", "spawn_worker", "stop_worker"]
+
+
+def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info") -> None:
+    """Create the topics, build the app and run it until SIGTERM/SIGINT (blocks)."""
+    import faust
+
+    from .app import create_app
+    from .kafka_config import ensure_topics
+
+    created = ensure_topics(settings)
+    logging.getLogger("streamxai").info("created topics %s", created)
+    Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
+    app = create_app(settings, roles)
+    worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    worker.execute_from_commandline()
+
+
+def settings_env(s: Settings) -> dict[str, str]:
+    """Environment variables that reproduce ``s`` in a child process (secrets included,
+    passed only through the child's environment)."""
+    env = {}
+    for f in fields(s):
+        v = getattr(s, f.name)
+        if isinstance(v, Secret):
+            v = v.reveal()
+        env[env_name(f.name)] = v if isinstance(v, str) else json.dumps(v)
+    return env
+
+
+def spawn_worker(
+    s: Settings, roles: tuple[str, ...] = ("model", "explain", "drift"), log_file: str | None = None,
+    loglevel: str = "info",
+) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
+    env.update(settings_env(s))
+    out = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "worker", "--roles", ",".join(roles), "--loglevel", loglevel],
+        env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def stop_worker(proc: subprocess.Popen, timeout: float = 30.0) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    return proc.returncode

@@ -1,0 +1,124 @@
+"""Wire format: every kind of bad input becomes a specific InvalidMessage; good input round-trips;
+the JSON Schema files accept what the code writes and the code refuses what they refuse."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import orjson
+import pytest
+
+from schemas import (
+    MESSAGE_TYPES,
+    BadValue,
+    DeadLetter,
+    DriftEvent,
+    ExplainTask,
+    Explanation,
+    FeatureEvent,
+    FeatureMismatch,
+    FeatureSpec,
+    MalformedMessage,
+    OversizedMessage,
+    Prediction,
+    SchemaMismatch,
+    decode,
+    dumps,
+    parse_feature_event,
+)
+
+SPEC = FeatureSpec(names=("a", "b", "c"), categorical=frozenset({"c"}), target="label")
+JSON_DIR = Path(__file__).resolve().parents[2] / "schemas" / "json"
+
+
+def event(**over):
+    d = {"schema": "feature_event/v1", "stream_id": "s", "seq": 3, "ts": 1.0,
+         "x": {"a": 1.0, "b": 2, "c": "red"}, "y": 1}
+    d.update(over)
+    return orjson.dumps(d)
+
+
+def test_good_event_parses_and_normalises_numbers():
+    ev = parse_feature_event(event(), SPEC, where="t[0]@0")
+    assert ev == FeatureEvent("s", 3, 1.0, {"a": 1.0, "b": 2.0, "c": "red"}, 1)
+    assert isinstance(ev.x["b"], float)
+
+
+@pytest.mark.parametrize(
+    "raw, err, fragment",
+    [
+        (b"not json", MalformedMessage, "not valid JSON"),
+        (b"", MalformedMessage, "empty message"),
+        (b"[1, 2]", MalformedMessage, "expected a JSON object"),
+        (b'{"a": NaN}', MalformedMessage, "not valid JSON"),
+        (event(schema="feature_event/v2"), SchemaMismatch, "'feature_event/v2'"),
+        (event(schema=None), SchemaMismatch, "expected 'feature_event/v1'"),
+        (event(seq=-1), SchemaMismatch, "seq -1"),
+        (event(seq="3"), SchemaMismatch, "seq '3'"),
+        (event(stream_id="a/b"), SchemaMismatch, "without '/'"),
+        (event(extra=1), SchemaMismatch, "unexpected ['extra']"),
+        (event(x={"a": 1.0, "b": 2.0}), FeatureMismatch, "missing features ['c']"),
+        (event(x={"a": 1.0, "b": 2.0, "c": "r", "d": 1}), FeatureMismatch, "unexpected features ['d']"),
+        (event(x={"a": "1.0", "b": 2.0, "c": "r"}), BadValue, "feature 'a'"),
+        (event(x={"a": True, "b": 2.0, "c": "r"}), BadValue, "feature 'a'"),
+        (event(x={"a": 1.0, "b": 2.0, "c": 1.5}), BadValue, "categorical feature 'c'"),
+        (event(y=[1]), BadValue, "target y"),
+        (b'{"schema": "feature_event/v1", "stream_id": "s", "seq": 1, "ts": 0, "x": {"a": 1e999, "b": 0, "c": "r"}, "y": 0}',
+         MalformedMessage, "infinity"),
+    ],
+)
+def test_bad_input_gets_a_specific_error_naming_the_source(raw, err, fragment):
+    with pytest.raises(err) as info:
+        parse_feature_event(raw, SPEC, where="features[2]@17")
+    assert fragment in str(info.value)
+    assert str(info.value).startswith("features[2]@17: ")
+
+
+def test_oversized_is_refused_before_parsing():
+    raw = event(x={"a": 1.0, "b": 2.0, "c": "r" * 5000})
+    with pytest.raises(OversizedMessage, match="over the limit of 1000"):
+        parse_feature_event(raw, SPEC, where="f[0]@0", max_bytes=1000)
+
+
+def test_regression_target_must_be_finite_number():
+    spec = FeatureSpec(names=("a",), target="number")
+    raw = orjson.dumps({"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 0, "x": {"a": 1}, "y": "x"})
+    with pytest.raises(BadValue, match="target y"):
+        parse_feature_event(raw, spec, where="f[0]@0")
+
+
+EXAMPLES = [
+    FeatureEvent("s", 0, 1.0, {"a": 1.0, "c": "x"}, 1),
+    ExplainTask("s", 0, 1.0, {"a": 1.0}, 0, 1, True, 2.0),
+    Prediction("s", 0, 1.0, 1, 0, 1.0, 0),
+    Explanation("s", "ipdp", "a", 0.1, 9, 10, 10, 9, {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}),
+    DriftEvent("s", "ipfi", "a", "s/ipfi/a", 500, 50, 0.1, 0.4),
+    DeadLetter("malformed", "MalformedMessage: x", "model", {"topic": "t", "partition": 0, "offset": 5}, "AAE=", None, 1.0),
+]
+
+
+@pytest.mark.parametrize("msg", EXAMPLES, ids=lambda m: m.SCHEMA)
+def test_json_schema_files_accept_what_we_write(msg):
+    schema = json.loads((JSON_DIR / (msg.SCHEMA.replace("/", ".") + ".json")).read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    obj = decode(dumps(msg), where="-")
+    jsonschema.validate(obj, schema)
+    # the file's required fields are exactly the message type's fields without defaults
+    assert set(schema["properties"]) == set(obj)
+
+
+def test_every_message_type_has_a_schema_file():
+    files = {p.name for p in JSON_DIR.glob("*.json")}
+    assert files == {t.replace("/", ".") + ".json" for t in MESSAGE_TYPES}
+
+
+def test_non_finite_values_are_refused_not_written_as_null():
+    with pytest.raises(ValueError, match="non-finite"):
+        dumps(Explanation("s", "ipfi", "a", float("nan"), 0, 1, 1, 0))
+
+
+def test_numpy_scalars_serialise_as_numbers():
+    import numpy as np
+
+    raw = dumps(Prediction("s", 0, 0.0, 1, np.int64(1), float(np.float64(0.5)), 0))
+    assert orjson.loads(raw)["y_pred"] == 1
