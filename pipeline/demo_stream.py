@@ -21,7 +21,7 @@ from river.datasets import synth
 
 from schemas import FeatureEvent
 
-from .settings import AGRAWAL_FEATURES
+from .settings import AGRAWAL_FEATURES  # noqa: F401  (used by the doctest)
 
 __all__ = ["agrawal_events", "file_events", "DemoPlan"]
 

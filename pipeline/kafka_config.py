@@ -76,7 +76,7 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
            for t in wanted if t not in existing]
     if not new:
         return []
-    for topic, fut in admin.create_topics(new, operation_timeout=timeout).items():
+    for _topic, fut in admin.create_topics(new, operation_timeout=timeout).items():
         try:
             fut.result()
         except KafkaException as e:
