@@ -1,0 +1,6 @@
+"""Incremental explainers of the current model (iPFI, iSAGE, iPDP)."""
+
+from .base import Explainer
+from .ipdp import IPDP
+
+__all__ = ["Explainer", "IPDP"]
