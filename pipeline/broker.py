@@ -1,0 +1,560 @@
+"""Start, stop and inspect the local Apache Kafka broker used for local runs and tests.
+
+One JVM runs a combined broker + controller (KRaft, no ZooKeeper) on 127.0.0.1. Its jars come
+from Maven Central through ``deploy/pom.xml`` (``mvn dependency:copy-dependencies`` into
+``deploy/target/kafka-libs/``); nothing but a JDK 17+ and Maven is needed.
+
+Everything the broker owns lives in one directory (``data_dir``)::
+
+    data_dir/
+        server.properties   rewritten at every start from the constructor arguments
+        broker.pid          pid of the running JVM
+        broker.log          log4j2 output and the JVM's stdout/stderr (default log file)
+        data/               log.dirs: topic partitions and the KRaft metadata log
+
+Command line (``deploy/broker.sh`` is the same)::
+
+    python -m pipeline.broker start  [--port 9092] [--controller-port 9093] [--data-dir D]
+    python -m pipeline.broker status [--port 9092] [--data-dir D]
+    python -m pipeline.broker stop   [--data-dir D]
+
+>>> b = LocalBroker(port=19092, controller_port=19093, data_dir="/tmp/streamxai-doc")
+>>> b.bootstrap
+'127.0.0.1:19092'
+>>> print(b.server_properties().splitlines()[2])
+process.roles=broker,controller
+>>> b.status().running
+False
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import fcntl
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from schemas.errors import StreamxaiError
+
+__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "main"]
+
+_REPO = Path(__file__).resolve().parent.parent
+_DEPLOY = _REPO / "deploy"
+#: Jars that must be present for the broker to start; checked by ``ensure_jars``.
+_REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "log4j-core-", "log4j-slf4j")
+_HOST = "127.0.0.1"
+#: JVM flags besides -Xmx: short GC pauses, die rather than limp on after an OutOfMemoryError.
+_JVM_FLAGS = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
+_PROBE_LOGGER = logging.getLogger("streamxai.broker.probe")
+_PROBE_LOGGER.addHandler(logging.NullHandler())
+_PROBE_LOGGER.propagate = False
+
+
+class BrokerError(StreamxaiError, RuntimeError):
+    """The local broker cannot be set up, started or stopped; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    """What ``LocalBroker.status()`` found.
+
+    ``running``: a JVM started from this ``data_dir`` is alive; ``ready``: it answers a metadata
+    request on ``bootstrap``.
+    """
+
+    running: bool
+    ready: bool
+    pid: int | None
+    bootstrap: str
+    data_dir: Path
+    log_file: Path
+
+    def __str__(self) -> str:
+        if not self.running:
+            return f"broker not running (data dir {self.data_dir})"
+        state = "ready" if self.ready else "not answering"
+        return f"broker running, {state}: pid {self.pid}, bootstrap {self.bootstrap}, log {self.log_file}"
+
+
+def _default_data_dir() -> Path:
+    base = _REPO if (_DEPLOY / "pom.xml").is_file() else Path.cwd()
+    return base / ".streamxai" / "kafka"
+
+
+def _random_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding, no leading '-'."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie has exited but still answers kill(0)
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((_HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _tail(path: Path, lines: int = 30, start: int = 0) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class LocalBroker:
+    """A single-node Kafka (broker + KRaft controller) on 127.0.0.1, run as a background JVM.
+
+    Parameters
+    ----------
+    port
+        Client listener (PLAINTEXT); the bootstrap address is ``127.0.0.1:<port>``.
+    controller_port
+        KRaft controller listener.
+    data_dir
+        Holds ``server.properties``, the pid file, the default log file and the partitions
+        (``data/``). Default: ``.streamxai/kafka`` under the repository (or the working directory
+        when the package is installed elsewhere).
+    log_file
+        Where log4j2 and the JVM's stdout/stderr write; default ``<data_dir>/broker.log``.
+    heap
+        JVM ``-Xmx``; the broker needs little for tests and local runs.
+    num_partitions
+        Partitions of auto-created topics.
+    die_with_parent
+        Linux only: the JVM gets SIGTERM when the process that started it dies (used by the
+        test fixture so that a killed test run leaves no broker behind). Off for the CLI.
+    libs_dir
+        Directory with the Kafka jars; default ``deploy/target/kafka-libs``.
+
+    The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
+    first time, Maven and access to Maven Central.
+    """
+
+    def __init__(
+        self,
+        port: int = 9092,
+        controller_port: int = 9093,
+        data_dir: str | os.PathLike[str] | None = None,
+        log_file: str | os.PathLike[str] | None = None,
+        *,
+        heap: str = "512m",
+        num_partitions: int = 4,
+        die_with_parent: bool = False,
+        libs_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        for name, value in (("port", port), ("controller_port", controller_port)):
+            if not isinstance(value, int) or not 0 < value < 65536:
+                raise ValueError(f"{name} must be an int in 1..65535, got {value!r}")
+        if port == controller_port:
+            raise ValueError(f"port and controller_port must differ, both are {port}")
+        if not re.fullmatch(r"[1-9][0-9]*[kKmMgG]?", str(heap)):
+            raise ValueError(f"heap must be a JVM size such as '512m' or '1g', got {heap!r}")
+        if not isinstance(num_partitions, int) or num_partitions < 1:
+            raise ValueError(f"num_partitions must be a positive int, got {num_partitions!r}")
+        self.port = port
+        self.controller_port = controller_port
+        self.data_dir = Path(data_dir) if data_dir is not None else _default_data_dir()
+        self.log_file = Path(log_file) if log_file is not None else self.data_dir / "broker.log"
+        self.heap = heap
+        self.num_partitions = num_partitions
+        self.die_with_parent = die_with_parent
+        self.libs_dir = Path(libs_dir) if libs_dir is not None else _DEPLOY / "target" / "kafka-libs"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_mark = 0  # size of the log file when the JVM was last launched
+
+    def __repr__(self) -> str:
+        return f"LocalBroker(port={self.port}, controller_port={self.controller_port}, data_dir={str(self.data_dir)!r})"
+
+    # -- paths -------------------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """Client bootstrap address, ``"127.0.0.1:<port>"``."""
+        return f"{_HOST}:{self.port}"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data_dir / "broker.pid"
+
+    @property
+    def properties_file(self) -> Path:
+        return self.data_dir / "server.properties"
+
+    @property
+    def log_dir(self) -> Path:
+        """Kafka's ``log.dirs``: partitions and the KRaft metadata log."""
+        return self.data_dir / "data"
+
+    # -- jars --------------------------------------------------------------------------------
+
+    def _jars_present(self) -> bool:
+        if not self.libs_dir.is_dir():
+            return False
+        names = [p.name for p in self.libs_dir.glob("*.jar")]
+        return all(any(n.startswith(prefix) for n in names) for prefix in _REQUIRED_JARS)
+
+    def ensure_jars(self) -> Path:
+        """Resolve the Kafka jars with Maven unless they are already in ``libs_dir``.
+
+        Returns ``libs_dir``. Raises ``BrokerError`` when Maven is missing or fails.
+        """
+        if self._jars_present():
+            return self.libs_dir
+        pom = _DEPLOY / "pom.xml"
+        if not pom.is_file():
+            raise BrokerError(
+                f"Kafka jars missing in {self.libs_dir} and no {pom} to resolve them; "
+                "run from a streamxai checkout or pass libs_dir= pointing at the Kafka jars"
+            )
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise BrokerError(
+                f"Kafka jars missing in {self.libs_dir} and Maven (mvn) is not on PATH; "
+                "install Maven 3.8+ (e.g. apt-get install maven) or copy the jars there"
+            )
+        cmd = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies"]
+        cmd.append(f"-Dkafka.libs.dir={self.libs_dir}")
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0 or not self._jars_present():
+            out = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
+            raise BrokerError(
+                f"resolving the Kafka jars failed (exit {proc.returncode}): {' '.join(cmd)}\n"
+                f"{out}\nMaven needs access to Maven Central (or a mirror in ~/.m2/settings.xml)"
+            )
+        return self.libs_dir
+
+    # -- configuration -----------------------------------------------------------------------
+
+    def server_properties(self) -> str:
+        """The ``server.properties`` text for this broker."""
+        lines = [
+            "# Written by pipeline/broker.py (LocalBroker); rewritten at every start.",
+            "# Single combined broker + KRaft controller for local runs and tests.",
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.voters=1@{_HOST}:{self.controller_port}",
+            f"listeners=PLAINTEXT://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
+            f"advertised.listeners=PLAINTEXT://{_HOST}:{self.port}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            f"log.dirs={self.log_dir}",
+            f"num.partitions={self.num_partitions}",
+            "default.replication.factor=1",
+            "min.insync.replicas=1",
+            "auto.create.topics.enable=true",
+            "delete.topic.enable=true",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=8",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "transaction.state.log.num.partitions=4",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "num.network.threads=2",
+            "num.io.threads=4",
+            "background.threads=4",
+            "num.recovery.threads.per.data.dir=1",
+            "log.segment.bytes=16777216",
+            "log.retention.hours=24",
+            "log.retention.check.interval.ms=60000",
+        ]
+        return "\n".join(lines) + "\n"
+
+    # -- process state -----------------------------------------------------------------------
+
+    def _read_pid(self) -> int | None:
+        """Pid from the pid file if that process is alive and is this broker; else None."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        if not _pid_alive(pid):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return pid  # no /proc: trust the pid file
+        if b"kafka.Kafka" in cmdline and str(self.properties_file).encode() in cmdline:
+            return pid
+        return None  # pid reused by another process
+
+    def _answers(self, timeout: float = 2.0) -> bool:
+        """True when a metadata request to ``bootstrap`` returns at least one broker."""
+        try:
+            with socket.create_connection((_HOST, self.port), timeout=min(timeout, 1.0)):
+                pass
+        except OSError:
+            return False
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "logger": _PROBE_LOGGER,
+                "socket.timeout.ms": 2000,
+            }
+        )
+        try:
+            md = admin.list_topics(timeout=timeout)
+        except Exception:  # KafkaException: not (yet) answering
+            return False
+        return bool(md.brokers)
+
+    def status(self) -> BrokerStatus:
+        """Whether the broker runs and answers; never starts or stops anything."""
+        pid = self._read_pid()
+        ready = pid is not None and self._answers()
+        return BrokerStatus(pid is not None, ready, pid, self.bootstrap, self.data_dir, self.log_file)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Serialise start/stop of the same data_dir across processes."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.data_dir / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    # -- start -------------------------------------------------------------------------------
+
+    def _java(self) -> str:
+        java = shutil.which("java")
+        if java is None:
+            raise BrokerError(
+                "java is not on PATH; the Kafka broker needs a JDK 17+ (e.g. apt-get install openjdk-17-jre-headless)"
+            )
+        return java
+
+    def _jvm_cmd(self, java: str, main: str, *args: str) -> list[str]:
+        props = [
+            f"-Dlog4j2.configurationFile={_DEPLOY / 'log4j2.properties'}",
+            f"-Dstreamxai.broker.log={self.log_file}",
+        ]
+        cp = str(self.libs_dir / "*")
+        return [java, f"-Xmx{self.heap}", *_JVM_FLAGS, *props, "-cp", cp, main, *args]
+
+    def _format_storage(self, java: str) -> None:
+        """Format ``log_dir`` with a fresh cluster id unless it is already formatted."""
+        if (self.log_dir / "meta.properties").is_file():
+            return
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        cid = _random_cluster_id()
+        cmd = self._jvm_cmd(java, "kafka.tools.StorageTool", "format", "-t", cid)
+        cmd += ["-c", str(self.properties_file)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            out = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
+            raise BrokerError(
+                f"formatting Kafka storage in {self.log_dir} failed (exit {proc.returncode}):\n"
+                f"{out}\nIf the directory holds data from another Kafka, delete {self.data_dir}"
+            )
+
+    def start(self, timeout: float = 90.0) -> BrokerStatus:
+        """Start the broker and wait until it answers; return at once if it already does.
+
+        Resolves the jars first if needed (not counted in ``timeout``). Raises ``BrokerError``
+        when Java is missing, a port is taken, or the broker does not answer within ``timeout``
+        seconds (the JVM is then stopped and the end of the log is in the message).
+        """
+        self.ensure_jars()
+        java = self._java()
+        with self._locked():
+            pid = self._read_pid()
+            if pid is None:
+                self.pid_file.unlink(missing_ok=True)
+                for name, port in (("port", self.port), ("controller_port", self.controller_port)):
+                    if not _port_free(port):
+                        raise BrokerError(
+                            f"{_HOST}:{port} ({name}) is already in use by another process; "
+                            f"stop it or choose another {name} (--{name.replace('_', '-')})"
+                        )
+                self.properties_file.write_text(self.server_properties())
+                self._format_storage(java)
+                pid = self._launch(java)
+            deadline = time.monotonic() + timeout
+            while True:
+                if self._answers(timeout=2.0):
+                    return BrokerStatus(True, True, pid, self.bootstrap, self.data_dir, self.log_file)
+                exited = self._proc is not None and self._proc.poll() is not None
+                if exited or not _pid_alive(pid):
+                    self._forget(pid)
+                    raise BrokerError(
+                        f"the Kafka broker (pid {pid}) exited during start-up; "
+                        f"log {self.log_file} ends with:\n"
+                        f"{_tail(self.log_file, start=self._log_mark)}{self._hint()}"
+                    )
+                if time.monotonic() > deadline:
+                    tail = _tail(self.log_file, start=self._log_mark)
+                    self._stop_pid(pid, timeout=15.0)
+                    raise BrokerError(
+                        f"the Kafka broker (pid {pid}) did not answer on {self.bootstrap} within "
+                        f"{timeout:.0f} s and was stopped; log {self.log_file} ends with:\n{tail}"
+                        f"{self._hint()}"
+                    )
+                time.sleep(0.25)
+
+    def _launch(self, java: str) -> int:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        cmd = self._jvm_cmd(java, "kafka.Kafka", str(self.properties_file))
+        with open(self.log_file, "ab") as log:
+            self._log_mark = log.tell()
+            log.write(f"--- streamxai: starting Kafka: {' '.join(cmd)}\n".encode())
+            log.flush()
+            linux = sys.platform.startswith("linux")
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.data_dir,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if (self.die_with_parent and linux) else None,
+            )
+        tmp = self.pid_file.with_suffix(".tmp")
+        tmp.write_text(f"{self._proc.pid}\n")
+        tmp.replace(self.pid_file)
+        return self._proc.pid
+
+    def _hint(self) -> str:
+        text = _tail(self.log_file, lines=200, start=self._log_mark)
+        if "UnsupportedClassVersionError" in text:
+            return "\nhint: Kafka 4.x needs Java 17 or newer (java -version)"
+        if "Address already in use" in text:
+            return "\nhint: a port is taken; choose other ports (--port, --controller-port)"
+        if "meta.properties" in text or "cluster.id" in text.lower():
+            return f"\nhint: the storage in {self.log_dir} may belong to another cluster; delete it"
+        return ""
+
+    # -- stop --------------------------------------------------------------------------------
+
+    def _wait_exit(self, pid: int, timeout: float) -> bool:
+        if self._proc is not None and self._proc.pid == pid:
+            try:
+                self._proc.wait(timeout=timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        deadline = time.monotonic() + timeout
+        while _pid_alive(pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def _forget(self, pid: int) -> None:
+        if self._proc is not None and self._proc.pid == pid:
+            self._proc.wait()
+            self._proc = None
+        self.pid_file.unlink(missing_ok=True)
+
+    def _stop_pid(self, pid: int, timeout: float) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        if not self._wait_exit(pid, timeout):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            self._wait_exit(pid, 10.0)
+        self._forget(pid)
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the broker: SIGTERM, then SIGKILL after ``timeout`` seconds.
+
+        Returns True if a broker was running. Does nothing (returns False) if none was.
+        """
+        with self._locked():
+            pid = self._read_pid()
+            if pid is None:
+                self.pid_file.unlink(missing_ok=True)
+                if self._proc is not None:  # reap a child that died on its own
+                    self._proc.wait()
+                    self._proc = None
+                return False
+            self._stop_pid(pid, timeout)
+            return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pipeline.broker start|stop|status``; returns the exit code.
+
+    Exit codes: 0 done (``status``: running and ready), 1 error, 3 ``status``: not running or
+    not answering.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.broker",
+        description="Control the local single-node Kafka broker (KRaft) for local runs and tests.",
+    )
+    parser.add_argument("command", choices=["start", "stop", "status"])
+    parser.add_argument("--port", type=int, default=9092, help="client listener (default 9092)")
+    parser.add_argument("--controller-port", type=int, default=9093, help="KRaft controller listener (default 9093)")
+    parser.add_argument("--data-dir", default=None, help="broker directory (default .streamxai/kafka in the repo)")
+    parser.add_argument("--log-file", default=None, help="default <data-dir>/broker.log")
+    parser.add_argument("--heap", default="512m", help="JVM -Xmx (default 512m)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds to wait (start 90, stop 30)")
+    args = parser.parse_args(argv)
+    try:
+        broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap)
+        if args.command == "start":
+            t0 = time.monotonic()
+            st = broker.start(timeout=args.timeout or 90.0)
+            print(f"{st} ({time.monotonic() - t0:.1f} s)")
+        elif args.command == "stop":
+            stopped = broker.stop(timeout=args.timeout or 30.0)
+            print(f"broker stopped (data dir {broker.data_dir})" if stopped else "broker was not running")
+        else:
+            st = broker.status()
+            print(st)
+            return 0 if st.ready else 3
+    except (BrokerError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

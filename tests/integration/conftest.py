@@ -1,0 +1,143 @@
+"""Fixtures for tests against a real Kafka broker.
+
+``broker`` starts the project's own local broker (``pipeline.broker.LocalBroker``) once per test
+session on free ports with its data under a temporary directory, and stops it at the end of the
+session, also when tests fail. The JVM is tied to the test process (``die_with_parent``), so a
+killed test run leaves no broker behind.
+
+Set ``STREAMXAI_BOOTSTRAP=host:port`` to use an already running broker instead; nothing is then
+started or stopped. ``STREAMXAI_TEST_BROKER_PORT=N`` pins the client port (controller on N+1).
+
+Every test gets its own throwaway topics (``topic_factory``) and consumer group ids
+(``group_id``), named with a uuid, so tests never see each other's messages.
+
+Every test collected under ``tests/integration/`` is marked ``integration``; deselect them with
+``pytest -m "not integration"``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from pipeline.broker import LocalBroker
+
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@dataclass(frozen=True)
+class ExternalBroker:
+    """A broker the tests did not start (``STREAMXAI_BOOTSTRAP``)."""
+
+    bootstrap: str
+
+
+def _free_port_pair() -> tuple[int, int]:
+    """Two ports that are free right now (client, controller)."""
+    socks = []
+    try:
+        for _ in range(2):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return socks[0].getsockname()[1], socks[1].getsockname()[1]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker | ExternalBroker]:
+    """The Kafka broker of this test session; use ``broker.bootstrap``."""
+    external = os.environ.get("STREAMXAI_BOOTSTRAP")
+    if external:
+        yield ExternalBroker(external)
+        return
+    pinned = os.environ.get("STREAMXAI_TEST_BROKER_PORT")
+    port, controller_port = (int(pinned), int(pinned) + 1) if pinned else _free_port_pair()
+    local = LocalBroker(
+        port,
+        controller_port,
+        data_dir=tmp_path_factory.mktemp("kafka"),
+        heap="384m",
+        die_with_parent=True,
+    )
+    try:
+        local.start(timeout=120)
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(broker: LocalBroker | ExternalBroker) -> str:
+    """``host:port`` of the session's broker."""
+    return broker.bootstrap
+
+
+@pytest.fixture(scope="session")
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def _wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        md = admin.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        if (
+            md is not None
+            and md.error is None
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {topic!r} has no leader for all {partitions} partitions")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def topic_factory(admin: AdminClient) -> Iterator[Callable[..., str]]:
+    """``topic_factory(partitions=1, prefix="test", config=None) -> name``.
+
+    Creates a uuid-named topic, waits until every partition has a leader, and deletes all
+    topics it made when the test ends.
+    """
+    created: list[str] = []
+
+    def make(partitions: int = 1, prefix: str = "test", config: dict[str, str] | None = None) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        spec = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+        admin.create_topics([spec], operation_timeout=30)[name].result(timeout=30)
+        created.append(name)
+        _wait_for_leaders(admin, name, partitions, timeout=30)
+        return name
+
+    yield make
+    if created:
+        for future in admin.delete_topics(created, operation_timeout=30).values():
+            try:
+                future.result(timeout=30)
+            except KafkaException:
+                pass  # already gone; nothing to clean
+
+
+@pytest.fixture
+def group_id() -> str:
+    """A consumer group id no other test uses."""
+    return f"test-group-{uuid.uuid4().hex[:12]}"

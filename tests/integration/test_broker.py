@@ -1,0 +1,73 @@
+"""The local broker: messages go through it, and start/status behave as documented."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from pipeline.broker import BrokerError, LocalBroker
+
+pytestmark = pytest.mark.integration
+
+
+def _local(broker: object) -> LocalBroker:
+    if not isinstance(broker, LocalBroker):
+        pytest.skip("STREAMXAI_BOOTSTRAP points at a broker these tests did not start")
+    return broker
+
+
+def test_produce_and_consume_on_three_partitions(bootstrap, topic_factory, group_id):
+    topic = topic_factory(partitions=3)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    sent = {f"key-{i}".encode(): f"value-{i}".encode() for i in range(30)}
+    for key, value in sent.items():
+        producer.produce(topic, value=value, key=key)
+    assert producer.flush(30) == 0
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    received: dict[bytes, bytes] = {}
+    partitions: set[int] = set()
+    try:
+        for _ in range(60):
+            for msg in consumer.consume(num_messages=100, timeout=1.0):
+                assert msg.error() is None, msg.error()
+                received[msg.key()] = msg.value()
+                partitions.add(msg.partition())
+            if len(received) == len(sent):
+                break
+    finally:
+        consumer.close()
+    assert received == sent
+    assert partitions == {0, 1, 2}  # 30 distinct keys spread over all three partitions
+
+
+def test_start_twice_is_idempotent_and_status_reports_running(broker):
+    local = _local(broker)
+    before = local.status()
+    assert before.running and before.ready and before.pid is not None
+    assert before.bootstrap == local.bootstrap == f"127.0.0.1:{local.port}"
+
+    again = local.start(timeout=10)
+    assert again.pid == before.pid
+
+    # A second handle on the same data dir finds the same JVM instead of starting one.
+    other = LocalBroker(local.port, local.controller_port, data_dir=local.data_dir)
+    assert other.start(timeout=10).pid == before.pid
+    assert other.status().pid == before.pid
+
+
+def test_port_in_use_is_reported(broker, tmp_path):
+    local = _local(broker)
+    clash = LocalBroker(local.port, local.controller_port + 7, data_dir=tmp_path / "clash")
+    with pytest.raises(BrokerError, match=rf"127\.0\.0\.1:{local.port} \(port\) is already in use"):
+        clash.start(timeout=10)
+    assert not clash.status().running
+    assert clash.stop() is False  # nothing to stop
