@@ -2,5 +2,6 @@
 
 from .base import Explainer
 from .ipdp import IPDP
+from .isage import ISAGE
 
-__all__ = ["Explainer", "IPDP"]
+__all__ = ["Explainer", "IPDP", "ISAGE"]

@@ -1,0 +1,168 @@
+"""Feature removal by marginal (interventional) imputation, iSAGE paper §3.2.1, Algorithm 2.
+
+A restricted model ``f(x, S)`` keeps the features in ``S`` ("present") and replaces the
+others by values drawn from a distribution ``Q^(x, S)``. The interventional choice draws
+them from the *marginal* distribution, independent of ``x``: all absent features of one
+inner sample are copied from one stored past observation, chosen uniformly from a
+:class:`~pipeline.core.storage.GeometricReservoir` of ``storage_size`` observations (each
+new observation replaces a uniformly chosen slot, so recent observations are favoured,
+``p_{s,r} = L^-1 (1 - L^-1)^(s-r-1)``). Dependencies between present and absent features
+are broken: the model may be evaluated off the data manifold (see
+:mod:`pipeline.core.removal.conditional` for the observational alternative).
+
+Every removal strategy implements :class:`Removal`: ``update(x)`` after an event,
+``sample(x, present, rng)`` for one restricted row, ``sample_rows(x, absent, n, rng)`` for
+``n`` rows at once, ``sample_chain(x, order, n, rng)`` for all rows of one permutation
+chain (iSAGE's hot path), and ``ready`` once something is stored.
+Draws use the generator the caller passes; updates use the removal's own generators,
+seeded from ``seed``, so two removals with the same seed fed the same stream hold the same
+observations on any worker.
+
+>>> import random
+>>> rem = MarginalRemoval(["a", "b"], storage_size=10, seed=1)
+>>> rem.ready
+False
+>>> for i in range(5):
+...     rem.update({"a": float(i), "b": -float(i)})
+>>> row = rem.sample({"a": 9.0, "b": 9.0}, {"a"}, random.Random(0))
+>>> row["a"], row["b"] in {0.0, -1.0, -2.0, -3.0, -4.0}
+(9.0, True)
+>>> rows = rem.sample_rows({"a": 9.0, "b": 9.0}, ["a", "b"], 3, random.Random(0))
+>>> all(r["a"] == -r["b"] for r in rows)   # one stored observation per row
+True
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from ..base import Component
+from ..rng import derive_seed
+from ..storage.reservoir import GeometricReservoir
+
+__all__ = ["Removal", "MarginalRemoval"]
+
+
+class Removal(Component):
+    """What iSAGE (and any explainer restricting a model to a feature subset) needs.
+
+    ``feature_names`` are the model inputs; a feature not in ``present`` is *absent* and
+    gets a value drawn by :meth:`sample_rows`. Subclasses set ``feature_names`` and
+    implement ``ready``, ``update`` and ``sample_rows``.
+    """
+
+    feature_names: Sequence[str]
+
+    @property
+    def ready(self) -> bool:  # pragma: no cover - overridden
+        """True once a draw is possible (at least one observation was stored)."""
+        raise NotImplementedError
+
+    def update(self, x: dict[str, Any]) -> None:  # pragma: no cover - overridden
+        """Store what is needed from the observation ``x`` (never mutated)."""
+        raise NotImplementedError
+
+    def sample_rows(
+        self, x: dict[str, Any], absent: Sequence[str], n: int, rng: random.Random
+    ) -> list[dict[str, Any]]:  # pragma: no cover - overridden
+        """``n`` copies of ``x``, each with the features ``absent`` replaced by fresh draws."""
+        raise NotImplementedError
+
+    def sample_chain(
+        self, x: dict[str, Any], order: Sequence[str], n: int, rng: random.Random
+    ) -> list[dict[str, Any]]:
+        """Rows for a permutation chain: for ``j = 1..d-1`` (in order), ``n`` rows with
+        ``order[:j]`` present and ``order[j:]`` drawn -- what iSAGE evaluates for one event."""
+        rows: list[dict[str, Any]] = []
+        for j in range(1, len(order)):
+            rows.extend(self.sample_rows(x, order[j:], n, rng))
+        return rows
+
+    def sample(self, x: dict[str, Any], present: Collection[str], rng: random.Random) -> dict[str, Any]:
+        """``x`` with every feature not in ``present`` replaced by a draw (a new dict)."""
+        absent = [f for f in self.feature_names if f not in present]
+        return self.sample_rows(x, absent, 1, rng)[0]
+
+    @staticmethod
+    def _check_names(feature_names: Sequence[str]) -> list[str]:
+        names = list(feature_names)
+        if not names:
+            raise ValueError("feature_names is empty; list the model's input features")
+        if len(set(names)) != len(names):
+            raise ValueError(f"feature_names has duplicates: {names}")
+        return names
+
+    @staticmethod
+    def _check_size(storage_size: int) -> int:
+        if not isinstance(storage_size, int) or isinstance(storage_size, bool) or storage_size < 1:
+            raise ValueError(f"storage_size={storage_size!r} must be a positive int")
+        return storage_size
+
+
+class MarginalRemoval(Removal):
+    """Interventional removal: absent features copied from one observation of a geometric reservoir."""
+
+    def __init__(self, feature_names: Sequence[str], storage_size: int = 100, seed: int | None = None):
+        self.feature_names = feature_names
+        self.storage_size = storage_size
+        self.seed = seed
+        self._reset()
+
+    def _reset(self) -> None:
+        self._check_names(self.feature_names)
+        self._reservoir = GeometricReservoir(
+            self._check_size(self.storage_size), seed=derive_seed(self.seed, "marginal", "reservoir")
+        )
+
+    @property
+    def ready(self) -> bool:
+        return len(self._reservoir) > 0
+
+    @property
+    def reservoir(self) -> GeometricReservoir:
+        """The stored observations (read only)."""
+        return self._reservoir
+
+    def update(self, x: dict[str, Any]) -> None:
+        """Algorithm 2: append while not full, then replace a uniformly chosen slot."""
+        self._reservoir.update(x)
+
+    def sample_rows(
+        self, x: dict[str, Any], absent: Sequence[str], n: int, rng: random.Random
+    ) -> list[dict[str, Any]]:
+        items = self._reservoir.items
+        k = len(items)
+        if not k:
+            raise LookupError("the reservoir is empty; update the removal before sampling")
+        rand = rng.random
+        rows = []
+        for _ in range(n):
+            donor = items[int(rand() * k)]
+            row = x.copy()
+            for f in absent:
+                row[f] = donor[f]
+            rows.append(row)
+        return rows
+
+    def sample_chain(
+        self, x: dict[str, Any], order: Sequence[str], n: int, rng: random.Random
+    ) -> list[dict[str, Any]]:
+        items = self._reservoir.items
+        k = len(items)
+        if not k:
+            raise LookupError("the reservoir is empty; update the removal before sampling")
+        rand = rng.random
+        rows: list[dict[str, Any]] = []
+        append = rows.append
+        copy = x.copy
+        for j in range(1, len(order)):
+            absent = order[j:]
+            for _ in range(n):
+                donor = items[int(rand() * k)]
+                row = copy()
+                for f in absent:
+                    row[f] = donor[f]
+                append(row)
+        return rows
