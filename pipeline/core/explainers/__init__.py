@@ -2,6 +2,7 @@
 
 from .base import Explainer
 from .ipdp import IPDP
+from .ipfi import IPFI
 from .isage import ISAGE
 
-__all__ = ["Explainer", "IPDP", "ISAGE"]
+__all__ = ["Explainer", "IPDP", "IPFI", "ISAGE"]
