@@ -26,4 +26,4 @@ async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str)
             handler.metrics.inc("dead_letters", reason="internal_error")
             outs = [dead_letter(event.value, event.key, e, stage, src, reason="internal_error")]
         for out in outs:
-            await topics[out.topic].send(key=out.key, value=out.value)
+            await topics[out.topic].send(key=out.key, value=out.value, partition=out.partition)

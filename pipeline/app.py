@@ -15,6 +15,7 @@ from agents import install_drift_agent, install_explainer_agent, install_model_a
 from .handlers import DriftHandler, ExplainHandler, ModelHandler
 from .kafka_config import TOPIC_NAMES, faust_credentials
 from .metrics import Metrics
+from .replay import PartitionHistory
 from .settings import Settings
 
 __all__ = ["create_app", "ROLES"]
@@ -51,10 +52,11 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
                         key_serializer="raw", value_serializer="raw", partitions=settings.partitions)
         for name in TOPIC_NAMES
     }
+    history = PartitionHistory(settings)
     if "model" in roles:
-        install_model_agent(app, topics, ModelHandler(settings, metrics))
+        install_model_agent(app, topics, ModelHandler(settings, metrics, history=history))
     if "explain" in roles:
-        install_explainer_agent(app, topics, ExplainHandler(settings, metrics))
+        install_explainer_agent(app, topics, ExplainHandler(settings, metrics, history=history))
     if "drift" in roles:
         install_drift_agent(app, topics, DriftHandler(settings, metrics))
 

@@ -49,11 +49,11 @@ def spawn_worker(
 ) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s))
-    out = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115
-    return subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "worker", "--roles", ",".join(roles), "--loglevel", loglevel],
-        env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    cmd = [sys.executable, "-m", "pipeline.cli", "worker", "--roles", ",".join(roles), "--loglevel", loglevel]
+    if not log_file:
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(log_file, "ab") as out:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def stop_worker(proc: subprocess.Popen, timeout: float = 30.0) -> int:

@@ -36,7 +36,7 @@ class ExplanationDriftMonitor(Component):
     ramp is not reported as a change.
     """
 
-    def __init__(self, delta: float = 0.002, grace_period: int = 10, clock: int = 32, warmup: int = 0):
+    def __init__(self, delta: float = 0.002, grace_period: int = 10, clock: int = 1, warmup: int = 0):
         if not 0 < delta < 1:
             raise ValueError(f"drift delta={delta} must be in (0, 1)")
         self.delta = delta

@@ -27,11 +27,13 @@ class Source:
 
 @dataclass(frozen=True, slots=True)
 class Out:
-    """A message to send: topic *name* (unprefixed, e.g. ``"predictions"``), key, value."""
+    """A message to send: topic *name* (unprefixed, e.g. ``"predictions"``), key, value, and
+    an explicit partition where the key's hash would not spread the work (explain tasks)."""
 
     topic: str
     key: bytes | None
     value: bytes
+    partition: int | None = None
 
 
 def dead_letter(

@@ -19,7 +19,7 @@ from ..core.stream import StreamExplainer
 from ..metrics import Metrics
 from ..plan import stream_explainer
 from ..settings import Settings
-from .common import Out, Source, dead_letter
+from .common import Out, Source, dead_letter, log
 
 __all__ = ["ExplainHandler"]
 
@@ -34,10 +34,12 @@ class _GroupState:
 
 
 class ExplainHandler:
-    def __init__(self, settings: Settings, metrics: Metrics | None = None, clock=time.time):
+    def __init__(self, settings: Settings, metrics: Metrics | None = None, clock=time.time, history=None):
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.clock = clock
+        #: ``history(topic, partition, before_offset, key)`` → earlier values (pipeline.replay)
+        self.history = history
         self.shedder = LagShedder(settings.max_lag_s or None)
         self.groups: dict[tuple[str, int], _GroupState] = {}
 
@@ -55,6 +57,23 @@ class ExplainHandler:
         obj.pop("schema")
         return ExplainTask(**obj)
 
+    def _rebuild(self, st: _GroupState, key: bytes | None, src: Source) -> None:
+        """Re-run the group's earlier tasks of this partition (state lost by restart or move)."""
+        n = 0
+        for raw in self.history(src.topic, src.partition, src.offset, key):
+            try:
+                task = self._parse(raw, src)
+            except InvalidMessage:
+                continue  # it went to the dead-letter topic the first time
+            if task.seq <= st.last_seq:
+                continue
+            st.explainer.process_one(task.x, task.y, explain=task.explain)
+            st.last_seq = task.seq
+            st.n_explained += int(task.explain)
+            n += 1
+        self.metrics.inc("replayed_tasks", n)
+        log.info("rebuilt %s from %d earlier tasks of %s", key, n, src)
+
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         m = self.metrics
         try:
@@ -67,6 +86,8 @@ class ExplainHandler:
         if st is None:
             st = self.groups[gk] = _GroupState(stream_explainer(self.settings, task.stream_id, task.group))
             m.gauge("explainer_groups", len(self.groups))
+            if task.seq > 0 and self.history is not None and src.offset:
+                self._rebuild(st, key, src)
         if task.seq <= st.last_seq:
             m.inc("duplicate_tasks_dropped")
             return []

@@ -12,6 +12,7 @@ from schemas import ExplainTask, InvalidMessage, Prediction, SchemaMismatch, dum
 
 from ..core.budget import EventSampler
 from ..core.prequential import PrequentialModel
+from ..core.rng import derive_seed
 from ..metrics import Metrics
 from ..plan import prequential_model
 from ..settings import Settings
@@ -23,18 +24,40 @@ __all__ = ["ModelHandler"]
 @dataclass
 class _StreamState:
     model: PrequentialModel
+    first_partition: int
     last_seq: int = -1
 
 
 class ModelHandler:
     """One per worker; keeps one model per stream id it owns."""
 
-    def __init__(self, settings: Settings, metrics: Metrics | None = None):
+    def __init__(self, settings: Settings, metrics: Metrics | None = None, history=None):
         self.settings = settings
+        #: ``history(topic, partition, before_offset, key)`` → earlier values (pipeline.replay)
+        self.history = history
         self.metrics = metrics or Metrics()
         self.spec = settings.feature_spec()
         self.sampler = EventSampler(settings.sample_rate, settings.explain_seed)
         self.streams: dict[str, _StreamState] = {}
+
+    def _rebuild(self, st: _StreamState, key: bytes | None, src: Source) -> None:
+        """Re-learn the stream's earlier events of this partition (state lost by restart or move)."""
+        n = 0
+        for raw in self.history(src.topic, src.partition, src.offset, key):
+            try:
+                ev = parse_feature_event(raw, self.spec, where=str(src), max_bytes=self.settings.max_message_bytes)
+            except InvalidMessage:
+                continue  # it went to the dead-letter topic the first time
+            if ev.seq <= st.last_seq:
+                continue
+            try:
+                st.model.process_one(ev.x, ev.y)
+            except Exception:  # noqa: S112 - it went to the dead-letter topic the first time
+                continue
+            st.last_seq = ev.seq
+            n += 1
+        self.metrics.inc("replayed_events", n)
+        log.info("rebuilt stream %s from %d earlier events of %s", key, n, src)
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         m = self.metrics
@@ -52,8 +75,13 @@ class ModelHandler:
             return [dead_letter(raw, key, e, "model", src)]
         st = self.streams.get(ev.stream_id)
         if st is None:
-            st = self.streams[ev.stream_id] = _StreamState(prequential_model(self.settings))
+            # a stream's groups go to consecutive explain-task partitions, so they spread over
+            # workers whatever the keys hash to
+            first = derive_seed(0, "partition", ev.stream_id) % self.settings.partitions
+            st = self.streams[ev.stream_id] = _StreamState(prequential_model(self.settings), first)
             m.gauge("streams", len(self.streams))
+            if ev.seq > 0 and self.history is not None and src.offset:
+                self._rebuild(st, key, src)
         if ev.seq <= st.last_seq:
             m.inc("duplicates_dropped")
             log.debug("dropping %s seq %d: already processed up to %d", ev.stream_id, ev.seq, st.last_seq)
@@ -74,9 +102,11 @@ class ModelHandler:
             if not explain:
                 m.inc("sampled_out")
             now = time.time()
+            first = st.first_partition
+            n_part = self.settings.partitions
             for g in range(self.settings.explain_groups):
                 task = ExplainTask(ev.stream_id, ev.seq, ev.ts, ev.x, ev.y, g, explain, now)
-                outs.append(Out("explain-tasks", f"{ev.stream_id}/{g}".encode(), dumps(task)))
+                outs.append(Out("explain-tasks", f"{ev.stream_id}/{g}".encode(), dumps(task), (first + g) % n_part))
         return outs
 
 

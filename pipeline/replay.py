@@ -1,0 +1,56 @@
+"""Reading a partition's earlier messages, to rebuild state that is not in memory.
+
+When a worker meets a stream (or an explainer group) it has no state for, in the middle of
+that stream — after a restart, a crash or a rebalance that moved the partition — it rebuilds
+the state by re-running the stream's earlier messages from the same partition. Every
+message of a stream (or group) is on one partition, so this is exact as long as the topic
+still holds them (set retention accordingly).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+from .kafka_config import confluent_config
+from .settings import Settings
+
+__all__ = ["PartitionHistory"]
+
+
+class PartitionHistory:
+    """``history(topic, partition, before_offset, key)`` → values of earlier messages with ``key``."""
+
+    def __init__(self, settings: Settings, poll_timeout: float = 5.0):
+        self.settings = settings
+        self.poll_timeout = poll_timeout
+
+    def __call__(self, topic: str, partition: int, before_offset: int, key: bytes | None) -> Iterator[bytes | None]:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        if before_offset <= 0:
+            return
+        c = Consumer(confluent_config(self.settings, **{
+            "group.id": f"streamxai-replay-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }))
+        try:
+            c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+            while True:
+                msg = c.poll(self.poll_timeout)
+                if msg is None:
+                    raise RuntimeError(
+                        f"replay of {topic}[{partition}] stalled before offset {before_offset}; "
+                        "is the broker reachable?"
+                    )
+                if msg.error():
+                    continue
+                if msg.offset() >= before_offset:
+                    return
+                if msg.key() == key:
+                    yield msg.value()
+                if msg.offset() >= before_offset - 1:
+                    return
+        finally:
+            c.close()
