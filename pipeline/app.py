@@ -46,6 +46,8 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         web_tables_enabled=False,
         datadir=f"{settings.state_dir}/faust",
         producer_linger_ms=5,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
     )
     topics: dict[str, Any] = {
         name: app.topic(settings.topic(name), key_type=bytes, value_type=bytes,

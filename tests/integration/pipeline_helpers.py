@@ -26,7 +26,7 @@ def make_settings(bootstrap: str, state_dir: str, **over) -> Settings:
         bootstrap_servers=bootstrap, topic_prefix=f"it-{run}.", app_id=f"it-{run}",
         web_port=free_port(), state_dir=state_dir, partitions=4,
         model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 100},
-        alpha=0.01, emit_every=5, explain_groups=2, storage_size=50, grid_size=5,
+        alpha=0.01, emit_every=5, explain_groups=2, storage_size=50, grid_size=5, session_timeout_s=10.0,
     )
     base.update(over)
     return Settings(**base)
