@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--latest", action="store_true", help="only new records")
 
     d = sub.add_parser("demo", parents=[common], help="broker + workers + demo stream + live view, all in one")
-    d.add_argument("--n", type=int, default=24000)
+    d.add_argument("--n", type=int, default=18000, help="events of the demo stream (drift at n/3, swap at 2n/3)")
     d.add_argument("--workers", type=int, default=1)
     d.add_argument("--rate", type=float, default=None)
     d.add_argument("--control", action="store_true", help="also run a stationary control stream")

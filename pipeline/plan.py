@@ -12,13 +12,33 @@ from .core.stream import ExplainerSpec, StreamExplainer, units_of_group
 from .modelspec import build_model, model_factory
 from .settings import Settings
 
-__all__ = ["explainer_specs", "stream_explainer", "prequential_model", "group_units"]
+__all__ = ["explainer_specs", "stream_explainer", "prequential_model", "group_units", "BrierOf"]
+
+
+class BrierOf:
+    """Squared error of the predicted probability of ``target_class``: (1[y = c] - p)^2.
+
+    >>> BrierOf(1)(1, 0.75), BrierOf(1)(0, 0.75)
+    (0.0625, 0.5625)
+    """
+
+    def __init__(self, target_class: object):
+        self.target_class = target_class
+
+    def __call__(self, y_true: object, p: float) -> float:
+        d = (1.0 if y_true == self.target_class else 0.0) - float(p)
+        return d * d
+
+    def __repr__(self) -> str:
+        return f"BrierOf({self.target_class!r})"
 
 
 def explainer_specs(s: Settings) -> list[ExplainerSpec]:
-    """iPFI explains ``s.output`` with ``s.loss``; iSAGE and iPDP need a numeric output, so
-    for classification they explain the probability (of ``s.target_class`` for iPDP) with
-    cross-entropy, and for regression the value with ``s.loss``."""
+    """iPFI explains ``s.output`` with ``s.loss``. iSAGE and iPDP need a numeric output: for
+    classification iPDP explains the probability of ``s.target_class`` and iSAGE either that
+    probability with the squared loss (Brier; robust to the 0/1 probabilities of tree leaves)
+    or all class probabilities with cross-entropy (``s.isage_loss``); for regression both
+    explain the value, iSAGE with ``s.loss``."""
     classification = s.target == "label"
     specs = []
     for name in s.explainers:
@@ -26,12 +46,14 @@ def explainer_specs(s: Settings) -> list[ExplainerSpec]:
             specs.append(ExplainerSpec("ipfi", s.output, s.loss, params={
                 "alpha": s.alpha, "storage_size": s.storage_size}))
         elif name == "isage":
-            specs.append(ExplainerSpec(
-                "isage",
-                "proba" if classification else "value",
-                "cross_entropy" if classification else s.loss,
-                params={"alpha": s.alpha, "storage_size": s.storage_size, "removal": s.isage_removal},
-            ))
+            params = {"alpha": s.alpha, "storage_size": s.storage_size, "removal": s.isage_removal}
+            if not classification:
+                specs.append(ExplainerSpec("isage", "value", s.loss, params=params))
+            elif s.isage_loss == "cross_entropy":
+                specs.append(ExplainerSpec("isage", "proba", "cross_entropy", params=params))
+            else:
+                brier = BrierOf(s.target_class)
+                specs.append(ExplainerSpec("isage", "proba_of", brier, target_class=s.target_class, params=params))
         elif name == "ipdp":
             specs.append(ExplainerSpec(
                 "ipdp",

@@ -90,8 +90,8 @@ class Settings:
     target: str = _f("label", "target kind: label (classification) or number (regression)")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
     # Model
-    model: str = _f("river.tree.HoeffdingTreeClassifier", "import path of the river model class")
-    model_params: dict = _f({}, "keyword arguments of the model (JSON object)")
+    model: str = _f("river.tree.HoeffdingAdaptiveTreeClassifier", "import path of the river model class")
+    model_params: dict = _f({"grace_period": 50}, "keyword arguments of the model (JSON object)")
     model_seed: int = _f(42, "seed passed to the model when its constructor takes one")
     output: str = _f("label", "model output scored on the prediction topic: label or value")
     loss: str = _f("zero_one", "loss of the prediction topic and of iPFI")
@@ -102,6 +102,7 @@ class Settings:
     storage_size: int = _f(100, "reservoir size of iPFI and iSAGE")
     grid_size: int = _f(10, "iPDP grid points per feature")
     isage_removal: str = _f("interventional", "iSAGE feature removal: interventional or observational")
+    isage_loss: str = _f("squared", "iSAGE loss for classification: squared (Brier on the probability of target_class) or cross_entropy")
     explain_seed: int = _f(0, "seed of every explainer's random draws")
     explain_groups: int = _f(2, "explainer work groups per stream (one model replica each)")
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
@@ -134,6 +135,8 @@ class Settings:
             raise bad(f"explainers has unknown names {sorted(unknown)}; use ipfi, isage, ipdp")
         if self.output not in ("label", "value"):
             raise bad(f"output={self.output!r} must be label or value")
+        if self.isage_loss not in ("squared", "cross_entropy"):
+            raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
         if self.isage_removal not in ("interventional", "observational"):
             raise bad(f"isage_removal={self.isage_removal!r} must be interventional or observational")
         try:

@@ -124,10 +124,10 @@ class StreamExplainer(Component):
         params = dict(spec.params)
         if spec.name == "ipfi":
             return IPFI(fn, spec.loss, self.feature_names, features=features, seed=seed, **params)
+        if self.categorical and "categorical" not in params:
+            params["categorical"] = list(self.categorical)
         if spec.name == "isage":
             return ISAGE(fn, spec.loss, self.feature_names, seed=seed, **params)
-        if self.categorical and "categorical" not in params:
-            params["categorical"] = [c for c in self.categorical]
         return IPDP(fn, self.feature_names, features=features, seed=seed, **params)
 
     @property
