@@ -14,6 +14,8 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
+from schemas import ConfigError
+
 from .settings import Settings
 
 __all__ = ["confluent_config", "faust_credentials", "ensure_topics", "TOPIC_NAMES"]
@@ -70,8 +72,16 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(confluent_config(s))
-    existing = set(admin.list_topics(timeout=timeout).topics)
+    meta = admin.list_topics(timeout=timeout).topics
+    existing = set(meta)
     wanted = [s.topic(n) for n in TOPIC_NAMES]
+    tasks = s.topic("explain-tasks")
+    if tasks in meta and len(meta[tasks].partitions) != s.partitions:
+        raise ConfigError(
+            f"topic {tasks} has {len(meta[tasks].partitions)} partitions but the setting partitions is "
+            f"{s.partitions}; explain groups are placed by partition number, so set partitions="
+            f"{len(meta[tasks].partitions)} (or use a new topic_prefix)"
+        )
     new = [NewTopic(t, num_partitions=s.partitions, replication_factor=s.replication_factor)
            for t in wanted if t not in existing]
     if not new:

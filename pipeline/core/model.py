@@ -26,7 +26,7 @@ from typing import Any
 
 from .base import Component
 
-__all__ = ["ModelFunction", "OUTPUTS", "mean_output", "blend_output"]
+__all__ = ["ModelFunction", "OUTPUTS", "mean_output", "blend_output", "check_model_fn"]
 
 OUTPUTS = ("label", "value", "proba", "proba_of")
 
@@ -100,6 +100,16 @@ class ModelFunction(Component):
             return list(self.batch(rows))
         fn = self._fn
         return [fn(r) for r in rows]
+
+
+def check_model_fn(model_fn: Any) -> ModelFunction:
+    """``model_fn`` itself, or a TypeError saying how to wrap a bare model."""
+    if not isinstance(model_fn, ModelFunction):
+        raise TypeError(
+            f"model_fn must be a ModelFunction, got {type(model_fn).__name__}; wrap the model "
+            "as ModelFunction(model, output=...) to say which prediction is explained"
+        )
+    return model_fn
 
 
 def mean_output(preds: Sequence[Prediction]) -> Prediction:

@@ -67,7 +67,12 @@ class ExplainHandler:
                 continue  # it went to the dead-letter topic the first time
             if task.seq <= st.last_seq:
                 continue
-            st.explainer.process_one(task.x, task.y, explain=task.explain)
+            try:
+                st.explainer.process_one(task.x, task.y, explain=task.explain)
+            except Exception:
+                self.metrics.inc("replay_errors")
+                log.warning("task %s seq %d fails again in replay; the group continues without it", key, task.seq)
+                continue
             st.last_seq = task.seq
             st.n_explained += int(task.explain)
             n += 1
@@ -99,6 +104,8 @@ class ExplainHandler:
         try:
             values = se.process_one(task.x, task.y, explain=explain)
         except Exception as e:
+            # the replica may be half-updated: forget it, so the next task rebuilds it by replay
+            del self.groups[gk]
             m.inc("dead_letters", reason="explain_error")
             return [dead_letter(raw, key, e, "explain", src, reason="explain_error")]
         st.last_seq = task.seq

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..base import Component
 from ..losses import get_loss
-from ..model import ModelFunction
+from ..model import ModelFunction, check_model_fn
 from ..rng import derive_seed
 
 __all__ = ["batch_pfi", "IntervalPFI", "pfi_error"]
@@ -233,10 +233,4 @@ class IntervalPFI(Component):
         return dict(self.values)
 
 
-def _check_model_fn(model_fn: Any) -> ModelFunction:
-    if not isinstance(model_fn, ModelFunction):
-        raise TypeError(
-            f"model_fn must be a ModelFunction, got {type(model_fn).__name__}; wrap the model "
-            "as ModelFunction(model, output=...) to say which prediction is explained"
-        )
-    return model_fn
+_check_model_fn = check_model_fn

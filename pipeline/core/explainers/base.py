@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import Component
-from ..model import ModelFunction
+from ..model import ModelFunction, check_model_fn
 
 __all__ = ["Explainer"]
 
@@ -66,12 +66,7 @@ class Explainer(Component):
 
     @staticmethod
     def _check_model_fn(model_fn: Any) -> ModelFunction:
-        if not isinstance(model_fn, ModelFunction):
-            raise TypeError(
-                f"model_fn must be a ModelFunction, got {type(model_fn).__name__}; wrap the model "
-                "as ModelFunction(model, output=...) to say which prediction is explained"
-            )
-        return model_fn
+        return check_model_fn(model_fn)
 
     @staticmethod
     def _check_alpha(alpha: float) -> float:
