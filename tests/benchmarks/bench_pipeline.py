@@ -102,12 +102,14 @@ def main() -> None:
         print(f"{len(events)} events, {args.streams} stream(s), model {base.model}, explainers {base.explainers}, "
               f"grid {base.grid_size}, explain_groups {base.explain_groups}")
         r0 = in_process_rate(base, events)
-        print(f"in-process core (baseline):      {r0:8.1f} events/s")
-        for workers in (1, 2):
-            s = make_settings(bootstrap, f"{tmp}/state{workers}", **{k: getattr(base, k) for k in (
-                "alpha", "emit_every", "storage_size", "grid_size", "model", "model_params")})
+        print(f"in-process core (baseline):               {r0:8.1f} events/s")
+        same = {k: getattr(base, k) for k in ("alpha", "emit_every", "storage_size", "grid_size", "model",
+                                              "model_params", "session_timeout_s")}
+        for workers, groups in ((1, 1), (1, 2), (2, 2)):
+            s = make_settings(bootstrap, f"{tmp}/state{workers}{groups}", explain_groups=groups, **same)
             r = pipeline_rate(s, events, workers, tmp)
-            print(f"pipeline, {workers} worker(s):          {r:8.1f} events/s   ratio to baseline {r / r0:.2f}")
+            print(f"pipeline, {workers} worker(s), explain_groups={groups}: {r:8.1f} events/s   "
+                  f"ratio to baseline {r / r0:.2f}")
     finally:
         if broker is not None:
             broker.stop()
