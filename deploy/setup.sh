@@ -20,8 +20,12 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 stamp=.venv/.streamxai-installed
 if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[test]'
+  echo "setup: installing streamxai and its dependencies into .venv (log: .venv/pip.log)"
+  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test]'; } > .venv/pip.log 2>&1; then
+    tail -30 .venv/pip.log >&2
+    echo "setup: pip install failed; the full log is .venv/pip.log" >&2
+    exit 1
+  fi
   touch "$stamp"
 fi
 .venv/bin/python -c 'from pipeline.broker import LocalBroker; LocalBroker().ensure_jars()'

@@ -28,7 +28,8 @@ def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, byt
     """Send ``(key, value)`` pairs to ``topic`` (full name); returns how many were delivered."""
     from confluent_kafka import Producer
 
-    p = Producer(confluent_config(s, **{"linger.ms": 20, "enable.idempotence": True}))
+    # log_level 3: errors only; a fresh broker's "coordinator load in progress" retries are not news
+    p = Producer(confluent_config(s, **{"linger.ms": 20, "enable.idempotence": True, "log_level": 3}))
     errors: list[str] = []
 
     def on_delivery(err, msg):  # noqa: ANN001
