@@ -6,12 +6,14 @@ Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadat
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import faust
 
 from agents import install_drift_agent, install_explainer_agent, install_model_agent
 
+from .checkpoints import CheckpointStore
 from .handlers import DriftHandler, ExplainHandler, ModelHandler
 from .kafka_config import TOPIC_NAMES, faust_credentials
 from .metrics import Metrics
@@ -55,10 +57,11 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         for name in TOPIC_NAMES
     }
     history = PartitionHistory(settings)
+    store = CheckpointStore(Path(settings.state_dir) / "checkpoints", settings.checkpoint_every)
     if "model" in roles:
-        install_model_agent(app, topics, ModelHandler(settings, metrics, history=history))
+        install_model_agent(app, topics, ModelHandler(settings, metrics, history=history, checkpoints=store))
     if "explain" in roles:
-        install_explainer_agent(app, topics, ExplainHandler(settings, metrics, history=history))
+        install_explainer_agent(app, topics, ExplainHandler(settings, metrics, history=history, checkpoints=store))
     if "drift" in roles:
         install_drift_agent(app, topics, DriftHandler(settings, metrics))
 

@@ -19,16 +19,19 @@ __all__ = ["PartitionHistory"]
 
 
 class PartitionHistory:
-    """``history(topic, partition, before_offset, key)`` → values of earlier messages with ``key``."""
+    """``history(topic, partition, before_offset, key, from_offset=0)`` → values of the
+    messages with ``key`` at offsets ``from_offset .. before_offset - 1``."""
 
     def __init__(self, settings: Settings, poll_timeout: float = 5.0):
         self.settings = settings
         self.poll_timeout = poll_timeout
 
-    def __call__(self, topic: str, partition: int, before_offset: int, key: bytes | None) -> Iterator[bytes | None]:
+    def __call__(
+        self, topic: str, partition: int, before_offset: int, key: bytes | None, from_offset: int = 0
+    ) -> Iterator[bytes | None]:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        if before_offset <= 0:
+        if before_offset <= from_offset:
             return
         c = Consumer(confluent_config(self.settings, **{
             "group.id": f"streamxai-replay-{uuid.uuid4().hex[:8]}",
@@ -36,7 +39,7 @@ class PartitionHistory:
             "auto.offset.reset": "earliest",
         }))
         try:
-            c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+            c.assign([TopicPartition(topic, partition, from_offset or OFFSET_BEGINNING)])
             while True:
                 msg = c.poll(self.poll_timeout)
                 if msg is None:

@@ -83,6 +83,7 @@ class Settings:
     web_port: int = _f(6066, "port of the worker's metrics endpoint (GET /streamxai/metrics)")
     web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
+    checkpoint_every: int = _f(2000, "checkpoint each stream model and explainer group every N events (0: off)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     # Data
     features: list = _f(list(AGRAWAL_FEATURES), "feature names every event must carry, in model order")

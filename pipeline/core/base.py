@@ -38,8 +38,13 @@ class Component:
         return params
 
     def clone(self, **overrides: Any) -> Any:
-        """A fresh, unfitted copy with the same parameters (deep-copied) and ``overrides``."""
-        params = {k: copy.deepcopy(v) for k, v in self._get_params().items()}
+        """A fresh, unfitted copy with the same parameters and ``overrides``.
+
+        Parameters that are components are cloned themselves (so their own learned state,
+        such as an evaluation counter, starts afresh); other parameters are deep-copied.
+        """
+        params = {k: (v.clone() if isinstance(v, Component) else copy.deepcopy(v))
+                  for k, v in self._get_params().items()}
         params.update(overrides)
         return type(self)(**params)
 

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from .base import Component
@@ -21,6 +22,8 @@ __all__ = ["PrequentialModel"]
 class PrequentialModel(Component):
     """Predicts each event with the model as it is, scores it, then learns it.
 
+    ``model`` is the template: the learner is a fresh copy of it (river's ``clone()``),
+    so the parameter is never trained and ``clone()`` gives an untrained model.
     ``version`` counts the events learned so far: the prediction for an event is made
     by the model of version = number of earlier labelled events.
     """
@@ -33,7 +36,9 @@ class PrequentialModel(Component):
         self._reset()
 
     def _reset(self) -> None:
-        self._fn = ModelFunction(self.model, output=self.output, target_class=self.target_class)
+        m = self.model
+        self._learner = m.clone() if callable(getattr(m, "clone", None)) else copy.deepcopy(m)
+        self._fn = ModelFunction(self._learner, output=self.output, target_class=self.target_class)
         self._loss = get_loss(self.loss)
         self.version = 0
 
@@ -43,6 +48,6 @@ class PrequentialModel(Component):
         if y is None:
             return y_pred, None
         loss = float(self._loss(y, y_pred))
-        self.model.learn_one(x, y)
+        self._learner.learn_one(x, y)
         self.version += 1
         return y_pred, loss

@@ -31,15 +31,20 @@ class _GroupState:
     explainer: StreamExplainer
     last_seq: int = -1
     n_explained: int = 0
+    since_checkpoint: int = 0
 
 
 class ExplainHandler:
-    def __init__(self, settings: Settings, metrics: Metrics | None = None, clock=time.time, history=None):
+    def __init__(
+        self, settings: Settings, metrics: Metrics | None = None, clock=time.time, history=None, checkpoints=None
+    ):
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.clock = clock
-        #: ``history(topic, partition, before_offset, key)`` → earlier values (pipeline.replay)
+        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.replay)
         self.history = history
+        #: a :class:`pipeline.checkpoints.CheckpointStore`, or None
+        self.checkpoints = checkpoints
         self.shedder = LagShedder(settings.max_lag_s or None)
         self.groups: dict[tuple[str, int], _GroupState] = {}
 
@@ -57,10 +62,27 @@ class ExplainHandler:
         obj.pop("schema")
         return ExplainTask(**obj)
 
-    def _rebuild(self, st: _GroupState, key: bytes | None, src: Source) -> None:
-        """Re-run the group's earlier tasks of this partition (state lost by restart or move)."""
+    def _state_for(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
+        """New state for a group this worker has none for: the newest checkpoint, if any, plus a
+        replay of the group's later tasks in this partition; or a fresh replica plus a replay of
+        the whole history when the task is not the stream's first."""
+        loaded = self.checkpoints.load("explain", key, src.topic, src.partition) if self.checkpoints and key else None
+        if loaded is not None:
+            st, ck_offset = loaded
+            st.since_checkpoint = 0
+            self.metrics.inc("checkpoints_restored")
+            if self.history is not None and src.offset is not None and src.offset > ck_offset + 1:
+                self._rebuild(st, key, src, ck_offset + 1)
+            return st
+        st = _GroupState(stream_explainer(self.settings, task.stream_id, task.group))
+        if task.seq > 0 and self.history is not None and src.offset:
+            self._rebuild(st, key, src, 0)
+        return st
+
+    def _rebuild(self, st: _GroupState, key: bytes | None, src: Source, from_offset: int) -> None:
+        """Re-run the group's tasks of this partition from ``from_offset`` to just before ``src``."""
         n = 0
-        for raw in self.history(src.topic, src.partition, src.offset, key):
+        for raw in self.history(src.topic, src.partition, src.offset, key, from_offset):
             try:
                 task = self._parse(raw, src)
             except InvalidMessage:
@@ -89,10 +111,8 @@ class ExplainHandler:
         gk = (task.stream_id, task.group)
         st = self.groups.get(gk)
         if st is None:
-            st = self.groups[gk] = _GroupState(stream_explainer(self.settings, task.stream_id, task.group))
+            st = self.groups[gk] = self._state_for(task, key, src)
             m.gauge("explainer_groups", len(self.groups))
-            if task.seq > 0 and self.history is not None and src.offset:
-                self._rebuild(st, key, src)
         if task.seq <= st.last_seq:
             m.inc("duplicate_tasks_dropped")
             return []
@@ -109,11 +129,16 @@ class ExplainHandler:
             m.inc("dead_letters", reason="explain_error")
             return [dead_letter(raw, key, e, "explain", src, reason="explain_error")]
         st.last_seq = task.seq
+        st.n_explained += int(explain)
         m.inc("tasks_seen")
+        st.since_checkpoint += 1
+        if self.checkpoints is not None and key and self.checkpoints.due(st.since_checkpoint):
+            st.since_checkpoint = 0
+            self.checkpoints.save("explain", key, st, src)
+            m.inc("checkpoints_written")
         if not explain:
             return []
         m.inc("events_explained")
-        st.n_explained += 1
         if st.n_explained % self.settings.emit_every:
             return []
         outs = []

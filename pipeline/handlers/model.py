@@ -26,24 +26,46 @@ class _StreamState:
     model: PrequentialModel
     first_partition: int
     last_seq: int = -1
+    since_checkpoint: int = 0
 
 
 class ModelHandler:
     """One per worker; keeps one model per stream id it owns."""
 
-    def __init__(self, settings: Settings, metrics: Metrics | None = None, history=None):
+    def __init__(self, settings: Settings, metrics: Metrics | None = None, history=None, checkpoints=None):
         self.settings = settings
-        #: ``history(topic, partition, before_offset, key)`` → earlier values (pipeline.replay)
+        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.replay)
         self.history = history
+        #: a :class:`pipeline.checkpoints.CheckpointStore`, or None
+        self.checkpoints = checkpoints
         self.metrics = metrics or Metrics()
         self.spec = settings.feature_spec()
         self.sampler = EventSampler(settings.sample_rate, settings.explain_seed)
         self.streams: dict[str, _StreamState] = {}
 
-    def _rebuild(self, st: _StreamState, key: bytes | None, src: Source) -> None:
-        """Re-learn the stream's earlier events of this partition (state lost by restart or move)."""
+    def _state_for(self, stream_id: str, seq: int, key: bytes | None, src: Source) -> _StreamState:
+        """New state for a stream this worker has none for: the newest checkpoint plus a replay
+        of the later events, or a fresh model plus a replay of the whole history."""
+        loaded = self.checkpoints.load("model", key, src.topic, src.partition) if self.checkpoints and key else None
+        if loaded is not None:
+            st, ck_offset = loaded
+            st.since_checkpoint = 0
+            self.metrics.inc("checkpoints_restored")
+            if self.history is not None and src.offset is not None and src.offset > ck_offset + 1:
+                self._rebuild(st, key, src, ck_offset + 1)
+            return st
+        # a stream's groups go to consecutive explain-task partitions, so they spread over
+        # workers whatever the keys hash to
+        first = derive_seed(0, "partition", stream_id) % self.settings.partitions
+        st = _StreamState(prequential_model(self.settings), first)
+        if seq > 0 and self.history is not None and src.offset:
+            self._rebuild(st, key, src, 0)
+        return st
+
+    def _rebuild(self, st: _StreamState, key: bytes | None, src: Source, from_offset: int) -> None:
+        """Re-learn the stream's events of this partition from ``from_offset`` to just before ``src``."""
         n = 0
-        for raw in self.history(src.topic, src.partition, src.offset, key):
+        for raw in self.history(src.topic, src.partition, src.offset, key, from_offset):
             try:
                 ev = parse_feature_event(raw, self.spec, where=str(src), max_bytes=self.settings.max_message_bytes)
             except InvalidMessage:
@@ -75,13 +97,8 @@ class ModelHandler:
             return [dead_letter(raw, key, e, "model", src)]
         st = self.streams.get(ev.stream_id)
         if st is None:
-            # a stream's groups go to consecutive explain-task partitions, so they spread over
-            # workers whatever the keys hash to
-            first = derive_seed(0, "partition", ev.stream_id) % self.settings.partitions
-            st = self.streams[ev.stream_id] = _StreamState(prequential_model(self.settings), first)
+            st = self.streams[ev.stream_id] = self._state_for(ev.stream_id, ev.seq, key, src)
             m.gauge("streams", len(self.streams))
-            if ev.seq > 0 and self.history is not None and src.offset:
-                self._rebuild(st, key, src)
         if ev.seq <= st.last_seq:
             m.inc("duplicates_dropped")
             log.debug("dropping %s seq %d: already processed up to %d", ev.stream_id, ev.seq, st.last_seq)
@@ -94,6 +111,11 @@ class ModelHandler:
             return [dead_letter(raw, key, e, "model", src, reason="model_error")]
         st.last_seq = ev.seq
         m.inc("predictions")
+        st.since_checkpoint += 1
+        if self.checkpoints is not None and self.checkpoints.due(st.since_checkpoint):
+            st.since_checkpoint = 0
+            self.checkpoints.save("model", key, st, src)
+            m.inc("checkpoints_written")
         k = ev.stream_id.encode()
         outs = [Out("predictions", k, dumps(Prediction(
             ev.stream_id, ev.seq, ev.ts, ev.y, _plain(y_pred), loss, version)))]

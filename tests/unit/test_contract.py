@@ -341,16 +341,7 @@ CASES = [
          lambda: agrawal_stream(60, seed=20, unlabelled=(10,)), stream_step, seeded=True),
 ]
 
-# Known component bugs. The failing check stays and runs as a strict xfail: it must keep
-# failing until the component is fixed, and then the entry here must go.
-CLONE_KEEPS_EVALUATIONS = (
-    "Component.clone() deep-copies the model_fn parameter together with its n_evaluations "
-    "counter, so a fresh clone of an explainer reports the original's model evaluations"
-)
-CLONE_KEEPS_MODEL = (
-    "PrequentialModel trains its `model` parameter in place and Component.clone() deep-copies "
-    "it, so a clone (version 0) predicts with the original's learned model"
-)
+# Component bugs this test found are pinned as strict xfails here (none open).
 EXPLAINER_CASES = [c for c in CASES if isinstance(c.make(SEED), (Explainer, IntervalPFI))]
 
 
@@ -551,7 +542,7 @@ def test_clone_has_the_same_parameters(case):
             assert repr(w) == repr(v), name
 
 
-@pytest.mark.parametrize("case", params(CASES, {"PrequentialModel": CLONE_KEEPS_MODEL}))
+@pytest.mark.parametrize("case", params(CASES))
 def test_clone_has_no_learned_state(case):
     stream = case.stream()
     ref = reference(case)
@@ -566,7 +557,7 @@ def test_clone_has_no_learned_state(case):
     assert_same(run(a, case, stream[half:], half), ref[half:], "original after cloning", half)
 
 
-@pytest.mark.parametrize("case", params(EXPLAINER_CASES, {c.id: CLONE_KEEPS_EVALUATIONS for c in EXPLAINER_CASES}))
+@pytest.mark.parametrize("case", params(EXPLAINER_CASES))
 def test_clone_resets_the_evaluation_counter(case):
     stream = case.stream()
     a = case.make(SEED)

@@ -32,8 +32,8 @@ class FakeLog:
         part.append((key, value))
         return len(part) - 1
 
-    def history(self, topic, partition, before_offset, key):
-        for k, v in self.parts.get((topic, partition), [])[:before_offset]:
+    def history(self, topic, partition, before_offset, key, from_offset=0):
+        for k, v in self.parts.get((topic, partition), [])[from_offset:before_offset]:
             if k == key:
                 yield v
 
@@ -121,3 +121,48 @@ def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
     outs = dh.on_message(b"{}", b"k", Source("explanations", 0, 3))
     assert [o.topic for o in outs] == ["dead-letters"]
     assert orjson.loads(outs[0].value)["source"] == {"topic": "explanations", "partition": 0, "offset": 3}
+
+
+def test_checkpoint_plus_short_replay_is_exact(tmp_path):
+    from pipeline.checkpoints import CheckpointStore
+
+    s = settings(checkpoint_every=20)
+    events = list(agrawal_events("c", 150, seed=5))
+    log = run_model(s, events)
+    store = CheckpointStore(tmp_path, every=s.checkpoint_every)
+    first = ExplainHandler(s, checkpoints=store)
+    second = ExplainHandler(s, history=log.history, checkpoints=store)
+    got = explain_all(s, log, lambda p, off: first if off < 75 else second)
+    assert got == reference(s, events)
+    assert first.metrics.get("checkpoints_written") > 0
+    assert second.metrics.get("checkpoints_restored") > 0
+    # only the tasks after the newest checkpoint were replayed, not the whole history
+    assert 0 < second.metrics.get("replayed_tasks") < 20 * len(log.parts)
+
+
+def test_model_checkpoint_restores_the_model(tmp_path):
+    from pipeline.checkpoints import CheckpointStore
+
+    s = settings(checkpoint_every=25)
+    events = list(agrawal_events("mc", 100, seed=6))
+    raws = [(b"mc", dumps(ev)) for ev in events]
+    log = FakeLog()
+    for k, v in raws:
+        log.append("features", 0, k, v)
+    store = CheckpointStore(tmp_path, every=s.checkpoint_every)
+
+    def preds(handler, offsets):
+        out = {}
+        for off in offsets:
+            for o in handler.on_message(raws[off][1], b"mc", Source("features", 0, off)):
+                if o.topic == "predictions":
+                    p = orjson.loads(o.value)
+                    out[p["seq"]] = p["y_pred"]
+        return out
+
+    full = preds(ModelHandler(s), range(100))
+    preds(ModelHandler(s, checkpoints=store), range(60))
+    resumed = ModelHandler(s, history=log.history, checkpoints=store)
+    assert preds(resumed, range(60, 100)) == {q: full[q] for q in range(60, 100)}
+    assert resumed.metrics.get("checkpoints_restored") == 1
+    assert resumed.metrics.get("replayed_events") == 60 - 50  # checkpoint after event 49
