@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from schemas import DeadLetter, InvalidMessage, b64, dumps
 
-__all__ = ["Out", "Source", "dead_letter"]
+__all__ = ["Out", "Source", "dead_letter", "Recovering"]
 
 log = logging.getLogger("streamxai")
 
@@ -53,3 +55,34 @@ def dead_letter(
         ts=time.time(),
     )
     return Out("dead-letters", key, dumps(msg))
+
+
+class Recovering:
+    """State recovery shared by the model and explain handlers.
+
+    A handler that meets a key it has no state for restores the newest checkpoint and
+    replays the key's later messages of this partition, or, without a checkpoint, starts
+    fresh and replays the key's whole history (unless the message opens the stream).
+    Subclasses set ``checkpoints``, ``history`` and ``metrics`` and implement ``_rebuild``.
+    """
+
+    checkpoints: Any
+    history: Any
+    metrics: Any
+
+    def _rebuild(self, st: Any, key: bytes | None, src: Source, from_offset: int) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _recover(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
+        loaded = self.checkpoints.load(kind, key, src.topic, src.partition) if self.checkpoints and key else None
+        if loaded is not None:
+            st, ck_offset = loaded
+            st.since_checkpoint = 0
+            self.metrics.inc("checkpoints_restored")
+            if self.history is not None and src.offset is not None and src.offset > ck_offset + 1:
+                self._rebuild(st, key, src, ck_offset + 1)
+            return st
+        st = fresh()
+        if not first and self.history is not None and src.offset:
+            self._rebuild(st, key, src, 0)
+        return st

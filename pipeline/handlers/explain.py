@@ -19,7 +19,7 @@ from ..core.stream import StreamExplainer
 from ..metrics import Metrics
 from ..plan import stream_explainer
 from ..settings import Settings
-from .common import Out, Source, dead_letter, log
+from .common import Out, Recovering, Source, dead_letter, log
 
 __all__ = ["ExplainHandler"]
 
@@ -34,7 +34,7 @@ class _GroupState:
     since_checkpoint: int = 0
 
 
-class ExplainHandler:
+class ExplainHandler(Recovering):
     def __init__(
         self, settings: Settings, metrics: Metrics | None = None, clock=time.time, history=None, checkpoints=None
     ):
@@ -63,21 +63,8 @@ class ExplainHandler:
         return ExplainTask(**obj)
 
     def _state_for(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
-        """New state for a group this worker has none for: the newest checkpoint, if any, plus a
-        replay of the group's later tasks in this partition; or a fresh replica plus a replay of
-        the whole history when the task is not the stream's first."""
-        loaded = self.checkpoints.load("explain", key, src.topic, src.partition) if self.checkpoints and key else None
-        if loaded is not None:
-            st, ck_offset = loaded
-            st.since_checkpoint = 0
-            self.metrics.inc("checkpoints_restored")
-            if self.history is not None and src.offset is not None and src.offset > ck_offset + 1:
-                self._rebuild(st, key, src, ck_offset + 1)
-            return st
-        st = _GroupState(stream_explainer(self.settings, task.stream_id, task.group))
-        if task.seq > 0 and self.history is not None and src.offset:
-            self._rebuild(st, key, src, 0)
-        return st
+        return self._recover("explain", key, src, lambda: _GroupState(
+            stream_explainer(self.settings, task.stream_id, task.group)), first=task.seq == 0)
 
     def _rebuild(self, st: _GroupState, key: bytes | None, src: Source, from_offset: int) -> None:
         """Re-run the group's tasks of this partition from ``from_offset`` to just before ``src``."""

@@ -16,7 +16,7 @@ from ..core.rng import derive_seed
 from ..metrics import Metrics
 from ..plan import prequential_model
 from ..settings import Settings
-from .common import Out, Source, dead_letter, log
+from .common import Out, Recovering, Source, dead_letter, log
 
 __all__ = ["ModelHandler"]
 
@@ -29,7 +29,7 @@ class _StreamState:
     since_checkpoint: int = 0
 
 
-class ModelHandler:
+class ModelHandler(Recovering):
     """One per worker; keeps one model per stream id it owns."""
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history=None, checkpoints=None):
@@ -44,23 +44,11 @@ class ModelHandler:
         self.streams: dict[str, _StreamState] = {}
 
     def _state_for(self, stream_id: str, seq: int, key: bytes | None, src: Source) -> _StreamState:
-        """New state for a stream this worker has none for: the newest checkpoint plus a replay
-        of the later events, or a fresh model plus a replay of the whole history."""
-        loaded = self.checkpoints.load("model", key, src.topic, src.partition) if self.checkpoints and key else None
-        if loaded is not None:
-            st, ck_offset = loaded
-            st.since_checkpoint = 0
-            self.metrics.inc("checkpoints_restored")
-            if self.history is not None and src.offset is not None and src.offset > ck_offset + 1:
-                self._rebuild(st, key, src, ck_offset + 1)
-            return st
         # a stream's groups go to consecutive explain-task partitions, so they spread over
         # workers whatever the keys hash to
-        first = derive_seed(0, "partition", stream_id) % self.settings.partitions
-        st = _StreamState(prequential_model(self.settings), first)
-        if seq > 0 and self.history is not None and src.offset:
-            self._rebuild(st, key, src, 0)
-        return st
+        first_partition = derive_seed(0, "partition", stream_id) % self.settings.partitions
+        return self._recover("model", key, src, lambda: _StreamState(
+            prequential_model(self.settings), first_partition), first=seq == 0)
 
     def _rebuild(self, st: _StreamState, key: bytes | None, src: Source, from_offset: int) -> None:
         """Re-learn the stream's events of this partition from ``from_offset`` to just before ``src``."""
