@@ -7,7 +7,9 @@
     │   ├── SchemaMismatch        unknown type or schema version, missing or wrong-typed field
     │   ├── FeatureMismatch       missing or unexpected features
     │   └── BadValue              NaN, infinity, or a value of the wrong type
-    └── ConfigError               settings that cannot work; the worker refuses to start
+    ├── ConfigError               settings that cannot work; the worker refuses to start
+    └── BrokerError               the local broker cannot be resolved, started or reached
+                                  (defined in pipeline.broker, next to the code that raises it)
 
 Every message names the offending value and where it came from.
 """
