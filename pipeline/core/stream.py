@@ -134,9 +134,13 @@ class StreamExplainer(Component):
     def explainers(self) -> list[Any]:
         return list(self._explainers)
 
-    def process_one(self, x: dict[str, Any], y: Any, explain: bool = True) -> list[ExplanationValue]:
+    def process_one(
+        self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True
+    ) -> list[ExplanationValue]:
         """Explain ``(x, y)`` with the current model (if ``explain``), then learn it.
 
+        Returns the current values when ``report``; a caller that publishes only some events
+        passes ``report=False`` for the others and skips building values and PD curves.
         An event without a target (``y is None``) is neither explained nor learned.
         """
         if y is None:
@@ -146,6 +150,8 @@ class StreamExplainer(Component):
         for ex in self._explainers:
             if explain:
                 values = ex.explain_one(x, y)
+                if not report:
+                    continue
                 curves = ex.curves() if hasattr(ex, "curves") else {}
                 n = ex.n_explained
                 for feat, val in values.items():
@@ -155,6 +161,3 @@ class StreamExplainer(Component):
         self.model.learn_one(x, y)
         self.model_version += 1
         return out
-
-    def __getstate__(self) -> dict:
-        return self.__dict__.copy()

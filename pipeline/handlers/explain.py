@@ -77,7 +77,7 @@ class ExplainHandler(Recovering):
             if task.seq <= st.last_seq:
                 continue
             try:
-                st.explainer.process_one(task.x, task.y, explain=task.explain)
+                st.explainer.process_one(task.x, task.y, explain=task.explain, report=False)
             except Exception:
                 self.metrics.inc("replay_errors")
                 log.warning("task %s seq %d fails again in replay; the group continues without it", key, task.seq)
@@ -108,8 +108,9 @@ class ExplainHandler(Recovering):
             m.inc("shed_events")
         se = st.explainer
         version = se.model_version
+        emit = explain and (st.n_explained + 1) % self.settings.emit_every == 0
         try:
-            values = se.process_one(task.x, task.y, explain=explain)
+            values = se.process_one(task.x, task.y, explain=explain, report=emit)
         except Exception as e:
             # the replica may be half-updated: forget it, so the next task rebuilds it by replay
             del self.groups[gk]
@@ -126,7 +127,7 @@ class ExplainHandler(Recovering):
         if not explain:
             return []
         m.inc("events_explained")
-        if st.n_explained % self.settings.emit_every:
+        if not emit:
             return []
         outs = []
         for v in values:

@@ -149,20 +149,7 @@ class MarginalRemoval(Removal):
     def sample_chain(
         self, x: dict[str, Any], order: Sequence[str], n: int, rng: random.Random
     ) -> list[dict[str, Any]]:
-        items = self._reservoir.items
-        k = len(items)
-        if not k:
-            raise LookupError("the reservoir is empty; update the removal before sampling")
-        rand = rng.random
         rows: list[dict[str, Any]] = []
-        append = rows.append
-        copy = x.copy
         for j in range(1, len(order)):
-            absent = order[j:]
-            for _ in range(n):
-                donor = items[int(rand() * k)]
-                row = copy()
-                for f in absent:
-                    row[f] = donor[f]
-                append(row)
+            rows += self.sample_rows(x, order[j:], n, rng)
         return rows
