@@ -18,6 +18,12 @@ fi
 if [[ ! -x .venv/bin/python ]]; then
   "$PY" -m venv .venv
 fi
+if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  # an interrupted pip upgrade leaves a venv without pip: put it back, then reinstall
+  echo "setup: .venv has no pip; restoring it with ensurepip"
+  .venv/bin/python -m ensurepip --upgrade >/dev/null
+  rm -f .venv/.streamxai-installed
+fi
 stamp=.venv/.streamxai-installed
 if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
   echo "setup: installing streamxai and its dependencies into .venv (log: .venv/pip.log)"

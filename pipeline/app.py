@@ -44,6 +44,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         consumer_auto_offset_reset="earliest",
         web_enabled=True,
         web_host=settings.web_host,
+        web_bind=settings.web_host,
         web_port=settings.web_port,
         web_tables_enabled=False,
         datadir=f"{settings.state_dir}/faust",

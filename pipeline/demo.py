@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import socket
 import threading
 import time
 import uuid
@@ -13,6 +12,7 @@ from .demo_stream import DemoPlan, agrawal_events
 from .kafka_config import ensure_topics
 from .kafka_io import consume, produce_events
 from .live_view import LiveView
+from .ports import free_port
 from .settings import Settings
 from .worker import spawn_worker, stop_worker
 
@@ -20,12 +20,6 @@ __all__ = ["run_demo"]
 
 DEMO_STREAM = "demo"
 CONTROL_STREAM = "control"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _local_broker(s: Settings):
@@ -61,7 +55,7 @@ def run_demo(args: argparse.Namespace, s: Settings) -> int:
     try:
         ensure_topics(s)
         for i in range(args.workers):
-            ws = s.replace(web_port=_free_port())
+            ws = s.replace(web_port=free_port())
             workers.append(spawn_worker(ws, log_file=str(logs / f"worker-{i}.log")))
         print(f"{args.workers} worker(s) started; logs in {logs}/; topics {s.topic_prefix}*")
 

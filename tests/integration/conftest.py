@@ -18,7 +18,6 @@ Every test collected under ``tests/integration/`` is marked ``integration``; des
 from __future__ import annotations
 
 import os
-import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,6 +29,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from pipeline.broker import LocalBroker
+from pipeline.ports import free_ports
 
 _HERE = Path(__file__).resolve().parent
 
@@ -47,20 +47,6 @@ class ExternalBroker:
     bootstrap: str
 
 
-def _free_port_pair() -> tuple[int, int]:
-    """Two ports that are free right now (client, controller)."""
-    socks = []
-    try:
-        for _ in range(2):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return socks[0].getsockname()[1], socks[1].getsockname()[1]
-    finally:
-        for s in socks:
-            s.close()
-
-
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker | ExternalBroker]:
     """The Kafka broker of this test session; use ``broker.bootstrap``."""
@@ -69,7 +55,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker | E
         yield ExternalBroker(external)
         return
     pinned = os.environ.get("STREAMXAI_TEST_BROKER_PORT")
-    port, controller_port = (int(pinned), int(pinned) + 1) if pinned else _free_port_pair()
+    port, controller_port = (int(pinned), int(pinned) + 1) if pinned else tuple(free_ports(2))
     local = LocalBroker(
         port,
         controller_port,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 import urllib.request
 import uuid
@@ -11,13 +10,8 @@ from collections.abc import Callable, Iterable
 import orjson
 
 from pipeline.kafka_io import consume
+from pipeline.ports import free_port
 from pipeline.settings import Settings
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_settings(bootstrap: str, state_dir: str, **over) -> Settings:

@@ -18,6 +18,7 @@ from pipeline.handlers.model import _plain
 from pipeline.kafka_config import ensure_topics
 from pipeline.kafka_io import produce_events, produce_raw
 from pipeline.plan import prequential_model, stream_explainer
+from pipeline.ports import free_port
 from pipeline.worker import spawn_worker, stop_worker
 from schemas import dumps
 
@@ -47,7 +48,7 @@ def run_workers(tmp_path):
     def start(s, n=1):
         started = []
         for i in range(n):
-            ws = s.replace(web_port=s.web_port + i) if i else s
+            ws = s.replace(web_port=free_port()) if i else s
             k = len(procs)
             procs.append((spawn_worker(ws, log_file=str(tmp_path / f"worker-{k}.log"), loglevel="warning"), ws))
             started.append(ws)
@@ -183,7 +184,7 @@ def test_sigkilled_worker_resumes_without_losing_or_double_counting(bootstrap, t
     victim.send_signal(signal.SIGKILL)  # mid-stream: no shutdown, no final commit
     victim.wait(10)
     produce_events(s, events[400:])
-    run_workers(s.replace(web_port=s.web_port + 7))
+    (restarted,) = run_workers(s.replace(web_port=free_port()))
     msgs = collect(s, "explanations", lambda ms: len(_values(ms)) >= len(expected))
     got = _values(msgs)
     assert got == expected  # rebuilt state: every value after the restart is exact
@@ -194,7 +195,7 @@ def test_sigkilled_worker_resumes_without_losing_or_double_counting(bootstrap, t
     # the first run's (duplicates carry equal values; consumers dedupe by (stream_id, seq))
     for p in preds:
         assert p["y_pred"] == expected_preds[p["seq"]]
-    counters = worker_metrics(s.replace(web_port=s.web_port + 7))["counters"]
+    counters = worker_metrics(restarted)["counters"]
     if checkpoint_every:
         assert counters.get("checkpoints_restored", 0) >= 1, counters
     else:
