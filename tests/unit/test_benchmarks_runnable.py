@@ -1,0 +1,22 @@
+"""The on-demand benchmarks stay runnable: each one parses ``--help`` after importing everything it uses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHES = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("bench_*.py"))
+
+
+def test_there_are_benchmarks():
+    assert {b.name for b in BENCHES} >= {"bench_ipfi.py", "bench_isage.py", "bench_ipdp.py", "bench_pipeline.py"}
+
+
+@pytest.mark.parametrize("bench", BENCHES, ids=lambda p: p.name)
+def test_benchmark_imports_and_parses_help(bench):
+    done = subprocess.run([sys.executable, str(bench), "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{bench.name} --help failed:\n{done.stderr[-2000:]}"
+    assert "usage:" in done.stdout
