@@ -64,7 +64,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     if "explain" in roles:
         install_explainer_agent(app, topics, ExplainHandler(settings, metrics, history=history, checkpoints=store))
     if "drift" in roles:
-        install_drift_agent(app, topics, DriftHandler(settings, metrics))
+        install_drift_agent(app, topics, DriftHandler(settings, metrics, history=history, checkpoints=store))
 
     @app.page("/streamxai/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:

@@ -196,6 +196,12 @@ def test_sigkilled_worker_resumes_without_losing_or_double_counting(bootstrap, t
     for p in preds:
         assert p["y_pred"] == expected_preds[p["seq"]]
     counters = worker_metrics(restarted)["counters"]
+    deadline = time.monotonic() + 60
+    while not counters.get("replayed_explanations") and time.monotonic() < deadline:
+        time.sleep(1)  # the drift agent trails the explainers
+        counters = worker_metrics(restarted)["counters"]
+    # the drift agent rebuilt its ADWIN series from the explanations before the committed offset
+    assert counters.get("replayed_explanations", 0) > 0, counters
     if checkpoint_every:
         assert counters.get("checkpoints_restored", 0) >= 1, counters
     else:
