@@ -11,7 +11,8 @@ The matching JSON Schema files live in ``schemas/json/``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any, ClassVar
 
 __all__ = [
@@ -31,8 +32,18 @@ class _Message:
     SCHEMA: ClassVar[str]
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)  # type: ignore[call-overload]
-        return {"schema": self.SCHEMA, **d}
+        """The payload: ``schema`` then the fields. Shallow — nested dicts and lists are the
+        message's own (messages are built to be sent, not edited), and no field holds another
+        dataclass, so ``dataclasses.asdict``'s deep copy would only cost time."""
+        d = {"schema": self.SCHEMA}
+        for name in _field_names(type(self)):
+            d[name] = getattr(self, name)
+        return d
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
 @dataclass(frozen=True, slots=True)
