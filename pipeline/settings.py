@@ -83,7 +83,7 @@ class Settings:
     web_port: int = _f(6066, "port of the worker's metrics endpoint (GET /streamxai/metrics)")
     web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
-    checkpoint_every: int = _f(2000, "checkpoint each stream model and explainer group every N events (0: off)")
+    checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and drift series every N of its messages (0: off)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     # Data
     features: list = _f(list(AGRAWAL_FEATURES), "feature names every event must carry, in model order")
@@ -105,7 +105,7 @@ class Settings:
     isage_removal: str = _f("interventional", "iSAGE feature removal: interventional or observational")
     isage_loss: str = _f("squared", "iSAGE loss for classification: squared (Brier on the probability of target_class) or cross_entropy")
     explain_seed: int = _f(0, "seed of every explainer's random draws")
-    explain_groups: int = _f(2, "explainer work groups per stream (one model replica each)")
+    explain_groups: int = _f(1, "explainer work groups per stream, one model replica each: set it to the workers one stream's explanations should spread over")
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
     max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
