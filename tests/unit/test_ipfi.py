@@ -217,6 +217,9 @@ def _frozen(kind: str):
     if kind == "hoeffding_tree":
         fn = 2  # age and education level
         model = tree.HoeffdingTreeClassifier(leaf_prediction="mc", grace_period=50)
+    elif kind == "arf":
+        fn = 2  # three trees keep the test's model cost to ~15 s; accuracy 0.92 after 5000 events
+        model = forest.ARFClassifier(n_models=3, seed=1, grace_period=50)
     else:
         fn = 6  # linear in salary, commission, loan: a problem a linear model can learn
         model = preprocessing.StandardScaler() | linear_model.LogisticRegression(optimizer=optim.SGD(0.1))
@@ -239,11 +242,13 @@ def _frozen(kind: str):
 # the concept (0.085 vs 0.013 / 0.034) and the stream is shorter with M = 1 (the paper:
 # 20k events, M = 10); at the paper's own protocol see test_ipfi_agrees_with_batch_pfi_at_
 # paper_level and ``python tests/benchmarks/bench_ipfi.py --table1``.
+# ARF (3 trees) on fn 2, 4 seeds: max per-feature deviation 0.027; Table 1 error median
+# 0.082 / max 0.127 (its top features, elevel 0.39 and age 0.38, are a smaller spread to divide by).
 FROZEN_MAX_DEVIATION = 0.05  # ~4 sd per feature
-FROZEN_TABLE1_ERROR = {"hoeffding_tree": 0.15, "logistic_regression": 0.10}  # ~1.25 x max
+FROZEN_TABLE1_ERROR = {"hoeffding_tree": 0.15, "logistic_regression": 0.10, "arf": 0.16}  # ~1.25 x max
 
 
-@pytest.mark.parametrize("kind", ["hoeffding_tree", "logistic_regression"])
+@pytest.mark.parametrize("kind", ["hoeffding_tree", "logistic_regression", "arf"])
 def test_ipfi_agrees_with_batch_pfi_on_frozen_river_model(kind):
     model, X, y = _frozen(kind)
     ref = batch_pfi(ModelFunction(model), "zero_one", X, y, n_repeats=3, seed=0)
