@@ -34,22 +34,13 @@ def _bindable(port: int, host: str) -> bool:
     return True
 
 
-def free_ports(n: int, *, consecutive: bool = False, host: str = "0.0.0.0") -> list[int]:
-    """``n`` distinct ports that nothing listens on now, outside the ephemeral range.
-
-    ``consecutive=True`` returns ``p, p+1, ...`` (a broker's client and controller ports).
-    """
+def free_ports(n: int, host: str = "0.0.0.0") -> list[int]:
+    """``n`` distinct ports that nothing listens on now, outside the ephemeral range."""
     lo_eph, hi_eph = _ephemeral_range()
     lo, hi = (_LOWEST, lo_eph - 1) if lo_eph - _LOWEST > 1000 else (hi_eph + 1, 65535)
     rng = random.SystemRandom()
     picked: list[int] = []
     for _ in range(2000):
-        if consecutive:
-            start = rng.randint(lo, hi - n)
-            run = list(range(start, start + n))
-            if all(_bindable(p, host) for p in run):
-                return run
-            continue
         p = rng.randint(lo, hi)
         if p not in picked and _bindable(p, host):
             picked.append(p)

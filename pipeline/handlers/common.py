@@ -73,6 +73,14 @@ class Recovering:
     def _rebuild(self, st: Any, key: bytes | None, src: Source, from_offset: int) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def _checkpoint_if_due(self, kind: str, key: bytes | None, st: Any, src: Source) -> None:
+        """Count one more message for ``st``; write its checkpoint when ``checkpoint_every`` is reached."""
+        st.since_checkpoint += 1
+        if self.checkpoints is not None and key and self.checkpoints.due(st.since_checkpoint):
+            st.since_checkpoint = 0
+            self.checkpoints.save(kind, key, st, src)
+            self.metrics.inc("checkpoints_written")
+
     def _recover(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
         loaded = self.checkpoints.load(kind, key, src.topic, src.partition) if self.checkpoints and key else None
         if loaded is not None:

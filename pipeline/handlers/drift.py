@@ -11,7 +11,7 @@ values (consumers dedupe by ``(series, seq)``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from schemas import DriftEvent, Explanation, InvalidMessage, SchemaMismatch, decode_as, dumps
 
@@ -27,7 +27,7 @@ __all__ = ["DriftHandler"]
 class _SeriesState:
     monitor: ExplanationDriftMonitor
     last_seq: int = -1
-    since_checkpoint: int = field(default=0)
+    since_checkpoint: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +112,7 @@ class DriftHandler(Recovering):
         st.last_seq = p.seq
         m.inc("explanations_monitored")
         change = st.monitor.update(series, p.seq, p.value)
-        st.since_checkpoint += 1
-        if self.checkpoints is not None and key and self.checkpoints.due(st.since_checkpoint):
-            st.since_checkpoint = 0
-            self.checkpoints.save("drift", key, st, src)
-            m.inc("checkpoints_written")
+        self._checkpoint_if_due("drift", key, st, src)
         if change is None:
             return []
         m.inc("drift_events")

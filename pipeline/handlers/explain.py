@@ -119,11 +119,7 @@ class ExplainHandler(Recovering):
         st.last_seq = task.seq
         st.n_explained += int(explain)
         m.inc("tasks_seen")
-        st.since_checkpoint += 1
-        if self.checkpoints is not None and key and self.checkpoints.due(st.since_checkpoint):
-            st.since_checkpoint = 0
-            self.checkpoints.save("explain", key, st, src)
-            m.inc("checkpoints_written")
+        self._checkpoint_if_due("explain", key, st, src)
         if not explain:
             return []
         m.inc("events_explained")

@@ -99,11 +99,7 @@ class ModelHandler(Recovering):
             return [dead_letter(raw, key, e, "model", src, reason="model_error")]
         st.last_seq = ev.seq
         m.inc("predictions")
-        st.since_checkpoint += 1
-        if self.checkpoints is not None and self.checkpoints.due(st.since_checkpoint):
-            st.since_checkpoint = 0
-            self.checkpoints.save("model", key, st, src)
-            m.inc("checkpoints_written")
+        self._checkpoint_if_due("model", key, st, src)
         k = ev.stream_id.encode()
         outs = [Out("predictions", k, dumps(Prediction(
             ev.stream_id, ev.seq, ev.ts, ev.y, _plain(y_pred), loss, version)))]
