@@ -20,7 +20,9 @@ from .settings import Settings
 
 __all__ = ["confluent_config", "faust_credentials", "ensure_topics", "TOPIC_NAMES"]
 
-TOPIC_NAMES = ("features", "predictions", "explain-tasks", "explanations", "drift-events", "dead-letters")
+TOPIC_NAMES = (
+    "features", "predictions", "explain-tasks", "explanations", "drift-events", "change-episodes", "dead-letters",
+)
 
 
 def confluent_config(s: Settings, **extra: Any) -> dict[str, Any]:

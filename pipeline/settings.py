@@ -110,9 +110,12 @@ class Settings:
     max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
     # Drift
-    drift_delta: float = _f(0.002, "ADWIN delta of the drift agent")
-    drift_grace_period: int = _f(10, "ADWIN grace period (points before a detector can fire)")
-    drift_warmup: int = _f(30, "first points of each series the drift agent does not monitor")
+    drift_delta: float = _f(0.01, "bound on the probability that a stream without change ever raises a change event (all its series together)")
+    drift_min_effect: float = _f(0.2, "report a change only if the levels differ by this fraction of the explainer's largest importance in the stream")
+    drift_min_samples: int = _f(100, "explained events each side of a cut needs before the change test uses it")
+    drift_window: int = _f(20_000, "explained events per series the change test looks back over")
+    drift_warmup: int = _f(1000, "first events of each stream the drift agent does not monitor (the model learns from nothing)")
+    drift_episode_gap: int = _f(1000, "changes of a stream fewer than this many events apart form one change episode")
 
     def __post_init__(self) -> None:
         for name in ("sasl_password", "ssl_key_password"):
@@ -136,6 +139,12 @@ class Settings:
             raise bad(f"explainers has unknown names {sorted(unknown)}; use ipfi, isage, ipdp")
         if self.output not in ("label", "value"):
             raise bad(f"output={self.output!r} must be label or value")
+        if not 0 < self.drift_delta < 1:
+            raise bad(f"drift_delta={self.drift_delta} must be in (0, 1)")
+        if self.drift_min_effect < 0 or self.drift_min_samples < 2 or self.drift_window < 2 * self.drift_min_samples:
+            raise bad("drift_min_effect must be >= 0, drift_min_samples >= 2 and drift_window >= 2 * drift_min_samples")
+        if self.drift_warmup < 0 or self.drift_episode_gap < 0:
+            raise bad("drift_warmup and drift_episode_gap must be >= 0")
         if self.isage_loss not in ("squared", "cross_entropy"):
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
         if self.isage_removal not in ("interventional", "observational"):

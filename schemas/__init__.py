@@ -13,6 +13,7 @@ from .errors import (
 from .features import FeatureSpec, parse_feature_event
 from .messages import (
     MESSAGE_TYPES,
+    ChangeEpisode,
     DeadLetter,
     DriftEvent,
     ExplainTask,
@@ -24,6 +25,7 @@ from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj, w
 
 __all__ = [
     "BadValue",
+    "ChangeEpisode",
     "ConfigError",
     "DEFAULT_MAX_BYTES",
     "DeadLetter",

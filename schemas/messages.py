@@ -21,6 +21,7 @@ __all__ = [
     "Prediction",
     "Explanation",
     "DriftEvent",
+    "ChangeEpisode",
     "DeadLetter",
     "MESSAGE_TYPES",
 ]
@@ -110,17 +111,74 @@ class Explanation(_Message):
 
 @dataclass(frozen=True, slots=True)
 class DriftEvent(_Message):
-    """ADWIN found a change in the series ``stream_id/explainer/feature`` at event ``seq``."""
+    """The series ``stream_id/explainer/feature`` changed: a new regime from event ``cut_seq``,
+    detected at event ``seq``.
 
-    SCHEMA: ClassVar[str] = "drift_event/v1"
+    Levels are mean per-event increments of the explainer on each side of the cut (``n_*``
+    increments, 95% intervals ``ci_*``); ``effect = level_after - level_before`` and
+    ``relative_effect`` its size relative to the explainer's largest importance in the stream.
+    ``z`` is the test statistic and ``threshold`` the bound it crossed. ``explanation_*`` and
+    ``rank_*`` hold the explainer's level and rank (1 = most important) of every feature on
+    each side of the cut; ``curve_*`` the feature's iPDP curve (``{"grid", "pd"}``) before and
+    now; ``loss_*`` the model's mean prequential loss on each side (None: no data).
+    """
+
+    SCHEMA: ClassVar[str] = "drift_event/v2"
     stream_id: str
     explainer: str
     feature: str
     series: str
     seq: int
-    n_points: int
+    cut_seq: int
+    n_before: int
+    n_after: int
     level_before: float
     level_after: float
+    ci_before: list[float] | None
+    ci_after: list[float] | None
+    effect: float
+    relative_effect: float
+    min_effect: float
+    z: float
+    threshold: float
+    explanation_before: dict[str, float | None]
+    explanation_after: dict[str, float | None]
+    rank_before: dict[str, int | None]
+    rank_after: dict[str, int | None]
+    curve_before: dict[str, list] | None
+    curve_after: dict[str, list] | None
+    loss_before: float | None
+    loss_after: float | None
+    n_loss_before: int
+    n_loss_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEpisode(_Message):
+    """Changes of one stream that happened together (topic ``change-episodes``).
+
+    ``changes`` are ranked by ``relative_effect`` (largest first), each
+    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect}``.
+    ``explanations[explainer][feature]`` is ``{before, after, rank_before, rank_after}``, split
+    at ``cut_seq`` (the top change's cut); ``curves[feature]`` the iPDP curve before and after
+    of each changed feature; ``loss_*`` the model's mean prequential loss on each side.
+    The episode opened with the change detected at ``first_seq`` and closed at event
+    ``closed_seq``, ``episode_gap`` events after its last change ``last_seq``.
+    """
+
+    SCHEMA: ClassVar[str] = "change_episode/v1"
+    stream_id: str
+    first_seq: int
+    last_seq: int
+    closed_seq: int
+    cut_seq: int
+    changes: list[dict[str, Any]]
+    explanations: dict[str, dict[str, dict[str, Any]]]
+    curves: dict[str, dict[str, Any]]
+    loss_before: float | None
+    loss_after: float | None
+    n_loss_before: int
+    n_loss_after: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,5 +197,5 @@ class DeadLetter(_Message):
 
 MESSAGE_TYPES: dict[str, type[_Message]] = {
     cls.SCHEMA: cls
-    for cls in (FeatureEvent, ExplainTask, Prediction, Explanation, DriftEvent, DeadLetter)
+    for cls in (FeatureEvent, ExplainTask, Prediction, Explanation, DriftEvent, ChangeEpisode, DeadLetter)
 }

@@ -1,69 +1,323 @@
-"""ADWIN over explanation series: one detector per (stream, explainer, feature).
+"""Change detection on an explanation's per-event increments, with a bounded false-alarm rate.
+
+What is tested. Each explainer publishes, per feature, a smoothed value and the *block* of
+per-event increments folded in since its previous message: ``(n, mean, m2)`` (count, mean,
+sum of squared deviations). For a fixed model the increments of different events are nearly
+independent samples of the current explanation, unlike consecutive smoothed values, which
+share almost all their weight. A :class:`SeriesWindow` keeps a series' recent blocks in an
+exponential histogram (ADWIN's bucket scheme over blocks: at most ``buckets_per_level``
+buckets of each size, sizes doubling into the past), so memory is ``O(log window)`` and the
+candidate cuts are the bucket boundaries: fine near the present, coarse in the past.
+
+The statistic. At a cut, ``Z = (mean_after - mean_before) / se`` with
+``se^2 = max(v_pool (1/n0 + 1/n1), v0/n0 + v1/n1)``: the larger of the pooled two-sample and
+Welch standard errors, each side's variance from its own increments (``m2 / (n - 1)``). The
+series' own spread is the unit, so multiplying every increment by ``c > 0`` leaves every
+``Z`` unchanged: the same ``delta`` means the same for 0-1 loss, Brier, cross-entropy or a
+regression target of any scale. The max of both errors keeps one side with (nearly) no
+variance (a rarely used feature) and one huge outlier from making a large ``Z``.
+
+The bound (derived, not tuned). A stream has ``n_series`` series and gets ``delta``:
+``alpha = delta / n_series`` per series. The ``j``-th check of a series since its last reset
+spends ``alpha_j = alpha / (2 j (1 + ln j)^2)``; ``sum_j alpha_j <= alpha`` because
+``1/(j (1 + ln j)^2)`` is decreasing with ``integral_1^inf = 1`` (so the sum is at most
+``1 + 1``). A check tests ``C_j`` cuts, each two-sided at ``alpha_j / C_j``:
+``threshold = z(1 - alpha_j / (2 C_j))`` of the standard normal. By the union bound over
+cuts, checks and series, the probability that a stream with no change ever raises a change
+event is at most ``delta`` -- over an unbounded stream -- as far as the Gaussian
+approximation of means of at least ``min_samples`` increments holds (the benchmark measures
+the real rate). After a reported change a series keeps only the data after the cut and starts
+a new budget. The threshold grows like ``sqrt(2 ln j)``: about 5.2 at the 10th check and 6.9
+at the 10,000th for 27 series and ``delta = 0.01``.
+
+Practical significance. A significant cut is reported only if ``|mean_after - mean_before|
+>= min_effect``, given by the caller (:mod:`pipeline.core.change_episodes` takes it relative
+to the largest importance of the stream's explainer). A significant but smaller change is
+not reported and not cut: the window keeps sliding, so a slow drift is reported once its
+accumulated size exceeds ``min_effect``.
 
 >>> import random
->>> rng = random.Random(7)
->>> m = ExplanationDriftMonitor(delta=0.002, warmup=0)
->>> hits = [seq for seq in range(2000)
-...         if m.update("s/ipfi/age", seq, (0.1 if seq < 1000 else 0.6) + rng.gauss(0, 0.05))]
->>> len(hits) >= 1 and 1000 <= hits[0] < 1100
-True
+>>> rng = random.Random(3)
+>>> det = SeriesDetector(alpha=0.001, min_samples=50)
+>>> found = []
+>>> for t in range(400):                       # blocks of 10 increments; +0.3 from event 2000
+...     level = 0.1 if t < 200 else 0.4
+...     xs = [level + rng.gauss(0, 0.3) for _ in range(10)]
+...     m = sum(xs) / 10
+...     cut = det.add(10 * t, 10 * t + 9, 10, m, sum((x - m) ** 2 for x in xs), min_effect=0.1)
+...     if cut:
+...         found.append((10 * t + 9, cut.seq))
+>>> found                                      # (detected at, new regime from)
+[(2079, 2000)]
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
-
-from river import drift
+from statistics import NormalDist
 
 from .base import Component
 
-__all__ = ["ExplanationDriftMonitor", "Change"]
+__all__ = ["SeriesWindow", "SeriesDetector", "Cut", "Moments", "threshold"]
+
+_STD_NORMAL = NormalDist()
+#: two-sided 95% normal quantile, for the confidence intervals of the levels
+Z95 = 1.959963984540054
 
 
-@dataclass(frozen=True)
-class Change:
-    series: str
-    seq: int
-    n_points: int
-    level_before: float
-    level_after: float
+@dataclass(frozen=True, slots=True)
+class Moments:
+    """Count, mean and sum of squared deviations of some increments (Chan et al. merge)."""
+
+    n: int
+    mean: float
+    m2: float
+
+    @property
+    def var(self) -> float:
+        return self.m2 / (self.n - 1) if self.n > 1 else 0.0
+
+    @property
+    def se(self) -> float:
+        """Standard error of ``mean`` (independent increments)."""
+        return math.sqrt(self.var / self.n) if self.n > 0 else math.inf
 
 
-class ExplanationDriftMonitor(Component):
-    """River's ADWIN per series; the first ``warmup`` points of a series are not monitored.
+def _merge(a, b) -> tuple[int, float, float]:
+    """Chan et al.'s merge of two ``(n, mean, m2)`` (numerically stable for any offset)."""
+    na, nb = a[0], b[0]
+    n = na + nb
+    if n == 0:
+        return 0, 0.0, 0.0
+    d = b[1] - a[1]
+    return n, a[1] + d * nb / n, a[2] + b[2] + d * d * na * nb / n
 
-    ``warmup`` skips the start-up of smoothed estimates (which rise from zero), so the
-    ramp is not reported as a change.
+
+def threshold(alpha: float, j: int, n_cuts: int) -> float:
+    """Two-sided normal threshold of one cut of the ``j``-th check (module docstring).
+
+    >>> round(threshold(0.01 / 27, 10, 8), 2), round(threshold(0.01 / 27, 10_000, 30), 2)
+    (5.19, 6.88)
+    """
+    if j < 1 or n_cuts < 1:
+        raise ValueError(f"check j={j} and n_cuts={n_cuts} must be >= 1")
+    alpha_j = alpha / (2.0 * j * (1.0 + math.log(j)) ** 2)
+    return -_STD_NORMAL.inv_cdf(alpha_j / (2.0 * n_cuts))
+
+
+class SeriesWindow(Component):
+    """Blocks of one series in an exponential histogram; sums over bucket ranges.
+
+    A bucket is ``[n, mean, m2, seq_lo, seq_hi, level]``; ``seq_lo`` is the first event
+    it may cover, ``seq_hi`` the last. Older buckets are dropped once the window holds
+    more than ``max_window`` increments.
+
+    >>> w = SeriesWindow(max_window=100, buckets_per_level=2)
+    >>> for t in range(6):
+    ...     w.add(10 * t, 10 * t + 9, 10, float(t), 0.0)
+    >>> [(b[0], b[3]) for b in w.buckets]         # sizes double into the past
+    [(20, 0), (20, 20), (10, 40), (10, 50)]
+    >>> w.total
+    Moments(n=60, mean=2.5, m2=175.0)
     """
 
-    def __init__(self, delta: float = 0.002, grace_period: int = 10, clock: int = 1, warmup: int = 0):
-        if not 0 < delta < 1:
-            raise ValueError(f"drift delta={delta} must be in (0, 1)")
-        self.delta = delta
-        self.grace_period = grace_period
-        self.clock = clock
-        self.warmup = warmup
+    def __init__(self, max_window: int = 20_000, buckets_per_level: int = 2):
+        if max_window < 1 or buckets_per_level < 2:
+            raise ValueError(f"max_window={max_window} must be >= 1 and buckets_per_level={buckets_per_level} >= 2")
+        self.max_window = max_window
+        self.buckets_per_level = buckets_per_level
         self._reset()
 
     def _reset(self) -> None:
-        self._detectors: dict[str, drift.ADWIN] = {}
-        self._counts: dict[str, int] = {}
-
-    def update(self, series: str, seq: int, value: float) -> Change | None:
-        n = self._counts.get(series, 0) + 1
-        self._counts[series] = n
-        if n <= self.warmup:
-            return None
-        det = self._detectors.get(series)
-        if det is None:
-            det = drift.ADWIN(delta=self.delta, grace_period=self.grace_period, clock=self.clock)
-            self._detectors[series] = det
-        before = det.estimation if det.width else value
-        det.update(value)
-        if not det.drift_detected:
-            return None
-        return Change(series, seq, n, float(before), float(det.estimation))
+        self.buckets: list[list] = []
+        self._total = (0, 0.0, 0.0)
 
     @property
-    def n_series(self) -> int:
-        return len(self._counts)
+    def total(self) -> Moments:
+        return Moments(*self._total)
+
+    @property
+    def n(self) -> int:
+        return self._total[0]
+
+    def add(self, seq_lo: int, seq_hi: int, n: int, mean: float, m2: float) -> None:
+        b = self.buckets
+        b.append([n, mean, m2, seq_lo, seq_hi, 0])
+        self._total = _merge(self._total, b[-1])
+        # compress: levels fall from the oldest bucket to the newest, so each level is one run;
+        # a run longer than M merges its two oldest buckets into one of the next level
+        M = self.buckets_per_level
+        end, level = len(b) - 1, 0
+        while True:
+            j = end
+            while j >= 0 and b[j][5] == level:
+                j -= 1
+            if end - j <= M:
+                break
+            k = j + 1
+            x, y = b[k], b[k + 1]
+            n_, mean_, m2_ = _merge(x, y)
+            b[k : k + 2] = [[n_, mean_, m2_, x[3], y[4], level + 1]]
+            end, level = k, level + 1
+        if len(b) > 1 and self._total[0] - b[0][0] >= self.max_window:
+            while len(b) > 1 and self._total[0] - b[0][0] >= self.max_window:
+                x = b.pop(0)
+                self._total = (self._total[0] - x[0], 0.0, 0.0)
+            self._total = self._sum(b)
+
+    @staticmethod
+    def _sum(buckets: list[list]) -> tuple[int, float, float]:
+        acc: tuple[int, float, float] = (0, 0.0, 0.0)
+        for x in buckets:
+            acc = _merge(acc, x)
+        return acc
+
+    def prefix_suffix(self) -> tuple[list, list]:
+        """``pre[i]`` / ``suf[i]``: ``(n, mean, m2)`` of ``buckets[:i]`` / ``buckets[i:]``."""
+        b = self.buckets
+        k = len(b)
+        pre = [(0, 0.0, 0.0)] * (k + 1)
+        suf = [(0, 0.0, 0.0)] * (k + 1)
+        acc: tuple[int, float, float] = (0, 0.0, 0.0)
+        for i in range(k):
+            acc = _merge(acc, b[i])
+            pre[i + 1] = acc
+        acc = (0, 0.0, 0.0)
+        for i in range(k - 1, -1, -1):
+            acc = _merge(b[i], acc)
+            suf[i] = acc
+        return pre, suf
+
+    def cut_stats(self) -> list[tuple[int, Moments, Moments]]:
+        """``(i, before, after)`` for every boundary ``i`` (``buckets[:i]`` | ``buckets[i:]``)."""
+        pre, suf = self.prefix_suffix()
+        return [(i, Moments(*pre[i]), Moments(*suf[i])) for i in range(1, len(self.buckets))]
+
+    def split(self, seq: int) -> tuple[Moments | None, Moments | None]:
+        """Increments before and from the bucket boundary nearest to ``seq`` (None: empty side)."""
+        b = self.buckets
+        if not b:
+            return None, None
+        i = min(range(len(b) + 1), key=lambda i: abs((b[i][3] if i < len(b) else b[-1][4] + 1) - seq))
+        before, after = Moments(*self._sum(b[:i])), Moments(*self._sum(b[i:]))
+        return (before if before.n else None), (after if after.n else None)
+
+    def drop_before(self, i: int) -> None:
+        del self.buckets[:i]
+        self._total = self._sum(self.buckets)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A reported change: the new regime starts at event ``seq``."""
+
+    seq: int
+    before: Moments
+    after: Moments
+    z: float
+    threshold: float
+    min_effect: float
+    n_cuts: int
+    check: int
+
+    @property
+    def effect(self) -> float:
+        return self.after.mean - self.before.mean
+
+
+class SeriesDetector(Component):
+    """The sequential two-sample test of one series (module docstring); ``alpha`` is its share.
+
+    ``add`` folds in one block and runs one check; it returns the :class:`Cut` of a reported
+    change (the window then keeps only the data after the cut) or None.
+    """
+
+    def __init__(self, alpha: float, min_samples: int = 100, max_window: int = 20_000, buckets_per_level: int = 2):
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha={alpha} must be in (0, 1)")
+        if min_samples < 2:
+            raise ValueError(f"min_samples={min_samples} must be >= 2")
+        self.alpha = alpha
+        self.min_samples = min_samples
+        self.max_window = max_window
+        self.buckets_per_level = buckets_per_level
+        self._reset()
+
+    def _reset(self) -> None:
+        self.window = SeriesWindow(self.max_window, self.buckets_per_level)
+        self.checks = 0
+
+    def add(
+        self, seq_lo: int, seq_hi: int, n: int, mean: float, m2: float, min_effect: float | Callable = 0.0
+    ) -> Cut | None:
+        """Fold in a block and run one check; ``min_effect`` is a number or
+        ``f(before, after) -> number`` (called only for significant cuts)."""
+        if n <= 0:
+            return None
+        w = self.window
+        w.add(seq_lo, seq_hi, n, mean, m2)
+        ms = self.min_samples
+        pre, suf = w.prefix_suffix()
+        cands = [i for i in range(1, len(w.buckets)) if pre[i][0] >= ms and suf[i][0] >= ms]
+        if not cands:
+            return None
+        self.checks += 1
+        thr = threshold(self.alpha, self.checks, len(cands))
+        best = None
+        for i in cands:
+            z = _z(pre[i], suf[i])
+            if z <= thr and z >= -thr:
+                continue
+            a, b = Moments(*pre[i]), Moments(*suf[i])
+            eff = min_effect(a, b) if callable(min_effect) else min_effect
+            if abs(b.mean - a.mean) < eff:
+                continue
+            if best is None or abs(z) > abs(best[1]):
+                best = (i, z, eff)
+        if best is None:
+            return None
+        i, z, eff = best
+        i = self._refine(i, pre, suf, eff)
+        a, b = Moments(*pre[i]), Moments(*suf[i])
+        cut = Cut(w.buckets[i][3], a, b, _z(pre[i], suf[i]), thr, eff, len(cands), self.checks)
+        w.drop_before(i)
+        self.checks = 0
+        return cut
+
+    def _refine(self, i: int, pre: list, suf: list, eff: float) -> int:
+        """Where the new regime began: among the boundaries whose means differ by at least
+        ``eff``, the one with the largest pooled two-sample statistic, sides down to
+        ``min_samples // 4`` increments. The alarm needed ``min_samples`` on each side, so a
+        change found soon after it happened would otherwise be cut too early (old data
+        mixed into the new level)."""
+        lo = max(2, self.min_samples // 4)
+        best_z, best_i = abs(_z_pooled(pre[i], suf[i])), i
+        for j in range(1, len(pre) - 1):
+            a, b = pre[j], suf[j]
+            if a[0] >= lo and b[0] >= lo and abs(b[1] - a[1]) >= eff:
+                z = abs(_z_pooled(a, b))
+                if z > best_z:
+                    best_z, best_i = z, j
+        return best_i
+
+
+def _z_pooled(a, b) -> float:
+    d = b[1] - a[1]
+    se2 = (a[2] + b[2]) / max(a[0] + b[0] - 2, 1) * (1.0 / a[0] + 1.0 / b[0])
+    if se2 <= 0.0:
+        return 0.0 if d == 0.0 else math.copysign(math.inf, d)
+    return d / math.sqrt(se2)
+
+
+def _z(a, b) -> float:
+    """Standardised difference of the means of two ``(n, mean, m2)`` (module docstring)."""
+    na, nb = a[0], b[0]
+    d = b[1] - a[1]
+    pooled = (a[2] + b[2]) / max(na + nb - 2, 1) * (1.0 / na + 1.0 / nb)
+    welch = (a[2] / (na - 1) if na > 1 else 0.0) / na + (b[2] / (nb - 1) if nb > 1 else 0.0) / nb
+    se2 = pooled if pooled > welch else welch
+    if se2 <= 0.0:
+        return 0.0 if d == 0.0 else math.copysign(math.inf, d)
+    return d / math.sqrt(se2)

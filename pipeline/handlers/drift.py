@@ -1,32 +1,44 @@
-"""Drift path: ADWIN per explanation series, change events out.
+"""Drift path: explanation/v2 → change test per stream → change events and change episodes.
 
-Each series (``stream/explainer/feature``, the explanation's key) has its own detector, so
-its state can be checkpointed and rebuilt on its own: a worker that meets a series it has
-no state for — after a restart or a rebalance — restores the series' newest checkpoint and
-replays the series' later explanations from the same partition, or replays the whole
-series without one. A restarted drift agent therefore detects exactly what an
-uninterrupted one would; change events for re-delivered explanations repeat with equal
-values (consumers dedupe by ``(series, seq)``).
+Explanations are keyed by ``stream_id``, so every series of a stream reaches the same drift
+worker, in partition order. A stream's state — one
+:class:`~pipeline.core.change_episodes.StreamChangeDetector` over all its series — is
+checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
+a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
+later explanations from the same partition, or replays its whole history without one. A
+restarted drift agent therefore emits exactly what an uninterrupted one would; events for
+re-delivered explanations repeat with equal values (consumers dedupe change events by
+``(series, seq)`` and episodes by ``(stream_id, first_seq)``).
+
+Change events go to ``drift-events`` (``drift_event/v2``), episodes to ``change-episodes``
+(``change_episode/v1``), both keyed by ``stream_id``. explanation/v1 messages carry no
+increments and go to the dead-letter topic with a reason that says to upgrade the
+explainer workers.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
-from schemas import DriftEvent, Explanation, InvalidMessage, SchemaMismatch, decode_as, dumps
+from schemas import ChangeEpisode, DriftEvent, InvalidMessage, SchemaMismatch, decode, dumps
 
-from ..core.drift import ExplanationDriftMonitor
+from ..core.change_episodes import Episode, SeriesChange, StreamChangeDetector, ranks
+from ..core.drift import Moments
 from ..metrics import Metrics
 from ..settings import Settings
 from .common import Out, Recovering, Source, dead_letter, log
 
-__all__ = ["DriftHandler"]
+__all__ = ["DriftHandler", "change_event", "change_episode"]
+
+EXPLANATION_V2 = "explanation/v2"
+_Z_CAP = 1e6  # a side without variance gives an infinite z; the wire carries finite numbers
 
 
 @dataclass
-class _SeriesState:
-    monitor: ExplanationDriftMonitor
-    last_seq: int = -1
+class _StreamState:
+    detector: StreamChangeDetector
     since_checkpoint: int = 0
 
 
@@ -38,10 +50,58 @@ class _Point:
     seq: int
     value: float
     n_explained: int
+    block: Moments | None
+    model_loss: Moments | None
+    curve: dict | None
 
-    @property
-    def series(self) -> str:
-        return f"{self.stream_id}/{self.explainer}/{self.feature}"
+
+def _moments(obj: Any, name: str, where: str) -> Moments | None:
+    if obj is None:
+        return None
+    if isinstance(obj, dict) and set(obj) == {"n", "mean", "m2"}:
+        n, mean, m2 = obj["n"], obj["mean"], obj["m2"]
+        if (isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (mean, m2))
+                and m2 >= 0):
+            return Moments(n, float(mean), float(m2))
+    raise SchemaMismatch(
+        f"{name} must be null or {{\"n\": integer >= 0, \"mean\": finite number, \"m2\": finite number >= 0}}, "
+        f"got {obj!r:.200}", where=where)
+
+
+def parse_explanation(raw: bytes | None, src: Source, max_bytes: int) -> _Point:
+    where = str(src)
+    obj = decode(raw, where=where, max_bytes=max_bytes)
+    tag = obj.get("schema")
+    if tag == "explanation/v1":
+        raise SchemaMismatch(
+            "explanation/v1 carries no per-event increments, which the change test needs; upgrade the "
+            "explainer workers so they publish explanation/v2 (run every worker on the same streamxai version)",
+            where=where)
+    if tag != EXPLANATION_V2:
+        raise SchemaMismatch(f"schema is {tag!r}, expected {EXPLANATION_V2!r} on the explanations topic", where=where)
+    stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
+    seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
+    if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
+            and isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0
+            and isinstance(n_explained, int) and not isinstance(n_explained, bool)
+            and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and (curve is None or isinstance(curve, dict))):
+        raise SchemaMismatch(
+            "explanation/v2 needs string stream_id/explainer/feature, integer seq >= 0 and n_explained, "
+            "a finite numeric value and a curve object or null", where=where)
+    return _Point(stream_id, explainer, feature, seq, float(value), n_explained,
+                  _moments(obj.get("block"), "block", where), _moments(obj.get("model_loss"), "model_loss", where),
+                  curve)
+
+
+def stream_detector(s: Settings) -> StreamChangeDetector:
+    """The change detector of one stream under settings ``s``."""
+    return StreamChangeDetector(
+        [(e, f) for e in s.explainers for f in s.features],
+        delta=s.drift_delta, min_effect=s.drift_min_effect, min_samples=s.drift_min_samples,
+        max_window=s.drift_window, warmup=s.drift_warmup, episode_gap=s.drift_episode_gap,
+    )
 
 
 class DriftHandler(Recovering):
@@ -52,71 +112,125 @@ class DriftHandler(Recovering):
         self.history = history
         #: a :class:`pipeline.checkpoints.CheckpointStore`, or None
         self.checkpoints = checkpoints
-        self.series: dict[str, _SeriesState] = {}
-
-    def _monitor(self) -> ExplanationDriftMonitor:
-        s = self.settings
-        return ExplanationDriftMonitor(delta=s.drift_delta, grace_period=s.drift_grace_period, warmup=s.drift_warmup)
+        self.streams: dict[str, _StreamState] = {}
 
     def _parse(self, raw: bytes | None, src: Source) -> _Point:
-        obj = decode_as(raw, Explanation.SCHEMA, where=str(src), max_bytes=self.settings.max_message_bytes)
-        stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
-        seq, value, n_explained = obj.get("seq"), obj.get("value"), obj.get("n_explained")
-        if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
-                and isinstance(seq, int) and isinstance(n_explained, int)
-                and isinstance(value, (int, float)) and not isinstance(value, bool)):
-            raise SchemaMismatch(
-                "explanation/v1 needs string stream_id/explainer/feature, integer seq and n_explained "
-                "and a numeric value", where=str(src))
-        return _Point(stream_id, explainer, feature, seq, float(value), n_explained)
+        return parse_explanation(raw, src, self.settings.max_message_bytes)
 
-    def _rebuild(self, st: _SeriesState, key: bytes | None, src: Source, from_offset: int) -> None:
-        """Re-run the series' explanations of this partition from ``from_offset`` to just before ``src``."""
-        series = key.decode(errors="replace") if key else None
-        n = 0
+    def _fresh(self) -> _StreamState:
+        return _StreamState(stream_detector(self.settings))
+
+    def _rebuild(self, st: _StreamState, key: bytes | None, src: Source, from_offset: int) -> None:
+        """Re-run the stream's explanations of this partition from ``from_offset`` to just before ``src``."""
+        stream_id = key.decode(errors="replace") if key else None
+        det, n = st.detector, 0
         for raw in self.history(src.topic, src.partition, src.offset, key, from_offset):
             try:
                 p = self._parse(raw, src)
             except InvalidMessage:
                 continue  # it went to the dead-letter topic the first time
-            if p.series != series or p.seq <= st.last_seq:
+            if p.stream_id != stream_id or not det.knows(p.explainer, p.feature):
                 continue
-            st.monitor.update(p.series, p.seq, p.value)
-            st.last_seq = p.seq
+            if p.seq <= det.last_seq(p.explainer, p.feature):
+                continue
+            det.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve, p.model_loss)
             n += 1
         self.metrics.inc("replayed_explanations", n)
-        log.info("rebuilt drift series %s from %d earlier explanations of %s", series, n, src)
+        log.info("rebuilt drift state of stream %s from %d earlier explanations of %s", stream_id, n, src)
 
-    def _state_for(self, p: _Point, key: bytes | None, src: Source) -> _SeriesState:
-        if key != p.series.encode():
-            return _SeriesState(self._monitor())  # not keyed by its series: no history to replay
-        # a series' first explanation carries n_explained == emit_every: nothing came before it
+    def _state_for(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
+        if key != p.stream_id.encode():
+            log.warning("explanation at %s is keyed %r, not by its stream_id %r: its stream's history cannot be "
+                        "replayed after a restart; run every worker on the same streamxai version", src, key, p.stream_id)
+            return self._fresh()
+        # a stream's first report carries n_explained <= emit_every: nothing of it came before
         first = p.n_explained <= self.settings.emit_every
-        return self._recover("drift", key, src, lambda: _SeriesState(self._monitor()), first=first)
+        return self._recover("drift", key, src, self._fresh, first=first)
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         m = self.metrics
+        s = self.settings
         try:
             p = self._parse(raw, src)
+            if p.explainer not in s.explainers or p.feature not in s.features:
+                raise SchemaMismatch(
+                    f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
+                    f"{s.explainers} x features; every worker must run with the same settings", where=str(src))
         except InvalidMessage as e:
-            m.inc("dead_letters", reason=e.reason)
-            return [dead_letter(raw, key, e, "drift", src)]
-        series = p.series
-        st = self.series.get(series)
+            reason = "explanation_v1" if "explanation/v1 carries" in str(e) else e.reason
+            m.inc("dead_letters", reason=reason)
+            return [dead_letter(raw, key, e, "drift", src, reason=reason)]
+        st = self.streams.get(p.stream_id)
         if st is None:
-            st = self.series[series] = self._state_for(p, key, src)
-            m.gauge("drift_series", len(self.series))
-        if p.seq <= st.last_seq:
+            st = self.streams[p.stream_id] = self._state_for(p, key, src)
+            m.gauge("drift_streams", len(self.streams))
+        det = st.detector
+        if p.seq <= det.last_seq(p.explainer, p.feature):
             m.inc("duplicate_explanations_dropped")
             return []
-        st.last_seq = p.seq
         m.inc("explanations_monitored")
-        change = st.monitor.update(series, p.seq, p.value)
+        changes, episodes = det.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve, p.model_loss)
         self._checkpoint_if_due("drift", key, st, src)
-        if change is None:
-            return []
-        m.inc("drift_events")
-        log.info("change in %s at seq %d: %.4f -> %.4f", series, p.seq, change.level_before, change.level_after)
-        ev = DriftEvent(p.stream_id, p.explainer, p.feature, series, p.seq, change.n_points,
-                        change.level_before, change.level_after)
-        return [Out("drift-events", series.encode(), dumps(ev))]
+        outs = []
+        k = p.stream_id.encode()
+        for c in changes:
+            m.inc("drift_events")
+            log.info("change in %s/%s/%s from seq %d (detected at %d): %.4g -> %.4g", p.stream_id, c.explainer,
+                     c.feature, c.cut_seq, c.seq, c.before.mean, c.after.mean)
+            outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c))))
+        for ep in episodes:
+            m.inc("change_episodes")
+            outs.append(Out("change-episodes", k, dumps(change_episode(p.stream_id, ep))))
+        return outs
+
+
+# --- core objects → wire messages ------------------------------------------------------------
+def _finite(x: float, cap: float = _Z_CAP) -> float:
+    return max(-cap, min(cap, x)) if not math.isnan(x) else 0.0
+
+
+def _ci(m: Moments) -> list[float] | None:
+    lo, hi = SeriesChange.ci(m)
+    return [lo, hi] if math.isfinite(lo) and math.isfinite(hi) else None
+
+
+def _loss(m: Moments | None) -> tuple[float | None, int]:
+    return (m.mean, m.n) if m is not None and m.n else (None, 0)
+
+
+def change_event(stream_id: str, c: SeriesChange) -> DriftEvent:
+    before, after = c.explanation_before, c.explanation_after
+    lb, nlb = _loss(c.loss_before)
+    la, nla = _loss(c.loss_after)
+    return DriftEvent(
+        stream_id=stream_id, explainer=c.explainer, feature=c.feature,
+        series=f"{stream_id}/{c.explainer}/{c.feature}", seq=c.seq, cut_seq=c.cut_seq,
+        n_before=c.before.n, n_after=c.after.n, level_before=c.before.mean, level_after=c.after.mean,
+        ci_before=_ci(c.before), ci_after=_ci(c.after), effect=c.effect,
+        relative_effect=_finite(c.relative_effect), min_effect=c.min_effect,
+        z=_finite(c.z), threshold=c.threshold,
+        explanation_before=before, explanation_after=after, rank_before=ranks(before), rank_after=ranks(after),
+        curve_before=c.curve_before, curve_after=c.curve_after,
+        loss_before=lb, loss_after=la, n_loss_before=nlb, n_loss_after=nla,
+    )
+
+
+def change_episode(stream_id: str, ep: Episode) -> ChangeEpisode:
+    explanations: dict[str, dict[str, dict[str, Any]]] = {}
+    for e, vec in ep.explanations.items():
+        rb = ranks({f: v[0] for f, v in vec.items()})
+        ra = ranks({f: v[1] for f, v in vec.items()})
+        explanations[e] = {f: {"before": b, "after": a, "rank_before": rb[f], "rank_after": ra[f]}
+                           for f, (b, a) in vec.items()}
+    lb, nlb = _loss(ep.loss_before)
+    la, nla = _loss(ep.loss_after)
+    return ChangeEpisode(
+        stream_id=stream_id, first_seq=ep.first_seq, last_seq=ep.last_seq, closed_seq=ep.closed_seq,
+        cut_seq=ep.cut_seq,
+        changes=[{"explainer": c.explainer, "feature": c.feature, "seq": c.seq, "cut_seq": c.cut_seq,
+                  "level_before": c.before.mean, "level_after": c.after.mean, "effect": c.effect,
+                  "relative_effect": _finite(c.relative_effect)} for c in ep.changes],
+        explanations=explanations,
+        curves={f: {"before": b, "after": a} for f, (b, a) in ep.curves.items()},
+        loss_before=lb, loss_after=la, n_loss_before=nlb, n_loss_after=nla,
+    )

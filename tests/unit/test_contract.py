@@ -49,7 +49,8 @@ import pipeline.core
 from pipeline.core.base import Component
 from pipeline.core.batch import IntervalPFI, SlidingWindowSAGE
 from pipeline.core.budget import EventSampler, LagShedder
-from pipeline.core.drift import ExplanationDriftMonitor
+from pipeline.core.change_episodes import StreamChangeDetector
+from pipeline.core.drift import Moments, SeriesDetector, SeriesWindow
 from pipeline.core.explainers import IPDP, IPFI, ISAGE, Explainer
 from pipeline.core.model import ModelFunction
 from pipeline.core.prequential import PrequentialModel
@@ -176,9 +177,25 @@ def removal_step(rem: Removal, x: dict, i: int) -> dict:
     return out
 
 
-def drift_step(m: ExplanationDriftMonitor, item: tuple[str, int, float], i: int) -> dict:
-    change = m.update(*item)
-    return {"change": None if change is None else dataclasses.asdict(change), "n_series": m.n_series}
+def drift_step(m: StreamChangeDetector, item: tuple, i: int) -> dict:
+    from pipeline.handlers.drift import change_episode, change_event
+
+    explainer, feature, seq, block, curve = item
+    changes, episodes = m.update(explainer, feature, seq, Moments(*block), 0.0, curve, Moments(*block))
+    return {"changes": [change_event("s", c).to_dict() for c in changes],
+            "episodes": [change_episode("s", e).to_dict() for e in episodes]}
+
+
+def series_detector_step(m: SeriesDetector, item: tuple, i: int) -> dict:
+    _, feature, seq, (n, mean, m2), _ = item
+    cut = m.add(seq - n + 1, seq, n, mean, m2, 0.05) if feature == "a" else None
+    return {"cut": None if cut is None else [cut.seq, cut.before.mean, cut.after.mean, cut.z], "checks": m.checks}
+
+
+def window_step(w: SeriesWindow, item: tuple, i: int) -> dict:
+    _, _, seq, (n, mean, m2), _ = item
+    w.add(seq - n + 1, seq, n, mean, m2)
+    return {"n": w.n, "buckets": [list(b) for b in w.buckets], "split": [m and m.mean for m in w.split(seq - 30)]}
 
 
 def sampler_step(s: EventSampler, item: tuple[str, int], i: int) -> dict:
@@ -225,13 +242,18 @@ def mixed_xs() -> list[dict]:
     return xs
 
 
-def drift_stream() -> list[tuple[str, int, float]]:
-    """Two interleaved series with a level shift each (ADWIN reports both within the stream)."""
+def drift_stream() -> list[tuple]:
+    """Blocks of 5 increments of two iPFI series and one iPDP series (with curves); a and the
+    curve step at event 200, so changes and an episode happen within the stream."""
     rng = random.Random(41)
     items = []
-    for seq in range(120):
-        items.append(("s/ipfi/a", seq, (0.1 if seq < 40 else 0.8) + rng.gauss(0.0, 0.02)))
-        items.append(("s/ipfi/b", seq, (0.6 if seq < 60 else 0.2) + rng.gauss(0.0, 0.05)))
+    for t in range(80):
+        seq = 5 * t + 4
+        for ex, f, lv in (("ipfi", "a", 0.1 if t < 40 else 0.8), ("ipfi", "b", 0.3), ("ipdp", "a", 0.2)):
+            xs = [lv + rng.gauss(0.0, 0.05) for _ in range(5)]
+            mean = sum(xs) / 5
+            curve = {"grid": [0.0, 1.0], "pd": [0.1, 0.2 if t < 40 else 0.9]} if ex == "ipdp" else None
+            items.append((ex, f, seq, (5, mean, sum((x - mean) ** 2 for x in xs)), curve))
     return items
 
 
@@ -323,8 +345,13 @@ CASES = [
          lambda s: ConditionalRemoval(["a", "b", "k"], storage_size=10,
                                       tree_params={"grace_period": 10, "delta": 0.5}, seed=s),
          mixed_xs, removal_step, seeded=True),
-    Case("ExplanationDriftMonitor", lambda s: ExplanationDriftMonitor(delta=0.002, grace_period=10, warmup=5),
-         drift_stream, drift_step, seeded=False, mutable_input=False),
+    Case("StreamChangeDetector",
+         lambda s: StreamChangeDetector([("ipfi", "a"), ("ipfi", "b"), ("ipdp", "a")], delta=0.01, min_samples=20,
+                                        warmup=20, episode_gap=60),
+         drift_stream, drift_step, seeded=False),
+    Case("SeriesDetector", lambda s: SeriesDetector(alpha=0.01, min_samples=20), drift_stream, series_detector_step,
+         seeded=False),
+    Case("SeriesWindow", lambda s: SeriesWindow(max_window=100), drift_stream, window_step, seeded=False),
     Case("EventSampler", lambda s: EventSampler(rate=0.5, seed=s),
          lambda: [("s", seq) for seq in range(150)], sampler_step, seeded=True, stateful=False,
          mutable_input=False),

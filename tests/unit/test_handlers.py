@@ -116,13 +116,6 @@ def test_model_handler_rebuilds_the_model_and_drops_duplicates():
     assert b.metrics.get("duplicates_dropped") == 1
 
 
-def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
-    dh = DriftHandler(settings())
-    outs = dh.on_message(b"{}", b"k", Source("explanations", 0, 3))
-    assert [o.topic for o in outs] == ["dead-letters"]
-    assert orjson.loads(outs[0].value)["source"] == {"topic": "explanations", "partition": 0, "offset": 3}
-
-
 def test_checkpoint_plus_short_replay_is_exact(tmp_path):
     from pipeline.checkpoints import CheckpointStore
 
@@ -168,63 +161,139 @@ def test_model_checkpoint_restores_the_model(tmp_path):
     assert resumed.metrics.get("replayed_events") == 60 - 50  # checkpoint after event 49
 
 
+def explanation_v2(stream_id, explainer, feature, seq, value, block, n_explained, loss=None, curve=None):
+    """An explanation/v2 payload (block and model_loss as ``(n, mean, m2)``)."""
+    from schemas import dumps_obj
+
+    def mom(b):
+        return None if b is None else {"n": b[0], "mean": b[1], "m2": b[2]}
+
+    return dumps_obj({"schema": "explanation/v2", "stream_id": stream_id, "explainer": explainer, "feature": feature,
+                      "value": value, "seq": seq, "n_explained": n_explained, "n_seen": seq + 1,
+                      "model_version": seq, "curve": curve, "stderr": None, "block": mom(block),
+                      "model_loss": mom(loss)})
+
+
+def drift_settings(**over):
+    return settings(explainers=["ipfi"], drift_warmup=0, drift_episode_gap=500, **over)
+
+
 def explanation_log(s, n=1200, shift_at=600):
-    """Two interleaved explanation series on one partition; each steps up at ``shift_at``."""
+    """Two series of stream ``d`` interleaved on one partition, keyed by the stream; blocks of
+    ``emit_every`` increments (sd 0.2) whose levels step at point ``shift_at``."""
     import random
 
-    from schemas import Explanation
-
     rng, log = random.Random(11), FakeLog()
+    k = s.emit_every
     for i in range(n):
-        seq = (i + 1) * s.emit_every - 1
+        seq = (i + 1) * k - 1
+        loss = (k, 0.1 if i < shift_at else 0.3, 0.5)
         for feature, jump in (("age", 0.3), ("car", 0.2)):
-            value = 0.1 + (jump if i >= shift_at else 0.0) + rng.gauss(0, 0.02)
-            msg = Explanation("d", "ipfi", feature, value, seq, (i + 1) * s.emit_every, seq + 1, seq)
-            log.append("explanations", 0, f"d/ipfi/{feature}".encode(), dumps(msg))
+            xs = [0.1 + (jump if i >= shift_at else 0.0) + rng.gauss(0, 0.2) for _ in range(k)]
+            m = sum(xs) / k
+            block = (k, m, sum((x - m) ** 2 for x in xs))
+            log.append("explanations", 0, b"d", explanation_v2("d", "ipfi", feature, seq, m, block, (i + 1) * k, loss))
     return log
 
 
-def drift_events(handler_for, log):
+def drift_outputs(handler_for, log):
     got = []
     for off, (key, value) in enumerate(log.parts[("explanations", 0)]):
         for out in handler_for(off).on_message(value, key, Source("explanations", 0, off)):
-            m = orjson.loads(out.value)
-            got.append((m["series"], m["seq"], m["n_points"], m["level_before"], m["level_after"]))
+            got.append((out.topic, out.key, out.value))
     return got
 
 
 @pytest.mark.parametrize("checkpoint_every", [0, 150])
-def test_restarted_drift_handler_detects_what_an_uninterrupted_one_does(tmp_path, checkpoint_every):
+def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, checkpoint_every):
     from pipeline.checkpoints import CheckpointStore
 
-    s = settings(checkpoint_every=checkpoint_every)
+    s = drift_settings(checkpoint_every=checkpoint_every)
     log = explanation_log(s)
     whole_handler = DriftHandler(s)
-    whole = drift_events(lambda off: whole_handler, log)
-    # a step of 10-15 noise sd in each series at point 600: ADWIN (delta 0.002, one check per
-    # point) fires once per series, within 100 points (measured: 30 and 42 points after it)
-    assert sorted(series for series, *_ in whole) == ["d/ipfi/age", "d/ipfi/car"]
-    points = [(seq + 1) // s.emit_every - 1 for _, seq, *_ in whole]
-    assert all(600 <= i < 700 for i in points), points
+    whole = drift_outputs(lambda off: whole_handler, log)
+    events = [orjson.loads(v) for t, _, v in whole if t == "drift-events"]
+    episodes = [orjson.loads(v) for t, _, v in whole if t == "change-episodes"]
+    # steps of 1.5 and 1 increment sd at event 3000 (point 600 of blocks of 5): each series changes
+    # once, cut at the step (the boundaries there are single blocks), within a few hundred events:
+    # ~(6 / 1)^2 = 36 events for car past the 100-increment minimum per side (measured: both at 3059)
+    assert sorted(e["feature"] for e in events) == ["age", "car"]
+    assert all(e["cut_seq"] == 3000 and 3000 < e["seq"] < 3500 for e in events), events
+    assert [(e["first_seq"], e["cut_seq"]) for e in episodes] == [(3059, 3000)]  # one episode, closed after the gap
     store = CheckpointStore(tmp_path, every=checkpoint_every) if checkpoint_every else None
     first = DriftHandler(s, checkpoints=store)
     second = DriftHandler(s, history=log.history, checkpoints=store)
     # the first handler dies at offset 1100 (point 550 of each series, before the shift)
-    resumed = drift_events(lambda off: first if off < 1100 else second, log)
-    assert resumed == whole
+    resumed = drift_outputs(lambda off: first if off < 1100 else second, log)
+    assert resumed == whole  # byte for byte
     replayed = second.metrics.get("replayed_explanations")
     if checkpoint_every:
-        assert second.metrics.get("checkpoints_restored") == 2
-        assert 0 < replayed <= 2 * checkpoint_every  # only what came after each series' checkpoint
+        assert second.metrics.get("checkpoints_restored") == 1
+        assert 0 < replayed < checkpoint_every  # only what came after the stream's checkpoint
     else:
-        assert replayed == 1100  # both series' whole history before the restart
+        assert replayed == 1100  # the stream's whole history before the restart
 
 
-def test_drift_handler_without_history_loses_the_series_so_replay_matters():
-    s = settings()
+def test_drift_handler_without_history_differs_so_replay_matters():
+    s = drift_settings()
     log = explanation_log(s)
-    first, second = DriftHandler(s), DriftHandler(s)
-    resumed = drift_events(lambda off: first if off < 1100 else second, log)
-    # a fresh detector restarts its warm-up 50 points before the shift and misses it: the
-    # equality in the test above is the replay's doing
-    assert resumed == []
+    whole_handler, first, second = DriftHandler(s), DriftHandler(s), DriftHandler(s)
+    whole = drift_outputs(lambda off: whole_handler, log)
+    resumed = drift_outputs(lambda off: first if off < 1100 else second, log)
+    # a fresh detector has 250 events before the step instead of 2750: other levels, other test
+    assert whole and resumed != whole
+
+
+def test_change_event_and_episode_explain_the_change():
+    s = drift_settings()
+    log = explanation_log(s, n=1400)
+    h = DriftHandler(s)
+    outs = drift_outputs(lambda off: h, log)
+    events = [orjson.loads(v) for t, _, v in outs if t == "drift-events"]
+    (episode,) = [orjson.loads(v) for t, _, v in outs if t == "change-episodes"]
+    age = next(e for e in events if e["feature"] == "age")
+    assert age["schema"] == "drift_event/v2" and age["series"] == "d/ipfi/age"
+    # levels are means of increments, so they show the whole step (0.1 -> 0.4), with intervals
+    assert age["level_before"] == pytest.approx(0.1, abs=0.03) and age["level_after"] == pytest.approx(0.4, abs=0.06)
+    assert age["ci_before"][0] < age["level_before"] < age["ci_before"][1]
+    assert age["explanation_before"]["car"] == pytest.approx(0.1, abs=0.05)
+    assert age["loss_before"] == pytest.approx(0.1) and age["loss_after"] == pytest.approx(0.3)
+    assert age["rank_after"]["age"] == 1
+    assert [c["feature"] for c in episode["changes"]] == ["age", "car"]  # ranked by relative effect
+    assert episode["cut_seq"] == 3000 and episode["closed_seq"] > episode["last_seq"] + s.drift_episode_gap
+    ex = episode["explanations"]["ipfi"]
+    assert ex["car"]["before"] == pytest.approx(0.1, abs=0.03) and ex["car"]["after"] == pytest.approx(0.3, abs=0.03)
+    assert ex["salary"] == {"before": None, "after": None, "rank_before": None, "rank_after": None}
+    # what the handler writes is what the JSON Schema files describe
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    json_dir = Path(__file__).resolve().parents[2] / "schemas" / "json"
+    for msg in [*events, episode]:
+        jsonschema.validate(msg, json.loads((json_dir / (msg["schema"].replace("/", ".") + ".json")).read_text()))
+
+
+def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
+    from schemas import Explanation
+
+    s = drift_settings()
+    h = DriftHandler(s)
+    good = explanation_v2("d", "ipfi", "age", 9, 0.1, (10, 0.1, 0.5), 10)
+    bad = {
+        "malformed": b"{}",
+        "explanation_v1": dumps(Explanation("d", "ipfi", "age", 0.1, 9, 10, 10, 9)),
+        "schema_mismatch": explanation_v2("d", "ipfi", "age", 9, 0.1, (10, 0.1, -1.0), 10),  # m2 < 0
+        "unknown series": explanation_v2("d", "isage", "age", 9, 0.1, (10, 0.1, 0.5), 10),
+    }
+    for i, (what, raw) in enumerate(bad.items()):
+        outs = h.on_message(raw, b"d", Source("explanations", 0, i))
+        assert [o.topic for o in outs] == ["dead-letters"], what
+        dl = orjson.loads(outs[0].value)
+        assert dl["source"] == {"topic": "explanations", "partition": 0, "offset": i}
+        if what == "explanation_v1":
+            assert dl["reason"] == "explanation_v1" and "upgrade the explainer workers" in dl["error"]
+    assert h.on_message(good, b"d", Source("explanations", 0, 9)) == []
+    assert h.on_message(good, b"d", Source("explanations", 0, 10)) == []  # a duplicate
+    assert h.metrics.get("duplicate_explanations_dropped") == 1

@@ -11,6 +11,7 @@ import pytest
 from schemas import (
     MESSAGE_TYPES,
     BadValue,
+    ChangeEpisode,
     DeadLetter,
     DriftEvent,
     ExplainTask,
@@ -92,7 +93,15 @@ EXAMPLES = [
     ExplainTask("s", 0, 1.0, {"a": 1.0}, 0, 1, True, 2.0),
     Prediction("s", 0, 1.0, 1, 0, 1.0, 0),
     Explanation("s", "ipdp", "a", 0.1, 9, 10, 10, 9, {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}),
-    DriftEvent("s", "ipfi", "a", "s/ipfi/a", 500, 50, 0.1, 0.4),
+    DriftEvent("s", "ipfi", "a", "s/ipfi/a", 530, 500, 5000, 30, 0.1, 0.4, [0.09, 0.11], [0.3, 0.5], 0.3, 0.75, 0.08,
+               7.5, 6.1, {"a": 0.1, "b": 0.4}, {"a": 0.4, "b": 0.1}, {"a": 2, "b": 1}, {"a": 1, "b": 2},
+               {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}, {"grid": [0.0, 1.0], "pd": [0.2, 0.9]}, 0.1, 0.2, 500, 30),
+    ChangeEpisode("s", 530, 560, 1600, 500,
+                  [{"explainer": "ipfi", "feature": "a", "seq": 530, "cut_seq": 500, "level_before": 0.1,
+                    "level_after": 0.4, "effect": 0.3, "relative_effect": 0.75}],
+                  {"ipfi": {"a": {"before": 0.1, "after": 0.4, "rank_before": 2, "rank_after": 1},
+                            "b": {"before": None, "after": None, "rank_before": None, "rank_after": None}}},
+                  {"a": {"before": {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}, "after": None}}, 0.1, None, 500, 0),
     DeadLetter("malformed", "MalformedMessage: x", "model", {"topic": "t", "partition": 0, "offset": 5}, "AAE=", None, 1.0),
 ]
 

@@ -1,0 +1,236 @@
+"""The change detector of pipeline.core.drift / change_episodes: false alarms bounded by delta
+per stream, scale-free, minimum effect, cut estimate, bounded memory, episode grouping."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from pipeline.core.change_episodes import StreamChangeDetector, ranks
+from pipeline.core.drift import Moments, SeriesDetector, SeriesWindow, threshold
+
+
+def block(rng, level, sd=0.3, n=10, draw=None):
+    xs = [draw(rng) if draw else level + rng.gauss(0.0, sd) for _ in range(n)]
+    m = sum(xs) / n
+    return Moments(n, m, sum((x - m) ** 2 for x in xs))
+
+
+def run_series(det, blocks, start=0, min_effect=0.0):
+    """Feed ``blocks`` (one per 10 events) to a SeriesDetector; (detected at, cut) pairs."""
+    out = []
+    for t, b in enumerate(blocks):
+        seq = start + 10 * t
+        cut = det.add(seq, seq + 9, b.n, b.mean, b.m2, min_effect)
+        if cut:
+            out.append((seq + 9, cut.seq, cut))
+    return out
+
+
+def ternary(p_up, p_down):
+    """Increments of iPFI on 0-1 loss: +1, -1 or 0."""
+    def draw(rng):
+        u = rng.random()
+        return 1.0 if u < p_up else (-1.0 if u < p_up + p_down else 0.0)
+    return draw
+
+
+# --- the bound -----------------------------------------------------------------------------
+def test_spending_sums_to_at_most_alpha():
+    # alpha_j = alpha / (2 j (1 + ln j)^2): the partial sums stay below alpha (integral bound)
+    n = 200_000
+    s = sum(1.0 / (2 * j * (1 + math.log(j)) ** 2) for j in range(1, n))
+    tail = 1.0 / (2 * (1 + math.log(n - 1)))  # integral of the decreasing summand from n - 1 on
+    assert 0.5 < s < s + tail <= 1.0
+    # thresholds grow slowly with the number of checks and of cuts, never shrink
+    assert threshold(1e-3, 1, 1) < threshold(1e-3, 100, 1) < threshold(1e-3, 100, 30)
+
+
+@pytest.mark.parametrize("kind", ["gauss", "ternary", "heavy"])
+def test_false_alarms_per_stream_stay_below_delta(kind):
+    """Stationary streams of 3 series each; delta = 0.3 bounds P(any change event of a stream).
+    16 streams x 1000 blocks. The count of streams with an alarm is Binomial(16, p <= 0.3), which
+    exceeds 10 with probability 0.0016 (exact binomial tail), so the test fails only if the bound
+    is broken (the union bound is loose: the measured count is far below it)."""
+    draws = {
+        "gauss": None,
+        "ternary": ternary(0.2, 0.05),  # a feature of importance 0.15, sd ~0.5
+        "heavy": lambda rng: rng.lognormvariate(0.0, 1.5),  # skewed, heavy tail (squared-loss like)
+    }
+    alarmed = 0
+    for seed in range(1, 17):
+        rng = random.Random(seed)
+        det = StreamChangeDetector([("ipfi", f) for f in "abc"], delta=0.3, min_effect=0.0, warmup=0)
+        hit = False
+        for t in range(1000):
+            for f in "abc":
+                ch, _ = det.update("ipfi", f, 10 * t + 9, block(rng, 0.2, draw=draws[kind]))
+                hit = hit or bool(ch)
+        alarmed += hit
+    assert alarmed <= 10
+
+
+def test_rare_nonzero_increments_do_not_alarm_when_one_side_is_all_zero():
+    """A barely used feature: most blocks are exactly 0, so a recent sub-window can have zero
+    variance. The standard error is the larger of the pooled and Welch errors, so the empty side
+    does not make the difference look certain (with Welch alone this stream alarms)."""
+    rng = random.Random(4)
+    det = SeriesDetector(alpha=1e-3, min_samples=100)
+    hits = run_series(det, [block(rng, 0, draw=ternary(0.004, 0.0)) for _ in range(3000)])
+    assert hits == []
+
+
+def test_one_huge_outlier_is_not_a_change():
+    rng = random.Random(5)
+    blocks = [block(rng, 0.1) for _ in range(600)]
+    b = blocks[450]
+    blocks[450] = Moments(b.n, b.mean + 500.0 / b.n, b.m2 + 500.0**2 * (b.n - 1) / b.n)  # one increment +500
+    assert run_series(SeriesDetector(alpha=1e-3), blocks) == []
+
+
+# --- power, cut, scale ---------------------------------------------------------------------
+def test_abrupt_change_is_found_within_the_theoretical_delay_and_cut_near_it():
+    """A step of 0.5 sd at event 5000. With the before side large, Z ~ 0.5 sqrt(m) after m events;
+    the threshold at that point is ~5.6 (alpha 1e-3, j ~ 500, ~30 cuts), so m ~ (5.6 / 0.5)^2 = 125
+    events plus noise: every seed detects within 400 events (3x), with the cut within 60 events."""
+    for seed in range(10):
+        rng = random.Random(seed)
+        blocks = [block(rng, 0.0 if t < 500 else 0.15) for t in range(700)]
+        hits = run_series(SeriesDetector(alpha=1e-3), blocks)
+        assert hits, seed
+        detected, cut, _ = hits[0]
+        assert 5000 <= detected < 5400, (seed, detected)
+        assert abs(cut - 5000) <= 60, (seed, cut)
+
+
+def test_scale_free_same_detections_for_any_unit():
+    """Multiplying every increment by c > 0 multiplies means and m2 by c and c^2: every Z, and
+    therefore every detection and cut, is unchanged (up to float rounding at the threshold)."""
+    rng = random.Random(6)
+    blocks = [block(rng, 0.2 if t < 400 else 0.5) for t in range(800)]
+    found = {}
+    for c in (1.0, 1e-3, 1e4):
+        scaled = [Moments(b.n, c * b.mean, c * c * b.m2) for b in blocks]
+        found[c] = [(d, cut) for d, cut, _ in run_series(SeriesDetector(alpha=1e-3), scaled, min_effect=0.0)]
+    assert found[1.0] and found[1.0] == found[1e-3] == found[1e4]
+
+
+def test_min_effect_silences_small_but_significant_changes():
+    rng = random.Random(7)
+    blocks = [block(rng, 0.5 if t < 400 else 0.55, sd=0.05) for t in range(1200)]  # 1 sd: significant
+    assert run_series(SeriesDetector(alpha=1e-3), blocks, min_effect=0.0)
+    assert run_series(SeriesDetector(alpha=1e-3), blocks, min_effect=0.1) == []
+
+
+def test_slow_drift_is_reported_once_its_size_exceeds_min_effect():
+    rng = random.Random(8)
+    blocks = [block(rng, 0.5 + 0.2 * max(0, t - 300) / 1000, sd=0.1) for t in range(1500)]
+    hits = run_series(SeriesDetector(alpha=1e-3), blocks, min_effect=0.1)
+    assert len(hits) >= 1
+    first = hits[0][2]
+    assert abs(first.effect) >= 0.1 and first.effect > 0
+
+
+def test_window_memory_is_logarithmic():
+    rng = random.Random(9)
+    w = SeriesWindow(max_window=20_000, buckets_per_level=4)
+    for t in range(10_000):
+        b = block(rng, 0.0)
+        w.add(10 * t, 10 * t + 9, b.n, b.mean, b.m2)
+    # the oldest bucket goes once the rest holds max_window increments
+    assert 20_000 <= w.n < 20_000 + w.buckets[0][0]
+    # at most M + 1 buckets per level (M = 2), levels up to log2(2000 blocks)
+    assert len(w.buckets) <= 3 * (math.log2(2000) + 1)
+    total = Moments(*SeriesWindow._sum(w.buckets))
+    assert total.n == w.n and total.mean == pytest.approx(w.total.mean)
+
+
+def test_invalid_parameters_are_refused():
+    with pytest.raises(ValueError, match="alpha"):
+        SeriesDetector(alpha=0)
+    with pytest.raises(ValueError, match="delta"):
+        StreamChangeDetector([("ipfi", "a")], delta=1.5)
+    with pytest.raises(ValueError, match="not one of this stream"):
+        StreamChangeDetector([("ipfi", "a")]).update("ipfi", "zz", 9, Moments(10, 0.0, 1.0))
+
+
+# --- stream level: min effect relative to the explainer, episodes -------------------------
+def feed(det, rng, levels, t_range, gap_seq=0):
+    changes, episodes = [], []
+    for t in t_range:
+        seq = 10 * t + 9 + gap_seq
+        for (e, f), lv in levels(t).items():
+            ch, ep = det.update(e, f, seq, block(rng, lv, sd=0.2), model_loss=Moments(10, 0.2 if t < 500 else 0.3, 1.0))
+            changes += ch
+            episodes += ep
+    return changes, episodes
+
+
+def test_min_effect_is_relative_to_the_explainers_largest_importance():
+    """Same absolute step (0.05) of feature b: reported when the explainer's top importance is
+    0.1 (effect 50% of it), silent when the top importance is 1.0 (5% < min_effect 20%)."""
+    for top, expect in ((0.1, True), (1.0, False)):
+        rng = random.Random(10)
+        det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, min_effect=0.2, warmup=0)
+        changes, _ = feed(det, rng, lambda t, top=top: {("ipfi", "a"): top, ("ipfi", "b"): 0.0 if t < 500 else 0.05},
+                          range(1500))
+        assert any(c.feature == "b" for c in changes) is expect, (top, changes)
+        assert not any(c.feature == "a" for c in changes)
+
+
+def test_changes_that_happen_together_form_one_episode_ranked_by_effect():
+    rng = random.Random(11)
+    series = [("ipfi", f) for f in "abc"] + [("isage", f) for f in "abc"]
+    det = StreamChangeDetector(series, delta=0.01, warmup=0, episode_gap=1000)
+
+    def levels(t):
+        first = t >= 500   # a: 0.4 -> 0.1, b: 0.0 -> 0.2 in both explainers at event 5000
+        second = t >= 1500  # c: 0.0 -> 0.3 in iPFI at event 15000
+        return {("ipfi", "a"): 0.1 if first else 0.4, ("ipfi", "b"): 0.2 if first else 0.0,
+                ("ipfi", "c"): 0.3 if second else 0.0,
+                ("isage", "a"): 0.05 if first else 0.2, ("isage", "b"): 0.1 if first else 0.0,
+                ("isage", "c"): 0.0}
+
+    changes, episodes = feed(det, rng, levels, range(2500))
+    episodes += det.flush()
+    assert len(episodes) == 2
+    one, two = episodes
+    assert {(c.explainer, c.feature) for c in one.changes} == {("ipfi", "a"), ("ipfi", "b"), ("isage", "a"),
+                                                              ("isage", "b")}
+    rel = [c.relative_effect for c in one.changes]
+    assert rel == sorted(rel, reverse=True)
+    assert abs(one.cut_seq - 5000) <= 60 and one.first_seq >= 5000
+    before, after = one.explanations["ipfi"]["a"]
+    assert before == pytest.approx(0.4, abs=0.05) and after == pytest.approx(0.1, abs=0.05)
+    before, after = one.explanations["ipfi"]["c"]  # unchanged feature: split at the episode's cut
+    assert before == pytest.approx(0.0, abs=0.05) and after == pytest.approx(0.0, abs=0.05)
+    assert one.loss_before.mean == pytest.approx(0.2) and one.loss_after.mean == pytest.approx(0.3)
+    assert [(c.explainer, c.feature) for c in two.changes] == [("ipfi", "c")]
+    assert abs(two.cut_seq - 15000) <= 60
+    # every change event carries the explainer's vector split at its cut
+    ch = next(c for c in changes if (c.explainer, c.feature) == ("ipfi", "b"))
+    assert set(ch.explanation_before) == set("abc")
+    assert ch.explanation_after["b"] == pytest.approx(0.2, abs=0.05)
+
+
+def test_warmup_blocks_are_not_monitored():
+    rng = random.Random(12)
+    det = StreamChangeDetector([("ipfi", "a")], delta=0.01, warmup=3000)
+    changes, _ = feed(det, rng, lambda t: {("ipfi", "a"): 0.0 if t < 200 else 0.5}, range(800))
+    assert changes == []  # the step at 2000 is inside the warm-up
+
+
+def test_ranks():
+    assert ranks({"a": 0.1, "b": 0.4, "c": 0.4}) == {"a": 3, "b": 1, "c": 2}
+
+
+def test_snapshot_round_trip_continues_identically():
+    rng = random.Random(13)
+    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, warmup=0)
+    feed(det, rng, lambda t: {("ipfi", "a"): 0.3, ("ipfi", "b"): 0.0}, range(300))
+    copy = StreamChangeDetector.restore(det.snapshot())
+    later = lambda t: {("ipfi", "a"): 0.3 if t < 500 else 0.0, ("ipfi", "b"): 0.0}  # noqa: E731
+    got = [feed(d, random.Random(14), later, range(300, 900)) for d in (det, copy)]
+    assert got[0][0] and repr(got[0]) == repr(got[1])
