@@ -1,0 +1,314 @@
+"""Change-event benchmark, run on demand: ``python tests/benchmarks/bench_drift.py [--quick] [--only NAME]``.
+
+In-process (a :class:`~pipeline.core.stream.StreamExplainer` and the drift agent's
+:class:`~pipeline.core.change_episodes.StreamChangeDetector`, built from settings exactly as the
+pipeline builds them; no Kafka), on scenarios built from river's generators and by hand:
+
+- ``abrupt``: label ``a > 0.5`` switches to ``b > 0.5`` (concept switch);
+- ``swap``: the values of the used feature ``a`` and the unused ``c`` are exchanged;
+- ``gradual``: the same concept switch as ``abrupt`` over 3,000 events (river ConceptDriftStream);
+- ``categorical``: river STAGGER, concept 0 -> 1 -> 2 (three categorical features);
+- ``regression``: river FriedmanDrift ``gra`` (relevant and irrelevant features trade places),
+  target times 1000, squared loss;
+- ``frozen``: stationary stream, a model trained beforehand and then frozen (the false-alarm target);
+- ``learning``: stationary stream, a model that keeps learning;
+- ``flat``: two redundant, equally informative features; the deployed (frozen) model changes from
+  one that uses ``a1`` to one that uses ``a2`` -- accuracy stays flat while the reliance moves.
+
+Per scenario it prints, for the explanation detector at default drift settings and for the
+baseline measured in the same run (river ADWIN, delta 0.002, on the model's prequential loss):
+the detection delay after each drift (first change event within ``--window`` events), the
+false change events per 100,000 events (outside every drift window), the series that fired in
+each drift window versus the features that changed, and the share of change events in drift
+windows that name a changed feature.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+
+from river import drift as river_drift  # noqa: E402
+from river import tree  # noqa: E402
+from river.datasets import synth  # noqa: E402
+
+from pipeline.core.losses import get_loss  # noqa: E402
+from pipeline.core.model import ModelFunction  # noqa: E402
+from pipeline.core.stream import StreamExplainer  # noqa: E402
+from pipeline.handlers.drift import stream_detector  # noqa: E402
+from pipeline.modelspec import model_factory  # noqa: E402
+from pipeline.plan import explainer_specs  # noqa: E402
+from pipeline.settings import Settings  # noqa: E402
+
+Event = tuple[dict[str, Any], Any]
+
+
+@dataclass
+class Scenario:
+    name: str
+    settings: Settings
+    events: Callable[[], Iterator[Event]]
+    n: int
+    drifts: list[int]
+    #: features whose importance changes at each drift
+    changed: list[set[str]]
+    model: Callable[[], Any] | None = None  # default: the settings' model
+    note: str = ""
+
+
+@dataclass
+class Result:
+    name: str
+    n: int
+    changes: list[tuple[int, str, str, int, float, float]] = field(default_factory=list)  # seq, ex, f, cut, lv0, lv1
+    episodes: list[Any] = field(default_factory=list)
+    adwin: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+    detector_seconds: float = 0.0
+
+
+# --- models -----------------------------------------------------------------------------------
+class Frozen:
+    """A pre-trained river classifier that no longer learns."""
+
+    def __init__(self, model: Any):
+        self.model = model
+
+    def learn_one(self, x: dict, y: Any) -> None:
+        pass
+
+    def predict_one(self, x: dict) -> Any:
+        return self.model.predict_one(x)
+
+    def predict_proba_one(self, x: dict) -> dict:
+        return self.model.predict_proba_one(x)
+
+
+class Switched:
+    """Model A until ``at`` events were seen, then model B (both frozen): a redeployment."""
+
+    def __init__(self, a: Any, b: Any, at: int):
+        self.a, self.b, self.at, self.seen = a, b, at, 0
+
+    def _m(self) -> Any:
+        return self.a if self.seen < self.at else self.b
+
+    def learn_one(self, x: dict, y: Any) -> None:
+        self.seen += 1
+
+    def predict_one(self, x: dict) -> Any:
+        return self._m().predict_one(x)
+
+    def predict_proba_one(self, x: dict) -> dict:
+        return self._m().predict_proba_one(x)
+
+
+def trained(events: Iterator[Event], n: int, **params: Any) -> Any:
+    m = tree.HoeffdingTreeClassifier(grace_period=50, **params)
+    for _, (x, y) in zip(range(n), events, strict=False):
+        m.learn_one(x, y)
+    return m
+
+
+# --- streams ----------------------------------------------------------------------------------
+def uniform(seed: int, names: tuple[str, ...] = ("a", "b", "c", "d")) -> Iterator[dict[str, float]]:
+    rng = random.Random(seed)
+    while True:
+        yield {f: rng.random() for f in names}
+
+
+def threshold_stream(seed: int, drift_at: int | None = None, swap_at: int | None = None,
+                     width: int = 0) -> Iterator[Event]:
+    """``y = a > 0.5`` (10% label noise); after ``drift_at`` ``y = b > 0.5`` (a sigmoid mix over
+    ``width`` events, as river's ConceptDriftStream); after ``swap_at`` a and c trade values."""
+    import math
+
+    rng = random.Random(seed + 1)
+    for t, x in enumerate(uniform(seed)):
+        new = False
+        if drift_at is not None:
+            p = 1.0 / (1.0 + math.exp(-4.0 * (t - drift_at) / width)) if width else float(t >= drift_at)
+            new = rng.random() < p
+        y = int((x["b"] if new else x["a"]) > 0.5)
+        if rng.random() < 0.1:
+            y = 1 - y
+        if swap_at is not None and t >= swap_at:
+            x["a"], x["c"] = x["c"], x["a"]
+        yield x, y
+
+
+def stagger(seed: int, at: tuple[int, int]) -> Iterator[Event]:
+    gens = [iter(synth.STAGGER(classification_function=k, seed=seed + k)) for k in range(3)]
+    t = 0
+    while True:
+        k = 0 if t < at[0] else (1 if t < at[1] else 2)
+        x, y = next(gens[k])
+        yield dict(x), int(y)
+        t += 1
+
+
+def friedman(seed: int, at: int, scale: float = 1000.0) -> Iterator[Event]:
+    for x, y in synth.FriedmanDrift(drift_type="gra", position=(at, 10**9), seed=seed):
+        yield {f"x{k}": float(v) for k, v in x.items()}, scale * float(y)
+
+
+def redundant(seed: int) -> Iterator[Event]:
+    """``a1`` and ``a2`` are the same signal with independent noise; ``y = signal > 0.5``."""
+    rng = random.Random(seed)
+    while True:
+        s = rng.random()
+        x = {"a1": s + rng.gauss(0, 0.05), "a2": s + rng.gauss(0, 0.05), "c": rng.random(), "d": rng.random()}
+        yield x, int(s > 0.5)
+
+
+def _only(events: Iterator[Event], keep: str) -> Iterator[Event]:
+    """The same events with every feature but ``keep`` made uninformative (for training)."""
+    rng = random.Random(99)
+    for x, y in events:
+        yield {f: (v if f == keep else rng.random()) for f, v in x.items()}, y
+
+
+# --- scenarios --------------------------------------------------------------------------------
+def base_settings(**over: Any) -> Settings:
+    s = dict(features=["a", "b", "c", "d"], grid_size=5, emit_every=10)
+    s.update(over)
+    return Settings(**s)
+
+
+def scenarios(scale: float) -> list[Scenario]:
+    n = int(12_000 * scale)
+    d = n // 2
+    s4 = base_settings()
+    frozen_n = int(100_000 * scale)
+    out = [
+        Scenario("abrupt", s4, lambda: threshold_stream(1, drift_at=d), n, [d], [{"a", "b"}]),
+        Scenario("swap", s4, lambda: threshold_stream(2, swap_at=d), n, [d], [{"a", "c"}]),
+        Scenario("gradual", s4, lambda: threshold_stream(3, drift_at=d, width=3000), n, [d - 1500], [{"a", "b"}],
+                 note="drift window starts where the mix is 12% new"),
+        Scenario("categorical", base_settings(features=["size", "color", "shape"],
+                                              categorical=["size", "color", "shape"]),
+                 lambda: stagger(4, (n // 3, 2 * n // 3)), n, [n // 3, 2 * n // 3],
+                 [{"size", "color"}, {"color", "shape", "size"}]),
+        Scenario("regression", base_settings(features=[f"x{k}" for k in range(10)], target="number",
+                                             output="value", loss="squared",
+                                             model="river.tree.HoeffdingAdaptiveTreeRegressor", model_params={}),
+                 lambda: friedman(5, d), n, [d], [{f"x{k}" for k in range(10)}]),
+        Scenario("frozen", s4, lambda: threshold_stream(6), frozen_n, [], [],
+                 model=lambda: Frozen(trained(threshold_stream(60), 5000))),
+        Scenario("learning", s4, lambda: threshold_stream(7), frozen_n // 2, [], []),
+        Scenario("flat", base_settings(features=["a1", "a2", "c", "d"]), lambda: redundant(8), n, [d], [{"a1", "a2"}],
+                 model=lambda: Switched(trained(_only(redundant(80), "a1"), 5000),
+                                        trained(_only(redundant(81), "a2"), 5000), d)),
+    ]
+    return out
+
+
+# --- running ----------------------------------------------------------------------------------
+def run(sc: Scenario) -> Result:
+    s = sc.settings
+    factory = sc.model or model_factory(s.model, s.model_params, s.model_seed)
+    se = StreamExplainer(factory, s.features, explainer_specs(s), seed=s.explain_seed, stream_id=sc.name,
+                         categorical=s.categorical)
+    det = stream_detector(s)
+    adwin = river_drift.ADWIN(delta=0.002)
+    fn = ModelFunction(se.model, output=s.output)
+    loss_fn = get_loss(s.loss)
+    res = Result(sc.name, sc.n)
+    t0 = time.perf_counter()
+    tdet = 0.0
+    for seq, (x, y) in zip(range(sc.n), sc.events(), strict=False):
+        loss = float(loss_fn(y, fn(x)))
+        adwin.update(loss)
+        if adwin.drift_detected:
+            res.adwin.append(seq)
+        report = (seq + 1) % s.emit_every == 0
+        values = se.process_one(x, y, report=report, loss=loss)
+        if not report:
+            continue
+        t1 = time.perf_counter()
+        for v in values:
+            changes, episodes = det.update(v.explainer, v.feature, seq, v.block, v.value, v.curve, v.model_loss)
+            for c in changes:
+                res.changes.append((c.seq, c.explainer, c.feature, c.cut_seq, c.before.mean, c.after.mean))
+            res.episodes += episodes
+        tdet += time.perf_counter() - t1
+    res.episodes += det.flush()
+    res.seconds = time.perf_counter() - t0
+    res.detector_seconds = tdet
+    return res
+
+
+def windows(sc: Scenario, window: int) -> list[tuple[int, int]]:
+    return [(d, d + window) for d in sc.drifts]
+
+
+def report(sc: Scenario, res: Result, window: int) -> dict[str, Any]:
+    wins = windows(sc, window)
+    inside = [c for c in res.changes if any(lo <= c[0] < hi for lo, hi in wins)]
+    false = len(res.changes) - len(inside)
+    adwin_false = sum(1 for q in res.adwin if not any(lo <= q < hi for lo, hi in wins))
+    per100k = 100_000 / sc.n
+    delays, adwin_delays, fired, good = [], [], [], 0
+    for (lo, hi), want in zip(wins, sc.changed, strict=True):
+        mine = [c for c in res.changes if lo <= c[0] < hi]
+        delays.append(mine[0][0] - lo if mine else None)
+        ad = [q for q in res.adwin if lo <= q < hi]
+        adwin_delays.append(ad[0] - lo if ad else None)
+        fired.append(sorted({f"{c[1]}/{c[2]}" for c in mine}))
+        good += sum(1 for c in mine if c[2] in want)
+    return {
+        "delays": delays, "adwin_delays": adwin_delays, "false_per_100k": false * per100k,
+        "adwin_false_per_100k": adwin_false * per100k, "n_changes": len(res.changes), "n_adwin": len(res.adwin),
+        "precision": good / len(inside) if inside else None, "fired": fired,
+        "episodes": len(res.episodes),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a quarter of the events (a smoke run)")
+    ap.add_argument("--only", default="", help="comma-separated scenario names")
+    ap.add_argument("--window", type=int, default=3000, help="events after a drift in which change events count")
+    args = ap.parse_args()
+    chosen = [sc for sc in scenarios(0.25 if args.quick else 1.0)
+              if not args.only or sc.name in args.only.split(",")]
+    rows = []
+    for sc in chosen:
+        res = run(sc)
+        r = report(sc, res, args.window)
+        rows.append((sc, res, r))
+        print(f"{sc.name}: {sc.n} events in {res.seconds:.0f}s (detector {res.detector_seconds:.1f}s); "
+              f"change events {r['n_changes']}, episodes {r['episodes']}, loss-ADWIN detections {r['n_adwin']}",
+              flush=True)
+        for (d, want), fired, dl, ad in zip(zip(sc.drifts, sc.changed, strict=True), r["fired"], r["delays"],
+                                            r["adwin_delays"], strict=True):
+            print(f"  drift at {d}: delay {dl} (loss-ADWIN {ad}); fired {fired}; changed {sorted(want)}")
+        for c in res.changes[:12]:
+            print(f"    change seq {c[0]} {c[1]}/{c[2]} cut {c[3]} {c[4]:.4g} -> {c[5]:.4g}")
+    print()
+    print(f"{'scenario':<12}{'delay':>14}{'ADWIN delay':>14}{'false/100k':>12}{'ADWIN f/100k':>14}"
+          f"{'precision':>11}{'events':>8}{'ADWIN':>7}")
+    all_delays = []
+    for sc, _res, r in rows:
+        dl = ",".join("-" if x is None else str(x) for x in r["delays"]) or "n/a"
+        ad = ",".join("-" if x is None else str(x) for x in r["adwin_delays"]) or "n/a"
+        prec = "n/a" if r["precision"] is None else f"{r['precision']:.2f}"
+        print(f"{sc.name:<12}{dl:>14}{ad:>14}{r['false_per_100k']:>12.1f}{r['adwin_false_per_100k']:>14.1f}"
+              f"{prec:>11}{r['n_changes']:>8}{r['n_adwin']:>7}")
+        all_delays += [x for x in r["delays"] if x is not None]
+    if all_delays:
+        print(f"median delay {statistics.median(all_delays)} events, max {max(all_delays)} "
+              f"(window {args.window}; a missed drift shows as '-')")
+
+
+if __name__ == "__main__":
+    main()
