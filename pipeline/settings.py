@@ -90,6 +90,7 @@ class Settings:
     categorical: list = _f([], "features that are categorical (strings or integers)")
     target: str = _f("label", "target kind: label (classification) or number (regression)")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
+    max_seq_gap: int = _f(10_000, "an event more than this beyond its stream's last accepted seq goes to the dead-letter topic (reason seq_gap); a stream's first seq must be below it")
     # Model
     model: str = _f("river.tree.HoeffdingAdaptiveTreeClassifier", "import path of the river model class")
     model_params: dict = _f({"grace_period": 50}, "keyword arguments of the model (JSON object)")
@@ -127,6 +128,8 @@ class Settings:
 
         if self.partitions < 1 or self.explain_groups < 1 or self.emit_every < 1:
             raise bad("partitions, explain_groups and emit_every must be >= 1")
+        if self.max_seq_gap < 1:
+            raise bad(f"max_seq_gap={self.max_seq_gap} must be >= 1")
         if not 0 < self.sample_rate <= 1:
             raise bad(f"sample_rate={self.sample_rate} must be in (0, 1]")
         if not 0 < self.alpha <= 1:
