@@ -83,6 +83,7 @@ class Settings:
     web_port: int = _f(6066, "port of the worker's metrics endpoint (GET /streamxai/metrics)")
     web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
+    checkpoint_key: Secret = _f(Secret(""), "key authenticating checkpoints (HMAC-SHA256; secret, >= 16 characters); empty: a random key generated once into state_dir/checkpoint.key", secret=True)
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and drift series every N of its messages (0: off)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     # Data
@@ -116,7 +117,7 @@ class Settings:
     drift_warmup: int = _f(30, "first points of each series the drift agent does not monitor")
 
     def __post_init__(self) -> None:
-        for name in ("sasl_password", "ssl_key_password"):
+        for name in ("sasl_password", "ssl_key_password", "checkpoint_key"):
             v = getattr(self, name)
             if not isinstance(v, Secret):
                 setattr(self, name, Secret(str(v)))
@@ -128,6 +129,8 @@ class Settings:
 
         if self.partitions < 1 or self.explain_groups < 1 or self.emit_every < 1:
             raise bad("partitions, explain_groups and emit_every must be >= 1")
+        if 0 < len(self.checkpoint_key.reveal()) < 16:
+            raise bad("checkpoint_key is too short: use at least 16 characters (e.g. `openssl rand -hex 32`)")
         if self.max_seq_gap < 1:
             raise bad(f"max_seq_gap={self.max_seq_gap} must be >= 1")
         if not 0 < self.sample_rate <= 1:

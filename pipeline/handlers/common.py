@@ -82,7 +82,10 @@ class Recovering:
             self.metrics.inc("checkpoints_written")
 
     def _recover(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
-        loaded = self.checkpoints.load(kind, key, src.topic, src.partition) if self.checkpoints and key else None
+        # only a checkpoint before this message: after a SIGKILL the worker resumes from the
+        # committed offset, and a newer checkpoint covers messages whose outputs may be lost
+        loaded = (self.checkpoints.load(kind, key, src.topic, src.partition, before_offset=src.offset)
+                  if self.checkpoints and key else None)
         if loaded is not None:
             st, ck_offset = loaded
             st.since_checkpoint = 0
