@@ -91,6 +91,7 @@ class Settings:
     categorical: list = _f([], "features that are categorical (strings or integers)")
     target: str = _f("label", "target kind: label (classification) or number (regression)")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
+    max_dead_letter_bytes: int = _f(512 * 1024, "dead letters (key and value) stay under this size, cutting the original to a prefix with its size and SHA-256; keep it below the broker's message.max.bytes")
     max_seq_gap: int = _f(10_000, "an event more than this beyond its stream's last accepted seq goes to the dead-letter topic (reason seq_gap); a stream's first seq must be below it")
     # Model
     model: str = _f("river.tree.HoeffdingAdaptiveTreeClassifier", "import path of the river model class")
@@ -131,6 +132,9 @@ class Settings:
             raise bad("partitions, explain_groups and emit_every must be >= 1")
         if 0 < len(self.checkpoint_key.reveal()) < 16:
             raise bad("checkpoint_key is too short: use at least 16 characters (e.g. `openssl rand -hex 32`)")
+        if not 4096 <= self.max_dead_letter_bytes <= 1_000_000:
+            raise bad(f"max_dead_letter_bytes={self.max_dead_letter_bytes} must be in [4096, 1000000] "
+                      "(Kafka's default message.max.bytes is 1 MiB)")
         if self.max_seq_gap < 1:
             raise bad(f"max_seq_gap={self.max_seq_gap} must be >= 1")
         if not 0 < self.sample_rate <= 1:

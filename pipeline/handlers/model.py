@@ -81,8 +81,7 @@ class ModelHandler(Recovering):
                     where=str(src),
                 )
         except InvalidMessage as e:
-            m.inc("dead_letters", reason=e.reason)
-            return [dead_letter(raw, key, e, "model", src)]
+            return [dead_letter(raw, key, e, "model", src, max_bytes=self.settings.max_dead_letter_bytes)]
         st = self.streams.get(ev.stream_id)
         if st is None:
             st = self.streams[ev.stream_id] = self._state_for(ev.stream_id, ev.seq, key, src)
@@ -99,14 +98,12 @@ class ModelHandler(Recovering):
                 "stream's events 0, 1, 2, ... (or raise max_seq_gap)",
                 where=str(src),
             )
-            m.inc("dead_letters", reason="seq_gap")
-            return [dead_letter(raw, key, e, "model", src, reason="seq_gap")]
+            return [dead_letter(raw, key, e, "model", src, reason="seq_gap", max_bytes=self.settings.max_dead_letter_bytes)]
         version = st.model.version
         try:
             y_pred, loss = st.model.process_one(ev.x, ev.y)
         except Exception as e:  # a model that raises on one event must not kill the worker
-            m.inc("dead_letters", reason="model_error")
-            return [dead_letter(raw, key, e, "model", src, reason="model_error")]
+            return [dead_letter(raw, key, e, "model", src, reason="model_error", max_bytes=self.settings.max_dead_letter_bytes)]
         st.last_seq = ev.seq
         m.inc("predictions")
         self._checkpoint_if_due("model", key, st, src)

@@ -104,3 +104,91 @@ def test_longest_stream_ids_checkpoint_and_explain(tmp_path):
     drift = feed(dh, [(o.key, o.value) for o in expl["explanations"]], topic="explanations")
     assert "dead-letters" not in drift and dh.metrics.get("checkpoints_written") > 0
     assert all(len(p.name) < 100 for p in tmp_path.rglob("*"))  # file names are hashes, not ids
+
+
+class _Msg:
+    def __init__(self, topic, partition, offset):
+        self.topic, self.partition, self.offset = topic, partition, offset
+
+
+class _Event:
+    def __init__(self, key, value, offset):
+        self.key, self.value, self.message = key, value, _Msg("features", 0, offset)
+
+
+class _Stream:
+    def __init__(self, items):
+        self.items = items
+
+    async def events(self):
+        for off, (k, v) in enumerate(self.items):
+            yield _Event(k, v, off)
+
+
+class _Topic:
+    """A producer with the broker's size limit: bigger messages raise like aiokafka's
+    MessageSizeTooLargeError; ``down`` makes every send fail."""
+
+    def __init__(self, limit=1_000_000, down=False):
+        self.limit, self.down, self.sent = limit, down, []
+
+    async def send(self, key, value, partition=None, callback=None):
+        size = len(value) + len(key or b"")
+        if self.down or size > self.limit:
+            raise RuntimeError(f"MessageSizeTooLargeError: {size} bytes" if not self.down else "broker unreachable")
+        self.sent.append((key, value))
+        if callback:
+            callback(None)
+
+
+def _run_agent(handler, items, **topic_kw):
+    import asyncio
+
+    from agents._forward import forward
+
+    topics = {name: _Topic(**topic_kw.get(name, {})) for name in
+              ("predictions", "explain-tasks", "explanations", "drift-events", "dead-letters")}
+    asyncio.run(forward(_Stream(items), handler, topics, "model"))
+    return topics
+
+
+def test_a_message_just_under_the_broker_limit_gets_a_dead_letter_that_fits():
+    # defect 4: a 0.8-1 MB message was refused as oversized; its dead letter (base64 original)
+    # exceeded the broker's limit, the send failed and the model agent crashed
+    import hashlib
+
+    events = list(agrawal_events("s", 4, seed=1))
+    big = dumps(events[1]).replace(b'"x":{', b'"pad":"' + b"p" * 900_000 + b'","x":{')
+    items = [(b"s", dumps(events[0])), (b"s", big), (b"s", dumps(events[2])), (b"s", dumps(events[3]))]
+    mh = ModelHandler(settings())
+    topics = _run_agent(mh, items)
+    assert [orjson.loads(v)["seq"] for _, v in topics["predictions"].sent] == [0, 2, 3]
+    ((key, value),) = topics["dead-letters"].sent
+    assert len(key) + len(value) <= settings().max_dead_letter_bytes
+    dl = orjson.loads(value)
+    assert dl["reason"] == "oversized" and dl["truncated"] is True
+    assert dl["original_bytes"] == len(big) and dl["original_sha256"] == hashlib.sha256(big).hexdigest()
+    import base64
+
+    assert big.startswith(base64.b64decode(dl["original"])) and len(base64.b64decode(dl["original"])) > 300_000
+    assert mh.metrics.get("dead_letters{reason=oversized}") == 1
+
+
+def test_a_dead_letter_that_cannot_be_sent_is_counted_as_an_error_not_as_sent():
+    events = list(agrawal_events("s", 3, seed=1))
+    items = [(b"s", dumps(events[0])), (b"s", b"not json"), (b"s", dumps(events[1]))]
+    mh = ModelHandler(settings())
+    topics = _run_agent(mh, items, **{"dead-letters": {"down": True}})
+    assert [orjson.loads(v)["seq"] for _, v in topics["predictions"].sent] == [0, 1]
+    assert mh.metrics.get("dead_letters{reason=malformed}") == 0
+    assert mh.metrics.get("send_errors{topic=dead-letters}") == 1
+
+
+def test_an_output_the_producer_refuses_becomes_a_dead_letter_of_the_input():
+    events = list(agrawal_events("s", 3, seed=1))
+    items = [(b"s", dumps(ev)) for ev in events]
+    mh = ModelHandler(settings())
+    topics = _run_agent(mh, items, predictions={"limit": 10})
+    assert topics["predictions"].sent == [] and len(topics["explain-tasks"].sent) == 3
+    assert [orjson.loads(v)["reason"] for _, v in topics["dead-letters"].sent] == ["send_error"] * 3
+    assert mh.metrics.get("dead_letters{reason=send_error}") == 3

@@ -93,7 +93,8 @@ EXAMPLES = [
     Prediction("s", 0, 1.0, 1, 0, 1.0, 0),
     Explanation("s", "ipdp", "a", 0.1, 9, 10, 10, 9, {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}),
     DriftEvent("s", "ipfi", "a", "s/ipfi/a", 500, 50, 0.1, 0.4),
-    DeadLetter("malformed", "MalformedMessage: x", "model", {"topic": "t", "partition": 0, "offset": 5}, "AAE=", None, 1.0),
+    DeadLetter("malformed", "MalformedMessage: x", "model", {"topic": "t", "partition": 0, "offset": 5}, "AAE=",
+               2, "b413f47d13ee2fe6c845b2ee141af81de858df4ec549a58b7970bb96645bc8d2", False, None, 1.0),
 ]
 
 
@@ -109,7 +110,10 @@ def test_json_schema_files_accept_what_we_write(msg):
 
 def test_every_message_type_has_a_schema_file():
     files = {p.name for p in JSON_DIR.glob("*.json")}
-    assert files == {t.replace("/", ".") + ".json" for t in MESSAGE_TYPES}
+    current = {t.replace("/", ".") + ".json" for t in MESSAGE_TYPES}
+    assert current <= files
+    # the rest document older versions still found on topics (dead_letter/v1 before truncation)
+    assert files - current == {"dead_letter.v1.json"}
 
 
 def test_non_finite_values_are_refused_not_written_as_null():
