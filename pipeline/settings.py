@@ -24,7 +24,11 @@ from typing import Any
 
 from schemas import ConfigError, FeatureSpec
 
-__all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "settings_help"]
+__all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "settings_help", "SECURITY_PROTOCOLS",
+           "SASL_MECHANISMS"]
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 AGRAWAL_FEATURES = (
     "salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan",
@@ -130,6 +134,13 @@ class Settings:
 
         if self.partitions < 1 or self.explain_groups < 1 or self.emit_every < 1:
             raise bad("partitions, explain_groups and emit_every must be >= 1")
+        if self.security_protocol not in SECURITY_PROTOCOLS:
+            raise bad(f"security_protocol={self.security_protocol!r} must be one of {', '.join(SECURITY_PROTOCOLS)}")
+        if self.security_protocol.startswith("SASL"):
+            if self.sasl_mechanism not in SASL_MECHANISMS:
+                raise bad(f"sasl_mechanism={self.sasl_mechanism!r} must be one of {', '.join(SASL_MECHANISMS)}")
+            if not self.sasl_username or not self.sasl_password.reveal():
+                raise bad(f"security_protocol={self.security_protocol} needs sasl_username and sasl_password")
         if 0 < len(self.checkpoint_key.reveal()) < 16:
             raise bad("checkpoint_key is too short: use at least 16 characters (e.g. `openssl rand -hex 32`)")
         if not 4096 <= self.max_dead_letter_bytes <= 1_000_000:
@@ -154,6 +165,18 @@ class Settings:
             self.feature_spec()
         except ValueError as e:
             raise bad(f"features/categorical/target: {e}") from None
+
+    def check_files(self) -> None:
+        """The files the settings name exist and are readable (run once at startup)."""
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise ConfigError(f"setting {name}={path!r}: no such file")
+            if path:
+                try:
+                    Path(path).open("rb").close()
+                except OSError as e:
+                    raise ConfigError(f"setting {name}={path!r} cannot be read: {e.strerror}") from None
 
     def feature_spec(self) -> FeatureSpec:
         return FeatureSpec(tuple(self.features), frozenset(self.categorical), self.target)
@@ -232,7 +255,9 @@ def load_settings(
         if k not in by_name:
             raise ConfigError(f"unknown setting {k!r}")
         values[k] = _convert(by_name[k], v, "the command line")
-    return Settings(**values)
+    s = Settings(**values)
+    s.check_files()
+    return s
 
 
 def settings_help() -> str:
