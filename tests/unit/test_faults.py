@@ -192,3 +192,114 @@ def test_an_output_the_producer_refuses_becomes_a_dead_letter_of_the_input():
     assert topics["predictions"].sent == [] and len(topics["explain-tasks"].sent) == 3
     assert [orjson.loads(v)["reason"] for _, v in topics["dead-letters"].sent] == ["send_error"] * 3
     assert mh.metrics.get("dead_letters{reason=send_error}") == 3
+
+
+def _bad_inputs(template):
+    """(name, key, raw) of every kind of bad feature event, built around a valid one."""
+    good = orjson.loads(template)
+
+    def ev(**over):
+        d = dict(good)
+        for k, v in over.items():
+            if v is _DROP:
+                d.pop(k)
+            else:
+                d[k] = v
+        return orjson.dumps(d)
+
+    bad = [
+        ("not json", b"hello"),
+        ("truncated", template[: len(template) // 2]),
+        ("empty", b""),
+        ("no value", None),
+        ("json array", b"[1, 2, 3]"),
+        ("json string", b'"s"'),
+        ("invalid utf-8", template.replace(b'"s"', b'"\xff\xfe"')),
+        ("NaN literal", template.replace(b'"ts":0.0', b'"ts":NaN')),
+        ("infinity", template.replace(b'"ts":0.0', b'"ts":1e999')),
+        ("oversized", ev(x={**good["x"], "salary": "9" * 70_000})),
+        ("huge category", ev(x={**good["x"], "car": "c" * 60_000})),
+        ("unknown feature", ev(x={**good["x"], "zzz": 1.0})),
+        ("missing feature", ev(x={k: v for k, v in good["x"].items() if k != "age"})),
+        ("x null", ev(x=None)),
+        ("x list", ev(x=[1, 2])),
+        ("feature null", ev(x={**good["x"], "age": None})),
+        ("feature string", ev(x={**good["x"], "age": "37"})),
+        ("feature bool", ev(x={**good["x"], "age": True})),
+        ("target object", ev(y={"a": 1})),
+        ("unknown schema", ev(schema="feature_event/v9")),
+        ("no schema", ev(schema=_DROP)),
+        ("extra field", ev(extra=1)),
+        ("negative seq", ev(seq=-5)),
+        ("float seq", ev(seq=3.0)),
+        ("string seq", ev(seq="3")),
+        ("bool seq", ev(seq=True)),
+        ("int64 overflow seq", ev(seq=2**63)),
+        ("huge seq", ev(seq=10**18)),
+        ("long stream id", ev(stream_id="L" * 200)),
+        ("odd stream id", ev(stream_id="a/b c\n")),
+        ("null stream id", ev(stream_id=None)),
+        ("ts string", ev(ts="now")),
+    ]
+    for field in ("stream_id", "seq", "ts", "x"):
+        bad.append((f"missing {field}", ev(**{field: _DROP})))
+    return [(name, b"s", raw) for name, raw in bad] + [("key is not the stream id", b"other", template)]
+
+
+_DROP = object()
+
+
+def test_fault_suite_every_bad_input_is_a_dead_letter_and_valid_events_are_exact():
+    s = settings(explainers=["ipfi", "ipdp"])
+    a = list(agrawal_events("s", 80, seed=5))
+    b = list(agrawal_events("t.2", 80, seed=6))
+    template = dumps(a[0].__class__("s", 40, 0.0, a[40].x, a[40].y))
+    bad = _bad_inputs(template)
+    # the clean run: the two streams interleaved
+    clean = []
+    for ea, eb in zip(a, b, strict=True):
+        clean += [(b"s", dumps(ea)), (b"t.2", dumps(eb))]
+    # the attacked run: bad inputs spread through it, plus duplicates and out-of-order seqs
+    dirty, bad_at = [], iter(bad)
+    for i, item in enumerate(clean):
+        dirty.append(item)
+        if i % 3 == 2:
+            nxt = next(bad_at, None)
+            if nxt is not None:
+                dirty.append(nxt[1:])
+        if i in (50, 90):
+            dirty.append(clean[i - 10])  # a duplicate of an earlier event (out of order)
+    assert next(bad_at, None) is None, "spread every bad input"
+
+    def run(items):
+        mh, eh = ModelHandler(s), ExplainHandler(s)
+        outs = feed(mh, items)
+        tasks = [(o.key, o.value) for o in outs["explain-tasks"]]
+        expl = feed(eh, tasks, topic="explain-tasks")
+        values = {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): m["value"]
+                  for m in map(orjson.loads, (o.value for o in expl["explanations"]))}
+        return mh, outs, values
+
+    mh_clean, outs_clean, values_clean = run(clean)
+    mh, outs, values = run(dirty)
+    pred = [(m["stream_id"], m["seq"], m["y_pred"]) for m in map(orjson.loads, (o.value for o in outs["predictions"]))]
+    pred_clean = [(m["stream_id"], m["seq"], m["y_pred"])
+                  for m in map(orjson.loads, (o.value for o in outs_clean["predictions"]))]
+    assert pred == pred_clean  # every valid event predicted once, with the clean run's values
+    assert values == values_clean and values  # and explained exactly as without the attack
+    letters = [orjson.loads(o.value) for o in outs["dead-letters"]]
+    assert len(letters) == len(bad)  # one dead letter per bad input, none for valid events
+    assert all(len(o.value) + len(o.key or b"") <= s.max_dead_letter_bytes for o in outs["dead-letters"])
+    assert all(m["reason"] in {"malformed", "schema", "features", "bad_value", "oversized", "seq_gap"}
+               for m in letters), {m["reason"] for m in letters}
+    assert mh.metrics.get("predictions") == mh_clean.metrics.get("predictions") == 160
+    assert mh.metrics.get("duplicates_dropped") == 2
+
+
+def test_bad_explain_tasks_and_explanations_are_dead_letters():
+    s = settings()
+    for handler, topic in ((ExplainHandler(s), "explain-tasks"), (DriftHandler(s), "explanations")):
+        for raw in (b"", None, b"{", b"[]", b'{"schema": "explain_task/v1"}', b'{"schema": "explanation/v1"}',
+                    b"\xff" * 10, b"x" * 2_000_000):
+            (out,) = handler.on_message(raw, b"k", Source(topic, 0, 1))
+            assert out.topic == "dead-letters" and len(out.value) <= s.max_dead_letter_bytes
