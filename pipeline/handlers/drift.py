@@ -157,9 +157,8 @@ class DriftHandler(Recovering):
                     f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
                     f"{s.explainers} x features; every worker must run with the same settings", where=str(src))
         except InvalidMessage as e:
-            reason = "explanation_v1" if "explanation/v1 carries" in str(e) else e.reason
-            m.inc("dead_letters", reason=reason)
-            return [dead_letter(raw, key, e, "drift", src, reason=reason)]
+            reason = "explanation_v1" if "explanation/v1 carries" in str(e) else None
+            return [dead_letter(raw, key, e, "drift", src, reason=reason, max_bytes=s.max_dead_letter_bytes)]
         st = self.streams.get(p.stream_id)
         if st is None:
             st = self.streams[p.stream_id] = self._state_for(p, key, src)
