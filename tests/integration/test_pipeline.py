@@ -137,33 +137,70 @@ def test_bad_messages_become_dead_letters_and_good_ones_flow(bootstrap, tmp_path
     assert worker_metrics(s)["counters"]["dead_letters{reason=malformed}"] == 2
 
 
-def test_change_events_near_induced_drifts_and_none_on_control(bootstrap, tmp_path, run_workers):
+def reference_changes(s, events):
+    """The in-process core: StreamExplainer + the drift agent's detector, per stream.
+    Returns ({(stream, seq, explainer, feature): (cut, before, after)}, [(stream, first_seq, cut, features)])."""
+    from pipeline.core.losses import get_loss
+    from pipeline.core.model import ModelFunction
+    from pipeline.handlers.drift import stream_detector
+
+    changes, episodes, state = {}, [], {}
+    for ev in events:
+        if ev.stream_id not in state:
+            se = stream_explainer(s, ev.stream_id)
+            state[ev.stream_id] = (se, ModelFunction(se.model, output=s.output), stream_detector(s))
+        se, fn, det = state[ev.stream_id]
+        loss = float(get_loss(s.loss)(ev.y, fn(ev.x)))
+        report = (se.n_seen + 1) % s.emit_every == 0  # as the explain handler: blocks span emit_every events
+        values = se.process_one(ev.x, ev.y, report=report, loss=loss)
+        if not report:
+            continue
+        for v in values:
+            chs, eps = det.update(v.explainer, v.feature, ev.seq, v.block, v.value, v.curve, v.model_loss)
+            for c in chs:
+                changes[(ev.stream_id, c.seq, c.explainer, c.feature)] = (c.cut_seq, c.before.mean, c.after.mean)
+            episodes += [(ev.stream_id, e.first_seq, e.cut_seq, sorted({c.feature for c in e.changes})) for e in eps]
+    return changes, episodes
+
+
+def test_change_episodes_name_the_drifted_features_and_none_before_the_first_drift(bootstrap, tmp_path, run_workers):
     # A stream the model learns within a few hundred events (label = a > 0.5, then b > 0.5, then
-    # b and c swapped), so the explanation is stable between the induced changes.
+    # b and c swapped), and two stationary controls. Settings scaled to the short stream: the
+    # warm-up and the episode gap are a few hundred events instead of a thousand.
     n, drift_at, swap_at = 3000, 1000, 2000
     s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b", "c"], explainers=["ipfi"],
                       model="river.tree.HoeffdingAdaptiveTreeClassifier", model_params={"grace_period": 20},
-                      emit_every=10, drift_warmup=30, alpha=0.01)
+                      emit_every=10, explain_groups=1, alpha=0.01, drift_warmup=300, drift_episode_gap=300)
     demo = list(threshold_events("drifting", n, drift_at=drift_at, swap_at=swap_at, seed=11))
     controls = [list(threshold_events(f"control{i}", n, seed=12 + i)) for i in range(2)]
+    events = [e for group in zip(demo, *controls, strict=True) for e in group]
+    want_changes, want_episodes = reference_changes(s, events)
     ensure_topics(s)
     run_workers(s)
-    produce_events(s, [e for group in zip(demo, *controls, strict=True) for e in group])
+    produce_events(s, events)
     expected = 3 * (n // s.emit_every) * len(s.features)
     collect(s, "explanations", lambda ms: len(_values(ms)) >= expected)
     time.sleep(3)
-    changes = collect(s, "drift-events", lambda _: False, timeout=8)
-    demo_seqs = sorted(c["seq"] for c in changes if c["stream_id"] == "drifting")
-    control_changes = [c for c in changes if c["stream_id"] != "drifting"]
-    assert control_changes == [], f"false alarms on the stationary controls: {control_changes}"
-    # The model needs a few hundred events to adapt after each change, the smoothed importance
-    # ~1/alpha = 100 more, and ADWIN a few dozen points; in-process the same seeds detect at
-    # +509 after the drift and +369 after the swap (the values through Kafka are identical).
-    window = 800
-    assert any(drift_at <= q < drift_at + window for q in demo_seqs), demo_seqs
-    assert any(swap_at <= q < swap_at + window for q in demo_seqs), demo_seqs
-    assert all(q >= drift_at for q in demo_seqs), demo_seqs
-
+    changes = collect(s, "drift-events", lambda ms: len(ms) >= len(want_changes), timeout=30)
+    episodes = collect(s, "change-episodes", lambda ms: len(ms) >= len(want_episodes), timeout=10)
+    # the Kafka run equals the in-process run, change for change
+    got = {(c["stream_id"], c["seq"], c["explainer"], c["feature"]): (c["cut_seq"], c["level_before"], c["level_after"])
+           for c in changes}
+    assert got == want_changes
+    assert sorted((e["stream_id"], e["first_seq"], e["cut_seq"], sorted({c["feature"] for c in e["changes"]}))
+                  for e in episodes) == sorted(want_episodes)
+    assert [e for e in episodes if e["stream_id"] != "drifting"] == [], "false alarms on the stationary controls"
+    demo_eps = sorted((e for e in episodes if e["stream_id"] == "drifting"), key=lambda e: e["first_seq"])
+    assert all(e["cut_seq"] >= drift_at - 50 and e["first_seq"] >= drift_at for e in demo_eps), demo_eps
+    # the concept switch moves the importance from a to b; the swap moves b's to c: an episode
+    # within 1000 events of each names exactly those features, and its levels differ visibly
+    for at, names in ((drift_at, {"a", "b"}), (swap_at, {"b", "c"})):
+        near = [e for e in demo_eps if at <= e["first_seq"] < at + 1000]
+        assert near, (at, demo_eps)
+        named = {c["feature"] for e in near for c in e["changes"]}
+        assert named <= names and named, (at, named)
+        for c in near[0]["changes"]:
+            assert abs(c["level_after"] - c["level_before"]) >= 0.1, c
 
 
 @pytest.mark.parametrize("checkpoint_every", [0, 100], ids=["full-replay", "checkpoint+replay"])
