@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--target", default="y", help="target column of a file")
 
     t = sub.add_parser("tail", parents=[common], help="print a topic in readable form")
-    t.add_argument("topic", help="features, predictions, explanations, drift-events, dead-letters, or a full name")
+    t.add_argument("topic", help="features, predictions, explanations, drift-events, change-episodes, dead-letters, or a full name")
     t.add_argument("--max", type=int, default=None, help="stop after this many records")
     t.add_argument("--idle", type=float, default=None, help="stop after this many idle seconds")
     t.add_argument("--latest", action="store_true", help="only new records")

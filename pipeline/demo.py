@@ -43,8 +43,6 @@ def run_demo(args: argparse.Namespace, s: Settings) -> int:
                                   "state_dir": f".streamxai/demo-{run}"}
     if "alpha" not in explicit:
         changes["alpha"] = 0.005  # reacts within ~1/alpha = 200 events, so drift shows in a short demo
-    if "drift_warmup" not in explicit:
-        changes["drift_warmup"] = 60
     s = s.replace(**changes)
     n = args.n
     plan = DemoPlan(n, n // 3, 2 * n // 3, ("elevel", "car"))
@@ -69,7 +67,7 @@ def run_demo(args: argparse.Namespace, s: Settings) -> int:
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()
         view = LiveView(list(s.features), s.topic_prefix, plan=plan.describe())
-        topics = [s.topic(t) for t in ("predictions", "explanations", "drift-events", "dead-letters")]
+        topics = [s.topic(t) for t in ("predictions", "explanations", "drift-events", "change-episodes", "dead-letters")]
         deadline = time.monotonic() + args.timeout
         done_at = None
         streams = [DEMO_STREAM] + ([CONTROL_STREAM] if args.control else [])

@@ -38,6 +38,7 @@ class LiveView:
         self.plan = plan
         self.streams: dict[str, _Stream] = {}
         self.changes: list[dict[str, Any]] = []
+        self.episodes: list[dict[str, Any]] = []
         self.dead_letters: list[dict[str, Any]] = []
         self._tty = out.isatty()
         self._last_render = 0.0
@@ -64,6 +65,8 @@ class LiveView:
             self.changes.append(obj)
             st = self._s(obj["stream_id"])
             st.snapshots.append((obj["seq"], self.ranking(obj["stream_id"])))
+        elif name == "change-episodes":
+            self.episodes.append(obj)
         elif name == "dead-letters":
             self.dead_letters.append(obj)
 
@@ -98,9 +101,11 @@ class LiveView:
                 bar = "#" * int(20 * max(ipfi or 0.0, 0.0) / top)
                 cells = [_fmt(ipfi), f"{bar:<20}", _fmt(st.values.get(("isage", f))), _fmt(st.values.get(("ipdp", f)))]
                 lines.append(f"  {f:<11}{cells[0]:>9}  {cells[1]}{cells[2]:>9}{cells[3]:>9}")
-        lines.append(f"change events: {len(self.changes)}   dead letters: {len(self.dead_letters)}")
+        lines.append(f"change events: {len(self.changes)}   episodes: {len(self.episodes)}   "
+                     f"dead letters: {len(self.dead_letters)}")
         for ch in self.changes[-8:]:
-            lines.append(f"  seq {ch['seq']:>6}  {ch['series']:<32} {ch['level_before']:.4f} -> {ch['level_after']:.4f}")
+            lines.append(f"  seq {ch['seq']:>6}  {ch['series']:<32} {ch['level_before']:.4f} -> {ch['level_after']:.4f}"
+                         f"  (new regime from seq {ch.get('cut_seq', '?')})")
         text = "\n".join(lines)
         if self._tty:
             self.out.write("\x1b[H\x1b[2J" + text + "\n")
@@ -118,17 +123,43 @@ class LiveView:
                 if final.get(ex):
                     ranked = sorted(final[ex].items(), key=lambda kv: -kv[1])[:3]
                     lines.append(f"  top {ex:<5}: " + ", ".join(f"{f}={v:.3f}" for f, v in ranked))
-            by_seq: dict[int, list[str]] = {}
-            for ch in self.changes:
-                if ch["stream_id"] == sid:
-                    by_seq.setdefault(ch["seq"], []).append(f"{ch['explainer']}/{ch['feature']}")
-            lines.append(f"  change events: {sum(len(v) for v in by_seq.values())}")
-            for seq, series in sorted(by_seq.items()):
-                lines.append(f"    seq {seq:>6}: {', '.join(series)}")
+            n_changes = sum(1 for ch in self.changes if ch["stream_id"] == sid)
+            episodes = sorted((e for e in self.episodes if e["stream_id"] == sid), key=lambda e: e["first_seq"])
+            lines.append(f"  change events: {n_changes}, change episodes: {len(episodes)}")
+            for ep in episodes:
+                lines += episode_lines(ep)
         if self.dead_letters:
             lines.append(f"dead letters: {len(self.dead_letters)} "
                          f"({', '.join(sorted({d['reason'] for d in self.dead_letters}))})")
         return "\n".join(lines)
+
+
+def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
+    """A change episode in a few lines: where the new regime began, the loss, the top changes
+    with their levels and ranks before and after.
+
+    >>> ep = {"first_seq": 6120, "cut_seq": 6000, "loss_before": 0.05, "loss_after": 0.31,
+    ...       "changes": [{"explainer": "ipfi", "feature": "car", "level_before": 0.0, "level_after": 0.21,
+    ...                    "relative_effect": 0.9}],
+    ...       "explanations": {"ipfi": {"car": {"before": 0.0, "after": 0.2, "rank_before": 5, "rank_after": 1}}}}
+    >>> for line in episode_lines(ep):
+    ...     print(line)
+        episode detected at seq 6120, new regime from seq 6000; model loss 0.050 -> 0.310
+          ipfi/car      0.0000 -> 0.2100  (rank 5 -> 1)
+    """
+    lb, la = ep.get("loss_before"), ep.get("loss_after")
+    loss = f"; model loss {lb:.3f} -> {la:.3f}" if lb is not None and la is not None else ""
+    lines = [f"    episode detected at seq {ep['first_seq']}, new regime from seq {ep['cut_seq']}{loss}"]
+    for c in ep["changes"][:top]:
+        entry = ep.get("explanations", {}).get(c["explainer"], {}).get(c["feature"], {})
+        rank = ""
+        if entry.get("rank_before") is not None and entry.get("rank_after") is not None:
+            rank = f"  (rank {entry['rank_before']} -> {entry['rank_after']})"
+        name = f"{c['explainer']}/{c['feature']}"
+        lines.append(f"      {name:<13}{c['level_before']:>7.4f} -> {c['level_after']:.4f}{rank}")
+    if len(ep["changes"]) > top:
+        lines.append(f"      ... and {len(ep['changes']) - top} more")
+    return lines
 
 
 def _fmt(v: float | None) -> str:
