@@ -225,14 +225,17 @@ class StreamChangeDetector(Component):
             self._loss_seq = seq
         if block is None or block.n <= 0 or seq < self.warmup:
             return [], episodes
-        scale_e = self._scale(explainer)
-        cut = st.detector.add(
-            seq_lo, seq, int(block.n), float(block.mean), float(block.m2),
-            lambda a, b: self.min_effect * max(scale_e, abs(a.mean), abs(b.mean)),
-        )
+        scale_e: list[float] = []  # computed only when a cut is significant
+
+        def min_effect(a: Moments, b: Moments) -> float:
+            if not scale_e:
+                scale_e.append(self._scale(explainer))
+            return self.min_effect * max(scale_e[0], abs(a.mean), abs(b.mean))
+
+        cut = st.detector.add(seq_lo, seq, int(block.n), float(block.mean), float(block.m2), min_effect)
         if cut is None:
             return [], episodes
-        scale = max(scale_e, abs(cut.before.mean), abs(cut.after.mean))
+        scale = max(scale_e[0], abs(cut.before.mean), abs(cut.after.mean))
         vectors = self._vectors(cut.seq, own=(explainer, feature, cut.before, cut.after))
         curve_b, curve_a = self._curves(feature, cut.seq)
         loss_b, loss_a = self._loss.split(cut.seq)

@@ -132,7 +132,12 @@ class SeriesWindow(Component):
 
     def _reset(self) -> None:
         self.buckets: list[list] = []
-        self._total = (0, 0.0, 0.0)
+        #: ``_pre[i]``: ``(n, mean, m2)`` of ``buckets[: i + 1]``, kept up to date on every add
+        self._pre: list[tuple[int, float, float]] = []
+
+    @property
+    def _total(self) -> tuple[int, float, float]:
+        return self._pre[-1] if self._pre else (0, 0.0, 0.0)
 
     @property
     def total(self) -> Moments:
@@ -140,14 +145,15 @@ class SeriesWindow(Component):
 
     @property
     def n(self) -> int:
-        return self._total[0]
+        return self._pre[-1][0] if self._pre else 0
 
     def add(self, seq_lo: int, seq_hi: int, n: int, mean: float, m2: float) -> None:
-        b = self.buckets
+        b, pre = self.buckets, self._pre
         b.append([n, mean, m2, seq_lo, seq_hi, 0])
-        self._total = _merge(self._total, b[-1])
+        pre.append(_merge(self._total, b[-1]))
         # compress: levels fall from the oldest bucket to the newest, so each level is one run;
-        # a run longer than M merges its two oldest buckets into one of the next level
+        # a run longer than M merges its two oldest buckets into one of the next level (the
+        # cumulative sums of the other boundaries do not change: drop the merged-away one)
         M = self.buckets_per_level
         end, level = len(b) - 1, 0
         while True:
@@ -160,12 +166,20 @@ class SeriesWindow(Component):
             x, y = b[k], b[k + 1]
             n_, mean_, m2_ = _merge(x, y)
             b[k : k + 2] = [[n_, mean_, m2_, x[3], y[4], level + 1]]
+            del pre[k]
             end, level = k, level + 1
-        if len(b) > 1 and self._total[0] - b[0][0] >= self.max_window:
-            while len(b) > 1 and self._total[0] - b[0][0] >= self.max_window:
+        if len(b) > 1 and pre[-1][0] - b[0][0] >= self.max_window:
+            while len(b) > 1 and self.n - b[0][0] >= self.max_window:
                 x = b.pop(0)
-                self._total = (self._total[0] - x[0], 0.0, 0.0)
-            self._total = self._sum(b)
+                pre[:] = [(c[0] - x[0], 0.0, 0.0) for c in pre[1:]]  # counts only, until rebuilt
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        acc: tuple[int, float, float] = (0, 0.0, 0.0)
+        self._pre = []
+        for x in self.buckets:
+            acc = _merge(acc, x)
+            self._pre.append(acc)
 
     @staticmethod
     def _sum(buckets: list[list]) -> tuple[int, float, float]:
@@ -175,19 +189,22 @@ class SeriesWindow(Component):
         return acc
 
     def prefix_suffix(self) -> tuple[list, list]:
-        """``pre[i]`` / ``suf[i]``: ``(n, mean, m2)`` of ``buckets[:i]`` / ``buckets[i:]``."""
-        b = self.buckets
-        k = len(b)
-        pre = [(0, 0.0, 0.0)] * (k + 1)
+        """``pre[i]`` / ``suf[i]``: ``(n, mean, m2)`` of ``buckets[:i]`` / ``buckets[i:]``.
+        The prefixes are kept up to date; a suffix is the total minus its prefix."""
+        k = len(self.buckets)
+        tn, tmean, tm2 = self._total
+        pre = [(0, 0.0, 0.0), *self._pre]
         suf = [(0, 0.0, 0.0)] * (k + 1)
-        acc: tuple[int, float, float] = (0, 0.0, 0.0)
         for i in range(k):
-            acc = _merge(acc, b[i])
-            pre[i + 1] = acc
-        acc = (0, 0.0, 0.0)
-        for i in range(k - 1, -1, -1):
-            acc = _merge(b[i], acc)
-            suf[i] = acc
+            na, ma, m2a = pre[i]
+            nb = tn - na
+            if na == 0:
+                suf[i] = (tn, tmean, tm2)
+                continue
+            mb = (tn * tmean - na * ma) / nb
+            d = mb - ma
+            m2b = tm2 - m2a - d * d * na * nb / tn
+            suf[i] = (nb, mb, m2b if m2b > 0.0 else 0.0)
         return pre, suf
 
     def cut_stats(self) -> list[tuple[int, Moments, Moments]]:
@@ -206,7 +223,7 @@ class SeriesWindow(Component):
 
     def drop_before(self, i: int) -> None:
         del self.buckets[:i]
-        self._total = self._sum(self.buckets)
+        self._rebuild()
 
 
 @dataclass(frozen=True)
@@ -259,29 +276,54 @@ class SeriesDetector(Component):
         w = self.window
         w.add(seq_lo, seq_hi, n, mean, m2)
         ms = self.min_samples
-        pre, suf = w.prefix_suffix()
-        cands = [i for i in range(1, len(w.buckets)) if pre[i][0] >= ms and suf[i][0] >= ms]
-        if not cands:
+        cum = w._pre  # cum[i - 1]: the side before boundary i; the side after is the total minus it
+        tn, tmean, tm2 = cum[-1]
+        first = 1
+        while first < len(cum) and cum[first - 1][0] < ms:
+            first += 1
+        last = len(cum) - 1
+        while last >= first and tn - cum[last - 1][0] < ms:
+            last -= 1
+        if last < first:
             return None
         self.checks += 1
-        thr = threshold(self.alpha, self.checks, len(cands))
+        thr = threshold(self.alpha, self.checks, last - first + 1)
         best = None
-        for i in cands:
-            z = _z(pre[i], suf[i])
-            if z <= thr and z >= -thr:
+        for i in range(first, last + 1):
+            a = cum[i - 1]
+            na, ma, m2a = a
+            nb = tn - na
+            mb = (tn * tmean - na * ma) / nb
+            d = mb - ma
+            m2b = tm2 - m2a - d * d * na * nb / tn
+            if m2b < 0.0:
+                m2b = 0.0
+            # _z inlined (this loop runs on every check)
+            pooled = (m2a + m2b) / (tn - 2 if tn > 2 else 1) * (1.0 / na + 1.0 / nb)
+            welch = (m2a / (na - 1) if na > 1 else 0.0) / na + (m2b / (nb - 1) if nb > 1 else 0.0) / nb
+            se2 = pooled if pooled > welch else welch
+            if se2 > 0.0:
+                if d * d <= thr * thr * se2:
+                    continue
+                z = d / math.sqrt(se2)
+            elif d == 0.0:
                 continue
-            a, b = Moments(*pre[i]), Moments(*suf[i])
-            eff = min_effect(a, b) if callable(min_effect) else min_effect
-            if abs(b.mean - a.mean) < eff:
+            else:
+                z = math.copysign(math.inf, d)
+            b = (nb, mb, m2b)
+            am, bm = Moments(*a), Moments(*b)
+            eff = min_effect(am, bm) if callable(min_effect) else min_effect
+            if abs(d) < eff:
                 continue
             if best is None or abs(z) > abs(best[1]):
                 best = (i, z, eff)
         if best is None:
             return None
         i, z, eff = best
+        pre, suf = w.prefix_suffix()
         i = self._refine(i, pre, suf, eff)
         a, b = Moments(*pre[i]), Moments(*suf[i])
-        cut = Cut(w.buckets[i][3], a, b, _z(pre[i], suf[i]), thr, eff, len(cands), self.checks)
+        cut = Cut(w.buckets[i][3], a, b, _z(pre[i], suf[i]), thr, eff, last - first + 1, self.checks)
         w.drop_before(i)
         self.checks = 0
         return cut
