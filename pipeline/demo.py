@@ -43,6 +43,8 @@ def run_demo(args: argparse.Namespace, s: Settings) -> int:
                                   "state_dir": f".streamxai/demo-{run}"}
     if "alpha" not in explicit:
         changes["alpha"] = 0.005  # reacts within ~1/alpha = 200 events, so drift shows in a short demo
+    if "drift_warmup" not in explicit:
+        changes["drift_warmup"] = min(s.drift_warmup, args.n // 6)  # a short demo still has data before its drift
     s = s.replace(**changes)
     n = args.n
     plan = DemoPlan(n, n // 3, 2 * n // 3, ("elevel", "car"))
