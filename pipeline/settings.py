@@ -118,6 +118,7 @@ class Settings:
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
     # Drift
     drift_delta: float = _f(0.01, "bound on the probability that a stream without change ever raises a change event (all its series together)")
+    drift_explainers: list = _f(["ipfi", "isage"], "explainers whose series the change test watches (all running ones if none is listed); iPDP's ICE spread moves with every split of a tree, its curves are shown either way")
     drift_min_effect: float = _f(0.2, "report a change only if the levels differ by this fraction of the explainer's largest importance in the stream")
     drift_min_samples: int = _f(100, "explained events each side of a cut needs before the change test uses it")
     drift_window: int = _f(20_000, "explained events per series the change test looks back over")
@@ -160,6 +161,9 @@ class Settings:
             raise bad(f"explainers has unknown names {sorted(unknown)}; use ipfi, isage, ipdp")
         if self.output not in ("label", "value"):
             raise bad(f"output={self.output!r} must be label or value")
+        unknown = set(self.drift_explainers) - {"ipfi", "isage", "ipdp"}
+        if unknown:
+            raise bad(f"drift_explainers has unknown names {sorted(unknown)}; use ipfi, isage, ipdp")
         if not 0 < self.drift_delta < 1:
             raise bad(f"drift_delta={self.drift_delta} must be in (0, 1)")
         if self.drift_min_effect < 0 or self.drift_min_samples < 2 or self.drift_window < 2 * self.drift_min_samples:

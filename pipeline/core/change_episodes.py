@@ -12,6 +12,9 @@ stream's features (whole windows) and the two sides of the cut: relative to the 
 largest importance *of that explainer*, since iPFI (0-1 loss), iSAGE (Brier) and iPDP
 (probability spread) have different units.
 
+Tested explainers. Only the series of the explainers in ``tested`` (default: all) are tested
+and share ``delta``; the others are kept for the levels and curves that change events show.
+
 Warm-up. Blocks of events before ``warmup`` are not monitored: a model that starts from
 nothing changes its explanation while it learns, which is not worth reporting.
 
@@ -147,6 +150,7 @@ class StreamChangeDetector(Component):
         warmup: int = 1000,
         episode_gap: int = 1000,
         buckets_per_level: int = 2,
+        tested: Sequence[str] | None = None,
     ):
         if not series:
             raise ValueError("series is empty: list the stream's (explainer, feature) pairs")
@@ -162,10 +166,16 @@ class StreamChangeDetector(Component):
         self.warmup = warmup
         self.episode_gap = episode_gap
         self.buckets_per_level = buckets_per_level
+        self.tested = None if tested is None else list(tested)
         self._reset()
 
     def _reset(self) -> None:
-        alpha = self.delta / len(self.series)
+        tested = {e for e, _ in self.series} if self.tested is None else set(self.tested)
+        self._tested = frozenset(tested)
+        n_tested = sum(1 for e, _ in self.series if e in tested)
+        if n_tested == 0:
+            raise ValueError(f"no series of explainers {sorted(tested)} among {self.series}: nothing to test")
+        alpha = self.delta / n_tested  # the stream's budget, split over the series actually tested
         self._series = {
             s: _Series(SeriesDetector(alpha, self.min_samples, self.max_window, self.buckets_per_level))
             for s in self.series
@@ -224,6 +234,9 @@ class StreamChangeDetector(Component):
             self._loss.add(self._loss_seq + 1, seq, model_loss.n, model_loss.mean, model_loss.m2)
             self._loss_seq = seq
         if block is None or block.n <= 0 or seq < self.warmup:
+            return [], episodes
+        if explainer not in self._tested:  # kept for the levels in change events, never tested
+            st.detector.window.add(seq_lo, seq, int(block.n), float(block.mean), float(block.m2))
             return [], episodes
         scale_e: list[float] = []  # computed only when a cut is significant
 

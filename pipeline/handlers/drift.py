@@ -101,6 +101,7 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
         [(e, f) for e in s.explainers for f in s.features],
         delta=s.drift_delta, min_effect=s.drift_min_effect, min_samples=s.drift_min_samples,
         max_window=s.drift_window, warmup=s.drift_warmup, episode_gap=s.drift_episode_gap,
+        tested=[e for e in s.explainers if e in s.drift_explainers] or None,
     )
 
 

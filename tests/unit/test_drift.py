@@ -234,3 +234,15 @@ def test_snapshot_round_trip_continues_identically():
     later = lambda t: {("ipfi", "a"): 0.3 if t < 500 else 0.0, ("ipfi", "b"): 0.0}  # noqa: E731
     got = [feed(d, random.Random(14), later, range(300, 900)) for d in (det, copy)]
     assert got[0][0] and repr(got[0]) == repr(got[1])
+
+
+def test_untested_explainers_give_levels_but_no_change_events():
+    rng = random.Random(15)
+    det = StreamChangeDetector([("ipfi", "a"), ("ipdp", "a")], delta=0.01, warmup=0, tested=["ipfi"])
+    changes, _ = feed(det, rng, lambda t: {("ipfi", "a"): 0.1 if t < 500 else 0.4,
+                                           ("ipdp", "a"): 0.1 if t < 500 else 0.4}, range(900))
+    assert [(c.explainer, c.feature) for c in changes] == [("ipfi", "a")]
+    before, after = changes[0].vectors["ipdp"]["a"]  # the untested series' levels at the cut
+    assert before == pytest.approx(0.1, abs=0.05) and after == pytest.approx(0.4, abs=0.1)
+    with pytest.raises(ValueError, match="nothing to test"):
+        StreamChangeDetector([("ipdp", "a")], tested=["ipfi"])
