@@ -8,6 +8,8 @@ import time
 import uuid
 from pathlib import Path
 
+import orjson
+
 from .demo_stream import DemoPlan, agrawal_events
 from .kafka_config import ensure_topics
 from .kafka_io import consume, produce_events
@@ -36,6 +38,22 @@ def _local_broker(s: Settings):
     return broker, not already
 
 
+def _drift_caught_up(workers: list[Settings]) -> bool:
+    """Whether the workers' drift agents have read as many explanations as their explainers sent."""
+    import urllib.request
+
+    out = seen = 0
+    for ws in workers:
+        try:
+            with urllib.request.urlopen(f"http://{ws.web_host}:{ws.web_port}/streamxai/metrics", timeout=2) as r:
+                counters = orjson.loads(r.read()).get("counters", {})
+        except OSError:
+            return False
+        out += counters.get("explanations_out", 0)
+        seen += counters.get("explanations_seen", 0)
+    return seen >= out
+
+
 def run_demo(args: argparse.Namespace, s: Settings) -> int:
     run = uuid.uuid4().hex[:6]
     explicit = {item.partition("=")[0].strip() for item in args.set}
@@ -54,9 +72,11 @@ def run_demo(args: argparse.Namespace, s: Settings) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     try:
         ensure_topics(s)
+        workers_settings = []
         for i in range(args.workers):
             ws = s.replace(web_port=free_port())
             workers.append(spawn_worker(ws, log_file=str(logs / f"worker-{i}.log")))
+            workers_settings.append(ws)
         print(f"{args.workers} worker(s) started; logs in {logs}/; topics {s.topic_prefix}*")
 
         def produce() -> None:
@@ -87,6 +107,14 @@ def run_demo(args: argparse.Namespace, s: Settings) -> int:
             if any(w.poll() is not None for w in workers):
                 print(f"a worker exited; see {logs}/worker-*.log")
                 break
+        # the drift agent trails the explainers: wait (up to two minutes) until it has read every
+        # explanation, then re-read the change topics, so the summary holds the last episodes
+        wait_until = time.monotonic() + 120.0
+        while not _drift_caught_up(workers_settings) and time.monotonic() < wait_until:
+            time.sleep(1.0)
+        view.changes, view.episodes = [], []
+        for rec in consume(s, [s.topic("drift-events"), s.topic("change-episodes")], idle_timeout=3.0):
+            view.add(rec)
         view.render(force=True)
         print(view.summary())
         return 0

@@ -135,8 +135,8 @@ class LiveView:
 
 
 def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
-    """A change episode in a few lines: where the new regime began, the loss, the top changes
-    with their levels and ranks before and after.
+    """A change episode in a few lines: where the new regime began, the model's loss, the top
+    changed series with their levels and ranks before and after (the episode's split).
 
     >>> ep = {"first_seq": 6120, "cut_seq": 6000, "loss_before": 0.05, "loss_after": 0.31,
     ...       "changes": [{"explainer": "ipfi", "feature": "car", "level_before": 0.0, "level_after": 0.21,
@@ -144,21 +144,30 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
     ...       "explanations": {"ipfi": {"car": {"before": 0.0, "after": 0.2, "rank_before": 5, "rank_after": 1}}}}
     >>> for line in episode_lines(ep):
     ...     print(line)
-        episode detected at seq 6120, new regime from seq 6000; model loss 0.050 -> 0.310
-          ipfi/car      0.0000 -> 0.2100  (rank 5 -> 1)
+        episode opened at seq 6120, new regime from seq 6000; model loss 0.050 -> 0.310
+          ipfi/car      0.0000 -> 0.2000  (rank 5 -> 1)
     """
     lb, la = ep.get("loss_before"), ep.get("loss_after")
     loss = f"; model loss {lb:.3f} -> {la:.3f}" if lb is not None and la is not None else ""
-    lines = [f"    episode detected at seq {ep['first_seq']}, new regime from seq {ep['cut_seq']}{loss}"]
-    for c in ep["changes"][:top]:
+    lines = [f"    episode opened at seq {ep['first_seq']}, new regime from seq {ep['cut_seq']}{loss}"]
+    shown: list[tuple[str, str]] = []
+    for c in ep["changes"]:  # ranked by relative effect; a series that changed twice shows once
+        key = (c["explainer"], c["feature"])
+        if key in shown:
+            continue
+        shown.append(key)
+        if len(shown) > top:
+            continue
         entry = ep.get("explanations", {}).get(c["explainer"], {}).get(c["feature"], {})
+        before = entry.get("before", c["level_before"])
+        after = entry.get("after", c["level_after"])
         rank = ""
         if entry.get("rank_before") is not None and entry.get("rank_after") is not None:
             rank = f"  (rank {entry['rank_before']} -> {entry['rank_after']})"
         name = f"{c['explainer']}/{c['feature']}"
-        lines.append(f"      {name:<13}{c['level_before']:>7.4f} -> {c['level_after']:.4f}{rank}")
-    if len(ep["changes"]) > top:
-        lines.append(f"      ... and {len(ep['changes']) - top} more")
+        lines.append(f"      {name:<13}{before:>7.4f} -> {after:.4f}{rank}")
+    if len(shown) > top:
+        lines.append(f"      ... and {len(shown) - top} more")
     return lines
 
 

@@ -150,6 +150,7 @@ class DriftHandler(Recovering):
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         m = self.metrics
+        m.inc("explanations_seen")  # every message, good or bad: how far the drift agent has got
         s = self.settings
         try:
             p = self._parse(raw, src)
