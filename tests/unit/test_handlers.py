@@ -240,7 +240,7 @@ def test_increment_blocks_and_model_loss_survive_a_restart_exactly(tmp_path, che
     log = run_model(s, events)
     eh = ExplainHandler(s)
     uninterrupted = explain_all(s, log, lambda p, off: eh, whole=True)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every) if checkpoint else None
+    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32) if checkpoint else None
     first = ExplainHandler(s, checkpoints=store)
     second = ExplainHandler(s, history=log.history, checkpoints=store)
     restarted = explain_all(s, log, lambda p, off: first if off < 77 else second, whole=True)
