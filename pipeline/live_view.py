@@ -140,7 +140,7 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
 
     >>> ep = {"first_seq": 6120, "cut_seq": 6000, "loss_before": 0.05, "loss_after": 0.31,
     ...       "changes": [{"explainer": "ipfi", "feature": "car", "level_before": 0.0, "level_after": 0.21,
-    ...                    "relative_effect": 0.9}],
+    ...                    "relative_effect": 0.9, "cut_seq": 6000}],
     ...       "explanations": {"ipfi": {"car": {"before": 0.0, "after": 0.2, "rank_before": 5, "rank_after": 1}}}}
     >>> for line in episode_lines(ep):
     ...     print(line)
@@ -149,7 +149,9 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
     """
     lb, la = ep.get("loss_before"), ep.get("loss_after")
     loss = f"; model loss {lb:.3f} -> {la:.3f}" if lb is not None and la is not None else ""
-    lines = [f"    episode opened at seq {ep['first_seq']}, new regime from seq {ep['cut_seq']}{loss}"]
+    cuts = sorted({c["cut_seq"] for c in ep["changes"]}) or [ep["cut_seq"]]
+    where = f"new regime from seq {cuts[0]}" if len(cuts) == 1 else f"new regimes from seq {cuts[0]} to {cuts[-1]}"
+    lines = [f"    episode opened at seq {ep['first_seq']}, {where}{loss}"]
     shown: list[tuple[str, str]] = []
     for c in ep["changes"]:  # ranked by relative effect; a series that changed twice shows once
         key = (c["explainer"], c["feature"])

@@ -12,6 +12,8 @@ pipeline builds them; no Kafka), on scenarios built from river's generators and 
   target times 1000, squared loss;
 - ``frozen``: stationary stream, a model trained beforehand and then frozen (the false-alarm target);
 - ``learning``: stationary stream, a model that keeps learning;
+- ``learning-agrawal``: the demo's control stream (agrawal function 1, the default model and
+  all 27 series), whose model keeps improving for thousands of events;
 - ``flat``: two redundant, equally informative features; the deployed (frozen) model changes from
   one that uses ``a1`` to one that uses ``a2`` -- accuracy stays flat while the reliance moves.
 
@@ -165,6 +167,11 @@ def friedman(seed: int, at: int, scale: float = 1000.0) -> Iterator[Event]:
         yield {f"x{k}": float(v) for k, v in x.items()}, scale * float(y)
 
 
+def agrawal(seed: int) -> Iterator[Event]:
+    for x, y in synth.Agrawal(classification_function=1, seed=seed):
+        yield {k: float(v) for k, v in x.items()}, int(y)
+
+
 def redundant(seed: int) -> Iterator[Event]:
     """``a1`` and ``a2`` are the same signal with independent noise; ``y = signal > 0.5``."""
     rng = random.Random(seed)
@@ -210,6 +217,8 @@ def scenarios(scale: float) -> list[Scenario]:
         Scenario("frozen", s4, lambda: threshold_stream(6), frozen_n, [], [],
                  model=lambda: Frozen(trained(threshold_stream(60), 5000))),
         Scenario("learning", s4, lambda: threshold_stream(7), frozen_n // 2, [], []),
+        Scenario("learning-agrawal", Settings(), lambda: agrawal(9), int(18_000 * scale), [], [],
+                 note="the demo's control: a Hoeffding adaptive tree still learning agrawal function 1"),
         Scenario("flat", base_settings(features=["a1", "a2", "c", "d"]), lambda: redundant(8), n, [d], [{"a1", "a2"}],
                  model=lambda: Switched(trained(_only(redundant(80), "a1"), 5000),
                                         trained(_only(redundant(81), "a2"), 5000), d)),
