@@ -66,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--keep-broker", action="store_true", help="leave the broker running afterwards")
     d.add_argument("--timeout", type=float, default=900.0)
 
+    db = sub.add_parser("dashboard", parents=[common], help="serve the live dashboard (a plain consumer of the output topics)")
+    db.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    db.add_argument("--port", type=int, default=8050, help="port to listen on (default 8050)")
+    db.add_argument("--latest", action="store_true", help="show only messages that arrive from now on")
+
     c = sub.add_parser("config", parents=[common], help="print the effective settings (secrets masked)")
     del c
     return p
@@ -115,6 +120,11 @@ def _run(args: argparse.Namespace) -> int:
         from .demo import run_demo
 
         return run_demo(args, _settings(args))
+    if args.command == "dashboard":
+        from .dashboard import run_dashboard
+
+        run_dashboard(_settings(args), host=args.host, port=args.port, from_beginning=not args.latest)
+        return 0
     if args.command == "config":
         for k, v in _settings(args).public_dict().items():
             print(f"{k} = {v!r}")

@@ -1,0 +1,122 @@
+"""The dashboard in a real headless Chromium, fed by a real worker through the real broker.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package (``.ci/run``
+installs them); without them the test is skipped and says why.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pipeline_helpers import make_settings
+
+from pipeline.dashboard import spawn_dashboard, wait_for_dashboard
+from pipeline.demo_stream import threshold_events
+from pipeline.kafka_config import ensure_topics
+from pipeline.kafka_io import produce_events
+from pipeline.ports import free_port
+from pipeline.worker import spawn_worker, stop_worker
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+def _missing(why: str):
+    if os.environ.get("STREAMXAI_REQUIRE_BROWSER"):  # set by .ci/run: CI must run this test
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def _browser():
+    if not (CHROMIUM and DRIVER):
+        _missing("the dashboard browser test needs chromium and chromedriver (apt-get install chromium chromium-driver)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _missing("the dashboard browser test needs selenium (pip install selenium)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1500", "--disable-extensions", "--no-first-run"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(DRIVER), options=opts)
+
+
+def _wait(driver, script: str, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.3)
+
+
+LAST_POINT = """
+const u = window.dash && window.dash.charts['imp-ipfi'];
+if (!u || !u.data[0].length) return null;
+const n = u.data[0].length - 1;
+return [u.data[0][n], u.data.slice(1).map(col => col[n])];
+"""
+
+
+def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_path):
+    driver = _browser()
+    # The stream of the change-detection integration test (threshold label a > 0.5, then
+    # b > 0.5 from 800): in-process the same seeds give a change ~500 events after the drift.
+    n, drift_at = 2400, 800
+    s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b", "c"], explainers=["ipfi", "ipdp"],
+                      model="river.tree.HoeffdingAdaptiveTreeClassifier", model_params={"grace_period": 20},
+                      emit_every=10, drift_warmup=30, alpha=0.01, explain_groups=1)
+    ensure_topics(s)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    worker = spawn_worker(s, log_file=str(tmp_path / "worker.log"), loglevel="warning")
+    board = spawn_dashboard(s, port, log_file=str(tmp_path / "dashboard.log"))
+    drifting = list(threshold_events("drifting", n, drift_at=drift_at, seed=11))
+    control = list(threshold_events("control", n, seed=12))
+    events = [e for pair in zip(drifting, control, strict=True) for e in pair]
+    # paced, so that the page is watched while the stream runs (~12 s of events)
+    producer = threading.Thread(target=produce_events, args=(s, events), kwargs={"rate": 400.0}, daemon=True)
+    try:
+        wait_for_dashboard(url, board)
+        producer.start()
+        driver.get(url)
+        _wait(driver, "return document.querySelector('li.stream-item[data-stream=\"drifting\"]') !== null",
+              60, "the stream list to show 'drifting'")
+        listed = driver.execute_script("return [...document.querySelectorAll('li.stream-item')].map(li => li.dataset.stream)")
+        assert sorted(listed) == ["control", "drifting"]
+        driver.execute_script("document.querySelector('li.stream-item[data-stream=\"drifting\"]').click()")
+        first = _wait(driver, LAST_POINT, 60, "the iPFI chart of 'drifting' to have points")
+        second = _wait(driver, LAST_POINT.replace("return [", f"if (u.data[0][n] <= {first[0]}) return null; return ["),
+                       30, f"the iPFI lines to move past seq {first[0]}")
+        assert second[0] > first[0] and second[1] != first[1], (first, second)
+        marker = _wait(driver, "const m = document.querySelector('#importance .change-marker'); return m && m.title",
+                       60, "a change marker on the importance chart")
+        assert "changed at seq" in marker
+        seq = driver.execute_script("return +document.querySelector('#importance .change-marker').dataset.seq")
+        assert seq >= drift_at, marker  # nothing changed before the induced drift
+        rows = driver.execute_script("return document.querySelectorAll('#changes tr.change-event').length")
+        assert rows >= 1
+        _wait(driver, "return document.querySelectorAll('#pdp .uplot').length === 3", 30, "three iPDP curves")
+        time.sleep(1.0)  # let the last push render before the picture
+        shot = tmp_path / "dashboard.png"
+        driver.save_screenshot(str(shot))
+        assert shot.stat().st_size > 20_000
+        keep = os.environ.get("STREAMXAI_DASHBOARD_SCREENSHOT")
+        if keep:
+            Path(keep).write_bytes(shot.read_bytes())
+    finally:
+        driver.quit()
+        producer.join(timeout=30)
+        stop_worker(board)
+        stop_worker(worker)
+    log = (tmp_path / "dashboard.log").read_text(errors="replace")
+    assert "Traceback" not in log, log[-3000:]
