@@ -16,9 +16,13 @@ log = logging.getLogger("streamxai")
 
 
 async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str) -> None:
+    names = {short: t.get_topic_name() for short, t in topics.items()}  # metrics label topics by full name
     async for event in stream.events():
         msg = event.message
         src = Source(msg.topic, msg.partition, msg.offset)
+        metrics = handler.metrics
+        metrics.inc("messages_in", topic=msg.topic)
+        metrics.processed(msg.topic, msg.partition, msg.offset)
         try:
             outs = handler.on_message(event.value, event.key, src)
         except Exception as e:  # never let one message kill the agent
@@ -27,3 +31,4 @@ async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str)
             outs = [dead_letter(event.value, event.key, e, stage, src, reason="internal_error")]
         for out in outs:
             await topics[out.topic].send(key=out.key, value=out.value, partition=out.partition)
+            metrics.inc("messages_out", topic=names[out.topic])

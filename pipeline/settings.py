@@ -80,7 +80,7 @@ class Settings:
     topic_prefix: str = _f("streamxai.", "prefix of every topic name")
     partitions: int = _f(4, "partitions of the topics the worker creates")
     replication_factor: int = _f(1, "replication factor of the topics the worker creates")
-    web_port: int = _f(6066, "port of the worker's metrics endpoint (GET /streamxai/metrics)")
+    web_port: int = _f(6066, "port of the worker's metrics endpoints: GET /metrics (Prometheus) and /streamxai/metrics (JSON)")
     web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and drift series every N of its messages (0: off)")
