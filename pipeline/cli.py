@@ -71,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
     db.add_argument("--port", type=int, default=8050, help="port to listen on (default 8050)")
     db.add_argument("--latest", action="store_true", help="show only messages that arrive from now on")
 
+    pl = sub.add_parser("plot", parents=[common], help="write a PNG (and optionally HTML) of a stream's explanations")
+    pl.add_argument("stream_id", help="the stream to plot")
+    pl.add_argument("--out", metavar="FILE.png", default=None, help="PNG to write (default: STREAM_ID.png)")
+    pl.add_argument("--html", metavar="FILE.html", default=None, help="also write a self-contained HTML report")
+    pl.add_argument("--idle", type=float, default=3.0,
+                    help="stop reading the topics after this many seconds without a message (default 3)")
+
     c = sub.add_parser("config", parents=[common], help="print the effective settings (secrets masked)")
     del c
     return p
@@ -125,6 +132,8 @@ def _run(args: argparse.Namespace) -> int:
 
         run_dashboard(_settings(args), host=args.host, port=args.port, from_beginning=not args.latest)
         return 0
+    if args.command == "plot":
+        return _plot(args)
     if args.command == "config":
         for k, v in _settings(args).public_dict().items():
             print(f"{k} = {v!r}")
@@ -151,6 +160,18 @@ def _produce(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     n = produce_events(s, events, rate=args.rate)
     print(f"produced {n} events to {s.topic('features')} in {time.monotonic() - t0:.1f} s")
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from .plot import plot_view, read_stream, write_html
+
+    view = read_stream(_settings(args), args.stream_id, idle=args.idle)
+    png = plot_view(view, args.out or f"{args.stream_id}.png")
+    print(f"wrote {png} ({len(view['changes'])} change event(s), explained up to seq "
+          f"{max((max(v['x'][-1] for v in view['series'][ex].values()) for ex in view['explainers']), default=-1):.0f})")
+    if args.html:
+        print(f"wrote {write_html(view, png, args.html)}")
     return 0
 
 

@@ -92,6 +92,31 @@ class Trajectory:
         return out
 
 
+class _Thinned:
+    """At most ``max_items`` ``(seq, item)`` pairs in seq order, thinned like :class:`Trajectory`."""
+
+    __slots__ = ("max_items", "seqs", "items", "stride", "_count")
+
+    def __init__(self, max_items: int):
+        self.max_items, self.seqs, self.items, self.stride, self._count = max_items, [], [], 1, 0
+
+    def append(self, seq: int, item: Any) -> None:
+        keep = self._count % self.stride == 0
+        self._count += 1
+        if not keep:
+            return
+        i = bisect.bisect_right(self.seqs, seq)
+        self.seqs.insert(i, seq)
+        self.items.insert(i, item)
+        if len(self.seqs) >= self.max_items:
+            self.seqs, self.items = self.seqs[::2], self.items[::2]
+            self.stride *= 2
+
+    def at_or_before(self, seq: int) -> Any:
+        i = bisect.bisect_right(self.seqs, seq) - 1
+        return self.items[i] if i >= 0 else None
+
+
 def _finite(v: float | None) -> float | None:
     return v if v is not None and math.isfinite(v) else None
 
@@ -144,7 +169,7 @@ class _Stream:
         self.explained_seq: dict[str, int] = {}
         self.counts: dict[str, tuple[int, int]] = {}
         self.curves: dict[str, dict[str, Any]] = {}
-        self.curves_at_change: dict[str, dict[str, Any]] = {}
+        self.curve_history: dict[str, _Thinned] = {}  # per feature, to find the curve at a change
         self.change_seq: int | None = None
         self.changes: deque[dict[str, Any]] = deque(maxlen=200)
         self.episodes: deque[dict[str, Any]] = deque(maxlen=100)
@@ -237,7 +262,12 @@ class DashboardState:
             c = {"grid": curve["grid"], "pd": curve["pd"], "seq": seq}
             if isinstance(curve.get("se"), list):
                 c["se"] = curve["se"]
-            st.curves[feat] = c
+            if feat not in st.curves or seq >= st.curves[feat]["seq"]:
+                st.curves[feat] = c
+            hist = st.curve_history.get(feat)
+            if hist is None:
+                hist = st.curve_history[feat] = _Thinned(max(8, self.max_points // 8))
+            hist.append(seq, c)
 
     def _change(self, st: _Stream, obj: dict) -> None:
         seq = obj.get("seq")
@@ -252,7 +282,19 @@ class DashboardState:
         st.changes.append(ev)
         if st.change_seq is None or seq >= st.change_seq:
             st.change_seq = seq
-            st.curves_at_change = {f: dict(c) for f, c in st.curves.items()}
+
+    @staticmethod
+    def _curves_at(st: _Stream, seq: int | None) -> dict[str, dict[str, Any]]:
+        """Each feature's PD curve as it was at ``seq`` (the newest kept at or before it), whatever
+        order the topics were read in."""
+        if seq is None:
+            return {}
+        out = {}
+        for f, hist in st.curve_history.items():
+            c = hist.at_or_before(seq)
+            if c is not None:
+                out[f] = c
+        return out
 
     def lag(self, st: _Stream) -> tuple[int | None, float | None]:
         """Events and seconds the slowest explainer trails the predictions: the time between
@@ -312,7 +354,7 @@ class DashboardState:
             "loss": st.loss.points(),
             "model_loss": {ex: tr.points() for ex, tr in st.model_loss.items()},
             "curves": st.curves,
-            "curves_at_change": st.curves_at_change,
+            "curves_at_change": self._curves_at(st, st.change_seq),
             "change_seq": st.change_seq,
             "changes": list(st.changes),
             "episodes": list(st.episodes),

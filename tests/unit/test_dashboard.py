@@ -88,6 +88,10 @@ def test_v2_fields_shown_when_present_and_v1_still_read():
     assert v["model_loss"]["ipfi"]["y"] == [0.2]
     assert v["curves"]["a"]["se"] == [0.01, 0.02]
     assert v["curves_at_change"]["a"]["pd"] == [0.2, 0.6]  # the curve as it was at the change
+    st.add("explanations", {"stream_id": "s", "explainer": "ipdp", "feature": "a", "value": 0.3, "seq": 19,
+                            "curve": {"grid": [0.0, 1.0], "pd": [0.5, 0.5]}})
+    v = st.stream_view("s")  # read later than the change (another topic): still the curve at seq 9
+    assert v["curves"]["a"]["pd"] == [0.5, 0.5] and v["curves_at_change"]["a"]["pd"] == [0.2, 0.6]
     assert (v["changes"][0]["before"], v["changes"][0]["after"]) == (0.1, 0.4)
 
 

@@ -1,0 +1,54 @@
+"""``streamxai plot`` reads a stream's messages from real topics and draws non-trivial images."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import numpy as np
+from matplotlib import image as mpimg
+
+from pipeline.cli import main
+from pipeline.kafka_config import ensure_topics
+from pipeline.kafka_io import produce_raw
+from pipeline.settings import Settings
+from schemas import DriftEvent, Explanation, Prediction, dumps
+
+
+def _messages(sid: str, n: int, change_at: int):
+    preds, expl = [], []
+    for seq in range(n):
+        preds.append((sid.encode(), dumps(Prediction(sid, seq, float(seq), 1, 1, float(seq % 7 == 0), seq))))
+        if seq % 10 == 9:
+            for f, (a, b) in {"a": (0.4, 0.05), "b": (0.02, 0.35), "c": (0.01, 0.01)}.items():
+                v = (a if seq < change_at else b) + 0.01 * math.sin(seq / 50)
+                expl.append((f"{sid}/ipfi/{f}".encode(), dumps(Explanation(sid, "ipfi", f, v, seq, seq + 1, seq + 1, seq))))
+                curve = {"grid": [0.0, 0.5, 1.0], "pd": [0.1, 0.5 if seq < change_at else 0.2, 0.9]}
+                expl.append((f"{sid}/ipdp/{f}".encode(),
+                             dumps(Explanation(sid, "ipdp", f, v / 2, seq, seq + 1, seq + 1, seq, curve))))
+    change = DriftEvent(sid, "ipfi", "a", f"{sid}/ipfi/a", change_at + 120, 300, 0.4, 0.05)
+    return preds, expl, [(change.series.encode(), dumps(change))]
+
+
+def test_plot_writes_png_and_html_of_one_stream(bootstrap, tmp_path, capsys):
+    s = Settings(bootstrap_servers=bootstrap, topic_prefix=f"plot-{uuid.uuid4().hex[:8]}.", partitions=2)
+    ensure_topics(s)
+    for sid in ("p1", "other"):
+        preds, expl, changes = _messages(sid, 1200, 600)
+        produce_raw(s, s.topic("predictions"), preds)
+        produce_raw(s, s.topic("explanations"), expl)
+        produce_raw(s, s.topic("drift-events"), changes)
+    png, page = tmp_path / "p1.png", tmp_path / "p1.html"
+    common = ["--bootstrap", bootstrap, "--set", f"topic_prefix={s.topic_prefix}"]
+    assert main(["plot", "p1", "--out", str(png), "--html", str(page), "--idle", "2", *common]) == 0
+    assert "1 change event(s)" in capsys.readouterr().out
+    assert png.stat().st_size > 30_000
+    pixels = mpimg.imread(png)
+    assert pixels.shape[0] > 600 and pixels.shape[1] > 1000
+    # a blank or single-colour image has (near) zero variance; lines, text and bands give plenty
+    assert float(np.var(pixels[..., :3])) > 0.005
+    text = page.read_text()
+    assert "data:image/png;base64," in text and "<td>720</td>" in text and "other" not in text
+    assert main(["plot", "nosuch", "--out", str(tmp_path / "x.png"), "--idle", "1", *common]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("streamxai: error: no explanations of stream 'nosuch'") and err.count("\n") == 1
