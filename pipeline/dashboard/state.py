@@ -250,7 +250,8 @@ class DashboardState:
         n_exp, n_seen = obj.get("n_explained"), obj.get("n_seen")
         if isinstance(n_exp, int) and isinstance(n_seen, int):
             st.counts[ex] = (n_exp, n_seen)
-        ml = _num(obj.get("model_loss"))
+        ml = obj.get("model_loss")  # v2: {"n", "mean", "m2"} over the events since the last message
+        ml = _num(ml.get("mean")) if isinstance(ml, dict) and ml.get("n") else _num(ml)
         if ml is not None:
             mt = st.model_loss.get(ex)
             if mt is None:

@@ -86,6 +86,11 @@ def test_v2_fields_shown_when_present_and_v1_still_read():
     assert v["series"]["ipfi"]["a"]["se"] == [0.05] and "se" not in v["series"]["ipfi"]["b"]
     assert v["ranking"]["ipfi"][0] == {"feature": "a", "value": 0.4, "stderr": 0.05, "seq": 9}
     assert v["model_loss"]["ipfi"]["y"] == [0.2]
+    st.add("explanations", {"stream_id": "s", "explainer": "ipfi", "feature": "a", "value": 0.4, "seq": 19,
+                            "model_loss": {"n": 10, "mean": 0.25, "m2": 0.1}})  # v2's block form
+    st.add("explanations", {"stream_id": "s", "explainer": "ipfi", "feature": "a", "value": 0.4, "seq": 29,
+                            "model_loss": {"n": 0, "mean": 0.0, "m2": 0.0}})  # no events: no point
+    assert st.stream_view("s")["model_loss"]["ipfi"]["y"] == [0.2, 0.25]
     assert v["curves"]["a"]["se"] == [0.01, 0.02]
     assert v["curves_at_change"]["a"]["pd"] == [0.2, 0.6]  # the curve as it was at the change
     st.add("explanations", {"stream_id": "s", "explainer": "ipdp", "feature": "a", "value": 0.3, "seq": 19,
