@@ -105,6 +105,12 @@ def make_web_app(state: DashboardState, lock: threading.Lock, push_every: float 
     """The aiohttp application over ``state`` (guarded by ``lock``)."""
     app = web.Application()
     info = dict(info or {})
+    closing = asyncio.Event()  # set on shutdown: open event streams end instead of holding it up
+
+    async def on_shutdown(app: web.Application) -> None:
+        closing.set()
+
+    app.on_shutdown.append(on_shutdown)
 
     async def index(request: web.Request) -> web.StreamResponse:
         return web.FileResponse(STATIC / "index.html")
@@ -127,7 +133,7 @@ def make_web_app(state: DashboardState, lock: threading.Lock, push_every: float 
         seen_summary: Any = None
         seen_version = -1
         try:
-            while True:
+            while not closing.is_set():
                 with lock:
                     summary = state.streams_summary()
                     key = [(s["stream_id"], s["version"]) for s in summary]
@@ -139,7 +145,10 @@ def make_web_app(state: DashboardState, lock: threading.Lock, push_every: float 
                 if view is not None:
                     seen_version = view["version"]
                     await resp.write(b"event: stream\ndata: " + orjson.dumps(view) + b"\n\n")
-                await asyncio.sleep(push_every)
+                try:
+                    await asyncio.wait_for(closing.wait(), push_every)
+                except TimeoutError:
+                    pass
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         return resp

@@ -120,3 +120,79 @@ def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_
         stop_worker(worker)
     log = (tmp_path / "dashboard.log").read_text(errors="replace")
     assert "Traceback" not in log, log[-3000:]
+
+
+class _Served:
+    """``make_web_app`` over a given state, on a free port, in a background thread."""
+
+    def __init__(self, state):
+        import asyncio
+
+        from aiohttp import web
+
+        from pipeline.dashboard import make_web_app
+
+        self.port = free_port("127.0.0.1")
+        self.loop = asyncio.new_event_loop()
+        app = make_web_app(state, threading.Lock(), push_every=0.5)
+        self.runner = web.AppRunner(app)
+        ready = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.loop.run_until_complete(self.runner.setup())
+            self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
+            ready.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        ready.wait(10)
+
+    def close(self):
+        import asyncio
+
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
+    from pipeline.dashboard import DashboardState
+
+    driver = _browser()
+    state = DashboardState()
+    features = [f"f{i}" for i in range(9)]
+    for k in range(100):
+        sid = f"stream-{k:03d}"
+        for seq in range(0, 5000, 10):  # more points than kept: the history is thinned
+            state.add("predictions", {"stream_id": sid, "seq": seq, "loss": (seq % 7) / 7}, ts=seq / 100)
+            for ex in ("ipfi", "isage", "ipdp"):
+                for i, f in enumerate(features):
+                    state.add("explanations", {"stream_id": sid, "explainer": ex, "feature": f, "seq": seq,
+                                               "value": (i + 1) / 10 + k / 1000, "n_explained": seq, "n_seen": seq})
+        state.add("drift-events", {"stream_id": sid, "explainer": "ipfi", "feature": "f0", "seq": 2500,
+                                   "level_before": 0.1, "level_after": 0.2})
+    served = _Served(state)
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=stream-099")
+        _wait(driver, "return document.querySelectorAll('li.stream-item').length === 100", 30, "100 streams listed")
+        _wait(driver, "return document.querySelector('#stream-title').textContent === 'stream stream-099'", 30,
+              "the stream named in the URL to open")
+        _wait(driver, "return document.querySelectorAll('#importance .uplot').length === 3", 30, "three charts")
+        kept = driver.execute_script("return window.dash.charts['imp-ipfi'].data[0].length")
+        assert kept <= 401  # the page gets the thinned history, not 500 points per series
+        driver.find_element("id", "filter").send_keys("stream-04")
+        shown = driver.execute_script("return [...document.querySelectorAll('li.stream-item')].map(li => li.dataset.stream)")
+        assert shown == [f"stream-04{i}" for i in range(10)]
+        driver.execute_script("document.querySelector('li.stream-item[data-stream=\"stream-042\"]').click()")
+        _wait(driver, "return document.querySelector('#stream-title').textContent === 'stream stream-042'", 30,
+              "another stream to open on a click")
+        _wait(driver, "return document.querySelectorAll('#importance .change-marker').length >= 1", 30, "its marker")
+        top = driver.execute_script("return document.querySelector('.rank-group[data-explainer=ipfi] .rank-row').dataset.feature")
+        assert top == "f8"  # the largest value ranks first
+        driver.save_screenshot(str(tmp_path / "hundred.png"))
+    finally:
+        driver.quit()
+        served.close()
