@@ -140,14 +140,23 @@ class DriftEvent(_Message):
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter(_Message):
-    """A message that could not be processed, with its original bytes (base64)."""
+    """A message that could not be processed: why, where it came from, and its bytes (base64).
 
-    SCHEMA: ClassVar[str] = "dead_letter/v1"
+    A dead letter must fit the broker's message size limit, so ``original`` holds the whole
+    original only when it fits; otherwise a prefix (``truncated`` is true), and
+    ``original_bytes`` and ``original_sha256`` still identify the whole original.
+    ``key`` is the original key (base64), cut to its first KiB.
+    """
+
+    SCHEMA: ClassVar[str] = "dead_letter/v2"
     reason: str
     error: str
     stage: str
     source: dict[str, Any]
     original: str
+    original_bytes: int | None
+    original_sha256: str | None
+    truncated: bool
     key: str | None = None
     ts: float = field(default=0.0)
 

@@ -99,8 +99,7 @@ class DriftHandler(Recovering):
         try:
             p = self._parse(raw, src)
         except InvalidMessage as e:
-            m.inc("dead_letters", reason=e.reason)
-            return [dead_letter(raw, key, e, "drift", src)]
+            return [dead_letter(raw, key, e, "drift", src, max_bytes=self.settings.max_dead_letter_bytes)]
         series = p.series
         st = self.series.get(series)
         if st is None:

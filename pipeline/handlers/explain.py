@@ -108,8 +108,7 @@ class ExplainHandler(Recovering):
         try:
             task = self._parse(raw, src)
         except InvalidMessage as e:
-            m.inc("dead_letters", reason=e.reason)
-            return [dead_letter(raw, key, e, "explain", src)]
+            return [dead_letter(raw, key, e, "explain", src, max_bytes=self.settings.max_dead_letter_bytes)]
         gk = (task.stream_id, task.group)
         st = self.groups.get(gk)
         if st is None:
@@ -131,8 +130,7 @@ class ExplainHandler(Recovering):
         except Exception as e:
             # the replica may be half-updated: forget it, so the next task rebuilds it by replay
             del self.groups[gk]
-            m.inc("dead_letters", reason="explain_error")
-            return [dead_letter(raw, key, e, "explain", src, reason="explain_error")]
+            return [dead_letter(raw, key, e, "explain", src, reason="explain_error", max_bytes=self.settings.max_dead_letter_bytes)]
         st.last_seq = task.seq
         st.n_explained += int(explain)
         m.inc("tasks_seen")

@@ -130,7 +130,7 @@ def test_checkpoint_plus_short_replay_is_exact(tmp_path):
     s = settings(checkpoint_every=20)
     events = list(agrawal_events("c", 150, seed=5))
     log = run_model(s, events)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every)
+    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
     first = ExplainHandler(s, checkpoints=store)
     second = ExplainHandler(s, history=log.history, checkpoints=store)
     got = explain_all(s, log, lambda p, off: first if off < 75 else second)
@@ -150,7 +150,7 @@ def test_model_checkpoint_restores_the_model(tmp_path):
     log = FakeLog()
     for k, v in raws:
         log.append("features", 0, k, v)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every)
+    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
 
     def preds(handler, offsets):
         out = {}
@@ -207,7 +207,7 @@ def test_restarted_drift_handler_detects_what_an_uninterrupted_one_does(tmp_path
     assert sorted(series for series, *_ in whole) == ["d/ipfi/age", "d/ipfi/car"]
     points = [(seq + 1) // s.emit_every - 1 for _, seq, *_ in whole]
     assert all(600 <= i < 700 for i in points), points
-    store = CheckpointStore(tmp_path, every=checkpoint_every) if checkpoint_every else None
+    store = CheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
     first = DriftHandler(s, checkpoints=store)
     second = DriftHandler(s, history=log.history, checkpoints=store)
     # the first handler dies at offset 1100 (point 550 of each series, before the shift)
@@ -240,7 +240,7 @@ def test_increment_blocks_and_model_loss_survive_a_restart_exactly(tmp_path, che
     log = run_model(s, events)
     eh = ExplainHandler(s)
     uninterrupted = explain_all(s, log, lambda p, off: eh, whole=True)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every) if checkpoint else None
+    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32) if checkpoint else None
     first = ExplainHandler(s, checkpoints=store)
     second = ExplainHandler(s, history=log.history, checkpoints=store)
     restarted = explain_all(s, log, lambda p, off: first if off < 77 else second, whole=True)
