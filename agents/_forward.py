@@ -21,7 +21,7 @@ log = logging.getLogger("streamxai")
 
 async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str) -> None:
     limit = handler.settings.max_dead_letter_bytes
-    names = {short: t.get_topic_name() for short, t in topics.items()}  # metrics label topics by full name
+    names = {short: handler.settings.topic(short) for short in topics}  # metrics label topics by full name
     metrics = handler.metrics
     async for event in stream.events():
         msg = event.message
