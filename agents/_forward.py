@@ -53,7 +53,7 @@ async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source, nam
     try:
         await topics[out.topic].send(key=out.key, value=out.value, partition=out.partition, callback=callback)
     except Exception as e:
-        metrics.inc("send_errors", topic=names[out.topic])
+        metrics.inc("send_errors", topic=out.topic)
         log.error("could not send a %d-byte message to %s for %s (%s: %s); it is dropped",
                   len(out.value), out.topic, src, type(e).__name__, str(e)[:300])
         return e
