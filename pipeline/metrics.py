@@ -31,7 +31,8 @@ HELP = {
     "predictions": "Predictions sent (events the model predicted, scored and learned)",
     "messages_in": "Messages read, by topic",
     "messages_out": "Messages sent, by topic",
-    "dead_letters": "Messages sent to the dead-letter topic, by reason",
+    "dead_letters": "Dead letters the broker acknowledged, by reason",
+    "send_errors": "Messages the producer refused (logged and dropped), by topic (short name)",
     "duplicates_dropped": "Feature events dropped as already processed (stream_id, seq)",
     "duplicate_tasks_dropped": "Explain tasks dropped as already processed",
     "duplicate_explanations_dropped": "Explanations the drift agent had already monitored",
@@ -61,7 +62,7 @@ HELP.update({
     "checkpoint_age_seconds": "Seconds since this worker last wrote a checkpoint",
     "uptime_seconds": "Seconds since the worker started",
 })
-_LABELLED = ("messages_in", "messages_out", "dead_letters")
+_LABELLED = ("messages_in", "messages_out", "dead_letters", "send_errors")
 
 _NAME_OK = re.compile(r"[^a-zA-Z0-9_]")
 
