@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from typing import Any
 
-__all__ = ["Metrics", "HELP", "COUNTERS"]
+__all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED"]
 
 # What each name means, for the exposition's HELP lines (names not listed still appear).
 HELP = {
@@ -62,7 +62,8 @@ HELP.update({
     "checkpoint_age_seconds": "Seconds since this worker last wrote a checkpoint",
     "uptime_seconds": "Seconds since the worker started",
 })
-_LABELLED = ("messages_in", "messages_out", "dead_letters", "send_errors")
+LABELLED = (  # counters only ever used with labels: not exposed before they fire
+    "messages_in", "messages_out", "dead_letters", "send_errors")
 
 _NAME_OK = re.compile(r"[^a-zA-Z0-9_]")
 
@@ -136,7 +137,7 @@ class Metrics:
                 for key, value in values.items()]
         rows.append(("gauge", "uptime_seconds", (), snap["uptime_s"]))
         rows += [("counter", name, (), 0) for name in COUNTERS
-                 if name not in snap["counters"] and name not in _LABELLED]
+                 if name not in snap["counters"] and name not in LABELLED]
         labelnames: dict[tuple[str, str], list[str]] = {}
         for kind, name, items, _ in rows:  # one label set per family: the union, "" where absent
             names = labelnames.setdefault((kind, name), [])

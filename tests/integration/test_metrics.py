@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pipeline.demo_stream import threshold_events
 from pipeline.kafka_config import ensure_topics
 from pipeline.kafka_io import produce_events, produce_raw
-from pipeline.metrics import _LABELLED
+from pipeline.metrics import LABELLED
 from pipeline.worker import spawn_worker, stop_worker
 
 GRAFANA = Path(__file__).resolve().parents[2] / "deploy" / "grafana-dashboard.json"
@@ -63,5 +63,5 @@ def test_metrics_page_counts_topics_dead_letters_lag_and_checkpoints(bootstrap, 
         exposed |= {smp.name for smp in samples} | {name}
     # labelled counters (send errors by topic, ...) only appear once something happened; they must
     # still be names the workers know
-    labelled = {f"streamxai_{n}_total" for n in _LABELLED}
+    labelled = {f"streamxai_{n}_total" for n in LABELLED}
     assert used and used <= exposed | labelled, used - exposed
