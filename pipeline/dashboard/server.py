@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import sys
 import threading
 import time
 import uuid
@@ -69,7 +70,7 @@ class DashboardConsumer:
             "auto.offset.reset": "earliest" if self.from_beginning else "latest",
             "enable.auto.commit": False,
             "topic.metadata.refresh.interval.ms": 2000,  # topics created later appear within seconds
-            "log_level": 3,
+            "log_level": 2,  # a broker that is away is reported once at start, not every second
         }))
         c.subscribe([self.pattern])
         n = len(self.settings.topic_prefix)
@@ -164,6 +165,13 @@ def make_web_app(state: DashboardState, lock: threading.Lock, push_every: float 
 def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
                   from_beginning: bool = True, max_points: int = 400) -> None:
     """Consume and serve until interrupted (blocks)."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient(confluent_config(settings, log_level=0)).list_topics(timeout=5)
+    except Exception as e:  # serve anyway: the page fills once the broker answers
+        print(f"streamxai dashboard: cannot reach Kafka at {settings.bootstrap_servers} yet ({e}); "
+              "the page fills once it answers", file=sys.stderr, flush=True)
     state = DashboardState(max_points=max_points)
     consumer = DashboardConsumer(settings, state, from_beginning=from_beginning)
     consumer.start()

@@ -165,7 +165,8 @@ class _Stream:
         self.loss_window: deque[float] = deque(maxlen=loss_window)
         self.loss_sum = 0.0
         self.loss = Trajectory(max_points)
-        self.model_loss: dict[str, Trajectory] = {}
+        self.model_loss: dict[str, Trajectory] = {}  # rolling, from explanation/v2 model_loss blocks
+        self.loss_blocks: dict[str, deque[tuple[float, float]]] = {}
         # prediction times by seq, to time the lag: the last 2,000 exactly, older ones thinned
         self.pred_times: deque[tuple[int, float]] = deque(maxlen=2_000)
         self.pred_history = Trajectory(max_points)
@@ -256,13 +257,23 @@ class DashboardState:
         if isinstance(n_exp, int) and isinstance(n_seen, int):
             st.counts[ex] = (n_exp, n_seen)
         ml = obj.get("model_loss")  # v2: {"n", "mean", "m2"} over the events since the last message
-        ml = _num(ml.get("mean")) if isinstance(ml, dict) and ml.get("n") else _num(ml)
-        if ml is not None:
+        if isinstance(ml, dict):
+            n, mean = ml.get("n"), _num(ml.get("mean"))
+            block = (float(n), mean * n) if isinstance(n, (int, float)) and n > 0 and mean is not None else None
+        else:
+            block = (1.0, _num(ml)) if _num(ml) is not None else None
+        if block is not None:
             mt = st.model_loss.get(ex)
             if mt is None:
                 mt = st.model_loss[ex] = Trajectory(self.max_points)
+                st.loss_blocks[ex] = deque()
             if mt.last is None or seq > mt.last[0]:
-                mt.append(seq, ml)
+                # rolling mean over the last ~loss_window events, like the predictions' rolling loss
+                blocks = st.loss_blocks[ex]
+                blocks.append(block)
+                while len(blocks) > 1 and sum(b[0] for b in blocks) - blocks[0][0] >= self.loss_window:
+                    blocks.popleft()
+                mt.append(seq, sum(b[1] for b in blocks) / sum(b[0] for b in blocks))
         curve = obj.get("curve")
         if isinstance(curve, dict) and isinstance(curve.get("grid"), list) and isinstance(curve.get("pd"), list):
             c = {"grid": curve["grid"], "pd": curve["pd"], "seq": seq}
