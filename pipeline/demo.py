@@ -1,7 +1,7 @@
 """``streamxai demo``: a local broker, workers, a drifting demo stream, the dashboard and a live view.
 
-The demo's own settings (topic prefix, state directory, and smoothing and change-detection
-settings scaled to the run length, see :func:`demo_settings`) never override a setting
+The demo's own settings (topic prefix, state directory, and the smoothing scaled to the run
+length, see :func:`demo_settings`) never override a setting
 given by a settings file, the environment or ``--set``. Its topics and directory are
 removed at the end unless ``--keep``.
 """
@@ -49,23 +49,19 @@ def demo_plan(n: int) -> DemoPlan:
 
 
 def demo_settings(n: int) -> dict[str, object]:
-    """Smoothing and change-detection settings that let a run of ``n`` events show its changes.
+    """Smoothing that lets a run of ``n`` events show its changes in the explanations.
 
-    The smoothed explanation reacts within ~1/alpha events and a change needs the new level
-    to hold for a while, so 1/alpha is kept to ~1/200 of a segment between induced drifts
-    (18,000 events: alpha 0.005, the value the longer demo was tuned with), within
-    [0.002, 0.03]; the drift agent skips the first ~3% of a segment (in explanations, one
-    per ``emit_every`` = 10 events).
+    The smoothed explanation reacts within ~1/alpha events, so 1/alpha is kept to ~1/200 of a
+    segment between induced drifts (18,000 events: alpha 0.005, the value the longer demo
+    was tuned with), within [0.002, 0.03]. The change detection keeps its own settings.
 
     >>> demo_settings(18000)
-    {'alpha': 0.005, 'drift_warmup': 60}
+    {'alpha': 0.005}
     >>> demo_settings(3000)
-    {'alpha': 0.03, 'drift_warmup': 10}
+    {'alpha': 0.03}
     """
     segment = max(1, n // 3)
-    alpha = round(min(0.03, max(0.002, 30.0 / segment)), 4)
-    warmup = int(min(60, max(10, segment // 100)))
-    return {"alpha": alpha, "drift_warmup": warmup}
+    return {"alpha": round(min(0.03, max(0.002, 30.0 / segment)), 4)}
 
 
 def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str]) -> tuple[dict, dict]:
@@ -74,7 +70,7 @@ def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str]) -> tup
 
     >>> names, scaled = demo_overrides("abc", 3000, {"alpha"})
     >>> names["topic_prefix"], scaled
-    ('streamxai.demo-abc.', {'drift_warmup': 10})
+    ('streamxai.demo-abc.', {})
     """
     names = {"topic_prefix": f"streamxai.demo-{run}.", "app_id": f"streamxai-demo-{run}",
              "state_dir": f".streamxai/demo-{run}"}
@@ -187,7 +183,7 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
         producer.start()
         view = LiveView(list(s.features), s.topic_prefix, plan=plan.describe())
         view.relate = plan.relate  # change lines say how far they are from the induced drifts
-        topics = [s.topic(t) for t in ("predictions", "explanations", "drift-events", "dead-letters")]
+        topics = [s.topic(t) for t in ("predictions", "explanations", "drift-events", "change-episodes", "dead-letters")]
         deadline = time.monotonic() + args.timeout
         done_at = None
         streams = [DEMO_STREAM] + ([CONTROL_STREAM] if args.control else [])

@@ -138,11 +138,16 @@ def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, mo
     args = _parser().parse_args(["demo", "--settings", str(f), "--set", "topic_prefix=mine."])
     explicit = _explicit_settings(args)
     assert {"alpha", "drift_warmup", "topic_prefix"} <= explicit
+    monkeypatch.delenv("STREAMXAI_DRIFT_WARMUP")
+    f.write_text("")
+    monkeypatch.setenv("STREAMXAI_ALPHA", "0.02")
+    assert demo_overrides("r1", 3000, _explicit_settings(args))[1] == {}
+    monkeypatch.delenv("STREAMXAI_ALPHA")
+    f.write_text("alpha = 0.02\n")
     names, scaled = demo_overrides("r1", 3000, explicit)
     assert scaled == {} and "topic_prefix" not in names and names["state_dir"] == ".streamxai/demo-r1"
-    monkeypatch.delenv("STREAMXAI_DRIFT_WARMUP")
     names, scaled = demo_overrides("r1", 3000, _explicit_settings(_parser().parse_args(["demo"])))
-    assert scaled == {"alpha": 0.03, "drift_warmup": 10}
+    assert scaled == {"alpha": 0.03}
 
 
 def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path):
