@@ -108,6 +108,7 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
                 hi = [y + (e or 0.0) for y, e in zip(ys, pts["se"], strict=True)]
                 ax.fill_between(xs, lo, hi, color=colors[f], alpha=0.2, lw=0)
         _changes(ax, [c for c in view["changes"] if c.get("explainer") in (ex, None)], colors)
+        _episodes(ax, view.get("episodes") or [])
         ax.set_ylabel(NAMES.get(ex, ex).split(" ")[0])
         ax.set_title(NAMES.get(ex, ex), fontsize=10, loc="left")
         ax.grid(alpha=0.3)
@@ -162,6 +163,15 @@ def _changes(ax: Any, changes: list[dict], colors: dict, labels: bool = True) ->
             text = f"{c.get('feature', '')}" + (f" {before:.2f}→{after:.2f}" if before is not None and after is not None else "")
             ax.annotate(text, (c["seq"], 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
                         fontsize=7, color=color)
+
+
+def _episodes(ax: Any, episodes: list[dict]) -> None:
+    """Shade each change episode from where its new regime began to its last change."""
+    for ep in episodes:
+        a = ep.get("cut_seq") if ep.get("cut_seq") is not None else ep.get("first_seq")
+        b = ep.get("last_seq") if ep.get("last_seq") is not None else a
+        if a is not None:
+            ax.axvspan(a, max(b, a + 1), color="orange", alpha=0.15, lw=0)
 
 
 def write_html(view: dict[str, Any], png: Path, path: str | Path) -> Path:

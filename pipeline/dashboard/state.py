@@ -216,7 +216,7 @@ class DashboardState:
         elif topic in ("drift-events", "change-events"):
             self._change(st, obj)
         elif topic == "change-episodes":
-            st.episodes.append(_plain(obj))
+            st.episodes.append(_episode(obj))
         else:
             self.ignored += 1
             return
@@ -293,7 +293,8 @@ class DashboardState:
         before, after = change_levels(obj)
         ev = {"seq": seq, "explainer": obj.get("explainer"), "feature": obj.get("feature"),
               "before": before, "after": after}
-        for k in ("start_seq", "began_at", "cut_seq", "loss_moved", "schema"):
+        for k in ("cut_seq", "ci_before", "ci_after", "effect", "relative_effect", "loss_before", "loss_after",
+                  "start_seq", "began_at", "loss_moved", "schema"):
             if k in obj:
                 ev[k] = _plain(obj[k])
         st.changes.append(ev)
@@ -376,6 +377,21 @@ class DashboardState:
             "changes": list(st.changes),
             "episodes": list(st.episodes),
         }
+
+
+def _episode(obj: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a change episode the page shows (change_episode/v1; other fields kept out)."""
+    ep: dict[str, Any] = {k: _plain(obj.get(k)) for k in ("first_seq", "last_seq", "closed_seq", "cut_seq",
+                                                          "loss_before", "loss_after")}
+    changes = obj.get("changes") if isinstance(obj.get("changes"), list) else []
+    ep["changes"] = []
+    for c in changes[:5]:
+        if isinstance(c, dict):
+            before, after = change_levels(c)
+            ep["changes"].append({"explainer": c.get("explainer"), "feature": c.get("feature"),
+                                  "seq": c.get("seq"), "before": before, "after": after})
+    ep["n_changes"] = len(changes)
+    return ep
 
 
 def _plain(v: Any) -> Any:

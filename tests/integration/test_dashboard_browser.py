@@ -174,6 +174,15 @@ def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
                                                "value": (i + 1) / 10 + k / 1000, "n_explained": seq, "n_seen": seq})
         state.add("drift-events", {"stream_id": sid, "explainer": "ipfi", "feature": "f0", "seq": 2500,
                                    "level_before": 0.1, "level_after": 0.2})
+    # the change-detection helper's v2 messages: a change with its cut, intervals and losses, an episode
+    state.add("drift-events", {"schema": "drift_event/v2", "stream_id": "stream-042", "explainer": "ipfi",
+                               "feature": "f3", "seq": 3900, "cut_seq": 3600, "level_before": 0.4, "level_after": 0.1,
+                               "ci_before": [0.38, 0.42], "ci_after": [0.08, 0.12], "loss_before": 0.2,
+                               "loss_after": 0.3})
+    state.add("change-episodes", {"schema": "change_episode/v1", "stream_id": "stream-042", "first_seq": 3900,
+                                  "last_seq": 4100, "closed_seq": 4600, "cut_seq": 3600, "loss_before": 0.2,
+                                  "loss_after": 0.3, "changes": [{"explainer": "ipfi", "feature": "f3", "seq": 3900,
+                                                                  "level_before": 0.4, "level_after": 0.1}]})
     served = _Served(state)
     try:
         driver.get(f"http://127.0.0.1:{served.port}/#stream=stream-099")
@@ -189,7 +198,13 @@ def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
         driver.execute_script("document.querySelector('li.stream-item[data-stream=\"stream-042\"]').click()")
         _wait(driver, "return document.querySelector('#stream-title').textContent === 'stream stream-042'", 30,
               "another stream to open on a click")
-        _wait(driver, "return document.querySelectorAll('#importance .change-marker').length >= 1", 30, "its marker")
+        _wait(driver, "return document.querySelectorAll('#importance .change-marker').length >= 2", 30, "its markers")
+        _wait(driver, "return document.querySelectorAll('#importance .episode-span').length === 3", 30,
+              "its change episode shaded on the three charts")
+        row = driver.execute_script("return document.querySelector('#episodes tr.change-episode').textContent")
+        assert "3600" in row and "ipfi/f3 0.400→0.100" in row, row
+        change = driver.execute_script("return document.querySelector('#changes tr.change-event').textContent")
+        assert "3600" in change and "[0.380, 0.420]" in change and "0.200 → 0.300" in change, change
         top = driver.execute_script("return document.querySelector('.rank-group[data-explainer=ipfi] .rank-row').dataset.feature")
         assert top == "f8"  # the largest value ranks first
         driver.save_screenshot(str(tmp_path / "hundred.png"))

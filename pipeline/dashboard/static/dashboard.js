@@ -115,15 +115,27 @@ function upsertChart(id, parent, title, key, makeOpts, data) {
 
 function changeMarkers(getChanges) {
   return (u) => {
-    u.over.querySelectorAll(".change-marker").forEach((m) => m.remove());
+    u.over.querySelectorAll(".change-marker, .episode-span").forEach((m) => m.remove());
     const [lo, hi] = [u.scales.x.min, u.scales.x.max];
+    for (const ep of (dash.view.episodes || [])) {  // where each new regime began .. its last change
+      const a = ep.cut_seq ?? ep.first_seq, b = ep.last_seq ?? ep.first_seq;
+      if (a === null || a === undefined || b < lo || a > hi) continue;
+      const x0 = u.valToPos(Math.max(a, lo), "x"), x1 = u.valToPos(Math.min(b, hi), "x");
+      const span = document.createElement("div");
+      span.className = "episode-span";
+      span.style.left = x0 + "px";
+      span.style.width = Math.max(2, x1 - x0) + "px";
+      span.title = `change episode: new regime from seq ${a}, changes up to ${b}`;
+      u.over.appendChild(span);
+    }
     for (const c of getChanges()) {
       if (c.seq < lo || c.seq > hi) continue;
       const m = document.createElement("div");
       m.className = "change-marker";
       m.style.left = u.valToPos(c.seq, "x") + "px";
       m.dataset.seq = c.seq;
-      m.title = `${c.explainer}/${c.feature} changed at seq ${c.seq}: ${fmt(c.before)} → ${fmt(c.after)}`;
+      m.title = `${c.explainer}/${c.feature} changed at seq ${c.seq}: ${fmt(c.before)} → ${fmt(c.after)}` +
+        (c.cut_seq !== undefined ? ` (new regime from seq ${c.cut_seq})` : "");
       m.innerHTML = `<span>${esc(c.feature ?? "")}</span>`;
       u.over.appendChild(m);
     }
@@ -225,13 +237,24 @@ function sortByX(t) {
   return t.map((col) => idx.map((i) => col[i]));
 }
 
+const ci = (c) => (Array.isArray(c) && c.length === 2 ? ` [${fmt(c[0])}, ${fmt(c[1])}]` : "");
+
 function renderChanges(v) {
   $("#change-count").textContent = v.changes.length;
   const rows = v.changes.slice().reverse().slice(0, 50).map((c) =>
-    `<tr class="change-event"><td>${c.seq}</td><td>${esc(c.explainer ?? "")}</td><td>${esc(c.feature ?? "")}</td>` +
-    `<td>${fmt(c.before)}</td><td>${fmt(c.after)}</td>` +
-    `<td>${c.before !== null && c.after !== null ? (c.after > c.before ? "▲" : "▼") : ""}</td></tr>`);
+    `<tr class="change-event"><td>${c.seq}</td><td>${c.cut_seq ?? "–"}</td><td>${esc(c.explainer ?? "")}</td>` +
+    `<td>${esc(c.feature ?? "")}</td><td>${fmt(c.before)}${ci(c.ci_before)}</td><td>${fmt(c.after)}${ci(c.ci_after)}</td>` +
+    `<td>${c.before !== null && c.after !== null ? (c.after > c.before ? "▲" : "▼") : ""}</td>` +
+    `<td>${c.loss_before !== undefined ? fmt(c.loss_before) + " → " + fmt(c.loss_after) : ""}</td></tr>`);
   $("#changes tbody").innerHTML = rows.join("");
+  const eps = (v.episodes || []).slice().reverse().slice(0, 20);
+  $("#episodes-box").hidden = eps.length === 0;
+  $("#episode-count").textContent = (v.episodes || []).length;
+  $("#episodes tbody").innerHTML = eps.map((e) =>
+    `<tr class="change-episode"><td>${e.cut_seq ?? "–"}</td><td>${e.first_seq ?? "–"}…${e.last_seq ?? "–"}</td>` +
+    `<td>${e.changes.map((c) => `${esc(c.explainer)}/${esc(c.feature)} ${fmt(c.before)}→${fmt(c.after)}`).join("<br>")}` +
+    `${e.n_changes > e.changes.length ? `<br>… ${e.n_changes - e.changes.length} more` : ""}</td>` +
+    `<td>${fmt(e.loss_before)} → ${fmt(e.loss_after)}</td></tr>`).join("");
 }
 
 // ---- wiring ----------------------------------------------------------------------------------
