@@ -189,10 +189,22 @@ def write_html(view: dict[str, Any], png: Path, path: str | Path) -> Path:
            f"<h2>Ranking at the end</h2><ul>{ranking}</ul>"
            f"<img alt='explanation trajectories' style='max-width:100%' src='data:image/png;base64,{img}'>"
            f"<h2>Change events ({len(view['changes'])})</h2><table><tr><th>seq</th><th>explainer</th><th>feature</th>"
-           f"<th>before</th><th>after</th></tr>{rows}</table></body></html>")
+           f"<th>before</th><th>after</th></tr>{rows}</table>{_episodes_html(view.get('episodes') or [])}</body></html>")
     path = Path(path)
     path.write_text(doc)
     return path
+
+
+def _episodes_html(episodes: list[dict]) -> str:
+    if not episodes:
+        return ""
+    rows = "".join(
+        f"<tr><td>{ep.get('cut_seq')}</td><td>{ep.get('first_seq')}..{ep.get('last_seq')}</td><td style='text-align:left'>"
+        + "<br>".join(f"{html.escape(str(c.get('explainer')))}/{html.escape(str(c.get('feature')))} "
+                      f"{_fmt(c.get('before'))} → {_fmt(c.get('after'))}" for c in ep.get("changes", []))
+        + f"</td><td>{_fmt(ep.get('loss_before'))} → {_fmt(ep.get('loss_after'))}</td></tr>" for ep in episodes)
+    return (f"<h2>Change episodes ({len(episodes)})</h2><table><tr><th>regime from</th><th>changes at</th>"
+            f"<th>changes</th><th>model loss</th></tr>{rows}</table>")
 
 
 def _fmt(v: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 
@@ -38,6 +39,16 @@ def test_plot_writes_png_and_html_of_one_stream(bootstrap, tmp_path, capsys):
         produce_raw(s, s.topic("predictions"), preds)
         produce_raw(s, s.topic("explanations"), expl)
         produce_raw(s, s.topic("drift-events"), changes)
+    # change episodes, when the change detection writes them (a topic of its own)
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    episodes = s.topic("change-episodes")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(episodes, 1, 1)])[episodes].result(30)
+    episode = {"schema": "change_episode/v1", "stream_id": "p1", "first_seq": 720, "last_seq": 730, "closed_seq": 900,
+               "cut_seq": 610, "loss_before": 0.1, "loss_after": 0.2,
+               "changes": [{"explainer": "ipfi", "feature": "a", "seq": 720, "level_before": 0.4, "level_after": 0.05}]}
+    produce_raw(s, episodes, [(b"p1", json.dumps(episode).encode())])
     png, page = tmp_path / "p1.png", tmp_path / "p1.html"
     common = ["--bootstrap", bootstrap, "--set", f"topic_prefix={s.topic_prefix}"]
     assert main(["plot", "p1", "--out", str(png), "--html", str(page), "--idle", "2", *common]) == 0
@@ -49,6 +60,7 @@ def test_plot_writes_png_and_html_of_one_stream(bootstrap, tmp_path, capsys):
     assert float(np.var(pixels[..., :3])) > 0.005
     text = page.read_text()
     assert "data:image/png;base64," in text and "<td>720</td>" in text and "other" not in text
+    assert "Change episodes (1)" in text and "<td>610</td><td>720..730</td>" in text
     assert main(["plot", "nosuch", "--out", str(tmp_path / "x.png"), "--idle", "1", *common]) == 2
     err = capsys.readouterr().err
     assert err.startswith("streamxai: error: no explanations of stream 'nosuch'") and err.count("\n") == 1
