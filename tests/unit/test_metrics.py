@@ -54,3 +54,16 @@ def test_checkpoint_age_appears_once_one_was_written():
     assert "checkpoint_age_seconds" not in m.snapshot()["gauges"]
     m.inc("checkpoints_written")
     assert 0 <= m.snapshot()["gauges"]["checkpoint_age_seconds"] < 5
+
+
+def test_every_metric_the_code_reports_has_help_text():
+    import re
+    from pathlib import Path
+
+    from pipeline.metrics import HELP
+
+    root = Path(__file__).resolve().parents[2]
+    used = set()
+    for path in [*root.glob("pipeline/**/*.py"), *root.glob("agents/*.py")]:
+        used |= set(re.findall(r"\.(?:inc|gauge)\(\s*\"([a-z_]+)\"", path.read_text()))
+    assert used and used <= set(HELP), sorted(used - set(HELP))
