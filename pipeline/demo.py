@@ -182,7 +182,6 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()
         view = LiveView(list(s.features), s.topic_prefix, plan=plan.describe())
-        view.relate = plan.relate  # change lines say how far they are from the induced drifts
         topics = [s.topic(t) for t in ("predictions", "explanations", "drift-events", "change-episodes", "dead-letters")]
         deadline = time.monotonic() + args.timeout
         done_at = None
@@ -204,6 +203,8 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
                 break
         view.render(force=True)
         print(view.summary())
+        # the story: where the drifts were induced and how far each change is from them
+        print(plan.story(DEMO_STREAM, view.changes, getattr(view, "episodes", [])))
         return 0
     finally:
         for w in workers:

@@ -50,6 +50,28 @@ class DemoPlan:
         at, name = max(marks)
         return f"+{seq - at} after the {name} at {at}"
 
+    def story(self, stream_id: str, changes: list[dict], episodes: list[dict] = ()) -> str:
+        """The induced drift points, and each change event (and change episode) of ``stream_id``
+        with its distance from them.
+
+        >>> plan = DemoPlan(3000, 1000, 2000, ("elevel", "car"), f_before=0)
+        >>> print(plan.story("demo", [{"stream_id": "demo", "seq": 1769, "explainer": "ipfi", "feature": "elevel"}]))
+        induced in stream demo: concept drift (agrawal function 0 -> 2) at 1000, feature swap elevel<->car at 2000
+          change    seq 1769 ipfi/elevel: +769 after the concept drift at 1000
+        """
+        lines = [f"induced in stream {stream_id}: " + ", ".join(self.describe().split(", ")[1:])]
+        for ep in sorted((e for e in episodes if e.get("stream_id") == stream_id),
+                         key=lambda e: e.get("first_seq", 0)):
+            began = ep.get("cut_seq", ep.get("first_seq"))
+            top = ep.get("changes") or [{}]
+            lines.append(f"  episode  new regime from seq {began} (first change at {ep.get('first_seq')}, "
+                         f"largest {top[0].get('explainer')}/{top[0].get('feature')}): {self.relate(began)}")
+        for ch in sorted((c for c in changes if c.get("stream_id") == stream_id), key=lambda c: c["seq"]):
+            lines.append(f"  change    seq {ch['seq']} {ch.get('explainer')}/{ch.get('feature')}: {self.relate(ch['seq'])}")
+        if len(lines) == 1:
+            lines.append("  no change event yet")
+        return "\n".join(lines)
+
     def describe(self) -> str:
         parts = [f"{self.n} events"]
         if self.drift_at is not None:

@@ -41,7 +41,6 @@ class LiveView:
         self.dead_letters: list[dict[str, Any]] = []
         self._tty = out.isatty()
         self._last_render = 0.0
-        self.relate: Any = None  # seq -> text, e.g. the distance from the demo's induced drifts
 
     def _s(self, sid: str) -> _Stream:
         return self.streams.setdefault(sid, _Stream())
@@ -111,8 +110,6 @@ class LiveView:
 
     def summary(self) -> str:
         lines = ["", "=== summary ==="]
-        if self.plan:
-            lines.append(f"induced: {self.plan}")
         for sid, st in sorted(self.streams.items()):
             lines.append(f"stream {sid}: {st.predictions} predictions, explained up to seq "
                          f"{self.min_explained_seq(sid)}")
@@ -127,7 +124,7 @@ class LiveView:
                     by_seq.setdefault(ch["seq"], []).append(f"{ch['explainer']}/{ch['feature']}")
             lines.append(f"  change events: {sum(len(v) for v in by_seq.values())}")
             for seq, series in sorted(by_seq.items()):
-                lines.append(f"    seq {seq:>6}: {', '.join(series)}" + (f"  ({self.relate(seq)})" if self.relate else ""))
+                lines.append(f"    seq {seq:>6}: {', '.join(series)}")
         if self.dead_letters:
             lines.append(f"dead letters: {len(self.dead_letters)} "
                          f"({', '.join(sorted({d['reason'] for d in self.dead_letters}))})")
