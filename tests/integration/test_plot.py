@@ -13,7 +13,7 @@ from pipeline.cli import main
 from pipeline.kafka_config import ensure_topics
 from pipeline.kafka_io import produce_raw
 from pipeline.settings import Settings
-from schemas import DriftEvent, Explanation, Prediction, dumps
+from schemas import Explanation, Prediction, dumps
 
 
 def _messages(sid: str, n: int, change_at: int):
@@ -27,8 +27,10 @@ def _messages(sid: str, n: int, change_at: int):
                 curve = {"grid": [0.0, 0.5, 1.0], "pd": [0.1, 0.5 if seq < change_at else 0.2, 0.9]}
                 expl.append((f"{sid}/ipdp/{f}".encode(),
                              dumps(Explanation(sid, "ipdp", f, v / 2, seq, seq + 1, seq + 1, seq, curve))))
-    change = DriftEvent(sid, "ipfi", "a", f"{sid}/ipfi/a", change_at + 120, 300, 0.4, 0.05)
-    return preds, expl, [(change.series.encode(), dumps(change))]
+    # a drift_event/v1 as JSON: the plot reads v1 and v2 change events alike
+    change = {"schema": "drift_event/v1", "stream_id": sid, "explainer": "ipfi", "feature": "a",
+              "series": f"{sid}/ipfi/a", "seq": change_at + 120, "n_points": 300, "level_before": 0.4, "level_after": 0.05}
+    return preds, expl, [(sid.encode(), json.dumps(change).encode())]
 
 
 def test_plot_writes_png_and_html_of_one_stream(bootstrap, tmp_path, capsys):
@@ -44,7 +46,8 @@ def test_plot_writes_png_and_html_of_one_stream(bootstrap, tmp_path, capsys):
 
     episodes = s.topic("change-episodes")
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(episodes, 1, 1)])[episodes].result(30)
+    if episodes not in admin.list_topics(timeout=10).topics:  # a topic of the pipeline's own once it has one
+        admin.create_topics([NewTopic(episodes, 1, 1)])[episodes].result(30)
     episode = {"schema": "change_episode/v1", "stream_id": "p1", "first_seq": 720, "last_seq": 730, "closed_seq": 900,
                "cut_seq": 610, "loss_before": 0.1, "loss_after": 0.2,
                "changes": [{"explainer": "ipfi", "feature": "a", "seq": 720, "level_before": 0.4, "level_after": 0.05}]}
