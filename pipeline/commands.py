@@ -22,7 +22,7 @@ from .settings import Settings
 
 __all__ = ["produce", "tail", "plot", "last_seq", "resolve_topic", "OUTPUT_TOPICS"]
 
-OUTPUT_TOPICS = (*TOPIC_NAMES, "change-episodes")
+OUTPUT_TOPICS = tuple(dict.fromkeys((*TOPIC_NAMES, "change-episodes")))  # episodes: from the change detection
 
 
 def _kafka_error(s: Settings, e: Exception) -> StreamxaiError:
