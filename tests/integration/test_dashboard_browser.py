@@ -170,8 +170,11 @@ def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
             state.add("predictions", {"stream_id": sid, "seq": seq, "loss": (seq % 7) / 7}, ts=seq / 100)
             for ex in ("ipfi", "isage", "ipdp"):
                 for i, f in enumerate(features):
-                    state.add("explanations", {"stream_id": sid, "explainer": ex, "feature": f, "seq": seq,
-                                               "value": (i + 1) / 10 + k / 1000, "n_explained": seq, "n_seen": seq})
+                    msg = {"stream_id": sid, "explainer": ex, "feature": f, "seq": seq,
+                           "value": (i + 1) / 10 + k / 1000, "n_explained": seq, "n_seen": seq}
+                    if k == 42:  # explanation/v2 with standard errors: bands on the chart, ± in the ranking
+                        msg["stderr"] = 0.02
+                    state.add("explanations", msg)
         state.add("drift-events", {"stream_id": sid, "explainer": "ipfi", "feature": "f0", "seq": 2500,
                                    "level_before": 0.1, "level_after": 0.2})
     # the change-detection helper's v2 messages: a change with its cut, intervals and losses, an episode
@@ -207,6 +210,10 @@ def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
         assert "3600" in change and "[0.380, 0.420]" in change and "0.200 → 0.300" in change, change
         top = driver.execute_script("return document.querySelector('.rank-group[data-explainer=ipfi] .rank-row').dataset.feature")
         assert top == "f8"  # the largest value ranks first
+        value = driver.execute_script("return document.querySelector('.rank-group[data-explainer=ipfi] .rank-value').textContent")
+        assert value == "0.942 ± 0.020", value
+        bands = driver.execute_script("return window.dash.charts['imp-ipfi'].bands.length")
+        assert bands == 9  # one ± band per feature
         driver.save_screenshot(str(tmp_path / "hundred.png"))
     finally:
         driver.quit()

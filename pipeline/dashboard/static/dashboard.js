@@ -104,8 +104,15 @@ function upsertChart(id, parent, title, key, makeOpts, data) {
   let u = dash.charts[id];
   if (u && u._key !== key) { u.destroy(); u = null; }
   if (!u) {
-    u = new uPlot(makeOpts(chartWidth(box)), data, box);
+    const opts = makeOpts(chartWidth(box));
+    u = new uPlot(opts, data, box);
     u._key = key;
+    // band edges (±se) are series too: keep them out of the legend
+    const bandLabels = new Set(opts.series.filter((sr) => sr.band).map((sr) => sr.label));
+    u.root.querySelectorAll(".u-legend .u-series").forEach((row) => {
+      const label = row.querySelector(".u-label");
+      if (label && bandLabels.has(label.textContent)) row.style.display = "none";
+    });
     dash.charts[id] = u;
   } else {
     u.setData(data);
@@ -164,8 +171,8 @@ function renderImportance(v) {
         series.push({ label: f, stroke: colorOf(f), width: 1.5, spanGaps: true });
         if (withSe[i]) {
           const main = series.length - 1;
-          series.push({ label: f + " +se", stroke: "transparent", spanGaps: true, show: true },
-                      { label: f + " −se", stroke: "transparent", spanGaps: true, show: true });
+          series.push({ label: f + " +se", stroke: "transparent", spanGaps: true, band: true },
+                      { label: f + " −se", stroke: "transparent", spanGaps: true, band: true });
           bands.push({ series: [main + 1, main + 2], fill: colorOf(f) + "33" });
         }
       });
@@ -223,7 +230,7 @@ function renderPdp(v) {
       const series = [{ label: f }, { label: "now", stroke: colorOf(f), width: 2 }];
       const bands = [];
       if (c.se) {
-        series.push({ label: "+se", stroke: "transparent" }, { label: "−se", stroke: "transparent" });
+        series.push({ label: "+se", stroke: "transparent", band: true }, { label: "−se", stroke: "transparent", band: true });
         bands.push({ series: [2, 3], fill: colorOf(f) + "33" });
       }
       if (then) series.push({ label: "at change", stroke: colorOf(f), width: 1.5, dash: [5, 4], spanGaps: true });
