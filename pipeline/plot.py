@@ -82,6 +82,7 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import EngFormatter, MaxNLocator
 
     explainers = _ordered(view["explainers"])
     curves = view.get("curves") or {}
@@ -116,10 +117,10 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
             ax.legend(ncol=min(len(features), 9), fontsize=8, loc="upper left", bbox_to_anchor=(0, 1.0))
     if has_loss:
         ax = fig.add_subplot(grid[len(explainers), :], sharex=top)
-        ax.plot(view["loss"]["x"], [math.nan if y is None else y for y in view["loss"]["y"]], color="black", lw=1.2,
-                label="rolling loss")
-        for ex, pts in (view.get("model_loss") or {}).items():
-            ax.plot(pts["x"], pts["y"], lw=1, label=f"{ex} model loss")
+        for ex, pts in (view.get("model_loss") or {}).items():  # the explainers' view of it, under the line
+            ax.plot(pts["x"], pts["y"], lw=1, ls="--", alpha=0.6, label=f"{ex} model loss")
+        ax.plot(view["loss"]["x"], [math.nan if y is None else y for y in view["loss"]["y"]], color="black", lw=1.5,
+                label="rolling loss (predictions)")
         _changes(ax, view["changes"], colors, labels=False)
         ax.set_ylabel("loss")
         ax.set_xlabel("seq")
@@ -139,6 +140,9 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
             ax.plot(tx, tp, color=colors.get(f, "C0"), lw=1.2, ls="--", label=f"at change (seq {then['seq']})")
         ax.set_title(f"PD of {f}", fontsize=9)
         ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        if max((abs(v) for v in grid_x if isinstance(v, (int, float))), default=0) >= 1e4:
+            ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 100k, not 100000 squeezed together
         ax.grid(alpha=0.3)
         if i == 0:
             ax.legend(fontsize=7)
