@@ -105,7 +105,12 @@ def agrawal_events(
 
 
 class FileReport:
-    """What :func:`file_events` read: valid events and bad lines (with their line numbers)."""
+    """What :func:`file_events` read: valid events and bad lines (with their line numbers).
+
+    >>> r = FileReport(); r.valid = 9; r.bad.append((4, "not valid JSON"))
+    >>> r.summary("d.jsonl")
+    'd.jsonl: 9 valid event(s); 1 bad line(s) skipped (reported above)'
+    """
 
     def __init__(self) -> None:
         self.valid = 0

@@ -40,7 +40,14 @@ TOPICS = ("predictions", "explanations", "drift-events", "change-episodes")
 
 
 class DashboardConsumer:
-    """Consumes the output topics of ``settings`` into ``state`` on a daemon thread."""
+    """Consumes the output topics of ``settings`` into ``state`` on a daemon thread
+    (:meth:`start`, :meth:`stop`), subscribed by pattern so topics created later appear.
+
+    >>> from pipeline.settings import Settings
+    >>> c = DashboardConsumer(Settings(topic_prefix="shop."), DashboardState())
+    >>> bool(re.match(c.pattern, "shop.explanations")), bool(re.match(c.pattern, "shop.features"))
+    (True, False)
+    """
 
     def __init__(self, settings: Settings, state: DashboardState, from_beginning: bool = True):
         self.settings = settings
