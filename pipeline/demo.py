@@ -212,7 +212,9 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
         if board is not None:
             stop_worker(board)
         if getattr(args, "keep", False):
-            print(f"kept the demo's topics {s.topic_prefix}* and {logs}/")
+            print(f"kept the demo's topics {s.topic_prefix}* and {logs}/; look at them again with "
+                  f"`streamxai dashboard --set topic_prefix={s.topic_prefix}` or "
+                  f"`streamxai plot {DEMO_STREAM} --set topic_prefix={s.topic_prefix}`")
         else:
             _cleanup(s, logs, keep_logs=failed, explicit=explicit)
         if broker is not None and started and not args.keep_broker:
