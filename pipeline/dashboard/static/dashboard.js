@@ -205,14 +205,18 @@ function renderRanking(v) {
 }
 
 function renderLoss(v) {
-  const tables = [[v.loss.x, v.loss.y]];
-  const labels = ["rolling loss"];
+  // the explainers' view of the model's loss (explanation/v2) dashed underneath, the predictions' on top
+  const tables = [], labels = [];
   for (const [ex, s] of Object.entries(v.model_loss || {})) { tables.push([s.x, s.y]); labels.push(ex + " model loss"); }
+  tables.push([v.loss.x, v.loss.y]);
+  labels.push("rolling loss");
   if (!v.loss.x.length && tables.length === 1) return;
   const data = uPlot.join(tables);
   upsertChart("loss", $("#loss"), "", labels.join("|"), (w) => ({
     width: w, height: 180, scales: { x: { time: false } }, legend: { live: false },
-    series: [{ label: "seq" }, ...labels.map((l, i) => ({ label: l, stroke: COLORS[(i + 3) % COLORS.length], width: 1.5, spanGaps: true }))],
+    series: [{ label: "seq" }, ...labels.map((l, i) => (i === labels.length - 1
+      ? { label: l, stroke: "#222", width: 2, spanGaps: true }
+      : { label: l, stroke: COLORS[(i + 3) % COLORS.length], width: 1, dash: [4, 3], spanGaps: true }))],
     hooks: { draw: [changeMarkers(() => dash.view.changes)] },
   }), data);
 }
