@@ -99,7 +99,12 @@ class DashboardConsumer:
                             self.state.ignored += 1
                             continue
                         kind, ts_ms = msg.timestamp()
-                        self.state.add(msg.topic()[n:], obj, ts_ms / 1000.0 if kind and ts_ms > 0 else None)
+                        try:
+                            self.state.add(msg.topic()[n:], obj, ts_ms / 1000.0 if kind and ts_ms > 0 else None)
+                        except Exception:  # one odd message must not stop the page's updates
+                            self.state.ignored += 1
+                            log.exception("dashboard: could not show %s[%d]@%d", msg.topic(), msg.partition(),
+                                          msg.offset())
         finally:
             c.close()
 
