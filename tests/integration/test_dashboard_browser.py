@@ -59,6 +59,22 @@ def _wait(driver, script: str, timeout: float, what: str):
         time.sleep(0.3)
 
 
+def _wait_for_worker(s, proc, timeout: float = 60.0) -> None:
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{s.web_port}/metrics", timeout=2):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        assert proc.poll() is None, "the worker exited"
+        assert time.monotonic() < deadline, "the worker's metrics page did not answer"
+        time.sleep(0.3)
+
+
 LAST_POINT = """
 const u = window.dash && window.dash.charts['imp-ipfi'];
 if (!u || !u.data[0].length) return null;
@@ -87,11 +103,11 @@ def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_
     producer = threading.Thread(target=produce_events, args=(s, events), kwargs={"rate": 400.0}, daemon=True)
     try:
         wait_for_dashboard(url, board)
+        _wait_for_worker(s, worker)  # so the ~12 s of paced events are explained while the page watches
         producer.start()
         driver.get(url)
-        _wait(driver, "return document.querySelector('li.stream-item[data-stream=\"drifting\"]') !== null",
-              60, "the stream list to show 'drifting'")
-        listed = driver.execute_script("return [...document.querySelectorAll('li.stream-item')].map(li => li.dataset.stream)")
+        listed = _wait(driver, "const ids = [...document.querySelectorAll('li.stream-item')].map(li => li.dataset.stream);"
+                               "return ids.length === 2 && ids", 60, "the stream list to show both streams")
         assert sorted(listed) == ["control", "drifting"]
         driver.execute_script("document.querySelector('li.stream-item[data-stream=\"drifting\"]').click()")
         first = _wait(driver, LAST_POINT, 60, "the iPFI chart of 'drifting' to have points")
