@@ -1,4 +1,4 @@
-"""Drift agent: explanations → ADWIN per series → drift events."""
+"""Drift agent: explanations → change test per stream (pipeline.handlers.drift) → change events and episodes."""
 
 from __future__ import annotations
 
