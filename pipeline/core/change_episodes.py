@@ -127,14 +127,15 @@ class Episode:
 
 
 class _Series:
-    __slots__ = ("detector", "last_seq", "value", "curves", "curve")
+    __slots__ = ("detector", "last_seq", "value", "curves", "curve", "previous_curve")
 
     def __init__(self, detector: SeriesDetector):
         self.detector = detector
         self.last_seq = -1
         self.value: float | None = None
         self.curves: list[tuple[int, dict]] = []  # (seq, curve), thinned, within the window
-        self.curve: dict | None = None
+        self.curve: tuple[int, dict] | None = None  # the newest (seq, curve)
+        self.previous_curve: tuple[int, dict] | None = None
 
 
 class StreamChangeDetector(Component):
@@ -224,7 +225,7 @@ class StreamChangeDetector(Component):
             st.value = value
         if curve is not None:
             curve = _copy(curve)  # kept: never share the caller's lists
-            st.curve = curve
+            st.previous_curve, st.curve = st.curve, (seq, curve)
             if not st.curves or seq - st.curves[-1][0] >= self._curve_stride:
                 st.curves.append((seq, curve))
             while st.curves and st.curves[0][0] < seq - self.max_window:
@@ -242,15 +243,15 @@ class StreamChangeDetector(Component):
 
         def min_effect(a: Moments, b: Moments) -> float:
             if not scale_e:
-                scale_e.append(self._scale(explainer))
+                scale_e.append(self._scale(explainer, seq))
             return self.min_effect * max(scale_e[0], abs(a.mean), abs(b.mean))
 
         cut = st.detector.add(seq_lo, seq, int(block.n), float(block.mean), float(block.m2), min_effect)
         if cut is None:
             return [], episodes
         scale = max(scale_e[0], abs(cut.before.mean), abs(cut.after.mean))
-        vectors = self._vectors(cut.seq, own=(explainer, feature, cut.before, cut.after))
-        curve_b, curve_a = self._curves(feature, cut.seq)
+        vectors = self._vectors(cut.seq, seq, own=(explainer, feature, cut.before, cut.after))
+        curve_b, curve_a = self._curves(feature, cut.seq, seq)
         loss_b, loss_a = self._loss.split(cut.seq)
         change = SeriesChange(
             explainer, feature, seq, cut.seq, cut.before, cut.after, cut.z, cut.threshold, cut.min_effect,
@@ -266,30 +267,36 @@ class StreamChangeDetector(Component):
         return [self._close(max(c.seq for c in self._open))]
 
     # internals -------------------------------------------------------------------
-    def _scale(self, explainer: str) -> float:
+    # Order independence: the other series' messages of the current report (same seq) may come
+    # before or after this one (explain groups on different workers), so every read of another
+    # series uses only its blocks that end before the current seq, and curves sent before it.
+    def _scale(self, explainer: str, upto: int) -> float:
         best = 0.0
         for (e, _), st in self._series.items():
-            if e == explainer and st.detector.window.n:
-                best = max(best, abs(st.detector.window.total.mean))
+            if e == explainer:
+                m = st.detector.window.before(upto)
+                if m.n:
+                    best = max(best, abs(m.mean))
         return best
 
-    def _vectors(self, cut_seq: int, own: tuple[str, str, Moments, Moments]):
+    def _vectors(self, cut_seq: int, upto: int, own: tuple[str, str, Moments, Moments]):
         out: dict[str, dict[str, tuple[float | None, float | None]]] = {}
         for (e, f), st in self._series.items():
             if (e, f) == own[:2]:
                 pair: tuple[float | None, float | None] = (own[2].mean, own[3].mean)
             else:
-                b, a = st.detector.window.split(cut_seq)
+                b, a = st.detector.window.split(cut_seq, upto)
                 pair = (b.mean if b else None, a.mean if a else None)
             out.setdefault(e, {})[f] = pair
         return out
 
-    def _curves(self, feature: str, cut_seq: int) -> tuple[dict | None, dict | None]:
+    def _curves(self, feature: str, cut_seq: int, upto: int) -> tuple[dict | None, dict | None]:
         st = self._series.get(("ipdp", feature))
-        if st is None or st.curve is None:
+        if st is None:
             return None, None
+        now = st.curve if st.curve is not None and st.curve[0] < upto else st.previous_curve
         earlier = [c for s, c in st.curves if s < cut_seq]
-        return (_copy(earlier[-1]) if earlier else None), _copy(st.curve)
+        return (_copy(earlier[-1]) if earlier else None), (_copy(now[1]) if now is not None else None)
 
     def _close_if_due(self, seq: int) -> list[Episode]:
         if self._open and seq > max(c.seq for c in self._open) + self.episode_gap:
@@ -309,12 +316,12 @@ class StreamChangeDetector(Component):
             if (c.explainer, c.feature) in seen:
                 continue
             seen.add((c.explainer, c.feature))
-            w = self._series[(c.explainer, c.feature)].detector.window
-            explanations[c.explainer][c.feature] = (c.before.mean, w.total.mean if w.n else c.after.mean)
+            now = self._series[(c.explainer, c.feature)].detector.window.before(seq)
+            explanations[c.explainer][c.feature] = (c.before.mean, now.mean if now.n else c.after.mean)
         curves = {}
         for c in changes:
             if c.feature not in curves:
-                b, a = self._curves(c.feature, top.cut_seq)
+                b, a = self._curves(c.feature, top.cut_seq, seq)
                 if b is not None or a is not None:
                     curves[c.feature] = (b, a)
         return Episode(

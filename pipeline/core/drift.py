@@ -212,9 +212,20 @@ class SeriesWindow(Component):
         pre, suf = self.prefix_suffix()
         return [(i, Moments(*pre[i]), Moments(*suf[i])) for i in range(1, len(self.buckets))]
 
-    def split(self, seq: int) -> tuple[Moments | None, Moments | None]:
-        """Increments before and from the bucket boundary nearest to ``seq`` (None: empty side)."""
+    def before(self, upto: int) -> Moments:
+        """The increments of blocks that end before event ``upto`` (only the newest bucket, a
+        single block, can end later)."""
         b = self.buckets
+        if b and b[-1][4] >= upto:
+            return Moments(*self._pre[-2]) if len(b) > 1 else Moments(0, 0.0, 0.0)
+        return self.total
+
+    def split(self, seq: int, upto: int | None = None) -> tuple[Moments | None, Moments | None]:
+        """Increments before and from the bucket boundary nearest to ``seq`` (None: empty side),
+        of the blocks that end before event ``upto`` (default: all)."""
+        b = self.buckets
+        if b and upto is not None and b[-1][4] >= upto:
+            b = b[:-1]
         if not b:
             return None, None
         i = min(range(len(b) + 1), key=lambda i: abs((b[i][3] if i < len(b) else b[-1][4] + 1) - seq))
