@@ -34,6 +34,7 @@ class PartitionHistory:
         if before_offset <= from_offset:
             return
         c = Consumer(confluent_config(self.settings, **{
+            "log_level": 0,  # an unreachable broker surfaces as the stall error below, not per retry
             "group.id": f"streamxai-replay-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
