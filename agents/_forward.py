@@ -5,11 +5,13 @@ sent to the dead-letter topic (reason ``internal_error``) so that one message ca
 stop the agent. Nor can a send that fails: an output the producer refuses is replaced by a
 dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
 logged and counted (``send_errors``), never raised. ``dead_letters{reason=...}`` counts the
-dead letters the broker acknowledged, not the ones built.
+dead letters the broker acknowledged, not the ones built. After each message the loop yields
+to the worker's other agents, so no agent's backlog starves another.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -34,6 +36,9 @@ async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str)
                 # the input's output cannot be written (e.g. over the producer's size limit)
                 dl = dead_letter(event.value, event.key, err, stage, src, reason="send_error", max_bytes=limit)
                 await _send(topics, dl, handler.metrics, src)
+        # let the worker's other agents run: a model agent with a backlog of cheap events would
+        # otherwise hold the event loop while the explainer agent's tasks wait (issue 7, defect 6)
+        await asyncio.sleep(0)
 
 
 async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source) -> Exception | None:

@@ -24,7 +24,8 @@ __all__ = ["confluent_config", "faust_credentials", "ensure_topics", "check_brok
 #: how long a command waits for the broker before it gives up with a one-line error
 BROKER_CHECK_TIMEOUT_S = 8.0
 
-TOPIC_NAMES = ("features", "predictions", "explain-tasks", "explanations", "drift-events", "dead-letters")
+TOPIC_NAMES = ("features", "predictions", "explain-tasks", "explain-decisions", "explanations", "drift-events",
+               "dead-letters")
 
 
 def confluent_config(s: Settings, **extra: Any) -> dict[str, Any]:

@@ -114,7 +114,7 @@ class Settings:
     explain_seed: int = _f(0, "seed of every explainer's random draws")
     explain_groups: int = _f(1, "explainer work groups per stream, one model replica each: set it to the workers one stream's explanations should spread over")
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
-    max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
+    max_lag_s: float = _f(0.0, "while tasks wait longer than this many seconds, explain one event in ceil(wait / max_lag_s) of every stream (0: never shed)")
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
     # Drift
     drift_delta: float = _f(0.002, "ADWIN delta of the drift agent")

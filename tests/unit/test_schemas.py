@@ -13,6 +13,7 @@ from schemas import (
     BadValue,
     DeadLetter,
     DriftEvent,
+    ExplainDecision,
     ExplainTask,
     Explanation,
     FeatureEvent,
@@ -90,6 +91,7 @@ def test_regression_target_must_be_finite_number():
 EXAMPLES = [
     FeatureEvent("s", 0, 1.0, {"a": 1.0, "c": "x"}, 1),
     ExplainTask("s", 0, 1.0, {"a": 1.0}, 0, 1, True, 2.0),
+    ExplainDecision("s", 1, 7, False),
     Prediction("s", 0, 1.0, 1, 0, 1.0, 0),
     Explanation("s", "ipdp", "a", 0.1, 9, 10, 10, 9, {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}),
     DriftEvent("s", "ipfi", "a", "s/ipfi/a", 500, 50, 0.1, 0.4),
