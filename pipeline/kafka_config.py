@@ -12,6 +12,7 @@ Secrets are revealed only here, into the client configuration, never into logs.
 from __future__ import annotations
 
 import ssl
+import time
 from typing import Any
 
 from schemas import ConfigError
@@ -86,21 +87,37 @@ def check_broker(s: Settings, timeout: float = BROKER_CHECK_TIMEOUT_S) -> None:
 
     from .broker import BrokerError
 
-    # log_level 0: the client's own per-retry lines would bury the one line that matters
-    admin = AdminClient(confluent_config(s, log_level=0))
-    try:
-        admin.list_topics(timeout=timeout)
-    except KafkaException as e:
-        err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
-        what = err.str() if err is not None else str(e)
-        if err is not None and err.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+    # log_level 0: the client's own per-retry lines would bury the one line that matters.
+    # A refused login reaches error_cb (served by poll), while list_topics only sees a lost
+    # connection: ask in short rounds and look at the errors in between, so wrong
+    # credentials are reported at once rather than as a missing broker after the timeout.
+    refused: list[KafkaError] = []
+    auth_codes = (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED)
+
+    def on_error(err: KafkaError) -> None:
+        if err.code() in auth_codes:
+            refused.append(err)
+
+    admin = AdminClient(confluent_config(s, log_level=0, error_cb=on_error))
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            return
+        except KafkaException as e:
+            admin.poll(0)
+            if refused:
+                raise BrokerError(
+                    f"the broker at {s.bootstrap_servers} refused the credentials of user {s.sasl_username!r} "
+                    f"({refused[0].str()}); check sasl_username, sasl_password and sasl_mechanism") from None
+            if time.monotonic() < deadline:
+                continue
+            err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+            what = err.str() if err is not None else str(e)
             raise BrokerError(
-                f"the broker at {s.bootstrap_servers} refused the credentials ({what}); check sasl_username, "
-                "sasl_password and sasl_mechanism") from None
-        raise BrokerError(
-            f"no Kafka broker answered at {s.bootstrap_servers} within {timeout:g} s ({what}); start the local "
-            "one with `streamxai broker start`, or set bootstrap_servers (--bootstrap, "
-            "STREAMXAI_BOOTSTRAP_SERVERS) to yours") from None
+                f"no Kafka broker answered at {s.bootstrap_servers} within {timeout:g} s ({what}); start the local "
+                "one with `streamxai broker start`, or set bootstrap_servers (--bootstrap, "
+                "STREAMXAI_BOOTSTRAP_SERVERS) to yours") from None
 
 
 def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:

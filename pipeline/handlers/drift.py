@@ -66,7 +66,7 @@ class DriftHandler(Recovering):
                 and isinstance(seq, int) and isinstance(n_explained, int)
                 and isinstance(value, (int, float)) and not isinstance(value, bool)):
             raise SchemaMismatch(
-                "explanation/v1 needs string stream_id/explainer/feature, integer seq and n_explained "
+                f"{Explanation.SCHEMA} needs string stream_id/explainer/feature, integer seq and n_explained "
                 "and a numeric value", where=str(src))
         return _Point(stream_id, explainer, feature, seq, float(value), n_explained)
 

@@ -118,7 +118,7 @@ class ModelHandler(Recovering):
             first = st.first_partition
             n_part = self.settings.partitions
             for g in range(self.settings.explain_groups):
-                task = ExplainTask(ev.stream_id, ev.seq, ev.ts, ev.x, ev.y, g, explain, now)
+                task = ExplainTask(ev.stream_id, ev.seq, ev.ts, ev.x, ev.y, g, explain, now, loss)
                 outs.append(Out("explain-tasks", f"{ev.stream_id}/{g}".encode(), dumps(task), (first + g) % n_part))
         return outs
 

@@ -62,6 +62,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..increments import IncrementTracker
 from ..losses import get_loss
 from ..model import ModelFunction, blend_output, mean_output
 from ..removal.conditional import ConditionalRemoval
@@ -147,6 +148,8 @@ class ISAGE(Explainer):
         self.values: dict[str, float] = {f: 0.0 for f in names}
         self._y_empty: Any = None
         self.n_explained = 0
+        #: the per-event marginal contributions ``Delta`` since the last report (pipeline.core.increments)
+        self.increments = IncrementTracker(names)
 
     def _make_removal(self, names: list[str]) -> Removal:
         removal = self.removal
@@ -208,6 +211,7 @@ class ISAGE(Explainer):
         preds = fn.many(rows) if rows else []
 
         values = self.values
+        add = self.increments.add
         for j in range(d - 1):
             if m == 1:
                 pred = preds[j]
@@ -215,11 +219,15 @@ class ISAGE(Explainer):
                 pred = mean_output(preds[j * m : (j + 1) * m])
             cur = loss(y, pred)
             f = order[j]
-            values[f] = keep * values[f] + alpha * (prev - cur)
+            delta = prev - cur
+            add(f, delta)
+            values[f] = keep * values[f] + alpha * delta
             prev = cur
         cur = loss(y, y_full)  # S = D: the full x_t, no draw
         f = order[-1]
-        values[f] = keep * values[f] + alpha * (prev - cur)
+        delta = prev - cur
+        add(f, delta)
+        values[f] = keep * values[f] + alpha * delta
 
         self.n_explained += 1
         removal.update(x)
