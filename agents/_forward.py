@@ -6,7 +6,8 @@ stop the agent. Nor can a send that fails: an output the producer refuses is rep
 dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
 logged and counted (``send_errors``), never raised. ``dead_letters{reason=...}`` counts the
 dead letters the broker acknowledged, not the ones built. After each message the loop yields
-to the worker's other agents, so no agent's backlog starves another.
+to the worker's other agents, so no agent's backlog starves another; a message that may
+rebuild state from history runs on a thread, off the event loop.
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str)
         msg = event.message
         src = Source(msg.topic, msg.partition, msg.offset)
         try:
-            outs = handler.on_message(event.value, event.key, src)
+            if handler.needs_recovery(event.key):
+                # it may rebuild state from history (Kafka reads, replays): keep the event
+                # loop, and so heartbeats, commits and the other agents, running meanwhile
+                outs = await asyncio.to_thread(handler.on_message, event.value, event.key, src)
+            else:
+                outs = handler.on_message(event.value, event.key, src)
         except Exception as e:  # never let one message kill the agent
             log.exception("%s agent failed on %s", stage, src)
             outs = [dead_letter(event.value, event.key, e, stage, src, reason="internal_error", max_bytes=limit)]

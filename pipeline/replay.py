@@ -31,6 +31,14 @@ class PartitionHistory:
         self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
     ) -> Iterator[bytes | None]:
         """``before_offset=None``: up to the partition's end (its high watermark) now."""
+        for _, k, value in self.scan(topic, partition, before_offset, from_offset):
+            if key is None or k == key:
+                yield value
+
+    def scan(
+        self, topic: str, partition: int, before_offset: int | None, from_offset: int = 0
+    ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+        """``(offset, key, value)`` of every message at ``from_offset .. before_offset - 1``."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
         if before_offset is not None and before_offset <= from_offset:
@@ -58,8 +66,7 @@ class PartitionHistory:
                     continue
                 if msg.offset() >= before_offset:
                     return
-                if key is None or msg.key() == key:
-                    yield msg.value()
+                yield msg.offset(), msg.key(), msg.value()
                 if msg.offset() >= before_offset - 1:
                     return
         finally:

@@ -11,6 +11,8 @@ from typing import Any
 
 from schemas import DeadLetter, InvalidMessage, b64, dumps
 
+from .history_cache import HistoryCache
+
 __all__ = ["Out", "Source", "dead_letter", "Recovering", "DEFAULT_DEAD_LETTER_BYTES"]
 
 log = logging.getLogger("streamxai")
@@ -104,11 +106,31 @@ class Recovering:
     replays the key's later messages of this partition, or, without a checkpoint, starts
     fresh and replays the key's whole history (unless the message opens the stream).
     Subclasses set ``checkpoints``, ``history`` and ``metrics`` and implement ``_rebuild``.
+
+    A ``history`` that can ``scan`` a partition is wrapped in a :class:`HistoryCache`, so the
+    keys of a partition share one pass over it. :meth:`needs_recovery` tells the agent loop
+    which messages may rebuild state, so it can run them off the event loop.
     """
 
     checkpoints: Any
-    history: Any
     metrics: Any
+    _history: Any = None
+    _known: set[bytes] | None = None
+
+    @property
+    def history(self) -> Any:
+        """``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.replay)."""
+        return self._history
+
+    @history.setter
+    def history(self, source: Any) -> None:
+        scans = source is not None and hasattr(source, "scan")
+        self._history = HistoryCache(source, self) if scans else source
+
+    def needs_recovery(self, key: bytes | None) -> bool:
+        """Whether a message with ``key`` may make the handler rebuild state (read and replay
+        history): true for keys it has not built state for yet."""
+        return self._history is not None and key is not None and (self._known is None or key not in self._known)
 
     def _rebuild(self, st: Any, key: bytes | None, src: Source, from_offset: int) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -122,6 +144,10 @@ class Recovering:
             self.metrics.inc("checkpoints_written")
 
     def _recover(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
+        if key is not None:
+            if self._known is None:
+                self._known = set()
+            self._known.add(key)
         # only a checkpoint before this message: after a SIGKILL the worker resumes from the
         # committed offset, and a newer checkpoint covers messages whose outputs may be lost
         loaded = (self.checkpoints.load(kind, key, src.topic, src.partition, before_offset=src.offset)

@@ -137,6 +137,9 @@ def test_agents_of_one_worker_take_turns():
             order.append(self.name)
             return []
 
+        def needs_recovery(self, key):
+            return False
+
     class Msg:
         topic, partition = "t", 0
 

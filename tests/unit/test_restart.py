@@ -1,0 +1,115 @@
+"""Restarts (defect 5): the keys of a partition share one pass over its history, and a message
+that rebuilds state runs off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import orjson
+
+from pipeline.handlers import DriftHandler, Source
+from pipeline.settings import Settings
+from schemas import Explanation, dumps
+
+
+class ScanLog:
+    """A partition in memory that can be read per key or scanned once; counts both."""
+
+    def __init__(self):
+        self.items: list[tuple[bytes, bytes]] = []
+        self.per_key_reads = 0
+        self.scans = 0
+
+    def __call__(self, topic, partition, before_offset, key, from_offset=0):
+        self.per_key_reads += 1
+        for k, v in self.items[from_offset:before_offset]:
+            if key is None or k == key:
+                yield v
+
+    def scan(self, topic, partition, before_offset, from_offset=0):
+        self.scans += 1
+        for off in range(from_offset, len(self.items) if before_offset is None else before_offset):
+            yield off, *self.items[off]
+
+
+def series_log(n_series=30, n_points=240, emit_every=5):
+    rng, log = random.Random(3), ScanLog()
+    for i in range(n_points):
+        seq = (i + 1) * emit_every - 1
+        for j in range(n_series):
+            jump = 0.4 if i >= 120 and j % 3 == 0 else 0.0
+            msg = Explanation(f"s{j}", "ipfi", "age", 0.1 + jump + rng.gauss(0, 0.02), seq, (i + 1) * emit_every,
+                              seq + 1, seq)
+            log.items.append((f"s{j}/ipfi/age".encode(), dumps(msg)))
+    return log
+
+
+def events(handler_for, log):
+    got = []
+    for off, (key, value) in enumerate(log.items):
+        for out in handler_for(off).on_message(value, key, Source("explanations", 0, off)):
+            m = orjson.loads(out.value)
+            got.append((m["series"], m["seq"]))
+    return got
+
+
+def test_a_restart_reads_the_partition_once_for_all_its_series():
+    # before: each of the 270 series of the issue's restart replayed in its own Kafka pass
+    s = Settings(emit_every=5, drift_warmup=10)
+    log = series_log()
+    uninterrupted = DriftHandler(s)
+    whole = events(lambda off: uninterrupted, log)
+    assert len({series for series, _ in whole}) == 10  # the series that step up are detected
+    first, second = DriftHandler(s), DriftHandler(s, history=log)
+    resume = 30 * 100  # point 100 of every series, before the step
+    assert events(lambda off: first if off < resume else second, log) == whole
+    assert (log.scans, log.per_key_reads) == (1, 0)
+    assert second.metrics.get("history_scans") == 1
+    assert second.metrics.get("replayed_explanations") == resume
+
+
+def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
+    from agents._forward import forward
+
+    class SlowToRebuild:
+        settings, metrics = Settings(), None
+
+        def needs_recovery(self, key):
+            return True
+
+        def on_message(self, raw, key, src):
+            time.sleep(0.3)  # a replay: blocking work
+            return []
+
+    class Msg:
+        topic, partition, offset = "t", 0, 5
+
+    class Event:
+        value, key, message = b"", b"k", Msg()
+
+    class Stream:
+        async def events(self):
+            yield Event()
+
+    ticks = []
+
+    async def heartbeat(done):
+        while not done.is_set():
+            ticks.append(1)
+            await asyncio.sleep(0.01)
+
+    async def main():
+        done = asyncio.Event()
+        beat = asyncio.create_task(heartbeat(done))
+        await asyncio.sleep(0)
+        n0 = len(ticks)
+        await forward(Stream(), SlowToRebuild(), {}, "drift")
+        n1 = len(ticks)
+        done.set()
+        await beat
+        return n1 - n0
+
+    # the loop kept running while the rebuild blocked its thread (on the loop: 0 ticks)
+    assert asyncio.run(main()) > 1
