@@ -9,9 +9,11 @@ key its messages once.
 
 That is exact: a key without state that is met at offset ``o`` after the pass ended at
 ``end`` has no message in ``[end, o)`` — its first one there would have been the message
-that triggered its recovery. A key that is rebuilt a second time (its state was dropped
-after an error) is read from Kafka again. A partition whose history exceeds ``max_bytes`` is
-not cached: its keys are read one by one, as before.
+that triggered its recovery. The pass starts where the first key needs it (after its
+checkpoint); a key that needs earlier messages (an older checkpoint, or none) extends it
+back once for all. A key that is rebuilt a second time (its state was dropped after an
+error) is read from Kafka again. A partition whose cached history would exceed
+``max_bytes`` is not cached: its keys are read one by one, as before.
 
 >>> class Log:  # a partition in memory: (key, value) by offset
 ...     parts = {("t", 0): [(b"a", b"a0"), (b"b", b"b0"), (b"a", b"a1"), (b"b", b"b1")]}
@@ -38,8 +40,9 @@ __all__ = ["HistoryCache"]
 
 @dataclass
 class _Partition:
-    end: int
+    start: int
     by_key: dict[bytes, list[tuple[int, bytes | None]]]
+    size: int = 0
     served: set[bytes] = field(default_factory=set)
 
 
@@ -63,30 +66,36 @@ class HistoryCache:
         if key is None or before_offset is None or not hasattr(self.source, "scan"):
             return self.source(topic, partition, before_offset, key, from_offset)
         part = self._parts.get((topic, partition))
-        if part is None:
-            part = self._parts[(topic, partition)] = self._scan(topic, partition, before_offset)
+        if part is None:  # read from where this key needs it (after its checkpoint, or from 0)
+            part = self._parts[(topic, partition)] = _Partition(before_offset, {})
+        if part is not _TOO_BIG and from_offset < part.start:  # an earlier start: read the gap once
+            part = self._parts[(topic, partition)] = self._scan(topic, partition, part, from_offset)
         if part is _TOO_BIG or key in part.served:
             return self.source(topic, partition, before_offset, key, from_offset)
         part.served.add(key)
         entries = part.by_key.pop(key, [])
         return iter([v for off, v in entries if from_offset <= off < before_offset])
 
-    def _scan(self, topic: str, partition: int, before_offset: int) -> Any:
-        by_key: dict[bytes, list[tuple[int, bytes | None]]] = {}
-        size = n = 0
-        for off, key, value in self.source.scan(topic, partition, before_offset):
+    def _scan(self, topic: str, partition: int, part: _Partition, from_offset: int) -> Any:
+        """Read ``[from_offset, part.start)`` into ``part``, or give up past ``max_bytes``."""
+        gap: dict[bytes, list[tuple[int, bytes | None]]] = {}
+        n = 0
+        for off, key, value in self.source.scan(topic, partition, part.start, from_offset):
             n += 1
-            if key is None:
+            if key is None or key in part.served:
                 continue
-            size += len(key) + len(value or b"")
-            if size > self.max_bytes:
+            part.size += len(key) + len(value or b"")
+            if part.size > self.max_bytes:
                 self._count("history_cache_too_big")
                 return _TOO_BIG
-            by_key.setdefault(key, []).append((off, value))
+            gap.setdefault(key, []).append((off, value))
+        for key, entries in gap.items():
+            part.by_key[key] = entries + part.by_key.get(key, [])
+        part.start = from_offset
         self.scans += 1
         self._count("history_scans")
         self._count("history_messages_scanned", n)
-        return _Partition(before_offset, by_key)
+        return part
 
     def _count(self, name: str, n: int = 1) -> None:
         metrics = getattr(self.owner, "metrics", None)
