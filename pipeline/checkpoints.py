@@ -57,49 +57,85 @@ from schemas import ConfigError
 
 from .handlers.common import Source, log
 
-__all__ = ["CheckpointStore", "checkpoint_secret", "checkpoint_store"]
+__all__ = ["CheckpointStore", "SealedCheckpoints", "checkpoint_secret", "checkpoint_store"]
 
 _MAGIC = b"streamxai-checkpoint/v2\n"
 _KEY_FILE = "checkpoint.key"
 _MIN_SECRET = 16
 
 
-class CheckpointStore:
-    """Checkpoints of per-key handler state under ``directory``, authenticated with ``secret``."""
+class SealedCheckpoints:
+    """What every checkpoint store shares: the interval and the signed format."""
 
-    def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes):
+    def __init__(self, every: int = 2000, *, secret: bytes):
         if every < 0:
             raise ValueError(f"checkpoint_every={every} must be >= 0 (0 disables checkpoints)")
         if not isinstance(secret, bytes) or len(secret) < _MIN_SECRET:
             raise ValueError(f"the checkpoint key must be at least {_MIN_SECRET} bytes")
-        self.directory = Path(directory)
         self.every = every
         self._secret = secret
 
-    def __repr__(self) -> str:
-        return f"CheckpointStore({str(self.directory)!r}, every={self.every})"
-
     def due(self, n_since: int) -> bool:
         return self.every > 0 and n_since >= self.every
+
+    def _tag(self, header: bytes, payload: bytes) -> bytes:
+        return hmac.new(self._secret, header + b"\n" + payload, hashlib.sha256).hexdigest().encode()
+
+    def seal(self, kind: str, key: bytes, state: Any, src: Source) -> bytes:
+        """The signed bytes of a checkpoint: magic, HMAC tag, header, pickled state."""
+        header = orjson.dumps({"kind": kind, "key_sha256": hashlib.sha256(key).hexdigest(),
+                               "topic": src.topic, "partition": src.partition, "offset": src.offset})
+        payload = pickle.dumps(state, protocol=5)
+        return _MAGIC + self._tag(header, payload) + b"\n" + header + b"\n" + payload
+
+    def unseal(
+        self, data: bytes, where: str, kind: str, key: bytes, topic: str, partition: int | None
+    ) -> tuple[Any, int] | None:
+        """``(state, offset)`` from :meth:`seal`'s bytes, or None: another partition's (quietly)
+        or refused (one log line; never unpickled)."""
+        magic, _, rest = data.partition(b"\n")
+        tag, _, rest = rest.partition(b"\n")
+        header, _, payload = rest.partition(b"\n")
+        if magic + b"\n" != _MAGIC:
+            why = "not a signed (v2) streamxai checkpoint"
+        elif not hmac.compare_digest(tag, self._tag(header, payload)):
+            why = "its HMAC does not match (tampered, torn, or written with another checkpoint key)"
+        else:
+            h = orjson.loads(header)
+            if h["kind"] != kind or h["key_sha256"] != hashlib.sha256(key).hexdigest():
+                why = "it belongs to another key"
+            elif h["topic"] != topic or h["partition"] != partition:
+                return None  # another partition's (the key moved): not ours, not an attack
+            else:
+                return pickle.loads(payload), int(h["offset"])  # noqa: S301 - authenticated above
+        log.warning("refusing checkpoint %s: %s; the state is rebuilt by replay", where, why)
+        return None
+
+
+
+class CheckpointStore(SealedCheckpoints):
+    """Checkpoints of per-key handler state under ``directory``, authenticated with ``secret``."""
+
+    def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes):
+        super().__init__(every, secret=secret)
+        self.directory = Path(directory)
+
+    def __repr__(self) -> str:
+        return f"CheckpointStore({str(self.directory)!r}, every={self.every})"
 
     def _paths(self, kind: str, key: bytes) -> tuple[Path, Path]:
         """The newest and the previous checkpoint of ``key``."""
         stem = self.directory / kind / hashlib.sha256(key).hexdigest()
         return stem.with_suffix(".ckpt"), stem.with_suffix(".prev")
 
-    def _tag(self, header: bytes, payload: bytes) -> bytes:
-        return hmac.new(self._secret, header + b"\n" + payload, hashlib.sha256).hexdigest().encode()
-
     def save(self, kind: str, key: bytes, state: Any, src: Source) -> None:
         newest, previous = self._paths(kind, key)
         newest.parent.mkdir(parents=True, exist_ok=True)
-        header = orjson.dumps({"kind": kind, "key_sha256": hashlib.sha256(key).hexdigest(),
-                               "topic": src.topic, "partition": src.partition, "offset": src.offset})
-        payload = pickle.dumps(state, protocol=5)
+        data = self.seal(kind, key, state, src)
         fd, tmp = tempfile.mkstemp(dir=newest.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(_MAGIC + self._tag(header, payload) + b"\n" + header + b"\n" + payload)
+                fh.write(data)
             if newest.exists():
                 os.replace(newest, previous)
             os.replace(tmp, newest)
@@ -126,23 +162,7 @@ class CheckpointStore:
         except OSError as e:
             log.warning("refusing checkpoint %s: unreadable (%s); the state is rebuilt by replay", path, e)
             return None
-        magic, _, rest = data.partition(b"\n")
-        tag, _, rest = rest.partition(b"\n")
-        header, _, payload = rest.partition(b"\n")
-        if magic + b"\n" != _MAGIC:
-            why = "not a signed (v2) streamxai checkpoint"
-        elif not hmac.compare_digest(tag, self._tag(header, payload)):
-            why = "its HMAC does not match (tampered, torn, or written with another checkpoint key)"
-        else:
-            h = orjson.loads(header)
-            if h["kind"] != kind or h["key_sha256"] != hashlib.sha256(key).hexdigest():
-                why = "it belongs to another key"
-            elif h["topic"] != topic or h["partition"] != partition:
-                return None  # another partition's (the key moved): not ours, not an attack
-            else:
-                return pickle.loads(payload), int(h["offset"])  # noqa: S301 - authenticated above
-        log.warning("refusing checkpoint %s: %s; the state is rebuilt by replay", path, why)
-        return None
+        return self.unseal(data, str(path), kind, key, topic, partition)
 
 
 def checkpoint_secret(key_setting: str, state_dir: str | os.PathLike[str]) -> bytes:
@@ -177,10 +197,15 @@ def checkpoint_secret(key_setting: str, state_dir: str | os.PathLike[str]) -> by
     raise ConfigError(f"checkpoint key file {path} is empty; delete it to generate a new key")
 
 
-def checkpoint_store(settings: Any) -> CheckpointStore | None:
-    """The store a worker uses: ``state_dir/checkpoints``, authenticated by :func:`checkpoint_secret`
-    (None when ``checkpoint_every`` is 0: no checkpoints written or read)."""
+def checkpoint_store(settings: Any) -> SealedCheckpoints | None:
+    """The store a worker uses: ``state_dir/checkpoints``, or the compacted checkpoints topic
+    with ``checkpoint_store = "kafka"``; authenticated by :func:`checkpoint_secret` (None when
+    ``checkpoint_every`` is 0: no checkpoints written or read)."""
     if settings.checkpoint_every == 0:
         return None
+    if settings.checkpoint_store == "kafka":
+        from .kafka_checkpoints import KafkaCheckpointStore
+
+        return KafkaCheckpointStore(settings, settings.checkpoint_every, secret=settings.checkpoint_key.reveal().encode())
     secret = checkpoint_secret(settings.checkpoint_key.reveal(), settings.state_dir)
     return CheckpointStore(Path(settings.state_dir) / "checkpoints", settings.checkpoint_every, secret=secret)

@@ -88,6 +88,7 @@ class Settings:
     web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
     checkpoint_key: Secret = _f(Secret(""), "key authenticating checkpoints (HMAC-SHA256; secret, >= 16 characters); empty: a random key generated once into state_dir/checkpoint.key", secret=True)
+    checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir, shared by the workers of a host) or kafka (a compacted topic: a worker on any host resumes from them; needs checkpoint_key)")
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and drift series every N of its messages (0: off)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     # Data
@@ -141,6 +142,10 @@ class Settings:
                 raise bad(f"sasl_mechanism={self.sasl_mechanism!r} must be one of {', '.join(SASL_MECHANISMS)}")
             if not self.sasl_username or not self.sasl_password.reveal():
                 raise bad(f"security_protocol={self.security_protocol} needs sasl_username and sasl_password")
+        if self.checkpoint_store not in ("local", "kafka"):
+            raise bad(f"checkpoint_store={self.checkpoint_store!r} must be local or kafka")
+        if self.checkpoint_store == "kafka" and not self.checkpoint_key.reveal():
+            raise bad("checkpoint_store=kafka needs checkpoint_key (the same on every host), e.g. `openssl rand -hex 32`")
         if 0 < len(self.checkpoint_key.reveal()) < 16:
             raise bad("checkpoint_key is too short: use at least 16 characters (e.g. `openssl rand -hex 32`)")
         if not 4096 <= self.max_dead_letter_bytes <= 1_000_000:
