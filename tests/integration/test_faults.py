@@ -148,3 +148,47 @@ def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
         if proc is not None:
             stop_worker(proc)
         broker.stop()
+
+
+def test_sigkilled_worker_resumes_on_another_host_from_kafka_checkpoints(bootstrap, tmp_path):
+    """checkpoint_store=kafka: the restarted worker has a new, empty state_dir (another host)
+    and still restores checkpoints, and every value equals the in-process core's."""
+    import signal
+    import time
+
+    from pipeline.ports import free_port
+    from pipeline.settings import Secret
+
+    s = make_settings(bootstrap, str(tmp_path / "host-a"), explain_groups=2, explainers=["ipfi", "ipdp"],
+                      checkpoint_every=50, checkpoint_store="kafka", checkpoint_key=Secret("k" * 32))
+    events = list(agrawal_events("kk", 400, seed=9))
+    want = {}
+    se = stream_explainer(s, "kk")
+    for e in events:
+        values = se.process_one(e.x, e.y)
+        if se.n_seen % s.emit_every == 0:
+            want.update({(e.seq, v.explainer, v.feature): v.value for v in values})
+    ensure_topics(s)
+    first = spawn_worker(s, log_file=str(tmp_path / "a.log"), loglevel="warning")
+    procs = [first]
+    try:
+        produce_raw(s, s.topic("features"), [(b"kk", dumps(e)) for e in events[:250]])
+        collect(s, "explanations", lambda ms: any(m["seq"] >= 240 for m in ms), timeout=180)
+        time.sleep(4)  # Faust commits every ~3 s
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        other_host = s.replace(state_dir=str(tmp_path / "host-b"), web_port=free_port())
+        procs.append(spawn_worker(other_host, log_file=str(tmp_path / "b.log"), loglevel="warning"))
+        produce_raw(s, s.topic("features"), [(b"kk", dumps(e)) for e in events[250:]])
+        got = collect(s, "explanations", lambda ms: {(m["seq"], m["explainer"], m["feature"]) for m in ms} >= set(want),
+                      timeout=240)
+        assert {(m["seq"], m["explainer"], m["feature"]): m["value"] for m in got} == want
+        counters = worker_metrics(other_host)["counters"]
+        assert counters.get("checkpoints_restored", 0) >= 3, counters  # the model and both groups
+        assert not (tmp_path / "host-b" / "checkpoints").exists()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                stop_worker(p)
+    for name in ("a.log", "b.log"):
+        assert "Traceback" not in (tmp_path / name).read_text(errors="replace")
