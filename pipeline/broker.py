@@ -430,6 +430,7 @@ class LocalBroker:
         prefixes; done as ``admin`` through the broker (it must be running with ``sasl``)."""
         from confluent_kafka.admin import (
             AclBinding,
+            AclBindingFilter,
             AclOperation,
             AclPermissionType,
             AdminClient,
@@ -454,6 +455,16 @@ class LocalBroker:
                 fut.result()
             except Exception as e:
                 raise BrokerError(f"creating the ACL {binding} failed: {e}") from None
+        # the broker applies new ACLs when it applies the metadata record: return only once it
+        # describes them, so a client started next is already allowed
+        deadline = time.monotonic() + 30
+        for b in bindings:
+            filt = AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host,
+                                    b.operation, b.permission_type)
+            while not admin.describe_acls(filt, request_timeout=10).result():
+                if time.monotonic() > deadline:
+                    raise BrokerError(f"the ACL {b} was created but the broker does not show it after 30 s")
+                time.sleep(0.1)
 
     # -- process state -----------------------------------------------------------------------
 

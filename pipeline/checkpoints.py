@@ -57,42 +57,49 @@ from schemas import ConfigError
 
 from .handlers.common import Source, log
 
-__all__ = ["CheckpointStore", "SealedCheckpoints", "checkpoint_secret", "checkpoint_store"]
+__all__ = ["CheckpointStore", "checkpoint_secret", "checkpoint_store"]
 
 _MAGIC = b"streamxai-checkpoint/v2\n"
 _KEY_FILE = "checkpoint.key"
 _MIN_SECRET = 16
 
 
-class SealedCheckpoints:
-    """What every checkpoint store shares: the interval and the signed format."""
+class CheckpointStore:
+    """Checkpoints of per-key handler state under ``directory``, authenticated with ``secret``.
 
-    def __init__(self, every: int = 2000, *, secret: bytes):
+    Subclasses keep the sealed bytes elsewhere (:class:`pipeline.kafka_checkpoints.KafkaCheckpointStore`
+    on a compacted topic) by overriding :meth:`_write` and :meth:`_candidates`.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes):
         if every < 0:
             raise ValueError(f"checkpoint_every={every} must be >= 0 (0 disables checkpoints)")
         if not isinstance(secret, bytes) or len(secret) < _MIN_SECRET:
             raise ValueError(f"the checkpoint key must be at least {_MIN_SECRET} bytes")
+        self.directory = Path(directory)
         self.every = every
         self._secret = secret
+
+    def __repr__(self) -> str:
+        return f"CheckpointStore({str(self.directory)!r}, every={self.every})"
 
     def due(self, n_since: int) -> bool:
         return self.every > 0 and n_since >= self.every
 
+    # sealing: HMAC over header and payload ------------------------------------------------
+
     def _tag(self, header: bytes, payload: bytes) -> bytes:
         return hmac.new(self._secret, header + b"\n" + payload, hashlib.sha256).hexdigest().encode()
 
-    def seal(self, kind: str, key: bytes, state: Any, src: Source) -> bytes:
-        """The signed bytes of a checkpoint: magic, HMAC tag, header, pickled state."""
+    def _seal(self, kind: str, key: bytes, state: Any, src: Source) -> bytes:
         header = orjson.dumps({"kind": kind, "key_sha256": hashlib.sha256(key).hexdigest(),
                                "topic": src.topic, "partition": src.partition, "offset": src.offset})
         payload = pickle.dumps(state, protocol=5)
         return _MAGIC + self._tag(header, payload) + b"\n" + header + b"\n" + payload
 
-    def unseal(
+    def _unseal(
         self, data: bytes, where: str, kind: str, key: bytes, topic: str, partition: int | None
     ) -> tuple[Any, int] | None:
-        """``(state, offset)`` from :meth:`seal`'s bytes, or None: another partition's (quietly)
-        or refused (one log line; never unpickled)."""
         magic, _, rest = data.partition(b"\n")
         tag, _, rest = rest.partition(b"\n")
         header, _, payload = rest.partition(b"\n")
@@ -111,31 +118,37 @@ class SealedCheckpoints:
         log.warning("refusing checkpoint %s: %s; the state is rebuilt by replay", where, why)
         return None
 
+    # the store's interface ---------------------------------------------------------------
 
+    def save(self, kind: str, key: bytes, state: Any, src: Source) -> None:
+        self._write(kind, key, self._seal(kind, key, state, src))
 
-class CheckpointStore(SealedCheckpoints):
-    """Checkpoints of per-key handler state under ``directory``, authenticated with ``secret``."""
+    def load(
+        self, kind: str, key: bytes, topic: str, partition: int | None, before_offset: int | None = None
+    ) -> tuple[Any, int] | None:
+        """``(state, offset)`` of the newest valid checkpoint of ``key`` on ``topic[partition]``
+        with ``offset < before_offset`` (any offset if None), or None."""
+        found_any = []
+        for where, data in self._candidates(kind, key):
+            found = self._unseal(data, where, kind, key, topic, partition)
+            if found is not None and (before_offset is None or found[1] < before_offset):
+                found_any.append(found)
+        return max(found_any, key=lambda f: f[1]) if found_any else None
 
-    def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes):
-        super().__init__(every, secret=secret)
-        self.directory = Path(directory)
-
-    def __repr__(self) -> str:
-        return f"CheckpointStore({str(self.directory)!r}, every={self.every})"
+    # local files -------------------------------------------------------------------------
 
     def _paths(self, kind: str, key: bytes) -> tuple[Path, Path]:
         """The newest and the previous checkpoint of ``key``."""
         stem = self.directory / kind / hashlib.sha256(key).hexdigest()
         return stem.with_suffix(".ckpt"), stem.with_suffix(".prev")
 
-    def save(self, kind: str, key: bytes, state: Any, src: Source) -> None:
+    def _write(self, kind: str, key: bytes, blob: bytes) -> None:
         newest, previous = self._paths(kind, key)
         newest.parent.mkdir(parents=True, exist_ok=True)
-        data = self.seal(kind, key, state, src)
         fd, tmp = tempfile.mkstemp(dir=newest.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                fh.write(blob)
             if newest.exists():
                 os.replace(newest, previous)
             os.replace(tmp, newest)
@@ -143,26 +156,16 @@ class CheckpointStore(SealedCheckpoints):
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    def load(
-        self, kind: str, key: bytes, topic: str, partition: int | None, before_offset: int | None = None
-    ) -> tuple[Any, int] | None:
-        """``(state, offset)`` of the newest valid checkpoint of ``key`` on ``topic[partition]``
-        with ``offset < before_offset`` (any offset if None), or None."""
+    def _candidates(self, kind: str, key: bytes) -> list[tuple[str, bytes]]:
+        out = []
         for path in self._paths(kind, key):
-            found = self._read(path, kind, key, topic, partition)
-            if found is not None and (before_offset is None or found[1] < before_offset):
-                return found
-        return None
-
-    def _read(self, path: Path, kind: str, key: bytes, topic: str, partition: int | None) -> tuple[Any, int] | None:
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            log.warning("refusing checkpoint %s: unreadable (%s); the state is rebuilt by replay", path, e)
-            return None
-        return self.unseal(data, str(path), kind, key, topic, partition)
+            try:
+                out.append((str(path), path.read_bytes()))
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                log.warning("refusing checkpoint %s: unreadable (%s); the state is rebuilt by replay", path, e)
+        return out
 
 
 def checkpoint_secret(key_setting: str, state_dir: str | os.PathLike[str]) -> bytes:
@@ -197,15 +200,20 @@ def checkpoint_secret(key_setting: str, state_dir: str | os.PathLike[str]) -> by
     raise ConfigError(f"checkpoint key file {path} is empty; delete it to generate a new key")
 
 
-def checkpoint_store(settings: Any) -> SealedCheckpoints | None:
-    """The store a worker uses: ``state_dir/checkpoints``, or the compacted checkpoints topic
-    with ``checkpoint_store = "kafka"``; authenticated by :func:`checkpoint_secret` (None when
-    ``checkpoint_every`` is 0: no checkpoints written or read)."""
+def checkpoint_store(settings: Any) -> CheckpointStore | None:
+    """The store a worker uses (None when ``checkpoint_every`` is 0: no checkpoints written or
+    read): ``state_dir/checkpoints`` authenticated by :func:`checkpoint_secret`, or with
+    ``checkpoint_store = "kafka"`` the compacted topic ``<prefix>checkpoints``
+    (:mod:`pipeline.kafka_checkpoints`), authenticated by ``checkpoint_key``."""
     if settings.checkpoint_every == 0:
         return None
     if settings.checkpoint_store == "kafka":
-        from .kafka_checkpoints import KafkaCheckpointStore
+        from .kafka_checkpoints import KafkaCheckpointStore, ensure_checkpoint_topic
 
+        if not settings.checkpoint_key.reveal():
+            raise ConfigError("checkpoint_store = kafka needs checkpoint_key (the same on every worker, "
+                              ">= 16 characters, e.g. `openssl rand -hex 32`), so a worker trusts what another wrote")
+        ensure_checkpoint_topic(settings)
         return KafkaCheckpointStore(settings, settings.checkpoint_every, secret=settings.checkpoint_key.reveal().encode())
     secret = checkpoint_secret(settings.checkpoint_key.reveal(), settings.state_dir)
     return CheckpointStore(Path(settings.state_dir) / "checkpoints", settings.checkpoint_every, secret=secret)

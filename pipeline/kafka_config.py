@@ -140,10 +140,6 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
         )
     new = [NewTopic(t, num_partitions=s.partitions, replication_factor=s.replication_factor)
            for t in wanted if t not in existing]
-    checkpoints = s.topic("checkpoints")
-    if s.checkpoint_store == "kafka" and checkpoints not in existing:
-        new.append(NewTopic(checkpoints, num_partitions=s.partitions, replication_factor=s.replication_factor,
-                            config={"cleanup.policy": "compact"}))
     if not new:
         return []
     for _topic, fut in admin.create_topics(new, operation_timeout=timeout).items():

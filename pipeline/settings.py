@@ -88,7 +88,7 @@ class Settings:
     web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
     checkpoint_key: Secret = _f(Secret(""), "key authenticating checkpoints (HMAC-SHA256; secret, >= 16 characters); empty: a random key generated once into state_dir/checkpoint.key", secret=True)
-    checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir, shared by the workers of a host) or kafka (a compacted topic: a worker on any host resumes from them; needs checkpoint_key)")
+    checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir/checkpoints, shared by the workers of one host) or kafka (a compacted topic every worker reads; needs checkpoint_key)")
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and drift series every N of its messages (0: off)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     # Data
@@ -115,7 +115,7 @@ class Settings:
     explain_seed: int = _f(0, "seed of every explainer's random draws")
     explain_groups: int = _f(1, "explainer work groups per stream, one model replica each: set it to the workers one stream's explanations should spread over")
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
-    max_lag_s: float = _f(0.0, "while tasks wait longer than this many seconds, explain one event in ceil(wait / max_lag_s) of every stream (0: never shed)")
+    max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
     # Drift
     drift_delta: float = _f(0.002, "ADWIN delta of the drift agent")
@@ -144,8 +144,6 @@ class Settings:
                 raise bad(f"security_protocol={self.security_protocol} needs sasl_username and sasl_password")
         if self.checkpoint_store not in ("local", "kafka"):
             raise bad(f"checkpoint_store={self.checkpoint_store!r} must be local or kafka")
-        if self.checkpoint_store == "kafka" and not self.checkpoint_key.reveal():
-            raise bad("checkpoint_store=kafka needs checkpoint_key (the same on every host), e.g. `openssl rand -hex 32`")
         if 0 < len(self.checkpoint_key.reveal()) < 16:
             raise bad("checkpoint_key is too short: use at least 16 characters (e.g. `openssl rand -hex 32`)")
         if not 4096 <= self.max_dead_letter_bytes <= 1_000_000:

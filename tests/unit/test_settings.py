@@ -83,11 +83,3 @@ def test_sasl_password_is_not_in_the_validation_error():
         load_settings(security_protocol="SASL_PLAINTEXT", sasl_mechanism="NOPE", sasl_username="u",
                       sasl_password="pw-4417")
     assert "pw-4417" not in str(info.value)
-
-
-def test_kafka_checkpoints_need_a_shared_key():
-    with pytest.raises(ConfigError, match="checkpoint_store=kafka needs checkpoint_key"):
-        Settings(checkpoint_store="kafka")
-    with pytest.raises(ConfigError, match="checkpoint_store='s3' must be local or kafka"):
-        Settings(checkpoint_store="s3")
-    assert Settings(checkpoint_store="kafka", checkpoint_key=Secret("k" * 32)).checkpoint_store == "kafka"
