@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,6 +100,11 @@ def dead_letter(
     return Out("dead-letters", out_key, value, reason=reason)
 
 
+#: the handlers of a worker share one checkpoint store (and its Kafka clients, with
+#: checkpoint_store = kafka), and a handler rebuilding state runs on a thread of its own
+_STORE_LOCK = threading.Lock()
+
+
 class Recovering:
     """State recovery shared by the model and explain handlers.
 
@@ -140,7 +146,8 @@ class Recovering:
         st.since_checkpoint += 1
         if self.checkpoints is not None and key and self.checkpoints.due(st.since_checkpoint):
             st.since_checkpoint = 0
-            self.checkpoints.save(kind, key, st, src)
+            with _STORE_LOCK:
+                self.checkpoints.save(kind, key, st, src)
             self.metrics.inc("checkpoints_written")
 
     def _recover(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
@@ -150,8 +157,10 @@ class Recovering:
             self._known.add(key)
         # only a checkpoint before this message: after a SIGKILL the worker resumes from the
         # committed offset, and a newer checkpoint covers messages whose outputs may be lost
-        loaded = (self.checkpoints.load(kind, key, src.topic, src.partition, before_offset=src.offset)
-                  if self.checkpoints and key else None)
+        loaded = None
+        if self.checkpoints and key:
+            with _STORE_LOCK:
+                loaded = self.checkpoints.load(kind, key, src.topic, src.partition, before_offset=src.offset)
         if loaded is not None:
             st, ck_offset = loaded
             st.since_checkpoint = 0
