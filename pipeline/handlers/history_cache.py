@@ -82,6 +82,8 @@ class HistoryCache:
         n = 0
         for off, key, value in self.source.scan(topic, partition, part.start, from_offset):
             n += 1
+            if n % 1000 == 0:  # progress, visible in the metrics while a long pass runs
+                self._count("history_messages_scanned", 1000)
             if key is None or key in part.served:
                 continue
             part.size += len(key) + len(value or b"")
@@ -94,7 +96,7 @@ class HistoryCache:
         part.start = from_offset
         self.scans += 1
         self._count("history_scans")
-        self._count("history_messages_scanned", n)
+        self._count("history_messages_scanned", n % 1000)
         return part
 
     def _count(self, name: str, n: int = 1) -> None:
