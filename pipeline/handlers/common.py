@@ -151,10 +151,14 @@ class Recovering:
             self.metrics.inc("checkpoints_written")
 
     def _recover(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
-        if key is not None:
+        st = self._restore(kind, key, src, fresh, first)
+        if key is not None:  # only once it worked: a failed rebuild is tried again off the loop
             if self._known is None:
                 self._known = set()
             self._known.add(key)
+        return st
+
+    def _restore(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
         # only a checkpoint before this message: after a SIGKILL the worker resumes from the
         # committed offset, and a newer checkpoint covers messages whose outputs may be lost
         loaded = None
