@@ -27,3 +27,13 @@ def test_no_broker_is_one_clear_line(argv, capsys, monkeypatch):
 def test_the_default_wait_is_under_ten_seconds():
     assert kafka_config.check_broker.__defaults__ == (kafka_config.BROKER_CHECK_TIMEOUT_S,)
     assert kafka_config.BROKER_CHECK_TIMEOUT_S < 10
+
+
+def test_produce_refuses_a_stream_id_the_workers_would_refuse(capsys, monkeypatch):
+    from pipeline import kafka_io
+
+    monkeypatch.setattr(kafka_io, "produce_raw", lambda s, topic, items: sum(1 for _ in items))
+    monkeypatch.setattr("pipeline.kafka_config.ensure_topics", lambda s: [])
+    rc = main(["produce", "demo", "--n", "5", "--stream-id", "my stream"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "stream_id 'my stream' must be 1 to 128 characters" in err
