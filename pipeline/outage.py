@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["OutageLogFilter", "install_outage_filter"]
+__all__ = ["OutageLogFilter", "TruncateLogFilter", "install_outage_filter"]
 
 log = logging.getLogger("streamxai")
 
@@ -85,9 +85,30 @@ class OutageLogFilter(logging.Filter):
         return line
 
 
+class TruncateLogFilter(logging.Filter):
+    """Cuts a record's text to ``limit`` characters. Faust logs a failed send with the whole
+    pending message, payload included (up to a megabyte on one line).
+
+    >>> rec = logging.LogRecord("faust.topics", logging.WARNING, "", 0, "error %s", ("x" * 5000,), None)
+    >>> TruncateLogFilter(limit=20).filter(rec), rec.getMessage()
+    (True, 'error xxxxxxxxxxxxxx... (5006 characters)')
+    """
+
+    def __init__(self, limit: int = 1000):
+        super().__init__()
+        self.limit = limit
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if len(text) > self.limit:
+            record.msg, record.args = f"{text[:self.limit]}... ({len(text)} characters)", None
+        return True
+
+
 def install_outage_filter(quiet_s: float = 10.0, interval_s: float = 2.0) -> OutageLogFilter:
     """Attach one :class:`OutageLogFilter` to every aiokafka logger and check for the end of an
-    outage every ``interval_s`` seconds on a daemon thread. Call once per worker process."""
+    outage every ``interval_s`` seconds on a daemon thread; cut Faust's send-error lines with a
+    :class:`TruncateLogFilter`. Call once per worker process."""
     import aiokafka  # noqa: F401 - import the client's modules so their loggers exist
     import aiokafka.client  # noqa: F401
     import aiokafka.cluster  # noqa: F401
@@ -95,11 +116,13 @@ def install_outage_filter(quiet_s: float = 10.0, interval_s: float = 2.0) -> Out
     import aiokafka.consumer.fetcher  # noqa: F401
     import aiokafka.consumer.group_coordinator  # noqa: F401
     import aiokafka.producer.sender  # noqa: F401
+    import faust.topics  # noqa: F401
 
     f = OutageLogFilter(quiet_s)
     names = [n for n in logging.root.manager.loggerDict if n == "aiokafka" or n.startswith("aiokafka.")]
     for name in names:
         logging.getLogger(name).addFilter(f)
+    logging.getLogger("faust.topics").addFilter(TruncateLogFilter())
 
     def watch() -> None:
         while True:
