@@ -194,3 +194,27 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     assert counts[-1] < 1500  # it did shed
     for name in ("a.log", "b.log"):
         assert "Traceback" not in (tmp_path / name).read_text(errors="replace")
+
+
+def test_a_dead_letter_limit_over_the_topics_limit_stops_the_worker(bootstrap, tmp_path):
+    import time
+
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from pipeline.kafka_config import confluent_config
+    from schemas import ConfigError
+
+    s = make_settings(bootstrap, str(tmp_path / "state"))
+    ensure_topics(s)  # the defaults fit Kafka's default limit
+    admin = AdminClient(confluent_config(s))
+    entry = ConfigEntry("max.message.bytes", "200000", incremental_operation=AlterConfigOpType.SET)
+    res = ConfigResource(ConfigResource.Type.TOPIC, s.topic("dead-letters"), incremental_configs=[entry])
+    admin.incremental_alter_configs([res])[res].result(timeout=30)
+    plain = ConfigResource(ConfigResource.Type.TOPIC, s.topic("dead-letters"))
+    for _ in range(100):  # the broker applies the change a moment after acknowledging it
+        if admin.describe_configs([plain])[plain].result(timeout=30)["max.message.bytes"].value == "200000":
+            break
+        time.sleep(0.1)
+    with pytest.raises(ConfigError, match=r"accepts messages up to 200000 bytes .* at most 198976"):
+        ensure_topics(s)
+    ensure_topics(s.replace(max_dead_letter_bytes=198_976))
