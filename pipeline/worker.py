@@ -25,7 +25,11 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     from .outage import install_outage_filter
 
     created = ensure_topics(settings)
-    logging.getLogger("streamxai").info("created topics %s", created)
+    log = logging.getLogger("streamxai")
+    log.info("created topics %s", created)
+    base = f"http://{settings.web_host}:{settings.web_port}"
+    log.info("metrics at %s/metrics (Prometheus) and %s/streamxai/metrics (JSON); see the explanations "
+             "live with `streamxai dashboard` (http://127.0.0.1:8050/)", base, base)
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     app = create_app(settings, roles)
     install_outage_filter()  # a broker outage: one line when it starts, one when it ends

@@ -119,10 +119,10 @@ class ExplainHandler(Recovering):
             self._recorded[partition] = by_key
         return self._recorded[partition].pop(key, {})
 
-    def _decide(self, st: _GroupState, task: ExplainTask) -> bool:
+    def _decide(self, st: _GroupState, task: ExplainTask, waited: float) -> bool:
         if task.seq in st.recorded:  # processed before a restart: the decision made then
             return st.recorded.pop(task.seq)
-        return task.explain and not self.shedder.shed(self.clock() - task.sent_at, st.skipped)
+        return task.explain and not self.shedder.shed(waited, st.skipped)
 
     def _rebuild(self, st: _GroupState, key: bytes | None, src: Source, from_offset: int) -> None:
         """Re-run the group's tasks of this partition from ``from_offset`` to just before ``src``."""
@@ -165,7 +165,9 @@ class ExplainHandler(Recovering):
         if task.seq <= st.last_seq:
             m.inc("duplicate_tasks_dropped")
             return []
-        explain = self._decide(st, task)
+        waited = self.clock() - task.sent_at
+        m.gauge("explanation_lag_seconds", waited)
+        explain = self._decide(st, task, waited)
         if task.explain and not explain:
             m.inc("shed_events")
         se = st.explainer

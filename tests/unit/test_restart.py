@@ -10,6 +10,7 @@ import time
 import orjson
 
 from pipeline.handlers import DriftHandler, Source
+from pipeline.metrics import Metrics
 from pipeline.settings import Settings
 from schemas import Explanation, dumps
 
@@ -74,7 +75,7 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
     from agents._forward import forward
 
     class SlowToRebuild:
-        settings, metrics = Settings(), None
+        settings, metrics = Settings(), Metrics()
 
         def needs_recovery(self, key):
             return True
