@@ -50,6 +50,9 @@ HELP = {
     "replay_errors": "Messages that failed while being replayed",
     "checkpoints_written": "Checkpoints written",
     "checkpoints_restored": "Checkpoints restored",
+    "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",
+    "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
+    "history_cache_too_big": "Partitions whose history exceeded the cache, so their keys were read one by one",
 }
 # counters without labels are exposed from the start (at 0), so rates and alerts have a series
 COUNTERS = tuple(HELP)

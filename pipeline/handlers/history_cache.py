@@ -78,28 +78,32 @@ class HistoryCache:
 
     def _scan(self, topic: str, partition: int, part: _Partition, from_offset: int) -> Any:
         """Read ``[from_offset, part.start)`` into ``part``, or give up past ``max_bytes``."""
+        m = self._metrics()
         gap: dict[bytes, list[tuple[int, bytes | None]]] = {}
         n = 0
         for off, key, value in self.source.scan(topic, partition, part.start, from_offset):
             n += 1
             if n % 1000 == 0:  # progress, visible in the metrics while a long pass runs
-                self._count("history_messages_scanned", 1000)
+                m.inc("history_messages_scanned", 1000)
             if key is None or key in part.served:
                 continue
             part.size += len(key) + len(value or b"")
             if part.size > self.max_bytes:
-                self._count("history_cache_too_big")
+                m.inc("history_cache_too_big")
                 return _TOO_BIG
             gap.setdefault(key, []).append((off, value))
         for key, entries in gap.items():
             part.by_key[key] = entries + part.by_key.get(key, [])
         part.start = from_offset
         self.scans += 1
-        self._count("history_scans")
-        self._count("history_messages_scanned", n % 1000)
+        m.inc("history_scans")
+        m.inc("history_messages_scanned", n % 1000)
         return part
 
-    def _count(self, name: str, n: int = 1) -> None:
-        metrics = getattr(self.owner, "metrics", None)
-        if metrics is not None:
-            metrics.inc(name, n)
+    def _metrics(self) -> Any:
+        return getattr(self.owner, "metrics", None) or _NoMetrics()
+
+
+class _NoMetrics:
+    def inc(self, name: str, n: int = 1) -> None:
+        pass
