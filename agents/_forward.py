@@ -32,7 +32,7 @@ async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str)
         metrics.inc("messages_in", topic=msg.topic)
         metrics.processed(msg.topic, msg.partition, msg.offset)
         try:
-            if handler.needs_recovery(event.key):
+            if handler.needs_recovery(event.key, src):
                 # it may rebuild state from history (Kafka reads, replays): keep the event
                 # loop, and so heartbeats, commits and the other agents, running meanwhile
                 outs = await asyncio.to_thread(handler.on_message, event.value, event.key, src)

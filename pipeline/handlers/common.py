@@ -122,6 +122,7 @@ class Recovering:
     metrics: Any
     _history: Any = None
     _known: set[bytes] | None = None
+    _positions: dict[tuple[str, int], int] | None = None
 
     @property
     def history(self) -> Any:
@@ -133,9 +134,22 @@ class Recovering:
         scans = source is not None and hasattr(source, "scan")
         self._history = HistoryCache(source, self) if scans else source
 
-    def needs_recovery(self, key: bytes | None) -> bool:
-        """Whether a message with ``key`` may make the handler rebuild state (read and replay
-        history): true for keys it has not built state for yet."""
+    def needs_recovery(self, key: bytes | None, src: Source | None = None) -> bool:
+        """Whether a message with ``key`` at ``src`` may make the handler rebuild state (read and
+        replay history): true for keys it has not built state for yet.
+
+        The agent loop calls it for every message, in order, so it also notices when a
+        partition does not continue where it left off (it was revoked and given back, after
+        another worker processed some of it): the partition's cached history is then dropped,
+        since it no longer covers every message before the ones to come."""
+        if src is not None and src.partition is not None and src.offset is not None:
+            if self._positions is None:
+                self._positions = {}
+            tp = (src.topic, src.partition)
+            prev = self._positions.get(tp)
+            if prev is not None and src.offset != prev + 1 and isinstance(self._history, HistoryCache):
+                self._history.forget(src.topic, src.partition)
+            self._positions[tp] = src.offset
         return self._history is not None and key is not None and (self._known is None or key not in self._known)
 
     def _rebuild(self, st: Any, key: bytes | None, src: Source, from_offset: int) -> None:  # pragma: no cover

@@ -9,7 +9,9 @@ key its messages once.
 
 That is exact: a key without state that is met at offset ``o`` after the pass ended at
 ``end`` has no message in ``[end, o)`` — its first one there would have been the message
-that triggered its recovery. The pass starts where the first key needs it (after its
+that triggered its recovery (the handler sees every message of the partition in order; when
+it does not, e.g. the partition was revoked and given back, :meth:`forget` drops the
+partition's cache). The pass starts where the first key needs it (after its
 checkpoint); a key that needs earlier messages (an older checkpoint, or none) extends it
 back once for all. A key that is rebuilt a second time (its state was dropped after an
 error) is read from Kafka again. A partition whose cached history would exceed
@@ -75,6 +77,10 @@ class HistoryCache:
         part.served.add(key)
         entries = part.by_key.pop(key, [])
         return iter([v for off, v in entries if from_offset <= off < before_offset])
+
+    def forget(self, topic: str, partition: int) -> None:
+        """Drop what is cached of ``topic[partition]`` (the handler did not see all of it)."""
+        self._parts.pop((topic, partition), None)
 
     def _scan(self, topic: str, partition: int, part: _Partition, from_offset: int) -> Any:
         """Read ``[from_offset, part.start)`` into ``part``, or give up past ``max_bytes``."""

@@ -77,7 +77,7 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
     class SlowToRebuild:
         settings, metrics = Settings(), Metrics()
 
-        def needs_recovery(self, key):
+        def needs_recovery(self, key, src=None):
             return True
 
         def on_message(self, raw, key, src):
@@ -134,3 +134,33 @@ def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_pa
     # before the oldest checkpoint
     assert (log.scans, log.per_key_reads) == (2, 0)
     assert second.metrics.get("history_messages_scanned") == resume - (79 * 30 + 1)
+
+
+
+def test_a_partition_given_back_after_a_gap_is_read_again():
+    """The worker held the partition, lost it to another worker for a while, and got it back:
+    its one-pass cache does not cover what the other worker processed, so it is dropped."""
+    s = Settings(emit_every=5, drift_warmup=10)
+    log, n_b = ScanLog(), 0
+    for off in range(400):
+        if off < 50 and off % 2 or off >= 220 and off % 2:  # series b: only in these two stretches
+            sid, n_b, i = "b", n_b + 1, n_b
+        else:
+            sid, i = "a", off
+        msg = Explanation(sid, "ipfi", "age", 0.1, (i + 1) * 5 - 1, (i + 1) * 5, (i + 1) * 5, (i + 1) * 5 - 1)
+        log.items.append((f"{sid}/ipfi/age".encode(), dumps(msg)))
+    handler = DriftHandler(s, history=log)
+
+    def via_agent_loop(offsets):  # what agents/_forward.py does with each message
+        for off in offsets:
+            key, value = log.items[off]
+            handler.needs_recovery(key, Source("explanations", 0, off))
+            handler.on_message(value, key, Source("explanations", 0, off))
+
+    via_agent_loop(range(100, 200))  # restarted at 100: meets a (one pass caches [0, 100))
+    assert handler.metrics.get("replayed_explanations") == 75  # a's messages before 100
+    via_agent_loop(range(300, 400))  # the partition was away from 200 to 300; b is met at 301
+    b_before_301 = sum(1 for k, _ in log.items[:301] if k == b"b/ipfi/age")
+    assert handler.metrics.get("replayed_explanations") == 75 + b_before_301
+    n_b_all = sum(1 for k, _ in log.items if k == b"b/ipfi/age")
+    assert handler.series["b/ipfi/age"].last_seq == n_b_all * 5 - 1  # none skipped, none twice

@@ -138,7 +138,7 @@ def test_agents_of_one_worker_take_turns():
             order.append(self.name)
             return []
 
-        def needs_recovery(self, key):
+        def needs_recovery(self, key, src=None):
             return False
 
     class Msg:
