@@ -52,6 +52,7 @@ HELP = {
     "checkpoints_restored": "Checkpoints restored",
     "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",
     "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
+    "states_dropped_after_rebalance": "Keys whose state was stale after their partition came back from another worker (rebuilt)",
     "history_cache_too_big": "Partitions whose history exceeded the cache, so their keys were read one by one",
 }
 # counters without labels are exposed from the start (at 0), so rates and alerts have a series

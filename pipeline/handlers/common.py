@@ -123,6 +123,8 @@ class Recovering:
     _history: Any = None
     _known: set[bytes] | None = None
     _positions: dict[tuple[str, int], int] | None = None
+    _revoked: set[tuple[str, int]] | None = None
+    _key_tp: dict[bytes, tuple[str, int]] | None = None
 
     @property
     def history(self) -> Any:
@@ -149,8 +151,33 @@ class Recovering:
             prev = self._positions.get(tp)
             if prev is not None and src.offset != prev + 1 and isinstance(self._history, HistoryCache):
                 self._history.forget(src.topic, src.partition)
+            if self._revoked and tp in self._revoked:
+                self._revoked.discard(tp)
+                if prev is not None and src.offset > prev + 1:
+                    self._drop_partition(tp)
             self._positions[tp] = src.offset
         return self._history is not None and key is not None and (self._known is None or key not in self._known)
+
+    def partitions_revoked(self, tps: set[tuple[str, int]]) -> None:
+        """A rebalance took ``(topic, partition)`` pairs away. If one comes back after another
+        worker processed some of it, the states of its keys here missed those messages: the
+        next message then drops them, and each key is rebuilt (checkpoint and replay)."""
+        self._revoked = (self._revoked or set()) | set(tps)
+
+    def _drop_partition(self, tp: tuple[str, int]) -> None:
+        stale = [k for k, where in (self._key_tp or {}).items() if where == tp]
+        for key in stale:
+            self._drop_state(key)
+            self._key_tp.pop(key, None)  # type: ignore[union-attr]
+            if self._known is not None:
+                self._known.discard(key)
+        if stale:
+            self.metrics.inc("states_dropped_after_rebalance", len(stale))
+            log.info("%s[%d] came back after another worker processed part of it: rebuilding %d keys",
+                     tp[0], tp[1], len(stale))
+
+    def _drop_state(self, key: bytes) -> None:  # pragma: no cover - each handler drops its own
+        raise NotImplementedError
 
     def _rebuild(self, st: Any, key: bytes | None, src: Source, from_offset: int) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -168,8 +195,10 @@ class Recovering:
         st = self._restore(kind, key, src, fresh, first)
         if key is not None:  # only once it worked: a failed rebuild is tried again off the loop
             if self._known is None:
-                self._known = set()
+                self._known, self._key_tp = set(), {}
             self._known.add(key)
+            if src.partition is not None:
+                self._key_tp[key] = (src.topic, src.partition)  # type: ignore[index]
         return st
 
     def _restore(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:

@@ -151,6 +151,11 @@ class ExplainHandler(Recovering):
         self.metrics.inc("replayed_tasks", n)
         log.info("rebuilt %s from %d earlier tasks of %s", key, n, src)
 
+    def _drop_state(self, key: bytes) -> None:
+        stream_id, _, group = key.decode(errors="replace").rpartition("/")
+        if group.isdigit():
+            self.groups.pop((stream_id, int(group)), None)
+
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         m = self.metrics
         try:

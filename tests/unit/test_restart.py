@@ -164,3 +164,44 @@ def test_a_partition_given_back_after_a_gap_is_read_again():
     assert handler.metrics.get("replayed_explanations") == 75 + b_before_301
     n_b_all = sum(1 for k, _ in log.items if k == b"b/ipfi/age")
     assert handler.series["b/ipfi/age"].last_seq == n_b_all * 5 - 1  # none skipped, none twice
+
+
+def test_a_partition_back_from_another_worker_rebuilds_its_stale_states():
+    """Before, a stream model kept here while another worker learned events 100..149 went on
+    at 150 as if they had never happened: its predictions silently diverged."""
+    from pipeline.demo_stream import agrawal_events
+    from pipeline.handlers import ModelHandler
+
+    s = Settings(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 20})
+    items = [(b"m", dumps(e)) for e in agrawal_events("m", 200, seed=7)]
+
+    class Log:
+        def __call__(self, topic, partition, before, key, from_offset=0):
+            for k, v in items[from_offset:before]:
+                if k == key:
+                    yield v
+
+    def loop(handler, offsets):  # what agents/_forward.py does with each message
+        out = {}
+        for off in offsets:
+            src = Source("features", 0, off)
+            handler.needs_recovery(items[off][0], src)
+            for o in handler.on_message(items[off][1], items[off][0], src):
+                if o.topic == "predictions":
+                    m = orjson.loads(o.value)
+                    out[m["seq"]] = m["y_pred"]
+        return out
+
+    whole = loop(ModelHandler(s), range(200))
+    here = ModelHandler(s, history=Log())
+    loop(here, range(100))
+    here.partitions_revoked({("features", 0)})
+    loop(ModelHandler(s, history=Log()), range(100, 150))  # the other worker, meanwhile
+    assert loop(here, range(150, 200)) == {q: whole[q] for q in range(150, 200)}
+    assert here.metrics.get("states_dropped_after_rebalance") == 1
+    # given back with nothing processed elsewhere (it resumes where it stopped): states kept
+    again = ModelHandler(s, history=Log())
+    loop(again, range(100))
+    again.partitions_revoked({("features", 0)})
+    assert loop(again, range(100, 200)) == {q: whole[q] for q in range(100, 200)}
+    assert again.metrics.get("states_dropped_after_rebalance") == 0
