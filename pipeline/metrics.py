@@ -19,6 +19,7 @@ turns those into consumer lag per partition (:meth:`Metrics.set_lag`).
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -82,6 +83,8 @@ class Metrics:
         self._offsets: dict[tuple[str, int], int] = {}
         self._last_checkpoint: float | None = None
         self.started = time.time()
+        # handlers rebuild state on a thread while the agents run: counts must not be lost
+        self._lock = threading.Lock()
 
     def _key(self, name: str, labels: dict[str, Any]) -> str:
         if not labels:
@@ -93,7 +96,9 @@ class Metrics:
         return key
 
     def inc(self, name: str, n: int = 1, **labels: Any) -> None:
-        self._counters[self._key(name, labels) if labels else name] += n
+        key = self._key(name, labels) if labels else name
+        with self._lock:
+            self._counters[key] += n
         if name == "checkpoints_written":
             self._last_checkpoint = time.time()
 
