@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 __all__ = [
     "FeatureEvent",
     "ExplainTask",
+    "ExplainDecision",
     "Prediction",
     "Explanation",
     "DriftEvent",
@@ -78,6 +79,18 @@ class ExplainTask(_Message):
     explain: bool
     sent_at: float
     loss: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainDecision(_Message):
+    """Internal: whether explainer group ``group`` explained (or shed) event ``seq``, recorded
+    when lag shedding is on so a replay makes the same decision."""
+
+    SCHEMA: ClassVar[str] = "explain_decision/v1"
+    stream_id: str
+    group: int
+    seq: int
+    explain: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,5 +234,6 @@ class DeadLetter(_Message):
 
 MESSAGE_TYPES: dict[str, type[_Message]] = {
     cls.SCHEMA: cls
-    for cls in (FeatureEvent, ExplainTask, Prediction, Explanation, DriftEvent, ChangeEpisode, DeadLetter)
+    for cls in (FeatureEvent, ExplainTask, ExplainDecision, Prediction, Explanation, DriftEvent, ChangeEpisode,
+                DeadLetter)
 }

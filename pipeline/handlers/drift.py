@@ -139,6 +139,9 @@ class DriftHandler(Recovering):
         self.metrics.inc("replayed_explanations", n)
         log.info("rebuilt drift state of stream %s from %d earlier explanations of %s", stream_id, n, src)
 
+    def _drop_state(self, key: bytes) -> None:
+        self.streams.pop(key.decode(errors="replace"), None)
+
     def _state_for(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
         if key != p.stream_id.encode():
             log.warning("explanation at %s is keyed %r, not by its stream_id %r: its stream's history cannot be "
@@ -147,6 +150,9 @@ class DriftHandler(Recovering):
         # a stream's first report carries n_explained <= emit_every: nothing of it came before
         first = p.n_explained <= self.settings.emit_every
         return self._recover("drift", key, src, self._fresh, first=first)
+
+    def _drop_state(self, key: bytes) -> None:
+        self.series.pop(key.decode(errors="replace"), None)
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         m = self.metrics
