@@ -1,6 +1,7 @@
-"""Time for a restarted drift agent to rebuild its series from the explanations topic: one pass
-per partition (HistoryCache) against one pass per series (the way before), measured in the same
-run on the same topic.
+"""Time for a restarted drift agent to rebuild its streams from the explanations topic: one pass
+per partition (HistoryCache) against one pass per key, measured in the same run on the same topic.
+Explanations are keyed by stream (the drift agent keeps all series of a stream together), so the
+270 series here are 10 keys.
 
     python tests/benchmarks/bench_restart.py [--series 270] [--points 200] [--baseline-series 27]
 
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
 from pipeline_helpers import make_settings  # noqa: E402
 
@@ -34,7 +36,7 @@ from schemas import Explanation, dumps  # noqa: E402
 
 
 def rebuild(s, last, history) -> tuple[float, int]:
-    """Feed each series' last message to a fresh handler; seconds and explanations replayed."""
+    """Feed each stream's last message to a fresh handler; seconds and explanations replayed."""
     h = DriftHandler(s, history=history)
     t0 = time.perf_counter()
     for rec in last:
@@ -60,30 +62,35 @@ def main() -> None:
         s = make_settings(bootstrap, f"{tmp}/state", emit_every=10)
         ensure_topics(s)
         rng, items = random.Random(1), []
-        names = [(f"stream{i % 10}", ("ipfi", "isage", "ipdp")[i % 3], f"f{i // 30}") for i in range(args.series)]
+        feats = s.features
+        names = [(f"stream{i % 10}", ("ipfi", "isage", "ipdp")[i % 3], feats[(i // 30) % len(feats)])
+                 for i in range(args.series)]
         for k in range(args.points + 1):
             seq = (k + 1) * s.emit_every - 1
             for sid, ex, feat in names:
-                msg = Explanation(sid, ex, feat, rng.gauss(0.1, 0.02), seq, (k + 1) * s.emit_every, seq + 1, seq)
-                items.append((f"{sid}/{ex}/{feat}".encode(), dumps(msg)))
+                v = rng.gauss(0.1, 0.02)
+                block = {"n": s.emit_every, "mean": v, "m2": 0.04 * (s.emit_every - 1)}
+                msg = Explanation(sid, ex, feat, v, seq, (k + 1) * s.emit_every, seq + 1, seq, block=block)
+                items.append((sid.encode(), dumps(msg)))  # explanations are keyed by stream
         produce_raw(s, s.topic("explanations"), items)
         last = {}
         for rec in consume(s, [s.topic("explanations")], idle_timeout=5):
             last[rec.key] = rec
         last_recs = sorted(last.values(), key=lambda r: (r.partition, r.offset))
-        print(f"{len(items)} explanations of {len(last_recs)} series on {s.partitions} partitions")
+        print(f"{len(items)} explanations of {len(names)} series in {len(last_recs)} streams on "
+              f"{s.partitions} partitions")
         history = PartitionHistory(s)
 
-        def per_key(topic, partition, before, key, from_offset=0):  # no scan: one pass per series
+        def per_key(topic, partition, before, key, from_offset=0):  # no scan: one pass per key
             return history(topic, partition, before, key, from_offset)
 
         base = last_recs[:: max(1, len(last_recs) // args.baseline_series)][: args.baseline_series]
         t_base, n_base = rebuild(s, base, per_key)
         t_new, n_new = rebuild(s, last_recs, history)
         scaled = t_base / len(base) * len(last_recs)
-        print(f"one pass per series: {t_base:.2f} s for {len(base)} series ({n_base} replayed), "
-              f"{t_base / len(base):.3f} s per series -> {scaled:.1f} s for {len(last_recs)}")
-        print(f"one pass per partition: {t_new:.2f} s for {len(last_recs)} series ({n_new} replayed)")
+        print(f"one pass per key: {t_base:.2f} s for {len(base)} streams ({n_base} replayed), "
+              f"{t_base / len(base):.3f} s per stream -> {scaled:.1f} s for {len(last_recs)}")
+        print(f"one pass per partition: {t_new:.2f} s for {len(last_recs)} streams ({n_new} replayed)")
         print(f"speed-up: {scaled / t_new:.1f}x")
     finally:
         if broker is not None:
