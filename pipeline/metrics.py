@@ -48,7 +48,7 @@ HELP = {
     "change_episodes": "Change episodes raised (changes of one stream that happened together)",
     "replayed_events": "Feature events re-run to rebuild a stream model after a restart or rebalance",
     "replayed_tasks": "Explain tasks re-run to rebuild an explainer group",
-    "replayed_explanations": "Explanations re-run to rebuild a drift series",
+    "replayed_explanations": "Explanations re-run to rebuild a stream's drift state",
     "replay_errors": "Messages that failed while being replayed",
     "checkpoints_written": "Checkpoints written",
     "checkpoints_restored": "Checkpoints restored",

@@ -89,7 +89,7 @@ class Settings:
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
     checkpoint_key: Secret = _f(Secret(""), "key authenticating checkpoints (HMAC-SHA256; secret, >= 16 characters); empty: a random key generated once into state_dir/checkpoint.key", secret=True)
     checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir/checkpoints, shared by the workers of one host) or kafka (a compacted topic every worker reads; needs checkpoint_key)")
-    checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and drift series every N of its messages (0: off)")
+    checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and stream drift state every N of its messages (0: off)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     # Data
     features: list = _f(list(AGRAWAL_FEATURES), "feature names every event must carry, in model order")
