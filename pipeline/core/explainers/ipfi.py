@@ -60,6 +60,7 @@ from ..losses import get_loss
 from ..model import ModelFunction
 from ..rng import derive_seed, make_rng
 from ..storage.reservoir import GeometricReservoir, UniformReservoir
+from ..uncertainty import SmoothedStderr
 from .base import Explainer
 
 __all__ = ["IPFI"]
@@ -151,6 +152,14 @@ class IPFI(Explainer):
         self._rngs = [(f, make_rng(self.seed, "ipfi", f)) for f in self._explained]
         self.n_explained = 0
         self.values: dict[str, float] = {f: 0.0 for f in self._explained}
+        self._se = SmoothedStderr(self._explained, self.alpha, start="first")
+        self._n_stored = 0
+
+    @property
+    def stderr(self) -> dict[str, float]:
+        """Standard error of each value (:mod:`pipeline.core.uncertainty`): the smoothing's
+        weights, the increments' running variance and the storage's reuse of observations."""
+        return self._se.stderrs()
 
     @property
     def explained_features(self) -> list[str]:
@@ -160,6 +169,7 @@ class IPFI(Explainer):
     # protocol --------------------------------------------------------------------
     def observe_one(self, x: dict[str, Any], y: Any = None) -> None:
         """Update the storage with ``x`` only (an event skipped under a budget)."""
+        self._n_stored += 1
         self._storage.update(x)
 
     def explain_one(self, x: dict[str, Any], y: Any) -> dict[str, float]:
@@ -169,6 +179,7 @@ class IPFI(Explainer):
         past = storage.items
         n_past = len(past)
         if n_past == 0:  # before t0: nothing to sample from yet
+            self._n_stored += 1
             storage.update(x)
             return dict(self.values)
 
@@ -183,19 +194,24 @@ class IPFI(Explainer):
         copy = dict(x).copy
         rows: list[dict[str, Any]] = []
         append = rows.append
+        slots: list[list[int]] = []  # the stored observations each feature's draws used
         try:
             if m == 1:
                 for f, rng in self._rngs:
                     row = copy()
-                    row[f] = past[int(rng.random() * n_past)][f]
+                    k = int(rng.random() * n_past)
+                    row[f] = past[k][f]
                     append(row)
+                    slots.append([k])
             else:
                 for f, rng in self._rngs:
                     u = rng.random
-                    for _ in range(m):
+                    ks = [int(u() * n_past) for _ in range(m)]
+                    for k in ks:
                         row = copy()
-                        row[f] = past[int(u() * n_past)][f]
+                        row[f] = past[k][f]
                         append(row)
+                    slots.append(ks)
         except KeyError as e:
             raise ValueError(
                 f"a stored observation lacks feature {e.args[0]!r}; every event given to "
@@ -207,10 +223,12 @@ class IPFI(Explainer):
         keep = 1.0 - a
         first = self.n_explained == 0
         values = self.values
+        lams = []
         if m == 1:
             for (f, _), p in zip(self._rngs, preds, strict=True):
                 lam = float(loss(y, p)) - base_loss
                 values[f] = lam if first else keep * values[f] + a * lam
+                lams.append(lam)
         else:
             i = 0
             for f, _ in self._rngs:
@@ -220,6 +238,13 @@ class IPFI(Explainer):
                 i += m
                 lam = float(s) / m - base_loss
                 values[f] = lam if first else keep * values[f] + a * lam
+                lams.append(lam)
         self.n_explained += 1
+        se = self._se
+        se.add_increments(lams)
+        n_stored = self._n_stored
+        se.add_donors(past, slots, lams, updates=n_stored / self.n_explained,
+                      replace_rate=1.0 / n_stored if self.storage == "uniform" else None)
+        self._n_stored = n_stored + 1
         storage.update(x)
         return dict(values)

@@ -101,6 +101,7 @@ from ..model import ModelFunction, blend_output, mean_output
 from ..removal.conditional import ConditionalRemoval
 from ..removal.marginal import MarginalRemoval, Removal
 from ..rng import derive_seed, make_rng
+from ..uncertainty import SmoothedStderr
 from .base import Explainer
 
 __all__ = ["ISAGE"]
@@ -189,6 +190,10 @@ class ISAGE(Explainer):
         self._y_empty: Any = None
         self._gap = 0.0
         self.n_explained = 0
+        self._index = {f: i for i, f in enumerate(names)}
+        self._deltas = [0.0] * len(names)
+        self._se = SmoothedStderr(names, self.alpha, start="zero")
+        self._n_stored = 0
 
     def _make_removal(self, names: list[str]) -> Removal:
         removal = self.removal
@@ -221,6 +226,13 @@ class ISAGE(Explainer):
         return self._mode
 
     @property
+    def stderr(self) -> dict[str, float]:
+        """Standard error of each value: see :mod:`pipeline.core.uncertainty` (with the
+        reservoir-reuse correction for the interventional removal, whose donors are known;
+        the observational removal's leaf reservoirs are not corrected for)."""
+        return self._se.stderrs()
+
+    @property
     def jensen_gap(self) -> float:
         """Smoothed estimate of how much the values' sum overstates ``v({}) - v(D)``.
 
@@ -239,6 +251,7 @@ class ISAGE(Explainer):
     def explain_one(self, x: dict[str, Any], y: Any) -> dict[str, float]:
         removal = self._removal
         if not removal.ready:  # first event: nothing stored to draw absent features from
+            self._n_stored += 1
             removal.update(x)
             return dict(self.values)
         fn = self.model_fn
@@ -261,8 +274,10 @@ class ISAGE(Explainer):
             self._y_empty = blend_output(self._y_empty, y_full, alpha)
         of_mean = self._of_mean
         first = 1 if self._mode == "paper" else 0  # else the chain starts at S = {} imputed
+        slots = None
         if self._shared:
-            rows = _shared_chain(x, order, removal.reservoir.items, m, rng, first)  # type: ignore[attr-defined]
+            items = removal.reservoir.items  # type: ignore[attr-defined]
+            rows, slots = _shared_chain(x, order, items, m, rng, first)
         else:
             rows = removal.sample_chain(x, order, m, rng)  # S = order[:j], j = 1..d-1
             if first == 0:
@@ -270,6 +285,8 @@ class ISAGE(Explainer):
         preds = fn.many(rows) if rows else []
 
         values = self.values
+        index = self._index
+        deltas = self._deltas
         if first == 0:
             head, preds = preds[:m], preds[m:]
             if of_mean is not None:
@@ -287,42 +304,53 @@ class ISAGE(Explainer):
             else:
                 cur = loss(y, mean_output(preds[j * m : (j + 1) * m]))
             f = order[j]
-            values[f] = keep * values[f] + alpha * (prev - cur)
+            delta = prev - cur
+            values[f] = keep * values[f] + alpha * delta
+            deltas[index[f]] = delta
             prev = cur
         cur = loss(y, y_full)  # S = D: the full x_t, no draw
         f = order[-1]
-        values[f] = keep * values[f] + alpha * (prev - cur)
+        delta = prev - cur
+        values[f] = keep * values[f] + alpha * delta
+        deltas[index[f]] = delta
 
         self.n_explained += 1
+        se = self._se
+        se.add_increments(deltas)
+        if slots is not None:
+            se.add_donors(items, slots, deltas, updates=self._n_stored / self.n_explained)
+        self._n_stored += 1
         removal.update(x)
         return dict(values)
 
     def observe_one(self, x: dict[str, Any], y: Any) -> None:
         """Update the removal's storage only (an event skipped under a budget)."""
+        self._n_stored += 1
         self._removal.update(x)
 
 
 def _shared_chain(
     x: dict[str, Any], order: list[str], items: list[dict[str, Any]], m: int, rng: Any, first: int = 1
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], list[int]]:
     """Rows of one permutation chain with ``m`` donors shared by all its coalitions.
 
-    Returns, for ``j = first..d-1``, ``m`` rows with ``order[:j]`` from ``x`` and ``order[j:]``
+    Returns the rows and the donors' slots in ``items``: for ``j = first..d-1``, ``m`` rows with ``order[:j]`` from ``x`` and ``order[j:]``
     from donor ``k``. The ``m`` donors are distinct stored observations when the storage
     holds at least ``m`` (drawn without replacement), so the products of their residuals
     are unbiased for the loss of the mean over the *population*, not only over the storage.
     """
     n = len(items)
     if m == 1:
-        donors = [items[int(rng.random() * n)]]
+        slots = [int(rng.random() * n)]
     elif m == 2 and n >= 2:
         i = int(rng.random() * n)
         k = int(rng.random() * (n - 1))
-        donors = [items[i], items[k + 1 if k >= i else k]]
+        slots = [i, k + 1 if k >= i else k]
     elif n >= m:
-        donors = [items[i] for i in rng.sample(range(n), m)]
+        slots = rng.sample(range(n), m)
     else:  # fewer stored observations than inner samples: only at the start of a stream
-        donors = [items[int(rng.random() * n)] for _ in range(m)]
+        slots = [int(rng.random() * n) for _ in range(m)]
+    donors = [items[k] for k in slots]
     d = len(order)
     # build from the last coalition (one absent feature) back to the first, one feature
     # swapped in per step; rows[j - 1][k] has order[:j] present, donor k elsewhere
@@ -337,4 +365,4 @@ def _shared_chain(
     out: list[dict[str, Any]] = []
     for step in per_step:
         out += step
-    return out
+    return out, slots
