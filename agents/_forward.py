@@ -2,7 +2,10 @@
 
 A handler turns bad input into dead letters itself; anything it did not expect is also
 sent to the dead-letter topic (reason ``internal_error``) so that one message can never
-stop the agent.
+stop the agent. Nor can a send that fails: an output the producer refuses is replaced by a
+dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
+logged and counted (``send_errors``), never raised. ``dead_letters{reason=...}`` counts the
+dead letters the broker acknowledged, not the ones built.
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pipeline.handlers import Source, dead_letter
+from pipeline.handlers import Out, Source, dead_letter
 
 log = logging.getLogger("streamxai")
 
 
 async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str) -> None:
+    limit = handler.settings.max_dead_letter_bytes
     async for event in stream.events():
         msg = event.message
         src = Source(msg.topic, msg.partition, msg.offset)
@@ -23,7 +27,29 @@ async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str)
             outs = handler.on_message(event.value, event.key, src)
         except Exception as e:  # never let one message kill the agent
             log.exception("%s agent failed on %s", stage, src)
-            handler.metrics.inc("dead_letters", reason="internal_error")
-            outs = [dead_letter(event.value, event.key, e, stage, src, reason="internal_error")]
+            outs = [dead_letter(event.value, event.key, e, stage, src, reason="internal_error", max_bytes=limit)]
         for out in outs:
-            await topics[out.topic].send(key=out.key, value=out.value, partition=out.partition)
+            err = await _send(topics, out, handler.metrics, src)
+            if err is not None and out.reason is None:
+                # the input's output cannot be written (e.g. over the producer's size limit)
+                dl = dead_letter(event.value, event.key, err, stage, src, reason="send_error", max_bytes=limit)
+                await _send(topics, dl, handler.metrics, src)
+
+
+async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source) -> Exception | None:
+    """Send ``out``; the exception if the producer refused it (logged and counted, not raised)."""
+    callback = None
+    if out.reason is not None:
+        reason = out.reason
+
+        def callback(_sent: Any) -> None:  # called by Faust once the broker acknowledged it
+            metrics.inc("dead_letters", reason=reason)
+
+    try:
+        await topics[out.topic].send(key=out.key, value=out.value, partition=out.partition, callback=callback)
+    except Exception as e:
+        metrics.inc("send_errors", topic=out.topic)
+        log.error("could not send a %d-byte message to %s for %s (%s: %s); it is dropped",
+                  len(out.value), out.topic, src, type(e).__name__, str(e)[:300])
+        return e
+    return None

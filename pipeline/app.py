@@ -6,14 +6,13 @@ Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadat
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 import faust
 
 from agents import install_drift_agent, install_explainer_agent, install_model_agent
 
-from .checkpoints import CheckpointStore
+from .checkpoints import checkpoint_store
 from .handlers import DriftHandler, ExplainHandler, ModelHandler
 from .kafka_config import TOPIC_NAMES, faust_credentials
 from .metrics import Metrics
@@ -58,7 +57,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         for name in TOPIC_NAMES
     }
     history = PartitionHistory(settings)
-    store = CheckpointStore(Path(settings.state_dir) / "checkpoints", settings.checkpoint_every)
+    store = checkpoint_store(settings)
     if "model" in roles:
         install_model_agent(app, topics, ModelHandler(settings, metrics, history=history, checkpoints=store))
     if "explain" in roles:

@@ -14,9 +14,14 @@ Everything the broker owns lives in one directory (``data_dir``)::
 
 Command line (``deploy/broker.sh`` is the same)::
 
-    python -m pipeline.broker start  [--port 9092] [--controller-port 9093] [--data-dir D]
-    python -m pipeline.broker status [--port 9092] [--data-dir D]
+    python -m pipeline.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
+    python -m pipeline.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
     python -m pipeline.broker stop   [--data-dir D]
+
+With ``sasl=SaslUsers(...)`` (``--sasl-users FILE``) the broker accepts only authenticated
+clients (SASL_PLAINTEXT with SCRAM-SHA-512 on the client listener, SASL/PLAIN between broker
+and controller) and authorises every request with KRaft's ``StandardAuthorizer``: ``admin`` is
+the only super user and every other user needs ACLs (:meth:`LocalBroker.grant`).
 
 >>> b = LocalBroker(port=19092, controller_port=19093, data_dir="/tmp/streamxai-doc")
 >>> b.bootstrap
@@ -43,13 +48,15 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.errors import StreamxaiError
 
-__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "main"]
+from .settings import Secret
+
+__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "main"]
 
 _REPO = Path(__file__).resolve().parent.parent
 _DEPLOY = _REPO / "deploy"
@@ -87,6 +94,68 @@ class BrokerStatus:
             return f"broker not running (data dir {self.data_dir})"
         state = "ready" if self.ready else "not answering"
         return f"broker running, {state}: pid {self.pid}, bootstrap {self.bootstrap}, log {self.log_file}"
+
+
+_USER_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+#: The SASL mechanism clients use on a secured local broker.
+SASL_MECHANISM = "SCRAM-SHA-512"
+
+
+@dataclass(frozen=True)
+class SaslUsers:
+    """The users of a secured local broker: ``admin`` (the super user, whose credentials the
+    broker itself uses) and any others, each ``name -> password``. Passwords are
+    :class:`~pipeline.settings.Secret` and never shown.
+
+    >>> u = SaslUsers(Secret("adm1n-pw"), {"worker": Secret("w-pw")})
+    >>> u
+    SaslUsers(admin, worker)
+    >>> "pw" in repr(u) or "pw" in str(u)
+    False
+    """
+
+    admin_password: Secret
+    users: Mapping[str, Secret] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, pw in {"admin": self.admin_password, **self.users}.items():
+            if not _USER_RE.fullmatch(name):
+                raise ValueError(f"user name {name!r} must be 1-64 characters from A-Z a-z 0-9 _ . -")
+            if not isinstance(pw, Secret) or not pw.reveal():
+                raise ValueError(f"user {name!r} needs a non-empty password given as a Secret")
+            if any(c in pw.reveal() for c in '"\\\n,[]='):
+                raise ValueError(f"the password of user {name!r} must not contain quotes, backslashes, "
+                                 "newlines, commas, brackets or '='")
+        if "admin" in self.users:
+            raise ValueError("'admin' is the broker's own super user; pass its password as admin_password")
+
+    def __repr__(self) -> str:
+        return f"SaslUsers({', '.join(['admin', *self.users])})"
+
+    __str__ = __repr__
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> SaslUsers:
+        """Read ``name = "password"`` lines (TOML) with at least ``admin``."""
+        import tomllib
+
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text())
+        except FileNotFoundError:
+            raise BrokerError(f"SASL users file {p} does not exist") from None
+        except tomllib.TOMLDecodeError as e:
+            raise BrokerError(f"SASL users file {p} is not valid TOML ({e.args[0].split('(')[0].strip()})") from None
+        if not all(isinstance(v, str) for v in data.values()) or "admin" not in data:
+            raise BrokerError(f"SASL users file {p} must hold name = \"password\" lines, one of them admin")
+        admin = Secret(data.pop("admin"))
+        return cls(admin, {k: Secret(v) for k, v in data.items()})
+
+    def client_config(self, user: str = "admin") -> dict[str, str]:
+        """librdkafka settings to connect as ``user``."""
+        pw = self.admin_password if user == "admin" else self.users[user]
+        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": SASL_MECHANISM,
+                "sasl.username": user, "sasl.password": pw.reveal()}
 
 
 def _default_data_dir() -> Path:
@@ -167,6 +236,10 @@ class LocalBroker:
         test fixture so that a killed test run leaves no broker behind). Off for the CLI.
     libs_dir
         Directory with the Kafka jars; default ``deploy/target/kafka-libs``.
+    sasl
+        :class:`SaslUsers`: require SASL (SCRAM-SHA-512) and ACLs; None (default): PLAINTEXT,
+        no authorisation. The storage is formatted with the users' SCRAM credentials, so a
+        data directory formatted without them must be deleted first.
 
     The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
     first time, Maven and access to Maven Central.
@@ -183,6 +256,7 @@ class LocalBroker:
         num_partitions: int = 4,
         die_with_parent: bool = False,
         libs_dir: str | os.PathLike[str] | None = None,
+        sasl: SaslUsers | None = None,
     ) -> None:
         for name, value in (("port", port), ("controller_port", controller_port)):
             if not isinstance(value, int) or not 0 < value < 65536:
@@ -201,6 +275,7 @@ class LocalBroker:
         self.num_partitions = num_partitions
         self.die_with_parent = die_with_parent
         self.libs_dir = Path(libs_dir) if libs_dir is not None else _DEPLOY / "target" / "kafka-libs"
+        self.sasl = sasl
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_mark = 0  # size of the log file when the JVM was last launched
 
@@ -268,18 +343,15 @@ class LocalBroker:
     # -- configuration -----------------------------------------------------------------------
 
     def server_properties(self) -> str:
-        """The ``server.properties`` text for this broker."""
+        """The ``server.properties`` text for this broker (with ``sasl``, it holds the admin
+        password: the file is written readable by its owner only)."""
         lines = [
             "# Written by pipeline/broker.py (LocalBroker); rewritten at every start.",
             "# Single combined broker + KRaft controller for local runs and tests.",
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.voters=1@{_HOST}:{self.controller_port}",
-            f"listeners=PLAINTEXT://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://{_HOST}:{self.port}",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
+            *self._listener_properties(),
             f"log.dirs={self.log_dir}",
             f"num.partitions={self.num_partitions}",
             "default.replication.factor=1",
@@ -303,6 +375,96 @@ class LocalBroker:
             "log.retention.check.interval.ms=60000",
         ]
         return "\n".join(lines) + "\n"
+
+    def _listener_properties(self) -> list[str]:
+        if self.sasl is None:
+            return [
+                f"listeners=PLAINTEXT://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
+                f"advertised.listeners=PLAINTEXT://{_HOST}:{self.port}",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "controller.listener.names=CONTROLLER",
+                "inter.broker.listener.name=PLAINTEXT",
+            ]
+        pw = self.sasl.admin_password.reveal()
+        # clients: SCRAM-SHA-512 (credentials in the metadata log, added when formatting);
+        # broker -> controller: SASL/PLAIN with the admin user (SCRAM cannot authenticate the
+        # controller listener: its credentials live in the log the controller serves)
+        return [
+            f"listeners=SASL_PLAINTEXT://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
+            f"advertised.listeners=SASL_PLAINTEXT://{_HOST}:{self.port}",
+            "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=SASL_PLAINTEXT",
+            f"sasl.enabled.mechanisms={SASL_MECHANISM}",
+            f"sasl.mechanism.inter.broker.protocol={SASL_MECHANISM}",
+            "sasl.mechanism.controller.protocol=PLAIN",
+            f"listener.name.sasl_plaintext.sasl.enabled.mechanisms={SASL_MECHANISM}",
+            f"listener.name.sasl_plaintext.{SASL_MECHANISM.lower()}.sasl.jaas.config="
+            f'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="{pw}";',
+            "listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config="
+            f'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="{pw}" '
+            f'user_admin="{pw}";',
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:admin",
+            "allow.everyone.if.no.acl.found=false",
+        ]
+
+    def client_config(self, user: str = "admin") -> dict[str, str]:
+        """librdkafka settings to reach this broker (as ``user`` when it requires SASL)."""
+        cfg = {"bootstrap.servers": self.bootstrap}
+        if self.sasl is not None:
+            cfg.update(self.sasl.client_config(user))
+        return cfg
+
+    def grant(
+        self,
+        user: str,
+        *,
+        topic_prefixes: Sequence[str] = (),
+        group_prefixes: Sequence[str] = (),
+        operations: Sequence[str] = ("ALL",),
+    ) -> None:
+        """Allow ``user`` the ACL ``operations`` (e.g. ``READ``, ``WRITE``, ``DESCRIBE``,
+        ``CREATE``, ``ALL``) on every topic and consumer group whose name starts with one of the
+        prefixes; done as ``admin`` through the broker (it must be running with ``sasl``)."""
+        from confluent_kafka.admin import (
+            AclBinding,
+            AclBindingFilter,
+            AclOperation,
+            AclPermissionType,
+            AdminClient,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        if self.sasl is None:
+            raise BrokerError("grant() needs a broker started with sasl=SaslUsers(...): without SASL there are no ACLs")
+        if user not in self.sasl.users:
+            raise ValueError(f"unknown user {user!r}; the broker's users are {sorted(self.sasl.users)}")
+        bindings = [
+            AclBinding(rtype, prefix, ResourcePatternType.PREFIXED, f"User:{user}", "*",
+                       AclOperation[op.upper()], AclPermissionType.ALLOW)
+            for rtype, prefixes in ((ResourceType.TOPIC, topic_prefixes), (ResourceType.GROUP, group_prefixes))
+            for prefix in prefixes
+            for op in operations
+        ]
+        admin = AdminClient({**self.client_config(), "logger": _PROBE_LOGGER})
+        for binding, fut in admin.create_acls(bindings, request_timeout=30).items():
+            try:
+                fut.result()
+            except Exception as e:
+                raise BrokerError(f"creating the ACL {binding} failed: {e}") from None
+        # the broker applies new ACLs when it applies the metadata record: return only once it
+        # describes them, so a client started next is already allowed
+        deadline = time.monotonic() + 30
+        for b in bindings:
+            filt = AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host,
+                                    b.operation, b.permission_type)
+            while not admin.describe_acls(filt, request_timeout=10).result():
+                if time.monotonic() > deadline:
+                    raise BrokerError(f"the ACL {b} was created but the broker does not show it after 30 s")
+                time.sleep(0.1)
 
     # -- process state -----------------------------------------------------------------------
 
@@ -331,13 +493,7 @@ class LocalBroker:
             return False
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "logger": _PROBE_LOGGER,
-                "socket.timeout.ms": 2000,
-            }
-        )
+        admin = AdminClient({**self.client_config(), "logger": _PROBE_LOGGER, "socket.timeout.ms": 2000})
         try:
             md = admin.list_topics(timeout=timeout)
         except Exception:  # KafkaException: not (yet) answering
@@ -387,6 +543,9 @@ class LocalBroker:
         cid = _random_cluster_id()
         cmd = self._jvm_cmd(java, "kafka.tools.StorageTool", "format", "-t", cid)
         cmd += ["-c", str(self.properties_file)]
+        if self.sasl is not None:  # SCRAM credentials live in the metadata log from the start
+            for name, pw in {"admin": self.sasl.admin_password, **self.sasl.users}.items():
+                cmd += ["--add-scram", f"{SASL_MECHANISM}=[name={name},password={pw.reveal()}]"]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             out = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
@@ -414,7 +573,7 @@ class LocalBroker:
                             f"{_HOST}:{port} ({name}) is already in use by another process; "
                             f"stop it or choose another {name} (--{name.replace('_', '-')})"
                         )
-                self.properties_file.write_text(self.server_properties())
+                self._write_properties()
                 self._format_storage(java)
                 pid = self._launch(java)
             deadline = time.monotonic() + timeout
@@ -438,6 +597,15 @@ class LocalBroker:
                         f"{self._hint()}"
                     )
                 time.sleep(0.25)
+
+    def _write_properties(self) -> None:
+        """Write server.properties readable by its owner only (it may hold the admin password)."""
+        tmp = self.properties_file.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(self.server_properties())
+        os.chmod(tmp, 0o600)
+        tmp.replace(self.properties_file)
 
     def _launch(self, java: str) -> int:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -519,14 +687,14 @@ class LocalBroker:
             return True
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.broker") -> int:
     """``python -m pipeline.broker start|stop|status``; returns the exit code.
 
     Exit codes: 0 done (``status``: running and ready), 1 error, 3 ``status``: not running or
     not answering.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.broker",
+        prog=prog,
         description="Control the local single-node Kafka broker (KRaft) for local runs and tests.",
     )
     parser.add_argument("command", choices=["start", "stop", "status"])
@@ -536,9 +704,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-file", default=None, help="default <data-dir>/broker.log")
     parser.add_argument("--heap", default="512m", help="JVM -Xmx (default 512m)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait (start 90, stop 30)")
+    parser.add_argument("--sasl-users", metavar="FILE", default=None,
+                        help='require SASL (SCRAM-SHA-512) and ACLs; FILE holds name = "password" lines (TOML), '
+                             "one of them admin, the super user; keep it private")
     args = parser.parse_args(argv)
     try:
-        broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap)
+        sasl = SaslUsers.from_file(args.sasl_users) if args.sasl_users else None
+        broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap, sasl=sasl)
         if args.command == "start":
             t0 = time.monotonic()
             st = broker.start(timeout=args.timeout or 90.0)

@@ -31,11 +31,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    b = sub.add_parser("broker", help="start, stop or inspect the local Kafka broker")
+    b = sub.add_parser("broker", help="start, stop or inspect the local Kafka broker",
+                       description="Every option of `python -m pipeline.broker` (see `streamxai broker start --help`).")
     b.add_argument("action", choices=["start", "stop", "status"])
-    b.add_argument("--port", type=int, default=9092)
-    b.add_argument("--controller-port", type=int, default=9093)
-    b.add_argument("--data-dir", default=None)
+    b.add_argument("options", nargs=argparse.REMAINDER,
+                   help="--port, --controller-port, --data-dir, --log-file, --heap, --timeout, --sasl-users")
 
     w = sub.add_parser("worker", parents=[common], help="run a worker (model, explainer and drift agents)",
                        epilog=settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -100,8 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "broker":
         from .broker import main as broker_main
 
-        extra = ["--data-dir", args.data_dir] if args.data_dir else []
-        return broker_main([args.action, "--port", str(args.port), "--controller-port", str(args.controller_port), *extra])
+        return broker_main([args.action, *args.options], prog="streamxai broker")
     if args.command == "worker":
         from .worker import run_worker
 

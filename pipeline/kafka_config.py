@@ -12,13 +12,18 @@ Secrets are revealed only here, into the client configuration, never into logs.
 from __future__ import annotations
 
 import ssl
+import time
 from typing import Any
 
 from schemas import ConfigError
 
 from .settings import Settings
 
-__all__ = ["confluent_config", "faust_credentials", "ensure_topics", "TOPIC_NAMES"]
+__all__ = ["confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
+           "BROKER_CHECK_TIMEOUT_S"]
+
+#: how long a command waits for the broker before it gives up with a one-line error
+BROKER_CHECK_TIMEOUT_S = 8.0
 
 TOPIC_NAMES = ("features", "predictions", "explain-tasks", "explanations", "drift-events", "dead-letters")
 
@@ -66,12 +71,62 @@ def faust_credentials(s: Settings) -> Any:
     )
 
 
+def check_broker(s: Settings, timeout: float = BROKER_CHECK_TIMEOUT_S) -> None:
+    """Return once a broker at ``bootstrap_servers`` answers; else raise a one-line
+    :class:`~pipeline.broker.BrokerError` within ``timeout`` s saying what to do.
+
+    >>> from pipeline.ports import free_port
+    >>> check_broker(Settings(bootstrap_servers=f"127.0.0.1:{free_port()}"), timeout=0.5)
+    Traceback (most recent call last):
+    ...
+    pipeline.broker.BrokerError: no Kafka broker answered at 127.0.0.1:... within 0.5 s (...); start the local one with `streamxai broker start`, or set bootstrap_servers (--bootstrap, STREAMXAI_BOOTSTRAP_SERVERS) to yours
+    """
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from .broker import BrokerError
+
+    # log_level 0: the client's own per-retry lines would bury the one line that matters.
+    # A refused login reaches error_cb (served by poll), while list_topics only sees a lost
+    # connection: ask in short rounds and look at the errors in between, so wrong
+    # credentials are reported at once rather than as a missing broker after the timeout.
+    refused: list[KafkaError] = []
+    auth_codes = (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED)
+
+    def on_error(err: KafkaError) -> None:
+        if err.code() in auth_codes:
+            refused.append(err)
+
+    admin = AdminClient(confluent_config(s, log_level=0, error_cb=on_error))
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            return
+        except KafkaException as e:
+            admin.poll(0)
+            if refused:
+                raise BrokerError(
+                    f"the broker at {s.bootstrap_servers} refused the credentials of user {s.sasl_username!r} "
+                    f"({refused[0].str()}); check sasl_username, sasl_password and sasl_mechanism") from None
+            if time.monotonic() < deadline:
+                continue
+            err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+            what = err.str() if err is not None else str(e)
+            raise BrokerError(
+                f"no Kafka broker answered at {s.bootstrap_servers} within {timeout:g} s ({what}); start the local "
+                "one with `streamxai broker start`, or set bootstrap_servers (--bootstrap, "
+                "STREAMXAI_BOOTSTRAP_SERVERS) to yours") from None
+
+
 def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
-    """Create the pipeline's topics if missing; returns the names created."""
+    """Check the broker (:func:`check_broker`), then create the pipeline's topics if missing;
+    returns the names created."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient(confluent_config(s))
+    check_broker(s)
+    admin = AdminClient(confluent_config(s, log_level=3))
     meta = admin.list_topics(timeout=timeout).topics
     existing = set(meta)
     wanted = [s.topic(n) for n in TOPIC_NAMES]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from schemas import FeatureEvent, dumps
 
-from .kafka_config import confluent_config
+from .kafka_config import check_broker, confluent_config
 from .settings import Settings
 
 __all__ = ["produce_events", "produce_raw", "consume", "Record"]
@@ -77,10 +77,15 @@ def consume(
     idle_timeout: float | None = None,
     poll: float = 0.2,
 ) -> Iterator[Record]:
-    """Yield records of ``topics`` (full names) until ``idle_timeout`` s pass with none (None: forever)."""
+    """Yield records of ``topics`` (full names) until ``idle_timeout`` s pass with none (None: forever).
+
+    Without a reachable broker it raises :class:`~pipeline.broker.BrokerError` on the first
+    ``next()``, within :data:`~pipeline.kafka_config.BROKER_CHECK_TIMEOUT_S` seconds."""
     from confluent_kafka import Consumer, KafkaError
 
+    check_broker(s)
     c = Consumer(confluent_config(s, **{
+        "log_level": 3,
         "group.id": group or f"streamxai-reader-{uuid.uuid4().hex[:8]}",
         "auto.offset.reset": "earliest" if from_beginning else "latest",
         "enable.auto.commit": group is not None,

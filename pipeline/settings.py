@@ -24,7 +24,11 @@ from typing import Any
 
 from schemas import ConfigError, FeatureSpec
 
-__all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "settings_help"]
+__all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "settings_help", "SECURITY_PROTOCOLS",
+           "SASL_MECHANISMS"]
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 AGRAWAL_FEATURES = (
     "salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan",
@@ -83,6 +87,8 @@ class Settings:
     web_port: int = _f(6066, "port of the worker's metrics endpoint (GET /streamxai/metrics)")
     web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
+    checkpoint_key: Secret = _f(Secret(""), "key authenticating checkpoints (HMAC-SHA256; secret, >= 16 characters); empty: a random key generated once into state_dir/checkpoint.key", secret=True)
+    checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir/checkpoints, shared by the workers of one host) or kafka (a compacted topic every worker reads; needs checkpoint_key)")
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and drift series every N of its messages (0: off)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     # Data
@@ -90,6 +96,8 @@ class Settings:
     categorical: list = _f([], "features that are categorical (strings or integers)")
     target: str = _f("label", "target kind: label (classification) or number (regression)")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
+    max_dead_letter_bytes: int = _f(512 * 1024, "dead letters (key and value) stay under this size, cutting the original to a prefix with its size and SHA-256; keep it below the broker's message.max.bytes")
+    max_seq_gap: int = _f(10_000, "an event more than this beyond its stream's last accepted seq goes to the dead-letter topic (reason seq_gap); a stream's first seq must be below it")
     # Model
     model: str = _f("river.tree.HoeffdingAdaptiveTreeClassifier", "import path of the river model class")
     model_params: dict = _f({"grace_period": 50}, "keyword arguments of the model (JSON object)")
@@ -116,7 +124,7 @@ class Settings:
     drift_warmup: int = _f(30, "first points of each series the drift agent does not monitor")
 
     def __post_init__(self) -> None:
-        for name in ("sasl_password", "ssl_key_password"):
+        for name in ("sasl_password", "ssl_key_password", "checkpoint_key"):
             v = getattr(self, name)
             if not isinstance(v, Secret):
                 setattr(self, name, Secret(str(v)))
@@ -128,6 +136,22 @@ class Settings:
 
         if self.partitions < 1 or self.explain_groups < 1 or self.emit_every < 1:
             raise bad("partitions, explain_groups and emit_every must be >= 1")
+        if self.security_protocol not in SECURITY_PROTOCOLS:
+            raise bad(f"security_protocol={self.security_protocol!r} must be one of {', '.join(SECURITY_PROTOCOLS)}")
+        if self.security_protocol.startswith("SASL"):
+            if self.sasl_mechanism not in SASL_MECHANISMS:
+                raise bad(f"sasl_mechanism={self.sasl_mechanism!r} must be one of {', '.join(SASL_MECHANISMS)}")
+            if not self.sasl_username or not self.sasl_password.reveal():
+                raise bad(f"security_protocol={self.security_protocol} needs sasl_username and sasl_password")
+        if self.checkpoint_store not in ("local", "kafka"):
+            raise bad(f"checkpoint_store={self.checkpoint_store!r} must be local or kafka")
+        if 0 < len(self.checkpoint_key.reveal()) < 16:
+            raise bad("checkpoint_key is too short: use at least 16 characters (e.g. `openssl rand -hex 32`)")
+        if not 4096 <= self.max_dead_letter_bytes <= 1_000_000:
+            raise bad(f"max_dead_letter_bytes={self.max_dead_letter_bytes} must be in [4096, 1000000] "
+                      "(Kafka's default message.max.bytes is 1 MiB)")
+        if self.max_seq_gap < 1:
+            raise bad(f"max_seq_gap={self.max_seq_gap} must be >= 1")
         if not 0 < self.sample_rate <= 1:
             raise bad(f"sample_rate={self.sample_rate} must be in (0, 1]")
         if not 0 < self.alpha <= 1:
@@ -147,6 +171,18 @@ class Settings:
             self.feature_spec()
         except ValueError as e:
             raise bad(f"features/categorical/target: {e}") from None
+
+    def check_files(self) -> None:
+        """The files the settings name exist and are readable (run once at startup)."""
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise ConfigError(f"setting {name}={path!r}: no such file")
+            if path:
+                try:
+                    Path(path).open("rb").close()
+                except OSError as e:
+                    raise ConfigError(f"setting {name}={path!r} cannot be read: {e.strerror}") from None
 
     def feature_spec(self) -> FeatureSpec:
         return FeatureSpec(tuple(self.features), frozenset(self.categorical), self.target)
@@ -225,7 +261,9 @@ def load_settings(
         if k not in by_name:
             raise ConfigError(f"unknown setting {k!r}")
         values[k] = _convert(by_name[k], v, "the command line")
-    return Settings(**values)
+    s = Settings(**values)
+    s.check_files()
+    return s
 
 
 def settings_help() -> str:

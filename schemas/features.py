@@ -13,6 +13,7 @@ schemas.errors.FeatureMismatch: features[0]@1: missing features ['car'], unexpec
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,10 +21,17 @@ from .errors import BadValue, FeatureMismatch, SchemaMismatch
 from .messages import FeatureEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
-__all__ = ["FeatureSpec", "parse_feature_event", "TARGETS"]
+__all__ = ["FeatureSpec", "parse_feature_event", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID", "MAX_SEQ", "shown"]
 
 TARGETS = ("label", "number")
-_MAX_STREAM_ID = 200
+#: the characters a stream id may use: ASCII letters and digits and ``_ - . : @ + = ~``. No
+#: ``/`` (it separates the parts of explain-task and explanation keys), no spaces, no control
+#: or non-ASCII characters, so ids are safe in logs, keys and metric labels
+STREAM_ID_CHARS = "A-Z a-z 0-9 _ - . : @ + = ~"
+MAX_STREAM_ID = 128
+#: seqs are signed 64-bit integers on the wire (Java and Kafka Streams consumers read them as long)
+MAX_SEQ = 2**63 - 1
+_STREAM_ID = re.compile(rf"[A-Za-z0-9_.:@+=~-]{{1,{MAX_STREAM_ID}}}")
 
 
 @dataclass(frozen=True)
@@ -55,15 +63,17 @@ def parse_feature_event(
     if missing or extra:
         raise SchemaMismatch(f"feature_event/v1 fields: missing {missing}, unexpected {extra}", where=where)
     stream_id = obj["stream_id"]
-    if not isinstance(stream_id, str) or not stream_id or len(stream_id) > _MAX_STREAM_ID or "/" in stream_id:
+    if not isinstance(stream_id, str) or not _STREAM_ID.fullmatch(stream_id):
         raise SchemaMismatch(
-            f"stream_id {stream_id!r} must be a non-empty string of at most {_MAX_STREAM_ID} "
-            "characters without '/'",
+            f"stream_id {shown(stream_id)} must be 1 to {MAX_STREAM_ID} characters from "
+            f"{STREAM_ID_CHARS} (no '/', spaces or non-ASCII)",
             where=where,
         )
     seq = obj["seq"]
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
-        raise SchemaMismatch(f"seq {seq!r} must be a non-negative integer", where=where)
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ:
+        raise SchemaMismatch(
+            f"seq {shown(seq)} must be an integer in [0, 2**63 - 1]; number each stream's events 0, 1, 2, ...",
+            where=where)
     ts = _number(obj["ts"], "ts", where)
     x = obj["x"]
     if not isinstance(x, dict):
@@ -74,7 +84,7 @@ def parse_feature_event(
         missing_f = [n for n in names if n not in x]
         extra_f = sorted(k for k in x if k not in set(names))
         raise FeatureMismatch(
-            f"missing features {missing_f}, unexpected features {extra_f} {ctx}; "
+            f"missing features {shown(missing_f)}, unexpected features {shown(extra_f)} {ctx}; "
             f"the configured features are {list(names)}",
             where=where,
         )
@@ -83,7 +93,8 @@ def parse_feature_event(
         v = x[n]
         if n in spec.categorical:
             if isinstance(v, bool) or not isinstance(v, (str, int)):
-                raise BadValue(f"categorical feature {n!r} {ctx} is {v!r}; send a string or integer", where=where)
+                raise BadValue(f"categorical feature {shown(n)} {ctx} is {shown(v)}; send a string or integer",
+                               where=where)
             clean[n] = v
         else:
             clean[n] = _number(v, f"feature {n!r} {ctx}", where)
@@ -92,14 +103,24 @@ def parse_feature_event(
         if spec.target == "number":
             y = _number(y, f"target y {ctx}", where)
         elif not isinstance(y, (str, int, bool)):
-            raise BadValue(f"target y {ctx} is {y!r}; a label must be a string, integer or boolean", where=where)
+            raise BadValue(f"target y {ctx} is {shown(y)}; a label must be a string, integer or boolean", where=where)
     return FeatureEvent(stream_id=stream_id, seq=seq, ts=ts, x=clean, y=y)
 
 
 def _number(v: Any, what: str, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise BadValue(f"{what} is {v!r} ({type(v).__name__}); send a finite number", where=where)
+        raise BadValue(f"{what} is {shown(v)} ({type(v).__name__}); send a finite number", where=where)
     f = float(v)
     if not math.isfinite(f):
-        raise BadValue(f"{what} is {v!r}; NaN and infinity are not accepted", where=where)
+        raise BadValue(f"{what} is {shown(v)}; NaN and infinity are not accepted", where=where)
     return f
+
+
+def shown(v: Any, limit: int = 200) -> str:
+    """``repr(v)`` cut to ``limit`` characters, so a huge value cannot flood an error or a log line.
+
+    >>> shown("x" * 1000, limit=12)
+    "'xxxxxx...(1002 chars)"
+    """
+    r = repr(v)
+    return r if len(r) <= limit else f"{r[:limit - 5]}...({len(r)} chars)"

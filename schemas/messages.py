@@ -60,9 +60,14 @@ class FeatureEvent(_Message):
 
 @dataclass(frozen=True, slots=True)
 class ExplainTask(_Message):
-    """Internal: one event handed to the explainer group ``group`` of its stream."""
+    """Internal: one event handed to the explainer group ``group`` of its stream.
 
-    SCHEMA: ClassVar[str] = "explain_task/v1"
+    v2 adds ``loss``: the model's prequential loss on the event (computed by the model agent
+    before it learned the event), so explainers report whether the model's loss moved
+    without evaluating the model once more. A v1 task reads as ``loss=None``.
+    """
+
+    SCHEMA: ClassVar[str] = "explain_task/v2"
     stream_id: str
     seq: int
     ts: float
@@ -71,6 +76,7 @@ class ExplainTask(_Message):
     group: int
     explain: bool
     sent_at: float
+    loss: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +100,15 @@ class Explanation(_Message):
     ``model_version`` is the number of events the explained model had learned (= ``seq``
     position in its stream), ``n_explained`` how many events went into the estimate and
     ``n_seen`` how many the explainer saw (the rest were shed under the budget).
+
+    v2 adds what change detection and confidence bounds need: ``stderr``, the standard
+    error of ``value`` (or null); ``block``, the per-event increments folded in since this
+    series' previous message as ``{"n", "mean", "m2"}`` (count, mean, sum of squared
+    deviations); ``model_loss``, the model's prequential loss over the events seen since
+    the previous message, in the same form.
     """
 
-    SCHEMA: ClassVar[str] = "explanation/v1"
+    SCHEMA: ClassVar[str] = "explanation/v2"
     stream_id: str
     explainer: str
     feature: str
@@ -106,6 +118,9 @@ class Explanation(_Message):
     n_seen: int
     model_version: int
     curve: dict[str, list] | None = None
+    stderr: float | None = None
+    block: dict[str, float] | None = None
+    model_loss: dict[str, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,14 +140,23 @@ class DriftEvent(_Message):
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter(_Message):
-    """A message that could not be processed, with its original bytes (base64)."""
+    """A message that could not be processed: why, where it came from, and its bytes (base64).
 
-    SCHEMA: ClassVar[str] = "dead_letter/v1"
+    A dead letter must fit the broker's message size limit, so ``original`` holds the whole
+    original only when it fits; otherwise a prefix (``truncated`` is true), and
+    ``original_bytes`` and ``original_sha256`` still identify the whole original.
+    ``key`` is the original key (base64), cut to its first KiB.
+    """
+
+    SCHEMA: ClassVar[str] = "dead_letter/v2"
     reason: str
     error: str
     stage: str
     source: dict[str, Any]
     original: str
+    original_bytes: int | None
+    original_sha256: str | None
+    truncated: bool
     key: str | None = None
     ts: float = field(default=0.0)
 

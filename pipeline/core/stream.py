@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import Component
+from .increments import Block, IncrementTracker
 from .model import ModelFunction
 from .rng import derive_seed
 
@@ -43,11 +44,22 @@ class ExplainerSpec:
 
 @dataclass(frozen=True, slots=True)
 class ExplanationValue:
+    """One explainer's current value for one feature, as published.
+
+    ``block`` holds the per-event increments folded in since the previous report of this
+    value, ``model_loss`` the model's prequential losses over the events seen since the
+    previous report (both :class:`~pipeline.core.increments.Block`), ``stderr`` the
+    standard error of ``value`` when the explainer reports one.
+    """
+
     explainer: str
     feature: str
     value: float
     n_explained: int
     curve: dict[str, list] | None = None
+    block: Block | None = None
+    stderr: float | None = None
+    model_loss: Block | None = None
 
 
 def units_of_group(
@@ -102,6 +114,7 @@ class StreamExplainer(Component):
         self.model = self.model_factory()
         self.model_version = 0
         self.n_seen = 0
+        self._losses = IncrementTracker(["loss"])
         all_units = [ISAGE_UNIT, *self.feature_names]
         units = all_units if self.units is None else self.units
         unknown = [u for u in units if u not in all_units]
@@ -135,29 +148,44 @@ class StreamExplainer(Component):
         return list(self._explainers)
 
     def process_one(
-        self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True
+        self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True, loss: float | None = None
     ) -> list[ExplanationValue]:
         """Explain ``(x, y)`` with the current model (if ``explain``), then learn it.
 
-        Returns the current values when ``report``; a caller that publishes only some events
-        passes ``report=False`` for the others and skips building values and PD curves.
-        An event without a target (``y is None``) is neither explained nor learned.
+        Returns the current values when ``explain`` and ``report``; a caller that publishes
+        only some events passes ``report=False`` for the others and skips building values and
+        PD curves, and the increments of those events go into the next report's blocks.
+        ``loss`` is the model's prequential loss on the event (from the model path), gathered
+        into the next report's ``model_loss``. An event without a target (``y is None``) is
+        neither explained nor learned.
         """
         if y is None:
             return []
         self.n_seen += 1
+        if loss is not None:
+            self._losses.add("loss", float(loss))
         out: list[ExplanationValue] = []
+        model_loss = self._losses.take().get("loss") if explain and report else None
         for ex in self._explainers:
             if explain:
                 values = ex.explain_one(x, y)
                 if not report:
                     continue
                 curves = ex.curves() if hasattr(ex, "curves") else {}
+                blocks = ex.increments.take()
                 n = ex.n_explained
                 for feat, val in values.items():
-                    out.append(ExplanationValue(ex.name, feat, float(val), n, curves.get(feat)))
+                    out.append(ExplanationValue(ex.name, feat, float(val), n, curves.get(feat),
+                                                block=blocks.get(feat), model_loss=model_loss))
             else:
                 ex.observe_one(x, y)
         self.model.learn_one(x, y)
         self.model_version += 1
         return out
+
+    def skip_report(self) -> None:
+        """Start new blocks as a report would, without building values: a replay calls this
+        where the original run reported, so the blocks after it are the original ones."""
+        self._losses.take()
+        for ex in self._explainers:
+            ex.increments.take()

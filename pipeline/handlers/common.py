@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -10,7 +11,7 @@ from typing import Any
 
 from schemas import DeadLetter, InvalidMessage, b64, dumps
 
-__all__ = ["Out", "Source", "dead_letter", "Recovering"]
+__all__ = ["Out", "Source", "dead_letter", "Recovering", "DEFAULT_DEAD_LETTER_BYTES"]
 
 log = logging.getLogger("streamxai")
 
@@ -30,31 +31,70 @@ class Source:
 @dataclass(frozen=True, slots=True)
 class Out:
     """A message to send: topic *name* (unprefixed, e.g. ``"predictions"``), key, value, and
-    an explicit partition where the key's hash would not spread the work (explain tasks)."""
+    an explicit partition where the key's hash would not spread the work (explain tasks).
+    A dead letter also carries its ``reason``, which the sender counts once it is delivered."""
 
     topic: str
     key: bytes | None
     value: bytes
     partition: int | None = None
+    reason: str | None = None
+
+
+#: default size limit of a dead letter: well under Kafka's default message.max.bytes (1 MiB)
+DEFAULT_DEAD_LETTER_BYTES = 512 * 1024
+_MAX_ERROR_CHARS = 2000
+_MAX_KEY_BYTES = 1024
 
 
 def dead_letter(
-    raw: bytes | None, key: bytes | None, err: Exception, stage: str, src: Source, reason: str | None = None
+    raw: bytes | None, key: bytes | None, err: Exception, stage: str, src: Source, reason: str | None = None,
+    *, max_bytes: int = DEFAULT_DEAD_LETTER_BYTES,
 ) -> Out:
-    """A dead letter for ``raw``; logs one line naming the reason and the source."""
+    """A dead letter for ``raw`` of at most ``max_bytes`` (key and value); logs one line naming
+    the reason and the source.
+
+    >>> import base64; from schemas import decode
+    >>> out = dead_letter(b"x" * 10_000, b"k", ValueError("bad"), "model", Source("f", 0, 7), max_bytes=4096)
+    >>> m = decode(out.value, where="-")
+    >>> len(out.value) <= 4096, m["truncated"], m["original_bytes"], len(base64.b64decode(m["original"])) > 2000
+    (True, True, 10000, True)
+    """
     reason = reason or (err.reason if isinstance(err, InvalidMessage) else "error")
     text = str(err)
-    log.warning("dead letter (%s, %s): %s", stage, reason, text if isinstance(err, InvalidMessage) else f"{src}: {text}")
-    msg = DeadLetter(
-        reason=reason,
-        error=f"{type(err).__name__}: {text}",
-        stage=stage,
-        source={"topic": src.topic, "partition": src.partition, "offset": src.offset},
-        original=b64(raw) or "",
-        key=b64(key),
-        ts=time.time(),
-    )
-    return Out("dead-letters", key, dumps(msg))
+    if len(text) > _MAX_ERROR_CHARS:
+        text = f"{text[:_MAX_ERROR_CHARS]}...({len(text)} characters)"
+    shown = text if isinstance(err, InvalidMessage) else f"{src}: {text}"
+    log.warning("dead letter (%s, %s): %s", stage, reason, shown[:500])
+    out_key = None if key is None else key[:_MAX_KEY_BYTES]
+
+    def build(prefix: int | None) -> bytes:
+        body = raw if raw is None or prefix is None else raw[:prefix]
+        return dumps(DeadLetter(
+            reason=reason,
+            error=f"{type(err).__name__}: {text}",
+            stage=stage,
+            source={"topic": src.topic, "partition": src.partition, "offset": src.offset},
+            original=b64(body) or "",
+            original_bytes=None if raw is None else len(raw),
+            original_sha256=None if raw is None else hashlib.sha256(raw).hexdigest(),
+            truncated=prefix is not None,
+            key=b64(out_key),
+            ts=time.time(),
+        ))
+
+    room = max_bytes - len(out_key or b"")
+    value = build(None)
+    if len(value) > room and raw is not None:
+        # base64 takes 4 bytes per 3: keep the prefix that fits next to the rest of the letter
+        prefix = max(0, (room - len(build(0)) - 8) * 3 // 4)
+        value = build(prefix)
+        while len(value) > room and prefix > 0:  # only if the estimate was off
+            prefix //= 2
+            value = build(prefix)
+    if len(value) > room:
+        raise ValueError(f"a dead letter cannot fit in max_dead_letter_bytes={max_bytes}; raise it")
+    return Out("dead-letters", out_key, value, reason=reason)
 
 
 class Recovering:
@@ -82,7 +122,10 @@ class Recovering:
             self.metrics.inc("checkpoints_written")
 
     def _recover(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
-        loaded = self.checkpoints.load(kind, key, src.topic, src.partition) if self.checkpoints and key else None
+        # only a checkpoint before this message: after a SIGKILL the worker resumes from the
+        # committed offset, and a newer checkpoint covers messages whose outputs may be lost
+        loaded = (self.checkpoints.load(kind, key, src.topic, src.partition, before_offset=src.offset)
+                  if self.checkpoints and key else None)
         if loaded is not None:
             st, ck_offset = loaded
             st.since_checkpoint = 0

@@ -66,7 +66,7 @@ class DriftHandler(Recovering):
                 and isinstance(seq, int) and isinstance(n_explained, int)
                 and isinstance(value, (int, float)) and not isinstance(value, bool)):
             raise SchemaMismatch(
-                "explanation/v1 needs string stream_id/explainer/feature, integer seq and n_explained "
+                f"{Explanation.SCHEMA} needs string stream_id/explainer/feature, integer seq and n_explained "
                 "and a numeric value", where=str(src))
         return _Point(stream_id, explainer, feature, seq, float(value), n_explained)
 
@@ -99,8 +99,7 @@ class DriftHandler(Recovering):
         try:
             p = self._parse(raw, src)
         except InvalidMessage as e:
-            m.inc("dead_letters", reason=e.reason)
-            return [dead_letter(raw, key, e, "drift", src)]
+            return [dead_letter(raw, key, e, "drift", src, max_bytes=self.settings.max_dead_letter_bytes)]
         series = p.series
         st = self.series.get(series)
         if st is None:

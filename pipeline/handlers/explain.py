@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from schemas import ExplainTask, Explanation, InvalidMessage, SchemaMismatch, decode_as, dumps
+from schemas import ExplainTask, Explanation, InvalidMessage, SchemaMismatch, decode, dumps
 
 from ..core.budget import LagShedder
+from ..core.increments import Block
 from ..core.stream import StreamExplainer
 from ..metrics import Metrics
 from ..plan import stream_explainer
@@ -23,7 +24,8 @@ from .common import Out, Recovering, Source, dead_letter, log
 
 __all__ = ["ExplainHandler"]
 
-_TASK_FIELDS = {"schema", "stream_id", "seq", "ts", "x", "y", "group", "explain", "sent_at"}
+_TASK_FIELDS = {"schema", "stream_id", "seq", "ts", "x", "y", "group", "explain", "sent_at", "loss"}
+_TASK_V1 = "explain_task/v1"
 
 
 @dataclass
@@ -49,9 +51,19 @@ class ExplainHandler(Recovering):
         self.groups: dict[tuple[str, int], _GroupState] = {}
 
     def _parse(self, raw: bytes | None, src: Source) -> ExplainTask:
-        obj = decode_as(raw, ExplainTask.SCHEMA, where=str(src), max_bytes=10 * self.settings.max_message_bytes)
+        obj = decode(raw, where=str(src), max_bytes=10 * self.settings.max_message_bytes)
+        if obj.get("schema") == _TASK_V1:  # written by a worker before v2: no loss
+            obj["schema"] = ExplainTask.SCHEMA
+            obj.setdefault("loss", None)
+        elif obj.get("schema") != ExplainTask.SCHEMA:
+            raise SchemaMismatch(f"schema is {obj.get('schema')!r}, expected {ExplainTask.SCHEMA!r} "
+                                 f"(or {_TASK_V1!r})", where=str(src))
         if set(obj) != _TASK_FIELDS or not isinstance(obj["x"], dict):
-            raise SchemaMismatch(f"explain_task/v1 fields are {sorted(obj)}, expected {sorted(_TASK_FIELDS)}", where=str(src))
+            raise SchemaMismatch(f"{ExplainTask.SCHEMA} fields are {sorted(obj)}, expected {sorted(_TASK_FIELDS)}",
+                                 where=str(src))
+        loss = obj["loss"]
+        if loss is not None and (isinstance(loss, bool) or not isinstance(loss, (int, float))):
+            raise SchemaMismatch(f"loss {loss!r} must be a number or null", where=str(src))
         g = obj["group"]
         if not isinstance(g, int) or not 0 <= g < self.settings.explain_groups:
             raise SchemaMismatch(
@@ -77,13 +89,16 @@ class ExplainHandler(Recovering):
             if task.seq <= st.last_seq:
                 continue
             try:
-                st.explainer.process_one(task.x, task.y, explain=task.explain, report=False)
+                st.explainer.process_one(task.x, task.y, explain=task.explain, report=False, loss=task.loss)
             except Exception:
                 self.metrics.inc("replay_errors")
                 log.warning("task %s seq %d fails again in replay; the group continues without it", key, task.seq)
                 continue
             st.last_seq = task.seq
-            st.n_explained += int(task.explain)
+            if task.explain:
+                st.n_explained += 1
+                if st.n_explained % self.settings.emit_every == 0:
+                    st.explainer.skip_report()  # the original run reported here: same blocks after it
             n += 1
         self.metrics.inc("replayed_tasks", n)
         log.info("rebuilt %s from %d earlier tasks of %s", key, n, src)
@@ -93,8 +108,7 @@ class ExplainHandler(Recovering):
         try:
             task = self._parse(raw, src)
         except InvalidMessage as e:
-            m.inc("dead_letters", reason=e.reason)
-            return [dead_letter(raw, key, e, "explain", src)]
+            return [dead_letter(raw, key, e, "explain", src, max_bytes=self.settings.max_dead_letter_bytes)]
         gk = (task.stream_id, task.group)
         st = self.groups.get(gk)
         if st is None:
@@ -110,12 +124,11 @@ class ExplainHandler(Recovering):
         version = se.model_version
         emit = explain and (st.n_explained + 1) % self.settings.emit_every == 0
         try:
-            values = se.process_one(task.x, task.y, explain=explain, report=emit)
+            values = se.process_one(task.x, task.y, explain=explain, report=emit, loss=task.loss)
         except Exception as e:
             # the replica may be half-updated: forget it, so the next task rebuilds it by replay
             del self.groups[gk]
-            m.inc("dead_letters", reason="explain_error")
-            return [dead_letter(raw, key, e, "explain", src, reason="explain_error")]
+            return [dead_letter(raw, key, e, "explain", src, reason="explain_error", max_bytes=self.settings.max_dead_letter_bytes)]
         st.last_seq = task.seq
         st.n_explained += int(explain)
         m.inc("tasks_seen")
@@ -128,7 +141,12 @@ class ExplainHandler(Recovering):
         outs = []
         for v in values:
             msg = Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq,
-                              v.n_explained, se.n_seen, version, v.curve)
+                              v.n_explained, se.n_seen, version, v.curve, v.stderr,
+                              _block(v.block), _block(v.model_loss))
             outs.append(Out("explanations", f"{task.stream_id}/{v.explainer}/{v.feature}".encode(), dumps(msg)))
         m.inc("explanations_out", len(outs))
         return outs
+
+
+def _block(b: Block | None) -> dict[str, float] | None:
+    return None if b is None else b.to_dict()

@@ -58,8 +58,8 @@ class ModelHandler(Recovering):
                 ev = parse_feature_event(raw, self.spec, where=str(src), max_bytes=self.settings.max_message_bytes)
             except InvalidMessage:
                 continue  # it went to the dead-letter topic the first time
-            if ev.seq <= st.last_seq:
-                continue
+            if ev.seq <= st.last_seq or ev.seq - st.last_seq > self.settings.max_seq_gap:
+                continue  # a duplicate, or a seq_gap dead letter the first time
             try:
                 st.model.process_one(ev.x, ev.y)
             except Exception:  # noqa: S112 - it went to the dead-letter topic the first time
@@ -81,8 +81,7 @@ class ModelHandler(Recovering):
                     where=str(src),
                 )
         except InvalidMessage as e:
-            m.inc("dead_letters", reason=e.reason)
-            return [dead_letter(raw, key, e, "model", src)]
+            return [dead_letter(raw, key, e, "model", src, max_bytes=self.settings.max_dead_letter_bytes)]
         st = self.streams.get(ev.stream_id)
         if st is None:
             st = self.streams[ev.stream_id] = self._state_for(ev.stream_id, ev.seq, key, src)
@@ -91,12 +90,20 @@ class ModelHandler(Recovering):
             m.inc("duplicates_dropped")
             log.debug("dropping %s seq %d: already processed up to %d", ev.stream_id, ev.seq, st.last_seq)
             return []
+        if ev.seq - st.last_seq > self.settings.max_seq_gap:
+            # accepting it would make every later event of the stream look like a duplicate
+            e = SchemaMismatch(
+                f"seq {ev.seq} of stream {ev.stream_id!r} is {ev.seq - st.last_seq} beyond its last accepted "
+                f"seq {st.last_seq}, more than max_seq_gap={self.settings.max_seq_gap}; number each "
+                "stream's events 0, 1, 2, ... (or raise max_seq_gap)",
+                where=str(src),
+            )
+            return [dead_letter(raw, key, e, "model", src, reason="seq_gap", max_bytes=self.settings.max_dead_letter_bytes)]
         version = st.model.version
         try:
             y_pred, loss = st.model.process_one(ev.x, ev.y)
         except Exception as e:  # a model that raises on one event must not kill the worker
-            m.inc("dead_letters", reason="model_error")
-            return [dead_letter(raw, key, e, "model", src, reason="model_error")]
+            return [dead_letter(raw, key, e, "model", src, reason="model_error", max_bytes=self.settings.max_dead_letter_bytes)]
         st.last_seq = ev.seq
         m.inc("predictions")
         self._checkpoint_if_due("model", key, st, src)
@@ -111,7 +118,7 @@ class ModelHandler(Recovering):
             first = st.first_partition
             n_part = self.settings.partitions
             for g in range(self.settings.explain_groups):
-                task = ExplainTask(ev.stream_id, ev.seq, ev.ts, ev.x, ev.y, g, explain, now)
+                task = ExplainTask(ev.stream_id, ev.seq, ev.ts, ev.x, ev.y, g, explain, now, loss)
                 outs.append(Out("explain-tasks", f"{ev.stream_id}/{g}".encode(), dumps(task), (first + g) % n_part))
         return outs
 

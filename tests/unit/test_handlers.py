@@ -47,14 +47,15 @@ def run_model(s, events):
     return log
 
 
-def explain_all(s, log, handler_for):
-    """Feed every explain-task partition to ``handler_for(partition, offset)``; collect values."""
+def explain_all(s, log, handler_for, whole=False):
+    """Feed every explain-task partition to ``handler_for(partition, offset)``; collect values
+    (or, with ``whole``, the whole messages)."""
     got = {}
     for (topic, p), msgs in sorted(log.parts.items()):
         for off, (key, value) in enumerate(msgs):
             for out in handler_for(p, off).on_message(value, key, Source(topic, p, off)):
                 m = orjson.loads(out.value)
-                got[(m["stream_id"], m["seq"], m["explainer"], m["feature"])] = m["value"]
+                got[(m["stream_id"], m["seq"], m["explainer"], m["feature"])] = m if whole else m["value"]
     return got
 
 
@@ -129,7 +130,7 @@ def test_checkpoint_plus_short_replay_is_exact(tmp_path):
     s = settings(checkpoint_every=20)
     events = list(agrawal_events("c", 150, seed=5))
     log = run_model(s, events)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every)
+    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
     first = ExplainHandler(s, checkpoints=store)
     second = ExplainHandler(s, history=log.history, checkpoints=store)
     got = explain_all(s, log, lambda p, off: first if off < 75 else second)
@@ -149,7 +150,7 @@ def test_model_checkpoint_restores_the_model(tmp_path):
     log = FakeLog()
     for k, v in raws:
         log.append("features", 0, k, v)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every)
+    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
 
     def preds(handler, offsets):
         out = {}
@@ -206,7 +207,7 @@ def test_restarted_drift_handler_detects_what_an_uninterrupted_one_does(tmp_path
     assert sorted(series for series, *_ in whole) == ["d/ipfi/age", "d/ipfi/car"]
     points = [(seq + 1) // s.emit_every - 1 for _, seq, *_ in whole]
     assert all(600 <= i < 700 for i in points), points
-    store = CheckpointStore(tmp_path, every=checkpoint_every) if checkpoint_every else None
+    store = CheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
     first = DriftHandler(s, checkpoints=store)
     second = DriftHandler(s, history=log.history, checkpoints=store)
     # the first handler dies at offset 1100 (point 550 of each series, before the shift)
@@ -228,3 +229,67 @@ def test_drift_handler_without_history_loses_the_series_so_replay_matters():
     # a fresh detector restarts its warm-up 50 points before the shift and misses it: the
     # equality in the test above is the replay's doing
     assert resumed == []
+
+
+@pytest.mark.parametrize("checkpoint", [False, True], ids=["full-replay", "checkpoint+replay"])
+def test_increment_blocks_and_model_loss_survive_a_restart_exactly(tmp_path, checkpoint):
+    from pipeline.checkpoints import CheckpointStore
+
+    s = settings(checkpoint_every=20 if checkpoint else 0, explain_groups=2)
+    events = list(agrawal_events("k", 150, seed=6))
+    log = run_model(s, events)
+    eh = ExplainHandler(s)
+    uninterrupted = explain_all(s, log, lambda p, off: eh, whole=True)
+    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32) if checkpoint else None
+    first = ExplainHandler(s, checkpoints=store)
+    second = ExplainHandler(s, history=log.history, checkpoints=store)
+    restarted = explain_all(s, log, lambda p, off: first if off < 77 else second, whole=True)
+    assert restarted == uninterrupted  # values, blocks, model losses: the whole messages
+    assert second.metrics.get("replayed_tasks") > 0
+
+
+def test_blocks_hold_the_increments_and_losses_since_the_previous_message():
+    s = settings(explain_groups=1, emit_every=5)
+    events = list(agrawal_events("b", 100, seed=7))
+    log, mh = FakeLog(), ModelHandler(s)
+    losses = {}
+    for off, ev in enumerate(events):
+        for out in mh.on_message(dumps(ev), b"b", Source("features", 0, off)):
+            if out.topic == "explain-tasks":
+                log.append("explain-tasks", out.partition, out.key, out.value)
+            else:
+                p = orjson.loads(out.value)
+                losses[p["seq"]] = p["loss"]
+    eh = ExplainHandler(s)
+    msgs = explain_all(s, log, lambda p, off: eh, whole=True)
+    ipfi_age = sorted((m for m in msgs.values() if m["explainer"] == "ipfi" and m["feature"] == "age"),
+                      key=lambda m: m["seq"])
+    # the model's loss: the prediction topic's losses of the events since the previous message
+    prev = -1
+    for m in ipfi_age:
+        window = [losses[q] for q in range(prev + 1, m["seq"] + 1)]
+        assert m["model_loss"]["n"] == len(window)
+        assert m["model_loss"]["mean"] == pytest.approx(sum(window) / len(window), abs=1e-12)
+        prev = m["seq"]
+    # the first event of a stream only fills iPFI's storage, so the first block has one less
+    assert ipfi_age[0]["block"]["n"] == s.emit_every - 1
+    assert all(m["block"]["n"] == s.emit_every for m in ipfi_age[1:])
+    assert all(m["block"]["m2"] >= 0 for m in ipfi_age)
+
+
+@pytest.mark.parametrize("explainer", ["ipfi", "isage"])
+def test_a_one_event_block_is_the_increment_the_value_smooths(explainer):
+    # with a message per event, block.mean is that event's increment, and the published value
+    # is its exponential smoothing: value_t = (1 - alpha) value_(t-1) + alpha increment_t
+    s = settings(explain_groups=1, emit_every=1, explainers=[explainer])
+    log = run_model(s, list(agrawal_events("one", 60, seed=8)))
+    eh = ExplainHandler(s)
+    msgs = explain_all(s, log, lambda p, off: eh, whole=True)
+    for feature in s.features:
+        series = sorted((m for m in msgs.values() if m["feature"] == feature), key=lambda m: m["seq"])
+        series = [m for m in series if m["block"] is not None]
+        assert len(series) == 59  # the first event only fills the storage
+        for before, m in zip(series[:-1], series[1:], strict=True):
+            assert m["block"]["n"] == 1 and m["block"]["m2"] == 0.0
+            smoothed = (1 - s.alpha) * before["value"] + s.alpha * m["block"]["mean"]
+            assert m["value"] == pytest.approx(smoothed, rel=1e-12, abs=1e-15)

@@ -55,7 +55,7 @@ def test_good_event_parses_and_normalises_numbers():
         (event(schema=None), SchemaMismatch, "expected 'feature_event/v1'"),
         (event(seq=-1), SchemaMismatch, "seq -1"),
         (event(seq="3"), SchemaMismatch, "seq '3'"),
-        (event(stream_id="a/b"), SchemaMismatch, "without '/'"),
+        (event(stream_id="a/b"), SchemaMismatch, "no '/'"),
         (event(extra=1), SchemaMismatch, "unexpected ['extra']"),
         (event(x={"a": 1.0, "b": 2.0}), FeatureMismatch, "missing features ['c']"),
         (event(x={"a": 1.0, "b": 2.0, "c": "r", "d": 1}), FeatureMismatch, "unexpected features ['d']"),
@@ -89,11 +89,13 @@ def test_regression_target_must_be_finite_number():
 
 EXAMPLES = [
     FeatureEvent("s", 0, 1.0, {"a": 1.0, "c": "x"}, 1),
-    ExplainTask("s", 0, 1.0, {"a": 1.0}, 0, 1, True, 2.0),
+    ExplainTask("s", 0, 1.0, {"a": 1.0}, 0, 1, True, 2.0, 0.0),
     Prediction("s", 0, 1.0, 1, 0, 1.0, 0),
-    Explanation("s", "ipdp", "a", 0.1, 9, 10, 10, 9, {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}),
+    Explanation("s", "ipdp", "a", 0.1, 9, 10, 10, 9, {"grid": [0.0, 1.0], "pd": [0.2, 0.4]},
+                0.01, {"n": 10, "mean": 0.12, "m2": 0.3}, {"n": 10, "mean": 0.2, "m2": 1.6}),
     DriftEvent("s", "ipfi", "a", "s/ipfi/a", 500, 50, 0.1, 0.4),
-    DeadLetter("malformed", "MalformedMessage: x", "model", {"topic": "t", "partition": 0, "offset": 5}, "AAE=", None, 1.0),
+    DeadLetter("malformed", "MalformedMessage: x", "model", {"topic": "t", "partition": 0, "offset": 5}, "AAE=",
+               2, "b413f47d13ee2fe6c845b2ee141af81de858df4ec549a58b7970bb96645bc8d2", False, None, 1.0),
 ]
 
 
@@ -109,7 +111,13 @@ def test_json_schema_files_accept_what_we_write(msg):
 
 def test_every_message_type_has_a_schema_file():
     files = {p.name for p in JSON_DIR.glob("*.json")}
-    assert files == {t.replace("/", ".") + ".json" for t in MESSAGE_TYPES}
+    current = {t.replace("/", ".") + ".json" for t in MESSAGE_TYPES}
+    assert current <= files
+    # the other files document earlier versions of current types, for readers of old data
+    for older in files - current:
+        name, version = older.removesuffix(".json").split(".v")
+        (now,) = [t for t in MESSAGE_TYPES if t.startswith(name + "/v")]
+        assert int(version) < int(now.split("/v")[1]), older
 
 
 def test_non_finite_values_are_refused_not_written_as_null():
@@ -122,3 +130,33 @@ def test_numpy_scalars_serialise_as_numbers():
 
     raw = dumps(Prediction("s", 0, 0.0, 1, np.int64(1), float(np.float64(0.5)), 0))
     assert orjson.loads(raw)["y_pred"] == 1
+
+
+@pytest.mark.parametrize("seq", [2**63, 10**19, -1])
+def test_seq_outside_the_int64_range_is_refused(seq):
+    with pytest.raises(SchemaMismatch, match=f"seq {seq} must be an integer in"):
+        parse_feature_event(event(seq=seq), SPEC, where="f[0]@0")
+
+
+def test_largest_int64_seq_is_valid():
+    assert parse_feature_event(event(seq=2**63 - 1), SPEC, where="f[0]@0").seq == 2**63 - 1
+
+
+@pytest.mark.parametrize("stream_id", ["", "a" * 129, "a b", "a/b", "é", "a\x00b", "x\n"])
+def test_stream_id_outside_the_documented_set_is_refused(stream_id):
+    with pytest.raises(SchemaMismatch, match="stream_id"):
+        parse_feature_event(event(stream_id=stream_id), SPEC, where="f[0]@0")
+
+
+@pytest.mark.parametrize("stream_id", ["a" * 128, "Sensor_7.eu-west:1@v2+x=y~z", "0"])
+def test_stream_ids_of_the_documented_set_are_valid(stream_id):
+    assert parse_feature_event(event(stream_id=stream_id), SPEC, where="f[0]@0").stream_id == stream_id
+
+
+def test_error_messages_show_a_bounded_prefix_of_huge_values():
+    with pytest.raises(SchemaMismatch) as info:
+        parse_feature_event(event(stream_id="z" * 50_000), SPEC, where="f[0]@0")
+    assert len(str(info.value)) < 500
+    with pytest.raises(BadValue) as info:
+        parse_feature_event(event(x={"a": "q" * 50_000, "b": 2.0, "c": "r"}), SPEC, where="f[0]@0", max_bytes=10**6)
+    assert len(str(info.value)) < 500

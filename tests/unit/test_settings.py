@@ -43,7 +43,7 @@ def test_unknown_key_in_file(tmp_path):
 
 def test_secrets_never_show(caplog):
     s = load_settings(env={"STREAMXAI_SASL_PASSWORD": "s3cr3t-pw", "STREAMXAI_SSL_KEY_PASSWORD": "k3y-pw",
-                           "STREAMXAI_SECURITY_PROTOCOL": "SASL_PLAINTEXT"})
+                           "STREAMXAI_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "STREAMXAI_SASL_USERNAME": "u"})
     shown = [repr(s), str(s), str(s.public_dict()), settings_help(), repr(s.sasl_password)]
     with caplog.at_level(logging.DEBUG):
         logging.getLogger("streamxai").info("settings %s %r", s, s.public_dict())
@@ -63,3 +63,23 @@ def test_bad_secret_value_error_does_not_echo_it():
         load_settings(env={"STREAMXAI_PARTITIONS": "many"})
     assert "'many'" in str(info.value)
     assert isinstance(Settings().sasl_password, Secret)
+
+
+@pytest.mark.parametrize("kw, fragment", [
+    ({"security_protocol": "BOGUS"}, "security_protocol='BOGUS' must be one of PLAINTEXT, SSL"),
+    ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "MD5", "sasl_username": "u", "sasl_password": "p"},
+     "sasl_mechanism='MD5' must be one of PLAIN"),
+    ({"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512"}, "needs sasl_username and sasl_password"),
+    ({"security_protocol": "SSL", "ssl_cafile": "/nonexistent/ca.pem"}, "ssl_cafile='/nonexistent/ca.pem': no such file"),
+])
+def test_connection_settings_are_validated_at_startup(kw, fragment):
+    # defect 7: security_protocol=BOGUS was accepted and failed later inside the Kafka client
+    with pytest.raises(ConfigError, match=fragment.replace("(", r"\(")):
+        load_settings(**kw)
+
+
+def test_sasl_password_is_not_in_the_validation_error():
+    with pytest.raises(ConfigError) as info:
+        load_settings(security_protocol="SASL_PLAINTEXT", sasl_mechanism="NOPE", sasl_username="u",
+                      sasl_password="pw-4417")
+    assert "pw-4417" not in str(info.value)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import Component
+from ..increments import IncrementTracker
 from ..model import ModelFunction, check_model_fn
 
 __all__ = ["Explainer"]
@@ -35,6 +36,8 @@ class Explainer(Component):
     values: dict[str, float]
     #: events folded into the estimates so far
     n_explained: int
+    #: the per-event increments of each explained feature since the last report
+    increments: IncrementTracker
 
     def explain_one(self, x: dict[str, Any], y: Any) -> dict[str, float]:  # pragma: no cover
         raise NotImplementedError

@@ -62,6 +62,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..batch.pdp import pdp_importance, require_numeric_output
+from ..increments import IncrementTracker
 from ..model import ModelFunction
 from ..rng import derive_seed
 from ..storage.extreme import ExtremeValueStorage
@@ -148,6 +149,8 @@ class IPDP(Explainer):
         self._decay = 1.0  # (1 - a)^t
         self.n_explained = 0
         self.values = {f: 0.0 for f in self._explained}
+        #: the spread of each event's ICE curve since the last report (pipeline.core.increments)
+        self.increments = IncrementTracker(self._explained)
 
     @property
     def explained_features(self) -> list[str]:
@@ -190,10 +193,13 @@ class IPDP(Explainer):
         self._decay = decay
         bias = 1.0 - decay
         values = self.values
+        add = self.increments.add
         i = 0
         for f, g in zip(self._explained, grids, strict=True):
             j = i + len(g)
-            if f in self._cat:
+            cat = f in self._cat
+            add(f, pdp_importance(preds[i:j], categorical=cat))  # this event's ICE spread
+            if cat:
                 values[f] = self._update_categorical(f, g, preds[i:j], a, b)
             else:
                 gx = self._gx[f]

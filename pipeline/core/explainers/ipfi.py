@@ -56,6 +56,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..increments import IncrementTracker
 from ..losses import get_loss
 from ..model import ModelFunction
 from ..rng import derive_seed, make_rng
@@ -152,6 +153,8 @@ class IPFI(Explainer):
         self._rngs = [(f, make_rng(self.seed, "ipfi", f)) for f in self._explained]
         self.n_explained = 0
         self.values: dict[str, float] = {f: 0.0 for f in self._explained}
+        #: the per-event increments ``lambda_t`` since the last report (pipeline.core.increments)
+        self.increments = IncrementTracker(self._explained)
         self._se = SmoothedStderr(self._explained, self.alpha, start="first")
         self._n_stored = 0
 
@@ -224,9 +227,11 @@ class IPFI(Explainer):
         first = self.n_explained == 0
         values = self.values
         lams = []
+        add = self.increments.add
         if m == 1:
             for (f, _), p in zip(self._rngs, preds, strict=True):
                 lam = float(loss(y, p)) - base_loss
+                add(f, lam)
                 values[f] = lam if first else keep * values[f] + a * lam
                 lams.append(lam)
         else:
@@ -237,6 +242,7 @@ class IPFI(Explainer):
                     s += loss(y, p)
                 i += m
                 lam = float(s) / m - base_loss
+                add(f, lam)
                 values[f] = lam if first else keep * values[f] + a * lam
                 lams.append(lam)
         self.n_explained += 1

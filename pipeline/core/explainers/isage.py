@@ -96,6 +96,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..increments import IncrementTracker
 from ..losses import get_loss, resolve_estimator
 from ..model import ModelFunction, blend_output, mean_output
 from ..removal.conditional import ConditionalRemoval
@@ -190,6 +191,8 @@ class ISAGE(Explainer):
         self._y_empty: Any = None
         self._gap = 0.0
         self.n_explained = 0
+        #: the per-event marginal contributions ``Delta`` since the last report (pipeline.core.increments)
+        self.increments = IncrementTracker(names)
         self._index = {f: i for i, f in enumerate(names)}
         self._deltas = [0.0] * len(names)
         self._se = SmoothedStderr(names, self.alpha, start="zero")
@@ -296,6 +299,7 @@ class ISAGE(Explainer):
             self._gap = keep * self._gap + alpha * (prev - loss(y, self._y_empty))
         else:
             prev = loss(y, self._y_empty)
+        add = self.increments.add
         for j in range(d - 1):
             if m == 1:
                 cur = loss(y, preds[j])
@@ -305,12 +309,14 @@ class ISAGE(Explainer):
                 cur = loss(y, mean_output(preds[j * m : (j + 1) * m]))
             f = order[j]
             delta = prev - cur
+            add(f, delta)
             values[f] = keep * values[f] + alpha * delta
             deltas[index[f]] = delta
             prev = cur
         cur = loss(y, y_full)  # S = D: the full x_t, no draw
         f = order[-1]
         delta = prev - cur
+        add(f, delta)
         values[f] = keep * values[f] + alpha * delta
         deltas[index[f]] = delta
 

@@ -1,0 +1,239 @@
+"""Checkpoints on a compacted Kafka topic, so a worker on any host resumes from them.
+
+Local-disk checkpoints (:class:`~pipeline.checkpoints.CheckpointStore`) help only a worker
+on the same host; a worker elsewhere that takes over a partition replays the key's whole
+history. With ``checkpoint_store = "kafka"`` the same sealed bytes (HMAC-SHA256 over header
+and pickle, see :mod:`pipeline.checkpoints`) go to the topic ``<prefix>checkpoints``, with
+``cleanup.policy=compact``: Kafka keeps the newest record per record key, and a worker that
+meets a key without state reads its checkpoint from there.
+
+Record keys are ``kind/sha256(key)/slot``: each key alternates between two slots, so the
+two newest checkpoints survive compaction (a worker restores only one *before* the message it
+resumes at; see :mod:`pipeline.checkpoints`). Both slots of a key go to the same partition,
+so their offsets tell which is newer. The store keeps an index record key →
+(partition, offset), caught up from the topic's end on every look-up, and fetches only the
+records it needs. Every worker must share ``checkpoint_key``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+import zlib
+from typing import Any
+
+from .checkpoints import CheckpointStore
+from .handlers.common import log
+from .kafka_config import confluent_config
+from .settings import Settings
+
+__all__ = ["KafkaCheckpointStore", "CHECKPOINT_TOPIC", "CHECKPOINT_TOPIC_CONFIG", "ensure_checkpoint_topic"]
+
+CHECKPOINT_TOPIC = "checkpoints"
+#: compacted; large records (a forest pickles to megabytes)
+MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024
+CHECKPOINT_TOPIC_CONFIG = {
+    "cleanup.policy": "compact",
+    "max.message.bytes": str(MAX_CHECKPOINT_BYTES),
+    "min.cleanable.dirty.ratio": "0.5",
+    "segment.ms": str(6 * 3600 * 1000),
+}
+
+
+class KafkaCheckpointStore(CheckpointStore):
+    """:class:`~pipeline.checkpoints.CheckpointStore` whose records live on a compacted topic.
+
+    ``save`` produces and waits for the broker's acknowledgement; ``load`` catches the index up
+    to the topic's current end (the records other workers wrote), then fetches the key's two
+    slots. Both run only every ``checkpoint_every`` messages of a key or on recovery.
+    """
+
+    def __init__(self, settings: Settings, every: int = 2000, *, secret: bytes, timeout: float = 30.0):
+        super().__init__(settings.state_dir, every, secret=secret)
+        self.settings = settings
+        self.topic = settings.topic(CHECKPOINT_TOPIC)
+        self.timeout = timeout
+        self._producer: Any = None
+        self._consumer: Any = None
+        self._index: dict[bytes, tuple[int, int]] = {}  # record key -> (partition, offset)
+        self._positions: dict[int, int] = {}  # partition -> next offset to index
+        self._slot: dict[bytes, int] = {}  # key prefix -> slot of its newest checkpoint
+        self._n_partitions: int | None = None
+
+    def __repr__(self) -> str:
+        return f"KafkaCheckpointStore({self.topic!r}, every={self.every})"
+
+    @staticmethod
+    def _prefix(kind: str, key: bytes) -> bytes:
+        return f"{kind}/{hashlib.sha256(key).hexdigest()}/".encode()
+
+    # writing -------------------------------------------------------------------------------
+
+    def _write(self, kind: str, key: bytes, blob: bytes) -> None:
+        from confluent_kafka import Producer
+
+        if len(blob) > MAX_CHECKPOINT_BYTES:
+            log.warning("checkpoint of %s %s is %d bytes, over %d: not written; a restart replays more",
+                        kind, _short(key), len(blob), MAX_CHECKPOINT_BYTES)
+            return
+        if self._producer is None:
+            self._producer = Producer(confluent_config(self.settings, **{
+                "message.max.bytes": MAX_CHECKPOINT_BYTES + 4096, "linger.ms": 0, "acks": "all",
+                "compression.type": "zstd"}))
+        prefix = self._prefix(kind, key)
+        newest = self._slot.get(prefix)
+        slot = 1 - (self._newest_slot(prefix) if newest is None else newest)
+        rk = prefix + str(slot).encode()
+        result: dict[str, Any] = {}
+
+        def delivered(err: Any, msg: Any) -> None:
+            result["err"], result["msg"] = err, msg
+
+        self._producer.produce(self.topic, key=rk, value=blob, partition=self._partition(prefix),
+                               on_delivery=delivered)
+        self._producer.flush(self.timeout)
+        err, msg = result.get("err"), result.get("msg")
+        if msg is None or err is not None:
+            raise OSError(f"writing the checkpoint of {kind} {_short(key)} to {self.topic} failed: "
+                          f"{err or 'no acknowledgement within ' + str(self.timeout) + ' s'}")
+        self._slot[prefix] = slot
+        self._index[rk] = (msg.partition(), msg.offset())
+
+    def _newest_slot(self, prefix: bytes) -> int:
+        """The slot holding the newest checkpoint of ``prefix`` (1 when there is none, so the
+        first write goes to slot 0)."""
+        self._catch_up()
+        have = {slot: self._index[rk][1] for slot in (0, 1) if (rk := prefix + str(slot).encode()) in self._index}
+        return max(have, key=lambda slot: have[slot]) if have else 1
+
+    def _partition(self, prefix: bytes) -> int:
+        if self._n_partitions is None:
+            meta = self._reader().list_topics(self.topic, timeout=self.timeout).topics.get(self.topic)
+            if meta is None or meta.error is not None or not meta.partitions:
+                raise OSError(f"checkpoint topic {self.topic} is not available; the worker creates it at start")
+            self._n_partitions = len(meta.partitions)
+        return zlib.crc32(prefix) % self._n_partitions
+
+    # reading -------------------------------------------------------------------------------
+
+    def _candidates(self, kind: str, key: bytes) -> list[tuple[str, bytes]]:
+        self._catch_up()
+        prefix = self._prefix(kind, key)
+        out = []
+        for slot in (0, 1):
+            rk = prefix + str(slot).encode()
+            where = self._index.get(rk)
+            if where is None:
+                continue
+            value = self._fetch(*where)
+            if value is not None:
+                out.append((f"{self.topic}[{where[0]}]@{where[1]}", value))
+        return out
+
+    def _reader(self) -> Any:
+        from confluent_kafka import Consumer
+
+        if self._consumer is None:
+            self._consumer = Consumer(confluent_config(self.settings, **{
+                "group.id": f"streamxai-checkpoints-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20,
+                "fetch.max.bytes": MAX_CHECKPOINT_BYTES + 4096,
+                "max.partition.fetch.bytes": MAX_CHECKPOINT_BYTES + 4096,
+                "receive.message.max.bytes": MAX_CHECKPOINT_BYTES + 65536}))
+        return self._consumer
+
+    def _catch_up(self) -> None:
+        """Index the records written since the last look-up (by any worker)."""
+        from confluent_kafka import TopicPartition
+
+        c = self._reader()
+        meta = c.list_topics(self.topic, timeout=self.timeout).topics.get(self.topic)
+        if meta is None or meta.error is not None:
+            raise OSError(f"checkpoint topic {self.topic} is not available "
+                          f"({meta.error if meta is not None else 'missing'}); the worker creates it at start")
+        for p in meta.partitions:
+            start = self._positions.get(p, 0)
+            low, high = self._watermarks(c, p)
+            start = max(start, low)
+            if start >= high:
+                self._positions[p] = max(start, self._positions.get(p, 0))
+                continue
+            c.assign([TopicPartition(self.topic, p, start)])
+            while start < high:
+                msg = c.poll(self.timeout)
+                if msg is None:
+                    raise OSError(f"reading {self.topic}[{p}] stalled at offset {start} of {high}")
+                if msg.error():
+                    continue
+                if msg.key() is not None:
+                    self._index[msg.key()] = (p, msg.offset())
+                start = msg.offset() + 1
+            self._positions[p] = start
+        c.unassign()
+
+    def _watermarks(self, c: Any, partition: int) -> tuple[int, int]:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        deadline = time.monotonic() + self.timeout
+        while True:  # after a leader election (new topic, broker restart) a client's metadata is stale for a moment
+            try:
+                return c.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=self.timeout)
+            except KafkaException as e:
+                if time.monotonic() > deadline:
+                    raise OSError(f"reading the offsets of {self.topic}[{partition}] failed: {e.args[0].str()}") from None
+                time.sleep(0.2)
+
+    def _fetch(self, partition: int, offset: int) -> bytes | None:
+        from confluent_kafka import TopicPartition
+
+        c = self._reader()
+        c.assign([TopicPartition(self.topic, partition, offset)])
+        try:
+            msg = c.poll(self.timeout)
+            while msg is not None and (msg.error() or msg.offset() < offset):
+                msg = c.poll(self.timeout)
+        finally:
+            c.unassign()
+        if msg is None or msg.offset() != offset:
+            return None  # compacted away meanwhile: a newer record replaced it
+        return msg.value()
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(self.timeout)
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+
+def _short(key: bytes) -> str:
+    text = key.decode(errors="replace")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def ensure_checkpoint_topic(s: Settings) -> bool:
+    """Create the compacted checkpoint topic if it is missing; True when it was created."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(confluent_config(s, log_level=3))
+    name = s.topic(CHECKPOINT_TOPIC)
+    if name in admin.list_topics(timeout=30).topics:
+        return False
+    spec = NewTopic(name, num_partitions=s.partitions, replication_factor=s.replication_factor,
+                    config=CHECKPOINT_TOPIC_CONFIG)
+    try:
+        admin.create_topics([spec], operation_timeout=30)[name].result()
+    except KafkaException as e:
+        if "TOPIC_ALREADY_EXISTS" not in str(e):
+            raise
+        return False
+    deadline = time.monotonic() + 30
+    while True:  # a new topic answers reads only once every partition has a leader
+        md = admin.list_topics(topic=name, timeout=30).topics.get(name)
+        if md is not None and md.error is None and md.partitions and all(p.leader >= 0 for p in md.partitions.values()):
+            return True
+        if time.monotonic() > deadline:
+            raise OSError(f"checkpoint topic {name} was created but has no leader for every partition after 30 s")
+        time.sleep(0.1)

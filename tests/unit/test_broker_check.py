@@ -1,0 +1,29 @@
+"""No broker: worker, produce and tail stop with one line naming the bootstrap servers and the
+command that starts the local broker (defect 7: 31 s, ~580 client lines and a traceback; tail
+never gave up)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline import kafka_config
+from pipeline.cli import main
+from pipeline.ports import free_port
+
+
+@pytest.mark.parametrize("argv", [["worker"], ["produce", "demo", "--n", "5"], ["tail", "predictions"]])
+def test_no_broker_is_one_clear_line(argv, capsys, monkeypatch):
+    monkeypatch.setattr(kafka_config.check_broker, "__defaults__", (1.0,))  # the default wait is 8 s
+    bootstrap = f"127.0.0.1:{free_port()}"
+    rc = main([*argv, "--bootstrap", bootstrap])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 2
+    assert len(lines) == 1, err
+    assert bootstrap in lines[0] and "streamxai broker start" in lines[0]
+    assert "Traceback" not in err
+
+
+def test_the_default_wait_is_under_ten_seconds():
+    assert kafka_config.check_broker.__defaults__ == (kafka_config.BROKER_CHECK_TIMEOUT_S,)
+    assert kafka_config.BROKER_CHECK_TIMEOUT_S < 10

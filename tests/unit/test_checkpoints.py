@@ -1,0 +1,171 @@
+"""Checkpoints: authenticated (a crafted file never runs code), hashed file names, only a
+checkpoint before the resumed message is restored (defect 8), and the key's handling."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+
+import orjson
+import pytest
+
+from pipeline.checkpoints import CheckpointStore, checkpoint_secret, checkpoint_store
+from pipeline.demo_stream import agrawal_events
+from pipeline.handlers import ExplainHandler, ModelHandler, Source
+from pipeline.settings import Secret, Settings
+from schemas import ConfigError, dumps
+
+KEY = b"test-checkpoint-key-0123456789"
+
+
+class _Exploit:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def store(tmp_path, **kw):
+    return CheckpointStore(tmp_path / "checkpoints", kw.pop("every", 5), secret=kw.pop("secret", KEY))
+
+
+def test_round_trip_and_hashed_names(tmp_path):
+    st = store(tmp_path)
+    key = ("k" * 128 + "/ipdp/commission").encode()
+    st.save("drift", key, {"n": 3}, Source("t", 1, 9))
+    assert st.load("drift", key, "t", 1) == ({"n": 3}, 9)
+    (path,) = (tmp_path / "checkpoints" / "drift").iterdir()
+    assert len(path.name) == 64 + len(".ckpt")
+
+
+@pytest.mark.parametrize("forge", ["v1-pickle", "v2-bad-tag", "v2-other-key"])
+def test_a_crafted_checkpoint_is_refused_and_never_unpickled(tmp_path, caplog, forge):
+    # defect 3: a pickle dropped into state_dir ran a shell command on the next event
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(_Exploit(marker))
+    st = store(tmp_path)
+    st.save("model", b"victim", {"ok": 1}, Source("features", 0, 3))
+    newest, _ = st._paths("model", b"victim")
+    header = orjson.dumps({"kind": "model", "key_sha256": "0" * 64, "topic": "features", "partition": 0, "offset": 3})
+    if forge == "v1-pickle":
+        data = b"streamxai-checkpoint/v1\n" + header + b"\n" + payload
+    elif forge == "v2-bad-tag":
+        data = b"streamxai-checkpoint/v2\n" + b"0" * 64 + b"\n" + header + b"\n" + payload
+    else:  # a genuine checkpoint of another key, renamed to stand for this one
+        attacker = CheckpointStore(tmp_path / "checkpoints", 5, secret=KEY)
+        attacker.save("model", b"other", _Exploit(marker), Source("features", 0, 3))
+        data = attacker._paths("model", b"other")[0].read_bytes()
+    newest.write_bytes(data)
+    with caplog.at_level(logging.WARNING, logger="streamxai"):
+        assert st.load("model", b"victim", "features", 0) is None
+    assert not marker.exists()
+    refusals = [r for r in caplog.records if "refusing checkpoint" in r.getMessage()]
+    assert len(refusals) == 1 and "rebuilt by replay" in refusals[0].getMessage()
+
+
+def test_a_tampered_byte_is_refused(tmp_path):
+    st = store(tmp_path)
+    st.save("model", b"s", {"weights": [1.0, 2.0]}, Source("features", 0, 7))
+    path, _ = st._paths("model", b"s")
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 1
+    path.write_bytes(bytes(data))
+    assert st.load("model", b"s", "features", 0) is None
+
+
+def test_a_checkpoint_written_with_another_key_is_refused(tmp_path):
+    store(tmp_path).save("model", b"s", 1, Source("features", 0, 7))
+    assert store(tmp_path, secret=b"another-key-0123456789").load("model", b"s", "features", 0) is None
+
+
+def test_the_previous_checkpoint_serves_when_the_newest_is_not_before_the_message(tmp_path):
+    st = store(tmp_path)
+    st.save("model", b"s", "old", Source("features", 0, 4))
+    st.save("model", b"s", "new", Source("features", 0, 9))
+    assert st.load("model", b"s", "features", 0, before_offset=10) == ("new", 9)
+    assert st.load("model", b"s", "features", 0, before_offset=9) == ("old", 4)
+    assert st.load("model", b"s", "features", 0, before_offset=4) is None
+
+
+def _settings(**over):
+    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
+                emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
+                explainers=["ipfi"], checkpoint_every=25)
+    base.update(over)
+    return Settings(**base)
+
+
+class _Log:
+    def __init__(self, items):
+        self.items = items
+
+    def history(self, topic, partition, before_offset, key, from_offset=0):
+        for k, v in self.items[from_offset:before_offset]:
+            if k == key:
+                yield v
+
+
+def _outs(handler, items, offsets, topic):
+    got = {}
+    for off in offsets:
+        for o in handler.on_message(items[off][1], items[off][0], Source(topic, 0, off)):
+            got.setdefault(o.topic, []).append(o)
+    return got
+
+
+def test_a_checkpoint_newer_than_the_committed_offset_is_not_restored(tmp_path):
+    # defect 8: the worker checkpointed the model after event 49, was SIGKILLed before the outputs
+    # of events 41..59 were flushed, and resumes from the committed offset 41; restoring the
+    # checkpoint made events 41..49 duplicates, so their predictions and explain tasks were never
+    # sent and the explainers' replicas went out of step (explanations at off-schedule seqs)
+    s = _settings()
+    items = [(b"s", dumps(ev)) for ev in agrawal_events("s", 100, seed=3)]
+    whole = _outs(ModelHandler(s), items, range(100), "features")
+    st = store(tmp_path, every=25)
+    _outs(ModelHandler(s, checkpoints=st), items, range(60), "features")  # checkpoints after 24 and 49
+    resumed = ModelHandler(s, history=_Log(items).history, checkpoints=st)
+    again = _outs(resumed, items, range(41, 100), "features")
+    for topic in ("predictions", "explain-tasks"):
+        want = [orjson.loads(o.value) for o in whole[topic][41:]]
+        got = [orjson.loads(o.value) for o in again[topic]]
+        for m in want + got:
+            m.pop("sent_at", None)
+        assert got == want, topic
+    assert resumed.metrics.get("checkpoints_restored") == 1  # the one after event 24
+    assert resumed.metrics.get("replayed_events") == 41 - 25
+
+
+def test_explain_handler_resumes_before_its_newest_checkpoint(tmp_path):
+    s = _settings()
+    tasks = [(o.key, o.value) for o in _outs(ModelHandler(s), [(b"e", dumps(ev)) for ev in
+                                                               agrawal_events("e", 120, seed=4)],
+                                             range(120), "features")["explain-tasks"]]
+    whole = _outs(ExplainHandler(s), tasks, range(120), "explain-tasks")["explanations"]
+    st = store(tmp_path, every=25)
+    _outs(ExplainHandler(s, checkpoints=st), tasks, range(80), "explain-tasks")  # newest after 74
+    resumed = ExplainHandler(s, history=_Log(tasks).history, checkpoints=st)
+    again = _outs(resumed, tasks, range(61, 120), "explain-tasks")["explanations"]
+    want = [o.value for o in whole if orjson.loads(o.value)["seq"] >= 61]
+    assert [o.value for o in again] == want
+
+
+def test_generated_key_file_is_private_reused_and_never_shown(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="streamxai"):
+        k1 = checkpoint_secret("", tmp_path)
+    path = tmp_path / "checkpoint.key"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert checkpoint_secret("", tmp_path) == k1 and len(k1) == 64
+    assert "generated one" in caplog.text and k1.decode() not in caplog.text
+    s = Settings(state_dir=str(tmp_path), checkpoint_key=Secret("a-configured-key-0123"))
+    cs = checkpoint_store(s)
+    assert "a-configured-key" not in repr(cs) + repr(s) + str(s.public_dict())
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        checkpoint_secret("", tmp_path)
+
+
+def test_short_checkpoint_key_is_a_config_error():
+    with pytest.raises(ConfigError, match="checkpoint_key is too short"):
+        Settings(checkpoint_key=Secret("short"))

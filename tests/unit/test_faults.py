@@ -1,0 +1,305 @@
+"""Adversarial input at the handlers (no Kafka): whatever a producer sends, the worker stays up,
+every valid event is predicted and explained exactly once, and bad input becomes a dead letter
+with a reason."""
+
+from __future__ import annotations
+
+import orjson
+
+from pipeline.checkpoints import CheckpointStore
+from pipeline.demo_stream import agrawal_events
+from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from pipeline.settings import Settings
+from schemas import dumps
+
+
+def settings(**over):
+    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
+                emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
+                explainers=["ipfi"])
+    base.update(over)
+    return Settings(**base)
+
+
+def feed(handler, items, topic="features", start=0):
+    """``items``: (key, raw) pairs on one partition, fed from offset ``start``; every Out, by topic."""
+    outs: dict[str, list] = {}
+    for off in range(start, len(items)):
+        key, raw = items[off]
+        for o in handler.on_message(raw, key, Source(topic, 0, off)):
+            outs.setdefault(o.topic, []).append(o)
+    return outs
+
+
+def preds(outs):
+    return {m["seq"]: m["y_pred"] for m in map(orjson.loads, (o.value for o in outs.get("predictions", [])))}
+
+
+class FakeLog:
+    """One topic partition in memory; ``history`` is what pipeline.replay reads from Kafka."""
+
+    def __init__(self):
+        self.parts: dict[tuple[str, int], list] = {}
+
+    def append(self, topic, partition, key, value):
+        self.parts.setdefault((topic, partition), []).append((key, value))
+
+    def history(self, topic, partition, before_offset, key, from_offset=0):
+        for k, v in self.parts.get((topic, partition), [])[from_offset:before_offset]:
+            if k == key:
+                yield v
+
+
+def seqs(outs, topic="predictions"):
+    return [orjson.loads(o.value)["seq"] for o in outs.get(topic, [])]
+
+
+def reasons(outs):
+    return [orjson.loads(o.value)["reason"] for o in outs.get("dead-letters", [])]
+
+
+def test_a_huge_seq_is_a_dead_letter_not_the_end_of_the_stream():
+    # defect 1: seq 10**18 after 99 was accepted and every later event dropped as a duplicate
+    events = list(agrawal_events("s", 200, seed=1))
+    items = [(b"s", dumps(ev)) for ev in events[:100]]
+    items.append((b"s", dumps(events[100].__class__("s", 10**18, 0.0, events[100].x, events[100].y))))
+    items += [(b"s", dumps(ev)) for ev in events[100:]]
+    mh = ModelHandler(settings())
+    outs = feed(mh, items)
+    assert seqs(outs) == list(range(200))
+    assert reasons(outs) == ["seq_gap"]
+    assert mh.metrics.get("duplicates_dropped") == 0
+    # a handler that lost its state at offset 150 rebuilds it by replay without the bad event
+    log = FakeLog()
+    for k, v in items:
+        log.append("features", 0, k, v)
+    resumed = feed(ModelHandler(settings(), history=log.history), items, start=150)
+    first_run = preds(outs)
+    assert preds(resumed) == {q: first_run[q] for q in range(149, 200)}
+
+
+def test_seq_gap_limit_is_a_setting():
+    events = list(agrawal_events("s", 10, seed=1))
+    ev = events[0]
+    items = [(b"s", dumps(ev.__class__("s", q, 0.0, ev.x, ev.y))) for q in (0, 1, 51, 102, 103)]
+    outs = feed(ModelHandler(settings(max_seq_gap=50)), items)
+    assert seqs(outs) == [0, 1, 51]  # 102 is 51 beyond 51: refused, and 103 too (52 beyond)
+    assert reasons(outs) == ["seq_gap", "seq_gap"]
+
+
+def test_longest_stream_ids_checkpoint_and_explain(tmp_path):
+    # defect 2: ids of ~187-200 bytes made checkpoint file names too long (OSError every
+    # checkpoint_every-th event); drift series keys at ~169
+    sid = "L" * 128
+    s = settings(checkpoint_every=7)
+    store = CheckpointStore(tmp_path, every=7, secret=b"k" * 32)
+    events = list(agrawal_events(sid, 60, seed=2))
+    mh = ModelHandler(s, checkpoints=store)
+    outs = feed(mh, [(sid.encode(), dumps(ev)) for ev in events])
+    assert seqs(outs) == list(range(60)) and "dead-letters" not in outs
+    eh = ExplainHandler(s, checkpoints=store)
+    expl = feed(eh, [(o.key, o.value) for o in outs["explain-tasks"]], topic="explain-tasks")
+    assert "dead-letters" not in expl and eh.metrics.get("checkpoints_written") > 0
+    dh = DriftHandler(s, checkpoints=store)
+    drift = feed(dh, [(o.key, o.value) for o in expl["explanations"]], topic="explanations")
+    assert "dead-letters" not in drift and dh.metrics.get("checkpoints_written") > 0
+    assert all(len(p.name) < 100 for p in tmp_path.rglob("*"))  # file names are hashes, not ids
+
+
+class _Msg:
+    def __init__(self, topic, partition, offset):
+        self.topic, self.partition, self.offset = topic, partition, offset
+
+
+class _Event:
+    def __init__(self, key, value, offset):
+        self.key, self.value, self.message = key, value, _Msg("features", 0, offset)
+
+
+class _Stream:
+    def __init__(self, items):
+        self.items = items
+
+    async def events(self):
+        for off, (k, v) in enumerate(self.items):
+            yield _Event(k, v, off)
+
+
+class _Topic:
+    """A producer with the broker's size limit: bigger messages raise like aiokafka's
+    MessageSizeTooLargeError; ``down`` makes every send fail."""
+
+    def __init__(self, limit=1_000_000, down=False):
+        self.limit, self.down, self.sent = limit, down, []
+
+    async def send(self, key, value, partition=None, callback=None):
+        size = len(value) + len(key or b"")
+        if self.down or size > self.limit:
+            raise RuntimeError(f"MessageSizeTooLargeError: {size} bytes" if not self.down else "broker unreachable")
+        self.sent.append((key, value))
+        if callback:
+            callback(None)
+
+
+def _run_agent(handler, items, **topic_kw):
+    import asyncio
+
+    from agents._forward import forward
+
+    topics = {name: _Topic(**topic_kw.get(name, {})) for name in
+              ("predictions", "explain-tasks", "explanations", "drift-events", "dead-letters")}
+    asyncio.run(forward(_Stream(items), handler, topics, "model"))
+    return topics
+
+
+def test_a_message_just_under_the_broker_limit_gets_a_dead_letter_that_fits():
+    # defect 4: a 0.8-1 MB message was refused as oversized; its dead letter (base64 original)
+    # exceeded the broker's limit, the send failed and the model agent crashed
+    import hashlib
+
+    events = list(agrawal_events("s", 4, seed=1))
+    big = dumps(events[1]).replace(b'"x":{', b'"pad":"' + b"p" * 900_000 + b'","x":{')
+    items = [(b"s", dumps(events[0])), (b"s", big), (b"s", dumps(events[2])), (b"s", dumps(events[3]))]
+    mh = ModelHandler(settings())
+    topics = _run_agent(mh, items)
+    assert [orjson.loads(v)["seq"] for _, v in topics["predictions"].sent] == [0, 2, 3]
+    ((key, value),) = topics["dead-letters"].sent
+    assert len(key) + len(value) <= settings().max_dead_letter_bytes
+    dl = orjson.loads(value)
+    assert dl["reason"] == "oversized" and dl["truncated"] is True
+    assert dl["original_bytes"] == len(big) and dl["original_sha256"] == hashlib.sha256(big).hexdigest()
+    import base64
+
+    assert big.startswith(base64.b64decode(dl["original"])) and len(base64.b64decode(dl["original"])) > 300_000
+    assert mh.metrics.get("dead_letters{reason=oversized}") == 1
+
+
+def test_a_dead_letter_that_cannot_be_sent_is_counted_as_an_error_not_as_sent():
+    events = list(agrawal_events("s", 3, seed=1))
+    items = [(b"s", dumps(events[0])), (b"s", b"not json"), (b"s", dumps(events[1]))]
+    mh = ModelHandler(settings())
+    topics = _run_agent(mh, items, **{"dead-letters": {"down": True}})
+    assert [orjson.loads(v)["seq"] for _, v in topics["predictions"].sent] == [0, 1]
+    assert mh.metrics.get("dead_letters{reason=malformed}") == 0
+    assert mh.metrics.get("send_errors{topic=dead-letters}") == 1
+
+
+def test_an_output_the_producer_refuses_becomes_a_dead_letter_of_the_input():
+    events = list(agrawal_events("s", 3, seed=1))
+    items = [(b"s", dumps(ev)) for ev in events]
+    mh = ModelHandler(settings())
+    topics = _run_agent(mh, items, predictions={"limit": 10})
+    assert topics["predictions"].sent == [] and len(topics["explain-tasks"].sent) == 3
+    assert [orjson.loads(v)["reason"] for _, v in topics["dead-letters"].sent] == ["send_error"] * 3
+    assert mh.metrics.get("dead_letters{reason=send_error}") == 3
+
+
+def _bad_inputs(template):
+    """(name, key, raw) of every kind of bad feature event, built around a valid one."""
+    good = orjson.loads(template)
+
+    def ev(**over):
+        d = dict(good)
+        for k, v in over.items():
+            if v is _DROP:
+                d.pop(k)
+            else:
+                d[k] = v
+        return orjson.dumps(d)
+
+    bad = [
+        ("not json", b"hello"),
+        ("truncated", template[: len(template) // 2]),
+        ("empty", b""),
+        ("no value", None),
+        ("json array", b"[1, 2, 3]"),
+        ("json string", b'"s"'),
+        ("invalid utf-8", template.replace(b'"s"', b'"\xff\xfe"')),
+        ("NaN literal", template.replace(b'"ts":0.0', b'"ts":NaN')),
+        ("infinity", template.replace(b'"ts":0.0', b'"ts":1e999')),
+        ("oversized", ev(x={**good["x"], "salary": "9" * 70_000})),
+        ("huge category", ev(x={**good["x"], "car": "c" * 60_000})),
+        ("unknown feature", ev(x={**good["x"], "zzz": 1.0})),
+        ("missing feature", ev(x={k: v for k, v in good["x"].items() if k != "age"})),
+        ("x null", ev(x=None)),
+        ("x list", ev(x=[1, 2])),
+        ("feature null", ev(x={**good["x"], "age": None})),
+        ("feature string", ev(x={**good["x"], "age": "37"})),
+        ("feature bool", ev(x={**good["x"], "age": True})),
+        ("target object", ev(y={"a": 1})),
+        ("unknown schema", ev(schema="feature_event/v9")),
+        ("no schema", ev(schema=_DROP)),
+        ("extra field", ev(extra=1)),
+        ("negative seq", ev(seq=-5)),
+        ("float seq", ev(seq=3.0)),
+        ("string seq", ev(seq="3")),
+        ("bool seq", ev(seq=True)),
+        ("int64 overflow seq", ev(seq=2**63)),
+        ("huge seq", ev(seq=10**18)),
+        ("long stream id", ev(stream_id="L" * 200)),
+        ("odd stream id", ev(stream_id="a/b c\n")),
+        ("null stream id", ev(stream_id=None)),
+        ("ts string", ev(ts="now")),
+    ]
+    for field in ("stream_id", "seq", "ts", "x"):
+        bad.append((f"missing {field}", ev(**{field: _DROP})))
+    return [(name, b"s", raw) for name, raw in bad] + [("key is not the stream id", b"other", template)]
+
+
+_DROP = object()
+
+
+def test_fault_suite_every_bad_input_is_a_dead_letter_and_valid_events_are_exact():
+    s = settings(explainers=["ipfi", "ipdp"])
+    a = list(agrawal_events("s", 80, seed=5))
+    b = list(agrawal_events("t.2", 80, seed=6))
+    template = dumps(a[0].__class__("s", 40, 0.0, a[40].x, a[40].y))
+    bad = _bad_inputs(template)
+    # the clean run: the two streams interleaved
+    clean = []
+    for ea, eb in zip(a, b, strict=True):
+        clean += [(b"s", dumps(ea)), (b"t.2", dumps(eb))]
+    # the attacked run: bad inputs spread through it, plus duplicates and out-of-order seqs
+    dirty, bad_at = [], iter(bad)
+    for i, item in enumerate(clean):
+        dirty.append(item)
+        if i % 3 == 2:
+            nxt = next(bad_at, None)
+            if nxt is not None:
+                dirty.append(nxt[1:])
+        if i in (50, 90):
+            dirty.append(clean[i - 10])  # a duplicate of an earlier event (out of order)
+    assert next(bad_at, None) is None, "spread every bad input"
+
+    def run(items):
+        mh, eh = ModelHandler(s), ExplainHandler(s)
+        outs = feed(mh, items)
+        tasks = [(o.key, o.value) for o in outs["explain-tasks"]]
+        expl = feed(eh, tasks, topic="explain-tasks")
+        values = {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): m["value"]
+                  for m in map(orjson.loads, (o.value for o in expl["explanations"]))}
+        return mh, outs, values
+
+    mh_clean, outs_clean, values_clean = run(clean)
+    mh, outs, values = run(dirty)
+    pred = [(m["stream_id"], m["seq"], m["y_pred"]) for m in map(orjson.loads, (o.value for o in outs["predictions"]))]
+    pred_clean = [(m["stream_id"], m["seq"], m["y_pred"])
+                  for m in map(orjson.loads, (o.value for o in outs_clean["predictions"]))]
+    assert pred == pred_clean  # every valid event predicted once, with the clean run's values
+    assert values == values_clean and values  # and explained exactly as without the attack
+    letters = [orjson.loads(o.value) for o in outs["dead-letters"]]
+    assert len(letters) == len(bad)  # one dead letter per bad input, none for valid events
+    assert all(len(o.value) + len(o.key or b"") <= s.max_dead_letter_bytes for o in outs["dead-letters"])
+    assert all(m["reason"] in {"malformed", "schema", "features", "bad_value", "oversized", "seq_gap"}
+               for m in letters), {m["reason"] for m in letters}
+    assert mh.metrics.get("predictions") == mh_clean.metrics.get("predictions") == 160
+    assert mh.metrics.get("duplicates_dropped") == 2
+
+
+def test_bad_explain_tasks_and_explanations_are_dead_letters():
+    s = settings()
+    for handler, topic in ((ExplainHandler(s), "explain-tasks"), (DriftHandler(s), "explanations")):
+        for raw in (b"", None, b"{", b"[]", b'{"schema": "explain_task/v1"}', b'{"schema": "explanation/v1"}',
+                    b"\xff" * 10, b"x" * 2_000_000):
+            (out,) = handler.on_message(raw, b"k", Source(topic, 0, 1))
+            assert out.topic == "dead-letters" and len(out.value) <= s.max_dead_letter_bytes
