@@ -28,7 +28,7 @@ small and donors carry much of the increment's variation. ``zeta`` is estimated 
 increments themselves: each slot keeps, per feature, the sum and count of the increments
 that used its current observation; a new increment adds its product with that sum to an
 exponentially weighted pair sum, and ``zeta = pair mean - mean^2`` (clipped at 0). A slot
-whose observation was replaced starts afresh. ``L`` is the reservoir's current length.
+whose observation was replaced (neither the same object nor equal to it) starts afresh. ``L`` is the reservoir's current length.
 
 What the bounds do not cover: the smoothing's start-up bias (``(1 - a)^n phi`` for a zero
 start: publish after ``n >= 5 / a``), drift (the bound is for the current model's value
@@ -151,8 +151,9 @@ class SmoothedStderr(Component):
         # a slot whose observation was replaced starts afresh
         for used in ([slots] if shared else per_feature):
             for k in used:
-                if slot_item[k] is not items[k]:
-                    slot_item[k] = items[k]
+                item = items[k]
+                if slot_item[k] is not item and slot_item[k] != item:
+                    slot_item[k] = item
                     slot_sum[k] = [0.0] * d
                     slot_cnt[k] = [0] * d
         for i, used in enumerate(per_feature):  # products with earlier users first

@@ -58,6 +58,7 @@ from pipeline.core.storage import ExtremeValueStorage, FrequencyStorage, Geometr
 from pipeline.core.storage.frequency import category_key
 from pipeline.core.storage.reservoir import _Reservoir
 from pipeline.core.stream import StreamExplainer
+from pipeline.core.uncertainty import SmoothedStderr
 from pipeline.demo_stream import agrawal_events
 from pipeline.plan import prequential_model, stream_explainer
 from pipeline.settings import Settings
@@ -122,7 +123,7 @@ def explain_step(ex: Explainer, item: tuple[dict, Any], i: int) -> dict:
     else:
         ret = ex.explain_one(x, y)
     out = {"explain": ret, "values": dict(ex.values), "n_explained": ex.n_explained,
-           "n_evaluations": ex.n_evaluations}
+           "n_evaluations": ex.n_evaluations, "stderr": ex.stderr}
     if isinstance(ex, IPDP):
         out["curves"] = ex.curves()
     return out
@@ -179,6 +180,21 @@ def removal_step(rem: Removal, x: dict, i: int) -> dict:
 def drift_step(m: ExplanationDriftMonitor, item: tuple[str, int, float], i: int) -> dict:
     change = m.update(*item)
     return {"change": None if change is None else dataclasses.asdict(change), "n_series": m.n_series}
+
+
+def stderr_step(t: SmoothedStderr, item: tuple[list, list], i: int) -> dict:
+    """One event's increments of two features; every other event drew donors from a list."""
+    deltas, pool = item
+    t.add_increments(deltas)
+    if i % 2:
+        t.add_donors(pool, [i % len(pool), (i * 7) % len(pool)], deltas)
+    return {"stderr": t.stderrs(), "n": t.n}
+
+
+def stderr_stream() -> list[tuple[list, list]]:
+    rng = random.Random(23)
+    pool = [{"k": k} for k in range(5)]  # the same objects throughout: slots are kept by identity
+    return [([rng.gauss(0.0, 1.0), rng.random()], pool) for _ in range(100)]
 
 
 def sampler_step(s: EventSampler, item: tuple[str, int], i: int) -> dict:
@@ -325,6 +341,8 @@ CASES = [
          mixed_xs, removal_step, seeded=True),
     Case("ExplanationDriftMonitor", lambda s: ExplanationDriftMonitor(delta=0.002, grace_period=10, warmup=5),
          drift_stream, drift_step, seeded=False, mutable_input=False),
+    Case("SmoothedStderr", lambda s: SmoothedStderr(["a", "b"], alpha=0.1, start="zero"),
+         stderr_stream, stderr_step, seeded=False, mutable_input=False),
     Case("EventSampler", lambda s: EventSampler(rate=0.5, seed=s),
          lambda: [("s", seq) for seq in range(150)], sampler_step, seeded=True, stateful=False,
          mutable_input=False),
@@ -508,13 +526,15 @@ def test_outputs_survive_the_wire_format(case):
     for i, out in enumerate(reference(case)):
         assert_plain(out, f"{case.id} output {i}")
         assert orjson.loads(dumps_obj(out)) == out, f"{case.id} output {i} changed through the wire format"
-        for key in ("explain", "values"):  # explainer values are floats, not ints or numpy scalars
+        for key in ("explain", "values", "stderr"):  # explainer values are floats, not ints or numpy scalars
             for feature, v in (out.get(key) or {}).items():
                 assert type(v) is float, f"{case.id} output {i}: {key}[{feature!r}] is {v!r}"
         for ev in out.get("explanations", ()):
             assert type(ev["value"]) is float, f"{case.id} output {i}: {ev!r}"
         for feature, curve in (out.get("curves") or {}).items():
-            assert sorted(curve) == ["grid", "pd"] and len(curve["grid"]) == len(curve["pd"]), (feature, curve)
+            assert sorted(curve) == ["grid", "pd", "se"], (feature, curve)
+            assert len(curve["grid"]) == len(curve["pd"]) == len(curve["se"]), (feature, curve)
+            assert all(type(p) is float for p in curve["se"]), (feature, curve)
             assert all(type(p) is float for p in curve["pd"]), (feature, curve)
 
 
