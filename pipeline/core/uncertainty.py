@@ -7,8 +7,9 @@ tracks, per feature, what its standard error needs:
 
 - ``W2 = sum_s w_s^2``, exactly, by ``W2 <- (1 - a)^2 W2 + a^2`` (``a / (2 - a)`` in the
   stationary limit: the factor of Theorem 3.2 of the iSAGE paper, Theorem 3.4 of iPDP);
-- the variance ``sigma^2`` of the increments, exponentially weighted at rate ``a`` (a running
-  mean until ``1 / a`` increments are in), so it follows the current model as ``phi`` does.
+- the variance ``sigma^2`` of the increments, exponentially weighted at rate ``a`` (weights
+  ``(1 - a)^age``, normalised, with the small-sample correction of a weighted variance), so
+  it follows the current model as ``phi`` does.
 
 If the increments were independent, ``Var[phi_t] = W2 sigma^2``. They are not, when every
 increment draws its ``m`` donors (iPFI's perturbation values, iSAGE's imputations) from a
@@ -28,7 +29,11 @@ small and donors carry much of the increment's variation. ``zeta`` is estimated 
 increments themselves: each slot keeps, per feature, the sum and count of the increments
 that used its current observation; a new increment adds its product with that sum to an
 exponentially weighted pair sum, and ``zeta = pair mean - mean^2`` (clipped at 0). A slot
-whose observation was replaced (neither the same object nor equal to it) starts afresh. ``L`` is the reservoir's current length.
+whose observation was replaced (neither the same object nor equal to it) starts afresh.
+In practice each slot keeps the sum ``S`` and the sum of squares ``Q`` of its increments, and
+when its observation is found replaced its pairs ``(S^2 - Q) / 2`` are folded into the pair
+sums at once. Increments are buffered and folded with numpy every few events, so the
+per-event cost is a few array operations. ``L`` is the reservoir's current length.
 
 What the bounds do not cover: the smoothing's start-up bias (``(1 - a)^n phi`` for a zero
 start: publish after ``n >= 5 / a``), drift (the bound is for the current model's value
@@ -46,15 +51,17 @@ under stationarity), and any bias of the estimator itself (iSAGE with cross-entr
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from .base import Component
 
 __all__ = ["SmoothedStderr"]
 
 STARTS = ("zero", "first")
+_BUFFER = 64  # increments folded into the running moments every this many events
 
 
 class SmoothedStderr(Component):
@@ -82,16 +89,26 @@ class SmoothedStderr(Component):
         self._index = {f: i for i, f in enumerate(self._names)}
         d = len(self._names)
         self.n = 0
-        self._w2 = 0.0
-        self._mean = [0.0] * d
-        self._var = [0.0] * d
-        # reservoir reuse: per slot the stored observation (by identity), per-feature sums
-        # and counts of the increments that used it; exponentially weighted pair sums
+        # exponentially weighted sums of 1, x, x^2 (weights (1 - a)^age) and of the squared
+        # weights; increments wait in a buffer and are folded in blocks
+        self._mom = np.zeros((3, d))
+        self._w0 = 0.0
+        self._w2sum = 0.0
+        self._buffer: list[Sequence[float]] = []
+        # reservoir reuse. Each slot's stored observation gets a key (a new one when it is
+        # replaced); every event records the keys its increments used, and at each flush the
+        # increments are grouped by key: pairs within the block and with the key's earlier
+        # sum (kept per slot) go into the pair sums
         self._slot_item: list[Any] = []
-        self._slot_sum: list[list[float]] = []
-        self._slot_cnt: list[list[int]] = []
-        self._pair_sum = [0.0] * d
-        self._pair_cnt = [0.0] * d
+        self._key: list[int] = []  # the current key of each slot
+        self._next_key = 0
+        # per event with donors: (row in the buffer, slots, their keys, draws per feature or 0)
+        self._incidences: list[tuple[int, list[int], list[int], int]] = []
+        self._flush_key = np.zeros(0, dtype=np.int64) - 1  # per slot: key of the sums below
+        self._ksum = np.zeros((0, d))
+        self._kcnt = np.zeros((0, d))
+        self._pair_sum = np.zeros(d)
+        self._pair_cnt = np.zeros(d)
         self._donors = 0  # m: donors per increment
         self._size = 0  # L: reservoir length at the last event
         self._updates = 1.0  # u: stored events per explained event
@@ -99,101 +116,174 @@ class SmoothedStderr(Component):
 
     # updates --------------------------------------------------------------------
     def add_increments(self, deltas: Sequence[float]) -> None:
-        """One explained event: the increment of every feature, in ``features`` order."""
-        a = self.alpha
+        """One explained event: the increment of every feature, in ``features`` order
+        (copied: the caller may reuse its list)."""
+        if len(self._buffer) >= _BUFFER:  # before appending: add_donors may follow
+            self._flush()
         self.n += 1
-        n = self.n
-        if n == 1 and self.start == "first":
-            self._w2 = 1.0
-        else:
-            c = 1.0 - a
-            self._w2 = c * c * self._w2 + a * a
-        r = a if n * a >= 1.0 else 1.0 / n  # running mean until 1 / a increments are in
-        keep = 1.0 - r
-        mean = self._mean
-        var = self._var
-        for i, x in enumerate(deltas):
-            dx = x - mean[i]
-            mean[i] += r * dx
-            var[i] = keep * (var[i] + r * dx * dx)
-        if self._donors:
-            ps = self._pair_sum
-            pc = self._pair_cnt
-            for i in range(len(ps)):
-                ps[i] *= keep
-                pc[i] *= keep
+        self._buffer.append(tuple(deltas))
+
+    def _flush(self) -> None:
+        buf = self._buffer
+        if not buf:
+            return
+        x = np.array(buf, dtype=float)
+        b = len(buf)
+        c = 1.0 - self.alpha
+        w = c ** np.arange(b - 1, -1, -1)  # the newest increment has weight 1
+        cb = c**b
+        mom = self._mom
+        mom *= cb
+        mom[0] += w.sum()
+        mom[1] += w @ x
+        mom[2] += w @ (x * x)
+        self._w2sum = cb * cb * self._w2sum + float((w * w).sum())
+        if self._incidences:
+            self._fold_pairs(x, cb)
+        self._buffer = []
 
     def add_donors(
-        self, items: Sequence[Any], slots: Sequence[Any], deltas: Sequence[float], updates: float = 1.0,
-        replace_rate: float | None = None,
+        self, items: Sequence[Any], slots: Sequence[Any], deltas: Sequence[float] | None = None,
+        updates: float = 1.0, replace_rate: float | None = None,
     ) -> None:
-        """The increments ``deltas`` (feature order) of this event used the stored
-        observations ``items[k]``: ``slots`` lists the ``k`` shared by all features (iSAGE's
-        ``m`` donors), or one list per feature (iPFI's ``M`` draws per feature).
+        """The increments of this event (given to :meth:`add_increments` just before) used the
+        stored observations ``items[k]``: ``slots`` lists the ``k`` shared by all features
+        (iSAGE's ``m`` donors), or one list per feature (iPFI's ``M`` draws per feature).
         ``updates``: stored events per explained event (1 without a budget);
         ``replace_rate``: the probability that a stored event replaces a given slot (``1/L``
-        for a geometric reservoir, the default; ``1/n`` for a full uniform one)."""
+        for a geometric reservoir, the default; ``1/n`` for a full uniform one).
+        (``deltas`` is accepted for symmetry and ignored: the buffered increments are used.)"""
+        if not self._buffer:
+            raise ValueError("add_donors follows add_increments of the same event")
         size = len(items)
-        d = len(self._names)
-        if len(self._slot_item) < size:
-            grow = size - len(self._slot_item)
+        keys = self._key
+        if len(keys) < size:
+            grow = size - len(keys)
             self._slot_item += [None] * grow
-            self._slot_sum += [[0.0] * d for _ in range(grow)]
-            self._slot_cnt += [[0] * d for _ in range(grow)]
+            keys += [-1] * grow
         shared = not slots or isinstance(slots[0], int)
-        per_feature = [slots] * d if shared else slots
-        self._donors = len(per_feature[0])
+        self._donors = len(slots) if shared else len(slots[0])
         self._size = size
         self._updates = updates
         self._replace = 1.0 / size if replace_rate is None else replace_rate
-        slot_item, slot_sum, slot_cnt = self._slot_item, self._slot_sum, self._slot_cnt
-        ps, pc = self._pair_sum, self._pair_cnt
-        # a slot whose observation was replaced starts afresh
-        for used in ([slots] if shared else per_feature):
-            for k in used:
-                item = items[k]
-                if slot_item[k] is not item and slot_item[k] != item:
-                    slot_item[k] = item
-                    slot_sum[k] = [0.0] * d
-                    slot_cnt[k] = [0] * d
-        for i, used in enumerate(per_feature):  # products with earlier users first
-            x = deltas[i]
-            for k in used:
-                c = slot_cnt[k][i]
-                if c:
-                    ps[i] += x * slot_sum[k][i]
-                    pc[i] += c
-        for i, used in enumerate(per_feature):  # then this event joins them
-            x = deltas[i]
-            for k in used:
-                slot_sum[k][i] += x
-                slot_cnt[k][i] += 1
+        slot_item = self._slot_item
+        flat = slots if shared else [k for ks in slots for k in ks]
+        for k in flat:
+            item = items[k]
+            if slot_item[k] is not item:
+                if slot_item[k] != item:  # replaced: a new key
+                    keys[k] = self._next_key
+                    self._next_key += 1
+                slot_item[k] = item
+        # per feature: every feature drew the same number of donors (iPFI's M)
+        self._incidences.append((len(self._buffer) - 1, flat, [keys[k] for k in flat], 0 if shared else self._donors))
+
+    def _fold_pairs(self, x: np.ndarray, decay: float) -> None:
+        ev_l: list[int] = []
+        feat_l: list[int] = []
+        slot_l: list[int] = []
+        key_l: list[int] = []
+        patterns: dict[int, list[int]] = {}
+        d = x.shape[1]
+        for e, flat, ks, m in self._incidences:
+            n = len(flat)
+            ev_l += [e] * n
+            slot_l += flat
+            key_l += ks
+            if m == 0:
+                feat_l += [-1] * n
+            else:
+                pattern = patterns.get(m)
+                if pattern is None:
+                    pattern = patterns[m] = [i for i in range(d) for _ in range(m)]
+                feat_l += pattern
+        self._incidences = []
+        ev = np.array(ev_l, dtype=np.int64)
+        feat = np.array(feat_l, dtype=np.int64)
+        slot = np.array(slot_l, dtype=np.int64)
+        key = np.array(key_l, dtype=np.int64)
+        shared = feat < 0
+        vals = x[ev] * shared[:, None]
+        ones = np.repeat(shared[:, None].astype(float), d, axis=1)
+        own = np.flatnonzero(~shared)
+        vals[own, feat[own]] = x[ev[own], feat[own]]
+        ones[own, feat[own]] = 1.0
+        order = np.argsort(key, kind="stable")
+        key_sorted = key[order]
+        starts = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
+        uniq = key_sorted[starts]
+        v = vals[order]
+        sb = np.add.reduceat(v, starts, axis=0)
+        qb = np.add.reduceat(v * v, starts, axis=0)
+        nb = np.add.reduceat(ones[order], starts, axis=0)
+        slot_u = slot[order][starts]
+        size = len(self._key)
+        if len(self._flush_key) < size:
+            grow = size - len(self._flush_key)
+            self._flush_key = np.concatenate([self._flush_key, np.full(grow, -1, dtype=np.int64)])
+            self._ksum = np.concatenate([self._ksum, np.zeros((grow, d))])
+            self._kcnt = np.concatenate([self._kcnt, np.zeros((grow, d))])
+        same = (self._flush_key[slot_u] == uniq)[:, None]
+        s_prev = np.where(same, self._ksum[slot_u], 0.0)
+        c_prev = np.where(same, self._kcnt[slot_u], 0.0)
+        self._pair_sum = decay * self._pair_sum + (s_prev * sb + 0.5 * (sb * sb - qb)).sum(axis=0)
+        self._pair_cnt = decay * self._pair_cnt + (c_prev * nb + 0.5 * nb * (nb - 1.0)).sum(axis=0)
+        current = np.array(self._key, dtype=np.int64)[slot_u] == uniq  # keys still in their slot
+        cs = slot_u[current]
+        self._ksum[cs] = s_prev[current] + sb[current]
+        self._kcnt[cs] = c_prev[current] + nb[current]
+        self._flush_key[cs] = uniq[current]
 
     # results --------------------------------------------------------------------
+    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+        self._flush()
+        w0 = self._mom[0]
+        if not w0.any():
+            return np.zeros(len(self._names)), np.zeros(len(self._names))
+        mean = self._mom[1] / w0
+        var = np.maximum(self._mom[2] / w0 - mean * mean, 0.0)
+        w0s = float(w0[0])
+        n_eff = w0s * w0s / self._w2sum if self._w2sum > 0 else 1.0
+        if n_eff > 1.0:
+            var = var * n_eff / (n_eff - 1.0)
+        return mean, var
+
+    def _weights2(self) -> float:
+        """``sum_s w_s^2`` of the smoothing after ``n`` increments."""
+        a = self.alpha
+        c2 = (1.0 - a) ** 2
+        if self.start == "zero":
+            return a / (2.0 - a) * (1.0 - c2**self.n)
+        k = self.n - 1  # the first increment has weight (1 - a)^k
+        return c2**k + a / (2.0 - a) * (1.0 - c2**k)
+
     def increment_variance(self, feature: str) -> float:
         """The (exponentially weighted) variance of the feature's increments."""
-        return self._var[self._index[feature]]
+        return float(self._moments()[1][self._index[feature]])
 
     def donor_covariance(self, feature: str) -> float:
         """``zeta``: covariance of two increments sharing one donor (0 if unknown or < 0)."""
-        i = self._index[feature]
-        if self._pair_cnt[i] <= 0.0:
-            return 0.0
-        return max(0.0, self._pair_sum[i] / self._pair_cnt[i] - self._mean[i] ** 2)
+        mean, _ = self._moments()
+        return float(self._zeta(mean)[self._index[feature]])
 
-    def stderr(self, feature: str) -> float:
-        """Standard error of the smoothed estimate of ``feature`` (0.0 before any increment)."""
-        i = self._index[feature]
-        if self.n == 0:
-            return 0.0
-        var = self._var[i]
-        if self._donors and self._size > 1:
-            zeta = self.donor_covariance(feature)
-            if zeta > 0.0:
-                c = 1.0 - self.alpha
-                rho = (1.0 - self._replace) ** self._updates
-                var += self._donors ** 2 * zeta / self._size * 2.0 * c * rho / (1.0 - c * rho)
-        return math.sqrt(self._w2 * var)
+    def _zeta(self, mean: np.ndarray) -> np.ndarray:
+        pc = self._pair_cnt
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(pc > 0.0, self._pair_sum / np.where(pc > 0.0, pc, 1.0) - mean * mean, 0.0)
+        return np.maximum(z, 0.0)
 
     def stderrs(self) -> dict[str, float]:
-        return {f: self.stderr(f) for f in self._names}
+        """Standard error of the smoothed estimate of every feature (0.0 before any increment)."""
+        if self.n == 0:
+            return dict.fromkeys(self._names, 0.0)
+        mean, var = self._moments()
+        if self._donors and self._size > 1:
+            c = 1.0 - self.alpha
+            rho = (1.0 - self._replace) ** self._updates
+            var = var + self._donors**2 * self._zeta(mean) / self._size * 2.0 * c * rho / (1.0 - c * rho)
+        se = np.sqrt(self._weights2() * var)
+        return {f: float(v) for f, v in zip(self._names, se, strict=True)}
+
+    def stderr(self, feature: str) -> float:
+        """Standard error of the smoothed estimate of ``feature``."""
+        return self.stderrs()[feature]
