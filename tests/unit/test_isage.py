@@ -481,3 +481,35 @@ def test_sliding_window_sage_is_batch_sage_on_the_window():
                n_inner_samples=2, seed=derive_seed(5, "sw-sage", 111))
     assert out == ref.values
     assert sw.n_recomputed == 12
+
+
+# ---------------------------------------------------------------------------------------
+# the pipeline's defaults and what it publishes
+# ---------------------------------------------------------------------------------------
+
+
+def test_pipeline_isage_defaults():
+    from pipeline.plan import explainer_specs
+    from pipeline.settings import Settings
+
+    brier = next(s for s in explainer_specs(Settings()) if s.name == "isage")
+    assert brier.params["n_inner_samples"] == 2 and brier.output == "proba_of"
+    ce = next(s for s in explainer_specs(Settings(isage_loss="cross_entropy")) if s.name == "isage")
+    assert ce.params["n_inner_samples"] == 8 and ce.loss == "cross_entropy"
+    fixed = next(s for s in explainer_specs(Settings(isage_inner_samples=4)) if s.name == "isage")
+    assert fixed.params["n_inner_samples"] == 4
+
+
+def test_stream_explainer_publishes_standard_errors():
+    from pipeline.plan import stream_explainer
+    from pipeline.settings import Settings
+
+    se = stream_explainer(Settings(model="river.tree.HoeffdingTreeClassifier", grid_size=4), "s")
+    out = []
+    for x, y in agrawal(1, seed=3, n=300):
+        out = se.process_one(x, y)
+    assert {v.explainer for v in out} == {"ipfi", "isage", "ipdp"}
+    for v in out:
+        assert isinstance(v.stderr, float) and v.stderr >= 0.0, v
+        if v.explainer == "ipdp" and v.curve is not None:
+            assert len(v.curve["se"]) == len(v.curve["pd"])

@@ -28,6 +28,9 @@ explanation stream (Sec. 4.1, citing Greenwell et al. 2018) -- the sample standa
 deviation of the debiased PD values over the grid; (max - min) / 4 for a categorical
 feature (see :mod:`pipeline.core.batch.pdp`).
 
+Standard errors: :meth:`IPDP.curves` gives one per grid point (``"se"``), ``stderr`` one per
+numeric feature's importance (delta method); see their docstrings.
+
 Categorical features (``categorical=[...]``) cannot be averaged on a grid: their grid is
 the up to ``grid_size`` most frequent categories of a frequency storage of the recent
 window, and each category keeps its own smoothed PD value, updated (and debiased by

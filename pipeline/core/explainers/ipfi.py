@@ -46,6 +46,12 @@ of ``N`` events. Draws from a fixed-size reservoir reuse its ``L`` observations,
 storage has a variance floor of order ``1 / L`` that ``alpha`` does not remove: raise
 ``storage_size`` for a static model explained with a small ``alpha``.
 
+Standard errors (``stderr``): ``sqrt(sum_s w_s^2 (sigma^2 + reuse))`` from the exact
+smoothing weights, the running variance of ``lambda_t`` and the covariance of increments
+that drew the same stored observation (:mod:`pipeline.core.uncertainty`);
+``tests/unit/test_calibration.py`` shows 95 % intervals covering the exact PFI in 93-97 % of
+checks.
+
 Random draws for feature ``j`` use a generator seeded from ``(seed, "ipfi", j)``; the
 storage is seeded from ``(seed, "storage")``. ``IPFI(features=[j])`` therefore gives exactly
 the values the explainer over all features gives for ``j``.
