@@ -30,10 +30,11 @@ increments themselves: each slot keeps, per feature, the sum and count of the in
 that used its current observation; a new increment adds its product with that sum to an
 exponentially weighted pair sum, and ``zeta = pair mean - mean^2`` (clipped at 0). A slot
 whose observation was replaced (neither the same object nor equal to it) starts afresh.
-In practice each slot keeps the sum ``S`` and the sum of squares ``Q`` of its increments, and
-when its observation is found replaced its pairs ``(S^2 - Q) / 2`` are folded into the pair
-sums at once. Increments are buffered and folded with numpy every few events, so the
-per-event cost is a few array operations. ``L`` is the reservoir's current length.
+To keep the per-event cost small, only every fourth slot is watched (slots are
+exchangeable, so this is unbiased; it counts a quarter of the pairs), and increments are
+buffered and folded into the moments with numpy every 64 events. Queries change nothing, so
+results never depend on when (or whether) standard errors were asked for -- a replay that
+reports at other events gives the same values. ``L`` is the reservoir's current length.
 
 What the bounds do not cover: the smoothing's start-up bias (``(1 - a)^n phi`` for a zero
 start: publish after ``n >= 5 / a``), drift (the bound is for the current model's value
@@ -62,6 +63,7 @@ __all__ = ["SmoothedStderr"]
 
 STARTS = ("zero", "first")
 _BUFFER = 64  # increments folded into the running moments every this many events
+_EVERY_SLOT = 4  # the reuse statistic watches the slots whose index is a multiple of this
 
 
 class SmoothedStderr(Component):
@@ -92,23 +94,15 @@ class SmoothedStderr(Component):
         # exponentially weighted sums of 1, x, x^2 (weights (1 - a)^age) and of the squared
         # weights; increments wait in a buffer and are folded in blocks
         self._mom = np.zeros((3, d))
-        self._w0 = 0.0
         self._w2sum = 0.0
         self._buffer: list[Sequence[float]] = []
-        # reservoir reuse. Each slot's stored observation gets a key (a new one when it is
-        # replaced); every event records the keys its increments used, and at each flush the
-        # increments are grouped by key: pairs within the block and with the key's earlier
-        # sum (kept per slot) go into the pair sums
-        self._slot_item: list[Any] = []
-        self._key: list[int] = []  # the current key of each slot
-        self._next_key = 0
-        # per event with donors: (row in the buffer, slots, their keys, draws per feature or 0)
-        self._incidences: list[tuple[int, list[int], list[int], int]] = []
-        self._flush_key = np.zeros(0, dtype=np.int64) - 1  # per slot: key of the sums below
-        self._ksum = np.zeros((0, d))
-        self._kcnt = np.zeros((0, d))
-        self._pair_sum = np.zeros(d)
-        self._pair_cnt = np.zeros(d)
+        # reservoir reuse, on the slots whose index is a multiple of _EVERY_SLOT: the stored
+        # observation of each, and per feature the count and sum of the increments that used it
+        self._slot_item: dict[int, Any] = {}
+        self._slot_cnt: dict[int, list[int]] = {}
+        self._slot_sum: dict[int, list[float]] = {}
+        self._pair_sum = [0.0] * d
+        self._pair_cnt = [0.0] * d
         self._donors = 0  # m: donors per increment
         self._size = 0  # L: reservoir length at the last event
         self._updates = 1.0  # u: stored events per explained event
@@ -138,112 +132,79 @@ class SmoothedStderr(Component):
         mom[1] += w @ x
         mom[2] += w @ (x * x)
         self._w2sum = cb * cb * self._w2sum + float((w * w).sum())
-        if self._incidences:
-            self._fold_pairs(x, cb)
+        self._pair_sum = [v * cb for v in self._pair_sum]
+        self._pair_cnt = [v * cb for v in self._pair_cnt]
         self._buffer = []
 
     def add_donors(
-        self, items: Sequence[Any], slots: Sequence[Any], deltas: Sequence[float] | None = None,
+        self, items: Sequence[Any], slots: Sequence[Any], deltas: Sequence[float],
         updates: float = 1.0, replace_rate: float | None = None,
     ) -> None:
-        """The increments of this event (given to :meth:`add_increments` just before) used the
-        stored observations ``items[k]``: ``slots`` lists the ``k`` shared by all features
-        (iSAGE's ``m`` donors), or one list per feature (iPFI's ``M`` draws per feature).
+        """The increments ``deltas`` (feature order) of this event used the stored
+        observations ``items[k]``: ``slots`` lists the ``k`` shared by all features (iSAGE's
+        ``m`` donors), or one list per feature (iPFI's ``M`` draws per feature).
         ``updates``: stored events per explained event (1 without a budget);
         ``replace_rate``: the probability that a stored event replaces a given slot (``1/L``
-        for a geometric reservoir, the default; ``1/n`` for a full uniform one).
-        (``deltas`` is accepted for symmetry and ignored: the buffered increments are used.)"""
-        if not self._buffer:
-            raise ValueError("add_donors follows add_increments of the same event")
-        size = len(items)
-        keys = self._key
-        if len(keys) < size:
-            grow = size - len(keys)
-            self._slot_item += [None] * grow
-            keys += [-1] * grow
+        for a geometric reservoir, the default; ``1/n`` for a full uniform one)."""
         shared = not slots or isinstance(slots[0], int)
         self._donors = len(slots) if shared else len(slots[0])
-        self._size = size
+        self._size = len(items)
         self._updates = updates
-        self._replace = 1.0 / size if replace_rate is None else replace_rate
-        slot_item = self._slot_item
-        flat = slots if shared else [k for ks in slots for k in ks]
-        for k in flat:
-            item = items[k]
-            if slot_item[k] is not item:
-                if slot_item[k] != item:  # replaced: a new key
-                    keys[k] = self._next_key
-                    self._next_key += 1
-                slot_item[k] = item
-        # per feature: every feature drew the same number of donors (iPFI's M)
-        self._incidences.append((len(self._buffer) - 1, flat, [keys[k] for k in flat], 0 if shared else self._donors))
+        self._replace = 1.0 / len(items) if replace_rate is None else replace_rate
+        if shared:
+            for k in slots:
+                if not k % _EVERY_SLOT:
+                    self._use(k, items[k], deltas, range(len(deltas)))
+        else:
+            for i, ks in enumerate(slots):
+                for k in ks:
+                    if not k % _EVERY_SLOT:
+                        self._use(k, items[k], deltas, (i,))
 
-    def _fold_pairs(self, x: np.ndarray, decay: float) -> None:
-        ev_l: list[int] = []
-        feat_l: list[int] = []
-        slot_l: list[int] = []
-        key_l: list[int] = []
-        patterns: dict[int, list[int]] = {}
-        d = x.shape[1]
-        for e, flat, ks, m in self._incidences:
-            n = len(flat)
-            ev_l += [e] * n
-            slot_l += flat
-            key_l += ks
-            if m == 0:
-                feat_l += [-1] * n
-            else:
-                pattern = patterns.get(m)
-                if pattern is None:
-                    pattern = patterns[m] = [i for i in range(d) for _ in range(m)]
-                feat_l += pattern
-        self._incidences = []
-        ev = np.array(ev_l, dtype=np.int64)
-        feat = np.array(feat_l, dtype=np.int64)
-        slot = np.array(slot_l, dtype=np.int64)
-        key = np.array(key_l, dtype=np.int64)
-        shared = feat < 0
-        vals = x[ev] * shared[:, None]
-        ones = np.repeat(shared[:, None].astype(float), d, axis=1)
-        own = np.flatnonzero(~shared)
-        vals[own, feat[own]] = x[ev[own], feat[own]]
-        ones[own, feat[own]] = 1.0
-        order = np.argsort(key, kind="stable")
-        key_sorted = key[order]
-        starts = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
-        uniq = key_sorted[starts]
-        v = vals[order]
-        sb = np.add.reduceat(v, starts, axis=0)
-        qb = np.add.reduceat(v * v, starts, axis=0)
-        nb = np.add.reduceat(ones[order], starts, axis=0)
-        slot_u = slot[order][starts]
-        size = len(self._key)
-        if len(self._flush_key) < size:
-            grow = size - len(self._flush_key)
-            self._flush_key = np.concatenate([self._flush_key, np.full(grow, -1, dtype=np.int64)])
-            self._ksum = np.concatenate([self._ksum, np.zeros((grow, d))])
-            self._kcnt = np.concatenate([self._kcnt, np.zeros((grow, d))])
-        same = (self._flush_key[slot_u] == uniq)[:, None]
-        s_prev = np.where(same, self._ksum[slot_u], 0.0)
-        c_prev = np.where(same, self._kcnt[slot_u], 0.0)
-        self._pair_sum = decay * self._pair_sum + (s_prev * sb + 0.5 * (sb * sb - qb)).sum(axis=0)
-        self._pair_cnt = decay * self._pair_cnt + (c_prev * nb + 0.5 * nb * (nb - 1.0)).sum(axis=0)
-        current = np.array(self._key, dtype=np.int64)[slot_u] == uniq  # keys still in their slot
-        cs = slot_u[current]
-        self._ksum[cs] = s_prev[current] + sb[current]
-        self._kcnt[cs] = c_prev[current] + nb[current]
-        self._flush_key[cs] = uniq[current]
+    def _use(self, k: int, item: Any, deltas: Sequence[float], feats: Sequence[int]) -> None:
+        old = self._slot_item.get(k)
+        cnt = self._slot_cnt.get(k)
+        if cnt is None or (old is not item and old != item):  # a new observation in the slot
+            d = len(self._names)
+            self._slot_item[k] = item
+            cnt = self._slot_cnt[k] = [0] * d
+            self._slot_sum[k] = [0.0] * d
+        tot = self._slot_sum[k]
+        ps, pc = self._pair_sum, self._pair_cnt
+        for i in feats:
+            x = deltas[i]
+            c = cnt[i]
+            if c:  # pairs with the earlier users of this observation
+                ps[i] += x * tot[i]
+                pc[i] += c
+            tot[i] += x
+            cnt[i] = c + 1
 
     # results --------------------------------------------------------------------
     def _moments(self) -> tuple[np.ndarray, np.ndarray]:
-        self._flush()
-        w0 = self._mom[0]
+        """Mean and variance of the increments, the buffer included (nothing is changed:
+        a query never alters later results)."""
+        d = len(self._names)
+        mom = self._mom.copy()
+        w2sum = self._w2sum
+        if self._buffer:
+            x = np.array(self._buffer, dtype=float)
+            b = len(x)
+            c = 1.0 - self.alpha
+            w = c ** np.arange(b - 1, -1, -1)
+            cb = c**b
+            mom *= cb
+            mom[0] += w.sum()
+            mom[1] += w @ x
+            mom[2] += w @ (x * x)
+            w2sum = cb * cb * w2sum + float((w * w).sum())
+        w0 = mom[0]
         if not w0.any():
-            return np.zeros(len(self._names)), np.zeros(len(self._names))
-        mean = self._mom[1] / w0
-        var = np.maximum(self._mom[2] / w0 - mean * mean, 0.0)
+            return np.zeros(d), np.zeros(d)
+        mean = mom[1] / w0
+        var = np.maximum(mom[2] / w0 - mean * mean, 0.0)
         w0s = float(w0[0])
-        n_eff = w0s * w0s / self._w2sum if self._w2sum > 0 else 1.0
+        n_eff = w0s * w0s / w2sum if w2sum > 0 else 1.0
         if n_eff > 1.0:
             var = var * n_eff / (n_eff - 1.0)
         return mean, var
@@ -267,9 +228,9 @@ class SmoothedStderr(Component):
         return float(self._zeta(mean)[self._index[feature]])
 
     def _zeta(self, mean: np.ndarray) -> np.ndarray:
-        pc = self._pair_cnt
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(pc > 0.0, self._pair_sum / np.where(pc > 0.0, pc, 1.0) - mean * mean, 0.0)
+        pc = np.array(self._pair_cnt)
+        ps = np.array(self._pair_sum)
+        z = np.where(pc > 0.0, ps / np.where(pc > 0.0, pc, 1.0) - mean * mean, 0.0)
         return np.maximum(z, 0.0)
 
     def stderrs(self) -> dict[str, float]:

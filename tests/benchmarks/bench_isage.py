@@ -28,6 +28,7 @@ from river import datasets, forest, linear_model, preprocessing, tree  # noqa: E
 from pipeline.core.explainers import ISAGE  # noqa: E402
 from pipeline.core.losses import BrierOf  # noqa: E402
 from pipeline.core.model import ModelFunction  # noqa: E402
+from pipeline.core.uncertainty import SmoothedStderr  # noqa: E402
 
 FEATURES = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 
@@ -119,6 +120,34 @@ def throughput(n_events: int, removal: str, warm: int) -> None:
         )
 
 
+def stderr_overhead(label: str, make, data: list, repeats: int = 5) -> None:
+    """Per-event cost of the standard-error tracking (:class:`SmoothedStderr`): the same
+    explainer on the same events with its tracker's updates replaced by no-ops, interleaved,
+    best of ``repeats`` (the baseline of this run)."""
+    real = (SmoothedStderr.add_increments, SmoothedStderr.add_donors)
+    best = {True: float("inf"), False: float("inf")}
+    try:
+        for _ in range(repeats):
+            for track in (True, False):
+                if track:
+                    SmoothedStderr.add_increments, SmoothedStderr.add_donors = real
+                else:
+                    SmoothedStderr.add_increments = lambda self, *a, **k: None
+                    SmoothedStderr.add_donors = lambda self, *a, **k: None
+                ex = make()
+                for x, y in data[:200]:
+                    ex.explain_one(x, y)
+                t0 = time.perf_counter()
+                for x, y in data[200:]:
+                    ex.explain_one(x, y)
+                best[track] = min(best[track], (time.perf_counter() - t0) / (len(data) - 200))
+    finally:
+        SmoothedStderr.add_increments, SmoothedStderr.add_donors = real
+    on, off = best[True] * 1e6, best[False] * 1e6
+    print(f"  {label:<34} explain_one {on:7.1f} us/event with standard errors, {off:7.1f} us without: "
+          f"+{on - off:5.1f} us/event ({on / off:4.2f}x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=5000)
@@ -132,6 +161,12 @@ def main() -> None:
     for m, estimator in ((1, "paper"), (10, "paper"), (2, None)):
         overhead(n, m, "interventional", estimator)
     overhead(max(n // 5, 200), 2, "observational")
+    print("2b. standard-error tracking per event (negligible-cost model), same run")
+    data = [(x, float(y)) for x, y in agrawal(200 + max(n, 1000))]
+    for m, estimator in ((1, "paper"), (2, None)):
+        stderr_overhead(f"iSAGE m={m} {estimator or 'unbiased'}", lambda m=m, e=estimator: ISAGE(
+            ModelFunction(zero, output="value"), "squared", FEATURES, alpha=0.001, n_inner_samples=m,
+            seed=1, estimator=e), data)
     print("3. prequential events/s on agrawal (explain with h_t, then learn)")
     throughput(max(n // 5, 200), "interventional", warm=1000)
     throughput(max(n // 10, 100), "observational", warm=1000)

@@ -19,9 +19,9 @@ has sd ``sqrt(0.95 * 0.05 / N)``: 0.77 % for ``N = 800``, so the band 93-97 % is
 (a correct bound fails with probability ~1 %; a bound 10 % too narrow, covering 92.2 %,
 fails with probability ~85 %). ``alpha = 0.02`` with ``L = 50`` makes the reservoir's reuse
 matter (``alpha L = 1``). Measured while writing this test (800 checks per seed): iPFI over
-4 seeds, sd of ``z = (value - truth) / stderr`` 0.98-1.06 and coverage 93.6-96.3 % with the
-reuse correction, 1.02-1.09 and 92.5-95.3 % without it; iPDP over 4 seeds 93.6-95.0 %;
-iSAGE 94.9 % (and 95.8 % at ``alpha = 0.005``, ``L = 100``).
+4 seeds, sd of ``z = (value - truth) / stderr`` 0.95-1.02 and coverage 94.0-96.1 % with the
+reuse correction, 1.01-1.09 and 92.6-95.3 % without it; iPDP over 4 seeds 93.6-95.0 %;
+iSAGE 95.3 % (and 95.8 % at ``alpha = 0.005``, ``L = 100``).
 """
 
 from __future__ import annotations
