@@ -463,6 +463,14 @@ def test_validation_messages():
         ISAGE(fn, "squared", list(W), removal=MarginalRemoval(["a", "b"]))
     with pytest.raises(ValueError, match="mean of labels"):
         sage(ModelFunction(lambda x: 1, "label"), "zero_one", [{"a": 1}], [1])
+    with pytest.raises(ValueError, match="estimator="):
+        ISAGE(fn, "squared", list(W), estimator="exact")
+    with pytest.raises(ValueError, match="quadratic in the prediction"):
+        ISAGE(fn, "cross_entropy", list(W), estimator="unbiased")
+    with pytest.raises(ValueError, match="n_inner_samples >= 2"):
+        ISAGE(fn, "squared", list(W), n_inner_samples=1, estimator="unbiased")
+    assert ISAGE(fn, "squared", list(W), n_inner_samples=1).estimator_used == "plug_in"
+    assert ISAGE(fn, "absolute", list(W)).estimator_used == "plug_in"
 
 
 # ---------------------------------------------------------------------------------------

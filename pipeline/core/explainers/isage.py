@@ -122,7 +122,9 @@ class ISAGE(Explainer):
     (:class:`~pipeline.core.removal.ConditionalRemoval`) or a removal object used as a
     template (the explainer feeds its own fresh clone); ``storage_size`` the reservoir
     size (per leaf for the observational removal); ``categorical`` features the
-    observational removal predicts with classification trees; ``seed``.
+    observational removal predicts with classification trees; ``seed``; ``estimator``
+    ``None`` (unbiased when the loss allows it, else plug-in), ``"unbiased"``, ``"plug_in"``
+    or ``"paper"`` (see the module docstring).
     """
 
     name = "isage"
@@ -146,7 +148,8 @@ class ISAGE(Explainer):
             raise ValueError(
                 "iSAGE averages predictions (the mean prediction y_0 and the mean over inner "
                 "samples), and a mean of labels is undefined; wrap a classifier as "
-                "ModelFunction(model, output='proba') and use loss='cross_entropy', or a "
+                "ModelFunction(model, output='proba_of', target_class=c) with loss=BrierOf(c) "
+                "(unbiased), or output='proba' with loss='brier' or 'cross_entropy', and a "
                 "regressor as ModelFunction(model, output='value')"
             )
         self.loss = loss
