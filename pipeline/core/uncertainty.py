@@ -25,12 +25,28 @@ the smoothed AR(1) covariances gives
     Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho)),   c = 1 - a,
 
 about ``W2 (sigma^2 + 2 m^2 zeta / (1 + a L))``: a correction that matters when ``a L`` is
-small and donors carry much of the increment's variation. ``zeta`` is estimated from the
+small and donors carry much of the increment's variation; as ``a -> 0`` it tends to
+``m^2 zeta / L``, the variance floor of order ``1 / L`` that no ``a`` removes (the iPFI paper's
+``O(p)``, ``p = 1/L``). One more covariance: an explained event is stored and later serves as
+a donor, so its own increment and the increments that draw it share that observation (in
+two roles). Each increment has ``m`` donors, each from one earlier event, which adds
+``W2 * 2 m zeta'`` with ``zeta'`` that covariance per donor use (lags are about ``L`` events,
+short against ``1 / a``). So
+
+    Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho) + 2 m zeta'). ``zeta`` is estimated from the
 increments themselves: each slot keeps, per feature, the sum and count of the increments
 that used its current observation; a new increment adds its product with that sum to an
-exponentially weighted pair sum, and ``zeta = pair mean - mean^2`` (clipped at 0). A slot
+exponentially weighted pair sum (with the sums of either element), and ``zeta`` is the
+covariance over those pairs, centred on their own means (centring on the smoothed mean would
+tie the correction to the estimate's own error). A slot
 whose observation was replaced (neither the same object nor equal to it) starts afresh.
-To keep the per-event cost small, only every fourth slot is watched (slots are
+``zeta'`` likewise: the explainer tells (:meth:`SmoothedStderr.stored`) where it stored each
+event and with which increments, and later uses of that slot add their products with them.
+The pair statistics are noisy (``zeta`` is small against ``sigma^2``), so they forget 32 times
+more slowly than the estimate, and they are not clipped at 0 (clipping a noisy unbiased
+estimate biases it upwards); only the total correction is floored, at ``-3/4 sigma^2`` (the
+standard error never falls below half the independent-increment one). To keep the per-event
+cost small, only every fourth slot is watched (slots are
 exchangeable, so this is unbiased; it counts a quarter of the pairs), and increments are
 buffered and folded into the moments with numpy every 64 events. Queries change nothing, so
 results never depend on when (or whether) standard errors were asked for -- a replay that
@@ -64,6 +80,7 @@ __all__ = ["SmoothedStderr"]
 STARTS = ("zero", "first")
 _BUFFER = 64  # increments folded into the running moments every this many events
 _EVERY_SLOT = 4  # the reuse statistic watches the slots whose index is a multiple of this
+_PAIRS_SLOWER = 32  # the reuse statistics forget this many times more slowly than the estimate
 
 
 class SmoothedStderr(Component):
@@ -101,8 +118,15 @@ class SmoothedStderr(Component):
         self._slot_item: dict[int, Any] = {}
         self._slot_cnt: dict[int, list[int]] = {}
         self._slot_sum: dict[int, list[float]] = {}
-        self._pair_sum = [0.0] * d
-        self._pair_cnt = [0.0] * d
+        # pairs of increments that drew the same observation: sums of products, of the later
+        # and of the earlier element, and the count (all exponentially weighted)
+        self._pairs = [[0.0] * d for _ in range(4)]
+        # an observation's own increments (when it was explained before being stored), and
+        # the same four sums over pairs (later increment that drew it, its own increment);
+        # and the count of uses of watched slots
+        self._slot_own: dict[int, Sequence[float] | None] = {}
+        self._owns = [[0.0] * d for _ in range(4)]
+        self._uses = [0.0] * d
         self._donors = 0  # m: donors per increment
         self._size = 0  # L: reservoir length at the last event
         self._updates = 1.0  # u: stored events per explained event
@@ -132,8 +156,10 @@ class SmoothedStderr(Component):
         mom[1] += w @ x
         mom[2] += w @ (x * x)
         self._w2sum = cb * cb * self._w2sum + float((w * w).sum())
-        self._pair_sum = [v * cb for v in self._pair_sum]
-        self._pair_cnt = [v * cb for v in self._pair_cnt]
+        slow = (1.0 - self.alpha / _PAIRS_SLOWER) ** b
+        self._pairs = [[v * slow for v in row] for row in self._pairs]
+        self._owns = [[v * slow for v in row] for row in self._owns]
+        self._uses = [v * slow for v in self._uses]
         self._buffer = []
 
     def add_donors(
@@ -161,24 +187,49 @@ class SmoothedStderr(Component):
                     if not k % _EVERY_SLOT:
                         self._use(k, items[k], deltas, (i,))
 
+    def stored(self, slot: int | None, items: Sequence[Any], deltas: Sequence[float] | None) -> None:
+        """The event just explained (increments ``deltas``, or ``None`` if it was only
+        observed) was stored in ``items[slot]`` (``slot`` ``None``: not stored)."""
+        if slot is None or slot % _EVERY_SLOT:
+            return
+        d = len(self._names)
+        self._slot_item[slot] = items[slot]
+        self._slot_cnt[slot] = [0] * d
+        self._slot_sum[slot] = [0.0] * d
+        self._slot_own[slot] = None if deltas is None else tuple(deltas)
+
     def _use(self, k: int, item: Any, deltas: Sequence[float], feats: Sequence[int]) -> None:
         old = self._slot_item.get(k)
         cnt = self._slot_cnt.get(k)
-        if cnt is None or (old is not item and old != item):  # a new observation in the slot
+        if cnt is None or (old is not item and old != item):  # an observation not seen stored
             d = len(self._names)
             self._slot_item[k] = item
             cnt = self._slot_cnt[k] = [0] * d
             self._slot_sum[k] = [0.0] * d
+            self._slot_own[k] = None
         tot = self._slot_sum[k]
-        ps, pc = self._pair_sum, self._pair_cnt
+        own = self._slot_own.get(k)
+        pxy, px, py, pn = self._pairs
+        uses = self._uses
         for i in feats:
             x = deltas[i]
             c = cnt[i]
             if c:  # pairs with the earlier users of this observation
-                ps[i] += x * tot[i]
-                pc[i] += c
+                pxy[i] += x * tot[i]
+                px[i] += x * c
+                py[i] += tot[i]
+                pn[i] += c
             tot[i] += x
             cnt[i] = c + 1
+            uses[i] += 1.0
+        if own is not None:  # the pairs with the observation's own event
+            oxy, ox, oy, on = self._owns
+            for i in feats:
+                x = deltas[i]
+                oxy[i] += x * own[i]
+                ox[i] += x
+                oy[i] += own[i]
+                on[i] += 1.0
 
     # results --------------------------------------------------------------------
     def _moments(self) -> tuple[np.ndarray, np.ndarray]:
@@ -223,15 +274,27 @@ class SmoothedStderr(Component):
         return float(self._moments()[1][self._index[feature]])
 
     def donor_covariance(self, feature: str) -> float:
-        """``zeta``: covariance of two increments sharing one donor (0 if unknown or < 0)."""
-        mean, _ = self._moments()
-        return float(self._zeta(mean)[self._index[feature]])
+        """``zeta``: covariance of two increments sharing one donor (0 if unknown)."""
+        return float(self._zeta()[self._index[feature]])
 
-    def _zeta(self, mean: np.ndarray) -> np.ndarray:
-        pc = np.array(self._pair_cnt)
-        ps = np.array(self._pair_sum)
-        z = np.where(pc > 0.0, ps / np.where(pc > 0.0, pc, 1.0) - mean * mean, 0.0)
-        return np.maximum(z, 0.0)
+    @staticmethod
+    def _covariance(sums: list[list[float]]) -> np.ndarray:
+        """Covariance over pairs from the sums of products, of each element, and the count."""
+        xy, x, y, n = (np.array(v) for v in sums)
+        safe = np.where(n > 0.0, n, 1.0)
+        return np.where(n > 0.0, xy / safe - (x / safe) * (y / safe), 0.0)
+
+    def _zeta(self) -> np.ndarray:
+        """``zeta``: covariance of two increments sharing a donor (centred on the pairs' own
+        means, so it does not move with the estimate's own error; not clipped)."""
+        return self._covariance(self._pairs)
+
+    def _own_cov(self) -> np.ndarray:
+        """``zeta'``: covariance of an increment with the increment of the event its donor
+        came from, per donor use (uses whose donor was never explained count as 0)."""
+        uses = np.array(self._uses)
+        share = np.where(uses > 0.0, np.array(self._owns[3]) / np.where(uses > 0.0, uses, 1.0), 0.0)
+        return share * self._covariance(self._owns)
 
     def stderrs(self) -> dict[str, float]:
         """Standard error of the smoothed estimate of every feature (0.0 before any increment)."""
@@ -241,7 +304,10 @@ class SmoothedStderr(Component):
         if self._donors and self._size > 1:
             c = 1.0 - self.alpha
             rho = (1.0 - self._replace) ** self._updates
-            var = var + self._donors**2 * self._zeta(mean) / self._size * 2.0 * c * rho / (1.0 - c * rho)
+            m = self._donors
+            extra = m * m * self._zeta() / self._size * 2.0 * c * rho / (1.0 - c * rho)
+            extra = extra + 2.0 * m * self._own_cov()
+            var = var + np.maximum(extra, -0.75 * var)  # a safety floor: se >= se_independent / 2
         se = np.sqrt(self._weights2() * var)
         return {f: float(v) for f, v in zip(self._names, se, strict=True)}
 

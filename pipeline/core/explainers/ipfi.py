@@ -180,6 +180,7 @@ class IPFI(Explainer):
         """Update the storage with ``x`` only (an event skipped under a budget)."""
         self._n_stored += 1
         self._storage.update(x)
+        self._se.stored(self._storage.last_slot, self._storage.items, None)
 
     def explain_one(self, x: dict[str, Any], y: Any) -> dict[str, float]:
         """Fold the increment of the current model at ``(x, y)`` into the estimates, then
@@ -190,6 +191,7 @@ class IPFI(Explainer):
         if n_past == 0:  # before t0: nothing to sample from yet
             self._n_stored += 1
             storage.update(x)
+            self._se.stored(storage.last_slot, storage.items, None)
             return dict(self.values)
 
         model_fn = self.model_fn
@@ -259,4 +261,5 @@ class IPFI(Explainer):
                       replace_rate=1.0 / n_stored if self.storage == "uniform" else None)
         self._n_stored = n_stored + 1
         storage.update(x)
+        se.stored(storage.last_slot, storage.items, lams)
         return dict(values)

@@ -257,8 +257,7 @@ class ISAGE(Explainer):
     def explain_one(self, x: dict[str, Any], y: Any) -> dict[str, float]:
         removal = self._removal
         if not removal.ready:  # first event: nothing stored to draw absent features from
-            self._n_stored += 1
-            removal.update(x)
+            self.observe_one(x, y)
             return dict(self.values)
         fn = self.model_fn
         loss = self._loss
@@ -330,12 +329,18 @@ class ISAGE(Explainer):
             se.add_donors(items, slots, deltas, updates=self._n_stored / self.n_explained)
         self._n_stored += 1
         removal.update(x)
+        if slots is not None:
+            rsv = removal.reservoir  # type: ignore[attr-defined]
+            se.stored(rsv.last_slot, rsv.items, deltas)
         return dict(values)
 
     def observe_one(self, x: dict[str, Any], y: Any) -> None:
         """Update the removal's storage only (an event skipped under a budget)."""
         self._n_stored += 1
         self._removal.update(x)
+        if self._shared:
+            rsv = self._removal.reservoir  # type: ignore[attr-defined]
+            self._se.stored(rsv.last_slot, rsv.items, None)
 
 
 def _shared_chain(
