@@ -164,28 +164,35 @@ class SmoothedStderr(Component):
 
     def add_donors(
         self, items: Sequence[Any], slots: Sequence[Any], deltas: Sequence[float],
-        updates: float = 1.0, replace_rate: float | None = None,
+        updates: float = 1.0, replace_rate: float | None = None, per_feature: bool = False,
     ) -> None:
         """The increments ``deltas`` (feature order) of this event used the stored
         observations ``items[k]``: ``slots`` lists the ``k`` shared by all features (iSAGE's
-        ``m`` donors), or one list per feature (iPFI's ``M`` draws per feature).
+        ``m`` donors), or, with ``per_feature``, one ``k`` (or one list of ``k``) per feature
+        (iPFI's ``M`` draws per feature).
         ``updates``: stored events per explained event (1 without a budget);
         ``replace_rate``: the probability that a stored event replaces a given slot (``1/L``
         for a geometric reservoir, the default; ``1/n`` for a full uniform one)."""
-        shared = not slots or isinstance(slots[0], int)
-        self._donors = len(slots) if shared else len(slots[0])
         self._size = len(items)
         self._updates = updates
         self._replace = 1.0 / len(items) if replace_rate is None else replace_rate
-        if shared:
+        use = self._use
+        if not per_feature:
+            self._donors = len(slots)
             for k in slots:
                 if not k % _EVERY_SLOT:
-                    self._use(k, items[k], deltas, range(len(deltas)))
+                    use(k, items[k], deltas, range(len(deltas)))
+        elif slots and isinstance(slots[0], int):
+            self._donors = 1
+            for i, k in enumerate(slots):
+                if not k % _EVERY_SLOT:
+                    use(k, items[k], deltas, (i,))
         else:
+            self._donors = len(slots[0]) if slots else 0
             for i, ks in enumerate(slots):
                 for k in ks:
                     if not k % _EVERY_SLOT:
-                        self._use(k, items[k], deltas, (i,))
+                        use(k, items[k], deltas, (i,))
 
     def stored(self, slot: int | None, items: Sequence[Any], deltas: Sequence[float] | None) -> None:
         """The event just explained (increments ``deltas``, or ``None`` if it was only

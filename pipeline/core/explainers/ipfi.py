@@ -205,7 +205,7 @@ class IPFI(Explainer):
         copy = dict(x).copy
         rows: list[dict[str, Any]] = []
         append = rows.append
-        slots: list[list[int]] = []  # the stored observations each feature's draws used
+        slots: list[Any] = []  # the stored observations each feature's draws used
         try:
             if m == 1:
                 for f, rng in self._rngs:
@@ -213,7 +213,7 @@ class IPFI(Explainer):
                     k = int(rng.random() * n_past)
                     row[f] = past[k][f]
                     append(row)
-                    slots.append([k])
+                    slots.append(k)
             else:
                 for f, rng in self._rngs:
                     u = rng.random
@@ -258,7 +258,7 @@ class IPFI(Explainer):
         se.add_increments(lams)
         n_stored = self._n_stored
         se.add_donors(past, slots, lams, updates=n_stored / self.n_explained,
-                      replace_rate=1.0 / n_stored if self.storage == "uniform" else None)
+                      replace_rate=1.0 / n_stored if self.storage == "uniform" else None, per_feature=True)
         self._n_stored = n_stored + 1
         storage.update(x)
         se.stored(storage.last_slot, storage.items, lams)
