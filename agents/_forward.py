@@ -5,7 +5,8 @@ sent to the dead-letter topic (reason ``internal_error``) so that one message ca
 stop the agent. Nor can a send that fails: an output the producer refuses is replaced by a
 dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
 logged and counted (``send_errors``), never raised. ``dead_letters{reason=...}`` counts the
-dead letters the broker acknowledged, not the ones built.
+dead letters the broker acknowledged, not the ones built. ``messages_in`` and ``messages_out``
+count messages per (full) topic name, and the offset taken up is reported for consumer lag.
 """
 
 from __future__ import annotations
@@ -20,23 +21,27 @@ log = logging.getLogger("streamxai")
 
 async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str) -> None:
     limit = handler.settings.max_dead_letter_bytes
+    names = {short: handler.settings.topic(short) for short in topics}  # metrics label topics by full name
+    metrics = handler.metrics
     async for event in stream.events():
         msg = event.message
         src = Source(msg.topic, msg.partition, msg.offset)
+        metrics.inc("messages_in", topic=msg.topic)
+        metrics.processed(msg.topic, msg.partition, msg.offset)
         try:
             outs = handler.on_message(event.value, event.key, src)
         except Exception as e:  # never let one message kill the agent
             log.exception("%s agent failed on %s", stage, src)
             outs = [dead_letter(event.value, event.key, e, stage, src, reason="internal_error", max_bytes=limit)]
         for out in outs:
-            err = await _send(topics, out, handler.metrics, src)
+            err = await _send(topics, out, metrics, src, names)
             if err is not None and out.reason is None:
                 # the input's output cannot be written (e.g. over the producer's size limit)
                 dl = dead_letter(event.value, event.key, err, stage, src, reason="send_error", max_bytes=limit)
-                await _send(topics, dl, handler.metrics, src)
+                await _send(topics, dl, metrics, src, names)
 
 
-async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source) -> Exception | None:
+async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source, names: dict[str, str]) -> Exception | None:
     """Send ``out``; the exception if the producer refused it (logged and counted, not raised)."""
     callback = None
     if out.reason is not None:
@@ -52,4 +57,5 @@ async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source) -> 
         log.error("could not send a %d-byte message to %s for %s (%s: %s); it is dropped",
                   len(out.value), out.topic, src, type(e).__name__, str(e)[:300])
         return e
+    metrics.inc("messages_out", topic=names[out.topic])
     return None

@@ -5,4 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
 .venv/bin/ruff check pipeline agents schemas tests
+if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+  echo "test: chromium found; the dashboard browser test runs"
+else
+  echo "test: chromium or chromedriver missing; the dashboard browser test is SKIPPED (apt-get install chromium chromium-driver)"
+fi
 exec .venv/bin/python -m pytest "$@"

@@ -1,4 +1,4 @@
-"""The Faust app factory: topics, agents for the chosen roles, the metrics page.
+"""The Faust app factory: topics, agents for the chosen roles, the metrics pages (JSON and Prometheus).
 
 Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata.
 """
@@ -68,6 +68,23 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     @app.page("/streamxai/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
         return web.json({"roles": list(roles), **metrics.snapshot()})
+
+    @app.page("/metrics")
+    async def prometheus_page(web: Any, request: Any) -> Any:
+        return web.bytes(metrics.exposition(), content_type="text/plain; version=0.0.4")
+
+    tasks_topic = settings.topic("explain-tasks")
+
+    @app.timer(interval=5.0)
+    async def consumer_lag() -> None:
+        consumer = app.consumer
+        highwaters = {}
+        for tp in consumer.assignment():
+            try:
+                highwaters[(tp.topic, tp.partition)] = consumer.highwater(tp)
+            except Exception:  # no fetch position yet (just assigned): no lag to report
+                continue
+        metrics.set_lag(highwaters, tasks_topic if "explain" in roles else None)
 
     @app.timer(interval=30.0)
     async def log_metrics() -> None:

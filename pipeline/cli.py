@@ -6,12 +6,12 @@ import argparse
 import logging
 import os
 import sys
-import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from schemas import StreamxaiError
 
-from .settings import Settings, load_settings, settings_help
+from .settings import Settings, env_name, load_settings, settings_help
 
 __all__ = ["main"]
 
@@ -33,38 +33,64 @@ def _parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("broker", help="start, stop or inspect the local Kafka broker",
                        description="Every option of `python -m pipeline.broker` (see `streamxai broker start --help`).")
-    b.add_argument("action", choices=["start", "stop", "status"])
+    b.add_argument("action", choices=["start", "stop", "status"], help="what to do with the broker")
     b.add_argument("options", nargs=argparse.REMAINDER,
                    help="--port, --controller-port, --data-dir, --log-file, --heap, --timeout, --sasl-users")
 
     w = sub.add_parser("worker", parents=[common], help="run a worker (model, explainer and drift agents)",
                        epilog=settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     w.add_argument("--roles", default="model,explain,drift", help="comma-separated: model, explain, drift")
-    w.add_argument("--loglevel", default="info")
+    w.add_argument("--loglevel", default="info", help="debug, info, warning or error (default info)")
 
     pr = sub.add_parser("produce", parents=[common], help="produce a demo stream or a file to the features topic")
     pr.add_argument("source", help="'demo' (agrawal with drift), 'control' (no drift), or a .jsonl/.csv path")
-    pr.add_argument("--stream-id", default=None)
-    pr.add_argument("--n", type=int, default=30000, help="events of the demo stream")
+    pr.add_argument("--stream-id", default=None, help="stream id of the events (default: demo, control or file)")
+    pr.add_argument("--n", type=int, default=30000, help="events of the demo stream (default 30000)")
     pr.add_argument("--drift-at", type=int, default=None, help="concept drift position (default n/3)")
     pr.add_argument("--swap-at", type=int, default=None, help="feature swap position (default 2n/3)")
-    pr.add_argument("--seed", type=int, default=42)
+    pr.add_argument("--seed", type=int, default=42, help="seed of the demo stream (default 42)")
     pr.add_argument("--rate", type=float, default=None, help="events per second (default: as fast as possible)")
-    pr.add_argument("--target", default="y", help="target column of a file")
+    pr.add_argument("--target", metavar="COLUMN", default=None,
+                    help="target column of a file (default: the column named like the setting target "
+                         "(label or number), else y or target)")
+    pr.add_argument("--ts-column", metavar="COLUMN", default=None,
+                    help="column with each event's time in seconds (default: the wall clock when it is sent)")
+    pr.add_argument("--resume", action="store_true",
+                    help="if the stream already has events, number these after its last seq")
+    pr.add_argument("--force", action="store_true",
+                    help="send even if the stream already has these seqs (the worker drops them as duplicates)")
 
-    t = sub.add_parser("tail", parents=[common], help="print a topic in readable form")
-    t.add_argument("topic", help="features, predictions, explanations, drift-events, dead-letters, or a full name")
-    t.add_argument("--max", type=int, default=None, help="stop after this many records")
-    t.add_argument("--idle", type=float, default=None, help="stop after this many idle seconds")
-    t.add_argument("--latest", action="store_true", help="only new records")
+    t = sub.add_parser("tail", parents=[common], help="print a topic's messages as JSON lines (follows new ones)")
+    t.add_argument("topic", help="features, predictions, explanations, drift-events, dead-letters, "
+                                 "change-episodes, or a full topic name")
+    t.add_argument("--from-beginning", action="store_true", help="start at the oldest message, not at new ones")
+    t.add_argument("--max", type=int, default=None, help="stop after this many messages")
+    t.add_argument("--idle", type=float, default=None, help="stop after this many seconds without a message")
+    t.add_argument("--meta", action="store_true", help="wrap each message with its topic, partition, offset and key")
 
     d = sub.add_parser("demo", parents=[common], help="broker + workers + demo stream + live view, all in one")
     d.add_argument("--n", type=int, default=18000, help="events of the demo stream (drift at n/3, swap at 2n/3)")
-    d.add_argument("--workers", type=int, default=1)
-    d.add_argument("--rate", type=float, default=None)
+    d.add_argument("--workers", type=int, default=1, help="worker processes to start (default 1)")
+    d.add_argument("--rate", type=float, default=None, help="events per second (default: as fast as possible)")
     d.add_argument("--control", action="store_true", help="also run a stationary control stream")
     d.add_argument("--keep-broker", action="store_true", help="leave the broker running afterwards")
-    d.add_argument("--timeout", type=float, default=900.0)
+    d.add_argument("--timeout", type=float, default=900.0, help="give up after this many seconds (default 900)")
+    d.add_argument("--dashboard-port", type=int, default=8050,
+                   help="port of the dashboard the demo starts (default 8050; a free one if taken; 0: no dashboard)")
+    d.add_argument("--keep", action="store_true",
+                   help="keep the demo's topics and its .streamxai/demo-* directory (removed by default)")
+
+    db = sub.add_parser("dashboard", parents=[common], help="serve the live dashboard (a plain consumer of the output topics)")
+    db.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    db.add_argument("--port", type=int, default=8050, help="port to listen on (default 8050)")
+    db.add_argument("--latest", action="store_true", help="show only messages that arrive from now on")
+
+    pl = sub.add_parser("plot", parents=[common], help="write a PNG (and optionally HTML) of a stream's explanations")
+    pl.add_argument("stream_id", help="the stream to plot")
+    pl.add_argument("--out", metavar="FILE.png", default=None, help="PNG to write (default: STREAM_ID.png)")
+    pl.add_argument("--html", metavar="FILE.html", default=None, help="also write a self-contained HTML report")
+    pl.add_argument("--idle", type=float, default=3.0,
+                    help="stop reading the topics after this many seconds without a message (default 3)")
 
     c = sub.add_parser("config", parents=[common], help="print the effective settings (secrets masked)")
     del c
@@ -84,6 +110,25 @@ def _settings(args: argparse.Namespace, **defaults: object) -> Settings:
     return load_settings(path, env=os.environ, **overrides)
 
 
+def _explicit_settings(args: argparse.Namespace) -> set[str]:
+    """Settings given by any source (file, environment, --set, --bootstrap): the demo's own
+    defaults must not override them."""
+    import tomllib
+    from dataclasses import fields
+
+    keys = {item.partition("=")[0].strip() for item in args.set}
+    if args.bootstrap:
+        keys.add("bootstrap_servers")
+    keys |= {f.name for f in fields(Settings) if env_name(f.name) in os.environ}
+    path = args.settings or os.environ.get("STREAMXAI_SETTINGS")
+    if path:
+        try:
+            keys |= set(tomllib.loads(Path(path).read_text()))
+        except (OSError, tomllib.TOMLDecodeError):
+            pass  # load_settings already reported it
+    return keys
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -92,6 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StreamxaiError as e:
         print(f"streamxai: error: {e}", file=sys.stderr)
         return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+        print(f"streamxai: error: {e.strerror}: {e.filename}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `streamxai tail ... | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         return 130
 
@@ -102,65 +153,31 @@ def _run(args: argparse.Namespace) -> int:
 
         return broker_main([args.action, *args.options], prog="streamxai broker")
     if args.command == "worker":
+        from .modelspec import build_model
         from .worker import run_worker
 
-        run_worker(_settings(args), tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
+        s = _settings(args)
+        build_model(s.model, s.model_params, s.model_seed)  # a model that cannot be built: one line, no start
+        run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
         return 0
-    if args.command == "produce":
-        return _produce(args)
-    if args.command == "tail":
-        return _tail(args)
+    if args.command in ("produce", "tail", "plot"):
+        from . import commands
+
+        return getattr(commands, args.command)(args, _settings(args))
     if args.command == "demo":
         from .demo import run_demo
 
-        return run_demo(args, _settings(args))
+        return run_demo(args, _settings(args), explicit=_explicit_settings(args))
+    if args.command == "dashboard":
+        from .dashboard import run_dashboard
+
+        run_dashboard(_settings(args), host=args.host, port=args.port, from_beginning=not args.latest)
+        return 0
     if args.command == "config":
         for k, v in _settings(args).public_dict().items():
             print(f"{k} = {v!r}")
         return 0
     raise AssertionError(args.command)  # argparse restricts the choices
-
-
-def _produce(args: argparse.Namespace) -> int:
-    from .demo_stream import agrawal_events, file_events
-    from .kafka_config import ensure_topics
-    from .kafka_io import produce_events
-
-    s = _settings(args)
-    ensure_topics(s)
-    if args.source in ("demo", "control"):
-        drift = args.source == "demo"
-        events = agrawal_events(
-            args.stream_id or args.source, args.n,
-            drift_at=(args.drift_at if args.drift_at is not None else args.n // 3) if drift else None,
-            swap_at=(args.swap_at if args.swap_at is not None else 2 * args.n // 3) if drift else None,
-            seed=args.seed)
-    else:
-        events = file_events(args.source, args.stream_id or "file", s.features, args.target)
-    t0 = time.monotonic()
-    n = produce_events(s, events, rate=args.rate)
-    print(f"produced {n} events to {s.topic('features')} in {time.monotonic() - t0:.1f} s")
-    return 0
-
-
-def _tail(args: argparse.Namespace) -> int:
-    import orjson
-
-    from .kafka_config import TOPIC_NAMES
-    from .kafka_io import consume
-
-    s = _settings(args)
-    topic = s.topic(args.topic) if args.topic in TOPIC_NAMES else args.topic
-    for i, rec in enumerate(consume(s, [topic], from_beginning=not args.latest, idle_timeout=args.idle)):
-        try:
-            body = orjson.loads(rec.value).__repr__() if rec.value else "<empty>"
-        except orjson.JSONDecodeError:
-            body = repr(rec.value[:200])
-        key = rec.key.decode(errors="replace") if rec.key else "-"
-        print(f"{rec.topic}[{rec.partition}]@{rec.offset} key={key} {body}", flush=True)
-        if args.max is not None and i + 1 >= args.max:
-            break
-    return 0
 
 
 if __name__ == "__main__":

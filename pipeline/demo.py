@@ -1,33 +1,89 @@
-"""``streamxai demo``: a local broker, workers, a drifting demo stream and a live view."""
+"""``streamxai demo``: a local broker, workers, a drifting demo stream, the dashboard and a live view.
+
+The demo's own settings (topic prefix, state directory, and the smoothing scaled to the run
+length, see :func:`demo_settings`) never override a setting
+given by a settings file, the environment or ``--set``. Its topics and directory are
+removed at the end unless ``--keep``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import threading
 import time
 import uuid
 from pathlib import Path
 
 from .demo_stream import DemoPlan, agrawal_events
-from .kafka_config import ensure_topics
+from .kafka_config import confluent_config, ensure_topics
 from .kafka_io import consume, produce_events
 from .live_view import LiveView
-from .ports import free_port
+from .ports import _bindable, free_port
 from .settings import Settings
 from .worker import spawn_worker, stop_worker
 
-__all__ = ["run_demo"]
+__all__ = ["run_demo", "demo_settings", "demo_plan", "demo_overrides"]
 
 DEMO_STREAM = "demo"
 CONTROL_STREAM = "control"
+
+
+SHORT_RUN = 12_000
+
+
+def demo_plan(n: int) -> DemoPlan:
+    """Concept drift at a third of the run, feature swap (elevel <-> car) at two thirds.
+
+    The drift switches agrawal's classification function 1 (salary and age) to 2 (age and
+    elevel). The default model needs several thousand events to learn function 1 (its
+    accuracy stays at the majority rate for the first 1,000), so runs shorter than
+    ``SHORT_RUN`` start from function 0 (age alone; learnt within ~500 events) instead.
+
+    >>> p = demo_plan(3000); (p.drift_at, p.swap_at, p.f_before, p.f_after)
+    (1000, 2000, 0, 2)
+    >>> demo_plan(18000).f_before
+    1
+    """
+    return DemoPlan(n, n // 3, 2 * n // 3, ("elevel", "car"), f_before=0 if n < SHORT_RUN else 1, f_after=2)
+
+
+def demo_settings(n: int) -> dict[str, object]:
+    """Smoothing that lets a run of ``n`` events show its changes in the explanations.
+
+    The smoothed explanation reacts within ~1/alpha events, so 1/alpha is kept to ~1/200 of a
+    segment between induced drifts (18,000 events: alpha 0.005, the value the longer demo
+    was tuned with), within [0.002, 0.03]. The change detection keeps its own settings.
+
+    >>> demo_settings(18000)
+    {'alpha': 0.005}
+    >>> demo_settings(3000)
+    {'alpha': 0.03}
+    """
+    segment = max(1, n // 3)
+    return {"alpha": round(min(0.03, max(0.002, 30.0 / segment)), 4)}
+
+
+def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str]) -> tuple[dict, dict]:
+    """The demo's own topic names and directory, and its settings scaled to ``n``, minus
+    every setting a file, the environment or ``--set`` gave (``explicit``).
+
+    >>> names, scaled = demo_overrides("abc", 3000, {"alpha"})
+    >>> names["topic_prefix"], scaled
+    ('streamxai.demo-abc.', {})
+    """
+    names = {"topic_prefix": f"streamxai.demo-{run}.", "app_id": f"streamxai-demo-{run}",
+             "state_dir": f".streamxai/demo-{run}"}
+    return ({k: v for k, v in names.items() if k not in explicit},
+            {k: v for k, v in demo_settings(n).items() if k not in explicit})
 
 
 def _local_broker(s: Settings):
     from .broker import LocalBroker
 
     host, _, port = s.bootstrap_servers.partition(",")[0].rpartition(":")
-    if host not in ("127.0.0.1", "localhost"):
-        return None, False
+    if host not in ("127.0.0.1", "localhost") or _answers(s):
+        return None, False  # a remote broker, or one already running here: use it, never stop it
     broker = LocalBroker(port=int(port), controller_port=int(port) + 1)
     already = broker.status().ready
     if not already:
@@ -36,20 +92,74 @@ def _local_broker(s: Settings):
     return broker, not already
 
 
-def run_demo(args: argparse.Namespace, s: Settings) -> int:
-    run = uuid.uuid4().hex[:6]
-    explicit = {item.partition("=")[0].strip() for item in args.set}
-    changes: dict[str, object] = {"topic_prefix": f"streamxai.demo-{run}.", "app_id": f"streamxai-demo-{run}",
-                                  "state_dir": f".streamxai/demo-{run}"}
-    if "alpha" not in explicit:
-        changes["alpha"] = 0.005  # reacts within ~1/alpha = 200 events, so drift shows in a short demo
-    if "drift_warmup" not in explicit:
-        changes["drift_warmup"] = 60
-    s = s.replace(**changes)
+def _answers(s: Settings) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient(confluent_config(s, log_level=0)).list_topics(timeout=3)
+        return True
+    except Exception:
+        return False
+
+
+def _start_dashboard(s: Settings, port: int, logs: Path):
+    from .dashboard import spawn_dashboard, wait_for_dashboard
+
+    if not _bindable(port, "127.0.0.1"):
+        port = free_port("127.0.0.1")
+    proc = spawn_dashboard(s, port, log_file=str(logs / "dashboard.log"))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_for_dashboard(url, proc, timeout=30)
+    except ValueError as e:
+        print(f"the dashboard did not start ({e}); see {logs}/dashboard.log")
+        return proc, None
+    print(f"dashboard: {url}")
+    return proc, url
+
+
+def _cleanup(s: Settings, logs: Path, keep_logs: bool, explicit: set[str] | frozenset[str]) -> None:
+    """Remove the demo's own topics and directory (never ones a user named in the settings)."""
+    from confluent_kafka.admin import AdminClient
+
+    if "topic_prefix" in explicit or "app_id" in explicit:
+        print(f"kept the topics {s.topic_prefix}* (you chose the prefix or app id)")
+        keep_logs = keep_logs or "state_dir" in explicit
+        if not keep_logs:
+            shutil.rmtree(logs, ignore_errors=True)
+        return
+
+    admin = AdminClient(confluent_config(s, log_level=3))
+    try:
+        topics = [t for t in admin.list_topics(timeout=10).topics
+                  if t.startswith(s.topic_prefix) or t.startswith(s.app_id + "-")]
+        for fut in admin.delete_topics(topics, operation_timeout=30).values() if topics else ():
+            try:
+                fut.result(timeout=30)
+            except Exception:  # already gone
+                pass
+        print(f"removed the demo's {len(topics)} topics ({s.topic_prefix}*)")
+    except Exception as e:  # the broker went away: nothing more to clean there
+        print(f"could not remove the demo's topics {s.topic_prefix}*: {e}")
+    if keep_logs or "state_dir" in explicit:
+        print(f"kept {logs}/")
+    else:
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozenset[str] = frozenset()) -> int:
+    """Run the demo; ``explicit`` names the settings some source gave, which stay as given."""
     n = args.n
-    plan = DemoPlan(n, n // 3, 2 * n // 3, ("elevel", "car"))
+    changes, scaled = demo_overrides(uuid.uuid4().hex[:6], n, explicit)
+    s = s.replace(**changes, **scaled)
+    if scaled:
+        print("demo settings for", n, "events:", ", ".join(f"{k}={v}" for k, v in scaled.items()),
+              "(set them in the settings file, the environment or --set to choose others)")
+    plan = demo_plan(n)
     broker, started = _local_broker(s)
     workers = []
+    board = None
+    failed = False
     logs = Path(s.state_dir)
     logs.mkdir(parents=True, exist_ok=True)
     try:
@@ -58,18 +168,21 @@ def run_demo(args: argparse.Namespace, s: Settings) -> int:
             ws = s.replace(web_port=free_port())
             workers.append(spawn_worker(ws, log_file=str(logs / f"worker-{i}.log")))
         print(f"{args.workers} worker(s) started; logs in {logs}/; topics {s.topic_prefix}*")
+        if getattr(args, "dashboard_port", 0):
+            board, _ = _start_dashboard(s, args.dashboard_port, logs)
 
         def produce() -> None:
-            evs = list(agrawal_events(DEMO_STREAM, n, plan.drift_at, plan.swap_at, seed=42))
+            evs = list(agrawal_events(DEMO_STREAM, n, plan.drift_at, plan.swap_at, seed=42,
+                                      f_before=plan.f_before, f_after=plan.f_after))
             if args.control:
-                evs += list(agrawal_events(CONTROL_STREAM, n, None, None, seed=43))
+                evs += list(agrawal_events(CONTROL_STREAM, n, None, None, seed=43, f_before=plan.f_before))
                 evs.sort(key=lambda e: e.seq)
             produce_events(s, evs, rate=args.rate)
 
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()
         view = LiveView(list(s.features), s.topic_prefix, plan=plan.describe())
-        topics = [s.topic(t) for t in ("predictions", "explanations", "drift-events", "dead-letters")]
+        topics = [s.topic(t) for t in ("predictions", "explanations", "drift-events", "change-episodes", "dead-letters")]
         deadline = time.monotonic() + args.timeout
         done_at = None
         streams = [DEMO_STREAM] + ([CONTROL_STREAM] if args.control else [])
@@ -86,13 +199,24 @@ def run_demo(args: argparse.Namespace, s: Settings) -> int:
                 break
             if any(w.poll() is not None for w in workers):
                 print(f"a worker exited; see {logs}/worker-*.log")
+                failed = True
                 break
         view.render(force=True)
         print(view.summary())
+        # the story: where the drifts were induced and how far each change is from them
+        print(plan.story(DEMO_STREAM, view.changes, getattr(view, "episodes", [])))
         return 0
     finally:
         for w in workers:
             stop_worker(w)
+        if board is not None:
+            stop_worker(board)
+        if getattr(args, "keep", False):
+            print(f"kept the demo's topics {s.topic_prefix}* and {logs}/; look at them again with "
+                  f"`streamxai dashboard --set topic_prefix={s.topic_prefix}` or "
+                  f"`streamxai plot {DEMO_STREAM} --set topic_prefix={s.topic_prefix}`")
+        else:
+            _cleanup(s, logs, keep_logs=failed, explicit=explicit)
         if broker is not None and started and not args.keep_broker:
             broker.stop()
             print("local broker stopped")

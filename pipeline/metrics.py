@@ -1,40 +1,172 @@
-"""Counters a worker exposes at ``GET /streamxai/metrics`` and logs on shutdown.
+"""Counters and gauges of a worker: JSON at ``GET /streamxai/metrics``, the Prometheus text
+format at ``GET /metrics``, and a log line every 30 s.
+
+Handlers call :meth:`Metrics.inc` and :meth:`Metrics.gauge` with a name and optional labels;
+each name becomes one Prometheus metric family ``streamxai_<name>`` (counters get the
+``_total`` suffix), its labels the family's labels. The agents' loop reports every message
+in and out per topic and the offset it processed (:meth:`Metrics.processed`); the app's timer
+turns those into consumer lag per partition (:meth:`Metrics.set_lag`).
 
 >>> m = Metrics()
 >>> m.inc("events_in"); m.inc("dead_letters", reason="malformed")
 >>> m.snapshot()["counters"]
 {'dead_letters{reason=malformed}': 1, 'events_in': 1}
+>>> text = m.exposition().decode()
+>>> [line for line in text.splitlines() if line.startswith(("streamxai_dead", "streamxai_events_in"))]
+['streamxai_dead_letters_total{reason="malformed"} 1.0', 'streamxai_events_in_total 1.0']
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from typing import Any
 
-__all__ = ["Metrics"]
+__all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED"]
+
+# What each name means, for the exposition's HELP lines (names not listed still appear).
+HELP = {
+    "events_in": "Feature events read by the model agent",
+    "predictions": "Predictions sent (events the model predicted, scored and learned)",
+    "messages_in": "Messages read, by topic",
+    "messages_out": "Messages sent, by topic",
+    "dead_letters": "Dead letters the broker acknowledged, by reason",
+    "send_errors": "Messages the producer refused (logged and dropped), by topic (short name)",
+    "duplicates_dropped": "Feature events dropped as already processed (stream_id, seq)",
+    "duplicate_tasks_dropped": "Explain tasks dropped as already processed",
+    "duplicate_explanations_dropped": "Explanations the drift agent had already monitored",
+    "sampled_out": "Events not explained because of sample_rate",
+    "shed_events": "Events not explained because they waited longer than max_lag_s",
+    "tasks_seen": "Explain tasks folded into an explainer group (explained or not)",
+    "events_explained": "Events explained",
+    "explanations_out": "Explanation messages sent",
+    "explanations_monitored": "Explanations the drift agent monitored",
+    "drift_events": "Change events raised",
+    "change_episodes": "Change episodes raised (changes of one stream that happened together)",
+    "replayed_events": "Feature events re-run to rebuild a stream model after a restart or rebalance",
+    "replayed_tasks": "Explain tasks re-run to rebuild an explainer group",
+    "replayed_explanations": "Explanations re-run to rebuild a drift series",
+    "replay_errors": "Messages that failed while being replayed",
+    "checkpoints_written": "Checkpoints written",
+    "checkpoints_restored": "Checkpoints restored",
+}
+# counters without labels are exposed from the start (at 0), so rates and alerts have a series
+COUNTERS = tuple(HELP)
+HELP.update({
+    "streams": "Streams whose model this worker holds",
+    "explainer_groups": "Explainer groups (model replicas) this worker holds",
+    "drift_series": "Explanation series the drift agent monitors",
+    "drift_streams": "Streams the drift agent monitors",
+    "consumer_lag": "Messages not yet processed, by topic and partition (high watermark - next offset)",
+    "explanation_lag_events": "Explain tasks waiting in this worker's explain-tasks partitions",
+    "explanation_lag_seconds": "Age of the newest explain task when it was taken up (now - sent_at)",
+    "checkpoint_age_seconds": "Seconds since this worker last wrote a checkpoint",
+    "uptime_seconds": "Seconds since the worker started",
+})
+LABELLED = (  # counters only ever used with labels: not exposed before they fire
+    "messages_in", "messages_out", "dead_letters", "send_errors")
+
+_NAME_OK = re.compile(r"[^a-zA-Z0-9_]")
 
 
 class Metrics:
     def __init__(self) -> None:
         self._counters: Counter[str] = Counter()
         self._gauges: dict[str, float] = {}
+        self._parts: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
+        self._offsets: dict[tuple[str, int], int] = {}
+        self._last_checkpoint: float | None = None
         self.started = time.time()
 
-    def inc(self, name: str, n: int = 1, **labels: Any) -> None:
-        if labels:
-            name = name + "{" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())) + "}"
-        self._counters[name] += n
+    def _key(self, name: str, labels: dict[str, Any]) -> str:
+        if not labels:
+            return name
+        items = tuple(sorted((k, str(v)) for k, v in labels.items()))
+        key = name + "{" + ",".join(f"{k}={v}" for k, v in items) + "}"
+        if key not in self._parts:
+            self._parts[key] = (name, items)
+        return key
 
-    def gauge(self, name: str, value: float) -> None:
-        self._gauges[name] = value
+    def inc(self, name: str, n: int = 1, **labels: Any) -> None:
+        self._counters[self._key(name, labels) if labels else name] += n
+        if name == "checkpoints_written":
+            self._last_checkpoint = time.time()
+
+    def gauge(self, name: str, value: float, **labels: Any) -> None:
+        self._gauges[self._key(name, labels) if labels else name] = value
 
     def get(self, name: str) -> int:
         return self._counters.get(name, 0)
 
+    def processed(self, topic: str, partition: int, offset: int) -> None:
+        """The agents' loop took up ``topic[partition]@offset``."""
+        self._offsets[(topic, partition)] = offset
+
+    def set_lag(self, highwaters: dict[tuple[str, int], int | None], tasks_topic: str | None = None) -> None:
+        """Consumer lag per partition from the high watermarks of the assigned partitions; the
+        explain-tasks partitions' total is the explanation lag in events."""
+        tasks_lag = 0
+        for (topic, partition), hw in highwaters.items():
+            if hw is None:
+                continue
+            done = self._offsets.get((topic, partition))
+            lag = max(0, hw - (done + 1)) if done is not None else None
+            if lag is None:
+                continue
+            self.gauge("consumer_lag", lag, topic=topic, partition=partition)
+            if topic == tasks_topic:
+                tasks_lag += lag
+        if tasks_topic is not None:
+            self.gauge("explanation_lag_events", tasks_lag)
+
     def snapshot(self) -> dict[str, Any]:
+        gauges = dict(self._gauges)
+        if self._last_checkpoint is not None:
+            gauges["checkpoint_age_seconds"] = round(time.time() - self._last_checkpoint, 3)
         return {
             "uptime_s": round(time.time() - self.started, 3),
             "counters": dict(sorted(self._counters.items())),
-            "gauges": dict(sorted(self._gauges.items())),
+            "gauges": dict(sorted(gauges.items())),
         }
+
+    def _families(self) -> list[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        snap = self.snapshot()
+        rows = [(kind, *self._parts.get(key, (key, ())), value)
+                for kind, values in (("counter", snap["counters"]), ("gauge", snap["gauges"]))
+                for key, value in values.items()]
+        rows.append(("gauge", "uptime_seconds", (), snap["uptime_s"]))
+        rows += [("counter", name, (), 0) for name in COUNTERS
+                 if name not in snap["counters"] and name not in LABELLED]
+        labelnames: dict[tuple[str, str], list[str]] = {}
+        for kind, name, items, _ in rows:  # one label set per family: the union, "" where absent
+            names = labelnames.setdefault((kind, name), [])
+            names.extend(k for k, _ in items if k not in names)
+        fams: dict[tuple[str, str], Any] = {}
+        for kind, name, items, value in rows:
+            fam = fams.get((kind, name))
+            if fam is None:
+                cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+                fam = fams[(kind, name)] = cls("streamxai_" + _NAME_OK.sub("_", name),
+                                               HELP.get(name, name.replace("_", " ")), labels=labelnames[(kind, name)])
+            given = dict(items)
+            fam.add_metric([given.get(k, "") for k in labelnames[(kind, name)]], float(value))
+        return [fams[k] for k in sorted(fams, key=lambda k: k[1])]
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format (``text/plain; version=0.0.4``)."""
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Collector(self))
+        return generate_latest(registry)
+
+
+class _Collector:
+    def __init__(self, metrics: Metrics):
+        self.metrics = metrics
+
+    def collect(self) -> Any:
+        yield from self.metrics._families()

@@ -84,7 +84,7 @@ class Settings:
     topic_prefix: str = _f("streamxai.", "prefix of every topic name")
     partitions: int = _f(4, "partitions of the topics the worker creates")
     replication_factor: int = _f(1, "replication factor of the topics the worker creates")
-    web_port: int = _f(6066, "port of the worker's metrics endpoint (GET /streamxai/metrics)")
+    web_port: int = _f(6066, "port of the worker's metrics endpoints: GET /metrics (Prometheus) and /streamxai/metrics (JSON)")
     web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
     checkpoint_key: Secret = _f(Secret(""), "key authenticating checkpoints (HMAC-SHA256; secret, >= 16 characters); empty: a random key generated once into state_dir/checkpoint.key", secret=True)
@@ -232,6 +232,24 @@ def _convert(f: dataclasses.Field, raw: Any, source: str) -> Any:
         raise ConfigError(f"setting {f.name} from {source} is {shown}: {e}") from None
 
 
+_TOML_TYPES = {"int": ((int,), "an integer"), "float": ((int, float), "a number"), "str": ((str,), "a string"),
+               "list": ((list,), "an array"), "dict": ((dict,), "a table"), "Secret": ((str,), "a string")}
+
+
+def _check_toml_type(f: dataclasses.Field, raw: Any, source: str) -> None:
+    """TOML has types: a quoted "0.01" for a number is a mistake, not something to guess at."""
+    typ = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    if typ not in _TOML_TYPES:
+        return
+    ok, want = _TOML_TYPES[typ]
+    if isinstance(raw, bool) or not isinstance(raw, ok):
+        shown = "***" if f.metadata.get("secret") else repr(raw)
+        kind = {str: "a string", bool: "a boolean", list: "an array", dict: "a table", int: "an integer",
+                float: "a number"}.get(type(raw), type(raw).__name__)
+        raise ConfigError(f"setting {f.name} in {source} is {kind} ({shown}); expected {want}"
+                          + (" (write it without quotes)" if isinstance(raw, str) and typ in ("int", "float") else ""))
+
+
 def load_settings(
     path: str | Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -251,6 +269,7 @@ def load_settings(
         for k, v in data.items():
             if k not in by_name:
                 raise ConfigError(f"settings file {p}: unknown setting {k!r}; see `streamxai worker --help`")
+            _check_toml_type(by_name[k], v, str(p))
             values[k] = _convert(by_name[k], v, str(p))
     for name, f in by_name.items():
         if env and env_name(name) in env:

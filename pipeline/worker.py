@@ -24,7 +24,11 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     from .kafka_config import ensure_topics
 
     created = ensure_topics(settings)
-    logging.getLogger("streamxai").info("created topics %s", created)
+    log = logging.getLogger("streamxai")
+    log.info("created topics %s", created)
+    base = f"http://{settings.web_host}:{settings.web_port}"
+    log.info("metrics at %s/metrics (Prometheus) and %s/streamxai/metrics (JSON); see the explanations "
+             "live with `streamxai dashboard` (http://127.0.0.1:8050/)", base, base)
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     app = create_app(settings, roles)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)

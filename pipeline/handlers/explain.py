@@ -117,7 +117,9 @@ class ExplainHandler(Recovering):
         if task.seq <= st.last_seq:
             m.inc("duplicate_tasks_dropped")
             return []
-        explain = task.explain and not self.shedder.shed(self.clock() - task.sent_at)
+        waited = self.clock() - task.sent_at
+        m.gauge("explanation_lag_seconds", waited)
+        explain = task.explain and not self.shedder.shed(waited)
         if task.explain and not explain:
             m.inc("shed_events")
         se = st.explainer

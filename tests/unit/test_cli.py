@@ -1,9 +1,15 @@
 """The command line: settings reach the commands, help lists every variable, errors are clear."""
 
+import argparse
+import math
+
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli import _explicit_settings, _parser, main
+from pipeline.demo import demo_overrides
+from pipeline.demo_stream import FileReport, file_events
 from pipeline.settings import Settings
+from schemas import ConfigError
 
 
 def test_config_prints_effective_settings_without_secrets(capsys, monkeypatch):
@@ -27,6 +33,121 @@ def test_bad_setting_is_an_error_not_a_traceback(capsys):
     assert main(["config", "--set", "explainers=shap"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("streamxai: error: setting explainers has unknown names ['shap']")
+
+
+# --- user errors are one line; every option explains itself -------------------------------------
+
+def _one_line_error(capsys, *start: str) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("streamxai: error: "), err
+    for s in start:
+        assert s in err, err
+    return err
+
+
+def test_every_option_of_every_command_has_help():
+    parser = _parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"{name} {'/'.join(a.option_strings) or a.dest}"
+               for name, p in sub.choices.items() for a in p._actions
+               if not isinstance(a, argparse._HelpAction) and not a.help]
+    assert missing == []
+
+
+def test_produce_a_missing_file_is_one_line_and_needs_no_broker(capsys):
+    # the bootstrap points nowhere: the file is checked before any connection
+    assert main(["produce", "nosuchfile.csv", "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, "nosuchfile.csv does not exist")
+
+
+def test_worker_with_a_model_that_cannot_be_imported_does_not_start(capsys):
+    assert main(["worker", "--set", "model=river.nonexistent.Model", "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, "river.nonexistent.Model", "cannot be imported")
+
+
+def test_a_quoted_number_in_toml_is_an_error_naming_the_type(tmp_path, capsys):
+    f = tmp_path / "s.toml"
+    f.write_text('alpha = "0.01"\n')
+    assert main(["config", "--settings", str(f)]) == 2
+    _one_line_error(capsys, "alpha", "string", "expected a number")
+    f.write_text("partitions = 2.5\n")
+    assert main(["config", "--settings", str(f)]) == 2
+    _one_line_error(capsys, "partitions", "expected an integer")
+    f.write_text('alpha = 0.01\npartitions = 2\nfeatures = ["a"]\nmodel_params = {grace_period = 5}\n'
+                 'sasl_password = "x"\ntarget_class = "yes"\n')
+    assert main(["config", "--settings", str(f)]) == 0
+
+
+# --- file readers ------------------------------------------------------------------------------------
+
+def test_csv_classification_reads_the_label_column_named_by_the_settings_as_integers(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("a,b,label\n0.5,1,1\n0.25,2,0\n")
+    evs = list(file_events(f, "s", ["a", "b"], clock=lambda: 123.0))
+    assert [(e.x, e.y, e.ts, e.seq) for e in evs] == [({"a": 0.5, "b": 1.0}, 1, 123.0, 0),
+                                                    ({"a": 0.25, "b": 2.0}, 0, 123.0, 1)]
+    assert all(type(e.y) is int for e in evs)
+
+
+def test_csv_regression_reads_float_targets_and_a_ts_column(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("a,when,number\n0.5,1700000000.5,3.25\n")
+    (ev,) = file_events(f, "s", ["a"], target_kind="number", ts_column="when")
+    assert (ev.y, ev.ts) == (3.25, 1700000000.5)
+
+
+def test_csv_without_the_target_or_a_feature_column_is_an_error(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("a,b,y2\n0.5,1,1\n")
+    with pytest.raises(ConfigError, match=r"no target column \('label', 'y' or 'target'\); its columns are"):
+        list(file_events(f, "s", ["a", "b"]))
+    with pytest.raises(ConfigError, match="no target column 'cls'"):
+        list(file_events(f, "s", ["a", "b"], "cls"))
+    with pytest.raises(ConfigError, match=r"no column\(s\) \['c'\]"):
+        list(file_events(f, "s", ["a", "c"], "y2"))
+
+
+def test_jsonl_bad_lines_are_reported_with_line_numbers_and_the_rest_is_read(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_text("\n".join([
+        '{"a": 1.0, "b": 2.0, "y": 1}',
+        '{"a": 1.0, "b": ',  # truncated
+        '{"a": NaN, "b": 2.0, "y": 0}',
+        '{"a": 1.0, "y": 0}',  # missing b
+        '[1, 2]',
+        '{"a": 1.0, "b": 2.0, "y": 1.5}',  # not a class label
+        '{"a": 3.0, "b": 4.0, "y": 0}',
+    ]) + "\n")
+    report = FileReport()
+    evs = list(file_events(f, "s", ["a", "b"], report=report, clock=lambda: 5.0))
+    assert [(e.seq, e.x["a"]) for e in evs] == [(0, 1.0), (1, 3.0)]
+    assert [line for line, _ in report.bad] == [2, 3, 4, 5, 6]
+    reasons = dict(report.bad)
+    assert "not valid JSON" in reasons[2] and "NaN" in reasons[3] and "['b']" in reasons[4]
+    assert report.summary(f).endswith("2 valid event(s); 5 bad line(s) skipped (reported above)")
+    assert not any(math.isnan(v) for e in evs for v in e.x.values())
+
+
+# --- the demo respects every source of settings ----------------------------------------------------
+
+def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, monkeypatch):
+    f = tmp_path / "s.toml"
+    f.write_text("alpha = 0.02\n")
+    monkeypatch.setenv("STREAMXAI_DRIFT_WARMUP", "5")
+    args = _parser().parse_args(["demo", "--settings", str(f), "--set", "topic_prefix=mine."])
+    explicit = _explicit_settings(args)
+    assert {"alpha", "drift_warmup", "topic_prefix"} <= explicit
+    monkeypatch.delenv("STREAMXAI_DRIFT_WARMUP")
+    f.write_text("")
+    monkeypatch.setenv("STREAMXAI_ALPHA", "0.02")
+    assert demo_overrides("r1", 3000, _explicit_settings(args))[1] == {}
+    monkeypatch.delenv("STREAMXAI_ALPHA")
+    f.write_text("alpha = 0.02\n")
+    names, scaled = demo_overrides("r1", 3000, explicit)
+    assert scaled == {} and "topic_prefix" not in names and names["state_dir"] == ".streamxai/demo-r1"
+    names, scaled = demo_overrides("r1", 3000, _explicit_settings(_parser().parse_args(["demo"])))
+    assert scaled == {"alpha": 0.03}
 
 
 def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path):

@@ -4,7 +4,8 @@ import importlib
 
 import pytest
 
-PACKAGES = ["schemas", "agents", "pipeline.handlers", "pipeline.core.storage", "pipeline.core.explainers"]
+PACKAGES = ["schemas", "agents", "pipeline.handlers", "pipeline.core.storage", "pipeline.core.explainers",
+            "pipeline.dashboard"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

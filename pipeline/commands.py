@@ -1,0 +1,228 @@
+"""The ``produce``, ``tail`` and ``plot`` commands (``pipeline.cli`` parses, these run).
+
+User errors raise :class:`schemas.StreamxaiError` subclasses; the CLI prints them as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import sys
+import threading
+import time
+import uuid
+from typing import Any
+
+import orjson
+
+from schemas import ConfigError, StreamxaiError
+
+from .kafka_config import TOPIC_NAMES, confluent_config
+from .settings import Settings
+
+__all__ = ["produce", "tail", "plot", "last_seq", "resolve_topic", "OUTPUT_TOPICS"]
+
+OUTPUT_TOPICS = tuple(dict.fromkeys((*TOPIC_NAMES, "change-episodes")))  # episodes: from the change detection
+
+
+def _kafka_error(s: Settings, e: Exception) -> StreamxaiError:
+    return StreamxaiError(f"cannot talk to Kafka at {s.bootstrap_servers}: {e}; is the broker running "
+                          "(`streamxai broker status`) and --bootstrap right?")
+
+
+def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.0) -> int | None:
+    """The highest seq of ``stream_id`` among the last ``tail`` messages of each partition of the
+    features topic (None if none is there): enough to catch a file or demo produced twice."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    topic = s.topic("features")
+    c = Consumer(confluent_config(s, **{"group.id": f"streamxai-check-{uuid.uuid4().hex[:8]}",
+                                        "enable.auto.commit": False, "log_level": 3}))
+    try:
+        md = c.list_topics(topic, timeout=timeout).topics.get(topic)
+        if md is None or md.error is not None:
+            return None
+        ends, starts = {}, []
+        deadline = time.monotonic() + timeout
+        for p in md.partitions:
+            while True:  # a topic created a moment ago may have no leader yet
+                try:
+                    lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+                    break
+                except KafkaException as e:
+                    transient = e.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                                                     KafkaError.UNKNOWN_TOPIC_OR_PART)
+                    if not (transient or e.args[0].retriable()) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            if hi > lo:
+                ends[p] = hi
+                starts.append(TopicPartition(topic, p, max(lo, hi - tail)))
+        if not starts:
+            return None
+        c.assign(starts)
+        key = stream_id.encode()
+        best: int | None = None
+        deadline = time.monotonic() + timeout
+        while ends and time.monotonic() < deadline:
+            for msg in c.consume(500, 0.5):
+                if msg.error():
+                    continue
+                if msg.key() == key:
+                    try:
+                        seq = orjson.loads(msg.value()).get("seq")
+                    except (orjson.JSONDecodeError, AttributeError, TypeError):
+                        seq = None
+                    if isinstance(seq, int) and (best is None or seq > best):
+                        best = seq
+                if msg.offset() >= ends.get(msg.partition(), 0) - 1:
+                    ends.pop(msg.partition(), None)
+        return best
+    except KafkaException as e:
+        raise _kafka_error(s, e) from None
+    finally:
+        c.close()
+
+
+def produce(args: argparse.Namespace, s: Settings) -> int:
+    from .demo_stream import FileReport, agrawal_events, file_events
+    from .kafka_config import ensure_topics
+    from .kafka_io import produce_events
+
+    stream_id = args.stream_id or ("file" if args.source not in ("demo", "control") else args.source)
+    if args.source not in ("demo", "control"):
+        # read the header now: a missing file or column is one line, before any Kafka connection
+        _check_file = file_events(args.source, stream_id, list(s.features), args.target, target_kind=s.target,
+                                  categorical=list(s.categorical), ts_column=args.ts_column, report=FileReport())
+        next(_check_file, None)
+        _check_file.close()
+    try:
+        ensure_topics(s)
+        previous = None if args.force else last_seq(s, stream_id)
+    except StreamxaiError:
+        raise
+    except Exception as e:  # the client's own errors: no broker, no access
+        raise _kafka_error(s, e) from None
+    start = 0
+    if previous is not None:
+        if not args.resume:
+            raise StreamxaiError(
+                f"stream {stream_id!r} already has events up to seq {previous} on {s.topic('features')}; the worker "
+                f"would drop these as duplicates. Use --stream-id NEW for a new stream, --resume to number these "
+                f"from seq {previous + 1}, or --force to send them anyway")
+        start = previous + 1
+    report = FileReport()
+    if args.source in ("demo", "control"):
+        drift = args.source == "demo"
+        events: Any = agrawal_events(
+            stream_id, args.n,
+            drift_at=(args.drift_at if args.drift_at is not None else args.n // 3) if drift else None,
+            swap_at=(args.swap_at if args.swap_at is not None else 2 * args.n // 3) if drift else None,
+            seed=args.seed)
+        if start:
+            events = _renumber(events, start)
+    else:
+        events = _reporting(file_events(
+            args.source, stream_id, list(s.features), args.target, target_kind=s.target,
+            categorical=list(s.categorical), ts_column=args.ts_column, start_seq=start, report=report), args.source, report)
+    t0 = time.monotonic()
+    n = produce_events(s, events, rate=args.rate)
+    print(f"produced {n} events of stream {stream_id!r} (seq {start}..{start + n - 1}) to {s.topic('features')} "
+          f"in {time.monotonic() - t0:.1f} s")
+    if args.source not in ("demo", "control"):
+        print(report.summary(args.source), file=sys.stderr if report.bad else sys.stdout)
+        return 1 if report.bad else 0
+    return 0
+
+
+def _reporting(events: Any, path: str, report: Any) -> Any:
+    shown = 0
+    for ev in events:
+        while shown < len(report.bad):
+            line, why = report.bad[shown]
+            print(f"{path}:{line}: skipped: {why}", file=sys.stderr)
+            shown += 1
+        yield ev
+    for line, why in report.bad[shown:]:
+        print(f"{path}:{line}: skipped: {why}", file=sys.stderr)
+
+
+def _renumber(events: Any, start: int) -> Any:
+    from schemas import FeatureEvent
+
+    for ev in events:
+        yield FeatureEvent(ev.stream_id, ev.seq + start, ev.ts, ev.x, ev.y)
+
+
+def resolve_topic(s: Settings, name: str, timeout: float = 10.0) -> str:
+    """A short name (``explanations``) or a full topic name that exists; else an error that
+    lists the valid names."""
+    if name in OUTPUT_TOPICS:
+        return s.topic(name)
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        existing = set(AdminClient(confluent_config(s, log_level=3)).list_topics(timeout=timeout).topics)
+    except Exception as e:
+        raise _kafka_error(s, e) from None
+    if name in existing:
+        return name
+    ours = sorted(t for t in existing if t.startswith(s.topic_prefix))
+    raise ConfigError(f"unknown topic {name!r}; use one of {', '.join(OUTPUT_TOPICS)} (prefix {s.topic_prefix!r})"
+                      + (f" or a full name such as {', '.join(ours[:8])}" if ours else ""))
+
+
+def tail(args: argparse.Namespace, s: Settings) -> int:
+    from .kafka_io import consume
+
+    topic = resolve_topic(s, args.topic)
+    got = threading.Event()
+
+    def notice() -> None:
+        if not got.is_set():
+            where = "messages" if args.from_beginning else "new messages"
+            print(f"waiting for {where} on {topic} (Ctrl-C to stop"
+                  + ("" if args.from_beginning else "; --from-beginning shows earlier ones")
+                  + ("" if args.idle else "; --idle S stops after S quiet seconds") + ")", file=sys.stderr, flush=True)
+
+    timer = threading.Timer(2.0, notice)
+    timer.daemon = True
+    timer.start()
+    n = 0
+    try:
+        for rec in consume(s, [topic], from_beginning=args.from_beginning, idle_timeout=args.idle):
+            got.set()
+            sys.stdout.write(_json_line(rec, args.meta) + "\n")
+            sys.stdout.flush()
+            n += 1
+            if args.max is not None and n >= args.max:
+                break
+    finally:
+        timer.cancel()
+    return 0
+
+
+def _json_line(rec: Any, meta: bool) -> str:
+    try:
+        value: Any = orjson.loads(rec.value) if rec.value is not None else None
+        ok = True
+    except orjson.JSONDecodeError:
+        value, ok = base64.b64encode(rec.value).decode(), False
+    if meta or not ok:
+        out = {"topic": rec.topic, "partition": rec.partition, "offset": rec.offset,
+               "key": rec.key.decode(errors="replace") if rec.key is not None else None,
+               ("value" if ok else "value_base64"): value}
+        return orjson.dumps(out).decode()
+    return orjson.dumps(value).decode()
+
+
+def plot(args: argparse.Namespace, s: Settings) -> int:
+    from .plot import plot_view, read_stream, write_html
+
+    view = read_stream(s, args.stream_id, idle=args.idle)
+    png = plot_view(view, args.out or f"{args.stream_id}.png")
+    last = max((pts["x"][-1] for ex in view["explainers"] for pts in view["series"][ex].values() if pts["x"]), default=-1)
+    print(f"wrote {png} ({len(view['changes'])} change event(s), explained up to seq {last:.0f})")
+    if args.html:
+        print(f"wrote {write_html(view, png, args.html)}")
+    return 0

@@ -1,0 +1,197 @@
+"""The dashboard process: a plain Kafka consumer of the output topics and an aiohttp server.
+
+A background thread consumes ``predictions``, ``explanations``, ``drift-events`` and
+``change-episodes`` (whichever exist, picked up by a topic-name pattern as they appear)
+with its own throwaway consumer group, folds them into a :class:`DashboardState`, and the
+web server answers:
+
+- ``GET /`` the page, ``GET /static/...`` its script, style and the vendored uPlot;
+- ``GET /api/streams`` every stream's summary, ``GET /api/stream/{id}`` one stream's view;
+- ``GET /events?stream=ID`` server-sent events: ``streams`` (the summary) and ``stream``
+  (the chosen stream's view) whenever they changed, at most every ``push_every`` seconds.
+
+It needs no access to workers, so it runs beside any deployment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ..kafka_config import confluent_config
+from ..settings import Settings
+from .state import DashboardState
+
+__all__ = ["DashboardConsumer", "make_web_app", "run_dashboard", "TOPICS"]
+
+log = logging.getLogger("streamxai.dashboard")
+STATIC = Path(__file__).parent / "static"
+TOPICS = ("predictions", "explanations", "drift-events", "change-episodes")
+
+
+class DashboardConsumer:
+    """Consumes the output topics of ``settings`` into ``state`` on a daemon thread
+    (:meth:`start`, :meth:`stop`), subscribed by pattern so topics created later appear.
+
+    >>> from pipeline.settings import Settings
+    >>> c = DashboardConsumer(Settings(topic_prefix="shop."), DashboardState())
+    >>> bool(re.match(c.pattern, "shop.explanations")), bool(re.match(c.pattern, "shop.features"))
+    (True, False)
+    """
+
+    def __init__(self, settings: Settings, state: DashboardState, from_beginning: bool = True):
+        self.settings = settings
+        self.state = state
+        self.lock = threading.Lock()
+        self.from_beginning = from_beginning
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        prefix = re.escape(settings.topic_prefix)
+        self.pattern = "^" + prefix + "(" + "|".join(re.escape(t) for t in TOPICS) + ")$"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="dashboard-consumer", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        from confluent_kafka import Consumer, KafkaError
+
+        c = Consumer(confluent_config(self.settings, **{
+            "group.id": f"streamxai-dashboard-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest" if self.from_beginning else "latest",
+            "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 2000,  # topics created later appear within seconds
+            "log_level": 2,  # a broker that is away is reported once at start, not every second
+        }))
+        c.subscribe([self.pattern])
+        n = len(self.settings.topic_prefix)
+        try:
+            while not self._stop.is_set():
+                msgs = c.consume(500, 0.2)
+                if not msgs:
+                    continue
+                with self.lock:
+                    for msg in msgs:
+                        if msg.error():
+                            if msg.error().code() not in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
+                                self.error = str(msg.error())
+                                log.warning("consuming %s: %s", msg.topic(), msg.error())
+                            continue
+                        try:
+                            obj = orjson.loads(msg.value()) if msg.value() else None
+                        except orjson.JSONDecodeError:
+                            self.state.ignored += 1
+                            continue
+                        kind, ts_ms = msg.timestamp()
+                        try:
+                            self.state.add(msg.topic()[n:], obj, ts_ms / 1000.0 if kind and ts_ms > 0 else None)
+                        except Exception:  # one odd message must not stop the page's updates
+                            self.state.ignored += 1
+                            log.exception("dashboard: could not show %s[%d]@%d", msg.topic(), msg.partition(),
+                                          msg.offset())
+        finally:
+            c.close()
+
+
+def _json(data: Any) -> web.Response:
+    return web.Response(body=orjson.dumps(data), content_type="application/json")
+
+
+def make_web_app(state: DashboardState, lock: threading.Lock, push_every: float = 0.5,
+                 info: dict[str, Any] | None = None) -> web.Application:
+    """The aiohttp application over ``state`` (guarded by ``lock``)."""
+    app = web.Application()
+    info = dict(info or {})
+    closing = asyncio.Event()  # set on shutdown: open event streams end instead of holding it up
+
+    async def on_shutdown(app: web.Application) -> None:
+        closing.set()
+
+    app.on_shutdown.append(on_shutdown)
+
+    async def index(request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC / "index.html")
+
+    async def streams(request: web.Request) -> web.Response:
+        with lock:
+            return _json({"info": info, "streams": state.streams_summary()})
+
+    async def stream(request: web.Request) -> web.Response:
+        with lock:
+            view = state.stream_view(request.match_info["sid"])
+        if view is None:
+            raise web.HTTPNotFound(text=f"no stream {request.match_info['sid']!r} seen yet")
+        return _json(view)
+
+    async def events(request: web.Request) -> web.StreamResponse:
+        sid = request.query.get("stream")
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        seen_summary: Any = None
+        seen_version = -1
+        try:
+            while not closing.is_set():
+                with lock:
+                    summary = state.streams_summary()
+                    key = [(s["stream_id"], s["version"]) for s in summary]
+                    st = state.streams.get(sid) if sid else None
+                    view = state.stream_view(sid) if st is not None and st.version != seen_version else None
+                if key != seen_summary:
+                    seen_summary = key
+                    await resp.write(b"event: streams\ndata: " + orjson.dumps({"info": info, "streams": summary}) + b"\n\n")
+                if view is not None:
+                    seen_version = view["version"]
+                    await resp.write(b"event: stream\ndata: " + orjson.dumps(view) + b"\n\n")
+                try:
+                    await asyncio.wait_for(closing.wait(), push_every)
+                except TimeoutError:
+                    pass
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        return resp
+
+    app.router.add_get("/", index)
+    app.router.add_get("/api/streams", streams)
+    app.router.add_get("/api/stream/{sid}", stream)
+    app.router.add_get("/events", events)
+    app.router.add_static("/static/", STATIC)
+    return app
+
+
+def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
+                  from_beginning: bool = True, max_points: int = 400) -> None:
+    """Consume and serve until interrupted (blocks)."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient(confluent_config(settings, log_level=0)).list_topics(timeout=5)
+    except Exception as e:  # serve anyway: the page fills once the broker answers
+        print(f"streamxai dashboard: cannot reach Kafka at {settings.bootstrap_servers} yet ({e}); "
+              "the page fills once it answers", file=sys.stderr, flush=True)
+    state = DashboardState(max_points=max_points)
+    consumer = DashboardConsumer(settings, state, from_beginning=from_beginning)
+    consumer.start()
+    app = make_web_app(state, consumer.lock, info={"topic_prefix": settings.topic_prefix,
+                                                   "bootstrap": settings.bootstrap_servers,
+                                                   "started": time.time()})
+    print(f"streamxai dashboard on http://{host}:{port}/ (topics {settings.topic_prefix}*)", flush=True)
+    try:
+        web.run_app(app, host=host, port=port, print=None, handle_signals=True)
+    finally:
+        consumer.stop()

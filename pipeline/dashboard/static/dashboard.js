@@ -1,0 +1,277 @@
+// streamxai dashboard: renders the server's JSON views with uPlot (vendored); live via server-sent events.
+"use strict";
+
+const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+  "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
+const dash = { selected: null, streams: [], view: null, charts: {}, source: null, featureColor: {} };
+window.dash = dash;
+
+const $ = (sel) => document.querySelector(sel);
+const fmt = (v, d = 3) => (v === null || v === undefined || Number.isNaN(v)) ? "–" : Number(v).toFixed(d);
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+
+function colorOf(feature) {
+  if (!(feature in dash.featureColor)) {
+    dash.featureColor[feature] = COLORS[Object.keys(dash.featureColor).length % COLORS.length];
+  }
+  return dash.featureColor[feature];
+}
+
+// ---- live connection -------------------------------------------------------------------------
+function connect() {
+  if (dash.source) dash.source.close();
+  const q = dash.selected ? "?stream=" + encodeURIComponent(dash.selected) : "";
+  const src = new EventSource("/events" + q);
+  dash.source = src;
+  src.addEventListener("open", () => { $("#status").textContent = "live"; $("#status").className = "status live"; });
+  src.addEventListener("error", () => { $("#status").textContent = "reconnecting…"; $("#status").className = "status down"; });
+  src.addEventListener("streams", (e) => onStreams(JSON.parse(e.data)));
+  src.addEventListener("stream", (e) => onStream(JSON.parse(e.data)));
+}
+
+function select(sid) {
+  if (sid === dash.selected) return;
+  dash.selected = sid;
+  history.replaceState(null, "", "#stream=" + encodeURIComponent(sid));
+  for (const k of Object.keys(dash.charts)) { dash.charts[k].destroy(); delete dash.charts[k]; }
+  $("#importance").innerHTML = ""; $("#pdp").innerHTML = ""; $("#loss").innerHTML = "";
+  renderList();
+  connect();
+}
+
+// ---- stream list -----------------------------------------------------------------------------
+function onStreams(msg) {
+  dash.streams = msg.streams;
+  if (msg.info && msg.info.topic_prefix) $("#info").textContent = "topics " + msg.info.topic_prefix + "*";
+  if (!dash.selected && dash.streams.length) {
+    const want = decodeURIComponent((location.hash.match(/stream=([^&]+)/) || [])[1] || "");
+    const found = dash.streams.find((s) => s.stream_id === want);
+    select(found ? want : dash.streams[0].stream_id);
+    return;
+  }
+  renderList();
+}
+
+function renderList() {
+  const f = $("#filter").value.trim().toLowerCase();
+  const shown = dash.streams.filter((s) => !f || s.stream_id.toLowerCase().includes(f));
+  $("#stream-count").textContent = `${shown.length} of ${dash.streams.length} streams`;
+  $("#streams").innerHTML = shown.map((s) =>
+    `<li class="stream-item${s.stream_id === dash.selected ? " selected" : ""}" data-stream="${esc(s.stream_id)}">` +
+    `${esc(s.stream_id)}<span class="sub">seq ${s.last_seq} · loss ${fmt(s.loss)} · ` +
+    `${s.changes} change${s.changes === 1 ? "" : "s"} · lag ${s.lag_events ?? "–"}</span></li>`).join("");
+}
+
+// ---- one stream ------------------------------------------------------------------------------
+function onStream(v) {
+  if (v.stream_id !== dash.selected) return;
+  dash.view = v;
+  $("#empty").hidden = true;
+  $("#stream").hidden = false;
+  $("#stream-title").textContent = "stream " + v.stream_id;
+  const counts = Object.entries(v.counts).map(([ex, c]) => `${ex} ${c.explained}/${c.seen}`).join(", ") || "–";
+  const lastLoss = v.loss.y.length ? v.loss.y[v.loss.y.length - 1] : null;
+  $("#stats").innerHTML =
+    `<div>predictions <b>${v.predictions}</b> (last seq ${v.last_seq})</div>` +
+    `<div>rolling loss <b>${fmt(lastLoss)}</b></div>` +
+    `<div>explanations trail predictions by <b id="lag-events">${v.lag_events ?? "–"}</b> events, ` +
+    `<b id="lag-seconds">${fmt(v.lag_s, 1)}</b> s</div>` +
+    `<div>explained/seen: ${esc(counts)}</div>`;
+  renderImportance(v);
+  renderRanking(v);
+  renderLoss(v);
+  renderPdp(v);
+  renderChanges(v);
+}
+
+function chartWidth(el) { return Math.max(200, el.clientWidth - 10); }
+
+// Build or update a uPlot chart in a box; `key` changes when the series set changes.
+function upsertChart(id, parent, title, key, makeOpts, data) {
+  let box = document.getElementById("box-" + id);
+  if (!box) {
+    box = document.createElement("div");
+    box.className = "chart-box";
+    box.id = "box-" + id;
+    box.innerHTML = title ? `<h4>${esc(title)}</h4>` : "";
+    parent.appendChild(box);
+    // charts follow their box's width (grid columns, window size)
+    new ResizeObserver(() => {
+      const c = dash.charts[id];
+      if (c && Math.abs(c.width - chartWidth(box)) > 2) c.setSize({ width: chartWidth(box), height: c.height });
+    }).observe(box);
+  }
+  let u = dash.charts[id];
+  if (u && u._key !== key) { u.destroy(); u = null; }
+  if (!u) {
+    const opts = makeOpts(chartWidth(box));
+    u = new uPlot(opts, data, box);
+    u._key = key;
+    // band edges (±se) are series too: keep them out of the legend
+    const bandLabels = new Set(opts.series.filter((sr) => sr.band).map((sr) => sr.label));
+    u.root.querySelectorAll(".u-legend .u-series").forEach((row) => {
+      const label = row.querySelector(".u-label");
+      if (label && bandLabels.has(label.textContent)) row.style.display = "none";
+    });
+    dash.charts[id] = u;
+  } else {
+    u.setData(data);
+  }
+  return u;
+}
+
+function changeMarkers(getChanges) {
+  return (u) => {
+    u.over.querySelectorAll(".change-marker, .episode-span").forEach((m) => m.remove());
+    const [lo, hi] = [u.scales.x.min, u.scales.x.max];
+    for (const ep of (dash.view.episodes || [])) {  // where each new regime began .. its last change
+      const a = ep.cut_seq ?? ep.first_seq, b = ep.last_seq ?? ep.first_seq;
+      if (a === null || a === undefined || b < lo || a > hi) continue;
+      const x0 = u.valToPos(Math.max(a, lo), "x"), x1 = u.valToPos(Math.min(b, hi), "x");
+      const span = document.createElement("div");
+      span.className = "episode-span";
+      span.style.left = x0 + "px";
+      span.style.width = Math.max(2, x1 - x0) + "px";
+      span.title = `change episode: new regime from seq ${a}, changes up to ${b}`;
+      u.over.appendChild(span);
+    }
+    for (const c of getChanges()) {
+      if (c.seq < lo || c.seq > hi) continue;
+      const m = document.createElement("div");
+      m.className = "change-marker";
+      m.style.left = u.valToPos(c.seq, "x") + "px";
+      m.dataset.seq = c.seq;
+      m.title = `${c.explainer}/${c.feature} changed at seq ${c.seq}: ${fmt(c.before)} → ${fmt(c.after)}` +
+        (c.cut_seq !== undefined ? ` (new regime from seq ${c.cut_seq})` : "");
+      m.innerHTML = `<span>${esc(c.feature ?? "")}</span>`;
+      u.over.appendChild(m);
+    }
+  };
+}
+
+function renderImportance(v) {
+  const parent = $("#importance");
+  for (const ex of orderExplainers(v.explainers)) {
+    const feats = Object.keys(v.series[ex]);
+    const tables = feats.map((f) => {
+      const s = v.series[ex][f];
+      const cols = [s.x, s.y];
+      if (s.se) cols.push(s.y.map((y, i) => (y === null || s.se[i] === null) ? null : y + s.se[i]),
+                          s.y.map((y, i) => (y === null || s.se[i] === null) ? null : y - s.se[i]));
+      return cols;
+    });
+    if (!tables.length) continue;
+    const data = uPlot.join(tables);
+    const withSe = feats.map((f) => !!v.series[ex][f].se);
+    const key = feats.join("|") + "#" + withSe.join("");
+    upsertChart("imp-" + ex, parent, ex, key, (w) => {
+      const series = [{ label: "seq" }];
+      const bands = [];
+      feats.forEach((f, i) => {
+        series.push({ label: f, stroke: colorOf(f), width: 1.5, spanGaps: true });
+        if (withSe[i]) {
+          const main = series.length - 1;
+          series.push({ label: f + " +se", stroke: "transparent", spanGaps: true, band: true },
+                      { label: f + " −se", stroke: "transparent", spanGaps: true, band: true });
+          bands.push({ series: [main + 1, main + 2], fill: colorOf(f) + "33" });
+        }
+      });
+      return {
+        width: w, height: 230, series, bands, scales: { x: { time: false } },
+        legend: { live: false }, cursor: { drag: { x: true, y: false } },
+        hooks: { draw: [changeMarkers(() => dash.view.changes.filter((c) => !c.explainer || c.explainer === ex))] },
+      };
+    }, data);
+  }
+}
+
+const ORDER = ["ipfi", "isage", "ipdp"];
+function orderExplainers(exs) {
+  const rank = (e) => (ORDER.indexOf(e) < 0 ? ORDER.length : ORDER.indexOf(e));
+  return exs.slice().sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+function renderRanking(v) {
+  const html = orderExplainers(v.explainers).map((ex) => {
+    const rows = v.ranking[ex] || [];
+    const top = Math.max(1e-12, ...rows.map((r) => Math.abs(r.value)));
+    return `<div class="rank-group" data-explainer="${esc(ex)}"><b>${esc(ex)}</b>` + rows.map((r) =>
+      `<div class="rank-row" data-feature="${esc(r.feature)}"><span class="name">${esc(r.feature)}</span>` +
+      `<span class="bar${r.value < 0 ? " neg" : ""}" style="width:${(160 * Math.abs(r.value) / top).toFixed(1)}px"></span>` +
+      `<span class="rank-value">${fmt(r.value)}${r.stderr !== null && r.stderr !== undefined ? " ± " + fmt(r.stderr) : ""}</span></div>`
+    ).join("") + "</div>";
+  }).join("");
+  $("#ranking").innerHTML = html || '<span class="muted">no explanations yet</span>';
+}
+
+function renderLoss(v) {
+  // the explainers' view of the model's loss (explanation/v2) dashed underneath, the predictions' on top
+  const tables = [], labels = [];
+  for (const [ex, s] of Object.entries(v.model_loss || {})) { tables.push([s.x, s.y]); labels.push(ex + " model loss"); }
+  tables.push([v.loss.x, v.loss.y]);
+  labels.push("rolling loss");
+  if (!v.loss.x.length && tables.length === 1) return;
+  const data = uPlot.join(tables);
+  upsertChart("loss", $("#loss"), "", labels.join("|"), (w) => ({
+    width: w, height: 180, scales: { x: { time: false } }, legend: { live: false },
+    series: [{ label: "seq" }, ...labels.map((l, i) => (i === labels.length - 1
+      ? { label: l, stroke: "#222", width: 2, spanGaps: true }
+      : { label: l, stroke: COLORS[(i + 3) % COLORS.length], width: 1, dash: [4, 3], spanGaps: true }))],
+    hooks: { draw: [changeMarkers(() => dash.view.changes)] },
+  }), data);
+}
+
+function renderPdp(v) {
+  const parent = $("#pdp");
+  for (const [f, c] of Object.entries(v.curves || {}).sort()) {
+    const then = (v.curves_at_change || {})[f];
+    const tables = [[c.grid, c.pd]];
+    const labels = ["now (seq " + c.seq + ")"];
+    if (c.se) { tables.push([c.grid, c.pd.map((y, i) => y + c.se[i])], [c.grid, c.pd.map((y, i) => y - c.se[i])]); }
+    if (then) { tables.push([then.grid, then.pd]); labels.push("at change (seq " + then.seq + ")"); }
+    const data = uPlot.join(tables.map((t) => sortByX(t)));
+    upsertChart("pdp-" + f, parent, f, (c.se ? "se" : "") + (then ? "then" : ""), (w) => {
+      const series = [{ label: f }, { label: "now", stroke: colorOf(f), width: 2 }];
+      const bands = [];
+      if (c.se) {
+        series.push({ label: "+se", stroke: "transparent", band: true }, { label: "−se", stroke: "transparent", band: true });
+        bands.push({ series: [2, 3], fill: colorOf(f) + "33" });
+      }
+      if (then) series.push({ label: "at change", stroke: colorOf(f), width: 1.5, dash: [5, 4], spanGaps: true });
+      return { width: w, height: 150, series, bands, scales: { x: { time: false } }, legend: { show: false } };
+    }, data);
+  }
+}
+
+function sortByX(t) {
+  const idx = t[0].map((_, i) => i).sort((a, b) => t[0][a] - t[0][b]);
+  return t.map((col) => idx.map((i) => col[i]));
+}
+
+const ci = (c) => (Array.isArray(c) && c.length === 2 ? ` [${fmt(c[0])}, ${fmt(c[1])}]` : "");
+
+function renderChanges(v) {
+  $("#change-count").textContent = v.changes.length;
+  const rows = v.changes.slice().reverse().slice(0, 50).map((c) =>
+    `<tr class="change-event"><td>${c.seq}</td><td>${c.cut_seq ?? "–"}</td><td>${esc(c.explainer ?? "")}</td>` +
+    `<td>${esc(c.feature ?? "")}</td><td>${fmt(c.before)}${ci(c.ci_before)}</td><td>${fmt(c.after)}${ci(c.ci_after)}</td>` +
+    `<td>${c.before !== null && c.after !== null ? (c.after > c.before ? "▲" : "▼") : ""}</td>` +
+    `<td>${c.loss_before !== undefined ? fmt(c.loss_before) + " → " + fmt(c.loss_after) : ""}</td></tr>`);
+  $("#changes tbody").innerHTML = rows.join("");
+  const eps = (v.episodes || []).slice().reverse().slice(0, 20);
+  $("#episodes-box").hidden = eps.length === 0;
+  $("#episode-count").textContent = (v.episodes || []).length;
+  $("#episodes tbody").innerHTML = eps.map((e) =>
+    `<tr class="change-episode"><td>${e.cut_seq ?? "–"}</td><td>${e.first_seq ?? "–"}…${e.last_seq ?? "–"}</td>` +
+    `<td>${e.changes.map((c) => `${esc(c.explainer)}/${esc(c.feature)} ${fmt(c.before)}→${fmt(c.after)}`).join("<br>")}` +
+    `${e.n_changes > e.changes.length ? `<br>… ${e.n_changes - e.changes.length} more` : ""}</td>` +
+    `<td>${fmt(e.loss_before)} → ${fmt(e.loss_after)}</td></tr>`).join("");
+}
+
+// ---- wiring ----------------------------------------------------------------------------------
+$("#streams").addEventListener("click", (e) => {
+  const li = e.target.closest("li[data-stream]");
+  if (li) select(li.dataset.stream);
+});
+$("#filter").addEventListener("input", renderList);
+connect();

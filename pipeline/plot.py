@@ -1,0 +1,215 @@
+"""``streamxai plot``: a stream's explanation trajectories, change events and PD curves as a
+PNG (and optionally an HTML report), read from the topics, for reports.
+
+Like the papers' figures: one panel per explainer with every feature's importance over the
+stream (vertical lines at change events, labelled with the series that changed), the model's
+rolling loss, and the iPDP curves now (solid) and at the last change (dashed), with a
+±stderr band where the messages carry one.
+
+>>> from pipeline.dashboard import DashboardState
+>>> st = DashboardState()
+>>> for seq in range(0, 100, 10):
+...     st.add("explanations", {"stream_id": "s", "explainer": "ipfi", "feature": "a",
+...                             "value": seq / 100, "seq": seq, "n_explained": seq, "n_seen": seq})
+>>> import tempfile, pathlib
+>>> out = pathlib.Path(tempfile.mkdtemp()) / "s.png"
+>>> plot_view(st.stream_view("s"), out).stat().st_size > 10_000
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+from schemas import StreamxaiError
+
+from .dashboard.state import DashboardState
+from .settings import Settings
+
+__all__ = ["read_stream", "plot_view", "write_html", "ORDER"]
+
+ORDER = ("ipfi", "isage", "ipdp")
+NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)"}
+
+
+def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int = 2000) -> dict[str, Any]:
+    """Everything the topics hold about ``stream_id`` (read from the beginning until ``idle``
+    seconds pass without a message), as a dashboard view."""
+    from .dashboard.server import TOPICS
+    from .kafka_io import consume
+
+    state = DashboardState(max_points=max_points)
+    n = len(s.topic_prefix)
+    topics = [s.topic(t) for t in TOPICS if t != "change-episodes" or _exists(s, s.topic(t))]
+    import orjson
+
+    for rec in consume(s, topics, idle_timeout=idle):
+        if rec.key is not None and not rec.key.decode(errors="replace").startswith(stream_id):
+            continue  # keys are stream_id or stream_id/...: skip other streams without decoding
+        try:
+            obj = orjson.loads(rec.value) if rec.value else None
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and obj.get("stream_id") == stream_id:
+            state.add(rec.topic[n:], obj)
+    view = state.stream_view(stream_id)
+    if view is None or not view["explainers"]:
+        raise StreamxaiError(
+            f"no explanations of stream {stream_id!r} on {s.topic('explanations')} (read until {idle:g} s idle); "
+            "check --stream-id and the topic prefix (`streamxai tail explanations --from-beginning` lists what is there)")
+    return view
+
+
+def _exists(s: Settings, topic: str) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    from .kafka_config import confluent_config
+
+    return topic in AdminClient(confluent_config(s)).list_topics(timeout=10).topics
+
+
+def _ordered(explainers: list[str]) -> list[str]:
+    return sorted(explainers, key=lambda e: (ORDER.index(e) if e in ORDER else len(ORDER), e))
+
+
+def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
+    """Draw ``view`` (:meth:`DashboardState.stream_view`) into the PNG ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import EngFormatter, MaxNLocator
+
+    explainers = _ordered(view["explainers"])
+    curves = view.get("curves") or {}
+    then_curves = view.get("curves_at_change") or {}
+    features = sorted({f for ex in explainers for f in view["series"][ex]})
+    colors = {f: plt.cm.tab10(i % 10) for i, f in enumerate(features)}
+    has_loss = bool(view["loss"]["x"])
+    rows = len(explainers) + int(has_loss)
+    pd_cols = min(5, max(1, len(curves)))
+    pd_rows = math.ceil(len(curves) / pd_cols) if curves else 0
+    fig = plt.figure(figsize=(12, 2.6 * rows + 2.4 * pd_rows + 0.6), constrained_layout=True)
+    grid = fig.add_gridspec(rows + pd_rows, pd_cols, height_ratios=[2.6] * rows + [2.4] * pd_rows)
+    fig.suptitle(f"stream {view['stream_id']}: explanations over {view['last_seq'] + 1 if view['last_seq'] >= 0 else '?'} "
+                 f"events, {len(view['changes'])} change event(s)")
+    top = None
+    for r, ex in enumerate(explainers):
+        ax = fig.add_subplot(grid[r, :], sharex=top)
+        top = top or ax
+        for f, pts in sorted(view["series"][ex].items()):
+            xs, ys = pts["x"], [math.nan if y is None else y for y in pts["y"]]
+            ax.plot(xs, ys, color=colors[f], lw=1.3, label=f)
+            if "se" in pts:
+                lo = [y - (e or 0.0) for y, e in zip(ys, pts["se"], strict=True)]
+                hi = [y + (e or 0.0) for y, e in zip(ys, pts["se"], strict=True)]
+                ax.fill_between(xs, lo, hi, color=colors[f], alpha=0.2, lw=0)
+        _changes(ax, [c for c in view["changes"] if c.get("explainer") in (ex, None)], colors)
+        _episodes(ax, view.get("episodes") or [])
+        ax.set_ylabel(NAMES.get(ex, ex).split(" ")[0])
+        ax.set_title(NAMES.get(ex, ex), fontsize=10, loc="left")
+        ax.grid(alpha=0.3)
+        if r == 0:
+            ax.legend(ncol=min(len(features), 9), fontsize=8, loc="upper left", bbox_to_anchor=(0, 1.0))
+    if has_loss:
+        ax = fig.add_subplot(grid[len(explainers), :], sharex=top)
+        for ex, pts in (view.get("model_loss") or {}).items():  # the explainers' view of it, under the line
+            ax.plot(pts["x"], pts["y"], lw=1, ls="--", alpha=0.6, label=f"{ex} model loss")
+        ax.plot(view["loss"]["x"], [math.nan if y is None else y for y in view["loss"]["y"]], color="black", lw=1.5,
+                label="rolling loss (predictions)")
+        _changes(ax, view["changes"], colors, labels=False)
+        ax.set_ylabel("loss")
+        ax.set_xlabel("seq")
+        ax.legend(fontsize=8, loc="upper right")
+        ax.grid(alpha=0.3)
+    for i, (f, c) in enumerate(sorted(curves.items())):
+        ax = fig.add_subplot(grid[rows + i // pd_cols, i % pd_cols])
+        grid_x, pd = _sorted(c["grid"], c["pd"])
+        ax.plot(grid_x, pd, color=colors.get(f, "C0"), lw=1.8, marker="o", ms=3, label=f"now (seq {c['seq']})")
+        if isinstance(c.get("se"), list):
+            gx, se = _sorted(c["grid"], c["se"])
+            ax.fill_between(gx, [p - e for p, e in zip(pd, se, strict=True)], [p + e for p, e in zip(pd, se, strict=True)],
+                            color=colors.get(f, "C0"), alpha=0.2, lw=0)
+        then = then_curves.get(f)
+        if then:
+            tx, tp = _sorted(then["grid"], then["pd"])
+            ax.plot(tx, tp, color=colors.get(f, "C0"), lw=1.2, ls="--", label=f"at change (seq {then['seq']})")
+        ax.set_title(f"PD of {f}", fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        if max((abs(v) for v in grid_x if isinstance(v, (int, float))), default=0) >= 1e4:
+            ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 100k, not 100000 squeezed together
+        ax.grid(alpha=0.3)
+        if i == 0:
+            ax.legend(fontsize=7)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def _sorted(xs: list, ys: list) -> tuple[list, list]:
+    pairs = sorted(zip(xs, ys, strict=False), key=lambda p: p[0])
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def _changes(ax: Any, changes: list[dict], colors: dict, labels: bool = True) -> None:
+    for c in changes:
+        color = colors.get(c.get("feature"), "crimson")
+        ax.axvline(c["seq"], color=color, ls="--", lw=1, alpha=0.8)
+        if labels:
+            before, after = c.get("before"), c.get("after")
+            text = f"{c.get('feature', '')}" + (f" {before:.2f}→{after:.2f}" if before is not None and after is not None else "")
+            ax.annotate(text, (c["seq"], 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
+                        fontsize=7, color=color)
+
+
+def _episodes(ax: Any, episodes: list[dict]) -> None:
+    """Shade each change episode from where its new regime began to its last change."""
+    for ep in episodes:
+        a = ep.get("cut_seq") if ep.get("cut_seq") is not None else ep.get("first_seq")
+        b = ep.get("last_seq") if ep.get("last_seq") is not None else a
+        if a is not None:
+            ax.axvspan(a, max(b, a + 1), color="orange", alpha=0.15, lw=0)
+
+
+def write_html(view: dict[str, Any], png: Path, path: str | Path) -> Path:
+    """A self-contained HTML report: the PNG inline and a table of the change events."""
+    img = base64.b64encode(Path(png).read_bytes()).decode()
+    rows = "".join(
+        f"<tr><td>{c['seq']}</td><td>{html.escape(str(c.get('explainer')))}</td><td>{html.escape(str(c.get('feature')))}</td>"
+        f"<td>{_fmt(c.get('before'))}</td><td>{_fmt(c.get('after'))}</td></tr>" for c in view["changes"])
+    ranking = "".join(
+        f"<li><b>{html.escape(ex)}</b>: " + ", ".join(f"{html.escape(r['feature'])} {r['value']:.3f}" for r in rs[:5]) + "</li>"
+        for ex, rs in view["ranking"].items())
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>streamxai: {html.escape(view['stream_id'])}</title>"
+           "<style>body{font-family:sans-serif;margin:1em}td,th{padding:2px 8px;text-align:right}</style></head><body>"
+           f"<h1>stream {html.escape(view['stream_id'])}</h1><p>{view['predictions']} predictions, last seq {view['last_seq']}</p>"
+           f"<h2>Ranking at the end</h2><ul>{ranking}</ul>"
+           f"<img alt='explanation trajectories' style='max-width:100%' src='data:image/png;base64,{img}'>"
+           f"<h2>Change events ({len(view['changes'])})</h2><table><tr><th>seq</th><th>explainer</th><th>feature</th>"
+           f"<th>before</th><th>after</th></tr>{rows}</table>{_episodes_html(view.get('episodes') or [])}</body></html>")
+    path = Path(path)
+    path.write_text(doc)
+    return path
+
+
+def _episodes_html(episodes: list[dict]) -> str:
+    if not episodes:
+        return ""
+    rows = "".join(
+        f"<tr><td>{ep.get('cut_seq')}</td><td>{ep.get('first_seq')}..{ep.get('last_seq')}</td><td style='text-align:left'>"
+        + "<br>".join(f"{html.escape(str(c.get('explainer')))}/{html.escape(str(c.get('feature')))} "
+                      f"{_fmt(c.get('before'))} → {_fmt(c.get('after'))}" for c in ep.get("changes", []))
+        + f"</td><td>{_fmt(ep.get('loss_before'))} → {_fmt(ep.get('loss_after'))}</td></tr>" for ep in episodes)
+    return (f"<h2>Change episodes ({len(episodes)})</h2><table><tr><th>regime from</th><th>changes at</th>"
+            f"<th>changes</th><th>model loss</th></tr>{rows}</table>")
+
+
+def _fmt(v: Any) -> str:
+    return "–" if v is None else f"{v:.4f}"

@@ -1,0 +1,67 @@
+"""The produce and tail commands against a real broker: duplicates, JSON lines, waiting, unknown topics."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from pipeline.cli import main
+
+
+def _common(bootstrap: str, prefix: str) -> list[str]:
+    return ["--bootstrap", bootstrap, "--set", f"topic_prefix={prefix}", "--set", "features=[\"a\", \"b\"]",
+            "--set", "partitions=2"]
+
+
+def test_produce_twice_warns_and_resume_continues_the_stream(bootstrap, tmp_path, capsys):
+    prefix = f"cli-{uuid.uuid4().hex[:8]}."
+    common = _common(bootstrap, prefix)
+    f = tmp_path / "d.csv"
+    f.write_text("a,b,label\n" + "".join(f"{i / 10},{i % 3},{i % 2}\n" for i in range(20)))
+    assert main(["produce", str(f), "--stream-id", "s1", *common]) == 0
+    assert "produced 20 events of stream 's1' (seq 0..19)" in capsys.readouterr().out
+    # the same file again: these seqs exist, the worker would drop them all
+    assert main(["produce", str(f), "--stream-id", "s1", *common]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already has events up to seq 19" in err and "--resume" in err
+    assert main(["produce", str(f), "--stream-id", "s1", "--resume", *common]) == 0
+    assert "(seq 20..39)" in capsys.readouterr().out
+    assert main(["produce", str(f), "--stream-id", "s2", *common]) == 0  # a new stream id is fine
+    capsys.readouterr()
+    # tail prints one JSON object per line, readable by jq; --from-beginning and --idle end it
+    assert main(["tail", "features", "--from-beginning", "--idle", "3", *common]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(e["seq"] for e in events if e["stream_id"] == "s1") == list(range(40))
+    assert sorted(e["seq"] for e in events if e["stream_id"] == "s2") == list(range(20))
+    assert main(["tail", "features", "--from-beginning", "--max", "3", *common]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    assert {e["schema"] for e in events} == {"feature_event/v1"} and all(isinstance(e["y"], int) for e in events)
+
+
+def test_jsonl_with_bad_lines_sends_the_good_ones_and_exits_non_zero(bootstrap, tmp_path, capsys):
+    prefix = f"cli-{uuid.uuid4().hex[:8]}."
+    common = _common(bootstrap, prefix)
+    f = tmp_path / "d.jsonl"
+    f.write_text('{"a": 1, "b": 2, "y": 1}\nnot json\n{"a": NaN, "b": 2, "y": 0}\n{"a": 3, "b": 4, "y": 0}\n')
+    assert main(["produce", str(f), *common]) == 1
+    out, err = capsys.readouterr()
+    assert "produced 2 events" in out
+    assert f"{f}:2: skipped: not valid JSON" in err and f"{f}:3: skipped:" in err
+    assert err.strip().endswith("2 valid event(s); 2 bad line(s) skipped (reported above)")
+    assert main(["tail", "features", "--from-beginning", "--idle", "3", "--meta", *common]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["value"]["x"]["a"] for r in rows] == [1.0, 3.0] and rows[0]["topic"] == f"{prefix}features"
+
+
+def test_tail_waits_on_an_empty_topic_and_rejects_unknown_ones(bootstrap, capsys):
+    prefix = f"cli-{uuid.uuid4().hex[:8]}."
+    common = _common(bootstrap, prefix)
+    assert main(["produce", "control", "--n", "5", *common]) == 0
+    capsys.readouterr()
+    assert main(["tail", "drift-events", "--idle", "3", *common]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and f"waiting for new messages on {prefix}drift-events" in err
+    assert main(["tail", "nonsense", *common]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown topic 'nonsense'" in err and "explanations" in err
+    assert f"{prefix}features" in err  # the existing full names are listed too

@@ -1,0 +1,236 @@
+"""The dashboard in a real headless Chromium, fed by a real worker through the real broker.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package (``.ci/run``
+installs them); without them the test is skipped and says why.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pipeline_helpers import make_settings
+
+from pipeline.dashboard import spawn_dashboard, wait_for_dashboard
+from pipeline.demo_stream import threshold_events
+from pipeline.kafka_config import ensure_topics
+from pipeline.kafka_io import produce_events
+from pipeline.ports import free_port
+from pipeline.worker import spawn_worker, stop_worker
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+def _missing(why: str):
+    if os.environ.get("STREAMXAI_REQUIRE_BROWSER"):  # set by .ci/run: CI must run this test
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def _browser():
+    if not (CHROMIUM and DRIVER):
+        _missing("the dashboard browser test needs chromium and chromedriver (apt-get install chromium chromium-driver)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _missing("the dashboard browser test needs selenium (pip install selenium)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1500", "--disable-extensions", "--no-first-run"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(DRIVER), options=opts)
+
+
+def _wait(driver, script: str, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.3)
+
+
+def _wait_for_worker(s, proc, timeout: float = 60.0) -> None:
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{s.web_port}/metrics", timeout=2):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        assert proc.poll() is None, "the worker exited"
+        assert time.monotonic() < deadline, "the worker's metrics page did not answer"
+        time.sleep(0.3)
+
+
+LAST_POINT = """
+const u = window.dash && window.dash.charts['imp-ipfi'];
+if (!u || !u.data[0].length) return null;
+const n = u.data[0].length - 1;
+return [u.data[0][n], u.data.slice(1).map(col => col[n])];
+"""
+
+
+def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_path):
+    driver = _browser()
+    # The stream of the change-detection integration test (threshold label a > 0.5, then
+    # b > 0.5 from 800): in-process the same seeds give a change ~500 events after the drift.
+    n, drift_at = 2400, 800
+    s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b", "c"], explainers=["ipfi", "ipdp"],
+                      model="river.tree.HoeffdingAdaptiveTreeClassifier", model_params={"grace_period": 20},
+                      emit_every=10, drift_warmup=30, alpha=0.01, explain_groups=1)
+    ensure_topics(s)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    worker = spawn_worker(s, log_file=str(tmp_path / "worker.log"), loglevel="warning")
+    board = spawn_dashboard(s, port, log_file=str(tmp_path / "dashboard.log"))
+    drifting = list(threshold_events("drifting", n, drift_at=drift_at, seed=11))
+    control = list(threshold_events("control", n, seed=12))
+    events = [e for pair in zip(drifting, control, strict=True) for e in pair]
+    # paced, so that the page is watched while the stream runs (~12 s of events)
+    producer = threading.Thread(target=produce_events, args=(s, events), kwargs={"rate": 400.0}, daemon=True)
+    try:
+        wait_for_dashboard(url, board)
+        _wait_for_worker(s, worker)  # so the ~12 s of paced events are explained while the page watches
+        producer.start()
+        driver.get(url)
+        listed = _wait(driver, "const ids = [...document.querySelectorAll('li.stream-item')].map(li => li.dataset.stream);"
+                               "return ids.length === 2 && ids", 60, "the stream list to show both streams")
+        assert sorted(listed) == ["control", "drifting"]
+        driver.execute_script("document.querySelector('li.stream-item[data-stream=\"drifting\"]').click()")
+        first = _wait(driver, LAST_POINT, 60, "the iPFI chart of 'drifting' to have points")
+        second = _wait(driver, LAST_POINT.replace("return [", f"if (u.data[0][n] <= {first[0]}) return null; return ["),
+                       30, f"the iPFI lines to move past seq {first[0]}")
+        assert second[0] > first[0] and second[1] != first[1], (first, second)
+        marker = _wait(driver, "const m = document.querySelector('#importance .change-marker'); return m && m.title",
+                       60, "a change marker on the importance chart")
+        assert "changed at seq" in marker
+        seq = driver.execute_script("return +document.querySelector('#importance .change-marker').dataset.seq")
+        assert seq >= drift_at, marker  # nothing changed before the induced drift
+        rows = driver.execute_script("return document.querySelectorAll('#changes tr.change-event').length")
+        assert rows >= 1
+        _wait(driver, "return document.querySelectorAll('#pdp .uplot').length === 3", 30, "three iPDP curves")
+        time.sleep(1.0)  # let the last push render before the picture
+        shot = tmp_path / "dashboard.png"
+        driver.save_screenshot(str(shot))
+        assert shot.stat().st_size > 20_000
+        keep = os.environ.get("STREAMXAI_DASHBOARD_SCREENSHOT")
+        if keep:
+            Path(keep).write_bytes(shot.read_bytes())
+    finally:
+        driver.quit()
+        producer.join(timeout=30)
+        stop_worker(board)
+        stop_worker(worker)
+    log = (tmp_path / "dashboard.log").read_text(errors="replace")
+    assert "Traceback" not in log, log[-3000:]
+
+
+class _Served:
+    """``make_web_app`` over a given state, on a free port, in a background thread."""
+
+    def __init__(self, state):
+        import asyncio
+
+        from aiohttp import web
+
+        from pipeline.dashboard import make_web_app
+
+        self.port = free_port("127.0.0.1")
+        self.loop = asyncio.new_event_loop()
+        app = make_web_app(state, threading.Lock(), push_every=0.5)
+        self.runner = web.AppRunner(app)
+        ready = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.loop.run_until_complete(self.runner.setup())
+            self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
+            ready.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        ready.wait(10)
+
+    def close(self):
+        import asyncio
+
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
+    from pipeline.dashboard import DashboardState
+
+    driver = _browser()
+    state = DashboardState()
+    features = [f"f{i}" for i in range(9)]
+    for k in range(100):
+        sid = f"stream-{k:03d}"
+        for seq in range(0, 5000, 10):  # more points than kept: the history is thinned
+            state.add("predictions", {"stream_id": sid, "seq": seq, "loss": (seq % 7) / 7}, ts=seq / 100)
+            for ex in ("ipfi", "isage", "ipdp"):
+                for i, f in enumerate(features):
+                    msg = {"stream_id": sid, "explainer": ex, "feature": f, "seq": seq,
+                           "value": (i + 1) / 10 + k / 1000, "n_explained": seq, "n_seen": seq}
+                    if k == 42:  # explanation/v2 with standard errors: bands on the chart, ± in the ranking
+                        msg["stderr"] = 0.02
+                    state.add("explanations", msg)
+        state.add("drift-events", {"stream_id": sid, "explainer": "ipfi", "feature": "f0", "seq": 2500,
+                                   "level_before": 0.1, "level_after": 0.2})
+    # the change-detection helper's v2 messages: a change with its cut, intervals and losses, an episode
+    state.add("drift-events", {"schema": "drift_event/v2", "stream_id": "stream-042", "explainer": "ipfi",
+                               "feature": "f3", "seq": 3900, "cut_seq": 3600, "level_before": 0.4, "level_after": 0.1,
+                               "ci_before": [0.38, 0.42], "ci_after": [0.08, 0.12], "loss_before": 0.2,
+                               "loss_after": 0.3})
+    state.add("change-episodes", {"schema": "change_episode/v1", "stream_id": "stream-042", "first_seq": 3900,
+                                  "last_seq": 4100, "closed_seq": 4600, "cut_seq": 3600, "loss_before": 0.2,
+                                  "loss_after": 0.3, "changes": [{"explainer": "ipfi", "feature": "f3", "seq": 3900,
+                                                                  "level_before": 0.4, "level_after": 0.1}]})
+    served = _Served(state)
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=stream-099")
+        _wait(driver, "return document.querySelectorAll('li.stream-item').length === 100", 30, "100 streams listed")
+        _wait(driver, "return document.querySelector('#stream-title').textContent === 'stream stream-099'", 30,
+              "the stream named in the URL to open")
+        _wait(driver, "return document.querySelectorAll('#importance .uplot').length === 3", 30, "three charts")
+        kept = driver.execute_script("return window.dash.charts['imp-ipfi'].data[0].length")
+        assert kept <= 401  # the page gets the thinned history, not 500 points per series
+        driver.find_element("id", "filter").send_keys("stream-04")
+        shown = driver.execute_script("return [...document.querySelectorAll('li.stream-item')].map(li => li.dataset.stream)")
+        assert shown == [f"stream-04{i}" for i in range(10)]
+        driver.execute_script("document.querySelector('li.stream-item[data-stream=\"stream-042\"]').click()")
+        _wait(driver, "return document.querySelector('#stream-title').textContent === 'stream stream-042'", 30,
+              "another stream to open on a click")
+        _wait(driver, "return document.querySelectorAll('#importance .change-marker').length >= 2", 30, "its markers")
+        _wait(driver, "return document.querySelectorAll('#importance .episode-span').length === 3", 30,
+              "its change episode shaded on the three charts")
+        row = driver.execute_script("return document.querySelector('#episodes tr.change-episode').textContent")
+        assert "3600" in row and "ipfi/f3 0.400→0.100" in row, row
+        change = driver.execute_script("return document.querySelector('#changes tr.change-event').textContent")
+        assert "3600" in change and "[0.380, 0.420]" in change and "0.200 → 0.300" in change, change
+        top = driver.execute_script("return document.querySelector('.rank-group[data-explainer=ipfi] .rank-row').dataset.feature")
+        assert top == "f8"  # the largest value ranks first
+        value = driver.execute_script("return document.querySelector('.rank-group[data-explainer=ipfi] .rank-value').textContent")
+        assert value == "0.942 ± 0.020", value
+        bands = driver.execute_script("return window.dash.charts['imp-ipfi'].bands.length")
+        assert bands == 9  # one ± band per feature
+        driver.save_screenshot(str(tmp_path / "hundred.png"))
+    finally:
+        driver.quit()
+        served.close()
