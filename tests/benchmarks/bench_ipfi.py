@@ -236,6 +236,11 @@ def main() -> None:
     for m in (1, 5):
         stderr_overhead(f"iPFI M={m}", lambda m=m: IPFI(ModelFunction(constant), "zero_one", list(events[0][0]),
                                                         alpha=0.001, n_samples=m, seed=1), events[:2200])
+    ht = tree.HoeffdingTreeClassifier()
+    for x, y in agrawal(5000, seed=3):
+        ht.learn_one(x, y)
+    stderr_overhead("iPFI M=1, Hoeffding tree", lambda: IPFI(ModelFunction(ht), "zero_one", list(events[0][0]),
+                                                             alpha=0.001, seed=1), events[:1200])
     print("prequential throughput on agrawal (predict, explain, learn)")
     throughput("ARF (10 trees)", lambda: forest.ARFClassifier(seed=1), agrawal(1000 // k), 1)
     throughput("Hoeffding tree", lambda: tree.HoeffdingTreeClassifier(), agrawal(5000 // k), 1)

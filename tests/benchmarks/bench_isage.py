@@ -167,6 +167,12 @@ def main() -> None:
         stderr_overhead(f"iSAGE m={m} {estimator or 'unbiased'}", lambda m=m, e=estimator: ISAGE(
             ModelFunction(zero, output="value"), "squared", FEATURES, alpha=0.001, n_inner_samples=m,
             seed=1, estimator=e), data)
+    ht = tree.HoeffdingTreeClassifier()
+    for x, y in agrawal(5000, seed=3):
+        ht.learn_one(x, y)
+    stderr_overhead("iSAGE m=2 unbiased, Hoeffding tree", lambda: ISAGE(
+        ModelFunction(ht, output="proba_of", target_class=1), BrierOf(1), FEATURES, alpha=0.001, seed=1),
+        data[: 200 + max(n // 2, 500)])
     print("3. prequential events/s on agrawal (explain with h_t, then learn)")
     throughput(max(n // 5, 200), "interventional", warm=1000)
     throughput(max(n // 10, 100), "observational", warm=1000)
