@@ -115,16 +115,14 @@ class SmoothedStderr(Component):
         self._buffer: list[Sequence[float]] = []
         # reservoir reuse, on the slots whose index is a multiple of _EVERY_SLOT: the stored
         # observation of each, and per feature the count and sum of the increments that used it
-        self._slot_item: dict[int, Any] = {}
-        self._slot_cnt: dict[int, list[int]] = {}
-        self._slot_sum: dict[int, list[float]] = {}
+        # slot -> [observation, counts per feature, sums per feature, own increments or None]
+        self._slots: dict[int, list[Any]] = {}
         # pairs of increments that drew the same observation: sums of products, of the later
         # and of the earlier element, and the count (all exponentially weighted)
         self._pairs = [[0.0] * d for _ in range(4)]
         # an observation's own increments (when it was explained before being stored), and
         # the same four sums over pairs (later increment that drew it, its own increment);
         # and the count of uses of watched slots
-        self._slot_own: dict[int, Sequence[float] | None] = {}
         self._owns = [[0.0] * d for _ in range(4)]
         self._uses = [0.0] * d
         self._donors = 0  # m: donors per increment
@@ -200,22 +198,14 @@ class SmoothedStderr(Component):
         if slot is None or slot % _EVERY_SLOT:
             return
         d = len(self._names)
-        self._slot_item[slot] = items[slot]
-        self._slot_cnt[slot] = [0] * d
-        self._slot_sum[slot] = [0.0] * d
-        self._slot_own[slot] = None if deltas is None else tuple(deltas)
+        self._slots[slot] = [items[slot], [0] * d, [0.0] * d, None if deltas is None else tuple(deltas)]
 
     def _use(self, k: int, item: Any, deltas: Sequence[float], feats: Sequence[int]) -> None:
-        old = self._slot_item.get(k)
-        cnt = self._slot_cnt.get(k)
-        if cnt is None or (old is not item and old != item):  # an observation not seen stored
+        st = self._slots.get(k)
+        if st is None or (st[0] is not item and st[0] != item):  # an observation not seen stored
             d = len(self._names)
-            self._slot_item[k] = item
-            cnt = self._slot_cnt[k] = [0] * d
-            self._slot_sum[k] = [0.0] * d
-            self._slot_own[k] = None
-        tot = self._slot_sum[k]
-        own = self._slot_own.get(k)
+            st = self._slots[k] = [item, [0] * d, [0.0] * d, None]
+        _, cnt, tot, own = st
         pxy, px, py, pn = self._pairs
         uses = self._uses
         for i in feats:
