@@ -7,10 +7,13 @@ dead letter of the input (reason ``send_error``), and a dead letter that cannot 
 logged and counted (``send_errors``), never raised. ``dead_letters{reason=...}`` counts the
 dead letters the broker acknowledged, not the ones built. ``messages_in`` and ``messages_out``
 count messages per (full) topic name, and the offset taken up is reported for consumer lag.
+After each message the loop yields to the worker's other agents, so no agent's backlog starves
+another; a message that may rebuild state from history runs on a thread, off the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -29,7 +32,12 @@ async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str)
         metrics.inc("messages_in", topic=msg.topic)
         metrics.processed(msg.topic, msg.partition, msg.offset)
         try:
-            outs = handler.on_message(event.value, event.key, src)
+            if handler.needs_recovery(event.key, src):
+                # it may rebuild state from history (Kafka reads, replays): keep the event
+                # loop, and so heartbeats, commits and the other agents, running meanwhile
+                outs = await asyncio.to_thread(handler.on_message, event.value, event.key, src)
+            else:
+                outs = handler.on_message(event.value, event.key, src)
         except Exception as e:  # never let one message kill the agent
             log.exception("%s agent failed on %s", stage, src)
             outs = [dead_letter(event.value, event.key, e, stage, src, reason="internal_error", max_bytes=limit)]
@@ -39,6 +47,9 @@ async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str)
                 # the input's output cannot be written (e.g. over the producer's size limit)
                 dl = dead_letter(event.value, event.key, err, stage, src, reason="send_error", max_bytes=limit)
                 await _send(topics, dl, metrics, src, names)
+        # let the worker's other agents run: a model agent with a backlog of cheap events would
+        # otherwise hold the event loop while the explainer agent's tasks wait (issue 7, defect 6)
+        await asyncio.sleep(0)
 
 
 async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source, names: dict[str, str]) -> Exception | None:

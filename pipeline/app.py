@@ -58,12 +58,22 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     }
     history = PartitionHistory(settings)
     store = checkpoint_store(settings)
+    handlers: list[Any] = []
     if "model" in roles:
-        install_model_agent(app, topics, ModelHandler(settings, metrics, history=history, checkpoints=store))
+        handlers.append(ModelHandler(settings, metrics, history=history, checkpoints=store))
+        install_model_agent(app, topics, handlers[-1])
     if "explain" in roles:
-        install_explainer_agent(app, topics, ExplainHandler(settings, metrics, history=history, checkpoints=store))
+        handlers.append(ExplainHandler(settings, metrics, history=history, checkpoints=store))
+        install_explainer_agent(app, topics, handlers[-1])
     if "drift" in roles:
-        install_drift_agent(app, topics, DriftHandler(settings, metrics, history=history, checkpoints=store))
+        handlers.append(DriftHandler(settings, metrics, history=history, checkpoints=store))
+        install_drift_agent(app, topics, handlers[-1])
+
+    @app.on_partitions_revoked.connect
+    async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        # if another worker processes them before they come back, the states are stale
+        for h in handlers:
+            h.partitions_revoked({(tp.topic, tp.partition) for tp in revoked})
 
     @app.page("/streamxai/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:

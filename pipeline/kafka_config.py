@@ -24,8 +24,11 @@ __all__ = ["confluent_config", "faust_credentials", "ensure_topics", "check_brok
 
 #: how long a command waits for the broker before it gives up with a one-line error
 BROKER_CHECK_TIMEOUT_S = 8.0
+#: a record batch's headers on top of a dead letter's key and value (Kafka counts both)
+_RECORD_OVERHEAD = 1024
 
-TOPIC_NAMES = ("features", "predictions", "explain-tasks", "explanations", "drift-events", "dead-letters")
+TOPIC_NAMES = ("features", "predictions", "explain-tasks", "explain-decisions", "explanations", "drift-events",
+               "dead-letters")
 
 
 def confluent_config(s: Settings, **extra: Any) -> dict[str, Any]:
@@ -130,21 +133,39 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
     meta = admin.list_topics(timeout=timeout).topics
     existing = set(meta)
     wanted = [s.topic(n) for n in TOPIC_NAMES]
-    tasks = s.topic("explain-tasks")
-    if tasks in meta and len(meta[tasks].partitions) != s.partitions:
-        raise ConfigError(
-            f"topic {tasks} has {len(meta[tasks].partitions)} partitions but the setting partitions is "
-            f"{s.partitions}; explain groups are placed by partition number, so set partitions="
-            f"{len(meta[tasks].partitions)} (or use a new topic_prefix)"
-        )
+    # explain groups (and their recorded decisions) are placed by partition number
+    for placed in (s.topic("explain-tasks"), s.topic("explain-decisions")):
+        if placed in meta and len(meta[placed].partitions) != s.partitions:
+            raise ConfigError(
+                f"topic {placed} has {len(meta[placed].partitions)} partitions but the setting partitions is "
+                f"{s.partitions}; explain groups are placed by partition number, so set partitions="
+                f"{len(meta[placed].partitions)} (or use a new topic_prefix)"
+            )
     new = [NewTopic(t, num_partitions=s.partitions, replication_factor=s.replication_factor)
            for t in wanted if t not in existing]
-    if not new:
-        return []
-    for _topic, fut in admin.create_topics(new, operation_timeout=timeout).items():
+    for _topic, fut in (admin.create_topics(new, operation_timeout=timeout).items() if new else ()):
         try:
             fut.result()
         except KafkaException as e:
             if "TOPIC_ALREADY_EXISTS" not in str(e):
                 raise
+    _check_dead_letter_limit(s, admin, timeout)
     return [t.topic for t in new]
+
+
+def _check_dead_letter_limit(s: Settings, admin: Any, timeout: float) -> None:
+    """A dead letter must fit the dead-letters topic: compare ``max_dead_letter_bytes`` with the
+    topic's ``max.message.bytes`` (skipped if the principal may not describe configs)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource
+
+    topic = s.topic("dead-letters")
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    try:
+        limit = int(admin.describe_configs([res])[res].result(timeout=timeout)["max.message.bytes"].value)
+    except (KafkaException, KeyError, ValueError, TypeError):
+        return
+    if s.max_dead_letter_bytes + _RECORD_OVERHEAD > limit:
+        raise ConfigError(
+            f"topic {topic} accepts messages up to {limit} bytes (max.message.bytes) but max_dead_letter_bytes "
+            f"is {s.max_dead_letter_bytes}; set max_dead_letter_bytes to at most {limit - _RECORD_OVERHEAD}")

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from schemas import FeatureEvent, dumps
+from schemas.features import check_stream_id
 
 from .kafka_config import check_broker, confluent_config
 from .settings import Settings
@@ -53,12 +54,19 @@ def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, byt
 
 
 def produce_events(s: Settings, events: Iterable[FeatureEvent], rate: float | None = None) -> int:
-    """Send feature events keyed by stream_id, at most ``rate`` per second if given."""
+    """Send feature events keyed by stream_id, at most ``rate`` per second if given; a stream id
+    the workers would refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent
+    for that stream."""
     topic = s.topic("features")
     start = time.monotonic()
 
+    checked: set[str] = set()
+
     def items() -> Iterator[tuple[bytes, bytes]]:
         for i, ev in enumerate(events):
+            if ev.stream_id not in checked:  # a bad id would turn every event into a dead letter
+                check_stream_id(ev.stream_id, where="produce")
+                checked.add(ev.stream_id)
             if rate:
                 ahead = i / rate - (time.monotonic() - start)
                 if ahead > 0:

@@ -19,6 +19,7 @@ turns those into consumer lag per partition (:meth:`Metrics.set_lag`).
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -50,6 +51,10 @@ HELP = {
     "replay_errors": "Messages that failed while being replayed",
     "checkpoints_written": "Checkpoints written",
     "checkpoints_restored": "Checkpoints restored",
+    "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",
+    "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
+    "states_dropped_after_rebalance": "Keys whose state was stale after their partition came back from another worker (rebuilt)",
+    "history_cache_too_big": "Partitions whose history exceeded the cache, so their keys were read one by one",
 }
 # counters without labels are exposed from the start (at 0), so rates and alerts have a series
 COUNTERS = tuple(HELP)
@@ -78,6 +83,8 @@ class Metrics:
         self._offsets: dict[tuple[str, int], int] = {}
         self._last_checkpoint: float | None = None
         self.started = time.time()
+        # handlers rebuild state on a thread while the agents run: counts must not be lost
+        self._lock = threading.Lock()
 
     def _key(self, name: str, labels: dict[str, Any]) -> str:
         if not labels:
@@ -89,7 +96,9 @@ class Metrics:
         return key
 
     def inc(self, name: str, n: int = 1, **labels: Any) -> None:
-        self._counters[self._key(name, labels) if labels else name] += n
+        key = self._key(name, labels) if labels else name
+        with self._lock:
+            self._counters[key] += n
         if name == "checkpoints_written":
             self._last_checkpoint = time.time()
 

@@ -20,25 +20,40 @@ __all__ = ["PartitionHistory"]
 
 class PartitionHistory:
     """``history(topic, partition, before_offset, key, from_offset=0)`` → values of the
-    messages with ``key`` at offsets ``from_offset .. before_offset - 1``."""
+    messages with ``key`` (any key if None) at offsets ``from_offset .. before_offset - 1`` (to
+    the end if ``before_offset`` is None)."""
 
     def __init__(self, settings: Settings, poll_timeout: float = 5.0):
         self.settings = settings
         self.poll_timeout = poll_timeout
 
     def __call__(
-        self, topic: str, partition: int, before_offset: int, key: bytes | None, from_offset: int = 0
+        self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
     ) -> Iterator[bytes | None]:
+        """``before_offset=None``: up to the partition's end (its high watermark) now."""
+        for _, k, value in self.scan(topic, partition, before_offset, from_offset):
+            if key is None or k == key:
+                yield value
+
+    def scan(
+        self, topic: str, partition: int, before_offset: int | None, from_offset: int = 0
+    ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+        """``(offset, key, value)`` of every message at ``from_offset .. before_offset - 1``."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        if before_offset <= from_offset:
+        if before_offset is not None and before_offset <= from_offset:
             return
         c = Consumer(confluent_config(self.settings, **{
+            "log_level": 0,  # an unreachable broker surfaces as the stall error below, not per retry
             "group.id": f"streamxai-replay-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
         }))
         try:
+            if before_offset is None:
+                before_offset = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.poll_timeout)[1]
+                if before_offset <= from_offset:
+                    return
             c.assign([TopicPartition(topic, partition, from_offset or OFFSET_BEGINNING)])
             while True:
                 msg = c.poll(self.poll_timeout)
@@ -51,8 +66,7 @@ class PartitionHistory:
                     continue
                 if msg.offset() >= before_offset:
                     return
-                if msg.key() == key:
-                    yield msg.value()
+                yield msg.offset(), msg.key(), msg.value()
                 if msg.offset() >= before_offset - 1:
                     return
         finally:

@@ -22,6 +22,7 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
 
     from .app import create_app
     from .kafka_config import ensure_topics
+    from .outage import install_outage_filter
 
     created = ensure_topics(settings)
     log = logging.getLogger("streamxai")
@@ -31,6 +32,7 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
              "live with `streamxai dashboard` (http://127.0.0.1:8050/)", base, base)
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     app = create_app(settings, roles)
+    install_outage_filter()  # a broker outage: one line when it starts, one when it ends
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     # Faust's terminal spinner sets the root logger to DEBUG, so every library's debug call
     # (aiokafka logs each send) builds a log record: ~3% of a worker's CPU, and escape codes in log files

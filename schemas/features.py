@@ -21,7 +21,8 @@ from .errors import BadValue, FeatureMismatch, SchemaMismatch
 from .messages import FeatureEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
-__all__ = ["FeatureSpec", "parse_feature_event", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID", "MAX_SEQ", "shown"]
+__all__ = ["FeatureSpec", "parse_feature_event", "check_stream_id", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
+           "MAX_SEQ", "shown"]
 
 TARGETS = ("label", "number")
 #: the characters a stream id may use: ASCII letters and digits and ``_ - . : @ + = ~``. No
@@ -63,12 +64,7 @@ def parse_feature_event(
     if missing or extra:
         raise SchemaMismatch(f"feature_event/v1 fields: missing {missing}, unexpected {extra}", where=where)
     stream_id = obj["stream_id"]
-    if not isinstance(stream_id, str) or not _STREAM_ID.fullmatch(stream_id):
-        raise SchemaMismatch(
-            f"stream_id {shown(stream_id)} must be 1 to {MAX_STREAM_ID} characters from "
-            f"{STREAM_ID_CHARS} (no '/', spaces or non-ASCII)",
-            where=where,
-        )
+    check_stream_id(stream_id, where=where)
     seq = obj["seq"]
     if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ:
         raise SchemaMismatch(
@@ -114,6 +110,23 @@ def _number(v: Any, what: str, where: str) -> float:
     if not math.isfinite(f):
         raise BadValue(f"{what} is {shown(v)}; NaN and infinity are not accepted", where=where)
     return f
+
+
+def check_stream_id(stream_id: Any, *, where: str | None = None) -> None:
+    """Raise :class:`SchemaMismatch` unless ``stream_id`` is 1 to 128 characters of :data:`STREAM_ID_CHARS`.
+
+    >>> check_stream_id("shop-17")
+    >>> check_stream_id("shop 17")
+    Traceback (most recent call last):
+    ...
+    schemas.errors.SchemaMismatch: stream_id 'shop 17' must be 1 to 128 characters from A-Z a-z 0-9 _ - . : @ + = ~ (no '/', spaces or non-ASCII)
+    """
+    if not isinstance(stream_id, str) or not _STREAM_ID.fullmatch(stream_id):
+        raise SchemaMismatch(
+            f"stream_id {shown(stream_id)} must be 1 to {MAX_STREAM_ID} characters from "
+            f"{STREAM_ID_CHARS} (no '/', spaces or non-ASCII)",
+            where=where,
+        )
 
 
 def shown(v: Any, limit: int = 200) -> str:

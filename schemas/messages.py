@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 __all__ = [
     "FeatureEvent",
     "ExplainTask",
+    "ExplainDecision",
     "Prediction",
     "Explanation",
     "DriftEvent",
@@ -77,6 +78,18 @@ class ExplainTask(_Message):
     explain: bool
     sent_at: float
     loss: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainDecision(_Message):
+    """Internal: whether explainer group ``group`` explained (or shed) event ``seq``, recorded
+    when lag shedding is on so a replay makes the same decision."""
+
+    SCHEMA: ClassVar[str] = "explain_decision/v1"
+    stream_id: str
+    group: int
+    seq: int
+    explain: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,5 +176,5 @@ class DeadLetter(_Message):
 
 MESSAGE_TYPES: dict[str, type[_Message]] = {
     cls.SCHEMA: cls
-    for cls in (FeatureEvent, ExplainTask, Prediction, Explanation, DriftEvent, DeadLetter)
+    for cls in (FeatureEvent, ExplainTask, ExplainDecision, Prediction, Explanation, DriftEvent, DeadLetter)
 }

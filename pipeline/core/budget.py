@@ -11,6 +11,8 @@ explained event uses the exact model version and the same past as without a budg
 
 from __future__ import annotations
 
+import math
+
 from .base import Component
 from .rng import derive_seed
 
@@ -35,10 +37,19 @@ class EventSampler(Component):
 
 
 class LagShedder(Component):
-    """Skip explanation while an event waited longer than ``max_lag_s`` (``None``: never skip).
+    """Fair load shedding by lag: while events wait longer than ``max_lag_s``, each group
+    explains one event in ``stride = ceil(waited_s / max_lag_s)`` (``None``: never skip).
+
+    The stride is the same for every stream, so under overload every stream keeps the same
+    share of its explanations instead of whole streams being shed while their tasks queue
+    behind a burst; the longer the wait, the smaller the share, until the explainers catch
+    up. ``skipped`` is how many events of the group were shed since it last explained one.
 
     >>> LagShedder(2.0).shed(waited_s=3.0), LagShedder(None).shed(waited_s=1e9)
     (True, False)
+    >>> s = LagShedder(2.0)
+    >>> [s.shed(waited_s=7.0, skipped=k) for k in range(5)]  # stride 4: every 4th is explained
+    [True, True, True, False, False]
     """
 
     def __init__(self, max_lag_s: float | None = None):
@@ -50,8 +61,13 @@ class LagShedder(Component):
     def _reset(self) -> None:
         self.n_shed = 0
 
-    def shed(self, waited_s: float) -> bool:
-        if self.max_lag_s is not None and waited_s > self.max_lag_s:
+    def stride(self, waited_s: float) -> int:
+        if self.max_lag_s is None or waited_s <= self.max_lag_s:
+            return 1
+        return math.ceil(waited_s / self.max_lag_s)
+
+    def shed(self, waited_s: float, skipped: int = 0) -> bool:
+        if skipped + 1 < self.stride(waited_s):
             self.n_shed += 1
             return True
         return False

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from schemas import DeadLetter, InvalidMessage, b64, dumps
+
+from .history_cache import HistoryCache
 
 __all__ = ["Out", "Source", "dead_letter", "Recovering", "DEFAULT_DEAD_LETTER_BYTES"]
 
@@ -97,6 +100,11 @@ def dead_letter(
     return Out("dead-letters", out_key, value, reason=reason)
 
 
+#: the handlers of a worker share one checkpoint store (and its Kafka clients, with
+#: checkpoint_store = kafka), and a handler rebuilding state runs on a thread of its own
+_STORE_LOCK = threading.Lock()
+
+
 class Recovering:
     """State recovery shared by the model and explain handlers.
 
@@ -104,11 +112,72 @@ class Recovering:
     replays the key's later messages of this partition, or, without a checkpoint, starts
     fresh and replays the key's whole history (unless the message opens the stream).
     Subclasses set ``checkpoints``, ``history`` and ``metrics`` and implement ``_rebuild``.
+
+    A ``history`` that can ``scan`` a partition is wrapped in a :class:`HistoryCache`, so the
+    keys of a partition share one pass over it. :meth:`needs_recovery` tells the agent loop
+    which messages may rebuild state, so it can run them off the event loop.
     """
 
     checkpoints: Any
-    history: Any
     metrics: Any
+    _history: Any = None
+    _known: set[bytes] | None = None
+    _positions: dict[tuple[str, int], int] | None = None
+    _revoked: set[tuple[str, int]] | None = None
+    _key_tp: dict[bytes, tuple[str, int]] | None = None
+
+    @property
+    def history(self) -> Any:
+        """``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.replay)."""
+        return self._history
+
+    @history.setter
+    def history(self, source: Any) -> None:
+        scans = source is not None and hasattr(source, "scan")
+        self._history = HistoryCache(source, self) if scans else source
+
+    def needs_recovery(self, key: bytes | None, src: Source | None = None) -> bool:
+        """Whether a message with ``key`` at ``src`` may make the handler rebuild state (read and
+        replay history): true for keys it has not built state for yet.
+
+        The agent loop calls it for every message, in order, so it also notices when a
+        partition does not continue where it left off (it was revoked and given back, after
+        another worker processed some of it): the partition's cached history is then dropped,
+        since it no longer covers every message before the ones to come."""
+        if src is not None and src.partition is not None and src.offset is not None:
+            if self._positions is None:
+                self._positions = {}
+            tp = (src.topic, src.partition)
+            prev = self._positions.get(tp)
+            if prev is not None and src.offset != prev + 1 and isinstance(self._history, HistoryCache):
+                self._history.forget(src.topic, src.partition)
+            if self._revoked and tp in self._revoked:
+                self._revoked.discard(tp)
+                if prev is not None and src.offset > prev + 1:
+                    self._drop_partition(tp)
+            self._positions[tp] = src.offset
+        return self._history is not None and key is not None and (self._known is None or key not in self._known)
+
+    def partitions_revoked(self, tps: set[tuple[str, int]]) -> None:
+        """A rebalance took ``(topic, partition)`` pairs away. If one comes back after another
+        worker processed some of it, the states of its keys here missed those messages: the
+        next message then drops them, and each key is rebuilt (checkpoint and replay)."""
+        self._revoked = (self._revoked or set()) | set(tps)
+
+    def _drop_partition(self, tp: tuple[str, int]) -> None:
+        stale = [k for k, where in (self._key_tp or {}).items() if where == tp]
+        for key in stale:
+            self._drop_state(key)
+            self._key_tp.pop(key, None)  # type: ignore[union-attr]
+            if self._known is not None:
+                self._known.discard(key)
+        if stale:
+            self.metrics.inc("states_dropped_after_rebalance", len(stale))
+            log.info("%s[%d] came back after another worker processed part of it: rebuilding %d keys",
+                     tp[0], tp[1], len(stale))
+
+    def _drop_state(self, key: bytes) -> None:  # pragma: no cover - each handler drops its own
+        raise NotImplementedError
 
     def _rebuild(self, st: Any, key: bytes | None, src: Source, from_offset: int) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -118,14 +187,27 @@ class Recovering:
         st.since_checkpoint += 1
         if self.checkpoints is not None and key and self.checkpoints.due(st.since_checkpoint):
             st.since_checkpoint = 0
-            self.checkpoints.save(kind, key, st, src)
+            with _STORE_LOCK:
+                self.checkpoints.save(kind, key, st, src)
             self.metrics.inc("checkpoints_written")
 
     def _recover(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
+        st = self._restore(kind, key, src, fresh, first)
+        if key is not None:  # only once it worked: a failed rebuild is tried again off the loop
+            if self._known is None:
+                self._known, self._key_tp = set(), {}
+            self._known.add(key)
+            if src.partition is not None:
+                self._key_tp[key] = (src.topic, src.partition)  # type: ignore[index]
+        return st
+
+    def _restore(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
         # only a checkpoint before this message: after a SIGKILL the worker resumes from the
         # committed offset, and a newer checkpoint covers messages whose outputs may be lost
-        loaded = (self.checkpoints.load(kind, key, src.topic, src.partition, before_offset=src.offset)
-                  if self.checkpoints and key else None)
+        loaded = None
+        if self.checkpoints and key:
+            with _STORE_LOCK:
+                loaded = self.checkpoints.load(kind, key, src.topic, src.partition, before_offset=src.offset)
         if loaded is not None:
             st, ck_offset = loaded
             st.since_checkpoint = 0

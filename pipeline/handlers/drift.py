@@ -94,6 +94,9 @@ class DriftHandler(Recovering):
         first = p.n_explained <= self.settings.emit_every
         return self._recover("drift", key, src, lambda: _SeriesState(self._monitor()), first=first)
 
+    def _drop_state(self, key: bytes) -> None:
+        self.series.pop(key.decode(errors="replace"), None)
+
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         m = self.metrics
         try:

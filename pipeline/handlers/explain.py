@@ -2,17 +2,24 @@
 
 Each explain task carries one event for one group of explainer work units. The group's
 replica explains the event with the model as it was when the event arrived (it has
-learned exactly the events before it), then learns it. Events whose task waited longer
-than ``max_lag_s`` are observed but not explained (load shedding), and the counts are in
-every explanation message (``n_explained`` vs ``n_seen``) and in the metrics.
+learned exactly the events before it), then learns it. While tasks wait longer than
+``max_lag_s``, each group explains only one event in a stride that grows with the wait (the
+same share for every stream, :class:`~pipeline.core.budget.LagShedder`); the others are
+observed but not explained, and the counts are in every explanation message
+(``n_explained`` vs ``n_seen``) and in the metrics.
+
+A lag decision depends on the clock, so it is made once and recorded: with ``max_lag_s`` on,
+each decision goes to the explain-decisions topic (same partition as the task, keyed like
+it). A group rebuilt by replay reads its recorded decisions and applies them, to the replayed
+tasks and to the tasks it processes again after a restart, so it reproduces the original run.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from schemas import ExplainTask, Explanation, InvalidMessage, SchemaMismatch, decode, dumps
+from schemas import ExplainDecision, ExplainTask, Explanation, InvalidMessage, SchemaMismatch, decode, dumps
 
 from ..core.budget import LagShedder
 from ..core.increments import Block
@@ -34,6 +41,10 @@ class _GroupState:
     last_seq: int = -1
     n_explained: int = 0
     since_checkpoint: int = 0
+    #: explain-eligible tasks shed since the group last explained one (the fair stride's count)
+    skipped: int = 0
+    #: decisions recorded by an earlier run for tasks not yet processed again (seq -> explain)
+    recorded: dict[int, bool] = field(default_factory=dict)
 
 
 class ExplainHandler(Recovering):
@@ -49,6 +60,10 @@ class ExplainHandler(Recovering):
         self.checkpoints = checkpoints
         self.shedder = LagShedder(settings.max_lag_s or None)
         self.groups: dict[tuple[str, int], _GroupState] = {}
+        self._decisions: dict[int, bool] = {}  # recorded decisions of the group being rebuilt
+        #: decisions an earlier run recorded, by explain-tasks partition and group key
+        self._recorded: dict[int, dict[bytes | None, dict[int, bool]]] = {}
+        self.started = clock()
 
     def _parse(self, raw: bytes | None, src: Source) -> ExplainTask:
         obj = decode(raw, where=str(src), max_bytes=10 * self.settings.max_message_bytes)
@@ -75,8 +90,39 @@ class ExplainHandler(Recovering):
         return ExplainTask(**obj)
 
     def _state_for(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
-        return self._recover("explain", key, src, lambda: _GroupState(
-            stream_explainer(self.settings, task.stream_id, task.group)), first=task.seq == 0)
+        first = task.seq == 0
+        # a stream's first task sent before this handler started may have been processed
+        # (and its decision recorded) by the run before a restart
+        maybe_seen = not first or task.sent_at <= self.started
+        self._decisions = self._recorded_decisions(key, src.partition) if maybe_seen else {}
+        st = self._recover("explain", key, src, lambda: _GroupState(
+            stream_explainer(self.settings, task.stream_id, task.group)), first=first)
+        st.recorded = {q: d for q, d in self._decisions.items() if q > st.last_seq}
+        self._decisions = {}
+        return st
+
+    def _recorded_decisions(self, key: bytes | None, partition: int | None) -> dict[int, bool]:
+        """The decisions recorded for the group ``key`` (seq -> explain) before this handler
+        started. The partition's decisions are read in one pass, the first time one of its
+        groups needs them, and each group's are handed out once."""
+        if self.history is None or self.shedder.max_lag_s is None or partition is None:
+            return {}
+        if partition not in self._recorded:
+            by_key: dict[bytes | None, dict[int, bool]] = {}
+            for raw in self.history(self.settings.topic("explain-decisions"), partition, None, None, 0):
+                try:
+                    d = decode(raw, where="explain-decisions")
+                    k = f"{d['stream_id']}/{d['group']}".encode()
+                    by_key.setdefault(k, {})[int(d["seq"])] = bool(d["explain"])
+                except (InvalidMessage, KeyError, TypeError, ValueError):
+                    continue
+            self._recorded[partition] = by_key
+        return self._recorded[partition].pop(key, {})
+
+    def _decide(self, st: _GroupState, task: ExplainTask, waited: float) -> bool:
+        if task.seq in st.recorded:  # processed before a restart: the decision made then
+            return st.recorded.pop(task.seq)
+        return task.explain and not self.shedder.shed(waited, st.skipped)
 
     def _rebuild(self, st: _GroupState, key: bytes | None, src: Source, from_offset: int) -> None:
         """Re-run the group's tasks of this partition from ``from_offset`` to just before ``src``."""
@@ -88,20 +134,27 @@ class ExplainHandler(Recovering):
                 continue  # it went to the dead-letter topic the first time
             if task.seq <= st.last_seq:
                 continue
+            explain = self._decisions.get(task.seq, task.explain)
             try:
-                st.explainer.process_one(task.x, task.y, explain=task.explain, report=False, loss=task.loss)
+                st.explainer.process_one(task.x, task.y, explain=explain, report=False, loss=task.loss)
             except Exception:
                 self.metrics.inc("replay_errors")
                 log.warning("task %s seq %d fails again in replay; the group continues without it", key, task.seq)
                 continue
             st.last_seq = task.seq
-            if task.explain:
+            st.skipped = 0 if explain else st.skipped + int(task.explain)
+            if explain:
                 st.n_explained += 1
                 if st.n_explained % self.settings.emit_every == 0:
                     st.explainer.skip_report()  # the original run reported here: same blocks after it
             n += 1
         self.metrics.inc("replayed_tasks", n)
         log.info("rebuilt %s from %d earlier tasks of %s", key, n, src)
+
+    def _drop_state(self, key: bytes) -> None:
+        stream_id, _, group = key.decode(errors="replace").rpartition("/")
+        if group.isdigit():
+            self.groups.pop((stream_id, int(group)), None)
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         m = self.metrics
@@ -119,7 +172,7 @@ class ExplainHandler(Recovering):
             return []
         waited = self.clock() - task.sent_at
         m.gauge("explanation_lag_seconds", waited)
-        explain = task.explain and not self.shedder.shed(waited)
+        explain = self._decide(st, task, waited)
         if task.explain and not explain:
             m.inc("shed_events")
         se = st.explainer
@@ -133,14 +186,18 @@ class ExplainHandler(Recovering):
             return [dead_letter(raw, key, e, "explain", src, reason="explain_error", max_bytes=self.settings.max_dead_letter_bytes)]
         st.last_seq = task.seq
         st.n_explained += int(explain)
+        st.skipped = 0 if explain else st.skipped + int(task.explain)
         m.inc("tasks_seen")
         self._checkpoint_if_due("explain", key, st, src)
+        outs = []
+        if task.explain and self.shedder.max_lag_s is not None:
+            outs.append(Out("explain-decisions", key, dumps(ExplainDecision(
+                task.stream_id, task.group, task.seq, explain)), src.partition))
         if not explain:
-            return []
+            return outs
         m.inc("events_explained")
         if not emit:
-            return []
-        outs = []
+            return outs
         for v in values:
             msg = Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq,
                               v.n_explained, se.n_seen, version, v.curve, v.stderr,

@@ -69,6 +69,9 @@ class ModelHandler(Recovering):
         self.metrics.inc("replayed_events", n)
         log.info("rebuilt stream %s from %d earlier events of %s", key, n, src)
 
+    def _drop_state(self, key: bytes) -> None:
+        self.streams.pop(key.decode(errors="replace"), None)
+
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         m = self.metrics
         m.inc("events_in")

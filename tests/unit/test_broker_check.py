@@ -27,3 +27,18 @@ def test_no_broker_is_one_clear_line(argv, capsys, monkeypatch):
 def test_the_default_wait_is_under_ten_seconds():
     assert kafka_config.check_broker.__defaults__ == (kafka_config.BROKER_CHECK_TIMEOUT_S,)
     assert kafka_config.BROKER_CHECK_TIMEOUT_S < 10
+
+
+def test_produce_refuses_a_stream_id_the_workers_would_refuse(monkeypatch):
+    # `streamxai produce --stream-id "my stream"` sent events that all became dead letters
+    from pipeline import kafka_io
+    from pipeline.demo_stream import agrawal_events
+    from pipeline.settings import Settings
+    from schemas import SchemaMismatch
+
+    sent = []
+    monkeypatch.setattr(kafka_io, "produce_raw", lambda s, topic, items: sent.extend(items) or len(sent))
+    assert kafka_io.produce_events(Settings(), agrawal_events("ok-1", 3)) == 3
+    with pytest.raises(SchemaMismatch, match="stream_id 'my stream' must be 1 to 128 characters"):
+        kafka_io.produce_events(Settings(), agrawal_events("my stream", 3))
+    assert len(sent) == 3  # nothing of the bad stream was sent

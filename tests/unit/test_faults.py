@@ -243,6 +243,14 @@ def _bad_inputs(template):
     ]
     for field in ("stream_id", "seq", "ts", "x"):
         bad.append((f"missing {field}", ev(**{field: _DROP})))
+    # every field null or of a wrong type (values that would be valid are left out: a string
+    # stream_id names another stream, y may be null, missing, a string or a boolean label)
+    wrong = [None, [], {}, True, "s", 1.5]
+    valid = {"stream_id": ["s"], "ts": [1.5], "y": [None, True, "s"]}
+    for field in ("schema", "stream_id", "seq", "ts", "x", "y"):
+        for value in wrong:
+            if value not in valid.get(field, []):
+                bad.append((f"{field}={value!r}", ev(**{field: value})))
     return [(name, b"s", raw) for name, raw in bad] + [("key is not the stream id", b"other", template)]
 
 
@@ -251,8 +259,8 @@ _DROP = object()
 
 def test_fault_suite_every_bad_input_is_a_dead_letter_and_valid_events_are_exact():
     s = settings(explainers=["ipfi", "ipdp"])
-    a = list(agrawal_events("s", 80, seed=5))
-    b = list(agrawal_events("t.2", 80, seed=6))
+    a = list(agrawal_events("s", 120, seed=5))
+    b = list(agrawal_events("t.2", 120, seed=6))
     template = dumps(a[0].__class__("s", 40, 0.0, a[40].x, a[40].y))
     bad = _bad_inputs(template)
     # the clean run: the two streams interleaved
@@ -263,8 +271,7 @@ def test_fault_suite_every_bad_input_is_a_dead_letter_and_valid_events_are_exact
     dirty, bad_at = [], iter(bad)
     for i, item in enumerate(clean):
         dirty.append(item)
-        if i % 3 == 2:
-            nxt = next(bad_at, None)
+        for nxt in [next(bad_at, None)] if i % 3 == 2 else []:
             if nxt is not None:
                 dirty.append(nxt[1:])
         if i in (50, 90):
@@ -292,7 +299,7 @@ def test_fault_suite_every_bad_input_is_a_dead_letter_and_valid_events_are_exact
     assert all(len(o.value) + len(o.key or b"") <= s.max_dead_letter_bytes for o in outs["dead-letters"])
     assert all(m["reason"] in {"malformed", "schema", "features", "bad_value", "oversized", "seq_gap"}
                for m in letters), {m["reason"] for m in letters}
-    assert mh.metrics.get("predictions") == mh_clean.metrics.get("predictions") == 160
+    assert mh.metrics.get("predictions") == mh_clean.metrics.get("predictions") == 240
     assert mh.metrics.get("duplicates_dropped") == 2
 
 

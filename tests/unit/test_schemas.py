@@ -13,6 +13,7 @@ from schemas import (
     BadValue,
     DeadLetter,
     DriftEvent,
+    ExplainDecision,
     ExplainTask,
     Explanation,
     FeatureEvent,
@@ -90,6 +91,7 @@ def test_regression_target_must_be_finite_number():
 EXAMPLES = [
     FeatureEvent("s", 0, 1.0, {"a": 1.0, "c": "x"}, 1),
     ExplainTask("s", 0, 1.0, {"a": 1.0}, 0, 1, True, 2.0, 0.0),
+    ExplainDecision("s", 1, 7, False),
     Prediction("s", 0, 1.0, 1, 0, 1.0, 0),
     Explanation("s", "ipdp", "a", 0.1, 9, 10, 10, 9, {"grid": [0.0, 1.0], "pd": [0.2, 0.4]},
                 0.01, {"n": 10, "mean": 0.12, "m2": 0.3}, {"n": 10, "mean": 0.2, "m2": 1.6}),

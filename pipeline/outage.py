@@ -1,0 +1,133 @@
+"""One log line when the broker becomes unreachable and one when it is back, not one per retry.
+
+During a broker outage the Kafka client (aiokafka, under Faust) logs every failed connection,
+metadata refresh, fetch and heartbeat: about 75 ERROR lines a second, 2,989 lines for a 40 s
+outage (measured with a worker at ``--loglevel warning``). :class:`OutageLogFilter` lets the
+first such record through as the start of an outage, swallows the rest, and once no such
+record arrived for ``quiet_s`` seconds logs the end with the outage's length and the number of
+lines swallowed. Records that are not about the connection pass untouched.
+
+>>> import logging
+>>> t = [0.0]
+>>> f = OutageLogFilter(quiet_s=10, clock=lambda: t[0])
+>>> def rec(msg):
+...     return logging.LogRecord("aiokafka.conn", logging.ERROR, "", 0, msg, None, None)
+>>> [f.filter(rec("Unable connect to node with id 1: [Errno 111] Connect call failed")) for t[0] in (1, 2, 3)]
+[True, False, False]
+>>> f.filter(rec("Unexpected error in fetcher routine"))
+True
+>>> t[0] = 14.0; f.check()
+'Kafka broker reachable again after ~2 s without connection errors (2 client log lines about it suppressed)'
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["OutageLogFilter", "TruncateLogFilter", "install_outage_filter"]
+
+log = logging.getLogger("streamxai")
+
+# what aiokafka logs while it cannot reach the broker (checked against its 0.12 messages)
+_CONNECTION = re.compile(
+    r"Unable connect to node|Unable to update metadata|NodeNotReadyError|KafkaConnectionError|"
+    r"Connection at .* closed|Connect call failed|coordinator dead|Coordinator Request failed|"
+    r"Heartbeat (?:send request failed|failed|session expired)|Error sending HeartbeatRequest|"
+    r"not started or not valid|RequestTimedOutError|Failed fetch messages from"
+)
+
+
+class OutageLogFilter(logging.Filter):
+    """Collapses the Kafka client's connection errors into an outage start and end line."""
+
+    def __init__(self, quiet_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
+        super().__init__()
+        self.quiet_s = quiet_s
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._started: float | None = None
+        self._last = 0.0
+        self._suppressed = 0
+
+    @property
+    def in_outage(self) -> bool:
+        return self._started is not None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.levelno < logging.WARNING or not _CONNECTION.search(text):
+            return True
+        with self._lock:
+            now = self.clock()
+            self._last = now
+            if self._started is None:
+                self._started = now
+                self._suppressed = 0
+                record.msg = "Kafka broker unreachable (%s); retrying, further connection errors are not logged until it is back"
+                record.args = (text[:300],)
+                return True
+            self._suppressed += 1
+            return False
+
+    def check(self) -> str | None:
+        """Log and return the end-of-outage line if ``quiet_s`` passed without a connection error."""
+        with self._lock:
+            if self._started is None or self.clock() - self._last < self.quiet_s:
+                return None
+            line = (f"Kafka broker reachable again after ~{self._last - self._started:.0f} s without connection "
+                    f"errors ({self._suppressed} client log lines about it suppressed)")
+            self._started = None
+        log.warning(line)
+        return line
+
+
+class TruncateLogFilter(logging.Filter):
+    """Cuts a record's text to ``limit`` characters. Faust logs a failed send with the whole
+    pending message, payload included (up to a megabyte on one line).
+
+    >>> rec = logging.LogRecord("faust.topics", logging.WARNING, "", 0, "error %s", ("x" * 5000,), None)
+    >>> TruncateLogFilter(limit=20).filter(rec), rec.getMessage()
+    (True, 'error xxxxxxxxxxxxxx... (5006 characters)')
+    """
+
+    def __init__(self, limit: int = 1000):
+        super().__init__()
+        self.limit = limit
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if len(text) > self.limit:
+            record.msg, record.args = f"{text[:self.limit]}... ({len(text)} characters)", None
+        return True
+
+
+def install_outage_filter(quiet_s: float = 10.0, interval_s: float = 2.0) -> OutageLogFilter:
+    """Attach one :class:`OutageLogFilter` to every aiokafka logger and check for the end of an
+    outage every ``interval_s`` seconds on a daemon thread; cut Faust's send-error lines with a
+    :class:`TruncateLogFilter`. Call once per worker process."""
+    import aiokafka  # noqa: F401 - import the client's modules so their loggers exist
+    import aiokafka.client  # noqa: F401
+    import aiokafka.cluster  # noqa: F401
+    import aiokafka.conn  # noqa: F401
+    import aiokafka.consumer.fetcher  # noqa: F401
+    import aiokafka.consumer.group_coordinator  # noqa: F401
+    import aiokafka.producer.sender  # noqa: F401
+    import faust.topics  # noqa: F401
+
+    f = OutageLogFilter(quiet_s)
+    names = [n for n in logging.root.manager.loggerDict if n == "aiokafka" or n.startswith("aiokafka.")]
+    for name in names:
+        logging.getLogger(name).addFilter(f)
+    logging.getLogger("faust.topics").addFilter(TruncateLogFilter())
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            f.check()
+
+    threading.Thread(target=watch, name="streamxai-outage-log", daemon=True).start()
+    return f
