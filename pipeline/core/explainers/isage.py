@@ -29,9 +29,12 @@ function 1 with Brier and ``m = 1``: salary 0.27 for 0.151, unused down to -0.04
 - ``"plug_in"`` (the default for other losses, or ``m = 1``): ``l(y, mean of m draws)``,
   the chain also starting at the imputed ``S = {}``. Biased for a strictly convex loss
   (cross-entropy): the biases telescope to ``G_m({})``, the Jensen gap of the all-imputed
-  coalition, by which the values' sum overstates ``v({}) - v(D)``; when the gaps shrink
-  as ``S`` grows (always for the squared loss, and measured for cross-entropy) each
-  value's bias lies in ``[0, G_m({})]``. :attr:`ISAGE.jensen_gap` estimates ``G_m({})`` at
+  coalition, by which the values' sum overstates ``v({}) - v(D)`` (exact: the chain
+  telescopes). When the gaps shrink as ``S`` grows, each value's bias lies in
+  ``[0, G_m({})]``: always for the squared loss, for any convex loss with ``m = 1`` and
+  independent features (one draw's gap is concave in the imputation distribution, and
+  ``{}``'s distribution mixes those of larger coalitions), and measured for cross-entropy
+  with ``m = 8`` (``tests/unit/test_isage_truth.py``), not proven there. :attr:`ISAGE.jensen_gap` estimates ``G_m({})`` at
   run time (chain loss at ``{}`` minus the loss of ``y_0``). The gap falls like ``1/m``.
   Exact for a loss linear in the prediction (absolute error of a probability on 0/1
   labels);
