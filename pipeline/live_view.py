@@ -23,6 +23,7 @@ class _Stream:
     last_pred_seq: int = -1
     losses: deque = field(default_factory=lambda: deque(maxlen=500))
     values: dict[tuple[str, str], float] = field(default_factory=dict)
+    stderrs: dict[tuple[str, str], float] = field(default_factory=dict)
     explained_seq: dict[str, int] = field(default_factory=dict)
     n_explained: dict[str, tuple[int, int]] = field(default_factory=dict)
     snapshots: list[tuple[int, dict[str, dict[str, float]]]] = field(default_factory=list)
@@ -58,6 +59,8 @@ class LiveView:
         elif name == "explanations":
             st = self._s(obj["stream_id"])
             st.values[(obj["explainer"], obj["feature"])] = obj["value"]
+            if obj.get("stderr") is not None:
+                st.stderrs[(obj["explainer"], obj["feature"])] = obj["stderr"]
             ex = obj["explainer"]
             st.explained_seq[ex] = max(st.explained_seq.get(ex, -1), obj["seq"])
             st.n_explained[ex] = (obj["n_explained"], obj["n_seen"])
@@ -114,7 +117,7 @@ class LiveView:
         self.out.flush()
 
     def summary(self) -> str:
-        lines = ["", "=== summary ==="]
+        lines = ["", "=== summary === (value ± half-width of its 95 % interval)"]
         for sid, st in sorted(self.streams.items()):
             lines.append(f"stream {sid}: {st.predictions} predictions, explained up to seq "
                          f"{self.min_explained_seq(sid)}")
@@ -122,7 +125,8 @@ class LiveView:
             for ex in EXPLAINERS:
                 if final.get(ex):
                     ranked = sorted(final[ex].items(), key=lambda kv: -kv[1])[:3]
-                    lines.append(f"  top {ex:<5}: " + ", ".join(f"{f}={v:.3f}" for f, v in ranked))
+                    lines.append(f"  top {ex:<5}: " + ", ".join(
+                        f"{f}={v:.3f}{_bound(st.stderrs.get((ex, f)))}" for f, v in ranked))
             n_changes = sum(1 for ch in self.changes if ch["stream_id"] == sid)
             episodes = sorted((e for e in self.episodes if e["stream_id"] == sid), key=lambda e: e["first_seq"])
             lines.append(f"  change events: {n_changes}, change episodes: {len(episodes)}")
@@ -171,6 +175,15 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
     if len(shown) > top:
         lines.append(f"      ... and {len(shown) - top} more")
     return lines
+
+
+def _bound(se: float | None) -> str:
+    """``±`` half the width of the 95 % interval (1.96 standard errors), or nothing.
+
+    >>> _bound(0.01), _bound(None)
+    ('±0.020', '')
+    """
+    return "" if se is None else f"±{1.96 * se:.3f}"
 
 
 def _fmt(v: float | None) -> str:

@@ -7,30 +7,13 @@ same models, explainers, parameters and seeds.
 
 from __future__ import annotations
 
+from .core.losses import BrierOf
 from .core.prequential import PrequentialModel
 from .core.stream import ExplainerSpec, StreamExplainer, units_of_group
 from .modelspec import build_model, model_factory
 from .settings import Settings
 
 __all__ = ["explainer_specs", "stream_explainer", "prequential_model", "group_units", "BrierOf"]
-
-
-class BrierOf:
-    """Squared error of the predicted probability of ``target_class``: (1[y = c] - p)^2.
-
-    >>> BrierOf(1)(1, 0.75), BrierOf(1)(0, 0.75)
-    (0.0625, 0.5625)
-    """
-
-    def __init__(self, target_class: object):
-        self.target_class = target_class
-
-    def __call__(self, y_true: object, p: float) -> float:
-        d = (1.0 if y_true == self.target_class else 0.0) - float(p)
-        return d * d
-
-    def __repr__(self) -> str:
-        return f"BrierOf({self.target_class!r})"
 
 
 def explainer_specs(s: Settings) -> list[ExplainerSpec]:
@@ -46,10 +29,12 @@ def explainer_specs(s: Settings) -> list[ExplainerSpec]:
             specs.append(ExplainerSpec("ipfi", s.output, s.loss, params={
                 "alpha": s.alpha, "storage_size": s.storage_size}))
         elif name == "isage":
-            params = {"alpha": s.alpha, "storage_size": s.storage_size, "removal": s.isage_removal}
+            cross_entropy = classification and s.isage_loss == "cross_entropy"
+            params = {"alpha": s.alpha, "storage_size": s.storage_size, "removal": s.isage_removal,
+                      "n_inner_samples": s.isage_inner_samples or (8 if cross_entropy else 2)}
             if not classification:
                 specs.append(ExplainerSpec("isage", "value", s.loss, params=params))
-            elif s.isage_loss == "cross_entropy":
+            elif cross_entropy:
                 specs.append(ExplainerSpec("isage", "proba", "cross_entropy", params=params))
             else:
                 brier = BrierOf(s.target_class)

@@ -112,6 +112,7 @@ class Settings:
     grid_size: int = _f(10, "iPDP grid points per feature")
     isage_removal: str = _f("interventional", "iSAGE feature removal: interventional or observational")
     isage_loss: str = _f("squared", "iSAGE loss for classification: squared (Brier on the probability of target_class) or cross_entropy")
+    isage_inner_samples: int = _f(0, "iSAGE inner samples m per coalition (0: 2 for squared/Brier, unbiased; 8 for cross_entropy, whose bias falls like 1/m)")
     explain_seed: int = _f(0, "seed of every explainer's random draws")
     explain_groups: int = _f(1, "explainer work groups per stream, one model replica each: set it to the workers one stream's explanations should spread over")
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
@@ -175,6 +176,8 @@ class Settings:
             raise bad("drift_warmup and drift_episode_gap must be >= 0")
         if self.isage_loss not in ("squared", "cross_entropy"):
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
+        if not isinstance(self.isage_inner_samples, int) or self.isage_inner_samples < 0:
+            raise bad(f"isage_inner_samples={self.isage_inner_samples!r} must be an int >= 0 (0: the loss's default)")
         if self.isage_removal not in ("interventional", "observational"):
             raise bad(f"isage_removal={self.isage_removal!r} must be interventional or observational")
         try:

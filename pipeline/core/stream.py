@@ -173,10 +173,12 @@ class StreamExplainer(Component):
                     continue
                 curves = ex.curves() if hasattr(ex, "curves") else {}
                 blocks = ex.increments.take()
+                stderr = ex.stderr
                 n = ex.n_explained
                 for feat, val in values.items():
                     out.append(ExplanationValue(ex.name, feat, float(val), n, curves.get(feat),
-                                                block=blocks.get(feat), model_loss=model_loss))
+                                                block=blocks.get(feat), stderr=stderr.get(feat),
+                                                model_loss=model_loss))
             else:
                 ex.observe_one(x, y)
         self.model.learn_one(x, y)

@@ -35,6 +35,7 @@ from river.datasets import synth  # noqa: E402
 from pipeline.core.batch.pfi import batch_pfi, pfi_error  # noqa: E402
 from pipeline.core.explainers import IPFI  # noqa: E402
 from pipeline.core.model import ModelFunction  # noqa: E402
+from pipeline.core.uncertainty import SmoothedStderr  # noqa: E402
 
 
 def constant(x: dict) -> int:
@@ -190,6 +191,34 @@ def table1(name: str, model, fn: int, n: int = 20_000, orderings: int = 5) -> No
         print(f"      {feat:<11} batch {ref[feat]:.4f}  iPFI mean {statistics.mean(vals):.4f} sd {statistics.stdev(vals):.4f}")
 
 
+def stderr_overhead(label: str, make, data: list, repeats: int = 5) -> None:
+    """Per-event cost of the standard-error tracking (:class:`SmoothedStderr`): the same
+    explainer on the same events with its tracker's updates replaced by no-ops, interleaved,
+    best of ``repeats`` (the baseline of this run)."""
+    real = (SmoothedStderr.add_increments, SmoothedStderr.add_donors)
+    best = {True: float("inf"), False: float("inf")}
+    try:
+        for _ in range(repeats):
+            for track in (True, False):
+                if track:
+                    SmoothedStderr.add_increments, SmoothedStderr.add_donors = real
+                else:
+                    SmoothedStderr.add_increments = lambda self, *a, **k: None
+                    SmoothedStderr.add_donors = lambda self, *a, **k: None
+                ex = make()
+                for x, y in data[:200]:
+                    ex.explain_one(x, y)
+                t0 = time.perf_counter()
+                for x, y in data[200:]:
+                    ex.explain_one(x, y)
+                best[track] = min(best[track], (time.perf_counter() - t0) / (len(data) - 200))
+    finally:
+        SmoothedStderr.add_increments, SmoothedStderr.add_donors = real
+    on, off = best[True] * 1e6, best[False] * 1e6
+    print(f"  {label:<34} explain_one {on:7.1f} us/event with standard errors, {off:7.1f} us without: "
+          f"+{on - off:5.1f} us/event ({on / off:4.2f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer events (a smoke run)")
@@ -203,6 +232,15 @@ def main() -> None:
     for m in (1, 5):
         overhead(events, m)
 
+    print("standard-error tracking per event (negligible-cost model), same run")
+    for m in (1, 5):
+        stderr_overhead(f"iPFI M={m}", lambda m=m: IPFI(ModelFunction(constant), "zero_one", list(events[0][0]),
+                                                        alpha=0.001, n_samples=m, seed=1), events[:2200])
+    ht = tree.HoeffdingTreeClassifier()
+    for x, y in agrawal(5000, seed=3):
+        ht.learn_one(x, y)
+    stderr_overhead("iPFI M=1, Hoeffding tree", lambda: IPFI(ModelFunction(ht), "zero_one", list(events[0][0]),
+                                                             alpha=0.001, seed=1), events[:1200])
     print("prequential throughput on agrawal (predict, explain, learn)")
     throughput("ARF (10 trees)", lambda: forest.ARFClassifier(seed=1), agrawal(1000 // k), 1)
     throughput("Hoeffding tree", lambda: tree.HoeffdingTreeClassifier(), agrawal(5000 // k), 1)

@@ -5,10 +5,12 @@
 1. Overhead per model evaluation outside the model: iSAGE with a negligible-cost callable
    model (returns 0.0) on the 9 agrawal features, against the bare calls of the same
    callable on the same number of rows. Target: <= 5 us per evaluation.
-2. Model evaluations per explained event: ``1 + (d - 1) * m``.
+2. Model evaluations per explained event: ``1 + (d - 1) * m`` for the paper's estimator,
+   ``1 + d * m`` for the unbiased default (``m = 2``) and the plug-in.
 3. Events per second, prequential (explain with h_t, then learn), for an adaptive random
    forest, a Hoeffding tree and a logistic regression on agrawal, against learning alone
-   and predict + learn, interventional and observational removal.
+   and predict + learn, interventional and observational removal, with the pipeline's
+   default (Brier on the probability of class 1, unbiased, m = 2).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from river import datasets, forest, linear_model, preprocessing, tree  # noqa: E402
 
 from pipeline.core.explainers import ISAGE  # noqa: E402
+from pipeline.core.losses import BrierOf  # noqa: E402
 from pipeline.core.model import ModelFunction  # noqa: E402
+from pipeline.core.uncertainty import SmoothedStderr  # noqa: E402
 
 FEATURES = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 
@@ -37,11 +41,12 @@ def zero(x: dict) -> float:
     return 0.0
 
 
-def overhead(n_events: int, m: int, removal: str, repeats: int = 5) -> None:
+def overhead(n_events: int, m: int, removal: str, estimator: str | None = None, repeats: int = 5) -> None:
     """Best of ``repeats`` interleaved chunks (other processes share the machine)."""
     data = agrawal(200 + n_events)
     fn = ModelFunction(zero, output="value")
-    ex = ISAGE(fn, "squared", FEATURES, alpha=0.001, n_inner_samples=m, removal=removal, seed=1)
+    ex = ISAGE(fn, "squared", FEATURES, alpha=0.001, n_inner_samples=m, removal=removal, seed=1,
+               estimator=estimator)
     # warm the storage outside the timing (the observational trees learn in update)
     for x, y in data[:200]:
         ex.explain_one(x, float(y))
@@ -67,9 +72,11 @@ def overhead(n_events: int, m: int, removal: str, repeats: int = 5) -> None:
         best_bare = min(best_bare, t_bare / n_eval)
     per_eval = (best_isage - best_bare) * 1e6
     what = "incl. tree learning" if removal == "observational" else ""
+    d = len(FEATURES)
+    formula = f"1 + (d-1)m = {1 + (d - 1) * m}" if ex.estimator_used == "paper" else f"1 + d m = {1 + d * m}"
     print(
-        f"  {removal:<15} m={m:<3} evals/event={n_eval_total / (size * repeats):5.1f} "
-        f"(1 + (d-1)m = {1 + (len(FEATURES) - 1) * m})  iSAGE {best_isage * 1e6:7.2f} us/eval  "
+        f"  {removal:<15} {ex.estimator_used:<8} m={m:<3} evals/event={n_eval_total / (size * repeats):5.1f} "
+        f"({formula})  iSAGE {best_isage * 1e6:7.2f} us/eval  "
         f"bare call {best_bare * 1e6:5.2f} us/eval  ratio {best_isage / best_bare:7.1f}x  "
         f"overhead {per_eval:6.2f} us/eval {what or ('<= 5 us OK' if per_eval <= 5 else 'ABOVE 5 us')}"
     )
@@ -92,8 +99,9 @@ def throughput(n_events: int, removal: str, warm: int) -> None:
             mdl = make()
             for x, y in data[:warm]:
                 mdl.learn_one(x, y)
-            fn = ModelFunction(mdl, output="proba")
-            ex = ISAGE(fn, "cross_entropy", FEATURES, alpha=0.001, removal=removal, seed=1)
+            # the pipeline's default: Brier on the probability of class 1, unbiased, m = 2
+            fn = ModelFunction(mdl, output="proba_of", target_class=1)
+            ex = ISAGE(fn, BrierOf(1), FEATURES, alpha=0.001, removal=removal, seed=1)
             for x, _ in data[warm - 200 : warm]:
                 ex.observe_one(x, None)
             t0 = time.perf_counter()
@@ -112,6 +120,34 @@ def throughput(n_events: int, removal: str, warm: int) -> None:
         )
 
 
+def stderr_overhead(label: str, make, data: list, repeats: int = 5) -> None:
+    """Per-event cost of the standard-error tracking (:class:`SmoothedStderr`): the same
+    explainer on the same events with its tracker's updates replaced by no-ops, interleaved,
+    best of ``repeats`` (the baseline of this run)."""
+    real = (SmoothedStderr.add_increments, SmoothedStderr.add_donors)
+    best = {True: float("inf"), False: float("inf")}
+    try:
+        for _ in range(repeats):
+            for track in (True, False):
+                if track:
+                    SmoothedStderr.add_increments, SmoothedStderr.add_donors = real
+                else:
+                    SmoothedStderr.add_increments = lambda self, *a, **k: None
+                    SmoothedStderr.add_donors = lambda self, *a, **k: None
+                ex = make()
+                for x, y in data[:200]:
+                    ex.explain_one(x, y)
+                t0 = time.perf_counter()
+                for x, y in data[200:]:
+                    ex.explain_one(x, y)
+                best[track] = min(best[track], (time.perf_counter() - t0) / (len(data) - 200))
+    finally:
+        SmoothedStderr.add_increments, SmoothedStderr.add_donors = real
+    on, off = best[True] * 1e6, best[False] * 1e6
+    print(f"  {label:<34} explain_one {on:7.1f} us/event with standard errors, {off:7.1f} us without: "
+          f"+{on - off:5.1f} us/event ({on / off:4.2f}x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=5000)
@@ -120,9 +156,23 @@ def main() -> None:
     n = 500 if args.quick else args.events
     print(f"python {sys.version.split()[0]}; d = {len(FEATURES)} agrawal features")
     print("1-2. overhead per model evaluation (negligible-cost model) vs bare calls, same run")
-    for m in (1, 10):
-        overhead(n, m, "interventional")
-    overhead(max(n // 5, 200), 1, "observational")
+    print("   (the paper's estimator: Algorithm 1 as published; the default: unbiased, m = 2; both")
+    print("    track the increments' variance and standard errors)")
+    for m, estimator in ((1, "paper"), (10, "paper"), (2, None)):
+        overhead(n, m, "interventional", estimator)
+    overhead(max(n // 5, 200), 2, "observational")
+    print("2b. standard-error tracking per event (negligible-cost model), same run")
+    data = [(x, float(y)) for x, y in agrawal(200 + max(n, 1000))]
+    for m, estimator in ((1, "paper"), (2, None)):
+        stderr_overhead(f"iSAGE m={m} {estimator or 'unbiased'}", lambda m=m, e=estimator: ISAGE(
+            ModelFunction(zero, output="value"), "squared", FEATURES, alpha=0.001, n_inner_samples=m,
+            seed=1, estimator=e), data)
+    ht = tree.HoeffdingTreeClassifier()
+    for x, y in agrawal(5000, seed=3):
+        ht.learn_one(x, y)
+    stderr_overhead("iSAGE m=2 unbiased, Hoeffding tree", lambda: ISAGE(
+        ModelFunction(ht, output="proba_of", target_class=1), BrierOf(1), FEATURES, alpha=0.001, seed=1),
+        data[: 200 + max(n // 2, 500)])
     print("3. prequential events/s on agrawal (explain with h_t, then learn)")
     throughput(max(n // 5, 200), "interventional", warm=1000)
     throughput(max(n // 10, 100), "observational", warm=1000)

@@ -59,6 +59,7 @@ from pipeline.core.storage import ExtremeValueStorage, FrequencyStorage, Geometr
 from pipeline.core.storage.frequency import category_key
 from pipeline.core.storage.reservoir import _Reservoir
 from pipeline.core.stream import StreamExplainer
+from pipeline.core.uncertainty import SmoothedStderr
 from pipeline.demo_stream import agrawal_events
 from pipeline.plan import prequential_model, stream_explainer
 from pipeline.settings import Settings
@@ -123,7 +124,7 @@ def explain_step(ex: Explainer, item: tuple[dict, Any], i: int) -> dict:
     else:
         ret = ex.explain_one(x, y)
     out = {"explain": ret, "values": dict(ex.values), "n_explained": ex.n_explained,
-           "n_evaluations": ex.n_evaluations}
+           "n_evaluations": ex.n_evaluations, "stderr": ex.stderr}
     if isinstance(ex, IPDP):
         out["curves"] = ex.curves()
     return out
@@ -196,6 +197,21 @@ def window_step(w: SeriesWindow, item: tuple, i: int) -> dict:
     _, _, seq, (n, mean, m2), _ = item
     w.add(seq - n + 1, seq, n, mean, m2)
     return {"n": w.n, "buckets": [list(b) for b in w.buckets], "split": [m and m.mean for m in w.split(seq - 30)]}
+
+
+def stderr_step(t: SmoothedStderr, item: tuple[list, list], i: int) -> dict:
+    """One event's increments of two features; every other event drew donors from a list."""
+    deltas, pool = item
+    t.add_increments(deltas)
+    if i % 2:
+        t.add_donors(pool, [i % len(pool), (i * 7) % len(pool)], deltas)
+    return {"stderr": t.stderrs(), "n": t.n}
+
+
+def stderr_stream() -> list[tuple[list, list]]:
+    rng = random.Random(23)
+    pool = [{"k": k} for k in range(5)]  # the same objects throughout: slots are kept by identity
+    return [([rng.gauss(0.0, 1.0), rng.random()], pool) for _ in range(100)]
 
 
 def sampler_step(s: EventSampler, item: tuple[str, int], i: int) -> dict:
@@ -352,6 +368,8 @@ CASES = [
     Case("SeriesDetector", lambda s: SeriesDetector(alpha=0.01, min_samples=20), drift_stream, series_detector_step,
          seeded=False),
     Case("SeriesWindow", lambda s: SeriesWindow(max_window=100), drift_stream, window_step, seeded=False),
+    Case("SmoothedStderr", lambda s: SmoothedStderr(["a", "b"], alpha=0.1, start="zero"),
+         stderr_stream, stderr_step, seeded=False, mutable_input=False),
     Case("EventSampler", lambda s: EventSampler(rate=0.5, seed=s),
          lambda: [("s", seq) for seq in range(150)], sampler_step, seeded=True, stateful=False,
          mutable_input=False),
@@ -535,13 +553,15 @@ def test_outputs_survive_the_wire_format(case):
     for i, out in enumerate(reference(case)):
         assert_plain(out, f"{case.id} output {i}")
         assert orjson.loads(dumps_obj(out)) == out, f"{case.id} output {i} changed through the wire format"
-        for key in ("explain", "values"):  # explainer values are floats, not ints or numpy scalars
+        for key in ("explain", "values", "stderr"):  # explainer values are floats, not ints or numpy scalars
             for feature, v in (out.get(key) or {}).items():
                 assert type(v) is float, f"{case.id} output {i}: {key}[{feature!r}] is {v!r}"
         for ev in out.get("explanations", ()):
             assert type(ev["value"]) is float, f"{case.id} output {i}: {ev!r}"
         for feature, curve in (out.get("curves") or {}).items():
-            assert sorted(curve) == ["grid", "pd"] and len(curve["grid"]) == len(curve["pd"]), (feature, curve)
+            assert sorted(curve) == ["grid", "pd", "se"], (feature, curve)
+            assert len(curve["grid"]) == len(curve["pd"]) == len(curve["se"]), (feature, curve)
+            assert all(type(p) is float for p in curve["se"]), (feature, curve)
             assert all(type(p) is float for p in curve["pd"]), (feature, curve)
 
 

@@ -417,7 +417,7 @@ def test_observe_one_only_feeds_the_storage():
     for x in uniform_stream(20, seed=1):
         e.observe_one(x)
     assert e.n_explained == 0 and e.n_evaluations == 0
-    assert e.curves() == {"x1": {"grid": [], "pd": []}, "x2": {"grid": [], "pd": []}}
+    assert e.curves() == {"x1": {"grid": [], "pd": [], "se": []}, "x2": {"grid": [], "pd": [], "se": []}}
     e.explain_one({"x1": 0.5, "x2": 0.5})
     # the first explained event already uses the range of the observed values
     grid = e.curves()["x1"]["grid"]

@@ -10,10 +10,12 @@ tuned. The smoothing bias ``(1 - a)^n |phi|`` is below ``e^-10 |phi|`` in every 
 dependent; the spreads measured over several seeds while writing these tests (quoted at
 each test) stayed within 2.8 standard deviations.
 
-Expected values with ``m`` inner samples. ``m`` is part of the estimand (module docstring
-of :mod:`pipeline.core.explainers.isage`): the loss of a mean of ``m`` draws is biased for
-the loss of the expectation. The closed forms below are the exact expectations of the
-estimator for the given ``m``; they tend to the SAGE values as ``m -> inf``.
+Expected values with ``m`` inner samples. With the paper's estimator (``estimator="paper"``)
+``m`` is part of the estimand (module docstring of :mod:`pipeline.core.explainers.isage`):
+the loss of a mean of ``m`` draws is biased for the loss of the expectation. The closed
+forms below are the exact expectations of that estimator for the given ``m``; they tend to
+the SAGE values as ``m -> inf``, which is what the default (unbiased) estimator has for any
+``m >= 2`` with a squared loss.
 """
 
 from __future__ import annotations
@@ -154,22 +156,24 @@ def linear_expected(m: int) -> dict[str, float]:
     return out
 
 
-@pytest.mark.parametrize("m", [1, 16])
-def test_linear_model_matches_closed_form(m):
+@pytest.mark.parametrize("m,estimator", [(1, "paper"), (16, "paper"), (2, "unbiased")])
+def test_linear_model_matches_closed_form(m, estimator):
     gen = random.Random(5)
     xs = [{f: gen.random() for f in W} for _ in range(6_000)]
     ys = [linear_model_fn(x) + gen.gauss(0.0, 0.3) for x in xs]
     alpha = 0.002  # n * alpha = 12
     explainer = ISAGE(ModelFunction(linear_model_fn, "value"), "squared", list(W), alpha=alpha,
-                      n_inner_samples=m, seed=2)
+                      n_inner_samples=m, seed=2, estimator=estimator)
     values, std = run(explainer, xs, ys)
-    expected = linear_expected(m)
+    # the unbiased estimator has the m -> inf expectation, the SAGE values w_i^2 V
+    expected = linear_expected(m if estimator == "paper" else math.inf)
     # measured over 5 other seeds: max |z| = 2.6 (m = 1) and 1.5 (m = 16) over all features
+    # (paper's estimator)
     for f in W:
         assert abs(values[f] - expected[f]) <= bound(std[f], alpha), (f, values[f], expected[f])
     # SAGE value w_i^2 Var(x_i) is the m -> inf limit; with m = 16 the estimator's bias is
     # |expected - w^2 V| (a few per cent of sum w^2 V)
-    if m == 16:
+    if m == 16 and estimator == "paper":
         for f, w in W.items():
             bias = abs(expected[f] - w * w * VAR)
             assert bias < 0.02
@@ -233,8 +237,9 @@ def test_removal_strategies_differ_as_the_paper_argues(used, model):
     for removal in ("interventional", "observational"):
         explainer = ISAGE(ModelFunction(model, "value"), "squared", REMOVAL_FEATURES, alpha=alpha,
                           n_inner_samples=m, removal=removal, seed=1)
+        assert explainer.estimator_used == "unbiased"
         values, std = run(explainer, xs, ys)
-        expected = removal_expected(used, removal, m)
+        expected = removal_expected(used, removal, math.inf)  # unbiased: the m -> inf values
         # measured over 3 other seeds for each model and removal: max |z| = 2.4 (and 2.7 over
         # 2 seeds with all 9 agrawal features)
         for f in REMOVAL_FEATURES:
@@ -346,17 +351,22 @@ def _stream(n, seed=0):
     return xs, [linear_model_fn(x) for x in xs]
 
 
-@pytest.mark.parametrize("m", [1, 3])
-def test_evaluations_per_event(m):
+@pytest.mark.parametrize("m,estimator", [(1, None), (3, None), (3, "paper")])
+def test_evaluations_per_event(m, estimator):
     xs, ys = _stream(11)
     fn = ModelFunction(linear_model_fn, "value")
-    explainer = ISAGE(fn, "squared", list(W), n_inner_samples=m, seed=0)
+    explainer = ISAGE(fn, "squared", list(W), n_inner_samples=m, seed=0, estimator=estimator)
     explainer.explain_one(xs[0], ys[0])
     assert fn.n_evaluations == 0 and explainer.n_explained == 0  # first event fills the storage
     for x, y in zip(xs[1:], ys[1:], strict=True):
         explainer.explain_one(x, y)
-    # f(x_t) once (mean prediction and the step S = D) + (d - 1) restricted steps x m
-    assert explainer.n_evaluations == 10 * (1 + (len(W) - 1) * m)
+    d = len(W)
+    if estimator == "paper":
+        # f(x_t) once (mean prediction and the step S = D) + (d - 1) restricted steps x m
+        assert explainer.n_evaluations == 10 * (1 + (d - 1) * m)
+    else:
+        # f(x_t) once + m rows for each of S = {}, ..., the chain's d - 1 restricted steps
+        assert explainer.n_evaluations == 10 * (1 + d * m)
     assert explainer.n_explained == 10
 
 
@@ -372,7 +382,7 @@ def test_model_gets_one_batch_per_event():
                       n_inner_samples=2, seed=0)
     for x, y in zip(xs, ys, strict=True):
         explainer.explain_one(x, y)
-    assert calls == [6, 6, 6]
+    assert calls == [8, 8, 8]  # d = 4 coalitions (S = {} included) x m = 2
 
 
 @pytest.mark.parametrize("removal", ["interventional", "observational"])
@@ -453,6 +463,14 @@ def test_validation_messages():
         ISAGE(fn, "squared", list(W), removal=MarginalRemoval(["a", "b"]))
     with pytest.raises(ValueError, match="mean of labels"):
         sage(ModelFunction(lambda x: 1, "label"), "zero_one", [{"a": 1}], [1])
+    with pytest.raises(ValueError, match="estimator="):
+        ISAGE(fn, "squared", list(W), estimator="exact")
+    with pytest.raises(ValueError, match="quadratic in the prediction"):
+        ISAGE(fn, "cross_entropy", list(W), estimator="unbiased")
+    with pytest.raises(ValueError, match="n_inner_samples >= 2"):
+        ISAGE(fn, "squared", list(W), n_inner_samples=1, estimator="unbiased")
+    assert ISAGE(fn, "squared", list(W), n_inner_samples=1).estimator_used == "plug_in"
+    assert ISAGE(fn, "absolute", list(W)).estimator_used == "plug_in"
 
 
 # ---------------------------------------------------------------------------------------
@@ -471,3 +489,35 @@ def test_sliding_window_sage_is_batch_sage_on_the_window():
                n_inner_samples=2, seed=derive_seed(5, "sw-sage", 111))
     assert out == ref.values
     assert sw.n_recomputed == 12
+
+
+# ---------------------------------------------------------------------------------------
+# the pipeline's defaults and what it publishes
+# ---------------------------------------------------------------------------------------
+
+
+def test_pipeline_isage_defaults():
+    from pipeline.plan import explainer_specs
+    from pipeline.settings import Settings
+
+    brier = next(s for s in explainer_specs(Settings()) if s.name == "isage")
+    assert brier.params["n_inner_samples"] == 2 and brier.output == "proba_of"
+    ce = next(s for s in explainer_specs(Settings(isage_loss="cross_entropy")) if s.name == "isage")
+    assert ce.params["n_inner_samples"] == 8 and ce.loss == "cross_entropy"
+    fixed = next(s for s in explainer_specs(Settings(isage_inner_samples=4)) if s.name == "isage")
+    assert fixed.params["n_inner_samples"] == 4
+
+
+def test_stream_explainer_publishes_standard_errors():
+    from pipeline.plan import stream_explainer
+    from pipeline.settings import Settings
+
+    se = stream_explainer(Settings(model="river.tree.HoeffdingTreeClassifier", grid_size=4), "s")
+    out = []
+    for x, y in agrawal(1, seed=3, n=300):
+        out = se.process_one(x, y)
+    assert {v.explainer for v in out} == {"ipfi", "isage", "ipdp"}
+    for v in out:
+        assert isinstance(v.stderr, float) and v.stderr >= 0.0, v
+        if v.explainer == "ipdp" and v.curve is not None:
+            assert len(v.curve["se"]) == len(v.curve["pd"])

@@ -1,18 +1,20 @@
 """Batch SAGE (Covert, Lundberg & Lee 2020), the reference iSAGE is validated against.
 
-:func:`sage` is the permutation estimator of the iSAGE paper's Algorithm 5 (Definition 2):
-the mean prediction ``y_0 = 1/N sum_n f(x_n)``; for every observation ``(x_n, y_n)`` one
-random permutation of the features, walked from ``S = {}`` to ``S = D``; at each step the
-restricted prediction is the mean of ``m`` predictions with the absent features copied
-from observations drawn uniformly from the batch (marginal imputation, ``x~`` may be
-``x_n`` itself); the feature just added is credited with the drop in loss. The values are
-the means of these increments over the batch, and the increments' standard deviations
-are returned with them, so a comparison can use the estimator's own standard error
-``std / sqrt(N)``.
+:func:`sage` is the permutation estimator of the iSAGE paper's Algorithm 5 (Definition 2),
+with the coalition losses estimated exactly as :class:`~pipeline.core.explainers.ISAGE` does
+(``estimator``; see its module docstring), so the two compare like with like: for every
+observation ``(x_n, y_n)`` one random permutation of the features, walked from ``S = {}``
+to ``S = D``; ``m`` donors drawn uniformly among the *other* observations (distinct when
+``N - 1 >= m``) are shared by the whole chain (marginal imputation); at each step the
+coalition's loss is the unbiased ``loss.of_mean`` of the ``m`` predictions (quadratic
+losses, ``m >= 2``) or the plug-in loss of their mean; the feature just added is credited
+with the drop in loss. ``"paper"`` starts the chain at the batch mean prediction
+``y_0 = 1/N sum_n f(x_n)`` instead of the imputed ``S = {}``. The values are the means of
+these increments over the batch, and the increments' standard deviations are returned
+with them, so a comparison can use the estimator's own standard error ``std / sqrt(N)``.
 
-As in iSAGE, the step ``S = D`` uses ``f(x_n)`` (already computed for ``y_0``): model
-evaluations are ``N * (1 + (d - 1) * m)``. ``m`` is part of the estimand (see
-:mod:`pipeline.core.explainers.isage`): compare iSAGE and batch SAGE with the same ``m``.
+The step ``S = D`` uses ``f(x_n)`` (already computed for ``y_0``): model evaluations are
+``N * (1 + d * m)``, or ``N * (1 + (d - 1) * m)`` for ``"paper"``.
 
 :class:`SlidingWindowSAGE` is the paper's SW-SAGE baseline (§3.0.1): keep the last
 ``window`` observations and recompute batch SAGE on them with the current model every
@@ -24,13 +26,13 @@ evaluations are ``N * (1 + (d - 1) * m)``. ``m`` is part of the estimand (see
 >>> X = [{"a": gen.random(), "b": gen.random()} for _ in range(2000)]
 >>> y = [2.0 * x["a"] for x in X]
 >>> f = ModelFunction(lambda x: 2.0 * x["a"], output="value")
->>> est = sage(f, "squared", X, y, n_inner_samples=20, seed=0)
->>> {k: round(v, 2) for k, v in est.values.items()}   # 4 Var[a] = 1/3 for m -> inf; b is ignored
-{'a': 0.34, 'b': -0.01}
->>> est.n, f.n_evaluations                            # N * (1 + (d - 1) * m)
-(2000, 42000)
->>> est.stderr["a"] < 0.01
-True
+>>> est = sage(f, "squared", X, y, seed=0)              # unbiased, m = 2
+>>> {k: round(v, 2) for k, v in est.values.items()}   # 4 Var[a] = 1/3; b is ignored
+{'a': 0.34, 'b': 0.0}
+>>> est.n, f.n_evaluations                            # N * (1 + d * m)
+(2000, 10000)
+>>> round(est.stderr["a"], 3), est.stderr["b"]         # b: 0 on every observation
+(0.015, 0.0)
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..explainers.base import Explainer
-from ..losses import get_loss
+from ..losses import get_loss, resolve_estimator
 from ..model import ModelFunction, mean_output
 from ..rng import derive_seed, make_rng
 
@@ -83,10 +85,14 @@ def sage(
     X: Sequence[dict[str, Any]],
     y: Sequence[Any],
     feature_names: Sequence[str] | None = None,
-    n_inner_samples: int = 1,
+    n_inner_samples: int = 2,
     seed: int | None = None,
+    estimator: str | None = None,
 ) -> SAGEEstimate:
-    """Algorithm 5 over ``(X, y)``; ``feature_names`` default to the keys of ``X[0]``."""
+    """Algorithm 5 over ``(X, y)``; ``feature_names`` default to the keys of ``X[0]``.
+
+    ``estimator`` as in :class:`~pipeline.core.explainers.ISAGE`: ``"unbiased"`` (default
+    when the loss is quadratic and ``m >= 2``), ``"plug_in"`` or ``"paper"``."""
     _check_output(model_fn, "SAGE")
     X = list(X)
     y = list(y)
@@ -99,40 +105,54 @@ def sage(
         raise ValueError(f"n_inner_samples={m!r} must be a positive int")
     names = list(feature_names) if feature_names is not None else list(X[0])
     loss_fn = get_loss(loss)
+    mode = resolve_estimator(estimator, loss_fn, m, loss)
+    of_mean = loss_fn.of_mean if mode == "unbiased" else None  # type: ignore[attr-defined]
+    first = 1 if mode == "paper" else 0
     rng = make_rng(seed, "sage")
     rand = rng.random
     n = len(X)
     d = len(names)
+    others = n - 1  # donors are drawn among the other observations, distinct when possible
 
     full = model_fn.many(X)
     y_empty = mean_output(full)
     sums = dict.fromkeys(names, 0.0)
     squares = dict.fromkeys(names, 0.0)
-    for x, yt, y_full in zip(X, y, full, strict=True):
+    for i, (x, yt, y_full) in enumerate(zip(X, y, full, strict=True)):
         order = names.copy()
         rng.shuffle(order)
-        rows = []
-        for j in range(1, d):
-            absent = order[j:]
-            for _ in range(m):
-                donor = X[int(rand() * n)]
-                row = x.copy()
-                for f in absent:
-                    row[f] = donor[f]
-                rows.append(row)
+        if others == 0:
+            idx = [i] * m
+        elif others >= m:
+            idx = [k + 1 if k >= i else k for k in rng.sample(range(others), m)]
+        else:
+            idx = [k + 1 if k >= i else k for k in (int(rand() * others) for _ in range(m))]
+        steps: list[list[dict[str, Any]]] = [[] for _ in range(d - first)]
+        for k in idx:  # the m donors are shared by the whole chain (marginal imputation)
+            donor = X[k]
+            row = x
+            for j in range(d - 1, first - 1, -1):
+                row = row.copy()
+                row[order[j]] = donor[order[j]]
+                steps[j - first].append(row)
+        rows = [r for step in steps for r in step]
         preds = model_fn.many(rows) if rows else []
-        prev = loss_fn(yt, y_empty)
-        for j, f in enumerate(order):
-            if j == d - 1:
-                pred = y_full
-            elif m == 1:
-                pred = preds[j]
+        if first == 1:
+            prev = loss_fn(yt, y_empty)
+        for j in range(first, d + 1):
+            if j == d:
+                cur = loss_fn(yt, y_full)
             else:
-                pred = mean_output(preds[j * m : (j + 1) * m])
-            cur = loss_fn(yt, pred)
-            delta = prev - cur
-            sums[f] += delta
-            squares[f] += delta * delta
+                group = preds[(j - first) * m : (j - first + 1) * m]
+                if of_mean is not None:
+                    cur = of_mean(yt, group)
+                else:
+                    cur = loss_fn(yt, group[0] if m == 1 else mean_output(group))
+            if j > 0:
+                f = order[j - 1]
+                delta = prev - cur
+                sums[f] += delta
+                squares[f] += delta * delta
             prev = cur
     values = {f: sums[f] / n for f in names}
     std = {
@@ -160,8 +180,8 @@ class SlidingWindowSAGE(Explainer):
     >>> for _ in range(400):
     ...     x = {"a": gen.random(), "b": gen.random()}
     ...     phi = sw.explain_one(x, 2.0 * x["a"])
-    >>> sw.n_recomputed, f.n_evaluations   # events 1, 51, ..., 351: (1+51+101+151+4*200) rows x 11
-    (8, 12144)
+    >>> sw.n_recomputed, f.n_evaluations   # events 1, 51, ..., 351: (1+51+101+151+4*200) rows x 21
+    (8, 23184)
     >>> round(phi["a"], 1), round(phi["b"], 1)
     (0.3, 0.0)
     """
@@ -175,8 +195,9 @@ class SlidingWindowSAGE(Explainer):
         feature_names: Sequence[str],
         window: int = 1000,
         stride: int | None = None,
-        n_inner_samples: int = 1,
+        n_inner_samples: int = 2,
         seed: int | None = None,
+        estimator: str | None = None,
     ):
         self.model_fn = self._check_model_fn(model_fn)
         _check_output(model_fn, "SW-SAGE")
@@ -192,11 +213,12 @@ class SlidingWindowSAGE(Explainer):
             raise ValueError(f"n_inner_samples={n_inner_samples!r} must be a positive int")
         self.n_inner_samples = n_inner_samples
         self.seed = seed
+        self.estimator = estimator
         self._reset()
 
     def _reset(self) -> None:
         self._names = self._check_features(self.feature_names, None)
-        get_loss(self.loss)
+        resolve_estimator(self.estimator, get_loss(self.loss), self.n_inner_samples, self.loss)
         self._stride = self.stride if self.stride is not None else max(1, self.window // 20)
         self._X: deque[dict[str, Any]] = deque(maxlen=self.window)
         self._y: deque[Any] = deque(maxlen=self.window)
@@ -219,6 +241,7 @@ class SlidingWindowSAGE(Explainer):
                 self.model_fn, self.loss, self._X, self._y, self._names,
                 n_inner_samples=self.n_inner_samples,
                 seed=derive_seed(self.seed, "sw-sage", self.n_seen),
+                estimator=self.estimator,
             )
             self.values = est.values
             self.n_recomputed += 1

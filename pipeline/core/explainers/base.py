@@ -46,6 +46,12 @@ class Explainer(Component):
         raise NotImplementedError
 
     @property
+    def stderr(self) -> dict[str, float]:
+        """Standard error of each value in ``values`` (see :mod:`pipeline.core.uncertainty`);
+        a feature without one is absent."""
+        return {}
+
+    @property
     def n_evaluations(self) -> int:
         """Model evaluations made through ``model_fn`` so far."""
         return self.model_fn.n_evaluations

@@ -28,6 +28,9 @@ explanation stream (Sec. 4.1, citing Greenwell et al. 2018) -- the sample standa
 deviation of the debiased PD values over the grid; (max - min) / 4 for a categorical
 feature (see :mod:`pipeline.core.batch.pdp`).
 
+Standard errors: :meth:`IPDP.curves` gives one per grid point (``"se"``), ``stderr`` one per
+numeric feature's importance (delta method); see their docstrings.
+
 Categorical features (``categorical=[...]``) cannot be averaged on a grid: their grid is
 the up to ``grid_size`` most frequent categories of a frequency storage of the recent
 window, and each category keeps its own smoothed PD value, updated (and debiased by
@@ -58,6 +61,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,6 +71,7 @@ from ..model import ModelFunction
 from ..rng import derive_seed
 from ..storage.extreme import ExtremeValueStorage
 from ..storage.frequency import FrequencyStorage
+from ..uncertainty import SmoothedStderr
 from .base import Explainer
 
 __all__ = ["IPDP"]
@@ -135,6 +140,7 @@ class IPDP(Explainer):
         # categorical: {category: [smoothed PD (biased), (1 - a)^n_c]}, and last grid
         self._cpd: dict[str, dict[Any, list[float]]] = {}
         self._cgrid: dict[str, list[Any]] = {}
+        self._se: dict[str, SmoothedStderr] = {}
         for f in self._explained:
             if f in self._cat or self.grid == "quantile":
                 self._storage[f] = FrequencyStorage(self.storage_size, p_enter, seed=derive_seed(self.seed, "ipdp", f))
@@ -146,6 +152,8 @@ class IPDP(Explainer):
             else:
                 self._gx[f] = [0.0] * m
                 self._pd[f] = [0.0] * m
+                # the ICE values at each grid point, and the linearised importance increment
+                self._se[f] = SmoothedStderr([*map(str, range(m)), "importance"], self.alpha, start="zero")
         self._decay = 1.0  # (1 - a)^t
         self.n_explained = 0
         self.values = {f: 0.0 for f in self._explained}
@@ -204,6 +212,8 @@ class IPDP(Explainer):
             else:
                 gx = self._gx[f]
                 pd = self._pd[f]
+                ice = preds[i:j]
+                self._se[f].add_increments([*ice, _linearised(pd, ice)])
                 for k in range(len(g)):
                     gx[k] = b * gx[k] + a * g[k]
                     pd[k] = b * pd[k] + a * preds[i + k]
@@ -216,11 +226,18 @@ class IPDP(Explainer):
         return dict(values)
 
     def curves(self) -> dict[str, dict[str, list]]:
-        """``{feature: {"grid": [...], "pd": [...]}}``, debiased, as plain Python types.
+        """``{feature: {"grid": [...], "pd": [...], "se": [...]}}``, debiased, as plain Python types.
 
-        Numeric features: the smoothed grid points ``x_{t,k}`` and PD values; categorical
-        ones: the categories of the last grid (in :func:`category_key` order) and their PD.
-        Empty lists before the first explained event."""
+        Numeric features: the smoothed grid points ``x_{t,k}``, PD values and their standard
+        errors; categorical ones: the categories of the last grid (in :func:`category_key`
+        order), their PD and standard errors. Empty lists before the first explained event.
+
+        Standard error of a grid point: the debiased PD is ``sum_s w_s y_k(s)`` with weights
+        ``w_s = a (1 - a)^(t - s) / (1 - (1 - a)^t)`` over independent ICE values (the events'
+        ``x`` are independent and no storage is reused), so ``se_k = sqrt(sum_s w_s^2
+        Var[y_k])``, the variance running as in :mod:`pipeline.core.uncertainty` (Theorem
+        3.4's ``sigma_k^2 a / (2 - a)`` in the stationary limit). The grid points themselves
+        move with the smoothed extremes; their spread is not included."""
         out: dict[str, dict[str, list]] = {}
         bias = 1.0 - self._decay
         for f in self._explained:
@@ -228,13 +245,30 @@ class IPDP(Explainer):
                 cpd = self._cpd[f]
                 grid = list(self._cgrid[f])
                 pd = [cpd[c][0] / (1.0 - cpd[c][1]) for c in grid]
+                se = [math.sqrt(cpd[c][2] * cpd[c][4]) / (1.0 - cpd[c][1]) for c in grid]
             elif self.n_explained == 0:
-                grid, pd = [], []
+                grid, pd, se = [], [], []
             else:
                 grid = [float(v / bias) for v in self._gx[f]]
                 pd = [float(p / bias) for p in self._pd[f]]
-            out[f] = {"grid": grid, "pd": pd}
+                t = self._se[f]
+                se = [t.stderr(str(k)) / bias for k in range(len(pd))]
+            out[f] = {"grid": grid, "pd": pd, "se": se}
         return out
+
+    @property
+    def stderr(self) -> dict[str, float]:
+        """Standard error of each numeric feature's importance, by the delta method: the
+        importance is the std of the PD values, whose linearisation at the current curve is
+        ``sum_k g_k pd_k``, ``g_k = (pd_k - mean) / ((K - 1) std)``; each event contributes
+        ``z = sum_k g_k y_k`` and ``se = sqrt(sum_s w_s^2 Var[z])``. An approximation that
+        fails where the curve is nearly flat (importance within a few se of 0: the std is
+        not differentiable there). Categorical features (importance (max - min) / 4) have
+        none."""
+        bias = 1.0 - self._decay
+        if self.n_explained == 0:
+            return {}
+        return {f: t.stderr("importance") / bias for f, t in self._se.items()}
 
     # internals -------------------------------------------------------------------
     def _value(self, f: str, x: dict[str, Any]) -> Any:
@@ -273,10 +307,16 @@ class IPDP(Explainer):
         cpd = self._cpd[f]
         for c, yk in zip(g, ys, strict=True):
             st = cpd.get(c)
-            if st is None:
-                st = cpd[c] = [0.0, 1.0]
+            if st is None:  # smoothed PD, (1 - a)^n_c, sum of w^2, ICE mean, ICE variance, n_c
+                st = cpd[c] = [0.0, 1.0, 0.0, 0.0, 0.0, 0]
             st[0] = b * st[0] + a * yk
             st[1] *= b
+            st[2] = b * b * st[2] + a * a
+            n = st[5] = st[5] + 1
+            r = a if n * a >= 1.0 else 1.0 / n
+            dx = yk - st[3]
+            st[3] += r * dx
+            st[4] = (1.0 - r) * (st[4] + r * dx * dx)
         self._cgrid[f] = g
         return pdp_importance([cpd[c][0] / (1.0 - cpd[c][1]) for c in g], categorical=True)
 
@@ -294,3 +334,15 @@ class IPDP(Explainer):
 
 
 _INF = float("inf")
+
+
+def _linearised(pd: list[float], ice: list[float]) -> float:
+    """``sum_k g_k y_k`` with ``g`` the gradient of the std over the grid at ``pd`` (0 if flat)."""
+    k = len(pd)
+    mean = sum(pd) / k
+    dev = [p - mean for p in pd]
+    ss = sum(v * v for v in dev)
+    if ss <= 0.0:
+        return 0.0
+    scale = 1.0 / math.sqrt(ss * (k - 1))  # g_k = dev_k / ((k - 1) std) = dev_k / sqrt(ss (k - 1))
+    return scale * sum(v * y for v, y in zip(dev, ice, strict=True))

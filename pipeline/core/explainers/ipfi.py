@@ -46,6 +46,12 @@ of ``N`` events. Draws from a fixed-size reservoir reuse its ``L`` observations,
 storage has a variance floor of order ``1 / L`` that ``alpha`` does not remove: raise
 ``storage_size`` for a static model explained with a small ``alpha``.
 
+Standard errors (``stderr``): ``sqrt(sum_s w_s^2 (sigma^2 + reuse))`` from the exact
+smoothing weights, the running variance of ``lambda_t`` and the covariance of increments
+that drew the same stored observation (:mod:`pipeline.core.uncertainty`);
+``tests/unit/test_calibration.py`` shows 95 % intervals covering the exact PFI in 93-97 % of
+checks.
+
 Random draws for feature ``j`` use a generator seeded from ``(seed, "ipfi", j)``; the
 storage is seeded from ``(seed, "storage")``. ``IPFI(features=[j])`` therefore gives exactly
 the values the explainer over all features gives for ``j``.
@@ -61,6 +67,7 @@ from ..losses import get_loss
 from ..model import ModelFunction
 from ..rng import derive_seed, make_rng
 from ..storage.reservoir import GeometricReservoir, UniformReservoir
+from ..uncertainty import SmoothedStderr
 from .base import Explainer
 
 __all__ = ["IPFI"]
@@ -154,6 +161,14 @@ class IPFI(Explainer):
         self.values: dict[str, float] = {f: 0.0 for f in self._explained}
         #: the per-event increments ``lambda_t`` since the last report (pipeline.core.increments)
         self.increments = IncrementTracker(self._explained)
+        self._se = SmoothedStderr(self._explained, self.alpha, start="first")
+        self._n_stored = 0
+
+    @property
+    def stderr(self) -> dict[str, float]:
+        """Standard error of each value (:mod:`pipeline.core.uncertainty`): the smoothing's
+        weights, the increments' running variance and the storage's reuse of observations."""
+        return self._se.stderrs()
 
     @property
     def explained_features(self) -> list[str]:
@@ -163,7 +178,9 @@ class IPFI(Explainer):
     # protocol --------------------------------------------------------------------
     def observe_one(self, x: dict[str, Any], y: Any = None) -> None:
         """Update the storage with ``x`` only (an event skipped under a budget)."""
+        self._n_stored += 1
         self._storage.update(x)
+        self._se.stored(self._storage.last_slot, self._storage.items, None)
 
     def explain_one(self, x: dict[str, Any], y: Any) -> dict[str, float]:
         """Fold the increment of the current model at ``(x, y)`` into the estimates, then
@@ -172,7 +189,9 @@ class IPFI(Explainer):
         past = storage.items
         n_past = len(past)
         if n_past == 0:  # before t0: nothing to sample from yet
+            self._n_stored += 1
             storage.update(x)
+            self._se.stored(storage.last_slot, storage.items, None)
             return dict(self.values)
 
         model_fn = self.model_fn
@@ -186,19 +205,24 @@ class IPFI(Explainer):
         copy = dict(x).copy
         rows: list[dict[str, Any]] = []
         append = rows.append
+        slots: list[Any] = []  # the stored observations each feature's draws used
         try:
             if m == 1:
                 for f, rng in self._rngs:
                     row = copy()
-                    row[f] = past[int(rng.random() * n_past)][f]
+                    k = int(rng.random() * n_past)
+                    row[f] = past[k][f]
                     append(row)
+                    slots.append(k)
             else:
                 for f, rng in self._rngs:
                     u = rng.random
-                    for _ in range(m):
+                    ks = [int(u() * n_past) for _ in range(m)]
+                    for k in ks:
                         row = copy()
-                        row[f] = past[int(u() * n_past)][f]
+                        row[f] = past[k][f]
                         append(row)
+                    slots.append(ks)
         except KeyError as e:
             raise ValueError(
                 f"a stored observation lacks feature {e.args[0]!r}; every event given to "
@@ -210,12 +234,14 @@ class IPFI(Explainer):
         keep = 1.0 - a
         first = self.n_explained == 0
         values = self.values
+        lams = []
         add = self.increments.add
         if m == 1:
             for (f, _), p in zip(self._rngs, preds, strict=True):
                 lam = float(loss(y, p)) - base_loss
                 add(f, lam)
                 values[f] = lam if first else keep * values[f] + a * lam
+                lams.append(lam)
         else:
             i = 0
             for f, _ in self._rngs:
@@ -226,6 +252,14 @@ class IPFI(Explainer):
                 lam = float(s) / m - base_loss
                 add(f, lam)
                 values[f] = lam if first else keep * values[f] + a * lam
+                lams.append(lam)
         self.n_explained += 1
+        se = self._se
+        se.add_increments(lams)
+        n_stored = self._n_stored
+        se.add_donors(past, slots, lams, updates=n_stored / self.n_explained,
+                      replace_rate=1.0 / n_stored if self.storage == "uniform" else None, per_feature=True)
+        self._n_stored = n_stored + 1
         storage.update(x)
+        se.stored(storage.last_slot, storage.items, lams)
         return dict(values)

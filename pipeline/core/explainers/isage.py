@@ -3,13 +3,61 @@
 For every event ``(x_t, y_t)``, with the model ``f_t`` as it is now:
 
 1. draw a permutation ``pi`` of all ``d`` features, start with ``S = {}``;
-2. smoothed mean prediction ``y_0 <- (1 - a) y_0 + a f_t(x_t)`` (line 5) and
-   ``lossPrev = l(y_0, y_t)``;
-3. for ``j = 1..d``: ``S <- S + {pi[j]}``; the restricted prediction is the mean of ``m``
+2. smoothed mean prediction ``y_0 <- (1 - a) y_0 + a f_t(x_t)`` (line 5);
+3. for ``j = 1..d``: ``S <- S + {pi[j]}``; the restricted loss is estimated from ``m``
    predictions ``f_t(x_t^(S), x~_k^(S-bar))``, the absent features drawn by the removal
    strategy (interventional, Algorithm 2, or observational, Algorithms 3-4);
-   ``Delta = lossPrev - l(mean, y_t)``, ``phi[pi[j]] <- (1 - a) phi[pi[j]] + a Delta``;
+   ``Delta = lossPrev - loss``, ``phi[pi[j]] <- (1 - a) phi[pi[j]] + a Delta``;
 4. the removal strategy stores ``x_t`` (after the draws: they come from the past only).
+
+The estimand. SAGE's value function is ``v(S) = E[l(y, E[f(X) | X_S = x_S])]``: the loss of
+the *mean* restricted prediction. Algorithm 1 takes ``l(y, mean of m draws)``, which for a
+strictly convex loss exceeds ``v(S)`` by a Jensen gap (for the squared loss exactly
+``E[Var(f | x_S)] / m``). The gap differs between coalitions, is 0 at ``S = {}`` (the
+exact mean prediction) and at ``S = D``, so it does not cancel along the chain: the used
+features are overstated and every unused feature gets a negative value (issue 10: agrawal
+function 1 with Brier and ``m = 1``: salary 0.27 for 0.151, unused down to -0.04).
+``estimator`` chooses how each coalition's loss is estimated:
+
+- ``"unbiased"`` (the default for a loss quadratic in the prediction -- ``"squared"``,
+  ``"brier"``, :class:`~pipeline.core.losses.BrierOf` -- with ``m >= 2``): the U-statistic
+  ``loss.of_mean`` of the ``m`` predictions, ``1/(m(m-1)) sum_{k != l} (f_k - y)(f_l - y)``
+  (summed over classes for Brier), unbiased for ``(E f - y)^2`` because the draws are
+  independent given ``x_t``. The chain starts at ``S = {}`` estimated the same way from
+  the ``m`` draws with every feature imputed, so each ``Delta`` is a difference of two
+  unbiased estimates: **``E[phi] = SAGE value``** (up to the ``O(a)`` smoothing terms);
+- ``"plug_in"`` (the default for other losses, or ``m = 1``): ``l(y, mean of m draws)``,
+  the chain also starting at the imputed ``S = {}``. Biased for a strictly convex loss
+  (cross-entropy): the biases telescope to ``G_m({})``, the Jensen gap of the all-imputed
+  coalition, by which the values' sum overstates ``v({}) - v(D)`` (exact: the chain
+  telescopes). When the gaps shrink as ``S`` grows, each value's bias lies in
+  ``[0, G_m({})]``: always for the squared loss, for any convex loss with ``m = 1`` and
+  independent features (one draw's gap is concave in the imputation distribution, and
+  ``{}``'s distribution mixes those of larger coalitions), and measured for cross-entropy
+  with ``m = 8`` (``tests/unit/test_isage_truth.py``), not proven there. :attr:`ISAGE.jensen_gap` estimates ``G_m({})`` at
+  run time (chain loss at ``{}`` minus the loss of ``y_0``). The gap falls like ``1/m``.
+  Exact for a loss linear in the prediction (absolute error of a probability on 0/1
+  labels);
+- ``"paper"``: Algorithm 1 as published -- the chain starts at ``l(y, y_0)``, plug-in
+  loss; kept for comparison (its bias is the closed form in the tests).
+
+Interventional removal shares the ``m`` donors of an event across its whole chain (as
+Covert et al.'s estimator shares its background samples): each coalition still gets ``m``
+independent draws from the marginal, so every step's estimate keeps its expectation, and a
+feature the model never reads gets ``Delta = 0`` exactly on every event (both coalitions
+see identical rows). The donors are distinct stored observations (drawn without
+replacement), so the U-statistic is unbiased for the population, not only for the
+reservoir's ``L`` observations (with replacement it would carry a ``Var / L`` bias). The
+observational removal draws every row afresh (from leaf reservoirs, with replacement: a
+bias of order ``Var / L_leaf``).
+
+**Model evaluations per explained event** (``d`` features, ``m`` inner samples): ``1 + d
+m`` for ``"unbiased"`` and ``"plug_in"`` (``f(x_t)`` once, ``m`` rows for each of
+``S = {}, ..., |S| = d - 1``), ``1 + (d - 1) m`` for ``"paper"``. The paper's Algorithm 1
+with ``m = 1`` costs ``d + 1`` as written (``d`` here: the step ``S = D`` reuses
+``f(x_t)``). The unbiased default (``m = 2``) thus costs ``2 d + 1``: 19 for the 9 agrawal
+features, against the paper's 10. All restricted rows of one event go to
+``model_fn.many`` in one call.
 
 Choices the paper leaves open, and what is done here:
 
@@ -18,25 +66,14 @@ Choices the paper leaves open, and what is done here:
   ``phi`` starts at 0 as in Algorithm 1, so ``E[phi_t] = phi (1 - (1 - a)^n)`` after ``n``
   explained events (the proof of Theorem 3.1); after ``n ~ 5 / a`` events the bias is < 1 %.
 - The first event only fills the removal's storage (nothing to draw from yet).
-- The step ``S = D`` removes nothing: its prediction is ``f_t(x_t)``, computed once for
-  line 5 and reused. **Model evaluations per explained event: ``1 + (d - 1) * m``** (the
-  naive count ``1 + d * m`` evaluates the same row ``m`` more times); for ``m = 1`` that is
-  ``d``. All ``(d - 1) * m`` restricted rows of one event go to ``model_fn.many`` in one call.
-- ``m = n_inner_samples`` is part of the estimand: ``l(mean of m predictions, y)`` is
-  biased for ``l(E[f(x, S)], y)`` (Theorem 3.1 needs ``m -> inf``), and the bias does not
-  average out. E.g. for ``f = sum_i w_i x_i``, independent features, squared loss:
-  ``E[phi_i] = w_i^2 V_i (1 + 1/m)(d - 1)/d + (w_i^2 V_i - sum_{k != i} w_k^2 V_k / m) / d``,
-  which tends to the SAGE value ``w_i^2 V_i`` only as ``m`` grows; a feature the model
-  ignores gets ``-sum_k w_k^2 V_k / (d m)``. Batch SAGE with the same ``m``
-  (:func:`pipeline.core.batch.sage`, Algorithm 5) has the same expectation. The sum of the
-  values is unbiased for any ``m``: the chain telescopes to ``l(y_0, y) - l(f(x), y)``.
+- The step ``S = D`` removes nothing: its prediction is ``f_t(x_t)``, computed once.
 
 Variance: ``Var[phi_t(i)] <= sigma_i^2 a / (2 - a) = O(a)`` (Theorem 3.2), ``sigma_i^2`` the
 variance of one event's ``Delta(i)``.
 
 The chain couples all features, so iSAGE cannot be split by feature: it explains all of
 ``feature_names`` on one worker. The model output must be averageable: ``output="value"``,
-``"proba"`` (with cross-entropy) or ``"proba_of"``; a mean of labels is undefined.
+``"proba"`` (with cross-entropy or Brier) or ``"proba_of"``; a mean of labels is undefined.
 
 Random draws (permutations and removal draws) use one generator seeded from
 ``(seed, "isage")``; the removal's storage is seeded from ``(seed, "isage", "removal")``.
@@ -44,17 +81,17 @@ Random draws (permutations and removal draws) use one generator seeded from
 >>> import random
 >>> from pipeline.core.model import ModelFunction
 >>> f = ModelFunction(lambda x: 3.0 * x["a"] + x["b"], output="value")
->>> isage = ISAGE(f, "squared", ["a", "b", "c"], alpha=0.005, n_inner_samples=10, seed=2)
+>>> isage = ISAGE(f, "squared", ["a", "b", "c"], alpha=0.001, seed=2)
 >>> gen = random.Random(2)
->>> for _ in range(3000):
+>>> for _ in range(10_000):
 ...     x = {"a": gen.random(), "b": gen.random(), "c": gen.random()}
 ...     phi = isage.explain_one(x, 3.0 * x["a"] + x["b"])
->>> isage.n_explained, isage.n_evaluations   # first event fills the storage; 1 + 2 * 10 per event
-(2999, 62979)
->>> {k: round(v, 1) for k, v in phi.items()}    # m = 10: 0.80, 0.06, -0.03 expected (see above)
-{'a': 0.8, 'b': 0.1, 'c': -0.0}
->>> round(sum(phi.values()), 1)                  # efficiency: Var[3a + b] = 10 / 12
-0.8
+>>> isage.estimator_used, isage.n_explained, isage.n_evaluations  # 1 + 3 * 2 per event
+('unbiased', 9999, 69993)
+>>> {k: round(v, 1) for k, v in phi.items()}  # SAGE values 9/12, 1/12, 0 (sd here ~0.035)
+{'a': 0.8, 'b': 0.1, 'c': 0.0}
+>>> phi["c"]                                  # a feature the model never reads: exactly 0
+0.0
 """
 
 from __future__ import annotations
@@ -63,11 +100,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..increments import IncrementTracker
-from ..losses import get_loss
+from ..losses import get_loss, resolve_estimator
 from ..model import ModelFunction, blend_output, mean_output
 from ..removal.conditional import ConditionalRemoval
 from ..removal.marginal import MarginalRemoval, Removal
 from ..rng import derive_seed, make_rng
+from ..uncertainty import SmoothedStderr
 from .base import Explainer
 
 __all__ = ["ISAGE"]
@@ -87,7 +125,9 @@ class ISAGE(Explainer):
     (:class:`~pipeline.core.removal.ConditionalRemoval`) or a removal object used as a
     template (the explainer feeds its own fresh clone); ``storage_size`` the reservoir
     size (per leaf for the observational removal); ``categorical`` features the
-    observational removal predicts with classification trees; ``seed``.
+    observational removal predicts with classification trees; ``seed``; ``estimator``
+    ``None`` (unbiased when the loss allows it, else plug-in), ``"unbiased"``, ``"plug_in"``
+    or ``"paper"`` (see the module docstring).
     """
 
     name = "isage"
@@ -99,18 +139,20 @@ class ISAGE(Explainer):
         feature_names: Sequence[str],
         features: Sequence[str] | None = None,
         alpha: float = 0.001,
-        n_inner_samples: int = 1,
+        n_inner_samples: int = 2,
         removal: str | Removal = "interventional",
         storage_size: int = 100,
         categorical: Sequence[str] | None = None,
         seed: int | None = None,
+        estimator: str | None = None,
     ):
         self.model_fn = self._check_model_fn(model_fn)
         if model_fn.output == "label":
             raise ValueError(
                 "iSAGE averages predictions (the mean prediction y_0 and the mean over inner "
                 "samples), and a mean of labels is undefined; wrap a classifier as "
-                "ModelFunction(model, output='proba') and use loss='cross_entropy', or a "
+                "ModelFunction(model, output='proba_of', target_class=c) with loss=BrierOf(c) "
+                "(unbiased), or output='proba' with loss='brier' or 'cross_entropy', and a "
                 "regressor as ModelFunction(model, output='value')"
             )
         self.loss = loss
@@ -131,6 +173,7 @@ class ISAGE(Explainer):
         self.storage_size = storage_size
         self.categorical = categorical
         self.seed = seed
+        self.estimator = estimator
         self._reset()
 
     def _reset(self) -> None:
@@ -143,13 +186,23 @@ class ISAGE(Explainer):
             )
         self._names = names
         self._loss = get_loss(self.loss)
+        mode = resolve_estimator(self.estimator, self._loss, self.n_inner_samples, self.loss)
+        self._mode = mode
+        self._of_mean = self._loss.of_mean if mode == "unbiased" else None  # type: ignore[attr-defined]
         self._removal = self._make_removal(names)
+        # interventional removal: the m donors of an event are shared by its whole chain
+        self._shared = isinstance(self._removal, MarginalRemoval)
         self._rng = make_rng(self.seed, "isage")
         self.values: dict[str, float] = {f: 0.0 for f in names}
         self._y_empty: Any = None
+        self._gap = 0.0
         self.n_explained = 0
         #: the per-event marginal contributions ``Delta`` since the last report (pipeline.core.increments)
         self.increments = IncrementTracker(names)
+        self._index = {f: i for i, f in enumerate(names)}
+        self._deltas = [0.0] * len(names)
+        self._se = SmoothedStderr(names, self.alpha, start="zero")
+        self._n_stored = 0
 
     def _make_removal(self, names: list[str]) -> Removal:
         removal = self.removal
@@ -177,6 +230,28 @@ class ISAGE(Explainer):
         return dict(y) if isinstance(y, dict) else y
 
     @property
+    def estimator_used(self) -> str:
+        """``"unbiased"``, ``"plug_in"`` or ``"paper"``: how coalition losses are estimated."""
+        return self._mode
+
+    @property
+    def stderr(self) -> dict[str, float]:
+        """Standard error of each value: see :mod:`pipeline.core.uncertainty` (with the
+        reservoir-reuse correction for the interventional removal, whose donors are known;
+        the observational removal's leaf reservoirs are not corrected for)."""
+        return self._se.stderrs()
+
+    @property
+    def jensen_gap(self) -> float:
+        """Smoothed estimate of how much the values' sum overstates ``v({}) - v(D)``.
+
+        Per event: the chain's loss of the all-imputed coalition minus the loss of the
+        smoothed mean prediction (which estimates ``v({})`` up to ``O(alpha)``). About 0 for
+        the unbiased estimator; the Jensen gap ``G_m({}) >= 0`` of the plug-in. 0 for
+        ``"paper"`` (its chain starts at the mean prediction)."""
+        return self._gap
+
+    @property
     def removal_state(self) -> Removal:
         """The removal strategy this explainer feeds (read only)."""
         return self._removal
@@ -185,7 +260,7 @@ class ISAGE(Explainer):
     def explain_one(self, x: dict[str, Any], y: Any) -> dict[str, float]:
         removal = self._removal
         if not removal.ready:  # first event: nothing stored to draw absent features from
-            removal.update(x)
+            self.observe_one(x, y)
             return dict(self.values)
         fn = self.model_fn
         loss = self._loss
@@ -205,34 +280,106 @@ class ISAGE(Explainer):
             self._y_empty = dict(y_full) if isinstance(y_full, dict) else y_full
         else:
             self._y_empty = blend_output(self._y_empty, y_full, alpha)
-        prev = loss(y, self._y_empty)
-
-        rows = removal.sample_chain(x, order, m, rng)  # S = order[:j], j = 1..d-1
+        of_mean = self._of_mean
+        first = 1 if self._mode == "paper" else 0  # else the chain starts at S = {} imputed
+        slots = None
+        if self._shared:
+            items = removal.reservoir.items  # type: ignore[attr-defined]
+            rows, slots = _shared_chain(x, order, items, m, rng, first)
+        else:
+            rows = removal.sample_chain(x, order, m, rng)  # S = order[:j], j = 1..d-1
+            if first == 0:
+                rows = removal.sample_rows(x, order, m, rng) + rows
         preds = fn.many(rows) if rows else []
 
         values = self.values
+        index = self._index
+        deltas = self._deltas
+        if first == 0:
+            head, preds = preds[:m], preds[m:]
+            if of_mean is not None:
+                prev = of_mean(y, head)
+            else:
+                prev = loss(y, head[0] if m == 1 else mean_output(head))
+            self._gap = keep * self._gap + alpha * (prev - loss(y, self._y_empty))
+        else:
+            prev = loss(y, self._y_empty)
         add = self.increments.add
         for j in range(d - 1):
             if m == 1:
-                pred = preds[j]
+                cur = loss(y, preds[j])
+            elif of_mean is not None:
+                cur = of_mean(y, preds[j * m : (j + 1) * m])
             else:
-                pred = mean_output(preds[j * m : (j + 1) * m])
-            cur = loss(y, pred)
+                cur = loss(y, mean_output(preds[j * m : (j + 1) * m]))
             f = order[j]
             delta = prev - cur
             add(f, delta)
             values[f] = keep * values[f] + alpha * delta
+            deltas[index[f]] = delta
             prev = cur
         cur = loss(y, y_full)  # S = D: the full x_t, no draw
         f = order[-1]
         delta = prev - cur
         add(f, delta)
         values[f] = keep * values[f] + alpha * delta
+        deltas[index[f]] = delta
 
         self.n_explained += 1
+        se = self._se
+        se.add_increments(deltas)
+        if slots is not None:
+            se.add_donors(items, slots, deltas, updates=self._n_stored / self.n_explained)
+        self._n_stored += 1
         removal.update(x)
+        if slots is not None:
+            rsv = removal.reservoir  # type: ignore[attr-defined]
+            se.stored(rsv.last_slot, rsv.items, deltas)
         return dict(values)
 
     def observe_one(self, x: dict[str, Any], y: Any) -> None:
         """Update the removal's storage only (an event skipped under a budget)."""
+        self._n_stored += 1
         self._removal.update(x)
+        if self._shared:
+            rsv = self._removal.reservoir  # type: ignore[attr-defined]
+            self._se.stored(rsv.last_slot, rsv.items, None)
+
+
+def _shared_chain(
+    x: dict[str, Any], order: list[str], items: list[dict[str, Any]], m: int, rng: Any, first: int = 1
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Rows of one permutation chain with ``m`` donors shared by all its coalitions.
+
+    Returns the rows and the donors' slots in ``items``: for ``j = first..d-1``, ``m`` rows with ``order[:j]`` from ``x`` and ``order[j:]``
+    from donor ``k``. The ``m`` donors are distinct stored observations when the storage
+    holds at least ``m`` (drawn without replacement), so the products of their residuals
+    are unbiased for the loss of the mean over the *population*, not only over the storage.
+    """
+    n = len(items)
+    if m == 1:
+        slots = [int(rng.random() * n)]
+    elif m == 2 and n >= 2:
+        i = int(rng.random() * n)
+        k = int(rng.random() * (n - 1))
+        slots = [i, k + 1 if k >= i else k]
+    elif n >= m:
+        slots = rng.sample(range(n), m)
+    else:  # fewer stored observations than inner samples: only at the start of a stream
+        slots = [int(rng.random() * n) for _ in range(m)]
+    donors = [items[k] for k in slots]
+    d = len(order)
+    # build from the last coalition (one absent feature) back to the first, one feature
+    # swapped in per step; rows[j - 1][k] has order[:j] present, donor k elsewhere
+    per_step: list[list[dict[str, Any]]] = [[] for _ in range(d - first)]
+    for donor in donors:
+        row = x
+        for j in range(d - 1, first - 1, -1):
+            row = row.copy()
+            f = order[j]
+            row[f] = donor[f]
+            per_step[j - first].append(row)
+    out: list[dict[str, Any]] = []
+    for step in per_step:
+        out += step
+    return out, slots

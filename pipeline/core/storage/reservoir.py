@@ -36,6 +36,7 @@ class _Reservoir(Component):
         self._items: list[dict[str, Any]] = []
         self._rng = random.Random(self.seed)
         self.n_seen = 0
+        self.last_slot = None
 
     @property
     def items(self) -> list[dict[str, Any]]:
@@ -52,11 +53,13 @@ class _Reservoir(Component):
         return self._items[rng.randrange(len(self._items))]
 
     def update(self, x: dict[str, Any]) -> None:
+        """Store ``x`` (a copy); ``last_slot`` tells where (``None``: not kept)."""
         self.n_seen += 1
         if len(self._items) < self.size:
             self._items.append(dict(x))
+            self.last_slot: int | None = len(self._items) - 1
             return
-        slot = self._slot()
+        slot = self.last_slot = self._slot()
         if slot is not None:
             self._items[slot] = dict(x)
 

@@ -107,7 +107,7 @@ function upsertChart(id, parent, title, key, makeOpts, data) {
     const opts = makeOpts(chartWidth(box));
     u = new uPlot(opts, data, box);
     u._key = key;
-    // band edges (±se) are series too: keep them out of the legend
+    // band edges (the 95% interval) are series too: keep them out of the legend
     const bandLabels = new Set(opts.series.filter((sr) => sr.band).map((sr) => sr.label));
     u.root.querySelectorAll(".u-legend .u-series").forEach((row) => {
       const label = row.querySelector(".u-label");
@@ -149,6 +149,9 @@ function changeMarkers(getChanges) {
   };
 }
 
+// bands and ± show 95% intervals: value ± 1.96 standard errors (explanation/v2 stderr, iPDP se)
+const Z95 = 1.96;
+
 function renderImportance(v) {
   const parent = $("#importance");
   for (const ex of orderExplainers(v.explainers)) {
@@ -156,8 +159,8 @@ function renderImportance(v) {
     const tables = feats.map((f) => {
       const s = v.series[ex][f];
       const cols = [s.x, s.y];
-      if (s.se) cols.push(s.y.map((y, i) => (y === null || s.se[i] === null) ? null : y + s.se[i]),
-                          s.y.map((y, i) => (y === null || s.se[i] === null) ? null : y - s.se[i]));
+      if (s.se) cols.push(s.y.map((y, i) => (y === null || s.se[i] === null) ? null : y + Z95 * s.se[i]),
+                          s.y.map((y, i) => (y === null || s.se[i] === null) ? null : y - Z95 * s.se[i]));
       return cols;
     });
     if (!tables.length) continue;
@@ -171,8 +174,8 @@ function renderImportance(v) {
         series.push({ label: f, stroke: colorOf(f), width: 1.5, spanGaps: true });
         if (withSe[i]) {
           const main = series.length - 1;
-          series.push({ label: f + " +se", stroke: "transparent", spanGaps: true, band: true },
-                      { label: f + " −se", stroke: "transparent", spanGaps: true, band: true });
+          series.push({ label: f + " +95%", stroke: "transparent", spanGaps: true, band: true },
+                      { label: f + " −95%", stroke: "transparent", spanGaps: true, band: true });
           bands.push({ series: [main + 1, main + 2], fill: colorOf(f) + "33" });
         }
       });
@@ -198,7 +201,7 @@ function renderRanking(v) {
     return `<div class="rank-group" data-explainer="${esc(ex)}"><b>${esc(ex)}</b>` + rows.map((r) =>
       `<div class="rank-row" data-feature="${esc(r.feature)}"><span class="name">${esc(r.feature)}</span>` +
       `<span class="bar${r.value < 0 ? " neg" : ""}" style="width:${(160 * Math.abs(r.value) / top).toFixed(1)}px"></span>` +
-      `<span class="rank-value">${fmt(r.value)}${r.stderr !== null && r.stderr !== undefined ? " ± " + fmt(r.stderr) : ""}</span></div>`
+      `<span class="rank-value">${fmt(r.value)}${r.stderr !== null && r.stderr !== undefined ? " ± " + fmt(Z95 * r.stderr) : ""}</span></div>`
     ).join("") + "</div>";
   }).join("");
   $("#ranking").innerHTML = html || '<span class="muted">no explanations yet</span>';
@@ -227,14 +230,14 @@ function renderPdp(v) {
     const then = (v.curves_at_change || {})[f];
     const tables = [[c.grid, c.pd]];
     const labels = ["now (seq " + c.seq + ")"];
-    if (c.se) { tables.push([c.grid, c.pd.map((y, i) => y + c.se[i])], [c.grid, c.pd.map((y, i) => y - c.se[i])]); }
+    if (c.se) { tables.push([c.grid, c.pd.map((y, i) => y + Z95 * c.se[i])], [c.grid, c.pd.map((y, i) => y - Z95 * c.se[i])]); }
     if (then) { tables.push([then.grid, then.pd]); labels.push("at change (seq " + then.seq + ")"); }
     const data = uPlot.join(tables.map((t) => sortByX(t)));
     upsertChart("pdp-" + f, parent, f, (c.se ? "se" : "") + (then ? "then" : ""), (w) => {
       const series = [{ label: f }, { label: "now", stroke: colorOf(f), width: 2 }];
       const bands = [];
       if (c.se) {
-        series.push({ label: "+se", stroke: "transparent", band: true }, { label: "−se", stroke: "transparent", band: true });
+        series.push({ label: "+95%", stroke: "transparent", band: true }, { label: "−95%", stroke: "transparent", band: true });
         bands.push({ series: [2, 3], fill: colorOf(f) + "33" });
       }
       if (then) series.push({ label: "at change", stroke: colorOf(f), width: 1.5, dash: [5, 4], spanGaps: true });

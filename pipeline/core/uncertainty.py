@@ -1,0 +1,313 @@
+"""Standard errors of exponentially smoothed estimates whose increments reuse a reservoir.
+
+Every explainer publishes ``phi_t = sum_s w_s Delta_s``: an exponential smoothing of
+per-event increments ``Delta_s`` (weights ``w_s = a (1 - a)^(t - s)``, the first increment
+weighted ``(1 - a)^(t - t0)`` when the smoothing starts at it). :class:`SmoothedStderr`
+tracks, per feature, what its standard error needs:
+
+- ``W2 = sum_s w_s^2``, exactly, by ``W2 <- (1 - a)^2 W2 + a^2`` (``a / (2 - a)`` in the
+  stationary limit: the factor of Theorem 3.2 of the iSAGE paper, Theorem 3.4 of iPDP);
+- the variance ``sigma^2`` of the increments, exponentially weighted at rate ``a`` (weights
+  ``(1 - a)^age``, normalised, with the small-sample correction of a weighted variance), so
+  it follows the current model as ``phi`` does.
+
+If the increments were independent, ``Var[phi_t] = W2 sigma^2``. They are not, when every
+increment draws its ``m`` donors (iPFI's perturbation values, iSAGE's imputations) from a
+reservoir of ``L`` stored observations that changes one slot per stored event: the mean
+increment given the reservoir, ``mu(R)``, is then itself random, with variance about
+``m^2 zeta / L``, where ``zeta`` is the covariance of two increments that share one donor;
+and since each slot survives about ``L`` events, ``mu(R_t)`` is correlated over time like an
+AR(1) process with ``rho = (1 - q)^u`` (``u`` stored events per explained event, ``q`` the
+probability that a stored event replaces a given slot: ``1/L`` for the geometric reservoir,
+``1/n`` for the uniform one after ``n`` events -- it freezes, and its floor stays). Summing
+the smoothed AR(1) covariances gives
+
+    Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho)),   c = 1 - a,
+
+about ``W2 (sigma^2 + 2 m^2 zeta / (1 + a L))``: a correction that matters when ``a L`` is
+small and donors carry much of the increment's variation; as ``a -> 0`` it tends to
+``m^2 zeta / L``, the variance floor of order ``1 / L`` that no ``a`` removes (the iPFI paper's
+``O(p)``, ``p = 1/L``). One more covariance: an explained event is stored and later serves as
+a donor, so its own increment and the increments that draw it share that observation (in
+two roles). Each increment has ``m`` donors, each from one earlier event, which adds
+``W2 * 2 m zeta'`` with ``zeta'`` that covariance per donor use (lags are about ``L`` events,
+short against ``1 / a``). So
+
+    Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho) + 2 m zeta'). ``zeta`` is estimated from the
+increments themselves: each slot keeps, per feature, the sum and count of the increments
+that used its current observation; a new increment adds its product with that sum to an
+exponentially weighted pair sum (with the sums of either element), and ``zeta`` is the
+covariance over those pairs, centred on their own means (centring on the smoothed mean would
+tie the correction to the estimate's own error). A slot
+whose observation was replaced (neither the same object nor equal to it) starts afresh.
+``zeta'`` likewise: the explainer tells (:meth:`SmoothedStderr.stored`) where it stored each
+event and with which increments, and later uses of that slot add their products with them.
+The pair statistics are noisy (``zeta`` is small against ``sigma^2``), so they forget 32 times
+more slowly than the estimate, and they are not clipped at 0 (clipping a noisy unbiased
+estimate biases it upwards); only the total correction is floored, at ``-3/4 sigma^2`` (the
+standard error never falls below half the independent-increment one). To keep the per-event
+cost small, only every fourth slot is watched (slots are
+exchangeable, so this is unbiased; it counts a quarter of the pairs), and increments are
+buffered and folded into the moments with numpy every 64 events. Queries change nothing, so
+results never depend on when (or whether) standard errors were asked for -- a replay that
+reports at other events gives the same values. ``L`` is the reservoir's current length.
+
+What the bounds do not cover: the smoothing's start-up bias (``(1 - a)^n phi`` for a zero
+start: publish after ``n >= 5 / a``), drift (the bound is for the current model's value
+under stationarity), and any bias of the estimator itself (iSAGE with cross-entropy: see
+``jensen_gap``).
+
+>>> import random
+>>> se = SmoothedStderr(["a"], alpha=0.01, start="zero")
+>>> gen = random.Random(0)
+>>> for _ in range(5000):
+...     se.add_increments([gen.gauss(0.0, 2.0)])
+>>> round(se.stderr("a"), 2), round(2.0 * (0.01 / 1.99) ** 0.5, 2)  # sigma sqrt(a / (2 - a))
+(0.14, 0.14)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .base import Component
+
+__all__ = ["SmoothedStderr"]
+
+STARTS = ("zero", "first")
+_BUFFER = 64  # increments folded into the running moments every this many events
+_EVERY_SLOT = 4  # the reuse statistic watches the slots whose index is a multiple of this
+_PAIRS_SLOWER = 32  # the reuse statistics forget this many times more slowly than the estimate
+
+
+class SmoothedStderr(Component):
+    """Running variance of per-feature increments and the standard error of their smoothing.
+
+    ``features`` in the order increments are given; ``alpha`` the smoothing rate of the
+    estimate; ``start="zero"`` for ``phi_0 = 0`` (iSAGE, iPDP before debiasing) or
+    ``"first"`` for ``phi_t0 = Delta_t0`` (iPFI). Call :meth:`add_increments` once per
+    explained event (one increment per feature, in order) and, when the increments drew
+    donors from a reservoir, :meth:`add_donors` for the slots they used.
+    """
+
+    def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):
+        if start not in STARTS:
+            raise ValueError(f"start={start!r} is not one of {STARTS}")
+        if not 0.0 < alpha <= 1.0:
+            raise ValueError(f"alpha={alpha} must be in (0, 1]")
+        self.features = features
+        self.alpha = alpha
+        self.start = start
+        self._reset()
+
+    def _reset(self) -> None:
+        self._names = list(self.features)
+        self._index = {f: i for i, f in enumerate(self._names)}
+        d = len(self._names)
+        self.n = 0
+        # exponentially weighted sums of 1, x, x^2 (weights (1 - a)^age) and of the squared
+        # weights; increments wait in a buffer and are folded in blocks
+        self._mom = np.zeros((3, d))
+        self._w2sum = 0.0
+        self._buffer: list[Sequence[float]] = []
+        # reservoir reuse, on the slots whose index is a multiple of _EVERY_SLOT: the stored
+        # observation of each, and per feature the count and sum of the increments that used it
+        # slot -> [observation, counts per feature, sums per feature, own increments or None]
+        self._slots: dict[int, list[Any]] = {}
+        # pairs of increments that drew the same observation: sums of products, of the later
+        # and of the earlier element, and the count (all exponentially weighted)
+        self._pairs = [[0.0] * d for _ in range(4)]
+        # an observation's own increments (when it was explained before being stored), and
+        # the same four sums over pairs (later increment that drew it, its own increment);
+        # and the count of uses of watched slots
+        self._owns = [[0.0] * d for _ in range(4)]
+        self._uses = [0.0] * d
+        self._donors = 0  # m: donors per increment
+        self._size = 0  # L: reservoir length at the last event
+        self._updates = 1.0  # u: stored events per explained event
+        self._replace = 0.0  # probability that a stored event replaces a given slot
+
+    # updates --------------------------------------------------------------------
+    def add_increments(self, deltas: Sequence[float]) -> None:
+        """One explained event: the increment of every feature, in ``features`` order
+        (copied: the caller may reuse its list)."""
+        if len(self._buffer) >= _BUFFER:  # before appending: add_donors may follow
+            self._flush()
+        self.n += 1
+        self._buffer.append(tuple(deltas))
+
+    def _flush(self) -> None:
+        buf = self._buffer
+        if not buf:
+            return
+        x = np.array(buf, dtype=float)
+        b = len(buf)
+        c = 1.0 - self.alpha
+        w = c ** np.arange(b - 1, -1, -1)  # the newest increment has weight 1
+        cb = c**b
+        mom = self._mom
+        mom *= cb
+        mom[0] += w.sum()
+        mom[1] += w @ x
+        mom[2] += w @ (x * x)
+        self._w2sum = cb * cb * self._w2sum + float((w * w).sum())
+        slow = (1.0 - self.alpha / _PAIRS_SLOWER) ** b
+        self._pairs = [[v * slow for v in row] for row in self._pairs]
+        self._owns = [[v * slow for v in row] for row in self._owns]
+        self._uses = [v * slow for v in self._uses]
+        self._buffer = []
+
+    def add_donors(
+        self, items: Sequence[Any], slots: Sequence[Any], deltas: Sequence[float],
+        updates: float = 1.0, replace_rate: float | None = None, per_feature: bool = False,
+    ) -> None:
+        """The increments ``deltas`` (feature order) of this event used the stored
+        observations ``items[k]``: ``slots`` lists the ``k`` shared by all features (iSAGE's
+        ``m`` donors), or, with ``per_feature``, one ``k`` (or one list of ``k``) per feature
+        (iPFI's ``M`` draws per feature).
+        ``updates``: stored events per explained event (1 without a budget);
+        ``replace_rate``: the probability that a stored event replaces a given slot (``1/L``
+        for a geometric reservoir, the default; ``1/n`` for a full uniform one)."""
+        self._size = len(items)
+        self._updates = updates
+        self._replace = 1.0 / len(items) if replace_rate is None else replace_rate
+        use = self._use
+        if not per_feature:
+            self._donors = len(slots)
+            for k in slots:
+                if not k % _EVERY_SLOT:
+                    use(k, items[k], deltas, range(len(deltas)))
+        elif slots and isinstance(slots[0], int):
+            self._donors = 1
+            for i, k in enumerate(slots):
+                if not k % _EVERY_SLOT:
+                    use(k, items[k], deltas, (i,))
+        else:
+            self._donors = len(slots[0]) if slots else 0
+            for i, ks in enumerate(slots):
+                for k in ks:
+                    if not k % _EVERY_SLOT:
+                        use(k, items[k], deltas, (i,))
+
+    def stored(self, slot: int | None, items: Sequence[Any], deltas: Sequence[float] | None) -> None:
+        """The event just explained (increments ``deltas``, or ``None`` if it was only
+        observed) was stored in ``items[slot]`` (``slot`` ``None``: not stored)."""
+        if slot is None or slot % _EVERY_SLOT:
+            return
+        d = len(self._names)
+        self._slots[slot] = [items[slot], [0] * d, [0.0] * d, None if deltas is None else tuple(deltas)]
+
+    def _use(self, k: int, item: Any, deltas: Sequence[float], feats: Sequence[int]) -> None:
+        st = self._slots.get(k)
+        if st is None or (st[0] is not item and st[0] != item):  # an observation not seen stored
+            d = len(self._names)
+            st = self._slots[k] = [item, [0] * d, [0.0] * d, None]
+        _, cnt, tot, own = st
+        pxy, px, py, pn = self._pairs
+        uses = self._uses
+        for i in feats:
+            x = deltas[i]
+            c = cnt[i]
+            if c:  # pairs with the earlier users of this observation
+                pxy[i] += x * tot[i]
+                px[i] += x * c
+                py[i] += tot[i]
+                pn[i] += c
+            tot[i] += x
+            cnt[i] = c + 1
+            uses[i] += 1.0
+        if own is not None:  # the pairs with the observation's own event
+            oxy, ox, oy, on = self._owns
+            for i in feats:
+                x = deltas[i]
+                oxy[i] += x * own[i]
+                ox[i] += x
+                oy[i] += own[i]
+                on[i] += 1.0
+
+    # results --------------------------------------------------------------------
+    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of the increments, the buffer included (nothing is changed:
+        a query never alters later results)."""
+        d = len(self._names)
+        mom = self._mom.copy()
+        w2sum = self._w2sum
+        if self._buffer:
+            x = np.array(self._buffer, dtype=float)
+            b = len(x)
+            c = 1.0 - self.alpha
+            w = c ** np.arange(b - 1, -1, -1)
+            cb = c**b
+            mom *= cb
+            mom[0] += w.sum()
+            mom[1] += w @ x
+            mom[2] += w @ (x * x)
+            w2sum = cb * cb * w2sum + float((w * w).sum())
+        w0 = mom[0]
+        if not w0.any():
+            return np.zeros(d), np.zeros(d)
+        mean = mom[1] / w0
+        var = np.maximum(mom[2] / w0 - mean * mean, 0.0)
+        w0s = float(w0[0])
+        n_eff = w0s * w0s / w2sum if w2sum > 0 else 1.0
+        if n_eff > 1.0:
+            var = var * n_eff / (n_eff - 1.0)
+        return mean, var
+
+    def _weights2(self) -> float:
+        """``sum_s w_s^2`` of the smoothing after ``n`` increments."""
+        a = self.alpha
+        c2 = (1.0 - a) ** 2
+        if self.start == "zero":
+            return a / (2.0 - a) * (1.0 - c2**self.n)
+        k = self.n - 1  # the first increment has weight (1 - a)^k
+        return c2**k + a / (2.0 - a) * (1.0 - c2**k)
+
+    def increment_variance(self, feature: str) -> float:
+        """The (exponentially weighted) variance of the feature's increments."""
+        return float(self._moments()[1][self._index[feature]])
+
+    def donor_covariance(self, feature: str) -> float:
+        """``zeta``: covariance of two increments sharing one donor (0 if unknown)."""
+        return float(self._zeta()[self._index[feature]])
+
+    @staticmethod
+    def _covariance(sums: list[list[float]]) -> np.ndarray:
+        """Covariance over pairs from the sums of products, of each element, and the count."""
+        xy, x, y, n = (np.array(v) for v in sums)
+        safe = np.where(n > 0.0, n, 1.0)
+        return np.where(n > 0.0, xy / safe - (x / safe) * (y / safe), 0.0)
+
+    def _zeta(self) -> np.ndarray:
+        """``zeta``: covariance of two increments sharing a donor (centred on the pairs' own
+        means, so it does not move with the estimate's own error; not clipped)."""
+        return self._covariance(self._pairs)
+
+    def _own_cov(self) -> np.ndarray:
+        """``zeta'``: covariance of an increment with the increment of the event its donor
+        came from, per donor use (uses whose donor was never explained count as 0)."""
+        uses = np.array(self._uses)
+        share = np.where(uses > 0.0, np.array(self._owns[3]) / np.where(uses > 0.0, uses, 1.0), 0.0)
+        return share * self._covariance(self._owns)
+
+    def stderrs(self) -> dict[str, float]:
+        """Standard error of the smoothed estimate of every feature (0.0 before any increment)."""
+        if self.n == 0:
+            return dict.fromkeys(self._names, 0.0)
+        mean, var = self._moments()
+        if self._donors and self._size > 1:
+            c = 1.0 - self.alpha
+            rho = (1.0 - self._replace) ** self._updates
+            m = self._donors
+            extra = m * m * self._zeta() / self._size * 2.0 * c * rho / (1.0 - c * rho)
+            extra = extra + 2.0 * m * self._own_cov()
+            var = var + np.maximum(extra, -0.75 * var)  # a safety floor: se >= se_independent / 2
+        se = np.sqrt(self._weights2() * var)
+        return {f: float(v) for f, v in zip(self._names, se, strict=True)}
+
+    def stderr(self, feature: str) -> float:
+        """Standard error of the smoothed estimate of ``feature``."""
+        return self.stderrs()[feature]
