@@ -34,4 +34,4 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
   fi
   touch "$stamp"
 fi
-.venv/bin/python -c 'from pipeline.broker import LocalBroker; LocalBroker().ensure_jars()'
+.venv/bin/python -c 'from pipeline.local.broker import LocalBroker; LocalBroker().ensure_jars()'

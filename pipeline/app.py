@@ -12,11 +12,11 @@ import faust
 
 from agents import install_drift_agent, install_explainer_agent, install_model_agent
 
-from .checkpoints import checkpoint_store
 from .handlers import DriftHandler, ExplainHandler, ModelHandler
-from .kafka_config import TOPIC_NAMES, faust_credentials
+from .kafka.checkpoints import checkpoint_store
+from .kafka.config import TOPIC_NAMES, faust_credentials
+from .kafka.replay import PartitionHistory
 from .metrics import Metrics
-from .replay import PartitionHistory
 from .settings import Settings
 
 __all__ = ["create_app", "ROLES"]

@@ -32,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("broker", help="start, stop or inspect the local Kafka broker",
-                       description="Every option of `python -m pipeline.broker` (see `streamxai broker start --help`).")
+                       description="Every option of `python -m pipeline.local.broker` (see `streamxai broker start --help`).")
     b.add_argument("action", choices=["start", "stop", "status"], help="what to do with the broker")
     b.add_argument("options", nargs=argparse.REMAINDER,
                    help="--port, --controller-port, --data-dir, --log-file, --heap, --timeout, --sasl-users")
@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "broker":
-        from .broker import main as broker_main
+        from .local.broker import main as broker_main
 
         return broker_main([args.action, *args.options], prog="streamxai broker")
     if args.command == "worker":
@@ -165,11 +165,11 @@ def _run(args: argparse.Namespace) -> int:
 
         return getattr(commands, args.command)(args, _settings(args))
     if args.command == "demo":
-        from .demo import run_demo
+        from .local.demo import run_demo
 
         return run_demo(args, _settings(args), explicit=_explicit_settings(args))
     if args.command == "dashboard":
-        from .dashboard import run_dashboard
+        from .local.dashboard import run_dashboard
 
         run_dashboard(_settings(args), host=args.host, port=args.port, from_beginning=not args.latest)
         return 0

@@ -17,7 +17,7 @@ import orjson
 
 from schemas import ConfigError, StreamxaiError
 
-from .kafka_config import TOPIC_NAMES, confluent_config
+from .kafka.config import TOPIC_NAMES, confluent_config
 from .settings import Settings
 
 __all__ = ["produce", "tail", "plot", "last_seq", "resolve_topic", "OUTPUT_TOPICS"]
@@ -85,9 +85,9 @@ def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.
 
 
 def produce(args: argparse.Namespace, s: Settings) -> int:
-    from .demo_stream import FileReport, agrawal_events, file_events
-    from .kafka_config import ensure_topics
-    from .kafka_io import produce_events
+    from .kafka.config import ensure_topics
+    from .kafka.io import produce_events
+    from .local.demo_stream import FileReport, agrawal_events, file_events
 
     stream_id = args.stream_id or ("file" if args.source not in ("demo", "control") else args.source)
     if args.source not in ("demo", "control"):
@@ -173,7 +173,7 @@ def resolve_topic(s: Settings, name: str, timeout: float = 10.0) -> str:
 
 
 def tail(args: argparse.Namespace, s: Settings) -> int:
-    from .kafka_io import consume
+    from .kafka.io import consume
 
     topic = resolve_topic(s, args.topic)
     got = threading.Event()
@@ -217,7 +217,7 @@ def _json_line(rec: Any, meta: bool) -> str:
 
 
 def plot(args: argparse.Namespace, s: Settings) -> int:
-    from .plot import plot_view, read_stream, write_html
+    from .local.plot import plot_view, read_stream, write_html
 
     view = read_stream(s, args.stream_id, idle=args.idle)
     png = plot_view(view, args.out or f"{args.stream_id}.png")

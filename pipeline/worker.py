@@ -21,8 +21,8 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     import faust
 
     from .app import create_app
-    from .kafka_config import ensure_topics
-    from .outage import install_outage_filter
+    from .kafka.config import ensure_topics
+    from .kafka.outage import install_outage_filter
 
     created = ensure_topics(settings)
     log = logging.getLogger("streamxai")

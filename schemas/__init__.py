@@ -22,6 +22,7 @@ from .messages import (
     FeatureEvent,
     Prediction,
 )
+from .source import Source
 from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj, where
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "OversizedMessage",
     "Prediction",
     "SchemaMismatch",
+    "Source",
     "StreamxaiError",
     "b64",
     "decode",

@@ -8,8 +8,8 @@
     │   ├── FeatureMismatch       missing or unexpected features
     │   └── BadValue              NaN, infinity, or a value of the wrong type
     ├── ConfigError               settings that cannot work; the worker refuses to start
-    └── BrokerError               the local broker cannot be resolved, started or reached
-                                  (defined in pipeline.broker, next to the code that raises it)
+    └── BrokerError               no broker answers, or the local one cannot be set up or started
+                                  (defined in pipeline.kafka.config; pipeline.local.broker raises it too)
 
 Every message names the offending value and where it came from.
 """

@@ -10,25 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from schemas import DeadLetter, InvalidMessage, b64, dumps
+from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 
-from .history_cache import HistoryCache
+from ..kafka.history_cache import HistoryCache
 
 __all__ = ["Out", "Source", "dead_letter", "Recovering", "DEFAULT_DEAD_LETTER_BYTES"]
 
 log = logging.getLogger("streamxai")
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """Where a message came from: ``topic[partition]@offset``."""
-
-    topic: str
-    partition: int | None = None
-    offset: int | None = None
-
-    def __str__(self) -> str:
-        return f"{self.topic}[{self.partition}]@{self.offset}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +116,7 @@ class Recovering:
 
     @property
     def history(self) -> Any:
-        """``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.replay)."""
+        """``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)."""
         return self._history
 
     @history.setter

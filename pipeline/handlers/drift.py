@@ -109,9 +109,9 @@ class DriftHandler(Recovering):
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history=None, checkpoints=None):
         self.settings = settings
         self.metrics = metrics or Metrics()
-        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.replay)
+        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
         self.history = history
-        #: a :class:`pipeline.checkpoints.CheckpointStore`, or None
+        #: a :class:`pipeline.kafka.checkpoints.CheckpointStore`, or None
         self.checkpoints = checkpoints
         self.streams: dict[str, _StreamState] = {}
 

@@ -54,9 +54,9 @@ class ExplainHandler(Recovering):
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.clock = clock
-        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.replay)
+        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
         self.history = history
-        #: a :class:`pipeline.checkpoints.CheckpointStore`, or None
+        #: a :class:`pipeline.kafka.checkpoints.CheckpointStore`, or None
         self.checkpoints = checkpoints
         self.shedder = LagShedder(settings.max_lag_s or None)
         self.groups: dict[tuple[str, int], _GroupState] = {}

@@ -19,15 +19,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
 from pipeline_helpers import make_settings  # noqa: E402
 
-from pipeline.broker import LocalBroker  # noqa: E402
-from pipeline.demo_stream import agrawal_events  # noqa: E402
-from pipeline.kafka_config import ensure_topics  # noqa: E402
-from pipeline.kafka_io import consume, produce_events  # noqa: E402
+from pipeline.kafka.config import ensure_topics  # noqa: E402
+from pipeline.kafka.io import consume, produce_events  # noqa: E402
+from pipeline.local.broker import LocalBroker  # noqa: E402
+from pipeline.local.demo_stream import agrawal_events  # noqa: E402
+from pipeline.local.ports import free_port  # noqa: E402
 from pipeline.plan import prequential_model, stream_explainer  # noqa: E402
-from pipeline.ports import free_port  # noqa: E402
 from pipeline.worker import spawn_worker, stop_worker  # noqa: E402
 
 

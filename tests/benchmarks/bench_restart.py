@@ -26,12 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's 
 
 from pipeline_helpers import make_settings  # noqa: E402
 
-from pipeline.broker import LocalBroker  # noqa: E402
 from pipeline.handlers import DriftHandler, Source  # noqa: E402
-from pipeline.kafka_config import ensure_topics  # noqa: E402
-from pipeline.kafka_io import consume, produce_raw  # noqa: E402
-from pipeline.ports import free_ports  # noqa: E402
-from pipeline.replay import PartitionHistory  # noqa: E402
+from pipeline.kafka.config import ensure_topics  # noqa: E402
+from pipeline.kafka.io import consume, produce_raw  # noqa: E402
+from pipeline.kafka.replay import PartitionHistory  # noqa: E402
+from pipeline.local.broker import LocalBroker  # noqa: E402
+from pipeline.local.ports import free_ports  # noqa: E402
 from schemas import Explanation, dumps  # noqa: E402
 
 

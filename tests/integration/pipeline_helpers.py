@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable
 
 import orjson
 
-from pipeline.kafka_io import consume
-from pipeline.ports import free_port
+from pipeline.kafka.io import consume
+from pipeline.local.ports import free_port
 from pipeline.settings import Settings
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from pipeline.broker import BrokerError, LocalBroker
+from pipeline.local.broker import BrokerError, LocalBroker
 
 pytestmark = pytest.mark.integration
 

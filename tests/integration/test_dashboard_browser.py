@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from pipeline_helpers import make_settings
 
-from pipeline.dashboard import spawn_dashboard, wait_for_dashboard
-from pipeline.demo_stream import threshold_events
-from pipeline.kafka_config import ensure_topics
-from pipeline.kafka_io import produce_events
-from pipeline.ports import free_port
+from pipeline.kafka.config import ensure_topics
+from pipeline.kafka.io import produce_events
+from pipeline.local.dashboard import spawn_dashboard, wait_for_dashboard
+from pipeline.local.demo_stream import threshold_events
+from pipeline.local.ports import free_port
 from pipeline.worker import spawn_worker, stop_worker
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -146,7 +146,7 @@ class _Served:
 
         from aiohttp import web
 
-        from pipeline.dashboard import make_web_app
+        from pipeline.local.dashboard import make_web_app
 
         self.port = free_port("127.0.0.1")
         self.loop = asyncio.new_event_loop()
@@ -175,7 +175,7 @@ class _Served:
 
 
 def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
-    from pipeline.dashboard import DashboardState
+    from pipeline.local.dashboard import DashboardState
 
     driver = _browser()
     state = DashboardState()

@@ -12,9 +12,9 @@ import orjson
 import pytest
 from pipeline_helpers import collect, make_settings, worker_metrics
 
-from pipeline.demo_stream import agrawal_events
-from pipeline.kafka_config import ensure_topics
-from pipeline.kafka_io import produce_raw
+from pipeline.kafka.config import ensure_topics
+from pipeline.kafka.io import produce_raw
+from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import stream_explainer
 from pipeline.worker import spawn_worker, stop_worker
 from schemas import dumps
@@ -106,8 +106,8 @@ def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
     Defect 7: a 35 s outage wrote ~2,500 ERROR lines (2,989 measured for 40 s before the fix)."""
     import time
 
-    from pipeline.broker import LocalBroker
-    from pipeline.ports import free_ports
+    from pipeline.local.broker import LocalBroker
+    from pipeline.local.ports import free_ports
 
     port, controller_port = free_ports(2)
     broker = LocalBroker(port, controller_port, data_dir=tmp_path / "kafka", heap="384m", die_with_parent=True)
@@ -157,7 +157,7 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     import signal
     import time
 
-    from pipeline.ports import free_port
+    from pipeline.local.ports import free_port
 
     s = make_settings(bootstrap, str(tmp_path / "state"), explain_groups=1, explainers=["ipfi"],
                       max_lag_s=0.05, checkpoint_every=0, emit_every=5)
@@ -201,7 +201,7 @@ def test_a_dead_letter_limit_over_the_topics_limit_stops_the_worker(bootstrap, t
 
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-    from pipeline.kafka_config import confluent_config
+    from pipeline.kafka.config import confluent_config
     from schemas import ConfigError
 
     s = make_settings(bootstrap, str(tmp_path / "state"))

@@ -10,9 +10,9 @@ from pathlib import Path
 from pipeline_helpers import collect, make_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from pipeline.demo_stream import threshold_events
-from pipeline.kafka_config import ensure_topics
-from pipeline.kafka_io import produce_events, produce_raw
+from pipeline.kafka.config import ensure_topics
+from pipeline.kafka.io import produce_events, produce_raw
+from pipeline.local.demo_stream import threshold_events
 from pipeline.metrics import LABELLED
 from pipeline.worker import spawn_worker, stop_worker
 

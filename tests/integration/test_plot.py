@@ -10,8 +10,8 @@ import numpy as np
 from matplotlib import image as mpimg
 
 from pipeline.cli import main
-from pipeline.kafka_config import ensure_topics
-from pipeline.kafka_io import produce_raw
+from pipeline.kafka.config import ensure_topics
+from pipeline.kafka.io import produce_raw
 from pipeline.settings import Settings
 from schemas import Explanation, Prediction, dumps
 

@@ -21,11 +21,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaError
 from pipeline_helpers import collect, make_settings
 
-from pipeline.broker import LocalBroker, SaslUsers
-from pipeline.demo_stream import agrawal_events
-from pipeline.kafka_config import ensure_topics
-from pipeline.kafka_io import produce_events
-from pipeline.ports import free_port, free_ports
+from pipeline.kafka.config import ensure_topics
+from pipeline.kafka.io import produce_events
+from pipeline.local.broker import LocalBroker, SaslUsers
+from pipeline.local.demo_stream import agrawal_events
+from pipeline.local.ports import free_port, free_ports
 from pipeline.settings import Secret
 from pipeline.worker import settings_env, spawn_worker, stop_worker
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline import kafka_config
 from pipeline.cli import main
-from pipeline.ports import free_port
+from pipeline.kafka import config as kafka_config
+from pipeline.local.ports import free_port
 
 
 @pytest.mark.parametrize("argv", [["worker"], ["produce", "demo", "--n", "5"], ["tail", "predictions"]])
@@ -31,8 +31,8 @@ def test_the_default_wait_is_under_ten_seconds():
 
 def test_produce_refuses_a_stream_id_the_workers_would_refuse(monkeypatch):
     # `streamxai produce --stream-id "my stream"` sent events that all became dead letters
-    from pipeline import kafka_io
-    from pipeline.demo_stream import agrawal_events
+    from pipeline.kafka import io as kafka_io
+    from pipeline.local.demo_stream import agrawal_events
     from pipeline.settings import Settings
     from schemas import SchemaMismatch
 

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from pipeline.broker import BrokerError, LocalBroker, SaslUsers
+from pipeline.local.broker import BrokerError, LocalBroker, SaslUsers
 from pipeline.settings import Secret
 
 

@@ -10,9 +10,9 @@ import pickle
 import orjson
 import pytest
 
-from pipeline.checkpoints import CheckpointStore, checkpoint_secret, checkpoint_store
-from pipeline.demo_stream import agrawal_events
 from pipeline.handlers import ExplainHandler, ModelHandler, Source
+from pipeline.kafka.checkpoints import CheckpointStore, checkpoint_secret, checkpoint_store
+from pipeline.local.demo_stream import agrawal_events
 from pipeline.settings import Secret, Settings
 from schemas import ConfigError, dumps
 

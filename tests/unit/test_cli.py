@@ -6,8 +6,8 @@ import math
 import pytest
 
 from pipeline.cli import _explicit_settings, _parser, main
-from pipeline.demo import demo_overrides
-from pipeline.demo_stream import FileReport, file_events
+from pipeline.local.demo import demo_overrides
+from pipeline.local.demo_stream import FileReport, file_events
 from pipeline.settings import Settings
 from schemas import ConfigError
 
@@ -151,7 +151,7 @@ def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, mo
 
 
 def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path):
-    from pipeline.ports import free_ports
+    from pipeline.local.ports import free_ports
 
     port, cport = free_ports(2)
     users = tmp_path / "users.toml"

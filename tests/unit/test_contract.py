@@ -60,7 +60,7 @@ from pipeline.core.storage.frequency import category_key
 from pipeline.core.storage.reservoir import _Reservoir
 from pipeline.core.stream import StreamExplainer
 from pipeline.core.uncertainty import SmoothedStderr
-from pipeline.demo_stream import agrawal_events
+from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import prequential_model, stream_explainer
 from pipeline.settings import Settings
 from schemas import dumps_obj

@@ -9,7 +9,7 @@ from collections import deque
 import orjson
 from aiohttp.test_utils import TestClient, TestServer
 
-from pipeline.dashboard import DashboardState, Trajectory, make_web_app
+from pipeline.local.dashboard import DashboardState, Trajectory, make_web_app
 
 
 def test_trajectory_memory_is_bounded_and_keeps_the_span():

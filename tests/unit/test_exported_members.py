@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 PACKAGES = ["schemas", "agents", "pipeline.handlers", "pipeline.core.storage", "pipeline.core.explainers",
-            "pipeline.dashboard"]
+            "pipeline.local.dashboard"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

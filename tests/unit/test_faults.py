@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import orjson
 
-from pipeline.checkpoints import CheckpointStore
-from pipeline.demo_stream import agrawal_events
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from pipeline.kafka.checkpoints import CheckpointStore
+from pipeline.local.demo_stream import agrawal_events
 from pipeline.settings import Settings
 from schemas import dumps
 
@@ -36,7 +36,7 @@ def preds(outs):
 
 
 class FakeLog:
-    """One topic partition in memory; ``history`` is what pipeline.replay reads from Kafka."""
+    """One topic partition in memory; ``history`` is what pipeline.kafka.replay reads from Kafka."""
 
     def __init__(self):
         self.parts: dict[tuple[str, int], list] = {}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from pipeline.demo_stream import agrawal_events
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import stream_explainer
 from pipeline.settings import Settings
 from schemas import dumps
@@ -118,7 +118,7 @@ def test_model_handler_rebuilds_the_model_and_drops_duplicates():
 
 
 def test_checkpoint_plus_short_replay_is_exact(tmp_path):
-    from pipeline.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import CheckpointStore
 
     s = settings(checkpoint_every=20)
     events = list(agrawal_events("c", 150, seed=5))
@@ -135,7 +135,7 @@ def test_checkpoint_plus_short_replay_is_exact(tmp_path):
 
 
 def test_model_checkpoint_restores_the_model(tmp_path):
-    from pipeline.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import CheckpointStore
 
     s = settings(checkpoint_every=25)
     events = list(agrawal_events("mc", 100, seed=6))
@@ -207,7 +207,7 @@ def drift_outputs(handler_for, log):
 
 @pytest.mark.parametrize("checkpoint_every", [0, 150])
 def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, checkpoint_every):
-    from pipeline.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import CheckpointStore
 
     s = drift_settings(checkpoint_every=checkpoint_every)
     log = explanation_log(s)
@@ -304,7 +304,7 @@ def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
 
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["full-replay", "checkpoint+replay"])
 def test_increment_blocks_and_model_loss_survive_a_restart_exactly(tmp_path, checkpoint):
-    from pipeline.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import CheckpointStore
 
     s = settings(checkpoint_every=20 if checkpoint else 0, explain_groups=2)
     events = list(agrawal_events("k", 150, seed=6))

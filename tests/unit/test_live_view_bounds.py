@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from pipeline.kafka_io import Record
-from pipeline.live_view import LiveView
+from pipeline.kafka.io import Record
+from pipeline.local.live_view import LiveView
 from schemas import Explanation, dumps
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from pipeline.outage import OutageLogFilter
+from pipeline.kafka.outage import OutageLogFilter
 
 # the client's lines during a measured 40 s outage, with how often each came
 MEASURED = [

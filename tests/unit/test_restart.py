@@ -121,7 +121,7 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
 
 
 def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_path):
-    from pipeline.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import CheckpointStore
 
     s = Settings(emit_every=5, drift_warmup=10, checkpoint_every=40)
     log = series_log()
@@ -173,8 +173,8 @@ def test_a_partition_given_back_after_a_gap_is_read_again():
 def test_a_partition_back_from_another_worker_rebuilds_its_stale_states():
     """Before, a stream model kept here while another worker learned events 100..149 went on
     at 150 as if they had never happened: its predictions silently diverged."""
-    from pipeline.demo_stream import agrawal_events
     from pipeline.handlers import ModelHandler
+    from pipeline.local.demo_stream import agrawal_events
 
     s = Settings(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 20})
     items = [(b"m", dumps(e)) for e in agrawal_events("m", 200, seed=7)]

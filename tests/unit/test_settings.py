@@ -5,7 +5,7 @@ import pickle
 
 import pytest
 
-from pipeline.kafka_config import confluent_config
+from pipeline.kafka.config import confluent_config
 from pipeline.settings import Secret, Settings, load_settings, settings_help
 from pipeline.worker import settings_env
 from schemas import ConfigError

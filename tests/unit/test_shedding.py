@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import orjson
 
-from pipeline.demo_stream import agrawal_events
 from pipeline.handlers import ExplainHandler, ModelHandler, Source
+from pipeline.local.demo_stream import agrawal_events
 from pipeline.metrics import Metrics
 from pipeline.settings import Settings
 from schemas import dumps

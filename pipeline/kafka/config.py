@@ -15,17 +15,22 @@ import ssl
 import time
 from typing import Any
 
-from schemas import ConfigError
+from schemas import ConfigError, StreamxaiError
 
-from .settings import Settings
+from ..settings import Settings
 
-__all__ = ["confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
+__all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
            "BROKER_CHECK_TIMEOUT_S"]
 
 #: how long a command waits for the broker before it gives up with a one-line error
 BROKER_CHECK_TIMEOUT_S = 8.0
 #: a record batch's headers on top of a dead letter's key and value (Kafka counts both)
 _RECORD_OVERHEAD = 1024
+
+class BrokerError(StreamxaiError, RuntimeError):
+    """No broker answers, it refuses the credentials, or the local one cannot be set up, started or
+    stopped; the message says what to do."""
+
 
 TOPIC_NAMES = ("features", "predictions", "explain-tasks", "explain-decisions", "explanations", "drift-events",
                "change-episodes", "dead-letters")
@@ -76,18 +81,16 @@ def faust_credentials(s: Settings) -> Any:
 
 def check_broker(s: Settings, timeout: float = BROKER_CHECK_TIMEOUT_S) -> None:
     """Return once a broker at ``bootstrap_servers`` answers; else raise a one-line
-    :class:`~pipeline.broker.BrokerError` within ``timeout`` s saying what to do.
+    :class:`~pipeline.kafka.config.BrokerError` within ``timeout`` s saying what to do.
 
-    >>> from pipeline.ports import free_port
+    >>> from pipeline.local.ports import free_port
     >>> check_broker(Settings(bootstrap_servers=f"127.0.0.1:{free_port()}"), timeout=0.5)
     Traceback (most recent call last):
     ...
-    pipeline.broker.BrokerError: no Kafka broker answered at 127.0.0.1:... within 0.5 s (...); start the local one with `streamxai broker start`, or set bootstrap_servers (--bootstrap, STREAMXAI_BOOTSTRAP_SERVERS) to yours
+    pipeline.kafka.config.BrokerError: no Kafka broker answered at 127.0.0.1:... within 0.5 s (...); start the local one with `streamxai broker start`, or set bootstrap_servers (--bootstrap, STREAMXAI_BOOTSTRAP_SERVERS) to yours
     """
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient
-
-    from .broker import BrokerError
 
     # log_level 0: the client's own per-retry lines would bury the one line that matters.
     # A refused login reaches error_cb (served by poll), while list_topics only sees a lost

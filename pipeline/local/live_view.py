@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from .kafka_io import Record
+from ..kafka.io import Record
 
 __all__ = ["LiveView"]
 

@@ -2,7 +2,7 @@
 
 A checkpoint holds the state after the message at ``topic[partition]@offset``. A worker
 that finds a key without state restores the newest checkpoint *before* the message it is
-processing and replays only the key's messages after that offset (``pipeline/replay.py``);
+processing and replays only the key's messages after that offset (``pipeline/kafka/replay.py``);
 without one (another host, none written yet, or refused) it replays the key's whole history.
 
 Safety:
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 import pickle
 import secrets
@@ -53,11 +54,11 @@ from typing import Any
 
 import orjson
 
-from schemas import ConfigError
-
-from .handlers.common import Source, log
+from schemas import ConfigError, Source
 
 __all__ = ["CheckpointStore", "checkpoint_secret", "checkpoint_store"]
+
+log = logging.getLogger("streamxai")
 
 _MAGIC = b"streamxai-checkpoint/v2\n"
 _KEY_FILE = "checkpoint.key"
@@ -67,7 +68,7 @@ _MIN_SECRET = 16
 class CheckpointStore:
     """Checkpoints of per-key handler state under ``directory``, authenticated with ``secret``.
 
-    Subclasses keep the sealed bytes elsewhere (:class:`pipeline.kafka_checkpoints.KafkaCheckpointStore`
+    Subclasses keep the sealed bytes elsewhere (:class:`pipeline.kafka.checkpoint_topic.KafkaCheckpointStore`
     on a compacted topic) by overriding :meth:`_write` and :meth:`_candidates`.
     """
 
@@ -204,11 +205,11 @@ def checkpoint_store(settings: Any) -> CheckpointStore | None:
     """The store a worker uses (None when ``checkpoint_every`` is 0: no checkpoints written or
     read): ``state_dir/checkpoints`` authenticated by :func:`checkpoint_secret`, or with
     ``checkpoint_store = "kafka"`` the compacted topic ``<prefix>checkpoints``
-    (:mod:`pipeline.kafka_checkpoints`), authenticated by ``checkpoint_key``."""
+    (:mod:`pipeline.kafka.checkpoint_topic`), authenticated by ``checkpoint_key``."""
     if settings.checkpoint_every == 0:
         return None
     if settings.checkpoint_store == "kafka":
-        from .kafka_checkpoints import KafkaCheckpointStore, ensure_checkpoint_topic
+        from .checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 
         if not settings.checkpoint_key.reveal():
             raise ConfigError("checkpoint_store = kafka needs checkpoint_key (the same on every worker, "

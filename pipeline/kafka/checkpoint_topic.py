@@ -1,15 +1,15 @@
 """Checkpoints on a compacted Kafka topic, so a worker on any host resumes from them.
 
-Local-disk checkpoints (:class:`~pipeline.checkpoints.CheckpointStore`) help only a worker
+Local-disk checkpoints (:class:`~pipeline.kafka.checkpoints.CheckpointStore`) help only a worker
 on the same host; a worker elsewhere that takes over a partition replays the key's whole
 history. With ``checkpoint_store = "kafka"`` the same sealed bytes (HMAC-SHA256 over header
-and pickle, see :mod:`pipeline.checkpoints`) go to the topic ``<prefix>checkpoints``, with
+and pickle, see :mod:`pipeline.kafka.checkpoints`) go to the topic ``<prefix>checkpoints``, with
 ``cleanup.policy=compact``: Kafka keeps the newest record per record key, and a worker that
 meets a key without state reads its checkpoint from there.
 
 Record keys are ``kind/sha256(key)/slot``: each key alternates between two slots, so the
 two newest checkpoints survive compaction (a worker restores only one *before* the message it
-resumes at; see :mod:`pipeline.checkpoints`). Both slots of a key go to the same partition,
+resumes at; see :mod:`pipeline.kafka.checkpoints`). Both slots of a key go to the same partition,
 so their offsets tell which is newer. The store keeps an index record key →
 (partition, offset), caught up from the topic's end on every look-up, and fetches only the
 records it needs. Every worker must share ``checkpoint_key``.
@@ -18,17 +18,19 @@ records it needs. Every worker must share ``checkpoint_key``.
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 import uuid
 import zlib
 from typing import Any
 
+from ..settings import Settings
 from .checkpoints import CheckpointStore
-from .handlers.common import log
-from .kafka_config import confluent_config
-from .settings import Settings
+from .config import confluent_config
 
 __all__ = ["KafkaCheckpointStore", "CHECKPOINT_TOPIC", "CHECKPOINT_TOPIC_CONFIG", "ensure_checkpoint_topic"]
+
+log = logging.getLogger("streamxai")
 
 CHECKPOINT_TOPIC = "checkpoints"
 #: compacted; large records (a forest pickles to megabytes)
@@ -42,7 +44,7 @@ CHECKPOINT_TOPIC_CONFIG = {
 
 
 class KafkaCheckpointStore(CheckpointStore):
-    """:class:`~pipeline.checkpoints.CheckpointStore` whose records live on a compacted topic.
+    """:class:`~pipeline.kafka.checkpoints.CheckpointStore` whose records live on a compacted topic.
 
     ``save`` produces and waits for the broker's acknowledgement; ``load`` catches the index up
     to the topic's current end (the records other workers wrote), then fetches the key's two

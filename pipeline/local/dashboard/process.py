@@ -9,8 +9,8 @@ import time
 import urllib.error
 import urllib.request
 
-from ..settings import Settings
-from ..worker import settings_env
+from ...settings import Settings
+from ...worker import settings_env
 
 __all__ = ["spawn_dashboard", "wait_for_dashboard"]
 

@@ -24,7 +24,7 @@ from river.datasets import synth
 
 from schemas import ConfigError, FeatureEvent
 
-from .settings import AGRAWAL_FEATURES  # noqa: F401  (used by the doctest)
+from ..settings import AGRAWAL_FEATURES  # noqa: F401  (used by the doctest)
 
 __all__ = ["agrawal_events", "threshold_events", "file_events", "FileReport", "DemoPlan"]
 

@@ -28,8 +28,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..kafka_config import confluent_config
-from ..settings import Settings
+from ...kafka.config import confluent_config
+from ...settings import Settings
 from .state import DashboardState
 
 __all__ = ["DashboardConsumer", "make_web_app", "run_dashboard", "TOPICS"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
-from .kafka_config import confluent_config
-from .settings import Settings
+from ..settings import Settings
+from .config import confluent_config
 
 __all__ = ["PartitionHistory"]
 

@@ -6,7 +6,7 @@ stream (vertical lines at change events, labelled with the series that changed),
 rolling loss, and the iPDP curves now (solid) and at the last change (dashed), with a
 ±stderr band where the messages carry one.
 
->>> from pipeline.dashboard import DashboardState
+>>> from pipeline.local.dashboard import DashboardState
 >>> st = DashboardState()
 >>> for seq in range(0, 100, 10):
 ...     st.add("explanations", {"stream_id": "s", "explainer": "ipfi", "feature": "a",
@@ -27,8 +27,8 @@ from typing import Any
 
 from schemas import StreamxaiError
 
+from ..settings import Settings
 from .dashboard.state import DashboardState
-from .settings import Settings
 
 __all__ = ["read_stream", "plot_view", "write_html", "ORDER"]
 
@@ -39,8 +39,8 @@ NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of 
 def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int = 2000) -> dict[str, Any]:
     """Everything the topics hold about ``stream_id`` (read from the beginning until ``idle``
     seconds pass without a message), as a dashboard view."""
+    from ..kafka.io import consume
     from .dashboard.server import TOPICS
-    from .kafka_io import consume
 
     state = DashboardState(max_points=max_points)
     n = len(s.topic_prefix)
@@ -67,7 +67,7 @@ def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int 
 def _exists(s: Settings, topic: str) -> bool:
     from confluent_kafka.admin import AdminClient
 
-    from .kafka_config import confluent_config
+    from ..kafka.config import confluent_config
 
     return topic in AdminClient(confluent_config(s)).list_topics(timeout=10).topics
 

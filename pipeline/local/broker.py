@@ -14,9 +14,9 @@ Everything the broker owns lives in one directory (``data_dir``)::
 
 Command line (``deploy/broker.sh`` is the same)::
 
-    python -m pipeline.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
-    python -m pipeline.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
-    python -m pipeline.broker stop   [--data-dir D]
+    python -m pipeline.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
+    python -m pipeline.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
+    python -m pipeline.local.broker stop   [--data-dir D]
 
 With ``sasl=SaslUsers(...)`` (``--sasl-users FILE``) the broker accepts only authenticated
 clients (SASL_PLAINTEXT with SCRAM-SHA-512 on the client listener, SASL/PLAIN between broker
@@ -52,13 +52,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schemas.errors import StreamxaiError
-
-from .settings import Secret
+from ..kafka.config import BrokerError
+from ..settings import Secret
 
 __all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "main"]
 
-_REPO = Path(__file__).resolve().parent.parent
+_REPO = Path(__file__).resolve().parents[2]
 _DEPLOY = _REPO / "deploy"
 #: Jars that must be present for the broker to start; checked by ``ensure_jars``.
 _REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "log4j-core-", "log4j-slf4j")
@@ -68,10 +67,6 @@ _JVM_FLAGS = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemory
 _PROBE_LOGGER = logging.getLogger("streamxai.broker.probe")
 _PROBE_LOGGER.addHandler(logging.NullHandler())
 _PROBE_LOGGER.propagate = False
-
-
-class BrokerError(StreamxaiError, RuntimeError):
-    """The local broker cannot be set up, started or stopped; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -346,7 +341,7 @@ class LocalBroker:
         """The ``server.properties`` text for this broker (with ``sasl``, it holds the admin
         password: the file is written readable by its owner only)."""
         lines = [
-            "# Written by pipeline/broker.py (LocalBroker); rewritten at every start.",
+            "# Written by pipeline/local/broker.py (LocalBroker); rewritten at every start.",
             "# Single combined broker + KRaft controller for local runs and tests.",
             "process.roles=broker,controller",
             "node.id=1",
@@ -687,8 +682,8 @@ class LocalBroker:
             return True
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.broker") -> int:
-    """``python -m pipeline.broker start|stop|status``; returns the exit code.
+def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.local.broker") -> int:
+    """``python -m pipeline.local.broker start|stop|status``; returns the exit code.
 
     Exit codes: 0 done (``status``: running and ready), 1 error, 3 ``status``: not running or
     not answering.

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import orjson
 
+from ..kafka.config import confluent_config, ensure_topics
+from ..kafka.io import consume, produce_events
+from ..settings import Settings
+from ..worker import spawn_worker, stop_worker
 from .demo_stream import DemoPlan, agrawal_events
-from .kafka_config import confluent_config, ensure_topics
-from .kafka_io import consume, produce_events
 from .live_view import LiveView
 from .ports import _bindable, free_port
-from .settings import Settings
-from .worker import spawn_worker, stop_worker
 
 __all__ = ["run_demo", "demo_settings", "demo_plan", "demo_overrides"]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from schemas import FeatureEvent, dumps
 from schemas.features import check_stream_id
 
-from .kafka_config import check_broker, confluent_config
-from .settings import Settings
+from ..settings import Settings
+from .config import check_broker, confluent_config
 
 __all__ = ["produce_events", "produce_raw", "consume", "Record"]
 
@@ -87,8 +87,8 @@ def consume(
 ) -> Iterator[Record]:
     """Yield records of ``topics`` (full names) until ``idle_timeout`` s pass with none (None: forever).
 
-    Without a reachable broker it raises :class:`~pipeline.broker.BrokerError` on the first
-    ``next()``, within :data:`~pipeline.kafka_config.BROKER_CHECK_TIMEOUT_S` seconds."""
+    Without a reachable broker it raises :class:`~pipeline.kafka.config.BrokerError` on the first
+    ``next()``, within :data:`~pipeline.kafka.config.BROKER_CHECK_TIMEOUT_S` seconds."""
     from confluent_kafka import Consumer, KafkaError
 
     check_broker(s)

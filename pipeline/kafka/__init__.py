@@ -1,0 +1,4 @@
+"""Kafka plumbing: client settings and topic setup (``config``), producing and consuming
+(``io``), replay of a partition (``replay``), checkpoints on disk or in a compacted topic
+(``checkpoints``, ``checkpoint_topic``), the history cache the handlers replay from and the
+outage log filter. Nothing here imports ``pipeline.local``; ``pipeline.core`` imports nothing here."""
