@@ -1,0 +1,89 @@
+"""The layering rules of ARCHITECTURE.md, checked on the source: every ``import`` and
+``from ... import`` of every module (also those inside functions), parsed with ``ast``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KAFKA_CLIENTS = ("faust", "aiokafka", "confluent_kafka", "kafka", "mode")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Absolute names of the modules ``source`` (the text of ``module``) imports.
+
+    >>> sorted(imports_of("import os\\nfrom ..kafka import io\\nfrom .x import y", "pipeline.local.demo"))
+    ['os', 'pipeline.kafka', 'pipeline.kafka.io', 'pipeline.local.x', 'pipeline.local.x.y']
+    """
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                base = ".".join(base + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            found.add(base)
+            # ``from pkg import sub`` may import a submodule: keep both names
+            found.update(f"{base}.{a.name}" for a in node.names)
+    return found
+
+
+def modules(*folders: str) -> dict[str, set[str]]:
+    out = {}
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            name = module_name(path)
+            out[name] = imports_of(path.read_text(), name, path.name == "__init__.py")
+    assert out, f"no modules under {folders}"
+    return out
+
+
+def within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def violations(mods: dict[str, set[str]], forbidden) -> list[str]:
+    return sorted(f"{m} imports {i}" for m, imps in mods.items() for i in imps if forbidden(i))
+
+
+def test_core_imports_neither_kafka_nor_faust_nor_the_rest_of_the_pipeline():
+    def forbidden(name: str) -> bool:
+        return (any(within(name, c) for c in KAFKA_CLIENTS) or within(name, "agents")
+                or (within(name, "pipeline") and not within(name, "pipeline.core")))
+    assert violations(modules("pipeline/core"), forbidden) == []
+
+
+def test_schemas_import_nothing_of_pipeline_or_agents():
+    assert violations(modules("schemas"), lambda n: within(n, "pipeline") or within(n, "agents")) == []
+
+
+@pytest.mark.parametrize("folder", ["pipeline/core", "pipeline/handlers", "pipeline/kafka", "agents"])
+def test_local_tooling_is_imported_only_by_the_top_and_itself(folder):
+    assert violations(modules(folder), lambda n: within(n, "pipeline.local")) == []
+
+
+def test_the_checks_see_the_imports_they_forbid():
+    """A rule over an import resolution that found nothing would pass vacuously."""
+    demo = modules("pipeline/local")["pipeline.local.demo"]
+    assert {"pipeline.kafka.config", "pipeline.local.broker", "pipeline.worker"} <= demo
+    assert violations({"pipeline.core.x": {"confluent_kafka.admin"}}, lambda n: within(n, "confluent_kafka"))
+
+
+def test_kafka_plumbing_imports_only_itself_and_settings_of_pipeline():
+    allowed = ("pipeline.kafka", "pipeline.settings")
+    assert violations(modules("pipeline/kafka"), lambda n: within(n, "pipeline") and not any(
+        within(n, a) for a in allowed)) == []
