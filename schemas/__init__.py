@@ -22,8 +22,9 @@ from .messages import (
     FeatureEvent,
     Prediction,
 )
+from .parsing import parse_explain_task, parse_explanation
 from .source import Source
-from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj, where
+from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj
 
 __all__ = [
     "BadValue",
@@ -52,5 +53,6 @@ __all__ = [
     "dumps",
     "dumps_obj",
     "parse_feature_event",
-    "where",
+    "parse_explain_task",
+    "parse_explanation",
 ]

@@ -25,7 +25,7 @@ import orjson
 from .errors import MalformedMessage, OversizedMessage, SchemaMismatch
 from .messages import MESSAGE_TYPES, _Message
 
-__all__ = ["dumps", "dumps_obj", "decode", "decode_as", "b64", "DEFAULT_MAX_BYTES", "where"]
+__all__ = ["dumps", "dumps_obj", "decode", "decode_as", "b64", "DEFAULT_MAX_BYTES"]
 
 DEFAULT_MAX_BYTES = 64 * 1024
 _OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -51,11 +51,6 @@ def _check_finite(obj: Any, path: str) -> None:
     elif isinstance(obj, (list, tuple)):
         for i, v in enumerate(obj):
             _check_finite(v, f"{path}[{i}]")
-
-
-def where(topic: str, partition: int | None, offset: int | None) -> str:
-    """``topic[partition]@offset``, the location used in every error message."""
-    return f"{topic}[{partition}]@{offset}"
 
 
 def decode(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:

@@ -22,7 +22,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from schemas import ChangeEpisode, DriftEvent, InvalidMessage, SchemaMismatch, decode, dumps
+from schemas import ChangeEpisode, DriftEvent, InvalidMessage, SchemaMismatch, dumps
+from schemas import parse_explanation as parse_explanation_message
 
 from ..core.change_episodes import Episode, SeriesChange, StreamChangeDetector, ranks
 from ..core.drift import Moments
@@ -32,7 +33,6 @@ from .common import Out, Recovering, Source, dead_letter, log
 
 __all__ = ["DriftHandler", "change_event", "change_episode"]
 
-EXPLANATION_V2 = "explanation/v2"
 _Z_CAP = 1e6  # a side without variance gives an infinite z; the wire carries finite numbers
 
 
@@ -55,44 +55,15 @@ class _Point:
     curve: dict | None
 
 
-def _moments(obj: Any, name: str, where: str) -> Moments | None:
-    if obj is None:
-        return None
-    if isinstance(obj, dict) and set(obj) == {"n", "mean", "m2"}:
-        n, mean, m2 = obj["n"], obj["mean"], obj["m2"]
-        if (isinstance(n, int) and not isinstance(n, bool) and n >= 0
-                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (mean, m2))
-                and m2 >= 0):
-            return Moments(n, float(mean), float(m2))
-    raise SchemaMismatch(
-        f"{name} must be null or {{\"n\": integer >= 0, \"mean\": finite number, \"m2\": finite number >= 0}}, "
-        f"got {obj!r:.200}", where=where)
+def _moments(block: dict[str, float] | None) -> Moments | None:
+    return None if block is None else Moments(int(block["n"]), block["mean"], block["m2"])
 
 
 def parse_explanation(raw: bytes | None, src: Source, max_bytes: int) -> _Point:
-    where = str(src)
-    obj = decode(raw, where=where, max_bytes=max_bytes)
-    tag = obj.get("schema")
-    if tag == "explanation/v1":
-        raise SchemaMismatch(
-            "explanation/v1 carries no per-event increments, which the change test needs; upgrade the "
-            "explainer workers so they publish explanation/v2 (run every worker on the same streamxai version)",
-            where=where)
-    if tag != EXPLANATION_V2:
-        raise SchemaMismatch(f"schema is {tag!r}, expected {EXPLANATION_V2!r} on the explanations topic", where=where)
-    stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
-    seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
-    if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
-            and isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0
-            and isinstance(n_explained, int) and not isinstance(n_explained, bool)
-            and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and (curve is None or isinstance(curve, dict))):
-        raise SchemaMismatch(
-            "explanation/v2 needs string stream_id/explainer/feature, integer seq >= 0 and n_explained, "
-            "a finite numeric value and a curve object or null", where=where)
-    return _Point(stream_id, explainer, feature, seq, float(value), n_explained,
-                  _moments(obj.get("block"), "block", where), _moments(obj.get("model_loss"), "model_loss", where),
-                  curve)
+    """The drift path's view of an explanation (parsed and checked by :mod:`schemas.parsing`)."""
+    e = parse_explanation_message(raw, where=str(src), max_bytes=max_bytes)
+    return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.value, e.n_explained,
+                  _moments(e.block), _moments(e.model_loss), e.curve)
 
 
 def stream_detector(s: Settings) -> StreamChangeDetector:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from schemas import ExplainDecision, ExplainTask, Explanation, InvalidMessage, SchemaMismatch, decode, dumps
+from schemas import ExplainDecision, ExplainTask, Explanation, InvalidMessage, decode, dumps, parse_explain_task
 
 from ..core.budget import LagShedder
 from ..core.increments import Block
@@ -31,8 +31,6 @@ from .common import Out, Recovering, Source, dead_letter, log
 
 __all__ = ["ExplainHandler"]
 
-_TASK_FIELDS = {"schema", "stream_id", "seq", "ts", "x", "y", "group", "explain", "sent_at", "loss"}
-_TASK_V1 = "explain_task/v1"
 
 
 @dataclass
@@ -66,28 +64,8 @@ class ExplainHandler(Recovering):
         self.started = clock()
 
     def _parse(self, raw: bytes | None, src: Source) -> ExplainTask:
-        obj = decode(raw, where=str(src), max_bytes=10 * self.settings.max_message_bytes)
-        if obj.get("schema") == _TASK_V1:  # written by a worker before v2: no loss
-            obj["schema"] = ExplainTask.SCHEMA
-            obj.setdefault("loss", None)
-        elif obj.get("schema") != ExplainTask.SCHEMA:
-            raise SchemaMismatch(f"schema is {obj.get('schema')!r}, expected {ExplainTask.SCHEMA!r} "
-                                 f"(or {_TASK_V1!r})", where=str(src))
-        if set(obj) != _TASK_FIELDS or not isinstance(obj["x"], dict):
-            raise SchemaMismatch(f"{ExplainTask.SCHEMA} fields are {sorted(obj)}, expected {sorted(_TASK_FIELDS)}",
-                                 where=str(src))
-        loss = obj["loss"]
-        if loss is not None and (isinstance(loss, bool) or not isinstance(loss, (int, float))):
-            raise SchemaMismatch(f"loss {loss!r} must be a number or null", where=str(src))
-        g = obj["group"]
-        if not isinstance(g, int) or not 0 <= g < self.settings.explain_groups:
-            raise SchemaMismatch(
-                f"group {g!r} is outside [0, {self.settings.explain_groups}); all workers must run "
-                "with the same explain_groups setting",
-                where=str(src),
-            )
-        obj.pop("schema")
-        return ExplainTask(**obj)
+        return parse_explain_task(raw, where=str(src), groups=self.settings.explain_groups,
+                                  max_bytes=10 * self.settings.max_message_bytes)
 
     def _state_for(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
         first = task.seq == 0

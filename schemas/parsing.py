@@ -1,0 +1,126 @@
+"""Parsing of the internal messages: explain tasks (model → explainers) and explanations
+(explainers → drift), from bytes to their frozen message types, with every field checked.
+
+Which fields a message has comes from its dataclass (:mod:`schemas.messages`); bad input
+raises a :class:`~schemas.errors.SchemaMismatch` naming the field and where it came from.
+
+>>> from schemas import ExplainTask, dumps
+>>> raw = dumps(ExplainTask("s", 3, 1.0, {"a": 1.0}, 0, 1, True, 2.0, 0.5))
+>>> parse_explain_task(raw, where="explain-tasks[0]@9", groups=2).seq
+3
+>>> parse_explain_task(raw, where="explain-tasks[0]@9", groups=1)
+Traceback (most recent call last):
+...
+schemas.errors.SchemaMismatch: explain-tasks[0]@9: group 1 is outside [0, 1); all workers must run with the same explain_groups setting
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import MISSING, fields
+from typing import Any
+
+from .errors import SchemaMismatch
+from .messages import ExplainTask, Explanation
+from .wire import DEFAULT_MAX_BYTES, decode
+
+__all__ = ["parse_explain_task", "parse_explanation", "parse_moments", "EXPLAIN_TASK_V1", "EXPLANATION_V1"]
+
+#: explain tasks written by a worker before v2 (no ``loss``): read as ``loss=None``
+EXPLAIN_TASK_V1 = "explain_task/v1"
+#: explanations without per-event increments, which the change test needs: refused
+EXPLANATION_V1 = "explanation/v1"
+
+_TASK_FIELDS = frozenset({"schema", *(f.name for f in fields(ExplainTask))})
+_EXPLANATION_REQUIRED = tuple(
+    f.name for f in fields(Explanation) if f.default is MISSING and f.default_factory is MISSING)
+
+
+def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes: int = DEFAULT_MAX_BYTES) -> ExplainTask:
+    """An :class:`~schemas.messages.ExplainTask` (v2, or v1 read with ``loss=None``) for one of
+    ``groups`` explainer groups: exactly the dataclass's fields, ``x`` an object, ``loss`` a
+    number or null and ``group`` in ``[0, groups)``."""
+    obj = decode(raw, where=where, max_bytes=max_bytes)
+    if obj.get("schema") == EXPLAIN_TASK_V1:
+        obj["schema"] = ExplainTask.SCHEMA
+        obj.setdefault("loss", None)
+    elif obj.get("schema") != ExplainTask.SCHEMA:
+        raise SchemaMismatch(f"schema is {obj.get('schema')!r}, expected {ExplainTask.SCHEMA!r} "
+                             f"(or {EXPLAIN_TASK_V1!r})", where=where)
+    if set(obj) != _TASK_FIELDS or not isinstance(obj["x"], dict):
+        raise SchemaMismatch(f"{ExplainTask.SCHEMA} fields are {sorted(obj)}, expected {sorted(_TASK_FIELDS)}",
+                             where=where)
+    loss = obj["loss"]
+    if loss is not None and not _is_number(loss):
+        raise SchemaMismatch(f"loss {loss!r} must be a number or null", where=where)
+    g = obj["group"]
+    if not isinstance(g, int) or not 0 <= g < groups:
+        raise SchemaMismatch(
+            f"group {g!r} is outside [0, {groups}); all workers must run with the same explain_groups setting",
+            where=where)
+    obj.pop("schema")
+    return ExplainTask(**obj)
+
+
+def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None:
+    """``None``, or a block of increments ``{"n": integer >= 0, "mean": finite, "m2": finite >= 0}``
+    with ``mean`` and ``m2`` as floats.
+
+    >>> parse_moments({"n": 2, "mean": 1, "m2": 0.5}, "block", where="-")
+    {'n': 2, 'mean': 1.0, 'm2': 0.5}
+    """
+    if obj is None:
+        return None
+    if isinstance(obj, dict) and set(obj) == {"n", "mean", "m2"}:
+        n, mean, m2 = obj["n"], obj["mean"], obj["m2"]
+        if (isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                and all(_is_number(v) and math.isfinite(v) for v in (mean, m2)) and m2 >= 0):
+            return {"n": n, "mean": float(mean), "m2": float(m2)}
+    raise SchemaMismatch(
+        f"{name} must be null or {{\"n\": integer >= 0, \"mean\": finite number, \"m2\": finite number >= 0}}, "
+        f"got {obj!r:.200}", where=where)
+
+
+def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Explanation:
+    """An :class:`~schemas.messages.Explanation` (v2): string ``stream_id``/``explainer``/``feature``,
+    integer ``seq >= 0`` and ``n_explained``, a finite ``value``, ``curve`` an object or null, and
+    ``block`` and ``model_loss`` as checked by :func:`parse_moments`. Fields the drift path does
+    not read are passed through as sent (None when absent); fields of a later version are ignored.
+
+    >>> from schemas import dumps
+    >>> raw = dumps(Explanation("s", "ipfi", "a", 0.5, 9, 10, 10, 9, block={"n": 1, "mean": 0.5, "m2": 0.0}))
+    >>> e = parse_explanation(raw, where="explanations[0]@1"); (e.value, e.block)
+    (0.5, {'n': 1, 'mean': 0.5, 'm2': 0.0})
+    """
+    obj = decode(raw, where=where, max_bytes=max_bytes)
+    tag = obj.get("schema")
+    if tag == EXPLANATION_V1:
+        raise SchemaMismatch(
+            "explanation/v1 carries no per-event increments, which the change test needs; upgrade the "
+            "explainer workers so they publish explanation/v2 (run every worker on the same streamxai version)",
+            where=where)
+    if tag != Explanation.SCHEMA:
+        raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} on the explanations topic",
+                             where=where)
+    stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
+    seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
+    if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
+            and _is_int(seq) and seq >= 0 and _is_int(n_explained)
+            and _is_number(value) and math.isfinite(value)
+            and (curve is None or isinstance(curve, dict))):
+        raise SchemaMismatch(
+            "explanation/v2 needs string stream_id/explainer/feature, integer seq >= 0 and n_explained, "
+            "a finite numeric value and a curve object or null", where=where)
+    values = {name: obj.get(name) for name in _EXPLANATION_REQUIRED}
+    values.update(value=float(value), curve=curve, stderr=obj.get("stderr"),
+                  block=parse_moments(obj.get("block"), "block", where=where),
+                  model_loss=parse_moments(obj.get("model_loss"), "model_loss", where=where))
+    return Explanation(**values)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
