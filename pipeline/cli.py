@@ -11,6 +11,7 @@ from pathlib import Path
 
 from schemas import StreamxaiError
 
+from . import exit_codes
 from .settings import Settings, env_name, load_settings, settings_help
 
 __all__ = ["main"]
@@ -26,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="streamxai",
         description="Live explanations (iPFI, iSAGE, iPDP) of online river models on Kafka.",
-        epilog="settings (file keys, --set KEY=VALUE, or environment variables):\n" + settings_help(),
+        epilog="settings (file keys, --set KEY=VALUE, or environment variables):\n" + settings_help()
+               + "\n\n" + exit_codes.HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="command", required=True)
@@ -136,15 +138,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     except StreamxaiError as e:
         print(f"streamxai: error: {e}", file=sys.stderr)
-        return 2
+        return exit_codes.ERROR
     except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
         print(f"streamxai: error: {e.strerror}: {e.filename}", file=sys.stderr)
-        return 2
+        return exit_codes.ERROR
     except BrokenPipeError:  # `streamxai tail ... | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return exit_codes.OK
     except KeyboardInterrupt:
-        return 130
+        return exit_codes.INTERRUPTED
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -159,7 +161,7 @@ def _run(args: argparse.Namespace) -> int:
         s = _settings(args)
         build_model(s.model, s.model_params, s.model_seed)  # a model that cannot be built: one line, no start
         run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
-        return 0
+        return exit_codes.OK
     if args.command in ("produce", "tail", "plot"):
         from . import commands
 
@@ -172,11 +174,11 @@ def _run(args: argparse.Namespace) -> int:
         from .local.dashboard import run_dashboard
 
         run_dashboard(_settings(args), host=args.host, port=args.port, from_beginning=not args.latest)
-        return 0
+        return exit_codes.OK
     if args.command == "config":
         for k, v in _settings(args).public_dict().items():
             print(f"{k} = {v!r}")
-        return 0
+        return exit_codes.OK
     raise AssertionError(args.command)  # argparse restricts the choices
 
 

@@ -17,6 +17,7 @@ import orjson
 
 from schemas import ConfigError, StreamxaiError
 
+from . import exit_codes
 from .kafka.config import TOPIC_NAMES, confluent_config
 from .settings import Settings
 
@@ -131,8 +132,8 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
           f"in {time.monotonic() - t0:.1f} s")
     if args.source not in ("demo", "control"):
         print(report.summary(args.source), file=sys.stderr if report.bad else sys.stdout)
-        return 1 if report.bad else 0
-    return 0
+        return exit_codes.INCOMPLETE if report.bad else exit_codes.OK
+    return exit_codes.OK
 
 
 def _reporting(events: Any, path: str, report: Any) -> Any:
@@ -199,7 +200,7 @@ def tail(args: argparse.Namespace, s: Settings) -> int:
                 break
     finally:
         timer.cancel()
-    return 0
+    return exit_codes.OK
 
 
 def _json_line(rec: Any, meta: bool) -> str:
@@ -225,4 +226,4 @@ def plot(args: argparse.Namespace, s: Settings) -> int:
     print(f"wrote {png} ({len(view['changes'])} change event(s), explained up to seq {last:.0f})")
     if args.html:
         print(f"wrote {write_html(view, png, args.html)}")
-    return 0
+    return exit_codes.OK

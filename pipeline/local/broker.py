@@ -52,6 +52,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import exit_codes
 from ..kafka.config import BrokerError
 from ..settings import Secret
 
@@ -691,6 +692,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.loca
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Control the local single-node Kafka broker (KRaft) for local runs and tests.",
+        epilog=exit_codes.HELP,
     )
     parser.add_argument("command", choices=["start", "stop", "status"])
     parser.add_argument("--port", type=int, default=9092, help="client listener (default 9092)")
@@ -716,11 +718,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.loca
         else:
             st = broker.status()
             print(st)
-            return 0 if st.ready else 3
+            return exit_codes.OK if st.ready else exit_codes.NOT_READY
     except (BrokerError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return exit_codes.ERROR
+    return exit_codes.OK
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import orjson
 
+from .. import exit_codes
 from ..kafka.config import confluent_config, ensure_topics
 from ..kafka.io import consume, produce_events
 from ..settings import Settings
@@ -186,7 +187,7 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
     broker, started = _local_broker(s)
     workers = []
     board = None
-    failed = False
+    failed = timed_out = False
     logs = Path(s.state_dir)
     logs.mkdir(parents=True, exist_ok=True)
     try:
@@ -225,6 +226,7 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
                 break
             if time.monotonic() > deadline:
                 print(f"timed out after {args.timeout} s")
+                timed_out = True
                 break
             if any(w.poll() is not None for w in workers):
                 print(f"a worker exited; see {logs}/worker-*.log")
@@ -242,7 +244,7 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
         print(view.summary())
         # the story: where the drifts were induced and how far each change is from them
         print(plan.story(DEMO_STREAM, view.changes, getattr(view, "episodes", [])))
-        return 0
+        return exit_codes.INCOMPLETE if failed or timed_out else exit_codes.OK
     finally:
         for w in workers:
             stop_worker(w)
