@@ -26,26 +26,26 @@ def explainer_specs(s: Settings) -> list[ExplainerSpec]:
     specs = []
     for name in s.explainers:
         if name == "ipfi":
-            specs.append(ExplainerSpec("ipfi", s.output, s.loss, params={
-                "alpha": s.alpha, "storage_size": s.storage_size}))
+            specs.append(ExplainerSpec("ipfi", s.output, s.loss, alpha=s.alpha, storage_size=s.storage_size))
         elif name == "isage":
             cross_entropy = classification and s.isage_loss == "cross_entropy"
-            params = {"alpha": s.alpha, "storage_size": s.storage_size, "removal": s.isage_removal,
-                      "n_inner_samples": s.isage_inner_samples or (8 if cross_entropy else 2)}
             if not classification:
-                specs.append(ExplainerSpec("isage", "value", s.loss, params=params))
+                output, loss, target_class = "value", s.loss, None
             elif cross_entropy:
-                specs.append(ExplainerSpec("isage", "proba", "cross_entropy", params=params))
+                output, loss, target_class = "proba", "cross_entropy", None
             else:
-                brier = BrierOf(s.target_class)
-                specs.append(ExplainerSpec("isage", "proba_of", brier, target_class=s.target_class, params=params))
+                output, loss, target_class = "proba_of", BrierOf(s.target_class), s.target_class
+            specs.append(ExplainerSpec(
+                "isage", output, loss, target_class=target_class, alpha=s.alpha, storage_size=s.storage_size,
+                removal=s.isage_removal, n_inner_samples=s.isage_inner_samples or (8 if cross_entropy else 2)))
         elif name == "ipdp":
             specs.append(ExplainerSpec(
                 "ipdp",
                 "proba_of" if classification else "value",
                 None,
                 target_class=s.target_class if classification else None,
-                params={"alpha": s.alpha, "grid_size": s.grid_size},
+                alpha=s.alpha,
+                grid_size=s.grid_size,
             ))
     return specs
 

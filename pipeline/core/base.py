@@ -20,7 +20,7 @@ import inspect
 import pickle
 from typing import Any
 
-__all__ = ["Component"]
+__all__ = ["Component", "check_positive_int"]
 
 
 class Component:
@@ -74,3 +74,19 @@ def _short(value: Any) -> str:
     if isinstance(value, (list, tuple)) and len(value) <= 6:
         return repr(value)
     return type(value).__name__
+
+
+def check_positive_int(value: Any, name: str, note: str = "") -> int:
+    """``value`` if it is an int >= 1 (a bool is not); else a ValueError naming ``name``
+    (``note`` says what it counts or what else is allowed).
+
+    >>> check_positive_int(3, "size")
+    3
+    >>> check_positive_int(True, "window", " (number of recent values)")
+    Traceback (most recent call last):
+    ...
+    ValueError: window=True must be a positive int (number of recent values)
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name}={value!r} must be a positive int{note}")
+    return value

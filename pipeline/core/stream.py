@@ -13,10 +13,10 @@ draw is seeded by ``(seed, stream_id, explainer, feature)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
-from .base import Component
+from .base import Component, check_positive_int
 from .increments import Block, IncrementTracker
 from .model import ModelFunction
 from .rng import derive_seed
@@ -29,17 +29,70 @@ EXPLAINER_NAMES = ("ipfi", "isage", "ipdp")
 
 @dataclass(frozen=True)
 class ExplainerSpec:
-    """Which explainer, which model output it explains, with which loss and parameters."""
+    """Which explainer (``name``: ipfi, isage or ipdp), which model output it explains, with
+    which loss, and its parameters, each checked here once when the spec is made.
+
+    ``alpha`` is the smoothing of every explainer; ``storage_size`` the size of the reservoir
+    the removal samples from; ``n_inner_samples`` and ``removal`` apply to iSAGE only,
+    ``grid_size`` to iPDP only; ``categorical`` (iSAGE, iPDP) names the categorical features,
+    None: the stream's. The defaults are the explainers' own.
+
+    >>> ExplainerSpec("ipdp", output="value", loss=None, grid_size=5).grid_size
+    5
+    >>> ExplainerSpec("ipfi", grid_size=5)
+    Traceback (most recent call last):
+    ...
+    ValueError: grid_size=5 applies to ipdp, not to ipfi
+    >>> ExplainerSpec("isage", storage_size=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: storage_size=0 must be a positive int
+    """
 
     name: str
     output: str = "label"
     loss: Any = "zero_one"
     target_class: Any = None
-    params: dict[str, Any] = field(default_factory=dict)
+    alpha: float = 0.001
+    storage_size: int = 100
+    n_inner_samples: int = 2
+    removal: str = "interventional"
+    grid_size: int = 10
+    categorical: tuple[str, ...] | None = None
+
+    #: the explainers each parameter applies to (others must keep its default)
+    APPLIES_TO: ClassVar[dict[str, tuple[str, ...]]] = {
+        "n_inner_samples": ("isage",), "removal": ("isage",), "grid_size": ("ipdp",),
+        "categorical": ("isage", "ipdp"),
+    }
 
     def __post_init__(self) -> None:
         if self.name not in EXPLAINER_NAMES:
             raise ValueError(f"explainer {self.name!r} is not one of {EXPLAINER_NAMES}")
+        a = self.alpha
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0.0 < a <= 1.0:
+            raise ValueError(f"alpha={a!r} must be a number in (0, 1]")
+        for name in ("storage_size", "n_inner_samples", "grid_size"):
+            check_positive_int(getattr(self, name), name)
+        if self.categorical is not None:
+            if isinstance(self.categorical, str) or not all(isinstance(c, str) for c in self.categorical):
+                raise TypeError(f"categorical={self.categorical!r} must be a sequence of feature names")
+            object.__setattr__(self, "categorical", tuple(self.categorical))
+        defaults = {f.name: f.default for f in fields(self)}
+        for name, names in self.APPLIES_TO.items():
+            value = getattr(self, name)
+            if self.name not in names and value != defaults[name]:
+                raise ValueError(f"{name}={value!r} applies to {', '.join(names)}, not to {self.name}")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters that apply to this explainer, by name (a copy, for display and tests).
+
+        >>> ExplainerSpec("ipfi", alpha=0.01).params
+        {'alpha': 0.01, 'storage_size': 100}
+        """
+        names = ["alpha", "storage_size", *(n for n, applies in self.APPLIES_TO.items() if self.name in applies)]
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +136,7 @@ class StreamExplainer(Component):
     >>> se = StreamExplainer(
     ...     model_factory=linear_model.LinearRegression,
     ...     feature_names=["a", "b"],
-    ...     specs=[ExplainerSpec("ipfi", output="value", loss="squared", params={"alpha": 0.1})],
+    ...     specs=[ExplainerSpec("ipfi", output="value", loss="squared", alpha=0.1)],
     ...     seed=1, stream_id="s")
     >>> for t in range(50):
     ...     out = se.process_one({"a": t % 7 / 7, "b": t % 3 / 3}, 2 * (t % 7 / 7))
@@ -134,14 +187,15 @@ class StreamExplainer(Component):
         from .explainers import IPDP, IPFI, ISAGE
 
         fn = ModelFunction(self.model, output=spec.output, target_class=spec.target_class)
-        params = dict(spec.params)
         if spec.name == "ipfi":
-            return IPFI(fn, spec.loss, self.feature_names, features=features, seed=seed, **params)
-        if self.categorical and "categorical" not in params:
-            params["categorical"] = list(self.categorical)
+            return IPFI(fn, spec.loss, self.feature_names, features=features, alpha=spec.alpha,
+                        storage_size=spec.storage_size, seed=seed)
+        categorical = list(spec.categorical if spec.categorical is not None else self.categorical) or None
         if spec.name == "isage":
-            return ISAGE(fn, spec.loss, self.feature_names, seed=seed, **params)
-        return IPDP(fn, self.feature_names, features=features, seed=seed, **params)
+            return ISAGE(fn, spec.loss, self.feature_names, alpha=spec.alpha, n_inner_samples=spec.n_inner_samples,
+                         removal=spec.removal, storage_size=spec.storage_size, categorical=categorical, seed=seed)
+        return IPDP(fn, self.feature_names, features=features, alpha=spec.alpha, grid_size=spec.grid_size,
+                    storage_size=spec.storage_size, categorical=categorical, seed=seed)
 
     @property
     def explainers(self) -> list[Any]:

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import Component
+from ..base import Component, check_positive_int
 from ..losses import get_loss
 from ..model import ModelFunction, check_model_fn
 from ..rng import derive_seed
@@ -74,8 +74,8 @@ def batch_pfi(
         raise ValueError(f"X has {n} rows but y has {len(y)} labels")
     if n < 2:
         raise ValueError(f"PFI needs at least 2 observations, got {n}")
-    if n_repeats is not None and (not isinstance(n_repeats, int) or isinstance(n_repeats, bool) or n_repeats < 1):
-        raise ValueError(f"n_repeats={n_repeats!r} must be a positive int or None (exact)")
+    if n_repeats is not None:
+        check_positive_int(n_repeats, "n_repeats", " or None (exact)")
     names = list(X[0]) if features is None else list(features)
     missing = [f for f in names if f not in X[0]]
     if missing:
@@ -194,8 +194,7 @@ class IntervalPFI(Component):
         if not isinstance(interval, int) or isinstance(interval, bool) or interval < 2:
             raise ValueError(f"interval={interval!r} must be an int >= 2")
         self.interval = interval
-        if not isinstance(n_repeats, int) or isinstance(n_repeats, bool) or n_repeats < 1:
-            raise ValueError(f"n_repeats={n_repeats!r} must be a positive int")
+        check_positive_int(n_repeats, "n_repeats")
         self.n_repeats = n_repeats
         self.seed = seed
         self._reset()

@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..base import check_positive_int
 from ..explainers.base import Explainer
 from ..losses import get_loss, resolve_estimator
 from ..model import ModelFunction, mean_output
@@ -101,8 +102,7 @@ def sage(
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} observations but y has {len(y)} targets")
     m = n_inner_samples
-    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
-        raise ValueError(f"n_inner_samples={m!r} must be a positive int")
+    check_positive_int(m, "n_inner_samples")
     names = list(feature_names) if feature_names is not None else list(X[0])
     loss_fn = get_loss(loss)
     mode = resolve_estimator(estimator, loss_fn, m, loss)
@@ -203,14 +203,12 @@ class SlidingWindowSAGE(Explainer):
         _check_output(model_fn, "SW-SAGE")
         self.loss = loss
         self.feature_names = feature_names
-        if not isinstance(window, int) or isinstance(window, bool) or window < 1:
-            raise ValueError(f"window={window!r} must be a positive int")
+        check_positive_int(window, "window")
         self.window = window
-        if stride is not None and (not isinstance(stride, int) or isinstance(stride, bool) or stride < 1):
-            raise ValueError(f"stride={stride!r} must be a positive int or None (window // 20)")
+        if stride is not None:
+            check_positive_int(stride, "stride", " or None (window // 20)")
         self.stride = stride
-        if not isinstance(n_inner_samples, int) or isinstance(n_inner_samples, bool) or n_inner_samples < 1:
-            raise ValueError(f"n_inner_samples={n_inner_samples!r} must be a positive int")
+        check_positive_int(n_inner_samples, "n_inner_samples")
         self.n_inner_samples = n_inner_samples
         self.seed = seed
         self.estimator = estimator

@@ -65,6 +65,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..base import check_positive_int
 from ..batch.pdp import pdp_importance, require_numeric_output
 from ..increments import IncrementTracker
 from ..model import ModelFunction
@@ -110,8 +111,7 @@ class IPDP(Explainer):
             raise ValueError(f"grid={grid!r} is not one of {GRIDS}")
         self.grid = grid
         for name, v in (("storage_size", storage_size), ("window", window)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name}={v!r} must be a positive int")
+            check_positive_int(v, name)
         self.storage_size = storage_size
         self.window = window
         self.categorical = categorical

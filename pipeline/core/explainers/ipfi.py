@@ -62,6 +62,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..base import check_positive_int
 from ..increments import IncrementTracker
 from ..losses import get_loss
 from ..model import ModelFunction
@@ -138,14 +139,12 @@ class IPFI(Explainer):
         self.feature_names = feature_names
         self.features = features
         self.alpha = self._check_alpha(alpha)
-        if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 1:
-            raise ValueError(f"n_samples={n_samples!r} must be a positive int")
+        check_positive_int(n_samples, "n_samples")
         self.n_samples = n_samples
         if storage not in STORAGES:
             raise ValueError(f"storage={storage!r} is not one of {sorted(STORAGES)}")
         self.storage = storage
-        if not isinstance(storage_size, int) or isinstance(storage_size, bool) or storage_size < 1:
-            raise ValueError(f"storage_size={storage_size!r} must be a positive int")
+        check_positive_int(storage_size, "storage_size")
         self.storage_size = storage_size
         self.seed = seed
         self._reset()

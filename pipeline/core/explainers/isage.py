@@ -99,6 +99,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..base import check_positive_int
 from ..increments import IncrementTracker
 from ..losses import get_loss, resolve_estimator
 from ..model import ModelFunction, blend_output, mean_output
@@ -159,8 +160,7 @@ class ISAGE(Explainer):
         self.feature_names = feature_names
         self.features = features
         self.alpha = self._check_alpha(alpha)
-        if not isinstance(n_inner_samples, int) or isinstance(n_inner_samples, bool) or n_inner_samples < 1:
-            raise ValueError(f"n_inner_samples={n_inner_samples!r} must be a positive int")
+        check_positive_int(n_inner_samples, "n_inner_samples")
         self.n_inner_samples = n_inner_samples
         if isinstance(removal, str) and removal not in REMOVALS:
             raise ValueError(f"removal={removal!r} is not one of {REMOVALS} nor a Removal object")

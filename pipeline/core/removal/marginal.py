@@ -38,7 +38,7 @@ import random
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from ..base import Component
+from ..base import Component, check_positive_int
 from ..rng import derive_seed
 from ..storage.reservoir import GeometricReservoir
 
@@ -96,8 +96,7 @@ class Removal(Component):
 
     @staticmethod
     def _check_size(storage_size: int) -> int:
-        if not isinstance(storage_size, int) or isinstance(storage_size, bool) or storage_size < 1:
-            raise ValueError(f"storage_size={storage_size!r} must be a positive int")
+        check_positive_int(storage_size, "storage_size")
         return storage_size
 
 

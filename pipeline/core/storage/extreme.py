@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..base import Component
+from ..base import Component, check_positive_int
 
 __all__ = ["ExtremeValueStorage"]
 
@@ -35,8 +35,7 @@ class ExtremeValueStorage(Component):
     """Minimum and maximum of the last ``window`` values passed to :meth:`update`."""
 
     def __init__(self, window: int = 1000):
-        if not isinstance(window, int) or isinstance(window, bool) or window < 1:
-            raise ValueError(f"window={window!r} must be a positive int (number of recent values)")
+        check_positive_int(window, "window", " (number of recent values)")
         self.window = window
         self._reset()
 

@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Any
 
-from ..base import Component
+from ..base import Component, check_positive_int
 
 __all__ = ["FrequencyStorage", "category_key"]
 
@@ -57,8 +57,7 @@ class FrequencyStorage(Component):
     """``size`` recent values, entering with ``entrance_probability``, oldest out first."""
 
     def __init__(self, size: int = 100, entrance_probability: float = 1.0, seed: int | None = None):
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise ValueError(f"size={size!r} must be a positive int")
+        check_positive_int(size, "size")
         if not 0.0 < entrance_probability <= 1.0:
             raise ValueError(
                 f"entrance_probability={entrance_probability!r} must be in (0, 1]; "

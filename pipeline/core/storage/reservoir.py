@@ -19,15 +19,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ..base import Component
+from ..base import Component, check_positive_int
 
 __all__ = ["UniformReservoir", "GeometricReservoir"]
 
 
 class _Reservoir(Component):
     def __init__(self, size: int = 100, seed: int | None = None):
-        if not isinstance(size, int) or size < 1:
-            raise ValueError(f"size={size!r} must be a positive int")
+        check_positive_int(size, "size")
         self.size = size
         self.seed = seed
         self._reset()
