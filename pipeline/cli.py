@@ -7,12 +7,11 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from schemas import StreamxaiError
 
 from . import exit_codes
-from .settings import Settings, env_name, load_settings, settings_help
+from .settings import Settings, load_settings, settings_help
 
 __all__ = ["main"]
 
@@ -113,22 +112,8 @@ def _settings(args: argparse.Namespace, **defaults: object) -> Settings:
 
 
 def _explicit_settings(args: argparse.Namespace) -> set[str]:
-    """Settings given by any source (file, environment, --set, --bootstrap): the demo's own
-    defaults must not override them."""
-    import tomllib
-    from dataclasses import fields
-
-    keys = {item.partition("=")[0].strip() for item in args.set}
-    if args.bootstrap:
-        keys.add("bootstrap_servers")
-    keys |= {f.name for f in fields(Settings) if env_name(f.name) in os.environ}
-    path = args.settings or os.environ.get("STREAMXAI_SETTINGS")
-    if path:
-        try:
-            keys |= set(tomllib.loads(Path(path).read_text()))
-        except (OSError, tomllib.TOMLDecodeError):
-            pass  # load_settings already reported it
-    return keys
+    """Settings given by a file, the environment, --set or --bootstrap (:meth:`Settings.explicit`)."""
+    return set(_settings(args).explicit())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -169,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from .local.demo import run_demo
 
-        return run_demo(args, _settings(args), explicit=_explicit_settings(args))
+        return run_demo(args, _settings(args))
     if args.command == "dashboard":
         from .local.dashboard import run_dashboard
 

@@ -204,11 +204,37 @@ class Settings:
         return f"{self.topic_prefix}{name}"
 
     def replace(self, **changes: Any) -> Settings:
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes``; they count as set by the program (see :meth:`source`)."""
+        new = dataclasses.replace(self, **changes)
+        new._sources = {**self._given(), **dict.fromkeys(changes, "program")}
+        return new
+
+    def source(self, name: str) -> str:
+        """Where setting ``name`` came from: ``"default"``, ``"file"``, ``"environment"``,
+        ``"command line"`` (``--set``, ``--bootstrap``), or ``"program"`` (:meth:`replace`).
+
+        >>> s = load_settings(None, env={"STREAMXAI_ALPHA": "0.01"}, grid_size="7")
+        >>> s.source("alpha"), s.source("grid_size"), s.source("loss"), s.replace(loss="log").source("loss")
+        ('environment', 'command line', 'default', 'program')
+        """
+        if name not in self.__dataclass_fields__:
+            raise ValueError(f"unknown setting {name!r}")
+        return self._given().get(name, "default")
+
+    def explicit(self) -> frozenset[str]:
+        """The settings a file, the environment or the command line gave: a command's own
+        defaults (e.g. the demo's) must not override them."""
+        return frozenset(n for n, src in self._given().items() if src in _USER_SOURCES)
+
+    def _given(self) -> dict[str, str]:
+        return getattr(self, "_sources", {})
 
     def public_dict(self) -> dict[str, Any]:
         """All settings with secrets masked, for logs and ``streamxai config``."""
         return {f.name: (repr(v) if isinstance(v, Secret) else v) for f in fields(self) for v in [getattr(self, f.name)]}
+
+
+_USER_SOURCES = ("file", "environment", "command line")
 
 
 def env_name(field_name: str) -> str:
@@ -271,6 +297,7 @@ def load_settings(
     """Defaults < TOML file ``path`` < environment ``env`` < ``overrides``."""
     by_name = {f.name: f for f in fields(Settings)}
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     if path:
         p = Path(path)
         try:
@@ -284,16 +311,20 @@ def load_settings(
                 raise ConfigError(f"settings file {p}: unknown setting {k!r}; see `streamxai worker --help`")
             _check_toml_type(by_name[k], v, str(p))
             values[k] = _convert(by_name[k], v, str(p))
+            sources[k] = "file"
     for name, f in by_name.items():
         if env and env_name(name) in env:
             values[name] = _convert(f, env[env_name(name)], f"${env_name(name)}")
+            sources[name] = "environment"
     for k, v in overrides.items():
         if v is None:
             continue
         if k not in by_name:
             raise ConfigError(f"unknown setting {k!r}")
         values[k] = _convert(by_name[k], v, "the command line")
+        sources[k] = "command line"
     s = Settings(**values)
+    s._sources = sources
     s.check_files()
     return s
 

@@ -175,9 +175,11 @@ def _cleanup(s: Settings, logs: Path, keep_logs: bool, explicit: set[str] | froz
         shutil.rmtree(logs, ignore_errors=True)
 
 
-def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozenset[str] = frozenset()) -> int:
-    """Run the demo; ``explicit`` names the settings some source gave, which stay as given."""
+def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozenset[str] | None = None) -> int:
+    """Run the demo; the settings a file, the environment or the command line gave stay as given
+    (``explicit``, by default ``s.explicit()``): the demo changes only defaults."""
     n = args.n
+    explicit = s.explicit() if explicit is None else explicit
     changes, scaled = demo_overrides(uuid.uuid4().hex[:6], n, explicit)
     s = s.replace(**changes, **scaled)
     if scaled:
