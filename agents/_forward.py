@@ -17,12 +17,12 @@ import asyncio
 import logging
 from typing import Any
 
-from pipeline.handlers import Out, Source, dead_letter
+from pipeline.handlers import Handler, Out, Source, dead_letter
 
 log = logging.getLogger("streamxai")
 
 
-async def forward(stream: Any, handler: Any, topics: dict[str, Any], stage: str) -> None:
+async def forward(stream: Any, handler: Handler, topics: dict[str, Any], stage: str) -> None:
     limit = handler.settings.max_dead_letter_bytes
     names = {short: handler.settings.topic(short) for short in topics}  # metrics label topics by full name
     metrics = handler.metrics

@@ -1,8 +1,14 @@
-"""Synchronous message handlers: bytes in, messages out. Agents are thin loops around them."""
+"""Synchronous message handlers: bytes in, messages out. Agents are thin loops around them.
 
-from .common import Out, Recovering, Source, dead_letter
+Every handler fills in one skeleton (:class:`MessageHandler`: parse → dead letter → load
+state → drop duplicate → process → checkpoint); what it needs from outside is declared as
+Protocols (:class:`Handler`, :class:`History`, :class:`CheckpointStore`)."""
+
+from .common import MessageHandler, Out, Recovering, Rejected, Source, dead_letter
 from .drift import DriftHandler
 from .explain import ExplainHandler
 from .model import ModelHandler
+from .protocols import CheckpointStore, Handler, History, ScanningHistory
 
-__all__ = ["DriftHandler", "ExplainHandler", "ModelHandler", "Out", "Recovering", "Source", "dead_letter"]
+__all__ = ["CheckpointStore", "DriftHandler", "ExplainHandler", "Handler", "History", "MessageHandler", "ModelHandler",
+           "Out", "Recovering", "Rejected", "ScanningHistory", "Source", "dead_letter"]

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 
 from ..kafka.history_cache import HistoryCache
 
-__all__ = ["Out", "Source", "dead_letter", "Recovering", "DEFAULT_DEAD_LETTER_BYTES"]
+__all__ = ["Out", "Source", "dead_letter", "Recovering", "MessageHandler", "Rejected", "DEFAULT_DEAD_LETTER_BYTES"]
 
 log = logging.getLogger("streamxai")
 
@@ -93,7 +94,7 @@ def dead_letter(
 _STORE_LOCK = threading.Lock()
 
 
-class Recovering:
+class Recovering(abc.ABC):
     """State recovery shared by the model and explain handlers.
 
     A handler that meets a key it has no state for restores the newest checkpoint and
@@ -164,11 +165,13 @@ class Recovering:
             log.info("%s[%d] came back after another worker processed part of it: rebuilding %d keys",
                      tp[0], tp[1], len(stale))
 
-    def _drop_state(self, key: bytes) -> None:  # pragma: no cover - each handler drops its own
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _drop_state(self, key: bytes) -> None:
+        """Forget the state of ``key`` (its partition came back after another worker had it)."""
 
-    def _rebuild(self, st: Any, key: bytes | None, src: Source, from_offset: int) -> None:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _rebuild(self, st: Any, key: bytes | None, src: Source, from_offset: int) -> None:
+        """Replay the messages of ``key`` on ``src``'s partition from ``from_offset`` up to ``src`` into ``st``."""
 
     def _checkpoint_if_due(self, kind: str, key: bytes | None, st: Any, src: Source) -> None:
         """Count one more message for ``st``; write its checkpoint when ``checkpoint_every`` is reached."""
@@ -207,3 +210,69 @@ class Recovering:
         if not first and self.history is not None and src.offset:
             self._rebuild(st, key, src, 0)
         return st
+
+
+class Rejected(Exception):
+    """Raised by a handler's :meth:`MessageHandler._process`: the message becomes the dead
+    letter ``out`` and the state is not checkpointed."""
+
+    def __init__(self, out: Out):
+        super().__init__(out.reason)
+        self.out = out
+
+
+class MessageHandler(Recovering):
+    """The one skeleton of the model, explain and drift handlers (:meth:`on_message`):
+    parse → dead letter → load state → drop duplicate → process → checkpoint. A handler
+    names its ``STAGE`` (dead letters, checkpoints) and ``DUPLICATE_METRIC``, and fills in
+    the steps :meth:`_read`, :meth:`_state`, :meth:`_is_duplicate` and :meth:`_process`."""
+
+    STAGE: ClassVar[str]
+    DUPLICATE_METRIC: ClassVar[str]
+    settings: Any
+
+    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        """The messages to send for ``raw`` from ``src``; bad input becomes a dead letter."""
+        self._arrived()
+        try:
+            msg = self._read(raw, key, src)
+        except InvalidMessage as e:
+            return [self._dead_letter(raw, key, e, src, self._reason(e))]
+        st = self._state(msg, key, src)
+        if self._is_duplicate(msg, st):
+            self.metrics.inc(self.DUPLICATE_METRIC)
+            return []
+        try:
+            outs = self._process(msg, st, raw, key, src)
+        except Rejected as r:
+            return [r.out]
+        self._checkpoint_if_due(self.STAGE, key, st, src)
+        return outs
+
+    def _arrived(self) -> None:
+        """Count a message before it is parsed (by default nothing)."""
+
+    @abc.abstractmethod
+    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> Any:
+        """The parsed message; raises :class:`~schemas.InvalidMessage` for bad input."""
+
+    def _reason(self, err: InvalidMessage) -> str | None:
+        """The dead letter's reason for ``err`` (None: the error's own)."""
+        return None
+
+    @abc.abstractmethod
+    def _state(self, msg: Any, key: bytes | None, src: Source) -> Any:
+        """The state ``msg`` updates: kept, restored from a checkpoint and replay, or new."""
+
+    @abc.abstractmethod
+    def _is_duplicate(self, msg: Any, st: Any) -> bool:
+        """Whether ``st`` already took ``msg`` (a redelivery): it is then dropped."""
+
+    @abc.abstractmethod
+    def _process(self, msg: Any, st: Any, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        """Update ``st`` with ``msg`` and return the messages to send; raise :class:`Rejected`
+        when the message cannot be taken."""
+
+    def _dead_letter(self, raw: bytes | None, key: bytes | None, err: Exception, src: Source,
+                     reason: str | None = None) -> Out:
+        return dead_letter(raw, key, err, self.STAGE, src, reason=reason, max_bytes=self.settings.max_dead_letter_bytes)

@@ -29,7 +29,8 @@ from ..core.change_episodes import Episode, SeriesChange, StreamChangeDetector, 
 from ..core.drift import Moments
 from ..metrics import Metrics
 from ..settings import Settings
-from .common import Out, Recovering, Source, dead_letter, log
+from .common import MessageHandler, Out, Source, log
+from .protocols import CheckpointStore, History
 
 __all__ = ["DriftHandler", "change_event", "change_episode"]
 
@@ -76,8 +77,14 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
     )
 
 
-class DriftHandler(Recovering):
-    def __init__(self, settings: Settings, metrics: Metrics | None = None, history=None, checkpoints=None):
+class DriftHandler(MessageHandler):
+    """One per worker; keeps one change detector per stream it owns."""
+
+    STAGE = "drift"
+    DUPLICATE_METRIC = "duplicate_explanations_dropped"
+
+    def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
+                 checkpoints: CheckpointStore | None = None):
         self.settings = settings
         self.metrics = metrics or Metrics()
         #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
@@ -122,33 +129,38 @@ class DriftHandler(Recovering):
         first = p.n_explained <= self.settings.emit_every
         return self._recover("drift", key, src, self._fresh, first=first)
 
-    def _drop_state(self, key: bytes) -> None:
-        self.series.pop(key.decode(errors="replace"), None)
 
-    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        m = self.metrics
-        m.inc("explanations_seen")  # every message, good or bad: how far the drift agent has got
+    def _arrived(self) -> None:
+        self.metrics.inc("explanations_seen")  # every message, good or bad: how far the drift agent has got
+
+    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
         s = self.settings
-        try:
-            p = self._parse(raw, src)
-            if p.explainer not in s.explainers or p.feature not in s.features:
-                raise SchemaMismatch(
-                    f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
-                    f"{s.explainers} x features; every worker must run with the same settings", where=str(src))
-        except InvalidMessage as e:
-            reason = "explanation_v1" if "explanation/v1 carries" in str(e) else None
-            return [dead_letter(raw, key, e, "drift", src, reason=reason, max_bytes=s.max_dead_letter_bytes)]
+        p = self._parse(raw, src)
+        if p.explainer not in s.explainers or p.feature not in s.features:
+            raise SchemaMismatch(
+                f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
+                f"{s.explainers} x features; every worker must run with the same settings", where=str(src))
+        return p
+
+    def _reason(self, err: InvalidMessage) -> str | None:
+        return "explanation_v1" if "explanation/v1 carries" in str(err) else None
+
+    def _state(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
         st = self.streams.get(p.stream_id)
         if st is None:
             st = self.streams[p.stream_id] = self._state_for(p, key, src)
-            m.gauge("drift_streams", len(self.streams))
-        det = st.detector
-        if p.seq <= det.last_seq(p.explainer, p.feature):
-            m.inc("duplicate_explanations_dropped")
-            return []
+            self.metrics.gauge("drift_streams", len(self.streams))
+        return st
+
+    def _is_duplicate(self, p: _Point, st: _StreamState) -> bool:
+        return p.seq <= st.detector.last_seq(p.explainer, p.feature)
+
+    def _process(self, p: _Point, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        """Fold the explanation into its series' change test; the change events and the episodes it closed."""
+        m = self.metrics
         m.inc("explanations_monitored")
-        changes, episodes = det.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve, p.model_loss)
-        self._checkpoint_if_due("drift", key, st, src)
+        changes, episodes = st.detector.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve,
+                                               p.model_loss)
         outs = []
         k = p.stream_id.encode()
         for c in changes:

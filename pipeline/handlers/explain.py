@@ -17,6 +17,7 @@ tasks and to the tasks it processes again after a restart, so it reproduces the 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from schemas import ExplainDecision, ExplainTask, Explanation, InvalidMessage, decode, dumps, parse_explain_task
@@ -27,7 +28,8 @@ from ..core.stream import StreamExplainer
 from ..metrics import Metrics
 from ..plan import stream_explainer
 from ..settings import Settings
-from .common import Out, Recovering, Source, dead_letter, log
+from .common import MessageHandler, Out, Rejected, Source, log
+from .protocols import CheckpointStore, History
 
 __all__ = ["ExplainHandler"]
 
@@ -45,9 +47,15 @@ class _GroupState:
     recorded: dict[int, bool] = field(default_factory=dict)
 
 
-class ExplainHandler(Recovering):
+class ExplainHandler(MessageHandler):
+    """One per worker; keeps one stream explainer per (stream, explainer group) it owns."""
+
+    STAGE = "explain"
+    DUPLICATE_METRIC = "duplicate_tasks_dropped"
+
     def __init__(
-        self, settings: Settings, metrics: Metrics | None = None, clock=time.time, history=None, checkpoints=None
+        self, settings: Settings, metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
+        history: History | None = None, checkpoints: CheckpointStore | None = None,
     ):
         self.settings = settings
         self.metrics = metrics or Metrics()
@@ -134,20 +142,25 @@ class ExplainHandler(Recovering):
         if group.isdigit():
             self.groups.pop((stream_id, int(group)), None)
 
-    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        m = self.metrics
-        try:
-            task = self._parse(raw, src)
-        except InvalidMessage as e:
-            return [dead_letter(raw, key, e, "explain", src, max_bytes=self.settings.max_dead_letter_bytes)]
+    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> ExplainTask:
+        return self._parse(raw, src)
+
+    def _state(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
         gk = (task.stream_id, task.group)
         st = self.groups.get(gk)
         if st is None:
             st = self.groups[gk] = self._state_for(task, key, src)
-            m.gauge("explainer_groups", len(self.groups))
-        if task.seq <= st.last_seq:
-            m.inc("duplicate_tasks_dropped")
-            return []
+            self.metrics.gauge("explainer_groups", len(self.groups))
+        return st
+
+    def _is_duplicate(self, task: ExplainTask, st: _GroupState) -> bool:
+        return task.seq <= st.last_seq
+
+    def _process(self, task: ExplainTask, st: _GroupState, raw: bytes | None, key: bytes | None,
+                 src: Source) -> list[Out]:
+        """Explain (or shed) the task's event, let the replica learn it; the explanations every
+        ``emit_every`` explained events, and the decision when lag shedding is on."""
+        m = self.metrics
         waited = self.clock() - task.sent_at
         m.gauge("explanation_lag_seconds", waited)
         explain = self._decide(st, task, waited)
@@ -160,13 +173,12 @@ class ExplainHandler(Recovering):
             values = se.process_one(task.x, task.y, explain=explain, report=emit, loss=task.loss)
         except Exception as e:
             # the replica may be half-updated: forget it, so the next task rebuilds it by replay
-            del self.groups[gk]
-            return [dead_letter(raw, key, e, "explain", src, reason="explain_error", max_bytes=self.settings.max_dead_letter_bytes)]
+            del self.groups[(task.stream_id, task.group)]
+            raise Rejected(self._dead_letter(raw, key, e, src, "explain_error")) from None
         st.last_seq = task.seq
         st.n_explained += int(explain)
         st.skipped = 0 if explain else st.skipped + int(task.explain)
         m.inc("tasks_seen")
-        self._checkpoint_if_due("explain", key, st, src)
         outs = []
         if task.explain and self.shedder.max_lag_s is not None:
             outs.append(Out("explain-decisions", key, dumps(ExplainDecision(

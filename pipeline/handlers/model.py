@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from schemas import ExplainTask, InvalidMessage, Prediction, SchemaMismatch, dumps, parse_feature_event
+from schemas import ExplainTask, FeatureEvent, InvalidMessage, Prediction, SchemaMismatch, dumps, parse_feature_event
 
 from ..core.budget import EventSampler
 from ..core.prequential import PrequentialModel
@@ -16,7 +16,8 @@ from ..core.rng import derive_seed
 from ..metrics import Metrics
 from ..plan import prequential_model
 from ..settings import Settings
-from .common import Out, Recovering, Source, dead_letter, log
+from .common import MessageHandler, Out, Rejected, Source, log
+from .protocols import CheckpointStore, History
 
 __all__ = ["ModelHandler"]
 
@@ -29,10 +30,14 @@ class _StreamState:
     since_checkpoint: int = 0
 
 
-class ModelHandler(Recovering):
+class ModelHandler(MessageHandler):
     """One per worker; keeps one model per stream id it owns."""
 
-    def __init__(self, settings: Settings, metrics: Metrics | None = None, history=None, checkpoints=None):
+    STAGE = "model"
+    DUPLICATE_METRIC = "duplicates_dropped"
+
+    def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
+                 checkpoints: CheckpointStore | None = None):
         self.settings = settings
         #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
         self.history = history
@@ -72,27 +77,35 @@ class ModelHandler(Recovering):
     def _drop_state(self, key: bytes) -> None:
         self.streams.pop(key.decode(errors="replace"), None)
 
-    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        m = self.metrics
-        m.inc("events_in")
-        try:
-            ev = parse_feature_event(raw, self.spec, where=str(src), max_bytes=self.settings.max_message_bytes)
-            if key != ev.stream_id.encode():
-                raise SchemaMismatch(
-                    f"message key {key!r} is not the stream_id {ev.stream_id!r}; key every event by "
-                    "its stream_id so one stream stays on one partition, in order",
-                    where=str(src),
-                )
-        except InvalidMessage as e:
-            return [dead_letter(raw, key, e, "model", src, max_bytes=self.settings.max_dead_letter_bytes)]
+    def _arrived(self) -> None:
+        self.metrics.inc("events_in")
+
+    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> FeatureEvent:
+        ev = parse_feature_event(raw, self.spec, where=str(src), max_bytes=self.settings.max_message_bytes)
+        if key != ev.stream_id.encode():
+            raise SchemaMismatch(
+                f"message key {key!r} is not the stream_id {ev.stream_id!r}; key every event by "
+                "its stream_id so one stream stays on one partition, in order",
+                where=str(src),
+            )
+        return ev
+
+    def _state(self, ev: FeatureEvent, key: bytes | None, src: Source) -> _StreamState:
         st = self.streams.get(ev.stream_id)
         if st is None:
             st = self.streams[ev.stream_id] = self._state_for(ev.stream_id, ev.seq, key, src)
-            m.gauge("streams", len(self.streams))
-        if ev.seq <= st.last_seq:
-            m.inc("duplicates_dropped")
-            log.debug("dropping %s seq %d: already processed up to %d", ev.stream_id, ev.seq, st.last_seq)
-            return []
+            self.metrics.gauge("streams", len(self.streams))
+        return st
+
+    def _is_duplicate(self, ev: FeatureEvent, st: _StreamState) -> bool:
+        if ev.seq > st.last_seq:
+            return False
+        log.debug("dropping %s seq %d: already processed up to %d", ev.stream_id, ev.seq, st.last_seq)
+        return True
+
+    def _process(self, ev: FeatureEvent, st: _StreamState, raw: bytes | None, key: bytes | None,
+                 src: Source) -> list[Out]:
+        """Predict, score, learn; the prediction, and one explain task per group once ``y`` is known."""
         if ev.seq - st.last_seq > self.settings.max_seq_gap:
             # accepting it would make every later event of the stream look like a duplicate
             e = SchemaMismatch(
@@ -101,22 +114,21 @@ class ModelHandler(Recovering):
                 "stream's events 0, 1, 2, ... (or raise max_seq_gap)",
                 where=str(src),
             )
-            return [dead_letter(raw, key, e, "model", src, reason="seq_gap", max_bytes=self.settings.max_dead_letter_bytes)]
+            raise Rejected(self._dead_letter(raw, key, e, src, "seq_gap"))
         version = st.model.version
         try:
             y_pred, loss = st.model.process_one(ev.x, ev.y)
         except Exception as e:  # a model that raises on one event must not kill the worker
-            return [dead_letter(raw, key, e, "model", src, reason="model_error", max_bytes=self.settings.max_dead_letter_bytes)]
+            raise Rejected(self._dead_letter(raw, key, e, src, "model_error")) from None
         st.last_seq = ev.seq
-        m.inc("predictions")
-        self._checkpoint_if_due("model", key, st, src)
+        self.metrics.inc("predictions")
         k = ev.stream_id.encode()
         outs = [Out("predictions", k, dumps(Prediction(
             ev.stream_id, ev.seq, ev.ts, ev.y, _plain(y_pred), loss, version)))]
         if ev.y is not None:
             explain = self.sampler.selected(ev.stream_id, ev.seq)
             if not explain:
-                m.inc("sampled_out")
+                self.metrics.inc("sampled_out")
             now = time.time()
             first = st.first_partition
             n_part = self.settings.partitions

@@ -1,0 +1,43 @@
+"""The handlers share one skeleton (parse → dead letter → load state → drop duplicate →
+process → checkpoint) and declare what they need as Protocols."""
+
+import pytest
+from test_handlers import drift_settings, explanation_v2, settings
+
+from pipeline.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, History, ModelHandler, Source
+from pipeline.handlers.common import MessageHandler, Recovering
+from pipeline.kafka.checkpoints import CheckpointStore as FileCheckpointStore
+from pipeline.kafka.replay import PartitionHistory
+
+
+def test_drift_handler_drops_its_streams_when_a_partition_comes_back(tmp_path):
+    """Was: ``_drop_state`` was defined twice and the second, effective one popped from a
+    ``series`` dict the drift handler does not have (AttributeError on a rebalance)."""
+    h = DriftHandler(drift_settings())
+    src = Source("explanations", 0, 0)
+    h.needs_recovery(b"s", src)  # the agent loop calls it for every message
+    h.on_message(explanation_v2("s", "ipfi", "age", 9, 0.1, (10, 0.1, 0.0), 10), b"s", src)
+    assert "s" in h.streams
+    h.partitions_revoked({("explanations", 0)})
+    h.needs_recovery(b"s", Source("explanations", 0, 7))  # another worker processed offsets 1..6
+    assert "s" not in h.streams
+    assert h.metrics.get("states_dropped_after_rebalance") == 1
+
+
+@pytest.mark.parametrize("cls", [ModelHandler, ExplainHandler, DriftHandler])
+def test_every_handler_fills_in_the_skeleton(cls):
+    assert issubclass(cls, MessageHandler) and cls.on_message is MessageHandler.on_message
+    h = cls(drift_settings() if cls is DriftHandler else settings())
+    assert isinstance(h, Handler)
+
+
+def test_the_skeleton_cannot_be_used_without_its_steps():
+    with pytest.raises(TypeError, match="abstract"):
+        MessageHandler()
+    with pytest.raises(TypeError, match="abstract"):
+        Recovering()
+
+
+def test_the_kafka_layer_provides_what_the_handlers_need(tmp_path):
+    assert isinstance(FileCheckpointStore(str(tmp_path), every=2, secret=b"0123456789abcdef"), CheckpointStore)
+    assert isinstance(PartitionHistory.__new__(PartitionHistory), History)
