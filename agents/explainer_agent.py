@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.handlers import Handler
+
 from ._forward import forward
 
 
-def install_explainer_agent(app: Any, topics: dict[str, Any], handler: Any) -> Any:
+def install_explainer_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
     @app.agent(topics["explain-tasks"], name="streamxai.explainer")
     async def explainer_agent(stream: Any) -> None:
         await forward(stream, handler, topics, "explain")

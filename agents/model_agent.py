@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.handlers import Handler
+
 from ._forward import forward
 
 
-def install_model_agent(app: Any, topics: dict[str, Any], handler: Any) -> Any:
+def install_model_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
     @app.agent(topics["features"], name="streamxai.model")
     async def model_agent(stream: Any) -> None:
         await forward(stream, handler, topics, "model")

@@ -12,7 +12,7 @@ import faust
 
 from agents import install_drift_agent, install_explainer_agent, install_model_agent
 
-from .handlers import DriftHandler, ExplainHandler, ModelHandler
+from .handlers import DriftHandler, ExplainHandler, Handler, ModelHandler
 from .kafka.checkpoints import checkpoint_store
 from .kafka.config import TOPIC_NAMES, faust_credentials
 from .kafka.replay import PartitionHistory
@@ -51,14 +51,14 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         broker_session_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
     )
-    topics: dict[str, Any] = {
+    topics: dict[str, faust.TopicT] = {
         name: app.topic(settings.topic(name), key_type=bytes, value_type=bytes,
                         key_serializer="raw", value_serializer="raw", partitions=settings.partitions)
         for name in TOPIC_NAMES
     }
     history = PartitionHistory(settings)
     store = checkpoint_store(settings)
-    handlers: list[Any] = []
+    handlers: list[Handler] = []
     if "model" in roles:
         handlers.append(ModelHandler(settings, metrics, history=history, checkpoints=store))
         install_model_agent(app, topics, handlers[-1])

@@ -9,11 +9,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 
 from ..kafka.history_cache import HistoryCache
+from ..metrics import Metrics
+from ..settings import Settings
+from .protocols import CheckpointStore, History
 
 __all__ = ["Out", "Source", "dead_letter", "Recovering", "MessageHandler", "Rejected", "DEFAULT_DEAD_LETTER_BYTES"]
 
@@ -107,21 +110,21 @@ class Recovering(abc.ABC):
     which messages may rebuild state, so it can run them off the event loop.
     """
 
-    checkpoints: Any
-    metrics: Any
-    _history: Any = None
+    checkpoints: CheckpointStore | None
+    metrics: Metrics
+    _history: History | HistoryCache | None = None
     _known: set[bytes] | None = None
     _positions: dict[tuple[str, int], int] | None = None
     _revoked: set[tuple[str, int]] | None = None
     _key_tp: dict[bytes, tuple[str, int]] | None = None
 
     @property
-    def history(self) -> Any:
+    def history(self) -> History | HistoryCache | None:
         """``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)."""
         return self._history
 
     @history.setter
-    def history(self, source: Any) -> None:
+    def history(self, source: History | None) -> None:
         scans = source is not None and hasattr(source, "scan")
         self._history = HistoryCache(source, self) if scans else source
 
@@ -221,7 +224,11 @@ class Rejected(Exception):
         self.out = out
 
 
-class MessageHandler(Recovering):
+M = TypeVar("M")
+S = TypeVar("S")
+
+
+class MessageHandler(Recovering, Generic[M, S]):
     """The one skeleton of the model, explain and drift handlers (:meth:`on_message`):
     parse → dead letter → load state → drop duplicate → process → checkpoint. A handler
     names its ``STAGE`` (dead letters, checkpoints) and ``DUPLICATE_METRIC``, and fills in
@@ -229,7 +236,7 @@ class MessageHandler(Recovering):
 
     STAGE: ClassVar[str]
     DUPLICATE_METRIC: ClassVar[str]
-    settings: Any
+    settings: Settings
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The messages to send for ``raw`` from ``src``; bad input becomes a dead letter."""
@@ -253,7 +260,7 @@ class MessageHandler(Recovering):
         """Count a message before it is parsed (by default nothing)."""
 
     @abc.abstractmethod
-    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> Any:
+    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> M:
         """The parsed message; raises :class:`~schemas.InvalidMessage` for bad input."""
 
     def _reason(self, err: InvalidMessage) -> str | None:
@@ -261,15 +268,15 @@ class MessageHandler(Recovering):
         return None
 
     @abc.abstractmethod
-    def _state(self, msg: Any, key: bytes | None, src: Source) -> Any:
+    def _state(self, msg: M, key: bytes | None, src: Source) -> S:
         """The state ``msg`` updates: kept, restored from a checkpoint and replay, or new."""
 
     @abc.abstractmethod
-    def _is_duplicate(self, msg: Any, st: Any) -> bool:
+    def _is_duplicate(self, msg: M, st: S) -> bool:
         """Whether ``st`` already took ``msg`` (a redelivery): it is then dropped."""
 
     @abc.abstractmethod
-    def _process(self, msg: Any, st: Any, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+    def _process(self, msg: M, st: S, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """Update ``st`` with ``msg`` and return the messages to send; raise :class:`Rejected`
         when the message cannot be taken."""
 

@@ -77,7 +77,7 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
     )
 
 
-class DriftHandler(MessageHandler):
+class DriftHandler(MessageHandler[_Point, _StreamState]):
     """One per worker; keeps one change detector per stream it owns."""
 
     STAGE = "drift"

@@ -47,7 +47,7 @@ class _GroupState:
     recorded: dict[int, bool] = field(default_factory=dict)
 
 
-class ExplainHandler(MessageHandler):
+class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
     """One per worker; keeps one stream explainer per (stream, explainer group) it owns."""
 
     STAGE = "explain"

@@ -30,7 +30,7 @@ class _StreamState:
     since_checkpoint: int = 0
 
 
-class ModelHandler(MessageHandler):
+class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
     """One per worker; keeps one model per stream id it owns."""
 
     STAGE = "model"

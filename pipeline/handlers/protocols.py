@@ -11,9 +11,14 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from schemas import Source
+
+if TYPE_CHECKING:  # pragma: no cover - for annotations only (common.py imports this module)
+    from ..metrics import Metrics
+    from ..settings import Settings
+    from .common import Out
 
 __all__ = ["Handler", "History", "ScanningHistory", "CheckpointStore"]
 
@@ -22,10 +27,10 @@ __all__ = ["Handler", "History", "ScanningHistory", "CheckpointStore"]
 class Handler(Protocol):
     """Bytes in, messages out: what an agent (``agents/_forward.py``) hands each message to."""
 
-    settings: Any
-    metrics: Any
+    settings: Settings
+    metrics: Metrics
 
-    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Any]:
+    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The messages to send for ``raw`` (dead letters for bad input); never raises for bad input."""
         ...
 

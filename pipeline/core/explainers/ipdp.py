@@ -81,7 +81,15 @@ GRIDS = ("extreme", "quantile")
 
 
 class IPDP(Explainer):
-    """Incremental PDP of every feature in ``features``; see the module docstring."""
+    """Incremental PDP of every feature in ``features``; see the module docstring.
+
+    References
+    ----------
+    1. Muschalik, M., Fumagalli, F., Jagtani, R., Hammer, B., Hüllermeier, E. "iPDP: On Partial
+       Dependence Plots in Dynamic Modeling Scenarios". arXiv:2306.07775.
+       Implements Algorithm 1 (iPDP with smoothed grid points); the grid from Algorithm 2 (extreme values)
+       or Algorithm 3 (frequencies).
+    """
 
     name = "ipdp"
 

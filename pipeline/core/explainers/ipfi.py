@@ -118,6 +118,13 @@ class IPFI(Explainer):
     (2999, 14995)
     >>> round(values["a"], 1), values["b"]
     (0.5, 0.0)
+
+    References
+    ----------
+    1. Fumagalli, F., Muschalik, M., Hüllermeier, E., Hammer, B. "Incremental Permutation Feature
+       Importance (iPFI): Towards Online Explanations on Data Streams". arXiv:2209.01939.
+       Implements Algorithm 1 (one explanation step) and the smoothed estimator
+       phi_t = (1 - alpha) phi_{t-1} + alpha lambda_t, with the uniform or geometric sampling strategy.
     """
 
     name = "ipfi"

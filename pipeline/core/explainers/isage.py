@@ -129,6 +129,13 @@ class ISAGE(Explainer):
     observational removal predicts with classification trees; ``seed``; ``estimator``
     ``None`` (unbiased when the loss allows it, else plug-in), ``"unbiased"``, ``"plug_in"``
     or ``"paper"`` (see the module docstring).
+
+    References
+    ----------
+    1. Muschalik, M., Fumagalli, F., Hammer, B., Hüllermeier, E. "iSAGE: An Incremental Version of
+       SAGE for Online Explanation on Data Streams". arXiv:2303.01181.
+       Implements Algorithm 1 (iSAGE); interventional removal with the geometric reservoir (Algorithm 2),
+       observational removal with incremental trees and leaf reservoirs (Algorithms 3 and 4).
     """
 
     name = "isage"

@@ -32,7 +32,14 @@ __all__ = ["ExtremeValueStorage"]
 
 
 class ExtremeValueStorage(Component):
-    """Minimum and maximum of the last ``window`` values passed to :meth:`update`."""
+    """Minimum and maximum of the last ``window`` values passed to :meth:`update`.
+
+    References
+    ----------
+    1. Muschalik, M., Fumagalli, F., Jagtani, R., Hammer, B., Hüllermeier, E. "iPDP: On Partial
+       Dependence Plots in Dynamic Modeling Scenarios". arXiv:2306.07775.
+       Implements Algorithm 2 (incremental extreme value storage).
+    """
 
     def __init__(self, window: int = 1000):
         check_positive_int(window, "window", " (number of recent values)")

@@ -54,7 +54,14 @@ def category_key(c: Any) -> tuple:
 
 
 class FrequencyStorage(Component):
-    """``size`` recent values, entering with ``entrance_probability``, oldest out first."""
+    """``size`` recent values, entering with ``entrance_probability``, oldest out first.
+
+    References
+    ----------
+    1. Muschalik, M., Fumagalli, F., Jagtani, R., Hammer, B., Hüllermeier, E. "iPDP: On Partial
+       Dependence Plots in Dynamic Modeling Scenarios". arXiv:2306.07775.
+       Implements Algorithm 3 (incremental frequency storage).
+    """
 
     def __init__(self, size: int = 100, entrance_probability: float = 1.0, seed: int | None = None):
         check_positive_int(size, "size")

@@ -67,7 +67,15 @@ class _Reservoir(Component):
 
 
 class UniformReservoir(_Reservoir):
-    """Vitter's reservoir (algorithm R): every observation so far is kept with equal probability."""
+    """Vitter's reservoir (algorithm R): every observation so far is kept with equal probability.
+
+    References
+    ----------
+    1. Fumagalli, F., Muschalik, M., Hüllermeier, E., Hammer, B. "Incremental Permutation Feature
+       Importance (iPFI): Towards Online Explanations on Data Streams". arXiv:2209.01939.
+       Implements section "Incremental Sampling Strategies": uniform sampling, p_{s,r} = 1/s, as a
+       reservoir of fixed length.
+    """
 
     def _slot(self) -> int | None:
         j = self._rng.randrange(self.n_seen)
@@ -75,7 +83,18 @@ class UniformReservoir(_Reservoir):
 
 
 class GeometricReservoir(_Reservoir):
-    """Each new observation replaces a uniformly chosen slot, so p_{s,r} = p(1-p)^{s-r-1}, p = 1/size."""
+    """Each new observation replaces a uniformly chosen slot, so p_{s,r} = p(1-p)^{s-r-1}, p = 1/size.
+
+    References
+    ----------
+    1. Fumagalli, F., Muschalik, M., Hüllermeier, E., Hammer, B. "Incremental Permutation Feature
+       Importance (iPFI): Towards Online Explanations on Data Streams". arXiv:2209.01939.
+       Implements section "Incremental Sampling Strategies": geometric sampling, each new observation
+       replaces a random one of the L stored.
+    2. Muschalik, M., Fumagalli, F., Hammer, B., Hüllermeier, E. "iSAGE: An Incremental Version of
+       SAGE for Online Explanation on Data Streams". arXiv:2303.01181.
+       Implements Algorithm 2 (updating the incremental geometric reservoir).
+    """
 
     def _slot(self) -> int | None:
         return self._rng.randrange(self.size)
