@@ -62,7 +62,6 @@ COUNTERS = tuple(HELP)
 HELP.update({
     "streams": "Streams whose model this worker holds",
     "explainer_groups": "Explainer groups (model replicas) this worker holds",
-    "drift_series": "Explanation series the drift agent monitors",
     "drift_streams": "Streams the drift agent monitors",
     "consumer_lag": "Messages not yet processed, by topic and partition (high watermark - next offset)",
     "explanation_lag_events": "Explain tasks waiting in this worker's explain-tasks partitions",
