@@ -60,20 +60,26 @@ def demo_settings(n: int) -> dict[str, object]:
 
     The change detection skips the first ``drift_warmup`` events of a stream; a short demo
     keeps at least half of the segment before its first drift monitored (warm-up <= n / 6).
+    A change episode is published once ``drift_episode_gap`` events pass without a further
+    change; a short demo keeps that gap to a quarter of a segment (<= n / 12), so the
+    episode of one drift closes before the next drift begins, within the run.
 
     >>> demo_settings(18000)
     {'alpha': 0.005}
     >>> demo_settings(3000)
-    {'alpha': 0.03, 'drift_warmup': 500}
+    {'alpha': 0.03, 'drift_warmup': 500, 'drift_episode_gap': 250}
     """
     segment = max(1, n // 3)
     out: dict[str, object] = {"alpha": round(min(0.03, max(0.002, 30.0 / segment)), 4)}
     if n // 6 < _DEFAULT_WARMUP:
         out["drift_warmup"] = n // 6
+    if n // 12 < _DEFAULT_EPISODE_GAP:
+        out["drift_episode_gap"] = max(1, n // 12)
     return out
 
 
 _DEFAULT_WARMUP = Settings.__dataclass_fields__["drift_warmup"].default
+_DEFAULT_EPISODE_GAP = Settings.__dataclass_fields__["drift_episode_gap"].default
 
 
 def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str]) -> tuple[dict, dict]:
@@ -82,7 +88,7 @@ def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str]) -> tup
 
     >>> names, scaled = demo_overrides("abc", 3000, {"alpha", "drift_warmup"})
     >>> names["topic_prefix"], scaled
-    ('streamxai.demo-abc.', {})
+    ('streamxai.demo-abc.', {'drift_episode_gap': 250})
     """
     names = {"topic_prefix": f"streamxai.demo-{run}.", "app_id": f"streamxai-demo-{run}",
              "state_dir": f".streamxai/demo-{run}"}

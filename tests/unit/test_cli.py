@@ -141,13 +141,25 @@ def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, mo
     monkeypatch.delenv("STREAMXAI_DRIFT_WARMUP")
     f.write_text("")
     monkeypatch.setenv("STREAMXAI_ALPHA", "0.02")
-    assert demo_overrides("r1", 3000, _explicit_settings(args))[1] == {"drift_warmup": 500}
+    assert demo_overrides("r1", 3000, _explicit_settings(args))[1] == {"drift_warmup": 500, "drift_episode_gap": 250}
     monkeypatch.delenv("STREAMXAI_ALPHA")
     f.write_text("alpha = 0.02\n")
     names, scaled = demo_overrides("r1", 3000, explicit)
-    assert scaled == {} and "topic_prefix" not in names and names["state_dir"] == ".streamxai/demo-r1"
+    assert scaled == {"drift_episode_gap": 250}  # the only scaled setting no source gave
+    assert "topic_prefix" not in names and names["state_dir"] == ".streamxai/demo-r1"
     names, scaled = demo_overrides("r1", 3000, _explicit_settings(_parser().parse_args(["demo"])))
-    assert scaled == {"alpha": 0.03, "drift_warmup": 500}
+    assert scaled == {"alpha": 0.03, "drift_warmup": 500, "drift_episode_gap": 250}
+
+
+def test_a_short_demo_closes_each_episode_before_the_next_drift():
+    # found by use: `demo --n 3000` showed 7 change events and no episode, because the default
+    # gap (1000 events without a further change) never passed within the run
+    from pipeline.local.demo import demo_settings
+
+    for n in (3000, 6000, 9000):
+        segment = n // 3
+        gap = demo_settings(n).get("drift_episode_gap", Settings().drift_episode_gap)
+        assert gap <= segment // 4, (n, gap)
 
 
 def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path):
