@@ -62,10 +62,12 @@ class DemoPlan:
         lines = [f"induced in stream {stream_id}: " + ", ".join(self.describe().split(", ")[1:])]
         for ep in sorted((e for e in episodes if e.get("stream_id") == stream_id),
                          key=lambda e: e.get("first_seq", 0)):
-            began = ep.get("cut_seq", ep.get("first_seq"))
+            # related by where it was detected: the estimated start of the new regime is only as
+            # fine as the detector's cut points, so it can fall a block or two before the drift
+            first = ep.get("first_seq", ep.get("cut_seq"))
             top = ep.get("changes") or [{}]
-            lines.append(f"  episode  new regime from seq {began} (first change at {ep.get('first_seq')}, "
-                         f"largest {top[0].get('explainer')}/{top[0].get('feature')}): {self.relate(began)}")
+            lines.append(f"  episode  first change at seq {first} (new regime estimated from seq {ep.get('cut_seq')}, "
+                         f"largest {top[0].get('explainer')}/{top[0].get('feature')}): {self.relate(first)}")
         for ch in sorted((c for c in changes if c.get("stream_id") == stream_id), key=lambda c: c["seq"]):
             lines.append(f"  change    seq {ch['seq']} {ch.get('explainer')}/{ch.get('feature')}: {self.relate(ch['seq'])}")
         if len(lines) == 1:
