@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from .base import Component
+from .increments import Block
 
 __all__ = ["SeriesWindow", "SeriesDetector", "Cut", "Moments", "threshold"]
 
@@ -67,22 +68,8 @@ _STD_NORMAL = NormalDist()
 Z95 = 1.959963984540054
 
 
-@dataclass(frozen=True, slots=True)
-class Moments:
-    """Count, mean and sum of squared deviations of some increments (Chan et al. merge)."""
-
-    n: int
-    mean: float
-    m2: float
-
-    @property
-    def var(self) -> float:
-        return self.m2 / (self.n - 1) if self.n > 1 else 0.0
-
-    @property
-    def se(self) -> float:
-        """Standard error of ``mean`` (independent increments)."""
-        return math.sqrt(self.var / self.n) if self.n > 0 else math.inf
+#: count, mean and sum of squared deviations of some increments: the explainers' blocks
+Moments = Block
 
 
 def _merge(a, b) -> tuple[int, float, float]:
@@ -120,7 +107,7 @@ class SeriesWindow(Component):
     >>> [(b[0], b[3]) for b in w.buckets]         # sizes double into the past
     [(20, 0), (20, 20), (10, 40), (10, 50)]
     >>> w.total
-    Moments(n=60, mean=2.5, m2=175.0)
+    Block(n=60, mean=2.5, m2=175.0)
     """
 
     def __init__(self, max_window: int = 20_000, buckets_per_level: int = 2):

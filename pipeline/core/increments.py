@@ -22,6 +22,7 @@ Block(n=3, mean=2.0, m2=6.5)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -37,9 +38,16 @@ class Block:
     m2: float
 
     @property
-    def variance(self) -> float:
+    def var(self) -> float:
         """Sample variance (``m2 / (n - 1)``; 0 for fewer than two values)."""
         return self.m2 / (self.n - 1) if self.n > 1 else 0.0
+
+    variance = var
+
+    @property
+    def se(self) -> float:
+        """Standard error of ``mean`` for independent values (infinite when empty)."""
+        return math.sqrt(self.var / self.n) if self.n > 0 else math.inf
 
     def to_dict(self) -> dict[str, float | int]:
         return {"n": self.n, "mean": self.mean, "m2": self.m2}

@@ -29,13 +29,13 @@ import tracemalloc
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
+from _stderr_cost import stderr_overhead  # noqa: E402  (tests/benchmarks, the script's folder)
 from river import forest, linear_model, optim, preprocessing, tree  # noqa: E402
 from river.datasets import synth  # noqa: E402
 
 from pipeline.core.batch.pfi import batch_pfi, pfi_error  # noqa: E402
 from pipeline.core.explainers import IPFI  # noqa: E402
 from pipeline.core.model import ModelFunction  # noqa: E402
-from pipeline.core.uncertainty import SmoothedStderr  # noqa: E402
 
 
 def constant(x: dict) -> int:
@@ -189,34 +189,6 @@ def table1(name: str, model, fn: int, n: int = 20_000, orderings: int = 5) -> No
     for feat in sorted(ref, key=ref.__getitem__, reverse=True)[:3]:
         vals = [fv[feat] for fv in finals]
         print(f"      {feat:<11} batch {ref[feat]:.4f}  iPFI mean {statistics.mean(vals):.4f} sd {statistics.stdev(vals):.4f}")
-
-
-def stderr_overhead(label: str, make, data: list, repeats: int = 5) -> None:
-    """Per-event cost of the standard-error tracking (:class:`SmoothedStderr`): the same
-    explainer on the same events with its tracker's updates replaced by no-ops, interleaved,
-    best of ``repeats`` (the baseline of this run)."""
-    real = (SmoothedStderr.add_increments, SmoothedStderr.add_donors)
-    best = {True: float("inf"), False: float("inf")}
-    try:
-        for _ in range(repeats):
-            for track in (True, False):
-                if track:
-                    SmoothedStderr.add_increments, SmoothedStderr.add_donors = real
-                else:
-                    SmoothedStderr.add_increments = lambda self, *a, **k: None
-                    SmoothedStderr.add_donors = lambda self, *a, **k: None
-                ex = make()
-                for x, y in data[:200]:
-                    ex.explain_one(x, y)
-                t0 = time.perf_counter()
-                for x, y in data[200:]:
-                    ex.explain_one(x, y)
-                best[track] = min(best[track], (time.perf_counter() - t0) / (len(data) - 200))
-    finally:
-        SmoothedStderr.add_increments, SmoothedStderr.add_donors = real
-    on, off = best[True] * 1e6, best[False] * 1e6
-    print(f"  {label:<34} explain_one {on:7.1f} us/event with standard errors, {off:7.1f} us without: "
-          f"+{on - off:5.1f} us/event ({on / off:4.2f}x)")
 
 
 def main() -> None:
