@@ -29,5 +29,7 @@ def test_the_demo_changes_only_defaults(tmp_path, monkeypatch):
     monkeypatch.setenv("STREAMXAI_DRIFT_WARMUP", "5")
     s = _settings(_parser().parse_args(["demo", "--set", "alpha=0.02", "--bootstrap", "h:1"]))
     names, scaled = demo_overrides("r", 3000, s.explicit())
-    assert scaled == {} and "bootstrap_servers" in s.explicit()
+    # alpha (--set) and drift_warmup (environment) stay the user's; only the episode gap no
+    # source gave is scaled to the short run
+    assert scaled == {"drift_episode_gap": 250} and "bootstrap_servers" in s.explicit()
     assert names["topic_prefix"] == "streamxai.demo-r."
