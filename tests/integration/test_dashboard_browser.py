@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import make_settings
+from helpers.pipeline_runs import make_settings
 
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_events

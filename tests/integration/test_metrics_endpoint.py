@@ -7,7 +7,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from pipeline_helpers import collect, make_settings
+from helpers.pipeline_runs import collect, make_settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from pipeline.kafka.config import ensure_topics

@@ -11,7 +11,7 @@ import time
 
 import orjson
 import pytest
-from pipeline_helpers import collect, make_settings, worker_metrics
+from helpers.pipeline_runs import collect, make_settings, worker_metrics
 
 from pipeline.handlers.model import _plain
 from pipeline.kafka.config import ensure_topics
