@@ -16,12 +16,13 @@ from pipeline_helpers import collect, make_settings, worker_metrics
 from pipeline.handlers.model import _plain
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_events, produce_raw
-from pipeline.local.demo_stream import agrawal_events, threshold_events
+from pipeline.local.demo_stream import agrawal_events
 from pipeline.local.ports import free_port
 from pipeline.plan import prequential_model, stream_explainer
 from pipeline.settings import Secret
 from pipeline.worker import spawn_worker, stop_worker
 from schemas import dumps
+from tests.helpers.streams import threshold_events
 
 
 def reference_values(s, events):
