@@ -67,7 +67,7 @@ class ScanningHistory(History, Protocol):
 
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Where handlers keep their states (``pipeline.kafka.checkpoints.CheckpointStore``: files;
+    """Where handlers keep their states (``pipeline.kafka.checkpoints.FileCheckpointStore``: files;
     ``pipeline.kafka.checkpoint_topic.KafkaCheckpointStore``: a compacted topic)."""
 
     def due(self, n_since: int) -> bool:

@@ -4,7 +4,8 @@
 
 - ``pipeline_runs``: settings, workers' metrics and collecting output for runs on a broker;
 - ``handler_inputs``: handler settings and ``explanation/v2`` payloads for the handler tests;
-- ``agrawal_truth``: exact SAGE and PFI ground truth of agrawal classification function 1.
+- ``agrawal_truth``: exact SAGE and PFI ground truth of agrawal classification function 1;
+- ``streams``: small seeded streams (``threshold_events``).
 
 Fixtures that need pytest's machinery (the broker, topics, group ids) stay in ``conftest.py``.
 """

@@ -44,3 +44,40 @@ def test_kafka_plumbing_imports_only_itself_and_settings_of_pipeline():
     allowed = ("pipeline.kafka", "pipeline.settings")
     assert violations(modules("pipeline/kafka"), lambda n: within(n, "pipeline") and not any(
         within(n, a) for a in allowed)) == []
+
+
+def import_cycle(mods: dict[str, set[str]]) -> list[str]:
+    """One cycle among the modules of ``mods`` (as a path that ends where it starts), or [].
+
+    >>> import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})
+    ['a', 'b', 'c', 'a']
+    >>> import_cycle({"a": {"b", "os"}, "b": set()})
+    []
+    """
+    graph = {m: sorted(i for i in imps if i in mods and i != m) for m, imps in mods.items()}
+    done: set[str] = set()
+
+    def visit(m: str, path: list[str]) -> list[str]:
+        if m in path:
+            return path[path.index(m):] + [m]
+        if m in done:
+            return []
+        for n in graph[m]:
+            found = visit(n, path + [m])
+            if found:
+                return found
+        done.add(m)
+        return []
+
+    for m in sorted(graph):
+        found = visit(m, [])
+        if found:
+            return found
+    return []
+
+
+@pytest.mark.parametrize("folder", ["pipeline/kafka"])
+def test_no_import_cycles(folder):
+    # checkpoints.py and checkpoint_topic.py imported each other (issue 14): sealing is now its
+    # own module, and the worker's wiring (pipeline/app.py) picks the store
+    assert import_cycle(modules(folder)) == []
