@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from schemas import Source
 
-if TYPE_CHECKING:  # pragma: no cover - for annotations only (common.py imports this module)
+from .out import Out
+
+if TYPE_CHECKING:  # pragma: no cover - for annotations only
     from ..metrics import Metrics
     from ..settings import Settings
-    from .common import Out
 
 __all__ = ["Handler", "History", "ScanningHistory", "CheckpointStore"]
 

@@ -11,7 +11,8 @@ import time
 
 import orjson
 import pytest
-from pipeline_helpers import collect, make_settings, worker_metrics
+from helpers.pipeline_runs import collect, make_settings, worker_metrics
+from helpers.streams import threshold_events
 
 from pipeline.handlers.model import _plain
 from pipeline.kafka.config import ensure_topics
@@ -22,7 +23,6 @@ from pipeline.plan import prequential_model, stream_explainer
 from pipeline.settings import Secret
 from pipeline.worker import spawn_worker, stop_worker
 from schemas import dumps
-from tests.helpers.streams import threshold_events
 
 
 def reference_values(s, events):

@@ -2,7 +2,7 @@
 process → checkpoint) and declare what they need as Protocols."""
 
 import pytest
-from test_handlers import drift_settings, explanation_v2, settings
+from helpers.handler_inputs import drift_settings, explanation_v2, settings
 
 from pipeline.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, History, ModelHandler, Source
 from pipeline.handlers.common import MessageHandler, Recovering

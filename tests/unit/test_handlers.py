@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from helpers.handler_inputs import drift_settings, explanation_v2, settings
 
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import stream_explainer
-from pipeline.settings import Settings
 from schemas import dumps
-
-
-def settings(**over):
-    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
-    base.update(over)
-    return Settings(**base)
 
 
 class FakeLog:
@@ -160,23 +153,6 @@ def test_model_checkpoint_restores_the_model(tmp_path):
     assert preds(resumed, range(60, 100)) == {q: full[q] for q in range(60, 100)}
     assert resumed.metrics.get("checkpoints_restored") == 1
     assert resumed.metrics.get("replayed_events") == 60 - 50  # checkpoint after event 49
-
-
-def explanation_v2(stream_id, explainer, feature, seq, value, block, n_explained, loss=None, curve=None):
-    """An explanation/v2 payload (block and model_loss as ``(n, mean, m2)``)."""
-    from schemas import dumps_obj
-
-    def mom(b):
-        return None if b is None else {"n": b[0], "mean": b[1], "m2": b[2]}
-
-    return dumps_obj({"schema": "explanation/v2", "stream_id": stream_id, "explainer": explainer, "feature": feature,
-                      "value": value, "seq": seq, "n_explained": n_explained, "n_seen": seq + 1,
-                      "model_version": seq, "curve": curve, "stderr": None, "block": mom(block),
-                      "model_loss": mom(loss)})
-
-
-def drift_settings(**over):
-    return settings(explainers=["ipfi"], drift_warmup=0, drift_episode_gap=500, **over)
 
 
 def explanation_log(s, n=1200, shift_at=600):
