@@ -10,6 +10,7 @@ import hashlib
 
 import orjson
 import pytest
+from helpers.damage import DAMAGES, damaged
 from helpers.pipeline_runs import collect, make_settings, worker_metrics
 
 from pipeline.kafka.config import ensure_topics
@@ -18,7 +19,6 @@ from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import stream_explainer
 from pipeline.worker import spawn_worker, stop_worker
 from schemas import dumps
-from tests.helpers.damage import DAMAGES, damaged
 
 
 @pytest.fixture

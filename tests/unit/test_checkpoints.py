@@ -9,6 +9,7 @@ import pickle
 
 import orjson
 import pytest
+from helpers.damage import DAMAGES, damaged
 
 from pipeline.app import checkpoint_store
 from pipeline.handlers import ExplainHandler, ModelHandler, Source
@@ -17,7 +18,6 @@ from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.settings import Secret, Settings
 from schemas import ConfigError, dumps
-from tests.helpers.damage import DAMAGES, damaged
 
 KEY = b"test-checkpoint-key-0123456789"
 
