@@ -4,6 +4,8 @@
 >>> raw = b'{"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 0, "x": {"age": 30, "car": "a"}, "y": 1}'
 >>> parse_feature_event(raw, spec, where="features[0]@0").x
 {'age': 30.0, 'car': 'a'}
+>>> parse_feature_event(raw.replace(b'"car": "a"', b'"car": 3.0'), spec, where="features[0]@0").x  # integral: 3
+{'age': 30.0, 'car': 3}
 >>> parse_feature_event(raw.replace(b'"car": "a"', b'"cat": "a"'), spec, where="features[0]@1")
 Traceback (most recent call last):
 ...
@@ -88,6 +90,7 @@ def parse_feature_event(
     for n in names:
         v = x[n]
         if n in spec.categorical:
+            v = _integral(v)
             if isinstance(v, bool) or not isinstance(v, (str, int)):
                 raise BadValue(f"categorical feature {shown(n)} {ctx} is {shown(v)}; send a string or integer",
                                where=where)
@@ -98,9 +101,18 @@ def parse_feature_event(
     if y is not None:
         if spec.target == "number":
             y = _number(y, f"target y {ctx}", where)
-        elif not isinstance(y, (str, int, bool)):
+        elif not isinstance(y := _integral(y), (str, int, bool)):
             raise BadValue(f"target y {ctx} is {shown(y)}; a label must be a string, integer or boolean", where=where)
     return FeatureEvent(stream_id=stream_id, seq=seq, ts=ts, x=clean, y=y)
+
+
+def _integral(v: Any) -> Any:
+    """An integral float as that integer (JSON writers differ on ``1`` and ``1.0``), else ``v``.
+
+    >>> _integral(2.0), _integral(2.5), _integral("2.0")
+    (2, 2.5, '2.0')
+    """
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 def _number(v: Any, what: str, where: str) -> float:

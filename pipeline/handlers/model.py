@@ -17,6 +17,7 @@ from ..metrics import Metrics
 from ..plan import prequential_model
 from ..settings import Settings
 from .common import MessageHandler, Out, Rejected, Source, log
+from .dead_letter_watch import DeadLetterWatch
 from .protocols import CheckpointStore, History
 
 __all__ = ["ModelHandler"]
@@ -47,6 +48,12 @@ class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
         self.spec = settings.feature_spec()
         self.sampler = EventSampler(settings.sample_rate, settings.explain_seed)
         self.streams: dict[str, _StreamState] = {}
+        self.dead_letter_watch = DeadLetterWatch()
+
+    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        outs = super().on_message(raw, key, src)
+        self.dead_letter_watch.observe(key, outs)  # a producer whose events are mostly refused: one error
+        return outs
 
     def _state_for(self, stream_id: str, seq: int, key: bytes | None, src: Source) -> _StreamState:
         # a stream's groups go to consecutive explain-task partitions, so they spread over

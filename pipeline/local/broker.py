@@ -55,6 +55,7 @@ from pathlib import Path
 from .. import exit_codes
 from ..kafka.config import BrokerError
 from ..settings import Secret
+from .ports import claim_port
 
 __all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "main"]
 
@@ -179,16 +180,6 @@ def _pid_alive(pid: int) -> bool:
     except OSError:
         return True
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((_HOST, port))
-        except OSError:
-            return False
-    return True
 
 
 def _tail(path: Path, lines: int = 30, start: int = 0) -> str:
@@ -564,11 +555,7 @@ class LocalBroker:
             if pid is None:
                 self.pid_file.unlink(missing_ok=True)
                 for name, port in (("port", self.port), ("controller_port", self.controller_port)):
-                    if not _port_free(port):
-                        raise BrokerError(
-                            f"{_HOST}:{port} ({name}) is already in use by another process; "
-                            f"stop it or choose another {name} (--{name.replace('_', '-')})"
-                        )
+                    claim_port(port, name, _HOST)  # waits out a TIME-WAIT left by a self-connected client
                 self._write_properties()
                 self._format_storage(java)
                 pid = self._launch(java)
