@@ -145,7 +145,9 @@ class DriftEvent(_Message):
     Levels are mean per-event increments of the explainer on each side of the cut (``n_*``
     increments, 95% intervals ``ci_*``); ``effect = level_after - level_before`` and
     ``relative_effect`` its size relative to the explainer's largest importance in the stream.
-    ``z`` is the test statistic and ``threshold`` the bound it crossed. ``explanation_*`` and
+    ``z`` is the test's statistic at the boundary where it detected the change and
+    ``threshold`` the bound it crossed there (``|z| >= threshold``); the change is located at
+    ``cut_seq``, which can be another boundary, and the levels are split there. ``explanation_*`` and
     ``rank_*`` hold the explainer's level and rank (1 = most important) of every feature on
     each side of the cut; ``curve_*`` the feature's iPDP curve (``{"grid", "pd"}``) before and
     now; ``loss_*`` the model's mean prequential loss on each side (None: no data).

@@ -226,16 +226,29 @@ class SeriesWindow(Component):
 
 @dataclass(frozen=True)
 class Cut:
-    """A reported change: the new regime starts at event ``seq``."""
+    """A reported change: the new regime starts at event ``seq``.
+
+    What it promises: the two-sample test passed (``|z| >= threshold``) at the boundary
+    ``test_seq`` where it was detected; the change is then located at ``seq``, the boundary
+    that best separates the two regimes (``SeriesDetector._refine``), and ``before`` and
+    ``after`` are the increments on either side of ``seq`` (their effect has the sign of ``z``).
+    """
 
     seq: int
     before: Moments
     after: Moments
+    #: the test's statistic at ``test_seq``, where it crossed ``threshold``
     z: float
     threshold: float
     min_effect: float
     n_cuts: int
     check: int
+    test_seq: int
+
+    def __post_init__(self) -> None:
+        if not abs(self.z) >= self.threshold or (self.after.mean - self.before.mean) * self.z < 0:
+            raise ValueError(f"a cut at {self.seq} must have passed the test (|z| = {abs(self.z):.4g} >= "
+                             f"threshold {self.threshold:.4g}) with an effect of the sign of z")
 
     @property
     def effect(self) -> float:
@@ -319,16 +332,17 @@ class SeriesDetector(Component):
             return None
         i, z, eff = best
         pre, suf = w.prefix_suffix()
-        i = self._refine(i, pre, suf, eff)
+        tested = w.buckets[i][3]
+        i = self._refine(i, pre, suf, eff, z)
         a, b = Moments(*pre[i]), Moments(*suf[i])
-        cut = Cut(w.buckets[i][3], a, b, _z(pre[i], suf[i]), thr, eff, last - first + 1, self.checks)
+        cut = Cut(w.buckets[i][3], a, b, z, thr, eff, last - first + 1, self.checks, tested)
         w.drop_before(i)
         self.checks = 0
         return cut
 
-    def _refine(self, i: int, pre: list, suf: list, eff: float) -> int:
+    def _refine(self, i: int, pre: list, suf: list, eff: float, z: float) -> int:
         """Where the new regime began: among the boundaries whose means differ by at least
-        ``eff``, the one with the largest pooled two-sample statistic, sides down to
+        ``eff`` in the direction of ``z``, the one with the largest pooled two-sample statistic, sides down to
         ``min_samples // 4`` increments. The alarm needed ``min_samples`` on each side, so a
         change found soon after it happened would otherwise be cut too early (old data
         mixed into the new level)."""
@@ -336,10 +350,10 @@ class SeriesDetector(Component):
         best_z, best_i = abs(_z_pooled(pre[i], suf[i])), i
         for j in range(1, len(pre) - 1):
             a, b = pre[j], suf[j]
-            if a[0] >= lo and b[0] >= lo and abs(b[1] - a[1]) >= eff:
-                z = abs(_z_pooled(a, b))
-                if z > best_z:
-                    best_z, best_i = z, j
+            if a[0] >= lo and b[0] >= lo and abs(b[1] - a[1]) >= eff and (b[1] - a[1]) * z > 0:
+                zj = abs(_z_pooled(a, b))
+                if zj > best_z:
+                    best_z, best_i = zj, j
         return best_i
 
 

@@ -294,3 +294,21 @@ def test_the_order_of_messages_within_one_report_does_not_matter():
                 for f, (b, a) in vec.items():
                     assert got.explanations[e][f] == pytest.approx((b, a), rel=1e-12, abs=1e-15)
             assert got.curves == want.curves and got.loss_before == want.loss_before
+
+
+# --- what a change event promises ----------------------------------------------------------
+def test_every_change_passed_the_test_at_its_detection_cut():
+    """A change event promises that the two-sample test passed: |z| >= threshold at the boundary
+    where it was detected (issue 14, defect 1: the cut was then moved to where the new regime
+    began and z recomputed there, which could fall below the threshold). Ternary increments
+    (iPFI on 0-1 loss) with a step of +0.1 at event 3000: before the fix 8 of these 40 seeds
+    reported |z| < threshold. The located cut's effect has the sign of z."""
+    cuts = []
+    for seed in range(40):
+        rng = random.Random(seed)
+        blocks = [block(rng, 0, draw=ternary(0.1 if t < 300 else 0.2, 0.02)) for t in range(700)]
+        cuts += [cut for _, _, cut in run_series(SeriesDetector(alpha=1e-3), blocks)]
+    assert len(cuts) >= 35
+    for cut in cuts:
+        assert abs(cut.z) >= cut.threshold, cut
+        assert math.copysign(1.0, cut.z) == math.copysign(1.0, cut.effect), cut
