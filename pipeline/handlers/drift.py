@@ -2,7 +2,7 @@
 
 Explanations are keyed by ``stream_id``, so every series of a stream reaches the same drift
 worker, in partition order. A stream's state — one
-:class:`~pipeline.core.change_episodes.StreamChangeDetector` over all its series — is
+:class:`~pipeline.core.change.StreamChangeDetector` over all its series — is
 checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
 a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
 later explanations from the same partition, or replays its whole history without one. A
@@ -25,8 +25,9 @@ from typing import Any
 from schemas import ChangeEpisode, DriftEvent, InvalidMessage, SchemaMismatch, dumps
 from schemas import parse_explanation as parse_explanation_message
 
-from ..core.change_episodes import Episode, SeriesChange, StreamChangeDetector, ranks
-from ..core.drift import Moments
+from ..core.change import Change, Episode, StreamChangeDetector, ranks
+from ..core.change.events import ci
+from ..core.increments import Block
 from ..metrics import Metrics
 from ..settings import Settings
 from .common import MessageHandler, Out, Source, log
@@ -49,22 +50,21 @@ class _Point:
     explainer: str
     feature: str
     seq: int
-    value: float
     n_explained: int
-    block: Moments | None
-    model_loss: Moments | None
+    block: Block | None
+    model_loss: Block | None
     curve: dict | None
 
 
-def _moments(block: dict[str, float] | None) -> Moments | None:
-    return None if block is None else Moments(int(block["n"]), block["mean"], block["m2"])
+def _block(block: dict[str, float] | None) -> Block | None:
+    return None if block is None else Block(int(block["n"]), block["mean"], block["m2"])
 
 
 def parse_explanation(raw: bytes | None, src: Source, max_bytes: int) -> _Point:
     """The drift path's view of an explanation (parsed and checked by :mod:`schemas.parsing`)."""
     e = parse_explanation_message(raw, where=str(src), max_bytes=max_bytes)
-    return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.value, e.n_explained,
-                  _moments(e.block), _moments(e.model_loss), e.curve)
+    return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.n_explained, _block(e.block),
+                  _block(e.model_loss), e.curve)
 
 
 def stream_detector(s: Settings) -> StreamChangeDetector:
@@ -72,7 +72,7 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
     return StreamChangeDetector(
         [(e, f) for e in s.explainers for f in s.features],
         delta=s.drift_delta, min_effect=s.drift_min_effect, min_samples=s.drift_min_samples,
-        max_window=s.drift_window, warmup=s.drift_warmup, episode_gap=s.drift_episode_gap,
+        max_increments=s.drift_window, warmup=s.drift_warmup, episode_gap=s.drift_episode_gap,
         tested=[e for e in s.explainers if e in s.drift_explainers] or None,
     )
 
@@ -112,7 +112,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
                 continue
             if p.seq <= det.last_seq(p.explainer, p.feature):
                 continue
-            det.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve, p.model_loss)
+            det.update(p.explainer, p.feature, p.seq, p.block, p.curve, p.model_loss)
             n += 1
         self.metrics.inc("replayed_explanations", n)
         log.info("rebuilt drift state of stream %s from %d earlier explanations of %s", stream_id, n, src)
@@ -159,8 +159,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         """Fold the explanation into its series' change test; the change events and the episodes it closed."""
         m = self.metrics
         m.inc("explanations_monitored")
-        changes, episodes = st.detector.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve,
-                                               p.model_loss)
+        changes, episodes = st.detector.update(p.explainer, p.feature, p.seq, p.block, p.curve, p.model_loss)
         outs = []
         k = p.stream_id.encode()
         for c in changes:
@@ -179,16 +178,16 @@ def _finite(x: float, cap: float = _Z_CAP) -> float:
     return max(-cap, min(cap, x)) if not math.isnan(x) else 0.0
 
 
-def _ci(m: Moments) -> list[float] | None:
-    lo, hi = SeriesChange.ci(m)
+def _ci(m: Block) -> list[float] | None:
+    lo, hi = ci(m)
     return [lo, hi] if math.isfinite(lo) and math.isfinite(hi) else None
 
 
-def _loss(m: Moments | None) -> tuple[float | None, int]:
+def _loss(m: Block | None) -> tuple[float | None, int]:
     return (m.mean, m.n) if m is not None and m.n else (None, 0)
 
 
-def change_event(stream_id: str, c: SeriesChange) -> DriftEvent:
+def change_event(stream_id: str, c: Change) -> DriftEvent:
     before, after = c.explanation_before, c.explanation_after
     lb, nlb = _loss(c.loss_before)
     la, nla = _loss(c.loss_after)
@@ -197,8 +196,8 @@ def change_event(stream_id: str, c: SeriesChange) -> DriftEvent:
         series=f"{stream_id}/{c.explainer}/{c.feature}", seq=c.seq, cut_seq=c.cut_seq,
         n_before=c.before.n, n_after=c.after.n, level_before=c.before.mean, level_after=c.after.mean,
         ci_before=_ci(c.before), ci_after=_ci(c.after), effect=c.effect,
-        relative_effect=_finite(c.relative_effect), min_effect=c.min_effect,
-        z=_finite(c.z), threshold=c.threshold,
+        relative_effect=_finite(c.relative_effect), min_effect=c.cut.min_effect,
+        z=_finite(c.cut.z), threshold=c.cut.threshold,
         explanation_before=before, explanation_after=after, rank_before=ranks(before), rank_after=ranks(after),
         curve_before=c.curve_before, curve_after=c.curve_after,
         loss_before=lb, loss_after=la, n_loss_before=nlb, n_loss_after=nla,

@@ -1,7 +1,7 @@
 """Change-event benchmark, run on demand: ``python tests/benchmarks/bench_drift.py [--quick] [--only NAME]``.
 
 In-process (a :class:`~pipeline.core.stream.StreamExplainer` and the drift agent's
-:class:`~pipeline.core.change_episodes.StreamChangeDetector`, built from settings exactly as the
+:class:`~pipeline.core.change.StreamChangeDetector`, built from settings exactly as the
 pipeline builds them; no Kafka), on scenarios built from river's generators and by hand:
 
 - ``abrupt``: label ``a > 0.5`` switches to ``b > 0.5`` (concept switch);
@@ -248,10 +248,10 @@ def run(sc: Scenario) -> Result:
         values = se.process_one(x, y, report=report, loss=loss)
         if not report:
             continue
-        res.feed += [(v.explainer, v.feature, seq, v.block, v.value, v.curve, v.model_loss) for v in values]
+        res.feed += [(v.explainer, v.feature, seq, v.block, v.curve, v.model_loss, v.value) for v in values]
         t1 = time.perf_counter()
         for v in values:
-            changes, episodes = det.update(v.explainer, v.feature, seq, v.block, v.value, v.curve, v.model_loss)
+            changes, episodes = det.update(v.explainer, v.feature, seq, v.block, v.curve, v.model_loss)
             for c in changes:
                 res.changes.append((c.seq, c.explainer, c.feature, c.cut_seq, c.before.mean, c.after.mean))
             res.episodes += episodes
@@ -297,11 +297,11 @@ def drift_path_speed(sc: Scenario, res: Result, repeats: int = 3) -> tuple[float
     def ours() -> None:
         det = stream_detector(sc.settings)
         for item in res.feed:
-            det.update(*item)
+            det.update(*item[:6])
 
     def adwin() -> None:
         dets: dict[tuple[str, str], Any] = {}
-        for e, f, _, _, value, _, _ in res.feed:
+        for e, f, _, _, _, _, value in res.feed:
             d = dets.get((e, f))
             if d is None:
                 d = dets[(e, f)] = river_drift.ADWIN(delta=0.002, grace_period=10, clock=1)

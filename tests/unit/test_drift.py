@@ -1,4 +1,4 @@
-"""The change detector of pipeline.core.drift / change_episodes: false alarms bounded by delta
+"""The change detector of pipeline.core.change: false alarms bounded by delta
 per stream, scale-free, minimum effect, cut estimate, bounded memory, episode grouping."""
 
 from __future__ import annotations
@@ -8,22 +8,22 @@ import random
 
 import pytest
 
-from pipeline.core.change_episodes import StreamChangeDetector, ranks
-from pipeline.core.drift import Moments, SeriesDetector, SeriesWindow, threshold
+from pipeline.core.change import SeriesTest, SeriesWindow, StreamChangeDetector, ranks, threshold
+from pipeline.core.increments import Block
 
 
 def block(rng, level, sd=0.3, n=10, draw=None):
     xs = [draw(rng) if draw else level + rng.gauss(0.0, sd) for _ in range(n)]
     m = sum(xs) / n
-    return Moments(n, m, sum((x - m) ** 2 for x in xs))
+    return Block(n, m, sum((x - m) ** 2 for x in xs))
 
 
 def run_series(det, blocks, start=0, min_effect=0.0):
-    """Feed ``blocks`` (one per 10 events) to a SeriesDetector; (detected at, cut) pairs."""
+    """Feed ``blocks`` (one per 10 events) to a SeriesTest; (detected at, cut) pairs."""
     out = []
     for t, b in enumerate(blocks):
         seq = start + 10 * t
-        cut = det.add(seq, seq + 9, b.n, b.mean, b.m2, min_effect)
+        cut = det.add(seq, seq + 9, b, min_effect)
         if cut:
             out.append((seq + 9, cut.seq, cut))
     return out
@@ -77,7 +77,7 @@ def test_rare_nonzero_increments_do_not_alarm_when_one_side_is_all_zero():
     variance. The standard error is the larger of the pooled and Welch errors, so the empty side
     does not make the difference look certain (with Welch alone this stream alarms)."""
     rng = random.Random(4)
-    det = SeriesDetector(alpha=1e-3, min_samples=100)
+    det = SeriesTest(alpha=1e-3, min_samples=100)
     hits = run_series(det, [block(rng, 0, draw=ternary(0.004, 0.0)) for _ in range(3000)])
     assert hits == []
 
@@ -86,8 +86,8 @@ def test_one_huge_outlier_is_not_a_change():
     rng = random.Random(5)
     blocks = [block(rng, 0.1) for _ in range(600)]
     b = blocks[450]
-    blocks[450] = Moments(b.n, b.mean + 500.0 / b.n, b.m2 + 500.0**2 * (b.n - 1) / b.n)  # one increment +500
-    assert run_series(SeriesDetector(alpha=1e-3), blocks) == []
+    blocks[450] = Block(b.n, b.mean + 500.0 / b.n, b.m2 + 500.0**2 * (b.n - 1) / b.n)  # one increment +500
+    assert run_series(SeriesTest(alpha=1e-3), blocks) == []
 
 
 # --- power, cut, scale ---------------------------------------------------------------------
@@ -98,7 +98,7 @@ def test_abrupt_change_is_found_within_the_theoretical_delay_and_cut_near_it():
     for seed in range(10):
         rng = random.Random(seed)
         blocks = [block(rng, 0.0 if t < 500 else 0.15) for t in range(700)]
-        hits = run_series(SeriesDetector(alpha=1e-3), blocks)
+        hits = run_series(SeriesTest(alpha=1e-3), blocks)
         assert hits, seed
         detected, cut, _ = hits[0]
         assert 5000 <= detected < 5400, (seed, detected)
@@ -112,22 +112,22 @@ def test_scale_free_same_detections_for_any_unit():
     blocks = [block(rng, 0.2 if t < 400 else 0.5) for t in range(800)]
     found = {}
     for c in (1.0, 1e-3, 1e4):
-        scaled = [Moments(b.n, c * b.mean, c * c * b.m2) for b in blocks]
-        found[c] = [(d, cut) for d, cut, _ in run_series(SeriesDetector(alpha=1e-3), scaled, min_effect=0.0)]
+        scaled = [Block(b.n, c * b.mean, c * c * b.m2) for b in blocks]
+        found[c] = [(d, cut) for d, cut, _ in run_series(SeriesTest(alpha=1e-3), scaled, min_effect=0.0)]
     assert found[1.0] and found[1.0] == found[1e-3] == found[1e4]
 
 
 def test_min_effect_silences_small_but_significant_changes():
     rng = random.Random(7)
     blocks = [block(rng, 0.5 if t < 400 else 0.55, sd=0.05) for t in range(1200)]  # 1 sd: significant
-    assert run_series(SeriesDetector(alpha=1e-3), blocks, min_effect=0.0)
-    assert run_series(SeriesDetector(alpha=1e-3), blocks, min_effect=0.1) == []
+    assert run_series(SeriesTest(alpha=1e-3), blocks, min_effect=0.0)
+    assert run_series(SeriesTest(alpha=1e-3), blocks, min_effect=0.1) == []
 
 
 def test_slow_drift_is_reported_once_its_size_exceeds_min_effect():
     rng = random.Random(8)
     blocks = [block(rng, 0.5 + 0.2 * max(0, t - 300) / 1000, sd=0.1) for t in range(1500)]
-    hits = run_series(SeriesDetector(alpha=1e-3), blocks, min_effect=0.1)
+    hits = run_series(SeriesTest(alpha=1e-3), blocks, min_effect=0.1)
     assert len(hits) >= 1
     first = hits[0][2]
     assert abs(first.effect) >= 0.1 and first.effect > 0
@@ -135,25 +135,25 @@ def test_slow_drift_is_reported_once_its_size_exceeds_min_effect():
 
 def test_window_memory_is_logarithmic():
     rng = random.Random(9)
-    w = SeriesWindow(max_window=20_000, buckets_per_level=4)
+    w = SeriesWindow(max_increments=20_000, buckets_per_level=4)
     for t in range(10_000):
         b = block(rng, 0.0)
-        w.add(10 * t, 10 * t + 9, b.n, b.mean, b.m2)
-    # the oldest bucket goes once the rest holds max_window increments
-    assert 20_000 <= w.n < 20_000 + w.buckets[0][0]
+        w.add(10 * t, 10 * t + 9, b)
+    # the oldest bucket goes once the rest holds max_increments increments
+    assert 20_000 <= w.n < 20_000 + w.buckets[0].block.n
     # at most M + 1 buckets per level (M = 2), levels up to log2(2000 blocks)
     assert len(w.buckets) <= 3 * (math.log2(2000) + 1)
-    total = Moments(*SeriesWindow._sum(w.buckets))
+    total = sum((b.block for b in w.buckets), Block.EMPTY)
     assert total.n == w.n and total.mean == pytest.approx(w.total.mean)
 
 
 def test_invalid_parameters_are_refused():
     with pytest.raises(ValueError, match="alpha"):
-        SeriesDetector(alpha=0)
+        SeriesTest(alpha=0)
     with pytest.raises(ValueError, match="delta"):
         StreamChangeDetector([("ipfi", "a")], delta=1.5)
     with pytest.raises(ValueError, match="not one of this stream"):
-        StreamChangeDetector([("ipfi", "a")]).update("ipfi", "zz", 9, Moments(10, 0.0, 1.0))
+        StreamChangeDetector([("ipfi", "a")]).update("ipfi", "zz", 9, Block(10, 0.0, 1.0))
 
 
 # --- stream level: min effect relative to the explainer, episodes -------------------------
@@ -162,7 +162,7 @@ def feed(det, rng, levels, t_range, gap_seq=0):
     for t in t_range:
         seq = 10 * t + 9 + gap_seq
         for (e, f), lv in levels(t).items():
-            ch, ep = det.update(e, f, seq, block(rng, lv, sd=0.2), model_loss=Moments(10, 0.2 if t < 500 else 0.3, 1.0))
+            ch, ep = det.update(e, f, seq, block(rng, lv, sd=0.2), model_loss=Block(10, 0.2 if t < 500 else 0.3, 1.0))
             changes += ch
             episodes += ep
     return changes, episodes
@@ -261,7 +261,7 @@ def test_the_order_of_messages_within_one_report_does_not_matter():
         report = []
         for e, f in series:
             curve = {"grid": [0.0, 1.0], "pd": [0.1, levels[f]]} if e == "ipdp" else None
-            report.append((e, f, seq, block(rng, levels[f], sd=0.2), None, curve, Moments(10, 0.1 + levels["b"], 1.0)))
+            report.append((e, f, seq, block(rng, levels[f], sd=0.2), curve, Block(10, 0.1 + levels["b"], 1.0)))
         msgs.append(report)
 
     def run(order):
@@ -281,9 +281,8 @@ def test_the_order_of_messages_within_one_report_does_not_matter():
     for order in (lambda r: r[::-1], lambda r: r[2:] + r[:2]):
         changes, episodes = run(order)
         # the decisions and the changed series' own statistics are exact
-        own = [(c.explainer, c.feature, c.seq, c.cut_seq, c.before, c.after, c.z, c.threshold) for c in changes]
-        assert own == [(c.explainer, c.feature, c.seq, c.cut_seq, c.before, c.after, c.z, c.threshold)
-                       for c in forward[0]]
+        own = [(c.explainer, c.feature, c.seq, c.cut) for c in changes]
+        assert own == [(c.explainer, c.feature, c.seq, c.cut) for c in forward[0]]
         assert [(e.first_seq, e.last_seq, e.closed_seq, e.cut_seq, [(c.explainer, c.feature) for c in e.changes])
                 for e in episodes] == [(e.first_seq, e.last_seq, e.closed_seq, e.cut_seq,
                                         [(c.explainer, c.feature) for c in e.changes]) for e in forward[1]]
@@ -307,7 +306,7 @@ def test_every_change_passed_the_test_at_its_detection_cut():
     for seed in range(40):
         rng = random.Random(seed)
         blocks = [block(rng, 0, draw=ternary(0.1 if t < 300 else 0.2, 0.02)) for t in range(700)]
-        cuts += [cut for _, _, cut in run_series(SeriesDetector(alpha=1e-3), blocks)]
+        cuts += [cut for _, _, cut in run_series(SeriesTest(alpha=1e-3), blocks)]
     assert len(cuts) >= 35
     for cut in cuts:
         assert abs(cut.z) >= cut.threshold, cut
