@@ -120,9 +120,14 @@ class Explanation(_Message):
     series' previous message as ``{"n", "mean", "m2"}`` (count, mean, sum of squared
     deviations); ``model_loss``, the model's prequential loss over the events seen since
     the previous message, in the same form.
+
+    v3 adds ``var_factor``: the variance of a long mean of the series' increments over that of
+    as many independent ones (iPFI and iSAGE reuse donors from a reservoir, which correlates
+    increments); the change test multiplies its squared standard errors by it. Null when the
+    increments are independent; a v2 message reads as null.
     """
 
-    SCHEMA: ClassVar[str] = "explanation/v2"
+    SCHEMA: ClassVar[str] = "explanation/v3"
     stream_id: str
     explainer: str
     feature: str
@@ -135,6 +140,7 @@ class Explanation(_Message):
     stderr: float | None = None
     block: dict[str, float] | None = None
     model_loss: dict[str, float] | None = None
+    var_factor: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

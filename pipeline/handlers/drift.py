@@ -1,4 +1,4 @@
-"""Drift path: explanation/v2 → change test per stream → change events and change episodes.
+"""Drift path: explanation/v3 (or v2) → change test per stream → change events and change episodes.
 
 Explanations are keyed by ``stream_id``, so every series of a stream reaches the same drift
 worker, in partition order. A stream's state — one
@@ -54,6 +54,7 @@ class _Point:
     block: Block | None
     model_loss: Block | None
     curve: dict | None
+    var_factor: float | None
 
 
 def _block(block: dict[str, float] | None) -> Block | None:
@@ -64,7 +65,7 @@ def parse_explanation(raw: bytes | None, src: Source, max_bytes: int) -> _Point:
     """The drift path's view of an explanation (parsed and checked by :mod:`schemas.parsing`)."""
     e = parse_explanation_message(raw, where=str(src), max_bytes=max_bytes)
     return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.n_explained, _block(e.block),
-                  _block(e.model_loss), e.curve)
+                  _block(e.model_loss), e.curve, e.var_factor)
 
 
 def stream_detector(s: Settings) -> StreamChangeDetector:
@@ -112,7 +113,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
                 continue
             if p.seq <= det.last_seq(p.explainer, p.feature):
                 continue
-            det.update(p.explainer, p.feature, p.seq, p.block, p.curve, p.model_loss)
+            det.update(p.explainer, p.feature, p.seq, p.block, p.curve, p.model_loss, p.var_factor)
             n += 1
         self.metrics.inc("replayed_explanations", n)
         log.info("rebuilt drift state of stream %s from %d earlier explanations of %s", stream_id, n, src)
@@ -159,7 +160,8 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         """Fold the explanation into its series' change test; the change events and the episodes it closed."""
         m = self.metrics
         m.inc("explanations_monitored")
-        changes, episodes = st.detector.update(p.explainer, p.feature, p.seq, p.block, p.curve, p.model_loss)
+        changes, episodes = st.detector.update(p.explainer, p.feature, p.seq, p.block, p.curve, p.model_loss,
+                                               p.var_factor)
         outs = []
         k = p.stream_id.encode()
         for c in changes:
