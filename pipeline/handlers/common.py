@@ -16,7 +16,7 @@ from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 from ..kafka.history_cache import HistoryCache
 from ..metrics import Metrics
 from ..settings import Settings
-from .protocols import CheckpointStore, History
+from .protocols import CheckpointStore, History, ScanningHistory
 
 __all__ = ["Out", "Source", "dead_letter", "Recovering", "MessageHandler", "Rejected", "DEFAULT_DEAD_LETTER_BYTES"]
 
@@ -125,8 +125,7 @@ class Recovering(abc.ABC):
 
     @history.setter
     def history(self, source: History | None) -> None:
-        scans = source is not None and hasattr(source, "scan")
-        self._history = HistoryCache(source, self) if scans else source
+        self._history = HistoryCache(source, self) if isinstance(source, ScanningHistory) else source
 
     def needs_recovery(self, key: bytes | None, src: Source | None = None) -> bool:
         """Whether a message with ``key`` at ``src`` may make the handler rebuild state (read and
