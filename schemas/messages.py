@@ -21,7 +21,7 @@ __all__ = [
     "ExplainDecision",
     "Prediction",
     "Explanation",
-    "DriftEvent",
+    "ChangeEvent",
     "ChangeEpisode",
     "DeadLetter",
     "MESSAGE_TYPES",
@@ -144,9 +144,10 @@ class Explanation(_Message):
 
 
 @dataclass(frozen=True, slots=True)
-class DriftEvent(_Message):
+class ChangeEvent(_Message):
     """The series ``stream_id/explainer/feature`` changed: a new regime from event ``cut_seq``,
-    detected at event ``seq``.
+    detected at event ``seq``. On the wire it keeps its first name: schema ``drift_event/v2`` on
+    the ``drift-events`` topic.
 
     Levels are mean per-event increments of the explainer on each side of the cut (``n_*``
     increments, 95% intervals ``ci_*``); ``effect = level_after - level_before`` and
@@ -242,6 +243,6 @@ class DeadLetter(_Message):
 
 MESSAGE_TYPES: dict[str, type[_Message]] = {
     cls.SCHEMA: cls
-    for cls in (FeatureEvent, ExplainTask, ExplainDecision, Prediction, Explanation, DriftEvent, ChangeEpisode,
+    for cls in (FeatureEvent, ExplainTask, ExplainDecision, Prediction, Explanation, ChangeEvent, ChangeEpisode,
                 DeadLetter)
 }

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from schemas import ChangeEpisode, DriftEvent, InvalidMessage, SchemaMismatch, dumps
+from schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, dumps
 from schemas import parse_explanation as parse_explanation_message
 
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
@@ -189,11 +189,11 @@ def _loss(m: Block | None) -> tuple[float | None, int]:
     return (m.mean, m.n) if m is not None and m.n else (None, 0)
 
 
-def change_event(stream_id: str, c: Change) -> DriftEvent:
+def change_event(stream_id: str, c: Change) -> ChangeEvent:
     before, after = c.explanation_before, c.explanation_after
     lb, nlb = _loss(c.loss_before)
     la, nla = _loss(c.loss_after)
-    return DriftEvent(
+    return ChangeEvent(
         stream_id=stream_id, explainer=c.explainer, feature=c.feature,
         series=f"{stream_id}/{c.explainer}/{c.feature}", seq=c.seq, cut_seq=c.cut_seq,
         n_before=c.before.n, n_after=c.after.n, level_before=c.before.mean, level_after=c.after.mean,
