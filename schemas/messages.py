@@ -195,20 +195,31 @@ class ChangeEpisode(_Message):
     """Changes of one stream that happened together (topic ``change-episodes``).
 
     ``changes`` are ranked by ``relative_effect`` (largest first), each
-    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect}``.
+    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect, kind}``.
     ``explanations[explainer][feature]`` is ``{before, after, rank_before, rank_after}``, split
     at ``cut_seq`` (the top change's cut); ``curves[feature]`` the iPDP curve before and after
-    of each changed feature; ``loss_*`` the model's mean prequential loss on each side.
-    The episode opened with the change detected at ``first_seq`` and closed at event
-    ``closed_seq``, ``episode_gap`` events after its last change ``last_seq``.
+    of each changed feature; ``loss_*`` the model's mean prequential loss on each side, with
+    95% intervals ``loss_ci_*`` and ``loss_z``, the loss after against before in standard errors.
+
+    v2 says why: ``kind`` is ``learning`` (the loss fell significantly), ``degradation`` (it
+    rose) or ``reliance_shift`` (it stayed within its interval, yet the reliance moved), and
+    ``alert`` whether that kind is one to page on (setting ``drift_alert_kinds``). An episode is
+    sent twice, with one ``first_seq``: ``status`` ``open`` when the report of its first change
+    is complete (the alert; ``closed_seq`` null) and ``closed`` at event ``closed_seq``,
+    ``episode_gap`` events after its last change ``last_seq``, with all its changes; its kind
+    and alert are decided at the open and do not change. A v1 episode (no kind) was sent once,
+    closed.
     """
 
-    SCHEMA: ClassVar[str] = "change_episode/v1"
+    SCHEMA: ClassVar[str] = "change_episode/v2"
     stream_id: str
+    status: str
     first_seq: int
     last_seq: int
-    closed_seq: int
+    closed_seq: int | None
     cut_seq: int
+    kind: str
+    alert: bool
     changes: list[dict[str, Any]]
     explanations: dict[str, dict[str, dict[str, Any]]]
     curves: dict[str, dict[str, Any]]
@@ -216,6 +227,9 @@ class ChangeEpisode(_Message):
     loss_after: float | None
     n_loss_before: int
     n_loss_after: int
+    loss_ci_before: list[float] | None
+    loss_ci_after: list[float] | None
+    loss_z: float | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,13 +11,15 @@ re-delivered explanations repeat with equal values (consumers dedupe change even
 ``(series, seq)`` and episodes by ``(stream_id, first_seq)``).
 
 Change events go to ``drift-events`` (``drift_event/v2``), episodes to ``change-episodes``
-(``change_episode/v1``), both keyed by ``stream_id``. explanation/v1 messages carry no
+(``change_episode/v2``: each episode when it opens, with its kind and whether it is an alert,
+and again when it closes), both keyed by ``stream_id``. explanation/v1 messages carry no
 increments and go to the dead-letter topic with a reason that says to upgrade the
 explainer workers.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +28,7 @@ from schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, 
 from schemas import parse_explanation as parse_explanation_message
 
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
-from ..core.change.events import ci
+from ..core.change.events import KINDS, ci, loss_z
 from ..core.increments import Block
 from ..metrics import Metrics
 from ..settings import Settings
@@ -74,7 +76,7 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
         [(e, f) for e in s.explainers for f in s.features],
         delta=s.drift_delta, min_effect=s.drift_min_effect, min_samples=s.drift_min_samples,
         max_increments=s.drift_window, warmup=s.drift_warmup, episode_gap=s.drift_episode_gap,
-        tested=[e for e in s.explainers if e in s.drift_explainers] or None,
+        tested=[e for e in s.explainers if e in s.drift_explainers] or None, alert_kinds=s.drift_alert_kinds,
     )
 
 
@@ -93,6 +95,9 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         #: a :class:`pipeline.kafka.checkpoints.CheckpointStore`, or None
         self.checkpoints = checkpoints
         self.streams: dict[str, _StreamState] = {}
+        for kind in KINDS:  # every series from the start, so an alert rule sees the first increase
+            self.metrics.inc("drift_events", 0, kind=kind)
+            self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(kind in settings.drift_alert_kinds))
 
     def _parse(self, raw: bytes | None, src: Source) -> _Point:
         return parse_explanation(raw, src, self.settings.max_message_bytes)
@@ -165,12 +170,16 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         outs = []
         k = p.stream_id.encode()
         for c in changes:
-            m.inc("drift_events")
+            m.inc("drift_events", kind=c.kind)
             log.info("change in %s/%s/%s from seq %d (detected at %d): %.4g -> %.4g", p.stream_id, c.explainer,
                      c.feature, c.cut_seq, c.seq, c.before.mean, c.after.mean)
             outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c))))
         for ep in episodes:
-            m.inc("change_episodes")
+            if ep.status == "open":
+                m.inc("change_episodes", kind=ep.kind, alert=_flag(ep.alert))
+                log.log(logging.WARNING if ep.alert else logging.INFO,
+                        "change episode of %s from seq %d: %s%s, %s", p.stream_id, ep.cut_seq, ep.kind,
+                        " (alert)" if ep.alert else "", ", ".join(f"{c.explainer}/{c.feature}" for c in ep.changes))
             outs.append(Out("change-episodes", k, dumps(change_episode(p.stream_id, ep))))
         return outs
 
@@ -183,6 +192,10 @@ def _finite(x: float, cap: float = _Z_CAP) -> float:
 def _ci(m: Block) -> list[float] | None:
     lo, hi = ci(m)
     return [lo, hi] if math.isfinite(lo) and math.isfinite(hi) else None
+
+
+def _flag(b: bool) -> str:
+    return "true" if b else "false"
 
 
 def _loss(m: Block | None) -> tuple[float | None, int]:
@@ -215,13 +228,16 @@ def change_episode(stream_id: str, ep: Episode) -> ChangeEpisode:
                            for f, (b, a) in vec.items()}
     lb, nlb = _loss(ep.loss_before)
     la, nla = _loss(ep.loss_after)
+    z = loss_z(ep.loss_before, ep.loss_after)
     return ChangeEpisode(
-        stream_id=stream_id, first_seq=ep.first_seq, last_seq=ep.last_seq, closed_seq=ep.closed_seq,
-        cut_seq=ep.cut_seq,
+        stream_id=stream_id, status=ep.status, first_seq=ep.first_seq, last_seq=ep.last_seq,
+        closed_seq=ep.closed_seq, cut_seq=ep.cut_seq, kind=ep.kind, alert=ep.alert,
         changes=[{"explainer": c.explainer, "feature": c.feature, "seq": c.seq, "cut_seq": c.cut_seq,
                   "level_before": c.before.mean, "level_after": c.after.mean, "effect": c.effect,
-                  "relative_effect": _finite(c.relative_effect)} for c in ep.changes],
+                  "relative_effect": _finite(c.relative_effect), "kind": c.kind} for c in ep.changes],
         explanations=explanations,
         curves={f: {"before": b, "after": a} for f, (b, a) in ep.curves.items()},
         loss_before=lb, loss_after=la, n_loss_before=nlb, n_loss_after=nla,
+        loss_ci_before=_ci(ep.loss_before) if nlb > 1 else None, loss_ci_after=_ci(ep.loss_after) if nla > 1 else None,
+        loss_z=None if z is None else _finite(z),
     )

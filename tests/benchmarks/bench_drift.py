@@ -167,6 +167,13 @@ def friedman(seed: int, at: int, scale: float = 1000.0) -> Iterator[Event]:
         yield {f"x{k}": float(v) for k, v in x.items()}, scale * float(y)
 
 
+def friedman_local(seed: int, at: tuple[int, int, int], scale: float = 1000.0) -> Iterator[Event]:
+    """river FriedmanDrift ``lea``: the concept changes in two regions of the input space that
+    expand at each of the three drifts (1.6%, 5.4% and 18% of the events)."""
+    for x, y in synth.FriedmanDrift(drift_type="lea", position=at, seed=seed):
+        yield {f"x{k}": float(v) for k, v in x.items()}, scale * float(y)
+
+
 def agrawal(seed: int) -> Iterator[Event]:
     for x, y in synth.Agrawal(classification_function=1, seed=seed):
         yield {k: float(v) for k, v in x.items()}, int(y)
@@ -195,8 +202,15 @@ def base_settings(**over: Any) -> Settings:
     return Settings(**s)
 
 
+def regression_settings(**over: Any) -> Settings:
+    return base_settings(**{"features": [f"x{k}" for k in range(10)], "target": "number", "output": "value",
+                            "loss": "squared", "model": "river.tree.HoeffdingAdaptiveTreeRegressor",
+                            "model_params": {}, **over})
+
+
 def scenarios(scale: float) -> list[Scenario]:
     n = int(12_000 * scale)
+    d_local = [int(10_000 * scale), int(20_000 * scale), int(25_000 * scale)]
     d = n // 2
     s4 = base_settings()
     frozen_n = int(100_000 * scale)
@@ -210,10 +224,12 @@ def scenarios(scale: float) -> list[Scenario]:
                  lambda: stagger(4, (n // 3, 2 * n // 3)), n, [n // 3, 2 * n // 3],
                  # concept 0 (small and red) -> 1 (green or circle) -> 2 (medium or large): all three move each time
                  [{"size", "color", "shape"}, {"size", "color", "shape"}]),
-        Scenario("regression", base_settings(features=[f"x{k}" for k in range(10)], target="number",
-                                             output="value", loss="squared",
-                                             model="river.tree.HoeffdingAdaptiveTreeRegressor", model_params={}),
+        Scenario("regression", regression_settings(),
                  lambda: friedman(5, d), n, [d], [{f"x{k}" for k in range(10)}]),
+        Scenario("regression-local", regression_settings(),
+                 lambda: friedman_local(10, (d_local[0], d_local[1], d_local[2])), int(30_000 * scale), d_local,
+                 [{f"x{k}" for k in range(5)}] * 3,
+                 note="local drifts: two regions of 0.8% of the space each, expanding at every drift"),
         Scenario("frozen", s4, lambda: threshold_stream(6), frozen_n, [], [],
                  model=lambda: Frozen(trained(threshold_stream(60), 5000))),
         Scenario("learning", s4, lambda: threshold_stream(7), frozen_n // 2, [], []),

@@ -9,6 +9,8 @@ import random
 import pytest
 
 from pipeline.core.change import SeriesTest, SeriesWindow, StreamChangeDetector, ranks, threshold
+from pipeline.core.change.events import loss_kind
+from pipeline.core.change.test import Z95
 from pipeline.core.increments import Block
 
 
@@ -157,27 +159,46 @@ def test_invalid_parameters_are_refused():
 
 
 # --- stream level: min effect relative to the explainer, episodes -------------------------
-def feed(det, rng, levels, t_range, gap_seq=0):
+def rising_loss(t):
+    return Block(10, 0.2 if t < 500 else 0.3, 1.0)
+
+
+def feed(det, rng, levels, t_range, gap_seq=0, loss=rising_loss):
     changes, episodes = [], []
     for t in t_range:
         seq = 10 * t + 9 + gap_seq
         for (e, f), lv in levels(t).items():
-            ch, ep = det.update(e, f, seq, block(rng, lv, sd=0.2), model_loss=Block(10, 0.2 if t < 500 else 0.3, 1.0))
+            ch, ep = det.update(e, f, seq, block(rng, lv, sd=0.2), model_loss=loss(t))
             changes += ch
             episodes += ep
     return changes, episodes
 
 
 def test_min_effect_is_relative_to_the_explainers_largest_importance():
-    """Same absolute step (0.05) of feature b: reported when the explainer's top importance is
-    0.1 (effect 50% of it), silent when the top importance is 1.0 (5% < min_effect 20%)."""
+    """Same absolute step (0.05) of feature b, the model's loss flat (sd 0.32 per event): reported
+    when the explainer's top importance is 0.1 (effect 50% of it), silent when the top
+    importance is 1.0 (5% < min_effect 20%)."""
     for top, expect in ((0.1, True), (1.0, False)):
         rng = random.Random(10)
         det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, min_effect=0.2, warmup=0)
         changes, _ = feed(det, rng, lambda t, top=top: {("ipfi", "a"): top, ("ipfi", "b"): 0.0 if t < 500 else 0.05},
-                          range(1500))
+                          range(1500), loss=lambda t: Block(10, 0.2, 1.0))
         assert any(c.feature == "b" for c in changes) is expect, (top, changes)
         assert not any(c.feature == "a" for c in changes)
+
+
+def test_a_small_change_is_reported_when_the_loss_rose_at_its_cut():
+    """The same 5% step against a top importance of 1.0, at a cut where the model's loss rose
+    from 0.2 to 0.3 (sd 0.32; z ~ 10 after 1,000 events): a degradation, so the minimum effect
+    does not hold it back (a local drift changes the reliance on a few features in a small
+    region, which is small against the largest importance). The test's threshold still holds."""
+    rng = random.Random(10)
+    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, min_effect=0.2, warmup=0)
+    changes, _ = feed(det, rng, lambda t: {("ipfi", "a"): 1.0, ("ipfi", "b"): 0.0 if t < 500 else 0.05},
+                      range(1500))
+    (b,) = [c for c in changes if c.feature == "b"]
+    assert b.kind == "degradation" and abs(b.effect) < 0.2 * b.scale and abs(b.cut.z) >= b.cut.threshold
+    assert abs(b.cut_seq - 5000) <= 200
 
 
 def test_changes_that_happen_together_form_one_episode_ranked_by_effect():
@@ -195,8 +216,12 @@ def test_changes_that_happen_together_form_one_episode_ranked_by_effect():
 
     changes, episodes = feed(det, rng, levels, range(2500))
     episodes += det.flush()
-    assert len(episodes) == 2
-    one, two = episodes
+    # each episode opens (once its first report is complete) and closes: the same changes, grown
+    assert [e.status for e in episodes] == ["open", "closed", "open", "closed"]
+    assert episodes[0].first_seq == episodes[1].first_seq and all(c in episodes[1].changes for c in episodes[0].changes)
+    assert episodes[0].kind == episodes[1].kind == "degradation" and episodes[0].alert  # the loss rose 0.2 -> 0.3
+    assert episodes[2].kind == "reliance_shift" and episodes[3].alert  # the loss stayed at 0.3
+    one, two = episodes[1], episodes[3]
     assert {(c.explainer, c.feature) for c in one.changes} == {("ipfi", "a"), ("ipfi", "b"), ("isage", "a"),
                                                               ("isage", "b")}
     rel = [c.relative_effect for c in one.changes]
@@ -311,3 +336,35 @@ def test_every_change_passed_the_test_at_its_detection_cut():
     for cut in cuts:
         assert abs(cut.z) >= cut.threshold, cut
         assert math.copysign(1.0, cut.z) == math.copysign(1.0, cut.effect), cut
+
+
+# --- the kind of a change -----------------------------------------------------------------------
+@pytest.mark.parametrize("z, kind", [(-Z95 * (1 + 1e-9), "learning"), (-Z95 * (1 - 1e-9), "reliance_shift"),
+                                     (0.0, "reliance_shift"), (Z95 * (1 - 1e-9), "reliance_shift"),
+                                     (Z95 * (1 + 1e-9), "degradation")])
+def test_kind_at_the_edges_of_the_loss_interval(z, kind):
+    """The loss after the cut against before, 100 events each with sd 1 (se of the difference
+    sqrt(0.02)): it moved when the difference reaches 1.96 standard errors either way (the
+    two-sided 95% level, Z95 = 1.95996), however the sides' sizes and spreads are (pooled and Welch agree here)."""
+    before = Block(100, 0.5, 99.0)
+    after = Block(100, 0.5 + z * math.sqrt(0.02), 99.0)
+    assert loss_kind(before, after) == kind
+    # scale-free, like the change test: the loss in other units gives the same kind
+    assert loss_kind(Block(100, 500.0, 99e6), Block(100, 1000 * after.mean, 99e6)) == kind
+
+
+def test_unknown_loss_is_a_reliance_shift_and_alerts_follow_the_alert_kinds():
+    assert loss_kind(None, Block(10, 0.1, 1.0)) == loss_kind(Block(1, 0.1, 0.0), Block(10, 0.1, 1.0)) == "reliance_shift"
+    series = [("ipfi", "a"), ("ipfi", "b")]
+    levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.0, ("ipfi", "b"): 0.0 if t < 300 else 0.4}  # noqa: E731
+    for alert_kinds, loss, kind, alert in ((("degradation",), None, "reliance_shift", False),
+                                           (("degradation",), lambda t: Block(10, 0.2 if t < 300 else 0.3, 1.0),
+                                            "degradation", True),
+                                           (("learning",), lambda t: Block(10, 0.3 if t < 300 else 0.2, 1.0),
+                                            "learning", True)):
+        det = StreamChangeDetector(series, warmup=0, episode_gap=300, alert_kinds=alert_kinds)
+        _, episodes = feed(det, random.Random(17), levels, range(700),
+                           loss=(lambda t: None) if loss is None else loss)
+        assert [(e.status, e.kind, e.alert) for e in episodes] == [("open", kind, alert), ("closed", kind, alert)]
+    with pytest.raises(ValueError, match="alert kinds"):
+        StreamChangeDetector(series, alert_kinds=["sideways"])

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..increments import Block
-from .test import Z95, Cut
+from .test import Z95, Cut, two_sample_z
 
-__all__ = ["Change", "Levels", "ci", "ranks"]
+__all__ = ["Change", "Levels", "KINDS", "ci", "loss_kind", "loss_z", "ranks"]
 
 #: ``{explainer: {feature: (level before, level after)}}`` (None: no data on that side)
 Levels = dict[str, dict[str, tuple[float | None, float | None]]]
@@ -59,6 +59,12 @@ class Change:
         return abs(self.effect) / self.scale if self.scale > 0 else float("inf")
 
     @property
+    def kind(self) -> str:
+        """``learning``, ``degradation`` or ``reliance_shift``: how the model's loss moved at the
+        cut (:func:`loss_kind`)."""
+        return loss_kind(self.loss_before, self.loss_after)
+
+    @property
     def explanation_before(self) -> dict[str, float | None]:
         """This explainer's level of every feature before the cut."""
         return {f: v[0] for f, v in self.vectors[self.explainer].items()}
@@ -66,6 +72,38 @@ class Change:
     @property
     def explanation_after(self) -> dict[str, float | None]:
         return {f: v[1] for f, v in self.vectors[self.explainer].items()}
+
+
+KINDS = ("learning", "degradation", "reliance_shift")
+
+
+def loss_kind(before: Block | None, after: Block | None) -> str:
+    """``learning``, ``degradation`` or ``reliance_shift`` from the model's loss on either side
+    of a cut (:mod:`pipeline.core.change.episodes`): the loss fell, rose, or stayed within its
+    95% interval (``z`` of after against before beyond -1.96, beyond +1.96, or between; the
+    edges count as moved). Unknown loss: ``reliance_shift``.
+
+    >>> loss_kind(Block(1000, 0.30, 210.0), Block(200, 0.21, 33.0))   # the loss fell: learned
+    'learning'
+    >>> loss_kind(Block(1000, 0.20, 160.0), Block(200, 0.22, 34.0))   # within its interval
+    'reliance_shift'
+    """
+    z = loss_z(before, after)
+    if z is None:
+        return "reliance_shift"
+    if z <= -Z95:
+        return "learning"
+    if z >= Z95:
+        return "degradation"
+    return "reliance_shift"
+
+
+def loss_z(before: Block | None, after: Block | None) -> float | None:
+    """The loss after a cut against before, in standard errors (:func:`two_sample_z`); None
+    when a side has fewer than two values."""
+    if before is None or after is None or before.n < 2 or after.n < 2:
+        return None
+    return two_sample_z(before, after)
 
 
 def ci(m: Block) -> tuple[float, float]:

@@ -10,7 +10,11 @@ Minimum effect. A change of series ``(e, f)`` is reported only if its levels dif
 least ``min_effect * scale``, ``scale`` the largest ``|level|`` of explainer ``e`` over the
 stream's features (whole windows) and the two sides of the cut: relative to the stream's
 largest importance *of that explainer*, since iPFI (0-1 loss), iSAGE (Brier) and iPDP
-(probability spread) have different units.
+(probability spread) have different units -- unless the model's loss rose significantly at the
+same cut (a ``degradation``, :func:`~pipeline.core.change.events.loss_kind`). A local drift
+changes the model's reliance on a few features in a small region of the inputs: small against
+the largest importance, yet the loss says it matters (measured in ``tests/benchmarks/bench_drift.py``,
+scenario ``regression-local``). The test itself, and so the false-alarm bound, is the same.
 
 Tested explainers. Only the series of the explainers in ``tested`` (default: all) are tested
 and share ``delta``; the others are kept for the levels and curves that change events show.
@@ -21,7 +25,7 @@ Units. ``max_increments`` counts the increments of a series (explained events);
 Warm-up. Blocks of events before ``warmup`` are not monitored: a model that starts from
 nothing changes its explanation while it learns, which is not worth reporting.
 
-Episodes: see :mod:`pipeline.core.change.episodes`.
+Episodes, their kinds and alerts: see :mod:`pipeline.core.change.episodes`.
 
 >>> import random
 >>> from pipeline.core.increments import Block
@@ -53,8 +57,8 @@ from collections.abc import Sequence
 
 from ..base import Component
 from ..increments import Block
-from .episodes import Episode, close_episode
-from .events import Change, Levels
+from .episodes import Episode, make_episode, ranked
+from .events import KINDS, Change, Levels, loss_kind
 from .test import SeriesTest
 from .window import SeriesWindow
 
@@ -89,6 +93,7 @@ class StreamChangeDetector(Component):
         episode_gap: int = 1000,
         buckets_per_level: int = 2,
         tested: Sequence[str] | None = None,
+        alert_kinds: Sequence[str] = ("degradation", "reliance_shift"),
     ):
         if not series:
             raise ValueError("series is empty: list the stream's (explainer, feature) pairs")
@@ -105,6 +110,10 @@ class StreamChangeDetector(Component):
         self.episode_gap = episode_gap
         self.buckets_per_level = buckets_per_level
         self.tested = None if tested is None else list(tested)
+        unknown = set(alert_kinds) - set(KINDS)
+        if unknown:
+            raise ValueError(f"alert kinds {sorted(unknown)} are not among {list(KINDS)}")
+        self.alert_kinds = tuple(alert_kinds)
         self._reset()
 
     def _reset(self) -> None:
@@ -122,6 +131,7 @@ class StreamChangeDetector(Component):
         self._loss = SeriesWindow(self.max_increments, self.buckets_per_level)
         self._loss_seq = -1
         self._open: list[Change] = []
+        self._kind: str | None = None  # the open episode's, decided when it opened
 
     # queries ---------------------------------------------------------------------
     def knows(self, explainer: str, feature: str) -> bool:
@@ -147,16 +157,16 @@ class StreamChangeDetector(Component):
         model_loss: Block | None = None,
         var_factor: float | None = None,
     ) -> tuple[list[Change], list[Episode]]:
-        """Fold in one explanation message; returns the changes it revealed and the episodes
-        it closed. ``var_factor``: the variance factor of the series' increments its explainer
-        reported (None: keep the previous one; 1 at first)."""
+        """Fold in one explanation message; returns the changes it revealed and the episodes it
+        opened or closed. ``var_factor``: the variance factor of the series' increments its
+        explainer reported (None: keep the previous one; 1 at first)."""
         st = self._series.get((explainer, feature))
         if st is None:
             raise ValueError(
                 f"series {explainer}/{feature} is not one of this stream's {len(self.series)} series; "
                 "every worker must run with the same explainers and features settings"
             )
-        episodes = self._close_if_due(seq)
+        episodes = self._episodes_due(seq)
         seq_lo = st.last_seq + 1 if st.last_seq >= 0 else max(0, seq - (block.n if block else 1) + 1)
         st.last_seq = seq
         if var_factor is not None:
@@ -174,15 +184,17 @@ class StreamChangeDetector(Component):
             return [], episodes
         scale_e: list[float] = []  # computed only when a cut is significant
 
-        def min_effect(a: Block, b: Block) -> float:
+        def min_effect(a: Block, b: Block, cut_seq: int) -> float:
             if not scale_e:
                 scale_e.append(self._scale(explainer, seq))
+            if loss_kind(*self._loss.split(cut_seq)) == "degradation":
+                return 0.0
             return self.min_effect * max(scale_e[0], abs(a.mean), abs(b.mean))
 
         cut = st.test.add(seq_lo, seq, block, min_effect, st.var_factor)
         if cut is None:
             return [], episodes
-        scale = max(scale_e[0], abs(cut.before.mean), abs(cut.after.mean))
+        scale = max(self._scale(explainer, seq), abs(cut.before.mean), abs(cut.after.mean))
         vectors = self._vectors(cut.seq, seq, own=(explainer, feature, cut.before, cut.after))
         curve_b, curve_a = self._curves(feature, cut.seq, seq)
         loss_b, loss_a = self._loss.split(cut.seq)
@@ -194,7 +206,7 @@ class StreamChangeDetector(Component):
         """Close the open episode, if any (end of a finite stream)."""
         if not self._open:
             return []
-        return [self._close(max(c.seq for c in self._open))]
+        return [self._episode(max(c.seq for c in self._open), "closed")]
 
     # internals -------------------------------------------------------------------
     # Order independence: the other series' messages of the current report (same seq) may come
@@ -244,15 +256,25 @@ class StreamChangeDetector(Component):
         earlier = [c for s, c in st.curves if s < cut_seq]
         return (_copy(earlier[-1]) if earlier else None), (_copy(now[1]) if now is not None else None)
 
-    def _close_if_due(self, seq: int) -> list[Episode]:
+    def _episodes_due(self, seq: int) -> list[Episode]:
+        """The episode that opens at ``seq`` (its first report is complete) and the one that
+        closes (``episode_gap`` events after its last change)."""
+        out = []
+        if self._open and self._kind is None and seq > self._open[0].seq:
+            out.append(self._episode(seq, "open"))
         if self._open and seq > max(c.seq for c in self._open) + self.episode_gap:
-            return [self._close(seq)]
-        return []
+            out.append(self._episode(seq, "closed"))
+        return out
 
-    def _close(self, seq: int) -> Episode:
-        changes, self._open = self._open, []
-        return close_episode(changes, seq, lambda e, f: self._level_before(e, f, seq),
-                             lambda f, cut_seq: self._curves(f, cut_seq, seq))
+    def _episode(self, seq: int, status: str) -> Episode:
+        changes = self._open
+        if self._kind is None:  # decided once, when it opens: the top change's kind
+            self._kind = ranked(changes)[0].kind
+        kind = self._kind
+        if status == "closed":
+            self._open, self._kind = [], None
+        return make_episode(changes, seq, status, kind, kind in self.alert_kinds,
+                            lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq))
 
 
 def _copy(curve: dict) -> dict:

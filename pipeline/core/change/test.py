@@ -179,7 +179,7 @@ class SeriesTest(Component):
             var_factor: float = 1.0) -> Cut | None:
         """Fold in the block of the events ``seq_lo .. seq_hi`` and run one check.
 
-        ``min_effect`` is a number or ``f(before, after) -> number`` (called only for
+        ``min_effect`` is a number or ``f(before, after, cut_seq) -> number`` (called only for
         significant cuts); ``var_factor`` the variance factor ``k`` of the increments (module
         docstring; values below 1 count as 1)."""
         if block.n <= 0:
@@ -207,7 +207,7 @@ class SeriesTest(Component):
             z = two_sample_z(a, b, k)
             if abs(z) < thr:
                 continue
-            eff = min_effect(a, b) if callable(min_effect) else min_effect
+            eff = min_effect(a, b, w.buckets[i].seq_lo) if callable(min_effect) else min_effect
             if abs(b.mean - a.mean) < eff:
                 continue
             if best is None or abs(z) > abs(best[1]):
