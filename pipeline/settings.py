@@ -128,6 +128,7 @@ class Settings:
     drift_window: int = _f(20_000, "explained events per series the change test looks back over")
     drift_warmup: int = _f(1000, "first events of each stream the drift agent does not monitor (the model learns from nothing)")
     drift_episode_gap: int = _f(1000, "changes of a stream fewer than this many events apart form one change episode")
+    drift_alert_kinds: list = _f(["degradation", "reliance_shift"], "change episodes of these kinds raise an alert (alert: true on the change-episodes topic and in the metrics): learning, degradation, reliance_shift")
 
     def __post_init__(self) -> None:
         for name in ("sasl_password", "ssl_key_password", "checkpoint_key"):
@@ -176,6 +177,9 @@ class Settings:
             raise bad("drift_min_effect must be >= 0, drift_min_samples >= 2 and drift_window >= 2 * drift_min_samples")
         if self.drift_warmup < 0 or self.drift_episode_gap < 0:
             raise bad("drift_warmup and drift_episode_gap must be >= 0")
+        unknown = set(self.drift_alert_kinds) - {"learning", "degradation", "reliance_shift"}
+        if unknown:
+            raise bad(f"drift_alert_kinds has unknown kinds {sorted(unknown)}; use learning, degradation, reliance_shift")
         if self.isage_loss not in ("squared", "cross_entropy"):
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
         if not isinstance(self.isage_inner_samples, int) or self.isage_inner_samples < 0:

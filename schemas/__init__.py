@@ -14,8 +14,8 @@ from .features import FeatureSpec, parse_feature_event
 from .messages import (
     MESSAGE_TYPES,
     ChangeEpisode,
+    ChangeEvent,
     DeadLetter,
-    DriftEvent,
     ExplainDecision,
     ExplainTask,
     Explanation,
@@ -29,10 +29,10 @@ from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj
 __all__ = [
     "BadValue",
     "ChangeEpisode",
+    "ChangeEvent",
     "ConfigError",
     "DEFAULT_MAX_BYTES",
     "DeadLetter",
-    "DriftEvent",
     "ExplainDecision",
     "ExplainTask",
     "Explanation",

@@ -191,7 +191,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         for v in values:
             msg = Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq,
                               v.n_explained, se.n_seen, version, v.curve, v.stderr,
-                              _block(v.block), _block(v.model_loss))
+                              _block(v.block), _block(v.model_loss), v.var_factor)
             # keyed by stream: the drift agent sees every series of a stream, in order, on one partition
             outs.append(Out("explanations", task.stream_id.encode(), dumps(msg)))
         m.inc("explanations_out", len(outs))
