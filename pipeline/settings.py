@@ -24,8 +24,10 @@ from typing import Any
 
 from schemas import ConfigError, FeatureSpec
 
-__all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "settings_help", "SECURITY_PROTOCOLS",
-           "SASL_MECHANISMS"]
+from .toml_text import toml_value
+
+__all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "settings_help", "settings_toml",
+           "SECURITY_PROTOCOLS", "SASL_MECHANISMS"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -327,6 +329,31 @@ def load_settings(
     s._sources = sources
     s.check_files()
     return s
+
+
+def settings_toml(s: Settings) -> str:
+    """``s`` as a settings file: TOML that :func:`load_settings` reads back to equal settings, each
+    value with its source as a comment. Secrets are left out (a masked value pasted back would
+    become the secret), with a comment that says where to give them.
+
+    >>> import tomllib
+    >>> text = settings_toml(load_settings(None, alpha="0.01"))
+    >>> [line for line in text.splitlines() if line.startswith("alpha")]
+    ['alpha = 0.01  # command line']
+    >>> tomllib.loads(text)["alpha"]
+    0.01
+    """
+    lines = ["# streamxai settings (`streamxai config`): a valid settings file; each comment says where the value came from"]
+    for f in fields(s):
+        v = getattr(s, f.name)
+        if isinstance(v, Secret):
+            state = "set" if v.reveal() else "not set"
+            lines.append(f"# {f.name}: secret, {state}, not shown; give it in a private settings file or ${env_name(f.name)}")
+        elif v is None:
+            lines.append(f"# {f.name}: none (TOML has no null; leave it out for the default)")
+        else:
+            lines.append(f"{f.name} = {toml_value(v)}  # {s.source(f.name)}")
+    return "\n".join(lines) + "\n"
 
 
 def settings_help() -> str:

@@ -203,7 +203,8 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
         workers_settings = []
         for i in range(args.workers):
             ws = s.replace(web_port=free_port())
-            workers.append(spawn_worker(ws, log_file=str(logs / f"worker-{i}.log")))
+            workers.append(spawn_worker(ws, log_file=str(logs / f"worker-{i}.log"),
+                                        loglevel=getattr(args, "loglevel", "info")))
             workers_settings.append(ws)
         print(f"{args.workers} worker(s) started; logs in {logs}/; topics {s.topic_prefix}*")
         if getattr(args, "dashboard_port", 0):

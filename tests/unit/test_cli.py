@@ -17,7 +17,7 @@ def test_config_prints_effective_settings_without_secrets(capsys, monkeypatch):
     monkeypatch.setenv("STREAMXAI_EXPLAIN_GROUPS", "3")
     assert main(["config", "--set", "alpha=0.01", "--bootstrap", "k1:9092"]) == 0
     out = capsys.readouterr().out
-    assert "alpha = 0.01" in out and "explain_groups = 3" in out and "bootstrap_servers = 'k1:9092'" in out
+    assert "alpha = 0.01" in out and "explain_groups = 3" in out and "bootstrap_servers = \"k1:9092\"" in out
     assert "pa55word" not in out
 
 
