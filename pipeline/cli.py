@@ -102,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("config", parents=[common],
                        help="print the effective settings as a settings file (TOML, each value's source in a comment; "
                             "secrets left out)")
-    del c
+    c.add_argument("--stream", metavar="ID", default=None,
+                   help="the effective settings of this stream id: its stream profile's on top of the top level")
     return p
 
 
@@ -150,11 +151,11 @@ def _run(args: argparse.Namespace) -> int:
 
         return run_broker(args)
     if args.command == "worker":
-        from .modelspec import build_model
+        from .plan import check_streams
         from .worker import run_worker
 
         s = _settings(args)
-        build_model(s.model, s.model_params, s.model_seed)  # a model that cannot be built: one line, no start
+        check_streams(s)  # no features, or a model that cannot be built: one line, no start
         run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
         return exit_codes.OK
     if args.command in ("produce", "tail", "plot"):
@@ -171,7 +172,11 @@ def _run(args: argparse.Namespace) -> int:
         run_dashboard(_settings(args), host=args.host, port=args.port, from_beginning=not args.latest)
         return exit_codes.OK
     if args.command == "config":
-        print(settings_toml(_settings(args)), end="")
+        if args.stream is not None:
+            from schemas.features import check_stream_id
+
+            check_stream_id(args.stream)
+        print(settings_toml(_settings(args), args.stream), end="")
         return exit_codes.OK
     raise AssertionError(args.command)  # argparse restricts the choices
 

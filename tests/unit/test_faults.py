@@ -9,14 +9,14 @@ import orjson
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from pipeline.kafka.checkpoints import CheckpointStore
 from pipeline.local.demo_stream import agrawal_events
-from pipeline.settings import Settings
+from pipeline.settings import AGRAWAL_FEATURES, Settings
 from schemas import dumps
 
 
 def settings(**over):
     base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
                 emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                explainers=["ipfi"])
+                explainers=["ipfi"], features=list(AGRAWAL_FEATURES))
     base.update(over)
     return Settings(**base)
 

@@ -10,13 +10,13 @@ import pytest
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import stream_explainer
-from pipeline.settings import Settings
+from pipeline.settings import AGRAWAL_FEATURES, Settings
 from schemas import dumps
 
 
 def settings(**over):
     base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
+                features=list(AGRAWAL_FEATURES), emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
     base.update(over)
     return Settings(**base)
 
