@@ -89,7 +89,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         self.metrics = metrics or Metrics()
         #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
         self.history = history
-        #: a :class:`pipeline.kafka.checkpoints.CheckpointStore`, or None
+        #: a :class:`pipeline.handlers.protocols.CheckpointStore` (``pipeline.kafka``: files or a topic), or None
         self.checkpoints = checkpoints
         self.streams: dict[str, _StreamState] = {}
 

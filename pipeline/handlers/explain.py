@@ -62,7 +62,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         self.clock = clock
         #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
         self.history = history
-        #: a :class:`pipeline.kafka.checkpoints.CheckpointStore`, or None
+        #: a :class:`pipeline.handlers.protocols.CheckpointStore` (``pipeline.kafka``: files or a topic), or None
         self.checkpoints = checkpoints
         self.shedder = LagShedder(settings.max_lag_s or None)
         self.groups: dict[tuple[str, int], _GroupState] = {}

@@ -41,7 +41,7 @@ class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
         self.settings = settings
         #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
         self.history = history
-        #: a :class:`pipeline.kafka.checkpoints.CheckpointStore`, or None
+        #: a :class:`pipeline.handlers.protocols.CheckpointStore` (``pipeline.kafka``: files or a topic), or None
         self.checkpoints = checkpoints
         self.metrics = metrics or Metrics()
         self.spec = settings.stream_feature_spec  # each stream's features: its profile's (Settings.for_stream)
