@@ -4,20 +4,21 @@ matches, or with other features than its profile's, becomes a dead letter that s
 
 from __future__ import annotations
 
-import random
 import tomllib
 
 import orjson
 import pytest
+from helpers.handler_inputs import run_handlers
+from helpers.streams import LINEAR_FEATURES, linear_events
 
 from pipeline.cli import main
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from pipeline.handlers import DriftHandler, ModelHandler, Source
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import check_streams, stream_explainer
 from pipeline.settings import AGRAWAL_FEATURES, PER_STREAM, Settings, is_per_stream, load_settings
 from schemas import ConfigError, FeatureEvent, dumps
 
-REG = [f"x{i}" for i in range(5)]
+REG = list(LINEAR_FEATURES)
 
 TWO_PROFILES = f"""
 drift_warmup = 50
@@ -50,15 +51,6 @@ def two(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text(TWO_PROFILES)
     return f
-
-
-def regression_events(stream_id: str, n: int, seed: int) -> list[FeatureEvent]:
-    rng = random.Random(seed)
-    out = []
-    for seq in range(n):
-        x = {f: rng.random() for f in REG}
-        out.append(FeatureEvent(stream_id, seq, float(seq), x, 3 * x["x0"] + x["x1"] + rng.gauss(0, 0.1)))
-    return out
 
 
 # --- settings -------------------------------------------------------------------------------------
@@ -182,24 +174,6 @@ def test_config_round_trips_the_profiles_in_file_order(two, capsys, tmp_path):
 
 # --- handlers: two profiles side by side --------------------------------------------------------------
 
-def _chain(s, events):
-    """Model → explain → drift handlers of one worker; their outputs by topic."""
-    mh, eh, dh = ModelHandler(s), ExplainHandler(s), DriftHandler(s)
-    out: dict[str, list] = {}
-    for off, ev in enumerate(events):
-        raw = ev if isinstance(ev, bytes) else dumps(ev)
-        key = orjson.loads(raw)["stream_id"].encode()
-        for o in mh.on_message(raw, key, Source("features", 0, off)):
-            out.setdefault(o.topic, []).append(orjson.loads(o.value))
-            if o.topic == "explain-tasks":
-                for e in eh.on_message(o.value, o.key, Source("explain-tasks", 0, off)):
-                    out.setdefault(e.topic, []).append(orjson.loads(e.value))
-                    if e.topic == "explanations":
-                        for d in dh.on_message(e.value, e.key, Source("explanations", 0, off)):
-                            out.setdefault(d.topic, []).append(orjson.loads(d.value))
-    return out
-
-
 def _reference(s, events):
     got, ses = {}, {}
     for ev in events:
@@ -214,10 +188,10 @@ def _reference(s, events):
 def test_two_profiles_on_one_worker_each_explained_with_its_own_features_model_and_explainers(two):
     s = load_settings(two, explain_groups="2", partitions="2")
     agr = list(agrawal_events("agr-1", 120, seed=1))
-    reg = regression_events("reg-1", 120, seed=2)
+    reg = list(linear_events("reg-1", 120, seed=2))
     wrong = [FeatureEvent("agr-bad", 0, 0.0, {"x0": 1.0, "salary": 2.0}, 1)]
     unmatched = Settings(streams={"agr-*": {"features": list(AGRAWAL_FEATURES)}})  # no "*" profile, no top level
-    out = _chain(s, [e for pair in zip(agr, reg, strict=True) for e in pair] + wrong)
+    out = run_handlers(s, [e for pair in zip(agr, reg, strict=True) for e in pair] + wrong)
     expl = out["explanations"]
     by_stream = {sid: {(m["explainer"], m["feature"]) for m in expl if m["stream_id"] == sid} for sid in ("agr-1", "reg-1")}
     assert by_stream["agr-1"] == {(e, f) for e in ("ipfi", "ipdp") for f in AGRAWAL_FEATURES}
@@ -236,7 +210,7 @@ def test_two_profiles_on_one_worker_each_explained_with_its_own_features_model_a
     assert "missing features ['commission', 'age', 'elevel'," in dl["error"] and "unexpected features ['x0']" in dl["error"]
     assert 'the features of stream profile "agr-*" are' in dl["error"]
     # a stream that matches no profile, where the top level has no features
-    out = _chain(unmatched, [FeatureEvent("other-1", 0, 0.0, {"a": 1.0}, 1)])
+    out = run_handlers(unmatched, [FeatureEvent("other-1", 0, 0.0, {"a": 1.0}, 1)])
     (dl,) = out["dead-letters"]
     assert dl["reason"] == "no_profile" and dl["stage"] == "model"
     assert "stream 'other-1' matches no stream profile (\"agr-*\")" in dl["error"]
