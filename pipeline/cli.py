@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from schemas import StreamxaiError
 
 from . import exit_codes
-from .settings import Settings, load_settings, settings_help, settings_toml
+from .settings import Settings, load_settings
+from .settings_text import settings_help, settings_toml
 
 __all__ = ["main"]
 

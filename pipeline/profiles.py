@@ -44,6 +44,10 @@ class ProfileMatcher:
     """The index of the first glob matching a stream id (``None``: no glob matches).
 
     Answers are cached per stream id (at most ``max_cached`` ids; the cache starts over when full).
+
+    >>> m = ProfileMatcher(["eu-*", "eu-fraud-*"])
+    >>> m.match("eu-fraud-1"), m.globs[m.match("eu-fraud-1")]  # the first in order, not the most specific
+    (0, 'eu-*')
     """
 
     def __init__(self, globs: Sequence[str], max_cached: int = 100_000):
