@@ -102,8 +102,8 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
     def _parse(self, raw: bytes | None, src: Source) -> _Point:
         return parse_explanation(raw, src, self.settings.max_message_bytes)
 
-    def _fresh(self) -> _StreamState:
-        return _StreamState(stream_detector(self.settings))
+    def _fresh(self, stream_id: str) -> _StreamState:
+        return _StreamState(stream_detector(self.settings.for_stream(stream_id)))
 
     def _rebuild(self, st: _StreamState, key: bytes | None, src: Source, from_offset: int) -> None:
         """Re-run the stream's explanations of this partition from ``from_offset`` to just before ``src``."""
@@ -130,18 +130,18 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         if key != p.stream_id.encode():
             log.warning("explanation at %s is keyed %r, not by its stream_id %r: its stream's history cannot be "
                         "replayed after a restart; run every worker on the same streamxai version", src, key, p.stream_id)
-            return self._fresh()
+            return self._fresh(p.stream_id)
         # a stream's first report carries n_explained <= emit_every: nothing of it came before
-        first = p.n_explained <= self.settings.emit_every
-        return self._recover("drift", key, src, self._fresh, first=first)
+        first = p.n_explained <= self.settings.for_stream(p.stream_id).emit_every
+        return self._recover("drift", key, src, lambda: self._fresh(p.stream_id), first=first)
 
 
     def _arrived(self) -> None:
         self.metrics.inc("explanations_seen")  # every message, good or bad: how far the drift agent has got
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
-        s = self.settings
         p = self._parse(raw, src)
+        s = self.settings.for_stream(p.stream_id)
         if p.explainer not in s.explainers or p.feature not in s.features:
             raise SchemaMismatch(
                 f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "

@@ -49,7 +49,7 @@ from pipeline.core.stream import StreamExplainer  # noqa: E402
 from pipeline.handlers.drift import stream_detector  # noqa: E402
 from pipeline.modelspec import model_factory  # noqa: E402
 from pipeline.plan import explainer_specs  # noqa: E402
-from pipeline.settings import Settings  # noqa: E402
+from pipeline.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
 
 Event = tuple[dict[str, Any], Any]
 
@@ -233,7 +233,7 @@ def scenarios(scale: float) -> list[Scenario]:
         Scenario("frozen", s4, lambda: threshold_stream(6), frozen_n, [], [],
                  model=lambda: Frozen(trained(threshold_stream(60), 5000))),
         Scenario("learning", s4, lambda: threshold_stream(7), frozen_n // 2, [], []),
-        Scenario("learning-agrawal", Settings(), lambda: agrawal(9), int(18_000 * scale), [], [],
+        Scenario("learning-agrawal", Settings(features=list(AGRAWAL_FEATURES)), lambda: agrawal(9), int(18_000 * scale), [], [],
                  note="the demo's control: a Hoeffding adaptive tree still learning agrawal function 1"),
         Scenario("flat", base_settings(features=["a1", "a2", "c", "d"]), lambda: redundant(8), n, [d], [{"a1", "a2"}],
                  model=lambda: Switched(trained(_only(redundant(80), "a1"), 5000),

@@ -14,13 +14,13 @@ import orjson
 from pipeline.kafka.config import confluent_config
 from pipeline.kafka.io import consume
 from pipeline.local.ports import free_port
-from pipeline.settings import Settings
+from pipeline.settings import AGRAWAL_FEATURES, Settings
 
 
 def make_settings(bootstrap: str, state_dir: str, **over) -> Settings:
     run = uuid.uuid4().hex[:8]
     base = dict(
-        bootstrap_servers=bootstrap, topic_prefix=f"it-{run}.", app_id=f"it-{run}",
+        features=list(AGRAWAL_FEATURES), bootstrap_servers=bootstrap, topic_prefix=f"it-{run}.", app_id=f"it-{run}",
         web_port=free_port(), state_dir=state_dir, partitions=4,
         model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 100},
         alpha=0.01, emit_every=5, explain_groups=2, storage_size=50, grid_size=5, session_timeout_s=10.0,

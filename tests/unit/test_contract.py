@@ -62,7 +62,7 @@ from pipeline.core.stream import StreamExplainer
 from pipeline.core.uncertainty import SmoothedStderr
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import prequential_model, stream_explainer
-from pipeline.settings import Settings
+from pipeline.settings import AGRAWAL_FEATURES, Settings
 from schemas import dumps_obj
 
 SEED = 7
@@ -291,6 +291,7 @@ def agrawal_stream(n: int, seed: int, unlabelled: tuple[int, ...] = ()) -> list[
 def small_settings(seed: int) -> Settings:
     """A tree that splits within the short streams, so the explained model changes under the checks."""
     return Settings(
+        features=list(AGRAWAL_FEATURES),
         model="river.tree.HoeffdingTreeClassifier",
         model_params={"grace_period": 10, "delta": 0.1, "tau": 0.3},
         model_seed=seed,

@@ -512,9 +512,10 @@ def test_pipeline_isage_defaults():
 
 def test_stream_explainer_publishes_standard_errors():
     from pipeline.plan import stream_explainer
-    from pipeline.settings import Settings
+    from pipeline.settings import AGRAWAL_FEATURES, Settings
 
-    se = stream_explainer(Settings(model="river.tree.HoeffdingTreeClassifier", grid_size=4), "s")
+    se = stream_explainer(Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier",
+                                   grid_size=4), "s")
     out = []
     for x, y in agrawal(1, seed=3, n=300):
         out = se.process_one(x, y)

@@ -6,7 +6,8 @@ import pickle
 import pytest
 
 from pipeline.kafka.config import confluent_config
-from pipeline.settings import load_settings, settings_help
+from pipeline.settings import load_settings
+from pipeline.settings_text import settings_help
 from pipeline.worker import settings_env
 from schemas import ConfigError
 
