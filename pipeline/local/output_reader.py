@@ -336,7 +336,14 @@ class OutputReader:
             st.change_seq = seq
 
     def _episode(self, st: StreamState, obj: dict, ts: float | None) -> None:
-        st.episodes.append(parse_episode(obj))
+        # change_episode/v2 sends an episode when it opens and again when it closes: the
+        # later message (same first change) replaces the earlier one
+        ep = parse_episode(obj)
+        for i, seen in enumerate(st.episodes):
+            if ep["first_seq"] is not None and seen["first_seq"] == ep["first_seq"]:
+                st.episodes[i] = ep
+                return
+        st.episodes.append(ep)
 
     #: topic (short name) → its parse branch
     PARSERS: ClassVar[dict[str, Callable[[OutputReader, StreamState, dict, float | None], None]]] = {
