@@ -27,10 +27,8 @@ from schemas import parse_explanation as parse_explanation_message
 
 from ..core.change_episodes import Episode, SeriesChange, StreamChangeDetector, ranks
 from ..core.drift import Moments
-from ..metrics import Metrics
 from ..settings import Settings
 from .common import MessageHandler, Out, Source, log
-from .protocols import CheckpointStore, History
 
 __all__ = ["DriftHandler", "change_event", "change_episode"]
 
@@ -83,52 +81,47 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
     STAGE = "drift"
     DUPLICATE_METRIC = "duplicate_explanations_dropped"
 
-    def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
-                 checkpoints: CheckpointStore | None = None):
-        self.settings = settings
-        self.metrics = metrics or Metrics()
-        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
-        self.history = history
-        #: a :class:`pipeline.kafka.checkpoints.CheckpointStore`, or None
-        self.checkpoints = checkpoints
-        self.streams: dict[str, _StreamState] = {}
+    STATES_GAUGE = "drift_streams"
+    REPLAYED_METRIC = "replayed_explanations"
+
+    @property
+    def streams(self) -> dict[str, _StreamState]:
+        """The change detector of every stream met so far, by stream id."""
+        return self.states  # type: ignore[return-value]
 
     def _parse(self, raw: bytes | None, src: Source) -> _Point:
         return parse_explanation(raw, src, self.settings.max_message_bytes)
 
-    def _fresh(self) -> _StreamState:
+    def _state_key(self, p: _Point) -> str:
+        return p.stream_id
+
+    def _opens(self, p: _Point) -> bool:
+        # a stream's first report carries n_explained <= emit_every: nothing of it came before
+        return p.n_explained <= self.settings.emit_every
+
+    def _fresh(self, p: _Point) -> _StreamState:
         return _StreamState(stream_detector(self.settings))
 
-    def _rebuild(self, st: _StreamState, key: bytes | None, src: Source, from_offset: int) -> None:
-        """Re-run the stream's explanations of this partition from ``from_offset`` to just before ``src``."""
-        stream_id = key.decode(errors="replace") if key else None
-        det, n = st.detector, 0
-        for raw in self.history(src.topic, src.partition, src.offset, key, from_offset):
-            try:
-                p = self._parse(raw, src)
-            except InvalidMessage:
-                continue  # it went to the dead-letter topic the first time
-            if p.stream_id != stream_id or not det.knows(p.explainer, p.feature):
-                continue
-            if p.seq <= det.last_seq(p.explainer, p.feature):
-                continue
-            det.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve, p.model_loss)
-            n += 1
-        self.metrics.inc("replayed_explanations", n)
-        log.info("rebuilt drift state of stream %s from %d earlier explanations of %s", stream_id, n, src)
-
-    def _drop_state(self, key: bytes) -> None:
-        self.streams.pop(key.decode(errors="replace"), None)
-
-    def _state_for(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
+    def _load(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
         if key != p.stream_id.encode():
             log.warning("explanation at %s is keyed %r, not by its stream_id %r: its stream's history cannot be "
                         "replayed after a restart; run every worker on the same streamxai version", src, key, p.stream_id)
-            return self._fresh()
-        # a stream's first report carries n_explained <= emit_every: nothing of it came before
-        first = p.n_explained <= self.settings.emit_every
-        return self._recover("drift", key, src, self._fresh, first=first)
+            return self._fresh(p)
+        return self._recover(p, key, src)
 
+    def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
+        """Re-run one earlier explanation of the stream into its change test."""
+        try:
+            p = self._parse(raw, src)
+        except InvalidMessage:
+            return False  # it went to the dead-letter topic the first time
+        det = st.detector
+        if key is None or p.stream_id.encode() != key or not det.knows(p.explainer, p.feature):
+            return False
+        if p.seq <= det.last_seq(p.explainer, p.feature):
+            return False
+        det.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve, p.model_loss)
+        return True
 
     def _arrived(self) -> None:
         self.metrics.inc("explanations_seen")  # every message, good or bad: how far the drift agent has got
@@ -144,13 +137,6 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
 
     def _reason(self, err: InvalidMessage) -> str | None:
         return "explanation_v1" if "explanation/v1 carries" in str(err) else None
-
-    def _state(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
-        st = self.streams.get(p.stream_id)
-        if st is None:
-            st = self.streams[p.stream_id] = self._state_for(p, key, src)
-            self.metrics.gauge("drift_streams", len(self.streams))
-        return st
 
     def _is_duplicate(self, p: _Point, st: _StreamState) -> bool:
         return p.seq <= st.detector.last_seq(p.explainer, p.feature)

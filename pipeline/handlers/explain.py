@@ -53,36 +53,45 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
     STAGE = "explain"
     DUPLICATE_METRIC = "duplicate_tasks_dropped"
 
+    STATES_GAUGE = "explainer_groups"
+    REPLAYED_METRIC = "replayed_tasks"
+
     def __init__(
         self, settings: Settings, metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
         history: History | None = None, checkpoints: CheckpointStore | None = None,
     ):
-        self.settings = settings
-        self.metrics = metrics or Metrics()
+        super().__init__(settings, metrics, history, checkpoints)
         self.clock = clock
-        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
-        self.history = history
-        #: a :class:`pipeline.kafka.checkpoints.CheckpointStore`, or None
-        self.checkpoints = checkpoints
         self.shedder = LagShedder(settings.max_lag_s or None)
-        self.groups: dict[tuple[str, int], _GroupState] = {}
         self._decisions: dict[int, bool] = {}  # recorded decisions of the group being rebuilt
         #: decisions an earlier run recorded, by explain-tasks partition and group key
         self._recorded: dict[int, dict[bytes | None, dict[int, bool]]] = {}
         self.started = clock()
 
+    @property
+    def groups(self) -> dict[tuple[str, int], _GroupState]:
+        """The explainers of every (stream, group) met so far."""
+        return self.states  # type: ignore[return-value]
+
     def _parse(self, raw: bytes | None, src: Source) -> ExplainTask:
         return parse_explain_task(raw, where=str(src), groups=self.settings.explain_groups,
                                   max_bytes=10 * self.settings.max_message_bytes)
 
-    def _state_for(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
-        first = task.seq == 0
+    def _state_key(self, task: ExplainTask) -> tuple[str, int]:
+        return (task.stream_id, task.group)
+
+    def _opens(self, task: ExplainTask) -> bool:
+        return task.seq == 0
+
+    def _fresh(self, task: ExplainTask) -> _GroupState:
+        return _GroupState(stream_explainer(self.settings, task.stream_id, task.group))
+
+    def _load(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
         # a stream's first task sent before this handler started may have been processed
         # (and its decision recorded) by the run before a restart
-        maybe_seen = not first or task.sent_at <= self.started
+        maybe_seen = not self._opens(task) or task.sent_at <= self.started
         self._decisions = self._recorded_decisions(key, src.partition) if maybe_seen else {}
-        st = self._recover("explain", key, src, lambda: _GroupState(
-            stream_explainer(self.settings, task.stream_id, task.group)), first=first)
+        st = self._recover(task, key, src)
         st.recorded = {q: d for q, d in self._decisions.items() if q > st.last_seq}
         self._decisions = {}
         return st
@@ -110,48 +119,31 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
             return st.recorded.pop(task.seq)
         return task.explain and not self.shedder.shed(waited, st.skipped)
 
-    def _rebuild(self, st: _GroupState, key: bytes | None, src: Source, from_offset: int) -> None:
-        """Re-run the group's tasks of this partition from ``from_offset`` to just before ``src``."""
-        n = 0
-        for raw in self.history(src.topic, src.partition, src.offset, key, from_offset):
-            try:
-                task = self._parse(raw, src)
-            except InvalidMessage:
-                continue  # it went to the dead-letter topic the first time
-            if task.seq <= st.last_seq:
-                continue
-            explain = self._decisions.get(task.seq, task.explain)
-            try:
-                st.explainer.process_one(task.x, task.y, explain=explain, report=False, loss=task.loss)
-            except Exception:
-                self.metrics.inc("replay_errors")
-                log.warning("task %s seq %d fails again in replay; the group continues without it", key, task.seq)
-                continue
-            st.last_seq = task.seq
-            st.skipped = 0 if explain else st.skipped + int(task.explain)
-            if explain:
-                st.n_explained += 1
-                if st.n_explained % self.settings.emit_every == 0:
-                    st.explainer.skip_report()  # the original run reported here: same blocks after it
-            n += 1
-        self.metrics.inc("replayed_tasks", n)
-        log.info("rebuilt %s from %d earlier tasks of %s", key, n, src)
-
-    def _drop_state(self, key: bytes) -> None:
-        stream_id, _, group = key.decode(errors="replace").rpartition("/")
-        if group.isdigit():
-            self.groups.pop((stream_id, int(group)), None)
+    def _replay_one(self, st: _GroupState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
+        """Re-run one earlier task of the group, with the decision recorded for it."""
+        try:
+            task = self._parse(raw, src)
+        except InvalidMessage:
+            return False  # it went to the dead-letter topic the first time
+        if task.seq <= st.last_seq:
+            return False
+        explain = self._decisions.get(task.seq, task.explain)
+        try:
+            st.explainer.process_one(task.x, task.y, explain=explain, report=False, loss=task.loss)
+        except Exception:
+            self.metrics.inc("replay_errors")
+            log.warning("task %s seq %d fails again in replay; the group continues without it", key, task.seq)
+            return False
+        st.last_seq = task.seq
+        st.skipped = 0 if explain else st.skipped + int(task.explain)
+        if explain:
+            st.n_explained += 1
+            if st.n_explained % self.settings.emit_every == 0:
+                st.explainer.skip_report()  # the original run reported here: same blocks after it
+        return True
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> ExplainTask:
         return self._parse(raw, src)
-
-    def _state(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
-        gk = (task.stream_id, task.group)
-        st = self.groups.get(gk)
-        if st is None:
-            st = self.groups[gk] = self._state_for(task, key, src)
-            self.metrics.gauge("explainer_groups", len(self.groups))
-        return st
 
     def _is_duplicate(self, task: ExplainTask, st: _GroupState) -> bool:
         return task.seq <= st.last_seq
@@ -173,7 +165,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
             values = se.process_one(task.x, task.y, explain=explain, report=emit, loss=task.loss)
         except Exception as e:
             # the replica may be half-updated: forget it, so the next task rebuilds it by replay
-            del self.groups[(task.stream_id, task.group)]
+            self._forget(key, self._state_key(task))
             raise Rejected(self._dead_letter(raw, key, e, src, "explain_error")) from None
         st.last_seq = task.seq
         st.n_explained += int(explain)

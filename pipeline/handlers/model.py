@@ -36,46 +36,46 @@ class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
     STAGE = "model"
     DUPLICATE_METRIC = "duplicates_dropped"
 
+    STATES_GAUGE = "streams"
+    REPLAYED_METRIC = "replayed_events"
+
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
-        self.settings = settings
-        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
-        self.history = history
-        #: a :class:`pipeline.kafka.checkpoints.CheckpointStore`, or None
-        self.checkpoints = checkpoints
-        self.metrics = metrics or Metrics()
+        super().__init__(settings, metrics, history, checkpoints)
         self.spec = settings.feature_spec()
         self.sampler = EventSampler(settings.sample_rate, settings.explain_seed)
-        self.streams: dict[str, _StreamState] = {}
 
-    def _state_for(self, stream_id: str, seq: int, key: bytes | None, src: Source) -> _StreamState:
+    @property
+    def streams(self) -> dict[str, _StreamState]:
+        """The model of every stream met so far, by stream id."""
+        return self.states  # type: ignore[return-value]
+
+    def _state_key(self, ev: FeatureEvent) -> str:
+        return ev.stream_id
+
+    def _opens(self, ev: FeatureEvent) -> bool:
+        return ev.seq == 0
+
+    def _fresh(self, ev: FeatureEvent) -> _StreamState:
         # a stream's groups go to consecutive explain-task partitions, so they spread over
         # workers whatever the keys hash to
-        first_partition = derive_seed(0, "partition", stream_id) % self.settings.partitions
-        return self._recover("model", key, src, lambda: _StreamState(
-            prequential_model(self.settings), first_partition), first=seq == 0)
+        first_partition = derive_seed(0, "partition", ev.stream_id) % self.settings.partitions
+        return _StreamState(prequential_model(self.settings), first_partition)
 
-    def _rebuild(self, st: _StreamState, key: bytes | None, src: Source, from_offset: int) -> None:
-        """Re-learn the stream's events of this partition from ``from_offset`` to just before ``src``."""
-        n = 0
-        for raw in self.history(src.topic, src.partition, src.offset, key, from_offset):
-            try:
-                ev = parse_feature_event(raw, self.spec, where=str(src), max_bytes=self.settings.max_message_bytes)
-            except InvalidMessage:
-                continue  # it went to the dead-letter topic the first time
-            if ev.seq <= st.last_seq or ev.seq - st.last_seq > self.settings.max_seq_gap:
-                continue  # a duplicate, or a seq_gap dead letter the first time
-            try:
-                st.model.process_one(ev.x, ev.y)
-            except Exception:  # noqa: S112 - it went to the dead-letter topic the first time
-                continue
-            st.last_seq = ev.seq
-            n += 1
-        self.metrics.inc("replayed_events", n)
-        log.info("rebuilt stream %s from %d earlier events of %s", key, n, src)
-
-    def _drop_state(self, key: bytes) -> None:
-        self.streams.pop(key.decode(errors="replace"), None)
+    def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
+        """Re-learn one earlier event of the stream (skipping what was a dead letter or a duplicate)."""
+        try:
+            ev = parse_feature_event(raw, self.spec, where=str(src), max_bytes=self.settings.max_message_bytes)
+        except InvalidMessage:
+            return False  # it went to the dead-letter topic the first time
+        if ev.seq <= st.last_seq or ev.seq - st.last_seq > self.settings.max_seq_gap:
+            return False  # a duplicate, or a seq_gap dead letter the first time
+        try:
+            st.model.process_one(ev.x, ev.y)
+        except Exception:  # it went to the dead-letter topic the first time
+            return False
+        st.last_seq = ev.seq
+        return True
 
     def _arrived(self) -> None:
         self.metrics.inc("events_in")
@@ -89,13 +89,6 @@ class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
                 where=str(src),
             )
         return ev
-
-    def _state(self, ev: FeatureEvent, key: bytes | None, src: Source) -> _StreamState:
-        st = self.streams.get(ev.stream_id)
-        if st is None:
-            st = self.streams[ev.stream_id] = self._state_for(ev.stream_id, ev.seq, key, src)
-            self.metrics.gauge("streams", len(self.streams))
-        return st
 
     def _is_duplicate(self, ev: FeatureEvent, st: _StreamState) -> bool:
         if ev.seq > st.last_seq:
