@@ -1,16 +1,20 @@
 """The wire format: versioned message types, JSON Schema files, (de)serialisation, validation."""
 
+from .arrivals import origin, origin_headers, parse_arrival
 from .errors import (
     BadValue,
     ConfigError,
     FeatureMismatch,
     InvalidMessage,
+    LabelRejected,
+    LabelTypeMismatch,
     MalformedMessage,
     OversizedMessage,
     SchemaMismatch,
     StreamxaiError,
 )
 from .features import FeatureSpec, parse_feature_event
+from .labels import parse_label_event
 from .messages import (
     MESSAGE_TYPES,
     ChangeEpisode,
@@ -20,10 +24,12 @@ from .messages import (
     ExplainTask,
     Explanation,
     FeatureEvent,
+    LabelEvent,
+    LabelOutcome,
     Prediction,
 )
 from .parsing import parse_explain_task, parse_explanation
-from .source import Source
+from .source import Headers, Source
 from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj
 
 __all__ = [
@@ -39,7 +45,12 @@ __all__ = [
     "FeatureEvent",
     "FeatureMismatch",
     "FeatureSpec",
+    "Headers",
     "InvalidMessage",
+    "LabelEvent",
+    "LabelOutcome",
+    "LabelRejected",
+    "LabelTypeMismatch",
     "MESSAGE_TYPES",
     "MalformedMessage",
     "OversizedMessage",
@@ -52,7 +63,11 @@ __all__ = [
     "decode_as",
     "dumps",
     "dumps_obj",
+    "origin",
+    "origin_headers",
+    "parse_arrival",
     "parse_feature_event",
+    "parse_label_event",
     "parse_explain_task",
     "parse_explanation",
 ]

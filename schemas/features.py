@@ -21,7 +21,7 @@ from .errors import BadValue, FeatureMismatch, SchemaMismatch
 from .messages import FeatureEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
-__all__ = ["FeatureSpec", "parse_feature_event", "check_stream_id", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
+__all__ = ["FeatureSpec", "parse_feature_event", "feature_event_from", "check_stream_id", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
            "MAX_SEQ", "shown"]
 
 TARGETS = ("label", "number")
@@ -57,7 +57,11 @@ def parse_feature_event(
     raw: bytes | None, spec: FeatureSpec, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> FeatureEvent:
     """Bytes to a validated :class:`FeatureEvent`, or an ``InvalidMessage`` saying what is wrong."""
-    obj = decode_as(raw, FeatureEvent.SCHEMA, where=where, max_bytes=max_bytes)
+    return feature_event_from(decode_as(raw, FeatureEvent.SCHEMA, where=where, max_bytes=max_bytes), spec, where=where)
+
+
+def feature_event_from(obj: dict[str, Any], spec: FeatureSpec, *, where: str) -> FeatureEvent:
+    """A decoded ``feature_event/v1`` object to a validated :class:`FeatureEvent` (see :func:`parse_feature_event`)."""
     expected = {"schema", "stream_id", "seq", "ts", "x", "y"}
     missing = sorted(expected - {"y"} - set(obj))
     extra = sorted(set(obj) - expected)

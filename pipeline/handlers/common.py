@@ -295,7 +295,7 @@ class MessageHandler(Recovering[M, S]):
             return [self._dead_letter(raw, key, e, src, self._reason(e))]
         st = self._state(msg, key, src)
         if self._is_duplicate(msg, st):
-            self.metrics.inc(self.DUPLICATE_METRIC)
+            self.metrics.inc(self._duplicate_metric(msg))
             return []
         try:
             outs = self._process(msg, st, raw, key, src)
@@ -318,6 +318,10 @@ class MessageHandler(Recovering[M, S]):
     @abc.abstractmethod
     def _is_duplicate(self, msg: M, st: S) -> bool:
         """Whether ``st`` already took ``msg`` (a redelivery): it is then dropped."""
+
+    def _duplicate_metric(self, msg: M) -> str:
+        """The counter of dropped duplicates ``msg`` counts in (by default ``DUPLICATE_METRIC``)."""
+        return self.DUPLICATE_METRIC
 
     @abc.abstractmethod
     def _process(self, msg: M, st: S, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:

@@ -1,7 +1,10 @@
 """Drift path: explanation/v2 → change test per stream → change events and change episodes.
 
 Explanations are keyed by ``stream_id``, so every series of a stream reaches the same drift
-worker, in partition order. A stream's state — one
+worker, in partition order. Their time axis is the stream's ``position`` (explanation/v3; the
+seq itself while labels come in line, and for explanation/v2): with labels that come later, an
+event's loss-based explanations come when its label does, so seq no longer orders them. The
+``seq`` and ``cut_seq`` of change events and the seqs of episodes are positions on that axis. A stream's state — one
 :class:`~pipeline.core.change_episodes.StreamChangeDetector` over all its series — is
 checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
 a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
@@ -47,6 +50,7 @@ class _Point:
     explainer: str
     feature: str
     seq: int
+    position: int
     value: float
     n_explained: int
     block: Moments | None
@@ -61,7 +65,7 @@ def _moments(block: dict[str, float] | None) -> Moments | None:
 def parse_explanation(raw: bytes | None, src: Source, max_bytes: int) -> _Point:
     """The drift path's view of an explanation (parsed and checked by :mod:`schemas.parsing`)."""
     e = parse_explanation_message(raw, where=str(src), max_bytes=max_bytes)
-    return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.value, e.n_explained,
+    return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.position, e.value, e.n_explained,
                   _moments(e.block), _moments(e.model_loss), e.curve)
 
 
@@ -96,8 +100,9 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         return p.stream_id
 
     def _opens(self, p: _Point) -> bool:
-        # a stream's first report carries n_explained <= emit_every: nothing of it came before
-        return p.n_explained <= self.settings.emit_every
+        # a stream's first report carries n_explained <= emit_every: nothing of it came before;
+        # a report past its event's seq (a label came later) may follow others of the stream
+        return p.n_explained <= self.settings.emit_every and p.position == p.seq
 
     def _fresh(self, p: _Point) -> _StreamState:
         return _StreamState(stream_detector(self.settings))
@@ -118,9 +123,9 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         det = st.detector
         if key is None or p.stream_id.encode() != key or not det.knows(p.explainer, p.feature):
             return False
-        if p.seq <= det.last_seq(p.explainer, p.feature):
+        if self._is_duplicate(p, st):
             return False
-        det.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve, p.model_loss)
+        det.update(p.explainer, p.feature, p.position, p.block, p.value, p.curve, p.model_loss)
         return True
 
     def _arrived(self) -> None:
@@ -139,13 +144,13 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         return "explanation_v1" if "explanation/v1 carries" in str(err) else None
 
     def _is_duplicate(self, p: _Point, st: _StreamState) -> bool:
-        return p.seq <= st.detector.last_seq(p.explainer, p.feature)
+        return p.position <= st.detector.last_seq(p.explainer, p.feature)
 
     def _process(self, p: _Point, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """Fold the explanation into its series' change test; the change events and the episodes it closed."""
         m = self.metrics
         m.inc("explanations_monitored")
-        changes, episodes = st.detector.update(p.explainer, p.feature, p.seq, p.block, p.value, p.curve,
+        changes, episodes = st.detector.update(p.explainer, p.feature, p.position, p.block, p.value, p.curve,
                                                p.model_loss)
         outs = []
         k = p.stream_id.encode()
