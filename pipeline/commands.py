@@ -86,9 +86,10 @@ def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.
 
 
 def produce(args: argparse.Namespace, s: Settings) -> int:
+    from .ingest import FileReport, file_events
     from .kafka.config import ensure_topics
     from .kafka.io import produce_events
-    from .local.demo_stream import FileReport, agrawal_events, file_events
+    from .local.demo_stream import agrawal_events
 
     stream_id = args.stream_id or ("file" if args.source not in ("demo", "control") else args.source)
     if args.source not in ("demo", "control"):

@@ -24,6 +24,8 @@ from typing import Any
 
 from schemas import ConfigError, FeatureSpec
 
+from .core.stream import EXPLAINER_NAMES
+
 __all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "settings_help", "SECURITY_PROTOCOLS",
            "SASL_MECHANISMS"]
 
@@ -107,7 +109,7 @@ class Settings:
     output: str = _f("label", "model output scored on the prediction topic: label or value")
     loss: str = _f("zero_one", "loss of the prediction topic and of iPFI")
     # Explainers
-    explainers: list = _f(["ipfi", "isage", "ipdp"], "explainers to run: ipfi, isage, ipdp")
+    explainers: list = _f(list(EXPLAINER_NAMES), f"explainers to run: {', '.join(EXPLAINER_NAMES)}")
     target_class: Any = _f(1, "class whose probability iSAGE (cross-entropy) and iPDP explain")
     alpha: float = _f(0.001, "smoothing of every explainer (iPFI, iSAGE, iPDP papers' alpha)")
     storage_size: int = _f(100, "reservoir size of iPFI and iSAGE")
@@ -165,14 +167,14 @@ class Settings:
             raise bad(f"sample_rate={self.sample_rate} must be in (0, 1]")
         if not 0 < self.alpha <= 1:
             raise bad(f"alpha={self.alpha} must be in (0, 1]")
-        unknown = set(self.explainers) - {"ipfi", "isage", "ipdp"}
+        unknown = set(self.explainers) - set(EXPLAINER_NAMES)
         if unknown:
-            raise bad(f"explainers has unknown names {sorted(unknown)}; use ipfi, isage, ipdp")
+            raise bad(f"explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")
         if self.output not in ("label", "value"):
             raise bad(f"output={self.output!r} must be label or value")
-        unknown = set(self.drift_explainers) - {"ipfi", "isage", "ipdp"}
+        unknown = set(self.drift_explainers) - set(EXPLAINER_NAMES)
         if unknown:
-            raise bad(f"drift_explainers has unknown names {sorted(unknown)}; use ipfi, isage, ipdp")
+            raise bad(f"drift_explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")
         if not 0 < self.drift_delta < 1:
             raise bad(f"drift_delta={self.drift_delta} must be in (0, 1)")
         if self.drift_min_effect < 0 or self.drift_min_samples < 2 or self.drift_window < 2 * self.drift_min_samples:

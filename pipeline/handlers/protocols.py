@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from schemas import Source
 
-if TYPE_CHECKING:  # pragma: no cover - for annotations only (common.py imports this module)
+from .out import Out
+
+if TYPE_CHECKING:  # pragma: no cover - for annotations only
     from ..metrics import Metrics
     from ..settings import Settings
-    from .common import Out
 
 __all__ = ["Handler", "History", "ScanningHistory", "CheckpointStore"]
 
@@ -66,7 +67,7 @@ class ScanningHistory(History, Protocol):
 
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Where handlers keep their states (``pipeline.kafka.checkpoints.CheckpointStore``: files;
+    """Where handlers keep their states (``pipeline.kafka.checkpoints.FileCheckpointStore``: files;
     ``pipeline.kafka.checkpoint_topic.KafkaCheckpointStore``: a compacted topic)."""
 
     def due(self, n_since: int) -> bool:

@@ -220,7 +220,7 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()
         view = LiveView(list(s.features), s.topic_prefix, plan=plan.describe())
-        topics = [s.topic(t) for t in ("predictions", "explanations", "drift-events", "change-episodes", "dead-letters")]
+        topics = [s.topic(t) for t in (*view.reader.TOPICS, "dead-letters")]
         deadline = time.monotonic() + args.timeout
         done_at = None
         streams = [DEMO_STREAM] + ([CONTROL_STREAM] if args.control else [])
@@ -245,13 +245,13 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
         wait_until = time.monotonic() + 120.0
         while not failed and not _drift_caught_up(workers_settings) and time.monotonic() < wait_until:
             time.sleep(1.0)
-        view.changes, view.episodes = [], []
+        view.forget_changes()
         for rec in consume(s, [s.topic("drift-events"), s.topic("change-episodes")], idle_timeout=3.0):
             view.add(rec)
         view.render(force=True)
         print(view.summary())
         # the story: where the drifts were induced and how far each change is from them
-        print(plan.story(DEMO_STREAM, view.changes, getattr(view, "episodes", [])))
+        print(plan.story(DEMO_STREAM, view.changes, view.episodes))
         return exit_codes.INCOMPLETE if failed or timed_out else exit_codes.OK
     finally:
         for w in workers:

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import make_settings
+from helpers.pipeline_runs import make_settings
+from helpers.streams import threshold_events
 
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_events
 from pipeline.local.dashboard import spawn_dashboard, wait_for_dashboard
-from pipeline.local.demo_stream import threshold_events
 from pipeline.local.ports import free_port
 from pipeline.worker import spawn_worker, stop_worker
 

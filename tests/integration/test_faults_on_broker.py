@@ -10,7 +10,7 @@ import hashlib
 
 import orjson
 import pytest
-from pipeline_helpers import collect, make_settings, worker_metrics
+from helpers.pipeline_runs import collect, make_settings, worker_metrics
 
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_raw

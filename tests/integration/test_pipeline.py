@@ -11,12 +11,13 @@ import time
 
 import orjson
 import pytest
-from pipeline_helpers import collect, make_settings, worker_metrics
+from helpers.pipeline_runs import collect, make_settings, worker_metrics
+from helpers.streams import threshold_events
 
 from pipeline.handlers.model import _plain
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_events, produce_raw
-from pipeline.local.demo_stream import agrawal_events, threshold_events
+from pipeline.local.demo_stream import agrawal_events
 from pipeline.local.ports import free_port
 from pipeline.plan import prequential_model, stream_explainer
 from pipeline.settings import Secret

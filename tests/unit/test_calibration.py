@@ -3,7 +3,7 @@
 Frozen model: agrawal classification function 1 (reads ``age`` and ``salary``), labels equal
 to the model, features drawn as river's Agrawal generator draws them (``age`` uniform on the
 integers 20..80, ``salary`` uniform on [20k, 150k], ``elevel`` on 0..4, unused), so every
-truth is exact (see ``test_isage_truth``): iPFI with 0-1 loss, iSAGE with Brier, the iPDP
+truth is exact (see ``tests/helpers/agrawal_truth.py``): iPFI with 0-1 loss, iSAGE with Brier, the iPDP
 curves of ``salary`` and ``age``.
 
 Independence of the checks. A check compares one published value with its truth. Checks
@@ -32,7 +32,7 @@ import random
 
 import numpy as np
 import pytest
-from test_isage_truth import AGES, SALARIES, agrawal_f1, exact_sage, f1_grid, value_of
+from helpers.agrawal_truth import AGES, SALARIES, agrawal_f1, exact_sage, f1_grid, value_of
 
 from pipeline.core.explainers import IPDP, IPFI, ISAGE
 from pipeline.core.losses import BrierOf

@@ -10,8 +10,10 @@ import pickle
 import orjson
 import pytest
 
+from pipeline.app import checkpoint_store
 from pipeline.handlers import ExplainHandler, ModelHandler, Source
-from pipeline.kafka.checkpoints import CheckpointStore, checkpoint_secret, checkpoint_store
+from pipeline.kafka.checkpoint_seal import checkpoint_secret
+from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.settings import Secret, Settings
 from schemas import ConfigError, dumps
@@ -28,7 +30,7 @@ class _Exploit:
 
 
 def store(tmp_path, **kw):
-    return CheckpointStore(tmp_path / "checkpoints", kw.pop("every", 5), secret=kw.pop("secret", KEY))
+    return FileCheckpointStore(tmp_path / "checkpoints", kw.pop("every", 5), secret=kw.pop("secret", KEY))
 
 
 def test_round_trip_and_hashed_names(tmp_path):
@@ -54,7 +56,7 @@ def test_a_crafted_checkpoint_is_refused_and_never_unpickled(tmp_path, caplog, f
     elif forge == "v2-bad-tag":
         data = b"streamxai-checkpoint/v2\n" + b"0" * 64 + b"\n" + header + b"\n" + payload
     else:  # a genuine checkpoint of another key, renamed to stand for this one
-        attacker = CheckpointStore(tmp_path / "checkpoints", 5, secret=KEY)
+        attacker = FileCheckpointStore(tmp_path / "checkpoints", 5, secret=KEY)
         attacker.save("model", b"other", _Exploit(marker), Source("features", 0, 3))
         data = attacker._paths("model", b"other")[0].read_bytes()
     newest.write_bytes(data)

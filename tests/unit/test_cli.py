@@ -6,8 +6,8 @@ import math
 import pytest
 
 from pipeline.cli import _explicit_settings, _parser, main
+from pipeline.ingest import FileReport, file_events
 from pipeline.local.demo import demo_overrides
-from pipeline.local.demo_stream import FileReport, file_events
 from pipeline.settings import Settings
 from schemas import ConfigError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
-from pipeline.kafka.checkpoints import CheckpointStore
+from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.settings import Settings
 from schemas import dumps
@@ -92,7 +92,7 @@ def test_longest_stream_ids_checkpoint_and_explain(tmp_path):
     # checkpoint_every-th event); drift series keys at ~169
     sid = "L" * 128
     s = settings(checkpoint_every=7)
-    store = CheckpointStore(tmp_path, every=7, secret=b"k" * 32)
+    store = FileCheckpointStore(tmp_path, every=7, secret=b"k" * 32)
     events = list(agrawal_events(sid, 60, seed=2))
     mh = ModelHandler(s, checkpoints=store)
     outs = feed(mh, [(sid.encode(), dumps(ev)) for ev in events])

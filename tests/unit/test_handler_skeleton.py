@@ -2,12 +2,14 @@
 process → checkpoint) and declare what they need as Protocols."""
 
 import pytest
-from test_handlers import drift_settings, explanation_v2, settings
+from helpers.handler_inputs import drift_settings, explanation_v2, settings
 
 from pipeline.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, History, ModelHandler, Source
 from pipeline.handlers.common import MessageHandler, Recovering
-from pipeline.kafka.checkpoints import CheckpointStore as FileCheckpointStore
+from pipeline.kafka.checkpoint_topic import KafkaCheckpointStore
+from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.kafka.replay import PartitionHistory
+from pipeline.settings import Settings
 
 
 def test_drift_handler_drops_its_streams_when_a_partition_comes_back(tmp_path):
@@ -40,6 +42,7 @@ def test_the_skeleton_cannot_be_used_without_its_steps():
 
 def test_the_kafka_layer_provides_what_the_handlers_need(tmp_path):
     assert isinstance(FileCheckpointStore(str(tmp_path), every=2, secret=b"0123456789abcdef"), CheckpointStore)
+    assert isinstance(KafkaCheckpointStore(Settings(), every=2, secret=b"0123456789abcdef"), CheckpointStore)
     assert isinstance(PartitionHistory.__new__(PartitionHistory), History)
 
 
@@ -48,13 +51,18 @@ def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop(
     among the known ones, so the next task of the group restored and replayed its state on the
     event loop (``needs_recovery`` said no) instead of on a thread."""
     import orjson
-    from test_handlers import run_model
+    from helpers.partition_log import PartitionLog
 
     from pipeline.local.demo_stream import agrawal_events
+    from schemas import dumps
 
     s = settings(explain_groups=1, partitions=1)
-    log = run_model(s, list(agrawal_events("e", 30, seed=1)))
-    tasks = log.parts[("explain-tasks", 0)]
+    log, mh = PartitionLog(), ModelHandler(s)
+    for off, ev in enumerate(agrawal_events("e", 30, seed=1)):
+        for out in mh.on_message(dumps(ev), b"e", Source("features", 0, off)):
+            if out.topic == "explain-tasks":
+                log.append("explain-tasks", 0, out.key, out.value)
+    tasks = log.items("explain-tasks", 0)
     h = ExplainHandler(s, history=log.history)
     for off in range(20):
         key, value = tasks[off]

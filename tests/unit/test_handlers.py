@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from helpers.handler_inputs import drift_settings, explanation_v2, settings
 
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import stream_explainer
-from pipeline.settings import Settings
 from schemas import dumps
-
-
-def settings(**over):
-    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
-    base.update(over)
-    return Settings(**base)
 
 
 class FakeLog:
@@ -118,12 +111,12 @@ def test_model_handler_rebuilds_the_model_and_drops_duplicates():
 
 
 def test_checkpoint_plus_short_replay_is_exact(tmp_path):
-    from pipeline.kafka.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = settings(checkpoint_every=20)
     events = list(agrawal_events("c", 150, seed=5))
     log = run_model(s, events)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
+    store = FileCheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
     first = ExplainHandler(s, checkpoints=store)
     second = ExplainHandler(s, history=log.history, checkpoints=store)
     got = explain_all(s, log, lambda p, off: first if off < 75 else second)
@@ -135,7 +128,7 @@ def test_checkpoint_plus_short_replay_is_exact(tmp_path):
 
 
 def test_model_checkpoint_restores_the_model(tmp_path):
-    from pipeline.kafka.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = settings(checkpoint_every=25)
     events = list(agrawal_events("mc", 100, seed=6))
@@ -143,7 +136,7 @@ def test_model_checkpoint_restores_the_model(tmp_path):
     log = FakeLog()
     for k, v in raws:
         log.append("features", 0, k, v)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
+    store = FileCheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
 
     def preds(handler, offsets):
         out = {}
@@ -160,23 +153,6 @@ def test_model_checkpoint_restores_the_model(tmp_path):
     assert preds(resumed, range(60, 100)) == {q: full[q] for q in range(60, 100)}
     assert resumed.metrics.get("checkpoints_restored") == 1
     assert resumed.metrics.get("replayed_events") == 60 - 50  # checkpoint after event 49
-
-
-def explanation_v2(stream_id, explainer, feature, seq, value, block, n_explained, loss=None, curve=None):
-    """An explanation/v2 payload (block and model_loss as ``(n, mean, m2)``)."""
-    from schemas import dumps_obj
-
-    def mom(b):
-        return None if b is None else {"n": b[0], "mean": b[1], "m2": b[2]}
-
-    return dumps_obj({"schema": "explanation/v2", "stream_id": stream_id, "explainer": explainer, "feature": feature,
-                      "value": value, "seq": seq, "n_explained": n_explained, "n_seen": seq + 1,
-                      "model_version": seq, "curve": curve, "stderr": None, "block": mom(block),
-                      "model_loss": mom(loss)})
-
-
-def drift_settings(**over):
-    return settings(explainers=["ipfi"], drift_warmup=0, drift_episode_gap=500, **over)
 
 
 def explanation_log(s, n=1200, shift_at=600):
@@ -207,7 +183,7 @@ def drift_outputs(handler_for, log):
 
 @pytest.mark.parametrize("checkpoint_every", [0, 150])
 def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, checkpoint_every):
-    from pipeline.kafka.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = drift_settings(checkpoint_every=checkpoint_every)
     log = explanation_log(s)
@@ -221,7 +197,7 @@ def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, 
     assert sorted(e["feature"] for e in events) == ["age", "car"]
     assert all(e["cut_seq"] == 3000 and 3000 < e["seq"] < 3500 for e in events), events
     assert [(e["first_seq"], e["cut_seq"]) for e in episodes] == [(3059, 3000)]  # one episode, closed after the gap
-    store = CheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
+    store = FileCheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
     first = DriftHandler(s, checkpoints=store)
     second = DriftHandler(s, history=log.history, checkpoints=store)
     # the first handler dies at offset 1100 (point 550 of each series, before the shift)
@@ -304,14 +280,14 @@ def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
 
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["full-replay", "checkpoint+replay"])
 def test_increment_blocks_and_model_loss_survive_a_restart_exactly(tmp_path, checkpoint):
-    from pipeline.kafka.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = settings(checkpoint_every=20 if checkpoint else 0, explain_groups=2)
     events = list(agrawal_events("k", 150, seed=6))
     log = run_model(s, events)
     eh = ExplainHandler(s)
     uninterrupted = explain_all(s, log, lambda p, off: eh, whole=True)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32) if checkpoint else None
+    store = FileCheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32) if checkpoint else None
     first = ExplainHandler(s, checkpoints=store)
     second = ExplainHandler(s, history=log.history, checkpoints=store)
     restarted = explain_all(s, log, lambda p, off: first if off < 77 else second, whole=True)

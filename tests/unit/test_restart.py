@@ -121,13 +121,13 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
 
 
 def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_path):
-    from pipeline.kafka.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = Settings(emit_every=5, drift_warmup=10, checkpoint_every=40)
     log = series_log()
     uninterrupted = DriftHandler(s)
     whole = events(lambda off: uninterrupted, log)
-    store = CheckpointStore(tmp_path, every=40, secret=b"k" * 32)
+    store = FileCheckpointStore(tmp_path, every=40, secret=b"k" * 32)
     first = DriftHandler(s, checkpoints=store)
     second = DriftHandler(s, history=log, checkpoints=store)
     resume = 30 * 100 + 7  # every series checkpointed after its point 79; 20 more points to replay

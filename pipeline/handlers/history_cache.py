@@ -1,4 +1,5 @@
-"""One pass over a partition serves the replay of every key on it.
+"""One pass over a partition serves the replay of every key on it (no Kafka in here: the
+handlers wrap any History that can also ``scan`` a partition).
 
 After a restart, a handler meets its keys (stream models, explainer groups, drift series)
 one after another, and each rebuilds its state from the key's earlier messages on the same

@@ -1,4 +1,5 @@
-"""Helpers for the pipeline integration tests: settings per test, workers, collecting output."""
+"""Runs of the pipeline on a broker (integration tests, benchmarks): settings per run with their
+own topics and group, collecting output, a worker's metrics."""
 
 from __future__ import annotations
 
