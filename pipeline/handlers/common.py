@@ -15,7 +15,7 @@ from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 
 from ..metrics import Metrics
 from ..settings import Settings
-from .history_cache import HistoryCache
+from .history_cache import HistoryCache, records_of
 from .out import Out
 from .protocols import CheckpointStore, History
 
@@ -249,9 +249,9 @@ class Recovering(abc.ABC, Generic[M, S]):
 
     def _rebuild(self, st: S, key: bytes | None, src: Source, from_offset: int) -> None:
         """Re-run the messages of ``key`` on ``src``'s partition from ``from_offset`` up to ``src`` into ``st``."""
-        at = Source(src.topic, src.partition)
-        earlier = self.history(src.topic, src.partition, src.offset, key, from_offset)  # type: ignore[misc]
-        n = sum(self._replay_one(st, raw, key, at) for raw in earlier)
+        earlier = records_of(self.history, src.topic, src.partition, src.offset, key, from_offset)
+        n = sum(self._replay_one(st, raw, key, Source(src.topic, src.partition, off, timestamp=ts, headers=headers))
+                for off, raw, ts, headers in earlier)
         self.metrics.inc(self.REPLAYED_METRIC, n)
         log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, key, n, src)
 
