@@ -65,8 +65,9 @@ async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source, nam
             metrics.inc("dead_letters", reason=reason)
 
     try:
-        await topics[out.topic].send(key=out.key, value=out.value, partition=out.partition, headers=out.headers,
-                                     callback=callback)
+        extra = {} if out.headers is None else {"headers": out.headers}
+        await topics[out.topic].send(key=out.key, value=out.value, partition=out.partition, callback=callback,
+                                     **extra)
     except Exception as e:
         metrics.inc("send_errors", topic=out.topic)
         log.error("could not send a %d-byte message to %s for %s (%s: %s); it is dropped",

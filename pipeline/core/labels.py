@@ -20,6 +20,9 @@ arrivals alone, what the model learns and when:
   so a label can overtake its event), within ``max_label_delay`` seqs of the stream's newest
   one; it joins its event when that arrives, and is refused as an unknown seq once the
   stream moved past its seq without it, or after ``label_timeout_s``;
+- a message seen before is recognised by its origin (``origin``: the input partition it came
+  from and its offset there; the intake may forward a message twice after a restart) and
+  dropped (``duplicate``), as is an event whose seq the stream had already;
 - every label is accounted for: learned, held, or refused with a reason (``label_expired``,
   ``label_unknown_seq``, ``label_already_labelled``). To give these reasons the join remembers,
   for the last ``max_label_delay`` seqs, which were learned and which expired, as intervals
@@ -56,7 +59,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,6 +171,7 @@ class LabelJoin(Component):
         self.last_seq = -1
         self.n_label_steps = 0
         self._clock: float | None = None
+        self._origins: dict[Hashable, int] = {}  # the newest offset taken from each input partition
         self.counts: Counter[str] = Counter()
 
     # what callers read -----------------------------------------------------------------
@@ -191,11 +195,17 @@ class LabelJoin(Component):
         """Events the model has learned."""
         return self._model.version
 
+    def seen(self, origin: tuple[Hashable, int] | None) -> bool:
+        """Whether the message at ``origin`` (``(input partition, offset)``) was taken already."""
+        return origin is not None and origin[1] <= self._origins.get(origin[0], -1)
+
     # arrivals --------------------------------------------------------------------------
-    def on_features(self, seq: int, x: dict[str, Any], y: Any, ts: float, at: float | None = None) -> Arrival:
-        """Event ``seq`` arrived at time ``at`` with features ``x`` and, if known, its label ``y``.
-        A seq at or before the stream's last one is a duplicate: nothing happens."""
-        if seq <= self.last_seq:
+    def on_features(self, seq: int, x: dict[str, Any], y: Any, ts: float, at: float | None = None,
+                    origin: tuple[Hashable, int] | None = None) -> Arrival:
+        """Event ``seq`` arrived at time ``at`` (from ``origin``) with features ``x`` and, if
+        known, its label ``y``. A message seen before, or a seq at or before the stream's last
+        one, is a duplicate: nothing happens."""
+        if self._take(origin) or seq <= self.last_seq:
             return Arrival(duplicate=True)
         res = Arrival()
         held = self._held.get(seq)
@@ -234,9 +244,13 @@ class LabelJoin(Component):
         self._expire(res, seq)
         return res
 
-    def on_label(self, seq: int, y: Any, at: float | None = None, ref: Any = None) -> Arrival:
-        """The label ``y`` of event ``seq`` arrived at time ``at``; ``ref`` comes back in a
-        :class:`Refused` if the label cannot be joined."""
+    def on_label(self, seq: int, y: Any, at: float | None = None, ref: Any = None,
+                 origin: tuple[Hashable, int] | None = None) -> Arrival:
+        """The label ``y`` of event ``seq`` arrived at time ``at`` (from ``origin``); ``ref``
+        comes back in a :class:`Refused` if the label cannot be joined. A message seen before
+        is a duplicate: nothing happens."""
+        if self._take(origin):
+            return Arrival(duplicate=True)
         res = Arrival()
         self._tick(at)
         self._expire(res, None)
@@ -288,6 +302,15 @@ class LabelJoin(Component):
         return res
 
     # internals -------------------------------------------------------------------------
+    def _take(self, origin: tuple[Hashable, int] | None) -> bool:
+        """Whether ``origin`` was seen; else it is noted as the newest of its partition."""
+        if origin is None:
+            return False
+        if self.seen(origin):
+            return True
+        self._origins[origin[0]] = origin[1]
+        return False
+
     def _tick(self, at: float | None) -> float | None:
         """Arrival time, never going back (records of several intake workers may disagree a little)."""
         if at is not None and (self._clock is None or at > self._clock):

@@ -12,7 +12,7 @@ for explanations: it only produces explain tasks.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from schemas import (
@@ -47,8 +47,6 @@ class _StreamState:
     join: LabelJoin
     first_partition: int
     since_checkpoint: int = 0
-    #: the newest offset taken from each origin (topic, partition): one at or below it was forwarded twice
-    origins: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def last_seq(self) -> int:
@@ -66,6 +64,12 @@ class _Arriving:
     @property
     def stream_id(self) -> str:
         return self.event.stream_id
+
+    @property
+    def key(self) -> tuple[tuple[str, int | None], int] | None:
+        """``((topic, partition), offset)`` of where it came from (None: unknown)."""
+        o = self.origin
+        return None if o.offset is None else ((o.topic, o.partition), o.offset)
 
 
 class _SeqGap(Exception):
@@ -171,8 +175,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         return super()._dead_letter(raw, key, err, origin(src), reason)  # it names the features or labels record
 
     def _is_duplicate(self, a: _Arriving, st: _StreamState) -> bool:
-        o = a.origin
-        if o.offset is not None and o.offset <= st.origins.get((o.topic, o.partition), -1):
+        if st.join.seen(a.key):
             return True  # the intake forwarded it again (after a restart), or Kafka delivered it again
         return isinstance(a.event, FeatureEvent) and a.event.seq <= st.join.last_seq
 
@@ -181,15 +184,12 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
 
     def _apply(self, a: _Arriving, st: _StreamState, raw: bytes | None, key: bytes | None) -> Arrival:
         """The change of ``st`` by one arrival: the same when it is first processed and in a replay."""
-        o = a.origin
-        if o.offset is not None:
-            st.origins[(o.topic, o.partition)] = o.offset
         ev = a.event
         if isinstance(ev, LabelEvent):
-            return st.join.on_label(ev.seq, ev.y, a.at, ref=(raw, key, o))
+            return st.join.on_label(ev.seq, ev.y, a.at, ref=(raw, key, a.origin), origin=a.key)
         if ev.seq - st.join.last_seq > self._settings(ev.stream_id).max_seq_gap:
             raise _SeqGap
-        return st.join.on_features(ev.seq, ev.x, ev.y, ev.ts, a.at)
+        return st.join.on_features(ev.seq, ev.x, ev.y, ev.ts, a.at, origin=a.key)
 
     def _process(self, a: _Arriving, st: _StreamState, raw: bytes | None, key: bytes | None,
                  src: Source) -> list[Out]:
