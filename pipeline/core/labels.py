@@ -262,7 +262,7 @@ class LabelJoin(Component):
             except Exception as e:  # the event keeps waiting; a label the model accepts may still come
                 res.error = e
                 return res
-            self._pending.pop(seq)
+            self._pending.discard(seq)
             self._learned.add(seq)
             self.n_label_steps += 1
             self.counts["labels_learned"] += 1
@@ -325,15 +325,15 @@ class LabelJoin(Component):
         """Expire the oldest events past either bound; refuse held labels whose event cannot come."""
         W = self.max_label_delay
         while self._pending:
-            w = self._pending.oldest()
-            if not ((new_seq is not None and w.seq <= new_seq - W) or self._timed_out(w.at)):  # type: ignore[union-attr]
+            seq, at = self._pending.oldest_key()  # type: ignore[misc]
+            if not ((new_seq is not None and seq <= new_seq - W) or self._timed_out(at)):
                 break
             w = self._pending.pop_oldest()
             self._expired.add(w.seq)
             self.counts["events_expired"] += 1
             res.outcomes.append(self._outcome(w, "expired", None, None, self.position))
-        for seq in [q for q, (_, at, _) in self._held.items() if (new_seq is not None and q < new_seq)
-                    or self._timed_out(at)]:
+        for seq in [q for q, (_, t, _) in self._held.items() if (new_seq is not None and q < new_seq)
+                    or self._timed_out(t)] if self._held else ():
             _, _, ref = self._held.pop(seq)
             why = (f"the stream went on to seq {new_seq} without it" if new_seq is not None and seq < new_seq
                    else f"it did not arrive within label_timeout_s={self.label_timeout_s:g}")

@@ -69,6 +69,9 @@ class PendingEvents:
         cats = set(categorical)
         self.categorical = [f for f in self.feature_names if f in cats]
         self._numeric = [f for f in self.feature_names if f not in cats]
+        #: where each feature's value is kept: (name, categorical?, index in its row)
+        self._layout = [(f, f in cats, (self.categorical if f in cats else self._numeric).index(f))
+                        for f in self.feature_names]
         self._seq = array("q")
         self._num = array("d")
         self._cat: list[Any] = []
@@ -92,8 +95,9 @@ class PendingEvents:
         if self._seq and seq <= self._seq[-1]:
             raise ValueError(f"seq {seq} is not after the last waiting seq {self._seq[-1]}")
         self._seq.append(seq)
-        self._num.extend(float(x[f]) for f in self._numeric)
-        self._cat.extend(x[f] for f in self.categorical)
+        self._num.extend([float(x[f]) for f in self._numeric])
+        if self.categorical:
+            self._cat.extend([x[f] for f in self.categorical])
         self._ts.append(ts)
         self._at.append(math.nan if at is None else at)
         self._version.append(version)
@@ -115,14 +119,33 @@ class PendingEvents:
         self._remove(row)
         return w
 
+    def discard(self, seq: int) -> None:
+        """Remove the waiting event ``seq``, if it waits."""
+        row = self._row(seq)
+        if row >= 0:
+            self._remove(row)
+
     def oldest(self) -> Waiting | None:
         """The event that has waited longest (None if none waits)."""
         return self._waiting(self._head) if self._n else None
+
+    def oldest_key(self) -> tuple[int, float | None] | None:
+        """``(seq, arrival time)`` of the event that has waited longest (None if none waits)."""
+        if not self._n:
+            return None
+        at = self._at[self._head]
+        return self._seq[self._head], None if math.isnan(at) else at
 
     def pop_oldest(self) -> Waiting:
         w = self._waiting(self._head)
         self._remove(self._head)
         return w
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (checkpointed) without the removed rows."""
+        if self._removed:
+            self._compact()
+        return self.__dict__
 
     # internals --------------------------------------------------------------------------
     def _row(self, seq: int) -> int:
@@ -131,11 +154,15 @@ class PendingEvents:
 
     def _waiting(self, row: int) -> Waiting:
         k, c = len(self._numeric), len(self.categorical)
-        values = dict(zip(self._numeric, self._num[row * k:(row + 1) * k], strict=True))
-        values.update(zip(self.categorical, self._cat[row * c:(row + 1) * c], strict=True))
+        nums = self._num[row * k:(row + 1) * k]
+        if not c:  # the features in order are the numeric ones
+            x = dict(zip(self.feature_names, nums, strict=True))
+        else:
+            cats = self._cat[row * c:(row + 1) * c]
+            x = {f: (cats if is_cat else nums)[j] for f, is_cat, j in self._layout}
         at = self._at[row]
-        return Waiting(self._seq[row], {f: values[f] for f in self.feature_names}, self._y_pred[row],
-                       self._ts[row], None if math.isnan(at) else at, self._version[row])
+        return Waiting(self._seq[row], x, self._y_pred[row], self._ts[row], None if math.isnan(at) else at,
+                       self._version[row])
 
     def _remove(self, row: int) -> None:
         self._alive[row] = 0
@@ -197,6 +224,8 @@ class SeqIntervals:
 
     def trim(self, lo: int) -> None:
         """Forget the seqs below ``lo``."""
+        if not self._starts or self._starts[0] >= lo:
+            return
         i = bisect.bisect_right(self._ends, lo - 1)  # intervals ending before lo
         if i:
             del self._starts[:i], self._ends[:i]

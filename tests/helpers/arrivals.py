@@ -51,11 +51,12 @@ def labels_later(events: Iterable[FeatureEvent], delay: int, unlabelled: Iterabl
 
 
 def record_arrivals(log: PartitionLog, messages: Iterable[FeatureEvent | LabelEvent | tuple[str, bytes, bytes]],
-                    t0: float = 1_700_000_000.0, dt: float = 0.01) -> list[Recorded]:
+                    t0: float = 1_700_000_000.0, dt: float = 0.01, prefix: str = "streamxai.") -> list[Recorded]:
     """Append ``messages`` to partition 0 of the arrivals topic as the intake would: each with
-    headers naming its offset on partition 0 of ``features`` or ``labels``, and a timestamp
-    ``dt`` seconds after the one before. A ``(topic, key, raw)`` triple is a raw message of
-    that input topic. Returns what the in-process reference reads for the valid ones."""
+    headers naming its offset on partition 0 of ``<prefix>features`` or ``<prefix>labels`` (the
+    default settings' names), and a timestamp ``dt`` seconds after the one before. A
+    ``("labels" or "features", key, raw)`` triple is a raw message of that input topic. Returns
+    what the in-process reference reads for the valid ones."""
     offsets = {"features": 0, "labels": 0}
     recorded = []
     for i, m in enumerate(messages):
@@ -65,12 +66,12 @@ def record_arrivals(log: PartitionLog, messages: Iterable[FeatureEvent | LabelEv
         else:
             topic = "labels" if isinstance(m, LabelEvent) else "features"
             key, raw, event = m.stream_id.encode(), dumps(m), m
-        origin = Source(topic, 0, offsets[topic])
+        origin = Source(prefix + topic, 0, offsets[topic])
         offsets[topic] += 1
         at = t0 + i * dt
         log.append(ARRIVALS, 0, key, raw, headers=origin_headers(origin), timestamp=at)
         if event is not None:
-            recorded.append(Recorded(event, at, ((topic, 0), origin.offset)))
+            recorded.append(Recorded(event, at, ((origin.topic, 0), origin.offset)))
     return recorded
 
 

@@ -117,3 +117,58 @@ def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoin
     assert second_e.metrics.get("replayed_tasks") > 0 and second_d.metrics.get("replayed_explanations") > 0
     if checkpoint_every:
         assert min(h.metrics.get("checkpoints_restored") for h in (second_m, second_e, second_d)) >= 1
+
+
+def test_never_labelled_events_expire_after_the_timeout_and_memory_stays_flat():
+    """10% of 200,000 events never get their label (the others come 50 events late). Each of
+    them expires once label_timeout_s of arrival time passed and is counted; every other one is
+    learned; the join's state (what a checkpoint holds) stays the same size from 50,000 events
+    to 200,000."""
+    import pickle
+    import random
+
+    from river import dummy
+
+    from pipeline.core.labels import LabelJoin
+    from pipeline.core.prequential import PrequentialModel
+
+    n, delay, dt = 200_000, 50, 0.01  # 100 events per second of arrival time: the timeout is 500 events
+    join = LabelJoin(PrequentialModel(dummy.NoChangeClassifier()), ["a", "b"], max_label_delay=5_000,
+                     label_timeout_s=5.0)
+    rng = random.Random(1)
+    never = set(rng.sample(range(n), n // 10))
+    sizes = []
+    for t in range(n):
+        at = t * dt
+        join.on_features(t, {"a": rng.random(), "b": 1.0}, None, ts=at, at=at)
+        if t >= delay and t - delay not in never:
+            join.on_label(t - delay, t % 2, at=at)
+        if (t + 1) % 50_000 == 0:
+            sizes.append(len(pickle.dumps(join)))
+    learned = sum(1 for q in range(n - delay) if q not in never)
+    assert join.counts["labels_learned"] == learned
+    # expired: the unlabelled events more than 5 s (500 events) before the last arrival; the
+    # boundary is a float comparison of arrival times, so allow the events right at it
+    old = sum(1 for q in never if q < n - 502)
+    assert old <= join.counts["events_expired"] <= old + 3
+    assert join.waiting == n - learned - join.counts["events_expired"] < 600
+    # flat: the state is the ~100 waiting events and the expired seqs of the last max_label_delay
+    # seqs, both drawn at random: measured sizes vary by 8.5% (20.0 to 21.7 KB); a state that grew
+    # with the stream would be four times as large at 200,000 as at 50,000
+    assert max(sizes) < 1.25 * min(sizes), sizes
+
+
+def test_ipdp_explains_every_event_and_the_loss_based_explainers_every_labelled_one():
+    from helpers.arrivals import labels_later, record_arrivals
+
+    s = delayed_settings(emit_every=10, max_label_delay=60)
+    events = list(threshold_events("u", 1000, seed=4))
+    never = set(range(5, 1000, 10))  # 10% never labelled
+    log = PartitionLog()
+    run = run_in_process(s, record_arrivals(log, labels_later(events, 30, unlabelled=never)), changes=False)
+    se, join = run.explainers["u"], run.joins["u"]
+    assert se._seen == {"predict": 1000, "learn": 900}
+    # the unlabelled ones expired, but for the last 6: within max_label_delay of the last event
+    assert join.counts["labels_learned"] == 900 and (join.counts["events_expired"], join.waiting) == (94, 6)
+    ipdp = sorted(p for (_, p, e, f) in run.explanations if e == "ipdp" and f == "a")
+    assert len(ipdp) == 100  # a report every 10 events: every event was explained
