@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from schemas import FeatureEvent, dumps
+from schemas import FeatureEvent, LabelEvent, dumps
 from schemas.features import check_stream_id
 
 from ..settings import Settings
@@ -27,6 +27,11 @@ class Record:
 
 def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, bytes | None]]) -> int:
     """Send ``(key, value)`` pairs to ``topic`` (full name); returns how many were delivered."""
+    return _produce(s, ((topic, key, value) for key, value in items))
+
+
+def _produce(s: Settings, items: Iterable[tuple[str, bytes | None, bytes | None]]) -> int:
+    """Send ``(topic, key, value)`` triples, in order; returns how many were delivered."""
     from confluent_kafka import Producer
 
     # log_level 3: errors only; a fresh broker's "coordinator load in progress" retries are not news
@@ -38,7 +43,9 @@ def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, byt
             errors.append(str(err))
 
     n = 0
-    for key, value in items:
+    topics = set()
+    for topic, key, value in items:
+        topics.add(topic)
         while True:
             try:
                 p.produce(topic, value=value, key=key, on_delivery=on_delivery)
@@ -49,20 +56,21 @@ def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, byt
         p.poll(0)
     remaining = p.flush(60)
     if remaining or errors:
-        raise RuntimeError(f"{remaining} messages undelivered to {topic}; first error: {errors[:1]}")
+        raise RuntimeError(f"{remaining} messages undelivered to {sorted(topics)}; first error: {errors[:1]}")
     return n
 
 
-def produce_events(s: Settings, events: Iterable[FeatureEvent], rate: float | None = None) -> int:
-    """Send feature events keyed by stream_id, at most ``rate`` per second if given; a stream id
-    the workers would refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent
+def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rate: float | None = None) -> int:
+    """Send feature events to the features topic and label events to the labels topic, in the
+    given order, keyed by stream_id, at most ``rate`` per second if given; a stream id the
+    workers would refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent
     for that stream."""
-    topic = s.topic("features")
+    features, labels = s.topic("features"), s.topic("labels")
     start = time.monotonic()
 
     checked: set[str] = set()
 
-    def items() -> Iterator[tuple[bytes, bytes]]:
+    def items() -> Iterator[tuple[str, bytes, bytes]]:
         for i, ev in enumerate(events):
             if ev.stream_id not in checked:  # a bad id would turn every event into a dead letter
                 check_stream_id(ev.stream_id, where="produce")
@@ -71,9 +79,9 @@ def produce_events(s: Settings, events: Iterable[FeatureEvent], rate: float | No
                 ahead = i / rate - (time.monotonic() - start)
                 if ahead > 0:
                     time.sleep(ahead)
-            yield ev.stream_id.encode(), dumps(ev)
+            yield labels if isinstance(ev, LabelEvent) else features, ev.stream_id.encode(), dumps(ev)
 
-    return produce_raw(s, topic, items())
+    return _produce(s, items())
 
 
 def consume(

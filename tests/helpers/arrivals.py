@@ -2,9 +2,10 @@
 arrivals partition as the intake records them, and the handlers run over that record.
 
 >>> from helpers.streams import threshold_events
->>> msgs = labels_later(threshold_events("s", 4, seed=1), delay=2, unlabelled={1})
->>> [(type(m).__name__[0], m.seq) for m in msgs]
-[('F', 0), ('F', 1), ('F', 2), ('L', 0), ('F', 3), ('L', 2), ('L', 3)]
+>>> log = PartitionLog()
+>>> rec = record_arrivals(log, labels_later(threshold_events("s", 4, seed=1), delay=2, unlabelled={1}))
+>>> [(type(r.event).__name__[0], r.event.seq, r.origin) for r in rec][2:4]
+[('F', 2, (('streamxai.features', 0), 2)), ('L', 0, (('streamxai.labels', 0), 0))]
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable
 import orjson
 
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler
+from pipeline.local.demo_stream import labels_later
 from pipeline.reference import Recorded
 from pipeline.settings import Settings
 from schemas import FeatureEvent, LabelEvent, Source, dumps, origin_headers
@@ -23,31 +25,6 @@ from .partition_log import PartitionLog
 __all__ = ["labels_later", "record_arrivals", "redeliver", "Run", "run_handlers", "ARRIVALS"]
 
 ARRIVALS = "arrivals"
-
-
-def labels_later(events: Iterable[FeatureEvent], delay: int, unlabelled: Iterable[int] = (),
-                 early: Iterable[int] = ()) -> list[FeatureEvent | LabelEvent]:
-    """The events without their labels, each label sent after the event ``delay`` seqs later
-    (the last ones at the end); none for the seqs in ``unlabelled``; the labels of the seqs in
-    ``early`` sent just before their own event."""
-    events = list(events)
-    unlabelled, early = set(unlabelled), set(early)
-    out: list[FeatureEvent | LabelEvent] = []
-
-    def label(ev: FeatureEvent) -> LabelEvent:
-        return LabelEvent(ev.stream_id, ev.seq, ev.y, ev.ts + delay)
-
-    for i, ev in enumerate(events):
-        if ev.seq in early:
-            out.append(label(ev))
-        out.append(FeatureEvent(ev.stream_id, ev.seq, ev.ts, ev.x, None))
-        if i >= delay:
-            old = events[i - delay]
-            if old.seq not in unlabelled and old.seq not in early:
-                out.append(label(old))
-    out += [label(ev) for ev in events[max(0, len(events) - delay):]
-            if ev.seq not in unlabelled and ev.seq not in early]
-    return out
 
 
 def record_arrivals(log: PartitionLog, messages: Iterable[FeatureEvent | LabelEvent | tuple[str, bytes, bytes]],
