@@ -75,6 +75,16 @@ class LiveView:
         cur = st.current if st is not None else {}
         return {ex: {f: cur[(ex, f)]["value"] for f in self.features if (ex, f) in cur} for ex in EXPLAINER_NAMES}
 
+    def at_seqs(self) -> tuple[list[dict], list[dict]]:
+        """The change events and episodes with their positions told as the stream's seq at each
+        (for streams whose labels come later, whose changes are found at positions)."""
+        def told(c: dict, keys: tuple[str, ...]) -> dict:
+            st = self.streams.get(c.get("stream_id", ""))
+            return {**c, **{k: st.seq_at(c[k]) for k in keys if st is not None and isinstance(c.get(k), int)}}
+
+        episodes = [told(e, ("first_seq", "last_seq", "cut_seq", "closed_seq")) for e in self.episodes]
+        return [told(c, ("seq", "cut_seq")) for c in self.changes], episodes
+
     def min_explained_seq(self, sid: str) -> int:
         st = self.streams.get(sid)
         return st.min_explained_seq() if st is not None else -1
@@ -93,6 +103,8 @@ class LiveView:
                          f"mean loss of last {len(st.loss_window)}: {_fmt(err, 3, 'nan')}")
             counts = ", ".join(f"{ex} {n}/{m}" for ex, (n, m) in sorted(st.counts.items()))
             lines.append(f"  explained/seen: {counts or '-'}")
+            if st.waiting is not None:
+                lines.append(f"  {labels_line(st)}")
             lines.append(f"  {'feature':<11}{'iPFI':>9}  {'':<20}{'iSAGE':>9}{'iPDP':>9}")
             values = {key: cur["value"] for key, cur in st.current.items()}
             top = max((abs(v) for (ex, _), v in values.items() if ex == "ipfi"), default=0.0) or 1.0
@@ -120,6 +132,8 @@ class LiveView:
         for sid, st in sorted(self.streams.items()):
             lines.append(f"stream {sid}: {st.predictions} predictions, explained up to seq "
                          f"{st.min_explained_seq()}")
+            if st.waiting is not None:
+                lines.append(f"  {labels_line(st)}")
             final = self.ranking(sid)
             for ex in EXPLAINER_NAMES:
                 if final.get(ex):
@@ -186,3 +200,18 @@ def _bound(se: float | None) -> str:
 
 def _fmt(v: float | None, digits: int = 4, missing: str = "-") -> str:
     return missing if v is None else f"{v:.{digits}f}"
+
+
+def labels_line(st: StreamState) -> str:
+    """How the labels of a stream whose labels come later are doing.
+
+    >>> st = StreamState(max_points=4, loss_window=4)
+    >>> st.waiting, st.labelled, st.expired = 12, 500, 3
+    >>> st.delays.extend([(499, 2.5), (501, 2.5)])
+    >>> labels_line(st)
+    'labels: 500 learned (median 500 events, 2.5 s after their event), 3 expired, 12 waiting'
+    """
+    events, secs = st.median_delay()
+    delay = "" if events is None else f" (median {events:.0f} events" + (
+        f", {secs:.1f} s" if secs is not None else "") + " after their event)"
+    return f"labels: {st.labelled} learned{delay}, {st.expired} expired, {st.waiting} waiting"
