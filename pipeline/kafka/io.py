@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from schemas import FeatureEvent, LabelEvent, dumps
@@ -30,8 +30,10 @@ def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, byt
     return _produce(s, ((topic, key, value) for key, value in items))
 
 
-def _produce(s: Settings, items: Iterable[tuple[str, bytes | None, bytes | None]]) -> int:
-    """Send ``(topic, key, value)`` triples, in order; returns how many were delivered."""
+def _produce(s: Settings, items: Iterable[tuple[str, bytes | None, bytes | None]],
+             pause: Callable[[int], None] | None = None, every: int = 0) -> int:
+    """Send ``(topic, key, value)`` triples, in order; returns how many were delivered. With
+    ``pause``, every ``every`` messages are flushed and ``pause(sent so far)`` is called (it may wait)."""
     from confluent_kafka import Producer
 
     # log_level 3: errors only; a fresh broker's "coordinator load in progress" retries are not news
@@ -54,17 +56,21 @@ def _produce(s: Settings, items: Iterable[tuple[str, bytes | None, bytes | None]
                 p.poll(0.1)
         n += 1
         p.poll(0)
+        if pause is not None and every and n % every == 0:
+            p.flush(60)
+            pause(n)
     remaining = p.flush(60)
     if remaining or errors:
         raise RuntimeError(f"{remaining} messages undelivered to {sorted(topics)}; first error: {errors[:1]}")
     return n
 
 
-def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rate: float | None = None) -> int:
+def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rate: float | None = None,
+                   pause: Callable[[int], None] | None = None, every: int = 0) -> int:
     """Send feature events to the features topic and label events to the labels topic, in the
-    given order, keyed by stream_id, at most ``rate`` per second if given; a stream id the
-    workers would refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent
-    for that stream."""
+    given order, keyed by stream_id, at most ``rate`` per second if given (and ``pause(n)``
+    after every ``every`` messages, once they are delivered); a stream id the workers would
+    refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent for that stream."""
     features, labels = s.topic("features"), s.topic("labels")
     start = time.monotonic()
 
@@ -81,7 +87,7 @@ def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rat
                     time.sleep(ahead)
             yield labels if isinstance(ev, LabelEvent) else features, ev.stream_id.encode(), dumps(ev)
 
-    return _produce(s, items())
+    return _produce(s, items(), pause, every)
 
 
 def consume(

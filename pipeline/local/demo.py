@@ -136,6 +136,28 @@ def _drift_caught_up(workers: list[Settings]) -> bool:
     return seen >= out
 
 
+def _wait_for_intake(workers: list[Settings], s: Settings, n: int, timeout: float = 60.0) -> None:
+    """Wait (up to ``timeout`` s) until the workers' intake agents have read ``n`` messages of
+    the features and labels topics."""
+    import urllib.request
+
+    inputs = {f"messages_in{{topic={s.topic('features')}}}", f"messages_in{{topic={s.topic('labels')}}}"}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        read = 0
+        for ws in workers:
+            try:
+                with urllib.request.urlopen(f"http://{ws.web_host}:{ws.web_port}/streamxai/metrics", timeout=2) as r:
+                    counters = orjson.loads(r.read()).get("counters", {})
+            except OSError:
+                break
+            read += sum(v for k, v in counters.items() if k in inputs)
+        else:
+            if read >= n:
+                return
+        time.sleep(0.05)
+
+
 def _answers(s: Settings) -> bool:
     from confluent_kafka.admin import AdminClient
 
@@ -227,9 +249,14 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
                                       f_before=plan.f_before, f_after=plan.f_after)]
             if args.control:
                 streams.append(agrawal_events(CONTROL_STREAM, n, None, None, seed=43, f_before=plan.f_before))
-            # with --label-delay N each label goes to the labels topic N events after its features
+            # with --label-delay N each label goes to the labels topic N events after its features.
+            # Two topics: the worker's intake records the order it reads them in, so the demo keeps
+            # at most N/4 messages ahead of it (else a backlog would be read in any interleaving)
             sent = [labels_later(evs, label_delay) if label_delay else list(evs) for evs in streams]
-            produce_events(s, [m for ms in itertools.zip_longest(*sent) for m in ms if m is not None], rate=args.rate)
+            msgs = [m for ms in itertools.zip_longest(*sent) for m in ms if m is not None]
+            chunk = max(1, label_delay // 4)
+            produce_events(s, msgs, rate=args.rate, every=chunk if label_delay else 0,
+                           pause=lambda n: _wait_for_intake(workers_settings, s, n - chunk))
 
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()

@@ -78,12 +78,10 @@ class LiveView:
     def at_seqs(self) -> tuple[list[dict], list[dict]]:
         """The change events and episodes with their positions told as the stream's seq at each
         (for streams whose labels come later, whose changes are found at positions)."""
-        def told(c: dict, keys: tuple[str, ...]) -> dict:
-            st = self.streams.get(c.get("stream_id", ""))
-            return {**c, **{k: st.seq_at(c[k]) for k in keys if st is not None and isinstance(c.get(k), int)}}
+        def of(c: dict) -> StreamState | None:
+            return self.streams.get(c.get("stream_id", ""))
 
-        episodes = [told(e, ("first_seq", "last_seq", "cut_seq", "closed_seq")) for e in self.episodes]
-        return [told(c, ("seq", "cut_seq")) for c in self.changes], episodes
+        return ([told(of(c), c) for c in self.changes], [told(of(e), e) for e in self.episodes])
 
     def min_explained_seq(self, sid: str) -> int:
         st = self.streams.get(sid)
@@ -141,6 +139,8 @@ class LiveView:
                     lines.append(f"  top {ex:<5}: " + ", ".join(
                         f"{f}={v:.3f}{_bound(st.current[(ex, f)]['stderr'])}" for f, v in ranked))
             episodes = sorted(st.episodes, key=lambda e: e.get("first_seq") or 0)
+            if st.waiting is not None:  # found at positions: told by the stream's seq at each
+                episodes = [told(st, ep) for ep in episodes]
             lines.append(f"  change events: {len(st.changes)}, change episodes: {len(episodes)}")
             for ep in episodes:
                 lines += episode_lines(ep)
@@ -215,3 +215,22 @@ def labels_line(st: StreamState) -> str:
     delay = "" if events is None else f" (median {events:.0f} events" + (
         f", {secs:.1f} s" if secs is not None else "") + " after their event)"
     return f"labels: {st.labelled} learned{delay}, {st.expired} expired, {st.waiting} waiting"
+
+
+_POSITIONS = ("seq", "first_seq", "last_seq", "cut_seq", "closed_seq")
+
+
+def told(st: StreamState | None, c: dict[str, Any]) -> dict[str, Any]:
+    """A change event or episode (and its changes) with its positions told as the stream's seq at each.
+
+    >>> st = StreamState(max_points=4, loss_window=4)
+    >>> st.pred_times.extend([(0, 0.0, 0), (900, 1.0, 500), (1000, 1.5, 550)])
+    >>> told(st, {"first_seq": 1000, "cut_seq": 900, "changes": [{"seq": 1000, "cut_seq": 900}]})
+    {'first_seq': 550, 'cut_seq': 500, 'changes': [{'seq': 550, 'cut_seq': 500}]}
+    """
+    if st is None:
+        return c
+    out = {**c, **{k: st.seq_at(c[k]) for k in _POSITIONS if isinstance(c.get(k), int)}}
+    if isinstance(c.get("changes"), list):
+        out["changes"] = [told(st, x) if isinstance(x, dict) else x for x in c["changes"]]
+    return out
