@@ -65,8 +65,11 @@ def file_events(
     objects) or a CSV file with a header of feature names and the target column.
 
     ``target`` names the target column; by default the first of ``target_kind`` (the
-    settings' ``target``: ``label`` or ``number``), ``y`` and ``target`` the file has. CSV
-    targets are read as integers (or strings) for ``label`` and as floats for ``number``.
+    settings' ``target``: ``label`` or ``number``), ``y`` and ``target`` the file has. JSON
+    values are sent as they are (``1`` stays an integer: the worker knows which features are
+    categorical); only CSV cells, which have no types, are converted: features to floats
+    (text for ``categorical`` ones), targets to integers (or strings) for ``label`` and to
+    floats for ``number``.
     ``ts`` comes from ``ts_column`` or, without one, the wall clock when the event is read.
     Plain rows are numbered ``start_seq, start_seq + 1, ...``. A bad line (not JSON, NaN,
     missing features, wrong types) is recorded in ``report`` with its line number and
@@ -87,14 +90,14 @@ def file_events(
         raise ConfigError(f"{p} does not exist or is not a file")
     seq = start_seq
 
-    def make(x: dict[str, Any], y: Any, ts_raw: Any) -> FeatureEvent:
+    def make(x: dict[str, Any], y: Any, ts_raw: Any, value: Callable[[str, Any, bool], Any]) -> FeatureEvent:
         missing = [f for f in features if f not in x]
         if missing:
             raise _BadLine(f"missing feature(s) {missing}")
         xx = {}
         for f in features:
-            xx[f] = _value(f, x[f], f in cat)
-        yy = _target(y, target_kind) if labels else None
+            xx[f] = value(f, x[f], f in cat)
+        yy = _target(y, target_kind, cell=value is _cell) if labels else None
         if ts_column is None:
             ts = clock()
         else:
@@ -116,7 +119,7 @@ def file_events(
                 line = reader.line_num
                 try:
                     ev = make({f: row[f] for f in features}, row[col] if col else None,
-                              row.get(ts_column) if ts_column else None)
+                              row.get(ts_column) if ts_column else None, _cell)
                 except _BadLine as e:
                     report.bad.append((line, str(e)))
                     continue
@@ -143,7 +146,8 @@ def file_events(
                     except TypeError as e:
                         raise _BadLine(f"not a feature_event/v1: {e}") from None
                     ev = FeatureEvent(ev.stream_id, ev.seq, _number("ts", ev.ts),
-                                      {f: _value(f, v, f in cat) for f, v in ev.x.items()}, _target(ev.y, target_kind))
+                                      {f: _json_value(f, v, f in cat) for f, v in ev.x.items()},
+                                      _target(ev.y, target_kind))
                 else:
                     col = target if target is not None else next(
                         (c for c in (target_kind, "y", "target") if c in obj), None)
@@ -155,7 +159,7 @@ def file_events(
                     if extra:
                         raise _BadLine(f"unexpected field(s) {extra} (features are {features}; "
                                        f"the target is {col!r}, set it with --target)")
-                    ev = make(obj, y, ts_raw)
+                    ev = make(obj, y, ts_raw, _json_value)
             except _BadLine as e:
                 report.bad.append((line_no, str(e)))
                 continue
@@ -196,9 +200,9 @@ def file_labels(
     if not p.is_file():
         raise ConfigError(f"{p} does not exist or is not a file")
 
-    def make(row_seq: int, seq_raw: Any, y_raw: Any, ts_raw: Any) -> LabelEvent | None:
+    def make(row_seq: int, seq_raw: Any, y_raw: Any, ts_raw: Any, cell: bool) -> LabelEvent | None:
         seq = row_seq if seq_raw is None or seq_raw == "" else _seq(seq_raw)
-        y = _target(y_raw, target_kind)
+        y = _target(y_raw, target_kind, cell=cell)
         if y is None:
             return None
         ts = clock() if ts_column is None else _number(ts_column, ts_raw)
@@ -216,7 +220,7 @@ def file_labels(
         def csv_rows() -> Iterator[tuple[int, Any]]:
             with fh:
                 for row in reader:
-                    yield reader.line_num, (row.get("seq"), row[col], row.get(ts_column) if ts_column else None)
+                    yield reader.line_num, (row.get("seq"), row[col], row.get(ts_column) if ts_column else None, True)
 
         rows = csv_rows()
     else:
@@ -251,7 +255,7 @@ def file_labels(
                     (c for c in ("y", target_kind, "target") if c in obj), None)
                 if col is None:
                     raise _BadLine(f"no target field ({target_kind!r}, 'y' or 'target'; name it with --target)")
-                row = (obj.get("seq"), obj[col], obj.get(ts_column or "ts") if ts_column else None)
+                row = (obj.get("seq"), obj[col], obj.get(ts_column or "ts") if ts_column else None, False)
             label = make(start_seq + n, *row)
         except _BadLine as e:
             report.bad.append((line_no, str(e)))
@@ -298,22 +302,39 @@ def _number(name: str, v: Any) -> float:
     return float(v)
 
 
-def _value(name: str, v: Any, categorical: bool) -> Any:
+def _cell(name: str, v: str, categorical: bool) -> Any:
+    """A CSV cell (text: a CSV has no types): a number, or the text of a categorical value."""
     if categorical:
-        if isinstance(v, (str, int)) and not isinstance(v, bool) and v != "":
+        if v != "":
             return v
-        raise _BadLine(f"categorical feature {name}={v!r} must be a non-empty string or an integer")
-    if v is None or v == "":
+        raise _BadLine(f"categorical feature {name} has no value")
+    if v == "":
         raise _BadLine(f"feature {name} has no value")
     return _number(name, v)
 
 
-def _target(y: Any, kind: str) -> Any:
+def _json_value(name: str, v: Any, categorical: bool) -> Any:
+    """A JSON value, sent as it is (the worker knows which features are categorical); only what no
+    worker takes is a bad line: null, booleans, arrays, objects, empty strings, and for a
+    ``categorical`` feature a number that is not an integer."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)) or v == "":
+        raise _BadLine(f"feature {name}={v!r} is not a number or a non-empty string")
+    if isinstance(v, float) and not math.isfinite(v):  # 1e999
+        raise _BadLine(f"feature {name}={v!r} is not finite")
+    if categorical and isinstance(v, float) and not v.is_integer():
+        raise _BadLine(f"categorical feature {name}={v!r} must be a non-empty string or an integer")
+    return v
+
+
+def _target(y: Any, kind: str, cell: bool = False) -> Any:
+    """The target of a CSV ``cell`` (text) or of a JSON line (sent as it is, unless no worker takes it)."""
     if y is None or y == "":
         return None  # unlabelled: predicted, not learned
     if kind == "number":
-        return _number("target", y)
+        return _number("target", y) if cell else _json_number("target", y)
     if isinstance(y, str):
+        if not cell:
+            return y  # a class name
         try:
             f = float(y)
         except ValueError:
@@ -321,8 +342,14 @@ def _target(y: Any, kind: str) -> Any:
         if not f.is_integer():
             raise _BadLine(f"label {y!r} is not an integer; for regression set target = number")
         return int(f)
-    if isinstance(y, float):
-        if not math.isfinite(y) or not y.is_integer():
-            raise _BadLine(f"label {y!r} is not an integer; for regression set target = number")
-        return int(y)
+    if isinstance(y, float) and (not math.isfinite(y) or not y.is_integer()):
+        raise _BadLine(f"label {y!r} is not an integer; for regression set target = number")
     return y
+
+
+def _json_number(name: str, v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _BadLine(f"{name}={v!r} is not a number")
+    if not math.isfinite(v):
+        raise _BadLine(f"{name}={v!r} is not finite")
+    return v

@@ -28,7 +28,7 @@ from typing import Any
 from schemas import FeatureEvent, LabelEvent
 
 from .core.budget import EventSampler
-from .core.change_episodes import StreamChangeDetector
+from .core.change import StreamChangeDetector
 from .core.labels import LabelJoin, Outcome
 from .core.stream import StreamExplainer
 from .handlers.drift import stream_detector
@@ -94,10 +94,10 @@ def run_in_process(s: Settings, arrivals: Iterable[Recorded], *, changes: bool =
                 run.explanations[(sid, step.position, v.explainer, v.feature)] = v.value
                 if not changes:
                     continue
-                found, closed = det.update(v.explainer, v.feature, step.position, v.block, v.value, v.curve,
-                                           v.model_loss)
+                found, closed = det.update(v.explainer, v.feature, step.position, v.block, v.curve, v.model_loss,
+                                           v.var_factor)
                 for c in found:
                     run.changes[(sid, c.seq, c.explainer, c.feature)] = (c.cut_seq, c.before.mean, c.after.mean)
                 run.episodes += [(sid, e.first_seq, e.cut_seq, sorted({c.feature for c in e.changes}))
-                                 for e in closed]
+                                 for e in closed if e.status == "closed"]
     return run

@@ -17,8 +17,10 @@ LabelEvent(stream_id='s', seq=4, y=2.0, ts=1.0)
 
 from __future__ import annotations
 
-from .errors import SchemaMismatch
-from .features import FeatureSpec, feature_event_from
+from collections.abc import Callable
+
+from .errors import NoProfile, SchemaMismatch
+from .features import FeatureSpec, check_stream_id, feature_event_from
 from .labels import label_event_from
 from .messages import FeatureEvent, LabelEvent
 from .source import Headers, Source
@@ -50,15 +52,22 @@ def origin(src: Source) -> Source:
     return Source(topic, partition, offset, timestamp=src.timestamp)
 
 
-def parse_arrival(raw: bytes | None, spec: FeatureSpec, *, where: str,
+def parse_arrival(raw: bytes | None, spec: FeatureSpec | Callable[[str], FeatureSpec], *, where: str,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> FeatureEvent | LabelEvent:
     """A feature event or a label event (by its ``schema`` tag), validated against ``spec``
-    (a label's type against ``spec.target``); an ``InvalidMessage`` saying what is wrong."""
+    (a label's type against its target), or a function from a stream id to its spec (see
+    :func:`~schemas.features.parse_feature_event`); an ``InvalidMessage`` saying what is wrong."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
     if tag == FeatureEvent.SCHEMA:
         return feature_event_from(obj, spec, where=where)
     if tag == LabelEvent.SCHEMA:
+        if not isinstance(spec, FeatureSpec):
+            check_stream_id(obj.get("stream_id"), where=where)
+            try:
+                spec = spec(obj["stream_id"])
+            except LookupError as e:
+                raise NoProfile(str(e), where=where) from None
         return label_event_from(obj, spec.target, where=where)
     raise SchemaMismatch(f"schema is {tag!r}, expected {FeatureEvent.SCHEMA!r} (on the features topic) or "
                          f"{LabelEvent.SCHEMA!r} (on the labels topic); set the 'schema' field of every message",

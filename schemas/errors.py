@@ -6,6 +6,7 @@
     │   ├── OversizedMessage      larger than the configured limit
     │   ├── SchemaMismatch        unknown type or schema version, missing or wrong-typed field
     │   ├── FeatureMismatch       missing or unexpected features
+    │   ├── NoProfile             a stream no stream profile matches, where the settings give no features
     │   ├── BadValue              NaN, infinity, or a value of the wrong type
     │   │   └── LabelTypeMismatch a label of the wrong type for the target
     │   └── LabelRejected         a label that cannot be joined to its event (expired, unknown seq,
@@ -26,6 +27,7 @@ __all__ = [
     "OversizedMessage",
     "SchemaMismatch",
     "FeatureMismatch",
+    "NoProfile",
     "BadValue",
     "LabelTypeMismatch",
     "LabelRejected",
@@ -61,6 +63,10 @@ class SchemaMismatch(InvalidMessage):
 
 class FeatureMismatch(InvalidMessage):
     reason = "features"
+
+
+class NoProfile(InvalidMessage):
+    reason = "no_profile"
 
 
 class BadValue(InvalidMessage):

@@ -25,7 +25,7 @@ from .messages import STEPS, ExplainTask, Explanation
 from .wire import DEFAULT_MAX_BYTES, decode
 
 __all__ = ["parse_explain_task", "parse_explanation", "parse_moments", "EXPLAIN_TASK_V1", "EXPLAIN_TASK_V2",
-           "EXPLANATION_V1", "EXPLANATION_V2"]
+           "EXPLANATION_V1", "EXPLANATION_V2", "EXPLANATION_V3"]
 
 #: explain tasks written by a worker before v2 (no ``loss``): read as ``loss=None``
 EXPLAIN_TASK_V1 = "explain_task/v1"
@@ -33,8 +33,11 @@ EXPLAIN_TASK_V1 = "explain_task/v1"
 EXPLAIN_TASK_V2 = "explain_task/v2"
 #: explanations without per-event increments, which the change test needs: refused
 EXPLANATION_V1 = "explanation/v1"
-#: explanations written before v3 (no ``position``): read as ``position=seq``
+#: explanations without ``var_factor`` (and ``position``): read as ``var_factor=None`` (independent
+#: increments), ``position=seq``
 EXPLANATION_V2 = "explanation/v2"
+#: explanations without ``position``: read as ``position=seq`` (labels in line)
+EXPLANATION_V3 = "explanation/v3"
 
 _TASK_FIELDS = frozenset({"schema", *(f.name for f in fields(ExplainTask))})
 #: what each older version lacks, and the value it reads as (position: the seq)
@@ -100,11 +103,12 @@ def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None
 
 
 def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Explanation:
-    """An :class:`~schemas.messages.Explanation` (v3, or v2 read with ``position=seq``): string
-    ``stream_id``/``explainer``/``feature``, integer ``seq >= 0``, ``position >= 0`` and
-    ``n_explained``, a finite ``value``, ``curve`` an object or null, and ``block`` and
-    ``model_loss`` as checked by :func:`parse_moments`. Fields the drift path does not read are
-    passed through as sent (None when absent); fields of a later version are ignored.
+    """An :class:`~schemas.messages.Explanation` (v4; v3 read with ``position=seq``, v2 also with
+    ``var_factor=None``): string ``stream_id``/``explainer``/``feature``, integer ``seq >= 0``,
+    ``position >= 0`` and ``n_explained``, a finite ``value``, ``curve`` an object or null,
+    ``block`` and ``model_loss`` as checked by :func:`parse_moments`, ``var_factor`` null or a
+    finite number >= 0. Fields the drift path does not read are passed through as sent (None
+    when absent); fields of a later version are ignored.
 
     >>> from schemas import dumps
     >>> raw = dumps(Explanation("s", "ipfi", "a", 0.5, 9, 10, 10, 9, block={"n": 1, "mean": 0.5, "m2": 0.0}))
@@ -116,11 +120,11 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
     if tag == EXPLANATION_V1:
         raise SchemaMismatch(
             "explanation/v1 carries no per-event increments, which the change test needs; upgrade the "
-            "explainer workers so they publish explanation/v2 (run every worker on the same streamxai version)",
+            f"explainer workers so they publish {Explanation.SCHEMA} (run every worker on the same streamxai version)",
             where=where)
-    if tag not in (Explanation.SCHEMA, EXPLANATION_V2):
-        raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} (or {EXPLANATION_V2!r}) on the "
-                             "explanations topic", where=where)
+    if tag not in (Explanation.SCHEMA, EXPLANATION_V3, EXPLANATION_V2):
+        raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} (or {EXPLANATION_V3!r}, "
+                             f"{EXPLANATION_V2!r}) on the explanations topic", where=where)
     stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
     seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
     if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
@@ -133,10 +137,14 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
     position = obj.get("position") if tag == Explanation.SCHEMA else seq
     if not (_is_int(position) and position >= 0):
         raise SchemaMismatch(f"position {position!r} must be an integer >= 0", where=where)
+    var_factor = obj.get("var_factor")
+    if var_factor is not None and not (_is_number(var_factor) and math.isfinite(var_factor) and var_factor >= 0):
+        raise SchemaMismatch(f"var_factor must be null or a finite number >= 0, got {var_factor!r:.100}", where=where)
     values = {name: obj.get(name) for name in _EXPLANATION_REQUIRED}
     values.update(value=float(value), curve=curve, stderr=obj.get("stderr"), position=position,
                   block=parse_moments(obj.get("block"), "block", where=where),
-                  model_loss=parse_moments(obj.get("model_loss"), "model_loss", where=where))
+                  model_loss=parse_moments(obj.get("model_loss"), "model_loss", where=where),
+                  var_factor=None if var_factor is None else float(var_factor))
     return Explanation(**values)
 
 

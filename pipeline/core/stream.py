@@ -117,7 +117,9 @@ class ExplanationValue:
     value, ``model_loss`` the model's prequential losses over the events seen since the
     previous report (both :class:`~pipeline.core.increments.Block`), ``stderr`` the
     standard error of ``value`` when the explainer reports one, ``n_seen`` the steps of its
-    kind (predict or learn) the explainer has seen, explained or not.
+    kind (predict or learn) the explainer has seen, explained or not, ``var_factor`` the
+    variance of a long mean of the increments over that of independent ones (None:
+    independent; see :mod:`pipeline.core.change.test`).
     """
 
     explainer: str
@@ -129,6 +131,7 @@ class ExplanationValue:
     stderr: float | None = None
     model_loss: Block | None = None
     n_seen: int = 0
+    var_factor: float | None = None
 
 
 def units_of_group(
@@ -301,11 +304,13 @@ class StreamExplainer(Component):
                 continue
             curves = ex.curves() if hasattr(ex, "curves") else {}
             stderr = ex.stderr
+            factors = ex.variance_factors
             n = ex.n_explained
             for feat, val in values.items():
                 out.append(ExplanationValue(ex.name, feat, float(val), n, curves.get(feat),
                                             block=blocks.get(feat), stderr=stderr.get(feat),
-                                            model_loss=model_loss, n_seen=self._seen[part]))
+                                            model_loss=model_loss, n_seen=self._seen[part],
+                                            var_factor=factors.get(feat)))
         if learn:
             self.model.learn_one(x, y)
             self.model_version += 1

@@ -17,7 +17,7 @@ from ..metrics import Metrics
 from ..settings import Settings
 from .history_cache import HistoryCache, records_of
 from .out import Out
-from .protocols import CheckpointStore, History
+from .protocols import CheckpointStore, History, ScanningHistory
 
 __all__ = ["Out", "Source", "dead_letter", "Recovering", "MessageHandler", "Rejected", "DEFAULT_DEAD_LETTER_BYTES"]
 
@@ -94,9 +94,10 @@ class Recovering(abc.ABC, Generic[M, S]):
     A handler keeps one state per *state key* (a stream, or a stream's explainer group) in
     :attr:`states`. The first message of a key it has no state for restores the newest
     checkpoint and replays the key's later messages of this partition, or, without a
-    checkpoint, starts fresh (:meth:`_fresh`) and replays the key's whole history (unless the
-    message opens the stream, :meth:`_opens`). A subclass names the state key of a message
-    (:meth:`_state_key`) and re-runs one earlier message into a state (:meth:`_replay_one`).
+    checkpoint, starts fresh and replays the key's whole history (unless the message opens the
+    stream, :meth:`_opens`). A subclass names the state key of a message
+    (:meth:`_state_key`), makes a new state for a state key (:meth:`_fresh`) and re-runs one
+    earlier message into a state (:meth:`_replay_one`).
 
     A ``history`` that can ``scan`` a partition is wrapped in a :class:`HistoryCache`, so the
     keys of a partition share one pass over it. :meth:`needs_recovery` tells the agent loop
@@ -133,8 +134,7 @@ class Recovering(abc.ABC, Generic[M, S]):
 
     @history.setter
     def history(self, source: History | None) -> None:
-        scans = source is not None and hasattr(source, "scan")
-        self._history = HistoryCache(source, self) if scans else source
+        self._history = HistoryCache(source, self) if isinstance(source, ScanningHistory) else source
 
     # the steps a handler fills in ---------------------------------------------------
     @abc.abstractmethod
@@ -142,8 +142,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         """The key of the state ``msg`` updates (its stream, or its stream's explainer group)."""
 
     @abc.abstractmethod
-    def _fresh(self, msg: M) -> S:
-        """A new state for the key of ``msg``, before any message."""
+    def _fresh(self, state_key: Any) -> S:
+        """A new state for ``state_key`` (see :meth:`_state_key`), before any message."""
 
     def _opens(self, msg: M) -> bool:
         """Whether ``msg`` is the first of its key (nothing to replay before it)."""
@@ -242,7 +242,7 @@ class Recovering(abc.ABC, Generic[M, S]):
             if self.history is not None and src.offset is not None and src.offset > ck_offset + 1:
                 self._rebuild(st, key, src, ck_offset + 1)
             return st
-        st = self._fresh(msg)
+        st = self._fresh(self._state_key(msg))
         if not self._opens(msg) and self.history is not None and src.offset:
             self._rebuild(st, key, src, 0)
         return st

@@ -87,8 +87,9 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
     def _opens(self, task: ExplainTask) -> bool:
         return task.position == 0  # the stream's first step (a group may first get a later step)
 
-    def _fresh(self, task: ExplainTask) -> _GroupState:
-        return _GroupState(stream_explainer(self.settings, task.stream_id, task.group))
+    def _fresh(self, group: tuple[str, int]) -> _GroupState:
+        stream_id, g = group
+        return _GroupState(stream_explainer(self.settings.for_stream(stream_id), stream_id, g))
 
     def _load(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
         # a stream's first task sent before this handler started may have been processed
@@ -180,7 +181,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         for v in values:
             msg = Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq,
                               v.n_explained, v.n_seen, version, v.curve, v.stderr,
-                              _block(v.block), _block(v.model_loss), task.position)
+                              _block(v.block), _block(v.model_loss), v.var_factor, task.position)
             # keyed by stream: the drift agent sees every series of a stream, in order, on one partition
             outs.append(Out("explanations", task.stream_id.encode(), dumps(msg)))
         m.inc("explanations_out", len(values))

@@ -60,7 +60,8 @@ _TOO_BIG = object()
 class HistoryCache:
     """Wraps a ``history(topic, partition, before_offset, key, from_offset)`` callable that also
     has ``scan(topic, partition, before_offset, from_offset)`` → ``(offset, key, value)``, or
-    ``(offset, key, value, timestamp, headers)``; :meth:`records` gives those back per key."""
+    ``(offset, key, value, timestamp, headers)`` (a ``pipeline.handlers.protocols.ScanningHistory``,
+    which the handlers check before wrapping); :meth:`records` gives those back per key."""
 
     def __init__(self, source: Any, owner: Any = None, max_bytes: int = 256 * 1024 * 1024):
         self.source = source
@@ -79,7 +80,7 @@ class HistoryCache:
     ) -> Iterator[tuple[int | None, bytes | None, Any, Any]]:
         """``(offset, value, timestamp, headers)`` of the key's messages (offset, timestamp and
         headers None where the source does not give them)."""
-        if key is None or before_offset is None or not hasattr(self.source, "scan"):
+        if key is None or before_offset is None:
             return records_of(self.source, topic, partition, before_offset, key, from_offset)
         part = self._parts.get((topic, partition))
         if part is None:  # read from where this key needs it (after its checkpoint, or from 0)

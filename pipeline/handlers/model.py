@@ -37,6 +37,7 @@ from ..metrics import Metrics
 from ..plan import group_units, label_join
 from ..settings import Settings
 from .common import MessageHandler, Out, Rejected, Source
+from .dead_letter_watch import DeadLetterWatch
 from .protocols import CheckpointStore, History
 
 __all__ = ["ModelHandler"]
@@ -87,8 +88,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
         super().__init__(settings, metrics, history, checkpoints)
-        self.spec = settings.feature_spec()
-        self.sampler = EventSampler(settings.sample_rate, settings.explain_seed)
+        self.spec = settings.stream_feature_spec  # each stream's features: its profile's (Settings.for_stream)
+        self._samplers: dict[float, EventSampler] = {}
+        self.dead_letter_watch = DeadLetterWatch()
         self._labels_topic = settings.topic("labels")
         self._waiting = self._held = 0  # events waiting for a label, labels for their event, over all streams
 
@@ -98,19 +100,23 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         return self.states  # type: ignore[return-value]
 
     def _settings(self, stream_id: str) -> Settings:
-        """The settings of ``stream_id``: the one place a stream's settings are looked up."""
-        return self.settings
+        """The settings of ``stream_id``: the one place a stream's settings are looked up (its profile's)."""
+        return self.settings.for_stream(stream_id)
+
+    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        outs = super().on_message(raw, key, src)
+        self.dead_letter_watch.observe(key, outs)  # a producer whose events are mostly refused: one error
+        return outs
 
     # Recovering -------------------------------------------------------------------------
     def _state_key(self, a: _Arriving) -> str:
         return a.stream_id
 
-    def _fresh(self, a: _Arriving) -> _StreamState:
-        s = self._settings(a.stream_id)
+    def _fresh(self, stream_id: str) -> _StreamState:
         # a stream's groups go to consecutive explain-task partitions, so they spread over
         # workers whatever the keys hash to
-        first_partition = derive_seed(0, "partition", a.stream_id) % s.partitions
-        return _StreamState(label_join(s), first_partition)
+        first_partition = derive_seed(0, "partition", stream_id) % self.settings.partitions
+        return _StreamState(label_join(self._settings(stream_id)), first_partition)
 
     # No message opens a stream: its label may have overtaken its first event on the arrivals
     # topic, so a stream met without state is always looked up in the history (one pass per
@@ -246,17 +252,25 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         outs = []
         now = time.time()
         for step in steps:
-            explain = self.sampler.selected(sid, step.seq)
+            explain = self._sampler(sid).selected(sid, step.seq)
             if not explain:
                 self.metrics.inc("sampled_out")
-            for g in range(s.explain_groups):
+            for g in range(self.settings.explain_groups):
                 if step.kind == "predict" and not _runs_ipdp(s, g):
                     continue
                 task = ExplainTask(sid, step.seq, step.ts, step.x, step.y, g, explain, now, step.loss,
                                    step.kind, step.position)
                 outs.append(Out("explain-tasks", f"{sid}/{g}".encode(), dumps(task),
-                                (st.first_partition + g) % s.partitions))
+                                (st.first_partition + g) % self.settings.partitions))
         return outs
+
+    def _sampler(self, stream_id: str) -> EventSampler:
+        """The sampler of the stream's ``sample_rate`` (one per rate)."""
+        rate = self._settings(stream_id).sample_rate
+        sampler = self._samplers.get(rate)
+        if sampler is None:
+            sampler = self._samplers[rate] = EventSampler(rate, self.settings.explain_seed)
+        return sampler
 
     def _count_waiting(self, waiting: int, held: int) -> None:
         """Events waiting for a label and labels waiting for their event, over every stream held here."""

@@ -134,8 +134,23 @@ class KafkaCheckpointStore(SealedStore):
                 continue
             value = self._fetch(*where)
             if value is not None:
-                out.append((f"{self.topic}[{where[0]}]@{where[1]}", value))
+                out.append((self._where(*where), value))
         return out
+
+    def _where(self, partition: int, offset: int) -> str:
+        return f"{self.topic}[{partition}]@{offset}"
+
+    def _set_aside(self, kind: str, key: bytes, where: str) -> str:
+        """Drop the record from the index: it is not read again (records on a topic cannot be
+        renamed), and the key's next checkpoint goes to its slot and replaces it in compaction."""
+        prefix = self._prefix(kind, key)
+        for slot in (0, 1):
+            rk = prefix + str(slot).encode()
+            if rk in self._index and self._where(*self._index[rk]) == where:
+                del self._index[rk]
+                if self._slot.get(prefix) == slot:
+                    self._slot.pop(prefix)
+        return "not read again; the key's next checkpoint replaces it"
 
     def _reader(self) -> Any:
         from confluent_kafka import Consumer

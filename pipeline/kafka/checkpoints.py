@@ -23,7 +23,6 @@ True
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import tempfile
 from pathlib import Path
@@ -33,8 +32,6 @@ from schemas import Source  # noqa: F401  (used by the doctest)
 from .checkpoint_seal import SealedStore
 
 __all__ = ["FileCheckpointStore"]
-
-log = logging.getLogger("streamxai")
 
 
 class FileCheckpointStore(SealedStore):
@@ -74,5 +71,17 @@ class FileCheckpointStore(SealedStore):
             except FileNotFoundError:
                 continue
             except OSError as e:
-                log.warning("refusing checkpoint %s: unreadable (%s); the state is rebuilt by replay", path, e)
+                self._refuse(kind, key, str(path), f"unreadable ({e.strerror})")
         return out
+
+    def _set_aside(self, kind: str, key: bytes, where: str) -> str:
+        """Rename the file to ``*.refused`` (replacing an older refused one: the disk use stays
+        bounded), where it can be looked at and is never read as a checkpoint again."""
+        aside = where + ".refused"
+        try:
+            os.replace(where, aside)
+        except FileNotFoundError:
+            return "already moved by another worker"
+        except OSError as e:
+            return f"renaming it failed: {e.strerror}; it is refused again on the next restore"
+        return f"renamed to {aside}"

@@ -25,15 +25,12 @@ class Record:
     value: bytes | None
 
 
-def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, bytes | None]]) -> int:
-    """Send ``(key, value)`` pairs to ``topic`` (full name); returns how many were delivered."""
-    return _produce(s, ((topic, key, value) for key, value in items))
-
-
-def _produce(s: Settings, items: Iterable[tuple[str, bytes | None, bytes | None]],
-             pause: Callable[[int], None] | None = None, every: int = 0) -> int:
-    """Send ``(topic, key, value)`` triples, in order; returns how many were delivered. With
-    ``pause``, every ``every`` messages are flushed and ``pause(sent so far)`` is called (it may wait)."""
+def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, bytes | None]
+                                                          | tuple[str, bytes | None, bytes | None]],
+                pause: Callable[[int], None] | None = None, every: int = 0) -> int:
+    """Send ``(key, value)`` pairs to ``topic`` (full name), and ``(topic, key, value)`` triples to
+    theirs, in order; returns how many were delivered. With ``pause``, every ``every`` messages
+    are flushed and ``pause(sent so far)`` is called (it may wait)."""
     from confluent_kafka import Producer
 
     # log_level 3: errors only; a fresh broker's "coordinator load in progress" retries are not news
@@ -45,12 +42,13 @@ def _produce(s: Settings, items: Iterable[tuple[str, bytes | None, bytes | None]
             errors.append(str(err))
 
     n = 0
-    topics = set()
-    for topic, key, value in items:
-        topics.add(topic)
+    topics = {topic}
+    for item in items:
+        to, key, value = (topic, *item) if len(item) == 2 else item
+        topics.add(to)
         while True:
             try:
-                p.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                p.produce(to, value=value, key=key, on_delivery=on_delivery)
                 break
             except BufferError:
                 p.poll(0.1)
@@ -76,7 +74,7 @@ def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rat
 
     checked: set[str] = set()
 
-    def items() -> Iterator[tuple[str, bytes, bytes]]:
+    def items() -> Iterator[tuple[bytes, bytes] | tuple[str, bytes, bytes]]:
         for i, ev in enumerate(events):
             if ev.stream_id not in checked:  # a bad id would turn every event into a dead letter
                 check_stream_id(ev.stream_id, where="produce")
@@ -85,9 +83,12 @@ def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rat
                 ahead = i / rate - (time.monotonic() - start)
                 if ahead > 0:
                     time.sleep(ahead)
-            yield labels if isinstance(ev, LabelEvent) else features, ev.stream_id.encode(), dumps(ev)
+            if isinstance(ev, LabelEvent):
+                yield labels, ev.stream_id.encode(), dumps(ev)
+            else:
+                yield ev.stream_id.encode(), dumps(ev)
 
-    return _produce(s, items(), pause, every)
+    return produce_raw(s, features, items(), **({"pause": pause, "every": every} if pause else {}))
 
 
 def consume(
