@@ -28,8 +28,15 @@ __all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED"]
 
 # What each name means, for the exposition's HELP lines (names not listed still appear).
 HELP = {
-    "events_in": "Feature events read by the model agent",
-    "predictions": "Predictions sent (events the model predicted, scored and learned)",
+    "events_in": "Messages read by the model agent from the arrivals topic (feature and label events, good or bad)",
+    "predictions": "Predictions sent (events the model predicted on arrival)",
+    "labels_received": "Label events read by the model agent (good, bad or duplicate)",
+    "labels_learned": "Label events joined to their waiting event, which the model learned",
+    "labels_expired": "Events that waited longer than max_label_delay or label_timeout_s for their label (never learned)",
+    "labels_dead_lettered": "Label events sent to the dead-letter topic (bad schema or type, expired event, unknown seq, already labelled)",
+    "duplicate_labels_dropped": "Label events the intake forwarded twice (after a restart), dropped",
+    "label_delay_events_sum": "Sum over learned labels of how many events later they came (divide by labels_learned)",
+    "label_delay_seconds_sum": "Sum over learned labels of how many seconds of arrival time later they came",
     "messages_in": "Messages read, by topic",
     "messages_out": "Messages sent, by topic",
     "dead_letters": "Dead letters the broker acknowledged, by reason",
@@ -61,6 +68,8 @@ HELP = {
 COUNTERS = tuple(HELP)
 HELP.update({
     "streams": "Streams whose model this worker holds",
+    "labels_pending": "Events waiting for their label, over the streams this worker holds",
+    "labels_held": "Labels that came before their event, waiting for it",
     "explainer_groups": "Explainer groups (model replicas) this worker holds",
     "drift_streams": "Streams the drift agent monitors",
     "consumer_lag": "Messages not yet processed, by topic and partition (high watermark - next offset)",

@@ -140,6 +140,8 @@ class Settings:
     target: str = _f("label", "target kind: label (classification) or number (regression)")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
     max_dead_letter_bytes: int = _f(512 * 1024, "dead letters (key and value) stay under this size, cutting the original to a prefix with its size and SHA-256; keep it below the broker's message.max.bytes")
+    max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events (by seq); it is then counted (labels_expired) and never learned")
+    label_timeout_s: float = _f(0.0, "an event waiting for its label also expires after this many seconds of arrival time (the arrivals topic's record timestamps); 0: off")
     max_seq_gap: int = _f(10_000, "an event more than this beyond its stream's last accepted seq goes to the dead-letter topic (reason seq_gap); a stream's first seq must be below it")
     # Model
     model: str = _f("river.tree.HoeffdingAdaptiveTreeClassifier", "import path of the river model class")
@@ -206,6 +208,9 @@ class Settings:
                       "(Kafka's default message.max.bytes is 1 MiB)")
         if self.max_seq_gap < 1:
             raise bad(f"max_seq_gap={self.max_seq_gap} must be >= 1")
+        if self.max_label_delay < 1 or not 0 <= self.label_timeout_s < float("inf"):
+            raise bad(f"max_label_delay={self.max_label_delay} must be >= 1 and label_timeout_s="
+                      f"{self.label_timeout_s} a finite number >= 0 (0: off)")
         if not 0 < self.sample_rate <= 1:
             raise bad(f"sample_rate={self.sample_rate} must be in (0, 1]")
         if not 0 < self.alpha <= 1:

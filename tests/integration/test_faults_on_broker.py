@@ -38,7 +38,7 @@ def worker(tmp_path):
 
 def test_worker_survives_every_kind_of_bad_input(bootstrap, tmp_path, worker):
     s = make_settings(bootstrap, str(tmp_path / "state"), explain_groups=1, explainers=["ipfi"],
-                      max_message_bytes=64 * 1024)
+                      max_message_bytes=64 * 1024, max_label_delay=20)
     good = {sid: list(agrawal_events(sid, 60, seed=i)) for i, sid in enumerate(("f1", "f.2"))}
     x0 = dict(good["f1"][0].x)
 
@@ -100,6 +100,24 @@ def test_worker_survives_every_kind_of_bad_input(bootstrap, tmp_path, worker):
     assert counters["predictions"] == 120 and counters["duplicates_dropped"] == 4
     assert sum(v for k, v in counters.items() if k.startswith("dead_letters{")) == n_bad
     assert "send_errors" not in str(counters)
+
+    # bad labels on the labels topic, once every event is in: each one dead letter with its
+    # reason, naming its labels record; the events (labelled in line) stay as they were
+    def label(seq, y=1, sid="f1"):
+        return orjson.dumps({"schema": "label_event/v1", "stream_id": sid, "seq": seq, "y": y, "ts": 0.0})
+
+    bad_labels = [(b"f1", b"{nope", "malformed"), (b"f1", label(10**9), "label_unknown_seq"),
+                  (b"f1", label(55, {"a": 1}), "label_type"), (b"f1", label(50), "label_already_labelled"),
+                  (b"f1", label(3), "label_expired"), (b"x", label(56), "schema"),
+                  (b"f1", orjson.dumps({"schema": "label_event/v1", "stream_id": "f1", "seq": 57}), "schema")]
+    produce_raw(s, s.topic("labels"), [(k, v) for k, v, _ in bad_labels])
+    dls = collect(s, "dead-letters", lambda d: len(d) >= n_bad + len(bad_labels), timeout=60)
+    of_labels = [d for d in dls if d["source"]["topic"] == s.topic("labels")]
+    assert sorted(d["reason"] for d in of_labels) == sorted(r for _, _, r in bad_labels)
+    assert {base64.b64decode(d["original"]) for d in of_labels} == {v for _, v, _ in bad_labels}
+    counters = worker_metrics(s)["counters"]
+    assert counters["labels_received"] == counters["labels_dead_lettered"] == len(bad_labels)
+    assert counters["predictions"] == 120 and counters.get("labels_learned", 0) == 0
 
 
 def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
