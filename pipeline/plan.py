@@ -66,6 +66,7 @@ def stream_explainer(s: Settings, stream_id: str, group: int | None = None) -> S
         stream_id=stream_id,
         units=group_units(s, group),
         categorical=s.categorical,
+        fast_path=s.fast_path,
     )
 
 

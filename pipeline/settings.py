@@ -118,6 +118,7 @@ class Settings:
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
     max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
+    fast_path: str = _f("auto", "auto: evaluate recognised river models (Hoeffding trees, ARF, linear and logistic regression) from their internals, exactly the values of calling them and several times faster; off: always call the model")
     # Drift
     drift_delta: float = _f(0.01, "bound on the probability that a stream without change ever raises a change event (all its series together)")
     drift_explainers: list = _f(["ipfi", "isage"], "explainers whose series the change test watches (all running ones if none is listed); iPDP's ICE spread moves with every split of a tree, its curves are shown either way")
@@ -178,6 +179,8 @@ class Settings:
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
         if not isinstance(self.isage_inner_samples, int) or self.isage_inner_samples < 0:
             raise bad(f"isage_inner_samples={self.isage_inner_samples!r} must be an int >= 0 (0: the loss's default)")
+        if self.fast_path not in ("auto", "off"):
+            raise bad(f"fast_path={self.fast_path!r} must be auto or off")
         if self.isage_removal not in ("interventional", "observational"):
             raise bad(f"isage_removal={self.isage_removal!r} must be interventional or observational")
         try:

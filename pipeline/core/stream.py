@@ -140,9 +140,13 @@ class StreamExplainer(Component):
     ...     seed=1, stream_id="s")
     >>> for t in range(50):
     ...     out = se.process_one({"a": t % 7 / 7, "b": t % 3 / 3}, 2 * (t % 7 / 7))
-    >>> sorted(v.feature for v in out), se.model_version
-    (['a', 'b'], 50)
+    >>> sorted(v.feature for v in out), se.model_version, se.evaluation_path
+    (['a', 'b'], 50, 'fast')
     """
+
+    #: ``auto``: evaluate a recognised river model from its internals; ``off``: call it (also
+    #: the value of explainers restored from checkpoints written before the setting existed)
+    fast_path = "auto"
 
     def __init__(
         self,
@@ -153,6 +157,7 @@ class StreamExplainer(Component):
         stream_id: str = "",
         units: Sequence[str] | None = None,
         categorical: Sequence[str] = (),
+        fast_path: str = "auto",
     ):
         self.model_factory = model_factory
         self.feature_names = list(feature_names)
@@ -161,6 +166,7 @@ class StreamExplainer(Component):
         self.stream_id = stream_id
         self.units = None if units is None else list(units)
         self.categorical = list(categorical)
+        self.fast_path = fast_path
         self._reset()
 
     def _reset(self) -> None:
@@ -186,7 +192,8 @@ class StreamExplainer(Component):
     def _build(self, spec: ExplainerSpec, features: list[str], seed: int | None) -> Any:
         from .explainers import IPDP, IPFI, ISAGE
 
-        fn = ModelFunction(self.model, output=spec.output, target_class=spec.target_class)
+        fn = ModelFunction(self.model, output=spec.output, target_class=spec.target_class,
+                           fast_path=self.fast_path)
         if spec.name == "ipfi":
             return IPFI(fn, spec.loss, self.feature_names, features=features, alpha=spec.alpha,
                         storage_size=spec.storage_size, seed=seed)
@@ -200,6 +207,13 @@ class StreamExplainer(Component):
     @property
     def explainers(self) -> list[Any]:
         return list(self._explainers)
+
+    @property
+    def evaluation_path(self) -> str:
+        """How the explainers evaluate the model: ``"fast"`` (from its internals, exactly the
+        values of calling it; :mod:`pipeline.core.fastpath`) or ``"black_box"``."""
+        paths = {ex.model_fn.path for ex in self._explainers}
+        return "fast" if paths == {"fast"} else "black_box"
 
     def process_one(
         self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True, loss: float | None = None
