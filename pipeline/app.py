@@ -6,23 +6,44 @@ Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadat
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import faust
 
 from agents import install_drift_agent, install_explainer_agent, install_model_agent
+from schemas import ConfigError
 
 from .handlers import DriftHandler, ExplainHandler, Handler, ModelHandler
-from .kafka.checkpoints import checkpoint_store
+from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
+from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
+from .kafka.checkpoints import FileCheckpointStore
 from .kafka.config import TOPIC_NAMES, faust_credentials
 from .kafka.replay import PartitionHistory
 from .metrics import Metrics
 from .settings import Settings
 
-__all__ = ["create_app", "ROLES"]
+__all__ = ["create_app", "checkpoint_store", "ROLES"]
 
 ROLES = ("model", "explain", "drift")
 log = logging.getLogger("streamxai")
+
+
+def checkpoint_store(settings: Settings) -> SealedStore | None:
+    """The store a worker's handlers share (None when ``checkpoint_every`` is 0: no checkpoints
+    written or read): files under ``state_dir/checkpoints`` authenticated by
+    :func:`~pipeline.kafka.checkpoint_seal.checkpoint_secret`, or with ``checkpoint_store = "kafka"``
+    the compacted topic ``<prefix>checkpoints``, authenticated by ``checkpoint_key``."""
+    if settings.checkpoint_every == 0:
+        return None
+    if settings.checkpoint_store == "kafka":
+        if not settings.checkpoint_key.reveal():
+            raise ConfigError("checkpoint_store = kafka needs checkpoint_key (the same on every worker, "
+                              ">= 16 characters, e.g. `openssl rand -hex 32`), so a worker trusts what another wrote")
+        ensure_checkpoint_topic(settings)
+        return KafkaCheckpointStore(settings, settings.checkpoint_every, secret=settings.checkpoint_key.reveal().encode())
+    secret = checkpoint_secret(settings.checkpoint_key.reveal(), settings.state_dir)
+    return FileCheckpointStore(Path(settings.state_dir) / "checkpoints", settings.checkpoint_every, secret=secret)
 
 
 def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metrics | None = None) -> faust.App:

@@ -86,12 +86,18 @@ def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.
 
 
 def produce(args: argparse.Namespace, s: Settings) -> int:
+    from .ingest import FileReport, file_events
     from .kafka.config import ensure_topics
     from .kafka.io import produce_events
-    from .local.demo_stream import FileReport, agrawal_events, file_events
+    from .local.demo_stream import agrawal_events
 
     stream_id = args.stream_id or ("file" if args.source not in ("demo", "control") else args.source)
     if args.source not in ("demo", "control"):
+        s = s.for_stream(stream_id)  # the features and target of its stream profile
+        if not s.features:
+            raise ConfigError(f"to read {args.source} as stream {stream_id!r}, give its features: features = [...] in "
+                              "the settings file (or --set features=a,b), or a [streams.\"<glob>\"] table matching "
+                              "the stream id")
         # read the header now: a missing file or column is one line, before any Kafka connection
         _check_file = file_events(args.source, stream_id, list(s.features), args.target, target_kind=s.target,
                                   categorical=list(s.categorical), ts_column=args.ts_column, report=FileReport())

@@ -157,9 +157,9 @@ class SmoothedStderr(Component):
 
     Cost: an event appends its increments to a buffer (folded in with numpy every 64 events)
     and touches one in four of the slots its donors came from: O(1) per feature. A query
-    (:meth:`stderrs`) folds at most 64 buffered events into a copy of the moments and is
-    kept until the next update, so asking for every feature's standard error, or for it
-    twice, costs one pass over the features.
+    (:meth:`stderrs`, :meth:`variance_factors`) folds at most 64 buffered events into a copy
+    of the moments, kept until the next event, so asking for every feature's standard error,
+    or for it twice, costs one pass over the features.
     """
 
     def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):
@@ -194,6 +194,7 @@ class SmoothedStderr(Component):
         self._updates = 1.0  # u: stored events per explained event
         self._replace = 0.0  # probability that a stored event replaces a given slot
         self._cached: dict[str, float] | None = None  # stderrs() since the last update
+        self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # since the last increments
 
     # updates --------------------------------------------------------------------
     def add_increments(self, deltas: Sequence[float]) -> None:
@@ -204,6 +205,7 @@ class SmoothedStderr(Component):
         self.n += 1
         self._buffer.append(tuple(deltas))
         self._cached = None
+        self._cached_moments = None
 
     def _flush(self) -> None:
         buf = self._buffer
@@ -316,6 +318,12 @@ class SmoothedStderr(Component):
             var = var * n_eff / (n_eff - 1.0)
         return mean, var
 
+    def _current_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_moments`, computed once between two events."""
+        if self._cached_moments is None:
+            self._cached_moments = self._moments()
+        return self._cached_moments
+
     def _weights2(self) -> float:
         """``sum_s w_s^2`` of the smoothing after ``n`` increments."""
         a = self.alpha
@@ -325,13 +333,6 @@ class SmoothedStderr(Component):
         k = self.n - 1  # the first increment has weight (1 - a)^k
         return c2**k + a / (2.0 - a) * (1.0 - c2**k)
 
-    def increment_variance(self, feature: str) -> float:
-        """The (exponentially weighted) variance of the feature's increments."""
-        return float(self._moments()[1][self._index[feature]])
-
-    def donor_covariance(self, feature: str) -> float:
-        """``zeta``: covariance of two increments sharing one donor (0 if unknown)."""
-        return float(self._zeta()[self._index[feature]])
 
     def _zeta(self) -> np.ndarray:
         """``zeta``: covariance of two increments sharing a donor (centred on the pairs' own
@@ -345,23 +346,41 @@ class SmoothedStderr(Component):
         share = np.where(uses > 0.0, np.array(self._owns.n) / np.where(uses > 0.0, uses, 1.0), 0.0)
         return share * self._owns.covariance()
 
+    def _reuse(self, var: np.ndarray, c: float) -> np.ndarray:
+        """The reuse correction of the increments' variance ``var`` for a smoothing that keeps
+        ``c`` of its weight per event (``1 - a``; 1: a plain long mean), floored at ``-3/4 var``
+        (a safety floor: se >= se_independent / 2)."""
+        if not (self._donors and self._size > 1):
+            return np.zeros_like(var)
+        rho = (1.0 - self._replace) ** self._updates
+        m = self._donors
+        extra = m * m * self._zeta() / self._size * 2.0 * c * rho / (1.0 - c * rho)
+        extra = extra + 2.0 * m * self._own_cov()
+        return np.maximum(extra, -0.75 * var)
+
     def stderrs(self) -> dict[str, float]:
         """Standard error of the smoothed estimate of every feature (0.0 before any increment)."""
         if self._cached is not None:
             return dict(self._cached)
         if self.n == 0:
             return dict.fromkeys(self._names, 0.0)
-        mean, var = self._moments()
-        if self._donors and self._size > 1:
-            c = 1.0 - self.alpha
-            rho = (1.0 - self._replace) ** self._updates
-            m = self._donors
-            extra = m * m * self._zeta() / self._size * 2.0 * c * rho / (1.0 - c * rho)
-            extra = extra + 2.0 * m * self._own_cov()
-            var = var + np.maximum(extra, -0.75 * var)  # a safety floor: se >= se_independent / 2
-        se = np.sqrt(self._weights2() * var)
+        mean, var = self._current_moments()
+        se = np.sqrt(self._weights2() * (var + self._reuse(var, 1.0 - self.alpha)))
         self._cached = dict(zip(self._names, se.tolist(), strict=True))
         return dict(self._cached)
+
+    def variance_factors(self) -> dict[str, float]:
+        """``k`` of every feature: the variance of a long plain mean of its increments over that
+        of as many independent ones, ``1 + reuse / sigma^2`` with the reuse correction in the
+        limit ``c -> 1`` (``2 rho / (1 - rho)``: about ``2 L / u``). 1.0 without donors or
+        variance. The change test multiplies its squared standard errors by it
+        (:mod:`pipeline.core.change.test`)."""
+        if self.n == 0:
+            return dict.fromkeys(self._names, 1.0)
+        mean, var = self._current_moments()
+        safe = np.where(var > 0.0, var, 1.0)
+        k = np.where(var > 0.0, 1.0 + self._reuse(var, 1.0) / safe, 1.0)
+        return {f: float(v) for f, v in zip(self._names, k, strict=True)}
 
     def stderr(self, feature: str) -> float:
         """Standard error of the smoothed estimate of ``feature`` (see :meth:`stderrs`)."""
@@ -369,7 +388,7 @@ class SmoothedStderr(Component):
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_cached"] = None
+        state["_cached"] = state["_cached_moments"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -387,4 +406,5 @@ class SmoothedStderr(Component):
                 use.counts, use.sums = list(st[1]), list(st[2])
                 slots[k] = use
         state.setdefault("_cached", None)
+        state.setdefault("_cached_moments", None)
         self.__dict__.update(state)

@@ -1,4 +1,5 @@
-"""What every handler shares: the outgoing message type and dead-letter construction."""
+"""What every handler shares: the skeleton (:class:`MessageHandler`), state recovery and
+dead-letter construction. The outgoing message type :class:`Out` is defined in ``out.py``."""
 
 from __future__ import annotations
 
@@ -8,32 +9,19 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 
-from ..kafka.history_cache import HistoryCache
 from ..metrics import Metrics
 from ..settings import Settings
-from .protocols import CheckpointStore, History
+from .history_cache import HistoryCache
+from .out import Out
+from .protocols import CheckpointStore, History, ScanningHistory
 
 __all__ = ["Out", "Source", "dead_letter", "Recovering", "MessageHandler", "Rejected", "DEFAULT_DEAD_LETTER_BYTES"]
 
 log = logging.getLogger("streamxai")
-
-
-@dataclass(frozen=True, slots=True)
-class Out:
-    """A message to send: topic *name* (unprefixed, e.g. ``"predictions"``), key, value, and
-    an explicit partition where the key's hash would not spread the work (explain tasks).
-    A dead letter also carries its ``reason``, which the sender counts once it is delivered."""
-
-    topic: str
-    key: bytes | None
-    value: bytes
-    partition: int | None = None
-    reason: str | None = None
 
 
 #: default size limit of a dead letter: well under Kafka's default message.max.bytes (1 MiB)
@@ -125,8 +113,7 @@ class Recovering(abc.ABC):
 
     @history.setter
     def history(self, source: History | None) -> None:
-        scans = source is not None and hasattr(source, "scan")
-        self._history = HistoryCache(source, self) if scans else source
+        self._history = HistoryCache(source, self) if isinstance(source, ScanningHistory) else source
 
     def needs_recovery(self, key: bytes | None, src: Source | None = None) -> bool:
         """Whether a message with ``key`` at ``src`` may make the handler rebuild state (read and

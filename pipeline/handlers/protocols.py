@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from schemas import Source
 
-if TYPE_CHECKING:  # pragma: no cover - for annotations only (common.py imports this module)
+from .out import Out
+
+if TYPE_CHECKING:  # pragma: no cover - for annotations only
     from ..metrics import Metrics
     from ..settings import Settings
-    from .common import Out
 
 __all__ = ["Handler", "History", "ScanningHistory", "CheckpointStore"]
 
@@ -54,8 +55,10 @@ class History(Protocol):
         ...
 
 
+@runtime_checkable
 class ScanningHistory(History, Protocol):
-    """A history that can also read a partition once for all its keys (wrapped in a HistoryCache)."""
+    """A history that can also read a partition once for all its keys (a handler wraps it in a
+    :class:`~pipeline.kafka.history_cache.HistoryCache`)."""
 
     def scan(
         self, topic: str, partition: int, before_offset: int | None, from_offset: int = 0
@@ -66,7 +69,7 @@ class ScanningHistory(History, Protocol):
 
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Where handlers keep their states (``pipeline.kafka.checkpoints.CheckpointStore``: files;
+    """Where handlers keep their states (``pipeline.kafka.checkpoints.FileCheckpointStore``: files;
     ``pipeline.kafka.checkpoint_topic.KafkaCheckpointStore``: a compacted topic)."""
 
     def due(self, n_since: int) -> bool:

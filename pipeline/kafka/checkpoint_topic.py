@@ -1,15 +1,15 @@
 """Checkpoints on a compacted Kafka topic, so a worker on any host resumes from them.
 
-Local-disk checkpoints (:class:`~pipeline.kafka.checkpoints.CheckpointStore`) help only a worker
+Local-disk checkpoints (:class:`~pipeline.kafka.checkpoints.FileCheckpointStore`) help only a worker
 on the same host; a worker elsewhere that takes over a partition replays the key's whole
 history. With ``checkpoint_store = "kafka"`` the same sealed bytes (HMAC-SHA256 over header
-and pickle, see :mod:`pipeline.kafka.checkpoints`) go to the topic ``<prefix>checkpoints``, with
+and pickle, see :mod:`pipeline.kafka.checkpoint_seal`) go to the topic ``<prefix>checkpoints``, with
 ``cleanup.policy=compact``: Kafka keeps the newest record per record key, and a worker that
 meets a key without state reads its checkpoint from there.
 
 Record keys are ``kind/sha256(key)/slot``: each key alternates between two slots, so the
 two newest checkpoints survive compaction (a worker restores only one *before* the message it
-resumes at; see :mod:`pipeline.kafka.checkpoints`). Both slots of a key go to the same partition,
+resumes at; see :mod:`pipeline.kafka.checkpoint_seal`). Both slots of a key go to the same partition,
 so their offsets tell which is newer. The store keeps an index record key →
 (partition, offset), caught up from the topic's end on every look-up, and fetches only the
 records it needs. Every worker must share ``checkpoint_key``.
@@ -25,7 +25,7 @@ import zlib
 from typing import Any
 
 from ..settings import Settings
-from .checkpoints import CheckpointStore
+from .checkpoint_seal import SealedStore
 from .config import confluent_config
 
 __all__ = ["KafkaCheckpointStore", "CHECKPOINT_TOPIC", "CHECKPOINT_TOPIC_CONFIG", "ensure_checkpoint_topic"]
@@ -43,16 +43,20 @@ CHECKPOINT_TOPIC_CONFIG = {
 }
 
 
-class KafkaCheckpointStore(CheckpointStore):
-    """:class:`~pipeline.kafka.checkpoints.CheckpointStore` whose records live on a compacted topic.
+class KafkaCheckpointStore(SealedStore):
+    """Sealed checkpoints of per-key handler state, as records on a compacted topic.
 
     ``save`` produces and waits for the broker's acknowledgement; ``load`` catches the index up
     to the topic's current end (the records other workers wrote), then fetches the key's two
-    slots. Both run only every ``checkpoint_every`` messages of a key or on recovery.
+    slots. Both run only every ``checkpoint_every`` messages of a key or on recovery. Nothing
+    connects before the first ``save`` or ``load``:
+
+    >>> KafkaCheckpointStore(Settings(topic_prefix="team-a."), 500, secret=b"0123456789abcdef")
+    KafkaCheckpointStore('team-a.checkpoints', every=500)
     """
 
     def __init__(self, settings: Settings, every: int = 2000, *, secret: bytes, timeout: float = 30.0):
-        super().__init__(settings.state_dir, every, secret=secret)
+        super().__init__(every, secret=secret)
         self.settings = settings
         self.topic = settings.topic(CHECKPOINT_TOPIC)
         self.timeout = timeout
@@ -130,8 +134,23 @@ class KafkaCheckpointStore(CheckpointStore):
                 continue
             value = self._fetch(*where)
             if value is not None:
-                out.append((f"{self.topic}[{where[0]}]@{where[1]}", value))
+                out.append((self._where(*where), value))
         return out
+
+    def _where(self, partition: int, offset: int) -> str:
+        return f"{self.topic}[{partition}]@{offset}"
+
+    def _set_aside(self, kind: str, key: bytes, where: str) -> str:
+        """Drop the record from the index: it is not read again (records on a topic cannot be
+        renamed), and the key's next checkpoint goes to its slot and replaces it in compaction."""
+        prefix = self._prefix(kind, key)
+        for slot in (0, 1):
+            rk = prefix + str(slot).encode()
+            if rk in self._index and self._where(*self._index[rk]) == where:
+                del self._index[rk]
+                if self._slot.get(prefix) == slot:
+                    self._slot.pop(prefix)
+        return "not read again; the key's next checkpoint replaces it"
 
     def _reader(self) -> Any:
         from confluent_kafka import Consumer

@@ -55,8 +55,9 @@ from pathlib import Path
 from .. import exit_codes
 from ..kafka.config import BrokerError
 from ..settings import Secret
+from .ports import claim_port
 
-__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "main"]
+__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "main", "add_arguments", "run", "DESCRIPTION"]
 
 _REPO = Path(__file__).resolve().parents[2]
 _DEPLOY = _REPO / "deploy"
@@ -179,16 +180,6 @@ def _pid_alive(pid: int) -> bool:
     except OSError:
         return True
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((_HOST, port))
-        except OSError:
-            return False
-    return True
 
 
 def _tail(path: Path, lines: int = 30, start: int = 0) -> str:
@@ -564,11 +555,7 @@ class LocalBroker:
             if pid is None:
                 self.pid_file.unlink(missing_ok=True)
                 for name, port in (("port", self.port), ("controller_port", self.controller_port)):
-                    if not _port_free(port):
-                        raise BrokerError(
-                            f"{_HOST}:{port} ({name}) is already in use by another process; "
-                            f"stop it or choose another {name} (--{name.replace('_', '-')})"
-                        )
+                    claim_port(port, name, _HOST)  # waits out a TIME-WAIT left by a self-connected client
                 self._write_properties()
                 self._format_storage(java)
                 pid = self._launch(java)
@@ -683,18 +670,9 @@ class LocalBroker:
             return True
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.local.broker") -> int:
-    """``python -m pipeline.local.broker start|stop|status``; returns the exit code.
-
-    Exit codes: 0 done (``status``: running and ready), 1 error, 3 ``status``: not running or
-    not answering.
-    """
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Control the local single-node Kafka broker (KRaft) for local runs and tests.",
-        epilog=exit_codes.HELP,
-    )
-    parser.add_argument("command", choices=["start", "stop", "status"])
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The broker tool's arguments, on ``parser`` (this module's command line and ``streamxai broker``)."""
+    parser.add_argument("action", choices=["start", "stop", "status"], help="what to do with the broker")
     parser.add_argument("--port", type=int, default=9092, help="client listener (default 9092)")
     parser.add_argument("--controller-port", type=int, default=9093, help="KRaft controller listener (default 9093)")
     parser.add_argument("--data-dir", default=None, help="broker directory (default .streamxai/kafka in the repo)")
@@ -704,15 +682,22 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.loca
     parser.add_argument("--sasl-users", metavar="FILE", default=None,
                         help='require SASL (SCRAM-SHA-512) and ACLs; FILE holds name = "password" lines (TOML), '
                              "one of them admin, the super user; keep it private")
-    args = parser.parse_args(argv)
+    return parser
+
+
+DESCRIPTION = "Control the local single-node Kafka broker (KRaft) for local runs and tests."
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out parsed :func:`add_arguments` ``args``; returns the exit code."""
     try:
         sasl = SaslUsers.from_file(args.sasl_users) if args.sasl_users else None
         broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap, sasl=sasl)
-        if args.command == "start":
+        if args.action == "start":
             t0 = time.monotonic()
             st = broker.start(timeout=args.timeout or 90.0)
             print(f"{st} ({time.monotonic() - t0:.1f} s)")
-        elif args.command == "stop":
+        elif args.action == "stop":
             stopped = broker.stop(timeout=args.timeout or 30.0)
             print(f"broker stopped (data dir {broker.data_dir})" if stopped else "broker was not running")
         else:
@@ -723,6 +708,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.loca
         print(f"error: {exc}", file=sys.stderr)
         return exit_codes.ERROR
     return exit_codes.OK
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.local.broker") -> int:
+    """``python -m pipeline.local.broker start|stop|status``; returns the exit code.
+
+    Exit codes: 0 done (``status``: running and ready), 2 error, 3 ``status``: not running or
+    not answering.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=exit_codes.HELP)
+    return run(add_arguments(parser).parse_args(argv))
 
 
 if __name__ == "__main__":

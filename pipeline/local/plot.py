@@ -30,9 +30,8 @@ from schemas import StreamxaiError
 from ..settings import Settings
 from .dashboard.state import DashboardState
 
-__all__ = ["read_stream", "plot_view", "write_html", "ORDER"]
+__all__ = ["read_stream", "plot_view", "write_html"]
 
-ORDER = ("ipfi", "isage", "ipdp")
 NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)"}
 
 
@@ -40,22 +39,14 @@ def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int 
     """Everything the topics hold about ``stream_id`` (read from the beginning until ``idle``
     seconds pass without a message), as a dashboard view."""
     from ..kafka.io import consume
-    from .dashboard.server import TOPICS
 
-    state = DashboardState(max_points=max_points)
+    state = DashboardState(max_points=max_points, only=stream_id)
     n = len(s.topic_prefix)
-    topics = [s.topic(t) for t in TOPICS if t != "change-episodes" or _exists(s, s.topic(t))]
-    import orjson
-
+    topics = [s.topic(t) for t in state.TOPICS if t != "change-episodes" or _exists(s, s.topic(t))]
     for rec in consume(s, topics, idle_timeout=idle):
         if rec.key is not None and not rec.key.decode(errors="replace").startswith(stream_id):
             continue  # keys are stream_id or stream_id/...: skip other streams without decoding
-        try:
-            obj = orjson.loads(rec.value) if rec.value else None
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and obj.get("stream_id") == stream_id:
-            state.add(rec.topic[n:], obj)
+        state.feed(rec.topic[n:], rec.value)
     view = state.stream_view(stream_id)
     if view is None or not view["explainers"]:
         raise StreamxaiError(
@@ -72,10 +63,6 @@ def _exists(s: Settings, topic: str) -> bool:
     return topic in AdminClient(confluent_config(s)).list_topics(timeout=10).topics
 
 
-def _ordered(explainers: list[str]) -> list[str]:
-    return sorted(explainers, key=lambda e: (ORDER.index(e) if e in ORDER else len(ORDER), e))
-
-
 def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
     """Draw ``view`` (:meth:`DashboardState.stream_view`) into the PNG ``path``."""
     import matplotlib
@@ -84,7 +71,7 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import EngFormatter, MaxNLocator
 
-    explainers = _ordered(view["explainers"])
+    explainers = view["explainers"]  # in the order of pipeline.core.stream.EXPLAINER_NAMES
     curves = view.get("curves") or {}
     then_curves = view.get("curves_at_change") or {}
     features = sorted({f for ex in explainers for f in view["series"][ex]})

@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
-from pipeline_helpers import make_settings  # noqa: E402
+from helpers.pipeline_runs import make_settings  # noqa: E402
 
 from pipeline.kafka.config import ensure_topics  # noqa: E402
 from pipeline.kafka.io import consume, produce_events  # noqa: E402

@@ -10,7 +10,8 @@ import hashlib
 
 import orjson
 import pytest
-from pipeline_helpers import collect, make_settings, worker_metrics
+from helpers.damage import DAMAGES, damaged
+from helpers.pipeline_runs import collect, make_settings, wait_for_commit, worker_metrics
 
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_raw
@@ -155,7 +156,6 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     replays with the recorded decisions. Before, a replay explained every event the first run
     had shed (defect 6), so the group's count of explained events jumped at the restart."""
     import signal
-    import time
 
     from pipeline.local.ports import free_port
 
@@ -168,7 +168,7 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     try:
         produce_raw(s, s.topic("features"), [(b"sh", dumps(e)) for e in events[:1000]])
         collect(s, "explanations", lambda ms: any(m["seq"] >= 300 for m in ms), timeout=180)
-        time.sleep(4)  # a commit
+        wait_for_commit(s, ["explain-tasks"], at_least=300)  # a commit mid-burst
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         again = s.replace(web_port=free_port())
@@ -218,3 +218,136 @@ def test_a_dead_letter_limit_over_the_topics_limit_stops_the_worker(bootstrap, t
     with pytest.raises(ConfigError, match=r"accepts messages up to 200000 bytes .* at most 198976"):
         ensure_topics(s)
     ensure_topics(s.replace(max_dead_letter_bytes=198_976))
+
+
+# --- issue 15, fault 1: a damaged state_dir -------------------------------------------------------
+
+def _expected_explanations(s, events_by_stream):
+    want = {}
+    for sid, evs in events_by_stream.items():
+        se = stream_explainer(s, sid)
+        for e in evs:
+            values = se.process_one(e.x, e.y)
+            if se.n_seen % s.emit_every == 0:
+                want.update({(sid, e.seq, v.feature): v.value for v in values})
+    return want
+
+
+def _damage_checkpoint_topic(s, bootstrap):
+    """Overwrite every checkpoint record on the topic with a damaged copy (the next damage per
+    record); returns the damages used per kind."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from pipeline.kafka.checkpoint_topic import CHECKPOINT_TOPIC
+
+    topic = s.topic(CHECKPOINT_TOPIC)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "damage", "enable.auto.commit": False})
+    newest = {}
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+        c.assign([TopicPartition(topic, p, 0) for p in parts])
+        todo = {p for p, end in ends.items() if end > 0}
+        for _ in range(200):  # bounded: a few thousand records at most
+            if not todo:
+                break
+            for msg in c.consume(500, 0.5):
+                if not msg.error():
+                    newest[msg.key()] = (msg.partition(), msg.value())
+                    if msg.offset() >= ends[msg.partition()] - 1:
+                        todo.discard(msg.partition())
+        assert not todo, "could not read the checkpoint topic"
+    finally:
+        c.close()
+    p = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 64 * 1024 * 1024})
+    used: dict[str, set] = {}
+    for i, (rk, (part, value)) in enumerate(sorted(newest.items())):
+        how = DAMAGES[i % len(DAMAGES)]
+        used.setdefault(rk.split(b"/")[0].decode(), set()).add(how)
+        p.produce(topic, key=rk, value=damaged(value, how), partition=part)
+    assert p.flush(30) == 0
+    return used
+
+
+def _damage_files(state_dir):
+    used: dict[str, set] = {}
+    for kind_dir in sorted((state_dir / "checkpoints").iterdir()):
+        for i, path in enumerate(sorted(kind_dir.iterdir())):
+            how = DAMAGES[i % len(DAMAGES)]
+            used.setdefault(kind_dir.name, set()).add(how)
+            path.write_bytes(damaged(path.read_bytes(), how))
+    return used
+
+
+@pytest.mark.parametrize("store", ["local", "kafka"])
+def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_path, store):
+    """Every checkpoint (model, explain, drift; truncated, zero-length, random bytes, another key)
+    is damaged between two runs, on disk or on the checkpoint topic; before, a damaged
+    checkpoint.key stopped the worker with a UnicodeDecodeError traceback (issue 15, fault 1).
+    Now an unusable key file is one line at start, and the damaged checkpoints are set aside and
+    their states rebuilt by replay: the values are those of the in-process core."""
+    import subprocess
+    import sys
+
+    from pipeline.local.ports import free_port
+    from pipeline.settings import Secret
+    from pipeline.worker import settings_env
+
+    state = tmp_path / "state"
+    s = make_settings(bootstrap, str(state), explain_groups=1, explainers=["ipfi"], checkpoint_every=15,
+                      checkpoint_store=store, checkpoint_key=Secret("k" * 32 if store == "kafka" else ""))
+    streams = {f"d{i}": list(agrawal_events(f"d{i}", 90, seed=20 + i)) for i in range(4)}
+    want = _expected_explanations(s, streams)
+    ensure_topics(s)
+
+    def produce(lo, hi):
+        produce_raw(s, s.topic("features"), [(sid.encode(), dumps(e)) for i in range(lo, hi)
+                                             for sid, evs in streams.items() for e in evs[i:i + 1]])
+
+    def explained(upto):
+        return lambda ms: {(m["stream_id"], m["seq"], m["feature"]) for m in ms} >= {
+            k for k in want if k[1] < upto}
+
+    first = spawn_worker(s, log_file=str(tmp_path / "a.log"), loglevel="warning")
+    try:
+        produce(0, 70)
+        collect(s, "explanations", explained(70), timeout=180)
+    finally:
+        stop_worker(first)
+    if store == "local":
+        used = _damage_files(state)
+        key_file = state / "checkpoint.key"
+        key = key_file.read_bytes()
+        key_file.write_bytes(b"\x80" + key[1:])
+        env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("STREAMXAI_")}
+        env.update(settings_env(s.replace(web_port=free_port())))
+        run = subprocess.run([sys.executable, "-m", "pipeline.cli", "worker", "--loglevel", "warning"], env=env,
+                             capture_output=True, text=True, timeout=120)
+        errors = [ln for ln in run.stderr.splitlines() if "error" in ln.lower()]
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+        assert len(errors) == 1 and "checkpoint key file" in errors[0] and "restore it" in errors[0], run.stderr
+        assert key_file.read_bytes() == b"\x80" + key[1:]  # not replaced
+        key_file.write_bytes(key)  # restored, as the line says
+        again = s.replace(web_port=free_port())
+    else:
+        used = _damage_checkpoint_topic(s, bootstrap)
+        again = s.replace(web_port=free_port(), state_dir=str(tmp_path / "another-host"))
+    assert set(used) == {"model", "explain", "drift"} and all(len(d) == len(DAMAGES) for d in used.values()), used
+    second = spawn_worker(again, log_file=str(tmp_path / "b.log"), loglevel="warning")
+    try:
+        produce(70, 90)
+        expl = collect(s, "explanations", explained(90), timeout=180)
+        counters = worker_metrics(again)["counters"]
+    finally:
+        stop_worker(second)
+    got = {(m["stream_id"], m["seq"], m["feature"]): m["value"] for m in expl}
+    assert {k: got[k] for k in want} == want  # rebuilt by replay: the in-process core's values
+    assert counters.get("checkpoints_restored", 0) == 0 and counters.get("replayed_events", 0) > 0, counters
+    log = (tmp_path / "b.log").read_text(errors="replace")
+    assert "Traceback" not in log, log[-3000:]
+    refused = [ln for ln in log.splitlines() if "refusing checkpoint" in ln]
+    assert refused and all("set aside" in ln and "rebuilt by replay" in ln for ln in refused), log[-3000:]
+    assert len(refused) == len(set(refused))  # one line per checkpoint
+    if store == "local":
+        aside = {p.parent.name for p in (state / "checkpoints").rglob("*.refused")}
+        assert aside == {"model", "explain", "drift"}

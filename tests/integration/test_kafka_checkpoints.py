@@ -7,11 +7,11 @@ import logging
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
-from pipeline_helpers import make_settings
+from helpers.pipeline_runs import make_settings
 
+from pipeline.app import checkpoint_store
 from pipeline.handlers.common import Source
 from pipeline.kafka.checkpoint_topic import CHECKPOINT_TOPIC, KafkaCheckpointStore
-from pipeline.kafka.checkpoints import checkpoint_store
 from pipeline.settings import Secret
 
 

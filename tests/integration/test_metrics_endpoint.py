@@ -7,12 +7,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-from pipeline_helpers import collect, make_settings
+from helpers.pipeline_runs import collect, make_settings
+from helpers.streams import threshold_events
 from prometheus_client.parser import text_string_to_metric_families
 
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_events, produce_raw
-from pipeline.local.demo_stream import threshold_events
 from pipeline.metrics import LABELLED
 from pipeline.worker import spawn_worker, stop_worker
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError
-from pipeline_helpers import collect, make_settings
+from helpers.pipeline_runs import collect, make_settings
 
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_events

@@ -9,11 +9,14 @@ import pickle
 
 import orjson
 import pytest
+from helpers.damage import DAMAGES, damaged
 
+from pipeline.app import checkpoint_store
 from pipeline.handlers import ExplainHandler, ModelHandler, Source
-from pipeline.kafka.checkpoints import CheckpointStore, checkpoint_secret, checkpoint_store
+from pipeline.kafka.checkpoint_seal import checkpoint_secret
+from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.local.demo_stream import agrawal_events
-from pipeline.settings import Secret, Settings
+from pipeline.settings import AGRAWAL_FEATURES, Secret, Settings
 from schemas import ConfigError, dumps
 
 KEY = b"test-checkpoint-key-0123456789"
@@ -28,7 +31,7 @@ class _Exploit:
 
 
 def store(tmp_path, **kw):
-    return CheckpointStore(tmp_path / "checkpoints", kw.pop("every", 5), secret=kw.pop("secret", KEY))
+    return FileCheckpointStore(tmp_path / "checkpoints", kw.pop("every", 5), secret=kw.pop("secret", KEY))
 
 
 def test_round_trip_and_hashed_names(tmp_path):
@@ -54,7 +57,7 @@ def test_a_crafted_checkpoint_is_refused_and_never_unpickled(tmp_path, caplog, f
     elif forge == "v2-bad-tag":
         data = b"streamxai-checkpoint/v2\n" + b"0" * 64 + b"\n" + header + b"\n" + payload
     else:  # a genuine checkpoint of another key, renamed to stand for this one
-        attacker = CheckpointStore(tmp_path / "checkpoints", 5, secret=KEY)
+        attacker = FileCheckpointStore(tmp_path / "checkpoints", 5, secret=KEY)
         attacker.save("model", b"other", _Exploit(marker), Source("features", 0, 3))
         data = attacker._paths("model", b"other")[0].read_bytes()
     newest.write_bytes(data)
@@ -92,7 +95,7 @@ def test_the_previous_checkpoint_serves_when_the_newest_is_not_before_the_messag
 def _settings(**over):
     base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
                 emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                explainers=["ipfi"], checkpoint_every=25)
+                explainers=["ipfi"], checkpoint_every=25, features=list(AGRAWAL_FEATURES))
     base.update(over)
     return Settings(**base)
 
@@ -169,3 +172,73 @@ def test_generated_key_file_is_private_reused_and_never_shown(tmp_path, caplog):
 def test_short_checkpoint_key_is_a_config_error():
     with pytest.raises(ConfigError, match="checkpoint_key is too short"):
         Settings(checkpoint_key=Secret("short"))
+
+
+# --- issue 15, fault 1: a damaged state_dir ------------------------------------------------------
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_checkpoint_is_set_aside_with_one_line_and_the_next_one_is_used(tmp_path, caplog, how):
+    st = store(tmp_path)
+    st.save("model", b"s", "old", Source("features", 0, 4))
+    st.save("model", b"s", "new", Source("features", 0, 9))
+    newest, previous = st._paths("model", b"s")
+    newest.write_bytes(damaged(newest.read_bytes(), how))
+    with caplog.at_level(logging.WARNING, logger="streamxai"):
+        assert st.load("model", b"s", "features", 0) == ("old", 4)  # the previous one serves
+        assert st.load("model", b"s", "features", 0) == ("old", 4)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "set aside" in lines[0] and "rebuilt by replay" in lines[0], lines
+    assert not newest.exists()
+    (aside,) = newest.parent.glob(newest.name + ".refused*")
+    assert str(aside) in lines[0]
+    st.save("model", b"s", "newer", Source("features", 0, 12))  # writing goes on as before
+    assert st.load("model", b"s", "features", 0) == ("newer", 12)
+
+
+class _Gone:
+    pass
+
+
+def test_a_signed_checkpoint_that_cannot_be_unpickled_is_set_aside(tmp_path, caplog, monkeypatch):
+    # written by another version whose state class is gone: the signature holds, unpickling fails
+    st = store(tmp_path)
+    st.save("drift", b"s", _Gone(), Source("explanations", 0, 4))
+    monkeypatch.delattr(__import__(__name__), "_Gone")
+    with caplog.at_level(logging.WARNING, logger="streamxai"):
+        assert st.load("drift", b"s", "explanations", 0) is None
+    assert "cannot be unpickled" in caplog.text and "set aside" in caplog.text
+
+
+def test_an_unreadable_checkpoint_is_set_aside(tmp_path, caplog):
+    st = store(tmp_path)
+    newest, _ = st._paths("explain", b"s/0")
+    newest.mkdir(parents=True)  # reading it fails (as root, a mode does not stop a read)
+    with caplog.at_level(logging.WARNING, logger="streamxai"):
+        assert st.load("explain", b"s/0", "tasks", 0) is None
+    assert "set aside" in caplog.text and not newest.exists()
+
+
+@pytest.mark.parametrize("how", ["random-bytes", "zero-length", "text", "truncated", "a-directory"])
+def test_an_unusable_key_file_is_one_clear_line_and_is_never_replaced(tmp_path, how):
+    path = tmp_path / "checkpoint.key"
+    good = checkpoint_secret("", tmp_path)
+    if how == "random-bytes":
+        path.write_bytes(b"\x80" + os.urandom(63))
+    elif how == "zero-length":
+        path.write_bytes(b"")
+    elif how == "text":
+        path.write_text("this is not the key streamxai wrote\n")
+    elif how == "truncated":
+        path.write_bytes(good[:20])
+    else:
+        path.unlink()
+        path.mkdir()
+    before = path.read_bytes() if path.is_file() else None
+    with pytest.raises(ConfigError) as err:
+        checkpoint_secret("", tmp_path)
+    msg = str(err.value)
+    assert "\n" not in msg and str(path) in msg
+    assert "restore it" in msg and "checkpoint_key" in msg and "delete it" in msg  # what to do
+    assert (path.read_bytes() if path.is_file() else None) == before  # never silently replaced
+    if before:
+        assert before.decode(errors="replace")[:8] not in msg  # nothing of the key is shown

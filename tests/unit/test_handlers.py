@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from helpers.handler_inputs import drift_settings, explanation_v2, settings
 
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import stream_explainer
-from pipeline.settings import Settings
 from schemas import dumps
-
-
-def settings(**over):
-    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
-    base.update(over)
-    return Settings(**base)
 
 
 class FakeLog:
@@ -118,12 +111,12 @@ def test_model_handler_rebuilds_the_model_and_drops_duplicates():
 
 
 def test_checkpoint_plus_short_replay_is_exact(tmp_path):
-    from pipeline.kafka.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = settings(checkpoint_every=20)
     events = list(agrawal_events("c", 150, seed=5))
     log = run_model(s, events)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
+    store = FileCheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
     first = ExplainHandler(s, checkpoints=store)
     second = ExplainHandler(s, history=log.history, checkpoints=store)
     got = explain_all(s, log, lambda p, off: first if off < 75 else second)
@@ -135,7 +128,7 @@ def test_checkpoint_plus_short_replay_is_exact(tmp_path):
 
 
 def test_model_checkpoint_restores_the_model(tmp_path):
-    from pipeline.kafka.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = settings(checkpoint_every=25)
     events = list(agrawal_events("mc", 100, seed=6))
@@ -143,7 +136,7 @@ def test_model_checkpoint_restores_the_model(tmp_path):
     log = FakeLog()
     for k, v in raws:
         log.append("features", 0, k, v)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
+    store = FileCheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32)
 
     def preds(handler, offsets):
         out = {}
@@ -160,23 +153,6 @@ def test_model_checkpoint_restores_the_model(tmp_path):
     assert preds(resumed, range(60, 100)) == {q: full[q] for q in range(60, 100)}
     assert resumed.metrics.get("checkpoints_restored") == 1
     assert resumed.metrics.get("replayed_events") == 60 - 50  # checkpoint after event 49
-
-
-def explanation_v2(stream_id, explainer, feature, seq, value, block, n_explained, loss=None, curve=None):
-    """An explanation/v2 payload (block and model_loss as ``(n, mean, m2)``)."""
-    from schemas import dumps_obj
-
-    def mom(b):
-        return None if b is None else {"n": b[0], "mean": b[1], "m2": b[2]}
-
-    return dumps_obj({"schema": "explanation/v2", "stream_id": stream_id, "explainer": explainer, "feature": feature,
-                      "value": value, "seq": seq, "n_explained": n_explained, "n_seen": seq + 1,
-                      "model_version": seq, "curve": curve, "stderr": None, "block": mom(block),
-                      "model_loss": mom(loss)})
-
-
-def drift_settings(**over):
-    return settings(explainers=["ipfi"], drift_warmup=0, drift_episode_gap=500, **over)
 
 
 def explanation_log(s, n=1200, shift_at=600):
@@ -207,7 +183,7 @@ def drift_outputs(handler_for, log):
 
 @pytest.mark.parametrize("checkpoint_every", [0, 150])
 def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, checkpoint_every):
-    from pipeline.kafka.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = drift_settings(checkpoint_every=checkpoint_every)
     log = explanation_log(s)
@@ -220,8 +196,10 @@ def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, 
     # ~(6 / 1)^2 = 36 events for car past the 100-increment minimum per side (measured: both at 3059)
     assert sorted(e["feature"] for e in events) == ["age", "car"]
     assert all(e["cut_seq"] == 3000 and 3000 < e["seq"] < 3500 for e in events), events
-    assert [(e["first_seq"], e["cut_seq"]) for e in episodes] == [(3059, 3000)]  # one episode, closed after the gap
-    store = CheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
+    # one episode: open once the report of its first change is complete, closed after the gap
+    assert [(e["status"], e["first_seq"], e["cut_seq"]) for e in episodes] == [("open", 3059, 3000),
+                                                                              ("closed", 3059, 3000)]
+    store = FileCheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
     first = DriftHandler(s, checkpoints=store)
     second = DriftHandler(s, history=log.history, checkpoints=store)
     # the first handler dies at offset 1100 (point 550 of each series, before the shift)
@@ -251,7 +229,7 @@ def test_change_event_and_episode_explain_the_change():
     h = DriftHandler(s)
     outs = drift_outputs(lambda off: h, log)
     events = [orjson.loads(v) for t, _, v in outs if t == "drift-events"]
-    (episode,) = [orjson.loads(v) for t, _, v in outs if t == "change-episodes"]
+    opened, episode = [orjson.loads(v) for t, _, v in outs if t == "change-episodes"]
     age = next(e for e in events if e["feature"] == "age")
     assert age["schema"] == "drift_event/v2" and age["series"] == "d/ipfi/age"
     # levels are means of increments, so they show the whole step (0.1 -> 0.4), with intervals
@@ -261,6 +239,16 @@ def test_change_event_and_episode_explain_the_change():
     assert age["loss_before"] == pytest.approx(0.1) and age["loss_after"] == pytest.approx(0.3)
     assert age["rank_after"]["age"] == 1
     assert [c["feature"] for c in episode["changes"]] == ["age", "car"]  # ranked by relative effect
+    # why: the model's loss rose from 0.1 to 0.3 at the cut -- a degradation, which alerts by default,
+    # when the episode opens (one report after its first change), counted by kind and alert
+    assert (opened["status"], opened["kind"], opened["alert"], opened["closed_seq"]) == ("open", "degradation", True, None)
+    assert opened["first_seq"] == episode["first_seq"] and opened["changes"] == episode["changes"]
+    assert opened["kind"] == episode["kind"] and episode["alert"] and episode["status"] == "closed"
+    assert episode["loss_ci_before"][0] < 0.1 < episode["loss_ci_before"][1] and episode["loss_z"] > 1.96
+    assert all(c["kind"] == "degradation" for c in episode["changes"])
+    assert h.metrics.get("change_episodes{alert=true,kind=degradation}") == 1
+    assert h.metrics.get("change_episodes{alert=false,kind=learning}") == 0
+    assert h.metrics.get("drift_events{kind=degradation}") == 2
     assert episode["cut_seq"] == 3000 and episode["closed_seq"] > episode["last_seq"] + s.drift_episode_gap
     ex = episode["explanations"]["ipfi"]
     assert ex["car"]["before"] == pytest.approx(0.1, abs=0.03) and ex["car"]["after"] == pytest.approx(0.3, abs=0.03)
@@ -272,7 +260,7 @@ def test_change_event_and_episode_explain_the_change():
     import jsonschema
 
     json_dir = Path(__file__).resolve().parents[2] / "schemas" / "json"
-    for msg in [*events, episode]:
+    for msg in [*events, opened, episode]:
         jsonschema.validate(msg, json.loads((json_dir / (msg["schema"].replace("/", ".") + ".json")).read_text()))
 
 
@@ -304,14 +292,14 @@ def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
 
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["full-replay", "checkpoint+replay"])
 def test_increment_blocks_and_model_loss_survive_a_restart_exactly(tmp_path, checkpoint):
-    from pipeline.kafka.checkpoints import CheckpointStore
+    from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = settings(checkpoint_every=20 if checkpoint else 0, explain_groups=2)
     events = list(agrawal_events("k", 150, seed=6))
     log = run_model(s, events)
     eh = ExplainHandler(s)
     uninterrupted = explain_all(s, log, lambda p, off: eh, whole=True)
-    store = CheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32) if checkpoint else None
+    store = FileCheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"k" * 32) if checkpoint else None
     first = ExplainHandler(s, checkpoints=store)
     second = ExplainHandler(s, history=log.history, checkpoints=store)
     restarted = explain_all(s, log, lambda p, off: first if off < 77 else second, whole=True)

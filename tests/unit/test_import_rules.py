@@ -3,53 +3,10 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
+from helpers.imports import modules
 
-ROOT = Path(__file__).resolve().parents[2]
 KAFKA_CLIENTS = ("faust", "aiokafka", "confluent_kafka", "kafka", "mode")
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def imports_of(source: str, module: str, is_package: bool = False) -> set[str]:
-    """Absolute names of the modules ``source`` (the text of ``module``) imports.
-
-    >>> sorted(imports_of("import os\\nfrom ..kafka import io\\nfrom .x import y", "pipeline.local.demo"))
-    ['os', 'pipeline.kafka', 'pipeline.kafka.io', 'pipeline.local.x', 'pipeline.local.x.y']
-    """
-    package = module.split(".") if is_package else module.split(".")[:-1]
-    found = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-                base = ".".join(base + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            found.add(base)
-            # ``from pkg import sub`` may import a submodule: keep both names
-            found.update(f"{base}.{a.name}" for a in node.names)
-    return found
-
-
-def modules(*folders: str) -> dict[str, set[str]]:
-    out = {}
-    for folder in folders:
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            name = module_name(path)
-            out[name] = imports_of(path.read_text(), name, path.name == "__init__.py")
-    assert out, f"no modules under {folders}"
-    return out
 
 
 def within(name: str, prefix: str) -> bool:
@@ -87,3 +44,43 @@ def test_kafka_plumbing_imports_only_itself_and_settings_of_pipeline():
     allowed = ("pipeline.kafka", "pipeline.settings")
     assert violations(modules("pipeline/kafka"), lambda n: within(n, "pipeline") and not any(
         within(n, a) for a in allowed)) == []
+
+
+def import_cycle(mods: dict[str, set[str]]) -> list[str]:
+    """One cycle among the modules of ``mods`` (as a path that ends where it starts), or [].
+
+    >>> import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})
+    ['a', 'b', 'c', 'a']
+    >>> import_cycle({"a": {"b", "os"}, "b": set()})
+    []
+    """
+    graph = {m: sorted(i for i in imps if i in mods and i != m) for m, imps in mods.items()}
+    done: set[str] = set()
+
+    def visit(m: str, path: list[str]) -> list[str]:
+        if m in path:
+            return path[path.index(m):] + [m]
+        if m in done:
+            return []
+        for n in graph[m]:
+            found = visit(n, path + [m])
+            if found:
+                return found
+        done.add(m)
+        return []
+
+    for m in sorted(graph):
+        found = visit(m, [])
+        if found:
+            return found
+    return []
+
+
+def test_no_import_cycles():
+    """Over every module of pipeline, agents and schemas, counting every import (also those for
+    annotations only, under ``TYPE_CHECKING``). Issue 14 found two: handlers/common.py and
+    handlers/protocols.py (``Out`` now has its own module), kafka/checkpoints.py and
+    kafka/checkpoint_topic.py (sealing is its own module; the worker's wiring picks the store)."""
+    mods = modules("pipeline", "agents", "schemas")
+    assert {"pipeline.handlers.common", "pipeline.kafka.checkpoints", "agents._forward", "schemas.wire"} <= set(mods)
+    assert import_cycle(mods) == []

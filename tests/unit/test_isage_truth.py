@@ -2,15 +2,8 @@
 
 Frozen model: the true agrawal classification function 1 (river index 1), which reads only
 ``age`` and ``salary``; the stream is river's stationary Agrawal generator with that function
-(no perturbation), so the label equals the model's output. Ground truth by SAGE's definition
-``v(S) = E[l(y, E[f(X) | X_S = x_S])]`` with interventional (marginal) removal: ``age`` is
-uniform on the 61 integers 20..80 and ``salary`` uniform on [20k, 150k], independent of each
-other, and the model ignores every other feature, so ``v(S)`` depends on ``S`` only through
-``S & {age, salary}`` and the two-player Shapley formula gives the values of the used
-features; every other feature's SAGE value is exactly 0. The expectations are computed on
-all 61 ages and a midpoint grid of salary with cells of 10 (every breakpoint of the model is
-a multiple of 10, so the grid is exact for the 0/1 model; for the soft model of the
-cross-entropy test its error is below 1e-6).
+(no perturbation), so the label equals the model's output. The exact SAGE values and how
+they are computed: ``tests/helpers/agrawal_truth.py``.
 
 Tolerances. Per seed, the iSAGE value has variance ``sigma^2 a / (2 - a)`` (Theorem 3.2),
 ``sigma`` the sd of one event's increment, *measured* from the run's own increments; the
@@ -23,8 +16,8 @@ from __future__ import annotations
 import itertools
 import math
 
-import numpy as np
 import pytest
+from helpers.agrawal_truth import AGRAWAL, agrawal_f1, exact_sage, f1_grid, value_of
 from river import datasets
 
 from pipeline.core.batch import sage
@@ -32,26 +25,8 @@ from pipeline.core.explainers import ISAGE
 from pipeline.core.losses import BrierOf
 from pipeline.core.model import ModelFunction
 
-AGRAWAL = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 USED = ("salary", "age")
 SEEDS = (1, 2, 3)
-
-
-def agrawal_f1(x):
-    """River's classification function 1 on a dict (the frozen model)."""
-    age, salary = x["age"], x["salary"]
-    if age < 40:
-        return 1 if 50000 <= salary <= 100000 else 0
-    if age < 60:
-        return 1 if 75000 <= salary <= 125000 else 0
-    return 1 if 25000 <= salary <= 75000 else 0
-
-
-def f1_grid(age, salary):
-    young = (age < 40) & (salary >= 50000) & (salary <= 100000)
-    mid = (age >= 40) & (age < 60) & (salary >= 75000) & (salary <= 125000)
-    old = (age >= 60) & (salary >= 25000) & (salary <= 75000)
-    return (young | mid | old).astype(float)
 
 
 def soft_grid(age, salary):
@@ -64,10 +39,6 @@ def soft_model(x):
 
 
 # model outputs, per wrapper (module-level so that explainers holding them pickle)
-def value_of(x):
-    return float(agrawal_f1(x))
-
-
 def proba_of(x):
     p = float(agrawal_f1(x))
     return {0: 1.0 - p, 1: p}
@@ -76,44 +47,6 @@ def proba_of(x):
 def soft_proba(x):
     p = soft_model(x)
     return {0: 1.0 - p, 1: p}
-
-
-# ---------------------------------------------------------------------------------------
-# exact SAGE values
-# ---------------------------------------------------------------------------------------
-
-AGES = np.arange(20, 81, dtype=float)[:, None]                 # 61 x 1
-SALARIES = (20000 + 10 * (np.arange(13000) + 0.5))[None, :]    # 1 x 13000
-
-
-def losses_on_grid(loss: str, y, p):
-    """Vectorised loss of the predicted probability ``p`` of class 1 for labels ``y``."""
-    if loss in ("squared", "brier_of"):
-        return (y - p) ** 2
-    if loss == "brier":
-        return 2 * (y - p) ** 2
-    if loss == "absolute":
-        return np.abs(y - p)
-    if loss == "cross_entropy":
-        q = np.clip(np.where(y == 1, p, 1 - p), 1e-7, 1 - 1e-7)
-        return -np.log(q)
-    raise ValueError(loss)
-
-
-def exact_sage(loss: str, model_grid) -> dict[str, float]:
-    y = f1_grid(AGES, SALARIES)
-    p = model_grid(AGES, SALARIES) * np.ones_like(y)
-    restricted = {
-        (): np.full_like(y, p.mean()),
-        ("salary",): np.broadcast_to(p.mean(axis=0, keepdims=True), y.shape),
-        ("age",): np.broadcast_to(p.mean(axis=1, keepdims=True), y.shape),
-        ("age", "salary"): p,
-    }
-    v = {s: float(losses_on_grid(loss, y, r).mean()) for s, r in restricted.items()}
-    out = dict.fromkeys(AGRAWAL, 0.0)
-    out["salary"] = 0.5 * ((v[()] - v[("salary",)]) + (v[("age",)] - v[("age", "salary")]))
-    out["age"] = 0.5 * ((v[()] - v[("age",)]) + (v[("salary",)] - v[("age", "salary")]))
-    return out
 
 
 def test_exact_values_match_the_issue():
@@ -190,6 +123,7 @@ def check_against_truth(case: str, n: int, alpha: float, m: int, truth: dict[str
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.slow
 def test_isage_is_unbiased_on_a_frozen_model(case):
     truth = exact_sage(case, f1_grid)
     # alpha = 0.002 and 6,000 events: the zero start's bias (1 - a)^n |phi| < e^-11 |phi|
@@ -210,6 +144,7 @@ def test_the_papers_estimator_shows_the_bias_issue_10_reports():
     assert min(values[f] for f in AGRAWAL if f not in USED) < -0.01
 
 
+@pytest.mark.slow
 def test_cross_entropy_bias_is_bounded_by_the_measured_jensen_gap():
     """Cross-entropy has no unbiased estimate from a few draws: the plug-in's biases sum to the
     Jensen gap G_m({}) of the all-imputed coalition, which ``jensen_gap`` estimates, and each

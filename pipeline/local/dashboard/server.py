@@ -1,9 +1,9 @@
 """The dashboard process: a plain Kafka consumer of the output topics and an aiohttp server.
 
-A background thread consumes ``predictions``, ``explanations``, ``drift-events`` and
-``change-episodes`` (whichever exist, picked up by a topic-name pattern as they appear)
-with its own throwaway consumer group, folds them into a :class:`DashboardState`, and the
-web server answers:
+A background thread consumes the topics the reader reads (``predictions``, ``explanations``,
+``drift-events``, ``change-episodes``: whichever exist, picked up by a topic-name pattern as
+they appear) with its own throwaway consumer group, feeds them to a :class:`DashboardState`,
+and the web server answers:
 
 - ``GET /`` the page, ``GET /static/...`` its script, style and the vendored uPlot;
 - ``GET /api/streams`` every stream's summary, ``GET /api/stream/{id}`` one stream's view;
@@ -36,7 +36,7 @@ __all__ = ["DashboardConsumer", "make_web_app", "run_dashboard", "TOPICS"]
 
 log = logging.getLogger("streamxai.dashboard")
 STATIC = Path(__file__).parent / "static"
-TOPICS = ("predictions", "explanations", "drift-events", "change-episodes")
+TOPICS = DashboardState.TOPICS  # the topics the reader reads
 
 
 class DashboardConsumer:
@@ -93,18 +93,8 @@ class DashboardConsumer:
                                 self.error = str(msg.error())
                                 log.warning("consuming %s: %s", msg.topic(), msg.error())
                             continue
-                        try:
-                            obj = orjson.loads(msg.value()) if msg.value() else None
-                        except orjson.JSONDecodeError:
-                            self.state.ignored += 1
-                            continue
                         kind, ts_ms = msg.timestamp()
-                        try:
-                            self.state.add(msg.topic()[n:], obj, ts_ms / 1000.0 if kind and ts_ms > 0 else None)
-                        except Exception:  # one odd message must not stop the page's updates
-                            self.state.ignored += 1
-                            log.exception("dashboard: could not show %s[%d]@%d", msg.topic(), msg.partition(),
-                                          msg.offset())
+                        self.state.feed(msg.topic()[n:], msg.value(), ts_ms / 1000.0 if kind and ts_ms > 0 else None)
         finally:
             c.close()
 

@@ -154,7 +154,7 @@ const Z95 = 1.96;
 
 function renderImportance(v) {
   const parent = $("#importance");
-  for (const ex of orderExplainers(v.explainers)) {
+  for (const ex of v.explainers) {  // in the server's order (pipeline.core.stream.EXPLAINER_NAMES)
     const feats = Object.keys(v.series[ex]);
     const tables = feats.map((f) => {
       const s = v.series[ex][f];
@@ -188,14 +188,8 @@ function renderImportance(v) {
   }
 }
 
-const ORDER = ["ipfi", "isage", "ipdp"];
-function orderExplainers(exs) {
-  const rank = (e) => (ORDER.indexOf(e) < 0 ? ORDER.length : ORDER.indexOf(e));
-  return exs.slice().sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
-}
-
 function renderRanking(v) {
-  const html = orderExplainers(v.explainers).map((ex) => {
+  const html = v.explainers.map((ex) => {
     const rows = v.ranking[ex] || [];
     const top = Math.max(1e-12, ...rows.map((r) => Math.abs(r.value)));
     return `<div class="rank-group" data-explainer="${esc(ex)}"><b>${esc(ex)}</b>` + rows.map((r) =>
@@ -226,6 +220,7 @@ function renderLoss(v) {
 
 function renderPdp(v) {
   const parent = $("#pdp");
+  $("#pdp-box").hidden = !Object.keys(v.curves || {}).length;  // a stream whose profile runs no iPDP
   for (const [f, c] of Object.entries(v.curves || {}).sort()) {
     const then = (v.curves_at_change || {})[f];
     const tables = [[c.grid, c.pd]];

@@ -1,4 +1,5 @@
-"""One pass over a partition serves the replay of every key on it.
+"""One pass over a partition serves the replay of every key on it (no Kafka in here: the
+handlers wrap any History that can also ``scan`` a partition).
 
 After a restart, a handler meets its keys (stream models, explainer groups, drift series)
 one after another, and each rebuilds its state from the key's earlier messages on the same
@@ -53,7 +54,8 @@ _TOO_BIG = object()
 
 class HistoryCache:
     """Wraps a ``history(topic, partition, before_offset, key, from_offset)`` callable that also
-    has ``scan(topic, partition, before_offset, from_offset)`` → ``(offset, key, value)``."""
+    has ``scan(topic, partition, before_offset, from_offset)`` → ``(offset, key, value)`` (a
+    ``pipeline.handlers.protocols.ScanningHistory``, which the handlers check before wrapping)."""
 
     def __init__(self, source: Any, owner: Any = None, max_bytes: int = 256 * 1024 * 1024):
         self.source = source
@@ -65,7 +67,7 @@ class HistoryCache:
     def __call__(
         self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
     ) -> Iterator[bytes | None]:
-        if key is None or before_offset is None or not hasattr(self.source, "scan"):
+        if key is None or before_offset is None:
             return self.source(topic, partition, before_offset, key, from_offset)
         part = self._parts.get((topic, partition))
         if part is None:  # read from where this key needs it (after its checkpoint, or from 0)

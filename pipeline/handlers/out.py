@@ -1,0 +1,27 @@
+"""The one thing every handler returns: :class:`Out`, a message to send.
+
+Its own module, so that the skeleton (``common.py``) and the Protocols that describe the
+handlers (``protocols.py``) both import it and neither imports the other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Out"]
+
+
+@dataclass(frozen=True, slots=True)
+class Out:
+    """A message to send: topic *name* (unprefixed, e.g. ``"predictions"``), key, value, and
+    an explicit partition where the key's hash would not spread the work (explain tasks).
+    A dead letter also carries its ``reason``, which the sender counts once it is delivered.
+
+    >>> Out("predictions", b"shop-17", b"{}")
+    Out(topic='predictions', key=b'shop-17', value=b'{}', partition=None, reason=None)
+    """
+
+    topic: str
+    key: bytes | None
+    value: bytes
+    partition: int | None = None
+    reason: str | None = None

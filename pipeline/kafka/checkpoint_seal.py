@@ -1,0 +1,229 @@
+"""Sealing a handler's state into authenticated bytes, and what every checkpoint store shares.
+
+A checkpoint holds the state after the message at ``topic[partition]@offset``. A worker
+that finds a key without state restores the newest checkpoint *before* the message it is
+processing and replays only the key's messages after that offset (``pipeline/kafka/replay.py``);
+without one (another host, none written yet, or refused) it replays the key's whole history.
+
+Safety:
+
+- The state is a pickle (river models have no other complete format), so every sealed record
+  carries an HMAC-SHA256 over its header and payload, made with a secret key
+  (:class:`CheckpointSeal`). A record that is not a v2 checkpoint, has no valid tag, or belongs
+  to another key is refused and never unpickled; so is one whose signed state cannot be
+  unpickled (another version's classes). A refused record is set aside (a file is renamed) with
+  one log line, and the key's state is rebuilt by replay. Without the key, nobody who can write
+  checkpoints can make a worker run code.
+- The key's SHA-256 is inside the authenticated header, so a record cannot be moved to stand
+  for another key.
+- Each key keeps its two newest checkpoints. A checkpoint is written when its message is
+  processed, before that message's outputs are flushed and its offset committed; after a
+  SIGKILL the worker resumes from the committed offset, which may be *before* the newest
+  checkpoint. Restoring it would skip the messages in between, whose outputs may never have
+  been sent; so only a checkpoint strictly before the resumed message is used.
+
+Where the sealed bytes live is a store's business (:class:`SealedStore`):
+``pipeline.kafka.checkpoints.FileCheckpointStore`` (files under ``state_dir``) and
+``pipeline.kafka.checkpoint_topic.KafkaCheckpointStore`` (a compacted topic).
+
+>>> seal = CheckpointSeal(b"0123456789abcdef")
+>>> blob = seal.seal("explain", b"s/0", {"n": 1}, Source("tasks", 3, 41))
+>>> seal.open(blob, "explain", b"s/0", "tasks", 3)
+({'n': 1}, 41)
+>>> CheckpointSeal(b"another key 12345").open(blob, "explain", b"s/0", "tasks", 3)
+Traceback (most recent call last):
+...
+pipeline.kafka.checkpoint_seal.RefusedCheckpoint: its HMAC does not match (tampered, torn, or written with another checkpoint key)
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import hmac
+import logging
+import os
+import pickle
+import secrets
+import stat
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from schemas import ConfigError, Source
+
+__all__ = ["CheckpointSeal", "RefusedCheckpoint", "SealedStore", "checkpoint_secret"]
+
+log = logging.getLogger("streamxai")
+
+_MAGIC = b"streamxai-checkpoint/v2\n"
+_KEY_FILE = "checkpoint.key"
+_MIN_SECRET = 16
+_KEY_BYTES = 32  # of a generated key, written as hex
+
+
+class CheckpointSeal:
+    """Seals states into bytes authenticated with ``secret`` (HMAC-SHA256 over a header naming
+    kind, key hash, topic, partition and offset, and the pickle), and opens them again.
+
+    The secret never appears in its repr:
+
+    >>> CheckpointSeal(b"0123456789abcdef")
+    CheckpointSeal(secret=***)
+    """
+
+    def __init__(self, secret: bytes):
+        if not isinstance(secret, bytes) or len(secret) < _MIN_SECRET:
+            raise ValueError(f"the checkpoint key must be at least {_MIN_SECRET} bytes")
+        self._secret = secret
+
+    def __repr__(self) -> str:
+        return "CheckpointSeal(secret=***)"
+
+    def _tag(self, header: bytes, payload: bytes) -> bytes:
+        return hmac.new(self._secret, header + b"\n" + payload, hashlib.sha256).hexdigest().encode()
+
+    def seal(self, kind: str, key: bytes, state: Any, src: Source) -> bytes:
+        """``state`` of ``key`` as of the message at ``src``, as authenticated bytes."""
+        header = orjson.dumps({"kind": kind, "key_sha256": hashlib.sha256(key).hexdigest(),
+                               "topic": src.topic, "partition": src.partition, "offset": src.offset})
+        payload = pickle.dumps(state, protocol=5)
+        return _MAGIC + self._tag(header, payload) + b"\n" + header + b"\n" + payload
+
+    def open(
+        self, data: bytes, kind: str, key: bytes, topic: str, partition: int | None
+    ) -> tuple[Any, int] | None:
+        """``(state, offset)`` from ``data``, or None for another partition's checkpoint (the key
+        moved: not ours, not an attack). Raises :class:`RefusedCheckpoint` for bytes that are not
+        a checkpoint of ``key`` sealed with this key, or whose state cannot be unpickled."""
+        magic, _, rest = data.partition(b"\n")
+        tag, _, rest = rest.partition(b"\n")
+        header, _, payload = rest.partition(b"\n")
+        if magic + b"\n" != _MAGIC:
+            raise RefusedCheckpoint("not a signed (v2) streamxai checkpoint")
+        if not hmac.compare_digest(tag, self._tag(header, payload)):
+            raise RefusedCheckpoint("its HMAC does not match (tampered, torn, or written with another checkpoint key)")
+        h = orjson.loads(header)
+        if h["kind"] != kind or h["key_sha256"] != hashlib.sha256(key).hexdigest():
+            raise RefusedCheckpoint("it belongs to another key")
+        if h["topic"] != topic or h["partition"] != partition:
+            return None
+        try:
+            state = pickle.loads(payload)  # noqa: S301 - authenticated above
+        except Exception as e:  # e.g. a state class another streamxai version had
+            raise RefusedCheckpoint(f"its state cannot be unpickled ({type(e).__name__}: {str(e)[:200]}; "
+                                    "written by another streamxai version?)") from None
+        return state, int(h["offset"])
+
+
+class RefusedCheckpoint(Exception):
+    """A checkpoint that cannot be read or verified (the message says why); it is set aside."""
+
+
+class SealedStore(abc.ABC):
+    """Checkpoints sealed by a :class:`CheckpointSeal`, kept wherever a subclass keeps bytes
+    (:meth:`_write`, :meth:`_candidates`); written every ``every`` messages of a key (0: never).
+
+    This is what the handlers use (``pipeline.handlers.protocols.CheckpointStore``).
+    """
+
+    def __init__(self, every: int = 2000, *, secret: bytes):
+        if every < 0:
+            raise ValueError(f"checkpoint_every={every} must be >= 0 (0 disables checkpoints)")
+        self.every = every
+        self._seal = CheckpointSeal(secret)
+
+    def due(self, n_since: int) -> bool:
+        return self.every > 0 and n_since >= self.every
+
+    def save(self, kind: str, key: bytes, state: Any, src: Source) -> None:
+        self._write(kind, key, self._seal.seal(kind, key, state, src))
+
+    def load(
+        self, kind: str, key: bytes, topic: str, partition: int | None, before_offset: int | None = None
+    ) -> tuple[Any, int] | None:
+        """``(state, offset)`` of the newest valid checkpoint of ``key`` on ``topic[partition]``
+        with ``offset < before_offset`` (any offset if None), or None. A checkpoint that cannot be
+        read or verified is set aside (:meth:`_set_aside`) with one log line and never read again."""
+        found_any = []
+        for where, data in self._candidates(kind, key):
+            try:
+                found = self._seal.open(data, kind, key, topic, partition)
+            except RefusedCheckpoint as e:
+                self._refuse(kind, key, where, str(e))
+                continue
+            if found is not None and (before_offset is None or found[1] < before_offset):
+                found_any.append(found)
+        return max(found_any, key=lambda f: f[1]) if found_any else None
+
+    def _refuse(self, kind: str, key: bytes, where: str, why: str) -> None:
+        aside = self._set_aside(kind, key, where)
+        log.warning("refusing checkpoint %s: %s; set aside (%s); the state is rebuilt by replay", where, why, aside)
+
+    @abc.abstractmethod
+    def _write(self, kind: str, key: bytes, blob: bytes) -> None:
+        """Keep ``blob`` as the newest checkpoint of ``key`` (and the one before it as the previous)."""
+
+    @abc.abstractmethod
+    def _candidates(self, kind: str, key: bytes) -> Iterable[tuple[str, bytes]]:
+        """``(where, bytes)`` of the checkpoints kept for ``key`` (at most two)."""
+
+    @abc.abstractmethod
+    def _set_aside(self, kind: str, key: bytes, where: str) -> str:
+        """Make sure the refused checkpoint at ``where`` is not read again; says where it went."""
+
+
+def checkpoint_secret(key_setting: str, state_dir: str | os.PathLike[str]) -> bytes:
+    """The checkpoint key: the ``checkpoint_key`` setting, or else a random key generated once
+    into ``state_dir/checkpoint.key`` (64 hex digits, mode 0600, with a warning) and reused by
+    every worker sharing that ``state_dir``.
+
+    A key file readable by others is refused: whoever can read it can forge checkpoints. A key
+    file that cannot be read or does not hold a key is an error that says what to do; it is
+    never replaced, since the workers sharing it would then refuse each other's checkpoints.
+    """
+    if key_setting:
+        return key_setting.encode()
+    path = Path(state_dir) / _KEY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(_KEY_BYTES))
+        log.warning("no checkpoint_key set: generated one in %s (mode 0600); workers that share this "
+                    "state_dir share it; set checkpoint_key to share checkpoints otherwise", path)
+    if not path.is_file():
+        raise _unusable_key(path, "it is not a regular file")
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(f"checkpoint key file {path} is accessible to other users (mode {oct(mode & 0o777)}); "
+                          f"run `chmod 600 {path}`")
+    for _ in range(50):  # another worker may have created it a moment ago and not written it yet
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise _unusable_key(path, f"it cannot be read ({e.strerror})") from None
+        if data.strip():
+            break
+        time.sleep(0.02)
+    else:
+        raise _unusable_key(path, "it is empty")
+    text = data.strip()
+    if len(text) != 2 * _KEY_BYTES or not all(c in b"0123456789abcdefABCDEF" for c in text):
+        raise _unusable_key(path, f"it does not hold the {2 * _KEY_BYTES} hex digits streamxai writes "
+                                  f"({len(data)} bytes{', not text' if not text.isascii() else ''})")
+    return text
+
+
+def _unusable_key(path: Path, why: str) -> ConfigError:
+    return ConfigError(
+        f"checkpoint key file {path} cannot be used: {why}. It is not replaced, since the workers that share it "
+        f"would then refuse each other's checkpoints: restore it (from a backup, or from the state_dir of a worker "
+        f"that shares it), or set checkpoint_key, or delete it to generate a new key (existing checkpoints are "
+        f"then set aside and rebuilt by replay)")

@@ -1,0 +1,432 @@
+"""The one reader of the output topics: per-stream state from the ``predictions``,
+``explanations``, ``drift-events`` and ``change-episodes`` messages.
+
+The dashboard (:class:`~pipeline.local.dashboard.DashboardState` adds its views), the
+terminal view of the demo (:mod:`pipeline.local.live_view`) and ``streamxai plot`` all
+fold the topics' messages into an :class:`OutputReader` and show its
+:class:`StreamState` objects their own way.
+
+Memory is bounded: history is kept as :class:`Trajectory` objects of at most
+``max_points`` points (when one fills up, every other point is dropped and the stride
+doubles), change events and episodes in bounded deques, so the state of a stream stays
+the same size however long the stream runs.
+
+Fields are read defensively: a message without a usable ``stream_id`` is counted in
+``ignored``, a field of the wrong type is skipped, and explanation/v1 and v2
+(``stderr``, ``model_loss``, iPDP curves with ``se``), drift_event/v1 and v2 and
+change events with nested ``before``/``after`` objects all read.
+
+To read something new, add its field to :class:`StreamState` and its parse branch: a
+method of :class:`OutputReader` for a new topic (registered in ``PARSERS``; ``TOPICS``
+and every consumer follow), or a line in the branch of the topic that carries it.
+
+>>> r = OutputReader()
+>>> r.feed("predictions", b'{"stream_id": "s", "seq": 4, "loss": 1.0}')
+>>> r.feed("explanations", b'{"stream_id": "s", "explainer": "ipfi", "feature": "a", "value": 0.3, "seq": 4}')
+>>> r.feed("explanations", b'not json')
+>>> st = r.streams["s"]
+>>> st.predictions, st.current[("ipfi", "a")]["value"], st.explained_seq, r.ignored
+(1, 0.3, {'ipfi': 4}, 1)
+>>> r.TOPICS
+('predictions', 'explanations', 'drift-events', 'change-episodes')
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+import time
+from array import array
+from collections import deque
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import orjson
+
+from ..core.stream import EXPLAINER_NAMES
+
+__all__ = ["OutputReader", "StreamState", "Trajectory", "change_levels", "explainer_order"]
+
+log = logging.getLogger("streamxai.reader")
+
+#: the changes of an episode that are kept (its ``n_changes`` and ``n_series`` count all)
+EPISODE_CHANGES = 20
+
+
+def explainer_order(names: Any) -> list[str]:
+    """``names`` in the order of :data:`~pipeline.core.stream.EXPLAINER_NAMES`, others after them.
+
+    >>> explainer_order({"ipdp", "shap", "ipfi"})
+    ['ipfi', 'ipdp', 'shap']
+    """
+    known = len(EXPLAINER_NAMES)
+    return sorted(names, key=lambda e: (EXPLAINER_NAMES.index(e) if e in EXPLAINER_NAMES else known, e))
+
+
+class Trajectory:
+    """At most ``max_points`` ``(x, y)`` points of a series, evenly thinned as it grows.
+
+    >>> t = Trajectory(max_points=4)
+    >>> for i in range(9):
+    ...     t.append(i, float(i))
+    >>> list(t.xs), t.stride
+    ([0.0, 4.0, 8.0], 4)
+    """
+
+    __slots__ = ("max_points", "xs", "ys", "es", "stride", "_count", "last")
+
+    def __init__(self, max_points: int = 400):
+        if max_points < 2:
+            raise ValueError(f"max_points={max_points} must be >= 2")
+        self.max_points = max_points
+        self.xs = array("d")
+        self.ys = array("d")
+        self.es: array | None = None  # standard errors, once a message carried one
+        self.stride = 1
+        self._count = 0
+        self.last: tuple[float, float, float | None] | None = None
+
+    def append(self, x: float, y: float, err: float | None = None) -> None:
+        self.last = (x, y, err)
+        keep = self._count % self.stride == 0
+        self._count += 1
+        if not keep:
+            return
+        if err is not None and self.es is None:
+            self.es = array("d", [math.nan] * len(self.xs))
+        self.xs.append(x)
+        self.ys.append(y)
+        if self.es is not None:
+            self.es.append(math.nan if err is None else err)
+        if len(self.xs) >= self.max_points:
+            self.xs, self.ys = self.xs[::2], self.ys[::2]
+            if self.es is not None:
+                self.es = self.es[::2]
+            self.stride *= 2
+
+    def points(self) -> dict[str, list]:
+        """The kept points plus the newest one (so the line always reaches the present)."""
+        xs, ys = list(self.xs), list(self.ys)
+        es = list(self.es) if self.es is not None else None
+        if self.last is not None and (not xs or xs[-1] != self.last[0]):
+            xs.append(self.last[0])
+            ys.append(self.last[1])
+            if es is not None:
+                es.append(math.nan if self.last[2] is None else self.last[2])
+        out: dict[str, list] = {"x": xs, "y": [_short(v) for v in ys]}
+        if es is not None:
+            out["se"] = [_short(v) for v in es]
+        return out
+
+
+class _Thinned:
+    """At most ``max_items`` ``(seq, item)`` pairs in seq order, thinned like :class:`Trajectory`."""
+
+    __slots__ = ("max_items", "seqs", "items", "stride", "_count")
+
+    def __init__(self, max_items: int):
+        self.max_items, self.seqs, self.items, self.stride, self._count = max_items, [], [], 1, 0
+
+    def append(self, seq: int, item: Any) -> None:
+        keep = self._count % self.stride == 0
+        self._count += 1
+        if not keep:
+            return
+        i = bisect.bisect_right(self.seqs, seq)
+        self.seqs.insert(i, seq)
+        self.items.insert(i, item)
+        if len(self.seqs) >= self.max_items:
+            self.seqs, self.items = self.seqs[::2], self.items[::2]
+            self.stride *= 2
+
+    def at_or_before(self, seq: int) -> Any:
+        i = bisect.bisect_right(self.seqs, seq) - 1
+        return self.items[i] if i >= 0 else None
+
+
+class StreamState:
+    """What the output topics said about one stream so far (bounded; see the module doc).
+
+    >>> st = StreamState(max_points=4, loss_window=2)
+    >>> st.mean_loss() is None, st.min_explained_seq()
+    (True, -1)
+    """
+
+    def __init__(self, max_points: int, loss_window: int):
+        self.max_points = max_points
+        # predictions: how many, the newest seq, the rolling loss over the last loss_window
+        self.predictions = 0
+        self.last_pred_seq = -1
+        self.loss_window: deque[float] = deque(maxlen=loss_window)
+        self.loss_sum = 0.0
+        self.loss = Trajectory(max_points)
+        # prediction times by seq, to time the lag: the last 2,000 exactly, older ones thinned
+        self.pred_times: deque[tuple[int, float]] = deque(maxlen=2_000)
+        self.pred_history = Trajectory(max_points)
+        # explanations: per (explainer, feature) the history and the newest value; per explainer
+        # the newest seq, (n_explained, n_seen) and the model's rolling loss from v2 blocks
+        self.series: dict[tuple[str, str], Trajectory] = {}
+        self.current: dict[tuple[str, str], dict[str, Any]] = {}
+        self.explained_seq: dict[str, int] = {}
+        self.counts: dict[str, tuple[int, int]] = {}
+        self.model_loss: dict[str, Trajectory] = {}
+        self.loss_blocks: dict[str, deque[tuple[float, float]]] = {}
+        # iPDP: each feature's newest curve, and a thinned history to find the curve at a change
+        self.curves: dict[str, dict[str, Any]] = {}
+        self.curve_history: dict[str, _Thinned] = {}
+        # drift-events and change-episodes, as parsed by the reader (newest last)
+        self.change_seq: int | None = None
+        self.changes: deque[dict[str, Any]] = deque(maxlen=200)
+        self.episodes: deque[dict[str, Any]] = deque(maxlen=100)
+        # bumped by every message (the dashboard pushes a stream's view when it changed)
+        self.version = 0
+        self.updated = 0.0
+
+    def mean_loss(self) -> float | None:
+        """The mean loss of the last ``loss_window`` predictions (None before any)."""
+        return _finite(self.loss_sum / len(self.loss_window)) if self.loss_window else None
+
+    def min_explained_seq(self) -> int:
+        """The newest seq every explainer of the stream has explained (-1 before any)."""
+        return min(self.explained_seq.values()) if self.explained_seq else -1
+
+    def explainers(self) -> list[str]:
+        """The explainers seen, in the order of ``EXPLAINER_NAMES``."""
+        return explainer_order({ex for ex, _ in self.series})
+
+
+class OutputReader:
+    """Per-stream state (:attr:`streams`: stream id → :class:`StreamState`) from decoded
+    messages (:meth:`add`) or their bytes (:meth:`feed`); see the module doc.
+
+    ``only``: read one stream and skip the messages of the others.
+    """
+
+    def __init__(self, max_points: int = 400, loss_window: int = 500, clock: Callable[[], float] = time.time,
+                 only: str | None = None):
+        self.max_points = max_points
+        self.loss_window = loss_window
+        self.clock = clock
+        self.only = only
+        self.streams: dict[str, StreamState] = {}
+        self.messages = 0
+        self.ignored = 0
+
+    def _s(self, sid: str) -> StreamState:
+        st = self.streams.get(sid)
+        if st is None:
+            st = self.streams[sid] = StreamState(self.max_points, self.loss_window)
+        return st
+
+    def feed(self, topic: str, raw: bytes | None, ts: float | None = None) -> None:
+        """Fold in the bytes of one message of ``topic`` (short name). A message that is not
+        JSON, or that a parse branch trips over, is counted in ``ignored`` and logged, never
+        raised: one odd message must not stop a view."""
+        try:
+            obj = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            self.messages += 1
+            self.ignored += 1
+            return
+        try:
+            self.add(topic, obj, ts)
+        except Exception:
+            self.ignored += 1
+            log.exception("could not read a message of %s", topic)
+
+    def add(self, topic: str, obj: Any, ts: float | None = None) -> None:
+        """Fold in one decoded message of ``topic`` (short name); ``ts`` is its Kafka timestamp
+        in seconds. Messages without a usable ``stream_id`` are counted and ignored."""
+        self.messages += 1
+        sid = obj.get("stream_id") if isinstance(obj, dict) else None
+        parse = self.PARSERS.get(topic)
+        if not isinstance(sid, str) or parse is None:
+            self.ignored += 1
+            return
+        if self.only is not None and sid != self.only:
+            return
+        st = self._s(sid)
+        parse(self, st, obj, ts)
+        st.version += 1
+        st.updated = self.clock()
+
+    # -- the parse branches: one per topic -------------------------------------------------
+
+    def _prediction(self, st: StreamState, obj: dict, ts: float | None) -> None:
+        seq = obj.get("seq")
+        if not isinstance(seq, int):
+            return
+        st.predictions += 1
+        st.last_pred_seq = max(st.last_pred_seq, seq)
+        t = ts if ts is not None else self.clock()
+        st.pred_times.append((seq, t))
+        st.pred_history.append(seq, t)
+        loss = _num(obj.get("loss"))
+        if loss is not None:
+            if len(st.loss_window) == st.loss_window.maxlen:
+                st.loss_sum -= st.loss_window[0]
+            st.loss_window.append(loss)
+            st.loss_sum += loss
+            st.loss.append(seq, st.loss_sum / len(st.loss_window))
+
+    def _explanation(self, st: StreamState, obj: dict, ts: float | None) -> None:
+        ex, feat, seq, value = obj.get("explainer"), obj.get("feature"), obj.get("seq"), _num(obj.get("value"))
+        if not isinstance(ex, str) or not isinstance(feat, str) or not isinstance(seq, int) or value is None:
+            return
+        err = _num(obj.get("stderr"))
+        key = (ex, feat)
+        tr = st.series.get(key)
+        if tr is None:
+            tr = st.series[key] = Trajectory(self.max_points)
+        if tr.last is None or seq > tr.last[0]:
+            tr.append(seq, value, err)
+            st.current[key] = {"value": value, "stderr": err, "seq": seq}
+        st.explained_seq[ex] = max(st.explained_seq.get(ex, -1), seq)
+        n_exp, n_seen = obj.get("n_explained"), obj.get("n_seen")
+        if isinstance(n_exp, int) and isinstance(n_seen, int):
+            st.counts[ex] = (n_exp, n_seen)
+        self._model_loss(st, ex, seq, obj.get("model_loss"))
+        curve = obj.get("curve")
+        if isinstance(curve, dict) and isinstance(curve.get("grid"), list) and isinstance(curve.get("pd"), list):
+            c = {"grid": curve["grid"], "pd": curve["pd"], "seq": seq}
+            if isinstance(curve.get("se"), list):
+                c["se"] = curve["se"]
+            if feat not in st.curves or seq >= st.curves[feat]["seq"]:
+                st.curves[feat] = c
+            hist = st.curve_history.get(feat)
+            if hist is None:
+                hist = st.curve_history[feat] = _Thinned(max(8, self.max_points // 8))
+            hist.append(seq, c)
+
+    def _model_loss(self, st: StreamState, ex: str, seq: int, ml: Any) -> None:
+        """The model's rolling loss over the last ~loss_window events, as the explainer saw it:
+        v2 sends ``{"n", "mean", "m2"}`` over the events since its previous message."""
+        if isinstance(ml, dict):
+            n, mean = ml.get("n"), _num(ml.get("mean"))
+            block = (float(n), mean * n) if isinstance(n, (int, float)) and n > 0 and mean is not None else None
+        else:
+            block = (1.0, _num(ml)) if _num(ml) is not None else None
+        if block is None:
+            return
+        mt = st.model_loss.get(ex)
+        if mt is None:
+            mt = st.model_loss[ex] = Trajectory(self.max_points)
+            st.loss_blocks[ex] = deque()
+        if mt.last is None or seq > mt.last[0]:
+            blocks = st.loss_blocks[ex]
+            blocks.append(block)
+            while len(blocks) > 1 and sum(b[0] for b in blocks) - blocks[0][0] >= self.loss_window:
+                blocks.popleft()
+            mt.append(seq, sum(b[1] for b in blocks) / sum(b[0] for b in blocks))
+
+    def _change(self, st: StreamState, obj: dict, ts: float | None) -> None:
+        seq = obj.get("seq")
+        if not isinstance(seq, int):
+            return
+        before, after = change_levels(obj)
+        ev = {"seq": seq, "explainer": obj.get("explainer"), "feature": obj.get("feature"),
+              "before": before, "after": after}
+        for k in ("cut_seq", "ci_before", "ci_after", "effect", "relative_effect", "loss_before", "loss_after",
+                  "start_seq", "began_at", "loss_moved", "schema"):
+            if k in obj:
+                ev[k] = _plain(obj[k])
+        st.changes.append(ev)
+        if st.change_seq is None or seq >= st.change_seq:
+            st.change_seq = seq
+
+    def _episode(self, st: StreamState, obj: dict, ts: float | None) -> None:
+        st.episodes.append(parse_episode(obj))
+
+    #: topic (short name) → its parse branch
+    PARSERS: ClassVar[dict[str, Callable[[OutputReader, StreamState, dict, float | None], None]]] = {
+        "predictions": _prediction,
+        "explanations": _explanation,
+        "drift-events": _change,
+        "change-episodes": _episode,
+    }
+    #: the topics the reader reads (short names), which its consumers subscribe to
+    TOPICS: ClassVar[tuple[str, ...]] = tuple(PARSERS)
+
+
+def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the views show of a change episode (change_episode/v1): where and when, the
+    model's loss, and its first :data:`EPISODE_CHANGES` changes, each with its levels and,
+    where the episode carries them, the explainer's values and ranks before and after.
+
+    >>> ep = parse_episode({"first_seq": 6120, "cut_seq": 6000, "changes": [
+    ...     {"explainer": "ipfi", "feature": "car", "seq": 6120, "level_before": 0.0, "level_after": 0.21}],
+    ...     "explanations": {"ipfi": {"car": {"before": 0.0, "after": 0.2, "rank_before": 5, "rank_after": 1}}}})
+    >>> c = ep["changes"][0]
+    >>> c["before"], c["after"], c["explanation_after"], c["rank_after"], ep["n_changes"], ep["n_series"]
+    (0.0, 0.21, 0.2, 1, 1, 1)
+    """
+    ep: dict[str, Any] = {k: _plain(obj.get(k)) for k in ("first_seq", "last_seq", "closed_seq", "cut_seq",
+                                                          "loss_before", "loss_after")}
+    changes = [c for c in obj.get("changes") or [] if isinstance(c, dict)] if isinstance(obj.get("changes"), list) else []
+    explanations = obj.get("explanations") if isinstance(obj.get("explanations"), dict) else {}
+    ep["changes"] = []
+    for c in changes[:EPISODE_CHANGES]:
+        before, after = change_levels(c)
+        entry = explanations.get(c.get("explainer"), {})
+        entry = entry.get(c.get("feature"), {}) if isinstance(entry, dict) else {}
+        entry = entry if isinstance(entry, dict) else {}
+        ep["changes"].append({"explainer": c.get("explainer"), "feature": c.get("feature"), "seq": c.get("seq"),
+                              "cut_seq": _plain(c.get("cut_seq")), "before": before, "after": after,
+                              "explanation_before": _num(entry.get("before")),
+                              "explanation_after": _num(entry.get("after")),
+                              "rank_before": entry.get("rank_before"), "rank_after": entry.get("rank_after")})
+    ep["n_changes"] = len(changes)
+    ep["n_series"] = len({(c.get("explainer"), c.get("feature")) for c in changes})
+    return ep
+
+
+def change_levels(ev: dict[str, Any]) -> tuple[float | None, float | None]:
+    """Level before and after a change, from ``level_before``/``level_after`` or nested
+    ``before``/``after`` objects (``{"level": ...}``, ``{"mean": ...}``) or numbers.
+
+    >>> change_levels({"level_before": 1, "level_after": 2})
+    (1.0, 2.0)
+    >>> change_levels({"before": {"mean": 0.5, "stderr": 0.1}, "after": {"level": 0.7}})
+    (0.5, 0.7)
+    """
+    out = []
+    for side in ("before", "after"):
+        v = _num(ev.get(f"level_{side}"))
+        if v is None:
+            nested = ev.get(side)
+            if isinstance(nested, dict):
+                for k in ("level", "mean", "value"):
+                    v = _num(nested.get(k))
+                    if v is not None:
+                        break
+            else:
+                v = _num(nested)
+        out.append(v)
+    return out[0], out[1]
+
+
+def _short(v: float) -> float | None:
+    """Six decimals are plenty on a chart and halve the JSON pushed to browsers."""
+    return round(v, 6) if math.isfinite(v) else None
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def _plain(v: Any) -> Any:
+    """JSON-safe copy: non-finite floats become None."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v

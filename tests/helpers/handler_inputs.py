@@ -1,0 +1,65 @@
+"""Inputs for the handler tests (no Kafka): settings small enough for quick runs and
+``explanation/v2`` payloads built from plain numbers.
+
+>>> s = drift_settings()
+>>> s.explainers, s.explain_groups, s.drift_warmup
+(['ipfi'], 3, 0)
+>>> raw = explanation_v2("s", "ipfi", "age", 9, 0.1, (10, 0.1, 0.0), 10)
+>>> b'"block":{"n":10,"mean":0.1,"m2":0.0}' in raw
+True
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from pipeline.settings import AGRAWAL_FEATURES, Settings
+from schemas import dumps, dumps_obj
+
+__all__ = ["settings", "drift_settings", "explanation_v2", "run_handlers"]
+
+
+def settings(**over) -> Settings:
+    """A Hoeffding tree of agrawal's features explained in 3 groups over 3 partitions, with small
+    storages and grids."""
+    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
+                features=list(AGRAWAL_FEATURES), emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
+    base.update(over)
+    return Settings(**base)
+
+
+def drift_settings(**over) -> Settings:
+    """:func:`settings` for the drift handler: iPFI only, watched from the first event."""
+    return settings(explainers=["ipfi"], drift_warmup=0, drift_episode_gap=500, **over)
+
+
+def explanation_v2(stream_id, explainer, feature, seq, value, block, n_explained, loss=None, curve=None) -> bytes:
+    """An explanation/v2 payload (block and model_loss as ``(n, mean, m2)``)."""
+
+    def mom(b):
+        return None if b is None else {"n": b[0], "mean": b[1], "m2": b[2]}
+
+    return dumps_obj({"schema": "explanation/v2", "stream_id": stream_id, "explainer": explainer, "feature": feature,
+                      "value": value, "seq": seq, "n_explained": n_explained, "n_seen": seq + 1,
+                      "model_version": seq, "curve": curve, "stderr": None, "block": mom(block),
+                      "model_loss": mom(loss)})
+
+
+def run_handlers(s: Settings, events: list) -> dict[str, list[dict]]:
+    """Feature events (or raw bytes) through the model, explain and drift handlers of one
+    worker, in process; every message they send, decoded, by topic."""
+    model, explain, drift = ModelHandler(s), ExplainHandler(s), DriftHandler(s)
+    out: dict[str, list[dict]] = {}
+
+    def send(handler, raw, key, src, then=None):
+        for o in handler.on_message(raw, key, src):
+            out.setdefault(o.topic, []).append(orjson.loads(o.value))
+            if then is not None and o.topic == then[0]:
+                send(then[1], o.value, o.key, Source(o.topic, 0, len(out[o.topic]) - 1), then[2:] or None)
+
+    for off, ev in enumerate(events):
+        raw = ev if isinstance(ev, bytes) else dumps(ev)
+        send(model, raw, orjson.loads(raw)["stream_id"].encode(), Source("features", 0, off),
+             ("explain-tasks", explain, "explanations", drift))
+    return out

@@ -1,0 +1,88 @@
+"""Issue 15, fault 2: ``streamxai produce FILE`` sent JSONL integers as floats, and a worker that
+knew a feature was categorical dead-lettered every event ("is 1.0; send a string or integer")
+without anyone noticing for a day."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+import pytest
+
+from pipeline.handlers import ModelHandler, Source
+from pipeline.ingest import FileReport, file_events
+from pipeline.settings import Settings
+from schemas import BadValue, FeatureSpec, dumps, parse_feature_event
+
+
+def test_jsonl_values_are_sent_as_they_are(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_text('{"w": 1, "size": 1, "color": "red", "label": 1}\n'
+                 '{"schema": "feature_event/v1", "stream_id": "f", "seq": 1, "ts": 5, '
+                 '"x": {"w": 2.5, "size": 2, "color": "blue"}, "y": "yes"}\n')
+    a, b = file_events(f, "f", ["w", "size", "color"], clock=lambda: 3.0)
+    assert a.x == {"w": 1, "size": 1, "color": "red"} and type(a.x["w"]) is int and type(a.x["size"]) is int
+    assert b.x == {"w": 2.5, "size": 2, "color": "blue"} and type(b.x["size"]) is int
+    assert (a.y, b.y) == (1, "yes")
+    assert orjson.loads(dumps(a))["x"] == {"w": 1, "size": 1, "color": "red"}  # on the wire too
+
+
+def test_jsonl_values_no_worker_takes_are_still_bad_lines(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_text('{"w": null, "size": 1, "label": 1}\n{"w": true, "size": 1, "label": 1}\n'
+                 '{"w": [1], "size": 1, "label": 1}\n{"w": "", "size": 1, "label": 1}\n'
+                 '{"w": 1, "size": 1.5, "label": 1}\n{"w": 1, "size": 1, "label": 1}\n')
+    report = FileReport()
+    (ev,) = file_events(f, "f", ["w", "size"], categorical=["size"], report=report)
+    assert [line for line, _ in report.bad] == [1, 2, 3, 4, 5] and ev.x == {"w": 1, "size": 1}
+
+
+def test_csv_cells_are_still_converted(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("w,size,label\n1,2,1\n")
+    (ev,) = file_events(f, "f", ["w", "size"], categorical=["size"])
+    assert ev.x == {"w": 1.0, "size": "2"} and type(ev.x["w"]) is float and ev.y == 1
+
+
+def test_an_integral_float_for_a_categorical_feature_is_that_integer():
+    spec = FeatureSpec(names=("w", "size"), categorical=frozenset({"size"}))
+
+    def parse(v):
+        raw = orjson.dumps({"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 0,
+                            "x": {"w": 1, "size": v}, "y": 1})
+        return parse_feature_event(raw, spec, where="features[0]@0").x["size"]
+
+    assert parse(1.0) == 1 and type(parse(1.0)) is int and type(parse(-3.0)) is int
+    assert parse(1) == 1 and parse("1.0") == "1.0"
+    with pytest.raises(BadValue, match="categorical feature 'size'.* is 1.5"):
+        parse(1.5)
+
+
+def _event(sid, seq, size):
+    return orjson.dumps({"schema": "feature_event/v1", "stream_id": sid, "seq": seq, "ts": 0,
+                         "x": {"w": 0.5, "size": size}, "y": seq % 2})
+
+
+def test_the_issues_file_reaches_a_worker_that_knows_the_feature_is_categorical(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_text("".join(orjson.dumps({"w": i / 10, "size": i % 3, "label": i % 2}).decode() + "\n"
+                         for i in range(30)))
+    events = list(file_events(f, "f", ["w", "size"]))  # the producer was not told `categorical`
+    h = ModelHandler(Settings(features=["w", "size"], categorical=["size"], explainers=["ipfi"]))
+    outs = [o for i, e in enumerate(events) for o in h.on_message(dumps(e), b"f", Source("features", 0, i))]
+    assert not [o for o in outs if o.topic == "dead-letters"]
+    assert sum(o.topic == "predictions" for o in outs) == 30
+
+
+def test_a_stream_whose_first_events_are_mostly_dead_letters_is_one_error_line(caplog):
+    h = ModelHandler(Settings(features=["w", "size"], categorical=["size"], explainers=["ipfi"]))
+    with caplog.at_level(logging.WARNING, logger="streamxai"):
+        for seq in range(300):  # every event of "bad" is refused, every second one of "half"
+            h.on_message(_event("bad", seq, 1.5), b"bad", Source("features", 0, 2 * seq))
+            h.on_message(_event("half", seq, 1.5 if seq % 2 else 2), b"half", Source("features", 1, seq))
+            h.on_message(_event("good", seq, 2), b"good", Source("features", 2, seq))
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, [r.getMessage() for r in errors]
+    msg = errors[0].getMessage()
+    assert "'bad'" in msg and "bad_value" in msg and "categorical feature 'size'" in msg and "1.5" in msg
+    assert "51 of its first 51 events" in msg

@@ -1,0 +1,141 @@
+"""One reader of the output topics (pipeline/local/output_reader.py) serves the terminal view,
+the dashboard and the plot: what each shows of a stream comes from one per-stream state, and
+an odd message on an output topic stops none of them."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+
+from pipeline.core.stream import EXPLAINER_NAMES
+from pipeline.kafka.io import Record
+from pipeline.local.dashboard import DashboardState
+from pipeline.local.dashboard.server import DashboardConsumer
+from pipeline.local.live_view import LiveView
+from pipeline.local.output_reader import OutputReader
+from pipeline.settings import Settings
+
+CHANGE = {"schema": "drift_event/v2", "stream_id": "s", "series": "s/ipfi/b", "explainer": "ipfi", "feature": "b",
+          "seq": 90, "cut_seq": 60, "level_before": 0.05, "level_after": 0.4}
+EPISODE = {"schema": "change_episode/v1", "stream_id": "s", "first_seq": 90, "last_seq": 95, "closed_seq": 99,
+           "cut_seq": 60, "loss_before": 0.1, "loss_after": 0.3,
+           "changes": [{"explainer": "ipfi", "feature": "b", "seq": 90, "cut_seq": 60, "level_before": 0.05,
+                        "level_after": 0.4},
+                       {"explainer": "isage", "feature": "a", "seq": 95, "cut_seq": 65, "level_before": 0.3,
+                        "level_after": 0.1}],
+           "explanations": {"ipfi": {"b": {"before": 0.06, "after": 0.38, "rank_before": 2, "rank_after": 1}}}}
+
+
+def _records(prefix: str = "p.") -> list[Record]:
+    msgs: list[tuple[str, dict]] = []
+    for seq in range(100):
+        msgs.append(("predictions", {"schema": "prediction/v1", "stream_id": "s", "seq": seq, "ts": float(seq),
+                                     "y_true": 1, "y_pred": seq % 4 == 0, "loss": float(seq % 4 == 0),
+                                     "model_version": seq}))
+        if seq % 10 == 9:
+            for ex, feat, value, se in (("ipfi", "a", 0.3, 0.01), ("ipfi", "b", 0.05 + seq / 250, None),
+                                        ("isage", "a", 0.2, 0.02), ("ipdp", "b", 0.1, None)):
+                msgs.append(("explanations", {"schema": "explanation/v2", "stream_id": "s", "explainer": ex,
+                                              "feature": feat, "value": value, "stderr": se, "seq": seq,
+                                              "n_explained": seq + 1, "n_seen": seq + 1, "model_version": seq}))
+    msgs += [("drift-events", CHANGE), ("change-episodes", EPISODE),
+             ("dead-letters", {"schema": "dead_letter/v2", "reason": "schema"})]
+    return [Record(prefix + topic, 0, i, b"s", orjson.dumps(obj)) for i, (topic, obj) in enumerate(msgs)]
+
+
+def test_the_live_view_shows_what_it_showed_before_the_reader():
+    """The terminal view's text, pinned from the view before it used the shared reader."""
+    view = LiveView(["a", "b"], "p.", out=io.StringIO())
+    for rec in _records():
+        view.add(rec)
+    view.render(force=True)
+    assert view.out.getvalue().rstrip("\n").splitlines() == [
+        "stream s: 100 predictions (last seq 99), mean loss of last 100: 0.250",
+        "  explained/seen: ipdp 100/100, ipfi 100/100, isage 100/100",
+        "  feature         iPFI                          iSAGE     iPDP",
+        "  a             0.3000  #############          0.2000        -",
+        "  b             0.4460  ####################        -   0.1000",
+        "change events: 1   episodes: 1   dead letters: 1",
+        "  seq     90  s/ipfi/b                         0.0500 -> 0.4000  (new regime from seq 60)",
+    ]
+    assert view.summary().splitlines() == [
+        "",
+        "=== summary === (value ± half-width of its 95 % interval)",
+        "stream s: 100 predictions, explained up to seq 99",
+        "  top ipfi : b=0.446, a=0.300±0.020",
+        "  top isage: a=0.200±0.039",
+        "  top ipdp : b=0.100",
+        "  change events: 1, change episodes: 1",
+        "    episode opened at seq 90, new regimes from seq 60 to 65; model loss 0.100 -> 0.300",
+        "      ipfi/b        0.0600 -> 0.3800  (rank 2 -> 1)",
+        "      isage/a       0.3000 -> 0.1000",
+        "dead letters: 1 (schema)",
+    ]
+
+
+def test_the_live_view_and_the_dashboard_show_one_state():
+    view, board = LiveView(["a", "b"], "p.", out=io.StringIO()), DashboardState()
+    for rec in _records():
+        view.add(rec)
+        board.feed(rec.topic[2:], rec.value)
+    v = board.stream_view("s")
+    top = {ex: {r["feature"]: r["value"] for r in rows} for ex, rows in v["ranking"].items()}
+    assert {ex: vals for ex, vals in view.ranking("s").items() if vals} == top
+    assert [(c["seq"], c["before"], c["after"]) for c in view.changes] == [
+        (c["seq"], c["before"], c["after"]) for c in v["changes"]]
+    assert view.episodes[0]["first_seq"] == v["episodes"][0]["first_seq"] == 90
+    assert view.min_explained_seq("s") == v["last_seq"] - v["lag_events"] == 99
+
+
+def test_an_odd_message_on_an_output_topic_stops_no_view():
+    """Was: the terminal view indexed fields directly, so one prediction without a seq (or a
+    value that is not JSON) raised out of ``LiveView.add`` and ended the demo."""
+    view = LiveView(["a"], "p.", out=io.StringIO())
+    for topic, raw in (("predictions", b'{"stream_id": "s"}'), ("explanations", b'{"stream_id": "s", "seq": 3}'),
+                       ("drift-events", b'{"stream_id": "s", "seq": 5}'), ("change-episodes", b"not json"),
+                       ("change-episodes", b'{"stream_id": "s", "changes": [1, {"feature": "a"}]}'),
+                       ("dead-letters", b"[]")):
+        view.add(Record("p." + topic, 0, 0, b"s", raw))
+    view.render(force=True)
+    assert "change events: 1   episodes: 1   dead letters: 1" in view.out.getvalue()
+    assert "change events: 1, change episodes: 1" in view.summary()
+    assert view.reader.ignored == 1  # the value that is not JSON
+
+
+def test_explainers_are_shown_in_the_one_order_of_their_names():
+    board = DashboardState()
+    for ex in ("ipdp", "zzz", "ipfi"):
+        board.add("explanations", {"stream_id": "s", "explainer": ex, "feature": "a", "value": 0.1, "seq": 1})
+    assert board.stream_view("s")["explainers"] == ["ipfi", "ipdp", "zzz"]
+    assert list(EXPLAINER_NAMES) == Settings().explainers
+
+
+def test_reading_the_change_topics_again_gives_the_same_changes():
+    """The demo re-reads the change topics at its end, once the drift agent caught up."""
+    view = LiveView(["a", "b"], "p.", out=io.StringIO())
+    records = _records()
+    for rec in records:
+        view.add(rec)
+    before = (view.changes, view.episodes)
+    view.forget_changes()
+    assert (view.changes, view.episodes) == ([], [])
+    for rec in records:
+        if rec.topic in ("p.drift-events", "p.change-episodes"):
+            view.add(rec)
+    assert (view.changes, view.episodes) == before
+
+
+def test_the_dashboard_consumes_every_topic_the_reader_reads():
+    consumer = DashboardConsumer(Settings(topic_prefix="x."), DashboardState())
+    import re
+
+    assert all(re.match(consumer.pattern, f"x.{t}") for t in OutputReader.TOPICS)
+    assert set(OutputReader.TOPICS) == {"predictions", "explanations", "drift-events", "change-episodes"}
+
+
+def test_only_one_stream_is_kept_when_asked():
+    reader = OutputReader(only="s")
+    for sid in ("s", "other"):
+        reader.add("predictions", {"stream_id": sid, "seq": 1})
+    assert list(reader.streams) == ["s"] and reader.ignored == 0
