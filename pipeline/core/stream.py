@@ -218,6 +218,12 @@ class StreamExplainer(Component):
         paths = {ex.model_fn.path for ex in self._explainers}
         return "fast" if paths == {"fast"} else "black_box"
 
+    @property
+    def fallbacks(self) -> int:
+        """Calls the fast path handed back to black-box evaluation (a part of the model it
+        does not recognise), over all explainers."""
+        return sum(ex.model_fn.fallbacks for ex in self._explainers)
+
     def process_one(
         self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True, loss: float | None = None
     ) -> list[ExplanationValue]:

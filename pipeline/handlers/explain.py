@@ -151,6 +151,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         if st is None:
             st = self.groups[gk] = self._state_for(task, key, src)
             self.metrics.gauge("explainer_groups", len(self.groups))
+            self.metrics.gauge("fast_path", int(st.explainer.evaluation_path == "fast"), stream=task.stream_id)
         return st
 
     def _is_duplicate(self, task: ExplainTask, st: _GroupState) -> bool:
@@ -169,6 +170,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         se = st.explainer
         version = se.model_version
         emit = explain and (st.n_explained + 1) % self.settings.for_stream(task.stream_id).emit_every == 0
+        fallbacks = se.fallbacks
         try:
             values = se.process_one(task.x, task.y, explain=explain, report=emit, loss=task.loss)
         except Exception as e:
@@ -179,6 +181,8 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         st.n_explained += int(explain)
         st.skipped = 0 if explain else st.skipped + int(task.explain)
         m.inc("tasks_seen")
+        if se.fallbacks != fallbacks:
+            m.inc("fast_path_fallbacks", se.fallbacks - fallbacks)
         outs = []
         if task.explain and self.shedder.max_lag_s is not None:
             outs.append(Out("explain-decisions", key, dumps(ExplainDecision(

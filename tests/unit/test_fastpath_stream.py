@@ -81,3 +81,21 @@ def test_the_demo_gives_the_same_explanations_and_change_events_both_ways():
     assert len(fast["drift-events"]) >= 3 and len(fast["explanations"]) == (n // s.emit_every) * 27
     del fast["explain-tasks"], slow["explain-tasks"]  # internal, stamped with the clock when sent
     assert set(fast) >= {"predictions", "explanations", "drift-events", "change-episodes"} and fast == slow
+
+
+def test_the_worker_metrics_say_which_path_each_stream_uses():
+    from pipeline.handlers import ExplainHandler, ModelHandler, Source
+    from schemas import dumps
+
+    s = Settings(features=AGRAWAL, model="river.tree.HoeffdingTreeClassifier", grid_size=3, storage_size=10,
+                 streams={"slow-*": {"fast_path": "off"}, "knn-*": {"model": "river.neighbors.KNNClassifier", "model_params": {}}})
+    model, explain = ModelHandler(s), ExplainHandler(s)
+    events = [ev for sid in ("fast-1", "slow-1", "knn-1") for ev in agrawal_events(sid, 5, seed=1)]
+    for off, ev in enumerate(events):
+        for o in model.on_message(dumps(ev), ev.stream_id.encode(), Source("features", 0, off)):
+            if o.topic == "explain-tasks":
+                explain.on_message(o.value, o.key, Source("explain-tasks", 0, off))
+    gauges = explain.metrics.snapshot()["gauges"]
+    assert {k: v for k, v in gauges.items() if k.startswith("fast_path")} == {
+        "fast_path{stream=fast-1}": 1, "fast_path{stream=knn-1}": 0, "fast_path{stream=slow-1}": 0}
+    assert 'streamxai_fast_path{stream="fast-1"} 1.0' in explain.metrics.exposition().decode()
