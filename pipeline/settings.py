@@ -63,7 +63,7 @@ AGRAWAL_FEATURES = (
 PER_STREAM = frozenset({
     "features", "categorical", "target", "target_class", "model", "model_params", "model_seed", "output", "loss",
     "explainers", "alpha", "storage_size", "grid_size", "sample_rate", "emit_every",
-    "max_label_delay", "label_timeout_s",
+    "max_label_delay", "label_timeout_s", "fast_path",
 })
 PER_STREAM_PREFIXES = ("isage_", "drift_")
 
@@ -163,6 +163,7 @@ class Settings:
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
     max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
+    fast_path: str = _f("auto", "auto: evaluate recognised river models (Hoeffding trees, ARF, linear and logistic regression) from their internals, exactly the values of calling them and several times faster; off: always call the model")
     # Labels
     max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events")
     label_timeout_s: float = _f(0.0, "an event waiting for its label expires after this many seconds of arrival time; 0: off")
@@ -239,6 +240,8 @@ class Settings:
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
         if not isinstance(self.isage_inner_samples, int) or self.isage_inner_samples < 0:
             raise bad(f"isage_inner_samples={self.isage_inner_samples!r} must be an int >= 0 (0: the loss's default)")
+        if self.fast_path not in ("auto", "off"):
+            raise bad(f"fast_path={self.fast_path!r} must be auto or off")
         if self.isage_removal not in ("interventional", "observational"):
             raise bad(f"isage_removal={self.isage_removal!r} must be interventional or observational")
         if self.max_label_delay < 1 or self.label_timeout_s < 0:
