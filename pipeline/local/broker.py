@@ -227,6 +227,9 @@ class LocalBroker:
         :class:`SaslUsers`: require SASL (SCRAM-SHA-512) and ACLs; None (default): PLAINTEXT,
         no authorisation. The storage is formatted with the users' SCRAM credentials, so a
         data directory formatted without them must be deleted first.
+    auto_create_topics
+        Whether a client's request for a missing topic creates it (``auto.create.topics.enable``);
+        on by default for local runs, off in most production clusters (the fault tests use both).
 
     The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
     first time, Maven and access to Maven Central.
@@ -244,6 +247,7 @@ class LocalBroker:
         die_with_parent: bool = False,
         libs_dir: str | os.PathLike[str] | None = None,
         sasl: SaslUsers | None = None,
+        auto_create_topics: bool = True,
     ) -> None:
         for name, value in (("port", port), ("controller_port", controller_port)):
             if not isinstance(value, int) or not 0 < value < 65536:
@@ -260,6 +264,7 @@ class LocalBroker:
         self.log_file = Path(log_file) if log_file is not None else self.data_dir / "broker.log"
         self.heap = heap
         self.num_partitions = num_partitions
+        self.auto_create_topics = auto_create_topics
         self.die_with_parent = die_with_parent
         self.libs_dir = Path(libs_dir) if libs_dir is not None else _DEPLOY / "target" / "kafka-libs"
         self.sasl = sasl
@@ -343,7 +348,7 @@ class LocalBroker:
             f"num.partitions={self.num_partitions}",
             "default.replication.factor=1",
             "min.insync.replicas=1",
-            "auto.create.topics.enable=true",
+            f"auto.create.topics.enable={'true' if self.auto_create_topics else 'false'}",
             "delete.topic.enable=true",
             "offsets.topic.replication.factor=1",
             "offsets.topic.num.partitions=8",
