@@ -56,6 +56,8 @@ HELP = {
     "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
     "states_dropped_after_rebalance": "Keys whose state was stale after their partition came back from another worker (rebuilt)",
     "history_cache_too_big": "Partitions whose history exceeded the cache, so their keys were read one by one",
+    "recovery_seconds": "Seconds spent rebuilding state after a restart or rebalance, by stage (model, explain, "
+                        "drift) and step (checkpoint: finding, reading and unpickling it; replay: re-running history)",
 }
 # counters without labels are exposed from the start (at 0), so rates and alerts have a series
 COUNTERS = tuple(HELP)
@@ -70,7 +72,7 @@ HELP.update({
     "uptime_seconds": "Seconds since the worker started",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire
-    "messages_in", "messages_out", "dead_letters", "send_errors")
+    "messages_in", "messages_out", "dead_letters", "send_errors", "recovery_seconds")
 
 _NAME_OK = re.compile(r"[^a-zA-Z0-9_]")
 

@@ -187,19 +187,24 @@ class Recovering(abc.ABC):
         # only a checkpoint before this message: after a SIGKILL the worker resumes from the
         # committed offset, and a newer checkpoint covers messages whose outputs may be lost
         loaded = None
+        t0 = time.perf_counter()
         if self.checkpoints and key:
             with _STORE_LOCK:
                 loaded = self.checkpoints.load(kind, key, src.topic, src.partition, before_offset=src.offset)
+        t1 = time.perf_counter()
+        self.metrics.inc("recovery_seconds", t1 - t0, stage=kind, step="checkpoint")
         if loaded is not None:
             st, ck_offset = loaded
             st.since_checkpoint = 0
             self.metrics.inc("checkpoints_restored")
-            if self.history is not None and src.offset is not None and src.offset > ck_offset + 1:
-                self._rebuild(st, key, src, ck_offset + 1)
-            return st
-        st = fresh()
-        if not first and self.history is not None and src.offset:
-            self._rebuild(st, key, src, 0)
+            from_offset = ck_offset + 1
+        else:
+            st, from_offset = fresh(), 0
+            if first:
+                return st
+        if self.history is not None and src.offset is not None and src.offset > from_offset:
+            self._rebuild(st, key, src, from_offset)
+            self.metrics.inc("recovery_seconds", time.perf_counter() - t1, stage=kind, step="replay")
         return st
 
 
