@@ -11,17 +11,27 @@ from collections.abc import Sequence
 from schemas import StreamxaiError
 
 from . import exit_codes
-from .settings import Settings, load_settings, settings_help
+from .settings import Settings, load_settings
+from .settings_text import settings_help, settings_toml
 
 __all__ = ["main"]
 
 
+LOGLEVELS = ("debug", "info", "warning", "error")
+
+
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    from .local import broker
+
+    logs = argparse.ArgumentParser(add_help=False)
+    logs.add_argument("--loglevel", type=str.lower, choices=LOGLEVELS, default="info",
+                      help="log messages of this level and above: debug, info, warning or error (default info)")
+    common = argparse.ArgumentParser(add_help=False, parents=[logs])
     common.add_argument("--settings", metavar="FILE", help="TOML settings file [env: STREAMXAI_SETTINGS]")
     common.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                         help="override one setting (repeatable); JSON for lists and dicts")
-    common.add_argument("--bootstrap", metavar="HOST:PORT", help="Kafka bootstrap servers [env: STREAMXAI_BOOTSTRAP_SERVERS]")
+    common.add_argument("--bootstrap", "--bootstrap-server", metavar="HOST:PORT", dest="bootstrap",
+                        help="Kafka bootstrap servers [env: STREAMXAI_BOOTSTRAP_SERVERS]")
 
     p = argparse.ArgumentParser(
         prog="streamxai",
@@ -32,16 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    b = sub.add_parser("broker", help="start, stop or inspect the local Kafka broker",
-                       description="Every option of `python -m pipeline.local.broker` (see `streamxai broker start --help`).")
-    b.add_argument("action", choices=["start", "stop", "status"], help="what to do with the broker")
-    b.add_argument("options", nargs=argparse.REMAINDER,
-                   help="--port, --controller-port, --data-dir, --log-file, --heap, --timeout, --sasl-users")
+    b = sub.add_parser("broker", parents=[logs], help="start, stop or inspect the local Kafka broker",
+                       description=broker.DESCRIPTION, epilog=exit_codes.HELP)
+    broker.add_arguments(b)
 
     w = sub.add_parser("worker", parents=[common], help="run a worker (model, explainer and drift agents)",
                        epilog=settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     w.add_argument("--roles", default="model,explain,drift", help="comma-separated: model, explain, drift")
-    w.add_argument("--loglevel", default="info", help="debug, info, warning or error (default info)")
 
     pr = sub.add_parser("produce", parents=[common], help="produce a demo stream or a file to the features topic")
     pr.add_argument("source", help="'demo' (agrawal with drift), 'control' (no drift), or a .jsonl/.csv path")
@@ -93,8 +100,11 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--idle", type=float, default=3.0,
                     help="stop reading the topics after this many seconds without a message (default 3)")
 
-    c = sub.add_parser("config", parents=[common], help="print the effective settings (secrets masked)")
-    del c
+    c = sub.add_parser("config", parents=[common],
+                       help="print the effective settings as a settings file (TOML, each value's source in a comment; "
+                            "secrets left out)")
+    c.add_argument("--stream", metavar="ID", default=None,
+                   help="the effective settings of this stream id: its stream profile's on top of the top level")
     return p
 
 
@@ -118,7 +128,9 @@ def _explicit_settings(args: argparse.Namespace) -> set[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    level = getattr(logging, args.loglevel.upper())
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level)  # also when logging was configured before (basicConfig then does nothing)
     try:
         return _run(args)
     except StreamxaiError as e:
@@ -136,15 +148,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "broker":
-        from .local.broker import main as broker_main
+        from .local.broker import run as run_broker
 
-        return broker_main([args.action, *args.options], prog="streamxai broker")
+        return run_broker(args)
     if args.command == "worker":
-        from .modelspec import build_model
+        from .plan import check_streams
         from .worker import run_worker
 
         s = _settings(args)
-        build_model(s.model, s.model_params, s.model_seed)  # a model that cannot be built: one line, no start
+        check_streams(s)  # no features, or a model that cannot be built: one line, no start
         return run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
     if args.command in ("produce", "tail", "plot"):
         from . import commands
@@ -160,8 +172,11 @@ def _run(args: argparse.Namespace) -> int:
         run_dashboard(_settings(args), host=args.host, port=args.port, from_beginning=not args.latest)
         return exit_codes.OK
     if args.command == "config":
-        for k, v in _settings(args).public_dict().items():
-            print(f"{k} = {v!r}")
+        if args.stream is not None:
+            from schemas.features import check_stream_id
+
+            check_stream_id(args.stream)
+        print(settings_toml(_settings(args), args.stream), end="")
         return exit_codes.OK
     raise AssertionError(args.command)  # argparse restricts the choices
 

@@ -93,6 +93,11 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
 
     stream_id = args.stream_id or ("file" if args.source not in ("demo", "control") else args.source)
     if args.source not in ("demo", "control"):
+        s = s.for_stream(stream_id)  # the features and target of its stream profile
+        if not s.features:
+            raise ConfigError(f"to read {args.source} as stream {stream_id!r}, give its features: features = [...] in "
+                              "the settings file (or --set features=a,b), or a [streams.\"<glob>\"] table matching "
+                              "the stream id")
         # read the header now: a missing file or column is one line, before any Kafka connection
         _check_file = file_events(args.source, stream_id, list(s.features), args.target, target_kind=s.target,
                                   categorical=list(s.categorical), ts_column=args.ts_column, report=FileReport())

@@ -7,13 +7,16 @@ same models, explainers, parameters and seeds.
 
 from __future__ import annotations
 
+from schemas import ConfigError
+
 from .core.losses import BrierOf
 from .core.prequential import PrequentialModel
 from .core.stream import ExplainerSpec, StreamExplainer, units_of_group
 from .modelspec import build_model, model_factory
 from .settings import Settings
+from .toml_text import toml_key
 
-__all__ = ["explainer_specs", "stream_explainer", "prequential_model", "group_units", "BrierOf"]
+__all__ = ["explainer_specs", "stream_explainer", "prequential_model", "group_units", "BrierOf", "check_streams"]
 
 
 def explainer_specs(s: Settings) -> list[ExplainerSpec]:
@@ -71,3 +74,34 @@ def stream_explainer(s: Settings, stream_id: str, group: int | None = None) -> S
 
 def prequential_model(s: Settings) -> PrequentialModel:
     return PrequentialModel(build_model(s.model, s.model_params, s.model_seed), output=s.output, loss=s.loss)
+
+
+def check_streams(s: Settings) -> None:
+    """What a worker checks before it starts, each failure one :class:`ConfigError` line naming
+    the stream profile: the streams have features (at the top level or in every profile), and
+    the model and explainers of the top level (when it has features) and of every profile build.
+
+    >>> check_streams(Settings(streams={"r-*": {"features": ["a"], "model": "river.nope.M"}}))
+    Traceback (most recent call last):
+    ...
+    schemas.errors.ConfigError: [streams."r-*"] model: model 'river.nope.M' cannot be imported: No module named 'river.nope'; give a full import path such as river.forest.ARFClassifier
+    """
+    profiles = s.profiles()
+    if not s.features and not profiles:
+        raise ConfigError(
+            "the worker needs the features its streams carry: set features = [\"a\", \"b\"] in the settings file "
+            "(or STREAMXAI_FEATURES=a,b, or --set features=a,b), or per stream in [streams.\"<glob>\"] tables")
+    todo = [("", s)] if s.features else []  # the top level: its own errors say which setting
+    todo += [(f"[streams.{toml_key(glob)}] ", p) for glob, p in profiles.items()]
+    for where, p in todo:
+        if not p.features:
+            raise ConfigError(f"{where}features: none in the table and none at the top level; list the features "
+                              "of the streams it matches")
+        try:
+            build_model(p.model, p.model_params, p.model_seed)
+        except ConfigError as e:
+            raise ConfigError(f"{where}model: {e}" if where else str(e)) from None
+        try:
+            stream_explainer(p, "check")
+        except (ConfigError, ValueError, TypeError) as e:
+            raise ConfigError(f"{where}explainers: {e}") from None

@@ -5,6 +5,21 @@ Every field has a default, a help text and an environment variable ``STREAMXAI_<
 environment, explicit overrides. Secrets are :class:`Secret` values that never show their
 content in ``repr``, logs or exceptions.
 
+**Stream profiles.** The setting ``streams`` (in a file: ``[streams."<glob>"]`` tables) maps
+globs over stream ids to the per-stream settings (:func:`is_per_stream`) they override.
+:meth:`Settings.for_stream` gives a stream's effective settings: those of the first profile
+whose glob matches its id, on top of the top-level settings; a stream that matches none gets
+the top-level settings. A profile's value wins over the top-level value of the same setting
+whatever gave that (file, environment or command line): it is the more specific one. The
+profiles themselves come from one source like any setting: ``STREAMXAI_STREAMS`` or
+``--set streams=JSON`` replaces the file's tables as a whole.
+
+>>> s = load_settings(None, features="a,b", streams='{"reg-*": {"features": ["c"], "alpha": 0.01}}')
+>>> s.for_stream("reg-1").features, s.for_stream("reg-1").alpha, s.for_stream("other").features
+(['c'], 0.01, ['a', 'b'])
+>>> s.for_stream("reg-1").source("alpha"), s.for_stream("reg-1").source("grid_size")
+('profile "reg-*"', 'default')
+
 >>> s = Settings(sasl_password=Secret("hunter2"))
 >>> "hunter2" in repr(s), s.sasl_password.reveal()
 (False, 'hunter2')
@@ -23,11 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from schemas import ConfigError, FeatureSpec
+from schemas.features import TARGETS
 
 from .core.stream import EXPLAINER_NAMES
+from .profiles import ProfileMatcher, check_glob
+from .toml_text import toml_key
 
-__all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "settings_help", "SECURITY_PROTOCOLS",
-           "SASL_MECHANISMS"]
+__all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "SECURITY_PROTOCOLS", "SASL_MECHANISMS",
+           "PER_STREAM", "PER_STREAM_PREFIXES", "is_per_stream", "env_name"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -35,6 +53,28 @@ SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 AGRAWAL_FEATURES = (
     "salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan",
 )
+
+#: The settings a stream profile (``[streams."<glob>"]``) may set, with those named by
+#: :data:`PER_STREAM_PREFIXES`: what a stream's input, model, explainers, labels and change
+#: detection are built from. Every other setting is deployment-wide, the same for every stream of
+#: a worker (Kafka, topics, partitions, explain_groups, ports, state, checkpoints, input limits,
+#: load shedding by lag), and an error in a profile. A new per-stream setting is added here (or
+#: takes one of the prefixes).
+PER_STREAM = frozenset({
+    "features", "categorical", "target", "target_class", "model", "model_params", "model_seed", "output", "loss",
+    "explainers", "alpha", "storage_size", "grid_size", "sample_rate", "emit_every",
+    "max_label_delay", "label_timeout_s",
+})
+PER_STREAM_PREFIXES = ("isage_", "drift_")
+
+
+def is_per_stream(name: str) -> bool:
+    """Whether a stream profile may set ``name``.
+
+    >>> is_per_stream("model"), is_per_stream("drift_delta"), is_per_stream("partitions")
+    (True, True, False)
+    """
+    return name in PER_STREAM or name.startswith(PER_STREAM_PREFIXES)
 
 
 class Secret:
@@ -95,7 +135,8 @@ class Settings:
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     shutdown_timeout_s: float = _f(15.0, "a worker asked to stop (SIGTERM) that has not stopped after this many seconds exits at once (its uncommitted messages are processed again after a restart)")
     # Data
-    features: list = _f(list(AGRAWAL_FEATURES), "feature names every event must carry, in model order")
+    features: list = _f([], "feature names every event must carry, in model order (a worker needs them here or in "
+                            "every stream profile)")
     categorical: list = _f([], "features that are categorical (strings or integers)")
     target: str = _f("label", "target kind: label (classification) or number (regression)")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
@@ -121,6 +162,9 @@ class Settings:
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
     max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
+    # Labels
+    max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events")
+    label_timeout_s: float = _f(0.0, "an event waiting for its label expires after this many seconds of arrival time; 0: off")
     # Drift
     drift_delta: float = _f(0.01, "bound on the probability that a stream without change ever raises a change event (all its series together)")
     drift_explainers: list = _f(["ipfi", "isage"], "explainers whose series the change test watches (all running ones if none is listed); iPDP's ICE spread moves with every split of a tree, its curves are shown either way")
@@ -129,6 +173,10 @@ class Settings:
     drift_window: int = _f(20_000, "explained events per series the change test looks back over")
     drift_warmup: int = _f(1000, "first events of each stream the drift agent does not monitor (the model learns from nothing)")
     drift_episode_gap: int = _f(1000, "changes of a stream fewer than this many events apart form one change episode")
+    drift_alert_kinds: list = _f(["degradation", "reliance_shift"], "change episodes of these kinds raise an alert (alert: true on the change-episodes topic and in the metrics): learning, degradation, reliance_shift")
+    # Stream profiles
+    streams: dict = _f({}, 'stream profiles: per-stream settings for the stream ids a glob matches; in a settings '
+                           'file [streams."<glob>"] tables, first match wins (JSON {glob: {setting: value}} elsewhere)')
 
     def __post_init__(self) -> None:
         for name in ("sasl_password", "ssl_key_password", "checkpoint_key"):
@@ -170,6 +218,9 @@ class Settings:
             raise bad(f"explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")
         if self.output not in ("label", "value"):
             raise bad(f"output={self.output!r} must be label or value")
+        if self.target == "number" and self.output != "value":
+            raise bad("output=label cannot score a number target (regression): set output = \"value\" and a loss "
+                      "for numbers (squared or absolute)")
         unknown = set(self.drift_explainers) - set(EXPLAINER_NAMES)
         if unknown:
             raise bad(f"drift_explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")
@@ -179,16 +230,83 @@ class Settings:
             raise bad("drift_min_effect must be >= 0, drift_min_samples >= 2 and drift_window >= 2 * drift_min_samples")
         if self.drift_warmup < 0 or self.drift_episode_gap < 0:
             raise bad("drift_warmup and drift_episode_gap must be >= 0")
+        unknown = set(self.drift_alert_kinds) - {"learning", "degradation", "reliance_shift"}
+        if unknown:
+            raise bad(f"drift_alert_kinds has unknown kinds {sorted(unknown)}; use learning, degradation, reliance_shift")
         if self.isage_loss not in ("squared", "cross_entropy"):
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
         if not isinstance(self.isage_inner_samples, int) or self.isage_inner_samples < 0:
             raise bad(f"isage_inner_samples={self.isage_inner_samples!r} must be an int >= 0 (0: the loss's default)")
         if self.isage_removal not in ("interventional", "observational"):
             raise bad(f"isage_removal={self.isage_removal!r} must be interventional or observational")
+        if self.max_label_delay < 1 or self.label_timeout_s < 0:
+            raise bad(f"max_label_delay={self.max_label_delay} must be >= 1 and label_timeout_s={self.label_timeout_s} >= 0")
         try:
-            self.feature_spec()
+            if self.features:
+                self.feature_spec()
+            elif self.categorical:
+                raise ValueError(f"categorical features {sorted(self.categorical)} are not in names [] (no features given)")
+            elif self.target not in TARGETS:
+                raise ValueError(f"target={self.target!r} must be one of {TARGETS}")
         except ValueError as e:
             raise bad(f"features/categorical/target: {e}") from None
+        self._profiles = self._check_profiles()
+
+    def _check_profiles(self) -> list[Settings]:
+        """Each profile's effective settings, in file order; a ConfigError names the table and key."""
+        if not isinstance(self.streams, dict):
+            raise ConfigError(f"setting streams must be a table of stream profiles, not {type(self.streams).__name__}")
+        by_name = {f.name: f for f in fields(Settings)}
+        out = []
+        for glob, table in self.streams.items():
+            where = f"[streams.{toml_key(str(glob))}]"
+            try:
+                check_glob(glob)
+            except ValueError as e:
+                raise ConfigError(f"{where}: {e}") from None
+            if not isinstance(table, dict):
+                raise ConfigError(f"{where} must be a table of settings, not {_kind(table)} ({table!r})")
+            values = {}
+            for k, v in table.items():
+                if k not in by_name:
+                    raise ConfigError(f"{where}: unknown setting {k!r}; see `streamxai worker --help`")
+                if not is_per_stream(k):
+                    raise ConfigError(f"{where}: {k} is deployment-wide (the same for every stream: Kafka, topics, "
+                                      "partitions, explain_groups, ports, state, checkpoints); set it at the top level")
+                try:
+                    _check_toml_type(by_name[k], v, "this table")
+                    values[k] = _convert(by_name[k], v, "this table")
+                except ConfigError as e:
+                    raise ConfigError(f"{where}: {e}") from None
+            try:
+                merged = dataclasses.replace(self, streams={}, **values)
+            except ConfigError as e:
+                raise ConfigError(f"{where}: {e}") from None
+            out.append(merged)
+        self._matcher = ProfileMatcher(list(self.streams))
+        return out
+
+    def for_stream(self, stream_id: str) -> Settings:
+        """The effective settings of ``stream_id``: its profile's (the first whose glob matches
+        it), or these settings when none matches. Cached per stream id."""
+        i = self._matcher.match(stream_id)
+        return self if i is None else self._profile_settings(i)
+
+    def profile(self, stream_id: str) -> str | None:
+        """The glob of the profile ``stream_id`` falls under (None: none, the top-level settings)."""
+        i = self._matcher.match(stream_id)
+        return None if i is None else self._matcher.globs[i]
+
+    def profiles(self) -> dict[str, Settings]:
+        """The effective settings of each profile, by glob, in file order."""
+        return {g: self._profile_settings(i) for i, g in enumerate(self._matcher.globs)}
+
+    def _profile_settings(self, i: int) -> Settings:
+        merged = self._profiles[i]
+        if not hasattr(merged, "_sources"):  # set on first use: load_settings gives self its sources after __init__
+            glob = self._matcher.globs[i]
+            merged._sources = {**self._given(), **dict.fromkeys(self.streams[glob], f"profile {_quoted(glob)}")}
+        return merged
 
     def check_files(self) -> None:
         """The files the settings name exist and are readable (run once at startup)."""
@@ -204,6 +322,31 @@ class Settings:
 
     def feature_spec(self) -> FeatureSpec:
         return FeatureSpec(tuple(self.features), frozenset(self.categorical), self.target)
+
+    def stream_feature_spec(self, stream_id: str) -> FeatureSpec:
+        """The features ``stream_id`` must carry: its profile's, else the top-level ones.
+        ``LookupError`` (a dead letter, reason ``no_profile``) when neither gives any.
+
+        >>> s = Settings(streams={"r-*": {"features": ["a"]}})
+        >>> s.stream_feature_spec("r-1").names
+        ('a',)
+        >>> s.stream_feature_spec("x")
+        Traceback (most recent call last):
+        ...
+        LookupError: stream 'x' matches no stream profile ("r-*") and the top-level settings give no features; add a [streams."<glob>"] table whose glob matches it, or top-level features
+        """
+        s = self.for_stream(stream_id)
+        spec = getattr(s, "_spec", None)
+        if spec is None:
+            if not s.features:
+                where = (f"matches no stream profile ({', '.join(map(_quoted, self.streams))})" if self.streams
+                         else "has no stream profile")
+                raise LookupError(f"stream {stream_id!r} {where} and the top-level settings give no features; add a "
+                                  "[streams.\"<glob>\"] table whose glob matches it, or top-level features")
+            i = self._matcher.match(stream_id)
+            origin = "" if i is None else f"stream profile {_quoted(self._matcher.globs[i])}"
+            spec = s._spec = FeatureSpec(tuple(s.features), frozenset(s.categorical), s.target, origin)
+        return spec
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
@@ -229,7 +372,7 @@ class Settings:
     def explicit(self) -> frozenset[str]:
         """The settings a file, the environment or the command line gave: a command's own
         defaults (e.g. the demo's) must not override them."""
-        return frozenset(n for n, src in self._given().items() if src in _USER_SOURCES)
+        return frozenset(n for n, src in self._given().items() if src in _USER_SOURCES or src.startswith("profile"))
 
     def _given(self) -> dict[str, str]:
         return getattr(self, "_sources", {})
@@ -280,6 +423,15 @@ _TOML_TYPES = {"int": ((int,), "an integer"), "float": ((int, float), "a number"
                "list": ((list,), "an array"), "dict": ((dict,), "a table"), "Secret": ((str,), "a string")}
 
 
+def _kind(raw: Any) -> str:
+    return {str: "a string", bool: "a boolean", list: "an array", dict: "a table", int: "an integer",
+            float: "a number"}.get(type(raw), type(raw).__name__)
+
+
+def _quoted(glob: str) -> str:
+    return json.dumps(glob)
+
+
 def _check_toml_type(f: dataclasses.Field, raw: Any, source: str) -> None:
     """TOML has types: a quoted "0.01" for a number is a mistake, not something to guess at."""
     typ = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
@@ -288,9 +440,7 @@ def _check_toml_type(f: dataclasses.Field, raw: Any, source: str) -> None:
     ok, want = _TOML_TYPES[typ]
     if isinstance(raw, bool) or not isinstance(raw, ok):
         shown = "***" if f.metadata.get("secret") else repr(raw)
-        kind = {str: "a string", bool: "a boolean", list: "an array", dict: "a table", int: "an integer",
-                float: "a number"}.get(type(raw), type(raw).__name__)
-        raise ConfigError(f"setting {f.name} in {source} is {kind} ({shown}); expected {want}"
+        raise ConfigError(f"setting {f.name} in {source} is {_kind(raw)} ({shown}); expected {want}"
                           + (" (write it without quotes)" if isinstance(raw, str) and typ in ("int", "float") else ""))
 
 
@@ -328,17 +478,14 @@ def load_settings(
             raise ConfigError(f"unknown setting {k!r}")
         values[k] = _convert(by_name[k], v, "the command line")
         sources[k] = "command line"
-    s = Settings(**values)
+    try:
+        s = Settings(**values)
+    except ConfigError as e:
+        if str(e).startswith("[streams.") and sources.get("streams"):  # say where the profile came from
+            origin = {"file": f"settings file {path}", "environment": "$STREAMXAI_STREAMS",
+                      "command line": "--set streams"}[sources["streams"]]
+            raise ConfigError(f"{origin}: {e}") from None
+        raise
     s._sources = sources
     s.check_files()
     return s
-
-
-def settings_help() -> str:
-    """One line per setting with its environment variable, for ``--help``."""
-    lines = []
-    for f in fields(Settings):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        shown = "***" if f.metadata.get("secret") else json.dumps(default, default=str)
-        lines.append(f"  {f.name:<20} {f.metadata['help']} [env: {env_name(f.name)}] (default {shown})")
-    return "\n".join(lines)

@@ -6,6 +6,7 @@
     │   ├── OversizedMessage      larger than the configured limit
     │   ├── SchemaMismatch        unknown type or schema version, missing or wrong-typed field
     │   ├── FeatureMismatch       missing or unexpected features
+    │   ├── NoProfile             a stream no stream profile matches, where the settings give no features
     │   └── BadValue              NaN, infinity, or a value of the wrong type
     ├── ConfigError               settings that cannot work; the worker refuses to start
     └── BrokerError               no broker answers, or the local one cannot be set up or started
@@ -23,6 +24,7 @@ __all__ = [
     "OversizedMessage",
     "SchemaMismatch",
     "FeatureMismatch",
+    "NoProfile",
     "BadValue",
     "ConfigError",
 ]
@@ -56,6 +58,10 @@ class SchemaMismatch(InvalidMessage):
 
 class FeatureMismatch(InvalidMessage):
     reason = "features"
+
+
+class NoProfile(InvalidMessage):
+    reason = "no_profile"
 
 
 class BadValue(InvalidMessage):

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import BadValue, FeatureMismatch, SchemaMismatch
+from .errors import BadValue, FeatureMismatch, NoProfile, SchemaMismatch
 from .messages import FeatureEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
@@ -39,11 +40,13 @@ _STREAM_ID = re.compile(rf"[A-Za-z0-9_.:@+=~-]{{1,{MAX_STREAM_ID}}}")
 
 @dataclass(frozen=True)
 class FeatureSpec:
-    """The features every event must carry, which of them are categorical, and the target kind."""
+    """The features every event must carry, which of them are categorical, and the target kind;
+    ``origin`` names where they were configured, for error messages (e.g. a stream profile)."""
 
     names: tuple[str, ...]
     categorical: frozenset[str] = field(default_factory=frozenset)
     target: str = "label"
+    origin: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not self.names:
@@ -56,9 +59,27 @@ class FeatureSpec:
 
 
 def parse_feature_event(
-    raw: bytes | None, spec: FeatureSpec, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES
+    raw: bytes | None, spec: FeatureSpec | Callable[[str], FeatureSpec], *, where: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> FeatureEvent:
-    """Bytes to a validated :class:`FeatureEvent`, or an ``InvalidMessage`` saying what is wrong."""
+    """Bytes to a validated :class:`FeatureEvent`, or an ``InvalidMessage`` saying what is wrong.
+
+    ``spec`` is the features of every stream, or a function from a stream id to its features
+    that raises ``LookupError`` for a stream it has none for (a :class:`NoProfile` dead letter).
+
+    >>> specs = {"a": FeatureSpec(("age",), origin='stream profile "a"')}
+    >>> raw = b'{"schema": "feature_event/v1", "stream_id": "b", "seq": 0, "ts": 0, "x": {"age": 1}, "y": 1}'
+    >>> parse_feature_event(raw.replace(b'"b"', b'"a"'), specs.__getitem__, where="f[0]@0").x
+    {'age': 1.0}
+    >>> parse_feature_event(raw, specs.__getitem__, where="f[0]@1")
+    Traceback (most recent call last):
+    ...
+    schemas.errors.NoProfile: f[0]@1: 'b'
+    >>> parse_feature_event(raw.replace(b'"b"', b'"a"').replace(b'"age"', b'"car"'), specs.__getitem__, where="f[0]@2")
+    Traceback (most recent call last):
+    ...
+    schemas.errors.FeatureMismatch: f[0]@2: missing features ['age'], unexpected features ['car'] in stream 'a' seq 0; the features of stream profile "a" are ['age']
+    """
     obj = decode_as(raw, FeatureEvent.SCHEMA, where=where, max_bytes=max_bytes)
     expected = {"schema", "stream_id", "seq", "ts", "x", "y"}
     missing = sorted(expected - {"y"} - set(obj))
@@ -67,6 +88,11 @@ def parse_feature_event(
         raise SchemaMismatch(f"feature_event/v1 fields: missing {missing}, unexpected {extra}", where=where)
     stream_id = obj["stream_id"]
     check_stream_id(stream_id, where=where)
+    if not isinstance(spec, FeatureSpec):
+        try:
+            spec = spec(stream_id)
+        except LookupError as e:
+            raise NoProfile(str(e), where=where) from None
     seq = obj["seq"]
     if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ:
         raise SchemaMismatch(
@@ -83,7 +109,7 @@ def parse_feature_event(
         extra_f = sorted(k for k in x if k not in set(names))
         raise FeatureMismatch(
             f"missing features {shown(missing_f)}, unexpected features {shown(extra_f)} {ctx}; "
-            f"the configured features are {list(names)}",
+            f"the {f'features of {spec.origin}' if spec.origin else 'configured features'} are {list(names)}",
             where=where,
         )
     clean: dict[str, Any] = {}

@@ -21,7 +21,7 @@ __all__ = [
     "ExplainDecision",
     "Prediction",
     "Explanation",
-    "DriftEvent",
+    "ChangeEvent",
     "ChangeEpisode",
     "DeadLetter",
     "MESSAGE_TYPES",
@@ -120,9 +120,14 @@ class Explanation(_Message):
     series' previous message as ``{"n", "mean", "m2"}`` (count, mean, sum of squared
     deviations); ``model_loss``, the model's prequential loss over the events seen since
     the previous message, in the same form.
+
+    v3 adds ``var_factor``: the variance of a long mean of the series' increments over that of
+    as many independent ones (iPFI and iSAGE reuse donors from a reservoir, which correlates
+    increments); the change test multiplies its squared standard errors by it. Null when the
+    increments are independent; a v2 message reads as null.
     """
 
-    SCHEMA: ClassVar[str] = "explanation/v2"
+    SCHEMA: ClassVar[str] = "explanation/v3"
     stream_id: str
     explainer: str
     feature: str
@@ -135,17 +140,21 @@ class Explanation(_Message):
     stderr: float | None = None
     block: dict[str, float] | None = None
     model_loss: dict[str, float] | None = None
+    var_factor: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class DriftEvent(_Message):
+class ChangeEvent(_Message):
     """The series ``stream_id/explainer/feature`` changed: a new regime from event ``cut_seq``,
-    detected at event ``seq``.
+    detected at event ``seq``. On the wire it keeps its first name: schema ``drift_event/v2`` on
+    the ``drift-events`` topic.
 
     Levels are mean per-event increments of the explainer on each side of the cut (``n_*``
     increments, 95% intervals ``ci_*``); ``effect = level_after - level_before`` and
     ``relative_effect`` its size relative to the explainer's largest importance in the stream.
-    ``z`` is the test statistic and ``threshold`` the bound it crossed. ``explanation_*`` and
+    ``z`` is the test's statistic at the boundary where it detected the change and
+    ``threshold`` the bound it crossed there (``|z| >= threshold``); the change is located at
+    ``cut_seq``, which can be another boundary, and the levels are split there. ``explanation_*`` and
     ``rank_*`` hold the explainer's level and rank (1 = most important) of every feature on
     each side of the cut; ``curve_*`` the feature's iPDP curve (``{"grid", "pd"}``) before and
     now; ``loss_*`` the model's mean prequential loss on each side (None: no data).
@@ -186,20 +195,31 @@ class ChangeEpisode(_Message):
     """Changes of one stream that happened together (topic ``change-episodes``).
 
     ``changes`` are ranked by ``relative_effect`` (largest first), each
-    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect}``.
+    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect, kind}``.
     ``explanations[explainer][feature]`` is ``{before, after, rank_before, rank_after}``, split
     at ``cut_seq`` (the top change's cut); ``curves[feature]`` the iPDP curve before and after
-    of each changed feature; ``loss_*`` the model's mean prequential loss on each side.
-    The episode opened with the change detected at ``first_seq`` and closed at event
-    ``closed_seq``, ``episode_gap`` events after its last change ``last_seq``.
+    of each changed feature; ``loss_*`` the model's mean prequential loss on each side, with
+    95% intervals ``loss_ci_*`` and ``loss_z``, the loss after against before in standard errors.
+
+    v2 says why: ``kind`` is ``learning`` (the loss fell significantly), ``degradation`` (it
+    rose) or ``reliance_shift`` (it stayed within its interval, yet the reliance moved), and
+    ``alert`` whether that kind is one to page on (setting ``drift_alert_kinds``). An episode is
+    sent twice, with one ``first_seq``: ``status`` ``open`` when the report of its first change
+    is complete (the alert; ``closed_seq`` null) and ``closed`` at event ``closed_seq``,
+    ``episode_gap`` events after its last change ``last_seq``, with all its changes; its kind
+    and alert are decided at the open and do not change. A v1 episode (no kind) was sent once,
+    closed.
     """
 
-    SCHEMA: ClassVar[str] = "change_episode/v1"
+    SCHEMA: ClassVar[str] = "change_episode/v2"
     stream_id: str
+    status: str
     first_seq: int
     last_seq: int
-    closed_seq: int
+    closed_seq: int | None
     cut_seq: int
+    kind: str
+    alert: bool
     changes: list[dict[str, Any]]
     explanations: dict[str, dict[str, dict[str, Any]]]
     curves: dict[str, dict[str, Any]]
@@ -207,6 +227,9 @@ class ChangeEpisode(_Message):
     loss_after: float | None
     n_loss_before: int
     n_loss_after: int
+    loss_ci_before: list[float] | None
+    loss_ci_after: list[float] | None
+    loss_z: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +257,6 @@ class DeadLetter(_Message):
 
 MESSAGE_TYPES: dict[str, type[_Message]] = {
     cls.SCHEMA: cls
-    for cls in (FeatureEvent, ExplainTask, ExplainDecision, Prediction, Explanation, DriftEvent, ChangeEpisode,
+    for cls in (FeatureEvent, ExplainTask, ExplainDecision, Prediction, Explanation, ChangeEvent, ChangeEpisode,
                 DeadLetter)
 }

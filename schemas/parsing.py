@@ -24,12 +24,15 @@ from .errors import SchemaMismatch
 from .messages import ExplainTask, Explanation
 from .wire import DEFAULT_MAX_BYTES, decode
 
-__all__ = ["parse_explain_task", "parse_explanation", "parse_moments", "EXPLAIN_TASK_V1", "EXPLANATION_V1"]
+__all__ = ["parse_explain_task", "parse_explanation", "parse_moments", "EXPLAIN_TASK_V1", "EXPLANATION_V1",
+           "EXPLANATION_V2"]
 
 #: explain tasks written by a worker before v2 (no ``loss``): read as ``loss=None``
 EXPLAIN_TASK_V1 = "explain_task/v1"
 #: explanations without per-event increments, which the change test needs: refused
 EXPLANATION_V1 = "explanation/v1"
+#: explanations without ``var_factor``: read as ``var_factor=None`` (independent increments)
+EXPLANATION_V2 = "explanation/v2"
 
 _TASK_FIELDS = frozenset({"schema", *(f.name for f in fields(ExplainTask))})
 _EXPLANATION_REQUIRED = tuple(
@@ -82,9 +85,10 @@ def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None
 
 
 def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Explanation:
-    """An :class:`~schemas.messages.Explanation` (v2): string ``stream_id``/``explainer``/``feature``,
-    integer ``seq >= 0`` and ``n_explained``, a finite ``value``, ``curve`` an object or null, and
-    ``block`` and ``model_loss`` as checked by :func:`parse_moments`. Fields the drift path does
+    """An :class:`~schemas.messages.Explanation` (v3, or v2 read with ``var_factor=None``): string
+    ``stream_id``/``explainer``/``feature``, integer ``seq >= 0`` and ``n_explained``, a finite
+    ``value``, ``curve`` an object or null, ``block`` and ``model_loss`` as checked by
+    :func:`parse_moments`, ``var_factor`` null or a finite number >= 0. Fields the drift path does
     not read are passed through as sent (None when absent); fields of a later version are ignored.
 
     >>> from schemas import dumps
@@ -97,11 +101,11 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
     if tag == EXPLANATION_V1:
         raise SchemaMismatch(
             "explanation/v1 carries no per-event increments, which the change test needs; upgrade the "
-            "explainer workers so they publish explanation/v2 (run every worker on the same streamxai version)",
+            "explainer workers so they publish explanation/v3 (run every worker on the same streamxai version)",
             where=where)
-    if tag != Explanation.SCHEMA:
-        raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} on the explanations topic",
-                             where=where)
+    if tag not in (Explanation.SCHEMA, EXPLANATION_V2):
+        raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} (or {EXPLANATION_V2!r}) on the "
+                             "explanations topic", where=where)
     stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
     seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
     if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
@@ -109,12 +113,16 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
             and _is_number(value) and math.isfinite(value)
             and (curve is None or isinstance(curve, dict))):
         raise SchemaMismatch(
-            "explanation/v2 needs string stream_id/explainer/feature, integer seq >= 0 and n_explained, "
+            f"{tag} needs string stream_id/explainer/feature, integer seq >= 0 and n_explained, "
             "a finite numeric value and a curve object or null", where=where)
+    var_factor = obj.get("var_factor")
+    if var_factor is not None and not (_is_number(var_factor) and math.isfinite(var_factor) and var_factor >= 0):
+        raise SchemaMismatch(f"var_factor must be null or a finite number >= 0, got {var_factor!r:.100}", where=where)
     values = {name: obj.get(name) for name in _EXPLANATION_REQUIRED}
     values.update(value=float(value), curve=curve, stderr=obj.get("stderr"),
                   block=parse_moments(obj.get("block"), "block", where=where),
-                  model_loss=parse_moments(obj.get("model_loss"), "model_loss", where=where))
+                  model_loss=parse_moments(obj.get("model_loss"), "model_loss", where=where),
+                  var_factor=None if var_factor is None else float(var_factor))
     return Explanation(**values)
 
 

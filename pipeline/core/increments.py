@@ -16,33 +16,80 @@ deviations, Welford's update).
 {'a': Block(n=3, mean=2.0, m2=2.0)}
 >>> t.take()    # a new block starts after every take
 {}
->>> Block.merge(Block(2, 1.0, 0.5), Block(1, 4.0, 0.0))
-Block(n=3, mean=2.0, m2=6.5)
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import ClassVar
 
 __all__ = ["Block", "IncrementTracker"]
 
 
-@dataclass(frozen=True, slots=True)
 class Block:
-    """``n`` values with mean ``mean`` and sum of squared deviations from it ``m2``."""
+    """``n`` values with mean ``mean`` and sum of squared deviations from it ``m2``.
 
-    n: int
-    mean: float
-    m2: float
+    A value: ``a + b`` is the block of the values of both (Chan et al.'s parallel update,
+    numerically stable for any offset), ``total - a`` the block of the values of ``total``
+    that are not in ``a`` (its inverse; ``a`` must be part of ``total``), as river's
+    ``stats.Var`` supports ``+=`` and ``-=``. Treat blocks as immutable: the operators return
+    new ones.
+
+    >>> a, b = Block(2, 1.0, 0.5), Block(1, 4.0, 0.0)
+    >>> a + b
+    Block(n=3, mean=2.0, m2=6.5)
+    >>> (a + b) - a == b, (a + b).var, Block.EMPTY + a == a
+    (True, 3.25, True)
+    """
+
+    __slots__ = ("n", "mean", "m2")
+    EMPTY: ClassVar[Block]
+
+    def __init__(self, n: int, mean: float, m2: float):
+        self.n = n
+        self.mean = mean
+        self.m2 = m2
+
+    def __add__(self, other: Block) -> Block:
+        na, nb = self.n, other.n
+        if not nb:
+            return self
+        if not na:
+            return other
+        n = na + nb
+        d = other.mean - self.mean
+        return Block(n, self.mean + d * nb / n, self.m2 + other.m2 + d * d * na * nb / n)
+
+    def __sub__(self, part: Block) -> Block:
+        na, n = part.n, self.n
+        if not na:
+            return self
+        nb = n - na
+        if nb <= 0:
+            return Block.EMPTY
+        mean = (n * self.mean - na * part.mean) / nb
+        d = mean - part.mean
+        m2 = self.m2 - part.m2 - d * d * na * nb / n
+        return Block(nb, mean, m2 if m2 > 0.0 else 0.0)  # rounding can leave a tiny negative
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Block):
+            return NotImplemented
+        return self.n == other.n and self.mean == other.mean and self.m2 == other.m2
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Block(n={self.n!r}, mean={self.mean!r}, m2={self.m2!r})"
+
+    def __reduce__(self) -> tuple:
+        return Block, (self.n, self.mean, self.m2)
 
     @property
     def var(self) -> float:
         """Sample variance (``m2 / (n - 1)``; 0 for fewer than two values)."""
         return self.m2 / (self.n - 1) if self.n > 1 else 0.0
-
-    variance = var
 
     @property
     def se(self) -> float:
@@ -52,15 +99,8 @@ class Block:
     def to_dict(self) -> dict[str, float | int]:
         return {"n": self.n, "mean": self.mean, "m2": self.m2}
 
-    @staticmethod
-    def merge(a: Block, b: Block) -> Block:
-        """The block of all values of ``a`` and ``b`` (Chan et al.'s parallel update)."""
-        n = a.n + b.n
-        if n == 0:
-            return Block(0, 0.0, 0.0)
-        d = b.mean - a.mean
-        mean = a.mean + d * b.n / n
-        return Block(n, mean, a.m2 + b.m2 + d * d * a.n * b.n / n)
+
+Block.EMPTY = Block(0, 0.0, 0.0)
 
 
 class IncrementTracker:

@@ -102,7 +102,9 @@ class ExplanationValue:
     ``block`` holds the per-event increments folded in since the previous report of this
     value, ``model_loss`` the model's prequential losses over the events seen since the
     previous report (both :class:`~pipeline.core.increments.Block`), ``stderr`` the
-    standard error of ``value`` when the explainer reports one.
+    standard error of ``value`` when the explainer reports one, ``var_factor`` the variance of
+    a long mean of the increments over that of independent ones (None: independent; see
+    :mod:`pipeline.core.change.test`).
     """
 
     explainer: str
@@ -113,6 +115,7 @@ class ExplanationValue:
     block: Block | None = None
     stderr: float | None = None
     model_loss: Block | None = None
+    var_factor: float | None = None
 
 
 def units_of_group(
@@ -228,11 +231,12 @@ class StreamExplainer(Component):
                 curves = ex.curves() if hasattr(ex, "curves") else {}
                 blocks = ex.increments.take()
                 stderr = ex.stderr
+                factors = ex.variance_factors
                 n = ex.n_explained
                 for feat, val in values.items():
                     out.append(ExplanationValue(ex.name, feat, float(val), n, curves.get(feat),
                                                 block=blocks.get(feat), stderr=stderr.get(feat),
-                                                model_loss=model_loss))
+                                                model_loss=model_loss, var_factor=factors.get(feat)))
             else:
                 ex.observe_one(x, y)
         self.model.learn_one(x, y)

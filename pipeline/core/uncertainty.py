@@ -266,14 +266,6 @@ class SmoothedStderr(Component):
         k = self.n - 1  # the first increment has weight (1 - a)^k
         return c2**k + a / (2.0 - a) * (1.0 - c2**k)
 
-    def increment_variance(self, feature: str) -> float:
-        """The (exponentially weighted) variance of the feature's increments."""
-        return float(self._moments()[1][self._index[feature]])
-
-    def donor_covariance(self, feature: str) -> float:
-        """``zeta``: covariance of two increments sharing one donor (0 if unknown)."""
-        return float(self._zeta()[self._index[feature]])
-
     @staticmethod
     def _covariance(sums: list[list[float]]) -> np.ndarray:
         """Covariance over pairs from the sums of products, of each element, and the count."""
@@ -293,20 +285,38 @@ class SmoothedStderr(Component):
         share = np.where(uses > 0.0, np.array(self._owns[3]) / np.where(uses > 0.0, uses, 1.0), 0.0)
         return share * self._covariance(self._owns)
 
+    def _reuse(self, var: np.ndarray, c: float) -> np.ndarray:
+        """The reuse correction of the increments' variance ``var`` for a smoothing that keeps
+        ``c`` of its weight per event (``1 - a``; 1: a plain long mean), floored at ``-3/4 var``
+        (a safety floor: se >= se_independent / 2)."""
+        if not (self._donors and self._size > 1):
+            return np.zeros_like(var)
+        rho = (1.0 - self._replace) ** self._updates
+        m = self._donors
+        extra = m * m * self._zeta() / self._size * 2.0 * c * rho / (1.0 - c * rho)
+        extra = extra + 2.0 * m * self._own_cov()
+        return np.maximum(extra, -0.75 * var)
+
     def stderrs(self) -> dict[str, float]:
         """Standard error of the smoothed estimate of every feature (0.0 before any increment)."""
         if self.n == 0:
             return dict.fromkeys(self._names, 0.0)
         mean, var = self._moments()
-        if self._donors and self._size > 1:
-            c = 1.0 - self.alpha
-            rho = (1.0 - self._replace) ** self._updates
-            m = self._donors
-            extra = m * m * self._zeta() / self._size * 2.0 * c * rho / (1.0 - c * rho)
-            extra = extra + 2.0 * m * self._own_cov()
-            var = var + np.maximum(extra, -0.75 * var)  # a safety floor: se >= se_independent / 2
-        se = np.sqrt(self._weights2() * var)
+        se = np.sqrt(self._weights2() * (var + self._reuse(var, 1.0 - self.alpha)))
         return {f: float(v) for f, v in zip(self._names, se, strict=True)}
+
+    def variance_factors(self) -> dict[str, float]:
+        """``k`` of every feature: the variance of a long plain mean of its increments over that
+        of as many independent ones, ``1 + reuse / sigma^2`` with the reuse correction in the
+        limit ``c -> 1`` (``2 rho / (1 - rho)``: about ``2 L / u``). 1.0 without donors or
+        variance. The change test multiplies its squared standard errors by it
+        (:mod:`pipeline.core.change.test`)."""
+        if self.n == 0:
+            return dict.fromkeys(self._names, 1.0)
+        mean, var = self._moments()
+        safe = np.where(var > 0.0, var, 1.0)
+        k = np.where(var > 0.0, 1.0 + self._reuse(var, 1.0) / safe, 1.0)
+        return {f: float(v) for f, v in zip(self._names, k, strict=True)}
 
     def stderr(self, feature: str) -> float:
         """Standard error of the smoothed estimate of ``feature``."""

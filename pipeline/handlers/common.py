@@ -17,7 +17,7 @@ from ..metrics import Metrics
 from ..settings import Settings
 from .history_cache import HistoryCache
 from .out import Out
-from .protocols import CheckpointStore, History
+from .protocols import CheckpointStore, History, ScanningHistory
 
 __all__ = ["Out", "Source", "dead_letter", "Recovering", "MessageHandler", "Rejected", "DEFAULT_DEAD_LETTER_BYTES"]
 
@@ -113,8 +113,7 @@ class Recovering(abc.ABC):
 
     @history.setter
     def history(self, source: History | None) -> None:
-        scans = source is not None and hasattr(source, "scan")
-        self._history = HistoryCache(source, self) if scans else source
+        self._history = HistoryCache(source, self) if isinstance(source, ScanningHistory) else source
 
     def needs_recovery(self, key: bytes | None, src: Source | None = None) -> bool:
         """Whether a message with ``key`` at ``src`` may make the handler rebuild state (read and

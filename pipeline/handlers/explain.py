@@ -82,7 +82,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         maybe_seen = not first or task.sent_at <= self.started
         self._decisions = self._recorded_decisions(key, src.partition) if maybe_seen else {}
         st = self._recover("explain", key, src, lambda: _GroupState(
-            stream_explainer(self.settings, task.stream_id, task.group)), first=first)
+            stream_explainer(self.settings.for_stream(task.stream_id), task.stream_id, task.group)), first=first)
         st.recorded = {q: d for q, d in self._decisions.items() if q > st.last_seq}
         self._decisions = {}
         return st
@@ -131,7 +131,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
             st.skipped = 0 if explain else st.skipped + int(task.explain)
             if explain:
                 st.n_explained += 1
-                if st.n_explained % self.settings.emit_every == 0:
+                if st.n_explained % self.settings.for_stream(task.stream_id).emit_every == 0:
                     st.explainer.skip_report()  # the original run reported here: same blocks after it
             n += 1
         self.metrics.inc("replayed_tasks", n)
@@ -168,7 +168,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
             m.inc("shed_events")
         se = st.explainer
         version = se.model_version
-        emit = explain and (st.n_explained + 1) % self.settings.emit_every == 0
+        emit = explain and (st.n_explained + 1) % self.settings.for_stream(task.stream_id).emit_every == 0
         try:
             values = se.process_one(task.x, task.y, explain=explain, report=emit, loss=task.loss)
         except Exception as e:
@@ -191,7 +191,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         for v in values:
             msg = Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq,
                               v.n_explained, se.n_seen, version, v.curve, v.stderr,
-                              _block(v.block), _block(v.model_loss))
+                              _block(v.block), _block(v.model_loss), v.var_factor)
             # keyed by stream: the drift agent sees every series of a stream, in order, on one partition
             outs.append(Out("explanations", task.stream_id.encode(), dumps(msg)))
         m.inc("explanations_out", len(outs))

@@ -54,7 +54,8 @@ _TOO_BIG = object()
 
 class HistoryCache:
     """Wraps a ``history(topic, partition, before_offset, key, from_offset)`` callable that also
-    has ``scan(topic, partition, before_offset, from_offset)`` → ``(offset, key, value)``."""
+    has ``scan(topic, partition, before_offset, from_offset)`` → ``(offset, key, value)`` (a
+    ``pipeline.handlers.protocols.ScanningHistory``, which the handlers check before wrapping)."""
 
     def __init__(self, source: Any, owner: Any = None, max_bytes: int = 256 * 1024 * 1024):
         self.source = source
@@ -66,7 +67,7 @@ class HistoryCache:
     def __call__(
         self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
     ) -> Iterator[bytes | None]:
-        if key is None or before_offset is None or not hasattr(self.source, "scan"):
+        if key is None or before_offset is None:
             return self.source(topic, partition, before_offset, key, from_offset)
         part = self._parts.get((topic, partition))
         if part is None:  # read from where this key needs it (after its checkpoint, or from 0)

@@ -45,8 +45,8 @@ class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
         #: a :class:`pipeline.handlers.protocols.CheckpointStore` (``pipeline.kafka``: files or a topic), or None
         self.checkpoints = checkpoints
         self.metrics = metrics or Metrics()
-        self.spec = settings.feature_spec()
-        self.sampler = EventSampler(settings.sample_rate, settings.explain_seed)
+        self.spec = settings.stream_feature_spec  # each stream's features: its profile's (Settings.for_stream)
+        self._samplers: dict[float, EventSampler] = {}
         self.streams: dict[str, _StreamState] = {}
         self.dead_letter_watch = DeadLetterWatch()
 
@@ -60,7 +60,7 @@ class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
         # workers whatever the keys hash to
         first_partition = derive_seed(0, "partition", stream_id) % self.settings.partitions
         return self._recover("model", key, src, lambda: _StreamState(
-            prequential_model(self.settings), first_partition), first=seq == 0)
+            prequential_model(self.settings.for_stream(stream_id)), first_partition), first=seq == 0)
 
     def _rebuild(self, st: _StreamState, key: bytes | None, src: Source, from_offset: int) -> None:
         """Re-learn the stream's events of this partition from ``from_offset`` to just before ``src``."""
@@ -133,7 +133,7 @@ class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
         outs = [Out("predictions", k, dumps(Prediction(
             ev.stream_id, ev.seq, ev.ts, ev.y, _plain(y_pred), loss, version)))]
         if ev.y is not None:
-            explain = self.sampler.selected(ev.stream_id, ev.seq)
+            explain = self._sampler(ev.stream_id).selected(ev.stream_id, ev.seq)
             if not explain:
                 self.metrics.inc("sampled_out")
             now = time.time()
@@ -143,6 +143,15 @@ class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
                 task = ExplainTask(ev.stream_id, ev.seq, ev.ts, ev.x, ev.y, g, explain, now, loss)
                 outs.append(Out("explain-tasks", f"{ev.stream_id}/{g}".encode(), dumps(task), (first + g) % n_part))
         return outs
+
+
+    def _sampler(self, stream_id: str) -> EventSampler:
+        """The sampler of the stream's ``sample_rate`` (one per rate)."""
+        rate = self.settings.for_stream(stream_id).sample_rate
+        sampler = self._samplers.get(rate)
+        if sampler is None:
+            sampler = self._samplers[rate] = EventSampler(rate, self.settings.explain_seed)
+        return sampler
 
 
 def _plain(v: object) -> object:

@@ -55,8 +55,10 @@ class History(Protocol):
         ...
 
 
+@runtime_checkable
 class ScanningHistory(History, Protocol):
-    """A history that can also read a partition once for all its keys (wrapped in a HistoryCache)."""
+    """A history that can also read a partition once for all its keys (a handler wraps it in a
+    :class:`~pipeline.kafka.history_cache.HistoryCache`)."""
 
     def scan(
         self, topic: str, partition: int, before_offset: int | None, from_offset: int = 0

@@ -59,7 +59,8 @@ from ..kafka.config import BrokerError
 from ..settings import Secret
 from .ports import claim_port
 
-__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "default_libs_dir", "main"]
+__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "default_libs_dir", "main", "add_arguments",
+           "run", "DESCRIPTION"]
 
 _REPO = Path(__file__).resolve().parents[2]
 #: the pom and the log4j2 configuration, shipped in the package (a wheel install has no deploy/)
@@ -692,40 +693,38 @@ class LocalBroker:
             return True
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.local.broker") -> int:
-    """``python -m pipeline.local.broker start|stop|status``; returns the exit code.
-
-    Exit codes: 0 done (``status``: running and ready), 1 error, 3 ``status``: not running or
-    not answering.
-    """
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Control the local single-node Kafka broker (KRaft) for local runs and tests.",
-        epilog=exit_codes.HELP,
-    )
-    parser.add_argument("command", choices=["start", "stop", "status"])
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The broker tool's arguments, on ``parser`` (this module's command line and ``streamxai broker``)."""
+    parser.add_argument("action", choices=["start", "stop", "status"], help="what to do with the broker")
     parser.add_argument("--port", type=int, default=9092, help="client listener (default 9092)")
     parser.add_argument("--controller-port", type=int, default=9093, help="KRaft controller listener (default 9093)")
     parser.add_argument("--data-dir", default=None, help="broker directory (default .streamxai/kafka in the repo)")
     parser.add_argument("--log-file", default=None, help="default <data-dir>/broker.log")
     parser.add_argument("--heap", default="512m", help="JVM -Xmx (default 512m)")
-    parser.add_argument("--libs-dir", default=os.environ.get("STREAMXAI_KAFKA_LIBS"),
+    parser.add_argument("--libs-dir", default=None,
                         help="the Kafka jars, resolved there with Maven when missing (default: deploy/target/kafka-libs "
                              "in a source checkout, else ~/.cache/streamxai/kafka-libs) [env: STREAMXAI_KAFKA_LIBS]")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait (start 90, stop 30)")
     parser.add_argument("--sasl-users", metavar="FILE", default=None,
                         help='require SASL (SCRAM-SHA-512) and ACLs; FILE holds name = "password" lines (TOML), '
                              "one of them admin, the super user; keep it private")
-    args = parser.parse_args(argv)
+    return parser
+
+
+DESCRIPTION = "Control the local single-node Kafka broker (KRaft) for local runs and tests."
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out parsed :func:`add_arguments` ``args``; returns the exit code."""
     try:
         sasl = SaslUsers.from_file(args.sasl_users) if args.sasl_users else None
         broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap, sasl=sasl,
-                             libs_dir=args.libs_dir)
-        if args.command == "start":
+                             libs_dir=args.libs_dir or os.environ.get("STREAMXAI_KAFKA_LIBS") or None)
+        if args.action == "start":
             t0 = time.monotonic()
             st = broker.start(timeout=args.timeout or 90.0)
             print(f"{st} ({time.monotonic() - t0:.1f} s)")
-        elif args.command == "stop":
+        elif args.action == "stop":
             stopped = broker.stop(timeout=args.timeout or 30.0)
             print(f"broker stopped (data dir {broker.data_dir})" if stopped else "broker was not running")
         else:
@@ -736,6 +735,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.loca
         print(f"error: {exc}", file=sys.stderr)
         return exit_codes.ERROR
     return exit_codes.OK
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.local.broker") -> int:
+    """``python -m pipeline.local.broker start|stop|status``; returns the exit code.
+
+    Exit codes: 0 done (``status``: running and ready), 2 error, 3 ``status``: not running or
+    not answering.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=exit_codes.HELP)
+    return run(add_arguments(parser).parse_args(argv))
 
 
 if __name__ == "__main__":

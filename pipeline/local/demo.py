@@ -20,7 +20,7 @@ import orjson
 from .. import exit_codes
 from ..kafka.config import confluent_config, ensure_topics
 from ..kafka.io import consume, produce_events
-from ..settings import Settings
+from ..settings import AGRAWAL_FEATURES, Settings
 from ..worker import spawn_worker, stop_worker
 from .demo_stream import DemoPlan, agrawal_events
 from .live_view import LiveView
@@ -83,15 +83,15 @@ _DEFAULT_EPISODE_GAP = Settings.__dataclass_fields__["drift_episode_gap"].defaul
 
 
 def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str]) -> tuple[dict, dict]:
-    """The demo's own topic names and directory, and its settings scaled to ``n``, minus
-    every setting a file, the environment or ``--set`` gave (``explicit``).
+    """The demo's own topic names, directory and features (agrawal's), and its settings scaled
+    to ``n``, minus every setting a file, the environment or ``--set`` gave (``explicit``).
 
     >>> names, scaled = demo_overrides("abc", 3000, {"alpha", "drift_warmup"})
-    >>> names["topic_prefix"], scaled
-    ('streamxai.demo-abc.', {'drift_episode_gap': 250})
+    >>> names["topic_prefix"], names["features"][:2], scaled
+    ('streamxai.demo-abc.', ['salary', 'commission'], {'drift_episode_gap': 250})
     """
     names = {"topic_prefix": f"streamxai.demo-{run}.", "app_id": f"streamxai-demo-{run}",
-             "state_dir": f".streamxai/demo-{run}"}
+             "state_dir": f".streamxai/demo-{run}", "features": list(AGRAWAL_FEATURES)}
     return ({k: v for k, v in names.items() if k not in explicit},
             {k: v for k, v in demo_settings(n).items() if k not in explicit})
 
@@ -203,7 +203,8 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
         workers_settings = []
         for i in range(args.workers):
             ws = s.replace(web_port=free_port())
-            workers.append(spawn_worker(ws, log_file=str(logs / f"worker-{i}.log")))
+            workers.append(spawn_worker(ws, log_file=str(logs / f"worker-{i}.log"),
+                                        loglevel=getattr(args, "loglevel", "info")))
             workers_settings.append(ws)
         print(f"{args.workers} worker(s) started; logs in {logs}/; topics {s.topic_prefix}*")
         if getattr(args, "dashboard_port", 0):
@@ -219,7 +220,7 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
 
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()
-        view = LiveView(list(s.features), s.topic_prefix, plan=plan.describe())
+        view = LiveView(list(s.for_stream(DEMO_STREAM).features), s.topic_prefix, plan=plan.describe())
         topics = [s.topic(t) for t in (*view.reader.TOPICS, "dead-letters")]
         deadline = time.monotonic() + args.timeout
         done_at = None

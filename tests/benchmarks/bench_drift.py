@@ -1,7 +1,7 @@
 """Change-event benchmark, run on demand: ``python tests/benchmarks/bench_drift.py [--quick] [--only NAME]``.
 
 In-process (a :class:`~pipeline.core.stream.StreamExplainer` and the drift agent's
-:class:`~pipeline.core.change_episodes.StreamChangeDetector`, built from settings exactly as the
+:class:`~pipeline.core.change.StreamChangeDetector`, built from settings exactly as the
 pipeline builds them; no Kafka), on scenarios built from river's generators and by hand:
 
 - ``abrupt``: label ``a > 0.5`` switches to ``b > 0.5`` (concept switch);
@@ -49,7 +49,7 @@ from pipeline.core.stream import StreamExplainer  # noqa: E402
 from pipeline.handlers.drift import stream_detector  # noqa: E402
 from pipeline.modelspec import model_factory  # noqa: E402
 from pipeline.plan import explainer_specs  # noqa: E402
-from pipeline.settings import Settings  # noqa: E402
+from pipeline.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
 
 Event = tuple[dict[str, Any], Any]
 
@@ -167,6 +167,13 @@ def friedman(seed: int, at: int, scale: float = 1000.0) -> Iterator[Event]:
         yield {f"x{k}": float(v) for k, v in x.items()}, scale * float(y)
 
 
+def friedman_local(seed: int, at: tuple[int, int, int], scale: float = 1000.0) -> Iterator[Event]:
+    """river FriedmanDrift ``lea``: the concept changes in two regions of the input space that
+    expand at each of the three drifts (1.6%, 5.4% and 18% of the events)."""
+    for x, y in synth.FriedmanDrift(drift_type="lea", position=at, seed=seed):
+        yield {f"x{k}": float(v) for k, v in x.items()}, scale * float(y)
+
+
 def agrawal(seed: int) -> Iterator[Event]:
     for x, y in synth.Agrawal(classification_function=1, seed=seed):
         yield {k: float(v) for k, v in x.items()}, int(y)
@@ -195,8 +202,15 @@ def base_settings(**over: Any) -> Settings:
     return Settings(**s)
 
 
+def regression_settings(**over: Any) -> Settings:
+    return base_settings(**{"features": [f"x{k}" for k in range(10)], "target": "number", "output": "value",
+                            "loss": "squared", "model": "river.tree.HoeffdingAdaptiveTreeRegressor",
+                            "model_params": {}, **over})
+
+
 def scenarios(scale: float) -> list[Scenario]:
     n = int(12_000 * scale)
+    d_local = [int(10_000 * scale), int(20_000 * scale), int(25_000 * scale)]
     d = n // 2
     s4 = base_settings()
     frozen_n = int(100_000 * scale)
@@ -210,14 +224,16 @@ def scenarios(scale: float) -> list[Scenario]:
                  lambda: stagger(4, (n // 3, 2 * n // 3)), n, [n // 3, 2 * n // 3],
                  # concept 0 (small and red) -> 1 (green or circle) -> 2 (medium or large): all three move each time
                  [{"size", "color", "shape"}, {"size", "color", "shape"}]),
-        Scenario("regression", base_settings(features=[f"x{k}" for k in range(10)], target="number",
-                                             output="value", loss="squared",
-                                             model="river.tree.HoeffdingAdaptiveTreeRegressor", model_params={}),
+        Scenario("regression", regression_settings(),
                  lambda: friedman(5, d), n, [d], [{f"x{k}" for k in range(10)}]),
+        Scenario("regression-local", regression_settings(),
+                 lambda: friedman_local(10, (d_local[0], d_local[1], d_local[2])), int(30_000 * scale), d_local,
+                 [{f"x{k}" for k in range(5)}] * 3,
+                 note="local drifts: two regions of 0.8% of the space each, expanding at every drift"),
         Scenario("frozen", s4, lambda: threshold_stream(6), frozen_n, [], [],
                  model=lambda: Frozen(trained(threshold_stream(60), 5000))),
         Scenario("learning", s4, lambda: threshold_stream(7), frozen_n // 2, [], []),
-        Scenario("learning-agrawal", Settings(), lambda: agrawal(9), int(18_000 * scale), [], [],
+        Scenario("learning-agrawal", Settings(features=list(AGRAWAL_FEATURES)), lambda: agrawal(9), int(18_000 * scale), [], [],
                  note="the demo's control: a Hoeffding adaptive tree still learning agrawal function 1"),
         Scenario("flat", base_settings(features=["a1", "a2", "c", "d"]), lambda: redundant(8), n, [d], [{"a1", "a2"}],
                  model=lambda: Switched(trained(_only(redundant(80), "a1"), 5000),
@@ -248,10 +264,10 @@ def run(sc: Scenario) -> Result:
         values = se.process_one(x, y, report=report, loss=loss)
         if not report:
             continue
-        res.feed += [(v.explainer, v.feature, seq, v.block, v.value, v.curve, v.model_loss) for v in values]
+        res.feed += [(v.explainer, v.feature, seq, v.block, v.curve, v.model_loss, v.value) for v in values]
         t1 = time.perf_counter()
         for v in values:
-            changes, episodes = det.update(v.explainer, v.feature, seq, v.block, v.value, v.curve, v.model_loss)
+            changes, episodes = det.update(v.explainer, v.feature, seq, v.block, v.curve, v.model_loss)
             for c in changes:
                 res.changes.append((c.seq, c.explainer, c.feature, c.cut_seq, c.before.mean, c.after.mean))
             res.episodes += episodes
@@ -297,11 +313,11 @@ def drift_path_speed(sc: Scenario, res: Result, repeats: int = 3) -> tuple[float
     def ours() -> None:
         det = stream_detector(sc.settings)
         for item in res.feed:
-            det.update(*item)
+            det.update(*item[:6])
 
     def adwin() -> None:
         dets: dict[tuple[str, str], Any] = {}
-        for e, f, _, _, value, _, _ in res.feed:
+        for e, f, _, _, _, _, value in res.feed:
             d = dets.get((e, f))
             if d is None:
                 d = dets[(e, f)] = river_drift.ADWIN(delta=0.002, grace_period=10, clock=1)

@@ -11,16 +11,20 @@ True
 
 from __future__ import annotations
 
-from pipeline.settings import Settings
-from schemas import dumps_obj
+import orjson
 
-__all__ = ["settings", "drift_settings", "explanation_v2"]
+from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from pipeline.settings import AGRAWAL_FEATURES, Settings
+from schemas import dumps, dumps_obj
+
+__all__ = ["settings", "drift_settings", "explanation_v2", "run_handlers"]
 
 
 def settings(**over) -> Settings:
-    """A Hoeffding tree explained in 3 groups over 3 partitions, with small storages and grids."""
+    """A Hoeffding tree of agrawal's features explained in 3 groups over 3 partitions, with small
+    storages and grids."""
     base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
+                features=list(AGRAWAL_FEATURES), emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
     base.update(over)
     return Settings(**base)
 
@@ -40,3 +44,22 @@ def explanation_v2(stream_id, explainer, feature, seq, value, block, n_explained
                       "value": value, "seq": seq, "n_explained": n_explained, "n_seen": seq + 1,
                       "model_version": seq, "curve": curve, "stderr": None, "block": mom(block),
                       "model_loss": mom(loss)})
+
+
+def run_handlers(s: Settings, events: list) -> dict[str, list[dict]]:
+    """Feature events (or raw bytes) through the model, explain and drift handlers of one
+    worker, in process; every message they send, decoded, by topic."""
+    model, explain, drift = ModelHandler(s), ExplainHandler(s), DriftHandler(s)
+    out: dict[str, list[dict]] = {}
+
+    def send(handler, raw, key, src, then=None):
+        for o in handler.on_message(raw, key, src):
+            out.setdefault(o.topic, []).append(orjson.loads(o.value))
+            if then is not None and o.topic == then[0]:
+                send(then[1], o.value, o.key, Source(o.topic, 0, len(out[o.topic]) - 1), then[2:] or None)
+
+    for off, ev in enumerate(events):
+        raw = ev if isinstance(ev, bytes) else dumps(ev)
+        send(model, raw, orjson.loads(raw)["stream_id"].encode(), Source("features", 0, off),
+             ("explain-tasks", explain, "explanations", drift))
+    return out

@@ -1,5 +1,6 @@
 """Runs of the pipeline on a broker (integration tests, benchmarks): settings per run with their
-own topics and group, collecting output, a worker's metrics."""
+own topics and group, collecting output, a worker's metrics, and waiting (bounded, by polling
+the broker) for the workers' consumer group to form or to commit."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ from collections.abc import Callable, Iterable
 
 import orjson
 
+from pipeline.kafka.config import confluent_config
 from pipeline.kafka.io import consume
 from pipeline.local.ports import free_port
-from pipeline.settings import Settings
+from pipeline.settings import AGRAWAL_FEATURES, Settings
 
 
 def make_settings(bootstrap: str, state_dir: str, **over) -> Settings:
     run = uuid.uuid4().hex[:8]
     base = dict(
-        bootstrap_servers=bootstrap, topic_prefix=f"it-{run}.", app_id=f"it-{run}",
+        features=list(AGRAWAL_FEATURES), bootstrap_servers=bootstrap, topic_prefix=f"it-{run}.", app_id=f"it-{run}",
         web_port=free_port(), state_dir=state_dir, partitions=4,
         model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 100},
         alpha=0.01, emit_every=5, explain_groups=2, storage_size=50, grid_size=5, session_timeout_s=10.0,
@@ -50,3 +52,62 @@ def _poll(s: Settings, topic: str, deadline: float) -> Iterable:
 def worker_metrics(s: Settings, timeout: float = 5.0) -> dict:
     with urllib.request.urlopen(f"http://127.0.0.1:{s.web_port}/streamxai/metrics", timeout=timeout) as r:
         return orjson.loads(r.read())
+
+
+def _until(check: Callable[[], object], timeout: float, what: str) -> object:
+    """Poll ``check`` every 0.2 s until it returns something true; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def wait_for_members(s: Settings, n: int, timeout: float = 60.0) -> None:
+    """Until the workers' consumer group (``s.app_id``) is stable with ``n`` members that each
+    hold partitions."""
+    from confluent_kafka import ConsumerGroupState, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(confluent_config(s))
+
+    def formed() -> bool:
+        try:
+            group = admin.describe_consumer_groups([s.app_id], request_timeout=5)[s.app_id].result(timeout=10)
+        except (KafkaException, TimeoutError):  # the group's coordinator is not ready yet
+            return False
+        return (group.state == ConsumerGroupState.STABLE and len(group.members) == n
+                and all(m.assignment.topic_partitions for m in group.members))
+
+    _until(formed, timeout, f"{n} workers to share the partitions of group {s.app_id}")
+
+
+def committed(s: Settings, topic: str) -> tuple[int, int]:
+    """``(committed, produced)``: the messages of ``topic`` (short name) the workers' group has
+    committed and the messages on it, summed over its partitions."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(confluent_config(s, **{"group.id": s.app_id, "enable.auto.commit": False}))
+    try:  # never subscribes, so it does not join the workers' group
+        meta = c.list_topics(s.topic(topic), timeout=10).topics[s.topic(topic)]
+        tps = [TopicPartition(s.topic(topic), p) for p in meta.partitions]
+        done = sum(max(tp.offset, 0) for tp in c.committed(tps, timeout=10))
+        ends = sum(c.get_watermark_offsets(tp, timeout=10)[1] for tp in tps)
+        return done, ends
+    finally:
+        c.close()
+
+
+def wait_for_commit(s: Settings, topics: Iterable[str], at_least: int | None = None, timeout: float = 60.0) -> None:
+    """Until the workers' group has committed, on each of ``topics`` (short names), ``at_least``
+    messages (None: every message on it now, so whatever the workers were given is processed
+    and its outputs are flushed)."""
+    for topic in topics:
+        def enough(topic: str = topic) -> bool:
+            done, ends = committed(s, topic)
+            return done >= (ends if at_least is None else at_least)
+
+        _until(enough, timeout, f"group {s.app_id} to commit {at_least or 'everything'} on {topic}")

@@ -123,6 +123,15 @@ def topic_factory(admin: AdminClient) -> Iterator[Callable[..., str]]:
                 pass  # already gone; nothing to clean
 
 
+@pytest.fixture(scope="session")
+def two_profiles_run(bootstrap: str, tmp_path_factory: pytest.TempPathFactory):
+    """One worker that served two stream profiles side by side (helpers.profiles_run), run once
+    per session for the tests of the pipeline, the command line and the dashboard."""
+    from helpers.profiles_run import run_two_profiles
+
+    return run_two_profiles(bootstrap, tmp_path_factory.mktemp("profiles"))
+
+
 @pytest.fixture
 def group_id() -> str:
     """A consumer group id no other test uses."""

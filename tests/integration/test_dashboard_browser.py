@@ -234,3 +234,55 @@ def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
     finally:
         driver.quit()
         served.close()
+
+
+RANKED = """
+const groups = [...document.querySelectorAll('#ranking .rank-group')];
+if (!groups.length || document.querySelector('#stream-title').textContent !== 'stream ' + arguments[0]) return null;
+return Object.fromEntries(groups.map(g => [g.dataset.explainer,
+  [...g.querySelectorAll('.rank-row')].map(r => r.dataset.feature).sort()]));
+"""
+
+
+def test_dashboard_shows_streams_of_two_profiles_each_with_its_own_features(two_profiles_run, tmp_path):
+    # one worker served an agrawal classifier (iPFI, iPDP) and a 5-feature regression (iPFI, iSAGE)
+    from helpers.streams import LINEAR_FEATURES
+
+    from pipeline.settings import AGRAWAL_FEATURES
+
+    driver = _browser()
+    s = two_profiles_run.settings
+    port = free_port()
+    board = spawn_dashboard(s, port, log_file=str(tmp_path / "dashboard.log"))
+    want = {"agr-1": {"ipfi": sorted(AGRAWAL_FEATURES), "ipdp": sorted(AGRAWAL_FEATURES)},
+            "reg-1": {"ipfi": sorted(LINEAR_FEATURES), "isage": sorted(LINEAR_FEATURES)}}
+    try:
+        wait_for_dashboard(f"http://127.0.0.1:{port}/", board)
+        driver.get(f"http://127.0.0.1:{port}/")
+        listed = _wait(driver, "const ids = [...document.querySelectorAll('li.stream-item')].map(li => li.dataset.stream);"
+                               "return ids.length === 2 && ids", 60, "the stream list to show both streams")
+        assert sorted(listed) == ["agr-1", "reg-1"]
+        for sid in ("agr-1", "reg-1"):
+            driver.execute_script(f"document.querySelector('li.stream-item[data-stream=\"{sid}\"]').click()")
+            ranked = _wait(driver, RANKED.replace("arguments[0]", repr(sid)), 30, f"the ranking of {sid}")
+            assert ranked == want[sid], (sid, ranked)
+            charts = driver.execute_script("return Object.keys(window.dash.charts).filter(k => k.startsWith('imp-'))")
+            assert sorted(charts) == sorted(f"imp-{ex}" for ex in want[sid]), (sid, charts)
+            # found by use: a stream without iPDP showed an empty "Partial dependence" section
+            pdp = "const b = document.querySelector('#pdp-box'); return b && [b.hidden, document.querySelectorAll('#pdp .uplot').length]"
+            assert driver.execute_script(pdp) == ([False, 9] if "ipdp" in want[sid] else [True, 0]), sid
+            marker = _wait(driver, "const m = document.querySelector('#importance .change-marker'); return m && m.title",
+                           30, f"a change marker of {sid}")
+            assert "changed at seq" in marker
+            time.sleep(0.5)  # let the charts draw before the picture
+            shot = tmp_path / f"dashboard-{sid}.png"
+            driver.save_screenshot(str(shot))
+            assert shot.stat().st_size > 20_000
+            keep = os.environ.get("STREAMXAI_DASHBOARD_SCREENSHOT")
+            if keep:
+                Path(keep).with_name(f"{Path(keep).stem}-{sid}.png").write_bytes(shot.read_bytes())
+    finally:
+        driver.quit()
+        stop_worker(board)
+    log = (tmp_path / "dashboard.log").read_text(errors="replace")
+    assert "Traceback" not in log, log[-3000:]

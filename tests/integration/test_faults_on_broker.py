@@ -11,7 +11,7 @@ import hashlib
 import orjson
 import pytest
 from helpers.damage import DAMAGES, damaged
-from helpers.pipeline_runs import collect, make_settings, worker_metrics
+from helpers.pipeline_runs import collect, make_settings, wait_for_commit, worker_metrics
 
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_raw
@@ -156,7 +156,6 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     replays with the recorded decisions. Before, a replay explained every event the first run
     had shed (defect 6), so the group's count of explained events jumped at the restart."""
     import signal
-    import time
 
     from pipeline.local.ports import free_port
 
@@ -169,7 +168,7 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     try:
         produce_raw(s, s.topic("features"), [(b"sh", dumps(e)) for e in events[:1000]])
         collect(s, "explanations", lambda ms: any(m["seq"] >= 300 for m in ms), timeout=180)
-        time.sleep(4)  # a commit
+        wait_for_commit(s, ["explain-tasks"], at_least=300)  # a commit mid-burst
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         again = s.replace(web_port=free_port())

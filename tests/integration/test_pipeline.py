@@ -11,7 +11,7 @@ import time
 
 import orjson
 import pytest
-from helpers.pipeline_runs import collect, make_settings, worker_metrics
+from helpers.pipeline_runs import collect, make_settings, wait_for_commit, wait_for_members, worker_metrics
 from helpers.streams import threshold_events
 
 from pipeline.handlers.model import _plain
@@ -92,7 +92,7 @@ def test_two_workers_split_groups_and_give_the_same_values(bootstrap, tmp_path, 
     expected = reference_values(s, events)
     ensure_topics(s)
     w1, w2 = run_workers(s, n=2)
-    time.sleep(8)  # let both join the group before data arrives, so the first assignment is split
+    wait_for_members(s, 2)  # both in the group before data arrives, so the first assignment is split
     produce_events(s, events)
     msgs = collect(s, "explanations", lambda ms: len(_values(ms)) >= len(expected))
     # at-least-once: a rebalance may re-deliver a few tasks; consumers dedupe by (stream, seq)
@@ -158,7 +158,7 @@ def reference_changes(s, events):
         if not report:
             continue
         for v in values:
-            chs, eps = det.update(v.explainer, v.feature, ev.seq, v.block, v.value, v.curve, v.model_loss)
+            chs, eps = det.update(v.explainer, v.feature, ev.seq, v.block, v.curve, v.model_loss)
             for c in chs:
                 changes[(ev.stream_id, c.seq, c.explainer, c.feature)] = (c.cut_seq, c.before.mean, c.after.mean)
             episodes += [(ev.stream_id, e.first_seq, e.cut_seq, sorted({c.feature for c in e.changes})) for e in eps]
@@ -182,7 +182,7 @@ def test_change_episodes_name_the_drifted_features_and_none_before_the_first_dri
     produce_events(s, events)
     expected = 3 * (n // s.emit_every) * len(s.features)
     collect(s, "explanations", lambda ms: len(_values(ms)) >= expected)
-    time.sleep(3)
+    wait_for_commit(s, ["explanations"])  # the drift agent took every explanation and flushed its outputs
     changes = collect(s, "drift-events", lambda ms: len(ms) >= len(want_changes), timeout=30)
     episodes = collect(s, "change-episodes", lambda ms: len(ms) >= len(want_episodes), timeout=10)
     # the Kafka run equals the in-process run, change for change
@@ -219,7 +219,7 @@ def test_sigkilled_worker_resumes_without_losing_or_double_counting(bootstrap, t
     run_workers(s)
     produce_events(s, events[:300])
     collect(s, "explanations", lambda ms: any(m["seq"] >= 299 - s.emit_every for m in ms))
-    time.sleep(4)  # Faust commits offsets every ~3 s: the first 300 events are committed
+    wait_for_commit(s, ["features", "explain-tasks", "explanations"])  # the first 300 events are committed
     produce_events(s, events[300:400])
     collect(s, "explanations", lambda ms: any(m["seq"] >= 330 for m in ms))
     victim = run_workers.procs[0]

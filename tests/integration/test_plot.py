@@ -12,7 +12,7 @@ from matplotlib import image as mpimg
 from pipeline.cli import main
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_raw
-from pipeline.settings import Settings
+from pipeline.settings import AGRAWAL_FEATURES, Settings
 from schemas import Explanation, Prediction, dumps
 
 
@@ -34,7 +34,7 @@ def _messages(sid: str, n: int, change_at: int):
 
 
 def test_plot_writes_png_and_html_of_one_stream(bootstrap, tmp_path, capsys):
-    s = Settings(bootstrap_servers=bootstrap, topic_prefix=f"plot-{uuid.uuid4().hex[:8]}.", partitions=2)
+    s = Settings(features=list(AGRAWAL_FEATURES), bootstrap_servers=bootstrap, topic_prefix=f"plot-{uuid.uuid4().hex[:8]}.", partitions=2)
     ensure_topics(s)
     for sid in ("p1", "other"):
         preds, expl, changes = _messages(sid, 1200, 600)

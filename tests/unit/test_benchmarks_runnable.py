@@ -16,6 +16,7 @@ def test_there_are_benchmarks():
 
 
 @pytest.mark.parametrize("bench", BENCHES, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_benchmark_imports_and_parses_help(bench):
     done = subprocess.run([sys.executable, str(bench), "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"{bench.name} --help failed:\n{done.stderr[-2000:]}"

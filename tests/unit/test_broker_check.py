@@ -11,7 +11,8 @@ from pipeline.kafka import config as kafka_config
 from pipeline.local.ports import free_port
 
 
-@pytest.mark.parametrize("argv", [["worker"], ["produce", "demo", "--n", "5"], ["tail", "predictions"]])
+@pytest.mark.parametrize("argv", [["worker", "--set", "features=a,b"], ["produce", "demo", "--n", "5"],
+                                  ["tail", "predictions"]])
 def test_no_broker_is_one_clear_line(argv, capsys, monkeypatch):
     monkeypatch.setattr(kafka_config.check_broker, "__defaults__", (1.0,))  # the default wait is 8 s
     bootstrap = f"127.0.0.1:{free_port()}"

@@ -92,6 +92,7 @@ def assert_calibrated(zs: list[float], who: str) -> None:
     assert 0.93 <= covered <= 0.97, f"{who}: {covered:.3f} of {len(zs)} checks covered (sd {sd:.4f})"
 
 
+@pytest.mark.slow
 def test_ipfi_intervals_are_calibrated():
     truth = pfi_truth()
     ipfi = IPFI(ModelFunction(agrawal_f1), "zero_one", FEATURES, alpha=ALPHA, storage_size=50, seed=3)
@@ -103,6 +104,7 @@ def test_ipfi_intervals_are_calibrated():
     assert_calibrated(run_checks(ipfi, check, seed=1), "iPFI")
 
 
+@pytest.mark.slow
 def test_isage_intervals_are_calibrated():
     truth = exact_sage("brier_of", f1_grid)
     isage = ISAGE(ModelFunction(value_of, "proba_of", target_class=1), BrierOf(1), FEATURES, alpha=ALPHA,
@@ -115,6 +117,7 @@ def test_isage_intervals_are_calibrated():
     assert_calibrated(run_checks(isage, check, seed=2), "iSAGE")
 
 
+@pytest.mark.slow
 def test_ipdp_grid_point_intervals_are_calibrated():
     grid_size = 5
     ipdp = IPDP(ModelFunction(value_of, "value"), FEATURES, features=USED, alpha=ALPHA, grid_size=grid_size,

@@ -16,7 +16,7 @@ from pipeline.handlers import ExplainHandler, ModelHandler, Source
 from pipeline.kafka.checkpoint_seal import checkpoint_secret
 from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.local.demo_stream import agrawal_events
-from pipeline.settings import Secret, Settings
+from pipeline.settings import AGRAWAL_FEATURES, Secret, Settings
 from schemas import ConfigError, dumps
 
 KEY = b"test-checkpoint-key-0123456789"
@@ -95,7 +95,7 @@ def test_the_previous_checkpoint_serves_when_the_newest_is_not_before_the_messag
 def _settings(**over):
     base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
                 emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                explainers=["ipfi"], checkpoint_every=25)
+                explainers=["ipfi"], checkpoint_every=25, features=list(AGRAWAL_FEATURES))
     base.update(over)
     return Settings(**base)
 

@@ -17,7 +17,7 @@ def test_config_prints_effective_settings_without_secrets(capsys, monkeypatch):
     monkeypatch.setenv("STREAMXAI_EXPLAIN_GROUPS", "3")
     assert main(["config", "--set", "alpha=0.01", "--bootstrap", "k1:9092"]) == 0
     out = capsys.readouterr().out
-    assert "alpha = 0.01" in out and "explain_groups = 3" in out and "bootstrap_servers = 'k1:9092'" in out
+    assert "alpha = 0.01" in out and "explain_groups = 3" in out and "bootstrap_servers = \"k1:9092\"" in out
     assert "pa55word" not in out
 
 
@@ -57,12 +57,13 @@ def test_every_option_of_every_command_has_help():
 
 def test_produce_a_missing_file_is_one_line_and_needs_no_broker(capsys):
     # the bootstrap points nowhere: the file is checked before any connection
-    assert main(["produce", "nosuchfile.csv", "--bootstrap", "127.0.0.1:1"]) == 2
+    assert main(["produce", "nosuchfile.csv", "--set", "features=a", "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, "nosuchfile.csv does not exist")
 
 
 def test_worker_with_a_model_that_cannot_be_imported_does_not_start(capsys):
-    assert main(["worker", "--set", "model=river.nonexistent.Model", "--bootstrap", "127.0.0.1:1"]) == 2
+    assert main(["worker", "--set", "model=river.nonexistent.Model", "--set", "features=a,b",
+                 "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, "river.nonexistent.Model", "cannot be imported")
 
 

@@ -49,9 +49,9 @@ import pipeline.core
 from pipeline.core.base import Component
 from pipeline.core.batch import IntervalPFI, SlidingWindowSAGE
 from pipeline.core.budget import EventSampler, LagShedder
-from pipeline.core.change_episodes import StreamChangeDetector
-from pipeline.core.drift import Moments, SeriesDetector, SeriesWindow
+from pipeline.core.change import SeriesTest, SeriesWindow, StreamChangeDetector
 from pipeline.core.explainers import IPDP, IPFI, ISAGE, Explainer
+from pipeline.core.increments import Block
 from pipeline.core.model import ModelFunction
 from pipeline.core.prequential import PrequentialModel
 from pipeline.core.removal import ConditionalRemoval, MarginalRemoval, Removal
@@ -62,7 +62,7 @@ from pipeline.core.stream import StreamExplainer
 from pipeline.core.uncertainty import SmoothedStderr
 from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import prequential_model, stream_explainer
-from pipeline.settings import Settings
+from pipeline.settings import AGRAWAL_FEATURES, Settings
 from schemas import dumps_obj
 
 SEED = 7
@@ -182,21 +182,22 @@ def drift_step(m: StreamChangeDetector, item: tuple, i: int) -> dict:
     from pipeline.handlers.drift import change_episode, change_event
 
     explainer, feature, seq, block, curve = item
-    changes, episodes = m.update(explainer, feature, seq, Moments(*block), 0.0, curve, Moments(*block))
+    changes, episodes = m.update(explainer, feature, seq, Block(*block), curve, Block(*block))
     return {"changes": [change_event("s", c).to_dict() for c in changes],
             "episodes": [change_episode("s", e).to_dict() for e in episodes]}
 
 
-def series_detector_step(m: SeriesDetector, item: tuple, i: int) -> dict:
+def series_test_step(m: SeriesTest, item: tuple, i: int) -> dict:
     _, feature, seq, (n, mean, m2), _ = item
-    cut = m.add(seq - n + 1, seq, n, mean, m2, 0.05) if feature == "a" else None
+    cut = m.add(seq - n + 1, seq, Block(n, mean, m2), 0.05) if feature == "a" else None
     return {"cut": None if cut is None else [cut.seq, cut.before.mean, cut.after.mean, cut.z], "checks": m.checks}
 
 
 def window_step(w: SeriesWindow, item: tuple, i: int) -> dict:
     _, _, seq, (n, mean, m2), _ = item
-    w.add(seq - n + 1, seq, n, mean, m2)
-    return {"n": w.n, "buckets": [list(b) for b in w.buckets], "split": [m and m.mean for m in w.split(seq - 30)]}
+    w.add(seq - n + 1, seq, Block(n, mean, m2))
+    return {"n": w.n, "buckets": [[b.block.n, b.block.mean, b.block.m2, b.seq_lo, b.seq_hi, b.level] for b in w.buckets],
+            "split": [m and m.mean for m in w.split(seq - 30)]}
 
 
 def stderr_step(t: SmoothedStderr, item: tuple[list, list], i: int) -> dict:
@@ -235,8 +236,11 @@ def model_fn_step(f: ModelFunction, x: dict, i: int) -> dict:
 def stream_step(se: StreamExplainer, item: tuple[dict, Any], i: int) -> dict:
     x, y = item
     out = se.process_one(x, y, explain=i % 5 != 4)
-    return {"explanations": [dataclasses.asdict(v) for v in out], "model_version": se.model_version,
-            "n_seen": se.n_seen}
+    def plain(v: Any) -> Any:  # the blocks as the explain handler sends them
+        return v.to_dict() if isinstance(v, Block) else v
+
+    return {"explanations": [{f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)} for v in out],
+            "model_version": se.model_version, "n_seen": se.n_seen}
 
 
 # streams -----------------------------------------------------------------------------------
@@ -287,6 +291,7 @@ def agrawal_stream(n: int, seed: int, unlabelled: tuple[int, ...] = ()) -> list[
 def small_settings(seed: int) -> Settings:
     """A tree that splits within the short streams, so the explained model changes under the checks."""
     return Settings(
+        features=list(AGRAWAL_FEATURES),
         model="river.tree.HoeffdingTreeClassifier",
         model_params={"grace_period": 10, "delta": 0.1, "tau": 0.3},
         model_seed=seed,
@@ -365,9 +370,9 @@ CASES = [
          lambda s: StreamChangeDetector([("ipfi", "a"), ("ipfi", "b"), ("ipdp", "a")], delta=0.01, min_samples=20,
                                         warmup=20, episode_gap=60),
          drift_stream, drift_step, seeded=False),
-    Case("SeriesDetector", lambda s: SeriesDetector(alpha=0.01, min_samples=20), drift_stream, series_detector_step,
+    Case("SeriesTest", lambda s: SeriesTest(alpha=0.01, min_samples=20), drift_stream, series_test_step,
          seeded=False),
-    Case("SeriesWindow", lambda s: SeriesWindow(max_window=100), drift_stream, window_step, seeded=False),
+    Case("SeriesWindow", lambda s: SeriesWindow(max_increments=100), drift_stream, window_step, seeded=False),
     Case("SmoothedStderr", lambda s: SmoothedStderr(["a", "b"], alpha=0.1, start="zero"),
          stderr_stream, stderr_step, seeded=False, mutable_input=False),
     Case("EventSampler", lambda s: EventSampler(rate=0.5, seed=s),

@@ -9,14 +9,14 @@ import orjson
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.local.demo_stream import agrawal_events
-from pipeline.settings import Settings
+from pipeline.settings import AGRAWAL_FEATURES, Settings
 from schemas import dumps
 
 
 def settings(**over):
     base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
                 emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                explainers=["ipfi"])
+                explainers=["ipfi"], features=list(AGRAWAL_FEATURES))
     base.update(over)
     return Settings(**base)
 
@@ -310,3 +310,25 @@ def test_bad_explain_tasks_and_explanations_are_dead_letters():
                     b"\xff" * 10, b"x" * 2_000_000):
             (out,) = handler.on_message(raw, b"k", Source(topic, 0, 1))
             assert out.topic == "dead-letters" and len(out.value) <= s.max_dead_letter_bytes
+
+
+# --- bad stream profiles: the worker process stops at start with one line ------------------------
+
+def test_a_worker_process_with_a_bad_stream_profile_exits_2_with_one_line_naming_table_and_key(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    bad_file = tmp_path / "s.toml"
+    bad_file.write_text('[streams."fraud-*"]\nfeatures = ["amount"]\nmodel = "river.nope.Forest"\n')
+    cases = [  # (environment, arguments, what the line says)
+        ({"STREAMXAI_STREAMS": '{"r-*": {"features": ["a"], "partitions": 8}}'}, [],
+         '$STREAMXAI_STREAMS: [streams."r-*"]: partitions is deployment-wide'),
+        ({}, ["--settings", str(bad_file)], '[streams."fraud-*"] model: model \'river.nope.Forest\' cannot be imported'),
+    ]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
+    for env, args, says in cases:
+        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "worker", "--bootstrap", "127.0.0.1:1", *args],
+                              env={**base, **env}, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and says in proc.stderr, proc.stderr

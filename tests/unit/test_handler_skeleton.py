@@ -4,11 +4,10 @@ process → checkpoint) and declare what they need as Protocols."""
 import pytest
 from helpers.handler_inputs import drift_settings, explanation_v2, settings
 
-from pipeline.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, History, ModelHandler, Source
+from pipeline.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, ModelHandler, Source
 from pipeline.handlers.common import MessageHandler, Recovering
 from pipeline.kafka.checkpoint_topic import KafkaCheckpointStore
 from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.kafka.replay import PartitionHistory
 from pipeline.settings import Settings
 
 
@@ -43,4 +42,3 @@ def test_the_skeleton_cannot_be_used_without_its_steps():
 def test_the_kafka_layer_provides_what_the_handlers_need(tmp_path):
     assert isinstance(FileCheckpointStore(str(tmp_path), every=2, secret=b"0123456789abcdef"), CheckpointStore)
     assert isinstance(KafkaCheckpointStore(Settings(), every=2, secret=b"0123456789abcdef"), CheckpointStore)
-    assert isinstance(PartitionHistory.__new__(PartitionHistory), History)

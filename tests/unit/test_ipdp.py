@@ -137,6 +137,7 @@ def test_variance_matches_theorem_3_4():
     assert 0.36 < ratio < 2.07, ratio
 
 
+@pytest.mark.slow
 def test_agrees_with_batch_pdp_on_frozen_river_model():
     model = tree.HoeffdingTreeClassifier()
     # 8000 events: enough for the tree to split on both salary and age

@@ -96,6 +96,7 @@ def test_callable_is_rivers_function_1(agrawal1):
 
 
 @pytest.mark.parametrize("storage", ["geometric", "uniform"])
+@pytest.mark.slow
 def test_ipfi_converges_to_analytic_agrawal_pfi(agrawal1_ipfi, storage):
     values = agrawal1_ipfi[storage]
     # alpha = 0.001, M = 10: V1 = 0.0126 (salary) / 0.034 (age), V2 = 0.237, so the O(alpha)
@@ -108,6 +109,7 @@ def test_ipfi_converges_to_analytic_agrawal_pfi(agrawal1_ipfi, storage):
     assert all(values[f] == 0.0 for f in NAMES if f not in ("salary", "age"))
 
 
+@pytest.mark.slow
 def test_batch_pfi_matches_analytic_agrawal_pfi(agrawal1, agrawal1_batch):
     # Eq. 3 over N = 20k with 10 permutations: U-statistic sd sqrt(4 sigma_1^2 / N) ~ 0.003
     # plus permutation noise sqrt(V2 / (N M)) ~ 0.001. Measured (N = 10k, 5 permutations,
@@ -138,6 +140,7 @@ PAPER_TABLE1_AGRAWAL = {"geometric": 0.010 + 2.5 * 0.006, "uniform": 0.011 + 2.5
 
 
 @pytest.mark.parametrize("storage", ["geometric", "uniform"])
+@pytest.mark.slow
 def test_ipfi_agrees_with_batch_pfi_at_paper_level(agrawal1_ipfi, agrawal1_batch, storage):
     err = pfi_error(agrawal1_ipfi[storage], agrawal1_batch)
     assert err <= PAPER_TABLE1_AGRAWAL[storage]
@@ -249,6 +252,7 @@ FROZEN_TABLE1_ERROR = {"hoeffding_tree": 0.15, "logistic_regression": 0.10, "arf
 
 
 @pytest.mark.parametrize("kind", ["hoeffding_tree", "logistic_regression", "arf"])
+@pytest.mark.slow
 def test_ipfi_agrees_with_batch_pfi_on_frozen_river_model(kind):
     model, X, y = _frozen(kind)
     ref = batch_pfi(ModelFunction(model), "zero_one", X, y, n_repeats=3, seed=0)
@@ -455,6 +459,7 @@ def test_ipfi_sampling_strategy_probabilities(storage):
 # --- drift ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ranking_follows_function_drift_with_online_arf():
     """The paper's Experiment B (function drift, agrawal concept 1 -> 2) with a small ARF
     learning online, prequentially (explain with h_t, then learn)."""

@@ -108,6 +108,7 @@ def _frozen_logistic():
     ],
     ids=["hoeffding-tree-brier", "logistic-cross-entropy"],
 )
+@pytest.mark.slow
 def test_frozen_model_converges_to_batch_sage(setup):
     data, make_fn, loss = setup()
     xs, ys = [x for x, _ in data], [y for _, y in data]
@@ -227,6 +228,7 @@ def removal_expected(used: str, removal: str, m: int) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("used,model", [("salary", salary_model), ("commission", commission_model)])
+@pytest.mark.slow
 def test_removal_strategies_differ_as_the_paper_argues(used, model):
     data = agrawal(1, seed=5, n=3_000)
     xs = [{f: x[f] for f in REMOVAL_FEATURES} for x, _ in data]
@@ -510,9 +512,10 @@ def test_pipeline_isage_defaults():
 
 def test_stream_explainer_publishes_standard_errors():
     from pipeline.plan import stream_explainer
-    from pipeline.settings import Settings
+    from pipeline.settings import AGRAWAL_FEATURES, Settings
 
-    se = stream_explainer(Settings(model="river.tree.HoeffdingTreeClassifier", grid_size=4), "s")
+    se = stream_explainer(Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier",
+                                   grid_size=4), "s")
     out = []
     for x, y in agrawal(1, seed=3, n=300):
         out = se.process_one(x, y)

@@ -123,6 +123,7 @@ def check_against_truth(case: str, n: int, alpha: float, m: int, truth: dict[str
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.slow
 def test_isage_is_unbiased_on_a_frozen_model(case):
     truth = exact_sage(case, f1_grid)
     # alpha = 0.002 and 6,000 events: the zero start's bias (1 - a)^n |phi| < e^-11 |phi|
@@ -143,6 +144,7 @@ def test_the_papers_estimator_shows_the_bias_issue_10_reports():
     assert min(values[f] for f in AGRAWAL if f not in USED) < -0.01
 
 
+@pytest.mark.slow
 def test_cross_entropy_bias_is_bounded_by_the_measured_jensen_gap():
     """Cross-entropy has no unbiased estimate from a few draws: the plug-in's biases sum to the
     Jensen gap G_m({}) of the all-imputed coalition, which ``jensen_gap`` estimates, and each

@@ -11,7 +11,7 @@ import orjson
 
 from pipeline.handlers import DriftHandler, Source
 from pipeline.metrics import Metrics
-from pipeline.settings import Settings
+from pipeline.settings import AGRAWAL_FEATURES, Settings
 from schemas import Explanation, dumps
 
 
@@ -62,7 +62,7 @@ def events(handler_for, log):
 
 def test_a_restart_reads_the_partition_once_for_all_its_series():
     # before: each of the 270 series of the issue's restart replayed in its own Kafka pass
-    s = Settings(emit_every=5, drift_warmup=10)
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10)
     log = series_log()
     uninterrupted = DriftHandler(s)
     whole = events(lambda off: uninterrupted, log)
@@ -79,7 +79,7 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
     from agents._forward import forward
 
     class SlowToRebuild:
-        settings, metrics = Settings(), Metrics()
+        settings, metrics = Settings(features=list(AGRAWAL_FEATURES)), Metrics()
 
         def needs_recovery(self, key, src=None):
             return True
@@ -123,7 +123,7 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
 def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_path):
     from pipeline.kafka.checkpoints import FileCheckpointStore
 
-    s = Settings(emit_every=5, drift_warmup=10, checkpoint_every=40)
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=40)
     log = series_log()
     uninterrupted = DriftHandler(s)
     whole = events(lambda off: uninterrupted, log)
@@ -144,7 +144,7 @@ def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_pa
 def test_a_partition_given_back_after_a_gap_is_read_again():
     """The worker held the partition, lost it to another worker for a while, and got it back:
     its one-pass cache does not cover what the other worker processed, so it is dropped."""
-    s = Settings(emit_every=5, drift_warmup=10)
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10)
     log, n_b = ScanLog(), 0
     for off in range(400):
         if off < 50 and off % 2 or off >= 220 and off % 2:  # series b: only in these two stretches
@@ -176,7 +176,7 @@ def test_a_partition_back_from_another_worker_rebuilds_its_stale_states():
     from pipeline.handlers import ModelHandler
     from pipeline.local.demo_stream import agrawal_events
 
-    s = Settings(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 20})
+    s = Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 20})
     items = [(b"m", dumps(e)) for e in agrawal_events("m", 200, seed=7)]
 
     class Log:

@@ -12,8 +12,8 @@ from schemas import (
     MESSAGE_TYPES,
     BadValue,
     ChangeEpisode,
+    ChangeEvent,
     DeadLetter,
-    DriftEvent,
     ExplainDecision,
     ExplainTask,
     Explanation,
@@ -95,16 +95,17 @@ EXAMPLES = [
     ExplainDecision("s", 1, 7, False),
     Prediction("s", 0, 1.0, 1, 0, 1.0, 0),
     Explanation("s", "ipdp", "a", 0.1, 9, 10, 10, 9, {"grid": [0.0, 1.0], "pd": [0.2, 0.4]},
-                0.01, {"n": 10, "mean": 0.12, "m2": 0.3}, {"n": 10, "mean": 0.2, "m2": 1.6}),
-    DriftEvent("s", "ipfi", "a", "s/ipfi/a", 530, 500, 5000, 30, 0.1, 0.4, [0.09, 0.11], [0.3, 0.5], 0.3, 0.75, 0.08,
+                0.01, {"n": 10, "mean": 0.12, "m2": 0.3}, {"n": 10, "mean": 0.2, "m2": 1.6}, 1.4),
+    ChangeEvent("s", "ipfi", "a", "s/ipfi/a", 530, 500, 5000, 30, 0.1, 0.4, [0.09, 0.11], [0.3, 0.5], 0.3, 0.75, 0.08,
                7.5, 6.1, {"a": 0.1, "b": 0.4}, {"a": 0.4, "b": 0.1}, {"a": 2, "b": 1}, {"a": 1, "b": 2},
                {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}, {"grid": [0.0, 1.0], "pd": [0.2, 0.9]}, 0.1, 0.2, 500, 30),
-    ChangeEpisode("s", 530, 560, 1600, 500,
+    ChangeEpisode("s", "closed", 530, 560, 1600, 500, "degradation", True,
                   [{"explainer": "ipfi", "feature": "a", "seq": 530, "cut_seq": 500, "level_before": 0.1,
-                    "level_after": 0.4, "effect": 0.3, "relative_effect": 0.75}],
+                    "level_after": 0.4, "effect": 0.3, "relative_effect": 0.75, "kind": "degradation"}],
                   {"ipfi": {"a": {"before": 0.1, "after": 0.4, "rank_before": 2, "rank_after": 1},
                             "b": {"before": None, "after": None, "rank_before": None, "rank_after": None}}},
-                  {"a": {"before": {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}, "after": None}}, 0.1, None, 500, 0),
+                  {"a": {"before": {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}, "after": None}}, 0.1, 0.3, 500, 30,
+                  [0.09, 0.11], [0.25, 0.35], 4.1),
     DeadLetter("malformed", "MalformedMessage: x", "model", {"topic": "t", "partition": 0, "offset": 5}, "AAE=",
                2, "b413f47d13ee2fe6c845b2ee141af81de858df4ec549a58b7970bb96645bc8d2", False, None, 1.0),
 ]
@@ -129,6 +130,20 @@ def test_every_message_type_has_a_schema_file():
         name, version = older.removesuffix(".json").split(".v")
         (now,) = [t for t in MESSAGE_TYPES if t.startswith(name + "/v")]
         assert int(version) < int(now.split("/v")[1]), older
+
+
+def test_explanations_v2_read_as_independent_increments_and_a_bad_var_factor_is_refused():
+    from schemas import parse_explanation
+
+    v3 = orjson.loads(dumps(EXAMPLES[4]))
+    assert parse_explanation(orjson.dumps(v3), where="e[0]@1").var_factor == 1.4
+    v2 = {k: v for k, v in v3.items() if k != "var_factor"} | {"schema": "explanation/v2"}
+    assert parse_explanation(orjson.dumps(v2), where="e[0]@2").var_factor is None
+    v2_schema = json.loads((JSON_DIR / "explanation.v2.json").read_text())
+    jsonschema.validate(v2, v2_schema)  # the old file still describes what old writers sent
+    for bad in ("1.4", -1.0, True):
+        with pytest.raises(SchemaMismatch, match=r"e\[0\]@3: var_factor must be null or a finite number"):
+            parse_explanation(orjson.dumps(v3 | {"var_factor": bad}), where="e[0]@3")
 
 
 def test_non_finite_values_are_refused_not_written_as_null():

@@ -52,6 +52,13 @@ class Explainer(Component):
         return {}
 
     @property
+    def variance_factors(self) -> dict[str, float]:
+        """Per feature, the variance of a long mean of its increments over that of as many
+        independent ones (:meth:`pipeline.core.uncertainty.SmoothedStderr.variance_factors`);
+        empty when the increments are independent (no donors from a reservoir)."""
+        return {}
+
+    @property
     def n_evaluations(self) -> int:
         """Model evaluations made through ``model_fn`` so far."""
         return self.model_fn.n_evaluations

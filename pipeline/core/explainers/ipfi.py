@@ -177,6 +177,10 @@ class IPFI(Explainer):
         return self._se.stderrs()
 
     @property
+    def variance_factors(self) -> dict[str, float]:
+        return self._se.variance_factors()
+
+    @property
     def explained_features(self) -> list[str]:
         """The features this instance explains, in order."""
         return list(self._explained)

@@ -249,6 +249,10 @@ class ISAGE(Explainer):
         return self._se.stderrs()
 
     @property
+    def variance_factors(self) -> dict[str, float]:
+        return self._se.variance_factors()
+
+    @property
     def jensen_gap(self) -> float:
         """Smoothed estimate of how much the values' sum overstates ``v({}) - v(D)``.
 

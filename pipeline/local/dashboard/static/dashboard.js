@@ -220,6 +220,7 @@ function renderLoss(v) {
 
 function renderPdp(v) {
   const parent = $("#pdp");
+  $("#pdp-box").hidden = !Object.keys(v.curves || {}).length;  // a stream whose profile runs no iPDP
   for (const [f, c] of Object.entries(v.curves || {}).sort()) {
     const then = (v.curves_at_change || {})[f];
     const tables = [[c.grid, c.pd]];

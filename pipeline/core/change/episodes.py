@@ -1,0 +1,101 @@
+"""Change episodes: the changes of one stream that happened together, and what kind they are.
+
+Grouping. Changes of one stream detected within ``episode_gap`` events of the previous one
+form an episode. It *opens* once the report of its first change is complete (at the stream's
+first message of a later event: the other series of that report may come in any order) and
+*closes* at the first message more than ``episode_gap`` events after its last change (or when
+the stream ends); both moments give an :class:`Episode` (``status`` ``"open"`` or
+``"closed"``). The episode ranks its changes by relative effect ``|after - before| / scale``
+and carries, split at the cut of its top change, every explainer's vector before and after,
+the iPDP curves of the features that changed, and the model's loss before and after.
+
+Kind (:func:`~pipeline.core.change.events.loss_kind`). Whether the model learned or the world changed is read off the
+model's prequential loss on the two sides of the cut, with the change test's statistic
+(:func:`~pipeline.core.change.test.two_sample_z`): ``z`` of the loss after against before.
+
+- ``learning``: the loss fell significantly (``z <= -1.96``): the model got better, and its
+  reliance moved as it learned;
+- ``degradation``: the loss rose significantly (``z >= 1.96``): the world changed and the model
+  has not caught up;
+- ``reliance_shift``: the loss did not move beyond its 95% interval, yet the reliance did --
+  what a loss monitor misses (also when the loss is unknown).
+
+An episode's kind is its top change's when it opens, and stays: an alert (``alert``: the kind
+is one of ``alert_kinds``) is raised once, at the open, when it can page someone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..increments import Block
+from .events import KINDS, Change, Levels
+
+__all__ = ["Episode", "make_episode", "STATUSES"]
+
+STATUSES = ("open", "closed")
+
+
+@dataclass(frozen=True)
+class Episode:
+    """Changes of one stream that happened together, ranked by relative effect (module
+    docstring); ``closed_seq`` is None while the episode is open."""
+
+    status: str
+    first_seq: int
+    last_seq: int
+    closed_seq: int | None
+    cut_seq: int
+    changes: tuple[Change, ...]
+    #: ``{explainer: {feature: (before, after)}}``, levels split at ``cut_seq``
+    explanations: Levels
+    kind: str
+    alert: bool
+    #: ``{feature: (curve before, curve after)}`` of the iPDP curves of changed features
+    curves: dict[str, tuple[dict | None, dict | None]] = field(default_factory=dict)
+    loss_before: Block | None = None
+    loss_after: Block | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES or self.kind not in KINDS:
+            raise ValueError(f"episode status {self.status!r} / kind {self.kind!r} not in {STATUSES} / {KINDS}")
+
+
+def ranked(changes: Sequence[Change]) -> list[Change]:
+    """Largest relative effect first (ties by series name)."""
+    return sorted(changes, key=lambda c: (-c.relative_effect, c.explainer, c.feature))
+
+
+def make_episode(
+    changes: Sequence[Change], seq: int, status: str, kind: str, alert: bool,
+    level_now: Callable[[str, str], Block], curves: Callable[[str, int], tuple[dict | None, dict | None]],
+) -> Episode:
+    """The episode of ``changes`` at event ``seq``: the top change's context (split at its cut
+    when it was detected), with each changed series' own levels -- before: at its first change
+    in the episode, after: ``level_now(explainer, feature)``, its window now (which starts at its
+    cut). ``curves(feature, cut_seq)`` gives a feature's iPDP curves around a cut."""
+    order = ranked(changes)
+    top = order[0]
+    explanations = {e: dict(v) for e, v in top.vectors.items()}
+    seen = set()
+    for c in sorted(order, key=lambda c: c.seq):
+        if (c.explainer, c.feature) in seen:
+            continue
+        seen.add((c.explainer, c.feature))
+        now = level_now(c.explainer, c.feature)
+        explanations[c.explainer][c.feature] = (c.before.mean, now.mean if now.n else c.after.mean)
+    shown = {}
+    for c in order:
+        if c.feature not in shown:
+            b, a = curves(c.feature, top.cut_seq)
+            if b is None and c is top:  # an iPDP series cut at its change forgot the curves before
+                b = top.curve_before
+            if b is not None or a is not None:
+                shown[c.feature] = (b, a)
+    return Episode(
+        status=status, first_seq=min(c.seq for c in order), last_seq=max(c.seq for c in order),
+        closed_seq=seq if status == "closed" else None, cut_seq=top.cut_seq, changes=tuple(order),
+        explanations=explanations, kind=kind, alert=alert, curves=shown,
+        loss_before=top.loss_before, loss_after=top.loss_after,
+    )

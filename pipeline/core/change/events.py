@@ -1,0 +1,127 @@
+"""What a change event says: one series changed, with the context to understand it.
+
+A :class:`Change` is made by :class:`~pipeline.core.change.stream.StreamChangeDetector` from the
+:class:`~pipeline.core.change.test.Cut` of one series' test (it keeps the cut whole) and the
+stream's other series, curves and model loss at that moment; the drift handler sends it as a
+``drift_event/v2`` message (:class:`schemas.ChangeEvent`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..increments import Block
+from .test import Z95, Cut, two_sample_z
+
+__all__ = ["Change", "Levels", "KINDS", "ci", "loss_kind", "loss_z", "ranks"]
+
+#: ``{explainer: {feature: (level before, level after)}}`` (None: no data on that side)
+Levels = dict[str, dict[str, tuple[float | None, float | None]]]
+
+
+@dataclass(frozen=True)
+class Change:
+    """Series ``explainer/feature`` changed: the new regime starts at ``cut.seq``; detected at
+    event ``seq``. ``scale`` is the explainer's largest importance in the stream (the unit of
+    ``relative_effect``); ``vectors`` every series' level split at the cut, computed at
+    detection, when the cut is recent and the split fine; ``curve_*`` the feature's iPDP curve
+    before the cut and now; ``loss_*`` the model's prequential loss on either side."""
+
+    explainer: str
+    feature: str
+    seq: int
+    cut: Cut
+    scale: float
+    vectors: Levels
+    curve_before: dict[str, list] | None = None
+    curve_after: dict[str, list] | None = None
+    loss_before: Block | None = None
+    loss_after: Block | None = None
+
+    @property
+    def cut_seq(self) -> int:
+        return self.cut.seq
+
+    @property
+    def before(self) -> Block:
+        return self.cut.before
+
+    @property
+    def after(self) -> Block:
+        return self.cut.after
+
+    @property
+    def effect(self) -> float:
+        return self.cut.effect
+
+    @property
+    def relative_effect(self) -> float:
+        return abs(self.effect) / self.scale if self.scale > 0 else float("inf")
+
+    @property
+    def kind(self) -> str:
+        """``learning``, ``degradation`` or ``reliance_shift``: how the model's loss moved at the
+        cut (:func:`loss_kind`)."""
+        return loss_kind(self.loss_before, self.loss_after)
+
+    @property
+    def explanation_before(self) -> dict[str, float | None]:
+        """This explainer's level of every feature before the cut."""
+        return {f: v[0] for f, v in self.vectors[self.explainer].items()}
+
+    @property
+    def explanation_after(self) -> dict[str, float | None]:
+        return {f: v[1] for f, v in self.vectors[self.explainer].items()}
+
+
+KINDS = ("learning", "degradation", "reliance_shift")
+
+
+def loss_kind(before: Block | None, after: Block | None) -> str:
+    """``learning``, ``degradation`` or ``reliance_shift`` from the model's loss on either side
+    of a cut (:mod:`pipeline.core.change.episodes`): the loss fell, rose, or stayed within its
+    95% interval (``z`` of after against before beyond -1.96, beyond +1.96, or between; the
+    edges count as moved). Unknown loss: ``reliance_shift``.
+
+    >>> loss_kind(Block(1000, 0.30, 210.0), Block(200, 0.21, 33.0))   # the loss fell: learned
+    'learning'
+    >>> loss_kind(Block(1000, 0.20, 160.0), Block(200, 0.22, 34.0))   # within its interval
+    'reliance_shift'
+    """
+    z = loss_z(before, after)
+    if z is None:
+        return "reliance_shift"
+    if z <= -Z95:
+        return "learning"
+    if z >= Z95:
+        return "degradation"
+    return "reliance_shift"
+
+
+def loss_z(before: Block | None, after: Block | None) -> float | None:
+    """The loss after a cut against before, in standard errors (:func:`two_sample_z`); None
+    when a side has fewer than two values."""
+    if before is None or after is None or before.n < 2 or after.n < 2:
+        return None
+    return two_sample_z(before, after)
+
+
+def ci(m: Block) -> tuple[float, float]:
+    """95% confidence interval of a level (normal approximation; infinite below 2 values).
+
+    >>> ci(Block(100, 0.5, 99.0))
+    (0.304..., 0.695...)
+    """
+    r = Z95 * m.se if m.n > 1 else float("inf")
+    return m.mean - r, m.mean + r
+
+
+def ranks(levels: dict[str, float | None]) -> dict[str, int | None]:
+    """Rank 1 = largest level; features without a level get None.
+
+    >>> ranks({"a": 0.1, "b": 0.4, "c": None})
+    {'a': 2, 'b': 1, 'c': None}
+    """
+    known = sorted((f for f, v in levels.items() if v is not None), key=lambda f: (-levels[f], f))
+    pos = {f: i + 1 for i, f in enumerate(known)}
+    return {f: pos.get(f) for f in levels}

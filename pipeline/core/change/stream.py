@@ -1,0 +1,281 @@
+"""All series of one stream in one place: change events that explain themselves, and episodes.
+
+A :class:`StreamChangeDetector` holds one :class:`~pipeline.core.change.test.SeriesTest` per
+``(explainer, feature)`` of a stream, the model's prequential loss, the latest variance factor
+of each series and a thinned history of iPDP curves. ``delta`` is split evenly over the
+stream's tested series, so it bounds the false-alarm probability of the *stream* (see
+:mod:`pipeline.core.change.test`).
+
+Minimum effect. A change of series ``(e, f)`` is reported only if its levels differ by at
+least ``min_effect * scale``, ``scale`` the largest ``|level|`` of explainer ``e`` over the
+stream's features (whole windows) and the two sides of the cut: relative to the stream's
+largest importance *of that explainer*, since iPFI (0-1 loss), iSAGE (Brier) and iPDP
+(probability spread) have different units -- unless the model's loss rose significantly at the
+same cut (a ``degradation``, :func:`~pipeline.core.change.events.loss_kind`). A local drift
+changes the model's reliance on a few features in a small region of the inputs: small against
+the largest importance, yet the loss says it matters (measured in ``tests/benchmarks/bench_drift.py``,
+scenario ``regression-local``). The test itself, and so the false-alarm bound, is the same.
+
+Tested explainers. Only the series of the explainers in ``tested`` (default: all) are tested
+and share ``delta``; the others are kept for the levels and curves that change events show.
+
+Units. ``max_increments`` counts the increments of a series (explained events);
+``warmup`` and ``episode_gap`` count events (``seq``).
+
+Warm-up. Blocks of events before ``warmup`` are not monitored: a model that starts from
+nothing changes its explanation while it learns, which is not worth reporting.
+
+Episodes, their kinds and alerts: see :mod:`pipeline.core.change.episodes`.
+
+>>> import random
+>>> from pipeline.core.increments import Block
+>>> rng = random.Random(5)
+>>> det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, warmup=0, episode_gap=500)
+>>> def block(level):
+...     xs = [level + rng.gauss(0, 0.2) for _ in range(10)]
+...     m = sum(xs) / 10
+...     return Block(10, m, sum((x - m) ** 2 for x in xs))
+>>> events, episodes = [], []
+>>> for t in range(600):                          # a and b swap roles at event 3000
+...     seq = 10 * t + 9
+...     for f, lv in (("a", 0.4 if t < 300 else 0.0), ("b", 0.0 if t < 300 else 0.4)):
+...         ch, ep = det.update("ipfi", f, seq, block(lv))
+...         events += ch
+...         episodes += ep
+>>> [(c.feature, c.seq, c.cut_seq) for c in events]
+[('a', 3059, 3000), ('b', 3059, 3000)]
+>>> ep = episodes[0]
+>>> [c.feature for c in ep.changes], ep.cut_seq
+(['b', 'a'], 3000)
+>>> {f: (round(b, 1), round(a, 1)) for f, (b, a) in ep.explanations["ipfi"].items()}
+{'a': (0.4, 0.0), 'b': (0.0, 0.4)}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..base import Component
+from ..increments import Block
+from .episodes import Episode, make_episode, ranked
+from .events import KINDS, Change, Levels, loss_kind
+from .test import SeriesTest
+from .window import SeriesWindow
+
+__all__ = ["StreamChangeDetector"]
+
+_CURVES_KEPT = 32
+
+
+class _Series:
+    __slots__ = ("test", "last_seq", "var_factor", "curves", "curve", "previous_curve")
+
+    def __init__(self, test: SeriesTest):
+        self.test = test
+        self.last_seq = -1
+        self.var_factor = 1.0  # the latest one its explainer reported
+        self.curves: list[tuple[int, dict]] = []  # (seq, curve), thinned, within the window
+        self.curve: tuple[int, dict] | None = None  # the newest (seq, curve)
+        self.previous_curve: tuple[int, dict] | None = None
+
+
+class StreamChangeDetector(Component):
+    """Change detection over every explanation series of one stream (module docstring)."""
+
+    def __init__(
+        self,
+        series: Sequence[tuple[str, str]],
+        delta: float = 0.01,
+        min_effect: float = 0.2,
+        min_samples: int = 100,
+        max_increments: int = 20_000,
+        warmup: int = 1000,
+        episode_gap: int = 1000,
+        buckets_per_level: int = 2,
+        tested: Sequence[str] | None = None,
+        alert_kinds: Sequence[str] = ("degradation", "reliance_shift"),
+    ):
+        if not series:
+            raise ValueError("series is empty: list the stream's (explainer, feature) pairs")
+        if not 0 < delta < 1:
+            raise ValueError(f"drift delta={delta} must be in (0, 1)")
+        if min_effect < 0:
+            raise ValueError(f"drift min_effect={min_effect} must be >= 0")
+        self.series = [tuple(s) for s in series]
+        self.delta = delta
+        self.min_effect = min_effect
+        self.min_samples = min_samples
+        self.max_increments = max_increments
+        self.warmup = warmup
+        self.episode_gap = episode_gap
+        self.buckets_per_level = buckets_per_level
+        self.tested = None if tested is None else list(tested)
+        unknown = set(alert_kinds) - set(KINDS)
+        if unknown:
+            raise ValueError(f"alert kinds {sorted(unknown)} are not among {list(KINDS)}")
+        self.alert_kinds = tuple(alert_kinds)
+        self._reset()
+
+    def _reset(self) -> None:
+        tested = {e for e, _ in self.series} if self.tested is None else set(self.tested)
+        self._tested = frozenset(tested)
+        n_tested = sum(1 for e, _ in self.series if e in tested)
+        if n_tested == 0:
+            raise ValueError(f"no series of explainers {sorted(tested)} among {self.series}: nothing to test")
+        alpha = self.delta / n_tested  # the stream's budget, split over the series actually tested
+        self._series = {
+            s: _Series(SeriesTest(alpha, self.min_samples, self.max_increments, self.buckets_per_level))
+            for s in self.series
+        }
+        # the model's loss: one block per report, every event (not only explained ones)
+        self._loss = SeriesWindow(self.max_increments, self.buckets_per_level)
+        self._loss_seq = -1
+        self._open: list[Change] = []
+        self._kind: str | None = None  # the open episode's, decided when it opened
+
+    # queries ---------------------------------------------------------------------
+    def knows(self, explainer: str, feature: str) -> bool:
+        return (explainer, feature) in self._series
+
+    def last_seq(self, explainer: str, feature: str) -> int:
+        """The newest ``seq`` folded in for the series (-1: none)."""
+        return self._series[(explainer, feature)].last_seq
+
+    def level(self, explainer: str, feature: str) -> float | None:
+        """Mean increment of the series' window (None before any data)."""
+        w = self._series[(explainer, feature)].test.window
+        return w.total.mean if w.n else None
+
+    # the update ------------------------------------------------------------------
+    def update(
+        self,
+        explainer: str,
+        feature: str,
+        seq: int,
+        block: Block | None,
+        curve: dict | None = None,
+        model_loss: Block | None = None,
+        var_factor: float | None = None,
+    ) -> tuple[list[Change], list[Episode]]:
+        """Fold in one explanation message; returns the changes it revealed and the episodes it
+        opened or closed. ``var_factor``: the variance factor of the series' increments its
+        explainer reported (None: keep the previous one; 1 at first)."""
+        st = self._series.get((explainer, feature))
+        if st is None:
+            raise ValueError(
+                f"series {explainer}/{feature} is not one of this stream's {len(self.series)} series; "
+                "every worker must run with the same explainers and features settings"
+            )
+        episodes = self._episodes_due(seq)
+        seq_lo = st.last_seq + 1 if st.last_seq >= 0 else max(0, seq - (block.n if block else 1) + 1)
+        st.last_seq = seq
+        if var_factor is not None:
+            st.var_factor = var_factor
+        if curve is not None:
+            self._keep_curve(st, seq, curve)
+        if model_loss is not None and seq > self._loss_seq and model_loss.n > 0:
+            # every message of one report carries the same loss block: take it once per seq
+            self._loss.add(self._loss_seq + 1, seq, model_loss)
+            self._loss_seq = seq
+        if block is None or block.n <= 0 or seq < self.warmup:
+            return [], episodes
+        if explainer not in self._tested:  # kept for the levels in change events, never tested
+            st.test.window.add(seq_lo, seq, block)
+            return [], episodes
+        scale_e: list[float] = []  # computed only when a cut is significant
+
+        def min_effect(a: Block, b: Block, cut_seq: int) -> float:
+            if not scale_e:
+                scale_e.append(self._scale(explainer, seq))
+            if loss_kind(*self._loss.split(cut_seq)) == "degradation":
+                return 0.0
+            return self.min_effect * max(scale_e[0], abs(a.mean), abs(b.mean))
+
+        cut = st.test.add(seq_lo, seq, block, min_effect, st.var_factor)
+        if cut is None:
+            return [], episodes
+        scale = max(self._scale(explainer, seq), abs(cut.before.mean), abs(cut.after.mean))
+        vectors = self._vectors(cut.seq, seq, own=(explainer, feature, cut.before, cut.after))
+        curve_b, curve_a = self._curves(feature, cut.seq, seq)
+        loss_b, loss_a = self._loss.split(cut.seq)
+        change = Change(explainer, feature, seq, cut, scale, vectors, curve_b, curve_a, loss_b, loss_a)
+        self._open.append(change)
+        return [change], episodes
+
+    def flush(self) -> list[Episode]:
+        """Close the open episode, if any (end of a finite stream)."""
+        if not self._open:
+            return []
+        return [self._episode(max(c.seq for c in self._open), "closed")]
+
+    # internals -------------------------------------------------------------------
+    # Order independence: the other series' messages of the current report (same seq) may come
+    # before or after this one (explain groups on different workers), so every read of another
+    # series uses only its blocks that end before the current seq, and curves sent before it.
+    def _keep_curve(self, st: _Series, seq: int, curve: dict) -> None:
+        """The newest curve, and a thinned history over the span of the series' window: at
+        most about ``_CURVES_KEPT`` of them, evenly spaced in events."""
+        curve = _copy(curve)  # kept: never share the caller's lists
+        st.previous_curve, st.curve = st.curve, (seq, curve)
+        first = st.test.window.first_seq
+        while st.curves and first is not None and st.curves[0][0] < first:
+            st.curves.pop(0)
+        span = seq - (first if first is not None else seq)
+        if not st.curves or seq - st.curves[-1][0] >= max(1, span // _CURVES_KEPT):
+            st.curves.append((seq, curve))
+
+    def _level_before(self, explainer: str, feature: str, upto: int) -> Block:
+        w = self._series[(explainer, feature)].test.window
+        return w.before(w.upto(upto))
+
+    def _scale(self, explainer: str, upto: int) -> float:
+        best = 0.0
+        for e, f in self._series:
+            if e == explainer:
+                m = self._level_before(e, f, upto)
+                if m.n:
+                    best = max(best, abs(m.mean))
+        return best
+
+    def _vectors(self, cut_seq: int, upto: int, own: tuple[str, str, Block, Block]) -> Levels:
+        out: Levels = {}
+        for (e, f), st in self._series.items():
+            if (e, f) == own[:2]:
+                pair: tuple[float | None, float | None] = (own[2].mean, own[3].mean)
+            else:
+                b, a = st.test.window.split(cut_seq, upto)
+                pair = (b.mean if b else None, a.mean if a else None)
+            out.setdefault(e, {})[f] = pair
+        return out
+
+    def _curves(self, feature: str, cut_seq: int, upto: int) -> tuple[dict | None, dict | None]:
+        st = self._series.get(("ipdp", feature))
+        if st is None:
+            return None, None
+        now = st.curve if st.curve is not None and st.curve[0] < upto else st.previous_curve
+        earlier = [c for s, c in st.curves if s < cut_seq]
+        return (_copy(earlier[-1]) if earlier else None), (_copy(now[1]) if now is not None else None)
+
+    def _episodes_due(self, seq: int) -> list[Episode]:
+        """The episode that opens at ``seq`` (its first report is complete) and the one that
+        closes (``episode_gap`` events after its last change)."""
+        out = []
+        if self._open and self._kind is None and seq > self._open[0].seq:
+            out.append(self._episode(seq, "open"))
+        if self._open and seq > max(c.seq for c in self._open) + self.episode_gap:
+            out.append(self._episode(seq, "closed"))
+        return out
+
+    def _episode(self, seq: int, status: str) -> Episode:
+        changes = self._open
+        if self._kind is None:  # decided once, when it opens: the top change's kind
+            self._kind = ranked(changes)[0].kind
+        kind = self._kind
+        if status == "closed":
+            self._open, self._kind = [], None
+        return make_episode(changes, seq, status, kind, kind in self.alert_kinds,
+                            lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq))
+
+
+def _copy(curve: dict) -> dict:
+    return {k: list(v) if isinstance(v, list) else v for k, v in curve.items()}
