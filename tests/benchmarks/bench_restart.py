@@ -41,16 +41,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
 import orjson  # noqa: E402
+from confluent_kafka import Consumer  # noqa: E402
 from helpers.pipeline_runs import make_settings  # noqa: E402
 
 from pipeline.handlers import DriftHandler, Source  # noqa: E402
-from pipeline.kafka.config import ensure_topics  # noqa: E402
+from pipeline.kafka.config import confluent_config, ensure_topics  # noqa: E402
 from pipeline.kafka.io import consume, produce_events, produce_raw  # noqa: E402
 from pipeline.kafka.replay import PartitionHistory  # noqa: E402
 from pipeline.local.broker import LocalBroker  # noqa: E402
 from pipeline.local.demo_stream import agrawal_events  # noqa: E402
 from pipeline.local.ports import free_port, free_ports  # noqa: E402
-from pipeline.settings import Settings  # noqa: E402
+from pipeline.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
 from pipeline.worker import spawn_worker, stop_worker  # noqa: E402
 from schemas import Explanation, dumps  # noqa: E402
 
@@ -121,26 +122,39 @@ def _metrics(s: Settings) -> dict:
         return orjson.loads(r.read())
 
 
-def _wait_explained(s: Settings, streams: list[str], from_seq: int, timeout: float) -> tuple[float, float]:
-    """Wall-clock times at which the first and the last stream got a new explanation
-    (seq >= ``from_seq``) of every explainer."""
+def _wait_explained(s: Settings, streams: list[str], from_seq: int, timeout: float, proc) -> tuple[float, float]:
+    """When the first and the last stream had a new explanation (seq >= ``from_seq``) of every
+    explainer: wall-clock times the worker sent them (the messages' timestamps, so this reader's
+    own delay does not count). Fails if the worker ``proc`` exits meanwhile."""
     want = {(sid, ex) for sid in streams for ex in s.explainers}
-    got: dict[str, set] = {}
-    first = None
-    for rec in consume(s, [s.topic("explanations")], idle_timeout=timeout):
-        m = orjson.loads(rec.value)
-        if m["seq"] >= from_seq:
-            got.setdefault(m["stream_id"], set()).add(m["explainer"])
-            if first is None and len(got[m["stream_id"]]) == len(s.explainers):
-                first = time.time()
-            if {(sid, ex) for sid, exs in got.items() for ex in exs} >= want:
-                return first or time.time(), time.time()
-    raise RuntimeError(f"no new explanations of every explainer for every stream within {timeout} s: {got}")
+    sent: dict[tuple[str, str], float] = {}  # (stream, explainer) -> its first new explanation
+    deadline = time.monotonic() + timeout
+    c = Consumer(confluent_config(s, **{"group.id": f"bench-{os.urandom(4).hex()}", "auto.offset.reset": "earliest",
+                                        "enable.auto.commit": False, "log_level": 3}))
+    c.subscribe([s.topic("explanations")])
+    try:
+        while time.monotonic() < deadline:
+            msg = c.poll(1.0)
+            if msg is None or msg.error():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"the worker exited with {proc.returncode}; see its log")
+                continue
+            m = orjson.loads(msg.value())
+            pair = (m["stream_id"], m["explainer"])
+            if m["seq"] >= from_seq and pair in want:
+                at = msg.timestamp()[1] / 1000
+                sent[pair] = min(at, sent.get(pair, at))
+                if len(sent) == len(want):
+                    per_stream = [max(sent[(sid, ex)] for ex in s.explainers) for sid in streams]
+                    return min(per_stream), max(per_stream)
+    finally:
+        c.close()
+    raise RuntimeError(f"no new explanations of every explainer for every stream within {timeout} s: {sorted(sent)}")
 
 
 def restart_run(args: argparse.Namespace, bootstrap: str, tmp: str) -> None:
     run = os.urandom(4).hex()
-    s = Settings(bootstrap_servers=bootstrap, topic_prefix=f"bench-{run}.", app_id=f"bench-{run}",
+    s = Settings(features=list(AGRAWAL_FEATURES), bootstrap_servers=bootstrap, topic_prefix=f"bench-{run}.", app_id=f"bench-{run}",
                  web_port=free_port(), state_dir=f"{tmp}/state", partitions=4)
     ensure_topics(s)
     streams = [f"s{i}" for i in range(args.streams)]
@@ -161,7 +175,7 @@ def _restarts(args, s, streams, events, log, procs) -> None:
     t0 = time.time()
     produce_events(s, [ev for i in range(args.events) for ev in (events[sid][i] for sid in streams)])
     last_emitted = args.events - args.events % s.emit_every - 1
-    _wait_explained(s, streams, last_emitted, timeout=3600)
+    _wait_explained(s, streams, last_emitted, timeout=3600, proc=procs[-1])
     print(f"first run: {args.streams} x {args.events} events explained in {time.time() - t0:.0f} s")
     sent = args.events
     times = []
@@ -173,7 +187,7 @@ def _restarts(args, s, streams, events, log, procs) -> None:
         procs.append(spawn_worker(s, log_file=str(log)))
         produce_events(s, [ev for i in range(sent, sent + args.more) for ev in (events[sid][i] for sid in streams)])
         sent += args.more
-        t_first, t_all = _wait_explained(s, streams, sent - args.more, timeout=600)
+        t_first, t_all = _wait_explained(s, streams, sent - args.more, timeout=600, proc=procs[-1])
         ready = _ready_at(log, since)
         counters = _metrics(s)["counters"]
         rec = {k: v for k, v in counters.items() if k.startswith("recovery_seconds")}
