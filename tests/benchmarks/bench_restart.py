@@ -103,7 +103,7 @@ def drift_history(args: argparse.Namespace, bootstrap: str, tmp: str) -> None:
 
 # --- issue 15: a worker restart ----------------------------------------------------------------
 
-_READY = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\].*\[\^Worker\]: Ready")
+_READY = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\].*\[\^\w*Worker\]: Ready")
 
 
 def _ready_at(log: Path, since: int) -> float | None:
