@@ -133,6 +133,7 @@ class Settings:
     checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir/checkpoints, shared by the workers of one host) or kafka (a compacted topic every worker reads; needs checkpoint_key)")
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and stream drift state every N of its messages (0: off)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
+    shutdown_timeout_s: float = _f(15.0, "a worker asked to stop (SIGTERM) that has not stopped after this many seconds exits at once (its uncommitted messages are processed again after a restart)")
     # Data
     features: list = _f([], "feature names every event must carry, in model order (a worker needs them here or in "
                             "every stream profile)")
@@ -200,6 +201,8 @@ class Settings:
                 raise bad(f"sasl_mechanism={self.sasl_mechanism!r} must be one of {', '.join(SASL_MECHANISMS)}")
             if not self.sasl_username or not self.sasl_password.reveal():
                 raise bad(f"security_protocol={self.security_protocol} needs sasl_username and sasl_password")
+        if not self.shutdown_timeout_s > 0:
+            raise bad(f"shutdown_timeout_s={self.shutdown_timeout_s} must be > 0")
         if self.checkpoint_store not in ("local", "kafka"):
             raise bad(f"checkpoint_store={self.checkpoint_store!r} must be local or kafka")
         if 0 < len(self.checkpoint_key.reveal()) < 16:
