@@ -150,6 +150,8 @@ class StreamExplainer(Component):
     #: ``auto``: evaluate a recognised river model from its internals; ``off``: call it (also
     #: the value of explainers restored from checkpoints written before the setting existed)
     fast_path = "auto"
+    #: the white-box evaluator the explainers share (None: not set up yet, or none)
+    _evaluator: Any = None
 
     def __init__(
         self,
@@ -211,6 +213,23 @@ class StreamExplainer(Component):
     def explainers(self) -> list[Any]:
         return list(self._explainers)
 
+    def _share_evaluator(self) -> None:
+        """One white-box evaluator for all explainers, kept from one evaluation to the next
+        until the model learns (its scope: what x's rows share, each leaf's factors)."""
+        from .fastpath import compile_model
+
+        fast = compile_model(self.model) if self.fast_path == "auto" else None
+        if fast is not None:
+            fast.shared = True
+            for ex in self._explainers:
+                ex.model_fn.share(fast)
+        self._evaluator = fast if fast is not None else False
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_evaluator", None)  # rebuilt on first use
+        return state
+
     @property
     def evaluation_path(self) -> str:
         """How the explainers evaluate the model: ``"fast"`` (from its internals, exactly the
@@ -238,6 +257,8 @@ class StreamExplainer(Component):
         """
         if y is None:
             return []
+        if self._evaluator is None:
+            self._share_evaluator()
         self.n_seen += 1
         if loss is not None:
             self._losses.add("loss", float(loss))
@@ -260,6 +281,8 @@ class StreamExplainer(Component):
             else:
                 ex.observe_one(x, y)
         self.model.learn_one(x, y)
+        if self._evaluator:
+            self._evaluator.invalidate()
         self.model_version += 1
         return out
 

@@ -39,6 +39,7 @@ __all__ = ["normalized", "softmax_votes", "MajorityLeaf", "NaiveBayesLeaf"]
 
 _NEG_INF = -math.inf
 _exp = math.exp
+_log = math.log
 #: splitters whose naive Bayes factor is a pure function of (value, class), with the method
 #: river's naive Bayes calls on each (``cond_log_proba`` when the class has one)
 _SPLITTERS = {
@@ -62,7 +63,7 @@ def normalized(values: list, factor: float | None = None) -> list:
 def softmax_votes(votes: list) -> list:
     """Log-likelihood votes to probabilities with river's log-sum-exp (same operations)."""
     top = max(votes)
-    lse = top + math.log(sum(_exp(v - top) for v in votes))
+    lse = top + _log(sum([_exp(v - top) for v in votes]))
     return [_exp(v - lse) for v in votes]
 
 
@@ -169,20 +170,27 @@ class NaiveBayesLeaf:
     def row(self, row: dict) -> list:
         if self.empty:
             return []
-        return self._probs([self._terms(i, row[a]) for i, a in enumerate(self.atts)])
+        terms = []
+        for i, (a, memo) in enumerate(zip(self.atts, self.memos, strict=True)):
+            value = row[a]
+            t = memo.get(value)
+            terms.append(self._terms(i, value) if t is None else t)
+        return self._probs(terms)
 
     def _probs(self, terms: list) -> list:
+        """Softmax of the votes: per class, its prior plus its terms in the features' order."""
         votes = []
-        for ci, v in enumerate(self.priors):
+        for v, column in zip(self.priors, zip(*terms, strict=True) if terms else [()] * len(self.priors), strict=True):
             if v is None:
                 votes.append(0.0)
                 continue
-            for t in terms:
-                tc = t[ci]
+            for tc in column:
                 if tc is not None:
                     v += tc
             votes.append(v)
-        return softmax_votes(votes)
+        top = max(votes)
+        lse = top + _log(sum([_exp(v - top) for v in votes]))
+        return [_exp(v - lse) for v in votes]
 
     def _see(self, x: dict) -> None:
         self._x = x
@@ -206,19 +214,75 @@ class NaiveBayesLeaf:
         if split is None:
             split = self._split[i] = self._prefix_suffix(i)
         before, after = split
-        t = self._terms(i, value)
+        t = self.memos[i].get(value)
+        if t is None:
+            t = self._terms(i, value)
         votes = []
-        for ci, v in enumerate(before):
-            if v is None:
+        for v, tc, rest in zip(before, t, after, strict=True):
+            if v is None:  # a class without weight
                 votes.append(0.0)
                 continue
-            tc = t[ci]
             if tc is not None:
                 v += tc
-            for s in after[ci]:
+            for s in rest:
                 v += s
             votes.append(v)
-        return softmax_votes(votes)
+        top = max(votes)  # softmax_votes, inline
+        lse = top + _log(sum([_exp(v - top) for v in votes]))
+        return [_exp(v - lse) for v in votes]
+
+    def replaced_many(self, x: dict, feature: str, values: list, error: float | None) -> list:
+        """:meth:`replaced` for each of ``values``, and with ``error`` (an adaptive tree's
+        leaf) each distribution divided by ``sum * error^2`` and then by its sum, as the
+        tree does when this leaf is the only one (a tight loop over an ICE curve)."""
+        if self.empty or feature not in self.index:
+            return [self._weighed(self.replaced(x, feature, v), error) for v in values]
+        if x is not self._x:
+            self._see(x)
+        i = self.index[feature]
+        split = self._split.get(i)
+        if split is None:
+            split = self._split[i] = self._prefix_suffix(i)
+        before, after = split
+        memo = self.memos[i]
+        out = []
+        for value in values:
+            t = memo.get(value)
+            if t is None:
+                t = self._terms(i, value)
+            votes = []
+            for v, tc, rest in zip(before, t, after, strict=True):
+                if v is None:  # a class without weight
+                    votes.append(0.0)
+                    continue
+                if tc is not None:
+                    v += tc
+                for s in rest:
+                    v += s
+                votes.append(v)
+            top = max(votes)
+            lse = top + _log(sum([_exp(v - top) for v in votes]))
+            dist = [_exp(v - lse) for v in votes]
+            out.append(dist if error is None else self._weighed(dist, error))
+        return out
+
+    @staticmethod
+    def _weighed(dist: list, error: float | None) -> list:
+        """An adaptive tree's only leaf: ``dist / (sum * error^2)``, then ``0.0 + each``
+        normalised by the sum (river's ``normalize_values_in_dict`` twice, 0 or NaN
+        factors leaving the values as they are)."""
+        if error is None:
+            return dist
+        factor = sum(dist) * error * error
+        if factor != 0 and factor == factor:
+            m = 1 / factor
+            dist = [v * m for v in dist]
+        proba = [0.0 + v for v in dist]
+        factor = sum(proba)
+        if factor == 0 or factor != factor:
+            return proba
+        m = 1 / factor
+        return [v * m for v in proba]
 
     def _prefix_suffix(self, i: int) -> tuple[list, list]:
         """Per class: the vote summed over the features before ``i`` (river's order) and

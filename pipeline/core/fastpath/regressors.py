@@ -22,7 +22,6 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from river.tree import HoeffdingAdaptiveTreeRegressor, HoeffdingTreeRegressor
@@ -66,6 +65,14 @@ class _RegTree:
         self.root = tree._root
         self.keys = keys
         self._leaves: dict[int, Any] = {}
+
+    def row(self, row: dict) -> float:
+        return self.value(row)
+
+    def replaced(self, x: dict, feature: str, value: Any) -> float:
+        row = x.copy()
+        row[feature] = value
+        return self.value(row, x, feature, value)
 
     def value(self, row: dict, x: dict | None = None, feature: str | None = None, value: Any = None) -> float:
         root = self.root
@@ -127,36 +134,17 @@ class TreeRegressorFast(FastModel):
 
     name = "hoeffding_tree_regressor"
 
-    def __init__(self, model: Any):
-        self.model = model
-
     @staticmethod
     def accepts(model: Any) -> bool:
         return _kind(model) is not None
 
-    def rows(self, rows: Sequence[dict], output: str, target_class: Any) -> list:
-        keys = rows[0].keys()
-        call = _RegTree(self.model, keys)
-        out = []
-        for r in rows:
-            if r.keys() != keys:
-                raise Unsupported("the rows of one call carry different features")
-            out.append(_out(call.value(r), output))
-        return out
+    def new_call(self, keys: Any) -> _RegTree:
+        return _RegTree(self.model, keys)
 
-    def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], output: str, target_class: Any) -> list:
-        call = _RegTree(self.model, x.keys())
-        out = []
-        for f, v in pairs:
-            if f not in x:
-                raise Unsupported(f"feature {f!r} is not in the row")
-            row = x.copy()
-            row[f] = v
-            out.append(_out(call.value(row, x, f, v), output))
-        return out
+    def token(self) -> Any:
+        return self.model._train_weight_seen_by_model
 
-
-def _out(pred: float, output: str) -> Any:
-    if output in ("proba", "proba_of"):
-        raise Unsupported("a regressor has no class probabilities")
-    return float(pred) if output == "value" else pred
+    def output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
+        if output in ("proba", "proba_of"):
+            raise Unsupported("a regressor has no class probabilities")
+        return float(result) if output == "value" else result
