@@ -99,3 +99,29 @@ def test_the_worker_metrics_say_which_path_each_stream_uses():
     assert {k: v for k, v in gauges.items() if k.startswith("fast_path")} == {
         "fast_path{stream=fast-1}": 1, "fast_path{stream=knn-1}": 0, "fast_path{stream=slow-1}": 0}
     assert 'streamxai_fast_path{stream="fast-1"} 1.0' in explain.metrics.exposition().decode()
+
+
+@pytest.mark.parametrize("name", ["hat", "logistic"])
+def test_a_kept_scope_follows_the_model_and_x_even_without_being_told(name):
+    """A shared evaluator keeps a leaf's factors and x's partial sums between calls; it must
+    still notice a learn_one nobody reported and an x changed in place."""
+    from pipeline.core.fastpath import compile_model
+    from pipeline.core.model import ModelFunction
+
+    path, params = CLASSIFIERS[name]
+    model = build_model(path, params, 42)
+    events = list(agrawal_events("s", 300, seed=2))
+    for ev in events[:200]:
+        model.learn_one(ev.x, ev.y)
+    fast = compile_model(model)
+    fast.shared = True
+    fn, ref = ModelFunction(model, "proba_of", target_class=1), ModelFunction(model, "proba_of", 1, fast_path="off")
+    fn.share(fast)
+    for ev in events[200:]:
+        x = dict(ev.x)
+        pairs = [(f, events[0].x[f]) for f in AGRAWAL]
+        assert fn.replaced(x, pairs, with_x=True) == ref.replaced(x, pairs, with_x=True)
+        x["salary"], x["age"] = x["age"], x["salary"]  # the same dict, other values
+        assert fn.replaced(x, pairs, with_x=True) == ref.replaced(x, pairs, with_x=True)
+        model.learn_one(ev.x, ev.y)  # not reported to the evaluator
+    assert fn.fallbacks == 0
