@@ -39,9 +39,9 @@ import time
 from pathlib import Path
 
 CHILD = "--child" in sys.argv
-if not CHILD:  # this checkout's pipeline; a child runs the one on its PYTHONPATH
+if not CHILD:  # this checkout's pipeline and the tests' helpers; a child runs the code on its PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 AGRAWAL = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 FRIEDMAN = [f"x{i}" for i in range(10)]
@@ -213,9 +213,45 @@ def main() -> None:
     for name in names:
         print_in_process(name, in_process(name, args), args)
     if args.kafka:
-        from _kafka_speed import kafka_section
+        kafka(names, args)
 
-        kafka_section(names, stream_settings, events, MODELS, args)
+
+def kafka(names: list[str], args: argparse.Namespace) -> None:
+    """One worker on a local broker against its work done in this process, per model."""
+    import tempfile
+
+    from _worker_runs import in_process_worker, kafka_workers
+    from helpers.pipeline_runs import make_settings
+
+    from pipeline.local.broker import LocalBroker
+    from pipeline.local.ports import free_port
+    from schemas import FeatureEvent
+
+    tmp = tempfile.mkdtemp(prefix="streamxai-bench-speed-")
+    broker = None
+    bootstrap = os.environ.get("STREAMXAI_BOOTSTRAP")
+    if not bootstrap:
+        broker = LocalBroker(free_port(), free_port(), data_dir=f"{tmp}/kafka", die_with_parent=True)
+        broker.start()
+        bootstrap = broker.bootstrap
+    print(f"\nOne Kafka worker (roles model, explain, drift; fast_path = auto; {args.kafka_events} events of one "
+          "stream) against the same handlers in this process (wall time; CPU time of the worker process)")
+    try:
+        for name in names:
+            data = events(name, args.kafka_events)
+            evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(data)]
+            fields = {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
+            s = make_settings(bootstrap, f"{tmp}/{name}-worker", **fields)
+            local = make_settings(bootstrap, f"{tmp}/{name}-local", **fields)
+            wall_in, cpu_in = in_process_worker(local, evs)
+            wall_k, cpu_k = kafka_workers(s, evs, 1, tmp)
+            n = len(evs)
+            print(f"  {name:9s} in-process {n / wall_in:8.1f} events/s ({n / cpu_in:8.1f} per CPU s); "
+                  f"Kafka worker {n / wall_k:8.1f} events/s ({n / cpu_k:8.1f} per CPU s); "
+                  f"ratio {wall_in / wall_k:4.2f} (CPU {cpu_in / cpu_k:4.2f})")
+    finally:
+        if broker is not None:
+            broker.stop()
 
 
 if __name__ == "__main__":
