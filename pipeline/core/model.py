@@ -158,7 +158,7 @@ class ModelFunction(Component):
         self.n_evaluations += len(rows)
         if self.batch is not None and rows:
             return list(self.batch(rows))
-        if self._fast is not None and rows:
+        if self._fast is not None and rows and self._fast.serves_rows:
             try:
                 return self._fast.rows(rows, self.output, self.target_class)
             except Exception as e:  # not recognised, or the model itself fails: ask the model

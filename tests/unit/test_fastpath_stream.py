@@ -42,6 +42,7 @@ def run(factory, specs, events, fast_path):
     return se, out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [*CLASSIFIERS, "scaled-logistic"])
 def test_classifiers_explained_identically(name):
     s = Settings(features=AGRAWAL, grid_size=5, storage_size=30, alpha=0.02)
@@ -60,6 +61,7 @@ def test_classifiers_explained_identically(name):
     assert sum(ex.model_fn.fallbacks for ex in fast.explainers) == (name in ("arf", "scaled-logistic"))
 
 
+@pytest.mark.slow
 def test_regression_tree_explained_identically():
     s = Settings(features=AGRAWAL, target="number", output="value", loss="squared", grid_size=5, storage_size=30,
                  alpha=0.02)
@@ -70,6 +72,7 @@ def test_regression_tree_explained_identically():
     assert fast.evaluation_path == "fast" and fast_out == slow_out
 
 
+@pytest.mark.slow
 def test_the_demo_gives_the_same_explanations_and_change_events_both_ways():
     n = 1800
     plan = demo_plan(n)

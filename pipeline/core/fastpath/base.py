@@ -75,6 +75,9 @@ class FastModel:
 
     #: what the evaluator recognised (for logs and metrics)
     name = "fast"
+    #: False: rows in general are evaluated faster by the model itself (river's own code for
+    #: them is already lean), so only :meth:`replaced` runs here
+    serves_rows = True
 
     def __init__(self, model: Any):
         self.model = model

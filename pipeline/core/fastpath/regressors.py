@@ -32,7 +32,7 @@ from river.tree.nodes.htr_nodes import LeafAdaptive, LeafMean, LeafModel
 
 from .base import FastModel, Unsupported
 from .linear import LinearCall, _glm_kind
-from .walk import walk
+from .walk import is_branch, split_features, walk
 
 __all__ = ["TreeRegressorFast"]
 
@@ -73,6 +73,68 @@ class _RegTree:
         row = x.copy()
         row[feature] = value
         return self.value(row, x, feature, value)
+
+    def replaced_batch(self, x: dict, pairs: list) -> list:
+        """:meth:`replaced` of every pair; a run of one feature that no branch on ``x``'s path
+        tests reaches ``x``'s leaves, whose linear models take the run as one array."""
+        nodes = self._nodes(x)
+        splits = split_features(nodes)
+        out: list = []
+        n = len(pairs)
+        i = 0
+        while i < n:
+            f = pairs[i][0]
+            j = i + 1
+            while j < n and pairs[j][0] == f:
+                j += 1
+            if j - i > 1 and f not in splits:
+                found = self._leaves_of(nodes)
+                run = pairs[i:j]
+                parts = [self._leaf_run(node, x, run) for node in found]
+                for k in range(j - i):
+                    if not self.hat:
+                        out.append(parts[0][k])
+                        continue
+                    pred = 0.0
+                    for part in parts:
+                        pred += part[k]
+                    pred /= len(found)
+                    out.append(pred)
+            else:
+                out += [self.replaced(x, f, v) for f, v in pairs[i:j]]
+            i = j
+        return out
+
+    def _leaf_run(self, node: Any, x: dict, run: list) -> list:
+        plan = self._leaves.get(id(node))
+        if plan is None:
+            plan = self._leaves[id(node)] = self._plan(node)
+        if isinstance(plan, LinearCall):
+            return plan.replaced_batch(x, run)
+        return [plan] * len(run)
+
+    def _nodes(self, row: dict) -> list:
+        root = self.root
+        if root is None:
+            return []
+        if not is_branch(root):
+            return [root]
+        if type(root).traverse is not (AdaBranchRegressor.traverse if self.hat else Branch.traverse):
+            raise Unsupported(f"{type(root).__name__} traverses its own way")
+        return walk(root, row)
+
+    def _leaves_of(self, nodes: list) -> list:
+        if not self.hat or len(nodes) == 1:
+            return [nodes[-1]]
+        found = []
+        for node in nodes:
+            if is_branch(node) and isinstance(node, AdaBranchRegressor) and node._alternate_tree:
+                alt = node._alternate_tree
+                if isinstance(alt, AdaBranchRegressor):  # river would add a list here and fail
+                    raise Unsupported("an alternate tree that is a branch")
+                found.append(alt)
+        found.append(nodes[-1])
+        return found
 
     def value(self, row: dict, x: dict | None = None, feature: str | None = None, value: Any = None) -> float:
         root = self.root
@@ -133,6 +195,7 @@ class TreeRegressorFast(FastModel):
     """``HoeffdingTreeRegressor`` and ``HoeffdingAdaptiveTreeRegressor``."""
 
     name = "hoeffding_tree_regressor"
+    serves_rows = False  # a leaf's linear model is compiled river code: general rows go to the model
 
     @staticmethod
     def accepts(model: Any) -> bool:

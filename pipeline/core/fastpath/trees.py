@@ -176,7 +176,16 @@ class _Tree:
             while j < n and pairs[j][0] == f:
                 j += 1
             if j - i > 1 and f not in self._x_splits:
-                out += self._curve(x, f, [v for _, v in pairs[i:j]])
+                depends = self._x_depends.get(f)
+                if depends is None:
+                    depends = self._x_depends[f] = any(leaf.inner.depends_on(f) for leaf in self._x_leaves)
+                if depends:
+                    out += self._curve(x, f, [v for _, v in pairs[i:j]])
+                else:  # neither the path nor a leaf reads f: x's prediction for every value
+                    same = self._x_same
+                    if same is None:
+                        same = self._x_same = self.row(x)
+                    out += [same] * (j - i)
             else:
                 out += [self.replaced(x, f, v) for _, v in pairs[i:j]]
             i = j
@@ -352,6 +361,18 @@ class _Forest:
     def _sum(self, parts: list) -> tuple[list, list, bool]:
         """Counter.update over the members' distributions, then divided by the total: the
         classes, the values and whether river returns the (unnormalised) Counter itself."""
+        classes = self.trees[0].classes
+        if classes and all(t.classes == classes for t in self.trees):
+            # the members share their classes and their order: the Counter's sums, as lists
+            acc_list: list | None = None
+            for mv, vals in zip(self.weights, parts, strict=True):
+                if mv is not None:
+                    vals = [v * mv for v in vals]
+                acc_list = list(vals) if acc_list is None else [c + a for c, a in zip(vals, acc_list, strict=True)]
+            total = sum(acc_list)  # type: ignore[arg-type]
+            if total > 0:
+                return classes, [p / total for p in acc_list], False  # type: ignore[union-attr]
+            return classes, acc_list, True  # type: ignore[return-value]
         acc: dict = {}
         for tree, mv, vals in zip(self.trees, self.weights, parts, strict=True):
             if mv is not None:
@@ -372,6 +393,10 @@ class _Forest:
 
     def replaced(self, x: dict, feature: str, value: Any) -> tuple[list, list, bool]:
         return self._sum([t.replaced(x, feature, value) for t in self.trees])
+
+    def replaced_batch(self, x: dict, pairs: list) -> list:
+        parts = [t.replaced_batch(x, pairs) for t in self.trees]
+        return [self._sum([p[k] for p in parts]) for k in range(len(pairs))]
 
 
 class TreeClassifierFast(FastModel):
