@@ -132,8 +132,13 @@ class _Tree:
         self._x: dict | None = None
 
     def row(self, row: dict) -> list:
-        """The values of ``predict_proba_one(row)``, in :attr:`classes` order."""
-        leaves = self._found(row)
+        """The values of ``predict_proba_one(row)``, in :attr:`classes` order. A row that
+        equals the last ``x`` on every feature a branch of ``x``'s path tests takes that path."""
+        x = self._x
+        if x is not None and row is not x and all(row[f] == x[f] for f in self._x_splits):
+            leaves = self._x_leaves
+        else:
+            leaves = self._found(row)
         return self._combine(leaves, [leaf.row(row) for leaf in leaves])
 
     def replaced(self, x: dict, feature: str, value: Any) -> list:
