@@ -75,6 +75,14 @@ class LiveView:
         cur = st.current if st is not None else {}
         return {ex: {f: cur[(ex, f)]["value"] for f in self.features if (ex, f) in cur} for ex in EXPLAINER_NAMES}
 
+    def at_seqs(self) -> tuple[list[dict], list[dict]]:
+        """The change events and episodes with their positions told as the stream's seq at each
+        (for streams whose labels come later, whose changes are found at positions)."""
+        def of(c: dict) -> StreamState | None:
+            return self.streams.get(c.get("stream_id", ""))
+
+        return ([told(of(c), c) for c in self.changes], [told(of(e), e) for e in self.episodes])
+
     def min_explained_seq(self, sid: str) -> int:
         st = self.streams.get(sid)
         return st.min_explained_seq() if st is not None else -1
@@ -93,6 +101,8 @@ class LiveView:
                          f"mean loss of last {len(st.loss_window)}: {_fmt(err, 3, 'nan')}")
             counts = ", ".join(f"{ex} {n}/{m}" for ex, (n, m) in sorted(st.counts.items()))
             lines.append(f"  explained/seen: {counts or '-'}")
+            if st.waiting is not None:
+                lines.append(f"  {labels_line(st)}")
             lines.append(f"  {'feature':<11}{'iPFI':>9}  {'':<20}{'iSAGE':>9}{'iPDP':>9}")
             values = {key: cur["value"] for key, cur in st.current.items()}
             top = max((abs(v) for (ex, _), v in values.items() if ex == "ipfi"), default=0.0) or 1.0
@@ -102,7 +112,9 @@ class LiveView:
                 cells = [_fmt(ipfi), f"{bar:<20}", _fmt(values.get(("isage", f))), _fmt(values.get(("ipdp", f)))]
                 lines.append(f"  {f:<11}{cells[0]:>9}  {cells[1]}{cells[2]:>9}{cells[3]:>9}")
         changes = self.changes
-        lines.append(f"change events: {len(changes)}   episodes: {sum(len(st.episodes) for st in self.streams.values())}   "
+        episodes = [e for st in self.streams.values() for e in st.episodes]
+        alerts = f" (alerts: {sum(1 for e in episodes if e.get('alert'))})" if any(e.get("kind") for e in episodes) else ""
+        lines.append(f"change events: {len(changes)}   episodes: {len(episodes)}{alerts}   "
                      f"dead letters: {len(self.dead_letters)}")
         for ch in changes[-8:]:
             series = f"{ch['stream_id']}/{ch['explainer']}/{ch['feature']}"
@@ -120,6 +132,8 @@ class LiveView:
         for sid, st in sorted(self.streams.items()):
             lines.append(f"stream {sid}: {st.predictions} predictions, explained up to seq "
                          f"{st.min_explained_seq()}")
+            if st.waiting is not None:
+                lines.append(f"  {labels_line(st)}")
             final = self.ranking(sid)
             for ex in EXPLAINER_NAMES:
                 if final.get(ex):
@@ -127,6 +141,8 @@ class LiveView:
                     lines.append(f"  top {ex:<5}: " + ", ".join(
                         f"{f}={v:.3f}{_bound(st.current[(ex, f)]['stderr'])}" for f, v in ranked))
             episodes = sorted(st.episodes, key=lambda e: e.get("first_seq") or 0)
+            if st.waiting is not None:  # found at positions: told by the stream's seq at each
+                episodes = [told(st, ep) for ep in episodes]
             lines.append(f"  change events: {len(st.changes)}, change episodes: {len(episodes)}")
             for ep in episodes:
                 lines += episode_lines(ep)
@@ -144,19 +160,21 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
 
     >>> from pipeline.local.output_reader import parse_episode
     >>> ep = parse_episode({"first_seq": 6120, "cut_seq": 6000, "loss_before": 0.05, "loss_after": 0.31,
+    ...       "kind": "degradation", "alert": True, "status": "closed",
     ...       "changes": [{"explainer": "ipfi", "feature": "car", "level_before": 0.0, "level_after": 0.21,
     ...                    "relative_effect": 0.9, "cut_seq": 6000}],
     ...       "explanations": {"ipfi": {"car": {"before": 0.0, "after": 0.2, "rank_before": 5, "rank_after": 1}}}})
     >>> for line in episode_lines(ep):
     ...     print(line)
-        episode opened at seq 6120, new regime from seq 6000; model loss 0.050 -> 0.310
+        ALERT degradation: episode opened at seq 6120, new regime from seq 6000; model loss 0.050 -> 0.310
           ipfi/car      0.0000 -> 0.2000  (rank 5 -> 1)
     """
     lb, la = ep.get("loss_before"), ep.get("loss_after")
     loss = f"; model loss {lb:.3f} -> {la:.3f}" if lb is not None and la is not None else ""
     cuts = sorted({c["cut_seq"] for c in ep["changes"] if c["cut_seq"] is not None}) or [ep["cut_seq"]]
     where = f"new regime from seq {cuts[0]}" if len(cuts) == 1 else f"new regimes from seq {cuts[0]} to {cuts[-1]}"
-    lines = [f"    episode opened at seq {ep['first_seq']}, {where}{loss}"]
+    lines = [f"    {episode_kind(ep)}episode opened at seq {ep['first_seq']}, {where}{loss}"
+             + (" (still open)" if ep.get("status") == "open" else "")]
     shown: list[tuple[str, str]] = []
     for c in ep["changes"]:  # ranked by relative effect; a series that changed twice shows once
         key = (c["explainer"], c["feature"])
@@ -175,6 +193,19 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
     return lines
 
 
+def episode_kind(ep: dict[str, Any]) -> str:
+    """``"ALERT degradation: "``, ``"learning: "``: the episode's kind, marked when it is an alert
+    (nothing for a v1 episode, which has no kind).
+
+    >>> episode_kind({"kind": "reliance_shift", "alert": True}), episode_kind({"kind": "learning", "alert": False})
+    ('ALERT reliance_shift: ', 'learning: ')
+    """
+    kind = ep.get("kind")
+    if not kind:
+        return ""
+    return f"{'ALERT ' if ep.get('alert') else ''}{kind}: "
+
+
 def _bound(se: float | None) -> str:
     """``±`` half the width of the 95 % interval (1.96 standard errors), or nothing.
 
@@ -186,3 +217,37 @@ def _bound(se: float | None) -> str:
 
 def _fmt(v: float | None, digits: int = 4, missing: str = "-") -> str:
     return missing if v is None else f"{v:.{digits}f}"
+
+
+def labels_line(st: StreamState) -> str:
+    """How the labels of a stream whose labels come later are doing.
+
+    >>> st = StreamState(max_points=4, loss_window=4)
+    >>> st.waiting, st.labelled, st.expired = 12, 500, 3
+    >>> st.delays.extend([(499, 2.5), (501, 2.5)])
+    >>> labels_line(st)
+    'labels: 500 learned (median 500 events, 2.5 s after their event), 3 expired, 12 waiting'
+    """
+    events, secs = st.median_delay()
+    delay = "" if events is None else f" (median {events:.0f} events" + (
+        f", {secs:.1f} s" if secs is not None else "") + " after their event)"
+    return f"labels: {st.labelled} learned{delay}, {st.expired} expired, {st.waiting} waiting"
+
+
+_POSITIONS = ("seq", "first_seq", "last_seq", "cut_seq", "closed_seq")
+
+
+def told(st: StreamState | None, c: dict[str, Any]) -> dict[str, Any]:
+    """A change event or episode (and its changes) with its positions told as the stream's seq at each.
+
+    >>> st = StreamState(max_points=4, loss_window=4)
+    >>> st.pred_times.extend([(0, 0.0, 0), (900, 1.0, 500), (1000, 1.5, 550)])
+    >>> told(st, {"first_seq": 1000, "cut_seq": 900, "changes": [{"seq": 1000, "cut_seq": 900}]})
+    {'first_seq': 550, 'cut_seq': 500, 'changes': [{'seq': 550, 'cut_seq': 500}]}
+    """
+    if st is None:
+        return c
+    out = {**c, **{k: st.seq_at(c[k]) for k in _POSITIONS if isinstance(c.get(k), int)}}
+    if isinstance(c.get("changes"), list):
+        out["changes"] = [told(st, x) if isinstance(x, dict) else x for x in c["changes"]]
+    return out

@@ -128,3 +128,22 @@ def test_a_kept_scope_follows_the_model_and_x_even_without_being_told(name):
         assert fn.replaced(x, pairs, with_x=True) == ref.replaced(x, pairs, with_x=True)
         model.learn_one(ev.x, ev.y)  # not reported to the evaluator
     assert fn.fallbacks == 0
+
+
+def test_predict_and_learn_steps_apart_are_explained_identically():
+    """With labels that come later, iPDP explains at the predict step and iPFI/iSAGE at the
+    learn step; the kept evaluator must follow the model across the interleaving."""
+    s = Settings(features=AGRAWAL, grid_size=4, storage_size=20, alpha=0.05)
+    factory = functools.partial(build_model, *CLASSIFIERS["hat"], 42)
+    events = list(agrawal_events("s", 240, seed=6))
+    outs = {}
+    for mode in ("auto", "off"):
+        se = StreamExplainer(factory, AGRAWAL, explainer_specs(s), seed=3, stream_id="s", fast_path=mode)
+        out = []
+        for i in range(0, len(events), 3):
+            batch = events[i:i + 3]
+            out += [se.step("predict", ev.x) for ev in batch]  # three events predicted ...
+            out += [se.step("learn", ev.x, ev.y) for ev in batch]  # ... before their labels
+        outs[mode] = (out, se.evaluation_path)
+    assert outs["auto"][1] == "fast" and outs["auto"][0] == outs["off"][0]
+    assert sum(map(len, outs["auto"][0])) > 0
