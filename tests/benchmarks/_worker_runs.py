@@ -6,6 +6,7 @@ from ``/proc``, summed over its threads)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -22,7 +23,25 @@ from pipeline.settings import Settings
 from pipeline.worker import spawn_worker, stop_worker
 from schemas import dumps
 
-__all__ = ["in_process_worker", "kafka_workers"]
+__all__ = ["in_process_worker", "kafka_workers", "broker_for"]
+
+
+@contextlib.contextmanager
+def broker_for(tmp: str):
+    """The bootstrap address of $STREAMXAI_BOOTSTRAP, or of a local broker on free ports
+    started here and stopped at the end."""
+    from pipeline.local.broker import LocalBroker
+
+    bootstrap = os.environ.get("STREAMXAI_BOOTSTRAP")
+    if bootstrap:
+        yield bootstrap
+        return
+    broker = LocalBroker(free_port(), free_port(), data_dir=f"{tmp}/kafka", die_with_parent=True)
+    broker.start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
 
 
 def in_process_worker(s: Settings, events: list) -> tuple[float, float]:

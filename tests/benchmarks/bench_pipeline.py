@@ -14,7 +14,6 @@ baseline slower than the pipeline: 94.9 against 135.8 events/s).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -22,12 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
-from _worker_runs import in_process_worker, kafka_workers  # noqa: E402  (tests/benchmarks, the script's folder)
+from _worker_runs import broker_for, in_process_worker, kafka_workers  # noqa: E402  (the script's folder)
 from helpers.pipeline_runs import make_settings  # noqa: E402
 
-from pipeline.local.broker import LocalBroker  # noqa: E402
 from pipeline.local.demo_stream import agrawal_events  # noqa: E402
-from pipeline.local.ports import free_port  # noqa: E402
 
 
 def in_process_rate(s, events) -> float:
@@ -48,14 +45,7 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=1)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="streamxai-bench-")
-    broker = None
-    bootstrap = os.environ.get("STREAMXAI_BOOTSTRAP")
-    if not bootstrap:
-        port = free_port()
-        broker = LocalBroker(port, free_port(), data_dir=f"{tmp}/kafka", die_with_parent=True)
-        broker.start()
-        bootstrap = broker.bootstrap
-    try:
+    with broker_for(tmp) as bootstrap:
         events = []
         for i in range(args.streams):
             events += list(agrawal_events(f"bench{i}", args.n, seed=100 + i))
@@ -74,10 +64,6 @@ def main() -> None:
             r = pipeline_rate(s, events, workers, tmp)
             print(f"pipeline, {workers} worker(s), explain_groups={groups}: {r:8.1f} events/s   "
                   f"ratio to baseline {r / r0:.2f}")
-    finally:
-        if broker is not None:
-            broker.stop()
-
 
 if __name__ == "__main__":
     main()

@@ -220,23 +220,15 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
     """One worker on a local broker against its work done in this process, per model."""
     import tempfile
 
-    from _worker_runs import in_process_worker, kafka_workers
+    from _worker_runs import broker_for, in_process_worker, kafka_workers
     from helpers.pipeline_runs import make_settings
 
-    from pipeline.local.broker import LocalBroker
-    from pipeline.local.ports import free_port
     from schemas import FeatureEvent
 
     tmp = tempfile.mkdtemp(prefix="streamxai-bench-speed-")
-    broker = None
-    bootstrap = os.environ.get("STREAMXAI_BOOTSTRAP")
-    if not bootstrap:
-        broker = LocalBroker(free_port(), free_port(), data_dir=f"{tmp}/kafka", die_with_parent=True)
-        broker.start()
-        bootstrap = broker.bootstrap
     print(f"\nOne Kafka worker (roles model, explain, drift; fast_path = auto; {args.kafka_events} events of one "
           "stream) against the same handlers in this process (wall time; CPU time of the worker process)")
-    try:
+    with broker_for(tmp) as bootstrap:
         for name in names:
             data = events(name, args.kafka_events)
             evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(data)]
@@ -249,10 +241,6 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             print(f"  {name:9s} in-process {n / wall_in:8.1f} events/s ({n / cpu_in:8.1f} per CPU s); "
                   f"Kafka worker {n / wall_k:8.1f} events/s ({n / cpu_k:8.1f} per CPU s); "
                   f"ratio {wall_in / wall_k:4.2f} (CPU {cpu_in / cpu_k:4.2f})")
-    finally:
-        if broker is not None:
-            broker.stop()
-
 
 if __name__ == "__main__":
     main()

@@ -210,26 +210,7 @@ class NaiveBayesLeaf:
             if self._x_dist is None:
                 self._x_dist = self._probs(self._x_terms)
             return self._x_dist
-        split = self._split.get(i)
-        if split is None:
-            split = self._split[i] = self._prefix_suffix(i)
-        before, after = split
-        t = self.memos[i].get(value)
-        if t is None:
-            t = self._terms(i, value)
-        votes = []
-        for v, tc, rest in zip(before, t, after, strict=True):
-            if v is None:  # a class without weight
-                votes.append(0.0)
-                continue
-            if tc is not None:
-                v += tc
-            for s in rest:
-                v += s
-            votes.append(v)
-        top = max(votes)  # softmax_votes, inline
-        lse = top + _log(sum([_exp(v - top) for v in votes]))
-        return [_exp(v - lse) for v in votes]
+        return self.replaced_many(x, feature, [value], None)[0]
 
     def replaced_many(self, x: dict, feature: str, values: list, error: float | None) -> list:
         """:meth:`replaced` for each of ``values``, and with ``error`` (an adaptive tree's

@@ -26,13 +26,12 @@ from typing import Any
 
 from river.tree import HoeffdingAdaptiveTreeRegressor, HoeffdingTreeRegressor
 from river.tree.base import Branch
-from river.tree.nodes.branch import DTBranch
 from river.tree.nodes.hatr_nodes import AdaBranchRegressor, AdaLeafRegAdaptive, AdaLeafRegMean, AdaLeafRegModel
 from river.tree.nodes.htr_nodes import LeafAdaptive, LeafMean, LeafModel
 
 from .base import FastModel, Unsupported
 from .linear import LinearCall, _glm_kind
-from .walk import is_branch, split_features, walk
+from .walk import is_branch, runs, split_features, walk
 
 __all__ = ["TreeRegressorFast"]
 
@@ -80,13 +79,7 @@ class _RegTree:
         nodes = self._nodes(x)
         splits = split_features(nodes)
         out: list = []
-        n = len(pairs)
-        i = 0
-        while i < n:
-            f = pairs[i][0]
-            j = i + 1
-            while j < n and pairs[j][0] == f:
-                j += 1
+        for f, i, j in runs(pairs):
             if j - i > 1 and f not in splits:
                 found = self._leaves_of(nodes)
                 run = pairs[i:j]
@@ -102,7 +95,6 @@ class _RegTree:
                     out.append(pred)
             else:
                 out += [self.replaced(x, f, v) for f, v in pairs[i:j]]
-            i = j
         return out
 
     def _leaf_run(self, node: Any, x: dict, run: list) -> list:
@@ -137,38 +129,18 @@ class _RegTree:
         return found
 
     def value(self, row: dict, x: dict | None = None, feature: str | None = None, value: Any = None) -> float:
-        root = self.root
-        if root is None:
+        """``predict_one(row)``: the leaf's prediction, or the mean over the leaves an
+        adaptive tree reaches (``pred += leaf``, then ``pred /= count``)."""
+        if self.root is None:
             return 0.0
+        found = self._leaves_of(self._nodes(row))
         if not self.hat:
-            if isinstance(root, DTBranch):
-                if type(root).traverse is not Branch.traverse:
-                    raise Unsupported(f"{type(root).__name__} overrides traverse")
-                root = walk(root, row)[-1]
-            return self._leaf(root, row, x, feature, value)
-        found = self._found(row)
+            return self._leaf(found[0], row, x, feature, value)
         pred = 0.0
         for node in found:
             pred += self._leaf(node, row, x, feature, value)
         pred /= len(found)
         return pred
-
-    def _found(self, row: dict) -> list:
-        root = self.root
-        if not isinstance(root, DTBranch):
-            return [root]
-        if type(root).traverse is not AdaBranchRegressor.traverse:
-            raise Unsupported(f"{type(root).__name__} is not an adaptive tree branch")
-        nodes = walk(root, row)
-        found = []
-        for node in nodes:
-            if isinstance(node, AdaBranchRegressor) and node._alternate_tree:
-                alt = node._alternate_tree
-                if isinstance(alt, AdaBranchRegressor):  # river would add a list here and fail
-                    raise Unsupported("an alternate tree that is a branch")
-                found.append(alt)
-        found.append(nodes[-1])
-        return found
 
     def _leaf(self, leaf: Any, row: dict, x: dict | None, feature: str | None, value: Any) -> float:
         plan = self._leaves.get(id(leaf))

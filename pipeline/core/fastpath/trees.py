@@ -49,7 +49,7 @@ from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNa
 
 from .base import FastModel, Unsupported
 from .leaves import MajorityLeaf, NaiveBayesLeaf
-from .walk import is_branch, split_features, walk
+from .walk import is_branch, runs, split_features, walk
 
 __all__ = ["TreeClassifierFast", "ForestClassifierFast", "list_output"]
 
@@ -173,13 +173,7 @@ class _Tree:
         if x is not self._x:
             self._see(x)
         out: list = []
-        n = len(pairs)
-        i = 0
-        while i < n:
-            f = pairs[i][0]
-            j = i + 1
-            while j < n and pairs[j][0] == f:
-                j += 1
+        for f, i, j in runs(pairs):
             if j - i > 1 and f not in self._x_splits:
                 depends = self._x_depends.get(f)
                 if depends is None:
@@ -193,7 +187,6 @@ class _Tree:
                     out += [same] * (j - i)
             else:
                 out += [self.replaced(x, f, v) for _, v in pairs[i:j]]
-            i = j
         return out
 
     def _curve(self, x: dict, feature: str, values: list) -> list:
