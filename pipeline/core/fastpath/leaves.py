@@ -267,19 +267,28 @@ class NaiveBayesLeaf:
 
     def _prefix_suffix(self, i: int) -> tuple[list, list]:
         """Per class: the vote summed over the features before ``i`` (river's order) and
-        the non-skipped terms of the features after it, both at ``x``."""
-        terms = self._x_terms
-        before, after = [], []
-        for ci, prior in enumerate(self.priors):
-            if prior is None:
-                before.append(None)
-                after.append(())
-                continue
-            v = prior
-            for t in terms[:i]:
-                tc = t[ci]
-                if tc is not None:
-                    v += tc
-            before.append(v)
-            after.append([t[ci] for t in terms[i + 1:] if t[ci] is not None])
-        return before, after
+        the non-skipped terms of the features after it, both at ``x`` -- for every ``i`` at
+        once on the first question (a running sum per class, and slices of its terms)."""
+        splits = self._split
+        if not splits:
+            n = len(self.atts)
+            columns = list(zip(*self._x_terms, strict=True)) if self._x_terms else [()] * len(self.priors)
+            per_class = []  # (running sums, kept terms, where the terms after each i start)
+            for prior, column in zip(self.priors, columns, strict=True):
+                if prior is None:
+                    per_class.append(None)
+                    continue
+                sums, kept, starts = [], [], []
+                v = prior
+                for tc in column:
+                    sums.append(v)  # the vote before this feature
+                    if tc is not None:
+                        v += tc
+                        kept.append(tc)
+                    starts.append(len(kept))  # the kept terms after this feature start here
+                per_class.append((sums, kept, starts))
+            for k in range(n):
+                before = [None if c is None else c[0][k] for c in per_class]
+                after = [() if c is None else c[1][c[2][k]:] for c in per_class]
+                splits[k] = (before, after)
+        return splits[i]
