@@ -8,7 +8,8 @@ For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reser
 100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
 next ``--events`` events are explained and learnt with reports every ``emit_every`` (10)
 events, as a worker does, from copies of the same state. It prints, in events/s of CPU time
-(``time.process_time``, median of ``--repeats``, the two paths interleaved):
+(``time.process_time``, median of ``--repeats`` rounds, each round timing all of them one
+after the other):
 
 - ``black box``: ``fast_path = off``, the model called for every row;
 - ``fast path``: ``fast_path = auto`` (the values are checked equal to the black box's);
@@ -104,9 +105,10 @@ def child_main(args: argparse.Namespace) -> None:
 
 
 def main_code_per_event(src: str, name: str, args: argparse.Namespace) -> float:
+    """One round of the loop run by the code in ``src`` (a child process)."""
     env = dict(os.environ, PYTHONPATH=src)
     cmd = [sys.executable, __file__, "--child", name, "--events", str(args.events), "--warmup", str(args.warmup),
-           "--repeats", str(args.repeats)]
+           "--repeats", "1"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src, check=False)
     if done.returncode:
         raise RuntimeError(f"main's code failed:\n{done.stderr[-2000:]}")
@@ -143,10 +145,13 @@ def black_box_limit(model, window: list, per_event_evals: float, classifier: boo
 
 
 def in_process(name: str, args: argparse.Namespace) -> dict:
+    """Per event, the median over ``--repeats`` rounds; each round times, one after the other
+    (so that the machine's load affects them alike), the black box and the fast path (in
+    alternating order), the model alone, and main's code when given."""
     data = events(name, args.warmup + args.events)
     window = data[args.warmup:]
     warm = warm_explainer(name, data[:args.warmup])
-    times: dict[str, list[float]] = {"off": [], "auto": []}
+    times: dict[str, list[float]] = {"off": [], "auto": [], "limit": [], "predict": [], "learn": [], "main": []}
     outs = {}
     evals = 0.0
     for r in range(args.repeats):
@@ -154,19 +159,22 @@ def in_process(name: str, args: argparse.Namespace) -> dict:
             se = with_path(warm, mode)
             before = {ex.name: ex.model_fn.n_evaluations for ex in se.explainers}
             dt, out = explain_window(se, window)
-            times[mode].append(dt)
+            times[mode].append(dt / len(window))
             outs[mode] = out
             if mode == "off":
                 evals = evaluations_per_event(se, before, len(window))
             else:
                 assert se.evaluation_path == "fast", name
+        limit, predict_s, learn_s = black_box_limit(warm.model, window, evals, name != "htr")
+        times["limit"].append(limit)
+        times["predict"].append(predict_s)
+        times["learn"].append(learn_s)
+        if args.main_src:
+            times["main"].append(main_code_per_event(args.main_src, name, args))
     if outs["off"] != outs["auto"]:
         raise AssertionError(f"{name}: the fast path's explanations differ from the black box's")
-    limit, predict_s, learn_s = black_box_limit(warm.model, window, evals, name != "htr")
-    res = {"off": statistics.median(times["off"]) / len(window), "auto": statistics.median(times["auto"]) / len(window),
-           "limit": limit, "predict": predict_s, "learn": learn_s, "evals": evals}
-    if args.main_src:
-        res["main"] = main_code_per_event(args.main_src, name, args)
+    res = {k: statistics.median(v) for k, v in times.items() if v}
+    res["evals"] = evals
     return res
 
 
