@@ -27,6 +27,9 @@ __all__ = ["FastModel", "Unsupported", "VERIFIED_RIVER", "verified_river", "to_o
 #: the river releases whose internals the fast path was checked against (inclusive range):
 #: tests/unit/test_fastpath_*.py compare it with black-box evaluation on random models
 VERIFIED_RIVER = ((0, 26, 1), (0, 26, 1))
+#: calls a kept scope serves at most: its memos grow with the values met, and with labels
+#: that come late a model may not learn (and so not reset them) for many events
+_MAX_USES = 256
 
 
 class Unsupported(Exception):
@@ -87,6 +90,7 @@ class FastModel:
     def invalidate(self) -> None:
         """Forget the kept scope: the model has learnt (or may have)."""
         self._call: Any = None
+        self._uses = 0
         self._keys: set | None = None
         self._token: Any = None
         self._x: dict | None = None
@@ -106,11 +110,12 @@ class FastModel:
 
     def _scope(self, keys: Any) -> Any:
         call = self._call
-        if call is not None and keys == self._keys and self.token() == self._token:
+        if call is not None and keys == self._keys and self.token() == self._token and self._uses < _MAX_USES:
+            self._uses += 1
             return call
         call = self.new_call(keys)
         if self.shared:
-            self._call, self._keys, self._token = call, set(keys), self.token()
+            self._call, self._keys, self._token, self._uses = call, set(keys), self.token(), 1
         return call
 
     def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:

@@ -114,7 +114,7 @@ class _Tree:
     """One tree classifier during one call: its leaves' predictions, computed once each."""
 
     __slots__ = ("tree", "hat", "root", "classes", "n", "keys", "_leaves", "_index",
-                 "_x", "_x_leaves", "_x_splits", "_x_same", "_x_depends")
+                 "_x", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
 
     def __init__(self, tree: Any, keys: Any):
         kind = _is_classifier_tree(tree)
@@ -130,12 +130,13 @@ class _Tree:
         self._leaves: dict[int, _Leaf] = {}
         self._index: dict | None = None
         self._x: dict | None = None
+        self._x_split_values: dict | None = None
 
     def row(self, row: dict) -> list:
         """The values of ``predict_proba_one(row)``, in :attr:`classes` order. A row that
         equals the last ``x`` on every feature a branch of ``x``'s path tests takes that path."""
-        x = self._x
-        if x is not None and row is not x and all(row[f] == x[f] for f in self._x_splits):
+        split_values = self._x_split_values
+        if split_values is not None and all(row[f] == v for f, v in split_values.items()):
             leaves = self._x_leaves
         else:
             leaves = self._found(row)
@@ -220,6 +221,7 @@ class _Tree:
         nodes = self._nodes(x)
         self._x_leaves = self._leaves_of(nodes)
         self._x_splits = split_features(nodes)
+        self._x_split_values = {f: x[f] for f in self._x_splits}  # what x's path depends on
         self._x_same: list | None = None
         self._x_depends: dict[str, bool] = {}
 
