@@ -225,22 +225,28 @@ class NaiveBayesLeaf:
         if split is None:
             split = self._split[i] = self._prefix_suffix(i)
         before, after = split
-        memo = self.memos[i]
+        is_log, consts = self.methods[i]
+        # the votes class by class, each over all the values (river adds in the same order
+        # per value: the features before i, the term of i unless skipped, the ones after it)
+        columns = []
+        for ci, (b, rest) in enumerate(zip(before, after, strict=True)):
+            if b is None:  # a class without weight
+                columns.append([0.0] * len(values))
+                continue
+            if not is_log:
+                terms = [self._terms(i, v)[ci] for v in values]
+                column = [b if t is None else b + t for t in terms]
+            elif consts[ci] is None:  # no density for the class: the term is always skipped
+                column = [b] * len(values)
+            else:
+                mu, denom, half_log_var = consts[ci]
+                lps = [(v - mu) ** 2 / denom - _HALF_LOG_TAU - half_log_var for v in values]
+                column = [b + lp if lp > _NEG_INF else b for lp in lps]
+            for term in rest:
+                column = [v + term for v in column]
+            columns.append(column)
         out = []
-        for value in values:
-            t = memo.get(value)
-            if t is None:
-                t = self._terms(i, value)
-            votes = []
-            for v, tc, rest in zip(before, t, after, strict=True):
-                if v is None:  # a class without weight
-                    votes.append(0.0)
-                    continue
-                if tc is not None:
-                    v += tc
-                for s in rest:
-                    v += s
-                votes.append(v)
+        for votes in zip(*columns, strict=True):
             top = max(votes)
             lse = top + _log(sum([_exp(v - top) for v in votes]))
             dist = [_exp(v - lse) for v in votes]

@@ -197,11 +197,13 @@ class _Tree:
         parts = [None if leaf.const is not None else leaf.inner.replaced_many(x, feature, values, None)
                  for leaf in leaves]
         hat = self.hat
+        parts = [[leaf.const] * len(values) if part is None else [leaf._weigh(d) for d in part]
+                 for leaf, part in zip(leaves, parts, strict=True)]
         out = []
         for k in range(len(values)):
             proba = [0.0] * self.n
             for leaf, part in zip(leaves, parts, strict=True):
-                dist = leaf.const if part is None else leaf._weigh(part[k])
+                dist = part[k]
                 if hat:
                     for p, v in zip(leaf.pos, dist, strict=True):
                         proba[p] = proba[p] + v
@@ -416,6 +418,12 @@ class TreeClassifierFast(FastModel):
 
     def output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
         return call.output(result, output, target_class)
+
+    def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:
+        if output == "proba_of":  # one class's probability: its position, once
+            i = call._class_index().get(target_class)
+            return [0.0] * len(results) if i is None else [float(v[i]) for v in results]
+        return [call.output(r, output, target_class) for r in results]
 
 
 class ForestClassifierFast(FastModel):
