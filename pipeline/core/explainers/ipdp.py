@@ -226,12 +226,16 @@ class IPDP(Explainer):
         bias = 1.0 - decay
         values = self.values
         add = self.increments.add
-        ice = np.empty_like(self._pd)
+        if not cat_grids:  # numeric features only: the rows are the features' curves in order
+            ice = np.array(preds, dtype=float).reshape(self._pd.shape)
+        else:
+            ice = np.empty_like(self._pd)
         i = 0
         for f in self._explained:
             if f in row:
                 j = i + self.grid_size
-                ice[row[f]] = preds[i:j]
+                if cat_grids:
+                    ice[row[f]] = preds[i:j]
             else:
                 g = cat_grids[f]
                 j = i + len(g)
