@@ -66,14 +66,28 @@ class ModelFunction(Component):
             raise ValueError(f"output={output!r} is not one of {OUTPUTS}; say which prediction to explain")
         if output == "proba_of" and target_class is None:
             raise ValueError("output='proba_of' needs target_class=<the class whose probability is explained>")
-        if fast_path not in FAST_PATHS:
-            raise ValueError(f"fast_path={fast_path!r} is not one of {FAST_PATHS}")
         self.model = model
         self.output = output
         self.target_class = target_class
         self.batch = batch
-        self.fast_path = fast_path
+        self._fast_path = self._check_fast_path(fast_path)
         self._reset()
+
+    @staticmethod
+    def _check_fast_path(mode: str) -> str:
+        if mode not in FAST_PATHS:
+            raise ValueError(f"fast_path={mode!r} is not one of {FAST_PATHS}")
+        return mode
+
+    @property
+    def fast_path(self) -> str:
+        """``auto`` or ``off``; setting it takes effect with the next evaluation."""
+        return self._fast_path
+
+    @fast_path.setter
+    def fast_path(self, mode: str) -> None:
+        self._fast_path = self._check_fast_path(mode)
+        self._fast = self._compile()
 
     def _reset(self) -> None:
         self.n_evaluations = 0
@@ -128,7 +142,7 @@ class ModelFunction(Component):
         return state
 
     def __setstate__(self, state: dict) -> None:
-        state.setdefault("fast_path", "auto")  # checkpoints written before the fast path
+        state.setdefault("_fast_path", state.pop("fast_path", "auto"))  # checkpoints before the fast path
         state.setdefault("fallbacks", 0)
         state.setdefault("fallback_reason", "")
         self.__dict__.update(state)
@@ -144,7 +158,7 @@ class ModelFunction(Component):
         self.n_evaluations += len(rows)
         if self.batch is not None and rows:
             return list(self.batch(rows))
-        if self._fast is not None and rows:
+        if self._fast is not None and rows and self._fast.serves_rows:
             try:
                 return self._fast.rows(rows, self.output, self.target_class)
             except Exception as e:  # not recognised, or the model itself fails: ask the model
@@ -160,10 +174,7 @@ class ModelFunction(Component):
         if fast is not None:
             self.n_evaluations += len(pairs) + with_x
             try:
-                out = fast.replaced(x, pairs, self.output, self.target_class)
-                if with_x:
-                    out.insert(0, fast.rows([x], self.output, self.target_class)[0])
-                return out
+                return fast.replaced(x, pairs, self.output, self.target_class, with_x)
             except Exception as e:
                 self._fell_back(e)
         rows = [x] if with_x else []
@@ -176,9 +187,19 @@ class ModelFunction(Component):
             return [fn(r) for r in rows]
         return self.many(rows)
 
+    def share(self, fast: Any) -> None:
+        """Evaluate with ``fast``, a white-box evaluator of this function's model that its owner
+        shares between functions and keeps between calls (``fast.shared``), invalidating it
+        whenever the model learns (:class:`~pipeline.core.stream.StreamExplainer` does). No
+        effect when the fast path is off."""
+        if self._fast is not None and fast is not None and fast.model is self.model:
+            self._fast = fast
+
     def _fell_back(self, e: Exception) -> None:
         self.fallbacks += 1
         self.fallback_reason = f"{type(e).__name__}: {e}"
+        if self._fast is not None:
+            self._fast.invalidate()  # what the failed call kept is not to be trusted
 
 
 def check_model_fn(model_fn: Any) -> ModelFunction:

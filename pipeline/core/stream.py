@@ -180,6 +180,8 @@ class StreamExplainer(Component):
     #: ``auto``: evaluate a recognised river model from its internals; ``off``: call it (also
     #: the value of explainers restored from checkpoints written before the setting existed)
     fast_path = "auto"
+    #: the white-box evaluator the explainers share (None: not set up yet, or none)
+    _evaluator: Any = None
 
     def __init__(
         self,
@@ -246,6 +248,23 @@ class StreamExplainer(Component):
     def explainers(self) -> list[Any]:
         return list(self._explainers)
 
+    def _share_evaluator(self) -> None:
+        """One white-box evaluator for all explainers, kept from one evaluation to the next
+        until the model learns (its scope: what x's rows share, each leaf's factors)."""
+        from .fastpath import compile_model
+
+        fast = compile_model(self.model) if self.fast_path == "auto" else None
+        if fast is not None:
+            fast.shared = True
+            for ex in self._explainers:
+                ex.model_fn.share(fast)
+        self._evaluator = fast if fast is not None else False
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_evaluator", None)  # rebuilt on first use
+        return state
+
     @property
     def evaluation_path(self) -> str:
         """How the explainers evaluate the model: ``"fast"`` (from its internals, exactly the
@@ -302,6 +321,8 @@ class StreamExplainer(Component):
 
     def _step(self, x: dict[str, Any], y: Any, kind: str, explain: bool, loss: float | None,
               report: dict[str, bool], build: bool) -> list[ExplanationValue]:
+        if self._evaluator is None:
+            self._share_evaluator()
         learn = kind != "predict"
         if learn:
             self.n_seen += 1
@@ -333,6 +354,8 @@ class StreamExplainer(Component):
                                             var_factor=factors.get(feat)))
         if learn:
             self.model.learn_one(x, y)
+            if self._evaluator:
+                self._evaluator.invalidate()  # what it kept was of the model before this event
             self.model_version += 1
         return out
 

@@ -155,7 +155,7 @@ class SmoothedStderr(Component):
     explained event (one increment per feature, in order) and, when the increments drew
     donors from a reservoir, :meth:`add_donors` for the slots they used.
 
-    Cost: an event appends its increments to a buffer (folded in with numpy every 64 events)
+    Cost: an event writes its increments into a buffer (folded in with numpy every 64 events)
     and touches one in four of the slots its donors came from: O(1) per feature. A query
     (:meth:`stderrs`, :meth:`variance_factors`) folds at most 64 buffered events into a copy
     of the moments, kept until the next event, so asking for every feature's standard error,
@@ -181,7 +181,8 @@ class SmoothedStderr(Component):
         # weights; increments wait in a buffer and are folded in blocks
         self._mom = np.zeros((3, d))
         self._w2sum = 0.0
-        self._buffer: list[Sequence[float]] = []
+        self._buffer = np.empty((_BUFFER, d))  # the increments not folded in yet: rows [0, _held)
+        self._held = 0
         # reservoir reuse, on the slots whose index is a multiple of _EVERY_SLOT
         self._slots: dict[int, SlotUse] = {}
         # pairs of increments that drew the same observation
@@ -195,24 +196,24 @@ class SmoothedStderr(Component):
         self._replace = 0.0  # probability that a stored event replaces a given slot
         self._cached: dict[str, float] | None = None  # stderrs() since the last update
         self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # since the last increments
+        self._cached_cov: tuple[np.ndarray, np.ndarray] | None = None  # zeta and zeta' since the last update
 
     # updates --------------------------------------------------------------------
     def add_increments(self, deltas: Sequence[float]) -> None:
         """One explained event: the increment of every feature, in ``features`` order
         (copied: the caller may reuse its list)."""
-        if len(self._buffer) >= _BUFFER:  # before appending: add_donors may follow
+        if self._held >= _BUFFER:  # before appending: add_donors may follow
             self._flush()
         self.n += 1
-        self._buffer.append(tuple(deltas))
-        self._cached = None
-        self._cached_moments = None
+        self._buffer[self._held] = deltas
+        self._held += 1
+        self._cached = self._cached_moments = self._cached_cov = None
 
     def _flush(self) -> None:
-        buf = self._buffer
-        if not buf:
+        b = self._held
+        if not b:
             return
-        x = np.array(buf, dtype=float)
-        b = len(buf)
+        x = self._buffer[:b]
         c = 1.0 - self.alpha
         w = c ** np.arange(b - 1, -1, -1)  # the newest increment has weight 1
         cb = c**b
@@ -226,7 +227,7 @@ class SmoothedStderr(Component):
         self._pairs.decay(slow)
         self._owns.decay(slow)
         self._uses = [v * slow for v in self._uses]
-        self._buffer = []
+        self._held = 0
 
     def add_donors(
         self, items: Sequence[Any], slots: Sequence[Any], deltas: Sequence[float],
@@ -239,7 +240,7 @@ class SmoothedStderr(Component):
         ``updates``: stored events per explained event (1 without a budget);
         ``replace_rate``: the probability that a stored event replaces a given slot (``1/L``
         for a geometric reservoir, the default; ``1/n`` for a full uniform one)."""
-        self._cached = None
+        self._cached = self._cached_cov = None
         self._size = len(items)
         self._updates = updates
         self._replace = 1.0 / len(items) if replace_rate is None else replace_rate
@@ -266,7 +267,7 @@ class SmoothedStderr(Component):
         observed) was stored in ``items[slot]`` (``slot`` ``None``: not stored)."""
         if slot is None or slot % _EVERY_SLOT:
             return
-        self._cached = None
+        self._cached = self._cached_cov = None
         self._slots[slot] = SlotUse(items[slot], len(self._names), None if deltas is None else tuple(deltas))
 
     def _use(self, k: int, item: Any, deltas: Sequence[float], feats: Sequence[int]) -> None:
@@ -296,8 +297,8 @@ class SmoothedStderr(Component):
         d = len(self._names)
         mom = self._mom.copy()
         w2sum = self._w2sum
-        if self._buffer:
-            x = np.array(self._buffer, dtype=float)
+        if self._held:
+            x = self._buffer[:self._held]
             b = len(x)
             c = 1.0 - self.alpha
             w = c ** np.arange(b - 1, -1, -1)
@@ -354,8 +355,11 @@ class SmoothedStderr(Component):
             return np.zeros_like(var)
         rho = (1.0 - self._replace) ** self._updates
         m = self._donors
-        extra = m * m * self._zeta() / self._size * 2.0 * c * rho / (1.0 - c * rho)
-        extra = extra + 2.0 * m * self._own_cov()
+        if self._cached_cov is None:
+            self._cached_cov = (self._zeta(), self._own_cov())
+        zeta, own_cov = self._cached_cov
+        extra = m * m * zeta / self._size * 2.0 * c * rho / (1.0 - c * rho)
+        extra = extra + 2.0 * m * own_cov
         return np.maximum(extra, -0.75 * var)
 
     def stderrs(self) -> dict[str, float]:
@@ -386,9 +390,27 @@ class SmoothedStderr(Component):
         """Standard error of the smoothed estimate of ``feature`` (see :meth:`stderrs`)."""
         return self.stderrs()[feature]
 
+    @classmethod
+    def joined(cls, trackers: Sequence[SmoothedStderr], names: Sequence[str]) -> SmoothedStderr:
+        """One tracker of all the features of ``trackers``, which saw the same events and have
+        no donors (iPDP's, per feature, in checkpoints written before they were one)."""
+        first = trackers[0]
+        if any(t.n != first.n or t._donors or t._held != first._held for t in trackers):
+            raise ValueError("only trackers of the same events, without donors, can be joined")
+        out = cls(names, first.alpha, first.start)
+        out.n = first.n
+        out._w2sum = first._w2sum
+        out._mom = np.concatenate([t._mom for t in trackers], axis=1)
+        out._held = first._held
+        out._buffer[:out._held] = np.concatenate([t._buffer[:t._held] for t in trackers], axis=1)
+        if out._mom.shape[1] != len(out._names):
+            raise ValueError(f"{out._mom.shape[1]} series for {len(out._names)} names")
+        return out
+
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_cached"] = state["_cached_moments"] = None
+        state["_cached"] = state["_cached_moments"] = state["_cached_cov"] = None
+        state["_buffer"] = self._buffer[:self._held].copy()  # only the rows held
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -405,6 +427,12 @@ class SmoothedStderr(Component):
                 use = SlotUse(st[0], d, st[3])
                 use.counts, use.sums = list(st[1]), list(st[2])
                 slots[k] = use
+        held = state.get("_buffer", [])  # the rows held (a list of tuples before the array)
+        state["_held"] = len(held)
+        state["_buffer"] = np.empty((_BUFFER, d))
+        if len(held):
+            state["_buffer"][:len(held)] = np.array(held, dtype=float)
         state.setdefault("_cached", None)
         state.setdefault("_cached_moments", None)
+        state.setdefault("_cached_cov", None)
         self.__dict__.update(state)

@@ -82,7 +82,8 @@ def test_a_pipeline_that_learns_while_predicting_is_left_to_river():
         copy = model.clone()
         copy.learn_one(x, True)
         slow = ModelFunction(copy, output="proba_of", target_class=True, fast_path="off")
-        assert fast.many([x, x]) == slow.many([x, x])
+        pairs = [("a", 3.0)] * 20
+        assert fast.replaced(x, pairs, with_x=True) == slow.replaced(x, pairs, with_x=True)
     assert fast.fallbacks == 1 and "learns while predicting" in fast.fallback_reason
 
 

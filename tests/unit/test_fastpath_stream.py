@@ -42,6 +42,7 @@ def run(factory, specs, events, fast_path):
     return se, out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [*CLASSIFIERS, "scaled-logistic"])
 def test_classifiers_explained_identically(name):
     s = Settings(features=AGRAWAL, grid_size=5, storage_size=30, alpha=0.02)
@@ -60,6 +61,7 @@ def test_classifiers_explained_identically(name):
     assert sum(ex.model_fn.fallbacks for ex in fast.explainers) == (name in ("arf", "scaled-logistic"))
 
 
+@pytest.mark.slow
 def test_regression_tree_explained_identically():
     s = Settings(features=AGRAWAL, target="number", output="value", loss="squared", grid_size=5, storage_size=30,
                  alpha=0.02)
@@ -70,6 +72,7 @@ def test_regression_tree_explained_identically():
     assert fast.evaluation_path == "fast" and fast_out == slow_out
 
 
+@pytest.mark.slow
 def test_the_demo_gives_the_same_explanations_and_change_events_both_ways():
     n = 1800
     plan = demo_plan(n)
@@ -99,3 +102,48 @@ def test_the_worker_metrics_say_which_path_each_stream_uses():
     assert {k: v for k, v in gauges.items() if k.startswith("fast_path")} == {
         "fast_path{stream=fast-1}": 1, "fast_path{stream=knn-1}": 0, "fast_path{stream=slow-1}": 0}
     assert 'streamxai_fast_path{stream="fast-1"} 1.0' in explain.metrics.exposition().decode()
+
+
+@pytest.mark.parametrize("name", ["hat", "logistic"])
+def test_a_kept_scope_follows_the_model_and_x_even_without_being_told(name):
+    """A shared evaluator keeps a leaf's factors and x's partial sums between calls; it must
+    still notice a learn_one nobody reported and an x changed in place."""
+    from pipeline.core.fastpath import compile_model
+    from pipeline.core.model import ModelFunction
+
+    path, params = CLASSIFIERS[name]
+    model = build_model(path, params, 42)
+    events = list(agrawal_events("s", 300, seed=2))
+    for ev in events[:200]:
+        model.learn_one(ev.x, ev.y)
+    fast = compile_model(model)
+    fast.shared = True
+    fn, ref = ModelFunction(model, "proba_of", target_class=1), ModelFunction(model, "proba_of", 1, fast_path="off")
+    fn.share(fast)
+    for ev in events[200:]:
+        x = dict(ev.x)
+        pairs = [(f, events[0].x[f]) for f in AGRAWAL]
+        assert fn.replaced(x, pairs, with_x=True) == ref.replaced(x, pairs, with_x=True)
+        x["salary"], x["age"] = x["age"], x["salary"]  # the same dict, other values
+        assert fn.replaced(x, pairs, with_x=True) == ref.replaced(x, pairs, with_x=True)
+        model.learn_one(ev.x, ev.y)  # not reported to the evaluator
+    assert fn.fallbacks == 0
+
+
+def test_predict_and_learn_steps_apart_are_explained_identically():
+    """With labels that come later, iPDP explains at the predict step and iPFI/iSAGE at the
+    learn step; the kept evaluator must follow the model across the interleaving."""
+    s = Settings(features=AGRAWAL, grid_size=4, storage_size=20, alpha=0.05)
+    factory = functools.partial(build_model, *CLASSIFIERS["hat"], 42)
+    events = list(agrawal_events("s", 240, seed=6))
+    outs = {}
+    for mode in ("auto", "off"):
+        se = StreamExplainer(factory, AGRAWAL, explainer_specs(s), seed=3, stream_id="s", fast_path=mode)
+        out = []
+        for i in range(0, len(events), 3):
+            batch = events[i:i + 3]
+            out += [se.step("predict", ev.x) for ev in batch]  # three events predicted ...
+            out += [se.step("learn", ev.x, ev.y) for ev in batch]  # ... before their labels
+        outs[mode] = (out, se.evaluation_path)
+    assert outs["auto"][1] == "fast" and outs["auto"][0] == outs["off"][0]
+    assert sum(map(len, outs["auto"][0])) > 0

@@ -116,6 +116,7 @@ def grow_and_check(model, seed: int, n: int, outputs, n_classes: int | None = 2,
     return fallbacks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("leaf_prediction", ["mc", "nb", "nba"])
 @pytest.mark.parametrize("binary_split", [False, True])
 def test_hoeffding_tree_classifier(leaf_prediction, binary_split):
@@ -130,6 +131,7 @@ def test_hoeffding_tree_classifier(leaf_prediction, binary_split):
     assert nominal_splits > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("leaf_prediction", ["mc", "nb", "nba"])
 def test_adaptive_tree_classifier_with_alternate_trees(leaf_prediction):
     switched, alternates = 0, []
@@ -145,6 +147,7 @@ def test_adaptive_tree_classifier_with_alternate_trees(leaf_prediction):
     assert sum(alternates) > 0 and switched > 0, (sum(alternates), switched)
 
 
+@pytest.mark.slow
 def test_arf_classifier():
     for seed, leaf_prediction in enumerate(["nba", "mc", "nb"]):
         model = forest.ARFClassifier(n_models=3, grace_period=30, leaf_prediction=leaf_prediction, seed=seed,
@@ -160,6 +163,7 @@ def test_arf_before_its_first_event_is_left_to_the_model():
     assert fast.many([x]) == slow.many([x]) and fast.fallbacks == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [
     tree.HoeffdingTreeRegressor(grace_period=40, leaf_prediction="mean", nominal_attributes=["c0", "c1"]),
     tree.HoeffdingTreeRegressor(grace_period=40, leaf_prediction="model"),

@@ -78,3 +78,45 @@ def test_checkpoints_with_positional_lists_still_load():
         u.add_increments(deltas)
         u.add_donors(items, [0, 4], deltas)
     assert restored.stderrs() == t.stderrs()
+
+
+def _product(x: dict) -> float:
+    return x["a"] * x["b"] - x["c"]
+
+
+def test_an_ipdp_checkpoint_from_before_the_arrays_still_loads():
+    """Before, iPDP kept one list per feature for its grid and PD and one tracker per feature."""
+    names, m = ["a", "b", "c"], 4
+    fn = ModelFunction(_product, output="value")
+    e = IPDP(fn, names, grid_size=m, seed=1, alpha=0.05)
+    gen = random.Random(3)
+    data = [{f: gen.random() for f in names} for _ in range(150)]
+    increments = []
+    real = SmoothedStderr.add_increments
+
+    def capture(self, deltas):
+        increments.append(list(deltas))
+        real(self, deltas)
+
+    SmoothedStderr.add_increments = capture
+    try:
+        for x in data[:100]:
+            e.explain_one(x)
+    finally:
+        SmoothedStderr.add_increments = real
+    old = pickle.loads(pickle.dumps(e)).__dict__
+    old["_gx"] = {f: e._gx[i].tolist() for i, f in enumerate(names)}
+    old["_pd"] = {f: e._pd[i].tolist() for i, f in enumerate(names)}
+    old["_se"] = {}
+    for i, f in enumerate(names):
+        t = old["_se"][f] = SmoothedStderr([*map(str, range(m)), "importance"], e.alpha, start="zero")
+        for d in increments:
+            t.add_increments(d[i * (m + 1):(i + 1) * (m + 1)])
+    for k in ("_row", "_frac_row"):
+        del old[k]
+    restored = IPDP.__new__(IPDP)
+    restored.__setstate__(pickle.loads(pickle.dumps(old)))
+    assert restored.curves() == e.curves() and restored.stderr == e.stderr
+    for x in data[100:]:
+        assert restored.explain_one(x) == e.explain_one(x)
+    assert restored.curves() == e.curves() and restored.stderr == e.stderr

@@ -67,6 +67,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..base import check_positive_int
 from ..batch.pdp import pdp_importance, require_numeric_output
 from ..increments import IncrementTracker
@@ -145,12 +147,15 @@ class IPDP(Explainer):
         self._fracs = [k / (m - 1) for k in range(m)]
         p_enter = min(1.0, self.storage_size / self.window)
         self._storage: dict[str, Any] = {}
-        self._gx: dict[str, list[float]] = {}  # smoothed grid points x_{t,k} (biased)
-        self._pd: dict[str, list[float]] = {}  # smoothed PD f_{t,k} (biased)
+        numeric = [f for f in self._explained if f not in self._cat]
+        #: the numeric features' rows in the arrays below, in explanation order
+        self._row = {f: i for i, f in enumerate(numeric)}
+        self._gx = np.zeros((len(numeric), m))  # smoothed grid points x_{t,k} (biased), one row per feature
+        self._pd = np.zeros((len(numeric), m))  # smoothed PD f_{t,k} (biased)
+        self._frac_row = np.array(self._fracs)
         # categorical: {category: [smoothed PD (biased), (1 - a)^n_c]}, and last grid
         self._cpd: dict[str, dict[Any, list[float]]] = {}
         self._cgrid: dict[str, list[Any]] = {}
-        numeric = [f for f in self._explained if f not in self._cat]
         # one tracker for every numeric feature: the ICE values at each grid point, and the
         # linearised importance increment (m + 1 series per feature, in explanation order)
         self._se = SmoothedStderr([f"{f}#{k}" for f in numeric for k in [*range(m), "importance"]],
@@ -163,9 +168,6 @@ class IPDP(Explainer):
             if f in self._cat:
                 self._cpd[f] = {}
                 self._cgrid[f] = []
-            else:
-                self._gx[f] = [0.0] * m
-                self._pd[f] = [0.0] * m
         self._decay = 1.0  # (1 - a)^t
         self.n_explained = 0
         self.values = {f: 0.0 for f in self._explained}
@@ -177,6 +179,19 @@ class IPDP(Explainer):
         """The features this instance explains, in order."""
         return list(self._explained)
 
+    def __setstate__(self, state: dict) -> None:
+        if isinstance(state.get("_pd"), dict):  # a checkpoint from before the arrays: lists by feature
+            numeric = [f for f in state["_explained"] if f not in state["_cat"]]
+            m = state["grid_size"]
+            state["_row"] = {f: i for i, f in enumerate(numeric)}
+            for name in ("_gx", "_pd"):
+                state[name] = np.array([state[name][f] for f in numeric], dtype=float).reshape(len(numeric), m)
+            state["_frac_row"] = np.array(state["_fracs"])
+            if isinstance(state.get("_se"), dict):  # and one standard-error tracker per feature
+                state["_se"] = SmoothedStderr.joined([state["_se"][f] for f in numeric],
+                                                     [f"{f}#{k}" for f in numeric for k in [*range(m), "importance"]])
+        self.__dict__.update(state)
+
     # protocol --------------------------------------------------------------------
     def observe_one(self, x: dict[str, Any], y: Any = None) -> None:
         """Update the storages with ``x`` only (an event skipped under a budget)."""
@@ -187,14 +202,14 @@ class IPDP(Explainer):
     def explain_one(self, x: dict[str, Any], y: Any = None) -> dict[str, float]:
         """Fold one ICE curve per feature of the current model at ``x`` into the PD
         estimates, then store ``x``; returns ``{feature: importance}``."""
-        vs = []
-        grids = []
+        vs = [self._value(f, x) for f in self._explained]
+        row = self._row
+        grids = self._numeric_grids(vs)  # one row per numeric feature
+        numeric_grids = grids.tolist()
+        cat_grids = {}
         pairs: list[tuple[str, Any]] = []  # the ICE rows: x with feature f at grid value gv
-        for f in self._explained:
-            v = self._value(f, x)
-            vs.append(v)
-            g = self._evaluation_grid(f, v)
-            grids.append(g)
+        for f, v in zip(self._explained, vs, strict=True):
+            g = numeric_grids[row[f]] if f in row else cat_grids.setdefault(f, self._evaluation_grid(f, v))
             pairs.extend([(f, gv) for gv in g])
         try:
             preds = [float(p) for p in self.model_fn.replaced(x, pairs)]
@@ -211,32 +226,56 @@ class IPDP(Explainer):
         bias = 1.0 - decay
         values = self.values
         add = self.increments.add
-        increments: list[float] = []  # the numeric features' ICE values and linearised increments
+        if not cat_grids:  # numeric features only: the rows are the features' curves in order
+            ice = np.array(preds, dtype=float).reshape(self._pd.shape)
+        else:
+            ice = np.empty_like(self._pd)
         i = 0
-        for f, g in zip(self._explained, grids, strict=True):
-            j = i + len(g)
-            cat = f in self._cat
-            add(f, pdp_importance(preds[i:j], categorical=cat))  # this event's ICE spread
-            if cat:
-                values[f] = self._update_categorical(f, g, preds[i:j], a, b)
+        for f in self._explained:
+            if f in row:
+                j = i + self.grid_size
+                if cat_grids:
+                    ice[row[f]] = preds[i:j]
             else:
-                gx = self._gx[f]
-                pd = self._pd[f]
-                ice = preds[i:j]
-                increments += ice
-                increments.append(_linearised(pd, ice))
-                for k in range(len(g)):
-                    gx[k] = b * gx[k] + a * g[k]
-                    pd[k] = b * pd[k] + a * preds[i + k]
-                # the std scales with the debiasing factor: std(pd / bias) = std(pd) / bias
-                values[f] = pdp_importance(pd) / bias
+                g = cat_grids[f]
+                j = i + len(g)
+                add(f, pdp_importance(preds[i:j], categorical=True))  # this event's ICE spread
+                values[f] = self._update_categorical(f, g, preds[i:j], a, b)
             i = j
-        if increments:
-            self._se.add_increments(increments)
+        if row:
+            pd = self._pd
+            # the ICE values and the linearised importance increment, feature after feature
+            self._se.add_increments(np.concatenate((ice, _linearised(pd, ice)[:, None]), axis=1).ravel().tolist())
+            for f, spread in zip(row, _stds(ice).tolist(), strict=True):
+                add(f, spread)  # this event's ICE spread
+            self._gx = b * self._gx + a * grids
+            pd = self._pd = b * pd + a * ice
+            # the std scales with the debiasing factor: std(pd / bias) = std(pd) / bias
+            for f, std in zip(row, (_stds(pd) / bias).tolist(), strict=True):
+                values[f] = std
         for f, v in zip(self._explained, vs, strict=True):
             self._store(f, v)
         self.n_explained += 1
         return dict(values)
+
+    def _numeric_grids(self, vs: list[Any]) -> np.ndarray:
+        """The evaluation grid of every numeric feature, one row each: ``lo + (hi - lo) * k / (m - 1)``."""
+        lo, hi = [], []
+        for f, v in zip(self._explained, vs, strict=True):
+            if f not in self._row:
+                continue
+            s = self._storage[f]
+            if not len(s):  # t = 1: nothing stored yet
+                lo.append(v)
+                hi.append(v)
+            elif self.grid == "extreme":
+                lo.append(s.min)
+                hi.append(s.max)
+            else:
+                lo.append(s.quantile(self.quantile_range[0]))
+                hi.append(s.quantile(self.quantile_range[1]))
+        low = np.array(lo, dtype=float)[:, None]
+        return low + (np.array(hi, dtype=float)[:, None] - low) * self._frac_row
 
     def curves(self) -> dict[str, dict[str, list]]:
         """``{feature: {"grid": [...], "pd": [...], "se": [...]}}``, debiased, as plain Python types.
@@ -263,8 +302,8 @@ class IPDP(Explainer):
             elif self.n_explained == 0:
                 grid, pd, se = [], [], []
             else:
-                grid = [float(v / bias) for v in self._gx[f]]
-                pd = [float(p / bias) for p in self._pd[f]]
+                grid = (self._gx[self._row[f]] / bias).tolist()
+                pd = (self._pd[self._row[f]] / bias).tolist()
                 se = [stderrs[f"{f}#{k}"] / bias for k in range(len(pd))]
             out[f] = {"grid": grid, "pd": pd, "se": se}
         return out
@@ -350,13 +389,26 @@ class IPDP(Explainer):
 _INF = float("inf")
 
 
-def _linearised(pd: list[float], ice: list[float]) -> float:
-    """``sum_k g_k y_k`` with ``g`` the gradient of the std over the grid at ``pd`` (0 if flat)."""
-    k = len(pd)
-    mean = sum(pd) / k
-    dev = [p - mean for p in pd]
-    ss = sum(v * v for v in dev)
-    if ss <= 0.0:
-        return 0.0
-    scale = 1.0 / math.sqrt(ss * (k - 1))  # g_k = dev_k / ((k - 1) std) = dev_k / sqrt(ss (k - 1))
-    return scale * sum(v * y for v, y in zip(dev, ice, strict=True))
+def _sums(a: np.ndarray) -> np.ndarray:
+    """Row sums added left to right, as ``sum`` adds a list (no pairwise reordering, so a row's
+    sum does not depend on the other rows)."""
+    return np.add.accumulate(a, axis=1)[:, -1]
+
+
+def _stds(a: np.ndarray) -> np.ndarray:
+    """The sample std of every row (:func:`~pipeline.core.batch.pdp.pdp_importance`)."""
+    k = a.shape[1]
+    dev = a - (_sums(a) / k)[:, None]
+    return np.sqrt(_sums(dev * dev) / (k - 1))
+
+
+def _linearised(pd: np.ndarray, ice: np.ndarray) -> np.ndarray:
+    """Per row, ``sum_k g_k y_k`` with ``g`` the gradient of the std over the grid at ``pd``
+    (0 where the curve is flat)."""
+    k = pd.shape[1]
+    dev = pd - (_sums(pd) / k)[:, None]
+    ss = _sums(dev * dev)
+    flat = ss <= 0.0
+    # g_k = dev_k / ((k - 1) std) = dev_k / sqrt(ss (k - 1))
+    scale = 1.0 / np.sqrt(np.where(flat, 1.0, ss) * (k - 1))
+    return np.where(flat, 0.0, scale * _sums(dev * ice))

@@ -27,6 +27,9 @@ __all__ = ["FastModel", "Unsupported", "VERIFIED_RIVER", "verified_river", "to_o
 #: the river releases whose internals the fast path was checked against (inclusive range):
 #: tests/unit/test_fastpath_*.py compare it with black-box evaluation on random models
 VERIFIED_RIVER = ((0, 26, 1), (0, 26, 1))
+#: calls a kept scope serves at most: its memos grow with the values met, and with labels
+#: that come late a model may not learn (and so not reset them) for many events
+_MAX_USES = 256
 
 
 class Unsupported(Exception):
@@ -60,23 +63,91 @@ class FastModel:
     """Evaluates one river model as its own prediction methods would, from its internals.
 
     ``rows(rows, output, target_class)`` gives the model's output for each row;
-    ``replaced(x, pairs, output, target_class)`` for each ``(feature, value)`` in ``pairs``
-    the output at ``x`` with that one feature set to ``value`` (iPDP's ICE curves, iPFI's
-    permutations), which white-box evaluators compute from shared parts of ``x``. Neither
+    ``replaced(x, pairs, output, target_class, with_x)`` for each ``(feature, value)`` in
+    ``pairs`` the output at ``x`` with that one feature set to ``value`` (iPDP's ICE curves,
+    iPFI's permutations), preceded by the output at ``x`` itself when ``with_x``. Neither
     changes the model or the rows.
+
+    A call computes what its rows share once, in a *scope* (:meth:`new_call`). By default the
+    scope lives for one call. With ``shared = True`` it is kept for later calls -- the other
+    explainers of the same event, and the events before the model next learns -- until
+    :meth:`invalidate` (the owner calls it after every ``learn_one``), and as a second guard
+    until the model's :meth:`token` (a counter its ``learn_one`` moves) changes or the row
+    ``x`` given to :meth:`replaced` changes in place.
     """
 
     #: what the evaluator recognised (for logs and metrics)
     name = "fast"
+    #: False: rows in general are evaluated faster by the model itself (river's own code for
+    #: them is already lean), so only :meth:`replaced` runs here
+    serves_rows = True
 
-    def rows(self, rows: Sequence[dict], output: str, target_class: Any) -> list:  # pragma: no cover
+    def __init__(self, model: Any):
+        self.model = model
+        self.shared = False
+        self.invalidate()
+
+    def invalidate(self) -> None:
+        """Forget the kept scope: the model has learnt (or may have)."""
+        self._call: Any = None
+        self._uses = 0
+        self._keys: set | None = None
+        self._token: Any = None
+        self._x: dict | None = None
+        self._x_copy: dict | None = None
+
+    def new_call(self, keys: Any) -> Any:  # pragma: no cover - overridden
+        """The scope of a call over rows with features ``keys``: ``row(r)`` and
+        ``replaced(x, feature, value)`` give results for :meth:`output`."""
         raise NotImplementedError
 
-    def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], output: str, target_class: Any) -> list:
-        """Default: build the rows and evaluate them with :meth:`rows`."""
-        rows = []
-        for f, v in pairs:
-            r = x.copy()
-            r[f] = v
-            rows.append(r)
-        return self.rows(rows, output, target_class)
+    def token(self) -> Any:
+        """A cheap value that changes whenever the model learns (None: no such value)."""
+        return None
+
+    def output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def _scope(self, keys: Any) -> Any:
+        call = self._call
+        if call is not None and keys == self._keys and self.token() == self._token and self._uses < _MAX_USES:
+            self._uses += 1
+            return call
+        call = self.new_call(keys)
+        if self.shared:
+            self._call, self._keys, self._token, self._uses = call, set(keys), self.token(), 1
+        return call
+
+    def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:
+        """:meth:`output` of each result (a family may convert them all at once)."""
+        return [self.output(call, r, output, target_class) for r in results]
+
+    def rows(self, rows: Sequence[dict], output: str, target_class: Any) -> list:
+        keys = rows[0].keys()
+        call = self._scope(keys)
+        for r in rows:
+            if r.keys() != keys:
+                raise Unsupported("the rows of one call carry different features")
+        batch = getattr(call, "rows_batch", None)
+        results = batch(rows) if batch is not None else [call.row(r) for r in rows]
+        return self.outputs(call, results, output, target_class)
+
+    def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], output: str, target_class: Any,
+                 with_x: bool = False) -> list:
+        if self.shared:  # the scope keeps parts of x by identity: x must not have changed
+            if x is self._x and x != self._x_copy:
+                self.invalidate()
+            self._x, self._x_copy = x, dict(x)
+        call = self._scope(x.keys())
+        for f, _ in pairs:
+            if f not in x:
+                raise Unsupported(f"feature {f!r} is not in the row")
+        batch = getattr(call, "replaced_batch", None)
+        if batch is not None:
+            results = batch(x, pairs)
+        else:
+            replaced = call.replaced
+            results = [replaced(x, f, v) for f, v in pairs]
+        if with_x:
+            results.insert(0, call.row(x))
+        return self.outputs(call, results, output, target_class)

@@ -39,6 +39,7 @@ __all__ = ["normalized", "softmax_votes", "MajorityLeaf", "NaiveBayesLeaf"]
 
 _NEG_INF = -math.inf
 _exp = math.exp
+_log = math.log
 #: splitters whose naive Bayes factor is a pure function of (value, class), with the method
 #: river's naive Bayes calls on each (``cond_log_proba`` when the class has one)
 _SPLITTERS = {
@@ -62,7 +63,7 @@ def normalized(values: list, factor: float | None = None) -> list:
 def softmax_votes(votes: list) -> list:
     """Log-likelihood votes to probabilities with river's log-sum-exp (same operations)."""
     top = max(votes)
-    lse = top + math.log(sum(_exp(v - top) for v in votes))
+    lse = top + _log(sum([_exp(v - top) for v in votes]))
     return [_exp(v - lse) for v in votes]
 
 
@@ -169,20 +170,27 @@ class NaiveBayesLeaf:
     def row(self, row: dict) -> list:
         if self.empty:
             return []
-        return self._probs([self._terms(i, row[a]) for i, a in enumerate(self.atts)])
+        terms = []
+        for i, (a, memo) in enumerate(zip(self.atts, self.memos, strict=True)):
+            value = row[a]
+            t = memo.get(value)
+            terms.append(self._terms(i, value) if t is None else t)
+        return self._probs(terms)
 
     def _probs(self, terms: list) -> list:
+        """Softmax of the votes: per class, its prior plus its terms in the features' order."""
         votes = []
-        for ci, v in enumerate(self.priors):
+        for v, column in zip(self.priors, zip(*terms, strict=True) if terms else [()] * len(self.priors), strict=True):
             if v is None:
                 votes.append(0.0)
                 continue
-            for t in terms:
-                tc = t[ci]
+            for tc in column:
                 if tc is not None:
                     v += tc
             votes.append(v)
-        return softmax_votes(votes)
+        top = max(votes)
+        lse = top + _log(sum([_exp(v - top) for v in votes]))
+        return [_exp(v - lse) for v in votes]
 
     def _see(self, x: dict) -> None:
         self._x = x
@@ -202,39 +210,91 @@ class NaiveBayesLeaf:
             if self._x_dist is None:
                 self._x_dist = self._probs(self._x_terms)
             return self._x_dist
+        return self.replaced_many(x, feature, [value], None)[0]
+
+    def replaced_many(self, x: dict, feature: str, values: list, error: float | None) -> list:
+        """:meth:`replaced` for each of ``values``, and with ``error`` (an adaptive tree's
+        leaf) each distribution divided by ``sum * error^2`` and then by its sum, as the
+        tree does when this leaf is the only one (a tight loop over an ICE curve)."""
+        if self.empty or feature not in self.index:
+            return [self._weighed(self.replaced(x, feature, v), error) for v in values]
+        if x is not self._x:
+            self._see(x)
+        i = self.index[feature]
         split = self._split.get(i)
         if split is None:
             split = self._split[i] = self._prefix_suffix(i)
         before, after = split
-        t = self._terms(i, value)
-        votes = []
-        for ci, v in enumerate(before):
-            if v is None:
-                votes.append(0.0)
+        is_log, consts = self.methods[i]
+        # the votes class by class, each over all the values (river adds in the same order
+        # per value: the features before i, the term of i unless skipped, the ones after it)
+        columns = []
+        for ci, (b, rest) in enumerate(zip(before, after, strict=True)):
+            if b is None:  # a class without weight
+                columns.append([0.0] * len(values))
                 continue
-            tc = t[ci]
-            if tc is not None:
-                v += tc
-            for s in after[ci]:
-                v += s
-            votes.append(v)
-        return softmax_votes(votes)
+            if not is_log:
+                terms = [self._terms(i, v)[ci] for v in values]
+                column = [b if t is None else b + t for t in terms]
+            elif consts[ci] is None:  # no density for the class: the term is always skipped
+                column = [b] * len(values)
+            else:
+                mu, denom, half_log_var = consts[ci]
+                lps = [(v - mu) ** 2 / denom - _HALF_LOG_TAU - half_log_var for v in values]
+                column = [b + lp if lp > _NEG_INF else b for lp in lps]
+            for term in rest:
+                column = [v + term for v in column]
+            columns.append(column)
+        out = []
+        for votes in zip(*columns, strict=True):
+            top = max(votes)
+            lse = top + _log(sum([_exp(v - top) for v in votes]))
+            dist = [_exp(v - lse) for v in votes]
+            out.append(dist if error is None else self._weighed(dist, error))
+        return out
+
+    @staticmethod
+    def _weighed(dist: list, error: float | None) -> list:
+        """An adaptive tree's only leaf: ``dist / (sum * error^2)``, then ``0.0 + each``
+        normalised by the sum (river's ``normalize_values_in_dict`` twice, 0 or NaN
+        factors leaving the values as they are)."""
+        if error is None:
+            return dist
+        factor = sum(dist) * error * error
+        if factor != 0 and factor == factor:
+            m = 1 / factor
+            dist = [v * m for v in dist]
+        proba = [0.0 + v for v in dist]
+        factor = sum(proba)
+        if factor == 0 or factor != factor:
+            return proba
+        m = 1 / factor
+        return [v * m for v in proba]
 
     def _prefix_suffix(self, i: int) -> tuple[list, list]:
         """Per class: the vote summed over the features before ``i`` (river's order) and
-        the non-skipped terms of the features after it, both at ``x``."""
-        terms = self._x_terms
-        before, after = [], []
-        for ci, prior in enumerate(self.priors):
-            if prior is None:
-                before.append(None)
-                after.append(())
-                continue
-            v = prior
-            for t in terms[:i]:
-                tc = t[ci]
-                if tc is not None:
-                    v += tc
-            before.append(v)
-            after.append([t[ci] for t in terms[i + 1:] if t[ci] is not None])
-        return before, after
+        the non-skipped terms of the features after it, both at ``x`` -- for every ``i`` at
+        once on the first question (a running sum per class, and slices of its terms)."""
+        splits = self._split
+        if not splits:
+            n = len(self.atts)
+            columns = list(zip(*self._x_terms, strict=True)) if self._x_terms else [()] * len(self.priors)
+            per_class = []  # (running sums, kept terms, where the terms after each i start)
+            for prior, column in zip(self.priors, columns, strict=True):
+                if prior is None:
+                    per_class.append(None)
+                    continue
+                sums, kept, starts = [], [], []
+                v = prior
+                for tc in column:
+                    sums.append(v)  # the vote before this feature
+                    if tc is not None:
+                        v += tc
+                        kept.append(tc)
+                    starts.append(len(kept))  # the kept terms after this feature start here
+                per_class.append((sums, kept, starts))
+            for k in range(n):
+                before = [None if c is None else c[0][k] for c in per_class]
+                after = [() if c is None else c[1][c[2][k]:] for c in per_class]
+                splits[k] = (before, after)
+        return splits[i]

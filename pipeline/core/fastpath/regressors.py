@@ -22,18 +22,16 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from river.tree import HoeffdingAdaptiveTreeRegressor, HoeffdingTreeRegressor
 from river.tree.base import Branch
-from river.tree.nodes.branch import DTBranch
 from river.tree.nodes.hatr_nodes import AdaBranchRegressor, AdaLeafRegAdaptive, AdaLeafRegMean, AdaLeafRegModel
 from river.tree.nodes.htr_nodes import LeafAdaptive, LeafMean, LeafModel
 
 from .base import FastModel, Unsupported
 from .linear import LinearCall, _glm_kind
-from .walk import walk
+from .walk import is_branch, runs, split_features, walk
 
 __all__ = ["TreeRegressorFast"]
 
@@ -67,39 +65,82 @@ class _RegTree:
         self.keys = keys
         self._leaves: dict[int, Any] = {}
 
-    def value(self, row: dict, x: dict | None = None, feature: str | None = None, value: Any = None) -> float:
+    def row(self, row: dict) -> float:
+        return self.value(row)
+
+    def replaced(self, x: dict, feature: str, value: Any) -> float:
+        row = x.copy()
+        row[feature] = value
+        return self.value(row, x, feature, value)
+
+    def replaced_batch(self, x: dict, pairs: list) -> list:
+        """:meth:`replaced` of every pair; a run of one feature that no branch on ``x``'s path
+        tests reaches ``x``'s leaves, whose linear models take the run as one array."""
+        nodes = self._nodes(x)
+        splits = split_features(nodes)
+        out: list = []
+        for f, i, j in runs(pairs):
+            if j - i > 1 and f not in splits:
+                found = self._leaves_of(nodes)
+                run = pairs[i:j]
+                parts = [self._leaf_run(node, x, run) for node in found]
+                for k in range(j - i):
+                    if not self.hat:
+                        out.append(parts[0][k])
+                        continue
+                    pred = 0.0
+                    for part in parts:
+                        pred += part[k]
+                    pred /= len(found)
+                    out.append(pred)
+            else:
+                out += [self.replaced(x, f, v) for f, v in pairs[i:j]]
+        return out
+
+    def _leaf_run(self, node: Any, x: dict, run: list) -> list:
+        plan = self._leaves.get(id(node))
+        if plan is None:
+            plan = self._leaves[id(node)] = self._plan(node)
+        if isinstance(plan, LinearCall):
+            return plan.replaced_batch(x, run)
+        return [plan] * len(run)
+
+    def _nodes(self, row: dict) -> list:
         root = self.root
         if root is None:
-            return 0.0
-        if not self.hat:
-            if isinstance(root, DTBranch):
-                if type(root).traverse is not Branch.traverse:
-                    raise Unsupported(f"{type(root).__name__} overrides traverse")
-                root = walk(root, row)[-1]
-            return self._leaf(root, row, x, feature, value)
-        found = self._found(row)
-        pred = 0.0
-        for node in found:
-            pred += self._leaf(node, row, x, feature, value)
-        pred /= len(found)
-        return pred
-
-    def _found(self, row: dict) -> list:
-        root = self.root
-        if not isinstance(root, DTBranch):
+            return []
+        if not is_branch(root):
             return [root]
-        if type(root).traverse is not AdaBranchRegressor.traverse:
-            raise Unsupported(f"{type(root).__name__} is not an adaptive tree branch")
-        nodes = walk(root, row)
+        if type(root).traverse is not (AdaBranchRegressor.traverse if self.hat else Branch.traverse):
+            raise Unsupported(f"{type(root).__name__} traverses its own way")
+        return walk(root, row)
+
+    def _leaves_of(self, nodes: list) -> list:
+        if not self.hat or len(nodes) == 1:
+            return [nodes[-1]]
         found = []
         for node in nodes:
-            if isinstance(node, AdaBranchRegressor) and node._alternate_tree:
+            if is_branch(node) and isinstance(node, AdaBranchRegressor) and node._alternate_tree:
                 alt = node._alternate_tree
                 if isinstance(alt, AdaBranchRegressor):  # river would add a list here and fail
                     raise Unsupported("an alternate tree that is a branch")
                 found.append(alt)
         found.append(nodes[-1])
         return found
+
+    def value(self, row: dict, x: dict | None = None, feature: str | None = None, value: Any = None) -> float:
+        """``predict_one(row)``: the leaf's prediction, or the mean over the leaves an
+        adaptive tree reaches (``pred += leaf``, then ``pred /= count``)."""
+        if self.root is None:
+            return 0.0
+        found = self._leaves_of(self._nodes(row))
+        if not self.hat:
+            return self._leaf(found[0], row, x, feature, value)
+        pred = 0.0
+        for node in found:
+            pred += self._leaf(node, row, x, feature, value)
+        pred /= len(found)
+        return pred
 
     def _leaf(self, leaf: Any, row: dict, x: dict | None, feature: str | None, value: Any) -> float:
         plan = self._leaves.get(id(leaf))
@@ -126,37 +167,19 @@ class TreeRegressorFast(FastModel):
     """``HoeffdingTreeRegressor`` and ``HoeffdingAdaptiveTreeRegressor``."""
 
     name = "hoeffding_tree_regressor"
-
-    def __init__(self, model: Any):
-        self.model = model
+    serves_rows = False  # a leaf's linear model is compiled river code: general rows go to the model
 
     @staticmethod
     def accepts(model: Any) -> bool:
         return _kind(model) is not None
 
-    def rows(self, rows: Sequence[dict], output: str, target_class: Any) -> list:
-        keys = rows[0].keys()
-        call = _RegTree(self.model, keys)
-        out = []
-        for r in rows:
-            if r.keys() != keys:
-                raise Unsupported("the rows of one call carry different features")
-            out.append(_out(call.value(r), output))
-        return out
+    def new_call(self, keys: Any) -> _RegTree:
+        return _RegTree(self.model, keys)
 
-    def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], output: str, target_class: Any) -> list:
-        call = _RegTree(self.model, x.keys())
-        out = []
-        for f, v in pairs:
-            if f not in x:
-                raise Unsupported(f"feature {f!r} is not in the row")
-            row = x.copy()
-            row[f] = v
-            out.append(_out(call.value(row, x, f, v), output))
-        return out
+    def token(self) -> Any:
+        return self.model._train_weight_seen_by_model
 
-
-def _out(pred: float, output: str) -> Any:
-    if output in ("proba", "proba_of"):
-        raise Unsupported("a regressor has no class probabilities")
-    return float(pred) if output == "value" else pred
+    def output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
+        if output in ("proba", "proba_of"):
+            raise Unsupported("a regressor has no class probabilities")
+        return float(result) if output == "value" else result

@@ -25,9 +25,7 @@ True
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 from river.base import Classifier
@@ -39,7 +37,6 @@ from river.tree.nodes.arf_htc_nodes import (
     RandomLeafNaiveBayes,
     RandomLeafNaiveBayesAdaptive,
 )
-from river.tree.nodes.branch import DTBranch
 from river.tree.nodes.hatc_nodes import (
     AdaBranchClassifier,
     AdaLeafClassifier,
@@ -51,8 +48,8 @@ from river.tree.nodes.hatc_nodes import (
 from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNaiveBayesAdaptive
 
 from .base import FastModel, Unsupported
-from .leaves import MajorityLeaf, NaiveBayesLeaf, normalized
-from .walk import is_branch, split_features, walk
+from .leaves import MajorityLeaf, NaiveBayesLeaf
+from .walk import is_branch, runs, split_features, walk
 
 __all__ = ["TreeClassifierFast", "ForestClassifierFast", "list_output"]
 
@@ -84,18 +81,25 @@ class _Leaf:
     its distribution (majority class or naive Bayes), and for an adaptive tree divided by
     ``sum * error * error``."""
 
-    __slots__ = ("inner", "pos", "error", "const")
+    __slots__ = ("inner", "pos", "error", "const", "same_order")
 
     def __init__(self, inner: Any, pos: list[int], error: float | None):
         self.inner = inner
         self.pos = pos
         self.error = error
+        #: the leaf's classes are the tree's, in the tree's order
+        self.same_order = pos == list(range(len(pos)))
         self.const = self._weigh(inner.dist) if isinstance(inner, MajorityLeaf) else None
 
     def _weigh(self, dist: list) -> list:
-        if self.error is None:
+        error = self.error
+        if error is None:
             return dist
-        return normalized(dist, sum(dist) * self.error * self.error)
+        factor = sum(dist) * error * error
+        if factor == 0 or factor != factor:  # 0 or NaN: river leaves the values as they are
+            return list(dist)
+        m = 1 / factor
+        return [v * m for v in dist]
 
     def row(self, row: dict) -> list:
         return self.const if self.const is not None else self._weigh(self.inner.row(row))
@@ -109,7 +113,8 @@ class _Leaf:
 class _Tree:
     """One tree classifier during one call: its leaves' predictions, computed once each."""
 
-    __slots__ = ("tree", "hat", "root", "classes", "keys", "_leaves", "_x", "_x_leaves", "_x_splits", "_x_same")
+    __slots__ = ("tree", "hat", "root", "classes", "n", "keys", "_leaves", "_index",
+                 "_x", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
 
     def __init__(self, tree: Any, keys: Any):
         kind = _is_classifier_tree(tree)
@@ -120,39 +125,110 @@ class _Tree:
         self.root = tree._root
         #: the keys of predict_proba_one's dict, in its order
         self.classes = list(tree.classes) if self.hat else sorted(tree.classes)
+        self.n = len(self.classes)
         self.keys = keys
         self._leaves: dict[int, _Leaf] = {}
+        self._index: dict | None = None
         self._x: dict | None = None
+        self._x_split_values: dict | None = None
 
     def row(self, row: dict) -> list:
-        """The values of ``predict_proba_one(row)``, in :attr:`classes` order."""
-        leaves = self._found(row)
+        """The values of ``predict_proba_one(row)``, in :attr:`classes` order. A row that
+        equals the last ``x`` on every feature a branch of ``x``'s path tests takes that path."""
+        split_values = self._x_split_values
+        if split_values is not None and all(row[f] == v for f, v in split_values.items()):
+            leaves = self._x_leaves
+        else:
+            leaves = self._found(row)
         return self._combine(leaves, [leaf.row(row) for leaf in leaves])
 
     def replaced(self, x: dict, feature: str, value: Any) -> list:
         """:meth:`row` of ``x`` with ``feature = value``: the path is ``x``'s unless a branch on
         it tests ``feature``, and a leaf recomputes only the factor of ``feature``."""
         if x is not self._x:
-            self._x = x
-            nodes = self._nodes(x)
-            self._x_leaves = self._leaves_of(nodes)
-            self._x_splits = split_features(nodes)
-            self._x_same: dict[str, list] = {}
+            self._see(x)
         if feature in self._x_splits:
             row = x.copy()
             row[feature] = value
             leaves = self._found(row)
-        else:
-            leaves = self._x_leaves
-            if not any(leaf.inner.depends_on(feature) for leaf in leaves):  # the same prediction as x
-                same = self._x_same.get(feature)
-                if same is None:
-                    same = self._x_same[feature] = self.row(x)
-                return same
+            return self._combine(leaves, [leaf.replaced(x, feature, value) for leaf in leaves])
+        leaves = self._x_leaves
+        depends = self._x_depends.get(feature)
+        if depends is None:
+            depends = self._x_depends[feature] = any(leaf.inner.depends_on(feature) for leaf in leaves)
+        if not depends:  # the same prediction as x
+            same = self._x_same
+            if same is None:
+                same = self._x_same = self.row(x)
+            return same
+        if len(leaves) == 1:
+            leaf = leaves[0]
+            if leaf.same_order and leaf.const is None and len(leaf.inner.classes) == self.n:
+                # one leaf with all the classes, in the tree's order
+                return leaf.inner.replaced_many(x, feature, [value], leaf.error)[0]
         return self._combine(leaves, [leaf.replaced(x, feature, value) for leaf in leaves])
 
+    def replaced_batch(self, x: dict, pairs: list) -> list:
+        """:meth:`replaced` of every pair; a run of pairs of one feature that no branch on
+        ``x``'s path tests (an ICE curve) goes through ``x``'s leaves in one loop."""
+        if x is not self._x:
+            self._see(x)
+        out: list = []
+        for f, i, j in runs(pairs):
+            if j - i > 1 and f not in self._x_splits:
+                depends = self._x_depends.get(f)
+                if depends is None:
+                    depends = self._x_depends[f] = any(leaf.inner.depends_on(f) for leaf in self._x_leaves)
+                if depends:
+                    out += self._curve(x, f, [v for _, v in pairs[i:j]])
+                else:  # neither the path nor a leaf reads f: x's prediction for every value
+                    same = self._x_same
+                    if same is None:
+                        same = self._x_same = self.row(x)
+                    out += [same] * (j - i)
+            else:
+                out += [self.replaced(x, f, v) for _, v in pairs[i:j]]
+        return out
+
+    def _curve(self, x: dict, feature: str, values: list) -> list:
+        """The predictions at ``x`` with ``feature`` at each of ``values``, all reaching ``x``'s
+        leaves: each leaf's distributions for all the values, then combined value by value."""
+        leaves = self._x_leaves
+        parts = [None if leaf.const is not None else leaf.inner.replaced_many(x, feature, values, None)
+                 for leaf in leaves]
+        hat = self.hat
+        parts = [[leaf.const] * len(values) if part is None else [leaf._weigh(d) for d in part]
+                 for leaf, part in zip(leaves, parts, strict=True)]
+        out = []
+        for k in range(len(values)):
+            proba = [0.0] * self.n
+            for leaf, part in zip(leaves, parts, strict=True):
+                dist = part[k]
+                if hat:
+                    for p, v in zip(leaf.pos, dist, strict=True):
+                        proba[p] = proba[p] + v
+                else:
+                    for p, v in zip(leaf.pos, dist, strict=True):
+                        proba[p] = v
+            if hat:
+                factor = sum(proba)
+                if factor != 0 and factor == factor:
+                    m = 1 / factor
+                    proba = [v * m for v in proba]
+            out.append(proba)
+        return out
+
+    def _see(self, x: dict) -> None:
+        self._x = x
+        nodes = self._nodes(x)
+        self._x_leaves = self._leaves_of(nodes)
+        self._x_splits = split_features(nodes)
+        self._x_split_values = {f: x[f] for f in self._x_splits}  # what x's path depends on
+        self._x_same: list | None = None
+        self._x_depends: dict[str, bool] = {}
+
     def _combine(self, leaves: list, dists: list) -> list:
-        proba = [0.0] * len(self.classes)
+        proba = [0.0] * self.n
         if not self.hat:  # proba.update(leaf distribution)
             for leaf, dist in zip(leaves, dists, strict=True):
                 for p, v in zip(leaf.pos, dist, strict=True):
@@ -162,7 +238,7 @@ class _Tree:
             for p, v in zip(leaf.pos, dist, strict=True):
                 proba[p] = proba[p] + v
         factor = sum(proba)
-        if factor == 0 or math.isnan(factor):
+        if factor == 0 or factor != factor:
             return proba
         m = 1 / factor
         return [v * m for v in proba]
@@ -172,7 +248,7 @@ class _Tree:
         root = self.root
         if root is None:
             return []
-        if not isinstance(root, DTBranch):
+        if not is_branch(root):
             return [root]
         traverse = type(root).traverse
         if traverse is not (AdaBranchClassifier.traverse if self.hat else Branch.traverse):
@@ -233,14 +309,22 @@ class _Tree:
         else:
             bayes = False
         inner = NaiveBayesLeaf(leaf.stats, leaf.splitters, self.keys) if bayes else MajorityLeaf(leaf.stats)
-        index = {c: i for i, c in enumerate(self.classes)}
+        index = self._class_index()
         try:
             pos = [index[c] for c in inner.classes]
         except KeyError:
             raise Unsupported("a leaf knows a class its tree does not") from None
         return _Leaf(inner, pos, leaf._mean_error.get() if self.hat else None)
 
+    def _class_index(self) -> dict:
+        if self._index is None:
+            self._index = {c: i for i, c in enumerate(self.classes)}
+        return self._index
+
     def output(self, values: list, output: str, target_class: Any) -> Any:
+        if output == "proba_of":  # the dict's get, by the same key equality
+            i = self._class_index().get(target_class)
+            return 0.0 if i is None else float(values[i])
         return list_output(self.classes, values, output, target_class)
 
 
@@ -279,6 +363,18 @@ class _Forest:
     def _sum(self, parts: list) -> tuple[list, list, bool]:
         """Counter.update over the members' distributions, then divided by the total: the
         classes, the values and whether river returns the (unnormalised) Counter itself."""
+        classes = self.trees[0].classes
+        if classes and all(t.classes == classes for t in self.trees):
+            # the members share their classes and their order: the Counter's sums, as lists
+            acc_list: list | None = None
+            for mv, vals in zip(self.weights, parts, strict=True):
+                if mv is not None:
+                    vals = [v * mv for v in vals]
+                acc_list = list(vals) if acc_list is None else [c + a for c, a in zip(vals, acc_list, strict=True)]
+            total = sum(acc_list)  # type: ignore[arg-type]
+            if total > 0:
+                return classes, [p / total for p in acc_list], False  # type: ignore[union-attr]
+            return classes, acc_list, True  # type: ignore[return-value]
         acc: dict = {}
         for tree, mv, vals in zip(self.trees, self.weights, parts, strict=True):
             if mv is not None:
@@ -300,40 +396,12 @@ class _Forest:
     def replaced(self, x: dict, feature: str, value: Any) -> tuple[list, list, bool]:
         return self._sum([t.replaced(x, feature, value) for t in self.trees])
 
-
-class _Classifier(FastModel):
-    """Shared by the tree and forest classifiers: rows in, outputs out."""
-
-    def __init__(self, model: Any):
-        self.model = model
-
-    def _call(self, keys: Any) -> Any:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def _output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
-        return call.output(result, output, target_class)
-
-    def rows(self, rows: Sequence[dict], output: str, target_class: Any) -> list:
-        keys = rows[0].keys()
-        call = self._call(keys)
-        out = []
-        for r in rows:
-            if r.keys() != keys:
-                raise Unsupported("the rows of one call carry different features")
-            out.append(self._output(call, call.row(r), output, target_class))
-        return out
-
-    def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], output: str, target_class: Any) -> list:
-        call = self._call(x.keys())
-        out = []
-        for f, v in pairs:
-            if f not in x:
-                raise Unsupported(f"feature {f!r} is not in the row")
-            out.append(self._output(call, call.replaced(x, f, v), output, target_class))
-        return out
+    def replaced_batch(self, x: dict, pairs: list) -> list:
+        parts = [t.replaced_batch(x, pairs) for t in self.trees]
+        return [self._sum([p[k] for p in parts]) for k in range(len(pairs))]
 
 
-class TreeClassifierFast(_Classifier):
+class TreeClassifierFast(FastModel):
     """``HoeffdingTreeClassifier`` and ``HoeffdingAdaptiveTreeClassifier``."""
 
     name = "hoeffding_tree"
@@ -342,11 +410,23 @@ class TreeClassifierFast(_Classifier):
     def accepts(model: Any) -> bool:
         return _is_classifier_tree(model) is not None and type(model).predict_one is Classifier.predict_one
 
-    def _call(self, keys: Any) -> _Tree:
+    def new_call(self, keys: Any) -> _Tree:
         return _Tree(self.model, keys)
 
+    def token(self) -> Any:
+        return self.model._train_weight_seen_by_model
 
-class ForestClassifierFast(_Classifier):
+    def output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
+        return call.output(result, output, target_class)
+
+    def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:
+        if output == "proba_of":  # one class's probability: its position, once
+            i = call._class_index().get(target_class)
+            return [0.0] * len(results) if i is None else [float(v[i]) for v in results]
+        return [call.output(r, output, target_class) for r in results]
+
+
+class ForestClassifierFast(FastModel):
     """``ARFClassifier``: its members are Hoeffding tree classifiers."""
 
     name = "arf"
@@ -357,9 +437,14 @@ class ForestClassifierFast(_Classifier):
         return (getattr(t, "predict_proba_one", None) is ARFClassifier.predict_proba_one
                 and t.predict_one is Classifier.predict_one)
 
-    def _call(self, keys: Any) -> _Forest:
+    def new_call(self, keys: Any) -> _Forest:
         return _Forest(self.model, keys)
 
-    def _output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
+    def token(self) -> Any:
+        forest = self.model
+        return (tuple((id(m), m._train_weight_seen_by_model) for m in forest),
+                tuple(m.get() for m in forest._metrics))
+
+    def output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
         classes, values, counter = result
         return list_output(classes, values, output, target_class, counter)

@@ -32,7 +32,7 @@ from river.tree.nodes.branch import (
 
 from .base import Unsupported
 
-__all__ = ["walk", "is_branch", "split_features"]
+__all__ = ["walk", "is_branch", "split_features", "runs"]
 
 _WALK = Branch.walk
 _LEAF_WALK = Leaf.walk
@@ -84,3 +84,23 @@ def split_features(nodes: list) -> set:
         return {n.feature for n in nodes if is_branch(n)}
     except AttributeError:
         raise Unsupported("a branch without a feature") from None
+
+
+def runs(pairs: list) -> list[tuple[str, int, int]]:
+    """``(feature, start, stop)`` of each run of consecutive pairs with one feature (an ICE
+    curve is one run).
+
+    >>> runs([("a", 1), ("a", 2), ("b", 1), ("a", 3)])
+    [('a', 0, 2), ('b', 2, 3), ('a', 3, 4)]
+    """
+    out = []
+    n = len(pairs)
+    i = 0
+    while i < n:
+        f = pairs[i][0]
+        j = i + 1
+        while j < n and pairs[j][0] == f:
+            j += 1
+        out.append((f, i, j))
+        i = j
+    return out

@@ -1,0 +1,107 @@
+"""Shared by the Kafka benchmarks: a worker's rate through a broker, and the same work per
+event done in this process -- the worker's model, explain and drift handlers, handler to
+handler, with checkpoints as configured, on events serialised beforehand (the producer's
+part) -- as its baseline. Both as events per second of wall time and of CPU time (a worker's
+from ``/proc``, summed over its threads)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+import orjson
+from helpers.pipeline_runs import wait_for_members
+
+from pipeline.app import checkpoint_store
+from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from pipeline.kafka.config import ensure_topics
+from pipeline.kafka.io import consume, produce_events
+from pipeline.local.ports import free_port
+from pipeline.settings import Settings
+from pipeline.worker import spawn_worker, stop_worker
+from schemas import dumps
+
+__all__ = ["in_process_worker", "kafka_workers", "broker_for"]
+
+
+@contextlib.contextmanager
+def broker_for(tmp: str):
+    """The bootstrap address of $STREAMXAI_BOOTSTRAP, or of a local broker on free ports
+    started here and stopped at the end."""
+    from pipeline.local.broker import LocalBroker
+
+    bootstrap = os.environ.get("STREAMXAI_BOOTSTRAP")
+    if bootstrap:
+        yield bootstrap
+        return
+    broker = LocalBroker(free_port(), free_port(), data_dir=f"{tmp}/kafka", die_with_parent=True)
+    broker.start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+def in_process_worker(s: Settings, events: list) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds for one worker's handlers to process ``events`` in this process."""
+    Path(s.state_dir).mkdir(parents=True, exist_ok=True)
+    store = checkpoint_store(s)
+    handlers = {"features": ModelHandler(s, checkpoints=store), "explain-tasks": ExplainHandler(s, checkpoints=store),
+                "explanations": DriftHandler(s, checkpoints=store)}
+    raws = [(ev.stream_id.encode(), dumps(ev)) for ev in events]
+    offsets: dict[tuple[str, int], int] = {}
+
+    def feed(topic: str, partition: int, key: bytes | None, value: bytes) -> None:
+        off = offsets[(topic, partition)] = offsets.get((topic, partition), -1) + 1
+        for out in handlers[topic].on_message(value, key, Source(topic, partition, off)):
+            if out.topic in handlers:
+                feed(out.topic, out.partition or 0, out.key, out.value)
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    for key, raw in raws:
+        feed("features", 0, key, raw)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
+
+
+def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds from the first prediction to the last report's explanations of
+    every stream, with ``n_workers`` fresh workers on ``s``'s broker (joined before the
+    backlog is produced, so start-up and group joins are not counted)."""
+    ensure_topics(s)
+    procs = [spawn_worker(s.replace(web_port=free_port()), log_file=f"{tmp}/w{i}.log", loglevel="warning")
+             for i in range(n_workers)]
+    try:
+        wait_for_members(s, n_workers, timeout=120)
+        produce_events(s, events)
+        last: dict[str, int] = {}
+        for ev in events:
+            last[ev.stream_id] = ev.seq
+        want = {sid: q - (q + 1) % s.emit_every for sid, q in last.items()}
+        n_values = len(s.features) * len(s.explainers)
+        seen: dict[str, set] = {}
+        t_first = c_first = None
+        for rec in consume(s, [s.topic("predictions"), s.topic("explanations")], idle_timeout=180):
+            if t_first is None:
+                t_first, c_first = time.perf_counter(), _cpu_seconds([p.pid for p in procs])
+            if not rec.topic.endswith("explanations"):
+                continue
+            m = orjson.loads(rec.value)
+            if m["seq"] >= want[m["stream_id"]]:
+                seen.setdefault(m["stream_id"], set()).add((m["explainer"], m["feature"]))
+                if len(seen) == len(last) and all(len(v) == n_values for v in seen.values()):
+                    return time.perf_counter() - t_first, _cpu_seconds([p.pid for p in procs]) - c_first
+        raise RuntimeError(f"the workers did not finish: {({k: len(v) for k, v in seen.items()})} of {n_values} values")
+    finally:
+        for p in procs:
+            stop_worker(p)

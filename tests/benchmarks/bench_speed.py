@@ -1,0 +1,254 @@
+"""Explanation speed: the fast path against black-box evaluation and against what black-box
+evaluation can reach at best, in one run on the same stream and model (issue 17).
+
+    python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
+        [--warmup 1000] [--repeats 3] [--main-src DIR] [--kafka] [--kafka-events 2000]
+
+For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reservoirs of
+100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
+next ``--events`` events are explained and learnt with reports every ``emit_every`` (10)
+events, as a worker does, from copies of the same state. It prints, in events/s of CPU time
+(``time.process_time``, median of ``--repeats`` rounds, each round timing all of them one
+after the other):
+
+- ``black box``: ``fast_path = off``, the model called for every row;
+- ``fast path``: ``fast_path = auto`` (the values are checked equal to the black box's);
+- ``black-box limit``: what black-box evaluation reaches with no overhead of ours at all:
+  evaluations per event x the model's own ``predict_proba_one`` (``predict_one``) time per
+  call + its ``learn_one`` time per event, both measured on a copy of the same model over
+  the same events;
+- ``main``, with ``--main-src DIR``: the same loop run by the code in DIR (a copy of main's
+  files, ``git archive main | tar -x -C DIR``) in a child process with ``PYTHONPATH=DIR``;
+
+and the ratios between them. ``--kafka`` adds, per model, one worker on a local broker
+(``fast_path = auto``) against the in-process loop doing that worker's work per event: its
+model, explain and drift handlers, handler to handler, with checkpoints, in this process
+(events/s of wall time, and of CPU time: the worker process's from ``/proc``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import pickle
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CHILD = "--child" in sys.argv
+if not CHILD:  # this checkout's pipeline and the tests' helpers; a child runs the code on its PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+AGRAWAL = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
+FRIEDMAN = [f"x{i}" for i in range(10)]
+
+#: name -> (settings of the stream, label)
+MODELS = {
+    "hat": ({"model": "river.tree.HoeffdingAdaptiveTreeClassifier", "model_params": {"grace_period": 50}},
+            "HoeffdingAdaptiveTreeClassifier(grace_period=50), agrawal (the defaults)"),
+    "arf": ({"model": "river.forest.ARFClassifier", "model_params": {"n_models": 10}},
+            "ARFClassifier(n_models=10), agrawal"),
+    "logistic": ({"model": "river.linear_model.LogisticRegression", "model_params": {}},
+                 "LogisticRegression(), agrawal"),
+    "htr": ({"model": "river.tree.HoeffdingTreeRegressor", "model_params": {"grace_period": 50},
+             "features": FRIEDMAN, "target": "number", "output": "value", "loss": "squared"},
+            "HoeffdingTreeRegressor(grace_period=50), Friedman"),
+}
+
+
+def stream_settings(name: str) -> dict:
+    fields = {"features": AGRAWAL, "alpha": 0.001, "storage_size": 100, "grid_size": 10, "emit_every": 10}
+    fields.update(MODELS[name][0])
+    return fields
+
+
+def events(name: str, n: int) -> list[tuple[dict, object]]:
+    from river.datasets import synth
+
+    if name == "htr":
+        return [({f"x{k}": v for k, v in x.items()}, y) for x, y in synth.Friedman(seed=7).take(n)]
+    return [({k: float(v) for k, v in x.items()}, int(y)) for x, y in synth.Agrawal(classification_function=1,
+                                                                                      seed=7).take(n)]
+
+
+def warm_explainer(name: str, warmup: list):
+    """The stream's explainer after ``warmup`` events learnt and stored, none explained."""
+    from pipeline.plan import stream_explainer
+    from pipeline.settings import Settings
+
+    se = stream_explainer(Settings(**stream_settings(name)), "bench")
+    for x, y in warmup:
+        se.process_one(x, y, explain=False)
+    return se
+
+
+def explain_window(se, window: list, emit_every: int = 10) -> tuple[float, list]:
+    """CPU seconds to explain and learn ``window`` (reports every ``emit_every`` events)."""
+    out = []
+    t0 = time.process_time()
+    for i, (x, y) in enumerate(window):
+        out.append(se.process_one(x, y, report=(i + 1) % emit_every == 0))
+    return time.process_time() - t0, out
+
+
+def child_main(args: argparse.Namespace) -> None:
+    """Run by ``--main-src``: the in-process loop with the code on PYTHONPATH (main's)."""
+    data = events(args.child, args.warmup + args.events)
+    warm = warm_explainer(args.child, data[:args.warmup])
+    times = [explain_window(pickle.loads(pickle.dumps(warm)), data[args.warmup:])[0] for _ in range(args.repeats)]
+    print(json.dumps({"per_event": statistics.median(times) / args.events}))
+
+
+def main_code_per_event(src: str, name: str, args: argparse.Namespace) -> float:
+    """One round of the loop run by the code in ``src`` (a child process)."""
+    env = dict(os.environ, PYTHONPATH=src)
+    cmd = [sys.executable, __file__, "--child", name, "--events", str(args.events), "--warmup", str(args.warmup),
+           "--repeats", "1"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src, check=False)
+    if done.returncode:
+        raise RuntimeError(f"main's code failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])["per_event"]
+
+
+def with_path(warm, mode: str):
+    se = pickle.loads(pickle.dumps(warm))
+    for ex in se.explainers:
+        ex.model_fn.fast_path = mode
+    return se
+
+
+def evaluations_per_event(se, before: dict, n: int) -> float:
+    return sum(ex.model_fn.n_evaluations - before[ex.name] for ex in se.explainers) / n
+
+
+def black_box_limit(model, window: list, per_event_evals: float, classifier: bool, k: int = 5) -> tuple[float, float, float]:
+    """(seconds per event, predict per call, learn per event) of the model on its own."""
+    m = copy.deepcopy(model)
+    predict = m.predict_proba_one if classifier else m.predict_one
+    tp = tl = 0.0
+    for x, y in window:
+        t0 = time.process_time()
+        for _ in range(k):
+            predict(x)
+        t1 = time.process_time()
+        m.learn_one(x, y)
+        t2 = time.process_time()
+        tp += t1 - t0
+        tl += t2 - t1
+    predict_s, learn_s = tp / (k * len(window)), tl / len(window)
+    return per_event_evals * predict_s + learn_s, predict_s, learn_s
+
+
+def in_process(name: str, args: argparse.Namespace) -> dict:
+    """Per event, the median over ``--repeats`` rounds; each round times, one after the other
+    (so that the machine's load affects them alike), the black box and the fast path (in
+    alternating order), the model alone, and main's code when given."""
+    data = events(name, args.warmup + args.events)
+    window = data[args.warmup:]
+    warm = warm_explainer(name, data[:args.warmup])
+    times: dict[str, list[float]] = {"off": [], "auto": [], "limit": [], "predict": [], "learn": [], "main": []}
+    outs = {}
+    evals = 0.0
+    for r in range(args.repeats):
+        for mode in (("off", "auto") if r % 2 == 0 else ("auto", "off")):
+            se = with_path(warm, mode)
+            before = {ex.name: ex.model_fn.n_evaluations for ex in se.explainers}
+            dt, out = explain_window(se, window)
+            times[mode].append(dt / len(window))
+            outs[mode] = out
+            if mode == "off":
+                evals = evaluations_per_event(se, before, len(window))
+            else:
+                assert se.evaluation_path == "fast", name
+        limit, predict_s, learn_s = black_box_limit(warm.model, window, evals, name != "htr")
+        times["limit"].append(limit)
+        times["predict"].append(predict_s)
+        times["learn"].append(learn_s)
+        if args.main_src:
+            times["main"].append(main_code_per_event(args.main_src, name, args))
+    if outs["off"] != outs["auto"]:
+        raise AssertionError(f"{name}: the fast path's explanations differ from the black box's")
+    res = {k: statistics.median(v) for k, v in times.items() if v}
+    res["evals"] = evals
+    return res
+
+
+def print_in_process(name: str, res: dict, args: argparse.Namespace) -> None:
+    rate = {k: 1.0 / res[k] for k in ("off", "auto", "limit", "main") if k in res}
+    print(f"\n{MODELS[name][1]}: {res['evals']:.0f} evaluations/event, {args.events} events after {args.warmup}, "
+          f"median of {args.repeats}")
+    print(f"  model alone: predict {res['predict'] * 1e6:.1f} us/call, learn {res['learn'] * 1e6:.1f} us/event")
+    if "main" in rate:
+        print(f"  main's code (today)       {rate['main']:9.1f} events/s")
+    print(f"  black box (fast_path=off) {rate['off']:9.1f} events/s   {rate['off'] / rate['limit']:5.2f}x the limit")
+    print(f"  black-box limit           {rate['limit']:9.1f} events/s   (evaluations x predict + learn)")
+    line = (f"  fast path (auto)          {rate['auto']:9.1f} events/s   {rate['auto'] / rate['off']:5.2f}x black box, "
+            f"{rate['auto'] / rate['limit']:5.2f}x the limit")
+    if "main" in rate:
+        line += f", {rate['auto'] / rate['main']:5.2f}x main"
+    print(line)
+    overhead = res["off"] - res["limit"]
+    model_time = res["limit"]
+    print(f"  black-box overhead: {overhead * 1e6:7.1f} us/event = {overhead / model_time * 100:5.1f} % of model time")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="hat,arf,logistic,htr")
+    ap.add_argument("--events", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--main-src", default="", help="a copy of main's files: also time the same loop with that code")
+    ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
+    ap.add_argument("--kafka-events", type=int, default=2000)
+    ap.add_argument("--child", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child_main(args)
+        return
+    names = [m for m in args.models.split(",") if m]
+    unknown = set(names) - set(MODELS)
+    if unknown:
+        ap.error(f"unknown models {sorted(unknown)}; choose from {sorted(MODELS)}")
+    import river
+
+    print(f"river {river.__version__}, Python {sys.version.split()[0]}; CPU time per event in one process")
+    for name in names:
+        print_in_process(name, in_process(name, args), args)
+    if args.kafka:
+        kafka(names, args)
+
+
+def kafka(names: list[str], args: argparse.Namespace) -> None:
+    """One worker on a local broker against its work done in this process, per model."""
+    import tempfile
+
+    from _worker_runs import broker_for, in_process_worker, kafka_workers
+    from helpers.pipeline_runs import make_settings
+
+    from schemas import FeatureEvent
+
+    tmp = tempfile.mkdtemp(prefix="streamxai-bench-speed-")
+    print(f"\nOne Kafka worker (roles model, explain, drift; fast_path = auto; {args.kafka_events} events of one "
+          "stream) against the same handlers in this process (wall time; CPU time of the worker process)")
+    with broker_for(tmp) as bootstrap:
+        for name in names:
+            data = events(name, args.kafka_events)
+            evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(data)]
+            fields = {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
+            s = make_settings(bootstrap, f"{tmp}/{name}-worker", **fields)
+            local = make_settings(bootstrap, f"{tmp}/{name}-local", **fields)
+            wall_in, cpu_in = in_process_worker(local, evs)
+            wall_k, cpu_k = kafka_workers(s, evs, 1, tmp)
+            n = len(evs)
+            print(f"  {name:9s} in-process {n / wall_in:8.1f} events/s ({n / cpu_in:8.1f} per CPU s); "
+                  f"Kafka worker {n / wall_k:8.1f} events/s ({n / cpu_k:8.1f} per CPU s); "
+                  f"ratio {wall_in / wall_k:4.2f} (CPU {cpu_in / cpu_k:4.2f})")
+
+if __name__ == "__main__":
+    main()
