@@ -176,7 +176,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
                      c.feature, c.cut_seq, c.seq, c.before.mean, c.after.mean)
             outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c))))
         for ep in episodes:
-            if ep.status == "open":
+            if ep.first:  # the message that announces the episode's kind: count it, page on it
                 m.inc("change_episodes", kind=ep.kind, alert=_flag(ep.alert))
                 log.log(logging.WARNING if ep.alert else logging.INFO,
                         "change episode of %s from seq %d: %s%s, %s", p.stream_id, ep.cut_seq, ep.kind,
