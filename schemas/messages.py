@@ -195,7 +195,7 @@ class ChangeEpisode(_Message):
     """Changes of one stream that happened together (topic ``change-episodes``).
 
     ``changes`` are ranked by ``relative_effect`` (largest first), each
-    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect, kind}``.
+    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect}``.
     ``explanations[explainer][feature]`` is ``{before, after, rank_before, rank_after}``, split
     at ``cut_seq`` (the top change's cut); ``curves[feature]`` the iPDP curve before and after
     of each changed feature; ``loss_*`` the model's mean prequential loss on each side, with

@@ -10,11 +10,7 @@ Minimum effect. A change of series ``(e, f)`` is reported only if its levels dif
 least ``min_effect * scale``, ``scale`` the largest ``|level|`` of explainer ``e`` over the
 stream's features (whole windows) and the two sides of the cut: relative to the stream's
 largest importance *of that explainer*, since iPFI (0-1 loss), iSAGE (Brier) and iPDP
-(probability spread) have different units -- unless the model's loss rose significantly at the
-same cut (a ``degradation``, :func:`~pipeline.core.change.events.loss_kind`). A local drift
-changes the model's reliance on a few features in a small region of the inputs: small against
-the largest importance, yet the loss says it matters (measured in ``tests/benchmarks/bench_drift.py``,
-scenario ``regression-local``). The test itself, and so the false-alarm bound, is the same.
+(probability spread) have different units.
 
 Learning, below the minimum effect. A significant change smaller than the minimum effect at a
 cut where the model's loss fell (``learning``) is not reported, and the series' window restarts
@@ -196,8 +192,6 @@ class StreamChangeDetector(Component):
         def min_effect(a: Block, b: Block, cut_seq: int) -> float:
             if not scale_e:
                 scale_e.append(self._scale(explainer, seq))
-            if loss_kind(*self._loss_at(cut_seq, st.test.window.first_seq)) == "degradation":
-                return 0.0
             return self.min_effect * max(scale_e[0], abs(a.mean), abs(b.mean))
 
         cut = st.test.add(seq_lo, seq, block, min_effect, st.var_factor,
@@ -208,7 +202,8 @@ class StreamChangeDetector(Component):
         vectors = self._vectors(cut.seq, seq, own=(explainer, feature, cut.before, cut.after))
         curve_b, curve_a = self._curves(feature, cut.seq, seq)
         loss_b, loss_a = self._loss_at(cut.seq, cut.since)
-        change = Change(explainer, feature, seq, cut, scale, vectors, curve_b, curve_a, loss_b, loss_a)
+        change = Change(explainer, feature, seq, cut, scale, vectors, curve_b, curve_a, loss_b, loss_a,
+                        loss_kind(loss_b, loss_a, min_n=self.min_samples))
         self._open.append(change)
         return [change], episodes
 
@@ -236,7 +231,12 @@ class StreamChangeDetector(Component):
 
     def _learned(self, cut_seq: int, since: int | None) -> bool:
         """Whether the model's loss fell at ``cut_seq`` (a change there is the model learning)."""
-        return loss_kind(*self._loss_at(cut_seq, since)) == "learning"
+        return self._loss_kind(cut_seq, since) == "learning"
+
+    def _loss_kind(self, cut_seq: int, since: int | None) -> str:
+        """How the loss moved at ``cut_seq``, with at least ``min_samples`` losses a side (the
+        Gaussian approximation of their means needs as many as the change test's)."""
+        return loss_kind(*self._loss_at(cut_seq, since), min_n=self.min_samples)
 
     def _loss_at(self, cut_seq: int, since: int | None) -> tuple[Block | None, Block | None]:
         """The model's loss on the two sides of ``cut_seq``, the side before over the stream's
@@ -299,7 +299,7 @@ class StreamChangeDetector(Component):
         if self._kind is None:  # a flat loss needs the data up to the close to say it did not move
             top = ranked(changes)[0]
             before, after = self._loss_at(top.cut_seq, top.cut.since)
-            self._kind = (loss_kind(before, after), before, after)
+            self._kind = (loss_kind(before, after, min_n=self.min_samples), before, after)
         kind, loss_before, loss_after = self._kind
         if status == "closed":
             self._open, self._kind, self._opened = [], None, False
