@@ -286,8 +286,10 @@ class StreamChangeDetector(Component):
         if self._open and not self._opened and seq > self._open[0].seq:
             self._opened = True
             top = ranked(self._open)[0]
-            if top.kind != "reliance_shift":  # the loss moved: its kind is known now
-                self._kind = (top.kind, top.loss_before, top.loss_after)
+            before, after = self._loss_at(top.cut_seq, top.cut.since)  # the losses up to now
+            kind = loss_kind(before, after, min_n=self.min_samples)
+            if kind != "reliance_shift":  # the loss moved: its kind is known now
+                self._kind = (kind, before, after)
                 out.append(self._episode(seq, "open"))
         if self._open and seq > max(c.seq for c in self._open) + self.episode_gap:
             out.append(self._episode(seq, "closed"))
