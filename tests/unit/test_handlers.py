@@ -196,9 +196,10 @@ def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, 
     # ~(6 / 1)^2 = 36 events for car past the 100-increment minimum per side (measured: both at 3059)
     assert sorted(e["feature"] for e in events) == ["age", "car"]
     assert all(e["cut_seq"] == 3000 and 3000 < e["seq"] < 3500 for e in events), events
-    # one episode, sent when it closes after the gap (59 events after the cut are fewer than the
-    # 100 losses a side its kind needs, so it did not open with one)
-    assert [(e["status"], e["first_seq"], e["cut_seq"]) for e in episodes] == [("closed", 3059, 3000)]
+    # one episode: open once 100 losses follow its cut (its loss had risen: a degradation, known
+    # then), closed after the gap
+    assert [(e["status"], e["first_seq"], e["cut_seq"]) for e in episodes] == [("open", 3059, 3000),
+                                                                              ("closed", 3059, 3000)]
     store = FileCheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
     first = DriftHandler(s, checkpoints=store)
     second = DriftHandler(s, history=log.history, checkpoints=store)
@@ -229,7 +230,7 @@ def test_change_event_and_episode_explain_the_change():
     h = DriftHandler(s)
     outs = drift_outputs(lambda off: h, log)
     events = [orjson.loads(v) for t, _, v in outs if t == "drift-events"]
-    (episode,) = [orjson.loads(v) for t, _, v in outs if t == "change-episodes"]
+    opened, episode = [orjson.loads(v) for t, _, v in outs if t == "change-episodes"]
     age = next(e for e in events if e["feature"] == "age")
     assert age["schema"] == "drift_event/v2" and age["series"] == "d/ipfi/age"
     # levels are means of increments, so they show the whole step (0.1 -> 0.4), with intervals
@@ -240,7 +241,9 @@ def test_change_event_and_episode_explain_the_change():
     assert age["rank_after"]["age"] == 1
     assert [c["feature"] for c in episode["changes"]] == ["age", "car"]  # ranked by relative effect
     # why: the model's loss rose from 0.1 to 0.3 at the cut -- a degradation, which alerts by default,
-    # counted by kind and alert when the episode is sent
+    # when the episode opens (100 losses after its cut), counted once by kind and alert
+    assert (opened["status"], opened["kind"], opened["alert"], opened["closed_seq"]) == ("open", "degradation", True, None)
+    assert opened["first_seq"] == episode["first_seq"] and opened["kind"] == episode["kind"]
     assert (episode["status"], episode["kind"], episode["alert"]) == ("closed", "degradation", True)
     assert episode["loss_ci_before"][0] < 0.1 < episode["loss_ci_before"][1] and episode["loss_z"] > 1.96
     assert h.metrics.get("change_episodes{alert=true,kind=degradation}") == 1
@@ -257,7 +260,7 @@ def test_change_event_and_episode_explain_the_change():
     import jsonschema
 
     json_dir = Path(__file__).resolve().parents[2] / "schemas" / "json"
-    for msg in [*events, episode]:
+    for msg in [*events, opened, episode]:
         jsonschema.validate(msg, json.loads((json_dir / (msg["schema"].replace("/", ".") + ".json")).read_text()))
 
 

@@ -3,6 +3,7 @@
 Grouping. Changes of one stream detected within ``episode_gap`` events of the previous one
 form an episode. It *opens* once the report of its first change is complete (at the stream's
 first message of a later event: the other series of that report may come in any order) and
+at least ``min_samples`` of the model's losses follow its top change's cut, and
 *closes* at the first message more than ``episode_gap`` events after its last change (or when
 the stream ends). Each gives an :class:`Episode` (``status`` ``"open"`` or ``"closed"``) --
 the open one only when the kind is known by then (below). The episode ranks its changes by relative effect ``|after - before| / scale``
@@ -13,22 +14,25 @@ Kind (:func:`~pipeline.core.change.events.loss_kind`). Whether the model learned
 model's prequential loss on the two sides of the cut, with the change test's statistic
 (:func:`~pipeline.core.change.test.two_sample_z`): ``z`` of the loss after against before.
 
-- ``learning``: the loss fell significantly (``z <= -1.96``): the model got better, and its
-  reliance moved as it learned;
-- ``degradation``: the loss rose significantly (``z >= 1.96``): the world changed and the model
-  has not caught up;
-- ``reliance_shift``: the loss did not move beyond its 95% interval, yet the reliance did --
+- ``learning``: the loss fell (a one-sided test at 5%, ``z <= -1.645``): the model got better,
+  and its reliance moved as it learned;
+- ``degradation``: the loss rose (``z >= 1.645``): the world changed and the model has not
+  caught up;
+- ``reliance_shift``: the loss stayed within its 90% interval, yet the reliance did move --
   what a loss monitor misses (also when the loss is unknown).
 
 When the kind is decided. That the loss moved can be seen at once; that it did *not* move
 needs more data than the few hundred events after a fresh cut (a model that is still learning
-improves a little at a time). So an episode whose top change's loss had already moved when it
-opened takes that change's kind there (a ``degradation`` pages right away); otherwise the kind
+improves a little at a time). So the loss is looked at once when the episode opens, and if it
+had moved the episode takes that kind there (a ``degradation`` pages right away); otherwise the kind
 is decided when the episode closes, ``episode_gap`` events later, on the loss from the top
 change's cut up to then. The loss before a cut reaches back to the previous episode's cut, not
 into the regime before it. The kind does not change afterwards; the episode carries the loss on
 either side of the cut it was decided on, and ``alert`` says whether the kind is one of
-``alert_kinds``.
+``alert_kinds`` -- for a ``reliance_shift``, if what the model's accuracy relies on moved (a
+change of iPFI or iSAGE): iPDP's curves alone moving at a flat loss are the model's effect
+changing, not its reliance (a Hoeffding adaptive tree that swaps in a subtree makes its
+probabilities less extreme at the same labels), and do not page.
 """
 
 from __future__ import annotations

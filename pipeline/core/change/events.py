@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..increments import Block
-from .test import Z95, Cut, two_sample_z
+from .test import Z90, Z95, Cut, two_sample_z
 
-__all__ = ["Change", "Levels", "KINDS", "ci", "loss_kind", "loss_z", "ranks"]
+__all__ = ["Change", "Levels", "KINDS", "RELIANCE", "ci", "loss_kind", "loss_z", "ranks"]
 
 #: ``{explainer: {feature: (level before, level after)}}`` (None: no data on that side)
 Levels = dict[str, dict[str, tuple[float | None, float | None]]]
@@ -72,14 +72,17 @@ class Change:
 
 
 KINDS = ("learning", "degradation", "reliance_shift")
+#: the explainers that measure reliance for the model's accuracy (loss differences); iPDP
+#: measures the effect on its output
+RELIANCE = ("ipfi", "isage")
 
 
 def loss_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
     """``learning``, ``degradation`` or ``reliance_shift`` from the model's loss on either side
-    of a cut (:mod:`pipeline.core.change.episodes`): the loss fell, rose, or stayed within its
-    95% interval (``z`` of after against before beyond -1.96, beyond +1.96, or between; the
-    edges count as moved). Unknown loss, or fewer than ``min_n`` losses on a side:
-    ``reliance_shift`` (nothing says it moved).
+    of a cut (:mod:`pipeline.core.change.episodes`): the loss fell, rose (each a one-sided test
+    at 5%: ``z`` of after against before at most -1.645, at least +1.645; the edges count as
+    moved), or stayed within its 90% interval. Unknown loss, or fewer than ``min_n`` losses on
+    a side: ``reliance_shift`` (nothing says it moved).
 
     >>> loss_kind(Block(1000, 0.30, 210.0), Block(200, 0.21, 33.0))   # the loss fell: learned
     'learning'
@@ -89,9 +92,9 @@ def loss_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
     z = loss_z(before, after, min_n)
     if z is None:
         return "reliance_shift"
-    if z <= -Z95:
+    if z <= -Z90:
         return "learning"
-    if z >= Z95:
+    if z >= Z90:
         return "degradation"
     return "reliance_shift"
 

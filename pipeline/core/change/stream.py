@@ -60,7 +60,7 @@ from collections.abc import Sequence
 from ..base import Component
 from ..increments import Block
 from .episodes import Episode, make_episode, ranked
-from .events import KINDS, Change, Levels, loss_kind
+from .events import KINDS, RELIANCE, Change, Levels, loss_kind
 from .test import SeriesTest
 from .window import SeriesWindow
 
@@ -241,11 +241,12 @@ class StreamChangeDetector(Component):
     def _loss_at(self, cut_seq: int, since: int | None) -> tuple[Block | None, Block | None]:
         """The model's loss on the two sides of ``cut_seq``, the side before over the stream's
         current regime: since the cut of the last episode that was not the model learning (its
-        loss jumped, or its reliance moved at flat loss), or since the start of the window; a
-        change cut at or before that regime's start belongs to the episode that began it, and
-        its side before is the events its series' test compared (from ``since``)."""
+        loss jumped, or its reliance moved at flat loss), or since the warm-up; a change cut at
+        or before that regime's start belongs to the episode that began it, and its side before
+        is the events its series' test compared (from ``since``). Never the warm-up, where the
+        model learned from nothing and its loss says nothing about the regime after it."""
         start = self._regime_seq if self._regime_seq < cut_seq else (since or 0)
-        return self._loss.split(cut_seq, since=start)
+        return self._loss.split(cut_seq, since=max(start, min(self.warmup, cut_seq)))
 
     def _level_before(self, explainer: str, feature: str, upto: int) -> Block:
         w = self._series[(explainer, feature)].test.window
@@ -280,17 +281,19 @@ class StreamChangeDetector(Component):
         return (_copy(earlier[-1]) if earlier else None), (_copy(now[1]) if now is not None else None)
 
     def _episodes_due(self, seq: int) -> list[Episode]:
-        """The episode that opens at ``seq`` (its first report is complete; sent if its loss
-        already moved) and the one that closes (``episode_gap`` events after its last change)."""
+        """The episode that opens at ``seq`` (its first report is complete and ``min_samples``
+        losses follow its top cut; sent if its loss moved) and the one that closes
+        (``episode_gap`` events after its last change)."""
         out = []
         if self._open and not self._opened and seq > self._open[0].seq:
-            self._opened = True
             top = ranked(self._open)[0]
             before, after = self._loss_at(top.cut_seq, top.cut.since)  # the losses up to now
-            kind = loss_kind(before, after, min_n=self.min_samples)
-            if kind != "reliance_shift":  # the loss moved: its kind is known now
-                self._kind = (kind, before, after)
-                out.append(self._episode(seq, "open"))
+            if after is not None and after.n >= self.min_samples:  # one look, with enough losses
+                self._opened = True
+                kind = loss_kind(before, after, min_n=self.min_samples)
+                if kind != "reliance_shift":  # the loss moved: its kind is known now
+                    self._kind = (kind, before, after)
+                    out.append(self._episode(seq, "open"))
         if self._open and seq > max(c.seq for c in self._open) + self.episode_gap:
             out.append(self._episode(seq, "closed"))
         return out
@@ -307,7 +310,10 @@ class StreamChangeDetector(Component):
             self._open, self._kind, self._opened = [], None, False
             if kind != "learning":  # the world (or the deployed model) changed: a new baseline
                 self._regime_seq = ranked(changes)[0].cut_seq
-        return make_episode(changes, seq, status, kind, kind in self.alert_kinds, loss_before, loss_after,
+        # a reliance shift needs a change of what the accuracy relies on (iPFI, iSAGE); iPDP's
+        # effect curves alone at a flat loss do not page (module docstring of .episodes)
+        alert = kind in self.alert_kinds and (kind != "reliance_shift" or any(c.explainer in RELIANCE for c in changes))
+        return make_episode(changes, seq, status, kind, alert, loss_before, loss_after,
                             lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq),
                             first)
 

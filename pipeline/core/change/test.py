@@ -84,11 +84,13 @@ from ..base import Component
 from ..increments import Block
 from .window import SeriesWindow
 
-__all__ = ["SeriesTest", "Cut", "threshold", "two_sample_z", "Z95"]
+__all__ = ["SeriesTest", "Cut", "threshold", "two_sample_z", "Z90", "Z95"]
 
 _STD_NORMAL = NormalDist()
 #: two-sided 95% normal quantile, for the confidence intervals of the levels
 Z95 = 1.959963984540054
+#: one-sided 95% (two-sided 90%) normal quantile: "the loss fell", "the loss rose"
+Z90 = 1.6448536269514722
 
 
 def threshold(alpha: float, j: int, n_cuts: int) -> float:

@@ -146,8 +146,9 @@ class SeriesWindow(Component):
         i = self._nearest(seq, k)
         before = self.before(i)
         after = self.before(k) - before
-        if since is not None:
-            before = before - self.before(min(self._nearest(since, k), i))
+        if since is not None:  # the boundary nearest to ``since``, at least one before the cut's
+            j = min(self._nearest(since, k), i - 1) if i else 0
+            before = before - self.before(j)
         return (before if before.n else None), (after if after.n else None)
 
     def _nearest(self, seq: int, k: int) -> int:
