@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from pipeline.handlers import Handler, Out, Source, dead_letter
+from schemas import Headers
 
 log = logging.getLogger("streamxai")
 
@@ -28,7 +30,8 @@ async def forward(stream: Any, handler: Handler, topics: dict[str, Any], stage: 
     metrics = handler.metrics
     async for event in stream.events():
         msg = event.message
-        src = Source(msg.topic, msg.partition, msg.offset)
+        src = Source(msg.topic, msg.partition, msg.offset, timestamp=getattr(msg, "timestamp", None),
+                     headers=_headers(getattr(msg, "headers", None)))
         metrics.inc("messages_in", topic=msg.topic)
         metrics.processed(msg.topic, msg.partition, msg.offset)
         try:
@@ -62,7 +65,9 @@ async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source, nam
             metrics.inc("dead_letters", reason=reason)
 
     try:
-        await topics[out.topic].send(key=out.key, value=out.value, partition=out.partition, callback=callback)
+        extra = {} if out.headers is None else {"headers": out.headers}
+        await topics[out.topic].send(key=out.key, value=out.value, partition=out.partition, callback=callback,
+                                     **extra)
     except Exception as e:
         metrics.inc("send_errors", topic=out.topic)
         log.error("could not send a %d-byte message to %s for %s (%s: %s); it is dropped",
@@ -70,3 +75,11 @@ async def _send(topics: dict[str, Any], out: Out, metrics: Any, src: Source, nam
         return e
     metrics.inc("messages_out", topic=names[out.topic])
     return None
+
+
+def _headers(raw: Any) -> Headers | None:
+    """A record's headers as ``(name, bytes)`` pairs (Faust gives a list of pairs or a mapping)."""
+    if not raw:
+        return None
+    items = raw.items() if isinstance(raw, Mapping) else raw
+    return tuple((str(k), bytes(v) if v is not None else b"") for k, v in items)

@@ -1,4 +1,5 @@
-"""Model agent: features → (predict, score, learn) → predictions and explain tasks."""
+"""Model agent: arrivals (features and labels in recorded order) → (predict; learn once labelled) →
+predictions and explain tasks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ._forward import forward
 
 
 def install_model_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
-    @app.agent(topics["features"], name="streamxai.model")
+    @app.agent(topics["arrivals"], name="streamxai.model")
     async def model_agent(stream: Any) -> None:
         await forward(stream, handler, topics, "model")
 

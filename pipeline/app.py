@@ -11,10 +11,10 @@ from typing import Any
 
 import faust
 
-from agents import install_drift_agent, install_explainer_agent, install_model_agent
+from agents import install_drift_agent, install_explainer_agent, install_intake_agent, install_model_agent
 from schemas import ConfigError
 
-from .handlers import DriftHandler, ExplainHandler, Handler, ModelHandler
+from .handlers import DriftHandler, ExplainHandler, Handler, IntakeHandler, ModelHandler
 from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
 from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 from .kafka.checkpoints import FileCheckpointStore
@@ -77,10 +77,14 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
                         key_serializer="raw", value_serializer="raw", partitions=settings.partitions)
         for name in TOPIC_NAMES
     }
+    # the intake reads both inputs: what it forwards to arrivals is the order the model learns in
+    topics["intake"] = app.topic(settings.topic("features"), settings.topic("labels"), key_type=bytes,
+                                 value_type=bytes, key_serializer="raw", value_serializer="raw")
     history = PartitionHistory(settings)
     store = checkpoint_store(settings)
     handlers: list[Handler] = []
     if "model" in roles:
+        install_intake_agent(app, topics, IntakeHandler(settings, metrics))
         handlers.append(ModelHandler(settings, metrics, history=history, checkpoints=store))
         install_model_agent(app, topics, handlers[-1])
     if "explain" in roles:

@@ -67,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="if the stream already has events, number these after its last seq")
     pr.add_argument("--force", action="store_true",
                     help="send even if the stream already has these seqs (the worker drops them as duplicates)")
+    pr.add_argument("--without-labels", action="store_true",
+                    help="send a file's features without their labels (they come later: see --labels)")
+    pr.add_argument("--labels", action="store_true",
+                    help="send a file's labels as label events to the labels topic: each row's target for the "
+                         "event with its seq column (or, without one, the row's number, as FILE's events were numbered)")
 
     t = sub.add_parser("tail", parents=[common], help="print a topic's messages as JSON lines (follows new ones)")
     t.add_argument("topic", help="features, predictions, explanations, drift-events, dead-letters, "
@@ -81,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--workers", type=int, default=1, help="worker processes to start (default 1)")
     d.add_argument("--rate", type=float, default=None, help="events per second (default: as fast as possible)")
     d.add_argument("--control", action="store_true", help="also run a stationary control stream")
+    d.add_argument("--label-delay", type=int, default=0, metavar="N",
+                   help="send each event's label N events after its features, on the labels topic (default 0: "
+                        "labels in the feature events)")
     d.add_argument("--keep-broker", action="store_true", help="leave the broker running afterwards")
     d.add_argument("--timeout", type=float, default=900.0, help="give up after this many seconds (default 900)")
     d.add_argument("--dashboard-port", type=int, default=8050,
@@ -157,8 +165,7 @@ def _run(args: argparse.Namespace) -> int:
 
         s = _settings(args)
         check_streams(s)  # no features, or a model that cannot be built: one line, no start
-        run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
-        return exit_codes.OK
+        return run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
     if args.command in ("produce", "tail", "plot"):
         from . import commands
 

@@ -92,6 +92,9 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
     from .local.demo_stream import agrawal_events
 
     stream_id = args.stream_id or ("file" if args.source not in ("demo", "control") else args.source)
+    with_labels = not getattr(args, "without_labels", False)
+    if getattr(args, "labels", False):
+        return _produce_labels(args, s, stream_id)
     if args.source not in ("demo", "control"):
         s = s.for_stream(stream_id)  # the features and target of its stream profile
         if not s.features:
@@ -100,7 +103,8 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
                               "the stream id")
         # read the header now: a missing file or column is one line, before any Kafka connection
         _check_file = file_events(args.source, stream_id, list(s.features), args.target, target_kind=s.target,
-                                  categorical=list(s.categorical), ts_column=args.ts_column, report=FileReport())
+                                  categorical=list(s.categorical), ts_column=args.ts_column, report=FileReport(),
+                                  labels=with_labels)
         next(_check_file, None)
         _check_file.close()
     try:
@@ -131,7 +135,8 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
     else:
         events = _reporting(file_events(
             args.source, stream_id, list(s.features), args.target, target_kind=s.target,
-            categorical=list(s.categorical), ts_column=args.ts_column, start_seq=start, report=report), args.source, report)
+            categorical=list(s.categorical), ts_column=args.ts_column, start_seq=start, report=report,
+            labels=with_labels), args.source, report)
     t0 = time.monotonic()
     n = produce_events(s, events, rate=args.rate)
     print(f"produced {n} events of stream {stream_id!r} (seq {start}..{start + n - 1}) to {s.topic('features')} "
@@ -140,6 +145,37 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
         print(report.summary(args.source), file=sys.stderr if report.bad else sys.stdout)
         return exit_codes.INCOMPLETE if report.bad else exit_codes.OK
     return exit_codes.OK
+
+
+def _produce_labels(args: argparse.Namespace, s: Settings, stream_id: str) -> int:
+    """``produce FILE --labels``: the file's labels as label events on the labels topic."""
+    from .ingest import FileReport, file_labels
+    from .kafka.config import ensure_topics
+    from .kafka.io import produce_events
+
+    if args.source in ("demo", "control"):
+        raise ConfigError("--labels sends the labels of a file; for the demo use `streamxai demo --label-delay N`")
+    if getattr(args, "without_labels", False):
+        raise ConfigError("--labels and --without-labels exclude each other: send the features first "
+                          "(--without-labels), then the labels (--labels)")
+    first = file_labels(args.source, stream_id, args.target, target_kind=s.target, ts_column=args.ts_column,
+                        report=FileReport())
+    next(first, None)  # a missing file or target column: one line, before any Kafka connection
+    first.close()
+    try:
+        ensure_topics(s)
+    except StreamxaiError:
+        raise
+    except Exception as e:
+        raise _kafka_error(s, e) from None
+    report = FileReport()
+    t0 = time.monotonic()
+    n = produce_events(s, _reporting(file_labels(args.source, stream_id, args.target, target_kind=s.target,
+                                                 ts_column=args.ts_column, report=report), args.source, report),
+                       rate=args.rate)
+    print(f"produced {n} labels of stream {stream_id!r} to {s.topic('labels')} in {time.monotonic() - t0:.1f} s")
+    print(report.summary(args.source).replace("event(s)", "label(s)"), file=sys.stderr if report.bad else sys.stdout)
+    return exit_codes.INCOMPLETE if report.bad else exit_codes.OK
 
 
 def _reporting(events: Any, path: str, report: Any) -> Any:

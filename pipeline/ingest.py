@@ -1,5 +1,6 @@
 """Feature events from files, for ``streamxai produce FILE``: JSONL (feature events or plain
-``{feature: value, ..., target: y}`` objects) and CSV (a header of feature names and the target).
+``{feature: value, ..., target: y}`` objects) and CSV (a header of feature names and the target);
+and label events, for ``streamxai produce FILE --labels`` (:func:`file_labels`).
 
 A bad line is recorded with its line number in a :class:`FileReport` and skipped; a missing
 file, feature column or target column is a :class:`~schemas.ConfigError` (one line, before any
@@ -16,9 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from schemas import ConfigError, FeatureEvent
+from schemas import ConfigError, FeatureEvent, LabelEvent
 
-__all__ = ["file_events", "FileReport"]
+__all__ = ["file_events", "file_labels", "FileReport"]
 
 
 class FileReport:
@@ -58,6 +59,7 @@ def file_events(
     start_seq: int = 0,
     clock: Callable[[], float] = time.time,
     report: FileReport | None = None,
+    labels: bool = True,
 ) -> Iterator[FeatureEvent]:
     """Events from a JSONL file (feature events, or plain ``{feature: value, target: y}``
     objects) or a CSV file with a header of feature names and the target column.
@@ -72,6 +74,8 @@ def file_events(
     Plain rows are numbered ``start_seq, start_seq + 1, ...``. A bad line (not JSON, NaN,
     missing features, wrong types) is recorded in ``report`` with its line number and
     skipped; a missing file, feature column or target column raises :class:`ConfigError`.
+    ``labels=False`` sends the features alone (the target column may be missing; its labels
+    come later, see :func:`file_labels`).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
@@ -93,7 +97,7 @@ def file_events(
         xx = {}
         for f in features:
             xx[f] = value(f, x[f], f in cat)
-        yy = _target(y, target_kind, cell=value is _cell)
+        yy = _target(y, target_kind, cell=value is _cell) if labels else None
         if ts_column is None:
             ts = clock()
         else:
@@ -104,7 +108,7 @@ def file_events(
         with p.open(newline="") as fh:
             reader = csv.DictReader(fh)
             columns = reader.fieldnames or []
-            col = _target_column(p, columns, target, target_kind)
+            col = _target_column(p, columns, target, target_kind) if labels or target else None
             missing = [f for f in features if f not in columns]
             if missing:
                 raise ConfigError(f"{p} has no column(s) {missing} for the configured features; its columns are "
@@ -114,8 +118,8 @@ def file_events(
             for row in reader:
                 line = reader.line_num
                 try:
-                    ev = make({f: row[f] for f in features}, row[col], row.get(ts_column) if ts_column else None,
-                              _cell)
+                    ev = make({f: row[f] for f in features}, row[col] if col else None,
+                              row.get(ts_column) if ts_column else None, _cell)
                 except _BadLine as e:
                     report.bad.append((line, str(e)))
                     continue
@@ -151,7 +155,7 @@ def file_events(
                     ts_raw = obj.pop(ts_column, None) if ts_column else None
                     if ts_column and ts_raw is None:
                         raise _BadLine(f"no ts field {ts_column!r}")
-                    extra = sorted(set(obj) - set(features))
+                    extra = sorted(set(obj) - set(features) - ({col} if not labels and col is None else set()))
                     if extra:
                         raise _BadLine(f"unexpected field(s) {extra} (features are {features}; "
                                        f"the target is {col!r}, set it with --target)")
@@ -162,6 +166,115 @@ def file_events(
             report.valid += 1
             seq += 1
             yield ev
+
+
+def file_labels(
+    path: str | Path,
+    stream_id: str,
+    target: str | None = None,
+    *,
+    target_kind: str = "label",
+    ts_column: str | None = None,
+    start_seq: int = 0,
+    clock: Callable[[], float] = time.time,
+    report: FileReport | None = None,
+) -> Iterator[LabelEvent]:
+    """Label events from a file: the target of each row for the event with its seq.
+
+    A CSV needs the target column (found as :func:`file_events` finds it); its ``seq`` column
+    says which event each label belongs to, and without one the rows are numbered
+    ``start_seq, start_seq + 1, ...`` as ``produce FILE`` numbered the events of a file without
+    bad lines (so the file of events itself can send its labels). JSONL lines are
+    ``label_event/v1`` objects or plain ``{"seq": n, target: y}`` objects (``seq`` optional as
+    in a CSV); feature columns are ignored. A row with an empty target sends nothing (that
+    event stays unlabelled). ``ts`` comes from ``ts_column`` or the wall clock.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+    >>> _ = p.write_text("a,label\\n1.5,1\\n2,\\n3,0\\n")
+    >>> [(e.seq, e.y) for e in file_labels(p, "s", clock=lambda: 0.0)]
+    [(0, 1), (2, 0)]
+    """
+    p = Path(path)
+    report = report if report is not None else FileReport()
+    if not p.is_file():
+        raise ConfigError(f"{p} does not exist or is not a file")
+
+    def make(row_seq: int, seq_raw: Any, y_raw: Any, ts_raw: Any, cell: bool) -> LabelEvent | None:
+        seq = row_seq if seq_raw is None or seq_raw == "" else _seq(seq_raw)
+        y = _target(y_raw, target_kind, cell=cell)
+        if y is None:
+            return None
+        ts = clock() if ts_column is None else _number(ts_column, ts_raw)
+        return LabelEvent(stream_id, seq, y, ts)
+
+    rows: Iterator[tuple[int, Any]]
+    if p.suffix.lower() == ".csv":
+        fh = p.open(newline="")
+        reader = csv.DictReader(fh)
+        columns = reader.fieldnames or []
+        col = _target_column(p, columns, target, target_kind)
+        if ts_column is not None and ts_column not in columns:
+            raise ConfigError(f"{p} has no ts column {ts_column!r}; its columns are {columns}")
+
+        def csv_rows() -> Iterator[tuple[int, Any]]:
+            with fh:
+                for row in reader:
+                    yield reader.line_num, (row.get("seq"), row[col], row.get(ts_column) if ts_column else None, True)
+
+        rows = csv_rows()
+    else:
+        def jsonl_rows() -> Iterator[tuple[int, Any]]:
+            with p.open() as fh:
+                for line_no, line in enumerate(fh, start=1):
+                    line = line.strip()
+                    if line:
+                        yield line_no, line
+
+        rows = jsonl_rows()
+    n = 0
+    for line_no, row in rows:
+        try:
+            if isinstance(row, str):
+                try:
+                    obj = json.loads(row, parse_constant=_reject_constant)
+                except json.JSONDecodeError as e:
+                    raise _BadLine(f"not valid JSON ({e.msg} at column {e.colno})") from None
+                if not isinstance(obj, dict):
+                    raise _BadLine(f"a JSON {type(obj).__name__}, expected an object")
+                if obj.get("schema") == LabelEvent.SCHEMA:  # a label event as it would be sent
+                    if not isinstance(obj.get("stream_id"), str) or "y" not in obj:
+                        raise _BadLine("a label_event/v1 needs a string stream_id and y")
+                    y = _target(obj["y"], target_kind)
+                    if y is not None:
+                        report.valid += 1
+                        yield LabelEvent(obj["stream_id"], _seq(obj.get("seq")), y, _number("ts", obj.get("ts")))
+                    n += 1
+                    continue
+                col = target if target is not None else next(
+                    (c for c in ("y", target_kind, "target") if c in obj), None)
+                if col is None:
+                    raise _BadLine(f"no target field ({target_kind!r}, 'y' or 'target'; name it with --target)")
+                row = (obj.get("seq"), obj[col], obj.get(ts_column or "ts") if ts_column else None, False)
+            label = make(start_seq + n, *row)
+        except _BadLine as e:
+            report.bad.append((line_no, str(e)))
+            n += 1
+            continue
+        n += 1
+        if label is not None:
+            report.valid += 1
+            yield label
+
+
+def _seq(v: Any) -> int:
+    try:
+        seq = int(v) if not isinstance(v, float) or v.is_integer() else None
+    except (TypeError, ValueError):
+        seq = None
+    if seq is None or isinstance(v, bool) or seq < 0:
+        raise _BadLine(f"seq={v!r} is not an integer >= 0")
+    return seq
 
 
 def _target_column(p: Path, columns: list[str], target: str | None, kind: str) -> str:

@@ -28,8 +28,15 @@ __all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED"]
 
 # What each name means, for the exposition's HELP lines (names not listed still appear).
 HELP = {
-    "events_in": "Feature events read by the model agent",
-    "predictions": "Predictions sent (events the model predicted, scored and learned)",
+    "events_in": "Messages read by the model agent from the arrivals topic (feature and label events, good or bad)",
+    "predictions": "Predictions sent (events the model predicted on arrival)",
+    "labels_received": "Label events read by the model agent (good, bad or duplicate)",
+    "labels_learned": "Label events joined to their waiting event, which the model learned",
+    "labels_expired": "Events that waited longer than max_label_delay or label_timeout_s for their label (never learned)",
+    "labels_dead_lettered": "Label events sent to the dead-letter topic (bad schema or type, expired event, unknown seq, already labelled)",
+    "duplicate_labels_dropped": "Label events the intake forwarded twice (after a restart), dropped",
+    "label_delay_events_sum": "Sum over learned labels of how many events later they came (divide by labels_learned)",
+    "label_delay_seconds_sum": "Sum over learned labels of how many seconds of arrival time later they came",
     "messages_in": "Messages read, by topic",
     "messages_out": "Messages sent, by topic",
     "dead_letters": "Dead letters the broker acknowledged, by reason",
@@ -56,11 +63,16 @@ HELP = {
     "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
     "states_dropped_after_rebalance": "Keys whose state was stale after their partition came back from another worker (rebuilt)",
     "history_cache_too_big": "Partitions whose history exceeded the cache, so their keys were read one by one",
+    "fast_path_fallbacks": "Model evaluation calls the fast path handed to the model itself (a part it does not recognise)",
+    "recovery_seconds": "Seconds spent rebuilding state after a restart or rebalance, by stage (model, explain, "
+                        "drift) and step (checkpoint: finding, reading and unpickling it; replay: re-running history)",
 }
 # counters without labels are exposed from the start (at 0), so rates and alerts have a series
 COUNTERS = tuple(HELP)
 HELP.update({
     "streams": "Streams whose model this worker holds",
+    "labels_pending": "Events waiting for their label, over the streams this worker holds",
+    "labels_held": "Labels that came before their event, waiting for it",
     "explainer_groups": "Explainer groups (model replicas) this worker holds",
     "drift_streams": "Streams the drift agent monitors",
     "consumer_lag": "Messages not yet processed, by topic and partition (high watermark - next offset)",
@@ -68,9 +80,10 @@ HELP.update({
     "explanation_lag_seconds": "Age of the newest explain task when it was taken up (now - sent_at)",
     "checkpoint_age_seconds": "Seconds since this worker last wrote a checkpoint",
     "uptime_seconds": "Seconds since the worker started",
+    "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire (or exposed by their user)
-    "messages_in", "messages_out", "dead_letters", "send_errors", "change_episodes")
+    "messages_in", "messages_out", "dead_letters", "send_errors", "change_episodes", "recovery_seconds")
 
 _NAME_OK = re.compile(r"[^a-zA-Z0-9_]")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from schemas import ConfigError
 
+from .core.labels import LabelJoin
 from .core.losses import BrierOf
 from .core.prequential import PrequentialModel
 from .core.stream import ExplainerSpec, StreamExplainer, units_of_group
@@ -16,7 +17,8 @@ from .modelspec import build_model, model_factory
 from .settings import Settings
 from .toml_text import toml_key
 
-__all__ = ["explainer_specs", "stream_explainer", "prequential_model", "group_units", "BrierOf", "check_streams"]
+__all__ = ["explainer_specs", "stream_explainer", "prequential_model", "label_join", "group_units", "BrierOf",
+           "check_streams"]
 
 
 def explainer_specs(s: Settings) -> list[ExplainerSpec]:
@@ -69,11 +71,19 @@ def stream_explainer(s: Settings, stream_id: str, group: int | None = None) -> S
         stream_id=stream_id,
         units=group_units(s, group),
         categorical=s.categorical,
+        emit_every=s.emit_every,
+        fast_path=s.fast_path,
     )
 
 
 def prequential_model(s: Settings) -> PrequentialModel:
     return PrequentialModel(build_model(s.model, s.model_params, s.model_seed), output=s.output, loss=s.loss)
+
+
+def label_join(s: Settings) -> LabelJoin:
+    """A stream's model, predicting each event on arrival and learning it when its label comes."""
+    return LabelJoin(prequential_model(s), s.features, s.categorical, max_label_delay=s.max_label_delay,
+                     label_timeout_s=s.label_timeout_s)
 
 
 def check_streams(s: Settings) -> None:

@@ -1,10 +1,13 @@
 """The wire format: versioned message types, JSON Schema files, (de)serialisation, validation."""
 
+from .arrivals import origin, origin_headers, parse_arrival
 from .errors import (
     BadValue,
     ConfigError,
     FeatureMismatch,
     InvalidMessage,
+    LabelRejected,
+    LabelTypeMismatch,
     MalformedMessage,
     NoProfile,
     OversizedMessage,
@@ -12,6 +15,7 @@ from .errors import (
     StreamxaiError,
 )
 from .features import FeatureSpec, parse_feature_event
+from .labels import parse_label_event
 from .messages import (
     MESSAGE_TYPES,
     ChangeEpisode,
@@ -21,10 +25,12 @@ from .messages import (
     ExplainTask,
     Explanation,
     FeatureEvent,
+    LabelEvent,
+    LabelOutcome,
     Prediction,
 )
 from .parsing import parse_explain_task, parse_explanation
-from .source import Source
+from .source import Headers, Source
 from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj
 
 __all__ = [
@@ -40,7 +46,12 @@ __all__ = [
     "FeatureEvent",
     "FeatureMismatch",
     "FeatureSpec",
+    "Headers",
     "InvalidMessage",
+    "LabelEvent",
+    "LabelOutcome",
+    "LabelRejected",
+    "LabelTypeMismatch",
     "MESSAGE_TYPES",
     "MalformedMessage",
     "NoProfile",
@@ -54,7 +65,11 @@ __all__ = [
     "decode_as",
     "dumps",
     "dumps_obj",
+    "origin",
+    "origin_headers",
+    "parse_arrival",
     "parse_feature_event",
+    "parse_label_event",
     "parse_explain_task",
     "parse_explanation",
 ]

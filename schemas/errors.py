@@ -7,7 +7,10 @@
     │   ├── SchemaMismatch        unknown type or schema version, missing or wrong-typed field
     │   ├── FeatureMismatch       missing or unexpected features
     │   ├── NoProfile             a stream no stream profile matches, where the settings give no features
-    │   └── BadValue              NaN, infinity, or a value of the wrong type
+    │   ├── BadValue              NaN, infinity, or a value of the wrong type
+    │   │   └── LabelTypeMismatch a label of the wrong type for the target
+    │   └── LabelRejected         a label that cannot be joined to its event (expired, unknown seq,
+    │                             already labelled); ``reason`` says which
     ├── ConfigError               settings that cannot work; the worker refuses to start
     └── BrokerError               no broker answers, or the local one cannot be set up or started
                                   (defined in pipeline.kafka.config; pipeline.local.broker raises it too)
@@ -26,6 +29,8 @@ __all__ = [
     "FeatureMismatch",
     "NoProfile",
     "BadValue",
+    "LabelTypeMismatch",
+    "LabelRejected",
     "ConfigError",
 ]
 
@@ -66,6 +71,19 @@ class NoProfile(InvalidMessage):
 
 class BadValue(InvalidMessage):
     reason = "bad_value"
+
+
+class LabelTypeMismatch(BadValue):
+    reason = "label_type"
+
+
+class LabelRejected(InvalidMessage):
+    """A valid label event that cannot be joined to its feature event; ``reason`` is one of
+    ``label_expired``, ``label_unknown_seq``, ``label_already_labelled``."""
+
+    def __init__(self, message: str, *, reason: str, where: str | None = None):
+        super().__init__(message, where=where)
+        self.reason = reason
 
 
 class ConfigError(StreamxaiError, ValueError):

@@ -24,7 +24,7 @@ from .errors import BadValue, FeatureMismatch, NoProfile, SchemaMismatch
 from .messages import FeatureEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
-__all__ = ["FeatureSpec", "parse_feature_event", "check_stream_id", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
+__all__ = ["FeatureSpec", "parse_feature_event", "feature_event_from", "check_stream_id", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
            "MAX_SEQ", "shown"]
 
 TARGETS = ("label", "number")
@@ -81,6 +81,12 @@ def parse_feature_event(
     schemas.errors.FeatureMismatch: f[0]@2: missing features ['age'], unexpected features ['car'] in stream 'a' seq 0; the features of stream profile "a" are ['age']
     """
     obj = decode_as(raw, FeatureEvent.SCHEMA, where=where, max_bytes=max_bytes)
+    return feature_event_from(obj, spec, where=where)
+
+
+def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], FeatureSpec], *,
+                       where: str) -> FeatureEvent:
+    """A decoded ``feature_event/v1`` object to a validated :class:`FeatureEvent` (see :func:`parse_feature_event`)."""
     expected = {"schema", "stream_id", "seq", "ts", "x", "y"}
     missing = sorted(expected - {"y"} - set(obj))
     extra = sorted(set(obj) - expected)

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 
 __all__ = [
     "FeatureEvent",
+    "LabelEvent",
+    "LabelOutcome",
     "ExplainTask",
     "ExplainDecision",
     "Prediction",
@@ -61,15 +63,47 @@ class FeatureEvent(_Message):
 
 
 @dataclass(frozen=True, slots=True)
+class LabelEvent(_Message):
+    """The target ``y`` of event ``seq`` of a stream, sent after its features (topic ``labels``).
+
+    >>> LabelEvent("s1", 7, 1, 2.5).to_dict()
+    {'schema': 'label_event/v1', 'stream_id': 's1', 'seq': 7, 'y': 1, 'ts': 2.5}
+    """
+
+    SCHEMA: ClassVar[str] = "label_event/v1"
+    stream_id: str
+    seq: int
+    y: Scalar
+    ts: float
+
+
+#: the steps of an explain task: ``predict`` (at the event's arrival: explainers that need no
+#: label), ``learn`` (when its label is known: the others, then the replica learns it), or
+#: ``both`` (a label in line)
+STEPS = ("predict", "learn", "both")
+
+
+def _default_position(msg: Any) -> None:
+    """A message without a ``position`` is of a stream whose labels come in line: its position is its seq."""
+    if msg.position is None:
+        object.__setattr__(msg, "position", msg.seq)
+
+
+@dataclass(frozen=True, slots=True)
 class ExplainTask(_Message):
-    """Internal: one event handed to the explainer group ``group`` of its stream.
+    """Internal: one step of one event handed to the explainer group ``group`` of its stream.
 
     v2 adds ``loss``: the model's prequential loss on the event (computed by the model agent
     before it learned the event), so explainers report whether the model's loss moved
     without evaluating the model once more. A v1 task reads as ``loss=None``.
+
+    v3 adds ``step`` (:data:`STEPS`) and ``position``: a label may come after its event, so an
+    event is explained in two steps, each at its place in the stream's record of arrivals
+    (``position``, strictly increasing per stream; the seq itself while labels come in line).
+    A v1 or v2 task reads as ``step="both"``, ``position=seq``.
     """
 
-    SCHEMA: ClassVar[str] = "explain_task/v2"
+    SCHEMA: ClassVar[str] = "explain_task/v3"
     stream_id: str
     seq: int
     ts: float
@@ -79,6 +113,11 @@ class ExplainTask(_Message):
     explain: bool
     sent_at: float
     loss: float | None = None
+    step: str = "both"
+    position: int = None  # type: ignore[assignment]  # None: the seq
+
+    def __post_init__(self) -> None:
+        _default_position(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,18 +125,28 @@ class ExplainDecision(_Message):
     """Internal: whether explainer group ``group`` explained (or shed) event ``seq``, recorded
     when lag shedding is on so a replay makes the same decision."""
 
-    SCHEMA: ClassVar[str] = "explain_decision/v1"
+    SCHEMA: ClassVar[str] = "explain_decision/v2"
     stream_id: str
     group: int
     seq: int
     explain: bool
+    #: v2: the task's position (a seq has two tasks when its label comes later); v1 reads as the seq
+    position: int = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        _default_position(self)
 
 
 @dataclass(frozen=True, slots=True)
 class Prediction(_Message):
-    """The model's prediction for event ``seq`` before it learned it, and its loss."""
+    """The model's prediction for event ``seq`` when it arrived, and its loss if its label came
+    with it (``y_true``; else null, and a :class:`LabelOutcome` follows).
 
-    SCHEMA: ClassVar[str] = "prediction/v1"
+    v2 adds ``position``: the event's place in its stream's record of arrivals (the seq itself
+    while labels come in line), the time axis the explanations share.
+    """
+
+    SCHEMA: ClassVar[str] = "prediction/v2"
     stream_id: str
     seq: int
     ts: float
@@ -105,6 +154,44 @@ class Prediction(_Message):
     y_pred: Scalar
     loss: float | None
     model_version: int
+    position: int = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        _default_position(self)
+
+
+#: what became of an event that waited for its label
+OUTCOMES = ("learned", "expired")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelOutcome(_Message):
+    """What became of event ``seq``, predicted without its label (topic ``predictions``, after
+    its :class:`Prediction`): its label came and the model learned it (``outcome="learned"``;
+    ``loss`` scores the prediction made at arrival, ``y_pred``, against ``y_true``), or it waited
+    too long (``"expired"``; never learned).
+
+    ``delay_events`` and ``delay_s`` are how far the stream had moved on since the event
+    arrived (its newest seq minus this one; seconds of arrival time), ``waiting`` how many of the
+    stream's events still wait for their label, ``position`` the stream's position of the step.
+
+    >>> LabelOutcome("s", 3, 1.0, "learned", 1, 0, 1.0, 3, 500, 2.5, 499, 1003).to_dict()["loss"]
+    1.0
+    """
+
+    SCHEMA: ClassVar[str] = "label_outcome/v1"
+    stream_id: str
+    seq: int
+    ts: float
+    outcome: str
+    y_true: Scalar
+    y_pred: Scalar
+    loss: float | None
+    model_version: int
+    delay_events: int
+    delay_s: float | None
+    waiting: int
+    position: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +212,14 @@ class Explanation(_Message):
     as many independent ones (iPFI and iSAGE reuse donors from a reservoir, which correlates
     increments); the change test multiplies its squared standard errors by it. Null when the
     increments are independent; a v2 message reads as null.
+
+    v4 adds ``position``: the stream's position of the step that produced it (strictly
+    increasing per stream, the time axis of change detection; the seq itself while labels
+    come in line). ``seq`` is then the event explained last (a label may come long after its
+    event). A v2 or v3 message reads as ``position=seq``.
     """
 
-    SCHEMA: ClassVar[str] = "explanation/v3"
+    SCHEMA: ClassVar[str] = "explanation/v4"
     stream_id: str
     explainer: str
     feature: str
@@ -141,6 +233,10 @@ class Explanation(_Message):
     block: dict[str, float] | None = None
     model_loss: dict[str, float] | None = None
     var_factor: float | None = None
+    position: int = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        _default_position(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +354,7 @@ class DeadLetter(_Message):
 
 MESSAGE_TYPES: dict[str, type[_Message]] = {
     cls.SCHEMA: cls
-    for cls in (FeatureEvent, ExplainTask, ExplainDecision, Prediction, Explanation, ChangeEvent, ChangeEpisode,
+    for cls in (FeatureEvent, LabelEvent, LabelOutcome, ExplainTask, ExplainDecision, Prediction, Explanation,
+                ChangeEvent, ChangeEpisode,
                 DeadLetter)
 }

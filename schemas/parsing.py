@@ -6,8 +6,8 @@ raises a :class:`~schemas.errors.SchemaMismatch` naming the field and where it c
 
 >>> from schemas import ExplainTask, dumps
 >>> raw = dumps(ExplainTask("s", 3, 1.0, {"a": 1.0}, 0, 1, True, 2.0, 0.5))
->>> parse_explain_task(raw, where="explain-tasks[0]@9", groups=2).seq
-3
+>>> t = parse_explain_task(raw, where="explain-tasks[0]@9", groups=2); (t.seq, t.step, t.position)
+(3, 'both', 3)
 >>> parse_explain_task(raw, where="explain-tasks[0]@9", groups=1)
 Traceback (most recent call last):
 ...
@@ -21,41 +21,59 @@ from dataclasses import MISSING, fields
 from typing import Any
 
 from .errors import SchemaMismatch
-from .messages import ExplainTask, Explanation
+from .messages import STEPS, ExplainTask, Explanation
 from .wire import DEFAULT_MAX_BYTES, decode
 
-__all__ = ["parse_explain_task", "parse_explanation", "parse_moments", "EXPLAIN_TASK_V1", "EXPLANATION_V1",
-           "EXPLANATION_V2"]
+__all__ = ["parse_explain_task", "parse_explanation", "parse_moments", "EXPLAIN_TASK_V1", "EXPLAIN_TASK_V2",
+           "EXPLANATION_V1", "EXPLANATION_V2", "EXPLANATION_V3"]
 
 #: explain tasks written by a worker before v2 (no ``loss``): read as ``loss=None``
 EXPLAIN_TASK_V1 = "explain_task/v1"
+#: explain tasks written before v3 (no ``step``, ``position``): read as ``step="both"``, ``position=seq``
+EXPLAIN_TASK_V2 = "explain_task/v2"
 #: explanations without per-event increments, which the change test needs: refused
 EXPLANATION_V1 = "explanation/v1"
-#: explanations without ``var_factor``: read as ``var_factor=None`` (independent increments)
+#: explanations without ``var_factor`` (and ``position``): read as ``var_factor=None`` (independent
+#: increments), ``position=seq``
 EXPLANATION_V2 = "explanation/v2"
+#: explanations without ``position``: read as ``position=seq`` (labels in line)
+EXPLANATION_V3 = "explanation/v3"
 
 _TASK_FIELDS = frozenset({"schema", *(f.name for f in fields(ExplainTask))})
+#: what each older version lacks, and the value it reads as (position: the seq)
+_TASK_OLDER = {EXPLAIN_TASK_V2: {"step": "both", "position": None},
+               EXPLAIN_TASK_V1: {"loss": None, "step": "both", "position": None}}
 _EXPLANATION_REQUIRED = tuple(
     f.name for f in fields(Explanation) if f.default is MISSING and f.default_factory is MISSING)
 
 
 def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes: int = DEFAULT_MAX_BYTES) -> ExplainTask:
-    """An :class:`~schemas.messages.ExplainTask` (v2, or v1 read with ``loss=None``) for one of
-    ``groups`` explainer groups: exactly the dataclass's fields, ``x`` an object, ``loss`` a
-    number or null and ``group`` in ``[0, groups)``."""
+    """An :class:`~schemas.messages.ExplainTask` (v3; v2 and v1 read as ``step="both"``,
+    ``position=seq``, v1 with ``loss=None``) for one of ``groups`` explainer groups: exactly the
+    dataclass's fields, ``x`` an object, ``loss`` a number or null, ``group`` in ``[0, groups)``,
+    ``step`` one of :data:`~schemas.messages.STEPS` and ``position`` an integer >= 0."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
-    if obj.get("schema") == EXPLAIN_TASK_V1:
+    tag = obj.get("schema")
+    if tag in _TASK_OLDER:
         obj["schema"] = ExplainTask.SCHEMA
-        obj.setdefault("loss", None)
-    elif obj.get("schema") != ExplainTask.SCHEMA:
-        raise SchemaMismatch(f"schema is {obj.get('schema')!r}, expected {ExplainTask.SCHEMA!r} "
-                             f"(or {EXPLAIN_TASK_V1!r})", where=where)
+        for name, value in _TASK_OLDER[tag].items():
+            if name in obj:  # a field the version did not have: not that version
+                raise SchemaMismatch(f"{tag} has no field {name!r}", where=where)
+            obj[name] = value
+    elif tag != ExplainTask.SCHEMA:
+        raise SchemaMismatch(f"schema is {tag!r}, expected {ExplainTask.SCHEMA!r} "
+                             f"(or {EXPLAIN_TASK_V2!r}, {EXPLAIN_TASK_V1!r})", where=where)
     if set(obj) != _TASK_FIELDS or not isinstance(obj["x"], dict):
         raise SchemaMismatch(f"{ExplainTask.SCHEMA} fields are {sorted(obj)}, expected {sorted(_TASK_FIELDS)}",
                              where=where)
     loss = obj["loss"]
     if loss is not None and not _is_number(loss):
         raise SchemaMismatch(f"loss {loss!r} must be a number or null", where=where)
+    if obj["step"] not in STEPS:
+        raise SchemaMismatch(f"step {obj['step']!r} must be one of {STEPS}", where=where)
+    position, seq = obj["position"], obj["seq"]
+    if not (_is_int(seq) and seq >= 0 and (position is None or _is_int(position) and position >= 0)):
+        raise SchemaMismatch(f"seq {seq!r} and position {position!r} must be integers >= 0", where=where)
     g = obj["group"]
     if not isinstance(g, int) or not 0 <= g < groups:
         raise SchemaMismatch(
@@ -85,11 +103,12 @@ def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None
 
 
 def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Explanation:
-    """An :class:`~schemas.messages.Explanation` (v3, or v2 read with ``var_factor=None``): string
-    ``stream_id``/``explainer``/``feature``, integer ``seq >= 0`` and ``n_explained``, a finite
-    ``value``, ``curve`` an object or null, ``block`` and ``model_loss`` as checked by
-    :func:`parse_moments`, ``var_factor`` null or a finite number >= 0. Fields the drift path does
-    not read are passed through as sent (None when absent); fields of a later version are ignored.
+    """An :class:`~schemas.messages.Explanation` (v4; v3 read with ``position=seq``, v2 also with
+    ``var_factor=None``): string ``stream_id``/``explainer``/``feature``, integer ``seq >= 0``,
+    ``position >= 0`` and ``n_explained``, a finite ``value``, ``curve`` an object or null,
+    ``block`` and ``model_loss`` as checked by :func:`parse_moments`, ``var_factor`` null or a
+    finite number >= 0. Fields the drift path does not read are passed through as sent (None
+    when absent); fields of a later version are ignored.
 
     >>> from schemas import dumps
     >>> raw = dumps(Explanation("s", "ipfi", "a", 0.5, 9, 10, 10, 9, block={"n": 1, "mean": 0.5, "m2": 0.0}))
@@ -101,11 +120,11 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
     if tag == EXPLANATION_V1:
         raise SchemaMismatch(
             "explanation/v1 carries no per-event increments, which the change test needs; upgrade the "
-            "explainer workers so they publish explanation/v3 (run every worker on the same streamxai version)",
+            f"explainer workers so they publish {Explanation.SCHEMA} (run every worker on the same streamxai version)",
             where=where)
-    if tag not in (Explanation.SCHEMA, EXPLANATION_V2):
-        raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} (or {EXPLANATION_V2!r}) on the "
-                             "explanations topic", where=where)
+    if tag not in (Explanation.SCHEMA, EXPLANATION_V3, EXPLANATION_V2):
+        raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} (or {EXPLANATION_V3!r}, "
+                             f"{EXPLANATION_V2!r}) on the explanations topic", where=where)
     stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
     seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
     if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
@@ -115,11 +134,14 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
         raise SchemaMismatch(
             f"{tag} needs string stream_id/explainer/feature, integer seq >= 0 and n_explained, "
             "a finite numeric value and a curve object or null", where=where)
+    position = obj.get("position") if tag == Explanation.SCHEMA else seq
+    if not (_is_int(position) and position >= 0):
+        raise SchemaMismatch(f"position {position!r} must be an integer >= 0", where=where)
     var_factor = obj.get("var_factor")
     if var_factor is not None and not (_is_number(var_factor) and math.isfinite(var_factor) and var_factor >= 0):
         raise SchemaMismatch(f"var_factor must be null or a finite number >= 0, got {var_factor!r:.100}", where=where)
     values = {name: obj.get(name) for name in _EXPLANATION_REQUIRED}
-    values.update(value=float(value), curve=curve, stderr=obj.get("stderr"),
+    values.update(value=float(value), curve=curve, stderr=obj.get("stderr"), position=position,
                   block=parse_moments(obj.get("block"), "block", where=where),
                   model_loss=parse_moments(obj.get("model_loss"), "model_loss", where=where),
                   var_factor=None if var_factor is None else float(var_factor))

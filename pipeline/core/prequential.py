@@ -44,10 +44,22 @@ class PrequentialModel(Component):
 
     def process_one(self, x: dict[str, Any], y: Any) -> tuple[Any, float | None]:
         """Prediction and loss for ``(x, y)``; learns it when ``y`` is not None."""
-        y_pred = self._fn(x)
+        y_pred = self.predict_one(x)
         if y is None:
             return y_pred, None
-        loss = float(self._loss(y, y_pred))
+        loss = self.score(y, y_pred)
+        self.learn_one(x, y)
+        return y_pred, loss
+
+    def predict_one(self, x: dict[str, Any]) -> Any:
+        """The prediction for ``x`` of the model as it is."""
+        return self._fn(x)
+
+    def score(self, y: Any, y_pred: Any) -> float:
+        """The loss of the prediction ``y_pred`` against the target ``y``."""
+        return float(self._loss(y, y_pred))
+
+    def learn_one(self, x: dict[str, Any], y: Any) -> None:
+        """Learn ``(x, y)``: the model's version grows by one."""
         self._learner.learn_one(x, y)
         self.version += 1
-        return y_pred, loss

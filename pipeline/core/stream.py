@@ -2,8 +2,17 @@
 
 A :class:`StreamExplainer` owns a model (the stream's model in-process, or a
 deterministic replica on an explainer worker) and a set of explainers over it. For
-each event it explains the model as it is (version t: after learning events < t), then
-lets the model learn the event. Work is split into *units*: one per feature (iPFI and
+each event it explains the model as it is (version t: after learning the events learned
+before it), then lets the model learn the event.
+
+When labels come later, an event is taken in two steps (:meth:`StreamExplainer.step`): at
+its arrival (``predict``) iPDP, which needs no label, explains it with the model as it is
+then; when its label comes (``learn``) iPFI and iSAGE explain it with the model as it is
+then, and the model learns it. An event whose label comes with it takes both at once
+(``both``, :meth:`StreamExplainer.process_one`). Each part reports its explainers' values
+every ``emit_every`` explained steps of that part.
+
+Work is split into *units*: one per feature (iPFI and
 iPDP of that feature) and one for the iSAGE chain, which cannot be split by feature.
 ``units_of_group`` deals units to groups; a StreamExplainer for one group gives exactly
 the values the all-units StreamExplainer gives for those units, because every random
@@ -21,10 +30,15 @@ from .increments import Block, IncrementTracker
 from .model import ModelFunction
 from .rng import derive_seed
 
-__all__ = ["ExplainerSpec", "StreamExplainer", "ExplanationValue", "units_of_group", "ISAGE_UNIT"]
+__all__ = ["ExplainerSpec", "StreamExplainer", "ExplanationValue", "units_of_group", "ISAGE_UNIT", "NEEDS_LABEL",
+           "STEPS"]
 
 ISAGE_UNIT = "*isage*"
 EXPLAINER_NAMES = ("ipfi", "isage", "ipdp")
+#: whether an explainer needs the event's label: iPFI and iSAGE score a loss, iPDP does not
+NEEDS_LABEL = {"ipfi": True, "isage": True, "ipdp": False}
+#: the steps of an event: at its arrival, when its label comes, or both at once
+STEPS = ("predict", "learn", "both")
 
 
 @dataclass(frozen=True)
@@ -102,9 +116,10 @@ class ExplanationValue:
     ``block`` holds the per-event increments folded in since the previous report of this
     value, ``model_loss`` the model's prequential losses over the events seen since the
     previous report (both :class:`~pipeline.core.increments.Block`), ``stderr`` the
-    standard error of ``value`` when the explainer reports one, ``var_factor`` the variance of
-    a long mean of the increments over that of independent ones (None: independent; see
-    :mod:`pipeline.core.change.test`).
+    standard error of ``value`` when the explainer reports one, ``n_seen`` the steps of its
+    kind (predict or learn) the explainer has seen, explained or not, ``var_factor`` the
+    variance of a long mean of the increments over that of independent ones (None:
+    independent; see :mod:`pipeline.core.change.test`).
     """
 
     explainer: str
@@ -115,6 +130,7 @@ class ExplanationValue:
     block: Block | None = None
     stderr: float | None = None
     model_loss: Block | None = None
+    n_seen: int = 0
     var_factor: float | None = None
 
 
@@ -143,9 +159,27 @@ class StreamExplainer(Component):
     ...     seed=1, stream_id="s")
     >>> for t in range(50):
     ...     out = se.process_one({"a": t % 7 / 7, "b": t % 3 / 3}, 2 * (t % 7 / 7))
-    >>> sorted(v.feature for v in out), se.model_version
-    (['a', 'b'], 50)
+    >>> sorted(v.feature for v in out), se.model_version, se.evaluation_path
+    (['a', 'b'], 50, 'fast')
+
+    The same with the label of each event coming later, and a report every 10 explained steps:
+
+    >>> se = StreamExplainer(linear_model.LinearRegression, ["a", "b"], seed=1, stream_id="s", emit_every=10,
+    ...     specs=[ExplainerSpec("ipfi", output="value", loss="squared", alpha=0.1),
+    ...            ExplainerSpec("ipdp", output="value", loss=None, alpha=0.1, grid_size=3)])
+    >>> reports = []
+    >>> for t in range(20):
+    ...     reports += [(t, v.explainer) for v in se.step("predict", {"a": t % 7 / 7, "b": t % 3 / 3})]
+    ...     if t >= 5:  # the label of event t - 5 comes
+    ...         s = t - 5
+    ...         reports += [(t, v.explainer) for v in se.step("learn", {"a": s % 7 / 7, "b": s % 3 / 3}, 2 * (s % 7 / 7))]
+    >>> sorted(set(reports)), se.model_version
+    ([(9, 'ipdp'), (14, 'ipfi'), (19, 'ipdp')], 15)
     """
+
+    #: ``auto``: evaluate a recognised river model from its internals; ``off``: call it (also
+    #: the value of explainers restored from checkpoints written before the setting existed)
+    fast_path = "auto"
 
     def __init__(
         self,
@@ -156,6 +190,8 @@ class StreamExplainer(Component):
         stream_id: str = "",
         units: Sequence[str] | None = None,
         categorical: Sequence[str] = (),
+        emit_every: int = 1,
+        fast_path: str = "auto",
     ):
         self.model_factory = model_factory
         self.feature_names = list(feature_names)
@@ -164,12 +200,17 @@ class StreamExplainer(Component):
         self.stream_id = stream_id
         self.units = None if units is None else list(units)
         self.categorical = list(categorical)
+        self.emit_every = check_positive_int(emit_every, "emit_every", " (explained steps between two reports)")
+        self.fast_path = fast_path
         self._reset()
 
     def _reset(self) -> None:
         self.model = self.model_factory()
         self.model_version = 0
+        #: events seen with their label (learned), explained or not
         self.n_seen = 0
+        self._seen = {"predict": 0, "learn": 0}
+        self._explained = {"predict": 0, "learn": 0}
         self._losses = IncrementTracker(["loss"])
         all_units = [ISAGE_UNIT, *self.feature_names]
         units = all_units if self.units is None else self.units
@@ -189,7 +230,8 @@ class StreamExplainer(Component):
     def _build(self, spec: ExplainerSpec, features: list[str], seed: int | None) -> Any:
         from .explainers import IPDP, IPFI, ISAGE
 
-        fn = ModelFunction(self.model, output=spec.output, target_class=spec.target_class)
+        fn = ModelFunction(self.model, output=spec.output, target_class=spec.target_class,
+                           fast_path=self.fast_path)
         if spec.name == "ipfi":
             return IPFI(fn, spec.loss, self.feature_names, features=features, alpha=spec.alpha,
                         storage_size=spec.storage_size, seed=seed)
@@ -203,6 +245,19 @@ class StreamExplainer(Component):
     @property
     def explainers(self) -> list[Any]:
         return list(self._explainers)
+
+    @property
+    def evaluation_path(self) -> str:
+        """How the explainers evaluate the model: ``"fast"`` (from its internals, exactly the
+        values of calling it; :mod:`pipeline.core.fastpath`) or ``"black_box"``."""
+        paths = {ex.model_fn.path for ex in self._explainers}
+        return "fast" if paths == {"fast"} else "black_box"
+
+    @property
+    def fallbacks(self) -> int:
+        """Calls the fast path handed back to black-box evaluation (a part of the model it
+        does not recognise), over all explainers."""
+        return sum(ex.model_fn.fallbacks for ex in self._explainers)
 
     def process_one(
         self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True, loss: float | None = None
@@ -218,29 +273,67 @@ class StreamExplainer(Component):
         """
         if y is None:
             return []
-        self.n_seen += 1
-        if loss is not None:
-            self._losses.add("loss", float(loss))
+        self._count("predict", explain)
+        self._count("learn", explain)
+        shown = explain and report
+        return self._step(x, y, "both", explain, loss, {"predict": shown, "learn": shown}, build=True)
+
+    def step(self, kind: str, x: dict[str, Any], y: Any = None, explain: bool = True, loss: float | None = None,
+             build: bool = True) -> list[ExplanationValue]:
+        """One step of an event (module docstring): ``predict`` (explainers that need no label
+        explain ``x``), ``learn`` (the others explain ``(x, y)``, then the model learns it) or
+        ``both``. Each part reports every ``emit_every`` explained steps of its own; the values
+        of the explainers that report now are returned. ``build=False`` (a replay) starts the
+        new blocks as a report does, without building values."""
+        if kind not in STEPS:
+            raise ValueError(f"step {kind!r} is not one of {STEPS}")
+        if kind != "predict" and y is None:
+            raise ValueError(f"a {kind} step needs the event's label y")
+        report = {part: self._count(part, explain) for part in ("predict", "learn") if kind in (part, "both")}
+        return self._step(x, y, kind, explain, loss, report, build)
+
+    def _count(self, part: str, explain: bool) -> bool:
+        """One more step of ``part``; whether it reports."""
+        self._seen[part] += 1
+        if not explain:
+            return False
+        self._explained[part] += 1
+        return self._explained[part] % self.emit_every == 0
+
+    def _step(self, x: dict[str, Any], y: Any, kind: str, explain: bool, loss: float | None,
+              report: dict[str, bool], build: bool) -> list[ExplanationValue]:
+        learn = kind != "predict"
+        if learn:
+            self.n_seen += 1
+            if loss is not None:
+                self._losses.add("loss", float(loss))
         out: list[ExplanationValue] = []
-        model_loss = self._losses.take().get("loss") if explain and report else None
+        model_loss = self._losses.take().get("loss") if report.get("learn") else None
         for ex in self._explainers:
-            if explain:
-                values = ex.explain_one(x, y)
-                if not report:
-                    continue
-                curves = ex.curves() if hasattr(ex, "curves") else {}
-                blocks = ex.increments.take()
-                stderr = ex.stderr
-                factors = ex.variance_factors
-                n = ex.n_explained
-                for feat, val in values.items():
-                    out.append(ExplanationValue(ex.name, feat, float(val), n, curves.get(feat),
-                                                block=blocks.get(feat), stderr=stderr.get(feat),
-                                                model_loss=model_loss, var_factor=factors.get(feat)))
-            else:
+            part = "learn" if NEEDS_LABEL[ex.name] else "predict"
+            if part not in report:
+                continue
+            if not explain:
                 ex.observe_one(x, y)
-        self.model.learn_one(x, y)
-        self.model_version += 1
+                continue
+            values = ex.explain_one(x, y)
+            if not report[part]:
+                continue
+            blocks = ex.increments.take()
+            if not build:
+                continue
+            curves = ex.curves() if hasattr(ex, "curves") else {}
+            stderr = ex.stderr
+            factors = ex.variance_factors
+            n = ex.n_explained
+            for feat, val in values.items():
+                out.append(ExplanationValue(ex.name, feat, float(val), n, curves.get(feat),
+                                            block=blocks.get(feat), stderr=stderr.get(feat),
+                                            model_loss=model_loss, n_seen=self._seen[part],
+                                            var_factor=factors.get(feat)))
+        if learn:
+            self.model.learn_one(x, y)
+            self.model_version += 1
         return out
 
     def skip_report(self) -> None:

@@ -7,8 +7,9 @@ Protocols (:class:`Handler`, :class:`History`, :class:`CheckpointStore`)."""
 from .common import MessageHandler, Out, Recovering, Rejected, Source, dead_letter
 from .drift import DriftHandler
 from .explain import ExplainHandler
+from .intake import IntakeHandler
 from .model import ModelHandler
 from .protocols import CheckpointStore, Handler, History, ScanningHistory
 
-__all__ = ["CheckpointStore", "DriftHandler", "ExplainHandler", "Handler", "History", "MessageHandler", "ModelHandler",
+__all__ = ["CheckpointStore", "DriftHandler", "ExplainHandler", "Handler", "History", "IntakeHandler", "MessageHandler", "ModelHandler",
            "Out", "Recovering", "Rejected", "ScanningHistory", "Source", "dead_letter"]

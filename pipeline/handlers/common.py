@@ -8,14 +8,14 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Hashable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 
 from ..metrics import Metrics
 from ..settings import Settings
-from .history_cache import HistoryCache
+from .history_cache import HistoryCache, records_of
 from .out import Out
 from .protocols import CheckpointStore, History, ScanningHistory
 
@@ -80,31 +80,52 @@ def dead_letter(
     return Out("dead-letters", out_key, value, reason=reason)
 
 
+M = TypeVar("M")
+S = TypeVar("S")
+
 #: the handlers of a worker share one checkpoint store (and its Kafka clients, with
 #: checkpoint_store = kafka), and a handler rebuilding state runs on a thread of its own
 _STORE_LOCK = threading.Lock()
 
 
-class Recovering(abc.ABC):
-    """State recovery shared by the model and explain handlers.
+class Recovering(abc.ABC, Generic[M, S]):
+    """Per-key state and its recovery, shared by the model, explain and drift handlers.
 
-    A handler that meets a key it has no state for restores the newest checkpoint and
-    replays the key's later messages of this partition, or, without a checkpoint, starts
-    fresh and replays the key's whole history (unless the message opens the stream).
-    Subclasses set ``checkpoints``, ``history`` and ``metrics`` and implement ``_rebuild``.
+    A handler keeps one state per *state key* (a stream, or a stream's explainer group) in
+    :attr:`states`. The first message of a key it has no state for restores the newest
+    checkpoint and replays the key's later messages of this partition, or, without a
+    checkpoint, starts fresh and replays the key's whole history (unless the message opens the
+    stream, :meth:`_opens`). A subclass names the state key of a message
+    (:meth:`_state_key`), makes a new state for a state key (:meth:`_fresh`) and re-runs one
+    earlier message into a state (:meth:`_replay_one`).
 
     A ``history`` that can ``scan`` a partition is wrapped in a :class:`HistoryCache`, so the
     keys of a partition share one pass over it. :meth:`needs_recovery` tells the agent loop
     which messages may rebuild state, so it can run them off the event loop.
     """
 
-    checkpoints: CheckpointStore | None
-    metrics: Metrics
-    _history: History | HistoryCache | None = None
-    _known: set[bytes] | None = None
-    _positions: dict[tuple[str, int], int] | None = None
-    _revoked: set[tuple[str, int]] | None = None
-    _key_tp: dict[bytes, tuple[str, int]] | None = None
+    #: the checkpoint kind and dead-letter stage
+    STAGE: ClassVar[str]
+    #: counts the earlier messages re-run to rebuild states
+    REPLAYED_METRIC: ClassVar[str]
+    #: gauges how many states the handler holds
+    STATES_GAUGE: ClassVar[str]
+
+    def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
+                 checkpoints: CheckpointStore | None = None):
+        self.settings = settings
+        self.metrics = metrics or Metrics()
+        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
+        self.history = history
+        #: a :class:`pipeline.handlers.protocols.CheckpointStore` (``pipeline.kafka``: files or a topic), or None
+        self.checkpoints = checkpoints
+        #: the state of every state key met so far
+        self.states: dict[Hashable, S] = {}
+        #: Kafka keys whose state was built here (restored or replayed), with its state key and partition
+        self._known: dict[bytes, tuple[Hashable, tuple[str, int] | None]] = {}
+        #: the last offset taken up per (topic, partition), to notice a partition that skipped ahead
+        self._positions: dict[tuple[str, int], int] = {}
+        self._revoked: set[tuple[str, int]] = set()
 
     @property
     def history(self) -> History | HistoryCache | None:
@@ -115,6 +136,54 @@ class Recovering(abc.ABC):
     def history(self, source: History | None) -> None:
         self._history = HistoryCache(source, self) if isinstance(source, ScanningHistory) else source
 
+    # the steps a handler fills in ---------------------------------------------------
+    @abc.abstractmethod
+    def _state_key(self, msg: M) -> Hashable:
+        """The key of the state ``msg`` updates (its stream, or its stream's explainer group)."""
+
+    @abc.abstractmethod
+    def _fresh(self, state_key: Any) -> S:
+        """A new state for ``state_key`` (see :meth:`_state_key`), before any message."""
+
+    def _opens(self, msg: M) -> bool:
+        """Whether ``msg`` is the first of its key (nothing to replay before it)."""
+        return False
+
+    @abc.abstractmethod
+    def _replay_one(self, st: S, raw: bytes | None, key: bytes | None, src: Source) -> bool:
+        """Re-run one earlier message into ``st`` as it was run the first time; False if it was
+        skipped (a dead letter, a duplicate)."""
+
+    # state: get or create ------------------------------------------------------------
+    def _state(self, msg: M, key: bytes | None, src: Source) -> S:
+        """The state ``msg`` updates: kept, restored from a checkpoint and replay, or new."""
+        sk = self._state_key(msg)
+        st = self.states.get(sk)
+        if st is None:
+            st = self.states[sk] = self._load(msg, key, src)
+            self.metrics.gauge(self.STATES_GAUGE, len(self.states))
+        return st
+
+    def _load(self, msg: M, key: bytes | None, src: Source) -> S:
+        """The state of a key met for the first time (see :meth:`_recover`)."""
+        return self._recover(msg, key, src)
+
+    def _recover(self, msg: M, key: bytes | None, src: Source) -> S:
+        st = self._restore(msg, key, src)
+        if key is not None:  # only once it worked: a failed rebuild is tried again off the loop
+            tp = (src.topic, src.partition) if src.partition is not None else None
+            self._known[key] = (self._state_key(msg), tp)
+        return st
+
+    def _forget(self, key: bytes | None, state_key: Hashable) -> None:
+        """Drop a state (stale, or half-updated by an error): the key's next message rebuilds
+        it, off the event loop."""
+        self.states.pop(state_key, None)
+        if key is not None:
+            self._known.pop(key, None)
+        self.metrics.gauge(self.STATES_GAUGE, len(self.states))
+
+    # recovery --------------------------------------------------------------------------
     def needs_recovery(self, key: bytes | None, src: Source | None = None) -> bool:
         """Whether a message with ``key`` at ``src`` may make the handler rebuild state (read and
         replay history): true for keys it has not built state for yet.
@@ -124,82 +193,72 @@ class Recovering(abc.ABC):
         another worker processed some of it): the partition's cached history is then dropped,
         since it no longer covers every message before the ones to come."""
         if src is not None and src.partition is not None and src.offset is not None:
-            if self._positions is None:
-                self._positions = {}
             tp = (src.topic, src.partition)
             prev = self._positions.get(tp)
             if prev is not None and src.offset != prev + 1 and isinstance(self._history, HistoryCache):
                 self._history.forget(src.topic, src.partition)
-            if self._revoked and tp in self._revoked:
+            if tp in self._revoked:
                 self._revoked.discard(tp)
                 if prev is not None and src.offset > prev + 1:
                     self._drop_partition(tp)
             self._positions[tp] = src.offset
-        return self._history is not None and key is not None and (self._known is None or key not in self._known)
+        return self._history is not None and key is not None and key not in self._known
 
     def partitions_revoked(self, tps: set[tuple[str, int]]) -> None:
         """A rebalance took ``(topic, partition)`` pairs away. If one comes back after another
         worker processed some of it, the states of its keys here missed those messages: the
         next message then drops them, and each key is rebuilt (checkpoint and replay)."""
-        self._revoked = (self._revoked or set()) | set(tps)
+        self._revoked |= set(tps)
 
     def _drop_partition(self, tp: tuple[str, int]) -> None:
-        stale = [k for k, where in (self._key_tp or {}).items() if where == tp]
-        for key in stale:
-            self._drop_state(key)
-            self._key_tp.pop(key, None)  # type: ignore[union-attr]
-            if self._known is not None:
-                self._known.discard(key)
+        stale = [(key, sk) for key, (sk, where) in self._known.items() if where == tp]
+        for key, sk in stale:
+            self._forget(key, sk)
         if stale:
             self.metrics.inc("states_dropped_after_rebalance", len(stale))
             log.info("%s[%d] came back after another worker processed part of it: rebuilding %d keys",
                      tp[0], tp[1], len(stale))
 
-    @abc.abstractmethod
-    def _drop_state(self, key: bytes) -> None:
-        """Forget the state of ``key`` (its partition came back after another worker had it)."""
-
-    @abc.abstractmethod
-    def _rebuild(self, st: Any, key: bytes | None, src: Source, from_offset: int) -> None:
-        """Replay the messages of ``key`` on ``src``'s partition from ``from_offset`` up to ``src`` into ``st``."""
-
-    def _checkpoint_if_due(self, kind: str, key: bytes | None, st: Any, src: Source) -> None:
+    def _checkpoint_if_due(self, key: bytes | None, st: Any, src: Source) -> None:
         """Count one more message for ``st``; write its checkpoint when ``checkpoint_every`` is reached."""
         st.since_checkpoint += 1
         if self.checkpoints is not None and key and self.checkpoints.due(st.since_checkpoint):
             st.since_checkpoint = 0
             with _STORE_LOCK:
-                self.checkpoints.save(kind, key, st, src)
+                self.checkpoints.save(self.STAGE, key, st, src)
             self.metrics.inc("checkpoints_written")
 
-    def _recover(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
-        st = self._restore(kind, key, src, fresh, first)
-        if key is not None:  # only once it worked: a failed rebuild is tried again off the loop
-            if self._known is None:
-                self._known, self._key_tp = set(), {}
-            self._known.add(key)
-            if src.partition is not None:
-                self._key_tp[key] = (src.topic, src.partition)  # type: ignore[index]
-        return st
-
-    def _restore(self, kind: str, key: bytes | None, src: Source, fresh: Callable[[], Any], first: bool) -> Any:
+    def _restore(self, msg: M, key: bytes | None, src: Source) -> S:
         # only a checkpoint before this message: after a SIGKILL the worker resumes from the
         # committed offset, and a newer checkpoint covers messages whose outputs may be lost
         loaded = None
+        t0 = time.perf_counter()
         if self.checkpoints and key:
             with _STORE_LOCK:
-                loaded = self.checkpoints.load(kind, key, src.topic, src.partition, before_offset=src.offset)
+                loaded = self.checkpoints.load(self.STAGE, key, src.topic, src.partition, before_offset=src.offset)
+        t1 = time.perf_counter()
+        self.metrics.inc("recovery_seconds", t1 - t0, stage=self.STAGE, step="checkpoint")
         if loaded is not None:
             st, ck_offset = loaded
             st.since_checkpoint = 0
             self.metrics.inc("checkpoints_restored")
-            if self.history is not None and src.offset is not None and src.offset > ck_offset + 1:
-                self._rebuild(st, key, src, ck_offset + 1)
-            return st
-        st = fresh()
-        if not first and self.history is not None and src.offset:
-            self._rebuild(st, key, src, 0)
+            from_offset = ck_offset + 1
+        else:
+            st, from_offset = self._fresh(self._state_key(msg)), 0
+            if self._opens(msg):
+                return st
+        if self.history is not None and src.offset is not None and src.offset > from_offset:
+            self._rebuild(st, key, src, from_offset)
+            self.metrics.inc("recovery_seconds", time.perf_counter() - t1, stage=self.STAGE, step="replay")
         return st
+
+    def _rebuild(self, st: S, key: bytes | None, src: Source, from_offset: int) -> None:
+        """Re-run the messages of ``key`` on ``src``'s partition from ``from_offset`` up to ``src`` into ``st``."""
+        earlier = records_of(self.history, src.topic, src.partition, src.offset, key, from_offset)
+        n = sum(self._replay_one(st, raw, key, Source(src.topic, src.partition, off, timestamp=ts, headers=headers))
+                for off, raw, ts, headers in earlier)
+        self.metrics.inc(self.REPLAYED_METRIC, n)
+        log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, key, n, src)
 
 
 class Rejected(Exception):
@@ -211,19 +270,14 @@ class Rejected(Exception):
         self.out = out
 
 
-M = TypeVar("M")
-S = TypeVar("S")
-
-
-class MessageHandler(Recovering, Generic[M, S]):
+class MessageHandler(Recovering[M, S]):
     """The one skeleton of the model, explain and drift handlers (:meth:`on_message`):
     parse → dead letter → load state → drop duplicate → process → checkpoint. A handler
     names its ``STAGE`` (dead letters, checkpoints) and ``DUPLICATE_METRIC``, and fills in
-    the steps :meth:`_read`, :meth:`_state`, :meth:`_is_duplicate` and :meth:`_process`."""
+    the steps :meth:`_read`, :meth:`_is_duplicate` and :meth:`_process`, and those of
+    :class:`Recovering` (:meth:`_state_key`, :meth:`_fresh`, :meth:`_replay_one`)."""
 
-    STAGE: ClassVar[str]
     DUPLICATE_METRIC: ClassVar[str]
-    settings: Settings
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The messages to send for ``raw`` from ``src``; bad input becomes a dead letter."""
@@ -234,13 +288,13 @@ class MessageHandler(Recovering, Generic[M, S]):
             return [self._dead_letter(raw, key, e, src, self._reason(e))]
         st = self._state(msg, key, src)
         if self._is_duplicate(msg, st):
-            self.metrics.inc(self.DUPLICATE_METRIC)
+            self.metrics.inc(self._duplicate_metric(msg))
             return []
         try:
             outs = self._process(msg, st, raw, key, src)
         except Rejected as r:
             return [r.out]
-        self._checkpoint_if_due(self.STAGE, key, st, src)
+        self._checkpoint_if_due(key, st, src)
         return outs
 
     def _arrived(self) -> None:
@@ -255,12 +309,12 @@ class MessageHandler(Recovering, Generic[M, S]):
         return None
 
     @abc.abstractmethod
-    def _state(self, msg: M, key: bytes | None, src: Source) -> S:
-        """The state ``msg`` updates: kept, restored from a checkpoint and replay, or new."""
-
-    @abc.abstractmethod
     def _is_duplicate(self, msg: M, st: S) -> bool:
         """Whether ``st`` already took ``msg`` (a redelivery): it is then dropped."""
+
+    def _duplicate_metric(self, msg: M) -> str:
+        """The counter of dropped duplicates ``msg`` counts in (by default ``DUPLICATE_METRIC``)."""
+        return self.DUPLICATE_METRIC
 
     @abc.abstractmethod
     def _process(self, msg: M, st: S, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:

@@ -1,7 +1,11 @@
-"""Drift path: explanation/v3 (or v2) → change test per stream → change events and change episodes.
+"""Drift path: explanation/v4 (or v3, v2) → change test per stream → change events and change episodes.
 
 Explanations are keyed by ``stream_id``, so every series of a stream reaches the same drift
-worker, in partition order. A stream's state — one
+worker, in partition order. Their time axis is the stream's ``position`` (explanation/v4; the
+seq itself while labels come in line, and for explanation/v2 and v3): with labels that come
+later, an event's loss-based explanations come when its label does, so seq no longer orders
+them. The ``seq`` and ``cut_seq`` of change events and the seqs of episodes are positions on
+that axis. A stream's state — one
 :class:`~pipeline.core.change.StreamChangeDetector` over all its series — is
 checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
 a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
@@ -52,6 +56,7 @@ class _Point:
     explainer: str
     feature: str
     seq: int
+    position: int
     n_explained: int
     block: Block | None
     model_loss: Block | None
@@ -66,7 +71,7 @@ def _block(block: dict[str, float] | None) -> Block | None:
 def parse_explanation(raw: bytes | None, src: Source, max_bytes: int) -> _Point:
     """The drift path's view of an explanation (parsed and checked by :mod:`schemas.parsing`)."""
     e = parse_explanation_message(raw, where=str(src), max_bytes=max_bytes)
-    return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.n_explained, _block(e.block),
+    return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.position, e.n_explained, _block(e.block),
                   _block(e.model_loss), e.curve, e.var_factor)
 
 
@@ -86,55 +91,55 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
     STAGE = "drift"
     DUPLICATE_METRIC = "duplicate_explanations_dropped"
 
+    STATES_GAUGE = "drift_streams"
+    REPLAYED_METRIC = "replayed_explanations"
+
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
-        self.settings = settings
-        self.metrics = metrics or Metrics()
-        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
-        self.history = history
-        #: a :class:`pipeline.handlers.protocols.CheckpointStore` (``pipeline.kafka``: files or a topic), or None
-        self.checkpoints = checkpoints
-        self.streams: dict[str, _StreamState] = {}
+        super().__init__(settings, metrics, history, checkpoints)
         for kind in KINDS:  # every series from the start, so an alert rule sees the first increase
             for alert in {kind in s.drift_alert_kinds for s in (settings, *settings.profiles().values())}:
                 self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(alert))
 
+    @property
+    def streams(self) -> dict[str, _StreamState]:
+        """The change detector of every stream met so far, by stream id."""
+        return self.states  # type: ignore[return-value]
+
     def _parse(self, raw: bytes | None, src: Source) -> _Point:
         return parse_explanation(raw, src, self.settings.max_message_bytes)
+
+    def _state_key(self, p: _Point) -> str:
+        return p.stream_id
+
+    def _opens(self, p: _Point) -> bool:
+        # a stream's first report carries n_explained <= emit_every: nothing of it came before;
+        # a report past its event's seq (a label came later) may follow others of the stream
+        return p.n_explained <= self.settings.for_stream(p.stream_id).emit_every and p.position == p.seq
 
     def _fresh(self, stream_id: str) -> _StreamState:
         return _StreamState(stream_detector(self.settings.for_stream(stream_id)))
 
-    def _rebuild(self, st: _StreamState, key: bytes | None, src: Source, from_offset: int) -> None:
-        """Re-run the stream's explanations of this partition from ``from_offset`` to just before ``src``."""
-        stream_id = key.decode(errors="replace") if key else None
-        det, n = st.detector, 0
-        for raw in self.history(src.topic, src.partition, src.offset, key, from_offset):
-            try:
-                p = self._parse(raw, src)
-            except InvalidMessage:
-                continue  # it went to the dead-letter topic the first time
-            if p.stream_id != stream_id or not det.knows(p.explainer, p.feature):
-                continue
-            if p.seq <= det.last_seq(p.explainer, p.feature):
-                continue
-            det.update(p.explainer, p.feature, p.seq, p.block, p.curve, p.model_loss, p.var_factor)
-            n += 1
-        self.metrics.inc("replayed_explanations", n)
-        log.info("rebuilt drift state of stream %s from %d earlier explanations of %s", stream_id, n, src)
-
-    def _drop_state(self, key: bytes) -> None:
-        self.streams.pop(key.decode(errors="replace"), None)
-
-    def _state_for(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
+    def _load(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
         if key != p.stream_id.encode():
             log.warning("explanation at %s is keyed %r, not by its stream_id %r: its stream's history cannot be "
                         "replayed after a restart; run every worker on the same streamxai version", src, key, p.stream_id)
             return self._fresh(p.stream_id)
-        # a stream's first report carries n_explained <= emit_every: nothing of it came before
-        first = p.n_explained <= self.settings.for_stream(p.stream_id).emit_every
-        return self._recover("drift", key, src, lambda: self._fresh(p.stream_id), first=first)
+        return self._recover(p, key, src)
 
+    def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
+        """Re-run one earlier explanation of the stream into its change test."""
+        try:
+            p = self._parse(raw, src)
+        except InvalidMessage:
+            return False  # it went to the dead-letter topic the first time
+        det = st.detector
+        if key is None or p.stream_id.encode() != key or not det.knows(p.explainer, p.feature):
+            return False
+        if self._is_duplicate(p, st):
+            return False
+        det.update(p.explainer, p.feature, p.position, p.block, p.curve, p.model_loss, p.var_factor)
+        return True
 
     def _arrived(self) -> None:
         self.metrics.inc("explanations_seen")  # every message, good or bad: how far the drift agent has got
@@ -151,21 +156,14 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
     def _reason(self, err: InvalidMessage) -> str | None:
         return "explanation_v1" if "explanation/v1 carries" in str(err) else None
 
-    def _state(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
-        st = self.streams.get(p.stream_id)
-        if st is None:
-            st = self.streams[p.stream_id] = self._state_for(p, key, src)
-            self.metrics.gauge("drift_streams", len(self.streams))
-        return st
-
     def _is_duplicate(self, p: _Point, st: _StreamState) -> bool:
-        return p.seq <= st.detector.last_seq(p.explainer, p.feature)
+        return p.position <= st.detector.last_seq(p.explainer, p.feature)
 
     def _process(self, p: _Point, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """Fold the explanation into its series' change test; the change events and the episodes it closed."""
         m = self.metrics
         m.inc("explanations_monitored")
-        changes, episodes = st.detector.update(p.explainer, p.feature, p.seq, p.block, p.curve, p.model_loss,
+        changes, episodes = st.detector.update(p.explainer, p.feature, p.position, p.block, p.curve, p.model_loss,
                                                p.var_factor)
         outs = []
         k = p.stream_id.encode()

@@ -38,13 +38,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HistoryCache"]
+__all__ = ["HistoryCache", "records_of"]
+
+
+#: what a record keeps besides its value: (timestamp, headers) when the source gives them
+_Meta = tuple[Any, ...]
+_NO_META: _Meta = (None, None)
 
 
 @dataclass
 class _Partition:
     start: int
-    by_key: dict[bytes, list[tuple[int, bytes | None]]]
+    by_key: dict[bytes, list[tuple[int, bytes | None, _Meta]]]
     size: int = 0
     served: set[bytes] = field(default_factory=set)
 
@@ -54,8 +59,9 @@ _TOO_BIG = object()
 
 class HistoryCache:
     """Wraps a ``history(topic, partition, before_offset, key, from_offset)`` callable that also
-    has ``scan(topic, partition, before_offset, from_offset)`` → ``(offset, key, value)`` (a
-    ``pipeline.handlers.protocols.ScanningHistory``, which the handlers check before wrapping)."""
+    has ``scan(topic, partition, before_offset, from_offset)`` → ``(offset, key, value)``, or
+    ``(offset, key, value, timestamp, headers)`` (a ``pipeline.handlers.protocols.ScanningHistory``,
+    which the handlers check before wrapping); :meth:`records` gives those back per key."""
 
     def __init__(self, source: Any, owner: Any = None, max_bytes: int = 256 * 1024 * 1024):
         self.source = source
@@ -67,18 +73,25 @@ class HistoryCache:
     def __call__(
         self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
     ) -> Iterator[bytes | None]:
+        return (v for _, v, _, _ in self.records(topic, partition, before_offset, key, from_offset))
+
+    def records(
+        self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
+    ) -> Iterator[tuple[int | None, bytes | None, Any, Any]]:
+        """``(offset, value, timestamp, headers)`` of the key's messages (offset, timestamp and
+        headers None where the source does not give them)."""
         if key is None or before_offset is None:
-            return self.source(topic, partition, before_offset, key, from_offset)
+            return records_of(self.source, topic, partition, before_offset, key, from_offset)
         part = self._parts.get((topic, partition))
         if part is None:  # read from where this key needs it (after its checkpoint, or from 0)
             part = self._parts[(topic, partition)] = _Partition(before_offset, {})
         if part is not _TOO_BIG and from_offset < part.start:  # an earlier start: read the gap once
             part = self._parts[(topic, partition)] = self._scan(topic, partition, part, from_offset)
         if part is _TOO_BIG or key in part.served:
-            return self.source(topic, partition, before_offset, key, from_offset)
+            return records_of(self.source, topic, partition, before_offset, key, from_offset)
         part.served.add(key)
         entries = part.by_key.pop(key, [])
-        return iter([v for off, v in entries if from_offset <= off < before_offset])
+        return iter([(off, v, *meta) for off, v, meta in entries if from_offset <= off < before_offset])
 
     def forget(self, topic: str, partition: int) -> None:
         """Drop what is cached of ``topic[partition]`` (the handler did not see all of it)."""
@@ -87,9 +100,9 @@ class HistoryCache:
     def _scan(self, topic: str, partition: int, part: _Partition, from_offset: int) -> Any:
         """Read ``[from_offset, part.start)`` into ``part``, or give up past ``max_bytes``."""
         m = self._metrics()
-        gap: dict[bytes, list[tuple[int, bytes | None]]] = {}
+        gap: dict[bytes, list[tuple[int, bytes | None, _Meta]]] = {}
         n = 0
-        for off, key, value in self.source.scan(topic, partition, part.start, from_offset):
+        for off, key, value, *meta in self.source.scan(topic, partition, part.start, from_offset):
             n += 1
             if n % 1000 == 0:  # progress, visible in the metrics while a long pass runs
                 m.inc("history_messages_scanned", 1000)
@@ -99,7 +112,7 @@ class HistoryCache:
             if part.size > self.max_bytes:
                 m.inc("history_cache_too_big")
                 return _TOO_BIG
-            gap.setdefault(key, []).append((off, value))
+            gap.setdefault(key, []).append((off, value, tuple(meta) if meta else _NO_META))
         for key, entries in gap.items():
             part.by_key[key] = entries + part.by_key.get(key, [])
         part.start = from_offset
@@ -115,3 +128,13 @@ class HistoryCache:
 class _NoMetrics:
     def inc(self, name: str, n: int = 1) -> None:
         pass
+
+
+def records_of(
+    source: Any, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
+) -> Iterator[tuple[int | None, bytes | None, Any, Any]]:
+    """``(offset, value, timestamp, headers)`` from a history that has ``records``, or its values
+    with the rest None."""
+    if hasattr(source, "records"):
+        return source.records(topic, partition, before_offset, key, from_offset)
+    return ((None, v, None, None) for v in source(topic, partition, before_offset, key, from_offset))

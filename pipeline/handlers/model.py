@@ -1,22 +1,42 @@
-"""Model path: validate a feature event, predict, score, learn, hand the event to explainers.
+"""Model path: the arrivals of a stream (feature events and label events, in the order the
+intake recorded them) → predict on arrival, learn when the label is known, hand each step to
+the explainers.
 
-The model path never waits for explanations: it only produces explain tasks.
+The join itself is :class:`~pipeline.core.labels.LabelJoin` (the in-process reference uses
+the same one): this handler validates, drops what the intake forwarded twice, and turns
+what the join did into messages. Dead letters name where a message came from (the
+``features`` or ``labels`` record, from the arrivals headers). The model path never waits
+for explanations: it only produces explain tasks.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from schemas import ExplainTask, FeatureEvent, InvalidMessage, Prediction, SchemaMismatch, dumps, parse_feature_event
+from schemas import (
+    ExplainTask,
+    FeatureEvent,
+    InvalidMessage,
+    LabelEvent,
+    LabelOutcome,
+    LabelRejected,
+    Prediction,
+    SchemaMismatch,
+    dumps,
+    origin,
+    parse_arrival,
+)
 
 from ..core.budget import EventSampler
-from ..core.prequential import PrequentialModel
+from ..core.labels import Arrival, LabelJoin, Step
 from ..core.rng import derive_seed
+from ..core.stream import ISAGE_UNIT
 from ..metrics import Metrics
-from ..plan import prequential_model
+from ..plan import group_units, label_join
 from ..settings import Settings
-from .common import MessageHandler, Out, Rejected, Source, log
+from .common import MessageHandler, Out, Rejected, Source
 from .dead_letter_watch import DeadLetterWatch
 from .protocols import CheckpointStore, History
 
@@ -25,133 +45,246 @@ __all__ = ["ModelHandler"]
 
 @dataclass
 class _StreamState:
-    model: PrequentialModel
+    join: LabelJoin
     first_partition: int
-    last_seq: int = -1
     since_checkpoint: int = 0
 
+    @property
+    def last_seq(self) -> int:
+        return self.join.last_seq
 
-class ModelHandler(MessageHandler[FeatureEvent, _StreamState]):
-    """One per worker; keeps one model per stream id it owns."""
+
+@dataclass(frozen=True, slots=True)
+class _Arriving:
+    """One message of the arrivals topic: the event, where it came from and when it arrived."""
+
+    event: FeatureEvent | LabelEvent
+    origin: Source
+    at: float | None
+
+    @property
+    def stream_id(self) -> str:
+        return self.event.stream_id
+
+    @property
+    def key(self) -> tuple[tuple[str, int | None], int] | None:
+        """``((topic, partition), offset)`` of where it came from (None: unknown)."""
+        o = self.origin
+        return None if o.offset is None else ((o.topic, o.partition), o.offset)
+
+
+class _SeqGap(Exception):
+    pass
+
+
+class ModelHandler(MessageHandler[_Arriving, _StreamState]):
+    """One per worker; keeps one model (and its events waiting for labels) per stream id it owns."""
 
     STAGE = "model"
     DUPLICATE_METRIC = "duplicates_dropped"
+    STATES_GAUGE = "streams"
+    REPLAYED_METRIC = "replayed_events"
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
-        self.settings = settings
-        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
-        self.history = history
-        #: a :class:`pipeline.handlers.protocols.CheckpointStore` (``pipeline.kafka``: files or a topic), or None
-        self.checkpoints = checkpoints
-        self.metrics = metrics or Metrics()
+        super().__init__(settings, metrics, history, checkpoints)
         self.spec = settings.stream_feature_spec  # each stream's features: its profile's (Settings.for_stream)
         self._samplers: dict[float, EventSampler] = {}
-        self.streams: dict[str, _StreamState] = {}
         self.dead_letter_watch = DeadLetterWatch()
+        self._labels_topic = settings.topic("labels")
+        self._waiting = self._held = 0  # events waiting for a label, labels for their event, over all streams
+
+    @property
+    def streams(self) -> dict[str, _StreamState]:
+        """The model of every stream met so far, by stream id."""
+        return self.states  # type: ignore[return-value]
+
+    def _settings(self, stream_id: str) -> Settings:
+        """The settings of ``stream_id``: the one place a stream's settings are looked up (its profile's)."""
+        return self.settings.for_stream(stream_id)
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         outs = super().on_message(raw, key, src)
         self.dead_letter_watch.observe(key, outs)  # a producer whose events are mostly refused: one error
         return outs
 
-    def _state_for(self, stream_id: str, seq: int, key: bytes | None, src: Source) -> _StreamState:
+    # Recovering -------------------------------------------------------------------------
+    def _state_key(self, a: _Arriving) -> str:
+        return a.stream_id
+
+    def _fresh(self, stream_id: str) -> _StreamState:
         # a stream's groups go to consecutive explain-task partitions, so they spread over
         # workers whatever the keys hash to
         first_partition = derive_seed(0, "partition", stream_id) % self.settings.partitions
-        return self._recover("model", key, src, lambda: _StreamState(
-            prequential_model(self.settings.for_stream(stream_id)), first_partition), first=seq == 0)
+        return _StreamState(label_join(self._settings(stream_id)), first_partition)
 
-    def _rebuild(self, st: _StreamState, key: bytes | None, src: Source, from_offset: int) -> None:
-        """Re-learn the stream's events of this partition from ``from_offset`` to just before ``src``."""
-        n = 0
-        for raw in self.history(src.topic, src.partition, src.offset, key, from_offset):
-            try:
-                ev = parse_feature_event(raw, self.spec, where=str(src), max_bytes=self.settings.max_message_bytes)
-            except InvalidMessage:
-                continue  # it went to the dead-letter topic the first time
-            if ev.seq <= st.last_seq or ev.seq - st.last_seq > self.settings.max_seq_gap:
-                continue  # a duplicate, or a seq_gap dead letter the first time
-            try:
-                st.model.process_one(ev.x, ev.y)
-            except Exception:  # noqa: S112 - it went to the dead-letter topic the first time
-                continue
-            st.last_seq = ev.seq
-            n += 1
-        self.metrics.inc("replayed_events", n)
-        log.info("rebuilt stream %s from %d earlier events of %s", key, n, src)
+    # No message opens a stream: its label may have overtaken its first event on the arrivals
+    # topic, so a stream met without state is always looked up in the history (one pass per
+    # partition, shared by its streams; nothing to read on a fresh topic).
 
-    def _drop_state(self, key: bytes) -> None:
-        self.streams.pop(key.decode(errors="replace"), None)
+    def _load(self, a: _Arriving, key: bytes | None, src: Source) -> _StreamState:
+        st = self._recover(a, key, src)
+        self._count_waiting(st.join.waiting, st.join.held)
+        return st
 
+    def _forget(self, key: bytes | None, state_key: Any) -> None:
+        st = self.states.get(state_key)
+        if st is not None:
+            self._count_waiting(-st.join.waiting, -st.join.held)  # type: ignore[attr-defined]
+        super()._forget(key, state_key)
+
+    def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
+        """Re-run one earlier arrival of the stream, as it was run the first time (outputs dropped)."""
+        try:
+            a = self._parse(raw, key, src)
+        except InvalidMessage:
+            return False  # it went to the dead-letter topic the first time
+        if self._is_duplicate(a, st):
+            return False
+        try:
+            res = self._apply(a, st, raw, key)
+        except _SeqGap:
+            return False  # a seq_gap dead letter the first time
+        if res.error is not None:
+            self.metrics.inc("replay_errors")
+        return res.error is None
+
+    # MessageHandler ---------------------------------------------------------------------
     def _arrived(self) -> None:
         self.metrics.inc("events_in")
 
-    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> FeatureEvent:
-        ev = parse_feature_event(raw, self.spec, where=str(src), max_bytes=self.settings.max_message_bytes)
+    def _parse(self, raw: bytes | None, key: bytes | None, src: Source) -> _Arriving:
+        came = origin(src)
+        ev = parse_arrival(raw, self.spec, where=str(came), max_bytes=self.settings.max_message_bytes)
         if key != ev.stream_id.encode():
             raise SchemaMismatch(
-                f"message key {key!r} is not the stream_id {ev.stream_id!r}; key every event by "
+                f"message key {key!r} is not the stream_id {ev.stream_id!r}; key every event and label by "
                 "its stream_id so one stream stays on one partition, in order",
-                where=str(src),
+                where=str(came),
             )
-        return ev
+        return _Arriving(ev, came, src.timestamp)
 
-    def _state(self, ev: FeatureEvent, key: bytes | None, src: Source) -> _StreamState:
-        st = self.streams.get(ev.stream_id)
-        if st is None:
-            st = self.streams[ev.stream_id] = self._state_for(ev.stream_id, ev.seq, key, src)
-            self.metrics.gauge("streams", len(self.streams))
-        return st
-
-    def _is_duplicate(self, ev: FeatureEvent, st: _StreamState) -> bool:
-        if ev.seq > st.last_seq:
-            return False
-        log.debug("dropping %s seq %d: already processed up to %d", ev.stream_id, ev.seq, st.last_seq)
-        return True
-
-    def _process(self, ev: FeatureEvent, st: _StreamState, raw: bytes | None, key: bytes | None,
-                 src: Source) -> list[Out]:
-        """Predict, score, learn; the prediction, and one explain task per group once ``y`` is known."""
-        if ev.seq - st.last_seq > self.settings.max_seq_gap:
-            # accepting it would make every later event of the stream look like a duplicate
-            e = SchemaMismatch(
-                f"seq {ev.seq} of stream {ev.stream_id!r} is {ev.seq - st.last_seq} beyond its last accepted "
-                f"seq {st.last_seq}, more than max_seq_gap={self.settings.max_seq_gap}; number each "
-                "stream's events 0, 1, 2, ... (or raise max_seq_gap)",
-                where=str(src),
-            )
-            raise Rejected(self._dead_letter(raw, key, e, src, "seq_gap"))
-        version = st.model.version
+    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Arriving:
         try:
-            y_pred, loss = st.model.process_one(ev.x, ev.y)
-        except Exception as e:  # a model that raises on one event must not kill the worker
-            raise Rejected(self._dead_letter(raw, key, e, src, "model_error")) from None
-        st.last_seq = ev.seq
-        self.metrics.inc("predictions")
-        k = ev.stream_id.encode()
-        outs = [Out("predictions", k, dumps(Prediction(
-            ev.stream_id, ev.seq, ev.ts, ev.y, _plain(y_pred), loss, version)))]
-        if ev.y is not None:
-            explain = self._sampler(ev.stream_id).selected(ev.stream_id, ev.seq)
-            if not explain:
-                self.metrics.inc("sampled_out")
-            now = time.time()
-            first = st.first_partition
-            n_part = self.settings.partitions
-            for g in range(self.settings.explain_groups):
-                task = ExplainTask(ev.stream_id, ev.seq, ev.ts, ev.x, ev.y, g, explain, now, loss)
-                outs.append(Out("explain-tasks", f"{ev.stream_id}/{g}".encode(), dumps(task), (first + g) % n_part))
+            a = self._parse(raw, key, src)
+        except InvalidMessage:
+            if origin(src).topic == self._labels_topic:
+                self.metrics.inc("labels_received")
+                self.metrics.inc("labels_dead_lettered")
+            raise
+        if isinstance(a.event, LabelEvent):
+            self.metrics.inc("labels_received")
+        return a
+
+    def _dead_letter(self, raw: bytes | None, key: bytes | None, err: Exception, src: Source,
+                     reason: str | None = None) -> Out:
+        return super()._dead_letter(raw, key, err, origin(src), reason)  # it names the features or labels record
+
+    def _is_duplicate(self, a: _Arriving, st: _StreamState) -> bool:
+        if st.join.seen(a.key):
+            return True  # the intake forwarded it again (after a restart), or Kafka delivered it again
+        return isinstance(a.event, FeatureEvent) and a.event.seq <= st.join.last_seq
+
+    def _duplicate_metric(self, a: _Arriving) -> str:
+        return "duplicate_labels_dropped" if isinstance(a.event, LabelEvent) else self.DUPLICATE_METRIC
+
+    def _apply(self, a: _Arriving, st: _StreamState, raw: bytes | None, key: bytes | None) -> Arrival:
+        """The change of ``st`` by one arrival: the same when it is first processed and in a replay."""
+        ev = a.event
+        if isinstance(ev, LabelEvent):
+            return st.join.on_label(ev.seq, ev.y, a.at, ref=(raw, key, a.origin), origin=a.key)
+        if ev.seq - st.join.last_seq > self._settings(ev.stream_id).max_seq_gap:
+            raise _SeqGap
+        return st.join.on_features(ev.seq, ev.x, ev.y, ev.ts, a.at, origin=a.key)
+
+    def _process(self, a: _Arriving, st: _StreamState, raw: bytes | None, key: bytes | None,
+                 src: Source) -> list[Out]:
+        """Join the arrival; its prediction, outcomes, refused labels and explain tasks."""
+        ev, sid = a.event, a.stream_id
+        waiting, held = st.join.waiting, st.join.held
+        try:
+            res = self._apply(a, st, raw, key)
+        except _SeqGap:
+            # accepting it would make every later event of the stream look like a duplicate
+            gap = self._settings(sid).max_seq_gap
+            e = SchemaMismatch(
+                f"seq {ev.seq} of stream {sid!r} is {ev.seq - st.join.last_seq} beyond its last accepted "
+                f"seq {st.join.last_seq}, more than max_seq_gap={gap}; number each "
+                "stream's events 0, 1, 2, ... (or raise max_seq_gap)",
+                where=str(a.origin),
+            )
+            raise Rejected(self._dead_letter(raw, key, e, src, "seq_gap")) from None
+        self._count_waiting(st.join.waiting - waiting, st.join.held - held)
+        k = sid.encode()
+        m = self.metrics
+        outs: list[Out] = []
+        if res.error is not None:  # a model that raises on one event must not kill the worker
+            outs.append(self._dead_letter(raw, key, res.error, src, "model_error"))
+            if isinstance(ev, LabelEvent):
+                m.inc("labels_dead_lettered")
+        if res.prediction is not None:
+            p = res.prediction
+            m.inc("predictions")
+            outs.append(Out("predictions", k, dumps(Prediction(
+                sid, p.seq, p.ts, p.y_true, _plain(p.y_pred), p.loss, p.model_version, p.position))))
+        for o in res.outcomes:
+            m.inc("labels_learned" if o.outcome == "learned" else "labels_expired")
+            if o.outcome == "learned":
+                m.inc("label_delay_events_sum", o.delay_events)
+                if o.delay_s is not None:
+                    m.inc("label_delay_seconds_sum", o.delay_s)
+            outs.append(Out("predictions", k, dumps(LabelOutcome(
+                sid, o.seq, o.ts, o.outcome, o.y_true, _plain(o.y_pred), o.loss, o.model_version, o.delay_events,
+                o.delay_s, o.waiting, o.position))))
+        for r in res.refused:
+            r_raw, r_key, r_origin = r.ref
+            m.inc("labels_dead_lettered")
+            outs.append(self._dead_letter(r_raw, r_key, LabelRejected(r.message, reason=r.reason, where=str(r_origin)),
+                                          r_origin, r.reason))
+        if res.joined_held:
+            m.inc("labels_learned")  # a label that came before its event joined it now
+        outs += self._tasks(sid, st, res.steps)
         return outs
 
+    def _tasks(self, sid: str, st: _StreamState, steps: list[Step]) -> list[Out]:
+        """One explain task per step and group (a predict step only for groups that run iPDP)."""
+        s = self._settings(sid)
+        outs = []
+        now = time.time()
+        for step in steps:
+            explain = self._sampler(sid).selected(sid, step.seq)
+            if not explain:
+                self.metrics.inc("sampled_out")
+            for g in range(self.settings.explain_groups):
+                if step.kind == "predict" and not _runs_ipdp(s, g):
+                    continue
+                task = ExplainTask(sid, step.seq, step.ts, step.x, step.y, g, explain, now, step.loss,
+                                   step.kind, step.position)
+                outs.append(Out("explain-tasks", f"{sid}/{g}".encode(), dumps(task),
+                                (st.first_partition + g) % self.settings.partitions))
+        return outs
 
     def _sampler(self, stream_id: str) -> EventSampler:
         """The sampler of the stream's ``sample_rate`` (one per rate)."""
-        rate = self.settings.for_stream(stream_id).sample_rate
+        rate = self._settings(stream_id).sample_rate
         sampler = self._samplers.get(rate)
         if sampler is None:
             sampler = self._samplers[rate] = EventSampler(rate, self.settings.explain_seed)
         return sampler
+
+    def _count_waiting(self, waiting: int, held: int) -> None:
+        """Events waiting for a label and labels waiting for their event, over every stream held here."""
+        if waiting:
+            self._waiting += waiting
+            self.metrics.gauge("labels_pending", self._waiting)
+        if held:
+            self._held += held
+            self.metrics.gauge("labels_held", self._held)
+
+
+def _runs_ipdp(s: Settings, group: int) -> bool:
+    """Whether explainer group ``group`` has an iPDP unit (a feature), so predict steps concern it."""
+    return "ipdp" in s.explainers and any(u != ISAGE_UNIT for u in group_units(s, group) or s.features)
 
 
 def _plain(v: object) -> object:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from schemas import Headers
+
 __all__ = ["Out"]
 
 
@@ -14,10 +16,11 @@ __all__ = ["Out"]
 class Out:
     """A message to send: topic *name* (unprefixed, e.g. ``"predictions"``), key, value, and
     an explicit partition where the key's hash would not spread the work (explain tasks).
-    A dead letter also carries its ``reason``, which the sender counts once it is delivered.
+    A dead letter also carries its ``reason``, which the sender counts once it is delivered;
+    a message forwarded to the arrivals topic carries ``headers`` naming where it came from.
 
     >>> Out("predictions", b"shop-17", b"{}")
-    Out(topic='predictions', key=b'shop-17', value=b'{}', partition=None, reason=None)
+    Out(topic='predictions', key=b'shop-17', value=b'{}', partition=None, reason=None, headers=None)
     """
 
     topic: str
@@ -25,3 +28,4 @@ class Out:
     value: bytes
     partition: int | None = None
     reason: str | None = None
+    headers: Headers | None = None

@@ -63,7 +63,9 @@ class ScanningHistory(History, Protocol):
     def scan(
         self, topic: str, partition: int, before_offset: int | None, from_offset: int = 0
     ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-        """``(offset, key, value)`` of every message at ``from_offset .. before_offset - 1``."""
+        """``(offset, key, value)`` of every message at ``from_offset .. before_offset - 1``, or
+        ``(offset, key, value, timestamp, headers)`` (``pipeline.kafka.replay.PartitionHistory``:
+        the model handler's replay needs the arrivals' timestamps and origin headers)."""
         ...
 
 

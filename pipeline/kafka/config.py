@@ -32,8 +32,9 @@ class BrokerError(StreamxaiError, RuntimeError):
     stopped; the message says what to do."""
 
 
-TOPIC_NAMES = ("features", "predictions", "explain-tasks", "explain-decisions", "explanations", "drift-events",
-               "change-episodes", "dead-letters")
+#: labels: label events (issue 13); arrivals: features and labels in the one order the model learns them
+TOPIC_NAMES = ("features", "labels", "arrivals", "predictions", "explain-tasks", "explain-decisions", "explanations",
+               "drift-events", "change-episodes", "dead-letters")
 
 
 def confluent_config(s: Settings, **extra: Any) -> dict[str, Any]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from schemas import FeatureEvent, dumps
+from schemas import FeatureEvent, LabelEvent, dumps
 from schemas.features import check_stream_id
 
 from ..settings import Settings
@@ -25,8 +25,12 @@ class Record:
     value: bytes | None
 
 
-def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, bytes | None]]) -> int:
-    """Send ``(key, value)`` pairs to ``topic`` (full name); returns how many were delivered."""
+def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, bytes | None]
+                                                          | tuple[str, bytes | None, bytes | None]],
+                pause: Callable[[int], None] | None = None, every: int = 0) -> int:
+    """Send ``(key, value)`` pairs to ``topic`` (full name), and ``(topic, key, value)`` triples to
+    theirs, in order; returns how many were delivered. With ``pause``, every ``every`` messages
+    are flushed and ``pause(sent so far)`` is called (it may wait)."""
     from confluent_kafka import Producer
 
     # log_level 3: errors only; a fresh broker's "coordinator load in progress" retries are not news
@@ -38,31 +42,39 @@ def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, byt
             errors.append(str(err))
 
     n = 0
-    for key, value in items:
+    topics = {topic}
+    for item in items:
+        to, key, value = (topic, *item) if len(item) == 2 else item
+        topics.add(to)
         while True:
             try:
-                p.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                p.produce(to, value=value, key=key, on_delivery=on_delivery)
                 break
             except BufferError:
                 p.poll(0.1)
         n += 1
         p.poll(0)
+        if pause is not None and every and n % every == 0:
+            p.flush(60)
+            pause(n)
     remaining = p.flush(60)
     if remaining or errors:
-        raise RuntimeError(f"{remaining} messages undelivered to {topic}; first error: {errors[:1]}")
+        raise RuntimeError(f"{remaining} messages undelivered to {sorted(topics)}; first error: {errors[:1]}")
     return n
 
 
-def produce_events(s: Settings, events: Iterable[FeatureEvent], rate: float | None = None) -> int:
-    """Send feature events keyed by stream_id, at most ``rate`` per second if given; a stream id
-    the workers would refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent
-    for that stream."""
-    topic = s.topic("features")
+def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rate: float | None = None,
+                   pause: Callable[[int], None] | None = None, every: int = 0) -> int:
+    """Send feature events to the features topic and label events to the labels topic, in the
+    given order, keyed by stream_id, at most ``rate`` per second if given (and ``pause(n)``
+    after every ``every`` messages, once they are delivered); a stream id the workers would
+    refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent for that stream."""
+    features, labels = s.topic("features"), s.topic("labels")
     start = time.monotonic()
 
     checked: set[str] = set()
 
-    def items() -> Iterator[tuple[bytes, bytes]]:
+    def items() -> Iterator[tuple[bytes, bytes] | tuple[str, bytes, bytes]]:
         for i, ev in enumerate(events):
             if ev.stream_id not in checked:  # a bad id would turn every event into a dead letter
                 check_stream_id(ev.stream_id, where="produce")
@@ -71,9 +83,12 @@ def produce_events(s: Settings, events: Iterable[FeatureEvent], rate: float | No
                 ahead = i / rate - (time.monotonic() - start)
                 if ahead > 0:
                     time.sleep(ahead)
-            yield ev.stream_id.encode(), dumps(ev)
+            if isinstance(ev, LabelEvent):
+                yield labels, ev.stream_id.encode(), dumps(ev)
+            else:
+                yield ev.stream_id.encode(), dumps(ev)
 
-    return produce_raw(s, topic, items())
+    return produce_raw(s, features, items(), **({"pause": pause, "every": every} if pause else {}))
 
 
 def consume(

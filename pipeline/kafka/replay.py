@@ -12,6 +12,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
+from schemas import Headers
+
 from ..settings import Settings
 from .config import confluent_config
 
@@ -31,15 +33,23 @@ class PartitionHistory:
         self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
     ) -> Iterator[bytes | None]:
         """``before_offset=None``: up to the partition's end (its high watermark) now."""
-        for _, k, value in self.scan(topic, partition, before_offset, from_offset):
+        for _, value, _, _ in self.records(topic, partition, before_offset, key, from_offset):
+            yield value
+
+    def records(
+        self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
+    ) -> Iterator[tuple[int, bytes | None, float | None, Headers | None]]:
+        """``(offset, value, timestamp, headers)`` of the messages with ``key`` (any key if None)."""
+        for off, k, value, ts, headers in self.scan(topic, partition, before_offset, from_offset):
             if key is None or k == key:
-                yield value
+                yield off, value, ts, headers
 
     def scan(
         self, topic: str, partition: int, before_offset: int | None, from_offset: int = 0
-    ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-        """``(offset, key, value)`` of every message at ``from_offset .. before_offset - 1``."""
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    ) -> Iterator[tuple[int, bytes | None, bytes | None, float | None, Headers | None]]:
+        """``(offset, key, value, timestamp, headers)`` of every message at ``from_offset .. before_offset - 1``
+        (timestamp in seconds; None if the record has none)."""
+        from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
 
         if before_offset is not None and before_offset <= from_offset:
             return
@@ -66,7 +76,10 @@ class PartitionHistory:
                     continue
                 if msg.offset() >= before_offset:
                     return
-                yield msg.offset(), msg.key(), msg.value()
+                kind, ms = msg.timestamp()
+                headers = msg.headers()
+                yield (msg.offset(), msg.key(), msg.value(), ms / 1000.0 if kind != TIMESTAMP_NOT_AVAILABLE else None,
+                       tuple((k, v or b"") for k, v in headers) if headers else None)
                 if msg.offset() >= before_offset - 1:
                     return
         finally:

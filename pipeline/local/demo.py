@@ -9,6 +9,7 @@ removed at the end unless ``--keep``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import threading
 import time
@@ -17,12 +18,14 @@ from pathlib import Path
 
 import orjson
 
+from schemas import ConfigError
+
 from .. import exit_codes
 from ..kafka.config import confluent_config, ensure_topics
 from ..kafka.io import consume, produce_events
 from ..settings import AGRAWAL_FEATURES, Settings
 from ..worker import spawn_worker, stop_worker
-from .demo_stream import DemoPlan, agrawal_events
+from .demo_stream import DemoPlan, agrawal_events, labels_later
 from .live_view import LiveView
 from .ports import _bindable, free_port
 
@@ -51,7 +54,7 @@ def demo_plan(n: int) -> DemoPlan:
     return DemoPlan(n, n // 3, 2 * n // 3, ("elevel", "car"), f_before=0 if n < SHORT_RUN else 1, f_after=2)
 
 
-def demo_settings(n: int) -> dict[str, object]:
+def demo_settings(n: int, label_delay: int = 0) -> dict[str, object]:
     """Smoothing that lets a run of ``n`` events show its changes in the explanations.
 
     The smoothed explanation reacts within ~1/alpha events, so 1/alpha is kept to ~1/200 of a
@@ -68,13 +71,20 @@ def demo_settings(n: int) -> dict[str, object]:
     {'alpha': 0.005}
     >>> demo_settings(3000)
     {'alpha': 0.03, 'drift_warmup': 500, 'drift_episode_gap': 250}
+
+    With labels ``label_delay`` events late the change detection counts positions (an event's
+    arrival and its label's are two), so its warm-up and episode gap count twice as many:
+
+    >>> demo_settings(3000, label_delay=500)
+    {'alpha': 0.03, 'drift_warmup': 1000, 'drift_episode_gap': 500}
     """
     segment = max(1, n // 3)
     out: dict[str, object] = {"alpha": round(min(0.03, max(0.002, 30.0 / segment)), 4)}
-    if n // 6 < _DEFAULT_WARMUP:
-        out["drift_warmup"] = n // 6
-    if n // 12 < _DEFAULT_EPISODE_GAP:
-        out["drift_episode_gap"] = max(1, n // 12)
+    steps = 2 if label_delay else 1  # positions per event
+    if n // 6 < _DEFAULT_WARMUP or steps > 1:
+        out["drift_warmup"] = steps * min(n // 6, _DEFAULT_WARMUP)
+    if n // 12 < _DEFAULT_EPISODE_GAP or steps > 1:
+        out["drift_episode_gap"] = steps * max(1, min(n // 12, _DEFAULT_EPISODE_GAP))
     return out
 
 
@@ -82,9 +92,10 @@ _DEFAULT_WARMUP = Settings.__dataclass_fields__["drift_warmup"].default
 _DEFAULT_EPISODE_GAP = Settings.__dataclass_fields__["drift_episode_gap"].default
 
 
-def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str]) -> tuple[dict, dict]:
+def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str], label_delay: int = 0) -> tuple[dict, dict]:
     """The demo's own topic names, directory and features (agrawal's), and its settings scaled
-    to ``n``, minus every setting a file, the environment or ``--set`` gave (``explicit``).
+    to ``n`` (and ``label_delay``), minus every setting a file, the environment or ``--set``
+    gave (``explicit``).
 
     >>> names, scaled = demo_overrides("abc", 3000, {"alpha", "drift_warmup"})
     >>> names["topic_prefix"], names["features"][:2], scaled
@@ -93,7 +104,7 @@ def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str]) -> tup
     names = {"topic_prefix": f"streamxai.demo-{run}.", "app_id": f"streamxai-demo-{run}",
              "state_dir": f".streamxai/demo-{run}", "features": list(AGRAWAL_FEATURES)}
     return ({k: v for k, v in names.items() if k not in explicit},
-            {k: v for k, v in demo_settings(n).items() if k not in explicit})
+            {k: v for k, v in demo_settings(n, label_delay).items() if k not in explicit})
 
 
 def _local_broker(s: Settings):
@@ -124,6 +135,28 @@ def _drift_caught_up(workers: list[Settings]) -> bool:
         out += counters.get("explanations_out", 0)
         seen += counters.get("explanations_seen", 0)
     return seen >= out
+
+
+def _wait_for_intake(workers: list[Settings], s: Settings, n: int, timeout: float = 60.0) -> None:
+    """Wait (up to ``timeout`` s) until the workers' intake agents have read ``n`` messages of
+    the features and labels topics."""
+    import urllib.request
+
+    inputs = {f"messages_in{{topic={s.topic('features')}}}", f"messages_in{{topic={s.topic('labels')}}}"}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        read = 0
+        for ws in workers:
+            try:
+                with urllib.request.urlopen(f"http://{ws.web_host}:{ws.web_port}/streamxai/metrics", timeout=2) as r:
+                    counters = orjson.loads(r.read()).get("counters", {})
+            except OSError:
+                break
+            read += sum(v for k, v in counters.items() if k in inputs)
+        else:
+            if read >= n:
+                return
+        time.sleep(0.05)
 
 
 def _answers(s: Settings) -> bool:
@@ -186,7 +219,10 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
     (``explicit``, by default ``s.explicit()``): the demo changes only defaults."""
     n = args.n
     explicit = s.explicit() if explicit is None else explicit
-    changes, scaled = demo_overrides(uuid.uuid4().hex[:6], n, explicit)
+    label_delay = getattr(args, "label_delay", 0) or 0
+    if label_delay < 0:
+        raise ConfigError(f"--label-delay {label_delay} must be >= 0 (events between an event and its label)")
+    changes, scaled = demo_overrides(uuid.uuid4().hex[:6], n, explicit, label_delay)
     s = s.replace(**changes, **scaled)
     if scaled:
         print("demo settings for", n, "events:", ", ".join(f"{k}={v}" for k, v in scaled.items()),
@@ -211,12 +247,18 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
             board, _ = _start_dashboard(s, args.dashboard_port, logs)
 
         def produce() -> None:
-            evs = list(agrawal_events(DEMO_STREAM, n, plan.drift_at, plan.swap_at, seed=42,
-                                      f_before=plan.f_before, f_after=plan.f_after))
+            streams = [agrawal_events(DEMO_STREAM, n, plan.drift_at, plan.swap_at, seed=42,
+                                      f_before=plan.f_before, f_after=plan.f_after)]
             if args.control:
-                evs += list(agrawal_events(CONTROL_STREAM, n, None, None, seed=43, f_before=plan.f_before))
-                evs.sort(key=lambda e: e.seq)
-            produce_events(s, evs, rate=args.rate)
+                streams.append(agrawal_events(CONTROL_STREAM, n, None, None, seed=43, f_before=plan.f_before))
+            # with --label-delay N each label goes to the labels topic N events after its features.
+            # Two topics: the worker's intake records the order it reads them in, so the demo keeps
+            # at most N/4 messages ahead of it (else a backlog would be read in any interleaving)
+            sent = [labels_later(evs, label_delay) if label_delay else list(evs) for evs in streams]
+            msgs = [m for ms in itertools.zip_longest(*sent) for m in ms if m is not None]
+            chunk = max(1, label_delay // 4)
+            produce_events(s, msgs, rate=args.rate, every=chunk if label_delay else 0,
+                           pause=lambda n: _wait_for_intake(workers_settings, s, n - chunk))
 
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()
@@ -251,8 +293,10 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
             view.add(rec)
         view.render(force=True)
         print(view.summary())
-        # the story: where the drifts were induced and how far each change is from them
-        print(plan.story(DEMO_STREAM, view.changes, view.episodes))
+        # the story: where the drifts were induced and how far each change is from them (with
+        # labels that come later, changes are found at positions: told by the seq at each)
+        changes, episodes = (view.changes, view.episodes) if not label_delay else view.at_seqs()
+        print(plan.story(DEMO_STREAM, changes, episodes))
         return exit_codes.INCOMPLETE if failed or timed_out else exit_codes.OK
     finally:
         for w in workers:

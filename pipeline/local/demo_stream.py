@@ -12,15 +12,15 @@ drift: the model's inputs move). A stationary control keeps ``f_before`` through
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from river.datasets import synth
 
-from schemas import FeatureEvent
+from schemas import FeatureEvent, LabelEvent
 
 from ..settings import AGRAWAL_FEATURES  # noqa: F401  (used by the doctest)
 
-__all__ = ["agrawal_events", "DemoPlan"]
+__all__ = ["labels_later", "agrawal_events", "DemoPlan"]
 
 
 class DemoPlan:
@@ -100,3 +100,34 @@ def agrawal_events(
         if swap_at is not None and seq >= swap_at:
             x[a], x[b] = x[b], x[a]
         yield FeatureEvent(stream_id=stream_id, seq=seq, ts=t0 + seq, x=x, y=int(y))
+
+
+def labels_later(events: Iterable[FeatureEvent], delay: int, unlabelled: Iterable[int] = (),
+                 early: Iterable[int] = ()) -> list[FeatureEvent | LabelEvent]:
+    """The events without their labels, and each label as a :class:`~schemas.LabelEvent` sent
+    right after the event ``delay`` places later (the last ``delay`` labels at the end); none
+    for the seqs in ``unlabelled``; the labels of the seqs in ``early`` sent just before their
+    own event (a label that overtook its event). ``delay = 0`` sends each label right after its event.
+
+    >>> msgs = labels_later(agrawal_events("s", 4, seed=1), delay=2, unlabelled={1})
+    >>> [(type(m).__name__[0], m.seq) for m in msgs]
+    [('F', 0), ('F', 1), ('F', 2), ('L', 0), ('F', 3), ('L', 2), ('L', 3)]
+    """
+    events = list(events)
+    unlabelled, early = set(unlabelled), set(early)
+    out: list[FeatureEvent | LabelEvent] = []
+
+    def label(ev: FeatureEvent) -> LabelEvent:
+        return LabelEvent(ev.stream_id, ev.seq, ev.y, ev.ts + delay)
+
+    def sent_later(ev: FeatureEvent) -> bool:
+        return ev.y is not None and ev.seq not in unlabelled and ev.seq not in early
+
+    for i, ev in enumerate(events):
+        if ev.seq in early and ev.y is not None:
+            out.append(label(ev))
+        out.append(FeatureEvent(ev.stream_id, ev.seq, ev.ts, ev.x, None))
+        if i >= delay and sent_later(events[i - delay]):
+            out.append(label(events[i - delay]))
+    out += [label(ev) for ev in events[max(0, len(events) - delay):] if sent_later(ev)]
+    return out

@@ -75,6 +75,14 @@ class LiveView:
         cur = st.current if st is not None else {}
         return {ex: {f: cur[(ex, f)]["value"] for f in self.features if (ex, f) in cur} for ex in EXPLAINER_NAMES}
 
+    def at_seqs(self) -> tuple[list[dict], list[dict]]:
+        """The change events and episodes with their positions told as the stream's seq at each
+        (for streams whose labels come later, whose changes are found at positions)."""
+        def of(c: dict) -> StreamState | None:
+            return self.streams.get(c.get("stream_id", ""))
+
+        return ([told(of(c), c) for c in self.changes], [told(of(e), e) for e in self.episodes])
+
     def min_explained_seq(self, sid: str) -> int:
         st = self.streams.get(sid)
         return st.min_explained_seq() if st is not None else -1
@@ -93,6 +101,8 @@ class LiveView:
                          f"mean loss of last {len(st.loss_window)}: {_fmt(err, 3, 'nan')}")
             counts = ", ".join(f"{ex} {n}/{m}" for ex, (n, m) in sorted(st.counts.items()))
             lines.append(f"  explained/seen: {counts or '-'}")
+            if st.waiting is not None:
+                lines.append(f"  {labels_line(st)}")
             lines.append(f"  {'feature':<11}{'iPFI':>9}  {'':<20}{'iSAGE':>9}{'iPDP':>9}")
             values = {key: cur["value"] for key, cur in st.current.items()}
             top = max((abs(v) for (ex, _), v in values.items() if ex == "ipfi"), default=0.0) or 1.0
@@ -122,6 +132,8 @@ class LiveView:
         for sid, st in sorted(self.streams.items()):
             lines.append(f"stream {sid}: {st.predictions} predictions, explained up to seq "
                          f"{st.min_explained_seq()}")
+            if st.waiting is not None:
+                lines.append(f"  {labels_line(st)}")
             final = self.ranking(sid)
             for ex in EXPLAINER_NAMES:
                 if final.get(ex):
@@ -129,6 +141,8 @@ class LiveView:
                     lines.append(f"  top {ex:<5}: " + ", ".join(
                         f"{f}={v:.3f}{_bound(st.current[(ex, f)]['stderr'])}" for f, v in ranked))
             episodes = sorted(st.episodes, key=lambda e: e.get("first_seq") or 0)
+            if st.waiting is not None:  # found at positions: told by the stream's seq at each
+                episodes = [told(st, ep) for ep in episodes]
             lines.append(f"  change events: {len(st.changes)}, change episodes: {len(episodes)}")
             for ep in episodes:
                 lines += episode_lines(ep)
@@ -203,3 +217,37 @@ def _bound(se: float | None) -> str:
 
 def _fmt(v: float | None, digits: int = 4, missing: str = "-") -> str:
     return missing if v is None else f"{v:.{digits}f}"
+
+
+def labels_line(st: StreamState) -> str:
+    """How the labels of a stream whose labels come later are doing.
+
+    >>> st = StreamState(max_points=4, loss_window=4)
+    >>> st.waiting, st.labelled, st.expired = 12, 500, 3
+    >>> st.delays.extend([(499, 2.5), (501, 2.5)])
+    >>> labels_line(st)
+    'labels: 500 learned (median 500 events, 2.5 s after their event), 3 expired, 12 waiting'
+    """
+    events, secs = st.median_delay()
+    delay = "" if events is None else f" (median {events:.0f} events" + (
+        f", {secs:.1f} s" if secs is not None else "") + " after their event)"
+    return f"labels: {st.labelled} learned{delay}, {st.expired} expired, {st.waiting} waiting"
+
+
+_POSITIONS = ("seq", "first_seq", "last_seq", "cut_seq", "closed_seq")
+
+
+def told(st: StreamState | None, c: dict[str, Any]) -> dict[str, Any]:
+    """A change event or episode (and its changes) with its positions told as the stream's seq at each.
+
+    >>> st = StreamState(max_points=4, loss_window=4)
+    >>> st.pred_times.extend([(0, 0.0, 0), (900, 1.0, 500), (1000, 1.5, 550)])
+    >>> told(st, {"first_seq": 1000, "cut_seq": 900, "changes": [{"seq": 1000, "cut_seq": 900}]})
+    {'first_seq': 550, 'cut_seq': 500, 'changes': [{'seq': 550, 'cut_seq': 500}]}
+    """
+    if st is None:
+        return c
+    out = {**c, **{k: st.seq_at(c[k]) for k in _POSITIONS if isinstance(c.get(k), int)}}
+    if isinstance(c.get("changes"), list):
+        out["changes"] = [told(st, x) if isinstance(x, dict) else x for x in c["changes"]]
+    return out

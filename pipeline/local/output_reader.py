@@ -12,9 +12,20 @@ doubles), change events and episodes in bounded deques, so the state of a stream
 the same size however long the stream runs.
 
 Fields are read defensively: a message without a usable ``stream_id`` is counted in
-``ignored``, a field of the wrong type is skipped, and explanation/v1 and v2
-(``stderr``, ``model_loss``, iPDP curves with ``se``), drift_event/v1 and v2 and
-change events with nested ``before``/``after`` objects all read.
+``ignored``, a field of the wrong type is skipped, and explanation/v1, v2 and v3
+(``stderr``, ``model_loss``, iPDP curves with ``se``, ``position``), prediction/v1 and v2,
+label_outcome/v1, drift_event/v1 and v2 and change events with nested ``before``/``after``
+objects all read.
+
+Time axis. Trajectories, curves and lags are kept by the stream's *position* (its record
+order; the seq itself while labels come in line, and for messages without a position): with
+labels that come later, an event is explained when its label comes, so seq does not order
+the explanations. :meth:`StreamState.seq_at` gives the newest seq at a position.
+
+Labels that come later: a prediction without its label (prediction/v2, ``y_true`` null)
+waits; a ``label_outcome/v1`` on the predictions topic says it was learned (its loss enters
+the rolling loss then, at the outcome's position) or expired, how late its label came and
+how many events still wait.
 
 To read something new, add its field to :class:`StreamState` and its parse branch: a
 method of :class:`OutputReader` for a new topic (registered in ``PARSERS``; ``TOPICS``
@@ -155,20 +166,28 @@ class StreamState:
 
     def __init__(self, max_points: int, loss_window: int):
         self.max_points = max_points
-        # predictions: how many, the newest seq, the rolling loss over the last loss_window
+        # predictions: how many, the newest seq and position, the rolling loss over the last loss_window
         self.predictions = 0
         self.last_pred_seq = -1
+        self.last_position = -1
+        self.seqs = Trajectory(max_points)  # (position, newest seq), to show seqs for positions
+        # labels that come later (None while none waited): events waiting, outcomes, recent delays
+        self.waiting: int | None = None
+        self.labelled = 0
+        self.expired = 0
+        self.delays: deque[tuple[int, float | None]] = deque(maxlen=loss_window)
         self.loss_window: deque[float] = deque(maxlen=loss_window)
         self.loss_sum = 0.0
         self.loss = Trajectory(max_points)
         # prediction times by seq, to time the lag: the last 2,000 exactly, older ones thinned
-        self.pred_times: deque[tuple[int, float]] = deque(maxlen=2_000)
+        self.pred_times: deque[tuple[int, float, int]] = deque(maxlen=2_000)  # (position, time, seq)
         self.pred_history = Trajectory(max_points)
         # explanations: per (explainer, feature) the history and the newest value; per explainer
         # the newest seq, (n_explained, n_seen) and the model's rolling loss from v2 blocks
         self.series: dict[tuple[str, str], Trajectory] = {}
         self.current: dict[tuple[str, str], dict[str, Any]] = {}
         self.explained_seq: dict[str, int] = {}
+        self.explained_position: dict[str, int] = {}
         self.counts: dict[str, tuple[int, int]] = {}
         self.model_loss: dict[str, Trajectory] = {}
         self.loss_blocks: dict[str, deque[tuple[float, float]]] = {}
@@ -191,6 +210,28 @@ class StreamState:
         """The newest seq every explainer of the stream has explained (-1 before any)."""
         return min(self.explained_seq.values()) if self.explained_seq else -1
 
+    def seq_at(self, position: float | None) -> int | None:
+        """The stream's newest seq at ``position`` (exact for the last ~2,000 predictions, else
+        the nearest kept point at or before it); None if unknown.
+
+        >>> st = StreamState(max_points=8, loss_window=4)
+        >>> st.pred_times.extend([(10, 0.0, 10), (14, 0.5, 12)])
+        >>> st.seq_at(13), st.seq_at(14), st.seq_at(3)
+        (10, 12, None)
+        """
+        if position is None:
+            return None
+        if self.pred_times and position >= self.pred_times[0][0]:
+            i = bisect.bisect_right([p for p, _, _ in self.pred_times], position) - 1
+            return self.pred_times[i][2]
+        i = bisect.bisect_right(self.seqs.xs, position) - 1
+        return int(self.seqs.ys[i]) if i >= 0 else None
+
+    def median_delay(self) -> tuple[float | None, float | None]:
+        """The median delay of the recent labels: in events, and in seconds of arrival time."""
+        events = sorted(e for e, _ in self.delays)
+        secs = sorted(s for _, s in self.delays if s is not None)
+        return _median(events), _median(secs)
     def explainers(self) -> list[str]:
         """The explainers seen, in the order of ``EXPLAINER_NAMES``."""
         return explainer_order({ex for ex, _ in self.series})
@@ -257,47 +298,76 @@ class OutputReader:
         seq = obj.get("seq")
         if not isinstance(seq, int):
             return
-        st.predictions += 1
-        st.last_pred_seq = max(st.last_pred_seq, seq)
-        t = ts if ts is not None else self.clock()
-        st.pred_times.append((seq, t))
-        st.pred_history.append(seq, t)
+        position = obj.get("position", seq)
+        if not isinstance(position, int):
+            return
+        outcome = obj.get("schema") == "label_outcome/v1"
+        if outcome:
+            self._outcome(st, obj)
+        else:
+            st.predictions += 1
+            st.last_pred_seq = max(st.last_pred_seq, seq)
+            if obj.get("schema") == "prediction/v2" and obj.get("y_true") is None:
+                st.waiting = (st.waiting or 0) + 1
+        if position > st.last_position:
+            st.last_position = position
+            t = ts if ts is not None else self.clock()
+            st.pred_times.append((position, t, st.last_pred_seq))
+            st.pred_history.append(position, t)
+            st.seqs.append(position, st.last_pred_seq)
         loss = _num(obj.get("loss"))
         if loss is not None:
             if len(st.loss_window) == st.loss_window.maxlen:
                 st.loss_sum -= st.loss_window[0]
             st.loss_window.append(loss)
             st.loss_sum += loss
-            st.loss.append(seq, st.loss_sum / len(st.loss_window))
+            st.loss.append(position, st.loss_sum / len(st.loss_window))
+
+    def _outcome(self, st: StreamState, obj: dict) -> None:
+        """label_outcome/v1: what became of an event that waited for its label."""
+        waiting = obj.get("waiting")
+        if isinstance(waiting, int):
+            st.waiting = waiting
+        if obj.get("outcome") == "learned":
+            st.labelled += 1
+            delay = obj.get("delay_events")
+            if isinstance(delay, int):
+                st.delays.append((delay, _num(obj.get("delay_s"))))
+        elif obj.get("outcome") == "expired":
+            st.expired += 1
 
     def _explanation(self, st: StreamState, obj: dict, ts: float | None) -> None:
         ex, feat, seq, value = obj.get("explainer"), obj.get("feature"), obj.get("seq"), _num(obj.get("value"))
         if not isinstance(ex, str) or not isinstance(feat, str) or not isinstance(seq, int) or value is None:
+            return
+        position = obj.get("position", seq)
+        if not isinstance(position, int):
             return
         err = _num(obj.get("stderr"))
         key = (ex, feat)
         tr = st.series.get(key)
         if tr is None:
             tr = st.series[key] = Trajectory(self.max_points)
-        if tr.last is None or seq > tr.last[0]:
-            tr.append(seq, value, err)
+        if tr.last is None or position > tr.last[0]:
+            tr.append(position, value, err)
             st.current[key] = {"value": value, "stderr": err, "seq": seq}
         st.explained_seq[ex] = max(st.explained_seq.get(ex, -1), seq)
+        st.explained_position[ex] = max(st.explained_position.get(ex, -1), position)
         n_exp, n_seen = obj.get("n_explained"), obj.get("n_seen")
         if isinstance(n_exp, int) and isinstance(n_seen, int):
             st.counts[ex] = (n_exp, n_seen)
-        self._model_loss(st, ex, seq, obj.get("model_loss"))
+        self._model_loss(st, ex, position, obj.get("model_loss"))
         curve = obj.get("curve")
         if isinstance(curve, dict) and isinstance(curve.get("grid"), list) and isinstance(curve.get("pd"), list):
-            c = {"grid": curve["grid"], "pd": curve["pd"], "seq": seq}
+            c = {"grid": curve["grid"], "pd": curve["pd"], "seq": seq, "position": position}
             if isinstance(curve.get("se"), list):
                 c["se"] = curve["se"]
-            if feat not in st.curves or seq >= st.curves[feat]["seq"]:
+            if feat not in st.curves or position >= st.curves[feat]["position"]:
                 st.curves[feat] = c
             hist = st.curve_history.get(feat)
             if hist is None:
                 hist = st.curve_history[feat] = _Thinned(max(8, self.max_points // 8))
-            hist.append(seq, c)
+            hist.append(position, c)
 
     def _model_loss(self, st: StreamState, ex: str, seq: int, ml: Any) -> None:
         """The model's rolling loss over the last ~loss_window events, as the explainer saw it:
@@ -423,6 +493,14 @@ def change_levels(ev: dict[str, Any]) -> tuple[float | None, float | None]:
 def _short(v: float) -> float | None:
     """Six decimals are plenty on a chart and halve the JSON pushed to browsers."""
     return round(v, 6) if math.isfinite(v) else None
+
+
+def _median(xs: list[float]) -> float | None:
+    """The median of sorted ``xs`` (None if empty)."""
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return float(xs[mid]) if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 def _finite(v: float | None) -> float | None:

@@ -110,7 +110,7 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
                 label="rolling loss (predictions)")
         _changes(ax, view["changes"], colors, labels=False)
         ax.set_ylabel("loss")
-        ax.set_xlabel("seq")
+        ax.set_xlabel("position (seq + labels that came later)" if view.get("labels") else "seq")
         ax.legend(fontsize=8, loc="upper right")
         ax.grid(alpha=0.3)
     for i, (f, c) in enumerate(sorted(curves.items())):

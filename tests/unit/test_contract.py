@@ -52,6 +52,7 @@ from pipeline.core.budget import EventSampler, LagShedder
 from pipeline.core.change import SeriesTest, SeriesWindow, StreamChangeDetector
 from pipeline.core.explainers import IPDP, IPFI, ISAGE, Explainer
 from pipeline.core.increments import Block
+from pipeline.core.labels import LabelJoin
 from pipeline.core.model import ModelFunction
 from pipeline.core.prequential import PrequentialModel
 from pipeline.core.removal import ConditionalRemoval, MarginalRemoval, Removal
@@ -228,6 +229,25 @@ def prequential_step(m: PrequentialModel, item: tuple[dict, Any], i: int) -> dic
     return {"y_pred": y_pred, "loss": loss, "version": m.version}
 
 
+def join_step(j: LabelJoin, item: tuple, i: int) -> dict:
+    """A feature event ``("f", seq, x, y)`` or a label ``("l", seq, y)``, arriving at time ``i``."""
+    if item[0] == "f":
+        res = j.on_features(item[1], item[2], item[3], ts=float(item[1]), at=float(i))
+    else:
+        res = j.on_label(item[1], item[2], at=float(i), ref=i)
+    return {"steps": [[s.kind, s.seq, s.position, dict(s.x), s.y, s.loss] for s in res.steps],
+            "prediction": dataclasses.asdict(res.prediction) if res.prediction else None,
+            "outcomes": [dataclasses.asdict(o) for o in res.outcomes],
+            "refused": [[r.seq, r.reason, r.ref] for r in res.refused], "held": res.held, "duplicate": res.duplicate,
+            "waiting": j.waiting, "version": j.model_version, "position": j.position}
+
+
+def delayed_stream_step(se: StreamExplainer, item: tuple, i: int) -> dict:
+    kind, x, y = item
+    out = se.step(kind, x, y, explain=i % 5 != 4, loss=0.5 if y is not None else None)
+    return {"explanations": plain_values(out), "model_version": se.model_version, "n_seen": se.n_seen}
+
+
 def model_fn_step(f: ModelFunction, x: dict, i: int) -> dict:
     swapped = {**x, "a": x["c"], "c": x["a"]}
     return {"one": f(x), "many": f.many([x, swapped]), "n_evaluations": f.n_evaluations}
@@ -236,11 +256,15 @@ def model_fn_step(f: ModelFunction, x: dict, i: int) -> dict:
 def stream_step(se: StreamExplainer, item: tuple[dict, Any], i: int) -> dict:
     x, y = item
     out = se.process_one(x, y, explain=i % 5 != 4)
-    def plain(v: Any) -> Any:  # the blocks as the explain handler sends them
+    return {"explanations": plain_values(out), "model_version": se.model_version, "n_seen": se.n_seen}
+
+
+def plain_values(out: list) -> list[dict]:
+    """Explanation values with their blocks as the explain handler sends them."""
+    def plain(v: Any) -> Any:
         return v.to_dict() if isinstance(v, Block) else v
 
-    return {"explanations": [{f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)} for v in out],
-            "model_version": se.model_version, "n_seen": se.n_seen}
+    return [{f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)} for v in out]
 
 
 # streams -----------------------------------------------------------------------------------
@@ -286,6 +310,42 @@ def lag_stream() -> list[float]:
 def agrawal_stream(n: int, seed: int, unlabelled: tuple[int, ...] = ()) -> list[tuple[dict, Any]]:
     evs = agrawal_events("s", n=n, drift_at=n // 2, seed=seed)
     return [(ev.x, None if ev.seq in unlabelled else ev.y) for ev in evs]
+
+
+def arrivals_stream(n: int = 120, delay: int = 7) -> list[tuple]:
+    """Feature events (every 4th with its label in line) and the others' labels ``delay``
+    events later: one before its event, one twice, one for an unknown seq, a tenth never
+    (they expire: max_label_delay 20 in :func:`small_join`)."""
+    evs = list(agrawal_events("s", n=n, drift_at=n // 2, seed=22))
+    out: list[tuple] = []
+    for ev in evs:
+        if ev.seq == 30:
+            out.append(("l", 31, evs[31].y))  # overtakes its event
+        out.append(("f", ev.seq, ev.x, ev.y if ev.seq % 4 == 0 else None))
+        q = ev.seq - delay
+        if q >= 0 and q % 4 and q % 10 != 3 and q != 31:
+            out.append(("l", q, evs[q].y))
+        if ev.seq in (50, 80):
+            out.append(("l", ev.seq - 12, evs[ev.seq - 12].y))  # again / in line already
+    out.append(("l", n + 500, 1))
+    return out
+
+
+def small_join(seed: int) -> LabelJoin:
+    s = small_settings(seed)
+    return LabelJoin(prequential_model(s), s.features, s.categorical, max_label_delay=20)
+
+
+def delayed_steps(n: int = 60, delay: int = 5) -> list[tuple]:
+    """The predict step of every event and, ``delay`` events later, its learn step."""
+    evs = list(agrawal_events("s", n=n, drift_at=n // 2, seed=23))
+    out: list[tuple] = []
+    for ev in evs:
+        out.append(("predict", ev.x, None))
+        if ev.seq >= delay:
+            old = evs[ev.seq - delay]
+            out.append(("learn", old.x, old.y))
+    return out
 
 
 def small_settings(seed: int) -> Settings:
@@ -389,6 +449,10 @@ CASES = [
     Case("StreamExplainer",
          lambda s: stream_explainer(small_settings(s), "s"),
          lambda: agrawal_stream(60, seed=20, unlabelled=(10,)), stream_step, seeded=True),
+    Case("StreamExplainer-delayed-labels",
+         lambda s: stream_explainer(small_settings(s).replace(emit_every=3), "s"),
+         delayed_steps, delayed_stream_step, seeded=True),
+    Case("LabelJoin", small_join, arrivals_stream, join_step, seeded=False),
 ]
 
 # Component bugs this test found are pinned as strict xfails here (none open).

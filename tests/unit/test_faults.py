@@ -312,6 +312,79 @@ def test_bad_explain_tasks_and_explanations_are_dead_letters():
             assert out.topic == "dead-letters" and len(out.value) <= s.max_dead_letter_bytes
 
 
+def test_fault_suite_bad_labels_are_dead_letters_with_reasons_and_the_stream_goes_on():
+    """Every kind of bad label, sent among a stream's labels that come 10 events late: each one
+    is one dead letter with its reason, naming its record on the labels topic; the stream's
+    predictions, outcomes and explanations are those of the run without them, and every label
+    is accounted for (learned, dead-lettered, or dropped as forwarded twice)."""
+    from helpers.arrivals import labels_later, record_arrivals, redeliver, run_handlers
+    from helpers.partition_log import PartitionLog
+
+    from schemas import LabelEvent
+
+    s = settings(explainers=["ipfi", "ipdp"], max_label_delay=30)
+    events = [e for e in agrawal_events("s", 120, seed=5) if e.seq != 50]  # seq 50 never comes
+    clean = labels_later(events, delay=10, unlabelled={6})
+    y3 = next(e.y for e in events if e.seq == 3)
+
+    def label(**over):
+        d = {"schema": "label_event/v1", "stream_id": "s", "seq": 30, "y": 1, "ts": 0.0, **over}
+        return orjson.dumps({k: v for k, v in d.items() if v is not _DROP})
+
+    bad = {  # where: the bad label comes right after the feature event of this seq
+        10: [(b"s", b"{not json", "malformed"), (b"s", label(extra=1), "schema"), (b"s", label(y=_DROP), "schema"),
+             (b"s", label(schema="label_event/v9"), "schema"), (b"s", label(seq=-1), "schema"),
+             (b"s", label(stream_id="s t"), "schema"), (b"other", label(), "schema"), (b"s", b"", "malformed"),
+             (b"s", label().replace(b'"y":1', b'"y":NaN'), "malformed")],
+        20: [(b"s", label(y={"a": 1}), "label_type"), (b"s", label(y=1.5), "label_type"),
+             (b"s", label(y=None), "label_type"), (b"s", label(seq=3, y=1 - y3), "label_already_labelled")],
+        40: [(b"s", label(seq=6), "label_expired"), (b"s", label(seq=9_999), "label_unknown_seq")],
+        48: [(b"s", dumps(LabelEvent("s", 50, 1, 0.0)), "label_unknown_seq")],  # held; refused when 51 comes
+        60: [(b"s", label(seq=50), "label_unknown_seq")],
+    }
+    dirty = []
+    for m in clean:
+        dirty.append(m)
+        if not isinstance(m, LabelEvent):
+            dirty += [("labels", key, raw) for key, raw, _ in bad.get(m.seq, [])]
+
+    def run(messages, again=()):
+        log = PartitionLog()
+        record_arrivals(log, messages)
+        redeliver(log, again)
+        mh = ModelHandler(s)
+        return mh, run_handlers(s, log, model=lambda off: mh)
+
+    _, clean_run = run(clean)
+    # and the intake forwards 40 arrivals twice (a bad message forwarded twice is dead-lettered
+    # twice, as after any restart: at least once; consumers dedupe dead letters by source)
+    again = [i for i in range(70, 110) if not isinstance(dirty[i], tuple)]
+    mh, dirty_run = run(dirty, again=again)
+    assert dirty_run.predictions() == clean_run.predictions() and len(clean_run.predictions()) == 119
+    def timeless(msgs):  # the arrival times differ: the dirty run has more messages in between
+        return [{k: v for k, v in m.items() if k != "delay_s"} for m in msgs]
+
+    assert timeless(dirty_run.of("predictions")) == timeless(clean_run.of("predictions"))  # outcomes too
+    assert dirty_run.explanation_values() == clean_run.explanation_values()
+    letters = dirty_run.of("dead-letters")
+    want = [r for rows in bad.values() for _, _, r in rows]
+    assert sorted(m["reason"] for m in letters) == sorted(want)
+    assert all(m["source"]["topic"] == s.topic("labels") and m["stage"] == "model" for m in letters)
+    import base64
+
+    assert sorted(base64.b64decode(m["original"]) for m in letters) == sorted(
+        dumps(m) if isinstance(m, LabelEvent) else m[2] for m in dirty
+        if isinstance(m, tuple) or isinstance(m, LabelEvent) and m.seq == 50)
+    n_labels = sum(1 for m in dirty if isinstance(m, LabelEvent) or (isinstance(m, tuple) and m[0] == "labels"))
+    n_forwarded_twice = sum(1 for i in again if isinstance(dirty[i], LabelEvent))
+    c = mh.metrics
+    assert c.get("labels_received") == n_labels + n_forwarded_twice
+    assert c.get("labels_learned") + c.get("labels_dead_lettered") + c.get("duplicate_labels_dropped") \
+        == c.get("labels_received")
+    assert c.get("labels_dead_lettered") == len(want) and c.get("duplicate_labels_dropped") == n_forwarded_twice
+    assert c.get("labels_expired") == 1  # event 6, never labelled
+
+
 # --- bad stream profiles: the worker process stops at start with one line ------------------------
 
 def test_a_worker_process_with_a_bad_stream_profile_exits_2_with_one_line_naming_table_and_key(tmp_path):

@@ -42,3 +42,34 @@ def test_the_skeleton_cannot_be_used_without_its_steps():
 def test_the_kafka_layer_provides_what_the_handlers_need(tmp_path):
     assert isinstance(FileCheckpointStore(str(tmp_path), every=2, secret=b"0123456789abcdef"), CheckpointStore)
     assert isinstance(KafkaCheckpointStore(Settings(), every=2, secret=b"0123456789abcdef"), CheckpointStore)
+
+
+def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop():
+    """Was: after an explainer error the explain handler deleted the group but kept its key
+    among the known ones, so the next task of the group restored and replayed its state on the
+    event loop (``needs_recovery`` said no) instead of on a thread."""
+    import orjson
+    from helpers.partition_log import PartitionLog
+
+    from pipeline.local.demo_stream import agrawal_events
+    from schemas import dumps
+
+    s = settings(explain_groups=1, partitions=1)
+    log, mh = PartitionLog(), ModelHandler(s)
+    for off, ev in enumerate(agrawal_events("e", 30, seed=1)):
+        for out in mh.on_message(dumps(ev), b"e", Source("features", 0, off)):
+            if out.topic == "explain-tasks":
+                log.append("explain-tasks", 0, out.key, out.value)
+    tasks = log.items("explain-tasks", 0)
+    h = ExplainHandler(s, history=log.history)
+    for off in range(20):
+        key, value = tasks[off]
+        h.needs_recovery(key, Source("explain-tasks", 0, off))
+        h.on_message(value, key, Source("explain-tasks", 0, off))
+    key, value = tasks[20]
+    broken = orjson.loads(value)
+    del broken["x"]["age"]  # the replica raises on it: the group may be half-updated
+    outs = h.on_message(orjson.dumps(broken), key, Source("explain-tasks", 0, 20))
+    assert [orjson.loads(o.value)["reason"] for o in outs] == ["explain_error"]
+    assert ("e", 0) not in h.groups
+    assert h.needs_recovery(key, Source("explain-tasks", 0, 21))  # rebuilt off the event loop

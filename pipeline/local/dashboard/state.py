@@ -17,6 +17,15 @@ trajectories, ranking, lag, curves, change events and episodes.
 (4, 4.0, 0.1, 'a')
 >>> len(st.streams_summary())
 1
+
+A stream whose labels come later: its predictions wait, outcomes say when their labels came.
+
+>>> st.add("predictions", {"schema": "prediction/v2", "stream_id": "d", "seq": 0, "position": 0, "y_true": None})
+>>> st.add("predictions", {"schema": "prediction/v2", "stream_id": "d", "seq": 1, "position": 1, "y_true": None})
+>>> st.add("predictions", {"schema": "label_outcome/v1", "stream_id": "d", "seq": 0, "position": 2,
+...        "outcome": "learned", "loss": 1.0, "delay_events": 1, "delay_s": 0.5, "waiting": 1})
+>>> st.stream_view("d")["labels"]
+{'waiting': 1, 'labelled': 1, 'expired': 0, 'median_delay_events': 1.0, 'median_delay_s': 0.5}
 """
 
 from __future__ import annotations
@@ -49,18 +58,18 @@ class DashboardState(OutputReader):
         return out
 
     def lag(self, st: StreamState) -> tuple[int | None, float | None]:
-        """Events and seconds the slowest explainer trails the predictions: the time between
-        the prediction of its last explained event and the newest prediction."""
-        if not st.explained_seq or st.last_pred_seq < 0:
+        """Positions (events, and labels that came later) and seconds the slowest explainer
+        trails the predictions: the time between the step it explained last and the newest one."""
+        if not st.explained_position or st.last_position < 0:
             return None, None
-        explained = st.min_explained_seq()
-        events = max(0, st.last_pred_seq - explained)
+        explained = min(st.explained_position.values())
+        events = max(0, st.last_position - explained)
         times = st.pred_times
         if not times:
             return events, None
         if explained >= times[0][0]:
-            seqs = [s for s, _ in times]  # bounded (2,000) and only built when asked
-            i = bisect.bisect_right(seqs, explained) - 1
+            positions = [p for p, _, _ in times]  # bounded (2,000) and only built when asked
+            i = bisect.bisect_right(positions, explained) - 1
             then = times[i][1]
         else:  # further behind than the exact window: the nearest older thinned point
             i = bisect.bisect_right(st.pred_history.xs, explained) - 1
@@ -78,6 +87,7 @@ class DashboardState(OutputReader):
                 "stream_id": sid, "predictions": st.predictions, "last_seq": st.last_pred_seq,
                 "loss": st.mean_loss(),
                 "changes": len(st.changes), "lag_events": events, "lag_s": secs, "version": st.version,
+                "waiting": st.waiting,
             })
         return out
 
@@ -97,8 +107,10 @@ class DashboardState(OutputReader):
             "version": st.version,
             "predictions": st.predictions,
             "last_seq": st.last_pred_seq,
+            "last_position": st.last_position,
             "lag_events": events,
             "lag_s": secs,
+            "labels": self._labels(st),
             "counts": {ex: {"explained": n, "seen": m} for ex, (n, m) in st.counts.items()},
             "explainers": explainers,
             "series": {ex: {f: tr.points() for (e, f), tr in sorted(st.series.items()) if e == ex} for ex in explainers},
@@ -108,9 +120,19 @@ class DashboardState(OutputReader):
             "curves": st.curves,
             "curves_at_change": self._curves_at(st, st.change_seq),
             "change_seq": st.change_seq,
-            "changes": list(st.changes),
+            "changes": [{**c, "event_seq": st.seq_at(c["seq"])} for c in st.changes],
             "episodes": [_shown(ep) for ep in st.episodes],
         }
+
+    @staticmethod
+    def _labels(st: StreamState) -> dict[str, Any] | None:
+        """Labels that come later (None while every label came with its event): events waiting
+        now, labels learned and events expired so far, the median delay of the recent labels."""
+        if st.waiting is None:
+            return None
+        events, secs = st.median_delay()
+        return {"waiting": st.waiting, "labelled": st.labelled, "expired": st.expired,
+                "median_delay_events": events, "median_delay_s": None if secs is None else round(secs, 3)}
 
 
 def _shown(ep: dict[str, Any]) -> dict[str, Any]:

@@ -59,7 +59,8 @@ function renderList() {
   $("#streams").innerHTML = shown.map((s) =>
     `<li class="stream-item${s.stream_id === dash.selected ? " selected" : ""}" data-stream="${esc(s.stream_id)}">` +
     `${esc(s.stream_id)}<span class="sub">seq ${s.last_seq} · loss ${fmt(s.loss)} · ` +
-    `${s.changes} change${s.changes === 1 ? "" : "s"} · lag ${s.lag_events ?? "–"}</span></li>`).join("");
+    `${s.changes} change${s.changes === 1 ? "" : "s"} · lag ${s.lag_events ?? "–"}` +
+    (s.waiting !== null && s.waiting !== undefined ? ` · ${s.waiting} waiting` : "") + `</span></li>`).join("");
 }
 
 // ---- one stream ------------------------------------------------------------------------------
@@ -71,12 +72,18 @@ function onStream(v) {
   $("#stream-title").textContent = "stream " + v.stream_id;
   const counts = Object.entries(v.counts).map(([ex, c]) => `${ex} ${c.explained}/${c.seen}`).join(", ") || "–";
   const lastLoss = v.loss.y.length ? v.loss.y[v.loss.y.length - 1] : null;
+  const lb = v.labels;  // labels that come later: null while every label came with its event
   $("#stats").innerHTML =
-    `<div>predictions <b>${v.predictions}</b> (last seq ${v.last_seq})</div>` +
-    `<div>rolling loss <b>${fmt(lastLoss)}</b></div>` +
-    `<div>explanations trail predictions by <b id="lag-events">${v.lag_events ?? "–"}</b> events, ` +
-    `<b id="lag-seconds">${fmt(v.lag_s, 1)}</b> s</div>` +
-    `<div>explained/seen: ${esc(counts)}</div>`;
+    `<div>predictions <b>${v.predictions}</b> (last seq ${v.last_seq}` +
+    (lb ? `, position ${v.last_position}` : "") + `)</div>` +
+    `<div>rolling loss <b>${fmt(lastLoss)}</b>${lb ? " (of the labels that came)" : ""}</div>` +
+    `<div>explanations trail predictions by <b id="lag-events">${v.lag_events ?? "–"}</b> ` +
+    `${lb ? "positions" : "events"}, <b id="lag-seconds">${fmt(v.lag_s, 1)}</b> s</div>` +
+    `<div>explained/seen: ${esc(counts)}</div>` +
+    (lb ? `<div class="labels">waiting for a label <b id="labels-waiting">${lb.waiting}</b> events · ` +
+          `median label delay <b id="label-delay">${lb.median_delay_events ?? "–"}</b> events` +
+          (lb.median_delay_s !== null ? ` (${fmt(lb.median_delay_s, 1)} s)` : "") +
+          ` · labelled ${lb.labelled} · expired ${lb.expired}</div>` : "");
   renderImportance(v);
   renderRanking(v);
   renderLoss(v);
@@ -132,18 +139,22 @@ function changeMarkers(getChanges) {
       span.className = "episode-span" + (ep.alert ? " alert" : "");
       span.style.left = x0 + "px";
       span.style.width = Math.max(2, x1 - x0) + "px";
+      const unit = dash.view.labels ? "position" : "seq";
       span.title = `change episode${ep.kind ? " (" + ep.kind + (ep.alert ? ", alert" : "") + ")" : ""}: ` +
-        `new regime from seq ${a}, changes up to ${b}`;
+        `new regime from ${unit} ${a}, changes up to ${b}`;
       u.over.appendChild(span);
     }
+    const where = (x) => (dash.view.labels ? `position ${x}` : `seq ${x}`);
     for (const c of getChanges()) {
       if (c.seq < lo || c.seq > hi) continue;
       const m = document.createElement("div");
       m.className = "change-marker";
       m.style.left = u.valToPos(c.seq, "x") + "px";
       m.dataset.seq = c.seq;
-      m.title = `${c.explainer}/${c.feature} changed at seq ${c.seq}: ${fmt(c.before)} → ${fmt(c.after)}` +
-        (c.cut_seq !== undefined ? ` (new regime from seq ${c.cut_seq})` : "");
+      m.title = `${c.explainer}/${c.feature} changed at ${where(c.seq)}` +
+        (dash.view.labels && c.event_seq !== null ? ` (seq ${c.event_seq})` : "") +
+        `: ${fmt(c.before)} → ${fmt(c.after)}` +
+        (c.cut_seq !== undefined ? ` (new regime from ${where(c.cut_seq)})` : "");
       m.innerHTML = `<span>${esc(c.feature ?? "")}</span>`;
       u.over.appendChild(m);
     }
@@ -169,7 +180,7 @@ function renderImportance(v) {
     const withSe = feats.map((f) => !!v.series[ex][f].se);
     const key = feats.join("|") + "#" + withSe.join("");
     upsertChart("imp-" + ex, parent, ex, key, (w) => {
-      const series = [{ label: "seq" }];
+      const series = [{ label: v.labels ? "position" : "seq" }];
       const bands = [];
       feats.forEach((f, i) => {
         series.push({ label: f, stroke: colorOf(f), width: 1.5, spanGaps: true });
@@ -212,7 +223,7 @@ function renderLoss(v) {
   const data = uPlot.join(tables);
   upsertChart("loss", $("#loss"), "", labels.join("|"), (w) => ({
     width: w, height: 180, scales: { x: { time: false } }, legend: { live: false },
-    series: [{ label: "seq" }, ...labels.map((l, i) => (i === labels.length - 1
+    series: [{ label: v.labels ? "position" : "seq" }, ...labels.map((l, i) => (i === labels.length - 1
       ? { label: l, stroke: "#222", width: 2, spanGaps: true }
       : { label: l, stroke: COLORS[(i + 3) % COLORS.length], width: 1, dash: [4, 3], spanGaps: true }))],
     hooks: { draw: [changeMarkers(() => dash.view.changes)] },
@@ -260,8 +271,12 @@ function episodeKind(e) {
 
 function renderChanges(v) {
   $("#change-count").textContent = v.changes.length;
+  const heads = $("#changes").querySelectorAll("thead th");  // positions when labels come later
+  heads[0].textContent = v.labels ? "detected at position" : "detected";
+  heads[1].textContent = v.labels ? "regime from position" : "regime from";
   const rows = v.changes.slice().reverse().slice(0, 50).map((c) =>
-    `<tr class="change-event"><td>${c.seq}</td><td>${c.cut_seq ?? "–"}</td><td>${esc(c.explainer ?? "")}</td>` +
+    `<tr class="change-event"><td>${c.seq}${v.labels && c.event_seq !== null ? ` <span class="muted">(seq ${c.event_seq})</span>` : ""}</td>` +
+    `<td>${c.cut_seq ?? "–"}</td><td>${esc(c.explainer ?? "")}</td>` +
     `<td>${esc(c.feature ?? "")}</td><td>${fmt(c.before)}${ci(c.ci_before)}</td><td>${fmt(c.after)}${ci(c.ci_after)}</td>` +
     `<td>${c.before !== null && c.after !== null ? (c.after > c.before ? "▲" : "▼") : ""}</td>` +
     `<td>${c.loss_before !== undefined ? fmt(c.loss_before) + " → " + fmt(c.loss_after) : ""}</td></tr>`);

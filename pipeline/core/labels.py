@@ -1,0 +1,355 @@
+"""Labels that arrive later: predict each event on arrival, learn it when its label comes.
+
+A :class:`LabelJoin` owns one stream's model and decides, from the stream's record of
+arrivals alone, what the model learns and when:
+
+- a feature event is predicted on arrival. If it carries its label ``y`` (or its label came
+  first and was held, see below), the model scores and learns it at once, as river's
+  ``progressive_val_score`` does: one :class:`Step` ``both``. Otherwise it waits, and the
+  explainers that need no label (iPDP) get a ``predict`` step with the model as it is now;
+- a label event whose event waits: the model learns the event, and the loss is that of the
+  prediction made at arrival against the label (``progressive_val_score(delay=...)``): one
+  ``learn`` step, explained (iPFI, iSAGE) with the model as it is then;
+- waiting is bounded. An event expires once its stream has ``max_label_delay`` later events
+  (by seq) or, with ``label_timeout_s`` > 0, once that many seconds of arrival time passed
+  since it arrived. Arrival time is the record's own timestamp (of the arrivals topic), never
+  the clock of the process, so a replay decides exactly as the first run. Expiry is decided
+  when the stream's next message arrives, oldest first. An expired event is counted and
+  never learned;
+- a label is *held* when it comes before its event (features and labels travel on two topics,
+  so a label can overtake its event), within ``max_label_delay`` seqs of the stream's newest
+  one; it joins its event when that arrives, and is refused as an unknown seq once the
+  stream moved past its seq without it, or after ``label_timeout_s``;
+- a message seen before is recognised by its origin (``origin``: the input partition it came
+  from and its offset there; the intake may forward a message twice after a restart) and
+  dropped (``duplicate``), as is an event whose seq the stream had already;
+- every label is accounted for: learned, held, or refused with a reason (``label_expired``,
+  ``label_unknown_seq``, ``label_already_labelled``). To give these reasons the join remembers,
+  for the last ``max_label_delay`` seqs, which were learned and which expired, as intervals
+  (:class:`~pipeline.core.pending.SeqIntervals`); a label further back is refused as expired.
+
+Positions. With delayed labels, seq no longer orders the steps of a stream, so each step
+gets a *position*: the stream's newest seq plus the number of labels learned at their own
+arrival. It grows with every step, and while labels come in line it is the seq itself.
+
+>>> from river import linear_model
+>>> from pipeline.core.prequential import PrequentialModel
+>>> join = LabelJoin(PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared"),
+...                  ["a"], max_label_delay=3)
+>>> r = join.on_features(0, {"a": 1.0}, None, ts=0.0)
+>>> [(s.kind, s.seq, s.position) for s in r.steps], r.prediction.y_true, join.waiting
+([('predict', 0, 0)], None, 1)
+>>> r = join.on_features(1, {"a": 2.0}, 4.0, ts=1.0)   # a label in line: learned at once
+>>> [(s.kind, s.seq, s.position) for s in r.steps], r.prediction.loss
+([('both', 1, 1)], 16.0)
+>>> r = join.on_label(0, 2.0)                          # event 0's label comes: learned now
+>>> [(s.kind, s.seq, s.position) for s in r.steps], r.outcomes[0].outcome, r.outcomes[0].delay_events
+([('learn', 0, 2)], 'learned', 1)
+>>> [(f.reason, f.seq) for f in join.on_label(0, 2.0).refused]
+[('label_already_labelled', 0)]
+>>> for seq in range(2, 6):
+...     r = join.on_features(seq, {"a": 0.5}, None, ts=float(seq))
+>>> [(o.seq, o.outcome) for o in r.outcomes], join.waiting      # 2 expired: 3 later events
+([(2, 'expired')], 3)
+>>> join.counts["labels_learned"], join.counts["labels_in_line"], join.counts["events_expired"]
+(1, 1, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import Component, check_positive_int
+from .pending import PendingEvents, SeqIntervals, Waiting
+from .prequential import PrequentialModel
+
+__all__ = ["LabelJoin", "Step", "Predicted", "Outcome", "Refused", "Arrival", "REFUSALS"]
+
+#: why a label is refused
+REFUSALS = ("label_expired", "label_unknown_seq", "label_already_labelled")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What the explainers do for one arrival, at the stream's ``position``: ``predict``
+    (explain ``x`` with the model as it is; no label needed), ``learn`` (explain ``x`` with its
+    label ``y``, then learn it; ``loss`` is the prediction at arrival's), or ``both``."""
+
+    kind: str
+    seq: int
+    position: int
+    ts: float
+    x: dict[str, Any]
+    y: Any = None
+    loss: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Predicted:
+    """The prediction made when event ``seq`` arrived; ``y_true`` and ``loss`` if its label
+    came with it (or before it)."""
+
+    seq: int
+    ts: float
+    y_true: Any
+    y_pred: Any
+    loss: float | None
+    model_version: int
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What became of an event that waited: ``learned`` (its label came) or ``expired``."""
+
+    seq: int
+    ts: float
+    outcome: str
+    y_true: Any
+    y_pred: Any
+    loss: float | None
+    model_version: int
+    delay_events: int
+    delay_s: float | None
+    waiting: int
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A label that cannot be joined: ``reason`` (one of :data:`REFUSALS`), ``message`` saying
+    why and what to do, and ``ref``, what the caller gave with the label (for its dead letter)."""
+
+    seq: int
+    reason: str
+    message: str
+    ref: Any
+
+
+@dataclass
+class Arrival:
+    """What one arrival did: ``held`` the label waits for its event, ``joined_held`` a label
+    that came before its event was learned with it, ``duplicate`` the event came before;
+    ``error`` is set if the model raised (nothing was learned then)."""
+
+    prediction: Predicted | None = None
+    steps: list[Step] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
+    held: bool = False
+    joined_held: bool = False
+    duplicate: bool = False
+    error: Exception | None = None
+
+
+class LabelJoin(Component):
+    """One stream's model and the events that wait for their labels (module docstring)."""
+
+    def __init__(self, model: PrequentialModel, feature_names: Sequence[str], categorical: Sequence[str] = (),
+                 max_label_delay: int = 100_000, label_timeout_s: float = 0.0):
+        check_positive_int(max_label_delay, "max_label_delay", " (events of a stream an event may wait)")
+        if isinstance(label_timeout_s, bool) or not isinstance(label_timeout_s, (int, float)) \
+                or not 0 <= label_timeout_s < math.inf:
+            raise ValueError(f"label_timeout_s={label_timeout_s!r} must be a finite number >= 0 (0: off)")
+        self.model = model
+        self.feature_names = list(feature_names)
+        self.categorical = list(categorical)
+        self.max_label_delay = max_label_delay
+        self.label_timeout_s = label_timeout_s
+        self._reset()
+
+    def _reset(self) -> None:
+        self._model = self.model.clone()
+        self._pending = PendingEvents(self.feature_names, self.categorical)
+        self._learned = SeqIntervals()
+        self._expired = SeqIntervals()
+        self._held: dict[int, tuple[Any, float | None, Any]] = {}  # seq -> (y, arrival time, ref)
+        self.last_seq = -1
+        self.n_label_steps = 0
+        self._clock: float | None = None
+        self._origins: dict[Hashable, int] = {}  # the newest offset taken from each input partition
+        self.counts: Counter[str] = Counter()
+
+    # what callers read -----------------------------------------------------------------
+    @property
+    def position(self) -> int:
+        """The position of the stream's latest step (its newest seq plus the labels learned at their own arrival)."""
+        return self.last_seq + self.n_label_steps
+
+    @property
+    def waiting(self) -> int:
+        """Events waiting for their label."""
+        return len(self._pending)
+
+    @property
+    def held(self) -> int:
+        """Labels waiting for their event."""
+        return len(self._held)
+
+    @property
+    def model_version(self) -> int:
+        """Events the model has learned."""
+        return self._model.version
+
+    def seen(self, origin: tuple[Hashable, int] | None) -> bool:
+        """Whether the message at ``origin`` (``(input partition, offset)``) was taken already."""
+        return origin is not None and origin[1] <= self._origins.get(origin[0], -1)
+
+    # arrivals --------------------------------------------------------------------------
+    def on_features(self, seq: int, x: dict[str, Any], y: Any, ts: float, at: float | None = None,
+                    origin: tuple[Hashable, int] | None = None) -> Arrival:
+        """Event ``seq`` arrived at time ``at`` (from ``origin``) with features ``x`` and, if
+        known, its label ``y``. A message seen before, or a seq at or before the stream's last
+        one, is a duplicate: nothing happens."""
+        if self._take(origin) or seq <= self.last_seq:
+            return Arrival(duplicate=True)
+        res = Arrival()
+        held = self._held.get(seq)
+        label = y if y is not None else (held[0] if held is not None else None)
+        version = self._model.version
+        try:
+            y_pred = self._model.predict_one(x)
+            loss = None
+            if label is not None:
+                loss = self._model.score(label, y_pred)
+                self._model.learn_one(x, label)
+        except Exception as e:  # a model that raises on one event: nothing of it is kept
+            res.error = e
+            return res
+        now = self._tick(at)
+        self.last_seq = seq
+        position = self.position
+        if held is not None:
+            del self._held[seq]
+            if y is None:
+                self.counts["labels_learned"] += 1
+                res.joined_held = True
+            else:
+                self._refuse(res, seq, "label_already_labelled", held[2],
+                             f"seq {seq} came with its label in its feature event; send each label once, in "
+                             "the feature event or as a label event")
+        if label is None:
+            self._pending.add(seq, x, y_pred, ts, now if at is not None else None, version)
+            res.steps.append(Step("predict", seq, position, ts, x))
+        else:
+            self._learned.add(seq)
+            if y is not None:
+                self.counts["labels_in_line"] += 1
+            res.steps.append(Step("both", seq, position, ts, x, label, loss))
+        res.prediction = Predicted(seq, ts, label, y_pred, loss, version, position)
+        self._expire(res, seq)
+        return res
+
+    def on_label(self, seq: int, y: Any, at: float | None = None, ref: Any = None,
+                 origin: tuple[Hashable, int] | None = None) -> Arrival:
+        """The label ``y`` of event ``seq`` arrived at time ``at`` (from ``origin``); ``ref``
+        comes back in a :class:`Refused` if the label cannot be joined. A message seen before
+        is a duplicate: nothing happens."""
+        if self._take(origin):
+            return Arrival(duplicate=True)
+        res = Arrival()
+        self._tick(at)
+        self._expire(res, None)
+        w = self._pending.get(seq)
+        if w is not None:
+            try:
+                loss = self._model.score(y, w.y_pred)
+                self._model.learn_one(w.x, y)
+            except Exception as e:  # the event keeps waiting; a label the model accepts may still come
+                res.error = e
+                return res
+            self._pending.discard(seq)
+            self._learned.add(seq)
+            self.n_label_steps += 1
+            self.counts["labels_learned"] += 1
+            position = self.position
+            res.steps.append(Step("learn", seq, position, w.ts, w.x, y, loss))
+            res.outcomes.append(self._outcome(w, "learned", y, loss, position))
+            return res
+        W, last = self.max_label_delay, self.last_seq
+        if seq > last:
+            if seq in self._held:
+                self._refuse(res, seq, "label_already_labelled", ref,
+                             f"a label for seq {seq} already waits for its event; send each label once")
+            elif seq - last > W:
+                self._refuse(res, seq, "label_unknown_seq", ref,
+                             f"seq {seq} is {seq - last} beyond the stream's newest seq {last}, more than "
+                             f"max_label_delay={W}; send labels after (or shortly before) their feature events")
+            else:
+                self._held[seq] = (y, self._clock if at is not None else None, ref)
+                res.held = True
+        elif seq <= last - W:
+            self._refuse(res, seq, "label_expired", ref,
+                         f"seq {seq} is more than max_label_delay={W} behind the stream's newest seq {last}: its "
+                         "event has expired (or was labelled already); labels must come within max_label_delay "
+                         "events (raise it to wait longer)")
+        elif seq in self._learned:
+            self._refuse(res, seq, "label_already_labelled", ref,
+                         f"seq {seq} was already labelled (in its feature event or by an earlier label event); "
+                         "send each label once")
+        elif seq in self._expired:
+            self._refuse(res, seq, "label_expired", ref,
+                         f"event {seq} expired before its label came (max_label_delay={W}, "
+                         f"label_timeout_s={self.label_timeout_s:g}); raise them to wait longer")
+        else:
+            self._refuse(res, seq, "label_unknown_seq", ref,
+                         f"the stream has no event with seq {seq} (it was never sent, or went to the dead-letter "
+                         "topic); label only events the model accepted")
+        return res
+
+    # internals -------------------------------------------------------------------------
+    def _take(self, origin: tuple[Hashable, int] | None) -> bool:
+        """Whether ``origin`` was seen; else it is noted as the newest of its partition."""
+        if origin is None:
+            return False
+        if self.seen(origin):
+            return True
+        self._origins[origin[0]] = origin[1]
+        return False
+
+    def _tick(self, at: float | None) -> float | None:
+        """Arrival time, never going back (records of several intake workers may disagree a little)."""
+        if at is not None and (self._clock is None or at > self._clock):
+            self._clock = at
+        return self._clock
+
+    def _timed_out(self, at: float | None) -> bool:
+        return bool(self.label_timeout_s) and at is not None and self._clock is not None \
+            and self._clock - at > self.label_timeout_s
+
+    def _expire(self, res: Arrival, new_seq: int | None) -> None:
+        """Expire the oldest events past either bound; refuse held labels whose event cannot come."""
+        W = self.max_label_delay
+        while self._pending:
+            seq, at = self._pending.oldest_key()  # type: ignore[misc]
+            if not ((new_seq is not None and seq <= new_seq - W) or self._timed_out(at)):
+                break
+            w = self._pending.pop_oldest()
+            self._expired.add(w.seq)
+            self.counts["events_expired"] += 1
+            res.outcomes.append(self._outcome(w, "expired", None, None, self.position))
+        for seq in [q for q, (_, t, _) in self._held.items() if (new_seq is not None and q < new_seq)
+                    or self._timed_out(t)] if self._held else ():
+            _, _, ref = self._held.pop(seq)
+            why = (f"the stream went on to seq {new_seq} without it" if new_seq is not None and seq < new_seq
+                   else f"it did not arrive within label_timeout_s={self.label_timeout_s:g}")
+            self._refuse(res, seq, "label_unknown_seq", ref,
+                         f"the label of seq {seq} came before its event, and {why}; label only events the "
+                         "model accepts")
+        if new_seq is not None:
+            lo = self.last_seq - W + 1  # a label older than that is refused without looking
+            self._learned.trim(lo)
+            self._expired.trim(lo)
+
+    def _outcome(self, w: Waiting, outcome: str, y: Any, loss: float | None, position: int) -> Outcome:
+        delay_s = None if w.at is None or self._clock is None else self._clock - w.at
+        return Outcome(w.seq, w.ts, outcome, y, w.y_pred, loss, w.version, self.last_seq - w.seq, delay_s,
+                       len(self._pending), position)
+
+    def _refuse(self, res: Arrival, seq: int, reason: str, ref: Any, message: str) -> None:
+        self.counts[reason] += 1
+        res.refused.append(Refused(seq, reason, message, ref))

@@ -1,0 +1,66 @@
+"""Validation of incoming label events: the target of an earlier feature event of a stream.
+
+>>> raw = b'{"schema": "label_event/v1", "stream_id": "s", "seq": 4, "y": 1, "ts": 10.5}'
+>>> parse_label_event(raw, "label", where="labels[0]@3")
+LabelEvent(stream_id='s', seq=4, y=1, ts=10.5)
+>>> parse_label_event(raw.replace(b'"y": 1', b'"y": "high"'), "number", where="labels[0]@4")
+Traceback (most recent call last):
+...
+schemas.errors.LabelTypeMismatch: labels[0]@4: label y of stream 's' seq 4 is 'high' (str); the target is a number: send a finite number
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .errors import LabelTypeMismatch, SchemaMismatch
+from .features import MAX_SEQ, TARGETS, check_stream_id, shown
+from .messages import LabelEvent
+from .wire import DEFAULT_MAX_BYTES, decode_as
+
+__all__ = ["parse_label_event", "label_event_from", "check_label"]
+
+_FIELDS = frozenset({"schema", "stream_id", "seq", "y", "ts"})
+
+
+def parse_label_event(raw: bytes | None, target: str, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> LabelEvent:
+    """Bytes to a validated :class:`~schemas.messages.LabelEvent` whose ``y`` fits ``target``
+    (``label``: a string, integer or boolean; ``number``: a finite number, as a float), or an
+    ``InvalidMessage`` saying what is wrong."""
+    return label_event_from(decode_as(raw, LabelEvent.SCHEMA, where=where, max_bytes=max_bytes), target, where=where)
+
+
+def label_event_from(obj: dict[str, Any], target: str, *, where: str) -> LabelEvent:
+    """A decoded ``label_event/v1`` object to a validated :class:`LabelEvent` (see :func:`parse_label_event`)."""
+    if target not in TARGETS:
+        raise ValueError(f"target={target!r} must be one of {TARGETS}")
+    if set(obj) != _FIELDS:
+        raise SchemaMismatch(f"label_event/v1 fields: missing {sorted(_FIELDS - set(obj))}, unexpected "
+                             f"{shown(sorted(set(obj) - _FIELDS))}", where=where)
+    stream_id, seq, ts = obj["stream_id"], obj["seq"], obj["ts"]
+    check_stream_id(stream_id, where=where)
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ:
+        raise SchemaMismatch(f"seq {shown(seq)} must be an integer in [0, 2**63 - 1]: the seq of the event this "
+                             "label belongs to", where=where)
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
+        raise SchemaMismatch(f"ts {shown(ts)} must be a finite number (seconds)", where=where)
+    y = check_label(obj["y"], target, f"label y of stream {stream_id!r} seq {seq}", where=where)
+    return LabelEvent(stream_id, seq, y, float(ts))
+
+
+def check_label(y: Any, target: str, what: str, *, where: str | None = None) -> Any:
+    """``y`` as the target kind ``target`` wants it, or :class:`~schemas.errors.LabelTypeMismatch`.
+
+    >>> check_label(3, "number", "y"), check_label(True, "label", "y")
+    (3.0, True)
+    """
+    if target == "number":
+        if isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y):
+            raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a number: send a "
+                                    "finite number", where=where)
+        return float(y)
+    if not isinstance(y, (str, int, bool)):
+        raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a label: send a string, "
+                                "integer or boolean", where=where)
+    return y

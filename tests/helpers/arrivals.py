@@ -1,0 +1,123 @@
+"""Delayed labels for the handler tests: streams whose labels come later, recorded on an
+arrivals partition as the intake records them, and the handlers run over that record.
+
+>>> from helpers.streams import threshold_events
+>>> log = PartitionLog()
+>>> rec = record_arrivals(log, labels_later(threshold_events("s", 4, seed=1), delay=2, unlabelled={1}))
+>>> [(type(r.event).__name__[0], r.event.seq, r.origin) for r in rec][2:4]
+[('F', 2, (('streamxai.features', 0), 2)), ('L', 0, (('streamxai.labels', 0), 0))]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import orjson
+
+from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler
+from pipeline.local.demo_stream import labels_later
+from pipeline.reference import Recorded
+from pipeline.settings import Settings
+from schemas import FeatureEvent, LabelEvent, Source, dumps, origin_headers
+
+from .partition_log import PartitionLog
+
+__all__ = ["labels_later", "record_arrivals", "redeliver", "Run", "run_handlers", "ARRIVALS"]
+
+ARRIVALS = "arrivals"
+
+
+def record_arrivals(log: PartitionLog, messages: Iterable[FeatureEvent | LabelEvent | tuple[str, bytes, bytes]],
+                    t0: float = 1_700_000_000.0, dt: float = 0.01, prefix: str = "streamxai.") -> list[Recorded]:
+    """Append ``messages`` to partition 0 of the arrivals topic as the intake would: each with
+    headers naming its offset on partition 0 of ``<prefix>features`` or ``<prefix>labels`` (the
+    default settings' names), and a timestamp ``dt`` seconds after the one before. A
+    ``("labels" or "features", key, raw)`` triple is a raw message of that input topic. Returns
+    what the in-process reference reads for the valid ones."""
+    offsets = {"features": 0, "labels": 0}
+    recorded = []
+    for i, m in enumerate(messages):
+        if isinstance(m, tuple):
+            topic, key, raw = m
+            event = None
+        else:
+            topic = "labels" if isinstance(m, LabelEvent) else "features"
+            key, raw, event = m.stream_id.encode(), dumps(m), m
+        origin = Source(prefix + topic, 0, offsets[topic])
+        offsets[topic] += 1
+        at = t0 + i * dt
+        log.append(ARRIVALS, 0, key, raw, headers=origin_headers(origin), timestamp=at)
+        if event is not None:
+            recorded.append(Recorded(event, at, ((origin.topic, 0), origin.offset)))
+    return recorded
+
+
+def redeliver(log: PartitionLog, offsets: Iterable[int]) -> None:
+    """Append again the arrivals at ``offsets`` (the intake forwarding them a second time)."""
+    for off in offsets:
+        key, value, ts, headers = log.parts[(ARRIVALS, 0)][off]
+        log.append(ARRIVALS, 0, key, value, headers=headers, timestamp=ts)
+
+
+class Run:
+    """The handlers' outputs over a record of arrivals, by topic, decoded."""
+
+    def __init__(self) -> None:
+        self.by_topic: dict[str, list[dict]] = {}
+        self.tasks = PartitionLog()
+        self.explanations = PartitionLog()
+
+    def add(self, topic: str, value: bytes) -> None:
+        self.by_topic.setdefault(topic, []).append(orjson.loads(value))
+
+    def of(self, topic: str, schema: str | None = None) -> list[dict]:
+        return [m for m in self.by_topic.get(topic, []) if schema is None or m.get("schema") == schema]
+
+    def predictions(self) -> dict[tuple[str, int], object]:
+        return {(m["stream_id"], m["seq"]): m["y_pred"] for m in self.of("predictions", "prediction/v2")}
+
+    def explanation_values(self) -> dict[tuple[str, int, str, str], float]:
+        return {(m["stream_id"], m["position"], m["explainer"], m["feature"]): m["value"]
+                for m in self.of("explanations")}
+
+    def changes(self) -> dict[tuple[str, int, str, str], tuple[int, float, float]]:
+        return {(c["stream_id"], c["seq"], c["explainer"], c["feature"]): (c["cut_seq"], c["level_before"],
+                                                                          c["level_after"])
+                for c in self.of("drift-events")}
+
+
+def run_handlers(s: Settings, log: PartitionLog, model: Callable[[int], ModelHandler] | None = None,
+                 explain: Callable[[int, int], ExplainHandler] | None = None,
+                 drift: Callable[[int], DriftHandler] | None = None, run: Run | None = None) -> Run:
+    """The model handler over the arrivals (``model(offset)`` picks the handler of each
+    message), its tasks through ``explain(partition, offset)``, the explanations through
+    ``drift(offset)``; one handler of each kind by default. ``run`` collects the outputs (its
+    ``tasks`` and ``explanations`` logs are the history a restarted handler replays). The agent loop's calls
+    (``needs_recovery`` before ``on_message``) are made as the agents make them."""
+    one_model, one_explain, one_drift = ModelHandler(s), ExplainHandler(s), DriftHandler(s)
+    model = model or (lambda off: one_model)
+    explain = explain or (lambda p, off: one_explain)
+    drift = drift or (lambda off: one_drift)
+    run = run or Run()
+
+    def feed(handler, topic: str, partition: int, plog: PartitionLog, off: int):
+        src = plog.source(topic, partition, off)
+        key, value, _, _ = plog.parts[(topic, partition)][off]
+        handler.needs_recovery(key, src)
+        return handler.on_message(value, key, src)
+
+    for off in range(len(log.parts.get((ARRIVALS, 0), []))):
+        for out in feed(model(off), ARRIVALS, 0, log, off):
+            if out.topic == "explain-tasks":
+                run.tasks.append("explain-tasks", out.partition, out.key, out.value)
+            run.add(out.topic, out.value)
+    for (topic, p), items in sorted(run.tasks.parts.items()):
+        for off in range(len(items)):
+            for out in feed(explain(p, off), topic, p, run.tasks, off):
+                if out.topic == "explanations":
+                    run.explanations.append("explanations", 0, out.key, out.value)
+                run.add(out.topic, out.value)
+    for off in range(len(run.explanations.parts.get(("explanations", 0), []))):
+        for out in feed(drift(off), "explanations", 0, run.explanations, off):
+            run.add(out.topic, out.value)
+    return run
