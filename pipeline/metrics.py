@@ -51,7 +51,7 @@ HELP = {
     "explanations_out": "Explanation messages sent",
     "explanations_seen": "Explanation messages the drift agent read (good, bad or duplicate)",
     "explanations_monitored": "Explanations the drift agent monitored",
-    "drift_events": "Change events raised, by kind (how the model's loss moved at the cut: learning, degradation, reliance_shift)",
+    "drift_events": "Change events raised",
     "change_episodes": "Change episodes opened (changes of one stream that happened together), by kind and alert (true: the kind is in drift_alert_kinds)",
     "replayed_events": "Feature events re-run to rebuild a stream model after a restart or rebalance",
     "replayed_tasks": "Explain tasks re-run to rebuild an explainer group",
@@ -83,8 +83,7 @@ HELP.update({
     "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire (or exposed by their user)
-    "messages_in", "messages_out", "dead_letters", "send_errors", "drift_events", "change_episodes",
-    "recovery_seconds")
+    "messages_in", "messages_out", "dead_letters", "send_errors", "change_episodes", "recovery_seconds")
 
 _NAME_OK = re.compile(r"[^a-zA-Z0-9_]")
 

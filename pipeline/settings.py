@@ -171,7 +171,7 @@ class Settings:
     label_timeout_s: float = _f(0.0, "an event waiting for its label expires after this many seconds of arrival time; 0: off")
     # Drift
     drift_delta: float = _f(0.01, "bound on the probability that a stream without change ever raises a change event (all its series together)")
-    drift_explainers: list = _f(["ipfi", "isage"], "explainers whose series the change test watches (all running ones if none is listed); iPDP's ICE spread moves with every split of a tree, its curves are shown either way")
+    drift_explainers: list = _f(["ipfi", "isage", "ipdp"], "explainers whose series the change test watches (all running ones if none is listed); the others' levels and curves are shown in change events either way")
     drift_min_effect: float = _f(0.2, "report a change only if the levels differ by this fraction of the explainer's largest importance in the stream")
     drift_min_samples: int = _f(100, "explained events each side of a cut needs before the change test uses it")
     drift_window: int = _f(20_000, "explained events per series the change test looks back over")

@@ -291,7 +291,7 @@ class ChangeEpisode(_Message):
     """Changes of one stream that happened together (topic ``change-episodes``).
 
     ``changes`` are ranked by ``relative_effect`` (largest first), each
-    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect, kind}``.
+    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect}``.
     ``explanations[explainer][feature]`` is ``{before, after, rank_before, rank_after}``, split
     at ``cut_seq`` (the top change's cut); ``curves[feature]`` the iPDP curve before and after
     of each changed feature; ``loss_*`` the model's mean prequential loss on each side, with
@@ -299,12 +299,13 @@ class ChangeEpisode(_Message):
 
     v2 says why: ``kind`` is ``learning`` (the loss fell significantly), ``degradation`` (it
     rose) or ``reliance_shift`` (it stayed within its interval, yet the reliance moved), and
-    ``alert`` whether that kind is one to page on (setting ``drift_alert_kinds``). An episode is
-    sent twice, with one ``first_seq``: ``status`` ``open`` when the report of its first change
-    is complete (the alert; ``closed_seq`` null) and ``closed`` at event ``closed_seq``,
-    ``episode_gap`` events after its last change ``last_seq``, with all its changes; its kind
-    and alert are decided at the open and do not change. A v1 episode (no kind) was sent once,
-    closed.
+    ``alert`` whether that kind is one to page on (setting ``drift_alert_kinds``). An episode
+    whose loss had already moved when the report of its first change was complete is sent then,
+    ``status`` ``open`` (``closed_seq`` null: a degradation pages at once), and again, ``closed``,
+    at event ``closed_seq``, ``episode_gap`` events after its last change ``last_seq``, with all
+    its changes and the same ``first_seq``, kind and alert. An episode whose loss had not moved
+    is sent once, closed: that the loss did not move needs the data up to the close. A v1
+    episode (no kind) was sent once, closed.
     """
 
     SCHEMA: ClassVar[str] = "change_episode/v2"

@@ -98,7 +98,6 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
                  checkpoints: CheckpointStore | None = None):
         super().__init__(settings, metrics, history, checkpoints)
         for kind in KINDS:  # every series from the start, so an alert rule sees the first increase
-            self.metrics.inc("drift_events", 0, kind=kind)
             for alert in {kind in s.drift_alert_kinds for s in (settings, *settings.profiles().values())}:
                 self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(alert))
 
@@ -169,12 +168,12 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         outs = []
         k = p.stream_id.encode()
         for c in changes:
-            m.inc("drift_events", kind=c.kind)
+            m.inc("drift_events")
             log.info("change in %s/%s/%s from seq %d (detected at %d): %.4g -> %.4g", p.stream_id, c.explainer,
                      c.feature, c.cut_seq, c.seq, c.before.mean, c.after.mean)
             outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c))))
         for ep in episodes:
-            if ep.status == "open":
+            if ep.first:  # the message that announces the episode's kind: count it, page on it
                 m.inc("change_episodes", kind=ep.kind, alert=_flag(ep.alert))
                 log.log(logging.WARNING if ep.alert else logging.INFO,
                         "change episode of %s from seq %d: %s%s, %s", p.stream_id, ep.cut_seq, ep.kind,
@@ -233,7 +232,7 @@ def change_episode(stream_id: str, ep: Episode) -> ChangeEpisode:
         closed_seq=ep.closed_seq, cut_seq=ep.cut_seq, kind=ep.kind, alert=ep.alert,
         changes=[{"explainer": c.explainer, "feature": c.feature, "seq": c.seq, "cut_seq": c.cut_seq,
                   "level_before": c.before.mean, "level_after": c.after.mean, "effect": c.effect,
-                  "relative_effect": _finite(c.relative_effect), "kind": c.kind} for c in ep.changes],
+                  "relative_effect": _finite(c.relative_effect)} for c in ep.changes],
         explanations=explanations,
         curves={f: {"before": b, "after": a} for f, (b, a) in ep.curves.items()},
         loss_before=lb, loss_after=la, n_loss_before=nlb, n_loss_after=nla,

@@ -196,7 +196,8 @@ def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, 
     # ~(6 / 1)^2 = 36 events for car past the 100-increment minimum per side (measured: both at 3059)
     assert sorted(e["feature"] for e in events) == ["age", "car"]
     assert all(e["cut_seq"] == 3000 and 3000 < e["seq"] < 3500 for e in events), events
-    # one episode: open once the report of its first change is complete, closed after the gap
+    # one episode: open once 100 losses follow its cut (its loss had risen: a degradation, known
+    # then), closed after the gap
     assert [(e["status"], e["first_seq"], e["cut_seq"]) for e in episodes] == [("open", 3059, 3000),
                                                                               ("closed", 3059, 3000)]
     store = FileCheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
@@ -240,15 +241,14 @@ def test_change_event_and_episode_explain_the_change():
     assert age["rank_after"]["age"] == 1
     assert [c["feature"] for c in episode["changes"]] == ["age", "car"]  # ranked by relative effect
     # why: the model's loss rose from 0.1 to 0.3 at the cut -- a degradation, which alerts by default,
-    # when the episode opens (one report after its first change), counted by kind and alert
+    # when the episode opens (100 losses after its cut), counted once by kind and alert
     assert (opened["status"], opened["kind"], opened["alert"], opened["closed_seq"]) == ("open", "degradation", True, None)
-    assert opened["first_seq"] == episode["first_seq"] and opened["changes"] == episode["changes"]
-    assert opened["kind"] == episode["kind"] and episode["alert"] and episode["status"] == "closed"
+    assert opened["first_seq"] == episode["first_seq"] and opened["kind"] == episode["kind"]
+    assert (episode["status"], episode["kind"], episode["alert"]) == ("closed", "degradation", True)
     assert episode["loss_ci_before"][0] < 0.1 < episode["loss_ci_before"][1] and episode["loss_z"] > 1.96
-    assert all(c["kind"] == "degradation" for c in episode["changes"])
     assert h.metrics.get("change_episodes{alert=true,kind=degradation}") == 1
     assert h.metrics.get("change_episodes{alert=false,kind=learning}") == 0
-    assert h.metrics.get("drift_events{kind=degradation}") == 2
+    assert h.metrics.get("drift_events") == 2
     assert episode["cut_seq"] == 3000 and episode["closed_seq"] > episode["last_seq"] + s.drift_episode_gap
     ex = episode["explanations"]["ipfi"]
     assert ex["car"]["before"] == pytest.approx(0.1, abs=0.03) and ex["car"]["after"] == pytest.approx(0.3, abs=0.03)

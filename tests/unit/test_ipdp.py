@@ -485,3 +485,44 @@ def test_adwin_on_the_importance_stream_detects_the_change():
                 detections.append(t)
     assert detections, "ADWIN saw no change in the importance stream"
     assert t_switch < detections[0] <= t_switch + 5 / alpha, detections
+
+
+class _Switch:
+    """``x1`` alone, then ``x1 + 2 x1 s(x2)`` with ``s = +-1`` by ``x2 > 0.5``: an interaction that
+    changes every ICE curve of ``x1`` (slope 3 or -1 instead of 1) but not its PD (E[s] = 0)."""
+
+    def __init__(self):
+        self.on = False
+
+    def __call__(self, x):
+        s = 1.0 if x["x2"] > 0.5 else -1.0
+        return x["x1"] + (2.0 * x["x1"] * s if self.on else 0.0)
+
+
+def test_increments_follow_the_pd_curve_not_each_events_own_ice_curve():
+    """The change test watches iPDP's increments: each event's centred ICE curve projected on
+    the PD curve so far, whose mean is the published importance (std of the PD over the grid).
+    A model that adds an interaction with another feature, as a tree does when it splits on it
+    under a split on x1, changes each event's ICE curve but not the PD: the increments' mean
+    stays (the spread of each event's own ICE curve, the increment before, doubles: 1 -> 2 on
+    average). Uniform x1 on a grid of 5 over ~[0, 1]: std of the PD values 0.395; 3,000 events a
+    side, increment sd ~0.8 after the switch, so the difference of means has sd ~0.02."""
+    model = _Switch()
+    ipdp = IPDP(ModelFunction(model, output="value"), ["x1", "x2"], features=["x1"], alpha=0.01, grid_size=5,
+                seed=3)
+    rng = random.Random(4)
+    means, spreads = [], []
+    for on in (False, True):
+        model.on = on
+        ipdp.increments.take()
+        spread = []
+        for _ in range(3000):
+            x = {"x1": rng.random(), "x2": rng.random()}
+            ipdp.explain_one(x, None)
+            grid = ipdp._evaluation_grid("x1", x["x1"])
+            spread.append(pdp_importance([model({**x, "x1": g}) for g in grid]))
+        means.append(ipdp.increments.take()["x1"].mean)
+        spreads.append(sum(spread) / len(spread))
+    assert means[0] == pytest.approx(0.395, abs=0.02) and abs(means[1] - means[0]) < 0.08  # 4 sd
+    assert spreads[1] == pytest.approx(2 * spreads[0], rel=0.05)
+    assert ipdp.values["x1"] == pytest.approx(0.395, abs=0.05)

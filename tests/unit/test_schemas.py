@@ -101,7 +101,7 @@ EXAMPLES = [
                {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}, {"grid": [0.0, 1.0], "pd": [0.2, 0.9]}, 0.1, 0.2, 500, 30),
     ChangeEpisode("s", "closed", 530, 560, 1600, 500, "degradation", True,
                   [{"explainer": "ipfi", "feature": "a", "seq": 530, "cut_seq": 500, "level_before": 0.1,
-                    "level_after": 0.4, "effect": 0.3, "relative_effect": 0.75, "kind": "degradation"}],
+                    "level_after": 0.4, "effect": 0.3, "relative_effect": 0.75}],
                   {"ipfi": {"a": {"before": 0.1, "after": 0.4, "rank_before": 2, "rank_after": 1},
                             "b": {"before": None, "after": None, "rank_before": None, "rank_after": None}}},
                   {"a": {"before": {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}, "after": None}}, 0.1, 0.3, 500, 30,

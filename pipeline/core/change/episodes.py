@@ -3,9 +3,10 @@
 Grouping. Changes of one stream detected within ``episode_gap`` events of the previous one
 form an episode. It *opens* once the report of its first change is complete (at the stream's
 first message of a later event: the other series of that report may come in any order) and
+at least ``min_samples`` of the model's losses follow its top change's cut, and
 *closes* at the first message more than ``episode_gap`` events after its last change (or when
-the stream ends); both moments give an :class:`Episode` (``status`` ``"open"`` or
-``"closed"``). The episode ranks its changes by relative effect ``|after - before| / scale``
+the stream ends). Each gives an :class:`Episode` (``status`` ``"open"`` or ``"closed"``) --
+the open one only when the kind is known by then (below). The episode ranks its changes by relative effect ``|after - before| / scale``
 and carries, split at the cut of its top change, every explainer's vector before and after,
 the iPDP curves of the features that changed, and the model's loss before and after.
 
@@ -13,15 +14,25 @@ Kind (:func:`~pipeline.core.change.events.loss_kind`). Whether the model learned
 model's prequential loss on the two sides of the cut, with the change test's statistic
 (:func:`~pipeline.core.change.test.two_sample_z`): ``z`` of the loss after against before.
 
-- ``learning``: the loss fell significantly (``z <= -1.96``): the model got better, and its
-  reliance moved as it learned;
-- ``degradation``: the loss rose significantly (``z >= 1.96``): the world changed and the model
-  has not caught up;
-- ``reliance_shift``: the loss did not move beyond its 95% interval, yet the reliance did --
+- ``learning``: the loss fell (a one-sided test at 5%, ``z <= -1.645``): the model got better,
+  and its reliance moved as it learned;
+- ``degradation``: the loss rose (``z >= 1.645``): the world changed and the model has not
+  caught up;
+- ``reliance_shift``: the loss stayed within its 90% interval, yet the reliance did move --
   what a loss monitor misses (also when the loss is unknown).
 
-An episode's kind is its top change's when it opens, and stays: an alert (``alert``: the kind
-is one of ``alert_kinds``) is raised once, at the open, when it can page someone.
+When the kind is decided. That the loss moved can be seen at once; that it did *not* move
+needs more data than the few hundred events after a fresh cut (a model that is still learning
+improves a little at a time). So the loss is looked at once when the episode opens, and if it
+had moved the episode takes that kind there (a ``degradation`` pages right away); otherwise the kind
+is decided when the episode closes, ``episode_gap`` events later, on the loss from the top
+change's cut up to then. The loss before a cut reaches back to the previous episode's cut, not
+into the regime before it. The kind does not change afterwards; the episode carries the loss on
+either side of the cut it was decided on, and ``alert`` says whether the kind is one of
+``alert_kinds`` -- for a ``reliance_shift``, if what the model's accuracy relies on moved (a
+change of iPFI or iSAGE): iPDP's curves alone moving at a flat loss are the model's effect
+changing, not its reliance (a Hoeffding adaptive tree that swaps in a subtree makes its
+probabilities less extreme at the same labels), and do not page.
 """
 
 from __future__ import annotations
@@ -40,7 +51,9 @@ STATUSES = ("open", "closed")
 @dataclass(frozen=True)
 class Episode:
     """Changes of one stream that happened together, ranked by relative effect (module
-    docstring); ``closed_seq`` is None while the episode is open."""
+    docstring); ``closed_seq`` is None while the episode is open; ``first``: the first message
+    of the episode, which announces its kind (the open one, or the closed one when its kind
+    waited for the close)."""
 
     status: str
     first_seq: int
@@ -56,6 +69,7 @@ class Episode:
     curves: dict[str, tuple[dict | None, dict | None]] = field(default_factory=dict)
     loss_before: Block | None = None
     loss_after: Block | None = None
+    first: bool = True
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES or self.kind not in KINDS:
@@ -69,12 +83,15 @@ def ranked(changes: Sequence[Change]) -> list[Change]:
 
 def make_episode(
     changes: Sequence[Change], seq: int, status: str, kind: str, alert: bool,
+    loss_before: Block | None, loss_after: Block | None,
     level_now: Callable[[str, str], Block], curves: Callable[[str, int], tuple[dict | None, dict | None]],
+    first: bool = True,
 ) -> Episode:
     """The episode of ``changes`` at event ``seq``: the top change's context (split at its cut
     when it was detected), with each changed series' own levels -- before: at its first change
     in the episode, after: ``level_now(explainer, feature)``, its window now (which starts at its
-    cut). ``curves(feature, cut_seq)`` gives a feature's iPDP curves around a cut."""
+    cut). ``curves(feature, cut_seq)`` gives a feature's iPDP curves around a cut; ``loss_*`` the
+    model's loss on either side of the cut, as the kind was decided on it."""
     order = ranked(changes)
     top = order[0]
     explanations = {e: dict(v) for e, v in top.vectors.items()}
@@ -97,5 +114,5 @@ def make_episode(
         status=status, first_seq=min(c.seq for c in order), last_seq=max(c.seq for c in order),
         closed_seq=seq if status == "closed" else None, cut_seq=top.cut_seq, changes=tuple(order),
         explanations=explanations, kind=kind, alert=alert, curves=shown,
-        loss_before=top.loss_before, loss_after=top.loss_after,
+        loss_before=loss_before, loss_after=loss_after, first=first,
     )

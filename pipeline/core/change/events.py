@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..increments import Block
-from .test import Z95, Cut, two_sample_z
+from .test import Z90, Z95, Cut, two_sample_z
 
-__all__ = ["Change", "Levels", "KINDS", "ci", "loss_kind", "loss_z", "ranks"]
+__all__ = ["Change", "Levels", "KINDS", "RELIANCE", "ci", "loss_kind", "loss_z", "ranks"]
 
 #: ``{explainer: {feature: (level before, level after)}}`` (None: no data on that side)
 Levels = dict[str, dict[str, tuple[float | None, float | None]]]
@@ -25,7 +25,9 @@ class Change:
     event ``seq``. ``scale`` is the explainer's largest importance in the stream (the unit of
     ``relative_effect``); ``vectors`` every series' level split at the cut, computed at
     detection, when the cut is recent and the split fine; ``curve_*`` the feature's iPDP curve
-    before the cut and now; ``loss_*`` the model's prequential loss on either side."""
+    before the cut and now; ``loss_*`` the model's prequential loss on either side at detection,
+    and ``kind`` how it had moved by then (:func:`loss_kind`; ``reliance_shift`` also while too
+    few losses follow the cut to tell)."""
 
     explainer: str
     feature: str
@@ -37,6 +39,7 @@ class Change:
     curve_after: dict[str, list] | None = None
     loss_before: Block | None = None
     loss_after: Block | None = None
+    kind: str = "reliance_shift"
 
     @property
     def cut_seq(self) -> int:
@@ -59,12 +62,6 @@ class Change:
         return abs(self.effect) / self.scale if self.scale > 0 else float("inf")
 
     @property
-    def kind(self) -> str:
-        """``learning``, ``degradation`` or ``reliance_shift``: how the model's loss moved at the
-        cut (:func:`loss_kind`)."""
-        return loss_kind(self.loss_before, self.loss_after)
-
-    @property
     def explanation_before(self) -> dict[str, float | None]:
         """This explainer's level of every feature before the cut."""
         return {f: v[0] for f, v in self.vectors[self.explainer].items()}
@@ -75,33 +72,38 @@ class Change:
 
 
 KINDS = ("learning", "degradation", "reliance_shift")
+#: the explainers that measure reliance for the model's accuracy (loss differences); iPDP
+#: measures the effect on its output
+RELIANCE = ("ipfi", "isage")
 
 
-def loss_kind(before: Block | None, after: Block | None) -> str:
+def loss_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
     """``learning``, ``degradation`` or ``reliance_shift`` from the model's loss on either side
-    of a cut (:mod:`pipeline.core.change.episodes`): the loss fell, rose, or stayed within its
-    95% interval (``z`` of after against before beyond -1.96, beyond +1.96, or between; the
-    edges count as moved). Unknown loss: ``reliance_shift``.
+    of a cut (:mod:`pipeline.core.change.episodes`): the loss fell, rose (each a one-sided test
+    at 5%: ``z`` of after against before at most -1.645, at least +1.645; the edges count as
+    moved), or stayed within its 90% interval. Unknown loss, or fewer than ``min_n`` losses on
+    a side: ``reliance_shift`` (nothing says it moved).
 
     >>> loss_kind(Block(1000, 0.30, 210.0), Block(200, 0.21, 33.0))   # the loss fell: learned
     'learning'
     >>> loss_kind(Block(1000, 0.20, 160.0), Block(200, 0.22, 34.0))   # within its interval
     'reliance_shift'
     """
-    z = loss_z(before, after)
+    z = loss_z(before, after, min_n)
     if z is None:
         return "reliance_shift"
-    if z <= -Z95:
+    if z <= -Z90:
         return "learning"
-    if z >= Z95:
+    if z >= Z90:
         return "degradation"
     return "reliance_shift"
 
 
-def loss_z(before: Block | None, after: Block | None) -> float | None:
+def loss_z(before: Block | None, after: Block | None, min_n: int = 2) -> float | None:
     """The loss after a cut against before, in standard errors (:func:`two_sample_z`); None
-    when a side has fewer than two values."""
-    if before is None or after is None or before.n < 2 or after.n < 2:
+    when a side has fewer than ``min_n`` (at least two) values."""
+    min_n = max(2, min_n)
+    if before is None or after is None or before.n < min_n or after.n < min_n:
         return None
     return two_sample_z(before, after)
 

@@ -10,11 +10,7 @@ Minimum effect. A change of series ``(e, f)`` is reported only if its levels dif
 least ``min_effect * scale``, ``scale`` the largest ``|level|`` of explainer ``e`` over the
 stream's features (whole windows) and the two sides of the cut: relative to the stream's
 largest importance *of that explainer*, since iPFI (0-1 loss), iSAGE (Brier) and iPDP
-(probability spread) have different units -- unless the model's loss rose significantly at the
-same cut (a ``degradation``, :func:`~pipeline.core.change.events.loss_kind`). A local drift
-changes the model's reliance on a few features in a small region of the inputs: small against
-the largest importance, yet the loss says it matters (measured in ``tests/benchmarks/bench_drift.py``,
-scenario ``regression-local``). The test itself, and so the false-alarm bound, is the same.
+(probability spread) have different units.
 
 Learning, below the minimum effect. A significant change smaller than the minimum effect at a
 cut where the model's loss fell (``learning``) is not reported, and the series' window restarts
@@ -64,7 +60,7 @@ from collections.abc import Sequence
 from ..base import Component
 from ..increments import Block
 from .episodes import Episode, make_episode, ranked
-from .events import KINDS, Change, Levels, loss_kind
+from .events import KINDS, RELIANCE, Change, Levels, loss_kind
 from .test import SeriesTest
 from .window import SeriesWindow
 
@@ -136,8 +132,11 @@ class StreamChangeDetector(Component):
         # the model's loss: one block per report, every event (not only explained ones)
         self._loss = SeriesWindow(self.max_increments, self.buckets_per_level)
         self._loss_seq = -1
+        self._regime_seq = 0  # where the stream's current regime began: the last episode's cut
         self._open: list[Change] = []
-        self._kind: str | None = None  # the open episode's, decided when it opened
+        self._opened = False  # the open episode's first report is complete
+        #: the open episode's kind and the loss on either side of the cut it was decided on
+        self._kind: tuple[str, Block | None, Block | None] | None = None
 
     # queries ---------------------------------------------------------------------
     def knows(self, explainer: str, feature: str) -> bool:
@@ -193,18 +192,18 @@ class StreamChangeDetector(Component):
         def min_effect(a: Block, b: Block, cut_seq: int) -> float:
             if not scale_e:
                 scale_e.append(self._scale(explainer, seq))
-            if loss_kind(*self._loss.split(cut_seq)) == "degradation":
-                return 0.0
             return self.min_effect * max(scale_e[0], abs(a.mean), abs(b.mean))
 
-        cut = st.test.add(seq_lo, seq, block, min_effect, st.var_factor, self._learned)
+        cut = st.test.add(seq_lo, seq, block, min_effect, st.var_factor,
+                          lambda a, b, cut_seq: self._learned(cut_seq, st.test.window.first_seq))
         if cut is None:
             return [], episodes
         scale = max(self._scale(explainer, seq), abs(cut.before.mean), abs(cut.after.mean))
         vectors = self._vectors(cut.seq, seq, own=(explainer, feature, cut.before, cut.after))
         curve_b, curve_a = self._curves(feature, cut.seq, seq)
-        loss_b, loss_a = self._loss.split(cut.seq)
-        change = Change(explainer, feature, seq, cut, scale, vectors, curve_b, curve_a, loss_b, loss_a)
+        loss_b, loss_a = self._loss_at(cut.seq, cut.since)
+        change = Change(explainer, feature, seq, cut, scale, vectors, curve_b, curve_a, loss_b, loss_a,
+                        loss_kind(loss_b, loss_a, min_n=self.min_samples))
         self._open.append(change)
         return [change], episodes
 
@@ -230,9 +229,24 @@ class StreamChangeDetector(Component):
         if not st.curves or seq - st.curves[-1][0] >= max(1, span // _CURVES_KEPT):
             st.curves.append((seq, curve))
 
-    def _learned(self, before: Block, after: Block, cut_seq: int) -> bool:
+    def _learned(self, cut_seq: int, since: int | None) -> bool:
         """Whether the model's loss fell at ``cut_seq`` (a change there is the model learning)."""
-        return loss_kind(*self._loss.split(cut_seq)) == "learning"
+        return self._loss_kind(cut_seq, since) == "learning"
+
+    def _loss_kind(self, cut_seq: int, since: int | None) -> str:
+        """How the loss moved at ``cut_seq``, with at least ``min_samples`` losses a side (the
+        Gaussian approximation of their means needs as many as the change test's)."""
+        return loss_kind(*self._loss_at(cut_seq, since), min_n=self.min_samples)
+
+    def _loss_at(self, cut_seq: int, since: int | None) -> tuple[Block | None, Block | None]:
+        """The model's loss on the two sides of ``cut_seq``, the side before over the stream's
+        current regime: since the cut of the last episode that was not the model learning (its
+        loss jumped, or its reliance moved at flat loss), or since the warm-up; a change cut at
+        or before that regime's start belongs to the episode that began it, and its side before
+        is the events its series' test compared (from ``since``). Never the warm-up, where the
+        model learned from nothing and its loss says nothing about the regime after it."""
+        start = self._regime_seq if self._regime_seq < cut_seq else (since or 0)
+        return self._loss.split(cut_seq, since=max(start, min(self.warmup, cut_seq)))
 
     def _level_before(self, explainer: str, feature: str, upto: int) -> Block:
         w = self._series[(explainer, feature)].test.window
@@ -267,24 +281,41 @@ class StreamChangeDetector(Component):
         return (_copy(earlier[-1]) if earlier else None), (_copy(now[1]) if now is not None else None)
 
     def _episodes_due(self, seq: int) -> list[Episode]:
-        """The episode that opens at ``seq`` (its first report is complete) and the one that
-        closes (``episode_gap`` events after its last change)."""
+        """The episode that opens at ``seq`` (its first report is complete and ``min_samples``
+        losses follow its top cut; sent if its loss moved) and the one that closes
+        (``episode_gap`` events after its last change)."""
         out = []
-        if self._open and self._kind is None and seq > self._open[0].seq:
-            out.append(self._episode(seq, "open"))
+        if self._open and not self._opened and seq > self._open[0].seq:
+            top = ranked(self._open)[0]
+            before, after = self._loss_at(top.cut_seq, top.cut.since)  # the losses up to now
+            if after is not None and after.n >= self.min_samples:  # one look, with enough losses
+                self._opened = True
+                kind = loss_kind(before, after, min_n=self.min_samples)
+                if kind != "reliance_shift":  # the loss moved: its kind is known now
+                    self._kind = (kind, before, after)
+                    out.append(self._episode(seq, "open"))
         if self._open and seq > max(c.seq for c in self._open) + self.episode_gap:
             out.append(self._episode(seq, "closed"))
         return out
 
     def _episode(self, seq: int, status: str) -> Episode:
         changes = self._open
-        if self._kind is None:  # decided once, when it opens: the top change's kind
-            self._kind = ranked(changes)[0].kind
-        kind = self._kind
+        first = self._kind is None or status == "open"
+        if self._kind is None:  # a flat loss needs the data up to the close to say it did not move
+            top = ranked(changes)[0]
+            before, after = self._loss_at(top.cut_seq, top.cut.since)
+            self._kind = (loss_kind(before, after, min_n=self.min_samples), before, after)
+        kind, loss_before, loss_after = self._kind
         if status == "closed":
-            self._open, self._kind = [], None
-        return make_episode(changes, seq, status, kind, kind in self.alert_kinds,
-                            lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq))
+            self._open, self._kind, self._opened = [], None, False
+            if kind != "learning":  # the world (or the deployed model) changed: a new baseline
+                self._regime_seq = ranked(changes)[0].cut_seq
+        # a reliance shift needs a change of what the accuracy relies on (iPFI, iSAGE); iPDP's
+        # effect curves alone at a flat loss do not page (module docstring of .episodes)
+        alert = kind in self.alert_kinds and (kind != "reliance_shift" or any(c.explainer in RELIANCE for c in changes))
+        return make_episode(changes, seq, status, kind, alert, loss_before, loss_after,
+                            lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq),
+                            first)
 
 
 def _copy(curve: dict) -> dict:

@@ -84,11 +84,13 @@ from ..base import Component
 from ..increments import Block
 from .window import SeriesWindow
 
-__all__ = ["SeriesTest", "Cut", "threshold", "two_sample_z", "Z95"]
+__all__ = ["SeriesTest", "Cut", "threshold", "two_sample_z", "Z90", "Z95"]
 
 _STD_NORMAL = NormalDist()
 #: two-sided 95% normal quantile, for the confidence intervals of the levels
 Z95 = 1.959963984540054
+#: one-sided 95% (two-sided 90%) normal quantile: "the loss fell", "the loss rose"
+Z90 = 1.6448536269514722
 
 
 def threshold(alpha: float, j: int, n_cuts: int) -> float:
@@ -133,7 +135,8 @@ class Cut:
     The test passed (``|z| >= threshold``) at the boundary ``test_seq`` where it was detected;
     the change is located at ``seq``, the boundary that separates the two regimes best
     (:meth:`SeriesTest.add`), and ``before`` and ``after`` are the increments on either side of
-    ``seq``, their effect of the sign of ``z``. Made otherwise, it raises ValueError.
+    ``seq``, their effect of the sign of ``z``; ``before`` begins at event ``since``. Made
+    otherwise, it raises ValueError.
     """
 
     seq: int
@@ -146,6 +149,7 @@ class Cut:
     n_cuts: int
     check: int
     test_seq: int
+    since: int = 0
 
     def __post_init__(self) -> None:
         if not abs(self.z) >= self.threshold or self.effect * self.z < 0:
@@ -235,7 +239,8 @@ class SeriesTest(Component):
         tested = w.buckets[i].seq_lo
         i = self._locate(i, eff, z)
         a = w.before(i)
-        cut = Cut(w.buckets[i].seq_lo, a, total - a, z, thr, eff, last - first + 1, self.checks, tested)
+        cut = Cut(w.buckets[i].seq_lo, a, total - a, z, thr, eff, last - first + 1, self.checks, tested,
+                  w.buckets[0].seq_lo)
         w.drop_before(i)
         self.checks = 0
         return cut

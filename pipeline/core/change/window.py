@@ -129,14 +129,29 @@ class SeriesWindow(Component):
         b = self.buckets
         return len(b) - 1 if b and b[-1].seq_hi >= seq else len(b)
 
-    def split(self, seq: int, upto: int | None = None) -> tuple[Block | None, Block | None]:
+    def split(self, seq: int, upto: int | None = None, since: int | None = None) -> tuple[Block | None, Block | None]:
         """Increments before and from the bucket boundary nearest to event ``seq`` (None: empty
-        side), of the buckets that end before event ``upto`` (default: all)."""
+        side), of the buckets that end before event ``upto`` (default: all) and, before it, from
+        the boundary nearest to event ``since`` (default: the oldest).
+
+        >>> w = SeriesWindow(max_increments=100)
+        >>> for t in range(6):
+        ...     w.add(10 * t, 10 * t + 9, Block(10, float(t), 0.0))
+        >>> [(s.n, s.mean) for s in w.split(40)], [(s.n, s.mean) for s in w.split(40, since=20)]
+        ([(40, 1.5), (20, 4.5)], [(20, 2.5), (20, 4.5)])
+        """
         k = len(self.buckets) if upto is None else self.upto(upto)
         if not k:
             return None, None
-        b = self.buckets
-        i = min(range(k + 1), key=lambda i: abs((b[i].seq_lo if i < k else b[k - 1].seq_hi + 1) - seq))
+        i = self._nearest(seq, k)
         before = self.before(i)
         after = self.before(k) - before
+        if since is not None:  # the boundary nearest to ``since``, at least one before the cut's
+            j = min(self._nearest(since, k), i - 1) if i else 0
+            before = before - self.before(j)
         return (before if before.n else None), (after if after.n else None)
+
+    def _nearest(self, seq: int, k: int) -> int:
+        """The boundary among the first ``k`` buckets' nearest to event ``seq``."""
+        b = self.buckets
+        return min(range(k + 1), key=lambda i: abs((b[i].seq_lo if i < k else b[k - 1].seq_hi + 1) - seq))

@@ -30,6 +30,15 @@ explanation stream (Sec. 4.1, citing Greenwell et al. 2018) -- the sample standa
 deviation of the debiased PD values over the grid; (max - min) / 4 for a categorical
 feature (see :mod:`pipeline.core.batch.pdp`).
 
+Increments (``increments``, what the change test watches, as the paper runs ADWIN on the
+importance stream): per event, the importance's linearisation at the PD curve so far, i.e. the
+event's *centred* ICE curve projected on the centred PD curve, ``sum_k g_k y_k`` with
+``g_k = (pd_k - mean) / ((K - 1) std)`` (the first event: its ICE spread). Their mean is the
+importance (``sum_k g_k pd_k = std``, the std being homogeneous), and unlike the spread of each
+event's own ICE curve they do not move when a tree splits on another feature and changes the
+individual curves but not their average. A categorical feature: ``(y_hi - y_lo) / 4`` at the
+categories with the highest and lowest PD so far.
+
 Standard errors: :meth:`IPDP.curves` gives one per grid point (``"se"``), ``stderr`` one per
 numeric feature's importance (delta method); see their docstrings.
 
@@ -171,7 +180,7 @@ class IPDP(Explainer):
         self._decay = 1.0  # (1 - a)^t
         self.n_explained = 0
         self.values = {f: 0.0 for f in self._explained}
-        #: the spread of each event's ICE curve since the last report (pipeline.core.increments)
+        #: each event's increment since the last report (pipeline.core.increments; module docstring)
         self.increments = IncrementTracker(self._explained)
 
     @property
@@ -239,15 +248,18 @@ class IPDP(Explainer):
             else:
                 g = cat_grids[f]
                 j = i + len(g)
-                add(f, pdp_importance(preds[i:j], categorical=True))  # this event's ICE spread
+                add(f, self._categorical_increment(f, g, preds[i:j]))
                 values[f] = self._update_categorical(f, g, preds[i:j], a, b)
             i = j
         if row:
             pd = self._pd
+            lin = _linearised(pd, ice)
             # the ICE values and the linearised importance increment, feature after feature
-            self._se.add_increments(np.concatenate((ice, _linearised(pd, ice)[:, None]), axis=1).ravel().tolist())
-            for f, spread in zip(row, _stds(ice).tolist(), strict=True):
-                add(f, spread)  # this event's ICE spread
+            self._se.add_increments(np.concatenate((ice, lin[:, None]), axis=1).ravel().tolist())
+            # the increment the change test watches: this event's centred ICE curve along the PD
+            # curve so far (module docstring); its ICE spread on the first event, with no PD yet
+            for f, inc in zip(row, (lin if self.n_explained else _stds(ice)).tolist(), strict=True):
+                add(f, inc)
             self._gx = b * self._gx + a * grids
             pd = self._pd = b * pd + a * ice
             # the std scales with the debiasing factor: std(pd / bias) = std(pd) / bias
@@ -355,6 +367,16 @@ class IPDP(Explainer):
             lo, hi = s.quantile(self.quantile_range[0]), s.quantile(self.quantile_range[1])
         d = hi - lo
         return [lo + d * fr for fr in self._fracs]
+
+    def _categorical_increment(self, f: str, g: list[Any], ys: list[float]) -> float:
+        """``(y_hi - y_lo) / 4``: the event's ICE values at the categories of the grid with the
+        highest and the lowest PD so far (the linearisation of ``(max - min) / 4``); the ICE
+        spread while fewer than two of them have a PD."""
+        cpd = self._cpd[f]
+        known = [(cpd[c][0] / (1.0 - cpd[c][1]), k) for k, c in enumerate(g) if c in cpd]
+        if len(known) < 2:
+            return pdp_importance(ys, categorical=True)
+        return (ys[max(known)[1]] - ys[min(known)[1]]) / 4.0
 
     def _update_categorical(self, f: str, g: list[Any], ys: list[float], a: float, b: float) -> float:
         cpd = self._cpd[f]
