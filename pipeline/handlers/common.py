@@ -145,6 +145,11 @@ class Recovering(abc.ABC, Generic[M, S]):
     def _fresh(self, state_key: Any) -> S:
         """A new state for ``state_key`` (see :meth:`_state_key`), before any message."""
 
+    def _restored(self, st: S, msg: M) -> S:
+        """A state just read from a checkpoint, before the messages after it are replayed
+        (a handler brings one of an older version up to date here)."""
+        return st
+
     def _opens(self, msg: M) -> bool:
         """Whether ``msg`` is the first of its key (nothing to replay before it)."""
         return False
@@ -237,6 +242,7 @@ class Recovering(abc.ABC, Generic[M, S]):
                 loaded = self.checkpoints.load(self.STAGE, key, src.topic, src.partition, before_offset=src.offset)
         if loaded is not None:
             st, ck_offset = loaded
+            st = self._restored(st, msg)
             st.since_checkpoint = 0
             self.metrics.inc("checkpoints_restored")
             if self.history is not None and src.offset is not None and src.offset > ck_offset + 1:
