@@ -17,7 +17,6 @@ broker on free ports (or uses $STREAMXAI_BOOTSTRAP).
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import tempfile
@@ -27,13 +26,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
-from helpers.pipeline_runs import collect, make_settings, worker_metrics  # noqa: E402
+from helpers.pipeline_runs import collect, make_settings, own_broker, worker_metrics  # noqa: E402
 
 from pipeline.kafka.config import ensure_topics  # noqa: E402
 from pipeline.kafka.io import produce_events  # noqa: E402
-from pipeline.local.broker import LocalBroker  # noqa: E402
 from pipeline.local.demo_stream import agrawal_events  # noqa: E402
-from pipeline.local.ports import free_port, free_ports  # noqa: E402
+from pipeline.local.ports import free_port  # noqa: E402
 from pipeline.settings import Secret  # noqa: E402
 from pipeline.worker import spawn_worker, stop_worker  # noqa: E402
 from schemas import FeatureEvent, LabelEvent  # noqa: E402
@@ -113,22 +111,12 @@ def main() -> None:
     ap.add_argument("--kill", action="store_true", help="SIGKILL the first worker instead of stopping it")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-restart-labels-")
-    broker = None
-    bootstrap = os.environ.get("STREAMXAI_BOOTSTRAP")
-    if not bootstrap:
-        port, cport = free_ports(2)
-        broker = LocalBroker(port, cport, data_dir=Path(tmp) / "kafka", heap="384m", die_with_parent=True)
-        broker.start(timeout=120)
-        bootstrap = broker.bootstrap
-    try:
+    with own_broker(tmp) as bootstrap:
         print(f"{args.streams} streams x {args.events} events")
         base = run(bootstrap, tmp, args.streams, args.events, late=False, kill=args.kill)
         late = run(bootstrap, tmp, args.streams, args.events, late=True, kill=args.kill)
         print(f"restart to new explanations: {late:.1f} s with half the events waiting for labels, {base:.1f} s with "
               f"labels in line (ratio {late / base:.2f})")
-    finally:
-        if broker is not None:
-            broker.stop()
 
 
 if __name__ == "__main__":
