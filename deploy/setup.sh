@@ -1,37 +1,54 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11) with streamxai and its test tools; resolve the Kafka jars.
-# Idempotent: a second run only checks. Used by deploy/demo.sh and deploy/test.sh.
+# Create a virtualenv (default .venv) with streamxai and its test tools; resolve the Kafka jars.
+# Idempotent: a second run only checks. Used by deploy/demo.sh, deploy/test.sh and .ci/run.
+#
+#   bash deploy/setup.sh                          .venv with the first of python3.11, python3.12,
+#                                                 python3.13, python3 that is 3.11 to 3.13
+#   PYTHON=python3.13 VENV=.venv313 bash deploy/setup.sh --no-jars
+#                                                 another venv on a given Python (what .ci/run does
+#                                                 for the unit tests on 3.12 and 3.13)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+VENV="${VENV:-.venv}"
+jars=1
+if [[ "${1:-}" == "--no-jars" ]]; then jars=0; fi
+supported='import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))'
 PY="${PYTHON:-}"
 if [[ -z "$PY" ]]; then
-  for cand in python3.11 python3; do
-    if command -v "$cand" >/dev/null && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  for cand in python3.11 python3.12 python3.13 python3; do
+    if command -v "$cand" >/dev/null && "$cand" -c "$supported" 2>/dev/null; then
       PY="$cand"; break
     fi
   done
 fi
-if [[ -z "$PY" ]]; then
-  echo "setup: Python 3.11 is needed (set PYTHON=/path/to/python3.11)" >&2
+if [[ -z "$PY" ]] || ! "$PY" -c "$supported" 2>/dev/null; then
+  echo "setup: Python 3.11, 3.12 or 3.13 is needed (found ${PY:-none}; set PYTHON=/path/to/python3.x)" >&2
   exit 1
 fi
-if [[ ! -x .venv/bin/python ]]; then
-  "$PY" -m venv .venv
+if [[ -x "$VENV/bin/python" ]] && ! "$VENV/bin/python" -c "$supported" 2>/dev/null; then
+  echo "setup: $VENV is not on Python 3.11 to 3.13; delete it and run this again" >&2
+  exit 1
 fi
-if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+if [[ ! -x "$VENV/bin/python" ]]; then
+  echo "setup: creating $VENV with $("$PY" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
+  "$PY" -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
   # an interrupted pip upgrade leaves a venv without pip: put it back, then reinstall
-  echo "setup: .venv has no pip; restoring it with ensurepip"
-  .venv/bin/python -m ensurepip --upgrade >/dev/null
-  rm -f .venv/.streamxai-installed
+  echo "setup: $VENV has no pip; restoring it with ensurepip"
+  "$VENV/bin/python" -m ensurepip --upgrade >/dev/null
+  rm -f "$VENV/.streamxai-installed"
 fi
-stamp=.venv/.streamxai-installed
+stamp="$VENV/.streamxai-installed"
 if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
-  echo "setup: installing streamxai and its dependencies into .venv (log: .venv/pip.log)"
-  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test]'; } > .venv/pip.log 2>&1; then
-    tail -30 .venv/pip.log >&2
-    echo "setup: pip install failed; the full log is .venv/pip.log" >&2
+  echo "setup: installing streamxai and its dependencies into $VENV (log: $VENV/pip.log)"
+  if ! { "$VENV/bin/python" -m pip install --upgrade pip && "$VENV/bin/python" -m pip install -e '.[test]'; } > "$VENV/pip.log" 2>&1; then
+    tail -30 "$VENV/pip.log" >&2
+    echo "setup: pip install failed; the full log is $VENV/pip.log" >&2
     exit 1
   fi
   touch "$stamp"
 fi
-.venv/bin/python -c 'from pipeline.local.broker import LocalBroker; LocalBroker().ensure_jars()'
+if [[ $jars == 1 ]]; then
+  "$VENV/bin/python" -c 'from pipeline.local.broker import LocalBroker; LocalBroker().ensure_jars()'
+fi

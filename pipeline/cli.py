@@ -165,8 +165,7 @@ def _run(args: argparse.Namespace) -> int:
 
         s = _settings(args)
         check_streams(s)  # no features, or a model that cannot be built: one line, no start
-        run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
-        return exit_codes.OK
+        return run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
     if args.command in ("produce", "tail", "plot"):
         from . import commands
 

@@ -63,6 +63,9 @@ HELP = {
     "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
     "states_dropped_after_rebalance": "Keys whose state was stale after their partition came back from another worker (rebuilt)",
     "history_cache_too_big": "Partitions whose history exceeded the cache, so their keys were read one by one",
+    "fast_path_fallbacks": "Model evaluation calls the fast path handed to the model itself (a part it does not recognise)",
+    "recovery_seconds": "Seconds spent rebuilding state after a restart or rebalance, by stage (model, explain, "
+                        "drift) and step (checkpoint: finding, reading and unpickling it; replay: re-running history)",
 }
 # counters without labels are exposed from the start (at 0), so rates and alerts have a series
 COUNTERS = tuple(HELP)
@@ -77,9 +80,11 @@ HELP.update({
     "explanation_lag_seconds": "Age of the newest explain task when it was taken up (now - sent_at)",
     "checkpoint_age_seconds": "Seconds since this worker last wrote a checkpoint",
     "uptime_seconds": "Seconds since the worker started",
+    "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire (or exposed by their user)
-    "messages_in", "messages_out", "dead_letters", "send_errors", "drift_events", "change_episodes")
+    "messages_in", "messages_out", "dead_letters", "send_errors", "drift_events", "change_episodes",
+    "recovery_seconds")
 
 _NAME_OK = re.compile(r"[^a-zA-Z0-9_]")
 

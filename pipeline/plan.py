@@ -72,6 +72,7 @@ def stream_explainer(s: Settings, stream_id: str, group: int | None = None) -> S
         units=group_units(s, group),
         categorical=s.categorical,
         emit_every=s.emit_every,
+        fast_path=s.fast_path,
     )
 
 

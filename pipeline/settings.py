@@ -63,7 +63,7 @@ AGRAWAL_FEATURES = (
 PER_STREAM = frozenset({
     "features", "categorical", "target", "target_class", "model", "model_params", "model_seed", "output", "loss",
     "explainers", "alpha", "storage_size", "grid_size", "sample_rate", "emit_every",
-    "max_label_delay", "label_timeout_s",
+    "max_label_delay", "label_timeout_s", "fast_path",
 })
 PER_STREAM_PREFIXES = ("isage_", "drift_")
 
@@ -133,6 +133,7 @@ class Settings:
     checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir/checkpoints, shared by the workers of one host) or kafka (a compacted topic every worker reads; needs checkpoint_key)")
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and stream drift state every N of its messages (0: off)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
+    shutdown_timeout_s: float = _f(15.0, "a worker asked to stop (SIGTERM) that has not stopped after this many seconds exits at once (its uncommitted messages are processed again after a restart)")
     # Data
     features: list = _f([], "feature names every event must carry, in model order (a worker needs them here or in "
                             "every stream profile)")
@@ -163,6 +164,7 @@ class Settings:
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
     max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
+    fast_path: str = _f("auto", "auto: evaluate recognised river models (Hoeffding trees, ARF, linear and logistic regression) from their internals, exactly the values of calling them and several times faster; off: always call the model")
     # Labels
     max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events")
     label_timeout_s: float = _f(0.0, "an event waiting for its label expires after this many seconds of arrival time; 0: off")
@@ -199,6 +201,8 @@ class Settings:
                 raise bad(f"sasl_mechanism={self.sasl_mechanism!r} must be one of {', '.join(SASL_MECHANISMS)}")
             if not self.sasl_username or not self.sasl_password.reveal():
                 raise bad(f"security_protocol={self.security_protocol} needs sasl_username and sasl_password")
+        if not self.shutdown_timeout_s > 0:
+            raise bad(f"shutdown_timeout_s={self.shutdown_timeout_s} must be > 0")
         if self.checkpoint_store not in ("local", "kafka"):
             raise bad(f"checkpoint_store={self.checkpoint_store!r} must be local or kafka")
         if 0 < len(self.checkpoint_key.reveal()) < 16:
@@ -239,6 +243,8 @@ class Settings:
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
         if not isinstance(self.isage_inner_samples, int) or self.isage_inner_samples < 0:
             raise bad(f"isage_inner_samples={self.isage_inner_samples!r} must be an int >= 0 (0: the loss's default)")
+        if self.fast_path not in ("auto", "off"):
+            raise bad(f"fast_path={self.fast_path!r} must be auto or off")
         if self.isage_removal not in ("interventional", "observational"):
             raise bad(f"isage_removal={self.isage_removal!r} must be interventional or observational")
         if self.max_label_delay < 1 or self.label_timeout_s < 0:

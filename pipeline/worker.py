@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import fields
 from pathlib import Path
 
+from . import exit_codes
 from .settings import Secret, Settings, env_name
 
 __all__ = ["run_worker", "settings_env", "spawn_worker", "stop_worker"]
 
 
-def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info") -> None:
-    """Create the topics, build the app and run it until SIGTERM/SIGINT (blocks)."""
+def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info") -> int:
+    """Create the topics, build the app and run it until SIGTERM/SIGINT (blocks); the exit code.
+
+    A stop never takes longer than ``shutdown_timeout_s``: a worker that has not stopped by then
+    (sends that cannot complete, e.g. to deleted topics) exits at once. A worker whose topics
+    are deleted stops with one line (exit code 2) instead of spinning in its Kafka client."""
     import faust
 
     from .app import create_app
     from .kafka.config import ensure_topics
     from .kafka.outage import install_outage_filter
+    from .kafka.topic_watch import topic_watch
 
     created = ensure_topics(settings)
     log = logging.getLogger("streamxai")
@@ -33,11 +41,55 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     app = create_app(settings, roles)
     install_outage_filter()  # a broker outage: one line when it starts, one when it ends
-    worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    outcome = {"code": exit_codes.OK}
+    watch = topic_watch(settings)
+
+    @app.timer(interval=TOPIC_CHECK_S)
+    async def topics_present() -> None:
+        missing = await asyncio.to_thread(watch.check)
+        if missing and outcome["code"] == exit_codes.OK:
+            outcome["code"] = exit_codes.ERROR
+            log.error("topics %s were deleted from %s while the worker ran: stopping (start the worker again to "
+                      "create them, or check topic_prefix)", ", ".join(missing), settings.bootstrap_servers)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    class BoundedWorker(faust.Worker):  # type: ignore[misc]
+        async def on_stop(self) -> None:
+            _exit_after(settings.shutdown_timeout_s, outcome)
+            await super().on_stop()
+
+    worker = BoundedWorker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     # Faust's terminal spinner sets the root logger to DEBUG, so every library's debug call
     # (aiokafka logs each send) builds a log record: ~3% of a worker's CPU, and escape codes in log files
     worker.spinner = None
-    worker.execute_from_commandline()
+    try:
+        worker.execute_from_commandline()
+    except SystemExit:
+        pass
+    return outcome["code"]
+
+
+#: how often a worker checks that its topics still exist
+TOPIC_CHECK_S = 10.0
+
+
+def _exit_after(seconds: float, outcome: dict[str, int]) -> None:
+    """Exit the process ``seconds`` from now unless it has ended by then (a daemon thread)."""
+
+    def expire() -> None:
+        code = outcome["code"]
+        if code == exit_codes.OK:  # (a stop for a reason already logged needs no second line)
+            code = exit_codes.INCOMPLETE
+            logging.getLogger("streamxai").error(
+                "the worker did not stop within shutdown_timeout_s=%g s: exiting now; messages it had not "
+                "committed are processed again after a restart", seconds)
+        for handler in logging.getLogger().handlers + logging.getLogger("streamxai").handlers:
+            handler.flush()
+        os._exit(code)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
 
 
 def settings_env(s: Settings) -> dict[str, str]:

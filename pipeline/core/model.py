@@ -13,10 +13,26 @@ as is for every output. A model that can score many rows at once is given all
 perturbed rows of one event in one call via ``batch``: a callable
 ``rows -> list of predictions`` in the same output format.
 
->>> from river import linear_model
+The fast path (``fast_path="auto"``, the default): a river model that
+:func:`pipeline.core.fastpath.compile_model` recognises -- the Hoeffding tree family, ARF,
+linear and logistic regression -- is evaluated from its internals, with the parts shared by
+the rows of one call computed once, giving exactly the values of calling the model (see
+:mod:`pipeline.core.fastpath`). ``path`` says which evaluation a function uses;
+``fast_path="off"`` always calls the model. A call the fast path cannot serve (a part of the
+model it does not recognise) is evaluated by calling the model, and counted in
+``fallbacks``.
+
 >>> f = ModelFunction(lambda x: 2.0 * x["a"], output="value")
->>> f({"a": 1.5}), f.many([{"a": 1.0}, {"a": 2.0}]), f.n_evaluations
-(3.0, [2.0, 4.0], 3)
+>>> f({"a": 1.5}), f.many([{"a": 1.0}, {"a": 2.0}]), f.n_evaluations, f.path
+(3.0, [2.0, 4.0], 3, 'black_box')
+>>> f.replaced({"a": 1.0, "b": 0.0}, [("a", 3.0), ("b", 5.0)], with_x=True)
+[2.0, 6.0, 2.0]
+>>> from river import linear_model
+>>> lr = linear_model.LinearRegression()
+>>> lr.learn_one({"a": 1.0}, 2.0)
+>>> fast, slow = ModelFunction(lr, output="value"), ModelFunction(lr, output="value", fast_path="off")
+>>> fast.path, slow.path, fast.replaced({"a": 1.0}, [("a", 2.0)]) == slow.replaced({"a": 1.0}, [("a", 2.0)])
+('fast', 'black_box', True)
 """
 
 from __future__ import annotations
@@ -26,9 +42,11 @@ from typing import Any
 
 from .base import Component
 
-__all__ = ["ModelFunction", "OUTPUTS", "mean_output", "blend_output", "check_model_fn"]
+__all__ = ["ModelFunction", "OUTPUTS", "FAST_PATHS", "mean_output", "blend_output", "check_model_fn"]
 
 OUTPUTS = ("label", "value", "proba", "proba_of")
+#: ``auto``: evaluate a recognised river model from its internals; ``off``: always call it
+FAST_PATHS = ("auto", "off")
 
 Prediction = Any
 
@@ -42,20 +60,43 @@ class ModelFunction(Component):
         output: str = "label",
         target_class: Any = None,
         batch: Callable[[Sequence[dict]], Sequence[Prediction]] | None = None,
+        fast_path: str = "auto",
     ):
         if output not in OUTPUTS:
             raise ValueError(f"output={output!r} is not one of {OUTPUTS}; say which prediction to explain")
         if output == "proba_of" and target_class is None:
             raise ValueError("output='proba_of' needs target_class=<the class whose probability is explained>")
+        if fast_path not in FAST_PATHS:
+            raise ValueError(f"fast_path={fast_path!r} is not one of {FAST_PATHS}")
         self.model = model
         self.output = output
         self.target_class = target_class
         self.batch = batch
+        self.fast_path = fast_path
         self._reset()
 
     def _reset(self) -> None:
         self.n_evaluations = 0
+        #: calls the fast path handed back to black-box evaluation, and the last one's reason
+        self.fallbacks = 0
+        self.fallback_reason = ""
         self._fn = self._resolve()
+        self._fast = self._compile()
+
+    def _compile(self) -> Any:
+        m = self.model
+        if self.fast_path == "off" or self.batch is not None:
+            return None
+        if not (hasattr(m, "predict_one") or hasattr(m, "predict_proba_one")):
+            return None
+        from .fastpath import compile_model
+
+        return compile_model(m)
+
+    @property
+    def path(self) -> str:
+        """``"fast"`` (white-box evaluation, :mod:`pipeline.core.fastpath`) or ``"black_box"``."""
+        return "black_box" if self._fast is None else "fast"
 
     def _resolve(self) -> Callable[[dict], Prediction]:
         m = self.model
@@ -83,11 +124,16 @@ class ModelFunction(Component):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state.pop("_fn", None)
+        state.pop("_fast", None)
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.setdefault("fast_path", "auto")  # checkpoints written before the fast path
+        state.setdefault("fallbacks", 0)
+        state.setdefault("fallback_reason", "")
         self.__dict__.update(state)
         self._fn = self._resolve()
+        self._fast = self._compile()
 
     def __call__(self, x: dict) -> Prediction:
         self.n_evaluations += 1
@@ -98,8 +144,41 @@ class ModelFunction(Component):
         self.n_evaluations += len(rows)
         if self.batch is not None and rows:
             return list(self.batch(rows))
+        if self._fast is not None and rows:
+            try:
+                return self._fast.rows(rows, self.output, self.target_class)
+            except Exception as e:  # not recognised, or the model itself fails: ask the model
+                self._fell_back(e)
         fn = self._fn
         return [fn(r) for r in rows]
+
+    def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], with_x: bool = False) -> list[Prediction]:
+        """For each ``(feature, value)`` of ``pairs``, the prediction at ``x`` with that one
+        feature set to ``value`` (ICE curves, permutations); preceded by the prediction at
+        ``x`` itself when ``with_x``. ``x`` is not changed."""
+        fast = self._fast if self.batch is None else None
+        if fast is not None:
+            self.n_evaluations += len(pairs) + with_x
+            try:
+                out = fast.replaced(x, pairs, self.output, self.target_class)
+                if with_x:
+                    out.insert(0, fast.rows([x], self.output, self.target_class)[0])
+                return out
+            except Exception as e:
+                self._fell_back(e)
+        rows = [x] if with_x else []
+        for f, v in pairs:
+            r = x.copy()
+            r[f] = v
+            rows.append(r)
+        if fast is not None:  # counted above; the model itself, not the fast path again
+            fn = self._fn
+            return [fn(r) for r in rows]
+        return self.many(rows)
+
+    def _fell_back(self, e: Exception) -> None:
+        self.fallbacks += 1
+        self.fallback_reason = f"{type(e).__name__}: {e}"
 
 
 def check_model_fn(model_fn: Any) -> ModelFunction:

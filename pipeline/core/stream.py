@@ -159,8 +159,8 @@ class StreamExplainer(Component):
     ...     seed=1, stream_id="s")
     >>> for t in range(50):
     ...     out = se.process_one({"a": t % 7 / 7, "b": t % 3 / 3}, 2 * (t % 7 / 7))
-    >>> sorted(v.feature for v in out), se.model_version
-    (['a', 'b'], 50)
+    >>> sorted(v.feature for v in out), se.model_version, se.evaluation_path
+    (['a', 'b'], 50, 'fast')
 
     The same with the label of each event coming later, and a report every 10 explained steps:
 
@@ -177,6 +177,10 @@ class StreamExplainer(Component):
     ([(9, 'ipdp'), (14, 'ipfi'), (19, 'ipdp')], 15)
     """
 
+    #: ``auto``: evaluate a recognised river model from its internals; ``off``: call it (also
+    #: the value of explainers restored from checkpoints written before the setting existed)
+    fast_path = "auto"
+
     def __init__(
         self,
         model_factory: Any,
@@ -187,6 +191,7 @@ class StreamExplainer(Component):
         units: Sequence[str] | None = None,
         categorical: Sequence[str] = (),
         emit_every: int = 1,
+        fast_path: str = "auto",
     ):
         self.model_factory = model_factory
         self.feature_names = list(feature_names)
@@ -196,6 +201,7 @@ class StreamExplainer(Component):
         self.units = None if units is None else list(units)
         self.categorical = list(categorical)
         self.emit_every = check_positive_int(emit_every, "emit_every", " (explained steps between two reports)")
+        self.fast_path = fast_path
         self._reset()
 
     def _reset(self) -> None:
@@ -224,7 +230,8 @@ class StreamExplainer(Component):
     def _build(self, spec: ExplainerSpec, features: list[str], seed: int | None) -> Any:
         from .explainers import IPDP, IPFI, ISAGE
 
-        fn = ModelFunction(self.model, output=spec.output, target_class=spec.target_class)
+        fn = ModelFunction(self.model, output=spec.output, target_class=spec.target_class,
+                           fast_path=self.fast_path)
         if spec.name == "ipfi":
             return IPFI(fn, spec.loss, self.feature_names, features=features, alpha=spec.alpha,
                         storage_size=spec.storage_size, seed=seed)
@@ -238,6 +245,19 @@ class StreamExplainer(Component):
     @property
     def explainers(self) -> list[Any]:
         return list(self._explainers)
+
+    @property
+    def evaluation_path(self) -> str:
+        """How the explainers evaluate the model: ``"fast"`` (from its internals, exactly the
+        values of calling it; :mod:`pipeline.core.fastpath`) or ``"black_box"``."""
+        paths = {ex.model_fn.path for ex in self._explainers}
+        return "fast" if paths == {"fast"} else "black_box"
+
+    @property
+    def fallbacks(self) -> int:
+        """Calls the fast path handed back to black-box evaluation (a part of the model it
+        does not recognise), over all explainers."""
+        return sum(ex.model_fn.fallbacks for ex in self._explainers)
 
     def process_one(
         self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True, loss: float | None = None

@@ -75,12 +75,75 @@ import numpy as np
 
 from .base import Component
 
-__all__ = ["SmoothedStderr"]
+__all__ = ["SmoothedStderr", "PairSums", "SlotUse"]
 
 STARTS = ("zero", "first")
 _BUFFER = 64  # increments folded into the running moments every this many events
 _EVERY_SLOT = 4  # the reuse statistic watches the slots whose index is a multiple of this
 _PAIRS_SLOWER = 32  # the reuse statistics forget this many times more slowly than the estimate
+
+
+def _column_sums(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``w @ x`` summed row after row: each column's result does not depend on the other
+    columns (a matrix product's blocking does), so a tracker of a subset of the features
+    gives exactly the full tracker's values for them."""
+    return np.add.accumulate(w[:, None] * x, axis=0)[-1]
+
+
+class PairSums:
+    """Exponentially weighted sums over pairs of increments, per feature: of the products
+    (``xy``), of each element (``x``: the later, ``y``: the earlier) and the count (``n``).
+
+    >>> p = PairSums(1)
+    >>> p.add(0, 2.0, 3.0, 1.0); p.add(0, 4.0, 1.0, 1.0)
+    >>> p.covariance().tolist()   # pairs (2, 3) and (4, 1): E[xy] - E[x] E[y] = 5 - 3 * 2
+    [-1.0]
+    """
+
+    __slots__ = ("xy", "x", "y", "n")
+
+    def __init__(self, d: int):
+        self.xy = [0.0] * d
+        self.x = [0.0] * d
+        self.y = [0.0] * d
+        self.n = [0.0] * d
+
+    def add(self, i: int, x: float, y_sum: float, count: float) -> None:
+        """Feature ``i``: the later element ``x`` paired with ``count`` earlier ones summing to ``y_sum``."""
+        self.xy[i] += x * y_sum
+        self.x[i] += x * count
+        self.y[i] += y_sum
+        self.n[i] += count
+
+    def decay(self, factor: float) -> None:
+        self.xy = [v * factor for v in self.xy]
+        self.x = [v * factor for v in self.x]
+        self.y = [v * factor for v in self.y]
+        self.n = [v * factor for v in self.n]
+
+    def covariance(self) -> np.ndarray:
+        """Covariance over the pairs, per feature (0 where there are none)."""
+        xy, x, y, n = (np.array(v) for v in (self.xy, self.x, self.y, self.n))
+        safe = np.where(n > 0.0, n, 1.0)
+        return np.where(n > 0.0, xy / safe - (x / safe) * (y / safe), 0.0)
+
+
+class SlotUse:
+    """A watched reservoir slot: the observation it holds, per feature the count and sum of
+    the increments that drew it, and the increments of the event it came from (None if that
+    event was only observed, or the observation was first met as a donor)."""
+
+    __slots__ = ("observation", "counts", "sums", "own")
+
+    def __init__(self, observation: Any, d: int, own: tuple | None = None):
+        self.observation = observation
+        self.counts = [0] * d
+        self.sums = [0.0] * d
+        self.own = own
+
+    def holds(self, item: Any) -> bool:
+        obs = self.observation
+        return obs is item or obs == item
 
 
 class SmoothedStderr(Component):
@@ -91,6 +154,12 @@ class SmoothedStderr(Component):
     ``"first"`` for ``phi_t0 = Delta_t0`` (iPFI). Call :meth:`add_increments` once per
     explained event (one increment per feature, in order) and, when the increments drew
     donors from a reservoir, :meth:`add_donors` for the slots they used.
+
+    Cost: an event appends its increments to a buffer (folded in with numpy every 64 events)
+    and touches one in four of the slots its donors came from: O(1) per feature. A query
+    (:meth:`stderrs`, :meth:`variance_factors`) folds at most 64 buffered events into a copy
+    of the moments, kept until the next event, so asking for every feature's standard error,
+    or for it twice, costs one pass over the features.
     """
 
     def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):
@@ -113,22 +182,19 @@ class SmoothedStderr(Component):
         self._mom = np.zeros((3, d))
         self._w2sum = 0.0
         self._buffer: list[Sequence[float]] = []
-        # reservoir reuse, on the slots whose index is a multiple of _EVERY_SLOT: the stored
-        # observation of each, and per feature the count and sum of the increments that used it
-        # slot -> [observation, counts per feature, sums per feature, own increments or None]
-        self._slots: dict[int, list[Any]] = {}
-        # pairs of increments that drew the same observation: sums of products, of the later
-        # and of the earlier element, and the count (all exponentially weighted)
-        self._pairs = [[0.0] * d for _ in range(4)]
-        # an observation's own increments (when it was explained before being stored), and
-        # the same four sums over pairs (later increment that drew it, its own increment);
-        # and the count of uses of watched slots
-        self._owns = [[0.0] * d for _ in range(4)]
-        self._uses = [0.0] * d
+        # reservoir reuse, on the slots whose index is a multiple of _EVERY_SLOT
+        self._slots: dict[int, SlotUse] = {}
+        # pairs of increments that drew the same observation
+        self._pairs = PairSums(d)
+        # pairs (later increment that drew an observation, the observation's own increment)
+        self._owns = PairSums(d)
+        self._uses = [0.0] * d  # uses of watched slots
         self._donors = 0  # m: donors per increment
         self._size = 0  # L: reservoir length at the last event
         self._updates = 1.0  # u: stored events per explained event
         self._replace = 0.0  # probability that a stored event replaces a given slot
+        self._cached: dict[str, float] | None = None  # stderrs() since the last update
+        self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # since the last increments
 
     # updates --------------------------------------------------------------------
     def add_increments(self, deltas: Sequence[float]) -> None:
@@ -138,6 +204,8 @@ class SmoothedStderr(Component):
             self._flush()
         self.n += 1
         self._buffer.append(tuple(deltas))
+        self._cached = None
+        self._cached_moments = None
 
     def _flush(self) -> None:
         buf = self._buffer
@@ -151,12 +219,12 @@ class SmoothedStderr(Component):
         mom = self._mom
         mom *= cb
         mom[0] += w.sum()
-        mom[1] += w @ x
-        mom[2] += w @ (x * x)
+        mom[1] += _column_sums(w, x)
+        mom[2] += _column_sums(w, x * x)
         self._w2sum = cb * cb * self._w2sum + float((w * w).sum())
         slow = (1.0 - self.alpha / _PAIRS_SLOWER) ** b
-        self._pairs = [[v * slow for v in row] for row in self._pairs]
-        self._owns = [[v * slow for v in row] for row in self._owns]
+        self._pairs.decay(slow)
+        self._owns.decay(slow)
         self._uses = [v * slow for v in self._uses]
         self._buffer = []
 
@@ -171,6 +239,7 @@ class SmoothedStderr(Component):
         ``updates``: stored events per explained event (1 without a budget);
         ``replace_rate``: the probability that a stored event replaces a given slot (``1/L``
         for a geometric reservoir, the default; ``1/n`` for a full uniform one)."""
+        self._cached = None
         self._size = len(items)
         self._updates = updates
         self._replace = 1.0 / len(items) if replace_rate is None else replace_rate
@@ -197,36 +266,28 @@ class SmoothedStderr(Component):
         observed) was stored in ``items[slot]`` (``slot`` ``None``: not stored)."""
         if slot is None or slot % _EVERY_SLOT:
             return
-        d = len(self._names)
-        self._slots[slot] = [items[slot], [0] * d, [0.0] * d, None if deltas is None else tuple(deltas)]
+        self._cached = None
+        self._slots[slot] = SlotUse(items[slot], len(self._names), None if deltas is None else tuple(deltas))
 
     def _use(self, k: int, item: Any, deltas: Sequence[float], feats: Sequence[int]) -> None:
         st = self._slots.get(k)
-        if st is None or (st[0] is not item and st[0] != item):  # an observation not seen stored
-            d = len(self._names)
-            st = self._slots[k] = [item, [0] * d, [0.0] * d, None]
-        _, cnt, tot, own = st
-        pxy, px, py, pn = self._pairs
+        if st is None or not st.holds(item):  # an observation not seen stored
+            st = self._slots[k] = SlotUse(item, len(self._names))
+        cnt, tot, own = st.counts, st.sums, st.own
+        pairs = self._pairs
         uses = self._uses
         for i in feats:
             x = deltas[i]
             c = cnt[i]
             if c:  # pairs with the earlier users of this observation
-                pxy[i] += x * tot[i]
-                px[i] += x * c
-                py[i] += tot[i]
-                pn[i] += c
+                pairs.add(i, x, tot[i], c)
             tot[i] += x
             cnt[i] = c + 1
             uses[i] += 1.0
         if own is not None:  # the pairs with the observation's own event
-            oxy, ox, oy, on = self._owns
+            owns = self._owns
             for i in feats:
-                x = deltas[i]
-                oxy[i] += x * own[i]
-                ox[i] += x
-                oy[i] += own[i]
-                on[i] += 1.0
+                owns.add(i, deltas[i], own[i], 1.0)
 
     # results --------------------------------------------------------------------
     def _moments(self) -> tuple[np.ndarray, np.ndarray]:
@@ -243,8 +304,8 @@ class SmoothedStderr(Component):
             cb = c**b
             mom *= cb
             mom[0] += w.sum()
-            mom[1] += w @ x
-            mom[2] += w @ (x * x)
+            mom[1] += _column_sums(w, x)
+            mom[2] += _column_sums(w, x * x)
             w2sum = cb * cb * w2sum + float((w * w).sum())
         w0 = mom[0]
         if not w0.any():
@@ -257,6 +318,12 @@ class SmoothedStderr(Component):
             var = var * n_eff / (n_eff - 1.0)
         return mean, var
 
+    def _current_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_moments`, computed once between two events."""
+        if self._cached_moments is None:
+            self._cached_moments = self._moments()
+        return self._cached_moments
+
     def _weights2(self) -> float:
         """``sum_s w_s^2`` of the smoothing after ``n`` increments."""
         a = self.alpha
@@ -266,24 +333,18 @@ class SmoothedStderr(Component):
         k = self.n - 1  # the first increment has weight (1 - a)^k
         return c2**k + a / (2.0 - a) * (1.0 - c2**k)
 
-    @staticmethod
-    def _covariance(sums: list[list[float]]) -> np.ndarray:
-        """Covariance over pairs from the sums of products, of each element, and the count."""
-        xy, x, y, n = (np.array(v) for v in sums)
-        safe = np.where(n > 0.0, n, 1.0)
-        return np.where(n > 0.0, xy / safe - (x / safe) * (y / safe), 0.0)
 
     def _zeta(self) -> np.ndarray:
         """``zeta``: covariance of two increments sharing a donor (centred on the pairs' own
         means, so it does not move with the estimate's own error; not clipped)."""
-        return self._covariance(self._pairs)
+        return self._pairs.covariance()
 
     def _own_cov(self) -> np.ndarray:
         """``zeta'``: covariance of an increment with the increment of the event its donor
         came from, per donor use (uses whose donor was never explained count as 0)."""
         uses = np.array(self._uses)
-        share = np.where(uses > 0.0, np.array(self._owns[3]) / np.where(uses > 0.0, uses, 1.0), 0.0)
-        return share * self._covariance(self._owns)
+        share = np.where(uses > 0.0, np.array(self._owns.n) / np.where(uses > 0.0, uses, 1.0), 0.0)
+        return share * self._owns.covariance()
 
     def _reuse(self, var: np.ndarray, c: float) -> np.ndarray:
         """The reuse correction of the increments' variance ``var`` for a smoothing that keeps
@@ -299,11 +360,14 @@ class SmoothedStderr(Component):
 
     def stderrs(self) -> dict[str, float]:
         """Standard error of the smoothed estimate of every feature (0.0 before any increment)."""
+        if self._cached is not None:
+            return dict(self._cached)
         if self.n == 0:
             return dict.fromkeys(self._names, 0.0)
-        mean, var = self._moments()
+        mean, var = self._current_moments()
         se = np.sqrt(self._weights2() * (var + self._reuse(var, 1.0 - self.alpha)))
-        return {f: float(v) for f, v in zip(self._names, se, strict=True)}
+        self._cached = dict(zip(self._names, se.tolist(), strict=True))
+        return dict(self._cached)
 
     def variance_factors(self) -> dict[str, float]:
         """``k`` of every feature: the variance of a long plain mean of its increments over that
@@ -313,11 +377,34 @@ class SmoothedStderr(Component):
         (:mod:`pipeline.core.change.test`)."""
         if self.n == 0:
             return dict.fromkeys(self._names, 1.0)
-        mean, var = self._moments()
+        mean, var = self._current_moments()
         safe = np.where(var > 0.0, var, 1.0)
         k = np.where(var > 0.0, 1.0 + self._reuse(var, 1.0) / safe, 1.0)
         return {f: float(v) for f, v in zip(self._names, k, strict=True)}
 
     def stderr(self, feature: str) -> float:
-        """Standard error of the smoothed estimate of ``feature``."""
+        """Standard error of the smoothed estimate of ``feature`` (see :meth:`stderrs`)."""
         return self.stderrs()[feature]
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_cached"] = state["_cached_moments"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        # checkpoints written before the typed records held 4-row lists and slot lists
+        pairs, owns, slots = state.get("_pairs"), state.get("_owns"), state.get("_slots", {})
+        d = len(state["_names"])
+        for name, old in (("_pairs", pairs), ("_owns", owns)):
+            if isinstance(old, list):
+                new = PairSums(d)
+                new.xy, new.x, new.y, new.n = (list(r) for r in old)
+                state[name] = new
+        for k, st in list(slots.items()):
+            if isinstance(st, list):
+                use = SlotUse(st[0], d, st[3])
+                use.counts, use.sums = list(st[1]), list(st[2])
+                slots[k] = use
+        state.setdefault("_cached", None)
+        state.setdefault("_cached_moments", None)
+        self.__dict__.update(state)

@@ -99,7 +99,8 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         super().__init__(settings, metrics, history, checkpoints)
         for kind in KINDS:  # every series from the start, so an alert rule sees the first increase
             self.metrics.inc("drift_events", 0, kind=kind)
-            self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(kind in settings.drift_alert_kinds))
+            for alert in {kind in s.drift_alert_kinds for s in (settings, *settings.profiles().values())}:
+                self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(alert))
 
     @property
     def streams(self) -> dict[str, _StreamState]:

@@ -111,6 +111,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         self._decisions = self._recorded_decisions(key, src.partition) if maybe_seen else {}
         st = self._recover(task, key, src)
         st.recorded = {q: d for q, d in self._decisions.items() if q > st.last_position}
+        self.metrics.gauge("fast_path", int(st.explainer.evaluation_path == "fast"), stream=task.stream_id)
         self._decisions = {}
         return st
 
@@ -175,6 +176,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
             m.inc("shed_events")
         se = st.explainer
         version = se.model_version
+        fallbacks = se.fallbacks
         try:
             values = se.step(task.step, task.x, task.y, explain=explain, loss=task.loss)
         except Exception as e:
@@ -184,6 +186,8 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         st.last_position = task.position
         st.skipped = 0 if explain else st.skipped + int(task.explain)
         m.inc("tasks_seen")
+        if se.fallbacks != fallbacks:
+            m.inc("fast_path_fallbacks", se.fallbacks - fallbacks)
         outs = []
         if task.explain and self.shedder.max_lag_s is not None:
             outs.append(Out("explain-decisions", key, dumps(ExplainDecision(

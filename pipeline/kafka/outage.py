@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["OutageLogFilter", "TruncateLogFilter", "install_outage_filter"]
+__all__ = ["OutageLogFilter", "RepeatLogFilter", "TruncateLogFilter", "install_outage_filter"]
 
 log = logging.getLogger("streamxai")
 
@@ -85,6 +85,45 @@ class OutageLogFilter(logging.Filter):
         return line
 
 
+class RepeatLogFilter(logging.Filter):
+    """Lets a record matching ``pattern`` through once per ``every_s`` seconds per distinct text.
+    Without its topics (deleted while a worker runs) aiokafka logs "Topic ... not found in
+    cluster metadata" thousands of times a second; the worker says it in one line of its own.
+
+    >>> t = [0.0]
+    >>> f = RepeatLogFilter("not found in cluster metadata", every_s=60, clock=lambda: t[0])
+    >>> rec = lambda msg: logging.LogRecord("aiokafka.cluster", logging.ERROR, "", 0, msg, None, None)
+    >>> [f.filter(rec("Topic t not found in cluster metadata")) for t[0] in (0, 1, 59, 61)]
+    [True, False, False, True]
+    >>> f.filter(rec("Topic u not found in cluster metadata")), f.filter(rec("something else"))
+    (True, True)
+    """
+
+    def __init__(self, pattern: str, every_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
+                 max_texts: int = 1000):
+        super().__init__()
+        self.pattern = re.compile(pattern)
+        self.every_s = every_s
+        self.clock = clock
+        self.max_texts = max_texts
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if not self.pattern.search(text):
+            return True
+        with self._lock:
+            now = self.clock()
+            last = self._last.get(text)
+            if last is not None and now - last < self.every_s:
+                return False
+            if len(self._last) >= self.max_texts:
+                self._last.clear()
+            self._last[text] = now
+            return True
+
+
 class TruncateLogFilter(logging.Filter):
     """Cuts a record's text to ``limit`` characters. Faust logs a failed send with the whole
     pending message, payload included (up to a megabyte on one line).
@@ -108,7 +147,8 @@ class TruncateLogFilter(logging.Filter):
 def install_outage_filter(quiet_s: float = 10.0, interval_s: float = 2.0) -> OutageLogFilter:
     """Attach one :class:`OutageLogFilter` to every aiokafka logger and check for the end of an
     outage every ``interval_s`` seconds on a daemon thread; cut Faust's send-error lines with a
-    :class:`TruncateLogFilter`. Call once per worker process."""
+    :class:`TruncateLogFilter`; let each "topic not found" line through once a minute
+    (:class:`RepeatLogFilter`). Call once per worker process."""
     import aiokafka  # noqa: F401 - import the client's modules so their loggers exist
     import aiokafka.client  # noqa: F401
     import aiokafka.cluster  # noqa: F401
@@ -120,8 +160,10 @@ def install_outage_filter(quiet_s: float = 10.0, interval_s: float = 2.0) -> Out
 
     f = OutageLogFilter(quiet_s)
     names = [n for n in logging.root.manager.loggerDict if n == "aiokafka" or n.startswith("aiokafka.")]
+    repeats = RepeatLogFilter(r"not found in cluster metadata|UnknownTopicOrPartition")
     for name in names:
         logging.getLogger(name).addFilter(f)
+        logging.getLogger(name).addFilter(repeats)
     logging.getLogger("faust.topics").addFilter(TruncateLogFilter())
 
     def watch() -> None:

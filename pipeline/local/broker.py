@@ -1,8 +1,10 @@
 """Start, stop and inspect the local Apache Kafka broker used for local runs and tests.
 
 One JVM runs a combined broker + controller (KRaft, no ZooKeeper) on 127.0.0.1. Its jars come
-from Maven Central through ``deploy/pom.xml`` (``mvn dependency:copy-dependencies`` into
-``deploy/target/kafka-libs/``); nothing but a JDK 17+ and Maven is needed.
+from Maven Central through the pom shipped in the package (``broker_files/pom.xml``, with the
+log4j2 configuration beside it; ``mvn dependency:copy-dependencies``) into
+``deploy/target/kafka-libs/`` in a source checkout, else into ``~/.cache/streamxai/kafka-libs``
+(``$XDG_CACHE_HOME``); nothing but a JDK 17+ and Maven is needed, and no source checkout.
 
 Everything the broker owns lives in one directory (``data_dir``)::
 
@@ -57,10 +59,12 @@ from ..kafka.config import BrokerError
 from ..settings import Secret
 from .ports import claim_port
 
-__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "main", "add_arguments", "run", "DESCRIPTION"]
+__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "default_libs_dir", "main", "add_arguments",
+           "run", "DESCRIPTION"]
 
 _REPO = Path(__file__).resolve().parents[2]
-_DEPLOY = _REPO / "deploy"
+#: the pom and the log4j2 configuration, shipped in the package (a wheel install has no deploy/)
+_FILES = Path(__file__).resolve().parent / "broker_files"
 #: Jars that must be present for the broker to start; checked by ``ensure_jars``.
 _REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "log4j-core-", "log4j-slf4j")
 _HOST = "127.0.0.1"
@@ -155,9 +159,23 @@ class SaslUsers:
                 "sasl.username": user, "sasl.password": pw.reveal()}
 
 
+def _checkout() -> bool:
+    """Whether this module runs from a source checkout (``pip install -e .``), not an installed wheel."""
+    return (_REPO / "pyproject.toml").is_file() and (_REPO / "deploy").is_dir()
+
+
 def _default_data_dir() -> Path:
-    base = _REPO if (_DEPLOY / "pom.xml").is_file() else Path.cwd()
+    base = _REPO if _checkout() else Path.cwd()
     return base / ".streamxai" / "kafka"
+
+
+def default_libs_dir() -> Path:
+    """Where the Kafka jars go: ``deploy/target/kafka-libs`` in a source checkout, else the user's
+    cache (``$XDG_CACHE_HOME/streamxai/kafka-libs``, by default ``~/.cache/...``)."""
+    if _checkout():
+        return _REPO / "deploy" / "target" / "kafka-libs"
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "streamxai" / "kafka-libs"
 
 
 def _random_cluster_id() -> str:
@@ -222,11 +240,14 @@ class LocalBroker:
         Linux only: the JVM gets SIGTERM when the process that started it dies (used by the
         test fixture so that a killed test run leaves no broker behind). Off for the CLI.
     libs_dir
-        Directory with the Kafka jars; default ``deploy/target/kafka-libs``.
+        Directory with the Kafka jars; default :func:`default_libs_dir`.
     sasl
         :class:`SaslUsers`: require SASL (SCRAM-SHA-512) and ACLs; None (default): PLAINTEXT,
         no authorisation. The storage is formatted with the users' SCRAM credentials, so a
         data directory formatted without them must be deleted first.
+    auto_create_topics
+        Whether a client's request for a missing topic creates it (``auto.create.topics.enable``);
+        on by default for local runs, off in most production clusters (the fault tests use both).
 
     The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
     first time, Maven and access to Maven Central.
@@ -244,6 +265,7 @@ class LocalBroker:
         die_with_parent: bool = False,
         libs_dir: str | os.PathLike[str] | None = None,
         sasl: SaslUsers | None = None,
+        auto_create_topics: bool = True,
     ) -> None:
         for name, value in (("port", port), ("controller_port", controller_port)):
             if not isinstance(value, int) or not 0 < value < 65536:
@@ -260,8 +282,9 @@ class LocalBroker:
         self.log_file = Path(log_file) if log_file is not None else self.data_dir / "broker.log"
         self.heap = heap
         self.num_partitions = num_partitions
+        self.auto_create_topics = auto_create_topics
         self.die_with_parent = die_with_parent
-        self.libs_dir = Path(libs_dir) if libs_dir is not None else _DEPLOY / "target" / "kafka-libs"
+        self.libs_dir = Path(libs_dir) if libs_dir is not None else default_libs_dir()
         self.sasl = sasl
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_mark = 0  # size of the log file when the JVM was last launched
@@ -304,20 +327,20 @@ class LocalBroker:
         """
         if self._jars_present():
             return self.libs_dir
-        pom = _DEPLOY / "pom.xml"
+        pom = _FILES / "pom.xml"
         if not pom.is_file():
-            raise BrokerError(
-                f"Kafka jars missing in {self.libs_dir} and no {pom} to resolve them; "
-                "run from a streamxai checkout or pass libs_dir= pointing at the Kafka jars"
-            )
+            raise BrokerError(f"Kafka jars missing in {self.libs_dir} and no {pom} to resolve them; "
+                              "reinstall streamxai, or pass --libs-dir pointing at the Kafka jars")
         mvn = shutil.which("mvn")
         if mvn is None:
             raise BrokerError(
                 f"Kafka jars missing in {self.libs_dir} and Maven (mvn) is not on PATH; "
                 "install Maven 3.8+ (e.g. apt-get install maven) or copy the jars there"
             )
+        self.libs_dir.mkdir(parents=True, exist_ok=True)
         cmd = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies"]
-        cmd.append(f"-Dkafka.libs.dir={self.libs_dir}")
+        # Maven's own output (target/) goes beside the jars, not into the installed package
+        cmd += [f"-Dkafka.libs.dir={self.libs_dir}", f"-Dstreamxai.build.dir={self.libs_dir.parent / 'maven-build'}"]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0 or not self._jars_present():
             out = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
@@ -343,7 +366,7 @@ class LocalBroker:
             f"num.partitions={self.num_partitions}",
             "default.replication.factor=1",
             "min.insync.replicas=1",
-            "auto.create.topics.enable=true",
+            f"auto.create.topics.enable={'true' if self.auto_create_topics else 'false'}",
             "delete.topic.enable=true",
             "offsets.topic.replication.factor=1",
             "offsets.topic.num.partitions=8",
@@ -516,7 +539,7 @@ class LocalBroker:
 
     def _jvm_cmd(self, java: str, main: str, *args: str) -> list[str]:
         props = [
-            f"-Dlog4j2.configurationFile={_DEPLOY / 'log4j2.properties'}",
+            f"-Dlog4j2.configurationFile={_FILES / 'log4j2.properties'}",
             f"-Dstreamxai.broker.log={self.log_file}",
         ]
         cp = str(self.libs_dir / "*")
@@ -678,6 +701,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", default=None, help="broker directory (default .streamxai/kafka in the repo)")
     parser.add_argument("--log-file", default=None, help="default <data-dir>/broker.log")
     parser.add_argument("--heap", default="512m", help="JVM -Xmx (default 512m)")
+    parser.add_argument("--libs-dir", default=None,
+                        help="the Kafka jars, resolved there with Maven when missing (default: deploy/target/kafka-libs "
+                             "in a source checkout, else ~/.cache/streamxai/kafka-libs) [env: STREAMXAI_KAFKA_LIBS]")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait (start 90, stop 30)")
     parser.add_argument("--sasl-users", metavar="FILE", default=None,
                         help='require SASL (SCRAM-SHA-512) and ACLs; FILE holds name = "password" lines (TOML), '
@@ -692,7 +718,8 @@ def run(args: argparse.Namespace) -> int:
     """Carry out parsed :func:`add_arguments` ``args``; returns the exit code."""
     try:
         sasl = SaslUsers.from_file(args.sasl_users) if args.sasl_users else None
-        broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap, sasl=sasl)
+        broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap, sasl=sasl,
+                             libs_dir=args.libs_dir or os.environ.get("STREAMXAI_KAFKA_LIBS") or None)
         if args.action == "start":
             t0 = time.monotonic()
             st = broker.start(timeout=args.timeout or 90.0)

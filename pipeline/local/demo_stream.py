@@ -60,8 +60,10 @@ class DemoPlan:
             # fine as the detector's cut points, so it can fall a block or two before the drift
             first = ep.get("first_seq", ep.get("cut_seq"))
             top = ep.get("changes") or [{}]
-            lines.append(f"  episode  first change at seq {first} (new regime estimated from seq {ep.get('cut_seq')}, "
-                         f"largest {top[0].get('explainer')}/{top[0].get('feature')}): {self.relate(first)}")
+            kind = f"{ep['kind']}{' ALERT' if ep.get('alert') else ''}, " if ep.get("kind") else ""
+            lines.append(f"  episode  first change at seq {first} ({kind}new regime estimated from seq "
+                         f"{ep.get('cut_seq')}, largest {top[0].get('explainer')}/{top[0].get('feature')}): "
+                         f"{self.relate(first)}")
         for ch in sorted((c for c in changes if c.get("stream_id") == stream_id), key=lambda c: c["seq"]):
             lines.append(f"  change    seq {ch['seq']} {ch.get('explainer')}/{ch.get('feature')}: {self.relate(ch['seq'])}")
         if len(lines) == 1:

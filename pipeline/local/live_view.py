@@ -112,7 +112,9 @@ class LiveView:
                 cells = [_fmt(ipfi), f"{bar:<20}", _fmt(values.get(("isage", f))), _fmt(values.get(("ipdp", f)))]
                 lines.append(f"  {f:<11}{cells[0]:>9}  {cells[1]}{cells[2]:>9}{cells[3]:>9}")
         changes = self.changes
-        lines.append(f"change events: {len(changes)}   episodes: {sum(len(st.episodes) for st in self.streams.values())}   "
+        episodes = [e for st in self.streams.values() for e in st.episodes]
+        alerts = f" (alerts: {sum(1 for e in episodes if e.get('alert'))})" if any(e.get("kind") for e in episodes) else ""
+        lines.append(f"change events: {len(changes)}   episodes: {len(episodes)}{alerts}   "
                      f"dead letters: {len(self.dead_letters)}")
         for ch in changes[-8:]:
             series = f"{ch['stream_id']}/{ch['explainer']}/{ch['feature']}"
@@ -158,19 +160,21 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
 
     >>> from pipeline.local.output_reader import parse_episode
     >>> ep = parse_episode({"first_seq": 6120, "cut_seq": 6000, "loss_before": 0.05, "loss_after": 0.31,
+    ...       "kind": "degradation", "alert": True, "status": "closed",
     ...       "changes": [{"explainer": "ipfi", "feature": "car", "level_before": 0.0, "level_after": 0.21,
     ...                    "relative_effect": 0.9, "cut_seq": 6000}],
     ...       "explanations": {"ipfi": {"car": {"before": 0.0, "after": 0.2, "rank_before": 5, "rank_after": 1}}}})
     >>> for line in episode_lines(ep):
     ...     print(line)
-        episode opened at seq 6120, new regime from seq 6000; model loss 0.050 -> 0.310
+        ALERT degradation: episode opened at seq 6120, new regime from seq 6000; model loss 0.050 -> 0.310
           ipfi/car      0.0000 -> 0.2000  (rank 5 -> 1)
     """
     lb, la = ep.get("loss_before"), ep.get("loss_after")
     loss = f"; model loss {lb:.3f} -> {la:.3f}" if lb is not None and la is not None else ""
     cuts = sorted({c["cut_seq"] for c in ep["changes"] if c["cut_seq"] is not None}) or [ep["cut_seq"]]
     where = f"new regime from seq {cuts[0]}" if len(cuts) == 1 else f"new regimes from seq {cuts[0]} to {cuts[-1]}"
-    lines = [f"    episode opened at seq {ep['first_seq']}, {where}{loss}"]
+    lines = [f"    {episode_kind(ep)}episode opened at seq {ep['first_seq']}, {where}{loss}"
+             + (" (still open)" if ep.get("status") == "open" else "")]
     shown: list[tuple[str, str]] = []
     for c in ep["changes"]:  # ranked by relative effect; a series that changed twice shows once
         key = (c["explainer"], c["feature"])
@@ -187,6 +191,19 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
     if ep["n_series"] > top:
         lines.append(f"      ... and {ep['n_series'] - top} more")
     return lines
+
+
+def episode_kind(ep: dict[str, Any]) -> str:
+    """``"ALERT degradation: "``, ``"learning: "``: the episode's kind, marked when it is an alert
+    (nothing for a v1 episode, which has no kind).
+
+    >>> episode_kind({"kind": "reliance_shift", "alert": True}), episode_kind({"kind": "learning", "alert": False})
+    ('ALERT reliance_shift: ', 'learning: ')
+    """
+    kind = ep.get("kind")
+    if not kind:
+        return ""
+    return f"{'ALERT ' if ep.get('alert') else ''}{kind}: "
 
 
 def _bound(se: float | None) -> str:

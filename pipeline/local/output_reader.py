@@ -406,7 +406,14 @@ class OutputReader:
             st.change_seq = seq
 
     def _episode(self, st: StreamState, obj: dict, ts: float | None) -> None:
-        st.episodes.append(parse_episode(obj))
+        # change_episode/v2 sends an episode when it opens and again when it closes: the
+        # later message (same first change) replaces the earlier one
+        ep = parse_episode(obj)
+        for i, seen in enumerate(st.episodes):
+            if ep["first_seq"] is not None and seen["first_seq"] == ep["first_seq"]:
+                st.episodes[i] = ep
+                return
+        st.episodes.append(ep)
 
     #: topic (short name) → its parse branch
     PARSERS: ClassVar[dict[str, Callable[[OutputReader, StreamState, dict, float | None], None]]] = {
@@ -420,9 +427,10 @@ class OutputReader:
 
 
 def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
-    """What the views show of a change episode (change_episode/v1): where and when, the
-    model's loss, and its first :data:`EPISODE_CHANGES` changes, each with its levels and,
-    where the episode carries them, the explainer's values and ranks before and after.
+    """What the views show of a change episode (change_episode/v2, or v1): where and when, its
+    kind and whether it is an alert (v2; None for v1), whether it is still open, the model's
+    loss, and its first :data:`EPISODE_CHANGES` changes, each with its levels and, where the
+    episode carries them, the explainer's values and ranks before and after.
 
     >>> ep = parse_episode({"first_seq": 6120, "cut_seq": 6000, "changes": [
     ...     {"explainer": "ipfi", "feature": "car", "seq": 6120, "level_before": 0.0, "level_after": 0.21}],
@@ -430,9 +438,15 @@ def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
     >>> c = ep["changes"][0]
     >>> c["before"], c["after"], c["explanation_after"], c["rank_after"], ep["n_changes"], ep["n_series"]
     (0.0, 0.21, 0.2, 1, 1, 1)
+    >>> ep["kind"], ep["alert"], ep["status"]   # a v1 episode: sent once, when it closed
+    (None, None, 'closed')
     """
     ep: dict[str, Any] = {k: _plain(obj.get(k)) for k in ("first_seq", "last_seq", "closed_seq", "cut_seq",
                                                           "loss_before", "loss_after")}
+    kind, alert, status = obj.get("kind"), obj.get("alert"), obj.get("status")
+    ep["kind"] = kind if isinstance(kind, str) else None
+    ep["alert"] = alert if isinstance(alert, bool) else None
+    ep["status"] = status if status in ("open", "closed") else "closed"
     changes = [c for c in obj.get("changes") or [] if isinstance(c, dict)] if isinstance(obj.get("changes"), list) else []
     explanations = obj.get("explanations") if isinstance(obj.get("explanations"), dict) else {}
     ep["changes"] = []

@@ -255,6 +255,59 @@ def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
         served.close()
 
 
+def _episode(seq: int, kind: str | None, alert: bool | None, status: str = "closed", **over) -> dict:
+    ep = {"schema": "change_episode/v2" if kind else "change_episode/v1", "stream_id": "why", "first_seq": seq,
+          "last_seq": seq + 100, "closed_seq": None if status == "open" else seq + 600, "cut_seq": seq - 200,
+          "loss_before": 0.2, "loss_after": 0.3,
+          "changes": [{"explainer": "ipfi", "feature": "f1", "seq": seq, "level_before": 0.4, "level_after": 0.1}]}
+    if kind:
+        ep.update(status=status, kind=kind, alert=alert)
+    return {**ep, **over}
+
+
+def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
+    """change_episode/v2: each episode's kind in the table, alerts marked (badge, row and the
+    shading on the charts in red); an open episode says so and its closed message replaces it;
+    a v1 episode (no kind) still shows."""
+    driver = _browser()
+    from pipeline.local.dashboard import DashboardState
+
+    state = DashboardState()
+    for seq in range(0, 8000, 20):
+        state.add("predictions", {"stream_id": "why", "seq": seq, "loss": 0.2 + 0.1 * (seq >= 5000)}, ts=seq / 100)
+        for f in ("f1", "f2"):
+            state.add("explanations", {"stream_id": "why", "explainer": "ipfi", "feature": f, "seq": seq,
+                                       "value": 0.4 if (f == "f1") == (seq < 5000) else 0.1, "n_explained": seq,
+                                       "n_seen": seq})
+    state.add("change-episodes", _episode(1500, None, None))  # v1
+    state.add("change-episodes", _episode(3000, "learning", False, loss_after=0.15))
+    state.add("change-episodes", _episode(5200, "degradation", True, status="open"))
+    state.add("change-episodes", _episode(5200, "degradation", True))  # the same episode, closed
+    state.add("change-episodes", _episode(7000, "reliance_shift", True, status="open", loss_after=0.3))
+    served = _Served(state)
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=why")
+        _wait(driver, "return document.querySelectorAll('#episodes tr.change-episode').length === 4", 30,
+              "four episodes (the closed message replaces the open one)")
+        rows = driver.execute_script(
+            "return [...document.querySelectorAll('#episodes tr.change-episode')]"
+            ".map(r => [r.querySelector('.episode-kind').textContent, r.classList.contains('alert')])")
+        assert rows == [["⚠ reliance shift (open)", True], ["⚠ degradation", True], ["learning", False], ["–", False]], rows
+        _wait(driver, "return document.querySelectorAll('#importance .episode-span.alert').length >= 2", 30,
+              "alert episodes shaded in red on the charts")
+        assert driver.execute_script("return document.querySelectorAll('#importance .episode-span:not(.alert)').length") >= 2
+        badge = driver.execute_script(
+            "return getComputedStyle(document.querySelector('#episodes .badge.alert')).backgroundColor")
+        assert badge == "rgb(198, 40, 40)", badge
+        driver.execute_script("document.querySelector('#episodes').scrollIntoView()")
+        driver.save_screenshot(str(tmp_path / "episode-kinds.png"))
+        if os.environ.get("STREAMXAI_SCREENSHOTS"):  # to look at it
+            shutil.copy(tmp_path / "episode-kinds.png", os.environ["STREAMXAI_SCREENSHOTS"])
+    finally:
+        driver.quit()
+        served.close()
+
+
 RANKED = """
 const groups = [...document.querySelectorAll('#ranking .rank-group')];
 if (!groups.length || document.querySelector('#stream-title').textContent !== 'stream ' + arguments[0]) return null;

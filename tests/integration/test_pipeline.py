@@ -72,14 +72,16 @@ def _values(msgs):
 def test_pipeline_values_equal_in_process_core(bootstrap, tmp_path, run_workers):
     s = make_settings(bootstrap, str(tmp_path / "state"))
     events = list(agrawal_events("exact", 400, seed=5))
-    expected = reference_values(s, events)
+    # the reference calls the model (fast_path = off); the worker evaluates it from its internals
+    expected = reference_values(s.replace(fast_path="off"), events)
     ensure_topics(s)
     run_workers(s)
     produce_events(s, events)
     msgs = collect(s, "explanations", lambda ms: len(ms) >= len(expected))
     got = _values(msgs)
     assert len(msgs) == len(expected) == (400 // s.emit_every) * n_values_per_event(s)
-    assert got == expected  # exact: same model versions, same seeds, any grouping
+    assert got == expected  # exact: same model versions, same seeds, any grouping, either evaluation
+    assert worker_metrics(s)["gauges"]["fast_path{stream=exact}"] == 1
     assert all(m["n_seen"] == m["seq"] + 1 and 0 < m["n_explained"] <= m["n_seen"] for m in msgs)
     assert all(m["model_version"] == m["seq"] for m in msgs)
     preds = collect(s, "predictions", lambda ps: len(ps) >= 400, timeout=30)

@@ -368,3 +368,24 @@ def test_unknown_loss_is_a_reliance_shift_and_alerts_follow_the_alert_kinds():
         assert [(e.status, e.kind, e.alert) for e in episodes] == [("open", kind, alert), ("closed", kind, alert)]
     with pytest.raises(ValueError, match="alert kinds"):
         StreamChangeDetector(series, alert_kinds=["sideways"])
+
+
+def test_a_small_change_while_the_model_learns_is_absorbed_and_the_next_one_measured_against_it():
+    """b moves 0.0 -> 0.05 at event 3000 (5% of the top importance 1.0: below the minimum
+    effect), then 0.05 -> 0.35 at 9000. When the loss fell at the first step (the model learned),
+    that significant small change is absorbed: b's window restarts there, so the second change is
+    measured against the level 0.05 alone, with a threshold that started again (fewer checks);
+    when the loss was flat, the first step stays in the window and the levels before mix both."""
+    levels = lambda t: {("ipfi", "a"): 1.0, ("ipfi", "b"): 0.0 if t < 300 else (0.05 if t < 900 else 0.35)}  # noqa: E731
+    got = {}
+    for name, loss in (("learned", lambda t: Block(10, 0.3 if t < 300 else 0.2, 1.0)),
+                       ("flat", lambda t: Block(10, 0.2, 1.0))):
+        det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, min_effect=0.2, warmup=0)
+        changes, _ = feed(det, random.Random(18), levels, range(1300), loss=loss)
+        got[name] = ([c for c in changes if c.feature == "b"], det._series[("ipfi", "b")].test.absorbed)
+    (learned,), absorbed = got["learned"]
+    assert absorbed >= 1 and abs(learned.cut_seq - 9000) <= 100
+    assert learned.before.mean == pytest.approx(0.05, abs=0.01)  # one regime before the cut
+    (flat,), not_absorbed = got["flat"]
+    assert not_absorbed == 0 and flat.before.mean < 0.04  # 0.0 and 0.05 mixed
+    assert learned.cut.threshold < flat.cut.threshold

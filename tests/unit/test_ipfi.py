@@ -339,7 +339,7 @@ def test_one_batched_call_per_event():
     ipfi = IPFI(ModelFunction(agrawal_f1, batch=batch), "zero_one", NAMES, n_samples=3, seed=1)
     for x, y in synth.Agrawal(classification_function=1, seed=1).take(20):
         ipfi.explain_one(x, y)
-    assert calls == [27] * 19
+    assert calls == [1 + 27] * 19  # h(x_t) and the 9 x 3 perturbed rows
 
 
 def test_input_not_mutated(small_tree):
@@ -440,7 +440,7 @@ def test_ipfi_sampling_strategy_probabilities(storage):
         drawn: list[int] = []
 
         def batch(rows, drawn=drawn):
-            drawn.extend(r["id"] for r in rows)
+            drawn.extend(r["id"] for r in rows[1:])  # rows[0] is x_s itself
             return [0] * len(rows)
 
         ipfi = IPFI(

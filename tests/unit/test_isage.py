@@ -384,7 +384,7 @@ def test_model_gets_one_batch_per_event():
                       n_inner_samples=2, seed=0)
     for x, y in zip(xs, ys, strict=True):
         explainer.explain_one(x, y)
-    assert calls == [8, 8, 8]  # d = 4 coalitions (S = {} included) x m = 2
+    assert calls == [9, 9, 9]  # f(x_t), and d = 4 coalitions (S = {} included) x m = 2
 
 
 @pytest.mark.parametrize("removal", ["interventional", "observational"])

@@ -139,3 +139,18 @@ def test_only_one_stream_is_kept_when_asked():
     for sid in ("s", "other"):
         reader.add("predictions", {"stream_id": sid, "seq": 1})
     assert list(reader.streams) == ["s"] and reader.ignored == 0
+
+
+def test_an_episode_sent_when_it_opens_and_when_it_closes_shows_once():
+    """change_episode/v2 sends an episode at its open (the alert) and again at its close, with
+    all its changes: the views show it once, as last sent."""
+    opened = {**EPISODE, "schema": "change_episode/v2", "status": "open", "changes": EPISODE["changes"][:1],
+              "last_seq": 90, "closed_seq": None}
+    closed = {**EPISODE, "schema": "change_episode/v2", "status": "closed"}
+    view, board = LiveView(["a", "b"], "p.", out=io.StringIO()), DashboardState()
+    for ep in (opened, closed):
+        view.add(Record("p.change-episodes", 0, 0, b"s", orjson.dumps(ep)))
+        board.add("change-episodes", ep)
+    (shown,) = board.stream_view("s")["episodes"]
+    assert (shown["last_seq"], shown["closed_seq"], shown["n_changes"]) == (95, 99, 2)
+    assert len(view.episodes) == 1 and "change events: 0, change episodes: 1" in view.summary()

@@ -229,3 +229,13 @@ def test_each_stream_gets_its_profiles_sample_rate_and_change_detection():
     dh = DriftHandler(s)
     det = dh._fresh("half-1").detector, dh._fresh("all-1").detector
     assert [d.min_effect for d in det] == [0.7, 0.2]
+
+
+def test_the_alert_series_of_every_profile_exist_from_the_start():
+    # a profile that alerts on "learning" episodes: its series exists at 0 before the first one,
+    # so an alert rule on it sees the first increase (found when merging per-stream alert kinds)
+    dh = DriftHandler(Settings(features=["a"], streams={"l-*": {"drift_alert_kinds": ["learning"]}}))
+    counters = dh.metrics.snapshot()["counters"]
+    assert counters["change_episodes{alert=true,kind=learning}"] == 0
+    assert counters["change_episodes{alert=false,kind=learning}"] == 0
+    assert counters["change_episodes{alert=true,kind=degradation}"] == 0

@@ -16,6 +16,12 @@ changes the model's reliance on a few features in a small region of the inputs: 
 the largest importance, yet the loss says it matters (measured in ``tests/benchmarks/bench_drift.py``,
 scenario ``regression-local``). The test itself, and so the false-alarm bound, is the same.
 
+Learning, below the minimum effect. A significant change smaller than the minimum effect at a
+cut where the model's loss fell (``learning``) is not reported, and the series' window restarts
+from that cut (absorbed, :mod:`pipeline.core.change.test`): a model that is still learning moves
+its reliance a little at a time, and a window that mixed those regimes would measure the next
+change against a blend of them, with a threshold grown over all the checks since the start.
+
 Tested explainers. Only the series of the explainers in ``tested`` (default: all) are tested
 and share ``delta``; the others are kept for the levels and curves that change events show.
 
@@ -191,7 +197,7 @@ class StreamChangeDetector(Component):
                 return 0.0
             return self.min_effect * max(scale_e[0], abs(a.mean), abs(b.mean))
 
-        cut = st.test.add(seq_lo, seq, block, min_effect, st.var_factor)
+        cut = st.test.add(seq_lo, seq, block, min_effect, st.var_factor, self._learned)
         if cut is None:
             return [], episodes
         scale = max(self._scale(explainer, seq), abs(cut.before.mean), abs(cut.after.mean))
@@ -223,6 +229,10 @@ class StreamChangeDetector(Component):
         span = seq - (first if first is not None else seq)
         if not st.curves or seq - st.curves[-1][0] >= max(1, span // _CURVES_KEPT):
             st.curves.append((seq, curve))
+
+    def _learned(self, before: Block, after: Block, cut_seq: int) -> bool:
+        """Whether the model's loss fell at ``cut_seq`` (a change there is the model learning)."""
+        return loss_kind(*self._loss.split(cut_seq)) == "learning"
 
     def _level_before(self, explainer: str, feature: str, upto: int) -> Block:
         w = self._series[(explainer, feature)].test.window

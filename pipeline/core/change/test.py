@@ -45,7 +45,13 @@ Practical significance. A significant cut is reported only if ``|mean_after - me
 min_effect``, given by the caller (:mod:`pipeline.core.change.stream` takes it relative to the
 largest importance of the stream's explainer). A significant but smaller change is not reported
 and not cut: the window keeps sliding, so a slow drift is reported once its accumulated size
-exceeds ``min_effect``.
+exceeds ``min_effect`` -- unless the caller says to *absorb* it (``absorb(before, after,
+cut_seq)``; the stream does for a model that learned): the window then restarts from that cut,
+silently, and the series' budget with it. That keeps the bound: in a stream without change, a
+report needs a first significant check in the first budget, whether that check reported or
+absorbed, and that has probability at most ``alpha``. It keeps the window to one regime, so a
+later change is measured against the current one rather than a mix, with a threshold that
+starts low again.
 
 What a :class:`Cut` promises: the test passed (``|z| >= threshold``) at the boundary where it
 was detected; the change is then located where the two regimes separate best, which can be
@@ -174,14 +180,17 @@ class SeriesTest(Component):
     def _reset(self) -> None:
         self.window = SeriesWindow(self.max_increments, self.buckets_per_level)
         self.checks = 0
+        self.absorbed = 0  # changes absorbed (significant, below the minimum effect; module docstring)
 
     def add(self, seq_lo: int, seq_hi: int, block: Block, min_effect: float | Callable = 0.0,
-            var_factor: float = 1.0) -> Cut | None:
+            var_factor: float = 1.0, absorb: Callable[[Block, Block, int], bool] | None = None) -> Cut | None:
         """Fold in the block of the events ``seq_lo .. seq_hi`` and run one check.
 
         ``min_effect`` is a number or ``f(before, after, cut_seq) -> number`` (called only for
         significant cuts); ``var_factor`` the variance factor ``k`` of the increments (module
-        docstring; values below 1 count as 1)."""
+        docstring; values below 1 count as 1); ``absorb(before, after, cut_seq)``, asked for the
+        most significant cut below the minimum effect when none is reported, whether to restart
+        the window from it (module docstring)."""
         if block.n <= 0:
             return None
         w = self.window
@@ -200,7 +209,7 @@ class SeriesTest(Component):
         self.checks += 1
         k = var_factor if var_factor > 1.0 else 1.0
         thr = threshold(self.alpha, self.checks, last - first + 1)
-        best = None
+        best = small = None
         for i in range(first, last + 1):
             a = pre[i - 1]
             b = total - a
@@ -209,10 +218,18 @@ class SeriesTest(Component):
                 continue
             eff = min_effect(a, b, w.buckets[i].seq_lo) if callable(min_effect) else min_effect
             if abs(b.mean - a.mean) < eff:
+                if small is None or abs(z) > abs(small[1]):
+                    small = (i, z)
                 continue
             if best is None or abs(z) > abs(best[1]):
                 best = (i, z, eff)
         if best is None:
+            if small is not None and absorb is not None:
+                i = small[0]
+                if absorb(w.before(i), total - w.before(i), w.buckets[i].seq_lo):
+                    w.drop_before(i)
+                    self.checks = 0
+                    self.absorbed += 1
             return None
         i, z, eff = best
         tested = w.buckets[i].seq_lo

@@ -13,7 +13,9 @@ For every explained feature ``S`` and event ``t`` (model ``f_t``, observation ``
    ``x_t^S`` repeated;
 2. smoothed grid points ``x_{t,k} = (1 - a) x_{t-1,k} + a x~_{t,k}`` (Eq. 3, ``x_{0,k} = 0``);
 3. one ICE curve ``y_k = f_t(x~_{t,k}, x_t^{-S})`` -- all rows of all explained features of
-   one event go to ``model_fn.many`` in one call, ``grid_size`` rows per numeric feature;
+   one event go to ``model_fn.replaced`` in one call (``x_t`` with one feature on the grid;
+   on the fast path a tree shares everything but that feature's factor, see
+   :mod:`pipeline.core.fastpath`), ``grid_size`` rows per numeric feature;
 4. smoothed point-wise PD ``f_{t,k} = (1 - a) f_{t-1,k} + a y_k`` (Eq. 2, ``f_{0,k} = 0``);
 5. the storage learns ``x_t^S``; the output is debiased: ``f_{t,k} / (1 - (1 - a)^t)`` at
    grid points ``x_{t,k} / (1 - (1 - a)^t)``.
@@ -148,7 +150,11 @@ class IPDP(Explainer):
         # categorical: {category: [smoothed PD (biased), (1 - a)^n_c]}, and last grid
         self._cpd: dict[str, dict[Any, list[float]]] = {}
         self._cgrid: dict[str, list[Any]] = {}
-        self._se: dict[str, SmoothedStderr] = {}
+        numeric = [f for f in self._explained if f not in self._cat]
+        # one tracker for every numeric feature: the ICE values at each grid point, and the
+        # linearised importance increment (m + 1 series per feature, in explanation order)
+        self._se = SmoothedStderr([f"{f}#{k}" for f in numeric for k in [*range(m), "importance"]],
+                                  self.alpha, start="zero")
         for f in self._explained:
             if f in self._cat or self.grid == "quantile":
                 self._storage[f] = FrequencyStorage(self.storage_size, p_enter, seed=derive_seed(self.seed, "ipdp", f))
@@ -160,8 +166,6 @@ class IPDP(Explainer):
             else:
                 self._gx[f] = [0.0] * m
                 self._pd[f] = [0.0] * m
-                # the ICE values at each grid point, and the linearised importance increment
-                self._se[f] = SmoothedStderr([*map(str, range(m)), "importance"], self.alpha, start="zero")
         self._decay = 1.0  # (1 - a)^t
         self.n_explained = 0
         self.values = {f: 0.0 for f in self._explained}
@@ -185,18 +189,15 @@ class IPDP(Explainer):
         estimates, then store ``x``; returns ``{feature: importance}``."""
         vs = []
         grids = []
-        rows: list[dict[str, Any]] = []
+        pairs: list[tuple[str, Any]] = []  # the ICE rows: x with feature f at grid value gv
         for f in self._explained:
             v = self._value(f, x)
             vs.append(v)
             g = self._evaluation_grid(f, v)
             grids.append(g)
-            for gv in g:
-                r = x.copy()
-                r[f] = gv
-                rows.append(r)
+            pairs.extend([(f, gv) for gv in g])
         try:
-            preds = [float(p) for p in self.model_fn.many(rows)]
+            preds = [float(p) for p in self.model_fn.replaced(x, pairs)]
         except (TypeError, ValueError) as e:
             raise TypeError(
                 f"model_fn returned a non-number ({e}); IPDP averages model outputs, so the "
@@ -210,6 +211,7 @@ class IPDP(Explainer):
         bias = 1.0 - decay
         values = self.values
         add = self.increments.add
+        increments: list[float] = []  # the numeric features' ICE values and linearised increments
         i = 0
         for f, g in zip(self._explained, grids, strict=True):
             j = i + len(g)
@@ -221,13 +223,16 @@ class IPDP(Explainer):
                 gx = self._gx[f]
                 pd = self._pd[f]
                 ice = preds[i:j]
-                self._se[f].add_increments([*ice, _linearised(pd, ice)])
+                increments += ice
+                increments.append(_linearised(pd, ice))
                 for k in range(len(g)):
                     gx[k] = b * gx[k] + a * g[k]
                     pd[k] = b * pd[k] + a * preds[i + k]
                 # the std scales with the debiasing factor: std(pd / bias) = std(pd) / bias
                 values[f] = pdp_importance(pd) / bias
             i = j
+        if increments:
+            self._se.add_increments(increments)
         for f, v in zip(self._explained, vs, strict=True):
             self._store(f, v)
         self.n_explained += 1
@@ -248,6 +253,7 @@ class IPDP(Explainer):
         move with the smoothed extremes; their spread is not included."""
         out: dict[str, dict[str, list]] = {}
         bias = 1.0 - self._decay
+        stderrs = self._se.stderrs() if self.n_explained else {}
         for f in self._explained:
             if f in self._cat:
                 cpd = self._cpd[f]
@@ -259,8 +265,7 @@ class IPDP(Explainer):
             else:
                 grid = [float(v / bias) for v in self._gx[f]]
                 pd = [float(p / bias) for p in self._pd[f]]
-                t = self._se[f]
-                se = [t.stderr(str(k)) / bias for k in range(len(pd))]
+                se = [stderrs[f"{f}#{k}"] / bias for k in range(len(pd))]
             out[f] = {"grid": grid, "pd": pd, "se": se}
         return out
 
@@ -276,7 +281,8 @@ class IPDP(Explainer):
         bias = 1.0 - self._decay
         if self.n_explained == 0:
             return {}
-        return {f: t.stderr("importance") / bias for f, t in self._se.items()}
+        stderrs = self._se.stderrs()
+        return {f: stderrs[f"{f}#importance"] / bias for f in self._explained if f not in self._cat}
 
     # internals -------------------------------------------------------------------
     def _value(self, f: str, x: dict[str, Any]) -> Any:

@@ -12,9 +12,11 @@ For every explained feature ``j`` and event ``t`` (model ``h_t``, observation ``
    ``phi_t0 = lambda_t0``;
 4. ``UpdateSampler``: the storage learns ``x_t``.
 
-``h_t(x_t)`` is evaluated once per event and shared by all features and realizations; the
-``d * M`` perturbed rows of one event go to ``model_fn.many`` in one call, so an explained
-event costs exactly ``1 + d * M`` model evaluations.
+``h_t(x_t)`` is evaluated once per event and shared by all features and realizations; it
+and the ``d * M`` perturbed rows of one event (``x_t`` with one feature replaced) go to
+``model_fn.replaced`` in one call, so an explained event costs exactly ``1 + d * M`` model
+evaluations (computed from the model's internals on the fast path, see
+:mod:`pipeline.core.fastpath`).
 
 Start of the smoothing (``t0``). ``t0`` is "the first time step where phi_t can be
 computed, as we need previous observations for the sampling process": the first event
@@ -207,38 +209,35 @@ class IPFI(Explainer):
         model_fn = self.model_fn
         loss = self._loss
         m = self.n_samples
-        base_loss = float(loss(y, model_fn(x)))
 
-        # perturbed rows: a fresh dict per row (the caller's x is never written to); the
-        # index of the past observation is floor(u * n) for u ~ U[0, 1), as in
-        # random.choices (uniform up to float resolution, stable across Python versions)
-        copy = dict(x).copy
-        rows: list[dict[str, Any]] = []
-        append = rows.append
+        # the perturbed rows are x with one feature from a past observation: (feature, value)
+        # pairs, evaluated by model_fn.replaced after x itself (the caller's x is never
+        # written to); the index of the past observation is floor(u * n) for u ~ U[0, 1),
+        # as in random.choices (uniform up to float resolution, stable across Python versions)
+        pairs: list[tuple[str, Any]] = []
+        append = pairs.append
         slots: list[Any] = []  # the stored observations each feature's draws used
         try:
             if m == 1:
                 for f, rng in self._rngs:
-                    row = copy()
                     k = int(rng.random() * n_past)
-                    row[f] = past[k][f]
-                    append(row)
+                    append((f, past[k][f]))
                     slots.append(k)
             else:
                 for f, rng in self._rngs:
                     u = rng.random
                     ks = [int(u() * n_past) for _ in range(m)]
                     for k in ks:
-                        row = copy()
-                        row[f] = past[k][f]
-                        append(row)
+                        append((f, past[k][f]))
                     slots.append(ks)
         except KeyError as e:
             raise ValueError(
                 f"a stored observation lacks feature {e.args[0]!r}; every event given to "
                 f"{type(self).__name__} must carry all of {list(self.feature_names)}"
             ) from None
-        preds = model_fn.many(rows)
+        preds = model_fn.replaced(x, pairs, with_x=True)
+        base_loss = float(loss(y, preds[0]))
+        preds = preds[1:]
 
         a = self.alpha
         keep = 1.0 - a

@@ -56,8 +56,9 @@ m`` for ``"unbiased"`` and ``"plug_in"`` (``f(x_t)`` once, ``m`` rows for each o
 ``S = {}, ..., |S| = d - 1``), ``1 + (d - 1) m`` for ``"paper"``. The paper's Algorithm 1
 with ``m = 1`` costs ``d + 1`` as written (``d`` here: the step ``S = D`` reuses
 ``f(x_t)``). The unbiased default (``m = 2``) thus costs ``2 d + 1``: 19 for the 9 agrawal
-features, against the paper's 10. All restricted rows of one event go to
-``model_fn.many`` in one call.
+features, against the paper's 10. ``x_t`` and all restricted rows of one event go to
+``model_fn.many`` in one call (on the fast path a tree computes each feature value's part
+of a prediction once for the whole chain, see :mod:`pipeline.core.fastpath`).
 
 Choices the paper leaves open, and what is done here:
 
@@ -286,11 +287,6 @@ class ISAGE(Explainer):
             k = int(rand() * (i + 1))
             order[i], order[k] = order[k], order[i]
 
-        y_full = fn(x)
-        if self._y_empty is None:  # Definition 4: f_t0(x, {}) = f_t0(x_t0)
-            self._y_empty = dict(y_full) if isinstance(y_full, dict) else y_full
-        else:
-            self._y_empty = blend_output(self._y_empty, y_full, alpha)
         of_mean = self._of_mean
         first = 1 if self._mode == "paper" else 0  # else the chain starts at S = {} imputed
         slots = None
@@ -301,7 +297,12 @@ class ISAGE(Explainer):
             rows = removal.sample_chain(x, order, m, rng)  # S = order[:j], j = 1..d-1
             if first == 0:
                 rows = removal.sample_rows(x, order, m, rng) + rows
-        preds = fn.many(rows) if rows else []
+        preds = fn.many([x, *rows])  # f(x_t) and the chain's rows in one call
+        y_full = preds.pop(0)
+        if self._y_empty is None:  # Definition 4: f_t0(x, {}) = f_t0(x_t0)
+            self._y_empty = dict(y_full) if isinstance(y_full, dict) else y_full
+        else:
+            self._y_empty = blend_output(self._y_empty, y_full, alpha)
 
         values = self.values
         index = self._index

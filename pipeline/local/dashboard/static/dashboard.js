@@ -136,11 +136,12 @@ function changeMarkers(getChanges) {
       if (a === null || a === undefined || b < lo || a > hi) continue;
       const x0 = u.valToPos(Math.max(a, lo), "x"), x1 = u.valToPos(Math.min(b, hi), "x");
       const span = document.createElement("div");
-      span.className = "episode-span";
+      span.className = "episode-span" + (ep.alert ? " alert" : "");
       span.style.left = x0 + "px";
       span.style.width = Math.max(2, x1 - x0) + "px";
       const unit = dash.view.labels ? "position" : "seq";
-      span.title = `change episode: new regime from ${unit} ${a}, changes up to ${b}`;
+      span.title = `change episode${ep.kind ? " (" + ep.kind + (ep.alert ? ", alert" : "") + ")" : ""}: ` +
+        `new regime from ${unit} ${a}, changes up to ${b}`;
       u.over.appendChild(span);
     }
     const where = (x) => (dash.view.labels ? `position ${x}` : `seq ${x}`);
@@ -259,6 +260,15 @@ function sortByX(t) {
 
 const ci = (c) => (Array.isArray(c) && c.length === 2 ? ` [${fmt(c[0])}, ${fmt(c[1])}]` : "");
 
+// why an episode happened (change_episode/v2): learning, degradation or reliance_shift; alerts marked
+function episodeKind(e) {
+  if (!e.kind) return "–";
+  const kind = esc(e.kind.replace("_", " "));
+  const open = e.status === "open" ? ' <span class="muted">(open)</span>' : "";
+  return e.alert ? `<span class="badge alert" title="alert: this kind pages (drift_alert_kinds)">⚠ ${kind}</span>${open}`
+                 : `<span class="badge kind">${kind}</span>${open}`;
+}
+
 function renderChanges(v) {
   $("#change-count").textContent = v.changes.length;
   const heads = $("#changes").querySelectorAll("thead th");  // positions when labels come later
@@ -275,7 +285,8 @@ function renderChanges(v) {
   $("#episodes-box").hidden = eps.length === 0;
   $("#episode-count").textContent = (v.episodes || []).length;
   $("#episodes tbody").innerHTML = eps.map((e) =>
-    `<tr class="change-episode"><td>${e.cut_seq ?? "–"}</td><td>${e.first_seq ?? "–"}…${e.last_seq ?? "–"}</td>` +
+    `<tr class="change-episode${e.alert ? " alert" : ""}"><td class="episode-kind">${episodeKind(e)}</td>` +
+    `<td>${e.cut_seq ?? "–"}</td><td>${e.first_seq ?? "–"}…${e.last_seq ?? "–"}</td>` +
     `<td>${e.changes.map((c) => `${esc(c.explainer)}/${esc(c.feature)} ${fmt(c.before)}→${fmt(c.after)}`).join("<br>")}` +
     `${e.n_changes > e.changes.length ? `<br>… ${e.n_changes - e.changes.length} more` : ""}</td>` +
     `<td>${fmt(e.loss_before)} → ${fmt(e.loss_after)}</td></tr>`).join("");

@@ -1,0 +1,67 @@
+"""White-box evaluation of river models, faster than calling them and exactly as exact.
+
+Explaining one event costs tens to hundreds of model evaluations (iPDP's ICE curves, iSAGE's
+coalitions, iPFI's permutations), and most of those rows differ from the event in one
+feature or share most of their values. Called as a black box, the model recomputes
+everything for every row. :func:`compile_model` recognises river models whose prediction
+code the fast path reproduces -- the Hoeffding tree family (``HoeffdingTreeClassifier``,
+``HoeffdingAdaptiveTreeClassifier``, ``HoeffdingTreeRegressor``,
+``HoeffdingAdaptiveTreeRegressor``; leaves ``mc``, ``nb``, ``nba``, ``mean``, ``model``,
+``adaptive``), ``ARFClassifier``, and ``LinearRegression`` / ``LogisticRegression`` alone or
+after a ``StandardScaler`` in a pipeline -- and returns a :class:`FastModel` that computes
+the shared parts of one call once and repeats river's floating-point operations in river's
+order, so its values are the black-box values bit for bit (the property tests
+``tests/unit/test_fastpath_*.py`` check this on random models grown from random streams).
+
+It relies on river internals, so it is used only with the river releases in
+:data:`VERIFIED_RIVER`; with another release :func:`compile_model` logs one warning and
+returns None, and the model is evaluated as a black box. Anything else it does not
+recognise also means black-box evaluation (``None`` here, or :class:`Unsupported` during a
+call, which ``ModelFunction`` answers by evaluating that call as a black box).
+
+>>> from river import linear_model, neighbors
+>>> compile_model(linear_model.LogisticRegression()).name, compile_model(neighbors.KNNClassifier())
+('linear', None)
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .base import VERIFIED_RIVER, FastModel, Unsupported, to_output, verified_river
+
+__all__ = ["compile_model", "FastModel", "Unsupported", "VERIFIED_RIVER", "verified_river", "to_output",
+           "river_version_ok"]
+
+log = logging.getLogger("streamxai.fastpath")
+_warned: list[str] = []
+
+
+def river_version_ok() -> bool:
+    """True if the installed river is verified; else False, after one warning per process."""
+    import river
+
+    version = getattr(river, "__version__", "unknown")
+    if verified_river(version):
+        return True
+    if not _warned:
+        _warned.append(version)
+        lo, hi = (".".join(map(str, v)) for v in VERIFIED_RIVER)
+        log.warning("river %s is outside the range the fast path was verified on (%s to %s): models are "
+                    "evaluated as black boxes (slower, same values)", version, lo, hi)
+    return False
+
+
+def compile_model(model: Any) -> FastModel | None:
+    """A white-box evaluator of ``model``, or None if it is not one the fast path knows."""
+    if not river_version_ok():
+        return None
+    from .linear import LinearFast
+    from .regressors import TreeRegressorFast
+    from .trees import ForestClassifierFast, TreeClassifierFast
+
+    for cls in (TreeClassifierFast, ForestClassifierFast, TreeRegressorFast, LinearFast):
+        if cls.accepts(model):
+            return cls(model)
+    return None

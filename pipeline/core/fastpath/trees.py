@@ -1,0 +1,365 @@
+"""Hoeffding tree classifiers and ARF, evaluated from their nodes.
+
+:class:`TreeClassifierFast` serves ``HoeffdingTreeClassifier`` (one leaf per row,
+``proba.update(leaf distribution)`` over the sorted classes) and
+``HoeffdingAdaptiveTreeClassifier`` (every alternate tree met on the path adds its leaf's
+distribution, each weighted by ``1 / (sum * error^2)``, then the sum is normalised);
+:class:`ForestClassifierFast` serves ``ARFClassifier`` (each member's distribution times its
+accuracy, summed class by class as ``collections.Counter.update`` sums, divided by the
+total). Leaves: majority class, naive Bayes and naive Bayes adaptive
+(:mod:`pipeline.core.fastpath.leaves`); a leaf's mode depends on the leaf and the tree's
+options only, so it is settled once per call.
+
+>>> from river import tree
+>>> model = tree.HoeffdingAdaptiveTreeClassifier(grace_period=20, seed=1)
+>>> import random
+>>> gen = random.Random(0)
+>>> for _ in range(500):
+...     x = {"a": gen.random(), "b": gen.random()}
+...     model.learn_one(x, x["a"] > 0.5)
+>>> fast = TreeClassifierFast(model)
+>>> rows = [{"a": gen.random(), "b": gen.random()} for _ in range(50)]
+>>> fast.rows(rows, "proba", None) == [model.predict_proba_one(r) for r in rows]
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from river.base import Classifier
+from river.forest.adaptive_random_forest import ARFClassifier
+from river.tree import HoeffdingAdaptiveTreeClassifier, HoeffdingTreeClassifier
+from river.tree.base import Branch
+from river.tree.nodes.arf_htc_nodes import (
+    RandomLeafMajorityClass,
+    RandomLeafNaiveBayes,
+    RandomLeafNaiveBayesAdaptive,
+)
+from river.tree.nodes.branch import DTBranch
+from river.tree.nodes.hatc_nodes import (
+    AdaBranchClassifier,
+    AdaLeafClassifier,
+    AdaNomBinaryBranchClass,
+    AdaNomMultiwayBranchClass,
+    AdaNumBinaryBranchClass,
+    AdaNumMultiwayBranchClass,
+)
+from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNaiveBayesAdaptive
+
+from .base import FastModel, Unsupported
+from .leaves import MajorityLeaf, NaiveBayesLeaf, normalized
+from .walk import is_branch, split_features, walk
+
+__all__ = ["TreeClassifierFast", "ForestClassifierFast", "list_output"]
+
+# the leaves whose prediction the fast path reproduces, by how they choose naive Bayes
+_LEAF_MODES = {
+    LeafMajorityClass: "mc", RandomLeafMajorityClass: "mc",
+    LeafNaiveBayes: "nb", RandomLeafNaiveBayes: "nb",
+    LeafNaiveBayesAdaptive: "nba", RandomLeafNaiveBayesAdaptive: "nba",
+}
+
+
+# the adaptive tree's branches (their traverse adds alternate trees)
+_ADA_BRANCHES = frozenset({AdaNomBinaryBranchClass, AdaNumBinaryBranchClass, AdaNomMultiwayBranchClass,
+                           AdaNumMultiwayBranchClass})
+
+
+def _is_classifier_tree(model: Any) -> str | None:
+    """"ht" or "hat" if ``model`` predicts with river's (adaptive) Hoeffding tree code."""
+    proba = getattr(type(model), "predict_proba_one", None)
+    if proba is HoeffdingAdaptiveTreeClassifier.predict_proba_one:
+        return "hat"
+    if proba is HoeffdingTreeClassifier.predict_proba_one:
+        return "ht"
+    return None
+
+
+class _Leaf:
+    """A leaf's prediction during one call, as the positions and values of the tree's classes:
+    its distribution (majority class or naive Bayes), and for an adaptive tree divided by
+    ``sum * error * error``."""
+
+    __slots__ = ("inner", "pos", "error", "const")
+
+    def __init__(self, inner: Any, pos: list[int], error: float | None):
+        self.inner = inner
+        self.pos = pos
+        self.error = error
+        self.const = self._weigh(inner.dist) if isinstance(inner, MajorityLeaf) else None
+
+    def _weigh(self, dist: list) -> list:
+        if self.error is None:
+            return dist
+        return normalized(dist, sum(dist) * self.error * self.error)
+
+    def row(self, row: dict) -> list:
+        return self.const if self.const is not None else self._weigh(self.inner.row(row))
+
+    def replaced(self, x: dict, feature: str, value: Any) -> list:
+        if self.const is not None:
+            return self.const
+        return self._weigh(self.inner.replaced(x, feature, value))
+
+
+class _Tree:
+    """One tree classifier during one call: its leaves' predictions, computed once each."""
+
+    __slots__ = ("tree", "hat", "root", "classes", "keys", "_leaves", "_x", "_x_leaves", "_x_splits", "_x_same")
+
+    def __init__(self, tree: Any, keys: Any):
+        kind = _is_classifier_tree(tree)
+        if kind is None:
+            raise Unsupported(f"{type(tree).__name__} is not a verified Hoeffding tree classifier")
+        self.tree = tree
+        self.hat = kind == "hat"
+        self.root = tree._root
+        #: the keys of predict_proba_one's dict, in its order
+        self.classes = list(tree.classes) if self.hat else sorted(tree.classes)
+        self.keys = keys
+        self._leaves: dict[int, _Leaf] = {}
+        self._x: dict | None = None
+
+    def row(self, row: dict) -> list:
+        """The values of ``predict_proba_one(row)``, in :attr:`classes` order."""
+        leaves = self._found(row)
+        return self._combine(leaves, [leaf.row(row) for leaf in leaves])
+
+    def replaced(self, x: dict, feature: str, value: Any) -> list:
+        """:meth:`row` of ``x`` with ``feature = value``: the path is ``x``'s unless a branch on
+        it tests ``feature``, and a leaf recomputes only the factor of ``feature``."""
+        if x is not self._x:
+            self._x = x
+            nodes = self._nodes(x)
+            self._x_leaves = self._leaves_of(nodes)
+            self._x_splits = split_features(nodes)
+            self._x_same: dict[str, list] = {}
+        if feature in self._x_splits:
+            row = x.copy()
+            row[feature] = value
+            leaves = self._found(row)
+        else:
+            leaves = self._x_leaves
+            if not any(leaf.inner.depends_on(feature) for leaf in leaves):  # the same prediction as x
+                same = self._x_same.get(feature)
+                if same is None:
+                    same = self._x_same[feature] = self.row(x)
+                return same
+        return self._combine(leaves, [leaf.replaced(x, feature, value) for leaf in leaves])
+
+    def _combine(self, leaves: list, dists: list) -> list:
+        proba = [0.0] * len(self.classes)
+        if not self.hat:  # proba.update(leaf distribution)
+            for leaf, dist in zip(leaves, dists, strict=True):
+                for p, v in zip(leaf.pos, dist, strict=True):
+                    proba[p] = v
+            return proba
+        for leaf, dist in zip(leaves, dists, strict=True):  # add_dict_values, then normalise
+            for p, v in zip(leaf.pos, dist, strict=True):
+                proba[p] = proba[p] + v
+        factor = sum(proba)
+        if factor == 0 or math.isnan(factor):
+            return proba
+        m = 1 / factor
+        return [v * m for v in proba]
+
+    def _nodes(self, row: dict) -> list:
+        """The nodes river visits for ``row`` (its walk; just the root if that is a leaf)."""
+        root = self.root
+        if root is None:
+            return []
+        if not isinstance(root, DTBranch):
+            return [root]
+        traverse = type(root).traverse
+        if traverse is not (AdaBranchClassifier.traverse if self.hat else Branch.traverse):
+            raise Unsupported(f"{type(root).__name__} traverses its own way")
+        return walk(root, row)
+
+    def _found(self, row: dict) -> list:
+        return self._leaves_of(self._nodes(row))
+
+    def _leaves_of(self, nodes: list) -> list:
+        """The leaves whose predictions ``predict_proba_one`` combines, given the walk."""
+        if not nodes:
+            return []
+        if not self.hat or len(nodes) == 1:
+            return [self._leaf(nodes[-1])]
+        found = []
+        for node in nodes:
+            if not is_branch(node):
+                continue
+            if node.__class__ not in _ADA_BRANCHES:
+                raise Unsupported(f"{type(node).__name__} is not a verified adaptive branch")
+            if node._alternate_tree:
+                alt = node._alternate_tree
+                if isinstance(alt, AdaBranchClassifier):  # river would add a list here and fail
+                    raise Unsupported("an alternate tree that is a branch")
+                found.append(self._leaf(alt))
+        found.append(self._leaf(nodes[-1]))
+        return found
+
+    def _leaf(self, leaf: Any) -> _Leaf:
+        plan = self._leaves.get(id(leaf))
+        if plan is None:
+            plan = self._leaves[id(leaf)] = self._plan(leaf)
+        return plan
+
+    def _plan(self, leaf: Any) -> _Leaf:
+        tree = self.tree
+        if self.hat:
+            if type(leaf) is not AdaLeafClassifier:
+                raise Unsupported(f"{type(leaf).__name__} in an adaptive tree")
+            if not leaf.stats:  # river's prediction is None, and adding it fails
+                raise Unsupported("an empty leaf of an adaptive tree")
+            option = tree.leaf_prediction
+            if not leaf.is_active() or option == tree._MAJORITY_CLASS:
+                mode = "mc"
+            elif option == tree._NAIVE_BAYES:
+                mode = "nb"
+            else:
+                mode = "nba"
+        else:
+            mode = _LEAF_MODES.get(type(leaf))  # type: ignore[assignment]
+            if mode is None:
+                raise Unsupported(f"{type(leaf).__name__} is not a verified leaf")
+        if mode == "nb":
+            bayes = leaf.is_active() and leaf.total_weight >= tree.nb_threshold
+        elif mode == "nba":
+            bayes = leaf.is_active() and leaf._nb_correct_weight >= leaf._mc_correct_weight
+        else:
+            bayes = False
+        inner = NaiveBayesLeaf(leaf.stats, leaf.splitters, self.keys) if bayes else MajorityLeaf(leaf.stats)
+        index = {c: i for i, c in enumerate(self.classes)}
+        try:
+            pos = [index[c] for c in inner.classes]
+        except KeyError:
+            raise Unsupported("a leaf knows a class its tree does not") from None
+        return _Leaf(inner, pos, leaf._mean_error.get() if self.hat else None)
+
+    def output(self, values: list, output: str, target_class: Any) -> Any:
+        return list_output(self.classes, values, output, target_class)
+
+
+def list_output(classes: list, values: list, output: str, target_class: Any, counter: bool = False) -> Any:
+    """:func:`~pipeline.core.fastpath.base.to_output` of the dict ``zip(classes, values)``
+    (a ``Counter`` when ``counter``), without building it unless ``output="proba"``."""
+    if output == "proba":
+        d = dict(zip(classes, values, strict=True))
+        return Counter(d) if counter else d
+    if output == "proba_of":
+        i = {c: i for i, c in enumerate(classes)}.get(target_class) if classes else None
+        return 0.0 if i is None else float(values[i])
+    if not values:
+        return None
+    best = 0
+    for i in range(1, len(values)):  # max(d, key=d.get): the first of the largest
+        if values[i] > values[best]:
+            best = i
+    label = classes[best]
+    return float(label) if output == "value" else label
+
+
+class _Forest:
+    """An ARFClassifier during one call."""
+
+    __slots__ = ("trees", "weights")
+
+    def __init__(self, forest: Any, keys: Any):
+        if len(forest) == 0:  # river builds the ensemble on this first prediction
+            raise Unsupported("an ARF before its first event")
+        self.trees = [_Tree(m, keys) for m in forest]
+        weighted = not forest.disable_weighted_vote
+        # a member's distribution is multiplied by its accuracy when that is > 0
+        self.weights = [mv if weighted and mv > 0.0 else None for mv in (m.get() for m in forest._metrics)]
+
+    def _sum(self, parts: list) -> tuple[list, list, bool]:
+        """Counter.update over the members' distributions, then divided by the total: the
+        classes, the values and whether river returns the (unnormalised) Counter itself."""
+        acc: dict = {}
+        for tree, mv, vals in zip(self.trees, self.weights, parts, strict=True):
+            if mv is not None:
+                vals = [v * mv for v in vals]
+            if acc:  # Counter.update: new count + old count
+                get = acc.get
+                for k, c in zip(tree.classes, vals, strict=True):
+                    acc[k] = c + get(k, 0)
+            else:
+                acc.update(zip(tree.classes, vals, strict=True))
+        total = sum(acc.values())
+        if total > 0:
+            return list(acc), [p / total for p in acc.values()], False
+        return list(acc), list(acc.values()), True
+
+    def row(self, row: dict) -> tuple[list, list, bool]:
+        return self._sum([t.row(row) for t in self.trees])
+
+    def replaced(self, x: dict, feature: str, value: Any) -> tuple[list, list, bool]:
+        return self._sum([t.replaced(x, feature, value) for t in self.trees])
+
+
+class _Classifier(FastModel):
+    """Shared by the tree and forest classifiers: rows in, outputs out."""
+
+    def __init__(self, model: Any):
+        self.model = model
+
+    def _call(self, keys: Any) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
+        return call.output(result, output, target_class)
+
+    def rows(self, rows: Sequence[dict], output: str, target_class: Any) -> list:
+        keys = rows[0].keys()
+        call = self._call(keys)
+        out = []
+        for r in rows:
+            if r.keys() != keys:
+                raise Unsupported("the rows of one call carry different features")
+            out.append(self._output(call, call.row(r), output, target_class))
+        return out
+
+    def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], output: str, target_class: Any) -> list:
+        call = self._call(x.keys())
+        out = []
+        for f, v in pairs:
+            if f not in x:
+                raise Unsupported(f"feature {f!r} is not in the row")
+            out.append(self._output(call, call.replaced(x, f, v), output, target_class))
+        return out
+
+
+class TreeClassifierFast(_Classifier):
+    """``HoeffdingTreeClassifier`` and ``HoeffdingAdaptiveTreeClassifier``."""
+
+    name = "hoeffding_tree"
+
+    @staticmethod
+    def accepts(model: Any) -> bool:
+        return _is_classifier_tree(model) is not None and type(model).predict_one is Classifier.predict_one
+
+    def _call(self, keys: Any) -> _Tree:
+        return _Tree(self.model, keys)
+
+
+class ForestClassifierFast(_Classifier):
+    """``ARFClassifier``: its members are Hoeffding tree classifiers."""
+
+    name = "arf"
+
+    @staticmethod
+    def accepts(model: Any) -> bool:
+        t = type(model)
+        return (getattr(t, "predict_proba_one", None) is ARFClassifier.predict_proba_one
+                and t.predict_one is Classifier.predict_one)
+
+    def _call(self, keys: Any) -> _Forest:
+        return _Forest(self.model, keys)
+
+    def _output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
+        classes, values, counter = result
+        return list_output(classes, values, output, target_class, counter)

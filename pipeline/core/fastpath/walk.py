@@ -1,0 +1,86 @@
+"""The path of a row through a river decision tree, as river's own traversal finds it.
+
+``Branch.walk`` yields the node, then the nodes below the child the row goes to. When the
+row lacks the split feature or brings a category (or a numeric slot) the branch has not
+seen, ``branch_no`` raises ``KeyError`` and the walk goes to the branch's most traversed
+child instead -- and yields that child twice (once itself, once as the first node of its own
+walk). :func:`walk` returns the same list, duplicates included, because the adaptive trees
+add an alternate tree's prediction once per visit of its branch. The decision at each
+branch is river's own ``branch_no``; only the recursion is unrolled.
+
+>>> from river import tree
+>>> model = tree.HoeffdingTreeClassifier(grace_period=10)
+>>> for i in range(200):
+...     model.learn_one({"a": i % 10, "b": 0}, i % 10 < 5)
+>>> nodes = walk(model._root, {"a": 2, "b": 0})
+>>> nodes[0] is model._root, nodes[-1] is model._root.traverse({"a": 2, "b": 0})
+(True, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from river.tree.base import Branch, Leaf
+from river.tree.nodes.branch import (
+    DTBranch,
+    NominalBinaryBranch,
+    NominalMultiwayBranch,
+    NumericBinaryBranch,
+    NumericMultiwayBranch,
+)
+
+from .base import Unsupported
+
+__all__ = ["walk", "is_branch", "split_features"]
+
+_WALK = Branch.walk
+_LEAF_WALK = Leaf.walk
+_NEXT = DTBranch.next
+#: river's four branch tests, each reading only ``row[branch.feature]``
+_BRANCH_NOS = {c.branch_no for c in (NumericBinaryBranch, NominalBinaryBranch, NumericMultiwayBranch,
+                                     NominalMultiwayBranch)}
+
+
+_IS_BRANCH: dict[type, bool] = {}  # node class -> is a branch (checked to walk the generic way)
+
+
+def is_branch(node: Any) -> bool:
+    """True for a branch, False for a leaf; Unsupported for a node that walks its own way."""
+    t = type(node)
+    kind = _IS_BRANCH.get(t)
+    if kind is None:
+        if isinstance(node, Branch):
+            if t.walk is not _WALK or t.next is not _NEXT or getattr(t, "branch_no", None) not in _BRANCH_NOS:
+                raise Unsupported(f"{t.__name__} overrides how a row walks the tree")
+            kind = True
+        elif isinstance(node, Leaf) and t.walk is _LEAF_WALK:
+            kind = False
+        else:
+            raise Unsupported(f"{t.__name__} is not a river tree node")
+        _IS_BRANCH[t] = kind
+    return kind
+
+
+def walk(root: Any, row: dict) -> list:
+    """The nodes ``root.walk(row, until_leaf=True)`` yields, in order."""
+    nodes = [root]
+    node = root
+    while is_branch(node):
+        try:
+            child = node.next(row)
+        except KeyError:
+            child = node.most_common_path()[1]
+            nodes.append(child)
+        nodes.append(child)
+        node = child
+    return nodes
+
+
+def split_features(nodes: list) -> set:
+    """The features the branches among ``nodes`` test: a row that differs from another only
+    in features outside this set takes the same path."""
+    try:
+        return {n.feature for n in nodes if is_branch(n)}
+    except AttributeError:
+        raise Unsupported("a branch without a feature") from None

@@ -1,0 +1,119 @@
+"""Installing from a wheel, as users do: ``pip install streamxai-*.whl`` into a fresh virtualenv,
+then ``streamxai broker start`` and the container image's command (``deploy/Dockerfile``: its
+ENTRYPOINT, CMD and ENV) from there, with no source checkout (issue 15). Before, the broker
+found its pom and log4j2 configuration through the source tree (``parents[2] / "deploy"``).
+
+The wheel is built from a copy of the package's sources; its dependencies come from the
+package index (through pip's cache where it has them). The broker uses the Kafka jars this
+checkout already resolved (``STREAMXAI_KAFKA_LIBS``), so no Maven run is needed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from helpers.pipeline_runs import collect
+
+from pipeline.kafka.io import produce_events
+from pipeline.local.broker import default_libs_dir
+from pipeline.local.demo_stream import agrawal_events
+from pipeline.local.ports import free_ports
+from pipeline.settings import AGRAWAL_FEATURES, Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def dockerfile_command(path: Path = ROOT / "deploy" / "Dockerfile") -> tuple[dict[str, str], list[str]]:
+    """The ENV and the ENTRYPOINT + CMD of the Dockerfile's last stage.
+
+    >>> env, cmd = dockerfile_command()
+    >>> cmd, env["STREAMXAI_WEB_HOST"]
+    (['streamxai', 'worker'], '0.0.0.0')
+    """
+    text = path.read_text()
+    last = text[text.rindex("\nFROM "):].replace("\\\n", " ")
+    env: dict[str, str] = {}
+    entry: list[str] = []
+    cmd: list[str] = []
+    for line in last.splitlines():
+        word, _, rest = line.strip().partition(" ")
+        if word == "ENV":
+            env.update(re.findall(r"(\w+)=(\S+)", rest))
+        elif word == "ENTRYPOINT":
+            entry = json.loads(rest)
+        elif word == "CMD":
+            cmd = json.loads(rest)
+    return env, entry + cmd
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=kw.pop("timeout", 600), **kw)
+    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
+    return done
+
+
+def test_a_wheel_runs_the_broker_and_the_image_command_without_a_checkout(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for pkg in ("pipeline", "agents", "schemas"):
+        shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(tmp_path / "wheels"), str(src)])
+    (wheel,) = (tmp_path / "wheels").glob("streamxai-*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    assert {"pipeline/local/broker_files/pom.xml", "pipeline/local/broker_files/log4j2.properties",
+            "schemas/json/feature_event.v1.json"} <= shipped, sorted(shipped)
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    _run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+          "--only-binary=:all:", str(wheel)])
+    run_dir = tmp_path / "run"  # no checkout here: the installed package is all there is
+    run_dir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_") and k != "PYTHONPATH"}
+    where = _run([str(venv / "bin" / "python"), "-c", "import pipeline; print(pipeline.__file__)"], cwd=run_dir, env=env)
+    assert str(venv) in where.stdout and str(ROOT) not in where.stdout
+
+    port, controller_port = free_ports(2)
+    broker = [str(venv / "bin" / "streamxai"), "broker"]
+    data = ["--data-dir", str(tmp_path / "kafka")]
+    libs = {**env, "STREAMXAI_KAFKA_LIBS": str(default_libs_dir())}  # this checkout's jars: no Maven run
+    _run([*broker, "start", "--port", str(port), "--controller-port", str(controller_port), "--heap", "384m", *data],
+         cwd=run_dir, env=libs, timeout=180)
+    worker = None
+    try:
+        image_env, command = dockerfile_command()
+        web_port = free_ports(1)[0]
+        s = Settings(bootstrap_servers=f"127.0.0.1:{port}", topic_prefix="wheel.", app_id="wheel",
+                     features=list(AGRAWAL_FEATURES), explainers=["ipfi"], web_port=web_port)
+        worker_env = {**env, **image_env,  # the image's settings, then what differs here
+                      "STREAMXAI_BOOTSTRAP_SERVERS": s.bootstrap_servers, "STREAMXAI_TOPIC_PREFIX": s.topic_prefix,
+                      "STREAMXAI_APP_ID": s.app_id, "STREAMXAI_FEATURES": json.dumps(s.features),
+                      "STREAMXAI_EXPLAINERS": '["ipfi"]', "STREAMXAI_WEB_PORT": str(web_port),
+                      "STREAMXAI_STATE_DIR": str(tmp_path / "state")}
+        log = tmp_path / "worker.log"
+        with open(log, "wb") as out:
+            worker = subprocess.Popen([str(venv / "bin" / command[0]), *command[1:]], cwd=run_dir, env=worker_env,
+                                      stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        produce_events(s, agrawal_events("w", 30, seed=3))
+        preds = collect(s, "predictions", lambda m: len(m) >= 30, timeout=120)
+        assert sorted(p["seq"] for p in preds) == list(range(30)), log.read_text()[-3000:]
+        with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/metrics", timeout=5) as r:
+            assert "streamxai_predictions_total 30.0" in r.read().decode()
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(s.shutdown_timeout_s + 15) == 0  # a bound on the wait, not a measurement
+        assert "Traceback" not in log.read_text(errors="replace")
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+            worker.wait(10)
+        _run([*broker, "stop", *data], cwd=run_dir, env=env, timeout=60)

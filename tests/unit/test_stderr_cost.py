@@ -1,0 +1,80 @@
+"""The standard errors cost O(1) per feature per event and O(features) per report (issue 14):
+a report asks each tracker for its moments once, whatever the grid size, and the typed
+records read checkpoints written with the old positional lists."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+from pipeline.core.explainers import IPDP
+from pipeline.core.model import ModelFunction
+from pipeline.core.uncertainty import PairSums, SlotUse, SmoothedStderr
+
+
+def _count_moments(monkeypatch) -> list[int]:
+    calls = [0]
+    real = SmoothedStderr._moments
+
+    def counted(self):
+        calls[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(SmoothedStderr, "_moments", counted)
+    return calls
+
+
+def test_asking_every_feature_twice_computes_the_moments_once(monkeypatch):
+    calls = _count_moments(monkeypatch)
+    names = [f"f{i}" for i in range(11)]
+    t = SmoothedStderr(names, alpha=0.05)
+    gen = random.Random(0)
+    for _ in range(100):
+        t.add_increments([gen.gauss(0, 1) for _ in names])
+    first = [t.stderr(f) for f in names] + [t.stderr(f) for f in names]
+    assert calls[0] == 1
+    t.add_increments([1.0] * len(names))  # an update invalidates the answer
+    assert t.stderrs() != dict(zip(names, first[:11], strict=True))
+    assert calls[0] == 2
+
+
+def test_an_ipdp_report_does_not_grow_with_the_grid(monkeypatch):
+    """Before: curves() asked for every grid point's standard error separately, and each
+    question recomputed every series of the feature: grid x (grid + 1) per feature."""
+    calls = _count_moments(monkeypatch)
+    names = ["a", "b", "c"]
+    e = IPDP(ModelFunction(lambda x: x["a"] * x["b"] + x["c"], output="value"), names, grid_size=25, seed=1)
+    gen = random.Random(1)
+    for _ in range(40):
+        e.explain_one({f: gen.random() for f in names})
+    calls[0] = 0
+    curves, stderr = e.curves(), e.stderr
+    assert calls[0] <= len(names)  # at most one per tracker
+    assert all(len(c["se"]) == 25 for c in curves.values()) and set(stderr) == set(names)
+
+
+def test_checkpoints_with_positional_lists_still_load():
+    gen = random.Random(2)
+    t = SmoothedStderr(["a", "b"], alpha=0.1)
+    items = [{"a": gen.random(), "b": gen.random()} for _ in range(16)]
+    for _ in range(200):
+        deltas = [gen.gauss(0, 1), gen.gauss(0, 1)]
+        t.add_increments(deltas)
+        t.add_donors(items, [gen.randrange(16), gen.randrange(16)], deltas)
+        t.stored(gen.randrange(16), items, deltas)
+    state = t.__getstate__()
+    assert isinstance(state["_pairs"], PairSums) and all(isinstance(v, SlotUse) for v in state["_slots"].values())
+    # the layout before the typed records: 4-row lists, and [observation, counts, sums, own]
+    old = dict(state)
+    old["_pairs"] = [list(state["_pairs"].xy), list(state["_pairs"].x), list(state["_pairs"].y), list(state["_pairs"].n)]
+    old["_owns"] = [list(state["_owns"].xy), list(state["_owns"].x), list(state["_owns"].y), list(state["_owns"].n)]
+    old["_slots"] = {k: [u.observation, list(u.counts), list(u.sums), u.own] for k, u in state["_slots"].items()}
+    old.pop("_cached")
+    restored = SmoothedStderr.__new__(SmoothedStderr)
+    restored.__setstate__(pickle.loads(pickle.dumps(old)))
+    assert restored.stderrs() == t.stderrs()
+    deltas = [0.5, -0.5]
+    for u in (t, restored):
+        u.add_increments(deltas)
+        u.add_donors(items, [0, 4], deltas)
+    assert restored.stderrs() == t.stderrs()
