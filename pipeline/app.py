@@ -5,7 +5,9 @@ Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadat
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import faust
 from agents import install_drift_agent, install_explainer_agent, install_intake_agent, install_model_agent
 from schemas import ConfigError
 
-from .handlers import DriftHandler, ExplainHandler, Handler, IntakeHandler, ModelHandler
+from .handlers import DriftHandler, ExplainHandler, Handler, IntakeHandler, MessageHandler, ModelHandler
 from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
 from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 from .kafka.checkpoints import FileCheckpointStore
@@ -82,17 +84,33 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
                                  value_type=bytes, key_serializer="raw", value_serializer="raw")
     history = PartitionHistory(settings)
     store = checkpoint_store(settings)
-    handlers: list[Handler] = []
+    stateful: list[MessageHandler] = []
     if "model" in roles:
         install_intake_agent(app, topics, IntakeHandler(settings, metrics))
-        handlers.append(ModelHandler(settings, metrics, history=history, checkpoints=store))
-        install_model_agent(app, topics, handlers[-1])
+        stateful.append(ModelHandler(settings, metrics, history=history, checkpoints=store))
+        install_model_agent(app, topics, stateful[-1])
     if "explain" in roles:
-        handlers.append(ExplainHandler(settings, metrics, history=history, checkpoints=store))
-        install_explainer_agent(app, topics, handlers[-1])
+        stateful.append(ExplainHandler(settings, metrics, history=history, checkpoints=store))
+        install_explainer_agent(app, topics, stateful[-1])
     if "drift" in roles:
-        handlers.append(DriftHandler(settings, metrics, history=history, checkpoints=store))
-        install_drift_agent(app, topics, handlers[-1])
+        stateful.append(DriftHandler(settings, metrics, history=history, checkpoints=store))
+        install_drift_agent(app, topics, stateful[-1])
+    handlers: list[Handler] = list(stateful)
+
+    @app.on_before_shutdown.connect
+    async def on_shutdown(sender: Any, **kwargs: Any) -> None:
+        # the consumer has stopped and every message taken up is done: checkpoint each state
+        # changed since its last checkpoint, so that a restart replays nothing (issue 15)
+        if not settings.checkpoint_on_stop:
+            return
+        t0 = time.perf_counter()
+        try:
+            n = await asyncio.to_thread(lambda: sum(h.checkpoint_all() for h in stateful))
+        except Exception as e:  # e.g. the checkpoint topic is gone: a restart replays more, that is all
+            log.warning("checkpoints at shutdown failed (%s: %s); a restart replays from the last ones",
+                        type(e).__name__, str(e)[:300])
+        else:
+            log.info("wrote %d checkpoints at shutdown in %.2f s", n, time.perf_counter() - t0)
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:

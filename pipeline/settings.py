@@ -132,6 +132,7 @@ class Settings:
     checkpoint_key: Secret = _f(Secret(""), "key authenticating checkpoints (HMAC-SHA256; secret, >= 16 characters); empty: a random key generated once into state_dir/checkpoint.key", secret=True)
     checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir/checkpoints, shared by the workers of one host) or kafka (a compacted topic every worker reads; needs checkpoint_key)")
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and stream drift state every N of its messages (0: off)")
+    checkpoint_on_stop: bool = _f(True, "when the worker stops, checkpoint every state changed since its last checkpoint, so a restart replays nothing (off: a restart replays up to checkpoint_every messages per key)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     shutdown_timeout_s: float = _f(15.0, "a worker asked to stop (SIGTERM) that has not stopped after this many seconds exits at once (its uncommitted messages are processed again after a restart)")
     # Data
@@ -402,6 +403,15 @@ def _convert(f: dataclasses.Field, raw: Any, source: str) -> Any:
             return int(raw)
         if typ == "float":
             return float(raw)
+        if typ == "bool":
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("true", "1", "yes", "on"):
+                return True
+            if text in ("false", "0", "no", "off"):
+                return False
+            raise ValueError("expected true or false")
         if typ in ("list", "dict"):
             if isinstance(raw, str):
                 raw = raw.strip()
@@ -424,7 +434,8 @@ def _convert(f: dataclasses.Field, raw: Any, source: str) -> Any:
 
 
 _TOML_TYPES = {"int": ((int,), "an integer"), "float": ((int, float), "a number"), "str": ((str,), "a string"),
-               "list": ((list,), "an array"), "dict": ((dict,), "a table"), "Secret": ((str,), "a string")}
+               "list": ((list,), "an array"), "dict": ((dict,), "a table"), "Secret": ((str,), "a string"),
+               "bool": ((bool,), "a boolean (true or false)")}
 
 
 def _kind(raw: Any) -> str:
@@ -442,7 +453,7 @@ def _check_toml_type(f: dataclasses.Field, raw: Any, source: str) -> None:
     if typ not in _TOML_TYPES:
         return
     ok, want = _TOML_TYPES[typ]
-    if isinstance(raw, bool) or not isinstance(raw, ok):
+    if (isinstance(raw, bool) and typ != "bool") or not isinstance(raw, ok):
         shown = "***" if f.metadata.get("secret") else repr(raw)
         raise ConfigError(f"setting {f.name} in {source} is {_kind(raw)} ({shown}); expected {want}"
                           + (" (write it without quotes)" if isinstance(raw, str) and typ in ("int", "float") else ""))

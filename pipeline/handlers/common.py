@@ -126,6 +126,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         #: the last offset taken up per (topic, partition), to notice a partition that skipped ahead
         self._positions: dict[tuple[str, int], int] = {}
         self._revoked: set[tuple[str, int]] = set()
+        #: Kafka keys whose state changed since its last checkpoint: the state and its last message
+        self._unsaved: dict[bytes, tuple[Any, Source]] = {}
 
     @property
     def history(self) -> History | HistoryCache | None:
@@ -186,6 +188,7 @@ class Recovering(abc.ABC, Generic[M, S]):
         self.states.pop(state_key, None)
         if key is not None:
             self._known.pop(key, None)
+            self._unsaved.pop(key, None)
         self.metrics.gauge(self.STATES_GAUGE, len(self.states))
 
     # recovery --------------------------------------------------------------------------
@@ -227,11 +230,34 @@ class Recovering(abc.ABC, Generic[M, S]):
     def _checkpoint_if_due(self, key: bytes | None, st: Any, src: Source) -> None:
         """Count one more message for ``st``; write its checkpoint when ``checkpoint_every`` is reached."""
         st.since_checkpoint += 1
-        if self.checkpoints is not None and key and self.checkpoints.due(st.since_checkpoint):
+        if self.checkpoints is None or not key:
+            return
+        if self.checkpoints.due(st.since_checkpoint):
             st.since_checkpoint = 0
             with _STORE_LOCK:
                 self.checkpoints.save(self.STAGE, key, st, src)
             self.metrics.inc("checkpoints_written")
+            self._unsaved.pop(key, None)
+        else:
+            self._unsaved[key] = (st, src)
+
+    def checkpoint_all(self) -> int:
+        """Checkpoint every state that took messages since its last checkpoint, as of its last
+        message; the number written. A worker calls it when it stops, after its last message is
+        done, so a restart resumes from these checkpoints and replays nothing (a checkpoint is
+        only restored before the message a worker resumes at, so one that is not covered by a
+        commit is simply not used)."""
+        if self.checkpoints is None:
+            return 0
+        n = 0
+        for key, (st, src) in list(self._unsaved.items()):
+            with _STORE_LOCK:
+                self.checkpoints.save(self.STAGE, key, st, src)
+            st.since_checkpoint = 0
+            del self._unsaved[key]
+            n += 1
+        self.metrics.inc("checkpoints_written", n)
+        return n
 
     def _restore(self, msg: M, key: bytes | None, src: Source) -> S:
         # only a checkpoint before this message: after a SIGKILL the worker resumes from the

@@ -127,7 +127,25 @@ class SealedStore(abc.ABC):
     """Checkpoints sealed by a :class:`CheckpointSeal`, kept wherever a subclass keeps bytes
     (:meth:`_write`, :meth:`_candidates`); written every ``every`` messages of a key (0: never).
 
-    This is what the handlers use (``pipeline.handlers.protocols.CheckpointStore``).
+    This is what the handlers use (``pipeline.handlers.protocols.CheckpointStore``). A store in
+    memory, for the example:
+
+    >>> class Memory(SealedStore):
+    ...     def __init__(self, every, *, secret):
+    ...         super().__init__(every, secret=secret)
+    ...         self.blobs = {}
+    ...     def _write(self, kind, key, blob):
+    ...         self.blobs.setdefault((kind, key), []).insert(0, blob)
+    ...     def _candidates(self, kind, key):
+    ...         return [("memory", b) for b in self.blobs.get((kind, key), [])[:2]]
+    ...     def _set_aside(self, kind, key, where):
+    ...         return "dropped"
+    >>> m = Memory(2, secret=b"0123456789abcdef")
+    >>> m.due(1), m.due(2)
+    (False, True)
+    >>> m.save("model", b"s", {"n": 5}, Source("features", 0, 9))
+    >>> m.load("model", b"s", "features", 0), m.load("model", b"s", "features", 0, before_offset=9)
+    (({'n': 5}, 9), None)
     """
 
     def __init__(self, every: int = 2000, *, secret: bytes):

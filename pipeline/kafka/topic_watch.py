@@ -56,7 +56,9 @@ def topic_watch(s: Settings, timeout: float = 5.0) -> TopicWatch:
     def existing() -> set[str] | None:
         nonlocal admin
         if admin is None:
-            admin = AdminClient(confluent_config(s, log_level=3))
+            # log_level 0: during an outage librdkafka would print a connection error every 50 ms;
+            # the outage log filter reports an outage once, from the worker's own clients
+            admin = AdminClient(confluent_config(s, log_level=0))
         try:
             return set(admin.list_topics(timeout=timeout).topics)
         except Exception:  # no answer (an outage): nothing is known to be missing

@@ -36,6 +36,18 @@ def worker(tmp_path):
     assert "Traceback" not in log, log[-3000:]
 
 
+def _expected_explanations(s, events_by_stream):
+    """``(stream_id, seq, feature) -> value`` of every explanation the in-process core publishes."""
+    want = {}
+    for sid, evs in events_by_stream.items():
+        se = stream_explainer(s, sid)
+        for e in evs:
+            values = se.process_one(e.x, e.y)
+            if se.n_seen % s.emit_every == 0:
+                want.update({(sid, e.seq, v.feature): v.value for v in values})
+    return want
+
+
 def test_worker_survives_every_kind_of_bad_input(bootstrap, tmp_path, worker):
     s = make_settings(bootstrap, str(tmp_path / "state"), explain_groups=1, explainers=["ipfi"],
                       max_message_bytes=64 * 1024, max_label_delay=20)
@@ -79,13 +91,7 @@ def test_worker_survives_every_kind_of_bad_input(bootstrap, tmp_path, worker):
     preds = collect(s, "predictions", lambda p: len(p) >= 120, timeout=180)
     assert sorted((p["stream_id"], p["seq"]) for p in preds) == sorted(
         (sid, q) for sid in good for q in range(60))
-    want = {}
-    for sid, evs in good.items():
-        se = stream_explainer(s, sid)
-        for e in evs:
-            values = se.process_one(e.x, e.y)
-            if se.n_seen % s.emit_every == 0:
-                want.update({(sid, e.seq, v.feature): v.value for v in values})
+    want = _expected_explanations(s, good)
     expl = collect(s, "explanations", lambda m: len(m) >= len(want), timeout=180)
     assert {(m["stream_id"], m["seq"], m["feature"]): m["value"] for m in expl} == want
     assert len(expl) == len(want)  # nothing explained twice
@@ -145,12 +151,7 @@ def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
         time.sleep(15)
         broker.start(timeout=120)
         produce_raw(s, s.topic("features"), [(b"o", dumps(e)) for e in events[150:]])
-        want = {}
-        se = stream_explainer(s, "o")
-        for e in events:
-            values = se.process_one(e.x, e.y)
-            if se.n_seen % s.emit_every == 0:
-                want.update({(e.seq, v.feature): v.value for v in values})
+        want = {(q, f): v for (_, q, f), v in _expected_explanations(s, {"o": events}).items()}
         expl = collect(s, "explanations", lambda ms: {(m["seq"], m["feature"]) for m in ms} >= set(want), timeout=180)
         assert {(m["seq"], m["feature"]): m["value"] for m in expl} == want
         deadline = time.monotonic() + 30
@@ -242,17 +243,6 @@ def test_a_dead_letter_limit_over_the_topics_limit_stops_the_worker(bootstrap, t
 
 
 # --- issue 15, fault 1: a damaged state_dir -------------------------------------------------------
-
-def _expected_explanations(s, events_by_stream):
-    want = {}
-    for sid, evs in events_by_stream.items():
-        se = stream_explainer(s, sid)
-        for e in evs:
-            values = se.process_one(e.x, e.y)
-            if se.n_seen % s.emit_every == 0:
-                want.update({(sid, e.seq, v.feature): v.value for v in values})
-    return want
-
 
 def _damage_checkpoint_topic(s, bootstrap):
     """Overwrite every checkpoint record on the topic with a damaged copy (the next damage per

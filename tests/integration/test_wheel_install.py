@@ -112,6 +112,8 @@ def test_a_wheel_runs_the_broker_and_the_image_command_without_a_checkout(tmp_pa
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(s.shutdown_timeout_s + 15) == 0  # a bound on the wait, not a measurement
         assert "Traceback" not in log.read_text(errors="replace")
+        # 30 events, checkpoint_every 2000: only the stop wrote the stream model's checkpoint
+        assert len(list((tmp_path / "state" / "checkpoints" / "model").glob("*.ckpt"))) == 1
     finally:
         if worker is not None and worker.poll() is None:
             worker.kill()

@@ -154,6 +154,37 @@ def test_explain_handler_resumes_before_its_newest_checkpoint(tmp_path):
     assert [o.value for o in again] == want
 
 
+def test_a_stop_checkpoints_every_changed_state_so_a_restart_replays_nothing(tmp_path):
+    # issue 15, fault 5: after a SIGTERM each key replayed everything since its last periodic
+    # checkpoint (up to checkpoint_every messages of each stream, group and drift state)
+    s = _settings(checkpoint_every=2000)  # never due in this run
+    items = [(ev.stream_id.encode(), dumps(ev))  # two streams, interleaved
+             for pair in zip(agrawal_events("a", 60, seed=5), agrawal_events("b", 60, seed=6), strict=True)
+             for ev in pair]
+    whole = _outs(ModelHandler(s), items, range(120), "features")
+    tasks = [(o.key, o.value) for o in whole["explain-tasks"]]
+    explained = _outs(ExplainHandler(s), tasks, range(120), "explain-tasks")["explanations"]
+    st = store(tmp_path, every=s.checkpoint_every)
+    for handler, log, topic in ((ModelHandler, items, "features"), (ExplainHandler, tasks, "explain-tasks")):
+        first = handler(s, checkpoints=st)
+        _outs(first, log, range(80), topic)
+        assert first.metrics.get("checkpoints_written") == 0
+        assert first.checkpoint_all() == 2 and first.checkpoint_all() == 0  # each changed state, once
+        resumed = handler(s, history=_Log(log).history, checkpoints=st)
+        again = _outs(resumed, log, range(80, 120), topic)
+        assert resumed.metrics.get("checkpoints_restored") == 2
+        assert resumed.metrics.get(handler.REPLAYED_METRIC) == 0  # nothing before offset 80 is re-run
+        if handler is ModelHandler:
+            want = [orjson.loads(o.value) for o in whole["explain-tasks"][80:]]
+            got = [orjson.loads(o.value) for o in again["explain-tasks"]]
+            for m in want + got:
+                m.pop("sent_at", None)
+            assert got == want
+        else:
+            assert [o.value for o in again["explanations"]] == [
+                o.value for o in explained if orjson.loads(o.value)["seq"] >= 40]
+
+
 def test_generated_key_file_is_private_reused_and_never_shown(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="streamxai"):
         k1 = checkpoint_secret("", tmp_path)

@@ -83,3 +83,17 @@ def test_sasl_password_is_not_in_the_validation_error():
         load_settings(security_protocol="SASL_PLAINTEXT", sasl_mechanism="NOPE", sasl_username="u",
                       sasl_password="pw-4417")
     assert "pw-4417" not in str(info.value)
+
+
+def test_a_boolean_setting_from_the_environment_and_from_toml(tmp_path):
+    assert load_settings(None, env={}).checkpoint_on_stop is True
+    for text, want in (("false", False), ("0", False), ("True", True), ("yes", True)):
+        assert load_settings(None, env={"STREAMXAI_CHECKPOINT_ON_STOP": text}).checkpoint_on_stop is want
+    f = tmp_path / "s.toml"
+    f.write_text("checkpoint_on_stop = false\n")
+    assert load_settings(str(f)).checkpoint_on_stop is False
+    f.write_text('checkpoint_on_stop = "false"\n')  # TOML has booleans: a string is a mistake
+    with pytest.raises(ConfigError, match="expected a boolean"):
+        load_settings(str(f))
+    with pytest.raises(ConfigError, match="expected true or false"):
+        load_settings(None, env={"STREAMXAI_CHECKPOINT_ON_STOP": "maybe"})
