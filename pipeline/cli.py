@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
                          "event with its seq column (or, without one, the row's number, as FILE's events were numbered)")
 
     t = sub.add_parser("tail", parents=[common], help="print a topic's messages as JSON lines (follows new ones)")
-    t.add_argument("topic", help="features, predictions, explanations, drift-events, dead-letters, "
+    t.add_argument("topic", help="features, labels, predictions, explanations, drift-events, dead-letters, "
                                  "change-episodes, or a full topic name")
     t.add_argument("--from-beginning", action="store_true", help="start at the oldest message, not at new ones")
     t.add_argument("--max", type=int, default=None, help="stop after this many messages")

@@ -142,8 +142,6 @@ class Settings:
     target: str = _f("label", "target kind: label (classification) or number (regression)")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
     max_dead_letter_bytes: int = _f(512 * 1024, "dead letters (key and value) stay under this size, cutting the original to a prefix with its size and SHA-256; keep it below the broker's message.max.bytes")
-    max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events (by seq); it is then counted (labels_expired) and never learned")
-    label_timeout_s: float = _f(0.0, "an event waiting for its label also expires after this many seconds of arrival time (the arrivals topic's record timestamps); 0: off")
     max_seq_gap: int = _f(10_000, "an event more than this beyond its stream's last accepted seq goes to the dead-letter topic (reason seq_gap); a stream's first seq must be below it")
     # Model
     model: str = _f("river.tree.HoeffdingAdaptiveTreeClassifier", "import path of the river model class")
@@ -167,8 +165,8 @@ class Settings:
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
     fast_path: str = _f("auto", "auto: evaluate recognised river models (Hoeffding trees, ARF, linear and logistic regression) from their internals, exactly the values of calling them and several times faster; off: always call the model")
     # Labels
-    max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events")
-    label_timeout_s: float = _f(0.0, "an event waiting for its label expires after this many seconds of arrival time; 0: off")
+    max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events (by seq); it is then counted (labels_expired) and never learned")
+    label_timeout_s: float = _f(0.0, "an event waiting for its label expires after this many seconds of arrival time (the arrivals topic's record timestamps); 0: off")
     # Drift
     drift_delta: float = _f(0.01, "bound on the probability that a stream without change ever raises a change event (all its series together)")
     drift_explainers: list = _f(["ipfi", "isage", "ipdp"], "explainers whose series the change test watches (all running ones if none is listed); the others' levels and curves are shown in change events either way")
@@ -248,8 +246,6 @@ class Settings:
             raise bad(f"fast_path={self.fast_path!r} must be auto or off")
         if self.isage_removal not in ("interventional", "observational"):
             raise bad(f"isage_removal={self.isage_removal!r} must be interventional or observational")
-        if self.max_label_delay < 1 or self.label_timeout_s < 0:
-            raise bad(f"max_label_delay={self.max_label_delay} must be >= 1 and label_timeout_s={self.label_timeout_s} >= 0")
         try:
             if self.features:
                 self.feature_spec()

@@ -132,9 +132,27 @@ class Refused:
 
 @dataclass
 class Arrival:
-    """What one arrival did: ``held`` the label waits for its event, ``joined_held`` a label
+    """What one arrival did: its :class:`Predicted`, :class:`Step` s, :class:`Outcome` s and
+    :class:`Refused` labels; ``held`` the label waits for its event, ``joined_held`` a label
     that came before its event was learned with it, ``duplicate`` the event came before;
-    ``error`` is set if the model raised (nothing was learned then)."""
+    ``error`` is set if the model raised (nothing was learned then).
+
+    >>> from river import dummy
+    >>> join = LabelJoin(PrequentialModel(dummy.NoChangeClassifier()), ["a"])
+    >>> join.on_label(1, 1, ref="the label's record").held      # before its event: held
+    True
+    >>> r = join.on_features(0, {"a": 0.5}, None, ts=0.0)
+    >>> r.prediction.position, [s.kind for s in r.steps]
+    (0, ['predict'])
+    >>> r = join.on_features(1, {"a": 0.7}, None, ts=1.0)     # the held label joins its event
+    >>> r.joined_held, [s.kind for s in r.steps], r.prediction.y_true
+    (True, ['both'], 1)
+    >>> r = join.on_label(0, True)
+    >>> o = r.outcomes[0]; (o.outcome, o.seq, o.delay_events, o.waiting, r.steps[0].kind)
+    ('learned', 0, 1, 0, 'learn')
+    >>> [(f.seq, f.reason, f.ref) for f in join.on_label(0, 1, ref="again").refused]
+    [(0, 'label_already_labelled', 'again')]
+    """
 
     prediction: Predicted | None = None
     steps: list[Step] = field(default_factory=list)

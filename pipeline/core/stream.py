@@ -359,6 +359,14 @@ class StreamExplainer(Component):
             self.model_version += 1
         return out
 
+    def resume_counts(self, n_explained: int, emit_every: int | None = None) -> None:
+        """Take up the counts of a StreamExplainer pickled before it had steps (every event
+        both steps): ``n_explained`` explained events, reports every ``emit_every``."""
+        self._seen = {"predict": self.n_seen, "learn": self.n_seen}
+        self._explained = {"predict": n_explained, "learn": n_explained}
+        if emit_every is not None or not hasattr(self, "emit_every"):
+            self.emit_every = emit_every or 1
+
     def skip_report(self) -> None:
         """Start new blocks as a report would, without building values: a replay calls this
         where the original run reported, so the blocks after it are the original ones."""

@@ -147,6 +147,11 @@ class Recovering(abc.ABC, Generic[M, S]):
     def _fresh(self, state_key: Any) -> S:
         """A new state for ``state_key`` (see :meth:`_state_key`), before any message."""
 
+    def _restored(self, st: S, msg: M) -> S:
+        """A state just read from a checkpoint, before the messages after it are replayed
+        (a handler brings one of an older version up to date here)."""
+        return st
+
     def _opens(self, msg: M) -> bool:
         """Whether ``msg`` is the first of its key (nothing to replay before it)."""
         return False
@@ -266,6 +271,7 @@ class Recovering(abc.ABC, Generic[M, S]):
         self.metrics.inc("recovery_seconds", t1 - t0, stage=self.STAGE, step="checkpoint")
         if loaded is not None:
             st, ck_offset = loaded
+            st = self._restored(st, msg)
             st.since_checkpoint = 0
             self.metrics.inc("checkpoints_restored")
             from_offset = ck_offset + 1

@@ -50,6 +50,14 @@ class _GroupState:
     #: decisions recorded by an earlier run for tasks not yet processed again (position -> explain)
     recorded: dict[int, bool] = field(default_factory=dict)
 
+    def __setstate__(self, state: dict) -> None:
+        """A checkpoint written before labels could come later (seq was the position) reads on."""
+        if "last_seq" in state:
+            state["last_position"] = state.pop("last_seq")
+            n = state.pop("n_explained", 0)
+            state["explainer"].resume_counts(n)
+        self.__dict__.update(state)
+
 
 class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
     """One per worker; keeps one stream explainer per (stream, explainer group) it owns."""
@@ -90,6 +98,11 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
     def _fresh(self, group: tuple[str, int]) -> _GroupState:
         stream_id, g = group
         return _GroupState(stream_explainer(self.settings.for_stream(stream_id), stream_id, g))
+
+    def _restored(self, st: _GroupState, task: ExplainTask) -> _GroupState:
+        # a checkpoint of a version whose explainers had no report cadence of their own
+        st.explainer.emit_every = self.settings.for_stream(task.stream_id).emit_every
+        return st
 
     def _load(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
         # a stream's first task sent before this handler started may have been processed

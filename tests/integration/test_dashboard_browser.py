@@ -6,6 +6,7 @@ installs them); without them the test is skipped and says why.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import threading
@@ -19,6 +20,7 @@ from helpers.streams import threshold_events
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_events
 from pipeline.local.dashboard import spawn_dashboard, wait_for_dashboard
+from pipeline.local.demo_stream import labels_later
 from pipeline.local.ports import free_port
 from pipeline.worker import spawn_worker, stop_worker
 
@@ -98,17 +100,34 @@ def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_
     board = spawn_dashboard(s, port, log_file=str(tmp_path / "dashboard.log"))
     drifting = list(threshold_events("drifting", n, drift_at=drift_at, seed=11))
     control = list(threshold_events("control", n, seed=12))
-    events = [e for pair in zip(drifting, control, strict=True) for e in pair]
-    # paced, so that the page is watched while the stream runs (~12 s of events)
-    producer = threading.Thread(target=produce_events, args=(s, events), kwargs={"rate": 400.0}, daemon=True)
+    late = labels_later(threshold_events("late", n, seed=13), 100)  # its labels come 100 events late
+    events = [e for group in itertools.zip_longest(drifting, control, late[0::2], late[1::2]) for e in group if e]
+    # paced, so that the page is watched while the stream runs (~16 s of events)
+    producer = threading.Thread(target=produce_events, args=(s, events), kwargs={"rate": 600.0}, daemon=True)
     try:
         wait_for_dashboard(url, board)
         _wait_for_worker(s, worker)  # so the ~12 s of paced events are explained while the page watches
         producer.start()
         driver.get(url)
         listed = _wait(driver, "const ids = [...document.querySelectorAll('li.stream-item')].map(li => li.dataset.stream);"
-                               "return ids.length === 2 && ids", 60, "the stream list to show both streams")
-        assert sorted(listed) == ["control", "drifting"]
+                               "return ids.length === 3 && ids", 60, "the stream list to show the three streams")
+        assert sorted(listed) == ["control", "drifting", "late"]
+        # the stream whose labels come later: how many events wait, and how late its labels come
+        driver.execute_script("document.querySelector('li.stream-item[data-stream=\"late\"]').click()")
+        delay = _wait(driver, "const d = document.querySelector('#label-delay'); return d && d.textContent !== '–' "
+                              "&& [d.textContent, document.querySelector('#labels-waiting').textContent]", 60,
+                      "the median label delay of 'late'")
+        # sent 100 events late; the page shows the delay the intake recorded (it reads the features and
+        # labels topics in its own order, so under load a label may come sooner or later than sent)
+        assert float(delay[0]) >= 0 and int(delay[1]) >= 0, delay
+        assert "waiting" in driver.execute_script(
+            "return document.querySelector('li.stream-item[data-stream=\"late\"] .sub').textContent")
+        time.sleep(1.0)
+        shot = tmp_path / "dashboard-late.png"
+        driver.save_screenshot(str(shot))
+        keep = os.environ.get("STREAMXAI_DASHBOARD_SCREENSHOT")
+        if keep:
+            Path(keep).with_name(f"{Path(keep).stem}-late.png").write_bytes(shot.read_bytes())
         driver.execute_script("document.querySelector('li.stream-item[data-stream=\"drifting\"]').click()")
         first = _wait(driver, LAST_POINT, 60, "the iPFI chart of 'drifting' to have points")
         second = _wait(driver, LAST_POINT.replace("return [", f"if (u.data[0][n] <= {first[0]}) return null; return ["),

@@ -208,8 +208,11 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     # an explanation published twice (before and after the kill) has the same value and count
     assert all(len(v) == 1 for v in by_key.values()), {k: v for k, v in by_key.items() if len(v) > 1}
     counts = [next(iter(by_key[k]))[1] for k in sorted(by_key) if k[1] == "salary"]
-    # and the group published every emit_every-th explained event: no jump at the restart
-    assert counts == list(range(s.emit_every, s.emit_every * (len(counts) + 1), s.emit_every))
+    # and the group published every emit_every-th explained event: no jump at the restart. (The
+    # first count is emit_every - 1 if the stream's first event was explained: it only fills
+    # iPFI's storage; emit_every if it was shed, which depends on how soon the explainer got it.)
+    assert counts[0] in (s.emit_every - 1, s.emit_every), counts
+    assert counts == list(range(counts[0], counts[0] + s.emit_every * len(counts), s.emit_every))
     assert counts[-1] < 1500  # it did shed
     for name in ("a.log", "b.log"):
         assert "Traceback" not in (tmp_path / name).read_text(errors="replace")

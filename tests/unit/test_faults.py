@@ -5,6 +5,7 @@ with a reason."""
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from pipeline.kafka.checkpoints import FileCheckpointStore
@@ -312,14 +313,16 @@ def test_bad_explain_tasks_and_explanations_are_dead_letters():
             assert out.topic == "dead-letters" and len(out.value) <= s.max_dead_letter_bytes
 
 
+@pytest.mark.slow
 def test_fault_suite_bad_labels_are_dead_letters_with_reasons_and_the_stream_goes_on():
     """Every kind of bad label, sent among a stream's labels that come 10 events late: each one
     is one dead letter with its reason, naming its record on the labels topic; the stream's
     predictions, outcomes and explanations are those of the run without them, and every label
     is accounted for (learned, dead-lettered, or dropped as forwarded twice)."""
-    from helpers.arrivals import labels_later, record_arrivals, redeliver, run_handlers
+    from helpers.arrivals import record_arrivals, redeliver, run_handlers
     from helpers.partition_log import PartitionLog
 
+    from pipeline.local.demo_stream import labels_later
     from schemas import LabelEvent
 
     s = settings(explainers=["ipfi", "ipdp"], max_label_delay=30)

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from helpers.arrivals import Run, labels_later, record_arrivals, redeliver, run_handlers
+from helpers.arrivals import Run, record_arrivals, redeliver, run_handlers
 from helpers.handler_inputs import settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
 
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler
 from pipeline.kafka.checkpoints import FileCheckpointStore
+from pipeline.local.demo_stream import labels_later
 from pipeline.reference import run_in_process
+from schemas import FeatureEvent
 
 
 def delayed_settings(**over):
@@ -42,6 +44,7 @@ def two_streams(delay=12, n=400):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("groups", [1, 3])
 def test_delayed_labels_through_the_handlers_equal_the_in_process_reference(groups):
     s = delayed_settings(explain_groups=groups)
@@ -83,6 +86,7 @@ def test_labels_in_line_keep_seq_as_position_and_the_values_of_before():
     assert run.explanation_values() == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checkpoint_every", [0, 60])
 def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoint_every):
     """The model, explain and drift handlers die at one offset each (as after a SIGKILL: their
@@ -121,6 +125,7 @@ def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoin
         assert min(h.metrics.get("checkpoints_restored") for h in (second_m, second_e, second_d)) >= 1
 
 
+@pytest.mark.slow
 def test_never_labelled_events_expire_after_the_timeout_and_memory_stays_flat():
     """10% of 200,000 events never get their label (the others come 50 events late). Each of
     them expires once label_timeout_s of arrival time passed and is counted; every other one is
@@ -160,8 +165,9 @@ def test_never_labelled_events_expire_after_the_timeout_and_memory_stays_flat():
     assert max(sizes) < 1.25 * min(sizes), sizes
 
 
+@pytest.mark.slow
 def test_ipdp_explains_every_event_and_the_loss_based_explainers_every_labelled_one():
-    from helpers.arrivals import labels_later, record_arrivals
+    from helpers.arrivals import record_arrivals
 
     s = delayed_settings(emit_every=10, max_label_delay=60)
     events = list(threshold_events("u", 1000, seed=4))
@@ -174,3 +180,92 @@ def test_ipdp_explains_every_event_and_the_loss_based_explainers_every_labelled_
     assert join.counts["labels_learned"] == 900 and (join.counts["events_expired"], join.waiting) == (94, 6)
     ipdp = sorted(p for (_, p, e, f) in run.explanations if e == "ipdp" and f == "a")
     assert len(ipdp) == 100  # a report every 10 events: every event was explained
+
+
+@pytest.mark.slow
+def test_labels_500_events_late_rank_the_same_features_and_episodes_name_the_drifted_ones():
+    """The demo's drifting stream (agrawal function 0 -> 2 at 1,000: age, then age and elevel;
+    elevel <-> car swapped at 2,000) with every label 500 events late, against the same stream
+    with its labels in line, in process (the pipeline's values, test_delayed_labels_through_the_
+    handlers...). Seeded: the measured final rankings of the two runs are car > age > (noise
+    below 0.03) for iPFI and age > car > (noise) for iSAGE."""
+    from pipeline.local.demo import demo_plan, demo_settings
+    from pipeline.local.demo_stream import agrawal_events
+    from pipeline.reference import Recorded
+    from pipeline.settings import AGRAWAL_FEATURES, Settings
+
+    n, delay = 3000, 500
+    plan = demo_plan(n)
+    events = list(agrawal_events("demo", n, plan.drift_at, plan.swap_at, seed=42, f_before=plan.f_before,
+                                 f_after=plan.f_after))
+    runs = {}
+    for late in (0, delay):
+        s = Settings(features=list(AGRAWAL_FEATURES), explainers=["ipfi", "isage"], **demo_settings(n, late))
+        msgs = labels_later(events, late) if late else events
+        runs[late] = run_in_process(s, [Recorded(m) for m in msgs])
+    # the position of each event's arrival in the late run: its seq plus the labels learned before it
+    position, learned = {}, 0
+    for m in labels_later(events, delay):
+        if isinstance(m, FeatureEvent):
+            position[m.seq] = m.seq + learned
+        else:
+            learned += 1
+    top = {}
+    for late, run in runs.items():
+        final = {}
+        for (_, _, ex, f), v in sorted(run.explanations.items()):
+            final[(ex, f)] = v  # the last value of each series (sorted by position)
+        top[late] = {ex: {f for f in sorted((f for e, f in final if e == ex), key=lambda f: -final[(ex, f)])[:2]}
+                     for ex in ("ipfi", "isage")}
+    assert top[delay] == top[0] == {"ipfi": {"age", "car"}, "isage": {"age", "car"}}
+    join = runs[delay].joins["demo"]
+    assert join.counts["labels_learned"] == n and join.waiting == join.held == 0  # every label counted
+    assert not [k for k in join.counts if k.startswith("label_")]  # none refused
+    # the episodes of the late run name the drifted features, each after its drift
+    episodes = runs[delay].episodes
+    assert set().union(*(f for *_, f in episodes)) <= {"age", "elevel", "car"}, episodes
+    drift, swap = position[plan.drift_at], position[plan.swap_at]
+    assert any(drift < first < swap and "elevel" in f for _, first, _, f in episodes), (drift, swap, episodes)
+    assert any(first > swap and "car" in f for _, first, _, f in episodes), (swap, episodes)
+    assert all(first > drift for _, first, _, _ in episodes), (drift, episodes)
+
+
+@pytest.mark.slow
+def test_an_explainer_checkpoint_of_the_version_before_positions_reads_on(tmp_path):
+    """A group checkpointed by the version before labels could come later (no positions, no
+    report cadence of its own: ``last_seq`` and ``n_explained``) is restored and goes on with the
+    values of an uninterrupted run."""
+    import pickle
+
+    from pipeline.handlers.explain import _GroupState
+
+    s = delayed_settings(explain_groups=1, checkpoint_every=40)
+    log = PartitionLog()
+    record_arrivals(log, list(threshold_events("old", 150, seed=6)))
+    whole = run_handlers(s, log)
+    store = FileCheckpointStore(tmp_path, every=40, secret=b"k" * 32)
+    first = ExplainHandler(s, checkpoints=store)
+    (p, items), = whole.tasks.parts.items()
+
+    def as_before(st):  # what the version before wrote: its fields, an explainer without steps
+        se = st.explainer
+        old = {k: v for k, v in st.__dict__.items() if k != "last_position"}
+        old.update(last_seq=st.last_position, n_explained=se._explained["learn"])
+        for name in ("_seen", "_explained", "emit_every"):
+            delattr(se, name)
+        return old
+
+    class Old:  # pickles as a _GroupState whose state dict is the old one
+        def __init__(self, st):
+            self.st = st
+
+        def __reduce__(self):
+            return (_GroupState.__new__, (_GroupState,), as_before(self.st))
+
+    original_save = store.save
+    store.save = lambda kind, key, state, src: original_save(kind, key, pickle.loads(pickle.dumps(Old(
+        pickle.loads(pickle.dumps(state))))), src)
+    second = ExplainHandler(s, history=whole.tasks, checkpoints=store)
+    resumed = run_handlers(s, log, explain=lambda part, off: first if off < 100 else second)
+    assert second.metrics.get("checkpoints_restored") == 1
+    assert resumed.explanation_values() == whole.explanation_values()
