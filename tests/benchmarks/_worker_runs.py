@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import orjson
+from _cpu_profile import START, STOP
 from helpers.pipeline_runs import wait_for_members
 
 from pipeline.app import checkpoint_store
@@ -20,7 +23,7 @@ from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import consume, produce_events
 from pipeline.local.ports import free_port
 from pipeline.settings import Settings
-from pipeline.worker import spawn_worker, stop_worker
+from pipeline.worker import settings_env, spawn_worker, stop_worker
 from schemas import dumps
 
 __all__ = ["in_process_worker", "kafka_workers", "broker_for"]
@@ -65,6 +68,18 @@ def in_process_worker(s: Settings, events: list) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def _written(proc: subprocess.Popen, path: str, timeout: float = 30.0) -> None:
+    """Ask the sampler of ``proc`` to write its samples to ``path``, and wait until it has."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    proc.send_signal(STOP)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the profiled worker wrote no samples to {path} within {timeout:g} s")
+        time.sleep(0.05)
+
+
 def _cpu_seconds(pids: list[int]) -> float:
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
@@ -74,13 +89,30 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str) -> tuple[float, float]:
+def _profiled_worker(s: Settings, log_file: str, out: str) -> subprocess.Popen:
+    """A worker (every role) run under the CPU sampler of ``_cpu_profile.py``, which writes to ``out``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
+    env.update(settings_env(s))
+    sampler = str(Path(__file__).with_name("_cpu_profile.py"))
+    cmd = [sys.executable, sampler, out, "--", "-m", "pipeline.cli", "worker", "--roles", "model,explain,drift",
+           "--loglevel", "warning"]
+    with open(log_file, "ab") as log:
+        return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: str | None = None,
+                  ) -> tuple[float, float]:
     """``(wall, cpu)`` seconds from the first prediction to the last report's explanations of
     every stream, with ``n_workers`` fresh workers on ``s``'s broker (joined before the
-    backlog is produced, so start-up and group joins are not counted)."""
+    backlog is produced, so start-up and group joins are not counted). With ``profile`` (a
+    path; one worker), the worker's CPU is sampled over the same span and written there
+    (``_cpu_profile.breakdown`` reads it)."""
     ensure_topics(s)
-    procs = [spawn_worker(s.replace(web_port=free_port()), log_file=f"{tmp}/w{i}.log", loglevel="warning")
-             for i in range(n_workers)]
+    if profile:
+        procs = [_profiled_worker(s.replace(web_port=free_port()), f"{tmp}/w0.log", profile)]
+    else:
+        procs = [spawn_worker(s.replace(web_port=free_port()), log_file=f"{tmp}/w{i}.log", loglevel="warning")
+                 for i in range(n_workers)]
     try:
         wait_for_members(s, n_workers, timeout=120)
         produce_events(s, events)
@@ -94,13 +126,18 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str) -> tuple[
         for rec in consume(s, [s.topic("predictions"), s.topic("explanations")], idle_timeout=180):
             if t_first is None:
                 t_first, c_first = time.perf_counter(), _cpu_seconds([p.pid for p in procs])
+                if profile:
+                    procs[0].send_signal(START)
             if not rec.topic.endswith("explanations"):
                 continue
             m = orjson.loads(rec.value)
             if m["seq"] >= want[m["stream_id"]]:
                 seen.setdefault(m["stream_id"], set()).add((m["explainer"], m["feature"]))
                 if len(seen) == len(last) and all(len(v) == n_values for v in seen.values()):
-                    return time.perf_counter() - t_first, _cpu_seconds([p.pid for p in procs]) - c_first
+                    done = time.perf_counter() - t_first, _cpu_seconds([p.pid for p in procs]) - c_first
+                    if profile:
+                        _written(procs[0], profile)
+                    return done
         raise RuntimeError(f"the workers did not finish: {({k: len(v) for k, v in seen.items()})} of {n_values} values")
     finally:
         for p in procs:
