@@ -21,6 +21,7 @@ from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
 from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 from .kafka.checkpoints import FileCheckpointStore
 from .kafka.config import TOPIC_NAMES, faust_credentials
+from .kafka.faust_transport import QuietMonitor, use_bounded_fetch_wait
 from .kafka.replay import PartitionHistory
 from .metrics import Metrics
 from .settings import Settings
@@ -73,7 +74,9 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         producer_linger_ms=5,
         broker_session_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
+        Monitor=QuietMonitor,
     )
+    use_bounded_fetch_wait(app)
     topics: dict[str, faust.TopicT] = {
         name: app.topic(settings.topic(name), key_type=bytes, value_type=bytes,
                         key_serializer="raw", value_serializer="raw", partitions=settings.partitions)

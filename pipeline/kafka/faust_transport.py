@@ -1,0 +1,83 @@
+"""What a worker's Faust app changes in Faust's Kafka driver (aiokafka) and its bookkeeping, and why.
+
+- **The consumer's fetch wait** (:data:`FETCH_MAX_WAIT_MS`). Faust creates its consumer with
+  ``fetch_max_wait_ms=1500``. aiokafka keeps one fetch request in flight per broker, for the
+  partitions it holds no records of; the broker answers it when one of *those* partitions gets
+  data, or after the wait. A worker consumes what it produces (arrivals, explain tasks,
+  explanations), so the partition that gets data next is often not in the request in flight:
+  one worker then sat idle for up to 1.5 s at a time: from the first prediction to the last
+  explanation of 2,000 events (logistic regression, issue 17) took it 2.6-3.0 s of wall time
+  for 1.4-1.6 s of CPU; with the wait bounded, 1.0-1.2 s. (Until its drift agent had taken up
+  every explanation, 5.4-6.3 s against 6.6-8.0 s: the drift agent's backlog is another story,
+  see README.)
+- **Faust's monitor** (:class:`QuietMonitor`). Faust's ``Monitor`` sensor keeps statistics of
+  every message in, every stream event and every send, which no page of ours shows (the
+  worker's metrics are :class:`pipeline.metrics.Metrics`); the quiet one keeps the rest of
+  the monitor (commit and offset bookkeeping) and skips the per-message hooks.
+
+>>> import faust
+>>> app = faust.App("doc", broker="kafka://127.0.0.1:9", Monitor=QuietMonitor)
+>>> use_bounded_fetch_wait(app)
+>>> app.transport.Consumer.__name__, type(app.monitor).__name__
+('_Consumer', 'QuietMonitor')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faust.sensors.monitor import Monitor
+from faust.transport.drivers import aiokafka as driver
+
+__all__ = ["FETCH_MAX_WAIT_MS", "QuietMonitor", "use_bounded_fetch_wait"]
+
+#: how long the broker may hold a worker's fetch request when none of its partitions has data
+FETCH_MAX_WAIT_MS = 20
+
+
+class _ConsumerThread(driver.AIOKafkaConsumerThread):
+    def _create_worker_consumer(self, transport: Any) -> Any:
+        consumer = super()._create_worker_consumer(transport)
+        # read by AIOKafkaConsumer.start() when it builds its fetcher; the constructor took Faust's 1500
+        consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
+        return consumer
+
+
+class _Consumer(driver.Consumer):
+    def _new_consumer_thread(self) -> _ConsumerThread:
+        return _ConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+
+class _Transport(driver.Transport):
+    Consumer = _Consumer
+
+
+def use_bounded_fetch_wait(app: Any) -> None:
+    """Give ``app`` (a Faust app on a ``kafka://`` broker) a consumer whose fetch requests wait at
+    most :data:`FETCH_MAX_WAIT_MS` (the module docstring says why)."""
+    app.transport = _Transport(app.conf.broker_consumer, app, loop=app.loop)
+
+
+class QuietMonitor(Monitor):
+    """Faust's monitor without its per-message statistics (the module docstring says why)."""
+
+    def on_message_in(self, tp: Any, offset: int, message: Any) -> None:
+        pass
+
+    def on_stream_event_in(self, tp: Any, offset: int, stream: Any, event: Any) -> None:
+        return None
+
+    def on_stream_event_out(self, tp: Any, offset: int, stream: Any, event: Any, state: Any = None) -> None:
+        pass
+
+    def on_message_out(self, tp: Any, offset: int, message: Any) -> None:
+        pass
+
+    def on_send_initiated(self, producer: Any, topic: str, message: Any, keysize: int, valsize: int) -> Any:
+        return None
+
+    def on_send_completed(self, producer: Any, state: Any, metadata: Any) -> None:
+        pass
+
+    def on_send_error(self, producer: Any, exc: BaseException, state: Any) -> None:
+        pass
