@@ -13,7 +13,8 @@ fetch wait) runs one agent that, per message, does:
 - ``+ Topic.send``: sends it through Faust's ``Topic.send`` instead (what the agents did).
 
 Each mode runs in a fresh process; it prints the CPU time of the process per message, from
-the first message taken up to the last (sends flushed).
+the first message taken up to the last (sends flushed). Measured on 2 shared cores (the test
+suite running beside it): 66.3, 64.1, 80.3 and 107.1 us/message.
 """
 
 from __future__ import annotations
