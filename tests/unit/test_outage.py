@@ -59,3 +59,29 @@ def test_an_outage_is_two_lines(caplog):
     suppressed = sum(n for n, _ in MEASURED) - 1
     assert end is not None and f"({suppressed} client log lines" in end and end in caplog.text
     assert not f.in_outage
+
+
+def test_a_new_brokers_group_coordinator_is_not_an_outage():
+    """Was, at the first start of a worker on a new broker (which creates its offsets topic when
+    the first group asks): "ERROR Kafka broker unreachable (Group Coordinator Request failed:
+    [Error 15] GroupCoordinatorNotAvailableError)" and, 10 s later, a WARNING that it was back
+    "after ~0 s". The broker answered; the client only waits for the coordinator."""
+    t = [0.0]
+    f = OutageLogFilter(quiet_s=10, clock=lambda: t[0])
+    client = logging.getLogger("test-outage.aiokafka.coordinator")
+    client.propagate = False
+    cap = _Capture()
+    client.addHandler(cap)
+    client.addFilter(f)
+    try:
+        for i in range(30):
+            t[0] = i * 0.2
+            client.error("Group Coordinator Request failed: [Error 15] GroupCoordinatorNotAvailableError")
+        t[0] = 60.0
+        assert f.check() is None  # no outage ended: none began
+    finally:
+        client.removeHandler(cap)
+        client.removeFilter(f)
+    assert not f.in_outage
+    assert len(cap.lines) == 1 and "unreachable" not in cap.lines[0], cap.lines
+    assert "group coordinator" in cap.lines[0] and "offsets topic" in cap.lines[0]
