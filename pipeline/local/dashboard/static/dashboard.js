@@ -127,12 +127,11 @@ function upsertChart(id, parent, title, key, makeOpts, data) {
   return u;
 }
 
-// where a change lies: the seq of the event explained there, and, when labels come later (the
-// charts' axis is then the stream's position), the position as well
+// where a change lies: the seq of the event explained there; when labels come later, the
+// stream's position first (the charts' axis, in which changes are ordered), then that seq
 function at(seq, position) {
   const s = seq === null || seq === undefined ? "–" : seq;
-  return dash.view.labels && position !== null && position !== undefined && position !== seq
-    ? `seq ${s} (position ${position})` : `seq ${s}`;
+  return dash.view.labels && position !== null && position !== undefined ? `position ${position} (seq ${s})` : `seq ${s}`;
 }
 
 function changeMarkers(getChanges) {
@@ -277,11 +276,18 @@ function episodeKind(e) {
 
 function renderChanges(v) {
   $("#change-count").textContent = v.changes.length;
-  // seqs of the events explained; when labels come later, the positions (the charts' axis) too
-  const pos = (p, s) => (v.labels && p !== null && p !== undefined && p !== s ? ` <span class="muted">(position ${p})</span>` : "");
+  // seqs of the events explained; when labels come later, the positions first (the charts' axis)
+  const heads = $("#changes").querySelectorAll("thead th");
+  heads[0].textContent = v.labels ? "detected at position (seq)" : "detected at seq";
+  heads[1].textContent = v.labels ? "regime from position (seq)" : "regime from seq";
+  const epHeads = $("#episodes").querySelectorAll("thead th");
+  epHeads[1].textContent = v.labels ? "regime from position (seq)" : "regime from seq";
+  epHeads[2].textContent = v.labels ? "changes at positions" : "changes at seq";
+  const cell = (p, s) => (v.labels && p !== null && p !== undefined
+    ? `${p} <span class="muted">(seq ${s ?? "–"})</span>` : `${s ?? "–"}`);
   const rows = v.changes.slice().reverse().slice(0, 50).map((c) =>
-    `<tr class="change-event"><td>${c.seq ?? "–"}${pos(c.position, c.seq)}</td>` +
-    `<td>${c.cut_seq ?? "–"}${pos(c.cut_position, c.cut_seq)}</td><td>${esc(c.explainer ?? "")}</td>` +
+    `<tr class="change-event"><td>${cell(c.position, c.seq)}</td>` +
+    `<td>${cell(c.cut_position, c.cut_seq)}</td><td>${esc(c.explainer ?? "")}</td>` +
     `<td>${esc(c.feature ?? "")}</td><td>${fmt(c.before)}${ci(c.ci_before)}</td><td>${fmt(c.after)}${ci(c.ci_after)}</td>` +
     `<td>${c.before !== null && c.after !== null ? (c.after > c.before ? "▲" : "▼") : ""}</td>` +
     `<td>${c.loss_before !== undefined ? fmt(c.loss_before) + " → " + fmt(c.loss_after) : ""}</td></tr>`);
@@ -291,7 +297,8 @@ function renderChanges(v) {
   $("#episode-count").textContent = (v.episodes || []).length;
   $("#episodes tbody").innerHTML = eps.map((e) =>
     `<tr class="change-episode${e.alert ? " alert" : ""}"><td class="episode-kind">${episodeKind(e)}</td>` +
-    `<td>${e.cut_seq ?? "–"}${pos(e.cut_position, e.cut_seq)}</td><td>${e.first_seq ?? "–"}…${e.last_seq ?? "–"}</td>` +
+    `<td>${cell(e.cut_position, e.cut_seq)}</td>` +
+    `<td>${v.labels ? `${e.first_position ?? "–"}…${e.last_position ?? "–"}` : `${e.first_seq ?? "–"}…${e.last_seq ?? "–"}`}</td>` +
     `<td>${e.changes.map((c) => `${esc(c.explainer)}/${esc(c.feature)} ${fmt(c.before)}→${fmt(c.after)}`).join("<br>")}` +
     `${e.n_changes > e.changes.length ? `<br>… ${e.n_changes - e.changes.length} more` : ""}</td>` +
     `<td>${fmt(e.loss_before)} → ${fmt(e.loss_after)}</td></tr>`).join("");
