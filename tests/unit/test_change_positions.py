@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.arrivals import record_arrivals, run_handlers
-from helpers.handler_inputs import settings
+from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
 
@@ -15,20 +15,11 @@ from pipeline.local.demo_stream import labels_later
 from pipeline.local.output_reader import OutputReader
 
 
-def _settings(**over):
-    base = dict(features=["a", "b", "c"], model_params={"grace_period": 20}, alpha=0.05,
-                explainers=["ipfi", "isage", "ipdp"], drift_explainers=["ipfi", "isage"],
-                drift_warmup=0, drift_min_samples=30, drift_episode_gap=100,
-                emit_every=5, explain_groups=1, max_label_delay=40, partitions=3)
-    base.update(over)
-    return settings(**base)
-
-
 def _run(delay: int):
     events = threshold_events("a", 400, drift_at=200, seed=1)
     log = PartitionLog()
     record_arrivals(log, labels_later(events, delay) if delay else list(events))
-    return run_handlers(_settings(), log)
+    return run_handlers(delayed_settings(), log)
 
 
 def _reports(run) -> dict[tuple[str, str], list[tuple[int, int]]]:
@@ -135,7 +126,7 @@ def test_a_drift_state_of_the_version_before_v3_reads_on_and_knows_the_seqs_from
     log = run.explanations
     items = log.items("explanations", 0)
     half = len(items) // 2
-    h = DriftHandler(_settings())
+    h = DriftHandler(delayed_settings())
     for off in range(half):
         h.on_message(items[off][1], items[off][0], log.source("explanations", 0, off))
     st = h.states["a"]
