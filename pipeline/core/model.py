@@ -44,7 +44,7 @@ import numpy as np
 
 from .base import Component
 
-__all__ = ["ModelFunction", "OUTPUTS", "FAST_PATHS", "mean_output", "blend_output", "check_model_fn"]
+__all__ = ["ModelFunction", "OUTPUTS", "FAST_PATHS", "mean_output", "blend_output", "check_model_fn", "chain_rows"]
 
 OUTPUTS = ("label", "value", "proba", "proba_of")
 #: ``auto``: evaluate a recognised river model from its internals; ``off``: always call it
@@ -199,6 +199,23 @@ class ModelFunction(Component):
         pairs = [(f, v) for f, row in zip(features, grids.tolist(), strict=True) for v in row]
         return np.array([float(p) for p in self._called(x, pairs)], dtype=float).reshape(grids.shape)
 
+    def coalitions(self, x: dict, order: Sequence[str], donors: Sequence[dict], first: int = 0) -> list[Prediction]:
+        """The prediction at ``x``, then at the rows of a permutation chain (iSAGE): for ``j =
+        first .. len(order) - 1`` and each donor, ``x`` with the features ``order[j:]`` taken
+        from that donor (:func:`chain_rows`). A model on the fast path may compute the rows
+        without building them. ``x`` and the donors are not changed."""
+        fast = self._fast if self.batch is None else None
+        if fast is not None:
+            try:
+                out = fast.coalitions(x, order, donors, first, self.output, self.target_class)
+            except Exception as e:
+                self._fell_back(e)
+                out = None
+            if out is not None:
+                self.n_evaluations += len(out)
+                return out
+        return self.many([x, *chain_rows(x, order, donors, first)])
+
     def _called(self, x: dict, pairs: Sequence[tuple[str, Any]], with_x: bool = False) -> list[Prediction]:
         """:meth:`replaced` by calling the model (or ``batch``) on the rows."""
         rows = [x] if with_x else []
@@ -225,6 +242,30 @@ class ModelFunction(Component):
         self.fallback_reason = f"{type(e).__name__}: {e}"
         if self._fast is not None:
             self._fast.invalidate()  # what the failed call kept is not to be trusted
+
+
+def chain_rows(x: dict, order: Sequence[str], donors: Sequence[dict], first: int = 0) -> list[dict]:
+    """The rows of one permutation chain: for ``j = first .. d - 1`` (``d = len(order)``), one
+    row per donor with ``order[:j]`` from ``x`` and ``order[j:]`` from the donor.
+
+    >>> chain_rows({"a": 1, "b": 2}, ["b", "a"], [{"a": 0, "b": 0}])
+    [{'a': 0, 'b': 0}, {'a': 0, 'b': 2}]
+    """
+    d = len(order)
+    # build from the last coalition (one absent feature) back to the first, one feature
+    # swapped in per step; per_step[j - first][k] has order[:j] present, donor k elsewhere
+    per_step: list[list[dict]] = [[] for _ in range(d - first)]
+    for donor in donors:
+        row = x
+        for j in range(d - 1, first - 1, -1):
+            row = row.copy()
+            f = order[j]
+            row[f] = donor[f]
+            per_step[j - first].append(row)
+    out: list[dict] = []
+    for step in per_step:
+        out += step
+    return out
 
 
 def check_model_fn(model_fn: Any) -> ModelFunction:

@@ -124,7 +124,7 @@ class LinearCall:
 
     def row(self, row: dict) -> float:
         """``w . scaled(row) + b`` in river's order."""
-        return self.z(row)
+        return self._base if row is self._x else self.z(row)  # x's, summed the same way
 
     def replaced(self, x: dict, feature: str, value: Any) -> float:
         return self.z_replaced(x, feature, value)
