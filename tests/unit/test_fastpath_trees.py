@@ -96,6 +96,10 @@ def assert_same(model, outputs, seen, gen, k=25) -> int:
         assert fast.path == "fast"
         assert fast.many(rows) == slow.many(rows), (output, fast.fallback_reason)
         assert fast.replaced(x, pairs, with_x=True) == slow.replaced(x, pairs, with_x=True), output
+        # iSAGE's rows: x with the features after a random cut taken from donors (many reach x's leaves)
+        order, donors = gen.sample(list(x), len(x)), gen.sample(seen, 3)
+        assert fast.coalitions(x, order, donors) == slow.coalitions(x, order, donors), output
+        assert fast.many([x] * 9) == slow.many([x] * 9), output
         if output != "proba":  # a numeric output: ICE curves as arrays
             assert fast.curves(x, numeric, grids).tobytes() == slow.curves(x, numeric, grids).tobytes(), output
         fallbacks += fast.fallbacks
