@@ -202,18 +202,8 @@ class ModelFunction(Component):
     def coalitions(self, x: dict, order: Sequence[str], donors: Sequence[dict], first: int = 0) -> list[Prediction]:
         """The prediction at ``x``, then at the rows of a permutation chain (iSAGE): for ``j =
         first .. len(order) - 1`` and each donor, ``x`` with the features ``order[j:]`` taken
-        from that donor (:func:`chain_rows`). A model on the fast path may compute the rows
-        without building them. ``x`` and the donors are not changed."""
-        fast = self._fast if self.batch is None else None
-        if fast is not None:
-            try:
-                out = fast.coalitions(x, order, donors, first, self.output, self.target_class)
-            except Exception as e:
-                self._fell_back(e)
-                out = None
-            if out is not None:
-                self.n_evaluations += len(out)
-                return out
+        from that donor (:func:`chain_rows`), in one :meth:`many` call. ``x`` and the donors
+        are not changed."""
         return self.many([x, *chain_rows(x, order, donors, first)])
 
     def _called(self, x: dict, pairs: Sequence[tuple[str, Any]], with_x: bool = False) -> list[Prediction]:

@@ -148,12 +148,6 @@ class FastModel:
         pairs = [(f, v) for f, row in zip(features, grids.tolist(), strict=True) for v in row]
         return np.array(self.replaced(x, pairs, output, target_class), dtype=float).reshape(grids.shape)
 
-    def coalitions(self, x: dict, order: Sequence[str], donors: Sequence[dict], first: int, output: str,
-                   target_class: Any) -> list | None:
-        """:meth:`ModelFunction.coalitions <pipeline.core.model.ModelFunction.coalitions>`, or
-        None when this family does not compute chains itself (the caller then builds the rows)."""
-        return None
-
     def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], output: str, target_class: Any,
                  with_x: bool = False) -> list:
         call = self._scope_of(x)
