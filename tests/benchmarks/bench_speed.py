@@ -2,7 +2,7 @@
 evaluation can reach at best, in one run on the same stream and model (issue 17).
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
-        [--warmup 1000] [--repeats 3] [--main-src DIR] [--kafka] [--kafka-events 2000]
+        [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--kafka] [--kafka-events 2000]
 
 For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reservoirs of
 100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
@@ -20,7 +20,8 @@ after the other):
 - ``main``, with ``--main-src DIR``: the same loop run by the code in DIR (a copy of main's
   files, ``git archive main | tar -x -C DIR``) in a child process with ``PYTHONPATH=DIR``;
 
-and the ratios between them. ``--kafka`` adds, per model, one worker on a local broker
+and the ratios between them. ``--breakdown`` adds, per model and path, where an event's CPU
+time goes (:func:`breakdown`). ``--kafka`` adds, per model, one worker on a local broker
 (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
 model, explain and drift handlers, handler to handler, with checkpoints, in this process
 (events/s of wall time, and of CPU time: the worker process's from ``/proc``).
@@ -180,6 +181,61 @@ def in_process(name: str, args: argparse.Namespace) -> dict:
     return res
 
 
+def timed_parts(se, window: list) -> dict[str, float]:
+    """Seconds per event of the parts of ``se``'s work on ``window``, reports every 10 events
+    (``--breakdown``): the explainers' methods and the model's ``learn_one`` are wrapped, on
+    this copy only, by timers of wall time (``time.perf_counter``; a CPU-time clock is a
+    system call, costlier than some of the parts)."""
+    acc: dict[str, float] = {}
+    clock = time.perf_counter
+
+    def timer(key: str, fn):
+        def timed(*args, **kwargs):
+            t0 = clock()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                acc[key] = acc.get(key, 0.0) + clock() - t0
+        return timed
+
+    for ex in se.explainers:
+        ex.explain_one = timer(ex.name, ex.explain_one)
+        for method in ("replaced", "curves", "many"):  # coalitions() calls many()
+            setattr(ex.model_fn, method, timer(f"{ex.name} evaluations", getattr(ex.model_fn, method)))
+    se.model.learn_one = timer("learn", se.model.learn_one)
+    t0 = clock()
+    explain_window(se, window)
+    acc["total"] = clock() - t0
+    return {k: v / len(window) for k, v in acc.items()}
+
+
+def breakdown(name: str, args: argparse.Namespace) -> None:
+    """Print where an event's CPU time goes, on either path (``--breakdown``), median of
+    ``--repeats`` rounds: per explainer its own work and, within it, its model evaluations,
+    and the model's ``learn_one`` -- their shares of the wall time with timers on, times the
+    CPU time of the same loop without timers; the reports: that CPU time less the same
+    window's without reports; the rest: the stream explainer's own loop."""
+    data = events(name, args.warmup + args.events)
+    window = data[args.warmup:]
+    warm = warm_explainer(name, data[:args.warmup])
+    names = [ex.name for ex in warm.explainers]
+    n = len(window)
+    for mode in ("auto", "off"):
+        rounds = []
+        for _ in range(args.repeats):
+            wall = timed_parts(with_path(warm, mode), window)
+            cpu = explain_window(with_path(warm, mode), window)[0] / n
+            quiet = explain_window(with_path(warm, mode), window, emit_every=n + 1)[0] / n
+            parts = {k: v * cpu / wall["total"] for k, v in wall.items()}
+            parts["total"], parts["reports"] = cpu, cpu - quiet
+            parts["rest"] = cpu - sum(parts[k] for k in names) - parts["learn"] - parts["reports"]
+            rounds.append(parts)
+        med = {k: statistics.median(r.get(k, 0.0) * 1e6 for r in rounds) for k in rounds[0]}
+        cells = [f"{k} {med[k]:.1f} (evaluations {med.get(k + ' evaluations', 0.0):.1f})" for k in names]
+        print(f"  {'fast path' if mode == 'auto' else 'black box'}, us/event: total {med['total']:.1f} = "
+              + ", ".join(cells) + f", learn {med['learn']:.1f}, reports {med['reports']:.1f}, rest {med['rest']:.1f}")
+
+
 def print_in_process(name: str, res: dict, args: argparse.Namespace) -> None:
     rate = {k: 1.0 / res[k] for k in ("off", "auto", "limit", "main") if k in res}
     print(f"\n{MODELS[name][1]}: {res['evals']:.0f} evaluations/event, {args.events} events after {args.warmup}, "
@@ -206,6 +262,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--main-src", default="", help="a copy of main's files: also time the same loop with that code")
+    ap.add_argument("--breakdown", action="store_true", help="also where an event's time goes, per path")
     ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
     ap.add_argument("--kafka-events", type=int, default=2000)
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
@@ -222,6 +279,8 @@ def main() -> None:
     print(f"river {river.__version__}, Python {sys.version.split()[0]}; CPU time per event in one process")
     for name in names:
         print_in_process(name, in_process(name, args), args)
+        if args.breakdown:
+            breakdown(name, args)
     if args.kafka:
         kafka(names, args)
 
