@@ -122,10 +122,10 @@ class PairSums:
         self.n = [v * factor for v in self.n]
 
     def covariance(self) -> np.ndarray:
-        """Covariance over the pairs, per feature (0 where there are none)."""
-        xy, x, y, n = (np.array(v) for v in (self.xy, self.x, self.y, self.n))
-        safe = np.where(n > 0.0, n, 1.0)
-        return np.where(n > 0.0, xy / safe - (x / safe) * (y / safe), 0.0)
+        """Covariance over the pairs, per feature (0 where there are none); computed in Python
+        floats (the same IEEE operations as numpy's, cheaper for a few features)."""
+        return np.array([xy / n - (x / n) * (y / n) if n > 0.0 else 0.0
+                         for xy, x, y, n in zip(self.xy, self.x, self.y, self.n, strict=True)], dtype=float)
 
 
 class SlotUse:
@@ -341,9 +341,9 @@ class SmoothedStderr(Component):
     def _own_cov(self) -> np.ndarray:
         """``zeta'``: covariance of an increment with the increment of the event its donor
         came from, per donor use (uses whose donor was never explained count as 0)."""
-        uses = np.array(self._uses)
-        share = np.where(uses > 0.0, np.array(self._owns.n) / np.where(uses > 0.0, uses, 1.0), 0.0)
-        return share * self._owns.covariance()
+        owns = self._owns
+        return np.array([(n / u if u > 0.0 else 0.0) * c
+                         for u, n, c in zip(self._uses, owns.n, owns.covariance().tolist(), strict=True)], dtype=float)
 
     def _reuse(self, var: np.ndarray, c: float) -> np.ndarray:
         """The reuse correction of the increments' variance ``var`` for a smoothing that keeps
