@@ -2,7 +2,8 @@
 evaluation can reach at best, in one run on the same stream and model (issue 17).
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
-        [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--kafka] [--kafka-events 2000]
+        [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--kafka]
+        [--kafka-events 2000]
 
 For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reservoirs of
 100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
@@ -21,7 +22,9 @@ after the other):
   files, ``git archive main | tar -x -C DIR``) in a child process with ``PYTHONPATH=DIR``;
 
 and the ratios between them. ``--breakdown`` adds, per model and path, where an event's CPU
-time goes (:func:`breakdown`). ``--kafka`` adds, per model, one worker on a local broker
+time goes (:func:`breakdown`); ``--same-as DIR`` checks that the code in DIR (e.g. main's)
+gives exactly this checkout's explanations, every field of every report, on either path
+(:func:`same_as`). ``--kafka`` adds, per model, one worker on a local broker
 (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
 model, explain and drift handlers, handler to handler, with checkpoints, in this process
 (events/s of wall time, and of CPU time: the worker process's from ``/proc``).
@@ -96,10 +99,24 @@ def explain_window(se, window: list, emit_every: int = 10) -> tuple[float, list]
     return time.process_time() - t0, out
 
 
+def digest(out: list) -> str:
+    """A hash of every field of every reported value of a window (``--same-as``)."""
+    import hashlib
+
+    fields = ("explainer", "feature", "value", "n_explained", "curve", "stderr", "n_seen", "var_factor")
+    rows = [(*(getattr(v, f, None) for f in fields), repr(getattr(v, "block", None)))
+            for values in out for v in values]
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
 def child_main(args: argparse.Namespace) -> None:
-    """Run by ``--main-src``: the in-process loop with the code on PYTHONPATH (main's)."""
+    """Run by ``--main-src``: the in-process loop with the code on PYTHONPATH (main's); with
+    ``--same-as``, the digests of that code's explanations on either path instead."""
     data = events(args.child, args.warmup + args.events)
     warm = warm_explainer(args.child, data[:args.warmup])
+    if args.digests:
+        print(json.dumps({m: digest(explain_window(with_path(warm, m), data[args.warmup:])[1]) for m in ("auto", "off")}))
+        return
     times = [explain_window(pickle.loads(pickle.dumps(warm)), data[args.warmup:])[0] for _ in range(args.repeats)]
     print(json.dumps({"per_event": statistics.median(times) / args.events}))
 
@@ -145,6 +162,24 @@ def black_box_limit(model, window: list, per_event_evals: float, classifier: boo
         tl += t2 - t1
     predict_s, learn_s = tp / (k * len(window)), tl / len(window)
     return per_event_evals * predict_s + learn_s, predict_s, learn_s
+
+
+def same_as(src: str, name: str, args: argparse.Namespace) -> None:
+    """Print whether the code in ``src`` explains the window exactly as this checkout does
+    (every field of every reported value, on either path): run in a child process."""
+    env = dict(os.environ, PYTHONPATH=src)
+    cmd = [sys.executable, __file__, "--child", name, "--events", str(args.events), "--warmup", str(args.warmup),
+           "--digests"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the code in {src} failed:\n{done.stderr[-2000:]}")
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    data = events(name, args.warmup + args.events)
+    warm = warm_explainer(name, data[:args.warmup])
+    for mode in ("auto", "off"):
+        ours = digest(explain_window(with_path(warm, mode), data[args.warmup:])[1])
+        print(f"  explanations ({'fast path' if mode == 'auto' else 'black box'}) the same as the code in {src}: "
+              f"{'yes, bit for bit' if ours == theirs[mode] else 'NO'}")
 
 
 def in_process(name: str, args: argparse.Namespace) -> dict:
@@ -262,6 +297,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--main-src", default="", help="a copy of main's files: also time the same loop with that code")
+    ap.add_argument("--same-as", default="", help="also check that the code in this directory explains identically")
+    ap.add_argument("--digests", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--breakdown", action="store_true", help="also where an event's time goes, per path")
     ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
     ap.add_argument("--kafka-events", type=int, default=2000)
@@ -281,6 +318,8 @@ def main() -> None:
         print_in_process(name, in_process(name, args), args)
         if args.breakdown:
             breakdown(name, args)
+        if args.same_as:
+            same_as(args.same_as, name, args)
     if args.kafka:
         kafka(names, args)
 
