@@ -57,6 +57,7 @@ HELP = {
     "replayed_tasks": "Explain tasks re-run to rebuild an explainer group",
     "replayed_explanations": "Explanations re-run to rebuild a stream's drift state",
     "replay_errors": "Messages that failed while being replayed",
+    "state_errors": "Messages dead-lettered unprocessed because their key's state fails on every message, also rebuilt from its whole history",
     "checkpoints_written": "Checkpoints written",
     "checkpoints_restored": "Checkpoints restored",
     "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",

@@ -241,9 +241,15 @@ class Explanation(_Message):
 
 @dataclass(frozen=True, slots=True)
 class ChangeEvent(_Message):
-    """The series ``stream_id/explainer/feature`` changed: a new regime from event ``cut_seq``,
-    detected at event ``seq``. On the wire it keeps its first name: schema ``drift_event/v2`` on
-    the ``drift-events`` topic.
+    """The series ``stream_id/explainer/feature`` changed: a new regime from the stream's position
+    ``cut_position``, detected at position ``position`` (the change test's time axis: a step of
+    the stream, the seq itself while labels come in line). ``seq`` is the event whose explanation
+    revealed it (the report at ``position``) and ``cut_seq`` the first event of the new regime:
+    the event after the last one the series explained before the cut (null where that is no
+    longer known). With labels in line ``seq == position`` and ``cut_seq == cut_position``. On
+    the wire it keeps its first name: schema ``drift_event/v3`` on the ``drift-events`` topic
+    (v2 had no positions; for a stream whose labels come later its ``seq`` and ``cut_seq`` were
+    positions).
 
     Levels are mean per-event increments of the explainer on each side of the cut (``n_*``
     increments, 95% intervals ``ci_*``); ``effect = level_after - level_before`` and
@@ -256,13 +262,13 @@ class ChangeEvent(_Message):
     now; ``loss_*`` the model's mean prequential loss on each side (None: no data).
     """
 
-    SCHEMA: ClassVar[str] = "drift_event/v2"
+    SCHEMA: ClassVar[str] = "drift_event/v3"
     stream_id: str
     explainer: str
     feature: str
     series: str
     seq: int
-    cut_seq: int
+    cut_seq: int | None
     n_before: int
     n_after: int
     level_before: float
@@ -284,6 +290,8 @@ class ChangeEvent(_Message):
     loss_after: float | None
     n_loss_before: int
     n_loss_after: int
+    position: int
+    cut_position: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,15 +314,23 @@ class ChangeEpisode(_Message):
     its changes and the same ``first_seq``, kind and alert. An episode whose loss had not moved
     is sent once, closed: that the loss did not move needs the data up to the close. A v1
     episode (no kind) was sent once, closed.
+
+    v3 says where on the stream's positions (the change test's time axis) the episode lies:
+    ``first_position``, ``last_position`` (its first and last change detected), ``closed_position``
+    (null while open) and ``cut_position`` (the top change's cut), and each change its
+    ``position`` and ``cut_position``; the ``*_seq`` fields are the seqs of the events explained
+    there (as in :class:`ChangeEvent`; ``cut_seq`` null where no longer known). With labels in
+    line they are equal; in v2 a stream whose labels came later had positions in its seqs.
+    Consumers keep the later message of an episode by ``(stream_id, first_position)``.
     """
 
-    SCHEMA: ClassVar[str] = "change_episode/v2"
+    SCHEMA: ClassVar[str] = "change_episode/v3"
     stream_id: str
     status: str
     first_seq: int
     last_seq: int
     closed_seq: int | None
-    cut_seq: int
+    cut_seq: int | None
     kind: str
     alert: bool
     changes: list[dict[str, Any]]
@@ -327,6 +343,10 @@ class ChangeEpisode(_Message):
     loss_ci_before: list[float] | None
     loss_ci_after: list[float] | None
     loss_z: float | None
+    first_position: int
+    last_position: int
+    closed_position: int | None
+    cut_position: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,6 +128,11 @@ class Recovering(abc.ABC, Generic[M, S]):
         self._revoked: set[tuple[str, int]] = set()
         #: Kafka keys whose state changed since its last checkpoint: the state and its last message
         self._unsaved: dict[bytes, tuple[Any, Source]] = {}
+        #: Kafka keys whose state was just rebuilt and has not yet taken a message: how it was built
+        self._rebuilt: dict[bytes, _Rebuilt] = {}
+        #: Kafka keys whose state fails on every message, also rebuilt from the whole history
+        self._failing: dict[bytes, _Failing] = {}
+        self._replay_errors = 0  # earlier messages that failed in the replays of this handler
 
     @property
     def history(self) -> History | HistoryCache | None:
@@ -181,6 +186,11 @@ class Recovering(abc.ABC, Generic[M, S]):
             tp = (src.topic, src.partition) if src.partition is not None else None
             self._known[key] = (self._state_key(msg), tp)
         return st
+
+    def _replay_error(self) -> None:
+        """Count an earlier message that failed while being replayed (a subclass's ``_replay_one``)."""
+        self._replay_errors += 1
+        self.metrics.inc("replay_errors")
 
     def _forget(self, key: bytes | None, state_key: Hashable) -> None:
         """Drop a state (stale, or half-updated by an error): the key's next message rebuilds
@@ -277,20 +287,63 @@ class Recovering(abc.ABC, Generic[M, S]):
             from_offset = ck_offset + 1
         else:
             st, from_offset = self._fresh(self._state_key(msg)), 0
-            if self._opens(msg):
-                return st
+        rebuilt = _Rebuilt("checkpoint" if loaded is not None else "history")
+        if key is not None:
+            self._rebuilt[key] = rebuilt
+        if loaded is None and self._opens(msg):
+            return st
         if self.history is not None and src.offset is not None and src.offset > from_offset:
-            self._rebuild(st, key, src, from_offset)
+            errors = self._replay_errors
+            rebuilt.ok = self._rebuild(st, key, src, from_offset)
+            rebuilt.failed = self._replay_errors - errors
             self.metrics.inc("recovery_seconds", time.perf_counter() - t1, stage=self.STAGE, step="replay")
         return st
 
-    def _rebuild(self, st: S, key: bytes | None, src: Source, from_offset: int) -> None:
-        """Re-run the messages of ``key`` on ``src``'s partition from ``from_offset`` up to ``src`` into ``st``."""
+    def _rebuild(self, st: S, key: bytes | None, src: Source, from_offset: int) -> int:
+        """Re-run the messages of ``key`` on ``src``'s partition from ``from_offset`` up to ``src``
+        into ``st``; how many were taken."""
         earlier = records_of(self.history, src.topic, src.partition, src.offset, key, from_offset)
         n = sum(self._replay_one(st, raw, key, Source(src.topic, src.partition, off, timestamp=ts, headers=headers))
                 for off, raw, ts, headers in earlier)
         self.metrics.inc(self.REPLAYED_METRIC, n)
         log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, key, n, src)
+        return n
+
+
+class _Rebuilt:
+    """How a key's state was just rebuilt (``checkpoint``: restored, then the messages after it
+    replayed; ``history``: from the key's whole history), and how many earlier messages its
+    replay took (``ok``) and saw fail (``failed``)."""
+
+    __slots__ = ("how", "ok", "failed")
+
+    def __init__(self, how: str):
+        self.how, self.ok, self.failed = how, 0, 0
+
+
+class _Failing:
+    """A key whose state fails on every message, also rebuilt from its whole history: its
+    messages go to the dead-letter topic, and it is rebuilt again after ``wait`` more of them
+    (1, 2, 4, ... up to :data:`MAX_FAILING_WAIT`), so a state that cannot work costs a few
+    replays, not one per message, and one that can (a model that recovers) comes back."""
+
+    __slots__ = ("strikes", "wait", "error")
+
+    def __init__(self, error: str):
+        self.strikes, self.wait, self.error = 0, 0, error
+
+    def failed_again(self, error: str) -> None:
+        self.strikes += 1
+        self.wait = min(2 ** self.strikes, MAX_FAILING_WAIT)
+        self.error = error
+
+
+#: the most messages a failing key's messages are dead-lettered between two rebuilds
+MAX_FAILING_WAIT = 1024
+
+
+class StateError(Exception):
+    """A message not processed because its key's state fails on every message (the error it raised)."""
 
 
 class Rejected(Exception):
@@ -318,6 +371,16 @@ class MessageHandler(Recovering[M, S]):
             msg = self._read(raw, key, src)
         except InvalidMessage as e:
             return [self._dead_letter(raw, key, e, src, self._reason(e))]
+        failing = self._failing.get(key) if key is not None else None
+        if failing is not None and failing.wait > 0:
+            failing.wait -= 1
+            self.metrics.inc("state_errors")
+            return [self._dead_letter(raw, key, StateError(
+                f"not processed: the {self.STAGE} state of {key!r} is failing ({failing.error}), rebuilt "
+                f"again after {failing.wait + 1} more message(s) of it; see the worker's ERROR line"), src, "state_error")]
+        return self._take(msg, raw, key, src)
+
+    def _take(self, msg: M, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         st = self._state(msg, key, src)
         if self._is_duplicate(msg, st):
             self.metrics.inc(self._duplicate_metric(msg))
@@ -325,9 +388,42 @@ class MessageHandler(Recovering[M, S]):
         try:
             outs = self._process(msg, st, raw, key, src)
         except Rejected as r:
-            return [r.out]
-        self._checkpoint_if_due(key, st, src)
+            outs = [r.out]
+        except Exception as e:  # a model or explainer that raises, or a state that does not fit this code
+            return self._failed(msg, raw, key, src, e)
+        else:
+            self._checkpoint_if_due(key, st, src)
+        if key is not None:
+            self._rebuilt.pop(key, None)
+            if self._failing.pop(key, None) is not None:
+                log.warning("%s state %s works again after a rebuild", self.STAGE, key)
         return outs
+
+    def _failed(self, msg: M, raw: bytes | None, key: bytes | None, src: Source, err: Exception) -> list[Out]:
+        """``msg`` raised in :meth:`_process`: the state may be half-updated, so it is dropped (the
+        next message rebuilds it) and the message becomes a dead letter. A state just restored
+        from a checkpoint that fails is rebuilt from the key's whole history at once and the
+        message tried again (the checkpoint may hold an older version's state), its checkpoints
+        set aside; a state that fails on every message, also rebuilt from the whole history, is
+        not rebuilt for every message (:class:`_Failing`)."""
+        why = f"{type(err).__name__}: {str(err)[:300]}"
+        self._forget(key, self._state_key(msg))
+        rebuilt = self._rebuilt.pop(key, None) if key is not None else None
+        if rebuilt is not None and key is not None and rebuilt.how == "checkpoint" and self.checkpoints is not None:
+            log.warning("%s state %s fails after it was restored from a checkpoint (%s): setting its checkpoints "
+                        "aside and rebuilding it from its whole history", self.STAGE, key, why)
+            with _STORE_LOCK:
+                self.checkpoints.discard(self.STAGE, key, f"the state restored from it failed ({why})")
+            return self._take(msg, raw, key, src)
+        if rebuilt is not None and key is not None and rebuilt.failed and not rebuilt.ok:
+            failing = self._failing.get(key)
+            if failing is None:
+                failing = self._failing[key] = _Failing(why)
+                log.error("%s state %s fails on every message, also rebuilt from its whole history (%s): its "
+                          "messages go to the dead-letter topic (reason state_error) and it is rebuilt again after "
+                          "1, 2, 4, ... more of them; fix the cause and restart the worker", self.STAGE, key, why)
+            failing.failed_again(why)
+        return [self._dead_letter(raw, key, err, src, f"{self.STAGE}_error")]
 
     def _arrived(self) -> None:
         """Count a message before it is parsed (by default nothing)."""

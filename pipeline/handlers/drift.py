@@ -4,18 +4,19 @@ Explanations are keyed by ``stream_id``, so every series of a stream reaches the
 worker, in partition order. Their time axis is the stream's ``position`` (explanation/v4; the
 seq itself while labels come in line, and for explanation/v2 and v3): with labels that come
 later, an event's loss-based explanations come when its label does, so seq no longer orders
-them. The ``seq`` and ``cut_seq`` of change events and the seqs of episodes are positions on
-that axis. A stream's state — one
+them. Change events and episodes carry the positions on that axis (``position``,
+``cut_position``, ``first_position`` ...) and the seqs of the events explained there
+(:class:`~pipeline.handlers.event_seqs.EventSeqs`; the same numbers while labels come in line). A stream's state — one
 :class:`~pipeline.core.change.StreamChangeDetector` over all its series — is
 checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
 a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
 later explanations from the same partition, or replays its whole history without one. A
 restarted drift agent therefore emits exactly what an uninterrupted one would; events for
 re-delivered explanations repeat with equal values (consumers dedupe change events by
-``(series, seq)`` and episodes by ``(stream_id, first_seq)``).
+``(series, position)`` and episodes by ``(stream_id, first_position)``).
 
-Change events go to ``drift-events`` (``drift_event/v2``), episodes to ``change-episodes``
-(``change_episode/v2``: each episode when it opens, with its kind and whether it is an alert,
+Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
+(``change_episode/v3``: each episode when it opens, with its kind and whether it is an alert,
 and again when it closes), both keyed by ``stream_id``. explanation/v1 messages carry no
 increments and go to the dead-letter topic with a reason that says to upgrade the
 explainer workers.
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, dumps
@@ -37,6 +39,7 @@ from ..core.increments import Block
 from ..metrics import Metrics
 from ..settings import Settings
 from .common import MessageHandler, Out, Source, log
+from .event_seqs import EventSeqs
 from .protocols import CheckpointStore, History
 
 __all__ = ["DriftHandler", "change_event", "change_episode"]
@@ -48,6 +51,40 @@ _Z_CAP = 1e6  # a side without variance gives an infinite z; the wire carries fi
 class _StreamState:
     detector: StreamChangeDetector
     since_checkpoint: int = 0
+    #: the event explained at each position a cut may still be placed at
+    seqs: EventSeqs = field(default_factory=EventSeqs)
+    #: ``(seq, cut_seq)`` of the changes of the episode not yet closed, by (explainer, feature, position)
+    change_seqs: dict[tuple[str, str, int], tuple[int, int | None]] = field(default_factory=dict)
+
+    def __setstate__(self, state: dict) -> None:
+        """A state of the version before drift_event/v3 kept no seqs: from here on."""
+        if "seqs" not in state:
+            det = state["detector"]
+            state["seqs"] = EventSeqs(known_from=max((det.last_seq(e, f) for e, f in det.series), default=-1) + 1)
+            state["change_seqs"] = {}
+        self.__dict__.update(state)
+
+    def update(self, p: _Point) -> tuple[list[Change], list[Episode], dict[int, tuple[int, int | None]]]:
+        """Fold ``p`` into the change test, noting the event it explained at its position; the
+        changes and episodes it gave, and ``(seq, cut_seq)`` of each of their changes (by ``id``):
+        the events explained where it was detected and where its new regime began."""
+        self.seqs.add(p.position, p.seq)
+        det = self.detector
+        changes, episodes = det.update(p.explainer, p.feature, p.position, p.block, p.curve, p.model_loss,
+                                       p.var_factor)
+        for c in changes:
+            # a cut lies right after a report of the series: the regime begins with the next event
+            self.change_seqs[(c.explainer, c.feature, c.seq)] = (p.seq, self.seqs.after(c.cut_seq - 1))
+        told = {id(c): self.change_seqs.get((c.explainer, c.feature, c.seq), (self.seqs.at(c.seq), None))
+                for c in [*changes, *(c for ep in episodes for c in ep.changes)]}
+        for ep in episodes:
+            if ep.status == "closed":
+                for c in ep.changes:
+                    self.change_seqs.pop((c.explainer, c.feature, c.seq), None)
+        oldest = det.oldest_seq()
+        if oldest is not None:
+            self.seqs.forget_before(oldest)
+        return changes, episodes, told
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +175,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
             return False
         if self._is_duplicate(p, st):
             return False
-        det.update(p.explainer, p.feature, p.position, p.block, p.curve, p.model_loss, p.var_factor)
+        st.update(p)
         return True
 
     def _arrived(self) -> None:
@@ -163,22 +200,22 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         """Fold the explanation into its series' change test; the change events and the episodes it closed."""
         m = self.metrics
         m.inc("explanations_monitored")
-        changes, episodes = st.detector.update(p.explainer, p.feature, p.position, p.block, p.curve, p.model_loss,
-                                               p.var_factor)
+        changes, episodes, told = st.update(p)
+        seqs_of = lambda c: told[id(c)]  # noqa: E731
         outs = []
         k = p.stream_id.encode()
         for c in changes:
             m.inc("drift_events")
             log.info("change in %s/%s/%s from seq %d (detected at %d): %.4g -> %.4g", p.stream_id, c.explainer,
                      c.feature, c.cut_seq, c.seq, c.before.mean, c.after.mean)
-            outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c))))
+            outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c, seqs_of))))
         for ep in episodes:
             if ep.first:  # the message that announces the episode's kind: count it, page on it
                 m.inc("change_episodes", kind=ep.kind, alert=_flag(ep.alert))
                 log.log(logging.WARNING if ep.alert else logging.INFO,
                         "change episode of %s from seq %d: %s%s, %s", p.stream_id, ep.cut_seq, ep.kind,
                         " (alert)" if ep.alert else "", ", ".join(f"{c.explainer}/{c.feature}" for c in ep.changes))
-            outs.append(Out("change-episodes", k, dumps(change_episode(p.stream_id, ep))))
+            outs.append(Out("change-episodes", k, dumps(change_episode(p.stream_id, ep, seqs_of, p.seq))))
         return outs
 
 
@@ -200,13 +237,22 @@ def _loss(m: Block | None) -> tuple[float | None, int]:
     return (m.mean, m.n) if m is not None and m.n else (None, 0)
 
 
-def change_event(stream_id: str, c: Change) -> ChangeEvent:
+def _in_line(c: Change) -> tuple[int, int | None]:
+    return c.seq, c.cut_seq  # labels in line: every position is its event's seq
+
+
+def change_event(stream_id: str, c: Change, seqs_of: Callable[[Change], tuple[int, int | None]] = _in_line
+                 ) -> ChangeEvent:
+    """The drift_event/v3 of ``c``, whose positions ``seqs_of`` tells as the seqs of the events
+    explained there (by default the same numbers: labels in line)."""
     before, after = c.explanation_before, c.explanation_after
     lb, nlb = _loss(c.loss_before)
     la, nla = _loss(c.loss_after)
+    seq, cut_seq = seqs_of(c)
     return ChangeEvent(
         stream_id=stream_id, explainer=c.explainer, feature=c.feature,
-        series=f"{stream_id}/{c.explainer}/{c.feature}", seq=c.seq, cut_seq=c.cut_seq,
+        series=f"{stream_id}/{c.explainer}/{c.feature}", seq=seq, cut_seq=cut_seq,
+        position=c.seq, cut_position=c.cut_seq,
         n_before=c.before.n, n_after=c.after.n, level_before=c.before.mean, level_after=c.after.mean,
         ci_before=_ci(c.before), ci_after=_ci(c.after), effect=c.effect,
         relative_effect=_finite(c.relative_effect), min_effect=c.cut.min_effect,
@@ -217,7 +263,10 @@ def change_event(stream_id: str, c: Change) -> ChangeEvent:
     )
 
 
-def change_episode(stream_id: str, ep: Episode) -> ChangeEpisode:
+def change_episode(stream_id: str, ep: Episode, seqs_of: Callable[[Change], tuple[int, int | None]] = _in_line,
+                   closed_seq: int | None = None) -> ChangeEpisode:
+    """The change_episode/v3 of ``ep``; ``seqs_of`` as in :func:`change_event`, ``closed_seq``
+    the event explained where it closed (by default its position)."""
     explanations: dict[str, dict[str, dict[str, Any]]] = {}
     for e, vec in ep.explanations.items():
         rb = ranks({f: v[0] for f, v in vec.items()})
@@ -227,10 +276,17 @@ def change_episode(stream_id: str, ep: Episode) -> ChangeEpisode:
     lb, nlb = _loss(ep.loss_before)
     la, nla = _loss(ep.loss_after)
     z = loss_z(ep.loss_before, ep.loss_after)
+    seqs = {id(c): seqs_of(c) for c in ep.changes}
+    by_position = {c.seq: seqs[id(c)][0] for c in ep.changes}
+    top = ep.changes[0]  # ranked: the episode is split at its cut
+    if closed_seq is None:
+        closed_seq = ep.closed_seq
     return ChangeEpisode(
-        stream_id=stream_id, status=ep.status, first_seq=ep.first_seq, last_seq=ep.last_seq,
-        closed_seq=ep.closed_seq, cut_seq=ep.cut_seq, kind=ep.kind, alert=ep.alert,
-        changes=[{"explainer": c.explainer, "feature": c.feature, "seq": c.seq, "cut_seq": c.cut_seq,
+        stream_id=stream_id, status=ep.status, first_seq=by_position[ep.first_seq], last_seq=by_position[ep.last_seq],
+        closed_seq=closed_seq if ep.closed_seq is not None else None, cut_seq=seqs[id(top)][1],
+        kind=ep.kind, alert=ep.alert,
+        changes=[{"explainer": c.explainer, "feature": c.feature, "seq": seqs[id(c)][0], "cut_seq": seqs[id(c)][1],
+                  "position": c.seq, "cut_position": c.cut_seq,
                   "level_before": c.before.mean, "level_after": c.after.mean, "effect": c.effect,
                   "relative_effect": _finite(c.relative_effect)} for c in ep.changes],
         explanations=explanations,
@@ -238,4 +294,5 @@ def change_episode(stream_id: str, ep: Episode) -> ChangeEpisode:
         loss_before=lb, loss_after=la, n_loss_before=nlb, n_loss_after=nla,
         loss_ci_before=_ci(ep.loss_before) if nlb > 1 else None, loss_ci_after=_ci(ep.loss_after) if nla > 1 else None,
         loss_z=None if z is None else _finite(z),
+        first_position=ep.first_seq, last_position=ep.last_seq, closed_position=ep.closed_seq, cut_position=ep.cut_seq,
     )

@@ -32,7 +32,7 @@ from ..core.stream import StreamExplainer
 from ..metrics import Metrics
 from ..plan import stream_explainer
 from ..settings import Settings
-from .common import MessageHandler, Out, Rejected, Source, log
+from .common import MessageHandler, Out, Source, log
 from .protocols import CheckpointStore, History
 
 __all__ = ["ExplainHandler"]
@@ -151,7 +151,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         try:  # build=False: no values, but the blocks start anew where the original run reported
             st.explainer.step(task.step, task.x, task.y, explain=explain, loss=task.loss, build=False)
         except Exception:
-            self.metrics.inc("replay_errors")
+            self._replay_error()
             log.warning("task %s seq %d fails again in replay; the group continues without it", key, task.seq)
             return False
         st.last_position = task.position
@@ -177,12 +177,9 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         se = st.explainer
         version = se.model_version
         fallbacks = se.fallbacks
-        try:
-            values = se.step(task.step, task.x, task.y, explain=explain, loss=task.loss)
-        except Exception as e:
-            # the replica may be half-updated: forget it, so the next task rebuilds it by replay
-            self._forget(key, self._state_key(task))
-            raise Rejected(self._dead_letter(raw, key, e, src, "explain_error")) from None
+        # an explainer that raises (the replica may be half-updated): the skeleton drops the
+        # group, so the next task rebuilds it by replay, and dead-letters the task (explain_error)
+        values = se.step(task.step, task.x, task.y, explain=explain, loss=task.loss)
         st.last_position = task.position
         st.skipped = 0 if explain else st.skipped + int(task.explain)
         m.inc("tasks_seen")

@@ -146,7 +146,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         except _SeqGap:
             return False  # a seq_gap dead letter the first time
         if res.error is not None:
-            self.metrics.inc("replay_errors")
+            self._replay_error()
         return res.error is None
 
     # MessageHandler ---------------------------------------------------------------------

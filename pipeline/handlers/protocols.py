@@ -87,3 +87,7 @@ class CheckpointStore(Protocol):
     ) -> tuple[Any, int] | None:
         """``(state, offset)`` of the newest checkpoint before ``before_offset``, or None."""
         ...
+
+    def discard(self, kind: str, key: bytes, why: str) -> int:
+        """Set aside every checkpoint of ``key`` (a state restored from one failed); the number set aside."""
+        ...

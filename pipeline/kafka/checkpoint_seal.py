@@ -55,10 +55,18 @@ import orjson
 
 from schemas import ConfigError, Source
 
-__all__ = ["CheckpointSeal", "RefusedCheckpoint", "SealedStore", "checkpoint_secret"]
+__all__ = ["CheckpointSeal", "RefusedCheckpoint", "SealedStore", "STATE_FORMAT", "checkpoint_secret"]
 
 log = logging.getLogger("streamxai")
 
+#: The format of the checkpointed states: the model, explainer group and drift states of the
+#: handlers and everything of streamxai they hold. Raise it with a change that an older state
+#: cannot take (a class gone, an attribute renamed, or one added that older states lack and the
+#: code needs): checkpoints of another format are then set aside and the states rebuilt by
+#: replay, instead of being unpickled into classes that no longer fit them. A checkpoint sealed
+#: before formats were recorded is format 1. ``tests/unit/test_state_format.py`` compares the
+#: classes and attributes of the states with those recorded for this format.
+STATE_FORMAT = 1
 _MAGIC = b"streamxai-checkpoint/v2\n"
 _KEY_FILE = "checkpoint.key"
 _MIN_SECRET = 16
@@ -87,9 +95,11 @@ class CheckpointSeal:
         return hmac.new(self._secret, header + b"\n" + payload, hashlib.sha256).hexdigest().encode()
 
     def seal(self, kind: str, key: bytes, state: Any, src: Source) -> bytes:
-        """``state`` of ``key`` as of the message at ``src``, as authenticated bytes."""
+        """``state`` of ``key`` as of the message at ``src``, as authenticated bytes; the header
+        names the state format and the river release the state was pickled with."""
         header = orjson.dumps({"kind": kind, "key_sha256": hashlib.sha256(key).hexdigest(),
-                               "topic": src.topic, "partition": src.partition, "offset": src.offset})
+                               "topic": src.topic, "partition": src.partition, "offset": src.offset,
+                               "format": STATE_FORMAT, "river": _river_release()})
         payload = pickle.dumps(state, protocol=5)
         return _MAGIC + self._tag(header, payload) + b"\n" + header + b"\n" + payload
 
@@ -98,7 +108,8 @@ class CheckpointSeal:
     ) -> tuple[Any, int] | None:
         """``(state, offset)`` from ``data``, or None for another partition's checkpoint (the key
         moved: not ours, not an attack). Raises :class:`RefusedCheckpoint` for bytes that are not
-        a checkpoint of ``key`` sealed with this key, or whose state cannot be unpickled."""
+        a checkpoint of ``key`` sealed with this key, of another state format or river release
+        (:data:`STATE_FORMAT`), or whose state cannot be unpickled."""
         magic, _, rest = data.partition(b"\n")
         tag, _, rest = rest.partition(b"\n")
         header, _, payload = rest.partition(b"\n")
@@ -111,12 +122,32 @@ class CheckpointSeal:
             raise RefusedCheckpoint("it belongs to another key")
         if h["topic"] != topic or h["partition"] != partition:
             return None
+        fmt, river = h.get("format", 1), h.get("river")
+        if fmt != STATE_FORMAT:
+            raise RefusedCheckpoint(f"it holds state format {fmt} and this version of streamxai reads format "
+                                    f"{STATE_FORMAT} (written by another version)")
+        if river is not None and river != _river_release():
+            raise RefusedCheckpoint(f"its state was pickled with river {river} and this worker runs river "
+                                    f"{_river_release()}")
         try:
             state = pickle.loads(payload)  # noqa: S301 - authenticated above
         except Exception as e:  # e.g. a state class another streamxai version had
             raise RefusedCheckpoint(f"its state cannot be unpickled ({type(e).__name__}: {str(e)[:200]}; "
                                     "written by another streamxai version?)") from None
         return state, int(h["offset"])
+
+
+def _river_release() -> str:
+    """The installed river release (its models are most of a state)."""
+    global _RIVER
+    if _RIVER is None:
+        from importlib.metadata import version
+
+        _RIVER = version("river")
+    return _RIVER
+
+
+_RIVER: str | None = None
 
 
 class RefusedCheckpoint(Exception):
@@ -176,6 +207,14 @@ class SealedStore(abc.ABC):
             if found is not None and (before_offset is None or found[1] < before_offset):
                 found_any.append(found)
         return max(found_any, key=lambda f: f[1]) if found_any else None
+
+    def discard(self, kind: str, key: bytes, why: str) -> int:
+        """Set aside every checkpoint kept for ``key`` (one log line each, saying ``why``): a state
+        restored from them failed, so the key is rebuilt from its whole history. The number set aside."""
+        found = list(self._candidates(kind, key))
+        for where, _ in found:
+            self._refuse(kind, key, where, why)
+        return len(found)
 
     def _refuse(self, kind: str, key: bytes, where: str, why: str) -> None:
         aside = self._set_aside(kind, key, where)

@@ -41,8 +41,14 @@ _CONNECTION = re.compile(
 )
 
 
+# the broker answered, but the group's coordinator is not there yet: a new broker creates its
+# offsets topic when the first group asks (a few seconds), a cluster moves it after a restart
+_COORDINATOR_PENDING = re.compile(r"CoordinatorNotAvailable")
+
+
 class OutageLogFilter(logging.Filter):
-    """Collapses the Kafka client's connection errors into an outage start and end line."""
+    """Collapses the Kafka client's connection errors into an outage start and end line; a
+    group coordinator that is not available yet is one WARNING line a minute, not an outage."""
 
     def __init__(self, quiet_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
         super().__init__()
@@ -52,6 +58,7 @@ class OutageLogFilter(logging.Filter):
         self._started: float | None = None
         self._last = 0.0
         self._suppressed = 0
+        self._coordinator_said: float | None = None
 
     @property
     def in_outage(self) -> bool:
@@ -59,6 +66,8 @@ class OutageLogFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
+        if record.levelno >= logging.WARNING and _COORDINATOR_PENDING.search(text):
+            return self._coordinator_pending(record, text)
         if record.levelno < logging.WARNING or not _CONNECTION.search(text):
             return True
         with self._lock:
@@ -72,6 +81,18 @@ class OutageLogFilter(logging.Filter):
                 return True
             self._suppressed += 1
             return False
+
+    def _coordinator_pending(self, record: logging.LogRecord, text: str) -> bool:
+        with self._lock:
+            now = self.clock()
+            if self._coordinator_said is not None and now - self._coordinator_said < 60.0:
+                return False
+            self._coordinator_said = now
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.msg = ("Kafka's group coordinator is not available yet (%s): a new broker creates its offsets "
+                      "topic when the first consumer group asks; retrying (said once a minute)")
+        record.args = (text[:200],)
+        return True
 
     def check(self) -> str | None:
         """Log and return the end-of-outage line if ``quiet_s`` passed without a connection error."""

@@ -293,10 +293,9 @@ def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozens
             view.add(rec)
         view.render(force=True)
         print(view.summary())
-        # the story: where the drifts were induced and how far each change is from them (with
-        # labels that come later, changes are found at positions: told by the seq at each)
-        changes, episodes = (view.changes, view.episodes) if not label_delay else view.at_seqs()
-        print(plan.story(DEMO_STREAM, changes, episodes))
+        # the story: where the drifts were induced and how far each change is from them, in the
+        # seqs of the events explained (with labels that come later, changes are found at positions)
+        print(plan.story(DEMO_STREAM, view.changes, view.episodes))
         return exit_codes.INCOMPLETE if failed or timed_out else exit_codes.OK
     finally:
         for w in workers:

@@ -24,7 +24,7 @@ class LiveView:
     >>> view.add(Record("p.drift-events", 0, 0, b"s", b'{"stream_id": "s", "explainer": "ipfi", "feature": "a",'
     ...                 b' "seq": 70, "cut_seq": 50, "level_before": 0.1, "level_after": 0.4}'))
     >>> view.changes
-    [{'stream_id': 's', 'seq': 70, 'explainer': 'ipfi', 'feature': 'a', 'before': 0.1, 'after': 0.4, 'cut_seq': 50}]
+    [{'stream_id': 's', 'seq': 70, 'explainer': 'ipfi', 'feature': 'a', 'before': 0.1, 'after': 0.4, 'cut_seq': 50, 'told': False, 'position': 70, 'cut_position': 50}]
     """
 
     def __init__(self, features: list[str], prefix: str, out: TextIO = sys.stdout, plan: str = ""):
@@ -43,15 +43,16 @@ class LiveView:
 
     @property
     def changes(self) -> list[dict[str, Any]]:
-        """Every stream's change events (as the reader keeps them), in seq order."""
-        return sorted(({"stream_id": sid, **c} for sid, st in self.streams.items() for c in st.changes),
-                      key=lambda c: c["seq"])
+        """Every stream's change events (as the reader keeps them, their seqs those of the events
+        explained: :meth:`StreamState.told`), in the order of their positions."""
+        return sorted(({"stream_id": sid, **st.told(c)} for sid, st in self.streams.items() for c in st.changes),
+                      key=lambda c: c["position"])
 
     @property
     def episodes(self) -> list[dict[str, Any]]:
-        """Every stream's change episodes (as the reader keeps them), by the seq they opened at."""
-        return sorted(({"stream_id": sid, **e} for sid, st in self.streams.items() for e in st.episodes),
-                      key=lambda e: e.get("first_seq") or 0)
+        """Every stream's change episodes (as :attr:`changes`), by the position they opened at."""
+        return sorted(({"stream_id": sid, **st.told(e)} for sid, st in self.streams.items() for e in st.episodes),
+                      key=lambda e: e.get("first_position") or 0)
 
     def forget_changes(self) -> None:
         """Drop the change events and episodes read so far (to read their topics again)."""
@@ -74,14 +75,6 @@ class LiveView:
         st = self.streams.get(sid)
         cur = st.current if st is not None else {}
         return {ex: {f: cur[(ex, f)]["value"] for f in self.features if (ex, f) in cur} for ex in EXPLAINER_NAMES}
-
-    def at_seqs(self) -> tuple[list[dict], list[dict]]:
-        """The change events and episodes with their positions told as the stream's seq at each
-        (for streams whose labels come later, whose changes are found at positions)."""
-        def of(c: dict) -> StreamState | None:
-            return self.streams.get(c.get("stream_id", ""))
-
-        return ([told(of(c), c) for c in self.changes], [told(of(e), e) for e in self.episodes])
 
     def min_explained_seq(self, sid: str) -> int:
         st = self.streams.get(sid)
@@ -140,9 +133,7 @@ class LiveView:
                     ranked = sorted(final[ex].items(), key=lambda kv: -kv[1])[:3]
                     lines.append(f"  top {ex:<5}: " + ", ".join(
                         f"{f}={v:.3f}{_bound(st.current[(ex, f)]['stderr'])}" for f, v in ranked))
-            episodes = sorted(st.episodes, key=lambda e: e.get("first_seq") or 0)
-            if st.waiting is not None:  # found at positions: told by the stream's seq at each
-                episodes = [told(st, ep) for ep in episodes]
+            episodes = [st.told(ep) for ep in sorted(st.episodes, key=lambda e: e.get("first_position") or 0)]
             lines.append(f"  change events: {len(st.changes)}, change episodes: {len(episodes)}")
             for ep in episodes:
                 lines += episode_lines(ep)
@@ -232,22 +223,3 @@ def labels_line(st: StreamState) -> str:
     delay = "" if events is None else f" (median {events:.0f} events" + (
         f", {secs:.1f} s" if secs is not None else "") + " after their event)"
     return f"labels: {st.labelled} learned{delay}, {st.expired} expired, {st.waiting} waiting"
-
-
-_POSITIONS = ("seq", "first_seq", "last_seq", "cut_seq", "closed_seq")
-
-
-def told(st: StreamState | None, c: dict[str, Any]) -> dict[str, Any]:
-    """A change event or episode (and its changes) with its positions told as the stream's seq at each.
-
-    >>> st = StreamState(max_points=4, loss_window=4)
-    >>> st.pred_times.extend([(0, 0.0, 0), (900, 1.0, 500), (1000, 1.5, 550)])
-    >>> told(st, {"first_seq": 1000, "cut_seq": 900, "changes": [{"seq": 1000, "cut_seq": 900}]})
-    {'first_seq': 550, 'cut_seq': 500, 'changes': [{'seq': 550, 'cut_seq': 500}]}
-    """
-    if st is None:
-        return c
-    out = {**c, **{k: st.seq_at(c[k]) for k in _POSITIONS if isinstance(c.get(k), int)}}
-    if isinstance(c.get("changes"), list):
-        out["changes"] = [told(st, x) if isinstance(x, dict) else x for x in c["changes"]]
-    return out

@@ -14,13 +14,16 @@ the same size however long the stream runs.
 Fields are read defensively: a message without a usable ``stream_id`` is counted in
 ``ignored``, a field of the wrong type is skipped, and explanation/v1, v2 and v3
 (``stderr``, ``model_loss``, iPDP curves with ``se``, ``position``), prediction/v1 and v2,
-label_outcome/v1, drift_event/v1 and v2 and change events with nested ``before``/``after``
-objects all read.
+label_outcome/v1, drift_event/v1, v2 and v3, change_episode/v1, v2 and v3 and change events
+with nested ``before``/``after`` objects all read.
 
 Time axis. Trajectories, curves and lags are kept by the stream's *position* (its record
 order; the seq itself while labels come in line, and for messages without a position): with
 labels that come later, an event is explained when its label comes, so seq does not order
-the explanations. :meth:`StreamState.seq_at` gives the newest seq at a position.
+the explanations. :meth:`StreamState.seq_at` gives the newest seq at a position. Change events
+and episodes are placed at their positions (``position``, ``cut_position``, ``first_position``
+... as drift_event/v3 and change_episode/v3 send them; a v2 message's seqs are its positions)
+and :meth:`StreamState.told` gives their seq fields as seqs of events.
 
 Labels that come later: a prediction without its label (prediction/v2, ``y_true`` null)
 waits; a ``label_outcome/v1`` on the predictions topic says it was learned (its loss enters
@@ -227,6 +230,30 @@ class StreamState:
         i = bisect.bisect_right(self.seqs.xs, position) - 1
         return int(self.seqs.ys[i]) if i >= 0 else None
 
+    def told(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """A change event or episode as the reader keeps it, with its seq fields telling events:
+        as drift_event/v3 and change_episode/v3 sent them; a v2 message of a stream whose labels
+        come later sent positions there, which are told as the stream's newest seq at each.
+
+        >>> st = StreamState(max_points=4, loss_window=4)
+        >>> st.waiting = 0   # labels come later
+        >>> st.pred_times.extend([(0, 0.0, 0), (900, 1.0, 500), (1000, 1.5, 550)])
+        >>> v2 = {"first_seq": 1000, "cut_seq": 900, "first_position": 1000, "cut_position": 900, "told": False,
+        ...       "changes": [{"seq": 1000, "cut_seq": 900, "position": 1000, "cut_position": 900, "told": False}]}
+        >>> ep = st.told(v2)
+        >>> ep["first_seq"], ep["cut_seq"], ep["changes"][0]["seq"], ep["first_position"]
+        (550, 500, 550, 1000)
+        """
+        if rec.get("told", True) or self.waiting is None:
+            return rec
+        out = {**rec}
+        for f in ("seq", *EPISODE_SEQS):
+            if f in rec:
+                out[f] = self.seq_at(rec.get(_position(f)))
+        if isinstance(rec.get("changes"), list):
+            out["changes"] = [self.told(c) if isinstance(c, dict) else c for c in rec["changes"]]
+        return out
+
     def median_delay(self) -> tuple[float | None, float | None]:
         """The median delay of the recent labels: in events, and in seconds of arrival time."""
         events = sorted(e for e, _ in self.delays)
@@ -401,16 +428,17 @@ class OutputReader:
                   "start_seq", "began_at", "loss_moved", "schema"):
             if k in obj:
                 ev[k] = _plain(obj[k])
+        _positions(ev, obj, ("seq", "cut_seq"))
         st.changes.append(ev)
-        if st.change_seq is None or seq >= st.change_seq:
-            st.change_seq = seq
+        if st.change_seq is None or ev["position"] >= st.change_seq:
+            st.change_seq = ev["position"]
 
     def _episode(self, st: StreamState, obj: dict, ts: float | None) -> None:
-        # change_episode/v2 sends an episode when it opens and again when it closes: the
+        # change_episode/v2 and v3 send an episode when it opens and again when it closes: the
         # later message (same first change) replaces the earlier one
         ep = parse_episode(obj)
         for i, seen in enumerate(st.episodes):
-            if ep["first_seq"] is not None and seen["first_seq"] == ep["first_seq"]:
+            if ep["first_position"] is not None and seen["first_position"] == ep["first_position"]:
                 st.episodes[i] = ep
                 return
         st.episodes.append(ep)
@@ -443,6 +471,7 @@ def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
     """
     ep: dict[str, Any] = {k: _plain(obj.get(k)) for k in ("first_seq", "last_seq", "closed_seq", "cut_seq",
                                                           "loss_before", "loss_after")}
+    _positions(ep, obj, EPISODE_SEQS)
     kind, alert, status = obj.get("kind"), obj.get("alert"), obj.get("status")
     ep["kind"] = kind if isinstance(kind, str) else None
     ep["alert"] = alert if isinstance(alert, bool) else None
@@ -455,14 +484,37 @@ def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
         entry = explanations.get(c.get("explainer"), {})
         entry = entry.get(c.get("feature"), {}) if isinstance(entry, dict) else {}
         entry = entry if isinstance(entry, dict) else {}
-        ep["changes"].append({"explainer": c.get("explainer"), "feature": c.get("feature"), "seq": c.get("seq"),
-                              "cut_seq": _plain(c.get("cut_seq")), "before": before, "after": after,
-                              "explanation_before": _num(entry.get("before")),
-                              "explanation_after": _num(entry.get("after")),
-                              "rank_before": entry.get("rank_before"), "rank_after": entry.get("rank_after")})
+        shown = {"explainer": c.get("explainer"), "feature": c.get("feature"), "seq": c.get("seq"),
+                 "cut_seq": _plain(c.get("cut_seq")), "before": before, "after": after,
+                 "explanation_before": _num(entry.get("before")),
+                 "explanation_after": _num(entry.get("after")),
+                 "rank_before": entry.get("rank_before"), "rank_after": entry.get("rank_after")}
+        ep["changes"].append(_positions(shown, c, ("seq", "cut_seq")))
     ep["n_changes"] = len(changes)
     ep["n_series"] = len({(c.get("explainer"), c.get("feature")) for c in changes})
     return ep
+
+
+#: the seq fields of an episode; each has its position (``first_seq`` → ``first_position``)
+EPISODE_SEQS = ("first_seq", "last_seq", "closed_seq", "cut_seq")
+
+
+def _positions(rec: dict[str, Any], obj: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """Give ``rec`` the position of each of its seq ``fields`` (``seq`` → ``position``, ``cut_seq``
+    → ``cut_position``), the change test's time axis: as sent (drift_event/v3,
+    change_episode/v3, which tell the seqs of the events explained there: ``told`` is true),
+    or, from a message without them (v2, v1), the seq fields themselves, which are positions
+    (:meth:`StreamState.told` tells their seqs)."""
+    rec["told"] = all(isinstance(obj.get(_position(f)), int) or (f == "closed_seq" and _position(f) in obj)
+                      for f in fields)
+    for f in fields:
+        p = obj.get(_position(f)) if rec["told"] else rec.get(f)
+        rec[_position(f)] = p if isinstance(p, int) and not isinstance(p, bool) else None
+    return rec
+
+
+def _position(seq_field: str) -> str:
+    return "position" if seq_field == "seq" else seq_field.replace("_seq", "_position")
 
 
 def change_levels(ev: dict[str, Any]) -> tuple[float | None, float | None]:

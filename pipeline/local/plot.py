@@ -148,19 +148,19 @@ def _sorted(xs: list, ys: list) -> tuple[list, list]:
 def _changes(ax: Any, changes: list[dict], colors: dict, labels: bool = True) -> None:
     for c in changes:
         color = colors.get(c.get("feature"), "crimson")
-        ax.axvline(c["seq"], color=color, ls="--", lw=1, alpha=0.8)
+        ax.axvline(c["position"], color=color, ls="--", lw=1, alpha=0.8)
         if labels:
             before, after = c.get("before"), c.get("after")
             text = f"{c.get('feature', '')}" + (f" {before:.2f}→{after:.2f}" if before is not None and after is not None else "")
-            ax.annotate(text, (c["seq"], 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
+            ax.annotate(text, (c["position"], 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
                         fontsize=7, color=color)
 
 
 def _episodes(ax: Any, episodes: list[dict]) -> None:
-    """Shade each change episode from where its new regime began to its last change."""
+    """Shade each change episode from where its new regime began to its last change (positions)."""
     for ep in episodes:
-        a = ep.get("cut_seq") if ep.get("cut_seq") is not None else ep.get("first_seq")
-        b = ep.get("last_seq") if ep.get("last_seq") is not None else a
+        a = ep.get("cut_position") if ep.get("cut_position") is not None else ep.get("first_position")
+        b = ep.get("last_position") if ep.get("last_position") is not None else a
         if a is not None:
             ax.axvspan(a, max(b, a + 1), color="orange", alpha=0.15, lw=0)
 
@@ -169,7 +169,7 @@ def write_html(view: dict[str, Any], png: Path, path: str | Path) -> Path:
     """A self-contained HTML report: the PNG inline and a table of the change events."""
     img = base64.b64encode(Path(png).read_bytes()).decode()
     rows = "".join(
-        f"<tr><td>{c['seq']}</td><td>{html.escape(str(c.get('explainer')))}</td><td>{html.escape(str(c.get('feature')))}</td>"
+        f"<tr><td>{_at(c, 'seq', view)}</td><td>{_at(c, 'cut_seq', view)}</td><td>{html.escape(str(c.get('explainer')))}</td><td>{html.escape(str(c.get('feature')))}</td>"
         f"<td>{_fmt(c.get('before'))}</td><td>{_fmt(c.get('after'))}</td></tr>" for c in view["changes"])
     ranking = "".join(
         f"<li><b>{html.escape(ex)}</b>: " + ", ".join(f"{html.escape(r['feature'])} {r['value']:.3f}" for r in rs[:5]) + "</li>"
@@ -179,18 +179,32 @@ def write_html(view: dict[str, Any], png: Path, path: str | Path) -> Path:
            f"<h1>stream {html.escape(view['stream_id'])}</h1><p>{view['predictions']} predictions, last seq {view['last_seq']}</p>"
            f"<h2>Ranking at the end</h2><ul>{ranking}</ul>"
            f"<img alt='explanation trajectories' style='max-width:100%' src='data:image/png;base64,{img}'>"
-           f"<h2>Change events ({len(view['changes'])})</h2><table><tr><th>seq</th><th>explainer</th><th>feature</th>"
-           f"<th>before</th><th>after</th></tr>{rows}</table>{_episodes_html(view.get('episodes') or [])}</body></html>")
+           f"<h2>Change events ({len(view['changes'])})</h2><table><tr><th>detected at seq</th><th>regime from seq</th>"
+           f"<th>explainer</th><th>feature</th><th>before</th><th>after</th></tr>{rows}</table>"
+           f"{_episodes_html(view.get('episodes') or [], view)}</body></html>")
     path = Path(path)
     path.write_text(doc)
     return path
 
 
-def _episodes_html(episodes: list[dict]) -> str:
+def _at(rec: dict, seq_field: str, view: dict) -> str:
+    """A change's seq field, with its position when labels come later (where they differ).
+
+    >>> _at({"seq": 480, "position": 1000}, "seq", {"labels": {"waiting": 0}}), _at({"seq": 7}, "seq", {})
+    ('480 (position 1000)', '7')
+    """
+    seq = rec.get(seq_field)
+    pos = rec.get("position" if seq_field == "seq" else seq_field.replace("_seq", "_position"))
+    shown = "–" if seq is None else str(seq)
+    return f"{shown} (position {pos})" if view.get("labels") and pos is not None and pos != seq else shown
+
+
+def _episodes_html(episodes: list[dict], view: dict) -> str:
     if not episodes:
         return ""
     rows = "".join(
-        f"<tr><td>{ep.get('cut_seq')}</td><td>{ep.get('first_seq')}..{ep.get('last_seq')}</td><td style='text-align:left'>"
+        f"<tr><td>{_at(ep, 'cut_seq', view)}</td><td>{_at(ep, 'first_seq', view)}..{_at(ep, 'last_seq', view)}</td>"
+        "<td style='text-align:left'>"
         + "<br>".join(f"{html.escape(str(c.get('explainer')))}/{html.escape(str(c.get('feature')))} "
                       f"{_fmt(c.get('before'))} → {_fmt(c.get('after'))}" for c in ep.get("changes", []))
         + f"</td><td>{_fmt(ep.get('loss_before'))} → {_fmt(ep.get('loss_after'))}</td></tr>" for ep in episodes)

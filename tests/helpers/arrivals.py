@@ -81,8 +81,9 @@ class Run:
                 for m in self.of("explanations")}
 
     def changes(self) -> dict[tuple[str, int, str, str], tuple[int, float, float]]:
-        return {(c["stream_id"], c["seq"], c["explainer"], c["feature"]): (c["cut_seq"], c["level_before"],
-                                                                          c["level_after"])
+        """Each change event at its positions (where the change test found it), as the reference keeps them."""
+        return {(c["stream_id"], c["position"], c["explainer"], c["feature"]): (c["cut_position"], c["level_before"],
+                                                                               c["level_after"])
                 for c in self.of("drift-events")}
 
 

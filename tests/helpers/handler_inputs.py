@@ -17,7 +17,7 @@ from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from pipeline.settings import AGRAWAL_FEATURES, Settings
 from schemas import dumps, dumps_obj
 
-__all__ = ["settings", "drift_settings", "explanation_v2", "run_handlers"]
+__all__ = ["settings", "delayed_settings", "drift_settings", "explanation_v2", "run_handlers"]
 
 
 def settings(**over) -> Settings:
@@ -27,6 +27,20 @@ def settings(**over) -> Settings:
                 features=list(AGRAWAL_FEATURES), emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
     base.update(over)
     return Settings(**base)
+
+
+def delayed_settings(**over) -> Settings:
+    """Three features, a tree that learns them within a hundred events, every explainer, and a
+    change test that reacts within the short streams (measured: a threshold stream drifting at
+    200 of 400 events changes 3 to 4 times after its drift, a stationary one never). The test
+    watches iPFI and iSAGE: with no warm-up, iPDP sees a young tree learn in its first hundred
+    events."""
+    base = dict(features=["a", "b", "c"], model_params={"grace_period": 20}, alpha=0.05,
+                explainers=["ipfi", "isage", "ipdp"], drift_explainers=["ipfi", "isage"],
+                drift_warmup=0, drift_min_samples=30, drift_episode_gap=100,
+                emit_every=5, explain_groups=1, max_label_delay=40, partitions=3)
+    base.update(over)
+    return settings(**base)
 
 
 def drift_settings(**over) -> Settings:

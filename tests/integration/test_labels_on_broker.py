@@ -99,9 +99,9 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
                 if p["schema"] == "label_outcome/v1"}
     assert outcomes == {k: (o.outcome, o.loss) for k, o in ref.outcomes.items()}
     assert ref.changes and {sid for sid, *_ in ref.changes} == {"d"}, ref.changes
-    changes = collect(s, "drift-events", lambda cs: len({(x["stream_id"], x["seq"], x["explainer"], x["feature"])
+    changes = collect(s, "drift-events", lambda cs: len({(x["stream_id"], x["position"], x["explainer"], x["feature"])
                                                          for x in cs}) >= len(ref.changes), timeout=120)
-    assert {(x["stream_id"], x["seq"], x["explainer"], x["feature"]): (x["cut_seq"], x["level_before"],
-                                                                      x["level_after"]) for x in changes} == ref.changes
+    assert {(x["stream_id"], x["position"], x["explainer"], x["feature"]): (x["cut_position"], x["level_before"],
+                                                                           x["level_after"]) for x in changes} == ref.changes
     counters = worker_metrics(restarted)["counters"]
     assert counters.get("replayed_events", 0) > 0 and counters.get("checkpoints_restored", 0) >= 1, counters

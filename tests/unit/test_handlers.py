@@ -232,7 +232,8 @@ def test_change_event_and_episode_explain_the_change():
     events = [orjson.loads(v) for t, _, v in outs if t == "drift-events"]
     opened, episode = [orjson.loads(v) for t, _, v in outs if t == "change-episodes"]
     age = next(e for e in events if e["feature"] == "age")
-    assert age["schema"] == "drift_event/v2" and age["series"] == "d/ipfi/age"
+    assert age["schema"] == "drift_event/v3" and age["series"] == "d/ipfi/age"
+    assert (age["seq"], age["cut_seq"]) == (age["position"], age["cut_position"])  # labels in line
     # levels are means of increments, so they show the whole step (0.1 -> 0.4), with intervals
     assert age["level_before"] == pytest.approx(0.1, abs=0.03) and age["level_after"] == pytest.approx(0.4, abs=0.06)
     assert age["ci_before"][0] < age["level_before"] < age["ci_before"][1]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import orjson
 import pytest
 from helpers.arrivals import Run, record_arrivals, redeliver, run_handlers
-from helpers.handler_inputs import settings
+from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
 
@@ -17,19 +17,6 @@ from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.local.demo_stream import labels_later
 from pipeline.reference import run_in_process
 from schemas import FeatureEvent
-
-
-def delayed_settings(**over):
-    """Three features, a tree that learns them within a hundred events, every explainer, and a
-    change test that reacts within the short streams (measured: stream a changes 3 to 4 times
-    after its drift at 200, stream b never). The test watches iPFI and iSAGE: with no warm-up,
-    iPDP sees stream b's young tree learn in its first hundred events."""
-    base = dict(features=["a", "b", "c"], model_params={"grace_period": 20}, alpha=0.05,
-                explainers=["ipfi", "isage", "ipdp"], drift_explainers=["ipfi", "isage"],
-                drift_warmup=0, drift_min_samples=30, drift_episode_gap=100,
-                emit_every=5, explain_groups=1, max_label_delay=40, partitions=3)
-    base.update(over)
-    return settings(**base)
 
 
 def two_streams(delay=12, n=400):

@@ -3,6 +3,7 @@ lines for a 35 s outage; 2,989 measured for 40 s, of the kinds below)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from pipeline.kafka.outage import OutageLogFilter
@@ -20,6 +21,21 @@ MEASURED = [
 ]
 
 
+@contextlib.contextmanager
+def _client(f, name):
+    """A client logger with ``f`` on it, and what it lets through."""
+    client = logging.getLogger(name)
+    client.propagate = False
+    cap = _Capture()
+    client.addHandler(cap)
+    client.addFilter(f)
+    try:
+        yield client, cap.lines
+    finally:
+        client.removeHandler(cap)
+        client.removeFilter(f)
+
+
 class _Capture(logging.Handler):
     def __init__(self):
         super().__init__()
@@ -32,12 +48,7 @@ class _Capture(logging.Handler):
 def test_an_outage_is_two_lines(caplog):
     t = [0.0]
     f = OutageLogFilter(quiet_s=10, clock=lambda: t[0])
-    client = logging.getLogger("test-outage.aiokafka")
-    client.propagate = False
-    cap = _Capture()
-    client.addHandler(cap)
-    client.addFilter(f)
-    try:
+    with _client(f, "test-outage.aiokafka") as (client, lines):
         i = 0
         for count, msg in MEASURED:
             for _ in range(count):
@@ -50,12 +61,27 @@ def test_an_outage_is_two_lines(caplog):
         with caplog.at_level(logging.WARNING, logger="streamxai"):
             end = f.check()
             assert f.check() is None  # the end is logged once
-    finally:
-        client.removeHandler(cap)
-        client.removeFilter(f)
-    assert len(cap.lines) == 2
-    assert cap.lines[0].startswith("Kafka broker unreachable (Unable connect to node")
-    assert cap.lines[1] == "Unexpected error in fetcher routine"
+    assert len(lines) == 2
+    assert lines[0].startswith("Kafka broker unreachable (Unable connect to node")
+    assert lines[1] == "Unexpected error in fetcher routine"
     suppressed = sum(n for n, _ in MEASURED) - 1
     assert end is not None and f"({suppressed} client log lines" in end and end in caplog.text
     assert not f.in_outage
+
+
+def test_a_new_brokers_group_coordinator_is_not_an_outage():
+    """Was, at the first start of a worker on a new broker (which creates its offsets topic when
+    the first group asks): "ERROR Kafka broker unreachable (Group Coordinator Request failed:
+    [Error 15] GroupCoordinatorNotAvailableError)" and, 10 s later, a WARNING that it was back
+    "after ~0 s". The broker answered; the client only waits for the coordinator."""
+    t = [0.0]
+    f = OutageLogFilter(quiet_s=10, clock=lambda: t[0])
+    with _client(f, "test-outage.aiokafka.coordinator") as (client, lines):
+        for i in range(30):
+            t[0] = i * 0.2
+            client.error("Group Coordinator Request failed: [Error 15] GroupCoordinatorNotAvailableError")
+        t[0] = 60.0
+        assert f.check() is None  # no outage ended: none began
+    assert not f.in_outage
+    assert len(lines) == 1 and "unreachable" not in lines[0], lines
+    assert "group coordinator" in lines[0] and "offsets topic" in lines[0]

@@ -146,6 +146,12 @@ class StreamChangeDetector(Component):
         """The newest ``seq`` folded in for the series (-1: none)."""
         return self._series[(explainer, feature)].last_seq
 
+    def oldest_seq(self) -> int | None:
+        """The oldest ``seq`` any series' window still covers (None before any data): a cut is
+        never placed before it."""
+        firsts = [st.test.window.first_seq for st in self._series.values() if st.test.window.n]
+        return min(firsts) if firsts else None
+
     def level(self, explainer: str, feature: str) -> float | None:
         """Mean increment of the series' window (None before any data)."""
         w = self._series[(explainer, feature)].test.window

@@ -120,8 +120,8 @@ class DashboardState(OutputReader):
             "curves": st.curves,
             "curves_at_change": self._curves_at(st, st.change_seq),
             "change_seq": st.change_seq,
-            "changes": [{**c, "event_seq": st.seq_at(c["seq"])} for c in st.changes],
-            "episodes": [_shown(ep) for ep in st.episodes],
+            "changes": [st.told(c) for c in st.changes],  # at their positions, with the events' seqs
+            "episodes": [_shown(st.told(ep)) for ep in st.episodes],
         }
 
     @staticmethod
@@ -137,6 +137,7 @@ class DashboardState(OutputReader):
 
 def _shown(ep: dict[str, Any]) -> dict[str, Any]:
     """An episode as the page and the plot list it: its first few changes, with their levels."""
-    changes = [{k: c[k] for k in ("explainer", "feature", "seq", "before", "after")}
+    changes = [{k: c.get(k) for k in ("explainer", "feature", "seq", "cut_seq", "position", "cut_position", "before",
+                                       "after")}
                for c in ep["changes"][:SHOWN_EPISODE_CHANGES]]
     return {**{k: v for k, v in ep.items() if k != "n_series"}, "changes": changes}

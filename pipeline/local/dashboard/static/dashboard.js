@@ -127,34 +127,39 @@ function upsertChart(id, parent, title, key, makeOpts, data) {
   return u;
 }
 
+// where a change lies: the seq of the event explained there; when labels come later, the
+// stream's position first (the charts' axis, in which changes are ordered), then that seq
+function at(seq, position) {
+  const s = seq === null || seq === undefined ? "–" : seq;
+  return dash.view.labels && position !== null && position !== undefined ? `position ${position} (seq ${s})` : `seq ${s}`;
+}
+
 function changeMarkers(getChanges) {
   return (u) => {
     u.over.querySelectorAll(".change-marker, .episode-span").forEach((m) => m.remove());
     const [lo, hi] = [u.scales.x.min, u.scales.x.max];
     for (const ep of (dash.view.episodes || [])) {  // where each new regime began .. its last change
-      const a = ep.cut_seq ?? ep.first_seq, b = ep.last_seq ?? ep.first_seq;
+      const a = ep.cut_position ?? ep.first_position, b = ep.last_position ?? ep.first_position;
       if (a === null || a === undefined || b < lo || a > hi) continue;
       const x0 = u.valToPos(Math.max(a, lo), "x"), x1 = u.valToPos(Math.min(b, hi), "x");
       const span = document.createElement("div");
       span.className = "episode-span" + (ep.alert ? " alert" : "");
       span.style.left = x0 + "px";
       span.style.width = Math.max(2, x1 - x0) + "px";
-      const unit = dash.view.labels ? "position" : "seq";
       span.title = `change episode${ep.kind ? " (" + ep.kind + (ep.alert ? ", alert" : "") + ")" : ""}: ` +
-        `new regime from ${unit} ${a}, changes up to ${b}`;
+        `new regime from ${at(ep.cut_seq, ep.cut_position)}, changes up to ${at(ep.last_seq, ep.last_position)}`;
       u.over.appendChild(span);
     }
-    const where = (x) => (dash.view.labels ? `position ${x}` : `seq ${x}`);
     for (const c of getChanges()) {
-      if (c.seq < lo || c.seq > hi) continue;
+      if (c.position < lo || c.position > hi) continue;
       const m = document.createElement("div");
       m.className = "change-marker";
-      m.style.left = u.valToPos(c.seq, "x") + "px";
+      m.style.left = u.valToPos(c.position, "x") + "px";
       m.dataset.seq = c.seq;
-      m.title = `${c.explainer}/${c.feature} changed at ${where(c.seq)}` +
-        (dash.view.labels && c.event_seq !== null ? ` (seq ${c.event_seq})` : "") +
+      m.dataset.position = c.position;
+      m.title = `${c.explainer}/${c.feature} changed at ${at(c.seq, c.position)}` +
         `: ${fmt(c.before)} → ${fmt(c.after)}` +
-        (c.cut_seq !== undefined ? ` (new regime from ${where(c.cut_seq)})` : "");
+        (c.cut_position !== undefined && c.cut_position !== null ? ` (new regime from ${at(c.cut_seq, c.cut_position)})` : "");
       m.innerHTML = `<span>${esc(c.feature ?? "")}</span>`;
       u.over.appendChild(m);
     }
@@ -271,12 +276,18 @@ function episodeKind(e) {
 
 function renderChanges(v) {
   $("#change-count").textContent = v.changes.length;
-  const heads = $("#changes").querySelectorAll("thead th");  // positions when labels come later
-  heads[0].textContent = v.labels ? "detected at position" : "detected";
-  heads[1].textContent = v.labels ? "regime from position" : "regime from";
+  // seqs of the events explained; when labels come later, the positions first (the charts' axis)
+  const heads = $("#changes").querySelectorAll("thead th");
+  heads[0].textContent = v.labels ? "detected at position (seq)" : "detected at seq";
+  heads[1].textContent = v.labels ? "regime from position (seq)" : "regime from seq";
+  const epHeads = $("#episodes").querySelectorAll("thead th");
+  epHeads[1].textContent = v.labels ? "regime from position (seq)" : "regime from seq";
+  epHeads[2].textContent = v.labels ? "changes at positions" : "changes at seq";
+  const cell = (p, s) => (v.labels && p !== null && p !== undefined
+    ? `${p} <span class="muted">(seq ${s ?? "–"})</span>` : `${s ?? "–"}`);
   const rows = v.changes.slice().reverse().slice(0, 50).map((c) =>
-    `<tr class="change-event"><td>${c.seq}${v.labels && c.event_seq !== null ? ` <span class="muted">(seq ${c.event_seq})</span>` : ""}</td>` +
-    `<td>${c.cut_seq ?? "–"}</td><td>${esc(c.explainer ?? "")}</td>` +
+    `<tr class="change-event"><td>${cell(c.position, c.seq)}</td>` +
+    `<td>${cell(c.cut_position, c.cut_seq)}</td><td>${esc(c.explainer ?? "")}</td>` +
     `<td>${esc(c.feature ?? "")}</td><td>${fmt(c.before)}${ci(c.ci_before)}</td><td>${fmt(c.after)}${ci(c.ci_after)}</td>` +
     `<td>${c.before !== null && c.after !== null ? (c.after > c.before ? "▲" : "▼") : ""}</td>` +
     `<td>${c.loss_before !== undefined ? fmt(c.loss_before) + " → " + fmt(c.loss_after) : ""}</td></tr>`);
@@ -286,7 +297,8 @@ function renderChanges(v) {
   $("#episode-count").textContent = (v.episodes || []).length;
   $("#episodes tbody").innerHTML = eps.map((e) =>
     `<tr class="change-episode${e.alert ? " alert" : ""}"><td class="episode-kind">${episodeKind(e)}</td>` +
-    `<td>${e.cut_seq ?? "–"}</td><td>${e.first_seq ?? "–"}…${e.last_seq ?? "–"}</td>` +
+    `<td>${cell(e.cut_position, e.cut_seq)}</td>` +
+    `<td>${v.labels ? `${e.first_position ?? "–"}…${e.last_position ?? "–"}` : `${e.first_seq ?? "–"}…${e.last_seq ?? "–"}`}</td>` +
     `<td>${e.changes.map((c) => `${esc(c.explainer)}/${esc(c.feature)} ${fmt(c.before)}→${fmt(c.after)}`).join("<br>")}` +
     `${e.n_changes > e.changes.length ? `<br>… ${e.n_changes - e.changes.length} more` : ""}</td>` +
     `<td>${fmt(e.loss_before)} → ${fmt(e.loss_after)}</td></tr>`).join("");

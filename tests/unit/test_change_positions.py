@@ -1,0 +1,139 @@
+"""Change events and episodes say what they carry (drift_event/v3, change_episode/v3): the
+stream's positions, where the change test runs, and the seqs of the events explained there.
+With labels in line the two are one, and the values are those of v2."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.arrivals import record_arrivals, run_handlers
+from helpers.handler_inputs import delayed_settings
+from helpers.partition_log import PartitionLog
+from helpers.streams import threshold_events
+
+from pipeline.local.dashboard.state import DashboardState
+from pipeline.local.demo_stream import labels_later
+from pipeline.local.output_reader import OutputReader
+
+
+def _run(delay: int):
+    events = threshold_events("a", 400, drift_at=200, seed=1)
+    log = PartitionLog()
+    record_arrivals(log, labels_later(events, delay) if delay else list(events))
+    return run_handlers(delayed_settings(), log)
+
+
+def _reports(run) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """Each series' explanation messages as ``(position, seq)``, in order."""
+    out: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for m in run.of("explanations"):
+        out.setdefault((m["explainer"], m["feature"]), []).append((m["position"], m["seq"]))
+    return out
+
+
+@pytest.mark.slow
+def test_with_labels_later_change_events_carry_positions_and_the_seqs_of_the_events_explained():
+    run = _run(delay=12)
+    events, episodes, reports = run.of("drift-events"), run.of("change-episodes"), _reports(run)
+    assert events and episodes
+    assert {m["schema"] for m in events} == {"drift_event/v3"}
+    assert {m["schema"] for m in episodes} == {"change_episode/v3"}
+    assert any(m["seq"] != m["position"] for m in events)  # was: the position, sent as seq
+    for m in events:
+        series = reports[(m["explainer"], m["feature"])]
+        assert (m["position"], m["seq"]) in series  # detected at the report that crossed the threshold
+        before = [seq for pos, seq in series if pos < m["cut_position"]]
+        assert m["cut_position"] <= m["position"] and m["cut_seq"] == before[-1] + 1  # the event after the last before the cut
+    by_change = {(m["explainer"], m["feature"], m["position"]): m for m in events}
+    for ep in episodes:
+        changes = ep["changes"]
+        for c in changes:
+            sent = by_change[(c["explainer"], c["feature"], c["position"])]
+            assert (c["seq"], c["cut_seq"], c["cut_position"]) == (sent["seq"], sent["cut_seq"], sent["cut_position"])
+        first = min(changes, key=lambda c: c["position"])
+        assert (ep["first_position"], ep["first_seq"]) == (first["position"], first["seq"])
+        assert ep["cut_position"] == changes[0]["cut_position"] and ep["cut_seq"] == changes[0]["cut_seq"]
+        if ep["status"] == "closed":
+            assert ep["closed_position"] > ep["last_position"] and ep["closed_seq"] is not None
+
+
+def test_with_labels_in_line_positions_are_the_seqs_and_v2_values_stay():
+    run = _run(delay=0)
+    events, episodes = run.of("drift-events"), run.of("change-episodes")
+    assert events and episodes
+    for m in events:
+        assert (m["seq"], m["cut_seq"]) == (m["position"], m["cut_position"])
+    for ep in episodes:
+        assert (ep["first_seq"], ep["last_seq"], ep["cut_seq"]) == (
+            ep["first_position"], ep["last_position"], ep["cut_position"])
+        assert ep["closed_seq"] == ep["closed_position"]
+
+
+def _v2_and_v3():
+    """One change and one episode of a stream whose labels come later, as v2 (positions sent as
+    seqs) and v3 sent them; predictions say which seq was newest at each position."""
+    preds = [{"schema": "prediction/v2", "stream_id": "s", "seq": q, "position": 2 * q, "y_true": None,
+              "y_pred": 0, "loss": None, "model_version": q, "ts": 0.0} for q in range(0, 600)]
+    outcome = {"schema": "label_outcome/v1", "stream_id": "s", "seq": 0, "position": 1, "outcome": "learned",
+               "loss": 0.0, "delay_events": 1, "delay_s": 0.1, "waiting": 1, "ts": 0.0}
+    level = {"explainer": "ipfi", "feature": "a", "level_before": 0.1, "level_after": 0.4}
+    v2 = {"schema": "drift_event/v2", "stream_id": "s", **level, "seq": 1000, "cut_seq": 900}
+    v3 = {**v2, "schema": "drift_event/v3", "position": 1000, "cut_position": 900, "seq": 480, "cut_seq": 431}
+    ep2 = {"schema": "change_episode/v2", "stream_id": "s", "status": "closed", "kind": "degradation", "alert": True,
+           "first_seq": 1000, "last_seq": 1000, "closed_seq": 1200, "cut_seq": 900,
+           "changes": [{**level, "seq": 1000, "cut_seq": 900}]}
+    ep3 = {**ep2, "schema": "change_episode/v3", "first_position": 1000, "last_position": 1000,
+           "closed_position": 1200, "cut_position": 900, "first_seq": 480, "last_seq": 480, "closed_seq": 598,
+           "cut_seq": 431, "changes": [{**level, "seq": 480, "cut_seq": 431, "position": 1000, "cut_position": 900}]}
+    return preds, outcome, (v2, ep2), (v3, ep3)
+
+
+def test_the_views_place_changes_at_positions_and_show_the_seqs_v3_carries():
+    preds, outcome, _, (v3, ep3) = _v2_and_v3()
+    state = DashboardState()
+    for p in [*preds, outcome]:
+        state.add("predictions", p)
+    state.add("drift-events", v3)
+    state.add("change-episodes", ep3)
+    view = state.stream_view("s")
+    (c,) = view["changes"]
+    assert (c["position"], c["cut_position"], c["seq"], c["cut_seq"]) == (1000, 900, 480, 431)
+    (ep,) = view["episodes"]
+    assert (ep["cut_position"], ep["first_position"], ep["last_position"], ep["cut_seq"], ep["first_seq"]) == (
+        900, 1000, 1000, 431, 480)
+
+
+def test_readers_keep_reading_v2_whose_seqs_of_labels_later_streams_are_positions():
+    preds, outcome, (v2, ep2), _ = _v2_and_v3()
+    reader = OutputReader()
+    for p in [*preds, outcome]:
+        reader.add("predictions", p)
+    reader.add("drift-events", v2)
+    reader.add("change-episodes", ep2)
+    st = reader.streams["s"]
+    (c,) = [st.told(x) for x in st.changes]
+    assert (c["position"], c["cut_position"]) == (1000, 900)  # the axis
+    assert (c["seq"], c["cut_seq"]) == (500, 450)  # the newest seq at those positions
+    (ep,) = [st.told(e) for e in st.episodes]
+    assert (ep["first_position"], ep["first_seq"], ep["cut_seq"]) == (1000, 500, 450)
+
+
+def test_a_drift_state_of_the_version_before_v3_reads_on_and_knows_the_seqs_from_there():
+    import pickle
+
+    from pipeline.handlers import DriftHandler
+
+    run = _run(delay=12)
+    log = run.explanations
+    items = log.items("explanations", 0)
+    half = len(items) // 2
+    h = DriftHandler(delayed_settings())
+    for off in range(half):
+        h.on_message(items[off][1], items[off][0], log.source("explanations", 0, off))
+    st = h.states["a"]
+    del st.__dict__["seqs"], st.__dict__["change_seqs"]  # what a checkpoint of the version before holds
+    h.states["a"] = pickle.loads(pickle.dumps(st))
+    later = [o for off in range(half, len(items))
+             for o in h.on_message(items[off][1], items[off][0], log.source("explanations", 0, off))]
+    assert later and all(o.topic in ("drift-events", "change-episodes") for o in later)
+    restored = h.states["a"].seqs
+    assert restored.known_from is not None and restored.at(restored.known_from - 1) is None
