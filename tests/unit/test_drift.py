@@ -4,6 +4,7 @@ per stream, scale-free, minimum effect, cut estimate, bounded memory, episode gr
 from __future__ import annotations
 
 import math
+import pickle
 import random
 
 import pytest
@@ -339,6 +340,31 @@ def test_a_change_found_earlier_in_the_same_report_does_not_move_the_others_mini
     found = run("ab")
     assert [f for f, _, _ in found] == ["a", "b"] and found[0][1:] == found[1][1:]
     assert run("ba") == found[::-1]
+
+
+def test_a_series_test_checkpointed_before_window_at_restores_and_runs():
+    """Checkpoints of STATE_FORMAT 1 written before ``SeriesTest._undropped`` existed lack it;
+    the class-level default fills it in, so a restored test reads and cuts as one that never
+    stopped (state_shapes.json records the attribute under the same format)."""
+    rng = random.Random(5)
+    blocks = [block(rng, 0.0 if t < 60 else 1.0, sd=1.0) for t in range(120)]
+
+    def run(stop_at=None):
+        st, seen = SeriesTest(alpha=1e-3, min_samples=50), []
+        for t, b in enumerate(blocks):
+            if t == stop_at:
+                del st.__dict__["_undropped"]  # as an older version pickled it
+                st = pickle.loads(pickle.dumps(st, protocol=5))
+            seen.append(st.window_at(10 * t).n)  # what another series reads before this report
+            cut = st.add(10 * t, 10 * t + 9, b)
+            if cut is not None:
+                seen.append((10 * t + 9, cut.seq, st.window_at(10 * t + 9).n, st.window_at(10 * t + 10).n))
+        return seen
+
+    want = run()
+    cuts = [x for x in want if isinstance(x, tuple)]
+    assert cuts and cuts[0][2] > cuts[0][3]  # a cut, after which window_at(the cut's report) is the whole window
+    assert run(stop_at=30) == want
 
 
 # --- what a change event promises ----------------------------------------------------------
