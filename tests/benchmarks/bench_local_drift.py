@@ -18,7 +18,8 @@ measures, all in the same run:
    increments and for robust transforms of them: Huber clipping at ``c`` mean absolute
    deviations around the median of the side before, the sign around that median, and a signed
    log; beside it, the spread of the same statistic on the frozen model (the null), and the
-   variance factor of long means (reuse of donors) of raw and clipped increments;
+   variance factor of long means (reuse of donors) of raw and clipped increments; and one
+   statistic per stream (the squared z of all its series summed) against its own null;
 3. **the real detector**: the recorded increments replayed through ``StreamChangeDetector``
    at default settings, with blocks of raw increments (this reproduces ``bench_drift.py``
    exactly) and of increments clipped at a running, slowly adapting scale (what an explainer
@@ -257,6 +258,29 @@ def power(runs: dict[int, dict], frozen: dict) -> None:
               f"{np.median(clip):.2f} [{min(clip):.2f}, {max(clip):.2f}]; reported by the explainer {np.median(rep):.2f}")
 
 
+def combined(runs: dict[int, dict], frozen: dict, after: int = 1000) -> None:
+    """One statistic per stream instead of one per series: ``Q``, the sum of the squared z of
+    iPFI, iSAGE and the loss at a known cut (chi-square with as many degrees of freedom as
+    series, if they were independent), against its spread on the frozen model."""
+    keys = series_of(frozen, ("ipfi", "isage")) + ["loss"]
+
+    def q(data: dict, p: int) -> float:
+        return sum(z_of(between(data[k], p - W, p), between(data[k], p, p + after)) ** 2 for k in keys)
+
+    null = np.array([q(frozen, p) for p in range(8000, 49_000, 250)])
+    # the chi-square quantile at the two-sided normal tail of z = 5 (the lowest threshold of one
+    # series), from the Wilson-Hilferty approximation: the least a per-stream test would need
+    k, t = len(keys), 5.0
+    p5 = math.erfc(t / math.sqrt(2))
+    zq = statistics.NormalDist().inv_cdf(1 - p5)
+    need = k * (1 - 2 / (9 * k) + zq * math.sqrt(2 / (9 * k))) ** 3
+    print(f"\n2b. Combined over a stream's {k} series (iPFI, iSAGE, loss): Q = sum of z^2 at a known cut, +{after:,} "
+          f"events; frozen model: median {np.median(null):.1f}, max {null.max():.1f} ({len(null)} cuts); the "
+          f"chi-square({k}) quantile of a z = 5 tail: {need:.1f}")
+    for seed, data in runs.items():
+        print(f"   @{seed}: " + ", ".join(f"at {d}: Q {q(data, d):.1f}" for d in (10_000, 20_000, 25_000)))
+
+
 def _long_mean_factor(v: np.ndarray, m: int = 1000) -> float:
     nb = len(v) // m
     means = v[: nb * m].reshape(nb, m).mean(axis=1)
@@ -400,6 +424,7 @@ def main() -> None:
     runs = {int(sc.name.split("@")[1]) if "@" in sc.name else 10: data for sc, data in sc_runs}
     tails(runs, frozen)
     power(runs, frozen)
+    combined(runs, frozen)
     detector(sc_runs, frozen_sc, frozen)
 
 
