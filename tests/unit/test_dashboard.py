@@ -60,6 +60,38 @@ def test_lag_in_seconds_exact_recently_and_approximate_far_behind():
     assert v["lag_events"] == 8_999 and 8_999 <= v["lag_s"] <= 8_999 + stride
 
 
+def test_lag_with_labels_later_is_each_explainers_own_steps():
+    """Found in the dashboard after ``demo --label-delay 500`` ended: every event explained,
+    yet "explanations trail predictions by 500 positions" (iPDP explains the predict steps, the
+    last of which was 500 positions before the last labels' learn steps). Each explainer is
+    measured against the newest step it explains: iPDP the predict steps, iPFI and iSAGE the
+    learn steps (``NEEDS_LABEL``)."""
+    st = DashboardState()
+    delay, n = 5, 20
+    position, t = 0, 0.0
+    for seq in range(n + delay):  # event seq arrives, then the label of seq - delay
+        if seq < n:
+            st.add("predictions", {"schema": "prediction/v2", "stream_id": "d", "seq": seq, "position": position,
+                                   "y_true": None, "loss": None}, ts=t)
+            st.add("explanations", {"stream_id": "d", "explainer": "ipdp", "feature": "a", "value": 0.1,
+                                    "seq": seq, "position": position})
+            position, t = position + 1, t + 1.0
+        if seq >= delay:
+            st.add("predictions", {"schema": "label_outcome/v1", "stream_id": "d", "seq": seq - delay,
+                                   "position": position, "outcome": "learned", "loss": 0.0, "delay_events": delay,
+                                   "waiting": 0}, ts=t)
+            st.add("explanations", {"stream_id": "d", "explainer": "ipfi", "feature": "a", "value": 0.2,
+                                    "seq": seq - delay, "position": position})
+            position, t = position + 1, t + 1.0
+    v = st.stream_view("d")
+    assert (v["lag_events"], v["lag_s"]) == (0, 0.0)  # was (6, 6.0): iPDP against the labels' steps
+    assert st.streams_summary()[0]["lag_events"] == 0
+    # a step not explained yet still counts: iPFI one learn step behind
+    st.add("predictions", {"schema": "label_outcome/v1", "stream_id": "d", "seq": n, "position": position,
+                           "outcome": "learned", "loss": 0.0, "delay_events": delay, "waiting": 0}, ts=t)
+    assert st.stream_view("d")["lag_events"] == 1
+
+
 def test_hundred_streams_summarised_and_each_viewable():
     st = DashboardState(max_points=32)
     for i in range(100):
