@@ -115,6 +115,7 @@ class DashboardState(OutputReader):
             "predictions": st.predictions,
             "last_seq": st.last_pred_seq,
             "last_position": st.last_position,
+            "explained_seq": st.min_explained_seq(),
             "lag_events": events,
             "lag_s": secs,
             "labels": self._labels(st),
