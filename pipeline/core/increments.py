@@ -113,13 +113,19 @@ class IncrementTracker:
         self._stats: dict[str, list] = {f: [0, 0.0, 0.0] for f in features}
 
     def add(self, feature: str, value: float) -> None:
-        s = self._stats[feature]
-        n = s[0] + 1
-        d = value - s[1]
-        mean = s[1] + d / n
-        s[0] = n
-        s[1] = mean
-        s[2] += d * (value - mean)
+        self.add_all((feature,), (value,))
+
+    def add_all(self, features: Iterable[str], values: Iterable[float]) -> None:
+        """Welford's update of each feature's accumulator with its value, in order."""
+        stats = self._stats
+        for f, value in zip(features, values, strict=True):
+            s = stats[f]
+            n = s[0] + 1
+            d = value - s[1]
+            mean = s[1] + d / n
+            s[0] = n
+            s[1] = mean
+            s[2] += d * (value - mean)
 
     def take(self) -> dict[str, Block]:
         """The block of each feature that got increments since the last take; then reset."""

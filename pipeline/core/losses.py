@@ -60,6 +60,13 @@ def _u_products(y: float, preds: Sequence[Any]) -> float:
     return (s * s - q) / (m * (m - 1))
 
 
+def _u_products_groups(y: float, preds: Sequence[Any], m: int) -> list[float]:
+    """:func:`_u_products` of each group of ``m`` consecutive predictions."""
+    if m == 2:
+        return [(float(a) - y) * (float(b) - y) for a, b in zip(preds[0::2], preds[1::2], strict=True)]
+    return [_u_products(y, preds[i:i + m]) for i in range(0, len(preds), m)]
+
+
 def _check_m(preds: Sequence[Any]) -> None:
     if len(preds) < 2:
         raise ValueError(
@@ -78,6 +85,11 @@ class Squared:
     def of_mean(self, y_true: float, preds: Sequence[float]) -> float:
         _check_m(preds)
         return _u_products(float(y_true), preds)
+
+    def of_means(self, y_true: float, preds: Sequence[float], m: int) -> list[float]:
+        """:meth:`of_mean` of each group of ``m`` consecutive predictions."""
+        _check_m(preds[:m])
+        return _u_products_groups(float(y_true), preds, m)
 
     def __repr__(self) -> str:
         return "squared"
@@ -133,6 +145,15 @@ class BrierOf:
     def of_mean(self, y_true: object, preds: Sequence[float]) -> float:
         _check_m(preds)
         return _u_products(1.0 if y_true == self.target_class else 0.0, preds)
+
+    def of_means(self, y_true: object, preds: Sequence[float], m: int) -> list[float]:
+        """:meth:`of_mean` of each group of ``m`` consecutive predictions.
+
+        >>> BrierOf(1).of_means(0, [0.5, 0.25, 1.0, 0.0], 2)
+        [0.125, 0.0]
+        """
+        _check_m(preds[:m])
+        return _u_products_groups(1.0 if y_true == self.target_class else 0.0, preds, m)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BrierOf) and other.target_class == self.target_class

@@ -40,9 +40,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from .base import Component
 
-__all__ = ["ModelFunction", "OUTPUTS", "FAST_PATHS", "mean_output", "blend_output", "check_model_fn"]
+__all__ = ["ModelFunction", "OUTPUTS", "FAST_PATHS", "mean_output", "blend_output", "check_model_fn", "chain_rows"]
 
 OUTPUTS = ("label", "value", "proba", "proba_of")
 #: ``auto``: evaluate a recognised river model from its internals; ``off``: always call it
@@ -172,20 +174,50 @@ class ModelFunction(Component):
         ``x`` itself when ``with_x``. ``x`` is not changed."""
         fast = self._fast if self.batch is None else None
         if fast is not None:
-            self.n_evaluations += len(pairs) + with_x
             try:
-                return fast.replaced(x, pairs, self.output, self.target_class, with_x)
+                out = fast.replaced(x, pairs, self.output, self.target_class, with_x)
+                self.n_evaluations += len(pairs) + with_x
+                return out
             except Exception as e:
                 self._fell_back(e)
+        return self._called(x, pairs, with_x)
+
+    def curves(self, x: dict, features: Sequence[str], grids: np.ndarray) -> np.ndarray:
+        """ICE curves: for feature ``features[i]`` and each value ``grids[i, k]`` (a 2-d float
+        array), the output at ``x`` with that one feature set to that value, as floats in an
+        array of ``grids``' shape (a numeric output: ``value`` or ``proba_of``). The rows are
+        :meth:`replaced`'s, in the same order; a model on the fast path may compute them all
+        at once. ``x`` is not changed."""
+        fast = self._fast if self.batch is None else None
+        if fast is not None:
+            try:
+                out = fast.curves(x, features, grids, self.output, self.target_class)
+                self.n_evaluations += grids.size
+                return out
+            except Exception as e:
+                self._fell_back(e)
+        pairs = [(f, v) for f, row in zip(features, grids.tolist(), strict=True) for v in row]
+        return np.array([float(p) for p in self._called(x, pairs)], dtype=float).reshape(grids.shape)
+
+    def coalitions(self, x: dict, order: Sequence[str], donors: Sequence[dict], first: int = 0) -> list[Prediction]:
+        """The prediction at ``x``, then at the rows of a permutation chain (iSAGE): for ``j =
+        first .. len(order) - 1`` and each donor, ``x`` with the features ``order[j:]`` taken
+        from that donor (:func:`chain_rows`), in one :meth:`many` call. ``x`` and the donors
+        are not changed."""
+        return self.many([x, *chain_rows(x, order, donors, first)])
+
+    def _called(self, x: dict, pairs: Sequence[tuple[str, Any]], with_x: bool = False) -> list[Prediction]:
+        """:meth:`replaced` by calling the model (or ``batch``) on the rows."""
         rows = [x] if with_x else []
         for f, v in pairs:
             r = x.copy()
             r[f] = v
             rows.append(r)
-        if fast is not None:  # counted above; the model itself, not the fast path again
-            fn = self._fn
-            return [fn(r) for r in rows]
-        return self.many(rows)
+        self.n_evaluations += len(rows)
+        if self.batch is not None and rows:
+            return list(self.batch(rows))
+        fn = self._fn
+        return [fn(r) for r in rows]
 
     def share(self, fast: Any) -> None:
         """Evaluate with ``fast``, a white-box evaluator of this function's model that its owner
@@ -200,6 +232,30 @@ class ModelFunction(Component):
         self.fallback_reason = f"{type(e).__name__}: {e}"
         if self._fast is not None:
             self._fast.invalidate()  # what the failed call kept is not to be trusted
+
+
+def chain_rows(x: dict, order: Sequence[str], donors: Sequence[dict], first: int = 0) -> list[dict]:
+    """The rows of one permutation chain: for ``j = first .. d - 1`` (``d = len(order)``), one
+    row per donor with ``order[:j]`` from ``x`` and ``order[j:]`` from the donor.
+
+    >>> chain_rows({"a": 1, "b": 2}, ["b", "a"], [{"a": 0, "b": 0}])
+    [{'a': 0, 'b': 0}, {'a': 0, 'b': 2}]
+    """
+    d = len(order)
+    # build from the last coalition (one absent feature) back to the first, one feature
+    # swapped in per step; per_step[j - first][k] has order[:j] present, donor k elsewhere
+    per_step: list[list[dict]] = [[] for _ in range(d - first)]
+    for donor in donors:
+        row = x
+        for j in range(d - 1, first - 1, -1):
+            row = row.copy()
+            f = order[j]
+            row[f] = donor[f]
+            per_step[j - first].append(row)
+    out: list[dict] = []
+    for step in per_step:
+        out += step
+    return out
 
 
 def check_model_fn(model_fn: Any) -> ModelFunction:

@@ -122,10 +122,10 @@ class PairSums:
         self.n = [v * factor for v in self.n]
 
     def covariance(self) -> np.ndarray:
-        """Covariance over the pairs, per feature (0 where there are none)."""
-        xy, x, y, n = (np.array(v) for v in (self.xy, self.x, self.y, self.n))
-        safe = np.where(n > 0.0, n, 1.0)
-        return np.where(n > 0.0, xy / safe - (x / safe) * (y / safe), 0.0)
+        """Covariance over the pairs, per feature (0 where there are none); computed in Python
+        floats (the same IEEE operations as numpy's, cheaper for a few features)."""
+        return np.array([xy / n - (x / n) * (y / n) if n > 0.0 else 0.0
+                         for xy, x, y, n in zip(self.xy, self.x, self.y, self.n, strict=True)], dtype=float)
 
 
 class SlotUse:
@@ -194,9 +194,10 @@ class SmoothedStderr(Component):
         self._size = 0  # L: reservoir length at the last event
         self._updates = 1.0  # u: stored events per explained event
         self._replace = 0.0  # probability that a stored event replaces a given slot
-        self._cached: dict[str, float] | None = None  # stderrs() since the last update
+        self._cached: np.ndarray | None = None  # stderr_array() since the last update
         self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # since the last increments
         self._cached_cov: tuple[np.ndarray, np.ndarray] | None = None  # zeta and zeta' since the last update
+        self._powers: np.ndarray | None = None  # (1 - a)^k, k = _BUFFER - 1 .. 0: the weights of a block
 
     # updates --------------------------------------------------------------------
     def add_increments(self, deltas: Sequence[float]) -> None:
@@ -213,16 +214,7 @@ class SmoothedStderr(Component):
         b = self._held
         if not b:
             return
-        x = self._buffer[:b]
-        c = 1.0 - self.alpha
-        w = c ** np.arange(b - 1, -1, -1)  # the newest increment has weight 1
-        cb = c**b
-        mom = self._mom
-        mom *= cb
-        mom[0] += w.sum()
-        mom[1] += _column_sums(w, x)
-        mom[2] += _column_sums(w, x * x)
-        self._w2sum = cb * cb * self._w2sum + float((w * w).sum())
+        self._w2sum = self._fold(self._mom, self._w2sum, self._buffer[:b])
         slow = (1.0 - self.alpha / _PAIRS_SLOWER) ** b
         self._pairs.decay(slow)
         self._owns.decay(slow)
@@ -298,18 +290,9 @@ class SmoothedStderr(Component):
         mom = self._mom.copy()
         w2sum = self._w2sum
         if self._held:
-            x = self._buffer[:self._held]
-            b = len(x)
-            c = 1.0 - self.alpha
-            w = c ** np.arange(b - 1, -1, -1)
-            cb = c**b
-            mom *= cb
-            mom[0] += w.sum()
-            mom[1] += _column_sums(w, x)
-            mom[2] += _column_sums(w, x * x)
-            w2sum = cb * cb * w2sum + float((w * w).sum())
+            w2sum = self._fold(mom, w2sum, self._buffer[:self._held])
         w0 = mom[0]
-        if not w0.any():
+        if not d or w0[0] == 0.0:  # (every feature has the same weights)
             return np.zeros(d), np.zeros(d)
         mean = mom[1] / w0
         var = np.maximum(mom[2] / w0 - mean * mean, 0.0)
@@ -318,6 +301,21 @@ class SmoothedStderr(Component):
         if n_eff > 1.0:
             var = var * n_eff / (n_eff - 1.0)
         return mean, var
+
+    def _fold(self, mom: np.ndarray, w2sum: float, x: np.ndarray) -> float:
+        """Fold the increments ``x`` (rows, oldest first) into the moments ``mom`` (in place);
+        returns the squared weights' sum ``w2sum`` after them."""
+        b = len(x)
+        c = 1.0 - self.alpha
+        if self._powers is None:
+            self._powers = c ** np.arange(_BUFFER - 1, -1, -1)
+        w = self._powers[_BUFFER - b:]  # c^(b-1) .. c^0: the newest increment has weight 1
+        cb = c**b
+        mom *= cb
+        mom[0] += np.add.reduce(w)
+        mom[1] += _column_sums(w, x)
+        mom[2] += _column_sums(w, x * x)
+        return cb * cb * w2sum + float(np.add.reduce(w * w))
 
     def _current_moments(self) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_moments`, computed once between two events."""
@@ -343,9 +341,9 @@ class SmoothedStderr(Component):
     def _own_cov(self) -> np.ndarray:
         """``zeta'``: covariance of an increment with the increment of the event its donor
         came from, per donor use (uses whose donor was never explained count as 0)."""
-        uses = np.array(self._uses)
-        share = np.where(uses > 0.0, np.array(self._owns.n) / np.where(uses > 0.0, uses, 1.0), 0.0)
-        return share * self._owns.covariance()
+        owns = self._owns
+        return np.array([(n / u if u > 0.0 else 0.0) * c
+                         for u, n, c in zip(self._uses, owns.n, owns.covariance().tolist(), strict=True)], dtype=float)
 
     def _reuse(self, var: np.ndarray, c: float) -> np.ndarray:
         """The reuse correction of the increments' variance ``var`` for a smoothing that keeps
@@ -370,14 +368,18 @@ class SmoothedStderr(Component):
 
     def stderrs(self) -> dict[str, float]:
         """Standard error of the smoothed estimate of every feature (0.0 before any increment)."""
-        if self._cached is not None:
-            return dict(self._cached)
-        if self.n == 0:
-            return dict.fromkeys(self._names, 0.0)
-        mean, var = self._current_moments()
-        se = np.sqrt(self._weights2() * (var + self._reuse(var, 1.0 - self.alpha)))
-        self._cached = dict(zip(self._names, se.tolist(), strict=True))
-        return dict(self._cached)
+        return dict(zip(self._names, self.stderr_array().tolist(), strict=True))
+
+    def stderr_array(self) -> np.ndarray:
+        """:meth:`stderrs` as an array in ``features`` order (do not change it: it is kept
+        until the next update)."""
+        if self._cached is None:
+            if self.n == 0:
+                self._cached = np.zeros(len(self._names))
+            else:
+                mean, var = self._current_moments()
+                self._cached = np.sqrt(self._weights2() * (var + self._reuse(var, 1.0 - self.alpha)))
+        return self._cached
 
     def variance_factors(self) -> dict[str, float]:
         """``k`` of every feature: the variance of a long plain mean of its increments over that
@@ -390,7 +392,7 @@ class SmoothedStderr(Component):
         mean, var = self._current_moments()
         safe = np.where(var > 0.0, var, 1.0)
         k = np.where(var > 0.0, 1.0 + self._reuse(var, 1.0) / safe, 1.0)
-        return {f: float(v) for f, v in zip(self._names, k, strict=True)}
+        return dict(zip(self._names, k.tolist(), strict=True))
 
     def stderr(self, feature: str) -> float:
         """Standard error of the smoothed estimate of ``feature`` (see :meth:`stderrs`)."""
@@ -415,7 +417,7 @@ class SmoothedStderr(Component):
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_cached"] = state["_cached_moments"] = state["_cached_cov"] = None
+        state["_cached"] = state["_cached_moments"] = state["_cached_cov"] = state["_powers"] = None
         state["_buffer"] = self._buffer[:self._held].copy()  # only the rows held
         return state
 
@@ -441,4 +443,5 @@ class SmoothedStderr(Component):
         state.setdefault("_cached", None)
         state.setdefault("_cached_moments", None)
         state.setdefault("_cached_cov", None)
+        state.setdefault("_powers", None)
         self.__dict__.update(state)

@@ -2,7 +2,8 @@
 evaluation can reach at best, in one run on the same stream and model (issue 17).
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
-        [--warmup 1000] [--repeats 3] [--main-src DIR] [--kafka] [--kafka-events 2000]
+        [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--kafka]
+        [--kafka-events 2000]
 
 For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reservoirs of
 100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
@@ -15,12 +16,15 @@ after the other):
 - ``fast path``: ``fast_path = auto`` (the values are checked equal to the black box's);
 - ``black-box limit``: what black-box evaluation reaches with no overhead of ours at all:
   evaluations per event x the model's own ``predict_proba_one`` (``predict_one``) time per
-  call + its ``learn_one`` time per event, both measured on a copy of the same model over
-  the same events;
+  call + its ``learn_one`` time per event, both measured on a copy of the same model (made
+  as the explainers' copy is: pickled) over the same events;
 - ``main``, with ``--main-src DIR``: the same loop run by the code in DIR (a copy of main's
   files, ``git archive main | tar -x -C DIR``) in a child process with ``PYTHONPATH=DIR``;
 
-and the ratios between them. ``--kafka`` adds, per model, one worker on a local broker
+and the ratios between them. ``--breakdown`` adds, per model and path, where an event's CPU
+time goes (:func:`breakdown`); ``--same-as DIR`` checks that the code in DIR (e.g. main's)
+gives exactly this checkout's explanations, every field of every report, on either path
+(:func:`same_as`). ``--kafka`` adds, per model, one worker on a local broker
 (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
 model, explain and drift handlers, handler to handler, with checkpoints, in this process
 (events/s of wall time, and of CPU time: the worker process's from ``/proc``).
@@ -29,7 +33,6 @@ model, explain and drift handlers, handler to handler, with checkpoints, in this
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import pickle
@@ -96,10 +99,24 @@ def explain_window(se, window: list, emit_every: int = 10) -> tuple[float, list]
     return time.process_time() - t0, out
 
 
+def digest(out: list) -> str:
+    """A hash of every field of every reported value of a window (``--same-as``)."""
+    import hashlib
+
+    fields = ("explainer", "feature", "value", "n_explained", "curve", "stderr", "n_seen", "var_factor")
+    rows = [(*(getattr(v, f, None) for f in fields), repr(getattr(v, "block", None)))
+            for values in out for v in values]
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
 def child_main(args: argparse.Namespace) -> None:
-    """Run by ``--main-src``: the in-process loop with the code on PYTHONPATH (main's)."""
+    """Run by ``--main-src``: the in-process loop with the code on PYTHONPATH (main's); with
+    ``--same-as``, the digests of that code's explanations on either path instead."""
     data = events(args.child, args.warmup + args.events)
     warm = warm_explainer(args.child, data[:args.warmup])
+    if args.digests:
+        print(json.dumps({m: digest(explain_window(with_path(warm, m), data[args.warmup:])[1]) for m in ("auto", "off")}))
+        return
     times = [explain_window(pickle.loads(pickle.dumps(warm)), data[args.warmup:])[0] for _ in range(args.repeats)]
     print(json.dumps({"per_event": statistics.median(times) / args.events}))
 
@@ -127,8 +144,11 @@ def evaluations_per_event(se, before: dict, n: int) -> float:
 
 
 def black_box_limit(model, window: list, per_event_evals: float, classifier: bool, k: int = 5) -> tuple[float, float, float]:
-    """(seconds per event, predict per call, learn per event) of the model on its own."""
-    m = copy.deepcopy(model)
+    """(seconds per event, predict per call, learn per event) of the model on its own: a copy
+    made as the explainers' is (pickled and read back; a ``deepcopy`` lays a tree's nodes out
+    in memory so that it predicts 6-13 % faster than the model that learnt them, or than any
+    pickled copy, which would count as our overhead)."""
+    m = pickle.loads(pickle.dumps(model))
     predict = m.predict_proba_one if classifier else m.predict_one
     tp = tl = 0.0
     for x, y in window:
@@ -142,6 +162,24 @@ def black_box_limit(model, window: list, per_event_evals: float, classifier: boo
         tl += t2 - t1
     predict_s, learn_s = tp / (k * len(window)), tl / len(window)
     return per_event_evals * predict_s + learn_s, predict_s, learn_s
+
+
+def same_as(src: str, name: str, args: argparse.Namespace) -> None:
+    """Print whether the code in ``src`` explains the window exactly as this checkout does
+    (every field of every reported value, on either path): run in a child process."""
+    env = dict(os.environ, PYTHONPATH=src)
+    cmd = [sys.executable, __file__, "--child", name, "--events", str(args.events), "--warmup", str(args.warmup),
+           "--digests"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the code in {src} failed:\n{done.stderr[-2000:]}")
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    data = events(name, args.warmup + args.events)
+    warm = warm_explainer(name, data[:args.warmup])
+    for mode in ("auto", "off"):
+        ours = digest(explain_window(with_path(warm, mode), data[args.warmup:])[1])
+        print(f"  explanations ({'fast path' if mode == 'auto' else 'black box'}) the same as the code in {src}: "
+              f"{'yes, bit for bit' if ours == theirs[mode] else 'NO'}")
 
 
 def in_process(name: str, args: argparse.Namespace) -> dict:
@@ -178,6 +216,61 @@ def in_process(name: str, args: argparse.Namespace) -> dict:
     return res
 
 
+def timed_parts(se, window: list) -> dict[str, float]:
+    """Seconds per event of the parts of ``se``'s work on ``window``, reports every 10 events
+    (``--breakdown``): the explainers' methods and the model's ``learn_one`` are wrapped, on
+    this copy only, by timers of wall time (``time.perf_counter``; a CPU-time clock is a
+    system call, costlier than some of the parts)."""
+    acc: dict[str, float] = {}
+    clock = time.perf_counter
+
+    def timer(key: str, fn):
+        def timed(*args, **kwargs):
+            t0 = clock()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                acc[key] = acc.get(key, 0.0) + clock() - t0
+        return timed
+
+    for ex in se.explainers:
+        ex.explain_one = timer(ex.name, ex.explain_one)
+        for method in ("replaced", "curves", "many"):  # coalitions() calls many()
+            setattr(ex.model_fn, method, timer(f"{ex.name} evaluations", getattr(ex.model_fn, method)))
+    se.model.learn_one = timer("learn", se.model.learn_one)
+    t0 = clock()
+    explain_window(se, window)
+    acc["total"] = clock() - t0
+    return {k: v / len(window) for k, v in acc.items()}
+
+
+def breakdown(name: str, args: argparse.Namespace) -> None:
+    """Print where an event's CPU time goes, on either path (``--breakdown``), median of
+    ``--repeats`` rounds: per explainer its own work and, within it, its model evaluations,
+    and the model's ``learn_one`` -- their shares of the wall time with timers on, times the
+    CPU time of the same loop without timers; the reports: that CPU time less the same
+    window's without reports; the rest: the stream explainer's own loop."""
+    data = events(name, args.warmup + args.events)
+    window = data[args.warmup:]
+    warm = warm_explainer(name, data[:args.warmup])
+    names = [ex.name for ex in warm.explainers]
+    n = len(window)
+    for mode in ("auto", "off"):
+        rounds = []
+        for _ in range(args.repeats):
+            wall = timed_parts(with_path(warm, mode), window)
+            cpu = explain_window(with_path(warm, mode), window)[0] / n
+            quiet = explain_window(with_path(warm, mode), window, emit_every=n + 1)[0] / n
+            parts = {k: v * cpu / wall["total"] for k, v in wall.items()}
+            parts["total"], parts["reports"] = cpu, cpu - quiet
+            parts["rest"] = cpu - sum(parts[k] for k in names) - parts["learn"] - parts["reports"]
+            rounds.append(parts)
+        med = {k: statistics.median(r.get(k, 0.0) * 1e6 for r in rounds) for k in rounds[0]}
+        cells = [f"{k} {med[k]:.1f} (evaluations {med.get(k + ' evaluations', 0.0):.1f})" for k in names]
+        print(f"  {'fast path' if mode == 'auto' else 'black box'}, us/event: total {med['total']:.1f} = "
+              + ", ".join(cells) + f", learn {med['learn']:.1f}, reports {med['reports']:.1f}, rest {med['rest']:.1f}")
+
+
 def print_in_process(name: str, res: dict, args: argparse.Namespace) -> None:
     rate = {k: 1.0 / res[k] for k in ("off", "auto", "limit", "main") if k in res}
     print(f"\n{MODELS[name][1]}: {res['evals']:.0f} evaluations/event, {args.events} events after {args.warmup}, "
@@ -204,6 +297,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--main-src", default="", help="a copy of main's files: also time the same loop with that code")
+    ap.add_argument("--same-as", default="", help="also check that the code in this directory explains identically")
+    ap.add_argument("--digests", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--breakdown", action="store_true", help="also where an event's time goes, per path")
     ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
     ap.add_argument("--kafka-events", type=int, default=2000)
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
@@ -220,6 +316,10 @@ def main() -> None:
     print(f"river {river.__version__}, Python {sys.version.split()[0]}; CPU time per event in one process")
     for name in names:
         print_in_process(name, in_process(name, args), args)
+        if args.breakdown:
+            breakdown(name, args)
+        if args.same_as:
+            same_as(args.same_as, name, args)
     if args.kafka:
         kafka(names, args)
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from river import drift, forest, tree
 from river.tree.nodes.branch import NominalBinaryBranch, NominalMultiwayBranch
 
 from pipeline.core.fastpath import compile_model
+from pipeline.core.fastpath.tree_curves import class_curves
 from pipeline.core.model import ModelFunction
 
 N_NUM, N_CAT = 3, 2
@@ -71,19 +73,43 @@ def probe_pairs(gen: random.Random, seen: list[dict], k: int) -> list[tuple[str,
     return pairs
 
 
+def probe_grids(gen: random.Random, seen: list[dict], features: list[str], k: int = 8) -> np.ndarray:
+    """ICE grids of the numeric features: seen values, far-out ones, repeats and integers."""
+    grids = []
+    for f in features:
+        values = [gen.choice(seen)[f] for _ in range(k - 3)]
+        grids.append([*values, values[0] * 1e3, float(int(values[1])), values[2]])
+    return np.array(grids, dtype=float)
+
+
 def assert_same(model, outputs, seen, gen, k=25) -> int:
-    """Fast and black-box values agree on random rows and replacements; returns fallbacks."""
+    """Fast and black-box values agree on random rows, replacements and ICE curves (bit for
+    bit); returns fallbacks."""
     fallbacks = 0
     x = gen.choice(seen)
     rows, pairs = probe_rows(gen, seen, k), probe_pairs(gen, seen, k)
+    numeric = [f for f in x if f.startswith("n")]
+    grids = probe_grids(gen, seen, numeric)
     for output, target in outputs:
         fast = ModelFunction(model, output=output, target_class=target)
         slow = ModelFunction(model, output=output, target_class=target, fast_path="off")
         assert fast.path == "fast"
         assert fast.many(rows) == slow.many(rows), (output, fast.fallback_reason)
         assert fast.replaced(x, pairs, with_x=True) == slow.replaced(x, pairs, with_x=True), output
+        # iSAGE's rows: x with the features after a random cut taken from donors (many reach x's leaves)
+        order, donors = gen.sample(list(x), len(x)), gen.sample(seen, 3)
+        assert fast.coalitions(x, order, donors) == slow.coalitions(x, order, donors), output
+        assert fast.many([x] * 9) == slow.many([x] * 9), output
+        if output != "proba":  # a numeric output: ICE curves as arrays
+            assert fast.curves(x, numeric, grids).tobytes() == slow.curves(x, numeric, grids).tobytes(), output
         fallbacks += fast.fallbacks
     return fallbacks
+
+
+def curves_as_arrays(model) -> bool:
+    """Whether the fast path computes this classifier's ICE curves as arrays (two classes)."""
+    x = next(random_stream(0, 1))[0]
+    return class_curves(compile_model(model).new_call(x.keys()), x, ["n0"], np.zeros((1, 2)), 1) is not None
 
 
 CLASSIFIER_OUTPUTS = [("proba", None), ("proba_of", 1), ("label", None), ("value", None)]
@@ -128,6 +154,7 @@ def test_hoeffding_tree_classifier(leaf_prediction, binary_split):
         n_classes = 2 + seed % 2
         assert grow_and_check(model, seed, 900, CLASSIFIER_OUTPUTS, n_classes) == 0
         nominal_splits += sum(isinstance(nd, (NominalBinaryBranch, NominalMultiwayBranch)) for nd in nodes_of(model))
+        assert curves_as_arrays(model) == (n_classes == 2)  # else value by value, as river sums three terms
     assert nominal_splits > 0
 
 
@@ -142,6 +169,7 @@ def test_adaptive_tree_classifier_with_alternate_trees(leaf_prediction):
             drift_detector=drift.ADWIN(delta=0.1))  # a sensitive detector: many alternate trees
         assert grow_and_check(model, seed, 2000, CLASSIFIER_OUTPUTS, 2 + seed % 2, every=100,
                               with_alternates=alternates) == 0
+        assert curves_as_arrays(model) == (seed % 2 == 0)
         switched += model.n_switch_alternate_trees
     # alternate trees were there at some checks, and some replaced the subtree they grew beside
     assert sum(alternates) > 0 and switched > 0, (sum(alternates), switched)

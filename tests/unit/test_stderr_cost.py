@@ -120,3 +120,25 @@ def test_an_ipdp_checkpoint_from_before_the_arrays_still_loads():
     for x in data[100:]:
         assert restored.explain_one(x) == e.explain_one(x)
     assert restored.curves() == e.curves() and restored.stderr == e.stderr
+
+
+def test_a_checkpoint_from_before_the_kept_gradient_and_block_weights_still_loads():
+    """Before, iPDP did not keep the PD curves' gradient (``_grad``) nor its tracker the weights
+    of a block (``_powers``): such a state restores and goes on exactly as the current one."""
+    names = ["a", "b", "c"]
+    e = IPDP(ModelFunction(_product, output="value"), names, grid_size=4, seed=1, alpha=0.05)
+    gen = random.Random(5)
+    data = [{f: gen.random() for f in names} for _ in range(150)]
+    for x in data[:100]:
+        e.explain_one(x)
+    old = pickle.loads(pickle.dumps(e)).__dict__
+    del old["_grad"]
+    se_state = old["_se"].__getstate__()
+    del se_state["_powers"]
+    old["_se"] = SmoothedStderr.__new__(SmoothedStderr)
+    old["_se"].__setstate__(pickle.loads(pickle.dumps(se_state)))
+    restored = IPDP.__new__(IPDP)
+    restored.__setstate__(old)  # (pickling it again would write the tracker's current state)
+    for x in data[100:]:
+        assert restored.explain_one(x) == e.explain_one(x)
+    assert restored.curves() == e.curves() and restored.stderr == e.stderr

@@ -178,6 +178,7 @@ class IPDP(Explainer):
                 self._cpd[f] = {}
                 self._cgrid[f] = []
         self._decay = 1.0  # (1 - a)^t
+        self._grad: tuple | None = None  # the gradient of the PD curves' std (_gradient), kept
         self.n_explained = 0
         self.values = {f: 0.0 for f in self._explained}
         #: each event's increment since the last report (pipeline.core.increments; module docstring)
@@ -199,29 +200,29 @@ class IPDP(Explainer):
             if isinstance(state.get("_se"), dict):  # and one standard-error tracker per feature
                 state["_se"] = SmoothedStderr.joined([state["_se"][f] for f in numeric],
                                                      [f"{f}#{k}" for f in numeric for k in [*range(m), "importance"]])
+        state.setdefault("_grad", None)
         self.__dict__.update(state)
 
     # protocol --------------------------------------------------------------------
     def observe_one(self, x: dict[str, Any], y: Any = None) -> None:
         """Update the storages with ``x`` only (an event skipped under a budget)."""
-        vs = [self._value(f, x) for f in self._explained]  # validate all before any update
-        for f, v in zip(self._explained, vs, strict=True):
-            self._store(f, v)
+        self._store(self._values(x))  # all validated before any update
 
     def explain_one(self, x: dict[str, Any], y: Any = None) -> dict[str, float]:
         """Fold one ICE curve per feature of the current model at ``x`` into the PD
         estimates, then store ``x``; returns ``{feature: importance}``."""
-        vs = [self._value(f, x) for f in self._explained]
+        vs = self._values(x)
         row = self._row
-        grids = self._numeric_grids(vs)  # one row per numeric feature
-        numeric_grids = grids.tolist()
-        cat_grids = {}
-        pairs: list[tuple[str, Any]] = []  # the ICE rows: x with feature f at grid value gv
-        for f, v in zip(self._explained, vs, strict=True):
-            g = numeric_grids[row[f]] if f in row else cat_grids.setdefault(f, self._evaluation_grid(f, v))
-            pairs.extend([(f, gv) for gv in g])
+        fn = self.model_fn
+        cat_grids = {f: self._evaluation_grid(f, v) for f, v in zip(self._explained, vs, strict=True)
+                     if f not in row} if self._cat else {}
+        grids = self._numeric_grids(vs) if row else None
         try:
-            preds = [float(p) for p in self.model_fn.replaced(x, pairs)]
+            # the numeric features' ICE curves, one row per feature: x with that feature at each
+            # grid value (on the fast path the rows share what they have in common)
+            ice = fn.curves(x, list(row), grids) if row else None
+            if cat_grids:  # the categorical features' rows in one call: x with f at each category
+                preds = [float(p) for p in fn.replaced(x, [(f, c) for f, g in cat_grids.items() for c in g])]
         except (TypeError, ValueError) as e:
             raise TypeError(
                 f"model_fn returned a non-number ({e}); IPDP averages model outputs, so the "
@@ -232,55 +233,70 @@ class IPDP(Explainer):
         b = 1.0 - a
         decay = self._decay * b
         self._decay = decay
-        bias = 1.0 - decay
         values = self.values
-        add = self.increments.add
-        if not cat_grids:  # numeric features only: the rows are the features' curves in order
-            ice = np.array(preds, dtype=float).reshape(self._pd.shape)
-        else:
-            ice = np.empty_like(self._pd)
-        i = 0
-        for f in self._explained:
-            if f in row:
-                j = i + self.grid_size
-                if cat_grids:
-                    ice[row[f]] = preds[i:j]
-            else:
-                g = cat_grids[f]
+        if cat_grids:
+            add = self.increments.add
+            i = 0
+            for f, g in cat_grids.items():
                 j = i + len(g)
                 add(f, self._categorical_increment(f, g, preds[i:j]))
                 values[f] = self._update_categorical(f, g, preds[i:j], a, b)
-            i = j
+                i = j
         if row:
-            pd = self._pd
-            lin = _linearised(pd, ice)
-            # the ICE values and the linearised importance increment, feature after feature
-            self._se.add_increments(np.concatenate((ice, lin[:, None]), axis=1).ravel().tolist())
-            # the increment the change test watches: this event's centred ICE curve along the PD
-            # curve so far (module docstring); its ICE spread on the first event, with no PD yet
-            for f, inc in zip(row, (lin if self.n_explained else _stds(ice)).tolist(), strict=True):
-                add(f, inc)
-            self._gx = b * self._gx + a * grids
-            pd = self._pd = b * pd + a * ice
-            # the std scales with the debiasing factor: std(pd / bias) = std(pd) / bias
-            for f, std in zip(row, (_stds(pd) / bias).tolist(), strict=True):
-                values[f] = std
-        for f, v in zip(self._explained, vs, strict=True):
-            self._store(f, v)
+            self._fold_curves(grids, ice, a, b, 1.0 - decay)  # type: ignore[arg-type]
+        self._store(vs)
         self.n_explained += 1
         return dict(values)
+
+    def _fold_curves(self, grids: np.ndarray, ice: np.ndarray, a: float, b: float, bias: float) -> None:
+        """Eq. 2 and 3 for the numeric features' ICE curves ``ice`` at ``grids``: their
+        increments, standard-error series and importances (the module docstring)."""
+        dev, scale, flat = self._gradient()
+        # the increment the change test watches: this event's centred ICE curve along the PD
+        # curve so far; its ICE spread on the first event, with no PD yet
+        lin = np.where(flat, 0.0, scale * _sums(dev * ice))
+        # the standard errors' series: the ICE values and the increment, feature after feature
+        self._se.add_increments(np.concatenate((ice, lin[:, None]), axis=1).ravel())
+        self.increments.add_all(self._row, (lin if self.n_explained else _stds(ice)).tolist())
+        self._gx = b * self._gx + a * grids
+        pd = self._pd = b * self._pd + a * ice
+        dev, ss = _deviations(pd)
+        self._grad = _gradient(dev, ss)
+        # the std scales with the debiasing factor: std(pd / bias) = std(pd) / bias
+        self.values.update(zip(self._row, (np.sqrt(ss / (pd.shape[1] - 1)) / bias).tolist(), strict=True))
+
+    def _gradient(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`_gradient` of the PD curves as they are (kept until they change)."""
+        if self._grad is None:
+            self._grad = _gradient(*_deviations(self._pd))
+        return self._grad
+
+    def _values(self, x: dict[str, Any]) -> list[Any]:
+        """The explained features' values in ``x``, each checked by :meth:`_value` (numbers
+        that are all finite at once, when no feature is categorical)."""
+        if not self._cat:
+            try:
+                vs = [x[f] for f in self._explained]
+            except KeyError:
+                vs = []
+            if vs and all(type(v) is float or type(v) is int for v in vs):
+                total = sum(vs)
+                if total - total == 0:  # no NaN nor infinity (else, or on overflow, each is checked)
+                    return vs
+        return [self._value(f, x) for f in self._explained]
 
     def _numeric_grids(self, vs: list[Any]) -> np.ndarray:
         """The evaluation grid of every numeric feature, one row each: ``lo + (hi - lo) * k / (m - 1)``."""
         lo, hi = [], []
+        storage, row, extreme = self._storage, self._row, self.grid == "extreme"
         for f, v in zip(self._explained, vs, strict=True):
-            if f not in self._row:
+            if f not in row:
                 continue
-            s = self._storage[f]
-            if not len(s):  # t = 1: nothing stored yet
+            s = storage[f]
+            if not s.n_seen:  # t = 1: nothing stored yet
                 lo.append(v)
                 hi.append(v)
-            elif self.grid == "extreme":
+            elif extreme:
                 lo.append(s.min)
                 hi.append(s.max)
             else:
@@ -304,7 +320,10 @@ class IPDP(Explainer):
         move with the smoothed extremes; their spread is not included."""
         out: dict[str, dict[str, list]] = {}
         bias = 1.0 - self._decay
-        stderrs = self._se.stderrs() if self.n_explained else {}
+        if self.n_explained and self._row:  # the numeric features' rows, debiased
+            grids = (self._gx / bias).tolist()
+            pds = (self._pd / bias).tolist()
+            ses = (self._se.stderr_array().reshape(len(pds), -1)[:, :-1] / bias).tolist()
         for f in self._explained:
             if f in self._cat:
                 cpd = self._cpd[f]
@@ -314,9 +333,8 @@ class IPDP(Explainer):
             elif self.n_explained == 0:
                 grid, pd, se = [], [], []
             else:
-                grid = (self._gx[self._row[f]] / bias).tolist()
-                pd = (self._pd[self._row[f]] / bias).tolist()
-                se = [stderrs[f"{f}#{k}"] / bias for k in range(len(pd))]
+                i = self._row[f]
+                grid, pd, se = grids[i], pds[i], ses[i]
             out[f] = {"grid": grid, "pd": pd, "se": se}
         return out
 
@@ -330,10 +348,10 @@ class IPDP(Explainer):
         not differentiable there). Categorical features (importance (max - min) / 4) have
         none."""
         bias = 1.0 - self._decay
-        if self.n_explained == 0:
+        if self.n_explained == 0 or not self._row:
             return {}
-        stderrs = self._se.stderrs()
-        return {f: stderrs[f"{f}#importance"] / bias for f in self._explained if f not in self._cat}
+        se = self._se.stderr_array().reshape(len(self._row), -1)[:, -1] / bias  # each feature's last series
+        return dict(zip(self._row, se.tolist(), strict=True))
 
     # internals -------------------------------------------------------------------
     def _value(self, f: str, x: dict[str, Any]) -> Any:
@@ -395,15 +413,17 @@ class IPDP(Explainer):
         self._cgrid[f] = g
         return pdp_importance([cpd[c][0] / (1.0 - cpd[c][1]) for c in g], categorical=True)
 
-    def _store(self, f: str, v: Any) -> None:
-        s = self._storage[f]
-        s.update(v)
-        if f in self._cat:
+    def _store(self, vs: list[Any]) -> None:
+        """The storages learn the explained features' values ``vs``."""
+        storage = self._storage
+        for f, v in zip(self._explained, vs, strict=True):
+            storage[f].update(v)
+        for f in self._cat.intersection(self._cpd):
             cpd = self._cpd[f]
             if len(cpd) > self.grid_size:
                 # forget categories that left the storage (and the last grid): the state is
                 # bounded by storage_size + grid_size categories
-                grid = self._cgrid[f]
+                s, grid = storage[f], self._cgrid[f]
                 for c in [c for c in cpd if c not in s and c not in grid]:
                     del cpd[c]
 
@@ -417,20 +437,20 @@ def _sums(a: np.ndarray) -> np.ndarray:
     return np.add.accumulate(a, axis=1)[:, -1]
 
 
+def _deviations(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the deviations from the row's mean and their sum of squares."""
+    dev = a - (_sums(a) / a.shape[1])[:, None]
+    return dev, _sums(dev * dev)
+
+
 def _stds(a: np.ndarray) -> np.ndarray:
     """The sample std of every row (:func:`~pipeline.core.batch.pdp.pdp_importance`)."""
-    k = a.shape[1]
-    dev = a - (_sums(a) / k)[:, None]
-    return np.sqrt(_sums(dev * dev) / (k - 1))
+    return np.sqrt(_deviations(a)[1] / (a.shape[1] - 1))
 
 
-def _linearised(pd: np.ndarray, ice: np.ndarray) -> np.ndarray:
-    """Per row, ``sum_k g_k y_k`` with ``g`` the gradient of the std over the grid at ``pd``
-    (0 where the curve is flat)."""
-    k = pd.shape[1]
-    dev = pd - (_sums(pd) / k)[:, None]
-    ss = _sums(dev * dev)
+def _gradient(dev: np.ndarray, ss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gradient of each row's std over the grid, ``g_k = dev_k / ((k - 1) std) = dev_k *
+    scale`` with ``scale = 1 / sqrt(ss (k - 1))``, as ``(dev, scale, flat)``: ``flat`` marks
+    the rows without spread (their gradient is taken as 0)."""
     flat = ss <= 0.0
-    # g_k = dev_k / ((k - 1) std) = dev_k / sqrt(ss (k - 1))
-    scale = 1.0 / np.sqrt(np.where(flat, 1.0, ss) * (k - 1))
-    return np.where(flat, 0.0, scale * _sums(dev * ice))
+    return dev, 1.0 / np.sqrt(np.where(flat, 1.0, ss) * (dev.shape[1] - 1)), flat

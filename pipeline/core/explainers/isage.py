@@ -287,55 +287,38 @@ class ISAGE(Explainer):
             k = int(rand() * (i + 1))
             order[i], order[k] = order[k], order[i]
 
-        of_mean = self._of_mean
         first = 1 if self._mode == "paper" else 0  # else the chain starts at S = {} imputed
         slots = None
-        if self._shared:
+        if self._shared:  # the m donors of the event are shared by its whole chain
             items = removal.reservoir.items  # type: ignore[attr-defined]
-            rows, slots = _shared_chain(x, order, items, m, rng, first)
+            slots = _donor_slots(len(items), m, rng)
+            preds = fn.coalitions(x, order, [items[k] for k in slots], first)
         else:
             rows = removal.sample_chain(x, order, m, rng)  # S = order[:j], j = 1..d-1
             if first == 0:
                 rows = removal.sample_rows(x, order, m, rng) + rows
-        preds = fn.many([x, *rows])  # f(x_t) and the chain's rows in one call
+            preds = fn.many([x, *rows])  # f(x_t) and the chain's rows in one call
         y_full = preds.pop(0)
         if self._y_empty is None:  # Definition 4: f_t0(x, {}) = f_t0(x_t0)
             self._y_empty = dict(y_full) if isinstance(y_full, dict) else y_full
         else:
             self._y_empty = blend_output(self._y_empty, y_full, alpha)
 
+        # the loss of each coalition of the chain, S = order[:j] for j = 0 .. d - 1, then S = D
+        losses = self._losses(y, preds)
+        if first == 0:
+            self._gap = keep * self._gap + alpha * (losses[0] - loss(y, self._y_empty))
+        else:  # "paper": the chain starts at the mean prediction
+            losses.insert(0, loss(y, self._y_empty))
+        losses.append(loss(y, y_full))  # S = D: the full x_t, no draw
+        ds = [losses[j] - losses[j + 1] for j in range(d)]  # Delta of order[j]
+        self.increments.add_all(order, ds)
         values = self.values
         index = self._index
         deltas = self._deltas
-        if first == 0:
-            head, preds = preds[:m], preds[m:]
-            if of_mean is not None:
-                prev = of_mean(y, head)
-            else:
-                prev = loss(y, head[0] if m == 1 else mean_output(head))
-            self._gap = keep * self._gap + alpha * (prev - loss(y, self._y_empty))
-        else:
-            prev = loss(y, self._y_empty)
-        add = self.increments.add
-        for j in range(d - 1):
-            if m == 1:
-                cur = loss(y, preds[j])
-            elif of_mean is not None:
-                cur = of_mean(y, preds[j * m : (j + 1) * m])
-            else:
-                cur = loss(y, mean_output(preds[j * m : (j + 1) * m]))
-            f = order[j]
-            delta = prev - cur
-            add(f, delta)
+        for f, delta in zip(order, ds, strict=True):
             values[f] = keep * values[f] + alpha * delta
             deltas[index[f]] = delta
-            prev = cur
-        cur = loss(y, y_full)  # S = D: the full x_t, no draw
-        f = order[-1]
-        delta = prev - cur
-        add(f, delta)
-        values[f] = keep * values[f] + alpha * delta
-        deltas[index[f]] = delta
 
         self.n_explained += 1
         se = self._se
@@ -349,6 +332,19 @@ class ISAGE(Explainer):
             se.stored(rsv.last_slot, rsv.items, deltas)
         return dict(values)
 
+    def _losses(self, y: Any, preds: list) -> list:
+        """The estimated loss of each coalition whose ``m`` predictions follow each other in ``preds``."""
+        m = self.n_inner_samples
+        loss = self._loss
+        if m == 1:
+            return [loss(y, p) for p in preds]
+        if self._of_mean is not None:
+            of_means = getattr(loss, "of_means", None)
+            if of_means is not None:
+                return of_means(y, preds, m)
+            return [self._of_mean(y, preds[i:i + m]) for i in range(0, len(preds), m)]
+        return [loss(y, mean_output(preds[i:i + m])) for i in range(0, len(preds), m)]
+
     def observe_one(self, x: dict[str, Any], y: Any) -> None:
         """Update the removal's storage only (an event skipped under a budget)."""
         self._n_stored += 1
@@ -358,40 +354,18 @@ class ISAGE(Explainer):
             self._se.stored(rsv.last_slot, rsv.items, None)
 
 
-def _shared_chain(
-    x: dict[str, Any], order: list[str], items: list[dict[str, Any]], m: int, rng: Any, first: int = 1
-) -> tuple[list[dict[str, Any]], list[int]]:
-    """Rows of one permutation chain with ``m`` donors shared by all its coalitions.
-
-    Returns the rows and the donors' slots in ``items``: for ``j = first..d-1``, ``m`` rows with ``order[:j]`` from ``x`` and ``order[j:]``
-    from donor ``k``. The ``m`` donors are distinct stored observations when the storage
-    holds at least ``m`` (drawn without replacement), so the products of their residuals
-    are unbiased for the loss of the mean over the *population*, not only over the storage.
-    """
-    n = len(items)
+def _donor_slots(n: int, m: int, rng: Any) -> list[int]:
+    """The slots of the ``m`` donors of one chain among ``n`` stored observations: distinct
+    when the storage holds at least ``m`` (drawn without replacement), so the products of
+    their residuals are unbiased for the loss of the mean over the *population*, not only
+    over the storage."""
     if m == 1:
-        slots = [int(rng.random() * n)]
-    elif m == 2 and n >= 2:
+        return [int(rng.random() * n)]
+    if m == 2 and n >= 2:
         i = int(rng.random() * n)
         k = int(rng.random() * (n - 1))
-        slots = [i, k + 1 if k >= i else k]
-    elif n >= m:
-        slots = rng.sample(range(n), m)
-    else:  # fewer stored observations than inner samples: only at the start of a stream
-        slots = [int(rng.random() * n) for _ in range(m)]
-    donors = [items[k] for k in slots]
-    d = len(order)
-    # build from the last coalition (one absent feature) back to the first, one feature
-    # swapped in per step; rows[j - 1][k] has order[:j] present, donor k elsewhere
-    per_step: list[list[dict[str, Any]]] = [[] for _ in range(d - first)]
-    for donor in donors:
-        row = x
-        for j in range(d - 1, first - 1, -1):
-            row = row.copy()
-            f = order[j]
-            row[f] = donor[f]
-            per_step[j - first].append(row)
-    out: list[dict[str, Any]] = []
-    for step in per_step:
-        out += step
-    return out, slots
+        return [i, k + 1 if k >= i else k]
+    if n >= m:
+        return rng.sample(range(n), m)
+    # fewer stored observations than inner samples: only at the start of a stream
+    return [int(rng.random() * n) for _ in range(m)]

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 __all__ = ["FastModel", "Unsupported", "VERIFIED_RIVER", "verified_river", "to_output"]
 
 #: the river releases whose internals the fast path was checked against (inclusive range):
@@ -118,6 +120,14 @@ class FastModel:
             self._call, self._keys, self._token, self._uses = call, set(keys), self.token(), 1
         return call
 
+    def _scope_of(self, x: dict) -> Any:
+        """The scope of a call on rows that differ from ``x`` in one feature."""
+        if self.shared:  # the scope keeps parts of x by identity: x must not have changed
+            if x is self._x and x != self._x_copy:
+                self.invalidate()
+            self._x, self._x_copy = x, dict(x)
+        return self._scope(x.keys())
+
     def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:
         """:meth:`output` of each result (a family may convert them all at once)."""
         return [self.output(call, r, output, target_class) for r in results]
@@ -132,13 +142,15 @@ class FastModel:
         results = batch(rows) if batch is not None else [call.row(r) for r in rows]
         return self.outputs(call, results, output, target_class)
 
+    def curves(self, x: dict, features: Sequence[str], grids: Any, output: str, target_class: Any) -> Any:
+        """:meth:`replaced` of every ``(features[i], grids[i, k])``, as a float array of
+        ``grids``' shape (a family may compute the curves as arrays)."""
+        pairs = [(f, v) for f, row in zip(features, grids.tolist(), strict=True) for v in row]
+        return np.array(self.replaced(x, pairs, output, target_class), dtype=float).reshape(grids.shape)
+
     def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], output: str, target_class: Any,
                  with_x: bool = False) -> list:
-        if self.shared:  # the scope keeps parts of x by identity: x must not have changed
-            if x is self._x and x != self._x_copy:
-                self.invalidate()
-            self._x, self._x_copy = x, dict(x)
-        call = self._scope(x.keys())
+        call = self._scope_of(x)
         for f, _ in pairs:
             if f not in x:
                 raise Unsupported(f"feature {f!r} is not in the row")

@@ -25,10 +25,12 @@ which is the order of river's dicts).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Collection
 from typing import Any
 
+import numpy as np
 from river.proba.gaussian import _HALF_LOG_TAU, Gaussian
 from river.tree.splitter.gaussian_splitter import GaussianSplitter
 from river.tree.splitter.nominal_splitter_classif import NominalSplitterClassif
@@ -58,6 +60,14 @@ def normalized(values: list, factor: float | None = None) -> list:
         return list(values)
     m = 1 / factor
     return [v * m for v in values]
+
+
+def _libm(fn: Any, a: np.ndarray, *args: Any) -> np.ndarray:
+    """``fn`` (the C library's ``exp``, ``log`` or Python's ``**``) of every element of ``a``:
+    numpy's own differ from them in the last bit for a few values in a thousand."""
+    flat = a.ravel().tolist()
+    out = map(fn, flat, *(itertools.repeat(v) for v in args))
+    return np.fromiter(out, dtype=float, count=len(flat)).reshape(a.shape)
 
 
 def softmax_votes(votes: list) -> list:
@@ -251,6 +261,93 @@ class NaiveBayesLeaf:
             lse = top + _log(sum([_exp(v - top) for v in votes]))
             dist = [_exp(v - lse) for v in votes]
             out.append(dist if error is None else self._weighed(dist, error))
+        return out
+
+    def curves(self, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:
+        """:meth:`replaced` at ``x`` with ``features[i]`` at each ``grids[i, k]``, as an array
+        ``(classes, features, values)``; None for more than two classes (river sums the
+        exponentiated votes with ``sum()``, which Python 3.12 compensates beyond two terms).
+
+        Each vote takes river's additions in river's order -- the features before, the term
+        of the value unless it is skipped, the kept terms after (padded with 0.0, which
+        changes no vote: a vote is never -0.0) -- and every ``**``, ``exp`` and ``log`` is the
+        C library's (:func:`_libm`); numpy does the rest, which IEEE rounds alike."""
+        n_classes = len(self.classes)
+        if n_classes > 2:
+            return None
+        if self.empty:
+            return np.empty((0, *grids.shape))
+        if x is not self._x:
+            self._see(x)
+        votes = np.empty((n_classes, *grids.shape))
+        gauss: list[tuple[int, int]] = []  # (row, factor) of the features with a Gaussian density
+        for i, f in enumerate(features):
+            k = self.index.get(f)
+            if k is None:  # not a factor of this leaf: x's own votes
+                votes[:, i, :] = np.array(self._x_votes())[:, None]
+            elif self.methods[k][0]:
+                gauss.append((i, k))
+            else:  # a nominal factor: value by value
+                before, after = self._before_after(k)
+                for ci, b in enumerate(before):
+                    if b is None:
+                        votes[ci, i] = 0.0
+                        continue
+                    column = [b if t is None else b + t for t in (self._terms(k, v)[ci] for v in grids[i].tolist())]
+                    for term in after[ci]:
+                        column = [v + term for v in column]
+                    votes[ci, i] = column
+        if gauss:
+            self._gaussian_votes(votes, gauss, grids)
+        # river's log-sum-exp, value by value: top, exp(v - top) summed, top + log(sum), exp(v - lse)
+        top = np.maximum(votes[0], votes[1]) if n_classes == 2 else votes[0]
+        e = _libm(math.exp, votes - top)
+        lse = top + _libm(math.log, e[0] + e[1] if n_classes == 2 else e[0])
+        return _libm(math.exp, votes - lse)
+
+    def _gaussian_votes(self, votes: np.ndarray, gauss: list[tuple[int, int]], grids: np.ndarray) -> None:
+        """The votes of the rows ``gauss`` (row, factor), all classes at once."""
+        rows = [i for i, _ in gauss]
+        splits = [self._before_after(k) for _, k in gauss]
+        width = max(len(t) for _, after in splits for t in after)
+        before, after, consts, dense = [], [], [], []
+        for ci, prior in enumerate(self.priors):  # a class without weight: placeholders, voting 0.0
+            before.append([[0.0 if prior is None else bs[ci]] for bs, _ in splits])
+            after.append([[*afters[ci], *[0.0] * (width - len(afters[ci]))] for _, afters in splits])
+            per_row = [None if prior is None else self.methods[k][1][ci] for _, k in gauss]
+            consts.append([c or (0.0, -1.0, 0.0) for c in per_row])
+            dense.append([[c is not None] for c in per_row])
+        mu, denom, half_log_var = np.array(consts).transpose(2, 0, 1)[..., None]  # (classes, rows, 1) each
+        b = np.array(before)
+        lp = _libm(pow, grids[rows] - mu, 2) / denom - _HALF_LOG_TAU - half_log_var
+        v = np.where(np.array(dense) & (lp > _NEG_INF), b + lp, b)
+        a = np.array(after)  # the kept terms after the factor, padded with 0.0
+        for t in range(width):
+            v = v + a[:, :, t:t + 1]
+        for ci, prior in enumerate(self.priors):
+            if prior is None:  # a class without weight: the vote 0.0
+                v[ci] = 0.0
+        votes[:, rows] = v
+
+    def _before_after(self, k: int) -> tuple[list, list]:
+        split = self._split.get(k)
+        if split is None:
+            split = self._split[k] = self._prefix_suffix(k)
+        return split
+
+    def _x_votes(self) -> list:
+        """Per class, the vote at ``x`` (river's: the prior plus the kept terms in order)."""
+        out = []
+        for prior, column in zip(self.priors, zip(*self._x_terms, strict=True) if self._x_terms
+                                 else [()] * len(self.priors), strict=True):
+            if prior is None:
+                out.append(0.0)
+                continue
+            v = prior
+            for tc in column:
+                if tc is not None:
+                    v += tc
+            out.append(v)
         return out
 
     @staticmethod

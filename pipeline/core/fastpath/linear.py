@@ -30,6 +30,7 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -123,7 +124,7 @@ class LinearCall:
 
     def row(self, row: dict) -> float:
         """``w . scaled(row) + b`` in river's order."""
-        return self.z(row)
+        return self._base if row is self._x else self.z(row)  # x's, summed the same way
 
     def replaced(self, x: dict, feature: str, value: Any) -> float:
         return self.z_replaced(x, feature, value)
@@ -215,6 +216,49 @@ class LinearCall:
         terms[np.arange(n), idx] = v * w[idx]
         return (np.add.accumulate(terms, axis=1)[:, -1] + self.intercept).tolist()
 
+    def z_curves(self, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:
+        """``z`` of ``x`` with ``features[i] = grids[i, k]``, as an array of ``grids``' shape:
+        each row's products in river's order after a 0 (river's sum starts at the integer 0),
+        summed left to right (``np.add.accumulate``); None when a feature has no weight."""
+        if x is not self._x:
+            self._prepare(x)
+        pos = self._pos
+        try:
+            cols = [pos[f] for f in features]
+        except KeyError:
+            return None
+        w, mean, sd, zero_var = self._cols
+        idx = np.array(cols)
+        v = grids
+        if mean is not None:  # the scaler's (v - mean) / var ** 0.5, or 0.0 where the variance is 0
+            v = v - mean[idx][:, None]
+            if sd is not None:
+                v = np.where(zero_var[idx][:, None], 0.0, v / sd[idx][:, None])
+        nf, g = grids.shape
+        n = nf * g
+        terms = np.empty((n, len(self._terms) + 1))
+        terms[:, 0] = 0.0
+        terms[:, 1:] = self._terms
+        terms[np.arange(n), np.repeat(idx, g) + 1] = (v * w[idx][:, None]).ravel()
+        return (np.add.accumulate(terms, axis=1)[:, -1] + self.intercept).reshape(nf, g)
+
+    def output_array(self, z: np.ndarray, output: str, target_class: Any) -> np.ndarray | None:
+        """:meth:`output` of each ``z`` for a numeric output, as floats (None: another output)."""
+        if not self.classifier:
+            return z if output == "value" else None
+        # river's sigmoid: 0 below -30, 1 above 30, else 1 / (1 + exp(-z)) with the C library's exp
+        neg = np.minimum(-z, 30.0)  # (no overflow where the value is 0 anyway)
+        p = 1.0 / (1.0 + np.array(list(map(math.exp, neg.ravel().tolist())), dtype=float).reshape(z.shape))
+        low, high = z.min(), z.max()
+        if low < -30 or high > 30:
+            p = np.where(z < -30, 0.0, np.where(z > 30, 1.0, p))
+        if output == "proba_of":  # {False: 1 - p, True: p}.get(target_class, 0.0)
+            key = _PROBA_KEYS.get(target_class)
+            return np.zeros_like(p) if key is None else p if key else 1.0 - p
+        if output == "value":  # the label True only if its probability is larger
+            return (p > 1.0 - p).astype(float)
+        return None
+
     def outputs(self, zs: list, output: str, target_class: Any) -> list:
         """:meth:`output` of each ``z``."""
         if not self.classifier:
@@ -272,3 +316,9 @@ class LinearFast(FastModel):
 
     def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:
         return call.outputs(results, output, target_class)
+
+    def curves(self, x: dict, features: Sequence[str], grids: np.ndarray, output: str, target_class: Any) -> np.ndarray:
+        call = self._scope_of(x)
+        z = call.z_curves(x, list(features), grids)
+        out = None if z is None else call.output_array(z, output, target_class)
+        return super().curves(x, features, grids, output, target_class) if out is None else out

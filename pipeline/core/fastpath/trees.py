@@ -49,6 +49,7 @@ from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNa
 
 from .base import FastModel, Unsupported
 from .leaves import MajorityLeaf, NaiveBayesLeaf
+from .tree_curves import class_curves
 from .walk import is_branch, runs, split_features, walk
 
 __all__ = ["TreeClassifierFast", "ForestClassifierFast", "list_output"]
@@ -418,6 +419,12 @@ class TreeClassifierFast(FastModel):
 
     def output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
         return call.output(result, output, target_class)
+
+    def curves(self, x: dict, features: Any, grids: Any, output: str, target_class: Any) -> Any:
+        out = None
+        if output == "proba_of":  # the curves of the features off x's path at once
+            out = class_curves(self._scope_of(x), x, list(features), grids, target_class)
+        return super().curves(x, features, grids, output, target_class) if out is None else out
 
     def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:
         if output == "proba_of":  # one class's probability: its position, once
