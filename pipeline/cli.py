@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
                                  "change-episodes, or a full topic name")
     t.add_argument("--from-beginning", action="store_true", help="start at the oldest message, not at new ones")
     t.add_argument("--max", type=int, default=None, help="stop after this many messages")
-    t.add_argument("--idle", type=float, default=None, help="stop after this many seconds without a message")
+    t.add_argument("--idle", type=float, default=None, help="stop after this many seconds without a message, once every partition has been read to its end")
     t.add_argument("--meta", action="store_true", help="wrap each message with its topic, partition, offset and key")
 
     d = sub.add_parser("demo", parents=[common], help="broker + workers + demo stream + live view, all in one")
@@ -106,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", metavar="FILE.png", default=None, help="PNG to write (default: STREAM_ID.png)")
     pl.add_argument("--html", metavar="FILE.html", default=None, help="also write a self-contained HTML report")
     pl.add_argument("--idle", type=float, default=3.0,
-                    help="stop reading the topics after this many seconds without a message (default 3)")
+                    help="stop reading the topics after this many seconds without a message, once every partition has been read "
+                         "to its end (default 3)")
 
     c = sub.add_parser("config", parents=[common],
                        help="print the effective settings as a settings file (TOML, each value's source in a comment; "

@@ -260,12 +260,11 @@ def _json_line(rec: Any, meta: bool) -> str:
 
 
 def plot(args: argparse.Namespace, s: Settings) -> int:
-    from .local.plot import plot_view, read_stream, write_html
+    from .local.plot import plot_summary, plot_view, read_stream, write_html
 
     view = read_stream(s, args.stream_id, idle=args.idle)
     png = plot_view(view, args.out or f"{args.stream_id}.png")
-    last = max((pts["x"][-1] for ex in view["explainers"] for pts in view["series"][ex].values() if pts["x"]), default=-1)
-    print(f"wrote {png} ({len(view['changes'])} change event(s), explained up to seq {last:.0f})")
+    print(plot_summary(view, png))
     if args.html:
         print(f"wrote {write_html(view, png, args.html)}")
     return exit_codes.OK

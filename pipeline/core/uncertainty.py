@@ -348,14 +348,20 @@ class SmoothedStderr(Component):
     def _reuse(self, var: np.ndarray, c: float) -> np.ndarray:
         """The reuse correction of the increments' variance ``var`` for a smoothing that keeps
         ``c`` of its weight per event (``1 - a``; 1: a plain long mean), floored at ``-3/4 var``
-        (a safety floor: se >= se_independent / 2)."""
+        (a safety floor: se >= se_independent / 2).
+
+        Two increments of one series correlate at most fully, so each covariance is bounded by
+        ``var`` (Cauchy-Schwarz). The bound matters after a change of scale: the reuse sums
+        forget ``_PAIRS_SLOWER`` times more slowly than ``var``, so a series whose increments
+        shrank to nothing still carried its old covariance, and ``k`` grew without bound
+        (``tests/unit/test_reuse_bound.py``)."""
         if not (self._donors and self._size > 1):
             return np.zeros_like(var)
         rho = (1.0 - self._replace) ** self._updates
         m = self._donors
         if self._cached_cov is None:
             self._cached_cov = (self._zeta(), self._own_cov())
-        zeta, own_cov = self._cached_cov
+        zeta, own_cov = (np.clip(cov, -var, var) for cov in self._cached_cov)
         extra = m * m * zeta / self._size * 2.0 * c * rho / (1.0 - c * rho)
         extra = extra + 2.0 * m * own_cov
         return np.maximum(extra, -0.75 * var)

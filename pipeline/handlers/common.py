@@ -306,7 +306,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         n = sum(self._replay_one(st, raw, key, Source(src.topic, src.partition, off, timestamp=ts, headers=headers))
                 for off, raw, ts, headers in earlier)
         self.metrics.inc(self.REPLAYED_METRIC, n)
-        log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, key, n, src)
+        log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE,
+                 key.decode(errors="replace") if key is not None else None, n, src)
         return n
 
 

@@ -6,12 +6,16 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from schemas import FeatureEvent, LabelEvent, dumps
 from schemas.features import check_stream_id
 
 from ..settings import Settings
 from .config import check_broker, confluent_config
+
+#: how long a reader waits for its consumer group's assignment before its idle time counts anyway
+JOIN_WAIT_S = 60.0
 
 __all__ = ["produce_events", "produce_raw", "consume", "Record"]
 
@@ -102,6 +106,11 @@ def consume(
 ) -> Iterator[Record]:
     """Yield records of ``topics`` (full names) until ``idle_timeout`` s pass with none (None: forever).
 
+    The idle time counts once the consumer has read to the end of every partition it was
+    assigned (or, if it gets no assignment, after :data:`JOIN_WAIT_S`): joining a consumer group
+    can take longer than the idle time on a busy machine or a new broker, and a reader that
+    gave up then read nothing of a full topic.
+
     Without a reachable broker it raises :class:`~pipeline.kafka.config.BrokerError` on the first
     ``next()``, within :data:`~pipeline.kafka.config.BROKER_CHECK_TIMEOUT_S` seconds."""
     from confluent_kafka import Consumer, KafkaError
@@ -112,20 +121,40 @@ def consume(
         "group.id": group or f"streamxai-reader-{uuid.uuid4().hex[:8]}",
         "auto.offset.reset": "earliest" if from_beginning else "latest",
         "enable.auto.commit": group is not None,
+        "enable.partition.eof": True,
     }))
-    c.subscribe(topics)
-    last = time.monotonic()
+    assigned: set[tuple[str, int]] = set()
+    at_end: set[tuple[str, int]] = set()
+    joined: list[bool] = []
+
+    def on_assign(consumer: Any, partitions: list) -> None:
+        joined.append(True)
+        assigned.update((p.topic, p.partition) for p in partitions)
+
+    def on_revoke(consumer: Any, partitions: list) -> None:
+        for p in partitions:
+            assigned.discard((p.topic, p.partition))
+            at_end.discard((p.topic, p.partition))
+
+    c.subscribe(topics, on_assign=on_assign, on_revoke=on_revoke)
+    start = last = time.monotonic()
     try:
         while True:
             msg = c.poll(poll)
             if msg is None:
-                if idle_timeout is not None and time.monotonic() - last > idle_timeout:
+                now = time.monotonic()
+                caught_up = (joined and at_end >= assigned) or now - start > JOIN_WAIT_S
+                if idle_timeout is not None and caught_up and now - last > idle_timeout:
                     return
                 continue
             if msg.error():
-                if msg.error().code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add((msg.topic(), msg.partition()))
+                    continue
+                if msg.error().code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     continue
                 raise RuntimeError(f"consuming {topics}: {msg.error()}")
+            at_end.discard((msg.topic(), msg.partition()))
             last = time.monotonic()
             yield Record(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value())
     finally:

@@ -174,6 +174,9 @@ class StreamState:
         self.last_pred_seq = -1
         self.last_position = -1
         self.seqs = Trajectory(max_points)  # (position, newest seq), to show seqs for positions
+        # the newest position of each kind of step: a prediction ("predict"), a label learned
+        # ("learn"); a prediction whose label came with it is both
+        self.step_position = {"predict": -1, "learn": -1}
         # labels that come later (None while none waited): events waiting, outcomes, recent delays
         self.waiting: int | None = None
         self.labelled = 0
@@ -329,13 +332,19 @@ class OutputReader:
         if not isinstance(position, int):
             return
         outcome = obj.get("schema") == "label_outcome/v1"
+        steps = st.step_position
         if outcome:
             self._outcome(st, obj)
+            if obj.get("outcome") == "learned":
+                steps["learn"] = max(steps["learn"], position)
         else:
             st.predictions += 1
             st.last_pred_seq = max(st.last_pred_seq, seq)
+            steps["predict"] = max(steps["predict"], position)
             if obj.get("schema") == "prediction/v2" and obj.get("y_true") is None:
                 st.waiting = (st.waiting or 0) + 1
+            else:
+                steps["learn"] = max(steps["learn"], position)
         if position > st.last_position:
             st.last_position = position
             t = ts if ts is not None else self.clock()

@@ -30,7 +30,7 @@ from schemas import StreamxaiError
 from ..settings import Settings
 from .dashboard.state import DashboardState
 
-__all__ = ["read_stream", "plot_view", "write_html"]
+__all__ = ["read_stream", "plot_view", "plot_summary", "write_html"]
 
 NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)"}
 
@@ -53,6 +53,12 @@ def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int 
             f"no explanations of stream {stream_id!r} on {s.topic('explanations')} (read until {idle:g} s idle); "
             "check --stream-id and the topic prefix (`streamxai tail explanations --from-beginning` lists what is there)")
     return view
+
+
+def plot_summary(view: dict[str, Any], png: str | Path) -> str:
+    """The line ``streamxai plot`` prints: the file, the change events, the newest seq every
+    explainer has explained (an event's seq, also where the charts' axis is positions)."""
+    return f"wrote {png} ({len(view['changes'])} change event(s), explained up to seq {view['explained_seq']})"
 
 
 def _exists(s: Settings, topic: str) -> bool:

@@ -71,3 +71,20 @@ def test_port_in_use_is_reported(broker, tmp_path):
         clash.start(timeout=10)
     assert not clash.status().running
     assert clash.stop() is False  # nothing to stop
+
+
+def test_reading_to_idle_counts_idle_time_from_the_assignment(bootstrap, topic_factory):
+    """Found by ``streamxai plot`` (and ``tests/integration/test_plot.py``) on a loaded machine:
+    "no explanations of stream 'p1' ... (read until 2 s idle)" while the topic held them; the
+    idle time was counted from the subscription, so a consumer group join slower than
+    ``--idle`` read nothing. The join alone takes longer than 50 ms; every message is read."""
+    from pipeline.kafka.io import consume
+    from pipeline.settings import Settings
+
+    topic = topic_factory(partitions=2)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(20):
+        producer.produce(topic, value=b"%d" % i, key=b"k%d" % (i % 5))
+    assert producer.flush(30) == 0
+    got = [r.value for r in consume(Settings(features=["a"], bootstrap_servers=bootstrap), [topic], idle_timeout=0.05)]
+    assert sorted(got, key=int) == [b"%d" % i for i in range(20)]

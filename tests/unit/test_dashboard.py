@@ -10,6 +10,7 @@ import orjson
 from aiohttp.test_utils import TestClient, TestServer
 
 from pipeline.local.dashboard import DashboardState, Trajectory, make_web_app
+from pipeline.local.plot import plot_summary
 
 
 def test_trajectory_memory_is_bounded_and_keeps_the_span():
@@ -58,6 +59,53 @@ def test_lag_in_seconds_exact_recently_and_approximate_far_behind():
     v = st.stream_view("s")
     stride = st.streams["s"].pred_history.stride  # thinned: exact to within one stride
     assert v["lag_events"] == 8_999 and 8_999 <= v["lag_s"] <= 8_999 + stride
+
+
+def _labels_later(st: DashboardState, n: int, delay: int) -> int:
+    """Stream "d": event seq arrives (iPDP explains it), then the label of seq - delay comes
+    (iPFI explains that event); one step per position and second. Returns the next position."""
+    position = 0
+    for seq in range(n + delay):
+        if seq < n:
+            st.add("predictions", {"schema": "prediction/v2", "stream_id": "d", "seq": seq, "position": position,
+                                   "y_true": None, "loss": None}, ts=float(position))
+            st.add("explanations", {"stream_id": "d", "explainer": "ipdp", "feature": "a", "value": 0.1,
+                                    "seq": seq, "position": position})
+            position += 1
+        if seq >= delay:
+            st.add("predictions", {"schema": "label_outcome/v1", "stream_id": "d", "seq": seq - delay,
+                                   "position": position, "outcome": "learned", "loss": 0.0, "delay_events": delay,
+                                   "waiting": 0}, ts=float(position))
+            st.add("explanations", {"stream_id": "d", "explainer": "ipfi", "feature": "a", "value": 0.2,
+                                    "seq": seq - delay, "position": position})
+            position += 1
+    return position
+
+
+def test_lag_with_labels_later_is_each_explainers_own_steps():
+    """Found in the dashboard after ``demo --label-delay 500`` ended: every event explained,
+    yet "explanations trail predictions by 500 positions" (iPDP explains the predict steps, the
+    last of which was 500 positions before the last labels' learn steps). Each explainer is
+    measured against the newest step it explains: iPDP the predict steps, iPFI and iSAGE the
+    learn steps (``NEEDS_LABEL``)."""
+    st = DashboardState()
+    position = _labels_later(st, n=20, delay=5)
+    v = st.stream_view("d")
+    assert (v["lag_events"], v["lag_s"]) == (0, 0.0)  # was (6, 6.0): iPDP against the labels' steps
+    assert st.streams_summary()[0]["lag_events"] == 0
+    # a step not explained yet still counts: iPFI one learn step behind
+    st.add("predictions", {"schema": "label_outcome/v1", "stream_id": "d", "seq": 20, "position": position,
+                           "outcome": "learned", "loss": 0.0, "delay_events": 5, "waiting": 0}, ts=float(position))
+    assert st.stream_view("d")["lag_events"] == 1
+
+
+def test_plot_says_how_far_the_stream_was_explained_in_seqs():
+    """Found running ``streamxai plot demo`` on a ``--label-delay 500`` demo of 3,000 events:
+    "wrote demo.png (17 change event(s), explained up to seq 5999)", a position (the newest
+    point of any chart) called a seq."""
+    st = DashboardState()
+    _labels_later(st, n=20, delay=5)
+    assert plot_summary(st.stream_view("d"), "d.png") == "wrote d.png (0 change event(s), explained up to seq 19)"
 
 
 def test_hundred_streams_summarised_and_each_viewable():

@@ -4,6 +4,7 @@ per stream, scale-free, minimum effect, cut estimate, bounded memory, episode gr
 from __future__ import annotations
 
 import math
+import pickle
 import random
 
 import pytest
@@ -307,6 +308,63 @@ def test_the_order_of_messages_within_one_report_does_not_matter():
                 for f, (b, a) in vec.items():
                     assert got.explanations[e][f] == pytest.approx((b, a), rel=1e-12, abs=1e-15)
             assert got.curves == want.curves and got.loss_before == want.loss_before
+
+
+def test_a_change_found_earlier_in_the_same_report_does_not_move_the_others_minimum_effect():
+    """The minimum effect of a series is relative to its explainer's largest level, read from
+    the other series' blocks before the current report. When another series of the same
+    explainer changed earlier in that report, its window had already been cut there, so the
+    level read was its new one: found in seed 60 of ``bench_local_drift.py``, where two iPDP
+    series changed in one report or four reports later depending on which came first. Here
+    ``a`` rises 0.3 -> 1.0 at event 3000 and ``b``'s increments are ``a``'s moved to 0 -> 0.15
+    (the same z at every cut, so both pass the test in the same report): ``b``'s effect is
+    about 0.15 against a minimum of 0.2 x ``a``'s level before that report (about 0.3), not
+    0.2 x ``a``'s new level (about 1.0)."""
+    rng = random.Random(17)
+    blocks = []
+    for t in range(400):
+        xs = [(0.3 if t < 300 else 1.0) + rng.gauss(0.0, 0.5) for _ in range(10)]
+        m = sum(xs) / 10
+        m2 = sum((x - m) ** 2 for x in xs)
+        k = 0.15 / 0.7
+        blocks.append({"a": Block(10, m, m2), "b": Block(10, (m - 0.3) * k, m2 * k * k)})
+
+    def run(order):
+        det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, min_effect=0.2, warmup=0)
+        changes = []
+        for t, bs in enumerate(blocks):
+            for f in order:
+                changes += det.update("ipfi", f, 10 * t + 9, bs[f])[0]
+        return [(c.feature, c.seq, c.cut_seq) for c in changes]
+
+    found = run("ab")
+    assert [f for f, _, _ in found] == ["a", "b"] and found[0][1:] == found[1][1:]
+    assert run("ba") == found[::-1]
+
+
+def test_a_series_test_checkpointed_before_window_at_restores_and_runs():
+    """Checkpoints of STATE_FORMAT 1 written before ``SeriesTest._undropped`` existed lack it;
+    the class-level default fills it in, so a restored test reads and cuts as one that never
+    stopped (state_shapes.json records the attribute under the same format)."""
+    rng = random.Random(5)
+    blocks = [block(rng, 0.0 if t < 60 else 1.0, sd=1.0) for t in range(120)]
+
+    def run(stop_at=None):
+        st, seen = SeriesTest(alpha=1e-3, min_samples=50), []
+        for t, b in enumerate(blocks):
+            if t == stop_at:
+                del st.__dict__["_undropped"]  # as an older version pickled it
+                st = pickle.loads(pickle.dumps(st, protocol=5))
+            seen.append(st.window_at(10 * t).n)  # what another series reads before this report
+            cut = st.add(10 * t, 10 * t + 9, b)
+            if cut is not None:
+                seen.append((10 * t + 9, cut.seq, st.window_at(10 * t + 9).n, st.window_at(10 * t + 10).n))
+        return seen
+
+    want = run()
+    cuts = [x for x in want if isinstance(x, tuple)]
+    assert cuts and cuts[0][2] > cuts[0][3]  # a cut, after which window_at(the cut's report) is the whole window
+    assert run(stop_at=30) == want
 
 
 # --- what a change event promises ----------------------------------------------------------

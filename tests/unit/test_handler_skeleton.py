@@ -73,3 +73,26 @@ def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop(
     assert [orjson.loads(o.value)["reason"] for o in outs] == ["explain_error"]
     assert ("e", 0) not in h.groups
     assert h.needs_recovery(key, Source("explain-tasks", 0, 21))  # rebuilt off the event loop
+
+
+def test_a_rebuilt_states_log_line_names_its_key_as_text(caplog):
+    """Found in a new user's worker log: ``rebuilt model state b'reg-7' from 0 earlier
+    messages of streamxai.arrivals[1]@1`` (the key's bytes repr)."""
+    from helpers.partition_log import PartitionLog
+
+    from pipeline.local.demo_stream import agrawal_events
+    from schemas import dumps
+
+    s = settings(partitions=1)
+    log = PartitionLog()
+    events = [*agrawal_events("a", 3, seed=1), *agrawal_events("reg-7", 1, seed=2)]
+    for ev in events:
+        log.append("features", 0, ev.stream_id.encode(), dumps(ev))
+    h = ModelHandler(s, history=log.history)
+    caplog.set_level("INFO", logger="streamxai")
+    for off, ev in enumerate(events):
+        h.needs_recovery(ev.stream_id.encode(), Source("features", 0, off))
+        h.on_message(dumps(ev), ev.stream_id.encode(), Source("features", 0, off))
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("rebuilt")]
+    assert lines and all("b'" not in line for line in lines), lines
+    assert "rebuilt model state reg-7 from 0 earlier messages" in lines[-1]

@@ -233,6 +233,6 @@ def test_the_checkpointed_state_classes_are_those_recorded_for_this_state_format
         "with a class-level default or a __setstate__ that fills it in, tested), record the new shapes under "
         "the same format; if not (a class gone, an attribute renamed or needed), raise STATE_FORMAT first, so "
         "older checkpoints are set aside and replayed. Record with STREAMXAI_RECORD_STATE_SHAPES=1 "
-        f"pytest {Path(__file__).name} -k shapes. Differences: "
+        f"pytest {Path(__file__).name} -k checkpointed_state_classes. Differences: "
         + "; ".join(f"{stage}: {sorted(set(map(str, now[stage].items())) ^ set(map(str, (want or {}).get(stage, {}).items())))}"
                     for stage in now))

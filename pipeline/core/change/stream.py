@@ -222,7 +222,9 @@ class StreamChangeDetector(Component):
     # internals -------------------------------------------------------------------
     # Order independence: the other series' messages of the current report (same seq) may come
     # before or after this one (explain groups on different workers), so every read of another
-    # series uses only its blocks that end before the current seq, and curves sent before it.
+    # series uses only its blocks that end before the current seq, from its window as it was
+    # before a change found earlier in this report cut it (SeriesTest.window_at), and curves
+    # sent before it.
     def _keep_curve(self, st: _Series, seq: int, curve: dict) -> None:
         """The newest curve, and a thinned history over the span of the series' window: at
         most about ``_CURVES_KEPT`` of them, evenly spaced in events."""
@@ -255,7 +257,7 @@ class StreamChangeDetector(Component):
         return self._loss.split(cut_seq, since=max(start, min(self.warmup, cut_seq)))
 
     def _level_before(self, explainer: str, feature: str, upto: int) -> Block:
-        w = self._series[(explainer, feature)].test.window
+        w = self._series[(explainer, feature)].test.window_at(upto)
         return w.before(w.upto(upto))
 
     def _scale(self, explainer: str, upto: int) -> float:
@@ -273,7 +275,7 @@ class StreamChangeDetector(Component):
             if (e, f) == own[:2]:
                 pair: tuple[float | None, float | None] = (own[2].mean, own[3].mean)
             else:
-                b, a = st.test.window.split(cut_seq, upto)
+                b, a = st.test.window_at(upto).split(cut_seq, upto)
                 pair = (b.mean if b else None, a.mean if a else None)
             out.setdefault(e, {})[f] = pair
         return out

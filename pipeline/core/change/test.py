@@ -181,10 +181,27 @@ class SeriesTest(Component):
         self.buckets_per_level = buckets_per_level
         self._reset()
 
+    #: (seq, window): the window as it was before the newest cut or absorption, which dropped
+    #: its older buckets at event ``seq`` (see :meth:`window_at`)
+    _undropped: tuple[int, SeriesWindow] | None = None
+
     def _reset(self) -> None:
         self.window = SeriesWindow(self.max_increments, self.buckets_per_level)
         self.checks = 0
         self.absorbed = 0  # changes absorbed (significant, below the minimum effect; module docstring)
+        self._undropped = None
+
+    def window_at(self, seq: int) -> SeriesWindow:
+        """The window to read the blocks that end before event ``seq`` from: the current one,
+        or, when the check of a block ending at or after ``seq`` dropped older buckets (a cut
+        or an absorption), the window as it was before that drop. Whoever reads a series as of
+        one report then sees the same blocks whether its message of that report came first."""
+        u = self._undropped
+        return u[1] if u is not None and seq <= u[0] else self.window
+
+    def _drop_before(self, i: int, seq: int) -> None:
+        self._undropped = (seq, self.window.copy())
+        self.window.drop_before(i)
 
     def add(self, seq_lo: int, seq_hi: int, block: Block, min_effect: float | Callable = 0.0,
             var_factor: float = 1.0, absorb: Callable[[Block, Block, int], bool] | None = None) -> Cut | None:
@@ -231,7 +248,7 @@ class SeriesTest(Component):
             if small is not None and absorb is not None:
                 i = small[0]
                 if absorb(w.before(i), total - w.before(i), w.buckets[i].seq_lo):
-                    w.drop_before(i)
+                    self._drop_before(i, seq_hi)
                     self.checks = 0
                     self.absorbed += 1
             return None
@@ -241,7 +258,7 @@ class SeriesTest(Component):
         a = w.before(i)
         cut = Cut(w.buckets[i].seq_lo, a, total - a, z, thr, eff, last - first + 1, self.checks, tested,
                   w.buckets[0].seq_lo)
-        w.drop_before(i)
+        self._drop_before(i, seq_hi)
         self.checks = 0
         return cut
 

@@ -114,6 +114,13 @@ class SeriesWindow(Component):
                 k += 1
             self.drop_before(k)
 
+    def copy(self) -> SeriesWindow:
+        """A copy that later adds and drops of this window leave as it is (buckets and blocks
+        are never changed in place, so they are shared)."""
+        out = SeriesWindow(self.max_increments, self.buckets_per_level)
+        out.buckets, out.prefixes = list(self.buckets), list(self.prefixes)
+        return out
+
     def drop_before(self, i: int) -> None:
         """Forget ``buckets[:i]``."""
         del self.buckets[:i]

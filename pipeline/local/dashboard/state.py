@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from ...core.stream import NEEDS_LABEL
 from ..output_reader import OutputReader, StreamState, Trajectory, change_levels
 
 __all__ = ["DashboardState", "Trajectory", "change_levels"]
@@ -59,24 +60,30 @@ class DashboardState(OutputReader):
 
     def lag(self, st: StreamState) -> tuple[int | None, float | None]:
         """Positions (events, and labels that came later) and seconds the slowest explainer
-        trails the predictions: the time between the step it explained last and the newest one."""
+        trails the predictions: between the step it explained last and the newest step of the
+        kind it explains (iPDP a prediction, iPFI and iSAGE a label learned: ``NEEDS_LABEL``),
+        so explainers that have explained every step they can are not behind."""
         if not st.explained_position or st.last_position < 0:
             return None, None
-        explained = min(st.explained_position.values())
-        events = max(0, st.last_position - explained)
+        behind = []
+        for ex, explained in st.explained_position.items():
+            label = NEEDS_LABEL.get(ex)
+            newest = st.last_position if label is None else st.step_position["learn" if label else "predict"]
+            behind.append((max(0, newest - explained), explained, max(newest, explained)))
+        events, explained, newest = max(behind)
+        then, now = self._time_at(st, explained), self._time_at(st, newest)
+        return events, None if then is None or now is None else round(max(0.0, now - then), 3)
+
+    @staticmethod
+    def _time_at(st: StreamState, position: int) -> float | None:
+        """When the step at ``position`` (or the newest before it) was published: exact for the
+        last 2,000 steps, else the nearest older thinned point; None if unknown."""
         times = st.pred_times
-        if not times:
-            return events, None
-        if explained >= times[0][0]:
+        if times and position >= times[0][0]:
             positions = [p for p, _, _ in times]  # bounded (2,000) and only built when asked
-            i = bisect.bisect_right(positions, explained) - 1
-            then = times[i][1]
-        else:  # further behind than the exact window: the nearest older thinned point
-            i = bisect.bisect_right(st.pred_history.xs, explained) - 1
-            if i < 0:
-                return events, None
-            then = st.pred_history.ys[i]
-        return events, round(max(0.0, times[-1][1] - then), 3)
+            return times[bisect.bisect_right(positions, position) - 1][1]
+        i = bisect.bisect_right(st.pred_history.xs, position) - 1
+        return st.pred_history.ys[i] if i >= 0 else None
 
     def streams_summary(self) -> list[dict[str, Any]]:
         out = []
@@ -108,6 +115,7 @@ class DashboardState(OutputReader):
             "predictions": st.predictions,
             "last_seq": st.last_pred_seq,
             "last_position": st.last_position,
+            "explained_seq": st.min_explained_seq(),
             "lag_events": events,
             "lag_s": secs,
             "labels": self._labels(st),

@@ -1,0 +1,57 @@
+"""The reservoir-reuse correction after a change of scale (found by use: a new user's linear
+regression whose feature x1 stopped mattering at event 2,000 gave no change event, and the
+dashboard showed x1's iPFI as 0.000 ± 1.158 long after).
+
+The reuse statistics (the covariance ``zeta`` of two increments that drew the same donor, and
+``zeta'`` with the donor's own event) forget 32 times more slowly than the increments' variance,
+so when a feature's increments shrink to nothing they still carry the old scale: the variance
+factor ``k = 1 + reuse / var`` grew without bound (5 at 200 events after the change, 33 at 400,
+10^7 at 2,000), the change test divided every z by ``sqrt(k)`` and never fired, and the
+standard error kept the old spread. Two increments of one series have a correlation of at
+most 1, so each covariance is at most the variance (Cauchy-Schwarz); the correction is bounded
+by it.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pipeline.core.explainers import IPFI
+from pipeline.reference import Recorded, run_in_process
+from pipeline.settings import Settings
+from schemas import FeatureEvent
+
+FEATURES = [f"x{i}" for i in range(5)]
+
+
+def _run():
+    s = Settings(features=FEATURES, target="number", output="value", loss="squared",
+                 model="river.linear_model.LinearRegression", model_params={}, explainers=["ipfi", "isage"],
+                 alpha=0.01, drift_warmup=500)
+    rng = random.Random(1)
+    arrivals = []
+    for seq in range(4_000):
+        x = {f: rng.gauss(0, 1) for f in FEATURES}
+        y = 3 * x["x0"] + (2.0 if seq < 2_000 else 0.0) * x["x1"] - x["x2"] + rng.gauss(0, 0.1)
+        arrivals.append(Recorded(FeatureEvent("reg-7", seq, float(seq), x, y)))
+    return run_in_process(s, arrivals)
+
+
+@pytest.mark.slow  # 4,000 events of a regression through the core: about 2 s
+def test_a_regression_feature_that_stops_mattering_is_a_change_and_its_interval_shrinks():
+    run = _run()
+    x1 = {(ex, cut) for (_, _, ex, f), (cut, before, after) in run.changes.items()
+          if f == "x1" and before > 5.0 and abs(after) < 2.0}
+    # iPFI's x1 falls from about 8 towards 0 as the model unlearns its weight: detected, the new
+    # regime starting at most 500 events before the change at 2,000 (the buckets' resolution;
+    # bench_drift.py counts a drift found by the same rule) and at most 500 after it
+    assert any(ex == "ipfi" and 1_500 <= cut <= 2_500 for ex, cut in x1), run.changes
+    ipfi = next(e for e in run.explainers["reg-7"].explainers if isinstance(e, IPFI))
+    k, se = ipfi.variance_factors, ipfi.stderr
+    # x1's increments have been ~0 for 2,000 events: its interval is as narrow as its increments
+    assert se["x1"] < 0.05, se  # was 0.59, beside a level before of 8
+    # with full correlation k is 1 + m^2 / L * 2 rho / (1 - rho) + 2 m: 4.98 for iPFI's one
+    # donor (m) from a geometric reservoir of L = 100 (rho = 1 - 1/L); was 10^7
+    assert k["x1"] <= 1 + 1 / 100 * 2 * 0.99 / 0.01 + 2 + 1e-9, k
