@@ -6,12 +6,14 @@ from typing import Any
 
 from pipeline.handlers import Handler
 
-from ._forward import forward
+from ._forward import Outbox, forward
 
 
 def install_drift_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
+    outbox = Outbox(app.producer, handler.settings, handler.metrics)
+
     @app.agent(topics["explanations"], name="streamxai.drift")
     async def drift_agent(stream: Any) -> None:
-        await forward(stream, handler, topics, "drift")
+        await forward(stream, handler, outbox, "drift")
 
     return drift_agent

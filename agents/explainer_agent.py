@@ -6,12 +6,14 @@ from typing import Any
 
 from pipeline.handlers import Handler
 
-from ._forward import forward
+from ._forward import Outbox, forward
 
 
 def install_explainer_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
+    outbox = Outbox(app.producer, handler.settings, handler.metrics)
+
     @app.agent(topics["explain-tasks"], name="streamxai.explainer")
     async def explainer_agent(stream: Any) -> None:
-        await forward(stream, handler, topics, "explain")
+        await forward(stream, handler, outbox, "explain")
 
     return explainer_agent

@@ -6,12 +6,14 @@ from typing import Any
 
 from pipeline.handlers import Handler
 
-from ._forward import forward
+from ._forward import Outbox, forward
 
 
 def install_intake_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
+    outbox = Outbox(app.producer, handler.settings, handler.metrics)
+
     @app.agent(topics["intake"], name="streamxai.intake")
     async def intake_agent(stream: Any) -> None:
-        await forward(stream, handler, topics, "intake")
+        await forward(stream, handler, outbox, "intake")
 
     return intake_agent

@@ -7,12 +7,14 @@ from typing import Any
 
 from pipeline.handlers import Handler
 
-from ._forward import forward
+from ._forward import Outbox, forward
 
 
 def install_model_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
+    outbox = Outbox(app.producer, handler.settings, handler.metrics)
+
     @app.agent(topics["arrivals"], name="streamxai.model")
     async def model_agent(stream: Any) -> None:
-        await forward(stream, handler, topics, "model")
+        await forward(stream, handler, outbox, "model")
 
     return model_agent

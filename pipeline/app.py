@@ -21,6 +21,7 @@ from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
 from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 from .kafka.checkpoints import FileCheckpointStore
 from .kafka.config import TOPIC_NAMES, faust_credentials
+from .kafka.faust_transport import QuietMonitor, RawSchema, use_bounded_fetch_wait
 from .kafka.replay import PartitionHistory
 from .metrics import Metrics
 from .settings import Settings
@@ -73,15 +74,15 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         producer_linger_ms=5,
         broker_session_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
+        Monitor=QuietMonitor,
     )
+    use_bounded_fetch_wait(app)
     topics: dict[str, faust.TopicT] = {
-        name: app.topic(settings.topic(name), key_type=bytes, value_type=bytes,
-                        key_serializer="raw", value_serializer="raw", partitions=settings.partitions)
+        name: app.topic(settings.topic(name), schema=RawSchema(), partitions=settings.partitions)
         for name in TOPIC_NAMES
     }
     # the intake reads both inputs: what it forwards to arrivals is the order the model learns in
-    topics["intake"] = app.topic(settings.topic("features"), settings.topic("labels"), key_type=bytes,
-                                 value_type=bytes, key_serializer="raw", value_serializer="raw")
+    topics["intake"] = app.topic(settings.topic("features"), settings.topic("labels"), schema=RawSchema())
     history = PartitionHistory(settings)
     store = checkpoint_store(settings)
     stateful: list[MessageHandler] = []

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import orjson
-from helpers.pipeline_runs import wait_for_members
+from _cpu_profile import START, STOP
+from helpers.pipeline_runs import wait_for_members, worker_metrics
 
 from pipeline.app import checkpoint_store
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
@@ -20,7 +23,7 @@ from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import consume, produce_events
 from pipeline.local.ports import free_port
 from pipeline.settings import Settings
-from pipeline.worker import spawn_worker, stop_worker
+from pipeline.worker import settings_env, spawn_worker, stop_worker
 from schemas import dumps
 
 __all__ = ["in_process_worker", "kafka_workers", "broker_for"]
@@ -65,6 +68,18 @@ def in_process_worker(s: Settings, events: list) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def _written(proc: subprocess.Popen, path: str, timeout: float = 30.0) -> None:
+    """Ask the sampler of ``proc`` to write its samples to ``path``, and wait until it has."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    proc.send_signal(STOP)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the profiled worker wrote no samples to {path} within {timeout:g} s")
+        time.sleep(0.05)
+
+
 def _cpu_seconds(pids: list[int]) -> float:
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
@@ -74,34 +89,69 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str) -> tuple[float, float]:
-    """``(wall, cpu)`` seconds from the first prediction to the last report's explanations of
-    every stream, with ``n_workers`` fresh workers on ``s``'s broker (joined before the
-    backlog is produced, so start-up and group joins are not counted)."""
+def _profiled_worker(s: Settings, log_file: str, out: str) -> subprocess.Popen:
+    """A worker (every role) run under the CPU sampler of ``_cpu_profile.py``, which writes to ``out``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
+    env.update(settings_env(s))
+    sampler = str(Path(__file__).with_name("_cpu_profile.py"))
+    cmd = [sys.executable, sampler, out, "--", "-m", "pipeline.cli", "worker", "--roles", "model,explain,drift",
+           "--loglevel", "warning"]
+    with open(log_file, "ab") as log:
+        return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: str | None = None,
+                  ) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds from the moment the backlog is produced until the drift agents
+    have taken up every explanation of it, with ``n_workers`` fresh workers on ``s``'s broker
+    (joined before, so start-up and group joins are not counted; the intake's and the drift
+    agent's work are, as the in-process loop does the drift handler's). With ``profile`` (a
+    path; one worker), the worker's CPU is sampled over the same span and written there
+    (``_cpu_profile.breakdown`` reads it)."""
     ensure_topics(s)
-    procs = [spawn_worker(s.replace(web_port=free_port()), log_file=f"{tmp}/w{i}.log", loglevel="warning")
-             for i in range(n_workers)]
+    each = [s.replace(web_port=free_port()) for _ in range(n_workers)]
+    if profile:
+        procs = [_profiled_worker(each[0], f"{tmp}/w0.log", profile)]
+    else:
+        procs = [spawn_worker(w, log_file=f"{tmp}/w{i}.log", loglevel="warning") for i, w in enumerate(each)]
     try:
         wait_for_members(s, n_workers, timeout=120)
-        produce_events(s, events)
         last: dict[str, int] = {}
         for ev in events:
             last[ev.stream_id] = ev.seq
         want = {sid: q - (q + 1) % s.emit_every for sid, q in last.items()}
         n_values = len(s.features) * len(s.explainers)
         seen: dict[str, set] = {}
-        t_first = c_first = None
-        for rec in consume(s, [s.topic("predictions"), s.topic("explanations")], idle_timeout=180):
-            if t_first is None:
-                t_first, c_first = time.perf_counter(), _cpu_seconds([p.pid for p in procs])
-            if not rec.topic.endswith("explanations"):
-                continue
+        n_explanations = 0
+        t0, c0 = time.perf_counter(), _cpu_seconds([p.pid for p in procs])
+        if profile:
+            procs[0].send_signal(START)
+        produce_events(s, events)
+        for rec in consume(s, [s.topic("explanations")], idle_timeout=180):
+            n_explanations += 1
             m = orjson.loads(rec.value)
             if m["seq"] >= want[m["stream_id"]]:
                 seen.setdefault(m["stream_id"], set()).add((m["explainer"], m["feature"]))
                 if len(seen) == len(last) and all(len(v) == n_values for v in seen.values()):
-                    return time.perf_counter() - t_first, _cpu_seconds([p.pid for p in procs]) - c_first
-        raise RuntimeError(f"the workers did not finish: {({k: len(v) for k, v in seen.items()})} of {n_values} values")
+                    break
+        else:
+            raise RuntimeError(f"the workers did not finish: {({k: len(v) for k, v in seen.items()})} of "
+                               f"{n_values} values")
+        _drift_done(each, n_explanations)
+        done = time.perf_counter() - t0, _cpu_seconds([p.pid for p in procs]) - c0
+        if profile:
+            _written(procs[0], profile)
+        return done
     finally:
         for p in procs:
             stop_worker(p)
+
+
+def _drift_done(workers: list[Settings], n: int, timeout: float = 180.0) -> None:
+    """Until the drift agents of ``workers`` have taken up ``n`` explanations in all (their
+    metrics pages, polled every 10 ms)."""
+    deadline = time.monotonic() + timeout
+    while sum(worker_metrics(w)["counters"].get("explanations_seen", 0) for w in workers) < n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the drift agents did not take up {n} explanations within {timeout:g} s")
+        time.sleep(0.01)

@@ -3,7 +3,7 @@ evaluation can reach at best, in one run on the same stream and model (issue 17)
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
         [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--kafka]
-        [--kafka-events 2000]
+        [--kafka-events 2000] [--kafka-repeats 3] [--kafka-only] [--profile]
 
 For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reservoirs of
 100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
@@ -27,7 +27,9 @@ gives exactly this checkout's explanations, every field of every report, on eith
 (:func:`same_as`). ``--kafka`` adds, per model, one worker on a local broker
 (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
 model, explain and drift handlers, handler to handler, with checkpoints, in this process
-(events/s of wall time, and of CPU time: the worker process's from ``/proc``).
+(events/s of wall time, and of CPU time: the worker process's from ``/proc``); ``--profile``
+prints where the worker's CPU goes per event (``_cpu_profile.py``: per agent, its handler by
+layer, receiving and sending; the clients' own tasks and the event loop).
 """
 
 from __future__ import annotations
@@ -302,6 +304,10 @@ def main() -> None:
     ap.add_argument("--breakdown", action="store_true", help="also where an event's time goes, per path")
     ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
     ap.add_argument("--kafka-events", type=int, default=2000)
+    ap.add_argument("--kafka-repeats", type=int, default=3)
+    ap.add_argument("--kafka-only", action="store_true", help="skip the in-process comparisons of the paths")
+    ap.add_argument("--profile", action="store_true",
+                    help="with --kafka: one more worker run, its CPU sampled, and where it went")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -314,7 +320,7 @@ def main() -> None:
     import river
 
     print(f"river {river.__version__}, Python {sys.version.split()[0]}; CPU time per event in one process")
-    for name in names:
+    for name in names if not args.kafka_only else ():
         print_in_process(name, in_process(name, args), args)
         if args.breakdown:
             breakdown(name, args)
@@ -325,9 +331,12 @@ def main() -> None:
 
 
 def kafka(names: list[str], args: argparse.Namespace) -> None:
-    """One worker on a local broker against its work done in this process, per model."""
+    """One worker on a local broker against its work done in this process, per model: the
+    medians of ``--kafka-repeats`` rounds (each round runs both, one after the other), and with
+    ``--profile`` where the worker's CPU went in one more run, sampled."""
     import tempfile
 
+    from _cpu_profile import print_breakdown
     from _worker_runs import broker_for, in_process_worker, kafka_workers
     from helpers.pipeline_runs import make_settings
 
@@ -335,20 +344,35 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
 
     tmp = tempfile.mkdtemp(prefix="streamxai-bench-speed-")
     print(f"\nOne Kafka worker (roles model, explain, drift; fast_path = auto; {args.kafka_events} events of one "
-          "stream) against the same handlers in this process (wall time; CPU time of the worker process)")
+          f"stream) against the same handlers in this process (wall time; CPU time of the worker process); "
+          f"median of {args.kafka_repeats}")
     with broker_for(tmp) as bootstrap:
         for name in names:
             data = events(name, args.kafka_events)
             evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(data)]
             fields = {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
-            s = make_settings(bootstrap, f"{tmp}/{name}-worker", **fields)
-            local = make_settings(bootstrap, f"{tmp}/{name}-local", **fields)
-            wall_in, cpu_in = in_process_worker(local, evs)
-            wall_k, cpu_k = kafka_workers(s, evs, 1, tmp)
+            rounds: dict[str, list[float]] = {"wall_in": [], "cpu_in": [], "wall_k": [], "cpu_k": []}
+            for r in range(args.kafka_repeats):
+                local = make_settings(bootstrap, f"{tmp}/{name}-local{r}", **fields)
+                wall_in, cpu_in = in_process_worker(local, evs)
+                s = make_settings(bootstrap, f"{tmp}/{name}-worker{r}", **fields)
+                wall_k, cpu_k = kafka_workers(s, evs, 1, tmp)
+                for k, v in zip(rounds, (wall_in, cpu_in, wall_k, cpu_k), strict=True):
+                    rounds[k].append(v)
+            wall_in, cpu_in, wall_k, cpu_k = (statistics.median(v) for v in rounds.values())
+            ratios = sorted(a / b for a, b in zip(rounds["wall_in"], rounds["wall_k"], strict=True))
             n = len(evs)
             print(f"  {name:9s} in-process {n / wall_in:8.1f} events/s ({n / cpu_in:8.1f} per CPU s); "
                   f"Kafka worker {n / wall_k:8.1f} events/s ({n / cpu_k:8.1f} per CPU s); "
-                  f"ratio {wall_in / wall_k:4.2f} (CPU {cpu_in / cpu_k:4.2f})")
+                  f"ratio {wall_in / wall_k:4.2f} (CPU {cpu_in / cpu_k:4.2f}); ratios of the rounds "
+                  f"{', '.join(f'{x:.2f}' for x in ratios)}")
+            print(f"    CPU per event: in-process {cpu_in / n * 1e6:.0f} us, worker {cpu_k / n * 1e6:.0f} us "
+                  f"(+{(cpu_k - cpu_in) / n * 1e6:.0f} us)")
+            if args.profile:
+                s = make_settings(bootstrap, f"{tmp}/{name}-profiled", **fields)
+                _, cpu = kafka_workers(s, evs, 1, tmp, profile=f"{tmp}/{name}.samples.json")
+                print_breakdown(f"{tmp}/{name}.samples.json", n, cpu)
+
 
 if __name__ == "__main__":
     main()

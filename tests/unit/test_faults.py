@@ -4,6 +4,8 @@ with a reason."""
 
 from __future__ import annotations
 
+import collections
+
 import orjson
 import pytest
 
@@ -126,31 +128,41 @@ class _Stream:
             yield _Event(k, v, off)
 
 
-class _Topic:
-    """A producer with the broker's size limit: bigger messages raise like aiokafka's
-    MessageSizeTooLargeError; ``down`` makes every send fail."""
+class _Producer:
+    """Faust's producer with the broker's size limit per topic: bigger messages raise like
+    aiokafka's MessageSizeTooLargeError; a topic that is ``down`` refuses every send."""
 
-    def __init__(self, limit=1_000_000, down=False):
-        self.limit, self.down, self.sent = limit, down, []
+    def __init__(self, limits, down):
+        self.limits, self.down, self.sent = limits, down, {}
 
-    async def send(self, key, value, partition=None, callback=None):
+    async def send(self, topic, key, value, partition, timestamp, headers):
+        import asyncio
+
+        short = topic.split(".", 1)[1]
         size = len(value) + len(key or b"")
-        if self.down or size > self.limit:
-            raise RuntimeError(f"MessageSizeTooLargeError: {size} bytes" if not self.down else "broker unreachable")
-        self.sent.append((key, value))
-        if callback:
-            callback(None)
+        if short in self.down or size > self.limits.get(short, 1_000_000):
+            raise RuntimeError(f"MessageSizeTooLargeError: {size} bytes" if short not in self.down
+                               else "broker unreachable")
+        self.sent.setdefault(short, []).append((key, value))
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
 
 
-def _run_agent(handler, items, **topic_kw):
+def _run_agent(handler, items, limits=None, down=()):
+    """What the agent loop sends for ``items``, by (short) topic name."""
     import asyncio
 
-    from agents._forward import forward
+    from agents._forward import Outbox, forward
 
-    topics = {name: _Topic(**topic_kw.get(name, {})) for name in
-              ("predictions", "explain-tasks", "explanations", "drift-events", "dead-letters")}
-    asyncio.run(forward(_Stream(items), handler, topics, "model"))
-    return topics
+    producer = _Producer(limits or {}, set(down))
+
+    async def run():
+        await forward(_Stream(items), handler, Outbox(producer, handler.settings, handler.metrics), "model")
+        await asyncio.sleep(0)  # the acknowledgements' callbacks
+
+    asyncio.run(run())
+    return collections.defaultdict(list, producer.sent)
 
 
 def test_a_message_just_under_the_broker_limit_gets_a_dead_letter_that_fits():
@@ -163,8 +175,8 @@ def test_a_message_just_under_the_broker_limit_gets_a_dead_letter_that_fits():
     items = [(b"s", dumps(events[0])), (b"s", big), (b"s", dumps(events[2])), (b"s", dumps(events[3]))]
     mh = ModelHandler(settings())
     topics = _run_agent(mh, items)
-    assert [orjson.loads(v)["seq"] for _, v in topics["predictions"].sent] == [0, 2, 3]
-    ((key, value),) = topics["dead-letters"].sent
+    assert [orjson.loads(v)["seq"] for _, v in topics["predictions"]] == [0, 2, 3]
+    ((key, value),) = topics["dead-letters"]
     assert len(key) + len(value) <= settings().max_dead_letter_bytes
     dl = orjson.loads(value)
     assert dl["reason"] == "oversized" and dl["truncated"] is True
@@ -179,8 +191,8 @@ def test_a_dead_letter_that_cannot_be_sent_is_counted_as_an_error_not_as_sent():
     events = list(agrawal_events("s", 3, seed=1))
     items = [(b"s", dumps(events[0])), (b"s", b"not json"), (b"s", dumps(events[1]))]
     mh = ModelHandler(settings())
-    topics = _run_agent(mh, items, **{"dead-letters": {"down": True}})
-    assert [orjson.loads(v)["seq"] for _, v in topics["predictions"].sent] == [0, 1]
+    topics = _run_agent(mh, items, down=["dead-letters"])
+    assert [orjson.loads(v)["seq"] for _, v in topics["predictions"]] == [0, 1]
     assert mh.metrics.get("dead_letters{reason=malformed}") == 0
     assert mh.metrics.get("send_errors{topic=dead-letters}") == 1
 
@@ -189,9 +201,9 @@ def test_an_output_the_producer_refuses_becomes_a_dead_letter_of_the_input():
     events = list(agrawal_events("s", 3, seed=1))
     items = [(b"s", dumps(ev)) for ev in events]
     mh = ModelHandler(settings())
-    topics = _run_agent(mh, items, predictions={"limit": 10})
-    assert topics["predictions"].sent == [] and len(topics["explain-tasks"].sent) == 3
-    assert [orjson.loads(v)["reason"] for _, v in topics["dead-letters"].sent] == ["send_error"] * 3
+    topics = _run_agent(mh, items, limits={"predictions": 10})
+    assert topics["predictions"] == [] and len(topics["explain-tasks"]) == 3
+    assert [orjson.loads(v)["reason"] for _, v in topics["dead-letters"]] == ["send_error"] * 3
     assert mh.metrics.get("dead_letters{reason=send_error}") == 3
 
 

@@ -110,7 +110,7 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
         beat = asyncio.create_task(heartbeat(done))
         await asyncio.sleep(0)
         n0 = len(ticks)
-        await forward(Stream(), SlowToRebuild(), {}, "drift")
+        await forward(Stream(), SlowToRebuild(), None, "drift")
         n1 = len(ticks)
         done.set()
         await beat

@@ -157,8 +157,8 @@ def test_agents_of_one_worker_take_turns():
                 yield Event(off)  # never waits: the data is already there
 
     async def both():
-        await asyncio.gather(forward(Stream(), Handler("model"), {}, "model"),
-                             forward(Stream(), Handler("explain"), {}, "explain"))
+        await asyncio.gather(forward(Stream(), Handler("model"), None, "model"),
+                             forward(Stream(), Handler("explain"), None, "explain"))
 
     asyncio.run(both())
     assert order.index("explain") < 5 and order[:20].count("model") <= 11

@@ -1,0 +1,159 @@
+"""What a worker's Faust app changes in Faust's Kafka driver (aiokafka) and its bookkeeping, and why.
+
+- **The consumer's fetch wait** (:data:`FETCH_MAX_WAIT_MS`). Faust creates its consumer with
+  ``fetch_max_wait_ms=1500``. aiokafka keeps one fetch request in flight per broker, for the
+  partitions it holds no records of; the broker answers it when one of *those* partitions gets
+  data, or after the wait. A worker consumes what it produces (arrivals, explain tasks,
+  explanations), so the partition that gets data next is often not in the request in flight:
+  one worker then sat idle for up to 1.5 s at a time: from the first prediction to the last
+  explanation of 2,000 events (logistic regression, issue 17) took it 2.6-3.0 s of wall time
+  for 1.4-1.6 s of CPU; with the wait bounded, 1.0-1.2 s. (Until its drift agent had taken up
+  every explanation, 5.4-6.3 s against 6.6-8.0 s: the drift agent's backlog is another story,
+  see README.)
+- **The hand-over of each record** (``_Consumer.wait_first``). Faust's fetcher hands every
+  record to the agents' streams by racing the hand-over against a paused flow, a stop and a
+  crash (mode's ``wait_first``: four tasks and ``asyncio.wait`` per record), so that a
+  rebalance never waits on a full stream buffer. That race was about half of what a Faust
+  agent doing nothing costs per message (``bench_faust_floor.py``: 54-57 us, 30-31 us with
+  the hand-over in one task). The worker's consumer runs the hand-over in one task and
+  cancels it itself when the flow is paused or the consumer stops: the same outcome (the
+  record is not handed over; Faust fetches it again from the committed offset after the
+  rebalance), one task instead of four.
+- **Decoding** (:class:`RawSchema`). The worker's topics carry bytes its handlers parse
+  themselves; Faust's schema still looks up the "raw" codec in its registry for the key and
+  the value of every message (9 % of an agent's CPU per message doing nothing else, measured
+  with cProfile on ``bench_faust_floor.py``). The raw schema hands the record's bytes over as
+  they are, which is what the "raw" codec returns for bytes and ``None``.
+- **Faust's monitor** (:class:`QuietMonitor`). Faust's ``Monitor`` sensor keeps statistics of
+  every message in, every stream event and every send, which no page of ours shows (the
+  worker's metrics are :class:`pipeline.metrics.Metrics`); the quiet one keeps the rest of
+  the monitor (commit and offset bookkeeping) and skips the per-message hooks.
+
+>>> import faust
+>>> app = faust.App("doc", broker="kafka://127.0.0.1:9", Monitor=QuietMonitor)
+>>> use_bounded_fetch_wait(app)
+>>> app.transport.Consumer.__name__, type(app.monitor).__name__
+('_Consumer', 'QuietMonitor')
+>>> app.topic("t", schema=RawSchema()).schema.key_type
+<class 'bytes'>
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from faust import Schema
+from faust.sensors.monitor import Monitor
+from faust.transport.drivers import aiokafka as driver
+
+__all__ = ["FETCH_MAX_WAIT_MS", "QuietMonitor", "RawSchema", "use_bounded_fetch_wait"]
+
+#: how long the broker may hold a worker's fetch request when none of its partitions has data
+FETCH_MAX_WAIT_MS = 20
+
+
+class _ConsumerThread(driver.AIOKafkaConsumerThread):
+    def _create_worker_consumer(self, transport: Any) -> Any:
+        consumer = super()._create_worker_consumer(transport)
+        # read by AIOKafkaConsumer.start() when it builds its fetcher; the constructor took Faust's 1500
+        consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
+        return consumer
+
+
+class _Consumer(driver.Consumer):
+    _handover: asyncio.Future | None = None
+
+    def _new_consumer_thread(self) -> _ConsumerThread:
+        return _ConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    async def wait_first(self, *coros: Any, timeout: Any = None) -> Any:
+        """The fetcher's hand-over of one record (``callback(message)``, raced against
+        ``suspend_flow.wait()``) in one task, cancelled by :meth:`stop_flow` or a stop; any
+        other wait as mode does it."""
+        if not self._is_handover(coros, timeout) or self.suspend_flow.is_set() or self.should_stop:
+            return await super().wait_first(*coros, timeout=timeout)
+        handover, suspended = coros
+        suspended.close()  # never started: the flow is watched by stop_flow instead
+        task = self._handover = asyncio.ensure_future(handover)
+        try:
+            await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and current is not None and not current.cancelling():
+                return None  # the flow paused or the consumer stopped: the record is not handed over
+            raise
+        finally:
+            self._handover = None
+        return None
+
+    def _is_handover(self, coros: tuple, timeout: Any) -> bool:
+        if len(coros) != 2 or timeout is not None or not asyncio.iscoroutine(coros[1]):
+            return False
+        frame = getattr(coros[1], "cr_frame", None)
+        return frame is not None and frame.f_locals.get("self") is self.suspend_flow
+
+    def _interrupt_handover(self) -> None:
+        if self._handover is not None and not self._handover.done():
+            self._handover.cancel()
+
+    def stop_flow(self) -> None:
+        super().stop_flow()
+        self._interrupt_handover()
+
+    async def on_stop(self) -> None:
+        self._interrupt_handover()
+        await super().on_stop()
+
+
+class _Transport(driver.Transport):
+    Consumer = _Consumer
+
+
+def use_bounded_fetch_wait(app: Any) -> None:
+    """Give ``app`` (a Faust app on a ``kafka://`` broker) a consumer whose fetch requests wait at
+    most :data:`FETCH_MAX_WAIT_MS` (the module docstring says why)."""
+    app.transport = _Transport(app.conf.broker_consumer, app, loop=app.loop)
+
+
+class QuietMonitor(Monitor):
+    """Faust's monitor without its per-message statistics (the module docstring says why)."""
+
+    def on_message_in(self, tp: Any, offset: int, message: Any) -> None:
+        pass
+
+    def on_stream_event_in(self, tp: Any, offset: int, stream: Any, event: Any) -> None:
+        return None
+
+    def on_stream_event_out(self, tp: Any, offset: int, stream: Any, event: Any, state: Any = None) -> None:
+        pass
+
+    def on_message_out(self, tp: Any, offset: int, message: Any) -> None:
+        pass
+
+    def on_send_initiated(self, producer: Any, topic: str, message: Any, keysize: int, valsize: int) -> Any:
+        return None
+
+    def on_send_completed(self, producer: Any, state: Any, metadata: Any) -> None:
+        pass
+
+    def on_send_error(self, producer: Any, exc: BaseException, state: Any) -> None:
+        pass
+
+
+class RawSchema(Schema):
+    """Keys and values as the bytes the record carries, no codec looked up (the module
+    docstring says why).
+
+    >>> RawSchema().loads_value(None, type("Record", (), {"value": b"{}"})())
+    b'{}'
+    """
+
+    def __init__(self) -> None:
+        super().__init__(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+
+    def loads_key(self, app: Any, message: Any, *, loads: Any = None, serializer: Any = None) -> Any:
+        return message.key
+
+    def loads_value(self, app: Any, message: Any, *, loads: Any = None, serializer: Any = None) -> Any:
+        return message.value

@@ -1,0 +1,134 @@
+"""Where a worker's CPU goes: a sampling profiler on CPU time, and its breakdown.
+
+Run a command under it (the benchmarks run a worker so)::
+
+    python tests/benchmarks/_cpu_profile.py OUT -- -m pipeline.cli worker ...
+
+It samples the main thread's stack every ``INTERVAL_S`` of the process's CPU time (``SIGPROF``
+from ``setitimer(ITIMER_PROF)``: time waiting in ``epoll`` is never sampled, and a C call is
+counted to the Python function that made it; the kernel fires the timer at most once a tick,
+so the samples give shares, which :func:`print_breakdown` scales to the CPU time measured). Sampling starts on signal ``START`` (what came before
+is dropped) and stops on ``STOP``, which writes the samples to ``OUT`` (JSON: stack -> count;
+a stack is its frames root first, each ``file:function``, with the agent loop's stage).
+
+:func:`breakdown` groups the samples: per agent (intake, model, explain, drift) what its
+handler did (our code, by layer) and what it cost the agent to receive and send its messages
+(Faust, aiokafka), and the rest (the clients' fetch and send tasks, the event loop).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import signal
+import sys
+from collections import Counter
+
+INTERVAL_S = 0.004
+#: the signals that start and stop sampling (real-time ones: the worker's own handlers take SIGUSR1)
+START, STOP = signal.SIGRTMIN + 3, signal.SIGRTMIN + 4
+
+#: where a frame's file lies -> its layer, first match wins (our folders, then libraries)
+LAYERS = (
+    ("/pipeline/core/", "core"), ("/pipeline/handlers/", "handlers"), ("/pipeline/metrics.py", "metrics"),
+    ("/schemas/", "schemas"), ("/agents/", "agents"), ("/pipeline/", "pipeline"),
+    ("/river/", "river"), ("/numpy/", "numpy"), ("/faust/", "faust"), ("/mode/", "faust"),
+    ("/aiokafka/", "aiokafka"), ("/asyncio/", "asyncio"), ("selectors.py", "asyncio"),
+)
+
+
+def layer(path: str) -> str:
+    for part, name in LAYERS:
+        if part in path:
+            return name
+    return "other"
+
+
+def _sampler(out: str) -> None:
+    samples: Counter[str] = Counter()
+    on = {"run": False}
+
+    def sample(_sig: int, frame) -> None:  # noqa: ANN001
+        if not on["run"]:
+            return
+        frames = []
+        stage = ""
+        while frame is not None:
+            code = frame.f_code
+            frames.append(f"{code.co_filename}:{code.co_name}")
+            if code.co_name == "forward" and code.co_filename.endswith("_forward.py"):
+                stage = str(frame.f_locals.get("stage", ""))
+            frame = frame.f_back
+        samples[stage + "|" + ";".join(reversed(frames))] += 1
+
+    def start(_sig: int, _frame) -> None:  # noqa: ANN001
+        samples.clear()
+        on["run"] = True
+
+    def stop(_sig: int, _frame) -> None:  # noqa: ANN001
+        on["run"] = False
+        tmp = out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"interval_s": INTERVAL_S, "samples": dict(samples)}, f)
+        os.replace(tmp, out)
+
+    signal.signal(signal.SIGPROF, sample)
+    signal.signal(START, start)
+    signal.signal(STOP, stop)
+    signal.setitimer(signal.ITIMER_PROF, INTERVAL_S, INTERVAL_S)
+
+
+def _part(stage: str, frames: list[str]) -> str:
+    """What one sample was doing: ``<agent>: handler <layer>``, ``<agent>: send``,
+    ``<agent>: receive`` or, outside the agents, the layer of the innermost frame."""
+    if stage:
+        in_handler = in_send = False
+        for fr in frames:
+            if fr.endswith((":on_message", ":on_batch")) and "/pipeline/handlers/" in fr:
+                in_handler = True
+                break
+            if fr.endswith(("_forward.py:_send", "_forward.py:_send_all")):
+                in_send = True
+                break
+        if in_handler:
+            inner = layer(frames[-1].rsplit(":", 1)[0])
+            return f"{stage}: handler ({inner})"
+        return f"{stage}: {'send' if in_send else 'receive, loop'}"
+    return f"outside the agents: {layer(frames[-1].rsplit(':', 1)[0])}"
+
+
+def breakdown(path: str) -> tuple[float, list[tuple[str, float]]]:
+    """``(cpu seconds sampled, [(part, cpu seconds)])``, largest part first."""
+    with open(path) as f:
+        data = json.load(f)
+    parts: Counter[str] = Counter()
+    for key, n in data["samples"].items():
+        stage, _, stack = key.partition("|")
+        parts[_part(stage, stack.split(";"))] += n * data["interval_s"]
+    total = sum(parts.values())
+    return total, parts.most_common()
+
+
+def print_breakdown(path: str, events: int, cpu: float, indent: str = "    ") -> None:
+    """The parts of ``cpu`` seconds (the worker's, measured) over ``events``, as sampled in ``path``."""
+    sampled, parts = breakdown(path)
+    parts = [(p, s * cpu / sampled) for p, s in parts]
+    total = cpu
+    print(f"{indent}worker CPU {total / events * 1e6:.0f} us/event ({sampled / INTERVAL_S:.0f} samples); "
+          "by part (us/event, share):")
+    for part, secs in parts:
+        if secs / total >= 0.005:
+            print(f"{indent}  {part:42s} {secs / events * 1e6:7.1f}  {secs / total * 100:5.1f} %")
+    ours = sum(s for p, s in parts if ": handler" in p)
+    print(f"{indent}  handlers {ours / events * 1e6:.0f} us/event; transport and loop "
+          f"{(total - ours) / events * 1e6:.0f} us/event ({(total - ours) / total * 100:.0f} %)")
+
+
+if __name__ == "__main__":
+    out, sep, *rest = sys.argv[1:]
+    if sep != "--" or rest[:1] != ["-m"]:
+        raise SystemExit("usage: _cpu_profile.py OUT -- -m MODULE ARGS...")
+    _sampler(out)
+    sys.argv = [rest[1], *rest[2:]]
+    runpy.run_module(rest[1], run_name="__main__", alter_sys=True)

@@ -1,0 +1,97 @@
+"""The worker's changes to Faust's driver keep what Faust hands the agents."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import contextmanager
+
+import faust
+import pytest
+from faust.types import Message
+
+from pipeline.kafka.faust_transport import RawSchema, use_bounded_fetch_wait
+
+
+@pytest.mark.parametrize(("key", "value"), [(b"s1", b'{"x": 1}'), (None, b"\xff\x00"), (b"s1", None), (b"", b"")])
+def test_raw_schema_decodes_as_faust_raw_codec(key, value):
+    """The agents' topics once used Faust's "raw" codec; the raw schema must give the same key and
+    value for every record (bytes, empty, absent), or handlers would see other input."""
+    app = faust.App("raw-schema-test", broker="kafka://127.0.0.1:9")
+    codec = faust.Schema(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+    msg = Message("t", 0, 7, 0.0, 0, [("origin", b"f")], key, value, None)
+    ours, faust_s = (asyncio.run(schema.decode(app, msg, propagate=True)) for schema in (RawSchema(), codec))
+    assert (ours.key, ours.value, ours.headers) == (faust_s.key, faust_s.value, faust_s.headers)
+    assert (ours.key, ours.value) == (key, value)
+
+
+@contextmanager
+def _consumer():
+    """The worker's consumer, never started (no broker): its hand-over needs none."""
+    app = faust.App("handover-test", broker="kafka://127.0.0.1:9", loop=asyncio.get_running_loop())
+    use_bounded_fetch_wait(app)
+    consumer = app.consumer
+    try:
+        yield consumer
+    finally:
+        consumer._thread.thread_loop.close()  # the loop its (never started) fetch thread made
+
+
+def test_handover_runs_the_callback_and_a_paused_flow_interrupts_a_blocked_one():
+    """The fetcher's hand-over (callback raced against suspend_flow.wait()) in one task: it hands
+    the record over, and a hand-over blocked on a full buffer ends when the flow pauses (a
+    rebalance), without the record, as with mode's wait_first; mode still does other waits."""
+
+    async def run():
+        with _consumer() as consumer:
+            return await hand_over(consumer)
+
+    async def hand_over(consumer):
+        handed = []
+
+        async def callback(record):
+            handed.append(record)
+
+        assert await consumer.wait_first(callback("r1"), consumer.suspend_flow.wait()) is None
+        blocked, cancelled = asyncio.Event(), []
+
+        async def blocking(record):
+            try:
+                await blocked.wait()  # a stream buffer that stays full
+                handed.append(record)
+            except asyncio.CancelledError:
+                cancelled.append(record)
+                raise
+
+        waiting = asyncio.ensure_future(consumer.wait_first(blocking("r2"), consumer.suspend_flow.wait()))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        consumer.stop_flow()
+        assert await asyncio.wait_for(waiting, 5) is None  # a bound on the wait, not a measurement
+        ready = asyncio.Event()
+        ready.set()
+        other = await consumer.wait_first(ready.wait(), timeout=1)  # not a hand-over: mode's race
+        return handed, cancelled, other.stopped
+
+    assert asyncio.run(run()) == (["r1"], ["r2"], False)
+
+
+def test_cancelling_the_fetcher_cancels_the_handover_and_propagates():
+    async def run():
+        with _consumer() as consumer:
+            return await cancel(consumer)
+
+    async def cancel(consumer):
+        blocked = asyncio.Event()
+
+        async def blocking(record):
+            await blocked.wait()
+
+        waiting = asyncio.ensure_future(consumer.wait_first(blocking("r"), consumer.suspend_flow.wait()))
+        await asyncio.sleep(0.01)
+        handover = consumer._handover
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        return handover.cancelled(), consumer._handover
+
+    assert asyncio.run(run()) == (True, None)
