@@ -118,6 +118,7 @@ def file_events(
             for row in reader:
                 line = reader.line_num
                 try:
+                    _check_width(row, columns)
                     ev = make({f: row[f] for f in features}, row[col] if col else None,
                               row.get(ts_column) if ts_column else None, _cell)
                 except _BadLine as e:
@@ -220,7 +221,7 @@ def file_labels(
         def csv_rows() -> Iterator[tuple[int, Any]]:
             with fh:
                 for row in reader:
-                    yield reader.line_num, (row.get("seq"), row[col], row.get(ts_column) if ts_column else None, True)
+                    yield reader.line_num, (row, (row.get("seq"), row[col], row.get(ts_column) if ts_column else None, True))
 
         rows = csv_rows()
     else:
@@ -256,6 +257,9 @@ def file_labels(
                 if col is None:
                     raise _BadLine(f"no target field ({target_kind!r}, 'y' or 'target'; name it with --target)")
                 row = (obj.get("seq"), obj[col], obj.get(ts_column or "ts") if ts_column else None, False)
+            else:
+                cells, row = row
+                _check_width(cells, columns)
             label = make(start_seq + n, *row)
         except _BadLine as e:
             report.bad.append((line_no, str(e)))
@@ -265,6 +269,16 @@ def file_labels(
         if label is not None:
             report.valid += 1
             yield label
+
+
+def _check_width(row: dict[Any, Any], columns: list[str]) -> None:
+    """A CSV row of another width than its header (``csv.DictReader`` fills a short row with
+    None and keeps a long row's extra cells under the key None) is a bad line, not an event
+    whose missing cells are guessed."""
+    if None in row or None in row.values():
+        width = len(columns) + len(row.get(None) or ()) - sum(v is None for k, v in row.items() if k is not None)
+        raise _BadLine(f"{width} cells where the header has {len(columns)} ({', '.join(columns)}); "
+                       "an empty cell is written as nothing between two commas")
 
 
 def _seq(v: Any) -> int:

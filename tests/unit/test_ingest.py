@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from pipeline.handlers import ModelHandler, Source
-from pipeline.ingest import FileReport, file_events
+from pipeline.ingest import FileReport, file_events, file_labels
 from pipeline.settings import Settings
 from schemas import BadValue, FeatureSpec, dumps, parse_feature_event
 
@@ -42,6 +42,21 @@ def test_csv_cells_are_still_converted(tmp_path):
     f.write_text("w,size,label\n1,2,1\n")
     (ev,) = file_events(f, "f", ["w", "size"], categorical=["size"])
     assert ev.x == {"w": 1.0, "size": "2"} and type(ev.x["w"]) is float and ev.y == 1
+
+
+def test_a_csv_row_with_fewer_or_more_cells_than_the_header_is_a_bad_line(tmp_path):
+    """Was: a row short of its label cell was sent as an event whose label comes later, and a
+    row with an extra cell dropped it, both without a word (found by a new user's trial)."""
+    f = tmp_path / "d.csv"
+    f.write_text("w,size,label\n1,2,1\n3,4\n5,6,0,9\n7,8,\n")
+    report = FileReport()
+    events = list(file_events(f, "f", ["w", "size"], report=report))
+    assert [(e.x["w"], e.y) for e in events] == [(1.0, 1), (7.0, None)]  # an empty label cell: it comes later
+    assert [line for line, _ in report.bad] == [3, 4]
+    assert all("the header has 3" in why for _, why in report.bad), report.bad
+    report = FileReport()
+    labels = list(file_labels(f, "f", report=report, clock=lambda: 0.0))
+    assert [(e.seq, e.y) for e in labels] == [(0, 1)] and [line for line, _ in report.bad] == [3, 4]
 
 
 def test_an_integral_float_for_a_categorical_feature_is_that_integer():
