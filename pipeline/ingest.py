@@ -134,12 +134,7 @@ def file_events(
             if not line:
                 continue
             try:
-                try:
-                    obj = json.loads(line, parse_constant=_reject_constant)
-                except json.JSONDecodeError as e:
-                    raise _BadLine(f"not valid JSON ({e.msg} at column {e.colno})") from None
-                if not isinstance(obj, dict):
-                    raise _BadLine(f"a JSON {type(obj).__name__}, expected an object")
+                obj = _json_object(line)
                 if obj.get("schema") == FeatureEvent.SCHEMA:
                     obj.pop("schema")
                     try:
@@ -237,12 +232,7 @@ def file_labels(
     for line_no, row in rows:
         try:
             if isinstance(row, str):
-                try:
-                    obj = json.loads(row, parse_constant=_reject_constant)
-                except json.JSONDecodeError as e:
-                    raise _BadLine(f"not valid JSON ({e.msg} at column {e.colno})") from None
-                if not isinstance(obj, dict):
-                    raise _BadLine(f"a JSON {type(obj).__name__}, expected an object")
+                obj = _json_object(row)
                 if obj.get("schema") == LabelEvent.SCHEMA:  # a label event as it would be sent
                     if not isinstance(obj.get("stream_id"), str) or "y" not in obj:
                         raise _BadLine("a label_event/v1 needs a string stream_id and y")
@@ -269,6 +259,17 @@ def file_labels(
         if label is not None:
             report.valid += 1
             yield label
+
+
+def _json_object(line: str) -> dict[str, Any]:
+    """One JSONL line as an object, or a bad line saying why it is not one."""
+    try:
+        obj = json.loads(line, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise _BadLine(f"not valid JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(obj, dict):
+        raise _BadLine(f"a JSON {type(obj).__name__}, expected an object")
+    return obj
 
 
 def _check_width(row: dict[Any, Any], columns: list[str]) -> None:
