@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FastModel", "Unsupported", "VERIFIED_RIVER", "verified_river", "to_output"]
+__all__ = ["FastModel", "Unsupported", "VERIFIED_RIVER", "verified_river", "to_output", "tree_kind"]
 
 #: the river releases whose internals the fast path was checked against (inclusive range):
 #: tests/unit/test_fastpath_*.py compare it with black-box evaluation on random models
@@ -46,6 +46,17 @@ def verified_river(version: str) -> bool:
     v = tuple(int(p) for p in parts)
     lo, hi = VERIFIED_RIVER
     return lo <= v <= hi
+
+
+def tree_kind(model: Any, method: str, adaptive: type, plain: type) -> str | None:
+    """"hat" or "ht" if ``model``'s ``method`` is that of river's adaptive or plain Hoeffding
+    tree class (a subclass that overrides it is not recognised), else None."""
+    own = getattr(type(model), method, None)
+    if own is getattr(adaptive, method):
+        return "hat"
+    if own is getattr(plain, method):
+        return "ht"
+    return None
 
 
 def to_output(raw: Any, output: str, target_class: Any) -> Any:

@@ -29,7 +29,7 @@ from river.tree.base import Branch
 from river.tree.nodes.hatr_nodes import AdaBranchRegressor, AdaLeafRegAdaptive, AdaLeafRegMean, AdaLeafRegModel
 from river.tree.nodes.htr_nodes import LeafAdaptive, LeafMean, LeafModel
 
-from .base import FastModel, Unsupported
+from .base import FastModel, Unsupported, tree_kind
 from .linear import LinearCall, _glm_kind
 from .walk import is_branch, runs, split_features, walk
 
@@ -43,12 +43,7 @@ _LEAF_MODES = {
 
 
 def _kind(model: Any) -> str | None:
-    predict = getattr(type(model), "predict_one", None)
-    if predict is HoeffdingAdaptiveTreeRegressor.predict_one:
-        return "hat"
-    if predict is HoeffdingTreeRegressor.predict_one:
-        return "ht"
-    return None
+    return tree_kind(model, "predict_one", HoeffdingAdaptiveTreeRegressor, HoeffdingTreeRegressor)
 
 
 class _RegTree:

@@ -47,7 +47,7 @@ from river.tree.nodes.hatc_nodes import (
 )
 from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNaiveBayesAdaptive
 
-from .base import FastModel, Unsupported
+from .base import FastModel, Unsupported, tree_kind
 from .leaves import MajorityLeaf, NaiveBayesLeaf
 from .tree_curves import class_curves
 from .walk import is_branch, runs, split_features, walk
@@ -69,12 +69,7 @@ _ADA_BRANCHES = frozenset({AdaNomBinaryBranchClass, AdaNumBinaryBranchClass, Ada
 
 def _is_classifier_tree(model: Any) -> str | None:
     """"ht" or "hat" if ``model`` predicts with river's (adaptive) Hoeffding tree code."""
-    proba = getattr(type(model), "predict_proba_one", None)
-    if proba is HoeffdingAdaptiveTreeClassifier.predict_proba_one:
-        return "hat"
-    if proba is HoeffdingTreeClassifier.predict_proba_one:
-        return "ht"
-    return None
+    return tree_kind(model, "predict_proba_one", HoeffdingAdaptiveTreeClassifier, HoeffdingTreeClassifier)
 
 
 class _Leaf:
