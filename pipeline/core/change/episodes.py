@@ -34,7 +34,7 @@ sloping line and differ by little (the demo's stream under the 30,000-event demo
 paged "reliance on salary grew" at z = -1.3 while its loss fell from 0.31 to 0.22 over 5,000
 events); a slope below zero at one-sided 2.5% (``z <= -1.96``) makes it ``learning``. The price:
 a loss that did not move is told as ``learning`` by one test or the other at most 7.5% of the
-time (measured 7.0% on a flat 0-1 loss, 5.3% by the cut alone), so a true reliance shift at a
+time (measured 7.5% on flat 0-1 losses; by the cut alone 5%), so a true reliance shift at a
 flat loss goes unpaged that much more often. The kind does not change afterwards; the episode carries the loss on
 either side of the cut it was decided on, and ``alert`` says whether the kind is one of
 ``alert_kinds`` -- for a ``reliance_shift``, if what the model's accuracy relies on moved (a
