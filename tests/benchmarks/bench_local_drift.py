@@ -1,6 +1,7 @@
 """Local drifts in regression: the increments' tails and what a robust statistic would change.
 
-Run on demand: ``python tests/benchmarks/bench_local_drift.py [--seeds 10,20,30,40,50,60] [--cache DIR]``.
+Run on demand: ``python tests/benchmarks/bench_local_drift.py [--seeds 10,20,30,40,50,60] [--cache DIR]
+[--parts 1,2,3,4,5]``.
 
 Issue 16 asks for a median delay of at most 1,000 events on ``regression-local`` (river
 FriedmanDrift ``lea``, drifts at 10k, 20k and 25k, see ``bench_drift.py``) without a false
@@ -29,7 +30,11 @@ measures, all in the same run:
    normal one);
 4. **what binds**: the same replay with ``drift_delta`` 30 times larger and with smaller
    minimum effects, each with the rate at which the delay criterion is met by chance at
-   positions without a drift (the tree keeps learning, so its explanation keeps moving).
+   positions without a drift (the tree keeps learning, so its explanation keeps moving);
+5. **the model's loss as a gate**: where a test of the loss (the change test itself, at the
+   loss's own share of ``drift_delta``) would open after each drift, the loss's z at the known
+   cut against that test's threshold, and the explanation series tested once at the gate's cut
+   (a closed test: in a stream without change a gated change needs the gate to open).
 """
 
 from __future__ import annotations
