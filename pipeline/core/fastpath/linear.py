@@ -257,8 +257,8 @@ class LinearCall:
         if not self.classifier:
             return z if output == "value" else None
         # river's sigmoid: 0 below -30, 1 above 30, else 1 / (1 + exp(-z)) with the C library's exp
-        neg = np.minimum(-z, 30.0)  # (no overflow where the value is 0 anyway)
-        p = 1.0 / (1.0 + np.array(list(map(math.exp, neg.ravel().tolist())), dtype=float).reshape(z.shape))
+        neg = np.minimum(-z, 30.0).ravel().tolist()  # (no overflow where the value is 0 anyway)
+        p = 1.0 / (1.0 + np.fromiter(map(math.exp, neg), dtype=float, count=len(neg)).reshape(z.shape))
         if np.maximum.reduce(np.abs(z), axis=None) > 30:  # z < -30 or z > 30 somewhere
             p = np.where(z < -30, 0.0, np.where(z > 30, 1.0, p))
         if output == "proba_of":  # {False: 1 - p, True: p}.get(target_class, 0.0)
