@@ -295,15 +295,14 @@ class IPDP(Explainer):
             if f not in row:
                 continue
             s = storage[f]
-            if not s.n_seen:  # t = 1: nothing stored yet
-                lo.append(v)
-                hi.append(v)
-            elif extreme:
-                lo.append(s.min)
-                hi.append(s.max)
+            if extreme:  # one call: the window's (min, max), or (v, v) at t = 1 with nothing stored yet
+                low, high = s.extremes(v)
+            elif not s.n_seen:
+                low = high = v
             else:
-                lo.append(s.quantile(self.quantile_range[0]))
-                hi.append(s.quantile(self.quantile_range[1]))
+                low, high = s.quantile(self.quantile_range[0]), s.quantile(self.quantile_range[1])
+            lo.append(low)
+            hi.append(high)
         low = np.array(lo, dtype=float)[:, None]
         return low + (np.array(hi, dtype=float)[:, None] - low) * self._frac_row
 
