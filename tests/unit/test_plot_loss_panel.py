@@ -5,33 +5,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from helpers.loss_stream import feed_loss_stream
 from matplotlib.colors import to_rgba
 
 from pipeline.local.dashboard import DashboardState
 from pipeline.local.plot import draw
 
 
-def _view(n: int = 3000):
-    """A stream as the pipeline publishes it: each prediction's loss, and every 10th event each
-    explainer's values with the model's loss over the events since its previous report (one
-    model, so the same block in every explainer's messages, as in a real demo run)."""
-    rng = np.random.default_rng(7)
+def _view():
     st = DashboardState(max_points=400)
-    losses = []
-    for seq in range(n):
-        p_wrong = 0.1 + 0.3 * (n // 3 <= seq < n // 2)  # the model errs more after a drift, then recovers
-        loss = float(rng.random() < p_wrong)
-        losses.append(loss)
-        st.add("predictions", {"stream_id": "s", "seq": seq, "loss": loss}, ts=1000.0 + seq / 100)
-        if seq % 10 == 9:
-            block = losses[-10:]
-            mean = sum(block) / 10
-            ml = {"n": 10, "mean": mean, "m2": sum((v - mean) ** 2 for v in block)}
-            for ex in ("ipfi", "isage", "ipdp"):
-                for f, v in (("a", 0.4), ("b", 0.1)):
-                    st.add("explanations", {"schema": "explanation/v2", "stream_id": "s", "explainer": ex, "feature": f,
-                                            "value": v, "seq": seq, "n_explained": seq + 1, "n_seen": seq + 1,
-                                            "model_loss": ml})
+    feed_loss_stream(st, "s")
     return st.stream_view("s")
 
 
