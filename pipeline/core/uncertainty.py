@@ -190,6 +190,10 @@ class SmoothedStderr(Component):
         # weights; increments wait in a buffer and are folded in blocks
         self._mom = np.zeros((3, d))
         self._w2sum = 0.0
+        # the same at the reuse statistics' slower rate (a / _PAIRS_SLOWER): the variance that
+        # the variance factor divides their covariances by (variance_factors)
+        self._slow = np.zeros((3, d))
+        self._slow_w2sum = 0.0
         self._buffer = np.empty((_BUFFER, d))  # the increments not folded in yet: rows [0, _held)
         self._held = 0
         # reservoir reuse, on the slots whose index is a multiple of _EVERY_SLOT
@@ -206,7 +210,7 @@ class SmoothedStderr(Component):
         self._cached: np.ndarray | None = None  # stderr_array() since the last update
         self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # since the last increments
         self._cached_cov: tuple[np.ndarray, np.ndarray] | None = None  # zeta and zeta' since the last update
-        self._powers: np.ndarray | None = None  # (1 - a)^k, k = _BUFFER - 1 .. 0: the weights of a block
+        self._powers: np.ndarray | None = None  # per rate, (1 - r)^k, k = _BUFFER - 1 .. 0: a block's weights
 
     # updates --------------------------------------------------------------------
     def add_increments(self, deltas: Sequence[float]) -> None:
@@ -224,6 +228,7 @@ class SmoothedStderr(Component):
         if not b:
             return
         self._w2sum = self._fold(self._mom, self._w2sum, self._buffer[:b])
+        self._slow_w2sum = self._fold(self._slow, self._slow_w2sum, self._buffer[:b], slow=True)
         slow = (1.0 - self.alpha / _PAIRS_SLOWER) ** b
         self._pairs.decay(slow)
         self._owns.decay(slow)
@@ -302,14 +307,14 @@ class SmoothedStderr(Component):
                 on[i] += 1.0
 
     # results --------------------------------------------------------------------
-    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+    def _moments(self, slow: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of the increments, the buffer included (nothing is changed:
-        a query never alters later results)."""
+        a query never alters later results); ``slow``: weighted at the reuse statistics' rate."""
         d = len(self._names)
-        mom = self._mom.copy()
-        w2sum = self._w2sum
+        mom = (self._slow if slow else self._mom).copy()
+        w2sum = self._slow_w2sum if slow else self._w2sum
         if self._held:
-            w2sum = self._fold(mom, w2sum, self._buffer[:self._held])
+            w2sum = self._fold(mom, w2sum, self._buffer[:self._held], slow)
         w0 = mom[0]
         if not d or w0[0] == 0.0:  # (every feature has the same weights)
             return np.zeros(d), np.zeros(d)
@@ -321,14 +326,16 @@ class SmoothedStderr(Component):
             var = var * n_eff / (n_eff - 1.0)
         return mean, var
 
-    def _fold(self, mom: np.ndarray, w2sum: float, x: np.ndarray) -> float:
-        """Fold the increments ``x`` (rows, oldest first) into the moments ``mom`` (in place);
+    def _fold(self, mom: np.ndarray, w2sum: float, x: np.ndarray, slow: bool = False) -> float:
+        """Fold the increments ``x`` (rows, oldest first) into the moments ``mom`` (in place) at
+        the estimate's rate ``a`` or, ``slow``, the reuse statistics' ``a / _PAIRS_SLOWER``;
         returns the squared weights' sum ``w2sum`` after them."""
         b = len(x)
-        c = 1.0 - self.alpha
+        c = 1.0 - (self.alpha / _PAIRS_SLOWER if slow else self.alpha)
         if self._powers is None:
-            self._powers = c ** np.arange(_BUFFER - 1, -1, -1)
-        w = self._powers[_BUFFER - b:]  # c^(b-1) .. c^0: the newest increment has weight 1
+            ages = np.arange(_BUFFER - 1, -1, -1)
+            self._powers = np.stack([(1.0 - self.alpha) ** ages, (1.0 - self.alpha / _PAIRS_SLOWER) ** ages])
+        w = self._powers[int(slow), _BUFFER - b:]  # c^(b-1) .. c^0: the newest increment has weight 1
         cb = c**b
         mom *= cb
         mom[0] += np.add.reduce(w)
@@ -406,10 +413,22 @@ class SmoothedStderr(Component):
         of as many independent ones, ``1 + reuse / sigma^2`` with the reuse correction in the
         limit ``c -> 1`` (``2 rho / (1 - rho)``: about ``2 L / u``). 1.0 without donors or
         variance. The change test multiplies its squared standard errors by it
-        (:mod:`pipeline.core.change.test`)."""
+        (:mod:`pipeline.core.change.test`).
+
+        ``k - 1`` is a ratio of covariances to a variance, so both are taken over one horizon:
+        ``sigma^2`` here is weighted at the reuse statistics' rate ``a / _PAIRS_SLOWER``, not the
+        estimate's. With the estimate's variance, a series whose increments shrank (a feature
+        that stopped mattering) divided the old regime's covariances by the new regime's
+        variance, and ``k`` went to the full-correlation bound and stayed there for about
+        ``_PAIRS_SLOWER / a`` events, so the change test could not see the drop
+        (``tests/unit/test_reuse_bound.py``). Over one horizon a change of scale by ``s``
+        multiplies both by about ``s^2`` once it fills the horizon, and before that both
+        hold the same mix of the two regimes: ``k`` stays the correlation structure of the
+        increments the change test's window holds, whose before-side (the old regime, over the
+        last ``20,000`` increments at most) dominates its variance."""
         if self.n == 0:
             return dict.fromkeys(self._names, 1.0)
-        mean, var = self._current_moments()
+        mean, var = self._moments(slow=True)  # over the reuse statistics' own horizon
         safe = np.where(var > 0.0, var, 1.0)
         k = np.where(var > 0.0, 1.0 + self._reuse(var, 1.0) / safe, 1.0)
         return dict(zip(self._names, k.tolist(), strict=True))
@@ -429,6 +448,8 @@ class SmoothedStderr(Component):
         out.n = first.n
         out._w2sum = first._w2sum
         out._mom = np.concatenate([t._mom for t in trackers], axis=1)
+        out._slow_w2sum = first._slow_w2sum
+        out._slow = np.concatenate([t._slow for t in trackers], axis=1)
         out._held = first._held
         out._buffer[:out._held] = np.concatenate([t._buffer[:t._held] for t in trackers], axis=1)
         if out._mom.shape[1] != len(out._names):
@@ -464,4 +485,7 @@ class SmoothedStderr(Component):
         state.setdefault("_cached_moments", None)
         state.setdefault("_cached_cov", None)
         state.setdefault("_powers", None)
+        if "_slow" not in state:  # written before the factor's own variance: start it from the estimate's
+            state["_slow"] = np.array(state["_mom"], dtype=float, copy=True)
+            state["_slow_w2sum"] = state["_w2sum"]
         self.__dict__.update(state)

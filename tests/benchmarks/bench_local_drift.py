@@ -1,6 +1,7 @@
 """Local drifts in regression: the increments' tails and what a robust statistic would change.
 
-Run on demand: ``python tests/benchmarks/bench_local_drift.py [--seeds 10,20,30,40,50,60] [--cache DIR]``.
+Run on demand: ``python tests/benchmarks/bench_local_drift.py [--seeds 10,20,30,40,50,60] [--cache DIR]
+[--parts 1,2,3,4,5]``.
 
 Issue 16 asks for a median delay of at most 1,000 events on ``regression-local`` (river
 FriedmanDrift ``lea``, drifts at 10k, 20k and 25k, see ``bench_drift.py``) without a false
@@ -29,7 +30,11 @@ measures, all in the same run:
    normal one);
 4. **what binds**: the same replay with ``drift_delta`` 30 times larger and with smaller
    minimum effects, each with the rate at which the delay criterion is met by chance at
-   positions without a drift (the tree keeps learning, so its explanation keeps moving).
+   positions without a drift (the tree keeps learning, so its explanation keeps moving);
+5. **the model's loss as a gate**: where a test of the loss (the change test itself, at the
+   loss's own share of ``drift_delta``) would open after each drift, the loss's z at the known
+   cut against that test's threshold, and the explanation series tested once at the gate's cut
+   (a closed test: in a stream without change a gated change needs the gate to open).
 """
 
 from __future__ import annotations
@@ -85,9 +90,11 @@ class _Recorder(IncrementTracker):
         super().__init__(features)
         self.sink, self.clock = sink, clock
 
-    def add(self, feature: str, value: float) -> None:
-        super().add(feature, value)
-        self.sink[feature].append((self.clock[0], value))
+    def add_all(self, features, values) -> None:  # (add goes through add_all)
+        features, values = list(features), list(values)
+        super().add_all(features, values)
+        for f, v in zip(features, values, strict=True):
+            self.sink[f].append((self.clock[0], v))
 
 
 def record(sc: Scenario) -> dict[str, np.ndarray]:
@@ -114,6 +121,9 @@ def record(sc: Scenario) -> dict[str, np.ndarray]:
         for v in se.process_one(x, y, report=report, loss=loss):
             factors.setdefault(f"vf:{v.explainer}/{v.feature}", []).append((seq, v.var_factor or 1.0))
     out = {f"{e}/{f}": np.array(rows, dtype=float).reshape(-1, 2) for e, fs in sinks.items() for f, rows in fs.items()}
+    empty = [k for k, v in out.items() if not len(v)]
+    if empty:  # (was: the explainers came to call add_all, which the recorder did not see)
+        raise RuntimeError(f"no increments recorded for {empty}: does _Recorder see how the explainers add them?")
     out["loss"] = np.array(losses, dtype=float)
     out.update({k: np.array(v, dtype=float) for k, v in factors.items()})
     return out
@@ -408,12 +418,120 @@ def short_sides(frozen: dict, n: int = 100) -> None:
               f"{np.mean(z > 4):.6f}  {z.max():.2f}  ({len(z)} cuts)")
 
 
+# --- part 5: the model's loss as a gate ------------------------------------------------------------
+def loss_gate(sc: Scenario, data: dict, share: float | None = None,
+              watch: tuple[int, ...] = ()) -> tuple[list[tuple[int, int, int]], dict[int, float]]:
+    """Where a test of the model's loss would open a gate: ``(seq detected, cut, since)`` of every
+    significant rise of the loss, found by the change test itself (:class:`SeriesTest`, no
+    minimum effect) at ``share`` of ``drift_delta`` (default: the loss's own share, one series
+    more than the stream tests); a significant fall (the model learned) restarts its window as a
+    reported change would. In a stream without change the gate opens with probability at most
+    ``share * drift_delta``, ever. Also the lowest threshold of the check at each seq of
+    ``watch`` (a report's seq; its cuts counted as the window's boundaries)."""
+    s = sc.settings
+    n = len(series_of(data, tuple(s.drift_explainers)))
+    alpha = s.drift_delta * (share if share is not None else 1 / (n + 1))
+    test = change_test.SeriesTest(alpha, s.drift_min_samples, s.drift_window)
+    loss = blocks(data["loss"], None, s.emit_every)
+    out, thresholds = [], {}
+    for rep in sorted(loss):
+        if rep < s.drift_warmup:
+            continue
+        cut = test.add(rep - s.emit_every + 1, rep, loss[rep])
+        if cut is not None and cut.effect > 0:
+            out.append((rep, cut.seq, cut.since))
+        if rep in watch:
+            cuts = max(1, len(test.window.buckets) - 1)
+            thresholds[rep] = change_test.threshold(alpha, max(1, test.checks), cuts)
+    return out, thresholds
+
+
+def gated(sc: Scenario, data: dict, opened: list[tuple[int, int, int]], level: float,
+          min_effect: float) -> list[tuple[int, str, int, float]]:
+    """At each gate opening ``(t, c, since)``, every tested series once, at the one cut ``c``:
+    its increments since ``since`` before against those of ``c .. t`` after, with the variance
+    factor its explainer reported and a two-sided threshold at ``level`` over the stream's series
+    (Bonferroni), and a minimum effect of ``min_effect`` times the explainer's largest level.
+    Returns the changes ``(t, series, c, z)``: a change needs the gate to have opened, so in a
+    stream without change their probability is at most the gate's share of ``drift_delta``."""
+    s = sc.settings
+    keys = series_of(data, tuple(s.drift_explainers))
+    thr = -statistics.NormalDist().inv_cdf(level / (2 * len(keys)))
+    out = []
+    for t, c, since in opened:
+        lo = max(since, c - s.drift_window)
+        sides = {k: (between(data[k], lo, c), between(data[k], c, t + 1)) for k in keys}
+        scale: dict[str, float] = {}
+        for k, (b, _) in sides.items():
+            if len(b):
+                e = k.split("/")[0]
+                scale[e] = max(scale.get(e, 0.0), abs(float(b.mean())))
+        for k, (b, a) in sides.items():
+            if len(b) < s.drift_min_samples or len(a) < s.drift_min_samples:
+                continue
+            vf = data["vf:" + k]
+            f = float(vf[vf[:, 0] <= t][-1, 1]) if (vf[:, 0] <= t).any() else 1.0
+            z = z_of(b, a) / math.sqrt(max(1.0, f))
+            eff = abs(float(a.mean() - b.mean()))
+            if abs(z) >= thr and eff >= min_effect * max(scale[k.split("/")[0]], abs(float(a.mean()))):
+                out.append((t, k, c, z))
+    return out
+
+
+def gate(sc_runs: list[tuple[Scenario, dict]], frozen_sc: Scenario, frozen: dict) -> None:
+    """Part 5: when a gate on the model's loss opens after each drift, and what the explanation
+    series show at its cut (the one pre-specified cut: no search, so a far lower threshold)."""
+    print("\n5. The model's loss as a gate (the explanation series then tested at its cut alone, once)")
+    print("   per drift: the loss's z at the known cut (5,000 losses before against 1,000 after) / the lowest "
+          "threshold of the gate's check at +1,000 / the gate's delay (its own share of drift_delta; - none "
+          "within 3,000) / with the whole drift_delta")
+    for sc, data in sc_runs:
+        watch = tuple(d + 1000 - 1 + (-(d + 1000) % sc.settings.emit_every) for d in sc.drifts)
+        opened, thr = loss_gate(sc, data, watch=watch)
+        whole, _ = loss_gate(sc, data, share=1.0)
+        cells = []
+        for d, w in zip(sc.drifts, watch, strict=True):
+            z = z_of(between(data["loss"], d - W, d), between(data["loss"], d, d + 1000))
+            g = [t - d for t, c, _ in opened if d <= t < d + 3000 and c >= d - 500]
+            g1 = [t - d for t, c, _ in whole if d <= t < d + 3000 and c >= d - 500]
+            cells.append(f"{z:.2f}/{thr.get(w, math.nan):.2f}/{g[0] if g else '-'}/{g1[0] if g1 else '-'}")
+        wins = [(d, d + 3000) for d in sc.drifts]
+        outside = sum(1 for t, _, _ in opened if not any(lo <= t < hi for lo, hi in wins))
+        print(f"   {sc.name:<22} {'   '.join(cells)}   (openings outside the drift windows: {outside})", flush=True)
+    ungated = {sc.name: replay(sc, data) for sc, data in sc_runs}
+    print("   gated changes (the first within 3,000 events of each drift; a miss counts 3,000), and the "
+          "per-seed medians of the detector's changes and the gated ones together:")
+    for level, me in ((0.01, 0.2), (0.01, 0.1), (0.05, 0.1)):
+        medians, within, chance, spots, both = [], 0, 0, 0, []
+        for sc, data in sc_runs:
+            ch = gated(sc, data, loss_gate(sc, data)[0], level, me)
+            delays_sc, both_sc = [], []
+            for d, now in zip(sc.drifts, delays(sc, ungated[sc.name]), strict=True):
+                x = [t - d for t, _, c, _ in ch if d <= t < d + 3000 and c >= d - 500]
+                delays_sc.append(x[0] if x else 3000)
+                both_sc.append(min(delays_sc[-1], 3000 if now is None else now))
+                within += bool(x and x[0] <= 1000)
+            medians.append(statistics.median(delays_sc))
+            both.append(statistics.median(both_sc))
+            places = placebo_positions(sc, [(d, d + 3000) for d in sc.drifts])
+            spots += len(places)
+            chance += sum(found_within([(t, k, k, c) for t, k, c, _ in ch], p) for p in places)
+        fo = loss_gate(frozen_sc, frozen)[0]
+        fch = gated(frozen_sc, frozen, fo, level, me)
+        print(f"   level {level:g}, minimum effect {me:g}: per-seed medians {medians} (median "
+              f"{statistics.median(medians):.0f}), {within}/{len(sc_runs) * 3} drifts within 1,000, chance "
+              f"{chance}/{spots}; frozen: gate opened {len(fo)}, gated changes {len(fch)}; with the detector's: "
+              f"{both} (median {statistics.median(both):.0f})", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="10,20,30,40,50,60", help="stream seeds of regression-local")
     ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "streamxai-bench-local-drift"),
                     help="where the recorded increments are kept (delete it after changing the explainers)")
+    ap.add_argument("--parts", default="1,2,3,4,5", help="which parts to run (comma-separated)")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     os.makedirs(args.cache, exist_ok=True)
     sc_runs = []
     for seed in (int(x) for x in args.seeds.split(",")):
@@ -422,10 +540,15 @@ def main() -> None:
     frozen_sc = frozen_regression()
     frozen = recorded(frozen_sc, args.cache)
     runs = {int(sc.name.split("@")[1]) if "@" in sc.name else 10: data for sc, data in sc_runs}
-    tails(runs, frozen)
-    power(runs, frozen)
-    combined(runs, frozen)
-    detector(sc_runs, frozen_sc, frozen)
+    if "1" in parts:
+        tails(runs, frozen)
+    if "2" in parts:
+        power(runs, frozen)
+        combined(runs, frozen)
+    if "3" in parts or "4" in parts:
+        detector(sc_runs, frozen_sc, frozen)
+    if "5" in parts:
+        gate(sc_runs, frozen_sc, frozen)
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ def reference_changes(s, events):
         if not report:
             continue
         for v in values:
-            chs, eps = det.update(v.explainer, v.feature, ev.seq, v.block, v.curve, v.model_loss)
+            chs, eps = det.update(v.explainer, v.feature, ev.seq, v.block, v.curve, v.model_loss, v.var_factor)
             for c in chs:
                 changes[(ev.stream_id, c.seq, c.explainer, c.feature)] = (c.cut_seq, c.before.mean, c.after.mean)
             episodes += [(ev.stream_id, e.first_seq, e.cut_seq, sorted({c.feature for c in e.changes})) for e in eps]

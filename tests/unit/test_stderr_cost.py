@@ -7,6 +7,8 @@ from __future__ import annotations
 import pickle
 import random
 
+import pytest
+
 from pipeline.core.explainers import IPDP
 from pipeline.core.model import ModelFunction
 from pipeline.core.uncertainty import PairSums, SlotUse, SmoothedStderr
@@ -16,9 +18,9 @@ def _count_moments(monkeypatch) -> list[int]:
     calls = [0]
     real = SmoothedStderr._moments
 
-    def counted(self):
+    def counted(self, *args, **kwargs):
         calls[0] += 1
-        return real(self)
+        return real(self, *args, **kwargs)
 
     monkeypatch.setattr(SmoothedStderr, "_moments", counted)
     return calls
@@ -78,6 +80,42 @@ def test_checkpoints_with_positional_lists_still_load():
         u.add_increments(deltas)
         u.add_donors(items, [0, 4], deltas)
     assert restored.stderrs() == t.stderrs()
+
+
+
+def test_a_checkpoint_from_before_the_factors_own_variance_still_loads():
+    """States written before the variance factor had its own, slower variance: it starts from
+    the estimate's (the factor the older version reported) and goes on at its own rate."""
+    gen = random.Random(3)
+    t = SmoothedStderr(["a", "b"], alpha=0.1)
+    items = [{"a": gen.random(), "b": gen.random()} for _ in range(16)]
+
+    def step(u, deltas, slots):
+        u.add_increments(deltas)
+        u.add_donors(items, slots, deltas)
+
+    for _ in range(200):
+        step(t, [gen.gauss(0, 1), gen.gauss(0, 3)], [gen.randrange(16), gen.randrange(16)])
+    old = t.__getstate__()
+    del old["_slow"], old["_slow_w2sum"]
+    restored = SmoothedStderr.__new__(SmoothedStderr)
+    restored.__setstate__(pickle.loads(pickle.dumps(old)))
+    assert restored.stderrs() == t.stderrs()
+    mean, var = t._moments()
+    k_old = 1.0 + t._reuse(var, 1.0) / var  # what the older version reported
+    # the same but for the (up to 64) increments still buffered, folded in at the slow rate
+    assert restored.variance_factors() == pytest.approx(dict(zip("ab", k_old.tolist(), strict=True)), rel=0.02)
+    for _ in range(100):
+        deltas, slots = [gen.gauss(0, 1), gen.gauss(0, 3)], [gen.randrange(16), gen.randrange(16)]
+        step(t, deltas, slots)
+        step(restored, deltas, slots)
+    assert restored.stderrs() == t.stderrs()
+    # between the floor (1 - 3/4) and full correlation (1 + m^2 / L * 2 rho / (1 - rho) + 2 m, m = 2,
+    # L = 16, rho = 15/16: 12.5), and drawing nearer to the uninterrupted tracker's
+    bound = 1 + 4 / 16 * 2 * 15 + 4
+    k, k_t = restored.variance_factors(), t.variance_factors()
+    assert all(0.25 <= k[f] <= bound for f in "ab"), k
+    assert all(abs(k[f] - k_t[f]) < abs(k_old[i] - k_t[f]) for i, f in enumerate("ab")), (k, k_t, k_old)
 
 
 def _product(x: dict) -> float:
