@@ -1,6 +1,6 @@
 """The wire format: versioned message types, JSON Schema files, (de)serialisation, validation."""
 
-from .arrivals import origin, origin_headers, parse_arrival
+from .arrivals import origin, origin_headers, pack_arrivals, parse_arrival, unpack_arrivals
 from .errors import (
     BadValue,
     ConfigError,
@@ -67,7 +67,9 @@ __all__ = [
     "dumps_obj",
     "origin",
     "origin_headers",
+    "pack_arrivals",
     "parse_arrival",
+    "unpack_arrivals",
     "parse_feature_event",
     "parse_label_event",
     "parse_explain_task",

@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable
 
 import orjson
 
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler
+from pipeline.handlers import DriftHandler, ExplainHandler, IntakeHandler, ModelHandler
 from pipeline.local.demo_stream import labels_later
 from pipeline.reference import Recorded
 from pipeline.settings import Settings
-from schemas import FeatureEvent, LabelEvent, Source, dumps, origin_headers
+from schemas import FeatureEvent, LabelEvent, Source, dumps, origin, origin_headers
 
 from .partition_log import PartitionLog
 
-__all__ = ["labels_later", "record_arrivals", "redeliver", "Run", "run_handlers", "ARRIVALS"]
+__all__ = ["labels_later", "record_arrivals", "redeliver", "batched", "Run", "run_handlers", "ARRIVALS"]
 
 ARRIVALS = "arrivals"
 
@@ -57,6 +57,20 @@ def redeliver(log: PartitionLog, offsets: Iterable[int]) -> None:
     for off in offsets:
         key, value, ts, headers = log.parts[(ARRIVALS, 0)][off]
         log.append(ARRIVALS, 0, key, value, headers=headers, timestamp=ts)
+
+
+def batched(log: PartitionLog, window: int) -> PartitionLog:
+    """The arrivals of ``log`` as the intake agent records them when it takes up ``window``
+    records at a time (:meth:`IntakeHandler.on_batch`: one record per stream and window, in
+    the batch form when it carries more than one message), each at its window's first timestamp."""
+    intake, out = IntakeHandler(Settings()), PartitionLog()
+    part = log.parts.get((ARRIVALS, 0), [])
+    for start in range(0, len(part), window):
+        records = [(value, key, origin(log.source(ARRIVALS, 0, off)))
+                   for off, (key, value, _, _) in enumerate(part[start:start + window], start)]
+        for o in intake.on_batch(records):
+            out.append(ARRIVALS, 0, o.key, o.value, headers=o.headers, timestamp=part[start][2])
+    return out
 
 
 class Run:

@@ -20,7 +20,7 @@ from pipeline.local.ports import free_port
 from pipeline.reference import Recorded, run_in_process
 from pipeline.settings import Secret
 from pipeline.worker import spawn_worker, stop_worker
-from schemas import Source, origin, parse_arrival
+from schemas import Source, origin, parse_arrival, unpack_arrivals
 
 
 @pytest.fixture
@@ -40,14 +40,16 @@ def workers(tmp_path):
 
 
 def recorded_arrivals(s) -> list[Recorded]:
-    """The arrivals topic as the reference reads it: every record with its timestamp and origin."""
+    """The arrivals topic as the reference reads it: every message (a record may carry several,
+    the intake's batch form) with its record's timestamp and its origin."""
     history, out = PartitionHistory(s), []
     topic = s.topic("arrivals")
     for p in range(s.partitions):
         for off, value, ts, headers in history.records(topic, p, None, None):
-            came = origin(Source(topic, p, off, timestamp=ts, headers=headers))
-            out.append(Recorded(parse_arrival(value, s.feature_spec(), where=str(came)), ts,
-                                ((came.topic, came.partition), came.offset)))
+            at = Source(topic, p, off, timestamp=ts, headers=headers)
+            for raw, came in unpack_arrivals(value, at) or [(value, origin(at))]:
+                out.append(Recorded(parse_arrival(raw, s.feature_spec(), where=str(came)), ts,
+                                    ((came.topic, came.partition), came.offset)))
     return out
 
 
