@@ -39,15 +39,19 @@ def workers(tmp_path):
         assert "Traceback" not in log, f"worker {i} logged a traceback:\n{log[-3000:]}"
 
 
-def recorded_arrivals(s) -> list[Recorded]:
+def recorded_arrivals(s, batches: list[int] | None = None) -> list[Recorded]:
     """The arrivals topic as the reference reads it: every message (a record may carry several,
-    the intake's batch form) with its record's timestamp and its origin."""
+    the intake's batch form) with its record's timestamp and its origin; the size of each batch
+    is appended to ``batches``."""
     history, out = PartitionHistory(s), []
     topic = s.topic("arrivals")
     for p in range(s.partitions):
         for off, value, ts, headers in history.records(topic, p, None, None):
             at = Source(topic, p, off, timestamp=ts, headers=headers)
-            for raw, came in unpack_arrivals(value, at) or [(value, origin(at))]:
+            items = unpack_arrivals(value, at)
+            if items is not None and batches is not None:
+                batches.append(len(items))
+            for raw, came in items or [(value, origin(at))]:
                 out.append(Recorded(parse_arrival(raw, s.feature_spec(), where=str(came)), ts,
                                     ((came.topic, came.partition), came.offset)))
     return out
@@ -82,7 +86,10 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     preds = collect(s, "predictions", lambda ps: len({(p["stream_id"], p["seq"]) for p in ps
                                                       if p["schema"] == "prediction/v2"}) >= expected_preds,
                     timeout=240)
-    record = recorded_arrivals(s)
+    batches: list[int] = []
+    record = recorded_arrivals(s, batches)
+    # the restarted intake met the last third waiting: it forwarded some of it in batches (issue 17)
+    assert batches and max(batches) > 1, batches
     ref = run_in_process(s, record)
     # every arrival the restarted intake forwarded again was recognised, none learned twice
     assert {(p["stream_id"], p["seq"]): p["y_pred"] for p in preds if p["schema"] == "prediction/v2"} == \
