@@ -95,10 +95,6 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         self.dead_letter_watch = DeadLetterWatch()
         self._labels_topic = settings.topic("labels")
         self._waiting = self._held = 0  # events waiting for a label, labels for their event, over all streams
-        #: the messages of the arrivals batch being handled that were taken so far (None: not in a batch)
-        self._batch: list[tuple[bytes, Source]] | None = None
-        #: the state the batch changed, checkpointed (if due) once the whole batch is taken
-        self._batch_state: tuple[bytes | None, _StreamState, Source] | None = None
 
     @property
     def streams(self) -> dict[str, _StreamState]:
@@ -109,55 +105,19 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         """The settings of ``stream_id``: the one place a stream's settings are looked up (its profile's)."""
         return self.settings.for_stream(stream_id)
 
-    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        """The outputs of one arrivals record: one message, or the intake's batch of one stream's
-        messages (:func:`schemas.unpack_arrivals`), each taken as if it came alone (its own dead
-        letter if bad); the state is checkpointed only once the whole batch is taken, so a
-        checkpoint at a record's offset always covers all of it."""
-        try:
-            items = unpack_arrivals(raw, src)
-        except InvalidMessage as e:
-            return [self._dead_letter(raw, key, e, src)]
+    def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
+        """The messages of the intake's batch form (:func:`schemas.unpack_arrivals`), each with
+        its record's place and the origin headers of its features or labels record."""
+        items = unpack_arrivals(raw, src)
         if items is None:
-            return self._one(raw, key, src)
-        outs: list[Out] = []
-        self._batch = []
-        try:
-            for item_raw, came in items:
-                item_src = self._item_source(src, came)
-                outs += self._one(item_raw, key, item_src)
-                self._batch.append((item_raw, item_src))
-            self._checkpoint_batch()
-        finally:
-            self._batch = self._batch_state = None
-        return outs
+            return None
+        return [(r, Source(src.topic, src.partition, src.offset, timestamp=src.timestamp, headers=origin_headers(c)))
+                for r, c in items]
 
-    def _one(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        outs = super().on_message(raw, key, src)
+    def _on_one(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        outs = super()._on_one(raw, key, src)
         self.dead_letter_watch.observe(key, outs)  # a producer whose events are mostly refused: one error
         return outs
-
-    @staticmethod
-    def _item_source(src: Source, came: Source) -> Source:
-        """One message of the batch at ``src``: the record's place, its timestamp, and the origin headers."""
-        return Source(src.topic, src.partition, src.offset, timestamp=src.timestamp, headers=origin_headers(came))
-
-    def _checkpoint_if_due(self, key: bytes | None, st: Any, src: Source) -> None:
-        if self._batch is None:
-            super()._checkpoint_if_due(key, st, src)
-            return
-        st.since_checkpoint += 1
-        self._batch_state = (key, st, src)
-
-    def _checkpoint_batch(self) -> None:
-        """Checkpoint (if due) the state the batch changed, unless a failure dropped it meanwhile."""
-        if self._batch_state is None:
-            return
-        key, st, src = self._batch_state
-        # one stream per batch, and its key is its stream id (_parse)
-        if key is not None and self.states.get(key.decode(errors="replace")) is st:
-            st.since_checkpoint -= 1  # counted again by the checkpoint's own count
-            super()._checkpoint_if_due(key, st, src)
 
     # Recovering -------------------------------------------------------------------------
     def _state_key(self, a: _Arriving) -> str:
@@ -175,10 +135,6 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
 
     def _load(self, a: _Arriving, key: bytes | None, src: Source) -> _StreamState:
         st = self._recover(a, key, src)
-        # rebuilt in the middle of a batch (a failure dropped the state): the history ends before
-        # the batch's record, so its messages taken so far are re-run too
-        for item_raw, item_src in self._batch or ():
-            self._replay_one(st, item_raw, key, item_src)
         self._count_waiting(st.join.waiting, st.join.held)
         return st
 
@@ -188,18 +144,8 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             self._count_waiting(-st.join.waiting, -st.join.held)  # type: ignore[attr-defined]
         super()._forget(key, state_key)
 
-    def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> int:
-        """Re-run one earlier arrivals record of the stream (one message or a batch), as it was
-        run the first time (outputs dropped); how many of its messages it took."""
-        try:
-            items = unpack_arrivals(raw, src)
-        except InvalidMessage:
-            return False  # a dead letter the first time
-        if items is None:
-            return self._replay_arrival(st, raw, key, src)
-        return sum(self._replay_arrival(st, r, key, self._item_source(src, c)) for r, c in items)
-
-    def _replay_arrival(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
+    def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
+        """Re-run one earlier arrival of the stream, as it was run the first time (outputs dropped)."""
         try:
             a = self._parse(raw, key, src)
         except InvalidMessage:
