@@ -416,6 +416,10 @@ class MessageHandler(Recovering[M, S]):
                     self._save_if_due(k, st, at)
         finally:
             self._batch = self._batch_state = None
+        return self._combine(outs)
+
+    def _combine(self, outs: list[Out]) -> list[Out]:
+        """The messages to send for a batch's ``outs`` (by default those themselves)."""
         return outs
 
     def _state_key_of(self, key: bytes | None) -> Hashable:

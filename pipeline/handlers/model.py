@@ -27,6 +27,7 @@ from schemas import (
     dumps,
     origin,
     origin_headers,
+    pack_tasks,
     parse_arrival,
     unpack_arrivals,
 )
@@ -42,7 +43,10 @@ from .common import MessageHandler, Out, Rejected, Source
 from .dead_letter_watch import DeadLetterWatch
 from .protocols import CheckpointStore, History
 
-__all__ = ["ModelHandler"]
+__all__ = ["ModelHandler", "MAX_TASKS_BYTES"]
+
+#: the most bytes of tasks one explain-tasks record carries (well under Kafka's 1 MiB default limit)
+MAX_TASKS_BYTES = 256 * 1024
 
 
 @dataclass
@@ -113,6 +117,20 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             return None
         return [(r, Source(src.topic, src.partition, src.offset, timestamp=src.timestamp, headers=origin_headers(c)))
                 for r, c in items]
+
+    def _combine(self, outs: list[Out]) -> list[Out]:
+        """A batch's explain tasks as one record per group (:func:`schemas.pack_tasks`), after its
+        other messages: one stream per batch, so each group's tasks stay in order."""
+        tasks: dict[tuple[bytes | None, int | None], list[bytes]] = {}
+        rest = []
+        for o in outs:
+            if o.topic == "explain-tasks":
+                tasks.setdefault((o.key, o.partition), []).append(o.value)
+            else:
+                rest.append(o)
+        for (k, p), values in tasks.items():
+            rest += [Out("explain-tasks", k, v, p, headers=h) for v, h in pack_tasks(values, MAX_TASKS_BYTES)]
+        return rest
 
     def _on_one(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         outs = super()._on_one(raw, key, src)

@@ -18,7 +18,7 @@ from pipeline.handlers import DriftHandler, ExplainHandler, IntakeHandler, Model
 from pipeline.local.demo_stream import labels_later
 from pipeline.reference import Recorded
 from pipeline.settings import Settings
-from schemas import FeatureEvent, LabelEvent, Source, dumps, origin, origin_headers
+from schemas import FeatureEvent, Headers, LabelEvent, Source, dumps, origin, origin_headers, unpack_tasks
 
 from .partition_log import PartitionLog
 
@@ -81,8 +81,10 @@ class Run:
         self.tasks = PartitionLog()
         self.explanations = PartitionLog()
 
-    def add(self, topic: str, value: bytes) -> None:
-        self.by_topic.setdefault(topic, []).append(orjson.loads(value))
+    def add(self, topic: str, value: bytes, headers: Headers | None = None) -> None:
+        """One message sent (a record of explain tasks in the batch form: each of its tasks)."""
+        tasks = unpack_tasks(value, Source(topic, headers=headers))
+        self.by_topic.setdefault(topic, []).extend(orjson.loads(v) for v in tasks or [value])
 
     def of(self, topic: str, schema: str | None = None) -> list[dict]:
         return [m for m in self.by_topic.get(topic, []) if schema is None or m.get("schema") == schema]
@@ -124,8 +126,8 @@ def run_handlers(s: Settings, log: PartitionLog, model: Callable[[int], ModelHan
     for off in range(len(log.parts.get((ARRIVALS, 0), []))):
         for out in feed(model(off), ARRIVALS, 0, log, off):
             if out.topic == "explain-tasks":
-                run.tasks.append("explain-tasks", out.partition, out.key, out.value)
-            run.add(out.topic, out.value)
+                run.tasks.append("explain-tasks", out.partition, out.key, out.value, headers=out.headers)
+            run.add(out.topic, out.value, out.headers)
     for (topic, p), items in sorted(run.tasks.parts.items()):
         for off in range(len(items)):
             for out in feed(explain(p, off), topic, p, run.tasks, off):

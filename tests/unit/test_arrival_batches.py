@@ -13,7 +13,7 @@ from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
 
-from pipeline.handlers import ModelHandler
+from pipeline.handlers import ExplainHandler, ModelHandler
 from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.local.demo_stream import labels_later
 from schemas import FeatureEvent, SchemaMismatch, Source, dumps, pack_arrivals, unpack_arrivals
@@ -44,6 +44,9 @@ def test_batched_arrivals_give_what_one_message_per_record_gives():
     # 9 records of two interleaved streams: two arrivals records per window
     assert len(packed.parts[ARRIVALS]) < len(single.parts[ARRIVALS]) / 4
     one, many = run_handlers(s, single), run_handlers(s, packed)
+    # and the model handler sends each batch's tasks of a group as one record
+    n_tasks = len(many.of("explain-tasks"))
+    assert n_tasks == len(one.of("explain-tasks")) and sum(map(len, many.tasks.parts.values())) < n_tasks / 3
     assert many.predictions() == one.predictions() and len(one.predictions()) == 300
     assert many.explanation_values() == one.explanation_values() and one.explanation_values()
     assert outcomes(many) == outcomes(one) and len(outcomes(one)) == 300
@@ -104,10 +107,10 @@ def test_a_restart_around_a_batch_neither_loses_nor_double_counts(tmp_path, resu
         outs = feed(first, off)
         if off < cut or resume == "after_the_batch":
             for out in outs:
-                resumed.add(out.topic, out.value)
+                resumed.add(out.topic, out.value, out.headers)
     for off in range(cut if resume == "at_the_batch" else cut + 1, n):
         for out in feed(second, off):
-            resumed.add(out.topic, out.value)
+            resumed.add(out.topic, out.value, out.headers)
     assert second.metrics.get("checkpoints_restored") >= 1 and second.metrics.get("replayed_events") > 0
     assert resumed.predictions() == whole.predictions() and len(whole.predictions()) == 300
     assert outcomes(resumed) == outcomes(whole)
@@ -143,3 +146,24 @@ def test_a_state_dropped_in_the_middle_of_a_batch_is_rebuilt_with_the_batch_mess
     one, many = runs
     assert many.predictions() == one.predictions() and len(one.predictions()) == 159
     assert outcomes(many) == outcomes(one)
+
+
+def test_an_explain_handler_restarted_amid_batches_of_tasks_gives_the_uninterrupted_values(tmp_path):
+    """The explain handler dies (its state gone) halfway through each partition's records of
+    batched tasks; the new one restores the newest checkpoint (due every 10 tasks, so in the
+    middle of batches: written once a record is taken) and replays the tasks after it, batches
+    included, and publishes what the uninterrupted run did."""
+    s = delayed_settings(checkpoint_every=10, explain_groups=2)
+    single = PartitionLog()
+    record_arrivals(single, two_streams())
+    packed = batched(single, 9)
+    whole = run_handlers(s, packed)
+    store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32)
+    first = ExplainHandler(s, checkpoints=store)
+    resumed = Run()
+    second = ExplainHandler(s, history=resumed.tasks, checkpoints=store)
+    half = {p: len(v) // 2 for p, v in whole.tasks.parts.items()}
+    run_handlers(s, packed, explain=lambda p, off: first if off < half[("explain-tasks", p)] else second,
+                 run=resumed)
+    assert resumed.explanation_values() == whole.explanation_values() and whole.explanation_values()
+    assert second.metrics.get("checkpoints_restored") >= 1 and second.metrics.get("replayed_tasks") > 0
