@@ -7,6 +7,8 @@ one per line; the header :data:`TASKS_FORM` marks the form. A record without it 
 >>> records = pack_tasks([b'{"seq": 1}', b'{"seq": 2}', b'{"seq": 3}'], max_bytes=25)
 >>> [value for value, _ in records]
 [b'{"seq": 1}\\n{"seq": 2}', b'{"seq": 3}']
+>>> [value for value, _ in pack_tasks([b'1', b'2', b'3'], max_bytes=100, max_tasks=2)]
+[b'1\\n2', b'3']
 >>> unpack_tasks(records[0][0], Source("explain-tasks", 0, 4, headers=records[0][1]))
 [b'{"seq": 1}', b'{"seq": 2}']
 >>> unpack_tasks(b'{"seq": 1}', Source("explain-tasks", 0, 5)) is None
@@ -25,15 +27,16 @@ TASKS_FORM = "streamxai-tasks-form"
 _LINES_V1 = b"lines/1"
 
 
-def pack_tasks(values: list[bytes], max_bytes: int) -> list[tuple[bytes, Headers | None]]:
+def pack_tasks(values: list[bytes], max_bytes: int, max_tasks: int | None = None) -> list[tuple[bytes, Headers | None]]:
     """``values`` (JSON documents without a raw newline), in order, as records of at most
-    ``max_bytes`` each (a longer task goes alone); a record of one task has no headers."""
+    ``max_bytes`` (a longer task goes alone) and ``max_tasks`` tasks each; a record of one task
+    has no headers."""
     records: list[tuple[bytes, Headers | None]] = []
     if not values:
         return records
     start, size = 0, 0
     for i, v in enumerate(values + [b""]):
-        if i == len(values) or (i > start and size + len(v) + 1 > max_bytes):
+        if i == len(values) or (i > start and (size + len(v) + 1 > max_bytes or i - start == max_tasks)):
             chunk = values[start:i]
             records.append((chunk[0], None) if len(chunk) == 1 else (b"\n".join(chunk), ((TASKS_FORM, _LINES_V1),)))
             start, size = i, 0

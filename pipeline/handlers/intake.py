@@ -28,8 +28,10 @@ from .out import Out
 
 __all__ = ["IntakeHandler", "MAX_BATCH_BYTES", "MAX_BATCH_RECORDS"]
 
-#: the most records the intake agent takes up at once (those already fetched; it never waits for more)
-MAX_BATCH_RECORDS = 500
+#: the most records the intake agent takes up at once (those already fetched; it never waits for
+#: more): the model agent takes an arrivals record in one turn of the event loop, so this bounds
+#: how long the worker's other agents wait, against 2 / 100 message operations per event
+MAX_BATCH_RECORDS = 100
 #: the most bytes of messages one arrivals record carries (well under Kafka's 1 MiB default limit)
 MAX_BATCH_BYTES = 256 * 1024
 

@@ -43,10 +43,14 @@ from .common import MessageHandler, Out, Rejected, Source
 from .dead_letter_watch import DeadLetterWatch
 from .protocols import CheckpointStore, History
 
-__all__ = ["ModelHandler", "MAX_TASKS_BYTES"]
+__all__ = ["ModelHandler", "MAX_TASKS_BYTES", "MAX_TASKS_PER_RECORD"]
 
 #: the most bytes of tasks one explain-tasks record carries (well under Kafka's 1 MiB default limit)
 MAX_TASKS_BYTES = 256 * 1024
+#: the most tasks one explain-tasks record carries: the explainer agent takes a record in one
+#: turn of the event loop, so this bounds how long the worker's other agents wait (ARF(10): 32
+#: tasks of about 7 ms), against 2 / 32 message operations per task
+MAX_TASKS_PER_RECORD = 32
 
 
 @dataclass
@@ -129,7 +133,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             else:
                 rest.append(o)
         for (k, p), values in tasks.items():
-            rest += [Out("explain-tasks", k, v, p, headers=h) for v, h in pack_tasks(values, MAX_TASKS_BYTES)]
+            rest += [Out("explain-tasks", k, v, p, headers=h) for v, h in pack_tasks(values, MAX_TASKS_BYTES, MAX_TASKS_PER_RECORD)]
         return rest
 
     def _on_one(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
