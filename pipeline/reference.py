@@ -62,6 +62,8 @@ class ReferenceRun:
     changes: dict[tuple[str, int, str, str], tuple[int, float, float]] = field(default_factory=dict)
     #: (stream, first position, cut position, changed features)
     episodes: list[tuple[str, int, int, list[str]]] = field(default_factory=list)
+    #: (stream, position of the message that announced it, kind, alert): each episode once, as it is counted and paged
+    kinds: list[tuple[str, int, str, bool]] = field(default_factory=list)
     joins: dict[str, LabelJoin] = field(default_factory=dict)
     explainers: dict[str, StreamExplainer] = field(default_factory=dict)
     detectors: dict[str, StreamChangeDetector] = field(default_factory=dict)
@@ -100,4 +102,5 @@ def run_in_process(s: Settings, arrivals: Iterable[Recorded], *, changes: bool =
                     run.changes[(sid, c.seq, c.explainer, c.feature)] = (c.cut_seq, c.before.mean, c.after.mean)
                 run.episodes += [(sid, e.first_seq, e.cut_seq, sorted({c.feature for c in e.changes}))
                                  for e in closed if e.status == "closed"]
+                run.kinds += [(sid, step.position, e.kind, e.alert) for e in closed if e.first]
     return run

@@ -199,6 +199,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         if key is not None:  # only once it worked: a failed rebuild is tried again off the loop
             tp = (src.topic, src.partition) if src.partition is not None else None
             self._known[key] = (self._state_key(msg), tp)
+            if tp is not None and isinstance(self._history, HistoryCache):
+                self._history.built(src.topic, src.partition, key)  # a rebuild reads it from Kafka
         return st
 
     def _replay_error(self) -> None:
@@ -227,8 +229,10 @@ class Recovering(abc.ABC, Generic[M, S]):
         if src is not None and src.partition is not None and src.offset is not None:
             tp = (src.topic, src.partition)
             prev = self._positions.get(tp)
-            if prev is not None and src.offset != prev + 1 and isinstance(self._history, HistoryCache):
-                self._history.forget(src.topic, src.partition)
+            if isinstance(self._history, HistoryCache) and (prev is None or src.offset != prev + 1):
+                if prev is not None:
+                    self._history.forget(src.topic, src.partition)
+                self._history.follow(src.topic, src.partition, src.offset)  # every message from here on
             if tp in self._revoked:
                 self._revoked.discard(tp)
                 if prev is not None and src.offset > prev + 1:

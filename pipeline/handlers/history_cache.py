@@ -12,10 +12,13 @@ That is exact: a key without state that is met at offset ``o`` after the pass en
 ``end`` has no message in ``[end, o)`` — its first one there would have been the message
 that triggered its recovery (the handler sees every message of the partition in order; when
 it does not, e.g. the partition was revoked and given back, :meth:`forget` drops the
-partition's cache). The pass starts where the first key needs it (after its
-checkpoint); a key that needs earlier messages (an older checkpoint, or none) extends it
-back once for all. A key that is rebuilt a second time (its state was dropped after an
-error) is read from Kafka again. A partition whose cached history would exceed
+partition's cache). The pass ends where the handler began to see the partition
+(:meth:`follow`; else where the first key needed it), so a key first met on a partition
+followed from its first message reads nothing, and one met later after a restart needs no
+pass of its own. It starts where the first key needs it (after its checkpoint); a key that
+needs earlier messages (an older checkpoint, or none) extends it back once for all. A key
+whose state was built (:meth:`built`: replayed, restored or opened fresh) and is rebuilt
+(its state was dropped after an error) is read from Kafka again. A partition whose cached history would exceed
 ``max_bytes`` is not cached: its keys are read one by one, as before.
 
 >>> class Log:  # a partition in memory: (key, value) by offset
@@ -96,6 +99,22 @@ class HistoryCache:
     def forget(self, topic: str, partition: int) -> None:
         """Drop what is cached of ``topic[partition]`` (the handler did not see all of it)."""
         self._parts.pop((topic, partition), None)
+
+    def follow(self, topic: str, partition: int, offset: int) -> None:
+        """The handler sees every message of ``topic[partition]`` from ``offset`` on, in order: a
+        key it meets there without state has no message in between, so its pass, if one is
+        needed, ends at ``offset`` (a key met on a partition followed from its first message
+        reads nothing)."""
+        if (topic, partition) not in self._parts:
+            self._parts[(topic, partition)] = _Partition(offset, {})
+
+    def built(self, topic: str, partition: int, key: bytes) -> None:
+        """``key``'s state was built (with or without its messages from here): if it is built
+        again, its messages are read from the source."""
+        part = self._parts.get((topic, partition))
+        if isinstance(part, _Partition):
+            part.served.add(key)
+            part.by_key.pop(key, None)
 
     def _scan(self, topic: str, partition: int, part: _Partition, from_offset: int) -> Any:
         """Read ``[from_offset, part.start)`` into ``part``, or give up past ``max_bytes``."""

@@ -152,8 +152,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         return _StreamState(label_join(self._settings(stream_id)), first_partition)
 
     # No message opens a stream: its label may have overtaken its first event on the arrivals
-    # topic, so a stream met without state is always looked up in the history (one pass per
-    # partition, shared by its streams; nothing to read on a fresh topic).
+    # topic, so a stream met without state is always looked up in the history: one pass per
+    # partition, shared by its streams, over the offsets before the handler began to see it
+    # (HistoryCache.follow), so nothing to read on a partition followed from its start.
 
     def _load(self, a: _Arriving, key: bytes | None, src: Source) -> _StreamState:
         st = self._recover(a, key, src)

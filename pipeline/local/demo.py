@@ -9,11 +9,14 @@ removed at the end unless ``--keep``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import shutil
+import signal
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -214,9 +217,34 @@ def _cleanup(s: Settings, logs: Path, keep_logs: bool, explicit: set[str] | froz
         shutil.rmtree(logs, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``timeout``, systemd, a CI job's cancel) ends the demo as Ctrl-C does: its
+    workers, dashboard and a broker it started are stopped, its topics removed (Python's default
+    for SIGTERM ends the process at once and leaves them running)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozenset[str] | None = None) -> int:
     """Run the demo; the settings a file, the environment or the command line gave stay as given
-    (``explicit``, by default ``s.explicit()``): the demo changes only defaults."""
+    (``explicit``, by default ``s.explicit()``): the demo changes only defaults. SIGTERM stops
+    it as Ctrl-C does (:func:`_sigterm_as_interrupt`)."""
+    with _sigterm_as_interrupt():
+        return _run_demo(args, s, explicit)
+
+
+def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozenset[str] | None) -> int:
     n = args.n
     explicit = s.explicit() if explicit is None else explicit
     label_delay = getattr(args, "label_delay", 0) or 0

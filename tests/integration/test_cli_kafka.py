@@ -66,3 +66,68 @@ def test_tail_waits_on_an_empty_topic_and_rejects_unknown_ones(bootstrap, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown topic 'nonsense'" in err and "explanations" in err
     assert f"{prefix}features" in err  # the existing full names are listed too
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] not in ("Z", "X")  # a zombie has exited
+    except OSError:
+        return False
+
+
+def test_a_demo_stopped_with_sigterm_stops_its_workers_and_dashboard(bootstrap, tmp_path):
+    """Found by a new-user trial: ``timeout 30 streamxai demo`` (SIGTERM, as `timeout`, systemd or a
+    CI job's cancel send it) ended the demo at once and left its dashboard (and a broker it had
+    started) running, its topics behind. It now stops them as after Ctrl-C, and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from confluent_kafka.admin import AdminClient
+
+    from pipeline.local.ports import free_port
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "demo", "--n", "100000", "--rate", "200", "--bootstrap", bootstrap,
+         "--dashboard-port", str(free_port("127.0.0.1"))],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    started, children = [], []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(line.startswith("dashboard:") for line in started):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            started.append(line)
+        assert any(line.startswith("dashboard:") for line in started), "".join(started)
+        prefix = next(line for line in started if "worker(s) started" in line).split("topics ")[1].strip().rstrip("*")
+        children = _children(proc.pid)
+        assert len(children) >= 2, children  # the worker and the dashboard
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 130, out
+        until = time.monotonic() + 30
+        while any(_alive(c) for c in children) and time.monotonic() < until:
+            time.sleep(0.2)
+        assert not [c for c in children if _alive(c)]
+        assert "removed the demo's" in out and prefix.startswith("streamxai.demo-")
+        topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+        assert not [t for t in topics if t.startswith(prefix)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        for c in children:
+            if _alive(c):
+                os.kill(c, signal.SIGKILL)

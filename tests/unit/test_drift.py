@@ -451,3 +451,49 @@ def test_ipdp_curves_alone_moving_at_a_flat_loss_do_not_page():
         levels = lambda t, e=explainer: {(e, "a"): 0.4 if t < 300 else 0.0, (e, "b"): 0.1}  # noqa: E731
         _, episodes = feed(det, random.Random(19), levels, range(700), loss=lambda t: Block(10, 0.2, 1.0))
         assert [(e.status, e.kind, e.alert) for e in episodes] == [("closed", "reliance_shift", alert)], explainer
+
+
+def test_a_loss_that_fell_steadily_over_the_episode_makes_it_learning():
+    """Was: a model that kept learning (its loss falling from 0.36 at an even pace, 0.30 by the
+    close at event 3359) moved its reliance on b at event 3000, and the episode closed as an
+    alerting ``reliance_shift``: at the cut the two sides' means differ by 1.0 standard error
+    only (averages of a sloping line, the side after short), so "the loss did not move". The
+    slope over the same stretch is 6.1 standard errors below zero (learning from 1.96: a
+    one-sided test at 2.5%): the model learned. A flat loss keeps the reliance shift, and its
+    alert."""
+    from pipeline.core.change.events import loss_z
+
+    levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.0 if t < 300 else 0.4}  # noqa: E731
+    falling = lambda t: Block(10, 0.36 - 0.06 * t / 360, 10 * 0.2)  # noqa: E731  (variance 0.2 per event)
+    for loss, kind, alert in ((falling, "learning", False), (lambda t: Block(10, 0.33, 10 * 0.2), "reliance_shift", True)):
+        det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=300)
+        _, episodes = feed(det, random.Random(21), levels, range(700), loss=loss)
+        assert [(e.status, e.kind, e.alert) for e in episodes] == [("closed", kind, alert)]
+    (ep,) = feed(StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=300),
+                 random.Random(21), levels, range(700), loss=falling)[1]
+    assert -Z90 < loss_z(ep.loss_before, ep.loss_after) < 0  # the cut alone: within the interval
+
+
+@pytest.mark.slow
+def test_the_loss_trend_is_a_standard_normal_on_a_flat_loss():
+    """The trend statistic on 0-1 losses (rate 0.3) that do not move, in the buckets of a loss
+    window (sizes doubling into the past): about 5% of stretches fall below -1.645 (one-sided
+    5%). 1,000 stretches: the share's sd is 0.007, so [0.029, 0.071] is 3 sd either side. What
+    the close of an episode makes of it (the cut at event 1500 of 2000, then the trend at
+    -1.96): learning at most 5% + 2.5% of the time by the union bound (measured: 7.5%; the
+    share's sd ~0.008, so 0.075 + 3 sd = 0.1 bounds it)."""
+    from pipeline.core.change.events import loss_z, trend_z
+    from pipeline.core.change.test import Z95
+
+    rng, below, learned, zs = random.Random(22), 0, 0, []
+    zero_one = lambda r: float(r.random() < 0.3)  # noqa: E731
+    for _ in range(1000):
+        w = SeriesWindow(max_increments=20_000)
+        for t in range(200):
+            w.add(10 * t, 10 * t + 9, block(rng, 0.0, draw=zero_one))
+        zs.append(trend_z(w.span(0)))
+        below += zs[-1] <= -Z90
+        learned += loss_z(*w.split(1500)) <= -Z90 or zs[-1] <= -Z95
+    assert 0.029 <= below / 1000 <= 0.071
+    assert 0.85 <= sum(z * z for z in zs) / len(zs) <= 1.15  # variance 1: sd of the mean square ~0.045
+    assert learned / 1000 <= 0.1, learned

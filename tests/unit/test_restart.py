@@ -209,3 +209,90 @@ def test_a_partition_back_from_another_worker_rebuilds_its_stale_states():
     again.partitions_revoked({("features", 0)})
     assert loop(again, range(100, 200)) == {q: whole[q] for q in range(100, 200)}
     assert again.metrics.get("states_dropped_after_rebalance") == 0
+
+
+def _via_agent_loop(handler, log, topic, offsets, replace=None):
+    """Each message as agents/_forward.py hands it over (``needs_recovery``, then ``on_message``);
+    ``replace`` maps offsets to the value handed over instead of the logged one. The outputs."""
+    outs = []
+    for off in offsets:
+        key, value = log.items[off]
+        src = Source(topic, 0, off)
+        handler.needs_recovery(key, src)
+        outs += handler.on_message((replace or {}).get(off, value), key, src)
+    return outs
+
+
+def _two_streams(n_a=300, n_b=40):
+    """Stream a alone for ``n_a`` events, then b's first events alternating with a's."""
+    from pipeline.local.demo_stream import agrawal_events
+
+    a, b = list(agrawal_events("a", n_a + n_b, seed=7)), list(agrawal_events("b", n_b, seed=8))
+    log = ScanLog()
+    for ev in a[:n_a] + [e for pair in zip(a[n_a:], b, strict=True) for e in pair]:
+        log.items.append((ev.stream_id.encode(), dumps(ev)))
+    return log
+
+
+def _predictions(outs):
+    msgs = (orjson.loads(o.value) for o in outs if o.topic == "predictions")
+    return {(m["stream_id"], m["seq"]): m["y_pred"] for m in msgs}
+
+
+def test_a_stream_first_met_mid_partition_reads_no_history():
+    """Was: the model handler met stream b for the first time at offset 300 of a partition it had
+    handled from offset 0 and scanned offsets 0..299 for b's history (it has none): work that grew
+    with the partition's history. The handler saw every message of the partition since 0, so a
+    stream it has no state for has nothing there."""
+    from pipeline.handlers import ModelHandler
+
+    s = Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier")
+    log = _two_streams()
+    reference = _predictions(_via_agent_loop(ModelHandler(s), log, "features", range(len(log.items))))
+    h = ModelHandler(s, history=log)
+    assert _predictions(_via_agent_loop(h, log, "features", range(len(log.items)))) == reference
+    assert (log.scans, log.per_key_reads) == (0, 0)
+    assert not h.metrics.get("history_messages_scanned")
+    # restarted at offset 150 (no checkpoints): a is rebuilt from the one pass over 0..149, and b,
+    # met at 300, needs no further pass
+    log.scans = 0
+    again = ModelHandler(s, history=log)
+    assert _predictions(_via_agent_loop(again, log, "features", range(150, len(log.items)))) == {
+        k: v for k, v in reference.items() if k[0] == "b" or k[1] >= 150}
+    assert (log.scans, log.per_key_reads) == (1, 0)
+    assert again.metrics.get("history_messages_scanned") == 150
+    assert again.metrics.get("replayed_events") == 150
+
+
+def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_messages():
+    """Was: after a restart the partition's one pass (offsets before the restart) served every
+    key met later, also one whose state began after the pass without it (an explainer group's
+    first task opens it) and was dropped after an error: that key was handed its messages from
+    before the pass (none) and rebuilt from nothing, its explanations silently restarted."""
+    from helpers.handler_inputs import settings
+
+    from pipeline.handlers import ExplainHandler, ModelHandler
+
+    s = settings(explain_groups=1, partitions=1)
+    events_log, tasks = _two_streams(60, 30), ScanLog()
+    model = ModelHandler(s)
+    for out in _via_agent_loop(model, events_log, "features", range(len(events_log.items))):
+        if out.topic == "explain-tasks":
+            tasks.items.append((out.key, out.value))
+    first_b = next(off for off, (k, _) in enumerate(tasks.items) if k == b"b/0")
+
+    def values(outs):
+        msgs = (orjson.loads(o.value) for o in outs if o.topic == "explanations")
+        return [(m["stream_id"], m["position"], m["feature"], m["value"], m["n_explained"]) for m in msgs]
+
+    whole = values(_via_agent_loop(ExplainHandler(s), tasks, "explain-tasks", range(len(tasks.items))))
+    broken_at = first_b + 20  # one of b's tasks, its replica raises on it
+    assert tasks.items[broken_at][0] == b"b/0"
+    broken = orjson.loads(tasks.items[broken_at][1])
+    del broken["x"]["age"]
+    restart = first_b - 10  # the restarted handler meets a first (one pass over 0..restart-1), then b opens
+    h = ExplainHandler(s, history=tasks)
+    got = values(_via_agent_loop(h, tasks, "explain-tasks", range(restart, len(tasks.items)),
+                                 replace={broken_at: orjson.dumps(broken)}))
+    after = [v for v in whole if v[0] == "b" and v[1] > orjson.loads(tasks.items[broken_at][1])["position"]]
+    assert after and [v for v in got if v[0] == "b" and v[1] > broken["position"]] == after

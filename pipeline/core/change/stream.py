@@ -60,8 +60,8 @@ from collections.abc import Sequence
 from ..base import Component
 from ..increments import Block
 from .episodes import Episode, make_episode, ranked
-from .events import KINDS, RELIANCE, Change, Levels, loss_kind
-from .test import SeriesTest
+from .events import KINDS, RELIANCE, Change, Levels, loss_kind, trend_z
+from .test import Z95, SeriesTest
 from .window import SeriesWindow
 
 __all__ = ["StreamChangeDetector"]
@@ -253,8 +253,28 @@ class StreamChangeDetector(Component):
         or before that regime's start belongs to the episode that began it, and its side before
         is the events its series' test compared (from ``since``). Never the warm-up, where the
         model learned from nothing and its loss says nothing about the regime after it."""
+        return self._loss.split(cut_seq, since=self._loss_since(cut_seq, since))
+
+    def _loss_since(self, cut_seq: int, since: int | None) -> int:
+        """Where the loss before ``cut_seq`` starts (:meth:`_loss_at`)."""
         start = self._regime_seq if self._regime_seq < cut_seq else (since or 0)
-        return self._loss.split(cut_seq, since=max(start, min(self.warmup, cut_seq)))
+        return max(start, min(self.warmup, cut_seq))
+
+    def _close_kind(self, top: Change, seq: int) -> tuple[str, Block | None, Block | None]:
+        """The kind of an episode whose loss had not moved when it opened, decided at its close
+        on the loss from the top change's cut up to ``seq``: the two-sample test at the cut,
+        and, if that says flat, the loss's trend over the same stretch (the side before and
+        after together, from the first bucket that starts at or after where the side before
+        starts -- never the warm-up --, :func:`~pipeline.core.change.events.trend_z`): a loss
+        that fell steadily (``z <= -1.96``, one-sided 2.5%) is the model learning, whose
+        reliance moves as it learns (module docstring of :mod:`.episodes`)."""
+        before, after = self._loss_at(top.cut_seq, top.cut.since)
+        kind = loss_kind(before, after, min_n=self.min_samples)
+        if kind == "reliance_shift" and before is not None and after is not None:
+            z = trend_z(self._loss.span(self._loss_since(top.cut_seq, top.cut.since), seq), 2 * self.min_samples)
+            if z is not None and z <= -Z95:
+                kind = "learning"
+        return kind, before, after
 
     def _level_before(self, explainer: str, feature: str, upto: int) -> Block:
         w = self._series[(explainer, feature)].test.window_at(upto)
@@ -310,9 +330,7 @@ class StreamChangeDetector(Component):
         changes = self._open
         first = self._kind is None or status == "open"
         if self._kind is None:  # a flat loss needs the data up to the close to say it did not move
-            top = ranked(changes)[0]
-            before, after = self._loss_at(top.cut_seq, top.cut.since)
-            self._kind = (loss_kind(before, after, min_n=self.min_samples), before, after)
+            self._kind = self._close_kind(ranked(changes)[0], seq)
         kind, loss_before, loss_after = self._kind
         if status == "closed":
             self._open, self._kind, self._opened = [], None, False

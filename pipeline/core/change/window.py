@@ -158,6 +158,19 @@ class SeriesWindow(Component):
             before = before - self.before(j)
         return (before if before.n else None), (after if after.n else None)
 
+    def span(self, since: int = 0, upto: int | None = None) -> list[Bucket]:
+        """The buckets that end before event ``upto`` (default: all) and begin at or after
+        event ``since``: none of an event before it, however coarse the old buckets are.
+
+        >>> w = SeriesWindow(max_increments=100)
+        >>> for t in range(6):
+        ...     w.add(10 * t, 10 * t + 9, Block(10, float(t), 0.0))
+        >>> [(b.seq_lo, b.seq_hi) for b in w.span(since=15, upto=50)]
+        [(20, 39), (40, 49)]
+        """
+        k = len(self.buckets) if upto is None else self.upto(upto)
+        return [b for b in self.buckets[:k] if b.seq_lo >= since]
+
     def _nearest(self, seq: int, k: int) -> int:
         """The boundary among the first ``k`` buckets' nearest to event ``seq``."""
         b = self.buckets
