@@ -113,4 +113,7 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     assert {(x["stream_id"], x["position"], x["explainer"], x["feature"]): (x["cut_position"], x["level_before"],
                                                                            x["level_after"]) for x in changes} == ref.changes
     counters = worker_metrics(restarted)["counters"]
-    assert counters.get("replayed_events", 0) > 0 and counters.get("checkpoints_restored", 0) >= 1, counters
+    # rebuilt from checkpoints and replay: the model's arrivals records now carry batches, so its
+    # newest checkpoint may end right at the committed offset (nothing of its own to replay)
+    replayed = sum(counters.get(k, 0) for k in ("replayed_events", "replayed_tasks", "replayed_explanations"))
+    assert replayed > 0 and counters.get("checkpoints_restored", 0) >= 1, counters
