@@ -16,7 +16,25 @@ from pathlib import Path
 from . import exit_codes
 from .settings import Secret, Settings, env_name
 
-__all__ = ["run_worker", "settings_env", "spawn_worker", "stop_worker"]
+__all__ = ["dashboard_hint", "run_worker", "settings_env", "spawn_worker", "stop_worker"]
+
+
+def dashboard_hint(settings: Settings) -> str:
+    """The command that shows this worker's streams live: ``streamxai dashboard`` with the
+    broker and topic prefix where they are not the defaults (quoted for a shell).
+
+    >>> dashboard_hint(Settings(topic_prefix="streamxai.demo-abc."))
+    'streamxai dashboard --set topic_prefix=streamxai.demo-abc.'
+    """
+    import shlex
+
+    default = Settings()
+    args = ["streamxai", "dashboard"]
+    if settings.bootstrap_servers != default.bootstrap_servers:
+        args += ["--bootstrap", settings.bootstrap_servers]
+    if settings.topic_prefix != default.topic_prefix:
+        args += ["--set", f"topic_prefix={settings.topic_prefix}"]
+    return shlex.join(args)
 
 
 def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info") -> int:
@@ -47,7 +65,7 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     log.info("created topics %s", created)
     base = f"http://{settings.web_host}:{settings.web_port}"
     log.info("metrics at %s/metrics (Prometheus) and %s/streamxai/metrics (JSON); see the explanations "
-             "live with `streamxai dashboard` (http://127.0.0.1:8050/)", base, base)
+             "live with `%s` (http://127.0.0.1:8050/)", base, base, dashboard_hint(settings))
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     app = create_app(settings, roles)
     install_outage_filter()  # a broker outage: one line when it starts, one when it ends

@@ -330,8 +330,9 @@ class Recovering(abc.ABC, Generic[M, S]):
         """Re-run the messages of ``key`` on ``src``'s partition from ``from_offset`` up to ``src``
         into ``st``; how many were taken."""
         earlier = records_of(self.history, src.topic, src.partition, src.offset, key, from_offset)
-        n = 0
+        read = n = 0  # read lazily: a long stream's history is not held in memory at once
         for off, raw, ts, headers in earlier:
+            read += 1
             at = Source(src.topic, src.partition, off, timestamp=ts, headers=headers)
             try:
                 items = self._unpack(raw, at)
@@ -339,8 +340,11 @@ class Recovering(abc.ABC, Generic[M, S]):
                 continue  # a dead letter the first time
             n += sum(self._replay_one(st, r, key, s) for r, s in items or [(raw, at)])
         self.metrics.inc(self.REPLAYED_METRIC, n)
-        log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE,
-                 key.decode(errors="replace") if key is not None else None, n, src)
+        name = key.decode(errors="replace") if key is not None else None
+        if from_offset == 0 and not read:  # no checkpoint and nothing of the key before: a new stream
+            log.info("opened a new %s state for stream %s (its first message is %s)", self.STAGE, name, src)
+        else:
+            log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, name, n, src)
         return n
 
 

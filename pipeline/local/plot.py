@@ -30,8 +30,9 @@ from schemas import StreamxaiError
 from ..settings import Settings
 from .dashboard.state import DashboardState
 
-__all__ = ["read_stream", "plot_view", "plot_summary", "write_html"]
+__all__ = ["read_stream", "plot_view", "draw", "plot_summary", "write_html"]
 
+MODEL_LOSS_COLOR = "deepskyblue"  # no feature's colour (tab10), so never mistaken for a change marker
 NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)"}
 
 
@@ -71,6 +72,18 @@ def _exists(s: Settings, topic: str) -> bool:
 
 def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
     """Draw ``view`` (:meth:`DashboardState.stream_view`) into the PNG ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig = draw(view)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def draw(view: dict[str, Any]) -> Any:
+    """The matplotlib Figure :func:`plot_view` saves (close it with ``plt.close``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -82,7 +95,8 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
     then_curves = view.get("curves_at_change") or {}
     features = sorted({f for ex in explainers for f in view["series"][ex]})
     colors = {f: plt.cm.tab10(i % 10) for i, f in enumerate(features)}
-    has_loss = bool(view["loss"]["x"])
+    model_loss = _model_loss(view)
+    has_loss = bool(view["loss"]["x"]) or model_loss is not None
     rows = len(explainers) + int(has_loss)
     pd_cols = min(5, max(1, len(curves)))
     pd_rows = math.ceil(len(curves) / pd_cols) if curves else 0
@@ -110,10 +124,12 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
             ax.legend(ncol=min(len(features), 9), fontsize=8, loc="upper left", bbox_to_anchor=(0, 1.0))
     if has_loss:
         ax = fig.add_subplot(grid[len(explainers), :], sharex=top)
-        for ex, pts in (view.get("model_loss") or {}).items():  # the explainers' view of it, under the line
-            ax.plot(pts["x"], pts["y"], lw=1, ls="--", alpha=0.6, label=f"{ex} model loss")
-        ax.plot(view["loss"]["x"], [math.nan if y is None else y for y in view["loss"]["y"]], color="black", lw=1.5,
-                label="rolling loss (predictions)")
+        if view["loss"]["x"]:
+            ax.plot(view["loss"]["x"], [math.nan if y is None else y for y in view["loss"]["y"]], color="black", lw=1.5,
+                    label="rolling loss (predictions)")
+        if model_loss is not None:  # on top: where the two agree, its dashes still show over the black line
+            ax.plot(model_loss["x"], [math.nan if y is None else y for y in model_loss["y"]], color=MODEL_LOSS_COLOR,
+                    lw=1.3, ls="--", zorder=3, label="model loss (explanations: the change test's input)")
         _changes(ax, view["changes"], colors, labels=False)
         ax.set_ylabel("loss")
         ax.set_xlabel("position (seq + labels that came later)" if view.get("labels") else "seq")
@@ -139,11 +155,19 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
         ax.grid(alpha=0.3)
         if i == 0:
             ax.legend(fontsize=7)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return fig
+
+
+def _model_loss(view: dict[str, Any]) -> dict[str, list] | None:
+    """The model's rolling loss as the explanations carry it, once: every explainer of a stream
+    reports the same model's loss (iPDP none when labels come later), so it is one series per
+    stream; the explainers' longest. None without two points.
+
+    >>> _model_loss({"model_loss": {"ipfi": {"x": [9, 19], "y": [0.3, 0.2]}, "ipdp": {"x": [9], "y": [0.3]}}})
+    {'x': [9, 19], 'y': [0.3, 0.2]}
+    """
+    series = [pts for pts in (view.get("model_loss") or {}).values() if len(pts["x"]) >= 2]
+    return max(series, key=lambda pts: len(pts["x"]), default=None)
 
 
 def _sorted(xs: list, ys: list) -> tuple[list, list]:

@@ -358,3 +358,51 @@ def test_dashboard_shows_streams_of_two_profiles_each_with_its_own_features(two_
         stop_worker(board)
     log = (tmp_path / "dashboard.log").read_text(errors="replace")
     assert "Traceback" not in log, log[-3000:]
+
+
+LOSS_SERIES = """
+const u = window.dash && window.dash.charts['loss'];
+if (!u) return null;
+return u.series.slice(1).map((s, i) => [s.label, s.stroke && s.stroke(u, i + 1), u.data[i + 1].filter(y => y !== null && Number.isFinite(y)).length]);
+"""
+
+
+def test_the_loss_chart_draws_the_model_loss_once_where_it_can_be_seen(tmp_path):
+    """Found by a new user: the model-loss chart's legend listed "ipfi model loss", "isage model
+    loss" and "ipdp model loss" with no line to see: the model's loss is one series per stream,
+    drawn once per explainer, every copy under the predictions' rolling loss."""
+    import io
+
+    import numpy as np
+    from helpers.loss_stream import feed_loss_stream
+    from matplotlib.colors import to_rgb
+    from PIL import Image
+
+    from pipeline.local.dashboard import DashboardState
+
+    driver = _browser()
+    state = DashboardState()
+    feed_loss_stream(state, "lossy")
+    served = _Served(state)
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=lossy")
+        series = _wait(driver, LOSS_SERIES, 30, "the loss chart")
+        labels = [label for label, _, _ in series]
+        assert len(labels) == len(set(labels)) == 2, labels  # the rolling loss and the model's, once each
+        assert all(n >= 2 for _, _, n in series), series
+        time.sleep(0.5)  # let the chart draw before the picture
+        box = driver.find_element("id", "box-loss")
+        shot = tmp_path / "loss.png"
+        shot.write_bytes(box.screenshot_as_png)
+        img = np.asarray(Image.open(io.BytesIO(shot.read_bytes())).convert("RGB")).astype(float) / 255
+        canvas = driver.find_element("css selector", "#box-loss canvas")
+        h = int(canvas.size["height"] * img.shape[1] / box.size["width"])  # the plot, not the legend under it
+        for label, stroke, _ in series:
+            close = np.abs(img[:h] - np.array(to_rgb(stroke))).max(axis=-1) < 0.1
+            # a reader sees at least ~100 px of each line (the chart is ~600 px wide; ~0 when hidden)
+            assert int(close.sum()) >= 100, f"{label!r} ({stroke}) cannot be seen: {int(close.sum())} px"
+        if keep := os.environ.get("STREAMXAI_SCREENSHOT_LOSS"):
+            Path(keep).write_bytes(shot.read_bytes())
+    finally:
+        driver.quit()
+        served.close()

@@ -75,24 +75,50 @@ def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop(
     assert h.needs_recovery(key, Source("explain-tasks", 0, 21))  # rebuilt off the event loop
 
 
-def test_a_rebuilt_states_log_line_names_its_key_as_text(caplog):
-    """Found in a new user's worker log: ``rebuilt model state b'reg-7' from 0 earlier
-    messages of streamxai.arrivals[1]@1`` (the key's bytes repr)."""
+def _model_handler_log(caplog, events, *, restart_at=None):
+    """The streamxai log lines of a model handler taking ``events`` from one partition in
+    order (a new handler from ``restart_at`` on, with nothing in memory, as after a restart)."""
     from helpers.partition_log import PartitionLog
 
-    from pipeline.local.demo_stream import agrawal_events
     from schemas import dumps
 
     s = settings(partitions=1)
     log = PartitionLog()
-    events = [*agrawal_events("a", 3, seed=1), *agrawal_events("reg-7", 1, seed=2)]
     for ev in events:
         log.append("features", 0, ev.stream_id.encode(), dumps(ev))
-    h = ModelHandler(s, history=log.history)
     caplog.set_level("INFO", logger="streamxai")
+    h = ModelHandler(s, history=log.history)
     for off, ev in enumerate(events):
+        if off == restart_at:
+            h = ModelHandler(s, history=log.history)
         h.needs_recovery(ev.stream_id.encode(), Source("features", 0, off))
         h.on_message(dumps(ev), ev.stream_id.encode(), Source("features", 0, off))
-    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("rebuilt")]
-    assert lines and all("b'" not in line for line in lines), lines
-    assert "rebuilt model state reg-7 from 0 earlier messages" in lines[-1]
+    return [r.getMessage() for r in caplog.records if r.name.startswith("streamxai")]
+
+
+def test_a_rebuilt_states_log_line_names_its_key_as_text(caplog):
+    """Found in a new user's worker log: ``rebuilt model state b'reg-7' from 0 earlier
+    messages of streamxai.arrivals[1]@1`` (the key's bytes repr)."""
+    from pipeline.local.demo_stream import agrawal_events
+
+    events = [*agrawal_events("a", 3, seed=1), *agrawal_events("reg-7", 2, seed=2)]
+    lines = _model_handler_log(caplog, events, restart_at=4)  # reg-7's state is rebuilt at offset 4
+    rebuilt = [line for line in lines if line.startswith("rebuilt")]
+    assert rebuilt and all("b'" not in line for line in lines), lines
+    assert "rebuilt model state reg-7 from 1 earlier messages" in rebuilt[-1]
+
+
+def test_a_stream_met_for_the_first_time_is_logged_as_new_not_rebuilt(caplog):
+    """Found by a new user: a worker meeting a stream for the first time in the middle of a
+    partition logged ``rebuilt model state reg-7 from 0 earlier messages``, which reads as if a
+    state had been lost. A new stream is opened; a real rebuild keeps its line."""
+    from pipeline.local.demo_stream import agrawal_events
+
+    events = [*agrawal_events("a", 3, seed=1), *agrawal_events("reg-7", 2, seed=2)]
+    lines = _model_handler_log(caplog, events)
+    assert not [line for line in lines if line.startswith("rebuilt")], lines
+    opened = [line for line in lines if line.startswith("opened")]
+    assert len(opened) == 1 and opened[0].startswith("opened a new model state for stream reg-7"), lines
+    # stream a after a restart at its fourth message: three earlier ones, a rebuild
+    lines = _model_handler_log(caplog, [*agrawal_events("a", 4, seed=1)], restart_at=3)
+    assert any(line.startswith("rebuilt model state a from 3 earlier messages") for line in lines), lines

@@ -184,7 +184,7 @@ def test_extreme_value_storage_equals_brute_force(window):
     for i, v in enumerate(stream):
         s.update(v)
         recent = stream[max(0, i + 1 - window) : i + 1]
-        assert (s.min, s.max) == (min(recent), max(recent)), i
+        assert (s.min, s.max) == s.extremes(-1) == (min(recent), max(recent)), i
         assert len(s) <= 2 * window
     assert s.n_seen == len(stream)
 

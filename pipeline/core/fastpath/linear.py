@@ -89,9 +89,11 @@ class LinearCall:
     """One linear model (maybe behind a scaler) during one call over rows with ``keys``."""
 
     __slots__ = ("weights", "intercept", "classifier", "scale", "_x", "_pre", "_post", "_pos", "_base", "_terms",
-                 "_cols")
+                 "_cols", "_layouts")
 
-    def __init__(self, model: Any, keys: Any):
+    def __init__(self, model: Any, keys: Any, layouts: dict | None = None):
+        #: index arrays of ICE curve matrices by their shape (z_curves), kept by the caller between calls
+        self._layouts = {} if layouts is None else layouts
         scaler, glm = _split_pipeline(model)
         kind = _glm_kind(glm)
         if kind is None:
@@ -227,19 +229,27 @@ class LinearCall:
             cols = [pos[f] for f in features]
         except KeyError:
             return None
+        nf, g = grids.shape
+        n, width = nf * g, len(self._terms) + 1
+        key = (*cols, g, width)
+        layout = self._layouts.get(key)
+        if layout is None:  # each feature's weighted column, and where its values go in the matrix
+            idx = np.array(cols)
+            layout = (idx[:, None], np.arange(n) * width + np.repeat(idx, g) + 1)
+            if len(self._layouts) >= 16:
+                self._layouts.clear()
+            self._layouts[key] = layout
+        col, at = layout
         w, mean, sd, zero_var = self._cols
-        idx = np.array(cols)
         v = grids
         if mean is not None:  # the scaler's (v - mean) / var ** 0.5, or 0.0 where the variance is 0
-            v = v - mean[idx][:, None]
+            v = v - mean[col]
             if sd is not None:
-                v = np.where(zero_var[idx][:, None], 0.0, v / sd[idx][:, None])
-        nf, g = grids.shape
-        n = nf * g
-        terms = np.empty((n, len(self._terms) + 1))
+                v = np.where(zero_var[col], 0.0, v / sd[col])
+        terms = np.empty((n, width))
         terms[:, 0] = 0.0
         terms[:, 1:] = self._terms
-        terms[np.arange(n), np.repeat(idx, g) + 1] = (v * w[idx][:, None]).ravel()
+        terms.reshape(-1)[at] = (v * w[col]).ravel()  # (a view: the matrix is contiguous)
         return (np.add.accumulate(terms, axis=1)[:, -1] + self.intercept).reshape(nf, g)
 
     def output_array(self, z: np.ndarray, output: str, target_class: Any) -> np.ndarray | None:
@@ -247,10 +257,9 @@ class LinearCall:
         if not self.classifier:
             return z if output == "value" else None
         # river's sigmoid: 0 below -30, 1 above 30, else 1 / (1 + exp(-z)) with the C library's exp
-        neg = np.minimum(-z, 30.0)  # (no overflow where the value is 0 anyway)
-        p = 1.0 / (1.0 + np.array(list(map(math.exp, neg.ravel().tolist())), dtype=float).reshape(z.shape))
-        low, high = z.min(), z.max()
-        if low < -30 or high > 30:
+        neg = np.minimum(-z, 30.0).ravel().tolist()  # (no overflow where the value is 0 anyway)
+        p = 1.0 / (1.0 + np.fromiter(map(math.exp, neg), dtype=float, count=len(neg)).reshape(z.shape))
+        if np.maximum.reduce(np.abs(z), axis=None) > 30:  # z < -30 or z > 30 somewhere
             p = np.where(z < -30, 0.0, np.where(z > 30, 1.0, p))
         if output == "proba_of":  # {False: 1 - p, True: p}.get(target_class, 0.0)
             key = _PROBA_KEYS.get(target_class)
@@ -304,8 +313,12 @@ class LinearFast(FastModel):
             model = steps[1]
         return _glm_kind(model) is not None
 
+    def __init__(self, model: Any):
+        super().__init__(model)
+        self._layouts: dict = {}  # LinearCall's ICE curve layouts, kept from call to call
+
     def new_call(self, keys: Any) -> LinearCall:
-        return LinearCall(self.model, keys)
+        return LinearCall(self.model, keys, self._layouts)
 
     def token(self) -> Any:
         glm = self.model._last_step_cached if type(self.model) is Pipeline else self.model

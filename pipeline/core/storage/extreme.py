@@ -76,6 +76,16 @@ class ExtremeValueStorage(Component):
         if lo[0][0] <= expired:
             lo.popleft()
 
+    def extremes(self, empty: float) -> tuple[float, float]:
+        """``(min, max)`` of the last ``window`` values; ``(empty, empty)`` before the first.
+
+        >>> s = ExtremeValueStorage(window=2)
+        >>> s.extremes(0.5), s.update(3.0), s.extremes(0.5)
+        ((0.5, 0.5), None, (3.0, 3.0))
+        """
+        lo = self._lo
+        return (lo[0][1], self._hi[0][1]) if lo else (empty, empty)
+
     @property
     def max(self) -> float:
         """Largest of the last ``window`` values."""

@@ -1,6 +1,7 @@
 // streamxai dashboard: renders the server's JSON views with uPlot (vendored); live via server-sent events.
 "use strict";
 
+const MODEL_LOSS_COLOR = "#00bfff";  // no feature's colour, so never taken for a change marker (as in `streamxai plot`)
 const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
   "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
 const dash = { selected: null, streams: [], view: null, charts: {}, source: null, featureColor: {} };
@@ -219,18 +220,20 @@ function renderRanking(v) {
 }
 
 function renderLoss(v) {
-  // the explainers' view of the model's loss (explanation/v2) dashed underneath, the predictions' on top
-  const tables = [], labels = [];
-  for (const [ex, s] of Object.entries(v.model_loss || {})) { tables.push([s.x, s.y]); labels.push(ex + " model loss"); }
-  tables.push([v.loss.x, v.loss.y]);
-  labels.push("rolling loss");
-  if (!v.loss.x.length && tables.length === 1) return;
+  // the predictions' rolling loss, and dashed on top of it the model's loss as the explanations
+  // carry it (the change test's input): one series per stream however many explainers report it
+  // (every one reports the same model's loss), the longest of theirs
+  const model = Object.values(v.model_loss || {}).filter((s) => s.x.length >= 2)
+    .reduce((best, s) => (best && best.x.length >= s.x.length ? best : s), null);
+  if (!v.loss.x.length && !model) return;
+  const tables = [[v.loss.x, v.loss.y]], labels = ["rolling loss"];
+  if (model) { tables.push([model.x, model.y]); labels.push("model loss (explanations)"); }
   const data = uPlot.join(tables);
   upsertChart("loss", $("#loss"), "", labels.join("|"), (w) => ({
     width: w, height: 180, scales: { x: { time: false } }, legend: { live: false },
-    series: [{ label: v.labels ? "position" : "seq" }, ...labels.map((l, i) => (i === labels.length - 1
+    series: [{ label: v.labels ? "position" : "seq" }, ...labels.map((l, i) => (i === 0
       ? { label: l, stroke: "#222", width: 2, spanGaps: true }
-      : { label: l, stroke: COLORS[(i + 3) % COLORS.length], width: 1, dash: [4, 3], spanGaps: true }))],
+      : { label: l, stroke: MODEL_LOSS_COLOR, width: 1.5, dash: [4, 3], spanGaps: true }))],
     hooks: { draw: [changeMarkers(() => dash.view.changes)] },
   }), data);
 }
