@@ -92,34 +92,96 @@ class Outbox:
             self.metrics.inc("dead_letters", reason=reason)
 
 
-async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str) -> None:
-    limit = handler.settings.max_dead_letter_bytes
-    metrics = handler.metrics
+async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str, *, batch: int = 1) -> None:
+    """Hand each message of ``stream`` to ``handler`` and its outputs to ``outbox``. With
+    ``batch`` > 1 (a handler with ``on_batch``: the intake), the records already fetched behind
+    a message, up to ``batch`` in all, go to the handler together (:func:`ready_events`: taken
+    without waiting for more), and are acknowledged once their outputs are with the producer."""
     async for event in stream.events():
-        msg = event.message
-        src = Source(msg.topic, msg.partition, msg.offset, timestamp=getattr(msg, "timestamp", None),
-                     headers=_headers(getattr(msg, "headers", None)))
-        metrics.inc("messages_in", topic=msg.topic)
-        metrics.processed(msg.topic, msg.partition, msg.offset)
-        try:
-            if handler.needs_recovery(event.key, src):
-                # it may rebuild state from history (Kafka reads, replays): keep the event
-                # loop, and so heartbeats, commits and the other agents, running meanwhile
-                outs = await asyncio.to_thread(handler.on_message, event.value, event.key, src)
-            else:
-                outs = handler.on_message(event.value, event.key, src)
-        except Exception as e:  # never let one message kill the agent
-            log.exception("%s agent failed on %s", stage, src)
-            outs = [dead_letter(event.value, event.key, e, stage, src, reason="internal_error", max_bytes=limit)]
-        for out in outs:
-            err = await outbox.send(out, src)
-            if err is not None and out.reason is None:
-                # the input's output cannot be written (e.g. over the producer's size limit)
-                dl = dead_letter(event.value, event.key, err, stage, src, reason="send_error", max_bytes=limit)
-                await outbox.send(dl, src)
+        extra = ready_events(stream, batch - 1) if batch > 1 else []
+        if not extra:
+            raw, key, src = _taken(event, handler)
+            await _send(outbox, _handle(handler, raw, key, src, stage), raw, key, src, stage, handler)
+        else:
+            records = [_taken(e, handler) for e in (event, *extra)]
+            try:
+                outs = handler.on_batch(records)  # type: ignore[attr-defined]
+            except Exception as e:  # never let one batch kill the agent
+                log.exception("%s agent failed on a batch of %d from %s", stage, len(records), records[0][2])
+                outs = [dead_letter(raw, key, e, stage, src, reason="internal_error",
+                                    max_bytes=handler.settings.max_dead_letter_bytes) for raw, key, src in records]
+            raw, key, src = records[0]  # a batch output the producer refuses: a dead letter of what it carried
+            for out in outs:
+                await _send(outbox, [out], out.value if out.reason is None else raw, key, src, stage, handler)
+            for e in extra:
+                await stream.ack(e)
         # let the worker's other agents run: a model agent with a backlog of cheap events would
         # otherwise hold the event loop while the explainer agent's tasks wait (issue 7, defect 6)
         await asyncio.sleep(0)
+
+
+def _taken(event: Any, handler: Handler) -> tuple[bytes | None, bytes | None, Source]:
+    """The value, key and source of one record taken up (counted, and reported for consumer lag)."""
+    msg = event.message
+    src = Source(msg.topic, msg.partition, msg.offset, timestamp=getattr(msg, "timestamp", None),
+                 headers=_headers(getattr(msg, "headers", None)))
+    handler.metrics.inc("messages_in", topic=msg.topic)
+    handler.metrics.processed(msg.topic, msg.partition, msg.offset)
+    return event.value, event.key, src
+
+
+async def _handle(handler: Handler, raw: bytes | None, key: bytes | None, src: Source, stage: str) -> list[Out]:
+    try:
+        if handler.needs_recovery(key, src):
+            # it may rebuild state from history (Kafka reads, replays): keep the event
+            # loop, and so heartbeats, commits and the other agents, running meanwhile
+            return await asyncio.to_thread(handler.on_message, raw, key, src)
+        return handler.on_message(raw, key, src)
+    except Exception as e:  # never let one message kill the agent
+        log.exception("%s agent failed on %s", stage, src)
+        return [dead_letter(raw, key, e, stage, src, reason="internal_error",
+                            max_bytes=handler.settings.max_dead_letter_bytes)]
+
+
+async def _send(outbox: Outbox, outs: Any, raw: bytes | None, key: bytes | None, src: Source, stage: str,
+                handler: Handler) -> None:
+    """Send ``outs`` (a list, or the awaitable giving it); an output the producer refuses becomes
+    a dead letter of ``raw`` (e.g. over the producer's size limit)."""
+    if not isinstance(outs, list):
+        outs = await outs
+    for out in outs:
+        err = await outbox.send(out, src)
+        if err is not None and out.reason is None:
+            dl = dead_letter(raw, key, err, stage, src, reason="send_error",
+                             max_bytes=handler.settings.max_dead_letter_bytes)
+            await outbox.send(dl, src)
+
+
+def ready_events(stream: Any, limit: int) -> list[Any]:
+    """Up to ``limit`` events already waiting in ``stream``'s buffer behind the one it gave,
+    taken without waiting, each tracked for its commit as Faust's stream iterator tracks it
+    (the caller acknowledges each with ``stream.ack``). Empty when nothing waits, when the
+    stream's channel has no buffer, or when the stream would skip a record (a paused flow or
+    a rebalance in progress): the stream's own iterator then deals with it."""
+    queue = getattr(stream.channel, "queue", None)
+    if queue is None or limit <= 0:
+        return []
+    app = stream.app
+    if not app.flow_control.is_active():
+        return []
+    acking, unacked, generation = app.topics.acking_topics, app.consumer.unacked, app.consumer_generation_id
+    out: list[Any] = []
+    while len(out) < limit and not queue.empty() and not queue._errors:
+        head = queue._queue[0]  # asyncio.Queue's deque: look before taking
+        message = getattr(head, "message", None)
+        if message is None or message.generation_id != generation:
+            break
+        queue.get_nowait()
+        if message.topic in acking and not message.tracked:
+            message.tracked = True
+            unacked.add(message)
+        out.append(head)
+    return out
 
 
 def _headers(raw: Any) -> Headers | None:

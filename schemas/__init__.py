@@ -1,6 +1,6 @@
 """The wire format: versioned message types, JSON Schema files, (de)serialisation, validation."""
 
-from .arrivals import origin, origin_headers, parse_arrival
+from .arrivals import origin, origin_headers, pack_arrivals, parse_arrival, unpack_arrivals
 from .errors import (
     BadValue,
     ConfigError,
@@ -31,6 +31,7 @@ from .messages import (
 )
 from .parsing import parse_explain_task, parse_explanation
 from .source import Headers, Source
+from .task_batches import pack_tasks, unpack_tasks
 from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj
 
 __all__ = [
@@ -67,7 +68,11 @@ __all__ = [
     "dumps_obj",
     "origin",
     "origin_headers",
+    "pack_arrivals",
+    "pack_tasks",
     "parse_arrival",
+    "unpack_arrivals",
+    "unpack_tasks",
     "parse_feature_event",
     "parse_label_event",
     "parse_explain_task",

@@ -26,11 +26,15 @@ from .messages import FeatureEvent, LabelEvent
 from .source import Headers, Source
 from .wire import DEFAULT_MAX_BYTES, decode
 
-__all__ = ["parse_arrival", "origin_headers", "origin", "ORIGIN_TOPIC", "ORIGIN_PARTITION", "ORIGIN_OFFSET"]
+__all__ = ["parse_arrival", "origin_headers", "origin", "pack_arrivals", "unpack_arrivals", "ORIGIN_TOPIC",
+           "ORIGIN_PARTITION", "ORIGIN_OFFSET", "BATCH_FORM"]
 
 ORIGIN_TOPIC = "streamxai-origin-topic"
 ORIGIN_PARTITION = "streamxai-origin-partition"
 ORIGIN_OFFSET = "streamxai-origin-offset"
+#: the header that marks an arrivals record carrying several messages of one stream (its value: the form)
+BATCH_FORM = "streamxai-arrivals-form"
+_BATCH_V1 = b"batch/1"
 
 
 def origin_headers(src: Source) -> Headers:
@@ -50,6 +54,57 @@ def origin(src: Source) -> Source:
     except (KeyError, ValueError, UnicodeDecodeError, TypeError):
         return src
     return Source(topic, partition, offset, timestamp=src.timestamp)
+
+
+def pack_arrivals(items: list[tuple[Source, bytes]]) -> tuple[bytes, Headers]:
+    """One arrivals record (value, headers) carrying ``items`` (where each message came from,
+    and its bytes), in order: the intake's batch form, read back by :func:`unpack_arrivals`.
+    Each message is framed by a line ``topic partition offset length`` (Kafka topic names have
+    no spaces), so its bytes travel unchanged, whatever they are.
+
+    >>> value, headers = pack_arrivals([(Source("f", 0, 7), b'{"a": 1}'), (Source("l", 2, 3), b"")])
+    >>> value, headers
+    (b'f 0 7 8\\n{"a": 1}l 2 3 0\\n', (('streamxai-arrivals-form', b'batch/1'),))
+    >>> [(str(o), raw) for raw, o in unpack_arrivals(value, Source("a", 0, 9, headers=headers))]
+    [('f[0]@7', b'{"a": 1}'), ('l[2]@3', b'')]
+    """
+    parts = []
+    for src, raw in items:
+        parts.append(f"{src.topic} {src.partition} {src.offset} {len(raw)}\n".encode())
+        parts.append(raw)
+    return b"".join(parts), ((BATCH_FORM, _BATCH_V1),)
+
+
+def unpack_arrivals(raw: bytes | None, src: Source) -> list[tuple[bytes, Source]] | None:
+    """The messages of the arrivals record at ``src`` in the batch form (:func:`pack_arrivals`),
+    each with where it came from (``src``'s timestamp: the time the intake recorded them);
+    None for a record of one message (the older form, still written for a lone message). A
+    value that does not frame raises :class:`~schemas.SchemaMismatch`."""
+    form = None
+    for name, value in src.headers or ():
+        if name == BATCH_FORM:
+            form = value
+    if form is None:
+        return None
+    where = str(src)
+    if form != _BATCH_V1:
+        raise SchemaMismatch(f"arrivals form {form!r} is not known to this version (it reads {_BATCH_V1!r}); "
+                             "upgrade this worker to the version of the intake that wrote it", where=where)
+    data, items, at = raw or b"", [], 0
+    while at < len(data):
+        end = data.find(b"\n", at)
+        try:
+            topic, partition, offset, length = data[at:end].decode("ascii").split(" ")
+            n = int(length)
+            came = Source(topic, int(partition), int(offset), timestamp=src.timestamp)
+        except (ValueError, UnicodeDecodeError):
+            end = -1
+        if end < 0 or n < 0 or end + 1 + n > len(data):
+            raise SchemaMismatch(f"arrivals batch does not frame at byte {at} (message {len(items)}); it was not "
+                                 "written by the intake", where=where)
+        items.append((data[end + 1:end + 1 + n], came))
+        at = end + 1 + n
+    return items
 
 
 def parse_arrival(raw: bytes | None, spec: FeatureSpec | Callable[[str], FeatureSpec], *, where: str,

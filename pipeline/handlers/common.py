@@ -133,6 +133,10 @@ class Recovering(abc.ABC, Generic[M, S]):
         #: Kafka keys whose state fails on every message, also rebuilt from the whole history
         self._failing: dict[bytes, _Failing] = {}
         self._replay_errors = 0  # earlier messages that failed in the replays of this handler
+        #: the messages of the batch being taken that were taken so far (None: not in a batch)
+        self._batch: list[tuple[bytes | None, Source]] | None = None
+        #: the state the batch changed, checkpointed (if due) once the whole batch is taken
+        self._batch_state: tuple[bytes | None, Any, Source] | None = None
 
     @property
     def history(self) -> History | HistoryCache | None:
@@ -156,6 +160,12 @@ class Recovering(abc.ABC, Generic[M, S]):
         """A state just read from a checkpoint, before the messages after it are replayed
         (a handler brings one of an older version up to date here)."""
         return st
+
+    def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
+        """The messages of a record in a batch form (one key's messages, in order), each with the
+        source it is taken as; None for a record of one message (the default: no batch form).
+        Raises :class:`~schemas.InvalidMessage` for a batch that does not frame."""
+        return None
 
     def _opens(self, msg: M) -> bool:
         """Whether ``msg`` is the first of its key (nothing to replay before it)."""
@@ -182,6 +192,10 @@ class Recovering(abc.ABC, Generic[M, S]):
 
     def _recover(self, msg: M, key: bytes | None, src: Source) -> S:
         st = self._restore(msg, key, src)
+        # rebuilt in the middle of a batch (a failure dropped the state): the history ends
+        # before the batch's record, so the batch's messages taken so far are re-run too
+        for item_raw, item_src in self._batch or ():
+            self._replay_one(st, item_raw, key, item_src)
         if key is not None:  # only once it worked: a failed rebuild is tried again off the loop
             tp = (src.topic, src.partition) if src.partition is not None else None
             self._known[key] = (self._state_key(msg), tp)
@@ -242,8 +256,17 @@ class Recovering(abc.ABC, Generic[M, S]):
                      tp[0], tp[1], len(stale))
 
     def _checkpoint_if_due(self, key: bytes | None, st: Any, src: Source) -> None:
-        """Count one more message for ``st``; write its checkpoint when ``checkpoint_every`` is reached."""
+        """Count one more message for ``st``; write its checkpoint when ``checkpoint_every`` is
+        reached (in a batch: once the whole batch is taken, so that a checkpoint at a record's
+        offset always covers all of it)."""
         st.since_checkpoint += 1
+        if self._batch is not None:
+            self._batch_state = (key, st, src)
+            return
+        self._save_if_due(key, st, src)
+
+    def _save_if_due(self, key: bytes | None, st: Any, src: Source) -> None:
+        """Write the checkpoint of ``st`` (as of ``src``) if ``checkpoint_every`` is reached."""
         if self.checkpoints is None or not key:
             return
         if self.checkpoints.due(st.since_checkpoint):
@@ -310,7 +333,12 @@ class Recovering(abc.ABC, Generic[M, S]):
         read = n = 0  # read lazily: a long stream's history is not held in memory at once
         for off, raw, ts, headers in earlier:
             read += 1
-            n += self._replay_one(st, raw, key, Source(src.topic, src.partition, off, timestamp=ts, headers=headers))
+            at = Source(src.topic, src.partition, off, timestamp=ts, headers=headers)
+            try:
+                items = self._unpack(raw, at)
+            except InvalidMessage:
+                continue  # a dead letter the first time
+            n += sum(self._replay_one(st, r, key, s) for r, s in items or [(raw, at)])
         self.metrics.inc(self.REPLAYED_METRIC, n)
         name = key.decode(errors="replace") if key is not None else None
         if from_offset == 0 and not read:  # no checkpoint and nothing of the key before: a new stream
@@ -375,7 +403,40 @@ class MessageHandler(Recovering[M, S]):
     DUPLICATE_METRIC: ClassVar[str]
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        """The messages to send for ``raw`` from ``src``; bad input becomes a dead letter."""
+        """The messages to send for ``raw`` from ``src``; bad input becomes a dead letter. A
+        record in a batch form (:meth:`_unpack`) is taken message by message, each as if it came
+        alone (its own dead letter if bad), its state checkpointed once the whole batch is taken."""
+        try:
+            items = self._unpack(raw, src)
+        except InvalidMessage as e:
+            return [self._dead_letter(raw, key, e, src, self._reason(e))]
+        if items is None:
+            return self._on_one(raw, key, src)
+        outs: list[Out] = []
+        self._batch = []
+        try:
+            for item_raw, item_src in items:
+                outs += self._on_one(item_raw, key, item_src)
+                self._batch.append((item_raw, item_src))
+            if self._batch_state is not None:
+                k, st, at = self._batch_state
+                if self.states.get(self._state_key_of(k)) is st:  # not dropped by a failure meanwhile
+                    self._save_if_due(k, st, at)
+        finally:
+            self._batch = self._batch_state = None
+        return self._combine(outs)
+
+    def _combine(self, outs: list[Out]) -> list[Out]:
+        """The messages to send for a batch's ``outs`` (by default those themselves)."""
+        return outs
+
+    def _state_key_of(self, key: bytes | None) -> Hashable:
+        """The state key of the messages of Kafka key ``key`` (those of a batch share one)."""
+        known = self._known.get(key) if key is not None else None
+        return known[0] if known is not None else None
+
+    def _on_one(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        """The messages to send for one message."""
         self._arrived()
         try:
             msg = self._read(raw, key, src)

@@ -24,7 +24,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from schemas import ExplainDecision, ExplainTask, Explanation, InvalidMessage, decode, dumps, parse_explain_task
+from schemas import (
+    ExplainDecision,
+    ExplainTask,
+    Explanation,
+    InvalidMessage,
+    decode,
+    dumps,
+    parse_explain_task,
+    unpack_tasks,
+)
 
 from ..core.budget import LagShedder
 from ..core.increments import Block
@@ -88,6 +97,12 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
     def _parse(self, raw: bytes | None, src: Source) -> ExplainTask:
         return parse_explain_task(raw, where=str(src), groups=self.settings.explain_groups,
                                   max_bytes=10 * self.settings.max_message_bytes)
+
+    def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
+        """The tasks of the model handler's batch form (:func:`schemas.unpack_tasks`), each taken
+        at its record's place."""
+        tasks = unpack_tasks(raw, src)
+        return None if tasks is None else [(t, src) for t in tasks]
 
     def _state_key(self, task: ExplainTask) -> tuple[str, int]:
         return (task.stream_id, task.group)

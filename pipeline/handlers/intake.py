@@ -8,6 +8,10 @@ its input partition) reproduces it exactly. It validates nothing (the model hand
 its dead letters name the origin) and keeps no state: after a restart it forwards again what
 it had not committed, and the model handler recognises those by their origin offset.
 
+The messages the worker has already fetched (:meth:`IntakeHandler.on_batch`, never waiting
+for more) go as one arrivals record per stream (:func:`schemas.pack_arrivals`): two message
+operations fewer per event for the worker (issue 17). A lone message keeps the older form.
+
 >>> from schemas import origin
 >>> (out,) = IntakeHandler(Settings()).on_message(b"{}", b"s", Source("streamxai.labels", 2, 17))
 >>> out.topic, out.key, out.value, str(origin(Source("streamxai.arrivals", 0, 5, headers=out.headers)))
@@ -16,13 +20,20 @@ it had not committed, and the model handler recognises those by their origin off
 
 from __future__ import annotations
 
-from schemas import Source, origin_headers
+from schemas import Source, origin_headers, pack_arrivals
 
 from ..metrics import Metrics
 from ..settings import Settings
 from .out import Out
 
-__all__ = ["IntakeHandler"]
+__all__ = ["IntakeHandler", "MAX_BATCH_BYTES", "MAX_BATCH_RECORDS"]
+
+#: the most records the intake agent takes up at once (those already fetched; it never waits for
+#: more): the model agent takes an arrivals record in one turn of the event loop, so this bounds
+#: how long the worker's other agents wait, against 2 / 100 message operations per event
+MAX_BATCH_RECORDS = 100
+#: the most bytes of messages one arrivals record carries (well under Kafka's 1 MiB default limit)
+MAX_BATCH_BYTES = 256 * 1024
 
 
 class IntakeHandler:
@@ -36,6 +47,40 @@ class IntakeHandler:
         """The message as it came, for the arrivals topic (an empty value stays empty: the model
         handler dead-letters it, naming the origin)."""
         return [Out("arrivals", key, raw or b"", headers=origin_headers(src))]
+
+    def on_batch(self, records: list[tuple[bytes | None, bytes | None, Source]]) -> list[Out]:
+        """``(raw, key, src)`` records in the order they came, as one arrivals record per key
+        (their order kept; a key with one record: :meth:`on_message`'s form), up to
+        :data:`MAX_BATCH_BYTES` of messages each.
+
+        >>> h = IntakeHandler(Settings())
+        >>> outs = h.on_batch([(b"1", b"s", Source("f", 0, 7)), (b"2", b"t", Source("f", 1, 3)),
+        ...                    (b"3", b"s", Source("l", 0, 4))])
+        >>> [(o.key, o.value) for o in outs]
+        [(b's', b'f 0 7 1\\n1l 0 4 1\\n3'), (b't', b'2')]
+        """
+        by_key: dict[bytes | None, list[tuple[Source, bytes]]] = {}
+        for raw, key, src in records:
+            by_key.setdefault(key, []).append((src, raw or b""))
+        outs = []
+        for key, items in by_key.items():
+            if len(items) == 1:
+                outs += self.on_message(items[0][1], key, items[0][0])
+                continue
+            start, size = 0, 0
+            for i, (_, raw) in enumerate(items):
+                if i > start and size + len(raw) > MAX_BATCH_BYTES:
+                    outs.append(self._batch(key, items[start:i]))
+                    start, size = i, 0
+                size += len(raw)
+            outs.append(self._batch(key, items[start:]))
+        return outs
+
+    def _batch(self, key: bytes | None, items: list[tuple[Source, bytes]]) -> Out:
+        if len(items) == 1:
+            return self.on_message(items[0][1], key, items[0][0])[0]
+        value, headers = pack_arrivals(items)
+        return Out("arrivals", key, value, headers=headers)
 
     def needs_recovery(self, key: bytes | None, src: Source | None = None) -> bool:
         return False  # no state

@@ -26,7 +26,10 @@ from schemas import (
     SchemaMismatch,
     dumps,
     origin,
+    origin_headers,
+    pack_tasks,
     parse_arrival,
+    unpack_arrivals,
 )
 
 from ..core.budget import EventSampler
@@ -40,7 +43,14 @@ from .common import MessageHandler, Out, Rejected, Source
 from .dead_letter_watch import DeadLetterWatch
 from .protocols import CheckpointStore, History
 
-__all__ = ["ModelHandler"]
+__all__ = ["ModelHandler", "MAX_TASKS_BYTES", "MAX_TASKS_PER_RECORD"]
+
+#: the most bytes of tasks one explain-tasks record carries (well under Kafka's 1 MiB default limit)
+MAX_TASKS_BYTES = 256 * 1024
+#: the most tasks one explain-tasks record carries: the explainer agent takes a record in one
+#: turn of the event loop, so this bounds how long the worker's other agents wait (ARF(10): 32
+#: tasks of about 7 ms), against 2 / 32 message operations per task
+MAX_TASKS_PER_RECORD = 32
 
 
 @dataclass
@@ -103,8 +113,31 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         """The settings of ``stream_id``: the one place a stream's settings are looked up (its profile's)."""
         return self.settings.for_stream(stream_id)
 
-    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        outs = super().on_message(raw, key, src)
+    def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
+        """The messages of the intake's batch form (:func:`schemas.unpack_arrivals`), each with
+        its record's place and the origin headers of its features or labels record."""
+        items = unpack_arrivals(raw, src)
+        if items is None:
+            return None
+        return [(r, Source(src.topic, src.partition, src.offset, timestamp=src.timestamp, headers=origin_headers(c)))
+                for r, c in items]
+
+    def _combine(self, outs: list[Out]) -> list[Out]:
+        """A batch's explain tasks as one record per group (:func:`schemas.pack_tasks`), after its
+        other messages: one stream per batch, so each group's tasks stay in order."""
+        tasks: dict[tuple[bytes | None, int | None], list[bytes]] = {}
+        rest = []
+        for o in outs:
+            if o.topic == "explain-tasks":
+                tasks.setdefault((o.key, o.partition), []).append(o.value)
+            else:
+                rest.append(o)
+        for (k, p), values in tasks.items():
+            rest += [Out("explain-tasks", k, v, p, headers=h) for v, h in pack_tasks(values, MAX_TASKS_BYTES, MAX_TASKS_PER_RECORD)]
+        return rest
+
+    def _on_one(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        outs = super()._on_one(raw, key, src)
         self.dead_letter_watch.observe(key, outs)  # a producer whose events are mostly refused: one error
         return outs
 

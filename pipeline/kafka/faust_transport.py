@@ -18,7 +18,13 @@
   the hand-over in one task). The worker's consumer runs the hand-over in one task and
   cancels it itself when the flow is paused or the consumer stops: the same outcome (the
   record is not handed over; Faust fetches it again from the committed offset after the
-  rebalance), one task instead of four.
+  rebalance), one task instead of four. And most hand-overs need no task at all: the record
+  goes into a stream buffer with room without waiting, so the hand-over's first step runs in
+  the fetcher's call (:func:`_resume` finishes one that waits, in a task, as before). The
+  fetcher then hands over a fetched batch before the agents' next turn, and the intake finds
+  it waiting and forwards it as one arrivals record (issue 17): one worker with logistic
+  regression (2,000 events waiting) sent 0.65 arrivals records per event with the hand-over
+  in a task, and fewer than 0.005 with it in the fetcher's call.
 - **Decoding** (:class:`RawSchema`). The worker's topics carry bytes its handlers parse
   themselves; Faust's schema still looks up the "raw" codec in its registry for the key and
   the value of every message (9 % of an agent's CPU per message doing nothing else, measured
@@ -75,7 +81,11 @@ class _Consumer(driver.Consumer):
             return await super().wait_first(*coros, timeout=timeout)
         handover, suspended = coros
         suspended.close()  # never started: the flow is watched by stop_flow instead
-        task = self._handover = asyncio.ensure_future(handover)
+        try:
+            waits_on = handover.send(None)  # most hand-overs end at once: no task, no turn of the loop
+        except StopIteration:
+            return None
+        task = self._handover = asyncio.ensure_future(_resume(handover, waits_on))
         try:
             await task
         except asyncio.CancelledError:
@@ -104,6 +114,30 @@ class _Consumer(driver.Consumer):
     async def on_stop(self) -> None:
         self._interrupt_handover()
         await super().on_stop()
+
+
+async def _resume(coro: Any, waits_on: Any) -> Any:
+    """Run ``coro`` on, as a task would, from where its first step stopped: waiting on the
+    future ``waits_on`` (None: it only yielded). The task running this is what a stop or a
+    paused flow cancels: the cancellation goes into ``coro`` at its wait."""
+    while True:
+        try:
+            if waits_on is None:
+                await asyncio.sleep(0)
+            elif not waits_on.done():
+                await asyncio.wait((waits_on,))
+        except asyncio.CancelledError as e:
+            if waits_on is not None:
+                waits_on.cancel()
+            try:
+                waits_on = coro.throw(e)
+            except StopIteration as stop:
+                return stop.value
+            continue
+        try:
+            waits_on = coro.send(None)  # the awaiting code reads the future's outcome itself
+        except StopIteration as stop:
+            return stop.value
 
 
 class _Transport(driver.Transport):

@@ -101,13 +101,14 @@ def _profiled_worker(s: Settings, log_file: str, out: str) -> subprocess.Popen:
 
 
 def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: str | None = None,
-                  ) -> tuple[float, float]:
+                  counters: dict[str, float] | None = None) -> tuple[float, float]:
     """``(wall, cpu)`` seconds from the moment the backlog is produced until the drift agents
     have taken up every explanation of it, with ``n_workers`` fresh workers on ``s``'s broker
     (joined before, so start-up and group joins are not counted; the intake's and the drift
     agent's work are, as the in-process loop does the drift handler's). With ``profile`` (a
     path; one worker), the worker's CPU is sampled over the same span and written there
-    (``_cpu_profile.breakdown`` reads it)."""
+    (``_cpu_profile.breakdown`` reads it). ``counters`` takes the workers' counters at the end
+    (summed over the workers)."""
     ensure_topics(s)
     each = [s.replace(web_port=free_port()) for _ in range(n_workers)]
     if profile:
@@ -139,6 +140,10 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
                                f"{n_values} values")
         _drift_done(each, n_explanations)
         done = time.perf_counter() - t0, _cpu_seconds([p.pid for p in procs]) - c0
+        if counters is not None:
+            for w in each:
+                for k, v in worker_metrics(w)["counters"].items():
+                    counters[k] = counters.get(k, 0) + v
         if profile:
             _written(procs[0], profile)
         return done

@@ -352,11 +352,12 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(data)]
             fields = {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
             rounds: dict[str, list[float]] = {"wall_in": [], "cpu_in": [], "wall_k": [], "cpu_k": []}
+            counters: dict[str, float] = {}
             for r in range(args.kafka_repeats):
                 local = make_settings(bootstrap, f"{tmp}/{name}-local{r}", **fields)
                 wall_in, cpu_in = in_process_worker(local, evs)
                 s = make_settings(bootstrap, f"{tmp}/{name}-worker{r}", **fields)
-                wall_k, cpu_k = kafka_workers(s, evs, 1, tmp)
+                wall_k, cpu_k = kafka_workers(s, evs, 1, tmp, counters=counters)
                 for k, v in zip(rounds, (wall_in, cpu_in, wall_k, cpu_k), strict=True):
                     rounds[k].append(v)
             wall_in, cpu_in, wall_k, cpu_k = (statistics.median(v) for v in rounds.values())
@@ -368,10 +369,24 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
                   f"{', '.join(f'{x:.2f}' for x in ratios)}")
             print(f"    CPU per event: in-process {cpu_in / n * 1e6:.0f} us, worker {cpu_k / n * 1e6:.0f} us "
                   f"(+{(cpu_k - cpu_in) / n * 1e6:.0f} us)")
+            print(f"    message operations per event: {message_operations(counters, n * args.kafka_repeats)}")
             if args.profile:
                 s = make_settings(bootstrap, f"{tmp}/{name}-profiled", **fields)
                 _, cpu = kafka_workers(s, evs, 1, tmp, profile=f"{tmp}/{name}.samples.json")
                 print_breakdown(f"{tmp}/{name}.samples.json", n, cpu)
+
+
+def message_operations(counters: dict[str, float], n: int) -> str:
+    """The worker's message operations per event (consumed and produced), in all and per topic,
+    from its ``messages_in`` / ``messages_out`` counters over ``n`` events."""
+    per: dict[str, float] = {}
+    for k, v in counters.items():
+        if k.startswith(("messages_in{", "messages_out{")):
+            way = "in" if k.startswith("messages_in") else "out"
+            topic = k.split("topic=", 1)[1].rstrip("}").rsplit(".", 1)[-1]
+            per[f"{topic} {way}"] = per.get(f"{topic} {way}", 0) + v / n
+    shown = ", ".join(f"{k} {v:.2f}" for k, v in sorted(per.items()) if v >= 0.005)
+    return f"{sum(per.values()):.2f} ({shown})"
 
 
 if __name__ == "__main__":

@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable
 
 import orjson
 
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler
+from pipeline.handlers import DriftHandler, ExplainHandler, IntakeHandler, ModelHandler
 from pipeline.local.demo_stream import labels_later
 from pipeline.reference import Recorded
 from pipeline.settings import Settings
-from schemas import FeatureEvent, LabelEvent, Source, dumps, origin_headers
+from schemas import FeatureEvent, Headers, LabelEvent, Source, dumps, origin, origin_headers, unpack_tasks
 
 from .partition_log import PartitionLog
 
-__all__ = ["labels_later", "record_arrivals", "redeliver", "Run", "run_handlers", "ARRIVALS"]
+__all__ = ["labels_later", "record_arrivals", "redeliver", "batched", "Run", "run_handlers", "ARRIVALS"]
 
 ARRIVALS = "arrivals"
 
@@ -59,6 +59,20 @@ def redeliver(log: PartitionLog, offsets: Iterable[int]) -> None:
         log.append(ARRIVALS, 0, key, value, headers=headers, timestamp=ts)
 
 
+def batched(log: PartitionLog, window: int) -> PartitionLog:
+    """The arrivals of ``log`` as the intake agent records them when it takes up ``window``
+    records at a time (:meth:`IntakeHandler.on_batch`: one record per stream and window, in
+    the batch form when it carries more than one message), each at its window's first timestamp."""
+    intake, out = IntakeHandler(Settings()), PartitionLog()
+    part = log.parts.get((ARRIVALS, 0), [])
+    for start in range(0, len(part), window):
+        records = [(value, key, origin(log.source(ARRIVALS, 0, off)))
+                   for off, (key, value, _, _) in enumerate(part[start:start + window], start)]
+        for o in intake.on_batch(records):
+            out.append(ARRIVALS, 0, o.key, o.value, headers=o.headers, timestamp=part[start][2])
+    return out
+
+
 class Run:
     """The handlers' outputs over a record of arrivals, by topic, decoded."""
 
@@ -67,8 +81,10 @@ class Run:
         self.tasks = PartitionLog()
         self.explanations = PartitionLog()
 
-    def add(self, topic: str, value: bytes) -> None:
-        self.by_topic.setdefault(topic, []).append(orjson.loads(value))
+    def add(self, topic: str, value: bytes, headers: Headers | None = None) -> None:
+        """One message sent (a record of explain tasks in the batch form: each of its tasks)."""
+        tasks = unpack_tasks(value, Source(topic, headers=headers))
+        self.by_topic.setdefault(topic, []).extend(orjson.loads(v) for v in tasks or [value])
 
     def of(self, topic: str, schema: str | None = None) -> list[dict]:
         return [m for m in self.by_topic.get(topic, []) if schema is None or m.get("schema") == schema]
@@ -110,8 +126,8 @@ def run_handlers(s: Settings, log: PartitionLog, model: Callable[[int], ModelHan
     for off in range(len(log.parts.get((ARRIVALS, 0), []))):
         for out in feed(model(off), ARRIVALS, 0, log, off):
             if out.topic == "explain-tasks":
-                run.tasks.append("explain-tasks", out.partition, out.key, out.value)
-            run.add(out.topic, out.value)
+                run.tasks.append("explain-tasks", out.partition, out.key, out.value, headers=out.headers)
+            run.add(out.topic, out.value, out.headers)
     for (topic, p), items in sorted(run.tasks.parts.items()):
         for off in range(len(items)):
             for out in feed(explain(p, off), topic, p, run.tasks, off):

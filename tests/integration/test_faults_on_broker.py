@@ -187,7 +187,8 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     try:
         produce_raw(s, s.topic("features"), [(b"sh", dumps(e)) for e in events[:1000]])
         collect(s, "explanations", lambda ms: any(m["seq"] >= 300 for m in ms), timeout=180)
-        wait_for_commit(s, ["explain-tasks"], at_least=300)  # a commit mid-burst
+        # a commit mid-burst (explain-tasks records carry up to 32 tasks each since issue 17)
+        wait_for_commit(s, ["explain-tasks"], at_least=5)
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         again = s.replace(web_port=free_port())

@@ -95,3 +95,40 @@ def test_cancelling_the_fetcher_cancels_the_handover_and_propagates():
         return handover.cancelled(), consumer._handover
 
     assert asyncio.run(run()) == (True, None)
+
+
+def test_a_handover_that_does_not_wait_runs_at_once_and_one_that_waits_is_finished_by_a_task():
+    """Most hand-overs put the record in a stream buffer with room: they run to their end inside
+    the fetcher's call, without a task or a turn of the event loop (so the fetcher hands over
+    a fetched batch before the agents take their next turn, and the intake finds it waiting).
+    One that waits (a full buffer) goes on in a task until it has handed the record over."""
+
+    async def run():
+        with _consumer() as consumer:
+            return await hand_over(consumer)
+
+    async def hand_over(consumer):
+        handed, turns = [], []
+        asyncio.get_running_loop().call_soon(turns.append, "turn")
+
+        async def callback(record):
+            handed.append(record)
+
+        await consumer.wait_first(callback("r1"), consumer.suspend_flow.wait())
+        at_once = (list(handed), list(turns))
+        room = asyncio.Event()
+
+        async def waiting_for_room(record):
+            await asyncio.sleep(0)
+            await room.wait()
+            handed.append(record)
+            return "not for the fetcher"
+
+        waiting = asyncio.ensure_future(consumer.wait_first(waiting_for_room("r2"), consumer.suspend_flow.wait()))
+        await asyncio.sleep(0.01)
+        blocked = (waiting.done(), consumer._handover is not None)
+        room.set()
+        assert await asyncio.wait_for(waiting, 5) is None  # a bound on the wait, not a measurement
+        return at_once, blocked, handed, consumer._handover
+
+    assert asyncio.run(run()) == ((["r1"], []), (False, True), ["r1", "r2"], None)

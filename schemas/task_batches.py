@@ -1,0 +1,56 @@
+"""The batch form of explain tasks: the tasks of one explainer group that the model handler
+made from one arrivals batch, as one ``explain-tasks`` record (issue 17: two message
+operations fewer per task). Each task is its JSON document (orjson writes no raw newline),
+one per line; the header :data:`TASKS_FORM` marks the form. A record without it is one task
+(the older form, still written for a lone task).
+
+>>> records = pack_tasks([b'{"seq": 1}', b'{"seq": 2}', b'{"seq": 3}'], max_bytes=25)
+>>> [value for value, _ in records]
+[b'{"seq": 1}\\n{"seq": 2}', b'{"seq": 3}']
+>>> [value for value, _ in pack_tasks([b'1', b'2', b'3'], max_bytes=100, max_tasks=2)]
+[b'1\\n2', b'3']
+>>> unpack_tasks(records[0][0], Source("explain-tasks", 0, 4, headers=records[0][1]))
+[b'{"seq": 1}', b'{"seq": 2}']
+>>> unpack_tasks(b'{"seq": 1}', Source("explain-tasks", 0, 5)) is None
+True
+"""
+
+from __future__ import annotations
+
+from .errors import SchemaMismatch
+from .source import Headers, Source
+
+__all__ = ["pack_tasks", "unpack_tasks", "TASKS_FORM"]
+
+#: the header that marks an explain-tasks record carrying several tasks (its value: the form)
+TASKS_FORM = "streamxai-tasks-form"
+_LINES_V1 = b"lines/1"
+
+
+def pack_tasks(values: list[bytes], max_bytes: int, max_tasks: int | None = None) -> list[tuple[bytes, Headers | None]]:
+    """``values`` (JSON documents without a raw newline), in order, as records of at most
+    ``max_bytes`` (a longer task goes alone) and ``max_tasks`` tasks each; a record of one task
+    has no headers."""
+    records: list[tuple[bytes, Headers | None]] = []
+    if not values:
+        return records
+    start, size = 0, 0
+    for i, v in enumerate(values + [b""]):
+        if i == len(values) or (i > start and (size + len(v) + 1 > max_bytes or i - start == max_tasks)):
+            chunk = values[start:i]
+            records.append((chunk[0], None) if len(chunk) == 1 else (b"\n".join(chunk), ((TASKS_FORM, _LINES_V1),)))
+            start, size = i, 0
+        size += len(v) + 1
+    return records
+
+
+def unpack_tasks(raw: bytes | None, src: Source) -> list[bytes] | None:
+    """The tasks of the explain-tasks record at ``src`` in the batch form; None for a record of
+    one task. A form this version does not know raises :class:`~schemas.SchemaMismatch`."""
+    form = next((v for k, v in src.headers or () if k == TASKS_FORM), None)
+    if form is None:
+        return None
+    if form != _LINES_V1:
+        raise SchemaMismatch(f"explain-tasks form {form!r} is not known to this version (it reads {_LINES_V1!r}); "
+                             "upgrade this worker to the version of the model workers", where=str(src))
+    return (raw or b"").split(b"\n")
