@@ -158,6 +158,7 @@ def _produce_labels(args: argparse.Namespace, s: Settings, stream_id: str) -> in
     if getattr(args, "without_labels", False):
         raise ConfigError("--labels and --without-labels exclude each other: send the features first "
                           "(--without-labels), then the labels (--labels)")
+    s = s.for_stream(stream_id)  # the target of its stream profile (a regression's `number`)
     first = file_labels(args.source, stream_id, args.target, target_kind=s.target, ts_column=args.ts_column,
                         report=FileReport())
     next(first, None)  # a missing file or target column: one line, before any Kafka connection
