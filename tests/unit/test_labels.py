@@ -281,3 +281,22 @@ def test_an_explainer_checkpoint_of_the_version_before_positions_reads_on(tmp_pa
     resumed = run_handlers(s, log, explain=lambda part, off: first if off < 100 else second)
     assert second.metrics.get("checkpoints_restored") == 1
     assert resumed.explanation_values() == whole.explanation_values()
+
+
+def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_under_the_new_settings(tmp_path):
+    # a restart with a stream's explainers and alpha changed: the explain state restored from its
+    # checkpoint kept the old explainers (iSAGE still published, then refused by the drift
+    # handler as "not among this worker's explainers"), the old alpha and the old model
+    s = delayed_settings(explain_groups=1, checkpoint_every=40)
+    new = s.replace(explainers=["ipfi", "ipdp"], alpha=0.02, drift_explainers=["ipfi"])
+    log = PartitionLog()
+    record_arrivals(log, list(threshold_events("t", 150, seed=6)))
+    whole = run_handlers(s, log)
+    store = FileCheckpointStore(tmp_path, every=40, secret=b"k" * 32)
+    first = ExplainHandler(s, checkpoints=store)
+    second = ExplainHandler(new, history=whole.tasks, checkpoints=store)
+    resumed = run_handlers(s, log, explain=lambda part, off: first if off < 100 else second)
+    assert not second.metrics.get("checkpoints_restored")
+    under_new = run_handlers(new, log).explanation_values()
+    after = {k: v for k, v in resumed.explanation_values().items() if k[1] >= 100}
+    assert after and after == {k: v for k, v in under_new.items() if k[1] >= 100}
