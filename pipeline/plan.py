@@ -86,6 +86,8 @@ def explainer_changes(se: StreamExplainer, s: Settings, group: int | None = None
     >>> se = stream_explainer(s, "t")
     >>> explainer_changes(se, s), explainer_changes(se, s.replace(explainers=["ipfi"], alpha=0.01))
     ([], ['explainers', 'alpha'])
+    >>> explainer_changes(stream_explainer(s, "t", 0), s.replace(explain_groups=2), 0)
+    ['explain_groups']
     """
     f = se.model_factory
     old_model = (f.args, f.keywords) if isinstance(f, functools.partial) else f
@@ -93,9 +95,10 @@ def explainer_changes(se: StreamExplainer, s: Settings, group: int | None = None
         ("model", old_model, ((s.model, dict(s.model_params), s.model_seed), {})),
         ("features", (se.feature_names, se.categorical), (list(s.features), list(s.categorical))),
         ("explain_seed", se.seed, s.explain_seed),
-        ("explain_groups", se.units, group_units(s, group)),
         ("explainers", [x.name for x in se.specs], list(s.explainers)),
     ) if was != now]
+    if se.units != group_units(s, group) and not {"features", "explainers"} & set(changed):
+        changed.append("explain_groups")  # the group's units (they follow the features and iSAGE too)
     params = {"alpha": "alpha", "storage_size": "storage_size", "grid_size": "grid_size", "removal": "isage_removal",
               "n_inner_samples": "isage_inner_samples", "loss": "loss", "output": "output",
               "target_class": "target_class"}
