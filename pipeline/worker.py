@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -55,6 +56,7 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     from .kafka.outage import install_outage_filter
     from .kafka.topic_watch import topic_watch
 
+    check_web_port(settings)  # before anything is created or joined
     if "model" in roles:  # before any topic is created: an older version's deployment is left as it was
         check_broker(settings)
         reason = older_deployment(settings)
@@ -95,6 +97,38 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     except SystemExit:
         pass
     return outcome["code"]
+
+
+def check_web_port(settings: Settings) -> None:
+    """:class:`~schemas.ConfigError` if the worker's metrics endpoint cannot listen on
+    ``web_host:web_port`` (another worker on the host has it): Faust's web server would fail
+    only once the worker had started, with a traceback.
+
+    >>> import socket
+    >>> with socket.socket() as s:
+    ...     _ = s.bind(("127.0.0.1", 0)); s.listen()
+    ...     check_web_port(Settings(web_port=s.getsockname()[1]))
+    Traceback (most recent call last):
+    ...
+    schemas.errors.ConfigError: web_port ... on 127.0.0.1 is in use (another worker on this host?): ...
+    """
+    from schemas import ConfigError
+
+    try:
+        infos = socket.getaddrinfo(settings.web_host, settings.web_port, type=socket.SOCK_STREAM)
+    except OSError as e:
+        raise ConfigError(f"web_host {settings.web_host!r} cannot be resolved ({e}); set web_host to an address "
+                          "of this host (127.0.0.1, or 0.0.0.0 for every interface)") from None
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the web server binds
+        try:
+            probe.bind(address)
+        except OSError as e:
+            raise ConfigError(
+                f"web_port {settings.web_port} on {settings.web_host} is in use (another worker on this host?): "
+                f"{e.strerror}; give each worker of a host its own web_port (--set web_port=N or "
+                "STREAMXAI_WEB_PORT)") from None
 
 
 #: how often a worker checks that its topics still exist

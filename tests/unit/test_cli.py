@@ -199,3 +199,17 @@ def test_produce_labels_reads_the_target_of_the_streams_profile(tmp_path, monkey
         capsys.readouterr().err
     assert [(ev.seq, ev.y) for ev in sent] == [(0, 2.25), (1, 3.0)]
     assert all(isinstance(ev.y, float) for ev in sent)
+
+
+def test_a_worker_whose_web_port_is_taken_does_not_start(capsys):
+    # a second worker on a host with the first one's web_port: Faust's web server failed to bind
+    # after the worker had started, logged a traceback and the command exited 0
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["worker", "--set", "features=a,b", "--set", f"web_port={port}",
+                     "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, f"web_port {port}", "in use", "STREAMXAI_WEB_PORT")
