@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -111,6 +112,10 @@ def check_web_port(settings: Settings) -> None:
     Traceback (most recent call last):
     ...
     schemas.errors.ConfigError: web_port ... on 127.0.0.1 is in use (another worker on this host?): ...
+    >>> check_web_port(Settings(web_host="192.0.2.1"))  # an address of another host
+    Traceback (most recent call last):
+    ...
+    schemas.errors.ConfigError: the metrics endpoint cannot listen on web_host '192.0.2.1', web_port 6066: ...
     """
     from schemas import ConfigError
 
@@ -125,6 +130,10 @@ def check_web_port(settings: Settings) -> None:
         try:
             probe.bind(address)
         except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise ConfigError(f"the metrics endpoint cannot listen on web_host {settings.web_host!r}, web_port "
+                                  f"{settings.web_port}: {e.strerror}; set web_host to an address of this host "
+                                  "(127.0.0.1, or 0.0.0.0 for every interface) and web_port to a free port") from None
             raise ConfigError(
                 f"web_port {settings.web_port} on {settings.web_host} is in use (another worker on this host?): "
                 f"{e.strerror}; give each worker of a host its own web_port (--set web_port=N or "
