@@ -131,3 +131,22 @@ def test_a_demo_stopped_with_sigterm_stops_its_workers_and_dashboard(bootstrap, 
         for c in children:
             if _alive(c):
                 os.kill(c, signal.SIGKILL)
+
+
+def test_resume_numbers_after_the_last_seq_a_worker_accepts(bootstrap, tmp_path, capsys):
+    # one message with a seq far beyond the stream (a dead letter, reason seq_gap) made --resume
+    # number the whole file after it, so the worker dead-lettered every event of it as well
+    from pipeline.kafka.io import produce_events
+    from pipeline.settings import load_settings
+    from schemas import FeatureEvent
+
+    prefix = f"cli-{uuid.uuid4().hex[:8]}."
+    common = _common(bootstrap, prefix)
+    f = tmp_path / "d.csv"
+    f.write_text("a,b,label\n" + "".join(f"{i / 10},{i % 3},{i % 2}\n" for i in range(20)))
+    assert main(["produce", str(f), "--stream-id", "s1", *common]) == 0
+    s = load_settings(env={}, bootstrap_servers=bootstrap, topic_prefix=prefix, features=["a", "b"], partitions=2)
+    produce_events(s, [FeatureEvent("s1", 10**9, 1.0, {"a": 1.0, "b": 2.0}, 1)])
+    capsys.readouterr()
+    assert main(["produce", str(f), "--stream-id", "s1", "--resume", *common]) == 0
+    assert "(seq 20..39)" in capsys.readouterr().out
