@@ -95,8 +95,10 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     worker.spinner = None
     try:
         worker.execute_from_commandline()
-    except SystemExit:
-        pass
+    except SystemExit as e:  # mode exits 1 when a service crashed (logged above, with its traceback)
+        if e.code not in (None, 0) and outcome["code"] == exit_codes.OK:
+            outcome["code"] = exit_codes.ERROR
+            log.error("the worker stopped on the error above (exit code %d)", exit_codes.ERROR)
     return outcome["code"]
 
 
