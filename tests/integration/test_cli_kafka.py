@@ -13,12 +13,19 @@ def _common(bootstrap: str, prefix: str) -> list[str]:
             "--set", "partitions=2"]
 
 
-def test_produce_twice_warns_and_resume_continues_the_stream(bootstrap, tmp_path, capsys):
+def _file_sent(bootstrap: str, tmp_path) -> tuple[list[str], str, str]:
+    """Events 0..19 of stream s1 produced from a CSV on new topics: the common options, the
+    file and the topic prefix."""
     prefix = f"cli-{uuid.uuid4().hex[:8]}."
     common = _common(bootstrap, prefix)
     f = tmp_path / "d.csv"
     f.write_text("a,b,label\n" + "".join(f"{i / 10},{i % 3},{i % 2}\n" for i in range(20)))
     assert main(["produce", str(f), "--stream-id", "s1", *common]) == 0
+    return common, str(f), prefix
+
+
+def test_produce_twice_warns_and_resume_continues_the_stream(bootstrap, tmp_path, capsys):
+    common, f, _ = _file_sent(bootstrap, tmp_path)
     assert "produced 20 events of stream 's1' (seq 0..19)" in capsys.readouterr().out
     # the same file again: these seqs exist, the worker would drop them all
     assert main(["produce", str(f), "--stream-id", "s1", *common]) == 2
@@ -140,11 +147,7 @@ def test_resume_numbers_after_the_last_seq_a_worker_accepts(bootstrap, tmp_path,
     from pipeline.settings import load_settings
     from schemas import FeatureEvent
 
-    prefix = f"cli-{uuid.uuid4().hex[:8]}."
-    common = _common(bootstrap, prefix)
-    f = tmp_path / "d.csv"
-    f.write_text("a,b,label\n" + "".join(f"{i / 10},{i % 3},{i % 2}\n" for i in range(20)))
-    assert main(["produce", str(f), "--stream-id", "s1", *common]) == 0
+    common, f, prefix = _file_sent(bootstrap, tmp_path)
     s = load_settings(env={}, bootstrap_servers=bootstrap, topic_prefix=prefix, features=["a", "b"], partitions=2)
     produce_events(s, [FeatureEvent("s1", 10**9, 1.0, {"a": 1.0, "b": 2.0}, 1)])
     capsys.readouterr()
