@@ -33,7 +33,9 @@ def _kafka_error(s: Settings, e: Exception) -> StreamxaiError:
 
 def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.0) -> int | None:
     """The highest seq of ``stream_id`` among the last ``tail`` messages of each partition of the
-    features topic (None if none is there): enough to catch a file or demo produced twice."""
+    features topic that a worker accepts (None if none is there): enough to catch a file or demo
+    produced twice. A seq more than ``max_seq_gap`` beyond the one before it is a dead letter
+    (reason ``seq_gap``) and is passed over (:func:`accepted_last_seq`)."""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     topic = s.topic("features")
@@ -43,7 +45,7 @@ def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.
         md = c.list_topics(topic, timeout=timeout).topics.get(topic)
         if md is None or md.error is not None:
             return None
-        ends, starts = {}, []
+        ends, starts, whole = {}, [], {}
         deadline = time.monotonic() + timeout
         for p in md.partitions:
             while True:  # a topic created a moment ago may have no leader yet
@@ -59,11 +61,12 @@ def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.
             if hi > lo:
                 ends[p] = hi
                 starts.append(TopicPartition(topic, p, max(lo, hi - tail)))
+                whole[p] = hi - tail <= lo  # the window holds the partition's whole history
         if not starts:
             return None
         c.assign(starts)
         key = stream_id.encode()
-        best: int | None = None
+        seqs: dict[int, list[int]] = {}  # by partition, in offset order
         deadline = time.monotonic() + timeout
         while ends and time.monotonic() < deadline:
             for msg in c.consume(500, 0.5):
@@ -74,15 +77,34 @@ def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.
                         seq = orjson.loads(msg.value()).get("seq")
                     except (orjson.JSONDecodeError, AttributeError, TypeError):
                         seq = None
-                    if isinstance(seq, int) and (best is None or seq > best):
-                        best = seq
+                    if isinstance(seq, int) and not isinstance(seq, bool):
+                        seqs.setdefault(msg.partition(), []).append(seq)
                 if msg.offset() >= ends.get(msg.partition(), 0) - 1:
                     ends.pop(msg.partition(), None)
-        return best
+        found = [accepted_last_seq(q, s.max_seq_gap, from_start=whole[p]) for p, q in seqs.items()]
+        return max((q for q in found if q is not None), default=None)
     except KafkaException as e:
         raise _kafka_error(s, e) from None
     finally:
         c.close()
+
+
+def accepted_last_seq(seqs: list[int], max_seq_gap: int, from_start: bool = True) -> int | None:
+    """The last seq a worker accepts of a stream whose events came with ``seqs`` (in order): a
+    seq more than ``max_seq_gap`` beyond the last accepted one is refused, and so is a negative
+    one. ``from_start``: ``seqs`` begin with the stream's first event (else the first is taken
+    as accepted).
+
+    >>> accepted_last_seq([0, 1, 2, 10**9, 3], 10_000), accepted_last_seq([10**9], 10_000)
+    (3, None)
+    >>> accepted_last_seq([50_000, 50_001], 10_000, from_start=False)
+    50001
+    """
+    last = -1 if from_start else None
+    for q in seqs:
+        if q >= 0 and (last is None or last < q <= last + max_seq_gap):
+            last = q
+    return None if last is None or last < 0 else last
 
 
 def produce(args: argparse.Namespace, s: Settings) -> int:
@@ -158,6 +180,7 @@ def _produce_labels(args: argparse.Namespace, s: Settings, stream_id: str) -> in
     if getattr(args, "without_labels", False):
         raise ConfigError("--labels and --without-labels exclude each other: send the features first "
                           "(--without-labels), then the labels (--labels)")
+    s = s.for_stream(stream_id)  # the target of its stream profile (a regression's `number`)
     first = file_labels(args.source, stream_id, args.target, target_kind=s.target, ts_column=args.ts_column,
                         report=FileReport())
     next(first, None)  # a missing file or target column: one line, before any Kafka connection

@@ -207,11 +207,15 @@ def file_labels(
     rows: Iterator[tuple[int, Any]]
     if p.suffix.lower() == ".csv":
         fh = p.open(newline="")
-        reader = csv.DictReader(fh)
-        columns = reader.fieldnames or []
-        col = _target_column(p, columns, target, target_kind)
-        if ts_column is not None and ts_column not in columns:
-            raise ConfigError(f"{p} has no ts column {ts_column!r}; its columns are {columns}")
+        try:
+            reader = csv.DictReader(fh)
+            columns = reader.fieldnames or []
+            col = _target_column(p, columns, target, target_kind)
+            if ts_column is not None and ts_column not in columns:
+                raise ConfigError(f"{p} has no ts column {ts_column!r}; its columns are {columns}")
+        except BaseException:
+            fh.close()  # a refused header leaves no file open
+            raise
 
         def csv_rows() -> Iterator[tuple[int, Any]]:
             with fh:

@@ -60,6 +60,7 @@ HELP = {
     "state_errors": "Messages dead-lettered unprocessed because their key's state fails on every message, also rebuilt from its whole history",
     "checkpoints_written": "Checkpoints written",
     "checkpoints_restored": "Checkpoints restored",
+    "checkpoints_outdated": "Checkpoints not restored because the key's stream settings changed since (rebuilt from its history)",
     "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",
     "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
     "states_dropped_after_rebalance": "Keys whose state was stale after their partition came back from another worker (rebuilt)",

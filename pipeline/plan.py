@@ -7,6 +7,8 @@ same models, explainers, parameters and seeds.
 
 from __future__ import annotations
 
+import functools
+
 from schemas import ConfigError
 
 from .core.labels import LabelJoin
@@ -17,8 +19,8 @@ from .modelspec import build_model, model_factory
 from .settings import Settings
 from .toml_text import toml_key
 
-__all__ = ["explainer_specs", "stream_explainer", "prequential_model", "label_join", "group_units", "BrierOf",
-           "check_streams"]
+__all__ = ["explainer_specs", "stream_explainer", "explainer_changes", "prequential_model", "label_join",
+           "group_units", "BrierOf", "check_streams"]
 
 
 def explainer_specs(s: Settings) -> list[ExplainerSpec]:
@@ -74,6 +76,38 @@ def stream_explainer(s: Settings, stream_id: str, group: int | None = None) -> S
         emit_every=s.emit_every,
         fast_path=s.fast_path,
     )
+
+
+def explainer_changes(se: StreamExplainer, s: Settings, group: int | None = None) -> list[str]:
+    """What of ``se`` (say, restored from a checkpoint) differs from what ``s`` (a stream's
+    effective settings) builds for its group: the settings' names, none when it fits.
+
+    >>> s = Settings(features=["a", "b"], explainers=["ipfi", "ipdp"])
+    >>> se = stream_explainer(s, "t")
+    >>> explainer_changes(se, s), explainer_changes(se, s.replace(explainers=["ipfi"], alpha=0.01))
+    ([], ['explainers', 'alpha'])
+    >>> explainer_changes(stream_explainer(s, "t", 0), s.replace(explain_groups=2), 0)
+    ['explain_groups']
+    """
+    f = se.model_factory
+    old_model = (f.args, f.keywords) if isinstance(f, functools.partial) else f
+    changed = [name for name, was, now in (
+        ("model", old_model, ((s.model, dict(s.model_params), s.model_seed), {})),
+        ("features", (se.feature_names, se.categorical), (list(s.features), list(s.categorical))),
+        ("explain_seed", se.seed, s.explain_seed),
+        ("explainers", [x.name for x in se.specs], list(s.explainers)),
+    ) if was != now]
+    if se.units != group_units(s, group) and not {"features", "explainers"} & set(changed):
+        changed.append("explain_groups")  # the group's units (they follow the features and iSAGE too)
+    params = {"alpha": "alpha", "storage_size": "storage_size", "grid_size": "grid_size", "removal": "isage_removal",
+              "n_inner_samples": "isage_inner_samples", "loss": "loss", "output": "output",
+              "target_class": "target_class"}
+    now = {x.name: x for x in explainer_specs(s)}
+    for old in se.specs:  # the parameters of the explainers it keeps
+        new = now.get(old.name)
+        changed += [name for field, name in params.items()
+                    if new is not None and getattr(old, field) != getattr(new, field) and name not in changed]
+    return changed
 
 
 def prequential_model(s: Settings) -> PrequentialModel:

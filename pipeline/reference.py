@@ -70,17 +70,19 @@ class ReferenceRun:
 
 
 def run_in_process(s: Settings, arrivals: Iterable[Recorded], *, changes: bool = True) -> ReferenceRun:
-    """Run ``arrivals`` (in their recorded order) through the core under settings ``s``;
-    ``changes=False`` skips the change detection."""
+    """Run ``arrivals`` (in their recorded order) through the core under settings ``s``, each
+    stream under its profile (``s.for_stream``); ``changes=False`` skips the change detection."""
     run = ReferenceRun()
-    sampler = EventSampler(s.sample_rate, s.explain_seed)
+    samplers: dict[str, EventSampler] = {}
     for r in arrivals:
         ev, sid = r.event, r.event.stream_id
         join = run.joins.get(sid)
         if join is None:
-            join = run.joins[sid] = label_join(s)
-            run.explainers[sid] = stream_explainer(s, sid)
-            run.detectors[sid] = stream_detector(s)
+            ss = s.for_stream(sid)  # its profile, as every handler builds it
+            join = run.joins[sid] = label_join(ss)
+            run.explainers[sid] = stream_explainer(ss, sid)
+            run.detectors[sid] = stream_detector(ss)
+            samplers[sid] = EventSampler(ss.sample_rate, s.explain_seed)
         if isinstance(ev, LabelEvent):
             res = join.on_label(ev.seq, ev.y, r.at, origin=r.origin)
         else:
@@ -91,7 +93,7 @@ def run_in_process(s: Settings, arrivals: Iterable[Recorded], *, changes: bool =
             run.outcomes[(sid, o.seq)] = o
         se, det = run.explainers[sid], run.detectors[sid]
         for step in res.steps:
-            values = se.step(step.kind, step.x, step.y, explain=sampler.selected(sid, step.seq), loss=step.loss)
+            values = se.step(step.kind, step.x, step.y, explain=samplers[sid].selected(sid, step.seq), loss=step.loss)
             for v in values:
                 run.explanations[(sid, step.position, v.explainer, v.feature)] = v.value
                 if not changes:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -55,6 +57,7 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     from .kafka.outage import install_outage_filter
     from .kafka.topic_watch import topic_watch
 
+    check_web_port(settings)  # before anything is created or joined
     if "model" in roles:  # before any topic is created: an older version's deployment is left as it was
         check_broker(settings)
         reason = older_deployment(settings)
@@ -92,9 +95,51 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     worker.spinner = None
     try:
         worker.execute_from_commandline()
-    except SystemExit:
-        pass
+    except SystemExit as e:  # mode exits 1 when a service crashed (logged above, with its traceback)
+        if e.code not in (None, 0) and outcome["code"] == exit_codes.OK:
+            outcome["code"] = exit_codes.ERROR
+            log.error("the worker stopped on the error above (exit code %d)", exit_codes.ERROR)
     return outcome["code"]
+
+
+def check_web_port(settings: Settings) -> None:
+    """:class:`~schemas.ConfigError` if the worker's metrics endpoint cannot listen on
+    ``web_host:web_port`` (another worker on the host has it): Faust's web server would fail
+    only once the worker had started, with a traceback.
+
+    >>> import socket
+    >>> with socket.socket() as s:
+    ...     _ = s.bind(("127.0.0.1", 0)); s.listen()
+    ...     check_web_port(Settings(web_port=s.getsockname()[1]))
+    Traceback (most recent call last):
+    ...
+    schemas.errors.ConfigError: web_port ... on 127.0.0.1 is in use (another worker on this host?): ...
+    >>> check_web_port(Settings(web_host="192.0.2.1"))  # an address of another host
+    Traceback (most recent call last):
+    ...
+    schemas.errors.ConfigError: the metrics endpoint cannot listen on web_host '192.0.2.1', web_port 6066: ...
+    """
+    from schemas import ConfigError
+
+    try:
+        infos = socket.getaddrinfo(settings.web_host, settings.web_port, type=socket.SOCK_STREAM)
+    except OSError as e:
+        raise ConfigError(f"web_host {settings.web_host!r} cannot be resolved ({e}); set web_host to an address "
+                          "of this host (127.0.0.1, or 0.0.0.0 for every interface)") from None
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the web server binds
+        try:
+            probe.bind(address)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise ConfigError(f"the metrics endpoint cannot listen on web_host {settings.web_host!r}, web_port "
+                                  f"{settings.web_port}: {e.strerror}; set web_host to an address of this host "
+                                  "(127.0.0.1, or 0.0.0.0 for every interface) and web_port to a free port") from None
+            raise ConfigError(
+                f"web_port {settings.web_port} on {settings.web_host} is in use (another worker on this host?): "
+                f"{e.strerror}; give each worker of a host its own web_port (--set web_port=N or "
+                "STREAMXAI_WEB_PORT)") from None
 
 
 #: how often a worker checks that its topics still exist

@@ -161,6 +161,12 @@ class Recovering(abc.ABC, Generic[M, S]):
         (a handler brings one of an older version up to date here)."""
         return st
 
+    def _outdated(self, st: S, msg: M) -> list[str]:
+        """The settings a state read from a checkpoint was built with that differ from the
+        settings its stream has now (none: it fits and is restored; else it is rebuilt from the
+        key's history under the new settings)."""
+        return []
+
     def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
         """The messages of a record in a batch form (one key's messages, in order), each with the
         source it is taken as; None for a record of one message (the default: no batch form).
@@ -306,6 +312,14 @@ class Recovering(abc.ABC, Generic[M, S]):
                 loaded = self.checkpoints.load(self.STAGE, key, src.topic, src.partition, before_offset=src.offset)
         t1 = time.perf_counter()
         self.metrics.inc("recovery_seconds", t1 - t0, stage=self.STAGE, step="checkpoint")
+        changed = self._outdated(loaded[0], msg) if loaded is not None else []
+        if changed:
+            log.warning("%s state %s: not restored from its checkpoint at %s[%d]@%d: its stream's %s changed since; "
+                        "rebuilding it from its history under the new settings", self.STAGE,
+                        key.decode(errors="replace") if key else None, src.topic, src.partition, loaded[1],
+                        ", ".join(changed))
+            self.metrics.inc("checkpoints_outdated")
+            loaded = None
         if loaded is not None:
             st, ck_offset = loaded
             st = self._restored(st, msg)

@@ -39,7 +39,7 @@ from ..core.budget import LagShedder
 from ..core.increments import Block
 from ..core.stream import StreamExplainer
 from ..metrics import Metrics
-from ..plan import stream_explainer
+from ..plan import explainer_changes, stream_explainer
 from ..settings import Settings
 from .common import MessageHandler, Out, Source, log
 from .protocols import CheckpointStore, History
@@ -118,6 +118,11 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         # a checkpoint of a version whose explainers had no report cadence of their own
         st.explainer.emit_every = self.settings.for_stream(task.stream_id).emit_every
         return st
+
+    def _outdated(self, st: _GroupState, task: ExplainTask) -> list[str]:
+        # a restart with other explainers, parameters or model for the stream: its old replica
+        # and explainers would go on as they were
+        return explainer_changes(st.explainer, self.settings.for_stream(task.stream_id), task.group)
 
     def _load(self, task: ExplainTask, key: bytes | None, src: Source) -> _GroupState:
         # a stream's first task sent before this handler started may have been processed

@@ -13,12 +13,19 @@ def _common(bootstrap: str, prefix: str) -> list[str]:
             "--set", "partitions=2"]
 
 
-def test_produce_twice_warns_and_resume_continues_the_stream(bootstrap, tmp_path, capsys):
+def _file_sent(bootstrap: str, tmp_path) -> tuple[list[str], str, str]:
+    """Events 0..19 of stream s1 produced from a CSV on new topics: the common options, the
+    file and the topic prefix."""
     prefix = f"cli-{uuid.uuid4().hex[:8]}."
     common = _common(bootstrap, prefix)
     f = tmp_path / "d.csv"
     f.write_text("a,b,label\n" + "".join(f"{i / 10},{i % 3},{i % 2}\n" for i in range(20)))
     assert main(["produce", str(f), "--stream-id", "s1", *common]) == 0
+    return common, str(f), prefix
+
+
+def test_produce_twice_warns_and_resume_continues_the_stream(bootstrap, tmp_path, capsys):
+    common, f, _ = _file_sent(bootstrap, tmp_path)
     assert "produced 20 events of stream 's1' (seq 0..19)" in capsys.readouterr().out
     # the same file again: these seqs exist, the worker would drop them all
     assert main(["produce", str(f), "--stream-id", "s1", *common]) == 2
@@ -131,3 +138,18 @@ def test_a_demo_stopped_with_sigterm_stops_its_workers_and_dashboard(bootstrap, 
         for c in children:
             if _alive(c):
                 os.kill(c, signal.SIGKILL)
+
+
+def test_resume_numbers_after_the_last_seq_a_worker_accepts(bootstrap, tmp_path, capsys):
+    # one message with a seq far beyond the stream (a dead letter, reason seq_gap) made --resume
+    # number the whole file after it, so the worker dead-lettered every event of it as well
+    from pipeline.kafka.io import produce_events
+    from pipeline.settings import load_settings
+    from schemas import FeatureEvent
+
+    common, f, prefix = _file_sent(bootstrap, tmp_path)
+    s = load_settings(env={}, bootstrap_servers=bootstrap, topic_prefix=prefix, features=["a", "b"], partitions=2)
+    produce_events(s, [FeatureEvent("s1", 10**9, 1.0, {"a": 1.0, "b": 2.0}, 1)])
+    capsys.readouterr()
+    assert main(["produce", str(f), "--stream-id", "s1", "--resume", *common]) == 0
+    assert "(seq 20..39)" in capsys.readouterr().out

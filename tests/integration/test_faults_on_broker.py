@@ -420,3 +420,29 @@ def test_a_worker_whose_topics_are_deleted_stops_and_sigterm_is_bounded(tmp_path
                 p.kill()
                 p.wait(10)
         broker.stop()
+
+
+def test_a_worker_whose_faust_service_crashes_at_start_exits_with_an_error(bootstrap, tmp_path):
+    # Faust's web server cannot bind (another process took the port after the worker's own
+    # check of it, the race that check cannot close): the worker logged the crash and exited 0,
+    # so a supervisor (systemd, a container runtime) took it for a clean stop
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from pipeline.worker import settings_env
+
+    s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b"])
+    script = ("import os, sys\nimport pipeline.worker as w\nfrom pipeline.settings import load_settings\n"
+              "s = load_settings(env=os.environ)\nw.check_web_port = lambda s: None\n"
+              "sys.exit(w.run_worker(s, ('model', 'explain', 'drift'), 'warning'))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
+    env.update(settings_env(s))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", s.web_port))
+        taken.listen()
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=120)
+    out = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+    assert "address already in use" in out, out[-3000:]
+    assert done.returncode == 2 and "the worker stopped on the error above" in out, out[-3000:]

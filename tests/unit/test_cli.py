@@ -180,3 +180,36 @@ def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path)
     assert out.startswith("usage: streamxai broker")
     for option in ("--port", "--controller-port", "--data-dir", "--log-file", "--heap", "--timeout", "--sasl-users"):
         assert option in out
+
+
+def test_produce_labels_reads_the_target_of_the_streams_profile(tmp_path, monkeypatch, capsys):
+    # a regression profile names its target `number`; `produce FILE --labels` looked for the
+    # top-level target (`label`) and refused the file the features had just been sent from
+    settings = tmp_path / "two.toml"
+    settings.write_text('[streams."reg-*"]\nfeatures = ["x0", "x1"]\ntarget = "number"\noutput = "value"\n'
+                        'loss = "squared"\nmodel = "river.linear_model.LinearRegression"\nmodel_params = {}\n'
+                        'explainers = ["ipfi"]\n')
+    data = tmp_path / "reg.csv"
+    data.write_text("x0,x1,number\n0.5,1.5,2.25\n-1,2,3\n")
+    sent: list = []
+    monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
+    monkeypatch.setattr("pipeline.kafka.io.produce_events",
+                        lambda s, events, rate=None: len([sent.append(ev) for ev in events]))
+    assert main(["produce", str(data), "--labels", "--stream-id", "reg-7", "--settings", str(settings)]) == 0, \
+        capsys.readouterr().err
+    assert [(ev.seq, ev.y) for ev in sent] == [(0, 2.25), (1, 3.0)]
+    assert all(isinstance(ev.y, float) for ev in sent)
+
+
+def test_a_worker_whose_web_port_is_taken_does_not_start(capsys):
+    # a second worker on a host with the first one's web_port: Faust's web server failed to bind
+    # after the worker had started, logged a traceback and the command exited 0
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["worker", "--set", "features=a,b", "--set", f"web_port={port}",
+                     "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, f"web_port {port}", "in use", "STREAMXAI_WEB_PORT")

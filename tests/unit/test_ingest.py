@@ -4,6 +4,7 @@ without anyone noticing for a day."""
 
 from __future__ import annotations
 
+import gc
 import logging
 
 import orjson
@@ -12,7 +13,7 @@ import pytest
 from pipeline.handlers import ModelHandler, Source
 from pipeline.ingest import FileReport, file_events, file_labels
 from pipeline.settings import Settings
-from schemas import BadValue, FeatureSpec, dumps, parse_feature_event
+from schemas import BadValue, ConfigError, FeatureSpec, dumps, parse_feature_event
 
 
 def test_jsonl_values_are_sent_as_they_are(tmp_path):
@@ -101,3 +102,15 @@ def test_a_stream_whose_first_events_are_mostly_dead_letters_is_one_error_line(c
     msg = errors[0].getMessage()
     assert "'bad'" in msg and "bad_value" in msg and "categorical feature 'size'" in msg and "1.5" in msg
     assert "51 of its first 51 events" in msg
+
+
+def test_a_labels_file_without_its_target_column_is_refused_and_left_closed(tmp_path):
+    # the CSV was opened before its header was checked, and a refused header left it open
+    # (a ResourceWarning, an error under the suite's filterwarnings)
+    p = tmp_path / "reg.csv"
+    p.write_text("x0,number\n0.5,2.25\n")
+    with pytest.raises(ConfigError, match="has no target column"):
+        next(file_labels(p, "reg-7"))
+    with pytest.raises(ConfigError, match="has no ts column"):
+        next(file_labels(p, "reg-7", target="number", ts_column="t"))
+    gc.collect()  # an unclosed file warns when it is collected

@@ -31,6 +31,31 @@ def two_streams(delay=12, n=400):
     return out
 
 
+
+@pytest.mark.slow
+def test_the_in_process_reference_runs_each_stream_under_its_profile():
+    # the reference built every stream from the top-level settings: with profiles (and no
+    # top-level features) it raised "feature_names is empty"; with top-level features it would
+    # have explained every stream with the top-level model, explainers, alpha and sample rate
+    s = delayed_settings(features=[], drift_warmup=0, streams={
+        "p-*": {"features": ["a", "b", "c"], "explainers": ["ipfi", "ipdp"], "grid_size": 4, "sample_rate": 0.5,
+                "drift_explainers": ["ipfi"]},
+        "q-*": {"features": ["a", "b", "c"], "explainers": ["ipfi", "isage"], "alpha": 0.02, "emit_every": 7,
+                "model": "river.linear_model.LogisticRegression", "model_params": {}, "max_label_delay": 60},
+    })
+    p = labels_later(threshold_events("p-1", 300, drift_at=150, seed=1), 10)
+    q = labels_later(threshold_events("q-1", 300, seed=2), 20)
+    log = PartitionLog()
+    recorded = record_arrivals(log, [m for pair in zip(p, q, strict=True) for m in pair])
+    run = run_handlers(s, log)
+    ref = run_in_process(s, recorded)
+    assert run.predictions() == ref.predictions and len(ref.predictions) == 600
+    got = run.explanation_values()
+    assert got == ref.explanations
+    assert {(sid, e) for sid, _, e, _ in got} == {("p-1", "ipfi"), ("p-1", "ipdp"), ("q-1", "ipfi"), ("q-1", "isage")}
+    assert run.changes() == ref.changes
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("groups", [1, 3])
 def test_delayed_labels_through_the_handlers_equal_the_in_process_reference(groups):
@@ -256,3 +281,22 @@ def test_an_explainer_checkpoint_of_the_version_before_positions_reads_on(tmp_pa
     resumed = run_handlers(s, log, explain=lambda part, off: first if off < 100 else second)
     assert second.metrics.get("checkpoints_restored") == 1
     assert resumed.explanation_values() == whole.explanation_values()
+
+
+def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_under_the_new_settings(tmp_path):
+    # a restart with a stream's explainers and alpha changed: the explain state restored from its
+    # checkpoint kept the old explainers (iSAGE still published, then refused by the drift
+    # handler as "not among this worker's explainers"), the old alpha and the old model
+    s = delayed_settings(explain_groups=1, checkpoint_every=40)
+    new = s.replace(explainers=["ipfi", "ipdp"], alpha=0.02, drift_explainers=["ipfi"])
+    log = PartitionLog()
+    record_arrivals(log, list(threshold_events("t", 150, seed=6)))
+    whole = run_handlers(s, log)
+    store = FileCheckpointStore(tmp_path, every=40, secret=b"k" * 32)
+    first = ExplainHandler(s, checkpoints=store)
+    second = ExplainHandler(new, history=whole.tasks, checkpoints=store)
+    resumed = run_handlers(s, log, explain=lambda part, off: first if off < 100 else second)
+    assert not second.metrics.get("checkpoints_restored")
+    under_new = run_handlers(new, log).explanation_values()
+    after = {k: v for k, v in resumed.explanation_values().items() if k[1] >= 100}
+    assert after and after == {k: v for k, v in under_new.items() if k[1] >= 100}
