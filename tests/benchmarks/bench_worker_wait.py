@@ -16,7 +16,8 @@ for one (the machine's load) or idle (waiting for messages or the network: the w
 Each round runs the same handlers in this process (``bench_speed.py``'s baseline), then a
 worker of ``--before DIR`` (a copy of another version's files, e.g. ``git archive main | tar
 -x -C DIR``; run with ``DIR`` as its working directory) if given, then a worker of this
-checkout, and prints for each the wall ratio (in process / worker), the worker's CPU and its
+checkout, and prints for each the wall ratio (in process / worker; and timed from the start of
+the benchmark's producer, as ``bench_speed.py`` timed before), the worker's CPU and its
 loop's idle time and longest idle stretch; then the medians. ``--bins`` prints the last
 round's bins: per bin the share of one core the worker used, how its loop's thread spent the
 bin (ran, waited for a core, idle) and the messages it took in and sent per topic.
@@ -178,9 +179,11 @@ def main() -> None:
             for label, src in sources.items():
                 run = timeline(make_settings(bootstrap, f"{tmp}/{label}{r}".replace(" ", "-"), **fields), evs, src,
                                args.bin, tmp)
-                res = {**summary(run), "ratio": wall_in / summary(run)["wall"]}
+                res = {**summary(run), "ratio": wall_in / summary(run)["wall"],
+                       "old clock": wall_in / run["marks"]["drift agent done"]}
                 results[label].append(res)
-                print(f"  {label:13s} wall {res['wall']:.2f} s (ratio {res['ratio']:.2f}), CPU {res['cpu']:.2f} s; "
+                print(f"  {label:13s} wall {res['wall']:.2f} s (ratio {res['ratio']:.2f}; {res['old clock']:.2f} timed from "
+                      f"the producer's start), CPU {res['cpu']:.2f} s; "
                       f"loop: ran {res['ran']:.2f}, waited for a core {res['waited']:.2f}, idle {res['idle']:.2f} s "
                       f"(longest {res['longest idle']:.2f} s)")
                 if args.bins and r == args.rounds - 1:
@@ -189,7 +192,8 @@ def main() -> None:
     for label, rs in results.items():
         med = {k: statistics.median(x[k] for x in rs) for k in rs[0]}
         rounds = ", ".join(f"{x['ratio']:.2f}" for x in rs)
-        print(f"  {label:13s} wall ratio {med['ratio']:.2f} (rounds {rounds}); "
+        print(f"  {label:13s} wall ratio {med['ratio']:.2f} (rounds {rounds}; {med['old clock']:.2f} timed from the "
+              f"producer's start); "
               f"loop idle {med['idle']:.2f} s of {med['wall']:.2f}, longest {med['longest idle']:.2f} s")
 
 
