@@ -31,10 +31,13 @@ class Record:
 
 def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, bytes | None]
                                                           | tuple[str, bytes | None, bytes | None]],
-                pause: Callable[[int], None] | None = None, every: int = 0) -> int:
+                pause: Callable[[int], None] | None = None, every: int = 0,
+                first_delivered: Callable[[], None] | None = None) -> int:
     """Send ``(key, value)`` pairs to ``topic`` (full name), and ``(topic, key, value)`` triples to
     theirs, in order; returns how many were delivered. With ``pause``, every ``every`` messages
-    are flushed and ``pause(sent so far)`` is called (it may wait)."""
+    are flushed and ``pause(sent so far)`` is called (it may wait). ``first_delivered()`` is
+    called once the broker has acknowledged the first message (the producer's start, about
+    0.5 s for an idempotent one, is over: a benchmark's clock starts there)."""
     from confluent_kafka import Producer
 
     # log_level 3: errors only; a fresh broker's "coordinator load in progress" retries are not news
@@ -42,8 +45,12 @@ def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, byt
     errors: list[str] = []
 
     def on_delivery(err, msg):  # noqa: ANN001
+        nonlocal first_delivered
         if err is not None:
             errors.append(str(err))
+        elif first_delivered is not None:
+            first_delivered, call = None, first_delivered
+            call()
 
     n = 0
     topics = {topic}
@@ -68,11 +75,13 @@ def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, byt
 
 
 def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rate: float | None = None,
-                   pause: Callable[[int], None] | None = None, every: int = 0) -> int:
+                   pause: Callable[[int], None] | None = None, every: int = 0,
+                   first_delivered: Callable[[], None] | None = None) -> int:
     """Send feature events to the features topic and label events to the labels topic, in the
     given order, keyed by stream_id, at most ``rate`` per second if given (and ``pause(n)``
     after every ``every`` messages, once they are delivered); a stream id the workers would
-    refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent for that stream."""
+    refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent for that stream;
+    ``first_delivered`` as :func:`produce_raw` takes it."""
     features, labels = s.topic("features"), s.topic("labels")
     start = time.monotonic()
 
@@ -92,7 +101,8 @@ def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rat
             else:
                 yield ev.stream_id.encode(), dumps(ev)
 
-    return produce_raw(s, features, items(), **({"pause": pause, "every": every} if pause else {}))
+    extra = {"pause": pause, "every": every} if pause else {}
+    return produce_raw(s, features, items(), **extra, **({"first_delivered": first_delivered} if first_delivered else {}))
 
 
 def consume(

@@ -81,19 +81,15 @@ def _sampler(out: str) -> None:
 
 def _part(stage: str, frames: list[str]) -> str:
     """What one sample was doing: ``<agent>: handler <layer>``, ``<agent>: send``,
-    ``<agent>: receive`` or, outside the agents, the layer of the innermost frame."""
+    ``<agent>: receive`` or, outside the agents, the layer of the innermost frame. An agent
+    awaits its handler's call inside its send (``_send(outbox, _handle(...))``), so the
+    handler's frames decide first, then the call's (``_handle``: receiving), then the send's."""
     if stage:
-        in_handler = in_send = False
-        for fr in frames:
-            if fr.endswith((":on_message", ":on_batch")) and "/pipeline/handlers/" in fr:
-                in_handler = True
-                break
-            if fr.endswith(("_forward.py:_send", "_forward.py:_send_all")):
-                in_send = True
-                break
-        if in_handler:
-            inner = layer(frames[-1].rsplit(":", 1)[0])
-            return f"{stage}: handler ({inner})"
+        if any(fr.endswith((":on_message", ":on_batch")) and "/pipeline/handlers/" in fr for fr in frames):
+            return f"{stage}: handler ({layer(frames[-1].rsplit(':', 1)[0])})"
+        if any(fr.endswith("_forward.py:_handle") for fr in frames):
+            return f"{stage}: receive, loop"
+        in_send = any(fr.endswith(("_forward.py:_send", "_forward.py:_send_all")) for fr in frames)
         return f"{stage}: {'send' if in_send else 'receive, loop'}"
     return f"outside the agents: {layer(frames[-1].rsplit(':', 1)[0])}"
 

@@ -27,7 +27,9 @@ gives exactly this checkout's explanations, every field of every report, on eith
 (:func:`same_as`). ``--kafka`` adds, per model, one worker on a local broker
 (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
 model, explain and drift handlers, handler to handler, with checkpoints, in this process
-(events/s of wall time, and of CPU time: the worker process's from ``/proc``); ``--profile``
+(events/s of wall time, and of CPU time: the worker process's from ``/proc``; the worker's
+clock starts when the broker has acknowledged the first event, not while the benchmark's
+producer starts); ``--profile``
 prints where the worker's CPU goes per event (``_cpu_profile.py``: per agent, its handler by
 layer, receiving and sending; the clients' own tasks and the event loop).
 """
