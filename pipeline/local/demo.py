@@ -172,12 +172,15 @@ def _answers(s: Settings) -> bool:
         return False
 
 
-def _start_dashboard(s: Settings, port: int, logs: Path):
+def _start_dashboard(s: Settings, port: int, logs: Path, started: list):
+    """Start the dashboard; its process joins ``started`` (the processes the demo stops at its
+    end) as soon as it exists, so an interrupt while it starts does not leave it running."""
     from .dashboard import spawn_dashboard, wait_for_dashboard
 
     if not _bindable(port, "127.0.0.1"):
         port = free_port("127.0.0.1")
     proc = spawn_dashboard(s, port, log_file=str(logs / "dashboard.log"))
+    started.append(proc)
     url = f"http://127.0.0.1:{port}/"
     try:
         wait_for_dashboard(url, proc, timeout=30)
@@ -258,7 +261,7 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
     plan = demo_plan(n)
     broker, started = _local_broker(s)
     workers = []
-    board = None
+    board: list = []  # the dashboard's process, once spawned
     failed = timed_out = False
     logs = Path(s.state_dir)
     logs.mkdir(parents=True, exist_ok=True)
@@ -272,7 +275,7 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
             workers_settings.append(ws)
         print(f"{args.workers} worker(s) started; logs in {logs}/; topics {s.topic_prefix}*")
         if getattr(args, "dashboard_port", 0):
-            board, _ = _start_dashboard(s, args.dashboard_port, logs)
+            _start_dashboard(s, args.dashboard_port, logs, board)
 
         def produce() -> None:
             streams = [agrawal_events(DEMO_STREAM, n, plan.drift_at, plan.swap_at, seed=42,
@@ -328,8 +331,8 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
     finally:
         for w in workers:
             stop_worker(w)
-        if board is not None:
-            stop_worker(board)
+        for proc in board:
+            stop_worker(proc)
         if getattr(args, "keep", False):
             print(f"kept the demo's topics {s.topic_prefix}* and {logs}/; look at them again with "
                   f"`streamxai dashboard --set topic_prefix={s.topic_prefix}` or "

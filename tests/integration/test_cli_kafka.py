@@ -83,6 +83,14 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -135,8 +143,8 @@ def test_a_demo_stopped_with_sigterm_stops_its_workers_and_dashboard(bootstrap, 
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-        for c in children:
-            if _alive(c):
+        for c in children:  # still ours (the pid of one that ended may have been given to another process)
+            if _alive(c) and "pipeline.cli" in _cmdline(c):
                 os.kill(c, signal.SIGKILL)
 
 
