@@ -4,6 +4,7 @@ dead-letter construction. The outgoing message type :class:`Out` is defined in `
 from __future__ import annotations
 
 import abc
+import copy
 import hashlib
 import logging
 import threading
@@ -110,6 +111,10 @@ class Recovering(abc.ABC, Generic[M, S]):
     REPLAYED_METRIC: ClassVar[str]
     #: gauges how many states the handler holds
     STATES_GAUGE: ClassVar[str]
+    #: the settings of a stream that shape a state of this handler (its others, such as ports
+    #: and budgets, do not): a checkpoint built under other values of them is not restored
+    #: (:meth:`_outdated`)
+    SHAPED_BY: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
@@ -161,11 +166,24 @@ class Recovering(abc.ABC, Generic[M, S]):
         (a handler brings one of an older version up to date here)."""
         return st
 
+    def _built_under(self, stream_id: str) -> dict[str, Any]:
+        """What a new state of ``stream_id`` is built under: the values of :attr:`SHAPED_BY` in
+        the stream's effective settings (:meth:`Settings.for_stream`). A handler keeps it in its
+        state's ``built_under``, so the state's checkpoints record it."""
+        s = self.settings.for_stream(stream_id)
+        return {name: copy.deepcopy(getattr(s, name)) for name in self.SHAPED_BY}
+
     def _outdated(self, st: S, msg: M) -> list[str]:
         """The settings a state read from a checkpoint was built with that differ from the
         settings its stream has now (none: it fits and is restored; else it is rebuilt from the
-        key's history under the new settings)."""
-        return []
+        key's history under the new settings). By default those of :attr:`SHAPED_BY` whose
+        value in the state's ``built_under`` differs from the stream's now; a state of a
+        version that recorded none (or not that setting) is restored as it was built."""
+        was = getattr(st, "built_under", None)
+        if not was:
+            return []
+        now = self._built_under(msg.stream_id)  # type: ignore[attr-defined]
+        return [name for name in self.SHAPED_BY if name in was and was[name] != now[name]]
 
     def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
         """The messages of a record in a batch form (one key's messages, in order), each with the
