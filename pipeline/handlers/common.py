@@ -356,6 +356,8 @@ class Recovering(abc.ABC, Generic[M, S]):
             rebuilt.ok = self._rebuild(st, key, src, from_offset)
             rebuilt.failed = self._replay_errors - errors
             self.metrics.inc("recovery_seconds", time.perf_counter() - t1, stage=self.STAGE, step="replay")
+        elif loaded is not None:
+            self._log_built(key, src, from_offset, 0, 0)
         return st
 
     def _rebuild(self, st: S, key: bytes | None, src: Source, from_offset: int) -> int:
@@ -372,12 +374,21 @@ class Recovering(abc.ABC, Generic[M, S]):
                 continue  # a dead letter the first time
             n += sum(self._replay_one(st, r, key, s) for r, s in items or [(raw, at)])
         self.metrics.inc(self.REPLAYED_METRIC, n)
+        self._log_built(key, src, from_offset, read, n)
+        return n
+
+    def _log_built(self, key: bytes | None, src: Source, from_offset: int, read: int, n: int) -> None:
+        """One line on how the state of ``key`` met at ``src`` was built: restored from its
+        checkpoint (``from_offset`` > 0: the one before it) and ``n`` later messages replayed,
+        opened for a new stream, or rebuilt from ``n`` earlier messages (``read`` of them read)."""
         name = key.decode(errors="replace") if key is not None else None
-        if from_offset == 0 and not read:  # no checkpoint and nothing of the key before: a new stream
+        if from_offset > 0:
+            log.info("restored %s state %s from its checkpoint at %s[%d]@%d, then replayed %d later messages "
+                     "of it, up to %s", self.STAGE, name, src.topic, src.partition, from_offset - 1, n, src)
+        elif not read:  # no checkpoint and nothing of the key before: a new stream
             log.info("opened a new %s state for stream %s (its first message is %s)", self.STAGE, name, src)
         else:
             log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, name, n, src)
-        return n
 
 
 class _Rebuilt:
