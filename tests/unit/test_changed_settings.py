@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+import pytest
 from helpers.arrivals import ARRIVALS, record_arrivals, run_handlers
 from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
@@ -66,10 +67,15 @@ def restart(tmp_path, kind, s, new, plog, topic, keep, *, old_version=False):
             sent(lambda off: under_old, plog, topic, 0, cut, keep), second)
 
 
-def test_a_model_checkpoint_of_another_model_is_not_restored_but_rebuilt_under_the_new_settings(tmp_path, caplog):
+@pytest.mark.parametrize("where", ["top level", "profile"])
+def test_a_model_checkpoint_of_another_model_is_not_restored_but_rebuilt_under_the_new_settings(tmp_path, caplog,
+                                                                                                where):
     # the restarted handler restored the old tree and went on predicting with it, silently
     s = delayed_settings(checkpoint_every=40, sasl_password=PASSWORD)
-    new = s.replace(model="river.linear_model.LogisticRegression", model_params={})
+    if where == "top level":
+        new = s.replace(model="river.linear_model.LogisticRegression", model_params={})
+    else:  # the stream's profile changed its model; the top level did not
+        new = s.replace(streams={"t*": {"model": "river.linear_model.LogisticRegression", "model_params": {}}})
     with caplog.at_level(logging.INFO, logger="streamxai"):
         resumed, under_new, under_old, second = restart(tmp_path, ModelHandler, s, new, arrivals(), ARRIVALS,
                                                         "predictions")
