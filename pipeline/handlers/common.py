@@ -341,6 +341,10 @@ class Recovering(abc.ABC, Generic[M, S]):
         if loaded is not None:
             st, ck_offset = loaded
             st = self._restored(st, msg)
+            if self.SHAPED_BY and getattr(st, "built_under", None) is None:
+                # of a version that recorded no settings: taken as built under these, so its
+                # next checkpoints record them and a later change of them is noticed
+                st.built_under = self._built_under(msg.stream_id)  # type: ignore[attr-defined]
             st.since_checkpoint = 0
             self.metrics.inc("checkpoints_restored")
             from_offset = ck_offset + 1

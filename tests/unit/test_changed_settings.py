@@ -132,6 +132,9 @@ def test_a_checkpoint_of_the_version_before_fingerprints_is_restored_as_it_was_b
                                             old_version=True)
     assert second.metrics.get("checkpoints_restored") == 1 and not second.metrics.get("checkpoints_outdated")
     assert resumed and resumed == under_old
+    # from here on it records the settings it was restored under, so its next checkpoints do
+    assert second.streams["t"].built_under == second._built_under("t")
+    assert second.streams["t"].built_under["model"] == "river.linear_model.LogisticRegression"
 
 
 def test_a_state_records_settings_only_and_no_secret():
