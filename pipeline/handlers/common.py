@@ -4,6 +4,7 @@ dead-letter construction. The outgoing message type :class:`Out` is defined in `
 from __future__ import annotations
 
 import abc
+import copy
 import hashlib
 import logging
 import threading
@@ -110,6 +111,10 @@ class Recovering(abc.ABC, Generic[M, S]):
     REPLAYED_METRIC: ClassVar[str]
     #: gauges how many states the handler holds
     STATES_GAUGE: ClassVar[str]
+    #: the settings of a stream that shape a state of this handler (its others, such as ports
+    #: and budgets, do not): a checkpoint built under other values of them is not restored
+    #: (:meth:`_outdated`)
+    SHAPED_BY: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
@@ -161,11 +166,24 @@ class Recovering(abc.ABC, Generic[M, S]):
         (a handler brings one of an older version up to date here)."""
         return st
 
+    def _built_under(self, stream_id: str) -> dict[str, Any]:
+        """What a new state of ``stream_id`` is built under: the values of :attr:`SHAPED_BY` in
+        the stream's effective settings (:meth:`Settings.for_stream`). A handler keeps it in its
+        state's ``built_under``, so the state's checkpoints record it."""
+        s = self.settings.for_stream(stream_id)
+        return {name: copy.deepcopy(getattr(s, name)) for name in self.SHAPED_BY}
+
     def _outdated(self, st: S, msg: M) -> list[str]:
         """The settings a state read from a checkpoint was built with that differ from the
         settings its stream has now (none: it fits and is restored; else it is rebuilt from the
-        key's history under the new settings)."""
-        return []
+        key's history under the new settings). By default those of :attr:`SHAPED_BY` whose
+        value in the state's ``built_under`` differs from the stream's now; a state of a
+        version that recorded none (or not that setting) is restored as it was built."""
+        was = getattr(st, "built_under", None)
+        if not was:
+            return []
+        now = self._built_under(msg.stream_id)  # type: ignore[attr-defined]
+        return [name for name in self.SHAPED_BY if name in was and was[name] != now[name]]
 
     def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
         """The messages of a record in a batch form (one key's messages, in order), each with the
@@ -323,6 +341,10 @@ class Recovering(abc.ABC, Generic[M, S]):
         if loaded is not None:
             st, ck_offset = loaded
             st = self._restored(st, msg)
+            if self.SHAPED_BY and getattr(st, "built_under", None) is None:
+                # of a version that recorded no settings: taken as built under these, so its
+                # next checkpoints record them and a later change of them is noticed
+                st.built_under = self._built_under(msg.stream_id)  # type: ignore[attr-defined]
             st.since_checkpoint = 0
             self.metrics.inc("checkpoints_restored")
             from_offset = ck_offset + 1
@@ -338,6 +360,8 @@ class Recovering(abc.ABC, Generic[M, S]):
             rebuilt.ok = self._rebuild(st, key, src, from_offset)
             rebuilt.failed = self._replay_errors - errors
             self.metrics.inc("recovery_seconds", time.perf_counter() - t1, stage=self.STAGE, step="replay")
+        elif loaded is not None:
+            self._log_built(key, src, from_offset, 0, 0)
         return st
 
     def _rebuild(self, st: S, key: bytes | None, src: Source, from_offset: int) -> int:
@@ -354,12 +378,21 @@ class Recovering(abc.ABC, Generic[M, S]):
                 continue  # a dead letter the first time
             n += sum(self._replay_one(st, r, key, s) for r, s in items or [(raw, at)])
         self.metrics.inc(self.REPLAYED_METRIC, n)
+        self._log_built(key, src, from_offset, read, n)
+        return n
+
+    def _log_built(self, key: bytes | None, src: Source, from_offset: int, read: int, n: int) -> None:
+        """One line on how the state of ``key`` met at ``src`` was built: restored from its
+        checkpoint (``from_offset`` > 0: the one before it) and ``n`` later messages replayed,
+        opened for a new stream, or rebuilt from ``n`` earlier messages (``read`` of them read)."""
         name = key.decode(errors="replace") if key is not None else None
-        if from_offset == 0 and not read:  # no checkpoint and nothing of the key before: a new stream
+        if from_offset > 0:
+            log.info("restored %s state %s from its checkpoint at %s[%d]@%d, then replayed %d later messages "
+                     "of it, up to %s", self.STAGE, name, src.topic, src.partition, from_offset - 1, n, src)
+        elif not read:  # no checkpoint and nothing of the key before: a new stream
             log.info("opened a new %s state for stream %s (its first message is %s)", self.STAGE, name, src)
         else:
             log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, name, n, src)
-        return n
 
 
 class _Rebuilt:

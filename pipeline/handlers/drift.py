@@ -55,6 +55,8 @@ class _StreamState:
     seqs: EventSeqs = field(default_factory=EventSeqs)
     #: ``(seq, cut_seq)`` of the changes of the episode not yet closed, by (explainer, feature, position)
     change_seqs: dict[tuple[str, str, int], tuple[int, int | None]] = field(default_factory=dict)
+    #: the settings it was built under (DriftHandler.SHAPED_BY; None in a checkpoint of a version before them)
+    built_under: dict[str, Any] | None = None
 
     def __setstate__(self, state: dict) -> None:
         """A state of the version before drift_event/v3 kept no seqs: from here on."""
@@ -130,6 +132,9 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
 
     STATES_GAUGE = "drift_streams"
     REPLAYED_METRIC = "replayed_explanations"
+    #: what stream_detector builds a stream's change test from
+    SHAPED_BY = ("explainers", "features", "drift_explainers", "drift_delta", "drift_min_effect", "drift_min_samples",
+                 "drift_window", "drift_warmup", "drift_episode_gap", "drift_alert_kinds")
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
@@ -155,7 +160,8 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         return p.n_explained <= self.settings.for_stream(p.stream_id).emit_every and p.position == p.seq
 
     def _fresh(self, stream_id: str) -> _StreamState:
-        return _StreamState(stream_detector(self.settings.for_stream(stream_id)))
+        return _StreamState(stream_detector(self.settings.for_stream(stream_id)),
+                            built_under=self._built_under(stream_id))
 
     def _load(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
         if key != p.stream_id.encode():

@@ -58,6 +58,8 @@ class _StreamState:
     join: LabelJoin
     first_partition: int
     since_checkpoint: int = 0
+    #: the settings it was built under (ModelHandler.SHAPED_BY; None in a checkpoint of a version before them)
+    built_under: dict[str, Any] | None = None
 
     @property
     def last_seq(self) -> int:
@@ -94,6 +96,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
     DUPLICATE_METRIC = "duplicates_dropped"
     STATES_GAUGE = "streams"
     REPLAYED_METRIC = "replayed_events"
+    #: what label_join builds a stream's state from (and the target its labels are read as)
+    SHAPED_BY = ("model", "model_params", "model_seed", "features", "categorical", "target", "output", "loss",
+                 "max_label_delay", "label_timeout_s")
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
@@ -149,7 +154,8 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         # a stream's groups go to consecutive explain-task partitions, so they spread over
         # workers whatever the keys hash to
         first_partition = derive_seed(0, "partition", stream_id) % self.settings.partitions
-        return _StreamState(label_join(self._settings(stream_id)), first_partition)
+        return _StreamState(label_join(self._settings(stream_id)), first_partition,
+                            built_under=self._built_under(stream_id))
 
     # No message opens a stream: its label may have overtaken its first event on the arrivals
     # topic, so a stream met without state is always looked up in the history: one pass per

@@ -1,7 +1,8 @@
 """Labels that arrive later, through a real broker: a worker SIGKILLed in the middle of a
 stream whose labels come on the labels topic is restarted, and what it published equals the
 in-process reference run on the order the intake recorded (the arrivals topic): predictions,
-outcomes, explanation values and change events."""
+outcomes, explanation values and change events. A worker restarted with another model
+predicts with it (its state rebuilt, not restored from the old model's checkpoints)."""
 
 from __future__ import annotations
 
@@ -124,3 +125,36 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     # newest checkpoint may end right at the committed offset (nothing of its own to replay)
     replayed = sum(counters.get(k, 0) for k in ("replayed_events", "replayed_tasks", "replayed_explanations"))
     assert replayed > 0 and counters.get("checkpoints_restored", 0) >= 1, counters
+
+
+def test_a_worker_restarted_with_another_model_predicts_with_the_new_one(bootstrap, tmp_path, workers):
+    # an operator changes the model and restarts: the restarted worker restored the old tree from
+    # its checkpoints (written at the clean stop) and went on predicting with it, silently
+    s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b", "c"], explainers=["ipfi"],
+                      model_params={"grace_period": 20}, explain_groups=1, checkpoint_every=50,
+                      checkpoint_key=Secret("k" * 32), sasl_password=Secret("never-logged-pw"))
+    msgs = list(threshold_events("t", 300, seed=5))
+    ensure_topics(s)
+
+    def predicted(n):
+        ps = collect(s, "predictions", lambda ps: len({p["seq"] for p in ps if p["schema"] == "prediction/v2"}) >= n,
+                     timeout=120)
+        return {(p["stream_id"], p["seq"]): p["y_pred"] for p in ps if p["schema"] == "prediction/v2"}
+
+    first = workers(s)
+    produce_events(s, msgs[:150], rate=400)
+    predicted(150)
+    assert stop_worker(first) == 0  # a clean stop: every state checkpointed as of its last message
+    new = s.replace(web_port=free_port(), model="river.linear_model.LogisticRegression", model_params={})
+    workers(new)
+    produce_events(s, msgs[150:], rate=400)
+    got = predicted(300)
+    record = recorded_arrivals(s)
+    under_new, under_old = run_in_process(new, record).predictions, run_in_process(s, record).predictions
+    late = {k for k in under_new if k[1] >= 150}
+    assert len(late) == 150 and {k: got[k] for k in late} == {k: under_new[k] for k in late} != \
+        {k: under_old[k] for k in late}
+    assert worker_metrics(new)["counters"].get("checkpoints_outdated", 0) == 2  # the model's and the group's
+    log = (tmp_path / "worker-1.log").read_text(errors="replace")
+    assert "model state t: not restored from its checkpoint" in log and "its stream's model, model_params" in log
+    assert "k" * 32 not in log and "never-logged-pw" not in log

@@ -75,9 +75,10 @@ def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop(
     assert h.needs_recovery(key, Source("explain-tasks", 0, 21))  # rebuilt off the event loop
 
 
-def _model_handler_log(caplog, events, *, restart_at=None):
+def _model_handler_log(caplog, events, *, restart_at=None, checkpoints=None):
     """The streamxai log lines of a model handler taking ``events`` from one partition in
-    order (a new handler from ``restart_at`` on, with nothing in memory, as after a restart)."""
+    order (a new handler from ``restart_at`` on, with nothing in memory, as after a restart;
+    both with the checkpoint store ``checkpoints``)."""
     from helpers.partition_log import PartitionLog
 
     from schemas import dumps
@@ -87,10 +88,10 @@ def _model_handler_log(caplog, events, *, restart_at=None):
     for ev in events:
         log.append("features", 0, ev.stream_id.encode(), dumps(ev))
     caplog.set_level("INFO", logger="streamxai")
-    h = ModelHandler(s, history=log.history)
+    h = ModelHandler(s, history=log.history, checkpoints=checkpoints)
     for off, ev in enumerate(events):
         if off == restart_at:
-            h = ModelHandler(s, history=log.history)
+            h = ModelHandler(s, history=log.history, checkpoints=checkpoints)
         h.needs_recovery(ev.stream_id.encode(), Source("features", 0, off))
         h.on_message(dumps(ev), ev.stream_id.encode(), Source("features", 0, off))
     return [r.getMessage() for r in caplog.records if r.name.startswith("streamxai")]
@@ -122,3 +123,19 @@ def test_a_stream_met_for_the_first_time_is_logged_as_new_not_rebuilt(caplog):
     # stream a after a restart at its fourth message: three earlier ones, a rebuild
     lines = _model_handler_log(caplog, [*agrawal_events("a", 4, seed=1)], restart_at=3)
     assert any(line.startswith("rebuilt model state a from 3 earlier messages") for line in lines), lines
+
+
+@pytest.mark.parametrize("others", [0, 2])
+def test_a_state_restored_from_its_checkpoint_is_logged_as_restored_not_rebuilt(tmp_path, caplog, others):
+    """Found after a restart: a state whose checkpoint was at the resume point (nothing of its
+    key to replay) was logged ``rebuilt model state a from 0 earlier messages``, which reads as
+    if it were lost (other streams' messages between), or not at all (none between)."""
+    from pipeline.local.demo_stream import agrawal_events
+
+    a = list(agrawal_events("a", 4, seed=1))
+    events = [*a[:3], *agrawal_events("reg-7", others, seed=2), a[3]]  # a's checkpoint after its third
+    store = FileCheckpointStore(str(tmp_path), every=3, secret=b"0123456789abcdef")
+    lines = _model_handler_log(caplog, events, restart_at=3 + others, checkpoints=store)
+    about_a = [line for line in lines if "state a " in line]
+    assert len(about_a) == 1 and about_a[0].startswith(
+        "restored model state a from its checkpoint at features[0]@2, then replayed 0 later messages"), lines
