@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .batch_forms import read_form
 from .errors import NoProfile, SchemaMismatch
 from .features import FeatureSpec, check_stream_id, feature_event_from
 from .labels import label_event_from
@@ -80,16 +81,9 @@ def unpack_arrivals(raw: bytes | None, src: Source) -> list[tuple[bytes, Source]
     each with where it came from (``src``'s timestamp: the time the intake recorded them);
     None for a record of one message (the older form, still written for a lone message). A
     value that does not frame raises :class:`~schemas.SchemaMismatch`."""
-    form = None
-    for name, value in src.headers or ():
-        if name == BATCH_FORM:
-            form = value
-    if form is None:
+    if not read_form(src, BATCH_FORM, _BATCH_V1, "arrivals", "the intake that wrote it"):
         return None
     where = str(src)
-    if form != _BATCH_V1:
-        raise SchemaMismatch(f"arrivals form {form!r} is not known to this version (it reads {_BATCH_V1!r}); "
-                             "upgrade this worker to the version of the intake that wrote it", where=where)
     data, items, at = raw or b"", [], 0
     while at < len(data):
         end = data.find(b"\n", at)

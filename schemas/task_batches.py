@@ -17,7 +17,7 @@ True
 
 from __future__ import annotations
 
-from .errors import SchemaMismatch
+from .batch_forms import chunk_bounds, read_form
 from .source import Headers, Source
 
 __all__ = ["pack_tasks", "unpack_tasks", "TASKS_FORM"]
@@ -32,25 +32,15 @@ def pack_tasks(values: list[bytes], max_bytes: int, max_tasks: int | None = None
     ``max_bytes`` (a longer task goes alone) and ``max_tasks`` tasks each; a record of one task
     has no headers."""
     records: list[tuple[bytes, Headers | None]] = []
-    if not values:
-        return records
-    start, size = 0, 0
-    for i, v in enumerate(values + [b""]):
-        if i == len(values) or (i > start and (size + len(v) + 1 > max_bytes or i - start == max_tasks)):
-            chunk = values[start:i]
-            records.append((chunk[0], None) if len(chunk) == 1 else (b"\n".join(chunk), ((TASKS_FORM, _LINES_V1),)))
-            start, size = i, 0
-        size += len(v) + 1
+    for start, end in chunk_bounds([len(v) + 1 for v in values], max_bytes, max_tasks):
+        chunk = values[start:end]
+        records.append((chunk[0], None) if len(chunk) == 1 else (b"\n".join(chunk), ((TASKS_FORM, _LINES_V1),)))
     return records
 
 
 def unpack_tasks(raw: bytes | None, src: Source) -> list[bytes] | None:
     """The tasks of the explain-tasks record at ``src`` in the batch form; None for a record of
     one task. A form this version does not know raises :class:`~schemas.SchemaMismatch`."""
-    form = next((v for k, v in src.headers or () if k == TASKS_FORM), None)
-    if form is None:
+    if not read_form(src, TASKS_FORM, _LINES_V1, "explain-tasks", "the model workers"):
         return None
-    if form != _LINES_V1:
-        raise SchemaMismatch(f"explain-tasks form {form!r} is not known to this version (it reads {_LINES_V1!r}); "
-                             "upgrade this worker to the version of the model workers", where=str(src))
     return (raw or b"").split(b"\n")

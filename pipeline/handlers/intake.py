@@ -21,6 +21,7 @@ operations fewer per event for the worker (issue 17). A lone message keeps the o
 from __future__ import annotations
 
 from schemas import Source, origin_headers, pack_arrivals
+from schemas.batch_forms import chunk_bounds
 
 from ..metrics import Metrics
 from ..settings import Settings
@@ -67,13 +68,8 @@ class IntakeHandler:
             if len(items) == 1:
                 outs += self.on_message(items[0][1], key, items[0][0])
                 continue
-            start, size = 0, 0
-            for i, (_, raw) in enumerate(items):
-                if i > start and size + len(raw) > MAX_BATCH_BYTES:
-                    outs.append(self._batch(key, items[start:i]))
-                    start, size = i, 0
-                size += len(raw)
-            outs.append(self._batch(key, items[start:]))
+            for start, end in chunk_bounds([len(raw) for _, raw in items], MAX_BATCH_BYTES):
+                outs.append(self._batch(key, items[start:end]))
         return outs
 
     def _batch(self, key: bytes | None, items: list[tuple[Source, bytes]]) -> Out:
