@@ -213,3 +213,43 @@ def test_a_worker_whose_web_port_is_taken_does_not_start(capsys):
         assert main(["worker", "--set", "features=a,b", "--set", f"web_port={port}",
                      "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, f"web_port {port}", "in use", "STREAMXAI_WEB_PORT")
+
+
+def test_a_dashboard_whose_port_is_taken_does_not_start(capsys):
+    # found by the trial: `streamxai dashboard --port P` with P taken (a worker's metrics port)
+    # printed aiohttp's traceback and exited 1, after it had connected to Kafka
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["dashboard", "--port", str(port), "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, f"127.0.0.1:{port}", "in use", "--port")
+
+
+def test_a_dashboard_on_an_address_of_another_host_does_not_start(capsys):
+    assert main(["dashboard", "--host", "192.0.2.1", "--port", "8050", "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, "192.0.2.1:8050", "--host")
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["dashboard", "--port", "99999"], "--port"),      # was OverflowError from the socket, exit 1
+    (["broker", "start", "--port", "70000"], "--port"),
+    (["demo", "--dashboard-port", "-1"], "--dashboard-port"),
+    (["demo", "--workers", "0"], "--workers"),         # started no worker and waited for its timeout
+    (["demo", "--n", "-5"], "--n"),                    # was an error about drift_warmup, a setting not given
+    (["demo", "--timeout", "0"], "--timeout"),
+    (["demo", "--label-delay", "-3"], "--label-delay"),
+    (["produce", "demo", "--rate", "-1"], "--rate"),   # sent 30,000 events as fast as it could
+    (["produce", "demo", "--n", "0"], "--n"),
+    (["tail", "features", "--max", "-1"], "--max"),    # followed the topic for ever
+    (["tail", "features", "--idle", "-3"], "--idle"),  # stopped at once, printing nothing, exit 0
+    (["plot", "s", "--idle", "-1"], "--idle"),
+])
+def test_a_number_out_of_range_is_an_argument_error_naming_the_option(argv, option, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and "Traceback" not in err, err
