@@ -253,3 +253,10 @@ def test_a_number_out_of_range_is_an_argument_error_naming_the_option(argv, opti
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {option}" in err and "Traceback" not in err, err
+
+
+def test_plot_without_a_broker_is_one_line(capsys):
+    # found by the trial: plot looked up the change-episodes topic before it checked the broker,
+    # so no broker (or refused credentials) was confluent_kafka's KafkaException traceback, exit 1
+    assert main(["plot", "s", "--set", "features=a", "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, "no Kafka broker answered at 127.0.0.1:1", "--bootstrap")
