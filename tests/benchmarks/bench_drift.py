@@ -13,6 +13,7 @@ pipeline builds them; no Kafka), on scenarios built from river's generators and 
   target times 1000, squared loss;
 - ``frozen``: stationary stream, a model trained beforehand and then frozen (the false-alarm target);
 - ``learning``: stationary stream, a model that keeps learning;
+- ``learning-regression``: a stationary Friedman stream, a regression tree that keeps learning;
 - ``learning-agrawal``: the demo's control stream (agrawal function 1, the default model and
   all 27 series), whose model keeps improving for thousands of events;
 - ``flat``: two redundant, equally informative features; the deployed (frozen) model changes from
@@ -258,6 +259,9 @@ def scenarios(scale: float) -> list[Scenario]:
                  model=lambda: Frozen(trained_regressor(friedman_local(62, never), 5000)),
                  target="no change event (a frozen regression model, squared loss)"),
         Scenario("learning", s4, lambda: threshold_stream(7), frozen_n // 2, [], [],
+                 target="no alert after the warm-up"),
+        Scenario("learning-regression", regression_settings(), lambda: friedman_local(13, never), frozen_n // 2, [], [],
+                 note="a stationary Friedman stream under a Hoeffding adaptive tree regressor that keeps learning",
                  target="no alert after the warm-up"),
         Scenario("learning-agrawal", Settings(features=list(AGRAWAL_FEATURES)), lambda: agrawal(9), int(18_000 * scale), [], [],
                  note="the demo's control: a Hoeffding adaptive tree still learning agrawal function 1",
