@@ -260,3 +260,23 @@ def test_plot_without_a_broker_is_one_line(capsys):
     # so no broker (or refused credentials) was confluent_kafka's KafkaException traceback, exit 1
     assert main(["plot", "s", "--set", "features=a", "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, "no Kafka broker answered at 127.0.0.1:1", "--bootstrap")
+
+
+def test_produce_says_which_streams_and_seqs_it_sent(tmp_path, monkeypatch, capsys):
+    # found by the trial: feature events and label events of a JSONL file keep their own
+    # stream_id and seq, but produce said it sent "stream 'file' (seq 0..N-1)", the stream it
+    # had checked for earlier seqs, not the ones it sent
+    data = tmp_path / "events.jsonl"
+    data.write_text("".join(
+        f'{{"schema": "feature_event/v1", "stream_id": "{sid}", "seq": {q}, "ts": 0, "x": {{"a": 1.0}}, "y": 1}}\n'
+        for sid, q in (("reg-8", 5), ("reg-8", 9), ("reg-9", 0))))
+    monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
+    monkeypatch.setattr("pipeline.commands.last_seq", lambda s, sid: None)
+    monkeypatch.setattr("pipeline.kafka.io.produce_events", lambda s, events, rate=None: sum(1 for _ in events))
+    assert main(["produce", str(data), "--set", "features=a"]) == 0
+    out = capsys.readouterr().out
+    assert "produced 3 events of 2 streams: 'reg-8' (seq 5..9), 'reg-9' (seq 0..0) to streamxai.features" in out, out
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"schema": "label_event/v1", "stream_id": "reg-7", "seq": 3, "y": 1, "ts": 1.0}\n')
+    assert main(["produce", str(labels), "--labels", "--set", "features=a"]) == 0
+    assert "produced 1 labels of stream 'reg-7' (seq 3..3) to streamxai.labels" in capsys.readouterr().out
