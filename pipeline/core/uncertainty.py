@@ -167,8 +167,9 @@ class SmoothedStderr(Component):
     Cost: an event writes its increments into a buffer (folded in with numpy every 64 events)
     and touches one in four of the slots its donors came from: O(1) per feature. A query
     (:meth:`stderrs`, :meth:`variance_factors`) folds at most 64 buffered events into a copy
-    of the moments, kept until the next event, so asking for every feature's standard error,
-    or for it twice, costs one pass over the features.
+    of the moments at both rates and answers both questions, kept until the next event, so a
+    report asking for every feature's standard error and variance factor, or for them twice,
+    costs one pass over the features.
     """
 
     def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):
