@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["at_least", "port", "positive"]
+__all__ = ["at_least", "port", "positive", "roles"]
 
 
 def port(lowest: int = 1) -> Callable[[str], int]:
@@ -67,4 +67,23 @@ def positive(zero: bool = False) -> Callable[[str], float]:
         return value
 
     parse.__name__ = "float"
+    return parse
+
+
+def roles(choices: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
+    """A comma-separated list of at least one of ``choices``, as a tuple.
+
+    >>> roles(("model", "drift"))("drift, model")
+    ('drift', 'model')
+    """
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(r.strip() for r in text.split(",") if r.strip())
+        unknown = [r for r in names if r not in choices]
+        if unknown or not names:
+            what = f"unknown role {unknown[0]!r}" if unknown else "no role given"
+            raise argparse.ArgumentTypeError(f"{what}: give one or more of {', '.join(choices)}, separated by commas")
+        return names
+
+    parse.__name__ = "roles"
     return parse

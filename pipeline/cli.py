@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from schemas import StreamxaiError
 
 from . import exit_codes
-from .arg_types import at_least, port, positive
+from .arg_types import at_least, port, positive, roles
 from .settings import Settings, load_settings
 from .settings_text import settings_help, settings_toml
 
@@ -19,6 +19,7 @@ __all__ = ["main"]
 
 
 LOGLEVELS = ("debug", "info", "warning", "error")
+ROLES = ("model", "explain", "drift")  # pipeline.app.ROLES, without importing Faust to parse arguments
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("worker", parents=[common], help="run a worker (model, explainer and drift agents)",
                        epilog=settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    w.add_argument("--roles", default="model,explain,drift", help="comma-separated: model, explain, drift")
+    w.add_argument("--roles", type=roles(ROLES), default="model,explain,drift",
+                   help="comma-separated: model, explain, drift (default all three)")
 
     pr = sub.add_parser("produce", parents=[common], help="produce a demo stream or a file to the features topic")
     pr.add_argument("source", help="'demo' (agrawal with drift), 'control' (no drift), or a .jsonl/.csv path")
@@ -167,7 +169,7 @@ def _run(args: argparse.Namespace) -> int:
 
         s = _settings(args)
         check_streams(s)  # no features, or a model that cannot be built: one line, no start
-        return run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
+        return run_worker(s, args.roles, args.loglevel)
     if args.command in ("produce", "tail", "plot"):
         from . import commands
 

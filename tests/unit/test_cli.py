@@ -280,3 +280,23 @@ def test_produce_says_which_streams_and_seqs_it_sent(tmp_path, monkeypatch, caps
     labels.write_text('{"schema": "label_event/v1", "stream_id": "reg-7", "seq": 3, "y": 1, "ts": 1.0}\n')
     assert main(["produce", str(labels), "--labels", "--set", "features=a"]) == 0
     assert "produced 1 labels of stream 'reg-7' (seq 3..3) to streamxai.labels" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("roles, fragment", [
+    ("model,explian", "unknown role 'explian'"),  # a traceback (exit 1) after the topics were created
+    (",", "no role"),                             # a worker with no agents, running for ever
+])
+def test_worker_roles_are_checked_before_anything_starts(roles, fragment, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["worker", "--roles", roles, "--set", "features=a", "--bootstrap", "127.0.0.1:1"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --roles" in err and fragment in err and "model, explain, drift" in err, err
+
+
+def test_worker_roles_are_parsed_into_a_tuple():
+    from pipeline import app, cli
+
+    assert cli.ROLES == app.ROLES  # the command line's copy, kept to parse without importing Faust
+    assert _parser().parse_args(["worker", "--roles", " drift , model"]).roles == ("drift", "model")
+    assert _parser().parse_args(["worker"]).roles == ("model", "explain", "drift")
