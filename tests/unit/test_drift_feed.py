@@ -222,3 +222,20 @@ def test_a_drift_state_of_the_version_before_the_feed_is_restored_and_its_backlo
     assert pickle.dumps(new.streams["f"].detector) == pickle.dumps(drift.streams["f"].detector)
     # its state is checkpointed on the feed: a restart restores it from there, not from explanations
     assert store.load("drift", b"f", new_topic, 0) is not None
+
+
+def test_a_stream_met_mid_way_with_nothing_of_it_on_the_feed_is_one_warning(whole, caplog):
+    """Without any checkpoint (say a deployment upgraded from the version before the feed with
+    checkpoint_every = 0) the change test cannot be rebuilt from the feed: it starts there, and
+    says so once; a stream whose feed begins with its first report says nothing."""
+    s, _, feed, _, _, _ = whole
+    for start, warned in ((50, 1), (0, 0)):
+        log = PartitionLog()
+        for _, value, _, headers in feed.parts[(FEED, 0)][start:start + 5]:
+            log.append(FEED, 0, b"f", value, headers=headers)
+        h = DriftHandler(s, history=log)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="streamxai"):
+            _drift(h, log, range(5))
+        lines = [r.getMessage() for r in caplog.records if "its change detection starts here" in r.getMessage()]
+        assert len(lines) == warned, (start, lines)
