@@ -5,7 +5,8 @@ carrying the report's explanations as the explain handler sent them to ``explana
 (:mod:`schemas.drift_feed`). Each explanation of a record is taken as if it came alone (its own
 dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
 taken. A record without the form's header is one explanation message. Records are keyed by
-``stream_id``, so every series of a stream reaches the same drift worker, in partition order. Their time axis is the stream's ``position`` (explanation/v4; the
+``stream_id``, so every series of a stream reaches the same drift worker, in partition order.
+Their time axis is the stream's ``position`` (explanation/v4; the
 seq itself while labels come in line, and for explanation/v2 and v3): with labels that come
 later, an event's loss-based explanations come when its label does, so seq no longer orders
 them. Change events and episodes carry the positions on that axis (``position``,
