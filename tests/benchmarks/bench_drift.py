@@ -1,4 +1,5 @@
-"""Change-event benchmark, run on demand: ``python tests/benchmarks/bench_drift.py [--quick] [--only NAME]``.
+"""Change-event benchmark, run on demand: ``python tests/benchmarks/bench_drift.py [--quick] [--only NAME]
+[--seeds 10,20,...] [--cache DIR] [--min-effects 0.2,0.1,...]``.
 
 In-process (a :class:`~pipeline.core.stream.StreamExplainer` and the drift agent's
 :class:`~pipeline.core.change.StreamChangeDetector`, built from settings exactly as the
@@ -12,6 +13,7 @@ pipeline builds them; no Kafka), on scenarios built from river's generators and 
   target times 1000, squared loss;
 - ``frozen``: stationary stream, a model trained beforehand and then frozen (the false-alarm target);
 - ``learning``: stationary stream, a model that keeps learning;
+- ``learning-regression``: a stationary Friedman stream, a regression tree that keeps learning;
 - ``learning-agrawal``: the demo's control stream (agrawal function 1, the default model and
   all 27 series), whose model keeps improving for thousands of events;
 - ``flat``: two redundant, equally informative features; the deployed (frozen) model changes from
@@ -29,6 +31,10 @@ events (outside every drift window), the series that fired in each drift window 
 features that changed, the change events with their kinds, the episodes by kind, the alerts and
 when the first alert of each drift came. The scenarios of issue 16 say their target
 (``target:``).
+
+Each scenario goes through its explainers once (``--cache``: kept there and reused); the
+explanation messages are then replayed through the detector, once per ``--min-effects`` value
+(the same messages: candidates are compared on the same run, the first one the baseline).
 """
 
 from __future__ import annotations
@@ -254,6 +260,9 @@ def scenarios(scale: float) -> list[Scenario]:
                  target="no change event (a frozen regression model, squared loss)"),
         Scenario("learning", s4, lambda: threshold_stream(7), frozen_n // 2, [], [],
                  target="no alert after the warm-up"),
+        Scenario("learning-regression", regression_settings(), lambda: friedman_local(13, never), frozen_n // 2, [], [],
+                 note="a stationary Friedman stream under a Hoeffding adaptive tree regressor that keeps learning",
+                 target="no alert after the warm-up"),
         Scenario("learning-agrawal", Settings(features=list(AGRAWAL_FEATURES)), lambda: agrawal(9), int(18_000 * scale), [], [],
                  note="the demo's control: a Hoeffding adaptive tree still learning agrawal function 1",
                  target="no alert after the warm-up"),
@@ -281,18 +290,18 @@ def regression_local(seed: int, scale: float = 1.0) -> Scenario:
 
 
 # --- running ----------------------------------------------------------------------------------
-def run(sc: Scenario) -> Result:
+def record(sc: Scenario) -> Result:
+    """The explainers' pass over ``sc``: every explanation message the detector will see, and
+    loss-ADWIN's detections (the detector does not feed back into the explainers)."""
     s = sc.settings
     factory = sc.model or model_factory(s.model, s.model_params, s.model_seed)
     se = StreamExplainer(factory, s.features, explainer_specs(s), seed=s.explain_seed, stream_id=sc.name,
                          categorical=s.categorical)
-    det = stream_detector(s)
     adwin = river_drift.ADWIN(delta=0.002)
     fn = ModelFunction(se.model, output=s.output)
     loss_fn = get_loss(s.loss)
     res = Result(sc.name, sc.n)
     t0 = time.perf_counter()
-    tdet = 0.0
     for seq, (x, y) in zip(range(sc.n), sc.events(), strict=False):
         loss = float(loss_fn(y, fn(x)))
         adwin.update(loss)
@@ -300,24 +309,47 @@ def run(sc: Scenario) -> Result:
             res.adwin.append(seq)
         report = (seq + 1) % s.emit_every == 0
         values = se.process_one(x, y, report=report, loss=loss)
-        if not report:
-            continue
-        res.feed += [(v.explainer, v.feature, seq, v.block, v.curve, v.model_loss, v.var_factor, v.value)
-                     for v in values]
-        t1 = time.perf_counter()
-        for v in values:
-            changes, episodes = det.update(v.explainer, v.feature, seq, v.block, v.curve, v.model_loss, v.var_factor)
-            for c in changes:
-                res.changes.append((c.seq, c.explainer, c.feature, c.cut_seq, c.before.mean, c.after.mean, c.kind))
-            res.episodes += [e for e in episodes if e.status == "closed"]
-            res.opened += [(seq, e) for e in episodes if e.first]
-        tdet += time.perf_counter() - t1
+        if report:
+            res.feed += [(v.explainer, v.feature, seq, v.block, v.curve, v.model_loss, v.var_factor, v.value)
+                         for v in values]
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def recorded(sc: Scenario, cache: str) -> Result:
+    """:func:`record` of ``sc``, kept in ``cache`` (a pickle per scenario and length)."""
+    import pickle
+
+    path = os.path.join(cache, f"{sc.name}-{sc.n}.pickle")
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            kept = pickle.load(f)
+        return Result(sc.name, sc.n, adwin=kept["adwin"], seconds=kept["seconds"], feed=kept["feed"])
+    res = record(sc)
+    os.makedirs(cache, exist_ok=True)
+    with open(path + ".tmp", "wb") as f:  # plain values: readable from any script that imports this one
+        pickle.dump({"adwin": res.adwin, "seconds": res.seconds, "feed": res.feed}, f)
+    os.replace(path + ".tmp", path)
+    return res
+
+
+def detect(sc: Scenario, rec: Result, settings: Settings | None = None) -> Result:
+    """The explanation messages of ``rec`` through the change detector of ``settings`` (default:
+    the scenario's), as the drift agent sees them."""
+    det = stream_detector(settings or sc.settings)
+    res = Result(sc.name, sc.n, adwin=rec.adwin, seconds=rec.seconds, feed=rec.feed)
+    t1 = time.perf_counter()
+    for explainer, feature, seq, block, curve, model_loss, var_factor, _ in rec.feed:
+        changes, episodes = det.update(explainer, feature, seq, block, curve, model_loss, var_factor)
+        for c in changes:
+            res.changes.append((c.seq, c.explainer, c.feature, c.cut_seq, c.before.mean, c.after.mean, c.kind))
+        res.episodes += [e for e in episodes if e.status == "closed"]
+        res.opened += [(seq, e) for e in episodes if e.first]
     for e in det.flush():
         if e.first:
             res.opened.append((e.closed_seq, e))
         res.episodes.append(e)
-    res.seconds = time.perf_counter() - t0
-    res.detector_seconds = tdet
+    res.detector_seconds = time.perf_counter() - t1
     return res
 
 
@@ -414,27 +446,14 @@ def _delays(xs: list[int | None]) -> str:
     return ",".join("-" if x is None else str(x) for x in xs) or "n/a"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a quarter of the events (a smoke run)")
-    ap.add_argument("--only", default="", help="comma-separated scenario names")
-    ap.add_argument("--window", type=int, default=3000, help="events after a drift in which change events count")
-    ap.add_argument("--seeds", default="10",
-                    help="comma-separated stream seeds of regression-local (10: the table's; each other one adds "
-                         "a scenario regression-local@SEED)")
-    args = ap.parse_args()
-    scale = 0.25 if args.quick else 1.0
-    chosen = []
-    for sc in scenarios(scale):
-        if not args.only or sc.name in args.only.split(","):
-            chosen.append(sc)
-            if sc.name == "regression-local":
-                chosen += [regression_local(int(x), scale) for x in args.seeds.split(",") if int(x) != 10]
+def table(runs: list[tuple[Scenario, Result]], window: int, detail: bool = True) -> list:
+    """Report each run (``detail``: its change events and alerts), then one row per scenario."""
     rows = []
-    for sc in chosen:
-        res = run(sc)
-        r = report(sc, res, args.window)
+    for sc, res in runs:
+        r = report(sc, res, window)
         rows.append((sc, res, r))
+        if not detail:
+            continue
         print(f"{sc.name}: {sc.n} events in {res.seconds:.0f}s (detector {res.detector_seconds:.1f}s); "
               f"change events {r['n_changes']} ({r['false_before_first_drift']} before the first drift), "
               f"episodes by kind {r['kinds']}, alerts {len(r['alerts'])}, loss-ADWIN detections {r['n_adwin']}"
@@ -467,23 +486,58 @@ def main() -> None:
     if local:
         medians, every = [], []
         for sc, r in local:
-            ds = [x if x is not None else args.window for x in r["delays"]]
+            ds = [x if x is not None else window for x in r["delays"]]
             medians.append(statistics.median(ds))
             every += ds
-            print(f"{sc.name}: median delay {medians[-1]} events (a missed drift counts as the window, {args.window})")
+            print(f"{sc.name}: median delay {medians[-1]} events (a missed drift counts as the window, {window})")
         if len(local) > 1:
             print(f"regression-local over {len(local)} seeds: medians {medians}, their median {statistics.median(medians)}; "
                   f"median over all {len(every)} drifts {statistics.median(every)}; found within {WITHIN}: "
                   f"{sum(r['within'] for _, r in local)}/{len(every)} drifts, by chance "
                   f"{sum(r['chance'] for _, r in local)}/{sum(r['spots'] for _, r in local)} positions")
+    if all_delays:
+        print(f"median delay {statistics.median(all_delays)} events, max {max(all_delays)} "
+              f"(window {window}; a missed drift shows as '-')")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a quarter of the events (a smoke run)")
+    ap.add_argument("--only", default="", help="comma-separated scenario names")
+    ap.add_argument("--window", type=int, default=3000, help="events after a drift in which change events count")
+    ap.add_argument("--seeds", default="10",
+                    help="comma-separated stream seeds of regression-local (10: the table's; each other one adds "
+                         "a scenario regression-local@SEED)")
+    ap.add_argument("--cache", default="",
+                    help="keep each scenario's pass through the explainers here and reuse it (a pickle per scenario)")
+    ap.add_argument("--min-effects", default="",
+                    help="comma-separated drift_min_effect values: replay every scenario's explanations through the "
+                         "detector under each (default: the scenario's settings)")
+    args = ap.parse_args()
+    scale = 0.25 if args.quick else 1.0
+    chosen = []
+    for sc in scenarios(scale):
+        if not args.only or sc.name in args.only.split(","):
+            chosen.append(sc)
+            if sc.name == "regression-local":
+                chosen += [regression_local(int(x), scale) for x in args.seeds.split(",") if int(x) != 10]
+    candidates = [float(x) for x in args.min_effects.split(",")] if args.min_effects else [None]
+    recs = []
+    for sc in chosen:
+        rec = recorded(sc, args.cache) if args.cache else record(sc)
+        recs.append((sc, rec))
+        print(f"{sc.name}: {sc.n} events through the explainers in {rec.seconds:.0f}s", flush=True)
+    for me in candidates:
+        if me is not None:
+            print(f"\n=== drift_min_effect {me} ===")
+        rows = table([(sc, detect(sc, rec, None if me is None else sc.settings.replace(drift_min_effect=me)))
+                      for sc, rec in recs], args.window, detail=len(candidates) == 1)
     if rows:
         sc, res, _ = rows[0]
         us, us_adwin = drift_path_speed(sc, res)
         print(f"drift path on {sc.name}'s {len(res.feed)} explanation messages: {us:.1f} us per message, "
               f"ADWIN on the smoothed values (the previous drift path) {us_adwin:.1f} us: ratio {us / us_adwin:.2f}")
-    if all_delays:
-        print(f"median delay {statistics.median(all_delays)} events, max {max(all_delays)} "
-              f"(window {args.window}; a missed drift shows as '-')")
 
 
 if __name__ == "__main__":
