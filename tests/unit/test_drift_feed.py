@@ -12,54 +12,14 @@ import pickle
 
 import orjson
 import pytest
+from helpers.drift_feed_run import FEED, explain, feed_settings, tasks_of
 from helpers.handler_inputs import explanation_v2
 from helpers.partition_log import PartitionLog
-from helpers.streams import threshold_events
 
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from pipeline.handlers import DriftHandler, ExplainHandler, Source
 from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.settings import Settings
-from schemas import dumps, pack_feed, unpack_feed
-
-FEED = "drift-feed"
-
-
-def _settings(**over) -> Settings:
-    base = dict(features=["a", "b", "c"], explainers=["ipfi"], model="river.tree.HoeffdingAdaptiveTreeClassifier",
-                model_params={"grace_period": 20}, emit_every=10, explain_groups=1, alpha=0.01, drift_warmup=300,
-                drift_episode_gap=300)
-    base.update(over)
-    return Settings(**base)
-
-
-def _tasks(s: Settings, n: int = 1600) -> PartitionLog:
-    """The explain tasks of a stream whose importance moves from a to b at event 700."""
-    log, mh = PartitionLog(), ModelHandler(s)
-    for off, ev in enumerate(threshold_events("f", n, drift_at=700, seed=11)):
-        for o in mh.on_message(dumps(ev), b"f", Source("features", 0, off)):
-            if o.topic == "explain-tasks":
-                log.append("explain-tasks", 0, o.key, o.value, headers=o.headers)
-    return log
-
-
-def _explain(handler: ExplainHandler, tasks: PartitionLog, offsets, feed: PartitionLog, public: list,
-             cut: tuple[int, str] | None = None) -> None:
-    """The explain agent over ``offsets`` of the tasks, its outputs appended to ``feed`` and
-    ``public``; ``cut = (offset, where)``: killed at that task, ``between`` its public messages and
-    its drift-feed record, or ``after`` the record."""
-    for off in offsets:
-        src = tasks.source("explain-tasks", 0, off)
-        key, value, _, _ = tasks.parts[("explain-tasks", 0)][off]
-        handler.needs_recovery(key, src)
-        for o in handler.on_message(value, key, src):
-            if o.topic == FEED:
-                if cut == (off, "between"):
-                    return
-                feed.append(FEED, 0, o.key, o.value, headers=o.headers)
-            elif o.topic == "explanations":
-                public.append(o.value)
-        if cut is not None and cut[0] == off:
-            return
+from schemas import pack_feed, unpack_feed
 
 
 def _drift(handler: DriftHandler, feed: PartitionLog, offsets) -> list:
@@ -94,9 +54,9 @@ def _told(outs) -> tuple[dict, dict]:
 @pytest.fixture(scope="module")
 def whole():
     """The uninterrupted run: its settings, tasks, feed, public explanations, drift outputs and handler."""
-    s = _settings()
-    tasks, feed, public = _tasks(s), PartitionLog(), []
-    _explain(ExplainHandler(s), tasks, range(len(tasks.parts[("explain-tasks", 0)])), feed, public)
+    s = feed_settings()
+    tasks, feed, public = tasks_of(s), PartitionLog(), []
+    explain(ExplainHandler(s), tasks, range(len(tasks.parts[("explain-tasks", 0)])), feed, public)
     drift = DriftHandler(s)
     outs = _drift(drift, feed, range(len(feed.parts[(FEED, 0)])))
     return s, tasks, feed, public, outs, drift
@@ -174,11 +134,11 @@ def test_a_worker_killed_at_a_report_loses_and_double_counts_nothing(whole, tmp_
     k = next(off for off in range(len(items)) if orjson.loads(items[off][1])["seq"] >= 1000
              and orjson.loads(items[off][1])["seq"] % 10 == 9)
     feed, public = PartitionLog(), []
-    _explain(ExplainHandler(s, checkpoints=store), tasks, range(len(items)), feed, public, cut=(k, where))
+    explain(ExplainHandler(s, checkpoints=store), tasks, range(len(items)), feed, public, cut=(k, where))
     written = len(feed.parts[(FEED, 0)])
     first = _drift(DriftHandler(s, checkpoints=store), feed, range(written))
     # restarted: the explainer at its committed offset 25 tasks (2 reports) back, the drift agent 2 records back
-    _explain(ExplainHandler(s, history=tasks, checkpoints=store), tasks, range(k - 25, len(items)), feed, public)
+    explain(ExplainHandler(s, history=tasks, checkpoints=store), tasks, range(k - 25, len(items)), feed, public)
     second = DriftHandler(s, history=feed, checkpoints=store)
     again = _drift(second, feed, range(written - 2, len(feed.parts[(FEED, 0)])))
     assert second.metrics.get("duplicate_explanations_dropped") > 0  # redelivered, dropped
