@@ -167,8 +167,9 @@ class SmoothedStderr(Component):
     Cost: an event writes its increments into a buffer (folded in with numpy every 64 events)
     and touches one in four of the slots its donors came from: O(1) per feature. A query
     (:meth:`stderrs`, :meth:`variance_factors`) folds at most 64 buffered events into a copy
-    of the moments, kept until the next event, so asking for every feature's standard error,
-    or for it twice, costs one pass over the features.
+    of the moments at both rates and answers both questions, kept until the next event, so a
+    report asking for every feature's standard error and variance factor, or for them twice,
+    costs one pass over the features.
     """
 
     def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):
@@ -207,8 +208,8 @@ class SmoothedStderr(Component):
         self._size = 0  # L: reservoir length at the last event
         self._updates = 1.0  # u: stored events per explained event
         self._replace = 0.0  # probability that a stored event replaces a given slot
-        self._cached: np.ndarray | None = None  # stderr_array() since the last update
-        self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # since the last increments
+        self._cached: tuple[np.ndarray, np.ndarray] | None = None  # _report() since the last update
+        self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # _moments(both=True) since the last increments
         self._cached_cov: tuple[np.ndarray, np.ndarray] | None = None  # zeta and zeta' since the last update
         self._powers: np.ndarray | None = None  # per rate, (1 - r)^k, k = _BUFFER - 1 .. 0: a block's weights
 
@@ -227,8 +228,9 @@ class SmoothedStderr(Component):
         b = self._held
         if not b:
             return
-        self._w2sum = self._fold(self._mom, self._w2sum, self._buffer[:b])
-        self._slow_w2sum = self._fold(self._slow, self._slow_w2sum, self._buffer[:b], slow=True)
+        mom = np.array((self._mom, self._slow))
+        self._w2sum, self._slow_w2sum = self._fold(mom, [self._w2sum, self._slow_w2sum], self._buffer[:b])
+        self._mom, self._slow = mom[0].copy(), mom[1].copy()
         slow = (1.0 - self.alpha / _PAIRS_SLOWER) ** b
         self._pairs.decay(slow)
         self._owns.decay(slow)
@@ -307,47 +309,58 @@ class SmoothedStderr(Component):
                 on[i] += 1.0
 
     # results --------------------------------------------------------------------
-    def _moments(self, slow: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def _moments(self, slow: bool = False, both: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of the increments, the buffer included (nothing is changed:
-        a query never alters later results); ``slow``: weighted at the reuse statistics' rate."""
+        a query never alters later results); ``slow``: weighted at the reuse statistics' rate;
+        ``both``: at either rate, as rows ``[estimate's, slow]`` of 2-row arrays, from one
+        pass over the buffer (a report asks for both: the standard errors and the variance
+        factors)."""
         d = len(self._names)
-        mom = (self._slow if slow else self._mom).copy()
-        w2sum = self._slow_w2sum if slow else self._w2sum
+        rates = (0, 1) if both else (int(slow),)
+        mom = np.array([(self._mom, self._slow)[r] for r in rates])  # a copy, one row per rate
+        w2sums = [(self._w2sum, self._slow_w2sum)[r] for r in rates]
         if self._held:
-            w2sum = self._fold(mom, w2sum, self._buffer[:self._held], slow)
-        w0 = mom[0]
-        if not d or w0[0] == 0.0:  # (every feature has the same weights)
-            return np.zeros(d), np.zeros(d)
-        mean = mom[1] / w0
-        var = np.maximum(mom[2] / w0 - mean * mean, 0.0)
-        w0s = float(w0[0])
-        n_eff = w0s * w0s / w2sum if w2sum > 0 else 1.0
-        if n_eff > 1.0:
-            var = var * n_eff / (n_eff - 1.0)
-        return mean, var
+            w2sums = self._fold(mom, w2sums, self._buffer[:self._held], rates)
+        w0 = mom[:, 0]
+        if not d or w0[0, 0] == 0.0:  # (every feature has the same weights; every rate is 0 before any increment)
+            z = np.zeros((len(rates), d))
+            return (z, z.copy()) if both else (z[0], z[0].copy())
+        mean = mom[:, 1] / w0
+        var = np.maximum(mom[:, 2] / w0 - mean * mean, 0.0)
+        # the weighted variance's small-sample correction, var * n_eff / (n_eff - 1) where
+        # n_eff > 1 (else var * 1.0 / 1.0: var itself, bit for bit)
+        num, den = [], []
+        for w0s, w2sum in zip(w0[:, 0].tolist(), w2sums, strict=True):
+            n_eff = w0s * w0s / w2sum if w2sum > 0 else 1.0
+            num.append([n_eff if n_eff > 1.0 else 1.0])
+            den.append([n_eff - 1.0 if n_eff > 1.0 else 1.0])
+        var = var * np.array(num) / np.array(den)
+        return (mean, var) if both else (mean[0], var[0])
 
-    def _fold(self, mom: np.ndarray, w2sum: float, x: np.ndarray, slow: bool = False) -> float:
-        """Fold the increments ``x`` (rows, oldest first) into the moments ``mom`` (in place) at
-        the estimate's rate ``a`` or, ``slow``, the reuse statistics' ``a / _PAIRS_SLOWER``;
-        returns the squared weights' sum ``w2sum`` after them."""
+    def _fold(self, mom: np.ndarray, w2sums: list, x: np.ndarray, rates: tuple = (0, 1)) -> list:
+        """Fold the increments ``x`` (rows, oldest first) into the moments ``mom`` (in place;
+        one ``(3, d)`` block per rate of ``rates``: 0 the estimate's rate ``a``, 1 the reuse
+        statistics' ``a / _PAIRS_SLOWER``); returns each rate's squared weights' sum after them.
+
+        Each rate's operations are elementwise those of folding it alone: its block scaled by
+        ``c^b``, its weights' (pairwise) sum added, and the weighted column sums of ``x`` and
+        ``x * x`` added, row after row (:func:`_column_sums`, a column's sum not depending on
+        the other columns); the rates share each array operation, and the two moments share
+        one column sum."""
         b = len(x)
-        c = 1.0 - (self.alpha / _PAIRS_SLOWER if slow else self.alpha)
         if self._powers is None:
             ages = np.arange(_BUFFER - 1, -1, -1)
             self._powers = np.stack([(1.0 - self.alpha) ** ages, (1.0 - self.alpha / _PAIRS_SLOWER) ** ages])
-        w = self._powers[int(slow), _BUFFER - b:]  # c^(b-1) .. c^0: the newest increment has weight 1
-        cb = c**b
-        mom *= cb
-        mom[0] += np.add.reduce(w)
-        mom[1] += _column_sums(w, x)
-        mom[2] += _column_sums(w, x * x)
-        return cb * cb * w2sum + float(np.add.reduce(w * w))
-
-    def _current_moments(self) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_moments`, computed once between two events."""
-        if self._cached_moments is None:
-            self._cached_moments = self._moments()
-        return self._cached_moments
+        w = self._powers[list(rates), _BUFFER - b:]  # per rate c^(b-1) .. c^0: the newest increment has weight 1
+        cs = [1.0 - (self.alpha / _PAIRS_SLOWER if r else self.alpha) for r in rates]
+        cbs = [c**b for c in cs]
+        mom *= np.array(cbs)[:, None, None]
+        mom[:, 0] += np.add.reduce(w, axis=1)[:, None]
+        xx = np.concatenate((x, x * x), axis=1)  # both moments' columns: one column sum per rate
+        for i, wr in enumerate(w):
+            mom[i, 1:] += _column_sums(wr, xx).reshape(2, -1)
+        w2 = np.add.reduce(w * w, axis=1).tolist()
+        return [cb * cb * s + v for cb, s, v in zip(cbs, w2sums, w2, strict=True)]
 
     def _weights2(self) -> float:
         """``sum_s w_s^2`` of the smoothing after ``n`` increments."""
@@ -400,12 +413,28 @@ class SmoothedStderr(Component):
     def stderr_array(self) -> np.ndarray:
         """:meth:`stderrs` as an array in ``features`` order (do not change it: it is kept
         until the next update)."""
+        return self._report()[0]
+
+    def _report(self) -> tuple[np.ndarray, np.ndarray]:
+        """The standard errors and the variance factors, as arrays in ``features`` order, kept
+        until the next update. A report asks for both, so they are computed together: the
+        moments at either rate from one pass over the buffer (:meth:`_moments`), then one
+        reuse correction for both rows (``c = 1 - a`` for the standard errors, 1 for the
+        factors), elementwise the operations of each alone."""
         if self._cached is None:
+            d = len(self._names)
             if self.n == 0:
-                self._cached = np.zeros(len(self._names))
+                self._cached = (np.zeros(d), np.ones(d))
             else:
-                mean, var = self._current_moments()
-                self._cached = np.sqrt(self._weights2() * (var + self._reuse(var, 1.0 - self.alpha)))
+                if self._cached_moments is None:
+                    self._cached_moments = self._moments(both=True)
+                var = self._cached_moments[1]
+                reuse = self._reuse(var, np.array([[1.0 - self.alpha], [1.0]]))
+                se = np.sqrt(self._weights2() * (var[0] + reuse[0]))
+                slow = var[1]  # the factors' variance: over the reuse statistics' own horizon
+                positive = slow > 0.0
+                k = np.where(positive, 1.0 + reuse[1] / np.where(positive, slow, 1.0), 1.0)
+                self._cached = (se, k)
         return self._cached
 
     def variance_factors(self) -> dict[str, float]:
@@ -426,12 +455,7 @@ class SmoothedStderr(Component):
         hold the same mix of the two regimes: ``k`` stays the correlation structure of the
         increments the change test's window holds, whose before-side (the old regime, over the
         last ``20,000`` increments at most) dominates its variance."""
-        if self.n == 0:
-            return dict.fromkeys(self._names, 1.0)
-        mean, var = self._moments(slow=True)  # over the reuse statistics' own horizon
-        safe = np.where(var > 0.0, var, 1.0)
-        k = np.where(var > 0.0, 1.0 + self._reuse(var, 1.0) / safe, 1.0)
-        return dict(zip(self._names, k.tolist(), strict=True))
+        return dict(zip(self._names, self._report()[1].tolist(), strict=True))
 
     def stderr(self, feature: str) -> float:
         """Standard error of the smoothed estimate of ``feature`` (see :meth:`stderrs`)."""

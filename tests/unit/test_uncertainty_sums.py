@@ -45,3 +45,60 @@ def test_one_column_is_the_same_as_that_column_among_others():
         full = _column_sums(w, x)
         for j in range(5):
             assert _column_sums(w, x[:, j:j + 1])[0] == full[j]
+
+
+def _one_rate(t, slow: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The moments at one rate as the tracker computed them before a report took both rates
+    in one pass: that rate's block scaled, the weights' sum (``np.add.reduce`` of the one
+    rate's weights) and the two column sums added, then the small-sample correction."""
+    from pipeline.core.uncertainty import _BUFFER, _PAIRS_SLOWER
+
+    mom = (t._slow if slow else t._mom).copy()
+    w2sum = t._slow_w2sum if slow else t._w2sum
+    c = 1.0 - (t.alpha / _PAIRS_SLOWER if slow else t.alpha)
+    x = t._buffer[:t._held]
+    b = len(x)
+    if b:
+        w = c ** np.arange(_BUFFER - 1, -1, -1)[_BUFFER - b:]
+        cb = c**b
+        mom *= cb
+        mom[0] += np.add.reduce(w)
+        mom[1] += _column_sums(w, x)
+        mom[2] += _column_sums(w, x * x)
+        w2sum = cb * cb * w2sum + float(np.add.reduce(w * w))
+    mean = mom[1] / mom[0]
+    var = np.maximum(mom[2] / mom[0] - mean * mean, 0.0)
+    n_eff = float(mom[0][0]) ** 2 / w2sum
+    if n_eff > 1.0:
+        var = var * n_eff / (n_eff - 1.0)
+    return mean, var
+
+
+def test_a_report_takes_both_rates_in_one_pass_bit_for_bit():
+    """A report's standard errors and variance factors, computed together (both rates' moments
+    from one pass over the buffer, one reuse correction for both), are bit for bit each
+    computed alone at its rate, the way they were before, whatever the buffer holds; on
+    cancelling magnitudes, with donors, for 1 to 99 series."""
+    import random
+
+    from pipeline.core.uncertainty import SmoothedStderr
+
+    gen = random.Random(6)
+    items = [{"v": i} for i in range(20)]
+    for trial in range(60):
+        d = [1, 2, 9, 99][trial % 4]
+        t = SmoothedStderr([f"f{i}" for i in range(d)], [0.001, 0.05, 0.3][trial % 3], ["zero", "first"][trial % 2])
+        for _ in range(gen.randint(1, 150)):
+            ds = [gen.choice([1e16, -1e16, 1.0, -1.0, 3.0, 1e-16]) if gen.random() < 0.5 else gen.gauss(0, 1)
+                  for _ in range(d)]
+            t.add_increments(ds)
+            t.add_donors(items, [gen.randrange(20), gen.randrange(20)], ds)
+            t.stored(gen.randrange(20), items, ds)
+        mean, var = _one_rate(t, slow=False)
+        se = np.sqrt(t._weights2() * (var + t._reuse(var, 1.0 - t.alpha)))
+        _, slow = _one_rate(t, slow=True)
+        k = np.where(slow > 0.0, 1.0 + t._reuse(slow, 1.0) / np.where(slow > 0.0, slow, 1.0), 1.0)
+        assert t.stderr_array().tobytes() == se.tobytes(), trial
+        assert t.variance_factors() == dict(zip(t._names, k.tolist(), strict=True)), trial
+        both = t._moments(both=True)
+        assert both[0][0].tobytes() == mean.tobytes() and both[1][1].tobytes() == slow.tobytes(), trial

@@ -92,7 +92,7 @@ class LinearCall:
                  "_cols", "_layouts")
 
     def __init__(self, model: Any, keys: Any, layouts: dict | None = None):
-        #: index arrays of ICE curve matrices by their shape (z_curves), kept by the caller between calls
+        #: index arrays and matrices of ICE curves by their shape (z_curves), kept by the caller between calls
         self._layouts = {} if layouts is None else layouts
         scaler, glm = _split_pipeline(model)
         kind = _glm_kind(glm)
@@ -233,23 +233,26 @@ class LinearCall:
         n, width = nf * g, len(self._terms) + 1
         key = (*cols, g, width)
         layout = self._layouts.get(key)
-        if layout is None:  # each feature's weighted column, and where its values go in the matrix
+        if layout is None:
+            # each feature's weighted column, where its values go in the matrix (by grid
+            # point), and the matrix itself: its first column 0 once, the rest written by
+            # every call (the sums are new arrays, so the matrix is reused)
             idx = np.array(cols)
-            layout = (idx[:, None], np.arange(n) * width + np.repeat(idx, g) + 1)
+            terms = np.zeros((n, width))
+            at = (np.arange(n) * width + np.repeat(idx, g) + 1).reshape(nf, g)
+            layout = (idx[:, None], at, terms)
             if len(self._layouts) >= 16:
                 self._layouts.clear()
             self._layouts[key] = layout
-        col, at = layout
+        col, at, terms = layout
         w, mean, sd, zero_var = self._cols
         v = grids
         if mean is not None:  # the scaler's (v - mean) / var ** 0.5, or 0.0 where the variance is 0
             v = v - mean[col]
             if sd is not None:
                 v = np.where(zero_var[col], 0.0, v / sd[col])
-        terms = np.empty((n, width))
-        terms[:, 0] = 0.0
         terms[:, 1:] = self._terms
-        terms.reshape(-1)[at] = (v * w[col]).ravel()  # (a view: the matrix is contiguous)
+        terms.reshape(-1)[at] = v * w[col]  # (a view: the matrix is contiguous)
         return (np.add.accumulate(terms, axis=1)[:, -1] + self.intercept).reshape(nf, g)
 
     def output_array(self, z: np.ndarray, output: str, target_class: Any) -> np.ndarray | None:
