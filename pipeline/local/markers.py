@@ -4,7 +4,7 @@ A drift raises changes on several series at once, so one label per change piles 
 top of each other. Here changes are grouped, first by the change episode they belong to (the
 ``change-episodes`` topic says which changes happened together, and its kind and alert are what
 an operator needs), then groups whose labels would still overlap on the axis are merged, so
-every label has room of its own. The lines themselves stay one per change; only the labels are
+every label has room of its own (in one of two rows along the chart's top). The lines themselves stay one per change; only the labels are
 grouped. ``streamxai plot`` uses this; the dashboard does the same in its page
 (``dashboard.js``, ``markerGroups``/``layoutLabels``) with the text widths the browser measures.
 
@@ -12,21 +12,23 @@ grouped. ``streamxai plot`` uses this; the dashboard does the same in its page
 >>> episodes = [{"first_position": 100, "last_position": 120, "kind": "degradation", "alert": True}]
 >>> [label_text(g) for g in group_changes(changes, episodes)]
 ['ALERT degradation: a, b', 'c']
->>> boxes = layout_labels([(0, 50), (30, 50), (200, 50)], right=1000)
->>> boxes
-[([0, 1], 0, 50), ([2], 200, 250)]
+>>> layout_labels([(0, 50), (30, 50), (40, 50), (200, 50)], right=1000)  # two rows, then shared
+[([0], 0, 50, 0), ([1, 2], 30, 80, 1), ([3], 200, 250, 0)]
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 __all__ = ["group_changes", "label_text", "layout_labels", "merge", "place_labels"]
 
 #: series named in a label before it says "N series" instead
 NAMED_SERIES = 2
-#: pixels kept free between two labels
+#: pixels kept free between two labels of a row
 GAP = 4.0
+#: rows of labels along a chart's top before neighbours share a label
+ROWS = 2
 
 
 def _span(ep: dict) -> tuple[float, float] | None:
@@ -91,35 +93,41 @@ def label_text(group: dict) -> str:
 
 
 def layout_labels(labels: list[tuple[float, float]], right: float, gap: float = GAP,
-                  width_of: Callable[[list[int]], float] | None = None) -> list[tuple[list[int], float, float]]:
+                  width_of: Callable[[list[int]], float] | None = None,
+                  rows: int = ROWS) -> list[tuple[list[int], float, float, int]]:
     """Boxes for labels ``(x, width)`` (pixels, sorted by x) that do not overlap: a label starts
-    at its x (or ends at ``right`` when it would run past it), and neighbours whose boxes would
-    overlap become one label, of width ``width_of(indices)`` (the widest of theirs by default).
+    at its x (or ends at ``right`` when it would run past it), in the first of ``rows`` rows with
+    room for it; when none has, it and the label before it become one, of width
+    ``width_of(indices)`` (the widest of theirs by default), placed where the first began.
 
-    Returns ``[(indices, left, right), ...]``, each label's box, ``gap`` pixels apart or more.
+    Returns ``[(indices, left, right, row), ...]`` in order of x: boxes of a row ``gap`` pixels
+    apart or more.
 
-    >>> layout_labels([(990, 40)], right=1000)
-    [([0], 960, 1000)]
+    >>> layout_labels([(0, 50), (30, 50), (60, 50)], right=1000)
+    [([0], 0, 50, 0), ([1], 30, 80, 1), ([2], 60, 110, 0)]
+    >>> layout_labels([(990, 40)], right=1000, rows=1)
+    [([0], 960, 1000, 0)]
     """
     width_of = width_of or (lambda idx: max(labels[i][1] for i in idx))
-    boxes: list[tuple[list[int], float, float]] = []
+    boxes: list[tuple[list[int], float, float, int]] = []
     for i in range(len(labels)):
         idx = [i]
         while True:
             w = width_of(idx)
-            start = labels[idx[0]][0]
-            left = min(start, right - w)
-            if boxes and left < boxes[-1][2] + gap:
+            left = min(labels[idx[0]][0], right - w)
+            ends = [max((b[2] for b in boxes if b[3] == r), default=-math.inf) for r in range(rows)]
+            row = next((r for r in range(rows) if left >= ends[r] + gap), None)
+            if row is None:
                 idx = boxes.pop()[0] + idx  # no room: one label for both, placed where the first began
                 continue
-            boxes.append((idx, left, left + w))
+            boxes.append((idx, left, left + w, row))
             break
     return boxes
 
 
 def place_labels(groups: list[dict], x_of: Callable[[float], float], width_of: Callable[[str], float],
-                 right: float) -> list[tuple[dict, float]]:
-    """``(group, left)`` for every label of ``groups`` on an axis: the groups merged where their
+                 right: float) -> list[tuple[dict, float, int]]:
+    """``(group, left, row)`` for every label of ``groups`` on an axis: the groups merged where their
     labels would overlap (``x_of`` a position's pixel, ``width_of`` a text's width in pixels)."""
     texts: dict[tuple[int, ...], str] = {}
 
@@ -131,4 +139,5 @@ def place_labels(groups: list[dict], x_of: Callable[[float], float], width_of: C
 
     items = [(x_of(g["position"]), width_of(text([i]))) for i, g in enumerate(groups)]
     boxes = layout_labels(items, right, width_of=lambda idx: width_of(text(idx)))
-    return [(groups[idx[0]] if len(idx) == 1 else merge([groups[i] for i in idx]), left) for idx, left, _ in boxes]
+    return [(groups[idx[0]] if len(idx) == 1 else merge([groups[i] for i in idx]), left, row)
+            for idx, left, _, row in boxes]

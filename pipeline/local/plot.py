@@ -212,13 +212,14 @@ def _label_changes(fig: Any, labelled: list[tuple[Any, list[dict]]], colors: dic
         from_px = ax.transData.inverted().transform
         (lo, hi) = sorted(ax.get_xlim())
         shown = [g for g in groups if lo <= g["position"] <= hi]
-        for g, left in place_labels(shown, lambda pos, to_px=to_px: to_px((pos, 0))[0], width, right=x1):
+        for g, left, row in place_labels(shown, lambda pos, to_px=to_px: to_px((pos, 0))[0], width, right=x1):
             ep = g.get("episodes") or ([g["episode"]] if g.get("episode") else [])
             features = {c.get("feature") for c in g["changes"]}
             color = ("crimson" if any(e.get("alert") for e in ep)
                      else colors.get(next(iter(features)), "dimgray") if len(features) == 1 else "dimgray")
             ax.annotate(label_text(g), (from_px((max(left, x0) + LABEL_PAD, 0))[0], 1.0),
-                        xycoords=("data", "axes fraction"), xytext=(0, -2), textcoords="offset points", va="top",
+                        xycoords=("data", "axes fraction"), xytext=(0, -2 - row * (LABEL_SIZE + 3)),
+                        textcoords="offset points", va="top",
                         ha="left", fontsize=LABEL_SIZE, color=color, gid="change-label", annotation_clip=False,
                         bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.75})
     probe.remove()

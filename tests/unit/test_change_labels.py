@@ -55,19 +55,27 @@ def test_change_labels_in_the_plot_never_overlap_and_name_each_episode():
         plt.close(fig)
 
 
-def test_layout_merges_neighbours_until_no_two_boxes_overlap():
+def test_layout_merges_neighbours_until_no_two_boxes_of_a_row_overlap():
     rng = random.Random(3)
     for _ in range(200):
         xs = sorted(rng.uniform(0, 1000) for _ in range(rng.randint(1, 40)))
         labels = [(x, rng.uniform(10, 200)) for x in xs]
-        boxes = layout_labels(labels, right=1000)
-        assert sorted(i for idx, _, _ in boxes for i in idx) == list(range(len(labels)))  # each label once
-        for (ia, _, ra), (ib, lb, _) in zip(boxes, boxes[1:], strict=False):
-            assert ra + GAP <= lb, (ia, ib)  # apart, in order
-            assert ia[-1] + 1 == ib[0]  # only neighbours merge
-        for idx, left, right in boxes:
+        rows = rng.choice([1, 2, 3])
+        boxes = layout_labels(labels, right=1000, rows=rows)
+        assert [i for idx, _, _, _ in boxes for i in idx] == list(range(len(labels)))  # each once, neighbours merged
+        for row in range(rows):
+            mine = [b for b in boxes if b[3] == row]
+            for (ia, _, ra, _), (ib, lb, _, _) in zip(mine, mine[1:], strict=False):
+                assert ra + GAP <= lb, (ia, ib)  # apart, in order
+        for idx, left, right, row in boxes:
+            assert 0 <= row < rows
             assert right <= 1000 and right - left == pytest.approx(max(labels[i][1] for i in idx))
             assert left <= labels[idx[0]][0]  # a label starts at its first change, or ends at the edge
+    # more rows keep apart what fewer rows share
+    three = [(0, 50), (20, 50), (40, 50)]
+    assert [b[0] for b in layout_labels(three, right=1000, rows=1)] == [[0, 1, 2]]
+    assert [b[0] for b in layout_labels(three, right=1000, rows=2)] == [[0], [1, 2]]
+    assert [b[0] for b in layout_labels(three, right=1000, rows=3)] == [[0], [1], [2]]
 
 
 def test_changes_grouped_by_their_episode_and_lone_changes_alone():

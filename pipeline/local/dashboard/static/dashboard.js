@@ -138,7 +138,9 @@ function at(seq, position) {
 // ---- change markers: a dashed line at every change; one label per change episode (its kind, ⚠ when
 // it pages, the series or how many), neighbours whose labels would overlap sharing one. The same
 // rule as `streamxai plot` (pipeline/local/markers.py), with the widths the browser lays out.
-const LABEL_GAP = 4;  // px kept free between two labels
+const LABEL_GAP = 4;  // px kept free between two labels of a row
+const LABEL_ROWS = 2;  // rows of labels along a chart's top before neighbours share a label
+const LABEL_ROW_HEIGHT = 14;  // px
 const NAMED_SERIES = 2;  // series named in a label before it says "N series"
 
 function markerGroups(changes, episodes) {
@@ -174,16 +176,20 @@ function labelText(g) {
   return head ? `${head}: ${names}` : names;
 }
 
-// boxes [indices, left, right] for labels starting at xs (sorted; a label ends at `right` when it
-// would run past it) that do not overlap: neighbours with no room apart become one label
+// boxes [indices, left, right, row] for labels starting at xs (sorted; a label ends at `right` when
+// it would run past it), each in the first of LABEL_ROWS rows with room for it; when none has, it
+// and the label before it become one, placed where the first began
 function layoutLabels(xs, right, widthOf) {
   const boxes = [];
   for (let i = 0; i < xs.length; i++) {
     let idx = [i];
     for (;;) {
       const w = widthOf(idx), left = Math.min(xs[idx[0]], right - w);
-      if (boxes.length && left < boxes[boxes.length - 1][2] + LABEL_GAP) { idx = boxes.pop()[0].concat(idx); continue; }
-      boxes.push([idx, left, left + w]);
+      const ends = Array.from({ length: LABEL_ROWS }, (_, r) =>
+        Math.max(-Infinity, ...boxes.filter((b) => b[3] === r).map((b) => b[2])));
+      const row = ends.findIndex((end) => left >= end + LABEL_GAP);
+      if (row < 0) { idx = boxes.pop()[0].concat(idx); continue; }
+      boxes.push([idx, left, left + w, row]);
       break;
     }
   }
@@ -205,11 +211,12 @@ function changeLabels(u, changes) {
   };
   const boxes = layoutLabels(groups.map((g) => u.valToPos(g.position, "x")), u.over.clientWidth, widthOf);
   probe.remove();
-  for (const [idx, left] of boxes) {
+  for (const [idx, left, , row] of boxes) {
     const g = make(idx);
     const label = document.createElement("div");
     label.className = "change-label" + (g.episodes.some((e) => e.alert) ? " alert" : "");
     label.style.left = Math.max(0, left) + "px";
+    label.style.top = row * LABEL_ROW_HEIGHT + "px";
     label.textContent = labelText(g);
     label.title = g.changes.slice(0, 12).map((c) => `${c.explainer}/${c.feature} at ${at(c.seq, c.position)}: ` +
       `${fmt(c.before)} → ${fmt(c.after)}`).join("\n") + (g.changes.length > 12 ? `\n… ${g.changes.length - 12} more` : "");
