@@ -14,7 +14,7 @@ EPISODES = (
     (6179, "degradation", True, [(ex, f, 40 * i + 3 * j) for i, f in enumerate(("salary", "elevel", "age"))
                                  for j, ex in enumerate(EXPLAINERS)]),
     (8680, "learning", False, [("isage", "age", 0)]),
-    (9000, "reliance_shift", False, [("ipfi", "elevel", 0), ("isage", "elevel", 20), ("ipdp", "car", 60),
+    (10200, "reliance_shift", False, [("ipfi", "elevel", 0), ("isage", "elevel", 20), ("ipdp", "car", 60),
                                       ("isage", "car", 300), ("ipfi", "car", 320), ("ipdp", "elevel", 360),
                                       ("ipfi", "salary", 700), ("isage", "salary", 720), ("ipdp", "salary", 760)]),
     (14320, "learning", False, [("ipdp", "salary", 0), ("ipdp", "loan", 30), ("ipfi", "loan", 50),

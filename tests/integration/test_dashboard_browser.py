@@ -440,15 +440,17 @@ def test_change_labels_on_the_charts_never_overlap_and_name_each_episode(tmp_pat
     n = feed_crowded_changes(state)
     served = _Served(state)
     try:
-        for width in (1400, 900):
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=crowd")
+        _wait(driver, MARKER_LABELS, 30, "the importance charts with their change markers")
+        # widths from a narrow window to a wide one: labels meet at different places in each
+        for width in (1400, *range(860, 1400, 60), 900):
             driver.set_window_size(width, 1500)
-            driver.get(f"http://127.0.0.1:{served.port}/#stream=crowd")
+            time.sleep(0.4)  # the charts follow the window (ResizeObserver), then redraw their markers
             charts = _wait(driver, MARKER_LABELS, 30, "the importance charts with their change markers")
-            time.sleep(0.5)  # let the charts settle at this width, then read the boxes again
-            charts = _wait(driver, MARKER_LABELS, 30, "the importance charts with their change markers")
-            driver.save_screenshot(str(tmp_path / f"marks-{width}.png"))
-            if keep := os.environ.get("STREAMXAI_SCREENSHOT_MARKS"):
-                Path(keep).with_name(f"{Path(keep).stem}-{width}.png").write_bytes((tmp_path / f"marks-{width}.png").read_bytes())
+            if width in (1400, 900):
+                driver.save_screenshot(str(tmp_path / f"marks-{width}.png"))
+                if keep := os.environ.get("STREAMXAI_SCREENSHOT_MARKS"):
+                    Path(keep).with_name(f"{Path(keep).stem}-{width}.png").write_bytes((tmp_path / f"marks-{width}.png").read_bytes())
             assert sum(c["lines"] for c in charts.values()) == n, charts
             for chart, c in charts.items():
                 labels = c["labels"]

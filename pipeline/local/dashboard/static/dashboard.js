@@ -201,20 +201,20 @@ function changeLabels(u, changes) {
   const make = (idx) => (idx.length === 1 ? groups[idx[0]] : mergeGroups(idx.map((i) => groups[i])));
   const widths = new Map();
   const probe = document.createElement("div");
-  probe.className = "change-label";
   probe.style.visibility = "hidden";
   u.over.appendChild(probe);
-  const widthOf = (idx) => {
-    const text = labelText(make(idx));
-    if (!widths.has(text)) { probe.textContent = text; widths.set(text, probe.offsetWidth); }
-    return widths.get(text);
+  const labelClass = (g) => "change-label" + (g.episodes.some((e) => e.alert) ? " alert" : "");
+  const widthOf = (idx) => {  // as drawn: an alert's label is bold, so wider
+    const g = make(idx), text = labelText(g), cls = labelClass(g);
+    if (!widths.has(cls + text)) { probe.className = cls; probe.textContent = text; widths.set(cls + text, probe.getBoundingClientRect().width); }
+    return widths.get(cls + text);
   };
   const boxes = layoutLabels(groups.map((g) => u.valToPos(g.position, "x")), u.over.clientWidth, widthOf);
   probe.remove();
   for (const [idx, left, , row] of boxes) {
     const g = make(idx);
     const label = document.createElement("div");
-    label.className = "change-label" + (g.episodes.some((e) => e.alert) ? " alert" : "");
+    label.className = labelClass(g);
     label.style.left = Math.max(0, left) + "px";
     label.style.top = row * LABEL_ROW_HEIGHT + "px";
     label.textContent = labelText(g);
