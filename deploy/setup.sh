@@ -22,7 +22,24 @@ if [[ -z "$PY" ]]; then
   done
 fi
 if [[ -z "$PY" ]] || ! "$PY" -c "$supported" 2>/dev/null; then
-  echo "setup: Python 3.11, 3.12 or 3.13 is needed (found ${PY:-none}; set PYTHON=/path/to/python3.x)" >&2
+  # say why: a command that does not run (a pyenv shim of a version not selected) or another version
+  why="found none"
+  if [[ -n "$PY" ]]; then
+    if version="$("$PY" -c 'import sys; print(sys.version.split()[0])' 2>&1)"; then
+      why="$PY is Python $version"
+    else
+      why="$PY does not run ($(printf '%s' "$version" | head -1))"
+    fi
+  fi
+  hint="set PYTHON=/path/to/python3.x"
+  wanted="${PY##*python}"  # python3.13 -> 3.13: pyenv's copy of that version first
+  for v in "$wanted" 3.11 3.12 3.13; do  # pyenv's own copies run without being selected
+    [[ "$v" =~ ^3\.1[123]$ ]] || continue
+    for c in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/"python$v"; do
+      if [[ -x "$c" ]]; then hint="set PYTHON=$c, or another python3.x"; break 2; fi
+    done
+  done
+  echo "setup: Python 3.11, 3.12 or 3.13 is needed: $why; $hint" >&2
   exit 1
 fi
 if [[ -x "$VENV/bin/python" ]] && ! "$VENV/bin/python" -c "$supported" 2>/dev/null; then

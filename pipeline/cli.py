@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from schemas import StreamxaiError
 
 from . import exit_codes
+from .arg_types import at_least, port, positive, roles
 from .settings import Settings, load_settings
 from .settings_text import settings_help, settings_toml
 
@@ -18,6 +19,7 @@ __all__ = ["main"]
 
 
 LOGLEVELS = ("debug", "info", "warning", "error")
+ROLES = ("model", "explain", "drift")  # pipeline.app.ROLES, without importing Faust to parse arguments
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,16 +50,17 @@ def _parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("worker", parents=[common], help="run a worker (model, explainer and drift agents)",
                        epilog=settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    w.add_argument("--roles", default="model,explain,drift", help="comma-separated: model, explain, drift")
+    w.add_argument("--roles", type=roles(ROLES), default="model,explain,drift",
+                   help="comma-separated: model, explain, drift (default all three)")
 
     pr = sub.add_parser("produce", parents=[common], help="produce a demo stream or a file to the features topic")
     pr.add_argument("source", help="'demo' (agrawal with drift), 'control' (no drift), or a .jsonl/.csv path")
     pr.add_argument("--stream-id", default=None, help="stream id of the events (default: demo, control or file)")
-    pr.add_argument("--n", type=int, default=30000, help="events of the demo stream (default 30000)")
+    pr.add_argument("--n", type=at_least(1), default=30000, help="events of the demo stream (default 30000)")
     pr.add_argument("--drift-at", type=int, default=None, help="concept drift position (default n/3)")
     pr.add_argument("--swap-at", type=int, default=None, help="feature swap position (default 2n/3)")
     pr.add_argument("--seed", type=int, default=42, help="seed of the demo stream (default 42)")
-    pr.add_argument("--rate", type=float, default=None, help="events per second (default: as fast as possible)")
+    pr.add_argument("--rate", type=positive(), default=None, help="events per second (default: as fast as possible)")
     pr.add_argument("--target", metavar="COLUMN", default=None,
                     help="target column of a file (default: the column named like the setting target "
                          "(label or number), else y or target)")
@@ -77,35 +80,35 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("topic", help="features, labels, predictions, explanations, drift-events, dead-letters, "
                                  "change-episodes, or a full topic name")
     t.add_argument("--from-beginning", action="store_true", help="start at the oldest message, not at new ones")
-    t.add_argument("--max", type=int, default=None, help="stop after this many messages")
-    t.add_argument("--idle", type=float, default=None, help="stop after this many seconds without a message, once every partition has been read to its end")
+    t.add_argument("--max", type=at_least(1), default=None, help="stop after this many messages")
+    t.add_argument("--idle", type=positive(zero=True), default=None, help="stop after this many seconds without a message, once every partition has been read to its end")
     t.add_argument("--meta", action="store_true", help="wrap each message with its topic, partition, offset and key")
 
     d = sub.add_parser("demo", parents=[common], help="broker + workers + demo stream + live view, all in one")
-    d.add_argument("--n", type=int, default=18000, help="events of the demo stream (drift at n/3, swap at 2n/3)")
-    d.add_argument("--workers", type=int, default=1, help="worker processes to start (default 1)")
-    d.add_argument("--rate", type=float, default=None, help="events per second (default: as fast as possible)")
+    d.add_argument("--n", type=at_least(1), default=18000, help="events of the demo stream (drift at n/3, swap at 2n/3)")
+    d.add_argument("--workers", type=at_least(1), default=1, help="worker processes to start (default 1)")
+    d.add_argument("--rate", type=positive(), default=None, help="events per second (default: as fast as possible)")
     d.add_argument("--control", action="store_true", help="also run a stationary control stream")
-    d.add_argument("--label-delay", type=int, default=0, metavar="N",
+    d.add_argument("--label-delay", type=at_least(0), default=0, metavar="N",
                    help="send each event's label N events after its features, on the labels topic (default 0: "
                         "labels in the feature events)")
     d.add_argument("--keep-broker", action="store_true", help="leave the broker running afterwards")
-    d.add_argument("--timeout", type=float, default=900.0, help="give up after this many seconds (default 900)")
-    d.add_argument("--dashboard-port", type=int, default=8050,
+    d.add_argument("--timeout", type=positive(), default=900.0, help="give up after this many seconds (default 900)")
+    d.add_argument("--dashboard-port", type=port(lowest=0), default=8050,
                    help="port of the dashboard the demo starts (default 8050; a free one if taken; 0: no dashboard)")
     d.add_argument("--keep", action="store_true",
                    help="keep the demo's topics and its .streamxai/demo-* directory (removed by default)")
 
     db = sub.add_parser("dashboard", parents=[common], help="serve the live dashboard (a plain consumer of the output topics)")
     db.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    db.add_argument("--port", type=int, default=8050, help="port to listen on (default 8050)")
+    db.add_argument("--port", type=port(), default=8050, help="port to listen on (default 8050)")
     db.add_argument("--latest", action="store_true", help="show only messages that arrive from now on")
 
     pl = sub.add_parser("plot", parents=[common], help="write a PNG (and optionally HTML) of a stream's explanations")
     pl.add_argument("stream_id", help="the stream to plot")
     pl.add_argument("--out", metavar="FILE.png", default=None, help="PNG to write (default: STREAM_ID.png)")
     pl.add_argument("--html", metavar="FILE.html", default=None, help="also write a self-contained HTML report")
-    pl.add_argument("--idle", type=float, default=3.0,
+    pl.add_argument("--idle", type=positive(zero=True), default=3.0,
                     help="stop reading the topics after this many seconds without a message, once every partition has been read "
                          "to its end (default 3)")
 
@@ -166,7 +169,7 @@ def _run(args: argparse.Namespace) -> int:
 
         s = _settings(args)
         check_streams(s)  # no features, or a model that cannot be built: one line, no start
-        return run_worker(s, tuple(r.strip() for r in args.roles.split(",") if r.strip()), args.loglevel)
+        return run_worker(s, args.roles, args.loglevel)
     if args.command in ("produce", "tail", "plot"):
         from . import commands
 

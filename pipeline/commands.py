@@ -160,8 +160,9 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
             categorical=list(s.categorical), ts_column=args.ts_column, start_seq=start, report=report,
             labels=with_labels), args.source, report)
     t0 = time.monotonic()
-    n = produce_events(s, events, rate=args.rate)
-    print(f"produced {n} events of stream {stream_id!r} (seq {start}..{start + n - 1}) to {s.topic('features')} "
+    sent = _Sent()
+    n = produce_events(s, sent.track(events), rate=args.rate)
+    print(f"produced {n} events of {sent.streams(stream_id)} to {s.topic('features')} "
           f"in {time.monotonic() - t0:.1f} s")
     if args.source not in ("demo", "control"):
         print(report.summary(args.source), file=sys.stderr if report.bad else sys.stdout)
@@ -193,12 +194,47 @@ def _produce_labels(args: argparse.Namespace, s: Settings, stream_id: str) -> in
         raise _kafka_error(s, e) from None
     report = FileReport()
     t0 = time.monotonic()
-    n = produce_events(s, _reporting(file_labels(args.source, stream_id, args.target, target_kind=s.target,
-                                                 ts_column=args.ts_column, report=report), args.source, report),
-                       rate=args.rate)
-    print(f"produced {n} labels of stream {stream_id!r} to {s.topic('labels')} in {time.monotonic() - t0:.1f} s")
+    sent = _Sent()
+    n = produce_events(s, sent.track(_reporting(file_labels(args.source, stream_id, args.target, target_kind=s.target,
+                                                            ts_column=args.ts_column, report=report),
+                                                args.source, report)), rate=args.rate)
+    print(f"produced {n} labels of {sent.streams(stream_id)} to {s.topic('labels')} in {time.monotonic() - t0:.1f} s")
     print(report.summary(args.source).replace("event(s)", "label(s)"), file=sys.stderr if report.bad else sys.stdout)
     return exit_codes.INCOMPLETE if report.bad else exit_codes.OK
+
+
+class _Sent:
+    """The streams and seqs of the events (or labels) a command sent, for its summary line: a
+    file's feature and label events keep their own stream_id and seq.
+
+    >>> from schemas import LabelEvent
+    >>> sent = _Sent()
+    >>> _ = list(sent.track([LabelEvent("a", 4, 1, 0.0), LabelEvent("a", 2, 0, 0.0), LabelEvent("b", 0, 1, 0.0)]))
+    >>> sent.streams("file")
+    "2 streams: 'a' (seq 2..4), 'b' (seq 0..0)"
+    """
+
+    SHOWN = 5  # streams named in the line
+
+    def __init__(self) -> None:
+        self.seqs: dict[str, list[int]] = {}  # stream -> [lowest, highest]
+
+    def track(self, events: Any) -> Any:
+        for ev in events:
+            span = self.seqs.get(ev.stream_id)
+            if span is None:
+                self.seqs[ev.stream_id] = [ev.seq, ev.seq]
+            else:
+                span[0], span[1] = min(span[0], ev.seq), max(span[1], ev.seq)
+            yield ev
+
+    def streams(self, default: str) -> str:
+        if not self.seqs:
+            return f"stream {default!r}"
+        parts = [f"{sid!r} (seq {lo}..{hi})" for sid, (lo, hi) in list(self.seqs.items())[:self.SHOWN]]
+        if len(self.seqs) > self.SHOWN:
+            parts.append(f"... and {len(self.seqs) - self.SHOWN} more")
+        return f"stream {parts[0]}" if len(self.seqs) == 1 else f"{len(self.seqs)} streams: {', '.join(parts)}"
 
 
 def _reporting(events: Any, path: str, report: Any) -> Any:

@@ -74,7 +74,7 @@ def file_events(
     Plain rows are numbered ``start_seq, start_seq + 1, ...``. A bad line (not JSON, NaN,
     missing features, wrong types) is recorded in ``report`` with its line number and
     skipped; a missing file, feature column or target column raises :class:`ConfigError`.
-    ``labels=False`` sends the features alone (the target column may be missing; its labels
+    ``labels=False`` sends the features alone, also of feature events (the target column may be missing; its labels
     come later, see :func:`file_labels`).
 
     >>> import tempfile, pathlib
@@ -143,7 +143,7 @@ def file_events(
                         raise _BadLine(f"not a feature_event/v1: {e}") from None
                     ev = FeatureEvent(ev.stream_id, ev.seq, _number("ts", ev.ts),
                                       {f: _json_value(f, v, f in cat) for f, v in ev.x.items()},
-                                      _target(ev.y, target_kind))
+                                      _target(ev.y, target_kind) if labels else None)
                 else:
                     col = target if target is not None else next(
                         (c for c in (target_kind, "y", "target") if c in obj), None)

@@ -42,6 +42,7 @@ from schemas.features import TARGETS
 
 from .core.stream import EXPLAINER_NAMES
 from .profiles import ProfileMatcher, check_glob
+from .tls_files import check_tls_files
 from .toml_text import toml_key
 
 __all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "SECURITY_PROTOCOLS", "SASL_MECHANISMS",
@@ -314,7 +315,7 @@ class Settings:
         return merged
 
     def check_files(self) -> None:
-        """The files the settings name exist and are readable (run once at startup)."""
+        """The files the settings name exist, are readable and load as TLS files (run once at startup)."""
         for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
             path = getattr(self, name)
             if path and not Path(path).is_file():
@@ -324,6 +325,7 @@ class Settings:
                     Path(path).open("rb").close()
                 except OSError as e:
                     raise ConfigError(f"setting {name}={path!r} cannot be read: {e.strerror}") from None
+        check_tls_files(self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, self.ssl_key_password.reveal())
 
     def feature_spec(self) -> FeatureSpec:
         return FeatureSpec(tuple(self.features), frozenset(self.categorical), self.target)

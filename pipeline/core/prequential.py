@@ -10,7 +10,10 @@
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
+
+import numpy as np
 
 from .base import Component
 from .losses import get_loss
@@ -52,12 +55,32 @@ class PrequentialModel(Component):
         return y_pred, loss
 
     def predict_one(self, x: dict[str, Any]) -> Any:
-        """The prediction for ``x`` of the model as it is."""
-        return self._fn(x)
+        """The prediction for ``x`` of the model as it is; ValueError if it is a number that is
+        not finite (nothing could publish it, and learning such an event ruins most models)."""
+        y_pred = self._fn(x)
+        if isinstance(y_pred, (float, np.floating)) and not math.isfinite(y_pred):
+            raise ValueError(f"the model's prediction is not finite ({y_pred}): the event is not learned; its "
+                             "features are probably far outside what the model has seen")
+        return y_pred
 
     def score(self, y: Any, y_pred: Any) -> float:
-        """The loss of the prediction ``y_pred`` against the target ``y``."""
-        return float(self._loss(y, y_pred))
+        """The loss of the prediction ``y_pred`` against the target ``y``; ValueError if it is
+        not finite (a finite but huge prediction or target: learning the event would make the
+        model's every later prediction overflow).
+
+        >>> from river import linear_model
+        >>> m = PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared")
+        >>> m.score(1.0, 3e200)
+        Traceback (most recent call last):
+        ...
+        ValueError: the model's loss is not finite (inf: the prediction 3e+200 against the target 1.0): the event is not learned; ...
+        """
+        loss = float(self._loss(y, y_pred))
+        if not math.isfinite(loss):
+            raise ValueError(f"the model's loss is not finite ({loss}: the prediction {y_pred!r} against the target "
+                             f"{y!r}): the event is not learned; its features or target are probably far outside "
+                             "what the model has seen")
+        return loss
 
     def learn_one(self, x: dict[str, Any], y: Any) -> None:
         """Learn ``(x, y)``: the model's version grows by one."""

@@ -16,6 +16,7 @@ from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 
 from ..metrics import Metrics
 from ..settings import Settings
+from .dead_letter_log import DeadLetterLog
 from .history_cache import HistoryCache, records_of
 from .out import Out
 from .protocols import CheckpointStore, History, ScanningHistory
@@ -28,6 +29,7 @@ log = logging.getLogger("streamxai")
 #: default size limit of a dead letter: well under Kafka's default message.max.bytes (1 MiB)
 DEFAULT_DEAD_LETTER_BYTES = 512 * 1024
 _MAX_ERROR_CHARS = 2000
+_DEAD_LETTER_LOG = DeadLetterLog()  # a line per dead letter, at most 20 a minute for each stage and reason
 _MAX_KEY_BYTES = 1024
 
 
@@ -36,7 +38,8 @@ def dead_letter(
     *, max_bytes: int = DEFAULT_DEAD_LETTER_BYTES,
 ) -> Out:
     """A dead letter for ``raw`` of at most ``max_bytes`` (key and value); logs one line naming
-    the reason and the source.
+    the reason and the source (at most 20 a minute for each stage and reason, then how many
+    more: :class:`~pipeline.handlers.dead_letter_log.DeadLetterLog`).
 
     >>> import base64; from schemas import decode
     >>> out = dead_letter(b"x" * 10_000, b"k", ValueError("bad"), "model", Source("f", 0, 7), max_bytes=4096)
@@ -49,7 +52,7 @@ def dead_letter(
     if len(text) > _MAX_ERROR_CHARS:
         text = f"{text[:_MAX_ERROR_CHARS]}...({len(text)} characters)"
     shown = text if isinstance(err, InvalidMessage) else f"{src}: {text}"
-    log.warning("dead letter (%s, %s): %s", stage, reason, shown[:500])
+    _DEAD_LETTER_LOG.log(stage, reason, shown[:500])
     out_key = None if key is None else key[:_MAX_KEY_BYTES]
 
     def build(prefix: int | None) -> bytes:

@@ -1,7 +1,7 @@
 """Notice a misconfigured producer in minutes: a stream whose first events mostly go to the
 dead-letter topic for one reason is one error line, with the reason.
 
-Every dead letter is a warning line of its own, easily lost among thousands; a producer that
+Dead letters are warning lines (up to 20 a minute per reason), easily lost among others; a producer that
 sends a categorical feature as ``1.5``, or features the worker does not expect, has every event
 refused. The watch looks at the first ``first`` events a worker receives for each stream (by
 message key) and logs once, as an error, when more than ``share`` of them went to the

@@ -55,6 +55,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from faust import Schema
@@ -62,6 +63,8 @@ from faust.sensors.monitor import Monitor
 from faust.transport.drivers import aiokafka as driver
 
 __all__ = ["FETCH_MAX_WAIT_MS", "QuietMonitor", "RawSchema", "use_bounded_fetch_wait"]
+
+log = logging.getLogger("streamxai")
 
 #: how long the broker may hold a worker's fetch request when none of its partitions has data
 FETCH_MAX_WAIT_MS = 20
@@ -73,6 +76,20 @@ class _ConsumerThread(driver.AIOKafkaConsumerThread):
         # read by AIOKafkaConsumer.start() when it builds its fetcher; the constructor took Faust's 1500
         consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
         return consumer
+
+    async def on_thread_stop(self) -> None:
+        try:
+            await super().on_thread_stop()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # this thread's own stop was cancelled
+                raise
+            # aiokafka's Fetcher.close() cancels its fetch tasks and awaits them without catching
+            # the cancellation of one waiting out its retry back-off (the broker unreachable): it
+            # escaped this thread as a traceback, and the consumer's client was left open
+            log.info("the Kafka consumer stopped while the broker was unreachable (a fetch was waiting to retry)")
+            if self._consumer is not None:
+                await self._consumer._client.close()
 
     def wake_fetch(self) -> None:
         """Wake a fetch waiting for records (aiokafka's ``fetched_records``, on this thread's

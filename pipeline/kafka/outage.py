@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["OutageLogFilter", "RepeatLogFilter", "TruncateLogFilter", "install_outage_filter"]
+__all__ = ["OutageLogFilter", "RepeatLogFilter", "SaslLogFilter", "TruncateLogFilter", "install_outage_filter"]
 
 log = logging.getLogger("streamxai")
 
@@ -165,11 +165,41 @@ class TruncateLogFilter(logging.Filter):
         return True
 
 
+class SaslLogFilter(logging.Filter):
+    """Logs aiokafka's SASL authentication requests and responses without their bytes.
+
+    aiokafka logs every request and response at DEBUG; a SASL authentication's bytes are the
+    password itself with PLAIN and, with SCRAM, the salt, nonces and client proof, from which
+    the password can be guessed offline. The record stays (the exchange can be followed), with
+    the bytes' length in their place.
+
+    >>> from aiokafka.protocol.admin import SaslAuthenticateRequest_v1
+    >>> r = logging.LogRecord("aiokafka.conn", logging.DEBUG, "", 0, "Request to %s:%d %d: %s",
+    ...                       ("k", 9092, 3, SaslAuthenticateRequest_v1(b"\\x00u\\x00pw")), None)
+    >>> SaslLogFilter().filter(r), r.getMessage()
+    (True, 'Request to k:9092 3: SaslAuthenticateRequest_v1(sasl_auth_bytes=<5 bytes, not logged>)')
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(type(a).__name__.startswith("SaslAuthenticate") for a in args):
+            record.args = tuple(_without_sasl_bytes(a) for a in args)
+        return True
+
+
+def _without_sasl_bytes(arg: object) -> object:
+    if not type(arg).__name__.startswith("SaslAuthenticate"):
+        return arg
+    data = getattr(arg, "sasl_auth_bytes", None) or b""
+    return f"{type(arg).__name__}(sasl_auth_bytes=<{len(data)} bytes, not logged>)"
+
+
 def install_outage_filter(quiet_s: float = 10.0, interval_s: float = 2.0) -> OutageLogFilter:
     """Attach one :class:`OutageLogFilter` to every aiokafka logger and check for the end of an
     outage every ``interval_s`` seconds on a daemon thread; cut Faust's send-error lines with a
     :class:`TruncateLogFilter`; let each "topic not found" line through once a minute
-    (:class:`RepeatLogFilter`). Call once per worker process."""
+    (:class:`RepeatLogFilter`); keep SASL's bytes out of aiokafka's debug lines
+    (:class:`SaslLogFilter`). Call once per worker process."""
     import aiokafka  # noqa: F401 - import the client's modules so their loggers exist
     import aiokafka.client  # noqa: F401
     import aiokafka.cluster  # noqa: F401
@@ -186,6 +216,7 @@ def install_outage_filter(quiet_s: float = 10.0, interval_s: float = 2.0) -> Out
         logging.getLogger(name).addFilter(f)
         logging.getLogger(name).addFilter(repeats)
     logging.getLogger("faust.topics").addFilter(TruncateLogFilter())
+    logging.getLogger("aiokafka.conn").addFilter(SaslLogFilter())
 
     def watch() -> None:
         while True:

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import exit_codes
+from ..arg_types import port, positive
 from ..kafka.config import BrokerError
 from ..settings import Secret
 from .ports import claim_port
@@ -696,15 +697,15 @@ class LocalBroker:
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The broker tool's arguments, on ``parser`` (this module's command line and ``streamxai broker``)."""
     parser.add_argument("action", choices=["start", "stop", "status"], help="what to do with the broker")
-    parser.add_argument("--port", type=int, default=9092, help="client listener (default 9092)")
-    parser.add_argument("--controller-port", type=int, default=9093, help="KRaft controller listener (default 9093)")
+    parser.add_argument("--port", type=port(), default=9092, help="client listener (default 9092)")
+    parser.add_argument("--controller-port", type=port(), default=9093, help="KRaft controller listener (default 9093)")
     parser.add_argument("--data-dir", default=None, help="broker directory (default .streamxai/kafka in the repo)")
     parser.add_argument("--log-file", default=None, help="default <data-dir>/broker.log")
     parser.add_argument("--heap", default="512m", help="JVM -Xmx (default 512m)")
     parser.add_argument("--libs-dir", default=None,
                         help="the Kafka jars, resolved there with Maven when missing (default: deploy/target/kafka-libs "
                              "in a source checkout, else ~/.cache/streamxai/kafka-libs) [env: STREAMXAI_KAFKA_LIBS]")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds to wait (start 90, stop 30)")
+    parser.add_argument("--timeout", type=positive(), default=None, help="seconds to wait (start 90, stop 30)")
     parser.add_argument("--sasl-users", metavar="FILE", default=None,
                         help='require SASL (SCRAM-SHA-512) and ACLs; FILE holds name = "password" lines (TOML), '
                              "one of them admin, the super user; keep it private")

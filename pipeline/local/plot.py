@@ -44,8 +44,10 @@ NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of 
 def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int = 2000) -> dict[str, Any]:
     """Everything the topics hold about ``stream_id`` (read from the beginning until ``idle``
     seconds pass without a message), as a dashboard view."""
+    from ..kafka.config import check_broker
     from ..kafka.io import consume
 
+    check_broker(s)  # one line for no broker or refused credentials, before the topic lookup below
     state = DashboardState(max_points=max_points, only=stream_id)
     n = len(s.topic_prefix)
     topics = [s.topic(t) for t in state.TOPICS if t != "change-episodes" or _exists(s, s.topic(t))]

@@ -71,7 +71,8 @@ def test_worker_with_credentials_and_acls_runs_the_pipeline(secure_broker, tmp_p
                         group_prefixes=[s.app_id, "streamxai-"])
     ensure_topics(s)
     log = tmp_path / "worker.log"
-    proc = spawn_worker(s, log_file=str(log), loglevel="warning")
+    # at debug, where the Kafka client logs every request, SASL's among them
+    proc = spawn_worker(s, log_file=str(log), loglevel="debug")
     try:
         events = list(agrawal_events("secure", 60, seed=3))
         produce_events(s, events)
@@ -83,6 +84,8 @@ def test_worker_with_credentials_and_acls_runs_the_pipeline(secure_broker, tmp_p
         stop_worker(proc)
     text = log.read_text(errors="replace")
     assert PASSWORDS["worker"] not in text
+    # SCRAM's salt, nonces and client proof (enough to guess the password offline) were logged
+    assert "SaslAuthenticateRequest" in text and "sasl_auth_bytes=b" not in text
     assert "Traceback" not in text, text[-3000:]
 
 

@@ -213,3 +213,90 @@ def test_a_worker_whose_web_port_is_taken_does_not_start(capsys):
         assert main(["worker", "--set", "features=a,b", "--set", f"web_port={port}",
                      "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, f"web_port {port}", "in use", "STREAMXAI_WEB_PORT")
+
+
+def test_a_dashboard_whose_port_is_taken_does_not_start(capsys):
+    # found by the trial: `streamxai dashboard --port P` with P taken (a worker's metrics port)
+    # printed aiohttp's traceback and exited 1, after it had connected to Kafka
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["dashboard", "--port", str(port), "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, f"127.0.0.1:{port}", "in use", "--port")
+
+
+def test_a_dashboard_on_an_address_of_another_host_does_not_start(capsys):
+    assert main(["dashboard", "--host", "192.0.2.1", "--port", "8050", "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, "192.0.2.1:8050", "--host")
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["dashboard", "--port", "99999"], "--port"),      # was OverflowError from the socket, exit 1
+    (["broker", "start", "--port", "70000"], "--port"),
+    (["demo", "--dashboard-port", "-1"], "--dashboard-port"),
+    (["demo", "--workers", "0"], "--workers"),         # started no worker and waited for its timeout
+    (["demo", "--n", "-5"], "--n"),                    # was an error about drift_warmup, a setting not given
+    (["demo", "--timeout", "0"], "--timeout"),
+    (["demo", "--label-delay", "-3"], "--label-delay"),
+    (["produce", "demo", "--rate", "-1"], "--rate"),   # sent 30,000 events as fast as it could
+    (["produce", "demo", "--n", "0"], "--n"),
+    (["tail", "features", "--max", "-1"], "--max"),    # followed the topic for ever
+    (["tail", "features", "--idle", "-3"], "--idle"),  # stopped at once, printing nothing, exit 0
+    (["plot", "s", "--idle", "-1"], "--idle"),
+])
+def test_a_number_out_of_range_is_an_argument_error_naming_the_option(argv, option, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and "Traceback" not in err, err
+
+
+def test_plot_without_a_broker_is_one_line(capsys):
+    # found by the trial: plot looked up the change-episodes topic before it checked the broker,
+    # so no broker (or refused credentials) was confluent_kafka's KafkaException traceback, exit 1
+    assert main(["plot", "s", "--set", "features=a", "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, "no Kafka broker answered at 127.0.0.1:1", "--bootstrap")
+
+
+def test_produce_says_which_streams_and_seqs_it_sent(tmp_path, monkeypatch, capsys):
+    # found by the trial: feature events and label events of a JSONL file keep their own
+    # stream_id and seq, but produce said it sent "stream 'file' (seq 0..N-1)", the stream it
+    # had checked for earlier seqs, not the ones it sent
+    data = tmp_path / "events.jsonl"
+    data.write_text("".join(
+        f'{{"schema": "feature_event/v1", "stream_id": "{sid}", "seq": {q}, "ts": 0, "x": {{"a": 1.0}}, "y": 1}}\n'
+        for sid, q in (("reg-8", 5), ("reg-8", 9), ("reg-9", 0))))
+    monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
+    monkeypatch.setattr("pipeline.commands.last_seq", lambda s, sid: None)
+    monkeypatch.setattr("pipeline.kafka.io.produce_events", lambda s, events, rate=None: sum(1 for _ in events))
+    assert main(["produce", str(data), "--set", "features=a"]) == 0
+    out = capsys.readouterr().out
+    assert "produced 3 events of 2 streams: 'reg-8' (seq 5..9), 'reg-9' (seq 0..0) to streamxai.features" in out, out
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"schema": "label_event/v1", "stream_id": "reg-7", "seq": 3, "y": 1, "ts": 1.0}\n')
+    assert main(["produce", str(labels), "--labels", "--set", "features=a"]) == 0
+    assert "produced 1 labels of stream 'reg-7' (seq 3..3) to streamxai.labels" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("roles, fragment", [
+    ("model,explian", "unknown role 'explian'"),  # a traceback (exit 1) after the topics were created
+    (",", "no role"),                             # a worker with no agents, running for ever
+])
+def test_worker_roles_are_checked_before_anything_starts(roles, fragment, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["worker", "--roles", roles, "--set", "features=a", "--bootstrap", "127.0.0.1:1"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --roles" in err and fragment in err and "model, explain, drift" in err, err
+
+
+def test_worker_roles_are_parsed_into_a_tuple():
+    from pipeline import app, cli
+
+    assert cli.ROLES == app.ROLES  # the command line's copy, kept to parse without importing Faust
+    assert _parser().parse_args(["worker", "--roles", " drift , model"]).roles == ("drift", "model")
+    assert _parser().parse_args(["worker"]).roles == ("model", "explain", "drift")

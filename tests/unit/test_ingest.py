@@ -114,3 +114,14 @@ def test_a_labels_file_without_its_target_column_is_refused_and_left_closed(tmp_
     with pytest.raises(ConfigError, match="has no ts column"):
         next(file_labels(p, "reg-7", target="number", ts_column="t"))
     gc.collect()  # an unclosed file warns when it is collected
+
+
+def test_without_labels_also_leaves_out_the_label_of_a_feature_event_line(tmp_path):
+    # found by the trial: `produce FILE.jsonl --without-labels` sent the y of feature_event/v1
+    # lines (only plain lines lost theirs), so the worker learned them at once and the labels
+    # sent later with --labels were all dead letters (label_already_labelled)
+    f = tmp_path / "d.jsonl"
+    f.write_text('{"schema": "feature_event/v1", "stream_id": "f", "seq": 0, "ts": 5, "x": {"w": 2.5}, "y": 1}\n'
+                 '{"w": 1.5, "label": 0}\n')
+    assert [e.y for e in file_events(f, "f", ["w"], labels=False)] == [None, None]
+    assert [e.y for e in file_events(f, "f", ["w"])] == [1, 0]

@@ -97,3 +97,41 @@ def test_a_boolean_setting_from_the_environment_and_from_toml(tmp_path):
         load_settings(str(f))
     with pytest.raises(ConfigError, match="expected true or false"):
         load_settings(None, env={"STREAMXAI_CHECKPOINT_ON_STOP": "maybe"})
+
+
+def _self_signed(tmp_path, key_password: str | None = None):
+    """A certificate and its key (PEM), made with the openssl command."""
+    import subprocess
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cmd = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-keyout", str(key), "-out", str(cert), "-days", "1",
+           "-subj", "/CN=streamxai-test"]
+    cmd += ["-passout", f"pass:{key_password}"] if key_password else ["-nodes"]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return cert, key
+
+
+def test_a_ca_file_without_a_certificate_is_a_settings_error(tmp_path):
+    # found by the trial: ssl_cafile naming a file that holds no certificate (a key, a wrong copy)
+    # passed the settings check and every command died in the Kafka client's constructor with a
+    # KafkaException traceback (exit 1)
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate\n")
+    with pytest.raises(ConfigError, match="ssl_cafile=.*holds no certificate"):
+        load_settings(security_protocol="SSL", ssl_cafile=str(bad))
+    cert, key = _self_signed(tmp_path)
+    assert load_settings(security_protocol="SSL", ssl_cafile=str(cert)).ssl_cafile == str(cert)
+    with pytest.raises(ConfigError, match="ssl_cafile=.*holds no certificate"):
+        load_settings(security_protocol="SSL", ssl_cafile=str(key))
+
+
+def test_a_client_certificate_and_key_that_do_not_load_are_a_settings_error_without_the_password(tmp_path):
+    cert, key = _self_signed(tmp_path, key_password="k3y-pa55word")
+    ok = load_settings(security_protocol="SSL", ssl_certfile=str(cert), ssl_keyfile=str(key),
+                       ssl_key_password="k3y-pa55word")
+    assert ok.ssl_keyfile == str(key)
+    for wrong in ({"ssl_key_password": "wr0ng-pa55word"}, {"ssl_keyfile": str(cert)}):
+        kw = {"ssl_certfile": str(cert), "ssl_keyfile": str(key), "ssl_key_password": "k3y-pa55word", **wrong}
+        with pytest.raises(ConfigError, match="ssl_certfile=.*ssl_keyfile=.*ssl_key_password") as info:
+            load_settings(security_protocol="SSL", **kw)
+        assert "pa55word" not in str(info.value)

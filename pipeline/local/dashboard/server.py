@@ -16,8 +16,10 @@ It needs no access to workers, so it runs beside any deployment.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import re
+import socket
 import sys
 import threading
 import time
@@ -28,11 +30,13 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from schemas import ConfigError
+
 from ...kafka.config import confluent_config
 from ...settings import Settings
 from .state import DashboardState
 
-__all__ = ["DashboardConsumer", "make_web_app", "run_dashboard", "TOPICS"]
+__all__ = ["DashboardConsumer", "listen_socket", "make_web_app", "run_dashboard", "TOPICS"]
 
 log = logging.getLogger("streamxai.dashboard")
 STATIC = Path(__file__).parent / "static"
@@ -166,9 +170,11 @@ def make_web_app(state: DashboardState, lock: threading.Lock, push_every: float 
 
 def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
                   from_beginning: bool = True, max_points: int = 400) -> None:
-    """Consume and serve until interrupted (blocks)."""
+    """Consume and serve until interrupted (blocks). :class:`~schemas.ConfigError` before
+    anything starts if ``host:port`` cannot be listened on."""
     from confluent_kafka.admin import AdminClient
 
+    sock = listen_socket(host, port)
     try:
         AdminClient(confluent_config(settings, log_level=0)).list_topics(timeout=5)
     except Exception as e:  # serve anyway: the page fills once the broker answers
@@ -182,6 +188,38 @@ def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
                                                    "started": time.time()})
     print(f"streamxai dashboard on http://{host}:{port}/ (topics {settings.topic_prefix}*)", flush=True)
     try:
-        web.run_app(app, host=host, port=port, print=None, handle_signals=True)
+        web.run_app(app, sock=sock, print=None, handle_signals=True)
     finally:
         consumer.stop()
+        sock.close()
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` for the dashboard's web server, or a
+    :class:`~schemas.ConfigError` that says what to change (the server failed only once the
+    dashboard had connected to Kafka, with a traceback and exit code 1).
+
+    >>> with listen_socket("127.0.0.1", 0) as s:
+    ...     listen_socket("127.0.0.1", s.getsockname()[1])
+    Traceback (most recent call last):
+    ...
+    schemas.errors.ConfigError: the dashboard cannot listen on 127.0.0.1:...: it is in use ...
+    """
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError as e:
+        raise ConfigError(f"the dashboard cannot listen on {host}:{port}: {host!r} cannot be resolved ({e}); "
+                          "give --host an address of this host (127.0.0.1, or 0.0.0.0 for every interface)") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp does
+    try:
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise ConfigError(f"the dashboard cannot listen on {host}:{port}: it is in use (another dashboard, or a "
+                              "worker's web_port?); choose another port with --port") from None
+        raise ConfigError(f"the dashboard cannot listen on {host}:{port}: {e.strerror}; give --host an address of "
+                          "this host (127.0.0.1, or 0.0.0.0 for every interface)") from None
+    return sock
