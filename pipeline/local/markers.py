@@ -60,7 +60,8 @@ def merge(groups: list[dict]) -> dict:
     """One group of several neighbouring ones (their labels had no room apart)."""
     eps = [g["episode"] for g in groups if g["episode"] is not None]
     return {"position": groups[0]["position"], "changes": [c for g in groups for c in g["changes"]],
-            "episode": eps[0] if len(eps) == 1 else None, "episodes": eps}
+            "episode": eps[0] if len(eps) == 1 else None, "episodes": eps,
+            "lone": sum(len(g["changes"]) for g in groups if g["episode"] is None)}
 
 
 def label_text(group: dict) -> str:
@@ -84,6 +85,8 @@ def label_text(group: dict) -> str:
         head = f"{alert}{eps[0]['kind'].replace('_', ' ')}"
     else:
         head = ""
+    if head and group.get("lone"):  # changes outside the episode(s) share its label: not told as theirs
+        head += f" + {group['lone']} other change" + ("s" if group["lone"] > 1 else "")
     if len(group["changes"]) == 1 and not head:
         c = group["changes"][0]
         before, after = c.get("before"), c.get("after")

@@ -8,7 +8,7 @@ import pytest
 from helpers.crowded_changes import EPISODES, feed_crowded_changes
 
 from pipeline.local.dashboard import DashboardState
-from pipeline.local.markers import GAP, group_changes, label_text, layout_labels
+from pipeline.local.markers import GAP, group_changes, label_text, layout_labels, merge
 from pipeline.local.plot import draw
 
 
@@ -87,3 +87,7 @@ def test_changes_grouped_by_their_episode_and_lone_changes_alone():
     assert [len(g["changes"]) for g in groups] == [4, 1]
     assert [label_text(g) for g in groups] == ["reliance shift: 3 series", "ALERT degradation: d"]
     assert label_text(group_changes(changes[:1], [])[0]) == "a 0.10→0.20"
+    # a lone change that shares an episode's label (no room apart) is not told as the episode's
+    assert label_text(merge(groups)) == "ALERT 2 episodes: 4 series"
+    lone = group_changes(changes, episodes[:1])
+    assert label_text(merge(lone)) == "reliance shift + 1 other change: 4 series"

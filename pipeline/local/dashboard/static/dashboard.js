@@ -160,20 +160,23 @@ function markerGroups(changes, episodes) {
 }
 
 const mergeGroups = (gs) => ({ position: gs[0].position, changes: gs.flatMap((g) => g.changes),
-  episodes: gs.flatMap((g) => g.episodes) });
+  episodes: gs.flatMap((g) => g.episodes),
+  lone: gs.filter((g) => !g.episodes.length).reduce((n, g) => n + g.changes.length, 0) });
 
 function labelText(g) {
   const series = [...new Set(g.changes.map((c) => String(c.feature ?? "")))];
   const alert = g.episodes.some((e) => e.alert) ? "⚠ " : "";
   const head = g.episodes.length > 1 ? `${alert}${g.episodes.length} episodes`
     : g.episodes.length && g.episodes[0].kind ? alert + g.episodes[0].kind.replace("_", " ") : "";
+  // changes outside the episode(s) that share its label: not told as theirs
+  const other = head && g.lone ? ` + ${g.lone} other change${g.lone > 1 ? "s" : ""}` : "";
   if (g.changes.length === 1 && !head) {
     const c = g.changes[0];
     return series[0] + (c.before !== null && c.before !== undefined && c.after !== null && c.after !== undefined
       ? ` ${fmt(c.before, 2)}→${fmt(c.after, 2)}` : "");
   }
   const names = series.length <= NAMED_SERIES ? series.join(", ") : `${series.length} series`;
-  return head ? `${head}: ${names}` : names;
+  return head ? `${head}${other}: ${names}` : names;
 }
 
 // boxes [indices, left, right, row] for labels starting at xs (sorted; a label ends at `right` when
