@@ -1,4 +1,4 @@
-"""Drift agent: explanations → change test per stream (pipeline.handlers.drift) → change events and episodes."""
+"""Drift agent: the drift feed (each report's explanations as one record) → change test per stream (pipeline.handlers.drift) → change events and episodes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ._forward import Outbox, forward
 def install_drift_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
     outbox = Outbox(app.producer, handler.settings, handler.metrics)
 
-    @app.agent(topics["explanations"], name="streamxai.drift")
+    @app.agent(topics["drift-feed"], name="streamxai.drift")
     async def drift_agent(stream: Any) -> None:
         await forward(stream, handler, outbox, "drift")
 

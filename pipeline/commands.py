@@ -270,8 +270,9 @@ def resolve_topic(s: Settings, name: str, timeout: float = 10.0) -> str:
     if name in existing:
         return name
     ours = sorted(t for t in existing if t.startswith(s.topic_prefix))
+    # every topic of a deployment (the pipeline's and its checkpoints), no more: a prefix may hold others
     raise ConfigError(f"unknown topic {name!r}; use one of {', '.join(OUTPUT_TOPICS)} (prefix {s.topic_prefix!r})"
-                      + (f" or a full name such as {', '.join(ours[:8])}" if ours else ""))
+                      + (f" or a full name such as {', '.join(ours[:len(TOPIC_NAMES) + 1])}" if ours else ""))
 
 
 def tail(args: argparse.Namespace, s: Settings) -> int:

@@ -1,6 +1,7 @@
 """The wire format: versioned message types, JSON Schema files, (de)serialisation, validation."""
 
 from .arrivals import origin, origin_headers, pack_arrivals, parse_arrival, unpack_arrivals
+from .drift_feed import pack_feed, unpack_feed
 from .errors import (
     BadValue,
     ConfigError,
@@ -69,9 +70,11 @@ __all__ = [
     "origin",
     "origin_headers",
     "pack_arrivals",
+    "pack_feed",
     "pack_tasks",
     "parse_arrival",
     "unpack_arrivals",
+    "unpack_feed",
     "unpack_tasks",
     "parse_feature_event",
     "parse_label_event",

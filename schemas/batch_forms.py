@@ -1,7 +1,8 @@
-"""What the two batch forms of internal records share (the intake's arrivals batches,
-:mod:`schemas.arrivals`, and the model handler's explain-task batches,
-:mod:`schemas.task_batches`): where a list of messages is cut into records, and reading the
-header that names a record's form.
+"""What the batch forms of internal records share (the intake's arrivals batches,
+:mod:`schemas.arrivals`, the model handler's explain-task batches, :mod:`schemas.task_batches`,
+and the explain handler's drift feed, :mod:`schemas.drift_feed`): where a list of messages is
+cut into records, reading the header that names a record's form, and the form of JSON
+documents one per line (:func:`pack_lines`, :func:`unpack_lines`).
 
 >>> chunk_bounds([10, 10, 10, 30], max_bytes=25)
 [(0, 2), (2, 3), (3, 4)]
@@ -12,9 +13,12 @@ header that names a record's form.
 from __future__ import annotations
 
 from .errors import SchemaMismatch
-from .source import Source
+from .source import Headers, Source
 
-__all__ = ["chunk_bounds", "read_form"]
+__all__ = ["chunk_bounds", "read_form", "pack_lines", "unpack_lines", "LINES_V1"]
+
+#: the form of JSON documents one per line (orjson writes no raw newline)
+LINES_V1 = b"lines/1"
 
 
 def chunk_bounds(sizes: list[int], max_bytes: int, max_items: int | None = None) -> list[tuple[int, int]]:
@@ -43,3 +47,26 @@ def read_form(src: Source, header: str, known: bytes, what: str, writer: str) ->
         raise SchemaMismatch(f"{what} form {form!r} is not known to this version (it reads {known!r}); "
                              f"upgrade this worker to the version of {writer}", where=str(src))
     return True
+
+
+def pack_lines(values: list[bytes], header: str, max_bytes: int, max_items: int | None = None, *,
+               always: bool = False) -> list[tuple[bytes, Headers | None]]:
+    """``values`` (JSON documents without a raw newline), in order, as records of at most
+    ``max_bytes`` (a longer document goes alone) and ``max_items`` documents each, one per line,
+    marked by ``header`` (:data:`LINES_V1`); a record of one document has no header unless
+    ``always``."""
+    records: list[tuple[bytes, Headers | None]] = []
+    for start, end in chunk_bounds([len(v) + 1 for v in values], max_bytes, max_items):
+        chunk = values[start:end]
+        records.append((chunk[0], None) if len(chunk) == 1 and not always
+                       else (b"\n".join(chunk), ((header, LINES_V1),)))
+    return records
+
+
+def unpack_lines(raw: bytes | None, src: Source, header: str, what: str, writer: str) -> list[bytes] | None:
+    """The documents of the record at ``src`` in the form of :func:`pack_lines` under ``header``;
+    None for a record without it (one document). A form this version does not know raises
+    :class:`~schemas.SchemaMismatch` (see :func:`read_form`)."""
+    if not read_form(src, header, LINES_V1, what, writer):
+        return None
+    return (raw or b"").split(b"\n")

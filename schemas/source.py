@@ -2,6 +2,8 @@
 
 >>> str(Source("features", 2, 41))
 'features[2]@41'
+>>> str(Source("drift-feed", 0, 9, part="explanation 2 of 27"))  # one message of a record in a batch form
+'drift-feed[0]@9 (explanation 2 of 27)'
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ Headers = tuple[tuple[str, bytes], ...]
 @dataclass(frozen=True, slots=True)
 class Source:
     """Where a message came from: ``topic[partition]@offset``; with the record's ``timestamp``
-    (seconds) and ``headers`` where the reader has them (they take no part in equality)."""
+    (seconds) and ``headers`` where the reader has them, and which ``part`` of a record in a
+    batch form it is (these take no part in equality)."""
 
     topic: str
     partition: int | None = None
     offset: int | None = None
     timestamp: float | None = field(default=None, compare=False, repr=False)
     headers: Headers | None = field(default=None, compare=False, repr=False)
+    part: str | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
-        return f"{self.topic}[{self.partition}]@{self.offset}"
+        where = f"{self.topic}[{self.partition}]@{self.offset}"
+        return where if self.part is None else f"{where} ({self.part})"

@@ -17,30 +17,23 @@ True
 
 from __future__ import annotations
 
-from .batch_forms import chunk_bounds, read_form
+from .batch_forms import pack_lines, unpack_lines
 from .source import Headers, Source
 
 __all__ = ["pack_tasks", "unpack_tasks", "TASKS_FORM"]
 
 #: the header that marks an explain-tasks record carrying several tasks (its value: the form)
 TASKS_FORM = "streamxai-tasks-form"
-_LINES_V1 = b"lines/1"
 
 
 def pack_tasks(values: list[bytes], max_bytes: int, max_tasks: int | None = None) -> list[tuple[bytes, Headers | None]]:
     """``values`` (JSON documents without a raw newline), in order, as records of at most
     ``max_bytes`` (a longer task goes alone) and ``max_tasks`` tasks each; a record of one task
     has no headers."""
-    records: list[tuple[bytes, Headers | None]] = []
-    for start, end in chunk_bounds([len(v) + 1 for v in values], max_bytes, max_tasks):
-        chunk = values[start:end]
-        records.append((chunk[0], None) if len(chunk) == 1 else (b"\n".join(chunk), ((TASKS_FORM, _LINES_V1),)))
-    return records
+    return pack_lines(values, TASKS_FORM, max_bytes, max_tasks)
 
 
 def unpack_tasks(raw: bytes | None, src: Source) -> list[bytes] | None:
     """The tasks of the explain-tasks record at ``src`` in the batch form; None for a record of
     one task. A form this version does not know raises :class:`~schemas.SchemaMismatch`."""
-    if not read_form(src, TASKS_FORM, _LINES_V1, "explain-tasks", "the model workers"):
-        return None
-    return (raw or b"").split(b"\n")
+    return unpack_lines(raw, src, TASKS_FORM, "explain-tasks", "the model workers")

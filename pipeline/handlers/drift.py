@@ -1,7 +1,12 @@
 """Drift path: explanation/v4 (or v3, v2) → change test per stream → change events and change episodes.
 
-Explanations are keyed by ``stream_id``, so every series of a stream reaches the same drift
-worker, in partition order. Their time axis is the stream's ``position`` (explanation/v4; the
+The drift agent reads the ``drift-feed`` topic: one record per report of an explainer group,
+carrying the report's explanations as the explain handler sent them to ``explanations``
+(:mod:`schemas.drift_feed`). Each explanation of a record is taken as if it came alone (its own
+dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
+taken. A record without the form's header is one explanation message. Records are keyed by
+``stream_id``, so every series of a stream reaches the same drift worker, in partition order.
+Their time axis is the stream's ``position`` (explanation/v4; the
 seq itself while labels come in line, and for explanation/v2 and v3): with labels that come
 later, an event's loss-based explanations come when its label does, so seq no longer orders
 them. Change events and episodes carry the positions on that axis (``position``,
@@ -27,10 +32,10 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, dumps
+from schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, dumps, unpack_feed
 from schemas import parse_explanation as parse_explanation_message
 
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
@@ -38,8 +43,9 @@ from ..core.change.events import KINDS, ci, loss_z
 from ..core.increments import Block
 from ..metrics import Metrics
 from ..settings import Settings
-from .common import MessageHandler, Out, Source, log
+from .common import _STORE_LOCK, MessageHandler, Out, Source, log
 from .event_seqs import EventSeqs
+from .history_cache import records_of
 from .protocols import CheckpointStore, History
 
 __all__ = ["DriftHandler", "change_event", "change_episode"]
@@ -139,6 +145,8 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
         super().__init__(settings, metrics, history, checkpoints)
+        self._adopting = False  # taking an adopted stream's explanations (_adopt)
+        self._adopted: tuple[bytes, _StreamState, list[Out]] | None = None
         for kind in KINDS:  # every series from the start, so an alert rule sees the first increase
             for alert in {kind in s.drift_alert_kinds for s in (settings, *settings.profiles().values())}:
                 self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(alert))
@@ -150,6 +158,15 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
 
     def _parse(self, raw: bytes | None, src: Source) -> _Point:
         return parse_explanation(raw, src, self.settings.max_message_bytes)
+
+    def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
+        """The explanations of a drift-feed record (:func:`schemas.unpack_feed`), each taken at its
+        record's place and named by its place in the record (its dead letter says which it was)."""
+        docs = unpack_feed(raw, src)
+        if docs is None:
+            return None
+        n = len(docs)
+        return [(doc, replace(src, part=f"explanation {i} of {n}")) for i, doc in enumerate(docs, 1)]
 
     def _state_key(self, p: _Point) -> str:
         return p.stream_id
@@ -168,7 +185,79 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
             log.warning("explanation at %s is keyed %r, not by its stream_id %r: its stream's history cannot be "
                         "replayed after a restart; run every worker on the same streamxai version", src, key, p.stream_id)
             return self._fresh(p.stream_id)
-        return self._recover(p, key, src)
+        adopted = self._adopt(p, key, src)
+        if adopted is not None:
+            return adopted
+        st = self._recover(p, key, src)
+        rebuilt = self._rebuilt.get(key)
+        if (self.history is not None and rebuilt is not None and rebuilt.how == "history" and not rebuilt.ok
+                and p.n_explained > self.settings.for_stream(p.stream_id).emit_every):
+            log.warning("drift state %s: no checkpoint and nothing of the stream on %s before %s, though its explainers "
+                        "have reported %d events: its change detection starts here. A stream that ran under a version "
+                        "before the drift feed (whose drift agent read explanations) without a drift checkpoint is not "
+                        "rebuilt from explanations (see the README's upgrade note)", p.stream_id, src.topic, src,
+                        p.n_explained)
+        return st
+
+    # upgrade from the version whose drift agent read explanations ---------------------------
+    def _adopt(self, p: _Point, key: bytes, src: Source) -> _StreamState | None:
+        """The state of a stream met on the drift feed that has no checkpoint there but one that
+        a version before the feed wrote on ``explanations`` (same partition): restored from it,
+        and every explanation of the stream on ``explanations`` after it taken as a message
+        (its change events sent; those the old drift agent had sent already are sent again,
+        equal, as after any redelivery). The outputs go out with the record's, and the state is
+        checkpointed on the feed after the record (:meth:`on_message`). None: not such a stream."""
+        old = self.settings.topic("explanations")
+        if (self._adopting or self.checkpoints is None or self.history is None or src.partition is None
+                or src.offset is None or src.topic != self.settings.topic("drift-feed")):
+            return None
+        with _STORE_LOCK:
+            legacy = self.checkpoints.load(self.STAGE, key, old, src.partition)
+            if legacy is None or self.checkpoints.load(self.STAGE, key, src.topic, src.partition, src.offset):
+                return None
+        st, at = legacy
+        if self._outdated(st, p):
+            return None  # rebuilt from the feed under the new settings, as any outdated state
+        st.since_checkpoint = 0
+        if st.built_under is None:
+            st.built_under = self._built_under(p.stream_id)
+        sk = self._state_key(p)
+        self.states[sk] = st
+        self._known[key] = (sk, (src.topic, src.partition))
+        self._adopting, outs, n = True, [], 0
+        try:
+            for off, raw, ts, headers in records_of(self.history, old, src.partition, None, key, at + 1):
+                outs += self._on_one(raw, key, Source(old, src.partition, off, timestamp=ts, headers=headers))
+                n += 1
+        finally:
+            self._adopting = False
+        self._adopted = (key, st, outs)
+        self.metrics.inc("drift_states_adopted")
+        log.warning("drift state %s: restored from the checkpoint at %s[%d]@%d that a version before the drift feed "
+                    "wrote, then took the %d explanations of the stream after it on %s (change events of those the "
+                    "older drift agent had taken are sent again, equal); from %s on it reads %s", p.stream_id, old,
+                    src.partition, at, n, old, src, src.topic)
+        return st
+
+    def _checkpoint_if_due(self, key: bytes | None, st: Any, src: Source) -> None:
+        if self._adopting:  # checkpointed on the feed once the record is taken
+            st.since_checkpoint += 1
+            return
+        super()._checkpoint_if_due(key, st, src)
+
+    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        outs = super().on_message(raw, key, src)
+        if self._adopted is not None:
+            k, st, before = self._adopted
+            self._adopted = None
+            if self.checkpoints is not None and self.states.get(self._state_key_of(k)) is st:
+                with _STORE_LOCK:
+                    self.checkpoints.save(self.STAGE, k, st, src)
+                st.since_checkpoint = 0
+                self._unsaved.pop(k, None)
+                self.metrics.inc("checkpoints_written")
+            outs = before + outs
+        return outs
 
     def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
         """Re-run one earlier explanation of the stream into its change test."""

@@ -31,6 +31,7 @@ from schemas import (
     InvalidMessage,
     decode,
     dumps,
+    pack_feed,
     parse_explain_task,
     unpack_tasks,
 )
@@ -212,12 +213,15 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         if not explain:
             return outs
         m.inc("events_explained")
-        for v in values:
-            msg = Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq,
-                              v.n_explained, v.n_seen, version, v.curve, v.stderr,
-                              _block(v.block), _block(v.model_loss), v.var_factor, task.position)
-            # keyed by stream: the drift agent sees every series of a stream, in order, on one partition
-            outs.append(Out("explanations", task.stream_id.encode(), dumps(msg)))
+        k = task.stream_id.encode()
+        docs = [dumps(Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq, v.n_explained, v.n_seen,
+                                  version, v.curve, v.stderr, _block(v.block), _block(v.model_loss), v.var_factor,
+                                  task.position)) for v in values]
+        outs += [Out("explanations", k, doc) for doc in docs]
+        # then the same documents as one record for the drift agent (keyed by stream: it sees every
+        # series of a stream, in order, on one partition). Sent after the public ones: a worker
+        # killed in between redoes the task (its offset is not committed) and sends both again
+        outs += [Out("drift-feed", k, value, headers=h) for value, h in pack_feed(docs)]
         m.inc("explanations_out", len(values))
         return outs
 

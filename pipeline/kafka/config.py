@@ -32,9 +32,10 @@ class BrokerError(StreamxaiError, RuntimeError):
     stopped; the message says what to do."""
 
 
-#: labels: label events (issue 13); arrivals: features and labels in the one order the model learns them
+#: labels: label events (issue 13); arrivals: features and labels in the one order the model learns them;
+#: drift-feed: each report's explanations as one record, what the drift agent reads (schemas.drift_feed)
 TOPIC_NAMES = ("features", "labels", "arrivals", "predictions", "explain-tasks", "explain-decisions", "explanations",
-               "drift-events", "change-episodes", "dead-letters")
+               "drift-feed", "drift-events", "change-episodes", "dead-letters")
 
 
 def confluent_config(s: Settings, **extra: Any) -> dict[str, Any]:

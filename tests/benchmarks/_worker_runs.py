@@ -24,7 +24,7 @@ from pipeline.kafka.io import consume, produce_events
 from pipeline.local.ports import free_port
 from pipeline.settings import Settings
 from pipeline.worker import settings_env, spawn_worker, stop_worker
-from schemas import dumps
+from schemas import Headers, dumps
 
 __all__ = ["in_process_worker", "kafka_workers", "broker_for"]
 
@@ -52,15 +52,15 @@ def in_process_worker(s: Settings, events: list) -> tuple[float, float]:
     Path(s.state_dir).mkdir(parents=True, exist_ok=True)
     store = checkpoint_store(s)
     handlers = {"features": ModelHandler(s, checkpoints=store), "explain-tasks": ExplainHandler(s, checkpoints=store),
-                "explanations": DriftHandler(s, checkpoints=store)}
+                "drift-feed": DriftHandler(s, checkpoints=store)}
     raws = [(ev.stream_id.encode(), dumps(ev)) for ev in events]
     offsets: dict[tuple[str, int], int] = {}
 
-    def feed(topic: str, partition: int, key: bytes | None, value: bytes) -> None:
+    def feed(topic: str, partition: int, key: bytes | None, value: bytes, out_headers: Headers | None = None) -> None:
         off = offsets[(topic, partition)] = offsets.get((topic, partition), -1) + 1
-        for out in handlers[topic].on_message(value, key, Source(topic, partition, off)):
+        for out in handlers[topic].on_message(value, key, Source(topic, partition, off, headers=out_headers)):
             if out.topic in handlers:
-                feed(out.topic, out.partition or 0, out.key, out.value)
+                feed(out.topic, out.partition or 0, out.key, out.value, out.headers)
 
     t0, c0 = time.perf_counter(), time.process_time()
     for key, raw in raws:

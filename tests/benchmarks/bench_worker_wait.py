@@ -48,14 +48,16 @@ from pipeline.kafka.io import consume, produce_events  # noqa: E402
 from pipeline.worker import settings_env, stop_worker  # noqa: E402
 from schemas import FeatureEvent  # noqa: E402
 
-#: counters shown per bin: (column, counter name prefix, topic suffix)
+#: counters shown per bin: (column, counter name, topic suffix); drift: the explanations its
+#: agent took up (from the drift feed, a report per record; before it, from explanations)
 COLUMNS = (("feat", "messages_in", ".features"), ("arr", "messages_in", ".arrivals"),
            ("task", "messages_in", ".explain-tasks"), ("pred", "messages_out", ".predictions"),
-           ("expl", "messages_out", ".explanations"), ("drift", "messages_in", ".explanations"))
+           ("expl", "messages_out", ".explanations"), ("drift", "explanations_seen", ""))
 
 
 def column(counters: dict[str, float], prefix: str, suffix: str) -> float:
-    return sum(v for k, v in counters.items() if k.startswith(prefix + "{") and k.rstrip("}").endswith(suffix))
+    return sum(v for k, v in counters.items()
+               if (k == prefix or k.startswith(prefix + "{")) and k.rstrip("}").endswith(suffix))
 
 
 def _schedstat(pid: int) -> tuple[float, float]:

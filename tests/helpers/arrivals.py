@@ -131,10 +131,11 @@ def run_handlers(s: Settings, log: PartitionLog, model: Callable[[int], ModelHan
     for (topic, p), items in sorted(run.tasks.parts.items()):
         for off in range(len(items)):
             for out in feed(explain(p, off), topic, p, run.tasks, off):
-                if out.topic == "explanations":
-                    run.explanations.append("explanations", 0, out.key, out.value)
-                run.add(out.topic, out.value)
-    for off in range(len(run.explanations.parts.get(("explanations", 0), []))):
-        for out in feed(drift(off), "explanations", 0, run.explanations, off):
+                if out.topic == "drift-feed":  # what the drift agent reads: a report's explanations as one record
+                    run.explanations.append("drift-feed", 0, out.key, out.value, headers=out.headers)
+                else:
+                    run.add(out.topic, out.value)
+    for off in range(len(run.explanations.parts.get(("drift-feed", 0), []))):
+        for out in feed(drift(off), "drift-feed", 0, run.explanations, off):
             run.add(out.topic, out.value)
     return run

@@ -15,7 +15,7 @@ import orjson
 
 from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from pipeline.settings import AGRAWAL_FEATURES, Settings
-from schemas import dumps, dumps_obj
+from schemas import dumps, dumps_obj, unpack_feed
 
 __all__ = ["settings", "delayed_settings", "drift_settings", "explanation_v2", "run_handlers"]
 
@@ -66,14 +66,19 @@ def run_handlers(s: Settings, events: list) -> dict[str, list[dict]]:
     model, explain, drift = ModelHandler(s), ExplainHandler(s), DriftHandler(s)
     out: dict[str, list[dict]] = {}
 
+    offsets: dict[str, int] = {}
+
     def send(handler, raw, key, src, then=None):
         for o in handler.on_message(raw, key, src):
-            out.setdefault(o.topic, []).append(orjson.loads(o.value))
+            at = Source(o.topic, 0, offsets.setdefault(o.topic, 0), headers=o.headers)
+            offsets[o.topic] += 1
+            # a drift-feed record: each explanation it carries (the same as on explanations)
+            out.setdefault(o.topic, []).extend(orjson.loads(v) for v in unpack_feed(o.value, at) or [o.value])
             if then is not None and o.topic == then[0]:
-                send(then[1], o.value, o.key, Source(o.topic, 0, len(out[o.topic]) - 1), then[2:] or None)
+                send(then[1], o.value, o.key, at, then[2:] or None)
 
     for off, ev in enumerate(events):
         raw = ev if isinstance(ev, bytes) else dumps(ev)
         send(model, raw, orjson.loads(raw)["stream_id"].encode(), Source("features", 0, off),
-             ("explain-tasks", explain, "explanations", drift))
+             ("explain-tasks", explain, "drift-feed", drift))
     return out

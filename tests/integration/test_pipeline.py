@@ -184,7 +184,7 @@ def test_change_episodes_name_the_drifted_features_and_none_before_the_first_dri
     produce_events(s, events)
     expected = 3 * (n // s.emit_every) * len(s.features)
     collect(s, "explanations", lambda ms: len(_values(ms)) >= expected)
-    wait_for_commit(s, ["explanations"])  # the drift agent took every explanation and flushed its outputs
+    wait_for_commit(s, ["drift-feed"])  # the drift agent took every explanation and flushed its outputs
     changes = collect(s, "drift-events", lambda ms: len(ms) >= len(want_changes), timeout=30)
     episodes = collect(s, "change-episodes", lambda ms: len(ms) >= len(want_episodes), timeout=10)
     # the Kafka run equals the in-process run, change for change
@@ -221,7 +221,7 @@ def test_sigkilled_worker_resumes_without_losing_or_double_counting(bootstrap, t
     run_workers(s)
     produce_events(s, events[:300])
     collect(s, "explanations", lambda ms: any(m["seq"] >= 299 - s.emit_every for m in ms))
-    wait_for_commit(s, ["features", "explain-tasks", "explanations"])  # the first 300 events are committed
+    wait_for_commit(s, ["features", "explain-tasks", "drift-feed"])  # the first 300 events are committed
     produce_events(s, events[300:400])
     collect(s, "explanations", lambda ms: any(m["seq"] >= 330 for m in ms))
     victim = run_workers.procs[0]

@@ -97,6 +97,7 @@ def test_a_model_checkpoint_is_restored_when_only_settings_that_shape_no_state_c
 
 
 def explanations(s):
+    """The drift feed of the handlers over ``arrivals()``: what the drift handler reads."""
     return run_handlers(s, arrivals()).explanations
 
 
@@ -107,7 +108,7 @@ def test_a_drift_checkpoint_under_other_drift_settings_is_not_restored_but_rebui
     new = s.replace(drift_delta=0.2, drift_min_samples=20)
     with caplog.at_level(logging.WARNING, logger="streamxai"):
         resumed, under_new, under_old, second = restart(tmp_path, DriftHandler, s, new, explanations(s),
-                                                        "explanations", "drift-events")
+                                                        "drift-feed", "drift-events")
     assert not second.metrics.get("checkpoints_restored") and second.metrics.get("checkpoints_outdated") == 1
     assert resumed and resumed == under_new != under_old
     warned = [r.getMessage() for r in caplog.records if "not restored" in r.getMessage()]
@@ -117,7 +118,7 @@ def test_a_drift_checkpoint_under_other_drift_settings_is_not_restored_but_rebui
 def test_a_drift_checkpoint_is_restored_when_only_settings_that_shape_no_state_changed(tmp_path):
     s = delayed_settings(checkpoint_every=40)
     new = s.replace(model="river.linear_model.LogisticRegression", model_params={}, **UNSHAPING)
-    resumed, _, under_old, second = restart(tmp_path, DriftHandler, s, new, explanations(s), "explanations",
+    resumed, _, under_old, second = restart(tmp_path, DriftHandler, s, new, explanations(s), "drift-feed",
                                             "drift-events")
     assert second.metrics.get("checkpoints_restored") == 1 and not second.metrics.get("checkpoints_outdated")
     assert resumed == under_old

@@ -47,6 +47,8 @@ def explain_all(s, log, handler_for, whole=False):
     for (topic, p), msgs in sorted(log.parts.items()):
         for off, (key, value) in enumerate(msgs):
             for out in handler_for(p, off).on_message(value, key, Source(topic, p, off)):
+                if out.topic == "drift-feed":  # the same explanations again, for the drift agent
+                    continue
                 m = orjson.loads(out.value)
                 got[(m["stream_id"], m["seq"], m["explainer"], m["feature"])] = m if whole else m["value"]
     return got

@@ -121,7 +121,7 @@ def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoin
     second_e = ExplainHandler(s, history=resumed.tasks, checkpoints=store)
     second_d = DriftHandler(s, history=resumed.explanations, checkpoints=store)
     n_tasks = {p: len(v) for p, v in whole.tasks.parts.items()}
-    of_a = [off for off, (k, *_) in enumerate(whole.explanations.parts[("explanations", 0)]) if k == b"a"]
+    of_a = [off for off, (k, *_) in enumerate(whole.explanations.parts[("drift-feed", 0)]) if k == b"a"]
     drift_cut = of_a[len(of_a) // 2]  # in the middle of stream a
     run_handlers(
         s, log_again, model=lambda off: first_m if off < cut else second_m,

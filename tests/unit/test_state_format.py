@@ -54,7 +54,8 @@ def _run(h, log, offsets):
         src = Source("explain-tasks", 0, off)
         h.needs_recovery(key, src)
         for o in h.on_message(value, key, src):
-            out.setdefault(o.topic, []).append(orjson.loads(o.value))
+            if o.topic != "drift-feed":  # the same explanations again, for the drift agent
+                out.setdefault(o.topic, []).append(orjson.loads(o.value))
     return out
 
 

@@ -35,7 +35,10 @@ paged "reliance on salary grew" at z = -1.3 while its loss fell from 0.31 to 0.2
 events); a slope below zero at one-sided 2.5% (``z <= -1.96``) makes it ``learning``. The price:
 a loss that did not move is told as ``learning`` by one test or the other at most 7.5% of the
 time (measured 7.5% on flat 0-1 losses; by the cut alone 5%), so a true reliance shift at a
-flat loss goes unpaged that much more often. The kind does not change afterwards; the episode carries the loss on
+flat loss goes unpaged that much more often. Likewise the two looks (the open's, then the
+close's) tell a loss that did not move ``degradation`` more often than one: 8.5% of flat 0-1 or
+normal losses, 5.8% of a regression tree's heavy-tailed squared loss, where each look is
+conservative (``tests/benchmarks/bench_loss_kind.py``). The kind does not change afterwards; the episode carries the loss on
 either side of the cut it was decided on, and ``alert`` says whether the kind is one of
 ``alert_kinds`` -- for a ``reliance_shift``, if what the model's accuracy relies on moved (a
 change of iPFI or iSAGE): iPDP's curves alone moving at a flat loss are the model's effect

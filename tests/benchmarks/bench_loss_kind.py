@@ -1,0 +1,211 @@
+"""The kind test at a stationary loss, run on demand: ``python tests/benchmarks/bench_loss_kind.py
+[--cache DIR] [--frozen-n 4000000] [--seeds 101-120] [--skip-alert]``.
+
+1. ``bench_drift.py``'s ``learning-regression`` alert, looked at closely (``--cache``: the
+   explanation messages ``bench_drift.py --cache DIR`` kept; without it they are recorded again,
+   about two minutes): the model is run again on the same stream (its losses must equal the
+   recorded ones), and for every alerting episode it prints the loss after the cut over longer
+   after-sides than the episode opened on, against the same side before, and the tree's size
+   around the cut: a Hoeffding adaptive tree that replaces a subtree by its alternate (or prunes
+   it) shrinks, and a young subtree predicts worse for a while.
+2. How often ``loss_kind`` tells a loss that did not move as ``degradation`` or ``learning``: at
+   random cuts of a stationary Friedman stream (after-sides of 100-500 losses, the length an
+   episode opens on, disjoint; before-sides of 5,000-27,000), on a frozen regression tree
+   (``bench_drift.py``'s ``frozen-regression`` model, ``--frozen-n`` events) and on learning
+   trees (``--seeds``, 50,000 events each, cuts after 5,000; split by whether a subtree was
+   replaced within 2,000 events before the cut or in its after-side). Each direction is a
+   one-sided test at 5%; the binomial standard error of each rate is printed. For comparison the
+   same cuts under the pooled standard error alone and Welch's alone (the rule uses the larger),
+   and an episode's two looks at its loss (open, then close) on this loss and on light tails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+sys.path.insert(0, os.path.abspath(os.path.dirname(__file__)))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+
+import bench_drift as bd  # noqa: E402
+import numpy as np  # noqa: E402
+
+from pipeline.core.change.events import loss_kind  # noqa: E402
+from pipeline.core.change.test import Z90, two_sample_z  # noqa: E402
+from pipeline.core.increments import Block  # noqa: E402
+from pipeline.core.losses import get_loss  # noqa: E402
+from pipeline.core.model import ModelFunction  # noqa: E402
+from pipeline.modelspec import model_factory  # noqa: E402
+
+NEVER = (10**9, 10**9 + 1, 10**9 + 2)  # drift positions beyond the stream: stationary Friedman
+#: a subtree replaced or pruned: the tree's node count falls by more than this between two looks
+DROP = 4
+LOOK = 10  # events between two looks at the tree's size
+
+
+def run_model(model: object, events: Iterator[bd.Event], n: int, learn: bool = True) -> tuple[np.ndarray, list[int]]:
+    """Prequential squared losses of ``model`` on ``n`` events, and its node count every
+    ``LOOK`` events (learning models only)."""
+    s = bd.regression_settings()
+    fn, loss_fn = ModelFunction(model, output=s.output), get_loss(s.loss)
+    losses, nodes = np.empty(n), []
+    for i, (x, y) in zip(range(n), events, strict=False):
+        losses[i] = float(loss_fn(y, fn(x)))
+        if learn:
+            model.learn_one(x, y)
+            if i % LOOK == LOOK - 1:
+                nodes.append(model.n_nodes)
+    return losses, nodes
+
+
+def side(x: np.ndarray) -> Block:
+    mean = float(x.mean())
+    return Block(len(x), mean, float(np.square(x - mean).sum()))
+
+
+def drops(nodes: list[int]) -> list[int]:
+    """Events at which the tree shrank by more than ``DROP`` nodes."""
+    return [LOOK * (i + 1) for i in range(1, len(nodes)) if nodes[i] < nodes[i - 1] - DROP]
+
+
+# --- 1. the learning regression tree's alert ---------------------------------------------------
+def the_alert(cache: str) -> None:
+    sc = next(s for s in bd.scenarios(1.0) if s.name == "learning-regression")
+    rec = bd.recorded(sc, cache) if cache else bd.record(sc)
+    res = bd.detect(sc, rec)
+    s = sc.settings
+    losses, nodes = run_model(model_factory(s.model, s.model_params, s.model_seed)(), sc.events(), sc.n)
+    recorded = {seq: ml for _, _, seq, _, _, ml, _, _ in rec.feed if ml is not None}
+    same = all(math.isclose(side(losses[q - LOOK + 1:q + 1]).mean, b.mean, rel_tol=1e-9) for q, b in recorded.items())
+    print(f"learning-regression: the model run again reproduces the {len(recorded)} recorded loss blocks: {same}")
+    shrink = drops(nodes)
+    print(f"  the tree shrank (a subtree replaced or pruned, > {DROP} nodes) at events {shrink}")
+    print("  loss per 2,500 events (mean; the tree's nodes at the end):")
+    print("   ", ", ".join(f"{lo / 1000:g}k {losses[lo:lo + 2500].mean():.3g} ({nodes[(lo + 2500) // LOOK - 1]})"
+                         for lo in range(0, sc.n, 2500)))
+    for q, e in res.opened:
+        if not e.alert:
+            continue
+        cut, b = e.cut_seq, e.loss_before
+        print(f"  alert at {q}: {e.kind}, cut {cut}; opened on the loss {b.mean:.4g} over {b.n} events before, "
+              f"{e.loss_after.mean:.4g} over {e.loss_after.n} after (z {two_sample_z(b, e.loss_after):.2f})")
+        before = side(losses[cut - b.n:cut])
+        for k in (210, 500, 1000, 2000, 5000):
+            after = side(losses[cut:cut + k])
+            print(f"    the {k} events from the cut: loss {after.mean:.4g} ({after.mean / before.mean - 1:+.0%}), "
+                  f"z {two_sample_z(before, after):.2f}: {loss_kind(before, after, min_n=s.drift_min_samples)}")
+        near = range(max(0, cut - 2000), min(sc.n, cut + 3000), 500)
+        print("    the tree's nodes:", ", ".join(f"{p}: {nodes[p // LOOK - 1]}" for p in near))
+
+
+# --- 2. false rates at random cuts -------------------------------------------------------------
+def pooled(before: Block, after: Block, min_n: int) -> str:
+    return _kind(two_sample_z(before, after, pooled_only=True))
+
+
+def welch(before: Block, after: Block, min_n: int) -> str:
+    return _kind((after.mean - before.mean) / math.sqrt(before.var / before.n + after.var / after.n))
+
+
+def _kind(z: float) -> str:
+    return "learning" if z <= -Z90 else "degradation" if z >= Z90 else "reliance_shift"
+
+
+RULES: dict[str, Callable[[Block, Block, int], str]] = {"the rule (larger of pooled and Welch)": loss_kind,
+                                                        "pooled alone": pooled, "Welch alone": welch}
+
+
+def cuts(losses: np.ndarray, seed: int, start: int, after: tuple[int, int] = (100, 500),
+         back: tuple[int, int] = (5_000, 27_000)) -> Iterator[tuple[int, Block, Block]]:
+    """Random cuts with disjoint after-sides: (cut, before, after)."""
+    rng = np.random.default_rng(seed)
+    i = start + back[0]
+    while True:
+        k, b = int(rng.integers(after[0], after[1] + 1)), int(rng.integers(back[0], back[1] + 1))
+        if i + k > len(losses):
+            return
+        yield i, side(losses[max(start, i - b):i]), side(losses[i:i + k])
+        i += k
+
+
+def two_looks(losses: np.ndarray, seed: int, start: int) -> tuple[int, int]:
+    """An episode's two looks at one cut of a loss that did not move: at its open (after-side of
+    100-500 losses) and, if that said nothing, at its close (1,000-2,000); cuts with disjoint
+    spans. (cuts, episodes told ``degradation`` by either look)."""
+    rng = np.random.default_rng(seed)
+    i, n, told = start + 5_000, 0, 0
+    while True:
+        k, k2, b = int(rng.integers(100, 501)), int(rng.integers(1_000, 2_001)), int(rng.integers(5_000, 27_001))
+        if i + k2 > len(losses):
+            return n, told
+        before = side(losses[max(start, i - b):i])
+        first = loss_kind(before, side(losses[i:i + k]), 100)
+        last = first if first != "reliance_shift" else loss_kind(before, side(losses[i:i + k2]), 100)
+        n, told, i = n + 1, told + (last == "degradation"), i + k2
+
+
+def rates(name: str, sides: list[tuple[Block, Block]]) -> None:
+    n = len(sides)
+    for rule, decide in RULES.items():
+        kinds = [decide(b, a, 100) for b, a in sides]
+        shown = []
+        for kind in ("degradation", "learning"):
+            p = kinds.count(kind) / n if n else float("nan")
+            shown.append(f"{kind} {100 * p:.2f}% (se {100 * math.sqrt(p * (1 - p) / n) if n else float('nan'):.2f})")
+        print(f"  {name:<44} {n:6d} cuts, {rule:<38} " + ", ".join(shown))
+
+
+def false_rates(frozen_n: int, seeds: list[int]) -> None:
+    t0 = time.perf_counter()
+    frozen = bd.Frozen(bd.trained_regressor(bd.friedman_local(62, NEVER), 5000))
+    losses, _ = run_model(frozen, bd.friedman_local(12, NEVER), frozen_n, learn=False)
+    x = losses[:200_000] - losses[:200_000].mean()
+    print(f"\nfrozen regression tree, {frozen_n} events: excess kurtosis of the squared loss "
+          f"{np.mean(x ** 4) / np.mean(x ** 2) ** 2 - 3:.0f}, skewness {np.mean(x ** 3) / np.mean(x ** 2) ** 1.5:.1f}")
+    for lo, hi in ((100, 500), (100, 200), (200, 300), (400, 500), (1000, 2000)):
+        rates(f"after-sides {lo}-{hi}", [(b, a) for _, b, a in cuts(losses, 1, 0, (lo, hi))])
+    light = np.random.default_rng(3).random(frozen_n) < 0.2, np.random.default_rng(4).standard_normal(frozen_n)
+    for name, x in (("this loss", losses), ("0-1 losses (Bernoulli 0.2)", light[0].astype(float)),
+                    ("normal losses", light[1])):
+        n, told = two_looks(x, 2, 0)
+        p = told / n
+        print(f"  an episode's two looks (open 100-500, then close 1,000-2,000), {name}: {n} cuts, degradation "
+              f"{100 * p:.2f}% (se {100 * math.sqrt(p * (1 - p) / n):.2f})")
+    away, near, n_drops, worse = [], [], 0, []
+    s = bd.regression_settings()
+    for seed in seeds:
+        m = model_factory(s.model, s.model_params, s.model_seed)()
+        losses, nodes = run_model(m, bd.friedman_local(seed, NEVER), 50_000)
+        shrink = [d for d in drops(nodes) if d >= 5000]
+        n_drops += len(shrink)
+        worse += [losses[d:d + 2000].mean() / losses[d - 2000:d].mean() - 1 for d in shrink if d + 2000 <= len(losses)]
+        for i, b, a in cuts(losses, seed, 5000):
+            (near if any(i - 2000 <= d <= i + a.n for d in shrink) else away).append((b, a))
+    print(f"\nlearning regression trees (river seeds {seeds[0]}-{seeds[-1]}, 50,000 events each, from event 5,000): "
+          f"{n_drops} subtree replacements ({n_drops / len(seeds):.1f} per stream); the loss over the 2,000 events "
+          f"after one against the 2,000 before: median {np.median(worse):+.0%}, higher after {np.mean(np.array(worse) > 0):.0%} "
+          f"of them")
+    rates("away from a subtree replacement", away)
+    rates("a subtree replaced <= 2,000 before or after", near)
+    print(f"({time.perf_counter() - t0:.0f}s)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", default="", help="bench_drift.py's --cache directory (its learning-regression pass)")
+    ap.add_argument("--frozen-n", type=int, default=4_000_000, help="events of the frozen regression tree")
+    ap.add_argument("--seeds", default="101-120", help="river seeds of the learning trees' streams, FIRST-LAST")
+    ap.add_argument("--skip-alert", action="store_true", help="only the false rates (part 2)")
+    args = ap.parse_args()
+    lo, hi = (int(v) for v in args.seeds.split("-"))
+    if not args.skip_alert:
+        the_alert(args.cache)
+    false_rates(args.frozen_n, list(range(lo, hi + 1)))
+
+
+if __name__ == "__main__":
+    main()
