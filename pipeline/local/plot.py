@@ -2,7 +2,9 @@
 PNG (and optionally an HTML report), read from the topics, for reports.
 
 Like the papers' figures: one panel per explainer with every feature's importance over the
-stream (vertical lines at change events, labelled with the series that changed), the model's
+stream (a dashed line at every change event; one label per change episode, or per neighbours
+whose labels had no room apart, naming its kind, ALERT first when it pages, and the series that
+changed: :mod:`pipeline.local.markers`), the model's
 rolling loss, and the iPDP curves now (solid) and at the last change (dashed), with a
 ±stderr band where the messages carry one.
 
@@ -29,10 +31,13 @@ from schemas import StreamxaiError
 
 from ..settings import Settings
 from .dashboard.state import DashboardState
+from .markers import group_changes, label_text, place_labels
 
 __all__ = ["read_stream", "plot_view", "draw", "plot_summary", "write_html"]
 
 MODEL_LOSS_COLOR = "deepskyblue"  # no feature's colour (tab10), so never mistaken for a change marker
+LABEL_SIZE = 7  # points, of the change labels
+LABEL_PAD = 2.0  # pixels either side of a change label's text
 NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)"}
 
 
@@ -107,6 +112,7 @@ def draw(view: dict[str, Any]) -> Any:
     fig.suptitle(f"stream {view['stream_id']}: explanations over {view['last_seq'] + 1 if view['last_seq'] >= 0 else '?'} "
                  f"events, {len(view['changes'])} change event(s)")
     top = None
+    labelled: list[tuple[Any, list[dict]]] = []  # panels and their groups of changes, labelled once laid out
     for r, ex in enumerate(explainers):
         ax = fig.add_subplot(grid[r, :], sharex=top)
         top = top or ax
@@ -117,13 +123,16 @@ def draw(view: dict[str, Any]) -> Any:
                 lo = [y - (e or 0.0) for y, e in zip(ys, pts["se"], strict=True)]
                 hi = [y + (e or 0.0) for y, e in zip(ys, pts["se"], strict=True)]
                 ax.fill_between(xs, lo, hi, color=colors[f], alpha=0.2, lw=0)
-        _changes(ax, [c for c in view["changes"] if c.get("explainer") in (ex, None)], colors)
+        mine = [c for c in view["changes"] if c.get("explainer") in (ex, None)]
+        _changes(ax, mine, colors)
+        labelled.append((ax, group_changes(mine, view.get("episodes") or [])))
         _episodes(ax, view.get("episodes") or [])
         ax.set_ylabel(NAMES.get(ex, ex).split(" ")[0])
         ax.set_title(NAMES.get(ex, ex), fontsize=10, loc="left")
         ax.grid(alpha=0.3)
-        if r == 0:
-            ax.legend(ncol=min(len(features), 9), fontsize=8, loc="upper left", bbox_to_anchor=(0, 1.0))
+    if top is not None:  # in the first panel's title row: inside the panel it hid the change labels along its top
+        top.legend(ncol=min(len(features), 9), fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0),
+                   frameon=False, borderaxespad=0.1, columnspacing=1.2, handlelength=1.5)
     if has_loss:
         ax = fig.add_subplot(grid[len(explainers), :], sharex=top)
         if view["loss"]["x"]:
@@ -132,7 +141,7 @@ def draw(view: dict[str, Any]) -> Any:
         if model_loss is not None:  # on top: where the two agree, its dashes still show over the black line
             ax.plot(model_loss["x"], [math.nan if y is None else y for y in model_loss["y"]], color=MODEL_LOSS_COLOR,
                     lw=1.3, ls="--", zorder=3, label="model loss (explanations: the change test's input)")
-        _changes(ax, view["changes"], colors, labels=False)
+        _changes(ax, view["changes"], colors)
         ax.set_ylabel("loss")
         ax.set_xlabel("position (seq + labels that came later)" if view.get("labels") else "seq")
         ax.legend(fontsize=8, loc="upper right")
@@ -157,6 +166,7 @@ def draw(view: dict[str, Any]) -> Any:
         ax.grid(alpha=0.3)
         if i == 0:
             ax.legend(fontsize=7)
+    _label_changes(fig, labelled, colors)
     return fig
 
 
@@ -177,15 +187,44 @@ def _sorted(xs: list, ys: list) -> tuple[list, list]:
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-def _changes(ax: Any, changes: list[dict], colors: dict, labels: bool = True) -> None:
+def _changes(ax: Any, changes: list[dict], colors: dict) -> None:
+    """A dashed line at every change, in its series' colour (labelled by :func:`_label_changes`)."""
     for c in changes:
-        color = colors.get(c.get("feature"), "crimson")
-        ax.axvline(c["position"], color=color, ls="--", lw=1, alpha=0.8)
-        if labels:
-            before, after = c.get("before"), c.get("after")
-            text = f"{c.get('feature', '')}" + (f" {before:.2f}→{after:.2f}" if before is not None and after is not None else "")
-            ax.annotate(text, (c["position"], 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
-                        fontsize=7, color=color)
+        ax.axvline(c["position"], color=colors.get(c.get("feature"), "crimson"), ls="--", lw=1, alpha=0.8)
+
+
+def _label_changes(fig: Any, labelled: list[tuple[Any, list[dict]]], colors: dict) -> None:
+    """One label per group of changes (an episode, or neighbours whose labels had no room apart:
+    :func:`pipeline.local.markers.place_labels`), along the top of each panel. Lays the figure
+    out first, so the labels are placed in the pixels it is saved with, then keeps that layout."""
+    if not any(groups for _, groups in labelled):
+        return
+    fig.canvas.draw()  # the constrained layout fixes the panels' sizes; the labels follow them
+    fig.set_layout_engine("none")
+    renderer = fig.canvas.get_renderer()
+    probe = fig.text(0, 0, "", fontsize=LABEL_SIZE)
+
+    def width(text: str) -> float:
+        probe.set_text(text)
+        return probe.get_window_extent(renderer).width + 2 * LABEL_PAD
+
+    for ax, groups in labelled:
+        x0, _, x1, _ = ax.get_window_extent(renderer).extents
+        to_px = ax.transData.transform
+        from_px = ax.transData.inverted().transform
+        (lo, hi) = sorted(ax.get_xlim())
+        shown = [g for g in groups if lo <= g["position"] <= hi]
+        for g, left, row in place_labels(shown, lambda pos, to_px=to_px: to_px((pos, 0))[0], width, right=x1):
+            ep = g.get("episodes") or ([g["episode"]] if g.get("episode") else [])
+            features = {c.get("feature") for c in g["changes"]}
+            color = ("crimson" if any(e.get("alert") for e in ep)
+                     else colors.get(next(iter(features)), "dimgray") if len(features) == 1 else "dimgray")
+            ax.annotate(label_text(g), (from_px((max(left, x0) + LABEL_PAD, 0))[0], 1.0),
+                        xycoords=("data", "axes fraction"), xytext=(0, -2 - row * (LABEL_SIZE + 3)),
+                        textcoords="offset points", va="top",
+                        ha="left", fontsize=LABEL_SIZE, color=color, gid="change-label", annotation_clip=False,
+                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.75})
+    probe.remove()
 
 
 def _episodes(ax: Any, episodes: list[dict]) -> None:

@@ -406,3 +406,65 @@ def test_the_loss_chart_draws_the_model_loss_once_where_it_can_be_seen(tmp_path)
     finally:
         driver.quit()
         served.close()
+
+
+MARKER_LABELS = """
+const out = {};
+for (const box of document.querySelectorAll('#importance .chart-box')) {
+  const over = box.querySelector('.u-over');
+  if (!over) continue;
+  const o = over.getBoundingClientRect();
+  out[box.id] = {over: [o.left, o.top, o.right, o.bottom],
+    lines: box.querySelectorAll('.change-marker').length,
+    labels: [...box.querySelectorAll('.change-label, .change-marker span')].filter(l => l.offsetParent !== null).map(l => {
+      const r = l.getBoundingClientRect();
+      return [l.textContent, r.left, r.top, r.right, r.bottom];
+    })};
+}
+return Object.keys(out).length === 3 && Object.values(out).every(c => c.lines > 0) && out;
+"""
+
+
+def test_change_labels_on_the_charts_never_overlap_and_name_each_episode(tmp_path):
+    """Found by use: the demo's 44 change events (5 episodes; a drift moves several series within
+    a few hundred positions) were labelled one by one on the charts, on top of each other. The
+    rule, checked on the boxes the browser lays out: no two labels of a chart overlap, each lies
+    inside its chart, every change keeps its line, every episode is named by its kind (an alert
+    as such) on the charts of the explainers it moved, also in a narrow window."""
+    from helpers.crowded_changes import EPISODES, feed_crowded_changes
+
+    from pipeline.local.dashboard import DashboardState
+
+    driver = _browser()
+    state = DashboardState()
+    n = feed_crowded_changes(state)
+    served = _Served(state)
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=crowd")
+        _wait(driver, MARKER_LABELS, 30, "the importance charts with their change markers")
+        # widths from a narrow window to a wide one: labels meet at different places in each
+        for width in (1400, *range(860, 1400, 60), 900):
+            driver.set_window_size(width, 1500)
+            time.sleep(0.4)  # the charts follow the window (ResizeObserver), then redraw their markers
+            charts = _wait(driver, MARKER_LABELS, 30, "the importance charts with their change markers")
+            if width in (1400, 900):
+                driver.save_screenshot(str(tmp_path / f"marks-{width}.png"))
+                if keep := os.environ.get("STREAMXAI_SCREENSHOT_MARKS"):
+                    Path(keep).with_name(f"{Path(keep).stem}-{width}.png").write_bytes((tmp_path / f"marks-{width}.png").read_bytes())
+            assert sum(c["lines"] for c in charts.values()) == n, charts
+            for chart, c in charts.items():
+                labels = c["labels"]
+                clash = [(a[0], b[0]) for i, a in enumerate(labels) for b in labels[i + 1:]
+                         if a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]]
+                assert not clash, (width, chart, clash)
+                left, top, right, bottom = c["over"]
+                assert all(left - 1 <= lb[1] and lb[3] <= right + 1 and top - 1 <= lb[2] for lb in labels), (width, chart)
+                ex = chart.removeprefix("box-imp-")
+                said = " | ".join(lb[0] for lb in labels)
+                for _, kind, alert, changes in EPISODES:
+                    if any(e == ex for e, _, _ in changes):
+                        want = ("⚠ " if alert else "") + kind.replace("_", " ")
+                        assert want in said or "episodes" in said, (width, ex, want, said)
+    finally:
+        driver.quit()
+        served.close()

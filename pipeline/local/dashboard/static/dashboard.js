@@ -135,9 +135,101 @@ function at(seq, position) {
   return dash.view.labels && position !== null && position !== undefined ? `position ${position} (seq ${s})` : `seq ${s}`;
 }
 
+// ---- change markers: a dashed line at every change; one label per change episode (its kind, ⚠ when
+// it pages, the series or how many), neighbours whose labels would overlap sharing one. The same
+// rule as `streamxai plot` (pipeline/local/markers.py), with the widths the browser lays out.
+const LABEL_GAP = 4;  // px kept free between two labels of a row
+const LABEL_ROWS = 2;  // rows of labels along a chart's top before neighbours share a label
+const LABEL_ROW_HEIGHT = 14;  // px
+const NAMED_SERIES = 2;  // series named in a label before it says "N series"
+
+function markerGroups(changes, episodes) {
+  const spans = [];
+  for (const ep of episodes) {  // where an episode's changes lie (the seqs of a v1/v2 episode)
+    const a = ep.first_position ?? ep.first_seq, b = ep.last_position ?? ep.last_seq ?? a;
+    if (a !== null && a !== undefined) spans.push([a, b, ep]);
+  }
+  const groups = new Map();
+  changes.slice().sort((p, q) => p.position - q.position).forEach((c, i) => {
+    const hit = spans.find(([a, b]) => a <= c.position && c.position <= b);
+    const key = hit ? hit[2] : "lone " + i;
+    if (!groups.has(key)) groups.set(key, { position: c.position, changes: [], episodes: hit ? [hit[2]] : [] });
+    groups.get(key).changes.push(c);
+  });
+  return [...groups.values()].sort((p, q) => p.position - q.position);
+}
+
+const mergeGroups = (gs) => ({ position: gs[0].position, changes: gs.flatMap((g) => g.changes),
+  episodes: gs.flatMap((g) => g.episodes),
+  lone: gs.filter((g) => !g.episodes.length).reduce((n, g) => n + g.changes.length, 0) });
+
+function labelText(g) {
+  const series = [...new Set(g.changes.map((c) => String(c.feature ?? "")))];
+  const alert = g.episodes.some((e) => e.alert) ? "⚠ " : "";
+  const head = g.episodes.length > 1 ? `${alert}${g.episodes.length} episodes`
+    : g.episodes.length && g.episodes[0].kind ? alert + g.episodes[0].kind.replace("_", " ") : "";
+  // changes outside the episode(s) that share its label: not told as theirs
+  const other = head && g.lone ? ` + ${g.lone} other change${g.lone > 1 ? "s" : ""}` : "";
+  if (g.changes.length === 1 && !head) {
+    const c = g.changes[0];
+    return series[0] + (c.before !== null && c.before !== undefined && c.after !== null && c.after !== undefined
+      ? ` ${fmt(c.before, 2)}→${fmt(c.after, 2)}` : "");
+  }
+  const names = series.length <= NAMED_SERIES ? series.join(", ") : `${series.length} series`;
+  return head ? `${head}${other}: ${names}` : names;
+}
+
+// boxes [indices, left, right, row] for labels starting at xs (sorted; a label ends at `right` when
+// it would run past it), each in the first of LABEL_ROWS rows with room for it; when none has, it
+// and the label before it become one, placed where the first began
+function layoutLabels(xs, right, widthOf) {
+  const boxes = [];
+  for (let i = 0; i < xs.length; i++) {
+    let idx = [i];
+    for (;;) {
+      const w = widthOf(idx), left = Math.min(xs[idx[0]], right - w);
+      const ends = Array.from({ length: LABEL_ROWS }, (_, r) =>
+        Math.max(-Infinity, ...boxes.filter((b) => b[3] === r).map((b) => b[2])));
+      const row = ends.findIndex((end) => left >= end + LABEL_GAP);
+      if (row < 0) { idx = boxes.pop()[0].concat(idx); continue; }
+      boxes.push([idx, left, left + w, row]);
+      break;
+    }
+  }
+  return boxes;
+}
+
+function changeLabels(u, changes) {
+  const groups = markerGroups(changes, dash.view.episodes || []);
+  const make = (idx) => (idx.length === 1 ? groups[idx[0]] : mergeGroups(idx.map((i) => groups[i])));
+  const widths = new Map();
+  const probe = document.createElement("div");
+  probe.style.visibility = "hidden";
+  u.over.appendChild(probe);
+  const labelClass = (g) => "change-label" + (g.episodes.some((e) => e.alert) ? " alert" : "");
+  const widthOf = (idx) => {  // as drawn: an alert's label is bold, so wider
+    const g = make(idx), text = labelText(g), cls = labelClass(g);
+    if (!widths.has(cls + text)) { probe.className = cls; probe.textContent = text; widths.set(cls + text, probe.getBoundingClientRect().width); }
+    return widths.get(cls + text);
+  };
+  const boxes = layoutLabels(groups.map((g) => u.valToPos(g.position, "x")), u.over.clientWidth, widthOf);
+  probe.remove();
+  for (const [idx, left, , row] of boxes) {
+    const g = make(idx);
+    const label = document.createElement("div");
+    label.className = labelClass(g);
+    label.style.left = Math.max(0, left) + "px";
+    label.style.top = row * LABEL_ROW_HEIGHT + "px";
+    label.textContent = labelText(g);
+    label.title = g.changes.slice(0, 12).map((c) => `${c.explainer}/${c.feature} at ${at(c.seq, c.position)}: ` +
+      `${fmt(c.before)} → ${fmt(c.after)}`).join("\n") + (g.changes.length > 12 ? `\n… ${g.changes.length - 12} more` : "");
+    u.over.appendChild(label);
+  }
+}
+
 function changeMarkers(getChanges) {
   return (u) => {
-    u.over.querySelectorAll(".change-marker, .episode-span").forEach((m) => m.remove());
+    u.over.querySelectorAll(".change-marker, .change-label, .episode-span").forEach((m) => m.remove());
     const [lo, hi] = [u.scales.x.min, u.scales.x.max];
     for (const ep of (dash.view.episodes || [])) {  // where each new regime began .. its last change
       const a = ep.cut_position ?? ep.first_position, b = ep.last_position ?? ep.first_position;
@@ -151,8 +243,8 @@ function changeMarkers(getChanges) {
         `new regime from ${at(ep.cut_seq, ep.cut_position)}, changes up to ${at(ep.last_seq, ep.last_position)}`;
       u.over.appendChild(span);
     }
-    for (const c of getChanges()) {
-      if (c.position < lo || c.position > hi) continue;
+    const shown = getChanges().filter((c) => c.position >= lo && c.position <= hi);
+    for (const c of shown) {
       const m = document.createElement("div");
       m.className = "change-marker";
       m.style.left = u.valToPos(c.position, "x") + "px";
@@ -161,9 +253,9 @@ function changeMarkers(getChanges) {
       m.title = `${c.explainer}/${c.feature} changed at ${at(c.seq, c.position)}` +
         `: ${fmt(c.before)} → ${fmt(c.after)}` +
         (c.cut_position !== undefined && c.cut_position !== null ? ` (new regime from ${at(c.cut_seq, c.cut_position)})` : "");
-      m.innerHTML = `<span>${esc(c.feature ?? "")}</span>`;
       u.over.appendChild(m);
     }
+    changeLabels(u, shown);
   };
 }
 
