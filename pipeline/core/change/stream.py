@@ -61,6 +61,7 @@ from ..base import Component
 from ..increments import Block
 from .episodes import Episode, make_episode, ranked
 from .events import KINDS, RELIANCE, Change, Levels, loss_kind, trend_z
+from .looks import close_kind, open_kind
 from .test import Z95, SeriesTest
 from .window import SeriesWindow
 
@@ -262,14 +263,16 @@ class StreamChangeDetector(Component):
 
     def _close_kind(self, top: Change, seq: int) -> tuple[str, Block | None, Block | None]:
         """The kind of an episode whose loss had not moved when it opened, decided at its close
-        on the loss from the top change's cut up to ``seq``: the two-sample test at the cut,
+        on the loss from the top change's cut up to ``seq``: the two-sample test at the cut
+        (:func:`~pipeline.core.change.looks.close_kind`: ``degradation`` at the boundary that
+        spends the rest of the 5% the open's look began on),
         and, if that says flat, the loss's trend over the same stretch (the side before and
         after together, from the first bucket that starts at or after where the side before
         starts -- never the warm-up --, :func:`~pipeline.core.change.events.trend_z`): a loss
         that fell steadily (``z <= -1.96``, one-sided 2.5%) is the model learning, whose
         reliance moves as it learns (module docstring of :mod:`.episodes`)."""
         before, after = self._loss_at(top.cut_seq, top.cut.since)
-        kind = loss_kind(before, after, min_n=self.min_samples)
+        kind = close_kind(before, after, self._opened or None, min_n=self.min_samples)
         if kind == "reliance_shift" and before is not None and after is not None:
             z = trend_z(self._loss.span(self._loss_since(top.cut_seq, top.cut.since), seq), 2 * self.min_samples)
             if z is not None and z <= -Z95:
@@ -317,8 +320,8 @@ class StreamChangeDetector(Component):
             top = ranked(self._open)[0]
             before, after = self._loss_at(top.cut_seq, top.cut.since)  # the losses up to now
             if after is not None and after.n >= self.min_samples:  # one look, with enough losses
-                self._opened = True
-                kind = loss_kind(before, after, min_n=self.min_samples)
+                self._opened = (before.n, after.n)  # the first look's sides (its correlation with the close's)
+                kind = open_kind(before, after, min_n=self.min_samples)
                 if kind != "reliance_shift":  # the loss moved: its kind is known now
                     self._kind = (kind, before, after)
                     out.append(self._episode(seq, "open"))
