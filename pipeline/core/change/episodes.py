@@ -40,7 +40,7 @@ time (measured 7.5% on flat 0-1 losses; by the cut alone 5%), so a true reliance
 flat loss goes unpaged that much more often (more with the open's look too: the two looks' cut
 tests alone tell 7.7-8.2% of flat 0-1 or normal losses ``learning``). For ``degradation``, which
 pages, the two looks (the open's, then the close's) share one 5% (:mod:`.looks`): each at 5%,
-they told 8.5% of flat 0-1 or normal losses ``degradation``; sharing, 4.8-5.4% (± 0.4,
+they told 8.5% of flat 0-1 or normal losses ``degradation``; sharing, 4.8-5.4% (± 0.4; 2.7% of a regression tree's heavy-tailed squared loss,
 ``tests/benchmarks/bench_loss_kind.py``). The kind does not change afterwards; the episode carries the loss on
 either side of the cut it was decided on, and ``alert`` says whether the kind is one of
 ``alert_kinds`` -- for a ``reliance_shift``, if what the model's accuracy relies on moved (a
