@@ -69,6 +69,8 @@ def close_kind(before: Block | None, after: Block | None, first: tuple[int, int]
     'reliance_shift'
     >>> close_kind(before, Block(1500, 0.221, 240.0), None)          # the open never looked
     'degradation'
+    >>> close_kind(before, Block(1500, 0.225, 240.0), True)   # z 2.12 >= 1.95 (sizes unknown)
+    'degradation'
     """
     if first is None or first is False or before is None or after is None:
         return loss_kind(before, after, min_n)
