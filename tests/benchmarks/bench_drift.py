@@ -368,7 +368,7 @@ def rule(name: str) -> Iterator[None]:
         raise SystemExit(f"--rules: {name!r} is neither 'shared' nor 'each'")
     kept = change_stream.open_kind, change_stream.close_kind
     change_stream.open_kind = loss_kind
-    change_stream.close_kind = lambda before, after, first, min_n=2: loss_kind(before, after, min_n)
+    change_stream.close_kind = lambda before, after, first, end, min_n=2: loss_kind(before, after, min_n)
     try:
         yield
     finally:

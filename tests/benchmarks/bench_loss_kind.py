@@ -150,7 +150,7 @@ def two_looks(losses: np.ndarray, seed: int, start: int) -> tuple[int, int, int,
         kind = loss_kind(before, first, 100)
         kind = kind if kind != "reliance_shift" else loss_kind(before, last, 100)
         rule = open_kind(before, first, 100)
-        rule = rule if rule != "reliance_shift" else close_kind(before, last, (before.n, first.n), 100)
+        rule = rule if rule != "reliance_shift" else close_kind(before, last, (i + k, before.n, k), i + k2, 100)
         n, each, shared, learned = n + 1, each + (kind == "degradation"), shared + (rule == "degradation"), \
             learned + (rule == "learning")
         i += k2

@@ -66,7 +66,7 @@ def _two_looks(x: np.ndarray, seed: int) -> tuple[int, int]:
         before, first = _block(x[i - back:i]), _block(x[i:i + k])
         kind = open_kind(before, first, min_n=100)
         if kind == "reliance_shift":
-            kind = close_kind(before, _block(x[i:i + k2]), (before.n, first.n), min_n=100)
+            kind = close_kind(before, _block(x[i:i + k2]), (i + k, before.n, first.n), i + k2, min_n=100)
         cuts, told, i = cuts + 1, told + (kind == "degradation"), i + k2
 
 

@@ -8,8 +8,8 @@ did not move ``degradation`` by one look or the other 8.5% of the time (0-1 and 
 ``tests/benchmarks/bench_loss_kind.py``). So the two looks share one budget, as in a
 group-sequential test: the open spends ``OPEN_ALPHA`` = 2.5% (``z >= 1.96``) and the close the
 rest, at the boundary :func:`close_rise` computed for the correlation of the two looks'
-statistics -- which is known from the sides' sizes alone, as the close's side after contains the
-open's and both share the side before (:func:`correlation`). At a flat loss with normal means
+statistics -- which is known from where the two looks' sides lie alone (:func:`correlation`:
+about 0.5 when the close's side after holds five times the open's, from the same cut). At a flat loss with normal means
 the two looks together then say ``degradation`` exactly 5% of the time, whatever the sizes; the
 close's boundary lies between 1.645 (the looks the same) and 1.949 (independent), so the price
 against Bonferroni's 2.5% at each look (1.96, 1.96) is only at the open.
@@ -30,7 +30,7 @@ import numpy as np
 from ..increments import Block
 from .events import loss_kind
 
-__all__ = ["ALPHA", "OPEN_ALPHA", "Z_OPEN", "open_kind", "close_kind", "close_rise", "correlation"]
+__all__ = ["ALPHA", "OPEN_ALPHA", "Z_OPEN", "Look", "open_kind", "close_kind", "close_rise", "correlation"]
 
 #: the false ``degradation`` rate of an episode at a loss that did not move, both looks together
 ALPHA = 0.05
@@ -56,43 +56,58 @@ def open_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
     return loss_kind(before, after, min_n, rise=Z_OPEN)
 
 
-def close_kind(before: Block | None, after: Block | None, first: tuple[int, int] | bool | None,
-               min_n: int = 2) -> str:
-    """The kind at an episode's close, after an open that said neither (``first``: the sizes
-    of its sides before and after; True: it looked, sizes unknown (a checkpoint of an older
-    version), taken as independent; None: it never looked, so this look has the whole 5%).
+#: a look at the loss: ``(end, before, after)``, the number of losses taken in when it was taken
+#: (its side after ends there, its side before ends where that begins) and its sides' sizes
+Look = tuple[int, int, int]
 
-    >>> before = Block(5000, 0.20, 800.0)
-    >>> close_kind(before, Block(1500, 0.224, 240.0), (5000, 300))   # z 2.04 >= 1.88 (rho 0.495)
+
+def close_kind(before: Block | None, after: Block | None, first: Look | bool | None, end: int,
+               min_n: int = 2) -> str:
+    """The kind at an episode's close, on ``before`` and ``after`` up to the ``end``-th loss,
+    after an open that said neither. ``first``: the open's look (:data:`Look`); True: it looked,
+    where is not known (a checkpoint of the version before): Bonferroni's ``Z_OPEN``, 2.5% at
+    each look, which holds the 5% at any correlation; None: it never looked, so this look has
+    the whole 5%.
+
+    >>> before = Block(5000, 0.20, 800.0)       # the open: 5,000 before, 300 after, at loss 5,300
+    >>> close_kind(before, Block(1500, 0.224, 240.0), (5300, 5000, 300), 6500)   # z 2.04 >= 1.88
     'degradation'
-    >>> close_kind(before, Block(1500, 0.221, 240.0), (5000, 300))   # z 1.78
+    >>> close_kind(before, Block(1500, 0.221, 240.0), (5300, 5000, 300), 6500)   # z 1.78
     'reliance_shift'
-    >>> close_kind(before, Block(1500, 0.221, 240.0), None)          # the open never looked
+    >>> close_kind(before, Block(1500, 0.221, 240.0), None, 6500)   # the open never looked
     'degradation'
-    >>> close_kind(before, Block(1500, 0.225, 240.0), True)   # z 2.12 >= 1.95 (sizes unknown)
+    >>> close_kind(before, Block(1500, 0.225, 240.0), True, 6500)   # z 2.12 >= 1.96 (Bonferroni)
     'degradation'
     """
     if first is None or first is False or before is None or after is None:
         return loss_kind(before, after, min_n)
-    rho = 0.0 if first is True else correlation(first, (before.n, after.n))
-    return loss_kind(before, after, min_n, rise=close_rise(rho))
+    rise = Z_OPEN if first is True else close_rise(correlation(first, (end, before.n, after.n)))
+    return loss_kind(before, after, min_n, rise=rise)
 
 
-def correlation(first: tuple[int, int], last: tuple[int, int]) -> float:
+def correlation(first: Look, last: Look) -> float:
     """The correlation of two looks' ``z`` at a flat loss (independent losses of one variance
-    ``s^2``), from the sizes ``(before, after)`` of their sides: each side of one look contains
-    the other look's same side or lies in it, and ``Cov(mean of S, mean of T) = s^2 / |T|`` for
-    ``S`` in ``T``, so ``Cov(d1, d2) = s^2 (1 / max(a1, a2) + 1 / max(b1, b2))`` against
-    ``Var(d) = s^2 (1 / a + 1 / b)`` of each difference of means ``d``.
+    ``s^2``), from where their sides lie (:data:`Look`): ``Cov(mean of S, mean of T) = s^2 |S & T|
+    / (|S| |T|)``, so ``Cov(d1, d2)`` of the differences of means ``d = mean(after) -
+    mean(before)`` sums that over the four pairs of sides (signed), against ``Var(d) = s^2 (1 /
+    after + 1 / before)``. The sides need not nest: the loss window splits at its buckets'
+    edges, so the close's cut may lie a few losses after the open's (those losses are after
+    the cut at the open, before it at the close), and a change found later may become the
+    episode's top, with its own cut.
 
-    >>> round(correlation((10**9, 300), (10**9, 1200)), 3)   # sqrt(300 / 1200) with no side before
+    >>> round(correlation((10**9 + 300, 10**9, 300), (10**9 + 1200, 10**9, 1200)), 3)   # sqrt(300 / 1200)
     0.5
-    >>> round(correlation((5000, 300), (5000, 1500)), 3)
+    >>> round(correlation((5300, 5000, 300), (6500, 5000, 1500)), 3)    # nested: the same cut
     0.495
+    >>> round(correlation((5300, 5000, 300), (6500, 5100, 1400)), 3)    # the close's cut 100 later
+    0.338
     """
-    (b1, a1), (b2, a2) = first, last
-    cov = 1.0 / max(a1, a2) + 1.0 / max(b1, b2)
-    return min(1.0, cov / math.sqrt((1.0 / a1 + 1.0 / b1) * (1.0 / a2 + 1.0 / b2)))
+    (e1, b1, a1), (e2, b2, a2) = first, last
+    sides1 = ((e1 - a1, e1, a1, 1.0), (e1 - a1 - b1, e1 - a1, b1, -1.0))
+    sides2 = ((e2 - a2, e2, a2, 1.0), (e2 - a2 - b2, e2 - a2, b2, -1.0))
+    cov = sum(g * h * max(0, min(hi, hi2) - max(lo, lo2)) / (n * n2)
+              for lo, hi, n, g in sides1 for lo2, hi2, n2, h in sides2)
+    return max(-1.0, min(1.0, cov / math.sqrt((1.0 / a1 + 1.0 / b1) * (1.0 / a2 + 1.0 / b2))))
 
 
 def close_rise(rho: float) -> float:
@@ -100,12 +115,15 @@ def close_rise(rho: float) -> float:
     looks' statistics are standard bivariate normal with correlation ``rho``: ``P(Z1 < Z_OPEN,
     Z2 >= c) = ALPHA - OPEN_ALPHA``, so ``P(Z1 >= Z_OPEN or Z2 >= c) = ALPHA``. ``rho`` is rounded
     down to a thousandth (a lower correlation gives a higher boundary: the total stays within
-    ``ALPHA``).
+    ``ALPHA``). Below 0 (sides that overlap the other way), Bonferroni's ``Z_OPEN``: the exact
+    boundary lies between 1.949 (rho 0) and 1.96 (rho -1).
 
-    >>> round(close_rise(0.0), 3), round(close_rise(0.5), 3), round(close_rise(1.0), 3)
-    (1.949, 1.877, 1.645)
+    >>> round(close_rise(0.0), 3), round(close_rise(0.5), 3), round(close_rise(1.0), 3), round(close_rise(-0.2), 3)
+    (1.949, 1.877, 1.645, 1.96)
     """
-    return _close_rise(max(0, min(_STEPS, math.floor(rho * _STEPS + 1e-9))))
+    if rho < 0:
+        return Z_OPEN
+    return _close_rise(min(_STEPS, math.floor(rho * _STEPS + 1e-9)))
 
 
 @lru_cache(maxsize=_STEPS + 1)
