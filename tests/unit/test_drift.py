@@ -531,3 +531,27 @@ def test_the_close_look_is_told_where_the_open_looked(monkeypatch):
         assert (first, (end, before.n, after.n)) == ((3100, 3000, 100), (3360, 3040, 320))
         nested = looks.correlation((3100, 3000, 100), (3360, 3000, 360))
         assert looks.correlation(first, (end, before.n, after.n)) < nested
+
+
+def test_a_checkpoint_of_the_version_before_closes_its_open_episode_at_bonferronis_boundary(monkeypatch):
+    """A drift checkpoint written before the two looks shared one 5% kept only that the open
+    looked (``_opened`` True) and no count of losses: restored mid-episode, it closes the
+    episode, told that the open looked where is not known (Bonferroni's 1.96 holds at any
+    correlation)."""
+    from pipeline.core.change import looks
+    from pipeline.core.change import stream as change_stream
+
+    told = []
+    monkeypatch.setattr(change_stream, "close_kind",
+                        lambda b, a, first, end, min_n=2: told.append(first) or looks.close_kind(b, a, first, end, min_n))
+    levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.0, ("ipfi", "b"): 0.0 if t < 300 else 0.4}  # noqa: E731
+    loss = lambda t: Block(10, 0.2, 1.6)  # noqa: E731
+    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=300)
+    rng = random.Random(17)
+    feed(det, rng, levels, range(320), loss=loss)
+    assert det._opened and det._opened is not True  # the open looked (flat: nothing sent)
+    det._opened = True  # as the version before kept it
+    del det.__dict__["_losses"]
+    det = pickle.loads(pickle.dumps(det))
+    _, episodes = feed(det, rng, levels, range(320, 700), loss=loss)
+    assert [(e.status, e.kind) for e in episodes] == [("closed", "reliance_shift")] and told == [True]
