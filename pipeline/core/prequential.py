@@ -19,7 +19,12 @@ from .base import Component
 from .losses import get_loss
 from .model import ModelFunction
 
-__all__ = ["PrequentialModel"]
+__all__ = ["PrequentialModel", "MAX_LOSS"]
+
+#: the largest loss of one event that is learned: the loss summaries the explainers report
+#: with their values (``model_loss``: a block's mean and sum of squared deviations) square it,
+#: so a finite loss past about 1e154 overflows them; 1e100 leaves room for 1e100 such squares
+MAX_LOSS = 1e100
 
 
 class PrequentialModel(Component):
@@ -66,7 +71,8 @@ class PrequentialModel(Component):
     def score(self, y: Any, y_pred: Any) -> float:
         """The loss of the prediction ``y_pred`` against the target ``y``; ValueError if it is
         not finite (a finite but huge prediction or target: learning the event would make the
-        model's every later prediction overflow).
+        model's every later prediction overflow), or larger than :data:`MAX_LOSS` (its square
+        would overflow the loss summaries reported with the explanations).
 
         >>> from river import linear_model
         >>> m = PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared")
@@ -74,12 +80,20 @@ class PrequentialModel(Component):
         Traceback (most recent call last):
         ...
         ValueError: the model's loss is not finite (inf: the prediction 3e+200 against the target 1.0): the event is not learned; ...
+        >>> m.score(1e60, 0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: the model's loss 1e+120 (the prediction 0.0 against the target 1e+60) is too large to summarise ...
         """
         loss = float(self._loss(y, y_pred))
         if not math.isfinite(loss):
             raise ValueError(f"the model's loss is not finite ({loss}: the prediction {y_pred!r} against the target "
                              f"{y!r}): the event is not learned; its features or target are probably far outside "
                              "what the model has seen")
+        if abs(loss) > MAX_LOSS:
+            raise ValueError(f"the model's loss {loss:.3g} (the prediction {y_pred!r} against the target {y!r}) is too "
+                             f"large to summarise (more than {MAX_LOSS:g}): the event is not learned; its target or "
+                             "features are probably far outside the stream's scale (rescale them)")
         return loss
 
     def learn_one(self, x: dict[str, Any], y: Any) -> None:
