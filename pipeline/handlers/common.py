@@ -140,6 +140,11 @@ class Recovering(abc.ABC, Generic[M, S]):
         self._rebuilt: dict[bytes, _Rebuilt] = {}
         #: Kafka keys whose state fails on every message, also rebuilt from the whole history
         self._failing: dict[bytes, _Failing] = {}
+        #: Kafka keys whose state failed lately: how often, and whether it is guarded (:class:`_Guard`)
+        self._guards: dict[bytes, _Guard] = {}
+        #: per Kafka key, the messages that failed and went to the dead-letter topic, which a
+        #: rebuild of the key's state does not re-run (at most MAX_SKIPPED per key, the newest)
+        self._skipped: dict[bytes, dict[tuple[str, int | None, int | None, int], None]] = {}
         self._replay_errors = 0  # earlier messages that failed in the replays of this handler
         #: the messages of the batch being taken that were taken so far (None: not in a batch)
         self._batch: list[tuple[bytes | None, Source]] | None = None
@@ -222,7 +227,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         # rebuilt in the middle of a batch (a failure dropped the state): the history ends
         # before the batch's record, so the batch's messages taken so far are re-run too
         for item_raw, item_src in self._batch or ():
-            self._replay_one(st, item_raw, key, item_src)
+            if not self._was_dead_lettered(key, item_raw, item_src):
+                self._replay_one(st, item_raw, key, item_src)
         if key is not None:  # only once it worked: a failed rebuild is tried again off the loop
             tp = (src.topic, src.partition) if src.partition is not None else None
             self._known[key] = (self._state_key(msg), tp)
@@ -353,7 +359,10 @@ class Recovering(abc.ABC, Generic[M, S]):
             from_offset = ck_offset + 1
         else:
             st, from_offset = self._fresh(self._state_key(msg)), 0
-        rebuilt = _Rebuilt("checkpoint" if loaded is not None else "history")
+        guard = self._guards.get(key) if key is not None else None
+        rebuilt = _Rebuilt("checkpoint" if loaded is not None else "history", guard is not None and guard.dropped)
+        if guard is not None:
+            guard.dropped = False
         if key is not None:
             self._rebuilt[key] = rebuilt
         if loaded is None and self._opens(msg):
@@ -379,10 +388,26 @@ class Recovering(abc.ABC, Generic[M, S]):
                 items = self._unpack(raw, at)
             except InvalidMessage:
                 continue  # a dead letter the first time
-            n += sum(self._replay_one(st, r, key, s) for r, s in items or [(raw, at)])
+            n += sum(self._replay_one(st, r, key, s) for r, s in items or [(raw, at)]
+                     if not self._was_dead_lettered(key, r, s))
         self.metrics.inc(self.REPLAYED_METRIC, n)
         self._log_built(key, src, from_offset, read, n)
         return n
+
+    def _dead_lettered(self, key: bytes | None, raw: bytes | None, src: Source) -> None:
+        """Note that the message ``raw`` of ``key`` at ``src`` failed and went to the dead-letter
+        topic: a later rebuild of the key's state does not re-run it, so the state is the one
+        that never took it (as the failed attempt left nothing of it either)."""
+        if key is None:
+            return
+        done = self._skipped.setdefault(key, {})
+        done[_message_id(raw, src)] = None
+        if len(done) > MAX_SKIPPED:
+            del done[next(iter(done))]
+
+    def _was_dead_lettered(self, key: bytes | None, raw: bytes | None, src: Source) -> bool:
+        done = self._skipped.get(key) if key is not None else None
+        return bool(done) and _message_id(raw, src) in done  # type: ignore[operator]
 
     def _log_built(self, key: bytes | None, src: Source, from_offset: int, read: int, n: int) -> None:
         """One line on how the state of ``key`` met at ``src`` was built: restored from its
@@ -403,10 +428,12 @@ class _Rebuilt:
     replayed; ``history``: from the key's whole history), and how many earlier messages its
     replay took (``ok``) and saw fail (``failed``)."""
 
-    __slots__ = ("how", "ok", "failed")
+    __slots__ = ("how", "ok", "failed", "after_failure")
 
-    def __init__(self, how: str):
+    def __init__(self, how: str, after_failure: bool = False):
         self.how, self.ok, self.failed = how, 0, 0
+        #: rebuilt because a message failed on the state before it
+        self.after_failure = after_failure
 
 
 class _Failing:
@@ -428,6 +455,38 @@ class _Failing:
 
 #: the most messages a failing key's messages are dead-lettered between two rebuilds
 MAX_FAILING_WAIT = 1024
+#: a key's state that fails twice within this many of its messages is guarded (:class:`_Guard`)
+#: until this many of its messages pass without a failure
+GUARD_WINDOW = 1024
+#: the most failed messages per key that a rebuild of its state skips (the newest)
+MAX_SKIPPED = 4096
+
+
+def _message_id(raw: bytes | None, src: Source) -> tuple[str, int | None, int | None, int]:
+    """Where a message is, and a hash of it (the messages of one record in a batch form share the place)."""
+    return (src.topic, src.partition, src.offset, hash(raw))
+
+
+class _Guard:
+    """A key whose state failed lately. A second failure within :data:`GUARD_WINDOW` of its
+    messages guards it: each of its messages is then taken on a copy of its state, and one that
+    fails leaves the state as it was before it (the copy), without a rebuild; so messages that
+    fail again and again, between ones that work, cost a copy of the state each, never a rebuild
+    from history (which runs on the worker's event loop inside a batch, while its other
+    streams wait). Unguarded once :data:`GUARD_WINDOW` of its messages pass without a failure."""
+
+    __slots__ = ("seen", "last_failure", "failures", "on", "dropped")
+
+    def __init__(self) -> None:
+        self.seen = 0  # messages of the key taken since it first failed
+        self.last_failure = 0  # the value of seen at its last failure
+        self.failures = 0  # failures within GUARD_WINDOW of each other
+        self.on = False
+        self.dropped = False  # its state was dropped by a failure and not yet rebuilt
+
+    def quiet(self) -> bool:
+        """Whether GUARD_WINDOW messages passed since the last failure."""
+        return self.seen - self.last_failure >= GUARD_WINDOW
 
 
 class StateError(Exception):
@@ -506,14 +565,25 @@ class MessageHandler(Recovering[M, S]):
         if self._is_duplicate(msg, st):
             self.metrics.inc(self._duplicate_metric(msg))
             return []
+        guard = self._guards.get(key) if key is not None else None
+        if guard is not None:
+            guard.seen += 1
+        before = copy.deepcopy(st) if guard is not None and guard.on else None
         try:
             outs = self._process(msg, st, raw, key, src)
         except Rejected as r:
             outs = [r.out]
         except Exception as e:  # a model or explainer that raises, or a state that does not fit this code
+            if before is not None:
+                return self._rolled_back(msg, raw, key, src, e, st, before)
             return self._failed(msg, raw, key, src, e)
         else:
             self._checkpoint_if_due(key, st, src)
+        if guard is not None and guard.quiet():
+            del self._guards[key]  # type: ignore[arg-type]
+            if guard.on:
+                log.info("%s state %s: %d messages without a failure, no longer guarded", self.STAGE, key,
+                         GUARD_WINDOW)
         if key is not None:
             self._rebuilt.pop(key, None)
             if self._failing.pop(key, None) is not None:
@@ -536,15 +606,54 @@ class MessageHandler(Recovering[M, S]):
             with _STORE_LOCK:
                 self.checkpoints.discard(self.STAGE, key, f"the state restored from it failed ({why})")
             return self._take(msg, raw, key, src)
-        if rebuilt is not None and key is not None and rebuilt.failed and not rebuilt.ok:
+        self._dead_lettered(key, raw, src)
+        if key is not None:
+            self._strike(key, why)
+        if rebuilt is not None and key is not None and (rebuilt.after_failure or (rebuilt.failed and not rebuilt.ok)):
             failing = self._failing.get(key)
             if failing is None:
                 failing = self._failing[key] = _Failing(why)
-                log.error("%s state %s fails on every message, also rebuilt from its whole history (%s): its "
+                log.error("%s state %s fails on every message, also rebuilt from its history (%s): its "
                           "messages go to the dead-letter topic (reason state_error) and it is rebuilt again after "
                           "1, 2, 4, ... more of them; fix the cause and restart the worker", self.STAGE, key, why)
             failing.failed_again(why)
         return [self._dead_letter(raw, key, err, src, f"{self.STAGE}_error")]
+
+    def _strike(self, key: bytes, why: str) -> None:
+        """A failure dropped the state of ``key``: the second within GUARD_WINDOW of its messages
+        guards it (:class:`_Guard`; one WARNING line, metric ``states_guarded``)."""
+        guard = self._guards.get(key)
+        if guard is None:
+            guard = self._guards[key] = _Guard()
+        guard.failures = 1 if guard.quiet() else guard.failures + 1
+        guard.last_failure, guard.dropped = guard.seen, True
+        if guard.failures >= 2 and not guard.on:
+            guard.on = True
+            self.metrics.inc("states_guarded")
+            log.warning("%s state %s failed %d times within %d of its messages (last: %s): each of its messages is "
+                        "now taken on a copy of its state and one that fails is dead-lettered without a rebuild, "
+                        "until %d of its messages pass without a failure", self.STAGE, key, guard.failures,
+                        GUARD_WINDOW, why, GUARD_WINDOW)
+
+    def _rolled_back(self, msg: M, raw: bytes | None, key: bytes | None, src: Source, err: Exception,
+                     failed: S, before: S) -> list[Out]:
+        """``msg`` raised on the guarded state ``failed``: the state goes back to ``before`` (its
+        copy from before the message), the message becomes a dead letter, nothing is rebuilt."""
+        self.states[self._state_key(msg)] = before
+        self._replaced(failed, before)
+        if key is not None:
+            if key in self._unsaved:
+                self._unsaved[key] = (before, self._unsaved[key][1])
+            guard = self._guards[key]
+            guard.failures, guard.last_failure = guard.failures + 1, guard.seen
+        if self._batch_state is not None and self._batch_state[1] is failed:
+            self._batch_state = (self._batch_state[0], before, self._batch_state[2])
+        self._dead_lettered(key, raw, src)
+        self.metrics.inc("failures_rolled_back")
+        return [self._dead_letter(raw, key, err, src, f"{self.STAGE}_error")]
+
+    def _replaced(self, old: S, new: S) -> None:
+        """A state was put back to its copy ``new`` in place of ``old`` (by default nothing to do)."""
 
     def _arrived(self) -> None:
         """Count a message before it is parsed (by default nothing)."""

@@ -11,11 +11,14 @@ and a label like it every ten events rebuilt the group every ten tasks."""
 
 from __future__ import annotations
 
+import logging
 import random
 
+import orjson
 from helpers.arrivals import Run, record_arrivals, run_handlers
 from helpers.partition_log import PartitionLog
 
+from pipeline.core.stream import StreamExplainer
 from pipeline.handlers import ExplainHandler, ModelHandler
 from pipeline.reference import run_in_process
 from pipeline.settings import Settings
@@ -46,13 +49,13 @@ def _events(n: int, bad: dict[int, dict], streams=("s", "t")) -> list[FeatureEve
     return out
 
 
-def _run(s: Settings, events: list[FeatureEvent]):
+def _run(s: Settings, events: list[FeatureEvent], reference: bool = True):
     log, run = PartitionLog(), Run()
     recorded = record_arrivals(log, events)
     model = ModelHandler(s, history=log)  # rebuilds replay the handler's own history, as a worker's do
     explain = ExplainHandler(s, history=run.tasks)
     run_handlers(s, log, model=lambda off: model, explain=lambda p, off: explain, run=run)
-    return run, model, explain, run_in_process(s, recorded, changes=False)
+    return run, model, explain, run_in_process(s, recorded, changes=False) if reference else None
 
 
 def test_a_label_far_outside_the_streams_scale_is_one_dead_letter_and_rebuilds_nothing():
@@ -66,3 +69,94 @@ def test_a_label_far_outside_the_streams_scale_is_one_dead_letter_and_rebuilds_n
     assert explain.metrics.get("replayed_tasks") == 0 and model.metrics.get("replayed_events") == 0
     assert ref.predictions == run.predictions()
     assert ref.explanations == run.explanation_values()
+
+
+
+# --- the mechanism: whatever the input, a key's state is not rebuilt message after message -----
+# The explainers fail here through a stand-in (no input is known to make them fail any more):
+# StreamExplainer.step raises after it changed the group's state, when it builds values
+# (build=True: a first run; a replay passes build=False and works), as the overflowing
+# loss summary above did.
+
+def _failing_after(monkeypatch, fails) -> None:
+    real = StreamExplainer.step
+
+    def step(self, kind, x, y=None, explain=True, loss=None, build=True):
+        values = real(self, kind, x, y, explain=explain, loss=loss, build=build)
+        if build and fails(self, x):
+            raise RuntimeError(f"the stand-in failure at a={x['a']}")
+        return values
+
+    monkeypatch.setattr(StreamExplainer, "step", step)
+
+
+def _without(tasks: PartitionLog, a: float) -> PartitionLog:
+    """The explain tasks of ``tasks`` but those of the events whose feature a is ``a``."""
+    out = PartitionLog()
+    for (topic, p), items in tasks.parts.items():
+        for key, value, ts, headers in items:
+            if orjson.loads(value)["x"]["a"] != a:
+                out.append(topic, p, key, value, headers=headers, timestamp=ts)
+    return out
+
+
+def _explanations(s: Settings, tasks: PartitionLog) -> dict:
+    run = Run()
+    h = ExplainHandler(s)
+    for (topic, p), items in sorted(tasks.parts.items()):
+        for off, (key, value, _, _) in enumerate(items):
+            for o in h.on_message(value, key, tasks.source(topic, p, off)):
+                if o.topic == "explanations":
+                    run.add(o.topic, o.value)
+    return run.explanation_values()
+
+
+def test_messages_that_fail_again_and_again_cost_no_rebuild_each_and_leave_the_state_without_them(
+        monkeypatch, caplog):
+    bad = {q: {"a": 13.0} for q in range(50, 200, 5)}  # 30 events of stream s the explainers fail on
+    s = _settings()
+    _failing_after(monkeypatch, lambda se, x: x["a"] == 13.0)
+    with caplog.at_level(logging.WARNING, logger="streamxai"):
+        run, model, explain, _ = _run(s, _events(200, bad), reference=False)
+    dead = run.of("dead-letters")
+    assert [d["reason"] for d in dead] == ["explain_error"] * 30 and "stand-in" in dead[0]["error"], dead[:2]
+    assert {orjson.loads(__import__("base64").b64decode(d["original"]))["x"]["a"] for d in dead} == {13.0}
+    # was 30 rebuilds, one per failed task (each replaying the partition's tasks so far)
+    assert explain.metrics.get("replayed_tasks") <= 2 * 200, explain.metrics.get("replayed_tasks")
+    assert explain.metrics.get("failures_rolled_back") == 28
+    assert sum("failed 2 times" in r.getMessage() for r in caplog.records) == 1  # one line says so
+    monkeypatch.undo()
+    # stream t as if s had no such events, s as if its explainers had never taken them
+    assert run.explanation_values() == _explanations(s, _without(run.tasks, 13.0))
+
+
+def test_a_state_that_a_message_poisoned_is_not_rebuilt_for_every_later_message(monkeypatch, caplog):
+    # the event a = 13 works, but changes the group so that its every later step fails, and a
+    # replay (which builds no values) works: each later task dropped the group, the next rebuilt it
+    # from its history, poisoned again, and failed: a rebuild per message
+    real = StreamExplainer.step
+
+    def step(self, kind, x, y=None, explain=True, loss=None, build=True):
+        values = real(self, kind, x, y, explain=explain, loss=loss, build=build)
+        if x["a"] == 13.0:
+            self.poisoned = True
+        elif build and getattr(self, "poisoned", False):
+            raise RuntimeError("the stand-in failure of a poisoned state")
+        return values
+
+    monkeypatch.setattr(StreamExplainer, "step", step)
+    s = _settings()
+    with caplog.at_level(logging.WARNING, logger="streamxai"):
+        run, model, explain, _ = _run(s, _events(200, {50: {"a": 13.0}}), reference=False)
+    dead = run.of("dead-letters")
+    assert len(dead) == 149 and {d["reason"] for d in dead} == {"explain_error", "state_error"}, dead[:2]
+    assert explain.metrics.get("replayed_tasks") <= 2 * 200, explain.metrics.get("replayed_tasks")  # was 149 rebuilds
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "fails on every message" in errors[0], errors
+    monkeypatch.undo()
+    t_only = PartitionLog()
+    for key, value, ts, headers in run.tasks.parts[("explain-tasks", 0)]:
+        if key.startswith(b"t/"):
+            t_only.append("explain-tasks", 0, key, value, headers=headers, timestamp=ts)
+    got = {k: v for k, v in run.explanation_values().items() if k[0] == "t"}
+    assert got and got == _explanations(s, t_only)  # the other stream as if s had not been there
