@@ -160,3 +160,49 @@ def test_a_state_that_a_message_poisoned_is_not_rebuilt_for_every_later_message(
             t_only.append("explain-tasks", 0, key, value, headers=headers, timestamp=ts)
     got = {k: v for k, v in run.explanation_values().items() if k[0] == "t"}
     assert got and got == _explanations(s, t_only)  # the other stream as if s had not been there
+
+
+# --- explain tasks: the explain-tasks topic is written by the model stage, but whatever is on
+# it (another writer, a bug, an older version) must not reach an explainer unchecked ---------
+_CRAFTED = {
+    "a feature missing": (lambda t: t["x"].pop("a"), "features"),
+    "a feature extra": (lambda t: t["x"].update(zz=1.0), "features"),
+    "a feature null": (lambda t: t["x"].update(a=None), "bad_value"),
+    "a feature a string": (lambda t: t["x"].update(a="abc"), "bad_value"),
+    "a feature a list": (lambda t: t["x"].update(a=[1, 2]), "bad_value"),
+    "a label not a number": (lambda t: t.update(y="abc"), "bad_value"),
+    "a learn step without label": (lambda t: t.update(y=None), "schema"),
+    "sent_at not a number": (lambda t: t.update(sent_at="x"), "schema"),
+    "explain not a boolean": (lambda t: t.update(explain="no"), "schema"),
+    "a loss too large": (lambda t: t.update(loss=1e300), "schema"),
+    "another stream's task": (lambda t: t.update(stream_id="t"), "schema"),
+}
+
+
+def test_an_explain_task_the_model_stage_could_not_have_sent_is_one_dead_letter_before_any_state():
+    s = _settings()
+    run, _, _, _ = _run(s, _events(120, {}), reference=False)
+    clean = _explanations(s, run.tasks)
+    for name, (mutate, reason) in _CRAFTED.items():
+        tasks = PartitionLog()  # each task of s/0 from seq 50 on followed by a crafted one at the next position
+        n = 0
+        for key, value, ts, headers in run.tasks.parts[("explain-tasks", 0)]:
+            tasks.append("explain-tasks", 0, key, value, headers=headers, timestamp=ts)
+            t = orjson.loads(value)
+            if key == b"s/0" and t["seq"] >= 50 and t["seq"] % 5 == 0:
+                t["position"] += 1
+                mutate(t)
+                tasks.append("explain-tasks", 0, key, orjson.dumps(t), headers=headers, timestamp=ts)
+                n += 1
+        h = ExplainHandler(s, history=tasks)
+        out = Run()
+        for off, (key, value, _, _) in enumerate(tasks.parts[("explain-tasks", 0)]):
+            src = tasks.source("explain-tasks", 0, off)
+            h.needs_recovery(key, src)
+            for o in h.on_message(value, key, src):
+                if o.topic != "drift-feed":
+                    out.add(o.topic, o.value)
+        dead = out.of("dead-letters")
+        assert [(d["stage"], d["reason"]) for d in dead] == [("explain", reason)] * n, (name, dead[:1])
+        assert h.metrics.get("replayed_tasks") == 0, name
+        assert out.explanation_values() == clean, name  # as if they had not been sent
