@@ -17,6 +17,7 @@ from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 from ..metrics import Metrics
 from ..settings import Settings
 from .dead_letter_log import DeadLetterLog
+from .failures import GUARD_WINDOW, MAX_SKIPPED, Failing, Guard, Rebuilt, StateError, message_id
 from .history_cache import HistoryCache, records_of
 from .out import Out
 from .protocols import CheckpointStore, History, ScanningHistory
@@ -137,11 +138,11 @@ class Recovering(abc.ABC, Generic[M, S]):
         #: Kafka keys whose state changed since its last checkpoint: the state and its last message
         self._unsaved: dict[bytes, tuple[Any, Source]] = {}
         #: Kafka keys whose state was just rebuilt and has not yet taken a message: how it was built
-        self._rebuilt: dict[bytes, _Rebuilt] = {}
+        self._rebuilt: dict[bytes, Rebuilt] = {}
         #: Kafka keys whose state fails on every message, also rebuilt from the whole history
-        self._failing: dict[bytes, _Failing] = {}
-        #: Kafka keys whose state failed lately: how often, and whether it is guarded (:class:`_Guard`)
-        self._guards: dict[bytes, _Guard] = {}
+        self._failing: dict[bytes, Failing] = {}
+        #: Kafka keys whose state failed lately: how often, and whether it is guarded (:class:`Guard`)
+        self._guards: dict[bytes, Guard] = {}
         #: per Kafka key, the messages that failed and went to the dead-letter topic, which a
         #: rebuild of the key's state does not re-run (at most MAX_SKIPPED per key, the newest)
         self._skipped: dict[bytes, dict[tuple[str, int | None, int | None, int], None]] = {}
@@ -360,7 +361,7 @@ class Recovering(abc.ABC, Generic[M, S]):
         else:
             st, from_offset = self._fresh(self._state_key(msg)), 0
         guard = self._guards.get(key) if key is not None else None
-        rebuilt = _Rebuilt("checkpoint" if loaded is not None else "history", guard is not None and guard.dropped)
+        rebuilt = Rebuilt("checkpoint" if loaded is not None else "history", guard is not None and guard.dropped)
         if guard is not None:
             guard.dropped = False
         if key is not None:
@@ -401,13 +402,13 @@ class Recovering(abc.ABC, Generic[M, S]):
         if key is None:
             return
         done = self._skipped.setdefault(key, {})
-        done[_message_id(raw, src)] = None
+        done[message_id(raw, src)] = None
         if len(done) > MAX_SKIPPED:
             del done[next(iter(done))]
 
     def _was_dead_lettered(self, key: bytes | None, raw: bytes | None, src: Source) -> bool:
         done = self._skipped.get(key) if key is not None else None
-        return bool(done) and _message_id(raw, src) in done  # type: ignore[operator]
+        return bool(done) and message_id(raw, src) in done  # type: ignore[operator]
 
     def _log_built(self, key: bytes | None, src: Source, from_offset: int, read: int, n: int) -> None:
         """One line on how the state of ``key`` met at ``src`` was built: restored from its
@@ -421,76 +422,6 @@ class Recovering(abc.ABC, Generic[M, S]):
             log.info("opened a new %s state for stream %s (its first message is %s)", self.STAGE, name, src)
         else:
             log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, name, n, src)
-
-
-class _Rebuilt:
-    """How a key's state was just rebuilt (``checkpoint``: restored, then the messages after it
-    replayed; ``history``: from the key's whole history), and how many earlier messages its
-    replay took (``ok``) and saw fail (``failed``)."""
-
-    __slots__ = ("how", "ok", "failed", "after_failure")
-
-    def __init__(self, how: str, after_failure: bool = False):
-        self.how, self.ok, self.failed = how, 0, 0
-        #: rebuilt because a message failed on the state before it
-        self.after_failure = after_failure
-
-
-class _Failing:
-    """A key whose state fails on every message, also rebuilt from its whole history: its
-    messages go to the dead-letter topic, and it is rebuilt again after ``wait`` more of them
-    (1, 2, 4, ... up to :data:`MAX_FAILING_WAIT`), so a state that cannot work costs a few
-    replays, not one per message, and one that can (a model that recovers) comes back."""
-
-    __slots__ = ("strikes", "wait", "error")
-
-    def __init__(self, error: str):
-        self.strikes, self.wait, self.error = 0, 0, error
-
-    def failed_again(self, error: str) -> None:
-        self.strikes += 1
-        self.wait = min(2 ** self.strikes, MAX_FAILING_WAIT)
-        self.error = error
-
-
-#: the most messages a failing key's messages are dead-lettered between two rebuilds
-MAX_FAILING_WAIT = 1024
-#: a key's state that fails twice within this many of its messages is guarded (:class:`_Guard`)
-#: until this many of its messages pass without a failure
-GUARD_WINDOW = 1024
-#: the most failed messages per key that a rebuild of its state skips (the newest)
-MAX_SKIPPED = 4096
-
-
-def _message_id(raw: bytes | None, src: Source) -> tuple[str, int | None, int | None, int]:
-    """Where a message is, and a hash of it (the messages of one record in a batch form share the place)."""
-    return (src.topic, src.partition, src.offset, hash(raw))
-
-
-class _Guard:
-    """A key whose state failed lately. A second failure within :data:`GUARD_WINDOW` of its
-    messages guards it: each of its messages is then taken on a copy of its state, and one that
-    fails leaves the state as it was before it (the copy), without a rebuild; so messages that
-    fail again and again, between ones that work, cost a copy of the state each, never a rebuild
-    from history (which runs on the worker's event loop inside a batch, while its other
-    streams wait). Unguarded once :data:`GUARD_WINDOW` of its messages pass without a failure."""
-
-    __slots__ = ("seen", "last_failure", "failures", "on", "dropped")
-
-    def __init__(self) -> None:
-        self.seen = 0  # messages of the key taken since it first failed
-        self.last_failure = 0  # the value of seen at its last failure
-        self.failures = 0  # failures within GUARD_WINDOW of each other
-        self.on = False
-        self.dropped = False  # its state was dropped by a failure and not yet rebuilt
-
-    def quiet(self) -> bool:
-        """Whether GUARD_WINDOW messages passed since the last failure."""
-        return self.seen - self.last_failure >= GUARD_WINDOW
-
-
-class StateError(Exception):
-    """A message not processed because its key's state fails on every message (the error it raised)."""
 
 
 class Rejected(Exception):
@@ -596,7 +527,7 @@ class MessageHandler(Recovering[M, S]):
         from a checkpoint that fails is rebuilt from the key's whole history at once and the
         message tried again (the checkpoint may hold an older version's state), its checkpoints
         set aside; a state that fails on every message, also rebuilt from the whole history, is
-        not rebuilt for every message (:class:`_Failing`)."""
+        not rebuilt for every message (:class:`Failing`)."""
         why = f"{type(err).__name__}: {str(err)[:300]}"
         self._forget(key, self._state_key(msg))
         rebuilt = self._rebuilt.pop(key, None) if key is not None else None
@@ -612,7 +543,7 @@ class MessageHandler(Recovering[M, S]):
         if rebuilt is not None and key is not None and (rebuilt.after_failure or (rebuilt.failed and not rebuilt.ok)):
             failing = self._failing.get(key)
             if failing is None:
-                failing = self._failing[key] = _Failing(why)
+                failing = self._failing[key] = Failing(why)
                 log.error("%s state %s fails on every message, also rebuilt from its history (%s): its "
                           "messages go to the dead-letter topic (reason state_error) and it is rebuilt again after "
                           "1, 2, 4, ... more of them; fix the cause and restart the worker", self.STAGE, key, why)
@@ -621,10 +552,10 @@ class MessageHandler(Recovering[M, S]):
 
     def _strike(self, key: bytes, why: str) -> None:
         """A failure dropped the state of ``key``: the second within GUARD_WINDOW of its messages
-        guards it (:class:`_Guard`; one WARNING line, metric ``states_guarded``)."""
+        guards it (:class:`Guard`; one WARNING line, metric ``states_guarded``)."""
         guard = self._guards.get(key)
         if guard is None:
-            guard = self._guards[key] = _Guard()
+            guard = self._guards[key] = Guard()
         guard.failures = 1 if guard.quiet() else guard.failures + 1
         guard.last_failure, guard.dropped = guard.seen, True
         if guard.failures >= 2 and not guard.on:
