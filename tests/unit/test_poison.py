@@ -15,14 +15,15 @@ import logging
 import random
 
 import orjson
-from helpers.arrivals import Run, record_arrivals, run_handlers
+import pytest
+from helpers.arrivals import Run, batched, record_arrivals, run_handlers
 from helpers.partition_log import PartitionLog
 
 from pipeline.core.stream import StreamExplainer
 from pipeline.handlers import ExplainHandler, ModelHandler
 from pipeline.reference import run_in_process
 from pipeline.settings import Settings
-from schemas import FeatureEvent
+from schemas import FeatureEvent, Source, unpack_tasks
 
 
 def _settings(**over) -> Settings:
@@ -49,9 +50,11 @@ def _events(n: int, bad: dict[int, dict], streams=("s", "t")) -> list[FeatureEve
     return out
 
 
-def _run(s: Settings, events: list[FeatureEvent], reference: bool = True):
+def _run(s: Settings, events: list[FeatureEvent], reference: bool = True, window: int | None = None):
     log, run = PartitionLog(), Run()
     recorded = record_arrivals(log, events)
+    if window is not None:
+        log = batched(log, window)  # as the intake agent records them, in batches of each stream's arrivals
     model = ModelHandler(s, history=log)  # rebuilds replay the handler's own history, as a worker's do
     explain = ExplainHandler(s, history=run.tasks)
     run_handlers(s, log, model=lambda off: model, explain=lambda p, off: explain, run=run)
@@ -91,12 +94,13 @@ def _failing_after(monkeypatch, fails) -> None:
 
 
 def _without(tasks: PartitionLog, a: float) -> PartitionLog:
-    """The explain tasks of ``tasks`` but those of the events whose feature a is ``a``."""
+    """The explain tasks of ``tasks`` (one a record) but those of the events whose feature a is ``a``."""
     out = PartitionLog()
     for (topic, p), items in tasks.parts.items():
         for key, value, ts, headers in items:
-            if orjson.loads(value)["x"]["a"] != a:
-                out.append(topic, p, key, value, headers=headers, timestamp=ts)
+            for task in unpack_tasks(value, Source(topic, headers=headers)) or [value]:
+                if orjson.loads(task)["x"]["a"] != a:
+                    out.append(topic, p, key, task, timestamp=ts)
     return out
 
 
@@ -111,13 +115,14 @@ def _explanations(s: Settings, tasks: PartitionLog) -> dict:
     return run.explanation_values()
 
 
+@pytest.mark.parametrize("window", [None, 8], ids=["one_a_record", "intake_batches"])
 def test_messages_that_fail_again_and_again_cost_no_rebuild_each_and_leave_the_state_without_them(
-        monkeypatch, caplog):
+        monkeypatch, caplog, window):
     bad = {q: {"a": 13.0} for q in range(50, 200, 5)}  # 30 events of stream s the explainers fail on
     s = _settings()
     _failing_after(monkeypatch, lambda se, x: x["a"] == 13.0)
     with caplog.at_level(logging.WARNING, logger="streamxai"):
-        run, model, explain, _ = _run(s, _events(200, bad), reference=False)
+        run, model, explain, _ = _run(s, _events(200, bad), reference=False, window=window)
     dead = run.of("dead-letters")
     assert [d["reason"] for d in dead] == ["explain_error"] * 30 and "stand-in" in dead[0]["error"], dead[:2]
     assert {orjson.loads(__import__("base64").b64decode(d["original"]))["x"]["a"] for d in dead} == {13.0}
