@@ -7,6 +7,7 @@ import abc
 import copy
 import hashlib
 import logging
+import pickle
 import threading
 import time
 from collections.abc import Hashable
@@ -499,7 +500,9 @@ class MessageHandler(Recovering[M, S]):
         guard = self._guards.get(key) if key is not None else None
         if guard is not None:
             guard.seen += 1
-        before = copy.deepcopy(st) if guard is not None and guard.on else None
+        # a copy as a checkpoint makes it (pickled and read back: 2.5 times quicker than deepcopy,
+        # bench_poison.py), so that a failure can put the state back
+        before = pickle.loads(pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) if guard is not None and guard.on else None
         try:
             outs = self._process(msg, st, raw, key, src)
         except Rejected as r:
