@@ -580,6 +580,9 @@ class MessageHandler(Recovering[M, S]):
                 self._unsaved[key] = (before, self._unsaved[key][1])
             guard = self._guards[key]
             guard.failures, guard.last_failure = guard.failures + 1, guard.seen
+            failing = self._failing.get(key)
+            if failing is not None:  # it fails on every message: its next ones are not tried (backoff)
+                failing.failed_again(f"{type(err).__name__}: {str(err)[:300]}")
         if self._batch_state is not None and self._batch_state[1] is failed:
             self._batch_state = (self._batch_state[0], before, self._batch_state[2])
         self._dead_lettered(key, raw, src)
