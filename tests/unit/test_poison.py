@@ -240,3 +240,35 @@ def test_the_model_stage_failing_after_its_join_took_an_event_leaves_the_stream_
     clean = run_in_process(s, record_arrivals(PartitionLog(), [e for e in events if e.x["a"] != 13.0]), changes=False)
     assert run.predictions() == clean.predictions
     assert model._waiting == sum(j.waiting for j in clean.joins.values()) == 4  # the gauge labels_pending
+
+
+def test_a_drift_feed_record_of_one_stream_carrying_anothers_explanation_is_a_dead_letter():
+    # it was folded into the other stream's change test (or opened a state for it under this key)
+    from pipeline.handlers import DriftHandler
+    from schemas import pack_feed, unpack_feed
+
+    s = _settings(drift_warmup=0, drift_min_samples=10, emit_every=5)
+    run, _, _, _ = _run(s, _events(200, {}), reference=False)
+    feed = run.explanations.parts[("drift-feed", 0)]
+
+    def drift(records):
+        h, out = DriftHandler(s), Run()
+        for off, (key, value, _, headers) in enumerate(records):
+            for o in h.on_message(value, key, Source("drift-feed", 0, off, headers=headers)):
+                out.add(o.topic, o.value)
+        return h, out
+
+    crafted, n = [], 0
+    for i, (key, value, ts, headers) in enumerate(feed):
+        crafted.append((key, value, ts, headers))
+        docs = [orjson.loads(d) for d in unpack_feed(value, Source("drift-feed", 0, i, headers=headers))]
+        if key == b"s" and i % 3 == 0 and docs[0]["explainer"] == "ipfi":
+            d = dict(docs[0], stream_id="t", position=docs[0]["position"] + 1, value=50.0)
+            crafted += [(b"s", v, ts, h) for v, h in pack_feed([orjson.dumps(d)])]
+            n += 1
+    clean_h, clean = drift(feed)
+    h, out = drift(crafted)
+    assert n > 5 and [(d["stage"], d["reason"]) for d in out.of("dead-letters")] == [("drift", "schema")] * n
+    assert "is not the stream_id" in out.of("dead-letters")[0]["error"]
+    assert h.metrics.get("explanations_monitored") == clean_h.metrics.get("explanations_monitored")
+    assert out.changes() == clean.changes()
