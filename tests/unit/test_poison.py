@@ -7,7 +7,15 @@ Found by acting as an attacker: a label far outside the stream's scale (y = 1e10
 regression) has a finite loss (1e200), but its square overflows in the loss summaries the
 explainers report with their values (``model_loss.m2``): each such label made the next
 report of its explainer group fail to serialise, the group was rebuilt from its history,
-and a label like it every ten events rebuilt the group every ten tasks."""
+and a label like it every ten events rebuilt the group every ten tasks. Also: explain tasks
+that the model stage could not have sent (a feature missing, null or a string, another stream's
+task) reached the explainers, and a drift-feed record keyed by one stream changed another's
+change test. Feature events (NaN, inf, huge and tiny numbers, integers past 64 bits, unknown
+categories, features missing or extra) and label events (huge, mistyped, duplicate, unknown or
+expired seqs, mis-keyed) were tried too: each is one dead letter of the model stage, nothing
+rebuilt. Then the mechanism, whatever the input (stand-in failures): a rebuild skips the
+messages that failed, a state poisoned by a message that worked backs off, and a key that
+fails twice within 1,024 of its messages is guarded (a failure rolled back, no rebuild)."""
 
 from __future__ import annotations
 
