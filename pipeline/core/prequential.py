@@ -72,7 +72,10 @@ class PrequentialModel(Component):
         """The loss of the prediction ``y_pred`` against the target ``y``; ValueError if it is
         not finite (a finite but huge prediction or target: learning the event would make the
         model's every later prediction overflow), or larger than :data:`MAX_LOSS` (its square
-        would overflow the loss summaries reported with the explanations).
+        would overflow the loss summaries reported with the explanations), or, for class labels,
+        a label that cannot be ordered with the class the model predicted (a string among numbers
+        or booleans: models that sort their classes, such as river's trees, would fail on every
+        later event once they learned it).
 
         >>> from river import linear_model
         >>> m = PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared")
@@ -85,6 +88,10 @@ class PrequentialModel(Component):
         ...
         ValueError: the model's loss 1e+120 (the prediction 0.0 against the target 1e+60) is too large to summarise ...
         """
+        if self.output == "label" and y_pred is not None and not _comparable(y, y_pred):
+            raise ValueError(f"the label {y!r:.100} ({type(y).__name__}) cannot be compared with the stream's classes "
+                             f"(the model predicted {y_pred!r:.100}, {type(y_pred).__name__}): the event is not learned; "
+                             "send every label of a stream as the same type (all strings, or all numbers and booleans)")
         loss = float(self._loss(y, y_pred))
         if not math.isfinite(loss):
             raise ValueError(f"the model's loss is not finite ({loss}: the prediction {y_pred!r} against the target "
@@ -100,3 +107,13 @@ class PrequentialModel(Component):
         """Learn ``(x, y)``: the model's version grows by one."""
         self._learner.learn_one(x, y)
         self.version += 1
+
+
+def _comparable(a: Any, b: Any) -> bool:
+    """Whether two class labels can be ordered with each other as far as the labels a stream
+    may carry go (strings, integers, booleans): not a string and a non-string.
+
+    >>> _comparable(True, 3), _comparable("a", "b"), _comparable("a", False), _comparable(np.int64(2), True)
+    (True, True, False, True)
+    """
+    return isinstance(a, str) == isinstance(b, str)

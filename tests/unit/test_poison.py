@@ -280,3 +280,22 @@ def test_a_drift_feed_record_of_one_stream_carrying_anothers_explanation_is_a_de
     assert "is not the stream_id" in out.of("dead-letters")[0]["error"]
     assert h.metrics.get("explanations_monitored") == clean_h.metrics.get("explanations_monitored")
     assert out.changes() == clean.changes()
+
+
+def test_a_label_of_another_type_than_the_streams_classes_is_one_dead_letter_not_a_dead_stream():
+    # a Hoeffding tree sorts its classes to predict: once it learned "maybe" among booleans, its
+    # every later prediction raised (str < bool), so every later event of the stream was a dead letter
+    s = _settings(target="label", output="label", loss="zero_one", model="river.tree.HoeffdingTreeClassifier",
+                  model_params={"grace_period": 20}, explainers=["ipfi"])
+    events = _events(150, {q: {"y": "maybe"} for q in (50, 90)})
+    for e in events:
+        if e.y != "maybe":
+            object.__setattr__(e, "y", e.x["a"] > 0)
+    run, model, _, ref = _run(s, events)
+    dead = run.of("dead-letters")
+    assert [(d["stage"], d["reason"], d["source"]["offset"]) for d in dead] == \
+        [("model", "model_error", 100), ("model", "model_error", 180)], dead[:3]
+    assert "cannot be compared" in dead[0]["error"], dead[0]["error"]
+    assert len(run.predictions()) == 2 * 150 - 2 and model.metrics.get("replayed_events") == 0
+    assert ref.predictions == run.predictions()
+    assert ref.explanations == run.explanation_values()
