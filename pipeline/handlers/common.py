@@ -18,7 +18,7 @@ from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 from ..metrics import Metrics
 from ..settings import Settings
 from .dead_letter_log import DeadLetterLog
-from .failures import GUARD_WINDOW, MAX_SKIPPED, Failing, Guard, Rebuilt, StateError, message_id
+from .failures import FAILING_STREAK, GUARD_WINDOW, MAX_SKIPPED, Failing, Guard, Rebuilt, StateError, message_id
 from .history_cache import HistoryCache, records_of
 from .out import Out
 from .protocols import CheckpointStore, History, ScanningHistory
@@ -361,10 +361,7 @@ class Recovering(abc.ABC, Generic[M, S]):
             from_offset = ck_offset + 1
         else:
             st, from_offset = self._fresh(self._state_key(msg)), 0
-        guard = self._guards.get(key) if key is not None else None
-        rebuilt = Rebuilt("checkpoint" if loaded is not None else "history", guard is not None and guard.dropped)
-        if guard is not None:
-            guard.dropped = False
+        rebuilt = Rebuilt("checkpoint" if loaded is not None else "history")
         if key is not None:
             self._rebuilt[key] = rebuilt
         if loaded is None and self._opens(msg):
@@ -513,6 +510,8 @@ class MessageHandler(Recovering[M, S]):
             return self._failed(msg, raw, key, src, e)
         else:
             self._checkpoint_if_due(key, st, src)
+        if guard is not None:
+            guard.streak = 0
         if guard is not None and guard.quiet():
             del self._guards[key]  # type: ignore[arg-type]
             if guard.on:
@@ -543,7 +542,7 @@ class MessageHandler(Recovering[M, S]):
         self._dead_lettered(key, raw, src)
         if key is not None:
             self._strike(key, why)
-        if rebuilt is not None and key is not None and (rebuilt.after_failure or (rebuilt.failed and not rebuilt.ok)):
+        if rebuilt is not None and key is not None and rebuilt.failed and not rebuilt.ok:
             failing = self._failing.get(key)
             if failing is None:
                 failing = self._failing[key] = Failing(why)
@@ -560,7 +559,7 @@ class MessageHandler(Recovering[M, S]):
         if guard is None:
             guard = self._guards[key] = Guard()
         guard.failures = 1 if guard.quiet() else guard.failures + 1
-        guard.last_failure, guard.dropped = guard.seen, True
+        guard.last_failure = guard.seen
         if guard.failures >= 2 and not guard.on:
             guard.on = True
             self.metrics.inc("states_guarded")
@@ -579,10 +578,16 @@ class MessageHandler(Recovering[M, S]):
             if key in self._unsaved:
                 self._unsaved[key] = (before, self._unsaved[key][1])
             guard = self._guards[key]
-            guard.failures, guard.last_failure = guard.failures + 1, guard.seen
+            guard.failures, guard.last_failure, guard.streak = guard.failures + 1, guard.seen, guard.streak + 1
+            why = f"{type(err).__name__}: {str(err)[:300]}"
             failing = self._failing.get(key)
+            if failing is None and guard.streak >= FAILING_STREAK:
+                failing = self._failing[key] = Failing(why)
+                log.error("%s state %s failed on %d messages in a row: its messages go to the dead-letter topic "
+                          "(reason state_error) and it is tried again after 1, 2, 4, ... more of them; fix the cause "
+                          "and restart the worker", self.STAGE, key, guard.streak)
             if failing is not None:  # it fails on every message: its next ones are not tried (backoff)
-                failing.failed_again(f"{type(err).__name__}: {str(err)[:300]}")
+                failing.failed_again(why)
         if self._batch_state is not None and self._batch_state[1] is failed:
             self._batch_state = (self._batch_state[0], before, self._batch_state[2])
         self._dead_lettered(key, raw, src)

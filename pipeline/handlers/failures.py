@@ -9,7 +9,7 @@ from __future__ import annotations
 from schemas import Source
 
 __all__ = ["Rebuilt", "Failing", "Guard", "StateError", "message_id", "MAX_FAILING_WAIT", "GUARD_WINDOW",
-           "MAX_SKIPPED"]
+           "MAX_SKIPPED", "FAILING_STREAK"]
 
 
 class Rebuilt:
@@ -17,16 +17,14 @@ class Rebuilt:
     replayed; ``history``: from the key's whole history), and how many earlier messages its
     replay took (``ok``) and saw fail (``failed``).
 
-    >>> r = Rebuilt("history", after_failure=True); (r.how, r.ok, r.failed, r.after_failure)
-    ('history', 0, 0, True)
+    >>> r = Rebuilt("history"); (r.how, r.ok, r.failed)
+    ('history', 0, 0)
     """
 
-    __slots__ = ("how", "ok", "failed", "after_failure")
+    __slots__ = ("how", "ok", "failed")
 
-    def __init__(self, how: str, after_failure: bool = False):
+    def __init__(self, how: str):
         self.how, self.ok, self.failed = how, 0, 0
-        #: rebuilt because a message failed on the state before it
-        self.after_failure = after_failure
 
 
 class Failing:
@@ -58,6 +56,10 @@ MAX_FAILING_WAIT = 1024
 #: a key's state that fails twice within this many of its messages is guarded (:class:`Guard`)
 #: until this many of its messages pass without a failure
 GUARD_WINDOW = 1024
+#: a guarded key whose state fails on this many messages in a row (each rolled back) fails on
+#: every message (:class:`Failing`): a few bad messages in a row are not that, and backing off
+#: after them would dead-letter messages that work
+FAILING_STREAK = 8
 #: the most failed messages per key that a rebuild of its state skips (the newest)
 MAX_SKIPPED = 4096
 
@@ -84,14 +86,14 @@ class Guard:
     (False, True)
     """
 
-    __slots__ = ("seen", "last_failure", "failures", "on", "dropped")
+    __slots__ = ("seen", "last_failure", "failures", "on", "streak")
 
     def __init__(self) -> None:
         self.seen = 0  # messages of the key taken since it first failed
         self.last_failure = 0  # the value of seen at its last failure
         self.failures = 0  # failures within GUARD_WINDOW of each other
         self.on = False
-        self.dropped = False  # its state was dropped by a failure and not yet rebuilt
+        self.streak = 0  # failures in a row of its guarded state (rolled back)
 
     def quiet(self) -> bool:
         """Whether GUARD_WINDOW messages passed since the last failure."""
