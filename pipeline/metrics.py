@@ -58,6 +58,8 @@ HELP = {
     "replayed_explanations": "Explanations re-run to rebuild a stream's drift state",
     "replay_errors": "Messages that failed while being replayed",
     "state_errors": "Messages dead-lettered unprocessed because their key's state fails on every message, also rebuilt from its whole history",
+    "states_guarded": "Keys whose state failed twice within 1024 of their messages, so each message is taken on a copy of the state and one that fails rolls back to it instead of a rebuild",
+    "failures_rolled_back": "Messages that failed on a guarded state: dead-lettered, the state put back as it was before them, nothing rebuilt",
     "checkpoints_written": "Checkpoints written",
     "checkpoints_restored": "Checkpoints restored",
     "checkpoints_outdated": "Checkpoints not restored because the key's stream settings changed since (rebuilt from its history)",

@@ -19,7 +19,12 @@ from .base import Component
 from .losses import get_loss
 from .model import ModelFunction
 
-__all__ = ["PrequentialModel"]
+__all__ = ["PrequentialModel", "MAX_LOSS"]
+
+#: the largest loss of one event that is learned: the loss summaries the explainers report
+#: with their values (``model_loss``: a block's mean and sum of squared deviations) square it,
+#: so a finite loss past about 1e154 overflows them; 1e100 leaves room for 1e100 such squares
+MAX_LOSS = 1e100
 
 
 class PrequentialModel(Component):
@@ -66,7 +71,11 @@ class PrequentialModel(Component):
     def score(self, y: Any, y_pred: Any) -> float:
         """The loss of the prediction ``y_pred`` against the target ``y``; ValueError if it is
         not finite (a finite but huge prediction or target: learning the event would make the
-        model's every later prediction overflow).
+        model's every later prediction overflow), or larger than :data:`MAX_LOSS` (its square
+        would overflow the loss summaries reported with the explanations), or, for class labels,
+        a label that cannot be ordered with the class the model predicted (a string among numbers
+        or booleans: models that sort their classes, such as river's trees, would fail on every
+        later event once they learned it).
 
         >>> from river import linear_model
         >>> m = PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared")
@@ -74,15 +83,37 @@ class PrequentialModel(Component):
         Traceback (most recent call last):
         ...
         ValueError: the model's loss is not finite (inf: the prediction 3e+200 against the target 1.0): the event is not learned; ...
+        >>> m.score(1e60, 0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: the model's loss 1e+120 (the prediction 0.0 against the target 1e+60) is too large to summarise ...
         """
+        if self.output == "label" and y_pred is not None and not _comparable(y, y_pred):
+            raise ValueError(f"the label {y!r:.100} ({type(y).__name__}) cannot be compared with the stream's classes "
+                             f"(the model predicted {y_pred!r:.100}, {type(y_pred).__name__}): the event is not learned; "
+                             "send every label of a stream as the same type (all strings, or all numbers and booleans)")
         loss = float(self._loss(y, y_pred))
         if not math.isfinite(loss):
             raise ValueError(f"the model's loss is not finite ({loss}: the prediction {y_pred!r} against the target "
                              f"{y!r}): the event is not learned; its features or target are probably far outside "
                              "what the model has seen")
+        if abs(loss) > MAX_LOSS:
+            raise ValueError(f"the model's loss {loss:.3g} (the prediction {y_pred!r} against the target {y!r}) is too "
+                             f"large to summarise (more than {MAX_LOSS:g}): the event is not learned; its target or "
+                             "features are probably far outside the stream's scale (rescale them)")
         return loss
 
     def learn_one(self, x: dict[str, Any], y: Any) -> None:
         """Learn ``(x, y)``: the model's version grows by one."""
         self._learner.learn_one(x, y)
         self.version += 1
+
+
+def _comparable(a: Any, b: Any) -> bool:
+    """Whether two class labels can be ordered with each other as far as the labels a stream
+    may carry go (strings, integers, booleans): not a string and a non-string.
+
+    >>> _comparable(True, 3), _comparable("a", "b"), _comparable("a", False), _comparable(np.int64(2), True)
+    (True, True, False, True)
+    """
+    return isinstance(a, str) == isinstance(b, str)

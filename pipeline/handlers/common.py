@@ -7,6 +7,7 @@ import abc
 import copy
 import hashlib
 import logging
+import pickle
 import threading
 import time
 from collections.abc import Hashable
@@ -17,6 +18,7 @@ from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 from ..metrics import Metrics
 from ..settings import Settings
 from .dead_letter_log import DeadLetterLog
+from .failures import FAILING_STREAK, GUARD_WINDOW, MAX_SKIPPED, Failing, Guard, Rebuilt, StateError, message_id
 from .history_cache import HistoryCache, records_of
 from .out import Out
 from .protocols import CheckpointStore, History, ScanningHistory
@@ -137,9 +139,14 @@ class Recovering(abc.ABC, Generic[M, S]):
         #: Kafka keys whose state changed since its last checkpoint: the state and its last message
         self._unsaved: dict[bytes, tuple[Any, Source]] = {}
         #: Kafka keys whose state was just rebuilt and has not yet taken a message: how it was built
-        self._rebuilt: dict[bytes, _Rebuilt] = {}
+        self._rebuilt: dict[bytes, Rebuilt] = {}
         #: Kafka keys whose state fails on every message, also rebuilt from the whole history
-        self._failing: dict[bytes, _Failing] = {}
+        self._failing: dict[bytes, Failing] = {}
+        #: Kafka keys whose state failed lately: how often, and whether it is guarded (:class:`Guard`)
+        self._guards: dict[bytes, Guard] = {}
+        #: per Kafka key, the messages that failed and went to the dead-letter topic, which a
+        #: rebuild of the key's state does not re-run (at most MAX_SKIPPED per key, the newest)
+        self._skipped: dict[bytes, dict[tuple[str, int | None, int | None, int], None]] = {}
         self._replay_errors = 0  # earlier messages that failed in the replays of this handler
         #: the messages of the batch being taken that were taken so far (None: not in a batch)
         self._batch: list[tuple[bytes | None, Source]] | None = None
@@ -222,7 +229,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         # rebuilt in the middle of a batch (a failure dropped the state): the history ends
         # before the batch's record, so the batch's messages taken so far are re-run too
         for item_raw, item_src in self._batch or ():
-            self._replay_one(st, item_raw, key, item_src)
+            if not self._was_dead_lettered(key, item_raw, item_src):
+                self._replay_one(st, item_raw, key, item_src)
         if key is not None:  # only once it worked: a failed rebuild is tried again off the loop
             tp = (src.topic, src.partition) if src.partition is not None else None
             self._known[key] = (self._state_key(msg), tp)
@@ -353,7 +361,7 @@ class Recovering(abc.ABC, Generic[M, S]):
             from_offset = ck_offset + 1
         else:
             st, from_offset = self._fresh(self._state_key(msg)), 0
-        rebuilt = _Rebuilt("checkpoint" if loaded is not None else "history")
+        rebuilt = Rebuilt("checkpoint" if loaded is not None else "history")
         if key is not None:
             self._rebuilt[key] = rebuilt
         if loaded is None and self._opens(msg):
@@ -379,10 +387,26 @@ class Recovering(abc.ABC, Generic[M, S]):
                 items = self._unpack(raw, at)
             except InvalidMessage:
                 continue  # a dead letter the first time
-            n += sum(self._replay_one(st, r, key, s) for r, s in items or [(raw, at)])
+            n += sum(self._replay_one(st, r, key, s) for r, s in items or [(raw, at)]
+                     if not self._was_dead_lettered(key, r, s))
         self.metrics.inc(self.REPLAYED_METRIC, n)
         self._log_built(key, src, from_offset, read, n)
         return n
+
+    def _dead_lettered(self, key: bytes | None, raw: bytes | None, src: Source) -> None:
+        """Note that the message ``raw`` of ``key`` at ``src`` failed and went to the dead-letter
+        topic: a later rebuild of the key's state does not re-run it, so the state is the one
+        that never took it (as the failed attempt left nothing of it either)."""
+        if key is None:
+            return
+        done = self._skipped.setdefault(key, {})
+        done[message_id(raw, src)] = None
+        if len(done) > MAX_SKIPPED:
+            del done[next(iter(done))]
+
+    def _was_dead_lettered(self, key: bytes | None, raw: bytes | None, src: Source) -> bool:
+        done = self._skipped.get(key) if key is not None else None
+        return bool(done) and message_id(raw, src) in done  # type: ignore[operator]
 
     def _log_built(self, key: bytes | None, src: Source, from_offset: int, read: int, n: int) -> None:
         """One line on how the state of ``key`` met at ``src`` was built: restored from its
@@ -396,42 +420,6 @@ class Recovering(abc.ABC, Generic[M, S]):
             log.info("opened a new %s state for stream %s (its first message is %s)", self.STAGE, name, src)
         else:
             log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, name, n, src)
-
-
-class _Rebuilt:
-    """How a key's state was just rebuilt (``checkpoint``: restored, then the messages after it
-    replayed; ``history``: from the key's whole history), and how many earlier messages its
-    replay took (``ok``) and saw fail (``failed``)."""
-
-    __slots__ = ("how", "ok", "failed")
-
-    def __init__(self, how: str):
-        self.how, self.ok, self.failed = how, 0, 0
-
-
-class _Failing:
-    """A key whose state fails on every message, also rebuilt from its whole history: its
-    messages go to the dead-letter topic, and it is rebuilt again after ``wait`` more of them
-    (1, 2, 4, ... up to :data:`MAX_FAILING_WAIT`), so a state that cannot work costs a few
-    replays, not one per message, and one that can (a model that recovers) comes back."""
-
-    __slots__ = ("strikes", "wait", "error")
-
-    def __init__(self, error: str):
-        self.strikes, self.wait, self.error = 0, 0, error
-
-    def failed_again(self, error: str) -> None:
-        self.strikes += 1
-        self.wait = min(2 ** self.strikes, MAX_FAILING_WAIT)
-        self.error = error
-
-
-#: the most messages a failing key's messages are dead-lettered between two rebuilds
-MAX_FAILING_WAIT = 1024
-
-
-class StateError(Exception):
-    """A message not processed because its key's state fails on every message (the error it raised)."""
 
 
 class Rejected(Exception):
@@ -506,14 +494,29 @@ class MessageHandler(Recovering[M, S]):
         if self._is_duplicate(msg, st):
             self.metrics.inc(self._duplicate_metric(msg))
             return []
+        guard = self._guards.get(key) if key is not None else None
+        if guard is not None:
+            guard.seen += 1
+        # a copy as a checkpoint makes it (pickled and read back: 2.5 times quicker than deepcopy,
+        # bench_poison.py), so that a failure can put the state back
+        before = pickle.loads(pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) if guard is not None and guard.on else None
         try:
             outs = self._process(msg, st, raw, key, src)
         except Rejected as r:
             outs = [r.out]
         except Exception as e:  # a model or explainer that raises, or a state that does not fit this code
+            if before is not None:
+                return self._rolled_back(msg, raw, key, src, e, st, before)
             return self._failed(msg, raw, key, src, e)
         else:
             self._checkpoint_if_due(key, st, src)
+        if guard is not None:
+            guard.streak = 0
+        if guard is not None and guard.quiet():
+            del self._guards[key]  # type: ignore[arg-type]
+            if guard.on:
+                log.info("%s state %s: %d messages without a failure, no longer guarded", self.STAGE, key,
+                         GUARD_WINDOW)
         if key is not None:
             self._rebuilt.pop(key, None)
             if self._failing.pop(key, None) is not None:
@@ -526,7 +529,7 @@ class MessageHandler(Recovering[M, S]):
         from a checkpoint that fails is rebuilt from the key's whole history at once and the
         message tried again (the checkpoint may hold an older version's state), its checkpoints
         set aside; a state that fails on every message, also rebuilt from the whole history, is
-        not rebuilt for every message (:class:`_Failing`)."""
+        not rebuilt for every message (:class:`Failing`)."""
         why = f"{type(err).__name__}: {str(err)[:300]}"
         self._forget(key, self._state_key(msg))
         rebuilt = self._rebuilt.pop(key, None) if key is not None else None
@@ -536,15 +539,63 @@ class MessageHandler(Recovering[M, S]):
             with _STORE_LOCK:
                 self.checkpoints.discard(self.STAGE, key, f"the state restored from it failed ({why})")
             return self._take(msg, raw, key, src)
+        self._dead_lettered(key, raw, src)
+        if key is not None:
+            self._strike(key, why)
         if rebuilt is not None and key is not None and rebuilt.failed and not rebuilt.ok:
             failing = self._failing.get(key)
             if failing is None:
-                failing = self._failing[key] = _Failing(why)
-                log.error("%s state %s fails on every message, also rebuilt from its whole history (%s): its "
+                failing = self._failing[key] = Failing(why)
+                log.error("%s state %s fails on every message, also rebuilt from its history (%s): its "
                           "messages go to the dead-letter topic (reason state_error) and it is rebuilt again after "
                           "1, 2, 4, ... more of them; fix the cause and restart the worker", self.STAGE, key, why)
             failing.failed_again(why)
         return [self._dead_letter(raw, key, err, src, f"{self.STAGE}_error")]
+
+    def _strike(self, key: bytes, why: str) -> None:
+        """A failure dropped the state of ``key``: the second within GUARD_WINDOW of its messages
+        guards it (:class:`Guard`; one WARNING line, metric ``states_guarded``)."""
+        guard = self._guards.get(key)
+        if guard is None:
+            guard = self._guards[key] = Guard()
+        guard.failures = 1 if guard.quiet() else guard.failures + 1
+        guard.last_failure = guard.seen
+        if guard.failures >= 2 and not guard.on:
+            guard.on = True
+            self.metrics.inc("states_guarded")
+            log.warning("%s state %s failed %d times within %d of its messages (last: %s): each of its messages is "
+                        "now taken on a copy of its state and one that fails is dead-lettered without a rebuild, "
+                        "until %d of its messages pass without a failure", self.STAGE, key, guard.failures,
+                        GUARD_WINDOW, why, GUARD_WINDOW)
+
+    def _rolled_back(self, msg: M, raw: bytes | None, key: bytes | None, src: Source, err: Exception,
+                     failed: S, before: S) -> list[Out]:
+        """``msg`` raised on the guarded state ``failed``: the state goes back to ``before`` (its
+        copy from before the message), the message becomes a dead letter, nothing is rebuilt."""
+        self.states[self._state_key(msg)] = before
+        self._replaced(failed, before)
+        if key is not None:
+            if key in self._unsaved:
+                self._unsaved[key] = (before, self._unsaved[key][1])
+            guard = self._guards[key]
+            guard.failures, guard.last_failure, guard.streak = guard.failures + 1, guard.seen, guard.streak + 1
+            why = f"{type(err).__name__}: {str(err)[:300]}"
+            failing = self._failing.get(key)
+            if failing is None and guard.streak >= FAILING_STREAK:
+                failing = self._failing[key] = Failing(why)
+                log.error("%s state %s failed on %d messages in a row: its messages go to the dead-letter topic "
+                          "(reason state_error) and it is tried again after 1, 2, 4, ... more of them; fix the cause "
+                          "and restart the worker", self.STAGE, key, guard.streak)
+            if failing is not None:  # it fails on every message: its next ones are not tried (backoff)
+                failing.failed_again(why)
+        if self._batch_state is not None and self._batch_state[1] is failed:
+            self._batch_state = (self._batch_state[0], before, self._batch_state[2])
+        self._dead_lettered(key, raw, src)
+        self.metrics.inc("failures_rolled_back")
+        return [self._dead_letter(raw, key, err, src, f"{self.STAGE}_error")]
+
+    def _replaced(self, old: S, new: S) -> None:
+        """A state was put back to its copy ``new`` in place of ``old`` (by default nothing to do)."""
 
     def _arrived(self) -> None:
         """Count a message before it is parsed (by default nothing)."""

@@ -278,6 +278,10 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
         p = self._parse(raw, src)
+        if key is not None and key != p.stream_id.encode():  # it would change another stream's change test
+            raise SchemaMismatch(f"message key {key[:100]!r} is not the stream_id {p.stream_id!r} of its explanation; "
+                                 "the explainer workers key each stream's explanations by its stream_id",
+                                 where=str(src))
         s = self.settings.for_stream(p.stream_id)
         if p.explainer not in s.explainers or p.feature not in s.features:
             raise SchemaMismatch(

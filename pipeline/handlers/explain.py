@@ -28,16 +28,20 @@ from schemas import (
     ExplainDecision,
     ExplainTask,
     Explanation,
+    FeatureEvent,
     InvalidMessage,
+    SchemaMismatch,
     decode,
     dumps,
     pack_feed,
     parse_explain_task,
     unpack_tasks,
 )
+from schemas.features import feature_event_from
 
 from ..core.budget import LagShedder
 from ..core.increments import Block
+from ..core.prequential import MAX_LOSS
 from ..core.stream import StreamExplainer
 from ..metrics import Metrics
 from ..plan import explainer_changes, stream_explainer
@@ -180,7 +184,28 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         return True
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> ExplainTask:
-        return self._parse(raw, src)
+        """The task, checked as the model stage sends them (an explainer must not meet what it
+        cannot take: it would raise half-way through the group's state): keyed by its stream and
+        group, its event's features and label as the stream's feature events carry them, a label
+        for a learn step, ``sent_at`` a number, ``explain`` a boolean, its loss one the model
+        stage learns (:data:`~pipeline.core.prequential.MAX_LOSS`)."""
+        task = self._parse(raw, src)
+        where = str(src)
+        if key != f"{task.stream_id}/{task.group}".encode():
+            raise SchemaMismatch(f"message key {key!r} is not the task's stream/group {task.stream_id}/{task.group}; "
+                                 "only the model stage writes explain tasks", where=where)
+        feature_event_from({"schema": FeatureEvent.SCHEMA, "stream_id": task.stream_id, "seq": task.seq,
+                            "ts": task.ts, "x": task.x, "y": task.y}, self.settings.stream_feature_spec, where=where)
+        if task.step != "predict" and task.y is None:
+            raise SchemaMismatch(f"a {task.step} step needs the event's label y", where=where)
+        if isinstance(task.sent_at, bool) or not isinstance(task.sent_at, (int, float)):
+            raise SchemaMismatch(f"sent_at {task.sent_at!r:.50} must be a number (seconds since the epoch)", where=where)
+        if not isinstance(task.explain, bool):
+            raise SchemaMismatch(f"explain {task.explain!r:.50} must be true or false", where=where)
+        if task.loss is not None and not abs(task.loss) <= MAX_LOSS:
+            raise SchemaMismatch(f"loss {task.loss:.3g} is more than {MAX_LOSS:g}, which the model stage does not "
+                                 "learn", where=where)
+        return task
 
     def _is_duplicate(self, task: ExplainTask, st: _GroupState) -> bool:
         return task.position <= st.last_position

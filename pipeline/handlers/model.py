@@ -173,6 +173,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             self._count_waiting(-st.join.waiting, -st.join.held)  # type: ignore[attr-defined]
         super()._forget(key, state_key)
 
+    def _replaced(self, old: _StreamState, new: _StreamState) -> None:
+        self._count_waiting(new.join.waiting - old.join.waiting, new.join.held - old.join.held)
+
     def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
         """Re-run one earlier arrival of the stream, as it was run the first time (outputs dropped)."""
         try:

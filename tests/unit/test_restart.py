@@ -264,7 +264,7 @@ def test_a_stream_first_met_mid_partition_reads_no_history():
     assert again.metrics.get("replayed_events") == 150
 
 
-def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_messages():
+def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_messages(monkeypatch):
     """Was: after a restart the partition's one pass (offsets before the restart) served every
     key met later, also one whose state began after the pass without it (an explainer group's
     first task opens it) and was dropped after an error: that key was handed its messages from
@@ -289,7 +289,17 @@ def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_mess
     broken_at = first_b + 20  # one of b's tasks, its replica raises on it
     assert tasks.items[broken_at][0] == b"b/0"
     broken = orjson.loads(tasks.items[broken_at][1])
-    del broken["x"]["age"]
+    broken["x"]["age"] = -12345.0  # delivered so, its replica raises on it (the history has the task as sent)
+    from pipeline.core.stream import StreamExplainer
+
+    real_step = StreamExplainer.step
+
+    def step(self, kind, x, *a, **kw):
+        if x["age"] == -12345.0:
+            raise RuntimeError("an explainer error")
+        return real_step(self, kind, x, *a, **kw)
+
+    monkeypatch.setattr(StreamExplainer, "step", step)
     restart = first_b - 10  # the restarted handler meets a first (one pass over 0..restart-1), then b opens
     h = ExplainHandler(s, history=tasks)
     got = values(_via_agent_loop(h, tasks, "explain-tasks", range(restart, len(tasks.items)),
