@@ -81,24 +81,33 @@ class Outbox:
         """Hand each of ``outs`` to the producer, in order; one it refuses is replaced by what
         ``refused(out, error)`` gives (a dead letter, sent at once; None: nothing)."""
         sent: list[tuple[str, Any]] = []  # (topic, future) of the outputs that are no dead letter
-        for out in outs:
-            fut = await self._put(out, src)
-            if isinstance(fut, Exception):
-                instead = refused(out, fut)
-                if instead is not None:
-                    await self.send(instead, src)
-            elif out.reason is None:
-                sent.append((out.topic, fut))
-            else:
-                fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason))
-        if sent:
-            sent[-1][1].add_done_callback(partial(self._all_acknowledged, sent))
+        try:
+            for out in outs:
+                fut = await self._put(out, src, count=False)
+                if isinstance(fut, Exception):
+                    instead = refused(out, fut)
+                    if instead is not None:
+                        await self.send(instead, src)
+                elif out.reason is None:
+                    sent.append((out.topic, fut))
+                else:
+                    self._handed(out.topic)
+                    fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason))
+        finally:
+            if sent:
+                sent[-1][1].add_done_callback(partial(self._all_acknowledged, sent))
+                topic, n = sent[0][0], 0
+                for t, _ in sent:  # messages_out once per run of one topic, not per message
+                    if t != topic:
+                        self._handed(topic, n)
+                        topic, n = t, 0
+                    n += 1
+                self._handed(topic, n)
 
-    async def _put(self, out: Out, src: Source) -> Any:
-        """The delivery future of ``out`` handed to the producer, or the exception it refused it with."""
-        name = self._names.get(out.topic)
-        if name is None:
-            name = self._names[out.topic] = self.settings.topic(out.topic)
+    async def _put(self, out: Out, src: Source, count: bool = True) -> Any:
+        """The delivery future of ``out`` handed to the producer (counted in ``messages_out`` if
+        ``count``), or the exception it refused it with."""
+        name = self._name(out.topic)
         try:
             fut = await self.appender.send(name, out.key, out.value, out.partition,
                                            None if out.headers is None else list(out.headers))
@@ -107,8 +116,18 @@ class Outbox:
             log.error("could not send a %d-byte message to %s for %s (%s: %s); it is dropped",
                       len(out.value), out.topic, src, type(e).__name__, str(e)[:300])
             return e
-        self.metrics.inc("messages_out", topic=name)
+        if count:
+            self._handed(out.topic)
         return fut
+
+    def _name(self, topic: str) -> str:
+        name = self._names.get(topic)
+        if name is None:
+            name = self._names[topic] = self.settings.topic(topic)
+        return name
+
+    def _handed(self, topic: str, n: int = 1) -> None:
+        self.metrics.inc("messages_out", n, topic=self._name(topic))
 
     def _all_acknowledged(self, sent: list[tuple[str, Any]], _last: Any) -> None:
         """The broker answered the last of one input's outputs: count the failures among them

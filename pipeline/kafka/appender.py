@@ -10,7 +10,9 @@ on its own (``tests/benchmarks/bench_send_cost.py``), and a worker sends 3.8 mes
 
 :meth:`Appender.send` does what those layers do that matters here: the size check
 (``MessageSizeTooLargeError`` past ``max_request_size``, as before), the partition (the
-client's partitioner on the key, or the partition given), and the append, whose future is the
+client's partitioner on the key, or the partition given; a key's partition under aiokafka's
+default partitioner is kept until the client's metadata is refreshed: its murmur2 hash is
+Python), and the append, whose future is the
 message's delivery. Delivery stays at least once: the record is in the accumulator when the
 call returns, and Faust's commit flushes the producer (``AIOKafkaProducer.flush``: it waits
 for every batch in the accumulator) before it commits an offset. Whatever the direct route
@@ -34,6 +36,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import TopicPartition
 
 __all__ = ["Appender"]
@@ -41,7 +44,8 @@ __all__ = ["Appender"]
 log = logging.getLogger("streamxai")
 
 #: what the direct route uses of aiokafka's producer (private parts, checked once per producer)
-_PARTS = ("_message_accumulator", "_metadata", "_serialize", "_partition", "_request_timeout_ms", "_txn_manager")
+_PARTS = ("_message_accumulator", "_metadata", "_serialize", "_partition", "_partitioner", "_request_timeout_ms",
+          "_txn_manager")
 
 
 class Appender:
@@ -52,7 +56,10 @@ class Appender:
         self.producer = producer
         self._client: Any = None  # the aiokafka producer checked for the direct route
         self._direct = False
-        self._tps: dict[tuple[str, int], TopicPartition] = {}
+        self._keyed = False  # its partitioner is aiokafka's default: a key's partition can be kept
+        #: (topic, key or partition) -> the topic-partition, while the client's metadata is as it was
+        self._tps: dict[tuple[str, Any], TopicPartition] = {}
+        self._refreshed = None
 
     async def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
                    headers: list[tuple[str, bytes]] | None) -> Any:
@@ -60,14 +67,23 @@ class Appender:
         client = getattr(self.producer, "_producer", None)
         if client is not self._client:
             self._client, self._direct = client, _usable(client)
-        if not self._direct or client._txn_manager is not None or not client._metadata.partitions_for_topic(topic):
+            self._keyed = self._direct and type(client._partitioner) is DefaultPartitioner
+        if not self._direct or client._txn_manager is not None:
             return await self.producer.send(topic, key, value, partition, None, headers)
+        metadata = client._metadata
+        if metadata._last_successful_refresh_ms != self._refreshed:  # partitions may have changed
+            self._tps.clear()
+            self._refreshed = metadata._last_successful_refresh_ms
         headers = headers or []
-        key, value = client._serialize(key, value, headers)
-        p = client._partition(topic, partition, key, value, key, value)
-        tp = self._tps.get((topic, p))
+        key, value = client._serialize(key, value, headers)  # the size check
+        which = (topic, partition if partition is not None or not self._keyed else key)
+        tp = self._tps.get(which) if which[1] is not None else None
         if tp is None:
-            tp = self._tps[(topic, p)] = TopicPartition(topic, p)
+            if not metadata.partitions_for_topic(topic):  # not loaded yet: the full way waits for it
+                return await self.producer.send(topic, key, value, partition, None, headers)
+            tp = TopicPartition(topic, client._partition(topic, partition, key, value, key, value))
+            if which[1] is not None:
+                self._tps[which] = tp
         return await client._message_accumulator.add_message(
             tp, key, value, client._request_timeout_ms / 1000, timestamp_ms=None, headers=headers)
 
@@ -76,6 +92,8 @@ def _usable(client: Any) -> bool:
     if client is None:
         return False
     missing = [p for p in _PARTS if not hasattr(client, p)]
+    if not hasattr(getattr(client, "_metadata", None), "_last_successful_refresh_ms"):
+        missing.append("_metadata._last_successful_refresh_ms")
     if missing:
         log.warning("this aiokafka's producer lacks %s: outputs go through Faust's producer.send (slower)",
                     ", ".join(missing))
