@@ -213,7 +213,8 @@ async def _send(outbox: Outbox, outs: Any, raw: bytes | None, key: bytes | None,
         return dead_letter(raw, key, err, stage, src, reason="send_error",
                            max_bytes=handler.settings.max_dead_letter_bytes)
 
-    await outbox.send_all(outs, src, refused)
+    if outs:
+        await outbox.send_all(outs, src, refused)
 
 
 def ready_events(stream: Any, limit: int) -> list[Any]:
