@@ -11,8 +11,8 @@ on its own (``tests/benchmarks/bench_send_cost.py``), and a worker sends 3.8 mes
 :meth:`Appender.send` does what those layers do that matters here: the size check
 (``MessageSizeTooLargeError`` past ``max_request_size``, as before), the partition (the
 client's partitioner on the key, or the partition given; a key's partition under aiokafka's
-default partitioner is kept until the client's metadata is refreshed: its murmur2 hash is
-Python), and the append, whose future is the
+default partitioner is kept until the client's metadata is refreshed, at most
+:data:`MAX_KEPT` keys: its murmur2 hash is Python), and the append, whose future is the
 message's delivery. Delivery stays at least once: the record is in the accumulator when the
 call returns, and Faust's commit flushes the producer (``AIOKafkaProducer.flush``: it waits
 for every batch in the accumulator) before it commits an offset. Whatever the direct route
@@ -39,9 +39,12 @@ from typing import Any
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import TopicPartition
 
-__all__ = ["Appender"]
+__all__ = ["Appender", "MAX_KEPT"]
 
 log = logging.getLogger("streamxai")
+
+#: the most partitions of keys kept at once (a dead letter's key is its input's, any bytes)
+MAX_KEPT = 10_000
 
 #: what the direct route uses of aiokafka's producer (private parts, checked once per producer)
 _PARTS = ("_message_accumulator", "_metadata", "_serialize", "_partition", "_partitioner", "_request_timeout_ms",
@@ -71,7 +74,7 @@ class Appender:
         if not self._direct or client._txn_manager is not None:
             return await self.producer.send(topic, key, value, partition, None, headers)
         metadata = client._metadata
-        if metadata._last_successful_refresh_ms != self._refreshed:  # partitions may have changed
+        if metadata._last_successful_refresh_ms != self._refreshed or len(self._tps) > MAX_KEPT:  # changed, or full
             self._tps.clear()
             self._refreshed = metadata._last_successful_refresh_ms
         headers = headers or []

@@ -89,6 +89,58 @@ def test_outputs_handed_over_are_covered_by_the_flush_a_commit_waits_for(bootstr
     assert box.metrics.get("send_errors{topic=explanations}") == 0
 
 
+def test_a_keyed_output_goes_to_the_partition_faust_would_send_it_to_also_after_a_metadata_refresh(bootstrap):
+    """The Appender keeps a key's partition (aiokafka's murmur2 in Python otherwise runs per
+    send): each key lands where Faust's own send puts it, before and after the client's
+    metadata is refreshed (which empties what it kept)."""
+    import faust
+
+    from agents._forward import Outbox
+    from pipeline.handlers import Out
+    from pipeline.metrics import Metrics
+    from pipeline.settings import Settings
+
+    s = Settings(bootstrap_servers=bootstrap, topic_prefix=f"it-{uuid.uuid4().hex[:8]}.", partitions=4)
+    ensure_topics(s)
+    keys = [f"stream-{i}".encode() for i in range(24)]
+
+    async def run() -> int:
+        app = faust.App(f"send-{uuid.uuid4().hex[:6]}", broker=f"kafka://{bootstrap}", autodiscover=False,
+                        web_enabled=False, datadir=tempfile.mkdtemp())
+        await app.producer.start()
+        try:
+            box = Outbox(app.producer, s, Metrics())
+            for topic in ("explanations", "predictions"):  # their metadata loaded: the direct way from here
+                await app.producer.send(s.topic(topic), b"warm", b"{}", None, None, None)
+            for round_ in range(2):
+                for k in keys:  # Faust's send to predictions, the Outbox's to explanations
+                    await app.producer.send(s.topic("predictions"), k, b'{"k":"%s"}' % k, None, None, None)
+                await box.send_all([Out("explanations", k, b'{"k":"%s"}' % k) for k in keys], Source("t", 0, round_),
+                                   lambda o, e: None)
+                await app.producer.flush()
+                if round_ == 0:
+                    kept = len(box.appender._tps)
+                    await app.producer._producer.client.force_metadata_update()
+            return kept
+        finally:
+            await app.producer.stop()
+
+    kept = asyncio.run(run())
+    assert kept == len(keys)  # one partition kept per key
+
+    def placed(topic: str) -> dict[str, set[int]]:
+        got: dict[str, set[int]] = {}
+        for m in collect(s, topic, lambda ms: len(ms) >= 2 * len(keys) + (topic == "predictions"), timeout=30):
+            if "k" in m:
+                got.setdefault(m["k"], set()).add(m["_partition"])
+        return got
+
+    faust_way, direct = placed("predictions"), placed("explanations")
+    assert len(direct) == len(keys) and direct == faust_way
+    assert len({p for ps in direct.values() for p in ps}) > 1  # the keys spread: the partitioner ran
+    assert all(len(ps) == 1 for ps in direct.values())
+
+
 def test_a_worker_killed_right_after_a_commit_has_sent_every_explanation_of_the_committed_tasks(bootstrap, tmp_path):
     from confluent_kafka import Consumer, TopicPartition
 
