@@ -1,5 +1,5 @@
 """Change-event benchmark, run on demand: ``python tests/benchmarks/bench_drift.py [--quick] [--only NAME]
-[--seeds 10,20,...] [--cache DIR] [--min-effects 0.2,0.1,...]``.
+[--seeds 10,20,...] [--cache DIR] [--min-effects 0.2,0.1,...] [--rules shared,each]``.
 
 In-process (a :class:`~pipeline.core.stream.StreamExplainer` and the drift agent's
 :class:`~pipeline.core.change.StreamChangeDetector`, built from settings exactly as the
@@ -34,12 +34,15 @@ when the first alert of each drift came. The scenarios of issue 16 say their tar
 
 Each scenario goes through its explainers once (``--cache``: kept there and reused); the
 explanation messages are then replayed through the detector, once per ``--min-effects`` value
-(the same messages: candidates are compared on the same run, the first one the baseline).
+(the same messages: candidates are compared on the same run, the first one the baseline), and
+once per ``--rules`` value: ``shared`` an episode's two looks at its loss share one 5% for
+``degradation`` (:mod:`pipeline.core.change.looks`), ``each`` each look at 5% (the rule before).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import statistics
@@ -55,7 +58,8 @@ from river import drift as river_drift  # noqa: E402
 from river import tree  # noqa: E402
 from river.datasets import synth  # noqa: E402
 
-from pipeline.core.change.events import KINDS  # noqa: E402
+from pipeline.core.change import stream as change_stream  # noqa: E402
+from pipeline.core.change.events import KINDS, loss_kind  # noqa: E402
 from pipeline.core.losses import get_loss  # noqa: E402
 from pipeline.core.model import ModelFunction  # noqa: E402
 from pipeline.core.stream import StreamExplainer  # noqa: E402
@@ -353,6 +357,24 @@ def detect(sc: Scenario, rec: Result, settings: Settings | None = None) -> Resul
     return res
 
 
+@contextlib.contextmanager
+def rule(name: str) -> Iterator[None]:
+    """``shared``: the detector as it is; ``each``: each of an episode's two looks at its loss a
+    one-sided test at 5% (the rule before :mod:`pipeline.core.change.looks`), for comparison."""
+    if name == "shared":
+        yield
+        return
+    if name != "each":
+        raise SystemExit(f"--rules: {name!r} is neither 'shared' nor 'each'")
+    kept = change_stream.open_kind, change_stream.close_kind
+    change_stream.open_kind = loss_kind
+    change_stream.close_kind = lambda before, after, first, end, min_n=2: loss_kind(before, after, min_n)
+    try:
+        yield
+    finally:
+        change_stream.open_kind, change_stream.close_kind = kept
+
+
 #: a change detects a drift if its new regime starts at most this many events before it
 NEAR = 500
 #: the delay target of issue 16; "chance" applies the same criterion where nothing drifted
@@ -514,6 +536,9 @@ def main() -> None:
     ap.add_argument("--min-effects", default="",
                     help="comma-separated drift_min_effect values: replay every scenario's explanations through the "
                          "detector under each (default: the scenario's settings)")
+    ap.add_argument("--rules", default="shared",
+                    help="comma-separated: shared (an episode's two looks share one 5%% for degradation), "
+                         "each (each look at 5%%, the rule before); every scenario is replayed under each")
     args = ap.parse_args()
     scale = 0.25 if args.quick else 1.0
     chosen = []
@@ -528,11 +553,14 @@ def main() -> None:
         rec = recorded(sc, args.cache) if args.cache else record(sc)
         recs.append((sc, rec))
         print(f"{sc.name}: {sc.n} events through the explainers in {rec.seconds:.0f}s", flush=True)
-    for me in candidates:
-        if me is not None:
-            print(f"\n=== drift_min_effect {me} ===")
-        rows = table([(sc, detect(sc, rec, None if me is None else sc.settings.replace(drift_min_effect=me)))
-                      for sc, rec in recs], args.window, detail=len(candidates) == 1)
+    rules = args.rules.split(",")
+    for name in rules:
+        for me in candidates:
+            if me is not None or len(rules) > 1:
+                print(f"\n=== two looks: {name}" + ("" if me is None else f", drift_min_effect {me}") + " ===")
+            with rule(name):
+                rows = table([(sc, detect(sc, rec, None if me is None else sc.settings.replace(drift_min_effect=me)))
+                              for sc, rec in recs], args.window, detail=len(candidates) == 1)
     if rows:
         sc, res, _ = rows[0]
         us, us_adwin = drift_path_speed(sc, res)

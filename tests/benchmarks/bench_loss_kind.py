@@ -16,7 +16,8 @@
    replaced within 2,000 events before the cut or in its after-side). Each direction is a
    one-sided test at 5%; the binomial standard error of each rate is printed. For comparison the
    same cuts under the pooled standard error alone and Welch's alone (the rule uses the larger),
-   and an episode's two looks at its loss (open, then close) on this loss and on light tails.
+   and an episode's two looks at its loss (open, then close) on this loss and on light tails,
+   each look at 5% (the rule before) beside the rule (one 5% shared by the two looks).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import bench_drift as bd  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pipeline.core.change.events import loss_kind  # noqa: E402
+from pipeline.core.change.looks import close_kind, open_kind  # noqa: E402
 from pipeline.core.change.test import Z90, two_sample_z  # noqa: E402
 from pipeline.core.increments import Block  # noqa: E402
 from pipeline.core.losses import get_loss  # noqa: E402
@@ -132,20 +134,32 @@ def cuts(losses: np.ndarray, seed: int, start: int, after: tuple[int, int] = (10
         i += k
 
 
-def two_looks(losses: np.ndarray, seed: int, start: int) -> tuple[int, int]:
+def two_looks(losses: np.ndarray, seed: int, start: int) -> tuple[int, int, int, int]:
     """An episode's two looks at one cut of a loss that did not move: at its open (after-side of
-    100-500 losses) and, if that said nothing, at its close (1,000-2,000); cuts with disjoint
-    spans. (cuts, episodes told ``degradation`` by either look)."""
+    100-500 losses) and, if that said nothing, at its close (1,000-2,000 from the same cut);
+    cuts with disjoint spans. (cuts, told ``degradation`` by either look with each at 5% (the
+    rule before), the same under the rule (:mod:`pipeline.core.change.looks`: one 5% shared),
+    told ``learning`` by either look's cut test under the rule)."""
     rng = np.random.default_rng(seed)
-    i, n, told = start + 5_000, 0, 0
+    i, n, each, shared, learned = start + 5_000, 0, 0, 0, 0
     while True:
         k, k2, b = int(rng.integers(100, 501)), int(rng.integers(1_000, 2_001)), int(rng.integers(5_000, 27_001))
         if i + k2 > len(losses):
-            return n, told
-        before = side(losses[max(start, i - b):i])
-        first = loss_kind(before, side(losses[i:i + k]), 100)
-        last = first if first != "reliance_shift" else loss_kind(before, side(losses[i:i + k2]), 100)
-        n, told, i = n + 1, told + (last == "degradation"), i + k2
+            return n, each, shared, learned
+        before, first, last = side(losses[max(start, i - b):i]), side(losses[i:i + k]), side(losses[i:i + k2])
+        kind = loss_kind(before, first, 100)
+        kind = kind if kind != "reliance_shift" else loss_kind(before, last, 100)
+        rule = open_kind(before, first, 100)
+        rule = rule if rule != "reliance_shift" else close_kind(before, last, (i + k, before.n, k), i + k2, 100)
+        n, each, shared, learned = n + 1, each + (kind == "degradation"), shared + (rule == "degradation"), \
+            learned + (rule == "learning")
+        i += k2
+
+
+def pct(k: int, n: int) -> str:
+    """``k`` of ``n`` in percent, with its binomial standard error."""
+    p = k / n
+    return f"{100 * p:.2f}% (se {100 * math.sqrt(p * (1 - p) / n):.2f})"
 
 
 def rates(name: str, sides: list[tuple[Block, Block]]) -> None:
@@ -171,10 +185,10 @@ def false_rates(frozen_n: int, seeds: list[int]) -> None:
     light = np.random.default_rng(3).random(frozen_n) < 0.2, np.random.default_rng(4).standard_normal(frozen_n)
     for name, x in (("this loss", losses), ("0-1 losses (Bernoulli 0.2)", light[0].astype(float)),
                     ("normal losses", light[1])):
-        n, told = two_looks(x, 2, 0)
-        p = told / n
+        n, each, shared, learned = two_looks(x, 2, 0)
         print(f"  an episode's two looks (open 100-500, then close 1,000-2,000), {name}: {n} cuts, degradation "
-              f"{100 * p:.2f}% (se {100 * math.sqrt(p * (1 - p) / n):.2f})")
+              f"with each look at 5% {pct(each, n)}, under the rule (one 5% shared) {pct(shared, n)}; "
+              f"learning by the looks' cut tests {pct(learned, n)}")
     away, near, n_drops, worse = [], [], 0, []
     s = bd.regression_settings()
     for seed in seeds:

@@ -497,3 +497,61 @@ def test_the_loss_trend_is_a_standard_normal_on_a_flat_loss():
     assert 0.029 <= below / 1000 <= 0.071
     assert 0.85 <= sum(z * z for z in zs) / len(zs) <= 1.15  # variance 1: sd of the mean square ~0.045
     assert learned / 1000 <= 0.1, learned
+
+
+def test_the_close_look_is_told_where_the_open_looked(monkeypatch):
+    """An episode whose loss was flat when it opened is decided at its close against the rest of
+    the 5% the open began on (pipeline.core.change.looks), for the two looks' correlation, which
+    follows from where their sides lie: the close is told the open's look. Found by this test:
+    the sides need not nest -- here both looks split at the cut of event 3,000, but by the close
+    the loss window had merged its buckets there, and split at 3,040 (3,040 losses before, 320
+    after): the open's first 40 losses after the cut are before it at the close. An episode whose
+    open never looked (no loss) closes with the whole 5%."""
+    from pipeline.core.change import looks
+    from pipeline.core.change import stream as change_stream
+
+    told = []
+
+    def close_kind(before, after, first, end, min_n=2):
+        told.append((before, after, first, end))
+        return looks.close_kind(before, after, first, end, min_n)
+
+    monkeypatch.setattr(change_stream, "close_kind", close_kind)
+    levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.0, ("ipfi", "b"): 0.0 if t < 300 else 0.4}  # noqa: E731
+    for loss in (lambda t: Block(10, 0.2, 1.6), lambda t: None):
+        told.clear()
+        det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=300)
+        _, episodes = feed(det, random.Random(17), levels, range(700), loss=loss)
+        assert [(e.status, e.kind) for e in episodes] == [("closed", "reliance_shift")]
+        ((before, after, first, end),) = told
+        if before is None:
+            assert first is None
+            continue
+        # the open at event 3,099 (10 reports after the cut at 3,000), the close at 3,359
+        assert (first, (end, before.n, after.n)) == ((3100, 3000, 100), (3360, 3040, 320))
+        nested = looks.correlation((3100, 3000, 100), (3360, 3000, 360))
+        assert looks.correlation(first, (end, before.n, after.n)) < nested
+
+
+def test_a_checkpoint_of_the_version_before_closes_its_open_episode_at_bonferronis_boundary(monkeypatch):
+    """A drift checkpoint written before the two looks shared one 5% kept only that the open
+    looked (``_opened`` True) and no count of losses: restored mid-episode, it closes the
+    episode, told that the open looked where is not known (Bonferroni's 1.96 holds at any
+    correlation)."""
+    from pipeline.core.change import looks
+    from pipeline.core.change import stream as change_stream
+
+    told = []
+    monkeypatch.setattr(change_stream, "close_kind",
+                        lambda b, a, first, end, min_n=2: told.append(first) or looks.close_kind(b, a, first, end, min_n))
+    levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.0, ("ipfi", "b"): 0.0 if t < 300 else 0.4}  # noqa: E731
+    loss = lambda t: Block(10, 0.2, 1.6)  # noqa: E731
+    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=300)
+    rng = random.Random(17)
+    feed(det, rng, levels, range(320), loss=loss)
+    assert det._opened and det._opened is not True  # the open looked (flat: nothing sent)
+    det._opened = True  # as the version before kept it
+    del det.__dict__["_losses"]
+    det = pickle.loads(pickle.dumps(det))
+    _, episodes = feed(det, rng, levels, range(320, 700), loss=loss)
+    assert [(e.status, e.kind) for e in episodes] == [("closed", "reliance_shift")] and told == [True]

@@ -81,12 +81,13 @@ KINDS = ("learning", "degradation", "reliance_shift")
 RELIANCE = ("ipfi", "isage")
 
 
-def loss_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
+def loss_kind(before: Block | None, after: Block | None, min_n: int = 2, rise: float = Z90) -> str:
     """``learning``, ``degradation`` or ``reliance_shift`` from the model's loss on either side
     of a cut (:mod:`pipeline.core.change.episodes`): the loss fell, rose (each a one-sided test
     at 5%: ``z`` of after against before at most -1.645, at least +1.645; the edges count as
     moved), or stayed within its 90% interval. Unknown loss, or fewer than ``min_n`` losses on
-    a side: ``reliance_shift`` (nothing says it moved).
+    a side: ``reliance_shift`` (nothing says it moved). ``rise``: the ``degradation`` boundary
+    (an episode's two looks share one 5%: :mod:`pipeline.core.change.looks`).
 
     >>> loss_kind(Block(1000, 0.30, 210.0), Block(200, 0.21, 33.0))   # the loss fell: learned
     'learning'
@@ -98,7 +99,7 @@ def loss_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
         return "reliance_shift"
     if z <= -Z90:
         return "learning"
-    if z >= Z90:
+    if z >= rise:
         return "degradation"
     return "reliance_shift"
 

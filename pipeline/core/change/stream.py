@@ -61,6 +61,7 @@ from ..base import Component
 from ..increments import Block
 from .episodes import Episode, make_episode, ranked
 from .events import KINDS, RELIANCE, Change, Levels, loss_kind, trend_z
+from .looks import close_kind, open_kind
 from .test import Z95, SeriesTest
 from .window import SeriesWindow
 
@@ -83,6 +84,8 @@ class _Series:
 
 class StreamChangeDetector(Component):
     """Change detection over every explanation series of one stream (module docstring)."""
+
+    _losses = 0  # a checkpoint of the version before counts from its restart (only differences matter)
 
     def __init__(
         self,
@@ -134,7 +137,9 @@ class StreamChangeDetector(Component):
         self._loss_seq = -1
         self._regime_seq = 0  # where the stream's current regime began: the last episode's cut
         self._open: list[Change] = []
-        self._opened = False  # the open episode's first report is complete
+        self._losses = 0  # losses taken in: where a look's sides lie (looks.Look)
+        #: the open episode's look at its loss when it opened (looks.Look; False: not yet)
+        self._opened: tuple[int, int, int] | bool = False
         #: the open episode's kind and the loss on either side of the cut it was decided on
         self._kind: tuple[str, Block | None, Block | None] | None = None
 
@@ -188,6 +193,7 @@ class StreamChangeDetector(Component):
             # every message of one report carries the same loss block: take it once per seq
             self._loss.add(self._loss_seq + 1, seq, model_loss)
             self._loss_seq = seq
+            self._losses += model_loss.n
         if block is None or block.n <= 0 or seq < self.warmup:
             return [], episodes
         if explainer not in self._tested:  # kept for the levels in change events, never tested
@@ -262,14 +268,17 @@ class StreamChangeDetector(Component):
 
     def _close_kind(self, top: Change, seq: int) -> tuple[str, Block | None, Block | None]:
         """The kind of an episode whose loss had not moved when it opened, decided at its close
-        on the loss from the top change's cut up to ``seq``: the two-sample test at the cut,
+        on the loss from the top change's cut up to ``seq``: the two-sample test at the cut
+        (:func:`~pipeline.core.change.looks.close_kind`: ``degradation`` at the boundary that
+        spends the rest of the 5% the open's look began on),
         and, if that says flat, the loss's trend over the same stretch (the side before and
         after together, from the first bucket that starts at or after where the side before
         starts -- never the warm-up --, :func:`~pipeline.core.change.events.trend_z`): a loss
         that fell steadily (``z <= -1.96``, one-sided 2.5%) is the model learning, whose
         reliance moves as it learns (module docstring of :mod:`.episodes`)."""
         before, after = self._loss_at(top.cut_seq, top.cut.since)
-        kind = loss_kind(before, after, min_n=self.min_samples)
+        # the open's look (None: it did not look; True: a checkpoint of the version before)
+        kind = close_kind(before, after, self._opened or None, self._losses, min_n=self.min_samples)
         if kind == "reliance_shift" and before is not None and after is not None:
             z = trend_z(self._loss.span(self._loss_since(top.cut_seq, top.cut.since), seq), 2 * self.min_samples)
             if z is not None and z <= -Z95:
@@ -317,8 +326,8 @@ class StreamChangeDetector(Component):
             top = ranked(self._open)[0]
             before, after = self._loss_at(top.cut_seq, top.cut.since)  # the losses up to now
             if after is not None and after.n >= self.min_samples:  # one look, with enough losses
-                self._opened = True
-                kind = loss_kind(before, after, min_n=self.min_samples)
+                self._opened = (self._losses, before.n, after.n)  # the open's look (looks.Look)
+                kind = open_kind(before, after, min_n=self.min_samples)
                 if kind != "reliance_shift":  # the loss moved: its kind is known now
                     self._kind = (kind, before, after)
                     out.append(self._episode(seq, "open"))

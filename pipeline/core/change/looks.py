@@ -1,0 +1,155 @@
+"""An episode's two looks at its loss, with one 5% budget for ``degradation`` between them.
+
+An episode's loss is tested when it opens (the after-side is the first few hundred losses from
+its top change's cut) and, if that said neither ``learning`` nor ``degradation``, again when it
+closes (the losses from the same cut up to the close, against the same side before)
+(:mod:`pipeline.core.change.episodes`). Each look a one-sided test at 5% would tell a loss that
+did not move ``degradation`` by one look or the other 8.5% of the time (0-1 and normal losses,
+``tests/benchmarks/bench_loss_kind.py``). So the two looks share one budget, as in a
+group-sequential test: the open spends ``OPEN_ALPHA`` = 2.5% (``z >= 1.96``) and the close the
+rest, at the boundary :func:`close_rise` computed for the correlation of the two looks'
+statistics -- which is known from where the two looks' sides lie alone (:func:`correlation`:
+about 0.5 when the close's side after holds five times the open's, from the same cut). At a flat loss with normal means
+the two looks together then say ``degradation`` exactly 5% of the time, whatever the sizes; the
+close's boundary lies between 1.645 (the looks the same) and 1.949 (independent), so the price
+against Bonferroni's 2.5% at each look (1.96, 1.96) is only at the open.
+
+``learning`` keeps a one-sided 5% test at each look (and the close's slope test, events.trend_z):
+it does not page, and telling a flat loss ``learning`` too often costs unpaged reliance shifts,
+not pages (README, "A model that learns slowly").
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+
+from ..increments import Block
+from .events import loss_kind
+
+__all__ = ["ALPHA", "OPEN_ALPHA", "Z_OPEN", "Look", "open_kind", "close_kind", "close_rise", "correlation"]
+
+#: the false ``degradation`` rate of an episode at a loss that did not move, both looks together
+ALPHA = 0.05
+#: the part of it spent when the episode opens
+OPEN_ALPHA = ALPHA / 2
+_N = NormalDist()
+#: the open's boundary: one-sided ``OPEN_ALPHA``
+Z_OPEN = _N.inv_cdf(1.0 - OPEN_ALPHA)
+#: correlations are rounded down to this many steps: a lower correlation gives a higher, safe boundary
+_STEPS = 1000
+
+
+def open_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
+    """The kind at an episode's open: ``degradation`` at ``z >= Z_OPEN`` (1.96), ``learning`` at
+    ``z <= -1.645`` (:func:`~pipeline.core.change.events.loss_kind`).
+
+    >>> before = Block(5000, 0.20, 800.0)          # 0-1 losses at 20%
+    >>> open_kind(before, Block(300, 0.24, 48.0))   # z 1.68: each look at 5% said degradation
+    'reliance_shift'
+    >>> open_kind(before, Block(300, 0.25, 48.0))   # z 2.10
+    'degradation'
+    """
+    return loss_kind(before, after, min_n, rise=Z_OPEN)
+
+
+#: a look at the loss: ``(end, before, after)``, the number of losses taken in when it was taken
+#: (its side after ends there, its side before ends where that begins) and its sides' sizes
+Look = tuple[int, int, int]
+
+
+def close_kind(before: Block | None, after: Block | None, first: Look | bool | None, end: int,
+               min_n: int = 2) -> str:
+    """The kind at an episode's close, on ``before`` and ``after`` up to the ``end``-th loss,
+    after an open that said neither. ``first``: the open's look (:data:`Look`); True: it looked,
+    where is not known (a checkpoint of the version before): Bonferroni's ``Z_OPEN``, 2.5% at
+    each look, which holds the 5% at any correlation; None: it never looked, so this look has
+    the whole 5%.
+
+    >>> before = Block(5000, 0.20, 800.0)       # the open: 5,000 before, 300 after, at loss 5,300
+    >>> close_kind(before, Block(1500, 0.224, 240.0), (5300, 5000, 300), 6500)   # z 2.04 >= 1.88
+    'degradation'
+    >>> close_kind(before, Block(1500, 0.221, 240.0), (5300, 5000, 300), 6500)   # z 1.78
+    'reliance_shift'
+    >>> close_kind(before, Block(1500, 0.221, 240.0), None, 6500)   # the open never looked
+    'degradation'
+    >>> close_kind(before, Block(1500, 0.225, 240.0), True, 6500)   # z 2.12 >= 1.96 (Bonferroni)
+    'degradation'
+    """
+    if first is None or first is False or before is None or after is None:
+        return loss_kind(before, after, min_n)
+    rise = Z_OPEN if first is True else close_rise(correlation(first, (end, before.n, after.n)))
+    return loss_kind(before, after, min_n, rise=rise)
+
+
+def correlation(first: Look, last: Look) -> float:
+    """The correlation of two looks' ``z`` at a flat loss (independent losses of one variance
+    ``s^2``), from where their sides lie (:data:`Look`): ``Cov(mean of S, mean of T) = s^2 |S & T|
+    / (|S| |T|)``, so ``Cov(d1, d2)`` of the differences of means ``d = mean(after) -
+    mean(before)`` sums that over the four pairs of sides (signed), against ``Var(d) = s^2 (1 /
+    after + 1 / before)``. The sides need not nest: the loss window splits at its buckets'
+    edges, so the close's cut may lie a few losses after the open's (those losses are after
+    the cut at the open, before it at the close), and a change found later may become the
+    episode's top, with its own cut.
+
+    >>> round(correlation((10**9 + 300, 10**9, 300), (10**9 + 1200, 10**9, 1200)), 3)   # sqrt(300 / 1200)
+    0.5
+    >>> round(correlation((5300, 5000, 300), (6500, 5000, 1500)), 3)    # nested: the same cut
+    0.495
+    >>> round(correlation((5300, 5000, 300), (6500, 5100, 1400)), 3)    # the close's cut 100 later
+    0.338
+    """
+    (e1, b1, a1), (e2, b2, a2) = first, last
+    sides1 = ((e1 - a1, e1, a1, 1.0), (e1 - a1 - b1, e1 - a1, b1, -1.0))
+    sides2 = ((e2 - a2, e2, a2, 1.0), (e2 - a2 - b2, e2 - a2, b2, -1.0))
+    cov = sum(g * h * max(0, min(hi, hi2) - max(lo, lo2)) / (n * n2)
+              for lo, hi, n, g in sides1 for lo2, hi2, n2, h in sides2)
+    return max(-1.0, min(1.0, cov / math.sqrt((1.0 / a1 + 1.0 / b1) * (1.0 / a2 + 1.0 / b2))))
+
+
+def close_rise(rho: float) -> float:
+    """The close's ``degradation`` boundary ``c`` when the open's was :data:`Z_OPEN` and the two
+    looks' statistics are standard bivariate normal with correlation ``rho``: ``P(Z1 < Z_OPEN,
+    Z2 >= c) = ALPHA - OPEN_ALPHA``, so ``P(Z1 >= Z_OPEN or Z2 >= c) = ALPHA``. ``rho`` is rounded
+    down to a thousandth (a lower correlation gives a higher boundary: the total stays within
+    ``ALPHA``). Below 0 (sides that overlap the other way), Bonferroni's ``Z_OPEN``: the exact
+    boundary lies between 1.949 (rho 0) and 1.96 (rho -1).
+
+    >>> round(close_rise(0.0), 3), round(close_rise(0.5), 3), round(close_rise(1.0), 3), round(close_rise(-0.2), 3)
+    (1.949, 1.877, 1.645, 1.96)
+    """
+    if rho < 0:
+        return Z_OPEN
+    return _close_rise(min(_STEPS, math.floor(rho * _STEPS + 1e-9)))
+
+
+@lru_cache(maxsize=_STEPS + 1)
+def _close_rise(step: int) -> float:
+    # P(Z1 < c1, Z2 >= c) = integral over x < c1 of phi(x) Q((c - rho x) / s) dx, s = sqrt(1 - rho^2)
+    # (Z2 given Z1 = x is normal, mean rho x, variance s^2), by Simpson's rule on x in [-9, c1]
+    # (1,200 intervals), solved for c by Newton's method (the derivative: minus the same integral
+    # of phi(x) phi((c - rho x) / s) / s), kept inside [1.6, 2.0] where the root lies (1.645 at
+    # rho 1 to 1.949 at rho 0). rho = 1: Z2 = Z1, so P = Phi(c1) - Phi(c). Checked against 2M
+    # simulated pairs at rho 0, 0.5 and 0.9 (tests/unit/test_loss_kind.py).
+    rho, c1, spend = step / _STEPS, Z_OPEN, ALPHA - OPEN_ALPHA
+    if step >= _STEPS:
+        return _N.inv_cdf(_N.cdf(c1) - spend)
+    x = np.linspace(-9.0, c1, 1201)
+    w = np.ones_like(x)
+    w[1:-1:2], w[2:-1:2] = 4.0, 2.0
+    w *= (x[1] - x[0]) / 3.0 * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    s = math.sqrt(1.0 - rho * rho)
+    erfc = np.frompyfunc(math.erfc, 1, 1)
+    c, lo, hi = 1.8, 1.6, 2.0
+    for _ in range(30):
+        u = (c - rho * x) / s
+        f = float(np.dot(w, 0.5 * erfc(u / math.sqrt(2.0)).astype(float))) - spend
+        if abs(f) < 1e-10:
+            break
+        lo, hi = (c, hi) if f > 0 else (lo, c)
+        slope = -float(np.dot(w, np.exp(-0.5 * u * u))) / (s * math.sqrt(2.0 * math.pi))
+        c = c - f / slope if slope < 0 and lo < c - f / slope < hi else 0.5 * (lo + hi)
+    return c
