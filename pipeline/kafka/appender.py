@@ -20,16 +20,6 @@ for every batch in the accumulator) before it commits an offset. Whatever the di
 cannot be sure of goes the full way, through Faust's ``send``: the producer not started, a
 transactional producer, a topic whose metadata the client has not loaded yet, or an aiokafka
 without the parts used here (checked once, with one log line).
-
->>> import asyncio
->>> class Producer:  # Faust's producer before it started: no aiokafka producer yet
-...     _producer = None
-...     async def send(self, topic, key, value, partition, timestamp, headers):
-...         print("the full way:", topic, key, value)
-...         return "future"
->>> asyncio.run(Appender(Producer()).send("t", b"k", b"v", None, None))
-the full way: t b'k' b'v'
-'future'
 """
 
 from __future__ import annotations
@@ -54,7 +44,18 @@ _PARTS = ("_message_accumulator", "_metadata", "_serialize", "_partition", "_par
 
 class Appender:
     """Sends through Faust's producer ``producer``, appending to aiokafka's batches directly
-    where it can (the module docstring says when and why)."""
+    where it can (the module docstring says when and why).
+
+    >>> import asyncio
+    >>> class Producer:  # Faust's producer before it started: no aiokafka producer yet
+    ...     _producer = None
+    ...     async def send(self, topic, key, value, partition, timestamp, headers):
+    ...         print("the full way:", topic, key, value)
+    ...         return "future"
+    >>> asyncio.run(Appender(Producer()).send("t", b"k", b"v", None, None))
+    the full way: t b'k' b'v'
+    'future'
+    """
 
     def __init__(self, producer: Any):
         self.producer = producer
