@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pipeline.handlers import Handler, Out, Source, dead_letter
+from pipeline.kafka.appender import Appender
 from schemas import Headers
 
 if TYPE_CHECKING:  # pragma: no cover - for annotations only
@@ -31,13 +32,16 @@ log = logging.getLogger("streamxai")
 
 
 class Outbox:
-    """Where an agent's outputs go: straight to the worker's producer (Faust's, aiokafka's
-    underneath), each message appended to the producer's batch for its partition without
-    waiting for the broker. Faust's per-message machinery (``Topic.send``: its future message,
-    sensors and callbacks) cost a worker more CPU than the handlers of a cheap model (issue 17);
-    offsets are still committed only after the producer has flushed, so delivery stays at least
-    once. A dead letter is counted (``dead_letters{reason=...}``) once the broker has
-    acknowledged it, a message the broker refused once it refused (``send_errors``).
+    """Where an agent's outputs go: straight to the worker's producer, each message appended to
+    aiokafka's batch for its partition without waiting for the broker
+    (:class:`~pipeline.kafka.appender.Appender`: below Faust's and aiokafka's per-message
+    layers). Faust's per-message machinery (``Topic.send``: its future message, sensors and
+    callbacks) cost a worker more CPU than the handlers of a cheap model (issue 17); offsets
+    are still committed only after the producer has flushed, so delivery stays at least once.
+    A dead letter is counted (``dead_letters{reason=...}``) once the broker has acknowledged
+    it, a message the broker refused once it refused (``send_errors``); the other outputs of
+    one input are looked at together, once the last one is acknowledged (one callback, not one
+    per message).
 
     >>> import asyncio
     >>> from pipeline.metrics import Metrics
@@ -60,26 +64,79 @@ class Outbox:
 
     def __init__(self, producer: Any, settings: Settings, metrics: Metrics):
         self.producer = producer
+        self.appender = Appender(producer)
         self.settings = settings
         self.metrics = metrics
         self._names: dict[str, str] = {}  # short topic name -> full
 
     async def send(self, out: Out, src: Source) -> Exception | None:
         """Hand ``out`` to the producer; the exception if it refused it (logged and counted, not raised)."""
-        name = self._names.get(out.topic)
-        if name is None:
-            name = self._names[out.topic] = self.settings.topic(out.topic)
+        fut = await self._put(out, src)
+        if isinstance(fut, Exception):
+            return fut
+        fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason))
+        return None
+
+    async def send_all(self, outs: list[Out], src: Source, refused: Callable[[Out, Exception], Out | None]) -> None:
+        """Hand each of ``outs`` to the producer, in order; one it refuses is replaced by what
+        ``refused(out, error)`` gives (a dead letter, sent at once; None: nothing)."""
+        sent: list[tuple[str, Any]] = []  # (topic, future) of the outputs that are no dead letter
         try:
-            fut = await self.producer.send(name, out.key, out.value, out.partition, None,
+            for out in outs:
+                fut = await self._put(out, src, count=False)
+                if isinstance(fut, Exception):
+                    instead = refused(out, fut)
+                    if instead is not None:
+                        await self.send(instead, src)
+                elif out.reason is None:
+                    sent.append((out.topic, fut))
+                else:
+                    self._handed(out.topic)
+                    fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason))
+        finally:
+            if sent:
+                sent[-1][1].add_done_callback(partial(self._all_acknowledged, sent))
+                topic, n = sent[0][0], 0
+                for t, _ in sent:  # messages_out once per run of one topic, not per message
+                    if t != topic:
+                        self._handed(topic, n)
+                        topic, n = t, 0
+                    n += 1
+                self._handed(topic, n)
+
+    async def _put(self, out: Out, src: Source, count: bool = True) -> Any:
+        """The delivery future of ``out`` handed to the producer (counted in ``messages_out`` if
+        ``count``), or the exception it refused it with."""
+        name = self._name(out.topic)
+        try:
+            fut = await self.appender.send(name, out.key, out.value, out.partition,
                                            None if out.headers is None else list(out.headers))
         except Exception as e:
             self.metrics.inc("send_errors", topic=out.topic)
             log.error("could not send a %d-byte message to %s for %s (%s: %s); it is dropped",
                       len(out.value), out.topic, src, type(e).__name__, str(e)[:300])
             return e
-        fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason))
-        self.metrics.inc("messages_out", topic=name)
-        return None
+        if count:
+            self._handed(out.topic)
+        return fut
+
+    def _name(self, topic: str) -> str:
+        name = self._names.get(topic)
+        if name is None:
+            name = self._names[topic] = self.settings.topic(topic)
+        return name
+
+    def _handed(self, topic: str, n: int = 1) -> None:
+        self.metrics.inc("messages_out", n, topic=self._name(topic))
+
+    def _all_acknowledged(self, sent: list[tuple[str, Any]], _last: Any) -> None:
+        """The broker answered the last of one input's outputs: count the failures among them
+        (one not answered yet, in an earlier batch retried, is looked at when it is)."""
+        for topic, fut in sent:
+            if fut.done():
+                self._acknowledged(topic, None, fut)
+            else:
+                fut.add_done_callback(partial(self._acknowledged, topic, None))
 
     def _acknowledged(self, topic: str, reason: str | None, fut: Any) -> None:
         """The broker's answer to one message sent."""
@@ -149,12 +206,15 @@ async def _send(outbox: Outbox, outs: Any, raw: bytes | None, key: bytes | None,
     a dead letter of ``raw`` (e.g. over the producer's size limit)."""
     if not isinstance(outs, list):
         outs = await outs
-    for out in outs:
-        err = await outbox.send(out, src)
-        if err is not None and out.reason is None:
-            dl = dead_letter(raw, key, err, stage, src, reason="send_error",
-                             max_bytes=handler.settings.max_dead_letter_bytes)
-            await outbox.send(dl, src)
+
+    def refused(out: Out, err: Exception) -> Out | None:
+        if out.reason is not None:  # a dead letter refused: counted and logged, that is all
+            return None
+        return dead_letter(raw, key, err, stage, src, reason="send_error",
+                           max_bytes=handler.settings.max_dead_letter_bytes)
+
+    if outs:
+        await outbox.send_all(outs, src, refused)
 
 
 def ready_events(stream: Any, limit: int) -> list[Any]:

@@ -9,7 +9,8 @@ fetch wait) runs one agent that, per message, does:
 
 - ``consume``: nothing (``async for`` over ``stream.events()``);
 - ``+ sleep(0)``: yields to the event loop, as the agents' loop does;
-- ``+ send``: also hands one message of the same size to the producer (as the Outbox does);
+- ``+ send``: also hands one message of the same size to Faust's ``Producer.send`` (as the
+  Outbox did before it appended to aiokafka's batches itself: ``bench_send_cost.py``);
 - ``+ Topic.send``: sends it through Faust's ``Topic.send`` instead (what the agents did);
 - ``take(100)``: consumes in batches of up to 100 (``stream.take``, acked after each batch),
   nothing else: whether handing an agent batches would lower the cost per message;

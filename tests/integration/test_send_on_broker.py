@@ -1,0 +1,217 @@
+"""The worker's outputs appended to aiokafka's batches below Faust's and aiokafka's send
+(:class:`pipeline.kafka.appender.Appender`) keep delivery at least once: what Faust's commit
+waits for (the producer's flush) covers every output handed over, so a worker SIGKILLed right
+after a commit has every explanation of the committed inputs on the topic."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+from helpers.pipeline_runs import collect, make_settings
+
+from pipeline.kafka.config import confluent_config, ensure_topics
+from pipeline.kafka.io import produce_raw
+from pipeline.local.demo_stream import agrawal_events
+from pipeline.plan import stream_explainer
+from pipeline.worker import settings_env
+from schemas import Source, dumps, parse_explain_task, unpack_tasks
+
+#: run in the worker's process: Faust's commit, then SIGKILL at once (no turn of the event loop
+#: after the commit) once a commit took up at least AT_LEAST explain-tasks records
+KILLED_AFTER_COMMIT = """
+import os, signal, sys
+from faust.transport import consumer
+
+committed = consumer.Consumer._commit_offsets
+
+async def commit_then_die(self, offsets, *args, **kwargs):
+    done = await committed(self, offsets, *args, **kwargs)
+    if done and any(tp.topic.endswith(".explain-tasks") and o >= {at_least} for tp, o in offsets.items()):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return done
+
+consumer.Consumer._commit_offsets = commit_then_die
+from pipeline.cli import main
+sys.exit(main(["worker", "--loglevel", "warning"]))
+"""
+
+
+def test_outputs_handed_over_are_covered_by_the_flush_a_commit_waits_for(bootstrap):
+    """Outbox.send_all, then at once the producer's flush (what Faust's commit awaits before it
+    commits): every output is on the topic, in order, and went the direct route."""
+    import faust
+
+    from agents._forward import Outbox
+    from pipeline.handlers import Out
+    from pipeline.metrics import Metrics
+    from pipeline.settings import Settings
+
+    s = Settings(bootstrap_servers=bootstrap, topic_prefix=f"it-{uuid.uuid4().hex[:8]}.")
+    ensure_topics(s)
+    values = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * 300) for i in range(60)]
+
+    async def run() -> tuple[Outbox, int]:
+        app = faust.App(f"send-{uuid.uuid4().hex[:6]}", broker=f"kafka://{bootstrap}", producer_linger_ms=50,
+                        autodiscover=False, web_enabled=False, datadir=tempfile.mkdtemp())
+        await app.producer.start()
+        try:
+            box = Outbox(app.producer, s, Metrics())
+            full_way = 0
+            send = app.producer.send
+
+            async def counted(*args):  # Faust's send: the full way
+                nonlocal full_way
+                full_way += 1
+                return await send(*args)
+
+            app.producer.send = counted
+            await box.send_all([Out("explanations", b"s", values[0])], Source("t", 0, 0), lambda o, e: None)
+            await app.producer.flush()  # the topic's metadata is loaded now: the rest go the direct way
+            await box.send_all([Out("explanations", b"s", v) for v in values[1:]], Source("t", 0, 1),
+                               lambda o, e: None)
+            await app.producer.flush()
+            return box, full_way
+        finally:
+            await app.producer.stop()
+
+    box, full_way = asyncio.run(run())
+    got = collect(s, "explanations", lambda ms: len(ms) >= len(values), timeout=30)
+    assert [m["n"] for m in got] == list(range(len(values)))
+    assert full_way == 1 and box.appender._direct
+    assert box.metrics.get(f"messages_out{{topic={s.topic('explanations')}}}") == len(values)
+    assert box.metrics.get("send_errors{topic=explanations}") == 0
+
+
+def test_a_keyed_output_goes_to_the_partition_faust_would_send_it_to_also_after_a_metadata_refresh(bootstrap):
+    """The Appender keeps a key's partition (aiokafka's murmur2 in Python otherwise runs per
+    send): each key lands where Faust's own send puts it, before and after the client's
+    metadata is refreshed (which empties what it kept)."""
+    import faust
+
+    from agents._forward import Outbox
+    from pipeline.handlers import Out
+    from pipeline.metrics import Metrics
+    from pipeline.settings import Settings
+
+    s = Settings(bootstrap_servers=bootstrap, topic_prefix=f"it-{uuid.uuid4().hex[:8]}.", partitions=4)
+    ensure_topics(s)
+    keys = [f"stream-{i}".encode() for i in range(24)]
+
+    async def run() -> int:
+        app = faust.App(f"send-{uuid.uuid4().hex[:6]}", broker=f"kafka://{bootstrap}", autodiscover=False,
+                        web_enabled=False, datadir=tempfile.mkdtemp())
+        await app.producer.start()
+        try:
+            box = Outbox(app.producer, s, Metrics())
+            for topic in ("explanations", "predictions"):  # their metadata loaded: the direct way from here
+                await app.producer.send(s.topic(topic), b"warm", b"{}", None, None, None)
+            for round_ in range(2):
+                for k in keys:  # Faust's send to predictions, the Outbox's to explanations
+                    await app.producer.send(s.topic("predictions"), k, b'{"k":"%s"}' % k, None, None, None)
+                await box.send_all([Out("explanations", k, b'{"k":"%s"}' % k) for k in keys], Source("t", 0, round_),
+                                   lambda o, e: None)
+                await app.producer.flush()
+                if round_ == 0:
+                    kept = len(box.appender._tps)
+                    await app.producer._producer.client.force_metadata_update()
+            return kept
+        finally:
+            await app.producer.stop()
+
+    kept = asyncio.run(run())
+    assert kept == len(keys)  # one partition kept per key
+
+    def placed(topic: str) -> dict[str, set[int]]:
+        got: dict[str, set[int]] = {}
+        for m in collect(s, topic, lambda ms: len(ms) >= 2 * len(keys) + (topic == "predictions"), timeout=30):
+            if "k" in m:
+                got.setdefault(m["k"], set()).add(m["_partition"])
+        return got
+
+    faust_way, direct = placed("predictions"), placed("explanations")
+    assert len(direct) == len(keys) and direct == faust_way
+    assert len({p for ps in direct.values() for p in ps}) > 1  # the keys spread: the partitioner ran
+    assert all(len(ps) == 1 for ps in direct.values())
+
+
+def test_a_worker_killed_right_after_a_commit_has_sent_every_explanation_of_the_committed_tasks(bootstrap, tmp_path):
+    from confluent_kafka import Consumer, TopicPartition
+
+    s = make_settings(bootstrap, str(tmp_path / "state"), explain_groups=1, explainers=["ipfi"], emit_every=5,
+                      checkpoint_every=0)
+    events = list(agrawal_events("k", 4000, seed=3))
+    ensure_topics(s)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}, **settings_env(s)}
+    with open(tmp_path / "worker.log", "ab") as log:
+        worker = subprocess.Popen([sys.executable, "-c", KILLED_AFTER_COMMIT.format(at_least=4)], env=env,
+                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:  # a paced stream: the worker is busy explaining when a commit comes (every 2.8 s)
+        for i in range(0, len(events), 100):
+            produce_raw(s, s.topic("features"), [(b"k", dumps(e)) for e in events[i:i + 100]])
+            if worker.poll() is not None:
+                break
+            time.sleep(0.2)
+        assert worker.wait(180) == -signal.SIGKILL, (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(10)
+
+    # the committed explain tasks: every record before the group's committed offset
+    topic = s.topic("explain-tasks")
+    c = Consumer(confluent_config(s, **{"group.id": s.app_id, "enable.auto.commit": False}))
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in parts], timeout=10)}
+    finally:
+        c.close()
+    seqs = []
+    for rec in _records(s, topic):
+        if rec.offset() < ends.get(rec.partition(), -1):
+            headers = tuple((k, bytes(v or b"")) for k, v in rec.headers() or ())
+            src = Source(topic, rec.partition(), rec.offset(), headers=headers or None)
+            for raw in unpack_tasks(rec.value(), src) or [rec.value()]:
+                seqs.append(parse_explain_task(raw, where=str(src), groups=1).seq)
+    assert seqs and max(seqs) < events[-1].seq, "the kill came after everything was committed: nothing tested"
+    last = max(seqs)
+
+    se, want = stream_explainer(s, "k"), set()
+    for e in events:
+        values = se.process_one(e.x, e.y)
+        if se.n_seen % s.emit_every == 0 and e.seq <= last:
+            want |= {(e.seq, v.feature) for v in values}
+    sent = {(m["seq"], m["feature"]) for m in collect(s, "explanations", lambda ms: False, timeout=10)}
+    assert len(want) > 9
+    missing = sorted(want - sent)
+    assert not missing, f"{len(missing)} explanations of committed tasks are not on the topic: {missing[:5]}"
+
+
+def _records(s, topic: str):
+    """Every record on ``topic`` (full name) now, from the start."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(confluent_config(s, **{"group.id": f"read-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}))
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+        c.assign([TopicPartition(topic, p, 0) for p in parts])
+        left = {p for p, e in ends.items() if e > 0}
+        for _ in range(10_000):  # bounded
+            if not left:
+                return
+            rec = c.poll(1.0)
+            if rec is None or rec.error():
+                continue
+            yield rec
+            if rec.offset() + 1 >= ends[rec.partition()]:
+                left.discard(rec.partition())
+    finally:
+        c.close()
+
