@@ -4,12 +4,17 @@ Every handler fills in one skeleton (:class:`MessageHandler`: parse → dead let
 state → drop duplicate → process → checkpoint); what it needs from outside is declared as
 Protocols (:class:`Handler`, :class:`History`, :class:`CheckpointStore`)."""
 
-from .common import MessageHandler, Out, Recovering, Rejected, Source, dead_letter
+from schemas import Source
+
+from .common import MessageHandler, Rejected
+from .dead_letters import dead_letter
 from .drift import DriftHandler
 from .explain import ExplainHandler
 from .intake import IntakeHandler
 from .model import ModelHandler
+from .out import Out
 from .protocols import CheckpointStore, Handler, History, ScanningHistory
+from .recovering import Recovering
 
 __all__ = ["CheckpointStore", "DriftHandler", "ExplainHandler", "Handler", "History", "IntakeHandler", "MessageHandler", "ModelHandler",
            "Out", "Recovering", "Rejected", "ScanningHistory", "Source", "dead_letter"]

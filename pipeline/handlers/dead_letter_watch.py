@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import orjson
 
-from .common import Out
+from .out import Out
 
 __all__ = ["DeadLetterWatch"]
 

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, dumps, unpack_feed
+from schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, Source, dumps, unpack_feed
 from schemas import parse_explanation as parse_explanation_message
 
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
@@ -43,10 +43,12 @@ from ..core.change.events import KINDS, ci, loss_z
 from ..core.increments import Block
 from ..metrics import Metrics
 from ..settings import Settings
-from .common import _STORE_LOCK, MessageHandler, Out, Source, log
+from .common import MessageHandler, log
 from .event_seqs import EventSeqs
 from .history_cache import records_of
+from .out import Out
 from .protocols import CheckpointStore, History
+from .recovering import _STORE_LOCK
 
 __all__ = ["DriftHandler", "change_event", "change_episode"]
 

@@ -31,6 +31,7 @@ from schemas import (
     FeatureEvent,
     InvalidMessage,
     SchemaMismatch,
+    Source,
     decode,
     dumps,
     pack_feed,
@@ -46,7 +47,8 @@ from ..core.stream import StreamExplainer
 from ..metrics import Metrics
 from ..plan import explainer_changes, stream_explainer
 from ..settings import Settings
-from .common import MessageHandler, Out, Source, log
+from .common import MessageHandler, log
+from .out import Out
 from .protocols import CheckpointStore, History
 
 __all__ = ["ExplainHandler"]

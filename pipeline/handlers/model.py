@@ -24,6 +24,7 @@ from schemas import (
     LabelRejected,
     Prediction,
     SchemaMismatch,
+    Source,
     dumps,
     origin,
     origin_headers,
@@ -39,8 +40,9 @@ from ..core.stream import ISAGE_UNIT
 from ..metrics import Metrics
 from ..plan import group_units, label_join
 from ..settings import Settings
-from .common import MessageHandler, Out, Rejected, Source
+from .common import MessageHandler, Rejected
 from .dead_letter_watch import DeadLetterWatch
+from .out import Out
 from .protocols import CheckpointStore, History
 
 __all__ = ["ModelHandler", "MAX_TASKS_BYTES", "MAX_TASKS_PER_RECORD"]

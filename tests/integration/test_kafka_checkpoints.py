@@ -10,9 +10,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from helpers.pipeline_runs import make_settings
 
 from pipeline.app import checkpoint_store
-from pipeline.handlers.common import Source
 from pipeline.kafka.checkpoint_topic import CHECKPOINT_TOPIC, KafkaCheckpointStore
 from pipeline.settings import Secret
+from schemas import Source
 
 
 def kafka_settings(bootstrap, tmp_path, **over):

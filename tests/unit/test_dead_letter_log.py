@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from pipeline.handlers.common import dead_letter
+from pipeline.handlers.dead_letters import dead_letter
 from schemas import Source
 
 

@@ -5,7 +5,8 @@ import pytest
 from helpers.handler_inputs import drift_settings, explanation_v2, settings
 
 from pipeline.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, ModelHandler, Source
-from pipeline.handlers.common import MessageHandler, Recovering
+from pipeline.handlers.common import MessageHandler
+from pipeline.handlers.recovering import Recovering
 from pipeline.kafka.checkpoint_topic import KafkaCheckpointStore
 from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.settings import Settings
