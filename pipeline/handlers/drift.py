@@ -183,9 +183,9 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
                             built_under=self._built_under(stream_id))
 
     def _load(self, p: _Point, key: bytes | None, src: Source) -> _StreamState:
-        if key != p.stream_id.encode():
-            log.warning("explanation at %s is keyed %r, not by its stream_id %r: its stream's history cannot be "
-                        "replayed after a restart; run every worker on the same streamxai version", src, key, p.stream_id)
+        if key is None:  # a key other than its stream_id is refused by _read (a dead letter)
+            log.warning("explanation at %s has no key, not its stream_id %r: its stream's history cannot be "
+                        "replayed after a restart; run every worker on the same streamxai version", src, p.stream_id)
             return self._fresh(p.stream_id)
         adopted = self._adopt(p, key, src)
         if adopted is not None:
