@@ -5,7 +5,7 @@ sent to the dead-letter topic (reason ``internal_error``) so that one message ca
 stop the agent. Nor can a send that fails: an output the producer refuses is replaced by a
 dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
 logged and counted (``send_errors``), never raised. Outputs go to the producer through an
-:class:`Outbox`. ``dead_letters{reason=...}`` counts the dead letters the broker acknowledged,
+:class:`Outbox`. ``dead_letters{reason=..., profile=...}`` counts the dead letters the broker acknowledged,
 not the ones built. ``messages_in`` and ``messages_out`` count messages per (full) topic name,
 and the offset taken up is reported for consumer lag.
 After each message the loop yields to the worker's other agents, so no agent's backlog starves
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.handlers import Handler, Out, Source, dead_letter
 from pipeline.kafka.appender import Appender
+from pipeline.metrics import key_profile
 from schemas import Headers
 
 if TYPE_CHECKING:  # pragma: no cover - for annotations only
@@ -38,7 +39,7 @@ class Outbox:
     layers). Faust's per-message machinery (``Topic.send``: its future message, sensors and
     callbacks) cost a worker more CPU than the handlers of a cheap model (issue 17); offsets
     are still committed only after the producer has flushed, so delivery stays at least once.
-    A dead letter is counted (``dead_letters{reason=...}``) once the broker has acknowledged
+    A dead letter is counted (``dead_letters{reason=..., profile=...}``) once the broker has acknowledged
     it, a message the broker refused once it refused (``send_errors``); the other outputs of
     one input are looked at together, once the last one is acknowledged (one callback, not one
     per message).
@@ -74,7 +75,7 @@ class Outbox:
         fut = await self._put(out, src)
         if isinstance(fut, Exception):
             return fut
-        fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason))
+        fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason, key=out.key))
         return None
 
     async def send_all(self, outs: list[Out], src: Source, refused: Callable[[Out, Exception], Out | None]) -> None:
@@ -92,7 +93,7 @@ class Outbox:
                     sent.append((out.topic, fut))
                 else:
                     self._handed(out.topic)
-                    fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason))
+                    fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason, key=out.key))
         finally:
             if sent:
                 sent[-1][1].add_done_callback(partial(self._all_acknowledged, sent))
@@ -138,15 +139,15 @@ class Outbox:
             else:
                 fut.add_done_callback(partial(self._acknowledged, topic, None))
 
-    def _acknowledged(self, topic: str, reason: str | None, fut: Any) -> None:
-        """The broker's answer to one message sent."""
+    def _acknowledged(self, topic: str, reason: str | None, fut: Any, key: bytes | None = None) -> None:
+        """The broker's answer to one message sent (a dead letter's ``key``: the stream it is counted under)."""
         if fut.cancelled():
             return
         err = fut.exception()
         if err is not None:  # lost: its input's offset may still be committed (a broker outage)
             self.metrics.inc("send_errors", topic=topic)
         elif reason is not None:
-            self.metrics.inc("dead_letters", reason=reason)
+            self.metrics.inc("dead_letters", reason=reason, profile=key_profile(self.settings, key))
 
 
 async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str, *, batch: int = 1) -> None:

@@ -57,7 +57,13 @@ if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
   rm -f "$VENV/.streamxai-installed"
 fi
 stamp="$VENV/.streamxai-installed"
-if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
+# reinstall when the package's metadata or any of the compiled kernels' sources changed (pip builds
+# pipeline/core/_kernels*.c and _kernels.h into one file next to them, one per Python version)
+kernels_changed=0
+for f in pipeline/core/_kernels*.c pipeline/core/_kernels*.h; do
+  if [[ -f "$stamp" && "$f" -nt "$stamp" ]]; then kernels_changed=1; fi
+done
+if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" || setup.py -nt "$stamp" || $kernels_changed == 1 ]]; then
   echo "setup: installing streamxai and its dependencies into $VENV (log: $VENV/pip.log)"
   if ! { "$VENV/bin/python" -m pip install --upgrade pip && "$VENV/bin/python" -m pip install -e '.[test]'; } > "$VENV/pip.log" 2>&1; then
     tail -30 "$VENV/pip.log" >&2
@@ -65,6 +71,11 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     exit 1
   fi
   touch "$stamp"
+  if ! "$VENV/bin/python" -c 'import pipeline.core._kernels' 2>/dev/null; then
+    # optional: the pure-Python path runs (CI sets STREAMXAI_REQUIRE_KERNEL=1, which fails a test)
+    echo "setup: the compiled kernels (pipeline/core/_kernels*.c) did not build, so the slower pure-Python" \
+         "path runs; a C compiler and the Python headers build them (the log: $VENV/pip.log)" >&2
+  fi
 fi
 if [[ $jars == 1 ]]; then
   "$VENV/bin/python" -c 'from pipeline.local.broker import LocalBroker; LocalBroker().ensure_jars()'

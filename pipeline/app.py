@@ -21,7 +21,7 @@ from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
 from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 from .kafka.checkpoints import FileCheckpointStore
 from .kafka.config import TOPIC_NAMES, faust_credentials
-from .kafka.faust_transport import QuietMonitor, RawSchema, use_bounded_fetch_wait
+from .kafka.faust_transport import QuietMonitor, RawSchema, producer_batch_bytes, use_bounded_fetch_wait
 from .kafka.replay import PartitionHistory
 from .metrics import Metrics
 from .settings import Settings
@@ -72,6 +72,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         web_tables_enabled=False,
         datadir=f"{settings.state_dir}/faust",
         producer_linger_ms=5,
+        producer_max_batch_size=producer_batch_bytes(settings.max_dead_letter_bytes),
         broker_session_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
         Monitor=QuietMonitor,

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 import orjson
@@ -21,7 +23,7 @@ from . import exit_codes
 from .kafka.config import TOPIC_NAMES, confluent_config
 from .settings import Settings
 
-__all__ = ["produce", "tail", "plot", "last_seq", "resolve_topic", "OUTPUT_TOPICS"]
+__all__ = ["produce", "tail", "plot", "last_seq", "last_seqs", "resolve_topic", "OUTPUT_TOPICS"]
 
 OUTPUT_TOPICS = tuple(dict.fromkeys((*TOPIC_NAMES, "change-episodes")))  # episodes: from the change detection
 
@@ -32,61 +34,106 @@ def _kafka_error(s: Settings, e: Exception) -> StreamxaiError:
 
 
 def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.0) -> int | None:
-    """The highest seq of ``stream_id`` among the last ``tail`` messages of each partition of the
-    features topic that a worker accepts (None if none is there): enough to catch a file or demo
-    produced twice. A seq more than ``max_seq_gap`` beyond the one before it is a dead letter
-    (reason ``seq_gap``) and is passed over (:func:`accepted_last_seq`)."""
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    """The highest seq of ``stream_id`` on the features topic that a worker accepts (None if the
+    stream has no event there): :func:`last_seqs` of one stream."""
+    return last_seqs(s, [stream_id], tail, timeout).get(stream_id)
+
+
+def last_seqs(s: Settings, stream_ids: Collection[str], tail: int = 2000, timeout: float = 10.0) -> dict[str, int]:
+    """The highest seq on the features topic that a worker accepts of each of ``stream_ids``
+    that has events there. The partitions are read back from their ends in rounds, ``tail``
+    messages and then four times as many each round, until each stream's messages or a
+    partition's start are met: a stream whose partition took many events of other streams since
+    is found too (it looked new when only the last ``tail`` messages were read). A seq more than
+    ``max_seq_gap`` beyond the one before it is a dead letter (reason ``seq_gap``) and is passed
+    over (:func:`accepted_last_seq`). After ``timeout`` s it gives what it found, and for streams
+    it found nothing of, says on stderr how far back it read (a new stream on a long topic)."""
+    from confluent_kafka import Consumer, KafkaException
 
     topic = s.topic("features")
     c = Consumer(confluent_config(s, **{"group.id": f"streamxai-check-{uuid.uuid4().hex[:8]}",
-                                        "enable.auto.commit": False, "log_level": 3}))
+                                        "enable.auto.commit": False, "enable.partition.eof": True, "log_level": 3}))
     try:
         md = c.list_topics(topic, timeout=timeout).topics.get(topic)
         if md is None or md.error is not None:
-            return None
-        ends, starts, whole = {}, [], {}
+            return {}
+        wanted = {sid.encode(): sid for sid in stream_ids}
         deadline = time.monotonic() + timeout
-        for p in md.partitions:
-            while True:  # a topic created a moment ago may have no leader yet
-                try:
-                    lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
-                    break
-                except KafkaException as e:
-                    transient = e.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                                                     KafkaError.UNKNOWN_TOPIC_OR_PART)
-                    if not (transient or e.args[0].retriable()) or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
-            if hi > lo:
-                ends[p] = hi
-                starts.append(TopicPartition(topic, p, max(lo, hi - tail)))
-                whole[p] = hi - tail <= lo  # the window holds the partition's whole history
-        if not starts:
-            return None
-        c.assign(starts)
-        key = stream_id.encode()
-        seqs: dict[int, list[int]] = {}  # by partition, in offset order
-        deadline = time.monotonic() + timeout
-        while ends and time.monotonic() < deadline:
-            for msg in c.consume(500, 0.5):
-                if msg.error():
-                    continue
-                if msg.key() == key:
-                    try:
-                        seq = orjson.loads(msg.value()).get("seq")
-                    except (orjson.JSONDecodeError, AttributeError, TypeError):
-                        seq = None
-                    if isinstance(seq, int) and not isinstance(seq, bool):
-                        seqs.setdefault(msg.partition(), []).append(seq)
-                if msg.offset() >= ends.get(msg.partition(), 0) - 1:
-                    ends.pop(msg.partition(), None)
-        found = [accepted_last_seq(q, s.max_seq_gap, from_start=whole[p]) for p, q in seqs.items()]
-        return max((q for q in found if q is not None), default=None)
+        left = {p: _watermarks(c, topic, p, deadline) for p in md.partitions}  # partition -> (start, end) unread
+        left = {p: span for p, span in left.items() if span[1] > span[0]}
+        found: dict[str, int | None] = {}
+        width = tail
+        while left and wanted and time.monotonic() < deadline:
+            windows = {p: (max(lo, end - width), end) for p, (lo, end) in left.items()}
+            read = _seqs_of(c, topic, windows, set(wanted), deadline)
+            for p, by_key in read.items():
+                lo, start = left[p][0], windows[p][0]
+                for key, seqs in by_key.items():  # a stream's events are keyed by it: one partition holds them
+                    if seqs and key in wanted:
+                        found[wanted.pop(key)] = accepted_last_seq(seqs, s.max_seq_gap, from_start=start <= lo)
+                if start <= lo:
+                    del left[p]
+                else:
+                    left[p] = (lo, start)
+            width *= 4
+        if left and wanted:
+            unread = sum(end - lo for lo, end in left.values())
+            names = ", ".join(map(repr, list(wanted.values())[:5])) + (" ..." if len(wanted) > 5 else "")
+            print(f"note: stream{'s' if len(wanted) > 1 else ''} {names} {'have' if len(wanted) > 1 else 'has'} no "
+                  f"event among the messages of {topic} read in {timeout:.0f} s; {unread} older ones were not read "
+                  "(if it has events there, send with --resume or --force)", file=sys.stderr)
+        return {sid: q for sid, q in found.items() if q is not None}
     except KafkaException as e:
         raise _kafka_error(s, e) from None
     finally:
         c.close()
+
+
+def _watermarks(c: Any, topic: str, p: int, deadline: float) -> tuple[int, int]:
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    while True:  # a topic created a moment ago may have no leader yet
+        try:
+            lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=max(0.1, deadline - time.monotonic()))
+            return lo, hi
+        except KafkaException as e:
+            transient = e.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                                             KafkaError.UNKNOWN_TOPIC_OR_PART)
+            if not (transient or e.args[0].retriable()) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _seqs_of(c: Any, topic: str, windows: dict[int, tuple[int, int]], keys: set[bytes],
+             deadline: float) -> dict[int, dict[bytes, list[int]]]:
+    """The seqs of the messages keyed by each of ``keys`` at offsets [start, end) of each
+    partition's window of ``topic``, in order, for the partitions read to their window's end by
+    ``deadline``."""
+    from confluent_kafka import KafkaError, TopicPartition
+
+    c.assign([TopicPartition(topic, p, start) for p, (start, _) in windows.items()])
+    seqs: dict[int, dict[bytes, list[int]]] = {p: {} for p in windows}
+    done: dict[int, dict[bytes, list[int]]] = {}
+    while len(done) < len(windows) and time.monotonic() < deadline:
+        for msg in c.consume(500, 0.5):
+            p = msg.partition()
+            if p in done or p not in windows:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    done[p] = seqs[p]
+                continue
+            end = windows[p][1]
+            if msg.offset() < end and msg.key() in keys:
+                try:
+                    seq = orjson.loads(msg.value()).get("seq")
+                except (orjson.JSONDecodeError, AttributeError, TypeError):
+                    seq = None
+                if isinstance(seq, int) and not isinstance(seq, bool):
+                    seqs[p].setdefault(msg.key(), []).append(seq)
+            if msg.offset() >= end - 1:
+                done[p] = seqs[p]
+    return done
 
 
 def accepted_last_seq(seqs: list[int], max_seq_gap: int, from_start: bool = True) -> int | None:
@@ -108,34 +155,45 @@ def accepted_last_seq(seqs: list[int], max_seq_gap: int, from_start: bool = True
 
 
 def produce(args: argparse.Namespace, s: Settings) -> int:
-    from .ingest import FileReport, file_events
+    from .ingest import FileReport, file_events, file_streams
     from .kafka.config import ensure_topics
     from .kafka.io import produce_events
     from .local.demo_stream import agrawal_events
 
     stream_id = args.stream_id or ("file" if args.source not in ("demo", "control") else args.source)
     with_labels = not getattr(args, "without_labels", False)
+    top = s
     if getattr(args, "labels", False):
         return _produce_labels(args, s, stream_id)
-    if args.source not in ("demo", "control"):
+    if args.source in ("demo", "control"):
+        if not with_labels:  # the demo's events carry their labels; sent without them, none would come
+            raise ConfigError("--without-labels sends the features of a file; the demo stream's labels come later "
+                              "with `streamxai demo --label-delay N`")
+        _check_demo_features(s, stream_id)
+    else:
         s = s.for_stream(stream_id)  # the features and target of its stream profile
-        if not s.features:
+        if not s.features and not _feature_events(args.source):  # a feature event names its own stream
             raise ConfigError(f"to read {args.source} as stream {stream_id!r}, give its features: features = [...] in "
                               "the settings file (or --set features=a,b), or a [streams.\"<glob>\"] table matching "
                               "the stream id")
         # read the header now: a missing file or column is one line, before any Kafka connection
         _check_file = file_events(args.source, stream_id, list(s.features), args.target, target_kind=s.target,
                                   categorical=list(s.categorical), ts_column=args.ts_column, report=FileReport(),
-                                  labels=with_labels)
+                                  labels=with_labels, of_stream=_of_stream(top))
         next(_check_file, None)
         _check_file.close()
+    # the streams whose earlier seqs count: the --stream-id's for plain rows (numbered here), and
+    # each stream a feature event names, from the first seq the file gives it
+    plain, firsts = (True, {}) if args.source in ("demo", "control") else file_streams(args.source)
     try:
         ensure_topics(s)
-        previous = None if args.force else last_seq(s, stream_id)
+        lasts = {} if args.force else last_seqs(s, ([stream_id] if plain else []) + list(firsts))
     except StreamxaiError:
         raise
     except Exception as e:  # the client's own errors: no broker, no access
         raise _kafka_error(s, e) from None
+    previous = lasts.get(stream_id) if plain else None
+    _check_event_seqs(s, args.source, firsts, lasts)
     start = 0
     if previous is not None:
         if not args.resume:
@@ -158,16 +216,99 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
         events = _reporting(file_events(
             args.source, stream_id, list(s.features), args.target, target_kind=s.target,
             categorical=list(s.categorical), ts_column=args.ts_column, start_seq=start, report=report,
-            labels=with_labels), args.source, report)
+            labels=with_labels, of_stream=_of_stream(top)), args.source, report)
     t0 = time.monotonic()
     sent = _Sent()
     n = produce_events(s, sent.track(events), rate=args.rate)
     print(f"produced {n} events of {sent.streams(stream_id)} to {s.topic('features')} "
           f"in {time.monotonic() - t0:.1f} s")
     if args.source not in ("demo", "control"):
-        print(report.summary(args.source), file=sys.stderr if report.bad else sys.stdout)
-        return exit_codes.INCOMPLETE if report.bad else exit_codes.OK
+        print(report.summary(args.source), file=sys.stderr if report.n_bad else sys.stdout)
+        return exit_codes.INCOMPLETE if report.n_bad else exit_codes.OK
     return exit_codes.OK
+
+
+def _check_event_seqs(s: Settings, source: str, firsts: dict[str, int], lasts: dict[str, int]) -> None:
+    """Refuse a file whose feature events give a stream seqs it already has (``firsts``: the
+    first seq of each stream in the file; ``lasts``: the last seq each has on the topic): the
+    worker would drop them as duplicates. They carry their own seqs, so ``--resume`` cannot
+    number them on."""
+    late = [(sid, first, lasts[sid]) for sid, first in firsts.items() if sid in lasts and first <= lasts[sid]]
+    if late:
+        sid, first, last = late[0]
+        more = f" (and {len(late) - 1} more of its streams)" if len(late) > 1 else ""
+        raise StreamxaiError(
+            f"stream {sid!r} already has events up to seq {last} on {s.topic('features')}, and the feature events of "
+            f"it in {source} start from seq {first}{more}; the worker would drop those up to {last} as duplicates. "
+            "Send only the later events (they carry their own seqs: --resume numbers a file's plain rows only), "
+            "or --force to send them anyway")
+
+
+def _of_stream(s: Settings) -> Any:
+    """A stream id's target kind and categorical features under ``s`` (its profile's, else the top level's),
+    for the feature and label events of a file, which name their own streams."""
+    from schemas import NoProfile
+
+    def of(stream_id: str) -> tuple[str, tuple[str, ...]]:
+        its = s.for_stream(stream_id)
+        if not its.features:  # the workers would dead-letter it (no_profile)
+            raise NoProfile(f"stream {stream_id!r} matches no stream profile ({', '.join(map(repr, s.streams))}) and "
+                            "the top-level settings give no features")
+        return its.target, tuple(its.categorical)
+    return of
+
+
+def _feature_events(path: str) -> bool:
+    """Whether the first line of a JSONL file is a feature event (which names its stream); a file
+    that cannot be read says so when it is read.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "e.jsonl"
+    >>> _ = p.write_text('\\n{"schema": "feature_event/v1", "stream_id": "s"}\\n')
+    >>> _feature_events(str(p)), _feature_events(str(p.with_suffix(".csv")))
+    (True, False)
+    """
+    if path.lower().endswith(".csv"):
+        return False
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        return json.loads(first).get("schema") == "feature_event/v1"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _check_demo_features(s: Settings, stream_id: str) -> None:
+    """The demo stream carries agrawal's features: a stream id whose profile (or the top level)
+    gives other features would have every event dead-lettered by the workers.
+
+    >>> from pipeline.settings import AGRAWAL_FEATURES
+    >>> s = Settings(streams={"agr-*": {"features": list(AGRAWAL_FEATURES)}, "reg-*": {"features": ["x0", "x1"]}})
+    >>> _check_demo_features(s, "agr-1")
+    >>> _check_demo_features(s, "reg-1")
+    Traceback (most recent call last):
+    ...
+    schemas.errors.ConfigError: stream 'reg-1' falls under stream profile "reg-*", whose features are ['x0', 'x1']; \
+the demo stream carries agrawal's features (salary, commission, age, elevel, car, zipcode, hvalue, hyears, loan), so \
+the workers would dead-letter every event: choose a --stream-id that no profile of other features matches
+    """
+    from schemas.features import check_stream_id
+
+    from .settings import AGRAWAL_FEATURES
+
+    check_stream_id(stream_id)  # a stream id no worker takes says so, not that it matches no profile
+    features = s.for_stream(stream_id).features
+    if not features and s.streams:
+        raise ConfigError(f"stream {stream_id!r} matches no stream profile ({', '.join(map(repr, s.streams))}) and the "
+                          "top-level settings give no features, so the workers would dead-letter every event: choose "
+                          "a --stream-id that a profile of agrawal's features matches")
+    if not features or sorted(features) == sorted(AGRAWAL_FEATURES):
+        return
+    glob = s.profile(stream_id)
+    where = f'falls under stream profile "{glob}", whose' if glob is not None else "matches no stream profile; its"
+    raise ConfigError(f"stream {stream_id!r} {where} features are {list(features)}; the demo stream carries "
+                      f"agrawal's features ({', '.join(AGRAWAL_FEATURES)}), so the workers would dead-letter every "
+                      "event: choose a --stream-id that no profile of other features matches")
 
 
 def _produce_labels(args: argparse.Namespace, s: Settings, stream_id: str) -> int:
@@ -181,9 +322,10 @@ def _produce_labels(args: argparse.Namespace, s: Settings, stream_id: str) -> in
     if getattr(args, "without_labels", False):
         raise ConfigError("--labels and --without-labels exclude each other: send the features first "
                           "(--without-labels), then the labels (--labels)")
+    of_stream = _of_stream(s)  # a label event names its own stream
     s = s.for_stream(stream_id)  # the target of its stream profile (a regression's `number`)
     first = file_labels(args.source, stream_id, args.target, target_kind=s.target, ts_column=args.ts_column,
-                        report=FileReport())
+                        report=FileReport(), of_stream=of_stream)
     next(first, None)  # a missing file or target column: one line, before any Kafka connection
     first.close()
     try:
@@ -196,11 +338,12 @@ def _produce_labels(args: argparse.Namespace, s: Settings, stream_id: str) -> in
     t0 = time.monotonic()
     sent = _Sent()
     n = produce_events(s, sent.track(_reporting(file_labels(args.source, stream_id, args.target, target_kind=s.target,
-                                                            ts_column=args.ts_column, report=report),
+                                                            ts_column=args.ts_column, report=report,
+                                                            of_stream=of_stream),
                                                 args.source, report)), rate=args.rate)
     print(f"produced {n} labels of {sent.streams(stream_id)} to {s.topic('labels')} in {time.monotonic() - t0:.1f} s")
-    print(report.summary(args.source).replace("event(s)", "label(s)"), file=sys.stderr if report.bad else sys.stdout)
-    return exit_codes.INCOMPLETE if report.bad else exit_codes.OK
+    print(report.summary(args.source).replace("event(s)", "label(s)"), file=sys.stderr if report.n_bad else sys.stdout)
+    return exit_codes.INCOMPLETE if report.n_bad else exit_codes.OK
 
 
 class _Sent:
@@ -276,9 +419,11 @@ def resolve_topic(s: Settings, name: str, timeout: float = 10.0) -> str:
 
 
 def tail(args: argparse.Namespace, s: Settings) -> int:
+    from .kafka.config import check_broker
     from .kafka.io import consume
 
     topic = resolve_topic(s, args.topic)
+    check_broker(s)  # no broker: its one line, before the notice that tail is waiting
     got = threading.Event()
 
     def notice() -> None:

@@ -14,6 +14,15 @@ turns those into consumer lag per partition (:meth:`Metrics.set_lag`).
 >>> text = m.exposition().decode()
 >>> [line for line in text.splitlines() if line.startswith(("streamxai_dead", "streamxai_events_in"))]
 ['streamxai_dead_letters_total{reason="malformed"} 1.0', 'streamxai_events_in_total 1.0']
+
+The counters an operator pages on (:data:`PROFILED`) carry the stream's ``profile``: the glob
+of its ``[streams."<glob>"]`` profile, :data:`TOP_LEVEL` for a stream under the top-level
+settings, :data:`NO_STREAM` for a dead letter whose key names no stream. Profiles, not streams:
+the number of series stays bounded. :meth:`Metrics.get` sums a name's series.
+
+>>> m.inc("events_explained", profile="fraud-*"); m.inc("events_explained", 2, profile=TOP_LEVEL)
+>>> m.get("events_explained"), m.get("events_explained{profile=fraud-*}"), m.get("dead_letters{reason=malformed}")
+(3, 1, 1)
 """
 
 from __future__ import annotations
@@ -24,7 +33,15 @@ import time
 from collections import Counter
 from typing import Any
 
-__all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED"]
+__all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED", "PROFILED", "TOP_LEVEL", "NO_STREAM", "profile_label",
+           "key_profile"]
+
+#: the counters labelled by the stream's profile
+PROFILED = ("events_explained", "sampled_out", "shed_events", "drift_events", "change_episodes", "dead_letters")
+#: the ``profile`` of a stream no profile matches (no glob can be it: globs use stream id characters)
+TOP_LEVEL = "(top level)"
+#: the ``profile`` of a dead letter whose key is no stream id (or names none)
+NO_STREAM = "(no stream)"
 
 # What each name means, for the exposition's HELP lines (names not listed still appear).
 HELP = {
@@ -39,20 +56,20 @@ HELP = {
     "label_delay_seconds_sum": "Sum over learned labels of how many seconds of arrival time later they came",
     "messages_in": "Messages read, by topic",
     "messages_out": "Messages sent, by topic",
-    "dead_letters": "Dead letters the broker acknowledged, by reason",
+    "dead_letters": "Dead letters the broker acknowledged, by reason and profile (of the stream the message's key names)",
     "send_errors": "Messages the producer refused (logged and dropped), by topic (short name)",
     "duplicates_dropped": "Feature events dropped as already processed (stream_id, seq)",
     "duplicate_tasks_dropped": "Explain tasks dropped as already processed",
     "duplicate_explanations_dropped": "Explanations the drift agent had already monitored",
-    "sampled_out": "Events not explained because of sample_rate",
-    "shed_events": "Events not explained because they waited longer than max_lag_s",
+    "sampled_out": "Events not explained because of sample_rate, by profile",
+    "shed_events": "Events not explained because they waited longer than max_lag_s, by profile",
     "tasks_seen": "Explain tasks folded into an explainer group (explained or not)",
-    "events_explained": "Events explained",
+    "events_explained": "Events explained, by profile",
     "explanations_out": "Explanation messages sent",
     "explanations_seen": "Explanation messages the drift agent read (good, bad or duplicate)",
     "explanations_monitored": "Explanations the drift agent monitored",
-    "drift_events": "Change events raised",
-    "change_episodes": "Change episodes opened (changes of one stream that happened together), by kind and alert (true: the kind is in drift_alert_kinds)",
+    "drift_events": "Change events raised, by profile",
+    "change_episodes": "Change episodes opened (changes of one stream that happened together), by kind, alert (true: the kind is in the profile's drift_alert_kinds) and profile",
     "replayed_events": "Feature events re-run to rebuild a stream model after a restart or rebalance",
     "replayed_tasks": "Explain tasks re-run to rebuild an explainer group",
     "replayed_explanations": "Explanations re-run to rebuild a stream's drift state",
@@ -85,12 +102,41 @@ HELP.update({
     "explanation_lag_seconds": "Age of the newest explain task when it was taken up (now - sent_at)",
     "checkpoint_age_seconds": "Seconds since this worker last wrote a checkpoint",
     "uptime_seconds": "Seconds since the worker started",
+    "compiled_kernels": "1 when the explainers' bookkeeping runs the compiled kernels (pipeline/core/kernels.py), 0 on the pure-Python path (not built, or STREAMXAI_PURE_PYTHON=1)",
     "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire (or exposed by their user)
     "messages_in", "messages_out", "dead_letters", "send_errors", "change_episodes", "recovery_seconds")
 
 _NAME_OK = re.compile(r"[^a-zA-Z0-9_]")
+
+
+def profile_label(glob: str | None) -> str:
+    """The ``profile`` label of a stream under profile ``glob`` (None: the top-level settings).
+
+    >>> profile_label("fraud-*"), profile_label(None)
+    ('fraud-*', '(top level)')
+    """
+    return TOP_LEVEL if glob is None else glob
+
+
+def key_profile(settings: Any, key: bytes | None) -> str:
+    """The ``profile`` label of a dead letter with Kafka key ``key``: the profile of the stream
+    it names (``stream_id``, or ``stream_id/group`` for an explain task) under ``settings``.
+
+    >>> from pipeline.settings import Settings
+    >>> s = Settings(features=["a"], streams={"f-*": {}})
+    >>> key_profile(s, b"f-1"), key_profile(s, b"f-1/2"), key_profile(s, b"g"), key_profile(s, b"a b"), key_profile(s, None)
+    ('f-*', 'f-*', '(top level)', '(no stream)', '(no stream)')
+    """
+    from schemas.features import check_stream_id
+
+    try:
+        stream_id = (key or b"").decode().split("/", 1)[0]
+        check_stream_id(stream_id)
+    except ValueError:  # not UTF-8, or not a stream id (SchemaMismatch is a ValueError)
+        return NO_STREAM
+    return profile_label(settings.profile(stream_id))
 
 
 class Metrics:
@@ -124,7 +170,14 @@ class Metrics:
         self._gauges[self._key(name, labels) if labels else name] = value
 
     def get(self, name: str) -> int:
-        return self._counters.get(name, 0)
+        """The count of ``name``, summed over its series whose labels include those given
+        (``name{label=value,...}``; none given: all its series)."""
+        family, _, given = name.partition("{")
+        want = set(given.rstrip("}").split(",")) - {""}
+        with self._lock:
+            return sum(v for k, v in self._counters.items()
+                       if (k == family and not want)
+                       or (self._parts.get(k, ("",))[0] == family and want <= {f"{a}={b}" for a, b in self._parts[k][1]}))
 
     def processed(self, topic: str, partition: int, offset: int) -> None:
         """The agents' loop took up ``topic[partition]@offset``."""
@@ -147,26 +200,44 @@ class Metrics:
         if tasks_topic is not None:
             self.gauge("explanation_lag_events", tasks_lag)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, totals: bool = True) -> dict[str, Any]:
+        """Counters and gauges by key (``name{label=value,...}``). With ``totals``, a counter of
+        :data:`PROFILED` is also there without its profile, summed over the profiles, under the key
+        it had before it carried one (``shed_events``, ``dead_letters{reason=malformed}``).
+
+        >>> m = Metrics(); m.inc("shed_events", profile="a-*"); m.inc("shed_events", 2, profile="b-*")
+        >>> {k: v for k, v in m.snapshot()["counters"].items() if k.startswith("shed")}
+        {'shed_events': 3, 'shed_events{profile=a-*}': 1, 'shed_events{profile=b-*}': 2}
+        """
         gauges = dict(self._gauges)
         if self._last_checkpoint is not None:
             gauges["checkpoint_age_seconds"] = round(time.time() - self._last_checkpoint, 3)
+        with self._lock:
+            counters = dict(self._counters)
+        if totals:
+            summed: Counter[str] = Counter()
+            for key, value in counters.items():
+                name, items = self._parts.get(key, (key, ()))
+                if name in PROFILED and items:
+                    rest = ",".join(f"{k}={v}" for k, v in items if k != "profile")
+                    summed[f"{name}{{{rest}}}" if rest else name] += value
+            counters.update(summed)
         return {
             "uptime_s": round(time.time() - self.started, 3),
-            "counters": dict(sorted(self._counters.items())),
+            "counters": dict(sorted(counters.items())),
             "gauges": dict(sorted(gauges.items())),
         }
 
     def _families(self) -> list[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        snap = self.snapshot()
+        snap = self.snapshot(totals=False)  # Prometheus sums over a label itself
         rows = [(kind, *self._parts.get(key, (key, ())), value)
                 for kind, values in (("counter", snap["counters"]), ("gauge", snap["gauges"]))
                 for key, value in values.items()]
         rows.append(("gauge", "uptime_seconds", (), snap["uptime_s"]))
-        rows += [("counter", name, (), 0) for name in COUNTERS
-                 if name not in snap["counters"] and name not in LABELLED]
+        present = {name for _, name, _, _ in rows}
+        rows += [("counter", name, (), 0) for name in COUNTERS if name not in present and name not in LABELLED]
         labelnames: dict[tuple[str, str], list[str]] = {}
         for kind, name, items, _ in rows:  # one label set per family: the union, "" where absent
             names = labelnames.setdefault((kind, name), [])

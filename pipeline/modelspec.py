@@ -22,7 +22,12 @@ from typing import Any
 
 from schemas import ConfigError
 
-__all__ = ["build_model", "model_factory"]
+__all__ = ["build_model", "model_factory", "check_takes_strings", "default_model_params", "DEFAULT_MODEL",
+           "DEFAULT_MODEL_PARAMS"]
+
+#: the default model and its keyword arguments
+DEFAULT_MODEL = "river.tree.HoeffdingAdaptiveTreeClassifier"
+DEFAULT_MODEL_PARAMS = {"grace_period": 50}
 
 
 def _resolve(path: str) -> Any:
@@ -32,10 +37,36 @@ def _resolve(path: str) -> Any:
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
+        top = path.partition(".")[0]
+        if isinstance(e, ModuleNotFoundError) and e.name == top and top != "river":
+            # a module of the user's own: a console script's path holds its bin folder, not the current one
+            raise ConfigError(
+                f"model {path!r} cannot be imported: {e}; a module of your own must be importable by every "
+                f"worker: set PYTHONPATH to the folder that holds {top} (PYTHONPATH=/path/to/folder streamxai "
+                "worker ...) or install it into the worker's virtualenv"
+            ) from None
         raise ConfigError(
             f"model {path!r} cannot be imported: {e}; give a full import path such as "
             "river.forest.ARFClassifier"
         ) from None
+
+
+def default_model_params(path: str) -> dict[str, Any]:
+    """The ``model_params`` of a model given without them: :data:`DEFAULT_MODEL_PARAMS` for a
+    model that takes ``grace_period`` (the default tree, river's Hoeffding trees and forests, as
+    before models were given alone), ``{}`` for any other. A path that does not import gets
+    ``{}``: building the model then says what is wrong with it.
+
+    >>> default_model_params("river.tree.HoeffdingTreeClassifier"), default_model_params("river.linear_model.LinearRegression")
+    ({'grace_period': 50}, {})
+    """
+    if path == DEFAULT_MODEL:  # known without importing river (commands that build no model start faster)
+        return dict(DEFAULT_MODEL_PARAMS)
+    try:
+        params = inspect.signature(_resolve(path)).parameters
+    except Exception:  # a model that does not import or has no signature: building it says what is wrong
+        return {}
+    return dict(DEFAULT_MODEL_PARAMS) if all(k in params for k in DEFAULT_MODEL_PARAMS) else {}
 
 
 def build_model(path: str, params: dict[str, Any], seed: int | None = None) -> Any:
@@ -51,7 +82,8 @@ def build_model(path: str, params: dict[str, Any], seed: int | None = None) -> A
     try:
         model = cls(**kwargs)
     except TypeError as e:
-        raise ConfigError(f"model {path} rejected its parameters {sorted(kwargs)}: {e}") from None
+        raise ConfigError(f"model {path} rejected its parameters {sorted(kwargs)}: {e}; set model_params to "
+                          "keyword arguments it takes (model_params = {} for its own defaults)") from None
     if not hasattr(model, "learn_one"):
         raise ConfigError(f"model {path} has no learn_one; streamxai explains online (river) models")
     return model
@@ -61,3 +93,52 @@ def model_factory(path: str, params: dict[str, Any], seed: int | None = None) ->
     """A picklable zero-argument callable that builds a fresh model; checked once now."""
     build_model(path, params, seed)
     return functools.partial(build_model, path, dict(params), seed)
+
+
+#: the dry run's events: two of each class (a regression's targets 0 and 1), features 0/1 or "a"/"b"
+_DRY_EVENTS = 4
+
+
+def check_takes_strings(path: str, params: dict[str, Any], seed: int | None, features: list[str],
+                        categorical: list[str], target: str) -> None:
+    """Refuse a model that cannot learn or predict an event whose ``categorical`` features are
+    strings, found by a dry run of a few events on fresh copies (river's models do not declare
+    what they accept). A model that fails on numbers as well is not judged here: its error is
+    its own, not a categorical feature's. Nothing to check without categorical features.
+
+    >>> check_takes_strings("river.tree.HoeffdingTreeClassifier", {}, 1, ["a", "c"], ["c"], "label")
+    >>> check_takes_strings("river.linear_model.LogisticRegression", {}, 1, ["a", "c"], ["c"], "label")
+    Traceback (most recent call last):
+    ...
+    schemas.errors.ConfigError: river.linear_model.LogisticRegression cannot take the string value of categorical feature 'c' (a dry run of 4 events raised TypeError: VectorDict values must be real numbers): use a model that takes strings (river.tree.HoeffdingTreeClassifier, HoeffdingAdaptiveTreeClassifier, river.forest.ARFClassifier; for a number target river.tree.HoeffdingTreeRegressor with model_params = {leaf_prediction = "mean"}), or an import path of your own function returning a pipeline with river.preprocessing.OneHotEncoder before the model; or, if the feature's values are integer codes the model may take as numbers, leave it out of categorical
+    """
+    if not categorical:
+        return
+
+    def dry(strings: bool) -> Exception | None:
+        model = build_model(path, params, seed)
+        try:
+            for i in range(_DRY_EVENTS):
+                x = {f: (("a", "b")[i % 2] if strings else i % 2) if f in categorical else float(i % 2)
+                     for f in features}
+                model.learn_one(x, bool(i % 2) if target == "label" else float(i % 2))
+                model.predict_one(x)
+        except Exception as e:  # any error: a model may raise what it likes on a value it cannot take
+            return e
+        return None
+
+    if dry(strings=False) is not None:
+        return
+    err = dry(strings=True)
+    if err is None:
+        return
+    names = ", ".join(repr(c) for c in categorical)
+    plural = "s" if len(categorical) > 1 else ""
+    raise ConfigError(
+        f"{path} cannot take the string value of categorical feature{plural} {names} (a dry run of {_DRY_EVENTS} "
+        f"events raised {type(err).__name__}: {str(err)[:200]}): use a model that takes strings "
+        "(river.tree.HoeffdingTreeClassifier, HoeffdingAdaptiveTreeClassifier, river.forest.ARFClassifier; for a "
+        "number target river.tree.HoeffdingTreeRegressor with model_params = {leaf_prediction = \"mean\"}), or an "
+        "import path of your own function returning a pipeline with river.preprocessing.OneHotEncoder before the "
+        "model; or, if the feature's values are integer codes the model may take as numbers, leave it out of "
+        "categorical")

@@ -15,7 +15,7 @@ from .core.labels import LabelJoin
 from .core.losses import BrierOf
 from .core.prequential import PrequentialModel
 from .core.stream import ExplainerSpec, StreamExplainer, units_of_group
-from .modelspec import build_model, model_factory
+from .modelspec import build_model, check_takes_strings, model_factory
 from .settings import Settings
 from .toml_text import toml_key
 
@@ -123,7 +123,8 @@ def label_join(s: Settings) -> LabelJoin:
 def check_streams(s: Settings) -> None:
     """What a worker checks before it starts, each failure one :class:`ConfigError` line naming
     the stream profile: the streams have features (at the top level or in every profile), and
-    the model and explainers of the top level (when it has features) and of every profile build.
+    the model and explainers of the top level (when it has features) and of every profile build,
+    and the model takes a string value of each categorical feature (a dry run on a fresh copy).
 
     >>> check_streams(Settings(streams={"r-*": {"features": ["a"], "model": "river.nope.M"}}))
     Traceback (most recent call last):
@@ -135,15 +136,20 @@ def check_streams(s: Settings) -> None:
         raise ConfigError(
             "the worker needs the features its streams carry: set features = [\"a\", \"b\"] in the settings file "
             "(or STREAMXAI_FEATURES=a,b, or --set features=a,b), or per stream in [streams.\"<glob>\"] tables")
-    todo = [("", s)] if s.features else []  # the top level: its own errors say which setting
-    todo += [(f"[streams.{toml_key(glob)}] ", p) for glob, p in profiles.items()]
-    for where, p in todo:
+    todo = [("", s, {})] if s.features else []  # the top level: its own errors say which setting
+    todo += [(f"[streams.{toml_key(glob)}] ", p, s.streams[glob]) for glob, p in profiles.items()]
+    for where, p, table in todo:
         if not p.features:
             raise ConfigError(f"{where}features: none in the table and none at the top level; list the features "
                               "of the streams it matches")
         try:
             build_model(p.model, p.model_params, p.model_seed)
+            check_takes_strings(p.model, p.model_params, p.model_seed, list(p.features), list(p.categorical), p.target)
         except ConfigError as e:
+            if where and "model_params" not in table and "rejected its parameters" in str(e):
+                raise ConfigError(f"{where}model: {str(e).partition('; set model_params')[0]} (model_params from "
+                                  f"the top level): set model_params in {where.strip()} (model_params = {{}} for "
+                                  "its own defaults)") from None
             raise ConfigError(f"{where}model: {e}" if where else str(e)) from None
         try:
             stream_explainer(p, "check")

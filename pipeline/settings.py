@@ -41,12 +41,13 @@ from schemas import ConfigError, FeatureSpec
 from schemas.features import TARGETS
 
 from .core.stream import EXPLAINER_NAMES
+from .modelspec import DEFAULT_MODEL, default_model_params
 from .profiles import ProfileMatcher, check_glob
 from .tls_files import check_tls_files
 from .toml_text import toml_key
 
 __all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "SECURITY_PROTOCOLS", "SASL_MECHANISMS",
-           "PER_STREAM", "PER_STREAM_PREFIXES", "is_per_stream", "env_name"]
+           "PER_STREAM", "PER_STREAM_PREFIXES", "is_per_stream", "env_name", "utf8_file_text"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -142,11 +143,13 @@ class Settings:
     categorical: list = _f([], "features that are categorical (strings or integers)")
     target: str = _f("label", "target kind: label (classification) or number (regression)")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
-    max_dead_letter_bytes: int = _f(512 * 1024, "dead letters (key and value) stay under this size, cutting the original to a prefix with its size and SHA-256; keep it below the broker's message.max.bytes")
+    max_dead_letter_bytes: int = _f(512 * 1024, "dead letters (key and value) stay under this size, cutting the original to a prefix with its size and SHA-256; keep it below the broker's message.max.bytes (it also bounds the worker's produce batches, 256 KiB at most)")
     max_seq_gap: int = _f(10_000, "an event more than this beyond its stream's last accepted seq goes to the dead-letter topic (reason seq_gap); a stream's first seq must be below it")
     # Model
-    model: str = _f("river.tree.HoeffdingAdaptiveTreeClassifier", "import path of the river model class")
-    model_params: dict = _f({"grace_period": 50}, "keyword arguments of the model (JSON object)")
+    model: str = _f(DEFAULT_MODEL, "import path of the river model class")
+    model_params: dict = _f(None, "keyword arguments of the model (JSON object); left out: {\"grace_period\": 50} "
+                                  "for a model that takes grace_period (the default tree, river's Hoeffding trees "
+                                  "and forests), {} for any other")
     model_seed: int = _f(42, "seed passed to the model when its constructor takes one")
     output: str = _f("label", "model output scored on the prediction topic: label or value")
     loss: str = _f("zero_one", "loss of the prediction topic and of iPFI")
@@ -171,7 +174,7 @@ class Settings:
     # Drift
     drift_delta: float = _f(0.01, "bound on the probability that a stream without change ever raises a change event (all its series together)")
     drift_explainers: list = _f(["ipfi", "isage", "ipdp"], "explainers whose series the change test watches (all running ones if none is listed); the others' levels and curves are shown in change events either way")
-    drift_min_effect: float = _f(0.2, "report a change only if the levels differ by this fraction of the explainer's largest importance in the stream")
+    drift_min_effect: float = _f(0.1, "report a change only if the levels differ by this fraction of the explainer's largest importance in the stream")
     drift_min_samples: int = _f(100, "explained events each side of a cut needs before the change test uses it")
     drift_window: int = _f(20_000, "explained events per series the change test looks back over")
     drift_warmup: int = _f(1000, "first events of each stream the drift agent does not monitor (the model learns from nothing)")
@@ -182,6 +185,9 @@ class Settings:
                            'file [streams."<glob>"] tables, first match wins (JSON {glob: {setting: value}} elsewhere)')
 
     def __post_init__(self) -> None:
+        self._params_defaulted = self.model_params is None  # a model given alone gets the params it takes
+        if self.model_params is None:
+            self.model_params = default_model_params(self.model)
         for name in ("sasl_password", "ssl_key_password", "checkpoint_key"):
             v = getattr(self, name)
             if not isinstance(v, Secret):
@@ -201,6 +207,8 @@ class Settings:
                 raise bad(f"sasl_mechanism={self.sasl_mechanism!r} must be one of {', '.join(SASL_MECHANISMS)}")
             if not self.sasl_username or not self.sasl_password.reveal():
                 raise bad(f"security_protocol={self.security_protocol} needs sasl_username and sasl_password")
+        if not 1 <= self.web_port <= 65535:
+            raise bad(f"web_port={self.web_port} must be a port in 1-65535 (each worker of a host its own)")
         if not self.shutdown_timeout_s > 0:
             raise bad(f"shutdown_timeout_s={self.shutdown_timeout_s} must be > 0")
         if self.checkpoint_store not in ("local", "kafka"):
@@ -284,6 +292,8 @@ class Settings:
                     values[k] = _convert(by_name[k], v, "this table")
                 except ConfigError as e:
                     raise ConfigError(f"{where}: {e}") from None
+            if "model" in values and "model_params" not in values and self._params_defaulted:
+                values["model_params"] = None  # the profile's model's own, not the top-level model's
             try:
                 merged = dataclasses.replace(self, streams={}, **values)
             except ConfigError as e:
@@ -360,6 +370,8 @@ class Settings:
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes``; they count as set by the program (see :meth:`source`)."""
+        if "model_params" not in changes and getattr(self, "_params_defaulted", False):
+            changes["model_params"] = None  # still the model's own default (of a new model, if one is given)
         new = dataclasses.replace(self, **changes)
         new._sources = {**self._given(), **dict.fromkeys(changes, "program")}
         return new
@@ -461,6 +473,18 @@ def _check_toml_type(f: dataclasses.Field, raw: Any, source: str) -> None:
                           + (" (write it without quotes)" if isinstance(raw, str) and typ in ("int", "float") else ""))
 
 
+def utf8_file_text(p: Path, what: str = "settings file") -> str:
+    """The text of the TOML file ``p`` (TOML is UTF-8); one that is not is a :class:`ConfigError`
+    that says where, showing none of the file (it may hold a password)."""
+    raw = p.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{what} {p} is not UTF-8 text (byte 0x{raw[e.start]:02x} at line {line}); TOML files "
+                          "are UTF-8: save it as UTF-8") from None
+
+
 def load_settings(
     path: str | Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -473,7 +497,7 @@ def load_settings(
     if path:
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text())
+            data = tomllib.loads(utf8_file_text(p))
         except FileNotFoundError:
             raise ConfigError(f"settings file {p} does not exist") from None
         except tomllib.TOMLDecodeError as e:

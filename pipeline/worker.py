@@ -18,7 +18,7 @@ from pathlib import Path
 from . import exit_codes
 from .settings import Secret, Settings, env_name
 
-__all__ = ["dashboard_hint", "run_worker", "settings_env", "spawn_worker", "stop_worker"]
+__all__ = ["dashboard_hint", "kernels_note", "run_worker", "settings_env", "spawn_worker", "stop_worker"]
 
 
 def dashboard_hint(settings: Settings) -> str:
@@ -37,6 +37,30 @@ def dashboard_hint(settings: Settings) -> str:
     if settings.topic_prefix != default.topic_prefix:
         args += ["--set", f"topic_prefix={settings.topic_prefix}"]
     return shlex.join(args)
+
+
+def kernels_note(environ: dict | None = None) -> tuple[int, str] | None:
+    """The log level and line that say why the explainers' bookkeeping runs its pure-Python code
+    (:mod:`pipeline.core.kernels`), or None when the compiled kernels run."""
+    import importlib
+
+    from .core import kernels
+
+    env = os.environ if environ is None else environ
+    if kernels.load(env) is not None:
+        return None
+    line = "the explainers' bookkeeping runs its pure-Python code"
+    if env.get("STREAMXAI_PURE_PYTHON", "") not in ("", "0"):
+        return logging.INFO, f"{line}: STREAMXAI_PURE_PYTHON is set"
+    try:
+        built = importlib.import_module("pipeline.core._kernels")
+    except ImportError:
+        why = "the compiled kernels (pipeline/core/_kernels*.c) are not built for this Python"
+    else:
+        lacks = [f for f in kernels.FUNCTIONS if not hasattr(built, f)]
+        why = f"the compiled kernels were built from older source (it lacks {', '.join(lacks)})"
+    return logging.WARNING, (f"{line} (the same values, slower): {why}; build them with `bash deploy/setup.sh` "
+                             "(or `pip install -e .`), which needs a C compiler and the Python headers")
 
 
 def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info") -> int:
@@ -66,6 +90,9 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     created = ensure_topics(settings)
     log = logging.getLogger("streamxai")
     log.info("created topics %s", created)
+    note = kernels_note() if "explain" in roles else None
+    if note is not None:
+        log.log(*note)
     base = f"http://{settings.web_host}:{settings.web_port}"
     log.info("metrics at %s/metrics (Prometheus) and %s/streamxai/metrics (JSON); see the explanations "
              "live with `%s` (http://127.0.0.1:8050/)", base, base, dashboard_hint(settings))
@@ -170,6 +197,8 @@ def settings_env(s: Settings) -> dict[str, str]:
     passed only through the child's environment)."""
     env = {}
     for f in fields(s):
+        if f.name == "model_params" and getattr(s, "_params_defaulted", False):
+            continue  # left out, as it was: the child computes each model's own (profiles' too)
         v = getattr(s, f.name)
         if isinstance(v, Secret):
             v = v.reveal()

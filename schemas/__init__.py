@@ -4,6 +4,7 @@ from .arrivals import origin, origin_headers, pack_arrivals, parse_arrival, unpa
 from .drift_feed import pack_feed, unpack_feed
 from .errors import (
     BadValue,
+    CategoryTypeMismatch,
     ConfigError,
     FeatureMismatch,
     InvalidMessage,
@@ -54,6 +55,7 @@ __all__ = [
     "LabelOutcome",
     "LabelRejected",
     "LabelTypeMismatch",
+    "CategoryTypeMismatch",
     "MESSAGE_TYPES",
     "MalformedMessage",
     "NoProfile",

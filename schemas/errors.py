@@ -8,7 +8,8 @@
     │   ├── FeatureMismatch       missing or unexpected features
     │   ├── NoProfile             a stream no stream profile matches, where the settings give no features
     │   ├── BadValue              NaN, infinity, or a value of the wrong type
-    │   │   └── LabelTypeMismatch a label of the wrong type for the target
+    │   │   ├── LabelTypeMismatch a label of the wrong type for the target
+    │   │   └── CategoryTypeMismatch a categorical value of another type than the stream's earlier ones
     │   └── LabelRejected         a label that cannot be joined to its event (expired, unknown seq,
     │                             already labelled); ``reason`` says which
     ├── ConfigError               settings that cannot work; the worker refuses to start
@@ -30,6 +31,7 @@ __all__ = [
     "NoProfile",
     "BadValue",
     "LabelTypeMismatch",
+    "CategoryTypeMismatch",
     "LabelRejected",
     "ConfigError",
 ]
@@ -75,6 +77,10 @@ class BadValue(InvalidMessage):
 
 class LabelTypeMismatch(BadValue):
     reason = "label_type"
+
+
+class CategoryTypeMismatch(BadValue):
+    reason = "category_type"
 
 
 class LabelRejected(InvalidMessage):

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from .errors import LabelTypeMismatch, SchemaMismatch
-from .features import MAX_SEQ, TARGETS, check_stream_id, shown
+from .features import MAX_SEQ, TARGETS, _integral, check_stream_id, shown
 from .messages import LabelEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
@@ -52,15 +52,18 @@ def label_event_from(obj: dict[str, Any], target: str, *, where: str) -> LabelEv
 def check_label(y: Any, target: str, what: str, *, where: str | None = None) -> Any:
     """``y`` as the target kind ``target`` wants it, or :class:`~schemas.errors.LabelTypeMismatch`.
 
-    >>> check_label(3, "number", "y"), check_label(True, "label", "y")
-    (3.0, True)
+    An integral float is taken as that integer for a label (JSON writers differ on ``1`` and
+    ``1.0``), as in a feature event.
+
+    >>> check_label(3, "number", "y"), check_label(True, "label", "y"), check_label(1.0, "label", "y")
+    (3.0, True, 1)
     """
     if target == "number":
         if isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y):
             raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a number: send a "
                                     "finite number", where=where)
         return float(y)
-    if not isinstance(y, (str, int, bool)):
+    if not isinstance(y := _integral(y), (str, int, bool)):
         raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a label: send a string, "
                                 "integer or boolean", where=where)
     return y

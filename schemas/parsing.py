@@ -124,7 +124,7 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
             where=where)
     if tag not in (Explanation.SCHEMA, EXPLANATION_V3, EXPLANATION_V2):
         raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} (or {EXPLANATION_V3!r}, "
-                             f"{EXPLANATION_V2!r}) on the explanations topic", where=where)
+                             f"{EXPLANATION_V2!r}) for an explanation (as the explanations and drift-feed topics carry)", where=where)
     stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
     seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
     if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)

@@ -65,12 +65,30 @@ from typing import Any
 
 from .base import Component, check_positive_int
 from .pending import PendingEvents, SeqIntervals, Waiting
-from .prequential import PrequentialModel
+from .prequential import NotABinaryLabel, PrequentialModel
 
-__all__ = ["LabelJoin", "Step", "Predicted", "Outcome", "Refused", "Arrival", "REFUSALS"]
+__all__ = ["LabelJoin", "Step", "Predicted", "Outcome", "Refused", "Arrival", "REFUSALS", "CategoryTypeChanged"]
 
 #: why a label is refused
 REFUSALS = ("label_expired", "label_unknown_seq", "label_already_labelled")
+
+
+class CategoryTypeChanged(ValueError):
+    """A categorical feature's value of another type than the stream's earlier values of it
+    (an integer among strings, or the other way round): the event is not taken. Models that
+    order a nominal feature's values (river's trees) would fail on every later event of the
+    stream once they learned both types.
+
+    >>> e = CategoryTypeChanged("car", 3, str); (e.feature, e.expected, e.got)
+    ('car', 'str', 'int')
+    """
+
+    def __init__(self, feature: str, value: Any, expected: type):
+        self.feature, self.expected, self.got = feature, expected.__name__, type(value).__name__
+        super().__init__(
+            f"categorical feature {feature!r} is {value!r:.100} ({self.got}), and the stream's earlier values of it "
+            f"are {self.expected}s: the event is not taken. Send every value of a categorical feature of a stream as "
+            f"one type (all strings or all integers); the first value the stream's model took fixed it")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +183,23 @@ class Arrival:
 
 
 class LabelJoin(Component):
-    """One stream's model and the events that wait for their labels (module docstring)."""
+    """One stream's model and the events that wait for their labels (module docstring).
+
+    The first value of a categorical feature the model takes fixes the type of that feature's
+    values in the stream: an event with a value of another type is not taken
+    (:class:`CategoryTypeChanged` in ``Arrival.error``), so the model never meets both.
+
+    >>> from river import dummy
+    >>> join = LabelJoin(PrequentialModel(dummy.NoChangeClassifier()), ["car"], categorical=["car"])
+    >>> join.on_features(0, {"car": "a"}, True, ts=0.0).error is None
+    True
+    >>> type(join.on_features(1, {"car": 3}, True, ts=1.0).error).__name__, join.last_seq
+    ('CategoryTypeChanged', 0)
+    """
+
+    #: the type of each categorical feature's values (its first value's); a class-level default,
+    #: so a checkpoint of the version before, which has none, fixes them from its next events
+    _kinds: dict[str, type] | None = None
 
     def __init__(self, model: PrequentialModel, feature_names: Sequence[str], categorical: Sequence[str] = (),
                  max_label_delay: int = 100_000, label_timeout_s: float = 0.0):
@@ -190,6 +224,7 @@ class LabelJoin(Component):
         self.n_label_steps = 0
         self._clock: float | None = None
         self._origins: dict[Hashable, int] = {}  # the newest offset taken from each input partition
+        self._kinds = {}
         self.counts: Counter[str] = Counter()
 
     # what callers read -----------------------------------------------------------------
@@ -226,6 +261,12 @@ class LabelJoin(Component):
         if self._take(origin) or seq <= self.last_seq:
             return Arrival(duplicate=True)
         res = Arrival()
+        kinds = self._kinds if self._kinds is not None else {}
+        for n in self.categorical:
+            kind = kinds.get(n)
+            if kind is not None and type(x[n]) is not kind:
+                res.error = CategoryTypeChanged(n, x[n], kind)
+                return res
         held = self._held.get(seq)
         label = y if y is not None else (held[0] if held is not None else None)
         version = self._model.version
@@ -240,6 +281,8 @@ class LabelJoin(Component):
             return res
         now = self._tick(at)
         self.last_seq = seq
+        if len(kinds) < len(self.categorical):
+            self._kinds = {n: type(x[n]) for n in self.categorical}
         position = self.position
         if held is not None:
             del self._held[seq]
@@ -272,6 +315,11 @@ class LabelJoin(Component):
         res = Arrival()
         self._tick(at)
         self._expire(res, None)
+        try:  # before it waits for its event too: the event would be refused with it
+            self._model.check_label(y)
+        except NotABinaryLabel as e:
+            res.error = e
+            return res
         w = self._pending.get(seq)
         if w is not None:
             try:

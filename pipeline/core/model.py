@@ -203,7 +203,17 @@ class ModelFunction(Component):
         """The prediction at ``x``, then at the rows of a permutation chain (iSAGE): for ``j =
         first .. len(order) - 1`` and each donor, ``x`` with the features ``order[j:]`` taken
         from that donor (:func:`chain_rows`), in one :meth:`many` call. ``x`` and the donors
-        are not changed."""
+        are not changed. A model on the fast path may compute them all at once."""
+        fast = self._fast if self.batch is None else None
+        if fast is not None and hasattr(fast, "coalitions"):
+            try:
+                out = fast.coalitions(x, order, donors, first, self.output, self.target_class)
+            except Exception as e:
+                self._fell_back(e)
+                out = None
+            if out is not None:
+                self.n_evaluations += len(out)
+                return out
         return self.many([x, *chain_rows(x, order, donors, first)])
 
     def _called(self, x: dict, pairs: Sequence[tuple[str, Any]], with_x: bool = False) -> list[Prediction]:

@@ -19,12 +19,38 @@ from .base import Component
 from .losses import get_loss
 from .model import ModelFunction
 
-__all__ = ["PrequentialModel", "MAX_LOSS"]
+__all__ = ["PrequentialModel", "MAX_LOSS", "NotABinaryLabel"]
 
 #: the largest loss of one event that is learned: the loss summaries the explainers report
 #: with their values (``model_loss``: a block's mean and sum of squared deviations) square it,
 #: so a finite loss past about 1e154 overflows them; 1e100 leaves room for 1e100 such squares
 MAX_LOSS = 1e100
+
+
+#: the labels a binary classifier tells apart (a float 1.0 or 0.0 arrives as the integer)
+_BINARY = frozenset({0, 1})
+
+
+class NotABinaryLabel(ValueError):
+    """A label that a binary classifier (river's ``_multiclass`` False: it predicts True or
+    False) cannot tell apart from its two classes: anything but true/false and 0/1. River's
+    logistic regression learns 2 as True (with twice the step) and -1 as False, so a stream of
+    three classes would be scored and explained as if it had two; the event is not learned.
+
+    >>> e = NotABinaryLabel(2); e.y, str(e)[:56]
+    (2, 'the label 2 (int) is not a class of a binary classifier:')
+    """
+
+    def __init__(self, y: Any):
+        self.y = y
+        how = "it cannot learn class names" if isinstance(y, str) else f"it would learn {y!r:.100} as one of those two"
+        super().__init__(
+            f"the label {y!r:.100} ({type(y).__name__}) is not a class of a binary classifier: the model (such as "
+            f"river's LogisticRegression or Perceptron) predicts True or False only ({how}): the event is not "
+            "learned; send the labels as true/false or 0 and 1 (target_class = 1 is the positive class), or, for "
+            "class names or more than two classes, use a multiclass model (river.tree.HoeffdingTreeClassifier, "
+            "HoeffdingAdaptiveTreeClassifier, river.forest.ARFClassifier, or river.multiclass.OneVsRestClassifier "
+            "around the binary one in a model of your own)")
 
 
 class PrequentialModel(Component):
@@ -75,7 +101,7 @@ class PrequentialModel(Component):
         would overflow the loss summaries reported with the explanations), or, for class labels,
         a label that cannot be ordered with the class the model predicted (a string among numbers
         or booleans: models that sort their classes, such as river's trees, would fail on every
-        later event once they learned it).
+        later event once they learned it), or :class:`NotABinaryLabel` (:meth:`check_label`).
 
         >>> from river import linear_model
         >>> m = PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared")
@@ -88,6 +114,7 @@ class PrequentialModel(Component):
         ...
         ValueError: the model's loss 1e+120 (the prediction 0.0 against the target 1e+60) is too large to summarise ...
         """
+        self.check_label(y)
         if self.output == "label" and y_pred is not None and not _comparable(y, y_pred):
             raise ValueError(f"the label {y!r:.100} ({type(y).__name__}) cannot be compared with the stream's classes "
                              f"(the model predicted {y_pred!r:.100}, {type(y_pred).__name__}): the event is not learned; "
@@ -102,6 +129,24 @@ class PrequentialModel(Component):
                              f"large to summarise (more than {MAX_LOSS:g}): the event is not learned; its target or "
                              "features are probably far outside the stream's scale (rescale them)")
         return loss
+
+    def check_label(self, y: Any) -> None:
+        """:class:`NotABinaryLabel` if the model is a binary classifier (``_multiclass`` False,
+        as river's linear models and the pipelines and ensembles around them say) and ``y`` is
+        not true/false or 0/1; multiclass models and regressions take any label.
+
+        >>> from river import linear_model
+        >>> m = PrequentialModel(linear_model.LogisticRegression(), output="label")
+        >>> m.check_label(1), m.check_label(False)
+        (None, None)
+        >>> m.check_label(2)
+        Traceback (most recent call last):
+        ...
+        pipeline.core.prequential.NotABinaryLabel: the label 2 (int) is not a class of a binary classifier: ...
+        """
+        if (self.output == "label" and not (isinstance(y, (bool, int)) and y in _BINARY)
+                and getattr(self._learner, "_multiclass", None) is False):
+            raise NotABinaryLabel(y)
 
     def learn_one(self, x: dict[str, Any], y: Any) -> None:
         """Learn ``(x, y)``: the model's version grows by one."""

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
+from . import kernels
 from .base import Component, check_positive_int
 from .increments import Block, IncrementTracker
 from .model import ModelFunction
@@ -272,6 +273,13 @@ class StreamExplainer(Component):
         values of calling it; :mod:`pipeline.core.fastpath`) or ``"black_box"``."""
         paths = {ex.model_fn.path for ex in self._explainers}
         return "fast" if paths == {"fast"} else "black_box"
+
+    @property
+    def bookkeeping_path(self) -> str:
+        """How the explainers' per-event bookkeeping runs: ``"compiled"`` (the kernels of
+        :mod:`pipeline.core.kernels`, bit for bit the Python code's values) or ``"python"``
+        (not built, or ``STREAMXAI_PURE_PYTHON=1``)."""
+        return kernels.PATH
 
     @property
     def fallbacks(self) -> int:

@@ -74,6 +74,7 @@ from typing import Any
 import numpy as np
 
 from .base import Component
+from .kernels import KERNELS
 
 __all__ = ["SmoothedStderr", "PairSums", "SlotUse"]
 
@@ -217,12 +218,20 @@ class SmoothedStderr(Component):
     def add_increments(self, deltas: Sequence[float]) -> None:
         """One explained event: the increment of every feature, in ``features`` order
         (copied: the caller may reuse its list)."""
+        row = self.next_row()
+        if KERNELS is None or not KERNELS.fill_row(row, deltas):
+            row[:] = deltas
+
+    def next_row(self) -> np.ndarray:
+        """One explained event whose increments the caller writes into the returned row (a
+        view of the buffer, every feature's, in ``features`` order) before anything else."""
         if self._held >= _BUFFER:  # before appending: add_donors may follow
             self._flush()
         self.n += 1
-        self._buffer[self._held] = deltas
+        row = self._buffer[self._held]
         self._held += 1
         self._cached = self._cached_moments = self._cached_cov = None
+        return row
 
     def _flush(self) -> None:
         b = self._held
@@ -252,19 +261,27 @@ class SmoothedStderr(Component):
         self._size = len(items)
         self._updates = updates
         self._replace = 1.0 / len(items) if replace_rate is None else replace_rate
-        use = self._use
         if not per_feature:
             self._donors = len(slots)
+        elif slots and isinstance(slots[0], int):
+            self._donors = 1
+        else:
+            self._donors = len(slots[0]) if slots else 0
+        pairs, owns = self._pairs, self._owns
+        if KERNELS is not None and KERNELS.donor_uses(
+                self._slots, items, slots, deltas, per_feature, SlotUse, pairs.xy, pairs.x, pairs.y, pairs.n,
+                owns.xy, owns.x, owns.y, owns.n, self._uses, _EVERY_SLOT):  # the loops below in one compiled call
+            return
+        use = self._use
+        if not per_feature:
             for k in slots:
                 if not k % _EVERY_SLOT:
                     use(k, items[k], deltas, range(len(deltas)))
         elif slots and isinstance(slots[0], int):
-            self._donors = 1
             for i, k in enumerate(slots):
                 if not k % _EVERY_SLOT:
                     use(k, items[k], deltas, (i,))
         else:
-            self._donors = len(slots[0]) if slots else 0
             for i, ks in enumerate(slots):
                 for k in ks:
                     if not k % _EVERY_SLOT:
@@ -356,9 +373,13 @@ class SmoothedStderr(Component):
         cbs = [c**b for c in cs]
         mom *= np.array(cbs)[:, None, None]
         mom[:, 0] += np.add.reduce(w, axis=1)[:, None]
-        xx = np.concatenate((x, x * x), axis=1)  # both moments' columns: one column sum per rate
-        for i, wr in enumerate(w):
-            mom[i, 1:] += _column_sums(wr, xx).reshape(2, -1)
+        sums = np.empty((len(w), 2, x.shape[1]))
+        if KERNELS is not None and KERNELS.moment_sums(w, x, sums):  # the loop below in one compiled call
+            mom[:, 1:] += sums
+        else:
+            xx = np.concatenate((x, x * x), axis=1)  # both moments' columns: one column sum per rate
+            for i, wr in enumerate(w):
+                mom[i, 1:] += _column_sums(wr, xx).reshape(2, -1)
         w2 = np.add.reduce(w * w, axis=1).tolist()
         return [cb * cb * s + v for cb, s, v in zip(cbs, w2sums, w2, strict=True)]
 

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from schemas import InvalidMessage, Source
 
+from ..metrics import profile_label
 from .dead_letters import dead_letter
 from .failures import FAILING_STREAK, GUARD_WINDOW, Failing, Guard, StateError
 from .out import Out
@@ -221,6 +222,16 @@ class MessageHandler(Recovering[M, S]):
     def _process(self, msg: M, st: S, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """Update ``st`` with ``msg`` and return the messages to send; raise :class:`Rejected`
         when the message cannot be taken."""
+
+    def _profile(self, stream_id: str) -> str:
+        """The ``profile`` label of ``stream_id``'s counters (:data:`~pipeline.metrics.PROFILED`)."""
+        return profile_label(self.settings.profile(stream_id))
+
+    def _count_from_zero(self, name: str, **labels: str) -> None:
+        """Expose ``name`` at 0 for every profile (and the top level), so that a rate or an alert
+        of one profile has its series before the first count."""
+        for glob in (None, *self.settings.profiles()):
+            self.metrics.inc(name, 0, profile=profile_label(glob), **labels)
 
     def _dead_letter(self, raw: bytes | None, key: bytes | None, err: Exception, src: Source,
                      reason: str | None = None) -> Out:

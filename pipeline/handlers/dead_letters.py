@@ -39,7 +39,7 @@ def dead_letter(
     text = str(err)
     if len(text) > _MAX_ERROR_CHARS:
         text = f"{text[:_MAX_ERROR_CHARS]}...({len(text)} characters)"
-    shown = text if isinstance(err, InvalidMessage) else f"{src}: {text}"
+    shown = text if isinstance(err, InvalidMessage) else f"{src}: {type(err).__name__}: {text}"
     _DEAD_LETTER_LOG.log(stage, reason, shown[:500])
     out_key = None if key is None else key[:_MAX_KEY_BYTES]
 

@@ -41,10 +41,11 @@ from schemas import parse_explanation as parse_explanation_message
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
 from ..core.change.events import KINDS, ci, loss_z
 from ..core.increments import Block
-from ..metrics import Metrics
+from ..metrics import Metrics, profile_label
 from ..settings import Settings
 from .common import MessageHandler, log
 from .event_seqs import EventSeqs
+from .feed_bounds import FeedBounds, feed_bounds
 from .history_cache import records_of
 from .out import Out
 from .protocols import CheckpointStore, History
@@ -109,6 +110,7 @@ class _Point:
     model_loss: Block | None
     curve: dict | None
     var_factor: float | None
+    n_seen: Any = None  # as sent (None: a version before it)
 
 
 def _block(block: dict[str, float] | None) -> Block | None:
@@ -119,7 +121,7 @@ def parse_explanation(raw: bytes | None, src: Source, max_bytes: int) -> _Point:
     """The drift path's view of an explanation (parsed and checked by :mod:`schemas.parsing`)."""
     e = parse_explanation_message(raw, where=str(src), max_bytes=max_bytes)
     return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.position, e.n_explained, _block(e.block),
-                  _block(e.model_loss), e.curve, e.var_factor)
+                  _block(e.model_loss), e.curve, e.var_factor, e.n_seen)
 
 
 def stream_detector(s: Settings) -> StreamChangeDetector:
@@ -149,9 +151,12 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         super().__init__(settings, metrics, history, checkpoints)
         self._adopting = False  # taking an adopted stream's explanations (_adopt)
         self._adopted: tuple[bytes, _StreamState, list[Out]] | None = None
-        for kind in KINDS:  # every series from the start, so an alert rule sees the first increase
-            for alert in {kind in s.drift_alert_kinds for s in (settings, *settings.profiles().values())}:
-                self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(alert))
+        self._bounds: dict[int, FeedBounds] = {}  # by id of a stream's settings (the top level's or a profile's)
+        self._count_from_zero("drift_events")
+        for glob, s in (None, settings), *settings.profiles().items():  # every series from the start, so an
+            for kind in KINDS:  # alert rule sees the first increase
+                self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(kind in s.drift_alert_kinds),
+                                 profile=profile_label(glob))
 
     @property
     def streams(self) -> dict[str, _StreamState]:
@@ -264,11 +269,11 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
     def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
         """Re-run one earlier explanation of the stream into its change test."""
         try:
-            p = self._parse(raw, src)
+            p = self._read(raw, key, src)  # checked as when it came
         except InvalidMessage:
             return False  # it went to the dead-letter topic the first time
         det = st.detector
-        if key is None or p.stream_id.encode() != key or not det.knows(p.explainer, p.feature):
+        if key is None or not det.knows(p.explainer, p.feature):
             return False
         if self._is_duplicate(p, st):
             return False
@@ -289,6 +294,10 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
             raise SchemaMismatch(
                 f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
                 f"{s.explainers} x features; every worker must run with the same settings", where=str(src))
+        bounds = self._bounds.get(id(s))
+        if bounds is None:
+            bounds = self._bounds[id(s)] = feed_bounds(s)
+        bounds.check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=str(src))
         return p
 
     def _reason(self, err: InvalidMessage) -> str | None:
@@ -305,14 +314,15 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         seqs_of = lambda c: told[id(c)]  # noqa: E731
         outs = []
         k = p.stream_id.encode()
+        profile = self._profile(p.stream_id)
         for c in changes:
-            m.inc("drift_events")
+            m.inc("drift_events", profile=profile)
             log.info("change in %s/%s/%s from seq %d (detected at %d): %.4g -> %.4g", p.stream_id, c.explainer,
                      c.feature, c.cut_seq, c.seq, c.before.mean, c.after.mean)
             outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c, seqs_of))))
         for ep in episodes:
             if ep.first:  # the message that announces the episode's kind: count it, page on it
-                m.inc("change_episodes", kind=ep.kind, alert=_flag(ep.alert))
+                m.inc("change_episodes", kind=ep.kind, alert=_flag(ep.alert), profile=profile)
                 log.log(logging.WARNING if ep.alert else logging.INFO,
                         "change episode of %s from seq %d: %s%s, %s", p.stream_id, ep.cut_seq, ep.kind,
                         " (alert)" if ep.alert else "", ", ".join(f"{c.explainer}/{c.feature}" for c in ep.changes))

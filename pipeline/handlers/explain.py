@@ -95,6 +95,8 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         #: decisions an earlier run recorded, by explain-tasks partition and group key
         self._recorded: dict[int, dict[bytes | None, dict[int, bool]]] = {}
         self.started = clock()
+        self._count_from_zero("events_explained")
+        self._count_from_zero("shed_events")
 
     @property
     def groups(self) -> dict[tuple[str, int], _GroupState]:
@@ -139,6 +141,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         st = self._recover(task, key, src)
         st.recorded = {q: d for q, d in self._decisions.items() if q > st.last_position}
         self.metrics.gauge("fast_path", int(st.explainer.evaluation_path == "fast"), stream=task.stream_id)
+        self.metrics.gauge("compiled_kernels", int(st.explainer.bookkeeping_path == "compiled"))
         self._decisions = {}
         return st
 
@@ -167,11 +170,14 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         return task.explain and not self.shedder.shed(waited, st.skipped)
 
     def _replay_one(self, st: _GroupState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
-        """Re-run one earlier task of the group, with the decision recorded for it."""
+        """Re-run one earlier task of the group, with the decision recorded for it. A task is
+        checked as it is when it comes (:meth:`_read`), so a rebuild under other features passes
+        over the tasks of events the model stage's rebuild passes over too (a replica that learned
+        them would no longer be the model's, and its last position no longer the model's)."""
         try:
-            task = self._parse(raw, src)
+            task = self._read(raw, key, src)  # checked as when it came (a crafted task would stall or break the group)
         except InvalidMessage:
-            return False  # it went to the dead-letter topic the first time
+            return False  # it went to the dead-letter topic the first time, or does not fit the stream's features now
         if self._is_duplicate(task, st):
             return False
         explain = self._decisions.get(task.position, task.explain)
@@ -207,6 +213,12 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         if task.loss is not None and not abs(task.loss) <= MAX_LOSS:
             raise SchemaMismatch(f"loss {task.loss:.3g} is more than {MAX_LOSS:g}, which the model stage does not "
                                  "learn", where=where)
+        top = _max_position(task.seq, task.step, self.settings.for_stream(task.stream_id).max_label_delay)
+        if not task.seq <= task.position <= top:  # the group would take it as its newest: its later tasks duplicates
+            raise SchemaMismatch(
+                f"position {task.position} of a {task.step} step of seq {task.seq} cannot be: the model stage gives it "
+                f"a position in [{task.seq}, {top}] (its seq plus the labels learned on their own, at most one per "
+                "earlier event, within max_label_delay); only the model stage writes explain tasks", where=where)
         return task
 
     def _is_duplicate(self, task: ExplainTask, st: _GroupState) -> bool:
@@ -221,7 +233,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         m.gauge("explanation_lag_seconds", waited)
         explain = self._decide(st, task, waited)
         if task.explain and not explain:
-            m.inc("shed_events")
+            m.inc("shed_events", profile=self._profile(task.stream_id))
         se = st.explainer
         version = se.model_version
         fallbacks = se.fallbacks
@@ -239,7 +251,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
                 task.stream_id, task.group, task.seq, explain, task.position)), src.partition))
         if not explain:
             return outs
-        m.inc("events_explained")
+        m.inc("events_explained", profile=self._profile(task.stream_id))
         k = task.stream_id.encode()
         docs = [dumps(Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq, v.n_explained, v.n_seen,
                                   version, v.curve, v.stderr, _block(v.block), _block(v.model_loss), v.var_factor,
@@ -251,6 +263,19 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         outs += [Out("drift-feed", k, value, headers=h) for value, h in pack_feed(docs)]
         m.inc("explanations_out", len(values))
         return outs
+
+
+def _max_position(seq: int, step: str, max_label_delay: int) -> int:
+    """The largest position the model stage can give a step of event ``seq``. A step's position is
+    the stream's newest seq L plus its labels learned on their own arrival, one per earlier event
+    at most (so at most L + 1): at most 2 L + 1, where L is the seq itself for a predict or both
+    step, and less than ``seq + max_label_delay`` for a learn step (the event had not expired).
+
+    >>> _max_position(10, "both", 100), _max_position(10, "learn", 100)
+    (21, 219)
+    """
+    newest = seq if step != "learn" else seq + max_label_delay - 1
+    return 2 * newest + 1
 
 
 def _block(b: Block | None) -> dict[str, float] | None:

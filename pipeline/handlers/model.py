@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas import (
+    CategoryTypeMismatch,
     ExplainTask,
     FeatureEvent,
     InvalidMessage,
     LabelEvent,
     LabelOutcome,
     LabelRejected,
+    LabelTypeMismatch,
     Prediction,
     SchemaMismatch,
     Source,
@@ -34,7 +36,8 @@ from schemas import (
 )
 
 from ..core.budget import EventSampler
-from ..core.labels import Arrival, LabelJoin, Step
+from ..core.labels import Arrival, CategoryTypeChanged, LabelJoin, Step
+from ..core.prequential import NotABinaryLabel
 from ..core.rng import derive_seed
 from ..core.stream import ISAGE_UNIT
 from ..metrics import Metrics
@@ -110,6 +113,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         self.dead_letter_watch = DeadLetterWatch()
         self._labels_topic = settings.topic("labels")
         self._waiting = self._held = 0  # events waiting for a label, labels for their event, over all streams
+        self._count_from_zero("sampled_out")
 
     @property
     def streams(self) -> dict[str, _StreamState]:
@@ -263,7 +267,14 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         k = sid.encode()
         m = self.metrics
         outs: list[Out] = []
-        if res.error is not None:  # a model that raises on one event must not kill the worker
+        if isinstance(res.error, CategoryTypeChanged):  # bad input, refused before the model saw it
+            outs.append(self._dead_letter(raw, key, CategoryTypeMismatch(str(res.error), where=str(a.origin)), src))
+        elif isinstance(res.error, NotABinaryLabel):  # a label, in line or on its own, the model cannot take
+            e = LabelTypeMismatch(f"stream {sid!r} seq {ev.seq}: {res.error}", where=str(a.origin))
+            outs.append(self._dead_letter(raw, key, e, src))
+            if isinstance(ev, LabelEvent):
+                m.inc("labels_dead_lettered")
+        elif res.error is not None:  # a model that raises on one event must not kill the worker
             outs.append(self._dead_letter(raw, key, res.error, src, "model_error"))
             if isinstance(ev, LabelEvent):
                 m.inc("labels_dead_lettered")
@@ -299,7 +310,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         for step in steps:
             explain = self._sampler(sid).selected(sid, step.seq)
             if not explain:
-                self.metrics.inc("sampled_out")
+                self.metrics.inc("sampled_out", profile=self._profile(sid))
             for g in range(self.settings.explain_groups):
                 if step.kind == "predict" and not _runs_ipdp(s, g):
                     continue

@@ -10,6 +10,38 @@
   for 1.4-1.6 s of CPU; with the wait bounded, 1.0-1.2 s. (Until its drift agent had taken up
   every explanation, 5.4-6.3 s against 6.6-8.0 s: the drift agent's backlog is another story,
   see README.)
+- **How much a fetch waits for** (:data:`FETCH_MIN_BYTES`). A worker consumes a trickle of
+  its own records (``arrivals``, ``explain-tasks``, ``drift-feed``: 0.15 per event) beside
+  ``features``. With Faust's ``fetch_min_bytes=1`` the broker answered a fetch as soon as
+  one of them came: 0.13-0.16 fetches per event, each asking for and parsing all the
+  worker's partitions (20 at 4 partitions a topic) in pure Python on the consumer's thread,
+  about 100 us of CPU per event with logistic regression (``bench_speed.py --census``: the
+  consumer's thread, sampled on its own, and the fetches counted), half the transport's cost.
+  The broker now answers once 64 KiB have come or the wait is over (20 ms then: 0.04 fetches
+  per event in the same run). A record so waits at most the wait more at the broker on each hop
+  through the worker (features, arrivals, explain tasks, drift feed), which is what an idle
+  worker's fetch already waited for a partition the fetch in flight did not ask for.
+- **How long an idle fetch waits** (:data:`FETCH_MAX_WAIT_MS`, 100 ms). With nothing to read,
+  the broker answers each fetch after the wait and the consumer's thread parses the empty
+  answer for every partition the worker holds: at 20 ms (50 fetches a second) an idle worker
+  used 2.5-2.8 % of a core (ARF(10), 4 partitions a topic), at 100 ms 0.8-0.9 %, and a busy
+  worker's rate did not drop (logistic regression, 2,000 events, five runs each alternating:
+  median 626 -> 1,035 events/s of wall time on a loaded machine, 2,740 -> 3,077 per CPU s;
+  ``tests/benchmarks/bench_idle_fetch.py``). The price: at a trickle a record may wait up to
+  100 ms at the broker on each of the four hops.
+- **How much one produce batch holds** (:func:`producer_batch_bytes`). aiokafka closes a
+  partition's batch at ``max_batch_size`` (Faust's default 16 KiB) and sends a closed batch at
+  once, without its linger: a worker's ``drift-feed`` record (one a report, 14-18 KiB with
+  ten features) fills a batch on its own and the explanations of about ten events fill
+  another, so the producer sent a request every 7 events, each with about ten callbacks of
+  its sender (its task's wake-ups, ``asyncio.wait``'s completions, the acknowledgement); an
+  output meeting a closed batch not yet sent even waited for it. With batches of up to
+  :data:`PRODUCER_MAX_BATCH_BYTES` the records a partition gets while the request before is
+  in flight, or in its linger of 5 ms, go in one batch: logistic regression's worker sent a
+  produce request every 50 events instead of every 7, 1.5 callbacks of its event loops per
+  event instead of 4.2 (``bench_speed.py --census``). A batch is one record batch to the
+  broker, which refuses one over ``message.max.bytes`` (1 MiB by default) whole, so it is at
+  most ``max_dead_letter_bytes``, the setting that already stays below it (512 KiB by default).
 - **A partition resumed after a full buffer** (``_Consumer.on_buffer_drop``). Faust stops
   fetching a partition whose stream buffer is over 80 % full (3,276 of ``stream_buffer_maxsize``
   4,096) and resumes it once the agent has drained the buffer to 40 %; the fetch in flight
@@ -62,19 +94,35 @@ from faust import Schema
 from faust.sensors.monitor import Monitor
 from faust.transport.drivers import aiokafka as driver
 
-__all__ = ["FETCH_MAX_WAIT_MS", "QuietMonitor", "RawSchema", "use_bounded_fetch_wait"]
+__all__ = ["FETCH_MAX_WAIT_MS", "FETCH_MIN_BYTES", "PRODUCER_MAX_BATCH_BYTES", "QuietMonitor", "RawSchema",
+           "producer_batch_bytes", "use_bounded_fetch_wait"]
 
 log = logging.getLogger("streamxai")
 
 #: how long the broker may hold a worker's fetch request when none of its partitions has data
-FETCH_MAX_WAIT_MS = 20
+FETCH_MAX_WAIT_MS = 100
+#: how much data the broker waits for (at most FETCH_MAX_WAIT_MS) before it answers a worker's fetch
+FETCH_MIN_BYTES = 64 * 1024
+#: the most a worker's producer puts in one partition's batch (less if max_dead_letter_bytes is less)
+PRODUCER_MAX_BATCH_BYTES = 256 * 1024
+
+
+def producer_batch_bytes(max_dead_letter_bytes: int) -> int:
+    """A worker's producer's ``max_batch_size``: :data:`PRODUCER_MAX_BATCH_BYTES`, or
+    ``max_dead_letter_bytes`` (kept below the broker's ``message.max.bytes``) if that is less.
+
+    >>> producer_batch_bytes(512 * 1024), producer_batch_bytes(100_000)
+    (262144, 100000)
+    """
+    return min(PRODUCER_MAX_BATCH_BYTES, max_dead_letter_bytes)
 
 
 class _ConsumerThread(driver.AIOKafkaConsumerThread):
     def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
-        # read by AIOKafkaConsumer.start() when it builds its fetcher; the constructor took Faust's 1500
+        # read by AIOKafkaConsumer.start() when it builds its fetcher; the constructor took Faust's 1500 and 1
         consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
+        consumer._fetch_min_bytes = FETCH_MIN_BYTES
         return consumer
 
     async def on_thread_stop(self) -> None:
@@ -191,7 +239,7 @@ class _Transport(driver.Transport):
 
 def use_bounded_fetch_wait(app: Any) -> None:
     """Give ``app`` (a Faust app on a ``kafka://`` broker) a consumer whose fetch requests wait at
-    most :data:`FETCH_MAX_WAIT_MS` (the module docstring says why)."""
+    most :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (the module docstring says why)."""
     app.transport = _Transport(app.conf.broker_consumer, app, loop=app.loop)
 
 

@@ -36,7 +36,7 @@ log = logging.getLogger("streamxai")
 _CONNECTION = re.compile(
     r"Unable connect to node|Unable to update metadata|NodeNotReadyError|KafkaConnectionError|"
     r"Connection at .* closed|Connect call failed|coordinator dead|Coordinator Request failed|"
-    r"Heartbeat (?:send request failed|failed|session expired)|Error sending HeartbeatRequest|"
+    r"Heartbeat (?:send request failed|session expired)|Error sending HeartbeatRequest|"
     r"not started or not valid|RequestTimedOutError|Failed fetch messages from"
 )
 
@@ -44,6 +44,11 @@ _CONNECTION = re.compile(
 # the broker answered, but the group's coordinator is not there yet: a new broker creates its
 # offsets topic when the first group asks (a few seconds), a cluster moves it after a restart
 _COORDINATOR_PENDING = re.compile(r"CoordinatorNotAvailable")
+# the client giving up on the coordinator it found: on a new broker, right after that wait (the
+# offsets topic's leader moves as it is created); within an outage, one of its lines
+_COORDINATOR_DEAD = re.compile(r"Marking the coordinator dead|not started or not valid")
+# a heartbeat the broker answered with an error (the group rebalancing as a worker joins or
+# leaves, an old generation) is aiokafka's own WARNING, not an outage: it passes as it is
 
 
 class OutageLogFilter(logging.Filter):
@@ -66,7 +71,8 @@ class OutageLogFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
-        if record.levelno >= logging.WARNING and _COORDINATOR_PENDING.search(text):
+        if record.levelno >= logging.WARNING and (_COORDINATOR_PENDING.search(text) or (
+                self._started is None and _COORDINATOR_DEAD.search(text))):
             return self._coordinator_pending(record, text)
         if record.levelno < logging.WARNING or not _CONNECTION.search(text):
             return True

@@ -57,7 +57,7 @@ from pathlib import Path
 from .. import exit_codes
 from ..arg_types import port, positive
 from ..kafka.config import BrokerError
-from ..settings import Secret
+from ..settings import Secret, utf8_file_text
 from .ports import claim_port
 
 __all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "default_libs_dir", "main", "add_arguments",
@@ -143,9 +143,10 @@ class SaslUsers:
 
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text())
+            data = tomllib.loads(utf8_file_text(p, "SASL users file"))
         except FileNotFoundError:
-            raise BrokerError(f"SASL users file {p} does not exist") from None
+            raise BrokerError(f"SASL users file {p} does not exist; give --sasl-users a TOML file of "
+                              'name = "password" lines, one of them admin') from None
         except tomllib.TOMLDecodeError as e:
             raise BrokerError(f"SASL users file {p} is not valid TOML ({e.args[0].split('(')[0].strip()})") from None
         if not all(isinstance(v, str) for v in data.values()) or "admin" not in data:
@@ -272,7 +273,7 @@ class LocalBroker:
             if not isinstance(value, int) or not 0 < value < 65536:
                 raise ValueError(f"{name} must be an int in 1..65535, got {value!r}")
         if port == controller_port:
-            raise ValueError(f"port and controller_port must differ, both are {port}")
+            raise ValueError(f"port and controller_port must differ, both are {port}; give another --controller-port")
         if not re.fullmatch(r"[1-9][0-9]*[kKmMgG]?", str(heap)):
             raise ValueError(f"heap must be a JVM size such as '512m' or '1g', got {heap!r}")
         if not isinstance(num_partitions, int) or num_partitions < 1:
@@ -495,16 +496,41 @@ class LocalBroker:
             return pid
         return None  # pid reused by another process
 
-    def _answers(self, timeout: float = 2.0) -> bool:
-        """True when a metadata request to ``bootstrap`` returns at least one broker."""
+    def _running_ports(self) -> tuple[int, int] | None:
+        """(port, controller_port) in the data dir's ``server.properties`` (those of the broker
+        that runs from it), or None when the file does not say."""
         try:
-            with socket.create_connection((_HOST, self.port), timeout=min(timeout, 1.0)):
+            text = self.properties_file.read_text()
+        except OSError:
+            return None
+        found = re.search(r"^listeners=\w+://[^:,]+:(\d+),CONTROLLER://[^:,]+:(\d+)\s*$", text, re.MULTILINE)
+        return (int(found.group(1)), int(found.group(2))) if found else None
+
+    def _refuse_other_ports(self, pid: int) -> None:
+        """A broker runs from this data dir: refuse to start it on other ports than its own (the
+        wait for an answer there would end by stopping it)."""
+        ports = self._running_ports()
+        if ports is None or ports == (self.port, self.controller_port):
+            return
+        raise BrokerError(
+            f"a broker (pid {pid}) already runs on {_HOST}:{ports[0]} (controller port {ports[1]}) from "
+            f"{self.data_dir}, not on the ports asked for ({self.port}, {self.controller_port}); use it "
+            f"(--port {ports[0]} --controller-port {ports[1]}), stop it first (streamxai broker stop), or give "
+            "another --data-dir"
+        )
+
+    def _answers(self, timeout: float = 2.0, port: int | None = None) -> bool:
+        """True when a metadata request to ``bootstrap`` (or ``port``) returns at least one broker."""
+        port = self.port if port is None else port
+        try:
+            with socket.create_connection((_HOST, port), timeout=min(timeout, 1.0)):
                 pass
         except OSError:
             return False
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({**self.client_config(), "logger": _PROBE_LOGGER, "socket.timeout.ms": 2000})
+        config = {**self.client_config(), "bootstrap.servers": f"{_HOST}:{port}"}
+        admin = AdminClient({**config, "logger": _PROBE_LOGGER, "socket.timeout.ms": 2000})
         try:
             md = admin.list_topics(timeout=timeout)
         except Exception:  # KafkaException: not (yet) answering
@@ -512,10 +538,14 @@ class LocalBroker:
         return bool(md.brokers)
 
     def status(self) -> BrokerStatus:
-        """Whether the broker runs and answers; never starts or stops anything."""
+        """Whether the broker runs and answers; never starts or stops anything. A broker that runs
+        from this data dir on other ports than this handle's is asked, and reported, where it runs."""
         pid = self._read_pid()
-        ready = pid is not None and self._answers()
-        return BrokerStatus(pid is not None, ready, pid, self.bootstrap, self.data_dir, self.log_file)
+        port = self.port
+        if pid is not None:
+            port = (self._running_ports() or (port,))[0]
+        ready = pid is not None and self._answers(port=port)
+        return BrokerStatus(pid is not None, ready, pid, f"{_HOST}:{port}", self.data_dir, self.log_file)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -583,6 +613,8 @@ class LocalBroker:
                 self._write_properties()
                 self._format_storage(java)
                 pid = self._launch(java)
+            else:
+                self._refuse_other_ports(pid)
             deadline = time.monotonic() + timeout
             while True:
                 if self._answers(timeout=2.0):
@@ -715,8 +747,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 DESCRIPTION = "Control the local single-node Kafka broker (KRaft) for local runs and tests."
 
 
-def run(args: argparse.Namespace) -> int:
-    """Carry out parsed :func:`add_arguments` ``args``; returns the exit code."""
+def run(args: argparse.Namespace, prog: str = "streamxai") -> int:
+    """Carry out parsed :func:`add_arguments` ``args``; returns the exit code. An error is one line
+    on stderr, ``<prog>: error: ...``, as argparse's and the other subcommands' are."""
     try:
         sasl = SaslUsers.from_file(args.sasl_users) if args.sasl_users else None
         broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap, sasl=sasl,
@@ -733,7 +766,7 @@ def run(args: argparse.Namespace) -> int:
             print(st)
             return exit_codes.OK if st.ready else exit_codes.NOT_READY
     except (BrokerError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return exit_codes.ERROR
     return exit_codes.OK
 
@@ -745,7 +778,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.loca
     not answering.
     """
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=exit_codes.HELP)
-    return run(add_arguments(parser).parse_args(argv))
+    return run(add_arguments(parser).parse_args(argv), prog)
 
 
 if __name__ == "__main__":

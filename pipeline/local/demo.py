@@ -117,7 +117,14 @@ def _local_broker(s: Settings):
     if host not in ("127.0.0.1", "localhost") or _answers(s):
         return None, False  # a remote broker, or one already running here: use it, never stop it
     broker = LocalBroker(port=int(port), controller_port=int(port) + 1)
-    already = broker.status().ready
+    st = broker.status()
+    if st.running and st.bootstrap != broker.bootstrap:  # started with --port: it is not where the demo looks
+        from schemas import ConfigError
+
+        raise ConfigError(f"the local Kafka broker (pid {st.pid}, data dir {st.data_dir}) runs on {st.bootstrap}, "
+                          f"not on {broker.bootstrap}: run the demo with --bootstrap {st.bootstrap}, or stop it "
+                          "(streamxai broker stop) and the demo starts one")
+    already = st.ready
     if not already:
         print(f"starting the local Kafka broker on {broker.bootstrap} (first run resolves its jars with Maven) ...")
         broker.start()

@@ -10,6 +10,7 @@ import orjson
 
 from ..core.stream import EXPLAINER_NAMES
 from ..kafka.io import Record
+from .markers import level_text
 from .output_reader import OutputReader, StreamState
 
 __all__ = ["LiveView"]
@@ -132,7 +133,7 @@ class LiveView:
                 if final.get(ex):
                     ranked = sorted(final[ex].items(), key=lambda kv: -kv[1])[:3]
                     lines.append(f"  top {ex:<5}: " + ", ".join(
-                        f"{f}={v:.3f}{_bound(st.current[(ex, f)]['stderr'])}" for f, v in ranked))
+                        f"{f}={level_text(v, 3)}{_bound(st.current[(ex, f)]['stderr'])}" for f, v in ranked))
             episodes = [st.told(ep) for ep in sorted(st.episodes, key=lambda e: e.get("first_position") or 0)]
             lines.append(f"  change events: {len(st.changes)}, change episodes: {len(episodes)}")
             for ep in episodes:
@@ -161,7 +162,7 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
           ipfi/car      0.0000 -> 0.2000  (rank 5 -> 1)
     """
     lb, la = ep.get("loss_before"), ep.get("loss_after")
-    loss = f"; model loss {lb:.3f} -> {la:.3f}" if lb is not None and la is not None else ""
+    loss = f"; model loss {level_text(lb, 3)} -> {level_text(la, 3)}" if lb is not None and la is not None else ""
     cuts = sorted({c["cut_seq"] for c in ep["changes"] if c["cut_seq"] is not None}) or [ep["cut_seq"]]
     where = f"new regime from seq {cuts[0]}" if len(cuts) == 1 else f"new regimes from seq {cuts[0]} to {cuts[-1]}"
     lines = [f"    {episode_kind(ep)}episode opened at seq {ep['first_seq']}, {where}{loss}"
@@ -203,11 +204,13 @@ def _bound(se: float | None) -> str:
     >>> _bound(0.01), _bound(None)
     ('±0.020', '')
     """
-    return "" if se is None else f"±{1.96 * se:.3f}"
+    return "" if se is None else f"±{level_text(1.96 * se, 3)}"
 
 
 def _fmt(v: float | None, digits: int = 4, missing: str = "-") -> str:
-    return missing if v is None else f"{v:.{digits}f}"
+    """A level as the plot and dashboard show it (:func:`~pipeline.local.markers.level_text`):
+    ``digits`` decimals up to four digits, compact beyond (6.34B)."""
+    return missing if v is None else level_text(v, digits)
 
 
 def labels_line(st: StreamState) -> str:

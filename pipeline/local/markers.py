@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["group_changes", "label_text", "layout_labels", "merge", "place_labels"]
+__all__ = ["group_changes", "label_text", "layout_labels", "level_text", "merge", "place_labels"]
 
 #: series named in a label before it says "N series" instead
 NAMED_SERIES = 2
@@ -64,6 +65,47 @@ def merge(groups: list[dict]) -> dict:
             "lone": sum(len(g["changes"]) for g in groups if g["episode"] is None)}
 
 
+#: the compact units of a level beyond four digits, as the dashboard's axes name them (3.25T)
+_UNITS = ((1e3, "K"), (1e6, "M"), (1e9, "B"), (1e12, "T"))
+
+
+def _fixed(v: float, decimals: int) -> str:
+    """``v`` with ``decimals`` decimals, a tie rounded away from zero (as JavaScript's toFixed)."""
+    return str(Decimal(v).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP))
+
+
+def _significant(m: float, digits: int = 3) -> str:
+    """``m`` (not 0) to ``digits`` significant digits, trailing zeros dropped."""
+    text = _fixed(m, max(0, digits - 1 - math.floor(math.log10(abs(m)))))
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def level_text(v: float, decimals: int = 2) -> str:
+    """A change's level as its label shows it: up to four digits with ``decimals`` decimals, beyond
+    that compact with three significant digits (K, M, B, T; from 1e15 an exponent), as the
+    dashboard's ``levelText`` does (tests/integration/test_dashboard_browser.py compares them).
+
+    >>> [level_text(v) for v in (0.1, 6342689766.11, 730973117446.7, 999960.0, -3.25e15)]
+    ['0.10', '6.34B', '731B', '1M', '-3.25e15']
+    """
+    v = v or 0.0  # -0.0 as 0.0, as toFixed gives it
+    a = abs(v)
+    if a < 1e4:
+        return _fixed(v, decimals)
+    if not math.isfinite(v):
+        return str(v)
+    for scale, unit in _UNITS:
+        if a < scale * 1e3:
+            m = _significant(v / scale)
+            if abs(float(m)) < 1e3:  # else rounded up to the next unit's 1
+                return m + unit
+    e = math.floor(math.log10(a))
+    m = _significant(v / 10 ** e)
+    if abs(float(m)) >= 10:  # rounded up to the next power of ten
+        e, m = e + 1, _significant(v / 10 ** (e + 1))
+    return f"{m}e{e}"
+
+
 def label_text(group: dict) -> str:
     """What a group's label says: the episode's kind (``ALERT`` first when it pages) and the
     series that changed (names up to :data:`NAMED_SERIES`, else how many); a lone change
@@ -90,7 +132,8 @@ def label_text(group: dict) -> str:
     if len(group["changes"]) == 1 and not head:
         c = group["changes"][0]
         before, after = c.get("before"), c.get("after")
-        return series[0] + (f" {before:.2f}→{after:.2f}" if before is not None and after is not None else "")
+        return series[0] + (f" {level_text(before)}→{level_text(after)}" if before is not None and after is not None
+                            else "")
     names = ", ".join(series) if len(series) <= NAMED_SERIES else f"{len(series)} series"
     return f"{head}: {names}" if head else names
 

@@ -393,11 +393,9 @@ class OutputReader:
         if isinstance(n_exp, int) and isinstance(n_seen, int):
             st.counts[ex] = (n_exp, n_seen)
         self._model_loss(st, ex, position, obj.get("model_loss"))
-        curve = obj.get("curve")
-        if isinstance(curve, dict) and isinstance(curve.get("grid"), list) and isinstance(curve.get("pd"), list):
-            c = {"grid": curve["grid"], "pd": curve["pd"], "seq": seq, "position": position}
-            if isinstance(curve.get("se"), list):
-                c["se"] = curve["se"]
+        c = _curve(obj.get("curve"))
+        if c is not None:
+            c.update(seq=seq, position=position)
             if feat not in st.curves or position >= st.curves[feat]["position"]:
                 st.curves[feat] = c
             hist = st.curve_history.get(feat)
@@ -436,7 +434,15 @@ class OutputReader:
         for k in ("cut_seq", "ci_before", "ci_after", "effect", "relative_effect", "loss_before", "loss_after",
                   "start_seq", "began_at", "loss_moved", "schema"):
             if k in obj:
-                ev[k] = _plain(obj[k])
+                v = obj[k]
+                if k in _SEQ_FIELDS:
+                    ev[k] = _int(v)
+                elif k in _NUMBER_FIELDS:  # numbers or None: the views format them as numbers
+                    ev[k] = _num(v)
+                elif k in ("ci_before", "ci_after"):
+                    ev[k] = [_num(e) for e in v] if isinstance(v, list) and len(v) == 2 else None
+                else:
+                    ev[k] = _plain(v)
         _positions(ev, obj, ("seq", "cut_seq"))
         st.changes.append(ev)
         if st.change_seq is None or ev["position"] >= st.change_seq:
@@ -478,8 +484,8 @@ def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
     >>> ep["kind"], ep["alert"], ep["status"]   # a v1 episode: sent once, when it closed
     (None, None, 'closed')
     """
-    ep: dict[str, Any] = {k: _plain(obj.get(k)) for k in ("first_seq", "last_seq", "closed_seq", "cut_seq",
-                                                          "loss_before", "loss_after")}
+    ep: dict[str, Any] = {k: _int(obj.get(k)) for k in EPISODE_SEQS}
+    ep.update({k: _num(obj.get(k)) for k in ("loss_before", "loss_after")})
     _positions(ep, obj, EPISODE_SEQS)
     kind, alert, status = obj.get("kind"), obj.get("alert"), obj.get("status")
     ep["kind"] = kind if isinstance(kind, str) else None
@@ -493,8 +499,8 @@ def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
         entry = explanations.get(c.get("explainer"), {})
         entry = entry.get(c.get("feature"), {}) if isinstance(entry, dict) else {}
         entry = entry if isinstance(entry, dict) else {}
-        shown = {"explainer": c.get("explainer"), "feature": c.get("feature"), "seq": c.get("seq"),
-                 "cut_seq": _plain(c.get("cut_seq")), "before": before, "after": after,
+        shown = {"explainer": c.get("explainer"), "feature": c.get("feature"), "seq": _int(c.get("seq")),
+                 "cut_seq": _int(c.get("cut_seq")), "before": before, "after": after,
                  "explanation_before": _num(entry.get("before")),
                  "explanation_after": _num(entry.get("after")),
                  "rank_before": entry.get("rank_before"), "rank_after": entry.get("rank_after")}
@@ -568,10 +574,57 @@ def _finite(v: float | None) -> float | None:
     return v if v is not None and math.isfinite(v) else None
 
 
+#: the largest magnitude read as a number: no worker sends more (a loss above 1e100, MAX_LOSS,
+#: is a dead letter), and a chart of values near 1e308 cannot be drawn (their range overflows)
+MAX_SHOWN = 1e100
+
+
+#: a change event's fields that are numbers (a crafted one of another type is read as None)
+_NUMBER_FIELDS = frozenset({"effect", "relative_effect", "loss_before", "loss_after"})
+
+
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v) if math.isfinite(v) else None
+    return float(v) if math.isfinite(v) and abs(v) <= MAX_SHOWN else None
+
+
+def _curve(curve: Any) -> dict[str, Any] | None:
+    """An iPDP curve as the views draw it: a grid of numbers or of category names, a number at
+    each point (and a standard error at each, if it has them); None for anything else (a crafted
+    curve of strings or of 1e308 stopped ``streamxai plot``).
+
+    >>> _curve({"grid": [0.0, 1.0], "pd": [0.2, 0.4], "se": [0.01, 0.02]})
+    {'grid': [0.0, 1.0], 'pd': [0.2, 0.4], 'se': [0.01, 0.02]}
+    >>> _curve({"grid": ["a", "b"], "pd": [0.2, 0.4], "se": [0.01, "x"]})
+    {'grid': ['a', 'b'], 'pd': [0.2, 0.4]}
+    >>> _curve({"grid": [1, "a"], "pd": [0.2, 0.4]}), _curve({"grid": [1, 2], "pd": [1e308, 0.1]})
+    (None, None)
+    """
+    if not isinstance(curve, dict):
+        return None
+    grid, pd, se = curve.get("grid"), curve.get("pd"), curve.get("se")
+    if not isinstance(grid, list) or not isinstance(pd, list) or len(pd) != len(grid):
+        return None
+    if not (all(_num(g) is not None for g in grid) or all(isinstance(g, str) for g in grid)):
+        return None
+    pd = [_num(v) for v in pd]
+    if None in pd:
+        return None
+    c: dict[str, Any] = {"grid": list(grid), "pd": pd}
+    if isinstance(se, list) and len(se) == len(grid) and all(_num(v) is not None for v in se):
+        c["se"] = [_num(v) for v in se]
+    return c
+
+
+#: the fields of a change event that name events or places in a stream: integers, or nothing
+_SEQ_FIELDS = frozenset({"seq", "cut_seq", "start_seq", *EPISODE_SEQS})
+
+
+def _int(v: Any) -> int | None:
+    """A seq as the messages carry it, or None for anything else (a string, a float, a
+    boolean): the views put seqs into their pages as they are."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _plain(v: Any) -> Any:

@@ -31,7 +31,7 @@ from schemas import StreamxaiError
 
 from ..settings import Settings
 from .dashboard.state import DashboardState
-from .markers import group_changes, label_text, place_labels
+from .markers import group_changes, label_text, level_text, place_labels
 
 __all__ = ["read_stream", "plot_view", "draw", "plot_summary", "write_html"]
 
@@ -160,7 +160,8 @@ def draw(view: dict[str, Any]) -> Any:
             ax.plot(tx, tp, color=colors.get(f, "C0"), lw=1.2, ls="--", label=f"at change (seq {then['seq']})")
         ax.set_title(f"PD of {f}", fontsize=9)
         ax.tick_params(labelsize=7)
-        ax.xaxis.set_major_locator(MaxNLocator(4))
+        if all(isinstance(v, (int, float)) for v in grid_x):  # a category axis keeps a tick at each category
+            ax.xaxis.set_major_locator(MaxNLocator(4))
         if max((abs(v) for v in grid_x if isinstance(v, (int, float))), default=0) >= 1e4:
             ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 100k, not 100000 squeezed together
         ax.grid(alpha=0.3)
@@ -243,7 +244,7 @@ def write_html(view: dict[str, Any], png: Path, path: str | Path) -> Path:
         f"<tr><td>{_at(c, 'seq', view)}</td><td>{_at(c, 'cut_seq', view)}</td><td>{html.escape(str(c.get('explainer')))}</td><td>{html.escape(str(c.get('feature')))}</td>"
         f"<td>{_fmt(c.get('before'))}</td><td>{_fmt(c.get('after'))}</td></tr>" for c in view["changes"])
     ranking = "".join(
-        f"<li><b>{html.escape(ex)}</b>: " + ", ".join(f"{html.escape(r['feature'])} {r['value']:.3f}" for r in rs[:5]) + "</li>"
+        f"<li><b>{html.escape(ex)}</b>: " + ", ".join(f"{html.escape(r['feature'])} {level_text(r['value'], 3)}" for r in rs[:5]) + "</li>"
         for ex, rs in view["ranking"].items())
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>streamxai: {html.escape(view['stream_id'])}</title>"
            "<style>body{font-family:sans-serif;margin:1em}td,th{padding:2px 8px;text-align:right}</style></head><body>"
@@ -284,4 +285,5 @@ def _episodes_html(episodes: list[dict], view: dict) -> str:
 
 
 def _fmt(v: Any) -> str:
-    return "–" if v is None else f"{v:.4f}"
+    """A level in the report's tables: four decimals, compact beyond four digits (as the labels)."""
+    return "–" if v is None else level_text(v, 4)

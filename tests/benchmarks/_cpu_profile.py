@@ -6,10 +6,15 @@ Run a command under it (the benchmarks run a worker so)::
 
 It samples the main thread's stack every ``INTERVAL_S`` of the process's CPU time (``SIGPROF``
 from ``setitimer(ITIMER_PROF)``: time waiting in ``epoll`` is never sampled, and a C call is
-counted to the Python function that made it; the kernel fires the timer at most once a tick,
+counted to the Python function that made it; a sample taken while the main thread waited in
+``epoll`` is the CPU of another thread, and is counted to the one on a core, e.g. the Kafka
+consumer's own thread; the kernel fires the timer at most once a tick,
 so the samples give shares, which :func:`print_breakdown` scales to the CPU time measured). Sampling starts on signal ``START`` (what came before
 is dropped) and stops on ``STOP``, which writes the samples to ``OUT`` (JSON: stack -> count;
-a stack is its frames root first, each ``file:function``, with the agent loop's stage).
+a stack is its frames root first, each ``file:function``, with the agent loop's stage). With
+``--census`` (before ``--``) it also counts the callbacks the event loops run and each
+thread's CPU over the same span (``_loop_census.py``), at a cost of its own per callback;
+``--census-threads`` also runs cProfile in the other threads' loops (the consumer's).
 
 :func:`breakdown` groups the samples: per agent (intake, model, explain, drift) what its
 handler did (our code, by layer) and what it cost the agent to receive and send its messages
@@ -23,7 +28,10 @@ import os
 import runpy
 import signal
 import sys
+import threading
 from collections import Counter
+
+import _loop_census
 
 INTERVAL_S = 0.004
 #: the signals that start and stop sampling (real-time ones: the worker's own handlers take SIGUSR1)
@@ -45,8 +53,27 @@ def layer(path: str) -> str:
     return "other"
 
 
-def _sampler(out: str) -> None:
+def _running_thread() -> tuple[str, object] | None:
+    """The name and current frame of a thread other than the main one that is on a core
+    (state ``R`` in ``/proc``), or None."""
+    main = threading.main_thread()
+    frames = sys._current_frames()
+    for t in threading.enumerate():
+        if t is main or t.native_id is None or t.ident not in frames:
+            continue
+        try:
+            with open(f"/proc/self/task/{t.native_id}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "R":
+            return t.name, frames[t.ident]
+    return None
+
+
+def _sampler(out: str, census: str = "") -> None:
     samples: Counter[str] = Counter()
+    counted: dict = {}
     on = {"run": False}
 
     def sample(_sig: int, frame) -> None:  # noqa: ANN001
@@ -54,6 +81,11 @@ def _sampler(out: str) -> None:
             return
         frames = []
         stage = ""
+        if frame is not None and frame.f_code.co_name == "select" and frame.f_code.co_filename.endswith("selectors.py"):
+            # the main thread sat in epoll: the CPU this sample stands for was another thread's
+            other = _running_thread()
+            if other is not None:
+                stage, frame = f"thread {other[0]}", other[1]
         while frame is not None:
             code = frame.f_code
             frames.append(f"{code.co_filename}:{code.co_name}")
@@ -65,12 +97,16 @@ def _sampler(out: str) -> None:
     def start(_sig: int, _frame) -> None:  # noqa: ANN001
         samples.clear()
         on["run"] = True
+        if census:
+            _loop_census.start(profile_threads=census == "--census-threads")
 
     def stop(_sig: int, _frame) -> None:  # noqa: ANN001
         on["run"] = False
+        if census:
+            counted.update(_loop_census.stop())
         tmp = out + ".tmp"
         with open(tmp, "w") as f:
-            json.dump({"interval_s": INTERVAL_S, "samples": dict(samples)}, f)
+            json.dump({"interval_s": INTERVAL_S, "samples": dict(samples), **counted}, f)
         os.replace(tmp, out)
 
     signal.signal(signal.SIGPROF, sample)
@@ -84,6 +120,8 @@ def _part(stage: str, frames: list[str]) -> str:
     ``<agent>: receive`` or, outside the agents, the layer of the innermost frame. An agent
     awaits its handler's call inside its send (``_send(outbox, _handle(...))``), so the
     handler's frames decide first, then the call's (``_handle``: receiving), then the send's."""
+    if stage.startswith("thread "):
+        return f"{stage}: {layer(frames[-1].rsplit(':', 1)[0])}"
     if stage:
         if any(fr.endswith((":on_message", ":on_batch")) and "/pipeline/handlers/" in fr for fr in frames):
             return f"{stage}: handler ({layer(frames[-1].rsplit(':', 1)[0])})"
@@ -122,9 +160,11 @@ def print_breakdown(path: str, events: int, cpu: float, indent: str = "    ") ->
 
 
 if __name__ == "__main__":
-    out, sep, *rest = sys.argv[1:]
+    out, *rest = sys.argv[1:]
+    census = rest[0] if rest[:1] in (["--census"], ["--census-threads"]) else ""
+    sep, *rest = rest[1:] if census else rest
     if sep != "--" or rest[:1] != ["-m"]:
-        raise SystemExit("usage: _cpu_profile.py OUT -- -m MODULE ARGS...")
-    _sampler(out)
+        raise SystemExit("usage: _cpu_profile.py OUT [--census | --census-threads] -- -m MODULE ARGS...")
+    _sampler(out, census)
     sys.argv = [rest[1], *rest[2:]]
     runpy.run_module(rest[1], run_name="__main__", alter_sys=True)

@@ -89,30 +89,33 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def _profiled_worker(s: Settings, log_file: str, out: str) -> subprocess.Popen:
-    """A worker (every role) run under the CPU sampler of ``_cpu_profile.py``, which writes to ``out``."""
+def _profiled_worker(s: Settings, log_file: str, out: str, census: str = "") -> subprocess.Popen:
+    """A worker (every role) run under the CPU sampler of ``_cpu_profile.py``, which writes to
+    ``out`` (with ``census``, ``--census`` or ``--census-threads``, also the event loops' callbacks
+    counted: ``_loop_census.py``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s))
     sampler = str(Path(__file__).with_name("_cpu_profile.py"))
-    cmd = [sys.executable, sampler, out, "--", "-m", "pipeline.cli", "worker", "--roles", "model,explain,drift",
+    cmd = [sys.executable, sampler, out, *([census] if census else []), "--", "-m", "pipeline.cli", "worker", "--roles", "model,explain,drift",
            "--loglevel", "warning"]
     with open(log_file, "ab") as log:
         return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: str | None = None,
-                  counters: dict[str, float] | None = None) -> tuple[float, float]:
+                  counters: dict[str, float] | None = None, census: str = "") -> tuple[float, float]:
     """``(wall, cpu)`` seconds from the moment the broker has the backlog's first event until the drift agents
     have taken up every explanation of it, with ``n_workers`` fresh workers on ``s``'s broker
     (joined before, so start-up and group joins are not counted; the intake's and the drift
     agent's work are, as the in-process loop does the drift handler's). With ``profile`` (a
     path; one worker), the worker's CPU is sampled over the same span and written there
     (``_cpu_profile.breakdown`` reads it). ``counters`` takes the workers' counters at the end
-    (summed over the workers)."""
+    (summed over the workers). ``census`` (with ``profile``: ``--census`` or ``--census-threads``)
+    also counts the callbacks its event loops run (``_loop_census.py``)."""
     ensure_topics(s)
     each = [s.replace(web_port=free_port()) for _ in range(n_workers)]
     if profile:
-        procs = [_profiled_worker(each[0], f"{tmp}/w0.log", profile)]
+        procs = [_profiled_worker(each[0], f"{tmp}/w0.log", profile, census)]
     else:
         procs = [spawn_worker(w, log_file=f"{tmp}/w{i}.log", loglevel="warning") for i, w in enumerate(each)]
     try:

@@ -1,5 +1,6 @@
 """Change-event benchmark, run on demand: ``python tests/benchmarks/bench_drift.py [--quick] [--only NAME]
-[--seeds 10,20,...] [--cache DIR] [--min-effects 0.2,0.1,...] [--rules shared,each]``.
+[--seeds 10,20,...] [--regression-seeds 5,15,...] [--cache DIR] [--min-effects 0.2,0.1,0.2/0.1,...]
+[--rules shared,each,join]``.
 
 In-process (a :class:`~pipeline.core.stream.StreamExplainer` and the drift agent's
 :class:`~pipeline.core.change.StreamChangeDetector`, built from settings exactly as the
@@ -21,7 +22,9 @@ pipeline builds them; no Kafka), on scenarios built from river's generators and 
 - ``worse``: the ``abrupt`` concept switch under a frozen model: its loss rises;
 - ``regression-local``: river FriedmanDrift ``lea`` at 10,000, 20,000 and 25,000 (the concept
   changes in two regions of 1.6%, then 5.4%, then 18% of the inputs), target times 1000;
-- ``frozen-regression``: a stationary Friedman stream under a frozen Hoeffding tree regressor.
+- ``frozen-regression``: a stationary Friedman stream under a frozen Hoeffding tree regressor;
+- ``demo``: ``streamxai demo``'s drifting stream (agrawal function 1 -> 2 at 6,000, ``elevel``
+  and ``car`` swapped at 12,000) at the demo's settings, in process.
 
 Per scenario it prints, for the explanation detector at default drift settings and for the
 baseline measured in the same run (river ADWIN, delta 0.002, on the model's prequential loss):
@@ -34,9 +37,13 @@ when the first alert of each drift came. The scenarios of issue 16 say their tar
 
 Each scenario goes through its explainers once (``--cache``: kept there and reused); the
 explanation messages are then replayed through the detector, once per ``--min-effects`` value
-(the same messages: candidates are compared on the same run, the first one the baseline), and
-once per ``--rules`` value: ``shared`` an episode's two looks at its loss share one 5% for
-``degradation`` (:mod:`pipeline.core.change.looks`), ``each`` each look at 5% (the rule before).
+(the same messages: candidates are compared on the same run, the first one the baseline; ``A/B``:
+``A`` for classification, ``B`` for squared loss), and once per ``--rules`` value: ``shared`` the
+detector as it is, ``each`` each of an episode's two looks at its loss at 5% (the rule before
+:mod:`pipeline.core.change.looks`), ``join`` no member's own look (every change joins the open
+episode, the rule before; :mod:`pipeline.core.change.episodes`). Every alert after the warm-up
+outside the drift windows is printed with its look-ahead: the loss over the 500, 2,000 and 5,000
+events from its cut against the side before it was told on (did the model really get worse?).
 """
 
 from __future__ import annotations
@@ -60,10 +67,14 @@ from river.datasets import synth  # noqa: E402
 
 from pipeline.core.change import stream as change_stream  # noqa: E402
 from pipeline.core.change.events import KINDS, loss_kind  # noqa: E402
+from pipeline.core.change.test import two_sample_z  # noqa: E402
+from pipeline.core.increments import Block  # noqa: E402
 from pipeline.core.losses import get_loss  # noqa: E402
 from pipeline.core.model import ModelFunction  # noqa: E402
 from pipeline.core.stream import StreamExplainer  # noqa: E402
 from pipeline.handlers.drift import stream_detector  # noqa: E402
+from pipeline.local.demo import demo_plan, demo_settings  # noqa: E402
+from pipeline.local.demo_stream import agrawal_events  # noqa: E402
 from pipeline.modelspec import model_factory  # noqa: E402
 from pipeline.plan import explainer_specs  # noqa: E402
 from pipeline.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
@@ -208,6 +219,15 @@ def agrawal(seed: int) -> Iterator[Event]:
         yield {k: float(v) for k, v in x.items()}, int(y)
 
 
+def demo_stream(n: int) -> Iterator[Event]:
+    """The demo's drifting stream (``streamxai demo``, ``n`` events): agrawal function 1 -> 2
+    at a third, ``elevel`` and ``car`` swapped at two thirds."""
+    p = demo_plan(n)
+    for e in agrawal_events("demo", n, p.drift_at, p.swap_at, seed=42, f_before=p.f_before, f_after=p.f_after,
+                            swap=p.swap):
+        yield e.x, e.y
+
+
 def redundant(seed: int) -> Iterator[Event]:
     """``a1`` and ``a2`` are the same signal with independent noise; ``y = signal > 0.5``."""
     rng = random.Random(seed)
@@ -253,8 +273,7 @@ def scenarios(scale: float) -> list[Scenario]:
                  lambda: stagger(4, (n // 3, 2 * n // 3)), n, [n // 3, 2 * n // 3],
                  # concept 0 (small and red) -> 1 (green or circle) -> 2 (medium or large): all three move each time
                  [{"size", "color", "shape"}, {"size", "color", "shape"}]),
-        Scenario("regression", regression_settings(),
-                 lambda: friedman(5, d), n, [d], [{f"x{k}" for k in range(10)}]),
+        regression_gra(5, scale),
         regression_local(10, scale),
         Scenario("frozen", s4, lambda: threshold_stream(6), frozen_n, [], [],
                  model=lambda: Frozen(trained(threshold_stream(60), 5000)),
@@ -270,6 +289,12 @@ def scenarios(scale: float) -> list[Scenario]:
         Scenario("learning-agrawal", Settings(features=list(AGRAWAL_FEATURES)), lambda: agrawal(9), int(18_000 * scale), [], [],
                  note="the demo's control: a Hoeffding adaptive tree still learning agrawal function 1",
                  target="no alert after the warm-up"),
+        Scenario("demo", Settings(features=list(AGRAWAL_FEATURES), **demo_settings(int(18_000 * scale))),
+                 lambda: demo_stream(int(18_000 * scale)), int(18_000 * scale),
+                 [demo_plan(int(18_000 * scale)).drift_at, demo_plan(int(18_000 * scale)).swap_at],
+                 [{"salary", "age", "elevel"}, {"elevel", "car"}],
+                 note="streamxai demo's drifting stream in process, at the demo's settings",
+                 target="the concept drift paged"),
         Scenario("worse", s4, lambda: threshold_stream(11, drift_at=d), n, [d], [{"a", "b"}],
                  model=lambda: Frozen(trained(threshold_stream(61), 5000)),
                  note="the label switches from a > 0.5 to b > 0.5 and the deployed model does not learn",
@@ -282,6 +307,14 @@ def scenarios(scale: float) -> list[Scenario]:
     return out
 
 
+def regression_gra(seed: int, scale: float = 1.0) -> Scenario:
+    """``regression`` (Friedman ``gra``) on the stream of ``seed`` (5: the table's), named
+    ``regression@SEED``."""
+    n = int(12_000 * scale)
+    return Scenario("regression" if seed == 5 else f"regression@{seed}", regression_settings(),
+                    lambda: friedman(seed, n // 2), n, [n // 2], [{f"x{k}" for k in range(10)}])
+
+
 def regression_local(seed: int, scale: float = 1.0) -> Scenario:
     """``regression-local`` on the stream of ``seed`` (10: the table's; others are named
     ``regression-local@SEED``)."""
@@ -291,6 +324,12 @@ def regression_local(seed: int, scale: float = 1.0) -> Scenario:
                     [{f"x{k}" for k in range(5)}] * 3,
                     note="local drifts: two regions of 0.8% of the space each, expanding at every drift",
                     target="median delay <= 1,000 events")
+
+
+def _min_effect(text: str) -> tuple[float, float]:
+    """``--min-effects`` value: (classification, squared loss)."""
+    a, _, b = text.partition("/")
+    return float(a), float(b or a)
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -360,12 +399,21 @@ def detect(sc: Scenario, rec: Result, settings: Settings | None = None) -> Resul
 @contextlib.contextmanager
 def rule(name: str) -> Iterator[None]:
     """``shared``: the detector as it is; ``each``: each of an episode's two looks at its loss a
-    one-sided test at 5% (the rule before :mod:`pipeline.core.change.looks`), for comparison."""
+    one-sided test at 5% (the rule before :mod:`pipeline.core.change.looks`); ``join``: no
+    member's own look (the rule before it), for comparison."""
     if name == "shared":
         yield
         return
+    if name == "join":
+        kept_looks = change_stream.StreamChangeDetector._member_looks
+        change_stream.StreamChangeDetector._member_looks = lambda self, seq: []
+        try:
+            yield
+        finally:
+            change_stream.StreamChangeDetector._member_looks = kept_looks
+        return
     if name != "each":
-        raise SystemExit(f"--rules: {name!r} is neither 'shared' nor 'each'")
+        raise SystemExit(f"--rules: {name!r} is none of 'shared', 'each', 'join'")
     kept = change_stream.open_kind, change_stream.close_kind
     change_stream.open_kind = loss_kind
     change_stream.close_kind = lambda before, after, first, end, min_n=2: loss_kind(before, after, min_n)
@@ -398,6 +446,35 @@ def found_within(changes: list, p: int) -> bool:
     """A change confirmed within ``WITHIN`` events of ``p`` whose new regime starts at most
     ``NEAR`` events before it."""
     return any(p <= c[0] <= p + WITHIN and c[3] >= p - NEAR for c in changes)
+
+
+def losses_after(res: Result, lo: int, hi: int) -> Block | None:
+    """The model's losses of events ``[lo, hi)`` from the recorded reports (each report's block
+    counts the events since the one before)."""
+    out, seen = None, set()
+    for _, _, seq, _, _, model_loss, _, _ in res.feed:
+        if model_loss is None or seq in seen or not lo <= seq < hi:
+            continue
+        seen.add(seq)
+        out = model_loss if out is None else out + model_loss
+    return out
+
+
+#: events after an alert's cut over which the look-ahead compares the loss with its side before
+AHEAD = (500, 2000, 5000)
+
+
+def look_ahead(res: Result, e: Any) -> str:
+    """Did the loss stay higher after an alerting episode's cut? The loss over ``AHEAD`` events
+    from the cut against the side before its kind was decided on: ratio and z."""
+    parts = []
+    for h in AHEAD:
+        after = losses_after(res, e.cut_seq, e.cut_seq + h)
+        if e.loss_before is None or after is None or after.n < 2 or e.cut_seq + h > res.n:
+            parts.append(f"+{h}: n/a")
+            continue
+        parts.append(f"+{h}: x{after.mean / e.loss_before.mean:.2f} z {two_sample_z(e.loss_before, after):.2f}")
+    return ", ".join(parts)
 
 
 def report(sc: Scenario, res: Result, window: int) -> dict[str, Any]:
@@ -433,6 +510,8 @@ def report(sc: Scenario, res: Result, window: int) -> dict[str, Any]:
                               None) for lo, hi in wins],
         "alerts_outside": sum(1 for q, e in res.opened if e.alert and not any(lo <= q < hi for lo, hi in wins)
                               and q >= sc.settings.drift_warmup),
+        "ahead": [(q, e.kind, e.cut_seq, look_ahead(res, e)) for q, e in res.opened
+                  if e.alert and not any(lo <= q < hi for lo, hi in wins) and q >= sc.settings.drift_warmup],
     }
 
 
@@ -499,6 +578,9 @@ def table(runs: list[tuple[Scenario, Result]], window: int, detail: bool = True)
               f"{r['false_per_100k']:>11.1f}{r['adwin_false_per_100k']:>13.1f}{r['n_changes']:>7}{r['n_adwin']:>6}"
               f"{kinds:>17}{r['alerts_outside']:>11}{within:>6}{r['chance']:>4}/{r['spots']:<3}")
         all_delays += [x for x in r["delays"] if x is not None]
+    for sc, _res, r in rows:
+        for q, kind, cut, ahead in r["ahead"]:
+            print(f"  {sc.name}: alert out at {q} ({kind}, cut {cut}), the loss after the cut against before: {ahead}")
     print(f"delay: first change event after each drift whose new regime starts at most {NEAR} events before it; "
           "alert after: the first such alerting episode's open message; alerts out: alerts after the warm-up "
           "outside every drift window")
@@ -533,9 +615,13 @@ def main() -> None:
                          "a scenario regression-local@SEED)")
     ap.add_argument("--cache", default="",
                     help="keep each scenario's pass through the explainers here and reuse it (a pickle per scenario)")
+    ap.add_argument("--regression-seeds", default="",
+                    help="comma-separated stream seeds of the regression (Friedman gra) scenario (5: the table's; "
+                         "each other one adds a scenario regression@SEED)")
     ap.add_argument("--min-effects", default="",
                     help="comma-separated drift_min_effect values: replay every scenario's explanations through the "
-                         "detector under each (default: the scenario's settings)")
+                         "detector under each (default: the scenario's settings); A/B: A for classification, B for "
+                         "squared loss")
     ap.add_argument("--rules", default="shared",
                     help="comma-separated: shared (an episode's two looks share one 5%% for degradation), "
                          "each (each look at 5%%, the rule before); every scenario is replayed under each")
@@ -547,7 +633,9 @@ def main() -> None:
             chosen.append(sc)
             if sc.name == "regression-local":
                 chosen += [regression_local(int(x), scale) for x in args.seeds.split(",") if int(x) != 10]
-    candidates = [float(x) for x in args.min_effects.split(",")] if args.min_effects else [None]
+            if sc.name == "regression" and args.regression_seeds:
+                chosen += [regression_gra(int(x), scale) for x in args.regression_seeds.split(",") if int(x) != 5]
+    candidates = [_min_effect(x) for x in args.min_effects.split(",")] if args.min_effects else [None]
     recs = []
     for sc in chosen:
         rec = recorded(sc, args.cache) if args.cache else record(sc)
@@ -557,9 +645,12 @@ def main() -> None:
     for name in rules:
         for me in candidates:
             if me is not None or len(rules) > 1:
-                print(f"\n=== two looks: {name}" + ("" if me is None else f", drift_min_effect {me}") + " ===")
+                shown = "" if me is None else f", drift_min_effect {me[0]}" + (
+                    f" (squared loss: {me[1]})" if me[1] != me[0] else "")
+                print(f"\n=== rule: {name}{shown} ===")
             with rule(name):
-                rows = table([(sc, detect(sc, rec, None if me is None else sc.settings.replace(drift_min_effect=me)))
+                rows = table([(sc, detect(sc, rec, None if me is None else sc.settings.replace(
+                    drift_min_effect=me[sc.settings.loss == "squared"])))
                               for sc, rec in recs], args.window, detail=len(candidates) == 1)
     if rows:
         sc, res, _ = rows[0]

@@ -1,5 +1,5 @@
 """The kind test at a stationary loss, run on demand: ``python tests/benchmarks/bench_loss_kind.py
-[--cache DIR] [--frozen-n 4000000] [--seeds 101-120] [--skip-alert]``.
+[--cache DIR] [--frozen-n 4000000] [--seeds 101-120] [--skip-alert] [--members 20] [--only-members]``.
 
 1. ``bench_drift.py``'s ``learning-regression`` alert, looked at closely (``--cache``: the
    explanation messages ``bench_drift.py --cache DIR`` kept; without it they are recorded again,
@@ -17,7 +17,10 @@
    one-sided test at 5%; the binomial standard error of each rate is printed. For comparison the
    same cuts under the pooled standard error alone and Welch's alone (the rule uses the larger),
    and an episode's two looks at its loss (open, then close) on this loss and on light tails,
-   each look at 5% (the rule before) beside the rule (one 5% shared by the two looks).
+   each look at 5% (the rule before) beside the rule (the two looks 3.75% of the 5% shared with the members).
+3. Episodes whose changes chain (members) at a loss that did not move: how often they are told
+   ``degradation`` with the members' own looks (:func:`pipeline.core.change.looks.member_rise`)
+   and without them (``--members`` streams of 30,000 events; synthetic, a few seconds each).
 """
 
 from __future__ import annotations
@@ -138,7 +141,7 @@ def two_looks(losses: np.ndarray, seed: int, start: int) -> tuple[int, int, int,
     """An episode's two looks at one cut of a loss that did not move: at its open (after-side of
     100-500 losses) and, if that said nothing, at its close (1,000-2,000 from the same cut);
     cuts with disjoint spans. (cuts, told ``degradation`` by either look with each at 5% (the
-    rule before), the same under the rule (:mod:`pipeline.core.change.looks`: one 5% shared),
+    rule before), the same under the rule (:mod:`pipeline.core.change.looks`: 3.75% of one 5% shared with the members),
     told ``learning`` by either look's cut test under the rule)."""
     rng = np.random.default_rng(seed)
     i, n, each, shared, learned = start + 5_000, 0, 0, 0, 0
@@ -187,7 +190,7 @@ def false_rates(frozen_n: int, seeds: list[int]) -> None:
                     ("normal losses", light[1])):
         n, each, shared, learned = two_looks(x, 2, 0)
         print(f"  an episode's two looks (open 100-500, then close 1,000-2,000), {name}: {n} cuts, degradation "
-              f"with each look at 5% {pct(each, n)}, under the rule (one 5% shared) {pct(shared, n)}; "
+              f"with each look at 5% {pct(each, n)}, under the rule (open and close 3.75% of the 5%) {pct(shared, n)}; "
               f"learning by the looks' cut tests {pct(learned, n)}")
     away, near, n_drops, worse = [], [], 0, []
     s = bd.regression_settings()
@@ -208,14 +211,65 @@ def false_rates(frozen_n: int, seeds: list[int]) -> None:
     print(f"({time.perf_counter() - t0:.0f}s)")
 
 
+# --- 3. episodes with members at a flat loss ----------------------------------------------------
+def members_at_a_flat_loss(streams: int, n: int = 30_000, gaps: tuple[int, int] = (300, 701)) -> None:
+    """How often an episode is told ``degradation`` at a loss that did not move, with its
+    members' own looks (the rule) and without (every change joining the open episode, the rule
+    before): streams whose four iPFI series step by 0.3 at a random feature every ``gaps`` events
+    (300-700: changes chain into long episodes with many members) while the loss stays 0-1 at 20%,
+    or normal."""
+    from pipeline.core.change.stream import StreamChangeDetector
+
+    series = [("ipfi", f) for f in "abcd"]
+    for loss_name in ("0-1 losses (Bernoulli 0.2)", "normal losses"):
+        counts = {}
+        for rule in ("the rule (members' own looks)", "join (no member's look)"):
+            told, episodes, members = 0, 0, 0
+            for k in range(streams):
+                rng = np.random.default_rng(1000 + k)  # the same streams under both rules
+                det = StreamChangeDetector(series, warmup=0)
+                if rule.startswith("join"):
+                    det._member_looks = lambda seq: []
+                levels, nxt = {f: 0.5 for _, f in series}, int(rng.integers(*gaps))
+                eps = []
+                for t in range(n // 10):
+                    seq = 10 * t + 9
+                    if seq >= nxt:
+                        f = "abcd"[int(rng.integers(4))]
+                        levels[f] = 0.2 if levels[f] > 0.35 else 0.5
+                        nxt = seq + int(rng.integers(*gaps))
+                    x = rng.random(10) < 0.2 if loss_name.startswith("0-1") else rng.standard_normal(10)
+                    loss = side(x.astype(float))
+                    for e, f in series:
+                        _, ep = det.update(e, f, seq, side(levels[f] + 0.2 * rng.standard_normal(10)), model_loss=loss)
+                        eps += [q for q in ep if q.first]
+                eps += [q for q in det.flush() if q.first]
+                episodes += len(eps)
+                told += sum(q.kind == "degradation" for q in eps)
+                members += sum(len(q.changes) - 1 for q in eps)
+            counts[rule] = (told, episodes, members)
+        print(f"\nepisodes at a flat loss with members, {loss_name} ({streams} streams of {n} events, a step every "
+              f"{gaps[0]}-{gaps[1] - 1} events): " + "; ".join(
+            f"{rule}: {pct(t, e)} of {e} episodes told degradation ({m / max(1, e):.1f} members each)"
+            for rule, (t, e, m) in counts.items()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cache", default="", help="bench_drift.py's --cache directory (its learning-regression pass)")
     ap.add_argument("--frozen-n", type=int, default=4_000_000, help="events of the frozen regression tree")
     ap.add_argument("--seeds", default="101-120", help="river seeds of the learning trees' streams, FIRST-LAST")
     ap.add_argument("--skip-alert", action="store_true", help="only the false rates (part 2)")
+    ap.add_argument("--members", type=int, default=20, metavar="STREAMS",
+                    help="part 3: streams of episodes with members at a flat loss (0: skip); --only-members: only it")
+    ap.add_argument("--only-members", action="store_true")
     args = ap.parse_args()
     lo, hi = (int(v) for v in args.seeds.split("-"))
+    if args.members:
+        for gaps in ((300, 701), (700, 1501)):
+            members_at_a_flat_loss(args.members, gaps=gaps)
+    if args.only_members:
+        return
     if not args.skip_alert:
         the_alert(args.cache)
     false_rates(args.frozen_n, list(range(lo, hi + 1)))

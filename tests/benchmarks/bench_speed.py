@@ -3,7 +3,7 @@ evaluation can reach at best, in one run on the same stream and model (issue 17)
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
         [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--kafka]
-        [--kafka-events 2000] [--kafka-repeats 3] [--kafka-only] [--profile]
+        [--kafka-events 2000] [--kafka-repeats 3] [--kafka-only] [--profile] [--census [--census-threads]]
 
 For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reservoirs of
 100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
@@ -31,7 +31,9 @@ model, explain and drift handlers, handler to handler, with checkpoints, in this
 clock starts when the broker has acknowledged the first event, not while the benchmark's
 producer starts); ``--profile``
 prints where the worker's CPU goes per event (``_cpu_profile.py``: per agent, its handler by
-layer, receiving and sending; the clients' own tasks and the event loop).
+layer, receiving and sending; the clients' own tasks and the event loop); ``--census`` counts,
+in one more run, the callbacks the worker's event loops run per event, by what they run, and
+each thread's CPU (``_loop_census.py``; ``--census-threads``: with cProfile in the consumer's thread).
 """
 
 from __future__ import annotations
@@ -227,19 +229,23 @@ def timed_parts(se, window: list) -> dict[str, float]:
     system call, costlier than some of the parts)."""
     acc: dict[str, float] = {}
     clock = time.perf_counter
+    depth = {}  # per key, the timed calls under way: a call within another (coalitions -> many) counts once
 
     def timer(key: str, fn):
         def timed(*args, **kwargs):
+            depth[key] = depth.get(key, 0) + 1
             t0 = clock()
             try:
                 return fn(*args, **kwargs)
             finally:
-                acc[key] = acc.get(key, 0.0) + clock() - t0
+                depth[key] -= 1
+                if not depth[key]:
+                    acc[key] = acc.get(key, 0.0) + clock() - t0
         return timed
 
     for ex in se.explainers:
         ex.explain_one = timer(ex.name, ex.explain_one)
-        for method in ("replaced", "curves", "many"):  # coalitions() calls many()
+        for method in ("replaced", "curves", "many", "coalitions"):
             setattr(ex.model_fn, method, timer(f"{ex.name} evaluations", getattr(ex.model_fn, method)))
     se.model.learn_one = timer("learn", se.model.learn_one)
     t0 = clock()
@@ -310,6 +316,11 @@ def main() -> None:
     ap.add_argument("--kafka-only", action="store_true", help="skip the in-process comparisons of the paths")
     ap.add_argument("--profile", action="store_true",
                     help="with --kafka: one more worker run, its CPU sampled, and where it went")
+    ap.add_argument("--census", action="store_true",
+                    help="with --kafka: one more worker run counting its event loops' callbacks per event, "
+                         "and each thread's CPU")
+    ap.add_argument("--census-threads", action="store_true",
+                    help="with --census: also cProfile (on CPU time) in the Kafka consumer's thread")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -339,6 +350,7 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
     import tempfile
 
     from _cpu_profile import print_breakdown
+    from _loop_census import print_census
     from _worker_runs import broker_for, in_process_worker, kafka_workers
     from helpers.pipeline_runs import make_settings
 
@@ -376,6 +388,12 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
                 s = make_settings(bootstrap, f"{tmp}/{name}-profiled", **fields)
                 _, cpu = kafka_workers(s, evs, 1, tmp, profile=f"{tmp}/{name}.samples.json")
                 print_breakdown(f"{tmp}/{name}.samples.json", n, cpu)
+            if args.census:
+                s = make_settings(bootstrap, f"{tmp}/{name}-census", **fields)
+                kafka_workers(s, evs, 1, tmp, profile=f"{tmp}/{name}.census.json",
+                              census="--census-threads" if args.census_threads else "--census")
+                with open(f"{tmp}/{name}.census.json") as f:
+                    print_census(json.load(f), n)
 
 
 def message_operations(counters: dict[str, float], n: int) -> str:

@@ -57,7 +57,7 @@ def worker_metrics(s: Settings, timeout: float = 5.0) -> dict:
         return orjson.loads(r.read())
 
 
-def _until(check: Callable[[], object], timeout: float, what: str) -> object:
+def until(check: Callable[[], object], timeout: float, what: str) -> object:
     """Poll ``check`` every 0.2 s until it returns something true; fail after ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while True:
@@ -85,7 +85,7 @@ def wait_for_members(s: Settings, n: int, timeout: float = 60.0) -> None:
         return (group.state == ConsumerGroupState.STABLE and len(group.members) == n
                 and all(m.assignment.topic_partitions for m in group.members))
 
-    _until(formed, timeout, f"{n} workers to share the partitions of group {s.app_id}")
+    until(formed, timeout, f"{n} workers to share the partitions of group {s.app_id}")
 
 
 def committed(s: Settings, topic: str) -> tuple[int, int]:
@@ -113,7 +113,7 @@ def wait_for_commit(s: Settings, topics: Iterable[str], at_least: int | None = N
             done, ends = committed(s, topic)
             return done >= (ends if at_least is None else at_least)
 
-        _until(enough, timeout, f"group {s.app_id} to commit {at_least or 'everything'} on {topic}")
+        until(enough, timeout, f"group {s.app_id} to commit {at_least or 'everything'} on {topic}")
 
 
 @contextlib.contextmanager

@@ -64,6 +64,24 @@ def test_start_twice_is_idempotent_and_status_reports_running(broker):
     assert other.status().pid == before.pid
 
 
+def test_start_on_other_ports_leaves_the_running_broker_alone(broker):
+    """Found by trying the CLI as an operator: ``streamxai broker start --port 19394`` while the
+    data dir's broker ran on another port waited for an answer on the new port, then stopped
+    the running broker (with every worker on it) as "did not answer"; ``broker status`` without
+    ``--port`` said "not answering" (exit 3) of a broker that was ready. The ports a data dir's
+    broker runs on are its ``server.properties``'; a start that asks for others is refused at
+    once, and status reports the broker where it runs."""
+    local = _local(broker)
+    before = local.status()
+    other = LocalBroker(local.port + 2, local.controller_port + 2, data_dir=local.data_dir)
+    with pytest.raises(BrokerError, match=rf"already runs on 127\.0\.0\.1:{local.port} .*--port {local.port}"):
+        other.start(timeout=5)
+    after = local.status()
+    assert after.ready and after.pid == before.pid  # still the same JVM, still answering
+    seen = other.status()
+    assert seen.ready and seen.pid == before.pid and seen.bootstrap == local.bootstrap
+
+
 def test_port_in_use_is_reported(broker, tmp_path):
     local = _local(broker)
     clash = LocalBroker(local.port, local.controller_port + 7, data_dir=tmp_path / "clash")

@@ -64,7 +64,9 @@ def test_jsonl_with_bad_lines_sends_the_good_ones_and_exits_non_zero(bootstrap, 
 def test_tail_waits_on_an_empty_topic_and_rejects_unknown_ones(bootstrap, capsys):
     prefix = f"cli-{uuid.uuid4().hex[:8]}."
     common = _common(bootstrap, prefix)
-    assert main(["produce", "control", "--n", "5", *common]) == 0
+    # the demo's events carry agrawal's features, not a and b (refused, or every event a dead letter)
+    assert main(["produce", "control", "--n", "5", *common]) == 2
+    assert main(["produce", "control", "--n", "5", *common, "--set", "features=[]"]) == 0
     capsys.readouterr()
     assert main(["tail", "drift-events", "--idle", "3", *common]) == 0
     out, err = capsys.readouterr()
@@ -161,3 +163,62 @@ def test_resume_numbers_after_the_last_seq_a_worker_accepts(bootstrap, tmp_path,
     capsys.readouterr()
     assert main(["produce", str(f), "--stream-id", "s1", "--resume", *common]) == 0
     assert "(seq 20..39)" in capsys.readouterr().out
+
+
+def test_resume_and_the_duplicate_check_find_a_stream_behind_another_streams_events(bootstrap, tmp_path, capsys):
+    # found by the trial: the check read the last 2,000 messages of each partition, so a stream
+    # whose partition then took 12,000 events of another stream looked new: `--resume` numbered
+    # its events from 0 again (the worker dropped those it had as duplicates, silently) and a
+    # second `produce` of the same file was not refused
+    from pipeline.commands import last_seq
+    from pipeline.kafka.io import produce_events
+    from pipeline.settings import load_settings
+    from schemas import FeatureEvent
+
+    prefix = f"cli-{uuid.uuid4().hex[:8]}."
+    common = ["--bootstrap", bootstrap, "--set", f"topic_prefix={prefix}", "--set", "features=[\"a\", \"b\"]",
+              "--set", "partitions=1"]
+    f = tmp_path / "d.csv"
+    f.write_text("a,b,label\n" + "".join(f"{i / 10},{i % 3},{i % 2}\n" for i in range(20)))
+    assert main(["produce", str(f), "--stream-id", "s1", *common]) == 0
+    s = load_settings(env={}, bootstrap_servers=bootstrap, topic_prefix=prefix, features=["a", "b"], partitions=1)
+    produce_events(s, (FeatureEvent("other", q, 1.0, {"a": 1.0, "b": 2.0}, 1) for q in range(9000)))
+    assert last_seq(s, "s1") == 19 and last_seq(s, "other") == 8999 and last_seq(s, "nobody") is None
+    capsys.readouterr()
+    assert main(["produce", str(f), "--stream-id", "s1", *common]) == 2
+    assert "already has events up to seq 19" in capsys.readouterr().err
+    assert main(["produce", str(f), "--stream-id", "s1", "--resume", *common]) == 0
+    assert "(seq 20..39)" in capsys.readouterr().out
+
+
+def test_a_file_of_feature_events_is_checked_for_the_earlier_seqs_of_the_streams_its_lines_name(
+        bootstrap, tmp_path, capsys):
+    # found by the trial: the check looked for earlier seqs of the stream 'file' (the --stream-id
+    # default), so a file of feature events of s1 whose seqs s1 already had was sent again, and the
+    # worker dropped every event of it as a duplicate, silently
+    common, csv_file, _ = _file_sent(bootstrap, tmp_path)  # s1 has seqs 0..19
+    capsys.readouterr()
+    f = tmp_path / "events.jsonl"
+
+    def write(s1_seqs, s3_seqs=()):
+        f.write_text("".join(json.dumps({"schema": "feature_event/v1", "stream_id": sid, "seq": q, "ts": 1.0,
+                                         "x": {"a": 0.5, "b": 1}, "y": 1}) + "\n"
+                             for sid, seqs in (("s3", s3_seqs), ("s1", s1_seqs)) for q in seqs))
+
+    write(range(15, 25), range(5))
+    assert main(["produce", str(f), *common]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "stream 's1' already has events up to seq 19" in err, err
+    assert "from seq 15" in err and "--force" in err and "'s3'" not in err, err
+    write(range(20, 25), range(5))  # each stream's events continue where it ends: sent
+    assert main(["produce", str(f), *common]) == 0
+    assert "produced 10 events" in capsys.readouterr().out
+    write(range(25, 30), range(3, 8))  # s3 now has 0..4
+    assert main(["produce", str(f), *common]) == 2
+    err = capsys.readouterr().err
+    assert "stream 's3' already has events up to seq 4" in err and "'s1'" not in err, err
+    assert main(["produce", str(f), "--force", *common]) == 0
+    capsys.readouterr()
+    # a CSV's rows are still checked against --stream-id
+    assert main(["produce", csv_file, "--stream-id", "s1", *common]) == 2
+    assert "already has events up to seq 29" in capsys.readouterr().err

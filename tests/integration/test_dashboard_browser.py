@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.levels import LEVELS
 from helpers.pipeline_runs import make_settings
 from helpers.streams import threshold_events
 
@@ -465,6 +466,186 @@ def test_change_labels_on_the_charts_never_overlap_and_name_each_episode(tmp_pat
                     if any(e == ex for e, _, _ in changes):
                         want = ("⚠ " if alert else "") + kind.replace("_", " ")
                         assert want in said or "episodes" in said, (width, ex, want, said)
+    finally:
+        driver.quit()
+        served.close()
+
+
+def test_markup_in_a_crafted_change_message_is_shown_as_text_never_run(tmp_path):
+    # found by the trial: a change-episodes message whose first_seq was a string of HTML (anyone
+    # who may write to the output topics) ran in the operator's page: its seq fields went into
+    # the tables unescaped, as the reader kept them. They are numbers or nothing now
+    from pipeline.local.dashboard import DashboardState
+
+    driver = _browser()
+    state = DashboardState()
+    payload = "<img class=pwn src=x onerror=\"document.title='PWNED'\">"
+    state.add("predictions", {"stream_id": "x", "seq": 0, "loss": 0.0})
+    state.add("drift-events", {"schema": "drift_event/v2", "stream_id": "x", "explainer": "ipfi", "feature": "a",
+                               "seq": 30, "cut_seq": payload, "start_seq": payload, "level_before": 0.1,
+                               "level_after": 0.2, "ci_before": [payload, payload], "ci_after": [payload, 1.0],
+                               "loss_before": payload, "loss_after": payload})
+    state.add("change-episodes", {"schema": "change_episode/v2", "stream_id": "x", "status": "closed",
+                                  "kind": "degradation", "alert": True, "first_seq": payload, "last_seq": payload,
+                                  "closed_seq": payload, "cut_seq": payload, "loss_before": payload,
+                                  "changes": [{"explainer": payload, "feature": payload, "seq": payload,
+                                               "cut_seq": payload, "level_before": 0.1, "level_after": 0.2}]})
+    served = _Served(state)
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=x")
+        _wait(driver, "return document.querySelectorAll('#episodes tr.change-episode').length === 1", 30,
+              "the crafted episode listed")
+        _wait(driver, "return document.querySelectorAll('#changes tr.change-event').length === 1", 30,
+              "the crafted change listed")
+        assert driver.execute_script("return document.querySelectorAll('.pwn').length") == 0
+        assert driver.title != "PWNED"
+        row = driver.execute_script("return document.querySelector('#episodes tr.change-episode').textContent")
+        assert "<img" in row  # the explainer and feature names: text, as they came
+        driver.save_screenshot(str(tmp_path / "crafted.png"))
+    finally:
+        driver.quit()
+        served.close()
+
+
+LONG_VALUES = """
+const sid = arguments[0], feature = arguments[1];
+const titled = (sel) => [...document.querySelectorAll(sel)].map((e) => e.title);
+return {
+  page: [document.documentElement.scrollWidth, window.innerWidth],
+  aside: [document.querySelector('aside').scrollWidth, document.querySelector('aside').clientWidth],
+  tables: [...document.querySelectorAll('#changes, #episodes')].map((t) => [t.id, t.getBoundingClientRect().right]),
+  main: document.querySelector('main').getBoundingClientRect().right,
+  labels: [...document.querySelectorAll('#importance .change-label')].map((e) => [e.title, e.getBoundingClientRect().width]),
+  item: titled('li.stream-item .name')[0], heading: document.querySelector('#stream-title').title,
+  names: titled('#ranking .rank-row .name'), changes: titled('#changes td .name'), episodes: titled('#episodes td .name'),
+};
+"""
+
+
+def test_very_long_stream_ids_and_feature_names_are_cut_with_the_whole_value_in_a_tooltip(tmp_path):
+    # noticed at stop 22: a long stream id (128 characters are allowed) or feature name (a
+    # stream's settings name them) widened the page past the window: every column, the charts
+    # and the tables then ran off screen. Cut with an ellipsis; the whole value in a tooltip
+    from pipeline.local.dashboard import DashboardState
+
+    driver = _browser()
+    driver.set_window_size(1200, 1100)
+    state = DashboardState()
+    sid = "s" + "x" * 123 + "-end"
+    feature = "feature_" + "y" * 180 + "_end"
+    assert len(sid) == 128
+    for seq in range(0, 400, 10):
+        state.add("predictions", {"stream_id": sid, "seq": seq, "loss": 0.2}, ts=seq / 100)
+        for f in (feature, "b"):
+            state.add("explanations", {"stream_id": sid, "explainer": "ipfi", "feature": f, "seq": seq,
+                                       "value": 0.4 if f == "b" else 0.1 + 0.2 * (seq >= 200), "n_explained": seq,
+                                       "n_seen": seq})
+    state.add("drift-events", {"schema": "drift_event/v2", "stream_id": sid, "explainer": "ipfi", "feature": feature,
+                               "seq": 250, "cut_seq": 200, "level_before": 0.1, "level_after": 0.3})
+    state.add("change-episodes", {"schema": "change_episode/v2", "stream_id": sid, "status": "closed",
+                                  "kind": "reliance_shift", "alert": True, "first_seq": 250, "last_seq": 260,
+                                  "closed_seq": 390, "cut_seq": 200, "loss_before": 0.2, "loss_after": 0.2,
+                                  "changes": [{"explainer": "ipfi", "feature": feature, "seq": 250,
+                                               "level_before": 0.1, "level_after": 0.3}]})
+    served = _Served(state)
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream={sid}")
+        _wait(driver, "return document.querySelectorAll('#episodes tr.change-episode').length === 1 && "
+                      "document.querySelectorAll('#ranking .rank-row').length === 2", 30, "the stream's tables")
+        time.sleep(0.5)  # let the charts draw before the picture
+        driver.execute_script("document.querySelector('#changes').scrollIntoView()")
+        driver.save_screenshot(str(tmp_path / "long-values.png"))
+        if keep := os.environ.get("STREAMXAI_SCREENSHOT_LONG"):
+            Path(keep).write_bytes((tmp_path / "long-values.png").read_bytes())
+        got = driver.execute_script(LONG_VALUES, sid, feature)
+        assert got["page"][0] <= got["page"][1], got  # nothing wider than the window
+        assert got["aside"][0] <= got["aside"][1], got  # the stream list scrolls down only
+        assert all(right <= got["main"] + 1 for _, right in got["tables"]), got
+        # a change label on a chart: cut too (24em of 10px type), the whole change in its tooltip
+        assert got["labels"] and all(feature in title and width <= 250 for title, width in got["labels"]), got
+        assert got["item"] == sid and sid in got["heading"], got
+        assert feature in got["names"] and got["changes"] == ["ipfi", feature] and got["episodes"] == [f"ipfi/{feature}"], got
+    finally:
+        driver.quit()
+        served.close()
+
+
+AXIS_TEXTS = """
+const out = {};
+for (const [id, u] of Object.entries(window.dash.charts)) {
+  if (!u.axes.every(a => a._values)) { out[id] = {undrawn: true}; continue; }
+  const ctx = document.createElement('canvas').getContext('2d');
+  out[id] = {axes: u.axes.map(a => { ctx.font = a.font ? a.font[0] : '12px system-ui';
+    return {size: a._size, side: a.side, texts: a._values.map(String), widths: a._values.map(t => ctx.measureText(String(t)).width)}; }),
+    x: Array.from(u.data[0]), y: Array.from(u.data[1])};
+}
+return ['imp-ipfi', 'imp-ipdp', 'loss', 'pdp-x0'].every(id => out[id] && !out[id].undrawn) && 'pdp-city' in out && out;
+"""
+
+
+def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
+    """Found by the trial on a regression profile (targets around 1e6, losses around 1e12, a
+    categorical feature): every y-axis of the importance and loss charts read "0,000" (3e12 as
+    3,000,000,000,000, cut to the axis' 50 px), and the categorical feature's PD chart was empty
+    (its grid is category names, which uPlot cannot place). Now every tick label fits its axis
+    and tells its ticks apart, and the categories are drawn at their points, each tick named."""
+    from pipeline.local.dashboard import DashboardState
+
+    driver = _browser()
+    state = DashboardState()
+    for seq in range(9, 600, 10):
+        ml = {"n": 10, "mean": 1e12 + 2e9 * seq, "m2": 1e22}
+        for ex in ("ipfi", "ipdp"):
+            for f, v in (("x0", 3e12 + 1e9 * seq), ("city", -1.7e11)):
+                curve = None
+                if ex == "ipdp":
+                    grid = ["a", "b", "c"] if f == "city" else [0.0, 2.5e5, 5e5, 7.5e5, 1e6]
+                    curve = {"grid": grid, "pd": [8e5 - 5e4 * i for i in range(len(grid))], "se": [3e4] * len(grid)}
+                state.add("explanations", {"schema": "explanation/v2", "stream_id": "big", "explainer": ex, "feature": f,
+                                           "value": v, "stderr": 1e10, "seq": seq, "n_explained": seq + 1,
+                                           "n_seen": seq + 1, "model_loss": ml, **({"curve": curve} if curve else {})})
+        state.add("predictions", {"stream_id": "big", "seq": seq, "loss": 1e12 + 2e9 * seq}, ts=1000.0 + seq)
+    # found by the trial: a change's label and rows printed such levels with every digit
+    # ("6342689766.11→730973117446.70"); now as the plot's labels (markers.level_text), compact
+    state.add("drift-events", {"schema": "drift_event/v2", "stream_id": "big", "explainer": "ipfi", "feature": "x0",
+                               "seq": 199, "cut_seq": 150, "before": {"mean": 6342689766.11},
+                               "after": {"mean": 730973117446.70}})
+    state.add("change-episodes", {"schema": "change_episode/v2", "stream_id": "big", "first_seq": 399,
+                                  "last_seq": 399, "closed_seq": 599, "cut_seq": 350, "status": "closed",
+                                  "kind": "learning", "alert": False, "loss_before": 6342689766.11,
+                                  "loss_after": 730973117446.70, "n_changes": 1,
+                                  "changes": [{"explainer": "ipfi", "feature": "city", "seq": 399,
+                                               "level_before": 2.5e12, "level_after": -1125000.0}]})
+    served = _Served(state)
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=big")
+        charts = _wait(driver, AXIS_TEXTS, 30, "the charts drawn")
+        time.sleep(0.5)
+        driver.save_screenshot(str(tmp_path / "large.png"))
+        if keep := os.environ.get("STREAMXAI_SCREENSHOT_LARGE"):
+            Path(keep).write_bytes((tmp_path / "large.png").read_bytes())
+        for cid, c in charts.items():
+            for axis in c.get("axes", []):
+                texts = [t for t in axis["texts"] if t]
+                assert len(texts) == len(set(texts)), f"{cid}: ticks {texts} are not told apart"
+                if axis["side"] in (1, 3):  # a y axis: its labels fit its width (less the tick)
+                    assert max(axis["widths"], default=0) <= axis["size"] - 8, (cid, axis)
+        city = charts["pdp-city"]
+        assert not city.get("undrawn"), "the categorical feature's PD chart is not drawn"
+        assert city["x"] == [0, 1, 2] and all(isinstance(y, (int, float)) for y in city["y"]), city
+        assert city["axes"][0]["texts"] == ["a", "b", "c"], city["axes"][0]
+        texts = driver.execute_script(
+            "return [[...document.querySelectorAll('#importance .change-label')].map(e => e.textContent), "
+            "document.querySelector('#changes tr.change-event').textContent, "
+            "document.querySelector('#episodes tr.change-episode').textContent]")
+        assert "x0 6.34B→731B" in texts[0], texts
+        assert "6.34B" in texts[1] and "731B" in texts[1] and "6342689766" not in texts[1], texts
+        assert "ipfi/city 2.5T→-1.13M" in texts[2] and "6.34B → 731B" in texts[2], texts
+        # the page's levelText and the plot's level_text give the same text
+        from pipeline.local.markers import level_text
+        values = [v for v, _ in LEVELS]
+        assert driver.execute_script("return arguments[0].map(v => levelText(v))", values) == [
+            level_text(v) for v in values] == [t for _, t in LEVELS]
     finally:
         driver.quit()
         served.close()

@@ -17,6 +17,7 @@ from helpers.streams import LINEAR_FEATURES
 from prometheus_client.parser import text_string_to_metric_families
 
 from pipeline.cli import main
+from pipeline.metrics import TOP_LEVEL
 from pipeline.settings import AGRAWAL_FEATURES
 
 FEATURES = {"agr-1": set(AGRAWAL_FEATURES), "reg-1": set(LINEAR_FEATURES)}
@@ -67,13 +68,14 @@ def test_streams_of_other_features_or_no_profile_are_dead_letters_that_say_why(t
     assert "unexpected features ['x0']" in bad["error"] and 'the features of stream profile "agr-*"' in bad["error"]
     assert other["reason"] == "no_profile"
     assert "stream 'other-1' matches no stream profile (\"agr-*\", \"reg-*\")" in other["error"]
-    # and the metrics count them by reason, next to the events of both streams
+    # and the metrics count them by reason and profile, next to the events of both streams, by profile
     fams = {f.name: {tuple(sorted(s.labels.items())): s.value for s in f.samples}
             for f in text_string_to_metric_families(r.prometheus)}
-    assert fams["streamxai_dead_letters"][(("reason", "features"),)] == 1
-    assert fams["streamxai_dead_letters"][(("reason", "no_profile"),)] == 1
+    assert fams["streamxai_dead_letters"] == {(("profile", "agr-*"), ("reason", "features")): 1,
+                                              (("profile", TOP_LEVEL), ("reason", "no_profile")): 1}
     assert fams["streamxai_predictions"][()] == 2 * r.n
-    assert fams["streamxai_events_explained"][()] == 2 * r.n
+    assert fams["streamxai_events_explained"] == {(("profile", "agr-*"),): r.n, (("profile", "reg-*"),): r.n,
+                                                  (("profile", TOP_LEVEL),): 0}
 
 
 def test_tail_and_plot_read_streams_of_different_features(two_profiles_run, tmp_path, capsys):

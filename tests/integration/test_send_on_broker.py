@@ -89,6 +89,51 @@ def test_outputs_handed_over_are_covered_by_the_flush_a_commit_waits_for(bootstr
     assert box.metrics.get("send_errors{topic=explanations}") == 0
 
 
+def test_a_workers_batches_hold_more_than_fausts_16_kib_but_no_more_than_max_dead_letter_bytes(bootstrap, admin, tmp_path):
+    """A worker's producer batches up to PRODUCER_MAX_BATCH_BYTES (a drift-feed record filled
+    Faust's 16 KiB on its own, and each full batch was a produce request of its own), and never
+    more than max_dead_letter_bytes, which stays below what the broker accepts: with the topic
+    taking 64 KiB and max_dead_letter_bytes at 60 KiB, 40 outputs of 14 KB handed over at once
+    are all on the topic, in order; with batches of 256 KiB the broker refused them."""
+    from confluent_kafka.admin import NewTopic
+
+    from agents._forward import Outbox
+    from pipeline.app import create_app
+    from pipeline.handlers import Out
+    from pipeline.kafka.faust_transport import PRODUCER_MAX_BATCH_BYTES
+    from pipeline.metrics import Metrics
+
+    default = make_settings(bootstrap, str(tmp_path / "default"))
+    assert create_app(default, roles=()).producer._settings_default()["max_batch_size"] == PRODUCER_MAX_BATCH_BYTES
+    assert PRODUCER_MAX_BATCH_BYTES > 16 * 1024 and PRODUCER_MAX_BATCH_BYTES <= default.max_dead_letter_bytes
+    s = make_settings(bootstrap, str(tmp_path / "state"), max_dead_letter_bytes=60 * 1024)
+    topic = s.topic("explanations")
+    admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": str(64 * 1024)})])[topic].result(30)
+    ensure_topics(s)
+    values = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * 14_000) for i in range(40)]
+
+    async def run() -> tuple[Outbox, int]:
+        app = create_app(s, roles=())
+        await app.producer.start()
+        try:
+            box = Outbox(app.producer, s, Metrics())
+            await box.send_all([Out("explanations", b"s", values[0])], Source("t", 0, 0), lambda o, e: None)
+            await app.producer.flush()  # the topic's metadata loaded: the rest go the direct way, together
+            await box.send_all([Out("explanations", b"s", v) for v in values[1:]], Source("t", 0, 1),
+                               lambda o, e: None)
+            await app.producer.flush()
+            await asyncio.sleep(0)  # the acknowledgements' callbacks run
+            return box, app.producer._producer._message_accumulator._batch_size
+        finally:
+            await app.producer.stop()
+
+    box, batch = asyncio.run(run())
+    assert box.metrics.get("send_errors{topic=explanations}") == 0
+    got = collect(s, "explanations", lambda ms: len(ms) >= len(values), timeout=30)
+    assert [m["n"] for m in got] == list(range(len(values)))
+    assert batch == 60 * 1024
+
+
 def test_a_keyed_output_goes_to_the_partition_faust_would_send_it_to_also_after_a_metadata_refresh(bootstrap):
     """The Appender keeps a key's partition (aiokafka's murmur2 in Python otherwise runs per
     send): each key lands where Faust's own send puts it, before and after the client's

@@ -63,15 +63,18 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 def test_a_wheel_runs_the_broker_and_the_image_command_without_a_checkout(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, src / name)
     for pkg in ("pipeline", "agents", "schemas"):
-        shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"))
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(tmp_path / "wheels"), str(src)])
     (wheel,) = (tmp_path / "wheels").glob("streamxai-*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
     assert {"pipeline/local/broker_files/pom.xml", "pipeline/local/broker_files/log4j2.properties",
             "schemas/json/feature_event.v1.json"} <= shipped, sorted(shipped)
+    # the compiled kernels' sources (one extension from several .c files and their header) ship with it
+    kernel_sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "pipeline" / "core").glob("_kernels*.[ch]")}
+    assert "pipeline/core/_kernels.h" in kernel_sources and kernel_sources <= shipped, sorted(kernel_sources - shipped)
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
@@ -82,6 +85,10 @@ def test_a_wheel_runs_the_broker_and_the_image_command_without_a_checkout(tmp_pa
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_") and k != "PYTHONPATH"}
     where = _run([str(venv / "bin" / "python"), "-c", "import pipeline; print(pipeline.__file__)"], cwd=run_dir, env=env)
     assert str(venv) in where.stdout and str(ROOT) not in where.stdout
+    path = _run([str(venv / "bin" / "python"), "-c", "from pipeline.core import kernels; print(kernels.PATH)"],
+                cwd=run_dir, env=env).stdout.strip()
+    if os.environ.get("STREAMXAI_REQUIRE_KERNEL", "") not in ("", "0"):  # CI: the wheel carries the built kernels
+        assert path == "compiled"
 
     port, controller_port = free_ports(2)
     broker = [str(venv / "bin" / "streamxai"), "broker"]

@@ -6,6 +6,7 @@ import random
 
 import pytest
 from helpers.crowded_changes import EPISODES, feed_crowded_changes
+from helpers.levels import LEVELS
 
 from pipeline.local.dashboard import DashboardState
 from pipeline.local.markers import GAP, group_changes, label_text, layout_labels, merge
@@ -91,3 +92,13 @@ def test_changes_grouped_by_their_episode_and_lone_changes_alone():
     assert label_text(merge(groups)) == "ALERT 2 episodes: 4 series"
     lone = group_changes(changes, episodes[:1])
     assert label_text(merge(lone)) == "reliance shift + 1 other change: 4 series"
+
+
+
+def test_a_change_label_of_huge_levels_is_compact():
+    """Found by the trial on a regression: a change label read '6342689766.11→730973117446.70'."""
+    from pipeline.local.markers import level_text
+
+    assert label_text({"changes": [{"feature": "loss", "before": 6342689766.11, "after": 730973117446.70}],
+                       "episode": None}) == "loss 6.34B→731B"
+    assert [level_text(v) for v, _ in LEVELS] == [t for _, t in LEVELS]

@@ -67,6 +67,16 @@ def test_worker_with_a_model_that_cannot_be_imported_does_not_start(capsys):
     _one_line_error(capsys, "river.nonexistent.Model", "cannot be imported")
 
 
+def test_a_model_of_a_module_of_ones_own_that_cannot_be_imported_says_how_to_make_it_importable(capsys):
+    # found by the trial: mymodels.py beside the settings file is not on the worker's path (a console
+    # script's is its bin folder), and the error said to give a path such as river.forest.ARFClassifier
+    assert main(["worker", "--set", "model=streamxai_trial_models.lr_onehot", "--set", "features=a,b",
+                 "--bootstrap", "127.0.0.1:1"]) == 2
+    err = _one_line_error(capsys, "'streamxai_trial_models.lr_onehot' cannot be imported: No module named "
+                          "'streamxai_trial_models'", "PYTHONPATH")
+    assert "river.forest.ARFClassifier" not in err, err
+
+
 def test_a_quoted_number_in_toml_is_an_error_naming_the_type(tmp_path, capsys):
     f = tmp_path / "s.toml"
     f.write_text('alpha = "0.01"\n')
@@ -130,6 +140,23 @@ def test_jsonl_bad_lines_are_reported_with_line_numbers_and_the_rest_is_read(tmp
     assert not any(math.isnan(v) for e in evs for v in e.x.values())
 
 
+def test_a_file_bad_on_every_line_reports_twenty_lines_and_counts_the_rest(tmp_path, capsys):
+    # found by the trial: a regression's JSONL sent as a stream of another profile printed one
+    # line per line of the file (3,000 lines of the same reason), and kept every one in memory;
+    # its reason said "the target is None" where the file has no target field
+    from pipeline.commands import _reporting
+
+    f = tmp_path / "reg.jsonl"
+    f.write_text("".join(f'{{"x0": {i}.5, "number": 1.0}}\n' for i in range(3000)) + '{"a": 1.0, "b": 2.0, "y": 1}\n')
+    report = FileReport()
+    evs = list(_reporting(file_events(f, "s", ["a", "b"], report=report, clock=lambda: 5.0), str(f), report))
+    err = capsys.readouterr().err.splitlines()
+    assert len(evs) == 1 and report.n_bad == 3000 and len(report.bad) == len(err) == 20
+    assert err[0] == (f"{f}:1: skipped: unexpected field(s) ['number', 'x0'] (features are ['a', 'b']; "
+                      "no target field ('label', 'y' or 'target'), name it with --target)")
+    assert report.summary(f).endswith("1 valid event(s); 3000 bad line(s) skipped (the first 20 reported above)")
+
+
 # --- the demo respects every source of settings ----------------------------------------------------
 
 def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, monkeypatch):
@@ -180,6 +207,20 @@ def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path)
     assert out.startswith("usage: streamxai broker")
     for option in ("--port", "--controller-port", "--data-dir", "--log-file", "--heap", "--timeout", "--sasl-users"):
         assert option in out
+
+
+def test_broker_errors_are_one_line_like_every_other_commands(capsys, tmp_path):
+    # noticed at stop 22: `streamxai broker` began its errors with "error:", the others with
+    # "streamxai: error:"; each says what was wrong, where, and what to do
+    missing = tmp_path / "no-users.toml"
+    assert main(["broker", "status", "--sasl-users", str(missing)]) == 2
+    _one_line_error(capsys, f"SASL users file {missing} does not exist", "--sasl-users")
+    bad = tmp_path / "users.toml"
+    bad.write_text('someone = "pw"\n')
+    assert main(["broker", "status", "--sasl-users", str(bad)]) == 2
+    _one_line_error(capsys, f"SASL users file {bad}", "admin")
+    assert main(["broker", "status", "--port", "9092", "--controller-port", "9092"]) == 2
+    _one_line_error(capsys, "port and controller_port must differ", "--controller-port")
 
 
 def test_produce_labels_reads_the_target_of_the_streams_profile(tmp_path, monkeypatch, capsys):
@@ -271,7 +312,7 @@ def test_produce_says_which_streams_and_seqs_it_sent(tmp_path, monkeypatch, caps
         f'{{"schema": "feature_event/v1", "stream_id": "{sid}", "seq": {q}, "ts": 0, "x": {{"a": 1.0}}, "y": 1}}\n'
         for sid, q in (("reg-8", 5), ("reg-8", 9), ("reg-9", 0))))
     monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
-    monkeypatch.setattr("pipeline.commands.last_seq", lambda s, sid: None)
+    monkeypatch.setattr("pipeline.commands.last_seqs", lambda s, sids: {})
     monkeypatch.setattr("pipeline.kafka.io.produce_events", lambda s, events, rate=None: sum(1 for _ in events))
     assert main(["produce", str(data), "--set", "features=a"]) == 0
     out = capsys.readouterr().out
@@ -300,3 +341,80 @@ def test_worker_roles_are_parsed_into_a_tuple():
     assert cli.ROLES == app.ROLES  # the command line's copy, kept to parse without importing Faust
     assert _parser().parse_args(["worker", "--roles", " drift , model"]).roles == ("drift", "model")
     assert _parser().parse_args(["worker"]).roles == ("model", "explain", "drift")
+
+
+@pytest.mark.parametrize("stream_id, says", [
+    ("reg-1", "falls under stream profile \"reg-*\", whose features are ['x0', 'x1']"),
+    ("other-1", "matches no stream profile ('agr-*', 'reg-*') and the top-level settings give no features"),
+    ("agr 1", "stream_id 'agr 1' must be 1 to 128 characters"),
+])
+def test_produce_demo_to_a_stream_of_other_features_is_refused_before_kafka(tmp_path, capsys, stream_id, says):
+    # found by the trial: `produce demo --stream-id reg-2` under two profiles sent agrawal's
+    # events to the regression's profile, and the worker dead-lettered every one of them
+    f = tmp_path / "two.toml"
+    f.write_text('[streams."agr-*"]\nfeatures = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", '
+                 '"hyears", "loan"]\n[streams."reg-*"]\nfeatures = ["x0", "x1"]\n')
+    base = ["produce", "demo", "--n", "5", "--settings", str(f), "--bootstrap", "127.0.0.1:1"]
+    assert main(base + ["--stream-id", stream_id]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "no Kafka broker" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_tail_without_a_broker_is_one_line(capsys):
+    # found by the trial: "waiting for new messages on streamxai.features (Ctrl-C to stop ...)"
+    # came first (its timer fired at 2 s while the broker check waited 8 s), then the error
+    from pipeline.local.ports import free_port
+
+    assert main(["tail", "features", "--bootstrap", f"127.0.0.1:{free_port()}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no Kafka broker answered" in err and "waiting" not in err, err
+
+
+@pytest.mark.parametrize("source", ["demo", "control"])
+def test_produce_demo_without_labels_is_refused_not_ignored(source, capsys):
+    # found by the trial: `produce demo --without-labels` sent every event with its label, so
+    # the labels a user then sent on the labels topic were all dead letters ("already labelled")
+    assert main(["produce", source, "--n", "5", "--without-labels", "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, "--without-labels", "streamxai demo --label-delay N")
+
+
+_TWO_PROFILES = ('[streams."agr-*"]\nfeatures = ["a"]\ncategorical = ["a"]\n'
+                 '[streams."reg-*"]\nfeatures = ["x0"]\ntarget = "number"\noutput = "value"\nloss = "squared"\n'
+                 'model = "river.linear_model.LinearRegression"\nmodel_params = {}\nexplainers = ["ipfi"]\n')
+
+
+def test_produce_jsonl_events_and_labels_take_the_target_of_each_lines_own_stream(tmp_path, monkeypatch, capsys):
+    # found by the trial: feature and label events in a JSONL file keep their own stream_id, but
+    # their labels were checked against the target of the stream `produce` was given (--stream-id,
+    # or 'file'): under two profiles a regression's label 3.7 was refused ("not an integer; for
+    # regression set target = number") and a class label "x" of the regression's stream was
+    # sent (the worker dead-lettered it); feature events of profiled streams were refused whole
+    # ("to read ... as stream 'file', give its features") though every line named its stream
+    settings = tmp_path / "two.toml"
+    settings.write_text(_TWO_PROFILES)
+    sent: list = []
+    monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
+    monkeypatch.setattr("pipeline.commands.last_seqs", lambda s, sids: {})
+    monkeypatch.setattr("pipeline.kafka.io.produce_events",
+                        lambda s, events, rate=None: len([sent.append(ev) for ev in events]))
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"schema": "label_event/v1", "stream_id": "reg-4", "seq": 7, "ts": 1.0, "y": 3.7}\n'
+                      '{"schema": "label_event/v1", "stream_id": "agr-4", "seq": 7, "ts": 1.0, "y": "x"}\n'
+                      '{"schema": "label_event/v1", "stream_id": "reg-4", "seq": 8, "ts": 1.0, "y": "x"}\n'
+                      '{"schema": "label_event/v1", "stream_id": "other-4", "seq": 8, "ts": 1.0, "y": 1}\n')
+    assert main(["produce", str(labels), "--labels", "--settings", str(settings)]) == 1
+    assert [(ev.stream_id, ev.y) for ev in sent] == [("reg-4", 3.7), ("agr-4", "x")]
+    err = capsys.readouterr().err
+    assert "labels.jsonl:3: skipped:" in err and "labels.jsonl:4: skipped: stream 'other-4' matches no stream profile" in err
+    sent.clear()
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"schema": "feature_event/v1", "stream_id": "reg-6", "seq": 0, "ts": 1.0, "x": {"x0": 1.0}, '
+                      '"y": 3.7}\n'
+                      '{"schema": "feature_event/v1", "stream_id": "agr-6", "seq": 0, "ts": 1.0, "x": {"a": 2.0}, '
+                      '"y": 1}\n')
+    assert main(["produce", str(events), "--settings", str(settings)]) == 0, capsys.readouterr().err
+    assert [(ev.stream_id, ev.x, ev.y) for ev in sent] == [("reg-6", {"x0": 1.0}, 3.7), ("agr-6", {"a": 2.0}, 1)]
+    # a stream no profile matches (and no top-level features) is a bad line, as the workers would dead-letter it
+    events.write_text('{"schema": "feature_event/v1", "stream_id": "other-6", "seq": 0, "ts": 1.0, "x": {"a": 2.0}}\n')
+    assert main(["produce", str(events), "--settings", str(settings)]) == 1
+    assert "events.jsonl:1: skipped: stream 'other-6' matches no stream profile" in capsys.readouterr().err

@@ -188,3 +188,23 @@ def test_endpoints_and_server_sent_events():
             assert seen.startswith(b"event: streams\n")
 
     asyncio.run(run())
+
+
+def test_the_lag_counts_only_the_explainers_the_streams_settings_run():
+    """Found by the trial: a profile edited between restarts to run iPFI alone (no more iSAGE,
+    iPDP) left the dashboard saying "explanations trail predictions by 500 events, 597 s" of that
+    stream, growing for ever: the explainers that no longer run were counted as behind. A
+    dashboard given the deployment's settings counts the explainers the stream's profile runs;
+    one whose settings do not say (the default: every explainer) counts every one it saw."""
+    def feed(st):
+        for seq in range(20):
+            st.add("predictions", {"stream_id": "s", "seq": seq, "loss": 0.0}, ts=100.0 + seq)
+            for ex in ("ipfi",) + (("isage",) if seq < 10 else ()):
+                st.add("explanations", {"stream_id": "s", "explainer": ex, "feature": "a", "value": 0.3,
+                                        "seq": seq, "n_explained": seq + 1, "n_seen": seq + 1})
+        return st.stream_view("s")["lag_events"]
+
+    assert feed(DashboardState()) == 10  # isage stopped at seq 9: behind, as a stalled explainer is
+    assert feed(DashboardState(explainers_of=lambda sid: ("ipfi",))) == 0
+    assert feed(DashboardState(explainers_of=lambda sid: ("ipfi", "isage", "ipdp"))) == 10
+    assert feed(DashboardState(explainers_of=lambda sid: ("ipdp",))) == 10  # none of them seen: every one counts

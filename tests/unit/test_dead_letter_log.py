@@ -17,7 +17,19 @@ def test_dead_letters_of_one_reason_log_a_bounded_number_of_lines(caplog):
     assert len(outs) == 1000 and all(o.topic == "dead-letters" for o in outs)
     lines = [r.getMessage() for r in caplog.records if "trial_flood" in r.getMessage()]
     assert 1 <= len(lines) <= 20, len(lines)
-    assert lines[0].startswith("dead letter (model, trial_flood): t[0]@0: not json")
+    assert lines[0].startswith("dead letter (model, trial_flood): t[0]@0: ValueError: not json")
     # another reason is not held back by this one's flood
     dead_letter(b"{", b"k", ValueError("other"), "model", Source("t", 0, 1000), reason="trial_other")
     assert any("trial_other" in r.getMessage() for r in caplog.records)
+
+
+def test_a_dead_letter_line_names_the_error_the_model_raised(caplog):
+    """Found by the trial: a HoeffdingAdaptiveTree given a feature of 1e308 raised an OverflowError,
+    and the worker's log said only "dead letter (model, model_error): t5a.features[1]@6004: (34,
+    'Numerical result out of range')"; the dead letter itself named it, the log line did not."""
+    caplog.set_level(logging.WARNING, logger="streamxai")
+    dead_letter(b"{}", b"k", OverflowError(34, "Numerical result out of range"), "model", Source("t", 1, 6004),
+                reason="trial_overflow")
+    (line,) = [r.getMessage() for r in caplog.records if "trial_overflow" in r.getMessage()]
+    assert line == ("dead letter (model, trial_overflow): t[1]@6004: OverflowError: (34, 'Numerical result out of "
+                    "range')"), line

@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 PACKAGES = ["schemas", "agents", "pipeline.handlers", "pipeline.core.storage", "pipeline.core.explainers",
-            "pipeline.local.dashboard"]
+            "pipeline.local.dashboard", "pipeline.ingest"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -18,6 +18,7 @@ from river import drift, forest, tree
 from river.tree.nodes.branch import NominalBinaryBranch, NominalMultiwayBranch
 
 from pipeline.core.fastpath import compile_model
+from pipeline.core.fastpath.base import Unsupported
 from pipeline.core.fastpath.tree_curves import class_curves
 from pipeline.core.model import ModelFunction
 
@@ -222,3 +223,30 @@ def test_models_it_does_not_know_are_called():
 
     for model in (neighbors.KNNClassifier(), naive_bayes.GaussianNB()):
         assert compile_model(model) is None and ModelFunction(model, "proba").path == "black_box"
+
+
+@pytest.mark.parametrize("make", [lambda: tree.HoeffdingTreeClassifier(grace_period=30, leaf_prediction="nb"),
+                                  lambda: forest.ARFClassifier(n_models=3, seed=1, leaf_prediction="nb")])
+def test_a_kept_scope_follows_x_changed_in_place_after_another_row(make):
+    """A kept tree scope holds x's path and its naive Bayes leaves' factors by x's identity; a
+    row that takes the scope and fails before use (Unsupported) must not leave x's parts in it
+    unwatched: x changed in place is then predicted from its new values."""
+    model, seen = make(), []
+    for x, y in random_stream(3, 800):
+        model.learn_one(x, y)
+        seen.append(x)
+    fast = compile_model(model)
+    fast.shared = True
+    x, f = dict(seen[0]), "n1"
+    pairs = [(f, seen[1][f])]
+
+    def expected(row):
+        moved = {**row, f: seen[1][f]}
+        return [model.predict_proba_one(r).get(1, 0.0) for r in (row, moved)]
+
+    assert fast.replaced(x, pairs, "proba_of", 1, with_x=True) == expected(x)
+    with pytest.raises(Unsupported):
+        fast.replaced(dict(seen[2]), (("zz", 1.0),), "proba_of", 1)
+    x.update(seen[5])  # x changed in place
+    assert expected(x) != expected(seen[0])  # (the change is seen by the model)
+    assert fast.replaced(x, pairs, "proba_of", 1, with_x=True) == expected(x)

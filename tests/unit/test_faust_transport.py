@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from contextlib import contextmanager
 
 import faust
 import pytest
 from faust.types import Message
 
-from pipeline.kafka.faust_transport import RawSchema, use_bounded_fetch_wait
+from pipeline.kafka.faust_transport import FETCH_MAX_WAIT_MS, FETCH_MIN_BYTES, RawSchema, use_bounded_fetch_wait
 
 
 @pytest.mark.parametrize(("key", "value"), [(b"s1", b'{"x": 1}'), (None, b"\xff\x00"), (b"s1", None), (b"", b"")])
@@ -161,3 +162,26 @@ def test_a_partition_resumed_after_a_full_buffer_wakes_the_fetch_waiting_on_the_
         consumer._thread._consumer = None
         thread_loop.close()
         app.loop.close()
+
+
+def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
+    """A fetch answered at the first byte made the consumer's thread ask for and parse all the
+    worker's partitions once for each of its own records (0.13-0.16 fetches per event, about
+    half the transport's CPU with logistic regression, bench_speed.py --census): the worker's
+    aiokafka consumer asks the broker to wait for FETCH_MIN_BYTES, at most FETCH_MAX_WAIT_MS.
+    aiokafka builds its fetcher from these attributes when it starts."""
+    from aiokafka import AIOKafkaConsumer
+
+    async def made() -> tuple[int, int]:
+        with _consumer() as consumer:
+            client = consumer._thread._create_worker_consumer(consumer.transport)
+            await client.stop()  # never started: closes its (unconnected) client
+            return client._fetch_min_bytes, client._fetch_max_wait_ms
+
+    assert asyncio.run(made()) == (FETCH_MIN_BYTES, FETCH_MAX_WAIT_MS)
+    assert FETCH_MIN_BYTES > 1 and FETCH_MAX_WAIT_MS <= 100  # data waited for; a record waits 100 ms at most
+    # an idle worker's CPU is mostly its empty fetches (bench_idle_fetch.py: ARF(10), 2.5-2.8 % of a
+    # core at 20 ms, 0.8-0.9 % at 100 ms, with no loss of the busy rate): 10 a second at most
+    assert 1000 / FETCH_MAX_WAIT_MS <= 10
+    start = inspect.getsource(AIOKafkaConsumer.start)
+    assert "fetch_min_bytes=self._fetch_min_bytes" in start and "fetch_max_wait_ms=self._fetch_max_wait_ms" in start

@@ -18,7 +18,7 @@ def test_drift_handler_drops_its_streams_when_a_partition_comes_back(tmp_path):
     h = DriftHandler(drift_settings())
     src = Source("explanations", 0, 0)
     h.needs_recovery(b"s", src)  # the agent loop calls it for every message
-    h.on_message(explanation_v2("s", "ipfi", "age", 9, 0.1, (10, 0.1, 0.0), 10), b"s", src)
+    h.on_message(explanation_v2("s", "ipfi", "age", 9, 0.1, (5, 0.1, 0.0), 10), b"s", src)
     assert "s" in h.streams
     h.partitions_revoked({("explanations", 0)})
     h.needs_recovery(b"s", Source("explanations", 0, 7))  # another worker processed offsets 1..6

@@ -272,7 +272,7 @@ def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
 
     s = drift_settings()
     h = DriftHandler(s)
-    good = explanation_v2("d", "ipfi", "age", 9, 0.1, (10, 0.1, 0.5), 10)
+    good = explanation_v2("d", "ipfi", "age", 9, 0.1, (5, 0.1, 0.5), 10)  # a block of emit_every increments
     bad = {
         "malformed": b"{}",
         "explanation_v1": dumps_obj({"schema": "explanation/v1", "stream_id": "d", "explainer": "ipfi",

@@ -125,3 +125,47 @@ def test_without_labels_also_leaves_out_the_label_of_a_feature_event_line(tmp_pa
                  '{"w": 1.5, "label": 0}\n')
     assert [e.y for e in file_events(f, "f", ["w"], labels=False)] == [None, None]
     assert [e.y for e in file_events(f, "f", ["w"])] == [1, 0]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_line_that_is_not_utf8_is_a_bad_line_and_the_others_are_sent(tmp_path, suffix):
+    # found by the trial: one byte 0xff in a file (a cell saved as latin-1) ended produce with
+    # a UnicodeDecodeError traceback, nothing of the file sent after the line
+    f = tmp_path / f"d{suffix}"
+    if suffix == ".csv":
+        f.write_bytes(b"a,size,label\n1.5,big,1\n2.5,gro\xdf,0\n3.5,small,1\n")
+    else:
+        f.write_bytes(b'{"a": 1.5, "size": "big", "label": 1}\n{"a": 2.5, "size": "gro\xdf", "label": 0}\n'
+                      b'{"a": 3.5, "size": "small", "label": 1}\n')
+    report = FileReport()
+    evs = list(file_events(f, "s", ["a", "size"], categorical=["size"], report=report, clock=lambda: 0.0))
+    assert [e.x["size"] for e in evs] == ["big", "small"] and [e.seq for e in evs] == [0, 1]
+    line = 3 if suffix == ".csv" else 2  # the file's line (a CSV's header is its line 1)
+    assert report.bad == [(line, "not UTF-8 text (byte 0xdf); save the file as UTF-8")]
+    report = FileReport()
+    assert [(e.seq, e.y) for e in file_labels(f, "s", report=report, clock=lambda: 0.0)] == [(0, 1), (2, 1)]
+    assert report.bad == [(line, "not UTF-8 text (byte 0xdf); save the file as UTF-8")]
+
+
+def test_a_header_that_is_not_utf8_is_one_error(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_bytes(b"a,gr\xf6\xdfe,label\n1.5,2,1\n")
+    with pytest.raises(ConfigError, match=r"header is not UTF-8 text \(byte 0xf6\)"):
+        list(file_events(f, "s", ["a"]))
+    with pytest.raises(ConfigError, match=r"header is not UTF-8 text \(byte 0xf6\)"):
+        list(file_labels(f, "s"))
+
+
+def test_a_csv_cell_over_the_csv_modules_limit_is_a_bad_line(tmp_path):
+    # found by the trial: a 200,000-character cell ended produce with "_csv.Error: field larger
+    # than field limit (131072)", a traceback
+    f = tmp_path / "d.csv"
+    f.write_text("a,size,label\n1.5,big,1\n2.5,\"" + "x" * 200_000 + "\",0\n3.5,small,1\n")
+    report = FileReport()
+    evs = list(file_events(f, "s", ["a", "size"], categorical=["size"], report=report, clock=lambda: 0.0))
+    assert [e.x["size"] for e in evs] == ["big", "small"]
+    assert [(line, why[:40]) for line, why in report.bad] == [(3, "not a CSV row (field larger than field l")]
+    report = FileReport()
+    # labels are numbered by row, bad rows too (as the other bad lines of a labels file)
+    assert [(e.seq, e.y) for e in file_labels(f, "s", report=report, clock=lambda: 0.0)] == [(0, 1), (2, 1)]
+    assert [line for line, _ in report.bad] == [3]

@@ -16,7 +16,7 @@ from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler
 from pipeline.kafka.checkpoints import FileCheckpointStore
 from pipeline.local.demo_stream import labels_later
 from pipeline.reference import run_in_process
-from schemas import FeatureEvent
+from schemas import FeatureEvent, Source, unpack_tasks
 
 
 def two_streams(delay=12, n=400):
@@ -300,3 +300,38 @@ def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_
     under_new = run_handlers(new, log).explanation_values()
     after = {k: v for k, v in resumed.explanation_values().items() if k[1] >= 100}
     assert after and after == {k: v for k, v in under_new.items() if k[1] >= 100}
+
+
+def test_a_restart_that_drops_a_feature_explains_the_new_events_as_a_fresh_stream(tmp_path):
+    # found by the trial: a profile edited between restarts to drop a feature. The model state,
+    # rebuilt under the new features, could replay none of the old events (each has an
+    # unexpected feature now) and numbered the new ones from position 0; the explain state,
+    # rebuilt from the old tasks without checking them against the new features, had learned
+    # them all (its replica with the dropped feature) and reached the old last position, so
+    # every new task was dropped as a duplicate: the stream was never explained again
+    s = delayed_settings(checkpoint_every=40)
+    new = s.replace(features=["a", "b"])
+    old_events = list(labels_later(threshold_events("t", 150, seed=6), 6))  # positions run ahead of seqs
+    new_events = [FeatureEvent("t", e.seq + 150, e.ts, {"a": e.x["a"], "b": e.x["b"]}, e.y)
+                  for e in threshold_events("t", 100, seed=7)]
+    log = PartitionLog()
+    record_arrivals(log, old_events + new_events)
+    store = FileCheckpointStore(tmp_path, every=40, secret=b"k" * 32)
+    run = Run()
+    models = ModelHandler(s, checkpoints=store), ModelHandler(new, history=log, checkpoints=store)
+    explainers = ExplainHandler(s, checkpoints=store), ExplainHandler(new, history=run.tasks, checkpoints=store)
+
+    def explainer(part, off):  # the first handler for the old events' tasks, the second for the new ones'
+        _, value, _, headers = run.tasks.parts[("explain-tasks", part)][off]
+        task = orjson.loads((unpack_tasks(value, Source("explain-tasks", headers=headers)) or [value])[0])
+        return explainers[task["seq"] >= 150]
+
+    resumed = run_handlers(s, log, model=lambda off: models[off >= len(old_events)], explain=explainer, run=run)
+    assert not explainers[1].metrics.get("duplicate_tasks_dropped")
+    alone = PartitionLog()
+    record_arrivals(alone, new_events)
+    fresh = run_handlers(new, alone).explanation_values()
+    # the new events' positions start again at their seqs (the old ones' ran ahead by their labels),
+    # so the resumed run's explanations at those positions are the second handler's
+    assert fresh and {k: resumed.explanation_values().get(k) for k in fresh} == fresh
+    assert {k[3] for k in fresh} == {"a", "b"}

@@ -3,17 +3,30 @@
 
 Measured on the real losses by ``tests/benchmarks/bench_loss_kind.py`` (README, "Stationary
 learning regression tree"); here on a fixed-seed sample of the same shape, fast enough for the
-suite (about 1 s)."""
+suite (about 1 s); and an episode's looks together at a flat light-tailed loss (the open's, the
+members' and the close's: one 5%, pipeline.core.change.looks; 5-8 s in all)."""
 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pytest
 
 from pipeline.core.change.events import loss_kind
-from pipeline.core.change.looks import Z_OPEN, close_kind, close_rise, open_kind
+from pipeline.core.change.looks import (
+    ALPHA,
+    CLOSE_ALPHA,
+    MEMBER_ALPHA,
+    OPEN_ALPHA,
+    Z_OPEN,
+    close_kind,
+    close_rise,
+    member_kind,
+    member_rise,
+    open_kind,
+)
 from pipeline.core.increments import Block
 
 
@@ -88,13 +101,75 @@ def test_an_episodes_two_looks_tell_a_flat_light_tailed_loss_degradation_at_most
 
 
 @pytest.mark.parametrize("rho", [0.0, 0.5, 0.9])
-def test_the_close_boundary_spends_the_rest_of_five_percent(rho):
+def test_the_close_boundary_spends_the_close_share_and_all_looks_stay_within_five_percent(rho):
     """Both looks' statistics simulated as standard bivariate normal with correlation ``rho``
-    (2,000,000 pairs): ``z1 >= 1.96`` or ``z2 >= close_rise(rho)`` at 5% within three binomial
-    standard errors (0.046 points); each look at 1.645 is far above (9.7%, 8.8%, 6.8%)."""
+    (2,000,000 pairs): ``z1 >= 1.96`` or ``z2 >= close_rise(rho)`` at ``OPEN_ALPHA + CLOSE_ALPHA``
+    (3.75%) within three binomial standard errors (0.040 points); each look at 1.645 is far above
+    (9.7%, 8.8%, 6.8%). With the members' share beside it (their looks' spends summed over every
+    ``k``), an episode's looks at a flat loss say ``degradation`` at most 5% of the time by the
+    union bound. Was: the open and the close spent 5% together and the members 2.5% beside it,
+    7.5% (this test failed there: 7.50%, 7.51%, 7.51% measured at the three correlations)."""
+    assert OPEN_ALPHA + CLOSE_ALPHA + MEMBER_ALPHA <= ALPHA
     n = 2_000_000
     rng = np.random.default_rng(11)
     z1 = rng.standard_normal(n)
     z2 = rho * z1 + math.sqrt(1 - rho * rho) * rng.standard_normal(n)
     rate = float(np.mean((z1 >= Z_OPEN) | (z2 >= close_rise(rho))))
-    assert abs(rate - 0.05) <= 3 * math.sqrt(0.05 * 0.95 / n), rate
+    se = math.sqrt(0.05 * 0.95 / n)
+    assert abs(rate - (OPEN_ALPHA + CLOSE_ALPHA)) <= 3 * se, rate
+    members = sum(1.0 - NormalDist().cdf(member_rise(k)) for k in range(1, 20_001))  # the rest: < 4e-7
+    assert rate + members <= ALPHA + 3 * se, (rate, members)
+
+
+def _episodes(episodes: int, seed: int, bernoulli: bool, min_n: int = 100) -> int:
+    """Whole episodes at a loss that did not move, each on fresh losses (independent, so the
+    number told is binomial), looked at as the drift agent looks (pipeline.core.change.stream):
+    the open on 100-500 losses after the episode's cut (before-sides of 2,000-10,000 losses, the
+    regime); 2-8 members cut 50-400 losses apart after it, each looked at on its own cut once
+    ``min_n`` losses follow it, while the episode is not yet told (against the regime's losses
+    before that cut) or told ``learning`` (against the losses from the episode's cut); the close,
+    if the open said neither, on the losses from the cut to the episode's end (1,000-2,000 losses,
+    or past its last member's look). Block sums come from prefix sums. Returns how many episodes
+    any look told ``degradation``."""
+    rng = np.random.default_rng(seed)
+    told = 0
+    for _ in range(episodes):
+        back, k, span = int(rng.integers(2_000, 10_001)), int(rng.integers(100, 501)), int(rng.integers(1_000, 2_001))
+        cuts = [int(j) for j in np.cumsum(rng.integers(50, 401, int(rng.integers(2, 9))))]
+        end = max(span, cuts[-1] + min_n)
+        x = (rng.random(back + end) < 0.2).astype(float) if bernoulli else rng.standard_normal(back + end)
+        s1, s2 = np.concatenate(([0.0], np.cumsum(x))), np.concatenate(([0.0], np.cumsum(x * x)))
+
+        def block(a: int, b: int, s1: np.ndarray = s1, s2: np.ndarray = s2) -> Block:
+            m = (s1[b] - s1[a]) / (b - a)
+            return Block(b - a, m, max(0.0, s2[b] - s2[a] - (b - a) * m * m))
+
+        i, kind, looks, moved = back, None, 0, False
+        for _, j in sorted([(k, -1)] + [(j + min_n, j) for j in cuts]):  # the looks in the order they come (-1: the open)
+            if j < 0:
+                kind = open_kind(block(0, i), block(i, i + k), min_n=min_n)
+                moved = kind == "degradation"
+            elif kind in (None, "learning"):
+                looks += 1
+                before = block(0, i + j) if kind is None else block(i, i + j)
+                moved = member_kind(before, block(i + j, i + j + min_n), looks, min_n=min_n) == "degradation"
+            if moved:
+                break
+        if not moved and kind == "reliance_shift":
+            moved = close_kind(block(0, i), block(i, i + end), (i + k, i, k), i + end, min_n=min_n) == "degradation"
+        told += moved
+    return told
+
+
+@pytest.mark.parametrize("name", ["bernoulli", "normal"])
+def test_whole_episodes_with_members_tell_a_flat_loss_degradation_at_most_at_five_percent(name):
+    """An episode's open, members' and close's looks together (``_episodes``: 5,000 episodes
+    with 2-8 members each, 1-2.5 s) say ``degradation`` of 0-1 losses at 20% and of normal
+    losses at most 5% of the time, within three binomial standard errors of 5,000 episodes at 5%
+    (0.92 points). Measured: 3.9% (normal) and 2.6% (0-1). The allocation before (the open and
+    close 5%, the members 2.5% beside it) measured 5.3% and 4.1% here -- the looks overlap, so
+    their union is well below the sum, and this test does not tell the two apart at this size;
+    the budget test above does."""
+    episodes = 5_000
+    told = _episodes(episodes, 7 if name == "normal" else 8, name == "bernoulli")
+    assert told / episodes <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / episodes), told

@@ -67,3 +67,53 @@ def test_every_metric_the_code_reports_has_help_text():
     for path in [*root.glob("pipeline/**/*.py"), *root.glob("agents/*.py")]:
         used |= set(re.findall(r"\.(?:inc|gauge)\(\s*\"([a-z_]+)\"", path.read_text()))
     assert used and used <= set(HELP), sorted(used - set(HELP))
+
+
+def test_the_counters_an_operator_pages_on_are_labelled_by_profile_not_by_stream():
+    import asyncio
+
+    from agents._forward import Outbox
+    from pipeline.handlers import ModelHandler, Out, Source
+    from pipeline.metrics import NO_STREAM, PROFILED, TOP_LEVEL
+    from pipeline.settings import Settings
+    from schemas import FeatureEvent, dumps
+
+    s = Settings(features=["a"], explainers=["ipfi"], streams={"half-*": {"sample_rate": 0.5}})
+    m = Metrics()
+    mh = ModelHandler(s, metrics=m)
+    for sid in ("half-1", "half-2", "all-1"):
+        for seq in range(50):
+            mh.on_message(dumps(FeatureEvent(sid, seq, 0.0, {"a": 0.5}, 1)), sid.encode(), Source("f", 0, seq))
+
+    class Producer:
+        async def send(self, topic, key, value, partition, timestamp, headers):
+            fut = asyncio.get_running_loop().create_future()
+            fut.set_result(None)
+            return fut
+
+    async def dead_letters():
+        box = Outbox(Producer(), s, m)
+        for key in (b"half-1", b"half-2/0", b"all-1", b"not a stream"):
+            await box.send(Out("dead-letters", key, b"{}", reason="bad_value"), Source("f", 0, 1))
+        await asyncio.sleep(0)
+
+    asyncio.run(dead_letters())
+    fams = _families(m)
+    sampled = fams["streamxai_sampled_out"]
+    assert set(sampled) == {(("profile", "half-*"),), (("profile", TOP_LEVEL),)}  # two profiles, not three streams
+    assert 30 < sampled[(("profile", "half-*"),)] < 70 and sampled[(("profile", TOP_LEVEL),)] == 0  # 100 at 0.5: sd 5
+    assert fams["streamxai_dead_letters"] == {(("profile", "half-*"), ("reason", "bad_value")): 2.0,
+                                              (("profile", TOP_LEVEL), ("reason", "bad_value")): 1.0,
+                                              (("profile", NO_STREAM), ("reason", "bad_value")): 1.0}
+    assert m.get("sampled_out") == sampled[(("profile", "half-*"),)]  # get sums a name's series
+    # and the JSON keeps the keys of before, summed over the profiles, next to each profile's
+    counters = m.snapshot()["counters"]
+    assert counters["dead_letters{reason=bad_value}"] == 4 and counters["sampled_out"] == m.get("sampled_out")
+    assert counters["dead_letters{profile=half-*,reason=bad_value}"] == 2
+    assert set(PROFILED) <= set(COUNTERS)
+
+
+def test_a_counter_of_a_profile_not_counted_yet_is_one_series_at_zero_not_two():
+    m = Metrics()
+    m.inc("events_explained", 0, profile="a-*")
+    assert _families(m)["streamxai_events_explained"] == {(("profile", "a-*"),): 0.0}

@@ -85,3 +85,42 @@ def test_a_new_brokers_group_coordinator_is_not_an_outage():
     assert not f.in_outage
     assert len(lines) == 1 and "unreachable" not in lines[0], lines
     assert "group coordinator" in lines[0] and "offsets topic" in lines[0]
+
+
+def test_a_new_brokers_coordinator_marked_dead_after_the_wait_is_not_an_outage():
+    """Found by the trial, at the first start of a worker on a new broker: after the wait
+    above, aiokafka found the coordinator, joined, then logged "Marking the coordinator dead
+    (node 1)for group t4." (the offsets topic was still being set up), which the filter took
+    for the start of an outage: "WARNING Kafka broker unreachable (Marking the coordinator
+    dead ...)", and 10 s later "reachable again after ~0 s"."""
+    t = [0.0]
+    f = OutageLogFilter(quiet_s=10, clock=lambda: t[0])
+    with _client(f, "test-outage.aiokafka.coordinator-dead") as (client, lines):
+        client.error("Group Coordinator Request failed: [Error 15] GroupCoordinatorNotAvailableError")
+        t[0] = 0.2
+        client.warning("Marking the coordinator dead (node 1)for group t4.")
+        t[0] = 60.0
+        assert f.check() is None  # no outage ended: none began
+        assert not f.in_outage and len(lines) == 1 and "unreachable" not in lines[0], lines
+        t[0] = 200.0  # a coordinator lost much later, alone: one line a minute, still no outage
+        client.warning("Marking the coordinator dead (node 1)for group t4.")
+        client.warning("Marking the coordinator dead (node 1)for group t4.")
+    assert not f.in_outage and len(lines) == 2 and "unreachable" not in lines[1], lines
+
+
+def test_a_heartbeat_the_broker_answered_during_a_rebalance_is_not_an_outage():
+    """Found by the trial: a second worker stopping made the first log "Kafka broker
+    unreachable (Heartbeat failed for group t4 because it is rebalancing)" and 10 s later
+    "reachable again after ~0 s": the broker had answered, the group was rebalancing."""
+    t = [0.0]
+    f = OutageLogFilter(quiet_s=10, clock=lambda: t[0])
+    answered = ["Heartbeat failed for group t4 because it is rebalancing",
+                "Heartbeat failed for group t4: generation id is not  current.",
+                "Heartbeat failed: local member_id was not recognized; resetting and re-joining group"]
+    with _client(f, "test-outage.aiokafka.rebalance") as (client, lines):
+        for i, msg in enumerate(answered):
+            t[0] = i
+            client.warning(msg)
+        t[0] = 60.0
+        assert f.check() is None
+    assert lines == answered and not f.in_outage

@@ -154,3 +154,47 @@ def test_an_episode_sent_when_it_opens_and_when_it_closes_shows_once():
     (shown,) = board.stream_view("s")["episodes"]
     assert (shown["last_seq"], shown["closed_seq"], shown["n_changes"]) == (95, 99, 2)
     assert len(view.episodes) == 1 and "change events: 0, change episodes: 1" in view.summary()
+
+
+def test_values_beyond_what_a_worker_sends_are_not_read_so_the_plot_is_drawn(tmp_path):
+    # found by the trial: two crafted explanations of +-1e308 on the explanations topic ended
+    # `streamxai plot` with "ValueError: arange: cannot compute length" (matplotlib's axis range
+    # overflowed); no worker sends a value beyond 1e100 (MAX_LOSS)
+    from pipeline.local.plot import plot_view
+
+    r = DashboardState()
+    for seq, value in ((2, 0.1), (3, 1e308), (4, -1e308), (5, 1e101), (6, 0.2)):
+        r.feed("explanations", orjson.dumps({"stream_id": "s", "explainer": "ipfi", "feature": "a", "seq": seq,
+                                             "value": value, "stderr": 0.01}))
+    assert [row["value"] for row in r.stream_view("s")["ranking"]["ipfi"]] == [0.2]
+    assert r.stream_view("s")["series"]["ipfi"]["a"]["x"] == [2, 6]
+    assert plot_view(r.stream_view("s"), str(tmp_path / "s.png")) and (tmp_path / "s.png").stat().st_size > 0
+
+
+def test_a_crafted_ipdp_curve_is_not_read_so_the_plot_is_drawn(tmp_path):
+    # found by the trial: a curve whose grid mixed numbers and strings, or whose standard errors
+    # were strings, ended `streamxai plot` with a TypeError
+    from pipeline.local.plot import plot_view
+
+    for curve in ({"grid": [1, "a"], "pd": [0.1, 0.2]}, {"grid": [1, 2], "pd": [1e308, -1e308]},
+                  {"grid": [1, 2], "pd": [0.1, 0.2], "se": ["x", 1e308]}):
+        r = DashboardState()
+        r.feed("explanations", orjson.dumps({"stream_id": "s", "explainer": "ipfi", "feature": "a", "seq": 2, "value": 0.1}))
+        r.feed("explanations", orjson.dumps({"stream_id": "s", "explainer": "ipdp", "feature": "a", "seq": 2,
+                                             "value": 0.1, "curve": curve}))
+        assert plot_view(r.stream_view("s"), str(tmp_path / "s.png")), curve
+    assert r.stream_view("s")["curves"]["a"] == {"grid": [1, 2], "pd": [0.1, 0.2], "seq": 2, "position": 2}
+
+
+def test_a_crafted_change_is_read_with_numbers_only():
+    # found in review8: a drift event's interval, effect and losses were kept as they came, so
+    # strings of markup reached the dashboard's number formatting (which put them in the page)
+    markup = "<img src=x onerror=alert(1)>"
+    r = DashboardState()
+    r.feed("drift-events", orjson.dumps({"stream_id": "s", "explainer": "ipfi", "feature": "a", "seq": 5,
+                                         "level_before": 0.1, "level_after": 0.2, "ci_before": [markup, 0.2],
+                                         "ci_after": [0.1, 0.3, 0.5], "effect": markup, "relative_effect": [markup],
+                                         "loss_before": markup, "loss_after": 0.25}))
+    (c,) = r.stream_view("s")["changes"]
+    assert (c["ci_before"], c["ci_after"], c["effect"], c["relative_effect"]) == ([None, 0.2], None, None, None)
+    assert (c["loss_before"], c["loss_after"]) == (None, 0.25)

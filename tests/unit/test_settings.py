@@ -2,6 +2,8 @@
 
 import logging
 import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -29,6 +31,9 @@ def test_env_lists_accept_commas_and_json():
     ({"alpha": "2"}, "alpha=2.0"),
     ({"categorical": ["zz"]}, "not in names"),
     ({"explain_groups": "0"}, "explain_groups"),
+    # found by the trial: web_port = 0 passed, and the worker created its topics and stopped in a traceback of Faust's
+    ({"web_port": "0"}, "web_port=0 must be a port in 1-65535"),
+    ({"web_port": "70000"}, "web_port=70000 must be a port in 1-65535"),
 ])
 def test_bad_settings_say_what_is_wrong(kw, fragment):
     with pytest.raises(ConfigError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
@@ -135,3 +140,24 @@ def test_a_client_certificate_and_key_that_do_not_load_are_a_settings_error_with
         with pytest.raises(ConfigError, match="ssl_certfile=.*ssl_keyfile=.*ssl_key_password") as info:
             load_settings(security_protocol="SSL", **kw)
         assert "pa55word" not in str(info.value)
+
+
+def test_a_settings_file_that_is_not_utf8_is_one_error_that_shows_none_of_it(tmp_path):
+    # found by the trial: a settings file saved as latin-1 ended every command with a
+    # UnicodeDecodeError traceback; the error must not echo the file (it may hold a password)
+    f = tmp_path / "s.toml"
+    f.write_bytes(b'features = ["a"]\nsasl_password = "gr\xf6\xdfer-secret"\n')
+    with pytest.raises(ConfigError) as e:
+        load_settings(f, env={})
+    assert str(e.value) == (f"settings file {f} is not UTF-8 text (byte 0xf6 at line 2); TOML files are UTF-8: "
+                            "save it as UTF-8")
+
+
+def test_settings_of_the_default_model_import_no_river():
+    # commands that build no model (tail, config, dashboard) start without river's second of imports;
+    # model_params left out are looked up in the model's constructor only for another model
+    code = ("import sys; from pipeline.settings import Settings, load_settings; "
+            "s = load_settings(None, features='a', streams='{\"x-*\": {\"alpha\": 0.1}}'); Settings().for_stream('x'); "
+            "assert s.model_params == {'grace_period': 50}; print(sorted(m for m in sys.modules if m.startswith('river')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out

@@ -13,3 +13,30 @@ def test_the_dashboard_hint_names_the_workers_broker_and_topics():
     assert dashboard_hint(s) == "streamxai dashboard --bootstrap 127.0.0.1:27824 --set topic_prefix=streamxai.demo-c613d0."
     assert dashboard_hint(Settings()) == "streamxai dashboard"  # the defaults need no options
     assert dashboard_hint(Settings(topic_prefix="a b.")) == "streamxai dashboard --set 'topic_prefix=a b.'"
+
+
+def test_a_worker_says_when_the_explainers_run_without_the_compiled_kernels(monkeypatch):
+    """Found by the trial: a checkout pulled without a reinstall has no build of its kernels (or
+    one from older source), and its workers ran every explainer's bookkeeping on the slower
+    Python path with nothing in their log; only the ``compiled_kernels`` gauge said 0."""
+    import logging
+    import sys
+    import types
+
+    from pipeline.worker import kernels_note
+
+    assert kernels_note({"STREAMXAI_PURE_PYTHON": "1"}) == (
+        logging.INFO, "the explainers' bookkeeping runs its pure-Python code: STREAMXAI_PURE_PYTHON is set")
+    monkeypatch.setitem(sys.modules, "pipeline.core._kernels", None)  # an import of it fails: not built
+    level, line = kernels_note({})
+    assert level == logging.WARNING and "are not built for this Python" in line and "deploy/setup.sh" in line
+    stale = types.ModuleType("pipeline.core._kernels")
+    stale.welford_smooth = lambda *args: False
+    monkeypatch.setitem(sys.modules, "pipeline.core._kernels", stale)
+    level, line = kernels_note({})
+    assert level == logging.WARNING and "built from older source (it lacks fold_curves" in line, line
+    from pipeline.core import kernels
+
+    for f in kernels.FUNCTIONS:
+        setattr(stale, f, None)
+    assert kernels_note({}) is None  # the compiled kernels run: nothing to say

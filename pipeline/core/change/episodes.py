@@ -7,7 +7,7 @@ at least ``min_samples`` of the model's losses follow its top change's cut, and
 *closes* at the first message more than ``episode_gap`` events after its last change (or when
 the stream ends). Each gives an :class:`Episode` (``status`` ``"open"`` or ``"closed"``) --
 the open one only when the kind is known by then (below). The episode ranks its changes by relative effect ``|after - before| / scale``
-and carries, split at the cut of its top change, every explainer's vector before and after,
+(its lead first, below) and carries, split at the cut of its top change, every explainer's vector before and after,
 the iPDP curves of the features that changed, and the model's loss before and after.
 
 Kind (:func:`~pipeline.core.change.events.loss_kind`). Whether the model learned or the world changed is read off the
@@ -41,7 +41,26 @@ flat loss goes unpaged that much more often (more with the open's look too: the 
 tests alone tell 7.7-8.2% of flat 0-1 or normal losses ``learning``). For ``degradation``, which
 pages, the two looks (the open's, then the close's) share one 5% (:mod:`.looks`): each at 5%,
 they told 8.5% of flat 0-1 or normal losses ``degradation``; sharing, 4.8-5.4% (± 0.4; 2.7% of a regression tree's heavy-tailed squared loss,
-``tests/benchmarks/bench_loss_kind.py``). The kind does not change afterwards; the episode carries the loss on
+``tests/benchmarks/bench_loss_kind.py``).
+
+A member's own look. A change that joins an episode not yet told, or told ``learning``, gets one
+look at the loss at its own cut, once ``min_samples`` losses follow it: a model that keeps learning makes small changes less than ``episode_gap`` apart, so an
+episode opened by them before a drift takes the drift's changes in, and its own cut, read
+against losses mostly before the drift, says nothing of the drift's rise (Friedman ``gra`` and
+the demo's concept drift went unpaged at ``min_effect`` 0.1). If the loss rose there, an episode
+not yet told is told ``degradation`` then; one told ``learning`` closes without that change and
+the changes after it, which open their own episode, told ``degradation`` (its side before starts
+at the learning episode's cut: the loss the model had learned to). The change then *leads* the
+episode: it comes first among its changes, and the episode is split at its cut. Each member's
+look is one more test of a loss that may not have moved, so an episode's members share 1.25%:
+the ``k``-th look is one-sided at ``1.25% * 6 / (pi^2 k^2)``
+(:func:`~pipeline.core.change.looks.member_rise`), and an episode, however many members it has,
+says ``degradation`` of a flat loss at most 5% of the time (the open's 2.5%, the close's 1.25%
+beyond it, the members' 1.25%: :mod:`~pipeline.core.change.looks`; each member at 2.5% told 62-76%
+of a learning model's long chains at a flat loss ``degradation``,
+``tests/benchmarks/bench_loss_kind.py``).
+
+The kind does not change afterwards; the episode carries the loss on
 either side of the cut it was decided on, and ``alert`` says whether the kind is one of
 ``alert_kinds`` -- for a ``reliance_shift``, if what the model's accuracy relies on moved (a
 change of iPFI or iSAGE): iPDP's curves alone moving at a flat loss are the model's effect
@@ -99,14 +118,17 @@ def make_episode(
     changes: Sequence[Change], seq: int, status: str, kind: str, alert: bool,
     loss_before: Block | None, loss_after: Block | None,
     level_now: Callable[[str, str], Block], curves: Callable[[str, int], tuple[dict | None, dict | None]],
-    first: bool = True,
+    first: bool = True, lead: Change | None = None,
 ) -> Episode:
     """The episode of ``changes`` at event ``seq``: the top change's context (split at its cut
     when it was detected), with each changed series' own levels -- before: at its first change
     in the episode, after: ``level_now(explainer, feature)``, its window now (which starts at its
     cut). ``curves(feature, cut_seq)`` gives a feature's iPDP curves around a cut; ``loss_*`` the
-    model's loss on either side of the cut, as the kind was decided on it."""
+    model's loss on either side of the cut, as the kind was decided on it. ``lead``: the change
+    whose cut the kind was told on, when not the largest (it comes first, the rest ranked)."""
     order = ranked(changes)
+    if lead is not None:
+        order = [lead] + [c for c in order if c is not lead]
     top = order[0]
     explanations = {e: dict(v) for e, v in top.vectors.items()}
     seen = set()

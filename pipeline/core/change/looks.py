@@ -1,18 +1,30 @@
-"""An episode's two looks at its loss, with one 5% budget for ``degradation`` between them.
+"""An episode's looks at its loss, with one 5% budget for ``degradation`` among them all.
 
 An episode's loss is tested when it opens (the after-side is the first few hundred losses from
-its top change's cut) and, if that said neither ``learning`` nor ``degradation``, again when it
-closes (the losses from the same cut up to the close, against the same side before)
-(:mod:`pipeline.core.change.episodes`). Each look a one-sided test at 5% would tell a loss that
-did not move ``degradation`` by one look or the other 8.5% of the time (0-1 and normal losses,
-``tests/benchmarks/bench_loss_kind.py``). So the two looks share one budget, as in a
-group-sequential test: the open spends ``OPEN_ALPHA`` = 2.5% (``z >= 1.96``) and the close the
-rest, at the boundary :func:`close_rise` computed for the correlation of the two looks'
-statistics -- which is known from where the two looks' sides lie alone (:func:`correlation`:
-about 0.5 when the close's side after holds five times the open's, from the same cut). At a flat loss with normal means
-the two looks together then say ``degradation`` exactly 5% of the time, whatever the sizes; the
-close's boundary lies between 1.645 (the looks the same) and 1.949 (independent), so the price
-against Bonferroni's 2.5% at each look (1.96, 1.96) is only at the open.
+its top change's cut), at each member that joins it while it is not yet told or told
+``learning`` (the loss at the member's own cut, :mod:`pipeline.core.change.episodes`) and, if
+the open said neither ``learning`` nor ``degradation``, again when it closes (the losses from
+the same cut up to the close, against the same side before). Each look a one-sided test at 5%
+would tell a loss that did not move ``degradation`` by one look or another far more often than
+5% (two looks: 8.5%, 0-1 and normal losses, ``tests/benchmarks/bench_loss_kind.py``; members at
+2.5% each: 62-76% of a learning model's long chains). So the looks share one budget ``ALPHA`` =
+5%, split three ways:
+
+- the open spends ``OPEN_ALPHA`` = 2.5% (``z >= 1.96``);
+- the members together spend ``MEMBER_ALPHA`` = 1.25%, the ``k``-th one-sided at
+  ``MEMBER_ALPHA * 6 / (pi^2 k^2)`` (:func:`member_rise`: ``z >= 2.43, 2.89, 3.14, ...``);
+- the close spends the rest, ``CLOSE_ALPHA`` = 1.25%, beyond the open, as in a group-sequential
+  test: its boundary :func:`close_rise` makes ``P(open or close) = OPEN_ALPHA + CLOSE_ALPHA``
+  for the correlation of the two looks' statistics -- which is known from where the two looks'
+  sides lie alone (:func:`correlation`: about 0.5 when the close's side after holds five times
+  the open's, from the same cut). The close's boundary lies between 1.780 (the looks the same)
+  and 2.232 (independent).
+
+By the union bound, P(any look of an episode says ``degradation`` at a flat loss) <= 2.5% + 1.25%
++ 1.25% = 5% (:func:`spent`), however many members it has. The members' share is carved out of
+the close's (not the open's): the open's look is what pages most drifts within 500 events, and
+the close looks once at most, late, where a rise large enough to matter has most losses behind
+it (README, "Is the kind test calibrated").
 
 ``learning`` keeps a one-sided 5% test at each look (and the close's slope test, events.trend_z):
 it does not page, and telling a flat loss ``learning`` too often costs unpaged reliance shifts,
@@ -30,15 +42,24 @@ import numpy as np
 from ..increments import Block
 from .events import loss_kind
 
-__all__ = ["ALPHA", "OPEN_ALPHA", "Z_OPEN", "Look", "open_kind", "close_kind", "close_rise", "correlation"]
+__all__ = ["ALPHA", "OPEN_ALPHA", "MEMBER_ALPHA", "CLOSE_ALPHA", "Z_OPEN", "Look", "open_kind", "close_kind",
+           "close_rise", "correlation", "member_kind", "member_rise", "spent"]
 
-#: the false ``degradation`` rate of an episode at a loss that did not move, both looks together
+#: the false ``degradation`` rate of an episode at a loss that did not move, all its looks together
 ALPHA = 0.05
 #: the part of it spent when the episode opens
 OPEN_ALPHA = ALPHA / 2
+#: what the looks of an episode's members (:mod:`pipeline.core.change.episodes`) spend together
+MEMBER_ALPHA = ALPHA / 4
+#: what the close spends beyond the open (:func:`close_rise`): the rest
+CLOSE_ALPHA = ALPHA - OPEN_ALPHA - MEMBER_ALPHA
 _N = NormalDist()
 #: the open's boundary: one-sided ``OPEN_ALPHA``
 Z_OPEN = _N.inv_cdf(1.0 - OPEN_ALPHA)
+#: the close's boundary when the open never looked: the open's share is its too
+_Z_ALONE = _N.inv_cdf(1.0 - OPEN_ALPHA - CLOSE_ALPHA)
+#: the close's boundary when where the open looked is not known: Bonferroni
+_Z_CLOSE = _N.inv_cdf(1.0 - CLOSE_ALPHA)
 #: correlations are rounded down to this many steps: a lower correlation gives a higher, safe boundary
 _STEPS = 1000
 
@@ -56,6 +77,44 @@ def open_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
     return loss_kind(before, after, min_n, rise=Z_OPEN)
 
 
+def spent() -> float:
+    """What an episode's looks spend together at most, by the union bound: the open's and the
+    close's joint spend and the members'. It must not exceed :data:`ALPHA`.
+
+    >>> spent() <= ALPHA, round(spent(), 4)
+    (True, 0.05)
+    """
+    return OPEN_ALPHA + CLOSE_ALPHA + MEMBER_ALPHA
+
+
+def member_rise(k: int) -> float:
+    """The ``degradation`` boundary of an episode's ``k``-th member look: one-sided at
+    ``MEMBER_ALPHA * 6 / (pi^2 k^2)``, which sums to ``MEMBER_ALPHA`` over every ``k`` (the sum
+    of ``1 / k^2`` is ``pi^2 / 6``), so an episode's members, however many, tell a loss that did
+    not move ``degradation`` at most 1.25% of the time (Bonferroni), beside the open's and the
+    close's 3.75%.
+
+    >>> [round(member_rise(k), 2) for k in (1, 2, 3, 10)]
+    [2.43, 2.89, 3.14, 3.79]
+    """
+    if k < 1:
+        raise ValueError(f"member look k={k} must be >= 1")
+    return _N.inv_cdf(1.0 - MEMBER_ALPHA * 6.0 / (math.pi ** 2 * k * k))
+
+
+def member_kind(before: Block | None, after: Block | None, k: int, min_n: int = 2) -> str:
+    """``degradation`` if the loss rose at an episode's ``k``-th member look (:func:`member_rise`),
+    else what :func:`~pipeline.core.change.events.loss_kind` says below it.
+
+    >>> before = Block(5000, 0.20, 800.0)
+    >>> member_kind(before, Block(300, 0.25, 48.0), 1), member_kind(before, Block(300, 0.26, 48.0), 2)
+    ('reliance_shift', 'reliance_shift')
+    >>> member_kind(before, Block(300, 0.26, 48.0), 1)   # z 2.52 >= 2.43
+    'degradation'
+    """
+    return loss_kind(before, after, min_n, rise=member_rise(k))
+
+
 #: a look at the loss: ``(end, before, after)``, the number of losses taken in when it was taken
 #: (its side after ends there, its side before ends where that begins) and its sides' sizes
 Look = tuple[int, int, int]
@@ -65,23 +124,23 @@ def close_kind(before: Block | None, after: Block | None, first: Look | bool | N
                min_n: int = 2) -> str:
     """The kind at an episode's close, on ``before`` and ``after`` up to the ``end``-th loss,
     after an open that said neither. ``first``: the open's look (:data:`Look`); True: it looked,
-    where is not known (a checkpoint of the version before): Bonferroni's ``Z_OPEN``, 2.5% at
-    each look, which holds the 5% at any correlation; None: it never looked, so this look has
-    the whole 5%.
+    where is not known (a checkpoint of the version before): Bonferroni's ``CLOSE_ALPHA`` at
+    this look (``z >= 2.24``), which holds the budget at any correlation; None: it never looked,
+    so this look has the open's share too (``ALPHA - MEMBER_ALPHA``, ``z >= 1.78``).
 
     >>> before = Block(5000, 0.20, 800.0)       # the open: 5,000 before, 300 after, at loss 5,300
-    >>> close_kind(before, Block(1500, 0.224, 240.0), (5300, 5000, 300), 6500)   # z 2.04 >= 1.88
+    >>> close_kind(before, Block(1500, 0.226, 240.0), (5300, 5000, 300), 6500)   # z 2.21 >= 2.15
     'degradation'
-    >>> close_kind(before, Block(1500, 0.221, 240.0), (5300, 5000, 300), 6500)   # z 1.78
+    >>> close_kind(before, Block(1500, 0.224, 240.0), (5300, 5000, 300), 6500)   # z 2.04
     'reliance_shift'
-    >>> close_kind(before, Block(1500, 0.221, 240.0), None, 6500)   # the open never looked
+    >>> close_kind(before, Block(1500, 0.221, 240.0), None, 6500)   # z 1.78: the open never looked
     'degradation'
-    >>> close_kind(before, Block(1500, 0.225, 240.0), True, 6500)   # z 2.12 >= 1.96 (Bonferroni)
-    'degradation'
+    >>> close_kind(before, Block(1500, 0.226, 240.0), True, 6500)   # z 2.21 < 2.24 (Bonferroni)
+    'reliance_shift'
     """
     if first is None or first is False or before is None or after is None:
-        return loss_kind(before, after, min_n)
-    rise = Z_OPEN if first is True else close_rise(correlation(first, (end, before.n, after.n)))
+        return loss_kind(before, after, min_n, rise=_Z_ALONE)
+    rise = _Z_CLOSE if first is True else close_rise(correlation(first, (end, before.n, after.n)))
     return loss_kind(before, after, min_n, rise=rise)
 
 
@@ -113,16 +172,17 @@ def correlation(first: Look, last: Look) -> float:
 def close_rise(rho: float) -> float:
     """The close's ``degradation`` boundary ``c`` when the open's was :data:`Z_OPEN` and the two
     looks' statistics are standard bivariate normal with correlation ``rho``: ``P(Z1 < Z_OPEN,
-    Z2 >= c) = ALPHA - OPEN_ALPHA``, so ``P(Z1 >= Z_OPEN or Z2 >= c) = ALPHA``. ``rho`` is rounded
-    down to a thousandth (a lower correlation gives a higher boundary: the total stays within
-    ``ALPHA``). Below 0 (sides that overlap the other way), Bonferroni's ``Z_OPEN``: the exact
-    boundary lies between 1.949 (rho 0) and 1.96 (rho -1).
+    Z2 >= c) = CLOSE_ALPHA``, so ``P(Z1 >= Z_OPEN or Z2 >= c) = OPEN_ALPHA + CLOSE_ALPHA`` (3.75%,
+    the members' 1.25% beside it). ``rho`` is rounded down to a thousandth (a lower correlation
+    gives a higher boundary: the total stays within its share). Below 0 (sides that overlap the
+    other way), Bonferroni's ``CLOSE_ALPHA`` alone (2.241): the exact boundary lies between 2.232
+    (rho 0) and that (rho -1).
 
     >>> round(close_rise(0.0), 3), round(close_rise(0.5), 3), round(close_rise(1.0), 3), round(close_rise(-0.2), 3)
-    (1.949, 1.877, 1.645, 1.96)
+    (2.232, 2.148, 1.78, 2.241)
     """
     if rho < 0:
-        return Z_OPEN
+        return _Z_CLOSE
     return _close_rise(min(_STEPS, math.floor(rho * _STEPS + 1e-9)))
 
 
@@ -131,10 +191,10 @@ def _close_rise(step: int) -> float:
     # P(Z1 < c1, Z2 >= c) = integral over x < c1 of phi(x) Q((c - rho x) / s) dx, s = sqrt(1 - rho^2)
     # (Z2 given Z1 = x is normal, mean rho x, variance s^2), by Simpson's rule on x in [-9, c1]
     # (1,200 intervals), solved for c by Newton's method (the derivative: minus the same integral
-    # of phi(x) phi((c - rho x) / s) / s), kept inside [1.6, 2.0] where the root lies (1.645 at
-    # rho 1 to 1.949 at rho 0). rho = 1: Z2 = Z1, so P = Phi(c1) - Phi(c). Checked against 2M
+    # of phi(x) phi((c - rho x) / s) / s), kept inside [1.6, 2.6] where the root lies (1.780 at
+    # rho 1 to 2.232 at rho 0). rho = 1: Z2 = Z1, so P = Phi(c1) - Phi(c). Checked against 2M
     # simulated pairs at rho 0, 0.5 and 0.9 (tests/unit/test_loss_kind.py).
-    rho, c1, spend = step / _STEPS, Z_OPEN, ALPHA - OPEN_ALPHA
+    rho, c1, spend = step / _STEPS, Z_OPEN, CLOSE_ALPHA
     if step >= _STEPS:
         return _N.inv_cdf(_N.cdf(c1) - spend)
     x = np.linspace(-9.0, c1, 1201)
@@ -143,7 +203,7 @@ def _close_rise(step: int) -> float:
     w *= (x[1] - x[0]) / 3.0 * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
     s = math.sqrt(1.0 - rho * rho)
     erfc = np.frompyfunc(math.erfc, 1, 1)
-    c, lo, hi = 1.8, 1.6, 2.0
+    c, lo, hi = 2.1, 1.6, 2.6
     for _ in range(30):
         u = (c - rho * x) / s
         f = float(np.dot(w, 0.5 * erfc(u / math.sqrt(2.0)).astype(float))) - spend

@@ -61,7 +61,7 @@ from ..base import Component
 from ..increments import Block
 from .episodes import Episode, make_episode, ranked
 from .events import KINDS, RELIANCE, Change, Levels, loss_kind, trend_z
-from .looks import close_kind, open_kind
+from .looks import close_kind, member_kind, open_kind
 from .test import Z95, SeriesTest
 from .window import SeriesWindow
 
@@ -86,12 +86,16 @@ class StreamChangeDetector(Component):
     """Change detection over every explanation series of one stream (module docstring)."""
 
     _losses = 0  # a checkpoint of the version before counts from its restart (only differences matter)
+    _members: tuple = ()  # a checkpoint of the version before: no member waits for its look
+    _lead: Change | None = None
+    _told_at = 0
+    _looks = 0
 
     def __init__(
         self,
         series: Sequence[tuple[str, str]],
         delta: float = 0.01,
-        min_effect: float = 0.2,
+        min_effect: float = 0.1,
         min_samples: int = 100,
         max_increments: int = 20_000,
         warmup: int = 1000,
@@ -142,6 +146,11 @@ class StreamChangeDetector(Component):
         self._opened: tuple[int, int, int] | bool = False
         #: the open episode's kind and the loss on either side of the cut it was decided on
         self._kind: tuple[str, Block | None, Block | None] | None = None
+        #: changes that joined the open episode after its first, each waiting for its own look
+        self._members: list[Change] = []
+        self._lead: Change | None = None  # the member whose look told the open episode its kind
+        self._told_at = 0  # the cut the open episode was told its kind on, at its open
+        self._looks = 0  # member looks taken in the open episode (looks.member_rise)
 
     # queries ---------------------------------------------------------------------
     def knows(self, explainer: str, feature: str) -> bool:
@@ -216,6 +225,8 @@ class StreamChangeDetector(Component):
         loss_b, loss_a = self._loss_at(cut.seq, cut.since)
         change = Change(explainer, feature, seq, cut, scale, vectors, curve_b, curve_a, loss_b, loss_a,
                         loss_kind(loss_b, loss_a, min_n=self.min_samples))
+        if self._open:  # its own look at the loss, once enough follow its cut (a new list: see _members)
+            self._members = [*self._members, change]
         self._open.append(change)
         return [change], episodes
 
@@ -270,7 +281,7 @@ class StreamChangeDetector(Component):
         """The kind of an episode whose loss had not moved when it opened, decided at its close
         on the loss from the top change's cut up to ``seq``: the two-sample test at the cut
         (:func:`~pipeline.core.change.looks.close_kind`: ``degradation`` at the boundary that
-        spends the rest of the 5% the open's look began on),
+        spends the close's share of the 5% beyond the open's, the members' share beside them),
         and, if that says flat, the loss's trend over the same stretch (the side before and
         after together, from the first bucket that starts at or after where the side before
         starts -- never the warm-up --, :func:`~pipeline.core.change.events.trend_z`): a loss
@@ -329,11 +340,47 @@ class StreamChangeDetector(Component):
                 self._opened = (self._losses, before.n, after.n)  # the open's look (looks.Look)
                 kind = open_kind(before, after, min_n=self.min_samples)
                 if kind != "reliance_shift":  # the loss moved: its kind is known now
-                    self._kind = (kind, before, after)
+                    self._kind, self._told_at = (kind, before, after), top.cut_seq
                     out.append(self._episode(seq, "open"))
+        if self._members and (self._kind is None or self._kind[0] == "learning"):
+            out += self._member_looks(seq)
         if self._open and seq > max(c.seq for c in self._open) + self.episode_gap:
             out.append(self._episode(seq, "closed"))
         return out
+
+    def _member_looks(self, seq: int) -> list[Episode]:
+        """Each change that joined an episode not yet told or told ``learning`` gets one look at
+        the loss at its own cut, once ``min_samples`` losses follow it (its report complete). A
+        rise (the ``k``-th look of the episode at :func:`~pipeline.core.change.looks.member_rise`:
+        all of them share 1.25%) tells an episode not yet told ``degradation`` now;
+        one told ``learning`` closes without the change and the changes after it, which open
+        their own episode, told ``degradation``. Either way the change leads the episode: its
+        cut is the one the kind was told on (module docstring of :mod:`.episodes`)."""
+        for c in list(self._members):
+            if seq <= c.seq:
+                continue
+            if self._kind is None:
+                before, after = self._loss_at(c.cut_seq, c.cut.since)
+            else:  # against the loss the model learned to: from the cut the episode was told on
+                before, after = self._loss.split(c.cut_seq, since=self._told_at)
+            if after is None or after.n < self.min_samples:
+                continue
+            self._members.remove(c)
+            self._looks += 1
+            if member_kind(before, after, self._looks, min_n=self.min_samples) != "degradation":
+                continue
+            out = []
+            if self._kind is not None:  # learning: the rise is not part of it
+                i = self._open.index(c)
+                moved, self._open = self._open[i:], self._open[:i]
+                waiting = [m for m in self._members if m in moved]
+                out.append(self._episode(seq, "closed"))
+                self._open, self._members = moved, waiting  # a new episode: its looks count from 0
+            self._opened, self._lead = True, c
+            self._kind = ("degradation", before, after)
+            out.append(self._episode(seq, "open"))
+            return out
+        return []
 
     def _episode(self, seq: int, status: str) -> Episode:
         changes = self._open
@@ -341,16 +388,18 @@ class StreamChangeDetector(Component):
         if self._kind is None:  # a flat loss needs the data up to the close to say it did not move
             self._kind = self._close_kind(ranked(changes)[0], seq)
         kind, loss_before, loss_after = self._kind
+        lead = self._lead
         if status == "closed":
-            self._open, self._kind, self._opened = [], None, False
+            self._open, self._kind, self._opened, self._members, self._lead = [], None, False, [], None
+            self._looks = 0
             if kind != "learning":  # the world (or the deployed model) changed: a new baseline
-                self._regime_seq = ranked(changes)[0].cut_seq
+                self._regime_seq = (lead or ranked(changes)[0]).cut_seq
         # a reliance shift needs a change of what the accuracy relies on (iPFI, iSAGE); iPDP's
         # effect curves alone at a flat loss do not page (module docstring of .episodes)
         alert = kind in self.alert_kinds and (kind != "reliance_shift" or any(c.explainer in RELIANCE for c in changes))
         return make_episode(changes, seq, status, kind, alert, loss_before, loss_after,
                             lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq),
-                            first)
+                            first, lead)
 
 
 def _copy(curve: dict) -> dict:

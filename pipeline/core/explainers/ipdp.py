@@ -81,6 +81,7 @@ import numpy as np
 from ..base import check_positive_int
 from ..batch.pdp import pdp_importance, require_numeric_output
 from ..increments import IncrementTracker
+from ..kernels import KERNELS
 from ..model import ModelFunction
 from ..rng import derive_seed
 from ..storage.extreme import ExtremeValueStorage
@@ -252,13 +253,24 @@ class IPDP(Explainer):
         """Eq. 2 and 3 for the numeric features' ICE curves ``ice`` at ``grids``: their
         increments, standard-error series and importances (the module docstring)."""
         dev, scale, flat = self._gradient()
+        # the standard errors' series: the ICE values and the increment, feature after feature
+        series = self._se.next_row()
+        if KERNELS is not None:  # all of the below in one compiled call (the same values), when built
+            names = list(self._row)
+            done = KERNELS.fold_curves(ice, grids, self._gx, self._pd, dev, scale, flat, series, a, b, bias,
+                                       names, self.values)
+            if done is not None:  # the PD curves, dev and scale updated in place
+                lin, smooth = done
+                self.increments.add_all(names, lin if self.n_explained else _stds(ice).tolist())
+                # the new gradient; where a curve is flat, taken as 0 (computed here)
+                self._grad = (dev, scale, None) if smooth else _gradient(*_deviations(self._pd))
+                return
         # the increment the change test watches: this event's centred ICE curve along the PD
         # curve so far; its ICE spread on the first event, with no PD yet
         lin = scale * _sums(dev * ice)
         if flat is not None:  # rows without spread: no gradient
             lin = np.where(flat, 0.0, lin)
-        # the standard errors' series: the ICE values and the increment, feature after feature
-        self._se.add_increments(np.concatenate((ice, lin[:, None]), axis=1).ravel())
+        series[:] = np.concatenate((ice, lin[:, None]), axis=1).ravel()
         self.increments.add_all(self._row, (lin if self.n_explained else _stds(ice)).tolist())
         self._gx = b * self._gx + a * grids
         pd = self._pd = b * self._pd + a * ice
@@ -289,8 +301,13 @@ class IPDP(Explainer):
 
     def _numeric_grids(self, vs: list[Any]) -> np.ndarray:
         """The evaluation grid of every numeric feature, one row each: ``lo + (hi - lo) * k / (m - 1)``."""
-        lo, hi = [], []
         storage, row, extreme = self._storage, self._row, self.grid == "extreme"
+        if extreme and KERNELS is not None and len(row) == len(vs):  # every feature numeric: one compiled call
+            grids = np.empty((len(vs), len(self._frac_row)))
+            if KERNELS.extremes_grids([storage[f] for f in self._explained], vs, self._frac_row, grids,
+                                      ExtremeValueStorage):
+                return grids
+        lo, hi = [], []
         for f, v in zip(self._explained, vs, strict=True):
             if f not in row:
                 continue
@@ -417,8 +434,10 @@ class IPDP(Explainer):
     def _store(self, vs: list[Any]) -> None:
         """The storages learn the explained features' values ``vs``."""
         storage = self._storage
-        for f, v in zip(self._explained, vs, strict=True):
-            storage[f].update(v)
+        if KERNELS is None or self._cat or self.grid != "extreme" or not KERNELS.extremes_update(
+                [storage[f] for f in self._explained], vs, ExtremeValueStorage):  # one compiled call when built
+            for f, v in zip(self._explained, vs, strict=True):
+                storage[f].update(v)
         for f in self._cat.intersection(self._cpd):
             cpd = self._cpd[f]
             if len(cpd) > self.grid_size:

@@ -61,11 +61,13 @@ the values the explainer over all features gives for ``j``.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..base import check_positive_int
 from ..increments import IncrementTracker
+from ..kernels import KERNELS
 from ..losses import get_loss
 from ..model import ModelFunction
 from ..rng import derive_seed, make_rng
@@ -218,7 +220,9 @@ class IPFI(Explainer):
         append = pairs.append
         slots: list[Any] = []  # the stored observations each feature's draws used
         try:
-            if m == 1:
+            if m == 1 and KERNELS is not None and KERNELS.draw_pairs(self._rngs, past, pairs, slots, random.Random):
+                pass  # the loop below in one compiled call: the same draws, rows and errors
+            elif m == 1:
                 for f, rng in self._rngs:
                     k = int(rng.random() * n_past)
                     append((f, past[k][f]))
@@ -249,15 +253,13 @@ class IPFI(Explainer):
                     s += loss(y, p)
                 lams.append(float(s) / m - base_loss)
         features = self._explained
-        self.increments.add_all(features, lams)
         values = self.values
         if self.n_explained == 0:  # phi_t0 = lambda_t0
+            self.increments.add_all(features, lams)
             values.update(zip(features, lams, strict=True))
         else:
             a = self.alpha
-            keep = 1.0 - a
-            for f, lam in zip(features, lams, strict=True):
-                values[f] = keep * values[f] + a * lam
+            self.increments.add_smoothed(features, lams, values, 1.0 - a, a)
         self.n_explained += 1
         se = self._se
         se.add_increments(lams)

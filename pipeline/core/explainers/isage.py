@@ -97,11 +97,13 @@ Random draws (permutations and removal draws) use one generator seeded from
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
 from ..base import check_positive_int
 from ..increments import IncrementTracker
+from ..kernels import KERNELS
 from ..losses import get_loss, resolve_estimator
 from ..model import ModelFunction, blend_output, mean_output
 from ..removal.conditional import ConditionalRemoval
@@ -283,9 +285,10 @@ class ISAGE(Explainer):
         rand = rng.random
         order = self._names.copy()
         d = len(order)
-        for i in range(d - 1, 0, -1):  # Fisher-Yates
-            k = int(rand() * (i + 1))
-            order[i], order[k] = order[k], order[i]
+        if KERNELS is None or not KERNELS.shuffle(order, rng, random.Random):  # one compiled call when built
+            for i in range(d - 1, 0, -1):  # Fisher-Yates
+                k = int(rand() * (i + 1))
+                order[i], order[k] = order[k], order[i]
 
         first = 1 if self._mode == "paper" else 0  # else the chain starts at S = {} imputed
         slots = None
@@ -312,13 +315,9 @@ class ISAGE(Explainer):
             losses.insert(0, loss(y, self._y_empty))
         losses.append(loss(y, y_full))  # S = D: the full x_t, no draw
         ds = [losses[j] - losses[j + 1] for j in range(d)]  # Delta of order[j]
-        self.increments.add_all(order, ds)
         values = self.values
-        index = self._index
-        deltas = self._deltas
-        for f, delta in zip(order, ds, strict=True):
-            values[f] = keep * values[f] + alpha * delta
-            deltas[index[f]] = delta
+        deltas = self._deltas  # the increments in feature order
+        self.increments.add_smoothed(order, ds, values, keep, alpha, self._index, deltas)
 
         self.n_explained += 1
         se = self._se

@@ -86,7 +86,7 @@ class FastModel:
     explainers of the same event, and the events before the model next learns -- until
     :meth:`invalidate` (the owner calls it after every ``learn_one``), and as a second guard
     until the model's :meth:`token` (a counter its ``learn_one`` moves) changes or the row
-    ``x`` given to :meth:`replaced` changes in place.
+    ``x`` given to :meth:`replaced` changes in place (its values or its key order).
     """
 
     #: what the evaluator recognised (for logs and metrics)
@@ -94,6 +94,9 @@ class FastModel:
     #: False: rows in general are evaluated faster by the model itself (river's own code for
     #: them is already lean), so only :meth:`replaced` runs here
     serves_rows = True
+    #: x's key order when its scope was kept; a class-level default, so a checkpoint written
+    #: before the attribute existed restores (its first event then takes a new scope)
+    _x_keys: list | None = None
 
     def __init__(self, model: Any):
         self.model = model
@@ -108,6 +111,7 @@ class FastModel:
         self._token: Any = None
         self._x: dict | None = None
         self._x_copy: dict | None = None
+        self._x_keys: list | None = None
 
     def new_call(self, keys: Any) -> Any:  # pragma: no cover - overridden
         """The scope of a call over rows with features ``keys``: ``row(r)`` and
@@ -133,10 +137,18 @@ class FastModel:
 
     def _scope_of(self, x: dict) -> Any:
         """The scope of a call on rows that differ from ``x`` in one feature."""
-        if self.shared:  # the scope keeps parts of x by identity: x must not have changed
-            if x is self._x and x != self._x_copy:
+        # the scope keeps parts of x, in x's key order (a linear model sums in it): x changed in
+        # place is new values or the same ones reordered (a dict's == ignores the order)
+        if self.shared and (x is not self._x or x != self._x_copy or list(x) != self._x_keys):
+            if x is self._x:  # by identity: x changed in place
                 self.invalidate()
-            self._x, self._x_copy = x, dict(x)
+            elif self._call is not None:
+                # another row: the kept scope drops the parts of the row it holds, which is watched
+                # no more (it need not be the last row given: that one may have failed before use)
+                forget = getattr(self._call, "forget_row", None)
+                if forget is not None:
+                    forget()
+            self._x, self._x_copy, self._x_keys = x, dict(x), list(x)
         return self._scope(x.keys())
 
     def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:

@@ -202,6 +202,10 @@ class NaiveBayesLeaf:
         lse = top + _log(sum([_exp(v - top) for v in votes]))
         return [_exp(v - lse) for v in votes]
 
+    def forget_row(self) -> None:
+        """Drop x's factors: the next call computes them anew even for that same dict."""
+        self._x = None
+
     def _see(self, x: dict) -> None:
         self._x = x
         self._x_terms = [self._terms(i, x[a]) for i, a in enumerate(self.atts)]

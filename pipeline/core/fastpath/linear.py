@@ -8,10 +8,14 @@ every value to ``(v - mean) / var ** 0.5`` (0.0 when the variance is 0). :class:
 does the same operations in the same order. For rows that differ from ``x`` in one feature
 (ICE curves, permutations) the running sum before that feature is shared and only the
 products after it are added again, so each row costs one product and the same additions,
-never a reordered sum: the values are bit for bit river's. From 16 such rows on they are
+never a reordered sum: the values are bit for bit river's. With the compiled kernels
+(:mod:`pipeline.core.kernels`, ``_kernels_linear.c``) iPFI's replaced rows, iSAGE's chains
+(:meth:`LinearFast.coalitions`) and iPDP's ICE curves are each one call that repeats those
+operations in C, for a numeric output or the label; otherwise, from 16 such rows on they are
 arrays: each row's products in river's order, summed left to right (``np.add.accumulate``,
-the same additions). Other rows go to the model itself (``serves_rows = False``): river's
-compiled dot product takes under a microsecond per row, less than anything shared here saves.
+the same additions), and iSAGE's chains and other rows go to the model itself (``serves_rows
+= False``): river's compiled dot product takes under a microsecond per row, less than
+anything shared here saves in Python.
 
 >>> from river import compose, linear_model, preprocessing
 >>> model = compose.Pipeline(preprocessing.StandardScaler(), linear_model.LogisticRegression())
@@ -41,6 +45,7 @@ from river.linear_model.base import GLM
 from river.optim.losses import BinaryLoss, RegressionLoss
 from river.preprocessing import StandardScaler
 
+from ..kernels import KERNELS
 from .base import FastModel, Unsupported, to_output
 
 __all__ = ["LinearFast", "LinearCall"]
@@ -88,8 +93,8 @@ def sigmoid(z: float) -> float:
 class LinearCall:
     """One linear model (maybe behind a scaler) during one call over rows with ``keys``."""
 
-    __slots__ = ("weights", "intercept", "classifier", "scale", "_x", "_pre", "_post", "_pos", "_base", "_terms",
-                 "_cols", "_layouts")
+    __slots__ = ("weights", "intercept", "classifier", "scale", "_x", "_pos", "_base", "_kargs", "_arrays",
+                 "_layouts")
 
     def __init__(self, model: Any, keys: Any, layouts: dict | None = None):
         #: index arrays and matrices of ICE curves by their shape (z_curves), kept by the caller between calls
@@ -151,42 +156,81 @@ class LinearCall:
             if self.scale is not None and not isinstance(value, _NUMBERS):
                 raise Unsupported(f"feature {feature!r} is not a number")
             return self._base
-        acc = self._pre[i] + self._term(feature, value)
-        for t in self._post[i]:
+        pre, post, _, _ = self._parts()
+        acc = pre[i] + self._term(feature, value)
+        for t in post[i]:
             acc = acc + t
         return acc + self.intercept
 
     def _prepare(self, x: dict) -> None:
         w = self.weights
-        terms = []
-        self._pos = {}
+        scale = self.scale
+        terms: list = []
+        weights: list = []
+        pos: dict = {}
         for k, v in x.items():
-            if k in w:
-                self._pos[k] = len(terms)
-                terms.append(self._term(k, v))
-            elif self.scale is not None and not isinstance(v, _NUMBERS):
+            wk = w.get(k)
+            if wk is not None:
+                pos[k] = len(terms)
+                # _term's product; an exact float without a scaler needs none of its checks
+                terms.append(v * wk if scale is None and type(v) is float else self._term(k, v))
+                weights.append(wk)
+            elif scale is not None and not isinstance(v, _NUMBERS):
                 raise Unsupported(f"feature {k!r} is not a number")
+        self._pos = pos
+        acc: Any = 0
+        for t in terms:
+            acc = acc + t
+        self._base = acc + self.intercept
+        # the compiled kernels' view (pipeline/core/_kernels_linear.c): per weighted feature, in
+        # x's order, its product, weight and the scaler's mean and deviation (None: variance 0)
+        self._kargs = (terms, weights, None if scale is None else [scale[k][0] for k in pos],
+                       None if scale is None else [scale[k][1] for k in pos], pos)
+        self._arrays = None  # the Python code's partial sums and arrays, made when first needed
+        self._x = x
+
+    def forget_row(self) -> None:
+        """Drop the row the partial sums are of: the next call prepares its own row even if it
+        is that same dict (the caller no longer watches it for changes in place)."""
+        self._x = None
+
+    def _parts(self) -> tuple:
+        """``(pre, post, terms, cols)`` of the current ``x``: each product's partial sum before
+        it and the products after it; the products as an array and, per weighted feature, the
+        weight and the scaler's mean, deviation and zero variance as arrays."""
+        if self._arrays is not None:
+            return self._arrays
+        terms, w, means, sds, _ = self._kargs
         pre: list[Any] = []
         acc: Any = 0
         for t in terms:
             pre.append(acc)
             acc = acc + t
-        self._pre = pre
-        self._post = [terms[i + 1:] for i in range(len(terms))]
-        self._base = acc + self.intercept
-        self._terms = np.array(terms, dtype=float)
-        # per weighted feature, in x's order: the weight and the scaler's mean and deviation
-        keys = list(self._pos)
-        w = np.array([self.weights[k] for k in keys], dtype=float)
-        if self.scale is None:
-            self._cols = (w, None, None, None)
+        post = [terms[i + 1:] for i in range(len(terms))]
+        w_a = np.array(w, dtype=float)
+        if means is None:
+            cols = (w_a, None, None, None)
         else:
-            mean = np.array([self.scale[k][0] for k in keys], dtype=float)
-            sds = [self.scale[k][1] for k in keys]
             zero_var = np.array([sd is None for sd in sds], dtype=bool)
             sd = np.array([1.0 if sd is None or sd is False else sd for sd in sds], dtype=float)
-            self._cols = (w, mean, sd if not any(sd is False for sd in sds) else None, zero_var)
-        self._x = x
+            cols = (w_a, np.array(means, dtype=float), sd if not any(sd is False for sd in sds) else None, zero_var)
+        self._arrays = (pre, post, np.array(terms, dtype=float), cols)
+        return self._arrays
+
+    def mode(self, output: str, target_class: Any) -> int | None:
+        """The compiled kernels' output mode: 0 ``z`` (a regression's value), 1 the probability
+        of ``True``, 2 that of ``False``, 3 the label, 4 the label as a float; None for any other
+        output (the Python code's)."""
+        if not self.classifier:
+            return 0 if output == "value" else None
+        if output == "label":
+            return 3
+        if output == "value":
+            return 4
+        if output != "proba_of":
+            return None
+        key = _PROBA_KEYS.get(target_class)
+        return None if key is None else 1 if key else 2
 
     def replaced_batch(self, x: dict, pairs: list) -> list:
         """:meth:`z_replaced` of every pair at once: each row's products in river's order
@@ -205,16 +249,16 @@ class LinearCall:
         vals = [v for _, v in pairs]
         if not all(isinstance(v, _NUMBERS) for v in vals):
             raise Unsupported("a value that is not a number")
-        if not len(self._terms):
+        _, _, x_terms, (w, mean, sd, zero_var) = self._parts()
+        if not len(x_terms):
             return [self._base] * n
-        w, mean, sd, zero_var = self._cols
         idx = np.array(cols)
         v = np.array(vals, dtype=float)
         if mean is not None:
             v = v - mean[idx]
             if sd is not None:  # (v - mean) / var ** 0.5, or 0.0 where the variance is 0
                 v = np.where(zero_var[idx], 0.0, v / sd[idx])
-        terms = np.tile(self._terms, (n, 1))
+        terms = np.tile(x_terms, (n, 1))
         terms[np.arange(n), idx] = v * w[idx]
         return (np.add.accumulate(terms, axis=1)[:, -1] + self.intercept).tolist()
 
@@ -229,8 +273,9 @@ class LinearCall:
             cols = [pos[f] for f in features]
         except KeyError:
             return None
+        _, _, x_terms, (w, mean, sd, zero_var) = self._parts()
         nf, g = grids.shape
-        n, width = nf * g, len(self._terms) + 1
+        n, width = nf * g, len(x_terms) + 1
         key = (*cols, g, width)
         layout = self._layouts.get(key)
         if layout is None:
@@ -245,13 +290,12 @@ class LinearCall:
                 self._layouts.clear()
             self._layouts[key] = layout
         col, at, terms = layout
-        w, mean, sd, zero_var = self._cols
         v = grids
         if mean is not None:  # the scaler's (v - mean) / var ** 0.5, or 0.0 where the variance is 0
             v = v - mean[col]
             if sd is not None:
                 v = np.where(zero_var[col], 0.0, v / sd[col])
-        terms[:, 1:] = self._terms
+        terms[:, 1:] = x_terms
         terms.reshape(-1)[at] = v * w[col]  # (a view: the matrix is contiguous)
         return (np.add.accumulate(terms, axis=1)[:, -1] + self.intercept).reshape(nf, g)
 
@@ -262,7 +306,7 @@ class LinearCall:
         # river's sigmoid: 0 below -30, 1 above 30, else 1 / (1 + exp(-z)) with the C library's exp
         neg = np.minimum(-z, 30.0).ravel().tolist()  # (no overflow where the value is 0 anyway)
         p = 1.0 / (1.0 + np.fromiter(map(math.exp, neg), dtype=float, count=len(neg)).reshape(z.shape))
-        if np.maximum.reduce(np.abs(z), axis=None) > 30:  # z < -30 or z > 30 somewhere
+        if np.fmax.reduce(np.abs(z), axis=None) > 30:  # z < -30 or z > 30 somewhere (fmax: past any NaN)
             p = np.where(z < -30, 0.0, np.where(z > 30, 1.0, p))
         if output == "proba_of":  # {False: 1 - p, True: p}.get(target_class, 0.0)
             key = _PROBA_KEYS.get(target_class)
@@ -333,8 +377,44 @@ class LinearFast(FastModel):
     def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:
         return call.outputs(results, output, target_class)
 
+    def replaced(self, x: dict, pairs: Sequence[tuple[str, Any]], output: str, target_class: Any,
+                 with_x: bool = False) -> list:
+        if KERNELS is not None and type(pairs) is list:  # one compiled call (the same operations)
+            call = self._scope_of(x)
+            mode = call.mode(output, target_class)
+            if mode is not None:
+                if x is not call._x:
+                    call._prepare(x)
+                out = KERNELS.linear_replaced(*call._kargs, pairs, call.intercept, mode, with_x)
+                if out is not None:
+                    return out
+        return super().replaced(x, pairs, output, target_class, with_x)
+
+    def coalitions(self, x: dict, order: list, donors: list, first: int, output: str, target_class: Any) -> list | None:
+        """The output at ``x``, then at :func:`~pipeline.core.model.chain_rows`' rows (iSAGE's
+        chain), in one compiled call; None when not computed here (no compiled kernels, another
+        output, anything unusual): the rows then go to the model, whose compiled dot product
+        is faster than the Python code's."""
+        if KERNELS is None:
+            return None
+        call = self._scope_of(x)
+        mode = call.mode(output, target_class)
+        if mode is None:
+            return None
+        if x is not call._x:
+            call._prepare(x)
+        return KERNELS.linear_chain(*call._kargs, order, donors, first, call.intercept, mode)
+
     def curves(self, x: dict, features: Sequence[str], grids: np.ndarray, output: str, target_class: Any) -> np.ndarray:
         call = self._scope_of(x)
+        if KERNELS is not None and type(grids) is np.ndarray and grids.ndim == 2 and len(grids) == len(features):
+            mode = call.mode(output, target_class)
+            if mode is not None:  # one compiled call (the same operations)
+                if x is not call._x:
+                    call._prepare(x)
+                out = np.empty(grids.shape)
+                if KERNELS.linear_curves(*call._kargs, list(features), grids, call.intercept, mode, out):
+                    return out
         z = call.z_curves(x, list(features), grids)
         out = None if z is None else call.output_array(z, output, target_class)
         return super().curves(x, features, grids, output, target_class) if out is None else out

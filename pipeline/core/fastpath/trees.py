@@ -214,6 +214,14 @@ class _Tree:
             out.append(proba)
         return out
 
+    def forget_row(self) -> None:
+        """Drop x's path and its leaves' factors: the next call sees its row anew even if it is
+        that same dict (the caller no longer watches it for changes in place)."""
+        self._x = None
+        for plan in self._leaves.values():
+            if not isinstance(plan.inner, MajorityLeaf):  # (a naive Bayes leaf keeps x's factors)
+                plan.inner.forget_row()
+
     def _see(self, x: dict) -> None:
         self._x = x
         nodes = self._nodes(x)
@@ -391,6 +399,11 @@ class _Forest:
 
     def replaced(self, x: dict, feature: str, value: Any) -> tuple[list, list, bool]:
         return self._sum([t.replaced(x, feature, value) for t in self.trees])
+
+    def forget_row(self) -> None:
+        """Each member's :meth:`_Tree.forget_row`."""
+        for t in self.trees:
+            t.forget_row()
 
     def replaced_batch(self, x: dict, pairs: list) -> list:
         parts = [t.replaced_batch(x, pairs) for t in self.trees]

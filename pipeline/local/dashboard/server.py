@@ -180,7 +180,7 @@ def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
     except Exception as e:  # serve anyway: the page fills once the broker answers
         print(f"streamxai dashboard: cannot reach Kafka at {settings.bootstrap_servers} yet ({e}); "
               "the page fills once it answers", file=sys.stderr, flush=True)
-    state = DashboardState(max_points=max_points)
+    state = DashboardState(max_points=max_points, explainers_of=lambda sid: settings.for_stream(sid).explainers)
     consumer = DashboardConsumer(settings, state, from_beginning=from_beginning)
     consumer.start()
     app = make_web_app(state, consumer.lock, info={"topic_prefix": settings.topic_prefix,

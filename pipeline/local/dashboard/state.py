@@ -31,6 +31,7 @@ A stream whose labels come later: its predictions wait, outcomes say when their 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ...core.stream import NEEDS_LABEL
@@ -43,7 +44,15 @@ SHOWN_EPISODE_CHANGES = 5
 
 
 class DashboardState(OutputReader):
-    """The output topics' per-stream state and the dashboard's views of it; see the module doc."""
+    """The output topics' per-stream state and the dashboard's views of it; see the module doc.
+
+    ``explainers_of(stream_id)``, when given, names the explainers a stream's settings run (its
+    profile's): the lag counts only those of them it has seen, so an explainer a profile no
+    longer runs is not shown as falling behind."""
+
+    def __init__(self, *args: Any, explainers_of: Callable[[str], Iterable[str]] | None = None, **kw: Any):
+        super().__init__(*args, **kw)
+        self.explainers_of = explainers_of
 
     @staticmethod
     def _curves_at(st: StreamState, seq: int | None) -> dict[str, dict[str, Any]]:
@@ -58,7 +67,7 @@ class DashboardState(OutputReader):
                 out[f] = c
         return out
 
-    def lag(self, st: StreamState) -> tuple[int | None, float | None]:
+    def lag(self, st: StreamState, sid: str = "") -> tuple[int | None, float | None]:
         """Positions (events, and labels that came later) and seconds the slowest explainer
         trails the predictions: between the step it explained last and the newest step of the
         kind it explains (iPDP a prediction, iPFI and iSAGE a label learned: ``NEEDS_LABEL``),
@@ -66,7 +75,11 @@ class DashboardState(OutputReader):
         if not st.explained_position or st.last_position < 0:
             return None, None
         behind = []
-        for ex, explained in st.explained_position.items():
+        counted = st.explained_position
+        if self.explainers_of is not None:
+            runs = set(self.explainers_of(sid))
+            counted = {ex: p for ex, p in counted.items() if ex in runs} or counted
+        for ex, explained in counted.items():
             label = NEEDS_LABEL.get(ex)
             newest = st.last_position if label is None else st.step_position["learn" if label else "predict"]
             behind.append((max(0, newest - explained), explained, max(newest, explained)))
@@ -89,7 +102,7 @@ class DashboardState(OutputReader):
         out = []
         for sid in sorted(self.streams):
             st = self.streams[sid]
-            events, secs = self.lag(st)
+            events, secs = self.lag(st, sid)
             out.append({
                 "stream_id": sid, "predictions": st.predictions, "last_seq": st.last_pred_seq,
                 "loss": st.mean_loss(),
@@ -102,7 +115,7 @@ class DashboardState(OutputReader):
         st = self.streams.get(sid)
         if st is None:
             return None
-        events, secs = self.lag(st)
+        events, secs = self.lag(st, sid)
         explainers = st.explainers()
         ranking = {
             ex: sorted(({"feature": f, **cur} for (e, f), cur in st.current.items() if e == ex),

@@ -8,8 +8,51 @@ const dash = { selected: null, streams: [], view: null, charts: {}, source: null
 window.dash = dash;
 
 const $ = (sel) => document.querySelector(sel);
-const fmt = (v, d = 3) => (v === null || v === undefined || Number.isNaN(v)) ? "–" : Number(v).toFixed(d);
+// a number shown: d decimals, compact beyond four digits (levelText, below)
+const fmt = (v, d = 3) => levelText(v === null || v === undefined ? v : Number(v), d);
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+// a name (stream id, feature, explainer) cut to its box with an ellipsis, the whole of it in its tooltip
+const named = (s) => `<span class="name" title="${esc(s)}">${esc(s)}</span>`;
+
+// An axis' tick labels, short enough for its width: beyond four digits compact, with the digits
+// that tell its ticks apart (3.25T, not 3,250,000,000,000, which a 50 px axis cut to "0,000").
+function tickTexts(u, splits) {
+  const nums = splits.filter((v) => v !== null && v !== undefined && Number.isFinite(v));
+  const big = Math.max(0, ...nums.map(Math.abs));
+  if (big < 1e4) return splits.map((v) => (v === null || v === undefined) ? "" : String(+v.toPrecision(12)));
+  const step = Math.min(...nums.slice(1).map((v, i) => Math.abs(v - nums[i])).filter((d) => d > 0), big);
+  const mantissa = String(+(step / 10 ** Math.floor(Math.log10(step))).toPrecision(6)).replace(".", "");
+  const digits = Math.min(21, Math.max(1, Math.floor(Math.log10(big)) - Math.floor(Math.log10(step)) + mantissa.length));
+  const f = new Intl.NumberFormat("en", { notation: "compact", maximumSignificantDigits: digits });
+  return splits.map((v) => (v === null || v === undefined) ? "" : f.format(v));
+}
+const NUM_AXES = [{ values: tickTexts }, { values: tickTexts }];
+
+// A change's level as its labels and tables show it: up to four digits with d decimals, beyond that
+// compact with three significant digits (K, M, B, T; from 1e15 an exponent), the axes' style; the
+// same text as `streamxai plot` (markers.level_text; the browser test compares the two)
+const UNITS = [[1e3, "K"], [1e6, "M"], [1e9, "B"], [1e12, "T"]];
+function significant(m) {
+  const t = m.toFixed(Math.max(0, 2 - Math.floor(Math.log10(Math.abs(m)))));
+  return t.includes(".") ? t.replace(/0+$/, "").replace(/\.$/, "") : t;
+}
+function levelText(v, d = 2) {
+  if (v === null || v === undefined) return "–";
+  v = Number(v);  // its text goes into markup: only ever a number's (a crafted string is NaN)
+  if (Number.isNaN(v)) return "–";
+  const a = Math.abs(v);
+  if (a < 1e4) return v.toFixed(d);
+  if (!Number.isFinite(v)) return String(v);
+  for (const [scale, unit] of UNITS) {
+    if (a < scale * 1e3) {
+      const m = significant(v / scale);
+      if (Math.abs(+m) < 1e3) return m + unit;  // else rounded up to the next unit's 1
+    }
+  }
+  let e = Math.floor(Math.log10(a)), m = significant(v / 10 ** e);
+  if (Math.abs(+m) >= 10) { e += 1; m = significant(v / 10 ** e); }  // rounded up to the next power of ten
+  return `${m}e${e}`;
+}
 
 function colorOf(feature) {
   if (!(feature in dash.featureColor)) {
@@ -59,7 +102,7 @@ function renderList() {
   $("#stream-count").textContent = `${shown.length} of ${dash.streams.length} streams`;
   $("#streams").innerHTML = shown.map((s) =>
     `<li class="stream-item${s.stream_id === dash.selected ? " selected" : ""}" data-stream="${esc(s.stream_id)}">` +
-    `${esc(s.stream_id)}<span class="sub">seq ${s.last_seq} · loss ${fmt(s.loss)} · ` +
+    `${named(s.stream_id)}<span class="sub">seq ${s.last_seq} · loss ${fmt(s.loss)} · ` +
     `${s.changes} change${s.changes === 1 ? "" : "s"} · lag ${s.lag_events ?? "–"}` +
     (s.waiting !== null && s.waiting !== undefined ? ` · ${s.waiting} waiting` : "") + `</span></li>`).join("");
 }
@@ -71,6 +114,7 @@ function onStream(v) {
   $("#empty").hidden = true;
   $("#stream").hidden = false;
   $("#stream-title").textContent = "stream " + v.stream_id;
+  $("#stream-title").title = v.stream_id;
   const counts = Object.entries(v.counts).map(([ex, c]) => `${ex} ${c.explained}/${c.seen}`).join(", ") || "–";
   const lastLoss = v.loss.y.length ? v.loss.y[v.loss.y.length - 1] : null;
   const lb = v.labels;  // labels that come later: null while every label came with its event
@@ -101,7 +145,7 @@ function upsertChart(id, parent, title, key, makeOpts, data) {
     box = document.createElement("div");
     box.className = "chart-box";
     box.id = "box-" + id;
-    box.innerHTML = title ? `<h4>${esc(title)}</h4>` : "";
+    box.innerHTML = title ? `<h4 title="${esc(title)}">${esc(title)}</h4>` : "";
     parent.appendChild(box);
     // charts follow their box's width (grid columns, window size)
     new ResizeObserver(() => {
@@ -120,6 +164,7 @@ function upsertChart(id, parent, title, key, makeOpts, data) {
     u.root.querySelectorAll(".u-legend .u-series").forEach((row) => {
       const label = row.querySelector(".u-label");
       if (label && bandLabels.has(label.textContent)) row.style.display = "none";
+      else if (label) label.title = label.textContent;  // a long feature name is cut (dashboard.css)
     });
     dash.charts[id] = u;
   } else {
@@ -173,7 +218,7 @@ function labelText(g) {
   if (g.changes.length === 1 && !head) {
     const c = g.changes[0];
     return series[0] + (c.before !== null && c.before !== undefined && c.after !== null && c.after !== undefined
-      ? ` ${fmt(c.before, 2)}→${fmt(c.after, 2)}` : "");
+      ? ` ${levelText(c.before)}→${levelText(c.after)}` : "");
   }
   const names = series.length <= NAMED_SERIES ? series.join(", ") : `${series.length} series`;
   return head ? `${head}${other}: ${names}` : names;
@@ -222,7 +267,7 @@ function changeLabels(u, changes) {
     label.style.top = row * LABEL_ROW_HEIGHT + "px";
     label.textContent = labelText(g);
     label.title = g.changes.slice(0, 12).map((c) => `${c.explainer}/${c.feature} at ${at(c.seq, c.position)}: ` +
-      `${fmt(c.before)} → ${fmt(c.after)}`).join("\n") + (g.changes.length > 12 ? `\n… ${g.changes.length - 12} more` : "");
+      `${levelText(c.before, 3)} → ${levelText(c.after, 3)}`).join("\n") + (g.changes.length > 12 ? `\n… ${g.changes.length - 12} more` : "");
     u.over.appendChild(label);
   }
 }
@@ -251,7 +296,7 @@ function changeMarkers(getChanges) {
       m.dataset.seq = c.seq;
       m.dataset.position = c.position;
       m.title = `${c.explainer}/${c.feature} changed at ${at(c.seq, c.position)}` +
-        `: ${fmt(c.before)} → ${fmt(c.after)}` +
+        `: ${levelText(c.before, 3)} → ${levelText(c.after, 3)}` +
         (c.cut_position !== undefined && c.cut_position !== null ? ` (new regime from ${at(c.cut_seq, c.cut_position)})` : "");
       u.over.appendChild(m);
     }
@@ -290,7 +335,7 @@ function renderImportance(v) {
         }
       });
       return {
-        width: w, height: 230, series, bands, scales: { x: { time: false } },
+        width: w, height: 230, series, bands, scales: { x: { time: false } }, axes: NUM_AXES,
         legend: { live: false }, cursor: { drag: { x: true, y: false } },
         hooks: { draw: [changeMarkers(() => dash.view.changes.filter((c) => !c.explainer || c.explainer === ex))] },
       };
@@ -303,7 +348,7 @@ function renderRanking(v) {
     const rows = v.ranking[ex] || [];
     const top = Math.max(1e-12, ...rows.map((r) => Math.abs(r.value)));
     return `<div class="rank-group" data-explainer="${esc(ex)}"><b>${esc(ex)}</b>` + rows.map((r) =>
-      `<div class="rank-row" data-feature="${esc(r.feature)}"><span class="name">${esc(r.feature)}</span>` +
+      `<div class="rank-row" data-feature="${esc(r.feature)}">${named(r.feature)}` +
       `<span class="bar${r.value < 0 ? " neg" : ""}" style="width:${(160 * Math.abs(r.value) / top).toFixed(1)}px"></span>` +
       `<span class="rank-value">${fmt(r.value)}${r.stderr !== null && r.stderr !== undefined ? " ± " + fmt(Z95 * r.stderr) : ""}</span></div>`
     ).join("") + "</div>";
@@ -322,7 +367,7 @@ function renderLoss(v) {
   if (model) { tables.push([model.x, model.y]); labels.push("model loss (explanations)"); }
   const data = uPlot.join(tables);
   upsertChart("loss", $("#loss"), "", labels.join("|"), (w) => ({
-    width: w, height: 180, scales: { x: { time: false } }, legend: { live: false },
+    width: w, height: 180, scales: { x: { time: false } }, axes: NUM_AXES, legend: { live: false },
     series: [{ label: v.labels ? "position" : "seq" }, ...labels.map((l, i) => (i === 0
       ? { label: l, stroke: "#222", width: 2, spanGaps: true }
       : { label: l, stroke: MODEL_LOSS_COLOR, width: 1.5, dash: [4, 3], spanGaps: true }))],
@@ -335,12 +380,19 @@ function renderPdp(v) {
   $("#pdp-box").hidden = !Object.keys(v.curves || {}).length;  // a stream whose profile runs no iPDP
   for (const [f, c] of Object.entries(v.curves || {}).sort()) {
     const then = (v.curves_at_change || {})[f];
-    const tables = [[c.grid, c.pd]];
+    // a categorical feature's grid names its categories: drawn at 0, 1, 2, ..., each tick named
+    const names = [...new Set([...c.grid, ...(then ? then.grid : [])])];
+    const cats = names.some((g) => typeof g === "string") ? names : null;
+    const xs = (grid) => (cats ? grid.map((g) => cats.indexOf(g)) : grid);
+    const tables = [[xs(c.grid), c.pd]];
     const labels = ["now (seq " + c.seq + ")"];
-    if (c.se) { tables.push([c.grid, c.pd.map((y, i) => y + Z95 * c.se[i])], [c.grid, c.pd.map((y, i) => y - Z95 * c.se[i])]); }
-    if (then) { tables.push([then.grid, then.pd]); labels.push("at change (seq " + then.seq + ")"); }
+    if (c.se) { tables.push([xs(c.grid), c.pd.map((y, i) => y + Z95 * c.se[i])], [xs(c.grid), c.pd.map((y, i) => y - Z95 * c.se[i])]); }
+    if (then) { tables.push([xs(then.grid), then.pd]); labels.push("at change (seq " + then.seq + ")"); }
     const data = uPlot.join(tables.map((t) => sortByX(t)));
-    upsertChart("pdp-" + f, parent, f, (c.se ? "se" : "") + (then ? "then" : ""), (w) => {
+    const axes = cats ? [{ splits: () => cats.map((_, i) => i), values: (u, sp) => sp.map((i) => String(cats[i] ?? "")) },
+      NUM_AXES[1]] : NUM_AXES;
+    const scales = { x: cats ? { time: false, range: [-0.3, cats.length - 0.7] } : { time: false } };
+    upsertChart("pdp-" + f, parent, f, (c.se ? "se" : "") + (then ? "then" : "") + (cats ? JSON.stringify(cats) : ""), (w) => {
       const series = [{ label: f }, { label: "now", stroke: colorOf(f), width: 2 }];
       const bands = [];
       if (c.se) {
@@ -348,7 +400,7 @@ function renderPdp(v) {
         bands.push({ series: [2, 3], fill: colorOf(f) + "33" });
       }
       if (then) series.push({ label: "at change", stroke: colorOf(f), width: 1.5, dash: [5, 4], spanGaps: true });
-      return { width: w, height: 150, series, bands, scales: { x: { time: false } }, legend: { show: false } };
+      return { width: w, height: 150, series, bands, scales, axes, legend: { show: false } };
     }, data);
   }
 }
@@ -358,7 +410,7 @@ function sortByX(t) {
   return t.map((col) => idx.map((i) => col[i]));
 }
 
-const ci = (c) => (Array.isArray(c) && c.length === 2 ? ` [${fmt(c[0])}, ${fmt(c[1])}]` : "");
+const ci = (c) => (Array.isArray(c) && c.length === 2 ? ` [${levelText(c[0], 3)}, ${levelText(c[1], 3)}]` : "");
 
 // why an episode happened (change_episode/v2): learning, degradation or reliance_shift; alerts marked
 function episodeKind(e) {
@@ -379,13 +431,13 @@ function renderChanges(v) {
   epHeads[1].textContent = v.labels ? "regime from position (seq)" : "regime from seq";
   epHeads[2].textContent = v.labels ? "changes at positions" : "changes at seq";
   const cell = (p, s) => (v.labels && p !== null && p !== undefined
-    ? `${p} <span class="muted">(seq ${s ?? "–"})</span>` : `${s ?? "–"}`);
+    ? `${esc(p)} <span class="muted">(seq ${esc(s ?? "–")})</span>` : `${esc(s ?? "–")}`);
   const rows = v.changes.slice().reverse().slice(0, 50).map((c) =>
     `<tr class="change-event"><td>${cell(c.position, c.seq)}</td>` +
-    `<td>${cell(c.cut_position, c.cut_seq)}</td><td>${esc(c.explainer ?? "")}</td>` +
-    `<td>${esc(c.feature ?? "")}</td><td>${fmt(c.before)}${ci(c.ci_before)}</td><td>${fmt(c.after)}${ci(c.ci_after)}</td>` +
+    `<td>${cell(c.cut_position, c.cut_seq)}</td><td>${named(c.explainer ?? "")}</td>` +
+    `<td>${named(c.feature ?? "")}</td><td>${levelText(c.before, 3)}${ci(c.ci_before)}</td><td>${levelText(c.after, 3)}${ci(c.ci_after)}</td>` +
     `<td>${c.before !== null && c.after !== null ? (c.after > c.before ? "▲" : "▼") : ""}</td>` +
-    `<td>${c.loss_before !== undefined ? fmt(c.loss_before) + " → " + fmt(c.loss_after) : ""}</td></tr>`);
+    `<td>${c.loss_before !== undefined ? levelText(c.loss_before, 3) + " → " + levelText(c.loss_after, 3) : ""}</td></tr>`);
   $("#changes tbody").innerHTML = rows.join("");
   const eps = (v.episodes || []).slice().reverse().slice(0, 20);
   $("#episodes-box").hidden = eps.length === 0;
@@ -393,10 +445,10 @@ function renderChanges(v) {
   $("#episodes tbody").innerHTML = eps.map((e) =>
     `<tr class="change-episode${e.alert ? " alert" : ""}"><td class="episode-kind">${episodeKind(e)}</td>` +
     `<td>${cell(e.cut_position, e.cut_seq)}</td>` +
-    `<td>${v.labels ? `${e.first_position ?? "–"}…${e.last_position ?? "–"}` : `${e.first_seq ?? "–"}…${e.last_seq ?? "–"}`}</td>` +
-    `<td>${e.changes.map((c) => `${esc(c.explainer)}/${esc(c.feature)} ${fmt(c.before)}→${fmt(c.after)}`).join("<br>")}` +
+    `<td>${esc(v.labels ? `${e.first_position ?? "–"}…${e.last_position ?? "–"}` : `${e.first_seq ?? "–"}…${e.last_seq ?? "–"}`)}</td>` +
+    `<td>${e.changes.map((c) => `${named(`${c.explainer}/${c.feature}`)} ${levelText(c.before, 3)}→${levelText(c.after, 3)}`).join("<br>")}` +
     `${e.n_changes > e.changes.length ? `<br>… ${e.n_changes - e.changes.length} more` : ""}</td>` +
-    `<td>${fmt(e.loss_before)} → ${fmt(e.loss_after)}</td></tr>`).join("");
+    `<td>${levelText(e.loss_before, 3)} → ${levelText(e.loss_after, 3)}</td></tr>`).join("");
 }
 
 // ---- wiring ----------------------------------------------------------------------------------

@@ -1,0 +1,117 @@
+"""What an explanation on the drift feed can carry, derived from the stream's settings: the
+change test folds in its block of increments and its model-loss block, so a crafted record
+outside these bounds would move a series' levels (one block mean of 1e300 gave a change event).
+
+A block holds the increments of the events a series explained since its last report: at most
+``emit_every`` of them, and no more than the explainer explained. Each increment is bounded by
+what the explainer computes (``pipeline/core/explainers``):
+
+- iPFI: a loss with a feature replaced minus the loss of the event, two losses in ``[0, L]``:
+  within ``[-L, L]``;
+- iSAGE: one coalition's loss minus the next one's, each an estimate in ``[0, L]``, or in
+  ``[-L, L]`` for a loss whose estimate of a mean prediction is unbiased (a U-statistic,
+  :func:`~pipeline.core.losses.has_unbiased_mean`): within ``[-L, L]`` or ``[-2L, 2L]``;
+- iPDP on a probability (classification): an ICE curve of ``K >= 2`` values in ``[0, 1]``
+  against the PD curve's gradient, whose norm is ``1 / sqrt(K - 1)``: at most
+  ``sqrt(K / (K - 1)) <= sqrt(2)`` (half that while the gradient's deviations sum to 0; a
+  nearly flat PD curve's do not quite, and an agrawal stream gave 0.71 with ``K = 5``), or
+  ``(max - min) / 4`` for a categorical feature, or the first event's ICE spread: within
+  ``[-sqrt(2), sqrt(2)]``;
+
+where ``L`` is the loss's range: 1 for 0-1 loss and for the Brier loss of one class, 2 for the
+multi-class Brier score, ``-log(eps)`` for cross-entropy (``eps = 1e-7``: 16.1). Squared and
+absolute losses and iPDP on a regression's values have no range; there the bound is
+:data:`~pipeline.core.prequential.MAX_LOSS` (1e100), the largest loss the model stage takes,
+which only keeps the change test's sums finite. Values within ``[-R, R]`` have a mean there and
+a sum of squared deviations (``m2``) of at most ``n R^2``; the model's losses, in ``[0, L]``,
+``m2 <= n L^2 / 4``.
+
+>>> from pipeline.settings import Settings
+>>> b = feed_bounds(Settings(features=["a"], explainers=["ipfi", "isage", "ipdp"], emit_every=5))
+>>> b.increments, b.loss, b.emit_every
+({'ipfi': 1.0, 'isage': 2.0, 'ipdp': 1.414...}, 1.0, 5)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from schemas import BadValue
+
+from ..core.increments import Block
+from ..core.losses import Brier, BrierOf, CrossEntropy, get_loss, has_unbiased_mean, zero_one
+from ..core.prequential import MAX_LOSS
+from ..plan import explainer_specs
+from ..settings import Settings
+
+__all__ = ["FeedBounds", "feed_bounds", "loss_range"]
+
+_ROUNDING = 1e-9  # relative: sums of many floats may pass a bound by their rounding
+
+
+@dataclass(frozen=True)
+class FeedBounds:
+    """The largest ``|increment|`` of each explainer's series, the largest model loss, and the
+    most increments one report's block holds (``emit_every``)."""
+
+    increments: dict[str, float]
+    loss: float
+    emit_every: int
+
+    def check(self, explainer: str, n_explained: int, n_seen: Any, block: Block | None, model_loss: Block | None,
+              where: str) -> None:
+        """Raise :class:`~schemas.BadValue` unless ``block`` and ``model_loss`` fit these bounds."""
+        r = self.increments.get(explainer, MAX_LOSS)
+        if block is not None:
+            most = min(self.emit_every, n_explained)
+            if block.n > most:
+                raise BadValue(f"its block holds {block.n} increments, more than the {most} a report can (emit_every="
+                               f"{self.emit_every}, n_explained={n_explained}); {_WHAT}", where=where)
+            _within(block, -r, r, f"{explainer} increments", where)
+        if model_loss is not None:
+            if isinstance(n_seen, int) and model_loss.n > n_seen:
+                raise BadValue(f"its model_loss holds {model_loss.n} losses, more than the {n_seen} events seen; {_WHAT}",
+                               where=where)
+            _within(model_loss, 0.0, self.loss, "the model's losses", where)
+
+
+_WHAT = "only the explainer workers write the drift feed (run every worker with the same settings and version)"
+
+
+def _within(b: Block, lo: float, hi: float, what: str, where: str) -> None:
+    tol = _ROUNDING * max(abs(lo), abs(hi))
+    half = (hi - lo) / 2
+    if not (lo - tol <= b.mean <= hi + tol and b.m2 <= b.n * half * half * (1 + _ROUNDING)):
+        raise BadValue(f"{what} cannot have the mean {b.mean:.6g} and m2 {b.m2:.6g} over {b.n}: they lie in "
+                       f"[{lo:g}, {hi:g}] for this stream's loss and output; {_WHAT}", where=where)
+
+
+def loss_range(loss: Any) -> float:
+    """The range ``L`` of a loss's values ``[0, L]`` (:data:`MAX_LOSS` for one without a bound).
+
+    >>> loss_range("zero_one"), loss_range("brier"), round(loss_range("cross_entropy"), 2), loss_range("squared")
+    (1.0, 2.0, 16.12, 1e+100)
+    """
+    fn = get_loss(loss)
+    if fn is zero_one or isinstance(fn, BrierOf):
+        return 1.0
+    if isinstance(fn, Brier):
+        return 2.0
+    if isinstance(fn, CrossEntropy):
+        return -math.log(fn.eps)
+    return MAX_LOSS
+
+
+def feed_bounds(s: Settings) -> FeedBounds:
+    """The bounds of a stream's explanations under its settings ``s`` (module docstring)."""
+    increments = {}
+    for spec in explainer_specs(s):
+        if spec.name == "ipdp":
+            increments[spec.name] = math.sqrt(2) if spec.output == "proba_of" else MAX_LOSS
+        else:
+            width = loss_range(spec.loss)
+            unbiased = spec.name == "isage" and has_unbiased_mean(get_loss(spec.loss))
+            increments[spec.name] = min(MAX_LOSS, 2 * width if unbiased else width)
+    return FeedBounds(increments, loss_range(s.loss), s.emit_every)

@@ -1,0 +1,195 @@
+"""Feature events from JSONL and CSV files (``streamxai produce FILE``), and which streams a
+file's events belong to."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
+from typing import Any
+
+from schemas import ConfigError, FeatureEvent
+
+from .lines import (
+    FileReport,
+    _check_header,
+    _check_utf8,
+    _check_width,
+    _csv_rows,
+    _json_object,
+    _open_text,
+    _settings_of,
+    _target_column,
+)
+from .values import _BadLine, _cell, _json_value, _number, _target
+
+__all__ = ["file_events", "file_streams"]
+
+
+def file_events(
+    path: str | Path,
+    stream_id: str,
+    features: list[str],
+    target: str | None = None,
+    *,
+    target_kind: str = "label",
+    categorical: tuple[str, ...] | list[str] = (),
+    ts_column: str | None = None,
+    start_seq: int = 0,
+    clock: Callable[[], float] = time.time,
+    report: FileReport | None = None,
+    labels: bool = True,
+    of_stream: Callable[[str], tuple[str, Collection[str]]] | None = None,
+) -> Iterator[FeatureEvent]:
+    """Events from a JSONL file (feature events, or plain ``{feature: value, target: y}``
+    objects) or a CSV file with a header of feature names and the target column.
+
+    ``target`` names the target column; by default the first of ``target_kind`` (the
+    settings' ``target``: ``label`` or ``number``), ``y`` and ``target`` the file has. JSON
+    values are sent as they are (``1`` stays an integer: the worker knows which features are
+    categorical); only CSV cells, which have no types, are converted: features to floats
+    (text for ``categorical`` ones), targets to integers (or strings) for ``label`` and to
+    floats for ``number``.
+    ``ts`` comes from ``ts_column`` or, without one, the wall clock when the event is read.
+    Plain rows are numbered ``start_seq, start_seq + 1, ...``. A bad line (not JSON, NaN,
+    missing features, wrong types) is recorded in ``report`` with its line number and
+    skipped; a missing file, feature column or target column raises :class:`ConfigError`.
+    ``labels=False`` sends the features alone, also of feature events (the target column may be missing; its labels
+    come later, see :func:`file_labels`). A feature event keeps its own stream, whose target kind and categorical
+    features ``of_stream(stream_id)`` gives (without it, ``target_kind`` and ``categorical``; it raises
+    :class:`~schemas.InvalidMessage` for a stream that has none: a bad line).
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+    >>> _ = p.write_text("a,b,label,t\\n1.5,x,1,10\\n2,y,0,11\\n")
+    >>> [(e.seq, e.x, e.y, e.ts) for e in file_events(p, "s", ["a", "b"], categorical=["b"], ts_column="t")]
+    [(0, {'a': 1.5, 'b': 'x'}, 1, 10.0), (1, {'a': 2.0, 'b': 'y'}, 0, 11.0)]
+    """
+    p = Path(path)
+    report = report if report is not None else FileReport()
+    cat = set(categorical)
+    if not p.is_file():
+        raise ConfigError(f"{p} does not exist or is not a file")
+    seq = start_seq
+
+    def make(x: dict[str, Any], y: Any, ts_raw: Any, value: Callable[[str, Any, bool], Any]) -> FeatureEvent:
+        missing = [f for f in features if f not in x]
+        if missing:
+            raise _BadLine(f"missing feature(s) {missing}")
+        xx = {}
+        for f in features:
+            xx[f] = value(f, x[f], f in cat)
+        yy = _target(y, target_kind, cell=value is _cell) if labels else None
+        if ts_column is None:
+            ts = clock()
+        else:
+            ts = _number(ts_column, ts_raw)
+        return FeatureEvent(stream_id, seq, ts, xx, yy)
+
+    if p.suffix.lower() == ".csv":
+        with _open_text(p, newline="") as fh:
+            reader = csv.DictReader(fh)
+            columns = reader.fieldnames or []
+            _check_header(p, columns)
+            col = _target_column(p, columns, target, target_kind) if labels or target else None
+            missing = [f for f in features if f not in columns]
+            if missing:
+                raise ConfigError(f"{p} has no column(s) {missing} for the configured features; its columns are "
+                                  f"{columns} (set `features` to the file's feature columns)")
+            if ts_column is not None and ts_column not in columns:
+                raise ConfigError(f"{p} has no ts column {ts_column!r}; its columns are {columns}")
+            for line, row in _csv_rows(reader):
+                try:
+                    if isinstance(row, _BadLine):
+                        raise row
+                    _check_utf8(row.values())
+                    _check_width(row, columns)
+                    ev = make({f: row[f] for f in features}, row[col] if col else None,
+                              row.get(ts_column) if ts_column else None, _cell)
+                except _BadLine as e:
+                    report.add_bad(line, str(e))
+                    continue
+                report.valid += 1
+                seq += 1
+                yield ev
+        return
+    with _open_text(p) as fh:
+        for line_no, line in enumerate(fh, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                _check_utf8((line,))
+                obj = _json_object(line)
+                if obj.get("schema") == FeatureEvent.SCHEMA:
+                    obj.pop("schema")
+                    try:
+                        ev = FeatureEvent(**obj)
+                    except TypeError as e:
+                        raise _BadLine(f"not a feature_event/v1: {e}") from None
+                    kind, its_cat = (target_kind, cat) if of_stream is None else _settings_of(of_stream, ev.stream_id)
+                    ev = FeatureEvent(ev.stream_id, ev.seq, _number("ts", ev.ts),
+                                      {f: _json_value(f, v, f in its_cat) for f, v in ev.x.items()},
+                                      _target(ev.y, kind) if labels else None)
+                else:
+                    col = target if target is not None else next(
+                        (c for c in (target_kind, "y", "target") if c in obj), None)
+                    y = obj.pop(col, None) if col is not None else None
+                    ts_raw = obj.pop(ts_column, None) if ts_column else None
+                    if ts_column and ts_raw is None:
+                        raise _BadLine(f"no ts field {ts_column!r}")
+                    extra = sorted(set(obj) - set(features) - ({col} if not labels and col is None else set()))
+                    if extra:
+                        target_is = (f"the target is {col!r}" if col is not None else
+                                     f"no target field ({target_kind!r}, 'y' or 'target')")
+                        raise _BadLine(f"unexpected field(s) {extra} (features are {features}; "
+                                       f"{target_is}, name it with --target)")
+                    ev = make(obj, y, ts_raw, _json_value)
+            except _BadLine as e:
+                report.add_bad(line_no, str(e))
+                continue
+            report.valid += 1
+            seq += 1
+            yield ev
+
+
+def file_streams(path: str | Path) -> tuple[bool, dict[str, int]]:
+    """Which streams the events of a file belong to, for the check of the seqs they already have:
+    whether it has plain rows (a CSV, or plain JSONL objects: the ``--stream-id``'s, numbered by
+    ``produce``) and the first seq of each stream its feature events name (they carry their own).
+    Lines :func:`file_events` would refuse are passed over; a file that cannot be read has none.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "e.jsonl"
+    >>> ev = '{"schema": "feature_event/v1", "stream_id": "%s", "seq": %d}\\n'
+    >>> _ = p.write_text(ev % ("a", 7) + ev % ("b", 2) + ev % ("a", 3) + "not json\\n")
+    >>> file_streams(p)
+    (False, {'a': 3, 'b': 2})
+    >>> _ = p.write_text('{"x": 1, "label": 0}\\n')
+    >>> file_streams(p), file_streams(p.with_suffix(".csv"))
+    ((True, {}), (True, {}))
+    """
+    p = Path(path)
+    if p.suffix.lower() == ".csv":
+        return True, {}
+    plain, first = False, {}
+    try:
+        with _open_text(p) as fh:
+            for line in fh:
+                try:
+                    obj = json.loads(line) if line.strip() else None
+                except ValueError:
+                    continue
+                if not isinstance(obj, dict):
+                    continue
+                if obj.get("schema") != FeatureEvent.SCHEMA:
+                    plain = True
+                    continue
+                sid, seq = obj.get("stream_id"), obj.get("seq")
+                if isinstance(sid, str) and isinstance(seq, int) and not isinstance(seq, bool):
+                    first[sid] = min(seq, first.get(sid, seq))
+    except OSError:
+        pass
+    return plain, first

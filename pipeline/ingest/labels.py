@@ -1,0 +1,136 @@
+"""Label events from JSONL and CSV files (``streamxai produce FILE --labels``)."""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
+from typing import Any
+
+from schemas import ConfigError, LabelEvent
+
+from .lines import (
+    FileReport,
+    _check_header,
+    _check_utf8,
+    _check_width,
+    _csv_rows,
+    _json_object,
+    _open_text,
+    _settings_of,
+    _target_column,
+)
+from .values import _BadLine, _number, _seq, _target
+
+__all__ = ["file_labels"]
+
+
+def file_labels(
+    path: str | Path,
+    stream_id: str,
+    target: str | None = None,
+    *,
+    target_kind: str = "label",
+    ts_column: str | None = None,
+    start_seq: int = 0,
+    clock: Callable[[], float] = time.time,
+    report: FileReport | None = None,
+    of_stream: Callable[[str], tuple[str, Collection[str]]] | None = None,
+) -> Iterator[LabelEvent]:
+    """Label events from a file: the target of each row for the event with its seq.
+
+    A CSV needs the target column (found as :func:`file_events` finds it); its ``seq`` column
+    says which event each label belongs to, and without one the rows are numbered
+    ``start_seq, start_seq + 1, ...`` as ``produce FILE`` numbered the events of a file without
+    bad lines (so the file of events itself can send its labels). JSONL lines are
+    ``label_event/v1`` objects or plain ``{"seq": n, target: y}`` objects (``seq`` optional as
+    in a CSV); feature columns are ignored. A row with an empty target sends nothing (that
+    event stays unlabelled). ``ts`` comes from ``ts_column`` or the wall clock. A label event keeps its own
+    stream, whose target kind ``of_stream(stream_id)[0]`` gives (without it, ``target_kind``).
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+    >>> _ = p.write_text("a,label\\n1.5,1\\n2,\\n3,0\\n")
+    >>> [(e.seq, e.y) for e in file_labels(p, "s", clock=lambda: 0.0)]
+    [(0, 1), (2, 0)]
+    """
+    p = Path(path)
+    report = report if report is not None else FileReport()
+    if not p.is_file():
+        raise ConfigError(f"{p} does not exist or is not a file")
+
+    def make(row_seq: int, seq_raw: Any, y_raw: Any, ts_raw: Any, cell: bool) -> LabelEvent | None:
+        seq = row_seq if seq_raw is None or seq_raw == "" else _seq(seq_raw)
+        y = _target(y_raw, target_kind, cell=cell)
+        if y is None:
+            return None
+        ts = clock() if ts_column is None else _number(ts_column, ts_raw)
+        return LabelEvent(stream_id, seq, y, ts)
+
+    rows: Iterator[tuple[int, Any]]
+    if p.suffix.lower() == ".csv":
+        fh = _open_text(p, newline="")
+        try:
+            reader = csv.DictReader(fh)
+            columns = reader.fieldnames or []
+            _check_header(p, columns)
+            col = _target_column(p, columns, target, target_kind)
+            if ts_column is not None and ts_column not in columns:
+                raise ConfigError(f"{p} has no ts column {ts_column!r}; its columns are {columns}")
+        except BaseException:
+            fh.close()  # a refused header leaves no file open
+            raise
+
+        def csv_rows() -> Iterator[tuple[int, Any]]:
+            with fh:
+                for line, row in _csv_rows(reader):
+                    yield line, (row if isinstance(row, _BadLine) else
+                                 (row, (row.get("seq"), row[col], row.get(ts_column) if ts_column else None, True)))
+
+        rows = csv_rows()
+    else:
+        def jsonl_rows() -> Iterator[tuple[int, Any]]:
+            with _open_text(p) as fh:
+                for line_no, line in enumerate(fh, start=1):
+                    line = line.strip()
+                    if line:
+                        yield line_no, line
+
+        rows = jsonl_rows()
+    n = 0
+    for line_no, row in rows:
+        try:
+            if isinstance(row, str):
+                _check_utf8((row,))
+                obj = _json_object(row)
+                if obj.get("schema") == LabelEvent.SCHEMA:  # a label event as it would be sent
+                    if not isinstance(obj.get("stream_id"), str) or "y" not in obj:
+                        raise _BadLine("a label_event/v1 needs a string stream_id and y")
+                    kind = target_kind if of_stream is None else _settings_of(of_stream, obj["stream_id"])[0]
+                    y = _target(obj["y"], kind)
+                    if y is not None:
+                        report.valid += 1
+                        yield LabelEvent(obj["stream_id"], _seq(obj.get("seq")), y, _number("ts", obj.get("ts")))
+                    n += 1
+                    continue
+                col = target if target is not None else next(
+                    (c for c in ("y", target_kind, "target") if c in obj), None)
+                if col is None:
+                    raise _BadLine(f"no target field ({target_kind!r}, 'y' or 'target'; name it with --target)")
+                row = (obj.get("seq"), obj[col], obj.get(ts_column or "ts") if ts_column else None, False)
+            else:
+                if isinstance(row, _BadLine):
+                    raise row
+                cells, row = row
+                _check_utf8(cells.values())
+                _check_width(cells, columns)
+            label = make(start_seq + n, *row)
+        except _BadLine as e:
+            report.add_bad(line_no, str(e))
+            n += 1
+            continue
+        n += 1
+        if label is not None:
+            report.valid += 1
+            yield label

@@ -1,0 +1,31 @@
+"""Which broker the demo uses when the local one already runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.local import demo
+from pipeline.local.broker import BrokerStatus, LocalBroker
+from pipeline.settings import Settings
+from schemas import ConfigError
+
+
+def test_the_demo_names_the_port_the_local_broker_runs_on(monkeypatch, capsys):
+    """Found by the trial: with the local broker (its default data dir) started on another port
+    (`streamxai broker start --port 19396`), `streamxai demo` tried 127.0.0.1:9092 for 8 s
+    among librdkafka's connection errors and said "no Kafka broker answered at 127.0.0.1:9092
+    ... start the local one with `streamxai broker start`", which runs; before the broker's own
+    fix, it waited 90 s and then stopped that broker. It now says where the broker runs."""
+    running = BrokerStatus(True, True, 4242, "127.0.0.1:19396", Path("/d"), Path("/d/broker.log"))
+    monkeypatch.setattr(demo, "_answers", lambda s: False)
+    monkeypatch.setattr(LocalBroker, "status", lambda self: running)
+
+    def start(self, timeout=90.0):
+        raise AssertionError("the demo started (or waited for) a broker while the local one runs elsewhere")
+
+    monkeypatch.setattr(LocalBroker, "start", start)
+    with pytest.raises(ConfigError, match=r"runs on 127\.0\.0\.1:19396, not on 127\.0\.0\.1:9092.*--bootstrap "
+                                          r"127\.0\.0\.1:19396"):
+        demo._local_broker(Settings(bootstrap_servers="127.0.0.1:9092"))
