@@ -38,6 +38,9 @@ __all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED", "PROFILED", "TOP_LEVEL", "
 
 #: the counters labelled by the stream's profile
 PROFILED = ("events_explained", "sampled_out", "shed_events", "drift_events", "change_episodes", "dead_letters")
+#: counters the snapshot also gives summed over one of their labels, under the key they had before
+#: they carried it (the profiled ones over ``profile``; ``checkpoints_restored`` over ``stage``)
+SUMMED_OVER = {**dict.fromkeys(PROFILED, "profile"), "checkpoints_restored": "stage"}
 #: the ``profile`` of a stream no profile matches (no glob can be it: globs use stream id characters)
 TOP_LEVEL = "(top level)"
 #: the ``profile`` of a dead letter whose key is no stream id (or names none)
@@ -78,7 +81,7 @@ HELP = {
     "states_guarded": "Keys whose state failed twice within 1024 of their messages, so each message is taken on a copy of the state and one that fails rolls back to it instead of a rebuild",
     "failures_rolled_back": "Messages that failed on a guarded state: dead-lettered, the state put back as it was before them, nothing rebuilt",
     "checkpoints_written": "Checkpoints written",
-    "checkpoints_restored": "Checkpoints restored",
+    "checkpoints_restored": "Checkpoints restored, by stage (model, explain, drift)",
     "checkpoints_outdated": "Checkpoints not restored because the key's stream settings changed since (rebuilt from its history)",
     "drift_states_adopted": "Drift states of the version before the drift feed restored from their checkpoint on explanations, with the explanations after it (an upgrade)",
     "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",
@@ -202,8 +205,8 @@ class Metrics:
 
     def snapshot(self, totals: bool = True) -> dict[str, Any]:
         """Counters and gauges by key (``name{label=value,...}``). With ``totals``, a counter of
-        :data:`PROFILED` is also there without its profile, summed over the profiles, under the key
-        it had before it carried one (``shed_events``, ``dead_letters{reason=malformed}``).
+        :data:`SUMMED_OVER` is also there without its label, summed over it, under the key it had
+        before it carried one (``shed_events``, ``dead_letters{reason=malformed}``, ``checkpoints_restored``).
 
         >>> m = Metrics(); m.inc("shed_events", profile="a-*"); m.inc("shed_events", 2, profile="b-*")
         >>> {k: v for k, v in m.snapshot()["counters"].items() if k.startswith("shed")}
@@ -218,8 +221,9 @@ class Metrics:
             summed: Counter[str] = Counter()
             for key, value in counters.items():
                 name, items = self._parts.get(key, (key, ()))
-                if name in PROFILED and items:
-                    rest = ",".join(f"{k}={v}" for k, v in items if k != "profile")
+                over = SUMMED_OVER.get(name)
+                if over and items:
+                    rest = ",".join(f"{k}={v}" for k, v in items if k != over)
                     summed[f"{name}{{{rest}}}" if rest else name] += value
             counters.update(summed)
         return {

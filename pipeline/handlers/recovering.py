@@ -297,7 +297,7 @@ class Recovering(abc.ABC, Generic[M, S]):
                 # next checkpoints record them and a later change of them is noticed
                 st.built_under = self._built_under(msg.stream_id)  # type: ignore[attr-defined]
             st.since_checkpoint = 0
-            self.metrics.inc("checkpoints_restored")
+            self.metrics.inc("checkpoints_restored", stage=self.STAGE)
             from_offset = ck_offset + 1
         else:
             st, from_offset = self._fresh(self._state_key(msg)), 0

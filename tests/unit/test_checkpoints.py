@@ -173,6 +173,8 @@ def test_a_stop_checkpoints_every_changed_state_so_a_restart_replays_nothing(tmp
         resumed = handler(s, history=_Log(log).history, checkpoints=st)
         again = _outs(resumed, log, range(80, 120), topic)
         assert resumed.metrics.get("checkpoints_restored") == 2
+        # by stage: a restart that replays nothing still says which stage restored its states
+        assert resumed.metrics.get(f"checkpoints_restored{{stage={handler.STAGE}}}") == 2
         assert resumed.metrics.get(handler.REPLAYED_METRIC) == 0  # nothing before offset 80 is re-run
         if handler is ModelHandler:
             want = [orjson.loads(o.value) for o in whole["explain-tasks"][80:]]
