@@ -25,7 +25,7 @@ from .messages import FeatureEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
 __all__ = ["FeatureSpec", "parse_feature_event", "feature_event_from", "check_stream_id", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
-           "MAX_SEQ", "shown"]
+           "MAX_SEQ", "shown", "int_if_integral"]
 
 TARGETS = ("label", "number")
 #: the characters a stream id may use: ASCII letters and digits and ``_ - . : @ + = ~``. No
@@ -122,7 +122,7 @@ def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], 
     for n in names:
         v = x[n]
         if n in spec.categorical:
-            v = _integral(v)
+            v = int_if_integral(v)
             if isinstance(v, bool) or not isinstance(v, (str, int)):
                 raise BadValue(f"categorical feature {shown(n)} {ctx} is {shown(v)}; send a string or integer",
                                where=where)
@@ -133,15 +133,15 @@ def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], 
     if y is not None:
         if spec.target == "number":
             y = _number(y, f"target y {ctx}", where)
-        elif not isinstance(y := _integral(y), (str, int, bool)):
+        elif not isinstance(y := int_if_integral(y), (str, int, bool)):
             raise BadValue(f"target y {ctx} is {shown(y)}; a label must be a string, integer or boolean", where=where)
     return FeatureEvent(stream_id=stream_id, seq=seq, ts=ts, x=clean, y=y)
 
 
-def _integral(v: Any) -> Any:
+def int_if_integral(v: Any) -> Any:
     """An integral float as that integer (JSON writers differ on ``1`` and ``1.0``), else ``v``.
 
-    >>> _integral(2.0), _integral(2.5), _integral("2.0")
+    >>> int_if_integral(2.0), int_if_integral(2.5), int_if_integral("2.0")
     (2, 2.5, '2.0')
     """
     return int(v) if isinstance(v, float) and v.is_integer() else v

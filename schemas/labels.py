@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from .errors import LabelTypeMismatch, SchemaMismatch
-from .features import MAX_SEQ, TARGETS, _integral, check_stream_id, shown
+from .features import MAX_SEQ, TARGETS, check_stream_id, int_if_integral, shown
 from .messages import LabelEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
@@ -63,7 +63,7 @@ def check_label(y: Any, target: str, what: str, *, where: str | None = None) -> 
             raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a number: send a "
                                     "finite number", where=where)
         return float(y)
-    if not isinstance(y := _integral(y), (str, int, bool)):
+    if not isinstance(y := int_if_integral(y), (str, int, bool)):
         raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a label: send a string, "
                                 "integer or boolean", where=where)
     return y
