@@ -16,6 +16,7 @@ from .lines import (
     check_utf8,
     check_width,
     json_object,
+    nonblank_lines,
     numbered_csv_rows,
     open_text,
     stream_settings,
@@ -92,10 +93,7 @@ def file_labels(
     else:
         def jsonl_rows() -> Iterator[tuple[int, Any]]:
             with open_text(p) as fh:
-                for line_no, line in enumerate(fh, start=1):
-                    line = line.strip()
-                    if line:
-                        yield line_no, line
+                yield from nonblank_lines(fh)
 
         rows = jsonl_rows()
     n = 0

@@ -15,7 +15,7 @@ from schemas.features import check_stream_id
 
 from .values import BadLine
 
-__all__ = ["FileReport", "open_text", "check_utf8", "numbered_csv_rows", "check_header", "stream_settings",
+__all__ = ["FileReport", "open_text", "check_utf8", "nonblank_lines", "numbered_csv_rows", "check_header", "stream_settings",
            "json_object", "check_width", "target_column"]
 
 
@@ -69,6 +69,14 @@ def check_utf8(texts: Any) -> None:
     why = _not_utf8(texts)
     if why is not None:
         raise BadLine(why)
+
+
+def nonblank_lines(fh: Any) -> Iterator[tuple[int, str]]:
+    """The lines of the text file ``fh`` that are not blank, stripped, with their line numbers."""
+    for line_no, line in enumerate(fh, start=1):
+        line = line.strip()
+        if line:
+            yield line_no, line
 
 
 def numbered_csv_rows(reader: Any) -> Iterator[tuple[int, dict | BadLine]]:
