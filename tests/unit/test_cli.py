@@ -448,3 +448,28 @@ def test_produce_label_delay_with_labels_or_without_labels_is_refused(tmp_path, 
     assert main(["produce", str(data), "--set", "features=a", "--label-delay", "2", other,
                  "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, "--label-delay", other)
+
+
+@pytest.mark.parametrize("how", ["file", "environment", "command line"])
+def test_model_params_of_another_model_stop_the_worker_at_start_saying_which_where_and_what_to_do(
+        tmp_path, monkeypatch, capsys, how):
+    # `streamxai config` prints model_params = {grace_period = 50}; copied into a settings file they are
+    # explicit, and kept when the model is later changed to one that does not take them. The worker was
+    # refused with the whole of model_params named and the advice to set model_params, not where they
+    # were set, nor which of them the model does not take, nor what it takes
+    f = tmp_path / "s.toml"
+    params = '{"grace_period": 50, "l2": 0.1}'
+    f.write_text('features = ["a"]\nmodel = "river.linear_model.LogisticRegression"\n'
+                 + ("model_params = {grace_period = 50, l2 = 0.1}\n" if how == "file" else ""))
+    args = ["worker", "--settings", str(f), "--bootstrap", "127.0.0.1:1"]
+    if how == "environment":
+        monkeypatch.setenv("STREAMXAI_MODEL_PARAMS", params)
+    if how == "command line":
+        args += ["--set", f"model_params={params}"]
+    assert main(args) == 2
+    err = _one_line_error(capsys, "model river.linear_model.LogisticRegression takes no parameter 'grace_period' of "
+                                  "model_params")
+    where = {"file": "the settings file", "environment": "$STREAMXAI_MODEL_PARAMS", "command line": "--set"}[how]
+    assert f"model_params from {where}" in err, err
+    assert "leave model_params out" in err and "its own defaults" in err, err
+    assert "it takes " in err and "l2" in err.partition("it takes ")[2] and "optimizer" in err, err  # what it takes
