@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--labels", action="store_true",
                     help="send a file's labels as label events to the labels topic: each row's target for the "
                          "event with its seq column (or, without one, the row's number, as FILE's events were numbered)")
+    pr.add_argument("--label-delay", type=at_least(0), default=0, metavar="N",
+                    help="send each event's label N events after its features, as a label event on the labels topic "
+                         "(default 0: labels in the feature events)")
 
     t = sub.add_parser("tail", parents=[common], help="print a topic's messages as JSON lines (follows new ones)")
     t.add_argument("topic", help="features, labels, predictions, explanations, drift-events, dead-letters, "

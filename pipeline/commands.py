@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from schemas import ConfigError, StreamxaiError
+from schemas import ConfigError, LabelEvent, StreamxaiError
 
 from . import exit_codes
 from .kafka.config import TOPIC_NAMES, confluent_config
@@ -155,14 +155,19 @@ def accepted_last_seq(seqs: list[int], max_seq_gap: int, from_start: bool = True
 
 
 def produce(args: argparse.Namespace, s: Settings) -> int:
-    from .ingest import FileReport, file_events, file_streams
+    from .ingest import FileReport, file_events, file_streams, labels_after
     from .kafka.config import ensure_topics
     from .kafka.io import produce_events
     from .local.demo_stream import agrawal_events
 
     stream_id = args.stream_id or ("file" if args.source not in ("demo", "control") else args.source)
     with_labels = not getattr(args, "without_labels", False)
+    label_delay = getattr(args, "label_delay", 0) or 0
     top = s
+    if label_delay and (getattr(args, "labels", False) or not with_labels):
+        raise ConfigError(f"--label-delay sends the labels of the events it sends; with "
+                          f"{'--labels' if getattr(args, 'labels', False) else '--without-labels'} it has none to send: "
+                          "leave one of them out")
     if getattr(args, "labels", False):
         return _produce_labels(args, s, stream_id)
     if args.source in ("demo", "control"):
@@ -217,10 +222,13 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
             args.source, stream_id, list(s.features), args.target, target_kind=s.target,
             categorical=list(s.categorical), ts_column=args.ts_column, start_seq=start, report=report,
             labels=with_labels, of_stream=_of_stream(top)), args.source, report)
+    if label_delay:
+        events = labels_after(events, label_delay)
     t0 = time.monotonic()
     sent = _Sent()
     n = produce_events(s, sent.track(events), rate=args.rate)
-    print(f"produced {n} events of {sent.streams(stream_id)} to {s.topic('features')} "
+    later = (f", and {sent.labels} labels {label_delay} events later to {s.topic('labels')}" if label_delay else "")
+    print(f"produced {n - sent.labels} events of {sent.streams(stream_id)} to {s.topic('features')}{later} "
           f"in {time.monotonic() - t0:.1f} s")
     if args.source not in ("demo", "control"):
         print(report.summary(args.source), file=sys.stderr if report.n_bad else sys.stdout)
@@ -361,9 +369,12 @@ class _Sent:
 
     def __init__(self) -> None:
         self.seqs: dict[str, list[int]] = {}  # stream -> [lowest, highest]
+        self.labels = 0  # label events among them (``produce FILE --label-delay N``)
 
     def track(self, events: Any) -> Any:
         for ev in events:
+            if isinstance(ev, LabelEvent):
+                self.labels += 1
             span = self.seqs.get(ev.stream_id)
             if span is None:
                 self.seqs[ev.stream_id] = [ev.seq, ev.seq]

@@ -21,6 +21,7 @@ import inspect
 from typing import Any
 
 from schemas import ConfigError
+from schemas.features import shown
 
 __all__ = ["build_model", "model_factory", "check_takes_strings", "default_model_params", "DEFAULT_MODEL",
            "DEFAULT_MODEL_PARAMS"]
@@ -82,11 +83,33 @@ def build_model(path: str, params: dict[str, Any], seed: int | None = None) -> A
     try:
         model = cls(**kwargs)
     except TypeError as e:
-        raise ConfigError(f"model {path} rejected its parameters {sorted(kwargs)}: {e}; set model_params to "
-                          "keyword arguments it takes (model_params = {} for its own defaults)") from None
+        unknown, takes = _unknown_params(cls, params)
+        what = (f"takes no parameter {', '.join(map(repr, unknown))} of model_params {shown(params)} (it takes "
+                f"{', '.join(takes) or 'none'})" if unknown else f"rejected its parameters {sorted(kwargs)}: {e}")
+        raise ConfigError(f"model {path} {what}; set model_params to keyword arguments it takes (model_params = {{}} "
+                          "for its own defaults)") from None
     if not hasattr(model, "learn_one"):
         raise ConfigError(f"model {path} has no learn_one; streamxai explains online (river) models")
     return model
+
+
+def _unknown_params(cls: Any, params: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The names of ``params`` the constructor ``cls`` does not take, and the names it takes; ``([], [])``
+    when its signature does not say (none, or ``**kwargs``).
+
+    >>> from river import linear_model
+    >>> unknown, takes = _unknown_params(linear_model.LinearRegression, {"grace_period": 50, "l2": 0.1})
+    >>> unknown, "l2" in takes
+    (['grace_period'], True)
+    """
+    try:
+        found = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return [], []
+    if any(p.kind is p.VAR_KEYWORD for p in found):
+        return [], []
+    takes = [p.name for p in found if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return sorted(k for k in params if k not in takes), takes
 
 
 def model_factory(path: str, params: dict[str, Any], seed: int | None = None) -> functools.partial:

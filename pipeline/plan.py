@@ -120,6 +120,10 @@ def label_join(s: Settings) -> LabelJoin:
                      label_timeout_s=s.label_timeout_s)
 
 
+#: where model_params were given (:meth:`Settings.source`), as the user wrote them
+_PARAMS_ORIGINS = {"file": "the settings file", "environment": "$STREAMXAI_MODEL_PARAMS", "command line": "--set model_params"}
+
+
 def check_streams(s: Settings) -> None:
     """What a worker checks before it starts, each failure one :class:`ConfigError` line naming
     the stream profile: the streams have features (at the top level or in every profile), and
@@ -146,10 +150,15 @@ def check_streams(s: Settings) -> None:
             build_model(p.model, p.model_params, p.model_seed)
             check_takes_strings(p.model, p.model_params, p.model_seed, list(p.features), list(p.categorical), p.target)
         except ConfigError as e:
-            if where and "model_params" not in table and "rejected its parameters" in str(e):
-                raise ConfigError(f"{where}model: {str(e).partition('; set model_params')[0]} (model_params from "
-                                  f"the top level): set model_params in {where.strip()} (model_params = {{}} for "
-                                  "its own defaults)") from None
+            fact, params_refused, _ = str(e).partition("; set model_params")  # model_params the model does not take
+            if params_refused and where and "model_params" not in table:
+                raise ConfigError(f"{where}model: {fact} (model_params from the top level): set model_params in "
+                                  f"{where.strip()} (model_params = {{}} for its own defaults)") from None
+            if params_refused and not where and p.source("model_params") != "default":
+                # given for another model, kept when the model changed (copied from `streamxai config`, say)
+                origin = _PARAMS_ORIGINS.get(p.source("model_params"), p.source("model_params"))
+                raise ConfigError(f"{fact} (model_params from {origin}: those of another model?); leave model_params "
+                                  "out for its own defaults, or set it to keyword arguments it takes") from None
             raise ConfigError(f"{where}model: {e}" if where else str(e)) from None
         try:
             stream_explainer(p, "check")

@@ -1,4 +1,5 @@
-"""Validation of incoming feature events against the configured feature set.
+"""Validation of incoming feature events against the configured feature set, and what label events
+share with them: stream ids, seqs and the check of a label (:func:`check_label`).
 
 >>> spec = FeatureSpec(names=("age", "car"), categorical=frozenset({"car"}), target="label")
 >>> raw = b'{"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 0, "x": {"age": 30, "car": "a"}, "y": 1}'
@@ -20,12 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import BadValue, FeatureMismatch, NoProfile, SchemaMismatch
+from .errors import BadValue, FeatureMismatch, LabelTypeMismatch, NoProfile, SchemaMismatch
 from .messages import FeatureEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
 __all__ = ["FeatureSpec", "parse_feature_event", "feature_event_from", "check_stream_id", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
-           "MAX_SEQ", "shown"]
+           "MAX_SEQ", "shown", "check_label"]
 
 TARGETS = ("label", "number")
 #: the characters a stream id may use: ASCII letters and digits and ``_ - . : @ + = ~``. No
@@ -131,11 +132,30 @@ def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], 
             clean[n] = _number(v, f"feature {n!r} {ctx}", where)
     y = obj.get("y")
     if y is not None:
-        if spec.target == "number":
-            y = _number(y, f"target y {ctx}", where)
-        elif not isinstance(y := _integral(y), (str, int, bool)):
-            raise BadValue(f"target y {ctx} is {shown(y)}; a label must be a string, integer or boolean", where=where)
+        y = check_label(y, spec.target, f"label y {ctx}", where=where)
     return FeatureEvent(stream_id=stream_id, seq=seq, ts=ts, x=clean, y=y)
+
+
+def check_label(y: Any, target: str, what: str, *, where: str | None = None) -> Any:
+    """``y`` as the target kind ``target`` wants it, or :class:`~schemas.errors.LabelTypeMismatch`.
+
+    The same check for a label in a feature event and on the labels topic, so the same fault is
+    the same dead letter (reason ``label_type``) wherever it comes from. An integral float is
+    taken as that integer for a label (JSON writers differ on ``1`` and ``1.0``), as a
+    categorical value is.
+
+    >>> check_label(3, "number", "y"), check_label(True, "label", "y"), check_label(1.0, "label", "y")
+    (3.0, True, 1)
+    """
+    if target == "number":
+        if isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y):
+            raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a number: send a "
+                                    "finite number", where=where)
+        return float(y)
+    if not isinstance(y := _integral(y), (str, int, bool)):
+        raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a label: send a string, "
+                                "integer or boolean", where=where)
+    return y
 
 
 def _integral(v: Any) -> Any:

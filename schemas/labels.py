@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .errors import LabelTypeMismatch, SchemaMismatch
-from .features import MAX_SEQ, TARGETS, _integral, check_stream_id, shown
+from .errors import SchemaMismatch
+from .features import MAX_SEQ, TARGETS, check_label, check_stream_id, shown
 from .messages import LabelEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
-__all__ = ["parse_label_event", "label_event_from", "check_label"]
+__all__ = ["parse_label_event", "label_event_from"]
 
 _FIELDS = frozenset({"schema", "stream_id", "seq", "y", "ts"})
 
@@ -47,23 +47,3 @@ def label_event_from(obj: dict[str, Any], target: str, *, where: str) -> LabelEv
         raise SchemaMismatch(f"ts {shown(ts)} must be a finite number (seconds)", where=where)
     y = check_label(obj["y"], target, f"label y of stream {stream_id!r} seq {seq}", where=where)
     return LabelEvent(stream_id, seq, y, float(ts))
-
-
-def check_label(y: Any, target: str, what: str, *, where: str | None = None) -> Any:
-    """``y`` as the target kind ``target`` wants it, or :class:`~schemas.errors.LabelTypeMismatch`.
-
-    An integral float is taken as that integer for a label (JSON writers differ on ``1`` and
-    ``1.0``), as in a feature event.
-
-    >>> check_label(3, "number", "y"), check_label(True, "label", "y"), check_label(1.0, "label", "y")
-    (3.0, True, 1)
-    """
-    if target == "number":
-        if isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y):
-            raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a number: send a "
-                                    "finite number", where=where)
-        return float(y)
-    if not isinstance(y := _integral(y), (str, int, bool)):
-        raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a label: send a string, "
-                                "integer or boolean", where=where)
-    return y

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any, ClassVar
 
 __all__ = [
+    "Message",
     "FeatureEvent",
     "LabelEvent",
     "LabelOutcome",
@@ -32,7 +33,9 @@ __all__ = [
 Scalar = float | int | str | bool | None
 
 
-class _Message:
+class Message:
+    """What every message type shares: its ``SCHEMA`` (``name/version``) and :meth:`to_dict`."""
+
     SCHEMA: ClassVar[str]
 
     def to_dict(self) -> dict[str, Any]:
@@ -51,7 +54,7 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class FeatureEvent(_Message):
+class FeatureEvent(Message):
     """One observation of a stream: features ``x`` and, once known, the target ``y``."""
 
     SCHEMA: ClassVar[str] = "feature_event/v1"
@@ -63,7 +66,7 @@ class FeatureEvent(_Message):
 
 
 @dataclass(frozen=True, slots=True)
-class LabelEvent(_Message):
+class LabelEvent(Message):
     """The target ``y`` of event ``seq`` of a stream, sent after its features (topic ``labels``).
 
     >>> LabelEvent("s1", 7, 1, 2.5).to_dict()
@@ -90,7 +93,7 @@ def _default_position(msg: Any) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class ExplainTask(_Message):
+class ExplainTask(Message):
     """Internal: one step of one event handed to the explainer group ``group`` of its stream.
 
     v2 adds ``loss``: the model's prequential loss on the event (computed by the model agent
@@ -121,7 +124,7 @@ class ExplainTask(_Message):
 
 
 @dataclass(frozen=True, slots=True)
-class ExplainDecision(_Message):
+class ExplainDecision(Message):
     """Internal: whether explainer group ``group`` explained (or shed) event ``seq``, recorded
     when lag shedding is on so a replay makes the same decision."""
 
@@ -138,7 +141,7 @@ class ExplainDecision(_Message):
 
 
 @dataclass(frozen=True, slots=True)
-class Prediction(_Message):
+class Prediction(Message):
     """The model's prediction for event ``seq`` when it arrived, and its loss if its label came
     with it (``y_true``; else null, and a :class:`LabelOutcome` follows).
 
@@ -165,7 +168,7 @@ OUTCOMES = ("learned", "expired")
 
 
 @dataclass(frozen=True, slots=True)
-class LabelOutcome(_Message):
+class LabelOutcome(Message):
     """What became of event ``seq``, predicted without its label (topic ``predictions``, after
     its :class:`Prediction`): its label came and the model learned it (``outcome="learned"``;
     ``loss`` scores the prediction made at arrival, ``y_pred``, against ``y_true``), or it waited
@@ -195,7 +198,7 @@ class LabelOutcome(_Message):
 
 
 @dataclass(frozen=True, slots=True)
-class Explanation(_Message):
+class Explanation(Message):
     """One explainer's value for one feature after folding in event ``seq``.
 
     ``model_version`` is the number of events the explained model had learned (= ``seq``
@@ -240,7 +243,7 @@ class Explanation(_Message):
 
 
 @dataclass(frozen=True, slots=True)
-class ChangeEvent(_Message):
+class ChangeEvent(Message):
     """The series ``stream_id/explainer/feature`` changed: a new regime from the stream's position
     ``cut_position``, detected at position ``position`` (the change test's time axis: a step of
     the stream, the seq itself while labels come in line). ``seq`` is the event whose explanation
@@ -295,7 +298,7 @@ class ChangeEvent(_Message):
 
 
 @dataclass(frozen=True, slots=True)
-class ChangeEpisode(_Message):
+class ChangeEpisode(Message):
     """Changes of one stream that happened together (topic ``change-episodes``).
 
     ``changes`` are ranked by ``relative_effect`` (largest first), each
@@ -350,7 +353,7 @@ class ChangeEpisode(_Message):
 
 
 @dataclass(frozen=True, slots=True)
-class DeadLetter(_Message):
+class DeadLetter(Message):
     """A message that could not be processed: why, where it came from, and its bytes (base64).
 
     A dead letter must fit the broker's message size limit, so ``original`` holds the whole
@@ -372,7 +375,7 @@ class DeadLetter(_Message):
     ts: float = field(default=0.0)
 
 
-MESSAGE_TYPES: dict[str, type[_Message]] = {
+MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.SCHEMA: cls
     for cls in (FeatureEvent, LabelEvent, LabelOutcome, ExplainTask, ExplainDecision, Prediction, Explanation,
                 ChangeEvent, ChangeEpisode,

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from .errors import MalformedMessage, OversizedMessage, SchemaMismatch
-from .messages import MESSAGE_TYPES, _Message
+from .messages import MESSAGE_TYPES, Message
 
 __all__ = ["dumps", "dumps_obj", "decode", "decode_as", "b64", "DEFAULT_MAX_BYTES"]
 
@@ -31,7 +31,7 @@ DEFAULT_MAX_BYTES = 64 * 1024
 _OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
-def dumps(msg: _Message) -> bytes:
+def dumps(msg: Message) -> bytes:
     """Serialise a message type; refuses non-finite floats rather than writing ``null``."""
     return dumps_obj(msg.to_dict())
 

@@ -17,7 +17,7 @@ from ..metrics import profile_label
 from .dead_letters import dead_letter
 from .failures import FAILING_STREAK, GUARD_WINDOW, Failing, Guard, StateError
 from .out import Out
-from .recovering import _STORE_LOCK, M, Recovering, S
+from .recovering import STORE_LOCK, M, Recovering, S
 
 __all__ = ["MessageHandler", "Rejected"]
 
@@ -138,7 +138,7 @@ class MessageHandler(Recovering[M, S]):
         if rebuilt is not None and key is not None and rebuilt.how == "checkpoint" and self.checkpoints is not None:
             log.warning("%s state %s fails after it was restored from a checkpoint (%s): setting its checkpoints "
                         "aside and rebuilding it from its whole history", self.STAGE, key, why)
-            with _STORE_LOCK:
+            with STORE_LOCK:
                 self.checkpoints.discard(self.STAGE, key, f"the state restored from it failed ({why})")
             return self._take(msg, raw, key, src)
         self._dead_lettered(key, raw, src)

@@ -49,7 +49,7 @@ from .feed_bounds import FeedBounds, feed_bounds
 from .history_cache import records_of
 from .out import Out
 from .protocols import CheckpointStore, History
-from .recovering import _STORE_LOCK
+from .recovering import STORE_LOCK
 
 __all__ = ["DriftHandler", "change_event", "change_episode"]
 
@@ -218,7 +218,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         if (self._adopting or self.checkpoints is None or self.history is None or src.partition is None
                 or src.offset is None or src.topic != self.settings.topic("drift-feed")):
             return None
-        with _STORE_LOCK:
+        with STORE_LOCK:
             legacy = self.checkpoints.load(self.STAGE, key, old, src.partition)
             if legacy is None or self.checkpoints.load(self.STAGE, key, src.topic, src.partition, src.offset):
                 return None
@@ -258,7 +258,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
             k, st, before = self._adopted
             self._adopted = None
             if self.checkpoints is not None and self.states.get(self._state_key_of(k)) is st:
-                with _STORE_LOCK:
+                with STORE_LOCK:
                     self.checkpoints.save(self.STAGE, k, st, src)
                 st.since_checkpoint = 0
                 self._unsaved.pop(k, None)

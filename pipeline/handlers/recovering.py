@@ -22,7 +22,7 @@ from .failures import MAX_SKIPPED, Failing, Guard, Rebuilt, message_id
 from .history_cache import HistoryCache, records_of
 from .protocols import CheckpointStore, History, ScanningHistory
 
-__all__ = ["Recovering"]
+__all__ = ["Recovering", "STORE_LOCK"]
 
 log = logging.getLogger("streamxai")
 
@@ -31,7 +31,7 @@ S = TypeVar("S")
 
 #: the handlers of a worker share one checkpoint store (and its Kafka clients, with
 #: checkpoint_store = kafka), and a handler rebuilding state runs on a thread of its own
-_STORE_LOCK = threading.Lock()
+STORE_LOCK = threading.Lock()
 
 
 class Recovering(abc.ABC, Generic[M, S]):
@@ -246,7 +246,7 @@ class Recovering(abc.ABC, Generic[M, S]):
             return
         if self.checkpoints.due(st.since_checkpoint):
             st.since_checkpoint = 0
-            with _STORE_LOCK:
+            with STORE_LOCK:
                 self.checkpoints.save(self.STAGE, key, st, src)
             self.metrics.inc("checkpoints_written")
             self._unsaved.pop(key, None)
@@ -263,7 +263,7 @@ class Recovering(abc.ABC, Generic[M, S]):
             return 0
         n = 0
         for key, (st, src) in list(self._unsaved.items()):
-            with _STORE_LOCK:
+            with STORE_LOCK:
                 self.checkpoints.save(self.STAGE, key, st, src)
             st.since_checkpoint = 0
             del self._unsaved[key]
@@ -277,7 +277,7 @@ class Recovering(abc.ABC, Generic[M, S]):
         loaded = None
         t0 = time.perf_counter()
         if self.checkpoints and key:
-            with _STORE_LOCK:
+            with STORE_LOCK:
                 loaded = self.checkpoints.load(self.STAGE, key, src.topic, src.partition, before_offset=src.offset)
         t1 = time.perf_counter()
         self.metrics.inc("recovery_seconds", t1 - t0, stage=self.STAGE, step="checkpoint")

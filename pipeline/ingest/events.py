@@ -14,16 +14,17 @@ from schemas import ConfigError, FeatureEvent
 
 from .lines import (
     FileReport,
-    _check_header,
-    _check_utf8,
-    _check_width,
-    _csv_rows,
-    _json_object,
-    _open_text,
-    _settings_of,
-    _target_column,
+    check_header,
+    check_utf8,
+    check_width,
+    json_object,
+    nonblank_lines,
+    numbered_csv_rows,
+    open_text,
+    stream_settings,
+    target_column,
 )
-from .values import _BadLine, _cell, _json_value, _number, _target
+from .values import BadLine, csv_feature, json_feature, parse_number, parse_target
 
 __all__ = ["file_events", "file_streams"]
 
@@ -77,77 +78,72 @@ def file_events(
     def make(x: dict[str, Any], y: Any, ts_raw: Any, value: Callable[[str, Any, bool], Any]) -> FeatureEvent:
         missing = [f for f in features if f not in x]
         if missing:
-            raise _BadLine(f"missing feature(s) {missing}")
+            raise BadLine(f"missing feature(s) {missing}")
         xx = {}
         for f in features:
             xx[f] = value(f, x[f], f in cat)
-        yy = _target(y, target_kind, cell=value is _cell) if labels else None
+        yy = parse_target(y, target_kind, cell=value is csv_feature) if labels else None
         if ts_column is None:
             ts = clock()
         else:
-            ts = _number(ts_column, ts_raw)
+            ts = parse_number(ts_column, ts_raw)
         return FeatureEvent(stream_id, seq, ts, xx, yy)
 
-    if p.suffix.lower() == ".csv":
-        with _open_text(p, newline="") as fh:
+    def csv_event(row: dict[str, str] | BadLine, columns: list[str], col: str | None) -> FeatureEvent:
+        if isinstance(row, BadLine):
+            raise row
+        check_utf8(row.values())
+        check_width(row, columns)
+        return make({f: row[f] for f in features}, row[col] if col else None,
+                    row.get(ts_column) if ts_column else None, csv_feature)
+
+    def jsonl_event(line: str) -> FeatureEvent:
+        check_utf8((line,))
+        obj = json_object(line)
+        if obj.get("schema") == FeatureEvent.SCHEMA:
+            obj.pop("schema")
+            try:
+                ev = FeatureEvent(**obj)
+            except TypeError as e:
+                raise BadLine(f"not a feature_event/v1: {e}") from None
+            kind, its_cat = (target_kind, cat) if of_stream is None else stream_settings(of_stream, ev.stream_id)
+            return FeatureEvent(ev.stream_id, ev.seq, parse_number("ts", ev.ts),
+                                {f: json_feature(f, v, f in its_cat) for f, v in ev.x.items()},
+                                parse_target(ev.y, kind) if labels else None)
+        col = target if target is not None else next((c for c in (target_kind, "y", "target") if c in obj), None)
+        y = obj.pop(col, None) if col is not None else None
+        ts_raw = obj.pop(ts_column, None) if ts_column else None
+        if ts_column and ts_raw is None:
+            raise BadLine(f"no ts field {ts_column!r}")
+        extra = sorted(set(obj) - set(features) - ({col} if not labels and col is None else set()))
+        if extra:
+            target_is = (f"the target is {col!r}" if col is not None else
+                         f"no target field ({target_kind!r}, 'y' or 'target')")
+            raise BadLine(f"unexpected field(s) {extra} (features are {features}; {target_is}, name it with --target)")
+        return make(obj, y, ts_raw, json_feature)
+
+    is_csv = p.suffix.lower() == ".csv"
+    with open_text(p, newline="" if is_csv else None) as fh:
+        lines: Iterator[tuple[int, Any]]
+        event: Callable[[Any], FeatureEvent]
+        if is_csv:
             reader = csv.DictReader(fh)
             columns = reader.fieldnames or []
-            _check_header(p, columns)
-            col = _target_column(p, columns, target, target_kind) if labels or target else None
+            check_header(p, columns)
+            col = target_column(p, columns, target, target_kind) if labels or target else None
             missing = [f for f in features if f not in columns]
             if missing:
                 raise ConfigError(f"{p} has no column(s) {missing} for the configured features; its columns are "
                                   f"{columns} (set `features` to the file's feature columns)")
             if ts_column is not None and ts_column not in columns:
                 raise ConfigError(f"{p} has no ts column {ts_column!r}; its columns are {columns}")
-            for line, row in _csv_rows(reader):
-                try:
-                    if isinstance(row, _BadLine):
-                        raise row
-                    _check_utf8(row.values())
-                    _check_width(row, columns)
-                    ev = make({f: row[f] for f in features}, row[col] if col else None,
-                              row.get(ts_column) if ts_column else None, _cell)
-                except _BadLine as e:
-                    report.add_bad(line, str(e))
-                    continue
-                report.valid += 1
-                seq += 1
-                yield ev
-        return
-    with _open_text(p) as fh:
-        for line_no, line in enumerate(fh, start=1):
-            line = line.strip()
-            if not line:
-                continue
+            lines, event = numbered_csv_rows(reader), lambda row: csv_event(row, columns, col)
+        else:
+            lines, event = nonblank_lines(fh), jsonl_event
+        for line_no, item in lines:
             try:
-                _check_utf8((line,))
-                obj = _json_object(line)
-                if obj.get("schema") == FeatureEvent.SCHEMA:
-                    obj.pop("schema")
-                    try:
-                        ev = FeatureEvent(**obj)
-                    except TypeError as e:
-                        raise _BadLine(f"not a feature_event/v1: {e}") from None
-                    kind, its_cat = (target_kind, cat) if of_stream is None else _settings_of(of_stream, ev.stream_id)
-                    ev = FeatureEvent(ev.stream_id, ev.seq, _number("ts", ev.ts),
-                                      {f: _json_value(f, v, f in its_cat) for f, v in ev.x.items()},
-                                      _target(ev.y, kind) if labels else None)
-                else:
-                    col = target if target is not None else next(
-                        (c for c in (target_kind, "y", "target") if c in obj), None)
-                    y = obj.pop(col, None) if col is not None else None
-                    ts_raw = obj.pop(ts_column, None) if ts_column else None
-                    if ts_column and ts_raw is None:
-                        raise _BadLine(f"no ts field {ts_column!r}")
-                    extra = sorted(set(obj) - set(features) - ({col} if not labels and col is None else set()))
-                    if extra:
-                        target_is = (f"the target is {col!r}" if col is not None else
-                                     f"no target field ({target_kind!r}, 'y' or 'target')")
-                        raise _BadLine(f"unexpected field(s) {extra} (features are {features}; "
-                                       f"{target_is}, name it with --target)")
-                    ev = make(obj, y, ts_raw, _json_value)
-            except _BadLine as e:
+                ev = event(item)
+            except BadLine as e:
                 report.add_bad(line_no, str(e))
                 continue
             report.valid += 1
@@ -176,7 +172,7 @@ def file_streams(path: str | Path) -> tuple[bool, dict[str, int]]:
         return True, {}
     plain, first = False, {}
     try:
-        with _open_text(p) as fh:
+        with open_text(p) as fh:
             for line in fh:
                 try:
                     obj = json.loads(line) if line.strip() else None

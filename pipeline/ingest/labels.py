@@ -12,16 +12,17 @@ from schemas import ConfigError, LabelEvent
 
 from .lines import (
     FileReport,
-    _check_header,
-    _check_utf8,
-    _check_width,
-    _csv_rows,
-    _json_object,
-    _open_text,
-    _settings_of,
-    _target_column,
+    check_header,
+    check_utf8,
+    check_width,
+    json_object,
+    nonblank_lines,
+    numbered_csv_rows,
+    open_text,
+    stream_settings,
+    target_column,
 )
-from .values import _BadLine, _number, _seq, _target
+from .values import BadLine, parse_number, parse_seq, parse_target
 
 __all__ = ["file_labels"]
 
@@ -61,21 +62,21 @@ def file_labels(
         raise ConfigError(f"{p} does not exist or is not a file")
 
     def make(row_seq: int, seq_raw: Any, y_raw: Any, ts_raw: Any, cell: bool) -> LabelEvent | None:
-        seq = row_seq if seq_raw is None or seq_raw == "" else _seq(seq_raw)
-        y = _target(y_raw, target_kind, cell=cell)
+        seq = row_seq if seq_raw is None or seq_raw == "" else parse_seq(seq_raw)
+        y = parse_target(y_raw, target_kind, cell=cell)
         if y is None:
             return None
-        ts = clock() if ts_column is None else _number(ts_column, ts_raw)
+        ts = clock() if ts_column is None else parse_number(ts_column, ts_raw)
         return LabelEvent(stream_id, seq, y, ts)
 
     rows: Iterator[tuple[int, Any]]
     if p.suffix.lower() == ".csv":
-        fh = _open_text(p, newline="")
+        fh = open_text(p, newline="")
         try:
             reader = csv.DictReader(fh)
             columns = reader.fieldnames or []
-            _check_header(p, columns)
-            col = _target_column(p, columns, target, target_kind)
+            check_header(p, columns)
+            col = target_column(p, columns, target, target_kind)
             if ts_column is not None and ts_column not in columns:
                 raise ConfigError(f"{p} has no ts column {ts_column!r}; its columns are {columns}")
         except BaseException:
@@ -84,49 +85,46 @@ def file_labels(
 
         def csv_rows() -> Iterator[tuple[int, Any]]:
             with fh:
-                for line, row in _csv_rows(reader):
-                    yield line, (row if isinstance(row, _BadLine) else
+                for line, row in numbered_csv_rows(reader):
+                    yield line, (row if isinstance(row, BadLine) else
                                  (row, (row.get("seq"), row[col], row.get(ts_column) if ts_column else None, True)))
 
         rows = csv_rows()
     else:
         def jsonl_rows() -> Iterator[tuple[int, Any]]:
-            with _open_text(p) as fh:
-                for line_no, line in enumerate(fh, start=1):
-                    line = line.strip()
-                    if line:
-                        yield line_no, line
+            with open_text(p) as fh:
+                yield from nonblank_lines(fh)
 
         rows = jsonl_rows()
     n = 0
     for line_no, row in rows:
         try:
             if isinstance(row, str):
-                _check_utf8((row,))
-                obj = _json_object(row)
+                check_utf8((row,))
+                obj = json_object(row)
                 if obj.get("schema") == LabelEvent.SCHEMA:  # a label event as it would be sent
                     if not isinstance(obj.get("stream_id"), str) or "y" not in obj:
-                        raise _BadLine("a label_event/v1 needs a string stream_id and y")
-                    kind = target_kind if of_stream is None else _settings_of(of_stream, obj["stream_id"])[0]
-                    y = _target(obj["y"], kind)
+                        raise BadLine("a label_event/v1 needs a string stream_id and y")
+                    kind = target_kind if of_stream is None else stream_settings(of_stream, obj["stream_id"])[0]
+                    y = parse_target(obj["y"], kind)
                     if y is not None:
                         report.valid += 1
-                        yield LabelEvent(obj["stream_id"], _seq(obj.get("seq")), y, _number("ts", obj.get("ts")))
+                        yield LabelEvent(obj["stream_id"], parse_seq(obj.get("seq")), y, parse_number("ts", obj.get("ts")))
                     n += 1
                     continue
                 col = target if target is not None else next(
                     (c for c in ("y", target_kind, "target") if c in obj), None)
                 if col is None:
-                    raise _BadLine(f"no target field ({target_kind!r}, 'y' or 'target'; name it with --target)")
+                    raise BadLine(f"no target field ({target_kind!r}, 'y' or 'target'; name it with --target)")
                 row = (obj.get("seq"), obj[col], obj.get(ts_column or "ts") if ts_column else None, False)
             else:
-                if isinstance(row, _BadLine):
+                if isinstance(row, BadLine):
                     raise row
                 cells, row = row
-                _check_utf8(cells.values())
-                _check_width(cells, columns)
+                check_utf8(cells.values())
+                check_width(cells, columns)
             label = make(start_seq + n, *row)
-        except _BadLine as e:
+        except BadLine as e:
             report.add_bad(line_no, str(e))
             n += 1
             continue

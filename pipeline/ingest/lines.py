@@ -1,6 +1,6 @@
 """Reading a file's lines for :mod:`pipeline.ingest`: UTF-8 text (a line that is not is bad, not
 the end of the file), CSV rows and their width, JSON objects, the target column, a line's stream
-settings; and the :class:`FileReport` of what was read. A bad line raises ``_BadLine``."""
+settings; and the :class:`FileReport` of what was read. A bad line raises ``BadLine``."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from typing import Any
 from schemas import ConfigError, InvalidMessage
 from schemas.features import check_stream_id
 
-from .values import _BadLine, _reject_constant
+from .values import BadLine
 
-__all__ = ["FileReport"]
+__all__ = ["FileReport", "open_text", "check_utf8", "nonblank_lines", "numbered_csv_rows", "check_header", "stream_settings",
+           "json_object", "check_width", "target_column"]
 
 
 class FileReport:
@@ -46,14 +47,14 @@ class FileReport:
         tail = f"; {self.n_bad} bad line(s) skipped ({shown})" if self.n_bad else ""
         return f"{path}: {self.valid} valid event(s){tail}"
 
-def _open_text(p: Path, **kw: Any) -> Any:
+def open_text(p: Path, **kw: Any) -> Any:
     """``p`` as UTF-8 text; a byte that is not UTF-8 is kept (as a surrogate) for
-    :func:`_check_utf8` to refuse its line, so one such line does not end the file."""
+    :func:`check_utf8` to refuse its line, so one such line does not end the file."""
     return p.open(encoding="utf-8", errors="surrogateescape", **kw)
 
 
 def _not_utf8(texts: Any) -> str | None:
-    """Why one of ``texts`` (read by :func:`_open_text`) is not UTF-8 text, or None."""
+    """Why one of ``texts`` (read by :func:`open_text`) is not UTF-8 text, or None."""
     for text in texts:
         if isinstance(text, str) and not text.isascii():
             try:
@@ -63,13 +64,22 @@ def _not_utf8(texts: Any) -> str | None:
     return None
 
 
-def _check_utf8(texts: Any) -> None:
+def check_utf8(texts: Any) -> None:
+    """A bad line if one of ``texts`` (read by :func:`open_text`) is not UTF-8 text."""
     why = _not_utf8(texts)
     if why is not None:
-        raise _BadLine(why)
+        raise BadLine(why)
 
 
-def _csv_rows(reader: Any) -> Iterator[tuple[int, dict | _BadLine]]:
+def nonblank_lines(fh: Any) -> Iterator[tuple[int, str]]:
+    """The lines of the text file ``fh`` that are not blank, stripped, with their line numbers."""
+    for line_no, line in enumerate(fh, start=1):
+        line = line.strip()
+        if line:
+            yield line_no, line
+
+
+def numbered_csv_rows(reader: Any) -> Iterator[tuple[int, dict | BadLine]]:
     """The rows of ``reader`` with their line numbers; a row the csv module cannot read (a cell
     over its size limit) comes as the bad line it is, and the rows after it are read on."""
     while True:
@@ -79,50 +89,57 @@ def _csv_rows(reader: Any) -> Iterator[tuple[int, dict | _BadLine]]:
         except StopIteration:
             return
         except csv.Error as e:
-            yield line, _BadLine(f"not a CSV row ({e})")
+            yield line, BadLine(f"not a CSV row ({e})")
             continue
         yield reader.line_num, row
 
 
-def _check_header(p: Path, columns: list[str]) -> None:
+def check_header(p: Path, columns: list[str]) -> None:
+    """A :class:`~schemas.ConfigError` if the CSV header of ``p`` is not UTF-8 text (every line would be bad)."""
     why = _not_utf8(columns)
     if why is not None:
         raise ConfigError(f"{p}: its header is {why}")
 
 
-def _settings_of(of_stream: Callable[[str], tuple[str, Collection[str]]], stream_id: Any) -> tuple[str, Collection[str]]:
+def stream_settings(of_stream: Callable[[str], tuple[str, Collection[str]]], stream_id: Any) -> tuple[str, Collection[str]]:
     """``of_stream`` of a line's stream id; a stream id no worker takes, or a stream no worker
     has settings for (``of_stream`` raises :class:`~schemas.InvalidMessage`), is a bad line."""
     try:
         check_stream_id(stream_id)
         return of_stream(stream_id)
     except InvalidMessage as e:
-        raise _BadLine(str(e)) from None
+        raise BadLine(str(e)) from None
 
 
-def _json_object(line: str) -> dict[str, Any]:
+def _reject_constant(name: str) -> float:
+    raise BadLine(f"{name} is not a number streamxai accepts")
+
+
+def json_object(line: str) -> dict[str, Any]:
     """One JSONL line as an object, or a bad line saying why it is not one."""
     try:
         obj = json.loads(line, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
-        raise _BadLine(f"not valid JSON ({e.msg} at column {e.colno})") from None
+        raise BadLine(f"not valid JSON ({e.msg} at column {e.colno})") from None
     if not isinstance(obj, dict):
-        raise _BadLine(f"a JSON {type(obj).__name__}, expected an object")
+        raise BadLine(f"a JSON {type(obj).__name__}, expected an object")
     return obj
 
 
-def _check_width(row: dict[Any, Any], columns: list[str]) -> None:
+def check_width(row: dict[Any, Any], columns: list[str]) -> None:
     """A CSV row of another width than its header (``csv.DictReader`` fills a short row with
     None and keeps a long row's extra cells under the key None) is a bad line, not an event
     whose missing cells are guessed."""
     if None in row or None in row.values():
         width = len(columns) + len(row.get(None) or ()) - sum(v is None for k, v in row.items() if k is not None)
-        raise _BadLine(f"{width} cells where the header has {len(columns)} ({', '.join(columns)}); "
+        raise BadLine(f"{width} cells where the header has {len(columns)} ({', '.join(columns)}); "
                        "an empty cell is written as nothing between two commas")
 
 
 
-def _target_column(p: Path, columns: list[str], target: str | None, kind: str) -> str:
+def target_column(p: Path, columns: list[str], target: str | None, kind: str) -> str:
+    """The target column of the CSV ``p``: ``target``, else the first of ``kind``, ``y`` and ``target``
+    it has; a :class:`~schemas.ConfigError` naming its columns if it has none."""
     if target is not None:
         if target not in columns:
             raise ConfigError(f"{p} has no target column {target!r}; its columns are {columns}")

@@ -30,7 +30,7 @@ from ..settings import AGRAWAL_FEATURES, Settings
 from ..worker import spawn_worker, stop_worker
 from .demo_stream import DemoPlan, agrawal_events, labels_later
 from .live_view import LiveView
-from .ports import _bindable, free_port
+from .ports import free_port, port_unused
 
 __all__ = ["run_demo", "demo_settings", "demo_plan", "demo_overrides"]
 
@@ -184,7 +184,7 @@ def _start_dashboard(s: Settings, port: int, logs: Path, started: list):
     end) as soon as it exists, so an interrupt while it starts does not leave it running."""
     from .dashboard import spawn_dashboard, wait_for_dashboard
 
-    if not _bindable(port, "127.0.0.1"):
+    if not port_unused(port, "127.0.0.1"):
         port = free_port("127.0.0.1")
     proc = spawn_dashboard(s, port, log_file=str(logs / "dashboard.log"))
     started.append(proc)

@@ -20,7 +20,7 @@ import time
 
 from ..kafka.config import BrokerError
 
-__all__ = ["free_port", "free_ports", "port_bindable", "port_holders", "claim_port", "TIME_WAIT_S"]
+__all__ = ["free_port", "free_ports", "port_bindable", "port_unused", "port_holders", "claim_port", "TIME_WAIT_S"]
 
 log = logging.getLogger("streamxai")
 
@@ -44,7 +44,9 @@ def _ephemeral_range() -> tuple[int, int]:
         return _FALLBACK_EPHEMERAL
 
 
-def _bindable(port: int, host: str) -> bool:
+def port_unused(port: int, host: str) -> bool:
+    """Whether ``host:port`` binds without SO_REUSEADDR: nothing listens on it and no connection of
+    it lingers (in TIME-WAIT), so a port picked now stays free for a process started next."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((host, port))
@@ -116,7 +118,7 @@ def free_ports(n: int, host: str = "0.0.0.0") -> list[int]:
     picked: list[int] = []
     for _ in range(2000):
         p = rng.randint(lo, hi)
-        if p not in picked and _bindable(p, host):
+        if p not in picked and port_unused(p, host):
             picked.append(p)
             if len(picked) == n:
                 return picked

@@ -418,3 +418,58 @@ def test_produce_jsonl_events_and_labels_take_the_target_of_each_lines_own_strea
     events.write_text('{"schema": "feature_event/v1", "stream_id": "other-6", "seq": 0, "ts": 1.0, "x": {"a": 2.0}}\n')
     assert main(["produce", str(events), "--settings", str(settings)]) == 1
     assert "events.jsonl:1: skipped: stream 'other-6' matches no stream profile" in capsys.readouterr().err
+
+
+def test_produce_a_file_with_label_delay_sends_each_label_n_events_after_its_features(tmp_path, monkeypatch, capsys):
+    # `streamxai demo --label-delay N` had labels come later; `produce FILE` had no way to: a user
+    # replaying a labelled file could not try delayed labels
+    data = tmp_path / "d.csv"
+    data.write_text("a,label,t\n" + "".join(f"{q}.5,{'' if q == 3 else q % 2},{100 + q}\n" for q in range(5)))
+    sent = []
+    monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
+    monkeypatch.setattr("pipeline.commands.last_seqs", lambda s, sids: {})
+    monkeypatch.setattr("pipeline.kafka.io.produce_events", lambda s, events, rate=None: len(sent.extend(events) or sent))
+    assert main(["produce", str(data), "--set", "features=a", "--ts-column", "t", "--label-delay", "2"]) == 0
+    got = [(type(m).__name__, m.seq, m.y, m.ts) for m in sent]
+    assert got == [("FeatureEvent", 0, None, 100.0), ("FeatureEvent", 1, None, 101.0), ("FeatureEvent", 2, None, 102.0),
+                   ("LabelEvent", 0, 0, 102.0), ("FeatureEvent", 3, None, 103.0), ("LabelEvent", 1, 1, 103.0),
+                   ("FeatureEvent", 4, None, 104.0), ("LabelEvent", 2, 0, 104.0),  # seq 3 has no label: none sent
+                   ("LabelEvent", 4, 0, 104.0)], got
+    assert [m.x for m in sent if type(m).__name__ == "FeatureEvent"] == [{"a": q + 0.5} for q in range(5)]
+    out = capsys.readouterr().out
+    assert "produced 5 events of stream 'file' (seq 0..4) to streamxai.features, and 4 labels 2 events later to " \
+           "streamxai.labels" in out, out
+
+
+@pytest.mark.parametrize("other", ["--labels", "--without-labels"])
+def test_produce_label_delay_with_labels_or_without_labels_is_refused(tmp_path, other, capsys):
+    data = tmp_path / "d.csv"
+    data.write_text("a,label\n1,0\n")
+    assert main(["produce", str(data), "--set", "features=a", "--label-delay", "2", other,
+                 "--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, "--label-delay", other)
+
+
+@pytest.mark.parametrize("how", ["file", "environment", "command line"])
+def test_model_params_of_another_model_stop_the_worker_at_start_saying_which_where_and_what_to_do(
+        tmp_path, monkeypatch, capsys, how):
+    # `streamxai config` prints model_params = {grace_period = 50}; copied into a settings file they are
+    # explicit, and kept when the model is later changed to one that does not take them. The worker was
+    # refused with the whole of model_params named and the advice to set model_params, not where they
+    # were set, nor which of them the model does not take, nor what it takes
+    f = tmp_path / "s.toml"
+    params = '{"grace_period": 50, "l2": 0.1}'
+    f.write_text('features = ["a"]\nmodel = "river.linear_model.LogisticRegression"\n'
+                 + ("model_params = {grace_period = 50, l2 = 0.1}\n" if how == "file" else ""))
+    args = ["worker", "--settings", str(f), "--bootstrap", "127.0.0.1:1"]
+    if how == "environment":
+        monkeypatch.setenv("STREAMXAI_MODEL_PARAMS", params)
+    if how == "command line":
+        args += ["--set", f"model_params={params}"]
+    assert main(args) == 2
+    err = _one_line_error(capsys, "model river.linear_model.LogisticRegression takes no parameter 'grace_period' of "
+                                  "model_params")
+    where = {"file": "the settings file", "environment": "$STREAMXAI_MODEL_PARAMS", "command line": "--set"}[how]
+    assert f"model_params from {where}" in err, err
+    assert "leave model_params out" in err and "its own defaults" in err, err
+    assert "it takes " in err and "l2" in err.partition("it takes ")[2] and "optimizer" in err, err  # what it takes

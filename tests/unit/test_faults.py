@@ -310,7 +310,7 @@ def test_fault_suite_every_bad_input_is_a_dead_letter_and_valid_events_are_exact
     letters = [orjson.loads(o.value) for o in outs["dead-letters"]]
     assert len(letters) == len(bad)  # one dead letter per bad input, none for valid events
     assert all(len(o.value) + len(o.key or b"") <= s.max_dead_letter_bytes for o in outs["dead-letters"])
-    assert all(m["reason"] in {"malformed", "schema", "features", "bad_value", "oversized", "seq_gap"}
+    assert all(m["reason"] in {"malformed", "schema", "features", "bad_value", "label_type", "oversized", "seq_gap"}
                for m in letters), {m["reason"] for m in letters}
     assert mh.metrics.get("predictions") == mh_clean.metrics.get("predictions") == 240
     assert mh.metrics.get("duplicates_dropped") == 2

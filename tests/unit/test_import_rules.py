@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers.imports import modules
+from helpers.imports import ROOT, modules
 
 KAFKA_CLIENTS = ("faust", "aiokafka", "confluent_kafka", "kafka", "mode")
 
@@ -84,3 +84,22 @@ def test_no_import_cycles():
     mods = modules("pipeline", "agents", "schemas")
     assert {"pipeline.handlers.common", "pipeline.kafka.checkpoints", "agents._forward", "schemas.wire"} <= set(mods)
     assert import_cycle(mods) == []
+
+
+def private_imports(mods: dict[str, set[str]]) -> list[str]:
+    """The imports of one module's underscore names by another (``from .values import _BadLine``):
+    what modules share is public, in the ``__all__`` of the module it belongs to. A private
+    submodule (``from . import _forward``, a compiled ``_kernels``) is a module, not a name.
+
+    >>> private_imports({"a": {"b", "b._x", "b.y"}, "b": set(), "b._sub": set(), "c": {"b._sub"}})
+    ['a imports b._x']
+    """
+    def private_name(name: str) -> bool:
+        owner, _, last = name.rpartition(".")
+        return (owner in mods and last.startswith("_") and not last.startswith("__") and name not in mods
+                and not any(ROOT.joinpath(*owner.split(".")).glob(f"{last}.*")))
+    return violations(mods, private_name)
+
+
+def test_no_module_imports_another_modules_private_names():
+    assert private_imports(modules("pipeline", "agents", "schemas")) == []

@@ -20,6 +20,7 @@ from schemas import (
     FeatureEvent,
     FeatureMismatch,
     FeatureSpec,
+    LabelTypeMismatch,
     MalformedMessage,
     OversizedMessage,
     Prediction,
@@ -64,7 +65,7 @@ def test_good_event_parses_and_normalises_numbers():
         (event(x={"a": "1.0", "b": 2.0, "c": "r"}), BadValue, "feature 'a'"),
         (event(x={"a": True, "b": 2.0, "c": "r"}), BadValue, "feature 'a'"),
         (event(x={"a": 1.0, "b": 2.0, "c": 1.5}), BadValue, "categorical feature 'c'"),
-        (event(y=[1]), BadValue, "target y"),
+        (event(y=[1]), LabelTypeMismatch, "label y"),
         (b'{"schema": "feature_event/v1", "stream_id": "s", "seq": 1, "ts": 0, "x": {"a": 1e999, "b": 0, "c": "r"}, "y": 0}',
          MalformedMessage, "infinity"),
     ],
@@ -85,7 +86,7 @@ def test_oversized_is_refused_before_parsing():
 def test_regression_target_must_be_finite_number():
     spec = FeatureSpec(names=("a",), target="number")
     raw = orjson.dumps({"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 0, "x": {"a": 1}, "y": "x"})
-    with pytest.raises(BadValue, match="target y"):
+    with pytest.raises(LabelTypeMismatch, match="label y in stream 's' seq 0 is 'x'"):
         parse_feature_event(raw, spec, where="f[0]@0")
 
 

@@ -48,14 +48,14 @@ from river.preprocessing import StandardScaler
 from ..kernels import KERNELS
 from .base import FastModel, Unsupported, to_output
 
-__all__ = ["LinearFast", "LinearCall"]
+__all__ = ["LinearFast", "LinearCall", "glm_kind"]
 
 _NUMBERS = (int, float)
 _PROBA_KEYS = {False: 0, True: 1}
 _ARRAY_FROM = 16  # rows from which replaced_batch computes with arrays  # the keys of LogisticRegression.predict_proba_one, by position
 
 
-def _glm_kind(model: Any) -> str | None:
+def glm_kind(model: Any) -> str | None:
     """"classifier" / "regressor" for a logistic / linear regression predicting with river's code."""
     t = type(model)
     if not isinstance(model, GLM) or t._raw_dot_one is not GLM._raw_dot_one:
@@ -100,7 +100,7 @@ class LinearCall:
         #: index arrays and matrices of ICE curves by their shape (z_curves), kept by the caller between calls
         self._layouts = {} if layouts is None else layouts
         scaler, glm = _split_pipeline(model)
-        kind = _glm_kind(glm)
+        kind = glm_kind(glm)
         if kind is None:
             raise Unsupported(f"{type(glm).__name__} is not a verified linear model")
         self.classifier = kind == "classifier"
@@ -358,7 +358,7 @@ class LinearFast(FastModel):
             if type(steps[0]).transform_one is not StandardScaler.transform_one:
                 return False
             model = steps[1]
-        return _glm_kind(model) is not None
+        return glm_kind(model) is not None
 
     def __init__(self, model: Any):
         super().__init__(model)

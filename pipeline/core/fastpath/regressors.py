@@ -30,7 +30,7 @@ from river.tree.nodes.hatr_nodes import AdaBranchRegressor, AdaLeafRegAdaptive, 
 from river.tree.nodes.htr_nodes import LeafAdaptive, LeafMean, LeafModel
 
 from .base import FastModel, Unsupported, tree_kind
-from .linear import LinearCall, _glm_kind
+from .linear import LinearCall, glm_kind
 from .walk import is_branch, runs, split_features, walk
 
 __all__ = ["TreeRegressorFast"]
@@ -153,7 +153,7 @@ class _RegTree:
         if mode == "mean" or (mode == "adaptive" and leaf._fmse_mean < leaf._fmse_model):
             return leaf.stats.mean.get()
         model = leaf._leaf_model
-        if _glm_kind(model) != "regressor":
+        if glm_kind(model) != "regressor":
             raise Unsupported(f"leaf model {type(model).__name__} is not a verified linear regression")
         return LinearCall(model, self.keys)
 
