@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 
 import orjson
 
@@ -76,7 +75,14 @@ def test_a_restart_reads_the_partition_once_for_all_its_series():
 
 
 def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
+    # the rebuild blocks until the event loop has turned while it runs: off the loop it does at
+    # once; on the loop it cannot, and its wait ends unmet (was: a heartbeat every 10 ms had to
+    # tick twice during a 0.3 s sleep, a count of wall-clock ticks a loaded machine may not give)
+    import threading
+
     from agents._forward import forward
+
+    started, turned, met = threading.Event(), threading.Event(), []
 
     class SlowToRebuild:
         settings, metrics = Settings(features=list(AGRAWAL_FEATURES)), Metrics()
@@ -85,7 +91,8 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
             return True
 
         def on_message(self, raw, key, src):
-            time.sleep(0.3)  # a replay: blocking work
+            started.set()
+            met.append(turned.wait(10))  # a replay: blocking work (10 s: only a bound if it blocks the loop)
             return []
 
     class Msg:
@@ -98,26 +105,19 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
         async def events(self):
             yield Event()
 
-    ticks = []
-
-    async def heartbeat(done):
-        while not done.is_set():
-            ticks.append(1)
-            await asyncio.sleep(0.01)
+    async def loop_turns():
+        while not started.is_set():
+            await asyncio.sleep(0.001)
+        turned.set()  # the loop ran while the rebuild was blocking
 
     async def main():
-        done = asyncio.Event()
-        beat = asyncio.create_task(heartbeat(done))
-        await asyncio.sleep(0)
-        n0 = len(ticks)
+        turns = asyncio.create_task(loop_turns())
         await forward(Stream(), SlowToRebuild(), None, "drift")
-        n1 = len(ticks)
-        done.set()
-        await beat
-        return n1 - n0
+        turned.set()  # (on the loop: let a failed run's task end)
+        await turns
 
-    # the loop kept running while the rebuild blocked its thread (on the loop: 0 ticks)
-    assert asyncio.run(main()) > 1
+    asyncio.run(main())
+    assert met == [True]
 
 
 def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_path):
