@@ -79,9 +79,10 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     # all of it taken and committed, so each state's newest checkpoint is one a restart may use
     # (only a checkpoint before the committed offset is restored, and a key keeps two: with
     # arrivals in batches a kill right after the burst found both past the commit now and then,
-    # and restored none); the drift agent's too, so every stage restores each of its states
+    # and restored none); the intake's and the drift agent's too, in the order the stages
+    # pass messages on, so every stage has taken all of it and restores each of its states
     # (asserted below); then a little more, killed before its commit
-    wait_for_commit(s, ["arrivals", "explain-tasks", "drift-feed"])
+    wait_for_commit(s, ["features", "labels", "arrivals", "explain-tasks", "drift-feed"])
     tail = 2 * third + 100
     produce_events(s, msgs[2 * third:tail], rate=400)
     victim.send_signal(signal.SIGKILL)  # mid-stream: no shutdown, no final commit

@@ -306,3 +306,41 @@ def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_mess
                                  replace={broken_at: orjson.dumps(broken)}))
     after = [v for v in whole if v[0] == "b" and v[1] > orjson.loads(tasks.items[broken_at][1])["position"]]
     assert after and [v for v in got if v[0] == "b" and v[1] > broken["position"]] == after
+
+
+def test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history(tmp_path):
+    # a key keeps its two newest checkpoints; a drift state takes many explanations per event
+    # (one per explainer and feature), so two can fall due after the feed's last commit before
+    # a SIGKILL: the restarted handler restores none (only one before the offset it resumes at
+    # may be) and rebuilds the state from the whole history, exactly. With checkpoints on, a
+    # drift stage that restored nothing is a correct restart (test_pipeline asked for a restore)
+    from pipeline.kafka.checkpoints import FileCheckpointStore
+
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=10)
+    log = series_log(n_series=1)
+    uninterrupted = DriftHandler(s)
+    whole = events(lambda off: uninterrupted, log)
+    store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32)
+    first = DriftHandler(s, checkpoints=store)
+    resume = 85  # the feed's committed offset when the worker is killed
+
+    def taken(handler, offsets):
+        got = []
+        for off in offsets:
+            key, value = log.items[off]
+            for out in handler.on_message(value, key, Source("explanations", 0, off)):
+                if out.topic == "drift-events":
+                    m = orjson.loads(out.value)
+                    got.append((m["series"], m["seq"]))
+        return got
+
+    sent = taken(first, range(resume))
+    taken(first, range(resume, 100))  # taken, not committed: checkpoints after offsets 89 and 99, the two kept
+    assert first.metrics.get("checkpoints_written") == 10
+    # kept: the two newest, none before the offset the restart resumes at
+    assert store.load("drift", b"s0", "explanations", 0)[1] == 99
+    assert store.load("drift", b"s0", "explanations", 0, before_offset=resume) is None
+    second = DriftHandler(s, history=log, checkpoints=store)
+    assert sent + taken(second, range(resume, len(log.items))) == whole and whole
+    assert second.metrics.get("checkpoints_restored{stage=drift}") == 0
+    assert second.metrics.get("replayed_explanations") == resume  # the whole history before it
