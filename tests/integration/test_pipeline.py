@@ -258,8 +258,9 @@ def test_sigkilled_worker_resumes_without_losing_or_double_counting(bootstrap, t
     # from its checkpoint and the explanations after it, or from all of them. Neither alone is
     # certain with checkpoints: its newest checkpoint may sit at the very record the worker
     # resumes after (CI saw it once: restored, nothing to replay), and a drift state takes 27
-    # explanations per report (9 features, 3 explainers), so its checkpoint falls due about every
-    # 19 events and the two a key keeps may both be past the feed's last commit before the kill
+    # explanations every emit_every=5 events (9 features, 3 explainers), so its checkpoint falls
+    # due about every 19 events and the two a key keeps may both be past the feed's last commit
+    # before the kill
     # (test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history):
     # then none is restored and the whole history is replayed. Either way one of them is seen
     # (a restart that rebuilt nothing shows neither)
