@@ -45,6 +45,38 @@ def collect(s: Settings, topic: str, done: Callable[[list[dict]], bool], timeout
     return out
 
 
+def collect_all(s: Settings, topic: str, timeout: float = 60.0) -> list[dict]:
+    """Decoded messages of ``topic`` (short name): every one on it when called (up to each
+    partition's end offset then), in each partition's order. Fails after ``timeout`` s rather
+    than give part of them (``collect`` with a ``done`` that is never true stops at its deadline,
+    with what a loaded machine read by then)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    full = s.topic(topic)
+    c = Consumer(confluent_config(s, **{"group.id": f"read-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False}))
+    out: list[dict] = []
+    try:
+        parts = c.list_topics(full, timeout=10).topics[full].partitions
+        ends = {p: c.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1] for p in parts}
+        left = {p for p, end in ends.items() if end > 0}
+        c.assign([TopicPartition(full, p, OFFSET_BEGINNING) for p in left])
+        deadline = time.monotonic() + timeout
+        while left:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"read {len(out)} messages of {full} in {timeout:g} s, not yet to its ends {ends}")
+            rec = c.poll(0.5)
+            if rec is None or rec.error() or rec.offset() >= ends[rec.partition()]:
+                continue
+            obj = orjson.loads(rec.value())
+            obj["_partition"] = rec.partition()
+            out.append(obj)
+            if rec.offset() + 1 >= ends[rec.partition()]:
+                left.discard(rec.partition())
+    finally:
+        c.close()
+    return out
+
+
 def _poll(s: Settings, topic: str, deadline: float) -> Iterable:
     for rec in consume(s, [s.topic(topic)], idle_timeout=max(1.0, deadline - time.monotonic())):
         yield rec

@@ -103,8 +103,12 @@ def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_
     control = list(threshold_events("control", n, seed=12))
     late = labels_later(threshold_events("late", n, seed=13), 100)  # its labels come 100 events late
     events = [e for group in itertools.zip_longest(drifting, control, late[0::2], late[1::2]) for e in group if e]
-    # paced, so that the page is watched while the stream runs (~16 s of events)
-    producer = threading.Thread(target=produce_events, args=(s, events), kwargs={"rate": 600.0}, daemon=True)
+    # paced, so that the page is watched while the stream runs (~14 s of events); the last tenth
+    # is held back until the page has drawn a point, so its lines have somewhere to move to
+    # (they had to move past a point read whenever the page got to it: a slow browser start
+    # could read the stream's last one, and the lines never moved on a correct dashboard)
+    cut = len(events) * 9 // 10
+    producer = threading.Thread(target=produce_events, args=(s, events[:cut]), kwargs={"rate": 600.0}, daemon=True)
     try:
         wait_for_dashboard(url, board)
         _wait_for_worker(s, worker)  # so the ~12 s of paced events are explained while the page watches
@@ -131,6 +135,8 @@ def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_
             Path(keep).with_name(f"{Path(keep).stem}-late.png").write_bytes(shot.read_bytes())
         driver.execute_script("document.querySelector('li.stream-item[data-stream=\"drifting\"]').click()")
         first = _wait(driver, LAST_POINT, 60, "the iPFI chart of 'drifting' to have points")
+        producer.join(timeout=60)
+        produce_events(s, events[cut:], rate=600.0)
         second = _wait(driver, LAST_POINT.replace("return [", f"if (u.data[0][n] <= {first[0]}) return null; return ["),
                        30, f"the iPFI lines to move past seq {first[0]}")
         assert second[0] > first[0] and second[1] != first[1], (first, second)

@@ -9,7 +9,7 @@ import orjson
 from confluent_kafka import Producer
 from helpers.drift_feed_run import FEED, explain, feed_settings, tasks_of
 from helpers.partition_log import PartitionLog
-from helpers.pipeline_runs import collect, make_settings, wait_for_commit, worker_metrics
+from helpers.pipeline_runs import collect_all, make_settings, wait_for_commit, worker_metrics
 
 from pipeline.app import checkpoint_store
 from pipeline.handlers import DriftHandler, ExplainHandler, Source
@@ -58,8 +58,8 @@ def test_a_drift_worker_upgraded_to_the_feed_restores_the_old_checkpoint_and_tak
         wait_for_commit(s, [FEED], timeout=120)
         assert worker_metrics(s)["counters"].get("drift_states_adopted") == 1
         # everything it sent (it has committed the whole feed, so its outputs are flushed)
-        got = collect(s, "drift-events", lambda ms: False, timeout=10)
-        got += collect(s, "change-episodes", lambda ms: False, timeout=10)
+        got = collect_all(s, "drift-events")
+        got += collect_all(s, "change-episodes")
     finally:
         stop_worker(worker)
     text = log.read_text(errors="replace")

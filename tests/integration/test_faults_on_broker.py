@@ -11,7 +11,7 @@ import hashlib
 import orjson
 import pytest
 from helpers.damage import DAMAGES, damaged
-from helpers.pipeline_runs import collect, committed, make_settings, wait_for_commit, worker_metrics
+from helpers.pipeline_runs import collect, collect_all, committed, make_settings, wait_for_commit, worker_metrics
 
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_raw
@@ -216,7 +216,7 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
         collect(s, "explain-decisions", lambda d: any(x["seq"] == 1499 for x in d), timeout=240)
         counters = worker_metrics(again)["counters"]
         assert counters.get("replayed_tasks", 0) > 0 and counters.get("shed_events", 0) > 0, counters
-        expl = collect(s, "explanations", lambda ms: False, timeout=10)
+        expl = collect_all(s, "explanations")
     finally:
         for p in procs:
             if p.poll() is None:

@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 
-from helpers.pipeline_runs import collect, make_settings
+from helpers.pipeline_runs import collect, collect_all, make_settings
 
 from pipeline.kafka.config import confluent_config, ensure_topics
 from pipeline.kafka.io import produce_raw
@@ -232,7 +232,7 @@ def test_a_worker_killed_right_after_a_commit_has_sent_every_explanation_of_the_
         values = se.process_one(e.x, e.y)
         if se.n_seen % s.emit_every == 0 and e.seq <= last:
             want |= {(e.seq, v.feature) for v in values}
-    sent = {(m["seq"], m["feature"]) for m in collect(s, "explanations", lambda ms: False, timeout=10)}
+    sent = {(m["seq"], m["feature"]) for m in collect_all(s, "explanations")}
     assert len(want) > 9
     missing = sorted(want - sent)
     assert not missing, f"{len(missing)} explanations of committed tasks are not on the topic: {missing[:5]}"

@@ -167,3 +167,51 @@ def test_an_explain_handler_restarted_amid_batches_of_tasks_gives_the_uninterrup
                  run=resumed)
     assert resumed.explanation_values() == whole.explanation_values() and whole.explanation_values()
     assert second.metrics.get("checkpoints_restored") >= 1 and second.metrics.get("replayed_tasks") > 0
+
+
+def test_a_restart_right_after_a_batch_that_made_a_checkpoint_due_restores_it_and_replays_nothing(tmp_path):
+    """A checkpoint falls due within a batch and is written at the batch's record (once the whole
+    record is taken); a worker killed after that record was committed resumes at the next one:
+    its model state comes from that checkpoint with nothing of the stream between the two, so
+    it is restored and nothing is replayed. The state is still exact (the rest of the stream
+    gives the uninterrupted run's outputs), and only ``checkpoints_restored{stage=model}`` says
+    how it was built: a test that asks for replayed messages after a restart fails on this
+    correct run (test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values
+    summed the three stages' replays; with arrivals in batches each stage's newest checkpoint
+    may sit at the record its worker resumes after)."""
+    s = delayed_settings(checkpoint_every=10, explainers=["ipfi"], drift_explainers=["ipfi"])
+    single = PartitionLog()
+    record_arrivals(single, labels_later(threshold_events("a", 120, seed=1), 8))
+    packed = batched(single, 9)  # one stream: each record a batch of 9 of its messages
+    whole = run_handlers(s, packed)
+    n = len(packed.parts[ARRIVALS])
+    store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32)
+    first = ModelHandler(s, checkpoints=store)
+
+    def feed(h: ModelHandler, off: int, run: Run) -> None:
+        key, value, _, _ = packed.parts[ARRIVALS][off]
+        src = packed.source("arrivals", 0, off)
+        h.needs_recovery(key, src)
+        for out in h.on_message(value, key, src):
+            run.add(out.topic, out.value, out.headers)
+
+    written_at, predicted = [], {}  # records whose taking wrote a checkpoint; predictions by record
+    for off in range(n // 2):
+        done, run = first.metrics.get("checkpoints_written"), Run()
+        feed(first, off, run)
+        predicted[off] = set(run.predictions())
+        if first.metrics.get("checkpoints_written") > done:
+            written_at.append(off)
+    # killed after the commit of the newest checkpoint's record (the later records' outputs lost)
+    cut = written_at[-1]
+    assert 0 < cut < n // 2, written_at
+    second = ModelHandler(s, history=packed, checkpoints=store)
+    resumed = Run()
+    for off in range(cut + 1, n):
+        feed(second, off, resumed)
+    assert second.metrics.get("checkpoints_restored{stage=model}") == 1
+    assert second.metrics.get("replayed_events") == 0  # its checkpoint is at the record before the resume point
+    # exact all the same: the uninterrupted run's predictions of the events after the checkpoint
+    earlier = set().union(*(predicted[off] for off in range(cut + 1)))
+    after = {k: v for k, v in whole.predictions().items() if k not in earlier}
+    assert after and resumed.predictions() == after

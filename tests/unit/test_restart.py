@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 
 import orjson
 
@@ -76,7 +75,14 @@ def test_a_restart_reads_the_partition_once_for_all_its_series():
 
 
 def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
+    # the rebuild blocks until the event loop has turned while it runs: off the loop it does at
+    # once; on the loop it cannot, and its wait ends unmet (was: a heartbeat every 10 ms had to
+    # tick twice during a 0.3 s sleep, a count of wall-clock ticks a loaded machine may not give)
+    import threading
+
     from agents._forward import forward
+
+    started, turned, met = threading.Event(), threading.Event(), []
 
     class SlowToRebuild:
         settings, metrics = Settings(features=list(AGRAWAL_FEATURES)), Metrics()
@@ -85,7 +91,8 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
             return True
 
         def on_message(self, raw, key, src):
-            time.sleep(0.3)  # a replay: blocking work
+            started.set()
+            met.append(turned.wait(10))  # a replay: blocking work (10 s: only a bound if it blocks the loop)
             return []
 
     class Msg:
@@ -98,26 +105,19 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
         async def events(self):
             yield Event()
 
-    ticks = []
-
-    async def heartbeat(done):
-        while not done.is_set():
-            ticks.append(1)
-            await asyncio.sleep(0.01)
+    async def loop_turns():
+        while not started.is_set():
+            await asyncio.sleep(0.001)
+        turned.set()  # the loop ran while the rebuild was blocking
 
     async def main():
-        done = asyncio.Event()
-        beat = asyncio.create_task(heartbeat(done))
-        await asyncio.sleep(0)
-        n0 = len(ticks)
+        turns = asyncio.create_task(loop_turns())
         await forward(Stream(), SlowToRebuild(), None, "drift")
-        n1 = len(ticks)
-        done.set()
-        await beat
-        return n1 - n0
+        turned.set()  # (on the loop: let a failed run's task end)
+        await turns
 
-    # the loop kept running while the rebuild blocked its thread (on the loop: 0 ticks)
-    assert asyncio.run(main()) > 1
+    asyncio.run(main())
+    assert met == [True]
 
 
 def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_path):
@@ -306,3 +306,41 @@ def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_mess
                                  replace={broken_at: orjson.dumps(broken)}))
     after = [v for v in whole if v[0] == "b" and v[1] > orjson.loads(tasks.items[broken_at][1])["position"]]
     assert after and [v for v in got if v[0] == "b" and v[1] > broken["position"]] == after
+
+
+def test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history(tmp_path):
+    # a key keeps its two newest checkpoints; a drift state takes many explanations per event
+    # (one per explainer and feature), so two can fall due after the feed's last commit before
+    # a SIGKILL: the restarted handler restores none (only one before the offset it resumes at
+    # may be) and rebuilds the state from the whole history, exactly. With checkpoints on, a
+    # drift stage that restored nothing is a correct restart (test_pipeline asked for a restore)
+    from pipeline.kafka.checkpoints import FileCheckpointStore
+
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=10)
+    log = series_log(n_series=1)
+    uninterrupted = DriftHandler(s)
+    whole = events(lambda off: uninterrupted, log)
+    store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32)
+    first = DriftHandler(s, checkpoints=store)
+    resume = 85  # the feed's committed offset when the worker is killed
+
+    def taken(handler, offsets):
+        got = []
+        for off in offsets:
+            key, value = log.items[off]
+            for out in handler.on_message(value, key, Source("explanations", 0, off)):
+                if out.topic == "drift-events":
+                    m = orjson.loads(out.value)
+                    got.append((m["series"], m["seq"]))
+        return got
+
+    sent = taken(first, range(resume))
+    taken(first, range(resume, 100))  # taken, not committed: checkpoints after offsets 89 and 99, the two kept
+    assert first.metrics.get("checkpoints_written") == 10
+    # kept: the two newest, none before the offset the restart resumes at
+    assert store.load("drift", b"s0", "explanations", 0)[1] == 99
+    assert store.load("drift", b"s0", "explanations", 0, before_offset=resume) is None
+    second = DriftHandler(s, history=log, checkpoints=store)
+    assert sent + taken(second, range(resume, len(log.items))) == whole and whole
+    assert second.metrics.get("checkpoints_restored{stage=drift}") == 0
+    assert second.metrics.get("replayed_explanations") == resume  # the whole history before it
