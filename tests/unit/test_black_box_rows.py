@@ -64,3 +64,15 @@ def test_curves_of_a_plain_callable_convert_each_output_to_float():
     assert calls == [{**X, "a": 0.0}, {**X, "a": 1.0}]
     with pytest.raises(TypeError):  # None is no number (numpy alone would read it as nan)
         ModelFunction(lambda x: None, output="value").curves(X, ["a"], np.array([[0.0, 1.0]]))
+
+
+def test_a_model_function_pickled_before_the_rows_function_restores_and_evaluates_rows():
+    """Its pickled state is as before (the rows function is rebuilt on restore, never
+    written): a state without it, as older checkpoints hold, restores and evaluates rows."""
+    fn = ModelFunction(trained("proba_of"), output="proba_of", target_class=True, fast_path="off")
+    state = fn.__getstate__()
+    assert not {"_rows_fn", "_rows_floats", "_fn", "_fast"} & set(state)
+    old = ModelFunction.__new__(ModelFunction)
+    old.__setstate__(dict(state))
+    assert old.many(ROWS) == one_by_one(fn, ROWS)
+    assert old.curves(X, ["a"], np.array([[0.0, 1.0]])).tolist() == [[fn({**X, "a": 0.0}), fn({**X, "a": 1.0})]]
