@@ -9,8 +9,16 @@ from __future__ import annotations
 import signal
 
 import pytest
-from helpers.pipeline_runs import collect, make_settings, until, wait_for_commit, wait_for_members, worker_metrics
-from test_pipeline import _values, reference_values
+from helpers.pipeline_runs import (
+    collect,
+    explanation_values,
+    make_settings,
+    reference_values,
+    until,
+    wait_for_commit,
+    wait_for_members,
+    worker_metrics,
+)
 
 from pipeline.kafka.config import ensure_topics
 from pipeline.kafka.io import produce_events
@@ -46,8 +54,8 @@ def test_a_fast_stream_restores_a_checkpoint_in_every_stage_after_a_sigkill(boot
         procs[0].wait(10)
         restarted = s.replace(web_port=free_port())
         procs.append(spawn_worker(restarted, log_file=str(tmp_path / "worker-1.log"), loglevel="warning"))
-        msgs = collect(s, "explanations", lambda ms: len(_values(ms)) >= len(expected), timeout=120)
-        assert _values(msgs) == expected  # restored and replayed: every value exact
+        msgs = collect(s, "explanations", lambda ms: len(explanation_values(ms)) >= len(expected), timeout=120)
+        assert explanation_values(msgs) == expected  # restored and replayed: every value exact
 
         def every_stage_rebuilt() -> dict | None:
             try:
