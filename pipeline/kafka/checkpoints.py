@@ -29,8 +29,7 @@ from pathlib import Path
 
 from schemas import Source  # noqa: F401  (used by the doctest)
 
-from .checkpoint_seal import HEADER_BYTES, CheckpointSeal, SealedStore
-from .committed_offsets import CommittedOffsets
+from .checkpoint_seal import SealedStore
 
 __all__ = ["FileCheckpointStore"]
 
@@ -38,9 +37,8 @@ __all__ = ["FileCheckpointStore"]
 class FileCheckpointStore(SealedStore):
     """Sealed checkpoints of per-key handler state, as files under ``directory``."""
 
-    def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes,
-                 commits: CommittedOffsets | None = None):
-        super().__init__(every, secret=secret, commits=commits)
+    def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes):
+        super().__init__(every, secret=secret)
         self.directory = Path(directory)
 
     def __repr__(self) -> str:
@@ -51,27 +49,19 @@ class FileCheckpointStore(SealedStore):
         stem = self.directory / kind / hashlib.sha256(key).hexdigest()
         return stem.with_suffix(".ckpt"), stem.with_suffix(".prev")
 
-    def _write(self, kind: str, key: bytes, blob: bytes, keep_previous: bool = False) -> None:
+    def _write(self, kind: str, key: bytes, blob: bytes) -> None:
         newest, previous = self._paths(kind, key)
         newest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=newest.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(blob)
-            if newest.exists() and not keep_previous:
+            if newest.exists():
                 os.replace(newest, previous)
             os.replace(tmp, newest)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-
-    def _newest_source(self, kind: str, key: bytes) -> tuple[str, int | None, int] | None:
-        newest, _ = self._paths(kind, key)
-        try:
-            with open(newest, "rb") as fh:
-                return CheckpointSeal.source(fh.read(HEADER_BYTES))
-        except OSError:  # none yet (or unreadable: a restore refuses it)
-            return None
 
     def _candidates(self, kind: str, key: bytes) -> list[tuple[str, bytes]]:
         out = []
