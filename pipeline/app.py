@@ -20,6 +20,7 @@ from .handlers import DriftHandler, ExplainHandler, Handler, IntakeHandler, Mess
 from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
 from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 from .kafka.checkpoints import FileCheckpointStore
+from .kafka.committed_offsets import CommittedOffsets
 from .kafka.config import TOPIC_NAMES, faust_credentials
 from .kafka.faust_transport import QuietMonitor, RawSchema, producer_batch_bytes, use_bounded_fetch_wait
 from .kafka.replay import PartitionHistory
@@ -32,11 +33,13 @@ ROLES = ("model", "explain", "drift")
 log = logging.getLogger("streamxai")
 
 
-def checkpoint_store(settings: Settings) -> SealedStore | None:
+def checkpoint_store(settings: Settings, commits: CommittedOffsets | None = None) -> SealedStore | None:
     """The store a worker's handlers share (None when ``checkpoint_every`` is 0: no checkpoints
     written or read): files under ``state_dir/checkpoints`` authenticated by
     :func:`~pipeline.kafka.checkpoint_seal.checkpoint_secret`, or with ``checkpoint_store = "kafka"``
-    the compacted topic ``<prefix>checkpoints``, authenticated by ``checkpoint_key``."""
+    the compacted topic ``<prefix>checkpoints``, authenticated by ``checkpoint_key``. With
+    ``commits`` (the worker's committed offsets) each key keeps the newest checkpoint a commit
+    covers beside its newest one (:meth:`SealedStore.save`)."""
     if settings.checkpoint_every == 0:
         return None
     if settings.checkpoint_store == "kafka":
@@ -44,9 +47,11 @@ def checkpoint_store(settings: Settings) -> SealedStore | None:
             raise ConfigError("checkpoint_store = kafka needs checkpoint_key (the same on every worker, "
                               ">= 16 characters, e.g. `openssl rand -hex 32`), so a worker trusts what another wrote")
         ensure_checkpoint_topic(settings)
-        return KafkaCheckpointStore(settings, settings.checkpoint_every, secret=settings.checkpoint_key.reveal().encode())
+        return KafkaCheckpointStore(settings, settings.checkpoint_every, secret=settings.checkpoint_key.reveal().encode(),
+                                    commits=commits)
     secret = checkpoint_secret(settings.checkpoint_key.reveal(), settings.state_dir)
-    return FileCheckpointStore(Path(settings.state_dir) / "checkpoints", settings.checkpoint_every, secret=secret)
+    return FileCheckpointStore(Path(settings.state_dir) / "checkpoints", settings.checkpoint_every, secret=secret,
+                               commits=commits)
 
 
 def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metrics | None = None) -> faust.App:
@@ -77,7 +82,8 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
         Monitor=QuietMonitor,
     )
-    use_bounded_fetch_wait(app)
+    commits = CommittedOffsets()  # recorded by the consumer, read by the checkpoint store
+    use_bounded_fetch_wait(app, commits)
     topics: dict[str, faust.TopicT] = {
         name: app.topic(settings.topic(name), schema=RawSchema(), partitions=settings.partitions)
         for name in TOPIC_NAMES
@@ -85,7 +91,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     # the intake reads both inputs: what it forwards to arrivals is the order the model learns in
     topics["intake"] = app.topic(settings.topic("features"), settings.topic("labels"), schema=RawSchema())
     history = PartitionHistory(settings)
-    store = checkpoint_store(settings)
+    store = checkpoint_store(settings, commits)
     stateful: list[MessageHandler] = []
     if "model" in roles:
         install_intake_agent(app, topics, IntakeHandler(settings, metrics))

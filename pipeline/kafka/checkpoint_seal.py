@@ -16,11 +16,14 @@ Safety:
   checkpoints can make a worker run code.
 - The key's SHA-256 is inside the authenticated header, so a record cannot be moved to stand
   for another key.
-- Each key keeps its two newest checkpoints. A checkpoint is written when its message is
-  processed, before that message's outputs are flushed and its offset committed; after a
-  SIGKILL the worker resumes from the committed offset, which may be *before* the newest
-  checkpoint. Restoring it would skip the messages in between, whose outputs may never have
-  been sent; so only a checkpoint strictly before the resumed message is used.
+- Each key keeps two checkpoints. A checkpoint is written when its message is processed,
+  before that message's outputs are flushed and its offset committed; after a SIGKILL the
+  worker resumes from the committed offset, which may be *before* the newest checkpoint.
+  Restoring it would skip the messages in between, whose outputs may never have been sent; so
+  only a checkpoint strictly before the resumed message is used. The two kept are therefore
+  the newest one and the newest one a commit covers (:meth:`SealedStore.save`): a key that
+  writes checkpoints faster than the worker commits (every 2.8 s) would otherwise have both
+  past the commit at a kill, and be rebuilt from its whole history.
 
 Where the sealed bytes live is a store's business (:class:`SealedStore`):
 ``pipeline.kafka.checkpoints.FileCheckpointStore`` (files under ``state_dir``) and
@@ -55,7 +58,9 @@ import orjson
 
 from schemas import ConfigError, Source
 
-__all__ = ["CheckpointSeal", "RefusedCheckpoint", "SealedStore", "STATE_FORMAT", "checkpoint_secret"]
+from .committed_offsets import CommittedOffsets
+
+__all__ = ["CheckpointSeal", "HEADER_BYTES", "RefusedCheckpoint", "SealedStore", "STATE_FORMAT", "checkpoint_secret"]
 
 log = logging.getLogger("streamxai")
 
@@ -136,6 +141,30 @@ class CheckpointSeal:
                                     "written by another streamxai version?)") from None
         return state, int(h["offset"])
 
+    @staticmethod
+    def source(data: bytes) -> tuple[str, int | None, int] | None:
+        """``(topic, partition, offset)`` named by the header of ``data`` (its beginning will do),
+        *not* verified; None if it does not read as a checkpoint. Only for choosing which
+        checkpoint to keep (a store's :meth:`SealedStore.save`): what is restored is verified.
+
+        >>> CheckpointSeal.source(CheckpointSeal(b"0123456789abcdef").seal("drift", b"s", 1, Source("t", 2, 7)))
+        ('t', 2, 7)
+        >>> CheckpointSeal.source(b"not a checkpoint") is None
+        True
+        """
+        parts = data.split(b"\n", 3)
+        if len(parts) < 4 or parts[0] + b"\n" != _MAGIC:
+            return None
+        try:
+            h = orjson.loads(parts[2])
+            return str(h["topic"]), h["partition"], int(h["offset"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return None
+
+
+#: how much of a checkpoint's beginning holds its header, for :meth:`CheckpointSeal.source`
+HEADER_BYTES = 64 * 1024
+
 
 def _river_release() -> str:
     """The installed river release (its models are most of a state)."""
@@ -165,7 +194,7 @@ class SealedStore(abc.ABC):
     ...     def __init__(self, every, *, secret):
     ...         super().__init__(every, secret=secret)
     ...         self.blobs = {}
-    ...     def _write(self, kind, key, blob):
+    ...     def _write(self, kind, key, blob, keep_previous=False):
     ...         self.blobs.setdefault((kind, key), []).insert(0, blob)
     ...     def _candidates(self, kind, key):
     ...         return [("memory", b) for b in self.blobs.get((kind, key), [])[:2]]
@@ -179,17 +208,33 @@ class SealedStore(abc.ABC):
     (({'n': 5}, 9), None)
     """
 
-    def __init__(self, every: int = 2000, *, secret: bytes):
+    def __init__(self, every: int = 2000, *, secret: bytes, commits: CommittedOffsets | None = None):
         if every < 0:
             raise ValueError(f"checkpoint_every={every} must be >= 0 (0 disables checkpoints)")
         self.every = every
         self._seal = CheckpointSeal(secret)
+        #: the offsets the worker committed (None: not known, as in tests and the in-process runner)
+        self.commits = commits
 
     def due(self, n_since: int) -> bool:
         return self.every > 0 and n_since >= self.every
 
     def save(self, kind: str, key: bytes, state: Any, src: Source) -> None:
-        self._write(kind, key, self._seal.seal(kind, key, state, src))
+        """Keep ``state`` of ``key`` as of the message at ``src`` as the key's newest checkpoint.
+
+        The newest one so far becomes the previous one if a commit covers it (:attr:`commits`):
+        a restart after a SIGKILL may restore it. If none covers it yet, it is replaced and the
+        previous one stays: the newest checkpoint a commit covered, the one a restart restores.
+        Without :attr:`commits` the newest always becomes the previous one."""
+        self._write(kind, key, self._seal.seal(kind, key, state, src), keep_previous=self._keep_previous(kind, key))
+
+    def _keep_previous(self, kind: str, key: bytes) -> bool:
+        """Whether the next checkpoint of ``key`` replaces its newest one, keeping the previous one
+        (no commit covers the newest yet, as far as :attr:`commits` tells)."""
+        if self.commits is None:
+            return False
+        newest = self._newest_source(kind, key)
+        return newest is not None and not self.commits.covers(*newest)
 
     def load(
         self, kind: str, key: bytes, topic: str, partition: int | None, before_offset: int | None = None
@@ -221,8 +266,15 @@ class SealedStore(abc.ABC):
         log.warning("refusing checkpoint %s: %s; set aside (%s); the state is rebuilt by replay", where, why, aside)
 
     @abc.abstractmethod
-    def _write(self, kind: str, key: bytes, blob: bytes) -> None:
-        """Keep ``blob`` as the newest checkpoint of ``key`` (and the one before it as the previous)."""
+    def _write(self, kind: str, key: bytes, blob: bytes, keep_previous: bool = False) -> None:
+        """Keep ``blob`` as the newest checkpoint of ``key``: the one before it becomes the previous
+        one, or with ``keep_previous`` is replaced (the previous one stays)."""
+
+    def _newest_source(self, kind: str, key: bytes) -> tuple[str, int | None, int] | None:
+        """``(topic, partition, offset)`` of the newest checkpoint kept for ``key`` (None: none);
+        a store that keeps none apart reads it from the newest of :meth:`_candidates`."""
+        found = [src for _, data in self._candidates(kind, key) if (src := CheckpointSeal.source(data)) is not None]
+        return max(found, key=lambda src: src[2]) if found else None
 
     @abc.abstractmethod
     def _candidates(self, kind: str, key: bytes) -> Iterable[tuple[str, bytes]]:

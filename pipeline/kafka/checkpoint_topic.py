@@ -7,9 +7,9 @@ and pickle, see :mod:`pipeline.kafka.checkpoint_seal`) go to the topic ``<prefix
 ``cleanup.policy=compact``: Kafka keeps the newest record per record key, and a worker that
 meets a key without state reads its checkpoint from there.
 
-Record keys are ``kind/sha256(key)/slot``: each key alternates between two slots, so the
-two newest checkpoints survive compaction (a worker restores only one *before* the message it
-resumes at; see :mod:`pipeline.kafka.checkpoint_seal`). Both slots of a key go to the same partition,
+Record keys are ``kind/sha256(key)/slot``: each key keeps two slots, its newest checkpoint and
+the one before it, or the newest one a commit covers (a worker restores only one *before* the
+message it resumes at; see :meth:`~pipeline.kafka.checkpoint_seal.SealedStore.save`). Both slots of a key go to the same partition,
 so their offsets tell which is newer. The store keeps an index record key →
 (partition, offset), caught up from the topic's end on every look-up, and fetches only the
 records it needs. Every worker must share ``checkpoint_key``.
@@ -25,7 +25,8 @@ import zlib
 from typing import Any
 
 from ..settings import Settings
-from .checkpoint_seal import SealedStore
+from .checkpoint_seal import CheckpointSeal, SealedStore
+from .committed_offsets import CommittedOffsets
 from .config import confluent_config
 
 __all__ = ["KafkaCheckpointStore", "CHECKPOINT_TOPIC", "CHECKPOINT_TOPIC_CONFIG", "ensure_checkpoint_topic"]
@@ -55,8 +56,9 @@ class KafkaCheckpointStore(SealedStore):
     KafkaCheckpointStore('team-a.checkpoints', every=500)
     """
 
-    def __init__(self, settings: Settings, every: int = 2000, *, secret: bytes, timeout: float = 30.0):
-        super().__init__(every, secret=secret)
+    def __init__(self, settings: Settings, every: int = 2000, *, secret: bytes, timeout: float = 30.0,
+                 commits: CommittedOffsets | None = None):
+        super().__init__(every, secret=secret, commits=commits)
         self.settings = settings
         self.topic = settings.topic(CHECKPOINT_TOPIC)
         self.timeout = timeout
@@ -65,6 +67,8 @@ class KafkaCheckpointStore(SealedStore):
         self._index: dict[bytes, tuple[int, int]] = {}  # record key -> (partition, offset)
         self._positions: dict[int, int] = {}  # partition -> next offset to index
         self._slot: dict[bytes, int] = {}  # key prefix -> slot of its newest checkpoint
+        #: (partition, offset) of a record -> (topic, partition, offset) of the message its checkpoint is as of
+        self._sources: dict[tuple[int, int], tuple[str, int | None, int] | None] = {}
         self._n_partitions: int | None = None
 
     def __repr__(self) -> str:
@@ -76,7 +80,7 @@ class KafkaCheckpointStore(SealedStore):
 
     # writing -------------------------------------------------------------------------------
 
-    def _write(self, kind: str, key: bytes, blob: bytes) -> None:
+    def _write(self, kind: str, key: bytes, blob: bytes, keep_previous: bool = False) -> None:
         from confluent_kafka import Producer
 
         if len(blob) > MAX_CHECKPOINT_BYTES:
@@ -89,13 +93,16 @@ class KafkaCheckpointStore(SealedStore):
                 "compression.type": "zstd"}))
         prefix = self._prefix(kind, key)
         newest = self._slot.get(prefix)
-        slot = 1 - (self._newest_slot(prefix) if newest is None else newest)
+        if newest is None:
+            newest = self._newest_slot(prefix)
+        slot = newest if keep_previous and prefix + str(newest).encode() in self._index else 1 - newest
         rk = prefix + str(slot).encode()
         result: dict[str, Any] = {}
 
         def delivered(err: Any, msg: Any) -> None:
             result["err"], result["msg"] = err, msg
 
+        self._sources.pop(self._index.get(rk), None)  # the record this one replaces (bounded: two a key)
         self._producer.produce(self.topic, key=rk, value=blob, partition=self._partition(prefix),
                                on_delivery=delivered)
         self._producer.flush(self.timeout)
@@ -105,6 +112,20 @@ class KafkaCheckpointStore(SealedStore):
                           f"{err or 'no acknowledgement within ' + str(self.timeout) + ' s'}")
         self._slot[prefix] = slot
         self._index[rk] = (msg.partition(), msg.offset())
+        self._sources[(msg.partition(), msg.offset())] = CheckpointSeal.source(blob)
+
+    def _newest_source(self, kind: str, key: bytes) -> tuple[str, int | None, int] | None:
+        prefix = self._prefix(kind, key)
+        slot = self._slot.get(prefix)
+        if slot is None:
+            slot = self._newest_slot(prefix)
+        where = self._index.get(prefix + str(slot).encode())
+        if where is None:
+            return None
+        if where not in self._sources:  # written before this worker started, or by another one
+            value = self._fetch(*where)
+            self._sources[where] = CheckpointSeal.source(value) if value is not None else None
+        return self._sources[where]
 
     def _newest_slot(self, prefix: bytes) -> int:
         """The slot holding the newest checkpoint of ``prefix`` (1 when there is none, so the

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from schemas import Source  # noqa: F401  (used by the doctest)
 
-from .checkpoint_seal import SealedStore
+from .checkpoint_seal import HEADER_BYTES, CheckpointSeal, SealedStore
+from .committed_offsets import CommittedOffsets
 
 __all__ = ["FileCheckpointStore"]
 
@@ -37,8 +38,9 @@ __all__ = ["FileCheckpointStore"]
 class FileCheckpointStore(SealedStore):
     """Sealed checkpoints of per-key handler state, as files under ``directory``."""
 
-    def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes):
-        super().__init__(every, secret=secret)
+    def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes,
+                 commits: CommittedOffsets | None = None):
+        super().__init__(every, secret=secret, commits=commits)
         self.directory = Path(directory)
 
     def __repr__(self) -> str:
@@ -49,19 +51,27 @@ class FileCheckpointStore(SealedStore):
         stem = self.directory / kind / hashlib.sha256(key).hexdigest()
         return stem.with_suffix(".ckpt"), stem.with_suffix(".prev")
 
-    def _write(self, kind: str, key: bytes, blob: bytes) -> None:
+    def _write(self, kind: str, key: bytes, blob: bytes, keep_previous: bool = False) -> None:
         newest, previous = self._paths(kind, key)
         newest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=newest.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(blob)
-            if newest.exists():
+            if newest.exists() and not keep_previous:
                 os.replace(newest, previous)
             os.replace(tmp, newest)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    def _newest_source(self, kind: str, key: bytes) -> tuple[str, int | None, int] | None:
+        newest, _ = self._paths(kind, key)
+        try:
+            with open(newest, "rb") as fh:
+                return CheckpointSeal.source(fh.read(HEADER_BYTES))
+        except OSError:  # none yet (or unreadable: a restore refuses it)
+            return None
 
     def _candidates(self, kind: str, key: bytes) -> list[tuple[str, bytes]]:
         out = []

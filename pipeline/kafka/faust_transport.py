@@ -94,6 +94,8 @@ from faust import Schema
 from faust.sensors.monitor import Monitor
 from faust.transport.drivers import aiokafka as driver
 
+from .committed_offsets import CommittedOffsets
+
 __all__ = ["FETCH_MAX_WAIT_MS", "FETCH_MIN_BYTES", "PRODUCER_MAX_BATCH_BYTES", "QuietMonitor", "RawSchema",
            "producer_batch_bytes", "use_bounded_fetch_wait"]
 
@@ -155,6 +157,17 @@ def _wake(fetcher: Any) -> None:
 
 class _Consumer(driver.Consumer):
     _handover: asyncio.Future | None = None
+
+    async def _commit(self, offsets: Any) -> bool:
+        """Commit ``offsets``; those the broker accepted go to the transport's
+        :class:`~pipeline.kafka.committed_offsets.CommittedOffsets`, if it has one. (Faust's
+        ``Monitor.on_tp_commit`` is called after a commit that failed too, e.g. one refused
+        after a rebalance, so it cannot tell what a restart resumes at.)"""
+        done = await super()._commit(offsets)
+        commits = getattr(self.transport, "commits", None)
+        if done and commits is not None:
+            commits.record({tp: offset for tp, offset in offsets.items() if tp in self.assignment()})
+        return done
 
     def _new_consumer_thread(self) -> _ConsumerThread:
         return _ConsumerThread(self, loop=self.loop, beacon=self.beacon)
@@ -235,12 +248,16 @@ async def _resume(coro: Any, waits_on: Any) -> Any:
 
 class _Transport(driver.Transport):
     Consumer = _Consumer
+    #: where the consumer records the offsets it committed (None: nowhere)
+    commits: CommittedOffsets | None = None
 
 
-def use_bounded_fetch_wait(app: Any) -> None:
+def use_bounded_fetch_wait(app: Any, commits: CommittedOffsets | None = None) -> None:
     """Give ``app`` (a Faust app on a ``kafka://`` broker) a consumer whose fetch requests wait at
-    most :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (the module docstring says why)."""
+    most :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (the module docstring says why),
+    and that records each commit the broker accepted in ``commits``."""
     app.transport = _Transport(app.conf.broker_consumer, app, loop=app.loop)
+    app.transport.commits = commits
 
 
 class QuietMonitor(Monitor):

@@ -32,6 +32,27 @@ def make_settings(bootstrap: str, state_dir: str, **over) -> Settings:
     return Settings(**base)
 
 
+def reference_values(s: Settings, events: Iterable) -> dict[tuple[str, int, str, str], float]:
+    """The in-process core's values at the seqs where the pipeline emits:
+    {(stream_id, seq, explainer, feature): value}."""
+    from pipeline.plan import stream_explainer
+
+    out = {}
+    by_stream: dict = {}
+    for ev in events:
+        se = by_stream.setdefault(ev.stream_id, stream_explainer(s, ev.stream_id))
+        values = se.process_one(ev.x, ev.y)
+        if se.n_seen % s.emit_every == 0:
+            for v in values:
+                out[(ev.stream_id, ev.seq, v.explainer, v.feature)] = v.value
+    return out
+
+
+def explanation_values(msgs: Iterable[dict]) -> dict[tuple[str, int, str, str], float]:
+    """Decoded ``explanations`` messages as {(stream_id, seq, explainer, feature): value}."""
+    return {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): m["value"] for m in msgs}
+
+
 def collect(s: Settings, topic: str, done: Callable[[list[dict]], bool], timeout: float = 180.0) -> list[dict]:
     """Decoded messages of ``topic`` (short name) until ``done(messages)`` or ``timeout`` s."""
     out: list[dict] = []

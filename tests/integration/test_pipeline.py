@@ -13,7 +13,9 @@ import pytest
 from helpers.pipeline_runs import (
     collect,
     committed,
+    explanation_values,
     make_settings,
+    reference_values,
     until,
     wait_for_commit,
     wait_for_members,
@@ -30,19 +32,6 @@ from pipeline.plan import prequential_model, stream_explainer
 from pipeline.settings import Secret
 from pipeline.worker import spawn_worker, stop_worker
 from schemas import dumps
-
-
-def reference_values(s, events):
-    """The in-process core's values at the seqs where the pipeline emits: {(seq, explainer, feature): value}."""
-    out = {}
-    by_stream = {}
-    for ev in events:
-        se = by_stream.setdefault(ev.stream_id, stream_explainer(s, ev.stream_id))
-        values = se.process_one(ev.x, ev.y)
-        if se.n_seen % s.emit_every == 0:
-            for v in values:
-                out[(ev.stream_id, ev.seq, v.explainer, v.feature)] = v.value
-    return out
 
 
 def n_values_per_event(s):
@@ -72,10 +61,6 @@ def run_workers(tmp_path):
         assert "Traceback" not in log, f"worker {i} logged a traceback:\n{log[-3000:]}"
 
 
-def _values(msgs):
-    return {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): m["value"] for m in msgs}
-
-
 def test_pipeline_values_equal_in_process_core(bootstrap, tmp_path, run_workers):
     s = make_settings(bootstrap, str(tmp_path / "state"))
     events = list(agrawal_events("exact", 400, seed=5))
@@ -85,7 +70,7 @@ def test_pipeline_values_equal_in_process_core(bootstrap, tmp_path, run_workers)
     run_workers(s)
     produce_events(s, events)
     msgs = collect(s, "explanations", lambda ms: len(ms) >= len(expected))
-    got = _values(msgs)
+    got = explanation_values(msgs)
     assert len(expected) == (400 // s.emit_every) * n_values_per_event(s)
     assert got == expected  # exact: same model versions, same seeds, any grouping, either evaluation
     # and none twice: the read stopped at len(expected) messages, so count what is on the topic
@@ -107,9 +92,9 @@ def test_two_workers_split_groups_and_give_the_same_values(bootstrap, tmp_path, 
     w1, w2 = run_workers(s, n=2)
     wait_for_members(s, 2)  # both in the group before data arrives, so the first assignment is split
     produce_events(s, events)
-    msgs = collect(s, "explanations", lambda ms: len(_values(ms)) >= len(expected))
+    msgs = collect(s, "explanations", lambda ms: len(explanation_values(ms)) >= len(expected))
     # at-least-once: a rebalance may re-deliver a few tasks; consumers dedupe by (stream, seq)
-    assert _values(msgs) == expected
+    assert explanation_values(msgs) == expected
     seen = [worker_metrics(w)["counters"].get("tasks_seen", 0) for w in (w1, w2)]
     # 4 groups on 4 consecutive partitions, 2 workers with 2 partitions each: both explain
     assert all(n > 0 for n in seen), f"explain tasks per worker: {seen}"
@@ -195,7 +180,7 @@ def test_change_episodes_name_the_drifted_features_and_none_before_the_first_dri
     run_workers(s)
     produce_events(s, events)
     expected = 3 * (n // s.emit_every) * len(s.features)
-    collect(s, "explanations", lambda ms: len(_values(ms)) >= expected)
+    collect(s, "explanations", lambda ms: len(explanation_values(ms)) >= expected)
     wait_for_commit(s, ["drift-feed"])  # the drift agent took every explanation and flushed its outputs
     changes = collect(s, "drift-events", lambda ms: len(ms) >= len(want_changes), timeout=30)
     episodes = collect(s, "change-episodes", lambda ms: len(ms) >= len(want_episodes), timeout=10)
@@ -244,8 +229,8 @@ def test_sigkilled_worker_resumes_without_losing_or_double_counting(bootstrap, t
     # with checkpoints on Kafka the worker may come back on another host: no local state at all
     other_host = str(tmp_path / "other-host") if store == "kafka" else s.state_dir
     (restarted,) = run_workers(s.replace(web_port=free_port(), state_dir=other_host))
-    msgs = collect(s, "explanations", lambda ms: len(_values(ms)) >= len(expected))
-    got = _values(msgs)
+    msgs = collect(s, "explanations", lambda ms: len(explanation_values(ms)) >= len(expected))
+    got = explanation_values(msgs)
     assert got == expected  # rebuilt state: every value after the restart is exact
     preds = collect(s, "predictions", lambda ps: {p["seq"] for p in ps} >= set(range(600)), timeout=60)
     by_seq = {p["seq"]: p["y_pred"] for p in preds}

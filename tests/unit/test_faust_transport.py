@@ -185,3 +185,34 @@ def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
     assert 1000 / FETCH_MAX_WAIT_MS <= 10
     start = inspect.getsource(AIOKafkaConsumer.start)
     assert "fetch_min_bytes=self._fetch_min_bytes" in start and "fetch_max_wait_ms=self._fetch_max_wait_ms" in start
+
+
+def test_the_consumer_records_the_commits_the_broker_accepted_and_no_other():
+    """The checkpoint stores keep the newest checkpoint a commit covers, so they must learn only
+    commits that happened: Faust's Monitor.on_tp_commit is also called after a commit refused
+    (e.g. "already rebalanced": the consumer thread's commit returns False)."""
+    from pipeline.kafka.committed_offsets import CommittedOffsets
+
+    async def run():
+        app = faust.App("commit-test", broker="kafka://127.0.0.1:9", loop=asyncio.get_running_loop())
+        commits = CommittedOffsets()
+        use_bounded_fetch_wait(app, commits)
+        consumer = app.consumer
+        tp, gone = faust.types.TP("t", 0), faust.types.TP("t", 1)
+        outcome = []
+
+        async def commit(offsets):
+            return outcome.pop(0)
+
+        consumer._thread.commit = commit
+        consumer.assignment = lambda: {tp}
+        try:
+            outcome.append(True)
+            assert await consumer._commit({tp: 40, gone: 9}) is True
+            outcome.append(False)
+            assert await consumer._commit({tp: 90}) is False
+        finally:
+            consumer._thread.thread_loop.close()
+        return commits.committed("t", 0), commits.committed("t", 1)
+
+    assert asyncio.run(run()) == (40, None)

@@ -309,11 +309,12 @@ def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_mess
 
 
 def test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history(tmp_path):
-    # a key keeps its two newest checkpoints; a drift state takes many explanations per event
-    # (one per explainer and feature), so two can fall due after the feed's last commit before
-    # a SIGKILL: the restarted handler restores none (only one before the offset it resumes at
-    # may be) and rebuilds the state from the whole history, exactly. With checkpoints on, a
-    # drift stage that restored nothing is a correct restart (test_pipeline asked for a restore)
+    # without the worker's commits known (tests, the in-process runner) a key keeps its two
+    # newest checkpoints; a drift state takes many explanations per event (one per explainer
+    # and feature), so two can fall due after the feed's last commit before a SIGKILL: the
+    # restarted handler restores none (only one before the offset it resumes at may be) and
+    # rebuilds the state from the whole history, exactly. A worker knows its commits: see the
+    # next test
     from pipeline.kafka.checkpoints import FileCheckpointStore
 
     s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=10)
@@ -344,3 +345,41 @@ def test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuil
     assert sent + taken(second, range(resume, len(log.items))) == whole and whole
     assert second.metrics.get("checkpoints_restored{stage=drift}") == 0
     assert second.metrics.get("replayed_explanations") == resume  # the whole history before it
+
+
+def test_a_drift_state_restores_its_committed_checkpoint_when_two_were_written_after_the_commit(tmp_path):
+    # the worker knows its commits: a key keeps the newest checkpoint a commit covers beside its
+    # newest one, so the restart restores that one and replays only the tail after it, exactly
+    from pipeline.kafka.checkpoints import FileCheckpointStore
+    from pipeline.kafka.committed_offsets import CommittedOffsets
+
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=10)
+    log = series_log(n_series=1)
+    uninterrupted = DriftHandler(s)
+    whole = events(lambda off: uninterrupted, log)
+    commits = CommittedOffsets()
+    store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32, commits=commits)
+    first = DriftHandler(s, checkpoints=store)
+    resume = 75  # the feed's committed offset when the worker is killed
+
+    def taken(handler, offsets):
+        got = []
+        for off in offsets:
+            key, value = log.items[off]
+            for out in handler.on_message(value, key, Source("explanations", 0, off)):
+                if out.topic == "drift-events":
+                    m = orjson.loads(out.value)
+                    got.append((m["series"], m["seq"]))
+            if handler is first and (off + 1) % 25 == 0 and off < resume:  # committed every 25 messages
+                commits.record({("explanations", 0): off + 1})
+        return got
+
+    sent = taken(first, range(resume))
+    taken(first, range(resume, 100))  # taken, not committed: checkpoints after 79, 89 and 99
+    assert first.metrics.get("checkpoints_written") == 10
+    assert store.load("drift", b"s0", "explanations", 0)[1] == 99  # the newest
+    assert store.load("drift", b"s0", "explanations", 0, before_offset=resume)[1] == 69  # the committed one
+    second = DriftHandler(s, history=log, checkpoints=store)
+    assert sent + taken(second, range(resume, len(log.items))) == whole and whole
+    assert second.metrics.get("checkpoints_restored{stage=drift}") == 1
+    assert second.metrics.get("replayed_explanations") == resume - 70  # offsets 70..74, not the 75 before

@@ -1,0 +1,61 @@
+"""The offsets a worker's consumer has committed, for the checkpoint stores to read.
+
+After a SIGKILL a worker resumes each partition at its committed offset and restores only a
+checkpoint *before* it (:mod:`pipeline.kafka.checkpoint_seal`). A store that knows the commits
+keeps, per key, the newest checkpoint that a commit already covers beside the newest one
+(:meth:`~pipeline.kafka.checkpoint_seal.SealedStore.save`), so that a key writing checkpoints
+faster than the worker commits still has one to restore.
+
+The worker's consumer (``pipeline.kafka.faust_transport``) records each commit the broker
+accepted. Offsets are Kafka's committed offsets: the next offset to read, so a checkpoint at
+offset ``n`` is covered when ``n < committed``.
+
+>>> commits = CommittedOffsets()
+>>> commits.committed("features", 0) is None  # nothing committed yet (or not by this worker)
+True
+>>> commits.record({("features", 0): 120, ("features", 1): 7})
+>>> commits.record({("features", 0): 80})  # an older commit never lowers it
+>>> commits.committed("features", 0), commits.covers("features", 0, 119), commits.covers("features", 0, 120)
+(120, True, False)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["CommittedOffsets"]
+
+
+class CommittedOffsets:
+    """Per ``(topic, partition)``, the highest offset committed (the next one to read). Written
+    on the worker's event loop, read by the checkpoint stores on the agents' threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._offsets: dict[tuple[str, int], int] = {}
+
+    def __repr__(self) -> str:
+        return f"CommittedOffsets({len(self._offsets)} partitions)"
+
+    def record(self, offsets: Mapping[Any, int]) -> None:
+        """Note offsets the broker accepted as committed; keys are ``(topic, partition)`` pairs or
+        objects with ``topic`` and ``partition`` (Faust's ``TP``)."""
+        with self._lock:
+            for tp, offset in offsets.items():
+                where = (tp.topic, tp.partition) if hasattr(tp, "topic") else (tp[0], tp[1])
+                if offset > self._offsets.get(where, -1):
+                    self._offsets[where] = offset
+
+    def committed(self, topic: str, partition: int | None) -> int | None:
+        """The highest offset committed on ``topic[partition]``; None when none is known."""
+        if partition is None:
+            return None
+        with self._lock:
+            return self._offsets.get((topic, partition))
+
+    def covers(self, topic: str, partition: int | None, offset: int | None) -> bool:
+        """Whether a commit covers the message at ``offset``: a restart resumes after it."""
+        committed = self.committed(topic, partition)
+        return committed is not None and offset is not None and offset < committed
