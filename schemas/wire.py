@@ -67,13 +67,31 @@ def decode(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES)
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         raise MalformedMessage(
-            f"not valid JSON ({e}); send one UTF-8 JSON object per message", where=where
+            _not_utf8(raw) or f"not valid JSON ({e}); send one UTF-8 JSON object per message", where=where
         ) from None
     if not isinstance(obj, dict):
         raise MalformedMessage(
             f"expected a JSON object, got {type(obj).__name__}", where=where
         )
     return obj
+
+
+def _not_utf8(raw: bytes) -> str | None:
+    r"""Which byte of ``raw`` is not UTF-8 text, where, and what came before it; None if it is
+    UTF-8 (orjson's own message names neither the byte nor where it is).
+
+    >>> print(_not_utf8(b'{"a": "caf\xe9"}'))
+    not UTF-8 text: byte 0xe9 at offset 10, after '{"a": "caf'; encode the text as UTF-8 (send one UTF-8 JSON object per message)
+    >>> _not_utf8('{"a": "café"}'.encode()) is None
+    True
+    """
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = repr(raw[max(0, e.start - 16):e.start])[2:-1]
+        return (f"not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {e.start}, after '{before}'; encode the "
+                "text as UTF-8 (send one UTF-8 JSON object per message)")
+    return None
 
 
 def decode_as(raw: bytes | None, schema: str, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:

@@ -189,3 +189,19 @@ def test_error_messages_show_a_bounded_prefix_of_huge_values():
     with pytest.raises(BadValue) as info:
         parse_feature_event(event(x={"a": "q" * 50_000, "b": 2.0, "c": "r"}), SPEC, where="f[0]@0", max_bytes=10**6)
     assert len(str(info.value)) < 500
+
+
+@pytest.mark.parametrize("raw, byte, offset", [
+    (b'{"schema": "feature_event/v1", "stream_id": "s\xff", "seq": 0}', "0xff", 46),
+    (b'{"a": "caf\xe9 au lait"}', "0xe9", 10),         # Latin-1 text
+    (b'{"a": "\xe2\x82"}', "0xe2", 7),                 # a UTF-8 sequence cut short
+])
+def test_bytes_that_are_not_utf8_are_named_with_their_offset(raw, byte, offset):
+    # found by trial: orjson's own message said "str is not valid UTF-8: surrogates not allowed:
+    # line 1 column 1 (char 0)", naming neither the byte nor where it was
+    with pytest.raises(MalformedMessage) as info:
+        decode(raw, where="features[0]@3")
+    err = str(info.value)
+    assert err.startswith("features[0]@3: not UTF-8 text: byte " + byte + f" at offset {offset}"), err
+    assert "surrogates" not in err and "encode the text as UTF-8" in err, err
+    assert repr(raw[max(0, offset - 16):offset])[2:-1] in err, err  # what came before it, to find it
