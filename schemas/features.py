@@ -36,6 +36,9 @@ STREAM_ID_CHARS = "A-Z a-z 0-9 _ - . : @ + = ~"
 MAX_STREAM_ID = 128
 #: seqs are signed 64-bit integers on the wire (Java and Kafka Streams consumers read them as long)
 MAX_SEQ = 2**63 - 1
+#: a categorical value or class label that is an integer must be a signed 64-bit one, as seqs are:
+#: orjson writes nothing wider, and other consumers of the topics read integers as a ``long``
+INT64 = (-(2**63), 2**63 - 1)
 _STREAM_ID = re.compile(rf"[A-Za-z0-9_.:@+=~-]{{1,{MAX_STREAM_ID}}}")
 
 
@@ -124,6 +127,8 @@ def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], 
         v = x[n]
         if n in spec.categorical:
             v = _integral(v)
+            if _wide(v):
+                raise BadValue(f"categorical feature {shown(n)} {ctx} is {shown(v)}, {_WIDE}", where=where)
             if isinstance(v, bool) or not isinstance(v, (str, int)):
                 raise BadValue(f"categorical feature {shown(n)} {ctx} is {shown(v)}; send a string or integer",
                                where=where)
@@ -152,19 +157,37 @@ def check_label(y: Any, target: str, what: str, *, where: str | None = None) -> 
             raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a number: send a "
                                     "finite number", where=where)
         return float(y)
-    if not isinstance(y := _integral(y), (str, int, bool)):
+    if _wide(y := _integral(y)):
+        raise LabelTypeMismatch(f"{what} is {shown(y)}, {_WIDE}", where=where)
+    if not isinstance(y, (str, int, bool)):
         raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a label: send a string, "
                                 "integer or boolean", where=where)
     return y
 
 
 def _integral(v: Any) -> Any:
-    """An integral float as that integer (JSON writers differ on ``1`` and ``1.0``), else ``v``.
+    """An integral float within :data:`INT64` as that integer (JSON writers differ on ``1`` and
+    ``1.0``), else ``v``.
 
-    >>> _integral(2.0), _integral(2.5), _integral("2.0")
-    (2, 2.5, '2.0')
+    >>> _integral(2.0), _integral(2.5), _integral("2.0"), _integral(1e21)
+    (2, 2.5, '2.0', 1e+21)
     """
-    return int(v) if isinstance(v, float) and v.is_integer() else v
+    return int(v) if isinstance(v, float) and v.is_integer() and INT64[0] <= v <= INT64[1] else v
+
+
+_WIDE = ("beyond the signed 64-bit integers [-2**63, 2**63 - 1] that a categorical value or class label may be "
+         "(nothing wider can be written to the topics, and their consumers read integers as 64-bit); send it as a string")
+
+
+def _wide(v: Any) -> bool:
+    """Whether ``v`` is an integer, or an integral float, outside :data:`INT64`.
+
+    >>> _wide(2**63 - 1), _wide(2**63), _wide(1e21), _wide(1e21 + 0.5), _wide(True)
+    (False, True, True, True, False)
+    """
+    if isinstance(v, float):
+        return v.is_integer() and not INT64[0] <= v <= INT64[1]
+    return isinstance(v, int) and not INT64[0] <= v <= INT64[1]
 
 
 def _number(v: Any, what: str, where: str) -> float:

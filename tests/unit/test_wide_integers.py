@@ -1,0 +1,73 @@
+"""Integers a JSON parser reads but no 64-bit consumer can: found by trial. A categorical value
+or class label of 1e21 (an integral float, taken as the integer 10**21) passed validation and
+failed when the model stage wrote its outputs (orjson: "Integer exceeds 64-bit range"), a
+``model_error`` dead letter that said nothing of the cause, after the label had been learned;
+2**64 - 1 (read as an unsigned integer) passed, and reached consumers that read integers as a
+signed 64-bit ``long`` (Java, Kafka Streams), as the seqs are bounded for. Each is now one dead
+letter at the edge, of the reason a wrong value of its kind gets (``bad_value`` for a feature,
+``label_type`` for a label), naming the value, the 64-bit range and the fix (send it as a string)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from helpers.arrivals import Run, record_arrivals, run_handlers
+from helpers.partition_log import PartitionLog
+
+from pipeline.handlers import ModelHandler
+from pipeline.settings import Settings
+from schemas import FeatureSpec, parse_feature_event
+from schemas.errors import BadValue, LabelTypeMismatch
+from schemas.features import check_label
+
+
+def _message(topic: str, raw: str) -> tuple[str, bytes, bytes]:
+    return topic, b"s", raw.encode()
+
+
+def _event(seq: int, c: str = "1", y: str = "1") -> tuple[str, bytes, bytes]:
+    return _message("features", '{"schema": "feature_event/v1", "stream_id": "s", "seq": %d, "ts": 0.0, '
+                    '"x": {"a": %s, "c": %s}, "y": %s}' % (seq, 0.1 * seq, c, y))
+
+
+@pytest.mark.parametrize("where, wide, reason", [
+    ("c", "1e21", "bad_value"), ("c", "18446744073709551615", "bad_value"), ("c", "-1e19", "bad_value"),
+    ("y", "1e21", "label_type"), ("y", "9223372036854775808", "label_type"),
+    ("label event", "1e21", "label_type"),
+])
+def test_an_integer_beyond_64_bits_is_one_dead_letter_at_the_edge_and_the_stream_goes_on(where, wide, reason):
+    s = Settings(features=["a", "c"], categorical=["c"], target="label", output="label", loss="zero_one",
+                 model="river.tree.HoeffdingTreeClassifier", model_params={}, explainers=["ipfi"],
+                 drift_explainers=["ipfi"], emit_every=5, partitions=1)
+    messages = [_event(i, c=str(i % 3), y=str(i % 2)) for i in range(3)]
+    if where == "label event":
+        messages += [_event(3, y="null"), _message("labels", '{"schema": "label_event/v1", "stream_id": "s", '
+                                                             '"seq": 3, "ts": 0.0, "y": %s}' % wide)]
+    else:
+        messages.append(_event(3, **{where: wide}))
+    messages += [_event(i, c=str(i % 3), y=str(i % 2)) for i in range(4, 12)]
+    log, run = PartitionLog(), Run()
+    record_arrivals(log, messages)
+    mh = ModelHandler(s)
+    run_handlers(s, log, model=lambda off: mh, run=run)
+    dead = run.of("dead-letters")
+    assert [(d["stage"], d["reason"]) for d in dead] == [("model", reason)], dead
+    err = dead[0]["error"]
+    assert "64-bit" in err and "as a string" in err and "seq 3" in err, err
+    assert mh.metrics.get("replayed_events") == 0  # refused before the model took anything: no rebuild
+    preds = [p["seq"] for p in run.of("predictions") if p["schema"].startswith("prediction/")]
+    assert preds == [s for s in range(12) if where == "label event" or s != 3]
+
+
+def test_the_edge_takes_the_64_bit_extremes_and_refuses_one_past_them():
+    spec = FeatureSpec(("c",), categorical=frozenset({"c"}))
+    raw = b'{"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 0, "x": {"c": %s}, "y": %s}'
+    for ok in (b"9223372036854775807", b"-9223372036854775808", b"9.2e18"):
+        assert isinstance(parse_feature_event(raw % (ok, ok), spec, where="f[0]@0").x["c"], int)
+    for bad in (b"9223372036854775808", b"-1e19", b"9.3e18"):  # orjson reads -2**63 - 1 as a float, -2.0**63
+        with pytest.raises(BadValue, match="64-bit"):
+            parse_feature_event(raw % (bad, b"1"), spec, where="f[0]@0")
+        with pytest.raises(LabelTypeMismatch, match="64-bit"):
+            parse_feature_event(raw % (b"1", bad), spec, where="f[0]@0")
+    assert check_label(2.0**62, "label", "y") == 2**62 and check_label(2.0**70, "number", "y") == 2.0**70
+    assert orjson.dumps(check_label(-(2**63), "label", "y"))  # the extremes serialise
