@@ -140,12 +140,15 @@ class Outcome:
 @dataclass(frozen=True, slots=True)
 class Refused:
     """A label that cannot be joined: ``reason`` (one of :data:`REFUSALS`), ``message`` saying
-    why and what to do, and ``ref``, what the caller gave with the label (for its dead letter)."""
+    why and what to do, and ``ref``, what the caller gave with the label (for its dead letter).
+    A held label that the model could not take when its event came has the model's ``error``
+    (its reason is then the one that error gives a label after its event, the caller's to say)."""
 
     seq: int
     reason: str
     message: str
     ref: Any
+    error: Exception | None = None
 
 
 @dataclass
@@ -274,8 +277,16 @@ class LabelJoin(Component):
             y_pred = self._model.predict_one(x)
             loss = None
             if label is not None:
-                loss = self._model.score(label, y_pred)
-                self._model.learn_one(x, label)
+                try:
+                    loss = self._model.score(label, y_pred)
+                except Exception as e:
+                    if y is not None:
+                        raise
+                    # the held label's fault, not the event's: it is refused, the event waits for another
+                    self._refuse_held(res, seq, e)
+                    held = label = None
+                else:
+                    self._model.learn_one(x, label)
         except Exception as e:  # a model that raises on one event: nothing of it is kept
             res.error = e
             return res
@@ -419,3 +430,9 @@ class LabelJoin(Component):
     def _refuse(self, res: Arrival, seq: int, reason: str, ref: Any, message: str) -> None:
         self.counts[reason] += 1
         res.refused.append(Refused(seq, reason, message, ref))
+
+    def _refuse_held(self, res: Arrival, seq: int, error: Exception) -> None:
+        """The label held for ``seq`` could not be scored against its event's prediction: refused
+        with the model's ``error`` (before anything was learned); the event then waits."""
+        _, _, ref = self._held.pop(seq)
+        res.refused.append(Refused(seq, "model_error", str(error), ref, error=error))

@@ -269,13 +269,8 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         outs: list[Out] = []
         if isinstance(res.error, CategoryTypeChanged):  # bad input, refused before the model saw it
             outs.append(self._dead_letter(raw, key, CategoryTypeMismatch(str(res.error), where=str(a.origin)), src))
-        elif isinstance(res.error, NotABinaryLabel):  # a label, in line or on its own, the model cannot take
-            e = LabelTypeMismatch(f"stream {sid!r} seq {ev.seq}: {res.error}", where=str(a.origin))
-            outs.append(self._dead_letter(raw, key, e, src))
-            if isinstance(ev, LabelEvent):
-                m.inc("labels_dead_lettered")
-        elif res.error is not None:  # a model that raises on one event must not kill the worker
-            outs.append(self._dead_letter(raw, key, res.error, src, "model_error"))
+        elif res.error is not None:
+            outs.append(self._model_refused(res.error, raw, key, src, a.origin, sid, ev.seq))
             if isinstance(ev, LabelEvent):
                 m.inc("labels_dead_lettered")
         if res.prediction is not None:
@@ -295,12 +290,31 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         for r in res.refused:
             r_raw, r_key, r_origin = r.ref
             m.inc("labels_dead_lettered")
+            if r.error is not None:  # a held label the model could not take when its event came
+                outs.append(self._model_refused(r.error, r_raw, r_key, r_origin, r_origin, sid, r.seq, held=True))
+                continue
             outs.append(self._dead_letter(r_raw, r_key, LabelRejected(r.message, reason=r.reason, where=str(r_origin)),
                                           r_origin, r.reason))
         if res.joined_held:
             m.inc("labels_learned")  # a label that came before its event joined it now
         outs += self._tasks(sid, st, res.steps)
         return outs
+
+    def _model_refused(self, err: Exception, raw: bytes | None, key: bytes | None, src: Source, where: Source,
+                       sid: str, seq: int, held: bool = False) -> Out:
+        """The dead letter of a message the model raised on: ``label_type`` for a label a binary
+        classifier cannot take (in line or on its own), else ``model_error``; a model that raises
+        on one message must not kill the worker. ``held``: a label that came before its event,
+        refused when the event came (the event was predicted and waits for another label)."""
+        if held and not isinstance(err, NotABinaryLabel):
+            err = ValueError(f"stream {sid!r} seq {seq}: the label came before its event, and when the event came "
+                             f"the model could not take it ({type(err).__name__}: {err}). The event was predicted "
+                             "and waits for a label the model takes")
+        if isinstance(err, NotABinaryLabel):
+            err = LabelTypeMismatch(f"stream {sid!r} seq {seq}: {err}", where=str(where))
+        if isinstance(err, LabelTypeMismatch):
+            return self._dead_letter(raw, key, err, src)
+        return self._dead_letter(raw, key, err, src, "model_error")
 
     def _tasks(self, sid: str, st: _StreamState, steps: list[Step]) -> list[Out]:
         """One explain task per step and group (a predict step only for groups that run iPDP)."""
