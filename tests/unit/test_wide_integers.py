@@ -26,8 +26,8 @@ def _message(topic: str, raw: str) -> tuple[str, bytes, bytes]:
 
 
 def _event(seq: int, c: str = "1", y: str = "1") -> tuple[str, bytes, bytes]:
-    return _message("features", '{"schema": "feature_event/v1", "stream_id": "s", "seq": %d, "ts": 0.0, '
-                    '"x": {"a": %s, "c": %s}, "y": %s}' % (seq, 0.1 * seq, c, y))
+    return _message("features", f'{{"schema": "feature_event/v1", "stream_id": "s", "seq": {seq}, "ts": 0.0, '
+                    f'"x": {{"a": {0.1 * seq}, "c": {c}}}, "y": {y}}}')
 
 
 @pytest.mark.parametrize("where, wide, reason", [
@@ -42,7 +42,7 @@ def test_an_integer_beyond_64_bits_is_one_dead_letter_at_the_edge_and_the_stream
     messages = [_event(i, c=str(i % 3), y=str(i % 2)) for i in range(3)]
     if where == "label event":
         messages += [_event(3, y="null"), _message("labels", '{"schema": "label_event/v1", "stream_id": "s", '
-                                                             '"seq": 3, "ts": 0.0, "y": %s}' % wide)]
+                                                             f'"seq": 3, "ts": 0.0, "y": {wide}}}')]
     else:
         messages.append(_event(3, **{where: wide}))
     messages += [_event(i, c=str(i % 3), y=str(i % 2)) for i in range(4, 12)]
