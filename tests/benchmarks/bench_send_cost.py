@@ -14,6 +14,9 @@ the flush (the acknowledgements included), the median of ``--rounds`` fresh proc
   per report);
 - ``aiokafka send``: aiokafka's ``AIOKafkaProducer.send`` alone, no callback;
 - ``add_message``: aiokafka's accumulator alone (what the Appender ends in), no callback;
+- ``confluent produce``: confluent-kafka's ``Producer.produce`` (librdkafka, the same linger
+  and batch size), one delivery callback per report, ``poll(0)`` after each report; its own
+  threads' CPU counted as the process's;
 - ``nothing``: no message: the loop and the flush alone (the baseline of this run).
 
 Measured on 2 shared cores (load average 1-3), 400 reports of 27 messages of 400 bytes,
@@ -36,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline
 
-MODES = ("Outbox, Faust's send", "Outbox", "aiokafka send", "add_message", "nothing")
+MODES = ("Outbox, Faust's send", "Outbox", "aiokafka send", "add_message", "confluent produce", "nothing")
 
 
 async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> tuple[float, float]:
@@ -66,6 +69,21 @@ async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> t
     src = Source("explain-tasks", 0, 0)
     acc = client._message_accumulator
     tp = TopicPartition(topic, client._partition(topic, None, b"s", value, b"s", value))
+    confluent = None
+    if mode == "confluent produce":
+        from confluent_kafka import Producer
+
+        from pipeline.kafka.faust_transport import PRODUCER_MAX_BATCH_BYTES
+
+        confluent = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": PRODUCER_MAX_BATCH_BYTES,
+                              "acks": "all", "enable.idempotence": False})
+        confluent.produce(topic, b"warm", key=b"s")
+        confluent.flush(30)
+    acked = [0]
+
+    def delivered(err, msg):
+        acked[0] += 1
+
     t0 = resource.getrusage(resource.RUSAGE_SELF)
     for _ in range(reports):
         if mode == "Outbox, Faust's send":
@@ -79,7 +97,15 @@ async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> t
         elif mode == "add_message":
             for _ in range(per):
                 await acc.add_message(tp, b"s", value, 30.0, timestamp_ms=None, headers=[])
+        elif confluent is not None:
+            produce = confluent.produce
+            for _ in range(per - 1):
+                produce(topic, value, b"s")
+            produce(topic, value, b"s", on_delivery=delivered)
+            confluent.poll(0)
         await asyncio.sleep(0)
+    if confluent is not None:
+        confluent.flush(30)
     await producer.flush()
     await asyncio.sleep(0)  # the acknowledgements' callbacks
     t1 = resource.getrusage(resource.RUSAGE_SELF)
