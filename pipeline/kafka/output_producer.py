@@ -173,7 +173,7 @@ class OutputProducer:
 
 def _settle(fut: asyncio.Future, err: Any, msg: Any) -> None:
     """A delivery report (served by ``poll``, on the event loop's thread)."""
-    if fut.done():
+    if fut.done() or fut.get_loop().is_closed():  # cancelled, or the worker is gone
         return
     if err is not None:
         fut.set_exception(SendFailed(f"{msg.topic()}: {err.str()}"))
