@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.handlers import Handler, Out, Source, dead_letter
 from pipeline.kafka.appender import Appender
+from pipeline.kafka.output_producer import OutputProducer
 from pipeline.metrics import key_profile
 from schemas import Headers
 
@@ -33,12 +34,13 @@ log = logging.getLogger("streamxai")
 
 
 class Outbox:
-    """Where an agent's outputs go: straight to the worker's producer, each message appended to
-    aiokafka's batch for its partition without waiting for the broker
-    (:class:`~pipeline.kafka.appender.Appender`: below Faust's and aiokafka's per-message
-    layers). Faust's per-message machinery (``Topic.send``: its future message, sensors and
-    callbacks) cost a worker more CPU than the handlers of a cheap model (issue 17); offsets
-    are still committed only after the producer has flushed, so delivery stays at least once.
+    """Where an agent's outputs go: straight to the worker's producer without waiting for the
+    broker, the worker's :class:`~pipeline.kafka.output_producer.OutputProducer` (librdkafka),
+    or a Faust producer's aiokafka batches (:class:`~pipeline.kafka.appender.Appender`: below
+    Faust's and aiokafka's per-message layers). Faust's per-message machinery (``Topic.send``:
+    its future message, sensors and callbacks) cost a worker more CPU than the handlers of a
+    cheap model (issue 17); offsets are still committed only after the producer has flushed, so
+    delivery stays at least once.
     A dead letter is counted (``dead_letters{reason=..., profile=...}``) once the broker has acknowledged
     it, a message the broker refused once it refused (``send_errors``); the other outputs of
     one input are looked at together, once the last one is acknowledged (one callback, not one
@@ -65,7 +67,8 @@ class Outbox:
 
     def __init__(self, producer: Any, settings: Settings, metrics: Metrics):
         self.producer = producer
-        self.appender = Appender(producer)
+        #: what takes each message: the worker's OutputProducer, or Faust's producer through an Appender
+        self.appender: Any = producer if isinstance(producer, OutputProducer) else Appender(producer)
         self.settings = settings
         self.metrics = metrics
         self._names: dict[str, str] = {}  # short topic name -> full

@@ -10,7 +10,7 @@ from ._forward import Outbox, forward
 
 
 def install_drift_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
-    outbox = Outbox(app.producer, handler.settings, handler.metrics)
+    outbox = Outbox(app.streamxai_producer, handler.settings, handler.metrics)
 
     @app.agent(topics["drift-feed"], name="streamxai.drift")
     async def drift_agent(stream: Any) -> None:

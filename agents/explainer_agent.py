@@ -10,7 +10,7 @@ from ._forward import Outbox, forward
 
 
 def install_explainer_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
-    outbox = Outbox(app.producer, handler.settings, handler.metrics)
+    outbox = Outbox(app.streamxai_producer, handler.settings, handler.metrics)
 
     @app.agent(topics["explain-tasks"], name="streamxai.explainer")
     async def explainer_agent(stream: Any) -> None:

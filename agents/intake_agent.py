@@ -12,7 +12,7 @@ from ._forward import Outbox, forward
 
 
 def install_intake_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
-    outbox = Outbox(app.producer, handler.settings, handler.metrics)
+    outbox = Outbox(app.streamxai_producer, handler.settings, handler.metrics)
 
     @app.agent(topics["intake"], name="streamxai.intake")
     async def intake_agent(stream: Any) -> None:

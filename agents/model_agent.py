@@ -11,7 +11,7 @@ from ._forward import Outbox, forward
 
 
 def install_model_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
-    outbox = Outbox(app.producer, handler.settings, handler.metrics)
+    outbox = Outbox(app.streamxai_producer, handler.settings, handler.metrics)
 
     @app.agent(topics["arrivals"], name="streamxai.model")
     async def model_agent(stream: Any) -> None:

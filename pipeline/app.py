@@ -23,6 +23,7 @@ from .kafka.checkpoints import FileCheckpointStore
 from .kafka.committed_offsets import CommittedOffsets
 from .kafka.config import TOPIC_NAMES, faust_credentials
 from .kafka.faust_transport import QuietMonitor, RawSchema, producer_batch_bytes, use_bounded_fetch_wait
+from .kafka.output_producer import OutputProducer
 from .kafka.replay import PartitionHistory
 from .metrics import Metrics
 from .settings import Settings
@@ -83,7 +84,15 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         Monitor=QuietMonitor,
     )
     commits = CommittedOffsets()  # recorded by the consumer, read by the checkpoint store
-    use_bounded_fetch_wait(app, commits)
+    # the agents' outputs go through librdkafka; the consumer flushes it before every commit
+    outputs = OutputProducer(settings, app.conf.producer_max_request_size)
+    app.streamxai_producer = outputs  # type: ignore[attr-defined]
+    use_bounded_fetch_wait(app, commits, outputs)
+
+    @app.task
+    async def start_outputs() -> None:  # connected before the first output needs it
+        outputs.start()
+
     topics: dict[str, faust.TopicT] = {
         name: app.topic(settings.topic(name), schema=RawSchema(), partitions=settings.partitions)
         for name in TOPIC_NAMES
@@ -109,6 +118,9 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     async def on_shutdown(sender: Any, **kwargs: Any) -> None:
         # the consumer has stopped and every message taken up is done: checkpoint each state
         # changed since its last checkpoint, so that a restart replays nothing (issue 15)
+        left = await outputs.close(settings.shutdown_timeout_s)
+        if left:  # their inputs' offsets were not committed: a restart sends them again
+            log.warning("%d outputs were not acknowledged when the worker stopped; a restart sends them again", left)
         if not settings.checkpoint_on_stop:
             return
         t0 = time.perf_counter()

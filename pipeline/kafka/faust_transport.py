@@ -159,10 +159,15 @@ class _Consumer(driver.Consumer):
     _handover: asyncio.Future | None = None
 
     async def _commit(self, offsets: Any) -> bool:
-        """Commit ``offsets``; those the broker accepted go to the transport's
+        """Commit ``offsets`` once the transport's ``outputs`` producer (the agents', an
+        :class:`~pipeline.kafka.output_producer.OutputProducer`), if it has one, has flushed
+        (Faust flushed its own producer before); those the broker accepted go to the transport's
         :class:`~pipeline.kafka.committed_offsets.CommittedOffsets`, if it has one. (Faust's
         ``Monitor.on_tp_commit`` is called after a commit that failed too, e.g. one refused
         after a rebalance, so it cannot tell what a restart resumes at.)"""
+        outputs = getattr(self.transport, "outputs", None)
+        if outputs is not None:  # the agents' outputs: flushed before the offsets that made them
+            await outputs.flush()
         done = await super()._commit(offsets)
         commits = getattr(self.transport, "commits", None)
         if done and commits is not None:
@@ -252,12 +257,14 @@ class _Transport(driver.Transport):
     commits: CommittedOffsets | None = None
 
 
-def use_bounded_fetch_wait(app: Any, commits: CommittedOffsets | None = None) -> None:
+def use_bounded_fetch_wait(app: Any, commits: CommittedOffsets | None = None, outputs: Any = None) -> None:
     """Give ``app`` (a Faust app on a ``kafka://`` broker) a consumer whose fetch requests wait at
     most :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (the module docstring says why),
-    and that records each commit the broker accepted in ``commits``."""
+    that flushes ``outputs`` (the agents' producer) before it commits, and that records each
+    commit the broker accepted in ``commits``."""
     app.transport = _Transport(app.conf.broker_consumer, app, loop=app.loop)
     app.transport.commits = commits
+    app.transport.outputs = outputs
 
 
 class QuietMonitor(Monitor):

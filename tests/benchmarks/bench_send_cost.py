@@ -10,8 +10,13 @@ the flush (the acknowledgements included), the median of ``--rounds`` fresh proc
 
 - ``Outbox, Faust's send``: the agents' Outbox before the Appender (Faust's ``Producer.send``,
   one acknowledgement callback per message);
-- ``Outbox``: the agents' Outbox now (:class:`pipeline.kafka.appender.Appender`, one callback
-  per report);
+- ``Outbox, Appender``: the agents' Outbox on Faust's producer
+  (:class:`pipeline.kafka.appender.Appender`, one callback per report), as the worker sent
+  before the OutputProducer;
+- ``Outbox, OutputProducer``: the agents' Outbox now, on the worker's
+  :class:`pipeline.kafka.output_producer.OutputProducer` (confluent-kafka: a delivery future per
+  message, its reports served by a polling task), flushed as the consumer flushes it before a
+  commit;
 - ``aiokafka send``: aiokafka's ``AIOKafkaProducer.send`` alone, no callback;
 - ``add_message``: aiokafka's accumulator alone (what the Appender ends in), no callback;
 - ``confluent produce``: confluent-kafka's ``Producer.produce`` (librdkafka, the same linger
@@ -39,7 +44,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline
 
-MODES = ("Outbox, Faust's send", "Outbox", "aiokafka send", "add_message", "confluent produce", "nothing")
+MODES = ("Outbox, Faust's send", "Outbox, Appender", "Outbox, OutputProducer", "aiokafka send", "add_message",
+         "confluent produce", "nothing")
 
 
 async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> tuple[float, float]:
@@ -70,6 +76,15 @@ async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> t
     acc = client._message_accumulator
     tp = TopicPartition(topic, client._partition(topic, None, b"s", value, b"s", value))
     confluent = None
+    output = None
+    if mode == "Outbox, OutputProducer":
+        from pipeline.kafka.output_producer import OutputProducer
+
+        output = OutputProducer(s, 1_000_000)
+        output.start()
+        await output.send(topic, b"s", b"warm", None, None)
+        await output.flush()
+        box = Outbox(output, s, Metrics())
     if mode == "confluent produce":
         from confluent_kafka import Producer
 
@@ -89,7 +104,7 @@ async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> t
         if mode == "Outbox, Faust's send":
             for out in outs:
                 await box.send(out, src)
-        elif mode == "Outbox":
+        elif mode in ("Outbox, Appender", "Outbox, OutputProducer"):
             await box.send_all(outs, src, lambda out, err: None)
         elif mode == "aiokafka send":
             for _ in range(per):
@@ -106,9 +121,13 @@ async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> t
         await asyncio.sleep(0)
     if confluent is not None:
         confluent.flush(30)
+    if output is not None:
+        await output.flush()
     await producer.flush()
     await asyncio.sleep(0)  # the acknowledgements' callbacks
     t1 = resource.getrusage(resource.RUSAGE_SELF)
+    if output is not None:
+        await output.close(5)
     await producer.stop()
     n = reports * per
     return (t1.ru_utime - t0.ru_utime) / n * 1e6, (t1.ru_stime - t0.ru_stime) / n * 1e6

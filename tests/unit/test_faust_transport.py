@@ -216,3 +216,35 @@ def test_the_consumer_records_the_commits_the_broker_accepted_and_no_other():
         return commits.committed("t", 0), commits.committed("t", 1)
 
     assert asyncio.run(run()) == (40, None)
+
+
+def test_the_consumer_flushes_the_agents_output_producer_before_it_commits():
+    """The agents' outputs go through their own producer (OutputProducer), not Faust's, whose
+    flush Faust's commit awaits: an offset may be committed only once the outputs made from the
+    messages before it are acknowledged, so the consumer flushes that producer first."""
+    order = []
+
+    class Outputs:
+        async def flush(self):
+            await asyncio.sleep(0)  # a flush that waits: the commit must wait for it
+            order.append("flushed")
+
+    async def run():
+        app = faust.App("commit-test", broker="kafka://127.0.0.1:9", loop=asyncio.get_running_loop())
+        use_bounded_fetch_wait(app, None, Outputs())
+        consumer = app.consumer
+        tp = faust.types.TP("t", 0)
+
+        async def commit(offsets):
+            order.append(("committed", offsets[tp]))
+            return True
+
+        consumer._thread.commit = commit
+        consumer.assignment = lambda: {tp}
+        try:
+            assert await consumer._commit({tp: 40}) is True
+        finally:
+            consumer._thread.thread_loop.close()
+
+    asyncio.run(run())
+    assert order == ["flushed", ("committed", 40)]

@@ -1,0 +1,181 @@
+"""A worker's outputs through confluent-kafka's producer (librdkafka), beside Faust (issue 17).
+
+A worker sends 3.7 messages an event (a prediction, 2.7 explanations, a share of the internal
+batches). Through aiokafka, below Faust's and aiokafka's own send layers
+(:class:`~pipeline.kafka.appender.Appender`), one message still cost the worker's process 23 us
+of CPU from hand-over to acknowledgement (its accumulator, its sender task, the acknowledgement's
+callbacks, all Python on the event loop); librdkafka takes the same message for 2.4 us, its own
+threads included (``tests/benchmarks/bench_send_cost.py``, one run on 2 cores: 400 reports of 27
+messages of 400 bytes, medians of 3 processes). Faust keeps everything else: the consumer, its
+group, its commits, its own producer (unused by the agents).
+
+The same guarantees as before:
+
+- **At least once.** A message is in librdkafka's queue when :meth:`OutputProducer.send`
+  returns; the worker's consumer commits an offset only after :meth:`OutputProducer.flush`
+  (``pipeline/kafka/faust_transport.py``, ``_Consumer._commit``), which waits until every
+  message handed over has been acknowledged or has failed, as Faust's commit waits for its own
+  producer's flush. A worker killed before a commit sends its outputs again after the restart
+  (the consumers of the outputs deduplicate by ``(stream_id, seq)``; internal hops by origin).
+- **The same partitions.** ``partitioner = murmur2_random``: a keyed message goes to the
+  partition of the Java client and of aiokafka's default partitioner (murmur2 of the key), where
+  Faust sent it before, so a stream's records stay on their partitions across the upgrade
+  (``tests/integration/test_send_on_broker.py``).
+- **In order.** Each partition's records arrive in the order handed over, as aiokafka (one
+  batch in flight per partition) kept them: the arrivals are the order a stream's model learns
+  in, and an explainer group takes its tasks in order. librdkafka keeps up to 5 requests in
+  flight to a broker, and a retried one could land behind a later one; idempotence
+  (``enable.idempotence``, with ``acks = all``) keeps the order and writes a retried batch once.
+- **The same sizes.** A message over Faust's ``producer_max_request_size`` is refused at the
+  hand-over (the agent dead-letters its input, reason ``send_error``); one partition's batch is at
+  most :func:`~pipeline.kafka.faust_transport.producer_batch_bytes` (below the broker's
+  ``message.max.bytes``, which refuses a larger batch whole); linger 5 ms; ``acks = all``.
+- **The same security.** Its configuration is :func:`~pipeline.kafka.config.confluent_config`
+  (SASL, TLS), as the checkpoint store's producer; nothing of it is logged or shown in a repr.
+- **Quiet outages.** librdkafka logs nothing (``log_level`` 0); a broker it cannot reach is the
+  consumer's outage line (``pipeline/kafka/outage.py``), and it retries each message for
+  ``message.timeout.ms`` (5 minutes), so nothing is lost to a short outage. A fatal error is one
+  ERROR line; a message that finally fails is counted in ``send_errors`` by the agents' Outbox.
+
+Delivery reports come when the producer is polled: a task polls it every 5 ms (the linger)
+while messages are in flight and sleeps while none are; a flush polls it every millisecond.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from functools import partial
+from typing import Any
+
+from ..settings import Settings
+from .config import confluent_config
+from .faust_transport import producer_batch_bytes
+
+__all__ = ["OutputProducer", "SendFailed"]
+
+log = logging.getLogger("streamxai")
+
+#: how often delivery reports are served while messages are in flight (seconds): the linger,
+#: so a busy worker's event loop wakes for them about once per batch
+POLL_S = 0.005
+
+
+class SendFailed(Exception):
+    """The broker did not take a message (librdkafka's error, after its retries)."""
+
+
+class OutputProducer:
+    """Sends a worker's outputs with confluent-kafka's producer (the module docstring says why);
+    the agents' Outbox takes it in place of Faust's producer. The client is created by
+    :meth:`start`, or by the first send.
+
+    >>> OutputProducer(Settings(bootstrap_servers="127.0.0.1:1"), max_request_size=1_000_000)
+    OutputProducer(127.0.0.1:1, PLAINTEXT, batches of at most 262144 bytes)
+    """
+
+    def __init__(self, settings: Settings, max_request_size: int):
+        self._where = f"{settings.bootstrap_servers}, {settings.security_protocol}"
+        self._batch = producer_batch_bytes(settings.max_dead_letter_bytes)
+        self._config = {"linger.ms": 5, "batch.size": self._batch, "message.max.bytes": max_request_size,
+                        "partitioner": "murmur2_random", "acks": "all", "enable.idempotence": True,
+                        "log_level": 0, "error_cb": self._on_error}
+        self._settings = settings
+        self._client: Any = None
+        self._loop: Any = None
+        self._poller: asyncio.Task | None = None
+        self._wake: asyncio.Event | None = None
+
+    def __repr__(self) -> str:  # never the configuration: it holds the SASL password
+        return f"OutputProducer({self._where}, batches of at most {self._batch} bytes)"
+
+    def start(self) -> Any:
+        """Create the client (it connects and gets its idempotent producer id, about half a
+        second on a fresh broker, in the background) and the task that serves its delivery
+        reports; the worker calls this as it starts, before the first output, which would
+        otherwise wait for it. Idempotent."""
+        if self._client is not None:
+            return self._client
+        from confluent_kafka import Producer
+
+        self._client = Producer(confluent_config(self._settings, **self._config))
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._poller = self._loop.create_task(self._poll(), name="streamxai-output-poll")
+        return self._client
+
+    async def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
+                   headers: list[tuple[str, bytes]] | None) -> asyncio.Future:
+        """Hand one message to the producer (its timestamp: when it is handed over, as aiokafka
+        stamped it); its delivery future. Raises what ``produce`` raises at once (e.g. a message
+        over ``message.max.bytes``). The signature of
+        :meth:`~pipeline.kafka.appender.Appender.send`, which the agents' Outbox calls."""
+        client = self._client if self._client is not None else self.start()
+        fut = self._loop.create_future()
+        while True:
+            try:
+                client.produce(topic, value, key, -1 if partition is None else partition,
+                               partial(_settle, fut), headers=headers)
+                break
+            except BufferError:  # its queue is full (a broker outage): let it deliver some first
+                client.poll(0)
+                await asyncio.sleep(0.01)
+        wake = self._wake
+        if not wake.is_set():  # type: ignore[union-attr]
+            wake.set()  # type: ignore[union-attr]
+        return fut
+
+    async def flush(self) -> None:
+        """Wait until every message handed over is acknowledged or has failed (their futures
+        settled): what the worker's consumer waits for before it commits an offset."""
+        client = self._client
+        if client is None:
+            return
+        client.poll(0)
+        while len(client):
+            await asyncio.sleep(0.001)
+            client.poll(0)
+
+    async def close(self, timeout: float) -> int:
+        """Wait at most ``timeout`` seconds for what is in flight and stop polling (the worker
+        stops); the number of messages not acknowledged then. A later :meth:`flush` (the final
+        commit) still waits for them."""
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None
+        client = self._client
+        if client is None:
+            return 0
+        deadline = asyncio.get_running_loop().time() + timeout
+        client.poll(0)
+        while len(client) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.001)
+            client.poll(0)
+        return len(client)
+
+    async def _poll(self) -> None:
+        client, wake = self._client, self._wake
+        assert client is not None and wake is not None
+        while True:
+            client.poll(0)
+            if len(client):
+                await asyncio.sleep(POLL_S)
+            else:
+                wake.clear()
+                await wake.wait()
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka's client-wide errors: a fatal one is logged; the transient ones (a broker
+        not reachable) are the consumer's outage lines, and the messages are retried."""
+        if err.fatal():
+            log.error("the output producer failed (%s); restart the worker", err.str())
+
+
+def _settle(fut: asyncio.Future, err: Any, msg: Any) -> None:
+    """A delivery report (served by ``poll``, on the event loop's thread)."""
+    if fut.done() or fut.get_loop().is_closed():  # cancelled, or the worker is gone
+        return
+    if err is not None:
+        fut.set_exception(SendFailed(f"{msg.topic()}: {err.str()}"))
+    else:
+        fut.set_result(None)

@@ -1,0 +1,152 @@
+"""The worker's outputs through confluent-kafka (:class:`pipeline.kafka.output_producer.OutputProducer`)
+keep what sending through Faust's producer gave: every output handed over is acknowledged when
+its flush returns (what the consumer waits for before a commit), keyed outputs land on the
+partitions Faust's producer chose, batches stay within what the broker takes, and a message over
+the size limit is a dead letter of its input, not a crash. (The worker killed right after a
+commit, with every explanation of the committed tasks on the topic, is in
+``test_send_on_broker.py``; it runs the worker, which sends through this producer.)"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import uuid
+
+from helpers.pipeline_runs import collect, make_settings
+
+from agents._forward import Outbox
+from pipeline.handlers import Out
+from pipeline.kafka.config import ensure_topics
+from pipeline.kafka.output_producer import OutputProducer
+from pipeline.metrics import Metrics
+from pipeline.settings import Settings
+from schemas import Source
+
+MAX_REQUEST = 1_000_000  # Faust's producer_max_request_size
+
+
+def _settings(bootstrap: str, **over) -> Settings:
+    return Settings(bootstrap_servers=bootstrap, topic_prefix=f"it-{uuid.uuid4().hex[:8]}.", **over)
+
+
+def test_every_output_handed_over_is_on_the_topic_in_order_when_the_flush_returns(bootstrap):
+    s = _settings(bootstrap)
+    ensure_topics(s)
+    values = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * 300) for i in range(300)]
+
+    async def run() -> tuple[Outbox, list[bool]]:
+        out = OutputProducer(s, MAX_REQUEST)
+        box = Outbox(out, s, Metrics())
+        futures = []
+        for i in range(0, len(values), 30):  # ten inputs of 30 outputs each, as an explain agent's reports
+            await box.send_all([Out("explanations", b"s", v) for v in values[i:i + 30]], Source("t", 0, i),
+                               lambda o, e: None)
+        futures = [await out.send(s.topic("predictions"), b"s", b'{"last":1}', None, None)]
+        await out.flush()
+        settled = [f.done() for f in futures]
+        await asyncio.sleep(0)  # the Outbox's acknowledgement callbacks run
+        assert await out.close(5) == 0
+        return box, settled
+
+    box, settled = asyncio.run(run())
+    assert settled == [True]  # flushed: acknowledged, not only sent
+    got = collect(s, "explanations", lambda ms: len(ms) >= len(values), timeout=30)
+    assert [m["n"] for m in got] == list(range(len(values)))
+    assert box.metrics.get(f"messages_out{{topic={s.topic('explanations')}}}") == len(values)
+    assert box.metrics.get("send_errors{topic=explanations}") == 0
+
+
+def test_a_keyed_output_goes_to_the_partition_fausts_producer_sends_it_to(bootstrap):
+    """librdkafka's default partitioner is not the Java client's: with it, a stream's arrivals
+    would move to another partition at the upgrade and its state split in two. murmur2_random
+    is aiokafka's DefaultPartitioner, which Faust's producer used."""
+    import faust
+
+    s = _settings(bootstrap, partitions=5)
+    ensure_topics(s)
+    keys = [f"stream-{i}".encode() for i in range(40)] + [b"a", b"shop-17", "ü".encode()]
+
+    async def run() -> None:
+        app = faust.App(f"send-{uuid.uuid4().hex[:6]}", broker=f"kafka://{bootstrap}", autodiscover=False,
+                        web_enabled=False, datadir=tempfile.mkdtemp())
+        await app.producer.start()
+        out = OutputProducer(s, MAX_REQUEST)
+        try:
+            for k in keys:  # Faust's producer to predictions, ours to explanations
+                await app.producer.send(s.topic("predictions"), k, b'{"k":"%s"}' % k.hex().encode(), None, None, None)
+                await out.send(s.topic("explanations"), k, b'{"k":"%s"}' % k.hex().encode(), None, None)
+            await app.producer.flush()
+            await out.flush()
+        finally:
+            await out.close(5)
+            await app.producer.stop()
+
+    asyncio.run(run())
+
+    def placed(topic: str) -> dict[str, int]:
+        return {m["k"]: m["_partition"] for m in collect(s, topic, lambda ms: len(ms) >= len(keys), timeout=30)}
+
+    faust_way, ours = placed("predictions"), placed("explanations")
+    assert len(ours) == len(keys) and ours == faust_way
+    assert len(set(ours.values())) == 5  # the keys spread over every partition: the partitioner ran
+
+
+def test_batches_stay_within_max_dead_letter_bytes_which_the_broker_takes(bootstrap, admin, tmp_path):
+    """With the topic taking 64 KiB and max_dead_letter_bytes at 60 KiB, 40 outputs of 14 KB handed
+    over at once are all on the topic, in order; batches of the default 256 KiB would be refused
+    whole by that topic (the control, which shows the check can fail)."""
+    from confluent_kafka.admin import NewTopic
+
+    def run(s: Settings) -> Outbox:
+        topic = s.topic("explanations")
+        admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": str(64 * 1024)})])[topic].result(30)
+        ensure_topics(s)
+        values = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * 14_000) for i in range(40)]
+
+        async def send() -> Outbox:
+            out = OutputProducer(s, MAX_REQUEST)
+            box = Outbox(out, s, Metrics())
+            await box.send_all([Out("explanations", b"s", v) for v in values], Source("t", 0, 0), lambda o, e: None)
+            await out.flush()
+            await asyncio.sleep(0)
+            await out.close(5)
+            return box
+
+        return asyncio.run(send())
+
+    box = run(make_settings(bootstrap, str(tmp_path / "state"), max_dead_letter_bytes=60 * 1024))
+    assert box.metrics.get("send_errors{topic=explanations}") == 0
+    s = box.settings
+    got = collect(s, "explanations", lambda ms: len(ms) >= 40, timeout=30)
+    assert [m["n"] for m in got] == list(range(40))
+    control = run(make_settings(bootstrap, str(tmp_path / "control")))  # max_dead_letter_bytes 512 KiB
+    assert control.metrics.get("send_errors{topic=explanations}") > 0
+
+
+def test_a_message_over_the_size_limit_is_refused_at_the_hand_over_and_dead_lettered(bootstrap):
+    s = _settings(bootstrap)
+    ensure_topics(s)
+    dead = []
+
+    async def run() -> Outbox:
+        out = OutputProducer(s, 100_000)
+        box = Outbox(out, s, Metrics())
+        await box.send_all([Out("explanations", b"s", b'{"n":1}'), Out("explanations", b"s", b"x" * 200_000),
+                            Out("explanations", b"s", b'{"n":3}')], Source("t", 0, 7),
+                           lambda o, e: dead.append(type(e).__name__) or None)
+        await out.flush()
+        await out.close(5)
+        return box
+
+    box = asyncio.run(run())
+    assert dead == ["KafkaException"]
+    assert box.metrics.get("send_errors{topic=explanations}") == 1
+    got = collect(s, "explanations", lambda ms: len(ms) >= 2, timeout=30)
+    assert [m["n"] for m in got] == [1, 3]
+
+
+def test_the_output_producer_shows_no_secret():
+    s = Settings(bootstrap_servers="127.0.0.1:1", security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                 sasl_username="u", sasl_password="hunter2-secret")
+    out = OutputProducer(s, MAX_REQUEST)
+    assert "hunter2" not in repr(out) and "hunter2" not in str(vars(out).get("_config"))
