@@ -22,7 +22,7 @@ from schemas import FeatureEvent, Headers, LabelEvent, Source, dumps, origin, or
 
 from .partition_log import PartitionLog
 
-__all__ = ["labels_later", "record_arrivals", "redeliver", "batched", "Run", "run_handlers", "ARRIVALS"]
+__all__ = ["labels_later", "record_arrivals", "redeliver", "batched", "Run", "run_handlers", "run_model", "ARRIVALS"]
 
 ARRIVALS = "arrivals"
 
@@ -139,3 +139,15 @@ def run_handlers(s: Settings, log: PartitionLog, model: Callable[[int], ModelHan
         for out in feed(drift(off), "drift-feed", 0, run.explanations, off):
             run.add(out.topic, out.value)
     return run
+
+
+def run_model(s: Settings, messages: Iterable[FeatureEvent | LabelEvent | tuple[str, bytes, bytes]]):
+    """``messages`` recorded as the intake would, through one model handler and the explainers:
+    the run's outputs, the model handler, and the in-process reference over the valid ones."""
+    from pipeline.reference import run_in_process
+
+    log, run = PartitionLog(), Run()
+    recorded = record_arrivals(log, messages)
+    mh = ModelHandler(s)
+    run_handlers(s, log, model=lambda off: mh, run=run)
+    return run, mh, run_in_process(s, recorded, changes=False)

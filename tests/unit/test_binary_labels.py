@@ -11,16 +11,13 @@ import base64
 
 import orjson
 import pytest
-from helpers.arrivals import Run, record_arrivals, run_handlers
-from helpers.partition_log import PartitionLog
+from helpers.arrivals import run_model
 from helpers.streams import threshold_events
 from river import forest, linear_model, preprocessing, tree
 
 from pipeline.core.labels import LabelJoin
 from pipeline.core.prequential import PrequentialModel
-from pipeline.handlers import ModelHandler
 from pipeline.local.demo_stream import labels_later
-from pipeline.reference import run_in_process
 from pipeline.settings import Settings
 from schemas import FeatureEvent, LabelEvent
 
@@ -65,11 +62,7 @@ def _settings() -> Settings:
 
 
 def _run(s: Settings, messages):
-    log, run = PartitionLog(), Run()
-    recorded = record_arrivals(log, messages)
-    mh = ModelHandler(s)
-    run_handlers(s, log, model=lambda off: mh, run=run)
-    return run, mh, run_in_process(s, recorded, changes=False)
+    return run_model(s, messages)
 
 
 def test_labels_a_binary_model_cannot_tell_apart_are_one_label_type_dead_letter_each_and_nothing_is_learned():

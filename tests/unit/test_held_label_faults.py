@@ -13,15 +13,12 @@ import base64
 
 import orjson
 import pytest
-from helpers.arrivals import Run, record_arrivals, run_handlers
-from helpers.partition_log import PartitionLog
+from helpers.arrivals import run_model
 from helpers.streams import threshold_events
 
 from pipeline.core.labels import LabelJoin
 from pipeline.core.prequential import PrequentialModel
-from pipeline.handlers import ModelHandler
 from pipeline.local.demo_stream import labels_later
-from pipeline.reference import run_in_process
 from pipeline.settings import Settings
 from schemas import FeatureEvent, LabelEvent
 
@@ -32,11 +29,7 @@ def _settings(model: str) -> Settings:
 
 
 def _run(s: Settings, messages):
-    log, run = PartitionLog(), Run()
-    recorded = record_arrivals(log, messages)
-    mh = ModelHandler(s)
-    run_handlers(s, log, model=lambda off: mh, run=run)
-    return run, mh, run_in_process(s, recorded, changes=False)
+    return run_model(s, messages)
 
 
 @pytest.mark.parametrize("model, bad, reason", [

@@ -326,14 +326,7 @@ def test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuil
     resume = 85  # the feed's committed offset when the worker is killed
 
     def taken(handler, offsets):
-        got = []
-        for off in offsets:
-            key, value = log.items[off]
-            for out in handler.on_message(value, key, Source("explanations", 0, off)):
-                if out.topic == "drift-events":
-                    m = orjson.loads(out.value)
-                    got.append((m["series"], m["seq"]))
-        return got
+        return drift_events_taken(handler, log, offsets)
 
     sent = taken(first, range(resume))
     taken(first, range(resume, 100))  # taken, not committed: checkpoints after offsets 89 and 99, the two kept
@@ -363,16 +356,10 @@ def test_a_drift_state_restores_its_committed_checkpoint_when_two_were_written_a
     resume = 75  # the feed's committed offset when the worker is killed
 
     def taken(handler, offsets):
-        got = []
-        for off in offsets:
-            key, value = log.items[off]
-            for out in handler.on_message(value, key, Source("explanations", 0, off)):
-                if out.topic == "drift-events":
-                    m = orjson.loads(out.value)
-                    got.append((m["series"], m["seq"]))
-            if handler is first and (off + 1) % 25 == 0 and off < resume:  # committed every 25 messages
+        def committed_every_25(off):
+            if handler is first and (off + 1) % 25 == 0 and off < resume:
                 commits.record({("explanations", 0): off + 1})
-        return got
+        return drift_events_taken(handler, log, offsets, after=committed_every_25)
 
     sent = taken(first, range(resume))
     taken(first, range(resume, 100))  # taken, not committed: checkpoints after 79, 89 and 99
@@ -383,3 +370,18 @@ def test_a_drift_state_restores_its_committed_checkpoint_when_two_were_written_a
     assert sent + taken(second, range(resume, len(log.items))) == whole and whole
     assert second.metrics.get("checkpoints_restored{stage=drift}") == 1
     assert second.metrics.get("replayed_explanations") == resume - 70  # offsets 70..74, not the 75 before
+
+
+def drift_events_taken(handler, log, offsets, after=None) -> list[tuple[str, int]]:
+    """``(series, seq)`` of the change events ``handler`` sends for the messages of ``log`` at
+    ``offsets`` (an explanations partition); ``after(offset)`` runs after each message."""
+    got = []
+    for off in offsets:
+        key, value = log.items[off]
+        for out in handler.on_message(value, key, Source("explanations", 0, off)):
+            if out.topic == "drift-events":
+                m = orjson.loads(out.value)
+                got.append((m["series"], m["seq"]))
+        if after is not None:
+            after(off)
+    return got
