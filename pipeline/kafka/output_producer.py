@@ -34,8 +34,10 @@ The same guarantees as before:
   (SASL, TLS), as the checkpoint store's producer; nothing of it is logged or shown in a repr.
 - **Quiet outages.** librdkafka logs nothing (``log_level`` 0); a broker it cannot reach is the
   consumer's outage line (``pipeline/kafka/outage.py``), and it retries each message for
-  ``message.timeout.ms`` (5 minutes), so nothing is lost to a short outage. A fatal error is one
-  ERROR line; a message that finally fails is counted in ``send_errors`` by the agents' Outbox.
+  ``message.timeout.ms`` (5 minutes), so nothing is lost to a short outage. A message that
+  finally fails is counted in ``send_errors`` by the agents' Outbox, as before. A fatal error
+  (the idempotent producer's) is one ERROR line, and the next commit fails on it: the worker
+  stops without committing past outputs that were lost, and its restart sends them again.
 
 Delivery reports come when the producer is polled: a task polls it every 5 ms (the linger)
 while messages are in flight and sleeps while none are; a flush polls it every millisecond.
@@ -83,6 +85,8 @@ class OutputProducer:
         self._settings = settings
         self._client: Any = None
         self._loop: Any = None
+        #: librdkafka's fatal error, if one came: no commit may follow it (:meth:`flush` raises)
+        self.fatal: str | None = None
         self._poller: asyncio.Task | None = None
         self._wake: asyncio.Event | None = None
 
@@ -127,14 +131,27 @@ class OutputProducer:
 
     async def flush(self) -> None:
         """Wait until every message handed over is acknowledged or has failed (their futures
-        settled): what the worker's consumer waits for before it commits an offset."""
+        settled): what the worker's consumer waits for before it commits an offset. Raises
+        :class:`SendFailed` after a fatal error of the producer (its messages since are lost):
+        the commit fails with it, the worker stops, and a restart sends them again.
+
+        >>> import asyncio
+        >>> out = OutputProducer(Settings(), max_request_size=1_000_000)
+        >>> out._on_error(type("Err", (), {"fatal": lambda self: True, "str": lambda self: "out of order"})())
+        >>> asyncio.run(out.flush())
+        Traceback (most recent call last):
+        ...
+        pipeline.kafka.output_producer.SendFailed: the output producer failed (out of order): ...
+        """
         client = self._client
-        if client is None:
-            return
-        client.poll(0)
-        while len(client):
-            await asyncio.sleep(0.001)
+        if client is not None:
             client.poll(0)
+            while len(client) and self.fatal is None:
+                await asyncio.sleep(0.001)
+                client.poll(0)
+        if self.fatal is not None:
+            raise SendFailed(f"the output producer failed ({self.fatal}): nothing is committed after it; the "
+                             "worker stops, and its restart sends the outputs since the last commit again")
 
     async def close(self, timeout: float) -> int:
         """Wait at most ``timeout`` seconds for what is in flight and stop polling (the worker
@@ -165,10 +182,14 @@ class OutputProducer:
                 await wake.wait()
 
     def _on_error(self, err: Any) -> None:
-        """librdkafka's client-wide errors: a fatal one is logged; the transient ones (a broker
-        not reachable) are the consumer's outage lines, and the messages are retried."""
-        if err.fatal():
-            log.error("the output producer failed (%s); restart the worker", err.str())
+        """librdkafka's client-wide errors: a fatal one (of the idempotent producer, e.g. a
+        broker that lost acknowledged records) is logged, and stops the next commit
+        (:meth:`flush`); the transient ones (a broker not reachable) are the consumer's outage
+        lines, and the messages are retried."""
+        if err.fatal() and self.fatal is None:
+            self.fatal = err.str()
+            log.error("the output producer failed (%s); the worker stops at its next commit and a restart "
+                      "sends what it had not committed again", self.fatal)
 
 
 def _settle(fut: asyncio.Future, err: Any, msg: Any) -> None:

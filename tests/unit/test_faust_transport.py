@@ -248,3 +248,36 @@ def test_the_consumer_flushes_the_agents_output_producer_before_it_commits():
 
     asyncio.run(run())
     assert order == ["flushed", ("committed", 40)]
+
+
+def test_no_commit_follows_a_failed_flush_of_the_agents_outputs():
+    """After a fatal error of the output producer its messages since are lost: the commit must
+    not go past them (the worker stops; its restart sends them again)."""
+    from pipeline.kafka.output_producer import SendFailed
+
+    committed = []
+
+    class Outputs:
+        async def flush(self):
+            raise SendFailed("the output producer failed (out of order)")
+
+    async def run():
+        app = faust.App("commit-test", broker="kafka://127.0.0.1:9", loop=asyncio.get_running_loop())
+        use_bounded_fetch_wait(app, None, Outputs())
+        consumer = app.consumer
+        tp = faust.types.TP("t", 0)
+
+        async def commit(offsets):
+            committed.append(offsets)
+            return True
+
+        consumer._thread.commit = commit
+        consumer.assignment = lambda: {tp}
+        try:
+            with pytest.raises(SendFailed):
+                await consumer._commit({tp: 40})
+        finally:
+            consumer._thread.thread_loop.close()
+
+    asyncio.run(run())
+    assert committed == []
