@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from functools import partial
 from typing import Any
 
@@ -89,6 +90,8 @@ class OutputProducer:
         self.fatal: str | None = None
         self._poller: asyncio.Task | None = None
         self._wake: asyncio.Event | None = None
+        #: the delivery futures of the messages handed over, oldest first, until settled
+        self._pending: deque[asyncio.Future] = deque()
 
     def __repr__(self) -> str:  # never the configuration: it holds the SASL password
         return f"OutputProducer({self._where}, batches of at most {self._batch} bytes)"
@@ -124,14 +127,19 @@ class OutputProducer:
             except BufferError:  # its queue is full (a broker outage): let it deliver some first
                 client.poll(0)
                 await asyncio.sleep(0.01)
+        pending = self._pending
+        pending.append(fut)
+        while pending[0].done():  # the settled ones at its head (amortised: each leaves once)
+            pending.popleft()
         wake = self._wake
         if not wake.is_set():  # type: ignore[union-attr]
             wake.set()  # type: ignore[union-attr]
         return fut
 
     async def flush(self) -> None:
-        """Wait until every message handed over is acknowledged or has failed (their futures
-        settled): what the worker's consumer waits for before it commits an offset. Raises
+        """Wait until every message handed over before the call is acknowledged or has failed
+        (its future settled), as aiokafka's flush waits for the batches there were: what the
+        worker's consumer waits for before it commits an offset. Raises
         :class:`SendFailed` after a fatal error of the producer (its messages since are lost):
         the commit fails with it, the worker stops, and a restart sends them again.
 
@@ -145,8 +153,15 @@ class OutputProducer:
         """
         client = self._client
         if client is not None:
+            # what was handed over before this call (not what the agents send meanwhile: a busy
+            # worker always has messages in flight, and its commits must not wait for a lull)
+            before, i = list(self._pending), 0
             client.poll(0)
-            while len(client) and self.fatal is None:
+            while self.fatal is None:
+                while i < len(before) and before[i].done():
+                    i += 1
+                if i == len(before):
+                    break
                 await asyncio.sleep(0.001)
                 client.poll(0)
         if self.fatal is not None:
@@ -172,7 +187,8 @@ class OutputProducer:
 
     async def _poll(self) -> None:
         client, wake = self._client, self._wake
-        assert client is not None and wake is not None
+        if client is None or wake is None:  # not started
+            return
         while True:
             client.poll(0)
             if len(client):

@@ -150,3 +150,46 @@ def test_the_output_producer_shows_no_secret():
                  sasl_username="u", sasl_password="hunter2-secret")
     out = OutputProducer(s, MAX_REQUEST)
     assert "hunter2" not in repr(out) and "hunter2" not in str(vars(out).get("_config"))
+
+
+def test_a_flush_under_steady_sending_returns_once_what_came_before_it_is_acknowledged(bootstrap):
+    """Found in review: a flush that waited for librdkafka's queue to empty never returned
+    while the agents kept sending (a busy worker always has messages in flight), so the
+    consumer would never have committed. A flush waits for what was handed over before it,
+    as aiokafka's did; a sender keeps sending throughout (bounded: 20,000 messages, 60 s)."""
+    s = _settings(bootstrap)
+    ensure_topics(s)
+
+    async def run() -> tuple[float, list[bool], int]:
+        out = OutputProducer(s, MAX_REQUEST)
+        out.start()
+        topic = s.topic("explanations")
+        before = [await out.send(topic, b"s", b'{"n":%d}' % i, None, None) for i in range(200)]
+        stop = asyncio.Event()
+        sent = 0
+
+        async def keep_sending() -> None:
+            nonlocal sent
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while not stop.is_set() and sent < 20_000 and loop.time() < deadline:
+                for _ in range(20):
+                    await out.send(topic, b"t", b'{"m":1}', None, None)
+                    sent += 1
+                await asyncio.sleep(0.001)
+
+        sender = asyncio.get_running_loop().create_task(keep_sending())
+        await asyncio.sleep(0.05)
+        t0 = asyncio.get_running_loop().time()
+        await asyncio.wait_for(out.flush(), timeout=30)  # a bound on the wait, not a measurement
+        took = asyncio.get_running_loop().time() - t0
+        settled = [f.done() for f in before]
+        still_sending = not sender.done()
+        stop.set()
+        await sender
+        await out.flush()
+        await out.close(10)
+        return took, settled, still_sending
+
+    took, settled, still_sending = asyncio.run(run())
+    assert all(settled) and still_sending, (took, still_sending)
