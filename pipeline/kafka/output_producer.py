@@ -14,8 +14,9 @@ The same guarantees as before:
 - **At least once.** A message is in librdkafka's queue when :meth:`OutputProducer.send`
   returns; the worker's consumer commits an offset only after :meth:`OutputProducer.flush`
   (``pipeline/kafka/faust_transport.py``, ``_Consumer._commit``), which waits until every
-  message handed over has been acknowledged or has failed, as Faust's commit waits for its own
-  producer's flush. A worker killed before a commit sends its outputs again after the restart
+  message handed over before it has been acknowledged or has failed, as Faust's commit waits
+  for its own producer's flush (not for the queue to empty: a busy worker always has messages
+  in flight). A worker killed before a commit sends its outputs again after the restart
   (the consumers of the outputs deduplicate by ``(stream_id, seq)``; internal hops by origin).
 - **The same partitions.** ``partitioner = murmur2_random``: a keyed message goes to the
   partition of the Java client and of aiokafka's default partitioner (murmur2 of the key), where
