@@ -218,6 +218,26 @@ def test_the_consumer_records_the_commits_the_broker_accepted_and_no_other():
     assert asyncio.run(run()) == (40, None)
 
 
+async def _commit_with(outputs, offset: int, order: list) -> bool:
+    """The worker's consumer committing ``offset`` of ``t[0]`` with ``outputs`` as the agents'
+    producer; each commit that reaches the broker's side is noted in ``order``."""
+    app = faust.App("commit-test", broker="kafka://127.0.0.1:9", loop=asyncio.get_running_loop())
+    use_bounded_fetch_wait(app, None, outputs)
+    consumer = app.consumer
+    tp = faust.types.TP("t", 0)
+
+    async def commit(offsets):
+        order.append(("committed", offsets[tp]))
+        return True
+
+    consumer._thread.commit = commit
+    consumer.assignment = lambda: {tp}
+    try:
+        return await consumer._commit({tp: offset})
+    finally:
+        consumer._thread.thread_loop.close()
+
+
 def test_the_consumer_flushes_the_agents_output_producer_before_it_commits():
     """The agents' outputs go through their own producer (OutputProducer), not Faust's, whose
     flush Faust's commit awaits: an offset may be committed only once the outputs made from the
@@ -229,24 +249,7 @@ def test_the_consumer_flushes_the_agents_output_producer_before_it_commits():
             await asyncio.sleep(0)  # a flush that waits: the commit must wait for it
             order.append("flushed")
 
-    async def run():
-        app = faust.App("commit-test", broker="kafka://127.0.0.1:9", loop=asyncio.get_running_loop())
-        use_bounded_fetch_wait(app, None, Outputs())
-        consumer = app.consumer
-        tp = faust.types.TP("t", 0)
-
-        async def commit(offsets):
-            order.append(("committed", offsets[tp]))
-            return True
-
-        consumer._thread.commit = commit
-        consumer.assignment = lambda: {tp}
-        try:
-            assert await consumer._commit({tp: 40}) is True
-        finally:
-            consumer._thread.thread_loop.close()
-
-    asyncio.run(run())
+    assert asyncio.run(_commit_with(Outputs(), 40, order)) is True
     assert order == ["flushed", ("committed", 40)]
 
 
@@ -255,29 +258,12 @@ def test_no_commit_follows_a_failed_flush_of_the_agents_outputs():
     not go past them (the worker stops; its restart sends them again)."""
     from pipeline.kafka.output_producer import SendFailed
 
-    committed = []
+    order = []
 
     class Outputs:
         async def flush(self):
             raise SendFailed("the output producer failed (out of order)")
 
-    async def run():
-        app = faust.App("commit-test", broker="kafka://127.0.0.1:9", loop=asyncio.get_running_loop())
-        use_bounded_fetch_wait(app, None, Outputs())
-        consumer = app.consumer
-        tp = faust.types.TP("t", 0)
-
-        async def commit(offsets):
-            committed.append(offsets)
-            return True
-
-        consumer._thread.commit = commit
-        consumer.assignment = lambda: {tp}
-        try:
-            with pytest.raises(SendFailed):
-                await consumer._commit({tp: 40})
-        finally:
-            consumer._thread.thread_loop.close()
-
-    asyncio.run(run())
-    assert committed == []
+    with pytest.raises(SendFailed):
+        asyncio.run(_commit_with(Outputs(), 40, order))
+    assert order == []
