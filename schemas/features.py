@@ -38,7 +38,7 @@ MAX_STREAM_ID = 128
 MAX_SEQ = 2**63 - 1
 #: a categorical value or class label that is an integer must be a signed 64-bit one, as seqs are:
 #: orjson writes nothing wider, and other consumers of the topics read integers as a ``long``
-INT64 = (-(2**63), 2**63 - 1)
+INT64 = (-MAX_SEQ - 1, MAX_SEQ)
 _STREAM_ID = re.compile(rf"[A-Za-z0-9_.:@+=~-]{{1,{MAX_STREAM_ID}}}")
 
 

@@ -306,14 +306,13 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         classifier cannot take (in line or on its own), else ``model_error``; a model that raises
         on one message must not kill the worker. ``held``: a label that came before its event,
         refused when the event came (the event was predicted and waits for another label)."""
-        if held and not isinstance(err, NotABinaryLabel):
+        if isinstance(err, NotABinaryLabel):
+            return self._dead_letter(raw, key, LabelTypeMismatch(f"stream {sid!r} seq {seq}: {err}", where=str(where)),
+                                     src)
+        if held:
             err = ValueError(f"stream {sid!r} seq {seq}: the label came before its event, and when the event came "
                              f"the model could not take it ({type(err).__name__}: {err}). The event was predicted "
                              "and waits for a label the model takes")
-        if isinstance(err, NotABinaryLabel):
-            err = LabelTypeMismatch(f"stream {sid!r} seq {seq}: {err}", where=str(where))
-        if isinstance(err, LabelTypeMismatch):
-            return self._dead_letter(raw, key, err, src)
         return self._dead_letter(raw, key, err, src, "model_error")
 
     def _tasks(self, sid: str, st: _StreamState, steps: list[Step]) -> list[Out]:
