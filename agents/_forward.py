@@ -153,42 +153,47 @@ class Outbox:
             self.metrics.inc("dead_letters", reason=reason, profile=key_profile(self.settings, key))
 
 
-async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str, *, batch: int = 1) -> None:
-    """Hand each message of ``stream`` to ``handler`` and its outputs to ``outbox``. With
-    ``batch`` > 1 (a handler with ``on_batch``: the intake), the records already fetched behind
-    a message, up to ``batch`` in all, go to the handler together (:func:`ready_events`: taken
-    without waiting for more), and are acknowledged once their outputs are with the producer."""
+async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str) -> None:
+    """Hand each message of ``stream`` to ``handler`` and its outputs to ``outbox``."""
     async for event in stream.events():
-        extra = ready_events(stream, batch - 1) if batch > 1 else []
-        if not extra:
-            raw, key, src = _taken(event, handler)
-            await _send(outbox, _handle(handler, raw, key, src, stage), raw, key, src, stage, handler)
-        else:
-            records = [_taken(e, handler) for e in (event, *extra)]
-            try:
-                outs = handler.on_batch(records)  # type: ignore[attr-defined]
-            except Exception as e:  # never let one batch kill the agent
-                log.exception("%s agent failed on a batch of %d from %s", stage, len(records), records[0][2])
-                outs = [dead_letter(raw, key, e, stage, src, reason="internal_error",
-                                    max_bytes=handler.settings.max_dead_letter_bytes) for raw, key, src in records]
-            raw, key, src = records[0]  # a batch output the producer refuses: a dead letter of what it carried
-            for out in outs:
-                await _send(outbox, [out], out.value if out.reason is None else raw, key, src, stage, handler)
-            for e in extra:
-                await stream.ack(e)
+        msg = event.message
+        raw, key, src = _taken(event.value, event.key, msg.topic, msg.partition, msg.offset,
+                               getattr(msg, "timestamp", None), getattr(msg, "headers", None), handler)
+        await _send(outbox, _handle(handler, raw, key, src, stage), raw, key, src, stage, handler)
         # let the worker's other agents run: a model agent with a backlog of cheap events would
         # otherwise hold the event loop while the explainer agent's tasks wait (issue 7, defect 6)
         await asyncio.sleep(0)
 
 
-def _taken(event: Any, handler: Handler) -> tuple[bytes | None, bytes | None, Source]:
+async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outbox: Outbox, stage: str,
+                          batch: int) -> None:
+    """Hand the records of one fetch (``(partition, aiokafka record)`` pairs, in order, from
+    :mod:`pipeline.kafka.bulk_fetch`) to ``handler.on_batch``, ``batch`` at a time, and their
+    outputs to ``outbox``; returns once all are with the producer (their offsets may then be
+    acknowledged). Between batches the worker's other agents run."""
+    for i in range(0, len(fetched), batch):
+        records = [_taken(r.value, r.key, r.topic, r.partition, r.offset,
+                          None if r.timestamp is None else r.timestamp / 1000.0, r.headers, handler)
+                   for _, r in fetched[i:i + batch]]
+        try:
+            outs = handler.on_batch(records)  # type: ignore[attr-defined]
+        except Exception as e:  # never let one batch kill the agent
+            log.exception("%s agent failed on a batch of %d from %s", stage, len(records), records[0][2])
+            outs = [dead_letter(raw, key, e, stage, src, reason="internal_error",
+                                max_bytes=handler.settings.max_dead_letter_bytes) for raw, key, src in records]
+        raw, key, src = records[0]  # a batch output the producer refuses: a dead letter of what it carried
+        for out in outs:
+            await _send(outbox, [out], out.value if out.reason is None else raw, key, src, stage, handler)
+        await asyncio.sleep(0)
+
+
+def _taken(value: bytes | None, key: bytes | None, topic: str, partition: int, offset: int,
+           timestamp: float | None, headers: Any, handler: Handler) -> tuple[bytes | None, bytes | None, Source]:
     """The value, key and source of one record taken up (counted, and reported for consumer lag)."""
-    msg = event.message
-    src = Source(msg.topic, msg.partition, msg.offset, timestamp=getattr(msg, "timestamp", None),
-                 headers=_headers(getattr(msg, "headers", None)))
-    handler.metrics.inc("messages_in", topic=msg.topic)
-    handler.metrics.processed(msg.topic, msg.partition, msg.offset)
-    return event.value, event.key, src
+    src = Source(topic, partition, offset, timestamp=timestamp, headers=_headers(headers))
+    handler.metrics.inc("messages_in", topic=topic)
+    handler.metrics.processed(topic, partition, offset)
+    return value, key, src
 
 
 async def _handle(handler: Handler, raw: bytes | None, key: bytes | None, src: Source, stage: str) -> list[Out]:
@@ -219,33 +224,6 @@ async def _send(outbox: Outbox, outs: Any, raw: bytes | None, key: bytes | None,
 
     if outs:
         await outbox.send_all(outs, src, refused)
-
-
-def ready_events(stream: Any, limit: int) -> list[Any]:
-    """Up to ``limit`` events already waiting in ``stream``'s buffer behind the one it gave,
-    taken without waiting, each tracked for its commit as Faust's stream iterator tracks it
-    (the caller acknowledges each with ``stream.ack``). Empty when nothing waits, when the
-    stream's channel has no buffer, or when the stream would skip a record (a paused flow or
-    a rebalance in progress): the stream's own iterator then deals with it."""
-    queue = getattr(stream.channel, "queue", None)
-    if queue is None or limit <= 0:
-        return []
-    app = stream.app
-    if not app.flow_control.is_active():
-        return []
-    acking, unacked, generation = app.topics.acking_topics, app.consumer.unacked, app.consumer_generation_id
-    out: list[Any] = []
-    while len(out) < limit and not queue.empty() and not queue._errors:
-        head = queue._queue[0]  # asyncio.Queue's deque: look before taking
-        message = getattr(head, "message", None)
-        if message is None or message.generation_id != generation:
-            break
-        queue.get_nowait()
-        if message.topic in acking and not message.tracked:
-            message.tracked = True
-            unacked.add(message)
-        out.append(head)
-    return out
 
 
 def _headers(raw: Any) -> Headers | None:

@@ -1,14 +1,19 @@
-"""Intake agent: features and labels → arrivals (pipeline.handlers.intake), bytes and keys unchanged;
-the records already fetched go as one arrivals record per stream."""
+"""Intake agent: features and labels → arrivals (pipeline.handlers.intake), bytes and keys unchanged.
+
+The worker's consumer hands each fetch's features and labels to the intake in one call
+(:mod:`pipeline.kafka.bulk_fetch`), forwarded as one arrivals record per stream; the agent's
+stream subscribes the topics, and forwards them one by one on a consumer that does not."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pipeline.handlers import Handler
 from pipeline.handlers.intake import MAX_BATCH_RECORDS
+from pipeline.kafka.bulk_fetch import take_in_bulk
 
-from ._forward import Outbox, forward
+from ._forward import Outbox, forward, forward_fetched
 
 
 def install_intake_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
@@ -16,6 +21,8 @@ def install_intake_agent(app: Any, topics: dict[str, Any], handler: Handler) -> 
 
     @app.agent(topics["intake"], name="streamxai.intake")
     async def intake_agent(stream: Any) -> None:
-        await forward(stream, handler, outbox, "intake", batch=MAX_BATCH_RECORDS)
+        await forward(stream, handler, outbox, "intake")
 
+    take_in_bulk(app, topics["intake"].topics,
+                 partial(forward_fetched, handler=handler, outbox=outbox, stage="intake", batch=MAX_BATCH_RECORDS))
     return intake_agent

@@ -89,7 +89,7 @@ def _sampler(out: str, census: str = "") -> None:
         while frame is not None:
             code = frame.f_code
             frames.append(f"{code.co_filename}:{code.co_name}")
-            if code.co_name == "forward" and code.co_filename.endswith("_forward.py"):
+            if code.co_name in ("forward", "forward_fetched") and code.co_filename.endswith("_forward.py"):
                 stage = str(frame.f_locals.get("stage", ""))
             frame = frame.f_back
         samples[stage + "|" + ";".join(reversed(frames))] += 1
