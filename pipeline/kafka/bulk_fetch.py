@@ -22,9 +22,10 @@ the producer) their offsets are acknowledged as Faust acknowledges a message an 
   began or the group's generation changed while the sink ran: Faust seeks back to the committed
   offset, and the records come again (the model handler knows them by their origin).
 - **Faust's bookkeeping, kept.** The read offset moves as Faust moves it (a record before it,
-  fetched again, is skipped), a gap in the offsets (a transaction's marker, a compacted record)
-  is added as Faust adds it (so commits pass it), ``broker_commit_every`` is honoured, and a
-  paused partition's records are left as Faust leaves them.
+  fetched again, is skipped), though only with the acknowledgement, so that what the sink took
+  while a rebalance sought back comes again. A gap in the offsets (a transaction's marker, a
+  compacted record) is added as Faust adds it (so commits pass it), ``broker_commit_every`` is
+  honoured, and a paused partition's records are left as Faust leaves them.
 - **Anything else is Faust's.** Records of the other topics, and all of them while the flow
   is stopped, go through Faust as before. The agent on these topics stays subscribed (its
   stream is what makes Faust consume them), and is what handles them if no sink is set.
@@ -91,12 +92,15 @@ class BulkFetch:
         if not kept:
             return
         await sink(list(self.scheduler.iterate(kept)))  # type: ignore[attr-defined]
+        if not (self.flow_active and not self.app.rebalancing  # type: ignore[attr-defined]
+                and self.app.consumer_generation_id == generation):  # type: ignore[attr-defined]
+            # a rebalance began meanwhile: it seeks back to the committed offsets (the read
+            # offsets with them), and what the sink took comes again; moving the read offsets
+            # past it now would drop it then, unacknowledged, and stop the partition's commits
+            return
         for tp, records in kept.items():
             read[tp] = records[-1].offset
-        if (self.flow_active and not self.app.rebalancing  # type: ignore[attr-defined]
-                and self.app.consumer_generation_id == generation):  # type: ignore[attr-defined]
-            for tp, records in kept.items():
-                self._ack_offsets(tp, [rec.offset for rec in records])
+            self._ack_offsets(tp, [rec.offset for rec in records])
         commit_every = self._commit_every  # type: ignore[attr-defined]
         if commit_every is not None and self._n_acked >= commit_every:  # type: ignore[attr-defined]
             self._n_acked = 0

@@ -110,6 +110,29 @@ def test_a_flow_stopped_or_a_new_generation_during_the_sink_acknowledges_nothing
     assert [asyncio.run(run(w)) for w in ("stop", "rebalance", "generation")] == [None, None, None]
 
 
+def test_records_fetched_again_after_a_rebalance_during_the_sink_are_handed_over_again():
+    """A rebalance while the sink ran seeks the partition back to its committed offset (the
+    read offset with it); the records must then come again. Moving the read offset past them
+    after the sink made the consumer drop them as already read: never forwarded, never
+    acknowledged, and the partition's commits stuck behind them."""
+    got = []
+
+    async def run():
+        async def sink(fetched):
+            got.extend(r.offset for _, r in fetched)
+            if len(got) == 3:  # the first fetch: a rebalance meanwhile, the partition kept, sought back
+                c.app.consumer_generation_id += 1
+                c._read_offset[F0] = 0
+
+        async with consumer_with(sink, [{F0: recs(F0, 0, 1, 2)}, {F0: recs(F0, 0, 1, 2)}]) as c:
+            await c._wait_next_records(1.0)
+            await c._wait_next_records(1.0)
+            return committable(c, F0)
+
+    assert asyncio.run(run()) == 3
+    assert got == [0, 1, 2, 0, 1, 2]
+
+
 def test_a_stopped_flow_hands_nothing_over():
     called = []
 
