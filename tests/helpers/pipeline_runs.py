@@ -187,3 +187,31 @@ def own_broker(tmp: str) -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.stop()
+
+
+#: run in a worker's process (``python -c``): Faust's commit, then SIGKILL at once (no turn of the
+#: event loop after the commit) once a commit took the worker's ``{topic}`` records past ``{at_least}``
+_KILLED_AFTER_COMMIT = """
+import os, signal, sys
+from faust.transport import consumer
+
+committed = consumer.Consumer._commit_offsets
+
+async def commit_then_die(self, offsets, *args, **kwargs):
+    done = await committed(self, offsets, *args, **kwargs)
+    if done and any(tp.topic.endswith(".{topic}") and o >= {at_least} for tp, o in offsets.items()):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return done
+
+consumer.Consumer._commit_offsets = commit_then_die
+from pipeline.cli import main
+sys.exit(main(["worker", "--loglevel", "warning", "--roles", "{roles}"]))
+"""
+
+
+def killed_after_commit(topic: str, at_least: int, roles: str = "model,explain,drift") -> str:
+    """The code of a worker (``python -c``) that SIGKILLs itself right after a commit that took
+    its ``topic`` records (short name) to ``at_least`` or past: what it has committed then is
+    all a restart knows of."""
+    return _KILLED_AFTER_COMMIT.format(topic=topic, at_least=at_least, roles=roles)
+

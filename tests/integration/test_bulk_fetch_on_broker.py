@@ -12,32 +12,13 @@ import sys
 import time
 import uuid
 
-from helpers.pipeline_runs import collect, make_settings
+from helpers.pipeline_runs import collect, killed_after_commit, make_settings
 
 from pipeline.kafka.config import confluent_config, ensure_topics
 from pipeline.kafka.io import produce_raw
 from pipeline.local.demo_stream import agrawal_events, labels_later
 from pipeline.worker import settings_env
 from schemas import LabelEvent, Source, dumps, origin, unpack_arrivals
-
-#: run in the worker's process: Faust's commit, then SIGKILL at once once a commit took the
-#: features past AT_LEAST (no turn of the event loop after the commit)
-KILLED_AFTER_COMMIT = """
-import os, signal, sys
-from faust.transport import consumer
-
-committed = consumer.Consumer._commit_offsets
-
-async def commit_then_die(self, offsets, *args, **kwargs):
-    done = await committed(self, offsets, *args, **kwargs)
-    if done and any(tp.topic.endswith(".features") and o >= {at_least} for tp, o in offsets.items()):
-        os.kill(os.getpid(), signal.SIGKILL)
-    return done
-
-consumer.Consumer._commit_offsets = commit_then_die
-from pipeline.cli import main
-sys.exit(main(["worker", "--loglevel", "warning", "--roles", "model"]))
-"""
 
 
 def _committed(s, topic: str) -> dict[int, int]:
@@ -98,7 +79,7 @@ def test_a_worker_killed_right_after_a_commit_has_forwarded_every_committed_reco
 
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}, **settings_env(s)}
     with open(tmp_path / "worker.log", "ab") as log:
-        worker = subprocess.Popen([sys.executable, "-c", KILLED_AFTER_COMMIT.format(at_least=n // 3)], env=env,
+        worker = subprocess.Popen([sys.executable, "-c", killed_after_commit("features", n // 3, roles="model")], env=env,
                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     sent = 0

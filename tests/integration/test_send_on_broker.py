@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 
-from helpers.pipeline_runs import collect, collect_all, make_settings
+from helpers.pipeline_runs import collect, collect_all, killed_after_commit, make_settings
 
 from pipeline.kafka.config import confluent_config, ensure_topics
 from pipeline.kafka.io import produce_raw
@@ -22,25 +22,6 @@ from pipeline.local.demo_stream import agrawal_events
 from pipeline.plan import stream_explainer
 from pipeline.worker import settings_env
 from schemas import Source, dumps, parse_explain_task, unpack_tasks
-
-#: run in the worker's process: Faust's commit, then SIGKILL at once (no turn of the event loop
-#: after the commit) once a commit took up at least AT_LEAST explain-tasks records
-KILLED_AFTER_COMMIT = """
-import os, signal, sys
-from faust.transport import consumer
-
-committed = consumer.Consumer._commit_offsets
-
-async def commit_then_die(self, offsets, *args, **kwargs):
-    done = await committed(self, offsets, *args, **kwargs)
-    if done and any(tp.topic.endswith(".explain-tasks") and o >= {at_least} for tp, o in offsets.items()):
-        os.kill(os.getpid(), signal.SIGKILL)
-    return done
-
-consumer.Consumer._commit_offsets = commit_then_die
-from pipeline.cli import main
-sys.exit(main(["worker", "--loglevel", "warning"]))
-"""
 
 
 def test_outputs_handed_over_are_covered_by_the_flush_a_commit_waits_for(bootstrap):
@@ -195,7 +176,7 @@ def test_a_worker_killed_right_after_a_commit_has_sent_every_explanation_of_the_
     ensure_topics(s)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}, **settings_env(s)}
     with open(tmp_path / "worker.log", "ab") as log:
-        worker = subprocess.Popen([sys.executable, "-c", KILLED_AFTER_COMMIT.format(at_least=4)], env=env,
+        worker = subprocess.Popen([sys.executable, "-c", killed_after_commit("explain-tasks", 4)], env=env,
                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:  # a paced stream: the worker is busy explaining when a commit comes (every 2.8 s)
         for i in range(0, len(events), 100):
