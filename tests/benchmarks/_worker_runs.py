@@ -158,11 +158,11 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
             stop_worker(p)
 
 
-def _drift_done(workers: list[Settings], n: int, timeout: float = 180.0) -> None:
+def _drift_done(workers: list[Settings], n: int, timeout: float = 180.0, poll_s: float = 0.01) -> None:
     """Until the drift agents of ``workers`` have taken up ``n`` explanations in all (their
-    metrics pages, polled every 10 ms)."""
+    metrics pages, polled every ``poll_s``)."""
     deadline = time.monotonic() + timeout
     while sum(worker_metrics(w)["counters"].get("explanations_seen", 0) for w in workers) < n:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the drift agents did not take up {n} explanations within {timeout:g} s")
-        time.sleep(0.01)
+        time.sleep(poll_s)

@@ -383,6 +383,10 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             fields = {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
             rounds: dict[str, list[float]] = {"wall_in": [], "cpu_in": [], "wall_k": [], "cpu_k": []}
             counters: dict[str, float] = {}
+            # the modules a worker imports as it starts, before its clock (its model's, scipy's
+            # through river.optim: 659 modules, about 1 s of CPU): imported here before the rounds,
+            # or the first round's in-process loop pays them (1,193 against 665 us an event)
+            in_process_worker(make_settings(bootstrap, f"{tmp}/{name}-warm-up", **fields), evs[:20])
             for r in range(args.kafka_repeats):
                 local = make_settings(bootstrap, f"{tmp}/{name}-local{r}", **fields)
                 wall_in, cpu_in = in_process_worker(local, evs)
