@@ -69,6 +69,9 @@ class Outbox:
         self.producer = producer
         #: what takes each message: the worker's OutputProducer, or Faust's producer through an Appender
         self.appender: Any = producer if isinstance(producer, OutputProducer) else Appender(producer)
+        #: outputs handed over with no future (the worker's OutputProducer)
+        self._lean = isinstance(producer, OutputProducer)
+        self._errors: dict[str, Callable[[Exception], None]] = {}  # topic -> what counts its failures
         self.settings = settings
         self.metrics = metrics
         self._names: dict[str, str] = {}  # short topic name -> full
@@ -84,6 +87,8 @@ class Outbox:
     async def send_all(self, outs: list[Out], src: Source, refused: Callable[[Out, Exception], Out | None]) -> None:
         """Hand each of ``outs`` to the producer, in order; one it refuses is replaced by what
         ``refused(out, error)`` gives (a dead letter, sent at once; None: nothing)."""
+        if self._lean:
+            return await self._hand_all(outs, src, refused)
         sent: list[tuple[str, Any]] = []  # (topic, future) of the outputs that are no dead letter
         try:
             for out in outs:
@@ -108,6 +113,64 @@ class Outbox:
                     n += 1
                 self._handed(topic, n)
 
+    async def _hand_all(self, outs: list[Out], src: Source, refused: Callable[[Out, Exception], Out | None]) -> None:
+        """:meth:`send_all` on the worker's OutputProducer: each output that is no dead letter is
+        handed over with no future (:meth:`~pipeline.kafka.output_producer.OutputProducer.hand`),
+        a failure told to :meth:`_failed` (one callable per topic, made once); a dead letter,
+        and an output meeting a full queue, go the way of :meth:`send`."""
+        hand = self.appender.hand
+        topic, n = None, 0
+        try:
+            for out in outs:
+                if out.reason is None:
+                    name = self._name(out.topic)
+                    try:
+                        if hand(name, out.key, out.value, out.partition,
+                                None if out.headers is None else list(out.headers), self._on_error(out.topic)):
+                            if out.topic != topic:  # messages_out once per run of one topic, not per message
+                                if n:
+                                    self._handed(topic, n)  # type: ignore[arg-type]
+                                topic, n = out.topic, 0
+                            n += 1
+                            continue
+                    except Exception as e:
+                        self._refused(out, src, e)
+                        instead = refused(out, e)
+                        if instead is not None:
+                            await self.send(instead, src)
+                        continue
+                await self._send_one(out, src, refused)
+        finally:
+            if n:
+                self._handed(topic, n)  # type: ignore[arg-type]
+
+    async def _send_one(self, out: Out, src: Source, refused: Callable[[Out, Exception], Out | None]) -> None:
+        """One output the way of :meth:`send` (its future watched); one the producer refuses is
+        replaced by what ``refused`` gives."""
+        fut = await self._put(out, src)
+        if isinstance(fut, Exception):
+            instead = refused(out, fut)
+            if instead is not None:
+                await self.send(instead, src)
+        else:
+            fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason, key=out.key))
+
+    def _on_error(self, topic: str) -> Callable[[Exception], None]:
+        """What counts a failed output of ``topic`` (``send_errors``): one callable per topic."""
+        on_error = self._errors.get(topic)
+        if on_error is None:
+            on_error = self._errors[topic] = partial(self._failed, topic)
+        return on_error
+
+    def _failed(self, topic: str, _err: Exception) -> None:
+        self.metrics.inc("send_errors", topic=topic)
+
+    def _refused(self, out: Out, src: Source, e: Exception) -> None:
+        """The producer refused ``out`` at the hand-over: counted and logged."""
+        self.metrics.inc("send_errors", topic=out.topic)
+        log.error("could not send a %d-byte message to %s for %s (%s: %s); it is dropped",
+                  len(out.value), out.topic, src, type(e).__name__, str(e)[:300])
+
     async def _put(self, out: Out, src: Source, count: bool = True) -> Any:
         """The delivery future of ``out`` handed to the producer (counted in ``messages_out`` if
         ``count``), or the exception it refused it with."""
@@ -116,9 +179,7 @@ class Outbox:
             fut = await self.appender.send(name, out.key, out.value, out.partition,
                                            None if out.headers is None else list(out.headers))
         except Exception as e:
-            self.metrics.inc("send_errors", topic=out.topic)
-            log.error("could not send a %d-byte message to %s for %s (%s: %s); it is dropped",
-                      len(out.value), out.topic, src, type(e).__name__, str(e)[:300])
+            self._refused(out, src, e)
             return e
         if count:
             self._handed(out.topic)

@@ -11,8 +11,8 @@ group, its commits, its own producer (unused by the agents).
 
 The same guarantees as before:
 
-- **At least once.** A message is in librdkafka's queue when :meth:`OutputProducer.send`
-  returns; the worker's consumer commits an offset only after :meth:`OutputProducer.flush`
+- **At least once.** A message is in librdkafka's queue when :meth:`OutputProducer.hand`
+  (or :meth:`OutputProducer.send`) returns; the worker's consumer commits an offset only after :meth:`OutputProducer.flush`
   (``pipeline/kafka/faust_transport.py``, ``_Consumer._commit``), which waits until every
   message handed over before it has been acknowledged or has failed, as Faust's commit waits
   for its own producer's flush (not for the queue to empty: a busy worker always has messages
@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -91,8 +91,13 @@ class OutputProducer:
         self.fatal: str | None = None
         self._poller: asyncio.Task | None = None
         self._wake: asyncio.Event | None = None
-        #: the delivery futures of the messages handed over, oldest first, until settled
-        self._pending: deque[asyncio.Future] = deque()
+        #: messages are numbered as handed over; every one below ``_settled_below`` is settled
+        #: (acknowledged or failed), and so are those in ``_settled_above`` (delivery reports of
+        #: different partitions come in any order): what :meth:`flush` waits on, with no future
+        #: per message
+        self._handed = 0
+        self._settled_below = 0
+        self._settled_above: set[int] = set()
 
     def __repr__(self) -> str:  # never the configuration: it holds the SASL password
         return f"OutputProducer({self._where}, batches of at most {self._batch} bytes)"
@@ -112,30 +117,66 @@ class OutputProducer:
         self._poller = self._loop.create_task(self._poll(), name="streamxai-output-poll")
         return self._client
 
+    def hand(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
+             headers: list[tuple[str, bytes]] | None, on_error: Callable[[Exception], None] | None = None) -> bool:
+        """Hand one message to the producer without a future: False if its queue is full (a
+        broker outage; :meth:`send` waits for room), and ``on_error(SendFailed)`` is called, on
+        the event loop's thread, if the broker finally does not take it. Raises what
+        ``produce`` raises at once (e.g. a message over ``message.max.bytes``). What the agents'
+        Outbox uses for the outputs that are no dead letter: a future and its callbacks per
+        message were most of what sending cost the worker beyond librdkafka's own call."""
+        client = self._client if self._client is not None else self.start()
+        seq = self._handed
+        try:
+            client.produce(topic, value, key, -1 if partition is None else partition,
+                           partial(self._delivered, seq, on_error), headers=headers)
+        except BufferError:
+            client.poll(0)
+            return False
+        self._handed = seq + 1
+        wake = self._wake
+        if not wake.is_set():  # type: ignore[union-attr]
+            wake.set()  # type: ignore[union-attr]
+        return True
+
     async def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
                    headers: list[tuple[str, bytes]] | None) -> asyncio.Future:
         """Hand one message to the producer (its timestamp: when it is handed over, as aiokafka
         stamped it); its delivery future. Raises what ``produce`` raises at once (e.g. a message
         over ``message.max.bytes``). The signature of
-        :meth:`~pipeline.kafka.appender.Appender.send`, which the agents' Outbox calls."""
-        client = self._client if self._client is not None else self.start()
+        :meth:`~pipeline.kafka.appender.Appender.send`, which the agents' Outbox calls for what
+        needs the outcome (a dead letter is counted once acknowledged)."""
+        if self._client is None:
+            self.start()
         fut = self._loop.create_future()
-        while True:
-            try:
-                client.produce(topic, value, key, -1 if partition is None else partition,
-                               partial(_settle, fut), headers=headers)
-                break
-            except BufferError:  # its queue is full (a broker outage): let it deliver some first
-                client.poll(0)
-                await asyncio.sleep(0.01)
-        pending = self._pending
-        pending.append(fut)
-        while pending[0].done():  # the settled ones at its head (amortised: each leaves once)
-            pending.popleft()
-        wake = self._wake
-        if not wake.is_set():  # type: ignore[union-attr]
-            wake.set()  # type: ignore[union-attr]
+        while not self.hand(topic, key, value, partition, headers, fut):  # type: ignore[arg-type]
+            await asyncio.sleep(0.01)  # its queue is full (a broker outage): let it deliver some first
         return fut
+
+    def _delivered(self, seq: int, note: Any, err: Any, msg: Any) -> None:
+        """A delivery report (served by ``poll``, on the event loop's thread): message ``seq``
+        is settled; ``note`` is its future (settled here), the callable to tell of a failure, or None."""
+        if seq == self._settled_below:
+            seq += 1
+            above = self._settled_above
+            if above:
+                while seq in above:
+                    above.remove(seq)
+                    seq += 1
+            self._settled_below = seq
+        else:
+            self._settled_above.add(seq)
+        if note is None:
+            return
+        if isinstance(note, asyncio.Future):
+            if note.done() or note.get_loop().is_closed():  # cancelled, or the worker is gone
+                return
+            if err is None:
+                note.set_result(None)
+            else:
+                note.set_exception(SendFailed(f"{msg.topic()}: {err.str()}"))
+        elif err is not None:
+            note(SendFailed(f"{msg.topic()}: {err.str()}"))
 
     async def flush(self) -> None:
         """Wait until every message handed over before the call is acknowledged or has failed
@@ -156,13 +197,9 @@ class OutputProducer:
         if client is not None:
             # what was handed over before this call (not what the agents send meanwhile: a busy
             # worker always has messages in flight, and its commits must not wait for a lull)
-            before, i = list(self._pending), 0
+            before = self._handed
             client.poll(0)
-            while self.fatal is None:
-                while i < len(before) and before[i].done():
-                    i += 1
-                if i == len(before):
-                    break
+            while self.fatal is None and self._settled_below < before:
                 await asyncio.sleep(0.001)
                 client.poll(0)
         if self.fatal is not None:
@@ -207,13 +244,3 @@ class OutputProducer:
             self.fatal = err.str()
             log.error("the output producer failed (%s); the worker stops at its next commit and a restart "
                       "sends what it had not committed again", self.fatal)
-
-
-def _settle(fut: asyncio.Future, err: Any, msg: Any) -> None:
-    """A delivery report (served by ``poll``, on the event loop's thread)."""
-    if fut.done() or fut.get_loop().is_closed():  # cancelled, or the worker is gone
-        return
-    if err is not None:
-        fut.set_exception(SendFailed(f"{msg.topic()}: {err.str()}"))
-    else:
-        fut.set_result(None)

@@ -14,9 +14,9 @@ the flush (the acknowledgements included), the median of ``--rounds`` fresh proc
   (:class:`pipeline.kafka.appender.Appender`, one callback per report), as the worker sent
   before the OutputProducer;
 - ``Outbox, OutputProducer``: the agents' Outbox now, on the worker's
-  :class:`pipeline.kafka.output_producer.OutputProducer` (confluent-kafka: a delivery future per
-  message, its reports served by a polling task), flushed as the consumer flushes it before a
-  commit;
+  :class:`pipeline.kafka.output_producer.OutputProducer` (confluent-kafka: each output handed
+  over with no future, ``OutputProducer.hand``, its delivery report served by a polling task),
+  flushed as the consumer flushes it before a commit;
 - ``aiokafka send``: aiokafka's ``AIOKafkaProducer.send`` alone, no callback;
 - ``add_message``: aiokafka's accumulator alone (what the Appender ends in), no callback;
 - ``confluent produce``: confluent-kafka's ``Producer.produce`` (librdkafka, the same linger

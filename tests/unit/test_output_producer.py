@@ -1,0 +1,101 @@
+"""The worker's OutputProducer hands outputs over with no future (``OutputProducer.hand``):
+a flush still waits for every message handed over before it, whatever order librdkafka's
+delivery reports come in (partitions answer in any order), and a failure is told to the
+caller's callable; through the agents' Outbox, a failed output is counted in ``send_errors``
+and a dead letter once acknowledged. librdkafka is replaced by a client whose delivery
+reports the test serves itself, in the order it chooses."""
+
+from __future__ import annotations
+
+import asyncio
+
+from agents._forward import Outbox
+from pipeline.handlers import Out, Source
+from pipeline.kafka.output_producer import OutputProducer
+from pipeline.metrics import Metrics
+from pipeline.settings import Settings
+
+
+class _Err:
+    def str(self):
+        return "RequestTimedOut"
+
+
+class _Msg:
+    def __init__(self, topic):
+        self._topic = topic
+
+    def topic(self):
+        return self._topic
+
+
+class _Client:
+    """What the OutputProducer calls of confluent-kafka's Producer; ``deliver`` serves reports."""
+
+    def __init__(self):
+        self.sent = []  # (topic, value, on_delivery)
+
+    def produce(self, topic, value, key, partition, on_delivery, headers=None):
+        self.sent.append((topic, value, on_delivery))
+
+    def poll(self, _timeout):
+        return 0
+
+    def __len__(self):
+        return 0
+
+    def deliver(self, i, fail=False):
+        topic, _, cb = self.sent[i]
+        cb(_Err() if fail else None, _Msg(topic))
+
+
+def _producer() -> tuple[OutputProducer, _Client]:
+    out = OutputProducer(Settings(bootstrap_servers="127.0.0.1:1"), max_request_size=1_000_000)
+    client = _Client()
+    out._client, out._loop, out._wake = client, asyncio.get_running_loop(), asyncio.Event()
+    return out, client
+
+
+def test_a_flush_waits_for_an_earlier_message_whose_report_comes_after_later_ones():
+    async def run():
+        out, client = _producer()
+        errors = []
+        for i in range(4):
+            assert out.hand("t", b"k", b"%d" % i, None, None, errors.append)
+        for i in (1, 2, 3):  # the later ones acknowledged first: another partition's batch
+            client.deliver(i)
+        flush = asyncio.get_running_loop().create_task(out.flush())
+        assert out.hand("t", b"k", b"4", None, None, errors.append)  # after the flush began
+        client.deliver(4)  # four settled since, as many as the flush waits for, but not the first
+        await asyncio.sleep(0.02)
+        waited = not flush.done()
+        client.deliver(0, fail=True)
+        await asyncio.wait_for(flush, 1)  # a bound on the wait, not a measurement
+        return waited, errors, out._settled_below, out._settled_above
+
+    waited, errors, below, above = asyncio.run(run())
+    assert waited
+    assert [str(e) for e in errors] == ["t: RequestTimedOut"]
+    assert below == 5 and above == set()  # every report taken, nothing kept
+
+
+def test_through_the_outbox_a_failed_output_is_counted_and_a_dead_letter_once_acknowledged():
+    async def run():
+        out, client = _producer()
+        box = Outbox(out, Settings(topic_prefix="x."), Metrics())
+        outs = [Out("explanations", b"s", b"%d" % i) for i in range(3)]
+        outs.append(Out("dead-letters", b"s", b"{}", reason="bad_json"))
+        await box.send_all(outs, Source("explain-tasks", 0, 3), lambda o, e: None)
+        client.deliver(0)
+        client.deliver(1, fail=True)
+        client.deliver(2)
+        client.deliver(3)
+        await asyncio.sleep(0)  # the dead letter's future's callback runs
+        await out.flush()
+        return box.metrics, [t for t, _, _ in client.sent]
+
+    metrics, topics = asyncio.run(run())
+    assert topics == ["x.explanations"] * 3 + ["x.dead-letters"]
+    assert metrics.get("send_errors{topic=explanations}") == 1
+    assert metrics.get("messages_out{topic=x.explanations}") == 3
+    assert metrics.get("dead_letters{reason=bad_json}") == 1
