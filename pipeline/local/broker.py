@@ -69,8 +69,15 @@ _FILES = Path(__file__).resolve().parent / "broker_files"
 #: Jars that must be present for the broker to start; checked by ``ensure_jars``.
 _REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "log4j-core-", "log4j-slf4j")
 _HOST = "127.0.0.1"
-#: JVM flags besides -Xmx: short GC pauses, die rather than limp on after an OutOfMemoryError.
-_JVM_FLAGS = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
+#: JVM flags besides -Xmx: short GC pauses, die rather than limp on after an OutOfMemoryError,
+#: and only the JVM's quick compiler (C1, ``TieredStopAtLevel=1``). This broker lives for a demo,
+#: a test run or a benchmark, on the cores of the workers it serves; the optimising compiler (C2)
+#: spent more CPU compiling its request paths than those paths then saved: on 2 cores a fresh
+#: broker took 5.7-5.9 s to answer and 6.8-7.2 s of CPU with C2, 4.6-5.0 s and 4.2-4.4 s with C1
+#: only, and through one worker's runs of 2,000 events (logistic regression) its compiler threads
+#: still took 0.6-1.1 s of CPU per run over the first seven runs, the broker 1.4-2.4 s in all
+#: against 0.9-1.4 s with C1 only (issue 17: the worker's cores are the broker's here).
+_JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
 _PROBE_LOGGER = logging.getLogger("streamxai.broker.probe")
 _PROBE_LOGGER.addHandler(logging.NullHandler())
 _PROBE_LOGGER.propagate = False

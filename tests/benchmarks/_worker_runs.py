@@ -26,7 +26,12 @@ from pipeline.settings import Settings
 from pipeline.worker import settings_env, spawn_worker, stop_worker
 from schemas import Headers, dumps
 
-__all__ = ["in_process_worker", "kafka_workers", "broker_for"]
+__all__ = ["in_process_worker", "kafka_workers", "broker_for", "broker_pids"]
+
+#: the process ids of the local brokers :func:`broker_for` runs (none for $STREAMXAI_BOOTSTRAP):
+#: on these machines the broker shares the worker's two cores, and :func:`kafka_workers` can say
+#: how much of them it took meanwhile
+broker_pids: list[int] = []
 
 
 @contextlib.contextmanager
@@ -41,9 +46,12 @@ def broker_for(tmp: str):
         return
     broker = LocalBroker(free_port(), free_port(), data_dir=f"{tmp}/kafka", die_with_parent=True)
     broker.start()
+    pid = int(broker.pid_file.read_text().strip())
+    broker_pids.append(pid)
     try:
         yield broker.bootstrap
     finally:
+        broker_pids.remove(pid)
         broker.stop()
 
 
@@ -103,7 +111,8 @@ def _profiled_worker(s: Settings, log_file: str, out: str, census: str = "") -> 
 
 
 def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: str | None = None,
-                  counters: dict[str, float] | None = None, census: str = "") -> tuple[float, float]:
+                  counters: dict[str, float] | None = None, census: str = "",
+                  broker_cpu: list[float] | None = None) -> tuple[float, float]:
     """``(wall, cpu)`` seconds from the moment the broker has the backlog's first event until the drift agents
     have taken up every explanation of it, with ``n_workers`` fresh workers on ``s``'s broker
     (joined before, so start-up and group joins are not counted; the intake's and the drift
@@ -111,7 +120,8 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
     path; one worker), the worker's CPU is sampled over the same span and written there
     (``_cpu_profile.breakdown`` reads it). ``counters`` takes the workers' counters at the end
     (summed over the workers). ``census`` (with ``profile``: ``--census`` or ``--census-threads``)
-    also counts the callbacks its event loops run (``_loop_census.py``)."""
+    also counts the callbacks its event loops run (``_loop_census.py``). ``broker_cpu`` takes the
+    CPU seconds the local broker (:data:`broker_pids`) used over the same span, if there is one."""
     ensure_topics(s)
     each = [s.replace(web_port=free_port()) for _ in range(n_workers)]
     if profile:
@@ -129,11 +139,11 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
         n_explanations = 0
         if profile:
             procs[0].send_signal(START)
-        started: list[tuple[float, float]] = []  # the clock starts once the broker has the first event:
+        started: list[tuple[float, float, float]] = []  # the clock starts once the broker has the first event:
         # the benchmark's producer takes 0.5-1.6 s to start (idempotent), which is not the worker's time
         produce_events(s, events, first_delivered=lambda: started.append(
-            (time.perf_counter(), _cpu_seconds([p.pid for p in procs]))))
-        t0, c0 = started[0]
+            (time.perf_counter(), _cpu_seconds([p.pid for p in procs]), _cpu_seconds(broker_pids))))
+        t0, c0, b0 = started[0]
         for rec in consume(s, [s.topic("explanations")], idle_timeout=180):
             n_explanations += 1
             m = orjson.loads(rec.value)
@@ -146,6 +156,8 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
                                f"{n_values} values")
         _drift_done(each, n_explanations)
         done = time.perf_counter() - t0, _cpu_seconds([p.pid for p in procs]) - c0
+        if broker_cpu is not None and broker_pids:
+            broker_cpu.append(_cpu_seconds(broker_pids) - b0)
         if counters is not None:
             for w in each:
                 for k, v in worker_metrics(w)["counters"].items():

@@ -387,11 +387,17 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             # through river.optim: 659 modules, about 1 s of CPU): imported here before the rounds,
             # or the first round's in-process loop pays them (1,193 against 665 us an event)
             in_process_worker(make_settings(bootstrap, f"{tmp}/{name}-warm-up", **fields), evs[:20])
+            # and one worker's run, not timed: a fresh broker's JVM compiles its request paths as the
+            # first runs go through it, on the cores the worker runs on (its compiler threads took
+            # 0.6-1.1 s of CPU per run of 2,000 events over the first seven runs with C2, see
+            # _JVM_FLAGS in pipeline/local/broker.py), which is the broker's start-up, not the worker's cost
+            kafka_workers(make_settings(bootstrap, f"{tmp}/{name}-warm-up-worker", **fields), evs, 1, tmp)
+            broker_cpu: list[float] = []
             for r in range(args.kafka_repeats):
                 local = make_settings(bootstrap, f"{tmp}/{name}-local{r}", **fields)
                 wall_in, cpu_in = in_process_worker(local, evs)
                 s = make_settings(bootstrap, f"{tmp}/{name}-worker{r}", **fields)
-                wall_k, cpu_k = kafka_workers(s, evs, 1, tmp, counters=counters)
+                wall_k, cpu_k = kafka_workers(s, evs, 1, tmp, counters=counters, broker_cpu=broker_cpu)
                 for k, v in zip(rounds, (wall_in, cpu_in, wall_k, cpu_k), strict=True):
                     rounds[k].append(v)
             wall_in, cpu_in, wall_k, cpu_k = (statistics.median(v) for v in rounds.values())
@@ -404,6 +410,9 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             print(f"    CPU per event: in-process {cpu_in / n * 1e6:.0f} us, worker {cpu_k / n * 1e6:.0f} us "
                   f"(+{(cpu_k - cpu_in) / n * 1e6:.0f} us)")
             print(f"    message operations per event: {message_operations(counters, n * args.kafka_repeats)}")
+            if broker_cpu:
+                print(f"    the local broker on the same cores meanwhile: {statistics.median(broker_cpu) / n * 1e6:.0f} us "
+                      f"of CPU per event (median of the rounds; the in-process loop has no broker to share them with)")
             if args.profile:
                 s = make_settings(bootstrap, f"{tmp}/{name}-profiled", **fields)
                 _, cpu = kafka_workers(s, evs, 1, tmp, profile=f"{tmp}/{name}.samples.json")
