@@ -14,6 +14,7 @@ import sys
 import threading
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from . import exit_codes
 from .settings import Secret, Settings, env_name
@@ -61,6 +62,31 @@ def kernels_note(environ: dict | None = None) -> tuple[int, str] | None:
         why = f"the compiled kernels were built from older source (it lacks {', '.join(lacks)})"
     return logging.WARNING, (f"{line} (the same values, slower): {why}; build them with `bash deploy/setup.sh` "
                              "(or `pip install -e .`), which needs a C compiler and the Python headers")
+
+
+def freeze_startup_heap(metrics: Any) -> int:
+    """Move every object the worker made as it started (its modules, its model's and scipy's
+    among them, Faust's and the Kafka clients' services) out of the cyclic garbage collector's
+    reach (``gc.freeze``), once it is up and before its first event; the number moved, also the
+    gauge ``gc_frozen_objects``.
+
+    The collector's full passes walk every object it tracks: a worker holds about 140,000 from
+    its start, the in-process loop of the same handlers fewer, and one full pass in a run of
+    2,000 events of logistic regression took the worker 77-104 ms (about 45 us an event, 4 % of
+    it), where the in-process loop ran none (issue 17; ``gc.callbacks`` timed in both). Frozen,
+    they are skipped and no full pass came in the same runs. Reference counting still frees
+    them; only a reference cycle among them, made garbage later, is never collected (a bounded
+    leak: what a rebalance replaces of the clients' objects). A stream's state is made after
+    this point and stays collectable."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    metrics.gauge("gc_frozen_objects", frozen)
+    logging.getLogger("streamxai").info("moved %d objects made at start-up out of the garbage collector's passes",
+                                        frozen)
+    return frozen
 
 
 def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info") -> int:
@@ -112,6 +138,10 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
             os.kill(os.getpid(), signal.SIGTERM)
 
     class BoundedWorker(faust.Worker):  # type: ignore[misc]
+        async def on_startup_finished(self) -> None:
+            await super().on_startup_finished()
+            freeze_startup_heap(app.streamxai_metrics)
+
         async def on_stop(self) -> None:
             _exit_after(settings.shutdown_timeout_s, outcome)
             await super().on_stop()
