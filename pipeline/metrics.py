@@ -107,6 +107,7 @@ HELP.update({
     "uptime_seconds": "Seconds since the worker started",
     "compiled_kernels": "1 when the explainers' bookkeeping runs the compiled kernels (pipeline/core/kernels.py), 0 on the pure-Python path (not built, or STREAMXAI_PURE_PYTHON=1)",
     "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream",
+    "gc_frozen_objects": "Objects made as the worker started, moved out of Python's garbage collector's passes once it was up (gc.freeze)",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire (or exposed by their user)
     "messages_in", "messages_out", "dead_letters", "send_errors", "change_episodes", "recovery_seconds")
