@@ -42,9 +42,10 @@ class Outbox:
     cheap model (issue 17); offsets are still committed only after the producer has flushed, so
     delivery stays at least once.
     A dead letter is counted (``dead_letters{reason=..., profile=...}``) once the broker has acknowledged
-    it, a message the broker refused once it refused (``send_errors``); the other outputs of
-    one input are looked at together, once the last one is acknowledged (one callback, not one
-    per message).
+    it, a message the broker refused once it refused (``send_errors``). On the worker's
+    OutputProducer the other outputs are handed over with no future, and a failure is counted
+    when its delivery report comes; on Faust's producer the other outputs of one input are
+    looked at together, once the last one is acknowledged (one callback, not one per message).
 
     >>> import asyncio
     >>> from pipeline.metrics import Metrics
