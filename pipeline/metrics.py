@@ -143,11 +143,16 @@ def key_profile(settings: Any, key: bytes | None) -> str:
     return profile_label(settings.profile(stream_id))
 
 
+#: the most label sets :meth:`Metrics._key` remembers (the series are bounded: topics, profiles, reasons)
+_MAX_KEYS = 4096
+
+
 class Metrics:
     def __init__(self) -> None:
         self._counters: Counter[str] = Counter()
         self._gauges: dict[str, float] = {}
         self._parts: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
+        self._keys: dict[tuple, str] = {}  # (name, *label items) -> the series' key (:meth:`_key`)
         self._offsets: dict[tuple[str, int], int] = {}
         self._last_checkpoint: float | None = None
         self.started = time.time()
@@ -157,10 +162,23 @@ class Metrics:
     def _key(self, name: str, labels: dict[str, Any]) -> str:
         if not labels:
             return name
+        # the agents count every message in and out by topic: the series' key is looked up,
+        # not built again (sorted labels, text), once it is known
+        memo = (name, *labels.items())
+        try:
+            return self._keys[memo]
+        except KeyError:
+            pass
+        except TypeError:  # a label value that cannot be hashed: built each time
+            memo = None
         items = tuple(sorted((k, str(v)) for k, v in labels.items()))
         key = name + "{" + ",".join(f"{k}={v}" for k, v in items) + "}"
         if key not in self._parts:
             self._parts[key] = (name, items)
+        if memo is not None:
+            if len(self._keys) >= _MAX_KEYS:  # bounded whatever the labels carry
+                self._keys.clear()
+            self._keys[memo] = key
         return key
 
     def inc(self, name: str, n: int = 1, **labels: Any) -> None:

@@ -117,3 +117,25 @@ def test_a_counter_of_a_profile_not_counted_yet_is_one_series_at_zero_not_two():
     m = Metrics()
     m.inc("events_explained", 0, profile="a-*")
     assert _families(m)["streamxai_events_explained"] == {(("profile", "a-*"),): 0.0}
+
+
+def test_a_series_key_looked_up_again_is_the_one_built_whatever_the_label_order():
+    import pipeline.metrics as metrics_module
+
+    m = Metrics()
+    m.inc("messages_in", topic="t.features")
+    m.inc("messages_in", 2, topic="t.features")  # remembered: the same series
+    m.inc("custom", a=1, b="x")
+    m.inc("custom", b="x", a=1)  # another keyword order, the same series
+    m.inc("custom", a=[1, 2])  # a value that cannot be hashed is still counted
+    m.inc("custom", a=[1, 2])
+    counters = m.snapshot()["counters"]
+    assert counters["messages_in{topic=t.features}"] == 3
+    assert counters["custom{a=1,b=x}"] == 2 and counters["custom{a=[1, 2]}"] == 2
+    # what it remembers is bounded, whatever the labels carry
+    for i in range(metrics_module._MAX_KEYS + 10):
+        m.inc("many", k=i)
+    assert len(m._keys) <= metrics_module._MAX_KEYS
+    assert m.get("many") == metrics_module._MAX_KEYS + 10
+    m.inc("many", k=0)
+    assert m.get("many{k=0}") == 2
