@@ -72,7 +72,8 @@ class Outbox:
         self.appender: Any = producer if isinstance(producer, OutputProducer) else Appender(producer)
         #: outputs handed over with no future (the worker's OutputProducer)
         self._lean = isinstance(producer, OutputProducer)
-        self._errors: dict[str, Callable[[Exception], None]] = {}  # topic -> what counts its failures
+        #: short topic name -> (full name, what counts its failed outputs), for :meth:`_hand_all`
+        self._routes: dict[str, tuple[str, Callable[[Exception], None]]] = {}
         self.settings = settings
         self.metrics = metrics
         self._names: dict[str, str] = {}  # short topic name -> full
@@ -118,17 +119,21 @@ class Outbox:
         """:meth:`send_all` on the worker's OutputProducer: each output that is no dead letter is
         handed over with no future (:meth:`~pipeline.kafka.output_producer.OutputProducer.hand`),
         a failure told to :meth:`_failed` (one callable per topic, made once); a dead letter,
-        and an output meeting a full queue, go the way of :meth:`send`."""
+        and an output meeting a full queue, go the way of :meth:`send`. ``messages_out`` is
+        counted once per run of one topic; a topic's full name and failure counter are looked
+        up once per topic (:meth:`_route`), not per message."""
         hand = self.appender.hand
+        routes = self._routes
         topic, n = None, 0
         try:
             for out in outs:
                 if out.reason is None:
-                    name = self._name(out.topic)
+                    route = routes.get(out.topic) or self._route(out.topic)
+                    headers = out.headers
                     try:
-                        if hand(name, out.key, out.value, out.partition,
-                                None if out.headers is None else list(out.headers), self._on_error(out.topic)):
-                            if out.topic != topic:  # messages_out once per run of one topic, not per message
+                        if hand(route[0], out.key, out.value, out.partition,
+                                None if headers is None else list(headers), route[1]):
+                            if out.topic != topic:
                                 if n:
                                     self._handed(topic, n)  # type: ignore[arg-type]
                                 topic, n = out.topic, 0
@@ -156,12 +161,10 @@ class Outbox:
         else:
             fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason, key=out.key))
 
-    def _on_error(self, topic: str) -> Callable[[Exception], None]:
-        """What counts a failed output of ``topic`` (``send_errors``): one callable per topic."""
-        on_error = self._errors.get(topic)
-        if on_error is None:
-            on_error = self._errors[topic] = partial(self._failed, topic)
-        return on_error
+    def _route(self, topic: str) -> tuple[str, Callable[[Exception], None]]:
+        """``topic``'s full name and what counts a failed output of it (``send_errors``), made once."""
+        route = self._routes[topic] = (self._name(topic), partial(self._failed, topic))
+        return route
 
     def _failed(self, topic: str, _err: Exception) -> None:
         self.metrics.inc("send_errors", topic=topic)
@@ -234,9 +237,12 @@ async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outb
     outputs to ``outbox``; returns once all are with the producer (their offsets may then be
     acknowledged). Between batches the worker's other agents run."""
     for i in range(0, len(fetched), batch):
-        records = [_taken(r.value, r.key, r.topic, r.partition, r.offset,
-                          None if r.timestamp is None else r.timestamp / 1000.0, r.headers, handler)
-                   for _, r in fetched[i:i + batch]]
+        chunk = [r for _, r in fetched[i:i + batch]]
+        records = [(r.value, r.key, Source(r.topic, r.partition, r.offset,
+                                           timestamp=None if r.timestamp is None else r.timestamp / 1000.0,
+                                           headers=_headers(r.headers)))
+                   for r in chunk]
+        _counted(chunk, handler.metrics)
         try:
             outs = handler.on_batch(records)  # type: ignore[attr-defined]
         except Exception as e:  # never let one batch kill the agent
@@ -247,6 +253,21 @@ async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outb
         for out in outs:
             await _send(outbox, [out], out.value if out.reason is None else raw, key, src, stage, handler)
         await asyncio.sleep(0)
+
+
+def _counted(records: list[Any], metrics: Metrics) -> None:
+    """Count ``records`` (aiokafka's, taken up together) in ``messages_in`` and report the last
+    offset of each partition for consumer lag: what :func:`_taken` does for one record, once per
+    topic and partition rather than per record."""
+    per_topic: dict[str, int] = {}
+    last: dict[tuple[str, int], int] = {}
+    for r in records:
+        per_topic[r.topic] = per_topic.get(r.topic, 0) + 1
+        last[(r.topic, r.partition)] = r.offset
+    for topic, n in per_topic.items():
+        metrics.inc("messages_in", n, topic=topic)
+    for (topic, partition), offset in last.items():
+        metrics.processed(topic, partition, offset)
 
 
 def _taken(value: bytes | None, key: bytes | None, topic: str, partition: int, offset: int,
