@@ -43,11 +43,12 @@ How ``--kafka`` measures (issue 17, stop 26), and why:
   1,000 and 250-330 over each later 1,000 up to 8,000, the explain handler 360-440 throughout.
   The worker's fixed start-up (each internal hop's first fetch) weighs on a short run too. A
   stream running for hours is past both.
-  ``--kafka-events 2000`` gives the quicker, harsher figure. ARF(10) takes about 3 minutes a round.
+  ``--kafka-events 2000`` gives the quicker, harsher figure. A round of ARF(10) takes about 6
+  minutes at 8,000 events, 1.5 at 2,000.
 - **Each round: the in-process loop, the worker, the in-process loop again**; the mean of the
   two loops is the round's baseline. A core of these shared machines runs the same loop up to a
   third faster or slower from one minute to the next (this stop: the in-process loop at
-  623-1,265 us an event on the same 2,000 events), so the figure to read is the median of the
+  623-1,265 us an event on the same 3,000 events), so the figure to read is the median of the
   rounds' paired ratios, printed with its middle half.
 - **Nothing of the benchmark's own on the two cores while the worker is timed** but a look at
   its metrics page now and then (``_worker_runs._drift_done``): before, this process read the
