@@ -163,14 +163,18 @@ class Metrics:
         if not labels:
             return name
         # the agents count every message in and out by topic: the series' key is looked up,
-        # not built again (sorted labels, text), once it is known
-        memo = (name, *labels.items())
-        try:
-            return self._keys[memo]
-        except KeyError:
-            pass
-        except TypeError:  # a label value that cannot be hashed: built each time
-            memo = None
+        # not built again (sorted labels, text), once it is known. Only for text values: 1,
+        # 1.0 and True are one dict key but three series
+        memo: tuple | None = (name, *labels.items())
+        for v in labels.values():
+            if type(v) is not str:
+                memo = None
+                break
+        else:
+            try:
+                return self._keys[memo]  # type: ignore[index]
+            except KeyError:
+                pass
         items = tuple(sorted((k, str(v)) for k, v in labels.items()))
         key = name + "{" + ",".join(f"{k}={v}" for k, v in items) + "}"
         if key not in self._parts:
