@@ -136,6 +136,7 @@ class Settings:
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and stream drift state every N of its messages (0: off)")
     checkpoint_on_stop: bool = _f(True, "when the worker stops, checkpoint every state changed since its last checkpoint, so a restart replays nothing (off: a restart replays up to checkpoint_every messages per key)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
+    output_linger_ms: int = _f(50, "how long a worker's outputs (predictions, explanations, change events, dead letters) may wait to fill a batch before they are sent, in ms (0-1000); the records its own agents read next wait at most 5 ms. Longer: fewer requests, less CPU for the worker and the broker")
     shutdown_timeout_s: float = _f(15.0, "a worker asked to stop (SIGTERM) that has not stopped after this many seconds exits at once (its uncommitted messages are processed again after a restart)")
     # Data
     features: list = _f([], "feature names every event must carry, in model order (a worker needs them here or in "
@@ -218,6 +219,8 @@ class Settings:
         if not 4096 <= self.max_dead_letter_bytes <= 1_000_000:
             raise bad(f"max_dead_letter_bytes={self.max_dead_letter_bytes} must be in [4096, 1000000] "
                       "(Kafka's default message.max.bytes is 1 MiB)")
+        if not 0 <= self.output_linger_ms <= 1000:
+            raise bad(f"output_linger_ms={self.output_linger_ms} must be in [0, 1000] (milliseconds)")
         if self.max_seq_gap < 1:
             raise bad(f"max_seq_gap={self.max_seq_gap} must be >= 1")
         if self.max_label_delay < 1 or not 0 <= self.label_timeout_s < float("inf"):

@@ -30,7 +30,7 @@ The same guarantees as before:
 - **The same sizes.** A message over Faust's ``producer_max_request_size`` is refused at the
   hand-over (the agent dead-letters its input, reason ``send_error``); one partition's batch is at
   most :func:`~pipeline.kafka.faust_transport.producer_batch_bytes` (below the broker's
-  ``message.max.bytes``, which refuses a larger batch whole); linger 5 ms; ``acks = all``.
+  ``message.max.bytes``, which refuses a larger batch whole); ``acks = all``.
 - **The same security.** Its configuration is :func:`~pipeline.kafka.config.confluent_config`
   (SASL, TLS), as the checkpoint store's producer; nothing of it is logged or shown in a repr.
 - **Quiet outages.** librdkafka logs nothing (``log_level`` 0); a broker it cannot reach is the
@@ -40,8 +40,23 @@ The same guarantees as before:
   (the idempotent producer's) is one ERROR line, and the next commit fails on it: the worker
   stops without committing past outputs that were lost, and its restart sends them again.
 
-Delivery reports come when the producer is polled: a task polls it every 5 ms (the linger)
-while messages are in flight and sleeps while none are; a flush polls it every millisecond.
+Two librdkafka clients, one per kind of topic, because the linger that suits one costs the
+other (issue 17):
+
+- **Hops** (:data:`HOP_TOPICS`: arrivals, explain tasks and decisions, the drift feed): the
+  worker's own agents read them next, so each waits at most 5 ms (:data:`HOP_LINGER_MS`): a
+  longer wait leaves the next agent idle. They are 0.15 messages an event.
+- **Outputs** (predictions, explanations, change events, dead letters: what people and their
+  programs read) wait up to ``output_linger_ms`` (50 ms by default). They are 3.7 messages an
+  event; every produce request costs librdkafka's thread and the broker CPU on the cores the
+  worker runs on, whatever it carries. At 5 ms librdkafka's thread took 30-50 us of CPU an event
+  with logistic regression, at 50 ms 10-17 (``bench_speed.py --kafka``).
+
+``output_linger_ms = 5`` gives one client for both, as before. A topic's records all go through
+one client, so each partition keeps its order (Kafka orders nothing across partitions).
+
+Delivery reports come when the producers are polled: a task polls them every 5 ms while
+messages are in flight and sleeps while none are; a flush polls them every millisecond.
 """
 
 from __future__ import annotations
@@ -56,13 +71,17 @@ from ..settings import Settings
 from .config import confluent_config
 from .faust_transport import producer_batch_bytes
 
-__all__ = ["OutputProducer", "SendFailed"]
+__all__ = ["HOP_LINGER_MS", "HOP_TOPICS", "OutputProducer", "SendFailed"]
 
 log = logging.getLogger("streamxai")
 
-#: how often delivery reports are served while messages are in flight (seconds): the linger,
-#: so a busy worker's event loop wakes for them about once per batch
+#: how often delivery reports are served while messages are in flight (seconds): the hops'
+#: linger, so a busy worker's event loop wakes for them about once per batch of hops
 POLL_S = 0.005
+#: the topics a worker's agents read what other agents wrote (short names): their own client
+HOP_TOPICS = ("arrivals", "explain-tasks", "explain-decisions", "drift-feed")
+#: how long a hop waits to fill a batch (ms)
+HOP_LINGER_MS = 5
 
 
 class SendFailed(Exception):
@@ -75,17 +94,21 @@ class OutputProducer:
     :meth:`start`, or by the first send.
 
     >>> OutputProducer(Settings(bootstrap_servers="127.0.0.1:1"), max_request_size=1_000_000)
-    OutputProducer(127.0.0.1:1, PLAINTEXT, batches of at most 262144 bytes)
+    OutputProducer(127.0.0.1:1, PLAINTEXT, batches of at most 262144 bytes, lingering 50 ms (hops 5 ms))
     """
 
     def __init__(self, settings: Settings, max_request_size: int):
         self._where = f"{settings.bootstrap_servers}, {settings.security_protocol}"
         self._batch = producer_batch_bytes(settings.max_dead_letter_bytes)
-        self._config = {"linger.ms": 5, "batch.size": self._batch, "message.max.bytes": max_request_size,
+        self._linger = settings.output_linger_ms
+        self._config = {"batch.size": self._batch, "message.max.bytes": max_request_size,
                         "partitioner": "murmur2_random", "acks": "all", "enable.idempotence": True,
                         "log_level": 0, "error_cb": self._on_error}
         self._settings = settings
+        #: the outputs' client, and the hops' (the same one if their lingers are)
         self._client: Any = None
+        self._hops: Any = None
+        self._hop_topics = frozenset(settings.topic(t) for t in HOP_TOPICS)
         self._loop: Any = None
         #: librdkafka's fatal error, if one came: no commit may follow it (:meth:`flush` raises)
         self.fatal: str | None = None
@@ -100,18 +123,21 @@ class OutputProducer:
         self._settled_above: set[int] = set()
 
     def __repr__(self) -> str:  # never the configuration: it holds the SASL password
-        return f"OutputProducer({self._where}, batches of at most {self._batch} bytes)"
+        return (f"OutputProducer({self._where}, batches of at most {self._batch} bytes, lingering {self._linger} ms "
+                f"(hops {HOP_LINGER_MS} ms))")
 
     def start(self) -> Any:
-        """Create the client (it connects and gets its idempotent producer id, about half a
-        second on a fresh broker, in the background) and the task that serves its delivery
+        """Create the clients (each connects and gets its idempotent producer id, about half a
+        second on a fresh broker, in the background) and the task that serves their delivery
         reports; the worker calls this as it starts, before the first output, which would
         otherwise wait for it. Idempotent."""
         if self._client is not None:
             return self._client
         from confluent_kafka import Producer
 
-        self._client = Producer(confluent_config(self._settings, **self._config))
+        self._client = Producer(confluent_config(self._settings, **self._config, **{"linger.ms": self._linger}))
+        self._hops = self._client if self._linger == HOP_LINGER_MS else Producer(
+            confluent_config(self._settings, **self._config, **{"linger.ms": HOP_LINGER_MS}))
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._poller = self._loop.create_task(self._poll(), name="streamxai-output-poll")
@@ -125,7 +151,9 @@ class OutputProducer:
         ``produce`` raises at once (e.g. a message over ``message.max.bytes``). What the agents'
         Outbox uses for the outputs that are no dead letter: a future and its callbacks per
         message were most of what sending cost the worker beyond librdkafka's own call."""
-        client = self._client if self._client is not None else self.start()
+        if self._client is None:
+            self.start()
+        client = self._hops if topic in self._hop_topics else self._client
         seq = self._handed
         try:
             client.produce(topic, value, key, -1 if partition is None else partition,
@@ -193,15 +221,15 @@ class OutputProducer:
         ...
         pipeline.kafka.output_producer.SendFailed: the output producer failed (out of order): ...
         """
-        client = self._client
-        if client is not None:
+        clients = self._clients()
+        if clients:
             # what was handed over before this call (not what the agents send meanwhile: a busy
             # worker always has messages in flight, and its commits must not wait for a lull)
             before = self._handed
-            client.poll(0)
+            self._serve(clients)
             while self.fatal is None and self._settled_below < before:
                 await asyncio.sleep(0.001)
-                client.poll(0)
+                self._serve(clients)
         if self.fatal is not None:
             raise SendFailed(f"the output producer failed ({self.fatal}): nothing is committed after it; the "
                              "worker stops, and its restart sends the outputs since the last commit again")
@@ -213,23 +241,36 @@ class OutputProducer:
         if self._poller is not None:
             self._poller.cancel()
             self._poller = None
-        client = self._client
-        if client is None:
-            return 0
+        clients = self._clients()
         deadline = asyncio.get_running_loop().time() + timeout
-        client.poll(0)
-        while len(client) and asyncio.get_running_loop().time() < deadline:
+        left = self._serve(clients)
+        while left and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.001)
+            left = self._serve(clients)
+        return left
+
+    def _clients(self) -> tuple[Any, ...]:
+        """The librdkafka clients there are: none before :meth:`start`, one if the hops' linger
+        is the outputs', else the outputs' and the hops'."""
+        if self._client is None:
+            return ()
+        return (self._client,) if self._hops is self._client else (self._client, self._hops)
+
+    @staticmethod
+    def _serve(clients: tuple[Any, ...]) -> int:
+        """Serve the delivery reports that have come; the messages still in flight."""
+        left = 0
+        for client in clients:
             client.poll(0)
-        return len(client)
+            left += len(client)
+        return left
 
     async def _poll(self) -> None:
-        client, wake = self._client, self._wake
-        if client is None or wake is None:  # not started
+        clients, wake = self._clients(), self._wake
+        if not clients or wake is None:  # not started
             return
         while True:
-            client.poll(0)
-            if len(client):
+            if self._serve(clients):
                 await asyncio.sleep(POLL_S)
             else:
                 wake.clear()

@@ -56,6 +56,28 @@ def test_every_output_handed_over_is_on_the_topic_in_order_when_the_flush_return
     assert box.metrics.get("send_errors{topic=explanations}") == 0
 
 
+def test_hops_and_outputs_through_their_two_clients_are_each_on_their_topic_in_order_when_the_flush_returns(bootstrap):
+    """The hops (here arrivals) linger 5 ms in a client of their own, the outputs (here
+    explanations) ``output_linger_ms`` in the other; one flush waits for both."""
+    s = _settings(bootstrap, output_linger_ms=200)  # long enough that a flush not waiting for it would be seen
+    ensure_topics(s)
+
+    async def run() -> None:
+        out = OutputProducer(s, MAX_REQUEST)
+        box = Outbox(out, s, Metrics())
+        for i in range(100):
+            await box.send_all([Out("explanations", b"s", b'{"n":%d}' % i), Out("arrivals", b"s", b'{"n":%d}' % i)],
+                               Source("t", 0, i), lambda o, e: None)
+        await out.flush()
+        assert out._client is not out._hops and out._settled_below == 200
+        assert await out.close(5) == 0
+
+    asyncio.run(run())
+    for topic in ("explanations", "arrivals"):
+        got = collect(s, topic, lambda ms: len(ms) >= 100, timeout=30)
+        assert [m["n"] for m in got] == list(range(100)), topic
+
+
 def test_a_keyed_output_goes_to_the_partition_fausts_producer_sends_it_to(bootstrap):
     """librdkafka's default partitioner is not the Java client's: with it, a stream's arrivals
     would move to another partition at the upgrade and its state split in two. murmur2_random
@@ -72,9 +94,10 @@ def test_a_keyed_output_goes_to_the_partition_fausts_producer_sends_it_to(bootst
         await app.producer.start()
         out = OutputProducer(s, MAX_REQUEST)
         try:
-            for k in keys:  # Faust's producer to predictions, ours to explanations
+            for k in keys:  # Faust's producer to predictions, ours to explanations (outputs) and arrivals (hops)
                 await app.producer.send(s.topic("predictions"), k, b'{"k":"%s"}' % k.hex().encode(), None, None, None)
                 await out.send(s.topic("explanations"), k, b'{"k":"%s"}' % k.hex().encode(), None, None)
+                await out.send(s.topic("arrivals"), k, b'{"k":"%s"}' % k.hex().encode(), None, None)
             await app.producer.flush()
             await out.flush()
         finally:
@@ -88,6 +111,7 @@ def test_a_keyed_output_goes_to_the_partition_fausts_producer_sends_it_to(bootst
 
     faust_way, ours = placed("predictions"), placed("explanations")
     assert len(ours) == len(keys) and ours == faust_way
+    assert placed("arrivals") == faust_way
     assert len(set(ours.values())) == 5  # the keys spread over every partition: the partitioner ran
 
 

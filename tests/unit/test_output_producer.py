@@ -3,7 +3,9 @@ a flush still waits for every message handed over before it, whatever order libr
 delivery reports come in (partitions answer in any order), and a failure is told to the
 caller's callable; through the agents' Outbox, a failed output is counted in ``send_errors``
 and a dead letter once acknowledged. librdkafka is replaced by a client whose delivery
-reports the test serves itself, in the order it chooses."""
+reports the test serves itself, in the order it chooses. The worker's own hops (arrivals,
+explain tasks and decisions, drift feed) go through a client of their own with a shorter
+linger, and a flush waits for both."""
 
 from __future__ import annotations
 
@@ -53,6 +55,7 @@ def _producer() -> tuple[OutputProducer, _Client]:
     out = OutputProducer(Settings(bootstrap_servers="127.0.0.1:1"), max_request_size=1_000_000)
     client = _Client()
     out._client, out._loop, out._wake = client, asyncio.get_running_loop(), asyncio.Event()
+    out._hops = client  # one client for outputs and hops (output_linger_ms = 5)
     return out, client
 
 
@@ -99,3 +102,42 @@ def test_through_the_outbox_a_failed_output_is_counted_and_a_dead_letter_once_ac
     assert metrics.get("send_errors{topic=explanations}") == 1
     assert metrics.get("messages_out{topic=x.explanations}") == 3
     assert metrics.get("dead_letters{reason=bad_json}") == 1
+
+
+def test_hops_go_through_their_own_client_and_a_flush_waits_for_both():
+    async def run():
+        out = OutputProducer(Settings(bootstrap_servers="127.0.0.1:1", topic_prefix="x."), max_request_size=1_000_000)
+        outputs, hops = _Client(), _Client()
+        out._client, out._hops, out._loop, out._wake = outputs, hops, asyncio.get_running_loop(), asyncio.Event()
+        for topic in ("x.predictions", "x.arrivals", "x.explanations", "x.explain-tasks", "x.explain-decisions",
+                      "x.drift-feed", "x.drift-events", "x.change-episodes", "x.dead-letters"):
+            assert out.hand(topic, b"k", b"v", None, None)
+        flush = asyncio.get_running_loop().create_task(out.flush())
+        for i in range(len(hops.sent)):
+            hops.deliver(i)
+        await asyncio.sleep(0.02)
+        waited = not flush.done()  # the outputs, still lingering, are not acknowledged yet
+        for i in range(len(outputs.sent)):
+            outputs.deliver(i)
+        await asyncio.wait_for(flush, 1)  # a bound on the wait, not a measurement
+        return waited, [t for t, _, _ in outputs.sent], [t for t, _, _ in hops.sent]
+
+    waited, to_outputs, to_hops = asyncio.run(run())
+    assert waited
+    assert to_hops == ["x.arrivals", "x.explain-tasks", "x.explain-decisions", "x.drift-feed"]
+    assert to_outputs == ["x.predictions", "x.explanations", "x.drift-events", "x.change-episodes", "x.dead-letters"]
+
+
+def test_the_outputs_linger_is_a_setting_and_at_the_hops_linger_one_client_serves_both():
+    async def clients(**over):
+        out = OutputProducer(Settings(bootstrap_servers="127.0.0.1:1", **over), max_request_size=1_000_000)
+        out.start()  # librdkafka connects in the background; nothing here waits for it
+        try:
+            return out._client is out._hops, repr(out)
+        finally:
+            await out.close(0)
+
+    assert asyncio.run(clients()) == (False, "OutputProducer(127.0.0.1:1, PLAINTEXT, batches of at most 262144 "
+                                             "bytes, lingering 50 ms (hops 5 ms))")
+    assert asyncio.run(clients(output_linger_ms=5))[0] is True
+    assert asyncio.run(clients(output_linger_ms=0))[0] is False
