@@ -3,7 +3,8 @@ evaluation can reach at best, in one run on the same stream and model (issue 17)
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
         [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--kafka]
-        [--kafka-events 8000] [--kafka-repeats 5] [--kafka-against KEY=VALUE] [--kafka-only] [--profile] [--census [--census-threads]]
+        [--kafka-events 8000] [--kafka-repeats 5] [--kafka-against KEY=VALUE] [--kafka-sliced [--kafka-slice-s 2]]
+        [--kafka-only] [--profile] [--census [--census-threads]]
 
 For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reservoirs of
 100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
@@ -59,6 +60,10 @@ How ``--kafka`` measures (issue 17, stop 26), and why:
   a fetch, or for the GIL while aiokafka's consumer thread parses one).
 - ``--kafka-against KEY=VALUE[,KEY=VALUE]``: every round also runs a worker with other settings
   (in turn first or second), to compare a setting in the same rounds.
+- ``--kafka-sliced``: instead, each round runs the in-process loop (in a child process) and the
+  worker with its broker in turns of ``--kafka-slice-s`` seconds, each stopped while the other
+  runs, so both see the machine of the same minute (``_sliced.py``, which says what short turns
+  cost the worker).
 """
 
 from __future__ import annotations
@@ -354,6 +359,9 @@ def main() -> None:
     ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
     ap.add_argument("--kafka-events", type=int, default=8000)
     ap.add_argument("--kafka-repeats", type=int, default=5)
+    ap.add_argument("--kafka-sliced", action="store_true",
+                    help="run the in-process loop and the worker in turns of half a second, each stopped while the other runs")
+    ap.add_argument("--kafka-slice-s", type=float, default=2.0, help="with --kafka-sliced: seconds a turn")
     ap.add_argument("--kafka-only", action="store_true", help="skip the in-process comparisons of the paths")
     ap.add_argument("--kafka-against", default="",
                     help="also, each round, a worker with these settings (KEY=VALUE[,KEY=VALUE]; e.g. output_linger_ms=5)")
@@ -395,6 +403,7 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
 
     from _cpu_profile import print_breakdown
     from _loop_census import print_census
+    from _sliced import sliced_run
     from _worker_runs import broker_for, in_process_worker, kafka_workers
     from helpers.pipeline_runs import make_settings
 
@@ -425,6 +434,16 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             runs: dict[str, dict[str, list]] = {v: {"wall_in": [], "cpu_in": [], "wall_k": [], "cpu_k": [],
                                                     "broker": [], "sched": []} for v in variants}
             for r in range(args.kafka_repeats):
+                if args.kafka_sliced:  # the loop and the worker in turns of half a second (_sliced.py)
+                    for i, (v, extra) in enumerate(variants.items()):
+                        s = make_settings(bootstrap, f"{tmp}/{name}-worker{r}{i}", **fields)
+                        s = s.replace(**{k: type(getattr(s, k))(x) for k, x in extra.items()})
+                        got = sliced_run(make_settings(bootstrap, f"{tmp}/{name}-local{r}{i}", **fields), s, evs, tmp,
+                                         f"{name}-sliced{r}{i}", worker_first=(r + i) % 2 == 1,
+                                         slice_s=args.kafka_slice_s)
+                        for k in ("wall_in", "cpu_in", "wall_k", "cpu_k", "broker", "sched"):
+                            runs[v][k].append(got[k])
+                    continue
                 # the in-process loop before and after the worker(s), their mean the baseline: a
                 # machine that slows or speeds up over the round moves both sides alike
                 before = in_process_worker(make_settings(bootstrap, f"{tmp}/{name}-local{r}a", **fields), evs)
