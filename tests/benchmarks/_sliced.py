@@ -24,8 +24,10 @@ Each side's CPU is counted over its own turns (the worker's process and the brok
 
 Every turn costs the worker more than the loop, so short turns count against the worker: a
 stopped worker's timers (heartbeats, commits every 2.8 s, the idle fetch's wait) run by the
-wall clock and come twice as often per second of its own running, and each resumed turn starts
-with cold caches for four processes' threads (the worker's, the broker's) rather than one. With
+wall clock and come twice as often per second of its own running, each resumed turn starts
+with cold caches for the threads of two processes (the worker's, the broker's) rather than one,
+and the worker waits for its next fetch (up to ``FETCH_MAX_WAIT_MS``, 100 ms) before it has
+records again. With
 logistic regression (8,000 events, 5 rounds each): turns of 0.5 s gave a median ratio of 0.870
 with the rounds within 0.85-0.90 and the worker 171 us of CPU an event above the loop; turns of
 2 s gave 0.923 (0.81-0.96) and 86 us. So turns are 2 s by default: about four a run.
