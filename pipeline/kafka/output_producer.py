@@ -49,8 +49,9 @@ other (issue 17):
 - **Outputs** (predictions, explanations, change events, dead letters: what people and their
   programs read) wait up to ``output_linger_ms`` (50 ms by default). They are 3.7 messages an
   event; every produce request costs librdkafka's thread and the broker CPU on the cores the
-  worker runs on, whatever it carries. At 5 ms librdkafka's thread took 30-50 us of CPU an event
-  with logistic regression, at 50 ms 10-17 (``bench_speed.py --kafka``).
+  worker runs on, whatever it carries. At 5 ms librdkafka's threads took 30-50 us of CPU an event
+  with logistic regression, with the outputs at 50 ms 10-20 (each thread's CPU from ``/proc``
+  over a worker's run of ``bench_speed.py --kafka``'s stream, three runs each).
 
 ``output_linger_ms = 5`` gives one client for both, as before. A topic's records all go through
 one client, so each partition keeps its order (Kafka orders nothing across partitions).
