@@ -108,7 +108,7 @@ def sliced_run(s_loop, s_worker, events: list, tmp: str, name: str, worker_first
     """One round (module docstring): ``wall_in``, ``cpu_in``, ``wall_k``, ``cpu_k``, ``broker``
     (the broker's CPU seconds in the worker's turns), ``sched`` (the worker's main thread,
     :func:`_worker_runs.main_thread_sched`) and ``turns`` (how many each had)."""
-    from _worker_runs import _cpu_seconds, broker_pids, main_thread_sched
+    from _worker_runs import _cpu_seconds, broker_pids, explanations_wanted, main_thread_sched
     from helpers.pipeline_runs import wait_for_members, worker_metrics
 
     from pipeline.kafka.config import ensure_topics
@@ -121,10 +121,7 @@ def sliced_run(s_loop, s_worker, events: list, tmp: str, name: str, worker_first
     w = s_worker.replace(web_port=free_port())
     proc = spawn_worker(w, log_file=f"{tmp}/{name}.log", loglevel="warning")
     brokers = list(broker_pids)
-    per_stream: dict[str, int] = {}
-    for ev in events:
-        per_stream[ev.stream_id] = per_stream.get(ev.stream_id, 0) + 1
-    want = sum(n // w.emit_every for n in per_stream.values()) * len(w.features) * len(w.explainers)
+    want = explanations_wanted(w, events)
     try:
         wait_for_members(s_worker, 1, timeout=120)
         _signal([proc.pid], signal.SIGSTOP)  # its clock is its turns only: the backlog is produced meanwhile

@@ -25,7 +25,7 @@ from pipeline.settings import Settings
 from pipeline.worker import settings_env, spawn_worker, stop_worker
 from schemas import Headers, dumps
 
-__all__ = ["in_process_worker", "kafka_workers", "broker_for", "broker_pids", "main_thread_sched"]
+__all__ = ["in_process_worker", "kafka_workers", "broker_for", "broker_pids", "main_thread_sched", "explanations_wanted"]
 
 #: the process ids of the local brokers :func:`broker_for` runs (none for $STREAMXAI_BOOTSTRAP):
 #: on these machines the broker shares the worker's two cores, and :func:`kafka_workers` can say
@@ -140,14 +140,9 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
         procs = [spawn_worker(w, log_file=f"{tmp}/w{i}.log", loglevel="warning") for i, w in enumerate(each)]
     try:
         wait_for_members(s, n_workers, timeout=120)
-        per_stream: dict[str, int] = {}
-        for ev in events:
-            per_stream[ev.stream_id] = per_stream.get(ev.stream_id, 0) + 1
-        # every report of every stream (one every emit_every events, one value per explainer and
-        # feature), as the drift agents count them; watched on their metrics pages rather than by
-        # reading the explanations topic here, which took this process and the broker 2.7
-        # messages an event on the worker's two cores while it was timed
-        want = sum(n // s.emit_every for n in per_stream.values()) * len(s.features) * len(s.explainers)
+        # watched on their metrics pages rather than by reading the explanations topic here, which
+        # took this process and the broker 2.7 messages an event on the worker's two cores while it was timed
+        want = explanations_wanted(s, events)
         if profile:
             procs[0].send_signal(START)
         started: list[tuple] = []  # the clock starts once the broker has the first event:
@@ -172,6 +167,15 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
     finally:
         for p in procs:
             stop_worker(p)
+
+
+def explanations_wanted(s: Settings, events: list) -> int:
+    """The explanations the drift agents take up for ``events``: every report of every stream
+    (one every emit_every events, one value per explainer and feature), as they count them."""
+    per_stream: dict[str, int] = {}
+    for ev in events:
+        per_stream[ev.stream_id] = per_stream.get(ev.stream_id, 0) + 1
+    return sum(n // s.emit_every for n in per_stream.values()) * len(s.features) * len(s.explainers)
 
 
 def _drift_done(workers: list[Settings], n: int, timeout: float = 180.0, poll_s: float = 0.01) -> None:

@@ -360,7 +360,7 @@ def main() -> None:
     ap.add_argument("--kafka-events", type=int, default=8000)
     ap.add_argument("--kafka-repeats", type=int, default=5)
     ap.add_argument("--kafka-sliced", action="store_true",
-                    help="run the in-process loop and the worker in turns of half a second, each stopped while the other runs")
+                    help="run the in-process loop and the worker in turns (--kafka-slice-s), each stopped while the other runs")
     ap.add_argument("--kafka-slice-s", type=float, default=2.0, help="with --kafka-sliced: seconds a turn")
     ap.add_argument("--kafka-only", action="store_true", help="skip the in-process comparisons of the paths")
     ap.add_argument("--kafka-against", default="",
@@ -434,7 +434,7 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             runs: dict[str, dict[str, list]] = {v: {"wall_in": [], "cpu_in": [], "wall_k": [], "cpu_k": [],
                                                     "broker": [], "sched": []} for v in variants}
             for r in range(args.kafka_repeats):
-                if args.kafka_sliced:  # the loop and the worker in turns of half a second (_sliced.py)
+                if args.kafka_sliced:  # the loop and the worker in turns (_sliced.py)
                     for i, (v, extra) in enumerate(variants.items()):
                         s = make_settings(bootstrap, f"{tmp}/{name}-worker{r}{i}", **fields)
                         s = s.replace(**{k: type(getattr(s, k))(x) for k, x in extra.items()})
@@ -461,7 +461,8 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             n = len(evs)
             for v, rounds in runs.items():
                 _print_kafka_rounds(f"{name}{v}", rounds, n)
-            print(f"    message operations per event: {message_operations(counters, n * args.kafka_repeats)}")
+            if counters:  # taken from the straight runs only
+                print(f"    message operations per event: {message_operations(counters, n * args.kafka_repeats)}")
             if args.profile:
                 s = make_settings(bootstrap, f"{tmp}/{name}-profiled", **fields)
                 _, cpu = kafka_workers(s, evs, 1, tmp, profile=f"{tmp}/{name}.samples.json")
