@@ -9,7 +9,7 @@ missing build fails a test). The flags keep IEEE semantics: no fused multiply-ad
 from setuptools import Extension, setup
 
 # the module table, then the kernel families; deploy/setup.sh rebuilds when any _kernels* file changes
-SOURCES = ("_kernels", "_kernels_welford", "_kernels_ipdp", "_kernels_stderr", "_kernels_draws", "_kernels_linear")
+SOURCES = ("_kernels", "_kernels_welford", "_kernels_ipdp", "_kernels_stderr", "_kernels_report", "_kernels_draws", "_kernels_linear")
 
 setup(
     ext_modules=[

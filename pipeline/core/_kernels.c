@@ -1,6 +1,6 @@
 /* The module pipeline.core._kernels: its table of kernels and the attribute names interned at
  * import. The kernels are in _kernels_welford.c, _kernels_ipdp.c, _kernels_stderr.c,
- * _kernels_draws.c and _kernels_linear.c; what they share, and the conventions they keep, in _kernels.h. */
+ * _kernels_report.c, _kernels_draws.c and _kernels_linear.c; what they share, and the conventions they keep, in _kernels.h. */
 #include "_kernels.h"
 
 PyObject *s_hi, *s_lo, *s_n_seen, *s_window, *s_pop, *s_popleft, *s_append;
@@ -32,6 +32,9 @@ static PyMethodDef methods[] = {
     {"moment_sums", moment_sums, METH_VARARGS,
      "moment_sums(w, x, out) -> bool: out[i] = the weighted column sums of x and x * x with the weights w[i], "
      "added row after row; False, with nothing changed, when anything is unusual."},
+    {"stderr_report", stderr_report, METH_VARARGS,
+     "stderr_report(mom, slow, held, w, out, scalars, pairs) -> bool: SmoothedStderr._report's means, variances, "
+     "standard errors and variance factors into out; False, with nothing written, when anything is unusual."},
     {"draw_pairs", draw_pairs, METH_VARARGS,
      "draw_pairs(rngs, past, pairs, slots, cls) -> bool: iPFI's draw of one stored value per feature; False, "
      "with nothing drawn, unless every generator is exactly of type cls."},

@@ -104,6 +104,30 @@ static inline int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t n, char k
     return 1;
 }
 
+/* an exact list of n exact floats */
+static inline int exact_floats(PyObject *o, Py_ssize_t n) {
+    if (!PyList_CheckExact(o) || PyList_GET_SIZE(o) != n) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyFloat_CheckExact(PyList_GET_ITEM(o, i))) return 0;
+    return 1;
+}
+
+/* the shape of a 2-d buffer, or 0 */
+static inline int shape2(PyObject *obj, Py_ssize_t *rows, Py_ssize_t *cols) {
+    Py_buffer v;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_ND) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = v.ndim == 2;
+    if (ok) {
+        *rows = v.shape[0];
+        *cols = v.shape[1];
+    }
+    PyBuffer_Release(&v);
+    return ok;
+}
+
 /* whether two buffers share a byte: a kernel writes only to arrays that share none with any other
  * array it is given (it declines otherwise, and the caller's numpy code, which reads all of an
  * input before writing an overlapping output, runs) */
@@ -130,6 +154,7 @@ PyObject *extremes_grids(PyObject *self, PyObject *args);
 PyObject *donor_uses(PyObject *self, PyObject *args);
 PyObject *fill_row(PyObject *self, PyObject *args);
 PyObject *moment_sums(PyObject *self, PyObject *args);
+PyObject *stderr_report(PyObject *self, PyObject *args);
 PyObject *draw_pairs(PyObject *self, PyObject *args);
 PyObject *shuffle(PyObject *self, PyObject *args);
 PyObject *linear_chain(PyObject *self, PyObject *args);

@@ -2,17 +2,9 @@
  * and the weighted moment sums (moment_sums); see _kernels.h. */
 #include "_kernels.h"
 
-/* an exact list of n exact floats */
-static int float_list(PyObject *o, Py_ssize_t n) {
-    if (!PyList_CheckExact(o) || PyList_GET_SIZE(o) != n) return 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (!PyFloat_CheckExact(PyList_GET_ITEM(o, i))) return 0;
-    return 1;
-}
-
 /* counts, sums and own of a SlotUse as built: d ints, d floats, and None or d floats */
 static int slot_shape(PyObject *c, PyObject *t, PyObject *o, Py_ssize_t d) {
-    if (!PyList_CheckExact(c) || PyList_GET_SIZE(c) != d || !float_list(t, d)) return 0;
+    if (!PyList_CheckExact(c) || PyList_GET_SIZE(c) != d || !exact_floats(t, d)) return 0;
     for (Py_ssize_t i = 0; i < d; i++) {
         long long n;
         if (!as_count(PyList_GET_ITEM(c, i), &n)) return 0;
@@ -165,8 +157,8 @@ PyObject *donor_uses(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < d; i++)
         if (!PyFloat_CheckExact(PySequence_Fast_ITEMS(deltas)[i])) Py_RETURN_FALSE;
     for (int j = 0; j < 8; j++)
-        if (!float_list(ps[j], d)) Py_RETURN_FALSE;
-    if (!float_list(uses, d)) Py_RETURN_FALSE;
+        if (!exact_floats(ps[j], d)) Py_RETURN_FALSE;
+    if (!exact_floats(uses, d)) Py_RETURN_FALSE;
     if (per_feature && n_slots != d) Py_RETURN_FALSE;
     for (Py_ssize_t i = 1; i < n_slots; i++) /* per feature: all ints or all lists, as the first */
         if (PyLong_CheckExact(PySequence_Fast_ITEMS(slots)[i]) != PyLong_CheckExact(PySequence_Fast_ITEMS(slots)[0]))
@@ -256,26 +248,11 @@ PyObject *fill_row(PyObject *self, PyObject *args) {
     Py_RETURN_TRUE;
 }
 
-/* the shape of a 2-d buffer, or 0 */
-static int shape2(PyObject *obj, Py_ssize_t *rows, Py_ssize_t *cols) {
-    Py_buffer v;
-    if (PyObject_GetBuffer(obj, &v, PyBUF_ND) < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    int ok = v.ndim == 2;
-    if (ok) {
-        *rows = v.shape[0];
-        *cols = v.shape[1];
-    }
-    PyBuffer_Release(&v);
-    return ok;
-}
-
 /* moment_sums(w, x, out) -> bool: for each rate i (a row of w, one weight per row of x) and
  * column j of x, out[i, 0, j] = sum_r w[i, r] * x[r, j] and out[i, 1, j] = sum_r w[i, r] *
- * (x[r, j] * x[r, j]), each added row after row from the first product (the standard errors'
- * _column_sums of x and x * x); False, with nothing changed, when anything is unusual. */
+ * (x[r, j] * x[r, j]), each added row after row to +0.0 as numpy's reduction does (so a column
+ * of products that are all -0.0 sums to +0.0; the standard errors' _column_sums of x and x * x);
+ * False, with nothing changed, when anything is unusual. */
 PyObject *moment_sums(PyObject *self, PyObject *args) {
     PyObject *o_w, *o_x, *o_out;
     if (!PyArg_ParseTuple(args, "OOO", &o_w, &o_x, &o_out)) return NULL;
@@ -309,8 +286,9 @@ PyObject *moment_sums(PyObject *self, PyObject *args) {
         for (Py_ssize_t j = 0; j < d; j++) {
             double v = x[j];
             double sq = v * v;
-            s1[j] = wi[0] * v;
-            s2[j] = wi[0] * sq;
+            double p1 = wi[0] * v, p2 = wi[0] * sq;
+            s1[j] = 0.0 + p1;
+            s2[j] = 0.0 + p2;
         }
         for (Py_ssize_t r = 1; r < b; r++) {
             const double *xr = x + r * d;

@@ -170,7 +170,8 @@ class SmoothedStderr(Component):
     (:meth:`stderrs`, :meth:`variance_factors`) folds at most 64 buffered events into a copy
     of the moments at both rates and answers both questions, kept until the next event, so a
     report asking for every feature's standard error and variance factor, or for them twice,
-    costs one pass over the features.
+    costs one pass over the features: one compiled call when the kernels are built
+    (``_report_compiled``), some forty numpy operations otherwise.
     """
 
     def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):
@@ -213,6 +214,7 @@ class SmoothedStderr(Component):
         self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # _moments(both=True) since the last increments
         self._cached_cov: tuple[np.ndarray, np.ndarray] | None = None  # zeta and zeta' since the last update
         self._powers: np.ndarray | None = None  # per rate, (1 - r)^k, k = _BUFFER - 1 .. 0: a block's weights
+        self._blocks: dict[int, tuple] = {}  # _block(b), per b
 
     # updates --------------------------------------------------------------------
     def add_increments(self, deltas: Sequence[float]) -> None:
@@ -365,10 +367,7 @@ class SmoothedStderr(Component):
         the other columns); the rates share each array operation, and the two moments share
         one column sum."""
         b = len(x)
-        if self._powers is None:
-            ages = np.arange(_BUFFER - 1, -1, -1)
-            self._powers = np.stack([(1.0 - self.alpha) ** ages, (1.0 - self.alpha / _PAIRS_SLOWER) ** ages])
-        w = self._powers[list(rates), _BUFFER - b:]  # per rate c^(b-1) .. c^0: the newest increment has weight 1
+        w = self._weights()[list(rates), _BUFFER - b:]  # per rate c^(b-1) .. c^0: the newest increment has weight 1
         cs = [1.0 - (self.alpha / _PAIRS_SLOWER if r else self.alpha) for r in rates]
         cbs = [c**b for c in cs]
         mom *= np.array(cbs)[:, None, None]
@@ -382,6 +381,26 @@ class SmoothedStderr(Component):
                 mom[i, 1:] += _column_sums(wr, xx).reshape(2, -1)
         w2 = np.add.reduce(w * w, axis=1).tolist()
         return [cb * cb * s + v for cb, s, v in zip(cbs, w2sums, w2, strict=True)]
+
+    def _weights(self) -> np.ndarray:
+        """Per rate (the estimate's, the slow one) ``(1 - r)^k`` for ``k = _BUFFER - 1 .. 0``: a
+        block's weights, its newest increment's last."""
+        if self._powers is None:
+            ages = np.arange(_BUFFER - 1, -1, -1)
+            self._powers = np.stack([(1.0 - self.alpha) ** ages, (1.0 - self.alpha / _PAIRS_SLOWER) ** ages])
+        return self._powers
+
+    def _block(self, b: int) -> tuple[np.ndarray, list[float], list[float], list[float]]:
+        """What :meth:`_fold` works out for a block of ``b`` increments at both rates, from the
+        same numpy operations: the weights (2, b), and per rate ``c^b``, the weights' sum and
+        the squared weights' sum; kept per ``b`` (a report asks for the block of the increments
+        held, 1 to 64 of them)."""
+        block = self._blocks.get(b)
+        if block is None:
+            w = self._weights()[[0, 1], _BUFFER - b:]
+            cbs = [(1.0 - self.alpha) ** b, (1.0 - self.alpha / _PAIRS_SLOWER) ** b]
+            block = self._blocks[b] = (w, cbs, np.add.reduce(w, axis=1).tolist(), np.add.reduce(w * w, axis=1).tolist())
+        return block
 
     def _weights2(self) -> float:
         """``sum_s w_s^2`` of the smoothing after ``n`` increments."""
@@ -446,7 +465,7 @@ class SmoothedStderr(Component):
             d = len(self._names)
             if self.n == 0:
                 self._cached = (np.zeros(d), np.ones(d))
-            else:
+            elif not self._report_compiled():
                 if self._cached_moments is None:
                     self._cached_moments = self._moments(both=True)
                 var = self._cached_moments[1]
@@ -457,6 +476,34 @@ class SmoothedStderr(Component):
                 k = np.where(positive, 1.0 + reuse[1] / np.where(positive, slow, 1.0), 1.0)
                 self._cached = (se, k)
         return self._cached
+
+    def _report_compiled(self) -> bool:
+        """:meth:`_report`'s arrays (and :meth:`_moments`'s, kept as well) from one compiled call,
+        ``KERNELS.stderr_report``: the floating-point operations of the numpy code, in the same
+        order, without numpy's cost per call, which on 9 to 99 features was most of a report's
+        (issue 17). False when the kernels are not built or decline: the numpy code runs."""
+        if KERNELS is None or not self._names:
+            return False
+        b = self._held
+        if b:
+            w, cbs, wsums, w2 = self._block(b)
+            w2sums = [cb * cb * s + v for cb, s, v in zip(cbs, (self._w2sum, self._slow_w2sum), w2, strict=True)]
+            held = self._buffer[:b]
+        else:
+            w, held, cbs, wsums, w2sums = None, None, [1.0, 1.0], [0.0, 0.0], [self._w2sum, self._slow_w2sum]
+        m = self._donors
+        reuse = bool(m and self._size > 1)
+        rho = (1.0 - self._replace) ** self._updates if reuse else 0.0
+        scalars = (*cbs, *wsums, *w2sums, self._weights2(), 1.0 - self.alpha, reuse, float(m * m), float(self._size),
+                   rho, 2.0 * m)
+        pairs, owns = self._pairs, self._owns
+        out = np.empty((6, len(self._names)))
+        if not KERNELS.stderr_report(self._mom, self._slow, held, w, out, scalars, (
+                pairs.xy, pairs.x, pairs.y, pairs.n, owns.xy, owns.x, owns.y, owns.n, self._uses)):
+            return False
+        self._cached_moments = (out[0:2], out[2:4])
+        self._cached = (out[4], out[5])
+        return True
 
     def variance_factors(self) -> dict[str, float]:
         """``k`` of every feature: the variance of a long plain mean of its increments over that
@@ -504,6 +551,7 @@ class SmoothedStderr(Component):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_cached"] = state["_cached_moments"] = state["_cached_cov"] = state["_powers"] = None
+        state["_blocks"] = {}
         state["_buffer"] = self._buffer[:self._held].copy()  # only the rows held
         return state
 
@@ -530,6 +578,7 @@ class SmoothedStderr(Component):
         state.setdefault("_cached_moments", None)
         state.setdefault("_cached_cov", None)
         state.setdefault("_powers", None)
+        state.setdefault("_blocks", {})
         if "_slow" not in state:  # written before the factor's own variance: start it from the estimate's
             state["_slow"] = np.array(state["_mom"], dtype=float, copy=True)
             state["_slow_w2sum"] = state["_w2sum"]

@@ -127,6 +127,31 @@ def row_case():
     return call, [row, vals, bad, w, x, out]
 
 
+def report_case():
+    import pipeline.core.uncertainty as unc
+
+    t = unc.SmoothedStderr(names(5), 0.05)
+    gen = random.Random(6)
+    items = [{"x": float(i)} for i in range(12)]
+    for _ in range(70):  # 64 folded, 6 held
+        deltas = [gen.gauss(0.0, 1.0) for _ in range(5)]
+        t.add_increments(deltas)
+        t.add_donors(items, [gen.randrange(12), gen.randrange(12)], deltas)
+        t.stored(gen.randrange(12), items, deltas)
+    p, o = t._pairs, t._owns
+    lists = (p.xy, p.x, p.y, p.n, o.xy, o.x, o.y, o.n, t._uses)
+    w, cbs, wsums, w2 = t._block(t._held)
+    held, out = t._buffer[:t._held], np.empty((6, 5))
+    scalars = (*cbs, *wsums, *w2, 0.01, 0.95, True, 4.0, 12.0, 0.9, 4.0)
+
+    def call(i):
+        assert K.stderr_report(t._mom, t._slow, held if i % 2 else None, w if i % 2 else None, out, scalars, lists)
+        assert not K.stderr_report(t._mom, t._slow, held, w, out[:5], scalars, lists)
+        assert not K.stderr_report(t._mom, t._slow, held, w, out, scalars, lists[:8] + ([1.0] * 4,))
+
+    return call, [t._mom, t._slow, held, w, out, *lists, *cbs, *wsums, *w2]
+
+
 def draw_case():
     fs = names(6)
     rngs = [(f, random.Random(i)) for i, f in enumerate(fs)]
@@ -175,7 +200,8 @@ def linear_case():
 
 
 CASES = {"welford_smooth": welford_case, "fold_curves": fold_case, "extremes": extremes_case,
-         "donor_uses": donor_case, "fill_row_moment_sums": row_case, "draw_pairs_shuffle": draw_case,
+         "donor_uses": donor_case, "fill_row_moment_sums": row_case, "stderr_report": report_case,
+         "draw_pairs_shuffle": draw_case,
          "linear_rows": linear_case}
 
 

@@ -196,6 +196,55 @@ def test_rows_and_moments_wrong_shapes():
     assert not out.any()
 
 
+def report_args(d: int = 3, b: int = 4):
+    """stderr_report's arguments for a tracker of d features with b increments held."""
+    from pipeline.core.uncertainty import SmoothedStderr
+
+    t = SmoothedStderr([f"f{i}" for i in range(d)], 0.1)
+    for i in range(b):
+        t.add_increments([float(i + j) for j in range(d)])
+    w, cbs, wsums, w2 = t._block(b)
+    lists = tuple([0.5] * d for _ in range(9))
+    return [t._mom, t._slow, t._buffer[:b], w, np.zeros((6, d)), (*cbs, *wsums, *w2, 0.1, 0.9, True, 4.0, 8.0, 0.5, 4.0),
+            lists]
+
+
+def test_stderr_report_wrong_shapes_and_types():
+    assert K.stderr_report(*report_args()) is True
+    for i, bad in [(0, np.zeros((2, 3))), (0, np.zeros((3, 3), dtype="f4")), (1, np.zeros((3, 3)).T),
+                   (2, np.zeros((4, 2))), (2, np.zeros(12)), (2, np.zeros((0, 3))), (3, np.ones((1, 4))),
+                   (3, np.ones((2, 3))), (3, None), (4, np.zeros((5, 3))), (4, np.zeros((6, 3)).T),
+                   (6, tuple([0.5] * 3 for _ in range(8)) + ([0.5, 0.5],)),
+                   (6, tuple([0.5] * 3 for _ in range(8)) + ([0.5, 1, 0.5],)),
+                   (6, ((0.5,) * 3,) + tuple([0.5] * 3 for _ in range(8)))]:
+        args = report_args()
+        if i == 6 and len(bad) != 9:
+            with pytest.raises(TypeError):
+                K.stderr_report(*args[:6], bad)
+            continue
+        args[i] = bad
+        assert K.stderr_report(*args) is False, i
+        assert not args[4].any() if i != 4 else True
+    with pytest.raises(TypeError):  # the scalars are not numbers
+        K.stderr_report(*report_args()[:5], ("x",) * 13, report_args()[6])
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="a Python class exports a buffer from Python 3.12 on")
+def test_stderr_report_a_buffer_that_empties_the_lists():
+    """Taking the output's buffer runs its __buffer__ method, which empties a pair-sum list the
+    kernel reads: it checks the lists after taking every buffer."""
+    args = report_args()
+    data = np.zeros((6, 3))
+
+    class Out:
+        def __buffer__(self, flags):
+            args[6][3].clear()
+            return memoryview(data)
+
+    args[4] = Out()
+    assert K.stderr_report(*args) is False and not data.any()
+
+
 def test_an_output_sharing_memory_with_an_input_is_declined():
     """The contract: a kernel writes only to arrays that share no byte with any other array it is
     given; else it declines (False/None, nothing written) and the caller's numpy code runs, which
@@ -231,6 +280,17 @@ def test_an_output_sharing_memory_with_an_input_is_declined():
     assert K.linear_curves(*good, grids, 0.5, 1, out) is False
     assert both.tolist() == list(range(13))
     assert K.linear_curves(*good, grids.copy(), 0.5, 1, out) is True  # apart: taken
+    args = report_args()
+    both = np.zeros((10, 3))
+    args[2], args[4] = both[:4], both[4:]  # the held increments just before out: apart, taken
+    assert K.stderr_report(*args) is True
+    args[4] = both[3:9]  # out begins at the last held row
+    both[:] = 0.0
+    assert K.stderr_report(*args) is False and not both.any()
+    args = report_args()
+    args[4] = np.zeros((8, 3))[:6]
+    args[0] = args[4][:3]  # the moments inside out
+    assert K.stderr_report(*args) is False
 
 
 def test_draws_wrong_shapes_and_keys_that_shrink_the_generators():

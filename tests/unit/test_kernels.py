@@ -404,6 +404,11 @@ def test_moment_sums_bit_for_bit():
             xx = np.concatenate((x, x * x), axis=1)
             expected = np.array([_column_sums(wr, xx).reshape(2, -1) for wr in w])
         assert shape(out.tolist()) == shape(expected.tolist()), (b, d, rates)
+    for b in (1, 2, 5):  # a column of -0.0 only: numpy's sum starts from +0.0, so it is +0.0
+        x, w = np.full((b, 3), -0.0), np.ones((1, b))
+        out = np.empty((1, 2, 3))
+        assert kernels.KERNELS.moment_sums(w, x, out)
+        assert shape(out.tolist()) == shape([_column_sums(w[0], np.concatenate((x, x * x), axis=1)).reshape(2, -1).tolist()])
     out = np.zeros((1, 2, 2))
     for w, x in [(np.ones((1, 3)), np.ones((2, 2))), (np.ones(2), np.ones((2, 2))),
                  (np.ones((1, 2)), np.ones((2, 2), dtype=np.float32)), (np.ones((1, 2)), np.ones((2, 2)).T[::1, ::2])]:
@@ -455,3 +460,98 @@ def test_draws_and_shuffles_leave_other_generators_to_python():
     assert not kernels.KERNELS.shuffle(["a", "b"], rng, random.Random)
     assert not kernels.KERNELS.draw_pairs([("a", random.Random(1))], ({"a": 1.0},), [], [], random.Random)
     assert rng.getstate() == state
+
+
+def random_tracker(gen: random.Random, rng: np.random.Generator, d: int):
+    """A SmoothedStderr in a random state: moments, held increments and pair sums drawn with
+    special values (NaN, infinities, signed zeros, huge and tiny), donors or none."""
+    from pipeline.core.uncertainty import _BUFFER, SmoothedStderr
+
+    def values(shape):
+        x = rng.standard_normal(shape) * 10.0 ** rng.integers(-6, 7, size=shape)
+        special = rng.random(shape) < 0.1
+        x[special] = rng.choice([0.0, -0.0, math.inf, -math.inf, math.nan, 1e200, 5e-324], size=special.sum())
+        return x
+
+    t = SmoothedStderr([f"f{i}" for i in range(d)], alpha=gen.choice([0.001, 0.05, 0.5, 1.0]))
+    t.n = gen.randint(1, 10**6)
+    t._held = gen.choice([0, 1, 2, gen.randint(3, _BUFFER)])
+    t._buffer[:t._held] = values((t._held, d))
+    for mom in (t._mom, t._slow):
+        mom[:] = np.abs(values((3, d))) if gen.random() < 0.8 else values((3, d))
+        mom[0] = mom[0, 0] if gen.random() < 0.9 else 0.0  # every feature has the same weights
+    t._w2sum, t._slow_w2sum = (gen.choice([0.0, gen.random(), gen.random() * 1e-9]) for _ in range(2))
+    for sums in (t._pairs, t._owns):
+        sums.xy, sums.x, sums.y = (values(d).tolist() for _ in range(3))
+        sums.n = [gen.choice([0.0, -1.0, gen.random() * 50, math.nan]) for _ in range(d)]
+    t._uses = [gen.choice([0.0, gen.random() * 100]) for _ in range(d)]
+    for j in range(d):  # flat features: a variance of exactly 0, so the clips and floors compare signed zeros
+        if gen.random() < 0.3:
+            for mom in (t._mom, t._slow):
+                mom[1:, j] = 0.0
+            t._buffer[:t._held, j] = gen.choice([0.0, -0.0])
+            for sums in (t._pairs, t._owns):
+                sums.xy[j] = sums.x[j] = sums.y[j] = gen.choice([0.0, -0.0])
+    t._donors = gen.choice([0, 1, 3, 10])
+    t._size = gen.choice([0, 1, 2, 100])
+    t._updates = gen.choice([1.0, 0.5, 3])
+    t._replace = gen.choice([0.0, 0.01, 1.0, 1 / 7])
+    return t
+
+
+@needs_kernel
+def test_stderr_report_bit_for_bit(monkeypatch):
+    """A report's standard errors, variance factors and moments (SmoothedStderr._report) from
+    the compiled call and from the numpy code, on random states of 1, 2, 9 and 99 features
+    with special values, held increments or none, donors or none: the same bits."""
+    import pipeline.core.uncertainty as unc
+
+    gen, rng = random.Random(17), np.random.default_rng(17)
+    compiled_runs = 0
+    for trial in range(600):
+        t = random_tracker(gen, rng, [1, 2, 9, 99][trial % 4])
+        u = pickle.loads(pickle.dumps(t))
+        compiled_runs += t._report_compiled()
+        with monkeypatch.context() as m, np.errstate(all="ignore"):
+            m.setattr(unc, "KERNELS", None)
+            expected = u._report(), u._moments(both=True)
+        got = t._cached, t._cached_moments
+        assert shape([a.tolist() for pair in got for a in pair]) == \
+               shape([a.tolist() for pair in expected for a in pair]), trial
+    assert compiled_runs == 600
+
+
+@needs_kernel
+def test_stderr_report_leaves_the_unusual_to_numpy():
+    """Arrays of another type or layout, or pair sums that are not lists of floats of the
+    features' length: the kernel declines and writes nothing, and the numpy code answers."""
+    gen, rng = random.Random(3), np.random.default_rng(3)
+    t = random_tracker(gen, rng, 4)
+    t._held = 5
+    t._donors, t._size = 2, 10
+    expected = shape([a.tolist() for a in t._report()])
+
+    def call(mom=None, held=None, w=None, out=None, lists=None):
+        from pipeline.core.uncertainty import _BUFFER
+        p, o = t._pairs, t._owns
+        scalars = (0.5, 0.9, 1.0, 1.0, 0.1, 0.1, 0.01, 0.9, True, 4.0, 10.0, 0.5, 4.0)
+        return kernels.KERNELS.stderr_report(
+            t._mom if mom is None else mom, t._slow, t._buffer[:5] if held is None else held,
+            t._weights()[[0, 1], _BUFFER - 5:] if w is None else w, out, scalars,
+            lists or (p.xy, p.x, p.y, p.n, o.xy, o.x, o.y, o.n, t._uses))
+
+    good = np.zeros((6, 4))
+    assert call(out=good) and good.any()
+    floats = [1.0] * 4
+    for kwargs in [{"mom": t._mom.astype(np.float32)}, {"mom": np.asfortranarray(t._mom)},
+                   {"held": t._buffer[:5, :3]}, {"w": np.ones((1, 5))}, {"w": np.ones((2, 4))},
+                   {"lists": (floats,) * 8 + ([1.0, 2, 3.0, 4.0],)}, {"lists": (floats,) * 8 + ([1.0] * 3,)},
+                   {"lists": (floats,) * 8 + ((1.0,) * 4,)}, {"held": t._buffer[:5], "w": None, "mom": t._mom[:2]}]:
+        out = np.zeros((6, 4))
+        assert call(out=out, **kwargs) is False and not out.any(), kwargs
+    shared = np.zeros((6, 4))
+    assert call(out=shared, held=shared[:5]) is False and not shared.any()
+    for out in (np.zeros((6, 4), dtype=np.float32), np.zeros((5, 4)), np.zeros((6, 4))[:, ::1].T):
+        assert call(out=out) is False
+    t._cached = None
+    assert shape([a.tolist() for a in t._report()]) == expected
