@@ -27,6 +27,7 @@ from schemas import (
     SchemaMismatch,
     decode,
     dumps,
+    dumps_obj,
     parse_feature_event,
 )
 
@@ -152,6 +153,57 @@ def test_explanations_v2_read_as_independent_increments_and_a_bad_var_factor_is_
 def test_non_finite_values_are_refused_not_written_as_null():
     with pytest.raises(ValueError, match="non-finite"):
         dumps(Explanation("s", "ipfi", "a", float("nan"), 0, 1, 1, 0))
+
+
+def test_non_finite_values_are_found_wherever_they_are():
+    """The quick check (schemas.wire._finite) refuses exactly what the walk that names the
+    path refuses: random nested dicts, lists and tuples of floats, numpy's float64, ints,
+    booleans, strings and None, one value made non-finite or none."""
+    import random
+
+    import numpy as np
+
+    from schemas.wire import _check_finite, _finite
+
+    gen = random.Random(4)
+
+    def tree(depth):
+        r = gen.random()
+        if depth > 3 or r < 0.4:
+            return gen.choice([gen.gauss(0, 1e6), 0.0, -0.0, 1e308, 3, True, None, "s", np.float64(2.5)])
+        kids = [tree(depth + 1) for _ in range(gen.randint(0, 5))]
+        return {f"k{i}": k for i, k in enumerate(kids)} if r < 0.7 else kids if r < 0.85 else tuple(kids)
+
+    def spoil(obj, bad):
+        """obj with one float leaf (chosen at random, if any) replaced by bad."""
+        if isinstance(obj, dict):
+            keys = list(obj)
+            if keys:
+                k = gen.choice(keys)
+                obj[k] = spoil(obj[k], bad)
+            return obj
+        if isinstance(obj, list | tuple) and obj:
+            items = list(obj)
+            i = gen.randrange(len(items))
+            items[i] = spoil(items[i], bad)
+            return type(obj)(items)
+        return bad if isinstance(obj, float) else obj
+
+    refused = 0
+    for _ in range(3000):
+        obj = tree(0)
+        if gen.random() < 0.6:
+            obj = spoil(obj, gen.choice([float("nan"), float("inf"), -float("inf"), np.float64("nan")]))
+        try:
+            _check_finite(obj, "")
+            walk = True
+        except ValueError:
+            walk = False
+        assert _finite(obj) is walk, obj
+        refused += not walk
+    assert 300 < refused < 2000  # both kinds were tried
+    with pytest.raises(ValueError, match=r"non-finite value inf at .a\[1\]\.b"):
+        dumps_obj({"a": [1.0, {"b": float("inf")}]})
 
 
 def test_numpy_scalars_serialise_as_numbers():
