@@ -92,9 +92,10 @@ class _StreamState:
             if ep.status == "closed":
                 for c in ep.changes:
                     self.change_seqs.pop((c.explainer, c.feature, c.seq), None)
-        oldest = det.oldest_seq()
-        if oldest is not None:
-            self.seqs.forget_before(oldest)
+        if len(self.seqs):  # nothing kept while positions are seqs (labels in line): nothing to forget
+            oldest = det.oldest_seq()  # a look at every series' window: 14 us a message (issue 17)
+            if oldest is not None:
+                self.seqs.forget_before(oldest)
         return changes, episodes, told
 
 

@@ -137,3 +137,32 @@ def test_a_drift_state_of_the_version_before_v3_reads_on_and_knows_the_seqs_from
     assert later and all(o.topic in ("drift-events", "change-episodes") for o in later)
     restored = h.states["a"].seqs
     assert restored.known_from is not None and restored.at(restored.known_from - 1) is None
+
+
+def test_the_seqs_kept_for_cuts_are_forgotten_as_the_windows_move_on():
+    """With labels later, the drift state keeps the seq of each report position only while a
+    cut may still be placed there: as every series' window moves past a position, it is
+    forgotten, so the state stays bounded by the window; with labels in line nothing is kept."""
+    import random
+
+    from pipeline.core.increments import Block
+    from pipeline.handlers.drift import _Point, _StreamState, stream_detector
+
+    s = delayed_settings(drift_window=80, drift_min_samples=30)
+    gen = random.Random(2)
+    for lag in (0, 3):
+        state = _StreamState(stream_detector(s))
+        longest = 0
+        for r in range(1, 301):  # a report every 5 positions; with labels later the seq lags
+            position = 5 * r
+            for e in s.explainers:
+                for f in s.features:
+                    block = Block(5, gen.gauss(0.0, 1.0), 4.0 * gen.random())
+                    state.update(_Point("a", e, f, position - lag, position, r * 5, block, None, None, None))
+            longest = max(longest, len(state.seqs))
+            oldest = state.detector.oldest_seq()
+            assert not len(state.seqs) or state.seqs.positions[0] >= oldest  # nothing older than any window
+        if lag:
+            assert 10 <= longest <= 2 * 80 // 5 + 2  # bounded by the windows (80 explained events, 5 a report)
+        else:
+            assert longest == 0
