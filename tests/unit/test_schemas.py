@@ -2,6 +2,7 @@
 the JSON Schema files accept what the code writes and the code refuses what they refuse."""
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -148,6 +149,40 @@ def test_explanations_v2_read_as_independent_increments_and_a_bad_var_factor_is_
     for bad in ("1.4", -1.0, True):
         with pytest.raises(SchemaMismatch, match=r"e\[0\]@3: var_factor must be null or a finite number"):
             parse_explanation(orjson.dumps(v3 | {"var_factor": bad}), where="e[0]@3")
+
+
+def test_a_numeric_feature_is_taken_as_number_takes_it():
+    """feature_event_from takes a finite float as it is and leaves anything else to _number:
+    the same value and type, or the same error naming the feature, stream and seq."""
+    import numpy as np
+
+    from schemas.features import _number, feature_event_from
+
+    spec = FeatureSpec(("a",))
+    for v in [0.5, -0.0, 1e308, 5e-324, 3, -7, 2**70, True, float("nan"), float("inf"), -float("inf"), "1.0",
+              None, np.float64(2.5), np.float64("nan"), np.int64(4), [1.0]]:
+        obj = {"schema": "feature_event/v1", "stream_id": "s", "seq": 3, "ts": 1.0, "x": {"a": v}}
+        try:
+            want = _number(v, "feature 'a' in stream 's' seq 3", "f[0]@1")
+        except BadValue as e:
+            with pytest.raises(BadValue) as got:
+                feature_event_from(obj, spec, where="f[0]@1")
+            assert str(got.value) == str(e), v
+            continue
+        got = feature_event_from(obj, spec, where="f[0]@1").x["a"]
+        assert type(got) is float and repr(got) == repr(want), v
+
+
+def test_a_feature_event_with_fields_missing_or_unknown_says_which():
+    from schemas.features import feature_event_from
+
+    base = {"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 1.0, "x": {"a": 1.0}}
+    for obj, said in [({k: v for k, v in base.items() if k not in ("x", "ts")}, "missing ['ts', 'x'], unexpected []"),
+                      (base | {"z": 1, "b": 2}, "missing [], unexpected ['b', 'z']"),
+                      ({k: v for k, v in base.items() if k != "seq"} | {"sq": 0}, "missing ['seq'], unexpected ['sq']")]:
+        with pytest.raises(SchemaMismatch, match=re.escape(f"feature_event/v1 fields: {said}")):
+            feature_event_from(obj, FeatureSpec(("a",)), where="f[0]@1")
+    assert feature_event_from(base | {"y": None}, FeatureSpec(("a",)), where="f[0]@1").y is None
 
 
 def test_non_finite_values_are_refused_not_written_as_null():
