@@ -32,11 +32,11 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, Source, dumps, unpack_feed
-from schemas import parse_explanation as parse_explanation_message
+from schemas.parsing import explanation_fields
 
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
 from ..core.change.events import KINDS, ci, loss_z
@@ -118,11 +118,11 @@ def _block(block: dict[str, float] | None) -> Block | None:
     return None if block is None else Block(int(block["n"]), block["mean"], block["m2"])
 
 
-def parse_explanation(raw: bytes | None, src: Source, max_bytes: int) -> _Point:
+def parse_explanation(raw: bytes | None, where: str, max_bytes: int) -> _Point:
     """The drift path's view of an explanation (parsed and checked by :mod:`schemas.parsing`)."""
-    e = parse_explanation_message(raw, where=str(src), max_bytes=max_bytes)
-    return _Point(e.stream_id, e.explainer, e.feature, e.seq, e.position, e.n_explained, _block(e.block),
-                  _block(e.model_loss), e.curve, e.var_factor, e.n_seen)
+    e = explanation_fields(raw, where=where, max_bytes=max_bytes)
+    return _Point(e["stream_id"], e["explainer"], e["feature"], e["seq"], e["position"], e["n_explained"],
+                  _block(e["block"]), _block(e["model_loss"]), e["curve"], e["var_factor"], e["n_seen"])
 
 
 def stream_detector(s: Settings) -> StreamChangeDetector:
@@ -164,8 +164,8 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         """The change detector of every stream met so far, by stream id."""
         return self.states  # type: ignore[return-value]
 
-    def _parse(self, raw: bytes | None, src: Source) -> _Point:
-        return parse_explanation(raw, src, self.settings.max_message_bytes)
+    def _parse(self, raw: bytes | None, where: str) -> _Point:
+        return parse_explanation(raw, where, self.settings.max_message_bytes)
 
     def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
         """The explanations of a drift-feed record (:func:`schemas.unpack_feed`), each taken at its
@@ -173,8 +173,9 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         docs = unpack_feed(raw, src)
         if docs is None:
             return None
-        n = len(docs)
-        return [(doc, replace(src, part=f"explanation {i} of {n}")) for i, doc in enumerate(docs, 1)]
+        n, at = len(docs), (src.topic, src.partition, src.offset, src.timestamp, src.headers)
+        # replace(src, part=...), without its look at the dataclass's fields for each of them
+        return [(doc, Source(*at, f"explanation {i} of {n}")) for i, doc in enumerate(docs, 1)]
 
     def _state_key(self, p: _Point) -> str:
         return p.stream_id
@@ -285,20 +286,21 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         self.metrics.inc("explanations_seen")  # every message, good or bad: how far the drift agent has got
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
-        p = self._parse(raw, src)
+        where = str(src)
+        p = self._parse(raw, where)
         if key is not None and key != p.stream_id.encode():  # it would change another stream's change test
             raise SchemaMismatch(f"message key {key[:100]!r} is not the stream_id {p.stream_id!r} of its explanation; "
                                  "the explainer workers key each stream's explanations by its stream_id",
-                                 where=str(src))
+                                 where=where)
         s = self.settings.for_stream(p.stream_id)
         if p.explainer not in s.explainers or p.feature not in s.features:
             raise SchemaMismatch(
                 f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
-                f"{s.explainers} x features; every worker must run with the same settings", where=str(src))
+                f"{s.explainers} x features; every worker must run with the same settings", where=where)
         bounds = self._bounds.get(id(s))
         if bounds is None:
             bounds = self._bounds[id(s)] = feed_bounds(s)
-        bounds.check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=str(src))
+        bounds.check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=where)
         return p
 
     def _reason(self, err: InvalidMessage) -> str | None:

@@ -2,6 +2,7 @@
 the JSON Schema files accept what the code writes and the code refuses what they refuse."""
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -292,3 +293,31 @@ def test_bytes_that_are_not_utf8_are_named_with_their_offset(raw, byte, offset):
     assert err.startswith("features[0]@3: not UTF-8 text: byte " + byte + f" at offset {offset}"), err
     assert "surrogates" not in err and "encode the text as UTF-8" in err, err
     assert repr(raw[max(0, offset - 16):offset])[2:-1] in err, err  # what came before it, to find it
+
+
+def test_a_block_of_increments_is_checked_alike_on_either_path():
+    """parse_moments takes the usual block (an int n, float mean and m2, finite, m2 >= 0) at
+    once and leaves anything else to the full check: the same value, or the same error."""
+    import itertools
+
+    from schemas.parsing import parse_moments
+
+    def full(obj):  # the full check alone: what the fast path stands for
+        if isinstance(obj, dict) and set(obj) == {"n", "mean", "m2"}:
+            n, mean, m2 = obj["n"], obj["mean"], obj["m2"]
+            if (isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                    and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+                            for v in (mean, m2)) and m2 >= 0):
+                return {"n": n, "mean": float(mean), "m2": float(m2)}
+        return "refused"
+
+    values = [0, 3, -1, True, 2.0, 0.5, -0.0, 0.0, -2.5, float("nan"), float("inf"), None, "1"]
+    for n, mean, m2 in itertools.product(values, repeat=3):
+        for obj in ({"n": n, "mean": mean, "m2": m2}, {"n": n, "mean": mean, "x": m2}):
+            try:
+                got = parse_moments(obj, "block", where="w")
+            except SchemaMismatch:
+                got = "refused"
+            want = full(obj)
+            assert repr(got) == repr(want) and (got == "refused" or all(type(got[k]) is type(want[k]) for k in got)), obj
+    assert parse_moments(None, "block", where="w") is None
