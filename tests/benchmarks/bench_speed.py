@@ -2,7 +2,7 @@
 evaluation can reach at best, in one run on the same stream and model (issue 17).
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
-        [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--kafka]
+        [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--handlers] [--kafka]
         [--kafka-events 8000] [--kafka-repeats 5] [--kafka-against KEY=VALUE] [--kafka-sliced [--kafka-slice-s 2]]
         [--kafka-only] [--profile] [--census [--census-threads]]
 
@@ -25,7 +25,9 @@ after the other):
 and the ratios between them. ``--breakdown`` adds, per model and path, where an event's CPU
 time goes (:func:`breakdown`); ``--same-as DIR`` checks that the code in DIR (e.g. main's)
 gives exactly this checkout's explanations, every field of every report, on either path
-(:func:`same_as`). ``--kafka`` adds, per model, one worker on a local broker
+(:func:`same_as`). ``--handlers`` times a worker's handlers in this process (``--kafka``'s
+baseline loop: the model, explain and drift handlers on ``--kafka-events`` events), and with
+``--main-src`` main's in the same rounds. ``--kafka`` adds, per model, one worker on a local broker
 (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
 model, explain and drift handlers, handler to handler, with checkpoints, in this process
 (events/s of wall time, and of CPU time: the worker process's from ``/proc``; the worker's
@@ -147,7 +149,12 @@ def digest(out: list) -> str:
 
 def child_main(args: argparse.Namespace) -> None:
     """Run by ``--main-src``: the in-process loop with the code on PYTHONPATH (main's); with
-    ``--same-as``, the digests of that code's explanations on either path instead."""
+    ``--same-as``, the digests of that code's explanations on either path instead; with
+    ``--handlers``, the worker's handlers in process."""
+    if args.handlers:
+        sys.path.insert(0, str(Path.cwd() / "tests"))  # that code's test helpers
+        print(json.dumps({"per_event": handlers_per_event(args.child, args.kafka_events)}))
+        return
     data = events(args.child, args.warmup + args.events)
     warm = warm_explainer(args.child, data[:args.warmup])
     if args.digests:
@@ -159,13 +166,57 @@ def child_main(args: argparse.Namespace) -> None:
 
 def main_code_per_event(src: str, name: str, args: argparse.Namespace) -> float:
     """One round of the loop run by the code in ``src`` (a child process)."""
+    return child_per_event(src, name, args)
+
+
+def child_per_event(src: str, name: str, args: argparse.Namespace, *extra: str) -> float:
+    """One round of the loop (``extra``: ``--handlers``, the handlers') run by the code in ``src``, in a child process."""
     env = dict(os.environ, PYTHONPATH=src)
     cmd = [sys.executable, __file__, "--child", name, "--events", str(args.events), "--warmup", str(args.warmup),
-           "--repeats", "1"]
+           "--repeats", "1", "--kafka-events", str(args.kafka_events), *extra]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src, check=False)
     if done.returncode:
         raise RuntimeError(f"main's code failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])["per_event"]
+
+
+def handlers_per_event(name: str, n: int) -> float:
+    """CPU seconds an event of a worker's handlers (model, explain, drift) in this process, on
+    ``n`` events of one stream: ``--kafka``'s baseline loop, with the modules it imports
+    loaded first."""
+    import tempfile
+
+    from _worker_runs import in_process_worker
+    from helpers.pipeline_runs import make_settings
+
+    from schemas import FeatureEvent
+
+    evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(events(name, n))]
+    fields = {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
+    with tempfile.TemporaryDirectory(prefix="streamxai-bench-handlers-") as tmp:
+        in_process_worker(make_settings("127.0.0.1:1", f"{tmp}/warm-up", **fields), evs[:20])
+        return in_process_worker(make_settings("127.0.0.1:1", f"{tmp}/run", **fields), evs)[1] / n
+
+
+def handlers(names: list[str], args: argparse.Namespace) -> None:
+    """``--handlers``: per model, a worker's handlers in process, CPU per event, in ``--repeats``
+    rounds; with ``--main-src``, main's code in the same rounds (a child process each, this
+    code's first every other round), and the ratio of the medians."""
+    print(f"\nA worker's handlers (model, explain, drift) in one process, {args.kafka_events} events of one stream "
+          f"(--kafka's baseline), CPU time; median of {args.repeats}")
+    for name in names:
+        ours, theirs = [], []
+        for r in range(args.repeats):
+            for who in ("ours", "main") if r % 2 == 0 else ("main", "ours"):
+                if who == "ours":
+                    ours.append(handlers_per_event(name, args.kafka_events))
+                elif args.main_src:
+                    theirs.append(child_per_event(args.main_src, name, args, "--handlers"))
+        line = f"  {name:<10} {statistics.median(ours) * 1e6:7.1f} us an event"
+        if theirs:
+            line += (f"; main's code {statistics.median(theirs) * 1e6:7.1f} us: "
+                     f"{statistics.median(theirs) / statistics.median(ours):4.2f}x as fast")
+        print(line)
 
 
 def with_path(warm, mode: str):
@@ -356,6 +407,9 @@ def main() -> None:
     ap.add_argument("--same-as", default="", help="also check that the code in this directory explains identically")
     ap.add_argument("--digests", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--breakdown", action="store_true", help="also where an event's time goes, per path")
+    ap.add_argument("--handlers", action="store_true",
+                    help="also a worker's handlers in process (--kafka's baseline), CPU per event; with --main-src, "
+                         "main's too")
     ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
     ap.add_argument("--kafka-events", type=int, default=8000)
     ap.add_argument("--kafka-repeats", type=int, default=5)
@@ -390,6 +444,8 @@ def main() -> None:
             breakdown(name, args)
         if args.same_as:
             same_as(args.same_as, name, args)
+    if args.handlers:
+        handlers(names, args)
     if args.kafka:
         kafka(names, args)
 
