@@ -24,8 +24,8 @@ from .errors import SchemaMismatch
 from .messages import STEPS, ExplainTask, Explanation
 from .wire import DEFAULT_MAX_BYTES, decode
 
-__all__ = ["parse_explain_task", "parse_explanation", "explanation_fields", "parse_moments", "EXPLAIN_TASK_V1", "EXPLAIN_TASK_V2",
-           "EXPLANATION_V1", "EXPLANATION_V2", "EXPLANATION_V3"]
+__all__ = ["parse_explain_task", "parse_explanation", "explanation_fields", "parse_moments", "EXPLAIN_TASK_V1",
+           "EXPLAIN_TASK_V2", "EXPLANATION_V1", "EXPLANATION_V2", "EXPLANATION_V3"]
 
 #: explain tasks written by a worker before v2 (no ``loss``): read as ``loss=None``
 EXPLAIN_TASK_V1 = "explain_task/v1"

@@ -367,11 +367,11 @@ class SmoothedStderr(Component):
         the other columns); the rates share each array operation, and the two moments share
         one column sum."""
         b = len(x)
-        w = self._weights()[list(rates), _BUFFER - b:]  # per rate c^(b-1) .. c^0: the newest increment has weight 1
-        cs = [1.0 - (self.alpha / _PAIRS_SLOWER if r else self.alpha) for r in rates]
-        cbs = [c**b for c in cs]
+        w, cbs, wsums, w2 = self._block(b)
+        if rates != (0, 1):
+            w, cbs, wsums, w2 = w[list(rates)], *([v[r] for r in rates] for v in (cbs, wsums, w2))
         mom *= np.array(cbs)[:, None, None]
-        mom[:, 0] += np.add.reduce(w, axis=1)[:, None]
+        mom[:, 0] += np.array(wsums)[:, None]
         sums = np.empty((len(w), 2, x.shape[1]))
         if KERNELS is not None and KERNELS.moment_sums(w, x, sums):  # the loop below in one compiled call
             mom[:, 1:] += sums
@@ -379,7 +379,6 @@ class SmoothedStderr(Component):
             xx = np.concatenate((x, x * x), axis=1)  # both moments' columns: one column sum per rate
             for i, wr in enumerate(w):
                 mom[i, 1:] += _column_sums(wr, xx).reshape(2, -1)
-        w2 = np.add.reduce(w * w, axis=1).tolist()
         return [cb * cb * s + v for cb, s, v in zip(cbs, w2sums, w2, strict=True)]
 
     def _weights(self) -> np.ndarray:
@@ -391,10 +390,10 @@ class SmoothedStderr(Component):
         return self._powers
 
     def _block(self, b: int) -> tuple[np.ndarray, list[float], list[float], list[float]]:
-        """What :meth:`_fold` works out for a block of ``b`` increments at both rates, from the
-        same numpy operations: the weights (2, b), and per rate ``c^b``, the weights' sum and
-        the squared weights' sum; kept per ``b`` (a report asks for the block of the increments
-        held, 1 to 64 of them)."""
+        """A block of ``b`` increments at both rates, as :meth:`_fold` and the compiled report
+        use it: the weights (2, b: per rate ``c^(b-1) .. c^0``, the newest increment's 1), and
+        per rate ``c^b``, the weights' (pairwise) sum and the squared weights' sum; kept per
+        ``b`` (a report asks for the block of the increments held, 1 to 64 of them)."""
         block = self._blocks.get(b)
         if block is None:
             w = self._weights()[[0, 1], _BUFFER - b:]
