@@ -550,7 +550,7 @@ class SmoothedStderr(Component):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_cached"] = state["_cached_moments"] = state["_cached_cov"] = state["_powers"] = None
-        state["_blocks"] = {}
+        del state["_blocks"]  # a cache, made again (__setstate__): checkpoints keep their shape
         state["_buffer"] = self._buffer[:self._held].copy()  # only the rows held
         return state
 

@@ -161,7 +161,8 @@ def test_an_ipdp_checkpoint_from_before_the_arrays_still_loads():
 
 def test_a_checkpoint_from_before_the_kept_gradient_and_block_weights_still_loads():
     """Before, iPDP did not keep the PD curves' gradient (``_grad``) nor its tracker the weights
-    of a block (``_powers``): such a state restores and goes on exactly as the current one."""
+    of a block (``_powers``), nor the block sums it keeps per size (``_blocks``, a cache no
+    checkpoint holds): such a state restores and goes on exactly as the current one."""
     names = ["a", "b", "c"]
     e = IPDP(ModelFunction(_product, output="value"), names, grid_size=4, seed=1, alpha=0.05)
     gen = random.Random(5)
@@ -171,6 +172,7 @@ def test_a_checkpoint_from_before_the_kept_gradient_and_block_weights_still_load
     old = pickle.loads(pickle.dumps(e)).__dict__
     del old["_grad"]
     se_state = old["_se"].__getstate__()
+    assert "_blocks" not in se_state and e._se._blocks  # kept in the tracker, not in its checkpoint
     del se_state["_powers"]
     old["_se"] = SmoothedStderr.__new__(SmoothedStderr)
     old["_se"].__setstate__(pickle.loads(pickle.dumps(se_state)))
