@@ -164,11 +164,6 @@ def child_main(args: argparse.Namespace) -> None:
     print(json.dumps({"per_event": statistics.median(times) / args.events}))
 
 
-def main_code_per_event(src: str, name: str, args: argparse.Namespace) -> float:
-    """One round of the loop run by the code in ``src`` (a child process)."""
-    return child_per_event(src, name, args)
-
-
 def child_per_event(src: str, name: str, args: argparse.Namespace, *extra: str) -> float:
     """One round of the loop (``extra``: ``--handlers``, the handlers') run by the code in ``src``, in a child process."""
     env = dict(os.environ, PYTHONPATH=src)
@@ -189,13 +184,19 @@ def handlers_per_event(name: str, n: int) -> float:
     from _worker_runs import in_process_worker
     from helpers.pipeline_runs import make_settings
 
-    from schemas import FeatureEvent
-
-    evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(events(name, n))]
-    fields = {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
+    evs, fields = worker_stream(name, n)
     with tempfile.TemporaryDirectory(prefix="streamxai-bench-handlers-") as tmp:
         in_process_worker(make_settings("127.0.0.1:1", f"{tmp}/warm-up", **fields), evs[:20])
         return in_process_worker(make_settings("127.0.0.1:1", f"{tmp}/run", **fields), evs)[1] / n
+
+
+def worker_stream(name: str, n: int) -> tuple[list, dict]:
+    """``n`` events of one stream as a worker takes them, and the settings of the worker's runs
+    (``--kafka``, ``--handlers``)."""
+    from schemas import FeatureEvent
+
+    evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(events(name, n))]
+    return evs, {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
 
 
 def handlers(names: list[str], args: argparse.Namespace) -> None:
@@ -304,7 +305,7 @@ def in_process(name: str, args: argparse.Namespace) -> dict:
         times["predict"].append(predict_s)
         times["learn"].append(learn_s)
         if args.main_src:
-            times["main"].append(main_code_per_event(args.main_src, name, args))
+            times["main"].append(child_per_event(args.main_src, name, args))
     if outs["off"] != outs["auto"]:
         raise AssertionError(f"{name}: the fast path's explanations differ from the black box's")
     res = {k: statistics.median(v) for k, v in times.items() if v}
@@ -463,17 +464,13 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
     from _worker_runs import broker_for, in_process_worker, kafka_workers
     from helpers.pipeline_runs import make_settings
 
-    from schemas import FeatureEvent
-
     tmp = tempfile.mkdtemp(prefix="streamxai-bench-speed-")
     print(f"\nOne Kafka worker (roles model, explain, drift; fast_path = auto; {args.kafka_events} events of one "
           f"stream) against the same handlers in this process (wall time; CPU time of the worker process); "
           f"median of {args.kafka_repeats}")
     with broker_for(tmp) as bootstrap:
         for name in names:
-            data = events(name, args.kafka_events)
-            evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(data)]
-            fields = {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
+            evs, fields = worker_stream(name, args.kafka_events)
             counters: dict[str, float] = {}
             # the modules a worker imports as it starts, before its clock (its model's, scipy's
             # through river.optim: 659 modules, about 1 s of CPU): imported here before the rounds,
