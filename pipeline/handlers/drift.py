@@ -43,6 +43,7 @@ from ..core.change.events import KINDS, ci, loss_z
 from ..core.increments import Block
 from ..metrics import Metrics, profile_label
 from ..settings import Settings
+from .alert_line import episode_line
 from .common import MessageHandler, log
 from .event_seqs import EventSeqs
 from .feed_bounds import FeedBounds, feed_bounds
@@ -324,12 +325,11 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
                      c.feature, c.cut_seq, c.seq, c.before.mean, c.after.mean)
             outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c, seqs_of))))
         for ep in episodes:
+            msg = change_episode(p.stream_id, ep, seqs_of, p.seq)
             if ep.first:  # the message that announces the episode's kind: count it, page on it
                 m.inc("change_episodes", kind=ep.kind, alert=_flag(ep.alert), profile=profile)
-                log.log(logging.WARNING if ep.alert else logging.INFO,
-                        "change episode of %s from seq %d: %s%s, %s", p.stream_id, ep.cut_seq, ep.kind,
-                        " (alert)" if ep.alert else "", ", ".join(f"{c.explainer}/{c.feature}" for c in ep.changes))
-            outs.append(Out("change-episodes", k, dumps(change_episode(p.stream_id, ep, seqs_of, p.seq))))
+                log.log(logging.WARNING if ep.alert else logging.INFO, "%s", episode_line(msg))
+            outs.append(Out("change-episodes", k, dumps(msg)))
         return outs
 
 
