@@ -12,10 +12,10 @@ static double row_sum(const double *x, Py_ssize_t g) {
 /* fold_curves(ice, grids, gx, pd, dev, scale, flat, row, a, b, bias, names, values) -> (lin, smooth) or None
  *
  * iPDP's _fold_curves for nf numeric features and g grid points, all arrays C-contiguous float64:
- *     lin = scale * sums(dev * ice), 0 where flat (flat: bool array or None)
+ *     lin = scale * sums(dev * (ice - ice[:, :1])), 0 where flat (flat: bool array or None)
  *     row[:] = concatenate((ice, lin[:, None]), axis=1).ravel()   (the standard errors' series)
  *     gx = b * gx + a * grids; pd = b * pd + a * ice              (in place)
- *     dev = pd - (sums(pd) / g)[:, None]; ss = sums(dev * dev)      (dev in place)
+ *     sh = pd - pd[:, :1]; dev = sh - (sums(sh) / g)[:, None]; ss = sums(dev * dev)   (dev in place)
  *     values[names[i]] = sqrt(ss / (g - 1)) / bias
  *     scale = 1 / sqrt(ss * (g - 1)) when every ss > 0 (in place; smooth = True), else scale
  *     untouched and smooth = False (the caller computes the gradient with its flat rows)
@@ -94,10 +94,10 @@ PyObject *fold_curves(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < nf; i++) {
         const double *ic = ice + i * g, *gr = grids + i * g;
         double *x = gx + i * g, *p = pd + i * g, *dv = dev + i * g, *out = row + i * (g + 1);
-        /* the increment along the old gradient */
-        double s = dv[0] * ic[0];
+        /* the increment along the old gradient, the ICE curve taken from its first point */
+        double s = dv[0] * (ic[0] - ic[0]);
         for (Py_ssize_t k = 1; k < g; k++) {
-            double t = dv[k] * ic[k];
+            double t = dv[k] * (ic[k] - ic[0]);
             s = s + t;
         }
         double l = scale[i] * s;
@@ -112,9 +112,11 @@ PyObject *fold_curves(PyObject *self, PyObject *args) {
             double u2 = b * p[k], w2 = a * ic[k];
             p[k] = u2 + w2;
         }
-        /* the new deviations and their sum of squares */
-        double mean = row_sum(p, g) / width;
-        for (Py_ssize_t k = 0; k < g; k++) dv[k] = p[k] - mean;
+        /* the new deviations and their sum of squares, from the values less the first one */
+        double p0 = p[0];
+        for (Py_ssize_t k = 0; k < g; k++) dv[k] = p[k] - p0;
+        double mean = row_sum(dv, g) / width;
+        for (Py_ssize_t k = 0; k < g; k++) dv[k] = dv[k] - mean;
         double q = dv[0] * dv[0];
         for (Py_ssize_t k = 1; k < g; k++) {
             double t = dv[k] * dv[k];

@@ -526,3 +526,49 @@ def test_increments_follow_the_pd_curve_not_each_events_own_ice_curve():
     assert means[0] == pytest.approx(0.395, abs=0.02) and abs(means[1] - means[0]) < 0.08  # 4 sd
     assert spreads[1] == pytest.approx(2 * spreads[0], rel=0.05)
     assert ipdp.values["x1"] == pytest.approx(0.395, abs=0.05)
+
+
+@pytest.mark.parametrize("pure_python", [False, True])
+@pytest.mark.parametrize("const", [0.1, 0.35, 7.0])
+def test_a_feature_whose_pd_curve_is_flat_has_increments_zero(const, pure_python, monkeypatch):
+    """A feature constant in the stream (its grid one point, its ICE and PD curves flat) or one
+    the model ignores has a flat PD curve: importance 0 and every increment exactly 0, on the
+    compiled path and the numpy one. The mean of equal values, added up, need not be that value:
+    deviations from it are rounding noise, which normalised as a gradient is ±1 per grid point
+    and would make every flat feature's increment ±f(x) sqrt(K / (K - 1)), one non-zero level
+    for all of them."""
+    import pipeline.core.explainers.ipdp as ipdp_module
+
+    if pure_python:
+        monkeypatch.setattr(ipdp_module, "KERNELS", None)
+    ipdp = IPDP(ModelFunction(lambda x: 0.7 * x["a"] - 0.11, output="value"), ["a", "c", "d", "e"], alpha=0.01,
+                grid_size=5, seed=1)
+    rng = random.Random(0)
+    for _ in range(300):
+        ipdp.explain_one({"a": rng.random(), "c": const, "d": 3 * const, "e": rng.random()}, None)
+    blocks = ipdp.increments.take()
+    assert blocks["a"].mean > 0.1
+    for f in ("c", "d", "e"):
+        assert (blocks[f].n, blocks[f].mean, blocks[f].m2) == (300, 0.0, 0.0), f
+        assert ipdp.values[f] == 0.0
+
+
+@pytest.mark.parametrize("pure_python", [False, True])
+def test_a_feature_that_turns_constant_has_increments_zero_once_its_grid_is_one_point(pure_python, monkeypatch):
+    """A feature the model uses that stops varying: once its window holds one value, its grid is
+    that point and each event's ICE curve is flat, so its increment is exactly 0, while its PD
+    curve still carries the spread of before (decaying)."""
+    import pipeline.core.explainers.ipdp as ipdp_module
+
+    if pure_python:
+        monkeypatch.setattr(ipdp_module, "KERNELS", None)
+    ipdp = IPDP(ModelFunction(lambda x: 0.7 * x["a"] + 0.3 * x["b"] - 0.11, output="value"), ["a", "b"],
+                alpha=0.01, grid_size=5, window=50, seed=1)
+    rng = random.Random(0)
+    for t in range(400):
+        ipdp.explain_one({"a": rng.random(), "b": rng.random() if t < 200 else 0.35}, None)
+        if t == 260:
+            ipdp.increments.take()
+    late = ipdp.increments.take()["b"]
+    assert (late.n, late.mean, late.m2) == (139, 0.0, 0.0)
+    assert ipdp.values["b"] > 0.0  # the PD curve of before, decaying

@@ -32,8 +32,10 @@ feature (see :mod:`pipeline.core.batch.pdp`).
 
 Increments (``increments``, what the change test watches, as the paper runs ADWIN on the
 importance stream): per event, the importance's linearisation at the PD curve so far, i.e. the
-event's *centred* ICE curve projected on the centred PD curve, ``sum_k g_k y_k`` with
-``g_k = (pd_k - mean) / ((K - 1) std)`` (the first event: its ICE spread). Their mean is the
+event's *centred* ICE curve projected on the centred PD curve, ``sum_k g_k (y_k - y_1)`` with
+``g_k = (pd_k - mean) / ((K - 1) std)`` (the first event: its ICE spread). ``sum_k g_k = 0``,
+so centring the ICE curve at its first point centres it; a flat ICE curve (a feature constant
+over its window) and a flat PD curve (one the model does not use) give increments exactly 0. Their mean is the
 importance (``sum_k g_k pd_k = std``, the std being homogeneous), and unlike the spread of each
 event's own ICE curve they do not move when a tree splits on another feature and changes the
 individual curves but not their average. A categorical feature: ``(y_hi - y_lo) / 4`` at the
@@ -265,9 +267,10 @@ class IPDP(Explainer):
                 # the new gradient; where a curve is flat, taken as 0 (computed here)
                 self._grad = (dev, scale, None) if smooth else _gradient(*_deviations(self._pd))
                 return
-        # the increment the change test watches: this event's centred ICE curve along the PD
-        # curve so far; its ICE spread on the first event, with no PD yet
-        lin = scale * _sums(dev * ice)
+        # the increment the change test watches: this event's ICE curve along the PD curve's
+        # gradient so far (centred at its first point: a flat ICE curve gives exactly 0 where the
+        # gradient's sum is rounding noise); its ICE spread on the first event, with no PD yet
+        lin = scale * _sums(dev * (ice - ice[:, :1]))
         if flat is not None:  # rows without spread: no gradient
             lin = np.where(flat, 0.0, lin)
         series[:] = np.concatenate((ice, lin[:, None]), axis=1).ravel()
@@ -458,8 +461,11 @@ def _sums(a: np.ndarray) -> np.ndarray:
 
 
 def _deviations(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the deviations from the row's mean and their sum of squares."""
-    dev = a - (_sums(a) / a.shape[1])[:, None]
+    """Per row, the deviations from the row's mean and their sum of squares. The mean is taken
+    of the values less the row's first one, so a row of equal values has deviations exactly 0
+    (the mean of equal values, added up, need not be that value)."""
+    shifted = a - a[:, :1]
+    dev = shifted - (_sums(shifted) / a.shape[1])[:, None]
     return dev, _sums(dev * dev)
 
 
