@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--from-beginning", action="store_true", help="start at the oldest message, not at new ones")
     t.add_argument("--max", type=at_least(1), default=None, help="stop after this many messages")
     t.add_argument("--idle", type=positive(zero=True), default=None, help="stop after this many seconds without a message, once every partition has been read to its end")
-    t.add_argument("--meta", action="store_true", help="wrap each message with its topic, partition, offset and key")
+    t.add_argument("--meta", action="store_true",
+                   help="wrap each message with its topic, partition, offset, Kafka timestamp (ms, its type and UTC time) and key")
 
     d = sub.add_parser("demo", parents=[common], help="broker + workers + demo stream + live view, all in one")
     d.add_argument("--n", type=at_least(1), default=18000, help="events of the demo stream (drift at n/3, swap at 2n/3)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import datetime
 import json
 import sys
 import threading
@@ -469,10 +470,22 @@ def _json_line(rec: Any, meta: bool) -> str:
         value, ok = base64.b64encode(rec.value).decode(), False
     if meta or not ok:
         out = {"topic": rec.topic, "partition": rec.partition, "offset": rec.offset,
+               "timestamp": rec.timestamp, "timestamp_type": rec.timestamp_type, "time": _utc(rec.timestamp),
                "key": rec.key.decode(errors="replace") if rec.key is not None else None,
                ("value" if ok else "value_base64"): value}
         return orjson.dumps(out).decode()
     return orjson.dumps(value).decode()
+
+
+def _utc(ms: int | None) -> str | None:
+    """A Kafka timestamp (ms since the epoch) as ISO 8601 UTC, to the millisecond.
+
+    >>> _utc(1_700_000_000_123), _utc(None)
+    ('2023-11-14T22:13:20.123Z', None)
+    """
+    if ms is None:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def plot(args: argparse.Namespace, s: Settings) -> int:

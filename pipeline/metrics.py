@@ -102,7 +102,7 @@ HELP.update({
     "drift_streams": "Streams the drift agent monitors",
     "consumer_lag": "Messages not yet processed, by topic and partition (high watermark - next offset)",
     "explanation_lag_events": "Explain tasks waiting in this worker's explain-tasks partitions",
-    "explanation_lag_seconds": "Age of the newest explain task when it was taken up (now - sent_at)",
+    "explanation_lag_seconds": "Age of the newest explain task when it was taken up (now - sent_at); 0 once none wait",
     "checkpoint_age_seconds": "Seconds since this worker last wrote a checkpoint",
     "uptime_seconds": "Seconds since the worker started",
     "compiled_kernels": "1 when the explainers' bookkeeping runs the compiled kernels (pipeline/core/kernels.py), 0 on the pure-Python path (not built, or STREAMXAI_PURE_PYTHON=1)",
@@ -210,14 +210,23 @@ class Metrics:
         self._offsets[(topic, partition)] = offset
 
     def set_lag(self, highwaters: dict[tuple[str, int], int | None], tasks_topic: str | None = None) -> None:
-        """Consumer lag per partition from the high watermarks of the assigned partitions; the
-        explain-tasks partitions' total is the explanation lag in events."""
+        """Consumer lag per partition from the high watermarks of the assigned partitions (all
+        of them: called also when no record arrives, so a drained partition reads 0); the
+        explain-tasks partitions' total is the explanation lag in events, and once it is 0 the
+        age of the tasks waiting, ``explanation_lag_seconds``, is 0 too. A partition is 0 once
+        everything on it is taken up, or while it is empty (high watermark 0); unknown (no
+        gauge) while nothing of it is taken up yet. Partitions no longer assigned lose their
+        gauge: the worker that owns them now reports them."""
         tasks_lag = 0
+        for key in [k for k in list(self._gauges) if self._parts.get(k, ("",))[0] == "consumer_lag"]:
+            labels = dict(self._parts[key][1])
+            if (labels.get("topic"), int(labels.get("partition", -1))) not in highwaters:
+                del self._gauges[key]
         for (topic, partition), hw in highwaters.items():
             if hw is None:
                 continue
             done = self._offsets.get((topic, partition))
-            lag = max(0, hw - (done + 1)) if done is not None else None
+            lag = max(0, hw - (done + 1)) if done is not None else 0 if hw == 0 else None
             if lag is None:
                 continue
             self.gauge("consumer_lag", lag, topic=topic, partition=partition)
@@ -225,6 +234,8 @@ class Metrics:
                 tasks_lag += lag
         if tasks_topic is not None:
             self.gauge("explanation_lag_events", tasks_lag)
+            if tasks_lag == 0 and "explanation_lag_seconds" in self._gauges:
+                self.gauge("explanation_lag_seconds", 0)
 
     def snapshot(self, totals: bool = True) -> dict[str, Any]:
         """Counters and gauges by key (``name{label=value,...}``). With ``totals``, a counter of

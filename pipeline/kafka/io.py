@@ -20,13 +20,23 @@ JOIN_WAIT_S = 60.0
 __all__ = ["produce_events", "produce_raw", "consume", "Record"]
 
 
+#: confluent_kafka's timestamp types by number, named as Kafka names them
+TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
+
+
 @dataclass(frozen=True, slots=True)
 class Record:
+    """A record as read: where it is, its key and value, and its Kafka timestamp (milliseconds
+    since the epoch; ``timestamp_type`` ``CreateTime``, set by the producer when it made the
+    record, or ``LogAppendTime``, set by the broker; both None where the record has none)."""
+
     topic: str
     partition: int
     offset: int
     key: bytes | None
     value: bytes | None
+    timestamp: int | None = None
+    timestamp_type: str | None = None
 
 
 def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, bytes | None]
@@ -166,6 +176,9 @@ def consume(
                 raise RuntimeError(f"consuming {topics}: {msg.error()}")
             at_end.discard((msg.topic(), msg.partition()))
             last = time.monotonic()
-            yield Record(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value())
+            kind, ms = msg.timestamp()
+            stamped = kind in TIMESTAMP_TYPES
+            yield Record(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value(),
+                         ms if stamped else None, TIMESTAMP_TYPES.get(kind))
     finally:
         c.close()

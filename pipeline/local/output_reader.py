@@ -8,8 +8,10 @@ fold the topics' messages into an :class:`OutputReader` and show its
 
 Memory is bounded: history is kept as :class:`Trajectory` objects of at most
 ``max_points`` points (when one fills up, every other point is dropped and the stride
-doubles), change events and episodes in bounded deques, so the state of a stream stays
-the same size however long the stream runs.
+doubles), the newest ``max_changes`` change events and ``max_episodes`` episodes in deques,
+so the state of a stream stays the same size however long the stream runs. The change events
+and episodes read are counted (``changes_seen``, ``episodes_seen``), so a view that draws the
+kept ones says how many older ones it does not draw.
 
 Fields are read defensively: a message without a usable ``stream_id`` is counted in
 ``ignored``, a field of the wrong type is skipped, and explanation/v1, v2 and v3
@@ -167,7 +169,7 @@ class StreamState:
     (True, -1)
     """
 
-    def __init__(self, max_points: int, loss_window: int):
+    def __init__(self, max_points: int, loss_window: int, max_changes: int = 1000, max_episodes: int = 500):
         self.max_points = max_points
         # predictions: how many, the newest seq and position, the rolling loss over the last loss_window
         self.predictions = 0
@@ -200,10 +202,13 @@ class StreamState:
         # iPDP: each feature's newest curve, and a thinned history to find the curve at a change
         self.curves: dict[str, dict[str, Any]] = {}
         self.curve_history: dict[str, _Thinned] = {}
-        # drift-events and change-episodes, as parsed by the reader (newest last)
+        # drift-events and change-episodes, as parsed by the reader (the newest, last), and how
+        # many were read (the views say how many older ones they leave out)
         self.change_seq: int | None = None
-        self.changes: deque[dict[str, Any]] = deque(maxlen=200)
-        self.episodes: deque[dict[str, Any]] = deque(maxlen=100)
+        self.changes: deque[dict[str, Any]] = deque(maxlen=max_changes)
+        self.episodes: deque[dict[str, Any]] = deque(maxlen=max_episodes)
+        self.changes_seen = 0
+        self.episodes_seen = 0
         # bumped by every message (the dashboard pushes a stream's view when it changed)
         self.version = 0
         self.updated = 0.0
@@ -271,12 +276,15 @@ class OutputReader:
     """Per-stream state (:attr:`streams`: stream id → :class:`StreamState`) from decoded
     messages (:meth:`add`) or their bytes (:meth:`feed`); see the module doc.
 
-    ``only``: read one stream and skip the messages of the others.
+    ``only``: read one stream and skip the messages of the others. ``max_changes`` and
+    ``max_episodes``: the newest change events and episodes kept per stream.
     """
 
     def __init__(self, max_points: int = 400, loss_window: int = 500, clock: Callable[[], float] = time.time,
-                 only: str | None = None):
+                 only: str | None = None, max_changes: int = 1000, max_episodes: int = 500):
         self.max_points = max_points
+        self.max_changes = max_changes
+        self.max_episodes = max_episodes
         self.loss_window = loss_window
         self.clock = clock
         self.only = only
@@ -287,7 +295,8 @@ class OutputReader:
     def _s(self, sid: str) -> StreamState:
         st = self.streams.get(sid)
         if st is None:
-            st = self.streams[sid] = StreamState(self.max_points, self.loss_window)
+            st = self.streams[sid] = StreamState(self.max_points, self.loss_window, self.max_changes,
+                                                 self.max_episodes)
         return st
 
     def feed(self, topic: str, raw: bytes | None, ts: float | None = None) -> None:
@@ -445,6 +454,7 @@ class OutputReader:
                     ev[k] = _plain(v)
         _positions(ev, obj, ("seq", "cut_seq"))
         st.changes.append(ev)
+        st.changes_seen += 1
         if st.change_seq is None or ev["position"] >= st.change_seq:
             st.change_seq = ev["position"]
 
@@ -457,6 +467,7 @@ class OutputReader:
                 st.episodes[i] = ep
                 return
         st.episodes.append(ep)
+        st.episodes_seen += 1
 
     #: topic (short name) → its parse branch
     PARSERS: ClassVar[dict[str, Callable[[OutputReader, StreamState, dict, float | None], None]]] = {

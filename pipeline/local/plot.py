@@ -33,11 +33,14 @@ from ..settings import Settings
 from .dashboard.state import DashboardState
 from .markers import group_changes, label_text, level_text, place_labels
 
-__all__ = ["read_stream", "plot_view", "draw", "plot_summary", "write_html"]
+__all__ = ["read_stream", "plot_view", "draw", "plot_summary", "changes_text", "write_html"]
 
 MODEL_LOSS_COLOR = "deepskyblue"  # no feature's colour (tab10), so never mistaken for a change marker
 LABEL_SIZE = 7  # points, of the change labels
 LABEL_PAD = 2.0  # pixels either side of a change label's text
+#: the newest change events and episodes of the stream that ``streamxai plot`` keeps and draws
+PLOT_MAX_CHANGES = 20_000
+PLOT_MAX_EPISODES = 10_000
 NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)"}
 
 
@@ -48,7 +51,8 @@ def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int 
     from ..kafka.io import consume
 
     check_broker(s)  # one line for no broker or refused credentials, before the topic lookup below
-    state = DashboardState(max_points=max_points, only=stream_id)
+    state = DashboardState(max_points=max_points, only=stream_id, max_changes=PLOT_MAX_CHANGES,
+                           max_episodes=PLOT_MAX_EPISODES)
     n = len(s.topic_prefix)
     topics = [s.topic(t) for t in state.TOPICS if t != "change-episodes" or _exists(s, s.topic(t))]
     for rec in consume(s, topics, idle_timeout=idle):
@@ -66,7 +70,23 @@ def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int 
 def plot_summary(view: dict[str, Any], png: str | Path) -> str:
     """The line ``streamxai plot`` prints: the file, the change events, the newest seq every
     explainer has explained (an event's seq, also where the charts' axis is positions)."""
-    return f"wrote {png} ({len(view['changes'])} change event(s), explained up to seq {view['explained_seq']})"
+    return f"wrote {png} ({changes_text(view)}, explained up to seq {view['explained_seq']})"
+
+
+def changes_text(view: dict[str, Any]) -> str:
+    """How many change events the stream had, and how many older ones are not drawn (the views
+    keep the newest).
+
+    >>> changes_text({"changes": [{}] * 3, "changes_total": 5, "changes_not_drawn": 2})
+    '5 change events, the newest 3 drawn (2 older not drawn)'
+    >>> changes_text({"changes": [{}]})
+    '1 change event'
+    """
+    drawn = len(view["changes"])
+    total = view.get("changes_total", drawn)
+    left_out = view.get("changes_not_drawn", 0)
+    text = f"{total} change event{'' if total == 1 else 's'}"
+    return f"{text}, the newest {drawn} drawn ({left_out} older not drawn)" if left_out else text
 
 
 def _exists(s: Settings, topic: str) -> bool:
@@ -110,7 +130,7 @@ def draw(view: dict[str, Any]) -> Any:
     fig = plt.figure(figsize=(12, 2.6 * rows + 2.4 * pd_rows + 0.6), constrained_layout=True)
     grid = fig.add_gridspec(rows + pd_rows, pd_cols, height_ratios=[2.6] * rows + [2.4] * pd_rows)
     fig.suptitle(f"stream {view['stream_id']}: explanations over {view['last_seq'] + 1 if view['last_seq'] >= 0 else '?'} "
-                 f"events, {len(view['changes'])} change event(s)")
+                 f"events, {changes_text(view)}")
     top = None
     labelled: list[tuple[Any, list[dict]]] = []  # panels and their groups of changes, labelled once laid out
     for r, ex in enumerate(explainers):
@@ -130,6 +150,15 @@ def draw(view: dict[str, Any]) -> Any:
         ax.set_ylabel(NAMES.get(ex, ex).split(" ")[0])
         ax.set_title(NAMES.get(ex, ex), fontsize=10, loc="left")
         ax.grid(alpha=0.3)
+    left_out = view.get("changes_not_drawn") or 0
+    if top is not None and left_out and view["changes"]:  # where the drawn ones begin, in each panel's corner
+        oldest = min(c["position"] for c in view["changes"])
+        for ax, _ in labelled:
+            shown = ax.get_xlim()
+            ax.axvspan(shown[0], oldest, color="0.85", alpha=0.35, lw=0)
+            ax.set_xlim(shown)
+            ax.text(0.005, 0.03, f"{left_out} older change events not drawn (before position {oldest})",
+                    transform=ax.transAxes, fontsize=7, color="dimgray", va="bottom")
     if top is not None:  # in the first panel's title row: inside the panel it hid the change labels along its top
         top.legend(ncol=min(len(features), 9), fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0),
                    frameon=False, borderaxespad=0.1, columnspacing=1.2, handlelength=1.5)
@@ -251,8 +280,10 @@ def write_html(view: dict[str, Any], png: Path, path: str | Path) -> Path:
            f"<h1>stream {html.escape(view['stream_id'])}</h1><p>{view['predictions']} predictions, last seq {view['last_seq']}</p>"
            f"<h2>Ranking at the end</h2><ul>{ranking}</ul>"
            f"<img alt='explanation trajectories' style='max-width:100%' src='data:image/png;base64,{img}'>"
-           f"<h2>Change events ({len(view['changes'])})</h2><table><tr><th>detected at seq</th><th>regime from seq</th>"
-           f"<th>explainer</th><th>feature</th><th>before</th><th>after</th></tr>{rows}</table>"
+           f"<h2>Change events ({html.escape(changes_text(view))})</h2><table><tr><th>detected at seq</th><th>regime from seq</th>"
+           f"<th>explainer</th><th>feature</th><th>mean increment before</th><th>after</th></tr>{rows}</table>"
+           "<p>Levels are the change test's: the mean per-event increment on each side of the cut, not the "
+           "published (smoothed) value.</p>"
            f"{_episodes_html(view.get('episodes') or [], view)}</body></html>")
     path = Path(path)
     path.write_text(doc)
@@ -281,7 +312,7 @@ def _episodes_html(episodes: list[dict], view: dict) -> str:
                       f"{_fmt(c.get('before'))} → {_fmt(c.get('after'))}" for c in ep.get("changes", []))
         + f"</td><td>{_fmt(ep.get('loss_before'))} → {_fmt(ep.get('loss_after'))}</td></tr>" for ep in episodes)
     return (f"<h2>Change episodes ({len(episodes)})</h2><table><tr><th>regime from</th><th>changes at</th>"
-            f"<th>changes</th><th>model loss</th></tr>{rows}</table>")
+            f"<th>changes (mean increment before → after)</th><th>model loss</th></tr>{rows}</table>")
 
 
 def _fmt(v: Any) -> str:

@@ -655,3 +655,46 @@ def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
     finally:
         driver.quit()
         served.close()
+
+
+def _many_changes(state, n: int) -> None:
+    """A stream ``many`` of one iPFI series with ``n`` change events, one every 20 positions."""
+    for seq in range(0, 20 * n + 20, 20):
+        state.add("predictions", {"stream_id": "many", "seq": seq, "loss": 0.2}, ts=seq / 100)
+        state.add("explanations", {"stream_id": "many", "explainer": "ipfi", "feature": "f1", "seq": seq,
+                                   "value": 0.3 + 0.1 * (seq // 2000 % 2), "n_explained": seq, "n_seen": seq})
+    for i in range(n):
+        state.add("drift-events", {"stream_id": "many", "explainer": "ipfi", "feature": "f1", "seq": 20 * i + 10,
+                                   "level_before": 0.3, "level_after": 0.4})
+
+
+MARKERS = "return document.querySelectorAll('#importance .change-marker').length"
+
+
+@pytest.mark.parametrize("n", [510, 1500])
+def test_every_change_event_kept_is_drawn_and_the_page_says_how_many_older_ones_are_not(n, tmp_path):
+    """510 change events: all drawn, no note. 1,500: the newest 1,000 (what the dashboard keeps of
+    a stream) drawn, the badge counts all 1,500, and a note says 500 older ones are not drawn."""
+    driver = _browser()
+    from pipeline.local.dashboard import DashboardState
+
+    state = DashboardState()
+    _many_changes(state, n)
+    kept = min(n, 1000)
+    served = _Served(state)
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=many")
+        _wait(driver, MARKERS + f" === {kept}", 60, f"{kept} change markers")
+        assert driver.execute_script("return document.querySelector('#change-count').textContent") == str(n)
+        note = driver.execute_script("const e = document.querySelector('#changes-note'); return [e.hidden, e.textContent]")
+        if n > kept:
+            assert note[0] is False and note[1].startswith(f"{n - kept} older change events not drawn"), note
+        else:
+            assert note[0] is True, note
+        assert "mean increment" in driver.execute_script("return document.querySelector('#changes thead').textContent")
+        driver.save_screenshot(str(tmp_path / f"changes-{n}.png"))
+        if os.environ.get("STREAMXAI_SCREENSHOTS"):  # to look at it
+            shutil.copy(tmp_path / f"changes-{n}.png", Path(os.environ["STREAMXAI_SCREENSHOTS"]) / f"changes-{n}.png")
+    finally:
+        driver.quit()
+        served.close()

@@ -149,3 +149,24 @@ def test_labels_equal_in_python_but_written_differently_stay_two_series():
     m.inc("custom", flag=1.0)
     counters = m.snapshot()["counters"]
     assert counters["custom{flag=1}"] == 1 and counters["custom{flag=True}"] == 1 and counters["custom{flag=1.0}"] == 1
+
+
+def test_the_lag_gauges_fall_to_zero_once_everything_is_taken_up():
+    """A backlog drained and nothing more arriving: every lag gauge reads 0, none keeps the last
+    task's age; an empty partition (high watermark 0) has lag 0; a partition no longer assigned
+    has no gauge (its new owner reports it)."""
+    m = Metrics()
+    m.processed("t.explain-tasks", 1, 10)
+    m.gauge("explanation_lag_seconds", 42.0)  # the last task was 42 s old when it was taken up
+    m.set_lag({("t.explain-tasks", 1): 30, ("t.features", 2): 7}, tasks_topic="t.explain-tasks")
+    m.processed("t.features", 2, 6)
+    assert m.snapshot()["gauges"]["explanation_lag_seconds"] == 42.0  # tasks still wait: the age stands
+    m.processed("t.explain-tasks", 1, 29)  # drained
+    m.set_lag({("t.explain-tasks", 1): 30, ("t.explain-tasks", 0): 0, ("t.features", 3): 0},
+              tasks_topic="t.explain-tasks")
+    g = m.snapshot()["gauges"]
+    lags = {k: v for k, v in g.items() if "lag" in k}
+    assert lags == {"consumer_lag{partition=1,topic=t.explain-tasks}": 0,
+                    "consumer_lag{partition=0,topic=t.explain-tasks}": 0,
+                    "consumer_lag{partition=3,topic=t.features}": 0,
+                    "explanation_lag_events": 0, "explanation_lag_seconds": 0}

@@ -106,7 +106,7 @@ class DashboardState(OutputReader):
             out.append({
                 "stream_id": sid, "predictions": st.predictions, "last_seq": st.last_pred_seq,
                 "loss": st.mean_loss(),
-                "changes": len(st.changes), "lag_events": events, "lag_s": secs, "version": st.version,
+                "changes": st.changes_seen, "lag_events": events, "lag_s": secs, "version": st.version,
                 "waiting": st.waiting,
             })
         return out
@@ -143,6 +143,11 @@ class DashboardState(OutputReader):
             "change_seq": st.change_seq,
             "changes": [st.told(c) for c in st.changes],  # at their positions, with the events' seqs
             "episodes": [_shown(st.told(ep)) for ep in st.episodes],
+            # how many were read, and how many older ones are not drawn (the newest are kept)
+            "changes_total": st.changes_seen,
+            "changes_not_drawn": st.changes_seen - len(st.changes),
+            "episodes_total": st.episodes_seen,
+            "episodes_not_drawn": st.episodes_seen - len(st.episodes),
         }
 
     @staticmethod

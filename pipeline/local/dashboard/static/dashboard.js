@@ -266,7 +266,8 @@ function changeLabels(u, changes) {
     label.style.left = Math.max(0, left) + "px";
     label.style.top = row * LABEL_ROW_HEIGHT + "px";
     label.textContent = labelText(g);
-    label.title = g.changes.slice(0, 12).map((c) => `${c.explainer}/${c.feature} at ${at(c.seq, c.position)}: ` +
+    label.title = "mean increment before → after (the change test's levels)\n" +
+      g.changes.slice(0, 12).map((c) => `${c.explainer}/${c.feature} at ${at(c.seq, c.position)}: ` +
       `${levelText(c.before, 3)} → ${levelText(c.after, 3)}`).join("\n") + (g.changes.length > 12 ? `\n… ${g.changes.length - 12} more` : "");
     u.over.appendChild(label);
   }
@@ -296,7 +297,7 @@ function changeMarkers(getChanges) {
       m.dataset.seq = c.seq;
       m.dataset.position = c.position;
       m.title = `${c.explainer}/${c.feature} changed at ${at(c.seq, c.position)}` +
-        `: ${levelText(c.before, 3)} → ${levelText(c.after, 3)}` +
+        `: mean increment ${levelText(c.before, 3)} → ${levelText(c.after, 3)}` +
         (c.cut_position !== undefined && c.cut_position !== null ? ` (new regime from ${at(c.cut_seq, c.cut_position)})` : "");
       u.over.appendChild(m);
     }
@@ -421,8 +422,23 @@ function episodeKind(e) {
                  : `<span class="badge kind">${kind}</span>${open}`;
 }
 
+// the page keeps a stream's newest change events and episodes (bounded); it says how many it leaves out
+function notDrawnText(v) {
+  const plural = (n, word) => `${n} older ${word}${n === 1 ? "" : "s"}`;
+  const parts = [];
+  if (v.changes_not_drawn > 0) parts.push(plural(v.changes_not_drawn, "change event"));
+  if (v.episodes_not_drawn > 0) parts.push(plural(v.episodes_not_drawn, "change episode"));
+  return parts.length ? `${parts.join(" and ")} not drawn: the dashboard keeps the newest ` +
+    `${v.changes.length} change events and ${(v.episodes || []).length} episodes of a stream ` +
+    "(streamxai plot draws many more)" : "";
+}
+
 function renderChanges(v) {
-  $("#change-count").textContent = v.changes.length;
+  $("#change-count").textContent = v.changes_total ?? v.changes.length;
+  const note = notDrawnText(v);
+  $("#changes-note").hidden = !note;
+  $("#changes-note").textContent = note;
+  $("#changes-listed").textContent = v.changes.length > 50 ? "(the newest 50 listed)" : "";
   // seqs of the events explained; when labels come later, the positions first (the charts' axis)
   const heads = $("#changes").querySelectorAll("thead th");
   heads[0].textContent = v.labels ? "detected at position (seq)" : "detected at seq";
@@ -441,7 +457,7 @@ function renderChanges(v) {
   $("#changes tbody").innerHTML = rows.join("");
   const eps = (v.episodes || []).slice().reverse().slice(0, 20);
   $("#episodes-box").hidden = eps.length === 0;
-  $("#episode-count").textContent = (v.episodes || []).length;
+  $("#episode-count").textContent = v.episodes_total ?? (v.episodes || []).length;
   $("#episodes tbody").innerHTML = eps.map((e) =>
     `<tr class="change-episode${e.alert ? " alert" : ""}"><td class="episode-kind">${episodeKind(e)}</td>` +
     `<td>${cell(e.cut_position, e.cut_seq)}</td>` +
