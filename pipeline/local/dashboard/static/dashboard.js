@@ -429,7 +429,7 @@ function notDrawnText(v) {
   if (v.changes_not_drawn > 0) parts.push(plural(v.changes_not_drawn, "change event"));
   if (v.episodes_not_drawn > 0) parts.push(plural(v.episodes_not_drawn, "change episode"));
   return parts.length ? `${parts.join(" and ")} not drawn: the dashboard keeps the newest ` +
-    `${v.changes.length} change events and ${(v.episodes || []).length} episodes of a stream ` +
+    `${v.changes.length} change events` + ((v.episodes || []).length ? ` and ${v.episodes.length} episodes` : "") + " of a stream " +
     "(streamxai plot draws many more)" : "";
 }
 
