@@ -90,23 +90,32 @@ class Run:
 
     model: str
     drift: str
+    #: the first event of the drift
+    at: int = AT
+    width: int = 0
+    interval: int = INTERVAL
     n: int = 0
     seconds: float = 0.0
     correct: int = 0
     #: the events compared (from the first interval's end on)
     t: list[int] = field(default_factory=list)
+    #: the positions in ``t`` of the intervals' ends (where interval PFI is computed)
+    ends: list[int] = field(default_factory=list)
     #: sampling -> series -> value at each event of ``t``
     errors: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
-    def quartiles(self, sampling: str, series: str, part: str) -> tuple[float, float, float, float] | None:
-        """``(Q2, IQR, Q1, Q3)`` of one series over ``part`` of the stream; ``None`` when no event
-        of the run falls in it."""
+    def quartiles(self, sampling: str, series: str, part: str,
+                  ends: bool = False) -> tuple[float, float, float, float] | None:
+        """``(Q2, IQR, Q1, Q3)`` of one series over ``part`` of the stream (``ends``: at the
+        intervals' ends only); ``None`` when no compared event of the run falls in it."""
         t = np.asarray(self.t)
         v = np.asarray(self.errors[sampling][series])
+        if ends:
+            t, v = t[self.ends], v[self.ends]
         if part == "before drift":
-            v = v[t < AT]
+            v = v[t < self.at]
         elif part == "after drift":
-            v = v[t >= AT]
+            v = v[t >= self.at]
         if v.size == 0:
             return None
         q1, q2, q3 = np.percentile(v, [25, 50, 75])
@@ -133,7 +142,7 @@ def run(model: str, drift: str, events: int | None = None, width: int = WIDTH, a
     stream: Iterable = elec2_events(swap=SWAP, at=at, width=width if drift == "gradual" else 0)
     if events is not None:
         stream = itertools.islice(stream, events)
-    out = Run(label, drift, errors={s: {k: [] for k in SERIES} for s in SAMPLINGS})
+    out = Run(label, drift, at=at, width=width if drift == "gradual" else 0, interval=interval, errors={s: {k: [] for k in SERIES} for s in SAMPLINGS})
     swapped = [FEATURES.index(f) for f in SWAP]
     reference = None
     start = time.perf_counter()
@@ -142,6 +151,7 @@ def run(model: str, drift: str, events: int | None = None, width: int = WIDTH, a
         batch = baseline.update(x, y)  # at an interval's end: batch PFI of h_t on the interval
         if batch is not None:
             reference = _normalised(batch)
+            out.ends.append(len(out.t))
             if progress:
                 print(f"  {label} {drift}: {t + 1:,} events, {time.perf_counter() - start:.0f} s", flush=True)
         if reference is not None:
@@ -165,12 +175,13 @@ def _cells(q: Sequence[float] | None) -> str:
 
 def report(r: Run) -> None:
     """Print one run in the layout of the paper's Table 2, the paper's rows under ours."""
-    kind = "sudden" if r.drift == "sudden" else f"gradual over {WIDTH:,} events"
+    kind = "sudden" if r.drift == "sudden" else f"gradual over {r.width:,} events"
     print(f"\nelec2 fe. 1{'' if r.drift == 'sudden' else ', gradual'}: {SWAP[0]} and {SWAP[1]} swapped from "
-          f"event {AT:,} ({kind}); {r.model}, {r.n:,} events, prequential accuracy {r.correct / max(r.n, 1):.3f}, "
+          f"event {r.at:,} ({kind}); {r.model}, {r.n:,} events, prequential accuracy {r.correct / max(r.n, 1):.3f}, "
           f"wall time {r.seconds:.0f} s")
     print(f"error of iPFI (alpha {ALPHA}, reservoir {RESERVOIR}, M {REALIZATIONS}) against interval PFI "
-          f"({INTERVAL:,}-event intervals, {PERMUTATIONS} permutations), at {len(r.t):,} events")
+          f"({r.interval:,}-event intervals, {PERMUTATIONS} permutations) at each of {len(r.t):,} events; "
+          f"'at ends': at the {len(r.ends)} intervals' ends only")
     quart = "    Q2     IQR      Q1      Q3"
     print(f"{'sampling':<10} {'series':<10} | {' | '.join(f'{p:<30}' for p in PARTS)}")
     print(f"{'':<10} {'':<10} | {' | '.join(quart for _ in PARTS)}")
@@ -178,32 +189,37 @@ def report(r: Run) -> None:
         for k in SERIES:
             cells = " | ".join(_cells(r.quartiles(s, k, p)) for p in PARTS)
             print(f"{s:<10} {k:<10} | {cells}")
+        cells = " | ".join(_cells(r.quartiles(s, "error", p, ends=True)) for p in PARTS)
+        print(f"{s:<10} {'at ends':<10} | {cells}")
         paper = PAPER_TABLE2[(r.drift, s)]
         print(f"{s:<10} {'paper':<10} | {' | '.join(_cells(q) for q in paper)}")
     u, g = (r.quartiles(s, "error", "after drift") for s in SAMPLINGS)
     if u is None or g is None:
         print(f"{r.model}, {r.drift} swap: no events after the drift in this run")
         return
-    verdict = "tracks interval PFI better than uniform" if g[0] < u[0] else "does NOT track interval PFI better"
-    print(f"{r.model}, {r.drift} swap: geometric sampling {verdict} after the swap (after-drift Q2 {g[0]:.3f} vs "
-          f"uniform {u[0]:.3f}; the paper: {PAPER_TABLE2[(r.drift, 'geometric')][2][0]:.3f} vs "
-          f"{PAPER_TABLE2[(r.drift, 'uniform')][2][0]:.3f}) -- "
-          f"{'as the paper reports' if g[0] < u[0] else 'unlike the paper'}")
+    better = g[0] < u[0]
+    print(f"{r.model}, {r.drift} swap: geometric sampling {'tracks' if better else 'does NOT track'} interval PFI "
+          f"better than uniform after the swap (after-drift Q2 {g[0]:.3f} vs {u[0]:.3f}; the paper "
+          f"{PAPER_TABLE2[(r.drift, 'geometric')][2][0]:.3f} vs {PAPER_TABLE2[(r.drift, 'uniform')][2][0]:.3f}): "
+          f"{'as the paper reports' if better else 'unlike the paper'}")
 
 
 def main_pfi(models: Sequence[str] = ("hat", "arf"), events: int | None = None,
-             drifts: Sequence[str] = ("sudden",), progress: bool = False) -> list[Run]:
-    """Run and print the experiment for each model and drift (``"sudden"``, ``"gradual"``);
-    ``events`` cuts the stream (a smoke run). Returns the runs."""
+             drifts: Sequence[str] = ("sudden",), at: int = AT, width: int = WIDTH, interval: int = INTERVAL,
+             progress: bool = False) -> list[Run]:
+    """Run and print the experiment for each model (``"hat"``, ``"arf"``) and drift (``"sudden"``,
+    ``"gradual"``); ``events`` cuts the stream (a smoke run). Returns the runs."""
     require()
     for d in drifts:
         if d not in DRIFTS:
             raise ValueError(f"drift {d!r} is not one of {DRIFTS}")
+    for m in models:
+        model_spec(m)
     runs = []
     start = time.perf_counter()
     for m in models:
         for d in drifts:
-            r = run(m, d, events=events, progress=progress)
+            r = run(m, d, events=events, at=at, width=width, interval=interval, progress=progress)
             report(r)
             runs.append(r)
     print(f"\ntotal wall time {time.perf_counter() - start:.0f} s")
@@ -212,17 +228,24 @@ def main_pfi(models: Sequence[str] = ("hat", "arf"), events: int | None = None,
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=f"A full run ({N_EVENTS:,} events, both samplings and interval PFI in one pass per model and drift) "
-               "takes a few minutes for HAT and several times longer for ARF(10) on one core; --gradual doubles it.")
+        description="The iPFI paper's elec2 fe. 1 experiment (Table 2): iPFI with uniform and geometric sampling "
+                    "against interval PFI while a river model learns elec2 with two features swapped.",
+        epilog=f"A full run ({N_EVENTS:,} events; both samplings and interval PFI share one pass per model and "
+               "drift) takes about a minute for HAT and about ten minutes for ARF(10) on one free core; "
+               "--gradual doubles that.")
     p.add_argument("--models", default="hat,arf", help="comma-separated: hat, arf (default: hat,arf)")
     p.add_argument("--events", type=int, default=None, help="cut the stream after N events (a smoke run)")
     p.add_argument("--gradual", action="store_true", help="also run the gradual swap (fe. 1, gradual)")
+    p.add_argument("--at", type=int, default=AT, help=f"first event of the swap (default {AT:,}, the paper's)")
+    p.add_argument("--width", type=int, default=WIDTH,
+                   help=f"events over which the gradual swap reaches every event (default {WIDTH:,})")
+    p.add_argument("--interval", type=int, default=INTERVAL,
+                   help=f"events per interval of interval PFI (default {INTERVAL:,}, the window of alpha {ALPHA})")
     p.add_argument("--progress", action="store_true", help="print a line at each interval's end")
     a = p.parse_args(argv)
     drifts = ("sudden", "gradual") if a.gradual else ("sudden",)
     main_pfi(models=tuple(m.strip() for m in a.models.split(",") if m.strip()), events=a.events, drifts=drifts,
-             progress=a.progress)
+             at=a.at, width=a.width, interval=a.interval, progress=a.progress)
 
 
 if __name__ == "__main__":
