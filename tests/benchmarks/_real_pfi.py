@@ -59,8 +59,8 @@ AT = 20_000
 WIDTH = 5_000
 SAMPLINGS = ("uniform", "geometric")
 DRIFTS = ("sudden", "gradual")
-#: the printed series: the paper's error over all features, then the swapped features' terms of it
-SERIES = ("error", *SWAP)
+#: the printed series (Run.series): the paper's error, then unnormalised differences
+SERIES = ("error", *SWAP, "sum")
 PARTS = ("whole stream", "before drift", "after drift")
 SEED = 1
 
@@ -86,7 +86,8 @@ def model_spec(name: str) -> tuple[str, str, dict, int]:
 
 @dataclass
 class Run:
-    """One prequential pass: the error series of each sampling, at the events listed in ``t``."""
+    """One prequential pass: iPFI of each sampling and the interval PFI it is compared with, at the
+    events listed in ``t``."""
 
     model: str
     drift: str
@@ -101,15 +102,30 @@ class Run:
     t: list[int] = field(default_factory=list)
     #: the positions in ``t`` of the intervals' ends (where interval PFI is computed)
     ends: list[int] = field(default_factory=list)
-    #: sampling -> series -> value at each event of ``t``
-    errors: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    #: sampling -> iPFI at each event of ``t`` (one row of the features' values in FEATURES order)
+    ipfi: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    #: the interval PFI held at each event of ``t`` (the latest interval's)
+    reference: list[np.ndarray] = field(default_factory=list)
 
-    def quartiles(self, sampling: str, series: str, part: str,
+    def series(self, sampling: str, name: str) -> np.ndarray:
+        """At each event of ``t``: ``"error"``, the paper's error (both vectors min-max normalised over
+        the features, the sum of absolute differences); a feature's name, that feature's
+        ``|iPFI - interval PFI|``; ``"sum"``, that summed over the features."""
+        est, ref = np.array(self.ipfi[sampling]), np.array(self.reference)
+        if name == "error":
+            return np.abs(_minmax(est) - _minmax(ref)).sum(axis=1)
+        if name == "sum":
+            return np.abs(est - ref).sum(axis=1)
+        j = FEATURES.index(name)
+        return np.abs(est[:, j] - ref[:, j])
+
+    def quartiles(self, sampling: str, name: str, part: str,
                   ends: bool = False) -> tuple[float, float, float, float] | None:
         """``(Q2, IQR, Q1, Q3)`` of one series over ``part`` of the stream (``ends``: at the
         intervals' ends only); ``None`` when no compared event of the run falls in it."""
-        t = np.asarray(self.t)
-        v = np.asarray(self.errors[sampling][series])
+        if not self.t:
+            return None
+        t, v = np.asarray(self.t), self.series(sampling, name)
         if ends:
             t, v = t[self.ends], v[self.ends]
         if part == "before drift":
@@ -122,10 +138,10 @@ class Run:
         return float(q2), float(q3 - q1), float(q1), float(q3)
 
 
-def _normalised(values: dict[str, float]) -> np.ndarray:
-    v = np.array([values[f] for f in FEATURES], float)
-    span = v.max() - v.min()
-    return (v - v.min()) / span if span > 0 else np.zeros_like(v)
+def _minmax(v: np.ndarray) -> np.ndarray:
+    """Each row min-max normalised to ``[0, 1]`` (a constant row to zeros), as ``pfi_error`` does."""
+    lo, span = v.min(axis=1, keepdims=True), np.ptp(v, axis=1, keepdims=True)
+    return np.divide(v - lo, span, out=np.zeros_like(v), where=span > 0)
 
 
 def run(model: str, drift: str, events: int | None = None, width: int = WIDTH, at: int = AT,
@@ -139,29 +155,26 @@ def run(model: str, drift: str, events: int | None = None, width: int = WIDTH, a
     explainers = {s: IPFI(model_fn, loss, FEATURES, alpha=ALPHA, n_samples=REALIZATIONS, storage=s,
                           storage_size=RESERVOIR, seed=SEED) for s in SAMPLINGS}
     baseline = IntervalPFI(model_fn, loss, FEATURES, interval=interval, n_repeats=PERMUTATIONS, seed=SEED)
-    stream: Iterable = elec2_events(swap=SWAP, at=at, width=width if drift == "gradual" else 0)
+    width = width if drift == "gradual" else 0
+    stream: Iterable = elec2_events(swap=SWAP, at=at, width=width)
     if events is not None:
         stream = itertools.islice(stream, events)
-    out = Run(label, drift, at=at, width=width if drift == "gradual" else 0, interval=interval, errors={s: {k: [] for k in SERIES} for s in SAMPLINGS})
-    swapped = [FEATURES.index(f) for f in SWAP]
+    out = Run(label, drift, at=at, width=width, interval=interval, ipfi={s: [] for s in SAMPLINGS})
     reference = None
     start = time.perf_counter()
     for t, (x, y) in enumerate(stream):
         values = {s: e.explain_one(x, y) for s, e in explainers.items()}  # h_t, before it learns (x, y)
         batch = baseline.update(x, y)  # at an interval's end: batch PFI of h_t on the interval
         if batch is not None:
-            reference = _normalised(batch)
+            reference = np.array([batch[f] for f in FEATURES])
             out.ends.append(len(out.t))
             if progress:
                 print(f"  {label} {drift}: {t + 1:,} events, {time.perf_counter() - start:.0f} s", flush=True)
         if reference is not None:
             out.t.append(t)
+            out.reference.append(reference)
             for s, v in values.items():
-                terms = np.abs(_normalised(v) - reference)
-                series = out.errors[s]
-                series["error"].append(float(terms.sum()))
-                for name, j in zip(SWAP, swapped, strict=True):
-                    series[name].append(float(terms[j]))
+                out.ipfi[s].append(np.array([v[f] for f in FEATURES]))
         out.correct += river_model.predict_one(x) == y
         river_model.learn_one(x, y)
         out.n = t + 1
@@ -173,8 +186,9 @@ def _cells(q: Sequence[float] | None) -> str:
     return "  ".join(f"{v:6.3f}" for v in q) if q is not None else "  ".join(f"{'-':>6}" for _ in range(4))
 
 
-def report(r: Run) -> None:
-    """Print one run in the layout of the paper's Table 2, the paper's rows under ours."""
+def report(r: Run, trace: bool = False) -> None:
+    """Print one run in the layout of the paper's Table 2, the paper's rows under ours (``trace``:
+    and the swapped features' values at each interval's end, Figure 14 in numbers)."""
     kind = "sudden" if r.drift == "sudden" else f"gradual over {r.width:,} events"
     print(f"\nelec2 fe. 1{'' if r.drift == 'sudden' else ', gradual'}: {SWAP[0]} and {SWAP[1]} swapped from "
           f"event {r.at:,} ({kind}); {r.model}, {r.n:,} events, prequential accuracy {r.correct / max(r.n, 1):.3f}, "
@@ -182,6 +196,9 @@ def report(r: Run) -> None:
     print(f"error of iPFI (alpha {ALPHA}, reservoir {RESERVOIR}, M {REALIZATIONS}) against interval PFI "
           f"({r.interval:,}-event intervals, {PERMUTATIONS} permutations) at each of {len(r.t):,} events; "
           f"'at ends': at the {len(r.ends)} intervals' ends only")
+    print("error: the paper's (min-max normalised over the 6 features, |difference| summed); nswprice, vicdemand: "
+          "|iPFI - interval PFI| of the feature, unnormalised (0-1 loss); sum: that summed over the 6 features; "
+          "at ends: the paper's error at the intervals' ends; paper: its Table 2 row (ARF of 50 trees)")
     quart = "    Q2     IQR      Q1      Q3"
     print(f"{'sampling':<10} {'series':<10} | {' | '.join(f'{p:<30}' for p in PARTS)}")
     print(f"{'':<10} {'':<10} | {' | '.join(quart for _ in PARTS)}")
@@ -193,20 +210,28 @@ def report(r: Run) -> None:
         print(f"{s:<10} {'at ends':<10} | {cells}")
         paper = PAPER_TABLE2[(r.drift, s)]
         print(f"{s:<10} {'paper':<10} | {' | '.join(_cells(q) for q in paper)}")
-    u, g = (r.quartiles(s, "error", "after drift") for s in SAMPLINGS)
-    if u is None or g is None:
-        print(f"{r.model}, {r.drift} swap: no events after the drift in this run")
-        return
-    better = g[0] < u[0]
-    print(f"{r.model}, {r.drift} swap: geometric sampling {'tracks' if better else 'does NOT track'} interval PFI "
-          f"better than uniform after the swap (after-drift Q2 {g[0]:.3f} vs {u[0]:.3f}; the paper "
-          f"{PAPER_TABLE2[(r.drift, 'geometric')][2][0]:.3f} vs {PAPER_TABLE2[(r.drift, 'uniform')][2][0]:.3f}): "
-          f"{'as the paper reports' if better else 'unlike the paper'}")
+    if trace:
+        print(f"at each interval's end, PFI of {' and '.join(SWAP)}: interval PFI, iPFI uniform, iPFI geometric")
+        for i in r.ends:
+            cells = "   ".join(" ".join(f"{v[i][FEATURES.index(f)]:6.3f}" for v in (r.reference, *r.ipfi.values()))
+                               for f in SWAP)
+            print(f"  {r.t[i] + 1:>6,}  {cells}")
+    verdicts = []
+    for name, what in (("error", "the paper's error"), ("sum", "the unnormalised sum")):
+        u, g = (r.quartiles(s, name, "after drift") for s in SAMPLINGS)
+        if u is None or g is None:
+            print(f"{r.model}, {r.drift} swap: no events after the drift in this run")
+            return
+        verdicts.append(f"{what} {'yes' if g[0] < u[0] else 'NO'} ({g[0]:.3f} vs {u[0]:.3f})")
+    paper = PAPER_TABLE2[(r.drift, "geometric")][2][0], PAPER_TABLE2[(r.drift, "uniform")][2][0]
+    print(f"{r.model}, {r.drift} swap: does geometric sampling track interval PFI better than uniform after the "
+          f"swap (after-drift Q2, geometric vs uniform)? {'; '.join(verdicts)}; the paper reports yes "
+          f"({paper[0]:.3f} vs {paper[1]:.3f})")
 
 
 def main_pfi(models: Sequence[str] = ("hat", "arf"), events: int | None = None,
              drifts: Sequence[str] = ("sudden",), at: int = AT, width: int = WIDTH, interval: int = INTERVAL,
-             progress: bool = False) -> list[Run]:
+             progress: bool = False, trace: bool = False) -> list[Run]:
     """Run and print the experiment for each model (``"hat"``, ``"arf"``) and drift (``"sudden"``,
     ``"gradual"``); ``events`` cuts the stream (a smoke run). Returns the runs."""
     require()
@@ -220,7 +245,7 @@ def main_pfi(models: Sequence[str] = ("hat", "arf"), events: int | None = None,
     for m in models:
         for d in drifts:
             r = run(m, d, events=events, at=at, width=width, interval=interval, progress=progress)
-            report(r)
+            report(r, trace=trace)
             runs.append(r)
     print(f"\ntotal wall time {time.perf_counter() - start:.0f} s")
     return runs
@@ -242,10 +267,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--interval", type=int, default=INTERVAL,
                    help=f"events per interval of interval PFI (default {INTERVAL:,}, the window of alpha {ALPHA})")
     p.add_argument("--progress", action="store_true", help="print a line at each interval's end")
+    p.add_argument("--trace", action="store_true",
+                   help="print the swapped features' interval PFI and iPFI at each interval's end")
     a = p.parse_args(argv)
     drifts = ("sudden", "gradual") if a.gradual else ("sudden",)
     main_pfi(models=tuple(m.strip() for m in a.models.split(",") if m.strip()), events=a.events, drifts=drifts,
-             at=a.at, width=a.width, interval=a.interval, progress=a.progress)
+             at=a.at, width=a.width, interval=a.interval, progress=a.progress,
+             trace=a.trace)
 
 
 if __name__ == "__main__":
