@@ -1,11 +1,12 @@
-"""The iPFI paper's elec2 feature-drift experiment ("fe. 1" of its Table 2, Figure 14), run on demand:
-a river model (HAT at the product's settings, ARF with 10 trees) learns elec2 prequentially while
-``nswprice`` and ``vicdemand`` exchange their values from event 20,000 on (at once, or gradually over
-5,000 events); at every event the project's :class:`~pipeline.core.explainers.ipfi.IPFI` with uniform
-and with geometric sampling explains the current model (0-1 loss, ``alpha = 0.001``, a reservoir of
-100, the average of ``M = 10`` realizations of the sampling strategy per event as in the paper's
-experiments) before it learns the event, and :class:`~pipeline.core.batch.pfi.IntervalPFI` gives the
-paper's baseline, interval PFI: batch PFI with ten random permutations over each interval of 2,000
+"""The iPFI paper's elec2 feature-drift experiment ("fe. 1" of its Table 2, Figure 14), run on demand
+(``python tests/benchmarks/_real_pfi.py [--models hat,arf] [--events N] [--gradual]``, or
+:func:`main_pfi`): a river model (HAT at the product's settings, ARF with 10 trees) learns elec2
+prequentially while ``nswprice`` and ``vicdemand`` exchange their values from event 20,000 on (at once,
+or gradually over 5,000 events); at every event the project's :class:`~pipeline.core.explainers.ipfi.IPFI`
+with uniform and with geometric sampling explains the current model before it learns the event (0-1
+loss, ``alpha = 0.001``, a reservoir of 100, the paper's ten realizations of the sampling strategy as
+``n_samples = 10`` draws per event and feature), and :class:`~pipeline.core.batch.pfi.IntervalPFI` gives
+the paper's baseline, interval PFI: batch PFI with ten random permutations over each interval of 2,000
 events, on the model as it is at the interval's end. The paper gives no interval length; 2,000 events
 is the window ``N`` that ``alpha = 2 / (N + 1)`` assigns to ``alpha = 0.001`` (the paper's conversion),
 so both estimates weigh about the same stretch of the stream, and the drift falls on an interval
@@ -13,9 +14,11 @@ boundary. The error is the paper's (Experiment A, used for Table 2): both vector
 over the six features, then the sum of the features' absolute differences, between iPFI and the
 interval PFI as the figures draw it (the latest interval's value, held until the next), at every event
 from the first interval's end on; its median ``Q2``, ``IQR``, ``Q1`` and ``Q3`` are printed over the
-whole stream, before the drift (events before 20,000) and after it (from 20,000 on), with the two
-swapped features' own terms of that sum and, for reference, the paper's published rows (an ARF of 50
-trees).
+whole stream, before the drift (events before 20,000) and after it (from 20,000 on). Beside it: the
+swapped features' unnormalised ``|iPFI - interval PFI|`` and that summed over the six features (the
+normalisation maps the most important feature to 1 in both vectors, so the paper's error does not see
+an over-estimate of the top feature), the paper's error at the intervals' ends only, and, for
+reference, the paper's published rows (an ARF of 50 trees).
 """
 
 from __future__ import annotations
