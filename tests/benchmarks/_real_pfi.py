@@ -259,8 +259,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         description="The iPFI paper's elec2 fe. 1 experiment (Table 2): iPFI with uniform and geometric sampling "
                     "against interval PFI while a river model learns elec2 with two features swapped.",
         epilog=f"A full run ({N_EVENTS:,} events; both samplings and interval PFI share one pass per model and "
-               "drift) takes about a minute for HAT and about ten minutes for ARF(10) on one free core; "
-               "--gradual doubles that.")
+               "drift) takes about 1.5 minutes for HAT and about 8 minutes for ARF(10) on one core; --gradual "
+               "doubles that.")
     p.add_argument("--models", default="hat,arf", help="comma-separated: hat, arf (default: hat,arf)")
     p.add_argument("--events", type=int, default=None, help="cut the stream after N events (a smoke run)")
     p.add_argument("--gradual", action="store_true", help="also run the gradual swap (fe. 1, gradual)")
