@@ -180,6 +180,7 @@ class Settings:
     drift_window: int = _f(20_000, "explained events per series the change test looks back over")
     drift_warmup: int = _f(1000, "first events of each stream the drift agent does not monitor (the model learns from nothing)")
     drift_episode_gap: int = _f(1000, "changes of a stream fewer than this many events apart form one change episode")
+    drift_episode_max: int = _f(3000, "a change episode takes changes for at most this many events after its first; a later change opens an episode (and, if it is one, an alert) of its own")
     drift_alert_kinds: list = _f(["degradation", "reliance_shift"], "change episodes of these kinds raise an alert (alert: true on the change-episodes topic and in the metrics): learning, degradation, reliance_shift")
     # Stream profiles
     streams: dict = _f({}, 'stream profiles: per-stream settings for the stream ids a glob matches; in a settings '
@@ -247,6 +248,8 @@ class Settings:
             raise bad("drift_min_effect must be >= 0, drift_min_samples >= 2 and drift_window >= 2 * drift_min_samples")
         if self.drift_warmup < 0 or self.drift_episode_gap < 0:
             raise bad("drift_warmup and drift_episode_gap must be >= 0")
+        if self.drift_episode_max < 1:
+            raise bad(f"drift_episode_max={self.drift_episode_max} must be >= 1")
         unknown = set(self.drift_alert_kinds) - {"learning", "degradation", "reliance_shift"}
         if unknown:
             raise bad(f"drift_alert_kinds has unknown kinds {sorted(unknown)}; use learning, degradation, reliance_shift")

@@ -133,6 +133,7 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
         delta=s.drift_delta, min_effect=s.drift_min_effect, min_samples=s.drift_min_samples,
         max_increments=s.drift_window, warmup=s.drift_warmup, episode_gap=s.drift_episode_gap,
         tested=[e for e in s.explainers if e in s.drift_explainers] or None, alert_kinds=s.drift_alert_kinds,
+        episode_max=s.drift_episode_max,
     )
 
 
@@ -146,7 +147,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
     REPLAYED_METRIC = "replayed_explanations"
     #: what stream_detector builds a stream's change test from
     SHAPED_BY = ("explainers", "features", "drift_explainers", "drift_delta", "drift_min_effect", "drift_min_samples",
-                 "drift_window", "drift_warmup", "drift_episode_gap", "drift_alert_kinds")
+                 "drift_window", "drift_warmup", "drift_episode_gap", "drift_alert_kinds", "drift_episode_max")
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):

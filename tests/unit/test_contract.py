@@ -50,6 +50,7 @@ from pipeline.core.base import Component
 from pipeline.core.batch import IntervalPFI, SlidingWindowSAGE
 from pipeline.core.budget import EventSampler, LagShedder
 from pipeline.core.change import SeriesTest, SeriesWindow, StreamChangeDetector
+from pipeline.core.change.dependence import SerialVariance
 from pipeline.core.explainers import IPDP, IPFI, ISAGE, Explainer
 from pipeline.core.increments import Block
 from pipeline.core.labels import LabelJoin
@@ -192,6 +193,12 @@ def series_test_step(m: SeriesTest, item: tuple, i: int) -> dict:
     _, feature, seq, (n, mean, m2), _ = item
     cut = m.add(seq - n + 1, seq, Block(n, mean, m2), 0.05) if feature == "a" else None
     return {"cut": None if cut is None else [cut.seq, cut.before.mean, cut.after.mean, cut.z], "checks": m.checks}
+
+
+def serial_variance_step(v: SerialVariance, item: tuple, i: int) -> dict:
+    _, _, _, (n, mean, m2), _ = item
+    v.add(Block(n, mean, m2))
+    return {"factor": v.factor}
 
 
 def window_step(w: SeriesWindow, item: tuple, i: int) -> dict:
@@ -433,6 +440,8 @@ CASES = [
     Case("SeriesTest", lambda s: SeriesTest(alpha=0.01, min_samples=20), drift_stream, series_test_step,
          seeded=False),
     Case("SeriesWindow", lambda s: SeriesWindow(max_increments=100), drift_stream, window_step, seeded=False),
+    Case("SerialVariance", lambda s: SerialVariance(batch=10, kept=8, min_pairs=3), drift_stream,
+         serial_variance_step, seeded=False),
     Case("SmoothedStderr", lambda s: SmoothedStderr(["a", "b"], alpha=0.1, start="zero"),
          stderr_stream, stderr_step, seeded=False, mutable_input=False),
     Case("EventSampler", lambda s: EventSampler(rate=0.5, seed=s),

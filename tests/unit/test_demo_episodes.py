@@ -18,9 +18,8 @@ def test_the_demo_stream_does_not_page_while_its_tree_learns():
     of salary 0.16 -> 0.29 from event 8,680, while the model's loss went 0.289 -> 0.272 on the
     two sides of that cut (z = -1.3, within its interval), though it had been falling for
     thousands of events (0.314 over events 6,000-6,999, 0.259 over 9,000-9,999, 0.222 over
-    10,000-10,999): "the tree learned salary better and its loss fell". Every episode of this
-    stream until then is the tree learning."""
+    10,000-10,999): "the tree learned salary better and its loss fell". No episode of this
+    stream until then is an alert."""
     s = Settings(features=list(AGRAWAL_FEATURES), **demo_settings(30_000))
     run = run_in_process(s, (Recorded(e) for e in agrawal_events("demo30k", 10_740, None, None, seed=42)))
-    assert [k for k in run.kinds if k[3]] == []
-    assert len(run.kinds) >= 4 and {k[2] for k in run.kinds} == {"learning"}  # the tree kept learning
+    assert run.kinds and [k for k in run.kinds if k[3]] == []  # episodes, none of them an alert

@@ -195,8 +195,9 @@ def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, 
     episodes = [orjson.loads(v) for t, _, v in whole if t == "change-episodes"]
     # steps of 1.5 and 1 increment sd at event 3000 (point 600 of blocks of 5): each series changes
     # once, cut at the step (the boundaries there are single blocks), within a few hundred events:
-    # ~(6 / 1)^2 = 36 events for car past the 100-increment minimum per side (measured: both at 3059)
-    assert sorted(e["feature"] for e in events) == ["age", "car"]
+    # ~(6 / 1)^2 = 36 events for car past the 100-increment minimum per side (measured: both at 3059);
+    # the model's loss (0.1 -> 0.3) is a series of the test too, and changes at the same cut
+    assert sorted(e["feature"] for e in events) == ["age", "car", "loss"]
     assert all(e["cut_seq"] == 3000 and 3000 < e["seq"] < 3500 for e in events), events
     # one episode: open once 100 losses follow its cut (its loss had risen: a degradation, known
     # then), closed after the gap
@@ -242,7 +243,7 @@ def test_change_event_and_episode_explain_the_change():
     assert age["explanation_before"]["car"] == pytest.approx(0.1, abs=0.05)
     assert age["loss_before"] == pytest.approx(0.1) and age["loss_after"] == pytest.approx(0.3)
     assert age["rank_after"]["age"] == 1
-    assert [c["feature"] for c in episode["changes"]] == ["age", "car"]  # ranked by relative effect
+    assert [c["feature"] for c in episode["changes"]] == ["age", "car", "loss"]  # ranked by relative effect
     # why: the model's loss rose from 0.1 to 0.3 at the cut -- a degradation, which alerts by default,
     # when the episode opens (100 losses after its cut), counted once by kind and alert
     assert (opened["status"], opened["kind"], opened["alert"], opened["closed_seq"]) == ("open", "degradation", True, None)
@@ -251,7 +252,7 @@ def test_change_event_and_episode_explain_the_change():
     assert episode["loss_ci_before"][0] < 0.1 < episode["loss_ci_before"][1] and episode["loss_z"] > 1.96
     assert h.metrics.get("change_episodes{alert=true,kind=degradation}") == 1
     assert h.metrics.get("change_episodes{alert=false,kind=learning}") == 0
-    assert h.metrics.get("drift_events") == 2
+    assert h.metrics.get("drift_events") == 3  # age, car and the model's loss
     assert episode["cut_seq"] == 3000 and episode["closed_seq"] > episode["last_seq"] + s.drift_episode_gap
     ex = episode["explanations"]["ipfi"]
     assert ex["car"]["before"] == pytest.approx(0.1, abs=0.03) and ex["car"]["after"] == pytest.approx(0.3, abs=0.03)

@@ -233,9 +233,9 @@ def test_labels_500_events_late_rank_the_same_features_and_episodes_name_the_dri
     join = runs[delay].joins["demo"]
     assert join.counts["labels_learned"] == n and join.waiting == join.held == 0  # every label counted
     assert not [k for k in join.counts if k.startswith("label_")]  # none refused
-    # the episodes of the late run name the drifted features, each after its drift
+    # the episodes of the late run name the drifted features (and the model's loss), each after its drift
     episodes = runs[delay].episodes
-    assert set().union(*(f for *_, f in episodes)) <= {"age", "elevel", "car"}, episodes
+    assert set().union(*(f for *_, f in episodes)) <= {"age", "elevel", "car", "loss"}, episodes
     drift, swap = position[plan.drift_at], position[plan.swap_at]
     assert any(drift < first < swap and "elevel" in f for _, first, _, f in episodes), (drift, swap, episodes)
     assert any(first > swap and "car" in f for _, first, _, f in episodes), (swap, episodes)

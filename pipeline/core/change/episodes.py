@@ -1,71 +1,41 @@
-"""Change episodes: the changes of one stream that happened together, and what kind they are.
+"""Change episodes: the changes of one stream that belong to one drift, what kind they are and
+whether they page; the rules live in :class:`~pipeline.core.change.stream.StreamChangeDetector`.
 
-Grouping. Changes of one stream detected within ``episode_gap`` events of the previous one
-form an episode. It *opens* once the report of its first change is complete (at the stream's
-first message of a later event: the other series of that report may come in any order) and
-at least ``min_samples`` of the model's losses follow its top change's cut, and
-*closes* at the first message more than ``episode_gap`` events after its last change (or when
-the stream ends). Each gives an :class:`Episode` (``status`` ``"open"`` or ``"closed"``) --
-the open one only when the kind is known by then (below). The episode ranks its changes by relative effect ``|after - before| / scale``
-(its lead first, below) and carries, split at the cut of its top change, every explainer's vector before and after,
-the iPDP curves of the features that changed, and the model's loss before and after.
+Grouping. A change joins the open episode if it comes less than ``episode_gap`` events after the
+episode's last change and at most ``episode_max`` after its first, unless it is a drift of its
+own: its new regime began after the episode was announced (its cut more than half the way from
+the announcement to its detection, as a cut found late lies on a coarse bucket boundary), or it
+could make an alert of an episode announced as none. A drift of its own closes the open episode
+and opens the next; so does a change after ``episode_max``. An episode closes at the first
+message more than ``episode_gap`` events after its last change (or when the stream ends).
 
-Kind (:func:`~pipeline.core.change.events.loss_kind`). Whether the model learned or the world changed is read off the
-model's prequential loss on the two sides of the cut, with the change test's statistic
-(:func:`~pipeline.core.change.test.two_sample_z`): ``z`` of the loss after against before.
+Announcement. Each episode's first message (``first``) tells its kind and whether it is an
+alert, at the earliest of: a rise found by the loss's own test among its changes; its first look
+at the loss, once ``min_samples`` losses follow its top change's cut (its report complete), if
+the loss moved; a member's own look at its cut, if the loss rose there; and at the latest
+``episode_gap`` events after its first change, with the losses up to then. The kind does not
+change afterwards; the closed message repeats it with every change. An episode ranks its
+changes by relative effect (the change whose look told its kind first) and carries, split at
+its top change's cut, every explainer's vector, the changed features' iPDP curves and the
+model's loss.
 
-- ``learning``: the loss fell (a one-sided test at 5%, ``z <= -1.645``; at the close also its
-  trend, below): the model got better, and its reliance moved as it learned;
-- ``degradation``: the loss rose: the world changed and the model has not caught up. The
-  episode's two looks (below) share one one-sided 5%: ``z >= 1.96`` when it opens, and at its
-  close the boundary that spends the rest for the two looks' correlation (1.65-1.95;
-  :mod:`pipeline.core.change.looks`);
-- ``reliance_shift``: the loss stayed within its 90% interval, yet the reliance did move --
-  what a loss monitor misses (also when the loss is unknown).
+Kind (:func:`~pipeline.core.change.events.loss_kind`), from the model's loss on the two sides of
+the cut (the side before from the previous episode's cut):
 
-When the kind is decided. That the loss moved can be seen at once; that it did *not* move
-needs more data than the few hundred events after a fresh cut (a model that is still learning
-improves a little at a time). So the loss is looked at once when the episode opens, and if it
-had moved the episode takes that kind there (a ``degradation`` pages right away); otherwise the kind
-is decided when the episode closes, ``episode_gap`` events later, on the loss from the top
-change's cut up to then. The loss before a cut reaches back to the previous episode's cut, not
-into the regime before it. At the close, a loss that the cut says did not move is also tested
-for a slope over the same stretch (:func:`~pipeline.core.change.events.trend_z`): a model that
-keeps learning improves a little at a time, so the two sides of one cut are averages of a
-sloping line and differ by little (the demo's stream under the 30,000-event demo's smoothing
-paged "reliance on salary grew" at z = -1.3 while its loss fell from 0.31 to 0.22 over 5,000
-events); a slope below zero at one-sided 2.5% (``z <= -1.96``) makes it ``learning``. The price:
-a loss that did not move is told as ``learning`` by one test or the other at most 7.5% of the
-time (measured 7.5% on flat 0-1 losses; by the cut alone 5%), so a true reliance shift at a
-flat loss goes unpaged that much more often (more with the open's look too: the two looks' cut
-tests alone tell 7.7-8.2% of flat 0-1 or normal losses ``learning``). For ``degradation``, which
-pages, the two looks (the open's, then the close's) share one 5% (:mod:`.looks`): each at 5%,
-they told 8.5% of flat 0-1 or normal losses ``degradation``; sharing, 4.8-5.4% (± 0.4; 2.7% of a regression tree's heavy-tailed squared loss,
-``tests/benchmarks/bench_loss_kind.py``).
+- ``learning``: the loss fell (one-sided 5%; at the last look also a falling slope over the
+  episode, :func:`~pipeline.core.change.events.trend_z`), and the model kept the feature it
+  relied on most;
+- ``degradation``: the loss rose -- by the loss's own change test, or by the episode's looks,
+  which share one one-sided 5% (:mod:`pipeline.core.change.looks`);
+- ``reliance_shift``: the loss stayed within its interval, or it fell while the model gave up
+  the feature it relied on most (the largest iPFI or iSAGE level before the cut is another
+  feature's after it, and its own level fell): what a loss monitor misses.
 
-A member's own look. A change that joins an episode not yet told, or told ``learning``, gets one
-look at the loss at its own cut, once ``min_samples`` losses follow it: a model that keeps learning makes small changes less than ``episode_gap`` apart, so an
-episode opened by them before a drift takes the drift's changes in, and its own cut, read
-against losses mostly before the drift, says nothing of the drift's rise (Friedman ``gra`` and
-the demo's concept drift went unpaged at ``min_effect`` 0.1). If the loss rose there, an episode
-not yet told is told ``degradation`` then; one told ``learning`` closes without that change and
-the changes after it, which open their own episode, told ``degradation`` (its side before starts
-at the learning episode's cut: the loss the model had learned to). The change then *leads* the
-episode: it comes first among its changes, and the episode is split at its cut. Each member's
-look is one more test of a loss that may not have moved, so an episode's members share 1.25%:
-the ``k``-th look is one-sided at ``1.25% * 6 / (pi^2 k^2)``
-(:func:`~pipeline.core.change.looks.member_rise`), and an episode, however many members it has,
-says ``degradation`` of a flat loss at most 5% of the time (the open's 2.5%, the close's 1.25%
-beyond it, the members' 1.25%: :mod:`~pipeline.core.change.looks`; each member at 2.5% told 62-76%
-of a learning model's long chains at a flat loss ``degradation``,
-``tests/benchmarks/bench_loss_kind.py``).
-
-The kind does not change afterwards; the episode carries the loss on
-either side of the cut it was decided on, and ``alert`` says whether the kind is one of
-``alert_kinds`` -- for a ``reliance_shift``, if what the model's accuracy relies on moved (a
-change of iPFI or iSAGE): iPDP's curves alone moving at a flat loss are the model's effect
-changing, not its reliance (a Hoeffding adaptive tree that swaps in a subtree makes its
-probabilities less extreme at the same labels), and do not page.
+Alert. An episode is an alert if its kind is one of ``alert_kinds`` and, recently (confirmed
+within ``episode_max`` events of where its regime began), what the model's accuracy rests on
+moved: a change of iPFI or iSAGE, or a rise found by the loss's own test. iPDP changes describe
+the model's effects and are context, never the page; a slow drift that added up to the minimum
+effect over longer is reported, not paged.
 """
 
 from __future__ import annotations
@@ -137,7 +107,7 @@ def make_episode(
             continue
         seen.add((c.explainer, c.feature))
         now = level_now(c.explainer, c.feature)
-        explanations[c.explainer][c.feature] = (c.before.mean, now.mean if now.n else c.after.mean)
+        explanations.setdefault(c.explainer, {})[c.feature] = (c.before.mean, now.mean if now.n else c.after.mean)
     shown = {}
     for c in order:
         if c.feature not in shown:

@@ -81,20 +81,22 @@ KINDS = ("learning", "degradation", "reliance_shift")
 RELIANCE = ("ipfi", "isage")
 
 
-def loss_kind(before: Block | None, after: Block | None, min_n: int = 2, rise: float = Z90) -> str:
+def loss_kind(before: Block | None, after: Block | None, min_n: int = 2, rise: float = Z90,
+              var_factor: float = 1.0) -> str:
     """``learning``, ``degradation`` or ``reliance_shift`` from the model's loss on either side
     of a cut (:mod:`pipeline.core.change.episodes`): the loss fell, rose (each a one-sided test
     at 5%: ``z`` of after against before at most -1.645, at least +1.645; the edges count as
     moved), or stayed within its 90% interval. Unknown loss, or fewer than ``min_n`` losses on
     a side: ``reliance_shift`` (nothing says it moved). ``rise``: the ``degradation`` boundary
-    (an episode's two looks share one 5%: :mod:`pipeline.core.change.looks`).
+    (an episode's two looks share one 5%: :mod:`pipeline.core.change.looks`); ``var_factor``:
+    the losses' long-run variance factor (:mod:`pipeline.core.change.dependence`).
 
     >>> loss_kind(Block(1000, 0.30, 210.0), Block(200, 0.21, 33.0))   # the loss fell: learned
     'learning'
     >>> loss_kind(Block(1000, 0.20, 160.0), Block(200, 0.22, 34.0))   # within its interval
     'reliance_shift'
     """
-    z = loss_z(before, after, min_n)
+    z = loss_z(before, after, min_n, var_factor)
     if z is None:
         return "reliance_shift"
     if z <= -Z90:
@@ -104,16 +106,16 @@ def loss_kind(before: Block | None, after: Block | None, min_n: int = 2, rise: f
     return "reliance_shift"
 
 
-def loss_z(before: Block | None, after: Block | None, min_n: int = 2) -> float | None:
+def loss_z(before: Block | None, after: Block | None, min_n: int = 2, var_factor: float = 1.0) -> float | None:
     """The loss after a cut against before, in standard errors (:func:`two_sample_z`); None
     when a side has fewer than ``min_n`` (at least two) values."""
     min_n = max(2, min_n)
     if before is None or after is None or before.n < min_n or after.n < min_n:
         return None
-    return two_sample_z(before, after)
+    return two_sample_z(before, after, max(1.0, var_factor))
 
 
-def trend_z(buckets: Sequence[Bucket], min_n: int = 2) -> float | None:
+def trend_z(buckets: Sequence[Bucket], min_n: int = 2, var_factor: float = 1.0) -> float | None:
     """The slope of the model's loss over time in standard errors: the least-squares line
     through the buckets' means at their middle events, weighted by their sizes (the grouped
     estimator: ``Var(slope) = sigma^2 / sum n_i (t_i - t)^2`` for independent losses of
@@ -151,7 +153,7 @@ def trend_z(buckets: Sequence[Bucket], min_n: int = 2) -> float | None:
     var = ss / (n - 2)
     if var <= 0:
         return None
-    return slope * math.sqrt(sxx / var)
+    return slope * math.sqrt(sxx / (var * max(1.0, var_factor)))
 
 
 def ci(m: Block) -> tuple[float, float]:

@@ -3,8 +3,9 @@
 An episode's loss is tested when it opens (the after-side is the first few hundred losses from
 its top change's cut), at each member that joins it while it is not yet told or told
 ``learning`` (the loss at the member's own cut, :mod:`pipeline.core.change.episodes`) and, if
-the open said neither ``learning`` nor ``degradation``, again when it closes (the losses from
-the same cut up to the close, against the same side before). Each look a one-sided test at 5%
+the open said neither ``learning`` nor ``degradation``, once more at the latest ``episode_gap``
+events after its first change (the "close" look below: the losses from the same cut up to then,
+against the same side before). Each look a one-sided test at 5%
 would tell a loss that did not move ``degradation`` by one look or another far more often than
 5% (two looks: 8.5%, 0-1 and normal losses, ``tests/benchmarks/bench_loss_kind.py``; members at
 2.5% each: 62-76% of a learning model's long chains). So the looks share one budget ``ALPHA`` =
@@ -64,7 +65,7 @@ _Z_CLOSE = _N.inv_cdf(1.0 - CLOSE_ALPHA)
 _STEPS = 1000
 
 
-def open_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
+def open_kind(before: Block | None, after: Block | None, min_n: int = 2, var_factor: float = 1.0) -> str:
     """The kind at an episode's open: ``degradation`` at ``z >= Z_OPEN`` (1.96), ``learning`` at
     ``z <= -1.645`` (:func:`~pipeline.core.change.events.loss_kind`).
 
@@ -74,7 +75,7 @@ def open_kind(before: Block | None, after: Block | None, min_n: int = 2) -> str:
     >>> open_kind(before, Block(300, 0.25, 48.0))   # z 2.10
     'degradation'
     """
-    return loss_kind(before, after, min_n, rise=Z_OPEN)
+    return loss_kind(before, after, min_n, rise=Z_OPEN, var_factor=var_factor)
 
 
 def spent() -> float:
@@ -102,7 +103,7 @@ def member_rise(k: int) -> float:
     return _N.inv_cdf(1.0 - MEMBER_ALPHA * 6.0 / (math.pi ** 2 * k * k))
 
 
-def member_kind(before: Block | None, after: Block | None, k: int, min_n: int = 2) -> str:
+def member_kind(before: Block | None, after: Block | None, k: int, min_n: int = 2, var_factor: float = 1.0) -> str:
     """``degradation`` if the loss rose at an episode's ``k``-th member look (:func:`member_rise`),
     else what :func:`~pipeline.core.change.events.loss_kind` says below it.
 
@@ -112,7 +113,7 @@ def member_kind(before: Block | None, after: Block | None, k: int, min_n: int = 
     >>> member_kind(before, Block(300, 0.26, 48.0), 1)   # z 2.52 >= 2.43
     'degradation'
     """
-    return loss_kind(before, after, min_n, rise=member_rise(k))
+    return loss_kind(before, after, min_n, rise=member_rise(k), var_factor=var_factor)
 
 
 #: a look at the loss: ``(end, before, after)``, the number of losses taken in when it was taken
@@ -121,7 +122,7 @@ Look = tuple[int, int, int]
 
 
 def close_kind(before: Block | None, after: Block | None, first: Look | bool | None, end: int,
-               min_n: int = 2) -> str:
+               min_n: int = 2, var_factor: float = 1.0) -> str:
     """The kind at an episode's close, on ``before`` and ``after`` up to the ``end``-th loss,
     after an open that said neither. ``first``: the open's look (:data:`Look`); True: it looked,
     where is not known (a checkpoint of the version before): Bonferroni's ``CLOSE_ALPHA`` at
@@ -139,9 +140,9 @@ def close_kind(before: Block | None, after: Block | None, first: Look | bool | N
     'reliance_shift'
     """
     if first is None or first is False or before is None or after is None:
-        return loss_kind(before, after, min_n, rise=_Z_ALONE)
+        return loss_kind(before, after, min_n, rise=_Z_ALONE, var_factor=var_factor)
     rise = _Z_CLOSE if first is True else close_rise(correlation(first, (end, before.n, after.n)))
-    return loss_kind(before, after, min_n, rise=rise)
+    return loss_kind(before, after, min_n, rise=rise, var_factor=var_factor)
 
 
 def correlation(first: Look, last: Look) -> float:

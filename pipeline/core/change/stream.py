@@ -1,10 +1,22 @@
 """All series of one stream in one place: change events that explain themselves, and episodes.
 
 A :class:`StreamChangeDetector` holds one :class:`~pipeline.core.change.test.SeriesTest` per
-``(explainer, feature)`` of a stream, the model's prequential loss, the latest variance factor
-of each series and a thinned history of iPDP curves. ``delta`` is split evenly over the
-stream's tested series, so it bounds the false-alarm probability of the *stream* (see
-:mod:`pipeline.core.change.test`).
+``(explainer, feature)`` of a stream and one of the model's prequential loss (the series
+:data:`LOSS`), each with the long-run variance factor of its values
+(:class:`~pipeline.core.change.dependence.SerialVariance`), the latest variance factor its
+explainer reported, and a thinned history of iPDP curves. ``delta`` is split evenly over the
+stream's tested series and the loss, so it bounds the false-alarm probability of the *stream*
+(see :mod:`pipeline.core.change.test`). The test of a series widens its standard errors by the
+larger of the two factors: dependent increments are not the independent samples the bound
+assumes.
+
+The loss. A rise of the loss by at least ``min_effect`` of its level is a change of
+:data:`LOSS`, of kind ``degradation``; a fall (the model learned) is never reported and
+restarts the loss's window from its cut.
+
+iPDP. A change of an explainer outside :data:`~pipeline.core.change.events.RELIANCE` (iPDP) of
+feature ``f`` is reported only while the model relies on ``f``: its level by the first running
+reliance explainer is at least ``min_effect`` of that explainer's largest.
 
 Minimum effect. A change of series ``(e, f)`` is reported only if its levels differ by at
 least ``min_effect * scale``, ``scale`` the largest ``|level|`` of explainer ``e`` over the
@@ -22,7 +34,7 @@ Tested explainers. Only the series of the explainers in ``tested`` (default: all
 and share ``delta``; the others are kept for the levels and curves that change events show.
 
 Units. ``max_increments`` counts the increments of a series (explained events);
-``warmup`` and ``episode_gap`` count events (``seq``).
+``warmup``, ``episode_gap`` and ``episode_max`` count events (``seq``).
 
 Warm-up. Blocks of events before ``warmup`` are not monitored: a model that starts from
 nothing changes its explanation while it learns, which is not worth reporting.
@@ -55,26 +67,31 @@ Episodes, their kinds and alerts: see :mod:`pipeline.core.change.episodes`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ..base import Component
 from ..increments import Block
+from .dependence import SerialVariance
 from .episodes import Episode, make_episode, ranked
 from .events import KINDS, RELIANCE, Change, Levels, loss_kind, trend_z
 from .looks import close_kind, member_kind, open_kind
 from .test import Z95, SeriesTest
 from .window import SeriesWindow
 
-__all__ = ["StreamChangeDetector"]
+__all__ = ["LOSS", "StreamChangeDetector"]
 
 _CURVES_KEPT = 32
+#: the series of the model's loss in change events and episodes: ``(explainer, feature)``
+LOSS = ("model", "loss")
 
 
 class _Series:
-    __slots__ = ("test", "last_seq", "var_factor", "curves", "curve", "previous_curve")
+    __slots__ = ("test", "dependence", "last_seq", "var_factor", "curves", "curve", "previous_curve")
 
-    def __init__(self, test: SeriesTest):
+    def __init__(self, test: SeriesTest, dependence: SerialVariance):
         self.test = test
+        self.dependence = dependence  # how serial dependence inflates the variance of its means
         self.last_seq = -1
         self.var_factor = 1.0  # the latest one its explainer reported
         self.curves: list[tuple[int, dict]] = []  # (seq, curve), thinned, within the window
@@ -90,6 +107,8 @@ class StreamChangeDetector(Component):
     _lead: Change | None = None
     _told_at = 0
     _looks = 0
+    _announced: int | None = None
+    _alerted = False
 
     def __init__(
         self,
@@ -103,6 +122,7 @@ class StreamChangeDetector(Component):
         buckets_per_level: int = 2,
         tested: Sequence[str] | None = None,
         alert_kinds: Sequence[str] = ("degradation", "reliance_shift"),
+        episode_max: int = 3000,
     ):
         if not series:
             raise ValueError("series is empty: list the stream's (explainer, feature) pairs")
@@ -123,6 +143,9 @@ class StreamChangeDetector(Component):
         if unknown:
             raise ValueError(f"alert kinds {sorted(unknown)} are not among {list(KINDS)}")
         self.alert_kinds = tuple(alert_kinds)
+        if episode_max < 1:
+            raise ValueError(f"drift episode_max={episode_max} must be >= 1")
+        self.episode_max = episode_max
         self._reset()
 
     def _reset(self) -> None:
@@ -131,14 +154,16 @@ class StreamChangeDetector(Component):
         n_tested = sum(1 for e, _ in self.series if e in tested)
         if n_tested == 0:
             raise ValueError(f"no series of explainers {sorted(tested)} among {self.series}: nothing to test")
-        alpha = self.delta / n_tested  # the stream's budget, split over the series actually tested
+        alpha = self.delta / (n_tested + 1)  # the stream's budget, split over the tested series and the loss
         self._series = {
-            s: _Series(SeriesTest(alpha, self.min_samples, self.max_increments, self.buckets_per_level))
+            s: _Series(SeriesTest(alpha, self.min_samples, self.max_increments, self.buckets_per_level),
+                       SerialVariance(self.min_samples))
             for s in self.series
         }
         # the model's loss: one block per report, every event (not only explained ones)
         self._loss = SeriesWindow(self.max_increments, self.buckets_per_level)
         self._loss_seq = -1
+        self._loss_dependence = SerialVariance(self.min_samples)
         self._regime_seq = 0  # where the stream's current regime began: the last episode's cut
         self._open: list[Change] = []
         self._losses = 0  # losses taken in: where a look's sides lie (looks.Look)
@@ -151,6 +176,10 @@ class StreamChangeDetector(Component):
         self._lead: Change | None = None  # the member whose look told the open episode its kind
         self._told_at = 0  # the cut the open episode was told its kind on, at its open
         self._looks = 0  # member looks taken in the open episode (looks.member_rise)
+        self._announced: int | None = None  # where the open episode's kind went out (None: not yet)
+        self._alerted = False  # whether the open episode went out as an alert
+        # the change test of the model's loss (a series of its own, with its share of delta)
+        self._loss_test = SeriesTest(alpha, self.min_samples, self.max_increments, self.buckets_per_level)
 
     # queries ---------------------------------------------------------------------
     def knows(self, explainer: str, feature: str) -> bool:
@@ -198,37 +227,71 @@ class StreamChangeDetector(Component):
             st.var_factor = var_factor
         if curve is not None:
             self._keep_curve(st, seq, curve)
+        changes: list[Change] = []
         if model_loss is not None and seq > self._loss_seq and model_loss.n > 0:
             # every message of one report carries the same loss block: take it once per seq
-            self._loss.add(self._loss_seq + 1, seq, model_loss)
+            seq_lo_loss = self._loss_seq + 1
+            self._loss.add(seq_lo_loss, seq, model_loss)
+            self._loss_dependence.add(model_loss)
             self._loss_seq = seq
             self._losses += model_loss.n
-        if block is None or block.n <= 0 or seq < self.warmup:
-            return [], episodes
+            if seq >= self.warmup:
+                changes += self._test_loss(seq_lo_loss, seq, model_loss, episodes)
+        if block is None or block.n <= 0:
+            return changes, episodes
+        st.dependence.add(block)  # the warm-up's too: the factor is ready when the test starts
+        if seq < self.warmup:
+            return changes, episodes
         if explainer not in self._tested:  # kept for the levels in change events, never tested
             st.test.window.add(seq_lo, seq, block)
-            return [], episodes
+            return changes, episodes
         scale_e: list[float] = []  # computed only when a cut is significant
 
         def min_effect(a: Block, b: Block, cut_seq: int) -> float:
             if not scale_e:
                 scale_e.append(self._scale(explainer, seq))
+                if explainer not in RELIANCE and not self._used(feature, seq):
+                    scale_e[0] = math.inf  # an effect the model's accuracy does not rest on
             return self.min_effect * max(scale_e[0], abs(a.mean), abs(b.mean))
 
-        cut = st.test.add(seq_lo, seq, block, min_effect, st.var_factor,
+        cut = st.test.add(seq_lo, seq, block, min_effect, max(st.var_factor, st.dependence.factor),
                           lambda a, b, cut_seq: self._learned(cut_seq, st.test.window.first_seq))
         if cut is None:
-            return [], episodes
+            return changes, episodes
         scale = max(self._scale(explainer, seq), abs(cut.before.mean), abs(cut.after.mean))
         vectors = self._vectors(cut.seq, seq, own=(explainer, feature, cut.before, cut.after))
         curve_b, curve_a = self._curves(feature, cut.seq, seq)
         loss_b, loss_a = self._loss_at(cut.seq, cut.since)
         change = Change(explainer, feature, seq, cut, scale, vectors, curve_b, curve_a, loss_b, loss_a,
-                        loss_kind(loss_b, loss_a, min_n=self.min_samples))
+                        loss_kind(loss_b, loss_a, min_n=self.min_samples, var_factor=self._loss_dependence.factor))
+        self._join(change, seq, episodes)
+        return [*changes, change], episodes
+
+    def _test_loss(self, seq_lo: int, seq: int, block: Block, episodes: list[Episode]) -> list[Change]:
+        """The change test of the model's loss: a rise of at least ``min_effect`` of its level
+        is a change of the series :data:`LOSS` (``degradation``); a fall, the model learning,
+        is never reported and restarts the window from its cut, as a small change is absorbed."""
+        def min_effect(a: Block, b: Block, cut_seq: int) -> float:
+            return self.min_effect * max(abs(a.mean), abs(b.mean)) if b.mean > a.mean else math.inf
+
+        cut = self._loss_test.add(seq_lo, seq, block, min_effect, self._loss_dependence.factor,
+                                  lambda a, b, cut_seq: b.mean < a.mean)
+        if cut is None:
+            return []
+        scale = max(abs(cut.before.mean), abs(cut.after.mean))
+        vectors = self._vectors(cut.seq, seq, own=(*LOSS, cut.before, cut.after))
+        change = Change(*LOSS, seq, cut, scale, vectors, None, None, cut.before, cut.after, "degradation")
+        self._join(change, seq, episodes)
+        return [change]
+
+    def _join(self, change: Change, seq: int, episodes: list[Episode]) -> None:
+        """Add ``change`` to the open episode, or open one with it when it is a drift of its own
+        (the open one then closes)."""
+        if self._open and self._starts_episode(change):  # a drift of its own: the open episode ends here
+            episodes.append(self._episode(seq, "closed", split=True))
         if self._open:  # its own look at the loss, once enough follow its cut (a new list: see _members)
             self._members = [*self._members, change]
         self._open.append(change)
-        return [change], episodes
 
     def flush(self) -> list[Episode]:
         """Close the open episode, if any (end of a finite stream)."""
@@ -261,7 +324,7 @@ class StreamChangeDetector(Component):
     def _loss_kind(self, cut_seq: int, since: int | None) -> str:
         """How the loss moved at ``cut_seq``, with at least ``min_samples`` losses a side (the
         Gaussian approximation of their means needs as many as the change test's)."""
-        return loss_kind(*self._loss_at(cut_seq, since), min_n=self.min_samples)
+        return loss_kind(*self._loss_at(cut_seq, since), min_n=self.min_samples, var_factor=self._loss_dependence.factor)
 
     def _loss_at(self, cut_seq: int, since: int | None) -> tuple[Block | None, Block | None]:
         """The model's loss on the two sides of ``cut_seq``, the side before over the stream's
@@ -289,15 +352,18 @@ class StreamChangeDetector(Component):
         reliance moves as it learns (module docstring of :mod:`.episodes`)."""
         before, after = self._loss_at(top.cut_seq, top.cut.since)
         # the open's look (None: it did not look; True: a checkpoint of the version before)
-        kind = close_kind(before, after, self._opened or None, self._losses, min_n=self.min_samples)
+        k = self._loss_dependence.factor
+        kind = close_kind(before, after, self._opened or None, self._losses, min_n=self.min_samples, var_factor=k)
         if kind == "reliance_shift" and before is not None and after is not None:
-            z = trend_z(self._loss.span(self._loss_since(top.cut_seq, top.cut.since), seq), 2 * self.min_samples)
+            z = trend_z(self._loss.span(self._loss_since(top.cut_seq, top.cut.since), seq), 2 * self.min_samples,
+                        var_factor=k)
             if z is not None and z <= -Z95:
                 kind = "learning"
         return kind, before, after
 
     def _level_before(self, explainer: str, feature: str, upto: int) -> Block:
-        w = self._series[(explainer, feature)].test.window_at(upto)
+        test = self._loss_test if (explainer, feature) == LOSS else self._series[(explainer, feature)].test
+        w = test.window_at(upto)
         return w.before(w.upto(upto))
 
     def _scale(self, explainer: str, upto: int) -> float:
@@ -309,6 +375,27 @@ class StreamChangeDetector(Component):
                     best = max(best, abs(m.mean))
         return best
 
+    def _alerts(self, kind: str, changes: Sequence[Change]) -> bool:
+        """Whether an episode of ``kind`` with ``changes`` is an alert: its kind is one of
+        ``alert_kinds`` and, recently, what the model's accuracy relies on moved (a change of
+        iPFI or iSAGE) or its loss rose by the loss's own change test (module docstring of
+        :mod:`.episodes`). Recently: confirmed within ``episode_max`` events of where its new
+        regime began -- a slow drift that added up to the minimum effect over longer is
+        reported, not paged."""
+        return kind in self.alert_kinds and any(
+            (c.explainer in RELIANCE or c.explainer == LOSS[0]) and c.seq - c.cut_seq <= self.episode_max
+            for c in changes)
+
+    def _used(self, feature: str, upto: int) -> bool:
+        """Whether the model's accuracy rests on ``feature``: its importance by the first running
+        explainer of :data:`RELIANCE` is at least ``min_effect`` of that explainer's largest (true
+        when none runs: nothing says it does not)."""
+        for e in RELIANCE:
+            if (e, feature) in self._series:
+                m = self._level_before(e, feature, upto)
+                return m.n > 0 and abs(m.mean) >= self.min_effect * self._scale(e, upto)
+        return True
+
     def _vectors(self, cut_seq: int, upto: int, own: tuple[str, str, Block, Block]) -> Levels:
         out: Levels = {}
         for (e, f), st in self._series.items():
@@ -318,6 +405,8 @@ class StreamChangeDetector(Component):
                 b, a = st.test.window_at(upto).split(cut_seq, upto)
                 pair = (b.mean if b else None, a.mean if a else None)
             out.setdefault(e, {})[f] = pair
+        if own[:2] == LOSS:
+            out[LOSS[0]] = {LOSS[1]: (own[2].mean, own[3].mean)}
         return out
 
     def _curves(self, feature: str, cut_seq: int, upto: int) -> tuple[dict | None, dict | None]:
@@ -329,16 +418,23 @@ class StreamChangeDetector(Component):
         return (_copy(earlier[-1]) if earlier else None), (_copy(now[1]) if now is not None else None)
 
     def _episodes_due(self, seq: int) -> list[Episode]:
-        """The episode that opens at ``seq`` (its first report is complete and ``min_samples``
-        losses follow its top cut; sent if its loss moved) and the one that closes
-        (``episode_gap`` events after its last change)."""
+        """The episode announced at ``seq`` -- when it opens (its first report is complete and
+        ``min_samples`` losses follow its top cut; announced if its loss moved), at a member's
+        look, or at the latest ``episode_gap`` events after its first change (its kind decided
+        on the loss up to then) -- and the one that closes (``episode_gap`` events after its
+        last change)."""
         out = []
-        if self._open and not self._opened and seq > self._open[0].seq:
+        rise = next((c for c in self._open if c.explainer == LOSS[0]), None) if self._kind is None else None
+        if rise is not None and seq > rise.seq:  # the loss's own test says it rose: told now
+            self._kind, self._told_at, self._lead = ("degradation", rise.before, rise.after), rise.cut_seq, rise
+            self._opened = True
+            out.append(self._episode(seq, "open"))
+        if self._open and not self._opened and self._kind is None and seq > self._open[0].seq:
             top = ranked(self._open)[0]
             before, after = self._loss_at(top.cut_seq, top.cut.since)  # the losses up to now
             if after is not None and after.n >= self.min_samples:  # one look, with enough losses
                 self._opened = (self._losses, before.n, after.n)  # the open's look (looks.Look)
-                kind = open_kind(before, after, min_n=self.min_samples)
+                kind = open_kind(before, after, min_n=self.min_samples, var_factor=self._loss_dependence.factor)
                 if kind != "reliance_shift":  # the loss moved: its kind is known now
                     self._kind, self._told_at = (kind, before, after), top.cut_seq
                     out.append(self._episode(seq, "open"))
@@ -346,7 +442,29 @@ class StreamChangeDetector(Component):
             out += self._member_looks(seq)
         if self._open and seq > max(c.seq for c in self._open) + self.episode_gap:
             out.append(self._episode(seq, "closed"))
+        elif self._open and self._kind is None and seq > self._open[0].seq + self.episode_gap:
+            out.append(self._episode(seq, "open"))  # its kind is due: decided on the loss up to now
         return out
+
+    def _starts_episode(self, change: Change) -> bool:
+        """Whether ``change`` is a drift of its own rather than a member of the open episode:
+        its new regime began after that episode was announced, it came more than
+        ``episode_max`` events after the episode's first change, or it could make an alert
+        (:meth:`_alerts`) of an episode announced as none -- its case is then decided on its own
+        look at the loss, not on the one the episode was told on. Before the announcement a
+        change joins: the announcement, at most ``episode_gap`` events after the first change,
+        names it."""
+        first = self._open[0].seq
+        told = self._announced
+        if told is not None and not self._alerted and self._alerts(self._kind[0] if self._kind else "", [change]):
+            return True
+        if told is not None and change.explainer == LOSS[0] and not self._alerted:
+            return True  # the loss rose after an episode announced without a page: not the same case
+        # a cut found d events after it lies at a bucket boundary up to about d / 4 from where the
+        # regime began (the window's buckets grow with age): it began after the announcement only
+        # if it lies more than half the way from the announcement to its own detection
+        return change.seq > first + self.episode_max or (
+            told is not None and change.cut_seq > told + (change.seq - told) // 2)
 
     def _member_looks(self, seq: int) -> list[Episode]:
         """Each change that joined an episode not yet told or told ``learning`` gets one look at
@@ -367,7 +485,8 @@ class StreamChangeDetector(Component):
                 continue
             self._members.remove(c)
             self._looks += 1
-            if member_kind(before, after, self._looks, min_n=self.min_samples) != "degradation":
+            if member_kind(before, after, self._looks, min_n=self.min_samples,
+                           var_factor=self._loss_dependence.factor) != "degradation":
                 continue
             out = []
             if self._kind is not None:  # learning: the rise is not part of it
@@ -382,24 +501,50 @@ class StreamChangeDetector(Component):
             return out
         return []
 
-    def _episode(self, seq: int, status: str) -> Episode:
+    def _episode(self, seq: int, status: str, split: bool = False) -> Episode:
+        """The open episode's message at ``seq``; ``split``: it closes because a change of a
+        drift of its own came (:meth:`_starts_episode`)."""
         changes = self._open
         first = self._kind is None or status == "open"
-        if self._kind is None:  # a flat loss needs the data up to the close to say it did not move
-            self._kind = self._close_kind(ranked(changes)[0], seq)
+        if self._kind is None:  # a flat loss needs the data up to now to say it did not move
+            top = ranked(changes)[0]
+            self._kind, self._told_at = self._close_kind(top, seq), top.cut_seq
+        if first and self._kind[0] == "learning" and _top_moved(changes):
+            self._kind = ("reliance_shift", *self._kind[1:])  # not the model learning the same thing better
         kind, loss_before, loss_after = self._kind
         lead = self._lead
+        alert = self._alerts(kind, changes)
+        if first:
+            self._announced, self._alerted = seq, alert
+            if alert and kind == "degradation":  # paged: the loss's own test measures further rises
+                self._loss_test.restart(self._told_at)  # from the new level
         if status == "closed":
             self._open, self._kind, self._opened, self._members, self._lead = [], None, False, [], None
             self._looks = 0
-            if kind != "learning":  # the world (or the deployed model) changed: a new baseline
+            self._announced = None
+            self._alerted = False
+            # the world (or the deployed model) changed: a new baseline; after the model learned,
+            # the next drift's loss is read against the loss it had learned to
+            if kind != "learning" or split:
                 self._regime_seq = (lead or ranked(changes)[0]).cut_seq
-        # a reliance shift needs a change of what the accuracy relies on (iPFI, iSAGE); iPDP's
-        # effect curves alone at a flat loss do not page (module docstring of .episodes)
-        alert = kind in self.alert_kinds and (kind != "reliance_shift" or any(c.explainer in RELIANCE for c in changes))
         return make_episode(changes, seq, status, kind, alert, loss_before, loss_after,
                             lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq),
                             first, lead)
+
+
+def _top_moved(changes: Sequence[Change]) -> bool:
+    """Whether the model gave up the feature it relied on most: among ``changes`` a fall of a
+    reliance explainer's (:data:`RELIANCE`) series whose feature had the largest level before
+    the cut and another feature the largest after it -- what a model that learns more (its
+    levels rising) does not do."""
+    for c in changes:
+        if c.explainer in RELIANCE and c.effect < 0:
+            vec = c.vectors[c.explainer]
+            before = [(v[0], f) for f, v in vec.items() if v[0] is not None]
+            after = [(v[1], f) for f, v in vec.items() if v[1] is not None]
+            if before and after and max(before)[1] == c.feature and max(after)[1] != c.feature:
+                return True
+    return False
 
 
 def _copy(curve: dict) -> dict:

@@ -203,6 +203,18 @@ class SeriesTest(Component):
         self._undropped = (seq, self.window.copy())
         self.window.drop_before(i)
 
+    def restart(self, seq: int) -> None:
+        """Forget the increments before the bucket boundary nearest to event ``seq`` and start a
+        new budget, as after a reported change (the caller found the change there by another
+        test)."""
+        w = self.window
+        if not w.buckets:
+            return
+        i = w._nearest(seq, len(w.buckets))
+        if i:
+            self._drop_before(i, w.buckets[-1].seq_hi)
+        self.checks = 0
+
     def add(self, seq_lo: int, seq_hi: int, block: Block, min_effect: float | Callable = 0.0,
             var_factor: float = 1.0, absorb: Callable[[Block, Block, int], bool] | None = None) -> Cut | None:
         """Fold in the block of the events ``seq_lo .. seq_hi`` and run one check.

@@ -1,0 +1,144 @@
+"""The episode and alert rules of pipeline.core.change.stream on real-stream shapes: a drift inside
+an open episode pages on its own, episodes are bounded, the alert goes out when its kind is known,
+iPDP of a feature the model barely uses is no event and never a page, the model's loss is a
+series of its own, a slow drift that added up is reported without a page, and a model that
+gives up its most important feature is no longer "learning"."""
+
+from __future__ import annotations
+
+import random
+
+from test_drift import block, feed
+
+from pipeline.core.change import StreamChangeDetector
+from pipeline.core.change.stream import LOSS
+from pipeline.core.increments import Block
+
+
+def flat(t):
+    return Block(10, 0.2, 1.6)
+
+
+def _alerts(episodes):
+    return [e for e in episodes if e.first and e.alert]
+
+
+def test_a_drift_inside_an_open_episode_pages_on_its_own():
+    """a drops at event 3,000 while the loss rises (a degradation, paged once 100 losses follow
+    the cut); b rises at 3,500, while that episode is still open (b comes less than
+    drift_episode_gap after a). b's regime began after the first episode was announced: that
+    episode closes, and b opens its own, which pages, with b's cut."""
+    levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.1, ("ipfi", "b"): 0.0 if t < 350 else 0.3,  # noqa: E731
+                        ("ipfi", "c"): 0.2}
+    rise = lambda t: Block(10, 0.2 if t < 300 else 0.35, 1.6)  # noqa: E731
+    det = StreamChangeDetector([("ipfi", f) for f in "abc"], warmup=0, episode_gap=1000)
+    changes, episodes = feed(det, random.Random(31), levels, range(900), loss=rise)
+    episodes += det.flush()
+    a = next(c for c in changes if c.feature == "a")
+    b = next(c for c in changes if c.feature == "b")
+    assert b.seq - a.seq < det.episode_gap  # one episode under the gap alone
+    first, second = _alerts(episodes)
+    assert first.kind == "degradation" and "a" in {c.feature for c in first.changes}
+    assert [c.feature for c in second.changes] == ["b"] and second.first_seq == b.seq
+    assert abs(second.cut_seq - 3500) <= 60
+    closed = [e for e in episodes if e.status == "closed"]
+    assert [e.first_seq for e in closed] == [first.first_seq, second.first_seq]
+    assert b not in closed[0].changes
+
+
+def test_no_episode_grows_without_bound():
+    """A series whose level steps up every 2,000 events (a staircase) makes changes less than
+    drift_episode_gap (6,000) apart, again and again, so by the gap alone they would form one
+    episode: every episode still takes changes for at most drift_episode_max (8,000) events after
+    its first, so none is longer than that plus the gap."""
+    levels = lambda t: {("ipfi", "a"): 0.3 + 0.15 * (t // 200), ("ipfi", "b"): 0.3}  # noqa: E731
+    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=6000, episode_max=8000,
+                               min_effect=0.02)
+    changes, episodes = feed(det, random.Random(32), levels, range(3000), loss=flat)
+    seqs = [c.seq for c in changes]
+    assert seqs[-1] - seqs[0] > 20_000 and max(b - a for a, b in zip(seqs, seqs[1:], strict=False)) < 6000, seqs
+    closed = [e for e in episodes if e.status == "closed"]
+    assert len(closed) >= 2
+    assert all(e.closed_seq - e.first_seq <= 8000 + 6000 + 20 for e in closed)
+
+
+def test_ipdp_of_a_feature_the_model_barely_uses_is_no_event():
+    """The same iPDP step of feature b at event 3,000: an event while iPFI says the model relies
+    on b (0.3 of the top 0.4), none while b's iPFI is 0.01 (2.5% of it, below drift_min_effect)."""
+    for b_importance, expect in ((0.3, True), (0.01, False)):
+        levels = lambda t, bi=b_importance: {("ipfi", "a"): 0.4, ("ipfi", "b"): bi,  # noqa: E731
+                                             ("ipdp", "a"): 0.3, ("ipdp", "b"): 0.1 if t < 300 else 0.4}
+        det = StreamChangeDetector([(e, f) for e in ("ipfi", "ipdp") for f in "ab"], warmup=0)
+        changes, _ = feed(det, random.Random(33), levels, range(700), loss=flat)
+        assert any((c.explainer, c.feature) == ("ipdp", "b") for c in changes) is expect, changes
+
+
+def test_ipdp_changes_alone_never_page():
+    """An iPDP step of a used feature at a flat loss is a change event and an episode (a
+    reliance shift of the model's effect), never an alert."""
+    levels = lambda t: {("ipfi", "a"): 0.4, ("ipdp", "a"): 0.1 if t < 300 else 0.4}  # noqa: E731
+    det = StreamChangeDetector([("ipfi", "a"), ("ipdp", "a")], warmup=0, episode_gap=300)
+    changes, episodes = feed(det, random.Random(34), levels, range(700), loss=flat)
+    assert [(c.explainer, c.feature) for c in changes] == [("ipdp", "a")]
+    assert episodes and not _alerts(episodes)
+
+
+def test_the_loss_is_a_series_of_its_own_and_its_rise_pages():
+    """The model's loss rises 0.2 -> 0.35 at event 3,000 while no explanation moves (a drift the
+    explanations do not see): the loss's own test reports a change of ``model/loss`` with the
+    explanations split at its cut, and its episode is a degradation, which pages."""
+    levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.1}  # noqa: E731
+    rise = lambda t: Block(10, 0.2 if t < 300 else 0.35, 1.6)  # noqa: E731
+    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0)
+    changes, episodes = feed(det, random.Random(35), levels, range(700), loss=rise)
+    assert [(c.explainer, c.feature) for c in changes] == [LOSS]
+    (c,) = changes
+    assert abs(c.cut_seq - 3000) <= 60 and c.before.mean < c.after.mean and c.kind == "degradation"
+    assert set(c.vectors) == {"ipfi", "model"} and set(c.vectors["ipfi"]) == {"a", "b"}
+    (page,) = _alerts(episodes)
+    assert page.kind == "degradation" and page.changes[0] is c and page.first_seq - 3000 < 500
+
+
+def test_a_loss_that_falls_is_never_a_change():
+    levels = lambda t: {("ipfi", "a"): 0.4}  # noqa: E731
+    det = StreamChangeDetector([("ipfi", "a")], warmup=0)
+    changes, _ = feed(det, random.Random(36), levels, range(700), loss=lambda t: Block(10, 0.35 if t < 300 else 0.2, 1.6))
+    assert changes == []
+
+
+def test_a_change_confirmed_long_after_it_began_is_reported_without_a_page():
+    """b steps 0 -> 0.15 at event 3,000 (a is 0.4). With increments of sd 0.2 it is confirmed
+    within a few hundred events, and pages; with sd 0.7 the same step needs thousands (about
+    (6 * 0.7 / 0.15)^2 past the change, and the threshold grows with the checks), so it is
+    confirmed more than drift_episode_max events after its cut: old news, a change event and an
+    episode, but no page."""
+    for sd, paged in ((0.2, True), (0.7, False)):
+        rng = random.Random(37)
+        det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0)
+        changes, episodes = [], []
+        for t in range(1000):
+            for f, lv in (("a", 0.4), ("b", 0.0 if t < 300 else 0.15)):
+                ch, ep = det.update("ipfi", f, 10 * t + 9, block(rng, lv, sd=sd), model_loss=flat(t))
+                changes += ch
+                episodes += ep
+        (c,) = [c for c in changes if c.feature == "b"]
+        assert abs(c.cut_seq - 3000) <= 500 and (c.seq - c.cut_seq > det.episode_max) is not paged
+        assert bool(_alerts(episodes)) is paged and episodes
+
+
+def test_a_model_that_gives_up_its_most_important_feature_is_not_learning():
+    """a and b trade places at event 3,000 while the loss falls 0.3 -> 0.2: the model got better,
+    but it no longer relies on what it relied on most -- a reliance shift, which pages. b rising
+    beside a at the same falling loss is the model learning, which does not."""
+    falling = lambda t: Block(10, 0.3 if t < 300 else 0.2, 1.6)  # noqa: E731
+    for swap, kind, alert in ((True, "reliance_shift", True), (False, "learning", False)):
+        levels = lambda t, s=swap: {("ipfi", "a"): 0.4 if (t < 300 or not s) else 0.0,  # noqa: E731
+                                    ("ipfi", "b"): 0.0 if t < 300 else 0.4}
+        det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=300)
+        _, episodes = feed(det, random.Random(38), levels, range(700), loss=falling)
+        assert [(e.kind, e.alert) for e in episodes if e.first] == [(kind, alert)], swap
+
+
+def test_blocks_of_the_helpers_are_what_the_rules_assume():
+    # the loss blocks above: variance 0.16 per event, as the member-look tests of test_drift
+    assert flat(0).m2 / flat(0).n == 0.16 and block(random.Random(1), 0.3).n == 10
