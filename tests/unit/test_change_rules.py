@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from test_drift import block, feed
+from helpers.change_feed import block, feed
 
 from pipeline.core.change import StreamChangeDetector
 from pipeline.core.change.stream import LOSS
@@ -142,3 +142,20 @@ def test_a_model_that_gives_up_its_most_important_feature_is_not_learning():
 def test_blocks_of_the_helpers_are_what_the_rules_assume():
     # the loss blocks above: variance 0.16 per event, as the member-look tests of test_drift
     assert flat(0).m2 / flat(0).n == 0.16 and block(random.Random(1), 0.3).n == 10
+
+
+def test_a_reliance_shift_at_a_flat_loss_pages_when_the_reliance_explainers_agree():
+    """b rises at event 3,000 at a flat loss. With iPFI and iSAGE running, it pages when both
+    see b move, not when iPFI alone does (iSAGE keeps b at 0: two estimators of reliance
+    disagree); with iPFI the only reliance explainer, iPFI alone pages."""
+    for isage_moves, explainers, paged in ((True, ("ipfi", "isage"), True), (False, ("ipfi", "isage"), False),
+                                           (False, ("ipfi",), True)):
+        def levels(t, m=isage_moves, ex=explainers):
+            out = {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.0 if t < 300 else 0.3}
+            if "isage" in ex:
+                out |= {("isage", "a"): 0.2, ("isage", "b"): 0.0 if (t < 300 or not m) else 0.15}
+            return out
+        det = StreamChangeDetector([(e, f) for e in explainers for f in "ab"], warmup=0, episode_gap=500)
+        _, episodes = feed(det, random.Random(39), levels, range(700), loss=flat)
+        told = [e for e in episodes if e.first]
+        assert [e.kind for e in told] == ["reliance_shift"] and told[0].alert is paged, (isage_moves, explainers)

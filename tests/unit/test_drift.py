@@ -8,17 +8,12 @@ import pickle
 import random
 
 import pytest
+from helpers.change_feed import block, feed, flat_loss
 
 from pipeline.core.change import SeriesTest, SeriesWindow, StreamChangeDetector, ranks, threshold
 from pipeline.core.change.events import loss_kind
 from pipeline.core.change.test import Z90
 from pipeline.core.increments import Block
-
-
-def block(rng, level, sd=0.3, n=10, draw=None):
-    xs = [draw(rng) if draw else level + rng.gauss(0.0, sd) for _ in range(n)]
-    m = sum(xs) / n
-    return Block(n, m, sum((x - m) ** 2 for x in xs))
 
 
 def run_series(det, blocks, start=0, min_effect=0.0):
@@ -160,25 +155,6 @@ def test_invalid_parameters_are_refused():
 
 
 # --- stream level: min effect relative to the explainer, episodes -------------------------
-def rising_loss(t):
-    return Block(10, 0.2 if t < 500 else 0.3, 1.0)
-
-
-def flat_loss(t):
-    return Block(10, 0.2, 1.0)
-
-
-def feed(det, rng, levels, t_range, gap_seq=0, loss=rising_loss):
-    changes, episodes = [], []
-    for t in t_range:
-        seq = 10 * t + 9 + gap_seq
-        for (e, f), lv in levels(t).items():
-            ch, ep = det.update(e, f, seq, block(rng, lv, sd=0.2), model_loss=loss(t))
-            changes += ch
-            episodes += ep
-    return changes, episodes
-
-
 def test_min_effect_is_relative_to_the_explainers_largest_importance():
     """Same absolute step (0.05) of feature b, the model's loss flat (sd 0.32 per event): reported
     when the explainer's top importance is 0.1 (effect 50% of it), silent when the top
@@ -209,10 +185,12 @@ def test_changes_that_happen_together_form_one_episode_ranked_by_effect():
     episodes += det.flush()
     # the first episode opens once 100 losses follow its cut (the loss test's minimum), its loss
     # having risen 0.2 -> 0.3 (a degradation: known then, counted and paged), and is sent again
-    # when it closes; the second, at a flat loss, is a reliance shift, known only at its close
+    # when it closes; the second, at a flat loss, is a reliance shift, told by its second look
+    # (here at its close): c moved in iPFI alone while iSAGE, which runs, kept it at 0, so the two
+    # reliance explainers do not agree and it does not page
     assert [(e.status, e.kind, e.alert, e.first) for e in episodes] == [
         ("open", "degradation", True, True), ("closed", "degradation", True, False),
-        ("closed", "reliance_shift", True, True)]
+        ("closed", "reliance_shift", False, True)]
     assert episodes[0].first_seq == episodes[1].first_seq and all(c in episodes[1].changes for c in episodes[0].changes)
     one, two = episodes[1], episodes[2]
     # paged as a degradation, the loss's own test measures further rises from the new level: the

@@ -33,9 +33,11 @@ the cut (the side before from the previous episode's cut):
 
 Alert. An episode is an alert if its kind is one of ``alert_kinds`` and, recently (confirmed
 within ``episode_max`` events of where its regime began), what the model's accuracy rests on
-moved: a change of iPFI or iSAGE, or a rise found by the loss's own test. iPDP changes describe
-the model's effects and are context, never the page; a slow drift that added up to the minimum
-effect over longer is reported, not paged.
+moved: a rise found by the loss's own test; for a degradation, a change of iPFI or iSAGE; for a
+reliance shift at a loss that did not move, a change of one feature in every reliance explainer
+that runs (two estimators of reliance agree). iPDP changes describe the model's effects and are
+context, never the page; a slow drift that added up to the minimum effect over longer is
+reported, not paged.
 """
 
 from __future__ import annotations

@@ -376,15 +376,27 @@ class StreamChangeDetector(Component):
         return best
 
     def _alerts(self, kind: str, changes: Sequence[Change]) -> bool:
-        """Whether an episode of ``kind`` with ``changes`` is an alert: its kind is one of
-        ``alert_kinds`` and, recently, what the model's accuracy relies on moved (a change of
-        iPFI or iSAGE) or its loss rose by the loss's own change test (module docstring of
-        :mod:`.episodes`). Recently: confirmed within ``episode_max`` events of where its new
+        """Whether an episode of ``kind`` with ``changes`` is an alert (module docstring of
+        :mod:`.episodes`): its kind is one of ``alert_kinds`` and, recently, its loss rose by the
+        loss's own change test, or what the model's accuracy relies on moved -- a change of iPFI
+        or iSAGE for a degradation, of one feature in every running reliance explainer for a
+        reliance shift. Recently: confirmed within ``episode_max`` events of where its new
         regime began -- a slow drift that added up to the minimum effect over longer is
         reported, not paged."""
-        return kind in self.alert_kinds and any(
-            (c.explainer in RELIANCE or c.explainer == LOSS[0]) and c.seq - c.cut_seq <= self.episode_max
-            for c in changes)
+        if kind not in self.alert_kinds:
+            return False
+        recent = [c for c in changes if c.seq - c.cut_seq <= self.episode_max]
+        if any(c.explainer == LOSS[0] for c in recent):
+            return True
+        if kind != "reliance_shift":
+            return any(c.explainer in RELIANCE for c in recent)
+        # at a loss that did not move, the reliance explainers that run must agree on a feature
+        watched = self._tested & set(RELIANCE)
+        by_feature: dict[str, set[str]] = {}
+        for c in recent:
+            if c.explainer in RELIANCE:
+                by_feature.setdefault(c.feature, set()).add(c.explainer)
+        return any(found >= watched for found in by_feature.values())
 
     def _used(self, feature: str, upto: int) -> bool:
         """Whether the model's accuracy rests on ``feature``: its importance by the first running
