@@ -159,3 +159,19 @@ def test_a_reliance_shift_at_a_flat_loss_pages_when_the_reliance_explainers_agre
         _, episodes = feed(det, random.Random(39), levels, range(700), loss=flat)
         told = [e for e in episodes if e.first]
         assert [e.kind for e in told] == ["reliance_shift"] and told[0].alert is paged, (isage_moves, explainers)
+
+
+def test_an_episode_of_ipdp_changes_alone_does_not_swallow_the_next_drift():
+    """a's iPDP steps at event 3,000 (an episode that cannot page, not yet announced: its loss is
+    flat); iPFI of a and b trade places at 3,600, within that episode's gap. The first change
+    that could page, of a regime that began after the episode's first change, opens its own
+    episode, whose first change is that drift's, and pages."""
+    levels = lambda t: {("ipfi", "a"): 0.4 if t < 360 else 0.0, ("ipfi", "b"): 0.0 if t < 360 else 0.4,  # noqa: E731
+                        ("ipdp", "a"): 0.1 if t < 300 else 0.4, ("ipdp", "b"): 0.2}
+    det = StreamChangeDetector([(e, f) for e in ("ipfi", "ipdp") for f in "ab"], warmup=0, episode_gap=1000)
+    changes, episodes = feed(det, random.Random(40), levels, range(800), loss=flat)
+    first_ipdp = min(c.seq for c in changes if c.explainer == "ipdp")
+    assert first_ipdp < 3600
+    (page,) = _alerts(episodes)
+    assert page.first_seq > 3600 and {c.explainer for c in page.changes} >= {"ipfi"}
+    assert abs(page.cut_seq - 3600) <= 60

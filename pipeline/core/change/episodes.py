@@ -5,7 +5,8 @@ Grouping. A change joins the open episode if it comes less than ``episode_gap`` 
 episode's last change and at most ``episode_max`` after its first, unless it is a drift of its
 own: its new regime began after the episode was announced (its cut more than half the way from
 the announcement to its detection, as a cut found late lies on a coarse bucket boundary), or it
-could make an alert of an episode announced as none. A drift of its own closes the open episode
+could make an alert of an episode announced as none, or it is the first change that could page
+in an episode of iPDP changes and its regime began after that episode's first change. A drift of its own closes the open episode
 and opens the next; so does a change after ``episode_max``. An episode closes at the first
 message more than ``episode_gap`` events after its last change (or when the stream ends).
 

@@ -470,6 +470,9 @@ class StreamChangeDetector(Component):
         told = self._announced
         if told is not None and not self._alerted and self._alerts(self._kind[0] if self._kind else "", [change]):
             return True
+        if (_reliance(change) and not any(_reliance(c) for c in self._open)
+                and change.cut_seq > first + (change.seq - first) // 2):
+            return True  # the first change that could page, of a regime that began after the episode's first
         if told is not None and change.explainer == LOSS[0] and not self._alerted:
             return True  # the loss rose after an episode announced without a page: not the same case
         # a cut found d events after it lies at a bucket boundary up to about d / 4 from where the
@@ -542,6 +545,11 @@ class StreamChangeDetector(Component):
         return make_episode(changes, seq, status, kind, alert, loss_before, loss_after,
                             lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq),
                             first, lead)
+
+
+def _reliance(c: Change) -> bool:
+    """Whether ``c`` is a change of what the model's accuracy rests on: iPFI, iSAGE or the loss."""
+    return c.explainer in RELIANCE or c.explainer == LOSS[0]
 
 
 def _top_moved(changes: Sequence[Change]) -> bool:
