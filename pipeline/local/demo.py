@@ -66,9 +66,10 @@ def demo_settings(n: int, label_delay: int = 0) -> dict[str, object]:
 
     The change detection skips the first ``drift_warmup`` events of a stream; a short demo
     keeps at least half of the segment before its first drift monitored (warm-up <= n / 6).
-    A change episode is published once ``drift_episode_gap`` events pass without a further
-    change; a short demo keeps that gap to a quarter of a segment (<= n / 12), so the
-    episode of one drift closes before the next drift begins, within the run.
+    A change episode closes once ``drift_episode_gap`` events pass without a further change
+    (and is announced at the latest that long after its first); a short demo keeps that gap to
+    a quarter of a segment (<= n / 12), so the episode of one drift closes before the next drift
+    begins, within the run.
 
     >>> demo_settings(18000)
     {'alpha': 0.005}
