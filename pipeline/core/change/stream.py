@@ -15,8 +15,8 @@ The loss. A rise of the loss by at least ``min_effect`` of its level is a change
 restarts the loss's window from its cut.
 
 iPDP. A change of an explainer outside :data:`~pipeline.core.change.events.RELIANCE` (iPDP) of
-feature ``f`` is reported only while the model relies on ``f``: its level by the first running
-reliance explainer is at least ``min_effect`` of that explainer's largest.
+feature ``f`` is reported only while the model relies on ``f``: its iPFI, the loss's rise
+without it, is at least ``min_effect`` of the model's loss.
 
 Minimum effect. A change of series ``(e, f)`` is reported only if its levels differ by at
 least ``min_effect * scale``, ``scale`` the largest ``|level|`` of explainer ``e`` over the
@@ -86,8 +86,12 @@ _CURVES_KEPT = 32
 LOSS = ("model", "loss")
 
 
+#: the weight of each message in a series' running mean of the model's loss
+_LOSS_WEIGHT = 0.01
+
+
 class _Series:
-    __slots__ = ("test", "dependence", "last_seq", "var_factor", "curves", "curve", "previous_curve")
+    __slots__ = ("test", "dependence", "last_seq", "var_factor", "curves", "curve", "previous_curve", "loss_level")
 
     def __init__(self, test: SeriesTest, dependence: SerialVariance):
         self.test = test
@@ -97,6 +101,8 @@ class _Series:
         self.curves: list[tuple[int, dict]] = []  # (seq, curve), thinned, within the window
         self.curve: tuple[int, dict] | None = None  # the newest (seq, curve)
         self.previous_curve: tuple[int, dict] | None = None
+        #: the model's loss its messages carried, a running mean (about the last 100 messages)
+        self.loss_level: float | None = None
 
 
 class StreamChangeDetector(Component):
@@ -228,6 +234,9 @@ class StreamChangeDetector(Component):
         if curve is not None:
             self._keep_curve(st, seq, curve)
         changes: list[Change] = []
+        if model_loss is not None and model_loss.n > 0:
+            lv = st.loss_level
+            st.loss_level = model_loss.mean if lv is None else lv + _LOSS_WEIGHT * (model_loss.mean - lv)
         if model_loss is not None and seq > self._loss_seq and model_loss.n > 0:
             # every message of one report carries the same loss block: take it once per seq
             seq_lo_loss = self._loss_seq + 1
@@ -399,14 +408,19 @@ class StreamChangeDetector(Component):
         return any(found >= watched for found in by_feature.values())
 
     def _used(self, feature: str, upto: int) -> bool:
-        """Whether the model's accuracy rests on ``feature``: its importance by the first running
-        explainer of :data:`RELIANCE` is at least ``min_effect`` of that explainer's largest (true
-        when none runs: nothing says it does not)."""
-        for e in RELIANCE:
-            if (e, feature) in self._series:
-                m = self._level_before(e, feature, upto)
-                return m.n > 0 and abs(m.mean) >= self.min_effect * self._scale(e, upto)
-        return True
+        """Whether the model's accuracy rests on ``feature``: its iPFI (the loss's rise without
+        it) is at least ``min_effect`` of the model's loss, over the iPFI series' window and the
+        losses its own messages carried. True without iPFI or before ``min_samples`` increments
+        (nothing says it does not). Only that series is read: it is the same feature's, from the
+        same explain group as the iPDP series asking, so its blocks before ``upto`` have come,
+        whatever the order of the groups' records."""
+        st = self._series.get(("ipfi", feature))
+        if st is None:
+            return True
+        m = self._level_before("ipfi", feature, upto)
+        if m.n < self.min_samples or st.loss_level is None or st.loss_level <= 0.0:
+            return True
+        return m.mean >= self.min_effect * st.loss_level
 
     def _vectors(self, cut_seq: int, upto: int, own: tuple[str, str, Block, Block]) -> Levels:
         out: Levels = {}
