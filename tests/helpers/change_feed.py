@@ -19,12 +19,12 @@ def flat_loss(t):
     return Block(10, 0.2, 1.0)
 
 
-def feed(det, rng, levels, t_range, gap_seq=0, loss=rising_loss):
+def feed(det, rng, levels, t_range, gap_seq=0, loss=rising_loss, sd=0.2):
     changes, episodes = [], []
     for t in t_range:
         seq = 10 * t + 9 + gap_seq
         for (e, f), lv in levels(t).items():
-            ch, ep = det.update(e, f, seq, block(rng, lv, sd=0.2), model_loss=loss(t))
+            ch, ep = det.update(e, f, seq, block(rng, lv, sd=sd), model_loss=loss(t))
             changes += ch
             episodes += ep
     return changes, episodes

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from helpers.change_feed import block, feed
+from helpers.change_feed import feed
 
 from pipeline.core.change import StreamChangeDetector
 from pipeline.core.change.stream import LOSS
@@ -113,14 +113,9 @@ def test_a_change_confirmed_long_after_it_began_is_reported_without_a_page():
     confirmed more than drift_episode_max events after its cut: old news, a change event and an
     episode, but no page."""
     for sd, paged in ((0.2, True), (0.7, False)):
-        rng = random.Random(37)
         det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0)
-        changes, episodes = [], []
-        for t in range(1000):
-            for f, lv in (("a", 0.4), ("b", 0.0 if t < 300 else 0.15)):
-                ch, ep = det.update("ipfi", f, 10 * t + 9, block(rng, lv, sd=sd), model_loss=flat(t))
-                changes += ch
-                episodes += ep
+        levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.0 if t < 300 else 0.15}  # noqa: E731
+        changes, episodes = feed(det, random.Random(37), levels, range(1000), loss=flat, sd=sd)
         (c,) = [c for c in changes if c.feature == "b"]
         assert abs(c.cut_seq - 3000) <= 500 and (c.seq - c.cut_seq > det.episode_max) is not paged
         assert bool(_alerts(episodes)) is paged and episodes
@@ -137,11 +132,6 @@ def test_a_model_that_gives_up_its_most_important_feature_is_not_learning():
         det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=300)
         _, episodes = feed(det, random.Random(38), levels, range(700), loss=falling)
         assert [(e.kind, e.alert) for e in episodes if e.first] == [(kind, alert)], swap
-
-
-def test_blocks_of_the_helpers_are_what_the_rules_assume():
-    # the loss blocks above: variance 0.16 per event, as the member-look tests of test_drift
-    assert flat(0).m2 / flat(0).n == 0.16 and block(random.Random(1), 0.3).n == 10
 
 
 def test_a_reliance_shift_at_a_flat_loss_pages_when_the_reliance_explainers_agree():
