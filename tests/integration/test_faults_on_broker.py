@@ -342,6 +342,9 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     try:
         produce(0, 70)
         collect(s, "explanations", explained(70), timeout=180)
+        # the drift agent trails the explanations: every stage takes all of it (and checkpoints
+        # what it takes) before the stop, so each kind has as many checkpoints to damage
+        wait_for_commit(s, ["explain-tasks", "drift-feed"])
     finally:
         stop_worker(first)
     if store == "local":
