@@ -1,4 +1,4 @@
-"""Thin Faust agents: read, call the handler from ``pipeline.handlers``, send."""
+"""Thin Faust agents: read, call the handler from ``streamxai.handlers``, send."""
 
 from .drift_agent import install_drift_agent
 from .explainer_agent import install_explainer_agent

@@ -20,23 +20,23 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pipeline.handlers import Handler, Out, Source, dead_letter
-from pipeline.kafka.appender import Appender
-from pipeline.kafka.output_producer import OutputProducer
-from pipeline.metrics import key_profile
-from schemas import Headers
+from streamxai.handlers import Handler, Out, Source, dead_letter
+from streamxai.kafka.appender import Appender
+from streamxai.kafka.output_producer import OutputProducer
+from streamxai.metrics import key_profile
+from streamxai.schemas import Headers
 
 if TYPE_CHECKING:  # pragma: no cover - for annotations only
-    from pipeline.metrics import Metrics
-    from pipeline.settings import Settings
+    from streamxai.metrics import Metrics
+    from streamxai.settings import Settings
 
 log = logging.getLogger("streamxai")
 
 
 class Outbox:
     """Where an agent's outputs go: straight to the worker's producer without waiting for the
-    broker, the worker's :class:`~pipeline.kafka.output_producer.OutputProducer` (librdkafka),
-    or a Faust producer's aiokafka batches (:class:`~pipeline.kafka.appender.Appender`: below
+    broker, the worker's :class:`~streamxai.kafka.output_producer.OutputProducer` (librdkafka),
+    or a Faust producer's aiokafka batches (:class:`~streamxai.kafka.appender.Appender`: below
     Faust's and aiokafka's per-message layers). Faust's per-message machinery (``Topic.send``:
     its future message, sensors and callbacks) cost a worker more CPU than the handlers of a
     cheap model (issue 17); offsets are still committed only after the producer has flushed, so
@@ -48,8 +48,8 @@ class Outbox:
     looked at together, once the last one is acknowledged (one callback, not one per message).
 
     >>> import asyncio
-    >>> from pipeline.metrics import Metrics
-    >>> from pipeline.settings import Settings
+    >>> from streamxai.metrics import Metrics
+    >>> from streamxai.settings import Settings
     >>> class Producer:  # what Faust's producer offers: send(topic, key, value, partition, timestamp, headers)
     ...     async def send(self, topic, key, value, partition, timestamp, headers):
     ...         fut = asyncio.get_running_loop().create_future()
@@ -117,7 +117,7 @@ class Outbox:
 
     async def _hand_all(self, outs: list[Out], src: Source, refused: Callable[[Out, Exception], Out | None]) -> None:
         """:meth:`send_all` on the worker's OutputProducer: each output that is no dead letter is
-        handed over with no future (:meth:`~pipeline.kafka.output_producer.OutputProducer.hand`),
+        handed over with no future (:meth:`~streamxai.kafka.output_producer.OutputProducer.hand`),
         a failure told to :meth:`_failed` (one callable per topic, made once); a dead letter,
         and an output meeting a full queue, go the way of :meth:`send`. ``messages_out`` is
         counted once per run of one topic; a topic's full name and failure counter are looked
@@ -233,7 +233,7 @@ async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str) -> 
 async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outbox: Outbox, stage: str,
                           batch: int) -> None:
     """Hand the records of one fetch (``(partition, aiokafka record)`` pairs, in order, from
-    :mod:`pipeline.kafka.bulk_fetch`) to ``handler.on_batch``, ``batch`` at a time, and their
+    :mod:`streamxai.kafka.bulk_fetch`) to ``handler.on_batch``, ``batch`` at a time, and their
     outputs to ``outbox``; returns once all are with the producer (their offsets may then be
     acknowledged). Between batches the worker's other agents run."""
     for i in range(0, len(fetched), batch):

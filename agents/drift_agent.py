@@ -1,10 +1,10 @@
-"""Drift agent: the drift feed (each report's explanations as one record) → change test per stream (pipeline.handlers.drift) → change events and episodes."""
+"""Drift agent: the drift feed (each report's explanations as one record) → change test per stream (streamxai.handlers.drift) → change events and episodes."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pipeline.handlers import Handler
+from streamxai.handlers import Handler
 
 from ._forward import Outbox, forward
 

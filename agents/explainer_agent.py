@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.handlers import Handler
+from streamxai.handlers import Handler
 
 from ._forward import Outbox, forward
 

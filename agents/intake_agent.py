@@ -1,7 +1,7 @@
-"""Intake agent: features and labels → arrivals (pipeline.handlers.intake), bytes and keys unchanged.
+"""Intake agent: features and labels → arrivals (streamxai.handlers.intake), bytes and keys unchanged.
 
 The worker's consumer hands each fetch's features and labels to the intake in one call
-(:mod:`pipeline.kafka.bulk_fetch`), forwarded as one arrivals record per stream; the agent's
+(:mod:`streamxai.kafka.bulk_fetch`), forwarded as one arrivals record per stream; the agent's
 stream subscribes the topics, and forwards them one by one on a consumer that does not."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from pipeline.handlers import Handler
-from pipeline.handlers.intake import MAX_BATCH_RECORDS
-from pipeline.kafka.bulk_fetch import take_in_bulk
+from streamxai.handlers import Handler
+from streamxai.handlers.intake import MAX_BATCH_RECORDS
+from streamxai.kafka.bulk_fetch import take_in_bulk
 
 from ._forward import Outbox, forward, forward_fetched
 

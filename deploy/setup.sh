@@ -71,12 +71,12 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" || setup.py -nt "$stamp" || $
     exit 1
   fi
   touch "$stamp"
-  if ! "$VENV/bin/python" -c 'import pipeline.core._kernels' 2>/dev/null; then
+  if ! "$VENV/bin/python" -c 'import streamxai.core._kernels' 2>/dev/null; then
     # optional: the pure-Python path runs (CI sets STREAMXAI_REQUIRE_KERNEL=1, which fails a test)
     echo "setup: the compiled kernels (pipeline/core/_kernels*.c) did not build, so the slower pure-Python" \
          "path runs; a C compiler and the Python headers build them (the log: $VENV/pip.log)" >&2
   fi
 fi
 if [[ $jars == 1 ]]; then
-  "$VENV/bin/python" -c 'from pipeline.local.broker import LocalBroker; LocalBroker().ensure_jars()'
+  "$VENV/bin/python" -c 'from streamxai.local.broker import LocalBroker; LocalBroker().ensure_jars()'
 fi

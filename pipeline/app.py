@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import faust
-
-from agents import install_drift_agent, install_explainer_agent, install_intake_agent, install_model_agent
-from schemas import ConfigError
+from streamxai.agents import install_drift_agent, install_explainer_agent, install_intake_agent, install_model_agent
+from streamxai.schemas import ConfigError
 
 from .handlers import DriftHandler, ExplainHandler, Handler, IntakeHandler, MessageHandler, ModelHandler
 from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
@@ -37,7 +36,7 @@ log = logging.getLogger("streamxai")
 def checkpoint_store(settings: Settings, commits: CommittedOffsets | None = None) -> SealedStore | None:
     """The store a worker's handlers share (None when ``checkpoint_every`` is 0: no checkpoints
     written or read): files under ``state_dir/checkpoints`` authenticated by
-    :func:`~pipeline.kafka.checkpoint_seal.checkpoint_secret`, or with ``checkpoint_store = "kafka"``
+    :func:`~streamxai.kafka.checkpoint_seal.checkpoint_secret`, or with ``checkpoint_store = "kafka"``
     the compacted topic ``<prefix>checkpoints``, authenticated by ``checkpoint_key``. With
     ``commits`` (the worker's committed offsets) each key keeps the newest checkpoint a commit
     covers beside its newest one (:meth:`SealedStore.save`)."""

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from schemas import StreamxaiError
+from streamxai.schemas import StreamxaiError
 
 from . import exit_codes
 from .arg_types import at_least, port, positive, roles
@@ -19,7 +19,7 @@ __all__ = ["main"]
 
 
 LOGLEVELS = ("debug", "info", "warning", "error")
-ROLES = ("model", "explain", "drift")  # pipeline.app.ROLES, without importing Faust to parse arguments
+ROLES = ("model", "explain", "drift")  # streamxai.app.ROLES, without importing Faust to parse arguments
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -189,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
         return exit_codes.OK
     if args.command == "config":
         if args.stream is not None:
-            from schemas.features import check_stream_id
+            from streamxai.schemas.features import check_stream_id
 
             check_stream_id(args.stream)
         print(settings_toml(_settings(args), args.stream), end="")

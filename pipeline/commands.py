@@ -1,4 +1,4 @@
-"""The ``produce``, ``tail`` and ``plot`` commands (``pipeline.cli`` parses, these run).
+"""The ``produce``, ``tail`` and ``plot`` commands (``streamxai.cli`` parses, these run).
 
 User errors raise :class:`schemas.StreamxaiError` subclasses; the CLI prints them as one line.
 """
@@ -17,8 +17,7 @@ from collections.abc import Collection
 from typing import Any
 
 import orjson
-
-from schemas import ConfigError, LabelEvent, StreamxaiError
+from streamxai.schemas import ConfigError, LabelEvent, StreamxaiError
 
 from . import exit_codes
 from .kafka.config import TOPIC_NAMES, confluent_config
@@ -256,7 +255,7 @@ def _check_event_seqs(s: Settings, source: str, firsts: dict[str, int], lasts: d
 def _of_stream(s: Settings) -> Any:
     """A stream id's target kind and categorical features under ``s`` (its profile's, else the top level's),
     for the feature and label events of a file, which name their own streams."""
-    from schemas import NoProfile
+    from streamxai.schemas import NoProfile
 
     def of(stream_id: str) -> tuple[str, tuple[str, ...]]:
         its = s.for_stream(stream_id)
@@ -291,17 +290,17 @@ def _check_demo_features(s: Settings, stream_id: str) -> None:
     """The demo stream carries agrawal's features: a stream id whose profile (or the top level)
     gives other features would have every event dead-lettered by the workers.
 
-    >>> from pipeline.settings import AGRAWAL_FEATURES
+    >>> from streamxai.settings import AGRAWAL_FEATURES
     >>> s = Settings(streams={"agr-*": {"features": list(AGRAWAL_FEATURES)}, "reg-*": {"features": ["x0", "x1"]}})
     >>> _check_demo_features(s, "agr-1")
     >>> _check_demo_features(s, "reg-1")
     Traceback (most recent call last):
     ...
-    schemas.errors.ConfigError: stream 'reg-1' falls under stream profile "reg-*", whose features are ['x0', 'x1']; \
+    streamxai.schemas.errors.ConfigError: stream 'reg-1' falls under stream profile "reg-*", whose features are ['x0', 'x1']; \
 the demo stream carries agrawal's features (salary, commission, age, elevel, car, zipcode, hvalue, hyears, loan), so \
 the workers would dead-letter every event: choose a --stream-id that no profile of other features matches
     """
-    from schemas.features import check_stream_id
+    from streamxai.schemas.features import check_stream_id
 
     from .settings import AGRAWAL_FEATURES
 
@@ -359,7 +358,7 @@ class _Sent:
     """The streams and seqs of the events (or labels) a command sent, for its summary line: a
     file's feature and label events keep their own stream_id and seq.
 
-    >>> from schemas import LabelEvent
+    >>> from streamxai.schemas import LabelEvent
     >>> sent = _Sent()
     >>> _ = list(sent.track([LabelEvent("a", 4, 1, 0.0), LabelEvent("a", 2, 0, 0.0), LabelEvent("b", 0, 1, 0.0)]))
     >>> sent.streams("file")
@@ -405,7 +404,7 @@ def _reporting(events: Any, path: str, report: Any) -> Any:
 
 
 def _renumber(events: Any, start: int) -> Any:
-    from schemas import FeatureEvent
+    from streamxai.schemas import FeatureEvent
 
     for ev in events:
         yield FeatureEvent(ev.stream_id, ev.seq + start, ev.ts, ev.x, ev.y)

@@ -1,4 +1,4 @@
-"""Exit codes of every ``streamxai`` command (and of ``python -m pipeline.local.broker``).
+"""Exit codes of every ``streamxai`` command (and of ``python -m streamxai.local.broker``).
 
 ======  ===================================================================================
  code   meaning

@@ -128,12 +128,12 @@ def key_profile(settings: Any, key: bytes | None) -> str:
     """The ``profile`` label of a dead letter with Kafka key ``key``: the profile of the stream
     it names (``stream_id``, or ``stream_id/group`` for an explain task) under ``settings``.
 
-    >>> from pipeline.settings import Settings
+    >>> from streamxai.settings import Settings
     >>> s = Settings(features=["a"], streams={"f-*": {}})
     >>> key_profile(s, b"f-1"), key_profile(s, b"f-1/2"), key_profile(s, b"g"), key_profile(s, b"a b"), key_profile(s, None)
     ('f-*', 'f-*', '(top level)', '(no stream)', '(no stream)')
     """
-    from schemas.features import check_stream_id
+    from streamxai.schemas.features import check_stream_id
 
     try:
         stream_id = (key or b"").decode().split("/", 1)[0]

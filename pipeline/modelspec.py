@@ -10,7 +10,7 @@ we ship examples for).
 >>> build_model("river.nope.Model", {})
 Traceback (most recent call last):
 ...
-schemas.errors.ConfigError: model 'river.nope.Model' cannot be imported: No module named 'river.nope'; give a full import path such as river.forest.ARFClassifier
+streamxai.schemas.errors.ConfigError: model 'river.nope.Model' cannot be imported: No module named 'river.nope'; give a full import path such as river.forest.ARFClassifier
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import importlib
 import inspect
 from typing import Any
 
-from schemas import ConfigError
-from schemas.features import shown
+from streamxai.schemas import ConfigError
+from streamxai.schemas.features import shown
 
 __all__ = ["build_model", "model_factory", "check_takes_strings", "default_model_params", "DEFAULT_MODEL",
            "DEFAULT_MODEL_PARAMS"]
@@ -133,7 +133,7 @@ def check_takes_strings(path: str, params: dict[str, Any], seed: int | None, fea
     >>> check_takes_strings("river.linear_model.LogisticRegression", {}, 1, ["a", "c"], ["c"], "label")
     Traceback (most recent call last):
     ...
-    schemas.errors.ConfigError: river.linear_model.LogisticRegression cannot take the string value of categorical feature 'c' (a dry run of 4 events raised TypeError: VectorDict values must be real numbers): use a model that takes strings (river.tree.HoeffdingTreeClassifier, HoeffdingAdaptiveTreeClassifier, river.forest.ARFClassifier; for a number target river.tree.HoeffdingTreeRegressor with model_params = {leaf_prediction = "mean"}), or an import path of your own function returning a pipeline with river.preprocessing.OneHotEncoder before the model; or, if the feature's values are integer codes the model may take as numbers, leave it out of categorical
+    streamxai.schemas.errors.ConfigError: river.linear_model.LogisticRegression cannot take the string value of categorical feature 'c' (a dry run of 4 events raised TypeError: VectorDict values must be real numbers): use a model that takes strings (river.tree.HoeffdingTreeClassifier, HoeffdingAdaptiveTreeClassifier, river.forest.ARFClassifier; for a number target river.tree.HoeffdingTreeRegressor with model_params = {leaf_prediction = "mean"}), or an import path of your own function returning a pipeline with river.preprocessing.OneHotEncoder before the model; or, if the feature's values are integer codes the model may take as numbers, leave it out of categorical
     """
     if not categorical:
         return

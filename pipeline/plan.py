@@ -1,7 +1,7 @@
 """From settings to core objects: the one place that decides what runs for a stream.
 
 The pipeline and the in-process reference both build their objects here, so a run
-through Kafka and a run through :class:`~pipeline.core.stream.StreamExplainer` use the
+through Kafka and a run through :class:`~streamxai.core.stream.StreamExplainer` use the
 same models, explainers, parameters and seeds.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from schemas import ConfigError
+from streamxai.schemas import ConfigError
 
 from .core.labels import LabelJoin
 from .core.losses import BrierOf
@@ -133,7 +133,7 @@ def check_streams(s: Settings) -> None:
     >>> check_streams(Settings(streams={"r-*": {"features": ["a"], "model": "river.nope.M"}}))
     Traceback (most recent call last):
     ...
-    schemas.errors.ConfigError: [streams."r-*"] model: model 'river.nope.M' cannot be imported: No module named 'river.nope'; give a full import path such as river.forest.ARFClassifier
+    streamxai.schemas.errors.ConfigError: [streams."r-*"] model: model 'river.nope.M' cannot be imported: No module named 'river.nope'; give a full import path such as river.forest.ARFClassifier
     """
     profiles = s.profiles()
     if not s.features and not profiles:

@@ -20,7 +20,7 @@ import fnmatch
 import re
 from collections.abc import Sequence
 
-from schemas.features import STREAM_ID_CHARS
+from streamxai.schemas.features import STREAM_ID_CHARS
 
 __all__ = ["ProfileMatcher", "check_glob"]
 

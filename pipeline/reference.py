@@ -3,13 +3,13 @@
 A run through Kafka and this function, given the same record of arrivals (the arrivals
 topic: feature and label events in the order the model took them, with their arrival times
 and origins), give the same predictions, outcomes, explanation values and change events:
-both use :class:`~pipeline.core.labels.LabelJoin` for the join,
-:class:`~pipeline.core.stream.StreamExplainer` for the explainers (all units in one, which
+both use :class:`~streamxai.core.labels.LabelJoin` for the join,
+:class:`~streamxai.core.stream.StreamExplainer` for the explainers (all units in one, which
 gives what the explainer groups give) and the drift handler's change detector, built from the
-same settings (:mod:`pipeline.plan`). The record decides everything; a clock is never read.
+same settings (:mod:`streamxai.plan`). The record decides everything; a clock is never read.
 
->>> from schemas import FeatureEvent, LabelEvent
->>> from pipeline.settings import Settings
+>>> from streamxai.schemas import FeatureEvent, LabelEvent
+>>> from streamxai.settings import Settings
 >>> s = Settings(features=["a"], target="number", output="value", loss="squared", explainers=["ipfi", "ipdp"],
 ...              model="river.linear_model.LinearRegression", model_params={}, emit_every=2, grid_size=3)
 >>> arrivals = [Recorded(FeatureEvent("s", q, float(q), {"a": q / 10})) for q in range(4)]
@@ -25,7 +25,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas import FeatureEvent, LabelEvent
+from streamxai.schemas import FeatureEvent, LabelEvent
 
 from .core.budget import EventSampler
 from .core.change import StreamChangeDetector

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from schemas import ConfigError, FeatureSpec
-from schemas.features import TARGETS
+from streamxai.schemas import ConfigError, FeatureSpec
+from streamxai.schemas.features import TARGETS
 
 from .core.stream import EXPLAINER_NAMES
 from .modelspec import DEFAULT_MODEL, default_model_params

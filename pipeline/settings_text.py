@@ -14,14 +14,14 @@ __all__ = ["settings_help", "settings_toml"]
 
 
 def settings_toml(s: Settings, stream_id: str | None = None) -> str:
-    """``s`` as a settings file: TOML that :func:`~pipeline.settings.load_settings` reads back to equal settings, each
+    """``s`` as a settings file: TOML that :func:`~streamxai.settings.load_settings` reads back to equal settings, each
     value with its source as a comment, the stream profiles as ``[streams."<glob>"]`` tables.
     With ``stream_id``: the effective settings of that stream, without profiles. Secrets are left
     out (a masked value pasted back would become the secret), with a comment that says where to
     give them.
 
     >>> import tomllib
-    >>> from pipeline.settings import load_settings
+    >>> from streamxai.settings import load_settings
     >>> s = load_settings(None, alpha="0.01", streams='{"r-*": {"alpha": 0.1}}')
     >>> text = settings_toml(s)
     >>> [line for line in text.splitlines() if line.startswith("alpha")]

@@ -6,14 +6,14 @@ so a file that holds no certificate, or a key its password does not open, is a o
 >>> check_tls_files(cafile=__file__)
 Traceback (most recent call last):
 ...
-schemas.errors.ConfigError: setting ssl_cafile='...tls_files.py' holds no certificate (...); give the CA bundle (PEM) that signed the brokers' certificates
+streamxai.schemas.errors.ConfigError: setting ssl_cafile='...tls_files.py' holds no certificate (...); give the CA bundle (PEM) that signed the brokers' certificates
 """
 
 from __future__ import annotations
 
 import ssl
 
-from schemas import ConfigError
+from streamxai.schemas import ConfigError
 
 __all__ = ["check_tls_files"]
 

@@ -42,7 +42,7 @@ def dashboard_hint(settings: Settings) -> str:
 
 def kernels_note(environ: dict | None = None) -> tuple[int, str] | None:
     """The log level and line that say why the explainers' bookkeeping runs its pure-Python code
-    (:mod:`pipeline.core.kernels`), or None when the compiled kernels run."""
+    (:mod:`streamxai.core.kernels`), or None when the compiled kernels run."""
     import importlib
 
     from .core import kernels
@@ -54,7 +54,7 @@ def kernels_note(environ: dict | None = None) -> tuple[int, str] | None:
     if env.get("STREAMXAI_PURE_PYTHON", "") not in ("", "0"):
         return logging.INFO, f"{line}: STREAMXAI_PURE_PYTHON is set"
     try:
-        built = importlib.import_module("pipeline.core._kernels")
+        built = importlib.import_module("streamxai.core._kernels")
     except ImportError:
         why = "the compiled kernels (pipeline/core/_kernels*.c) are not built for this Python"
     else:
@@ -96,10 +96,9 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     (sends that cannot complete, e.g. to deleted topics) exits at once. A worker whose topics
     are deleted stops with one line (exit code 2) instead of spinning in its Kafka client, and
     so does a model worker started on the topics an older version ran
-    (:mod:`pipeline.kafka.deployment_check`)."""
+    (:mod:`streamxai.kafka.deployment_check`)."""
     import faust
-
-    from schemas import ConfigError
+    from streamxai.schemas import ConfigError
 
     from .app import create_app
     from .kafka.config import check_broker, ensure_topics
@@ -170,13 +169,13 @@ def check_web_port(settings: Settings) -> None:
     ...     check_web_port(Settings(web_port=s.getsockname()[1]))
     Traceback (most recent call last):
     ...
-    schemas.errors.ConfigError: web_port ... on 127.0.0.1 is in use (another worker on this host?): ...
+    streamxai.schemas.errors.ConfigError: web_port ... on 127.0.0.1 is in use (another worker on this host?): ...
     >>> check_web_port(Settings(web_host="192.0.2.1"))  # an address of another host
     Traceback (most recent call last):
     ...
-    schemas.errors.ConfigError: the metrics endpoint cannot listen on web_host '192.0.2.1', web_port 6066: ...
+    streamxai.schemas.errors.ConfigError: the metrics endpoint cannot listen on web_host '192.0.2.1', web_port 6066: ...
     """
-    from schemas import ConfigError
+    from streamxai.schemas import ConfigError
 
     try:
         infos = socket.getaddrinfo(settings.web_host, settings.web_port, type=socket.SOCK_STREAM)
@@ -242,7 +241,7 @@ def spawn_worker(
 ) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s))
-    cmd = [sys.executable, "-m", "pipeline.cli", "worker", "--roles", ",".join(roles), "--loglevel", loglevel]
+    cmd = [sys.executable, "-m", "streamxai.cli", "worker", "--roles", ",".join(roles), "--loglevel", loglevel]
     if not log_file:
         return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
     with open(log_file, "ab") as out:  # the child keeps its own copy of the descriptor

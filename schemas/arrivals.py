@@ -6,7 +6,7 @@ its bytes and key unchanged, adding the headers of :func:`origin_headers`. The m
 reads ``arrivals``: :func:`origin` gives back where a message came from, for dead letters and
 to recognise a message the intake forwarded twice (after a restart).
 
->>> from schemas import FeatureSpec
+>>> from streamxai.schemas import FeatureSpec
 >>> spec = FeatureSpec(("a",), target="number")
 >>> parse_arrival(b'{"schema": "label_event/v1", "stream_id": "s", "seq": 4, "y": 2, "ts": 1}', spec, where="-")
 LabelEvent(stream_id='s', seq=4, y=2.0, ts=1.0)
@@ -105,7 +105,7 @@ def parse_arrival(raw: bytes | None, spec: FeatureSpec | Callable[[str], Feature
                   max_bytes: int = DEFAULT_MAX_BYTES) -> FeatureEvent | LabelEvent:
     """A feature event or a label event (by its ``schema`` tag), validated against ``spec``
     (a label's type against its target), or a function from a stream id to its spec (see
-    :func:`~schemas.features.parse_feature_event`); an ``InvalidMessage`` saying what is wrong."""
+    :func:`~streamxai.schemas.features.parse_feature_event`); an ``InvalidMessage`` saying what is wrong."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
     if tag == FeatureEvent.SCHEMA:

@@ -14,7 +14,7 @@
     │                             already labelled); ``reason`` says which
     ├── ConfigError               settings that cannot work; the worker refuses to start
     └── BrokerError               no broker answers, or the local one cannot be set up or started
-                                  (defined in pipeline.kafka.config; pipeline.local.broker raises it too)
+                                  (defined in streamxai.kafka.config; streamxai.local.broker raises it too)
 
 Every message names the offending value and where it came from.
 """

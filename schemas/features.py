@@ -10,7 +10,7 @@ share with them: stream ids, seqs and the check of a label (:func:`check_label`)
 >>> parse_feature_event(raw.replace(b'"car": "a"', b'"cat": "a"'), spec, where="features[0]@1")
 Traceback (most recent call last):
 ...
-schemas.errors.FeatureMismatch: features[0]@1: missing features ['car'], unexpected features ['cat'] in stream 's' seq 0; the configured features are ['age', 'car']
+streamxai.schemas.errors.FeatureMismatch: features[0]@1: missing features ['car'], unexpected features ['cat'] in stream 's' seq 0; the configured features are ['age', 'car']
 """
 
 from __future__ import annotations
@@ -78,11 +78,11 @@ def parse_feature_event(
     >>> parse_feature_event(raw, specs.__getitem__, where="f[0]@1")
     Traceback (most recent call last):
     ...
-    schemas.errors.NoProfile: f[0]@1: 'b'
+    streamxai.schemas.errors.NoProfile: f[0]@1: 'b'
     >>> parse_feature_event(raw.replace(b'"b"', b'"a"').replace(b'"age"', b'"car"'), specs.__getitem__, where="f[0]@2")
     Traceback (most recent call last):
     ...
-    schemas.errors.FeatureMismatch: f[0]@2: missing features ['age'], unexpected features ['car'] in stream 'a' seq 0; the features of stream profile "a" are ['age']
+    streamxai.schemas.errors.FeatureMismatch: f[0]@2: missing features ['age'], unexpected features ['car'] in stream 'a' seq 0; the features of stream profile "a" are ['age']
     """
     obj = decode_as(raw, FeatureEvent.SCHEMA, where=where, max_bytes=max_bytes)
     return feature_event_from(obj, spec, where=where)
@@ -158,7 +158,7 @@ def _ctx(stream_id: str, seq: int) -> str:
 
 
 def check_label(y: Any, target: str, what: str, *, where: str | None = None) -> Any:
-    """``y`` as the target kind ``target`` wants it, or :class:`~schemas.errors.LabelTypeMismatch`.
+    """``y`` as the target kind ``target`` wants it, or :class:`~streamxai.schemas.errors.LabelTypeMismatch`.
 
     The same check for a label in a feature event and on the labels topic, so the same fault is
     the same dead letter (reason ``label_type``) wherever it comes from. An integral float is
@@ -222,7 +222,7 @@ def check_stream_id(stream_id: Any, *, where: str | None = None) -> None:
     >>> check_stream_id("shop 17")
     Traceback (most recent call last):
     ...
-    schemas.errors.SchemaMismatch: stream_id 'shop 17' must be 1 to 128 characters from A-Z a-z 0-9 _ - . : @ + = ~ (no '/', spaces or non-ASCII)
+    streamxai.schemas.errors.SchemaMismatch: stream_id 'shop 17' must be 1 to 128 characters from A-Z a-z 0-9 _ - . : @ + = ~ (no '/', spaces or non-ASCII)
     """
     if not isinstance(stream_id, str) or not _STREAM_ID.fullmatch(stream_id):
         raise SchemaMismatch(

@@ -6,7 +6,7 @@ LabelEvent(stream_id='s', seq=4, y=1, ts=10.5)
 >>> parse_label_event(raw.replace(b'"y": 1', b'"y": "high"'), "number", where="labels[0]@4")
 Traceback (most recent call last):
 ...
-schemas.errors.LabelTypeMismatch: labels[0]@4: label y of stream 's' seq 4 is 'high' (str); the target is a number: send a finite number
+streamxai.schemas.errors.LabelTypeMismatch: labels[0]@4: label y of stream 's' seq 4 is 'high' (str); the target is a number: send a finite number
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _FIELDS = frozenset({"schema", "stream_id", "seq", "y", "ts"})
 
 
 def parse_label_event(raw: bytes | None, target: str, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> LabelEvent:
-    """Bytes to a validated :class:`~schemas.messages.LabelEvent` whose ``y`` fits ``target``
+    """Bytes to a validated :class:`~streamxai.schemas.messages.LabelEvent` whose ``y`` fits ``target``
     (``label``: a string, integer or boolean; ``number``: a finite number, as a float), or an
     ``InvalidMessage`` saying what is wrong."""
     return label_event_from(decode_as(raw, LabelEvent.SCHEMA, where=where, max_bytes=max_bytes), target, where=where)

@@ -1,17 +1,17 @@
 """Parsing of the internal messages: explain tasks (model → explainers) and explanations
 (explainers → drift), from bytes to their frozen message types, with every field checked.
 
-Which fields a message has comes from its dataclass (:mod:`schemas.messages`); bad input
-raises a :class:`~schemas.errors.SchemaMismatch` naming the field and where it came from.
+Which fields a message has comes from its dataclass (:mod:`streamxai.schemas.messages`); bad input
+raises a :class:`~streamxai.schemas.errors.SchemaMismatch` naming the field and where it came from.
 
->>> from schemas import ExplainTask, dumps
+>>> from streamxai.schemas import ExplainTask, dumps
 >>> raw = dumps(ExplainTask("s", 3, 1.0, {"a": 1.0}, 0, 1, True, 2.0, 0.5))
 >>> t = parse_explain_task(raw, where="explain-tasks[0]@9", groups=2); (t.seq, t.step, t.position)
 (3, 'both', 3)
 >>> parse_explain_task(raw, where="explain-tasks[0]@9", groups=1)
 Traceback (most recent call last):
 ...
-schemas.errors.SchemaMismatch: explain-tasks[0]@9: group 1 is outside [0, 1); all workers must run with the same explain_groups setting
+streamxai.schemas.errors.SchemaMismatch: explain-tasks[0]@9: group 1 is outside [0, 1); all workers must run with the same explain_groups setting
 """
 
 from __future__ import annotations
@@ -48,10 +48,10 @@ _EXPLANATION_REQUIRED = tuple(
 
 
 def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes: int = DEFAULT_MAX_BYTES) -> ExplainTask:
-    """An :class:`~schemas.messages.ExplainTask` (v3; v2 and v1 read as ``step="both"``,
+    """An :class:`~streamxai.schemas.messages.ExplainTask` (v3; v2 and v1 read as ``step="both"``,
     ``position=seq``, v1 with ``loss=None``) for one of ``groups`` explainer groups: exactly the
     dataclass's fields, ``x`` an object, ``loss`` a number or null, ``group`` in ``[0, groups)``,
-    ``step`` one of :data:`~schemas.messages.STEPS` and ``position`` an integer >= 0."""
+    ``step`` one of :data:`~streamxai.schemas.messages.STEPS` and ``position`` an integer >= 0."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
     if tag in _TASK_OLDER:
@@ -108,14 +108,14 @@ def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None
 
 
 def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Explanation:
-    """An :class:`~schemas.messages.Explanation` (v4; v3 read with ``position=seq``, v2 also with
+    """An :class:`~streamxai.schemas.messages.Explanation` (v4; v3 read with ``position=seq``, v2 also with
     ``var_factor=None``): string ``stream_id``/``explainer``/``feature``, integer ``seq >= 0``,
     ``position >= 0`` and ``n_explained``, a finite ``value``, ``curve`` an object or null,
     ``block`` and ``model_loss`` as checked by :func:`parse_moments`, ``var_factor`` null or a
     finite number >= 0. Fields the drift path does not read are passed through as sent (None
     when absent); fields of a later version are ignored.
 
-    >>> from schemas import dumps
+    >>> from streamxai.schemas import dumps
     >>> raw = dumps(Explanation("s", "ipfi", "a", 0.5, 9, 10, 10, 9, block={"n": 1, "mean": 0.5, "m2": 0.0}))
     >>> e = parse_explanation(raw, where="explanations[0]@1"); (e.value, e.block)
     (0.5, {'n': 1, 'mean': 0.5, 'm2': 0.0})
@@ -124,7 +124,7 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
 
 
 def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
-    """What :func:`parse_explanation` checks, as the :class:`~schemas.messages.Explanation`'s
+    """What :func:`parse_explanation` checks, as the :class:`~streamxai.schemas.messages.Explanation`'s
     fields by name, without the frozen instance: the drift handler takes 2.7 explanations an
     event and builds its own view of each (making the instance was a quarter of the parse)."""
     obj = decode(raw, where=where, max_bytes=max_bytes)

@@ -1,17 +1,17 @@
 """The one module that owns (de)serialisation: orjson options, size limits, decoding.
 
-Outgoing messages are frozen types from :mod:`schemas.messages`; numpy scalars are turned
+Outgoing messages are frozen types from :mod:`streamxai.schemas.messages`; numpy scalars are turned
 into Python numbers here. Incoming bytes are decoded into dicts, checked for size and
-schema tag, and turned into :class:`~schemas.errors.InvalidMessage` subclasses when bad.
+schema tag, and turned into :class:`~streamxai.schemas.errors.InvalidMessage` subclasses when bad.
 
->>> from schemas.messages import Explanation
+>>> from streamxai.schemas.messages import Explanation
 >>> raw = dumps(Explanation("s", "ipfi", "age", 0.25, 9, 10, 10, 9))
 >>> decode(raw, where="explanations[0]@3")["value"]
 0.25
 >>> decode(b"{nope", where="features[1]@7")
 Traceback (most recent call last):
 ...
-schemas.errors.MalformedMessage: features[1]@7: not valid JSON (...); send one UTF-8 JSON object per message
+streamxai.schemas.errors.MalformedMessage: features[1]@7: not valid JSON (...); send one UTF-8 JSON object per message
 """
 
 from __future__ import annotations

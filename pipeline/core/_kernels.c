@@ -1,4 +1,4 @@
-/* The module pipeline.core._kernels: its table of kernels and the attribute names interned at
+/* The module streamxai.core._kernels: its table of kernels and the attribute names interned at
  * import. The kernels are in _kernels_welford.c, _kernels_ipdp.c, _kernels_stderr.c,
  * _kernels_report.c, _kernels_draws.c and _kernels_linear.c; what they share, and the conventions they keep, in _kernels.h. */
 #include "_kernels.h"

@@ -1,5 +1,5 @@
 /* What the compiled kernels' sources share (pipeline/core/_kernels*.c, built into the one
- * extension pipeline.core._kernels): the argument checks and writes every kernel uses, the
+ * extension streamxai.core._kernels): the argument checks and writes every kernel uses, the
  * interned attribute names (made at import in _kernels.c) and the kernels the module table lists.
  *
  * Each function does exactly the floating-point operations of the Python code it replaces,

@@ -4,7 +4,7 @@ Constructor arguments are stored under their own names; learned state is private
 and rebuilt in ``_reset()``. ``clone()`` gives a fresh copy with the same parameters,
 and ``snapshot()`` / ``restore()`` round-trip the whole state through bytes.
 
->>> from pipeline.core.storage import GeometricReservoir
+>>> from streamxai.core.storage import GeometricReservoir
 >>> r = GeometricReservoir(size=2, seed=7)
 >>> r.update({"a": 1.0})
 >>> len(r.clone()), len(GeometricReservoir.restore(r.snapshot()))

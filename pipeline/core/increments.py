@@ -119,7 +119,7 @@ class IncrementTracker:
 
     def add_all(self, features: Iterable[str], values: Iterable[float]) -> None:
         """Welford's update of each feature's accumulator with its value, in order (one call
-        of the compiled kernel when built: :mod:`pipeline.core.kernels`)."""
+        of the compiled kernel when built: :mod:`streamxai.core.kernels`)."""
         if KERNELS is not None and KERNELS.welford_smooth(self._stats, features, values, None, 0.0, 0.0, None, None):
             return
         self._welford(features, values)

@@ -10,7 +10,7 @@ unusual (a type, a missing key) changes nothing and returns False; the caller th
 Python code, which raises the usual error.
 
 - ``PATH``: ``"compiled"`` or ``"python"`` (what :attr:`StreamExplainer.bookkeeping_path
-  <pipeline.core.stream.StreamExplainer.bookkeeping_path>` and the ``compiled_kernels``
+  <streamxai.core.stream.StreamExplainer.bookkeeping_path>` and the ``compiled_kernels``
   metric report);
 - ``STREAMXAI_PURE_PYTHON=1`` in the environment forces the Python path (for debugging, or to
   compare): read once, at import;

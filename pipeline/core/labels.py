@@ -26,14 +26,14 @@ arrivals alone, what the model learns and when:
 - every label is accounted for: learned, held, or refused with a reason (``label_expired``,
   ``label_unknown_seq``, ``label_already_labelled``). To give these reasons the join remembers,
   for the last ``max_label_delay`` seqs, which were learned and which expired, as intervals
-  (:class:`~pipeline.core.pending.SeqIntervals`); a label further back is refused as expired.
+  (:class:`~streamxai.core.pending.SeqIntervals`); a label further back is refused as expired.
 
 Positions. With delayed labels, seq no longer orders the steps of a stream, so each step
 gets a *position*: the stream's newest seq plus the number of labels learned at their own
 arrival. It grows with every step, and while labels come in line it is the seq itself.
 
 >>> from river import linear_model
->>> from pipeline.core.prequential import PrequentialModel
+>>> from streamxai.core.prequential import PrequentialModel
 >>> join = LabelJoin(PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared"),
 ...                  ["a"], max_label_delay=3)
 >>> r = join.on_features(0, {"a": 1.0}, None, ts=0.0)

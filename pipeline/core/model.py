@@ -14,10 +14,10 @@ perturbed rows of one event in one call via ``batch``: a callable
 ``rows -> list of predictions`` in the same output format.
 
 The fast path (``fast_path="auto"``, the default): a river model that
-:func:`pipeline.core.fastpath.compile_model` recognises -- the Hoeffding tree family, ARF,
+:func:`streamxai.core.fastpath.compile_model` recognises -- the Hoeffding tree family, ARF,
 linear and logistic regression -- is evaluated from its internals, with the parts shared by
 the rows of one call computed once, giving exactly the values of calling the model (see
-:mod:`pipeline.core.fastpath`). ``path`` says which evaluation a function uses;
+:mod:`streamxai.core.fastpath`). ``path`` says which evaluation a function uses;
 ``fast_path="off"`` always calls the model. A call the fast path cannot serve (a part of the
 model it does not recognise) is evaluated by calling the model, and counted in
 ``fallbacks``.
@@ -112,7 +112,7 @@ class ModelFunction(Component):
 
     @property
     def path(self) -> str:
-        """``"fast"`` (white-box evaluation, :mod:`pipeline.core.fastpath`) or ``"black_box"``."""
+        """``"fast"`` (white-box evaluation, :mod:`streamxai.core.fastpath`) or ``"black_box"``."""
         return "black_box" if self._fast is None else "fast"
 
     def _resolve(self) -> Callable[[dict], Prediction]:
@@ -266,7 +266,7 @@ class ModelFunction(Component):
     def share(self, fast: Any) -> None:
         """Evaluate with ``fast``, a white-box evaluator of this function's model that its owner
         shares between functions and keeps between calls (``fast.shared``), invalidating it
-        whenever the model learns (:class:`~pipeline.core.stream.StreamExplainer` does). No
+        whenever the model learns (:class:`~streamxai.core.stream.StreamExplainer` does). No
         effect when the fast path is off."""
         if self._fast is not None and fast is not None and fast.model is self.model:
             self._fast = fast

@@ -116,11 +116,11 @@ class ExplanationValue:
 
     ``block`` holds the per-event increments folded in since the previous report of this
     value, ``model_loss`` the model's prequential losses over the events seen since the
-    previous report (both :class:`~pipeline.core.increments.Block`), ``stderr`` the
+    previous report (both :class:`~streamxai.core.increments.Block`), ``stderr`` the
     standard error of ``value`` when the explainer reports one, ``n_seen`` the steps of its
     kind (predict or learn) the explainer has seen, explained or not, ``var_factor`` the
     variance of a long mean of the increments over that of independent ones (None:
-    independent; see :mod:`pipeline.core.change.test`).
+    independent; see :mod:`streamxai.core.change.test`).
     """
 
     # StreamExplainer._step builds these by position, in this order
@@ -270,14 +270,14 @@ class StreamExplainer(Component):
     @property
     def evaluation_path(self) -> str:
         """How the explainers evaluate the model: ``"fast"`` (from its internals, exactly the
-        values of calling it; :mod:`pipeline.core.fastpath`) or ``"black_box"``."""
+        values of calling it; :mod:`streamxai.core.fastpath`) or ``"black_box"``."""
         paths = {ex.model_fn.path for ex in self._explainers}
         return "fast" if paths == {"fast"} else "black_box"
 
     @property
     def bookkeeping_path(self) -> str:
         """How the explainers' per-event bookkeeping runs: ``"compiled"`` (the kernels of
-        :mod:`pipeline.core.kernels`, bit for bit the Python code's values) or ``"python"``
+        :mod:`streamxai.core.kernels`, bit for bit the Python code's values) or ``"python"``
         (not built, or ``STREAMXAI_PURE_PYTHON=1``)."""
         return kernels.PATH
 

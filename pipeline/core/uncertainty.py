@@ -509,7 +509,7 @@ class SmoothedStderr(Component):
         of as many independent ones, ``1 + reuse / sigma^2`` with the reuse correction in the
         limit ``c -> 1`` (``2 rho / (1 - rho)``: about ``2 L / u``). 1.0 without donors or
         variance. The change test multiplies its squared standard errors by it
-        (:mod:`pipeline.core.change.test`).
+        (:mod:`streamxai.core.change.test`).
 
         ``k - 1`` is a ratio of covariances to a variance, so both are taken over one horizon:
         ``sigma^2`` here is weighted at the reuse statistics' rate ``a / _PAIRS_SLOWER``, not the

@@ -4,7 +4,7 @@ Every handler fills in one skeleton (:class:`MessageHandler`: parse → dead let
 state → drop duplicate → process → checkpoint); what it needs from outside is declared as
 Protocols (:class:`Handler`, :class:`History`, :class:`CheckpointStore`)."""
 
-from schemas import Source
+from streamxai.schemas import Source
 
 from .common import MessageHandler, Rejected
 from .dead_letters import dead_letter

@@ -1,6 +1,6 @@
 """What every handler shares: the skeleton (:class:`MessageHandler`) that takes each message
 into its key's state, and what a failure does to that state. State recovery is
-:class:`~pipeline.handlers.recovering.Recovering`'s (``recovering.py``), dead letters are built
+:class:`~streamxai.handlers.recovering.Recovering`'s (``recovering.py``), dead letters are built
 by ``dead_letters.py``, and the outgoing message type :class:`Out` is defined in ``out.py``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pickle
 from collections.abc import Hashable
 from typing import ClassVar
 
-from schemas import InvalidMessage, Source
+from streamxai.schemas import InvalidMessage, Source
 
 from ..metrics import profile_label
 from .dead_letters import dead_letter
@@ -224,7 +224,7 @@ class MessageHandler(Recovering[M, S]):
         when the message cannot be taken."""
 
     def _profile(self, stream_id: str) -> str:
-        """The ``profile`` label of ``stream_id``'s counters (:data:`~pipeline.metrics.PROFILED`)."""
+        """The ``profile`` label of ``stream_id``'s counters (:data:`~streamxai.metrics.PROFILED`)."""
         return profile_label(self.settings.profile(stream_id))
 
     def _count_from_zero(self, name: str, **labels: str) -> None:

@@ -1,13 +1,13 @@
 """A dead letter built from a message that cannot be taken: what was wrong, where it came from,
 and the message itself (base64, cut to a size the dead-letter topic accepts), with one log line
-per stage and reason at a bounded rate (:class:`~pipeline.handlers.dead_letter_log.DeadLetterLog`)."""
+per stage and reason at a bounded rate (:class:`~streamxai.handlers.dead_letter_log.DeadLetterLog`)."""
 
 from __future__ import annotations
 
 import hashlib
 import time
 
-from schemas import DeadLetter, InvalidMessage, Source, b64, dumps
+from streamxai.schemas import DeadLetter, InvalidMessage, Source, b64, dumps
 
 from .dead_letter_log import DeadLetterLog
 from .out import Out
@@ -27,9 +27,9 @@ def dead_letter(
 ) -> Out:
     """A dead letter for ``raw`` of at most ``max_bytes`` (key and value); logs one line naming
     the reason and the source (at most 20 a minute for each stage and reason, then how many
-    more: :class:`~pipeline.handlers.dead_letter_log.DeadLetterLog`).
+    more: :class:`~streamxai.handlers.dead_letter_log.DeadLetterLog`).
 
-    >>> import base64; from schemas import decode
+    >>> import base64; from streamxai.schemas import decode
     >>> out = dead_letter(b"x" * 10_000, b"k", ValueError("bad"), "model", Source("f", 0, 7), max_bytes=4096)
     >>> m = decode(out.value, where="-")
     >>> len(out.value) <= 4096, m["truncated"], m["original_bytes"], len(base64.b64decode(m["original"])) > 2000

@@ -2,7 +2,7 @@
 
 The drift agent reads the ``drift-feed`` topic: one record per report of an explainer group,
 carrying the report's explanations as the explain handler sent them to ``explanations``
-(:mod:`schemas.drift_feed`). Each explanation of a record is taken as if it came alone (its own
+(:mod:`streamxai.schemas.drift_feed`). Each explanation of a record is taken as if it came alone (its own
 dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
 taken. A record without the form's header is one explanation message. Records are keyed by
 ``stream_id``, so every series of a stream reaches the same drift worker, in partition order.
@@ -11,8 +11,8 @@ seq itself while labels come in line, and for explanation/v2 and v3): with label
 later, an event's loss-based explanations come when its label does, so seq no longer orders
 them. Change events and episodes carry the positions on that axis (``position``,
 ``cut_position``, ``first_position`` ...) and the seqs of the events explained there
-(:class:`~pipeline.handlers.event_seqs.EventSeqs`; the same numbers while labels come in line). A stream's state — one
-:class:`~pipeline.core.change.StreamChangeDetector` over all its series — is
+(:class:`~streamxai.handlers.event_seqs.EventSeqs`; the same numbers while labels come in line). A stream's state — one
+:class:`~streamxai.core.change.StreamChangeDetector` over all its series — is
 checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
 a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
 later explanations from the same partition, or replays its whole history without one. A
@@ -35,8 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, Source, dumps, unpack_feed
-from schemas.parsing import explanation_fields
+from streamxai.schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, Source, dumps, unpack_feed
+from streamxai.schemas.parsing import explanation_fields
 
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
 from ..core.change.events import KINDS, ci, loss_z
@@ -120,7 +120,7 @@ def _block(block: dict[str, float] | None) -> Block | None:
 
 
 def parse_explanation(raw: bytes | None, where: str, max_bytes: int) -> _Point:
-    """The drift path's view of an explanation (parsed and checked by :mod:`schemas.parsing`)."""
+    """The drift path's view of an explanation (parsed and checked by :mod:`streamxai.schemas.parsing`)."""
     e = explanation_fields(raw, where=where, max_bytes=max_bytes)
     return _Point(e["stream_id"], e["explainer"], e["feature"], e["seq"], e["position"], e["n_explained"],
                   _block(e["block"]), _block(e["model_loss"]), e["curve"], e["var_factor"], e["n_seen"])
@@ -170,7 +170,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         return parse_explanation(raw, where, self.settings.max_message_bytes)
 
     def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
-        """The explanations of a drift-feed record (:func:`schemas.unpack_feed`), each taken at its
+        """The explanations of a drift-feed record (:func:`streamxai.schemas.unpack_feed`), each taken at its
         record's place and named by its place in the record (its dead letter says which it was)."""
         docs = unpack_feed(raw, src)
         if docs is None:

@@ -7,7 +7,7 @@ record): a ``predict`` step (the event's arrival; iPDP), a ``learn`` step (its l
 iPFI and iSAGE explain it, then the replica learns it), or ``both`` (a label in line, as
 before labels could come later). While tasks wait longer than
 ``max_lag_s``, each group explains only one event in a stride that grows with the wait (the
-same share for every stream, :class:`~pipeline.core.budget.LagShedder`); the others are
+same share for every stream, :class:`~streamxai.core.budget.LagShedder`); the others are
 observed but not explained, and the counts are in every explanation message
 (``n_explained`` vs ``n_seen``) and in the metrics.
 
@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from schemas import (
+from streamxai.schemas import (
     ExplainDecision,
     ExplainTask,
     Explanation,
@@ -38,7 +38,7 @@ from schemas import (
     parse_explain_task,
     unpack_tasks,
 )
-from schemas.features import feature_event_from
+from streamxai.schemas.features import feature_event_from
 
 from ..core.budget import LagShedder
 from ..core.increments import Block
@@ -108,7 +108,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
                                   max_bytes=10 * self.settings.max_message_bytes)
 
     def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
-        """The tasks of the model handler's batch form (:func:`schemas.unpack_tasks`), each taken
+        """The tasks of the model handler's batch form (:func:`streamxai.schemas.unpack_tasks`), each taken
         at its record's place."""
         tasks = unpack_tasks(raw, src)
         return None if tasks is None else [(t, src) for t in tasks]
@@ -196,7 +196,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         cannot take: it would raise half-way through the group's state): keyed by its stream and
         group, its event's features and label as the stream's feature events carry them, a label
         for a learn step, ``sent_at`` a number, ``explain`` a boolean, its loss one the model
-        stage learns (:data:`~pipeline.core.prequential.MAX_LOSS`)."""
+        stage learns (:data:`~streamxai.core.prequential.MAX_LOSS`)."""
         task = self._parse(raw, src)
         where = str(src)
         if key != f"{task.stream_id}/{task.group}".encode():

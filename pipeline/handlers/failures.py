@@ -1,12 +1,12 @@
 """How a handler's states fail, and what it keeps of their failures so that no input makes it
-rebuild a key's state message after message (:class:`~pipeline.handlers.common.MessageHandler`
+rebuild a key's state message after message (:class:`~streamxai.handlers.common.MessageHandler`
 uses them): how a state was just rebuilt (:class:`Rebuilt`), a state that fails on every
 message (:class:`Failing`), a key that failed lately and may be guarded (:class:`Guard`), and
 the messages a rebuild skips (:func:`message_id`)."""
 
 from __future__ import annotations
 
-from schemas import Source
+from streamxai.schemas import Source
 
 __all__ = ["Rebuilt", "Failing", "Guard", "StateError", "message_id", "MAX_FAILING_WAIT", "GUARD_WINDOW",
            "MAX_SKIPPED", "FAILING_STREAK"]

@@ -10,7 +10,7 @@ what the explainer computes (``pipeline/core/explainers``):
   within ``[-L, L]``;
 - iSAGE: one coalition's loss minus the next one's, each an estimate in ``[0, L]``, or in
   ``[-L, L]`` for a loss whose estimate of a mean prediction is unbiased (a U-statistic,
-  :func:`~pipeline.core.losses.has_unbiased_mean`): within ``[-L, L]`` or ``[-2L, 2L]``;
+  :func:`~streamxai.core.losses.has_unbiased_mean`): within ``[-L, L]`` or ``[-2L, 2L]``;
 - iPDP on a probability (classification): an ICE curve of ``K >= 2`` values in ``[0, 1]``
   against the PD curve's gradient, whose norm is ``1 / sqrt(K - 1)``: at most
   ``sqrt(K / (K - 1)) <= sqrt(2)`` (half that while the gradient's deviations sum to 0; a
@@ -21,12 +21,12 @@ what the explainer computes (``pipeline/core/explainers``):
 where ``L`` is the loss's range: 1 for 0-1 loss and for the Brier loss of one class, 2 for the
 multi-class Brier score, ``-log(eps)`` for cross-entropy (``eps = 1e-7``: 16.1). Squared and
 absolute losses and iPDP on a regression's values have no range; there the bound is
-:data:`~pipeline.core.prequential.MAX_LOSS` (1e100), the largest loss the model stage takes,
+:data:`~streamxai.core.prequential.MAX_LOSS` (1e100), the largest loss the model stage takes,
 which only keeps the change test's sums finite. Values within ``[-R, R]`` have a mean there and
 a sum of squared deviations (``m2``) of at most ``n R^2``; the model's losses, in ``[0, L]``,
 ``m2 <= n L^2 / 4``.
 
->>> from pipeline.settings import Settings
+>>> from streamxai.settings import Settings
 >>> b = feed_bounds(Settings(features=["a"], explainers=["ipfi", "isage", "ipdp"], emit_every=5))
 >>> b.increments, b.loss, b.emit_every
 ({'ipfi': 1.0, 'isage': 2.0, 'ipdp': 1.414...}, 1.0, 5)
@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from schemas import BadValue
+from streamxai.schemas import BadValue
 
 from ..core.increments import Block
 from ..core.losses import Brier, BrierOf, CrossEntropy, get_loss, has_unbiased_mean, zero_one

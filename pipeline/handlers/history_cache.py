@@ -63,7 +63,7 @@ _TOO_BIG = object()
 class HistoryCache:
     """Wraps a ``history(topic, partition, before_offset, key, from_offset)`` callable that also
     has ``scan(topic, partition, before_offset, from_offset)`` → ``(offset, key, value)``, or
-    ``(offset, key, value, timestamp, headers)`` (a ``pipeline.handlers.protocols.ScanningHistory``,
+    ``(offset, key, value, timestamp, headers)`` (a ``streamxai.handlers.protocols.ScanningHistory``,
     which the handlers check before wrapping); :meth:`records` gives those back per key."""
 
     def __init__(self, source: Any, owner: Any = None, max_bytes: int = 256 * 1024 * 1024):

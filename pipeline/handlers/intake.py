@@ -2,17 +2,17 @@
 
 The intake agent reads ``features`` and ``labels`` and forwards each message, its bytes and key
 unchanged, to ``arrivals`` with headers naming its origin topic, partition and offset
-(:func:`schemas.origin_headers`). Keyed by stream id, a stream's arrivals are one partition in
+(:func:`streamxai.schemas.origin_headers`). Keyed by stream id, a stream's arrivals are one partition in
 one order: the model agent learns in that order, and its recovery (checkpoint and replay of
 its input partition) reproduces it exactly. It validates nothing (the model handler does, and
 its dead letters name the origin) and keeps no state: after a restart it forwards again what
 it had not committed, and the model handler recognises those by their origin offset.
 
 The messages the worker has already fetched (:meth:`IntakeHandler.on_batch`, never waiting
-for more) go as one arrivals record per stream (:func:`schemas.pack_arrivals`): two message
+for more) go as one arrivals record per stream (:func:`streamxai.schemas.pack_arrivals`): two message
 operations fewer per event for the worker (issue 17). A lone message keeps the older form.
 
->>> from schemas import origin
+>>> from streamxai.schemas import origin
 >>> (out,) = IntakeHandler(Settings()).on_message(b"{}", b"s", Source("streamxai.labels", 2, 17))
 >>> out.topic, out.key, out.value, str(origin(Source("streamxai.arrivals", 0, 5, headers=out.headers)))
 ('arrivals', b's', b'{}', 'streamxai.labels[2]@17')
@@ -20,8 +20,8 @@ operations fewer per event for the worker (issue 17). A lone message keeps the o
 
 from __future__ import annotations
 
-from schemas import Source, origin_headers, pack_arrivals
-from schemas.batch_forms import chunk_bounds
+from streamxai.schemas import Source, origin_headers, pack_arrivals
+from streamxai.schemas.batch_forms import chunk_bounds
 
 from ..metrics import Metrics
 from ..settings import Settings

@@ -2,7 +2,7 @@
 intake recorded them) → predict on arrival, learn when the label is known, hand each step to
 the explainers.
 
-The join itself is :class:`~pipeline.core.labels.LabelJoin` (the in-process reference uses
+The join itself is :class:`~streamxai.core.labels.LabelJoin` (the in-process reference uses
 the same one): this handler validates, drops what the intake forwarded twice, and turns
 what the join did into messages. Dead letters name where a message came from (the
 ``features`` or ``labels`` record, from the arrivals headers). The model path never waits
@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from schemas import (
+from streamxai.schemas import (
     CategoryTypeMismatch,
     ExplainTask,
     FeatureEvent,
@@ -125,7 +125,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         return self.settings.for_stream(stream_id)
 
     def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
-        """The messages of the intake's batch form (:func:`schemas.unpack_arrivals`), each with
+        """The messages of the intake's batch form (:func:`streamxai.schemas.unpack_arrivals`), each with
         its record's place and the origin headers of its features or labels record."""
         items = unpack_arrivals(raw, src)
         if items is None:
@@ -134,7 +134,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                 for r, c in items]
 
     def _combine(self, outs: list[Out]) -> list[Out]:
-        """A batch's explain tasks as one record per group (:func:`schemas.pack_tasks`), after its
+        """A batch's explain tasks as one record per group (:func:`streamxai.schemas.pack_tasks`), after its
         other messages: one stream per batch, so each group's tasks stay in order."""
         tasks: dict[tuple[bytes | None, int | None], list[bytes]] = {}
         rest = []

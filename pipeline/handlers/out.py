@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas import Headers
+from streamxai.schemas import Headers
 
 __all__ = ["Out"]
 

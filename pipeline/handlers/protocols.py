@@ -1,9 +1,9 @@
 """What the handlers need from the world around them, as typing Protocols: the agent loop
 calls a :class:`Handler`; a handler reads earlier messages through a :class:`History` and
-keeps its state in a :class:`CheckpointStore` (``pipeline.kafka`` implements both).
+keeps its state in a :class:`CheckpointStore` (``streamxai.kafka`` implements both).
 
->>> from pipeline.handlers import ModelHandler
->>> from pipeline.settings import Settings
+>>> from streamxai.handlers import ModelHandler
+>>> from streamxai.settings import Settings
 >>> isinstance(ModelHandler(Settings()), Handler)
 True
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from schemas import Source
+from streamxai.schemas import Source
 
 from .out import Out
 
@@ -46,7 +46,7 @@ class Handler(Protocol):
 
 @runtime_checkable
 class History(Protocol):
-    """Earlier messages of one partition (``pipeline.kafka.replay.PartitionHistory``)."""
+    """Earlier messages of one partition (``streamxai.kafka.replay.PartitionHistory``)."""
 
     def __call__(
         self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
@@ -58,21 +58,21 @@ class History(Protocol):
 @runtime_checkable
 class ScanningHistory(History, Protocol):
     """A history that can also read a partition once for all its keys (a handler wraps it in a
-    :class:`~pipeline.kafka.history_cache.HistoryCache`)."""
+    :class:`~streamxai.kafka.history_cache.HistoryCache`)."""
 
     def scan(
         self, topic: str, partition: int, before_offset: int | None, from_offset: int = 0
     ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
         """``(offset, key, value)`` of every message at ``from_offset .. before_offset - 1``, or
-        ``(offset, key, value, timestamp, headers)`` (``pipeline.kafka.replay.PartitionHistory``:
+        ``(offset, key, value, timestamp, headers)`` (``streamxai.kafka.replay.PartitionHistory``:
         the model handler's replay needs the arrivals' timestamps and origin headers)."""
         ...
 
 
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Where handlers keep their states (``pipeline.kafka.checkpoints.FileCheckpointStore``: files;
-    ``pipeline.kafka.checkpoint_topic.KafkaCheckpointStore``: a compacted topic)."""
+    """Where handlers keep their states (``streamxai.kafka.checkpoints.FileCheckpointStore``: files;
+    ``streamxai.kafka.checkpoint_topic.KafkaCheckpointStore``: a compacted topic)."""
 
     def due(self, n_since: int) -> bool:
         """Whether a state that took ``n_since`` messages since its last checkpoint should be saved."""

@@ -1,8 +1,8 @@
 """Per-key state and its recovery (:class:`Recovering`), shared by the model, explain and drift
 handlers: a key's state restored from its newest checkpoint and the key's later messages
 replayed, or rebuilt from its whole history; checkpoints written when due; the messages that
-failed (:mod:`pipeline.handlers.failures`) skipped by a rebuild. The skeleton that takes
-messages into those states is :class:`~pipeline.handlers.common.MessageHandler`."""
+failed (:mod:`streamxai.handlers.failures`) skipped by a rebuild. The skeleton that takes
+messages into those states is :class:`~streamxai.handlers.common.MessageHandler`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import time
 from collections.abc import Hashable
 from typing import Any, ClassVar, Generic, TypeVar
 
-from schemas import InvalidMessage, Source
+from streamxai.schemas import InvalidMessage, Source
 
 from ..metrics import Metrics
 from ..settings import Settings
@@ -65,9 +65,9 @@ class Recovering(abc.ABC, Generic[M, S]):
                  checkpoints: CheckpointStore | None = None):
         self.settings = settings
         self.metrics = metrics or Metrics()
-        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)
+        #: ``history(topic, partition, before_offset, key, from_offset)`` → earlier values (streamxai.kafka.replay)
         self.history = history
-        #: a :class:`pipeline.handlers.protocols.CheckpointStore` (``pipeline.kafka``: files or a topic), or None
+        #: a :class:`streamxai.handlers.protocols.CheckpointStore` (``streamxai.kafka``: files or a topic), or None
         self.checkpoints = checkpoints
         #: the state of every state key met so far
         self.states: dict[Hashable, S] = {}
@@ -95,7 +95,7 @@ class Recovering(abc.ABC, Generic[M, S]):
 
     @property
     def history(self) -> History | HistoryCache | None:
-        """``history(topic, partition, before_offset, key, from_offset)`` → earlier values (pipeline.kafka.replay)."""
+        """``history(topic, partition, before_offset, key, from_offset)`` → earlier values (streamxai.kafka.replay)."""
         return self._history
 
     @history.setter

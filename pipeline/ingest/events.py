@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from schemas import ConfigError, FeatureEvent
+from streamxai.schemas import ConfigError, FeatureEvent
 
 from .lines import (
     FileReport,

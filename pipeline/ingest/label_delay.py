@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-from schemas import FeatureEvent, LabelEvent
+from streamxai.schemas import FeatureEvent, LabelEvent
 
 __all__ = ["labels_after"]
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from schemas import ConfigError, LabelEvent
+from streamxai.schemas import ConfigError, LabelEvent
 
 from .lines import (
     FileReport,

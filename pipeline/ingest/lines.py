@@ -1,4 +1,4 @@
-"""Reading a file's lines for :mod:`pipeline.ingest`: UTF-8 text (a line that is not is bad, not
+"""Reading a file's lines for :mod:`streamxai.ingest`: UTF-8 text (a line that is not is bad, not
 the end of the file), CSV rows and their width, JSON objects, the target column, a line's stream
 settings; and the :class:`FileReport` of what was read. A bad line raises ``BadLine``."""
 
@@ -10,8 +10,8 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from schemas import ConfigError, InvalidMessage
-from schemas.features import check_stream_id
+from streamxai.schemas import ConfigError, InvalidMessage
+from streamxai.schemas.features import check_stream_id
 
 from .values import BadLine
 

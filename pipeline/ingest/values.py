@@ -1,4 +1,4 @@
-"""One value of a file's line for :mod:`pipeline.ingest`, checked and converted: a feature (a
+"""One value of a file's line for :mod:`streamxai.ingest`, checked and converted: a feature (a
 CSV cell has no type; a JSON value is sent as it is unless no worker takes it), a target, a seq,
 a timestamp. What no worker takes raises ``BadLine``, naming the value."""
 

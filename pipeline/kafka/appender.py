@@ -1,6 +1,6 @@
 """Outputs appended to aiokafka's batches in one step (issue 17): what the agents' Outbox does
 when it is given a Faust producer. A worker's Outbox now sends through
-:class:`~pipeline.kafka.output_producer.OutputProducer` (librdkafka: half the CPU per message
+:class:`~streamxai.kafka.output_producer.OutputProducer` (librdkafka: half the CPU per message
 again); this stays for an Outbox on a Faust app's producer, as tests and benchmarks build one.
 
 Faust's producer (``faust.transport.drivers.aiokafka.Producer.send``) and aiokafka's

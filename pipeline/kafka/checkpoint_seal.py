@@ -26,8 +26,8 @@ Safety:
   past the commit at a kill, and be rebuilt from its whole history.
 
 Where the sealed bytes live is a store's business (:class:`SealedStore`):
-``pipeline.kafka.checkpoints.FileCheckpointStore`` (files under ``state_dir``) and
-``pipeline.kafka.checkpoint_topic.KafkaCheckpointStore`` (a compacted topic).
+``streamxai.kafka.checkpoints.FileCheckpointStore`` (files under ``state_dir``) and
+``streamxai.kafka.checkpoint_topic.KafkaCheckpointStore`` (a compacted topic).
 
 >>> seal = CheckpointSeal(b"0123456789abcdef")
 >>> blob = seal.seal("explain", b"s/0", {"n": 1}, Source("tasks", 3, 41))
@@ -36,7 +36,7 @@ Where the sealed bytes live is a store's business (:class:`SealedStore`):
 >>> CheckpointSeal(b"another key 12345").open(blob, "explain", b"s/0", "tasks", 3)
 Traceback (most recent call last):
 ...
-pipeline.kafka.checkpoint_seal.RefusedCheckpoint: its HMAC does not match (tampered, torn, or written with another checkpoint key)
+streamxai.kafka.checkpoint_seal.RefusedCheckpoint: its HMAC does not match (tampered, torn, or written with another checkpoint key)
 """
 
 from __future__ import annotations
@@ -55,8 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from schemas import ConfigError, Source
+from streamxai.schemas import ConfigError, Source
 
 from .committed_offsets import CommittedOffsets
 
@@ -187,7 +186,7 @@ class SealedStore(abc.ABC):
     """Checkpoints sealed by a :class:`CheckpointSeal`, kept wherever a subclass keeps bytes
     (:meth:`_write`, :meth:`_candidates`); written every ``every`` messages of a key (0: never).
 
-    This is what the handlers use (``pipeline.handlers.protocols.CheckpointStore``). A store in
+    This is what the handlers use (``streamxai.handlers.protocols.CheckpointStore``). A store in
     memory, for the example:
 
     >>> class Memory(SealedStore):

@@ -1,15 +1,15 @@
 """Checkpoints on a compacted Kafka topic, so a worker on any host resumes from them.
 
-Local-disk checkpoints (:class:`~pipeline.kafka.checkpoints.FileCheckpointStore`) help only a worker
+Local-disk checkpoints (:class:`~streamxai.kafka.checkpoints.FileCheckpointStore`) help only a worker
 on the same host; a worker elsewhere that takes over a partition replays the key's whole
 history. With ``checkpoint_store = "kafka"`` the same sealed bytes (HMAC-SHA256 over header
-and pickle, see :mod:`pipeline.kafka.checkpoint_seal`) go to the topic ``<prefix>checkpoints``, with
+and pickle, see :mod:`streamxai.kafka.checkpoint_seal`) go to the topic ``<prefix>checkpoints``, with
 ``cleanup.policy=compact``: Kafka keeps the newest record per record key, and a worker that
 meets a key without state reads its checkpoint from there.
 
 Record keys are ``kind/sha256(key)/slot``: each key keeps two slots, its newest checkpoint and
 the one before it, or the newest one a commit covers (a worker restores only one *before* the
-message it resumes at; see :meth:`~pipeline.kafka.checkpoint_seal.SealedStore.save`). Both slots of a key go to the same partition,
+message it resumes at; see :meth:`~streamxai.kafka.checkpoint_seal.SealedStore.save`). Both slots of a key go to the same partition,
 so their offsets tell which is newer. The store keeps an index record key →
 (partition, offset), caught up from the topic's end on every look-up, and fetches only the
 records it needs. Every worker must share ``checkpoint_key``.

@@ -1,11 +1,11 @@
 """Checkpoints as files under ``state_dir/checkpoints/``, shared by the workers of one host.
 
-The bytes are sealed by :class:`~pipeline.kafka.checkpoint_seal.CheckpointSeal` (HMAC-SHA256
-over header and pickle; see :mod:`pipeline.kafka.checkpoint_seal` for what is restored when).
+The bytes are sealed by :class:`~streamxai.kafka.checkpoint_seal.CheckpointSeal` (HMAC-SHA256
+over header and pickle; see :mod:`streamxai.kafka.checkpoint_seal` for what is restored when).
 File names are SHA-256 hashes of the key, never the key itself (no length or character limit
 to trip over). Files are written atomically (temporary file, then rename), so workers on one
 host can share them, if they share the key (``checkpoint_key``, or the key file generated
-once in ``state_dir``, see :func:`~pipeline.kafka.checkpoint_seal.checkpoint_secret`).
+once in ``state_dir``, see :func:`~streamxai.kafka.checkpoint_seal.checkpoint_secret`).
 
 >>> import tempfile
 >>> store = FileCheckpointStore(tempfile.mkdtemp(), every=2, secret=b"0123456789abcdef")
@@ -27,7 +27,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from schemas import Source  # noqa: F401  (used by the doctest)
+from streamxai.schemas import Source  # noqa: F401  (used by the doctest)
 
 from .checkpoint_seal import HEADER_BYTES, CheckpointSeal, SealedStore
 from .committed_offsets import CommittedOffsets

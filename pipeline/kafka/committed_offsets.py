@@ -1,12 +1,12 @@
 """The offsets a worker's consumer has committed, for the checkpoint stores to read.
 
 After a SIGKILL a worker resumes each partition at its committed offset and restores only a
-checkpoint *before* it (:mod:`pipeline.kafka.checkpoint_seal`). A store that knows the commits
+checkpoint *before* it (:mod:`streamxai.kafka.checkpoint_seal`). A store that knows the commits
 keeps, per key, the newest checkpoint that a commit already covers beside the newest one
-(:meth:`~pipeline.kafka.checkpoint_seal.SealedStore.save`), so that a key writing checkpoints
+(:meth:`~streamxai.kafka.checkpoint_seal.SealedStore.save`), so that a key writing checkpoints
 faster than the worker commits still has one to restore.
 
-The worker's consumer (``pipeline.kafka.faust_transport``) records each commit the broker
+The worker's consumer (``streamxai.kafka.faust_transport``) records each commit the broker
 accepted. Offsets are Kafka's committed offsets: the next offset to read, so a checkpoint at
 offset ``n`` is covered when ``n < committed``.
 

@@ -2,7 +2,7 @@
 
 Secrets are revealed only here, into the client configuration, never into logs.
 
->>> from pipeline.settings import Settings, Secret
+>>> from streamxai.settings import Settings, Secret
 >>> cfg = confluent_config(Settings(security_protocol="SASL_SSL", sasl_username="u",
 ...                                 sasl_password=Secret("pw")))
 >>> cfg["sasl.password"], cfg["security.protocol"]
@@ -15,7 +15,7 @@ import ssl
 import time
 from typing import Any
 
-from schemas import ConfigError, StreamxaiError
+from streamxai.schemas import ConfigError, StreamxaiError
 
 from ..settings import Settings
 
@@ -33,7 +33,7 @@ class BrokerError(StreamxaiError, RuntimeError):
 
 
 #: labels: label events (issue 13); arrivals: features and labels in the one order the model learns them;
-#: drift-feed: each report's explanations as one record, what the drift agent reads (schemas.drift_feed)
+#: drift-feed: each report's explanations as one record, what the drift agent reads (streamxai.schemas.drift_feed)
 TOPIC_NAMES = ("features", "labels", "arrivals", "predictions", "explain-tasks", "explain-decisions", "explanations",
                "drift-feed", "drift-events", "change-episodes", "dead-letters")
 
@@ -83,13 +83,13 @@ def faust_credentials(s: Settings) -> Any:
 
 def check_broker(s: Settings, timeout: float = BROKER_CHECK_TIMEOUT_S) -> None:
     """Return once a broker at ``bootstrap_servers`` answers; else raise a one-line
-    :class:`~pipeline.kafka.config.BrokerError` within ``timeout`` s saying what to do.
+    :class:`~streamxai.kafka.config.BrokerError` within ``timeout`` s saying what to do.
 
-    >>> from pipeline.local.ports import free_port
+    >>> from streamxai.local.ports import free_port
     >>> check_broker(Settings(bootstrap_servers=f"127.0.0.1:{free_port()}"), timeout=0.5)
     Traceback (most recent call last):
     ...
-    pipeline.kafka.config.BrokerError: no Kafka broker answered at 127.0.0.1:... within 0.5 s (...); start the local one with `streamxai broker start`, or set bootstrap_servers (--bootstrap, STREAMXAI_BOOTSTRAP_SERVERS) to yours
+    streamxai.kafka.config.BrokerError: no Kafka broker answered at 127.0.0.1:... within 0.5 s (...); start the local one with `streamxai broker start`, or set bootstrap_servers (--bootstrap, STREAMXAI_BOOTSTRAP_SERVERS) to yours
     """
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient

@@ -83,7 +83,7 @@
   they are, which is what the "raw" codec returns for bytes and ``None``.
 - **Faust's monitor** (:class:`QuietMonitor`). Faust's ``Monitor`` sensor keeps statistics of
   every message in, every stream event and every send, which no page of ours shows (the
-  worker's metrics are :class:`pipeline.metrics.Metrics`); the quiet one keeps the rest of
+  worker's metrics are :class:`streamxai.metrics.Metrics`); the quiet one keeps the rest of
   the monitor (commit and offset bookkeeping) and skips the per-message hooks.
 
 >>> import faust
@@ -172,9 +172,9 @@ class _Consumer(BulkFetch, driver.Consumer):
 
     async def _commit(self, offsets: Any) -> bool:
         """Commit ``offsets`` once the transport's ``outputs`` producer (the agents', an
-        :class:`~pipeline.kafka.output_producer.OutputProducer`), if it has one, has flushed
+        :class:`~streamxai.kafka.output_producer.OutputProducer`), if it has one, has flushed
         (Faust flushed its own producer before); those the broker accepted go to the transport's
-        :class:`~pipeline.kafka.committed_offsets.CommittedOffsets`, if it has one. (Faust's
+        :class:`~streamxai.kafka.committed_offsets.CommittedOffsets`, if it has one. (Faust's
         ``Monitor.on_tp_commit`` is called after a commit that failed too, e.g. one refused
         after a rebalance, so it cannot tell what a restart resumes at.)"""
         outputs = getattr(self.transport, "outputs", None)

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from schemas import FeatureEvent, LabelEvent, dumps
-from schemas.features import check_stream_id
+from streamxai.schemas import FeatureEvent, LabelEvent, dumps
+from streamxai.schemas.features import check_stream_id
 
 from ..settings import Settings
 from .config import check_broker, confluent_config
@@ -90,7 +90,7 @@ def produce_events(s: Settings, events: Iterable[FeatureEvent | LabelEvent], rat
     """Send feature events to the features topic and label events to the labels topic, in the
     given order, keyed by stream_id, at most ``rate`` per second if given (and ``pause(n)``
     after every ``every`` messages, once they are delivered); a stream id the workers would
-    refuse raises :class:`~schemas.errors.SchemaMismatch` before anything is sent for that stream;
+    refuse raises :class:`~streamxai.schemas.errors.SchemaMismatch` before anything is sent for that stream;
     ``first_delivered`` as :func:`produce_raw` takes it."""
     features, labels = s.topic("features"), s.topic("labels")
     start = time.monotonic()
@@ -131,8 +131,8 @@ def consume(
     can take longer than the idle time on a busy machine or a new broker, and a reader that
     gave up then read nothing of a full topic.
 
-    Without a reachable broker it raises :class:`~pipeline.kafka.config.BrokerError` on the first
-    ``next()``, within :data:`~pipeline.kafka.config.BROKER_CHECK_TIMEOUT_S` seconds."""
+    Without a reachable broker it raises :class:`~streamxai.kafka.config.BrokerError` on the first
+    ``next()``, within :data:`~streamxai.kafka.config.BROKER_CHECK_TIMEOUT_S` seconds."""
     from confluent_kafka import Consumer, KafkaError
 
     check_broker(s)

@@ -2,7 +2,7 @@
 
 A worker sends 3.7 messages an event (a prediction, 2.7 explanations, a share of the internal
 batches). Through aiokafka, below Faust's and aiokafka's own send layers
-(:class:`~pipeline.kafka.appender.Appender`), one message still cost the worker's process 23 us
+(:class:`~streamxai.kafka.appender.Appender`), one message still cost the worker's process 23 us
 of CPU from hand-over to acknowledgement (its accumulator, its sender task, the acknowledgement's
 callbacks, all Python on the event loop); librdkafka takes the same message for 2.4 us, its own
 threads included (``tests/benchmarks/bench_send_cost.py``, one run on 2 cores: 400 reports of 27
@@ -29,9 +29,9 @@ The same guarantees as before:
   (``enable.idempotence``, with ``acks = all``) keeps the order and writes a retried batch once.
 - **The same sizes.** A message over Faust's ``producer_max_request_size`` is refused at the
   hand-over (the agent dead-letters its input, reason ``send_error``); one partition's batch is at
-  most :func:`~pipeline.kafka.faust_transport.producer_batch_bytes` (below the broker's
+  most :func:`~streamxai.kafka.faust_transport.producer_batch_bytes` (below the broker's
   ``message.max.bytes``, which refuses a larger batch whole); ``acks = all``.
-- **The same security.** Its configuration is :func:`~pipeline.kafka.config.confluent_config`
+- **The same security.** Its configuration is :func:`~streamxai.kafka.config.confluent_config`
   (SASL, TLS), as the checkpoint store's producer; nothing of it is logged or shown in a repr.
 - **Quiet outages.** librdkafka logs nothing (``log_level`` 0); a broker it cannot reach is the
   consumer's outage line (``pipeline/kafka/outage.py``), and it retries each message for
@@ -173,7 +173,7 @@ class OutputProducer:
         """Hand one message to the producer (its timestamp: when it is handed over, as aiokafka
         stamped it); its delivery future. Raises what ``produce`` raises at once (e.g. a message
         over ``message.max.bytes``). The signature of
-        :meth:`~pipeline.kafka.appender.Appender.send`, which the agents' Outbox calls for what
+        :meth:`~streamxai.kafka.appender.Appender.send`, which the agents' Outbox calls for what
         needs the outcome (a dead letter is counted once acknowledged)."""
         if self._client is None:
             self.start()
@@ -220,7 +220,7 @@ class OutputProducer:
         >>> asyncio.run(out.flush())
         Traceback (most recent call last):
         ...
-        pipeline.kafka.output_producer.SendFailed: the output producer failed (out of order): ...
+        streamxai.kafka.output_producer.SendFailed: the output producer failed (out of order): ...
         """
         clients = self._clients()
         if clients:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
-from schemas import Headers
+from streamxai.schemas import Headers
 
 from ..settings import Settings
 from .config import confluent_config

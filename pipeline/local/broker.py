@@ -16,9 +16,9 @@ Everything the broker owns lives in one directory (``data_dir``)::
 
 Command line (``deploy/broker.sh`` is the same)::
 
-    python -m pipeline.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
-    python -m pipeline.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
-    python -m pipeline.local.broker stop   [--data-dir D]
+    python -m streamxai.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
+    python -m streamxai.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
+    python -m streamxai.local.broker stop   [--data-dir D]
 
 With ``sasl=SaslUsers(...)`` (``--sasl-users FILE``) the broker accepts only authenticated
 clients (SASL_PLAINTEXT with SCRAM-SHA-512 on the client listener, SASL/PLAIN between broker
@@ -114,7 +114,7 @@ SASL_MECHANISM = "SCRAM-SHA-512"
 class SaslUsers:
     """The users of a secured local broker: ``admin`` (the super user, whose credentials the
     broker itself uses) and any others, each ``name -> password``. Passwords are
-    :class:`~pipeline.settings.Secret` and never shown.
+    :class:`~streamxai.settings.Secret` and never shown.
 
     >>> u = SaslUsers(Secret("adm1n-pw"), {"worker": Secret("w-pw")})
     >>> u
@@ -778,8 +778,8 @@ def run(args: argparse.Namespace, prog: str = "streamxai") -> int:
     return exit_codes.OK
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.local.broker") -> int:
-    """``python -m pipeline.local.broker start|stop|status``; returns the exit code.
+def main(argv: Sequence[str] | None = None, prog: str = "python -m streamxai.local.broker") -> int:
+    """``python -m streamxai.local.broker start|stop|status``; returns the exit code.
 
     Exit codes: 0 done (``status``: running and ready), 2 error, 3 ``status``: not running or
     not answering.

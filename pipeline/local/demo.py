@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-
-from schemas import ConfigError
+from streamxai.schemas import ConfigError
 
 from .. import exit_codes
 from ..kafka.config import confluent_config, ensure_topics
@@ -120,7 +119,7 @@ def _local_broker(s: Settings):
     broker = LocalBroker(port=int(port), controller_port=int(port) + 1)
     st = broker.status()
     if st.running and st.bootstrap != broker.bootstrap:  # started with --port: it is not where the demo looks
-        from schemas import ConfigError
+        from streamxai.schemas import ConfigError
 
         raise ConfigError(f"the local Kafka broker (pid {st.pid}, data dir {st.data_dir}) runs on {st.bootstrap}, "
                           f"not on {broker.bootstrap}: run the demo with --bootstrap {st.bootstrap}, or stop it "

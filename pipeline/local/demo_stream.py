@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from river.datasets import synth
-
-from schemas import FeatureEvent, LabelEvent
+from streamxai.schemas import FeatureEvent, LabelEvent
 
 from ..settings import AGRAWAL_FEATURES  # noqa: F401  (used by the doctest)
 

@@ -18,7 +18,7 @@ __all__ = ["LiveView"]
 
 class LiveView:
     """Feed it records of predictions, explanations, drift events, change episodes (read by
-    an :class:`~pipeline.local.output_reader.OutputReader`) and dead letters.
+    an :class:`~streamxai.local.output_reader.OutputReader`) and dead letters.
 
     >>> import io
     >>> view = LiveView(["a"], "p.", out=io.StringIO())
@@ -145,12 +145,12 @@ class LiveView:
 
 
 def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
-    """A change episode as the reader keeps it (:func:`~pipeline.local.output_reader.parse_episode`)
+    """A change episode as the reader keeps it (:func:`~streamxai.local.output_reader.parse_episode`)
     in a few lines: where the new regime began, the model's loss, the top changed series with the
     explainer's values and ranks before and after (the episode's split; their levels where the
     episode carries no values).
 
-    >>> from pipeline.local.output_reader import parse_episode
+    >>> from streamxai.local.output_reader import parse_episode
     >>> ep = parse_episode({"first_seq": 6120, "cut_seq": 6000, "loss_before": 0.05, "loss_after": 0.31,
     ...       "kind": "degradation", "alert": True, "status": "closed",
     ...       "changes": [{"explainer": "ipfi", "feature": "car", "level_before": 0.0, "level_after": 0.21,
@@ -208,7 +208,7 @@ def _bound(se: float | None) -> str:
 
 
 def _fmt(v: float | None, digits: int = 4, missing: str = "-") -> str:
-    """A level as the plot and dashboard show it (:func:`~pipeline.local.markers.level_text`):
+    """A level as the plot and dashboard show it (:func:`~streamxai.local.markers.level_text`):
     ``digits`` decimals up to four digits, compact beyond (6.34B)."""
     return missing if v is None else level_text(v, digits)
 

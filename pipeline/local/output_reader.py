@@ -1,8 +1,8 @@
 """The one reader of the output topics: per-stream state from the ``predictions``,
 ``explanations``, ``drift-events`` and ``change-episodes`` messages.
 
-The dashboard (:class:`~pipeline.local.dashboard.DashboardState` adds its views), the
-terminal view of the demo (:mod:`pipeline.local.live_view`) and ``streamxai plot`` all
+The dashboard (:class:`~streamxai.local.dashboard.DashboardState` adds its views), the
+terminal view of the demo (:mod:`streamxai.local.live_view`) and ``streamxai plot`` all
 fold the topics' messages into an :class:`OutputReader` and show its
 :class:`StreamState` objects their own way.
 
@@ -71,7 +71,7 @@ EPISODE_CHANGES = 20
 
 
 def explainer_order(names: Any) -> list[str]:
-    """``names`` in the order of :data:`~pipeline.core.stream.EXPLAINER_NAMES`, others after them.
+    """``names`` in the order of :data:`~streamxai.core.stream.EXPLAINER_NAMES`, others after them.
 
     >>> explainer_order({"ipdp", "shap", "ipfi"})
     ['ipfi', 'ipdp', 'shap']

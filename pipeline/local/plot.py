@@ -4,11 +4,11 @@ PNG (and optionally an HTML report), read from the topics, for reports.
 Like the papers' figures: one panel per explainer with every feature's importance over the
 stream (a dashed line at every change event; one label per change episode, or per neighbours
 whose labels had no room apart, naming its kind, ALERT first when it pages, and the series that
-changed: :mod:`pipeline.local.markers`), the model's
+changed: :mod:`streamxai.local.markers`), the model's
 rolling loss, and the iPDP curves now (solid) and at the last change (dashed), with a
 ±stderr band where the messages carry one.
 
->>> from pipeline.local.dashboard import DashboardState
+>>> from streamxai.local.dashboard import DashboardState
 >>> st = DashboardState()
 >>> for seq in range(0, 100, 10):
 ...     st.add("explanations", {"stream_id": "s", "explainer": "ipfi", "feature": "a",
@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from schemas import StreamxaiError
+from streamxai.schemas import StreamxaiError
 
 from ..settings import Settings
 from .dashboard.state import DashboardState
@@ -117,7 +117,7 @@ def draw(view: dict[str, Any]) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import EngFormatter, MaxNLocator
 
-    explainers = view["explainers"]  # in the order of pipeline.core.stream.EXPLAINER_NAMES
+    explainers = view["explainers"]  # in the order of streamxai.core.stream.EXPLAINER_NAMES
     curves = view.get("curves") or {}
     then_curves = view.get("curves_at_change") or {}
     features = sorted({f for ex in explainers for f in view["series"][ex]})
@@ -225,7 +225,7 @@ def _changes(ax: Any, changes: list[dict], colors: dict) -> None:
 
 def _label_changes(fig: Any, labelled: list[tuple[Any, list[dict]]], colors: dict) -> None:
     """One label per group of changes (an episode, or neighbours whose labels had no room apart:
-    :func:`pipeline.local.markers.place_labels`), along the top of each panel. Lays the figure
+    :func:`streamxai.local.markers.place_labels`), along the top of each panel. Lays the figure
     out first, so the labels are placed in the pixels it is saved with, then keeps that layout."""
     if not any(groups for _, groups in labelled):
         return

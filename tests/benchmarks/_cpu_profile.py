@@ -2,7 +2,7 @@
 
 Run a command under it (the benchmarks run a worker so)::
 
-    python tests/benchmarks/_cpu_profile.py OUT -- -m pipeline.cli worker ...
+    python tests/benchmarks/_cpu_profile.py OUT -- -m streamxai.cli worker ...
 
 It samples the main thread's stack every ``INTERVAL_S`` of the process's CPU time (``SIGPROF``
 from ``setitimer(ITIMER_PROF)``: time waiting in ``epoll`` is never sampled, and a C call is

@@ -2,10 +2,10 @@
 (``python tests/benchmarks/_real_pfi.py [--models hat,arf] [--events N] [--gradual]``, or
 :func:`main_pfi`): a river model (HAT at the product's settings, ARF with 10 trees) learns elec2
 prequentially while ``nswprice`` and ``vicdemand`` exchange their values from event 20,000 on (at once,
-or gradually over 5,000 events); at every event the project's :class:`~pipeline.core.explainers.ipfi.IPFI`
+or gradually over 5,000 events); at every event the project's :class:`~streamxai.core.explainers.ipfi.IPFI`
 with uniform and with geometric sampling explains the current model before it learns the event (0-1
 loss, ``alpha = 0.001``, a reservoir of 100, the paper's ten realizations of the sampling strategy as
-``n_samples = 10`` draws per event and feature), and :class:`~pipeline.core.batch.pfi.IntervalPFI` gives
+``n_samples = 10`` draws per event and feature), and :class:`~streamxai.core.batch.pfi.IntervalPFI` gives
 the paper's baseline, interval PFI: batch PFI with ten random permutations over each interval of 2,000
 events, on the model as it is at the interval's end. The paper gives no interval length; 2,000 events
 is the window ``N`` that ``alpha = 2 / (N + 1)`` assigns to ``alpha = 0.001`` (the paper's conversion),
@@ -38,13 +38,12 @@ sys.path.insert(0, os.path.abspath(os.path.join(_HERE, "..", "..")))
 sys.path.insert(0, _HERE)
 
 from _elec2 import FEATURES, N_EVENTS, elec2_events, require  # noqa: E402
-
-from pipeline.core.batch.pfi import IntervalPFI  # noqa: E402
-from pipeline.core.explainers.ipfi import IPFI  # noqa: E402
-from pipeline.core.losses import get_loss  # noqa: E402
-from pipeline.core.model import ModelFunction  # noqa: E402
-from pipeline.modelspec import model_factory  # noqa: E402
-from pipeline.settings import Settings  # noqa: E402
+from streamxai.core.batch.pfi import IntervalPFI  # noqa: E402
+from streamxai.core.explainers.ipfi import IPFI  # noqa: E402
+from streamxai.core.losses import get_loss  # noqa: E402
+from streamxai.core.model import ModelFunction  # noqa: E402
+from streamxai.modelspec import model_factory  # noqa: E402
+from streamxai.settings import Settings  # noqa: E402
 
 __all__ = ["main_pfi", "run", "Run"]
 

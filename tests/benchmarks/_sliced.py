@@ -60,7 +60,7 @@ NEAR_POLL_S = 0.02
 def _spawn_loop(s, events: list, tmp: str, name: str) -> subprocess.Popen:
     """The in-process loop in a child process, ready (imports done, 20 events run) and waiting
     for a line on its standard input to start."""
-    from pipeline.worker import settings_env
+    from streamxai.worker import settings_env
 
     path = Path(tmp) / f"{name}.events.pickle"
     path.write_bytes(pickle.dumps(events))
@@ -82,8 +82,7 @@ def _loop_child(events_path: str) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from _worker_runs import in_process_worker
-
-    from pipeline.settings import load_settings
+    from streamxai.settings import load_settings
 
     s = load_settings(None, env=os.environ)
     events = pickle.loads(Path(events_path).read_bytes())
@@ -110,11 +109,10 @@ def sliced_run(s_loop, s_worker, events: list, tmp: str, name: str, worker_first
     :func:`_worker_runs.main_thread_sched`) and ``turns`` (how many each had)."""
     from _worker_runs import _cpu_seconds, broker_pids, explanations_wanted, main_thread_sched
     from helpers.pipeline_runs import wait_for_members, worker_metrics
-
-    from pipeline.kafka.config import ensure_topics
-    from pipeline.kafka.io import produce_events
-    from pipeline.local.ports import free_port
-    from pipeline.worker import spawn_worker, stop_worker
+    from streamxai.kafka.config import ensure_topics
+    from streamxai.kafka.io import produce_events
+    from streamxai.local.ports import free_port
+    from streamxai.worker import spawn_worker, stop_worker
 
     ensure_topics(s_worker)
     loop = _spawn_loop(s_loop, events, tmp, name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from pipeline.core.uncertainty import SmoothedStderr
+from streamxai.core.uncertainty import SmoothedStderr
 
 
 def stderr_overhead(label: str, make, data: list, repeats: int = 5) -> None:

@@ -15,15 +15,14 @@ from pathlib import Path
 
 from _cpu_profile import START, STOP
 from helpers.pipeline_runs import wait_for_members, worker_metrics
-
-from pipeline.app import checkpoint_store
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_events
-from pipeline.local.ports import free_port
-from pipeline.settings import Settings
-from pipeline.worker import settings_env, spawn_worker, stop_worker
-from schemas import Headers, dumps
+from streamxai.app import checkpoint_store
+from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events
+from streamxai.local.ports import free_port
+from streamxai.schemas import Headers, dumps
+from streamxai.settings import Settings
+from streamxai.worker import settings_env, spawn_worker, stop_worker
 
 __all__ = ["in_process_worker", "kafka_workers", "broker_for", "broker_pids", "main_thread_sched", "explanations_wanted"]
 
@@ -37,7 +36,7 @@ broker_pids: list[int] = []
 def broker_for(tmp: str):
     """The bootstrap address of $STREAMXAI_BOOTSTRAP, or of a local broker on free ports
     started here and stopped at the end."""
-    from pipeline.local.broker import LocalBroker
+    from streamxai.local.broker import LocalBroker
 
     bootstrap = os.environ.get("STREAMXAI_BOOTSTRAP")
     if bootstrap:
@@ -112,7 +111,7 @@ def _profiled_worker(s: Settings, log_file: str, out: str, census: str = "") -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s))
     sampler = str(Path(__file__).with_name("_cpu_profile.py"))
-    cmd = [sys.executable, sampler, out, *([census] if census else []), "--", "-m", "pipeline.cli", "worker", "--roles", "model,explain,drift",
+    cmd = [sys.executable, sampler, out, *([census] if census else []), "--", "-m", "streamxai.cli", "worker", "--roles", "model,explain,drift",
            "--loglevel", "warning"]
     with open(log_file, "ab") as log:
         return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -13,7 +13,7 @@ same stream and model state as ``bench_speed.py`` (the default explainers, 9 fea
 
 - the inputs: iPFI's ``x`` and its 9 rows with one feature from a past event, iSAGE's ``x``
   and its chain of 2 x 9 rows (each the previous row with one more feature from one of 2
-  donors, as :func:`pipeline.core.model.chain_rows` builds them), iPDP's 9 x 10 rows with one
+  donors, as :func:`streamxai.core.model.chain_rows` builds them), iPDP's 9 x 10 rows with one
   feature on a grid -- each a fresh dict, built the cheapest way Python allows (the cheapest of
   the ways timed first, on this machine); which values go in is decided before the clock runs;
 - the calls: ``predict_proba_one`` on each input (``list(map(...))``, no per-row Python code

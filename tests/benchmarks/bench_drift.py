@@ -2,8 +2,8 @@
 [--seeds 10,20,...] [--regression-seeds 5,15,...] [--cache DIR] [--min-effects 0.2,0.1,0.2/0.1,...]
 [--rules shared,each,join]``.
 
-In-process (a :class:`~pipeline.core.stream.StreamExplainer` and the drift agent's
-:class:`~pipeline.core.change.StreamChangeDetector`, built from settings exactly as the
+In-process (a :class:`~streamxai.core.stream.StreamExplainer` and the drift agent's
+:class:`~streamxai.core.change.StreamChangeDetector`, built from settings exactly as the
 pipeline builds them; no Kafka), on scenarios built from river's generators and by hand:
 
 - ``abrupt``: label ``a > 0.5`` switches to ``b > 0.5`` (concept switch);
@@ -40,8 +40,8 @@ explanation messages are then replayed through the detector, once per ``--min-ef
 (the same messages: candidates are compared on the same run, the first one the baseline; ``A/B``:
 ``A`` for classification, ``B`` for squared loss), and once per ``--rules`` value: ``shared`` the
 detector as it is, ``each`` each of an episode's two looks at its loss at 5% (the rule before
-:mod:`pipeline.core.change.looks`), ``join`` no member's own look (every change joins the open
-episode, the rule before; :mod:`pipeline.core.change.episodes`). Every alert after the warm-up
+:mod:`streamxai.core.change.looks`), ``join`` no member's own look (every change joins the open
+episode, the rule before; :mod:`streamxai.core.change.episodes`). Every alert after the warm-up
 outside the drift windows is printed with its look-ahead: the loss over the 500, 2,000 and 5,000
 events from its cut against the side before it was told on (did the model really get worse?).
 """
@@ -64,20 +64,19 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 from river import drift as river_drift  # noqa: E402
 from river import tree  # noqa: E402
 from river.datasets import synth  # noqa: E402
-
-from pipeline.core.change import stream as change_stream  # noqa: E402
-from pipeline.core.change.events import KINDS, loss_kind  # noqa: E402
-from pipeline.core.change.test import two_sample_z  # noqa: E402
-from pipeline.core.increments import Block  # noqa: E402
-from pipeline.core.losses import get_loss  # noqa: E402
-from pipeline.core.model import ModelFunction  # noqa: E402
-from pipeline.core.stream import StreamExplainer  # noqa: E402
-from pipeline.handlers.drift import stream_detector  # noqa: E402
-from pipeline.local.demo import demo_plan, demo_settings  # noqa: E402
-from pipeline.local.demo_stream import agrawal_events  # noqa: E402
-from pipeline.modelspec import model_factory  # noqa: E402
-from pipeline.plan import explainer_specs  # noqa: E402
-from pipeline.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
+from streamxai.core.change import stream as change_stream  # noqa: E402
+from streamxai.core.change.events import KINDS, loss_kind  # noqa: E402
+from streamxai.core.change.test import two_sample_z  # noqa: E402
+from streamxai.core.increments import Block  # noqa: E402
+from streamxai.core.losses import get_loss  # noqa: E402
+from streamxai.core.model import ModelFunction  # noqa: E402
+from streamxai.core.stream import StreamExplainer  # noqa: E402
+from streamxai.handlers.drift import stream_detector  # noqa: E402
+from streamxai.local.demo import demo_plan, demo_settings  # noqa: E402
+from streamxai.local.demo_stream import agrawal_events  # noqa: E402
+from streamxai.modelspec import model_factory  # noqa: E402
+from streamxai.plan import explainer_specs  # noqa: E402
+from streamxai.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
 
 Event = tuple[dict[str, Any], Any]
 
@@ -399,7 +398,7 @@ def detect(sc: Scenario, rec: Result, settings: Settings | None = None) -> Resul
 @contextlib.contextmanager
 def rule(name: str) -> Iterator[None]:
     """``shared``: the detector as it is; ``each``: each of an episode's two looks at its loss a
-    one-sided test at 5% (the rule before :mod:`pipeline.core.change.looks`); ``join``: no
+    one-sided test at 5% (the rule before :mod:`streamxai.core.change.looks`); ``join``: no
     member's own look (the rule before it), for comparison."""
     if name == "shared":
         yield

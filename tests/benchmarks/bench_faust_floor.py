@@ -73,8 +73,7 @@ TAKE = 100  # the batch of the take(100) mode
 def bare_consumer(bootstrap: str, topic: str, n: int) -> None:
     """aiokafka's consumer alone, as Faust configures it (fetch wait bounded), batches of records."""
     from aiokafka import AIOKafkaConsumer
-
-    from pipeline.kafka.faust_transport import FETCH_MAX_WAIT_MS
+    from streamxai.kafka.faust_transport import FETCH_MAX_WAIT_MS
 
     async def run() -> float:
         consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
@@ -128,8 +127,7 @@ def child(mode: str, bootstrap: str, topic: str, n: int) -> None:
         bare_consumer(bootstrap, topic, n)
         return
     import faust
-
-    from pipeline.kafka.faust_transport import QuietMonitor, RawSchema, use_bounded_fetch_wait
+    from streamxai.kafka.faust_transport import QuietMonitor, RawSchema, use_bounded_fetch_wait
 
     run = uuid.uuid4().hex[:6]
     app = faust.App(f"floor-{run}", broker=f"kafka://{bootstrap}", value_serializer="raw", key_serializer="raw",
@@ -160,7 +158,7 @@ def child(mode: str, bootstrap: str, topic: str, n: int) -> None:
             done()
 
     if mode == "bulk":
-        from pipeline.kafka.bulk_fetch import take_in_bulk
+        from streamxai.kafka.bulk_fetch import take_in_bulk
 
         take_in_bulk(app, [topic], bulk)
 
@@ -211,9 +209,8 @@ def main() -> None:
         child(mode, bootstrap, topic, int(n))
         return
     from _worker_runs import broker_for
-
-    from pipeline.kafka.io import produce_raw
-    from pipeline.settings import Settings
+    from streamxai.kafka.io import produce_raw
+    from streamxai.settings import Settings
 
     with broker_for(tempfile.mkdtemp(prefix="streamxai-bench-floor-")) as bootstrap:
         topic = f"floor-{uuid.uuid4().hex[:6]}"

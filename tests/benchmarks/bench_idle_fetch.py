@@ -11,7 +11,7 @@ of ``--events`` events (logistic regression, iPFI: the cheapest model, where the
 weighs most), timed as ``bench_speed.py --kafka`` times it (events per second of wall time and
 of the worker's CPU). The waits alternate within a round, so the machine's load falls on each
 alike; the medians and their ratios to the baseline's come last. The wait is set in the worker
-process only (``pipeline.kafka.faust_transport.FETCH_MAX_WAIT_MS``, before the worker starts).
+process only (``streamxai.kafka.faust_transport.FETCH_MAX_WAIT_MS``, before the worker starts).
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _worker_runs  # noqa: E402
 from helpers.pipeline_runs import make_settings, own_broker, wait_for_members  # noqa: E402
+from streamxai.kafka.config import ensure_topics  # noqa: E402
+from streamxai.local.demo_stream import agrawal_events  # noqa: E402
+from streamxai.worker import settings_env, stop_worker  # noqa: E402
 
-from pipeline.kafka.config import ensure_topics  # noqa: E402
-from pipeline.local.demo_stream import agrawal_events  # noqa: E402
-from pipeline.worker import settings_env, stop_worker  # noqa: E402
-
-_LAUNCH = ("import sys, pipeline.kafka.faust_transport as t; t.FETCH_MAX_WAIT_MS = int(sys.argv[1]); "
-           "from pipeline.cli import main; sys.exit(main(sys.argv[2:]))")
+_LAUNCH = ("import sys, streamxai.kafka.faust_transport as t; t.FETCH_MAX_WAIT_MS = int(sys.argv[1]); "
+           "from streamxai.cli import main; sys.exit(main(sys.argv[2:]))")
 
 
 def _worker(s, wait_ms: int, log_file: str | None = None, loglevel: str = "warning") -> subprocess.Popen:

@@ -22,9 +22,8 @@ import time
 
 from river import compose, forest, linear_model, preprocessing, tree
 from river.datasets import synth
-
-from pipeline.core.explainers.ipdp import IPDP
-from pipeline.core.model import ModelFunction
+from streamxai.core.explainers.ipdp import IPDP
+from streamxai.core.model import ModelFunction
 
 NAMES = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 CATEGORICAL = ["elevel", "car", "zipcode"]

@@ -32,10 +32,9 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 from _stderr_cost import stderr_overhead  # noqa: E402  (tests/benchmarks, the script's folder)
 from river import forest, linear_model, optim, preprocessing, tree  # noqa: E402
 from river.datasets import synth  # noqa: E402
-
-from pipeline.core.batch.pfi import batch_pfi, pfi_error  # noqa: E402
-from pipeline.core.explainers import IPFI  # noqa: E402
-from pipeline.core.model import ModelFunction  # noqa: E402
+from streamxai.core.batch.pfi import batch_pfi, pfi_error  # noqa: E402
+from streamxai.core.explainers import IPFI  # noqa: E402
+from streamxai.core.model import ModelFunction  # noqa: E402
 
 
 def constant(x: dict) -> int:

@@ -25,10 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from _stderr_cost import stderr_overhead  # noqa: E402  (tests/benchmarks, the script's folder)
 from river import datasets, forest, linear_model, preprocessing, tree  # noqa: E402
-
-from pipeline.core.explainers import ISAGE  # noqa: E402
-from pipeline.core.losses import BrierOf  # noqa: E402
-from pipeline.core.model import ModelFunction  # noqa: E402
+from streamxai.core.explainers import ISAGE  # noqa: E402
+from streamxai.core.losses import BrierOf  # noqa: E402
+from streamxai.core.model import ModelFunction  # noqa: E402
 
 FEATURES = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 

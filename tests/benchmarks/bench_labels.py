@@ -23,19 +23,17 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
 from helpers.arrivals import record_arrivals  # noqa: E402
 from helpers.partition_log import PartitionLog  # noqa: E402
 from river import dummy  # noqa: E402
-
-from pipeline.core.labels import LabelJoin  # noqa: E402
-from pipeline.core.prequential import PrequentialModel  # noqa: E402
-from pipeline.handlers import ModelHandler  # noqa: E402
-from pipeline.local.demo import demo_plan, demo_settings  # noqa: E402
-from pipeline.local.demo_stream import agrawal_events, labels_later  # noqa: E402
-from pipeline.reference import Recorded, run_in_process  # noqa: E402
-from pipeline.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
+from streamxai.core.labels import LabelJoin  # noqa: E402
+from streamxai.core.prequential import PrequentialModel  # noqa: E402
+from streamxai.handlers import ModelHandler  # noqa: E402
+from streamxai.local.demo import demo_plan, demo_settings  # noqa: E402
+from streamxai.local.demo_stream import agrawal_events, labels_later  # noqa: E402
+from streamxai.reference import Recorded, run_in_process  # noqa: E402
+from streamxai.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
 
 
 def core_runs(n: int, delay: int) -> None:

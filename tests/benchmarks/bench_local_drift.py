@@ -62,15 +62,14 @@ from bench_drift import (  # noqa: E402
     regression_settings,
     trained_regressor,
 )
-
-from pipeline.core.change import test as change_test  # noqa: E402
-from pipeline.core.increments import Block, IncrementTracker  # noqa: E402
-from pipeline.core.losses import get_loss  # noqa: E402
-from pipeline.core.model import ModelFunction  # noqa: E402
-from pipeline.core.stream import StreamExplainer  # noqa: E402
-from pipeline.handlers.drift import stream_detector  # noqa: E402
-from pipeline.modelspec import model_factory  # noqa: E402
-from pipeline.plan import explainer_specs  # noqa: E402
+from streamxai.core.change import test as change_test  # noqa: E402
+from streamxai.core.increments import Block, IncrementTracker  # noqa: E402
+from streamxai.core.losses import get_loss  # noqa: E402
+from streamxai.core.model import ModelFunction  # noqa: E402
+from streamxai.core.stream import StreamExplainer  # noqa: E402
+from streamxai.handlers.drift import stream_detector  # noqa: E402
+from streamxai.modelspec import model_factory  # noqa: E402
+from streamxai.plan import explainer_specs  # noqa: E402
 
 EXPLAINERS = ("ipfi", "isage", "ipdp")
 NEVER = (10**9, 10**9 + 1, 10**9 + 2)  # drift positions beyond the stream: stationary Friedman

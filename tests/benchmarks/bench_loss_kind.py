@@ -19,7 +19,7 @@
    and an episode's two looks at its loss (open, then close) on this loss and on light tails,
    each look at 5% (the rule before) beside the rule (the two looks 3.75% of the 5% shared with the members).
 3. Episodes whose changes chain (members) at a loss that did not move: how often they are told
-   ``degradation`` with the members' own looks (:func:`pipeline.core.change.looks.member_rise`)
+   ``degradation`` with the members' own looks (:func:`streamxai.core.change.looks.member_rise`)
    and without them (``--members`` streams of 30,000 events; synthetic, a few seconds each).
 """
 
@@ -37,14 +37,13 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 
 import bench_drift as bd  # noqa: E402
 import numpy as np  # noqa: E402
-
-from pipeline.core.change.events import loss_kind  # noqa: E402
-from pipeline.core.change.looks import close_kind, open_kind  # noqa: E402
-from pipeline.core.change.test import Z90, two_sample_z  # noqa: E402
-from pipeline.core.increments import Block  # noqa: E402
-from pipeline.core.losses import get_loss  # noqa: E402
-from pipeline.core.model import ModelFunction  # noqa: E402
-from pipeline.modelspec import model_factory  # noqa: E402
+from streamxai.core.change.events import loss_kind  # noqa: E402
+from streamxai.core.change.looks import close_kind, open_kind  # noqa: E402
+from streamxai.core.change.test import Z90, two_sample_z  # noqa: E402
+from streamxai.core.increments import Block  # noqa: E402
+from streamxai.core.losses import get_loss  # noqa: E402
+from streamxai.core.model import ModelFunction  # noqa: E402
+from streamxai.modelspec import model_factory  # noqa: E402
 
 NEVER = (10**9, 10**9 + 1, 10**9 + 2)  # drift positions beyond the stream: stationary Friedman
 #: a subtree replaced or pruned: the tree's node count falls by more than this between two looks
@@ -141,7 +140,7 @@ def two_looks(losses: np.ndarray, seed: int, start: int) -> tuple[int, int, int,
     """An episode's two looks at one cut of a loss that did not move: at its open (after-side of
     100-500 losses) and, if that said nothing, at its close (1,000-2,000 from the same cut);
     cuts with disjoint spans. (cuts, told ``degradation`` by either look with each at 5% (the
-    rule before), the same under the rule (:mod:`pipeline.core.change.looks`: 3.75% of one 5% shared with the members),
+    rule before), the same under the rule (:mod:`streamxai.core.change.looks`: 3.75% of one 5% shared with the members),
     told ``learning`` by either look's cut test under the rule)."""
     rng = np.random.default_rng(seed)
     i, n, each, shared, learned = start + 5_000, 0, 0, 0, 0
@@ -218,7 +217,7 @@ def members_at_a_flat_loss(streams: int, n: int = 30_000, gaps: tuple[int, int] 
     before): streams whose four iPFI series step by 0.3 at a random feature every ``gaps`` events
     (300-700: changes chain into long episodes with many members) while the loss stays 0-1 at 20%,
     or normal."""
-    from pipeline.core.change.stream import StreamChangeDetector
+    from streamxai.core.change.stream import StreamChangeDetector
 
     series = [("ipfi", f) for f in "abcd"]
     for loss_name in ("0-1 losses (Bernoulli 0.2)", "normal losses"):

@@ -19,12 +19,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
 from _worker_runs import broker_for, in_process_worker, kafka_workers  # noqa: E402  (the script's folder)
 from helpers.pipeline_runs import make_settings  # noqa: E402
-
-from pipeline.local.demo_stream import agrawal_events  # noqa: E402
+from streamxai.local.demo_stream import agrawal_events  # noqa: E402
 
 
 def in_process_rate(s, events) -> float:

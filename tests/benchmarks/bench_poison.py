@@ -21,15 +21,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
 from helpers.handler_inputs import settings  # noqa: E402
 from helpers.partition_log import PartitionLog  # noqa: E402
-
-from pipeline.core.stream import StreamExplainer  # noqa: E402
-from pipeline.handlers import ExplainHandler, MessageHandler, ModelHandler, Source  # noqa: E402
-from pipeline.local.demo_stream import agrawal_events  # noqa: E402
-from schemas import dumps  # noqa: E402
+from streamxai.core.stream import StreamExplainer  # noqa: E402
+from streamxai.handlers import ExplainHandler, MessageHandler, ModelHandler, Source  # noqa: E402
+from streamxai.local.demo_stream import agrawal_events  # noqa: E402
+from streamxai.schemas import dumps  # noqa: E402
 
 
 def _tasks(s, n: int) -> PartitionLog:

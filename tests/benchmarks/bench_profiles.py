@@ -16,10 +16,10 @@ import time
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
-from pipeline.handlers import ModelHandler, Source  # noqa: E402
-from pipeline.local.demo_stream import agrawal_events  # noqa: E402
-from pipeline.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
-from schemas import dumps  # noqa: E402
+from streamxai.handlers import ModelHandler, Source  # noqa: E402
+from streamxai.local.demo_stream import agrawal_events  # noqa: E402
+from streamxai.schemas import dumps  # noqa: E402
+from streamxai.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
 
 
 def per_event_us(s: Settings, events: list[tuple[bytes, bytes]]) -> float:

@@ -3,7 +3,7 @@
 [--pfi] [--events N]``.
 
 Each model (the default Hoeffding adaptive tree, ARF with 10 trees) explains elec2 at default
-settings in process, as a worker does (a :class:`~pipeline.core.stream.StreamExplainer` and the
+settings in process, as a worker does (a :class:`~streamxai.core.stream.StreamExplainer` and the
 drift agent's change detector, built from settings; the same values as through Kafka), on the
 stream as recorded and with the paper's feature drift "fe. 1": ``nswprice`` (the top feature)
 and ``vicdemand`` exchanged from event 20,000 on, at once (``sudden``) or for a share of the
@@ -29,8 +29,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _elec2 import FEATURES, N_EVENTS, elec2_events, require  # noqa: E402
 from bench_drift import Result, Scenario, detect, record, recorded  # noqa: E402
-
-from pipeline.settings import Settings  # noqa: E402
+from streamxai.settings import Settings  # noqa: E402
 
 MODELS = {
     "hat": ("Hoeffding adaptive tree (default)", {}),

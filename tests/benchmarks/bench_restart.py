@@ -40,22 +40,20 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
 import orjson  # noqa: E402
 from confluent_kafka import Consumer  # noqa: E402
 from helpers.pipeline_runs import make_settings  # noqa: E402
-
-from pipeline.handlers import DriftHandler, Source  # noqa: E402
-from pipeline.kafka.config import confluent_config, ensure_topics  # noqa: E402
-from pipeline.kafka.io import consume, produce_events, produce_raw  # noqa: E402
-from pipeline.kafka.replay import PartitionHistory  # noqa: E402
-from pipeline.local.broker import LocalBroker  # noqa: E402
-from pipeline.local.demo_stream import agrawal_events  # noqa: E402
-from pipeline.local.ports import free_port, free_ports  # noqa: E402
-from pipeline.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
-from pipeline.worker import spawn_worker, stop_worker  # noqa: E402
-from schemas import Explanation, dumps  # noqa: E402
+from streamxai.handlers import DriftHandler, Source  # noqa: E402
+from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
+from streamxai.kafka.io import consume, produce_events, produce_raw  # noqa: E402
+from streamxai.kafka.replay import PartitionHistory  # noqa: E402
+from streamxai.local.broker import LocalBroker  # noqa: E402
+from streamxai.local.demo_stream import agrawal_events  # noqa: E402
+from streamxai.local.ports import free_port, free_ports  # noqa: E402
+from streamxai.schemas import Explanation, dumps  # noqa: E402
+from streamxai.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
+from streamxai.worker import spawn_worker, stop_worker  # noqa: E402
 
 
 def rebuild(s, last, history) -> tuple[float, int]:

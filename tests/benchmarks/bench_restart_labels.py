@@ -24,17 +24,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline, not an installed one
 
 from helpers.pipeline_runs import collect, make_settings, own_broker, worker_metrics  # noqa: E402
-
-from pipeline.kafka.config import ensure_topics  # noqa: E402
-from pipeline.kafka.io import produce_events  # noqa: E402
-from pipeline.local.demo_stream import agrawal_events  # noqa: E402
-from pipeline.local.ports import free_port  # noqa: E402
-from pipeline.settings import Secret  # noqa: E402
-from pipeline.worker import spawn_worker, stop_worker  # noqa: E402
-from schemas import FeatureEvent, LabelEvent  # noqa: E402
+from streamxai.kafka.config import ensure_topics  # noqa: E402
+from streamxai.kafka.io import produce_events  # noqa: E402
+from streamxai.local.demo_stream import agrawal_events  # noqa: E402
+from streamxai.local.ports import free_port  # noqa: E402
+from streamxai.schemas import FeatureEvent, LabelEvent  # noqa: E402
+from streamxai.settings import Secret  # noqa: E402
+from streamxai.worker import spawn_worker, stop_worker  # noqa: E402
 
 
 def run(bootstrap: str, tmp: str, streams: int, n: int, late: bool, kill: bool) -> float:

@@ -11,10 +11,10 @@ the flush (the acknowledgements included), the median of ``--rounds`` fresh proc
 - ``Outbox, Faust's send``: the agents' Outbox before the Appender (Faust's ``Producer.send``,
   one acknowledgement callback per message);
 - ``Outbox, Appender``: the agents' Outbox on Faust's producer
-  (:class:`pipeline.kafka.appender.Appender`, one callback per report), as the worker sent
+  (:class:`streamxai.kafka.appender.Appender`, one callback per report), as the worker sent
   before the OutputProducer;
 - ``Outbox, OutputProducer``: the agents' Outbox now, on the worker's
-  :class:`pipeline.kafka.output_producer.OutputProducer` (confluent-kafka: each output handed
+  :class:`streamxai.kafka.output_producer.OutputProducer` (confluent-kafka: each output handed
   over with no future, ``OutputProducer.hand``, its delivery report served by a polling task),
   flushed as the consumer flushes it before a commit;
 - ``aiokafka send``: aiokafka's ``AIOKafkaProducer.send`` alone, no callback;
@@ -52,12 +52,11 @@ async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> t
     """CPU us per message of ``mode`` (see the module docstring): (user, system)."""
     import faust
     from aiokafka.structs import TopicPartition
-
-    from agents._forward import Outbox
-    from pipeline.handlers import Out, Source
-    from pipeline.kafka.faust_transport import QuietMonitor
-    from pipeline.metrics import Metrics
-    from pipeline.settings import Settings
+    from streamxai.agents._forward import Outbox
+    from streamxai.handlers import Out, Source
+    from streamxai.kafka.faust_transport import QuietMonitor
+    from streamxai.metrics import Metrics
+    from streamxai.settings import Settings
 
     app = faust.App(f"send-{uuid.uuid4().hex[:6]}", broker=f"kafka://{bootstrap}", producer_linger_ms=5,
                     autodiscover=False, web_enabled=False, Monitor=QuietMonitor, datadir=tempfile.mkdtemp())
@@ -78,7 +77,7 @@ async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> t
     confluent = None
     output = None
     if mode == "Outbox, OutputProducer":
-        from pipeline.kafka.output_producer import OutputProducer
+        from streamxai.kafka.output_producer import OutputProducer
 
         output = OutputProducer(s, 1_000_000)
         output.start()
@@ -87,8 +86,7 @@ async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> t
         box = Outbox(output, s, Metrics())
     if mode == "confluent produce":
         from confluent_kafka import Producer
-
-        from pipeline.kafka.faust_transport import PRODUCER_MAX_BATCH_BYTES
+        from streamxai.kafka.faust_transport import PRODUCER_MAX_BATCH_BYTES
 
         confluent = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": PRODUCER_MAX_BATCH_BYTES,
                               "acks": "all", "enable.idempotence": False})

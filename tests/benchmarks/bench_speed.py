@@ -119,8 +119,8 @@ def events(name: str, n: int) -> list[tuple[dict, object]]:
 
 def warm_explainer(name: str, warmup: list):
     """The stream's explainer after ``warmup`` events learnt and stored, none explained."""
-    from pipeline.plan import stream_explainer
-    from pipeline.settings import Settings
+    from streamxai.plan import stream_explainer
+    from streamxai.settings import Settings
 
     se = stream_explainer(Settings(**stream_settings(name)), "bench")
     for x, y in warmup:
@@ -193,7 +193,7 @@ def handlers_per_event(name: str, n: int) -> float:
 def worker_stream(name: str, n: int) -> tuple[list, dict]:
     """``n`` events of one stream as a worker takes them, and the settings of the worker's runs
     (``--kafka``, ``--handlers``)."""
-    from schemas import FeatureEvent
+    from streamxai.schemas import FeatureEvent
 
     evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(events(name, n))]
     return evs, {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}

@@ -2,7 +2,7 @@
 
     python tests/benchmarks/bench_stderr_report.py [--events 2000] [--repeats 7]
 
-A report asks each explainer's tracker (:class:`pipeline.core.uncertainty.SmoothedStderr`) for
+A report asks each explainer's tracker (:class:`streamxai.core.uncertainty.SmoothedStderr`) for
 its standard errors and variance factors: the increments held since the last fold are folded
 into a copy of the moments at both rates, then the weighted variances, the reuse correction and
 the square roots. In numpy that is some forty operations on arrays of 9 to 99 features, and
@@ -31,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_speed: the same stream and model
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's pipeline
 
-from pipeline.core.kernels import KERNELS  # noqa: E402
-from pipeline.core.uncertainty import SmoothedStderr  # noqa: E402
+from streamxai.core.kernels import KERNELS  # noqa: E402
+from streamxai.core.uncertainty import SmoothedStderr  # noqa: E402
 
 
 def numpy_only():

@@ -90,8 +90,7 @@ def child(name: str, n: int, bootstrap: str, state_dir: str) -> None:
     from _worker_runs import in_process_worker
     from bench_speed import events, stream_settings
     from helpers.pipeline_runs import make_settings
-
-    from schemas import FeatureEvent
+    from streamxai.schemas import FeatureEvent
 
     evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(events(name, n))]
     s = make_settings(bootstrap, state_dir, **{**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0})
@@ -122,11 +121,10 @@ def worker(name: str, n: int, bootstrap: str, tmp: str) -> tuple[int, float, flo
     from _worker_runs import _drift_done
     from bench_speed import events, stream_settings
     from helpers.pipeline_runs import make_settings, wait_for_members
-
-    from pipeline.kafka.config import ensure_topics
-    from pipeline.kafka.io import consume, produce_events
-    from pipeline.worker import settings_env, stop_worker
-    from schemas import FeatureEvent
+    from streamxai.kafka.config import ensure_topics
+    from streamxai.kafka.io import consume, produce_events
+    from streamxai.schemas import FeatureEvent
+    from streamxai.worker import settings_env, stop_worker
 
     evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(events(name, n))]
     s = make_settings(bootstrap, f"{tmp}/{name}-worker", **{**stream_settings(name), "explain_groups": 1,
@@ -134,7 +132,7 @@ def worker(name: str, n: int, bootstrap: str, tmp: str) -> tuple[int, float, flo
     ensure_topics(s)
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s), PYTHONHASHSEED="0")
-    cmd = [*CALLGRIND, f"--callgrind-out-file={tmp}/{name}-worker.out", sys.executable, "-m", "pipeline.cli",
+    cmd = [*CALLGRIND, f"--callgrind-out-file={tmp}/{name}-worker.out", sys.executable, "-m", "streamxai.cli",
            "worker", "--roles", "model,explain,drift", "--loglevel", "warning"]
     with open(f"{tmp}/{name}-worker.log", "ab") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

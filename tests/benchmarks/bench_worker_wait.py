@@ -42,11 +42,10 @@ import orjson  # noqa: E402
 from _worker_runs import _cpu_seconds, broker_for, in_process_worker  # noqa: E402
 from bench_speed import events, stream_settings  # noqa: E402
 from helpers.pipeline_runs import make_settings, wait_for_members, worker_metrics  # noqa: E402
-
-from pipeline.kafka.config import ensure_topics  # noqa: E402
-from pipeline.kafka.io import consume, produce_events  # noqa: E402
-from pipeline.worker import settings_env, stop_worker  # noqa: E402
-from schemas import FeatureEvent  # noqa: E402
+from streamxai.kafka.config import ensure_topics  # noqa: E402
+from streamxai.kafka.io import consume, produce_events  # noqa: E402
+from streamxai.schemas import FeatureEvent  # noqa: E402
+from streamxai.worker import settings_env, stop_worker  # noqa: E402
 
 #: counters shown per bin: (column, counter name, topic suffix); drift: the explanations its
 #: agent took up (from the drift feed, a report per record; before it, from explanations)
@@ -72,7 +71,7 @@ def _spawn(s, src: str | None, log_file: str) -> subprocess.Popen:  # noqa: ANN0
     env.update(settings_env(s))
     if src:
         env["PYTHONPATH"] = src
-    cmd = [sys.executable, "-m", "pipeline.cli", "worker", "--roles", "model,explain,drift", "--loglevel", "warning"]
+    cmd = [sys.executable, "-m", "streamxai.cli", "worker", "--roles", "model,explain,drift", "--loglevel", "warning"]
     with open(log_file, "ab") as log:
         return subprocess.Popen(cmd, env=env, cwd=src or None, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)

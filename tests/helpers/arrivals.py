@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import orjson
-
-from pipeline.handlers import DriftHandler, ExplainHandler, IntakeHandler, ModelHandler
-from pipeline.local.demo_stream import labels_later
-from pipeline.reference import Recorded
-from pipeline.settings import Settings
-from schemas import FeatureEvent, Headers, LabelEvent, Source, dumps, origin, origin_headers, unpack_tasks
+from streamxai.handlers import DriftHandler, ExplainHandler, IntakeHandler, ModelHandler
+from streamxai.local.demo_stream import labels_later
+from streamxai.reference import Recorded
+from streamxai.schemas import FeatureEvent, Headers, LabelEvent, Source, dumps, origin, origin_headers, unpack_tasks
+from streamxai.settings import Settings
 
 from .partition_log import PartitionLog
 
@@ -144,7 +143,7 @@ def run_handlers(s: Settings, log: PartitionLog, model: Callable[[int], ModelHan
 def run_model(s: Settings, messages: Iterable[FeatureEvent | LabelEvent | tuple[str, bytes, bytes]]):
     """``messages`` recorded as the intake would, through one model handler and the explainers:
     the run's outputs, the model handler, and the in-process reference over the valid ones."""
-    from pipeline.reference import run_in_process
+    from streamxai.reference import run_in_process
 
     log, run = PartitionLog(), Run()
     recorded = record_arrivals(log, messages)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.core.increments import Block
+from streamxai.core.increments import Block
 
 
 def block(rng, level, sd=0.3, n=10, draw=None):

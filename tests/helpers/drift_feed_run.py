@@ -4,11 +4,12 @@ explanations and the drift-feed records), for the tests of the drift feed."""
 
 from __future__ import annotations
 
+from streamxai.handlers import ExplainHandler, ModelHandler, Source
+from streamxai.schemas import dumps
+from streamxai.settings import Settings
+
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
-from pipeline.handlers import ExplainHandler, ModelHandler, Source
-from pipeline.settings import Settings
-from schemas import dumps
 
 FEED = "drift-feed"
 

@@ -12,10 +12,9 @@ True
 from __future__ import annotations
 
 import orjson
-
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
-from pipeline.settings import AGRAWAL_FEATURES, Settings
-from schemas import dumps, dumps_obj, unpack_feed
+from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from streamxai.schemas import dumps, dumps_obj, unpack_feed
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 __all__ = ["settings", "delayed_settings", "drift_settings", "explanation_v2", "run_handlers"]
 

@@ -7,15 +7,26 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-__all__ = ["ROOT", "module_name", "imports_of", "modules"]
+__all__ = ["FOLDERS", "ROOT", "module_name", "imports_of", "modules"]
 
 #: the checkout: the folder that holds pipeline/, agents/, schemas/ and tests/
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: repository folder -> the installed package it is (as in setup.py)
+FOLDERS = {"pipeline": "streamxai", "agents": "streamxai.agents", "schemas": "streamxai.schemas"}
+
+
 def module_name(path: Path) -> str:
-    """The dotted name of the module at ``path`` (under :data:`ROOT`)."""
+    """The dotted name of the module at ``path`` (under :data:`ROOT`): its installed name for
+    the package's folders.
+
+    >>> module_name(ROOT / "agents" / "model_agent.py"), module_name(ROOT / "pipeline" / "__init__.py")
+    ('streamxai.agents.model_agent', 'streamxai')
+    """
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[0] in FOLDERS:
+        parts = FOLDERS[parts[0]].split(".") + parts[1:]
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -24,8 +35,8 @@ def module_name(path: Path) -> str:
 def imports_of(source: str, module: str, is_package: bool = False) -> set[str]:
     """Absolute names of the modules ``source`` (the text of ``module``) imports.
 
-    >>> sorted(imports_of("import os\\nfrom ..kafka import io\\nfrom .x import y", "pipeline.local.demo"))
-    ['os', 'pipeline.kafka', 'pipeline.kafka.io', 'pipeline.local.x', 'pipeline.local.x.y']
+    >>> sorted(imports_of("import os\\nfrom ..kafka import io\\nfrom .x import y", "streamxai.local.demo"))
+    ['os', 'streamxai.kafka', 'streamxai.kafka.io', 'streamxai.local.x', 'streamxai.local.x.y']
     """
     package = module.split(".") if is_package else module.split(".")[:-1]
     found = set()

@@ -1,4 +1,4 @@
-"""Topic partitions in memory, read back as ``pipeline.kafka.replay.PartitionHistory`` reads
+"""Topic partitions in memory, read back as ``streamxai.kafka.replay.PartitionHistory`` reads
 Kafka: values by key (``history``), or whole records with timestamp and headers (``records``).
 
 >>> log = PartitionLog()
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schemas import Headers, Source
+from streamxai.schemas import Headers, Source
 
 __all__ = ["PartitionLog"]
 

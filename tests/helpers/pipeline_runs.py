@@ -13,11 +13,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import orjson
-
-from pipeline.kafka.config import confluent_config
-from pipeline.kafka.io import consume
-from pipeline.local.ports import free_port
-from pipeline.settings import AGRAWAL_FEATURES, Settings
+from streamxai.kafka.config import confluent_config
+from streamxai.kafka.io import consume
+from streamxai.local.ports import free_port
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 
 def make_settings(bootstrap: str, state_dir: str, **over) -> Settings:
@@ -35,7 +34,7 @@ def make_settings(bootstrap: str, state_dir: str, **over) -> Settings:
 def reference_values(s: Settings, events: Iterable) -> dict[tuple[str, int, str, str], float]:
     """The in-process core's values at the seqs where the pipeline emits:
     {(stream_id, seq, explainer, feature): value}."""
-    from pipeline.plan import stream_explainer
+    from streamxai.plan import stream_explainer
 
     out = {}
     by_stream: dict = {}
@@ -173,8 +172,8 @@ def wait_for_commit(s: Settings, topics: Iterable[str], at_least: int | None = N
 def own_broker(tmp: str) -> Iterator[str]:
     """The bootstrap of ``$STREAMXAI_BOOTSTRAP``, or of a broker started on free ports with its
     data under ``tmp`` and stopped at the end (for the benchmarks, which run outside pytest)."""
-    from pipeline.local.broker import LocalBroker
-    from pipeline.local.ports import free_ports
+    from streamxai.local.broker import LocalBroker
+    from streamxai.local.ports import free_ports
 
     given = os.environ.get("STREAMXAI_BOOTSTRAP")
     if given:
@@ -204,7 +203,7 @@ async def commit_then_die(self, offsets, *args, **kwargs):
     return done
 
 consumer.Consumer._commit_offsets = commit_then_die
-from pipeline.cli import main
+from streamxai.cli import main
 sys.exit(main(["worker", "--loglevel", "warning", "--roles", "{roles}"]))
 """
 

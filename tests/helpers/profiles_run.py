@@ -16,16 +16,17 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events
+from streamxai.local.demo import demo_plan
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.schemas import FeatureEvent
+from streamxai.settings import AGRAWAL_FEATURES, Settings
+from streamxai.worker import spawn_worker, stop_worker
+
 from helpers.handler_inputs import run_handlers
 from helpers.pipeline_runs import collect, make_settings, worker_metrics
 from helpers.streams import LINEAR_FEATURES, linear_events
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_events
-from pipeline.local.demo import demo_plan
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.settings import AGRAWAL_FEATURES, Settings
-from pipeline.worker import spawn_worker, stop_worker
-from schemas import FeatureEvent
 
 __all__ = ["ProfilesRun", "run_two_profiles", "PROFILES"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from schemas import FeatureEvent
+from streamxai.schemas import FeatureEvent
 
 __all__ = ["threshold_events", "linear_events", "LINEAR_FEATURES"]
 

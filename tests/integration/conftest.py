@@ -1,6 +1,6 @@
 """Fixtures for tests against a real Kafka broker.
 
-``broker`` starts the project's own local broker (``pipeline.local.broker.LocalBroker``) once per test
+``broker`` starts the project's own local broker (``streamxai.local.broker.LocalBroker``) once per test
 session on free ports with its data under a temporary directory, and stops it at the end of the
 session, also when tests fail. The JVM is tied to the test process (``die_with_parent``), so a
 killed test run leaves no broker behind.
@@ -27,9 +27,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from pipeline.local.broker import LocalBroker
-from pipeline.local.ports import free_ports
+from streamxai.local.broker import LocalBroker
+from streamxai.local.ports import free_ports
 
 _HERE = Path(__file__).resolve().parent
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer, Producer
-
-from pipeline.local.broker import BrokerError, LocalBroker
+from streamxai.local.broker import BrokerError, LocalBroker
 
 pytestmark = pytest.mark.integration
 
@@ -96,8 +95,8 @@ def test_reading_to_idle_counts_idle_time_from_the_assignment(bootstrap, topic_f
     "no explanations of stream 'p1' ... (read until 2 s idle)" while the topic held them; the
     idle time was counted from the subscription, so a consumer group join slower than
     ``--idle`` read nothing. The join alone takes longer than 50 ms; every message is read."""
-    from pipeline.kafka.io import consume
-    from pipeline.settings import Settings
+    from streamxai.kafka.io import consume
+    from streamxai.settings import Settings
 
     topic = topic_factory(partitions=2)
     producer = Producer({"bootstrap.servers": bootstrap})

@@ -13,12 +13,11 @@ import time
 import uuid
 
 from helpers.pipeline_runs import collect, killed_after_commit, make_settings
-
-from pipeline.kafka.config import confluent_config, ensure_topics
-from pipeline.kafka.io import produce_raw
-from pipeline.local.demo_stream import agrawal_events, labels_later
-from pipeline.worker import settings_env
-from schemas import LabelEvent, Source, dumps, origin, unpack_arrivals
+from streamxai.kafka.config import confluent_config, ensure_topics
+from streamxai.kafka.io import produce_raw
+from streamxai.local.demo_stream import agrawal_events, labels_later
+from streamxai.schemas import LabelEvent, Source, dumps, origin, unpack_arrivals
+from streamxai.worker import settings_env
 
 
 def _committed(s, topic: str) -> dict[int, int]:
@@ -105,7 +104,7 @@ def test_a_worker_killed_right_after_a_commit_has_forwarded_every_committed_reco
     # the restart forwards what was not committed (and what came since), and every event is predicted
     send(messages[sent:])
     with open(tmp_path / "restart.log", "ab") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "worker", "--loglevel", "warning",
+        worker = subprocess.Popen([sys.executable, "-m", "streamxai.cli", "worker", "--loglevel", "warning",
                                    "--roles", "model"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                   start_new_session=True)
     try:

@@ -19,13 +19,12 @@ from helpers.pipeline_runs import (
     wait_for_members,
     worker_metrics,
 )
-
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_events
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.local.ports import free_port
-from pipeline.settings import Secret
-from pipeline.worker import spawn_worker, stop_worker
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.local.ports import free_port
+from streamxai.settings import Secret
+from streamxai.worker import spawn_worker, stop_worker
 
 N_EVENTS = 1000
 FIRST = 200  # committed by every stage before the rest comes; the worker is killed while busy with the rest

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from pipeline.cli import main
+from streamxai.cli import main
 
 
 def _common(bootstrap: str, prefix: str) -> list[str]:
@@ -112,11 +112,10 @@ def test_a_demo_stopped_with_sigterm_stops_its_workers_and_dashboard(bootstrap, 
     import time
 
     from confluent_kafka.admin import AdminClient
-
-    from pipeline.local.ports import free_port
+    from streamxai.local.ports import free_port
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "demo", "--n", "100000", "--rate", "200", "--bootstrap", bootstrap,
+        [sys.executable, "-m", "streamxai.cli", "demo", "--n", "100000", "--rate", "200", "--bootstrap", bootstrap,
          "--dashboard-port", str(free_port("127.0.0.1"))],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started, children = [], []
@@ -146,16 +145,16 @@ def test_a_demo_stopped_with_sigterm_stops_its_workers_and_dashboard(bootstrap, 
             proc.kill()
             proc.wait(10)
         for c in children:  # still ours (the pid of one that ended may have been given to another process)
-            if _alive(c) and "pipeline.cli" in _cmdline(c):
+            if _alive(c) and "streamxai.cli" in _cmdline(c):
                 os.kill(c, signal.SIGKILL)
 
 
 def test_resume_numbers_after_the_last_seq_a_worker_accepts(bootstrap, tmp_path, capsys):
     # one message with a seq far beyond the stream (a dead letter, reason seq_gap) made --resume
     # number the whole file after it, so the worker dead-lettered every event of it as well
-    from pipeline.kafka.io import produce_events
-    from pipeline.settings import load_settings
-    from schemas import FeatureEvent
+    from streamxai.kafka.io import produce_events
+    from streamxai.schemas import FeatureEvent
+    from streamxai.settings import load_settings
 
     common, f, prefix = _file_sent(bootstrap, tmp_path)
     s = load_settings(env={}, bootstrap_servers=bootstrap, topic_prefix=prefix, features=["a", "b"], partitions=2)
@@ -170,10 +169,10 @@ def test_resume_and_the_duplicate_check_find_a_stream_behind_another_streams_eve
     # whose partition then took 12,000 events of another stream looked new: `--resume` numbered
     # its events from 0 again (the worker dropped those it had as duplicates, silently) and a
     # second `produce` of the same file was not refused
-    from pipeline.commands import last_seq
-    from pipeline.kafka.io import produce_events
-    from pipeline.settings import load_settings
-    from schemas import FeatureEvent
+    from streamxai.commands import last_seq
+    from streamxai.kafka.io import produce_events
+    from streamxai.schemas import FeatureEvent
+    from streamxai.settings import load_settings
 
     prefix = f"cli-{uuid.uuid4().hex[:8]}."
     common = ["--bootstrap", bootstrap, "--set", f"topic_prefix={prefix}", "--set", "features=[\"a\", \"b\"]",

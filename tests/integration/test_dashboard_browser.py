@@ -17,13 +17,12 @@ import pytest
 from helpers.levels import LEVELS
 from helpers.pipeline_runs import make_settings
 from helpers.streams import threshold_events
-
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_events
-from pipeline.local.dashboard import spawn_dashboard, wait_for_dashboard
-from pipeline.local.demo_stream import labels_later
-from pipeline.local.ports import free_port
-from pipeline.worker import spawn_worker, stop_worker
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events
+from streamxai.local.dashboard import spawn_dashboard, wait_for_dashboard
+from streamxai.local.demo_stream import labels_later
+from streamxai.local.ports import free_port
+from streamxai.worker import spawn_worker, stop_worker
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -171,8 +170,7 @@ class _Served:
         import asyncio
 
         from aiohttp import web
-
-        from pipeline.local.dashboard import make_web_app
+        from streamxai.local.dashboard import make_web_app
 
         self.port = free_port("127.0.0.1")
         self.loop = asyncio.new_event_loop()
@@ -201,7 +199,7 @@ class _Served:
 
 
 def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
-    from pipeline.local.dashboard import DashboardState
+    from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
     state = DashboardState()
@@ -277,7 +275,7 @@ def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
     shading on the charts in red); an open episode says so and its closed message replaces it;
     a v1 episode (no kind) still shows."""
     driver = _browser()
-    from pipeline.local.dashboard import DashboardState
+    from streamxai.local.dashboard import DashboardState
 
     state = DashboardState()
     for seq in range(0, 8000, 20):
@@ -326,8 +324,7 @@ return Object.fromEntries(groups.map(g => [g.dataset.explainer,
 def test_dashboard_shows_streams_of_two_profiles_each_with_its_own_features(two_profiles_run, tmp_path):
     # one worker served an agrawal classifier (iPFI, iPDP) and a 5-feature regression (iPFI, iSAGE)
     from helpers.streams import LINEAR_FEATURES
-
-    from pipeline.settings import AGRAWAL_FEATURES
+    from streamxai.settings import AGRAWAL_FEATURES
 
     driver = _browser()
     s = two_profiles_run.settings
@@ -384,8 +381,7 @@ def test_the_loss_chart_draws_the_model_loss_once_where_it_can_be_seen(tmp_path)
     from helpers.loss_stream import feed_loss_stream
     from matplotlib.colors import to_rgb
     from PIL import Image
-
-    from pipeline.local.dashboard import DashboardState
+    from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
     state = DashboardState()
@@ -439,8 +435,7 @@ def test_change_labels_on_the_charts_never_overlap_and_name_each_episode(tmp_pat
     inside its chart, every change keeps its line, every episode is named by its kind (an alert
     as such) on the charts of the explainers it moved, also in a narrow window."""
     from helpers.crowded_changes import EPISODES, feed_crowded_changes
-
-    from pipeline.local.dashboard import DashboardState
+    from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
     state = DashboardState()
@@ -481,7 +476,7 @@ def test_markup_in_a_crafted_change_message_is_shown_as_text_never_run(tmp_path)
     # found by the trial: a change-episodes message whose first_seq was a string of HTML (anyone
     # who may write to the output topics) ran in the operator's page: its seq fields went into
     # the tables unescaped, as the reader kept them. They are numbers or nothing now
-    from pipeline.local.dashboard import DashboardState
+    from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
     state = DashboardState()
@@ -532,7 +527,7 @@ def test_very_long_stream_ids_and_feature_names_are_cut_with_the_whole_value_in_
     # noticed at stop 22: a long stream id (128 characters are allowed) or feature name (a
     # stream's settings name them) widened the page past the window: every column, the charts
     # and the tables then ran off screen. Cut with an ellipsis; the whole value in a tooltip
-    from pipeline.local.dashboard import DashboardState
+    from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
     driver.set_window_size(1200, 1100)
@@ -595,7 +590,7 @@ def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
     3,000,000,000,000, cut to the axis' 50 px), and the categorical feature's PD chart was empty
     (its grid is category names, which uPlot cannot place). Now every tick label fits its axis
     and tells its ticks apart, and the categories are drawn at their points, each tick named."""
-    from pipeline.local.dashboard import DashboardState
+    from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
     state = DashboardState()
@@ -648,7 +643,7 @@ def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
         assert "6.34B" in texts[1] and "731B" in texts[1] and "6342689766" not in texts[1], texts
         assert "ipfi/city 2.5T→-1.13M" in texts[2] and "6.34B → 731B" in texts[2], texts
         # the page's levelText and the plot's level_text give the same text
-        from pipeline.local.markers import level_text
+        from streamxai.local.markers import level_text
         values = [v for v, _ in LEVELS]
         assert driver.execute_script("return arguments[0].map(v => levelText(v))", values) == [
             level_text(v) for v in values] == [t for _, t in LEVELS]
@@ -676,7 +671,7 @@ def test_every_change_event_kept_is_drawn_and_the_page_says_how_many_older_ones_
     """510 change events: all drawn, no note. 1,500: the newest 1,000 (what the dashboard keeps of
     a stream) drawn, the badge counts all 1,500, and a note says 500 older ones are not drawn."""
     driver = _browser()
-    from pipeline.local.dashboard import DashboardState
+    from streamxai.local.dashboard import DashboardState
 
     state = DashboardState()
     _many_changes(state, n)

@@ -10,12 +10,11 @@ from confluent_kafka import Producer
 from helpers.drift_feed_run import FEED, explain, feed_settings, tasks_of
 from helpers.partition_log import PartitionLog
 from helpers.pipeline_runs import collect_all, make_settings, wait_for_commit, worker_metrics
-
-from pipeline.app import checkpoint_store
-from pipeline.handlers import DriftHandler, ExplainHandler, Source
-from pipeline.kafka.config import confluent_config, ensure_topics
-from pipeline.kafka.io import consume
-from pipeline.worker import spawn_worker, stop_worker
+from streamxai.app import checkpoint_store
+from streamxai.handlers import DriftHandler, ExplainHandler, Source
+from streamxai.kafka.config import confluent_config, ensure_topics
+from streamxai.kafka.io import consume
+from streamxai.worker import spawn_worker, stop_worker
 
 
 def _told(msgs: list[dict]) -> tuple[dict, dict]:

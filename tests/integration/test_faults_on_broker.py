@@ -12,13 +12,12 @@ import orjson
 import pytest
 from helpers.damage import DAMAGES, damaged
 from helpers.pipeline_runs import collect, collect_all, committed, make_settings, wait_for_commit, worker_metrics
-
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_raw
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.plan import stream_explainer
-from pipeline.worker import spawn_worker, stop_worker
-from schemas import dumps
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_raw
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.plan import stream_explainer
+from streamxai.schemas import dumps
+from streamxai.worker import spawn_worker, stop_worker
 
 
 @pytest.fixture
@@ -138,8 +137,8 @@ def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
     import signal
     import time
 
-    from pipeline.local.broker import LocalBroker
-    from pipeline.local.ports import free_ports
+    from streamxai.local.broker import LocalBroker
+    from streamxai.local.ports import free_ports
 
     port, controller_port = free_ports(2)
     broker = LocalBroker(port, controller_port, data_dir=tmp_path / "kafka", heap="384m", die_with_parent=True)
@@ -194,7 +193,7 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     had shed (defect 6), so the group's count of explained events jumped at the restart."""
     import signal
 
-    from pipeline.local.ports import free_port
+    from streamxai.local.ports import free_port
 
     s = make_settings(bootstrap, str(tmp_path / "state"), explain_groups=1, explainers=["ipfi"],
                       max_lag_s=0.05, checkpoint_every=0, emit_every=5)
@@ -241,9 +240,8 @@ def test_a_dead_letter_limit_over_the_topics_limit_stops_the_worker(bootstrap, t
     import time
 
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-
-    from pipeline.kafka.config import confluent_config
-    from schemas import ConfigError
+    from streamxai.kafka.config import confluent_config
+    from streamxai.schemas import ConfigError
 
     s = make_settings(bootstrap, str(tmp_path / "state"))
     ensure_topics(s)  # the defaults fit Kafka's default limit
@@ -267,8 +265,7 @@ def _damage_checkpoint_topic(s, bootstrap):
     """Overwrite every checkpoint record on the topic with a damaged copy (the next damage per
     record); returns the damages used per kind."""
     from confluent_kafka import Consumer, Producer, TopicPartition
-
-    from pipeline.kafka.checkpoint_topic import CHECKPOINT_TOPIC
+    from streamxai.kafka.checkpoint_topic import CHECKPOINT_TOPIC
 
     topic = s.topic(CHECKPOINT_TOPIC)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "damage", "enable.auto.commit": False})
@@ -319,9 +316,9 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     import subprocess
     import sys
 
-    from pipeline.local.ports import free_port
-    from pipeline.settings import Secret
-    from pipeline.worker import settings_env
+    from streamxai.local.ports import free_port
+    from streamxai.settings import Secret
+    from streamxai.worker import settings_env
 
     state = tmp_path / "state"
     s = make_settings(bootstrap, str(state), explain_groups=1, explainers=["ipfi"], checkpoint_every=15,
@@ -354,7 +351,7 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
         key_file.write_bytes(b"\x80" + key[1:])
         env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("STREAMXAI_")}
         env.update(settings_env(s.replace(web_port=free_port())))
-        run = subprocess.run([sys.executable, "-m", "pipeline.cli", "worker", "--loglevel", "warning"], env=env,
+        run = subprocess.run([sys.executable, "-m", "streamxai.cli", "worker", "--loglevel", "warning"], env=env,
                              capture_output=True, text=True, timeout=120)
         errors = [ln for ln in run.stderr.splitlines() if "error" in ln.lower()]
         assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
@@ -397,9 +394,8 @@ def test_a_worker_whose_topics_are_deleted_stops_and_sigterm_is_bounded(tmp_path
     import signal
 
     from confluent_kafka.admin import AdminClient
-
-    from pipeline.local.broker import LocalBroker
-    from pipeline.local.ports import free_ports
+    from streamxai.local.broker import LocalBroker
+    from streamxai.local.ports import free_ports
 
     port, controller_port = free_ports(2)
     broker = LocalBroker(port, controller_port, data_dir=tmp_path / "kafka", heap="384m", die_with_parent=True,
@@ -452,10 +448,10 @@ def test_a_worker_whose_faust_service_crashes_at_start_exits_with_an_error(boots
     import subprocess
     import sys
 
-    from pipeline.worker import settings_env
+    from streamxai.worker import settings_env
 
     s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b"])
-    script = ("import os, sys\nimport pipeline.worker as w\nfrom pipeline.settings import load_settings\n"
+    script = ("import os, sys\nimport streamxai.worker as w\nfrom streamxai.settings import load_settings\n"
               "s = load_settings(env=os.environ)\nw.check_web_port = lambda s: None\n"
               "sys.exit(w.run_worker(s, ('model', 'explain', 'drift'), 'warning'))\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}

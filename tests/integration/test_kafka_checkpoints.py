@@ -8,11 +8,10 @@ import logging
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from helpers.pipeline_runs import make_settings
-
-from pipeline.app import checkpoint_store
-from pipeline.kafka.checkpoint_topic import CHECKPOINT_TOPIC, KafkaCheckpointStore
-from pipeline.settings import Secret
-from schemas import Source
+from streamxai.app import checkpoint_store
+from streamxai.kafka.checkpoint_topic import CHECKPOINT_TOPIC, KafkaCheckpointStore
+from streamxai.schemas import Source
+from streamxai.settings import Secret
 
 
 def kafka_settings(bootstrap, tmp_path, **over):

@@ -11,16 +11,15 @@ import signal
 import pytest
 from helpers.pipeline_runs import collect, make_settings, until, wait_for_commit, worker_metrics
 from helpers.streams import threshold_events
-
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_events
-from pipeline.kafka.replay import PartitionHistory
-from pipeline.local.demo_stream import labels_later
-from pipeline.local.ports import free_port
-from pipeline.reference import Recorded, run_in_process
-from pipeline.settings import Secret
-from pipeline.worker import spawn_worker, stop_worker
-from schemas import Source, origin, parse_arrival, unpack_arrivals
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events
+from streamxai.kafka.replay import PartitionHistory
+from streamxai.local.demo_stream import labels_later
+from streamxai.local.ports import free_port
+from streamxai.reference import Recorded, run_in_process
+from streamxai.schemas import Source, origin, parse_arrival, unpack_arrivals
+from streamxai.settings import Secret
+from streamxai.worker import spawn_worker, stop_worker
 
 
 @pytest.fixture

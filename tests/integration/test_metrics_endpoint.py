@@ -10,11 +10,10 @@ from pathlib import Path
 from helpers.pipeline_runs import collect, make_settings, until, wait_for_commit
 from helpers.streams import threshold_events
 from prometheus_client.parser import text_string_to_metric_families
-
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_events, produce_raw
-from pipeline.metrics import LABELLED, TOP_LEVEL
-from pipeline.worker import spawn_worker, stop_worker
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events, produce_raw
+from streamxai.metrics import LABELLED, TOP_LEVEL
+from streamxai.worker import spawn_worker, stop_worker
 
 GRAFANA = Path(__file__).resolve().parents[2] / "deploy" / "grafana-dashboard.json"
 

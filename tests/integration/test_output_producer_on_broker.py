@@ -1,4 +1,4 @@
-"""The worker's outputs through confluent-kafka (:class:`pipeline.kafka.output_producer.OutputProducer`)
+"""The worker's outputs through confluent-kafka (:class:`streamxai.kafka.output_producer.OutputProducer`)
 keep what sending through Faust's producer gave: every output handed over is acknowledged when
 its flush returns (what the consumer waits for before a commit), keyed outputs land on the
 partitions Faust's producer chose, batches stay within what the broker takes, and a message over
@@ -13,14 +13,13 @@ import tempfile
 import uuid
 
 from helpers.pipeline_runs import collect, make_settings
-
-from agents._forward import Outbox
-from pipeline.handlers import Out
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.output_producer import OutputProducer
-from pipeline.metrics import Metrics
-from pipeline.settings import Settings
-from schemas import Source
+from streamxai.agents._forward import Outbox
+from streamxai.handlers import Out
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.output_producer import OutputProducer
+from streamxai.metrics import Metrics
+from streamxai.schemas import Source
+from streamxai.settings import Settings
 
 MAX_REQUEST = 1_000_000  # Faust's producer_max_request_size
 

@@ -22,16 +22,15 @@ from helpers.pipeline_runs import (
     worker_metrics,
 )
 from helpers.streams import threshold_events
-
-from pipeline.handlers.model import _plain
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_events, produce_raw
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.local.ports import free_port
-from pipeline.plan import prequential_model, stream_explainer
-from pipeline.settings import Secret
-from pipeline.worker import spawn_worker, stop_worker
-from schemas import dumps
+from streamxai.handlers.model import _plain
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events, produce_raw
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.local.ports import free_port
+from streamxai.plan import prequential_model, stream_explainer
+from streamxai.schemas import dumps
+from streamxai.settings import Secret
+from streamxai.worker import spawn_worker, stop_worker
 
 
 def n_values_per_event(s):
@@ -145,9 +144,9 @@ def test_bad_messages_become_dead_letters_and_good_ones_flow(bootstrap, tmp_path
 def reference_changes(s, events):
     """The in-process core: StreamExplainer + the drift agent's detector, per stream.
     Returns ({(stream, seq, explainer, feature): (cut, before, after)}, [(stream, first_seq, cut, features)])."""
-    from pipeline.core.losses import get_loss
-    from pipeline.core.model import ModelFunction
-    from pipeline.handlers.drift import stream_detector
+    from streamxai.core.losses import get_loss
+    from streamxai.core.model import ModelFunction
+    from streamxai.handlers.drift import stream_detector
 
     changes, episodes, state = {}, [], {}
     for ev in events:

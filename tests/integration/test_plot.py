@@ -8,12 +8,11 @@ import uuid
 
 import numpy as np
 from matplotlib import image as mpimg
-
-from pipeline.cli import main
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_raw
-from pipeline.settings import AGRAWAL_FEATURES, Settings
-from schemas import Explanation, Prediction, dumps
+from streamxai.cli import main
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_raw
+from streamxai.schemas import Explanation, Prediction, dumps
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 
 def _messages(sid: str, n: int, change_at: int):

@@ -15,10 +15,9 @@ import re
 import orjson
 from helpers.streams import LINEAR_FEATURES
 from prometheus_client.parser import text_string_to_metric_families
-
-from pipeline.cli import main
-from pipeline.metrics import TOP_LEVEL
-from pipeline.settings import AGRAWAL_FEATURES
+from streamxai.cli import main
+from streamxai.metrics import TOP_LEVEL
+from streamxai.settings import AGRAWAL_FEATURES
 
 FEATURES = {"agr-1": set(AGRAWAL_FEATURES), "reg-1": set(LINEAR_FEATURES)}
 

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 
 import pytest
 from helpers.pipeline_runs import collect, make_settings, until, worker_metrics
-
-from pipeline.cli import main
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_events
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.settings import Settings
-from pipeline.worker import spawn_worker, stop_worker
+from streamxai.cli import main
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.settings import Settings
+from streamxai.worker import spawn_worker, stop_worker
 
 N = 600
 

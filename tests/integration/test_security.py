@@ -20,14 +20,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError
 from helpers.pipeline_runs import collect, make_settings
-
-from pipeline.kafka.config import ensure_topics
-from pipeline.kafka.io import produce_events
-from pipeline.local.broker import LocalBroker, SaslUsers
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.local.ports import free_port, free_ports
-from pipeline.settings import Secret
-from pipeline.worker import settings_env, spawn_worker, stop_worker
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events
+from streamxai.local.broker import LocalBroker, SaslUsers
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.local.ports import free_port, free_ports
+from streamxai.settings import Secret
+from streamxai.worker import settings_env, spawn_worker, stop_worker
 
 PASSWORDS = {name: secrets.token_urlsafe(18) for name in ("admin", "worker", "reader")}
 
@@ -94,7 +93,7 @@ def test_wrong_credentials_stop_a_worker_at_startup_with_one_clear_line(secure_b
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s.replace(web_port=free_port())))
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "worker"], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "streamxai.cli", "worker"], env=env, capture_output=True,
                           text=True, timeout=90)
     waited = time.monotonic() - t0
     assert proc.returncode != 0

@@ -1,5 +1,5 @@
 """The worker's outputs appended to aiokafka's batches below Faust's and aiokafka's send
-(:class:`pipeline.kafka.appender.Appender`) keep delivery at least once: what Faust's commit
+(:class:`streamxai.kafka.appender.Appender`) keep delivery at least once: what Faust's commit
 waits for (the producer's flush) covers every output handed over, so a worker SIGKILLed right
 after a commit has every explanation of the committed inputs on the topic."""
 
@@ -15,24 +15,22 @@ import time
 import uuid
 
 from helpers.pipeline_runs import collect, collect_all, killed_after_commit, make_settings
-
-from pipeline.kafka.config import confluent_config, ensure_topics
-from pipeline.kafka.io import produce_raw
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.plan import stream_explainer
-from pipeline.worker import settings_env
-from schemas import Source, dumps, parse_explain_task, unpack_tasks
+from streamxai.kafka.config import confluent_config, ensure_topics
+from streamxai.kafka.io import produce_raw
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.plan import stream_explainer
+from streamxai.schemas import Source, dumps, parse_explain_task, unpack_tasks
+from streamxai.worker import settings_env
 
 
 def test_outputs_handed_over_are_covered_by_the_flush_a_commit_waits_for(bootstrap):
     """Outbox.send_all, then at once the producer's flush (what Faust's commit awaits before it
     commits): every output is on the topic, in order, and went the direct route."""
     import faust
-
-    from agents._forward import Outbox
-    from pipeline.handlers import Out
-    from pipeline.metrics import Metrics
-    from pipeline.settings import Settings
+    from streamxai.agents._forward import Outbox
+    from streamxai.handlers import Out
+    from streamxai.metrics import Metrics
+    from streamxai.settings import Settings
 
     s = Settings(bootstrap_servers=bootstrap, topic_prefix=f"it-{uuid.uuid4().hex[:8]}.")
     ensure_topics(s)
@@ -77,12 +75,11 @@ def test_a_workers_batches_hold_more_than_fausts_16_kib_but_no_more_than_max_dea
     taking 64 KiB and max_dead_letter_bytes at 60 KiB, 40 outputs of 14 KB handed over at once
     are all on the topic, in order; with batches of 256 KiB the broker refused them."""
     from confluent_kafka.admin import NewTopic
-
-    from agents._forward import Outbox
-    from pipeline.app import create_app
-    from pipeline.handlers import Out
-    from pipeline.kafka.faust_transport import PRODUCER_MAX_BATCH_BYTES
-    from pipeline.metrics import Metrics
+    from streamxai.agents._forward import Outbox
+    from streamxai.app import create_app
+    from streamxai.handlers import Out
+    from streamxai.kafka.faust_transport import PRODUCER_MAX_BATCH_BYTES
+    from streamxai.metrics import Metrics
 
     default = make_settings(bootstrap, str(tmp_path / "default"))
     assert create_app(default, roles=()).producer._settings_default()["max_batch_size"] == PRODUCER_MAX_BATCH_BYTES
@@ -120,11 +117,10 @@ def test_a_keyed_output_goes_to_the_partition_faust_would_send_it_to_also_after_
     send): each key lands where Faust's own send puts it, before and after the client's
     metadata is refreshed (which empties what it kept)."""
     import faust
-
-    from agents._forward import Outbox
-    from pipeline.handlers import Out
-    from pipeline.metrics import Metrics
-    from pipeline.settings import Settings
+    from streamxai.agents._forward import Outbox
+    from streamxai.handlers import Out
+    from streamxai.metrics import Metrics
+    from streamxai.settings import Settings
 
     s = Settings(bootstrap_servers=bootstrap, topic_prefix=f"it-{uuid.uuid4().hex[:8]}.", partitions=4)
     ensure_topics(s)

@@ -9,12 +9,11 @@ import time
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from helpers.pipeline_runs import make_settings
-
-from pipeline.kafka.config import confluent_config
-from pipeline.kafka.io import produce_raw
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.worker import spawn_worker
-from schemas import dumps
+from streamxai.kafka.config import confluent_config
+from streamxai.kafka.io import produce_raw
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.schemas import dumps
+from streamxai.worker import spawn_worker
 
 
 def _older_deployment(s) -> None:

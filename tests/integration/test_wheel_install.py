@@ -1,7 +1,9 @@
 """Installing from a wheel, as users do: ``pip install streamxai-*.whl`` into a fresh virtualenv,
-then ``streamxai broker start`` and the container image's command (``deploy/Dockerfile``: its
-ENTRYPOINT, CMD and ENV) from there, with no source checkout (issue 15). Before, the broker
-found its pom and log4j2 configuration through the source tree (``parents[2] / "deploy"``).
+then ``import streamxai``, ``streamxai broker start`` and the container image's command
+(``deploy/Dockerfile``: its ENTRYPOINT, CMD and ENV) from there, with no source checkout. The
+wheel adds one package to site-packages, ``streamxai``: the repository's ``pipeline/``,
+``agents/`` and ``schemas/`` folders are ``streamxai``, ``streamxai.agents`` and
+``streamxai.schemas`` in it.
 
 The wheel is built from a copy of the package's sources; its dependencies come from the
 package index (through pip's cache where it has them). The broker uses the Kafka jars this
@@ -21,12 +23,11 @@ import zipfile
 from pathlib import Path
 
 from helpers.pipeline_runs import collect
-
-from pipeline.kafka.io import produce_events
-from pipeline.local.broker import default_libs_dir
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.local.ports import free_ports
-from pipeline.settings import AGRAWAL_FEATURES, Settings
+from streamxai.kafka.io import produce_events
+from streamxai.local.broker import default_libs_dir
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.local.ports import free_ports
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,11 +71,13 @@ def test_a_wheel_runs_the_broker_and_the_image_command_without_a_checkout(tmp_pa
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(tmp_path / "wheels"), str(src)])
     (wheel,) = (tmp_path / "wheels").glob("streamxai-*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
-    assert {"pipeline/local/broker_files/pom.xml", "pipeline/local/broker_files/log4j2.properties",
-            "schemas/json/feature_event.v1.json"} <= shipped, sorted(shipped)
+    assert {"streamxai/local/broker_files/pom.xml", "streamxai/local/broker_files/log4j2.properties",
+            "streamxai/schemas/json/feature_event.v1.json", "streamxai/agents/model_agent.py"} <= shipped, sorted(shipped)
+    tops = {name.split("/")[0] for name in shipped}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"streamxai"}, sorted(tops)
     # the compiled kernels' sources (one extension from several .c files and their header) ship with it
-    kernel_sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "pipeline" / "core").glob("_kernels*.[ch]")}
-    assert "pipeline/core/_kernels.h" in kernel_sources and kernel_sources <= shipped, sorted(kernel_sources - shipped)
+    kernel_sources = {"streamxai/core/" + p.name for p in (ROOT / "pipeline" / "core").glob("_kernels*.[ch]")}
+    assert "streamxai/core/_kernels.h" in kernel_sources and kernel_sources <= shipped, sorted(kernel_sources - shipped)
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
@@ -83,9 +86,14 @@ def test_a_wheel_runs_the_broker_and_the_image_command_without_a_checkout(tmp_pa
     run_dir = tmp_path / "run"  # no checkout here: the installed package is all there is
     run_dir.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_") and k != "PYTHONPATH"}
-    where = _run([str(venv / "bin" / "python"), "-c", "import pipeline; print(pipeline.__file__)"], cwd=run_dir, env=env)
-    assert str(venv) in where.stdout and str(ROOT) not in where.stdout
-    path = _run([str(venv / "bin" / "python"), "-c", "from pipeline.core import kernels; print(kernels.PATH)"],
+    where = _run([str(venv / "bin" / "python"), "-c", "import streamxai; print(streamxai.__file__, streamxai.IPFI)"],
+                 cwd=run_dir, env=env)
+    assert str(venv) in where.stdout and str(ROOT) not in where.stdout and "streamxai.core.explainers" in where.stdout
+    site = Path(_run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                     cwd=run_dir, env=env).stdout.strip())
+    installed = {p.name for p in site.iterdir() if not p.name.endswith(".dist-info") and p.name != "__pycache__"}
+    assert "streamxai" in installed and not installed & {"pipeline", "agents", "schemas"}, sorted(installed)
+    path = _run([str(venv / "bin" / "python"), "-c", "from streamxai.core import kernels; print(kernels.PATH)"],
                 cwd=run_dir, env=env).stdout.strip()
     if os.environ.get("STREAMXAI_REQUIRE_KERNEL", "") not in ("", "0"):  # CI: the wheel carries the built kernels
         assert path == "compiled"

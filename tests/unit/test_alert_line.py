@@ -12,10 +12,9 @@ from helpers.arrivals import record_arrivals, run_handlers
 from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
-
-from pipeline.handlers.alert_line import episode_line
-from pipeline.local.demo_stream import labels_later
-from schemas import ChangeEpisode
+from streamxai.handlers.alert_line import episode_line
+from streamxai.local.demo_stream import labels_later
+from streamxai.schemas import ChangeEpisode
 
 
 @pytest.fixture(scope="module")

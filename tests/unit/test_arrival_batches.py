@@ -12,12 +12,11 @@ from helpers.arrivals import Run, batched, record_arrivals, run_handlers
 from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
-
-from pipeline.handlers import ExplainHandler, ModelHandler
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.local.demo_stream import labels_later
-from schemas import FeatureEvent, SchemaMismatch, Source, dumps, pack_arrivals, unpack_arrivals
-from schemas.arrivals import BATCH_FORM
+from streamxai.handlers import ExplainHandler, ModelHandler
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.local.demo_stream import labels_later
+from streamxai.schemas import FeatureEvent, SchemaMismatch, Source, dumps, pack_arrivals, unpack_arrivals
+from streamxai.schemas.arrivals import BATCH_FORM
 
 ARRIVALS = ("arrivals", 0)
 

@@ -14,12 +14,11 @@ import pytest
 from helpers.arrivals import run_model
 from helpers.streams import threshold_events
 from river import forest, linear_model, preprocessing, tree
-
-from pipeline.core.labels import LabelJoin
-from pipeline.core.prequential import PrequentialModel
-from pipeline.local.demo_stream import labels_later
-from pipeline.settings import Settings
-from schemas import FeatureEvent, LabelEvent
+from streamxai.core.labels import LabelJoin
+from streamxai.core.prequential import PrequentialModel
+from streamxai.local.demo_stream import labels_later
+from streamxai.schemas import FeatureEvent, LabelEvent
+from streamxai.settings import Settings
 
 
 def _binary_models():

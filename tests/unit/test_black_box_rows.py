@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from river import linear_model
-
-from pipeline.core.model import ModelFunction, chain_rows
+from streamxai.core.model import ModelFunction, chain_rows
 
 X = {"a": 0.5, "b": -1.0, "c": 2.0}
 ROWS = [X, {"a": 1.5, "b": 0.0, "c": 1.0}, {"a": -0.5, "b": 3.0, "c": 0.25}]

@@ -5,10 +5,9 @@ never gave up)."""
 from __future__ import annotations
 
 import pytest
-
-from pipeline.cli import main
-from pipeline.kafka import config as kafka_config
-from pipeline.local.ports import free_port
+from streamxai.cli import main
+from streamxai.kafka import config as kafka_config
+from streamxai.local.ports import free_port
 
 
 @pytest.mark.parametrize("argv", [["worker", "--set", "features=a,b"], ["produce", "demo", "--n", "5"],
@@ -32,10 +31,10 @@ def test_the_default_wait_is_under_ten_seconds():
 
 def test_produce_refuses_a_stream_id_the_workers_would_refuse(monkeypatch):
     # `streamxai produce --stream-id "my stream"` sent events that all became dead letters
-    from pipeline.kafka import io as kafka_io
-    from pipeline.local.demo_stream import agrawal_events
-    from pipeline.settings import Settings
-    from schemas import SchemaMismatch
+    from streamxai.kafka import io as kafka_io
+    from streamxai.local.demo_stream import agrawal_events
+    from streamxai.schemas import SchemaMismatch
+    from streamxai.settings import Settings
 
     sent = []
     monkeypatch.setattr(kafka_io, "produce_raw", lambda s, topic, items: sent.extend(items) or len(sent))

@@ -6,9 +6,8 @@ from __future__ import annotations
 import stat
 
 import pytest
-
-from pipeline.local.broker import BrokerError, LocalBroker, SaslUsers
-from pipeline.settings import Secret
+from streamxai.local.broker import BrokerError, LocalBroker, SaslUsers
+from streamxai.settings import Secret
 
 
 def users() -> SaslUsers:

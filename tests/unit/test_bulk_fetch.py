@@ -12,9 +12,8 @@ from contextlib import asynccontextmanager
 
 import faust
 from faust.types import TP
-
-from pipeline.kafka.bulk_fetch import take_in_bulk
-from pipeline.kafka.faust_transport import use_bounded_fetch_wait
+from streamxai.kafka.bulk_fetch import take_in_bulk
+from streamxai.kafka.faust_transport import use_bounded_fetch_wait
 
 Record = namedtuple("Record", "topic partition offset key value timestamp headers")
 F0, F1, L0, A0 = TP("f", 0), TP("f", 1), TP("l", 0), TP("a", 0)
@@ -226,8 +225,8 @@ def test_without_the_workers_transport_nothing_is_taken_in_bulk():
 
 def test_a_worker_takes_its_features_and_labels_in_bulk(tmp_path):
     """The worker's app hands its intake's topics (and only those) to the intake in bulk."""
-    from pipeline.app import create_app
-    from pipeline.settings import Settings
+    from streamxai.app import create_app
+    from streamxai.settings import Settings
 
     s = Settings(bootstrap_servers="127.0.0.1:9", state_dir=str(tmp_path), checkpoint_every=0)
 

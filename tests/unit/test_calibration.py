@@ -33,10 +33,9 @@ import random
 import numpy as np
 import pytest
 from helpers.agrawal_truth import AGES, SALARIES, agrawal_f1, exact_sage, f1_grid, value_of
-
-from pipeline.core.explainers import IPDP, IPFI, ISAGE
-from pipeline.core.losses import BrierOf
-from pipeline.core.model import ModelFunction
+from streamxai.core.explainers import IPDP, IPFI, ISAGE
+from streamxai.core.losses import BrierOf
+from streamxai.core.model import ModelFunction
 
 FEATURES = ["salary", "age", "elevel"]
 USED = ["salary", "age"]

@@ -12,13 +12,12 @@ import orjson
 from helpers.arrivals import ARRIVALS, record_arrivals
 from helpers.partition_log import PartitionLog
 from river import tree
-
-from pipeline.core.labels import CategoryTypeChanged, LabelJoin
-from pipeline.core.prequential import PrequentialModel
-from pipeline.handlers import ModelHandler
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.settings import Settings
-from schemas import FeatureEvent
+from streamxai.core.labels import CategoryTypeChanged, LabelJoin
+from streamxai.core.prequential import PrequentialModel
+from streamxai.handlers import ModelHandler
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.schemas import FeatureEvent
+from streamxai.settings import Settings
 
 SECRET = b"0123456789abcdef"
 ODD = 100  # the seq whose categorical value is an integer among strings

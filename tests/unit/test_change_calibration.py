@@ -1,11 +1,11 @@
 """The change test on real increments of frozen models (issue 14, defect 2).
 
-The false-alarm bound of :mod:`pipeline.core.change.test` assumes independent increments, but
+The false-alarm bound of :mod:`streamxai.core.change.test` assumes independent increments, but
 iPFI and iSAGE draw their donors from a reservoir that changes one slot per stored event, which
-correlates increments over about ``L`` events (:mod:`pipeline.core.uncertainty`). Here frozen,
+correlates increments over about ``L`` events (:mod:`streamxai.core.uncertainty`). Here frozen,
 exact models (plain functions, so a million events cost seconds) are explained by the real
-:class:`~pipeline.core.stream.StreamExplainer`, and their blocks drive the real
-:class:`~pipeline.core.change.StreamChangeDetector`, as the pipeline does:
+:class:`~streamxai.core.stream.StreamExplainer`, and their blocks drive the real
+:class:`~streamxai.core.change.StreamChangeDetector`, as the pipeline does:
 
 - iPFI of a classifier on 0-1 loss (the label is the model's with 10% noise);
 - iSAGE of the same classifier's probability on Brier loss;
@@ -22,11 +22,10 @@ import random
 import statistics
 
 import pytest
-
-from pipeline.core.change import StreamChangeDetector, two_sample_z
-from pipeline.core.increments import Block
-from pipeline.core.losses import BrierOf
-from pipeline.core.stream import ExplainerSpec, StreamExplainer
+from streamxai.core.change import StreamChangeDetector, two_sample_z
+from streamxai.core.increments import Block
+from streamxai.core.losses import BrierOf
+from streamxai.core.stream import ExplainerSpec, StreamExplainer
 
 FEATURES = ["a", "b"]
 

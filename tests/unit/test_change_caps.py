@@ -9,9 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-
-from pipeline.local import plot as plot_module  # noqa: E402
-from pipeline.local.dashboard import DashboardState  # noqa: E402
+from streamxai.local import plot as plot_module  # noqa: E402
+from streamxai.local.dashboard import DashboardState  # noqa: E402
 
 
 def _state(n_changes: int, **kw) -> DashboardState:

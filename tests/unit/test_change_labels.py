@@ -7,10 +7,9 @@ import random
 import pytest
 from helpers.crowded_changes import EPISODES, feed_crowded_changes
 from helpers.levels import LEVELS
-
-from pipeline.local.dashboard import DashboardState
-from pipeline.local.markers import GAP, group_changes, label_text, layout_labels, merge
-from pipeline.local.plot import draw
+from streamxai.local.dashboard import DashboardState
+from streamxai.local.markers import GAP, group_changes, label_text, layout_labels, merge
+from streamxai.local.plot import draw
 
 
 def _overlapping(boxes: list[tuple[str, object]]) -> list[tuple[str, str]]:
@@ -97,7 +96,7 @@ def test_changes_grouped_by_their_episode_and_lone_changes_alone():
 
 def test_a_change_label_of_huge_levels_is_compact():
     """Found by the trial on a regression: a change label read '6342689766.11→730973117446.70'."""
-    from pipeline.local.markers import level_text
+    from streamxai.local.markers import level_text
 
     assert label_text({"changes": [{"feature": "loss", "before": 6342689766.11, "after": 730973117446.70}],
                        "episode": None}) == "loss 6.34B→731B"

@@ -9,10 +9,9 @@ from helpers.arrivals import record_arrivals, run_handlers
 from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
-
-from pipeline.local.dashboard.state import DashboardState
-from pipeline.local.demo_stream import labels_later
-from pipeline.local.output_reader import OutputReader
+from streamxai.local.dashboard.state import DashboardState
+from streamxai.local.demo_stream import labels_later
+from streamxai.local.output_reader import OutputReader
 
 
 def _run(delay: int):
@@ -121,7 +120,7 @@ def test_readers_keep_reading_v2_whose_seqs_of_labels_later_streams_are_position
 def test_a_drift_state_of_the_version_before_v3_reads_on_and_knows_the_seqs_from_there():
     import pickle
 
-    from pipeline.handlers import DriftHandler
+    from streamxai.handlers import DriftHandler
 
     run = _run(delay=12)
     log = run.explanations
@@ -146,8 +145,8 @@ def test_the_seqs_kept_for_cuts_are_forgotten_as_the_windows_move_on():
     forgotten, so the state stays bounded by the window; with labels in line nothing is kept."""
     import random
 
-    from pipeline.core.increments import Block
-    from pipeline.handlers.drift import _Point, _StreamState, stream_detector
+    from streamxai.core.increments import Block
+    from streamxai.handlers.drift import _Point, _StreamState, stream_detector
 
     s = delayed_settings(drift_window=80, drift_min_samples=30)
     gen = random.Random(2)

@@ -1,4 +1,4 @@
-"""The episode and alert rules of pipeline.core.change.stream on real-stream shapes: a drift inside
+"""The episode and alert rules of streamxai.core.change.stream on real-stream shapes: a drift inside
 an open episode pages on its own, episodes are bounded, the alert goes out when its kind is known,
 iPDP of a feature the model barely uses is no event and never a page, the model's loss is a
 series of its own, a slow drift that added up is reported without a page, and a model that
@@ -9,10 +9,9 @@ from __future__ import annotations
 import random
 
 from helpers.change_feed import feed
-
-from pipeline.core.change import StreamChangeDetector
-from pipeline.core.change.stream import LOSS
-from pipeline.core.increments import Block
+from streamxai.core.change import StreamChangeDetector
+from streamxai.core.change.stream import LOSS
+from streamxai.core.increments import Block
 
 
 def flat(t):

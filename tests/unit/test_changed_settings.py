@@ -14,11 +14,10 @@ from helpers.arrivals import ARRIVALS, record_arrivals, run_handlers
 from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
-
-from pipeline.handlers import DriftHandler, ModelHandler
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.local.demo_stream import labels_later
-from pipeline.settings import Settings
+from streamxai.handlers import DriftHandler, ModelHandler
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.local.demo_stream import labels_later
+from streamxai.settings import Settings
 
 SECRET = b"checkpoint-key-" * 3
 PASSWORD = "sasl-password-not-to-be-logged"

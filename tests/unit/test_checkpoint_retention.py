@@ -3,10 +3,10 @@ writing checkpoints faster than the worker commits still has one a SIGKILL resta
 
 from __future__ import annotations
 
-from pipeline.handlers import Source
-from pipeline.kafka.checkpoint_seal import CheckpointSeal
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.kafka.committed_offsets import CommittedOffsets
+from streamxai.handlers import Source
+from streamxai.kafka.checkpoint_seal import CheckpointSeal
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.kafka.committed_offsets import CommittedOffsets
 
 KEY = b"test-checkpoint-key-0123456789"
 

@@ -10,14 +10,13 @@ import pickle
 import orjson
 import pytest
 from helpers.damage import DAMAGES, damaged
-
-from pipeline.app import checkpoint_store
-from pipeline.handlers import ExplainHandler, ModelHandler, Source
-from pipeline.kafka.checkpoint_seal import checkpoint_secret
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.settings import AGRAWAL_FEATURES, Secret, Settings
-from schemas import ConfigError, dumps
+from streamxai.app import checkpoint_store
+from streamxai.handlers import ExplainHandler, ModelHandler, Source
+from streamxai.kafka.checkpoint_seal import checkpoint_secret
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.schemas import ConfigError, dumps
+from streamxai.settings import AGRAWAL_FEATURES, Secret, Settings
 
 KEY = b"test-checkpoint-key-0123456789"
 

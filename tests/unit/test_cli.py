@@ -4,12 +4,11 @@ import argparse
 import math
 
 import pytest
-
-from pipeline.cli import _explicit_settings, _parser, main
-from pipeline.ingest import FileReport, file_events
-from pipeline.local.demo import demo_overrides
-from pipeline.settings import Settings
-from schemas import ConfigError
+from streamxai.cli import _explicit_settings, _parser, main
+from streamxai.ingest import FileReport, file_events
+from streamxai.local.demo import demo_overrides
+from streamxai.schemas import ConfigError
+from streamxai.settings import Settings
 
 
 def test_config_prints_effective_settings_without_secrets(capsys, monkeypatch):
@@ -144,7 +143,7 @@ def test_a_file_bad_on_every_line_reports_twenty_lines_and_counts_the_rest(tmp_p
     # found by the trial: a regression's JSONL sent as a stream of another profile printed one
     # line per line of the file (3,000 lines of the same reason), and kept every one in memory;
     # its reason said "the target is None" where the file has no target field
-    from pipeline.commands import _reporting
+    from streamxai.commands import _reporting
 
     f = tmp_path / "reg.jsonl"
     f.write_text("".join(f'{{"x0": {i}.5, "number": 1.0}}\n' for i in range(3000)) + '{"a": 1.0, "b": 2.0, "y": 1}\n')
@@ -182,7 +181,7 @@ def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, mo
 def test_a_short_demo_closes_each_episode_before_the_next_drift():
     # found by use: `demo --n 3000` showed 7 change events and no episode, because the default
     # gap (1000 events without a further change) never passed within the run
-    from pipeline.local.demo import demo_settings
+    from streamxai.local.demo import demo_settings
 
     for n in (3000, 6000, 9000):
         segment = n // 3
@@ -191,7 +190,7 @@ def test_a_short_demo_closes_each_episode_before_the_next_drift():
 
 
 def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path):
-    from pipeline.local.ports import free_ports
+    from streamxai.local.ports import free_ports
 
     port, cport = free_ports(2)
     users = tmp_path / "users.toml"
@@ -233,8 +232,8 @@ def test_produce_labels_reads_the_target_of_the_streams_profile(tmp_path, monkey
     data = tmp_path / "reg.csv"
     data.write_text("x0,x1,number\n0.5,1.5,2.25\n-1,2,3\n")
     sent: list = []
-    monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
-    monkeypatch.setattr("pipeline.kafka.io.produce_events",
+    monkeypatch.setattr("streamxai.kafka.config.ensure_topics", lambda s: None)
+    monkeypatch.setattr("streamxai.kafka.io.produce_events",
                         lambda s, events, rate=None: len([sent.append(ev) for ev in events]))
     assert main(["produce", str(data), "--labels", "--stream-id", "reg-7", "--settings", str(settings)]) == 0, \
         capsys.readouterr().err
@@ -311,9 +310,9 @@ def test_produce_says_which_streams_and_seqs_it_sent(tmp_path, monkeypatch, caps
     data.write_text("".join(
         f'{{"schema": "feature_event/v1", "stream_id": "{sid}", "seq": {q}, "ts": 0, "x": {{"a": 1.0}}, "y": 1}}\n'
         for sid, q in (("reg-8", 5), ("reg-8", 9), ("reg-9", 0))))
-    monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
-    monkeypatch.setattr("pipeline.commands.last_seqs", lambda s, sids: {})
-    monkeypatch.setattr("pipeline.kafka.io.produce_events", lambda s, events, rate=None: sum(1 for _ in events))
+    monkeypatch.setattr("streamxai.kafka.config.ensure_topics", lambda s: None)
+    monkeypatch.setattr("streamxai.commands.last_seqs", lambda s, sids: {})
+    monkeypatch.setattr("streamxai.kafka.io.produce_events", lambda s, events, rate=None: sum(1 for _ in events))
     assert main(["produce", str(data), "--set", "features=a"]) == 0
     out = capsys.readouterr().out
     assert "produced 3 events of 2 streams: 'reg-8' (seq 5..9), 'reg-9' (seq 0..0) to streamxai.features" in out, out
@@ -336,7 +335,7 @@ def test_worker_roles_are_checked_before_anything_starts(roles, fragment, capsys
 
 
 def test_worker_roles_are_parsed_into_a_tuple():
-    from pipeline import app, cli
+    from streamxai import app, cli
 
     assert cli.ROLES == app.ROLES  # the command line's copy, kept to parse without importing Faust
     assert _parser().parse_args(["worker", "--roles", " drift , model"]).roles == ("drift", "model")
@@ -363,7 +362,7 @@ def test_produce_demo_to_a_stream_of_other_features_is_refused_before_kafka(tmp_
 def test_tail_without_a_broker_is_one_line(capsys):
     # found by the trial: "waiting for new messages on streamxai.features (Ctrl-C to stop ...)"
     # came first (its timer fired at 2 s while the broker check waited 8 s), then the error
-    from pipeline.local.ports import free_port
+    from streamxai.local.ports import free_port
 
     assert main(["tail", "features", "--bootstrap", f"127.0.0.1:{free_port()}"]) == 2
     err = capsys.readouterr().err
@@ -393,9 +392,9 @@ def test_produce_jsonl_events_and_labels_take_the_target_of_each_lines_own_strea
     settings = tmp_path / "two.toml"
     settings.write_text(_TWO_PROFILES)
     sent: list = []
-    monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
-    monkeypatch.setattr("pipeline.commands.last_seqs", lambda s, sids: {})
-    monkeypatch.setattr("pipeline.kafka.io.produce_events",
+    monkeypatch.setattr("streamxai.kafka.config.ensure_topics", lambda s: None)
+    monkeypatch.setattr("streamxai.commands.last_seqs", lambda s, sids: {})
+    monkeypatch.setattr("streamxai.kafka.io.produce_events",
                         lambda s, events, rate=None: len([sent.append(ev) for ev in events]))
     labels = tmp_path / "labels.jsonl"
     labels.write_text('{"schema": "label_event/v1", "stream_id": "reg-4", "seq": 7, "ts": 1.0, "y": 3.7}\n'
@@ -426,9 +425,9 @@ def test_produce_a_file_with_label_delay_sends_each_label_n_events_after_its_fea
     data = tmp_path / "d.csv"
     data.write_text("a,label,t\n" + "".join(f"{q}.5,{'' if q == 3 else q % 2},{100 + q}\n" for q in range(5)))
     sent = []
-    monkeypatch.setattr("pipeline.kafka.config.ensure_topics", lambda s: None)
-    monkeypatch.setattr("pipeline.commands.last_seqs", lambda s, sids: {})
-    monkeypatch.setattr("pipeline.kafka.io.produce_events", lambda s, events, rate=None: len(sent.extend(events) or sent))
+    monkeypatch.setattr("streamxai.kafka.config.ensure_topics", lambda s: None)
+    monkeypatch.setattr("streamxai.commands.last_seqs", lambda s, sids: {})
+    monkeypatch.setattr("streamxai.kafka.io.produce_events", lambda s, events, rate=None: len(sent.extend(events) or sent))
     assert main(["produce", str(data), "--set", "features=a", "--ts-column", "t", "--label-delay", "2"]) == 0
     got = [(type(m).__name__, m.seq, m.y, m.ts) for m in sent]
     assert got == [("FeatureEvent", 0, None, 100.0), ("FeatureEvent", 1, None, 101.0), ("FeatureEvent", 2, None, 102.0),

@@ -6,10 +6,9 @@ import logging
 import tomllib
 
 import pytest
-
-import pipeline.cli as cli
-from pipeline.cli import _parser, main
-from pipeline.settings import load_settings
+import streamxai.cli as cli
+from streamxai.cli import _parser, main
+from streamxai.settings import load_settings
 
 # the positional arguments each command needs, to reach its options
 _COMMANDS = {"broker": ["status"], "worker": [], "produce": ["demo"], "tail": ["features"], "demo": [],

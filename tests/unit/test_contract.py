@@ -1,6 +1,6 @@
 """One contract test over every stateful core component (STYLE.md, habit 3).
 
-Every :class:`~pipeline.core.base.Component` of ``pipeline.core`` is registered once in
+Every :class:`~streamxai.core.base.Component` of ``streamxai.core`` is registered once in
 :data:`CASES`: a factory giving a fresh instance for a seed, a small seeded input stream
 suited to it, and a ``step`` that makes the component's update calls for one input and
 returns what they produced (counters included, so learned state shows in the outputs).
@@ -12,12 +12,12 @@ The shared checks then run over all of them:
    exactly (``==``) the outputs the uninterrupted instance gives for the rest of the stream;
 3. two instances with the same seed give identical outputs, also in another process with
    another ``PYTHONHASHSEED``; a different seed changes the outputs of randomised components;
-4. outputs survive the wire format (``schemas.dumps_obj`` and back, unchanged) and are
+4. outputs survive the wire format (``streamxai.schemas.dumps_obj`` and back, unchanged) and are
    plain Python types: ``str`` keys, ``float``/``int``/``str``/``bool``/``None`` leaves, lists;
 5. ``clone()`` gives a new instance with the same parameters and no learned state;
 6. no constructor or method has a mutable default argument.
 
-``test_every_component_is_registered`` fails when a component is added to ``pipeline.core``
+``test_every_component_is_registered`` fails when a component is added to ``streamxai.core``
 without an entry here.
 """
 
@@ -43,29 +43,28 @@ from typing import Any
 
 import orjson
 import pytest
+import streamxai.core
 from river import linear_model
-
-import pipeline.core
-from pipeline.core.base import Component
-from pipeline.core.batch import IntervalPFI, SlidingWindowSAGE
-from pipeline.core.budget import EventSampler, LagShedder
-from pipeline.core.change import SeriesTest, SeriesWindow, StreamChangeDetector
-from pipeline.core.change.dependence import SerialVariance
-from pipeline.core.explainers import IPDP, IPFI, ISAGE, Explainer
-from pipeline.core.increments import Block
-from pipeline.core.labels import LabelJoin
-from pipeline.core.model import ModelFunction
-from pipeline.core.prequential import PrequentialModel
-from pipeline.core.removal import ConditionalRemoval, MarginalRemoval, Removal
-from pipeline.core.storage import ExtremeValueStorage, FrequencyStorage, GeometricReservoir, UniformReservoir
-from pipeline.core.storage.frequency import category_key
-from pipeline.core.storage.reservoir import _Reservoir
-from pipeline.core.stream import StreamExplainer
-from pipeline.core.uncertainty import SmoothedStderr
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.plan import prequential_model, stream_explainer
-from pipeline.settings import AGRAWAL_FEATURES, Settings
-from schemas import dumps_obj
+from streamxai.core.base import Component
+from streamxai.core.batch import IntervalPFI, SlidingWindowSAGE
+from streamxai.core.budget import EventSampler, LagShedder
+from streamxai.core.change import SeriesTest, SeriesWindow, StreamChangeDetector
+from streamxai.core.change.dependence import SerialVariance
+from streamxai.core.explainers import IPDP, IPFI, ISAGE, Explainer
+from streamxai.core.increments import Block
+from streamxai.core.labels import LabelJoin
+from streamxai.core.model import ModelFunction
+from streamxai.core.prequential import PrequentialModel
+from streamxai.core.removal import ConditionalRemoval, MarginalRemoval, Removal
+from streamxai.core.storage import ExtremeValueStorage, FrequencyStorage, GeometricReservoir, UniformReservoir
+from streamxai.core.storage.frequency import category_key
+from streamxai.core.storage.reservoir import _Reservoir
+from streamxai.core.stream import StreamExplainer
+from streamxai.core.uncertainty import SmoothedStderr
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.plan import prequential_model, stream_explainer
+from streamxai.schemas import dumps_obj
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 SEED = 7
 NUMERIC = ["a", "b", "c"]
@@ -181,7 +180,7 @@ def removal_step(rem: Removal, x: dict, i: int) -> dict:
 
 
 def drift_step(m: StreamChangeDetector, item: tuple, i: int) -> dict:
-    from pipeline.handlers.drift import change_episode, change_event
+    from streamxai.handlers.drift import change_episode, change_event
 
     explainer, feature, seq, block, curve = item
     changes, episodes = m.update(explainer, feature, seq, Block(*block), curve, Block(*block))
@@ -550,9 +549,9 @@ def digests() -> dict[str, str]:
 
 
 def component_classes() -> set[type]:
-    """Every Component subclass defined in a module of ``pipeline.core``."""
+    """Every Component subclass defined in a module of ``streamxai.core``."""
     found = set()
-    for info in pkgutil.walk_packages(pipeline.core.__path__, "pipeline.core."):
+    for info in pkgutil.walk_packages(streamxai.core.__path__, "streamxai.core."):
         mod = importlib.import_module(info.name)
         for obj in vars(mod).values():
             if inspect.isclass(obj) and issubclass(obj, Component) and obj.__module__ == mod.__name__:

@@ -8,9 +8,8 @@ from collections import deque
 
 import orjson
 from aiohttp.test_utils import TestClient, TestServer
-
-from pipeline.local.dashboard import DashboardState, Trajectory, make_web_app
-from pipeline.local.plot import plot_summary
+from streamxai.local.dashboard import DashboardState, Trajectory, make_web_app
+from streamxai.local.plot import plot_summary
 
 
 def test_trajectory_memory_is_bounded_and_keeps_the_span():

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import logging
 
-from pipeline.handlers.dead_letters import dead_letter
-from schemas import Source
+from streamxai.handlers.dead_letters import dead_letter
+from streamxai.schemas import Source
 
 
 def test_dead_letters_of_one_reason_log_a_bounded_number_of_lines(caplog):

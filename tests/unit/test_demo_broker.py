@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from pipeline.local import demo
-from pipeline.local.broker import BrokerStatus, LocalBroker
-from pipeline.settings import Settings
-from schemas import ConfigError
+from streamxai.local import demo
+from streamxai.local.broker import BrokerStatus, LocalBroker
+from streamxai.schemas import ConfigError
+from streamxai.settings import Settings
 
 
 def test_the_demo_names_the_port_the_local_broker_runs_on(monkeypatch, capsys):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from pipeline.local import demo
-from pipeline.settings import Settings
+from streamxai.local import demo
+from streamxai.settings import Settings
 
 
 class _Proc:
@@ -20,7 +19,7 @@ def test_a_dashboard_interrupted_while_it_starts_is_already_among_the_demos_proc
     # spawned but before `_start_dashboard` returned left the demo without its process, so the
     # demo exited 130 and the dashboard ran on (reparented to init), 1 run in 3 of
     # test_cli_kafka's SIGTERM test.
-    import pipeline.local.dashboard as dashboard
+    import streamxai.local.dashboard as dashboard
 
     proc = _Proc()
     monkeypatch.setattr(dashboard, "spawn_dashboard", lambda *a, **k: proc)

@@ -4,11 +4,10 @@ the warm-up on a stationary stream with a learning model), in process, as the wo
 from __future__ import annotations
 
 import pytest
-
-from pipeline.local.demo import demo_settings
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.reference import Recorded, run_in_process
-from pipeline.settings import AGRAWAL_FEATURES, Settings
+from streamxai.local.demo import demo_settings
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.reference import Recorded, run_in_process
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 
 @pytest.mark.slow

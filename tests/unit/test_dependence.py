@@ -1,4 +1,4 @@
-"""The long-run variance factor of pipeline.core.change.dependence and what it does to the change
+"""The long-run variance factor of streamxai.core.change.dependence and what it does to the change
 test: serially dependent increments (a real stream's seasons, a learning model's wandering
 effects) keep the false-alarm bound, independent ones keep their power."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 import random
 
-from pipeline.core.change import SerialVariance, StreamChangeDetector
-from pipeline.core.increments import Block
+from streamxai.core.change import SerialVariance, StreamChangeDetector
+from streamxai.core.increments import Block
 
 
 def _blocks(values, size=10):

@@ -1,4 +1,4 @@
-"""The change detector of pipeline.core.change: false alarms bounded by delta
+"""The change detector of streamxai.core.change: false alarms bounded by delta
 per stream, scale-free, minimum effect, cut estimate, bounded memory, episode grouping."""
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ import random
 
 import pytest
 from helpers.change_feed import block, feed, flat_loss
-
-from pipeline.core.change import SeriesTest, SeriesWindow, StreamChangeDetector, ranks, threshold
-from pipeline.core.change.events import loss_kind
-from pipeline.core.change.test import Z90
-from pipeline.core.increments import Block
+from streamxai.core.change import SeriesTest, SeriesWindow, StreamChangeDetector, ranks, threshold
+from streamxai.core.change.events import loss_kind
+from streamxai.core.change.test import Z90
+from streamxai.core.increments import Block
 
 
 def run_series(det, blocks, start=0, min_effect=0.0):
@@ -445,7 +444,7 @@ def test_a_loss_that_fell_steadily_over_the_episode_makes_it_learning():
     slope over the same stretch is 6.1 standard errors below zero (learning from 1.96: a
     one-sided test at 2.5%): the model learned. A flat loss keeps the reliance shift, and its
     alert."""
-    from pipeline.core.change.events import loss_z
+    from streamxai.core.change.events import loss_z
 
     levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.0 if t < 300 else 0.4}  # noqa: E731
     falling = lambda t: Block(10, 0.36 - 0.06 * t / 360, 10 * 0.2)  # noqa: E731  (variance 0.2 per event)
@@ -466,8 +465,8 @@ def test_the_loss_trend_is_a_standard_normal_on_a_flat_loss():
     the close of an episode makes of it (the cut at event 1500 of 2000, then the trend at
     -1.96): learning at most 5% + 2.5% of the time by the union bound (measured: 7.5%; the
     share's sd ~0.008, so 0.075 + 3 sd = 0.1 bounds it)."""
-    from pipeline.core.change.events import loss_z, trend_z
-    from pipeline.core.change.test import Z95
+    from streamxai.core.change.events import loss_z, trend_z
+    from streamxai.core.change.test import Z95
 
     rng, below, learned, zs = random.Random(22), 0, 0, []
     zero_one = lambda r: float(r.random() < 0.3)  # noqa: E731
@@ -485,14 +484,14 @@ def test_the_loss_trend_is_a_standard_normal_on_a_flat_loss():
 
 def test_the_close_look_is_told_where_the_open_looked(monkeypatch):
     """An episode whose loss was flat when it opened is decided by its second look, episode_gap after its first change,
-    against the rest of the 5% the open began on (pipeline.core.change.looks), for the two looks' correlation, which
+    against the rest of the 5% the open began on (streamxai.core.change.looks), for the two looks' correlation, which
     follows from where their sides lie: the close is told the open's look. Found by this test:
     the sides need not nest -- here both looks split at the cut of event 3,000, but by the second
     look the loss window had merged its buckets there, and split at 3,040 (3,040 losses before,
     310 after): the open's first 40 losses after the cut are before it at the second look. An episode whose
     open never looked (no loss) closes with the whole 5%."""
-    from pipeline.core.change import looks
-    from pipeline.core.change import stream as change_stream
+    from streamxai.core.change import looks
+    from streamxai.core.change import stream as change_stream
 
     told = []
 
@@ -523,8 +522,8 @@ def test_a_checkpoint_of_the_version_before_closes_its_open_episode_at_bonferron
     looked (``_opened`` True) and no count of losses: restored mid-episode, it closes the
     episode, told that the open looked where is not known (Bonferroni's 1.96 holds at any
     correlation)."""
-    from pipeline.core.change import looks
-    from pipeline.core.change import stream as change_stream
+    from streamxai.core.change import looks
+    from streamxai.core.change import stream as change_stream
 
     told = []
     monkeypatch.setattr(change_stream, "close_kind",
@@ -568,8 +567,8 @@ def test_an_episode_not_yet_told_is_told_degradation_by_a_member_whose_loss_rose
     = 2.89; at a rise of 0.14 (z about 3.2 over the first 100 losses after it) the episode is told
     ``degradation`` then, led by c; at 0.06 (z about 1.4) it is not (the close decides, as
     before)."""
-    from pipeline.core.change.events import loss_z
-    from pipeline.core.change.looks import member_rise
+    from streamxai.core.change.events import loss_z
+    from streamxai.core.change.looks import member_rise
 
     changes, episodes = _member_run(0.3, rise)
     c = next(ch for ch in changes if ch.feature == "c")
@@ -629,7 +628,7 @@ def test_the_members_looks_spend_at_most_a_fixed_share_however_many():
     ``degradation`` in 62-76% of its episodes, bench_loss_kind.py part 3)."""
     from statistics import NormalDist
 
-    from pipeline.core.change.looks import MEMBER_ALPHA, member_rise
+    from streamxai.core.change.looks import MEMBER_ALPHA, member_rise
 
     spent = sum(1.0 - NormalDist().cdf(member_rise(k)) for k in range(1, 20_001))
     assert MEMBER_ALPHA * 0.999 < spent <= MEMBER_ALPHA  # the tail past 20,000 is 1.25% * 6 / (pi^2 20,000)

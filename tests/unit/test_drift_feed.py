@@ -15,11 +15,10 @@ import pytest
 from helpers.drift_feed_run import FEED, explain, feed_settings, tasks_of
 from helpers.handler_inputs import explanation_v2
 from helpers.partition_log import PartitionLog
-
-from pipeline.handlers import DriftHandler, ExplainHandler, Source
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.settings import Settings
-from schemas import pack_feed, unpack_feed
+from streamxai.handlers import DriftHandler, ExplainHandler, Source
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.schemas import pack_feed, unpack_feed
+from streamxai.settings import Settings
 
 
 def _drift(handler: DriftHandler, feed: PartitionLog, offsets) -> list:

@@ -16,10 +16,9 @@ import orjson
 import pytest
 from helpers.arrivals import Run, record_arrivals, run_handlers
 from helpers.partition_log import PartitionLog
-
-from pipeline.handlers import DriftHandler
-from pipeline.settings import Settings
-from schemas import FeatureEvent, Source, pack_feed, unpack_feed
+from streamxai.handlers import DriftHandler
+from streamxai.schemas import FeatureEvent, Source, pack_feed, unpack_feed
+from streamxai.settings import Settings
 
 
 def _settings(**over) -> Settings:
@@ -136,10 +135,10 @@ def test_ipdp_increments_past_half_the_bound_on_a_nearly_flat_pd_curve_pass():
     # deviations then need not sum to 0, and an increment can pass the sqrt(K / (K - 1)) / 2 = 0.56
     # that centred deviations allow (0.71 with 5 grid points was seen); the bound is the whole
     # sqrt(K / (K - 1)), and the stream's real increments all pass
-    from pipeline.core.increments import Block
-    from pipeline.handlers.feed_bounds import feed_bounds
-    from pipeline.local.demo_stream import agrawal_events
-    from pipeline.settings import AGRAWAL_FEATURES
+    from streamxai.core.increments import Block
+    from streamxai.handlers.feed_bounds import feed_bounds
+    from streamxai.local.demo_stream import agrawal_events
+    from streamxai.settings import AGRAWAL_FEATURES
 
     s = Settings(model="river.linear_model.LogisticRegression", model_params={}, features=list(AGRAWAL_FEATURES),
                  categorical=["elevel", "car", "zipcode"], explainers=["ipdp"], explain_groups=1, partitions=1,

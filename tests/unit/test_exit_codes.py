@@ -1,9 +1,9 @@
 """One exit code convention for every command (pipeline/exit_codes.py): an error is 2 whether
 it comes from the streamxai command or from the broker's own command line."""
 
-from pipeline import exit_codes
-from pipeline.cli import main
-from pipeline.local.broker import main as broker_main
+from streamxai import exit_codes
+from streamxai.cli import main
+from streamxai.local.broker import main as broker_main
 
 
 def test_broker_errors_exit_with_the_error_code(tmp_path, capsys):

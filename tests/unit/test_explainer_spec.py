@@ -3,9 +3,8 @@
 import inspect
 
 import pytest
-
-from pipeline.core.explainers import IPDP, IPFI, ISAGE
-from pipeline.core.stream import ExplainerSpec
+from streamxai.core.explainers import IPDP, IPFI, ISAGE
+from streamxai.core.stream import ExplainerSpec
 
 EXPLAINERS = {"ipfi": IPFI, "isage": ISAGE, "ipdp": IPDP}
 

@@ -4,8 +4,8 @@ import importlib
 
 import pytest
 
-PACKAGES = ["schemas", "agents", "pipeline.handlers", "pipeline.core.storage", "pipeline.core.explainers",
-            "pipeline.local.dashboard", "pipeline.ingest"]
+PACKAGES = ["schemas", "agents", "streamxai.handlers", "streamxai.core.storage", "streamxai.core.explainers",
+            "streamxai.local.dashboard", "streamxai.ingest"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 import river
 from river import compose, linear_model, optim, preprocessing
-
-from pipeline.core import fastpath, kernels
-from pipeline.core.fastpath import compile_model
-from pipeline.core.fastpath.base import Unsupported
-from pipeline.core.model import ModelFunction
+from streamxai.core import fastpath, kernels
+from streamxai.core.fastpath import compile_model
+from streamxai.core.fastpath.base import Unsupported
+from streamxai.core.model import ModelFunction
 
 
 def make(kind: str, scaled: bool, gen: random.Random):

@@ -11,13 +11,12 @@ import functools
 import pytest
 from helpers.handler_inputs import run_handlers
 from river import compose, linear_model, preprocessing
-
-from pipeline.core.stream import StreamExplainer
-from pipeline.local.demo import demo_plan, demo_settings
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.modelspec import build_model
-from pipeline.plan import explainer_specs
-from pipeline.settings import AGRAWAL_FEATURES, Settings
+from streamxai.core.stream import StreamExplainer
+from streamxai.local.demo import demo_plan, demo_settings
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.modelspec import build_model
+from streamxai.plan import explainer_specs
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 AGRAWAL = list(AGRAWAL_FEATURES)
 
@@ -87,8 +86,8 @@ def test_the_demo_gives_the_same_explanations_and_change_events_both_ways():
 
 
 def test_the_worker_metrics_say_which_path_each_stream_uses():
-    from pipeline.handlers import ExplainHandler, ModelHandler, Source
-    from schemas import dumps
+    from streamxai.handlers import ExplainHandler, ModelHandler, Source
+    from streamxai.schemas import dumps
 
     s = Settings(features=AGRAWAL, model="river.tree.HoeffdingTreeClassifier", grid_size=3, storage_size=10,
                  streams={"slow-*": {"fast_path": "off"}, "knn-*": {"model": "river.neighbors.KNNClassifier", "model_params": {}}})
@@ -108,8 +107,8 @@ def test_the_worker_metrics_say_which_path_each_stream_uses():
 def test_a_kept_scope_follows_the_model_and_x_even_without_being_told(name):
     """A shared evaluator keeps a leaf's factors and x's partial sums between calls; it must
     still notice a learn_one nobody reported and an x changed in place."""
-    from pipeline.core.fastpath import compile_model
-    from pipeline.core.model import ModelFunction
+    from streamxai.core.fastpath import compile_model
+    from streamxai.core.model import ModelFunction
 
     path, params = CLASSIFIERS[name]
     model = build_model(path, params, 42)
@@ -157,7 +156,7 @@ def test_a_checkpoint_from_before_the_kept_key_order_restores_and_explains_the_s
     import gc
     import pickle
 
-    from pipeline.core.fastpath.base import FastModel
+    from streamxai.core.fastpath.base import FastModel
 
     path, params = CLASSIFIERS[name]
     s = Settings(features=AGRAWAL, grid_size=5, storage_size=30, alpha=0.02)

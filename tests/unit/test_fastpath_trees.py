@@ -16,11 +16,10 @@ import numpy as np
 import pytest
 from river import drift, forest, tree
 from river.tree.nodes.branch import NominalBinaryBranch, NominalMultiwayBranch
-
-from pipeline.core.fastpath import compile_model
-from pipeline.core.fastpath.base import Unsupported
-from pipeline.core.fastpath.tree_curves import class_curves
-from pipeline.core.model import ModelFunction
+from streamxai.core.fastpath import compile_model
+from streamxai.core.fastpath.base import Unsupported
+from streamxai.core.fastpath.tree_curves import class_curves
+from streamxai.core.model import ModelFunction
 
 N_NUM, N_CAT = 3, 2
 

@@ -8,12 +8,11 @@ import collections
 
 import orjson
 import pytest
-
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.settings import AGRAWAL_FEATURES, Settings
-from schemas import dumps
+from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.schemas import dumps
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 
 def settings(**over):
@@ -39,7 +38,7 @@ def preds(outs):
 
 
 class FakeLog:
-    """One topic partition in memory; ``history`` is what pipeline.kafka.replay reads from Kafka."""
+    """One topic partition in memory; ``history`` is what streamxai.kafka.replay reads from Kafka."""
 
     def __init__(self):
         self.parts: dict[tuple[str, int], list] = {}
@@ -153,7 +152,7 @@ def _run_agent(handler, items, limits=None, down=()):
     """What the agent loop sends for ``items``, by (short) topic name."""
     import asyncio
 
-    from agents._forward import Outbox, forward
+    from streamxai.agents._forward import Outbox, forward
 
     producer = _Producer(limits or {}, set(down))
 
@@ -333,9 +332,8 @@ def test_fault_suite_bad_labels_are_dead_letters_with_reasons_and_the_stream_goe
     is accounted for (learned, dead-lettered, or dropped as forwarded twice)."""
     from helpers.arrivals import record_arrivals, redeliver, run_handlers
     from helpers.partition_log import PartitionLog
-
-    from pipeline.local.demo_stream import labels_later
-    from schemas import LabelEvent
+    from streamxai.local.demo_stream import labels_later
+    from streamxai.schemas import LabelEvent
 
     s = settings(explainers=["ipfi", "ipdp"], max_label_delay=30)
     events = [e for e in agrawal_events("s", 120, seed=5) if e.seq != 50]  # seq 50 never comes
@@ -416,7 +414,7 @@ def test_a_worker_process_with_a_bad_stream_profile_exits_2_with_one_line_naming
     ]
     base = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     for env, args, says in cases:
-        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "worker", "--bootstrap", "127.0.0.1:1", *args],
+        proc = subprocess.run([sys.executable, "-m", "streamxai.cli", "worker", "--bootstrap", "127.0.0.1:1", *args],
                               env={**base, **env}, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.count("\n") == 1 and says in proc.stderr, proc.stderr

@@ -9,8 +9,7 @@ from contextlib import contextmanager
 import faust
 import pytest
 from faust.types import Message
-
-from pipeline.kafka.faust_transport import FETCH_MAX_WAIT_MS, FETCH_MIN_BYTES, RawSchema, use_bounded_fetch_wait
+from streamxai.kafka.faust_transport import FETCH_MAX_WAIT_MS, FETCH_MIN_BYTES, RawSchema, use_bounded_fetch_wait
 
 
 @pytest.mark.parametrize(("key", "value"), [(b"s1", b'{"x": 1}'), (None, b"\xff\x00"), (b"s1", None), (b"", b"")])
@@ -191,7 +190,7 @@ def test_the_consumer_records_the_commits_the_broker_accepted_and_no_other():
     """The checkpoint stores keep the newest checkpoint a commit covers, so they must learn only
     commits that happened: Faust's Monitor.on_tp_commit is also called after a commit refused
     (e.g. "already rebalanced": the consumer thread's commit returns False)."""
-    from pipeline.kafka.committed_offsets import CommittedOffsets
+    from streamxai.kafka.committed_offsets import CommittedOffsets
 
     async def run():
         app = faust.App("commit-test", broker="kafka://127.0.0.1:9", loop=asyncio.get_running_loop())
@@ -256,7 +255,7 @@ def test_the_consumer_flushes_the_agents_output_producer_before_it_commits():
 def test_no_commit_follows_a_failed_flush_of_the_agents_outputs():
     """After a fatal error of the output producer its messages since are lost: the commit must
     not go past them (the worker stops; its restart sends them again)."""
-    from pipeline.kafka.output_producer import SendFailed
+    from streamxai.kafka.output_producer import SendFailed
 
     order = []
 

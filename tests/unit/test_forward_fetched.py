@@ -1,4 +1,4 @@
-"""The intake's bulk hand-over (``agents._forward.forward_fetched``): each fetch's records go to
+"""The intake's bulk hand-over (``streamxai.agents._forward.forward_fetched``): each fetch's records go to
 the handler in batches, in order, and are counted once per topic (``messages_in``) with the last
 offset of each partition reported for consumer lag, as one record at a time counted them."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 from collections import namedtuple
 
-from agents._forward import Outbox, forward_fetched
-from pipeline.handlers import IntakeHandler, Source
-from pipeline.metrics import Metrics
-from pipeline.settings import Settings
-from schemas import unpack_arrivals
+from streamxai.agents._forward import Outbox, forward_fetched
+from streamxai.handlers import IntakeHandler, Source
+from streamxai.metrics import Metrics
+from streamxai.schemas import unpack_arrivals
+from streamxai.settings import Settings
 
 Record = namedtuple("Record", "topic partition offset key value timestamp headers")
 

@@ -3,13 +3,12 @@ process → checkpoint) and declare what they need as Protocols."""
 
 import pytest
 from helpers.handler_inputs import drift_settings, explanation_v2, settings
-
-from pipeline.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, ModelHandler, Source
-from pipeline.handlers.common import MessageHandler
-from pipeline.handlers.recovering import Recovering
-from pipeline.kafka.checkpoint_topic import KafkaCheckpointStore
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.settings import Settings
+from streamxai.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, ModelHandler, Source
+from streamxai.handlers.common import MessageHandler
+from streamxai.handlers.recovering import Recovering
+from streamxai.kafka.checkpoint_topic import KafkaCheckpointStore
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.settings import Settings
 
 
 def test_drift_handler_drops_its_streams_when_a_partition_comes_back(tmp_path):
@@ -51,9 +50,8 @@ def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop(
     event loop (``needs_recovery`` said no) instead of on a thread."""
     import orjson
     from helpers.partition_log import PartitionLog
-
-    from pipeline.local.demo_stream import agrawal_events
-    from schemas import dumps
+    from streamxai.local.demo_stream import agrawal_events
+    from streamxai.schemas import dumps
 
     s = settings(explain_groups=1, partitions=1)
     log, mh = PartitionLog(), ModelHandler(s)
@@ -72,7 +70,7 @@ def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop(
     def raises(self, *a, **kw):  # the replica raises on it: the group may be half-updated
         raise RuntimeError("an explainer error")
 
-    from pipeline.core.stream import StreamExplainer
+    from streamxai.core.stream import StreamExplainer
 
     monkeypatch.setattr(StreamExplainer, "step", raises)
     outs = h.on_message(value, key, Source("explain-tasks", 0, 20))
@@ -86,8 +84,7 @@ def _model_handler_log(caplog, events, *, restart_at=None, checkpoints=None):
     order (a new handler from ``restart_at`` on, with nothing in memory, as after a restart;
     both with the checkpoint store ``checkpoints``)."""
     from helpers.partition_log import PartitionLog
-
-    from schemas import dumps
+    from streamxai.schemas import dumps
 
     s = settings(partitions=1)
     log = PartitionLog()
@@ -106,7 +103,7 @@ def _model_handler_log(caplog, events, *, restart_at=None, checkpoints=None):
 def test_a_rebuilt_states_log_line_names_its_key_as_text(caplog):
     """Found in a new user's worker log: ``rebuilt model state b'reg-7' from 0 earlier
     messages of streamxai.arrivals[1]@1`` (the key's bytes repr)."""
-    from pipeline.local.demo_stream import agrawal_events
+    from streamxai.local.demo_stream import agrawal_events
 
     events = [*agrawal_events("a", 3, seed=1), *agrawal_events("reg-7", 2, seed=2)]
     lines = _model_handler_log(caplog, events, restart_at=4)  # reg-7's state is rebuilt at offset 4
@@ -119,7 +116,7 @@ def test_a_stream_met_for_the_first_time_is_logged_as_new_not_rebuilt(caplog):
     """Found by a new user: a worker meeting a stream for the first time in the middle of a
     partition logged ``rebuilt model state reg-7 from 0 earlier messages``, which reads as if a
     state had been lost. A new stream is opened; a real rebuild keeps its line."""
-    from pipeline.local.demo_stream import agrawal_events
+    from streamxai.local.demo_stream import agrawal_events
 
     events = [*agrawal_events("a", 3, seed=1), *agrawal_events("reg-7", 2, seed=2)]
     lines = _model_handler_log(caplog, events)
@@ -136,7 +133,7 @@ def test_a_state_restored_from_its_checkpoint_is_logged_as_restored_not_rebuilt(
     """Found after a restart: a state whose checkpoint was at the resume point (nothing of its
     key to replay) was logged ``rebuilt model state a from 0 earlier messages``, which reads as
     if it were lost (other streams' messages between), or not at all (none between)."""
-    from pipeline.local.demo_stream import agrawal_events
+    from streamxai.local.demo_stream import agrawal_events
 
     a = list(agrawal_events("a", 4, seed=1))
     events = [*a[:3], *agrawal_events("reg-7", others, seed=2), a[3]]  # a's checkpoint after its third

@@ -7,11 +7,10 @@ from __future__ import annotations
 import orjson
 import pytest
 from helpers.handler_inputs import drift_settings, explanation_v2, settings
-
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.plan import stream_explainer
-from schemas import dumps
+from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.plan import stream_explainer
+from streamxai.schemas import dumps
 
 
 class FakeLog:
@@ -113,7 +112,7 @@ def test_model_handler_rebuilds_the_model_and_drops_duplicates():
 
 
 def test_checkpoint_plus_short_replay_is_exact(tmp_path):
-    from pipeline.kafka.checkpoints import FileCheckpointStore
+    from streamxai.kafka.checkpoints import FileCheckpointStore
 
     s = settings(checkpoint_every=20)
     events = list(agrawal_events("c", 150, seed=5))
@@ -130,7 +129,7 @@ def test_checkpoint_plus_short_replay_is_exact(tmp_path):
 
 
 def test_model_checkpoint_restores_the_model(tmp_path):
-    from pipeline.kafka.checkpoints import FileCheckpointStore
+    from streamxai.kafka.checkpoints import FileCheckpointStore
 
     s = settings(checkpoint_every=25)
     events = list(agrawal_events("mc", 100, seed=6))
@@ -185,7 +184,7 @@ def drift_outputs(handler_for, log):
 
 @pytest.mark.parametrize("checkpoint_every", [0, 150])
 def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, checkpoint_every):
-    from pipeline.kafka.checkpoints import FileCheckpointStore
+    from streamxai.kafka.checkpoints import FileCheckpointStore
 
     s = drift_settings(checkpoint_every=checkpoint_every)
     log = explanation_log(s)
@@ -269,7 +268,7 @@ def test_change_event_and_episode_explain_the_change():
 
 
 def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
-    from schemas import dumps_obj
+    from streamxai.schemas import dumps_obj
 
     s = drift_settings()
     h = DriftHandler(s)
@@ -296,7 +295,7 @@ def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
 
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["full-replay", "checkpoint+replay"])
 def test_increment_blocks_and_model_loss_survive_a_restart_exactly(tmp_path, checkpoint):
-    from pipeline.kafka.checkpoints import FileCheckpointStore
+    from streamxai.kafka.checkpoints import FileCheckpointStore
 
     s = settings(checkpoint_every=20 if checkpoint else 0, explain_groups=2)
     events = list(agrawal_events("k", 150, seed=6))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from helpers.imports import ROOT, modules
 
@@ -19,30 +21,31 @@ def violations(mods: dict[str, set[str]], forbidden) -> list[str]:
 
 def test_core_imports_neither_kafka_nor_faust_nor_the_rest_of_the_pipeline():
     def forbidden(name: str) -> bool:
-        return (any(within(name, c) for c in KAFKA_CLIENTS) or within(name, "agents")
-                or (within(name, "pipeline") and not within(name, "pipeline.core")))
+        return (any(within(name, c) for c in KAFKA_CLIENTS)
+                or (within(name, "streamxai") and not within(name, "streamxai.core")
+                    and not within(name, "streamxai.schemas")))
     assert violations(modules("pipeline/core"), forbidden) == []
 
 
 def test_schemas_import_nothing_of_pipeline_or_agents():
-    assert violations(modules("schemas"), lambda n: within(n, "pipeline") or within(n, "agents")) == []
+    assert violations(modules("schemas"), lambda n: within(n, "streamxai") and not within(n, "streamxai.schemas")) == []
 
 
 @pytest.mark.parametrize("folder", ["pipeline/core", "pipeline/handlers", "pipeline/kafka", "agents"])
 def test_local_tooling_is_imported_only_by_the_top_and_itself(folder):
-    assert violations(modules(folder), lambda n: within(n, "pipeline.local")) == []
+    assert violations(modules(folder), lambda n: within(n, "streamxai.local")) == []
 
 
 def test_the_checks_see_the_imports_they_forbid():
     """A rule over an import resolution that found nothing would pass vacuously."""
-    demo = modules("pipeline/local")["pipeline.local.demo"]
-    assert {"pipeline.kafka.config", "pipeline.local.broker", "pipeline.worker"} <= demo
-    assert violations({"pipeline.core.x": {"confluent_kafka.admin"}}, lambda n: within(n, "confluent_kafka"))
+    demo = modules("pipeline/local")["streamxai.local.demo"]
+    assert {"streamxai.kafka.config", "streamxai.local.broker", "streamxai.worker"} <= demo
+    assert violations({"streamxai.core.x": {"confluent_kafka.admin"}}, lambda n: within(n, "confluent_kafka"))
 
 
 def test_kafka_plumbing_imports_only_itself_and_settings_of_pipeline():
-    allowed = ("pipeline.kafka", "pipeline.settings")
-    assert violations(modules("pipeline/kafka"), lambda n: within(n, "pipeline") and not any(
+    allowed = ("streamxai.kafka", "streamxai.settings")
+    assert violations(modules("pipeline/kafka"), lambda n: within(n, "streamxai") and not within(n, "streamxai.schemas") and not any(
         within(n, a) for a in allowed)) == []
 
 
@@ -82,7 +85,7 @@ def test_no_import_cycles():
     handlers/protocols.py (``Out`` now has its own module), kafka/checkpoints.py and
     kafka/checkpoint_topic.py (sealing is its own module; the worker's wiring picks the store)."""
     mods = modules("pipeline", "agents", "schemas")
-    assert {"pipeline.handlers.common", "pipeline.kafka.checkpoints", "agents._forward", "schemas.wire"} <= set(mods)
+    assert {"streamxai.handlers.common", "streamxai.kafka.checkpoints", "streamxai.agents._forward", "streamxai.schemas.wire"} <= set(mods)
     assert import_cycle(mods) == []
 
 
@@ -103,3 +106,22 @@ def private_imports(mods: dict[str, set[str]]) -> list[str]:
 
 def test_no_module_imports_another_modules_private_names():
     assert private_imports(modules("pipeline", "agents", "schemas")) == []
+
+
+FOLDER_IMPORT = re.compile(r"(?:^|;)\s*(?:>>> |\.\.\. )?\s*(?:from|import) (?:pipeline|agents|schemas)\b", re.M)
+
+
+@pytest.mark.parametrize("folder", ["pipeline", "agents", "schemas", "tests"])
+def test_nothing_imports_a_folder_by_its_name(folder):
+    """The folders install as ``streamxai``, ``streamxai.agents`` and ``streamxai.schemas``: an
+    ``import schemas`` (in code or in a docstring example) works only in a checkout, and then
+    loads a second copy of each module."""
+    found = [f"{path.relative_to(ROOT)}: {m.group(0).strip()}" for path in sorted((ROOT / folder).rglob("*.py"))
+             for m in FOLDER_IMPORT.finditer(path.read_text())]
+    assert found == []
+
+
+def test_the_folder_import_check_sees_what_it_forbids():
+    assert FOLDER_IMPORT.search("x = 1\n    >>> from schemas import dumps\n")
+    assert FOLDER_IMPORT.search("import pipeline.core\n")
+    assert not FOLDER_IMPORT.search("from streamxai.schemas import dumps\n")

@@ -9,11 +9,10 @@ import logging
 
 import orjson
 import pytest
-
-from pipeline.handlers import ModelHandler, Source
-from pipeline.ingest import FileReport, file_events, file_labels
-from pipeline.settings import Settings
-from schemas import BadValue, ConfigError, FeatureSpec, dumps, parse_feature_event
+from streamxai.handlers import ModelHandler, Source
+from streamxai.ingest import FileReport, file_events, file_labels
+from streamxai.schemas import BadValue, ConfigError, FeatureSpec, dumps, parse_feature_event
+from streamxai.settings import Settings
 
 
 def test_jsonl_values_are_sent_as_they_are(tmp_path):

@@ -20,12 +20,11 @@ import orjson
 import pytest
 from river import drift, tree
 from river.datasets import synth
-
-from pipeline.core.batch.pdp import equidistant_grid, partial_dependence, pdp_importance
-from pipeline.core.explainers.ipdp import IPDP
-from pipeline.core.model import ModelFunction
-from pipeline.core.storage.extreme import ExtremeValueStorage
-from pipeline.core.storage.frequency import FrequencyStorage
+from streamxai.core.batch.pdp import equidistant_grid, partial_dependence, pdp_importance
+from streamxai.core.explainers.ipdp import IPDP
+from streamxai.core.model import ModelFunction
+from streamxai.core.storage.extreme import ExtremeValueStorage
+from streamxai.core.storage.frequency import FrequencyStorage
 
 AGRAWAL = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 AGRAWAL_CATEGORICAL = ["elevel", "car", "zipcode"]
@@ -537,7 +536,7 @@ def test_a_feature_whose_pd_curve_is_flat_has_increments_zero(const, pure_python
     deviations from it are rounding noise, which normalised as a gradient is ±1 per grid point
     and would make every flat feature's increment ±f(x) sqrt(K / (K - 1)), one non-zero level
     for all of them."""
-    import pipeline.core.explainers.ipdp as ipdp_module
+    import streamxai.core.explainers.ipdp as ipdp_module
 
     if pure_python:
         monkeypatch.setattr(ipdp_module, "KERNELS", None)
@@ -558,7 +557,7 @@ def test_a_feature_that_turns_constant_has_increments_zero_once_its_grid_is_one_
     """A feature the model uses that stops varying: once its window holds one value, its grid is
     that point and each event's ICE curve is flat, so its increment is exactly 0, while its PD
     curve still carries the spread of before (decaying)."""
-    import pipeline.core.explainers.ipdp as ipdp_module
+    import streamxai.core.explainers.ipdp as ipdp_module
 
     if pure_python:
         monkeypatch.setattr(ipdp_module, "KERNELS", None)

@@ -22,11 +22,10 @@ import orjson
 import pytest
 from river import forest, linear_model, optim, preprocessing, tree
 from river.datasets import synth
-
-from pipeline.core.batch.pfi import IntervalPFI, batch_pfi, pfi_error
-from pipeline.core.explainers import IPFI
-from pipeline.core.model import ModelFunction
-from pipeline.core.storage import GeometricReservoir, UniformReservoir
+from streamxai.core.batch.pfi import IntervalPFI, batch_pfi, pfi_error
+from streamxai.core.explainers import IPFI
+from streamxai.core.model import ModelFunction
+from streamxai.core.storage import GeometricReservoir, UniformReservoir
 
 NAMES = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 

@@ -11,7 +11,7 @@ dependent; the spreads measured over several seeds while writing these tests (qu
 each test) stayed within 2.8 standard deviations.
 
 Expected values with ``m`` inner samples. With the paper's estimator (``estimator="paper"``)
-``m`` is part of the estimand (module docstring of :mod:`pipeline.core.explainers.isage`):
+``m`` is part of the estimand (module docstring of :mod:`streamxai.core.explainers.isage`):
 the loss of a mean of ``m`` draws is biased for the loss of the expectation. The closed
 forms below are the exact expectations of that estimator for the given ``m``; they tend to
 the SAGE values as ``m -> inf``, which is what the default (unbiased) estimator has for any
@@ -27,12 +27,11 @@ import random
 
 import pytest
 from river import datasets, linear_model, preprocessing, tree
-
-from pipeline.core.batch import SlidingWindowSAGE, sage
-from pipeline.core.explainers import ISAGE
-from pipeline.core.model import ModelFunction
-from pipeline.core.removal import ConditionalRemoval, MarginalRemoval
-from pipeline.core.rng import derive_seed
+from streamxai.core.batch import SlidingWindowSAGE, sage
+from streamxai.core.explainers import ISAGE
+from streamxai.core.model import ModelFunction
+from streamxai.core.removal import ConditionalRemoval, MarginalRemoval
+from streamxai.core.rng import derive_seed
 
 AGRAWAL = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 
@@ -499,8 +498,8 @@ def test_sliding_window_sage_is_batch_sage_on_the_window():
 
 
 def test_pipeline_isage_defaults():
-    from pipeline.plan import explainer_specs
-    from pipeline.settings import Settings
+    from streamxai.plan import explainer_specs
+    from streamxai.settings import Settings
 
     brier = next(s for s in explainer_specs(Settings()) if s.name == "isage")
     assert brier.params["n_inner_samples"] == 2 and brier.output == "proba_of"
@@ -511,8 +510,8 @@ def test_pipeline_isage_defaults():
 
 
 def test_stream_explainer_publishes_standard_errors():
-    from pipeline.plan import stream_explainer
-    from pipeline.settings import AGRAWAL_FEATURES, Settings
+    from streamxai.plan import stream_explainer
+    from streamxai.settings import AGRAWAL_FEATURES, Settings
 
     se = stream_explainer(Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier",
                                    grid_size=4), "s")

@@ -19,11 +19,10 @@ import math
 import pytest
 from helpers.agrawal_truth import AGRAWAL, agrawal_f1, exact_sage, f1_grid, value_of
 from river import datasets
-
-from pipeline.core.batch import sage
-from pipeline.core.explainers import ISAGE
-from pipeline.core.losses import BrierOf
-from pipeline.core.model import ModelFunction
+from streamxai.core.batch import sage
+from streamxai.core.explainers import ISAGE
+from streamxai.core.losses import BrierOf
+from streamxai.core.model import ModelFunction
 
 USED = ("salary", "age")
 SEEDS = (1, 2, 3)

@@ -14,8 +14,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-
-from pipeline.core import kernels
+from streamxai.core import kernels
 
 pytestmark = pytest.mark.skipif(kernels.KERNELS is None, reason="the compiled kernels are not built")
 K = kernels.KERNELS
@@ -29,7 +28,7 @@ def names(d):
 
 
 def welford_case():
-    from pipeline.core.increments import IncrementTracker
+    from streamxai.core.increments import IncrementTracker
 
     fs = names(9)
     t = IncrementTracker(fs)
@@ -68,8 +67,8 @@ def fold_case():
 
 
 def extremes_case():
-    from pipeline.core.storage.extreme import ExtremeValueStorage
-    from pipeline.core.storage.frequency import FrequencyStorage
+    from streamxai.core.storage.extreme import ExtremeValueStorage
+    from streamxai.core.storage.frequency import FrequencyStorage
 
     storages = [ExtremeValueStorage(w) for w in (1, 3, 50)]
     frac, out = np.linspace(0.0, 1.0, 5), np.empty((3, 5))
@@ -90,7 +89,7 @@ def extremes_case():
 
 
 def donor_case():
-    import pipeline.core.uncertainty as unc
+    import streamxai.core.uncertainty as unc
 
     fs = names(4)
     t = unc.SmoothedStderr(fs, 0.05)
@@ -128,7 +127,7 @@ def row_case():
 
 
 def report_case():
-    import pipeline.core.uncertainty as unc
+    import streamxai.core.uncertainty as unc
 
     t = unc.SmoothedStderr(names(5), 0.05)
     gen = random.Random(6)

@@ -11,8 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-
-from pipeline.core import kernels
+from streamxai.core import kernels
 
 pytestmark = pytest.mark.skipif(kernels.KERNELS is None, reason="the compiled kernels are not built")
 K = kernels.KERNELS
@@ -97,7 +96,7 @@ def test_fold_curves_names_that_shrink_midway():
 
 
 def test_extremes_wrong_shapes():
-    from pipeline.core.storage.extreme import ExtremeValueStorage
+    from streamxai.core.storage.extreme import ExtremeValueStorage
 
     s = ExtremeValueStorage(3)
     s.update(1.0)
@@ -119,7 +118,7 @@ def test_extremes_update_a_comparison_that_replaces_the_deques():
     """A stored value (stored by the Python path) whose comparison drops the storage's deques."""
     from collections import deque
 
-    from pipeline.core.storage.extreme import ExtremeValueStorage
+    from streamxai.core.storage.extreme import ExtremeValueStorage
 
     s = ExtremeValueStorage(3)
 
@@ -140,7 +139,7 @@ def test_extremes_update_a_comparison_that_replaces_the_deques():
 
 
 def test_donor_uses_wrong_lengths():
-    import pipeline.core.uncertainty as unc
+    import streamxai.core.uncertainty as unc
 
     t = unc.SmoothedStderr(["a", "b"], 0.1)
     p, o = t._pairs, t._owns
@@ -158,7 +157,7 @@ def test_donor_uses_wrong_lengths():
 def test_donor_uses_an_observation_whose_comparison_shrinks_the_lists():
     """An observation's __eq__ (run to tell a stored observation from a new one) that empties
     the lists the kernel adds to and the reservoir it reads."""
-    import pipeline.core.uncertainty as unc
+    import streamxai.core.uncertainty as unc
 
     t = unc.SmoothedStderr(["a", "b"], 0.1)
     p, o = t._pairs, t._owns
@@ -198,7 +197,7 @@ def test_rows_and_moments_wrong_shapes():
 
 def report_args(d: int = 3, b: int = 4):
     """stderr_report's arguments for a tracker of d features with b increments held."""
-    from pipeline.core.uncertainty import SmoothedStderr
+    from streamxai.core.uncertainty import SmoothedStderr
 
     t = SmoothedStderr([f"f{i}" for i in range(d)], 0.1)
     for i in range(b):
@@ -258,7 +257,7 @@ def test_an_output_sharing_memory_with_an_input_is_declined():
     w[:2] = 1.0
     assert K.moment_sums(w[:2].reshape(1, 2), np.ones((2, 1)), w[2:].reshape(1, 2, 1)) is True  # apart: taken
     assert K.moment_sums(w[:2].reshape(1, 2), np.ones((2, 1)), w[1:3].reshape(1, 2, 1)) is False  # one double shared
-    from pipeline.core.storage.extreme import ExtremeValueStorage
+    from streamxai.core.storage.extreme import ExtremeValueStorage
 
     s = ExtremeValueStorage(3)
     s.update(1.0)
@@ -335,7 +334,7 @@ def test_keys_that_shrink_the_lists_while_they_are_checked():
 def test_entries_replaced_midway_by_other_types():
     """Python code run midway that replaces an entry (same length) by an object of another type:
     the kernel checks the entry's type again before it reads it as a pair or a list."""
-    import pipeline.core.uncertainty as unc
+    import streamxai.core.uncertainty as unc
 
     rngs = [None, ("b", random.Random(2))]
     rngs[0] = (Trap("a", 1, lambda: rngs.__setitem__(1, 12345)), random.Random(1))
@@ -378,7 +377,7 @@ def test_fill_row_a_buffer_that_changes_the_values():
 def test_donor_uses_a_slot_class_whose_attributes_are_made_on_each_read():
     """A slot class whose counts and sums are properties (a new list on each read): the kernel
     holds what it read while it adds to it (it kept only borrowed pointers to lists then freed)."""
-    import pipeline.core.uncertainty as unc
+    import streamxai.core.uncertainty as unc
 
     class Fresh:
         def __init__(self, observation, d, own=None):

@@ -16,14 +16,13 @@ import sys
 
 import numpy as np
 import pytest
-
-from pipeline.core import kernels
-from pipeline.core.increments import IncrementTracker
-from pipeline.core.stream import StreamExplainer
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.modelspec import build_model
-from pipeline.plan import explainer_specs
-from pipeline.settings import AGRAWAL_FEATURES, Settings
+from streamxai.core import kernels
+from streamxai.core.increments import IncrementTracker
+from streamxai.core.stream import StreamExplainer
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.modelspec import build_model
+from streamxai.plan import explainer_specs
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 needs_kernel = pytest.mark.skipif(kernels.KERNELS is None, reason="the compiled kernels are not built")
 AGRAWAL = list(AGRAWAL_FEATURES)
@@ -34,7 +33,7 @@ def pure_python(monkeypatch):
     """Every module of the core that uses the kernels runs its Python code instead."""
     def switch():
         for name, mod in list(sys.modules.items()):
-            if name.startswith("pipeline.core") and getattr(mod, "KERNELS", None) is not None:
+            if name.startswith("streamxai.core") and getattr(mod, "KERNELS", None) is not None:
                 monkeypatch.setattr(mod, "KERNELS", None)
     return switch
 
@@ -72,9 +71,9 @@ def test_a_build_from_older_source_is_not_used(monkeypatch):
     on the first event that calls it; it is not used."""
     import types
 
-    stale = types.ModuleType("pipeline.core._kernels")
+    stale = types.ModuleType("streamxai.core._kernels")
     stale.welford_smooth = lambda *args: False
-    monkeypatch.setitem(sys.modules, "pipeline.core._kernels", stale)
+    monkeypatch.setitem(sys.modules, "streamxai.core._kernels", stale)
     assert kernels.load({}) is None
     for f in kernels.FUNCTIONS:
         setattr(stale, f, None)
@@ -113,7 +112,7 @@ def run_both(features, stats, values, smoothed, keep, a, index, out):
         elif sm is None:
             t.add_all(features, values)
         else:
-            import pipeline.core.increments as inc
+            import streamxai.core.increments as inc
             saved, inc.KERNELS = inc.KERNELS, None
             try:
                 t.add_smoothed(features, values, sm, keep, a, index, o)
@@ -215,9 +214,9 @@ def test_ipdp_fold_bit_for_bit(seed, monkeypatch):
     """IPDP's fold of its ICE curves: random curves (flat ones, constant ones, huge and tiny
     values, infinities) on states reached by earlier folds, with the kernel and with the
     numpy code, from copies of the same state: the same bits everywhere."""
-    import pipeline.core.explainers.ipdp as ipdp_module
-    from pipeline.core.explainers.ipdp import IPDP
-    from pipeline.core.model import ModelFunction
+    import streamxai.core.explainers.ipdp as ipdp_module
+    from streamxai.core.explainers.ipdp import IPDP
+    from streamxai.core.model import ModelFunction
 
     gen = np.random.default_rng(seed)
     e = IPDP(ModelFunction(additive, output="value"), ["a", "b", "c"], alpha=0.05, grid_size=6)
@@ -276,7 +275,7 @@ def extreme_state(s):
 def test_extreme_storages_bit_for_bit(seed):
     """iPDP's extreme-value storages and grids: random streams with ties, integers, signed zeros
     and infinities, small windows; the kernels' deques, counts and grids are the Python code's."""
-    from pipeline.core.storage.extreme import ExtremeValueStorage
+    from streamxai.core.storage.extreme import ExtremeValueStorage
 
     gen = random.Random(seed)
     window = gen.choice([1, 2, 5, 50])
@@ -301,8 +300,8 @@ def test_extreme_storages_bit_for_bit(seed):
 
 @needs_kernel
 def test_extreme_storages_leave_the_unusual_to_python():
-    from pipeline.core.storage.extreme import ExtremeValueStorage
-    from pipeline.core.storage.frequency import FrequencyStorage
+    from streamxai.core.storage.extreme import ExtremeValueStorage
+    from streamxai.core.storage.frequency import FrequencyStorage
 
     s = ExtremeValueStorage(3)
     s.update(1.0)
@@ -333,7 +332,7 @@ def test_donor_uses_bit_for_bit(mode, monkeypatch):
     """The standard errors' reuse statistics: random events drawing donors from a reservoir
     whose slots are replaced by new observations, by equal copies or kept; with the kernels
     and with the Python code, from the same start: the same slots, pair sums and results."""
-    import pipeline.core.uncertainty as unc
+    import streamxai.core.uncertainty as unc
 
     gen = random.Random(len(mode))
     d, size = 4, 12
@@ -365,7 +364,7 @@ def test_donor_uses_bit_for_bit(mode, monkeypatch):
 
 @needs_kernel
 def test_donor_uses_leave_the_unusual_to_python():
-    import pipeline.core.uncertainty as unc
+    import streamxai.core.uncertainty as unc
 
     t = unc.SmoothedStderr(["a", "b"], 0.1)
     items = [{"x": 1.0}] * 8
@@ -388,7 +387,7 @@ def test_moment_sums_bit_for_bit():
     """The standard errors' weighted column sums of the increments and their squares, for one
     and two rates: the numpy code's bits (cancelling magnitudes make any other order of the
     additions visible, as in test_uncertainty_sums.py; overflowing squares included)."""
-    from pipeline.core.uncertainty import _column_sums
+    from streamxai.core.uncertainty import _column_sums
 
     rng = np.random.default_rng(5)
     for trial in range(400):
@@ -465,7 +464,7 @@ def test_draws_and_shuffles_leave_other_generators_to_python():
 def random_tracker(gen: random.Random, rng: np.random.Generator, d: int):
     """A SmoothedStderr in a random state: moments, held increments and pair sums drawn with
     special values (NaN, infinities, signed zeros, huge and tiny), donors or none."""
-    from pipeline.core.uncertainty import _BUFFER, SmoothedStderr
+    from streamxai.core.uncertainty import _BUFFER, SmoothedStderr
 
     def values(shape):
         x = rng.standard_normal(shape) * 10.0 ** rng.integers(-6, 7, size=shape)
@@ -504,7 +503,7 @@ def test_stderr_report_bit_for_bit(monkeypatch):
     """A report's standard errors, variance factors and moments (SmoothedStderr._report) from
     the compiled call and from the numpy code, on random states of 1, 2, 9 and 99 features
     with special values, held increments or none, donors or none: the same bits."""
-    import pipeline.core.uncertainty as unc
+    import streamxai.core.uncertainty as unc
 
     gen, rng = random.Random(17), np.random.default_rng(17)
     compiled_runs = 0
@@ -532,7 +531,7 @@ def test_stderr_report_leaves_the_unusual_to_numpy():
     expected = shape([a.tolist() for a in t._report()])
 
     def call(mom=None, held=None, w=None, out=None, lists=None):
-        from pipeline.core.uncertainty import _BUFFER
+        from streamxai.core.uncertainty import _BUFFER
         p, o = t._pairs, t._owns
         scalars = (0.5, 0.9, 1.0, 1.0, 0.1, 0.1, 0.01, 0.9, True, 4.0, 10.0, 0.5, 4.0)
         return kernels.KERNELS.stderr_report(

@@ -9,9 +9,8 @@ import orjson
 import pytest
 from helpers.arrivals import Run, record_arrivals, run_handlers
 from helpers.partition_log import PartitionLog
-
-from pipeline.handlers import ModelHandler
-from pipeline.settings import Settings
+from streamxai.handlers import ModelHandler
+from streamxai.settings import Settings
 
 _BAD = {"label": [{"a": 1}, [1, 2], 1.5], "number": ["high", True, {"a": 1}]}
 

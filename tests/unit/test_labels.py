@@ -11,12 +11,11 @@ from helpers.arrivals import Run, record_arrivals, redeliver, run_handlers
 from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
-
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.local.demo_stream import labels_later
-from pipeline.reference import run_in_process
-from schemas import FeatureEvent, Source, unpack_tasks
+from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.local.demo_stream import labels_later
+from streamxai.reference import run_in_process
+from streamxai.schemas import FeatureEvent, Source, unpack_tasks
 
 
 def two_streams(delay=12, n=400):
@@ -88,7 +87,7 @@ def test_labels_in_line_keep_seq_as_position_and_the_values_of_before():
     assert all(m["position"] == m["seq"] for topic in ("predictions", "explanations") for m in run.of(topic))
     tasks = [orjson.loads(v) for part in run.tasks.parts.values() for _, v, _, _ in part]
     assert {t["step"] for t in tasks} == {"both"} and len(tasks) == 2 * 120
-    from pipeline.plan import stream_explainer
+    from streamxai.plan import stream_explainer
 
     se, want = stream_explainer(s, "inline"), {}
     for ev in events:
@@ -147,9 +146,8 @@ def test_never_labelled_events_expire_after_the_timeout_and_memory_stays_flat():
     import random
 
     from river import dummy
-
-    from pipeline.core.labels import LabelJoin
-    from pipeline.core.prequential import PrequentialModel
+    from streamxai.core.labels import LabelJoin
+    from streamxai.core.prequential import PrequentialModel
 
     n, delay, dt = 200_000, 50, 0.01  # 100 events per second of arrival time: the timeout is 500 events
     join = LabelJoin(PrequentialModel(dummy.NoChangeClassifier()), ["a", "b"], max_label_delay=5_000,
@@ -201,10 +199,10 @@ def test_labels_500_events_late_rank_the_same_features_and_episodes_name_the_dri
     with its labels in line, in process (the pipeline's values, test_delayed_labels_through_the_
     handlers...). Seeded: the measured final rankings of the two runs are car > age > (noise
     below 0.03) for iPFI and age > car > (noise) for iSAGE."""
-    from pipeline.local.demo import demo_plan, demo_settings
-    from pipeline.local.demo_stream import agrawal_events
-    from pipeline.reference import Recorded
-    from pipeline.settings import AGRAWAL_FEATURES, Settings
+    from streamxai.local.demo import demo_plan, demo_settings
+    from streamxai.local.demo_stream import agrawal_events
+    from streamxai.reference import Recorded
+    from streamxai.settings import AGRAWAL_FEATURES, Settings
 
     n, delay = 3000, 500
     plan = demo_plan(n)
@@ -249,7 +247,7 @@ def test_an_explainer_checkpoint_of_the_version_before_positions_reads_on(tmp_pa
     values of an uninterrupted run."""
     import pickle
 
-    from pipeline.handlers.explain import _GroupState
+    from streamxai.handlers.explain import _GroupState
 
     s = delayed_settings(explain_groups=1, checkpoint_every=40)
     log = PartitionLog()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from pipeline.kafka.io import Record
-from pipeline.local.live_view import LiveView
-from schemas import Explanation, dumps
+from streamxai.kafka.io import Record
+from streamxai.local.live_view import LiveView
+from streamxai.schemas import Explanation, dumps
 
 
 def test_summary_shows_values_with_bounds():

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import io
 
-from pipeline.kafka.io import Record
-from pipeline.local.live_view import LiveView, episode_lines
-from pipeline.local.output_reader import parse_episode
-from schemas import Explanation, dumps
+from streamxai.kafka.io import Record
+from streamxai.local.live_view import LiveView, episode_lines
+from streamxai.local.output_reader import parse_episode
+from streamxai.schemas import Explanation, dumps
 
 BIG, BIGGER = 6342689766.11, 730973117446.70
 

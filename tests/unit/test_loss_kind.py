@@ -4,7 +4,7 @@
 Measured on the real losses by ``tests/benchmarks/bench_loss_kind.py`` (README, "Stationary
 learning regression tree"); here on a fixed-seed sample of the same shape, fast enough for the
 suite (about 1 s); and an episode's looks together at a flat light-tailed loss (the open's, the
-members' and the close's: one 5%, pipeline.core.change.looks; 5-8 s in all)."""
+members' and the close's: one 5%, streamxai.core.change.looks; 5-8 s in all)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
-
-from pipeline.core.change.events import loss_kind
-from pipeline.core.change.looks import (
+from streamxai.core.change.events import loss_kind
+from streamxai.core.change.looks import (
     ALPHA,
     CLOSE_ALPHA,
     MEMBER_ALPHA,
@@ -27,7 +26,7 @@ from pipeline.core.change.looks import (
     member_rise,
     open_kind,
 )
-from pipeline.core.increments import Block
+from streamxai.core.increments import Block
 
 
 def _block(x: np.ndarray) -> Block:
@@ -123,7 +122,7 @@ def test_the_close_boundary_spends_the_close_share_and_all_looks_stay_within_fiv
 
 def _episodes(episodes: int, seed: int, bernoulli: bool, min_n: int = 100) -> int:
     """Whole episodes at a loss that did not move, each on fresh losses (independent, so the
-    number told is binomial), looked at as the drift agent looks (pipeline.core.change.stream):
+    number told is binomial), looked at as the drift agent looks (streamxai.core.change.stream):
     the open on 100-500 losses after the episode's cut (before-sides of 2,000-10,000 losses, the
     regime); 2-8 members cut 50-400 losses apart after it, each looked at on its own cut once
     ``min_n`` losses follow it, while the episode is not yet told (against the regime's losses

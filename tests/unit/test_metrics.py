@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
-
-from pipeline.metrics import COUNTERS, Metrics
+from streamxai.metrics import COUNTERS, Metrics
 
 
 def _families(m: Metrics) -> dict[str, dict[tuple, float]]:
@@ -60,7 +59,7 @@ def test_every_metric_the_code_reports_has_help_text():
     import re
     from pathlib import Path
 
-    from pipeline.metrics import HELP
+    from streamxai.metrics import HELP
 
     root = Path(__file__).resolve().parents[2]
     used = set()
@@ -72,11 +71,11 @@ def test_every_metric_the_code_reports_has_help_text():
 def test_the_counters_an_operator_pages_on_are_labelled_by_profile_not_by_stream():
     import asyncio
 
-    from agents._forward import Outbox
-    from pipeline.handlers import ModelHandler, Out, Source
-    from pipeline.metrics import NO_STREAM, PROFILED, TOP_LEVEL
-    from pipeline.settings import Settings
-    from schemas import FeatureEvent, dumps
+    from streamxai.agents._forward import Outbox
+    from streamxai.handlers import ModelHandler, Out, Source
+    from streamxai.metrics import NO_STREAM, PROFILED, TOP_LEVEL
+    from streamxai.schemas import FeatureEvent, dumps
+    from streamxai.settings import Settings
 
     s = Settings(features=["a"], explainers=["ipfi"], streams={"half-*": {"sample_rate": 0.5}})
     m = Metrics()
@@ -120,7 +119,7 @@ def test_a_counter_of_a_profile_not_counted_yet_is_one_series_at_zero_not_two():
 
 
 def test_a_series_key_looked_up_again_is_the_one_built_whatever_the_label_order():
-    import pipeline.metrics as metrics_module
+    import streamxai.metrics as metrics_module
 
     m = Metrics()
     m.inc("messages_in", topic="t.features")

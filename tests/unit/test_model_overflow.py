@@ -14,13 +14,12 @@ import random
 
 from helpers.arrivals import record_arrivals, run_handlers
 from helpers.partition_log import PartitionLog
-
-from pipeline.core.labels import LabelJoin
-from pipeline.core.prequential import PrequentialModel
-from pipeline.handlers import ModelHandler
-from pipeline.reference import run_in_process
-from pipeline.settings import Settings
-from schemas import FeatureEvent
+from streamxai.core.labels import LabelJoin
+from streamxai.core.prequential import PrequentialModel
+from streamxai.handlers import ModelHandler
+from streamxai.reference import run_in_process
+from streamxai.schemas import FeatureEvent
+from streamxai.settings import Settings
 
 
 def _settings() -> Settings:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from pipeline.kafka.outage import OutageLogFilter
+from streamxai.kafka.outage import OutageLogFilter
 
 # the client's lines during a measured 40 s outage, with how often each came
 MEASURED = [

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 
-from agents._forward import Outbox
-from pipeline.handlers import Out, Source
-from pipeline.kafka.output_producer import OutputProducer
-from pipeline.metrics import Metrics
-from pipeline.settings import Settings
+from streamxai.agents._forward import Outbox
+from streamxai.handlers import Out, Source
+from streamxai.kafka.output_producer import OutputProducer
+from streamxai.metrics import Metrics
+from streamxai.settings import Settings
 
 
 class _Err:

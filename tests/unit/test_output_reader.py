@@ -7,14 +7,13 @@ from __future__ import annotations
 import io
 
 import orjson
-
-from pipeline.core.stream import EXPLAINER_NAMES
-from pipeline.kafka.io import Record
-from pipeline.local.dashboard import DashboardState
-from pipeline.local.dashboard.server import DashboardConsumer
-from pipeline.local.live_view import LiveView
-from pipeline.local.output_reader import OutputReader
-from pipeline.settings import Settings
+from streamxai.core.stream import EXPLAINER_NAMES
+from streamxai.kafka.io import Record
+from streamxai.local.dashboard import DashboardState
+from streamxai.local.dashboard.server import DashboardConsumer
+from streamxai.local.live_view import LiveView
+from streamxai.local.output_reader import OutputReader
+from streamxai.settings import Settings
 
 CHANGE = {"schema": "drift_event/v2", "stream_id": "s", "series": "s/ipfi/b", "explainer": "ipfi", "feature": "b",
           "seq": 90, "cut_seq": 60, "level_before": 0.05, "level_after": 0.4}
@@ -160,7 +159,7 @@ def test_values_beyond_what_a_worker_sends_are_not_read_so_the_plot_is_drawn(tmp
     # found by the trial: two crafted explanations of +-1e308 on the explanations topic ended
     # `streamxai plot` with "ValueError: arange: cannot compute length" (matplotlib's axis range
     # overflowed); no worker sends a value beyond 1e100 (MAX_LOSS)
-    from pipeline.local.plot import plot_view
+    from streamxai.local.plot import plot_view
 
     r = DashboardState()
     for seq, value in ((2, 0.1), (3, 1e308), (4, -1e308), (5, 1e101), (6, 0.2)):
@@ -174,7 +173,7 @@ def test_values_beyond_what_a_worker_sends_are_not_read_so_the_plot_is_drawn(tmp
 def test_a_crafted_ipdp_curve_is_not_read_so_the_plot_is_drawn(tmp_path):
     # found by the trial: a curve whose grid mixed numbers and strings, or whose standard errors
     # were strings, ended `streamxai plot` with a TypeError
-    from pipeline.local.plot import plot_view
+    from streamxai.local.plot import plot_view
 
     for curve in ({"grid": [1, "a"], "pd": [0.1, 0.2]}, {"grid": [1, 2], "pd": [1e308, -1e308]},
                   {"grid": [1, 2], "pd": [0.1, 0.2], "se": ["x", 1e308]}):

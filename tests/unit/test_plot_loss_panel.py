@@ -7,9 +7,8 @@ import math
 import numpy as np
 from helpers.loss_stream import feed_loss_stream
 from matplotlib.colors import to_rgba
-
-from pipeline.local.dashboard import DashboardState
-from pipeline.local.plot import draw
+from streamxai.local.dashboard import DashboardState
+from streamxai.local.plot import draw
 
 
 def _view():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.local.plot import draw
+from streamxai.local.plot import draw
 
 
 def _view(curves: dict) -> dict:

@@ -26,13 +26,12 @@ import orjson
 import pytest
 from helpers.arrivals import Run, batched, record_arrivals, run_handlers
 from helpers.partition_log import PartitionLog
-
-from pipeline.core.stream import StreamExplainer
-from pipeline.handlers import ExplainHandler, ModelHandler
-from pipeline.handlers.failures import FAILING_STREAK
-from pipeline.reference import run_in_process
-from pipeline.settings import Settings
-from schemas import FeatureEvent, Source, unpack_tasks
+from streamxai.core.stream import StreamExplainer
+from streamxai.handlers import ExplainHandler, ModelHandler
+from streamxai.handlers.failures import FAILING_STREAK
+from streamxai.reference import run_in_process
+from streamxai.schemas import FeatureEvent, Source, unpack_tasks
+from streamxai.settings import Settings
 
 
 def _settings(**over) -> Settings:
@@ -273,8 +272,8 @@ def test_the_model_stage_failing_after_its_join_took_an_event_leaves_the_stream_
 
 def test_a_drift_feed_record_of_one_stream_carrying_anothers_explanation_is_a_dead_letter():
     # it was folded into the other stream's change test (or opened a state for it under this key)
-    from pipeline.handlers import DriftHandler
-    from schemas import pack_feed, unpack_feed
+    from streamxai.handlers import DriftHandler
+    from streamxai.schemas import pack_feed, unpack_feed
 
     s = _settings(drift_warmup=0, drift_min_samples=10, emit_every=5)
     run, _, _, _ = _run(s, _events(200, {}), reference=False)
@@ -369,10 +368,9 @@ def test_every_position_the_join_gives_is_within_the_bound_the_explain_stage_che
     # the bound refuses crafted tasks (above); a genuine one must never meet it: labels late, early,
     # lost and twice, seq gaps, a small max_label_delay (the learn steps' bound is widest there)
     from river import linear_model
-
-    from pipeline.core.labels import LabelJoin
-    from pipeline.core.prequential import PrequentialModel
-    from pipeline.handlers.explain import _max_position
+    from streamxai.core.labels import LabelJoin
+    from streamxai.core.prequential import PrequentialModel
+    from streamxai.handlers.explain import _max_position
 
     r, W = random.Random(8), 5
     join = LabelJoin(PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared"), ["a"],
@@ -399,8 +397,7 @@ def test_class_names_for_a_model_that_predicts_true_or_false_say_to_send_0_1_or_
     # found by the trial: labels "yes"/"no" for a logistic regression (a binary classifier: it predicts
     # True or False) were every one a dead letter saying to send all labels as strings, which they were
     from river import linear_model, tree
-
-    from pipeline.core.prequential import PrequentialModel
+    from streamxai.core.prequential import PrequentialModel
 
     m = PrequentialModel(linear_model.LogisticRegression(), output="label", loss="zero_one")
     with pytest.raises(ValueError) as info:

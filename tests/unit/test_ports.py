@@ -11,9 +11,8 @@ import socket
 import time
 
 import pytest
-
-from pipeline.local.broker import BrokerError
-from pipeline.local.ports import claim_port, free_port, port_holders
+from streamxai.local.broker import BrokerError
+from streamxai.local.ports import claim_port, free_port, port_holders
 
 
 def _self_connected_time_wait() -> int:
@@ -46,7 +45,7 @@ def test_a_port_held_only_by_time_wait_is_not_another_process(caplog):
 
 def test_a_listening_port_is_another_process_at_once(monkeypatch):
     slept = []  # what the claim waited (was: under 1.0 s of wall clock, which a loaded machine may take)
-    monkeypatch.setattr("pipeline.local.ports.time.sleep", slept.append)
+    monkeypatch.setattr("streamxai.local.ports.time.sleep", slept.append)
     with socket.socket() as srv:
         srv.bind(("127.0.0.1", 0))
         srv.listen()

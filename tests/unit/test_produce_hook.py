@@ -5,9 +5,8 @@ idempotent producer takes about 0.5 s to start, which is no worker's time)."""
 from __future__ import annotations
 
 import confluent_kafka
-
-from pipeline.kafka import io as kafka_io
-from pipeline.settings import Settings
+from streamxai.kafka import io as kafka_io
+from streamxai.settings import Settings
 
 
 class _Producer:

@@ -10,13 +10,12 @@ import orjson
 import pytest
 from helpers.handler_inputs import run_handlers
 from helpers.streams import LINEAR_FEATURES, linear_events
-
-from pipeline.cli import main
-from pipeline.handlers import DriftHandler, ModelHandler, Source
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.plan import check_streams, stream_explainer
-from pipeline.settings import AGRAWAL_FEATURES, PER_STREAM, Settings, is_per_stream, load_settings
-from schemas import ConfigError, FeatureEvent, dumps
+from streamxai.cli import main
+from streamxai.handlers import DriftHandler, ModelHandler, Source
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.plan import check_streams, stream_explainer
+from streamxai.schemas import ConfigError, FeatureEvent, dumps
+from streamxai.settings import AGRAWAL_FEATURES, PER_STREAM, Settings, is_per_stream, load_settings
 
 REG = list(LINEAR_FEATURES)
 
@@ -304,7 +303,7 @@ def test_a_model_given_alone_keeps_its_own_params_through_replace_and_a_spawned_
     # found in review: replace() of any other setting, and the environment a spawned worker is
     # given (settings_env: every field), turned the computed default into given params, so a
     # profile naming a linear model alone inherited the tree's grace_period and was refused
-    from pipeline.worker import settings_env
+    from streamxai.worker import settings_env
 
     s = Settings(features=["a"], streams={"l-*": {"model": LR}})
     t = s.replace(web_port=1234)

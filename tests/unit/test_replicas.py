@@ -6,8 +6,7 @@ import pickle
 
 import pytest
 from river.datasets import synth
-
-from pipeline.modelspec import build_model
+from streamxai.modelspec import build_model
 
 MODELS = [
     ("river.tree.HoeffdingTreeClassifier", {"grace_period": 50}),

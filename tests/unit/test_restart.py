@@ -7,11 +7,10 @@ import asyncio
 import random
 
 import orjson
-
-from pipeline.handlers import DriftHandler, Source
-from pipeline.metrics import Metrics
-from pipeline.settings import AGRAWAL_FEATURES, Settings
-from schemas import Explanation, dumps
+from streamxai.handlers import DriftHandler, Source
+from streamxai.metrics import Metrics
+from streamxai.schemas import Explanation, dumps
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 
 class ScanLog:
@@ -80,7 +79,7 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
     # tick twice during a 0.3 s sleep, a count of wall-clock ticks a loaded machine may not give)
     import threading
 
-    from agents._forward import forward
+    from streamxai.agents._forward import forward
 
     started, turned, met = threading.Event(), threading.Event(), []
 
@@ -121,7 +120,7 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
 
 
 def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_path):
-    from pipeline.kafka.checkpoints import FileCheckpointStore
+    from streamxai.kafka.checkpoints import FileCheckpointStore
 
     s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=40)
     log = series_log()
@@ -173,8 +172,8 @@ def test_a_partition_given_back_after_a_gap_is_read_again():
 def test_a_partition_back_from_another_worker_rebuilds_its_stale_states():
     """Before, a stream model kept here while another worker learned events 100..149 went on
     at 150 as if they had never happened: its predictions silently diverged."""
-    from pipeline.handlers import ModelHandler
-    from pipeline.local.demo_stream import agrawal_events
+    from streamxai.handlers import ModelHandler
+    from streamxai.local.demo_stream import agrawal_events
 
     s = Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 20})
     items = [(b"m", dumps(e)) for e in agrawal_events("m", 200, seed=7)]
@@ -225,7 +224,7 @@ def _via_agent_loop(handler, log, topic, offsets, replace=None):
 
 def _two_streams(n_a=300, n_b=40):
     """Stream a alone for ``n_a`` events, then b's first events alternating with a's."""
-    from pipeline.local.demo_stream import agrawal_events
+    from streamxai.local.demo_stream import agrawal_events
 
     a, b = list(agrawal_events("a", n_a + n_b, seed=7)), list(agrawal_events("b", n_b, seed=8))
     log = ScanLog()
@@ -244,7 +243,7 @@ def test_a_stream_first_met_mid_partition_reads_no_history():
     handled from offset 0 and scanned offsets 0..299 for b's history (it has none): work that grew
     with the partition's history. The handler saw every message of the partition since 0, so a
     stream it has no state for has nothing there."""
-    from pipeline.handlers import ModelHandler
+    from streamxai.handlers import ModelHandler
 
     s = Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier")
     log = _two_streams()
@@ -270,8 +269,7 @@ def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_mess
     first task opens it) and was dropped after an error: that key was handed its messages from
     before the pass (none) and rebuilt from nothing, its explanations silently restarted."""
     from helpers.handler_inputs import settings
-
-    from pipeline.handlers import ExplainHandler, ModelHandler
+    from streamxai.handlers import ExplainHandler, ModelHandler
 
     s = settings(explain_groups=1, partitions=1)
     events_log, tasks = _two_streams(60, 30), ScanLog()
@@ -290,7 +288,7 @@ def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_mess
     assert tasks.items[broken_at][0] == b"b/0"
     broken = orjson.loads(tasks.items[broken_at][1])
     broken["x"]["age"] = -12345.0  # delivered so, its replica raises on it (the history has the task as sent)
-    from pipeline.core.stream import StreamExplainer
+    from streamxai.core.stream import StreamExplainer
 
     real_step = StreamExplainer.step
 
@@ -315,7 +313,7 @@ def test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuil
     # restarted handler restores none (only one before the offset it resumes at may be) and
     # rebuilds the state from the whole history, exactly. A worker knows its commits: see the
     # next test
-    from pipeline.kafka.checkpoints import FileCheckpointStore
+    from streamxai.kafka.checkpoints import FileCheckpointStore
 
     s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=10)
     log = series_log(n_series=1)
@@ -343,8 +341,8 @@ def test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuil
 def test_a_drift_state_restores_its_committed_checkpoint_when_two_were_written_after_the_commit(tmp_path):
     # the worker knows its commits: a key keeps the newest checkpoint a commit covers beside its
     # newest one, so the restart restores that one and replays only the tail after it, exactly
-    from pipeline.kafka.checkpoints import FileCheckpointStore
-    from pipeline.kafka.committed_offsets import CommittedOffsets
+    from streamxai.kafka.checkpoints import FileCheckpointStore
+    from streamxai.kafka.committed_offsets import CommittedOffsets
 
     s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=10)
     log = series_log(n_series=1)

@@ -18,11 +18,10 @@ import functools
 import random
 
 import pytest
-
-from pipeline.core.explainers import IPFI, ISAGE
-from pipeline.reference import Recorded, run_in_process
-from pipeline.settings import Settings
-from schemas import FeatureEvent
+from streamxai.core.explainers import IPFI, ISAGE
+from streamxai.reference import Recorded, run_in_process
+from streamxai.schemas import FeatureEvent
+from streamxai.settings import Settings
 
 FEATURES = [f"x{i}" for i in range(5)]
 

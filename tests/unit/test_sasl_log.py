@@ -11,8 +11,7 @@ import logging
 
 import pytest
 from aiokafka.protocol.admin import SaslAuthenticateRequest_v1, SaslAuthenticateResponse_v1
-
-from pipeline.kafka.outage import install_outage_filter
+from streamxai.kafka.outage import install_outage_filter
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ from pathlib import Path
 import jsonschema
 import orjson
 import pytest
-
-from schemas import (
+from streamxai.schemas import (
     MESSAGE_TYPES,
     BadValue,
     ChangeEpisode,
@@ -139,7 +138,7 @@ def test_every_message_type_has_a_schema_file():
 
 
 def test_explanations_v2_read_as_independent_increments_and_a_bad_var_factor_is_refused():
-    from schemas import parse_explanation
+    from streamxai.schemas import parse_explanation
 
     v3 = orjson.loads(dumps(EXAMPLES[4]))  # explanation/v4 (v3 with position): as v3 for var_factor
     assert parse_explanation(orjson.dumps(v3), where="e[0]@1").var_factor == 1.4
@@ -156,8 +155,7 @@ def test_a_numeric_feature_is_taken_as_number_takes_it():
     """feature_event_from takes a finite float as it is and leaves anything else to _number:
     the same value and type, or the same error naming the feature, stream and seq."""
     import numpy as np
-
-    from schemas.features import _number, feature_event_from
+    from streamxai.schemas.features import _number, feature_event_from
 
     spec = FeatureSpec(("a",))
     for v in [0.5, -0.0, 1e308, 5e-324, 3, -7, 2**70, True, float("nan"), float("inf"), -float("inf"), "1.0",
@@ -175,7 +173,7 @@ def test_a_numeric_feature_is_taken_as_number_takes_it():
 
 
 def test_a_feature_event_with_fields_missing_or_unknown_says_which():
-    from schemas.features import feature_event_from
+    from streamxai.schemas.features import feature_event_from
 
     base = {"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 1.0, "x": {"a": 1.0}}
     for obj, said in [({k: v for k, v in base.items() if k not in ("x", "ts")}, "missing ['ts', 'x'], unexpected []"),
@@ -192,14 +190,13 @@ def test_non_finite_values_are_refused_not_written_as_null():
 
 
 def test_non_finite_values_are_found_wherever_they_are():
-    """The quick check (schemas.wire._finite) refuses exactly what the walk that names the
+    """The quick check (streamxai.schemas.wire._finite) refuses exactly what the walk that names the
     path refuses: random nested dicts, lists and tuples of floats, numpy's float64, ints,
     booleans, strings and None, one value made non-finite or none."""
     import random
 
     import numpy as np
-
-    from schemas.wire import _check_finite, _finite
+    from streamxai.schemas.wire import _check_finite, _finite
 
     gen = random.Random(4)
 
@@ -300,7 +297,7 @@ def test_a_block_of_increments_is_checked_alike_on_either_path():
     once and leaves anything else to the full check: the same value, or the same error."""
     import itertools
 
-    from schemas.parsing import parse_moments
+    from streamxai.schemas.parsing import parse_moments
 
     def full(obj):  # the full check alone: what the fast path stands for
         if isinstance(obj, dict) and set(obj) == {"n", "mean", "m2"}:

@@ -6,12 +6,11 @@ import subprocess
 import sys
 
 import pytest
-
-from pipeline.kafka.config import confluent_config
-from pipeline.settings import load_settings
-from pipeline.settings_text import settings_help
-from pipeline.worker import settings_env
-from schemas import ConfigError
+from streamxai.kafka.config import confluent_config
+from streamxai.schemas import ConfigError
+from streamxai.settings import load_settings
+from streamxai.settings_text import settings_help
+from streamxai.worker import settings_env
 
 
 def test_precedence_file_env_overrides(tmp_path):
@@ -156,7 +155,7 @@ def test_a_settings_file_that_is_not_utf8_is_one_error_that_shows_none_of_it(tmp
 def test_settings_of_the_default_model_import_no_river():
     # commands that build no model (tail, config, dashboard) start without river's second of imports;
     # model_params left out are looked up in the model's constructor only for another model
-    code = ("import sys; from pipeline.settings import Settings, load_settings; "
+    code = ("import sys; from streamxai.settings import Settings, load_settings; "
             "s = load_settings(None, features='a', streams='{\"x-*\": {\"alpha\": 0.1}}'); Settings().for_stream('x'); "
             "assert s.model_params == {'grace_period': 50}; print(sorted(m for m in sys.modules if m.startswith('river')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -1,10 +1,9 @@
 """Settings know where each value came from, so a command changes only defaults."""
 
 import pytest
-
-from pipeline.cli import _parser, _settings
-from pipeline.local.demo import demo_overrides
-from pipeline.settings import load_settings
+from streamxai.cli import _parser, _settings
+from streamxai.local.demo import demo_overrides
+from streamxai.settings import load_settings
 
 
 def test_each_value_names_its_source_and_the_last_source_wins(tmp_path):

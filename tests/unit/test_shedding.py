@@ -8,12 +8,11 @@ The clock is simulated: every task of the burst was sent at t = 0, an explained 
 from __future__ import annotations
 
 import orjson
-
-from pipeline.handlers import ExplainHandler, ModelHandler, Source
-from pipeline.local.demo_stream import agrawal_events
-from pipeline.metrics import Metrics
-from pipeline.settings import Settings
-from schemas import dumps
+from streamxai.handlers import ExplainHandler, ModelHandler, Source
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.metrics import Metrics
+from streamxai.schemas import dumps
+from streamxai.settings import Settings
 
 EXPLAIN_S, LEARN_S = 0.05, 0.002
 N_STREAMS, N_EVENTS = 6, 120
@@ -126,7 +125,7 @@ def test_agents_of_one_worker_take_turns():
     agent loops over inputs that are always ready (as under a backlog) must interleave."""
     import asyncio
 
-    from agents._forward import forward
+    from streamxai.agents._forward import forward
 
     order = []
 

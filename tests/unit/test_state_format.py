@@ -15,15 +15,14 @@ from pathlib import Path
 import orjson
 import pytest
 from helpers.partition_log import PartitionLog
-
-from pipeline.core.stream import StreamExplainer
-from pipeline.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
-from pipeline.kafka import checkpoint_seal
-from pipeline.kafka.checkpoint_seal import STATE_FORMAT
-from pipeline.kafka.checkpoints import FileCheckpointStore
-from pipeline.local.demo_stream import agrawal_events, labels_later
-from pipeline.settings import AGRAWAL_FEATURES, Settings
-from schemas import dumps
+from streamxai.core.stream import StreamExplainer
+from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from streamxai.kafka import checkpoint_seal
+from streamxai.kafka.checkpoint_seal import STATE_FORMAT
+from streamxai.kafka.checkpoints import FileCheckpointStore
+from streamxai.local.demo_stream import agrawal_events, labels_later
+from streamxai.schemas import dumps
+from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 SECRET = b"0123456789abcdef"
 

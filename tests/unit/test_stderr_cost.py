@@ -8,10 +8,9 @@ import pickle
 import random
 
 import pytest
-
-from pipeline.core.explainers import IPDP
-from pipeline.core.model import ModelFunction
-from pipeline.core.uncertainty import PairSums, SlotUse, SmoothedStderr
+from streamxai.core.explainers import IPDP
+from streamxai.core.model import ModelFunction
+from streamxai.core.uncertainty import PairSums, SlotUse, SmoothedStderr
 
 
 def _count_moments(monkeypatch) -> list[int]:

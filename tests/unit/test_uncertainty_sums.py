@@ -1,13 +1,12 @@
 """The standard errors' column sums add each column's rows one after the other, exactly as a
 plain loop does, whatever the number of rows and columns: the explanations' standard errors
 are bit for bit those of the running sums, and a tracker of one feature gives the full
-tracker's values for it (``pipeline.core.uncertainty._column_sums``)."""
+tracker's values for it (``streamxai.core.uncertainty._column_sums``)."""
 
 from __future__ import annotations
 
 import numpy as np
-
-from pipeline.core.uncertainty import _column_sums
+from streamxai.core.uncertainty import _column_sums
 
 
 def sequential(w: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -51,7 +50,7 @@ def _one_rate(t, slow: bool) -> tuple[np.ndarray, np.ndarray]:
     """The moments at one rate as the tracker computed them before a report took both rates
     in one pass: that rate's block scaled, the weights' sum (``np.add.reduce`` of the one
     rate's weights) and the two column sums added, then the small-sample correction."""
-    from pipeline.core.uncertainty import _BUFFER, _PAIRS_SLOWER
+    from streamxai.core.uncertainty import _BUFFER, _PAIRS_SLOWER
 
     mom = (t._slow if slow else t._mom).copy()
     w2sum = t._slow_w2sum if slow else t._w2sum
@@ -81,7 +80,7 @@ def test_a_report_takes_both_rates_in_one_pass_bit_for_bit():
     cancelling magnitudes, with donors, for 1 to 99 series."""
     import random
 
-    from pipeline.core.uncertainty import SmoothedStderr
+    from streamxai.core.uncertainty import SmoothedStderr
 
     gen = random.Random(6)
     items = [{"v": i} for i in range(20)]

@@ -13,12 +13,11 @@ import orjson
 import pytest
 from helpers.arrivals import Run, record_arrivals, run_handlers
 from helpers.partition_log import PartitionLog
-
-from pipeline.handlers import ModelHandler
-from pipeline.settings import Settings
-from schemas import FeatureSpec, parse_feature_event
-from schemas.errors import BadValue, LabelTypeMismatch
-from schemas.features import check_label
+from streamxai.handlers import ModelHandler
+from streamxai.schemas import FeatureSpec, parse_feature_event
+from streamxai.schemas.errors import BadValue, LabelTypeMismatch
+from streamxai.schemas.features import check_label
+from streamxai.settings import Settings
 
 
 def _message(topic: str, raw: str) -> tuple[str, bytes, bytes]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.settings import Settings
-from pipeline.worker import dashboard_hint
+from streamxai.settings import Settings
+from streamxai.worker import dashboard_hint
 
 
 def test_the_dashboard_hint_names_the_workers_broker_and_topics():
@@ -23,19 +23,19 @@ def test_a_worker_says_when_the_explainers_run_without_the_compiled_kernels(monk
     import sys
     import types
 
-    from pipeline.worker import kernels_note
+    from streamxai.worker import kernels_note
 
     assert kernels_note({"STREAMXAI_PURE_PYTHON": "1"}) == (
         logging.INFO, "the explainers' bookkeeping runs its pure-Python code: STREAMXAI_PURE_PYTHON is set")
-    monkeypatch.setitem(sys.modules, "pipeline.core._kernels", None)  # an import of it fails: not built
+    monkeypatch.setitem(sys.modules, "streamxai.core._kernels", None)  # an import of it fails: not built
     level, line = kernels_note({})
     assert level == logging.WARNING and "are not built for this Python" in line and "deploy/setup.sh" in line
-    stale = types.ModuleType("pipeline.core._kernels")
+    stale = types.ModuleType("streamxai.core._kernels")
     stale.welford_smooth = lambda *args: False
-    monkeypatch.setitem(sys.modules, "pipeline.core._kernels", stale)
+    monkeypatch.setitem(sys.modules, "streamxai.core._kernels", stale)
     level, line = kernels_note({})
     assert level == logging.WARNING and "built from older source (it lacks fold_curves" in line, line
-    from pipeline.core import kernels
+    from streamxai.core import kernels
 
     for f in kernels.FUNCTIONS:
         setattr(stale, f, None)

@@ -11,7 +11,7 @@ individual feature value from the average PD curve"): the sample standard deviat
 the PD values over the grid for a numeric feature, and (max - min) / 4 over the categories
 for a categorical one (the range rule of thumb for the standard deviation).
 
->>> from pipeline.core.model import ModelFunction
+>>> from streamxai.core.model import ModelFunction
 >>> f = ModelFunction(lambda x: 2.0 * x["a"] + x["b"], output="value")
 >>> data = [{"a": 0.0, "b": 1.0}, {"a": 1.0, "b": 3.0}]
 >>> grid = equidistant_grid(0.0, 1.0, 3)

@@ -23,7 +23,7 @@ observations (iPFI paper, Eq. 2-4):
 The model is assumed deterministic at prediction time (river models are): a row equal to
 ``x_n`` has the loss of ``x_n``.
 
->>> from pipeline.core.model import ModelFunction
+>>> from streamxai.core.model import ModelFunction
 >>> X = [{"a": float(i % 4), "b": float(i % 3)} for i in range(12)]
 >>> f = ModelFunction(lambda x: x["a"], output="value")
 >>> y = [x["a"] for x in X]
@@ -161,7 +161,7 @@ class IntervalPFI(Component):
     computed and returned, and the next interval starts empty. Memory is bounded by
     ``interval`` events.
 
-    >>> from pipeline.core.model import ModelFunction
+    >>> from streamxai.core.model import ModelFunction
     >>> def h(x):
     ...     return int(x["a"] > 0.5)
     >>> ipfi = IntervalPFI(ModelFunction(h), "zero_one", ["a", "b"], interval=500, seed=3)

@@ -1,7 +1,7 @@
 """Batch SAGE (Covert, Lundberg & Lee 2020), the reference iSAGE is validated against.
 
 :func:`sage` is the permutation estimator of the iSAGE paper's Algorithm 5 (Definition 2),
-with the coalition losses estimated exactly as :class:`~pipeline.core.explainers.ISAGE` does
+with the coalition losses estimated exactly as :class:`~streamxai.core.explainers.ISAGE` does
 (``estimator``; see its module docstring), so the two compare like with like: for every
 observation ``(x_n, y_n)`` one random permutation of the features, walked from ``S = {}``
 to ``S = D``; ``m`` donors drawn uniformly among the *other* observations (distinct when
@@ -20,7 +20,7 @@ The step ``S = D`` uses ``f(x_n)`` (already computed for ``y_0``): model evaluat
 ``window`` observations and recompute batch SAGE on them with the current model every
 ``stride`` events (the paper's experiments use ``stride = window / 20``, the default).
 
->>> from pipeline.core.model import ModelFunction
+>>> from streamxai.core.model import ModelFunction
 >>> import random
 >>> gen = random.Random(0)
 >>> X = [{"a": gen.random(), "b": gen.random()} for _ in range(2000)]
@@ -92,7 +92,7 @@ def sage(
 ) -> SAGEEstimate:
     """Algorithm 5 over ``(X, y)``; ``feature_names`` default to the keys of ``X[0]``.
 
-    ``estimator`` as in :class:`~pipeline.core.explainers.ISAGE`: ``"unbiased"`` (default
+    ``estimator`` as in :class:`~streamxai.core.explainers.ISAGE`: ``"unbiased"`` (default
     when the loss is quadratic and ``m >= 2``), ``"plug_in"`` or ``"paper"``."""
     _check_output(model_fn, "SAGE")
     X = list(X)
@@ -171,7 +171,7 @@ class SlidingWindowSAGE(Explainer):
     Each recomputation draws with a generator seeded from ``(seed, "sw-sage", n)``, ``n`` the
     number of events seen, so results do not depend on when the object was restored.
 
-    >>> from pipeline.core.model import ModelFunction
+    >>> from streamxai.core.model import ModelFunction
     >>> import random
     >>> f = ModelFunction(lambda x: 2.0 * x["a"], output="value")
     >>> sw = SlidingWindowSAGE(f, "squared", ["a", "b"], window=200, stride=50,

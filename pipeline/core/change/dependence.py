@@ -19,7 +19,7 @@ values both scales' ratios are about 1 (``factor`` is never taken below the expl
 variance factor by the caller).
 
 >>> import random
->>> from pipeline.core.increments import Block
+>>> from streamxai.core.increments import Block
 >>> def blocks(values, size=10):
 ...     for i in range(0, len(values), size):
 ...         xs = values[i:i + size]

@@ -1,5 +1,5 @@
 """Change episodes: the changes of one stream that belong to one drift, what kind they are and
-whether they page; the rules live in :class:`~pipeline.core.change.stream.StreamChangeDetector`.
+whether they page; the rules live in :class:`~streamxai.core.change.stream.StreamChangeDetector`.
 
 Grouping. A change joins the open episode if it comes less than ``episode_gap`` events after the
 episode's last change and at most ``episode_max`` after its first, unless it is a drift of its
@@ -20,14 +20,14 @@ changes by relative effect (the change whose look told its kind first) and carri
 its top change's cut, every explainer's vector, the changed features' iPDP curves and the
 model's loss.
 
-Kind (:func:`~pipeline.core.change.events.loss_kind`), from the model's loss on the two sides of
+Kind (:func:`~streamxai.core.change.events.loss_kind`), from the model's loss on the two sides of
 the cut (the side before from the previous episode's cut):
 
 - ``learning``: the loss fell (one-sided 5%; at the last look also a falling slope over the
-  episode, :func:`~pipeline.core.change.events.trend_z`), and the model kept the feature it
+  episode, :func:`~streamxai.core.change.events.trend_z`), and the model kept the feature it
   relied on most;
 - ``degradation``: the loss rose -- by the loss's own change test, or by the episode's looks,
-  which share one one-sided 5% (:mod:`pipeline.core.change.looks`);
+  which share one one-sided 5% (:mod:`streamxai.core.change.looks`);
 - ``reliance_shift``: the loss stayed within its interval, or it fell while the model gave up
   the feature it relied on most (the largest iPFI or iSAGE level before the cut is another
   feature's after it, and its own level fell): what a loss monitor misses.

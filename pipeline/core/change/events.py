@@ -1,7 +1,7 @@
 """What a change event says: one series changed, with the context to understand it.
 
-A :class:`Change` is made by :class:`~pipeline.core.change.stream.StreamChangeDetector` from the
-:class:`~pipeline.core.change.test.Cut` of one series' test (it keeps the cut whole) and the
+A :class:`Change` is made by :class:`~streamxai.core.change.stream.StreamChangeDetector` from the
+:class:`~streamxai.core.change.test.Cut` of one series' test (it keeps the cut whole) and the
 stream's other series, curves and model loss at that moment; the drift handler sends it as a
 ``drift_event/v3`` message (:class:`schemas.ChangeEvent`), which also tells the positions as
 the seqs of the events explained there.
@@ -84,12 +84,12 @@ RELIANCE = ("ipfi", "isage")
 def loss_kind(before: Block | None, after: Block | None, min_n: int = 2, rise: float = Z90,
               var_factor: float = 1.0) -> str:
     """``learning``, ``degradation`` or ``reliance_shift`` from the model's loss on either side
-    of a cut (:mod:`pipeline.core.change.episodes`): the loss fell, rose (each a one-sided test
+    of a cut (:mod:`streamxai.core.change.episodes`): the loss fell, rose (each a one-sided test
     at 5%: ``z`` of after against before at most -1.645, at least +1.645; the edges count as
     moved), or stayed within its 90% interval. Unknown loss, or fewer than ``min_n`` losses on
     a side: ``reliance_shift`` (nothing says it moved). ``rise``: the ``degradation`` boundary
-    (an episode's two looks share one 5%: :mod:`pipeline.core.change.looks`); ``var_factor``:
-    the losses' long-run variance factor (:mod:`pipeline.core.change.dependence`).
+    (an episode's two looks share one 5%: :mod:`streamxai.core.change.looks`); ``var_factor``:
+    the losses' long-run variance factor (:mod:`streamxai.core.change.dependence`).
 
     >>> loss_kind(Block(1000, 0.30, 210.0), Block(200, 0.21, 33.0))   # the loss fell: learned
     'learning'

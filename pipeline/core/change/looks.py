@@ -2,7 +2,7 @@
 
 An episode's loss is tested when it opens (the after-side is the first few hundred losses from
 its top change's cut), at each member that joins it while it is not yet told or told
-``learning`` (the loss at the member's own cut, :mod:`pipeline.core.change.episodes`) and, if
+``learning`` (the loss at the member's own cut, :mod:`streamxai.core.change.episodes`) and, if
 the open said neither ``learning`` nor ``degradation``, once more at the latest ``episode_gap``
 events after its first change (the "close" look below: the losses from the same cut up to then,
 against the same side before). Each look a one-sided test at 5%
@@ -50,7 +50,7 @@ __all__ = ["ALPHA", "OPEN_ALPHA", "MEMBER_ALPHA", "CLOSE_ALPHA", "Z_OPEN", "Look
 ALPHA = 0.05
 #: the part of it spent when the episode opens
 OPEN_ALPHA = ALPHA / 2
-#: what the looks of an episode's members (:mod:`pipeline.core.change.episodes`) spend together
+#: what the looks of an episode's members (:mod:`streamxai.core.change.episodes`) spend together
 MEMBER_ALPHA = ALPHA / 4
 #: what the close spends beyond the open (:func:`close_rise`): the rest
 CLOSE_ALPHA = ALPHA - OPEN_ALPHA - MEMBER_ALPHA
@@ -67,7 +67,7 @@ _STEPS = 1000
 
 def open_kind(before: Block | None, after: Block | None, min_n: int = 2, var_factor: float = 1.0) -> str:
     """The kind at an episode's open: ``degradation`` at ``z >= Z_OPEN`` (1.96), ``learning`` at
-    ``z <= -1.645`` (:func:`~pipeline.core.change.events.loss_kind`).
+    ``z <= -1.645`` (:func:`~streamxai.core.change.events.loss_kind`).
 
     >>> before = Block(5000, 0.20, 800.0)          # 0-1 losses at 20%
     >>> open_kind(before, Block(300, 0.24, 48.0))   # z 1.68: each look at 5% said degradation
@@ -105,7 +105,7 @@ def member_rise(k: int) -> float:
 
 def member_kind(before: Block | None, after: Block | None, k: int, min_n: int = 2, var_factor: float = 1.0) -> str:
     """``degradation`` if the loss rose at an episode's ``k``-th member look (:func:`member_rise`),
-    else what :func:`~pipeline.core.change.events.loss_kind` says below it.
+    else what :func:`~streamxai.core.change.events.loss_kind` says below it.
 
     >>> before = Block(5000, 0.20, 800.0)
     >>> member_kind(before, Block(300, 0.25, 48.0), 1), member_kind(before, Block(300, 0.26, 48.0), 2)

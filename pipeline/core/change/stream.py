@@ -1,12 +1,12 @@
 """All series of one stream in one place: change events that explain themselves, and episodes.
 
-A :class:`StreamChangeDetector` holds one :class:`~pipeline.core.change.test.SeriesTest` per
+A :class:`StreamChangeDetector` holds one :class:`~streamxai.core.change.test.SeriesTest` per
 ``(explainer, feature)`` of a stream and one of the model's prequential loss (the series
 :data:`LOSS`), each with the long-run variance factor of its values
-(:class:`~pipeline.core.change.dependence.SerialVariance`), the latest variance factor its
+(:class:`~streamxai.core.change.dependence.SerialVariance`), the latest variance factor its
 explainer reported, and a thinned history of iPDP curves. ``delta`` is split evenly over the
 stream's tested series and the loss, so it bounds the false-alarm probability of the *stream*
-(see :mod:`pipeline.core.change.test`). The test of a series widens its standard errors by the
+(see :mod:`streamxai.core.change.test`). The test of a series widens its standard errors by the
 larger of the two factors: dependent increments are not the independent samples the bound
 assumes.
 
@@ -14,7 +14,7 @@ The loss. A rise of the loss by at least ``min_effect`` of its level is a change
 :data:`LOSS`, of kind ``degradation``; a fall (the model learned) is never reported and
 restarts the loss's window from its cut.
 
-iPDP. A change of an explainer outside :data:`~pipeline.core.change.events.RELIANCE` (iPDP) of
+iPDP. A change of an explainer outside :data:`~streamxai.core.change.events.RELIANCE` (iPDP) of
 feature ``f`` is reported only while the model relies on ``f``: its iPFI, the loss's rise
 without it, is at least ``min_effect`` of the model's loss.
 
@@ -26,7 +26,7 @@ largest importance *of that explainer*, since iPFI (0-1 loss), iSAGE (Brier) and
 
 Learning, below the minimum effect. A significant change smaller than the minimum effect at a
 cut where the model's loss fell (``learning``) is not reported, and the series' window restarts
-from that cut (absorbed, :mod:`pipeline.core.change.test`): a model that is still learning moves
+from that cut (absorbed, :mod:`streamxai.core.change.test`): a model that is still learning moves
 its reliance a little at a time, and a window that mixed those regimes would measure the next
 change against a blend of them, with a threshold grown over all the checks since the start.
 
@@ -39,10 +39,10 @@ Units. ``max_increments`` counts the increments of a series (explained events);
 Warm-up. Blocks of events before ``warmup`` are not monitored: a model that starts from
 nothing changes its explanation while it learns, which is not worth reporting.
 
-Episodes, their kinds and alerts: see :mod:`pipeline.core.change.episodes`.
+Episodes, their kinds and alerts: see :mod:`streamxai.core.change.episodes`.
 
 >>> import random
->>> from pipeline.core.increments import Block
+>>> from streamxai.core.increments import Block
 >>> rng = random.Random(5)
 >>> det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, warmup=0, episode_gap=500)
 >>> def block(level):
@@ -352,11 +352,11 @@ class StreamChangeDetector(Component):
     def _close_kind(self, top: Change, seq: int) -> tuple[str, Block | None, Block | None]:
         """The kind of an episode whose loss had not moved when it opened, decided at its close
         on the loss from the top change's cut up to ``seq``: the two-sample test at the cut
-        (:func:`~pipeline.core.change.looks.close_kind`: ``degradation`` at the boundary that
+        (:func:`~streamxai.core.change.looks.close_kind`: ``degradation`` at the boundary that
         spends the close's share of the 5% beyond the open's, the members' share beside them),
         and, if that says flat, the loss's trend over the same stretch (the side before and
         after together, from the first bucket that starts at or after where the side before
-        starts -- never the warm-up --, :func:`~pipeline.core.change.events.trend_z`): a loss
+        starts -- never the warm-up --, :func:`~streamxai.core.change.events.trend_z`): a loss
         that fell steadily (``z <= -1.96``, one-sided 2.5%) is the model learning, whose
         reliance moves as it learns (module docstring of :mod:`.episodes`)."""
         before, after = self._loss_at(top.cut_seq, top.cut.since)
@@ -498,7 +498,7 @@ class StreamChangeDetector(Component):
     def _member_looks(self, seq: int) -> list[Episode]:
         """Each change that joined an episode not yet told or told ``learning`` gets one look at
         the loss at its own cut, once ``min_samples`` losses follow it (its report complete). A
-        rise (the ``k``-th look of the episode at :func:`~pipeline.core.change.looks.member_rise`:
+        rise (the ``k``-th look of the episode at :func:`~streamxai.core.change.looks.member_rise`:
         all of them share 1.25%) tells an episode not yet told ``degradation`` now;
         one told ``learning`` closes without the change and the changes after it, which open
         their own episode, told ``degradation``. Either way the change leads the episode: its

@@ -2,10 +2,10 @@
 
 What is tested. Each explainer publishes, per feature, a smoothed value and the *block* of
 per-event increments folded in since its previous message (a
-:class:`~pipeline.core.increments.Block`). For a fixed model the increments of different
+:class:`~streamxai.core.increments.Block`). For a fixed model the increments of different
 events are nearly independent samples of the current explanation, unlike consecutive smoothed
 values, which share almost all their weight. A :class:`SeriesTest` keeps a series' blocks in a
-:class:`~pipeline.core.change.window.SeriesWindow` and tests every bucket boundary of it.
+:class:`~streamxai.core.change.window.SeriesWindow` and tests every bucket boundary of it.
 
 The statistic (:func:`two_sample_z`). At a cut, ``Z = (mean_after - mean_before) / se`` with
 ``se^2 = k max(v_pool (1/n0 + 1/n1), v0/n0 + v1/n1)``: the larger of the pooled two-sample and
@@ -19,7 +19,7 @@ Dependent increments (``k``, the variance factor). Increments that draw their do
 reservoir of stored observations are not independent: two increments that used the same
 observation are correlated, and a slot of the reservoir survives about ``L`` events. The
 variance of a long mean of such increments is ``k`` times that of independent ones, and the
-explainer measures ``k`` (:meth:`pipeline.core.uncertainty.SmoothedStderr.variance_factors`, the
+explainer measures ``k`` (:meth:`streamxai.core.uncertainty.SmoothedStderr.variance_factors`, the
 same reuse correction its standard errors use, in the limit of a long mean). The test
 multiplies the standard error's square by ``max(1, k)`` (a negative correlation would only make
 it conservative). Measured on frozen models (``tests/unit/test_change_calibration.py``): for
@@ -42,7 +42,7 @@ threshold grows like ``sqrt(2 ln j)``: about 5.2 at the 10th check and 6.9 at th
 27 series and ``delta = 0.01``.
 
 Practical significance. A significant cut is reported only if ``|mean_after - mean_before| >=
-min_effect``, given by the caller (:mod:`pipeline.core.change.stream` takes it relative to the
+min_effect``, given by the caller (:mod:`streamxai.core.change.stream` takes it relative to the
 largest importance of the stream's explainer). A significant but smaller change is not reported
 and not cut: the window keeps sliding, so a slow drift is reported once its accumulated size
 exceeds ``min_effect`` -- unless the caller says to *absorb* it (``absorb(before, after,
@@ -58,7 +58,7 @@ was detected; the change is then located where the two regimes separate best, wh
 another boundary.
 
 >>> import random
->>> from pipeline.core.increments import Block
+>>> from streamxai.core.increments import Block
 >>> rng = random.Random(3)
 >>> test = SeriesTest(alpha=0.001, min_samples=50)
 >>> found = []

@@ -1,6 +1,6 @@
 """The recent increments of one series, in an exponential histogram of blocks.
 
-A :class:`SeriesWindow` keeps a series' blocks (each the :class:`~pipeline.core.increments.Block`
+A :class:`SeriesWindow` keeps a series' blocks (each the :class:`~streamxai.core.increments.Block`
 of the increments of one explanation message) in :class:`Bucket` s: ADWIN's bucket scheme over
 blocks, at most ``buckets_per_level`` buckets of each size, sizes doubling into the past. Memory
 is ``O(log window)``, and the candidate cuts of the change test are the bucket boundaries: fine
@@ -10,7 +10,7 @@ Units: the window counts *increments* (``max_increments``: one per explained eve
 series); a bucket says which *events* it covers by ``seq_lo`` and ``seq_hi``. With a budget
 that sheds events the two differ, so nothing here compares one with the other.
 
->>> from pipeline.core.increments import Block
+>>> from streamxai.core.increments import Block
 >>> w = SeriesWindow(max_increments=100, buckets_per_level=2)
 >>> for t in range(6):
 ...     w.add(10 * t, 10 * t + 9, Block(10, float(t), 0.0))

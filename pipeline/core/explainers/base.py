@@ -47,14 +47,14 @@ class Explainer(Component):
 
     @property
     def stderr(self) -> dict[str, float]:
-        """Standard error of each value in ``values`` (see :mod:`pipeline.core.uncertainty`);
+        """Standard error of each value in ``values`` (see :mod:`streamxai.core.uncertainty`);
         a feature without one is absent."""
         return {}
 
     @property
     def variance_factors(self) -> dict[str, float]:
         """Per feature, the variance of a long mean of its increments over that of as many
-        independent ones (:meth:`pipeline.core.uncertainty.SmoothedStderr.variance_factors`);
+        independent ones (:meth:`streamxai.core.uncertainty.SmoothedStderr.variance_factors`);
         empty when the increments are independent (no donors from a reservoir)."""
         return {}
 

@@ -4,18 +4,18 @@ For every explained feature ``S`` and event ``t`` (model ``f_t``, observation ``
 
 1. model evaluation points ``x~_{t,k}``, k = 1..m: equidistant between the minimum and
    maximum of the feature over the last ``window`` values (``grid="extreme"``, Algorithm 2,
-   :class:`~pipeline.core.storage.ExtremeValueStorage`), or between the quantiles
+   :class:`~streamxai.core.storage.ExtremeValueStorage`), or between the quantiles
    ``quantile_range`` (default Q5 and Q95, as in the paper's elec2 experiment) of a
    frequency storage of ``storage_size`` values with entrance probability
    ``storage_size / window`` (``grid="quantile"``, Algorithm 3,
-   :class:`~pipeline.core.storage.FrequencyStorage`). The storage holds the values
+   :class:`~streamxai.core.storage.FrequencyStorage`). The storage holds the values
    *before* ``x_t`` (line 3 precedes line 9); at ``t = 1`` it is empty and the grid is
    ``x_t^S`` repeated;
 2. smoothed grid points ``x_{t,k} = (1 - a) x_{t-1,k} + a x~_{t,k}`` (Eq. 3, ``x_{0,k} = 0``);
 3. one ICE curve ``y_k = f_t(x~_{t,k}, x_t^{-S})`` -- all rows of all explained features of
    one event go to ``model_fn.replaced`` in one call (``x_t`` with one feature on the grid;
    on the fast path a tree shares everything but that feature's factor, see
-   :mod:`pipeline.core.fastpath`), ``grid_size`` rows per numeric feature;
+   :mod:`streamxai.core.fastpath`), ``grid_size`` rows per numeric feature;
 4. smoothed point-wise PD ``f_{t,k} = (1 - a) f_{t-1,k} + a y_k`` (Eq. 2, ``f_{0,k} = 0``);
 5. the storage learns ``x_t^S``; the output is debiased: ``f_{t,k} / (1 - (1 - a)^t)`` at
    grid points ``x_{t,k} / (1 - (1 - a)^t)``.
@@ -28,7 +28,7 @@ follows within a few ``1 / a`` events.
 Importance (``explain_one`` and ``values``): the PDP-based importance the paper uses for its
 explanation stream (Sec. 4.1, citing Greenwell et al. 2018) -- the sample standard
 deviation of the debiased PD values over the grid; (max - min) / 4 for a categorical
-feature (see :mod:`pipeline.core.batch.pdp`).
+feature (see :mod:`streamxai.core.batch.pdp`).
 
 Increments (``increments``, what the change test watches, as the paper runs ADWIN on the
 importance stream): per event, the importance's linearisation at the PD curve so far, i.e. the
@@ -55,7 +55,7 @@ Random draws (only the frequency storages' entrance draws) use a generator per f
 seeded from ``(seed, "ipdp", feature)``, so ``IPDP(features=[f])`` gives exactly the values
 the explainer over all features gives for ``f``.
 
->>> from pipeline.core.model import ModelFunction
+>>> from streamxai.core.model import ModelFunction
 >>> def f(x):
 ...     return 2.0 * x["a"] + x["b"] ** 2
 >>> ipdp = IPDP(ModelFunction(f, output="value"), ["a", "b"], alpha=0.01, grid_size=5, seed=1)
@@ -184,7 +184,7 @@ class IPDP(Explainer):
         self._grad: tuple | None = None  # the gradient of the PD curves' std (_gradient), kept
         self.n_explained = 0
         self.values = {f: 0.0 for f in self._explained}
-        #: each event's increment since the last report (pipeline.core.increments; module docstring)
+        #: each event's increment since the last report (streamxai.core.increments; module docstring)
         self.increments = IncrementTracker(self._explained)
 
     @property
@@ -336,7 +336,7 @@ class IPDP(Explainer):
         Standard error of a grid point: the debiased PD is ``sum_s w_s y_k(s)`` with weights
         ``w_s = a (1 - a)^(t - s) / (1 - (1 - a)^t)`` over independent ICE values (the events'
         ``x`` are independent and no storage is reused), so ``se_k = sqrt(sum_s w_s^2
-        Var[y_k])``, the variance running as in :mod:`pipeline.core.uncertainty` (Theorem
+        Var[y_k])``, the variance running as in :mod:`streamxai.core.uncertainty` (Theorem
         3.4's ``sigma_k^2 a / (2 - a)`` in the stationary limit). The grid points themselves
         move with the smoothed extremes; their spread is not included."""
         out: dict[str, dict[str, list]] = {}
@@ -470,7 +470,7 @@ def _deviations(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _stds(a: np.ndarray) -> np.ndarray:
-    """The sample std of every row (:func:`~pipeline.core.batch.pdp.pdp_importance`)."""
+    """The sample std of every row (:func:`~streamxai.core.batch.pdp.pdp_importance`)."""
     return np.sqrt(_deviations(a)[1] / (a.shape[1] - 1))
 
 

@@ -16,7 +16,7 @@ For every explained feature ``j`` and event ``t`` (model ``h_t``, observation ``
 and the ``d * M`` perturbed rows of one event (``x_t`` with one feature replaced) go to
 ``model_fn.replaced`` in one call, so an explained event costs exactly ``1 + d * M`` model
 evaluations (computed from the model's internals on the fast path, see
-:mod:`pipeline.core.fastpath`).
+:mod:`streamxai.core.fastpath`).
 
 Start of the smoothing (``t0``). ``t0`` is "the first time step where phi_t can be
 computed, as we need previous observations for the sampling process": the first event
@@ -30,13 +30,13 @@ recursion; both have the same limit variance.) Until ``t0`` ``values`` are ``0.0
 
 Sampling strategies (``storage``):
 
-- ``"geometric"`` (default): a :class:`~pipeline.core.storage.GeometricReservoir` of
+- ``"geometric"`` (default): a :class:`~streamxai.core.storage.GeometricReservoir` of
   ``L = storage_size``; each observation replaces a uniformly chosen slot, so once the
   reservoir is full ``p_{s,r} = p (1 - p)^(s - r - 1)`` for ``r >= L`` and
   ``p (1 - p)^(s - L)`` for the first ``L`` observations, ``p = 1 / L`` (the paper's
   ``t0 = L``; recent observations preferred, suited to drift). While it fills (``s <= L``)
   every past observation is held and ``p_{s,r} = 1 / s``.
-- ``"uniform"``: a :class:`~pipeline.core.storage.UniformReservoir` (Vitter's algorithm R),
+- ``"uniform"``: a :class:`~streamxai.core.storage.UniformReservoir` (Vitter's algorithm R),
   ``p_{s,r} = 1 / s``.
 
 The past observation is drawn as ``floor(u * L)`` with ``u`` uniform in ``[0, 1)``, as
@@ -50,7 +50,7 @@ storage has a variance floor of order ``1 / L`` that ``alpha`` does not remove: 
 
 Standard errors (``stderr``): ``sqrt(sum_s w_s^2 (sigma^2 + reuse))`` from the exact
 smoothing weights, the running variance of ``lambda_t`` and the covariance of increments
-that drew the same stored observation (:mod:`pipeline.core.uncertainty`);
+that drew the same stored observation (:mod:`streamxai.core.uncertainty`);
 ``tests/unit/test_calibration.py`` shows 95 % intervals covering the exact PFI in 93-97 % of
 checks.
 
@@ -88,7 +88,7 @@ class IPFI(Explainer):
     model_fn
         The model to explain, with the explained output (``ModelFunction``).
     loss
-        ``loss(y_true, y_pred) -> float`` or a name from :data:`pipeline.core.losses.LOSSES`.
+        ``loss(y_true, y_pred) -> float`` or a name from :data:`streamxai.core.losses.LOSSES`.
     feature_names
         All model inputs, in order.
     features
@@ -110,7 +110,7 @@ class IPFI(Explainer):
     ``a`` is ``P(a > 0.5) P(a' <= 0.5) + P(a <= 0.5) P(a' > 0.5) = 0.5`` and ``b`` is unused.
 
     >>> import random
-    >>> from pipeline.core.model import ModelFunction
+    >>> from streamxai.core.model import ModelFunction
     >>> def h(x):
     ...     return int(x["a"] > 0.5)
     >>> ipfi = IPFI(ModelFunction(h), "zero_one", ["a", "b"], alpha=0.01, n_samples=2, seed=7)
@@ -169,14 +169,14 @@ class IPFI(Explainer):
         self._rngs = [(f, make_rng(self.seed, "ipfi", f)) for f in self._explained]
         self.n_explained = 0
         self.values: dict[str, float] = {f: 0.0 for f in self._explained}
-        #: the per-event increments ``lambda_t`` since the last report (pipeline.core.increments)
+        #: the per-event increments ``lambda_t`` since the last report (streamxai.core.increments)
         self.increments = IncrementTracker(self._explained)
         self._se = SmoothedStderr(self._explained, self.alpha, start="first")
         self._n_stored = 0
 
     @property
     def stderr(self) -> dict[str, float]:
-        """Standard error of each value (:mod:`pipeline.core.uncertainty`): the smoothing's
+        """Standard error of each value (:mod:`streamxai.core.uncertainty`): the smoothing's
         weights, the increments' running variance and the storage's reuse of observations."""
         return self._se.stderrs()
 

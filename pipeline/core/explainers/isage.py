@@ -20,7 +20,7 @@ function 1 with Brier and ``m = 1``: salary 0.27 for 0.151, unused down to -0.04
 ``estimator`` chooses how each coalition's loss is estimated:
 
 - ``"unbiased"`` (the default for a loss quadratic in the prediction -- ``"squared"``,
-  ``"brier"``, :class:`~pipeline.core.losses.BrierOf` -- with ``m >= 2``): the U-statistic
+  ``"brier"``, :class:`~streamxai.core.losses.BrierOf` -- with ``m >= 2``): the U-statistic
   ``loss.of_mean`` of the ``m`` predictions, ``1/(m(m-1)) sum_{k != l} (f_k - y)(f_l - y)``
   (summed over classes for Brier), unbiased for ``(E f - y)^2`` because the draws are
   independent given ``x_t``. The chain starts at ``S = {}`` estimated the same way from
@@ -58,7 +58,7 @@ with ``m = 1`` costs ``d + 1`` as written (``d`` here: the step ``S = D`` reuses
 ``f(x_t)``). The unbiased default (``m = 2``) thus costs ``2 d + 1``: 19 for the 9 agrawal
 features, against the paper's 10. ``x_t`` and all restricted rows of one event go to
 ``model_fn.many`` in one call (on the fast path a tree computes each feature value's part
-of a prediction once for the whole chain, see :mod:`pipeline.core.fastpath`).
+of a prediction once for the whole chain, see :mod:`streamxai.core.fastpath`).
 
 Choices the paper leaves open, and what is done here:
 
@@ -80,7 +80,7 @@ Random draws (permutations and removal draws) use one generator seeded from
 ``(seed, "isage")``; the removal's storage is seeded from ``(seed, "isage", "removal")``.
 
 >>> import random
->>> from pipeline.core.model import ModelFunction
+>>> from streamxai.core.model import ModelFunction
 >>> f = ModelFunction(lambda x: 3.0 * x["a"] + x["b"], output="value")
 >>> isage = ISAGE(f, "squared", ["a", "b", "c"], alpha=0.001, seed=2)
 >>> gen = random.Random(2)
@@ -121,12 +121,12 @@ class ISAGE(Explainer):
     """Incremental SAGE values of all features; see the module docstring.
 
     Parameters: ``model_fn`` the model and the output explained (``"value"``, ``"proba"``
-    or ``"proba_of"``); ``loss`` a name from :data:`pipeline.core.losses.LOSSES` or a
+    or ``"proba_of"``); ``loss`` a name from :data:`streamxai.core.losses.LOSSES` or a
     callable ``loss(y_true, y_pred)``; ``feature_names`` all model inputs; ``features``
     ``None`` or all of ``feature_names`` (anything else is refused); ``alpha`` the
     smoothing rate; ``n_inner_samples`` ``m``; ``removal`` ``"interventional"``
-    (:class:`~pipeline.core.removal.MarginalRemoval`), ``"observational"``
-    (:class:`~pipeline.core.removal.ConditionalRemoval`) or a removal object used as a
+    (:class:`~streamxai.core.removal.MarginalRemoval`), ``"observational"``
+    (:class:`~streamxai.core.removal.ConditionalRemoval`) or a removal object used as a
     template (the explainer feeds its own fresh clone); ``storage_size`` the reservoir
     size (per leaf for the observational removal); ``categorical`` features the
     observational removal predicts with classification trees; ``seed``; ``estimator``
@@ -207,7 +207,7 @@ class ISAGE(Explainer):
         self._y_empty: Any = None
         self._gap = 0.0
         self.n_explained = 0
-        #: the per-event marginal contributions ``Delta`` since the last report (pipeline.core.increments)
+        #: the per-event marginal contributions ``Delta`` since the last report (streamxai.core.increments)
         self.increments = IncrementTracker(names)
         self._index = {f: i for i, f in enumerate(names)}
         self._deltas = [0.0] * len(names)
@@ -246,7 +246,7 @@ class ISAGE(Explainer):
 
     @property
     def stderr(self) -> dict[str, float]:
-        """Standard error of each value: see :mod:`pipeline.core.uncertainty` (with the
+        """Standard error of each value: see :mod:`streamxai.core.uncertainty` (with the
         reservoir-reuse correction for the interventional removal, whose donors are known;
         the observational removal's leaf reservoirs are not corrected for)."""
         return self._se.stderrs()

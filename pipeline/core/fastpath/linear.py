@@ -9,7 +9,7 @@ does the same operations in the same order. For rows that differ from ``x`` in o
 (ICE curves, permutations) the running sum before that feature is shared and only the
 products after it are added again, so each row costs one product and the same additions,
 never a reordered sum: the values are bit for bit river's. With the compiled kernels
-(:mod:`pipeline.core.kernels`, ``_kernels_linear.c``) iPFI's replaced rows, iSAGE's chains
+(:mod:`streamxai.core.kernels`, ``_kernels_linear.c``) iPFI's replaced rows, iSAGE's chains
 (:meth:`LinearFast.coalitions`) and iPDP's ICE curves are each one call that repeats those
 operations in C, for a numeric output or the label; otherwise, from 16 such rows on they are
 arrays: each row's products in river's order, summed left to right (``np.add.accumulate``,
@@ -391,7 +391,7 @@ class LinearFast(FastModel):
         return super().replaced(x, pairs, output, target_class, with_x)
 
     def coalitions(self, x: dict, order: list, donors: list, first: int, output: str, target_class: Any) -> list | None:
-        """The output at ``x``, then at :func:`~pipeline.core.model.chain_rows`' rows (iSAGE's
+        """The output at ``x``, then at :func:`~streamxai.core.model.chain_rows`' rows (iSAGE's
         chain), in one compiled call; None when not computed here (no compiled kernels, another
         output, anything unusual): the rows then go to the model, whose compiled dot product
         is faster than the Python code's."""

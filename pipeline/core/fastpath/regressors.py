@@ -4,7 +4,7 @@
 ``HoeffdingAdaptiveTreeRegressor`` averages the leaf and every alternate tree met on the
 path (``pred += leaf``, then ``pred /= count``). A leaf predicts the mean target it has seen
 (``mean``), its linear model (``model``: a ``LinearRegression``, evaluated by
-:class:`~pipeline.core.fastpath.linear.LinearCall` with its partial sums shared across the
+:class:`~streamxai.core.fastpath.linear.LinearCall` with its partial sums shared across the
 call), or whichever of the two has had the smaller faded squared error (``adaptive``).
 
 >>> from river import tree

@@ -7,7 +7,7 @@ distribution, each weighted by ``1 / (sum * error^2)``, then the sum is normalis
 :class:`ForestClassifierFast` serves ``ARFClassifier`` (each member's distribution times its
 accuracy, summed class by class as ``collections.Counter.update`` sums, divided by the
 total). Leaves: majority class, naive Bayes and naive Bayes adaptive
-(:mod:`pipeline.core.fastpath.leaves`); a leaf's mode depends on the leaf and the tree's
+(:mod:`streamxai.core.fastpath.leaves`); a leaf's mode depends on the leaf and the tree's
 options only, so it is settled once per call.
 
 >>> from river import tree
@@ -333,7 +333,7 @@ class _Tree:
 
 
 def list_output(classes: list, values: list, output: str, target_class: Any, counter: bool = False) -> Any:
-    """:func:`~pipeline.core.fastpath.base.to_output` of the dict ``zip(classes, values)``
+    """:func:`~streamxai.core.fastpath.base.to_output` of the dict ``zip(classes, values)``
     (a ``Counter`` when ``counter``), without building it unless ``output="proba"``."""
     if output == "proba":
         d = dict(zip(classes, values, strict=True))

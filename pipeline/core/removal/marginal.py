@@ -4,11 +4,11 @@ A restricted model ``f(x, S)`` keeps the features in ``S`` ("present") and repla
 others by values drawn from a distribution ``Q^(x, S)``. The interventional choice draws
 them from the *marginal* distribution, independent of ``x``: all absent features of one
 inner sample are copied from one stored past observation, chosen uniformly from a
-:class:`~pipeline.core.storage.GeometricReservoir` of ``storage_size`` observations (each
+:class:`~streamxai.core.storage.GeometricReservoir` of ``storage_size`` observations (each
 new observation replaces a uniformly chosen slot, so recent observations are favoured,
 ``p_{s,r} = L^-1 (1 - L^-1)^(s-r-1)``). Dependencies between present and absent features
 are broken: the model may be evaluated off the data manifold (see
-:mod:`pipeline.core.removal.conditional` for the observational alternative).
+:mod:`streamxai.core.removal.conditional` for the observational alternative).
 
 Every removal strategy implements :class:`Removal`: ``update(x)`` after an event,
 ``sample(x, present, rng)`` for one restricted row, ``sample_rows(x, absent, n, rng)`` for

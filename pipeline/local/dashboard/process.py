@@ -17,10 +17,10 @@ __all__ = ["spawn_dashboard", "wait_for_dashboard"]
 
 def spawn_dashboard(s: Settings, port: int, host: str = "127.0.0.1", log_file: str | None = None) -> subprocess.Popen:
     """Run ``streamxai dashboard`` for the topics of ``s`` on ``host:port``; stop it with
-    :func:`pipeline.worker.stop_worker`."""
+    :func:`streamxai.worker.stop_worker`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s))
-    cmd = [sys.executable, "-m", "pipeline.cli", "dashboard", "--host", host, "--port", str(port)]
+    cmd = [sys.executable, "-m", "streamxai.cli", "dashboard", "--host", host, "--port", str(port)]
     if not log_file:
         return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
     with open(log_file, "ab") as out:

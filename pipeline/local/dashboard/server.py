@@ -29,8 +29,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
-
-from schemas import ConfigError
+from streamxai.schemas import ConfigError
 
 from ...kafka.config import confluent_config
 from ...settings import Settings
@@ -47,7 +46,7 @@ class DashboardConsumer:
     """Consumes the output topics of ``settings`` into ``state`` on a daemon thread
     (:meth:`start`, :meth:`stop`), subscribed by pattern so topics created later appear.
 
-    >>> from pipeline.settings import Settings
+    >>> from streamxai.settings import Settings
     >>> c = DashboardConsumer(Settings(topic_prefix="shop."), DashboardState())
     >>> bool(re.match(c.pattern, "shop.explanations")), bool(re.match(c.pattern, "shop.features"))
     (True, False)
@@ -203,7 +202,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
     ...     listen_socket("127.0.0.1", s.getsockname()[1])
     Traceback (most recent call last):
     ...
-    schemas.errors.ConfigError: the dashboard cannot listen on 127.0.0.1:...: it is in use ...
+    streamxai.schemas.errors.ConfigError: the dashboard cannot listen on 127.0.0.1:...: it is in use ...
     """
     try:
         family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]

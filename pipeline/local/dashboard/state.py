@@ -1,7 +1,7 @@
-"""What the dashboard shows of every stream: the views of an :class:`~pipeline.local.output_reader.OutputReader`.
+"""What the dashboard shows of every stream: the views of an :class:`~streamxai.local.output_reader.OutputReader`.
 
 :class:`DashboardState` is the one reader of the output topics (per-stream state in bounded
-memory, see :mod:`pipeline.local.output_reader`) plus the JSON-ready views the page and
+memory, see :mod:`streamxai.local.output_reader`) plus the JSON-ready views the page and
 ``streamxai plot`` draw: every stream's summary, and one stream's view with its
 trajectories, ranking, lag, curves, change events and episodes.
 

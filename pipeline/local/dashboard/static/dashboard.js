@@ -310,7 +310,7 @@ const Z95 = 1.96;
 
 function renderImportance(v) {
   const parent = $("#importance");
-  for (const ex of v.explainers) {  // in the server's order (pipeline.core.stream.EXPLAINER_NAMES)
+  for (const ex of v.explainers) {  // in the server's order (streamxai.core.stream.EXPLAINER_NAMES)
     const feats = Object.keys(v.series[ex]);
     const tables = feats.map((f) => {
       const s = v.series[ex][f];
