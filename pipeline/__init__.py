@@ -1,8 +1,25 @@
 """streamxai: live, model-agnostic explanations of online river models, in a notebook or on Kafka.
 
+The library explains any river model in a few lines: here the importance of each feature of
+a Hoeffding tree that learns the phishing stream bundled with river, explaining each event
+before the model learns it.
+
+>>> from river import datasets, tree
 >>> import streamxai
->>> streamxai.IPFI.__name__, streamxai.StreamExplainer.__module__
-('IPFI', 'streamxai.core.stream')
+>>> model = tree.HoeffdingTreeClassifier()
+>>> ipfi = streamxai.IPFI(model, "zero_one", ["popup_window", "https", "long_url", "age_of_domain",
+...     "ip_in_url", "is_popular", "empty_server_form_handler", "request_from_other_domain",
+...     "anchor_from_other_domain"], alpha=0.01, seed=1)
+>>> for x, y in datasets.Phishing():
+...     importance = ipfi.explain_one(x, y)
+...     model.learn_one(x, y)
+>>> top = max(importance, key=importance.get)
+>>> top, round(importance[top], 2), ipfi.n_explained
+('empty_server_form_handler', 0.32, 1249)
+
+:class:`StreamExplainer` runs several explainers over one stream's model (labels that come
+later, reports every few events) and :class:`StreamChangeDetector` watches their values for
+change, as the Kafka workers do.
 
 The names here load on first use, so ``import streamxai`` stays cheap for the command line and
 the workers, which import the modules they need (``streamxai.core``, ``streamxai.kafka``, ...).

@@ -303,13 +303,17 @@ def chain_rows(x: dict, order: Sequence[str], donors: Sequence[dict], first: int
 
 
 def check_model_fn(model_fn: Any) -> ModelFunction:
-    """``model_fn`` itself, or a TypeError saying how to wrap a bare model."""
-    if not isinstance(model_fn, ModelFunction):
-        raise TypeError(
-            f"model_fn must be a ModelFunction, got {type(model_fn).__name__}; wrap the model "
-            "as ModelFunction(model, output=...) to say which prediction is explained"
-        )
-    return model_fn
+    """``model_fn`` itself, or a bare river model or callable wrapped as ``ModelFunction(model)``,
+    which explains its ``predict_one`` (a label or a value); explaining a probability needs
+    ``ModelFunction(model, output="proba_of", target_class=...)``.
+
+    >>> from river import linear_model
+    >>> check_model_fn(linear_model.LinearRegression()).output
+    'label'
+    """
+    if isinstance(model_fn, ModelFunction):
+        return model_fn
+    return ModelFunction(model_fn)
 
 
 def mean_output(preds: Sequence[Prediction]) -> Prediction:
