@@ -71,7 +71,7 @@ def cli_md() -> str:
     from streamxai.cli import _parser
 
     top = _parser()
-    out = [top.description or "", ""]
+    out = []
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     summaries = {a.dest: a.help for a in sub._choices_actions}
     out += ["| command | what it does |", "|---|---|"]
