@@ -27,9 +27,9 @@ def cell(text: object) -> str:
 
 
 def settings_md() -> str:
-    from streamxai.settings import Settings, env_name, is_per_stream
+    from streamxai.settings import Settings, is_per_stream
 
-    rows = ["| setting | default | environment | per stream | meaning |", "|---|---|---|---|---|"]
+    rows = ["| setting | default | per stream | meaning |", "|---|---|---|---|"]
     for f in dataclasses.fields(Settings):
         if f.metadata.get("secret"):
             default = "secret, not shown"
@@ -39,7 +39,7 @@ def settings_md() -> str:
             if f.name == "model_params" and value is None:
                 default = "(the model's, see meaning)"
         per_stream = "yes" if is_per_stream(f.name) and f.name != "streams" else ""
-        rows.append(f"| `{f.name}` | {cell(default)} | `{env_name(f.name)}` | {per_stream} | {cell(f.metadata['help'])} |")
+        rows.append(f"| `{f.name}` | {cell(default)} | {per_stream} | {cell(f.metadata['help'])} |")
     return "\n".join(rows) + "\n"
 
 
