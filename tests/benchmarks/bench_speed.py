@@ -85,6 +85,8 @@ if not CHILD:  # this checkout's pipeline and the tests' helpers; a child runs t
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from _results import RESULTS_DIR  # noqa: E402 - after the path set-up above
+
 AGRAWAL = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 FRIEDMAN = [f"x{i}" for i in range(10)]
 
@@ -427,6 +429,9 @@ def main() -> None:
                          "and each thread's CPU")
     ap.add_argument("--census-threads", action="store_true",
                     help="with --census: also cProfile (on CPU time) in the Kafka consumer's thread")
+    ap.add_argument("--results", default=str(RESULTS_DIR / "bench_speed.json"), metavar="FILE",
+                    help="write the in-process rates to this results file for the docs' performance page "
+                         "(default docs/results/bench_speed.json; '' writes none)")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -439,16 +444,40 @@ def main() -> None:
     import river
 
     print(f"river {river.__version__}, Python {sys.version.split()[0]}; CPU time per event in one process")
+    measured = {}
     for name in names if not args.kafka_only else ():
-        print_in_process(name, in_process(name, args), args)
+        measured[name] = in_process(name, args)
+        print_in_process(name, measured[name], args)
         if args.breakdown:
             breakdown(name, args)
         if args.same_as:
             same_as(args.same_as, name, args)
+    if measured and args.results:
+        print(f"results: {write_speed_results(args.results, measured, args)}")
     if args.handlers:
         handlers(names, args)
     if args.kafka:
         kafka(names, args)
+
+
+def write_speed_results(path: str, measured: dict[str, dict], args: argparse.Namespace) -> Path:
+    """The in-process rates of each model as a results file (``_results.py``): the fast path and
+    the black box, each against the black-box limit measured in the same rounds."""
+    from _results import result_row, write_results
+
+    rows = []
+    for name, res in measured.items():
+        label = MODELS[name][1]
+        limit = 1.0 / res["limit"]
+        rows.append(result_row(label, "fast path (fast_path = auto)", 1.0 / res["auto"], "events/s", baseline=limit))
+        rows.append(result_row(label, "black box (fast_path = off)", 1.0 / res["off"], "events/s", baseline=limit))
+    return write_results(
+        path, "bench_speed",
+        f"Explanation speed in one process (iPFI, iSAGE, iPDP; {args.events} events after {args.warmup}, "
+        f"median of {args.repeats} rounds)",
+        "the black-box limit of the same model in the same rounds: model evaluations per event times its own "
+        "predict time, plus its learn time (CPU time; a ratio above 1 is faster than any black-box explainer can be)",
+        rows)
 
 
 def kafka(names: list[str], args: argparse.Namespace) -> None:

@@ -1,0 +1,199 @@
+"""MkDocs hook that writes the reference pages from the code at build time: a page holds a marker
+line such as ``<!-- generated: settings -->`` and :func:`on_page_markdown` replaces it with the
+text built from ``streamxai.settings.Settings`` (``settings``), the argparse parser of
+``streamxai.cli`` (``cli``), the JSON Schema files in ``schemas/json/`` (``schemas``) or the
+benchmark results in ``docs/results/*.json`` (``performance``), so none of it is typed by hand
+and none of it can drift from the code."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_DIR = ROOT / "schemas" / "json"
+RESULTS_DIR = ROOT / "docs" / "results"
+RESULTS_FORMAT = "streamxai-bench/1"
+MARKER = re.compile(r"^<!-- generated: ([a-z]+) -->$", re.MULTILINE)
+
+
+def cell(text: object) -> str:
+    """``text`` fit for one cell of a Markdown table."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def settings_md() -> str:
+    from streamxai.settings import Settings, is_per_stream
+
+    rows = ["| setting | default | per stream | meaning |", "|---|---|---|---|"]
+    for f in dataclasses.fields(Settings):
+        if f.metadata.get("secret"):
+            default = "secret, not shown"
+        else:
+            value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            default = "`" + json.dumps(value) + "`" if value not in (None, "") else "(none)"
+            if f.name == "model_params" and value is None:
+                default = "(the model's, see meaning)"
+        per_stream = "yes" if is_per_stream(f.name) and f.name != "streams" else ""
+        rows.append(f"| `{f.name}` | {cell(default)} | {per_stream} | {cell(f.metadata['help'])} |")
+    return "\n".join(rows) + "\n"
+
+
+def _help(action: argparse.Action) -> str:
+    text = action.help or ""
+    try:
+        return text % {"default": action.default, "prog": "streamxai"}
+    except (KeyError, TypeError, ValueError):
+        return text
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    rows = ["| argument | default | meaning |", "|---|---|---|"]
+    for a in parser._actions:  # argparse keeps its actions private; reading them is its own help's way
+        if a.help == argparse.SUPPRESS or isinstance(a, argparse._HelpAction | argparse._SubParsersAction):
+            continue
+        name = ", ".join(a.option_strings) if a.option_strings else a.dest.upper()
+        if a.metavar and a.option_strings:
+            name += f" {a.metavar}"
+        elif a.choices and a.option_strings:
+            name += " {" + ",".join(map(str, a.choices)) + "}"
+        default = "" if a.default in (None, False, [], argparse.SUPPRESS) or not a.option_strings else f"`{a.default}`"
+        rows.append(f"| `{cell(name)}` | {cell(default)} | {cell(_help(a))} |")
+    return rows
+
+
+def cli_md() -> str:
+    from streamxai import exit_codes
+    from streamxai.cli import _parser
+
+    top = _parser()
+    out = []
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    summaries = {a.dest: a.help for a in sub._choices_actions}
+    out += ["| command | what it does |", "|---|---|"]
+    out += [f"| [`streamxai {name}`](#streamxai-{name}) | {cell(summaries.get(name, ''))} |" for name in sub.choices]
+    for name, parser in sub.choices.items():
+        out += ["", f"## streamxai {name}", "", cell(summaries.get(name, "")), "", "```text",
+                parser.format_usage().strip(), "```", ""]
+        out += _options(parser)
+    out += ["", "## Exit codes", "", exit_codes.HELP[len("exit codes: "):].capitalize() + "."]
+    return "\n".join(out) + "\n"
+
+
+def _type(prop: dict) -> str:
+    if "const" in prop:
+        return f"`{json.dumps(prop['const'])}`"
+    if "enum" in prop:
+        return "one of " + ", ".join(f"`{json.dumps(v)}`" for v in prop["enum"])
+    for key in ("anyOf", "oneOf"):
+        if key in prop:
+            return " or ".join(_type(p) for p in prop[key])
+    if "$ref" in prop:
+        return f"see `{prop['$ref']}`"
+    kind = prop.get("type", "any")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "array" in kinds and isinstance(prop.get("items"), dict):
+        kinds = [f"array of {_type(prop['items'])}" if k == "array" else k for k in kinds]
+    return " or ".join(kinds)
+
+
+def _limits(prop: dict) -> str:
+    names = {"minimum": "≥", "maximum": "≤", "exclusiveMinimum": ">", "exclusiveMaximum": "<",
+             "minLength": "length ≥", "maxLength": "length ≤", "pattern": "matches", "minItems": "items ≥",
+             "maxItems": "items ≤"}
+    return ", ".join(f"{label} `{prop[key]}`" for key, label in names.items() if key in prop)
+
+
+def schemas_md(schema_dir: Path = SCHEMA_DIR) -> str:
+    versions: dict[str, list[tuple[int, Path]]] = {}
+    for path in sorted(schema_dir.glob("*.json")):
+        name, _, version = path.stem.rpartition(".v")
+        versions.setdefault(name, []).append((int(version), path))
+    out = ["| message | current schema | other versions in `schemas/json/` |", "|---|---|---|"]
+    for name, vs in sorted(versions.items()):
+        vs.sort()
+        older = ", ".join(f"v{v}" for v, _ in vs[:-1]) or ""
+        out.append(f"| [`{name}`](#{name}) | `{name}/v{vs[-1][0]}` | {older} |")
+    for name, vs in sorted(versions.items()):
+        latest = vs[-1][1]
+        doc = json.loads(latest.read_text(encoding="utf-8"))
+        required = set(doc.get("required", []))
+        out += ["", f"## {name}", "", f"`{latest.name}`: {cell(doc.get('title', ''))}", ""]
+        if doc.get("description"):
+            out += [cell(doc["description"]), ""]
+        extra = doc.get("additionalProperties", True)
+        out += ["| field | type | required | limits | meaning |", "|---|---|---|---|---|"]
+        for field, prop in doc.get("properties", {}).items():
+            out.append(f"| `{field}` | {cell(_type(prop))} | {'yes' if field in required else ''} | "
+                       f"{cell(_limits(prop))} | {cell(prop.get('description', ''))} |")
+        if extra is False:
+            out += ["", "Fields not listed here are refused."]
+    return "\n".join(out) + "\n"
+
+
+def load_results(results_dir: Path = RESULTS_DIR) -> list[dict]:
+    """The benchmark results files, each checked for the fields the performance page shows."""
+    docs = []
+    for path in sorted(results_dir.glob("*.json")):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise ValueError(f"{path}: not JSON ({e}); write it with tests/benchmarks/_results.py") from e
+        if not isinstance(doc, dict) or doc.get("format") != RESULTS_FORMAT:
+            raise ValueError(f"{path}: not a results file of format {RESULTS_FORMAT!r}; "
+                             "write it with tests/benchmarks/_results.py")
+        missing = {"benchmark", "title", "command", "written", "environment", "baseline", "rows"} - set(doc)
+        if missing:
+            raise ValueError(f"{path}: missing {sorted(missing)}; write it with tests/benchmarks/_results.py")
+        docs.append(doc)
+    return docs
+
+
+def _number(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return "" if v is None else str(v)
+
+
+def performance_md(results_dir: Path = RESULTS_DIR) -> str:
+    docs = load_results(results_dir)
+    if not docs:
+        return ("No results file is in `docs/results/` yet. A benchmark writes one when it runs, for example\n\n"
+                "```bash\n.venv/bin/python tests/benchmarks/bench_speed.py\n```\n\n"
+                "writes `docs/results/bench_speed.json`; build the docs again to see its numbers here.\n")
+    out = []
+    for doc in docs:
+        env = doc["environment"]
+        out += [f"## {doc['title']}", "",
+                f"`{doc['command']}`, written {doc['written']} "
+                f"(Python {env.get('python', '?')}, river {env.get('river', '?')}, {env.get('cpus', '?')} CPUs, "
+                f"load average {env.get('load_average', '?')}).", "",
+                f"Baseline: {doc['baseline']}", "",
+                "| case | measure | value | unit | baseline | ratio |", "|---|---|---|---|---|---|"]
+        for r in doc["rows"]:
+            out.append(f"| {cell(r['case'])} | {cell(r['measure'])} | {_number(r['value'])} | {cell(r.get('unit', ''))} "
+                       f"| {_number(r.get('baseline'))} | {_number(r.get('ratio'))} |")
+        out.append("")
+    return "\n".join(out)
+
+
+GENERATORS: dict[str, Callable[[], str]] = {
+    "settings": settings_md,
+    "cli": cli_md,
+    "schemas": schemas_md,
+    "performance": performance_md,
+}
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 - MkDocs' hook signature
+    def replace(m: re.Match) -> str:
+        if m.group(1) not in GENERATORS:
+            raise ValueError(f"{page.file.src_uri}: unknown generated section {m.group(1)!r}; "
+                             f"known: {sorted(GENERATORS)}")
+        return GENERATORS[m.group(1)]()
+
+    return MARKER.sub(replace, markdown)

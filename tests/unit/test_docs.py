@@ -1,0 +1,147 @@
+"""The docs are checked like code: the MkDocs site builds with ``--strict`` (broken links, unknown
+pages and a failing generator are errors), its generated reference names every setting, command
+and message schema the code has, and every ``python`` block of README.md and of the docs pages
+runs. A block that needs a broker or a file of the reader's own is marked by the line
+``<!-- no-run -->`` right before its opening fence; it is not run, and there are few of them."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PAGES = sorted((DOCS / "pages").rglob("*.md"))
+NO_RUN = "<!-- no-run -->"
+FENCE = re.compile(r"^```python[^\n]*\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def python_blocks(path: Path) -> list[tuple[int, str, bool]]:
+    """Each ``python`` block of ``path``: its line number, its code, and whether it runs."""
+    text = path.read_text(encoding="utf-8")
+    blocks = []
+    for m in FENCE.finditer(text):
+        before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        blocks.append((text.count("\n", 0, m.start()) + 1, m.group(1), before.strip() != NO_RUN))
+    return blocks
+
+
+def load_hook():
+    spec = importlib.util.spec_from_file_location("docs_generated", DOCS / "hooks" / "generated.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+DOCUMENTS = [ROOT / "README.md", *PAGES]
+
+
+def test_blocks_are_found_and_few_are_left_out():
+    blocks = {p.relative_to(ROOT).as_posix(): python_blocks(p) for p in DOCUMENTS}
+    runs = sum(run for bs in blocks.values() for _, _, run in bs)
+    left_out = [(name, line) for name, bs in blocks.items() for line, _, run in bs if not run]
+    assert any(run for _, _, run in blocks["README.md"]), "README.md has no runnable python block"
+    assert runs >= 4, f"only {runs} runnable python blocks in the docs: {blocks.keys()}"
+    assert len(left_out) <= runs, f"more blocks marked {NO_RUN} than run: {left_out}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", [d for d in DOCUMENTS if any(run for _, _, run in python_blocks(d))],
+                         ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_python_blocks_run(doc, tmp_path):
+    # one page's blocks run in order in one fresh interpreter, as a reader would run them in a notebook
+    code = "\n\n".join(f"# {doc.name}, line {line}\n{body}" for line, body, run in python_blocks(doc) if run)
+    script = tmp_path / "blocks.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"a python block of {doc.relative_to(ROOT)} failed:\n{done.stderr[-3000:]}"
+
+
+def test_the_no_run_marker_is_read(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("a\n\n<!-- no-run -->\n```python\nraise SystemExit(1)\n```\n\n```python title=\"t\"\nx = 1\n```\n"
+                    "\n```bash\nexit 1\n```\n", encoding="utf-8")
+    assert [(line, code, run) for line, code, run in python_blocks(page)] == [
+        (4, "raise SystemExit(1)\n", False), (8, "x = 1\n", True)]
+
+
+@pytest.mark.slow
+def test_mkdocs_builds_strict_with_the_generated_reference(tmp_path):
+    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
+        pytest.skip("mkdocs or mkdocs-material is not installed here: pip install -e '.[test]' installs both "
+                    "(CI does, so the build runs there)")
+    site = tmp_path / "site"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(DOCS / "mkdocs.yml"),
+                           "-d", str(site)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+
+    from streamxai.cli import _parser
+    from streamxai.settings import Settings
+
+    settings = (site / "reference" / "settings.html").read_text(encoding="utf-8")
+    missing = [f.name for f in dataclasses.fields(Settings) if f"<code>{f.name}</code>" not in settings]
+    assert not missing, f"the settings page lacks {missing}"
+    cli = (site / "reference" / "cli.html").read_text(encoding="utf-8")
+    commands = next(a for a in _parser()._actions if a.dest == "command").choices
+    assert all(f"streamxai {name}" in cli for name in commands), sorted(commands)
+    schemas = (site / "reference" / "schemas.html").read_text(encoding="utf-8")
+    for path in (ROOT / "schemas" / "json").glob("*.json"):
+        assert path.stem.rpartition(".v")[0] in schemas, path.name
+    assert "<!-- generated:" not in settings + cli + schemas
+
+
+def test_generated_settings_table_follows_the_code():
+    from streamxai.settings import Settings
+
+    table = load_hook().settings_md()
+    for f in dataclasses.fields(Settings):
+        row = next(line for line in table.splitlines() if line.startswith(f"| `{f.name}` |"))
+        if f.metadata.get("secret"):
+            assert "secret, not shown" in row
+        assert f.metadata["help"].split(" ")[0] in row
+
+
+def test_schema_page_shows_each_message_s_newest_fields(tmp_path):
+    (tmp_path / "ping.v1.json").write_text(json.dumps({"title": "old", "properties": {"gone": {"type": "string"}}}))
+    (tmp_path / "ping.v2.json").write_text(json.dumps({
+        "title": "a ping", "required": ["n"], "additionalProperties": False,
+        "properties": {"n": {"type": "integer", "minimum": 0, "description": "how many"},
+                       "tag": {"type": ["string", "null"]}}}))
+    page = load_hook().schemas_md(tmp_path)
+    assert "| [`ping`](#ping) | `ping/v2` | v1 |" in page
+    assert "| `n` | integer | yes | ≥ `0` | how many |" in page
+    assert "| `tag` | string or null |  |  |  |" in page
+    assert "gone" not in page and "Fields not listed here are refused." in page
+
+
+def test_performance_page_reads_what_the_results_writer_writes(tmp_path, monkeypatch):
+    hook = load_hook()
+    assert "No results file" in hook.performance_md(tmp_path)
+    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_x.py", "--events", "5"])
+    try:
+        from _results import result_row, write_results
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    rows = [result_row("model A", "fast path", 1500.0, "events/s", baseline=500.0),
+            result_row("model A", "memory", 12.5, "MiB")]
+    write_results(tmp_path / "bench_x.json", "bench_x", "A test benchmark", "the same loop without us", rows)
+    page = hook.performance_md(tmp_path)
+    assert "## A test benchmark" in page and "`python tests/benchmarks/bench_x.py --events 5`" in page
+    assert "| model A | fast path | 1,500 | events/s | 500 | 3 |" in page
+    assert "| model A | memory | 12.5 | MiB |  |  |" in page
+    assert "Baseline: the same loop without us" in page
+    (tmp_path / "bench_y.json").write_text('{"rows": []}')
+    with pytest.raises(ValueError, match=r"bench_y.json: not a results file"):
+        hook.performance_md(tmp_path)
+    with pytest.raises(ValueError, match="baseline 0 must be above 0"):
+        result_row("m", "x", 1.0, "s", baseline=0)
