@@ -143,20 +143,11 @@ static inline int overlap(const Py_buffer *a, const Py_buffer *b) {
 
 /* attribute names interned at import (PyInit__kernels) */
 extern PyObject *s_hi, *s_lo, *s_n_seen, *s_window, *s_pop, *s_popleft, *s_append; /* iPDP's extremes */
-extern PyObject *s_observation, *s_counts, *s_sums, *s_own; /* the standard errors' slot records */
-extern PyObject *s_random; /* the draws */
 
 /* the kernels (the module table in _kernels.c) */
-PyObject *welford_smooth(PyObject *self, PyObject *args);
 PyObject *fold_curves(PyObject *self, PyObject *args);
 PyObject *extremes_update(PyObject *self, PyObject *args);
 PyObject *extremes_grids(PyObject *self, PyObject *args);
-PyObject *donor_uses(PyObject *self, PyObject *args);
-PyObject *fill_row(PyObject *self, PyObject *args);
-PyObject *moment_sums(PyObject *self, PyObject *args);
-PyObject *stderr_report(PyObject *self, PyObject *args);
-PyObject *draw_pairs(PyObject *self, PyObject *args);
-PyObject *shuffle(PyObject *self, PyObject *args);
 PyObject *linear_chain(PyObject *self, PyObject *args);
 PyObject *linear_replaced(PyObject *self, PyObject *args);
 PyObject *linear_curves(PyObject *self, PyObject *args);

@@ -24,8 +24,6 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
-from .kernels import KERNELS
-
 __all__ = ["Block", "IncrementTracker"]
 
 
@@ -118,14 +116,7 @@ class IncrementTracker:
         self.add_all((feature,), (value,))
 
     def add_all(self, features: Iterable[str], values: Iterable[float]) -> None:
-        """Welford's update of each feature's accumulator with its value, in order (one call
-        of the compiled kernel when built: :mod:`streamxai.core.kernels`)."""
-        if KERNELS is not None and KERNELS.welford_smooth(self._stats, features, values, None, 0.0, 0.0, None, None):
-            return
-        self._welford(features, values)
-
-    def _welford(self, features: Iterable[str], values: Iterable[float]) -> None:
-        """:meth:`add_all`'s Python code (the reference the kernel is compared with)."""
+        """Welford's update of each feature's accumulator with its value, in order."""
         stats = self._stats
         for f, value in zip(features, values, strict=True):
             s = stats[f]
@@ -142,17 +133,14 @@ class IncrementTracker:
     ) -> None:
         """:meth:`add_all`, then each feature's exponential smoothing ``smoothed[f] = keep *
         smoothed[f] + a * value`` and, with ``index``, ``out[index[f]] = value``: an
-        explainer's per-event updates, one compiled call when built.
+        explainer's per-event updates.
 
         >>> t, phi, out = IncrementTracker(["a", "b"]), {"a": 1.0, "b": 0.0}, [None, None]
         >>> t.add_smoothed(["b", "a"], [2.0, 3.0], phi, 0.5, 0.5, {"a": 0, "b": 1}, out)
         >>> phi, out, t.take()["a"]
         ({'a': 2.0, 'b': 1.0}, [3.0, 2.0], Block(n=1, mean=3.0, m2=0.0))
         """
-        if KERNELS is not None and KERNELS.welford_smooth(self._stats, features, values, smoothed, keep, a,
-                                                          index, out):
-            return
-        self._welford(features, values)  # the kernel declined: not asked again without the smoothing
+        self.add_all(features, values)
         for f, value in zip(features, values, strict=True):
             smoothed[f] = keep * smoothed[f] + a * value
         if index is not None:

@@ -34,8 +34,7 @@ __all__ = ["FUNCTIONS", "KERNELS", "PATH", "load"]
 
 #: the functions this code calls: a build from older source (pulled, not reinstalled) lacks
 #: some, and is not used (``deploy/setup.sh`` rebuilds it when the source is newer)
-FUNCTIONS = ("welford_smooth", "fold_curves", "extremes_update", "extremes_grids", "donor_uses", "fill_row", "moment_sums",
-             "stderr_report", "draw_pairs", "shuffle", "linear_chain", "linear_replaced", "linear_curves")
+FUNCTIONS = ("fold_curves", "extremes_update", "extremes_grids", "linear_chain", "linear_replaced", "linear_curves")
 
 
 def load(environ: dict | None = None) -> ModuleType | None:

@@ -74,7 +74,6 @@ from typing import Any
 import numpy as np
 
 from .base import Component
-from .kernels import KERNELS
 
 __all__ = ["SmoothedStderr", "PairSums", "SlotUse"]
 
@@ -170,8 +169,7 @@ class SmoothedStderr(Component):
     (:meth:`stderrs`, :meth:`variance_factors`) folds at most 64 buffered events into a copy
     of the moments at both rates and answers both questions, kept until the next event, so a
     report asking for every feature's standard error and variance factor, or for them twice,
-    costs one pass over the features: one compiled call when the kernels are built
-    (``_report_compiled``), some forty numpy operations otherwise.
+    costs one pass over the features.
     """
 
     def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):
@@ -221,8 +219,7 @@ class SmoothedStderr(Component):
         """One explained event: the increment of every feature, in ``features`` order
         (copied: the caller may reuse its list)."""
         row = self.next_row()
-        if KERNELS is None or not KERNELS.fill_row(row, deltas):
-            row[:] = deltas
+        row[:] = deltas
 
     def next_row(self) -> np.ndarray:
         """One explained event whose increments the caller writes into the returned row (a
@@ -269,11 +266,6 @@ class SmoothedStderr(Component):
             self._donors = 1
         else:
             self._donors = len(slots[0]) if slots else 0
-        pairs, owns = self._pairs, self._owns
-        if KERNELS is not None and KERNELS.donor_uses(
-                self._slots, items, slots, deltas, per_feature, SlotUse, pairs.xy, pairs.x, pairs.y, pairs.n,
-                owns.xy, owns.x, owns.y, owns.n, self._uses, _EVERY_SLOT):  # the loops below in one compiled call
-            return
         use = self._use
         if not per_feature:
             for k in slots:
@@ -372,13 +364,9 @@ class SmoothedStderr(Component):
             w, cbs, wsums, w2 = w[list(rates)], *([v[r] for r in rates] for v in (cbs, wsums, w2))
         mom *= np.array(cbs)[:, None, None]
         mom[:, 0] += np.array(wsums)[:, None]
-        sums = np.empty((len(w), 2, x.shape[1]))
-        if KERNELS is not None and KERNELS.moment_sums(w, x, sums):  # the loop below in one compiled call
-            mom[:, 1:] += sums
-        else:
-            xx = np.concatenate((x, x * x), axis=1)  # both moments' columns: one column sum per rate
-            for i, wr in enumerate(w):
-                mom[i, 1:] += _column_sums(wr, xx).reshape(2, -1)
+        xx = np.concatenate((x, x * x), axis=1)  # both moments' columns: one column sum per rate
+        for i, wr in enumerate(w):
+            mom[i, 1:] += _column_sums(wr, xx).reshape(2, -1)
         return [cb * cb * s + v for cb, s, v in zip(cbs, w2sums, w2, strict=True)]
 
     def _weights(self) -> np.ndarray:
@@ -390,7 +378,7 @@ class SmoothedStderr(Component):
         return self._powers
 
     def _block(self, b: int) -> tuple[np.ndarray, list[float], list[float], list[float]]:
-        """A block of ``b`` increments at both rates, as :meth:`_fold` and the compiled report
+        """A block of ``b`` increments at both rates, as :meth:`_fold` and :meth:`_moments`
         use it: the weights (2, b: per rate ``c^(b-1) .. c^0``, the newest increment's 1), and
         per rate ``c^b``, the weights' (pairwise) sum and the squared weights' sum; kept per
         ``b`` (a report asks for the block of the increments held, 1 to 64 of them)."""
@@ -464,7 +452,7 @@ class SmoothedStderr(Component):
             d = len(self._names)
             if self.n == 0:
                 self._cached = (np.zeros(d), np.ones(d))
-            elif not self._report_compiled():
+            else:
                 if self._cached_moments is None:
                     self._cached_moments = self._moments(both=True)
                 var = self._cached_moments[1]
@@ -475,34 +463,6 @@ class SmoothedStderr(Component):
                 k = np.where(positive, 1.0 + reuse[1] / np.where(positive, slow, 1.0), 1.0)
                 self._cached = (se, k)
         return self._cached
-
-    def _report_compiled(self) -> bool:
-        """:meth:`_report`'s arrays (and :meth:`_moments`'s, kept as well) from one compiled call,
-        ``KERNELS.stderr_report``: the floating-point operations of the numpy code, in the same
-        order, without numpy's cost per call, which on 9 to 99 features was most of a report's
-        (issue 17). False when the kernels are not built or decline: the numpy code runs."""
-        if KERNELS is None or not self._names:
-            return False
-        b = self._held
-        if b:
-            w, cbs, wsums, w2 = self._block(b)
-            w2sums = [cb * cb * s + v for cb, s, v in zip(cbs, (self._w2sum, self._slow_w2sum), w2, strict=True)]
-            held = self._buffer[:b]
-        else:
-            w, held, cbs, wsums, w2sums = None, None, [1.0, 1.0], [0.0, 0.0], [self._w2sum, self._slow_w2sum]
-        m = self._donors
-        reuse = bool(m and self._size > 1)
-        rho = (1.0 - self._replace) ** self._updates if reuse else 0.0
-        scalars = (*cbs, *wsums, *w2sums, self._weights2(), 1.0 - self.alpha, reuse, float(m * m), float(self._size),
-                   rho, 2.0 * m)
-        pairs, owns = self._pairs, self._owns
-        out = np.empty((6, len(self._names)))
-        if not KERNELS.stderr_report(self._mom, self._slow, held, w, out, scalars, (
-                pairs.xy, pairs.x, pairs.y, pairs.n, owns.xy, owns.x, owns.y, owns.n, self._uses)):
-            return False
-        self._cached_moments = (out[0:2], out[2:4])
-        self._cached = (out[4], out[5])
-        return True
 
     def variance_factors(self) -> dict[str, float]:
         """``k`` of every feature: the variance of a long plain mean of its increments over that

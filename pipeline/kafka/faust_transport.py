@@ -105,6 +105,7 @@ from faust import Schema
 from faust.sensors.monitor import Monitor
 from faust.transport.drivers import aiokafka as driver
 
+from . import private_api
 from .bulk_fetch import BulkFetch, Sink
 from .committed_offsets import CommittedOffsets
 
@@ -135,8 +136,7 @@ class _ConsumerThread(driver.AIOKafkaConsumerThread):
     def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
         # read by AIOKafkaConsumer.start() when it builds its fetcher; the constructor took Faust's 1500 and 1
-        consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
-        consumer._fetch_min_bytes = FETCH_MIN_BYTES
+        private_api.set_fetch_limits(consumer, FETCH_MAX_WAIT_MS, FETCH_MIN_BYTES)
         return consumer
 
     async def on_thread_stop(self) -> None:
@@ -151,18 +151,18 @@ class _ConsumerThread(driver.AIOKafkaConsumerThread):
             # escaped this thread as a traceback, and the consumer's client was left open
             log.info("the Kafka consumer stopped while the broker was unreachable (a fetch was waiting to retry)")
             if self._consumer is not None:
-                await self._consumer._client.close()
+                await private_api.consumer_client(self._consumer).close()
 
     def wake_fetch(self) -> None:
         """Wake a fetch waiting for records (aiokafka's ``fetched_records``, on this thread's
         loop): it looks again at what it may return. Called from the agents' thread."""
-        fetcher = getattr(self._consumer, "_fetcher", None)
+        fetcher = private_api.fetcher(self._consumer)
         if fetcher is not None and not self.thread_loop.is_closed():
             self.thread_loop.call_soon_threadsafe(_wake, fetcher)
 
 
 def _wake(fetcher: Any) -> None:
-    for waiter in list(fetcher._fetch_waiters):
+    for waiter in private_api.fetch_waiters(fetcher):
         if not waiter.done():
             waiter.set_result(None)
 
@@ -223,8 +223,7 @@ class _Consumer(BulkFetch, driver.Consumer):
     def _is_handover(self, coros: tuple, timeout: Any) -> bool:
         if len(coros) != 2 or timeout is not None or not asyncio.iscoroutine(coros[1]):
             return False
-        frame = getattr(coros[1], "cr_frame", None)
-        return frame is not None and frame.f_locals.get("self") is self.suspend_flow
+        return private_api.runs_method_of(coros[1], self.suspend_flow)
 
     def _interrupt_handover(self) -> None:
         if self._handover is not None and not self._handover.done():

@@ -27,24 +27,6 @@ def names(d):
     return ["".join(("f", str(i))) for i in range(d)]
 
 
-def welford_case():
-    from streamxai.core.increments import IncrementTracker
-
-    fs = names(9)
-    t = IncrementTracker(fs)
-    smoothed, index, out = {f: 0.0 for f in fs}, {f: i for i, f in enumerate(fs)}, [0.0] * 9
-    good, bad = [float(i) * 0.25 for i in range(9)], [0.5] * 8 + ["x"]
-    missing = fs[:8] + ["nope"]
-
-    def call(i):
-        assert K.welford_smooth(t._stats, fs, good, smoothed, 0.95, 0.05, index, out)
-        assert K.welford_smooth(t._stats, fs, good, None, 0.0, 0.0, None, None)
-        assert not K.welford_smooth(t._stats, fs, bad, smoothed, 0.95, 0.05, index, out)
-        assert not K.welford_smooth(t._stats, missing, good, smoothed, 0.95, 0.05, index, out)
-
-    return call, [t._stats, fs, *fs, good, bad, *good, smoothed, index, out, missing]
-
-
 def fold_case():
     nf, g = 4, 8
     gen = np.random.default_rng(0)
@@ -88,92 +70,6 @@ def extremes_case():
     return call, [*storages, frac, out, ExtremeValueStorage, *freq, *(v for s in streams for v in s)]
 
 
-def donor_case():
-    import streamxai.core.uncertainty as unc
-
-    fs = names(4)
-    t = unc.SmoothedStderr(fs, 0.05)
-    items = [{"x": float(i)} for i in range(12)]
-    gen = random.Random(2)
-    deltas = [gen.gauss(0.0, 1.0) for _ in fs]
-    p, o = t._pairs, t._owns
-    lists = [p.xy, p.x, p.y, p.n, o.xy, o.x, o.y, o.n, t._uses]
-
-    def call(i):
-        slot = i % 12
-        if i % 3 == 0:  # a new observation in the slot: the kernel makes a new SlotUse
-            items[slot] = {"x": gen.random()}
-        elif i % 3 == 1:  # an equal copy
-            items[slot] = dict(items[slot])
-        assert K.donor_uses(t._slots, items, [slot, (slot + 4) % 12], deltas, False, unc.SlotUse, *lists, 4)
-        assert K.donor_uses(t._slots, items, [[0, 4], [4], [8, 0], [slot]], deltas, True, unc.SlotUse, *lists, 4)
-        assert not K.donor_uses(t._slots, items, [0, 99], deltas, False, unc.SlotUse, *lists, 4)
-        assert not K.donor_uses(t._slots, items, [0, 4], deltas[:3], True, unc.SlotUse, *lists, 4)
-        t.stored(slot, items, tuple(deltas) if i % 2 else None)
-
-    return call, [t._slots, items, deltas, *deltas, unc.SlotUse, *lists]
-
-
-def row_case():
-    row, vals, bad = np.zeros(6), [0.5] * 6, [0.5] * 5 + [1]
-    w, x, out = np.random.default_rng(3).random((2, 16)), np.random.default_rng(4).normal(size=(16, 5)), np.empty((2, 2, 5))
-
-    def call(i):
-        assert K.fill_row(row, vals) and not K.fill_row(row, bad) and not K.fill_row(row[:5], vals)
-        assert K.moment_sums(w, x, out)
-        assert not K.moment_sums(w, x, out.astype(np.float32)) and not K.moment_sums(w, x[:15], out)
-
-    return call, [row, vals, bad, w, x, out]
-
-
-def report_case():
-    import streamxai.core.uncertainty as unc
-
-    t = unc.SmoothedStderr(names(5), 0.05)
-    gen = random.Random(6)
-    items = [{"x": float(i)} for i in range(12)]
-    for _ in range(70):  # 64 folded, 6 held
-        deltas = [gen.gauss(0.0, 1.0) for _ in range(5)]
-        t.add_increments(deltas)
-        t.add_donors(items, [gen.randrange(12), gen.randrange(12)], deltas)
-        t.stored(gen.randrange(12), items, deltas)
-    p, o = t._pairs, t._owns
-    lists = (p.xy, p.x, p.y, p.n, o.xy, o.x, o.y, o.n, t._uses)
-    w, cbs, wsums, w2 = t._block(t._held)
-    held, out = t._buffer[:t._held], np.empty((6, 5))
-    scalars = (*cbs, *wsums, *w2, 0.01, 0.95, True, 4.0, 12.0, 0.9, 4.0)
-
-    def call(i):
-        assert K.stderr_report(t._mom, t._slow, held if i % 2 else None, w if i % 2 else None, out, scalars, lists)
-        assert not K.stderr_report(t._mom, t._slow, held, w, out[:5], scalars, lists)
-        assert not K.stderr_report(t._mom, t._slow, held, w, out, scalars, lists[:8] + ([1.0] * 4,))
-
-    return call, [t._mom, t._slow, held, w, out, *lists, *cbs, *wsums, *w2]
-
-
-def draw_case():
-    fs = names(6)
-    rngs = [(f, random.Random(i)) for i, f in enumerate(fs)]
-    past = [{f: float(i) for f in fs} for i in range(400)]  # slots past 256: ints not cached
-    lacking = [{f: 1.0 for f in fs[:5]}]
-    pairs, slots, order = [], [], list(fs)
-    other = [(fs[0], random.SystemRandom())]
-
-    def call(i):
-        assert K.draw_pairs(rngs, past, pairs, slots, random.Random)
-        pairs.clear()
-        slots.clear()
-        with pytest.raises(KeyError):  # the error after the draws, as the Python code raises it
-            K.draw_pairs(rngs, lacking, pairs, slots, random.Random)
-        pairs.clear()
-        slots.clear()
-        assert not K.draw_pairs(other, past, pairs, slots, random.Random)
-        assert K.shuffle(order, rngs[0][1], random.Random)
-        assert not K.shuffle(order, other[0][1], random.Random)
-
-    return call, [*fs, *rngs, *(r for _, r in rngs), past, *past, lacking, pairs, slots, order, *other]
-
-
 def linear_case():
     fs = names(6)
     terms, w, mean = [0.25 * i - 0.5 for i in range(6)], [1.5 - 0.5 * i for i in range(6)], [0.1 * i for i in range(6)]
@@ -198,10 +94,7 @@ def linear_case():
     return call, [*fs, terms, w, mean, sd, pos, order, donors, *donors, lacking, pairs, bad_pairs, grids, out]
 
 
-CASES = {"welford_smooth": welford_case, "fold_curves": fold_case, "extremes": extremes_case,
-         "donor_uses": donor_case, "fill_row_moment_sums": row_case, "stderr_report": report_case,
-         "draw_pairs_shuffle": draw_case,
-         "linear_rows": linear_case}
+CASES = {"fold_curves": fold_case, "extremes": extremes_case, "linear_rows": linear_case}
 
 
 def measure(call, watched, calls):

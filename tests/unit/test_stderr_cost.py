@@ -14,22 +14,15 @@ from streamxai.core.uncertainty import PairSums, SlotUse, SmoothedStderr
 
 
 def _count_moments(monkeypatch) -> list[int]:
-    """Counts the passes over the moments: the numpy code's (``_moments``) and the compiled
-    report's (``_report_compiled``, which computes them within its one call)."""
+    """Counts the passes over the moments (``_moments``)."""
     calls = [0]
-    moments, compiled = SmoothedStderr._moments, SmoothedStderr._report_compiled
+    moments = SmoothedStderr._moments
 
     def counted(self, *args, **kwargs):
         calls[0] += 1
         return moments(self, *args, **kwargs)
 
-    def counted_compiled(self):
-        done = compiled(self)
-        calls[0] += done
-        return done
-
     monkeypatch.setattr(SmoothedStderr, "_moments", counted)
-    monkeypatch.setattr(SmoothedStderr, "_report_compiled", counted_compiled)
     return calls
 
 

@@ -31,7 +31,7 @@ def test_a_worker_says_when_the_explainers_run_without_the_compiled_kernels(monk
     level, line = kernels_note({})
     assert level == logging.WARNING and "are not built for this Python" in line and "deploy/setup.sh" in line
     stale = types.ModuleType("streamxai.core._kernels")
-    stale.welford_smooth = lambda *args: False
+    stale.linear_chain = lambda *args: None
     monkeypatch.setitem(sys.modules, "streamxai.core._kernels", stale)
     level, line = kernels_note({})
     assert level == logging.WARNING and "built from older source (it lacks fold_curves" in line, line

@@ -61,13 +61,11 @@ the values the explainer over all features gives for ``j``.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..base import check_positive_int
 from ..increments import IncrementTracker
-from ..kernels import KERNELS
 from ..losses import get_loss
 from ..model import ModelFunction
 from ..rng import derive_seed, make_rng
@@ -220,9 +218,7 @@ class IPFI(Explainer):
         append = pairs.append
         slots: list[Any] = []  # the stored observations each feature's draws used
         try:
-            if m == 1 and KERNELS is not None and KERNELS.draw_pairs(self._rngs, past, pairs, slots, random.Random):
-                pass  # the loop below in one compiled call: the same draws, rows and errors
-            elif m == 1:
+            if m == 1:
                 for f, rng in self._rngs:
                     k = int(rng.random() * n_past)
                     append((f, past[k][f]))

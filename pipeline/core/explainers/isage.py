@@ -97,13 +97,11 @@ Random draws (permutations and removal draws) use one generator seeded from
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from typing import Any
 
 from ..base import check_positive_int
 from ..increments import IncrementTracker
-from ..kernels import KERNELS
 from ..losses import get_loss, resolve_estimator
 from ..model import ModelFunction, blend_output, mean_output
 from ..removal.conditional import ConditionalRemoval
@@ -285,10 +283,9 @@ class ISAGE(Explainer):
         rand = rng.random
         order = self._names.copy()
         d = len(order)
-        if KERNELS is None or not KERNELS.shuffle(order, rng, random.Random):  # one compiled call when built
-            for i in range(d - 1, 0, -1):  # Fisher-Yates
-                k = int(rand() * (i + 1))
-                order[i], order[k] = order[k], order[i]
+        for i in range(d - 1, 0, -1):  # Fisher-Yates
+            k = int(rand() * (i + 1))
+            order[i], order[k] = order[k], order[i]
 
         first = 1 if self._mode == "paper" else 0  # else the chain starts at S = {} imputed
         slots = None
