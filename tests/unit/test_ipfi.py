@@ -380,8 +380,9 @@ def test_seeded_determinism_and_serialisable_output(small_tree):
 
 def test_validation():
     f = ModelFunction(agrawal_f1)
-    with pytest.raises(TypeError, match="ModelFunction"):
-        IPFI(agrawal_f1, "zero_one", NAMES)
+    assert IPFI(agrawal_f1, "zero_one", NAMES).model_fn.model is agrawal_f1  # a bare callable is wrapped
+    with pytest.raises(TypeError, match="predict_one"):
+        IPFI(object(), "zero_one", NAMES)
     with pytest.raises(ValueError, match="storage"):
         IPFI(f, "zero_one", NAMES, storage="sliding")
     with pytest.raises(ValueError, match="n_samples"):
