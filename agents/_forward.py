@@ -38,9 +38,9 @@ class Outbox:
     broker, the worker's :class:`~streamxai.kafka.output_producer.OutputProducer` (librdkafka),
     or a Faust producer's aiokafka batches (:class:`~streamxai.kafka.appender.Appender`: below
     Faust's and aiokafka's per-message layers). Faust's per-message machinery (``Topic.send``:
-    its future message, sensors and callbacks) cost a worker more CPU than the handlers of a
-    cheap model (issue 17); offsets are still committed only after the producer has flushed, so
-    delivery stays at least once.
+    its future message, sensors and callbacks) costs a worker more CPU than the handlers of a
+    cheap model; offsets are committed only after the producer has flushed, so delivery stays
+    at least once.
     A dead letter is counted (``dead_letters{reason=..., profile=...}``) once the broker has acknowledged
     it, a message the broker refused once it refused (``send_errors``). On the worker's
     OutputProducer the other outputs are handed over with no future, and a failure is counted
@@ -226,7 +226,7 @@ async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str) -> 
                                getattr(msg, "timestamp", None), getattr(msg, "headers", None), handler)
         await _send(outbox, _handle(handler, raw, key, src, stage), raw, key, src, stage, handler)
         # let the worker's other agents run: a model agent with a backlog of cheap events would
-        # otherwise hold the event loop while the explainer agent's tasks wait (issue 7, defect 6)
+        # otherwise hold the event loop while the explainer agent's tasks wait
         await asyncio.sleep(0)
 
 

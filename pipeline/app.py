@@ -116,7 +116,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     @app.on_before_shutdown.connect
     async def on_shutdown(sender: Any, **kwargs: Any) -> None:
         # the consumer has stopped and every message taken up is done: checkpoint each state
-        # changed since its last checkpoint, so that a restart replays nothing (issue 15)
+        # changed since its last checkpoint, so that a restart replays nothing
         left = await outputs.close(settings.shutdown_timeout_s)
         if left:  # their inputs' offsets were not committed: a restart sends them again
             log.warning("%d outputs were not acknowledged when the worker stopped; a restart sends them again", left)

@@ -479,8 +479,8 @@ class SmoothedStderr(Component):
     def _report_compiled(self) -> bool:
         """:meth:`_report`'s arrays (and :meth:`_moments`'s, kept as well) from one compiled call,
         ``KERNELS.stderr_report``: the floating-point operations of the numpy code, in the same
-        order, without numpy's cost per call, which on 9 to 99 features was most of a report's
-        (issue 17). False when the kernels are not built or decline: the numpy code runs."""
+        order, without numpy's cost per call, which on tens of features is most of a report's.
+        False when the kernels are not built or decline: the numpy code runs."""
         if KERNELS is None or not self._names:
             return False
         b = self._held

@@ -94,7 +94,7 @@ class _StreamState:
                 for c in ep.changes:
                     self.change_seqs.pop((c.explainer, c.feature, c.seq), None)
         if len(self.seqs):  # nothing kept while positions are seqs (labels in line): nothing to forget
-            oldest = det.oldest_seq()  # a look at every series' window: 14 us a message (issue 17)
+            oldest = det.oldest_seq()  # a look at every series' window, once a message
             if oldest is not None:
                 self.seqs.forget_before(oldest)
         return changes, episodes, told

@@ -10,7 +10,7 @@ it had not committed, and the model handler recognises those by their origin off
 
 The messages the worker has already fetched (:meth:`IntakeHandler.on_batch`, never waiting
 for more) go as one arrivals record per stream (:func:`streamxai.schemas.pack_arrivals`): two message
-operations fewer per event for the worker (issue 17). A lone message keeps the older form.
+operations fewer per event for the worker. A lone message goes as it came, with its origin headers.
 
 >>> from streamxai.schemas import origin
 >>> (out,) = IntakeHandler(Settings()).on_message(b"{}", b"s", Source("streamxai.labels", 2, 17))

@@ -1,22 +1,16 @@
 """The records of chosen topics (``features`` and ``labels``) go from each fetch straight to
-one coroutine, in one call, below Faust's per-record hand-over (issue 17).
-
-Faust hands every fetched record to the agents one at a time: a message object, the
-conductor's lookup of the topic's channels, an event, a put into the agent's stream buffer that
-wakes the agent, and the agent's iterator taking it. A Faust agent that does nothing still
-costs about 28 us of CPU a message (``tests/benchmarks/bench_faust_floor.py``), while
-aiokafka's consumer takes a record up for about 1.2 us; one event of logistic regression costs
-a worker about 900 us in all. The intake needs none of that per record: it keeps no state, and
-forwards what came in the order it came (``pipeline/handlers/intake.py``).
-
-So a worker's consumer (:class:`BulkFetch`, part of
+one coroutine, in one call, below Faust's per-record hand-over (a message object, a channel
+lookup, an event, a stream-buffer put and the agent's wake-up for every record, which
+``tests/benchmarks/bench_faust_floor.py`` measures), which the intake does not need: it keeps
+no state and forwards what came in the order it came (``pipeline/handlers/intake.py``). A
+worker's consumer (:class:`BulkFetch`, part of
 ``pipeline/kafka/faust_transport.py``'s consumer) takes the records of the topics given to
 :func:`take_in_bulk` out of each fetch before Faust iterates it, and awaits the ``sink`` with
 them: ``(partition, record)`` pairs in Faust's own round-robin order over the partitions,
 aiokafka's ``ConsumerRecord`` as it came. When the sink returns (the outputs it made are with
 the producer) their offsets are acknowledged as Faust acknowledges a message an agent took:
 
-- **At least once, as before.** An offset is acknowledged only after the sink returned, and
+- **At least once.** An offset is acknowledged only after the sink returned, and
   the worker's consumer commits an acknowledged offset only after the outputs' producer has
   flushed (``_Consumer._commit``). Nothing is acknowledged if the flow stopped, a rebalance
   began or the group's generation changed while the sink ran: Faust seeks back to the committed
@@ -27,7 +21,7 @@ the producer) their offsets are acknowledged as Faust acknowledges a message an 
   compacted record) is added as Faust adds it (so commits pass it), ``broker_commit_every`` is
   honoured, and a paused partition's records are left as Faust leaves them.
 - **Anything else is Faust's.** Records of the other topics, and all of them while the flow
-  is stopped, go through Faust as before. The agent on these topics stays subscribed (its
+  is stopped, go through Faust. The agent on these topics stays subscribed (its
   stream is what makes Faust consume them), and is what handles them if no sink is set.
 """
 

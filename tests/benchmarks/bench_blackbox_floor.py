@@ -1,5 +1,5 @@
 """The floor of black-box evaluation: what calling a model as a black box costs at the least,
-against the model's clean cost, in one run (issue 17, item 2). Run on demand:
+against the model's clean cost, in one run. Run on demand:
 
     python tests/benchmarks/bench_blackbox_floor.py [--models logistic,hat,arf] [--events 300]
         [--warmup 1000] [--repeats 3]

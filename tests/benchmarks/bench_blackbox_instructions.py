@@ -1,13 +1,12 @@
-"""Our overhead on the black-box path in instructions, not seconds (issue 17, item 2). Run on demand:
+"""Our overhead on the black-box path in instructions, not seconds. Run on demand:
 
     python tests/benchmarks/bench_blackbox_instructions.py [--models hat,arf,logistic] [--events 100]
         [--warmup 1000]
 
 ``bench_speed.py`` gives the black-box path's overhead as its CPU time per event beyond the
-model's clean time, timed a few seconds apart. On these shared machines the clock of a core
-moves by a third between such windows (HAT's ``predict_proba_one`` timed at 21 and 35 us a
-call in two runs of the same hour), so the overhead it printed for HAT on one quiet machine
-went from 3.5 % to 15.6 % between runs, and a 10 % target could not be decided from it.
+model's clean time, timed a few seconds apart. On shared machines the clock of a core moves
+by up to a third between such windows, so an overhead target of a few per cent cannot be
+decided from it.
 Instructions do not depend on the clock or on the other tenants: ``valgrind --tool=callgrind``
 counts the same total for the same program and input, whatever else the machine does.
 
@@ -32,12 +31,11 @@ across different functions):
   the calls (building each input, storages, smoothing, standard errors, reports).
 
 The children run the same setup (imports, warm-up, copies; not counted) with
-``PYTHONHASHSEED=0``. A first version compared the window with the same model calls replayed
-alone in another process and found the replay *costlier* than the whole window (by 4 %, HAT):
-instruction counts of Python code depend on where objects lie in memory (the interpreter's
-type-attribute cache is indexed by object addresses, as are dicts keyed by ``id``), so two
-processes differ by a few % even for the same calls; measuring both parts in runs of the same
-shape keeps that out. Under callgrind Python runs about 50 times slower: the three processes
+``PYTHONHASHSEED=0``. Both parts are measured in runs of the same shape, not the model calls
+replayed alone in another process: instruction counts of Python code depend on where objects
+lie in memory (the interpreter's type-attribute cache is indexed by object addresses, as are
+dicts keyed by ``id``), so two processes of different shapes differ by a few % even for the
+same calls. Under callgrind Python runs about 50 times slower: the three processes
 of a model run side by side, and take a few minutes for HAT and logistic regression, more for ARF(10).
 """
 

@@ -32,7 +32,7 @@ the detection delay after each drift (the first change event within ``--window``
 new regime starts at most 500 events before the drift), the false change events per 100,000
 events (outside every drift window), the series that fired in each drift window versus the
 features that changed, the change events with their kinds, the episodes by kind, the alerts and
-when the first alert of each drift came. The scenarios of issue 16 say their target
+when the first alert of each drift came. Scenarios with a detection target print it
 (``target:``).
 
 Each scenario goes through its explainers once (``--cache``: kept there and reused); the
@@ -94,7 +94,7 @@ class Scenario:
     duration: int = 0
     model: Callable[[], Any] | None = None  # default: the settings' model
     note: str = ""
-    #: the target of issue 16 this scenario checks, printed with the result
+    #: the detection target this scenario checks, printed with the result
     target: str = ""
 
 
@@ -424,7 +424,7 @@ def rule(name: str) -> Iterator[None]:
 
 #: a change detects a drift if its new regime starts at most this many events before it
 NEAR = 500
-#: the delay target of issue 16; "chance" applies the same criterion where nothing drifted
+#: the delay target (events after the drift); "chance" applies the same criterion where nothing drifted
 WITHIN = 1000
 
 

@@ -1,6 +1,6 @@
 """An idle worker's CPU and a busy worker's rate for fetch waits (``FETCH_MAX_WAIT_MS``).
 
-    python tests/benchmarks/bench_idle_fetch.py [--waits 20,100] [--idle 60] [--events 2000] [--rounds 3]
+    python tests/benchmarks/bench_idle_fetch.py [--waits 20,100] [--idle 60] [--events 2000] [--rounds=3]
 
 A worker's consumer keeps one fetch request in flight; with nothing to read, the broker answers
 it after the wait, and the consumer parses the empty answer for every partition the worker holds

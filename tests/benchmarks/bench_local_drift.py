@@ -3,7 +3,7 @@
 Run on demand: ``python tests/benchmarks/bench_local_drift.py [--seeds 10,20,30,40,50,60] [--cache DIR]
 [--parts 1,2,3,4,5]``.
 
-Issue 16 asks for a median delay of at most 1,000 events on ``regression-local`` (river
+The target is a median delay of at most 1,000 events on ``regression-local`` (river
 FriedmanDrift ``lea``, drifts at 10k, 20k and 25k, see ``bench_drift.py``) without a false
 alarm on a frozen regression model, and names a suspect: the change test standardises
 heavy-tailed squared-loss increments by their mean and variance, so a few huge increments

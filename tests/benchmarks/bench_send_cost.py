@@ -1,6 +1,6 @@
-"""What one output message costs a worker to send, layer by layer (issue 17).
+"""What one output message costs a worker to send, layer by layer.
 
-    python tests/benchmarks/bench_send_cost.py [--reports 1000] [--per-report 27] [--bytes 400] [--rounds 3]
+    python tests/benchmarks/bench_send_cost.py [--reports 1000] [--per-report 27] [--bytes 400] [--rounds=3]
 
 On a local broker (or $STREAMXAI_BOOTSTRAP), one Faust producer (the worker's linger of 5 ms)
 sends ``--reports`` reports of ``--per-report`` messages (a report's public explanations: 27 at
@@ -8,12 +8,11 @@ the defaults) to one partition, yielding to the event loop after each report as 
 then flushes. It prints the process's CPU time per message, from the first send to the end of
 the flush (the acknowledgements included), the median of ``--rounds`` fresh processes per mode:
 
-- ``Outbox, Faust's send``: the agents' Outbox before the Appender (Faust's ``Producer.send``,
-  one acknowledgement callback per message);
+- ``Outbox, Faust's send``: the agents' Outbox through Faust's ``Producer.send`` (one
+  acknowledgement callback per message);
 - ``Outbox, Appender``: the agents' Outbox on Faust's producer
-  (:class:`streamxai.kafka.appender.Appender`, one callback per report), as the worker sent
-  before the OutputProducer;
-- ``Outbox, OutputProducer``: the agents' Outbox now, on the worker's
+  (:class:`streamxai.kafka.appender.Appender`, one callback per report);
+- ``Outbox, OutputProducer``: the agents' Outbox as a worker runs it, on the worker's
   :class:`streamxai.kafka.output_producer.OutputProducer` (confluent-kafka: each output handed
   over with no future, ``OutputProducer.hand``, its delivery report served by a polling task),
   flushed as the consumer flushes it before a commit;
@@ -23,9 +22,6 @@ the flush (the acknowledgements included), the median of ``--rounds`` fresh proc
   and batch size), one delivery callback per report, ``poll(0)`` after each report; its own
   threads' CPU counted as the process's;
 - ``nothing``: no message: the loop and the flush alone (the baseline of this run).
-
-Measured on 2 shared cores (load average 1-3), 400 reports of 27 messages of 400 bytes,
-medians of 3 (us of CPU per message): see README, "One worker against the same work in process".
 """
 
 from __future__ import annotations

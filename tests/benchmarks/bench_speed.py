@@ -1,5 +1,5 @@
 """Explanation speed: the fast path against black-box evaluation and against what black-box
-evaluation can reach at best, in one run on the same stream and model (issue 17).
+evaluation can reach at best, in one run on the same stream and model.
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
         [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--handlers] [--kafka]
@@ -38,25 +38,19 @@ layer, receiving and sending; the clients' own tasks and the event loop); ``--ce
 in one more run, the callbacks the worker's event loops run per event, by what they run, and
 each thread's CPU (``_loop_census.py``; ``--census-threads``: with cProfile in the consumer's thread).
 
-How ``--kafka`` measures (issue 17, stop 26), and why:
+How ``--kafka`` measures, and why:
 
 - **8,000 events a run.** The drift handler does not watch a stream's first 1,000 events
-  (``drift_warmup``) and its windows fill after them, so an event costs least there: with
-  logistic regression, in one process, the drift handler took 137 us an event over the first
-  1,000 and 250-330 over each later 1,000 up to 8,000, the explain handler 360-440 throughout.
-  The worker's fixed start-up (each internal hop's first fetch) weighs on a short run too. A
+  (``drift_warmup``) and its windows fill after them, so an event costs least there. The worker's fixed start-up (each internal hop's first fetch) weighs on a short run too. A
   stream running for hours is past both.
-  ``--kafka-events 2000`` gives the quicker, harsher figure. A round of ARF(10) takes about 6
-  minutes at 8,000 events, 1.5 at 2,000.
+  ``--kafka-events 2000`` gives the quicker, harsher figure.
 - **Each round: the in-process loop, the worker, the in-process loop again**; the mean of the
   two loops is the round's baseline. A core of these shared machines runs the same loop up to a
-  third faster or slower from one minute to the next (this stop: the in-process loop at
-  623-1,265 us an event on the same 3,000 events), so the figure to read is the median of the
+  third faster or slower from one minute to the next, so the figure to read is the median of the
   rounds' paired ratios, printed with its middle half.
 - **Nothing of the benchmark's own on the two cores while the worker is timed** but a look at
-  its metrics page now and then (``_worker_runs._drift_done``): before, this process read the
-  explanations topic (2.7 messages an event through the broker and this process) to see the
-  end, and looked at the page every 10 ms at the end.
+  its metrics page now and then (``_worker_runs._drift_done``), not a read of the
+  explanations topic, which would put messages through the broker and this process.
 - **Where the worker's main thread spent the run** (``/proc``): on a core, waiting for one
   (the broker, the clients' threads and this process share the cores), and neither (waiting for
   a fetch, or for the GIL while aiokafka's consumer thread parses one).

@@ -1,4 +1,4 @@
-"""What a report's standard errors cost, compiled and in numpy (issue 17, item 2). Run on demand:
+"""What a report's standard errors cost, compiled and in numpy. Run on demand:
 
     python tests/benchmarks/bench_stderr_report.py [--events 2000] [--repeats 7]
 
@@ -6,8 +6,7 @@ A report asks each explainer's tracker (:class:`streamxai.core.uncertainty.Smoot
 its standard errors and variance factors: the increments held since the last fold are folded
 into a copy of the moments at both rates, then the weighted variances, the reuse correction and
 the square roots. In numpy that is some forty operations on arrays of 9 to 99 features, and
-numpy's cost per call, not the arithmetic, made it most of a report (logistic regression: a
-report event took about 530 us against 105 for an event without one). ``stderr_report`` does it
+numpy's cost per call, not the arithmetic, makes it most of a report. ``stderr_report`` does it
 in one compiled call with the same floating-point operations.
 
 Printed, in one run, with the numpy code as the baseline (``_report_compiled`` answering False,

@@ -1,12 +1,11 @@
-"""One Kafka worker against the same work in process, in instructions, not seconds (issue 17).
+"""One Kafka worker against the same work in process, in instructions, not seconds.
 
     python tests/benchmarks/bench_worker_instructions.py [--models logistic,htr,hat] [--events 1000]
 
 ``bench_speed.py --kafka`` compares a worker's rate with its handlers' in one process by the
-clock. On these shared virtual machines a core runs the same code a third faster or slower
-from one minute to the next: the in-process loop alone was timed at 675 and 766 us an event in
-two rounds a minute apart, while the worker's transport is worth 100-250 us an event, so a
-change of 25 us to it cannot be seen, and rounds of one run spread from 0.5 to 1.3.
+clock. On shared virtual machines a core runs the same code up to a third faster or slower
+from one minute to the next, more than the worker's transport is worth, so a small change
+to the transport cannot be seen by the clock.
 ``valgrind --tool=callgrind`` counts the instructions a process executes, whatever the clock
 and the other tenants do (and none while it waits).
 
@@ -17,7 +16,7 @@ Per model, on a local broker (or ``$STREAMXAI_BOOTSTRAP``), with the settings an
   handler to handler, with checkpoints) in a child process under callgrind, counted from the
   first event to the last (``callgrind_control --instr=on``, then its counters read), after
   the same loop ran 20 events with handlers of their own: the modules a worker imports as it
-  starts (its model's, and scipy's through ``river.optim``: 659 modules, 1 s of CPU) are then
+  starts (its model's, and scipy's through ``river.optim``) are then
   imported in both, and each counts its own handlers' first event (a model created, its fast
   path compiled);
 - ``worker``: one worker (roles model, explain and drift) under callgrind, counted from the
@@ -34,10 +33,8 @@ Per model, on a local broker (or ``$STREAMXAI_BOOTSTRAP``), with the settings an
   first figure overstates the worker's share (an upper bound of its overhead). Its rate while
   idle is counted for ``IDLE_S`` seconds before the events and taken out at that rate over
   the whole run: that overstates the correction (a busy worker's fetches return records
-  rather than nothing), so the second figure is an approximate lower bound. In one run
-  (logistic regression, 1,000 events) the two were +581 k and -329 k instructions an event:
-  the clock's share is of the size of the transport's, and neither figure alone decides a
-  target of 0.9.
+  rather than nothing), so the second figure is an approximate lower bound; the clock's share
+  can be of the size of the transport's, so neither figure alone decides a target.
 
 The ratio leaves out what instructions do not show: cache misses, system calls' time in the
 kernel, the broker's own CPU on the same cores, and time the worker waits (a fetch, a linger).

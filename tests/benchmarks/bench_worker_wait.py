@@ -2,7 +2,7 @@
 the span that ``bench_speed.py --kafka`` times, in bins of wall time.
 
     python tests/benchmarks/bench_worker_wait.py [--model logistic] [--events 2000] [--bin 0.05]
-        [--rounds 3] [--before DIR] [--bins]
+        [--rounds=3] [--before DIR] [--bins]
 
 One worker (all roles, ``fast_path = auto``) on a local broker, the stream of ``bench_speed.py``.
 From the moment the backlog is produced, a thread samples the worker process's CPU time and

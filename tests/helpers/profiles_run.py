@@ -1,4 +1,4 @@
-"""One worker serving two stream profiles side by side, through a real broker (issue 13):
+"""One worker serving two stream profiles side by side, through a real broker:
 ``agr-*`` streams are agrawal events classified by a Hoeffding adaptive tree and explained by
 iPFI and iPDP; ``reg-*`` streams are :func:`~helpers.streams.linear_events` fitted by river's
 ``LinearRegression`` and explained by iPFI and iSAGE. The top level has no features, so a

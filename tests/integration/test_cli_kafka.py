@@ -58,7 +58,7 @@ def test_jsonl_with_bad_lines_sends_the_good_ones_and_exits_non_zero(bootstrap, 
     assert main(["tail", "features", "--from-beginning", "--idle", "3", "--meta", *common]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["value"]["x"]["a"] for r in rows] == [1, 3] and rows[0]["topic"] == f"{prefix}features"
-    assert all(type(r["value"]["x"]["a"]) is int for r in rows)  # JSON values go as they are (issue 15, fault 2)
+    assert all(type(r["value"]["x"]["a"]) is int for r in rows)  # JSON integers stay integers
 
 
 def test_tail_waits_on_an_empty_topic_and_rejects_unknown_ones(bootstrap, capsys):

@@ -524,9 +524,9 @@ return {
 
 
 def test_very_long_stream_ids_and_feature_names_are_cut_with_the_whole_value_in_a_tooltip(tmp_path):
-    # noticed at stop 22: a long stream id (128 characters are allowed) or feature name (a
-    # stream's settings name them) widened the page past the window: every column, the charts
-    # and the tables then ran off screen. Cut with an ellipsis; the whole value in a tooltip
+    # a long stream id (128 characters are allowed) or feature name (a stream's settings name
+    # them) must not widen the page past the window, or every column, the charts and the tables
+    # run off screen: it is cut with an ellipsis, the whole value in a tooltip
     from streamxai.local.dashboard import DashboardState
 
     driver = _browser()

@@ -96,7 +96,7 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
                     timeout=240)
     batches: list[int] = []
     record = recorded_arrivals(s, batches)
-    # the restarted intake met the last third waiting: it forwarded some of it in batches (issue 17)
+    # the restarted intake met the last third waiting: it forwards some of it in batches
     assert batches and max(batches) > 1, batches
     ref = run_in_process(s, record)
     # every arrival the restarted intake forwarded again was recognised, none learned twice

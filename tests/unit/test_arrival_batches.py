@@ -1,4 +1,4 @@
-"""The intake's batch form of arrivals (issue 17: fewer message operations per event): the
+"""The intake's batch form of arrivals (fewer message operations per event): the
 records the intake agent takes up together go as one arrivals record per stream, and the
 model handler takes each message of it as if it came alone: the same predictions,
 explanations and change events; a bad message in a batch is its own dead letter; a restart

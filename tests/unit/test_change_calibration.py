@@ -1,4 +1,4 @@
-"""The change test on real increments of frozen models (issue 14, defect 2).
+"""The change test on real increments of frozen models.
 
 The false-alarm bound of :mod:`streamxai.core.change.test` assumes independent increments, but
 iPFI and iSAGE draw their donors from a reservoir that changes one slot per stored event, which

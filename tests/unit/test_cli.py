@@ -209,8 +209,8 @@ def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path)
 
 
 def test_broker_errors_are_one_line_like_every_other_commands(capsys, tmp_path):
-    # noticed at stop 22: `streamxai broker` began its errors with "error:", the others with
-    # "streamxai: error:"; each says what was wrong, where, and what to do
+    # `streamxai broker` begins its errors with "streamxai: error:" as the other commands do;
+    # each says what was wrong, where, and what to do
     missing = tmp_path / "no-users.toml"
     assert main(["broker", "status", "--sasl-users", str(missing)]) == 2
     _one_line_error(capsys, f"SASL users file {missing} does not exist", "--sasl-users")

@@ -1,5 +1,5 @@
-"""The demo's stream pages nothing while its model is still learning (issue 16: no alert after
-the warm-up on a stationary stream with a learning model), in process, as the workers run it."""
+"""The demo's stream pages nothing while its model is still learning (no alert after the
+warm-up on a stationary stream with a learning model), in process, as the workers run it."""
 
 from __future__ import annotations
 

@@ -353,10 +353,9 @@ def test_a_series_test_checkpointed_before_window_at_restores_and_runs():
 # --- what a change event promises ----------------------------------------------------------
 def test_every_change_passed_the_test_at_its_detection_cut():
     """A change event promises that the two-sample test passed: |z| >= threshold at the boundary
-    where it was detected (issue 14, defect 1: the cut was then moved to where the new regime
-    began and z recomputed there, which could fall below the threshold). Ternary increments
-    (iPFI on 0-1 loss) with a step of +0.1 at event 3000: before the fix 8 of these 40 seeds
-    reported |z| < threshold. The located cut's effect has the sign of z."""
+    where it was detected, not a z recomputed where the new regime begins, which can fall below
+    the threshold. Ternary increments (iPFI on 0-1 loss) with a step of +0.1 at event 3000, over
+    40 seeds. The located cut's effect has the sign of z."""
     cuts = []
     for seed in range(40):
         rng = random.Random(seed)

@@ -1,6 +1,5 @@
-"""Issue 15, fault 2: ``streamxai produce FILE`` sent JSONL integers as floats, and a worker that
-knew a feature was categorical dead-lettered every event ("is 1.0; send a string or integer")
-without anyone noticing for a day."""
+"""``streamxai produce FILE`` sends JSONL integers as integers: as floats, a worker that knows a
+feature is categorical would dead-letter every event ("is 1.0; send a string or integer")."""
 
 from __future__ import annotations
 
@@ -78,7 +77,7 @@ def _event(sid, seq, size):
                          "x": {"w": 0.5, "size": size}, "y": seq % 2})
 
 
-def test_the_issues_file_reaches_a_worker_that_knows_the_feature_is_categorical(tmp_path):
+def test_a_file_of_integer_codes_reaches_a_worker_that_knows_the_feature_is_categorical(tmp_path):
     f = tmp_path / "d.jsonl"
     f.write_text("".join(orjson.dumps({"w": i / 10, "size": i % 3, "label": i % 2}).decode() + "\n"
                          for i in range(30)))

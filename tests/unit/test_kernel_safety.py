@@ -244,10 +244,9 @@ def test_stderr_report_a_buffer_that_empties_the_lists():
 def test_an_output_sharing_memory_with_an_input_is_declined():
     """The contract: a kernel writes only to arrays that share no byte with any other array it is
     given; else it declines (False/None, nothing written) and the caller's numpy code runs, which
-    reads all of an input before it writes an overlapping output. Noticed at stop 22:
-    moment_sums and extremes_grids wrote their outputs while still reading an input in the same
-    memory (the values then wrong), and fold_curves did not count its flat mask; linear_curves
-    (merged since) the same with its grids."""
+    reads all of an input before it writes an overlapping output. A kernel that wrote its
+    outputs while still reading an input in the same memory (moment_sums, extremes_grids), or
+    did not count an input such as fold_curves' flat mask, would give wrong values."""
     out = np.zeros((1, 2, 2))
     x = out.reshape(2, 2)  # the same four doubles
     x[:] = [[1.0, 2.0], [3.0, 4.0]]

@@ -1,4 +1,4 @@
-"""Labels that arrive later (issue 13), through the handlers without Kafka: the model, explain
+"""Labels that arrive later, through the handlers without Kafka: the model, explain
 and drift handlers over a recorded order of arrivals give exactly what the in-process
 reference gives for that order; a restart anywhere reproduces it; every label is accounted
 for; memory stays bounded."""

@@ -1,5 +1,5 @@
-"""A broker outage is logged once when it starts and once when it ends (defect 7: ~2,500 ERROR
-lines for a 35 s outage; 2,989 measured for 40 s, of the kinds below)."""
+"""A broker outage is logged once when it starts and once when it ends, not once per
+failed request of the kinds below (thousands of lines for an outage of half a minute)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stream profiles (issue 13): ``[streams."<glob>"]`` tables give streams of one deployment their own
+"""Stream profiles: ``[streams."<glob>"]`` tables give streams of one deployment their own
 features, model and explainers; bad tables stop the worker with one line; a stream no profile
 matches, or with other features than its profile's, becomes a dead letter that says why."""
 
@@ -83,13 +83,13 @@ def test_a_profile_value_beats_the_top_level_from_every_source(two, monkeypatch)
     assert "features" in s.for_stream("reg-1").explicit()
 
 
-def test_the_per_stream_rule_covers_what_the_issue_lists_and_nothing_deployment_wide():
+def test_the_per_stream_rule_covers_the_stream_settings_and_nothing_deployment_wide():
     names = set(Settings.__dataclass_fields__)
     assert PER_STREAM <= names
-    issue = {"features", "categorical", "target", "model", "model_params", "output", "loss", "explainers", "alpha",
+    stream_settings = {"features", "categorical", "target", "model", "model_params", "output", "loss", "explainers", "alpha",
              "storage_size", "grid_size", "sample_rate", "emit_every", "max_label_delay", "label_timeout_s",
              "target_class", "model_seed"}
-    assert all(is_per_stream(n) for n in issue | {n for n in names if n.startswith(("isage_", "drift_"))})
+    assert all(is_per_stream(n) for n in stream_settings | {n for n in names if n.startswith(("isage_", "drift_"))})
     deployment = {"bootstrap_servers", "sasl_password", "topic_prefix", "app_id", "partitions", "replication_factor",
                   "explain_groups", "web_port", "web_host", "state_dir", "checkpoint_key", "checkpoint_store",
                   "checkpoint_every", "session_timeout_s", "max_message_bytes", "max_lag_s", "streams"}

@@ -1,4 +1,4 @@
-"""Restarts (defect 5): the keys of a partition share one pass over its history, and a message
+"""Restarts: the keys of a partition share one pass over its history, and a message
 that rebuilds state runs off the event loop."""
 
 from __future__ import annotations
@@ -170,8 +170,8 @@ def test_a_partition_given_back_after_a_gap_is_read_again():
 
 
 def test_a_partition_back_from_another_worker_rebuilds_its_stale_states():
-    """Before, a stream model kept here while another worker learned events 100..149 went on
-    at 150 as if they had never happened: its predictions silently diverged."""
+    """A stream model kept here while another worker learned events 100..149 is rebuilt, so it
+    does not go on at 150 as if they had never happened (its predictions would silently diverge)."""
     from streamxai.handlers import ModelHandler
     from streamxai.local.demo_stream import agrawal_events
 

@@ -77,7 +77,7 @@ def test_bad_secret_value_error_does_not_echo_it():
     ({"security_protocol": "SSL", "ssl_cafile": "/nonexistent/ca.pem"}, "ssl_cafile='/nonexistent/ca.pem': no such file"),
 ])
 def test_connection_settings_are_validated_at_startup(kw, fragment):
-    # defect 7: security_protocol=BOGUS was accepted and failed later inside the Kafka client
+    # a bad value (security_protocol=BOGUS) is refused here, not later inside the Kafka client
     with pytest.raises(ConfigError, match=fragment.replace("(", r"\(")):
         load_settings(**kw)
 

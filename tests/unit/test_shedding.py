@@ -1,4 +1,4 @@
-"""Load shedding under a burst (defect 6): every stream keeps a share of its explanations, and a
+"""Load shedding under a burst: every stream keeps a share of its explanations, and a
 restarted explainer reproduces the original run's decisions from the explain-decisions topic.
 
 The clock is simulated: every task of the burst was sent at t = 0, an explained task costs
@@ -121,8 +121,8 @@ def test_a_restarted_explainer_reproduces_the_recorded_decisions():
 
 
 def test_agents_of_one_worker_take_turns():
-    """Defect 6: the explainer handled 1 task while the model agent ran 2,500 events ahead. Two
-    agent loops over inputs that are always ready (as under a backlog) must interleave."""
+    """Two agent loops over inputs that are always ready (as under a backlog) interleave, so
+    the explainer is not starved while the model agent runs thousands of events ahead."""
     import asyncio
 
     from streamxai.agents._forward import forward

@@ -15,8 +15,8 @@ the *mean* restricted prediction. Algorithm 1 takes ``l(y, mean of m draws)``, w
 strictly convex loss exceeds ``v(S)`` by a Jensen gap (for the squared loss exactly
 ``E[Var(f | x_S)] / m``). The gap differs between coalitions, is 0 at ``S = {}`` (the
 exact mean prediction) and at ``S = D``, so it does not cancel along the chain: the used
-features are overstated and every unused feature gets a negative value (issue 10: agrawal
-function 1 with Brier and ``m = 1``: salary 0.27 for 0.151, unused down to -0.04).
+features are overstated and every unused feature gets a negative value (on agrawal function 1
+with Brier and ``m = 1``, ``tests/unit/test_isage_truth.py`` shows both against Monte-Carlo truths).
 ``estimator`` chooses how each coalition's loss is estimated:
 
 - ``"unbiased"`` (the default for a loss quadratic in the prediction -- ``"squared"``,
