@@ -145,7 +145,8 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
 
     worker = BoundedWorker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     # Faust's terminal spinner sets the root logger to DEBUG, so every library's debug call
-    # (aiokafka logs each send) builds a log record: ~3% of a worker's CPU, and escape codes in log files
+    # (aiokafka logs each send) builds a log record, a noticeable share of a worker's CPU, and
+    # the spinner writes escape codes into log files
     worker.spinner = None
     try:
         worker.execute_from_commandline()

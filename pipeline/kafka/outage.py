@@ -1,8 +1,8 @@
 """One log line when the broker becomes unreachable and one when it is back, not one per retry.
 
 During a broker outage the Kafka client (aiokafka, under Faust) logs every failed connection,
-metadata refresh, fetch and heartbeat: about 75 ERROR lines a second, 2,989 lines for a 40 s
-outage (measured with a worker at ``--loglevel warning``). :class:`OutageLogFilter` lets the
+metadata refresh, fetch and heartbeat: dozens of ERROR lines a second, thousands for an
+outage of a minute, even at ``--loglevel warning``. :class:`OutageLogFilter` lets the
 first such record through as the start of an outage, swallows the rest, and once no such
 record arrived for ``quiet_s`` seconds logs the end with the outage's length and the number of
 lines swallowed. Records that are not about the connection pass untouched.

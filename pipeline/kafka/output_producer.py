@@ -120,7 +120,7 @@ class OutputProducer:
         the event loop's thread, if the broker finally does not take it. Raises what
         ``produce`` raises at once (e.g. a message over ``message.max.bytes``). What the agents'
         Outbox uses for the outputs that are no dead letter: a future and its callbacks per
-        message were most of what sending cost the worker beyond librdkafka's own call."""
+        message would be most of what sending costs the worker beyond librdkafka's own call."""
         if self._client is None:
             self.start()
         client = self._hops if topic in self._hop_topics else self._client

@@ -121,7 +121,7 @@ def record(sc: Scenario) -> dict[str, np.ndarray]:
             factors.setdefault(f"vf:{v.explainer}/{v.feature}", []).append((seq, v.var_factor or 1.0))
     out = {f"{e}/{f}": np.array(rows, dtype=float).reshape(-1, 2) for e, fs in sinks.items() for f, rows in fs.items()}
     empty = [k for k, v in out.items() if not len(v)]
-    if empty:  # (was: the explainers came to call add_all, which the recorder did not see)
+    if empty:  # the explainers add increments in a way the recorder does not see
         raise RuntimeError(f"no increments recorded for {empty}: does _Recorder see how the explainers add them?")
     out["loss"] = np.array(losses, dtype=float)
     out.update({k: np.array(v, dtype=float) for k, v in factors.items()})

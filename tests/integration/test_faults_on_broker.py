@@ -171,9 +171,9 @@ def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
         # besides those two, only Faust's own note that a commit overran its interval may remain
         assert len(lines) <= 6, "\n".join(lines)
         assert "Traceback" not in "\n".join(lines)
-        # stopped while the broker is down (found by the trial): the consumer's fetch, waiting out
-        # its retry back-off, was cancelled by aiokafka's close, which re-raised the cancellation
-        # out of the consumer thread (a traceback in the log, the client left open)
+        # stopped while the broker is down: the consumer's fetch, waiting out its retry back-off,
+        # is cancelled by aiokafka's close, and the cancellation must not escape the consumer
+        # thread (a traceback in the log, the client left open)
         before = len(log_file.read_text().splitlines())
         broker.stop()
         time.sleep(3)

@@ -1,4 +1,4 @@
-"""The layering rules of ARCHITECTURE.md, checked on the source: every ``import`` and
+"""The layering rules of docs/pages/concepts/architecture.md, checked on the source: every ``import`` and
 ``from ... import`` of every module (also those inside functions), parsed with ``ast``."""
 
 from __future__ import annotations

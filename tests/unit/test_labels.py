@@ -301,12 +301,11 @@ def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_
 
 
 def test_a_restart_that_drops_a_feature_explains_the_new_events_as_a_fresh_stream(tmp_path):
-    # found by the trial: a profile edited between restarts to drop a feature. The model state,
-    # rebuilt under the new features, could replay none of the old events (each has an
-    # unexpected feature now) and numbered the new ones from position 0; the explain state,
-    # rebuilt from the old tasks without checking them against the new features, had learned
-    # them all (its replica with the dropped feature) and reached the old last position, so
-    # every new task was dropped as a duplicate: the stream was never explained again
+    # a profile edited between restarts to drop a feature. The model state, rebuilt under the
+    # new features, replays none of the old events (each has a feature the profile no longer
+    # lists) and numbers the new ones from position 0; the explain state must check the old
+    # tasks against the new features too, or it learns them all (its replica with the dropped
+    # feature), reaches the old last position, and drops every new task as a duplicate
     s = delayed_settings(checkpoint_every=40)
     new = s.replace(features=["a", "b"])
     old_events = list(labels_later(threshold_events("t", 150, seed=6), 6))  # positions run ahead of seqs

@@ -28,6 +28,11 @@ PATTERNS: list[tuple[str, re.Pattern[str], frozenset[str]]] = [
      frozenset()),
     # "defect 4", "fault 2": numbered findings of a review the reader cannot see
     ("numbered finding", re.compile(r"(?<![-\w])(?:defect|fault)s? #?\d+", re.I), frozenset()),
+    # "(was: …)", "\"\"\"Was: …": what the code did, told beside what it does; not "as it was: …"
+    ("was: aside", re.compile(r"(?:\(|^\s*(?:\"\"\"|#)?\s*|#\s*|[.;]\s+)was:\s", re.I), frozenset()),
+    # "found by the trial", "Found by a new user": how a case was found, not what it checks
+    ("found by", re.compile(r"\bfound (?:by|in) (?:the |a |this )?(?:trial|use\b|new[- ]user|trying|acting)", re.I),
+     frozenset()),
     ("before this change", re.compile(r"\bbefore this change\b", re.I), frozenset()),
     ("previously", re.compile(r"\bpreviously\b", re.I), frozenset()),
     ("formerly", re.compile(r"\bformerly\b", re.I), frozenset()),
@@ -60,6 +65,8 @@ SKIPPED_DIRS = {"__pycache__", "target", "vendor", "node_modules", "build", "dis
 
 #: this file: its self-tests quote what the patterns catch
 THIS_FILE = Path(__file__).resolve()
+#: files another branch deletes (the upgrade check of older topics); drop an entry once it is gone
+LEAVING = {ROOT / "tests/integration/test_upgrade_on_broker.py", ROOT / "pipeline/kafka/deployment_check.py"}
 
 
 def _files(names: list[str]) -> list[Path]:
@@ -70,7 +77,7 @@ def _files(names: list[str]) -> list[Path]:
             found.append(path)
         elif path.is_dir():
             found.extend(p for p in sorted(path.rglob("*")) if p.is_file() and not _skipped(p.relative_to(ROOT)))
-    return [p for p in found if p.resolve() != THIS_FILE]
+    return [p for p in found if p.resolve() != THIS_FILE and p not in LEAVING]
 
 
 def _skipped(rel: Path) -> bool:
@@ -135,6 +142,9 @@ def test_the_scan_reads_the_package():
      "A message seen before, or a seq at or before the last one, is skipped."),
     ("before, … aside", "Checks. Before, iPDP kept one list.", "A restart before, in or after a batch loses nothing."),
     ("before this change", "Before this change the worker blocked.", "The model learns before the explainers see the event."),
+    ("was: aside", "The seq is sent (was: the position).", "Left out, as it was: the child computes it."),
+    ("was: aside", '"""Was: a row short of its label cell was sent.', "if not was:"),
+    ("found by", "A label of 2 (found by the trial).", "A rise found by the loss's own test opens it."),
     ("previously", "The cut was previously set at the alert.", "The cut is set where the new regime starts."),
     ("formerly", "A module formerly named drift.", "A module named for what it does."),
     # "<noun> used to <verb>" reads either way ("the seed used to build it"): only these are caught

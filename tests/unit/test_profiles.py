@@ -248,7 +248,7 @@ def test_the_alert_series_of_every_profile_exist_from_the_start():
 ])
 def test_a_model_that_cannot_take_a_categorical_string_stops_the_worker_at_start(tmp_path, capsys, model, params,
                                                                                   target):
-    # found by the trial: such a profile started, and every event became a model_error dead letter
+    # such a profile stops the worker at start, rather than make every event a model_error dead letter
     out = 'output = "value"\n' if target == "number" else ""
     f = tmp_path / "cat.toml"
     f.write_text(f'[streams."ok-*"]\nfeatures = ["a"]\n\n[streams."r-*"]\nfeatures = ["a", "c"]\ncategorical = ["c"]\n'
@@ -280,7 +280,7 @@ LR = "river.linear_model.LogisticRegression"
 
 
 def test_a_model_given_alone_gets_the_params_it_takes(tmp_path, monkeypatch):
-    # found by the trial: model = LogisticRegression alone was refused for the default tree's grace_period
+    # model = LogisticRegression alone is taken: the default tree's grace_period is not applied to it
     f = tmp_path / "lr.toml"
     f.write_text(f'features = ["a", "b"]\nmodel = "{LR}"\n')
     s = load_settings(f)
