@@ -79,7 +79,7 @@ def pack_arrivals(items: list[tuple[Source, bytes]]) -> tuple[bytes, Headers]:
 def unpack_arrivals(raw: bytes | None, src: Source) -> list[tuple[bytes, Source]] | None:
     """The messages of the arrivals record at ``src`` in the batch form (:func:`pack_arrivals`),
     each with where it came from (``src``'s timestamp: the time the intake recorded them);
-    None for a record of one message (the older form, still written for a lone message). A
+    None for a record of one message (the form written for a lone message). A
     value that does not frame raises :class:`~schemas.SchemaMismatch`."""
     if not read_form(src, BATCH_FORM, _BATCH_V1, "arrivals", "the intake that wrote it"):
         return None

@@ -19,7 +19,7 @@ pass of its own. It starts where the first key needs it (after its checkpoint); 
 needs earlier messages (an older checkpoint, or none) extends it back once for all. A key
 whose state was built (:meth:`built`: replayed, restored or opened fresh) and is rebuilt
 (its state was dropped after an error) is read from Kafka again. A partition whose cached history would exceed
-``max_bytes`` is not cached: its keys are read one by one, as before.
+``max_bytes`` is not cached: its keys are read one by one.
 
 >>> class Log:  # a partition in memory: (key, value) by offset
 ...     parts = {("t", 0): [(b"a", b"a0"), (b"b", b"b0"), (b"a", b"a1"), (b"b", b"b1")]}

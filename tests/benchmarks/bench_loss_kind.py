@@ -17,7 +17,7 @@
    one-sided test at 5%; the binomial standard error of each rate is printed. For comparison the
    same cuts under the pooled standard error alone and Welch's alone (the rule uses the larger),
    and an episode's two looks at its loss (open, then close) on this loss and on light tails,
-   each look at 5% (the rule before) beside the rule (the two looks 3.75% of the 5% shared with the members).
+   each look at 5% beside the rule (the two looks 3.75% of the 5% shared with the members).
 3. Episodes whose changes chain (members) at a loss that did not move: how often they are told
    ``degradation`` with the members' own looks (:func:`streamxai.core.change.looks.member_rise`)
    and without them (``--members`` streams of 30,000 events; synthetic, a few seconds each).
@@ -139,8 +139,8 @@ def cuts(losses: np.ndarray, seed: int, start: int, after: tuple[int, int] = (10
 def two_looks(losses: np.ndarray, seed: int, start: int) -> tuple[int, int, int, int]:
     """An episode's two looks at one cut of a loss that did not move: at its open (after-side of
     100-500 losses) and, if that said nothing, at its close (1,000-2,000 from the same cut);
-    cuts with disjoint spans. (cuts, told ``degradation`` by either look with each at 5% (the
-    rule before), the same under the rule (:mod:`streamxai.core.change.looks`: 3.75% of one 5% shared with the members),
+    cuts with disjoint spans. (cuts, told ``degradation`` by either look with each at 5%, the
+    same under the rule (:mod:`streamxai.core.change.looks`: 3.75% of one 5% shared with the members),
     told ``learning`` by either look's cut test under the rule)."""
     rng = np.random.default_rng(seed)
     i, n, each, shared, learned = start + 5_000, 0, 0, 0, 0

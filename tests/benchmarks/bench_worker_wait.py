@@ -17,7 +17,7 @@ Each round runs the same handlers in this process (``bench_speed.py``'s baseline
 worker of ``--before DIR`` (a copy of another version's files, e.g. ``git archive main | tar
 -x -C DIR``; run with ``DIR`` as its working directory) if given, then a worker of this
 checkout, and prints for each the wall ratio (in process / worker; and timed from the start of
-the benchmark's producer, as ``bench_speed.py`` timed before), the worker's CPU and its
+the benchmark's producer), the worker's CPU and its
 loop's idle time and longest idle stretch; then the medians. ``--bins`` prints the last
 round's bins: per bin the share of one core the worker used, how its loop's thread spent the
 bin (ran, waited for a core, idle) and the messages it took in and sent per topic.

@@ -106,7 +106,7 @@ def test_worker_survives_every_kind_of_bad_input(bootstrap, tmp_path, worker):
     assert huge.startswith(base64.b64decode(big["original"]))
     counters = worker_metrics(s)["counters"]
     assert counters["predictions"] == 120 and counters["duplicates_dropped"] == 4
-    # the JSON has each profile's series and, as before the profile label, their totals by reason
+    # the JSON has each profile's series and their totals by reason over the profiles
     by_profile = [v for k, v in counters.items() if k.startswith("dead_letters{") and "profile=" in k]
     totals = [v for k, v in counters.items() if k.startswith("dead_letters{") and "profile=" not in k]
     assert sum(by_profile) == n_bad and sum(totals) == n_bad

@@ -282,8 +282,8 @@ def test_an_explainer_checkpoint_of_the_version_before_positions_reads_on(tmp_pa
 
 
 def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_under_the_new_settings(tmp_path):
-    # a restart with a stream's explainers and alpha changed: the explain state restored from its
-    # checkpoint kept the old explainers (iSAGE still published, then refused by the drift
+    # a restart with a stream's explainers and alpha changed: an explain state restored from its
+    # checkpoint would keep the old explainers (iSAGE still published, then refused by the drift
     # handler as "not among this worker's explainers"), the old alpha and the old model
     s = delayed_settings(explain_groups=1, checkpoint_every=40)
     new = s.replace(explainers=["ipfi", "ipdp"], alpha=0.02, drift_explainers=["ipfi"])

@@ -290,7 +290,7 @@ def test_a_model_given_alone_gets_the_params_it_takes(tmp_path, monkeypatch):
     assert load_settings(env={"STREAMXAI_MODEL": LR}, features="a").model_params == {}
     assert Settings(model=LR, features=["a"]).model_params == {}
     assert Settings(features=["a"]).replace(model=LR).model_params == {}
-    # a model that takes grace_period keeps the default's, as before this rule
+    # a model that takes grace_period keeps the default's
     assert Settings(model="river.tree.HoeffdingTreeClassifier").model_params == {"grace_period": 50}
     assert Settings().model_params == {"grace_period": 50}
     # a profile that names a model alone: the same rule, for its model

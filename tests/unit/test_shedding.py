@@ -94,8 +94,8 @@ def test_every_stream_keeps_a_share_of_its_explanations_in_a_burst():
     out = run(eh, clock, tasks, range(len(tasks)), Log())
     assert explained_streams(out) == {f"b{i}" for i in range(N_STREAMS)}
     assert eh.metrics.get("shed_events") > len(tasks) // 2  # it was overloaded, and shed
-    # the old rule (shed whatever waited too long) explained only what came before the lag
-    # passed max_lag_s: the first stream's first ~20 events, none of the other streams
+    # a plain rule (shed whatever waited too long) explains only what comes before the lag passes
+    # max_lag_s: the first stream's first ~20 events, none of the other streams
     old = settings()
     old_clock = Clock()
     old_handler = ExplainHandler(old, clock=old_clock)
