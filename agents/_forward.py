@@ -1,16 +1,4 @@
-"""The loop every agent runs: bytes in, handler, messages out. No algorithm here.
-
-A handler turns bad input into dead letters itself; anything it did not expect is also
-sent to the dead-letter topic (reason ``internal_error``) so that one message can never
-stop the agent. Nor can a send that fails: an output the producer refuses is replaced by a
-dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
-logged and counted (``send_errors``), never raised. Outputs go to the producer through an
-:class:`Outbox`. ``dead_letters{reason=..., profile=...}`` counts the dead letters the broker acknowledged,
-not the ones built. ``messages_in`` and ``messages_out`` count messages per (full) topic name,
-and the offset taken up is reported for consumer lag.
-After each message the loop yields to the worker's other agents, so no agent's backlog starves
-another; a message that may rebuild state from history runs on a thread, off the event loop.
-"""
+"""The loop every agent runs: bytes in, handler, messages out. No algorithm here."""
 
 from __future__ import annotations
 
@@ -46,6 +34,17 @@ class Outbox:
     OutputProducer the other outputs are handed over with no future, and a failure is counted
     when its delivery report comes; on Faust's producer the other outputs of one input are
     looked at together, once the last one is acknowledged (one callback, not one per message).
+
+    A handler turns bad input into dead letters itself; anything it did not expect is also
+    sent to the dead-letter topic (reason ``internal_error``) so that one message can never
+    stop the agent. Nor can a send that fails: an output the producer refuses is replaced by a
+    dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
+    logged and counted (``send_errors``), never raised. Outputs go to the producer through an
+    :class:`Outbox`. ``dead_letters{reason=..., profile=...}`` counts the dead letters the broker acknowledged,
+    not the ones built. ``messages_in`` and ``messages_out`` count messages per (full) topic name,
+    and the offset taken up is reported for consumer lag.
+    After each message the loop yields to the worker's other agents, so no agent's backlog starves
+    another; a message that may rebuild state from history runs on a thread, off the event loop.
 
     >>> import asyncio
     >>> from streamxai.metrics import Metrics

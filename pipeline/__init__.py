@@ -1,11 +1,10 @@
 """streamxai: live, model-agnostic explanations of online river models, in a notebook or on Kafka.
+The names here load on first use, so ``import streamxai`` stays cheap for the command line and
+the workers, which import the modules they need (``streamxai.core``, ``streamxai.kafka``, ...).
 
 >>> import streamxai
 >>> streamxai.IPFI.__name__, streamxai.StreamExplainer.__module__
 ('IPFI', 'streamxai.core.stream')
-
-The names here load on first use, so ``import streamxai`` stays cheap for the command line and
-the workers, which import the modules they need (``streamxai.core``, ``streamxai.kafka``, ...).
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""The Faust app factory: topics, agents for the chosen roles, the metrics pages (JSON and Prometheus).
-
-Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata.
-"""
+"""The Faust app factory: topics, agents for the chosen roles, the metrics pages (JSON and Prometheus)."""
 
 from __future__ import annotations
 
@@ -55,6 +52,8 @@ def checkpoint_store(settings: Settings, commits: CommittedOffsets | None = None
 
 
 def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metrics | None = None) -> faust.App:
+    """Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata.
+    """
     unknown = set(roles) - set(ROLES)
     if unknown:
         raise ValueError(f"unknown roles {sorted(unknown)}; choose from {ROLES}")

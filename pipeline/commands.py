@@ -1,5 +1,4 @@
 """The ``produce``, ``tail`` and ``plot`` commands (``streamxai.cli`` parses, these run).
-
 User errors raise :class:`schemas.StreamxaiError` subclasses; the CLI prints them as one line.
 """
 

@@ -1,11 +1,6 @@
 """The arrivals topic: every feature and label message of a stream, in the one order the model
 learns them, each with headers naming where it came from.
 
-The intake agent forwards each message of ``features`` and ``labels`` to ``arrivals`` with
-its bytes and key unchanged, adding the headers of :func:`origin_headers`. The model agent
-reads ``arrivals``: :func:`origin` gives back where a message came from, for dead letters and
-to recognise a message the intake forwarded twice (after a restart).
-
 >>> from streamxai.schemas import FeatureSpec
 >>> spec = FeatureSpec(("a",), target="number")
 >>> parse_arrival(b'{"schema": "label_event/v1", "stream_id": "s", "seq": 4, "y": 2, "ts": 1}', spec, where="-")
@@ -62,6 +57,11 @@ def pack_arrivals(items: list[tuple[Source, bytes]]) -> tuple[bytes, Headers]:
     and its bytes), in order: the intake's batch form, read back by :func:`unpack_arrivals`.
     Each message is framed by a line ``topic partition offset length`` (Kafka topic names have
     no spaces), so its bytes travel unchanged, whatever they are.
+
+    The intake agent forwards each message of ``features`` and ``labels`` to ``arrivals`` with
+    its bytes and key unchanged, adding the headers of :func:`origin_headers`. The model agent
+    reads ``arrivals``: :func:`origin` gives back where a message came from, for dead letters and
+    to recognise a message the intake forwarded twice (after a restart).
 
     >>> value, headers = pack_arrivals([(Source("f", 0, 7), b'{"a": 1}'), (Source("l", 2, 3), b"")])
     >>> value, headers

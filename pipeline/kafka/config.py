@@ -1,5 +1,4 @@
 """Connection settings for both Kafka clients: Faust (aiokafka) and confluent-kafka.
-
 Secrets are revealed only here, into the client configuration, never into logs.
 
 >>> from streamxai.settings import Settings, Secret

@@ -1,30 +1,5 @@
 """Start, stop and inspect the local Apache Kafka broker used for local runs and tests.
 
-One JVM runs a combined broker + controller (KRaft, no ZooKeeper) on 127.0.0.1. Its jars come
-from Maven Central through the pom shipped in the package (``broker_files/pom.xml``, with the
-log4j2 configuration beside it; ``mvn dependency:copy-dependencies``) into
-``deploy/target/kafka-libs/`` in a source checkout, else into ``~/.cache/streamxai/kafka-libs``
-(``$XDG_CACHE_HOME``); nothing but a JDK 17+ and Maven is needed, and no source checkout.
-
-Everything the broker owns lives in one directory (``data_dir``)::
-
-    data_dir/
-        server.properties   rewritten at every start from the constructor arguments
-        broker.pid          pid of the running JVM
-        broker.log          log4j2 output and the JVM's stdout/stderr (default log file)
-        data/               log.dirs: topic partitions and the KRaft metadata log
-
-Command line (``deploy/broker.sh`` is the same)::
-
-    python -m streamxai.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
-    python -m streamxai.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
-    python -m streamxai.local.broker stop   [--data-dir D]
-
-With ``sasl=SaslUsers(...)`` (``--sasl-users FILE``) the broker accepts only authenticated
-clients (SASL_PLAINTEXT with SCRAM-SHA-512 on the client listener, SASL/PLAIN between broker
-and controller) and authorises every request with KRaft's ``StandardAuthorizer``: ``admin`` is
-the only super user and every other user needs ACLs (:meth:`LocalBroker.grant`).
-
 >>> b = LocalBroker(port=19092, controller_port=19093, data_dir="/tmp/streamxai-doc")
 >>> b.bootstrap
 '127.0.0.1:19092'
@@ -257,6 +232,31 @@ class LocalBroker:
 
     The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
     first time, Maven and access to Maven Central.
+
+    One JVM runs a combined broker + controller (KRaft, no ZooKeeper) on 127.0.0.1. Its jars come
+    from Maven Central through the pom shipped in the package (``broker_files/pom.xml``, with the
+    log4j2 configuration beside it; ``mvn dependency:copy-dependencies``) into
+    ``deploy/target/kafka-libs/`` in a source checkout, else into ``~/.cache/streamxai/kafka-libs``
+    (``$XDG_CACHE_HOME``); nothing but a JDK 17+ and Maven is needed, and no source checkout.
+
+    Everything the broker owns lives in one directory (``data_dir``)::
+
+    data_dir/
+        server.properties   rewritten at every start from the constructor arguments
+        broker.pid          pid of the running JVM
+        broker.log          log4j2 output and the JVM's stdout/stderr (default log file)
+        data/               log.dirs: topic partitions and the KRaft metadata log
+
+    Command line (``deploy/broker.sh`` is the same)::
+
+    python -m streamxai.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
+    python -m streamxai.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
+    python -m streamxai.local.broker stop   [--data-dir D]
+
+    With ``sasl=SaslUsers(...)`` (``--sasl-users FILE``) the broker accepts only authenticated
+    clients (SASL_PLAINTEXT with SCRAM-SHA-512 on the client listener, SASL/PLAIN between broker
+    and controller) and authorises every request with KRaft's ``StandardAuthorizer``: ``admin`` is
+    the only super user and every other user needs ACLs (:meth:`LocalBroker.grant`).
     """
 
     def __init__(

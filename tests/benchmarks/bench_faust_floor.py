@@ -2,31 +2,6 @@
 transport.
 
     python tests/benchmarks/bench_faust_floor.py [--n 20000]
-
-On a local broker (or $STREAMXAI_BOOTSTRAP), with ``--n`` messages of 300 bytes waiting in a
-topic, one Faust app (the worker's settings: raw payloads, the quiet monitor, the bounded
-fetch wait) runs one agent that, per message, does:
-
-- ``consume``: nothing (``async for`` over ``stream.events()``);
-- ``+ sleep(0)``: yields to the event loop, as the agents' loop does;
-- ``+ send``: also hands one message of the same size to Faust's ``Producer.send`` (the
-  Outbox's layers are compared in ``bench_send_cost.py``);
-- ``+ Topic.send``: sends it through Faust's ``Topic.send`` instead;
-- ``take(100)``: consumes in batches of up to 100 (``stream.take``, acked after each batch),
-  nothing else: whether handing an agent batches would lower the cost per message;
-- ``bulk``: each fetch's records handed to one coroutine by the worker's consumer, below
-  Faust's per-record hand-over, and acknowledged after it (``pipeline/kafka/bulk_fetch.py``,
-  how a worker's intake takes ``features`` and ``labels``); the agent only subscribes;
-- ``aiokafka getmany``: no Faust, aiokafka's consumer alone taking up the records in batches:
-  what the Kafka client costs under Faust's machinery;
-- ``consume, cProfile``: ``consume`` under cProfile (which slows it several times over), and
-  each library's share of the CPU.
-
-Each mode runs in a fresh process; it prints the CPU time of the process per message, from
-the first message taken up to the last (sends flushed), and under cProfile each library's
-share. The Kafka client is not the floor: Faust's hand-over from fetcher to stream is, and
-taking batches (``stream.take``) goes through the same hand-over; taking a fetch's records in
-one call (``bulk``) leaves it out.
 """
 
 from __future__ import annotations
@@ -183,6 +158,31 @@ def child(mode: str, bootstrap: str, topic: str, n: int) -> None:
 
 
 def main() -> None:
+    """On a local broker (or $STREAMXAI_BOOTSTRAP), with ``--n`` messages of 300 bytes waiting in a
+    topic, one Faust app (the worker's settings: raw payloads, the quiet monitor, the bounded
+    fetch wait) runs one agent that, per message, does:
+
+    - ``consume``: nothing (``async for`` over ``stream.events()``);
+    - ``+ sleep(0)``: yields to the event loop, as the agents' loop does;
+    - ``+ send``: also hands one message of the same size to Faust's ``Producer.send`` (the
+      Outbox's layers are compared in ``bench_send_cost.py``);
+    - ``+ Topic.send``: sends it through Faust's ``Topic.send`` instead;
+    - ``take(100)``: consumes in batches of up to 100 (``stream.take``, acked after each batch),
+      nothing else: whether handing an agent batches would lower the cost per message;
+    - ``bulk``: each fetch's records handed to one coroutine by the worker's consumer, below
+      Faust's per-record hand-over, and acknowledged after it (``pipeline/kafka/bulk_fetch.py``,
+      how a worker's intake takes ``features`` and ``labels``); the agent only subscribes;
+    - ``aiokafka getmany``: no Faust, aiokafka's consumer alone taking up the records in batches:
+      what the Kafka client costs under Faust's machinery;
+    - ``consume, cProfile``: ``consume`` under cProfile (which slows it several times over), and
+      each library's share of the CPU.
+
+    Each mode runs in a fresh process; it prints the CPU time of the process per message, from
+    the first message taken up to the last (sends flushed), and under cProfile each library's
+    share. The Kafka client is not the floor: Faust's hand-over from fetcher to stream is, and
+    taking batches (``stream.take``) goes through the same hand-over; taking a fetch's records in
+    one call (``bulk``) leaves it out.
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)

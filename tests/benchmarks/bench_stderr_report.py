@@ -1,21 +1,6 @@
 """What a report's standard errors cost, compiled and in numpy. Run on demand:
 
     python tests/benchmarks/bench_stderr_report.py [--events 2000] [--repeats 7]
-
-A report asks each explainer's tracker (:class:`streamxai.core.uncertainty.SmoothedStderr`) for
-its standard errors and variance factors: the increments held since the last fold are folded
-into a copy of the moments at both rates, then the weighted variances, the reuse correction and
-the square roots. In numpy that is some forty operations on arrays of 9 to 99 features, and
-numpy's cost per call, not the arithmetic, makes it most of a report. ``stderr_report`` does it
-in one compiled call with the same floating-point operations.
-
-Printed, in one run, with the numpy code as the baseline (``_report_compiled`` answering False,
-so ``_report`` runs its numpy code; interleaved, the best of ``--repeats``):
-
-- per tracker shape (iPFI's and iSAGE's 9 features with donors; iPDP's 9 x 11 series without),
-  the microseconds of one report, and the ratio;
-- per model (logistic regression, HAT), the CPU time per event of the stream explainer with
-  reports every 10 events, and the ratio.
 """
 
 from __future__ import annotations
@@ -96,6 +81,21 @@ def best(fn, repeats: int) -> tuple[float, float]:
 
 
 def main() -> None:
+    """A report asks each explainer's tracker (:class:`streamxai.core.uncertainty.SmoothedStderr`) for
+    its standard errors and variance factors: the increments held since the last fold are folded
+    into a copy of the moments at both rates, then the weighted variances, the reuse correction and
+    the square roots. In numpy that is some forty operations on arrays of 9 to 99 features, and
+    numpy's cost per call, not the arithmetic, makes it most of a report. ``stderr_report`` does it
+    in one compiled call with the same floating-point operations.
+
+    Printed, in one run, with the numpy code as the baseline (``_report_compiled`` answering False,
+    so ``_report`` runs its numpy code; interleaved, the best of ``--repeats``):
+
+    - per tracker shape (iPFI's and iSAGE's 9 features with donors; iPDP's 9 x 11 series without),
+      the microseconds of one report, and the ratio;
+    - per model (logistic regression, HAT), the CPU time per event of the stream explainer with
+      reports every 10 events, and the ratio.
+    """
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=2000, help="events per timed window of a model")
     ap.add_argument("--repeats", type=int, default=7)

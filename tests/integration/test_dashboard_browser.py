@@ -1,5 +1,4 @@
 """The dashboard in a real headless Chromium, fed by a real worker through the real broker.
-
 Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package (``.ci/run``
 installs them); without them the test is skipped and says why.
 """

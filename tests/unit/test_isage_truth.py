@@ -1,10 +1,8 @@
 """iSAGE and batch SAGE against SAGE values computed exactly, for every loss iSAGE offers.
-
 Frozen model: the true agrawal classification function 1 (river index 1), which reads only
 ``age`` and ``salary``; the stream is river's stationary Agrawal generator with that function
 (no perturbation), so the label equals the model's output. The exact SAGE values and how
 they are computed: ``tests/helpers/agrawal_truth.py``.
-
 Tolerances. Per seed, the iSAGE value has variance ``sigma^2 a / (2 - a)`` (Theorem 3.2),
 ``sigma`` the sd of one event's increment, *measured* from the run's own increments; the
 mean over ``K`` seeds has that variance over ``K``. Every check allows 4 of its standard

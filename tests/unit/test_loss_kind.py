@@ -1,10 +1,10 @@
 """The kind test's false rates on heavy-tailed losses: a stationary squared loss told as
 ``degradation`` or ``learning`` at a random cut, with the short after-sides an episode opens on.
-
 Measured on the real losses by ``tests/benchmarks/bench_loss_kind.py`` (README, "Stationary
 learning regression tree"); here on a fixed-seed sample of the same shape, fast enough for the
 suite (about 1 s); and an episode's looks together at a flat light-tailed loss (the open's, the
-members' and the close's: one 5%, streamxai.core.change.looks; 5-8 s in all)."""
+members' and the close's: one 5%, streamxai.core.change.looks; 5-8 s in all).
+"""
 
 from __future__ import annotations
 

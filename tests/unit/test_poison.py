@@ -2,7 +2,6 @@
 stream's state per message (a denial of service: a rebuild runs inside the worker's batch,
 and one stream's bad traffic stalled every stream of the worker), and must leave the state
 the in-process reference builds.
-
 An attacker's inputs: a label far outside the stream's scale (y = 1e100 for a regression) has
 a finite loss (1e200), but its square overflows in the loss summaries the explainers report
 with their values (``model_loss.m2``), which must not make the next report fail to serialise
@@ -14,7 +13,8 @@ categories, features missing or extra) and label events (huge, mistyped, duplica
 expired seqs, mis-keyed) are tried too: each is one dead letter of the model stage, nothing
 rebuilt. Then the mechanism, whatever the input (stand-in failures): a rebuild skips the
 messages that failed, a state poisoned by a message that worked backs off, and a key that
-fails twice within 1,024 of its messages is guarded (a failure rolled back, no rebuild)."""
+fails twice within 1,024 of its messages is guarded (a failure rolled back, no rebuild).
+"""
 
 from __future__ import annotations
 

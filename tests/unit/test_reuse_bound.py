@@ -1,7 +1,6 @@
 """The reservoir-reuse correction after a change of scale: a linear regression whose feature x1
 stops mattering at event 2,000 gets a change event, and x1's iPFI a standard error of its new
 scale.
-
 The reuse statistics (the covariance ``zeta`` of two increments that drew the same donor, and
 ``zeta'`` with the donor's own event) forget 32 times more slowly than the increments' variance,
 so when a feature's increments shrink to nothing they still carry the old scale: unbounded,

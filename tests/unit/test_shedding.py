@@ -1,6 +1,5 @@
 """Load shedding under a burst: every stream keeps a share of its explanations, and a
 restarted explainer reproduces the original run's decisions from the explain-decisions topic.
-
 The clock is simulated: every task of the burst was sent at t = 0, an explained task costs
 ``EXPLAIN_S`` of explainer time and a shed one ``LEARN_S`` (the replica still learns it).
 """
