@@ -451,9 +451,9 @@ def test_produce_label_delay_with_labels_or_without_labels_is_refused(tmp_path, 
 def test_model_params_of_another_model_stop_the_worker_at_start_saying_which_where_and_what_to_do(
         tmp_path, monkeypatch, capsys, how):
     # `streamxai config` prints model_params = {grace_period = 50}; copied into a settings file they are
-    # explicit, and kept when the model is later changed to one that does not take them. The worker was
-    # refused with the whole of model_params named and the advice to set model_params, not where they
-    # were set, nor which of them the model does not take, nor what it takes
+    # explicit, and kept when the model is later changed to one that does not take them. The worker
+    # refuses them saying where they were set, which of them the model does not take and what it
+    # takes, not only the whole of model_params with the advice to set model_params
     f = tmp_path / "s.toml"
     params = '{"grace_period": 50, "l2": 0.1}'
     f.write_text('features = ["a"]\nmodel = "river.linear_model.LogisticRegression"\n'

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers.imports import ROOT
 
-#: (name, pattern, the file suffixes it skips); all case-insensitive
+#: (name, pattern, the file suffixes it skips)
 PATTERNS: list[tuple[str, re.Pattern[str], frozenset[str]]] = [
     # "stop 27", "issue 17", "Round #3"; not a command-line flag such as ``--rounds 3``
     ("work round or issue", re.compile(r"(?<![-\w])(?:stop|issue|round)s? #?\d+", re.I), frozenset()),
