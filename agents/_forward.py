@@ -1,16 +1,4 @@
-"""The loop every agent runs: bytes in, handler, messages out. No algorithm here.
-
-A handler turns bad input into dead letters itself; anything it did not expect is also
-sent to the dead-letter topic (reason ``internal_error``) so that one message can never
-stop the agent. Nor can a send that fails: an output the producer refuses is replaced by a
-dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
-logged and counted (``send_errors``), never raised. Outputs go to the producer through an
-:class:`Outbox`. ``dead_letters{reason=..., profile=...}`` counts the dead letters the broker acknowledged,
-not the ones built. ``messages_in`` and ``messages_out`` count messages per (full) topic name,
-and the offset taken up is reported for consumer lag.
-After each message the loop yields to the worker's other agents, so no agent's backlog starves
-another; a message that may rebuild state from history runs on a thread, off the event loop.
-"""
+"""The loop every agent runs: bytes in, handler, messages out. No algorithm here."""
 
 from __future__ import annotations
 
@@ -38,14 +26,25 @@ class Outbox:
     broker, the worker's :class:`~streamxai.kafka.output_producer.OutputProducer` (librdkafka),
     or a Faust producer's aiokafka batches (:class:`~streamxai.kafka.appender.Appender`: below
     Faust's and aiokafka's per-message layers). Faust's per-message machinery (``Topic.send``:
-    its future message, sensors and callbacks) cost a worker more CPU than the handlers of a
-    cheap model (issue 17); offsets are still committed only after the producer has flushed, so
-    delivery stays at least once.
+    its future message, sensors and callbacks) costs a worker more CPU than the handlers of a
+    cheap model; offsets are committed only after the producer has flushed, so delivery stays
+    at least once.
     A dead letter is counted (``dead_letters{reason=..., profile=...}``) once the broker has acknowledged
     it, a message the broker refused once it refused (``send_errors``). On the worker's
     OutputProducer the other outputs are handed over with no future, and a failure is counted
     when its delivery report comes; on Faust's producer the other outputs of one input are
     looked at together, once the last one is acknowledged (one callback, not one per message).
+
+    A handler turns bad input into dead letters itself; anything it did not expect is also
+    sent to the dead-letter topic (reason ``internal_error``) so that one message can never
+    stop the agent. Nor can a send that fails: an output the producer refuses is replaced by a
+    dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
+    logged and counted (``send_errors``), never raised. Outputs go to the producer through an
+    :class:`Outbox`. ``dead_letters{reason=..., profile=...}`` counts the dead letters the broker acknowledged,
+    not the ones built. ``messages_in`` and ``messages_out`` count messages per (full) topic name,
+    and the offset taken up is reported for consumer lag.
+    After each message the loop yields to the worker's other agents, so no agent's backlog starves
+    another; a message that may rebuild state from history runs on a thread, off the event loop.
 
     >>> import asyncio
     >>> from streamxai.metrics import Metrics
@@ -226,7 +225,7 @@ async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str) -> 
                                getattr(msg, "timestamp", None), getattr(msg, "headers", None), handler)
         await _send(outbox, _handle(handler, raw, key, src, stage), raw, key, src, stage, handler)
         # let the worker's other agents run: a model agent with a backlog of cheap events would
-        # otherwise hold the event loop while the explainer agent's tasks wait (issue 7, defect 6)
+        # otherwise hold the event loop while the explainer agent's tasks wait
         await asyncio.sleep(0)
 
 

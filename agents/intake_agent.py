@@ -1,8 +1,4 @@
-"""Intake agent: features and labels → arrivals (streamxai.handlers.intake), bytes and keys unchanged.
-
-The worker's consumer hands each fetch's features and labels to the intake in one call
-(:mod:`streamxai.kafka.bulk_fetch`), forwarded as one arrivals record per stream; the agent's
-stream subscribes the topics, and forwards them one by one on a consumer that does not."""
+"""Intake agent: features and labels → arrivals (streamxai.handlers.intake), bytes and keys unchanged."""
 
 from __future__ import annotations
 
@@ -17,6 +13,10 @@ from ._forward import Outbox, forward, forward_fetched
 
 
 def install_intake_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
+    """The worker's consumer hands each fetch's features and labels to the intake in one call
+    (:mod:`streamxai.kafka.bulk_fetch`), forwarded as one arrivals record per stream; the agent's
+    stream subscribes the topics, and forwards them one by one on a consumer that does not.
+    """
     outbox = Outbox(app.streamxai_producer, handler.settings, handler.metrics)
 
     @app.agent(topics["intake"], name="streamxai.intake")

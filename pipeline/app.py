@@ -1,7 +1,4 @@
-"""The Faust app factory: topics, agents for the chosen roles, the metrics pages (JSON and Prometheus).
-
-Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata.
-"""
+"""The Faust app factory: topics, agents for the chosen roles, the metrics pages (JSON and Prometheus)."""
 
 from __future__ import annotations
 
@@ -55,6 +52,8 @@ def checkpoint_store(settings: Settings, commits: CommittedOffsets | None = None
 
 
 def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metrics | None = None) -> faust.App:
+    """Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata.
+    """
     unknown = set(roles) - set(ROLES)
     if unknown:
         raise ValueError(f"unknown roles {sorted(unknown)}; choose from {ROLES}")
@@ -116,7 +115,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     @app.on_before_shutdown.connect
     async def on_shutdown(sender: Any, **kwargs: Any) -> None:
         # the consumer has stopped and every message taken up is done: checkpoint each state
-        # changed since its last checkpoint, so that a restart replays nothing (issue 15)
+        # changed since its last checkpoint, so that a restart replays nothing
         left = await outputs.close(settings.shutdown_timeout_s)
         if left:  # their inputs' offsets were not committed: a restart sends them again
             log.warning("%d outputs were not acknowledged when the worker stopped; a restart sends them again", left)

@@ -1,5 +1,4 @@
 """The ``produce``, ``tail`` and ``plot`` commands (``streamxai.cli`` parses, these run).
-
 User errors raise :class:`schemas.StreamxaiError` subclasses; the CLI prints them as one line.
 """
 
@@ -44,7 +43,7 @@ def last_seqs(s: Settings, stream_ids: Collection[str], tail: int = 2000, timeou
     that has events there. The partitions are read back from their ends in rounds, ``tail``
     messages and then four times as many each round, until each stream's messages or a
     partition's start are met: a stream whose partition took many events of other streams since
-    is found too (it looked new when only the last ``tail`` messages were read). A seq more than
+    is found too (reading only the last ``tail`` messages, it would look new). A seq more than
     ``max_seq_gap`` beyond the one before it is a dead letter (reason ``seq_gap``) and is passed
     over (:func:`accepted_last_seq`). After ``timeout`` s it gives what it found, and for streams
     it found nothing of, says on stderr how far back it read (a new stream on a long topic)."""

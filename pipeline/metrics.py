@@ -1,12 +1,6 @@
 """Counters and gauges of a worker: JSON at ``GET /streamxai/metrics``, the Prometheus text
 format at ``GET /metrics``, and a log line every 30 s.
 
-Handlers call :meth:`Metrics.inc` and :meth:`Metrics.gauge` with a name and optional labels;
-each name becomes one Prometheus metric family ``streamxai_<name>`` (counters get the
-``_total`` suffix), its labels the family's labels. The agents' loop reports every message
-in and out per topic and the offset it processed (:meth:`Metrics.processed`); the app's timer
-turns those into consumer lag per partition (:meth:`Metrics.set_lag`).
-
 >>> m = Metrics()
 >>> m.inc("events_in"); m.inc("dead_letters", reason="malformed")
 >>> m.snapshot()["counters"]
@@ -14,11 +8,6 @@ turns those into consumer lag per partition (:meth:`Metrics.set_lag`).
 >>> text = m.exposition().decode()
 >>> [line for line in text.splitlines() if line.startswith(("streamxai_dead", "streamxai_events_in"))]
 ['streamxai_dead_letters_total{reason="malformed"} 1.0', 'streamxai_events_in_total 1.0']
-
-The counters an operator pages on (:data:`PROFILED`) carry the stream's ``profile``: the glob
-of its ``[streams."<glob>"]`` profile, :data:`TOP_LEVEL` for a stream under the top-level
-settings, :data:`NO_STREAM` for a dead letter whose key names no stream. Profiles, not streams:
-the number of series stays bounded. :meth:`Metrics.get` sums a name's series.
 
 >>> m.inc("events_explained", profile="fraud-*"); m.inc("events_explained", 2, profile=TOP_LEVEL)
 >>> m.get("events_explained"), m.get("events_explained{profile=fraud-*}"), m.get("dead_letters{reason=malformed}")
@@ -148,6 +137,17 @@ _MAX_KEYS = 4096
 
 
 class Metrics:
+    """Handlers call :meth:`Metrics.inc` and :meth:`Metrics.gauge` with a name and optional labels;
+    each name becomes one Prometheus metric family ``streamxai_<name>`` (counters get the
+    ``_total`` suffix), its labels the family's labels. The agents' loop reports every message
+    in and out per topic and the offset it processed (:meth:`Metrics.processed`); the app's timer
+    turns those into consumer lag per partition (:meth:`Metrics.set_lag`).
+
+    The counters an operator pages on (:data:`PROFILED`) carry the stream's ``profile``: the glob
+    of its ``[streams."<glob>"]`` profile, :data:`TOP_LEVEL` for a stream under the top-level
+    settings, :data:`NO_STREAM` for a dead letter whose key names no stream. Profiles, not streams:
+    the number of series stays bounded. :meth:`Metrics.get` sums a name's series.
+    """
     def __init__(self) -> None:
         self._counters: Counter[str] = Counter()
         self._gauges: dict[str, float] = {}

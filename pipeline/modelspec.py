@@ -1,5 +1,4 @@
 """Build a stream's model from settings: an import path, keyword arguments and a seed.
-
 Every worker builds the same model from the same spec, so replicas fed the same events
 in the same order stay identical (tests/unit/test_replicas.py proves it for the models
 we ship examples for).

@@ -1,5 +1,4 @@
 """From settings to core objects: the one place that decides what runs for a stream.
-
 The pipeline and the in-process reference both build their objects here, so a run
 through Kafka and a run through :class:`~streamxai.core.stream.StreamExplainer` use the
 same models, explainers, parameters and seeds.

@@ -1,8 +1,5 @@
 """Which stream profile a stream id falls under: ``[streams."<glob>"]`` globs, first match wins.
 
-The globs are shell-style (:func:`fnmatch.fnmatchcase`: ``*``, ``?``, ``[abc]``, ``[!abc]``,
-case-sensitive) over the characters a stream id may use.
-
 >>> m = ProfileMatcher(["fraud-*", "churn-[0-9]*", "*"])
 >>> m.match("fraud-eu"), m.match("churn-7"), m.match("churn-x")
 (0, 1, 2)
@@ -44,6 +41,9 @@ class ProfileMatcher:
     """The index of the first glob matching a stream id (``None``: no glob matches).
 
     Answers are cached per stream id (at most ``max_cached`` ids; the cache starts over when full).
+
+    The globs are shell-style (:func:`fnmatch.fnmatchcase`: ``*``, ``?``, ``[abc]``, ``[!abc]``,
+    case-sensitive) over the characters a stream id may use.
 
     >>> m = ProfileMatcher(["eu-*", "eu-fraud-*"])
     >>> m.match("eu-fraud-1"), m.globs[m.match("eu-fraud-1")]  # the first in order, not the most specific

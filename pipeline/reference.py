@@ -1,5 +1,4 @@
 """The in-process reference: a recorded order of arrivals through the core alone.
-
 A run through Kafka and this function, given the same record of arrivals (the arrivals
 topic: feature and label events in the order the model took them, with their arrival times
 and origins), give the same predictions, outcomes, explanation values and change events:

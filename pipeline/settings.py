@@ -1,19 +1,5 @@
 """One settings object. The environment and files are read only at the entry point.
 
-Every field has a default, a help text and an environment variable ``STREAMXAI_<NAME>``.
-:func:`load_settings` merges, in increasing priority: defaults, a TOML file, the
-environment, explicit overrides. Secrets are :class:`Secret` values that never show their
-content in ``repr``, logs or exceptions.
-
-**Stream profiles.** The setting ``streams`` (in a file: ``[streams."<glob>"]`` tables) maps
-globs over stream ids to the per-stream settings (:func:`is_per_stream`) they override.
-:meth:`Settings.for_stream` gives a stream's effective settings: those of the first profile
-whose glob matches its id, on top of the top-level settings; a stream that matches none gets
-the top-level settings. A profile's value wins over the top-level value of the same setting
-whatever gave that (file, environment or command line): it is the more specific one. The
-profiles themselves come from one source like any setting: ``STREAMXAI_STREAMS`` or
-``--set streams=JSON`` replaces the file's tables as a whole.
-
 >>> s = load_settings(None, features="a,b", streams='{"reg-*": {"features": ["c"], "alpha": 0.01}}')
 >>> s.for_stream("reg-1").features, s.for_stream("reg-1").alpha, s.for_stream("other").features
 (['c'], 0.01, ['a', 'b'])
@@ -114,6 +100,20 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
 @dataclass
 class Settings:
     # Kafka connection
+    """Every field has a default, a help text and an environment variable ``STREAMXAI_<NAME>``.
+    :func:`load_settings` merges, in increasing priority: defaults, a TOML file, the
+    environment, explicit overrides. Secrets are :class:`Secret` values that never show their
+    content in ``repr``, logs or exceptions.
+
+    **Stream profiles.** The setting ``streams`` (in a file: ``[streams."<glob>"]`` tables) maps
+    globs over stream ids to the per-stream settings (:func:`is_per_stream`) they override.
+    :meth:`Settings.for_stream` gives a stream's effective settings: those of the first profile
+    whose glob matches its id, on top of the top-level settings; a stream that matches none gets
+    the top-level settings. A profile's value wins over the top-level value of the same setting
+    whatever gave that (file, environment or command line): it is the more specific one. The
+    profiles themselves come from one source like any setting: ``STREAMXAI_STREAMS`` or
+    ``--set streams=JSON`` replaces the file's tables as a whole.
+    """
     bootstrap_servers: str = _f("127.0.0.1:9092", "Kafka bootstrap servers, host:port[,host:port]")
     security_protocol: str = _f("PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
     sasl_mechanism: str = _f("PLAIN", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")

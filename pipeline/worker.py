@@ -70,11 +70,9 @@ def freeze_startup_heap(metrics: Any) -> int:
     reach (``gc.freeze``), once it is up and before its first event; the number moved, also the
     gauge ``gc_frozen_objects``.
 
-    The collector's full passes walk every object it tracks: a worker holds about 140,000 from
-    its start, the in-process loop of the same handlers fewer, and one full pass in a run of
-    2,000 events of logistic regression took the worker 77-104 ms (about 45 us an event, 4 % of
-    it), where the in-process loop ran none (issue 17; ``gc.callbacks`` timed in both). Frozen,
-    they are skipped and no full pass came in the same runs. Reference counting still frees
+    The collector's full passes walk every object it tracks, and a worker holds over a hundred
+    thousand from its start, so a full pass in a run costs a noticeable share of the run's CPU.
+    Frozen, they are skipped, and the objects a run makes rarely add up to a full pass. Reference counting still frees
     them; only a reference cycle among them, made garbage later, is never collected (a bounded
     leak: what a rebalance replaces of the clients' objects). A stream's state is made after
     this point and stays collectable."""
@@ -147,7 +145,8 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
 
     worker = BoundedWorker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     # Faust's terminal spinner sets the root logger to DEBUG, so every library's debug call
-    # (aiokafka logs each send) builds a log record: ~3% of a worker's CPU, and escape codes in log files
+    # (aiokafka logs each send) builds a log record, a noticeable share of a worker's CPU, and
+    # the spinner writes escape codes into log files
     worker.spinner = None
     try:
         worker.execute_from_commandline()

@@ -1,11 +1,6 @@
 """The arrivals topic: every feature and label message of a stream, in the one order the model
 learns them, each with headers naming where it came from.
 
-The intake agent forwards each message of ``features`` and ``labels`` to ``arrivals`` with
-its bytes and key unchanged, adding the headers of :func:`origin_headers`. The model agent
-reads ``arrivals``: :func:`origin` gives back where a message came from, for dead letters and
-to recognise a message the intake forwarded twice (after a restart).
-
 >>> from streamxai.schemas import FeatureSpec
 >>> spec = FeatureSpec(("a",), target="number")
 >>> parse_arrival(b'{"schema": "label_event/v1", "stream_id": "s", "seq": 4, "y": 2, "ts": 1}', spec, where="-")
@@ -63,6 +58,11 @@ def pack_arrivals(items: list[tuple[Source, bytes]]) -> tuple[bytes, Headers]:
     Each message is framed by a line ``topic partition offset length`` (Kafka topic names have
     no spaces), so its bytes travel unchanged, whatever they are.
 
+    The intake agent forwards each message of ``features`` and ``labels`` to ``arrivals`` with
+    its bytes and key unchanged, adding the headers of :func:`origin_headers`. The model agent
+    reads ``arrivals``: :func:`origin` gives back where a message came from, for dead letters and
+    to recognise a message the intake forwarded twice (after a restart).
+
     >>> value, headers = pack_arrivals([(Source("f", 0, 7), b'{"a": 1}'), (Source("l", 2, 3), b"")])
     >>> value, headers
     (b'f 0 7 8\\n{"a": 1}l 2 3 0\\n', (('streamxai-arrivals-form', b'batch/1'),))
@@ -79,7 +79,7 @@ def pack_arrivals(items: list[tuple[Source, bytes]]) -> tuple[bytes, Headers]:
 def unpack_arrivals(raw: bytes | None, src: Source) -> list[tuple[bytes, Source]] | None:
     """The messages of the arrivals record at ``src`` in the batch form (:func:`pack_arrivals`),
     each with where it came from (``src``'s timestamp: the time the intake recorded them);
-    None for a record of one message (the older form, still written for a lone message). A
+    None for a record of one message (the form written for a lone message). A
     value that does not frame raises :class:`~schemas.SchemaMismatch`."""
     if not read_form(src, BATCH_FORM, _BATCH_V1, "arrivals", "the intake that wrote it"):
         return None

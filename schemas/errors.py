@@ -1,23 +1,4 @@
-"""One exception root for streamxai.
-
-    StreamxaiError
-    ├── InvalidMessage            bad input; the message goes to the dead-letter topic
-    │   ├── MalformedMessage      not UTF-8 JSON, or not a JSON object
-    │   ├── OversizedMessage      larger than the configured limit
-    │   ├── SchemaMismatch        unknown type or schema version, missing or wrong-typed field
-    │   ├── FeatureMismatch       missing or unexpected features
-    │   ├── NoProfile             a stream no stream profile matches, where the settings give no features
-    │   ├── BadValue              NaN, infinity, or a value of the wrong type
-    │   │   ├── LabelTypeMismatch a label of the wrong type for the target
-    │   │   └── CategoryTypeMismatch a categorical value of another type than the stream's earlier ones
-    │   └── LabelRejected         a label that cannot be joined to its event (expired, unknown seq,
-    │                             already labelled); ``reason`` says which
-    ├── ConfigError               settings that cannot work; the worker refuses to start
-    └── BrokerError               no broker answers, or the local one cannot be set up or started
-                                  (defined in streamxai.kafka.config; streamxai.local.broker raises it too)
-
-Every message names the offending value and where it came from.
-"""
+"""One exception root for streamxai."""
 
 from __future__ import annotations
 
@@ -38,7 +19,26 @@ __all__ = [
 
 
 class StreamxaiError(Exception):
-    """Root of every error raised on purpose by streamxai."""
+    """Root of every error raised on purpose by streamxai.
+
+    StreamxaiError
+    ├── InvalidMessage            bad input; the message goes to the dead-letter topic
+    │   ├── MalformedMessage      not UTF-8 JSON, or not a JSON object
+    │   ├── OversizedMessage      larger than the configured limit
+    │   ├── SchemaMismatch        unknown type or schema version, missing or wrong-typed field
+    │   ├── FeatureMismatch       missing or unexpected features
+    │   ├── NoProfile             a stream no stream profile matches, where the settings give no features
+    │   ├── BadValue              NaN, infinity, or a value of the wrong type
+    │   │   ├── LabelTypeMismatch a label of the wrong type for the target
+    │   │   └── CategoryTypeMismatch a categorical value of another type than the stream's earlier ones
+    │   └── LabelRejected         a label that cannot be joined to its event (expired, unknown seq,
+    │                             already labelled); ``reason`` says which
+    ├── ConfigError               settings that cannot work; the worker refuses to start
+    └── BrokerError               no broker answers, or the local one cannot be set up or started
+                                  (defined in streamxai.kafka.config; streamxai.local.broker raises it too)
+
+    Every message names the offending value and where it came from.
+    """
 
 
 class InvalidMessage(StreamxaiError, ValueError):

@@ -94,7 +94,7 @@ def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], 
 
     Every event of a stream comes through here, and through it again as an explain task, so the
     usual case costs no more than its checks: a finite float is taken as it is, and the texts of
-    the errors are written only for an error (9.8 us a parse before, 5.6 after; issue 17)."""
+    the errors are written only for an error."""
     keys = obj.keys()
     if not _REQUIRED <= keys <= _FIELDS:
         missing = sorted(_REQUIRED - set(obj))

@@ -1,9 +1,5 @@
 """Versioned message types on the wire.
 
-Every payload is a JSON object whose ``schema`` field names its type and version, e.g.
-``"feature_event/v1"``. Types are frozen; ``to_dict()`` gives plain JSON types only.
-The matching JSON Schema files live in ``schemas/json/``.
-
 >>> e = FeatureEvent(stream_id="s1", seq=0, ts=1.5, x={"a": 1.0}, y=1)
 >>> e.to_dict()["schema"]
 'feature_event/v1'
@@ -34,7 +30,12 @@ Scalar = float | int | str | bool | None
 
 
 class Message:
-    """What every message type shares: its ``SCHEMA`` (``name/version``) and :meth:`to_dict`."""
+    """What every message type shares: its ``SCHEMA`` (``name/version``) and :meth:`to_dict`.
+
+    Every payload is a JSON object whose ``schema`` field names its type and version, e.g.
+    ``"feature_event/v1"``. Types are frozen; ``to_dict()`` gives plain JSON types only.
+    The matching JSON Schema files live in ``schemas/json/``.
+    """
 
     SCHEMA: ClassVar[str]
 

@@ -1,6 +1,5 @@
 """Parsing of the internal messages: explain tasks (model → explainers) and explanations
 (explainers → drift), from bytes to their frozen message types, with every field checked.
-
 Which fields a message has comes from its dataclass (:mod:`streamxai.schemas.messages`); bad input
 raises a :class:`~streamxai.schemas.errors.SchemaMismatch` naming the field and where it came from.
 

@@ -1,9 +1,5 @@
 """Base class shared by every stateful component of the core.
 
-Constructor arguments are stored under their own names; learned state is private
-and rebuilt in ``_reset()``. ``clone()`` gives a fresh copy with the same parameters,
-and ``snapshot()`` / ``restore()`` round-trip the whole state through bytes.
-
 >>> from streamxai.core.storage import GeometricReservoir
 >>> r = GeometricReservoir(size=2, seed=7)
 >>> r.update({"a": 1.0})
@@ -24,7 +20,12 @@ __all__ = ["Component", "check_positive_int"]
 
 
 class Component:
-    """Parameters are public attributes named like the constructor arguments."""
+    """Parameters are public attributes named like the constructor arguments.
+
+    Constructor arguments are stored under their own names; learned state is private
+    and rebuilt in ``_reset()``. ``clone()`` gives a fresh copy with the same parameters,
+    and ``snapshot()`` / ``restore()`` round-trip the whole state through bytes.
+    """
 
     def _reset(self) -> None:  # pragma: no cover - overridden
         """Rebuild the learned state from the parameters."""

@@ -1,5 +1,4 @@
 """Load shedding for explainers: which events to explain when they cannot keep up.
-
 Skipped events still reach the explainers' storages and the model replica, so every
 explained event uses the exact model version and the same past as without a budget.
 

@@ -1,14 +1,5 @@
 """Per-event increments of an explainer, gathered in blocks between two reports.
 
-An incremental explainer smooths one *increment* per feature and event (iPFI's loss
-difference, iSAGE's marginal contribution, the spread of iPDP's ICE curve). For a fixed
-model the increments of different events are nearly independent samples of the current
-explanation, while consecutive smoothed values share almost all their weight. Change
-detection and confidence bounds therefore work on the increments: the explainer adds each
-one to an :class:`IncrementTracker`, and whoever publishes the explanation takes the
-:class:`Block` of increments since the previous report (count, mean and sum of squared
-deviations, Welford's update).
-
 >>> t = IncrementTracker(["a", "b"])
 >>> for v in (1.0, 2.0, 3.0):
 ...     t.add("a", v)
@@ -35,6 +26,15 @@ class Block:
     that are not in ``a`` (its inverse; ``a`` must be part of ``total``), as river's
     ``stats.Var`` supports ``+=`` and ``-=``. Treat blocks as immutable: the operators return
     new ones.
+
+    An incremental explainer smooths one *increment* per feature and event (iPFI's loss
+    difference, iSAGE's marginal contribution, the spread of iPDP's ICE curve). For a fixed
+    model the increments of different events are nearly independent samples of the current
+    explanation, while consecutive smoothed values share almost all their weight. Change
+    detection and confidence bounds therefore work on the increments: the explainer adds each
+    one to an :class:`IncrementTracker`, and whoever publishes the explanation takes the
+    :class:`Block` of increments since the previous report (count, mean and sum of squared
+    deviations, Welford's update).
 
     >>> a, b = Block(2, 1.0, 0.5), Block(1, 4.0, 0.0)
     >>> a + b

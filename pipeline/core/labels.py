@@ -1,37 +1,5 @@
 """Labels that arrive later: predict each event on arrival, learn it when its label comes.
 
-A :class:`LabelJoin` owns one stream's model and decides, from the stream's record of
-arrivals alone, what the model learns and when:
-
-- a feature event is predicted on arrival. If it carries its label ``y`` (or its label came
-  first and was held, see below), the model scores and learns it at once, as river's
-  ``progressive_val_score`` does: one :class:`Step` ``both``. Otherwise it waits, and the
-  explainers that need no label (iPDP) get a ``predict`` step with the model as it is now;
-- a label event whose event waits: the model learns the event, and the loss is that of the
-  prediction made at arrival against the label (``progressive_val_score(delay=...)``): one
-  ``learn`` step, explained (iPFI, iSAGE) with the model as it is then;
-- waiting is bounded. An event expires once its stream has ``max_label_delay`` later events
-  (by seq) or, with ``label_timeout_s`` > 0, once that many seconds of arrival time passed
-  since it arrived. Arrival time is the record's own timestamp (of the arrivals topic), never
-  the clock of the process, so a replay decides exactly as the first run. Expiry is decided
-  when the stream's next message arrives, oldest first. An expired event is counted and
-  never learned;
-- a label is *held* when it comes before its event (features and labels travel on two topics,
-  so a label can overtake its event), within ``max_label_delay`` seqs of the stream's newest
-  one; it joins its event when that arrives, and is refused as an unknown seq once the
-  stream moved past its seq without it, or after ``label_timeout_s``;
-- a message seen before is recognised by its origin (``origin``: the input partition it came
-  from and its offset there; the intake may forward a message twice after a restart) and
-  dropped (``duplicate``), as is an event whose seq the stream had already;
-- every label is accounted for: learned, held, or refused with a reason (``label_expired``,
-  ``label_unknown_seq``, ``label_already_labelled``). To give these reasons the join remembers,
-  for the last ``max_label_delay`` seqs, which were learned and which expired, as intervals
-  (:class:`~streamxai.core.pending.SeqIntervals`); a label further back is refused as expired.
-
-Positions. With delayed labels, seq no longer orders the steps of a stream, so each step
-gets a *position*: the stream's newest seq plus the number of labels learned at their own
-arrival. It grows with every step, and while labels come in line it is the seq itself.
-
 >>> from river import linear_model
 >>> from streamxai.core.prequential import PrequentialModel
 >>> join = LabelJoin(PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared"),
@@ -186,11 +154,43 @@ class Arrival:
 
 
 class LabelJoin(Component):
-    """One stream's model and the events that wait for their labels (module docstring).
+    """One stream's model and the events that wait for their labels (see below).
 
     The first value of a categorical feature the model takes fixes the type of that feature's
     values in the stream: an event with a value of another type is not taken
     (:class:`CategoryTypeChanged` in ``Arrival.error``), so the model never meets both.
+
+    A :class:`LabelJoin` owns one stream's model and decides, from the stream's record of
+    arrivals alone, what the model learns and when:
+
+    - a feature event is predicted on arrival. If it carries its label ``y`` (or its label came
+      first and was held, see below), the model scores and learns it at once, as river's
+      ``progressive_val_score`` does: one :class:`Step` ``both``. Otherwise it waits, and the
+      explainers that need no label (iPDP) get a ``predict`` step with the model as it is now;
+    - a label event whose event waits: the model learns the event, and the loss is that of the
+      prediction made at arrival against the label (``progressive_val_score(delay=...)``): one
+      ``learn`` step, explained (iPFI, iSAGE) with the model as it is then;
+    - waiting is bounded. An event expires once its stream has ``max_label_delay`` later events
+      (by seq) or, with ``label_timeout_s`` > 0, once that many seconds of arrival time passed
+      since it arrived. Arrival time is the record's own timestamp (of the arrivals topic), never
+      the clock of the process, so a replay decides exactly as the first run. Expiry is decided
+      when the stream's next message arrives, oldest first. An expired event is counted and
+      never learned;
+    - a label is *held* when it comes before its event (features and labels travel on two topics,
+      so a label can overtake its event), within ``max_label_delay`` seqs of the stream's newest
+      one; it joins its event when that arrives, and is refused as an unknown seq once the
+      stream moved past its seq without it, or after ``label_timeout_s``;
+    - a message seen before is recognised by its origin (``origin``: the input partition it came
+      from and its offset there; the intake may forward a message twice after a restart) and
+      dropped (``duplicate``), as is an event whose seq the stream had already;
+    - every label is accounted for: learned, held, or refused with a reason (``label_expired``,
+      ``label_unknown_seq``, ``label_already_labelled``). To give these reasons the join remembers,
+      for the last ``max_label_delay`` seqs, which were learned and which expired, as intervals
+      (:class:`~streamxai.core.pending.SeqIntervals`); a label further back is refused as expired.
+
+    Positions. With delayed labels, seq no longer orders the steps of a stream, so each step
+    gets a *position*: the stream's newest seq plus the number of labels learned at their own
+    arrival. It grows with every step, and while labels come in line it is the seq itself.
 
     >>> from river import dummy
     >>> join = LabelJoin(PrequentialModel(dummy.NoChangeClassifier()), ["car"], categorical=["car"])

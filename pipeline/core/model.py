@@ -1,27 +1,5 @@
 """The model an explainer evaluates, with the output to explain made explicit.
 
-Nothing is guessed from type names: ``output`` says which prediction is explained.
-
-- ``"label"``: ``model.predict_one(x)`` (classification label), for 0-1 loss;
-- ``"value"``: ``float(model.predict_one(x))``, for regression losses;
-- ``"proba"``: ``model.predict_proba_one(x)``, a ``{class: probability}`` dict,
-  for cross-entropy;
-- ``"proba_of"``: the probability of ``target_class`` as a float (a PD curve of a class).
-
-A plain callable ``f(x) -> prediction`` is accepted in place of a river model and used
-as is for every output. A model that can score many rows at once is given all
-perturbed rows of one event in one call via ``batch``: a callable
-``rows -> list of predictions`` in the same output format.
-
-The fast path (``fast_path="auto"``, the default): a river model that
-:func:`streamxai.core.fastpath.compile_model` recognises -- the Hoeffding tree family, ARF,
-linear and logistic regression -- is evaluated from its internals, with the parts shared by
-the rows of one call computed once, giving exactly the values of calling the model (see
-:mod:`streamxai.core.fastpath`). ``path`` says which evaluation a function uses;
-``fast_path="off"`` always calls the model. A call the fast path cannot serve (a part of the
-model it does not recognise) is evaluated by calling the model, and counted in
-``fallbacks``.
-
 >>> f = ModelFunction(lambda x: 2.0 * x["a"], output="value")
 >>> f({"a": 1.5}), f.many([{"a": 1.0}, {"a": 2.0}]), f.n_evaluations, f.path
 (3.0, [2.0, 4.0], 3, 'black_box')
@@ -54,7 +32,30 @@ Prediction = Any
 
 
 class ModelFunction(Component):
-    """Evaluate ``model`` on feature dicts and count the evaluations."""
+    """Evaluate ``model`` on feature dicts and count the evaluations.
+
+    Nothing is guessed from type names: ``output`` says which prediction is explained.
+
+    - ``"label"``: ``model.predict_one(x)`` (classification label), for 0-1 loss;
+    - ``"value"``: ``float(model.predict_one(x))``, for regression losses;
+    - ``"proba"``: ``model.predict_proba_one(x)``, a ``{class: probability}`` dict,
+      for cross-entropy;
+    - ``"proba_of"``: the probability of ``target_class`` as a float (a PD curve of a class).
+
+    A plain callable ``f(x) -> prediction`` is accepted in place of a river model and used
+    as is for every output. A model that can score many rows at once is given all
+    perturbed rows of one event in one call via ``batch``: a callable
+    ``rows -> list of predictions`` in the same output format.
+
+    The fast path (``fast_path="auto"``, the default): a river model that
+    :func:`streamxai.core.fastpath.compile_model` recognises -- the Hoeffding tree family, ARF,
+    linear and logistic regression -- is evaluated from its internals, with the parts shared by
+    the rows of one call computed once, giving exactly the values of calling the model (see
+    :mod:`streamxai.core.fastpath`). ``path`` says which evaluation a function uses;
+    ``fast_path="off"`` always calls the model. A call the fast path cannot serve (a part of the
+    model it does not recognise) is evaluated by calling the model, and counted in
+    ``fallbacks``.
+    """
 
     def __init__(
         self,

@@ -1,13 +1,6 @@
 """Compact stores for the label join: the events of a stream that wait for their label, and
 which seqs of a stream were learned or expired.
 
-A waiting event keeps what the model needs when its label comes: its features, the
-prediction made at arrival (to score it), the event's ``ts``, its arrival time and the model
-version that predicted it. :class:`PendingEvents` keeps them by column in typed arrays
-(numeric features as 8-byte floats), not as one dict per event: about 130 bytes per event
-with 9 numeric features, against about 1.1 KB for a dict of 9 floats, and it pickles to
-bytes of the same size (``tests/benchmarks/bench_labels.py`` measures it).
-
 >>> p = PendingEvents(["a", "b", "c"], categorical=["c"])
 >>> for seq in range(4):
 ...     p.add(seq, {"a": seq / 2, "b": 1.0, "c": "red"}, y_pred=seq % 2, ts=10.0 + seq, at=None, version=seq)
@@ -15,9 +8,6 @@ bytes of the same size (``tests/benchmarks/bench_labels.py`` measures it).
 (2, {'a': 1.0, 'b': 1.0, 'c': 'red'}, 0, 2, 3)
 >>> p.oldest().seq, p.pop(7), [p.pop_oldest().seq for _ in range(3)], len(p)
 (0, None, [0, 1, 3], 0)
-
-:class:`SeqIntervals` keeps a set of seqs as disjoint intervals: the learned seqs of a stream
-whose labels come in line are one interval.
 
 >>> s = SeqIntervals()
 >>> for q in (0, 1, 2, 5, 4, 9):
@@ -62,6 +52,16 @@ class PendingEvents:
     arrays are compacted), expiry removes the oldest. Compaction happens once the removed
     rows outnumber the waiting ones (and at least 1,024 were removed), so memory stays within
     twice the waiting events and each event costs O(1) amortised.
+
+    A waiting event keeps what the model needs when its label comes: its features, the
+    prediction made at arrival (to score it), the event's ``ts``, its arrival time and the model
+    version that predicted it. :class:`PendingEvents` keeps them by column in typed arrays
+    (numeric features as 8-byte floats), not as one dict per event: about 130 bytes per event
+    with 9 numeric features, against about 1.1 KB for a dict of 9 floats, and it pickles to
+    bytes of the same size (``tests/benchmarks/bench_labels.py`` measures it).
+
+    :class:`SeqIntervals` keeps a set of seqs as disjoint intervals: the learned seqs of a stream
+    whose labels come in line are one interval.
     """
 
     def __init__(self, feature_names: Iterable[str], categorical: Iterable[str] = ()):

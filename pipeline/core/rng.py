@@ -1,8 +1,5 @@
 """Seeds derived from names, stable across processes and Python versions.
 
-Python's ``hash`` of a string changes with every process, so seeds that must agree
-between workers are derived with BLAKE2b instead.
-
 >>> derive_seed(42, "stream-a", "salary") == derive_seed(42, "stream-a", "salary")
 True
 >>> derive_seed(42, "stream-a", "salary") != derive_seed(42, "stream-a", "age")
@@ -18,7 +15,11 @@ __all__ = ["derive_seed", "make_rng"]
 
 
 def derive_seed(seed: int | None, *parts: object) -> int | None:
-    """A 63-bit seed from ``seed`` and ``parts``; ``None`` stays ``None`` (unseeded)."""
+    """A 63-bit seed from ``seed`` and ``parts``; ``None`` stays ``None`` (unseeded).
+
+    Python's ``hash`` of a string changes with every process, so seeds that must agree
+    between workers are derived with BLAKE2b instead.
+    """
     if seed is None:
         return None
     h = hashlib.blake2b(digest_size=8)

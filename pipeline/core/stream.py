@@ -1,23 +1,4 @@
-"""The explanations of one stream's model, in-process: explain with h_t, then learn.
-
-A :class:`StreamExplainer` owns a model (the stream's model in-process, or a
-deterministic replica on an explainer worker) and a set of explainers over it. For
-each event it explains the model as it is (version t: after learning the events learned
-before it), then lets the model learn the event.
-
-When labels come later, an event is taken in two steps (:meth:`StreamExplainer.step`): at
-its arrival (``predict``) iPDP, which needs no label, explains it with the model as it is
-then; when its label comes (``learn``) iPFI and iSAGE explain it with the model as it is
-then, and the model learns it. An event whose label comes with it takes both at once
-(``both``, :meth:`StreamExplainer.process_one`). Each part reports its explainers' values
-every ``emit_every`` explained steps of that part.
-
-Work is split into *units*: one per feature (iPFI and
-iPDP of that feature) and one for the iSAGE chain, which cannot be split by feature.
-``units_of_group`` deals units to groups; a StreamExplainer for one group gives exactly
-the values the all-units StreamExplainer gives for those units, because every random
-draw is seeded by ``(seed, stream_id, explainer, feature)``.
-"""
+"""The explanations of one stream's model, in-process: explain with h_t, then learn."""
 
 from __future__ import annotations
 
@@ -152,6 +133,24 @@ def units_of_group(
 
 class StreamExplainer(Component):
     """Explainers over one stream's model.
+
+    A :class:`StreamExplainer` owns a model (the stream's model in-process, or a
+    deterministic replica on an explainer worker) and a set of explainers over it. For
+    each event it explains the model as it is (version t: after learning the events learned
+    before it), then lets the model learn the event.
+
+    When labels come later, an event is taken in two steps (:meth:`StreamExplainer.step`): at
+    its arrival (``predict``) iPDP, which needs no label, explains it with the model as it is
+    then; when its label comes (``learn``) iPFI and iSAGE explain it with the model as it is
+    then, and the model learns it. An event whose label comes with it takes both at once
+    (``both``, :meth:`StreamExplainer.process_one`). Each part reports its explainers' values
+    every ``emit_every`` explained steps of that part.
+
+    Work is split into *units*: one per feature (iPFI and
+    iPDP of that feature) and one for the iSAGE chain, which cannot be split by feature.
+    ``units_of_group`` deals units to groups; a StreamExplainer for one group gives exactly
+    the values the all-units StreamExplainer gives for those units, because every random
+    draw is seeded by ``(seed, stream_id, explainer, feature)``.
 
     >>> from river import linear_model
     >>> se = StreamExplainer(
@@ -308,7 +307,7 @@ class StreamExplainer(Component):
 
     def step(self, kind: str, x: dict[str, Any], y: Any = None, explain: bool = True, loss: float | None = None,
              build: bool = True) -> list[ExplanationValue]:
-        """One step of an event (module docstring): ``predict`` (explainers that need no label
+        """One step of an event (class docstring): ``predict`` (explainers that need no label
         explain ``x``), ``learn`` (the others explain ``(x, y)``, then the model learns it) or
         ``both``. Each part reports every ``emit_every`` explained steps of its own; the values
         of the explainers that report now are returned. ``build=False`` (a replay) starts the

@@ -1,62 +1,5 @@
 """Standard errors of exponentially smoothed estimates whose increments reuse a reservoir.
 
-Every explainer publishes ``phi_t = sum_s w_s Delta_s``: an exponential smoothing of
-per-event increments ``Delta_s`` (weights ``w_s = a (1 - a)^(t - s)``, the first increment
-weighted ``(1 - a)^(t - t0)`` when the smoothing starts at it). :class:`SmoothedStderr`
-tracks, per feature, what its standard error needs:
-
-- ``W2 = sum_s w_s^2``, exactly, by ``W2 <- (1 - a)^2 W2 + a^2`` (``a / (2 - a)`` in the
-  stationary limit: the factor of Theorem 3.2 of the iSAGE paper, Theorem 3.4 of iPDP);
-- the variance ``sigma^2`` of the increments, exponentially weighted at rate ``a`` (weights
-  ``(1 - a)^age``, normalised, with the small-sample correction of a weighted variance), so
-  it follows the current model as ``phi`` does.
-
-If the increments were independent, ``Var[phi_t] = W2 sigma^2``. They are not, when every
-increment draws its ``m`` donors (iPFI's perturbation values, iSAGE's imputations) from a
-reservoir of ``L`` stored observations that changes one slot per stored event: the mean
-increment given the reservoir, ``mu(R)``, is then itself random, with variance about
-``m^2 zeta / L``, where ``zeta`` is the covariance of two increments that share one donor;
-and since each slot survives about ``L`` events, ``mu(R_t)`` is correlated over time like an
-AR(1) process with ``rho = (1 - q)^u`` (``u`` stored events per explained event, ``q`` the
-probability that a stored event replaces a given slot: ``1/L`` for the geometric reservoir,
-``1/n`` for the uniform one after ``n`` events -- it freezes, and its floor stays). Summing
-the smoothed AR(1) covariances gives
-
-    Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho)),   c = 1 - a,
-
-about ``W2 (sigma^2 + 2 m^2 zeta / (1 + a L))``: a correction that matters when ``a L`` is
-small and donors carry much of the increment's variation; as ``a -> 0`` it tends to
-``m^2 zeta / L``, the variance floor of order ``1 / L`` that no ``a`` removes (the iPFI paper's
-``O(p)``, ``p = 1/L``). One more covariance: an explained event is stored and later serves as
-a donor, so its own increment and the increments that draw it share that observation (in
-two roles). Each increment has ``m`` donors, each from one earlier event, which adds
-``W2 * 2 m zeta'`` with ``zeta'`` that covariance per donor use (lags are about ``L`` events,
-short against ``1 / a``). So
-
-    Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho) + 2 m zeta'). ``zeta`` is estimated from the
-increments themselves: each slot keeps, per feature, the sum and count of the increments
-that used its current observation; a new increment adds its product with that sum to an
-exponentially weighted pair sum (with the sums of either element), and ``zeta`` is the
-covariance over those pairs, centred on their own means (centring on the smoothed mean would
-tie the correction to the estimate's own error). A slot
-whose observation was replaced (neither the same object nor equal to it) starts afresh.
-``zeta'`` likewise: the explainer tells (:meth:`SmoothedStderr.stored`) where it stored each
-event and with which increments, and later uses of that slot add their products with them.
-The pair statistics are noisy (``zeta`` is small against ``sigma^2``), so they forget 32 times
-more slowly than the estimate, and they are not clipped at 0 (clipping a noisy unbiased
-estimate biases it upwards); only the total correction is floored, at ``-3/4 sigma^2`` (the
-standard error never falls below half the independent-increment one). To keep the per-event
-cost small, only every fourth slot is watched (slots are
-exchangeable, so this is unbiased; it counts a quarter of the pairs), and increments are
-buffered and folded into the moments with numpy every 64 events. Queries change nothing, so
-results never depend on when (or whether) standard errors were asked for -- a replay that
-reports at other events gives the same values. ``L`` is the reservoir's current length.
-
-What the bounds do not cover: the smoothing's start-up bias (``(1 - a)^n phi`` for a zero
-start: publish after ``n >= 5 / a``), drift (the bound is for the current model's value
-under stationarity), and any bias of the estimator itself (iSAGE with cross-entropy: see
-``jensen_gap``).
-
 >>> import random
 >>> se = SmoothedStderr(["a"], alpha=0.01, start="zero")
 >>> gen = random.Random(0)
@@ -170,6 +113,63 @@ class SmoothedStderr(Component):
     of the moments at both rates and answers both questions, kept until the next event, so a
     report asking for every feature's standard error and variance factor, or for them twice,
     costs one pass over the features.
+
+    Every explainer publishes ``phi_t = sum_s w_s Delta_s``: an exponential smoothing of
+    per-event increments ``Delta_s`` (weights ``w_s = a (1 - a)^(t - s)``, the first increment
+    weighted ``(1 - a)^(t - t0)`` when the smoothing starts at it). :class:`SmoothedStderr`
+    tracks, per feature, what its standard error needs:
+
+    - ``W2 = sum_s w_s^2``, exactly, by ``W2 <- (1 - a)^2 W2 + a^2`` (``a / (2 - a)`` in the
+      stationary limit: the factor of Theorem 3.2 of the iSAGE paper, Theorem 3.4 of iPDP);
+    - the variance ``sigma^2`` of the increments, exponentially weighted at rate ``a`` (weights
+      ``(1 - a)^age``, normalised, with the small-sample correction of a weighted variance), so
+      it follows the current model as ``phi`` does.
+
+    If the increments were independent, ``Var[phi_t] = W2 sigma^2``. They are not, when every
+    increment draws its ``m`` donors (iPFI's perturbation values, iSAGE's imputations) from a
+    reservoir of ``L`` stored observations that changes one slot per stored event: the mean
+    increment given the reservoir, ``mu(R)``, is then itself random, with variance about
+    ``m^2 zeta / L``, where ``zeta`` is the covariance of two increments that share one donor;
+    and since each slot survives about ``L`` events, ``mu(R_t)`` is correlated over time like an
+    AR(1) process with ``rho = (1 - q)^u`` (``u`` stored events per explained event, ``q`` the
+    probability that a stored event replaces a given slot: ``1/L`` for the geometric reservoir,
+    ``1/n`` for the uniform one after ``n`` events -- it freezes, and its floor stays). Summing
+    the smoothed AR(1) covariances gives
+
+    Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho)),   c = 1 - a,
+
+    about ``W2 (sigma^2 + 2 m^2 zeta / (1 + a L))``: a correction that matters when ``a L`` is
+    small and donors carry much of the increment's variation; as ``a -> 0`` it tends to
+    ``m^2 zeta / L``, the variance floor of order ``1 / L`` that no ``a`` removes (the iPFI paper's
+    ``O(p)``, ``p = 1/L``). One more covariance: an explained event is stored and later serves as
+    a donor, so its own increment and the increments that draw it share that observation (in
+    two roles). Each increment has ``m`` donors, each from one earlier event, which adds
+    ``W2 * 2 m zeta'`` with ``zeta'`` that covariance per donor use (lags are about ``L`` events,
+    short against ``1 / a``). So
+
+        Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho) + 2 m zeta'). ``zeta`` is estimated from the
+    increments themselves: each slot keeps, per feature, the sum and count of the increments
+    that used its current observation; a new increment adds its product with that sum to an
+    exponentially weighted pair sum (with the sums of either element), and ``zeta`` is the
+    covariance over those pairs, centred on their own means (centring on the smoothed mean would
+    tie the correction to the estimate's own error). A slot
+    whose observation was replaced (neither the same object nor equal to it) starts afresh.
+    ``zeta'`` likewise: the explainer tells (:meth:`SmoothedStderr.stored`) where it stored each
+    event and with which increments, and later uses of that slot add their products with them.
+    The pair statistics are noisy (``zeta`` is small against ``sigma^2``), so they forget 32 times
+    more slowly than the estimate, and they are not clipped at 0 (clipping a noisy unbiased
+    estimate biases it upwards); only the total correction is floored, at ``-3/4 sigma^2`` (the
+    standard error never falls below half the independent-increment one). To keep the per-event
+    cost small, only every fourth slot is watched (slots are
+    exchangeable, so this is unbiased; it counts a quarter of the pairs), and increments are
+    buffered and folded into the moments with numpy every 64 events. Queries change nothing, so
+    results never depend on when (or whether) standard errors were asked for -- a replay that
+    reports at other events gives the same values. ``L`` is the reservoir's current length.
+
+    What the bounds do not cover: the smoothing's start-up bias (``(1 - a)^n phi`` for a zero
+    start: publish after ``n >= 5 / a``), drift (the bound is for the current model's value
+    under stationarity), and any bias of the estimator itself (iSAGE with cross-entropy: see
+    ``jensen_gap``).
     """
 
     def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):

@@ -1,11 +1,6 @@
 """The log lines of dead letters, bounded: at most ``burst`` lines per (stage, reason) every
 ``every_s`` seconds, then one line saying how many more there were.
 
-Every dead letter is on the dead-letter topic and counted (``dead_letters{reason}``); its log
-line is for the operator reading the log. One line each let a producer fill the log as fast as
-it could send: a labels file 200 events late for a ``max_label_delay`` of 100 wrote a line per
-label, and 30,000 events of a stream no profile matched 30,000 lines, 9 MB (found by the trial).
-
 >>> t = [0.0]
 >>> lines = []
 >>> dl = DeadLetterLog(burst=2, every_s=60, clock=lambda: t[0], emit=lambda *a: lines.append(a[0] % a[1:]))
@@ -35,7 +30,13 @@ log = logging.getLogger("streamxai")
 class DeadLetterLog:
     """Logs a dead letter's line unless ``burst`` lines of its (stage, reason) were logged in the
     current ``every_s`` window; the first line of a later window is preceded by the number left
-    out. Thread-safe (handlers rebuilding state run on threads)."""
+    out. Thread-safe (handlers rebuilding state run on threads).
+
+    Every dead letter is on the dead-letter topic and counted (``dead_letters{reason}``); its log
+    line is for the operator reading the log. One line each let a producer fill the log as fast as
+    it could send: a labels file 200 events late for a ``max_label_delay`` of 100 wrote a line per
+    label, and 30,000 events of a stream no profile matched 30,000 lines, 9 MB, without this bound.
+    """
 
     def __init__(self, burst: int = 20, every_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
                  emit: Callable[..., None] | None = None):

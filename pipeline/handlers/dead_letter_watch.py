@@ -1,11 +1,5 @@
 """Notice a misconfigured producer in minutes: a stream whose first events mostly go to the
 dead-letter topic for one reason is one error line, with the reason.
-
-Dead letters are warning lines (up to 20 a minute per reason), easily lost among others; a producer that
-sends a categorical feature as ``1.5``, or features the worker does not expect, has every event
-refused. The watch looks at the first ``first`` events a worker receives for each stream (by
-message key) and logs once, as an error, when more than ``share`` of them went to the
-dead-letter topic for the same reason.
 """
 
 from __future__ import annotations
@@ -27,6 +21,12 @@ class DeadLetterWatch:
     """Counts the dead letters among the first ``first`` messages of each key; one error line for
     a key when one reason has more than ``share`` of them. Remembers at most ``max_keys`` keys
     (each a few dozen bytes), so random keys cannot grow it without bound.
+
+    Dead letters are warning lines (up to 20 a minute per reason), easily lost among others; a producer that
+    sends a categorical feature as ``1.5``, or features the worker does not expect, has every event
+    refused. The watch looks at the first ``first`` events a worker receives for each stream (by
+    message key) and logs once, as an error, when more than ``share`` of them went to the
+    dead-letter topic for the same reason.
 
     >>> watch = DeadLetterWatch(first=4)
     >>> bad = Out("dead-letters", b"s", b'{"error": "BadValue: size is 1.5"}', reason="bad_value")

@@ -1,31 +1,4 @@
-"""Drift path: explanation/v4 (or v3, v2) → change test per stream → change events and change episodes.
-
-The drift agent reads the ``drift-feed`` topic: one record per report of an explainer group,
-carrying the report's explanations as the explain handler sent them to ``explanations``
-(:mod:`streamxai.schemas.drift_feed`). Each explanation of a record is taken as if it came alone (its own
-dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
-taken. A record without the form's header is one explanation message. Records are keyed by
-``stream_id``, so every series of a stream reaches the same drift worker, in partition order.
-Their time axis is the stream's ``position`` (explanation/v4; the
-seq itself while labels come in line, and for explanation/v2 and v3): with labels that come
-later, an event's loss-based explanations come when its label does, so seq no longer orders
-them. Change events and episodes carry the positions on that axis (``position``,
-``cut_position``, ``first_position`` ...) and the seqs of the events explained there
-(:class:`~streamxai.handlers.event_seqs.EventSeqs`; the same numbers while labels come in line). A stream's state — one
-:class:`~streamxai.core.change.StreamChangeDetector` over all its series — is
-checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
-a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
-later explanations from the same partition, or replays its whole history without one. A
-restarted drift agent therefore emits exactly what an uninterrupted one would; events for
-re-delivered explanations repeat with equal values (consumers dedupe change events by
-``(series, position)`` and episodes by ``(stream_id, first_position)``).
-
-Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
-(``change_episode/v3``: each episode when it opens, with its kind and whether it is an alert,
-and again when it closes), both keyed by ``stream_id``. explanation/v1 messages carry no
-increments and go to the dead-letter topic with a reason that says to upgrade the
-explainer workers.
-"""
+"""Drift path: explanation/v4 (or v3, v2) → change test per stream → change events and change episodes."""
 
 from __future__ import annotations
 
@@ -94,7 +67,7 @@ class _StreamState:
                 for c in ep.changes:
                     self.change_seqs.pop((c.explainer, c.feature, c.seq), None)
         if len(self.seqs):  # nothing kept while positions are seqs (labels in line): nothing to forget
-            oldest = det.oldest_seq()  # a look at every series' window: 14 us a message (issue 17)
+            oldest = det.oldest_seq()  # a look at every series' window, once a message
             if oldest is not None:
                 self.seqs.forget_before(oldest)
         return changes, episodes, told
@@ -138,7 +111,34 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
 
 
 class DriftHandler(MessageHandler[_Point, _StreamState]):
-    """One per worker; keeps one change detector per stream it owns."""
+    """One per worker; keeps one change detector per stream it owns.
+
+    The drift agent reads the ``drift-feed`` topic: one record per report of an explainer group,
+    carrying the report's explanations as the explain handler sent them to ``explanations``
+    (:mod:`streamxai.schemas.drift_feed`). Each explanation of a record is taken as if it came alone (its own
+    dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
+    taken. A record without the form's header is one explanation message. Records are keyed by
+    ``stream_id``, so every series of a stream reaches the same drift worker, in partition order.
+    Their time axis is the stream's ``position`` (explanation/v4; the
+    seq itself while labels come in line, and for explanation/v2 and v3): with labels that come
+    later, an event's loss-based explanations come when its label does, so seq no longer orders
+    them. Change events and episodes carry the positions on that axis (``position``,
+    ``cut_position``, ``first_position`` ...) and the seqs of the events explained there
+    (:class:`~streamxai.handlers.event_seqs.EventSeqs`; the same numbers while labels come in line). A stream's state — one
+    :class:`~streamxai.core.change.StreamChangeDetector` over all its series — is
+    checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
+    a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
+    later explanations from the same partition, or replays its whole history without one. A
+    restarted drift agent therefore emits exactly what an uninterrupted one would; events for
+    re-delivered explanations repeat with equal values (consumers dedupe change events by
+    ``(series, position)`` and episodes by ``(stream_id, first_position)``).
+
+    Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
+    (``change_episode/v3``: each episode when it opens, with its kind and whether it is an alert,
+    and again when it closes), both keyed by ``stream_id``. explanation/v1 messages carry no
+    increments and go to the dead-letter topic with a reason that says to upgrade the
+    explainer workers.
+    """
 
     STAGE = "drift"
     DUPLICATE_METRIC = "duplicate_explanations_dropped"

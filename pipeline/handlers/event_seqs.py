@@ -1,12 +1,4 @@
-"""Which event a stream explained at each of its positions, for the change messages.
-
-The change test runs on a stream's *positions* (its steps: an event's arrival, and its label's
-when it comes later); change events and episodes also say which events those were
-(``drift_event/v3``, ``change_episode/v3``). Every explanation message names both, its
-``position`` and the ``seq`` of the event it ended with, so the drift handler keeps them for
-the positions its change test may still cut at. While a stream's positions are its seqs
-(labels in line) nothing is kept.
-"""
+"""Which event a stream explained at each of its positions, for the change messages."""
 
 from __future__ import annotations
 
@@ -19,6 +11,13 @@ __all__ = ["EventSeqs"]
 class EventSeqs:
     """The seq of the event explained at each report position of one stream, from the first
     position where the two differ on; older positions are dropped with :meth:`forget_before`.
+
+    The change test runs on a stream's *positions* (its steps: an event's arrival, and its label's
+    when it comes later); change events and episodes also say which events those were
+    (``drift_event/v3``, ``change_episode/v3``). Every explanation message names both, its
+    ``position`` and the ``seq`` of the event it ended with, so the drift handler keeps them for
+    the positions its change test may still cut at. While a stream's positions are its seqs
+    (labels in line) nothing is kept.
 
     >>> seqs = EventSeqs()
     >>> for position, seq in [(8, 8), (9, 9), (11, 10), (14, 4), (16, 12)]:

@@ -1,22 +1,4 @@
-"""Explainer path: one deterministic model replica per (stream, group), explained then taught.
-
-Each explain task carries one step of one event for one group of explainer work units, in
-the stream's record order (``position``). The group's replica explains the event with the
-model as it is at that step (it has learned exactly the events learned before it in the
-record): a ``predict`` step (the event's arrival; iPDP), a ``learn`` step (its label came;
-iPFI and iSAGE explain it, then the replica learns it), or ``both`` (a label in line, as
-before labels could come later). While tasks wait longer than
-``max_lag_s``, each group explains only one event in a stride that grows with the wait (the
-same share for every stream, :class:`~streamxai.core.budget.LagShedder`); the others are
-observed but not explained, and the counts are in every explanation message
-(``n_explained`` vs ``n_seen``) and in the metrics.
-
-A lag decision depends on the clock, so it is made once and recorded: with ``max_lag_s`` on,
-each decision goes to the explain-decisions topic (same partition as the task, keyed like
-it, by the task's position). A group rebuilt by replay reads its recorded decisions and applies
-them, to the replayed tasks and to the tasks it processes again after a restart, so it
-reproduces the original run.
-"""
+"""Explainer path: one deterministic model replica per (stream, group), explained then taught."""
 
 from __future__ import annotations
 
@@ -76,7 +58,25 @@ class _GroupState:
 
 
 class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
-    """One per worker; keeps one stream explainer per (stream, explainer group) it owns."""
+    """One per worker; keeps one stream explainer per (stream, explainer group) it owns.
+
+    Each explain task carries one step of one event for one group of explainer work units, in
+    the stream's record order (``position``). The group's replica explains the event with the
+    model as it is at that step (it has learned exactly the events learned before it in the
+    record): a ``predict`` step (the event's arrival; iPDP), a ``learn`` step (its label came;
+    iPFI and iSAGE explain it, then the replica learns it), or ``both`` (a label in line, as
+    before labels could come later). While tasks wait longer than
+    ``max_lag_s``, each group explains only one event in a stride that grows with the wait (the
+    same share for every stream, :class:`~streamxai.core.budget.LagShedder`); the others are
+    observed but not explained, and the counts are in every explanation message
+    (``n_explained`` vs ``n_seen``) and in the metrics.
+
+    A lag decision depends on the clock, so it is made once and recorded: with ``max_lag_s`` on,
+    each decision goes to the explain-decisions topic (same partition as the task, keyed like
+    it, by the task's position). A group rebuilt by replay reads its recorded decisions and applies
+    them, to the replayed tasks and to the tasks it processes again after a restart, so it
+    reproduces the original run.
+    """
 
     STAGE = "explain"
     DUPLICATE_METRIC = "duplicate_tasks_dropped"

@@ -1,17 +1,5 @@
 """Intake: the one record of the order in which a stream's features and labels arrived.
 
-The intake agent reads ``features`` and ``labels`` and forwards each message, its bytes and key
-unchanged, to ``arrivals`` with headers naming its origin topic, partition and offset
-(:func:`streamxai.schemas.origin_headers`). Keyed by stream id, a stream's arrivals are one partition in
-one order: the model agent learns in that order, and its recovery (checkpoint and replay of
-its input partition) reproduces it exactly. It validates nothing (the model handler does, and
-its dead letters name the origin) and keeps no state: after a restart it forwards again what
-it had not committed, and the model handler recognises those by their origin offset.
-
-The messages the worker has already fetched (:meth:`IntakeHandler.on_batch`, never waiting
-for more) go as one arrivals record per stream (:func:`streamxai.schemas.pack_arrivals`): two message
-operations fewer per event for the worker (issue 17). A lone message keeps the older form.
-
 >>> from streamxai.schemas import origin
 >>> (out,) = IntakeHandler(Settings()).on_message(b"{}", b"s", Source("streamxai.labels", 2, 17))
 >>> out.topic, out.key, out.value, str(origin(Source("streamxai.arrivals", 0, 5, headers=out.headers)))
@@ -38,7 +26,20 @@ MAX_BATCH_BYTES = 256 * 1024
 
 
 class IntakeHandler:
-    """Features and labels in, arrivals out (module docstring)."""
+    """Features and labels in, arrivals out (see below).
+
+    The intake agent reads ``features`` and ``labels`` and forwards each message, its bytes and key
+    unchanged, to ``arrivals`` with headers naming its origin topic, partition and offset
+    (:func:`streamxai.schemas.origin_headers`). Keyed by stream id, a stream's arrivals are one partition in
+    one order: the model agent learns in that order, and its recovery (checkpoint and replay of
+    its input partition) reproduces it exactly. It validates nothing (the model handler does, and
+    its dead letters name the origin) and keeps no state: after a restart it forwards again what
+    it had not committed, and the model handler recognises those by their origin offset.
+
+    The messages the worker has already fetched (:meth:`IntakeHandler.on_batch`, never waiting
+    for more) go as one arrivals record per stream (:func:`streamxai.schemas.pack_arrivals`): two message
+    operations fewer per event for the worker. A lone message goes as it came, with its origin headers.
+    """
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None):
         self.settings = settings

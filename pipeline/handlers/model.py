@@ -1,12 +1,6 @@
 """Model path: the arrivals of a stream (feature events and label events, in the order the
 intake recorded them) → predict on arrival, learn when the label is known, hand each step to
 the explainers.
-
-The join itself is :class:`~streamxai.core.labels.LabelJoin` (the in-process reference uses
-the same one): this handler validates, drops what the intake forwarded twice, and turns
-what the join did into messages. Dead letters name where a message came from (the
-``features`` or ``labels`` record, from the arrivals headers). The model path never waits
-for explanations: it only produces explain tasks.
 """
 
 from __future__ import annotations
@@ -95,7 +89,14 @@ class _SeqGap(Exception):
 
 
 class ModelHandler(MessageHandler[_Arriving, _StreamState]):
-    """One per worker; keeps one model (and its events waiting for labels) per stream id it owns."""
+    """One per worker; keeps one model (and its events waiting for labels) per stream id it owns.
+
+    The join itself is :class:`~streamxai.core.labels.LabelJoin` (the in-process reference uses
+    the same one): this handler validates, drops what the intake forwarded twice, and turns
+    what the join did into messages. Dead letters name where a message came from (the
+    ``features`` or ``labels`` record, from the arrivals headers). The model path never waits
+    for explanations: it only produces explain tasks.
+    """
 
     STAGE = "model"
     DUPLICATE_METRIC = "duplicates_dropped"

@@ -1,7 +1,4 @@
-"""The one thing every handler returns: :class:`Out`, a message to send.
-
-Its own module, so that the skeleton (``common.py``) and the Protocols that describe the
-handlers (``protocols.py``) both import it and neither imports the other."""
+"""The one thing every handler returns: :class:`Out`, a message to send."""
 
 from __future__ import annotations
 
@@ -18,6 +15,9 @@ class Out:
     an explicit partition where the key's hash would not spread the work (explain tasks).
     A dead letter also carries its ``reason``, which the sender counts once it is delivered;
     a message forwarded to the arrivals topic carries ``headers`` naming where it came from.
+
+    Its own module, so that the skeleton (``common.py``) and the Protocols that describe the
+    handlers (``protocols.py``) both import it and neither imports the other.
 
     >>> Out("predictions", b"shop-17", b"{}")
     Out(topic='predictions', key=b'shop-17', value=b'{}', partition=None, reason=None, headers=None)

@@ -1,28 +1,21 @@
-"""Outputs appended to aiokafka's batches in one step (issue 17): what the agents' Outbox does
-when it is given a Faust producer. A worker's Outbox now sends through
-:class:`~streamxai.kafka.output_producer.OutputProducer` (librdkafka: half the CPU per message
-again); this stays for an Outbox on a Faust app's producer, as tests and benchmarks build one.
-
-Faust's producer (``faust.transport.drivers.aiokafka.Producer.send``) and aiokafka's
-(``AIOKafkaProducer.send``) each wrap the same step, appending the record to its partition's
-batch in aiokafka's message accumulator, in a coroutine with checks a worker's outputs do not
-need at every message: Faust's ``on_produce_message`` signal (no receiver in a worker), header
-conversion, a transaction lookup, a wait for topic metadata already there, a debug log line.
-The agents' Outbox through Faust's send cost 16.5 us of CPU per message (reports of 27, one
-acknowledgement callback each), through this 8.0 us, and the accumulator's ``add_message`` on its
-own 7.0 us (``tests/benchmarks/bench_send_cost.py``); a worker sends 3.8 messages per event.
-
+"""Outputs appended to aiokafka's batches in one step: what the agents' Outbox does when it is
+given a Faust producer (tests and benchmarks build one; a worker's Outbox sends through
+:class:`~streamxai.kafka.output_producer.OutputProducer`). Faust's producer and aiokafka's each
+wrap the append of a record to its partition's batch in a coroutine with checks a worker's
+outputs do not need at every message (a signal with no receiver, header conversion, a
+transaction lookup, a wait for metadata already there, a debug line), so
 :meth:`Appender.send` does what those layers do that matters here: the size check
-(``MessageSizeTooLargeError`` past ``max_request_size``, as before), the partition (the
+(``MessageSizeTooLargeError`` past ``max_request_size``), the partition (the
 client's partitioner on the key, or the partition given; a key's partition under aiokafka's
 default partitioner is kept until the client's metadata is refreshed, at most
 :data:`MAX_KEPT` keys: its murmur2 hash is Python), and the append, whose future is the
-message's delivery. Delivery stays at least once: the record is in the accumulator when the
+message's delivery. Delivery is at least once: the record is in the accumulator when the
 call returns, and Faust's commit flushes the producer (``AIOKafkaProducer.flush``: it waits
 for every batch in the accumulator) before it commits an offset. Whatever the direct route
 cannot be sure of goes the full way, through Faust's ``send``: the producer not started, a
 transactional producer, a topic whose metadata the client has not loaded yet, or an aiokafka
-without the parts used here (checked once, with one log line).
+without the parts used here (checked once, with one log line);
+``tests/benchmarks/bench_send_cost.py`` measures each layer's cost.
 """
 
 from __future__ import annotations

@@ -1,34 +1,14 @@
 """The records of chosen topics (``features`` and ``labels``) go from each fetch straight to
-one coroutine, in one call, below Faust's per-record hand-over (issue 17).
-
-Faust hands every fetched record to the agents one at a time: a message object, the
-conductor's lookup of the topic's channels, an event, a put into the agent's stream buffer that
-wakes the agent, and the agent's iterator taking it. A Faust agent that does nothing still
-costs about 28 us of CPU a message (``tests/benchmarks/bench_faust_floor.py``), while
-aiokafka's consumer takes a record up for about 1.2 us; one event of logistic regression costs
-a worker about 900 us in all. The intake needs none of that per record: it keeps no state, and
-forwards what came in the order it came (``pipeline/handlers/intake.py``).
-
-So a worker's consumer (:class:`BulkFetch`, part of
+one coroutine, in one call, below Faust's per-record hand-over (a message object, a channel
+lookup, an event, a stream-buffer put and the agent's wake-up for every record, which
+``tests/benchmarks/bench_faust_floor.py`` measures), which the intake does not need: it keeps
+no state and forwards what came in the order it came (``pipeline/handlers/intake.py``). A
+worker's consumer (:class:`BulkFetch`, part of
 ``pipeline/kafka/faust_transport.py``'s consumer) takes the records of the topics given to
 :func:`take_in_bulk` out of each fetch before Faust iterates it, and awaits the ``sink`` with
 them: ``(partition, record)`` pairs in Faust's own round-robin order over the partitions,
 aiokafka's ``ConsumerRecord`` as it came. When the sink returns (the outputs it made are with
 the producer) their offsets are acknowledged as Faust acknowledges a message an agent took:
-
-- **At least once, as before.** An offset is acknowledged only after the sink returned, and
-  the worker's consumer commits an acknowledged offset only after the outputs' producer has
-  flushed (``_Consumer._commit``). Nothing is acknowledged if the flow stopped, a rebalance
-  began or the group's generation changed while the sink ran: Faust seeks back to the committed
-  offset, and the records come again (the model handler knows them by their origin).
-- **Faust's bookkeeping, kept.** The read offset moves as Faust moves it (a record before it,
-  fetched again, is skipped), though only with the acknowledgement, so that what the sink took
-  while a rebalance sought back comes again. A gap in the offsets (a transaction's marker, a
-  compacted record) is added as Faust adds it (so commits pass it), ``broker_commit_every`` is
-  honoured, and a paused partition's records are left as Faust leaves them.
-- **Anything else is Faust's.** Records of the other topics, and all of them while the flow
-  is stopped, go through Faust as before. The agent on these topics stays subscribed (its
-  stream is what makes Faust consume them), and is what handles them if no sink is set.
 """
 
 from __future__ import annotations
@@ -47,7 +27,7 @@ Sink = Callable[[list[tuple[Any, Any]]], Awaitable[None]]
 
 def take_in_bulk(app: Any, topics: Iterable[str], sink: Sink) -> bool:
     """Have ``app``'s consumer hand the fetched records of ``topics`` (full names) to ``sink``
-    (module docstring); False, and nothing changed, if its transport is not the worker's."""
+    (:class:`BulkFetch`); False, and nothing changed, if its transport is not the worker's."""
     transport = app.transport
     if not hasattr(transport, "bulk_topics"):
         return False
@@ -57,8 +37,23 @@ def take_in_bulk(app: Any, topics: Iterable[str], sink: Sink) -> bool:
 
 
 class BulkFetch:
-    """The part of the worker's consumer that takes the bulk topics' records (module docstring).
-    Mixed into a Faust consumer (it uses Faust's ``_read_offset``, ``_acked``, ``_add_gap``)."""
+    """The part of the worker's consumer that takes the bulk topics' records (see below).
+    Mixed into a Faust consumer (it uses Faust's ``_read_offset``, ``_acked``, ``_add_gap``).
+
+    - **At least once.** An offset is acknowledged only after the sink returned, and
+      the worker's consumer commits an acknowledged offset only after the outputs' producer has
+      flushed (``_Consumer._commit``). Nothing is acknowledged if the flow stopped, a rebalance
+      began or the group's generation changed while the sink ran: Faust seeks back to the committed
+      offset, and the records come again (the model handler knows them by their origin).
+    - **Faust's bookkeeping, kept.** The read offset moves as Faust moves it (a record before it,
+      fetched again, is skipped), though only with the acknowledgement, so that what the sink took
+      while a rebalance sought back comes again. A gap in the offsets (a transaction's marker, a
+      compacted record) is added as Faust adds it (so commits pass it), ``broker_commit_every`` is
+      honoured, and a paused partition's records are left as Faust leaves them.
+    - **Anything else is Faust's.** Records of the other topics, and all of them while the flow
+      is stopped, go through Faust. The agent on these topics stays subscribed (its
+      stream is what makes Faust consume them), and is what handles them if no sink is set.
+    """
 
     async def _wait_next_records(self, timeout: float) -> tuple[Any, Any]:
         records, active = await super()._wait_next_records(timeout)  # type: ignore[misc]

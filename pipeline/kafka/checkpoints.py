@@ -1,12 +1,5 @@
 """Checkpoints as files under ``state_dir/checkpoints/``, shared by the workers of one host.
 
-The bytes are sealed by :class:`~streamxai.kafka.checkpoint_seal.CheckpointSeal` (HMAC-SHA256
-over header and pickle; see :mod:`streamxai.kafka.checkpoint_seal` for what is restored when).
-File names are SHA-256 hashes of the key, never the key itself (no length or character limit
-to trip over). Files are written atomically (temporary file, then rename), so workers on one
-host can share them, if they share the key (``checkpoint_key``, or the key file generated
-once in ``state_dir``, see :func:`~streamxai.kafka.checkpoint_seal.checkpoint_secret`).
-
 >>> import tempfile
 >>> store = FileCheckpointStore(tempfile.mkdtemp(), every=2, secret=b"0123456789abcdef")
 >>> store.save("explain", b"s/0", {"n": 1}, Source("tasks", 3, 41))
@@ -36,7 +29,15 @@ __all__ = ["FileCheckpointStore"]
 
 
 class FileCheckpointStore(SealedStore):
-    """Sealed checkpoints of per-key handler state, as files under ``directory``."""
+    """Sealed checkpoints of per-key handler state, as files under ``directory``.
+
+    The bytes are sealed by :class:`~streamxai.kafka.checkpoint_seal.CheckpointSeal` (HMAC-SHA256
+    over header and pickle; see :mod:`streamxai.kafka.checkpoint_seal` for what is restored when).
+    File names are SHA-256 hashes of the key, never the key itself (no length or character limit
+    to trip over). Files are written atomically (temporary file, then rename), so workers on one
+    host can share them, if they share the key (``checkpoint_key``, or the key file generated
+    once in ``state_dir``, see :func:`~streamxai.kafka.checkpoint_seal.checkpoint_secret`).
+    """
 
     def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes,
                  commits: CommittedOffsets | None = None):

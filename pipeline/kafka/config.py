@@ -1,5 +1,4 @@
 """Connection settings for both Kafka clients: Faust (aiokafka) and confluent-kafka.
-
 Secrets are revealed only here, into the client configuration, never into logs.
 
 >>> from streamxai.settings import Settings, Secret
@@ -32,7 +31,7 @@ class BrokerError(StreamxaiError, RuntimeError):
     stopped; the message says what to do."""
 
 
-#: labels: label events (issue 13); arrivals: features and labels in the one order the model learns them;
+#: labels: label events; arrivals: features and labels in the one order the model learns them;
 #: drift-feed: each report's explanations as one record, what the drift agent reads (streamxai.schemas.drift_feed)
 TOPIC_NAMES = ("features", "labels", "arrivals", "predictions", "explain-tasks", "explain-decisions", "explanations",
                "drift-feed", "drift-events", "change-episodes", "dead-letters")

@@ -1,90 +1,14 @@
-"""What a worker's Faust app changes in Faust's Kafka driver (aiokafka) and its bookkeeping, and why.
-
-- **The consumer's fetch wait** (:data:`FETCH_MAX_WAIT_MS`). Faust creates its consumer with
-  ``fetch_max_wait_ms=1500``. aiokafka keeps one fetch request in flight per broker, for the
-  partitions it holds no records of; the broker answers it when one of *those* partitions gets
-  data, or after the wait. A worker consumes what it produces (arrivals, explain tasks,
-  explanations), so the partition that gets data next is often not in the request in flight:
-  one worker then sat idle for up to 1.5 s at a time: from the first prediction to the last
-  explanation of 2,000 events (logistic regression, issue 17) took it 2.6-3.0 s of wall time
-  for 1.4-1.6 s of CPU; with the wait bounded, 1.0-1.2 s. (Until its drift agent had taken up
-  every explanation, 5.4-6.3 s against 6.6-8.0 s: the drift agent's backlog is another story,
-  see README.)
-- **How much a fetch waits for** (:data:`FETCH_MIN_BYTES`). A worker consumes a trickle of
-  its own records (``arrivals``, ``explain-tasks``, ``drift-feed``: 0.15 per event) beside
-  ``features``. With Faust's ``fetch_min_bytes=1`` the broker answered a fetch as soon as
-  one of them came: 0.13-0.16 fetches per event, each asking for and parsing all the
-  worker's partitions (20 at 4 partitions a topic) in pure Python on the consumer's thread,
-  about 100 us of CPU per event with logistic regression (``bench_speed.py --census``: the
-  consumer's thread, sampled on its own, and the fetches counted), half the transport's cost.
-  The broker then answered once 64 KiB had come or the wait was over (20 ms then: 0.04 fetches
-  per event in the same run), and since stop 27 once 1 MiB has come or the wait is over: a
-  busy worker fetches about every 100 ms (1 MiB is more than 100 ms of a worker's input and hops
-  at a thousand events a second), each fetch bringing more, so every stage of the worker takes
-  bigger batches. With logistic regression (``bench_speed.py --kafka``, 8,000 events, 6 rounds,
-  both in the same rounds) the worker used 1,016 us of CPU an event against 1,277 with 64 KiB,
-  its main thread 955 us on a core against 1,191, the consumer's thread 25-35 us against
-  40-50, and the median ratio to the in-process loop was 0.988 against 0.834. A record so waits
-  at most the wait more at the broker on each hop through the worker (features, arrivals,
-  explain tasks, drift feed), as it did at 64 KiB once less than that came within the wait:
-  which is what an idle worker's fetch already waited for a partition the fetch in flight did
-  not ask for.
-- **How long an idle fetch waits** (:data:`FETCH_MAX_WAIT_MS`, 100 ms). With nothing to read,
-  the broker answers each fetch after the wait and the consumer's thread parses the empty
-  answer for every partition the worker holds: at 20 ms (50 fetches a second) an idle worker
-  used 2.5-2.8 % of a core (ARF(10), 4 partitions a topic), at 100 ms 0.8-0.9 %, and a busy
-  worker's rate did not drop (logistic regression, 2,000 events, five runs each alternating:
-  median 626 -> 1,035 events/s of wall time on a loaded machine, 2,740 -> 3,077 per CPU s;
-  ``tests/benchmarks/bench_idle_fetch.py``). The price: at a trickle a record may wait up to
-  100 ms at the broker on each of the four hops.
-- **How much one produce batch holds** (:func:`producer_batch_bytes`). aiokafka closes a
-  partition's batch at ``max_batch_size`` (Faust's default 16 KiB) and sends a closed batch at
-  once, without its linger: a worker's ``drift-feed`` record (one a report, 14-18 KiB with
-  ten features) fills a batch on its own and the explanations of about ten events fill
-  another, so the producer sent a request every 7 events, each with about ten callbacks of
-  its sender (its task's wake-ups, ``asyncio.wait``'s completions, the acknowledgement); an
-  output meeting a closed batch not yet sent even waited for it. With batches of up to
-  :data:`PRODUCER_MAX_BATCH_BYTES` the records a partition gets while the request before is
-  in flight, or in its linger of 5 ms, go in one batch: logistic regression's worker sent a
-  produce request every 50 events instead of every 7, 1.5 callbacks of its event loops per
-  event instead of 4.2 (``bench_speed.py --census``). A batch is one record batch to the
-  broker, which refuses one over ``message.max.bytes`` (1 MiB by default) whole, so it is at
-  most ``max_dead_letter_bytes``, the setting that already stays below it (512 KiB by default).
-- **A partition resumed after a full buffer** (``_Consumer.on_buffer_drop``). Faust stops
-  fetching a partition whose stream buffer is over 80 % full (3,276 of ``stream_buffer_maxsize``
-  4,096) and resumes it once the agent has drained the buffer to 40 %; the fetch in flight
-  meanwhile waits up to 1 s for records of the *other* partitions, and nothing wakes it on the
-  resume. One worker's drift agent (logistic regression, 5,400 explanations behind) so sat
-  idle for 0.45 s with its explanations already fetched (``bench_worker_wait.py``). The resume
-  now wakes the fetch, which looks again at the partitions it may return (Faust's set, now
-  with the resumed one) and returns that partition's records at once.
-- **The hand-over of each record** (``_Consumer.wait_first``). Faust's fetcher hands every
-  record to the agents' streams by racing the hand-over against a paused flow, a stop and a
-  crash (mode's ``wait_first``: four tasks and ``asyncio.wait`` per record), so that a
-  rebalance never waits on a full stream buffer. That race was about half of what a Faust
-  agent doing nothing costs per message (``bench_faust_floor.py``: 54-57 us, 30-31 us with
-  the hand-over in one task). The worker's consumer runs the hand-over in one task and
-  cancels it itself when the flow is paused or the consumer stops: the same outcome (the
-  record is not handed over; Faust fetches it again from the committed offset after the
-  rebalance), one task instead of four. And most hand-overs need no task at all: the record
-  goes into a stream buffer with room without waiting, so the hand-over's first step runs in
-  the fetcher's call (:func:`_resume` finishes one that waits, in a task, as before). The
-  fetcher then hands over a fetched batch before the agents' next turn, so an agent finds
-  the batch waiting (the intake forwarded what it found as one arrivals record, until it took
-  its records in bulk: 0.65 arrivals records per event with the hand-over in a task, fewer
-  than 0.005 with it in the fetcher's call; logistic regression, 2,000 events waiting).
-- **Features and labels in bulk** (``pipeline/kafka/bulk_fetch.py``). The records of the
-  intake's topics skip that hand-over altogether: each fetch's go to the intake in one call
-  (``bench_faust_floor.py``: 3.5 us a record, against 32.6 for a Faust agent doing nothing).
-- **Decoding** (:class:`RawSchema`). The worker's topics carry bytes its handlers parse
-  themselves; Faust's schema still looks up the "raw" codec in its registry for the key and
-  the value of every message (9 % of an agent's CPU per message doing nothing else, measured
-  with cProfile on ``bench_faust_floor.py``). The raw schema hands the record's bytes over as
-  they are, which is what the "raw" codec returns for bytes and ``None``.
-- **Faust's monitor** (:class:`QuietMonitor`). Faust's ``Monitor`` sensor keeps statistics of
-  every message in, every stream event and every send, which no page of ours shows (the
-  worker's metrics are :class:`streamxai.metrics.Metrics`); the quiet one keeps the rest of
-  the monitor (commit and offset bookkeeping) and skips the per-message hooks.
+"""What a worker's Faust app changes in Faust's Kafka driver (aiokafka) and its bookkeeping, and
+why: a worker consumes the records it produces itself (arrivals, explain tasks, the drift
+feed), so the consumer's fetches wait for a bounded time and for a batch's worth of data
+(:data:`FETCH_MAX_WAIT_MS`, :data:`FETCH_MIN_BYTES`), the producer puts more in a partition's
+batch (:func:`producer_batch_bytes`), a partition resumed after a full stream buffer wakes the
+fetch in flight, the fetcher hands a record over in its own call or in one task instead of
+mode's four (``_Consumer.wait_first``), the intake's topics skip that hand-over and go to the
+intake in bulk (``pipeline/kafka/bulk_fetch.py``), :class:`RawSchema` hands the records' bytes
+over without a codec look-up, and :class:`QuietMonitor` skips Faust's per-message statistics,
+which no page of ours shows; ``tests/benchmarks/bench_speed.py``, ``bench_idle_fetch.py``,
+``bench_worker_wait.py`` and ``bench_faust_floor.py`` measure what each costs.
 
 >>> import faust
 >>> app = faust.App("doc", broker="kafka://127.0.0.1:9", Monitor=QuietMonitor)
@@ -114,11 +38,22 @@ __all__ = ["FETCH_MAX_WAIT_MS", "FETCH_MIN_BYTES", "PRODUCER_MAX_BATCH_BYTES", "
 
 log = logging.getLogger("streamxai")
 
-#: how long the broker may hold a worker's fetch request when none of its partitions has data
+#: how long the broker may hold a worker's fetch request when none of its partitions has data.
+#: aiokafka keeps one fetch in flight per broker, for the partitions it holds no records of, and
+#: the partition a worker's own output lands on next is often not in it: Faust's 1.5 s would
+#: leave the worker idle that long. An idle worker's consumer parses one empty answer per wait
+#: for every partition it holds, so a shorter wait costs CPU when nothing comes; a record waits
+#: at most this long at the broker on each hop through the worker.
 FETCH_MAX_WAIT_MS = 100
-#: how much data the broker waits for (at most FETCH_MAX_WAIT_MS) before it answers a worker's fetch
+#: how much data the broker waits for (at most FETCH_MAX_WAIT_MS) before it answers a worker's
+#: fetch. Every fetch parses all the worker's partitions in Python on the consumer's thread, so
+#: a busy worker fetches about once a wait, each fetch bringing more, and every stage of the
+#: worker takes bigger batches; Faust's 1 byte answers each trickle of the worker's own records.
 FETCH_MIN_BYTES = 1024 * 1024
-#: the most a worker's producer puts in one partition's batch (less if max_dead_letter_bytes is less)
+#: the most a worker's producer puts in one partition's batch (less if max_dead_letter_bytes is
+#: less). aiokafka sends a full batch at once, without its linger, and one drift-feed record
+#: fills Faust's 16 KiB: bigger batches mean fewer produce requests and fewer callbacks a
+#: request. The broker refuses a record batch over ``message.max.bytes`` whole, hence the cap.
 PRODUCER_MAX_BATCH_BYTES = 256 * 1024
 
 
@@ -148,7 +83,7 @@ class _ConsumerThread(driver.AIOKafkaConsumerThread):
                 raise
             # aiokafka's Fetcher.close() cancels its fetch tasks and awaits them without catching
             # the cancellation of one waiting out its retry back-off (the broker unreachable): it
-            # escaped this thread as a traceback, and the consumer's client was left open
+            # would escape this thread as a traceback and leave the consumer's client open
             log.info("the Kafka consumer stopped while the broker was unreachable (a fetch was waiting to retry)")
             if self._consumer is not None:
                 await private_api.consumer_client(self._consumer).close()
@@ -173,7 +108,7 @@ class _Consumer(BulkFetch, driver.Consumer):
     async def _commit(self, offsets: Any) -> bool:
         """Commit ``offsets`` once the transport's ``outputs`` producer (the agents', an
         :class:`~streamxai.kafka.output_producer.OutputProducer`), if it has one, has flushed
-        (Faust flushed its own producer before); those the broker accepted go to the transport's
+        (Faust flushes its own producer first); those the broker accepted go to the transport's
         :class:`~streamxai.kafka.committed_offsets.CommittedOffsets`, if it has one. (Faust's
         ``Monitor.on_tp_commit`` is called after a commit that failed too, e.g. one refused
         after a rebalance, so it cannot tell what a restart resumes at.)"""
@@ -192,7 +127,9 @@ class _Consumer(BulkFetch, driver.Consumer):
     async def wait_first(self, *coros: Any, timeout: Any = None) -> Any:
         """The fetcher's hand-over of one record (``callback(message)``, raced against
         ``suspend_flow.wait()``) in one task, cancelled by :meth:`stop_flow` or a stop; any
-        other wait as mode does it."""
+        other wait as mode does it. The outcome is mode's (a rebalance never waits on a full
+        stream buffer; a record not handed over is fetched again from the committed offset)
+        with one task instead of four, and none when the buffer has room."""
         if not self._is_handover(coros, timeout) or self.suspend_flow.is_set() or self.should_stop:
             return await super().wait_first(*coros, timeout=timeout)
         handover, suspended = coros
@@ -214,7 +151,9 @@ class _Consumer(BulkFetch, driver.Consumer):
         return None
 
     def on_buffer_drop(self, tp: Any) -> None:
-        """Resume fetching ``tp`` (its stream buffer drained), and wake the fetch in flight."""
+        """Resume fetching ``tp`` (its stream buffer drained), and wake the fetch in flight: it
+        waits for records of the other partitions only, and nothing else wakes it on the resume,
+        so the agent would sit idle with the partition's records fetchable."""
         resumed = tp in self._buffered_partitions
         super().on_buffer_drop(tp)
         if resumed:
@@ -273,7 +212,7 @@ class _Transport(driver.Transport):
 
 def use_bounded_fetch_wait(app: Any, commits: CommittedOffsets | None = None, outputs: Any = None) -> None:
     """Give ``app`` (a Faust app on a ``kafka://`` broker) a consumer whose fetch requests wait at
-    most :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (the module docstring says why),
+    most :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (their comments say why),
     that flushes ``outputs`` (the agents' producer) before it commits, and that records each
     commit the broker accepted in ``commits``."""
     app.transport = _Transport(app.conf.broker_consumer, app, loop=app.loop)

@@ -1,12 +1,5 @@
 """One log line when the broker becomes unreachable and one when it is back, not one per retry.
 
-During a broker outage the Kafka client (aiokafka, under Faust) logs every failed connection,
-metadata refresh, fetch and heartbeat: about 75 ERROR lines a second, 2,989 lines for a 40 s
-outage (measured with a worker at ``--loglevel warning``). :class:`OutageLogFilter` lets the
-first such record through as the start of an outage, swallows the rest, and once no such
-record arrived for ``quiet_s`` seconds logs the end with the outage's length and the number of
-lines swallowed. Records that are not about the connection pass untouched.
-
 >>> import logging
 >>> t = [0.0]
 >>> f = OutageLogFilter(quiet_s=10, clock=lambda: t[0])
@@ -53,7 +46,15 @@ _COORDINATOR_DEAD = re.compile(r"Marking the coordinator dead|not started or not
 
 class OutageLogFilter(logging.Filter):
     """Collapses the Kafka client's connection errors into an outage start and end line; a
-    group coordinator that is not available yet is one WARNING line a minute, not an outage."""
+    group coordinator that is not available yet is one WARNING line a minute, not an outage.
+
+    During a broker outage the Kafka client (aiokafka, under Faust) logs every failed connection,
+    metadata refresh, fetch and heartbeat: dozens of ERROR lines a second, thousands for an
+    outage of a minute, even at ``--loglevel warning``. :class:`OutageLogFilter` lets the
+    first such record through as the start of an outage, swallows the rest, and once no such
+    record arrived for ``quiet_s`` seconds logs the end with the outage's length and the number of
+    lines swallowed. Records that are not about the connection pass untouched.
+    """
 
     def __init__(self, quiet_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
         super().__init__()

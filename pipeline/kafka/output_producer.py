@@ -1,63 +1,32 @@
-"""A worker's outputs through confluent-kafka's producer (librdkafka), beside Faust (issue 17).
-
-A worker sends 3.7 messages an event (a prediction, 2.7 explanations, a share of the internal
-batches). Through aiokafka, below Faust's and aiokafka's own send layers
-(:class:`~streamxai.kafka.appender.Appender`), one message still cost the worker's process 23 us
-of CPU from hand-over to acknowledgement (its accumulator, its sender task, the acknowledgement's
-callbacks, all Python on the event loop); librdkafka takes the same message for 2.4 us, its own
-threads included (``tests/benchmarks/bench_send_cost.py``, one run on 2 cores: 400 reports of 27
-messages of 400 bytes, medians of 3 processes). Faust keeps everything else: the consumer, its
-group, its commits, its own producer (unused by the agents).
-
-The same guarantees as before:
-
-- **At least once.** A message is in librdkafka's queue when :meth:`OutputProducer.hand`
-  (or :meth:`OutputProducer.send`) returns; the worker's consumer commits an offset only after :meth:`OutputProducer.flush`
-  (``pipeline/kafka/faust_transport.py``, ``_Consumer._commit``), which waits until every
-  message handed over before it has been acknowledged or has failed, as Faust's commit waits
-  for its own producer's flush (not for the queue to empty: a busy worker always has messages
-  in flight). A worker killed before a commit sends its outputs again after the restart
-  (the consumers of the outputs deduplicate by ``(stream_id, seq)``; internal hops by origin).
-- **The same partitions.** ``partitioner = murmur2_random``: a keyed message goes to the
-  partition of the Java client and of aiokafka's default partitioner (murmur2 of the key), where
-  Faust sent it before, so a stream's records stay on their partitions across the upgrade
-  (``tests/integration/test_send_on_broker.py``).
-- **In order.** Each partition's records arrive in the order handed over, as aiokafka (one
-  batch in flight per partition) kept them: the arrivals are the order a stream's model learns
-  in, and an explainer group takes its tasks in order. librdkafka keeps up to 5 requests in
-  flight to a broker, and a retried one could land behind a later one; idempotence
-  (``enable.idempotence``, with ``acks = all``) keeps the order and writes a retried batch once.
-- **The same sizes.** A message over Faust's ``producer_max_request_size`` is refused at the
-  hand-over (the agent dead-letters its input, reason ``send_error``); one partition's batch is at
-  most :func:`~streamxai.kafka.faust_transport.producer_batch_bytes` (below the broker's
-  ``message.max.bytes``, which refuses a larger batch whole); ``acks = all``.
-- **The same security.** Its configuration is :func:`~streamxai.kafka.config.confluent_config`
-  (SASL, TLS), as the checkpoint store's producer; nothing of it is logged or shown in a repr.
-- **Quiet outages.** librdkafka logs nothing (``log_level`` 0); a broker it cannot reach is the
-  consumer's outage line (``pipeline/kafka/outage.py``), and it retries each message for
-  ``message.timeout.ms`` (5 minutes), so nothing is lost to a short outage. A message that
-  finally fails is counted in ``send_errors`` by the agents' Outbox, as before. A fatal error
-  (the idempotent producer's) is one ERROR line, and the next commit fails on it: the worker
-  stops without committing past outputs that were lost, and its restart sends them again.
-
-Two librdkafka clients, one per kind of topic, because the linger that suits one costs the
-other (issue 17):
-
-- **Hops** (:data:`HOP_TOPICS`: arrivals, explain tasks and decisions, the drift feed): the
-  worker's own agents read them next, so each waits at most 5 ms (:data:`HOP_LINGER_MS`): a
-  longer wait leaves the next agent idle. They are 0.15 messages an event.
-- **Outputs** (predictions, explanations, change events, dead letters: what people and their
-  programs read) wait up to ``output_linger_ms`` (50 ms by default). They are 3.7 messages an
-  event; every produce request costs librdkafka's thread and the broker CPU on the cores the
-  worker runs on, whatever it carries. At 5 ms librdkafka's threads took 30-50 us of CPU an event
-  with logistic regression, with the outputs at 50 ms 10-20 (each thread's CPU from ``/proc``
-  over a worker's run of ``bench_speed.py --kafka``'s stream, three runs each).
-
-``output_linger_ms = 5`` gives one client for both, as before. A topic's records all go through
-one client, so each partition keeps its order (Kafka orders nothing across partitions).
-
-Delivery reports come when the producers are polled: a task polls them every 5 ms while
-messages are in flight and sleeps while none are; a flush polls them every millisecond.
+"""A worker's outputs through confluent-kafka's producer (librdkafka), beside Faust: librdkafka
+takes a message for a fraction of the CPU that aiokafka's accumulator, sender task and
+callbacks take on the event loop (``tests/benchmarks/bench_send_cost.py`` measures both), while
+Faust keeps everything else (the consumer, its group, its commits, its own producer, unused by
+the agents). It keeps Faust's guarantees: at least once (a message is in librdkafka's queue when
+:meth:`OutputProducer.hand` returns, and the worker's consumer commits an offset only after
+:meth:`OutputProducer.flush` has seen every message handed over before it acknowledged or
+failed; a worker killed before a commit sends its outputs again, which their consumers
+deduplicate by ``(stream_id, seq)``, internal hops by origin); the same partitions
+(``partitioner = murmur2_random``, the Java client's and aiokafka's default, so a stream's
+records stay on their partitions: ``tests/integration/test_send_on_broker.py``); order within a
+partition (idempotence with ``acks = all``, as librdkafka keeps up to 5 requests in flight and a
+retried one could land behind a later one); the same sizes (a message over
+``producer_max_request_size`` is refused at the hand-over and its input dead-lettered with
+reason ``send_error``; a partition's batch is at most
+:func:`~streamxai.kafka.faust_transport.producer_batch_bytes`); the same security
+(:func:`~streamxai.kafka.config.confluent_config`, never logged or shown in a repr); and quiet
+outages (librdkafka logs nothing; an unreachable broker is the consumer's outage line, each
+message is retried for ``message.timeout.ms``, a message that finally fails is counted in
+``send_errors``, and a fatal error is one ERROR line that fails the next commit, so the worker
+stops without committing past lost outputs). Two clients, one per kind of topic, because the
+linger that suits one costs the other: the hops (:data:`HOP_TOPICS`), which the worker's own
+agents read next, wait at most :data:`HOP_LINGER_MS` so the next agent is not left idle; the
+outputs people read (predictions, explanations, change events, dead letters) are most of the
+messages and wait up to ``output_linger_ms``, since every produce request costs librdkafka's
+thread and the broker CPU on the worker's cores (``output_linger_ms = 5`` gives one client for
+both). A topic's records all go through one client, so each partition keeps its order, and
+delivery reports are polled every :data:`POLL_S` while messages are in flight, every
+millisecond in a flush.
 """
 
 from __future__ import annotations
@@ -151,7 +120,7 @@ class OutputProducer:
         the event loop's thread, if the broker finally does not take it. Raises what
         ``produce`` raises at once (e.g. a message over ``message.max.bytes``). What the agents'
         Outbox uses for the outputs that are no dead letter: a future and its callbacks per
-        message were most of what sending cost the worker beyond librdkafka's own call."""
+        message would be most of what sending costs the worker beyond librdkafka's own call."""
         if self._client is None:
             self.start()
         client = self._hops if topic in self._hop_topics else self._client

@@ -1,11 +1,4 @@
-"""Reading a partition's earlier messages, to rebuild state that is not in memory.
-
-When a worker meets a stream (or an explainer group) it has no state for, in the middle of
-that stream — after a restart, a crash or a rebalance that moved the partition — it rebuilds
-the state by re-running the stream's earlier messages from the same partition. Every
-message of a stream (or group) is on one partition, so this is exact as long as the topic
-still holds them (set retention accordingly).
-"""
+"""Reading a partition's earlier messages, to rebuild state that is not in memory."""
 
 from __future__ import annotations
 
@@ -23,7 +16,14 @@ __all__ = ["PartitionHistory"]
 class PartitionHistory:
     """``history(topic, partition, before_offset, key, from_offset=0)`` → values of the
     messages with ``key`` (any key if None) at offsets ``from_offset .. before_offset - 1`` (to
-    the end if ``before_offset`` is None)."""
+    the end if ``before_offset`` is None).
+
+    When a worker meets a stream (or an explainer group) it has no state for, in the middle of
+    that stream — after a restart, a crash or a rebalance that moved the partition — it rebuilds
+    the state by re-running the stream's earlier messages from the same partition. Every
+    message of a stream (or group) is on one partition, so this is exact as long as the topic
+    still holds them (set retention accordingly).
+    """
 
     def __init__(self, settings: Settings, poll_timeout: float = 5.0):
         self.settings = settings

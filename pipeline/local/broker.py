@@ -1,30 +1,5 @@
 """Start, stop and inspect the local Apache Kafka broker used for local runs and tests.
 
-One JVM runs a combined broker + controller (KRaft, no ZooKeeper) on 127.0.0.1. Its jars come
-from Maven Central through the pom shipped in the package (``broker_files/pom.xml``, with the
-log4j2 configuration beside it; ``mvn dependency:copy-dependencies``) into
-``deploy/target/kafka-libs/`` in a source checkout, else into ``~/.cache/streamxai/kafka-libs``
-(``$XDG_CACHE_HOME``); nothing but a JDK 17+ and Maven is needed, and no source checkout.
-
-Everything the broker owns lives in one directory (``data_dir``)::
-
-    data_dir/
-        server.properties   rewritten at every start from the constructor arguments
-        broker.pid          pid of the running JVM
-        broker.log          log4j2 output and the JVM's stdout/stderr (default log file)
-        data/               log.dirs: topic partitions and the KRaft metadata log
-
-Command line (``deploy/broker.sh`` is the same)::
-
-    python -m streamxai.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
-    python -m streamxai.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
-    python -m streamxai.local.broker stop   [--data-dir D]
-
-With ``sasl=SaslUsers(...)`` (``--sasl-users FILE``) the broker accepts only authenticated
-clients (SASL_PLAINTEXT with SCRAM-SHA-512 on the client listener, SASL/PLAIN between broker
-and controller) and authorises every request with KRaft's ``StandardAuthorizer``: ``admin`` is
-the only super user and every other user needs ACLs (:meth:`LocalBroker.grant`).
-
 >>> b = LocalBroker(port=19092, controller_port=19093, data_dir="/tmp/streamxai-doc")
 >>> b.bootstrap
 '127.0.0.1:19092'
@@ -71,12 +46,9 @@ _REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "log4j-core-", "log4j-slf4j")
 _HOST = "127.0.0.1"
 #: JVM flags besides -Xmx: short GC pauses, die rather than limp on after an OutOfMemoryError,
 #: and only the JVM's quick compiler (C1, ``TieredStopAtLevel=1``). This broker lives for a demo,
-#: a test run or a benchmark, on the cores of the workers it serves; the optimising compiler (C2)
-#: spent more CPU compiling its request paths than those paths then saved: on 2 cores a fresh
-#: broker took 5.7-5.9 s to answer and 6.8-7.2 s of CPU with C2, 4.6-5.0 s and 4.2-4.4 s with C1
-#: only, and through one worker's runs of 2,000 events (logistic regression) its compiler threads
-#: still took 0.6-1.1 s of CPU per run over the first seven runs, the broker 1.4-2.4 s in all
-#: against 0.9-1.4 s with C1 only (issue 17: the worker's cores are the broker's here).
+#: a test run or a benchmark, on the cores of the workers it serves, and the optimising compiler
+#: (C2) spends more CPU compiling its request paths than those paths save in such a short life:
+#: with C1 only the broker answers sooner and takes less of the workers' CPU.
 _JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
 _PROBE_LOGGER = logging.getLogger("streamxai.broker.probe")
 _PROBE_LOGGER.addHandler(logging.NullHandler())
@@ -260,6 +232,31 @@ class LocalBroker:
 
     The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
     first time, Maven and access to Maven Central.
+
+    One JVM runs a combined broker + controller (KRaft, no ZooKeeper) on 127.0.0.1. Its jars come
+    from Maven Central through the pom shipped in the package (``broker_files/pom.xml``, with the
+    log4j2 configuration beside it; ``mvn dependency:copy-dependencies``) into
+    ``deploy/target/kafka-libs/`` in a source checkout, else into ``~/.cache/streamxai/kafka-libs``
+    (``$XDG_CACHE_HOME``); nothing but a JDK 17+ and Maven is needed, and no source checkout.
+
+    Everything the broker owns lives in one directory (``data_dir``)::
+
+    data_dir/
+        server.properties   rewritten at every start from the constructor arguments
+        broker.pid          pid of the running JVM
+        broker.log          log4j2 output and the JVM's stdout/stderr (default log file)
+        data/               log.dirs: topic partitions and the KRaft metadata log
+
+    Command line (``deploy/broker.sh`` is the same)::
+
+    python -m streamxai.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
+    python -m streamxai.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
+    python -m streamxai.local.broker stop   [--data-dir D]
+
+    With ``sasl=SaslUsers(...)`` (``--sasl-users FILE``) the broker accepts only authenticated
+    clients (SASL_PLAINTEXT with SCRAM-SHA-512 on the client listener, SASL/PLAIN between broker
+    and controller) and authorises every request with KRaft's ``StandardAuthorizer``: ``admin`` is
+    the only super user and every other user needs ACLs (:meth:`LocalBroker.grant`).
     """
 
     def __init__(
@@ -744,7 +741,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--libs-dir", default=None,
                         help="the Kafka jars, resolved there with Maven when missing (default: deploy/target/kafka-libs "
                              "in a source checkout, else ~/.cache/streamxai/kafka-libs) [env: STREAMXAI_KAFKA_LIBS]")
-    parser.add_argument("--timeout", type=positive(), default=None, help="seconds to wait (start 90, stop 30)")
+    parser.add_argument("--timeout", type=positive(), default=None, help="seconds to wait (default: 90 for start, 30 for stop)")
     parser.add_argument("--sasl-users", metavar="FILE", default=None,
                         help='require SASL (SCRAM-SHA-512) and ACLs; FILE holds name = "password" lines (TOML), '
                              "one of them admin, the super user; keep it private")

@@ -1,10 +1,4 @@
-"""``streamxai demo``: a local broker, workers, a drifting demo stream, the dashboard and a live view.
-
-The demo's own settings (topic prefix, state directory, and the smoothing scaled to the run
-length, see :func:`demo_settings`) never override a setting
-given by a settings file, the environment or ``--set``. Its topics and directory are
-removed at the end unless ``--keep``.
-"""
+"""``streamxai demo``: a local broker, workers, a drifting demo stream, the dashboard and a live view."""
 
 from __future__ import annotations
 
@@ -249,7 +243,13 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozenset[str] | None = None) -> int:
     """Run the demo; the settings a file, the environment or the command line gave stay as given
     (``explicit``, by default ``s.explicit()``): the demo changes only defaults. SIGTERM stops
-    it as Ctrl-C does (:func:`_sigterm_as_interrupt`)."""
+    it as Ctrl-C does (:func:`_sigterm_as_interrupt`).
+
+    The demo's own settings (topic prefix, state directory, and the smoothing scaled to the run
+    length, see :func:`demo_settings`) never override a setting
+    given by a settings file, the environment or ``--set``. Its topics and directory are
+    removed at the end unless ``--keep``.
+    """
     with _sigterm_as_interrupt():
         return _run_demo(args, s, explicit)
 

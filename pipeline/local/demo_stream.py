@@ -1,10 +1,5 @@
 """Seeded demo streams with drift at known positions, as feature events.
 
-The agrawal demo uses river's Agrawal generator: classification function ``f_before``
-until ``drift_at``, then ``f_after`` (a concept drift: the label depends on other
-features), and from ``swap_at`` on the values of two features are exchanged (a feature
-drift: the model's inputs move). A stationary control keeps ``f_before`` throughout.
-
 >>> evs = list(agrawal_events("s1", n=4, drift_at=2, swap_at=3, seed=1))
 >>> [e.seq for e in evs], sorted(evs[0].x) == sorted(AGRAWAL_FEATURES)
 ([0, 1, 2, 3], True)
@@ -89,6 +84,11 @@ def agrawal_events(
     swap: tuple[str, str] = ("elevel", "car"),
     t0: float = 1_700_000_000.0,
 ) -> Iterator[FeatureEvent]:
+    """The agrawal demo uses river's Agrawal generator: classification function ``f_before``
+    until ``drift_at``, then ``f_after`` (a concept drift: the label depends on other
+    features), and from ``swap_at`` on the values of two features are exchanged (a feature
+    drift: the model's inputs move). A stationary control keeps ``f_before`` throughout.
+    """
     before = iter(synth.Agrawal(classification_function=f_before, seed=seed))
     after = iter(synth.Agrawal(classification_function=f_after, seed=seed + 1))
     a, b = swap

@@ -1,13 +1,5 @@
 """Labels of change markers a person can read when changes come close together.
 
-A drift raises changes on several series at once, so one label per change piles the labels on
-top of each other. Here changes are grouped, first by the change episode they belong to (the
-``change-episodes`` topic says which changes happened together, and its kind and alert are what
-an operator needs), then groups whose labels would still overlap on the axis are merged, so
-every label has room of its own (in one of two rows along the chart's top). The lines themselves stay one per change; only the labels are
-grouped. ``streamxai plot`` uses this; the dashboard does the same in its page
-(``dashboard.js``, ``markerGroups``/``layoutLabels``) with the text widths the browser measures.
-
 >>> changes = [{"explainer": "ipfi", "feature": f, "position": p} for f, p in (("a", 100), ("b", 120), ("c", 900))]
 >>> episodes = [{"first_position": 100, "last_position": 120, "kind": "degradation", "alert": True}]
 >>> [label_text(g) for g in group_changes(changes, episodes)]
@@ -46,6 +38,14 @@ def group_changes(changes: list[dict], episodes: list[dict]) -> list[dict]:
     positions hold them, in order of position; a change in no episode is a group of its own.
 
     A group is ``{"position": first, "changes": [...], "episode": episode or None}``.
+
+    A drift raises changes on several series at once, so one label per change piles the labels on
+    top of each other. Here changes are grouped, first by the change episode they belong to (the
+    ``change-episodes`` topic says which changes happened together, and its kind and alert are what
+    an operator needs), then groups whose labels would still overlap on the axis are merged, so
+    every label has room of its own (in one of two rows along the chart's top). The lines themselves stay one per change; only the labels are
+    grouped. ``streamxai plot`` uses this; the dashboard does the same in its page
+    (``dashboard.js``, ``markerGroups``/``layoutLabels``) with the text widths the browser measures.
     """
     spans = [(s, ep) for ep in episodes if (s := _span(ep)) is not None]
     groups: dict[int, dict] = {}

@@ -1,41 +1,6 @@
 """The one reader of the output topics: per-stream state from the ``predictions``,
 ``explanations``, ``drift-events`` and ``change-episodes`` messages.
 
-The dashboard (:class:`~streamxai.local.dashboard.DashboardState` adds its views), the
-terminal view of the demo (:mod:`streamxai.local.live_view`) and ``streamxai plot`` all
-fold the topics' messages into an :class:`OutputReader` and show its
-:class:`StreamState` objects their own way.
-
-Memory is bounded: history is kept as :class:`Trajectory` objects of at most
-``max_points`` points (when one fills up, every other point is dropped and the stride
-doubles), the newest ``max_changes`` change events and ``max_episodes`` episodes in deques,
-so the state of a stream stays the same size however long the stream runs. The change events
-and episodes read are counted (``changes_seen``, ``episodes_seen``), so a view that draws the
-kept ones says how many older ones it does not draw.
-
-Fields are read defensively: a message without a usable ``stream_id`` is counted in
-``ignored``, a field of the wrong type is skipped, and explanation/v1, v2 and v3
-(``stderr``, ``model_loss``, iPDP curves with ``se``, ``position``), prediction/v1 and v2,
-label_outcome/v1, drift_event/v1, v2 and v3, change_episode/v1, v2 and v3 and change events
-with nested ``before``/``after`` objects all read.
-
-Time axis. Trajectories, curves and lags are kept by the stream's *position* (its record
-order; the seq itself while labels come in line, and for messages without a position): with
-labels that come later, an event is explained when its label comes, so seq does not order
-the explanations. :meth:`StreamState.seq_at` gives the newest seq at a position. Change events
-and episodes are placed at their positions (``position``, ``cut_position``, ``first_position``
-... as drift_event/v3 and change_episode/v3 send them; a v2 message's seqs are its positions)
-and :meth:`StreamState.told` gives their seq fields as seqs of events.
-
-Labels that come later: a prediction without its label (prediction/v2, ``y_true`` null)
-waits; a ``label_outcome/v1`` on the predictions topic says it was learned (its loss enters
-the rolling loss then, at the outcome's position) or expired, how late its label came and
-how many events still wait.
-
-To read something new, add its field to :class:`StreamState` and its parse branch: a
-method of :class:`OutputReader` for a new topic (registered in ``PARSERS``; ``TOPICS``
-and every consumer follow), or a line in the branch of the topic that carries it.
-
 >>> r = OutputReader()
 >>> r.feed("predictions", b'{"stream_id": "s", "seq": 4, "loss": 1.0}')
 >>> r.feed("explanations", b'{"stream_id": "s", "explainer": "ipfi", "feature": "a", "value": 0.3, "seq": 4}')
@@ -278,6 +243,41 @@ class OutputReader:
 
     ``only``: read one stream and skip the messages of the others. ``max_changes`` and
     ``max_episodes``: the newest change events and episodes kept per stream.
+
+    The dashboard (:class:`~streamxai.local.dashboard.DashboardState` adds its views), the
+    terminal view of the demo (:mod:`streamxai.local.live_view`) and ``streamxai plot`` all
+    fold the topics' messages into an :class:`OutputReader` and show its
+    :class:`StreamState` objects their own way.
+
+    Memory is bounded: history is kept as :class:`Trajectory` objects of at most
+    ``max_points`` points (when one fills up, every other point is dropped and the stride
+    doubles), the newest ``max_changes`` change events and ``max_episodes`` episodes in deques,
+    so the state of a stream stays the same size however long the stream runs. The change events
+    and episodes read are counted (``changes_seen``, ``episodes_seen``), so a view that draws the
+    kept ones says how many older ones it does not draw.
+
+    Fields are read defensively: a message without a usable ``stream_id`` is counted in
+    ``ignored``, a field of the wrong type is skipped, and explanation/v1, v2 and v3
+    (``stderr``, ``model_loss``, iPDP curves with ``se``, ``position``), prediction/v1 and v2,
+    label_outcome/v1, drift_event/v1, v2 and v3, change_episode/v1, v2 and v3 and change events
+    with nested ``before``/``after`` objects all read.
+
+    Time axis. Trajectories, curves and lags are kept by the stream's *position* (its record
+    order; the seq itself while labels come in line, and for messages without a position): with
+    labels that come later, an event is explained when its label comes, so seq does not order
+    the explanations. :meth:`StreamState.seq_at` gives the newest seq at a position. Change events
+    and episodes are placed at their positions (``position``, ``cut_position``, ``first_position``
+    ... as drift_event/v3 and change_episode/v3 send them; a v2 message's seqs are its positions)
+    and :meth:`StreamState.told` gives their seq fields as seqs of events.
+
+    Labels that come later: a prediction without its label (prediction/v2, ``y_true`` null)
+    waits; a ``label_outcome/v1`` on the predictions topic says it was learned (its loss enters
+    the rolling loss then, at the outcome's position) or expired, how late its label came and
+    how many events still wait.
+
+    To read something new, add its field to :class:`StreamState` and its parse branch: a
+    method of :class:`OutputReader` for a new topic (registered in ``PARSERS``; ``TOPICS``
+    and every consumer follow), or a line in the branch of the topic that carries it.
     """
 
     def __init__(self, max_points: int = 400, loss_window: int = 500, clock: Callable[[], float] = time.time,

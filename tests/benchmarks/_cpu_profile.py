@@ -1,24 +1,7 @@
-"""Where a worker's CPU goes: a sampling profiler on CPU time, and its breakdown.
-
-Run a command under it (the benchmarks run a worker so)::
+"""Where a worker's CPU goes: a sampling profiler on CPU time, and its breakdown; run a command
+under it (the benchmarks run a worker so)::
 
     python tests/benchmarks/_cpu_profile.py OUT -- -m streamxai.cli worker ...
-
-It samples the main thread's stack every ``INTERVAL_S`` of the process's CPU time (``SIGPROF``
-from ``setitimer(ITIMER_PROF)``: time waiting in ``epoll`` is never sampled, and a C call is
-counted to the Python function that made it; a sample taken while the main thread waited in
-``epoll`` is the CPU of another thread, and is counted to the one on a core, e.g. the Kafka
-consumer's own thread; the kernel fires the timer at most once a tick,
-so the samples give shares, which :func:`print_breakdown` scales to the CPU time measured). Sampling starts on signal ``START`` (what came before
-is dropped) and stops on ``STOP``, which writes the samples to ``OUT`` (JSON: stack -> count;
-a stack is its frames root first, each ``file:function``, with the agent loop's stage). With
-``--census`` (before ``--``) it also counts the callbacks the event loops run and each
-thread's CPU over the same span (``_loop_census.py``), at a cost of its own per callback;
-``--census-threads`` also runs cProfile in the other threads' loops (the consumer's).
-
-:func:`breakdown` groups the samples: per agent (intake, model, explain, drift) what its
-handler did (our code, by layer) and what it cost the agent to receive and send its messages
-(Faust, aiokafka), and the rest (the clients' fetch and send tasks, the event loop).
 """
 
 from __future__ import annotations
@@ -133,7 +116,24 @@ def _part(stage: str, frames: list[str]) -> str:
 
 
 def breakdown(path: str) -> tuple[float, list[tuple[str, float]]]:
-    """``(cpu seconds sampled, [(part, cpu seconds)])``, largest part first."""
+    """``(cpu seconds sampled, [(part, cpu seconds)])``, largest part first.
+
+    It samples the main thread's stack every ``INTERVAL_S`` of the process's CPU time (``SIGPROF``
+    from ``setitimer(ITIMER_PROF)``: time waiting in ``epoll`` is never sampled, and a C call is
+    counted to the Python function that made it; a sample taken while the main thread waited in
+    ``epoll`` is the CPU of another thread, and is counted to the one on a core, e.g. the Kafka
+    consumer's own thread; the kernel fires the timer at most once a tick,
+    so the samples give shares, which :func:`print_breakdown` scales to the CPU time measured). Sampling starts on signal ``START`` (what came before
+    is dropped) and stops on ``STOP``, which writes the samples to ``OUT`` (JSON: stack -> count;
+    a stack is its frames root first, each ``file:function``, with the agent loop's stage). With
+    ``--census`` (before ``--``) it also counts the callbacks the event loops run and each
+    thread's CPU over the same span (``_loop_census.py``), at a cost of its own per callback;
+    ``--census-threads`` also runs cProfile in the other threads' loops (the consumer's).
+
+    :func:`breakdown` groups the samples: per agent (intake, model, explain, drift) what its
+    handler did (our code, by layer) and what it cost the agent to receive and send its messages
+    (Faust, aiokafka), and the rest (the clients' fetch and send tasks, the event loop).
+    """
     with open(path) as f:
         data = json.load(f)
     parts: Counter[str] = Counter()

@@ -4,16 +4,6 @@ what it is, and each thread's CPU time. A benchmark-only probe (``_cpu_profile.p
 the count costs about a microsecond per callback, so the profiled run's CPU is not the
 worker's usual one; the counts are what the probe is for.
 
-A callback is named for what it runs:
-
-- a task's step or wake-up: ``step``/``wakeup`` and the task's coroutine, then where it stood
-  (the innermost coroutine or async generator it awaited, ``<-`` the one awaiting it), e.g.
-  ``step Agent._execute_actor @ Queue.get <- Stream.__aiter__ <- forward``;
-- anything else: the callable's qualified name (a ``functools.partial``'s function).
-
-Started by :func:`start`, read by :func:`stop`: ``{"handles": {"thread|name": count},
-"threads": {thread: cpu seconds}}`` over the span between.
-
 >>> import asyncio
 >>> start()
 >>> async def two_turns():
@@ -69,7 +59,18 @@ def _where(coro: Any) -> str:
 
 
 def name(callback: Any) -> str:
-    """What ``callback`` (a loop's handle's callable) runs, as the module docstring says."""
+    """What ``callback`` (a loop's handle's callable) runs.
+
+    A callback is named for what it runs:
+
+    - a task's step or wake-up: ``step``/``wakeup`` and the task's coroutine, then where it stood
+      (the innermost coroutine or async generator it awaited, ``<-`` the one awaiting it), e.g.
+      ``step Agent._execute_actor @ Queue.get <- Stream.__aiter__ <- forward``;
+    - anything else: the callable's qualified name (a ``functools.partial``'s function).
+
+    Started by :func:`start`, read by :func:`stop`: ``{"handles": {"thread|name": count},
+    "threads": {thread: cpu seconds}}`` over the span between.
+    """
     owner = getattr(callback, "__self__", None)
     if isinstance(owner, asyncio.Task):
         kind = "wakeup" if getattr(callback, "__name__", "") == "task_wakeup" else "step"

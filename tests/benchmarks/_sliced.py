@@ -1,38 +1,5 @@
 """The in-process loop and one Kafka worker taking turns on the machine, in slices of a few
-seconds (``bench_speed.py --kafka --kafka-sliced [--kafka-slice-s 2]``; issue 17, stop 27).
-
-Run one after the other, the two sides of ``bench_speed.py --kafka`` see different machines: a
-core of these shared virtual machines runs the same loop up to a third faster or slower from
-one minute to the next (the in-process loop alone took 623-1,265 us an event on the same
-3,000 events), and a round's ratio spread from 0.63 to 1.29 while the transport's share is
-about a tenth. Here the two run in turns instead, each stopped (``SIGSTOP``) while the other
-runs, so both see the machine of the same minute:
-
-- **the in-process loop** (:func:`_worker_runs.in_process_worker`) in a child process of its
-  own, which has imported everything and run 20 events with handlers of their own before its
-  first turn; its time is the sum of its turns, the last one cut at the moment it finished
-  (its own ``time.monotonic()``, which every process of the machine shares);
-- **the worker and the local broker**: the worker joins its group, is stopped, and the backlog
-  is produced; then the worker and the broker run in the worker's turns and are stopped in the
-  loop's (the loop has no broker to share the cores with, as before). The worker's time is the
-  sum of its turns until its drift agent has taken up every explanation: its metrics page is
-  looked at at the end of each turn (about 0.6 ms of the worker's CPU a look) and every 20 ms
-  in the turn its rate says it ends in, so the end is seen within 20 ms.
-
-Each side's CPU is counted over its own turns (the worker's process and the broker's from
-``/proc``; the loop's its own ``time.process_time``).
-
-Every turn costs the worker more than the loop, so short turns count against the worker: a
-stopped worker's timers (heartbeats, commits every 2.8 s, the idle fetch's wait) run by the
-wall clock and come twice as often per second of its own running, each resumed turn starts
-with cold caches for the threads of two processes (the worker's, the broker's) rather than one,
-and the worker waits for its next fetch (up to ``FETCH_MAX_WAIT_MS``, 100 ms) before it has
-records again. With
-logistic regression (8,000 events, 5 rounds each): turns of 0.5 s gave a median ratio of 0.870
-with the rounds within 0.85-0.90 and the worker 171 us of CPU an event above the loop; turns of
-2 s gave 0.923 (0.81-0.96) and 86 us. So turns are 2 s by default: about four a run. A short
-run is mostly these costs: at 2,000 events one round gave 0.59, the worker's main thread idle
-335 us an event.
+seconds (``bench_speed.py --kafka --kafka-sliced [--kafka-slice-s 2]``).
 """
 
 from __future__ import annotations
@@ -104,9 +71,37 @@ def _signal(pids: list[int], sig: int) -> None:
 
 def sliced_run(s_loop, s_worker, events: list, tmp: str, name: str, worker_first: bool = False,
                slice_s: float = SLICE_S) -> dict:
-    """One round (module docstring): ``wall_in``, ``cpu_in``, ``wall_k``, ``cpu_k``, ``broker``
+    """One round (see below): ``wall_in``, ``cpu_in``, ``wall_k``, ``cpu_k``, ``broker``
     (the broker's CPU seconds in the worker's turns), ``sched`` (the worker's main thread,
-    :func:`_worker_runs.main_thread_sched`) and ``turns`` (how many each had)."""
+    :func:`_worker_runs.main_thread_sched`) and ``turns`` (how many each had).
+
+    Run one after the other, the two sides of ``bench_speed.py --kafka`` see different machines: a
+    core of these shared virtual machines runs the same loop up to a third faster or slower from
+    one minute to the next, so a round's ratio spreads far wider than the transport's share. Here the two run in turns instead, each stopped (``SIGSTOP``) while the other
+    runs, so both see the machine of the same minute:
+
+    - **the in-process loop** (:func:`_worker_runs.in_process_worker`) in a child process of its
+      own, which has imported everything and run 20 events with handlers of their own before its
+      first turn; its time is the sum of its turns, the last one cut at the moment it finished
+      (its own ``time.monotonic()``, which every process of the machine shares);
+    - **the worker and the local broker**: the worker joins its group, is stopped, and the backlog
+      is produced; then the worker and the broker run in the worker's turns and are stopped in the
+      loop's (the loop has no broker to share the cores with). The worker's time is the
+      sum of its turns until its drift agent has taken up every explanation: its metrics page is
+      looked at at the end of each turn (a fraction of a millisecond of the worker's CPU) and every 20 ms
+      in the turn its rate says it ends in, so the end is seen within 20 ms.
+
+    Each side's CPU is counted over its own turns (the worker's process and the broker's from
+    ``/proc``; the loop's its own ``time.process_time``).
+
+    Every turn costs the worker more than the loop, so short turns count against the worker: a
+    stopped worker's timers (heartbeats, commits every 2.8 s, the idle fetch's wait) run by the
+    wall clock and come twice as often per second of its own running, each resumed turn starts
+    with cold caches for the threads of two processes (the worker's, the broker's) rather than one,
+    and the worker waits for its next fetch (up to ``FETCH_MAX_WAIT_MS``, 100 ms) before it has
+    records again. So turns are 2 s by default, about four a run: longer turns cost the worker
+    less, and a short run is mostly these costs.
+    """
     from _worker_runs import _cpu_seconds, broker_pids, explanations_wanted, main_thread_sched
     from helpers.pipeline_runs import wait_for_members, worker_metrics
     from streamxai.kafka.config import ensure_topics

@@ -179,9 +179,9 @@ def explanations_wanted(s: Settings, events: list) -> int:
 
 def _drift_done(workers: list[Settings], n: int, timeout: float = 180.0, poll_s: float = 0.01) -> None:
     """Until the drift agents of ``workers`` have taken up ``n`` explanations in all (their
-    metrics pages). Each look costs a worker about 0.6 ms of CPU on the event loop its agents run
-    on: looked at every 10 ms, over a 2,000-event run of logistic regression (2 s) that would be
-    about 6 % of the worker's time, which the in-process loop does not pay. So it sleeps half of
+    metrics pages). Each look costs a worker CPU on the event loop its agents run on, which the
+    in-process loop does not pay, and a look every 10 ms would be a noticeable share of a short
+    run. So it sleeps half of
     what the rest should take at the rate seen since the last look, twice as long as the last
     time while the count does not move, at most 0.2 s and at least ``poll_s``: the end is still
     seen within ``poll_s``, after 10-20 looks."""

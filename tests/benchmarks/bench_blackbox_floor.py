@@ -1,35 +1,8 @@
 """The floor of black-box evaluation: what calling a model as a black box costs at the least,
-against the model's clean cost, in one run (issue 17, item 2). Run on demand:
+against the model's clean cost, in one run. Run on demand:
 
     python tests/benchmarks/bench_blackbox_floor.py [--models logistic,hat,arf] [--events 300]
         [--warmup 1000] [--repeats 3]
-
-``bench_speed.py`` counts as our overhead the black-box path's CPU per event beyond the
-model's clean cost: evaluations x ``predict_proba_one`` timed on the event's own ``x`` +
-``learn_one`` (:func:`bench_speed.black_box_limit`). But an explainer cannot call the model on
-``x`` itself 119 times: each evaluation needs its own input, ``x`` with one or several features
-replaced. This benchmark times only what no black-box explainer can avoid, per event of the
-same stream and model state as ``bench_speed.py`` (the default explainers, 9 features):
-
-- the inputs: iPFI's ``x`` and its 9 rows with one feature from a past event, iSAGE's ``x``
-  and its chain of 2 x 9 rows (each the previous row with one more feature from one of 2
-  donors, as :func:`streamxai.core.model.chain_rows` builds them), iPDP's 9 x 10 rows with one
-  feature on a grid -- each a fresh dict, built the cheapest way Python allows (the cheapest of
-  the ways timed first, on this machine); which values go in is decided before the clock runs;
-- the calls: ``predict_proba_one`` on each input (``list(map(...))``, no per-row Python code
-  of ours), then ``learn_one`` on a copy of the model made as the explainers' is (pickled);
-
-and prints, each against the clean model time measured in the same round (median of
-``--repeats`` rounds, each timing all of them one after the other in alternating order):
-
-- ``inputs alone``: building the 119 dicts, nothing called -- if this alone exceeds 10 % of
-  the model time, "our overhead at most 10 %" is out of reach for a black box of that cost
-  written in Python, whatever the explainers do around the calls;
-- ``calls on the inputs``: the 119 calls on the prebuilt inputs plus ``learn_one``, against
-  evaluations x the clean per-call cost + learn (a model may cost more on varied inputs than
-  on one input called over and over);
-- ``floor``: both together, and its excess over the model time in % of it: the least
-  overhead a Python black-box explainer can reach.
 """
 
 from __future__ import annotations
@@ -259,6 +232,33 @@ def report(name: str, res: dict[str, float], args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    """``bench_speed.py`` counts as our overhead the black-box path's CPU per event beyond the
+    model's clean cost: evaluations x ``predict_proba_one`` timed on the event's own ``x`` +
+    ``learn_one`` (:func:`bench_speed.black_box_limit`). But an explainer cannot call the model on
+    ``x`` itself 119 times: each evaluation needs its own input, ``x`` with one or several features
+    replaced. This benchmark times only what no black-box explainer can avoid, per event of the
+    same stream and model state as ``bench_speed.py`` (the default explainers, 9 features):
+
+    - the inputs: iPFI's ``x`` and its 9 rows with one feature from a past event, iSAGE's ``x``
+      and its chain of 2 x 9 rows (each the previous row with one more feature from one of 2
+      donors, as :func:`streamxai.core.model.chain_rows` builds them), iPDP's 9 x 10 rows with one
+      feature on a grid -- each a fresh dict, built the cheapest way Python allows (the cheapest of
+      the ways timed first, on this machine); which values go in is decided before the clock runs;
+    - the calls: ``predict_proba_one`` on each input (``list(map(...))``, no per-row Python code
+      of ours), then ``learn_one`` on a copy of the model made as the explainers' is (pickled);
+
+    and prints, each against the clean model time measured in the same round (median of
+    ``--repeats`` rounds, each timing all of them one after the other in alternating order):
+
+    - ``inputs alone``: building the 119 dicts, nothing called -- if this alone exceeds 10 % of
+      the model time, "our overhead at most 10 %" is out of reach for a black box of that cost
+      written in Python, whatever the explainers do around the calls;
+    - ``calls on the inputs``: the 119 calls on the prebuilt inputs plus ``learn_one``, against
+      evaluations x the clean per-call cost + learn (a model may cost more on varied inputs than
+      on one input called over and over);
+    - ``floor``: both together, and its excess over the model time in % of it: the least
+      overhead a Python black-box explainer can reach.
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="logistic,hat,arf")
     ap.add_argument("--events", type=int, default=300)

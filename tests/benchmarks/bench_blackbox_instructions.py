@@ -1,44 +1,7 @@
-"""Our overhead on the black-box path in instructions, not seconds (issue 17, item 2). Run on demand:
+"""Our overhead on the black-box path in instructions, not seconds. Run on demand:
 
     python tests/benchmarks/bench_blackbox_instructions.py [--models hat,arf,logistic] [--events 100]
         [--warmup 1000]
-
-``bench_speed.py`` gives the black-box path's overhead as its CPU time per event beyond the
-model's clean time, timed a few seconds apart. On these shared machines the clock of a core
-moves by a third between such windows (HAT's ``predict_proba_one`` timed at 21 and 35 us a
-call in two runs of the same hour), so the overhead it printed for HAT on one quiet machine
-went from 3.5 % to 15.6 % between runs, and a 10 % target could not be decided from it.
-Instructions do not depend on the clock or on the other tenants: ``valgrind --tool=callgrind``
-counts the same total for the same program and input, whatever else the machine does.
-
-What is counted, per model, at the default explainers (iPFI, iSAGE, iPDP; 119 evaluations an
-event with agrawal's 9 features), from the same warm state as ``bench_speed.py``, the stream
-explainer on ``--events`` events with ``fast_path = off`` and reports every 10 events (as a
-worker does), each count in a child process under callgrind that collects only inside
-``operator.call`` and outside ``Context.run`` (``--collect-atstart=no
---toggle-collect=_operator_call --toggle-collect=context_run``; a toggle of callgrind nests only
-across different functions):
-
-- ``black box``: the window, called through ``operator.call``: all its instructions;
-- ``ours``: the same window with every call of the model (``predict_proba_one``,
-  ``predict_one``, ``learn_one``) made through ``contextvars.Context.run``, which toggles the
-  collection off inside it: every instruction outside the model, and the wrapper that makes
-  those calls (a Python frame per call);
-- ``wrapped``: the same window with the same wrappers calling the model directly, all counted:
-  the black box plus the wrappers;
-- ``model``: wrapped less ours (the wrappers cancel), the model's own work as it ran in the
-  window (the same inputs, interleaved with the explainers' work as they are);
-- ``overhead``: black box less model, in % of the model: everything the explainers do around
-  the calls (building each input, storages, smoothing, standard errors, reports).
-
-The children run the same setup (imports, warm-up, copies; not counted) with
-``PYTHONHASHSEED=0``. A first version compared the window with the same model calls replayed
-alone in another process and found the replay *costlier* than the whole window (by 4 %, HAT):
-instruction counts of Python code depend on where objects lie in memory (the interpreter's
-type-attribute cache is indexed by object addresses, as are dicts keyed by ``id``), so two
-processes differ by a few % even for the same calls; measuring both parts in runs of the same
-shape keeps that out. Under callgrind Python runs about 50 times slower: the three processes
-of a model run side by side, and take a few minutes for HAT and logistic regression, more for ARF(10).
 """
 
 from __future__ import annotations
@@ -120,6 +83,41 @@ def count(name: str, part: str, args: argparse.Namespace, out_dir: str) -> int:
 
 
 def main() -> None:
+    """``bench_speed.py`` gives the black-box path's overhead as its CPU time per event beyond the
+    model's clean time, timed a few seconds apart. On shared machines the clock of a core moves
+    by up to a third between such windows, so an overhead target of a few per cent cannot be
+    decided from it.
+    Instructions do not depend on the clock or on the other tenants: ``valgrind --tool=callgrind``
+    counts the same total for the same program and input, whatever else the machine does.
+
+    What is counted, per model, at the default explainers (iPFI, iSAGE, iPDP; 119 evaluations an
+    event with agrawal's 9 features), from the same warm state as ``bench_speed.py``, the stream
+    explainer on ``--events`` events with ``fast_path = off`` and reports every 10 events (as a
+    worker does), each count in a child process under callgrind that collects only inside
+    ``operator.call`` and outside ``Context.run`` (``--collect-atstart=no
+    --toggle-collect=_operator_call --toggle-collect=context_run``; a toggle of callgrind nests only
+    across different functions):
+
+    - ``black box``: the window, called through ``operator.call``: all its instructions;
+    - ``ours``: the same window with every call of the model (``predict_proba_one``,
+      ``predict_one``, ``learn_one``) made through ``contextvars.Context.run``, which toggles the
+      collection off inside it: every instruction outside the model, and the wrapper that makes
+      those calls (a Python frame per call);
+    - ``wrapped``: the same window with the same wrappers calling the model directly, all counted:
+      the black box plus the wrappers;
+    - ``model``: wrapped less ours (the wrappers cancel), the model's own work as it ran in the
+      window (the same inputs, interleaved with the explainers' work as they are);
+    - ``overhead``: black box less model, in % of the model: everything the explainers do around
+      the calls (building each input, storages, smoothing, standard errors, reports).
+
+    The children run the same setup (imports, warm-up, copies; not counted) with
+    ``PYTHONHASHSEED=0``. Both parts are measured in runs of the same shape, not the model calls
+    replayed alone in another process: instruction counts of Python code depend on where objects
+    lie in memory (the interpreter's type-attribute cache is indexed by object addresses, as are
+    dicts keyed by ``id``), so two processes of different shapes differ by a few % even for the
+    same calls. Under callgrind Python runs about 50 times slower: the three processes
+    of a model run side by side, and take a few minutes for HAT and logistic regression, more for ARF(10).
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="hat,arf,logistic")
     ap.add_argument("--events", type=int, default=100)

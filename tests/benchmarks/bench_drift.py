@@ -1,49 +1,6 @@
 """Change-event benchmark, run on demand: ``python tests/benchmarks/bench_drift.py [--quick] [--only NAME]
 [--seeds 10,20,...] [--regression-seeds 5,15,...] [--cache DIR] [--min-effects 0.2,0.1,0.2/0.1,...]
 [--rules shared,each,join]``.
-
-In-process (a :class:`~streamxai.core.stream.StreamExplainer` and the drift agent's
-:class:`~streamxai.core.change.StreamChangeDetector`, built from settings exactly as the
-pipeline builds them; no Kafka), on scenarios built from river's generators and by hand:
-
-- ``abrupt``: label ``a > 0.5`` switches to ``b > 0.5`` (concept switch);
-- ``swap``: the values of the used feature ``a`` and the unused ``c`` are exchanged;
-- ``gradual``: the same concept switch as ``abrupt`` over 3,000 events (river ConceptDriftStream);
-- ``categorical``: river STAGGER, concept 0 -> 1 -> 2 (three categorical features);
-- ``regression``: river FriedmanDrift ``gra`` (relevant and irrelevant features trade places),
-  target times 1000, squared loss;
-- ``frozen``: stationary stream, a model trained beforehand and then frozen (the false-alarm target);
-- ``learning``: stationary stream, a model that keeps learning;
-- ``learning-regression``: a stationary Friedman stream, a regression tree that keeps learning;
-- ``learning-agrawal``: the demo's control stream (agrawal function 1, the default model and
-  all 27 series), whose model keeps improving for thousands of events;
-- ``flat``: two redundant, equally informative features; the deployed (frozen) model changes from
-  one that uses ``a1`` to one that uses ``a2`` -- accuracy stays flat while the reliance moves;
-- ``worse``: the ``abrupt`` concept switch under a frozen model: its loss rises;
-- ``regression-local``: river FriedmanDrift ``lea`` at 10,000, 20,000 and 25,000 (the concept
-  changes in two regions of 1.6%, then 5.4%, then 18% of the inputs), target times 1000;
-- ``frozen-regression``: a stationary Friedman stream under a frozen Hoeffding tree regressor;
-- ``demo``: ``streamxai demo``'s drifting stream (agrawal function 1 -> 2 at 6,000, ``elevel``
-  and ``car`` swapped at 12,000) at the demo's settings, in process.
-
-Per scenario it prints, for the explanation detector at default drift settings and for the
-baseline measured in the same run (river ADWIN, delta 0.002, on the model's prequential loss):
-the detection delay after each drift (the first change event within ``--window`` events whose
-new regime starts at most 500 events before the drift), the false change events per 100,000
-events (outside every drift window), the series that fired in each drift window versus the
-features that changed, the change events with their kinds, the episodes by kind, the alerts and
-when the first alert of each drift came. The scenarios of issue 16 say their target
-(``target:``).
-
-Each scenario goes through its explainers once (``--cache``: kept there and reused); the
-explanation messages are then replayed through the detector, once per ``--min-effects`` value
-(the same messages: candidates are compared on the same run, the first one the baseline; ``A/B``:
-``A`` for classification, ``B`` for squared loss), and once per ``--rules`` value: ``shared`` the
-detector as it is, ``each`` each of an episode's two looks at its loss at 5% (the rule before
-:mod:`streamxai.core.change.looks`), ``join`` no member's own look (every change joins the open
-episode, the rule before; :mod:`streamxai.core.change.episodes`). Every alert after the warm-up
-outside the drift windows is printed with its look-ahead: the loss over the 500, 2,000 and 5,000
-events from its cut against the side before it was told on (did the model really get worse?).
 """
 
 from __future__ import annotations
@@ -94,7 +51,7 @@ class Scenario:
     duration: int = 0
     model: Callable[[], Any] | None = None  # default: the settings' model
     note: str = ""
-    #: the target of issue 16 this scenario checks, printed with the result
+    #: the detection target this scenario checks, printed with the result
     target: str = ""
 
 
@@ -424,7 +381,7 @@ def rule(name: str) -> Iterator[None]:
 
 #: a change detects a drift if its new regime starts at most this many events before it
 NEAR = 500
-#: the delay target of issue 16; "chance" applies the same criterion where nothing drifted
+#: the delay target (events after the drift); "chance" applies the same criterion where nothing drifted
 WITHIN = 1000
 
 
@@ -605,6 +562,49 @@ def table(runs: list[tuple[Scenario, Result]], window: int, detail: bool = True)
 
 
 def main() -> None:
+    """In-process (a :class:`~streamxai.core.stream.StreamExplainer` and the drift agent's
+    :class:`~streamxai.core.change.StreamChangeDetector`, built from settings exactly as the
+    pipeline builds them; no Kafka), on scenarios built from river's generators and by hand:
+
+    - ``abrupt``: label ``a > 0.5`` switches to ``b > 0.5`` (concept switch);
+    - ``swap``: the values of the used feature ``a`` and the unused ``c`` are exchanged;
+    - ``gradual``: the same concept switch as ``abrupt`` over 3,000 events (river ConceptDriftStream);
+    - ``categorical``: river STAGGER, concept 0 -> 1 -> 2 (three categorical features);
+    - ``regression``: river FriedmanDrift ``gra`` (relevant and irrelevant features trade places),
+      target times 1000, squared loss;
+    - ``frozen``: stationary stream, a model trained beforehand and then frozen (the false-alarm target);
+    - ``learning``: stationary stream, a model that keeps learning;
+    - ``learning-regression``: a stationary Friedman stream, a regression tree that keeps learning;
+    - ``learning-agrawal``: the demo's control stream (agrawal function 1, the default model and
+      all 27 series), whose model keeps improving for thousands of events;
+    - ``flat``: two redundant, equally informative features; the deployed (frozen) model changes from
+      one that uses ``a1`` to one that uses ``a2`` -- accuracy stays flat while the reliance moves;
+    - ``worse``: the ``abrupt`` concept switch under a frozen model: its loss rises;
+    - ``regression-local``: river FriedmanDrift ``lea`` at 10,000, 20,000 and 25,000 (the concept
+      changes in two regions of 1.6%, then 5.4%, then 18% of the inputs), target times 1000;
+    - ``frozen-regression``: a stationary Friedman stream under a frozen Hoeffding tree regressor;
+    - ``demo``: ``streamxai demo``'s drifting stream (agrawal function 1 -> 2 at 6,000, ``elevel``
+      and ``car`` swapped at 12,000) at the demo's settings, in process.
+
+    Per scenario it prints, for the explanation detector at default drift settings and for the
+    baseline measured in the same run (river ADWIN, delta 0.002, on the model's prequential loss):
+    the detection delay after each drift (the first change event within ``--window`` events whose
+    new regime starts at most 500 events before the drift), the false change events per 100,000
+    events (outside every drift window), the series that fired in each drift window versus the
+    features that changed, the change events with their kinds, the episodes by kind, the alerts and
+    when the first alert of each drift came. Scenarios with a detection target print it
+    (``target:``).
+
+    Each scenario goes through its explainers once (``--cache``: kept there and reused); the
+    explanation messages are then replayed through the detector, once per ``--min-effects`` value
+    (the same messages: candidates are compared on the same run, the first one the baseline; ``A/B``:
+    ``A`` for classification, ``B`` for squared loss), and once per ``--rules`` value: ``shared`` the
+    detector as it is, ``each`` each of an episode's two looks at its loss at 5% (the rule before
+    :mod:`streamxai.core.change.looks`), ``join`` no member's own look (every change joins the open
+    episode, the rule before; :mod:`streamxai.core.change.episodes`). Every alert after the warm-up
+    outside the drift windows is printed with its look-ahead: the loss over the 500, 2,000 and 5,000
+    events from its cut against the side before it was told on (did the model really get worse?).
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a quarter of the events (a smoke run)")
     ap.add_argument("--only", default="", help="comma-separated scenario names")

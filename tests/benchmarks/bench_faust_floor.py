@@ -1,49 +1,7 @@
 """What one message costs a Faust agent, with no work of ours: the floor under a worker's
-transport (issue 17).
+transport.
 
     python tests/benchmarks/bench_faust_floor.py [--n 20000]
-
-On a local broker (or $STREAMXAI_BOOTSTRAP), with ``--n`` messages of 300 bytes waiting in a
-topic, one Faust app (the worker's settings: raw payloads, the quiet monitor, the bounded
-fetch wait) runs one agent that, per message, does:
-
-- ``consume``: nothing (``async for`` over ``stream.events()``);
-- ``+ sleep(0)``: yields to the event loop, as the agents' loop does;
-- ``+ send``: also hands one message of the same size to Faust's ``Producer.send`` (as the
-  Outbox did before it appended to aiokafka's batches itself: ``bench_send_cost.py``);
-- ``+ Topic.send``: sends it through Faust's ``Topic.send`` instead (what the agents did);
-- ``take(100)``: consumes in batches of up to 100 (``stream.take``, acked after each batch),
-  nothing else: whether handing an agent batches would lower the cost per message;
-- ``bulk``: each fetch's records handed to one coroutine by the worker's consumer, below
-  Faust's per-record hand-over, and acknowledged after it (``pipeline/kafka/bulk_fetch.py``,
-  how a worker's intake takes ``features`` and ``labels``); the agent only subscribes;
-- ``aiokafka getmany``: no Faust, aiokafka's consumer alone taking up the records in batches:
-  what the Kafka client costs under Faust's machinery;
-- ``consume, cProfile``: ``consume`` under cProfile (which slows it several times over), and
-  each library's share of the CPU.
-
-Each mode runs in a fresh process; it prints the CPU time of the process per message, from
-the first message taken up to the last (sends flushed). Measured on 2 shared cores (load
-average 2-5, other engineers' tests beside it), before and after the worker's consumer ran
-Faust's per-record hand-over in one task instead of mode's ``wait_first`` race
-(``pipeline/kafka/faust_transport.py``):
-
-    consume             65.8  -> 32.6 us/message
-    + sleep(0)          62.0  -> 28.2
-    + send              86.2  -> 56.0
-    + Topic.send       106.6  -> 80.4
-    take(100)           61.3  -> 31.5
-    aiokafka getmany     1.2  ->  1.2
-
-and, in one later run (load 2-3, the test suite beside it), ``consume`` 32.6, ``take(100)``
-48.2, ``bulk`` 3.5 and ``aiokafka getmany`` 2.8 us/message: taking a fetch's records in one
-call leaves Faust's hand-over out, and costs about what the Kafka client does.
-
-Under cProfile, before: asyncio's event loop, tasks and futures 56 %, Faust 21 %, mode 14 %,
-aiokafka 1.6 %, 4 tasks created and 3 event loop turns per message, ``wait_first`` (the
-hand-over included) 31 %; after: 42 %, 37 %, 10 %, 2.2 %, 1 task and 2 turns per message,
-``wait_first`` 10 %. The Kafka client is not the floor: Faust's hand-over from fetcher to
-stream is, and taking batches (``stream.take``) goes through the same hand-over.
 """
 
 from __future__ import annotations
@@ -200,6 +158,31 @@ def child(mode: str, bootstrap: str, topic: str, n: int) -> None:
 
 
 def main() -> None:
+    """On a local broker (or $STREAMXAI_BOOTSTRAP), with ``--n`` messages of 300 bytes waiting in a
+    topic, one Faust app (the worker's settings: raw payloads, the quiet monitor, the bounded
+    fetch wait) runs one agent that, per message, does:
+
+    - ``consume``: nothing (``async for`` over ``stream.events()``);
+    - ``+ sleep(0)``: yields to the event loop, as the agents' loop does;
+    - ``+ send``: also hands one message of the same size to Faust's ``Producer.send`` (the
+      Outbox's layers are compared in ``bench_send_cost.py``);
+    - ``+ Topic.send``: sends it through Faust's ``Topic.send`` instead;
+    - ``take(100)``: consumes in batches of up to 100 (``stream.take``, acked after each batch),
+      nothing else: whether handing an agent batches would lower the cost per message;
+    - ``bulk``: each fetch's records handed to one coroutine by the worker's consumer, below
+      Faust's per-record hand-over, and acknowledged after it (``pipeline/kafka/bulk_fetch.py``,
+      how a worker's intake takes ``features`` and ``labels``); the agent only subscribes;
+    - ``aiokafka getmany``: no Faust, aiokafka's consumer alone taking up the records in batches:
+      what the Kafka client costs under Faust's machinery;
+    - ``consume, cProfile``: ``consume`` under cProfile (which slows it several times over), and
+      each library's share of the CPU.
+
+    Each mode runs in a fresh process; it prints the CPU time of the process per message, from
+    the first message taken up to the last (sends flushed), and under cProfile each library's
+    share. The Kafka client is not the floor: Faust's hand-over from fetcher to stream is, and
+    taking batches (``stream.take``) goes through the same hand-over; taking a fetch's records in
+    one call (``bulk``) leaves it out.
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)

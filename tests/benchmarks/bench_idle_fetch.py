@@ -1,17 +1,6 @@
 """An idle worker's CPU and a busy worker's rate for fetch waits (``FETCH_MAX_WAIT_MS``).
 
-    python tests/benchmarks/bench_idle_fetch.py [--waits 20,100] [--idle 60] [--events 2000] [--rounds 3]
-
-A worker's consumer keeps one fetch request in flight; with nothing to read, the broker answers
-it after the wait, and the consumer parses the empty answer for every partition the worker holds
-and asks again: an idle worker's CPU is mostly those polls. For each wait of ``--waits`` (the
-first is the baseline), each round: a worker (all roles, ARF(10), 4 partitions) joined and left
-idle for ``--idle`` s, its CPU from ``/proc`` (a share of one core); then a worker with a backlog
-of ``--events`` events (logistic regression, iPFI: the cheapest model, where the transport
-weighs most), timed as ``bench_speed.py --kafka`` times it (events per second of wall time and
-of the worker's CPU). The waits alternate within a round, so the machine's load falls on each
-alike; the medians and their ratios to the baseline's come last. The wait is set in the worker
-process only (``streamxai.kafka.faust_transport.FETCH_MAX_WAIT_MS``, before the worker starts).
+    python tests/benchmarks/bench_idle_fetch.py [--waits 20,100] [--idle 60] [--events 2000] [--rounds=3]
 """
 
 from __future__ import annotations
@@ -75,6 +64,17 @@ def busy_rate(bootstrap: str, tmp: str, wait_ms: int, n: int) -> tuple[float, fl
 
 
 def main() -> None:
+    """A worker's consumer keeps one fetch request in flight; with nothing to read, the broker answers
+    it after the wait, and the consumer parses the empty answer for every partition the worker holds
+    and asks again: an idle worker's CPU is mostly those polls. For each wait of ``--waits`` (the
+    first is the baseline), each round: a worker (all roles, ARF(10), 4 partitions) joined and left
+    idle for ``--idle`` s, its CPU from ``/proc`` (a share of one core); then a worker with a backlog
+    of ``--events`` events (logistic regression, iPFI: the cheapest model, where the transport
+    weighs most), timed as ``bench_speed.py --kafka`` times it (events per second of wall time and
+    of the worker's CPU). The waits alternate within a round, so the machine's load falls on each
+    alike; the medians and their ratios to the baseline's come last. The wait is set in the worker
+    process only (``streamxai.kafka.faust_transport.FETCH_MAX_WAIT_MS``, before the worker starts).
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--waits", default="20,100", help="fetch waits in ms, the first the baseline (default 20,100)")
     ap.add_argument("--idle", type=float, default=60.0, help="seconds an idle worker is measured (default 60)")

@@ -1,17 +1,6 @@
 """iPDP cost: overhead per model evaluation, evaluations per event, events/s on agrawal.
 
-Run on demand (not collected by pytest)::
-
     python tests/benchmarks/bench_ipdp.py [--events N] [--quick]
-
-1. Overhead outside the model: iPDP over the 9 agrawal features with a model that costs
-   almost nothing (a Python function returning 0.0), against a bare-call baseline measured
-   in the same run: the same number of calls of the same function on prebuilt rows. The
-   difference per evaluation is what iPDP itself costs (grid, rows, smoothing, storages,
-   importance). Target: <= 5 us per evaluation.
-2. Events/s for real river models (ARF, Hoeffding tree, logistic regression) explaining
-   ``proba_of`` class 1, prequentially (explain, then learn), against the model's own cost
-   for the same evaluations (``predict_proba_one`` on the same rows) measured in the same run.
 """
 
 from __future__ import annotations
@@ -116,6 +105,17 @@ def river_throughput(events, warmup):
 
 
 def main():
+    """Run on demand (not collected by pytest)::
+
+    1. Overhead outside the model: iPDP over the 9 agrawal features with a model that costs
+       almost nothing (a Python function returning 0.0), against a bare-call baseline measured
+       in the same run: the same number of calls of the same function on prebuilt rows. The
+       difference per evaluation is what iPDP itself costs (grid, rows, smoothing, storages,
+       importance). Target: <= 5 us per evaluation.
+    2. Events/s for real river models (ARF, Hoeffding tree, logistic regression) explaining
+       ``proba_of`` class 1, prequentially (explain, then learn), against the model's own cost
+       for the same evaluations (``predict_proba_one`` on the same rows) measured in the same run.
+    """
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=3000, help="events for the overhead measurement")
     ap.add_argument("--model-events", type=int, default=300, help="explained events per river model")

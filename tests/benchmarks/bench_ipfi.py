@@ -1,20 +1,4 @@
-"""iPFI benchmarks, run on demand: ``python tests/benchmarks/bench_ipfi.py [--quick]``.
-
-Prints, each against a baseline measured in the same run:
-
-1. the cost of iPFI outside model calls, per model evaluation, with a model that costs next
-   to nothing (baseline: the same number of bare calls of that model); target <= 5 us;
-2. model evaluations per explained event (must be 1 + d * M);
-3. events/s of prequential explain-then-learn for ARF, Hoeffding tree and logistic
-   regression on agrawal (9 features), against the same loop without explanations;
-4. traced memory (tracemalloc) after 10k and 100k events: must be flat (fixed-size storage).
-
-``--table1`` adds the paper's Table 1 protocol (pre-trained static model, alpha = 0.001,
-M = 10 realizations, 20k agrawal events, batch PFI with 10 permutations, median and IQR of the
-error of the normalised vectors over random orderings) for the agrawal concept itself and
-for a frozen Hoeffding tree and logistic regression trained on 20k events (slow: several
-minutes per model).
-"""
+"""iPFI benchmarks, run on demand: ``python tests/benchmarks/bench_ipfi.py [--quick]``."""
 
 from __future__ import annotations
 
@@ -191,6 +175,21 @@ def table1(name: str, model, fn: int, n: int = 20_000, orderings: int = 5) -> No
 
 
 def main() -> None:
+    """Prints, each against a baseline measured in the same run:
+
+    1. the cost of iPFI outside model calls, per model evaluation, with a model that costs next
+       to nothing (baseline: the same number of bare calls of that model); target <= 5 us;
+    2. model evaluations per explained event (must be 1 + d * M);
+    3. events/s of prequential explain-then-learn for ARF, Hoeffding tree and logistic
+       regression on agrawal (9 features), against the same loop without explanations;
+    4. traced memory (tracemalloc) after 10k and 100k events: must be flat (fixed-size storage).
+
+    ``--table1`` adds the paper's Table 1 protocol (pre-trained static model, alpha = 0.001,
+    M = 10 realizations, 20k agrawal events, batch PFI with 10 permutations, median and IQR of the
+    error of the normalised vectors over random orderings) for the agrawal concept itself and
+    for a frozen Hoeffding tree and logistic regression trained on 20k events (slow: several
+    minutes per model).
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer events (a smoke run)")
     parser.add_argument("--table1", action="store_true", help="add the paper's Table 1 protocol")

@@ -1,14 +1,5 @@
 """Labels that arrive later, against labels in line, measured in the same run (no broker):
 
-1. throughput of the in-process core (label join, iPFI, iSAGE, iPDP, change test) on the
-   demo's drifting stream, labels in line and ``--delay`` events late, with what the runs end
-   with (top features, episodes, every label counted);
-2. the model path alone: the model handler over a recorded order of arrivals (parse, join,
-   predictions, tasks), in line and late; and the join's own cost per event, over
-   PrequentialModel.process_one with a model that costs nothing;
-3. the memory of ``--waiting`` events waiting for their label (the join's column store),
-   against the same events kept as one dict per event, and its checkpoint (pickle) size.
-
     python tests/benchmarks/bench_labels.py [--n 18000] [--delay 500] [--waiting 100000]
 """
 
@@ -131,6 +122,15 @@ def memory(waiting: int) -> None:
 
 
 def main() -> None:
+    """1. throughput of the in-process core (label join, iPFI, iSAGE, iPDP, change test) on the
+       demo's drifting stream, labels in line and ``--delay`` events late, with what the runs end
+       with (top features, episodes, every label counted);
+    2. the model path alone: the model handler over a recorded order of arrivals (parse, join,
+       predictions, tasks), in line and late; and the join's own cost per event, over
+       PrequentialModel.process_one with a model that costs nothing;
+    3. the memory of ``--waiting`` events waiting for their label (the join's column store),
+       against the same events kept as one dict per event, and its checkpoint (pickle) size.
+    """
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=18000, help="events of the demo stream (default 18000)")
     ap.add_argument("--delay", type=int, default=500, help="events between an event and its label (default 500)")

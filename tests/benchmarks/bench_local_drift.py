@@ -1,41 +1,6 @@
 """Local drifts in regression: the increments' tails and what a robust statistic would change.
-
 Run on demand: ``python tests/benchmarks/bench_local_drift.py [--seeds 10,20,30,40,50,60] [--cache DIR]
-[--parts 1,2,3,4,5]``.
-
-Issue 16 asks for a median delay of at most 1,000 events on ``regression-local`` (river
-FriedmanDrift ``lea``, drifts at 10k, 20k and 25k, see ``bench_drift.py``) without a false
-alarm on a frozen regression model, and names a suspect: the change test standardises
-heavy-tailed squared-loss increments by their mean and variance, so a few huge increments
-inflate the variance. This benchmark records every per-event increment of every series (and
-the model's loss) of ``regression-local`` for several stream seeds and of
-``frozen-regression`` (cached as ``.npz`` in ``--cache``: the runs take a minute each), then
-measures, all in the same run:
-
-1. **tails**: excess kurtosis of the increments, per explainer, before and after the second
-   drift;
-2. **power at a known cut**: the two-sample statistic (the test's own, ``two_sample_z``) of the
-   5,000 increments before each drift against the first 500 and 1,000 after it, for the raw
-   increments and for robust transforms of them: Huber clipping at ``c`` mean absolute
-   deviations around the median of the side before, the sign around that median, and a signed
-   log; beside it, the spread of the same statistic on the frozen model (the null), and the
-   variance factor of long means (reuse of donors) of raw and clipped increments; and one
-   statistic per stream (the squared z of all its series summed) against its own null;
-3. **the real detector**: the recorded increments replayed through ``StreamChangeDetector``
-   at default settings, with blocks of raw increments (this reproduces ``bench_drift.py``
-   exactly) and of increments clipped at a running, slowly adapting scale (what an explainer
-   could send as an extra block), each with the test's standard error (the larger of pooled
-   and Welch) and with the pooled one alone; the frozen model's false alarms, and how the
-   pooled statistic behaves at short sides of heavy-tailed increments (its tail against the
-   normal one);
-4. **what binds**: the same replay with ``drift_delta`` 30 times larger and with smaller
-   minimum effects, each with the rate at which the delay criterion is met by chance at
-   positions without a drift (the tree keeps learning, so its explanation keeps moving);
-5. **the model's loss as a gate**: where a test of the loss (the change test itself, at the
-   loss's own share of ``drift_delta``) would open after each drift, the loss's z at the known
-   cut against that test's threshold, and the explanation series tested once at the gate's cut
-   (a closed test: in a stream without change a gated change needs the gate to open).
-"""
+[--parts 1,2,3,4,5]``."""
 
 from __future__ import annotations
 
@@ -121,7 +86,7 @@ def record(sc: Scenario) -> dict[str, np.ndarray]:
             factors.setdefault(f"vf:{v.explainer}/{v.feature}", []).append((seq, v.var_factor or 1.0))
     out = {f"{e}/{f}": np.array(rows, dtype=float).reshape(-1, 2) for e, fs in sinks.items() for f, rows in fs.items()}
     empty = [k for k, v in out.items() if not len(v)]
-    if empty:  # (was: the explainers came to call add_all, which the recorder did not see)
+    if empty:  # the explainers add increments in a way the recorder does not see
         raise RuntimeError(f"no increments recorded for {empty}: does _Recorder see how the explainers add them?")
     out["loss"] = np.array(losses, dtype=float)
     out.update({k: np.array(v, dtype=float) for k, v in factors.items()})
@@ -524,6 +489,39 @@ def gate(sc_runs: list[tuple[Scenario, dict]], frozen_sc: Scenario, frozen: dict
 
 
 def main() -> None:
+    """The target is a median delay of at most 1,000 events on ``regression-local`` (river
+    FriedmanDrift ``lea``, drifts at 10k, 20k and 25k, see ``bench_drift.py``) without a false
+    alarm on a frozen regression model. A suspect: the change test standardises
+    heavy-tailed squared-loss increments by their mean and variance, so a few huge increments
+    inflate the variance. This benchmark records every per-event increment of every series (and
+    the model's loss) of ``regression-local`` for several stream seeds and of
+    ``frozen-regression`` (cached as ``.npz`` in ``--cache``: the runs take a minute each), then
+    measures, all in the same run:
+
+    1. **tails**: excess kurtosis of the increments, per explainer, before and after the second
+       drift;
+    2. **power at a known cut**: the two-sample statistic (the test's own, ``two_sample_z``) of the
+       5,000 increments before each drift against the first 500 and 1,000 after it, for the raw
+       increments and for robust transforms of them: Huber clipping at ``c`` mean absolute
+       deviations around the median of the side before, the sign around that median, and a signed
+       log; beside it, the spread of the same statistic on the frozen model (the null), and the
+       variance factor of long means (reuse of donors) of raw and clipped increments; and one
+       statistic per stream (the squared z of all its series summed) against its own null;
+    3. **the real detector**: the recorded increments replayed through ``StreamChangeDetector``
+       at default settings, with blocks of raw increments (this reproduces ``bench_drift.py``
+       exactly) and of increments clipped at a running, slowly adapting scale (what an explainer
+       could send as an extra block), each with the test's standard error (the larger of pooled
+       and Welch) and with the pooled one alone; the frozen model's false alarms, and how the
+       pooled statistic behaves at short sides of heavy-tailed increments (its tail against the
+       normal one);
+    4. **what binds**: the same replay with ``drift_delta`` 30 times larger and with smaller
+       minimum effects, each with the rate at which the delay criterion is met by chance at
+       positions without a drift (the tree keeps learning, so its explanation keeps moving);
+    5. **the model's loss as a gate**: where a test of the loss (the change test itself, at the
+       loss's own share of ``drift_delta``) would open after each drift, the loss's z at the known
+       cut against that test's threshold, and the explanation series tested once at the gate's cut
+       (a closed test: in a stream without change a gated change needs the gate to open).
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="10,20,30,40,50,60", help="stream seeds of regression-local")
     ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "streamxai-bench-local-drift"),

@@ -1,26 +1,5 @@
 """The kind test at a stationary loss, run on demand: ``python tests/benchmarks/bench_loss_kind.py
 [--cache DIR] [--frozen-n 4000000] [--seeds 101-120] [--skip-alert] [--members 20] [--only-members]``.
-
-1. ``bench_drift.py``'s ``learning-regression`` alert, looked at closely (``--cache``: the
-   explanation messages ``bench_drift.py --cache DIR`` kept; without it they are recorded again,
-   about two minutes): the model is run again on the same stream (its losses must equal the
-   recorded ones), and for every alerting episode it prints the loss after the cut over longer
-   after-sides than the episode opened on, against the same side before, and the tree's size
-   around the cut: a Hoeffding adaptive tree that replaces a subtree by its alternate (or prunes
-   it) shrinks, and a young subtree predicts worse for a while.
-2. How often ``loss_kind`` tells a loss that did not move as ``degradation`` or ``learning``: at
-   random cuts of a stationary Friedman stream (after-sides of 100-500 losses, the length an
-   episode opens on, disjoint; before-sides of 5,000-27,000), on a frozen regression tree
-   (``bench_drift.py``'s ``frozen-regression`` model, ``--frozen-n`` events) and on learning
-   trees (``--seeds``, 50,000 events each, cuts after 5,000; split by whether a subtree was
-   replaced within 2,000 events before the cut or in its after-side). Each direction is a
-   one-sided test at 5%; the binomial standard error of each rate is printed. For comparison the
-   same cuts under the pooled standard error alone and Welch's alone (the rule uses the larger),
-   and an episode's two looks at its loss (open, then close) on this loss and on light tails,
-   each look at 5% (the rule before) beside the rule (the two looks 3.75% of the 5% shared with the members).
-3. Episodes whose changes chain (members) at a loss that did not move: how often they are told
-   ``degradation`` with the members' own looks (:func:`streamxai.core.change.looks.member_rise`)
-   and without them (``--members`` streams of 30,000 events; synthetic, a few seconds each).
 """
 
 from __future__ import annotations
@@ -139,8 +118,8 @@ def cuts(losses: np.ndarray, seed: int, start: int, after: tuple[int, int] = (10
 def two_looks(losses: np.ndarray, seed: int, start: int) -> tuple[int, int, int, int]:
     """An episode's two looks at one cut of a loss that did not move: at its open (after-side of
     100-500 losses) and, if that said nothing, at its close (1,000-2,000 from the same cut);
-    cuts with disjoint spans. (cuts, told ``degradation`` by either look with each at 5% (the
-    rule before), the same under the rule (:mod:`streamxai.core.change.looks`: 3.75% of one 5% shared with the members),
+    cuts with disjoint spans. (cuts, told ``degradation`` by either look with each at 5%, the
+    same under the rule (:mod:`streamxai.core.change.looks`: 3.75% of one 5% shared with the members),
     told ``learning`` by either look's cut test under the rule)."""
     rng = np.random.default_rng(seed)
     i, n, each, shared, learned = start + 5_000, 0, 0, 0, 0
@@ -254,6 +233,27 @@ def members_at_a_flat_loss(streams: int, n: int = 30_000, gaps: tuple[int, int] 
 
 
 def main() -> None:
+    """1. ``bench_drift.py``'s ``learning-regression`` alert, looked at closely (``--cache``: the
+       explanation messages ``bench_drift.py --cache DIR`` kept; without it they are recorded again,
+       about two minutes): the model is run again on the same stream (its losses must equal the
+       recorded ones), and for every alerting episode it prints the loss after the cut over longer
+       after-sides than the episode opened on, against the same side before, and the tree's size
+       around the cut: a Hoeffding adaptive tree that replaces a subtree by its alternate (or prunes
+       it) shrinks, and a young subtree predicts worse for a while.
+    2. How often ``loss_kind`` tells a loss that did not move as ``degradation`` or ``learning``: at
+       random cuts of a stationary Friedman stream (after-sides of 100-500 losses, the length an
+       episode opens on, disjoint; before-sides of 5,000-27,000), on a frozen regression tree
+       (``bench_drift.py``'s ``frozen-regression`` model, ``--frozen-n`` events) and on learning
+       trees (``--seeds``, 50,000 events each, cuts after 5,000; split by whether a subtree was
+       replaced within 2,000 events before the cut or in its after-side). Each direction is a
+       one-sided test at 5%; the binomial standard error of each rate is printed. For comparison the
+       same cuts under the pooled standard error alone and Welch's alone (the rule uses the larger),
+       and an episode's two looks at its loss (open, then close) on this loss and on light tails,
+       each look at 5% beside the rule (the two looks 3.75% of the 5% shared with the members).
+    3. Episodes whose changes chain (members) at a loss that did not move: how often they are told
+       ``degradation`` with the members' own looks (:func:`streamxai.core.change.looks.member_rise`)
+       and without them (``--members`` streams of 30,000 events; synthetic, a few seconds each).
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cache", default="", help="bench_drift.py's --cache directory (its learning-regression pass)")
     ap.add_argument("--frozen-n", type=int, default=4_000_000, help="events of the frozen regression tree")

@@ -1,16 +1,6 @@
 """Poison messages: what a stream whose tasks fail again and again costs an explainer worker.
 
     python tests/benchmarks/bench_poison.py [--events 1500] [--every 10]
-
-An explain handler (a Hoeffding tree over agrawal's features, every explainer, one group)
-takes the tasks of ``--events`` events of one stream; from the 100th on, the tasks of the
-events whose integral salary is divisible by ``--every`` (one in ``--every``) fail after they changed the group's state (a stand-in failure: ``StreamExplainer.step``
-raises when it builds values, as an overflowing summary did; a replay works). Measured in the
-same run: the tasks without failures (the baseline), the same tasks with the failures as
-this version takes them (a rebuild for the first two, then each message of the key on a
-copy of its state and a failure rolled back), and as the version before did (every failure
-dropped the state and the next task rebuilt it from the key's history: the guard switched
-off). Prints the seconds per task of each and the ratios to the baseline.
 """
 
 from __future__ import annotations
@@ -51,6 +41,16 @@ def _run(s, log: PartitionLog) -> tuple[float, ExplainHandler]:
 
 
 def main() -> None:
+    """An explain handler (a Hoeffding tree over agrawal's features, every explainer, one group)
+    takes the tasks of ``--events`` events of one stream; from the 100th on, the tasks of the
+    events whose integral salary is divisible by ``--every`` (one in ``--every``) fail after they changed the group's state (a stand-in failure: ``StreamExplainer.step``
+    raises when it builds values, as an overflowing summary did; a replay works). Measured in the
+    same run: the tasks without failures (the baseline), the same tasks with the failures as
+    this version takes them (a rebuild for the first two, then each message of the key on a
+    copy of its state and a failure rolled back), and as the version before did (every failure
+    dropped the state and the next task rebuilt it from the key's history: the guard switched
+    off). Prints the seconds per task of each and the ratios to the baseline.
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=1500)
     ap.add_argument("--every", type=int, default=10)

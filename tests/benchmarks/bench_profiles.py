@@ -1,11 +1,4 @@
-"""Stream profiles benchmark, run on demand: ``python tests/benchmarks/bench_profiles.py [--quick]``.
-
-Prints the model handler's CPU time per feature event when each stream's settings come from a
-stream profile (``--globs`` tables, the stream's one last, so every lookup of a new stream
-tries them all), against the same events with the same settings at the top level, measured
-alternately in the same run (best of ``--repeat``). The per-event lookups (features, sample
-rate) are cached per stream id, so the two should differ by well under a microsecond.
-"""
+"""Stream profiles benchmark, run on demand: ``python tests/benchmarks/bench_profiles.py [--quick]``."""
 
 from __future__ import annotations
 
@@ -31,6 +24,12 @@ def per_event_us(s: Settings, events: list[tuple[bytes, bytes]]) -> float:
 
 
 def main() -> None:
+    """Prints the model handler's CPU time per feature event when each stream's settings come from a
+    stream profile (``--globs`` tables, the stream's one last, so every lookup of a new stream
+    tries them all), against the same events with the same settings at the top level, measured
+    alternately in the same run (best of ``--repeat``). The per-event lookups (features, sample
+    rate) are cached per stream id, so the two should differ by well under a microsecond.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer events (a smoke run)")
     parser.add_argument("--streams", type=int, default=50, help="streams (default 50)")

@@ -1,20 +1,6 @@
 """Change detection on a real stream, elec2 (the iPFI paper's), run on demand:
 ``python tests/benchmarks/bench_real.py [--models hat,arf] [--variants recorded,sudden,gradual] [--cache DIR]
 [--pfi] [--events N]``.
-
-Each model (the default Hoeffding adaptive tree, ARF with 10 trees) explains elec2 at default
-settings in process, as a worker does (a :class:`~streamxai.core.stream.StreamExplainer` and the
-drift agent's change detector, built from settings; the same values as through Kafka), on the
-stream as recorded and with the paper's feature drift "fe. 1": ``nswprice`` (the top feature)
-and ``vicdemand`` exchanged from event 20,000 on, at once (``sudden``) or for a share of the
-events growing to all over 5,000 events (``gradual``). It prints, per run: change events and
-alerts per 100,000 events, every episode with its span, kind and series, the top iPFI feature
-over time, and for a swap the first alert after it (its first change's delay and whether it
-names a swapped feature). The baseline, measured in the same run, is river's ADWIN on the
-model's prequential loss (delta 0.002), the usual drift detector of a deployment without
-explanations: its detections per 100,000 events. ``--pfi`` adds the paper's Table 2 comparison
-of iPFI with uniform and geometric sampling against interval PFI (``_real_pfi.py``). A full run
-takes about 15 minutes (ARF dominates); ``--cache`` keeps each pass through the explainers.
 """
 
 from __future__ import annotations
@@ -97,6 +83,20 @@ def report(sc: Scenario, res: Result) -> None:
 
 
 def main() -> None:
+    """Each model (the default Hoeffding adaptive tree, ARF with 10 trees) explains elec2 at default
+    settings in process, as a worker does (a :class:`~streamxai.core.stream.StreamExplainer` and the
+    drift agent's change detector, built from settings; the same values as through Kafka), on the
+    stream as recorded and with the paper's feature drift "fe. 1": ``nswprice`` (the top feature)
+    and ``vicdemand`` exchanged from event 20,000 on, at once (``sudden``) or for a share of the
+    events growing to all over 5,000 events (``gradual``). It prints, per run: change events and
+    alerts per 100,000 events, every episode with its span, kind and series, the top iPFI feature
+    over time, and for a swap the first alert after it (its first change's delay and whether it
+    names a swapped feature). The baseline, measured in the same run, is river's ADWIN on the
+    model's prequential loss (delta 0.002), the usual drift detector of a deployment without
+    explanations: its detections per 100,000 events. ``--pfi`` adds the paper's Table 2 comparison
+    of iPFI with uniform and geometric sampling against interval PFI (``_real_pfi.py``). A full run
+    takes about 15 minutes (ARF dominates); ``--cache`` keeps each pass through the explainers.
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="hat,arf", help="comma-separated: hat, arf")
     ap.add_argument("--variants", default="recorded,sudden,gradual", help="comma-separated: " + ", ".join(VARIANTS))

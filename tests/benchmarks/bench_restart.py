@@ -3,27 +3,6 @@ stream; and where the time goes.
 
     python tests/benchmarks/bench_restart.py [--streams 10] [--events 2000] [--more 10] [--repeat 3]
     python tests/benchmarks/bench_restart.py --drift-history [--series 270] [--points 200] [--baseline-series 27]
-
-Issue 15's run (the default): a worker with the default settings (all three explainers, the
-default checkpoint_every) explains ``--streams`` x ``--events`` events; it is stopped with
-SIGTERM and a new worker process is started; ``--more`` events per stream are sent at once. The
-time is measured from the new process's start until every stream has a new explanation of
-every explainer. The breakdown comes from the new worker: its Faust start-up (process start to
-"Worker ready", from its log) and, from its metrics, the seconds each handler spent reading
-checkpoints and replaying history (``recovery_seconds``; the model, explain and drift agents
-recover concurrently, so the parts can add up to more than the wall time). ``--repeat`` restarts
-that many times (stop, start, ``--more`` events) with the stopping worker writing no checkpoints
-(the baseline: a restart replays since the last periodic checkpoints), then as many times with
-``checkpoint_on_stop`` (the default), and prints both and their ratio. Issue 15 measured 6 s + 19.3 s
-on a quiet machine, 29.6 s under load; the goal is 10 s.
-
-``--drift-history``: issue 7's drift-agent rebuild from the explanations topic, one pass per
-partition (HistoryCache) against one pass per key, measured in the same run on the same topic
-(270 series of 200 explanations on 4 partitions, 54,000 messages; one pass per series took
-~0.55 s each, 148 s in all). Explanations are keyed by stream, so the 270 series are 10 keys.
-The baseline rebuilds only ``--baseline-series`` series and is scaled to all of them.
-
-Both start their own broker on free ports (or use $STREAMXAI_BOOTSTRAP).
 """
 
 from __future__ import annotations
@@ -101,7 +80,7 @@ def drift_history(args: argparse.Namespace, bootstrap: str, tmp: str) -> None:
     print(f"speed-up: {scaled / t_new:.1f}x")
 
 
-# --- issue 15: a worker restart ----------------------------------------------------------------
+# --- a worker restart ---------------------------------------------------------------------------
 
 _READY = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\].*\[\^\w*Worker\]: Ready")
 
@@ -224,12 +203,31 @@ def _restarts(args, s, streams, events, log, procs) -> None:
     base, new = times[False], times[True]
     print(f"restart to new explanations of every stream, from process start: baseline {spread(base)}; "
           f"with checkpoints at stop {spread(new)}; ratio {sorted(new)[len(new) // 2] / sorted(base)[len(base) // 2]:.2f}; "
-          f"goal 10 s (issue 15 measured 6 s + 19.3 s quiet, 29.6 s loaded, on an older version)")
+          "goal 10 s")
 
 
 def main() -> None:
+    """The restart run (the default): a worker with the default settings (all three explainers, the
+    default checkpoint_every) explains ``--streams`` x ``--events`` events; it is stopped with
+    SIGTERM and a new worker process is started; ``--more`` events per stream are sent at once. The
+    time is measured from the new process's start until every stream has a new explanation of
+    every explainer. The breakdown comes from the new worker: its Faust start-up (process start to
+    "Worker ready", from its log) and, from its metrics, the seconds each handler spent reading
+    checkpoints and replaying history (``recovery_seconds``; the model, explain and drift agents
+    recover concurrently, so the parts can add up to more than the wall time). ``--repeat`` restarts
+    that many times (stop, start, ``--more`` events) with the stopping worker writing no checkpoints
+    (the baseline: a restart replays since the last periodic checkpoints), then as many times with
+    ``checkpoint_on_stop`` (the default), and prints both and their ratio; the goal is 10 s.
+
+    ``--drift-history``: the drift agent's rebuild from the explanations topic, one pass per
+    partition (HistoryCache) against one pass per key, measured in the same run on the same topic
+    (270 series of 200 explanations on 4 partitions, 54,000 messages). Explanations are keyed by stream, so the 270 series are 10 keys.
+    The baseline rebuilds only ``--baseline-series`` series and is scaled to all of them.
+
+    Both start their own broker on free ports (or use $STREAMXAI_BOOTSTRAP).
+    """
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--drift-history", action="store_true", help="issue 7's drift-agent rebuild comparison instead")
+    ap.add_argument("--drift-history", action="store_true", help="the drift agent's rebuild comparison instead")
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--events", type=int, default=2000, help="events per stream before the restart")
     ap.add_argument("--more", type=int, default=10, help="events per stream after each restart")

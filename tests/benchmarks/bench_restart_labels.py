@@ -2,16 +2,6 @@
 their labels, against the same restart with every label in line, measured in the same run.
 
     python tests/benchmarks/bench_restart_labels.py [--streams 10] [--events 2000] [--kill]
-
-Each run: a worker takes ``--streams`` streams of ``--events`` agrawal events; in the late run
-no event carries its label and the labels of the first half are sent on the labels topic (the
-second half wait: ``streams * events / 2`` events in the joins' pending stores). Once the
-worker has explained them, it is stopped (``--kill``: SIGKILLed; its partitions then move only
-after the group's session timeout, 10 s here), a new worker is started (checkpoints every 500
-messages, then replay) and 10 new labelled events per stream are sent; the time from starting
-the new worker to an explanation of every stream's new events is measured, and when its
-metrics page first answered (the process is up). Starts its own
-broker on free ports (or uses $STREAMXAI_BOOTSTRAP).
 """
 
 from __future__ import annotations
@@ -103,6 +93,16 @@ def run(bootstrap: str, tmp: str, streams: int, n: int, late: bool, kill: bool) 
 
 
 def main() -> None:
+    """Each run: a worker takes ``--streams`` streams of ``--events`` agrawal events; in the late run
+    no event carries its label and the labels of the first half are sent on the labels topic (the
+    second half wait: ``streams * events / 2`` events in the joins' pending stores). Once the
+    worker has explained them, it is stopped (``--kill``: SIGKILLed; its partitions then move only
+    after the group's session timeout, 10 s here), a new worker is started (checkpoints every 500
+    messages, then replay) and 10 new labelled events per stream are sent; the time from starting
+    the new worker to an explanation of every stream's new events is measured, and when its
+    metrics page first answered (the process is up). Starts its own
+    broker on free ports (or uses $STREAMXAI_BOOTSTRAP).
+    """
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--events", type=int, default=2000)

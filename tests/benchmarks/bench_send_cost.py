@@ -1,31 +1,6 @@
-"""What one output message costs a worker to send, layer by layer (issue 17).
+"""What one output message costs a worker to send, layer by layer.
 
-    python tests/benchmarks/bench_send_cost.py [--reports 1000] [--per-report 27] [--bytes 400] [--rounds 3]
-
-On a local broker (or $STREAMXAI_BOOTSTRAP), one Faust producer (the worker's linger of 5 ms)
-sends ``--reports`` reports of ``--per-report`` messages (a report's public explanations: 27 at
-the defaults) to one partition, yielding to the event loop after each report as the agents do,
-then flushes. It prints the process's CPU time per message, from the first send to the end of
-the flush (the acknowledgements included), the median of ``--rounds`` fresh processes per mode:
-
-- ``Outbox, Faust's send``: the agents' Outbox before the Appender (Faust's ``Producer.send``,
-  one acknowledgement callback per message);
-- ``Outbox, Appender``: the agents' Outbox on Faust's producer
-  (:class:`streamxai.kafka.appender.Appender`, one callback per report), as the worker sent
-  before the OutputProducer;
-- ``Outbox, OutputProducer``: the agents' Outbox now, on the worker's
-  :class:`streamxai.kafka.output_producer.OutputProducer` (confluent-kafka: each output handed
-  over with no future, ``OutputProducer.hand``, its delivery report served by a polling task),
-  flushed as the consumer flushes it before a commit;
-- ``aiokafka send``: aiokafka's ``AIOKafkaProducer.send`` alone, no callback;
-- ``add_message``: aiokafka's accumulator alone (what the Appender ends in), no callback;
-- ``confluent produce``: confluent-kafka's ``Producer.produce`` (librdkafka, the same linger
-  and batch size), one delivery callback per report, ``poll(0)`` after each report; its own
-  threads' CPU counted as the process's;
-- ``nothing``: no message: the loop and the flush alone (the baseline of this run).
-
-Measured on 2 shared cores (load average 1-3), 400 reports of 27 messages of 400 bytes,
-medians of 3 (us of CPU per message): see README, "One worker against the same work in process".
+    python tests/benchmarks/bench_send_cost.py [--reports 1000] [--per-report 27] [--bytes 400] [--rounds=3]
 """
 
 from __future__ import annotations
@@ -49,7 +24,7 @@ MODES = ("Outbox, Faust's send", "Outbox, Appender", "Outbox, OutputProducer", "
 
 
 async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> tuple[float, float]:
-    """CPU us per message of ``mode`` (see the module docstring): (user, system)."""
+    """CPU us per message of ``mode`` (the modes: see main): (user, system)."""
     import faust
     from aiokafka.structs import TopicPartition
     from streamxai.agents._forward import Outbox
@@ -132,6 +107,27 @@ async def run(mode: str, bootstrap: str, reports: int, per: int, size: int) -> t
 
 
 def main() -> None:
+    """On a local broker (or $STREAMXAI_BOOTSTRAP), one Faust producer (the worker's linger of 5 ms)
+    sends ``--reports`` reports of ``--per-report`` messages (a report's public explanations: 27 at
+    the defaults) to one partition, yielding to the event loop after each report as the agents do,
+    then flushes. It prints the process's CPU time per message, from the first send to the end of
+    the flush (the acknowledgements included), the median of ``--rounds`` fresh processes per mode:
+
+    - ``Outbox, Faust's send``: the agents' Outbox through Faust's ``Producer.send`` (one
+      acknowledgement callback per message);
+    - ``Outbox, Appender``: the agents' Outbox on Faust's producer
+      (:class:`streamxai.kafka.appender.Appender`, one callback per report);
+    - ``Outbox, OutputProducer``: the agents' Outbox as a worker runs it, on the worker's
+      :class:`streamxai.kafka.output_producer.OutputProducer` (confluent-kafka: each output handed
+      over with no future, ``OutputProducer.hand``, its delivery report served by a polling task),
+      flushed as the consumer flushes it before a commit;
+    - ``aiokafka send``: aiokafka's ``AIOKafkaProducer.send`` alone, no callback;
+    - ``add_message``: aiokafka's accumulator alone (what the Appender ends in), no callback;
+    - ``confluent produce``: confluent-kafka's ``Producer.produce`` (librdkafka, the same linger
+      and batch size), one delivery callback per report, ``poll(0)`` after each report; its own
+      threads' CPU counted as the process's;
+    - ``nothing``: no message: the loop and the flush alone (the baseline of this run).
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reports", type=int, default=1000)
     ap.add_argument("--per-report", type=int, default=27)

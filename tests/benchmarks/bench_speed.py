@@ -1,71 +1,10 @@
 """Explanation speed: the fast path against black-box evaluation and against what black-box
-evaluation can reach at best, in one run on the same stream and model (issue 17).
+evaluation can reach at best, in one run on the same stream and model.
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
         [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--handlers] [--kafka]
         [--kafka-events 8000] [--kafka-repeats 5] [--kafka-against KEY=VALUE] [--kafka-sliced [--kafka-slice-s 2]]
         [--kafka-only] [--profile] [--census [--census-threads]]
-
-For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reservoirs of
-100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
-next ``--events`` events are explained and learnt with reports every ``emit_every`` (10)
-events, as a worker does, from copies of the same state. It prints, in events/s of CPU time
-(``time.process_time``, median of ``--repeats`` rounds, each round timing all of them one
-after the other):
-
-- ``black box``: ``fast_path = off``, the model called for every row;
-- ``fast path``: ``fast_path = auto`` (the values are checked equal to the black box's);
-- ``black-box limit``: what black-box evaluation reaches with no overhead of ours at all:
-  evaluations per event x the model's own ``predict_proba_one`` (``predict_one``) time per
-  call + its ``learn_one`` time per event, both measured on a copy of the same model (made
-  as the explainers' copy is: pickled) over the same events;
-- ``main``, with ``--main-src DIR``: the same loop run by the code in DIR (a copy of main's
-  files, ``git archive main | tar -x -C DIR``) in a child process with ``PYTHONPATH=DIR``;
-
-and the ratios between them. ``--breakdown`` adds, per model and path, where an event's CPU
-time goes (:func:`breakdown`); ``--same-as DIR`` checks that the code in DIR (e.g. main's)
-gives exactly this checkout's explanations, every field of every report, on either path
-(:func:`same_as`). ``--handlers`` times a worker's handlers in this process (``--kafka``'s
-baseline loop: the model, explain and drift handlers on ``--kafka-events`` events), and with
-``--main-src`` main's in the same rounds. ``--kafka`` adds, per model, one worker on a local broker
-(``fast_path = auto``) against the in-process loop doing that worker's work per event: its
-model, explain and drift handlers, handler to handler, with checkpoints, in this process
-(events/s of wall time, and of CPU time: the worker process's from ``/proc``; the worker's
-clock starts when the broker has acknowledged the first event, not while the benchmark's
-producer starts); ``--profile``
-prints where the worker's CPU goes per event (``_cpu_profile.py``: per agent, its handler by
-layer, receiving and sending; the clients' own tasks and the event loop); ``--census`` counts,
-in one more run, the callbacks the worker's event loops run per event, by what they run, and
-each thread's CPU (``_loop_census.py``; ``--census-threads``: with cProfile in the consumer's thread).
-
-How ``--kafka`` measures (issue 17, stop 26), and why:
-
-- **8,000 events a run.** The drift handler does not watch a stream's first 1,000 events
-  (``drift_warmup``) and its windows fill after them, so an event costs least there: with
-  logistic regression, in one process, the drift handler took 137 us an event over the first
-  1,000 and 250-330 over each later 1,000 up to 8,000, the explain handler 360-440 throughout.
-  The worker's fixed start-up (each internal hop's first fetch) weighs on a short run too. A
-  stream running for hours is past both.
-  ``--kafka-events 2000`` gives the quicker, harsher figure. A round of ARF(10) takes about 6
-  minutes at 8,000 events, 1.5 at 2,000.
-- **Each round: the in-process loop, the worker, the in-process loop again**; the mean of the
-  two loops is the round's baseline. A core of these shared machines runs the same loop up to a
-  third faster or slower from one minute to the next (this stop: the in-process loop at
-  623-1,265 us an event on the same 3,000 events), so the figure to read is the median of the
-  rounds' paired ratios, printed with its middle half.
-- **Nothing of the benchmark's own on the two cores while the worker is timed** but a look at
-  its metrics page now and then (``_worker_runs._drift_done``): before, this process read the
-  explanations topic (2.7 messages an event through the broker and this process) to see the
-  end, and looked at the page every 10 ms at the end.
-- **Where the worker's main thread spent the run** (``/proc``): on a core, waiting for one
-  (the broker, the clients' threads and this process share the cores), and neither (waiting for
-  a fetch, or for the GIL while aiokafka's consumer thread parses one).
-- ``--kafka-against KEY=VALUE[,KEY=VALUE]``: every round also runs a worker with other settings
-  (in turn first or second), to compare a setting in the same rounds.
-- ``--kafka-sliced``: instead, each round runs the in-process loop (in a child process) and the
-  worker with its broker in turns of ``--kafka-slice-s`` seconds, each stopped while the other
-  runs, so both see the machine of the same minute (``_sliced.py``, which says what short turns
-  cost the worker).
 """
 
 from __future__ import annotations
@@ -401,6 +340,61 @@ def print_in_process(name: str, res: dict, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    """For each model, at the default explainers (iPFI, iSAGE, iPDP; alpha 0.001, reservoirs of
+    100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
+    next ``--events`` events are explained and learnt with reports every ``emit_every`` (10)
+    events, as a worker does, from copies of the same state. It prints, in events/s of CPU time
+    (``time.process_time``, median of ``--repeats`` rounds, each round timing all of them one
+    after the other):
+
+    - ``black box``: ``fast_path = off``, the model called for every row;
+    - ``fast path``: ``fast_path = auto`` (the values are checked equal to the black box's);
+    - ``black-box limit``: what black-box evaluation reaches with no overhead of ours at all:
+      evaluations per event x the model's own ``predict_proba_one`` (``predict_one``) time per
+      call + its ``learn_one`` time per event, both measured on a copy of the same model (made
+      as the explainers' copy is: pickled) over the same events;
+    - ``main``, with ``--main-src DIR``: the same loop run by the code in DIR (a copy of main's
+      files, ``git archive main | tar -x -C DIR``) in a child process with ``PYTHONPATH=DIR``;
+
+    and the ratios between them. ``--breakdown`` adds, per model and path, where an event's CPU
+    time goes (:func:`breakdown`); ``--same-as DIR`` checks that the code in DIR (e.g. main's)
+    gives exactly this checkout's explanations, every field of every report, on either path
+    (:func:`same_as`). ``--handlers`` times a worker's handlers in this process (``--kafka``'s
+    baseline loop: the model, explain and drift handlers on ``--kafka-events`` events), and with
+    ``--main-src`` main's in the same rounds. ``--kafka`` adds, per model, one worker on a local broker
+    (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
+    model, explain and drift handlers, handler to handler, with checkpoints, in this process
+    (events/s of wall time, and of CPU time: the worker process's from ``/proc``; the worker's
+    clock starts when the broker has acknowledged the first event, not while the benchmark's
+    producer starts); ``--profile``
+    prints where the worker's CPU goes per event (``_cpu_profile.py``: per agent, its handler by
+    layer, receiving and sending; the clients' own tasks and the event loop); ``--census`` counts,
+    in one more run, the callbacks the worker's event loops run per event, by what they run, and
+    each thread's CPU (``_loop_census.py``; ``--census-threads``: with cProfile in the consumer's thread).
+
+    How ``--kafka`` measures, and why:
+
+    - **8,000 events a run.** The drift handler does not watch a stream's first 1,000 events
+      (``drift_warmup``) and its windows fill after them, so an event costs least there. The worker's fixed start-up (each internal hop's first fetch) weighs on a short run too. A
+      stream running for hours is past both.
+      ``--kafka-events 2000`` gives the quicker, harsher figure.
+    - **Each round: the in-process loop, the worker, the in-process loop again**; the mean of the
+      two loops is the round's baseline. A core of these shared machines runs the same loop up to a
+      third faster or slower from one minute to the next, so the figure to read is the median of the
+      rounds' paired ratios, printed with its middle half.
+    - **Nothing of the benchmark's own on the two cores while the worker is timed** but a look at
+      its metrics page now and then (``_worker_runs._drift_done``), not a read of the
+      explanations topic, which would put messages through the broker and this process.
+    - **Where the worker's main thread spent the run** (``/proc``): on a core, waiting for one
+      (the broker, the clients' threads and this process share the cores), and neither (waiting for
+      a fetch, or for the GIL while aiokafka's consumer thread parses one).
+    - ``--kafka-against KEY=VALUE[,KEY=VALUE]``: every round also runs a worker with other settings
+      (in turn first or second), to compare a setting in the same rounds.
+    - ``--kafka-sliced``: instead, each round runs the in-process loop (in a child process) and the
+      worker with its broker in turns of ``--kafka-slice-s`` seconds, each stopped while the other
+      runs, so both see the machine of the same minute (``_sliced.py``, which says what short turns
+      cost the worker).
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="hat,arf,logistic,htr")
     ap.add_argument("--events", type=int, default=300)

@@ -1,48 +1,6 @@
-"""One Kafka worker against the same work in process, in instructions, not seconds (issue 17).
+"""One Kafka worker against the same work in process, in instructions, not seconds.
 
     python tests/benchmarks/bench_worker_instructions.py [--models logistic,htr,hat] [--events 1000]
-
-``bench_speed.py --kafka`` compares a worker's rate with its handlers' in one process by the
-clock. On these shared virtual machines a core runs the same code a third faster or slower
-from one minute to the next: the in-process loop alone was timed at 675 and 766 us an event in
-two rounds a minute apart, while the worker's transport is worth 100-250 us an event, so a
-change of 25 us to it cannot be seen, and rounds of one run spread from 0.5 to 1.3.
-``valgrind --tool=callgrind`` counts the instructions a process executes, whatever the clock
-and the other tenants do (and none while it waits).
-
-Per model, on a local broker (or ``$STREAMXAI_BOOTSTRAP``), with the settings and stream of
-``bench_speed.py --kafka`` (``--events`` events of one stream):
-
-- ``in process``: ``_worker_runs.in_process_worker`` (the model, explain and drift handlers,
-  handler to handler, with checkpoints) in a child process under callgrind, counted from the
-  first event to the last (``callgrind_control --instr=on``, then its counters read), after
-  the same loop ran 20 events with handlers of their own: the modules a worker imports as it
-  starts (its model's, and scipy's through ``river.optim``: 659 modules, 1 s of CPU) are then
-  imported in both, and each counts its own handlers' first event (a model created, its fast
-  path compiled);
-- ``worker``: one worker (roles model, explain and drift) under callgrind, counted from the
-  moment the benchmark starts producing the events (it has joined its group, idle) until its
-  drift agent has taken up every explanation, in all its threads (Python's, aiokafka's
-  consumer thread, librdkafka's threads);
-- the worker's instructions per event beyond the in-process loop's, and the ratio (the
-  in-process loop's instructions over the worker's): what the worker's rate would be against
-  the in-process rate if an instruction cost the same in both;
-- the same less the worker's idle instructions over the run. What a worker does by the clock
-  (fetches of empty partitions every 100 ms, heartbeats, periodic commits, the output
-  producer's polls, the metrics page the benchmark polls once a second) comes about as often
-  per second under callgrind as natively, while the run lasts about 50 times longer, so the
-  first figure overstates the worker's share (an upper bound of its overhead). Its rate while
-  idle is counted for ``IDLE_S`` seconds before the events and taken out at that rate over
-  the whole run: that overstates the correction (a busy worker's fetches return records
-  rather than nothing), so the second figure is an approximate lower bound. In one run
-  (logistic regression, 1,000 events) the two were +581 k and -329 k instructions an event:
-  the clock's share is of the size of the transport's, and neither figure alone decides a
-  target of 0.9.
-
-The ratio leaves out what instructions do not show: cache misses, system calls' time in the
-kernel, the broker's own CPU on the same cores, and time the worker waits (a fetch, a linger).
-The worker and the in-process child both start from nothing (fresh handlers); under callgrind
-Python runs about 50 times slower, so a model takes several minutes.
 """
 
 from __future__ import annotations
@@ -161,6 +119,45 @@ def worker(name: str, n: int, bootstrap: str, tmp: str) -> tuple[int, float, flo
 
 
 def main() -> None:
+    """``bench_speed.py --kafka`` compares a worker's rate with its handlers' in one process by the
+    clock. On shared virtual machines a core runs the same code up to a third faster or slower
+    from one minute to the next, more than the worker's transport is worth, so a small change
+    to the transport cannot be seen by the clock.
+    ``valgrind --tool=callgrind`` counts the instructions a process executes, whatever the clock
+    and the other tenants do (and none while it waits).
+
+    Per model, on a local broker (or ``$STREAMXAI_BOOTSTRAP``), with the settings and stream of
+    ``bench_speed.py --kafka`` (``--events`` events of one stream):
+
+    - ``in process``: ``_worker_runs.in_process_worker`` (the model, explain and drift handlers,
+      handler to handler, with checkpoints) in a child process under callgrind, counted from the
+      first event to the last (``callgrind_control --instr=on``, then its counters read), after
+      the same loop ran 20 events with handlers of their own: the modules a worker imports as it
+      starts (its model's, and scipy's through ``river.optim``) are then
+      imported in both, and each counts its own handlers' first event (a model created, its fast
+      path compiled);
+    - ``worker``: one worker (roles model, explain and drift) under callgrind, counted from the
+      moment the benchmark starts producing the events (it has joined its group, idle) until its
+      drift agent has taken up every explanation, in all its threads (Python's, aiokafka's
+      consumer thread, librdkafka's threads);
+    - the worker's instructions per event beyond the in-process loop's, and the ratio (the
+      in-process loop's instructions over the worker's): what the worker's rate would be against
+      the in-process rate if an instruction cost the same in both;
+    - the same less the worker's idle instructions over the run. What a worker does by the clock
+      (fetches of empty partitions every 100 ms, heartbeats, periodic commits, the output
+      producer's polls, the metrics page the benchmark polls once a second) comes about as often
+      per second under callgrind as natively, while the run lasts about 50 times longer, so the
+      first figure overstates the worker's share (an upper bound of its overhead). Its rate while
+      idle is counted for ``IDLE_S`` seconds before the events and taken out at that rate over
+      the whole run: that overstates the correction (a busy worker's fetches return records
+      rather than nothing), so the second figure is an approximate lower bound; the clock's share
+      can be of the size of the transport's, so neither figure alone decides a target.
+
+    The ratio leaves out what instructions do not show: cache misses, system calls' time in the
+    kernel, the broker's own CPU on the same cores, and time the worker waits (a fetch, a linger).
+    The worker and the in-process child both start from nothing (fresh handlers); under callgrind
+    Python runs about 50 times slower, so a model takes several minutes.
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="logistic,htr,hat")
     ap.add_argument("--events", type=int, default=1000)

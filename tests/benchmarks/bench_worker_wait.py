@@ -2,25 +2,7 @@
 the span that ``bench_speed.py --kafka`` times, in bins of wall time.
 
     python tests/benchmarks/bench_worker_wait.py [--model logistic] [--events 2000] [--bin 0.05]
-        [--rounds 3] [--before DIR] [--bins]
-
-One worker (all roles, ``fast_path = auto``) on a local broker, the stream of ``bench_speed.py``.
-From the moment the backlog is produced, a thread samples the worker process's CPU time and
-its main thread's (the event loop's) time on a core and waiting for one
-(``/proc/PID/task/PID/schedstat``, every 10 ms), and its counters (its metrics page, every
-``--bin`` s: one request per bin, a little CPU of the worker's own). The span runs from the
-broker's acknowledgement of the first event to the bin in which the drift agent had taken up
-every explanation (``bench_speed.py``'s end); in it the loop's thread was on a core, waiting
-for one (the machine's load) or idle (waiting for messages or the network: the waits to find).
-
-Each round runs the same handlers in this process (``bench_speed.py``'s baseline), then a
-worker of ``--before DIR`` (a copy of another version's files, e.g. ``git archive main | tar
--x -C DIR``; run with ``DIR`` as its working directory) if given, then a worker of this
-checkout, and prints for each the wall ratio (in process / worker; and timed from the start of
-the benchmark's producer, as ``bench_speed.py`` timed before), the worker's CPU and its
-loop's idle time and longest idle stretch; then the medians. ``--bins`` prints the last
-round's bins: per bin the share of one core the worker used, how its loop's thread spent the
-bin (ran, waited for a core, idle) and the messages it took in and sent per topic.
+        [--rounds=3] [--before DIR] [--bins]
 """
 
 from __future__ import annotations
@@ -159,6 +141,24 @@ def print_bins(run: dict) -> None:
 
 
 def main() -> None:
+    """One worker (all roles, ``fast_path = auto``) on a local broker, the stream of ``bench_speed.py``.
+    From the moment the backlog is produced, a thread samples the worker process's CPU time and
+    its main thread's (the event loop's) time on a core and waiting for one
+    (``/proc/PID/task/PID/schedstat``, every 10 ms), and its counters (its metrics page, every
+    ``--bin`` s: one request per bin, a little CPU of the worker's own). The span runs from the
+    broker's acknowledgement of the first event to the bin in which the drift agent had taken up
+    every explanation (``bench_speed.py``'s end); in it the loop's thread was on a core, waiting
+    for one (the machine's load) or idle (waiting for messages or the network: the waits to find).
+
+    Each round runs the same handlers in this process (``bench_speed.py``'s baseline), then a
+    worker of ``--before DIR`` (a copy of another version's files, e.g. ``git archive main | tar
+    -x -C DIR``; run with ``DIR`` as its working directory) if given, then a worker of this
+    checkout, and prints for each the wall ratio (in process / worker; and timed from the start of
+    the benchmark's producer), the worker's CPU and its
+    loop's idle time and longest idle stretch; then the medians. ``--bins`` prints the last
+    round's bins: per bin the share of one core the worker used, how its loop's thread spent the
+    bin (ran, waited for a core, idle) and the messages it took in and sent per topic.
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="logistic")
     ap.add_argument("--events", type=int, default=2000)

@@ -1,12 +1,9 @@
-"""One worker serving two stream profiles side by side, through a real broker (issue 13):
+"""One worker serving two stream profiles side by side, through a real broker:
 ``agr-*`` streams are agrawal events classified by a Hoeffding adaptive tree and explained by
 iPFI and iPDP; ``reg-*`` streams are :func:`~helpers.streams.linear_events` fitted by river's
 ``LinearRegression`` and explained by iPFI and iSAGE. The top level has no features, so a
 stream that matches neither profile is a dead letter; so is an ``agr-*`` stream with other
 features.
-
-The run is made once per test session (``two_profiles_run`` in tests/integration/conftest.py)
-and read by the tests of the pipeline, the command line and the dashboard.
 """
 
 from __future__ import annotations
@@ -44,6 +41,9 @@ PROFILES = {
 
 @dataclass
 class ProfilesRun:
+    """The run is made once per test session (``two_profiles_run`` in tests/integration/conftest.py)
+    and read by the tests of the pipeline, the command line and the dashboard.
+    """
     settings: Settings
     n: int
     drift_at: int

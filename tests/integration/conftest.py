@@ -1,16 +1,12 @@
 """Fixtures for tests against a real Kafka broker.
-
 ``broker`` starts the project's own local broker (``streamxai.local.broker.LocalBroker``) once per test
 session on free ports with its data under a temporary directory, and stops it at the end of the
 session, also when tests fail. The JVM is tied to the test process (``die_with_parent``), so a
 killed test run leaves no broker behind.
-
 Set ``STREAMXAI_BOOTSTRAP=host:port`` to use an already running broker instead; nothing is then
 started or stopped. ``STREAMXAI_TEST_BROKER_PORT=N`` pins the client port (controller on N+1).
-
 Every test gets its own throwaway topics (``topic_factory``) and consumer group ids
 (``group_id``), named with a uuid, so tests never see each other's messages.
-
 Every test collected under ``tests/integration/`` is marked ``integration``; deselect them with
 ``pytest -m "not integration"``.
 """

@@ -64,12 +64,11 @@ def test_start_twice_is_idempotent_and_status_reports_running(broker):
 
 
 def test_start_on_other_ports_leaves_the_running_broker_alone(broker):
-    """Found by trying the CLI as an operator: ``streamxai broker start --port 19394`` while the
-    data dir's broker ran on another port waited for an answer on the new port, then stopped
-    the running broker (with every worker on it) as "did not answer"; ``broker status`` without
-    ``--port`` said "not answering" (exit 3) of a broker that was ready. The ports a data dir's
-    broker runs on are its ``server.properties``'; a start that asks for others is refused at
-    once, and status reports the broker where it runs."""
+    """``streamxai broker start --port 19394`` while the data dir's broker runs on another port
+    must not wait on the new port and then stop the running broker (with every worker on it) as
+    "did not answer", nor ``broker status`` without ``--port`` call a ready broker "not
+    answering". The ports a data dir's broker runs on are its ``server.properties``'; a start
+    that asks for others is refused at once, and status reports the broker where it runs."""
     local = _local(broker)
     before = local.status()
     other = LocalBroker(local.port + 2, local.controller_port + 2, data_dir=local.data_dir)
@@ -91,10 +90,9 @@ def test_port_in_use_is_reported(broker, tmp_path):
 
 
 def test_reading_to_idle_counts_idle_time_from_the_assignment(bootstrap, topic_factory):
-    """Found by ``streamxai plot`` (and ``tests/integration/test_plot.py``) on a loaded machine:
-    "no explanations of stream 'p1' ... (read until 2 s idle)" while the topic held them; the
-    idle time was counted from the subscription, so a consumer group join slower than
-    ``--idle`` read nothing. The join alone takes longer than 50 ms; every message is read."""
+    """The idle time counts from the end of the group join, not from the subscription, so a
+    join slower than ``--idle`` (as on a loaded machine) still reads the topic: the join alone
+    takes longer than 50 ms here, and every message is read."""
     from streamxai.kafka.io import consume
     from streamxai.settings import Settings
 

@@ -58,7 +58,7 @@ def test_jsonl_with_bad_lines_sends_the_good_ones_and_exits_non_zero(bootstrap, 
     assert main(["tail", "features", "--from-beginning", "--idle", "3", "--meta", *common]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["value"]["x"]["a"] for r in rows] == [1, 3] and rows[0]["topic"] == f"{prefix}features"
-    assert all(type(r["value"]["x"]["a"]) is int for r in rows)  # JSON values go as they are (issue 15, fault 2)
+    assert all(type(r["value"]["x"]["a"]) is int for r in rows)  # JSON integers stay integers
 
 
 def test_tail_waits_on_an_empty_topic_and_rejects_unknown_ones(bootstrap, capsys):
@@ -102,9 +102,9 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_demo_stopped_with_sigterm_stops_its_workers_and_dashboard(bootstrap, tmp_path):
-    """Found by a new-user trial: ``timeout 30 streamxai demo`` (SIGTERM, as `timeout`, systemd or a
-    CI job's cancel send it) ended the demo at once and left its dashboard (and a broker it had
-    started) running, its topics behind. It now stops them as after Ctrl-C, and exits 130."""
+    """``timeout 30 streamxai demo`` (SIGTERM, as `timeout`, systemd or a CI job's cancel send
+    it) stops the demo's workers, its dashboard and a broker it started, as after Ctrl-C, leaving
+    nothing running, and exits 130."""
     import os
     import signal
     import subprocess
@@ -165,10 +165,10 @@ def test_resume_numbers_after_the_last_seq_a_worker_accepts(bootstrap, tmp_path,
 
 
 def test_resume_and_the_duplicate_check_find_a_stream_behind_another_streams_events(bootstrap, tmp_path, capsys):
-    # found by the trial: the check read the last 2,000 messages of each partition, so a stream
-    # whose partition then took 12,000 events of another stream looked new: `--resume` numbered
-    # its events from 0 again (the worker dropped those it had as duplicates, silently) and a
-    # second `produce` of the same file was not refused
+    # a stream whose partition has since taken 12,000 events of another stream is not new: a
+    # check of only the last messages would let `--resume` number its events from 0 again (the
+    # worker dropping those it had as duplicates, silently) and a second `produce` of the same
+    # file go through
     from streamxai.commands import last_seq
     from streamxai.kafka.io import produce_events
     from streamxai.schemas import FeatureEvent
@@ -192,9 +192,9 @@ def test_resume_and_the_duplicate_check_find_a_stream_behind_another_streams_eve
 
 def test_a_file_of_feature_events_is_checked_for_the_earlier_seqs_of_the_streams_its_lines_name(
         bootstrap, tmp_path, capsys):
-    # found by the trial: the check looked for earlier seqs of the stream 'file' (the --stream-id
-    # default), so a file of feature events of s1 whose seqs s1 already had was sent again, and the
-    # worker dropped every event of it as a duplicate, silently
+    # the check looks for earlier seqs of the streams the file's events name (s1), not of the
+    # stream 'file' (the --stream-id default): else the file would be sent again, and the worker
+    # drop every event of it as a duplicate, silently
     common, csv_file, _ = _file_sent(bootstrap, tmp_path)  # s1 has seqs 0..19
     capsys.readouterr()
     f = tmp_path / "events.jsonl"

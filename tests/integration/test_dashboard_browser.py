@@ -1,5 +1,4 @@
 """The dashboard in a real headless Chromium, fed by a real worker through the real broker.
-
 Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package (``.ci/run``
 installs them); without them the test is skipped and says why.
 """
@@ -344,7 +343,7 @@ def test_dashboard_shows_streams_of_two_profiles_each_with_its_own_features(two_
             assert ranked == want[sid], (sid, ranked)
             charts = driver.execute_script("return Object.keys(window.dash.charts).filter(k => k.startsWith('imp-'))")
             assert sorted(charts) == sorted(f"imp-{ex}" for ex in want[sid]), (sid, charts)
-            # found by use: a stream without iPDP showed an empty "Partial dependence" section
+            # a stream without iPDP shows no (empty) "Partial dependence" section
             pdp = "const b = document.querySelector('#pdp-box'); return b && [b.hidden, document.querySelectorAll('#pdp .uplot').length]"
             assert driver.execute_script(pdp) == ([False, 9] if "ipdp" in want[sid] else [True, 0]), sid
             marker = _wait(driver, "const m = document.querySelector('#importance .change-marker'); return m && m.title",
@@ -372,9 +371,9 @@ return u.series.slice(1).map((s, i) => [s.label, s.stroke && s.stroke(u, i + 1),
 
 
 def test_the_loss_chart_draws_the_model_loss_once_where_it_can_be_seen(tmp_path):
-    """Found by a new user: the model-loss chart's legend listed "ipfi model loss", "isage model
-    loss" and "ipdp model loss" with no line to see: the model's loss is one series per stream,
-    drawn once per explainer, every copy under the predictions' rolling loss."""
+    """The model's loss is one series per stream: the model-loss chart's legend lists it once,
+    not once per explainer ("ipfi model loss", "isage model loss", ...) with copies hidden under
+    the predictions' rolling loss."""
     import io
 
     import numpy as np
@@ -429,9 +428,8 @@ return Object.keys(out).length === 3 && Object.values(out).every(c => c.lines > 
 
 
 def test_change_labels_on_the_charts_never_overlap_and_name_each_episode(tmp_path):
-    """Found by use: the demo's 44 change events (5 episodes; a drift moves several series within
-    a few hundred positions) were labelled one by one on the charts, on top of each other. The
-    rule, checked on the boxes the browser lays out: no two labels of a chart overlap, each lies
+    """The demo's 44 change events (5 episodes; a drift moves several series within a few
+    hundred positions) labelled one by one would lie on top of each other. The rule, checked on the boxes the browser lays out: no two labels of a chart overlap, each lies
     inside its chart, every change keeps its line, every episode is named by its kind (an alert
     as such) on the charts of the explainers it moved, also in a narrow window."""
     from helpers.crowded_changes import EPISODES, feed_crowded_changes
@@ -473,9 +471,8 @@ def test_change_labels_on_the_charts_never_overlap_and_name_each_episode(tmp_pat
 
 
 def test_markup_in_a_crafted_change_message_is_shown_as_text_never_run(tmp_path):
-    # found by the trial: a change-episodes message whose first_seq was a string of HTML (anyone
-    # who may write to the output topics) ran in the operator's page: its seq fields went into
-    # the tables unescaped, as the reader kept them. They are numbers or nothing now
+    # a change-episodes message whose first_seq is a string of HTML (anyone who may write to the
+    # output topics) must not run in the operator's page: its seq fields are numbers or nothing
     from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
@@ -524,9 +521,9 @@ return {
 
 
 def test_very_long_stream_ids_and_feature_names_are_cut_with_the_whole_value_in_a_tooltip(tmp_path):
-    # noticed at stop 22: a long stream id (128 characters are allowed) or feature name (a
-    # stream's settings name them) widened the page past the window: every column, the charts
-    # and the tables then ran off screen. Cut with an ellipsis; the whole value in a tooltip
+    # a long stream id (128 characters are allowed) or feature name (a stream's settings name
+    # them) must not widen the page past the window, or every column, the charts and the tables
+    # run off screen: it is cut with an ellipsis, the whole value in a tooltip
     from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
@@ -585,11 +582,10 @@ return ['imp-ipfi', 'imp-ipdp', 'loss', 'pdp-x0'].every(id => out[id] && !out[id
 
 
 def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
-    """Found by the trial on a regression profile (targets around 1e6, losses around 1e12, a
-    categorical feature): every y-axis of the importance and loss charts read "0,000" (3e12 as
-    3,000,000,000,000, cut to the axis' 50 px), and the categorical feature's PD chart was empty
-    (its grid is category names, which uPlot cannot place). Now every tick label fits its axis
-    and tells its ticks apart, and the categories are drawn at their points, each tick named."""
+    """A regression profile (targets around 1e6, losses around 1e12, a categorical feature):
+    every tick label fits its axis and tells its ticks apart (not "0,000", 3e12 written out and
+    cut to the axis' 50 px), and the categorical feature's PD chart draws the categories at
+    their points, each tick named (uPlot cannot place category names itself)."""
     from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
@@ -606,8 +602,8 @@ def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
                                            "value": v, "stderr": 1e10, "seq": seq, "n_explained": seq + 1,
                                            "n_seen": seq + 1, "model_loss": ml, **({"curve": curve} if curve else {})})
         state.add("predictions", {"stream_id": "big", "seq": seq, "loss": 1e12 + 2e9 * seq}, ts=1000.0 + seq)
-    # found by the trial: a change's label and rows printed such levels with every digit
-    # ("6342689766.11→730973117446.70"); now as the plot's labels (markers.level_text), compact
+    # a change's label and rows print such levels compact, as the plot's labels do
+    # (markers.level_text), not with every digit ("6342689766.11→730973117446.70")
     state.add("drift-events", {"schema": "drift_event/v2", "stream_id": "big", "explainer": "ipfi", "feature": "x0",
                                "seq": 199, "cut_seq": 150, "before": {"mean": 6342689766.11},
                                "after": {"mean": 730973117446.70}})

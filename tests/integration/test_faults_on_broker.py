@@ -1,7 +1,7 @@
 """Adversarial input through a real broker and a worker process: the worker stays up, every
 valid event is predicted and explained with the in-process core's values, every bad input is
-one dead letter that fits the broker's limit (defect 4: a 0.9 MB message crashed the model
-agent), and nothing is counted twice."""
+one dead letter that fits the broker's limit (a message of almost 1 MB among them), and nothing
+is counted twice."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_worker_survives_every_kind_of_bad_input(bootstrap, tmp_path, worker):
     assert huge.startswith(base64.b64decode(big["original"]))
     counters = worker_metrics(s)["counters"]
     assert counters["predictions"] == 120 and counters["duplicates_dropped"] == 4
-    # the JSON has each profile's series and, as before the profile label, their totals by reason
+    # the JSON has each profile's series and their totals by reason over the profiles
     by_profile = [v for k, v in counters.items() if k.startswith("dead_letters{") and "profile=" in k]
     totals = [v for k, v in counters.items() if k.startswith("dead_letters{") and "profile=" not in k]
     assert sum(by_profile) == n_bad and sum(totals) == n_bad
@@ -133,7 +133,7 @@ def test_worker_survives_every_kind_of_bad_input(bootstrap, tmp_path, worker):
 
 def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
     """Own broker (the shared one must not stop): stopped for 15 s mid-stream, then restarted.
-    Defect 7: a 35 s outage wrote ~2,500 ERROR lines (2,989 measured for 40 s before the fix)."""
+    The outage is one line when it starts and one when it ends, not one per failed request."""
     import signal
     import time
 
@@ -171,9 +171,9 @@ def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
         # besides those two, only Faust's own note that a commit overran its interval may remain
         assert len(lines) <= 6, "\n".join(lines)
         assert "Traceback" not in "\n".join(lines)
-        # stopped while the broker is down (found by the trial): the consumer's fetch, waiting out
-        # its retry back-off, was cancelled by aiokafka's close, which re-raised the cancellation
-        # out of the consumer thread (a traceback in the log, the client left open)
+        # stopped while the broker is down: the consumer's fetch, waiting out its retry back-off,
+        # is cancelled by aiokafka's close, and the cancellation must not escape the consumer
+        # thread (a traceback in the log, the client left open)
         before = len(log_file.read_text().splitlines())
         broker.stop()
         time.sleep(3)
@@ -189,8 +189,8 @@ def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
 
 def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     """max_lag_s on and a burst, so the explainer sheds; SIGKILL mid-burst; the restarted worker
-    replays with the recorded decisions. Before, a replay explained every event the first run
-    had shed (defect 6), so the group's count of explained events jumped at the restart."""
+    replays with the recorded decisions, so it does not explain the events the first run shed
+    and the group's count of explained events does not jump at the restart."""
     import signal
 
     from streamxai.local.ports import free_port
@@ -204,7 +204,7 @@ def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
     try:
         produce_raw(s, s.topic("features"), [(b"sh", dumps(e)) for e in events[:1000]])
         collect(s, "explanations", lambda ms: any(m["seq"] >= 300 for m in ms), timeout=180)
-        # a commit mid-burst (explain-tasks records carry up to 32 tasks each since issue 17)
+        # a commit mid-burst (an explain-tasks record carries up to 32 tasks)
         wait_for_commit(s, ["explain-tasks"], at_least=5)
         first.send_signal(signal.SIGKILL)
         first.wait(10)
@@ -259,7 +259,7 @@ def test_a_dead_letter_limit_over_the_topics_limit_stops_the_worker(bootstrap, t
     ensure_topics(s.replace(max_dead_letter_bytes=198_976))
 
 
-# --- issue 15, fault 1: a damaged state_dir -------------------------------------------------------
+# --- a damaged state_dir ---------------------------------------------------------------------------
 
 def _damage_checkpoint_topic(s, bootstrap):
     """Overwrite every checkpoint record on the topic with a damaged copy (the next damage per
@@ -309,10 +309,9 @@ def _damage_files(state_dir):
 @pytest.mark.parametrize("store", ["local", "kafka"])
 def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_path, store):
     """Every checkpoint (model, explain, drift; truncated, zero-length, random bytes, another key)
-    is damaged between two runs, on disk or on the checkpoint topic; before, a damaged
-    checkpoint.key stopped the worker with a UnicodeDecodeError traceback (issue 15, fault 1).
-    Now an unusable key file is one line at start, and the damaged checkpoints are set aside and
-    their states rebuilt by replay: the values are those of the in-process core."""
+    is damaged between two runs, on disk or on the checkpoint topic. An unusable key file is one
+    line at start (not a traceback), and the damaged checkpoints are set aside and their states
+    rebuilt by replay: the values are those of the in-process core."""
     import subprocess
     import sys
 
@@ -383,14 +382,13 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
         assert aside == {"model", "explain", "drift"}
 
 
-# --- issue 15, fault 3: a worker whose topics are deleted -----------------------------------------
+# --- a worker whose topics are deleted ------------------------------------------------------------
 
 def test_a_worker_whose_topics_are_deleted_stops_and_sigterm_is_bounded(tmp_path):
     """Own broker without topic auto-creation, as most clusters run. Topics deleted while events
-    flow: before, the worker spun (aiokafka logged ~3,700 "not found in cluster metadata" lines a
-    second, 40-57 % CPU on the loaded 2-core machine) and did not stop on SIGTERM within 60 s.
-    Now it stops by itself with one error line naming the topics, and a SIGTERM stops it
-    within shutdown_timeout_s even when its sends can never complete."""
+    flow: the worker stops by itself with one error line naming the topics (it does not spin
+    on aiokafka's "not found in cluster metadata"), and a SIGTERM stops it within
+    shutdown_timeout_s even when its sends can never complete."""
     import signal
 
     from confluent_kafka.admin import AdminClient

@@ -96,7 +96,7 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
                     timeout=240)
     batches: list[int] = []
     record = recorded_arrivals(s, batches)
-    # the restarted intake met the last third waiting: it forwarded some of it in batches (issue 17)
+    # the restarted intake met the last third waiting: it forwards some of it in batches
     assert batches and max(batches) > 1, batches
     ref = run_in_process(s, record)
     # every arrival the restarted intake forwarded again was recognised, none learned twice
@@ -141,8 +141,8 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
 
 
 def test_a_worker_restarted_with_another_model_predicts_with_the_new_one(bootstrap, tmp_path, workers):
-    # an operator changes the model and restarts: the restarted worker restored the old tree from
-    # its checkpoints (written at the clean stop) and went on predicting with it, silently
+    # an operator changes the model and restarts: the restarted worker must not restore the old
+    # tree from its checkpoints (written at the clean stop) and go on predicting with it, silently
     s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b", "c"], explainers=["ipfi"],
                       model_params={"grace_period": 20}, explain_groups=1, checkpoint_every=50,
                       checkpoint_key=Secret("k" * 32), sasl_password=Secret("never-logged-pw"))

@@ -77,6 +77,6 @@ def test_metrics_page_counts_topics_dead_letters_lag_and_checkpoints(bootstrap, 
         wanted = ({w.strip() for w in by.split(",")} | set(re.findall(r"(\w+)=~?\"", where))) - {"job"}
         assert wanted <= carried.get(name, wanted), (name, wanted - carried.get(name, set()))
     # an operator pages on change episodes of the alert kinds: the dashboard shows them apart
-    # (found by the trial: it drew one line of all episodes, learning ones too)
+    # (not one line of all episodes, learning ones too)
     assert re.search(r"by \(profile, kind, alert\) \(rate\(streamxai_change_episodes_total", exprs), exprs
     assert re.search(r'streamxai_change_episodes_total\{job=~"\$job", profile=~"\$profile", alert="true"\}', exprs), exprs

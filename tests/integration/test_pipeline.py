@@ -1,5 +1,4 @@
 """The whole pipeline on a real broker: worker processes, seeded streams, exact values.
-
 Each test gets its own topic prefix and consumer group (a uuid), so tests are independent.
 """
 
@@ -78,8 +77,8 @@ def test_pipeline_values_equal_in_process_core(bootstrap, tmp_path, run_workers)
     assert committed(s, "explanations")[1] == len(expected)
     gauges = worker_metrics(s)["gauges"]
     assert gauges["fast_path{stream=exact}"] == 1
-    # its start-up heap out of the collector's passes (issue 17: a full pass over it cost ~4 %
-    # of an event of logistic regression); a worker holds ~140,000 objects once up
+    # its start-up heap out of the collector's passes, which would otherwise walk it all; a
+    # worker holds over a hundred thousand objects once up
     assert gauges["gc_frozen_objects"] > 50_000, gauges
     assert all(m["n_seen"] == m["seq"] + 1 and 0 < m["n_explained"] <= m["n_seen"] for m in msgs)
     assert all(m["model_version"] == m["seq"] for m in msgs)

@@ -1,8 +1,7 @@
-"""Two stream profiles on one worker through a real broker (issue 13): each stream explained with
+"""Two stream profiles on one worker through a real broker: each stream explained with
 its own features, model and explainers, with change events, exactly as the handlers give in
 process; a stream with other features than its profile's and a stream no profile matches are
 dead letters that say why; the metrics, `streamxai tail` and `streamxai plot` read both streams.
-
 The run itself is ``two_profiles_run`` (tests/helpers/profiles_run.py), made once per session.
 """
 

@@ -4,10 +4,10 @@ then ``import streamxai``, ``streamxai broker start`` and the container image's 
 wheel adds one package to site-packages, ``streamxai``: the repository's ``pipeline/``,
 ``agents/`` and ``schemas/`` folders are ``streamxai``, ``streamxai.agents`` and
 ``streamxai.schemas`` in it.
-
 The wheel is built from a copy of the package's sources; its dependencies come from the
 package index (through pip's cache where it has them). The broker uses the Kafka jars this
-checkout already resolved (``STREAMXAI_KAFKA_LIBS``), so no Maven run is needed."""
+checkout already resolved (``STREAMXAI_KAFKA_LIBS``), so no Maven run is needed.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The intake's batch form of arrivals (issue 17: fewer message operations per event): the
+"""The intake's batch form of arrivals (fewer message operations per event): the
 records the intake agent takes up together go as one arrivals record per stream, and the
 model handler takes each message of it as if it came alone: the same predictions,
 explanations and change events; a bad message in a batch is its own dead letter; a restart
@@ -84,7 +84,7 @@ def test_a_restart_around_a_batch_neither_loses_nor_double_counts(tmp_path, resu
     committed, so it comes again (the outputs of its first taking lost with the worker). A
     checkpoint falls due in the middle of batches (every 10 messages, 9 records per window): it
     is written only once its whole record is taken, so the restarted handler, resuming from
-    it, has every message of the batch (it lost the batch's rest before the fix)."""
+    it, has every message of the batch, the rest of the batch included."""
     s = delayed_settings(checkpoint_every=10, explainers=["ipfi"], drift_explainers=["ipfi"])
     single = PartitionLog()
     record_arrivals(single, two_streams())
@@ -121,8 +121,8 @@ def test_a_restart_around_a_batch_neither_loses_nor_double_counts(tmp_path, resu
 def test_a_state_dropped_in_the_middle_of_a_batch_is_rebuilt_with_the_batch_messages_before(monkeypatch):
     """An error in the middle of a batch drops the stream's state (it may be half-updated); the
     batch's next message rebuilds it from the history, which ends before the batch's record, and
-    from the messages of the batch taken before: the same outputs as when each message came alone
-    (before the fix, those messages were missing from the rebuilt model)."""
+    from the messages of the batch taken before (none of them missing from the rebuilt model):
+    the same outputs as when each message came alone."""
     s = delayed_settings(explainers=["ipfi"], drift_explainers=["ipfi"])
     single = PartitionLog()
     record_arrivals(single, two_streams(n=80))

@@ -1,9 +1,9 @@
 """A binary classifier (river's LogisticRegression: ``_multiclass`` False, it predicts True or
-False) takes only true/false or 0/1 as labels. Found by the trial: given labels 2, 3 or -1 it
-learned each as one of its two classes, silently (2 as True with twice the step, -1 as False),
-so a stream of three classes sent to a binary model was explained and scored as if it had two. Each such label is now one dead letter (reason
+False) takes only true/false or 0/1 as labels: learned silently as one of its two classes (2 as
+True with twice the step, -1 as False), labels 2, 3 or -1 would have a stream of three classes
+explained and scored as if it had two. Each such label is one dead letter (reason
 ``label_type``), in the feature event or on the labels topic, and nothing is learned from it;
-multiclass models (trees, ARF) take such labels as before."""
+multiclass models (trees, ARF) take such labels."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ def test_curves_of_a_plain_callable_convert_each_output_to_float():
 
 
 def test_a_model_function_pickled_before_the_rows_function_restores_and_evaluates_rows():
-    """Its pickled state is as before (the rows function is rebuilt on restore, never
+    """Its pickled state leaves the rows function out (it is rebuilt on restore, never
     written): a state without it, as older checkpoints hold, restores and evaluates rows."""
     fn = ModelFunction(trained("proba_of"), output="proba_of", target_class=True, fast_path="off")
     state = fn.__getstate__()

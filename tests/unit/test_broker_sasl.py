@@ -48,7 +48,7 @@ def test_users_file_errors_say_what_is_wrong_without_showing_passwords(tmp_path,
 
 
 def test_a_users_file_that_is_not_utf8_is_one_error_that_shows_none_of_it(tmp_path):
-    # found by the trial, as with a settings file: a UnicodeDecodeError traceback
+    # one line naming the byte, as for a settings file, not a UnicodeDecodeError traceback
     f = tmp_path / "users.toml"
     f.write_bytes(b'admin = "gr\xf6\xdfe-pw"\n')
     with pytest.raises(ValueError, match=r"SASL users file .* is not UTF-8 text \(byte 0xf6 at line 1\)") as e:

@@ -1,11 +1,9 @@
 """Nominal 95 % intervals ``value +- 1.96 stderr`` cover the truth in 93-97 % of checks.
-
 Frozen model: agrawal classification function 1 (reads ``age`` and ``salary``), labels equal
 to the model, features drawn as river's Agrawal generator draws them (``age`` uniform on the
 integers 20..80, ``salary`` uniform on [20k, 150k], ``elevel`` on 0..4, unused), so every
 truth is exact (see ``tests/helpers/agrawal_truth.py``): iPFI with 0-1 loss, iSAGE with Brier, the iPDP
 curves of ``salary`` and ``age``.
-
 Independence of the checks. A check compares one published value with its truth. Checks
 are ``SPACING = 4 / alpha`` events apart: the smoothed estimate keeps ``(1 - alpha)^SPACING
 = e^-4`` (1.8 %) of its weight on the events before the previous check, and the reservoir
@@ -13,7 +11,6 @@ are ``SPACING = 4 / alpha`` events apart: the smoothed estimate keeps ``(1 - alp
 observations. Each check looks at one feature (iPFI, iSAGE: salary and age in turn; iPDP:
 one grid point of one curve in turn), so checks share almost nothing. The first check comes
 after ``10 / alpha`` events (start-up bias ``< e^-10``).
-
 Tolerance. With ``N`` nearly independent checks of true coverage 95 %, the observed fraction
 has sd ``sqrt(0.95 * 0.05 / N)``: 0.77 % for ``N = 800``, so the band 93-97 % is +- 2.6 sd
 (a correct bound fails with probability ~1 %; a bound 10 % too narrow, covering 92.2 %,

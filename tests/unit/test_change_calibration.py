@@ -1,18 +1,15 @@
-"""The change test on real increments of frozen models (issue 14, defect 2).
-
-The false-alarm bound of :mod:`streamxai.core.change.test` assumes independent increments, but
-iPFI and iSAGE draw their donors from a reservoir that changes one slot per stored event, which
-correlates increments over about ``L`` events (:mod:`streamxai.core.uncertainty`). Here frozen,
-exact models (plain functions, so a million events cost seconds) are explained by the real
+"""The change test on real increments of frozen models: the false-alarm bound of
+:mod:`streamxai.core.change.test` assumes independent increments, but iPFI and iSAGE draw their
+donors from a reservoir that changes one slot per stored event, which correlates increments over
+about ``L`` events (:mod:`streamxai.core.uncertainty`), so frozen, exact models (plain functions,
+so a million events cost seconds) are explained by the real
 :class:`~streamxai.core.stream.StreamExplainer`, and their blocks drive the real
-:class:`~streamxai.core.change.StreamChangeDetector`, as the pipeline does:
-
-- iPFI of a classifier on 0-1 loss (the label is the model's with 10% noise);
-- iSAGE of the same classifier's probability on Brier loss;
-- the donor-driven case: iPFI of a regression function on squared loss, whose increment
-  ``(h(x with x_j from a donor) - y)^2 - (h(x) - y)^2`` depends on the donor's value as much
-  as on the event's, so increments that share a donor are correlated (measured: the variance of
-  a mean of 1,000 increments is 1.5 times that of independent ones).
+:class:`~streamxai.core.change.StreamChangeDetector`, as the pipeline does: iPFI of a classifier
+on 0-1 loss (the label is the model's with 10% noise), iSAGE of the same classifier's
+probability on Brier loss, and the donor-driven case, iPFI of a regression function on squared
+loss, whose increment ``(h(x with x_j from a donor) - y)^2 - (h(x) - y)^2`` depends on the
+donor's value as much as on the event's, so increments that share a donor are correlated (the
+variance of a mean of 1,000 increments is about 1.5 times that of independent ones).
 """
 
 from __future__ import annotations

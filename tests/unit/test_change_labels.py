@@ -18,9 +18,8 @@ def _overlapping(boxes: list[tuple[str, object]]) -> list[tuple[str, str]]:
 
 
 def test_change_labels_in_the_plot_never_overlap_and_name_each_episode():
-    """Found by use: the demo's 44 change events (5 episodes; a drift moves several series
-    within a few hundred positions) were labelled one by one, on top of each other, unreadable.
-    The rule: no two labels of a panel overlap; every change keeps its line; every episode with
+    """The demo's 44 change events (5 episodes; a drift moves several series within a few
+    hundred positions) labelled one by one would lie on top of each other, unreadable. The rule: no two labels of a panel overlap; every change keeps its line; every episode with
     changes in a panel is named there by its kind, an alert as such."""
     import matplotlib.pyplot as plt
 
@@ -95,7 +94,7 @@ def test_changes_grouped_by_their_episode_and_lone_changes_alone():
 
 
 def test_a_change_label_of_huge_levels_is_compact():
-    """Found by the trial on a regression: a change label read '6342689766.11→730973117446.70'."""
+    """A regression's change label reads compact, not '6342689766.11→730973117446.70'."""
     from streamxai.local.markers import level_text
 
     assert label_text({"changes": [{"feature": "loss", "before": 6342689766.11, "after": 730973117446.70}],

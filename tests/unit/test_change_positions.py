@@ -36,7 +36,7 @@ def test_with_labels_later_change_events_carry_positions_and_the_seqs_of_the_eve
     assert events and episodes
     assert {m["schema"] for m in events} == {"drift_event/v3"}
     assert {m["schema"] for m in episodes} == {"change_episode/v3"}
-    assert any(m["seq"] != m["position"] for m in events)  # was: the position, sent as seq
+    assert any(m["seq"] != m["position"] for m in events)  # the seq, not the position sent as seq
     every_report = sorted({r for rs in reports.values() for r in rs})
     for m in events:  # the model's loss (LOSS) is tested at every report of the stream
         series = reports.get((m["explainer"], m["feature"]), every_report)

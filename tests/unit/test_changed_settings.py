@@ -46,7 +46,7 @@ def sent(handler_of, plog: PartitionLog, topic: str, partition: int, start: int,
 def restart(tmp_path, kind, s, new, plog, topic, keep, *, old_version=False):
     """A handler of ``kind`` under ``s`` up to the middle of ``plog``, then one under ``new`` (a
     restart that finds the first one's checkpoints; ``old_version``: checkpoints that record no
-    settings, as before they did); what the second one sent, what one under ``new`` and one
+    settings, as an older format's); what the second one sent, what one under ``new`` and one
     under ``s`` would have sent for the same messages, and the second handler."""
     cut = len(plog.parts[(topic, 0)]) // 2
     store = FileCheckpointStore(tmp_path, every=40, secret=SECRET)
@@ -69,7 +69,7 @@ def restart(tmp_path, kind, s, new, plog, topic, keep, *, old_version=False):
 @pytest.mark.parametrize("where", ["top level", "profile"])
 def test_a_model_checkpoint_of_another_model_is_not_restored_but_rebuilt_under_the_new_settings(tmp_path, caplog,
                                                                                                 where):
-    # the restarted handler restored the old tree and went on predicting with it, silently
+    # the restarted handler must not restore the old tree and go on predicting with it, silently
     s = delayed_settings(checkpoint_every=40, sasl_password=PASSWORD)
     if where == "top level":
         new = s.replace(model="river.linear_model.LogisticRegression", model_params={})
@@ -101,8 +101,8 @@ def explanations(s):
 
 
 def test_a_drift_checkpoint_under_other_drift_settings_is_not_restored_but_rebuilt_under_the_new_ones(tmp_path, caplog):
-    # the restarted drift handler restored the old change test and went on with its old delta
-    # and minimum samples
+    # the restarted drift handler must not restore the old change test and go on with its old
+    # delta and minimum samples
     s = delayed_settings(checkpoint_every=40)
     new = s.replace(drift_delta=0.2, drift_min_samples=20)
     with caplog.at_level(logging.WARNING, logger="streamxai"):

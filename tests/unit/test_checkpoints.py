@@ -1,5 +1,5 @@
 """Checkpoints: authenticated (a crafted file never runs code), hashed file names, only a
-checkpoint before the resumed message is restored (defect 8), and the key's handling."""
+checkpoint before the resumed message is restored, and the key's handling."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_round_trip_and_hashed_names(tmp_path):
 
 @pytest.mark.parametrize("forge", ["v1-pickle", "v2-bad-tag", "v2-other-key"])
 def test_a_crafted_checkpoint_is_refused_and_never_unpickled(tmp_path, caplog, forge):
-    # defect 3: a pickle dropped into state_dir ran a shell command on the next event
+    # a pickle dropped into state_dir must not run its code (here: create a marker file)
     marker = tmp_path / "pwned"
     payload = pickle.dumps(_Exploit(marker))
     st = store(tmp_path)
@@ -118,10 +118,10 @@ def _outs(handler, items, offsets, topic):
 
 
 def test_a_checkpoint_newer_than_the_committed_offset_is_not_restored(tmp_path):
-    # defect 8: the worker checkpointed the model after event 49, was SIGKILLed before the outputs
-    # of events 41..59 were flushed, and resumes from the committed offset 41; restoring the
-    # checkpoint made events 41..49 duplicates, so their predictions and explain tasks were never
-    # sent and the explainers' replicas went out of step (explanations at off-schedule seqs)
+    # the worker checkpoints the model after event 49, is SIGKILLed before the outputs of events
+    # 41..59 are flushed, and resumes from the committed offset 41; restoring that checkpoint would
+    # make events 41..49 duplicates, whose predictions and explain tasks would never be sent, and
+    # the explainers' replicas would go out of step (explanations at off-schedule seqs)
     s = _settings()
     items = [(b"s", dumps(ev)) for ev in agrawal_events("s", 100, seed=3)]
     whole = _outs(ModelHandler(s), items, range(100), "features")
@@ -154,8 +154,8 @@ def test_explain_handler_resumes_before_its_newest_checkpoint(tmp_path):
 
 
 def test_a_stop_checkpoints_every_changed_state_so_a_restart_replays_nothing(tmp_path):
-    # issue 15, fault 5: after a SIGTERM each key replayed everything since its last periodic
-    # checkpoint (up to checkpoint_every messages of each stream, group and drift state)
+    # without a checkpoint at the stop, a SIGTERM would make each key replay everything since its
+    # last periodic checkpoint (up to checkpoint_every messages of each stream, group and drift state)
     s = _settings(checkpoint_every=2000)  # never due in this run
     items = [(ev.stream_id.encode(), dumps(ev))  # two streams, interleaved
              for pair in zip(agrawal_events("a", 60, seed=5), agrawal_events("b", 60, seed=6), strict=True)
@@ -206,7 +206,7 @@ def test_short_checkpoint_key_is_a_config_error():
         Settings(checkpoint_key=Secret("short"))
 
 
-# --- issue 15, fault 1: a damaged state_dir ------------------------------------------------------
+# --- a damaged state_dir ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("how", DAMAGES)
 def test_a_damaged_checkpoint_is_set_aside_with_one_line_and_the_next_one_is_used(tmp_path, caplog, how):

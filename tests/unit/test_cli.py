@@ -67,8 +67,8 @@ def test_worker_with_a_model_that_cannot_be_imported_does_not_start(capsys):
 
 
 def test_a_model_of_a_module_of_ones_own_that_cannot_be_imported_says_how_to_make_it_importable(capsys):
-    # found by the trial: mymodels.py beside the settings file is not on the worker's path (a console
-    # script's is its bin folder), and the error said to give a path such as river.forest.ARFClassifier
+    # mymodels.py beside the settings file is not on the worker's path (a console script's is its
+    # bin folder): the error says to set PYTHONPATH, not to give a path such as river.forest.ARFClassifier
     assert main(["worker", "--set", "model=streamxai_trial_models.lr_onehot", "--set", "features=a,b",
                  "--bootstrap", "127.0.0.1:1"]) == 2
     err = _one_line_error(capsys, "'streamxai_trial_models.lr_onehot' cannot be imported: No module named "
@@ -140,9 +140,9 @@ def test_jsonl_bad_lines_are_reported_with_line_numbers_and_the_rest_is_read(tmp
 
 
 def test_a_file_bad_on_every_line_reports_twenty_lines_and_counts_the_rest(tmp_path, capsys):
-    # found by the trial: a regression's JSONL sent as a stream of another profile printed one
-    # line per line of the file (3,000 lines of the same reason), and kept every one in memory;
-    # its reason said "the target is None" where the file has no target field
+    # a regression's JSONL sent as a stream of another profile prints a bounded number of lines
+    # (not one per line of the file) and keeps a bounded number in memory; its reason names the
+    # missing target field, not "the target is None"
     from streamxai.commands import _reporting
 
     f = tmp_path / "reg.jsonl"
@@ -179,8 +179,8 @@ def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, mo
 
 
 def test_a_short_demo_closes_each_episode_before_the_next_drift():
-    # found by use: `demo --n 3000` showed 7 change events and no episode, because the default
-    # gap (1000 events without a further change) never passed within the run
+    # `demo --n 3000` shows episodes: with the default gap (1000 events without a further
+    # change) none would close within the run
     from streamxai.local.demo import demo_settings
 
     for n in (3000, 6000, 9000):
@@ -209,8 +209,8 @@ def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path)
 
 
 def test_broker_errors_are_one_line_like_every_other_commands(capsys, tmp_path):
-    # noticed at stop 22: `streamxai broker` began its errors with "error:", the others with
-    # "streamxai: error:"; each says what was wrong, where, and what to do
+    # `streamxai broker` begins its errors with "streamxai: error:" as the other commands do;
+    # each says what was wrong, where, and what to do
     missing = tmp_path / "no-users.toml"
     assert main(["broker", "status", "--sasl-users", str(missing)]) == 2
     _one_line_error(capsys, f"SASL users file {missing} does not exist", "--sasl-users")
@@ -256,8 +256,8 @@ def test_a_worker_whose_web_port_is_taken_does_not_start(capsys):
 
 
 def test_a_dashboard_whose_port_is_taken_does_not_start(capsys):
-    # found by the trial: `streamxai dashboard --port P` with P taken (a worker's metrics port)
-    # printed aiohttp's traceback and exited 1, after it had connected to Kafka
+    # `streamxai dashboard --port P` with P taken (a worker's metrics port) is one line and exit
+    # 2, before any Kafka connection, not aiohttp's traceback
     import socket
 
     with socket.socket() as taken:
@@ -296,16 +296,15 @@ def test_a_number_out_of_range_is_an_argument_error_naming_the_option(argv, opti
 
 
 def test_plot_without_a_broker_is_one_line(capsys):
-    # found by the trial: plot looked up the change-episodes topic before it checked the broker,
-    # so no broker (or refused credentials) was confluent_kafka's KafkaException traceback, exit 1
+    # plot checks the broker before it looks up the change-episodes topic, so no broker (or
+    # refused credentials) is one line and exit 2, not confluent_kafka's KafkaException traceback
     assert main(["plot", "s", "--set", "features=a", "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, "no Kafka broker answered at 127.0.0.1:1", "--bootstrap")
 
 
 def test_produce_says_which_streams_and_seqs_it_sent(tmp_path, monkeypatch, capsys):
-    # found by the trial: feature events and label events of a JSONL file keep their own
-    # stream_id and seq, but produce said it sent "stream 'file' (seq 0..N-1)", the stream it
-    # had checked for earlier seqs, not the ones it sent
+    # feature events and label events of a JSONL file keep their own stream_id and seq, and
+    # produce names the streams and seqs it sent, not "stream 'file' (seq 0..N-1)"
     data = tmp_path / "events.jsonl"
     data.write_text("".join(
         f'{{"schema": "feature_event/v1", "stream_id": "{sid}", "seq": {q}, "ts": 0, "x": {{"a": 1.0}}, "y": 1}}\n'
@@ -348,8 +347,8 @@ def test_worker_roles_are_parsed_into_a_tuple():
     ("agr 1", "stream_id 'agr 1' must be 1 to 128 characters"),
 ])
 def test_produce_demo_to_a_stream_of_other_features_is_refused_before_kafka(tmp_path, capsys, stream_id, says):
-    # found by the trial: `produce demo --stream-id reg-2` under two profiles sent agrawal's
-    # events to the regression's profile, and the worker dead-lettered every one of them
+    # `produce demo --stream-id reg-2` under two profiles is refused: it would send agrawal's
+    # events to the regression's profile, and the worker dead-letter every one of them
     f = tmp_path / "two.toml"
     f.write_text('[streams."agr-*"]\nfeatures = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", '
                  '"hyears", "loan"]\n[streams."reg-*"]\nfeatures = ["x0", "x1"]\n')
@@ -360,8 +359,8 @@ def test_produce_demo_to_a_stream_of_other_features_is_refused_before_kafka(tmp_
 
 
 def test_tail_without_a_broker_is_one_line(capsys):
-    # found by the trial: "waiting for new messages on streamxai.features (Ctrl-C to stop ...)"
-    # came first (its timer fired at 2 s while the broker check waited 8 s), then the error
+    # the broker error comes alone, not after "waiting for new messages on streamxai.features
+    # (Ctrl-C to stop ...)" (a timer at 2 s while the broker check waits 8 s)
     from streamxai.local.ports import free_port
 
     assert main(["tail", "features", "--bootstrap", f"127.0.0.1:{free_port()}"]) == 2
@@ -371,8 +370,8 @@ def test_tail_without_a_broker_is_one_line(capsys):
 
 @pytest.mark.parametrize("source", ["demo", "control"])
 def test_produce_demo_without_labels_is_refused_not_ignored(source, capsys):
-    # found by the trial: `produce demo --without-labels` sent every event with its label, so
-    # the labels a user then sent on the labels topic were all dead letters ("already labelled")
+    # `produce demo --without-labels` is refused with what to do instead: sending every event with
+    # its label would make the labels a user then sends all dead letters ("already labelled")
     assert main(["produce", source, "--n", "5", "--without-labels", "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, "--without-labels", "streamxai demo --label-delay N")
 
@@ -383,12 +382,11 @@ _TWO_PROFILES = ('[streams."agr-*"]\nfeatures = ["a"]\ncategorical = ["a"]\n'
 
 
 def test_produce_jsonl_events_and_labels_take_the_target_of_each_lines_own_stream(tmp_path, monkeypatch, capsys):
-    # found by the trial: feature and label events in a JSONL file keep their own stream_id, but
-    # their labels were checked against the target of the stream `produce` was given (--stream-id,
-    # or 'file'): under two profiles a regression's label 3.7 was refused ("not an integer; for
-    # regression set target = number") and a class label "x" of the regression's stream was
-    # sent (the worker dead-lettered it); feature events of profiled streams were refused whole
-    # ("to read ... as stream 'file', give its features") though every line named its stream
+    # feature and label events in a JSONL file keep their own stream_id, and their labels are
+    # checked against the target of their own stream's profile, not that of the stream `produce`
+    # was given (--stream-id, or 'file'): under two profiles a regression's label 3.7 is sent, a
+    # class label "x" of the regression's stream refused, and feature events of profiled streams
+    # taken as their lines name them
     settings = tmp_path / "two.toml"
     settings.write_text(_TWO_PROFILES)
     sent: list = []
@@ -453,9 +451,9 @@ def test_produce_label_delay_with_labels_or_without_labels_is_refused(tmp_path, 
 def test_model_params_of_another_model_stop_the_worker_at_start_saying_which_where_and_what_to_do(
         tmp_path, monkeypatch, capsys, how):
     # `streamxai config` prints model_params = {grace_period = 50}; copied into a settings file they are
-    # explicit, and kept when the model is later changed to one that does not take them. The worker was
-    # refused with the whole of model_params named and the advice to set model_params, not where they
-    # were set, nor which of them the model does not take, nor what it takes
+    # explicit, and kept when the model is later changed to one that does not take them. The worker
+    # refuses them saying where they were set, which of them the model does not take and what it
+    # takes, not only the whole of model_params with the advice to set model_params
     f = tmp_path / "s.toml"
     params = '{"grace_period": 50, "l2": 0.1}'
     f.write_text('features = ["a"]\nmodel = "river.linear_model.LogisticRegression"\n'

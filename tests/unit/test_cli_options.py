@@ -1,4 +1,4 @@
-"""Options every command shares (issue 14): --loglevel everywhere, --bootstrap-server, `broker --help`,
+"""Options every command shares: --loglevel everywhere, --bootstrap-server, `broker --help`,
 and `config` printing TOML that loads back to the same settings."""
 
 import argparse

@@ -1,24 +1,19 @@
-"""One contract test over every stateful core component (STYLE.md, habit 3).
-
-Every :class:`~streamxai.core.base.Component` of ``streamxai.core`` is registered once in
-:data:`CASES`: a factory giving a fresh instance for a seed, a small seeded input stream
-suited to it, and a ``step`` that makes the component's update calls for one input and
-returns what they produced (counters included, so learned state shows in the outputs).
-The shared checks then run over all of them:
-
-1. the caller's input is never mutated (deep copy compared before and after every call),
-   and containers a component returns are not its internal state;
-2. a pickle round trip (``pickle`` and ``snapshot()`` / ``restore()``) mid-stream gives
-   exactly (``==``) the outputs the uninterrupted instance gives for the rest of the stream;
-3. two instances with the same seed give identical outputs, also in another process with
-   another ``PYTHONHASHSEED``; a different seed changes the outputs of randomised components;
-4. outputs survive the wire format (``streamxai.schemas.dumps_obj`` and back, unchanged) and are
-   plain Python types: ``str`` keys, ``float``/``int``/``str``/``bool``/``None`` leaves, lists;
-5. ``clone()`` gives a new instance with the same parameters and no learned state;
-6. no constructor or method has a mutable default argument.
-
-``test_every_component_is_registered`` fails when a component is added to ``streamxai.core``
-without an entry here.
+"""One contract test over every stateful core component (STYLE.md, habit 3): every
+:class:`~streamxai.core.base.Component` of ``streamxai.core`` is registered once in :data:`CASES`
+(a factory giving a fresh instance for a seed, a small seeded input stream suited to it, and a
+``step`` that makes the component's update calls for one input and returns what they produced,
+counters included, so learned state shows in the outputs), and the shared checks run over all
+of them: the caller's input is never mutated (deep copy compared before and after every call)
+and containers a component returns are not its internal state; a pickle round trip (``pickle``
+and ``snapshot()`` / ``restore()``) mid-stream gives exactly (``==``) the outputs the
+uninterrupted instance gives for the rest of the stream; two instances with the same seed give
+identical outputs, also in another process with another ``PYTHONHASHSEED``, and a different seed
+changes the outputs of randomised components; outputs survive the wire format
+(``streamxai.schemas.dumps_obj`` and back, unchanged) and are plain Python types (``str`` keys,
+``float``/``int``/``str``/``bool``/``None`` leaves, lists); ``clone()`` gives a new instance with
+the same parameters and no learned state; no constructor or method has a mutable default
+argument; and ``test_every_component_is_registered`` fails when a component is added to
+``streamxai.core`` without an entry here.
 """
 
 from __future__ import annotations

@@ -190,10 +190,9 @@ def test_endpoints_and_server_sent_events():
 
 
 def test_the_lag_counts_only_the_explainers_the_streams_settings_run():
-    """Found by the trial: a profile edited between restarts to run iPFI alone (no more iSAGE,
-    iPDP) left the dashboard saying "explanations trail predictions by 500 events, 597 s" of that
-    stream, growing for ever: the explainers that no longer run were counted as behind. A
-    dashboard given the deployment's settings counts the explainers the stream's profile runs;
+    """A profile edited between restarts to run iPFI alone (no more iSAGE, iPDP): the explainers
+    that do not run any more are not counted as behind (which would read "explanations trail
+    predictions by 500 events, 597 s", growing for ever). A dashboard given the deployment's settings counts the explainers the stream's profile runs;
     one whose settings do not say (the default: every explainer) counts every one it saw."""
     def feed(st):
         for seq in range(20):

@@ -1,6 +1,6 @@
-"""A flood of bad input is not a flood of log lines (found by the trial: one WARNING line per dead
-letter, 30,000 lines and 9 MB for 30,000 events of a stream no profile matched), while every
-dead letter still goes to the topic."""
+"""A flood of bad input is not a flood of log lines (one WARNING line per dead letter would be
+30,000 lines and 9 MB for 30,000 events of a stream no profile matches), while every dead
+letter still goes to the topic."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ def test_dead_letters_of_one_reason_log_a_bounded_number_of_lines(caplog):
 
 
 def test_a_dead_letter_line_names_the_error_the_model_raised(caplog):
-    """Found by the trial: a HoeffdingAdaptiveTree given a feature of 1e308 raised an OverflowError,
-    and the worker's log said only "dead letter (model, model_error): t5a.features[1]@6004: (34,
-    'Numerical result out of range')"; the dead letter itself named it, the log line did not."""
+    """A model that raises an OverflowError (a HoeffdingAdaptiveTree given a feature of 1e308):
+    the worker's log line names the error as the dead letter does, not only "(34, 'Numerical
+    result out of range')"."""
     caplog.set_level(logging.WARNING, logger="streamxai")
     dead_letter(b"{}", b"k", OverflowError(34, "Numerical result out of range"), "model", Source("t", 1, 6004),
                 reason="trial_overflow")

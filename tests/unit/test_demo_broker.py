@@ -12,11 +12,10 @@ from streamxai.settings import Settings
 
 
 def test_the_demo_names_the_port_the_local_broker_runs_on(monkeypatch, capsys):
-    """Found by the trial: with the local broker (its default data dir) started on another port
-    (`streamxai broker start --port 19396`), `streamxai demo` tried 127.0.0.1:9092 for 8 s
-    among librdkafka's connection errors and said "no Kafka broker answered at 127.0.0.1:9092
-    ... start the local one with `streamxai broker start`", which runs; before the broker's own
-    fix, it waited 90 s and then stopped that broker. It now says where the broker runs."""
+    """With the local broker (its default data dir) started on another port (`streamxai broker
+    start --port 19396`), `streamxai demo` says where the broker runs, not "no Kafka broker
+    answered at 127.0.0.1:9092 ... start the local one with `streamxai broker start`" of a
+    broker that already runs."""
     running = BrokerStatus(True, True, 4242, "127.0.0.1:19396", Path("/d"), Path("/d/broker.log"))
     monkeypatch.setattr(demo, "_answers", lambda s: False)
     monkeypatch.setattr(LocalBroker, "status", lambda self: running)

@@ -353,10 +353,9 @@ def test_a_series_test_checkpointed_before_window_at_restores_and_runs():
 # --- what a change event promises ----------------------------------------------------------
 def test_every_change_passed_the_test_at_its_detection_cut():
     """A change event promises that the two-sample test passed: |z| >= threshold at the boundary
-    where it was detected (issue 14, defect 1: the cut was then moved to where the new regime
-    began and z recomputed there, which could fall below the threshold). Ternary increments
-    (iPFI on 0-1 loss) with a step of +0.1 at event 3000: before the fix 8 of these 40 seeds
-    reported |z| < threshold. The located cut's effect has the sign of z."""
+    where it was detected, not a z recomputed where the new regime begins, which can fall below
+    the threshold. Ternary increments (iPFI on 0-1 loss) with a step of +0.1 at event 3000, over
+    40 seeds. The located cut's effect has the sign of z."""
     cuts = []
     for seed in range(40):
         rng = random.Random(seed)
@@ -437,13 +436,12 @@ def test_ipdp_curves_alone_moving_at_a_flat_loss_do_not_page():
 
 
 def test_a_loss_that_fell_steadily_over_the_episode_makes_it_learning():
-    """Was: a model that kept learning (its loss falling from 0.36 at an even pace, 0.30 by the
-    close at event 3359) moved its reliance on b at event 3000, and the episode closed as an
-    alerting ``reliance_shift``: at the cut the two sides' means differ by 1.0 standard error
-    only (averages of a sloping line, the side after short), so "the loss did not move". The
-    slope over the same stretch is 6.1 standard errors below zero (learning from 1.96: a
-    one-sided test at 2.5%): the model learned. A flat loss keeps the reliance shift, and its
-    alert."""
+    """A model that keeps learning (its loss falling from 0.36 at an even pace, 0.30 by the
+    close at event 3359) moves its reliance on b at event 3000. At the cut the two sides' means
+    differ by 1.0 standard error only (averages of a sloping line, the side after short), but
+    the slope over the same stretch is 6.1 standard errors below zero (learning from 1.96: a
+    one-sided test at 2.5%), so the episode closes as ``learning``, not an alerting
+    ``reliance_shift``. A flat loss keeps the reliance shift, and its alert."""
     from streamxai.core.change.events import loss_z
 
     levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.0 if t < 300 else 0.4}  # noqa: E731
@@ -485,8 +483,8 @@ def test_the_loss_trend_is_a_standard_normal_on_a_flat_loss():
 def test_the_close_look_is_told_where_the_open_looked(monkeypatch):
     """An episode whose loss was flat when it opened is decided by its second look, episode_gap after its first change,
     against the rest of the 5% the open began on (streamxai.core.change.looks), for the two looks' correlation, which
-    follows from where their sides lie: the close is told the open's look. Found by this test:
-    the sides need not nest -- here both looks split at the cut of event 3,000, but by the second
+    follows from where their sides lie: the close is told the open's look. The sides need not
+    nest -- here both looks split at the cut of event 3,000, but by the second
     look the loss window had merged its buckets there, and split at 3,040 (3,040 losses before,
     310 after): the open's first 40 losses after the cut are before it at the second look. An episode whose
     open never looked (no loss) closes with the whole 5%."""
@@ -518,8 +516,8 @@ def test_the_close_look_is_told_where_the_open_looked(monkeypatch):
 
 
 def test_a_checkpoint_of_the_version_before_closes_its_open_episode_at_bonferronis_boundary(monkeypatch):
-    """A drift checkpoint written before the two looks shared one 5% kept only that the open
-    looked (``_opened`` True) and no count of losses: restored mid-episode, it closes the
+    """A drift checkpoint of the older state format keeps only that the open looked (``_opened``
+    True) and no count of losses: restored mid-episode, it closes the
     episode, told that the open looked where is not known (Bonferroni's 1.96 holds at any
     correlation)."""
     from streamxai.core.change import looks
@@ -558,10 +556,10 @@ def _member_run(first_loss, rise):
 
 @pytest.mark.parametrize("rise, told", [(0.14, True), (0.06, False)])
 def test_an_episode_not_yet_told_is_told_degradation_by_a_member_whose_loss_rose(rise, told):
-    """Was: the learning tree's small changes (drift_min_effect 0.1) came less than
-    ``drift_episode_gap`` apart, so a drift joined an episode that had opened on a flat loss
-    before it, and its rise was read at that episode's cut, against losses mostly before the
-    drift (Friedman ``gra``: no page on 3 of 5 streams; the demo's concept drift: none). Now each
+    """A learning tree's small changes (drift_min_effect 0.1) come less than
+    ``drift_episode_gap`` apart, so a drift joins an episode that opened on a flat loss before
+    it; read at that episode's cut, its rise would be measured against losses mostly before the
+    drift, and would not page. So each
     change that joins an episode not yet told gets a look at the loss at its own cut: c is its
     second member looked at (b, cut with a, is the first), so its boundary is ``member_rise(2)``
     = 2.89; at a rise of 0.14 (z about 3.2 over the first 100 losses after it) the episode is told
@@ -624,8 +622,8 @@ def test_a_checkpoint_of_the_version_before_members_restores_mid_episode():
 def test_the_members_looks_spend_at_most_a_fixed_share_however_many():
     """Each member look of an episode is one more test of a loss that may not have moved; the
     k-th is one-sided at MEMBER_ALPHA (1.25%) * 6 / (pi^2 k^2), so all of them together spend at
-    most MEMBER_ALPHA (was: each at 2.5%, so a long chain of a learning model's changes at a flat loss was told
-    ``degradation`` in 62-76% of its episodes, bench_loss_kind.py part 3)."""
+    most MEMBER_ALPHA, however long a chain of a learning model's changes at a flat loss (a fixed
+    level per member would tell most long chains ``degradation``: bench_loss_kind.py part 3)."""
     from statistics import NormalDist
 
     from streamxai.core.change.looks import MEMBER_ALPHA, member_rise

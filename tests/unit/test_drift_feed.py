@@ -1,4 +1,4 @@
-"""The drift feed (issue 17): the explain handler sends each report's explanations to the public
+"""The drift feed: the explain handler sends each report's explanations to the public
 topic and then, as one drift-feed record, to the drift agent, which takes every explanation of a
 record exactly as if it had come alone: the same change events and episodes, its own dead letter
 for a bad part, duplicates dropped, a checkpoint only after a whole record, replay and restore

@@ -2,7 +2,6 @@
 and categorical features, concept drifts), white-box evaluation gives exactly -- bit for
 bit -- what calling the model gives, for every output, on random rows and on rows that
 differ from an event in one feature (unseen categories and far-out values included).
-
 Each test also checks that what it claims to cover happened: the fast path served the
 calls (no fallback), categorical splits were made, adaptive trees built, switched to and
 pruned alternate trees, and leaves predicted by majority class and by naive Bayes.

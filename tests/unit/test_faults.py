@@ -61,7 +61,7 @@ def reasons(outs):
 
 
 def test_a_huge_seq_is_a_dead_letter_not_the_end_of_the_stream():
-    # defect 1: seq 10**18 after 99 was accepted and every later event dropped as a duplicate
+    # a seq of 10**18 after 99, if accepted, would make every later event a duplicate
     events = list(agrawal_events("s", 200, seed=1))
     items = [(b"s", dumps(ev)) for ev in events[:100]]
     items.append((b"s", dumps(events[100].__class__("s", 10**18, 0.0, events[100].x, events[100].y))))
@@ -90,8 +90,8 @@ def test_seq_gap_limit_is_a_setting():
 
 
 def test_longest_stream_ids_checkpoint_and_explain(tmp_path):
-    # defect 2: ids of ~187-200 bytes made checkpoint file names too long (OSError every
-    # checkpoint_every-th event); drift series keys at ~169
+    # the longest ids must not make checkpoint file names (or drift series keys) too long for
+    # the file system (an OSError every checkpoint_every-th event)
     sid = "L" * 128
     s = settings(checkpoint_every=7)
     store = FileCheckpointStore(tmp_path, every=7, secret=b"k" * 32)
@@ -165,8 +165,8 @@ def _run_agent(handler, items, limits=None, down=()):
 
 
 def test_a_message_just_under_the_broker_limit_gets_a_dead_letter_that_fits():
-    # defect 4: a 0.8-1 MB message was refused as oversized; its dead letter (base64 original)
-    # exceeded the broker's limit, the send failed and the model agent crashed
+    # a message just under the broker's limit is refused as oversized; its dead letter (base64
+    # original) must still fit the broker's limit, or the send fails and the model agent with it
     import hashlib
 
     events = list(agrawal_events("s", 4, seed=1))

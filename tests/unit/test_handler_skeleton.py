@@ -12,8 +12,8 @@ from streamxai.settings import Settings
 
 
 def test_drift_handler_drops_its_streams_when_a_partition_comes_back(tmp_path):
-    """Was: ``_drop_state`` was defined twice and the second, effective one popped from a
-    ``series`` dict the drift handler does not have (AttributeError on a rebalance)."""
+    """A rebalance drops the drift handler's states through the skeleton's one ``_drop_state``
+    (no AttributeError on a ``series`` dict the drift handler does not have)."""
     h = DriftHandler(drift_settings())
     src = Source("explanations", 0, 0)
     h.needs_recovery(b"s", src)  # the agent loop calls it for every message
@@ -45,9 +45,9 @@ def test_the_kafka_layer_provides_what_the_handlers_need(tmp_path):
 
 
 def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop(monkeypatch):
-    """Was: after an explainer error the explain handler deleted the group but kept its key
-    among the known ones, so the next task of the group restored and replayed its state on the
-    event loop (``needs_recovery`` said no) instead of on a thread."""
+    """After an explainer error the explain handler forgets the group's key with its state, so
+    ``needs_recovery`` says yes for the group's next task, which restores and replays its state
+    on a thread, not on the event loop."""
     import orjson
     from helpers.partition_log import PartitionLog
     from streamxai.local.demo_stream import agrawal_events
@@ -101,8 +101,8 @@ def _model_handler_log(caplog, events, *, restart_at=None, checkpoints=None):
 
 
 def test_a_rebuilt_states_log_line_names_its_key_as_text(caplog):
-    """Found in a new user's worker log: ``rebuilt model state b'reg-7' from 0 earlier
-    messages of streamxai.arrivals[1]@1`` (the key's bytes repr)."""
+    """The rebuild line names the key as text, not as a bytes repr (``rebuilt model state
+    b'reg-7' from 0 earlier messages of streamxai.arrivals[1]@1``)."""
     from streamxai.local.demo_stream import agrawal_events
 
     events = [*agrawal_events("a", 3, seed=1), *agrawal_events("reg-7", 2, seed=2)]
@@ -113,9 +113,9 @@ def test_a_rebuilt_states_log_line_names_its_key_as_text(caplog):
 
 
 def test_a_stream_met_for_the_first_time_is_logged_as_new_not_rebuilt(caplog):
-    """Found by a new user: a worker meeting a stream for the first time in the middle of a
-    partition logged ``rebuilt model state reg-7 from 0 earlier messages``, which reads as if a
-    state had been lost. A new stream is opened; a real rebuild keeps its line."""
+    """A worker meeting a stream for the first time in the middle of a partition opens a new
+    stream without a ``rebuilt model state reg-7 from 0 earlier messages`` line, which would read
+    as if a state had been lost; a real rebuild keeps its line."""
     from streamxai.local.demo_stream import agrawal_events
 
     events = [*agrawal_events("a", 3, seed=1), *agrawal_events("reg-7", 2, seed=2)]

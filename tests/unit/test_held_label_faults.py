@@ -1,11 +1,10 @@
 """A label that overtakes its event (it is held until the event arrives) and that the model then
-cannot take is the label's fault, not the event's. Found by trial: a multiclass tree's stream of
-integer classes got the label ``"yes"`` for seq 20 before event 20. When the event came, scoring
-it against the held label raised, so the *event* went to the dead-letter topic (``model_error``),
-the held label was refused as ``label_unknown_seq`` (its event "never came"), and the right label
-sent afterwards was refused too: three dead letters, one good event and one good label lost. Now
-the held label is one dead letter (with the reason it gets after its event), the event is
-predicted and waits, and the right label that follows is learned."""
+cannot take is the label's fault, not the event's: a multiclass tree's stream of integer classes
+gets the label ``"yes"`` for seq 20 before event 20. When the event comes, scoring it against the
+held label raises; the held label is one dead letter (with the reason it gets after its event),
+the event is predicted and waits, and the right label that follows is learned (not three dead
+letters: the event as ``model_error``, the held label as ``label_unknown_seq``, the right label
+refused)."""
 
 from __future__ import annotations
 

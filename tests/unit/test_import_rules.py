@@ -1,4 +1,4 @@
-"""The layering rules of ARCHITECTURE.md, checked on the source: every ``import`` and
+"""The layering rules of docs/pages/concepts/architecture.md, checked on the source: every ``import`` and
 ``from ... import`` of every module (also those inside functions), parsed with ``ast``."""
 
 from __future__ import annotations
@@ -81,9 +81,8 @@ def import_cycle(mods: dict[str, set[str]]) -> list[str]:
 
 def test_no_import_cycles():
     """Over every module of pipeline, agents and schemas, counting every import (also those for
-    annotations only, under ``TYPE_CHECKING``). Issue 14 found two: handlers/common.py and
-    handlers/protocols.py (``Out`` now has its own module), kafka/checkpoints.py and
-    kafka/checkpoint_topic.py (sealing is its own module; the worker's wiring picks the store)."""
+    annotations only, under ``TYPE_CHECKING``): a cycle means two modules that cannot be read or
+    tested apart (``Out`` has its own module for that reason, as has checkpoint sealing)."""
     mods = modules("pipeline", "agents", "schemas")
     assert {"streamxai.handlers.common", "streamxai.kafka.checkpoints", "streamxai.agents._forward", "streamxai.schemas.wire"} <= set(mods)
     assert import_cycle(mods) == []

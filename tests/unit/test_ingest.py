@@ -1,6 +1,5 @@
-"""Issue 15, fault 2: ``streamxai produce FILE`` sent JSONL integers as floats, and a worker that
-knew a feature was categorical dead-lettered every event ("is 1.0; send a string or integer")
-without anyone noticing for a day."""
+"""``streamxai produce FILE`` sends JSONL integers as integers: as floats, a worker that knows a
+feature is categorical would dead-letter every event ("is 1.0; send a string or integer")."""
 
 from __future__ import annotations
 
@@ -45,8 +44,8 @@ def test_csv_cells_are_still_converted(tmp_path):
 
 
 def test_a_csv_row_with_fewer_or_more_cells_than_the_header_is_a_bad_line(tmp_path):
-    """Was: a row short of its label cell was sent as an event whose label comes later, and a
-    row with an extra cell dropped it, both without a word (found by a new user's trial)."""
+    """A row short of its label cell is not sent as an event whose label comes later, and a
+    row with an extra cell does not lose it silently: both are bad lines, reported."""
     f = tmp_path / "d.csv"
     f.write_text("w,size,label\n1,2,1\n3,4\n5,6,0,9\n7,8,\n")
     report = FileReport()
@@ -78,7 +77,7 @@ def _event(sid, seq, size):
                          "x": {"w": 0.5, "size": size}, "y": seq % 2})
 
 
-def test_the_issues_file_reaches_a_worker_that_knows_the_feature_is_categorical(tmp_path):
+def test_a_file_of_integer_codes_reaches_a_worker_that_knows_the_feature_is_categorical(tmp_path):
     f = tmp_path / "d.jsonl"
     f.write_text("".join(orjson.dumps({"w": i / 10, "size": i % 3, "label": i % 2}).decode() + "\n"
                          for i in range(30)))
@@ -116,9 +115,9 @@ def test_a_labels_file_without_its_target_column_is_refused_and_left_closed(tmp_
 
 
 def test_without_labels_also_leaves_out_the_label_of_a_feature_event_line(tmp_path):
-    # found by the trial: `produce FILE.jsonl --without-labels` sent the y of feature_event/v1
-    # lines (only plain lines lost theirs), so the worker learned them at once and the labels
-    # sent later with --labels were all dead letters (label_already_labelled)
+    # `produce FILE.jsonl --without-labels` leaves out the y of feature_event/v1 lines too, not
+    # only of plain lines: else the worker learns them at once and the labels sent later with
+    # --labels are all dead letters (label_already_labelled)
     f = tmp_path / "d.jsonl"
     f.write_text('{"schema": "feature_event/v1", "stream_id": "f", "seq": 0, "ts": 5, "x": {"w": 2.5}, "y": 1}\n'
                  '{"w": 1.5, "label": 0}\n')
@@ -128,8 +127,8 @@ def test_without_labels_also_leaves_out_the_label_of_a_feature_event_line(tmp_pa
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_a_line_that_is_not_utf8_is_a_bad_line_and_the_others_are_sent(tmp_path, suffix):
-    # found by the trial: one byte 0xff in a file (a cell saved as latin-1) ended produce with
-    # a UnicodeDecodeError traceback, nothing of the file sent after the line
+    # one byte 0xff in a file (a cell saved as latin-1) is a bad line, not a UnicodeDecodeError
+    # traceback that ends produce with nothing of the file sent after the line
     f = tmp_path / f"d{suffix}"
     if suffix == ".csv":
         f.write_bytes(b"a,size,label\n1.5,big,1\n2.5,gro\xdf,0\n3.5,small,1\n")
@@ -156,8 +155,8 @@ def test_a_header_that_is_not_utf8_is_one_error(tmp_path):
 
 
 def test_a_csv_cell_over_the_csv_modules_limit_is_a_bad_line(tmp_path):
-    # found by the trial: a 200,000-character cell ended produce with "_csv.Error: field larger
-    # than field limit (131072)", a traceback
+    # a 200,000-character cell is a bad line, not a traceback ("_csv.Error: field larger than
+    # field limit (131072)")
     f = tmp_path / "d.csv"
     f.write_text("a,size,label\n1.5,big,1\n2.5,\"" + "x" * 200_000 + "\",0\n3.5,small,1\n")
     report = FileReport()

@@ -1,5 +1,4 @@
 """iPDP (Algorithm 1), its storages (Algorithms 2 and 3) and the batch PDP reference.
-
 Tolerances come from the paper's variance bound (Theorem 3.4): in a static setting each
 point-wise estimate has variance at most ``sigma_k^2 * alpha / (2 - alpha)``, where
 ``sigma_k^2`` is the variance of the ICE value at grid point k over the data. "4 sd" below

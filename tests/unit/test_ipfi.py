@@ -1,6 +1,5 @@
 """iPFI against the paper (Algorithm 1, Eq. 3, Theorems 1-3, the supplement's agrawal
 ground truth) and against the explainer protocol.
-
 Tolerances are fixed in advance from the paper's variance results or from the spread
 measured over several seeds (recorded next to each), never tuned until green. Notation:
 ``lambda_t`` is the increment of Algorithm 1, ``V1 = Var_s[E_r f(Z_s, Z_r)]`` and

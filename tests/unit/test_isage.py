@@ -1,5 +1,4 @@
 """iSAGE (Algorithm 1), its removal strategies (Algorithms 2-4) and batch SAGE (Algorithm 5).
-
 Tolerances. Theorem 3.2 of the iSAGE paper: ``Var[phi_t(i)] <= sigma_i^2 * a / (2 - a)``,
 ``sigma_i^2`` the variance of one event's increment ``Delta_t(i)``; batch SAGE over ``N``
 observations has variance ``sigma_i^2 / N``. Every comparison allows 4 standard deviations
@@ -9,9 +8,8 @@ tuned. The smoothing bias ``(1 - a)^n |phi|`` is below ``e^-10 |phi|`` in every 
 >= 10``). Draws of the geometric reservoir make increments of nearby events weakly
 dependent; the spreads measured over several seeds while writing these tests (quoted at
 each test) stayed within 2.8 standard deviations.
-
 Expected values with ``m`` inner samples. With the paper's estimator (``estimator="paper"``)
-``m`` is part of the estimand (module docstring of :mod:`streamxai.core.explainers.isage`):
+``m`` is part of the estimand (:class:`~streamxai.core.explainers.ISAGE`):
 the loss of a mean of ``m`` draws is biased for the loss of the expectation. The closed
 forms below are the exact expectations of that estimator for the given ``m``; they tend to
 the SAGE values as ``m -> inf``, which is what the default (unbiased) estimator has for any

@@ -1,10 +1,8 @@
 """iSAGE and batch SAGE against SAGE values computed exactly, for every loss iSAGE offers.
-
 Frozen model: the true agrawal classification function 1 (river index 1), which reads only
 ``age`` and ``salary``; the stream is river's stationary Agrawal generator with that function
 (no perturbation), so the label equals the model's output. The exact SAGE values and how
 they are computed: ``tests/helpers/agrawal_truth.py``.
-
 Tolerances. Per seed, the iSAGE value has variance ``sigma^2 a / (2 - a)`` (Theorem 3.2),
 ``sigma`` the sd of one event's increment, *measured* from the run's own increments; the
 mean over ``K`` seeds has that variance over ``K``. Every check allows 4 of its standard
@@ -48,8 +46,8 @@ def soft_proba(x):
     return {0: 1.0 - p, 1: p}
 
 
-def test_exact_values_match_the_issue():
-    # issue 10 quotes Monte-Carlo truths (200,000 samples): Brier salary 0.151, age 0.086
+def test_exact_values_match_monte_carlo_truths():
+    # Monte-Carlo truths (200,000 samples): Brier salary 0.151, age 0.086
     truth = exact_sage("brier_of", f1_grid)
     assert truth["salary"] == pytest.approx(0.151, abs=0.002)
     assert truth["age"] == pytest.approx(0.086, abs=0.002)
@@ -129,10 +127,9 @@ def test_isage_is_unbiased_on_a_frozen_model(case):
     check_against_truth(case, n=6_000, alpha=0.002, m=2, truth=truth)
 
 
-def test_the_papers_estimator_shows_the_bias_issue_10_reports():
+def test_the_papers_estimator_overstates_used_features_and_pushes_unused_ones_below_zero():
     # Algorithm 1 as published (m = 1, chain from the mean prediction): the used features
-    # are overstated and the unused ones pushed below 0 (issue 10: salary 0.268, age 0.160,
-    # unused down to -0.039), far outside the estimator's own noise
+    # are overstated and the unused ones pushed below 0, far outside the estimator's own noise
     truth = exact_sage("brier_of", f1_grid)
     fn = ModelFunction(value_of, "proba_of", target_class=1)
     explainer = ISAGE(fn, BrierOf(1), AGRAWAL, alpha=0.002, n_inner_samples=1, seed=1, estimator="paper")

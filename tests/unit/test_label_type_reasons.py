@@ -1,7 +1,7 @@
 """A label of the wrong type for the stream's target is one fault wherever it comes from: in the
 feature event (labels in line) or on the labels topic, it is a dead letter of reason
-``label_type`` (a user filters dead letters by reason). Before, the label in a feature event was
-a ``bad_value`` dead letter and the same label on the labels topic a ``label_type`` one."""
+``label_type`` (a user filters dead letters by reason), never ``bad_value`` for one and
+``label_type`` for the other."""
 
 from __future__ import annotations
 

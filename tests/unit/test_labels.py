@@ -1,4 +1,4 @@
-"""Labels that arrive later (issue 13), through the handlers without Kafka: the model, explain
+"""Labels that arrive later, through the handlers without Kafka: the model, explain
 and drift handlers over a recorded order of arrivals give exactly what the in-process
 reference gives for that order; a restart anywhere reproduces it; every label is accounted
 for; memory stays bounded."""
@@ -282,8 +282,8 @@ def test_an_explainer_checkpoint_of_the_version_before_positions_reads_on(tmp_pa
 
 
 def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_under_the_new_settings(tmp_path):
-    # a restart with a stream's explainers and alpha changed: the explain state restored from its
-    # checkpoint kept the old explainers (iSAGE still published, then refused by the drift
+    # a restart with a stream's explainers and alpha changed: an explain state restored from its
+    # checkpoint would keep the old explainers (iSAGE still published, then refused by the drift
     # handler as "not among this worker's explainers"), the old alpha and the old model
     s = delayed_settings(explain_groups=1, checkpoint_every=40)
     new = s.replace(explainers=["ipfi", "ipdp"], alpha=0.02, drift_explainers=["ipfi"])
@@ -301,12 +301,11 @@ def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_
 
 
 def test_a_restart_that_drops_a_feature_explains_the_new_events_as_a_fresh_stream(tmp_path):
-    # found by the trial: a profile edited between restarts to drop a feature. The model state,
-    # rebuilt under the new features, could replay none of the old events (each has an
-    # unexpected feature now) and numbered the new ones from position 0; the explain state,
-    # rebuilt from the old tasks without checking them against the new features, had learned
-    # them all (its replica with the dropped feature) and reached the old last position, so
-    # every new task was dropped as a duplicate: the stream was never explained again
+    # a profile edited between restarts to drop a feature. The model state, rebuilt under the
+    # new features, replays none of the old events (each has a feature the profile no longer
+    # lists) and numbers the new ones from position 0; the explain state must check the old
+    # tasks against the new features too, or it learns them all (its replica with the dropped
+    # feature), reaches the old last position, and drops every new task as a duplicate
     s = delayed_settings(checkpoint_every=40)
     new = s.replace(features=["a", "b"])
     old_events = list(labels_later(threshold_events("t", 150, seed=6), 6))  # positions run ahead of seqs

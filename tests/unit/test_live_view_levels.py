@@ -1,5 +1,5 @@
 """The terminal live view (the demo's) shows levels as the plot and dashboard do (markers.level_text):
-huge levels compact (6.34B), small ones with their decimals; found by the trial."""
+huge levels compact (6.34B), small ones with their decimals."""
 
 from __future__ import annotations
 

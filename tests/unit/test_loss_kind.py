@@ -1,10 +1,10 @@
 """The kind test's false rates on heavy-tailed losses: a stationary squared loss told as
 ``degradation`` or ``learning`` at a random cut, with the short after-sides an episode opens on.
-
 Measured on the real losses by ``tests/benchmarks/bench_loss_kind.py`` (README, "Stationary
 learning regression tree"); here on a fixed-seed sample of the same shape, fast enough for the
 suite (about 1 s); and an episode's looks together at a flat light-tailed loss (the open's, the
-members' and the close's: one 5%, streamxai.core.change.looks; 5-8 s in all)."""
+members' and the close's: one 5%, streamxai.core.change.looks; 5-8 s in all).
+"""
 
 from __future__ import annotations
 
@@ -84,12 +84,11 @@ def _two_looks(x: np.ndarray, seed: int) -> tuple[int, int]:
 
 @pytest.mark.parametrize("name", ["bernoulli", "normal"])
 def test_an_episodes_two_looks_tell_a_flat_light_tailed_loss_degradation_at_most_at_the_nominal_rate(name):
-    """Was: each look a one-sided test at 5%, so the two together told 8.53% of flat 0-1 losses
-    (Bernoulli 0.2) and 8.38% of normal ones ``degradation`` (bench_loss_kind.py, 2,674 cuts of 4M
-    losses); light tails are where each look is at its nominal level, so the two looks' union is
-    the whole excess. Here 2,000,000 losses (about 1,300 cuts); the tolerance is three binomial
-    standard errors of the number of cuts at 5% (1.8 points), so a rate of 8.5% fails it (it did:
-    112 of 1,317 Bernoulli cuts, 8.5%)."""
+    """Two looks each a one-sided test at 5% would together tell about 8.5% of flat 0-1 losses
+    (Bernoulli 0.2) and of normal ones ``degradation`` (bench_loss_kind.py); light tails are where
+    each look is at its nominal level, so the two looks' union is the whole excess. Here 2,000,000
+    losses (about 1,300 cuts); the tolerance is three binomial standard errors of the number of
+    cuts at 5% (1.8 points), so a rate of 8.5% fails it."""
     n = 2_000_000
     rng = np.random.default_rng(3 if name == "bernoulli" else 4)
     x = (rng.random(n) < 0.2).astype(float) if name == "bernoulli" else rng.standard_normal(n)
@@ -106,8 +105,8 @@ def test_the_close_boundary_spends_the_close_share_and_all_looks_stay_within_fiv
     (3.75%) within three binomial standard errors (0.040 points); each look at 1.645 is far above
     (9.7%, 8.8%, 6.8%). With the members' share beside it (their looks' spends summed over every
     ``k``), an episode's looks at a flat loss say ``degradation`` at most 5% of the time by the
-    union bound. Was: the open and the close spent 5% together and the members 2.5% beside it,
-    7.5% (this test failed there: 7.50%, 7.51%, 7.51% measured at the three correlations)."""
+    union bound (an open and close spending 5% together with the members' 2.5% beside them would
+    be 7.5%, which this test fails at every correlation)."""
     assert OPEN_ALPHA + CLOSE_ALPHA + MEMBER_ALPHA <= ALPHA
     n = 2_000_000
     rng = np.random.default_rng(11)
@@ -165,10 +164,8 @@ def test_whole_episodes_with_members_tell_a_flat_loss_degradation_at_most_at_fiv
     """An episode's open, members' and close's looks together (``_episodes``: 5,000 episodes
     with 2-8 members each, 1-2.5 s) say ``degradation`` of 0-1 losses at 20% and of normal
     losses at most 5% of the time, within three binomial standard errors of 5,000 episodes at 5%
-    (0.92 points). Measured: 3.9% (normal) and 2.6% (0-1). The allocation before (the open and
-    close 5%, the members 2.5% beside it) measured 5.3% and 4.1% here -- the looks overlap, so
-    their union is well below the sum, and this test does not tell the two apart at this size;
-    the budget test above does."""
+    (0.92 points). The looks overlap, so their union is well below the sum, and this test alone
+    would not catch a budget of 7.5% split as 5% and 2.5% at this size; the budget test above does."""
     episodes = 5_000
     told = _episodes(episodes, 7 if name == "normal" else 8, name == "bernoulli")
     assert told / episodes <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / episodes), told

@@ -1,11 +1,9 @@
 """An event whose features are finite but so large that the model's prediction or loss is not
-(found by the trial: a linear regression's stream with one x0 = 1e200 among ordinary events).
-Its loss, inf, could not be serialised, the model handler dropped the state and rebuilt it from
-the stream's history for every later message, and each rebuild learned the event again (the
-replay does not serialise), so the model was poisoned for good: every later event of the stream
-a dead letter, each after a rebuild of the whole history, while the worker's other streams waited.
-Now such an event is the model's error: a dead letter, never learned, the same in a replay and
-in the in-process reference, and the stream goes on."""
+(a linear regression's stream with one x0 = 1e200 among ordinary events). Such an event is the
+model's error: a dead letter, never learned, the same in a replay and in the in-process
+reference, and the stream goes on. Its loss, inf, cannot be serialised: taken as a state
+failure, it would rebuild the state from the stream's history for every later message, and
+each rebuild would learn the event again, poisoning the model for good."""
 
 from __future__ import annotations
 

@@ -88,8 +88,8 @@ def test_the_live_view_and_the_dashboard_show_one_state():
 
 
 def test_an_odd_message_on_an_output_topic_stops_no_view():
-    """Was: the terminal view indexed fields directly, so one prediction without a seq (or a
-    value that is not JSON) raised out of ``LiveView.add`` and ended the demo."""
+    """One prediction without a seq (or a value that is not JSON) does not raise out of
+    ``LiveView.add`` and end the demo: the reader reads fields defensively."""
     view = LiveView(["a"], "p.", out=io.StringIO())
     for topic, raw in (("predictions", b'{"stream_id": "s"}'), ("explanations", b'{"stream_id": "s", "seq": 3}'),
                        ("drift-events", b'{"stream_id": "s", "seq": 5}'), ("change-episodes", b"not json"),
@@ -156,9 +156,9 @@ def test_an_episode_sent_when_it_opens_and_when_it_closes_shows_once():
 
 
 def test_values_beyond_what_a_worker_sends_are_not_read_so_the_plot_is_drawn(tmp_path):
-    # found by the trial: two crafted explanations of +-1e308 on the explanations topic ended
-    # `streamxai plot` with "ValueError: arange: cannot compute length" (matplotlib's axis range
-    # overflowed); no worker sends a value beyond 1e100 (MAX_LOSS)
+    # two crafted explanations of +-1e308 on the explanations topic must not end `streamxai plot`
+    # ("ValueError: arange: cannot compute length", matplotlib's axis range overflowing); no
+    # worker sends a value beyond 1e100 (MAX_LOSS)
     from streamxai.local.plot import plot_view
 
     r = DashboardState()
@@ -171,8 +171,8 @@ def test_values_beyond_what_a_worker_sends_are_not_read_so_the_plot_is_drawn(tmp
 
 
 def test_a_crafted_ipdp_curve_is_not_read_so_the_plot_is_drawn(tmp_path):
-    # found by the trial: a curve whose grid mixed numbers and strings, or whose standard errors
-    # were strings, ended `streamxai plot` with a TypeError
+    # a curve whose grid mixes numbers and strings, or whose standard errors are strings, must
+    # not end `streamxai plot` with a TypeError
     from streamxai.local.plot import plot_view
 
     for curve in ({"grid": [1, "a"], "pd": [0.1, 0.2]}, {"grid": [1, 2], "pd": [1e308, -1e308]},

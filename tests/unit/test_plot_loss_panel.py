@@ -35,9 +35,9 @@ def _visible_pixels(fig, ax, line) -> int:
 
 
 def test_every_legend_entry_of_the_loss_panel_is_a_visible_line_of_its_own():
-    """Found by a new user: the loss panel's legend listed "ipfi model loss", "isage model loss"
-    and "ipdp model loss" with no line to see: the model's loss is one series per stream, drawn
-    once per explainer, every copy under the predictions' rolling loss."""
+    """The model's loss is one series per stream: the loss panel's legend lists it once, not
+    once per explainer ("ipfi model loss", "isage model loss", ...) with copies hidden under the
+    predictions' rolling loss."""
     import matplotlib.pyplot as plt
 
     fig = draw(_view())

@@ -2,20 +2,19 @@
 stream's state per message (a denial of service: a rebuild runs inside the worker's batch,
 and one stream's bad traffic stalled every stream of the worker), and must leave the state
 the in-process reference builds.
-
-Found by acting as an attacker: a label far outside the stream's scale (y = 1e100 for a
-regression) has a finite loss (1e200), but its square overflows in the loss summaries the
-explainers report with their values (``model_loss.m2``): each such label made the next
-report of its explainer group fail to serialise, the group was rebuilt from its history,
-and a label like it every ten events rebuilt the group every ten tasks. Also: explain tasks
-that the model stage could not have sent (a feature missing, null or a string, another stream's
-task) reached the explainers, and a drift-feed record keyed by one stream changed another's
-change test. Feature events (NaN, inf, huge and tiny numbers, integers past 64 bits, unknown
+An attacker's inputs: a label far outside the stream's scale (y = 1e100 for a regression) has
+a finite loss (1e200), but its square overflows in the loss summaries the explainers report
+with their values (``model_loss.m2``), which must not make the next report fail to serialise
+and the group be rebuilt from its history every ten tasks; explain tasks that the model stage
+could not have sent (a feature missing, null or a string, another stream's task) must not
+reach the explainers, nor a drift-feed record keyed by one stream change another's change
+test. Feature events (NaN, inf, huge and tiny numbers, integers past 64 bits, unknown
 categories, features missing or extra) and label events (huge, mistyped, duplicate, unknown or
-expired seqs, mis-keyed) were tried too: each is one dead letter of the model stage, nothing
+expired seqs, mis-keyed) are tried too: each is one dead letter of the model stage, nothing
 rebuilt. Then the mechanism, whatever the input (stand-in failures): a rebuild skips the
 messages that failed, a state poisoned by a message that worked backs off, and a key that
-fails twice within 1,024 of its messages is guarded (a failure rolled back, no rebuild)."""
+fails twice within 1,024 of its messages is guarded (a failure rolled back, no rebuild).
+"""
 
 from __future__ import annotations
 
@@ -394,8 +393,8 @@ def test_every_position_the_join_gives_is_within_the_bound_the_explain_stage_che
 
 
 def test_class_names_for_a_model_that_predicts_true_or_false_say_to_send_0_1_or_another_model():
-    # found by the trial: labels "yes"/"no" for a logistic regression (a binary classifier: it predicts
-    # True or False) were every one a dead letter saying to send all labels as strings, which they were
+    # labels "yes"/"no" for a logistic regression (a binary classifier: it predicts True or False)
+    # are dead letters that say what the model takes, not to send all labels as strings
     from river import linear_model, tree
     from streamxai.core.prequential import PrequentialModel
 

@@ -1,8 +1,8 @@
-"""Issue 15, fault 4: after a broker stop, a client that kept retrying its port in the ephemeral
-range connected to itself and left a TIME-WAIT socket there; ``streamxai broker start`` then
-said for a minute that the port was "already in use by another process". No process holds it:
-Kafka cannot bind it either (measured: java.net.BindException with Kafka 4.1 on Linux 6.18, since
-the client did not set SO_REUSEADDR), but the kernel frees it within 60 s, so the start waits."""
+"""After a broker stop, a client that keeps retrying its port in the ephemeral range can connect
+to itself and leave a TIME-WAIT socket there. No process holds the port, so
+``streamxai broker start`` does not call it "already in use by another process"; Kafka cannot
+bind it either (java.net.BindException, as the client sets no SO_REUSEADDR), but the kernel frees
+it within 60 s, so the start waits."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_a_port_held_only_by_time_wait_is_not_another_process(caplog):
 
 
 def test_a_listening_port_is_another_process_at_once(monkeypatch):
-    slept = []  # what the claim waited (was: under 1.0 s of wall clock, which a loaded machine may take)
+    slept = []  # what the claim waited, counted rather than timed (a loaded machine's wall clock varies)
     monkeypatch.setattr("streamxai.local.ports.time.sleep", slept.append)
     with socket.socket() as srv:
         srv.bind(("127.0.0.1", 0))

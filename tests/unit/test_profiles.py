@@ -1,4 +1,4 @@
-"""Stream profiles (issue 13): ``[streams."<glob>"]`` tables give streams of one deployment their own
+"""Stream profiles: ``[streams."<glob>"]`` tables give streams of one deployment their own
 features, model and explainers; bad tables stop the worker with one line; a stream no profile
 matches, or with other features than its profile's, becomes a dead letter that says why."""
 
@@ -83,13 +83,13 @@ def test_a_profile_value_beats_the_top_level_from_every_source(two, monkeypatch)
     assert "features" in s.for_stream("reg-1").explicit()
 
 
-def test_the_per_stream_rule_covers_what_the_issue_lists_and_nothing_deployment_wide():
+def test_the_per_stream_rule_covers_the_stream_settings_and_nothing_deployment_wide():
     names = set(Settings.__dataclass_fields__)
     assert PER_STREAM <= names
-    issue = {"features", "categorical", "target", "model", "model_params", "output", "loss", "explainers", "alpha",
+    stream_settings = {"features", "categorical", "target", "model", "model_params", "output", "loss", "explainers", "alpha",
              "storage_size", "grid_size", "sample_rate", "emit_every", "max_label_delay", "label_timeout_s",
              "target_class", "model_seed"}
-    assert all(is_per_stream(n) for n in issue | {n for n in names if n.startswith(("isage_", "drift_"))})
+    assert all(is_per_stream(n) for n in stream_settings | {n for n in names if n.startswith(("isage_", "drift_"))})
     deployment = {"bootstrap_servers", "sasl_password", "topic_prefix", "app_id", "partitions", "replication_factor",
                   "explain_groups", "web_port", "web_host", "state_dir", "checkpoint_key", "checkpoint_store",
                   "checkpoint_every", "session_timeout_s", "max_message_bytes", "max_lag_s", "streams"}
@@ -248,7 +248,7 @@ def test_the_alert_series_of_every_profile_exist_from_the_start():
 ])
 def test_a_model_that_cannot_take_a_categorical_string_stops_the_worker_at_start(tmp_path, capsys, model, params,
                                                                                   target):
-    # found by the trial: such a profile started, and every event became a model_error dead letter
+    # such a profile stops the worker at start, rather than make every event a model_error dead letter
     out = 'output = "value"\n' if target == "number" else ""
     f = tmp_path / "cat.toml"
     f.write_text(f'[streams."ok-*"]\nfeatures = ["a"]\n\n[streams."r-*"]\nfeatures = ["a", "c"]\ncategorical = ["c"]\n'
@@ -280,7 +280,7 @@ LR = "river.linear_model.LogisticRegression"
 
 
 def test_a_model_given_alone_gets_the_params_it_takes(tmp_path, monkeypatch):
-    # found by the trial: model = LogisticRegression alone was refused for the default tree's grace_period
+    # model = LogisticRegression alone is taken: the default tree's grace_period is not applied to it
     f = tmp_path / "lr.toml"
     f.write_text(f'features = ["a", "b"]\nmodel = "{LR}"\n')
     s = load_settings(f)
@@ -290,7 +290,7 @@ def test_a_model_given_alone_gets_the_params_it_takes(tmp_path, monkeypatch):
     assert load_settings(env={"STREAMXAI_MODEL": LR}, features="a").model_params == {}
     assert Settings(model=LR, features=["a"]).model_params == {}
     assert Settings(features=["a"]).replace(model=LR).model_params == {}
-    # a model that takes grace_period keeps the default's, as before this rule
+    # a model that takes grace_period keeps the default's
     assert Settings(model="river.tree.HoeffdingTreeClassifier").model_params == {"grace_period": 50}
     assert Settings().model_params == {"grace_period": 50}
     # a profile that names a model alone: the same rule, for its model

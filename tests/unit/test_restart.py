@@ -1,4 +1,4 @@
-"""Restarts (defect 5): the keys of a partition share one pass over its history, and a message
+"""Restarts: the keys of a partition share one pass over its history, and a message
 that rebuilds state runs off the event loop."""
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def test_a_restart_reads_the_partition_once_for_all_its_series():
 
 def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
     # the rebuild blocks until the event loop has turned while it runs: off the loop it does at
-    # once; on the loop it cannot, and its wait ends unmet (was: a heartbeat every 10 ms had to
-    # tick twice during a 0.3 s sleep, a count of wall-clock ticks a loaded machine may not give)
+    # once; on the loop it cannot, and its wait ends unmet (no count of wall-clock ticks, which
+    # a loaded machine may not give)
     import threading
 
     from streamxai.agents._forward import forward
@@ -170,8 +170,8 @@ def test_a_partition_given_back_after_a_gap_is_read_again():
 
 
 def test_a_partition_back_from_another_worker_rebuilds_its_stale_states():
-    """Before, a stream model kept here while another worker learned events 100..149 went on
-    at 150 as if they had never happened: its predictions silently diverged."""
+    """A stream model kept here while another worker learned events 100..149 is rebuilt, so it
+    does not go on at 150 as if they had never happened (its predictions would silently diverge)."""
     from streamxai.handlers import ModelHandler
     from streamxai.local.demo_stream import agrawal_events
 
@@ -239,10 +239,10 @@ def _predictions(outs):
 
 
 def test_a_stream_first_met_mid_partition_reads_no_history():
-    """Was: the model handler met stream b for the first time at offset 300 of a partition it had
-    handled from offset 0 and scanned offsets 0..299 for b's history (it has none): work that grew
-    with the partition's history. The handler saw every message of the partition since 0, so a
-    stream it has no state for has nothing there."""
+    """The model handler meets stream b for the first time at offset 300 of a partition it has
+    handled from offset 0: it saw every message of the partition since 0, so a stream it has no
+    state for has nothing there, and it scans no history (work that would grow with the
+    partition's history)."""
     from streamxai.handlers import ModelHandler
 
     s = Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier")
@@ -264,10 +264,10 @@ def test_a_stream_first_met_mid_partition_reads_no_history():
 
 
 def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_messages(monkeypatch):
-    """Was: after a restart the partition's one pass (offsets before the restart) served every
-    key met later, also one whose state began after the pass without it (an explainer group's
-    first task opens it) and was dropped after an error: that key was handed its messages from
-    before the pass (none) and rebuilt from nothing, its explanations silently restarted."""
+    """After a restart the partition's one pass (offsets before the restart) serves the keys met
+    later; a key whose state began after the pass (an explainer group's first task opens it) and
+    is dropped after an error is rebuilt from all its messages, not from the pass's (none), so
+    its explanations do not silently restart."""
     from helpers.handler_inputs import settings
     from streamxai.handlers import ExplainHandler, ModelHandler
 

@@ -1,13 +1,11 @@
-"""The reservoir-reuse correction after a change of scale (found by use: a new user's linear
-regression whose feature x1 stopped mattering at event 2,000 gave no change event, and the
-dashboard showed x1's iPFI as 0.000 ± 1.158 long after).
-
+"""The reservoir-reuse correction after a change of scale: a linear regression whose feature x1
+stops mattering at event 2,000 gets a change event, and x1's iPFI a standard error of its new
+scale.
 The reuse statistics (the covariance ``zeta`` of two increments that drew the same donor, and
 ``zeta'`` with the donor's own event) forget 32 times more slowly than the increments' variance,
-so when a feature's increments shrink to nothing they still carry the old scale: the variance
-factor ``k = 1 + reuse / var`` grew without bound (5 at 200 events after the change, 33 at 400,
-10^7 at 2,000), the change test divided every z by ``sqrt(k)`` and never fired, and the
-standard error kept the old spread. Two increments of one series have a correlation of at
+so when a feature's increments shrink to nothing they still carry the old scale: unbounded,
+the variance factor ``k = 1 + reuse / var`` would grow without limit, the change test divide
+every z by ``sqrt(k)`` and never fire, and the standard error keep the old spread. Two increments of one series have a correlation of at
 most 1, so each covariance is at most the variance (Cauchy-Schwarz); the correction is bounded
 by it.
 """
@@ -60,12 +58,12 @@ def test_a_regression_feature_that_stops_mattering_is_a_change_and_its_interval_
 
 @pytest.mark.slow  # the same run as above (cached)
 def test_isage_finds_a_regression_feature_that_stops_mattering():
-    """iSAGE's series of x1 on the same stream. Was: no change event. After x1's increments
-    shrank, the reuse covariances (forgetting 32 times more slowly) still held the old scale while
-    the variance they were divided by was the new, small one: ``k`` went to the full-correlation
-    bound (12.9 for iSAGE's m = 2 donors from L = 100 slots, every event stored) and stayed there,
-    so the test's standard error was sqrt(12.9) = 3.6 times too wide. The factor is now a ratio of
-    covariance to variance over one horizon, so a change of scale leaves it where it was."""
+    """iSAGE's series of x1 on the same stream gets a change event. After x1's increments
+    shrink, reuse covariances forgetting more slowly than the variance would still hold the old
+    scale while the variance they are divided by is the new, small one: ``k`` would go to the
+    full-correlation bound (12.9 for iSAGE's m = 2 donors from L = 100 slots, every event stored)
+    and the test's standard error would be 3.6 times too wide. The factor is a ratio of
+    covariance to variance over one horizon, so a change of scale leaves it where it is."""
     run = _run()
     found = [(detected, cut, before, after) for (_, detected, ex, f), (cut, before, after) in run.changes.items()
              if ex == "isage" and f == "x1"]
@@ -82,4 +80,4 @@ def test_isage_finds_a_regression_feature_that_stops_mattering():
     assert 1_500 <= cut <= 2_500 and detected <= 2_000 + 100 + 840 * 1.65 + 500, found  # + the buckets' resolution
     assert before > 3.0 and abs(after) < before / 4, found
     k = next(e for e in run.explainers["reg-7"].explainers if isinstance(e, ISAGE)).variance_factors
-    assert k["x1"] < 2.0, k  # the correlation of x1's increments, as before the change (1.2-1.3); was 12.9
+    assert k["x1"] < 2.0, k  # the correlation of x1's increments, as before the change, not the bound 12.9

@@ -282,8 +282,8 @@ def test_error_messages_show_a_bounded_prefix_of_huge_values():
     (b'{"a": "\xe2\x82"}', "0xe2", 7),                 # a UTF-8 sequence cut short
 ])
 def test_bytes_that_are_not_utf8_are_named_with_their_offset(raw, byte, offset):
-    # found by trial: orjson's own message said "str is not valid UTF-8: surrogates not allowed:
-    # line 1 column 1 (char 0)", naming neither the byte nor where it was
+    # the error names the byte and where it is, not orjson's own message ("str is not valid
+    # UTF-8: surrogates not allowed: line 1 column 1 (char 0)")
     with pytest.raises(MalformedMessage) as info:
         decode(raw, where="features[0]@3")
     err = str(info.value)

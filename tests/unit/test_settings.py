@@ -30,7 +30,7 @@ def test_env_lists_accept_commas_and_json():
     ({"alpha": "2"}, "alpha=2.0"),
     ({"categorical": ["zz"]}, "not in names"),
     ({"explain_groups": "0"}, "explain_groups"),
-    # found by the trial: web_port = 0 passed, and the worker created its topics and stopped in a traceback of Faust's
+    # web_port = 0 is refused here, not after the worker creates its topics, in a traceback of Faust's
     ({"web_port": "0"}, "web_port=0 must be a port in 1-65535"),
     ({"web_port": "70000"}, "web_port=70000 must be a port in 1-65535"),
 ])
@@ -77,7 +77,7 @@ def test_bad_secret_value_error_does_not_echo_it():
     ({"security_protocol": "SSL", "ssl_cafile": "/nonexistent/ca.pem"}, "ssl_cafile='/nonexistent/ca.pem': no such file"),
 ])
 def test_connection_settings_are_validated_at_startup(kw, fragment):
-    # defect 7: security_protocol=BOGUS was accepted and failed later inside the Kafka client
+    # a bad value (security_protocol=BOGUS) is refused here, not later inside the Kafka client
     with pytest.raises(ConfigError, match=fragment.replace("(", r"\(")):
         load_settings(**kw)
 
@@ -116,9 +116,8 @@ def _self_signed(tmp_path, key_password: str | None = None):
 
 
 def test_a_ca_file_without_a_certificate_is_a_settings_error(tmp_path):
-    # found by the trial: ssl_cafile naming a file that holds no certificate (a key, a wrong copy)
-    # passed the settings check and every command died in the Kafka client's constructor with a
-    # KafkaException traceback (exit 1)
+    # ssl_cafile naming a file that holds no certificate (a key, a wrong copy) fails the settings
+    # check, not every command in the Kafka client's constructor with a KafkaException traceback
     bad = tmp_path / "ca.pem"
     bad.write_text("not a certificate\n")
     with pytest.raises(ConfigError, match="ssl_cafile=.*holds no certificate"):
@@ -142,8 +141,8 @@ def test_a_client_certificate_and_key_that_do_not_load_are_a_settings_error_with
 
 
 def test_a_settings_file_that_is_not_utf8_is_one_error_that_shows_none_of_it(tmp_path):
-    # found by the trial: a settings file saved as latin-1 ended every command with a
-    # UnicodeDecodeError traceback; the error must not echo the file (it may hold a password)
+    # a settings file saved as latin-1 is one error naming the byte, not a UnicodeDecodeError
+    # traceback; the error must not echo the file (it may hold a password)
     f = tmp_path / "s.toml"
     f.write_bytes(b'features = ["a"]\nsasl_password = "gr\xf6\xdfer-secret"\n')
     with pytest.raises(ConfigError) as e:

@@ -1,6 +1,5 @@
-"""Load shedding under a burst (defect 6): every stream keeps a share of its explanations, and a
+"""Load shedding under a burst: every stream keeps a share of its explanations, and a
 restarted explainer reproduces the original run's decisions from the explain-decisions topic.
-
 The clock is simulated: every task of the burst was sent at t = 0, an explained task costs
 ``EXPLAIN_S`` of explainer time and a shed one ``LEARN_S`` (the replica still learns it).
 """
@@ -94,8 +93,8 @@ def test_every_stream_keeps_a_share_of_its_explanations_in_a_burst():
     out = run(eh, clock, tasks, range(len(tasks)), Log())
     assert explained_streams(out) == {f"b{i}" for i in range(N_STREAMS)}
     assert eh.metrics.get("shed_events") > len(tasks) // 2  # it was overloaded, and shed
-    # the old rule (shed whatever waited too long) explained only what came before the lag
-    # passed max_lag_s: the first stream's first ~20 events, none of the other streams
+    # a plain rule (shed whatever waited too long) explains only what comes before the lag passes
+    # max_lag_s: the first stream's first ~20 events, none of the other streams
     old = settings()
     old_clock = Clock()
     old_handler = ExplainHandler(old, clock=old_clock)
@@ -121,8 +120,8 @@ def test_a_restarted_explainer_reproduces_the_recorded_decisions():
 
 
 def test_agents_of_one_worker_take_turns():
-    """Defect 6: the explainer handled 1 task while the model agent ran 2,500 events ahead. Two
-    agent loops over inputs that are always ready (as under a backlog) must interleave."""
+    """Two agent loops over inputs that are always ready (as under a backlog) interleave, so
+    the explainer is not starved while the model agent runs thousands of events ahead."""
     import asyncio
 
     from streamxai.agents._forward import forward

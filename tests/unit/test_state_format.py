@@ -111,8 +111,9 @@ def test_the_seal_names_the_river_release_and_refuses_another(tmp_path, monkeypa
 
 
 def test_a_restored_state_that_fails_is_rebuilt_from_the_whole_history_once(tmp_path, caplog):
-    """Was: a restarted explainer group unpickled an older state whose classes had changed,
-    failed on every task, and was rebuilt from the same checkpoint for every task, forever."""
+    """A restarted explainer group that unpickles an older state whose classes have changed
+    fails on its first task and is rebuilt from the whole history once, not from the same
+    checkpoint for every task, forever."""
     s = _settings()
     log = _tasks(s)
     whole = _run(ExplainHandler(s), log, range(120))

@@ -1,4 +1,4 @@
-"""The standard errors cost O(1) per feature per event and O(features) per report (issue 14):
+"""The standard errors cost O(1) per feature per event and O(features) per report:
 a report asks each tracker for its moments once, whatever the grid size, and the typed
 records read checkpoints written with the old positional lists."""
 
@@ -123,7 +123,8 @@ def _product(x: dict) -> float:
 
 
 def test_an_ipdp_checkpoint_from_before_the_arrays_still_loads():
-    """Before, iPDP kept one list per feature for its grid and PD and one tracker per feature."""
+    """A checkpoint in the list form (one list per feature for iPDP's grid and PD, one tracker per
+    feature) restores into the arrays."""
     names, m = ["a", "b", "c"], 4
     fn = ModelFunction(_product, output="value")
     e = IPDP(fn, names, grid_size=m, seed=1, alpha=0.05)
@@ -152,9 +153,9 @@ def test_an_ipdp_checkpoint_from_before_the_arrays_still_loads():
 
 
 def test_a_checkpoint_from_before_the_kept_gradient_and_block_weights_still_loads():
-    """Before, iPDP did not keep the PD curves' gradient (``_grad``) nor its tracker the weights
-    of a block (``_powers``), nor the block sums it keeps per size (``_blocks``, a cache no
-    checkpoint holds): such a state restores and goes on exactly as the current one."""
+    """A checkpoint without the PD curves' gradient (``_grad``), its tracker's block weights
+    (``_powers``) or the block sums kept per size (``_blocks``, a cache no checkpoint holds)
+    restores and goes on exactly as a state that has them."""
     names = ["a", "b", "c"]
     e = IPDP(ModelFunction(_product, output="value"), names, grid_size=4, seed=1, alpha=0.05)
     gen = random.Random(5)

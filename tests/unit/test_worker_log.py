@@ -16,9 +16,9 @@ def test_the_dashboard_hint_names_the_workers_broker_and_topics():
 
 
 def test_a_worker_says_when_the_explainers_run_without_the_compiled_kernels(monkeypatch):
-    """Found by the trial: a checkout pulled without a reinstall has no build of its kernels (or
-    one from older source), and its workers ran every explainer's bookkeeping on the slower
-    Python path with nothing in their log; only the ``compiled_kernels`` gauge said 0."""
+    """A checkout pulled without a reinstall has no build of its kernels (or one from older
+    source): its workers run every explainer's bookkeeping on the slower Python path, and their
+    log says so, not only the ``compiled_kernels`` gauge."""
     import logging
     import sys
     import types

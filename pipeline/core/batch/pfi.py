@@ -1,28 +1,5 @@
 """Batch permutation feature importance, the reference iPFI is validated against.
 
-With ``lambda(x_n, x_m, y_n) = ||h(x_n^(-j), x_m^(j)) - y_n|| - ||h(x_n) - y_n||`` over ``N``
-observations (iPFI paper, Eq. 2-4):
-
-- :func:`batch_pfi` with ``n_repeats=M``: the PFI of Eq. 3,
-  ``N / (N - 1) * 1/M sum_m 1/N sum_n lambda(x_n, x_phi_m(n), y_n)`` over ``M`` uniformly
-  random permutations ``phi_m`` (fixed points allowed; the factor ``N / (N - 1)`` makes it
-  unbiased, Theorem 1);
-- :func:`batch_pfi` with ``n_repeats=None``: its expectation over all permutations, the
-  exact U-statistic ``e_switch - e_orig`` (model reliance) that averages ``lambda`` over all
-  ``N (N - 1)`` ordered pairs ``m != n``. Rows whose replacement value equals the original
-  give ``lambda = 0`` and are not evaluated, and equal values are evaluated once per row and
-  weighted by their count, so the cost is ``N`` plus ``N (K_j - 1)`` evaluations per feature
-  with ``K_j`` distinct values (``N (N - 1)`` for a continuous feature);
-- :class:`IntervalPFI`: the paper's "interval PFI" baseline for drift: Eq. 3 over each
-  consecutive interval of ``interval`` events, with the model as it is at the end of the
-  interval.
-
-:func:`pfi_error` is the paper's approximation error (Table 1): both vectors normalised to
-``[0, 1]``, then the sum of absolute differences over features.
-
-The model is assumed deterministic at prediction time (river models are): a row equal to
-``x_n`` has the loss of ``x_n``.
-
 >>> from streamxai.core.model import ModelFunction
 >>> X = [{"a": float(i % 4), "b": float(i % 3)} for i in range(12)]
 >>> f = ModelFunction(lambda x: x["a"], output="value")
@@ -160,6 +137,29 @@ class IntervalPFI(Component):
     Eq. 3 (``n_repeats`` permutations) of the model as it is *now* on those events is
     computed and returned, and the next interval starts empty. Memory is bounded by
     ``interval`` events.
+
+    With ``lambda(x_n, x_m, y_n) = ||h(x_n^(-j), x_m^(j)) - y_n|| - ||h(x_n) - y_n||`` over ``N``
+    observations (iPFI paper, Eq. 2-4):
+
+    - :func:`batch_pfi` with ``n_repeats=M``: the PFI of Eq. 3,
+      ``N / (N - 1) * 1/M sum_m 1/N sum_n lambda(x_n, x_phi_m(n), y_n)`` over ``M`` uniformly
+      random permutations ``phi_m`` (fixed points allowed; the factor ``N / (N - 1)`` makes it
+      unbiased, Theorem 1);
+    - :func:`batch_pfi` with ``n_repeats=None``: its expectation over all permutations, the
+      exact U-statistic ``e_switch - e_orig`` (model reliance) that averages ``lambda`` over all
+      ``N (N - 1)`` ordered pairs ``m != n``. Rows whose replacement value equals the original
+      give ``lambda = 0`` and are not evaluated, and equal values are evaluated once per row and
+      weighted by their count, so the cost is ``N`` plus ``N (K_j - 1)`` evaluations per feature
+      with ``K_j`` distinct values (``N (N - 1)`` for a continuous feature);
+    - :class:`IntervalPFI`: the paper's "interval PFI" baseline for drift: Eq. 3 over each
+      consecutive interval of ``interval`` events, with the model as it is at the end of the
+      interval.
+
+    :func:`pfi_error` is the paper's approximation error (Table 1): both vectors normalised to
+    ``[0, 1]``, then the sum of absolute differences over features.
+
+    The model is assumed deterministic at prediction time (river models are): a row equal to
+    ``x_n`` has the loss of ``x_n``.
 
     >>> from streamxai.core.model import ModelFunction
     >>> def h(x):

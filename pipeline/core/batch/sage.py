@@ -1,25 +1,5 @@
 """Batch SAGE (Covert, Lundberg & Lee 2020), the reference iSAGE is validated against.
 
-:func:`sage` is the permutation estimator of the iSAGE paper's Algorithm 5 (Definition 2),
-with the coalition losses estimated exactly as :class:`~streamxai.core.explainers.ISAGE` does
-(``estimator``; see its module docstring), so the two compare like with like: for every
-observation ``(x_n, y_n)`` one random permutation of the features, walked from ``S = {}``
-to ``S = D``; ``m`` donors drawn uniformly among the *other* observations (distinct when
-``N - 1 >= m``) are shared by the whole chain (marginal imputation); at each step the
-coalition's loss is the unbiased ``loss.of_mean`` of the ``m`` predictions (quadratic
-losses, ``m >= 2``) or the plug-in loss of their mean; the feature just added is credited
-with the drop in loss. ``"paper"`` starts the chain at the batch mean prediction
-``y_0 = 1/N sum_n f(x_n)`` instead of the imputed ``S = {}``. The values are the means of
-these increments over the batch, and the increments' standard deviations are returned
-with them, so a comparison can use the estimator's own standard error ``std / sqrt(N)``.
-
-The step ``S = D`` uses ``f(x_n)`` (already computed for ``y_0``): model evaluations are
-``N * (1 + d * m)``, or ``N * (1 + (d - 1) * m)`` for ``"paper"``.
-
-:class:`SlidingWindowSAGE` is the paper's SW-SAGE baseline (§3.0.1): keep the last
-``window`` observations and recompute batch SAGE on them with the current model every
-``stride`` events (the paper's experiments use ``stride = window / 20``, the default).
-
 >>> from streamxai.core.model import ModelFunction
 >>> import random
 >>> gen = random.Random(0)
@@ -93,7 +73,28 @@ def sage(
     """Algorithm 5 over ``(X, y)``; ``feature_names`` default to the keys of ``X[0]``.
 
     ``estimator`` as in :class:`~streamxai.core.explainers.ISAGE`: ``"unbiased"`` (default
-    when the loss is quadratic and ``m >= 2``), ``"plug_in"`` or ``"paper"``."""
+    when the loss is quadratic and ``m >= 2``), ``"plug_in"`` or ``"paper"``.
+
+    :func:`sage` is the permutation estimator of the iSAGE paper's Algorithm 5 (Definition 2),
+    with the coalition losses estimated exactly as :class:`~streamxai.core.explainers.ISAGE` does
+    (``estimator``; see its docstring), so the two compare like with like: for every
+    observation ``(x_n, y_n)`` one random permutation of the features, walked from ``S = {}``
+    to ``S = D``; ``m`` donors drawn uniformly among the *other* observations (distinct when
+    ``N - 1 >= m``) are shared by the whole chain (marginal imputation); at each step the
+    coalition's loss is the unbiased ``loss.of_mean`` of the ``m`` predictions (quadratic
+    losses, ``m >= 2``) or the plug-in loss of their mean; the feature just added is credited
+    with the drop in loss. ``"paper"`` starts the chain at the batch mean prediction
+    ``y_0 = 1/N sum_n f(x_n)`` instead of the imputed ``S = {}``. The values are the means of
+    these increments over the batch, and the increments' standard deviations are returned
+    with them, so a comparison can use the estimator's own standard error ``std / sqrt(N)``.
+
+    The step ``S = D`` uses ``f(x_n)`` (already computed for ``y_0``): model evaluations are
+    ``N * (1 + d * m)``, or ``N * (1 + (d - 1) * m)`` for ``"paper"``.
+
+    :class:`SlidingWindowSAGE` is the paper's SW-SAGE baseline (§3.0.1): keep the last
+    ``window`` observations and recompute batch SAGE on them with the current model every
+    ``stride`` events (the paper's experiments use ``stride = window / 20``, the default).
+    """
     _check_output(model_fn, "SAGE")
     X = list(X)
     y = list(y)

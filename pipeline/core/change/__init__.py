@@ -1,13 +1,10 @@
-"""Change detection on the explanation stream.
-
-- :mod:`.window`: the recent increments of one series (:class:`SeriesWindow` of :class:`Bucket` s);
-- :mod:`.test`: the sequential two-sample test of one series (:class:`SeriesTest`), its
-  statistic (:func:`two_sample_z`) and threshold, and what it reports (:class:`Cut`);
-- :mod:`.dependence`: how serial dependence inflates the variance of a series' means
-  (:class:`SerialVariance`);
-- :mod:`.events`: one series' change with its context (:class:`Change`);
-- :mod:`.episodes`: changes that happened together (:class:`Episode`);
-- :mod:`.stream`: all series of one stream (:class:`StreamChangeDetector`).
+"""Change detection on the explanation stream: :mod:`.window` keeps the recent increments of one
+series (:class:`SeriesWindow` of :class:`Bucket` s), :mod:`.test` the sequential two-sample test
+of one series (:class:`SeriesTest`), its statistic (:func:`two_sample_z`) and threshold, and
+what it reports (:class:`Cut`), :mod:`.dependence` how serial dependence inflates the variance
+of a series' means (:class:`SerialVariance`), :mod:`.events` one series' change with its context
+(:class:`Change`), :mod:`.episodes` changes that happened together (:class:`Episode`), and
+:mod:`.stream` all series of one stream (:class:`StreamChangeDetector`).
 """
 
 from .dependence import SerialVariance

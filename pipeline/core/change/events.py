@@ -1,11 +1,4 @@
-"""What a change event says: one series changed, with the context to understand it.
-
-A :class:`Change` is made by :class:`~streamxai.core.change.stream.StreamChangeDetector` from the
-:class:`~streamxai.core.change.test.Cut` of one series' test (it keeps the cut whole) and the
-stream's other series, curves and model loss at that moment; the drift handler sends it as a
-``drift_event/v3`` message (:class:`schemas.ChangeEvent`), which also tells the positions as
-the seqs of the events explained there.
-"""
+"""What a change event says: one series changed, with the context to understand it."""
 
 from __future__ import annotations
 
@@ -31,7 +24,14 @@ class Change:
     detection, when the cut is recent and the split fine; ``curve_*`` the feature's iPDP curve
     before the cut and now; ``loss_*`` the model's prequential loss on either side at detection,
     and ``kind`` how it had moved by then (:func:`loss_kind`; ``reliance_shift`` also while too
-    few losses follow the cut to tell)."""
+    few losses follow the cut to tell).
+
+    A :class:`Change` is made by :class:`~streamxai.core.change.stream.StreamChangeDetector` from the
+    :class:`~streamxai.core.change.test.Cut` of one series' test (it keeps the cut whole) and the
+    stream's other series, curves and model loss at that moment; the drift handler sends it as a
+    ``drift_event/v3`` message (:class:`schemas.ChangeEvent`), which also tells the positions as
+    the seqs of the events explained there.
+    """
 
     explainer: str
     feature: str

@@ -1,36 +1,4 @@
-"""An episode's looks at its loss, with one 5% budget for ``degradation`` among them all.
-
-An episode's loss is tested when it opens (the after-side is the first few hundred losses from
-its top change's cut), at each member that joins it while it is not yet told or told
-``learning`` (the loss at the member's own cut, :mod:`streamxai.core.change.episodes`) and, if
-the open said neither ``learning`` nor ``degradation``, once more at the latest ``episode_gap``
-events after its first change (the "close" look below: the losses from the same cut up to then,
-against the same side before). Each look a one-sided test at 5%
-would tell a loss that did not move ``degradation`` by one look or another far more often than
-5% (two looks: 8.5%, 0-1 and normal losses, ``tests/benchmarks/bench_loss_kind.py``; members at
-2.5% each: 62-76% of a learning model's long chains). So the looks share one budget ``ALPHA`` =
-5%, split three ways:
-
-- the open spends ``OPEN_ALPHA`` = 2.5% (``z >= 1.96``);
-- the members together spend ``MEMBER_ALPHA`` = 1.25%, the ``k``-th one-sided at
-  ``MEMBER_ALPHA * 6 / (pi^2 k^2)`` (:func:`member_rise`: ``z >= 2.43, 2.89, 3.14, ...``);
-- the close spends the rest, ``CLOSE_ALPHA`` = 1.25%, beyond the open, as in a group-sequential
-  test: its boundary :func:`close_rise` makes ``P(open or close) = OPEN_ALPHA + CLOSE_ALPHA``
-  for the correlation of the two looks' statistics -- which is known from where the two looks'
-  sides lie alone (:func:`correlation`: about 0.5 when the close's side after holds five times
-  the open's, from the same cut). The close's boundary lies between 1.780 (the looks the same)
-  and 2.232 (independent).
-
-By the union bound, P(any look of an episode says ``degradation`` at a flat loss) <= 2.5% + 1.25%
-+ 1.25% = 5% (:func:`spent`), however many members it has. The members' share is carved out of
-the close's (not the open's): the open's look is what pages most drifts within 500 events, and
-the close looks once at most, late, where a rise large enough to matter has most losses behind
-it (README, "Is the kind test calibrated").
-
-``learning`` keeps a one-sided 5% test at each look (and the close's slope test, events.trend_z):
-it does not page, and telling a flat loss ``learning`` too often costs unpaged reliance shifts,
-not pages (README, "A model that learns slowly").
-"""
+"""An episode's looks at its loss, with one 5% budget for ``degradation`` among them all."""
 
 from __future__ import annotations
 
@@ -81,6 +49,37 @@ def open_kind(before: Block | None, after: Block | None, min_n: int = 2, var_fac
 def spent() -> float:
     """What an episode's looks spend together at most, by the union bound: the open's and the
     close's joint spend and the members'. It must not exceed :data:`ALPHA`.
+
+    An episode's loss is tested when it opens (the after-side is the first few hundred losses from
+    its top change's cut), at each member that joins it while it is not yet told or told
+    ``learning`` (the loss at the member's own cut, :mod:`streamxai.core.change.episodes`) and, if
+    the open said neither ``learning`` nor ``degradation``, once more at the latest ``episode_gap``
+    events after its first change (the "close" look below: the losses from the same cut up to then,
+    against the same side before). Each look a one-sided test at 5%
+    would tell a loss that did not move ``degradation`` by one look or another far more often than
+    5% (two looks: 8.5%, 0-1 and normal losses, ``tests/benchmarks/bench_loss_kind.py``; members at
+    2.5% each: 62-76% of a learning model's long chains). So the looks share one budget ``ALPHA`` =
+    5%, split three ways:
+
+    - the open spends ``OPEN_ALPHA`` = 2.5% (``z >= 1.96``);
+    - the members together spend ``MEMBER_ALPHA`` = 1.25%, the ``k``-th one-sided at
+      ``MEMBER_ALPHA * 6 / (pi^2 k^2)`` (:func:`member_rise`: ``z >= 2.43, 2.89, 3.14, ...``);
+    - the close spends the rest, ``CLOSE_ALPHA`` = 1.25%, beyond the open, as in a group-sequential
+      test: its boundary :func:`close_rise` makes ``P(open or close) = OPEN_ALPHA + CLOSE_ALPHA``
+      for the correlation of the two looks' statistics -- which is known from where the two looks'
+      sides lie alone (:func:`correlation`: about 0.5 when the close's side after holds five times
+      the open's, from the same cut). The close's boundary lies between 1.780 (the looks the same)
+      and 2.232 (independent).
+
+    By the union bound, P(any look of an episode says ``degradation`` at a flat loss) <= 2.5% + 1.25%
+    + 1.25% = 5% (:func:`spent`), however many members it has. The members' share is carved out of
+    the close's (not the open's): the open's look is what pages most drifts within 500 events, and
+    the close looks once at most, late, where a rise large enough to matter has most losses behind
+    it (README, "Is the kind test calibrated").
+
+    ``learning`` keeps a one-sided 5% test at each look (and the close's slope test, events.trend_z):
+    it does not page, and telling a flat loss ``learning`` too often costs unpaged reliance shifts,
+    not pages (README, "A model that learns slowly").
 
     >>> spent() <= ALPHA, round(spent(), 4)
     (True, 0.05)

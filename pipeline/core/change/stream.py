@@ -1,46 +1,5 @@
 """All series of one stream in one place: change events that explain themselves, and episodes.
 
-A :class:`StreamChangeDetector` holds one :class:`~streamxai.core.change.test.SeriesTest` per
-``(explainer, feature)`` of a stream and one of the model's prequential loss (the series
-:data:`LOSS`), each with the long-run variance factor of its values
-(:class:`~streamxai.core.change.dependence.SerialVariance`), the latest variance factor its
-explainer reported, and a thinned history of iPDP curves. ``delta`` is split evenly over the
-stream's tested series and the loss, so it bounds the false-alarm probability of the *stream*
-(see :mod:`streamxai.core.change.test`). The test of a series widens its standard errors by the
-larger of the two factors: dependent increments are not the independent samples the bound
-assumes.
-
-The loss. A rise of the loss by at least ``min_effect`` of its level is a change of
-:data:`LOSS`, of kind ``degradation``; a fall (the model learned) is never reported and
-restarts the loss's window from its cut.
-
-iPDP. A change of an explainer outside :data:`~streamxai.core.change.events.RELIANCE` (iPDP) of
-feature ``f`` is reported only while the model relies on ``f``: its iPFI, the loss's rise
-without it, is at least ``min_effect`` of the model's loss.
-
-Minimum effect. A change of series ``(e, f)`` is reported only if its levels differ by at
-least ``min_effect * scale``, ``scale`` the largest ``|level|`` of explainer ``e`` over the
-stream's features (whole windows) and the two sides of the cut: relative to the stream's
-largest importance *of that explainer*, since iPFI (0-1 loss), iSAGE (Brier) and iPDP
-(probability spread) have different units.
-
-Learning, below the minimum effect. A significant change smaller than the minimum effect at a
-cut where the model's loss fell (``learning``) is not reported, and the series' window restarts
-from that cut (absorbed, :mod:`streamxai.core.change.test`): a model that is still learning moves
-its reliance a little at a time, and a window that mixed those regimes would measure the next
-change against a blend of them, with a threshold grown over all the checks since the start.
-
-Tested explainers. Only the series of the explainers in ``tested`` (default: all) are tested
-and share ``delta``; the others are kept for the levels and curves that change events show.
-
-Units. ``max_increments`` counts the increments of a series (explained events);
-``warmup``, ``episode_gap`` and ``episode_max`` count events (``seq``).
-
-Warm-up. Blocks of events before ``warmup`` are not monitored: a model that starts from
-nothing changes its explanation while it learns, which is not worth reporting.
-
-Episodes, their kinds and alerts: see :mod:`streamxai.core.change.episodes`.
-
 >>> import random
 >>> from streamxai.core.increments import Block
 >>> rng = random.Random(5)
@@ -106,7 +65,49 @@ class _Series:
 
 
 class StreamChangeDetector(Component):
-    """Change detection over every explanation series of one stream (module docstring)."""
+    """Change detection over every explanation series of one stream (see below).
+
+    A :class:`StreamChangeDetector` holds one :class:`~streamxai.core.change.test.SeriesTest` per
+    ``(explainer, feature)`` of a stream and one of the model's prequential loss (the series
+    :data:`LOSS`), each with the long-run variance factor of its values
+    (:class:`~streamxai.core.change.dependence.SerialVariance`), the latest variance factor its
+    explainer reported, and a thinned history of iPDP curves. ``delta`` is split evenly over the
+    stream's tested series and the loss, so it bounds the false-alarm probability of the *stream*
+    (see :mod:`streamxai.core.change.test`). The test of a series widens its standard errors by the
+    larger of the two factors: dependent increments are not the independent samples the bound
+    assumes.
+
+    The loss. A rise of the loss by at least ``min_effect`` of its level is a change of
+    :data:`LOSS`, of kind ``degradation``; a fall (the model learned) is never reported and
+    restarts the loss's window from its cut.
+
+    iPDP. A change of an explainer outside :data:`~streamxai.core.change.events.RELIANCE` (iPDP) of
+    feature ``f`` is reported only while the model relies on ``f``: its iPFI, the loss's rise
+    without it, is at least ``min_effect`` of the model's loss.
+
+    Minimum effect. A change of series ``(e, f)`` is reported only if its levels differ by at
+    least ``min_effect * scale``, ``scale`` the largest ``|level|`` of explainer ``e`` over the
+    stream's features (whole windows) and the two sides of the cut: relative to the stream's
+    largest importance *of that explainer*, since iPFI (0-1 loss), iSAGE (Brier) and iPDP
+    (probability spread) have different units.
+
+    Learning, below the minimum effect. A significant change smaller than the minimum effect at a
+    cut where the model's loss fell (``learning``) is not reported, and the series' window restarts
+    from that cut (absorbed, :mod:`streamxai.core.change.test`): a model that is still learning moves
+    its reliance a little at a time, and a window that mixed those regimes would measure the next
+    change against a blend of them, with a threshold grown over all the checks since the start.
+
+    Tested explainers. Only the series of the explainers in ``tested`` (default: all) are tested
+    and share ``delta``; the others are kept for the levels and curves that change events show.
+
+    Units. ``max_increments`` counts the increments of a series (explained events);
+    ``warmup``, ``episode_gap`` and ``episode_max`` count events (``seq``).
+
+    Warm-up. Blocks of events before ``warmup`` are not monitored: a model that starts from
+    nothing changes its explanation while it learns, which is not worth reporting.
+
+    Episodes, their kinds and alerts: see :mod:`streamxai.core.change.episodes`.
+    """
 
     _losses = 0  # a checkpoint of the version before counts from its restart (only differences matter)
     _members: tuple = ()  # a checkpoint of the version before: no member waits for its look
@@ -358,7 +359,7 @@ class StreamChangeDetector(Component):
         after together, from the first bucket that starts at or after where the side before
         starts -- never the warm-up --, :func:`~streamxai.core.change.events.trend_z`): a loss
         that fell steadily (``z <= -1.96``, one-sided 2.5%) is the model learning, whose
-        reliance moves as it learns (module docstring of :mod:`.episodes`)."""
+        reliance moves as it learns (:class:`.episodes.Episode`)."""
         before, after = self._loss_at(top.cut_seq, top.cut.since)
         # the open's look (None: it did not look; True: a checkpoint of the version before)
         k = self._loss_dependence.factor
@@ -385,8 +386,8 @@ class StreamChangeDetector(Component):
         return best
 
     def _alerts(self, kind: str, changes: Sequence[Change]) -> bool:
-        """Whether an episode of ``kind`` with ``changes`` is an alert (module docstring of
-        :mod:`.episodes`): its kind is one of ``alert_kinds`` and, recently, its loss rose by the
+        """Whether an episode of ``kind`` with ``changes`` is an alert
+        (:class:`.episodes.Episode`): its kind is one of ``alert_kinds`` and, recently, its loss rose by the
         loss's own change test, or what the model's accuracy relies on moved -- a change of iPFI
         or iSAGE for a degradation, of one feature in every running reliance explainer for a
         reliance shift. Recently: confirmed within ``episode_max`` events of where its new
@@ -502,7 +503,7 @@ class StreamChangeDetector(Component):
         all of them share 1.25%) tells an episode not yet told ``degradation`` now;
         one told ``learning`` closes without the change and the changes after it, which open
         their own episode, told ``degradation``. Either way the change leads the episode: its
-        cut is the one the kind was told on (module docstring of :mod:`.episodes`)."""
+        cut is the one the kind was told on (:class:`.episodes.Episode`)."""
         for c in list(self._members):
             if seq <= c.seq:
                 continue

@@ -1,19 +1,4 @@
-"""What every incremental explainer offers.
-
-An explainer explains the *current* model: ``explain_one(x, y)`` evaluates the model
-as it is now, folds the increment into the smoothed estimates, updates the explainer's
-storages with ``(x, y)`` and returns the current values. It never trains the model; the
-caller learns ``(x, y)`` afterwards (prequential order: explain, then learn).
-
-``observe_one(x, y)`` updates the storages only, for events skipped under a budget, so
-that explained events draw from the same past as without the budget.
-
-Feature partitioning: ``feature_names`` are all model inputs in order; ``features`` (a
-subset, default all) are the ones this instance explains. Random draws for a feature use a
-generator derived from ``(seed, explainer, feature)`` and storages use ``(seed, storage)``,
-so an explainer over a subset gives exactly the values the full explainer gives for
-those features: work can be split by feature across workers without changing results.
-"""
+"""What every incremental explainer offers."""
 
 from __future__ import annotations
 
@@ -28,7 +13,22 @@ __all__ = ["Explainer"]
 
 
 class Explainer(Component):
-    """Base class. Subclasses set ``name`` and implement ``explain_one`` / ``observe_one``."""
+    """Base class. Subclasses set ``name`` and implement ``explain_one`` / ``observe_one``.
+
+    An explainer explains the *current* model: ``explain_one(x, y)`` evaluates the model
+    as it is now, folds the increment into the smoothed estimates, updates the explainer's
+    storages with ``(x, y)`` and returns the current values. It never trains the model; the
+    caller learns ``(x, y)`` afterwards (prequential order: explain, then learn).
+
+    ``observe_one(x, y)`` updates the storages only, for events skipped under a budget, so
+    that explained events draw from the same past as without the budget.
+
+    Feature partitioning: ``feature_names`` are all model inputs in order; ``features`` (a
+    subset, default all) are the ones this instance explains. Random draws for a feature use a
+    generator derived from ``(seed, explainer, feature)`` and storages use ``(seed, storage)``,
+    so an explainer over a subset gives exactly the values the full explainer gives for
+    those features: work can be split by feature across workers without changing results.
+    """
 
     name = "explainer"
 

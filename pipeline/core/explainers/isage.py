@@ -1,84 +1,5 @@
 """Incremental SAGE, iSAGE (Muschalik, Fumagalli, Hammer, Hüllermeier 2023), Algorithm 1.
 
-For every event ``(x_t, y_t)``, with the model ``f_t`` as it is now:
-
-1. draw a permutation ``pi`` of all ``d`` features, start with ``S = {}``;
-2. smoothed mean prediction ``y_0 <- (1 - a) y_0 + a f_t(x_t)`` (line 5);
-3. for ``j = 1..d``: ``S <- S + {pi[j]}``; the restricted loss is estimated from ``m``
-   predictions ``f_t(x_t^(S), x~_k^(S-bar))``, the absent features drawn by the removal
-   strategy (interventional, Algorithm 2, or observational, Algorithms 3-4);
-   ``Delta = lossPrev - loss``, ``phi[pi[j]] <- (1 - a) phi[pi[j]] + a Delta``;
-4. the removal strategy stores ``x_t`` (after the draws: they come from the past only).
-
-The estimand. SAGE's value function is ``v(S) = E[l(y, E[f(X) | X_S = x_S])]``: the loss of
-the *mean* restricted prediction. Algorithm 1 takes ``l(y, mean of m draws)``, which for a
-strictly convex loss exceeds ``v(S)`` by a Jensen gap (for the squared loss exactly
-``E[Var(f | x_S)] / m``). The gap differs between coalitions, is 0 at ``S = {}`` (the
-exact mean prediction) and at ``S = D``, so it does not cancel along the chain: the used
-features are overstated and every unused feature gets a negative value (issue 10: agrawal
-function 1 with Brier and ``m = 1``: salary 0.27 for 0.151, unused down to -0.04).
-``estimator`` chooses how each coalition's loss is estimated:
-
-- ``"unbiased"`` (the default for a loss quadratic in the prediction -- ``"squared"``,
-  ``"brier"``, :class:`~streamxai.core.losses.BrierOf` -- with ``m >= 2``): the U-statistic
-  ``loss.of_mean`` of the ``m`` predictions, ``1/(m(m-1)) sum_{k != l} (f_k - y)(f_l - y)``
-  (summed over classes for Brier), unbiased for ``(E f - y)^2`` because the draws are
-  independent given ``x_t``. The chain starts at ``S = {}`` estimated the same way from
-  the ``m`` draws with every feature imputed, so each ``Delta`` is a difference of two
-  unbiased estimates: **``E[phi] = SAGE value``** (up to the ``O(a)`` smoothing terms);
-- ``"plug_in"`` (the default for other losses, or ``m = 1``): ``l(y, mean of m draws)``,
-  the chain also starting at the imputed ``S = {}``. Biased for a strictly convex loss
-  (cross-entropy): the biases telescope to ``G_m({})``, the Jensen gap of the all-imputed
-  coalition, by which the values' sum overstates ``v({}) - v(D)`` (exact: the chain
-  telescopes). When the gaps shrink as ``S`` grows, each value's bias lies in
-  ``[0, G_m({})]``: always for the squared loss, for any convex loss with ``m = 1`` and
-  independent features (one draw's gap is concave in the imputation distribution, and
-  ``{}``'s distribution mixes those of larger coalitions), and measured for cross-entropy
-  with ``m = 8`` (``tests/unit/test_isage_truth.py``), not proven there. :attr:`ISAGE.jensen_gap` estimates ``G_m({})`` at
-  run time (chain loss at ``{}`` minus the loss of ``y_0``). The gap falls like ``1/m``.
-  Exact for a loss linear in the prediction (absolute error of a probability on 0/1
-  labels);
-- ``"paper"``: Algorithm 1 as published -- the chain starts at ``l(y, y_0)``, plug-in
-  loss; kept for comparison (its bias is the closed form in the tests).
-
-Interventional removal shares the ``m`` donors of an event across its whole chain (as
-Covert et al.'s estimator shares its background samples): each coalition still gets ``m``
-independent draws from the marginal, so every step's estimate keeps its expectation, and a
-feature the model never reads gets ``Delta = 0`` exactly on every event (both coalitions
-see identical rows). The donors are distinct stored observations (drawn without
-replacement), so the U-statistic is unbiased for the population, not only for the
-reservoir's ``L`` observations (with replacement it would carry a ``Var / L`` bias). The
-observational removal draws every row afresh (from leaf reservoirs, with replacement: a
-bias of order ``Var / L_leaf``).
-
-**Model evaluations per explained event** (``d`` features, ``m`` inner samples): ``1 + d
-m`` for ``"unbiased"`` and ``"plug_in"`` (``f(x_t)`` once, ``m`` rows for each of
-``S = {}, ..., |S| = d - 1``), ``1 + (d - 1) m`` for ``"paper"``. The paper's Algorithm 1
-with ``m = 1`` costs ``d + 1`` as written (``d`` here: the step ``S = D`` reuses
-``f(x_t)``). The unbiased default (``m = 2``) thus costs ``2 d + 1``: 19 for the 9 agrawal
-features, against the paper's 10. ``x_t`` and all restricted rows of one event go to
-``model_fn.many`` in one call (on the fast path a tree computes each feature value's part
-of a prediction once for the whole chain, see :mod:`streamxai.core.fastpath`).
-
-Choices the paper leaves open, and what is done here:
-
-- ``y_0`` starts at ``f(x_{t0})`` on the first explained event (Definition 4 of the paper;
-  Algorithm 1's ``y_0 <- 0`` would give a probability dict summing to ``a`` at first).
-  ``phi`` starts at 0 as in Algorithm 1, so ``E[phi_t] = phi (1 - (1 - a)^n)`` after ``n``
-  explained events (the proof of Theorem 3.1); after ``n ~ 5 / a`` events the bias is < 1 %.
-- The first event only fills the removal's storage (nothing to draw from yet).
-- The step ``S = D`` removes nothing: its prediction is ``f_t(x_t)``, computed once.
-
-Variance: ``Var[phi_t(i)] <= sigma_i^2 a / (2 - a) = O(a)`` (Theorem 3.2), ``sigma_i^2`` the
-variance of one event's ``Delta(i)``.
-
-The chain couples all features, so iSAGE cannot be split by feature: it explains all of
-``feature_names`` on one worker. The model output must be averageable: ``output="value"``,
-``"proba"`` (with cross-entropy or Brier) or ``"proba_of"``; a mean of labels is undefined.
-
-Random draws (permutations and removal draws) use one generator seeded from
-``(seed, "isage")``; the removal's storage is seeded from ``(seed, "isage", "removal")``.
-
 >>> import random
 >>> from streamxai.core.model import ModelFunction
 >>> f = ModelFunction(lambda x: 3.0 * x["a"] + x["b"], output="value")
@@ -116,7 +37,7 @@ REMOVALS = ("interventional", "observational")
 
 
 class ISAGE(Explainer):
-    """Incremental SAGE values of all features; see the module docstring.
+    """Incremental SAGE values of all features.
 
     Parameters: ``model_fn`` the model and the output explained (``"value"``, ``"proba"``
     or ``"proba_of"``); ``loss`` a name from :data:`streamxai.core.losses.LOSSES` or a
@@ -129,7 +50,7 @@ class ISAGE(Explainer):
     size (per leaf for the observational removal); ``categorical`` features the
     observational removal predicts with classification trees; ``seed``; ``estimator``
     ``None`` (unbiased when the loss allows it, else plug-in), ``"unbiased"``, ``"plug_in"``
-    or ``"paper"`` (see the module docstring).
+    or ``"paper"`` (see below).
 
     References
     ----------
@@ -137,6 +58,85 @@ class ISAGE(Explainer):
        SAGE for Online Explanation on Data Streams". arXiv:2303.01181.
        Implements Algorithm 1 (iSAGE); interventional removal with the geometric reservoir (Algorithm 2),
        observational removal with incremental trees and leaf reservoirs (Algorithms 3 and 4).
+
+    For every event ``(x_t, y_t)``, with the model ``f_t`` as it is now:
+
+    1. draw a permutation ``pi`` of all ``d`` features, start with ``S = {}``;
+    2. smoothed mean prediction ``y_0 <- (1 - a) y_0 + a f_t(x_t)`` (line 5);
+    3. for ``j = 1..d``: ``S <- S + {pi[j]}``; the restricted loss is estimated from ``m``
+       predictions ``f_t(x_t^(S), x~_k^(S-bar))``, the absent features drawn by the removal
+       strategy (interventional, Algorithm 2, or observational, Algorithms 3-4);
+       ``Delta = lossPrev - loss``, ``phi[pi[j]] <- (1 - a) phi[pi[j]] + a Delta``;
+    4. the removal strategy stores ``x_t`` (after the draws: they come from the past only).
+
+    The estimand. SAGE's value function is ``v(S) = E[l(y, E[f(X) | X_S = x_S])]``: the loss of
+    the *mean* restricted prediction. Algorithm 1 takes ``l(y, mean of m draws)``, which for a
+    strictly convex loss exceeds ``v(S)`` by a Jensen gap (for the squared loss exactly
+    ``E[Var(f | x_S)] / m``). The gap differs between coalitions, is 0 at ``S = {}`` (the
+    exact mean prediction) and at ``S = D``, so it does not cancel along the chain: the used
+    features are overstated and every unused feature gets a negative value (on agrawal function 1
+    with Brier and ``m = 1``, ``tests/unit/test_isage_truth.py`` shows both against Monte-Carlo truths).
+    ``estimator`` chooses how each coalition's loss is estimated:
+
+    - ``"unbiased"`` (the default for a loss quadratic in the prediction -- ``"squared"``,
+      ``"brier"``, :class:`~streamxai.core.losses.BrierOf` -- with ``m >= 2``): the U-statistic
+      ``loss.of_mean`` of the ``m`` predictions, ``1/(m(m-1)) sum_{k != l} (f_k - y)(f_l - y)``
+      (summed over classes for Brier), unbiased for ``(E f - y)^2`` because the draws are
+      independent given ``x_t``. The chain starts at ``S = {}`` estimated the same way from
+      the ``m`` draws with every feature imputed, so each ``Delta`` is a difference of two
+      unbiased estimates: **``E[phi] = SAGE value``** (up to the ``O(a)`` smoothing terms);
+    - ``"plug_in"`` (the default for other losses, or ``m = 1``): ``l(y, mean of m draws)``,
+      the chain also starting at the imputed ``S = {}``. Biased for a strictly convex loss
+      (cross-entropy): the biases telescope to ``G_m({})``, the Jensen gap of the all-imputed
+      coalition, by which the values' sum overstates ``v({}) - v(D)`` (exact: the chain
+      telescopes). When the gaps shrink as ``S`` grows, each value's bias lies in
+      ``[0, G_m({})]``: always for the squared loss, for any convex loss with ``m = 1`` and
+      independent features (one draw's gap is concave in the imputation distribution, and
+      ``{}``'s distribution mixes those of larger coalitions), and measured for cross-entropy
+      with ``m = 8`` (``tests/unit/test_isage_truth.py``), not proven there. :attr:`ISAGE.jensen_gap` estimates ``G_m({})`` at
+      run time (chain loss at ``{}`` minus the loss of ``y_0``). The gap falls like ``1/m``.
+      Exact for a loss linear in the prediction (absolute error of a probability on 0/1
+      labels);
+    - ``"paper"``: Algorithm 1 as published -- the chain starts at ``l(y, y_0)``, plug-in
+      loss; kept for comparison (its bias is the closed form in the tests).
+
+    Interventional removal shares the ``m`` donors of an event across its whole chain (as
+    Covert et al.'s estimator shares its background samples): each coalition still gets ``m``
+    independent draws from the marginal, so every step's estimate keeps its expectation, and a
+    feature the model never reads gets ``Delta = 0`` exactly on every event (both coalitions
+    see identical rows). The donors are distinct stored observations (drawn without
+    replacement), so the U-statistic is unbiased for the population, not only for the
+    reservoir's ``L`` observations (with replacement it would carry a ``Var / L`` bias). The
+    observational removal draws every row afresh (from leaf reservoirs, with replacement: a
+    bias of order ``Var / L_leaf``).
+
+    **Model evaluations per explained event** (``d`` features, ``m`` inner samples): ``1 + d
+    m`` for ``"unbiased"`` and ``"plug_in"`` (``f(x_t)`` once, ``m`` rows for each of
+    ``S = {}, ..., |S| = d - 1``), ``1 + (d - 1) m`` for ``"paper"``. The paper's Algorithm 1
+    with ``m = 1`` costs ``d + 1`` as written (``d`` here: the step ``S = D`` reuses
+    ``f(x_t)``). The unbiased default (``m = 2``) thus costs ``2 d + 1``: 19 for the 9 agrawal
+    features, against the paper's 10. ``x_t`` and all restricted rows of one event go to
+    ``model_fn.many`` in one call (on the fast path a tree computes each feature value's part
+    of a prediction once for the whole chain, see :mod:`streamxai.core.fastpath`).
+
+    Choices the paper leaves open, and what is done here:
+
+    - ``y_0`` starts at ``f(x_{t0})`` on the first explained event (Definition 4 of the paper;
+      Algorithm 1's ``y_0 <- 0`` would give a probability dict summing to ``a`` at first).
+      ``phi`` starts at 0 as in Algorithm 1, so ``E[phi_t] = phi (1 - (1 - a)^n)`` after ``n``
+      explained events (the proof of Theorem 3.1); after ``n ~ 5 / a`` events the bias is < 1 %.
+    - The first event only fills the removal's storage (nothing to draw from yet).
+    - The step ``S = D`` removes nothing: its prediction is ``f_t(x_t)``, computed once.
+
+    Variance: ``Var[phi_t(i)] <= sigma_i^2 a / (2 - a) = O(a)`` (Theorem 3.2), ``sigma_i^2`` the
+    variance of one event's ``Delta(i)``.
+
+    The chain couples all features, so iSAGE cannot be split by feature: it explains all of
+    ``feature_names`` on one worker. The model output must be averageable: ``output="value"``,
+    ``"proba"`` (with cross-entropy or Brier) or ``"proba_of"``; a mean of labels is undefined.
+
+    Random draws (permutations and removal draws) use one generator seeded from
+    ``(seed, "isage")``; the removal's storage is seeded from ``(seed, "isage", "removal")``.
     """
 
     name = "isage"

@@ -1,16 +1,6 @@
 """What every white-box evaluator offers, the river versions they were verified on, and the
 conversion of a river model's raw prediction into the output an explainer asks for.
 
-A white-box evaluator (:class:`FastModel`) reads the model's internals *at the time of each
-call* and keeps nothing between calls, so it follows every ``learn_one`` of the model without
-being told. Within one call it computes each part of a prediction that does not depend on
-the row once (a leaf's naive Bayes factor of a feature value, a linear model's partial sums)
-and repeats exactly the floating-point operations of river's own code in river's order, so
-the values are the black-box values bit for bit. Anything it does not recognise -- a node
-type, a splitter, a leaf model, a river version -- raises :class:`Unsupported` (or any other
-exception), and the caller evaluates that call as a black box, which gives the same values,
-or raises the same error.
-
 >>> verified_river("0.26.1"), verified_river("0.27.0"), verified_river("0.26")
 (True, False, False)
 >>> to_output({"a": 0.25, "b": 0.75}, "label", None), to_output({"a": 0.25}, "proba_of", "b")
@@ -87,6 +77,16 @@ class FastModel:
     :meth:`invalidate` (the owner calls it after every ``learn_one``), and as a second guard
     until the model's :meth:`token` (a counter its ``learn_one`` moves) changes or the row
     ``x`` given to :meth:`replaced` changes in place (its values or its key order).
+
+    A white-box evaluator (:class:`FastModel`) reads the model's internals *at the time of each
+    call* and keeps nothing between calls, so it follows every ``learn_one`` of the model without
+    being told. Within one call it computes each part of a prediction that does not depend on
+    the row once (a leaf's naive Bayes factor of a feature value, a linear model's partial sums)
+    and repeats exactly the floating-point operations of river's own code in river's order, so
+    the values are the black-box values bit for bit. Anything it does not recognise -- a node
+    type, a splitter, a leaf model, a river version -- raises :class:`Unsupported` (or any other
+    exception), and the caller evaluates that call as a black box, which gives the same values,
+    or raises the same error.
     """
 
     #: what the evaluator recognised (for logs and metrics)

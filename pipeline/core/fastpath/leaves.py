@@ -1,22 +1,5 @@
 """Class distributions of Hoeffding tree leaves, one call's shared parts computed once.
 
-A leaf predicts by majority class (its class counts, normalised) or by naive Bayes: for
-each class ``c`` with weight ``n_c > 0`` the vote ``log(n_c / n)`` plus, feature by feature
-in the order of the leaf's splitters, the log-likelihood term of the row's value (skipped
-when it is ``-inf``; ``log p`` or 0 for splitters without log densities), then a
-log-sum-exp normalisation. The terms depend on one feature value each, so within one call
-a :class:`NaiveBayesLeaf` computes each ``(feature, value)``'s terms once, and for rows
-that differ from ``x`` in one feature (ICE curves, permutations) it keeps the partial sum
-of the features before it and the terms after it: a new value costs one term and the same
-additions, in the same order, as river's loop. Only splitters whose terms are pure
-functions of ``(value, class)`` are accepted (Gaussian, nominal). A Gaussian's log density
-``(v - mu) ** 2 / (-2 var) - log(tau) / 2 - log(var) / 2`` keeps its per-class constants
-for the call and evaluates that expression with them, the same operations as
-``Gaussian.log_pdf``.
-
-Distributions are lists aligned with the leaf's ``classes`` (the order of its class counts,
-which is the order of river's dicts).
-
 >>> normalized([1.0, 3.0]), normalized([0.0])
 ([0.25, 0.75], [0.0])
 >>> MajorityLeaf({"a": 3.0, "b": 1.0}).row({})
@@ -102,7 +85,25 @@ def _gaussian_constants(splitter: GaussianSplitter, classes: list, priors: list)
 
 
 class MajorityLeaf:
-    """A leaf that predicts its normalised class counts, whatever the row."""
+    """A leaf that predicts its normalised class counts, whatever the row.
+
+    A leaf predicts by majority class (its class counts, normalised) or by naive Bayes: for
+    each class ``c`` with weight ``n_c > 0`` the vote ``log(n_c / n)`` plus, feature by feature
+    in the order of the leaf's splitters, the log-likelihood term of the row's value (skipped
+    when it is ``-inf``; ``log p`` or 0 for splitters without log densities), then a
+    log-sum-exp normalisation. The terms depend on one feature value each, so within one call
+    a :class:`NaiveBayesLeaf` computes each ``(feature, value)``'s terms once, and for rows
+    that differ from ``x`` in one feature (ICE curves, permutations) it keeps the partial sum
+    of the features before it and the terms after it: a new value costs one term and the same
+    additions, in the same order, as river's loop. Only splitters whose terms are pure
+    functions of ``(value, class)`` are accepted (Gaussian, nominal). A Gaussian's log density
+    ``(v - mu) ** 2 / (-2 var) - log(tau) / 2 - log(var) / 2`` keeps its per-class constants
+    for the call and evaluates that expression with them, the same operations as
+    ``Gaussian.log_pdf``.
+
+    Distributions are lists aligned with the leaf's ``classes`` (the order of its class counts,
+    which is the order of river's dicts).
+    """
 
     __slots__ = ("classes", "dist")
 

@@ -1,12 +1,5 @@
 """Hoeffding tree regressors, evaluated from their nodes.
 
-``HoeffdingTreeRegressor.predict_one`` is the prediction of the leaf the row reaches;
-``HoeffdingAdaptiveTreeRegressor`` averages the leaf and every alternate tree met on the
-path (``pred += leaf``, then ``pred /= count``). A leaf predicts the mean target it has seen
-(``mean``), its linear model (``model``: a ``LinearRegression``, evaluated by
-:class:`~streamxai.core.fastpath.linear.LinearCall` with its partial sums shared across the
-call), or whichever of the two has had the smaller faded squared error (``adaptive``).
-
 >>> from river import tree
 >>> import random
 >>> model = tree.HoeffdingTreeRegressor(grace_period=30)
@@ -159,7 +152,15 @@ class _RegTree:
 
 
 class TreeRegressorFast(FastModel):
-    """``HoeffdingTreeRegressor`` and ``HoeffdingAdaptiveTreeRegressor``."""
+    """``HoeffdingTreeRegressor`` and ``HoeffdingAdaptiveTreeRegressor``.
+
+    ``HoeffdingTreeRegressor.predict_one`` is the prediction of the leaf the row reaches;
+    ``HoeffdingAdaptiveTreeRegressor`` averages the leaf and every alternate tree met on the
+    path (``pred += leaf``, then ``pred /= count``). A leaf predicts the mean target it has seen
+    (``mean``), its linear model (``model``: a ``LinearRegression``, evaluated by
+    :class:`~streamxai.core.fastpath.linear.LinearCall` with its partial sums shared across the
+    call), or whichever of the two has had the smaller faded squared error (``adaptive``).
+    """
 
     name = "hoeffding_tree_regressor"
     serves_rows = False  # a leaf's linear model is compiled river code: general rows go to the model

@@ -1,17 +1,6 @@
 """ICE curves of a Hoeffding tree classifier as arrays: one class's probability at ``x`` with
 one feature moved along a grid, for many features and grid values at once.
 
-A row that changes a feature no branch on ``x``'s path tests reaches ``x``'s leaves, so the
-curves of all such features are the leaves' naive Bayes distributions
-(:meth:`~streamxai.core.fastpath.leaves.NaiveBayesLeaf.curves`), weighed and combined as
-``predict_proba_one`` combines them: an adaptive tree divides each leaf's distribution by
-``sum * error^2``, adds the leaves class by class and normalises by the sum; a plain tree
-takes its one leaf's. The same operations in the same order as
-:mod:`streamxai.core.fastpath.trees`, on arrays: every sum has at most two terms (two
-classes), where ``sum()`` and left-to-right addition agree on every Python version. A
-feature a branch on the path tests is evaluated value by value (its rows may take other
-paths).
-
 >>> from river import tree
 >>> import random
 >>> import numpy as np
@@ -42,7 +31,19 @@ __all__ = ["class_curves", "combined"]
 def class_curves(tree: Any, x: dict, features: list, grids: np.ndarray, target_class: Any) -> np.ndarray | None:
     """The probability of ``target_class`` at ``x`` with ``features[i]`` at each ``grids[i, k]``,
     from ``tree`` (a :class:`~streamxai.core.fastpath.trees._Tree` call); None for more than
-    two classes."""
+    two classes.
+
+    A row that changes a feature no branch on ``x``'s path tests reaches ``x``'s leaves, so the
+    curves of all such features are the leaves' naive Bayes distributions
+    (:meth:`~streamxai.core.fastpath.leaves.NaiveBayesLeaf.curves`), weighed and combined as
+    ``predict_proba_one`` combines them: an adaptive tree divides each leaf's distribution by
+    ``sum * error^2``, adds the leaves class by class and normalises by the sum; a plain tree
+    takes its one leaf's. The same operations in the same order as
+    :mod:`streamxai.core.fastpath.trees`, on arrays: every sum has at most two terms (two
+    classes), where ``sum()`` and left-to-right addition agree on every Python version. A
+    feature a branch on the path tests is evaluated value by value (its rows may take other
+    paths).
+    """
     if tree.n > 2:
         return None
     for f in features:

@@ -1,13 +1,5 @@
 """The path of a row through a river decision tree, as river's own traversal finds it.
 
-``Branch.walk`` yields the node, then the nodes below the child the row goes to. When the
-row lacks the split feature or brings a category (or a numeric slot) the branch has not
-seen, ``branch_no`` raises ``KeyError`` and the walk goes to the branch's most traversed
-child instead -- and yields that child twice (once itself, once as the first node of its own
-walk). :func:`walk` returns the same list, duplicates included, because the adaptive trees
-add an alternate tree's prediction once per visit of its branch. The decision at each
-branch is river's own ``branch_no``; only the recursion is unrolled.
-
 >>> from river import tree
 >>> model = tree.HoeffdingTreeClassifier(grace_period=10)
 >>> for i in range(200):
@@ -63,7 +55,16 @@ def is_branch(node: Any) -> bool:
 
 
 def walk(root: Any, row: dict) -> list:
-    """The nodes ``root.walk(row, until_leaf=True)`` yields, in order."""
+    """The nodes ``root.walk(row, until_leaf=True)`` yields, in order.
+
+    ``Branch.walk`` yields the node, then the nodes below the child the row goes to. When the
+    row lacks the split feature or brings a category (or a numeric slot) the branch has not
+    seen, ``branch_no`` raises ``KeyError`` and the walk goes to the branch's most traversed
+    child instead -- and yields that child twice (once itself, once as the first node of its own
+    walk). :func:`walk` returns the same list, duplicates included, because the adaptive trees
+    add an alternate tree's prediction once per visit of its branch. The decision at each
+    branch is river's own ``branch_no``; only the recursion is unrolled.
+    """
     nodes = [root]
     node = root
     while is_branch(node):

@@ -1,14 +1,5 @@
 """Rolling minimum and maximum of one feature over a window (iPDP paper, Algorithm 2).
 
-A value older than the newest value that beats it can never be the window's extreme
-again, so it is dropped: the maxima are kept in a deque of decreasing values (the minima
-in one of increasing values), the front is the current extreme and leaves once it is
-``window`` updates old. Each value enters and leaves each deque at most once, so an update
-costs O(1) amortised; memory is at most ``window`` entries (reached only by a strictly
-monotone stream, typically O(log window) for i.i.d. data).
-
-The storage draws no random numbers: two storages fed the same values agree on any worker.
-
 >>> s = ExtremeValueStorage(window=3)
 >>> for v in [5.0, 1.0, 4.0, 2.0, 3.0]:
 ...     s.update(v)
@@ -39,6 +30,15 @@ class ExtremeValueStorage(Component):
     1. Muschalik, M., Fumagalli, F., Jagtani, R., Hammer, B., Hüllermeier, E. "iPDP: On Partial
        Dependence Plots in Dynamic Modeling Scenarios". arXiv:2306.07775.
        Implements Algorithm 2 (incremental extreme value storage).
+
+    A value older than the newest value that beats it can never be the window's extreme
+    again, so it is dropped: the maxima are kept in a deque of decreasing values (the minima
+    in one of increasing values), the front is the current extreme and leaves once it is
+    ``window`` updates old. Each value enters and leaves each deque at most once, so an update
+    costs O(1) amortised; memory is at most ``window`` entries (reached only by a strictly
+    monotone stream, typically O(log window) for i.i.d. data).
+
+    The storage draws no random numbers: two storages fed the same values agree on any worker.
     """
 
     def __init__(self, window: int = 1000):

@@ -1,19 +1,5 @@
 """Frequency distribution of one feature over a recent window (iPDP paper, Algorithm 3).
 
-A fixed-size reservoir of ``size`` values. While it is not full every value enters; once
-full, a new value enters with the *entrance probability* ``p`` and then replaces the
-**oldest** stored value (first in, first out). The reservoir therefore holds a thinned
-sample of roughly the last ``size / p`` values, in arrival order, and forgets everything
-older: quantiles (numeric features) and category counts (categorical features) describe
-the recent window, not the whole stream.
-
-The paper's pseudo-code draws the entrance also while the reservoir fills, which would
-store the same value twice; like the authors' implementation (iXAI
-``OrderedReservoirStorage``) the draw applies only once the reservoir is full.
-
-Entrance draws use the storage's own generator seeded with ``seed``, so two storages with
-the same seed fed the same values hold the same values on any worker.
-
 >>> s = FrequencyStorage(size=4, entrance_probability=0.5, seed=3)
 >>> for v in range(20):
 ...     s.update(float(v))
@@ -61,6 +47,20 @@ class FrequencyStorage(Component):
     1. Muschalik, M., Fumagalli, F., Jagtani, R., Hammer, B., Hüllermeier, E. "iPDP: On Partial
        Dependence Plots in Dynamic Modeling Scenarios". arXiv:2306.07775.
        Implements Algorithm 3 (incremental frequency storage).
+
+    A fixed-size reservoir of ``size`` values. While it is not full every value enters; once
+    full, a new value enters with the *entrance probability* ``p`` and then replaces the
+    **oldest** stored value (first in, first out). The reservoir therefore holds a thinned
+    sample of roughly the last ``size / p`` values, in arrival order, and forgets everything
+    older: quantiles (numeric features) and category counts (categorical features) describe
+    the recent window, not the whole stream.
+
+    The paper's pseudo-code draws the entrance also while the reservoir fills, which would
+    store the same value twice; like the authors' implementation (iXAI
+    ``OrderedReservoirStorage``) the draw applies only once the reservoir is full.
+
+    Entrance draws use the storage's own generator seeded with ``seed``, so two storages with
+    the same seed fed the same values hold the same values on any worker.
     """
 
     def __init__(self, size: int = 100, entrance_probability: float = 1.0, seed: int | None = None):
@@ -102,7 +102,7 @@ class FrequencyStorage(Component):
         return dict(self._counts)
 
     def update(self, value: Any) -> None:
-        """Offer ``value``; see the module docstring for when it enters."""
+        """Offer ``value``; the class docstring says when it enters."""
         self.n_seen += 1
         values = self._values
         if len(values) >= self.size:

@@ -1,9 +1,5 @@
 """Fixed-size reservoirs of past observations (iPFI paper, "uniform" and "geometric" sampling).
 
-Updating uses the reservoir's own seeded generator, so two reservoirs with the same seed
-fed the same stream hold the same observations on any worker. Drawing uses a generator
-the caller passes, so each explainer (or feature) draws independently.
-
 >>> import random
 >>> r = GeometricReservoir(size=3, seed=1)
 >>> for i in range(10):
@@ -75,6 +71,10 @@ class UniformReservoir(_Reservoir):
        Importance (iPFI): Towards Online Explanations on Data Streams". arXiv:2209.01939.
        Implements section "Incremental Sampling Strategies": uniform sampling, p_{s,r} = 1/s, as a
        reservoir of fixed length.
+
+    Updating uses the reservoir's own seeded generator, so two reservoirs with the same seed
+    fed the same stream hold the same observations on any worker. Drawing uses a generator
+    the caller passes, so each explainer (or feature) draws independently.
     """
 
     def _slot(self) -> int | None:

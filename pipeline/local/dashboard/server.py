@@ -1,17 +1,4 @@
-"""The dashboard process: a plain Kafka consumer of the output topics and an aiohttp server.
-
-A background thread consumes the topics the reader reads (``predictions``, ``explanations``,
-``drift-events``, ``change-episodes``: whichever exist, picked up by a topic-name pattern as
-they appear) with its own throwaway consumer group, feeds them to a :class:`DashboardState`,
-and the web server answers:
-
-- ``GET /`` the page, ``GET /static/...`` its script, style and the vendored uPlot;
-- ``GET /api/streams`` every stream's summary, ``GET /api/stream/{id}`` one stream's view;
-- ``GET /events?stream=ID`` server-sent events: ``streams`` (the summary) and ``stream``
-  (the chosen stream's view) whenever they changed, at most every ``push_every`` seconds.
-
-It needs no access to workers, so it runs beside any deployment.
-"""
+"""The dashboard process: a plain Kafka consumer of the output topics and an aiohttp server."""
 
 from __future__ import annotations
 
@@ -170,7 +157,20 @@ def make_web_app(state: DashboardState, lock: threading.Lock, push_every: float 
 def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
                   from_beginning: bool = True, max_points: int = 400) -> None:
     """Consume and serve until interrupted (blocks). :class:`~schemas.ConfigError` before
-    anything starts if ``host:port`` cannot be listened on."""
+    anything starts if ``host:port`` cannot be listened on.
+
+    A background thread consumes the topics the reader reads (``predictions``, ``explanations``,
+    ``drift-events``, ``change-episodes``: whichever exist, picked up by a topic-name pattern as
+    they appear) with its own throwaway consumer group, feeds them to a :class:`DashboardState`,
+    and the web server answers:
+
+    - ``GET /`` the page, ``GET /static/...`` its script, style and the vendored uPlot;
+    - ``GET /api/streams`` every stream's summary, ``GET /api/stream/{id}`` one stream's view;
+    - ``GET /events?stream=ID`` server-sent events: ``streams`` (the summary) and ``stream``
+      (the chosen stream's view) whenever they changed, at most every ``push_every`` seconds.
+
+    It needs no access to workers, so it runs beside any deployment.
+    """
     from confluent_kafka.admin import AdminClient
 
     sock = listen_socket(host, port)

@@ -1,10 +1,5 @@
 """What the dashboard shows of every stream: the views of an :class:`~streamxai.local.output_reader.OutputReader`.
 
-:class:`DashboardState` is the one reader of the output topics (per-stream state in bounded
-memory, see :mod:`streamxai.local.output_reader`) plus the JSON-ready views the page and
-``streamxai plot`` draw: every stream's summary, and one stream's view with its
-trajectories, ranking, lag, curves, change events and episodes.
-
 >>> st = DashboardState(max_points=4)
 >>> for seq in range(10):
 ...     st.add("predictions", {"stream_id": "s", "seq": seq, "loss": seq % 2}, ts=100.0 + seq)
@@ -17,8 +12,6 @@ trajectories, ranking, lag, curves, change events and episodes.
 (4, 4.0, 0.1, 'a')
 >>> len(st.streams_summary())
 1
-
-A stream whose labels come later: its predictions wait, outcomes say when their labels came.
 
 >>> st.add("predictions", {"schema": "prediction/v2", "stream_id": "d", "seq": 0, "position": 0, "y_true": None})
 >>> st.add("predictions", {"schema": "prediction/v2", "stream_id": "d", "seq": 1, "position": 1, "y_true": None})
@@ -48,7 +41,15 @@ class DashboardState(OutputReader):
 
     ``explainers_of(stream_id)``, when given, names the explainers a stream's settings run (its
     profile's): the lag counts only those of them it has seen, so an explainer a profile no
-    longer runs is not shown as falling behind."""
+    longer runs is not shown as falling behind.
+
+    :class:`DashboardState` is the one reader of the output topics (per-stream state in bounded
+    memory, see :mod:`streamxai.local.output_reader`) plus the JSON-ready views the page and
+    ``streamxai plot`` draw: every stream's summary, and one stream's view with its
+    trajectories, ranking, lag, curves, change events and episodes.
+
+    A stream whose labels come later: its predictions wait, outcomes say when their labels came.
+    """
 
     def __init__(self, *args: Any, explainers_of: Callable[[str], Iterable[str]] | None = None, **kw: Any):
         super().__init__(*args, **kw)
