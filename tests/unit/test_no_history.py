@@ -113,11 +113,7 @@ def hits(names: list[str]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("area", [
-    pytest.param(area, marks=pytest.mark.xfail(strict=False, reason="README rewritten on the docs branch"))
-    if area == "README" else area
-    for area in AREAS
-])
+@pytest.mark.parametrize("area", list(AREAS))
 def test_no_history(area):
     assert hits(AREAS[area]) == []
 
