@@ -5,7 +5,7 @@ over header and pickle; see :mod:`streamxai.kafka.checkpoint_seal` for what is r
 File names are SHA-256 hashes of the key, never the key itself (no length or character limit
 to trip over). Files are written atomically (temporary file, then rename), so workers on one
 host can share them, if they share the key (``checkpoint_key``, or the key file generated
-once in ``state_dir``, see :func:`~streamxai.kafka.checkpoint_seal.checkpoint_secret`).
+once in ``state_dir``, see :func:`~streamxai.kafka.checkpoint_key.checkpoint_secret`).
 
 >>> import tempfile
 >>> store = FileCheckpointStore(tempfile.mkdtemp(), every=2, secret=b"0123456789abcdef")
