@@ -30,13 +30,16 @@ ROLES = ("model", "explain", "drift")
 log = logging.getLogger("streamxai")
 
 
-def checkpoint_store(settings: Settings, commits: CommittedOffsets | None = None) -> SealedStore | None:
+def checkpoint_store(
+    settings: Settings, commits: CommittedOffsets | None = None, metrics: Metrics | None = None
+) -> SealedStore | None:
     """The store a worker's handlers share (None when ``checkpoint_every`` is 0: no checkpoints
     written or read): files under ``state_dir/checkpoints`` authenticated by
-    :func:`~streamxai.kafka.checkpoint_seal.checkpoint_secret`, or with ``checkpoint_store = "kafka"``
+    :func:`~streamxai.kafka.checkpoint_key.checkpoint_secret`, or with ``checkpoint_store = "kafka"``
     the compacted topic ``<prefix>checkpoints``, authenticated by ``checkpoint_key``. With
     ``commits`` (the worker's committed offsets) each key keeps the newest checkpoint a commit
-    covers beside its newest one (:meth:`SealedStore.save`)."""
+    covers beside its newest one (:meth:`SealedStore.save`). A key file that cannot be used is
+    replaced (counted in ``metrics`` as ``checkpoint_keys_replaced``)."""
     if settings.checkpoint_every == 0:
         return None
     if settings.checkpoint_store == "kafka":
@@ -46,7 +49,8 @@ def checkpoint_store(settings: Settings, commits: CommittedOffsets | None = None
         ensure_checkpoint_topic(settings)
         return KafkaCheckpointStore(settings, settings.checkpoint_every, secret=settings.checkpoint_key.reveal().encode(),
                                     commits=commits)
-    secret = checkpoint_secret(settings.checkpoint_key.reveal(), settings.state_dir)
+    secret = checkpoint_secret(settings.checkpoint_key.reveal(), settings.state_dir,
+                               on_replaced=(lambda: metrics.inc("checkpoint_keys_replaced")) if metrics else None)
     return FileCheckpointStore(Path(settings.state_dir) / "checkpoints", settings.checkpoint_every, secret=secret,
                                commits=commits)
 
@@ -98,7 +102,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     # the intake reads both inputs: what it forwards to arrivals is the order the model learns in
     topics["intake"] = app.topic(settings.topic("features"), settings.topic("labels"), schema=RawSchema())
     history = PartitionHistory(settings)
-    store = checkpoint_store(settings, commits)
+    store = checkpoint_store(settings, commits, metrics)
     stateful: list[MessageHandler] = []
     if "model" in roles:
         install_intake_agent(app, topics, IntakeHandler(settings, metrics))

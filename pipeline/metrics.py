@@ -71,6 +71,8 @@ HELP = {
     "failures_rolled_back": "Messages that failed on a guarded state: dead-lettered, the state put back as it was before them, nothing rebuilt",
     "checkpoints_written": "Checkpoints written",
     "checkpoints_restored": "Checkpoints restored, by stage (model, explain, drift)",
+    "checkpoint_keys_replaced": "Checkpoint key files (state_dir/checkpoint.key) that could not be used, set aside and replaced by a new key (their checkpoints rebuilt by replay)",
+    "history_incomplete": "States rebuilt from an incomplete history: no checkpoint covered the messages retention had deleted (the stream goes on from what remains; see the warning line)",
     "checkpoints_outdated": "Checkpoints not restored because the key's stream settings changed since (rebuilt from its history)",
     "drift_states_adopted": "Drift states of the version before the drift feed restored from their checkpoint on explanations, with the explanations after it (an upgrade)",
     "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",

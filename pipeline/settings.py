@@ -56,6 +56,11 @@ PER_STREAM = frozenset({
 PER_STREAM_PREFIXES = ("isage_", "drift_")
 
 
+#: the shortest retention the worker sets on its topics (internal_retention_ms), and the smallest size
+_MIN_RETENTION_MS = 3600 * 1000
+_MIN_RETENTION_BYTES = 1024 * 1024
+
+
 def is_per_stream(name: str) -> bool:
     """Whether a stream profile may set ``name``.
 
@@ -138,6 +143,12 @@ class Settings:
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     output_linger_ms: int = _f(50, "how long a worker's outputs (predictions, explanations, change events, dead letters) may wait to fill a batch before they are sent, in ms (0-1000); the records its own agents read next wait at most 5 ms. Longer: fewer requests, less CPU for the worker and the broker")
     shutdown_timeout_s: float = _f(15.0, "a worker asked to stop (SIGTERM) that has not stopped after this many seconds exits at once (its uncommitted messages are processed again after a restart)")
+    # Retention of the topics the worker creates (docs/pages/how-to/retention.md)
+    internal_retention_ms: int = _f(7 * 24 * 3600 * 1000, "retention.ms of the topics the worker creates, except the "
+                                    "features and labels inputs: how long a message is kept, in ms (-1: for ever). "
+                                    "A restart is exact while it keeps every message since each key's checkpoint")
+    internal_retention_bytes: int = _f(-1, "retention.bytes of the topics the worker creates, except the features and "
+                                           "labels inputs: the most each partition keeps, in bytes (-1: no limit)")
     # Data
     features: list = _f([], "feature names every event must carry, in model order (a worker needs them here or in "
                             "every stream profile)")
@@ -217,6 +228,13 @@ class Settings:
             raise bad(f"checkpoint_store={self.checkpoint_store!r} must be local or kafka")
         if 0 < len(self.checkpoint_key.reveal()) < 16:
             raise bad("checkpoint_key is too short: use at least 16 characters (e.g. `openssl rand -hex 32`)")
+        if self.internal_retention_ms != -1 and not self.internal_retention_ms >= _MIN_RETENTION_MS:
+            raise bad(f"internal_retention_ms={self.internal_retention_ms} must be -1 (keep for ever) or at least "
+                      f"{_MIN_RETENTION_MS} (one hour): a restart replays each key's messages since its checkpoint "
+                      "from these topics (see docs/pages/how-to/retention.md)")
+        if self.internal_retention_bytes != -1 and not self.internal_retention_bytes >= _MIN_RETENTION_BYTES:
+            raise bad(f"internal_retention_bytes={self.internal_retention_bytes} must be -1 (no limit) or at least "
+                      f"{_MIN_RETENTION_BYTES} (1 MiB) per partition")
         if not 4096 <= self.max_dead_letter_bytes <= 1_000_000:
             raise bad(f"max_dead_letter_bytes={self.max_dead_letter_bytes} must be in [4096, 1000000] "
                       "(Kafka's default message.max.bytes is 1 MiB)")

@@ -97,6 +97,11 @@ class HistoryCache:
         entries = part.by_key.pop(key, [])
         return iter([(off, v, *meta) for off, v, meta in entries if from_offset <= off < before_offset])
 
+    def first_offset(self, topic: str, partition: int) -> int | None:
+        """The first offset the source still holds of ``topic[partition]`` (None: it does not say)."""
+        first = getattr(self.source, "first_offset", None)
+        return first(topic, partition) if first is not None else None
+
     def forget(self, topic: str, partition: int) -> None:
         """Drop what is cached of ``topic[partition]`` (the handler did not see all of it)."""
         self._parts.pop((topic, partition), None)

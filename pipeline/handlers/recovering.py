@@ -307,6 +307,7 @@ class Recovering(abc.ABC, Generic[M, S]):
         if loaded is None and self._opens(msg):
             return st
         if self.history is not None and src.offset is not None and src.offset > from_offset:
+            self._check_history(key, src, from_offset)
             errors = self._replay_errors
             rebuilt.ok = self._rebuild(st, key, src, from_offset)
             rebuilt.failed = self._replay_errors - errors
@@ -314,6 +315,22 @@ class Recovering(abc.ABC, Generic[M, S]):
         elif loaded is not None:
             self._log_built(key, src, from_offset, 0, 0)
         return st
+
+    def _check_history(self, key: bytes | None, src: Source, from_offset: int) -> None:
+        """Report (one warning, the ``history_incomplete`` counter) a replay of ``key`` that needs
+        the messages of ``src``'s partition from ``from_offset`` when retention deleted some of
+        them: the state is then built from what remains, and the stream goes on."""
+        first_offset = getattr(self.history, "first_offset", None)
+        first = first_offset(src.topic, src.partition) if first_offset is not None else None
+        if first is None or first <= from_offset:
+            return
+        self.metrics.inc("history_incomplete")
+        log.warning("%s state %s: its history is incomplete: rebuilding it needs %s[%d] from offset %d (%s) and the "
+                    "topic keeps it from offset %d (retention deleted the rest); going on from what remains, so its "
+                    "values differ from an unbroken run (see docs/pages/how-to/retention.md)", self.STAGE,
+                    key.decode(errors="replace") if key is not None else None, src.topic, src.partition, from_offset,
+                    "after its checkpoint" if from_offset > 0 else "its first message, no checkpoint being found",
+                    first)
 
     def _rebuild(self, st: S, key: bytes | None, src: Source, from_offset: int) -> int:
         """Re-run the messages of ``key`` on ``src``'s partition from ``from_offset`` up to ``src``

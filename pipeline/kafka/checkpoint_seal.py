@@ -16,18 +16,14 @@ import abc
 import hashlib
 import hmac
 import logging
-import os
 import pickle
-import secrets
-import stat
-import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import orjson
-from streamxai.schemas import ConfigError, Source
+from streamxai.schemas import Source
 
+from .checkpoint_key import checkpoint_secret  # noqa: F401  (re-exported)
 from .committed_offsets import CommittedOffsets
 
 __all__ = ["CheckpointSeal", "HEADER_BYTES", "RefusedCheckpoint", "SealedStore", "STATE_FORMAT", "checkpoint_secret"]
@@ -43,9 +39,7 @@ log = logging.getLogger("streamxai")
 #: classes and attributes of the states with those recorded for this format.
 STATE_FORMAT = 2
 _MAGIC = b"streamxai-checkpoint/v2\n"
-_KEY_FILE = "checkpoint.key"
 _MIN_SECRET = 16
-_KEY_BYTES = 32  # of a generated key, written as hex
 
 
 class CheckpointSeal:
@@ -282,56 +276,3 @@ class SealedStore(abc.ABC):
     @abc.abstractmethod
     def _set_aside(self, kind: str, key: bytes, where: str) -> str:
         """Make sure the refused checkpoint at ``where`` is not read again; says where it went."""
-
-
-def checkpoint_secret(key_setting: str, state_dir: str | os.PathLike[str]) -> bytes:
-    """The checkpoint key: the ``checkpoint_key`` setting, or else a random key generated once
-    into ``state_dir/checkpoint.key`` (64 hex digits, mode 0600, with a warning) and reused by
-    every worker sharing that ``state_dir``.
-
-    A key file readable by others is refused: whoever can read it can forge checkpoints. A key
-    file that cannot be read or does not hold a key is an error that says what to do; it is
-    never replaced, since the workers sharing it would then refuse each other's checkpoints.
-    """
-    if key_setting:
-        return key_setting.encode()
-    path = Path(state_dir) / _KEY_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_hex(_KEY_BYTES))
-        log.warning("no checkpoint_key set: generated one in %s (mode 0600); workers that share this "
-                    "state_dir share it; set checkpoint_key to share checkpoints otherwise", path)
-    if not path.is_file():
-        raise _unusable_key(path, "it is not a regular file")
-    mode = path.stat().st_mode
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(f"checkpoint key file {path} is accessible to other users (mode {oct(mode & 0o777)}); "
-                          f"run `chmod 600 {path}`")
-    for _ in range(50):  # another worker may have created it a moment ago and not written it yet
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise _unusable_key(path, f"it cannot be read ({e.strerror})") from None
-        if data.strip():
-            break
-        time.sleep(0.02)
-    else:
-        raise _unusable_key(path, "it is empty")
-    text = data.strip()
-    if len(text) != 2 * _KEY_BYTES or not all(c in b"0123456789abcdefABCDEF" for c in text):
-        raise _unusable_key(path, f"it does not hold the {2 * _KEY_BYTES} hex digits streamxai writes "
-                                  f"({len(data)} bytes{', not text' if not text.isascii() else ''})")
-    return text
-
-
-def _unusable_key(path: Path, why: str) -> ConfigError:
-    return ConfigError(
-        f"checkpoint key file {path} cannot be used: {why}. It is not replaced, since the workers that share it "
-        f"would then refuse each other's checkpoints: restore it (from a backup, or from the state_dir of a worker "
-        f"that shares it), or set checkpoint_key, or delete it to generate a new key (existing checkpoints are "
-        f"then set aside and rebuilt by replay)")

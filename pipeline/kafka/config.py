@@ -19,7 +19,7 @@ from streamxai.schemas import ConfigError, StreamxaiError
 from ..settings import Settings
 
 __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
-           "BROKER_CHECK_TIMEOUT_S"]
+           "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config"]
 
 #: how long a command waits for the broker before it gives up with a one-line error
 BROKER_CHECK_TIMEOUT_S = 8.0
@@ -35,6 +35,8 @@ class BrokerError(StreamxaiError, RuntimeError):
 #: drift-feed: each report's explanations as one record, what the drift agent reads (streamxai.schemas.drift_feed)
 TOPIC_NAMES = ("features", "labels", "arrivals", "predictions", "explain-tasks", "explain-decisions", "explanations",
                "drift-feed", "drift-events", "change-episodes", "dead-letters")
+#: the team's inputs: created with the broker's defaults when missing, their retention is the team's
+INPUT_TOPICS = ("features", "labels")
 
 
 def confluent_config(s: Settings, **extra: Any) -> dict[str, Any]:
@@ -127,7 +129,8 @@ def check_broker(s: Settings, timeout: float = BROKER_CHECK_TIMEOUT_S) -> None:
 
 
 def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
-    """Check the broker (:func:`check_broker`), then create the pipeline's topics if missing;
+    """Check the broker (:func:`check_broker`), then create the pipeline's topics if missing, the
+    internal ones (all but :data:`INPUT_TOPICS`) with explicit retention (:func:`retention_config`);
     returns the names created."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -136,7 +139,6 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
     admin = AdminClient(confluent_config(s, log_level=3))
     meta = admin.list_topics(timeout=timeout).topics
     existing = set(meta)
-    wanted = [s.topic(n) for n in TOPIC_NAMES]
     # explain groups (and their recorded decisions) are placed by partition number
     for placed in (s.topic("explain-tasks"), s.topic("explain-decisions")):
         if placed in meta and len(meta[placed].partitions) != s.partitions:
@@ -145,8 +147,9 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
                 f"{s.partitions}; explain groups are placed by partition number, so set partitions="
                 f"{len(meta[placed].partitions)} (or use a new topic_prefix)"
             )
-    new = [NewTopic(t, num_partitions=s.partitions, replication_factor=s.replication_factor)
-           for t in wanted if t not in existing]
+    new = [NewTopic(s.topic(n), num_partitions=s.partitions, replication_factor=s.replication_factor,
+                    config={} if n in INPUT_TOPICS else retention_config(s))
+           for n in TOPIC_NAMES if s.topic(n) not in existing]
     for _topic, fut in (admin.create_topics(new, operation_timeout=timeout).items() if new else ()):
         try:
             fut.result()
@@ -155,6 +158,17 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
                 raise
     _check_dead_letter_limit(s, admin, timeout)
     return [t.topic for t in new]
+
+
+def retention_config(s: Settings) -> dict[str, str]:
+    """The topic configs of an internal topic: its retention (``internal_retention_ms``,
+    ``internal_retention_bytes``), explicit so that it does not depend on the broker's defaults.
+
+    >>> retention_config(Settings(internal_retention_ms=-1))
+    {'cleanup.policy': 'delete', 'retention.ms': '-1', 'retention.bytes': '-1'}
+    """
+    return {"cleanup.policy": "delete", "retention.ms": str(s.internal_retention_ms),
+            "retention.bytes": str(s.internal_retention_bytes)}
 
 
 def _check_dead_letter_limit(s: Settings, admin: Any, timeout: float) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -22,12 +24,37 @@ class PartitionHistory:
     that stream — after a restart, a crash or a rebalance that moved the partition — it rebuilds
     the state by re-running the stream's earlier messages from the same partition. Every
     message of a stream (or group) is on one partition, so this is exact as long as the topic
-    still holds them (set retention accordingly).
+    still holds them (``docs/pages/how-to/retention.md``). Where retention deleted the start of
+    what a state needs, the replay reads what remains (the handler reports what is missing, from
+    :meth:`first_offset`).
     """
+
+    #: how long a partition's first offset is taken as known (retention moves it on slowly)
+    FIRST_OFFSET_TTL_S = 10.0
 
     def __init__(self, settings: Settings, poll_timeout: float = 5.0):
         self.settings = settings
         self.poll_timeout = poll_timeout
+        self._first: dict[tuple[str, int], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def first_offset(self, topic: str, partition: int) -> int:
+        """The first offset ``topic[partition]`` still holds (its low watermark: retention deleted
+        the messages before it), asked of the broker at most every :attr:`FIRST_OFFSET_TTL_S` s."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        with self._lock:
+            known = self._first.get((topic, partition))
+            if known is not None and time.monotonic() - known[0] < self.FIRST_OFFSET_TTL_S:
+                return known[1]
+            c = Consumer(confluent_config(self.settings, **{
+                "log_level": 0, "group.id": f"streamxai-replay-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False}))
+            try:
+                low = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.poll_timeout)[0]
+            finally:
+                c.close()
+            self._first[(topic, partition)] = (time.monotonic(), low)
+            return low
 
     def __call__(
         self, topic: str, partition: int, before_offset: int | None, key: bytes | None, from_offset: int = 0
@@ -60,10 +87,12 @@ class PartitionHistory:
             "auto.offset.reset": "earliest",
         }))
         try:
+            low, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.poll_timeout)
             if before_offset is None:
-                before_offset = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.poll_timeout)[1]
-                if before_offset <= from_offset:
-                    return
+                before_offset = high
+            # nothing kept of the range (retention deleted it): there is no message to wait for
+            if before_offset <= max(from_offset, low):
+                return
             c.assign([TopicPartition(topic, partition, from_offset or OFFSET_BEGINNING)])
             while True:
                 msg = c.poll(self.poll_timeout)

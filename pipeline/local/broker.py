@@ -229,6 +229,9 @@ class LocalBroker:
     auto_create_topics
         Whether a client's request for a missing topic creates it (``auto.create.topics.enable``);
         on by default for local runs, off in most production clusters (the fault tests use both).
+    extra_properties
+        ``server.properties`` entries added after the defaults, replacing those of the same name
+        (a test that watches retention sets ``log.retention.check.interval.ms``).
 
     The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
     first time, Maven and access to Maven Central.
@@ -272,6 +275,7 @@ class LocalBroker:
         libs_dir: str | os.PathLike[str] | None = None,
         sasl: SaslUsers | None = None,
         auto_create_topics: bool = True,
+        extra_properties: dict[str, str] | None = None,
     ) -> None:
         for name, value in (("port", port), ("controller_port", controller_port)):
             if not isinstance(value, int) or not 0 < value < 65536:
@@ -292,6 +296,8 @@ class LocalBroker:
         self.die_with_parent = die_with_parent
         self.libs_dir = Path(libs_dir) if libs_dir is not None else default_libs_dir()
         self.sasl = sasl
+        #: ``server.properties`` entries that replace or add to the defaults (a test's retention check, ...)
+        self.extra_properties = dict(extra_properties or {})
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_mark = 0  # size of the log file when the JVM was last launched
 
@@ -389,6 +395,7 @@ class LocalBroker:
             "log.segment.bytes=16777216",
             "log.retention.hours=24",
             "log.retention.check.interval.ms=60000",
+            *(f"{k}={v}" for k, v in self.extra_properties.items()),  # the later of two equal keys wins
         ]
         return "\n".join(lines) + "\n"
 

@@ -309,15 +309,15 @@ def _damage_files(state_dir):
 @pytest.mark.parametrize("store", ["local", "kafka"])
 def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_path, store):
     """Every checkpoint (model, explain, drift; truncated, zero-length, random bytes, another key)
-    is damaged between two runs, on disk or on the checkpoint topic. An unusable key file is one
-    line at start (not a traceback), and the damaged checkpoints are set aside and their states
-    rebuilt by replay: the values are those of the in-process core."""
-    import subprocess
-    import sys
+    is damaged between two runs, on disk or on the checkpoint topic, and on disk every other file
+    of the state_dir (checkpoint.key among them) is overwritten with random bytes. The worker
+    starts by itself: the key file is set aside and replaced (one line, a metric), the damaged
+    checkpoints are set aside, and their states rebuilt by replay: the values are those of the
+    in-process core."""
+    import os
 
     from streamxai.local.ports import free_port
     from streamxai.settings import Secret
-    from streamxai.worker import settings_env
 
     state = tmp_path / "state"
     s = make_settings(bootstrap, str(state), explain_groups=1, explainers=["ipfi"], checkpoint_every=15,
@@ -345,18 +345,11 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
         stop_worker(first)
     if store == "local":
         used = _damage_files(state)
-        key_file = state / "checkpoint.key"
-        key = key_file.read_bytes()
-        key_file.write_bytes(b"\x80" + key[1:])
-        env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("STREAMXAI_")}
-        env.update(settings_env(s.replace(web_port=free_port())))
-        run = subprocess.run([sys.executable, "-m", "streamxai.cli", "worker", "--loglevel", "warning"], env=env,
-                             capture_output=True, text=True, timeout=120)
-        errors = [ln for ln in run.stderr.splitlines() if "error" in ln.lower()]
-        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
-        assert len(errors) == 1 and "checkpoint key file" in errors[0] and "restore it" in errors[0], run.stderr
-        assert key_file.read_bytes() == b"\x80" + key[1:]  # not replaced
-        key_file.write_bytes(key)  # restored, as the line says
+        others = [p for p in state.rglob("*") if p.is_file() and (state / "checkpoints") not in p.parents]
+        assert state / "checkpoint.key" in others
+        for path in others:
+            path.write_bytes(os.urandom(max(path.stat().st_size, 1)))
+        garbage = (state / "checkpoint.key").read_bytes()
         again = s.replace(web_port=free_port())
     else:
         used = _damage_checkpoint_topic(s, bootstrap)
@@ -366,11 +359,15 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     try:
         produce(70, 90)
         expl = collect(s, "explanations", explained(90), timeout=180)
+        every_event = {(sid, i) for sid in streams for i in range(90)}
+        predicted = collect(s, "predictions", lambda ms: {(m["stream_id"], m["seq"]) for m in ms} >= every_event,
+                            timeout=60)
         counters = worker_metrics(again)["counters"]
     finally:
         stop_worker(second)
     got = {(m["stream_id"], m["seq"], m["feature"]): m["value"] for m in expl}
     assert {k: got[k] for k in want} == want  # rebuilt by replay: the in-process core's values
+    assert {(m["stream_id"], m["seq"]) for m in predicted} >= every_event  # the next events predicted too
     assert counters.get("checkpoints_restored", 0) == 0 and counters.get("replayed_events", 0) > 0, counters
     log = (tmp_path / "b.log").read_text(errors="replace")
     assert "Traceback" not in log, log[-3000:]
@@ -380,6 +377,14 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     if store == "local":
         aside = {p.parent.name for p in (state / "checkpoints").rglob("*.refused")}
         assert aside == {"model", "explain", "drift"}
+        assert (state / "checkpoint.key.refused").read_bytes() == garbage  # set aside, not deleted
+        new_key = (state / "checkpoint.key").read_bytes()
+        assert len(new_key) == 64 and new_key.decode() not in log  # a key is never shown
+        replaced = [ln for ln in log.splitlines() if "checkpoint key file" in ln]
+        assert len(replaced) == 1 and "set aside" in replaced[0] and "new key" in replaced[0], log[-3000:]
+        assert counters.get("checkpoint_keys_replaced") == 1, counters
+    else:
+        assert counters.get("checkpoint_keys_replaced", 0) == 0, counters
 
 
 # --- a worker whose topics are deleted ------------------------------------------------------------
