@@ -83,7 +83,6 @@ HELP = {
     "checkpoints_written": "Checkpoints written",
     "checkpoints_restored": "Checkpoints restored, by stage (model, explain, drift)",
     "checkpoints_outdated": "Checkpoints not restored because the key's stream settings changed since (rebuilt from its history)",
-    "drift_states_adopted": "Drift states of the version before the drift feed restored from their checkpoint on explanations, with the explanations after it (an upgrade)",
     "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",
     "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
     "states_dropped_after_rebalance": "Keys whose state was stale after their partition came back from another worker (rebuilt)",

@@ -1,4 +1,4 @@
-"""Drift path: explanation/v4 (or v3, v2) → change test per stream → change events and change episodes.
+"""Drift path: explanation/v4 → change test per stream → change events and change episodes.
 
 The drift agent reads the ``drift-feed`` topic: one record per report of an explainer group,
 carrying the report's explanations as the explain handler sent them to ``explanations``
@@ -6,8 +6,8 @@ carrying the report's explanations as the explain handler sent them to ``explana
 dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
 taken. A record without the form's header is one explanation message. Records are keyed by
 ``stream_id``, so every series of a stream reaches the same drift worker, in partition order.
-Their time axis is the stream's ``position`` (explanation/v4; the
-seq itself while labels come in line, and for explanation/v2 and v3): with labels that come
+Their time axis is the stream's ``position`` (the
+seq itself while labels come in line): with labels that come
 later, an event's loss-based explanations come when its label does, so seq no longer orders
 them. Change events and episodes carry the positions on that axis (``position``,
 ``cut_position``, ``first_position`` ...) and the seqs of the events explained there
@@ -22,9 +22,8 @@ re-delivered explanations repeat with equal values (consumers dedupe change even
 
 Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
 (``change_episode/v3``: each episode when it opens, with its kind and whether it is an alert,
-and again when it closes), both keyed by ``stream_id``. explanation/v1 messages carry no
-increments and go to the dead-letter topic with a reason that says to upgrade the
-explainer workers.
+and again when it closes), both keyed by ``stream_id``. An explanation of any other schema
+version goes to the dead-letter topic.
 """
 
 from __future__ import annotations
@@ -47,10 +46,8 @@ from .alert_line import episode_line
 from .common import MessageHandler, log
 from .event_seqs import EventSeqs
 from .feed_bounds import FeedBounds, feed_bounds
-from .history_cache import records_of
 from .out import Out
 from .protocols import CheckpointStore, History
-from .recovering import STORE_LOCK
 
 __all__ = ["DriftHandler", "change_event", "change_episode"]
 
@@ -65,16 +62,8 @@ class _StreamState:
     seqs: EventSeqs = field(default_factory=EventSeqs)
     #: ``(seq, cut_seq)`` of the changes of the episode not yet closed, by (explainer, feature, position)
     change_seqs: dict[tuple[str, str, int], tuple[int, int | None]] = field(default_factory=dict)
-    #: the settings it was built under (DriftHandler.SHAPED_BY; None in a checkpoint of a version before them)
+    #: the settings it was built under (DriftHandler.SHAPED_BY)
     built_under: dict[str, Any] | None = None
-
-    def __setstate__(self, state: dict) -> None:
-        """A state of the version before drift_event/v3 kept no seqs: from here on."""
-        if "seqs" not in state:
-            det = state["detector"]
-            state["seqs"] = EventSeqs(known_from=max((det.last_seq(e, f) for e, f in det.series), default=-1) + 1)
-            state["change_seqs"] = {}
-        self.__dict__.update(state)
 
     def update(self, p: _Point) -> tuple[list[Change], list[Episode], dict[int, tuple[int, int | None]]]:
         """Fold ``p`` into the change test, noting the event it explained at its position; the
@@ -112,7 +101,7 @@ class _Point:
     model_loss: Block | None
     curve: dict | None
     var_factor: float | None
-    n_seen: Any = None  # as sent (None: a version before it)
+    n_seen: Any = None  # as sent
 
 
 def _block(block: dict[str, float] | None) -> Block | None:
@@ -152,8 +141,6 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
         super().__init__(settings, metrics, history, checkpoints)
-        self._adopting = False  # taking an adopted stream's explanations (_adopt)
-        self._adopted: tuple[bytes, _StreamState, list[Out]] | None = None
         self._bounds: dict[int, FeedBounds] = {}  # by id of a stream's settings (the top level's or a profile's)
         self._count_from_zero("drift_events")
         for glob, s in (None, settings), *settings.profiles().items():  # every series from the start, so an
@@ -196,79 +183,14 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
             log.warning("explanation at %s has no key, not its stream_id %r: its stream's history cannot be "
                         "replayed after a restart; run every worker on the same streamxai version", src, p.stream_id)
             return self._fresh(p.stream_id)
-        adopted = self._adopt(p, key, src)
-        if adopted is not None:
-            return adopted
         st = self._recover(p, key, src)
         rebuilt = self._rebuilt.get(key)
         if (self.history is not None and rebuilt is not None and rebuilt.how == "history" and not rebuilt.ok
                 and p.n_explained > self.settings.for_stream(p.stream_id).emit_every):
             log.warning("drift state %s: no checkpoint and nothing of the stream on %s before %s, though its explainers "
-                        "have reported %d events: its change detection starts here. A stream that ran under a version "
-                        "before the drift feed (whose drift agent read explanations) without a drift checkpoint is not "
-                        "rebuilt from explanations (see the README's upgrade note)", p.stream_id, src.topic, src,
+                        "have reported %d events: its change detection starts here", p.stream_id, src.topic, src,
                         p.n_explained)
         return st
-
-    # upgrade from the version whose drift agent read explanations ---------------------------
-    def _adopt(self, p: _Point, key: bytes, src: Source) -> _StreamState | None:
-        """The state of a stream met on the drift feed that has no checkpoint there but one that
-        a version before the feed wrote on ``explanations`` (same partition): restored from it,
-        and every explanation of the stream on ``explanations`` after it taken as a message
-        (its change events sent; those the old drift agent had sent already are sent again,
-        equal, as after any redelivery). The outputs go out with the record's, and the state is
-        checkpointed on the feed after the record (:meth:`on_message`). None: not such a stream."""
-        old = self.settings.topic("explanations")
-        if (self._adopting or self.checkpoints is None or self.history is None or src.partition is None
-                or src.offset is None or src.topic != self.settings.topic("drift-feed")):
-            return None
-        with STORE_LOCK:
-            legacy = self.checkpoints.load(self.STAGE, key, old, src.partition)
-            if legacy is None or self.checkpoints.load(self.STAGE, key, src.topic, src.partition, src.offset):
-                return None
-        st, at = legacy
-        if self._outdated(st, p):
-            return None  # rebuilt from the feed under the new settings, as any outdated state
-        st.since_checkpoint = 0
-        if st.built_under is None:
-            st.built_under = self._built_under(p.stream_id)
-        sk = self._state_key(p)
-        self.states[sk] = st
-        self._known[key] = (sk, (src.topic, src.partition))
-        self._adopting, outs, n = True, [], 0
-        try:
-            for off, raw, ts, headers in records_of(self.history, old, src.partition, None, key, at + 1):
-                outs += self._on_one(raw, key, Source(old, src.partition, off, timestamp=ts, headers=headers))
-                n += 1
-        finally:
-            self._adopting = False
-        self._adopted = (key, st, outs)
-        self.metrics.inc("drift_states_adopted")
-        log.warning("drift state %s: restored from the checkpoint at %s[%d]@%d that a version before the drift feed "
-                    "wrote, then took the %d explanations of the stream after it on %s (change events of those the "
-                    "older drift agent had taken are sent again, equal); from %s on it reads %s", p.stream_id, old,
-                    src.partition, at, n, old, src, src.topic)
-        return st
-
-    def _checkpoint_if_due(self, key: bytes | None, st: Any, src: Source) -> None:
-        if self._adopting:  # checkpointed on the feed once the record is taken
-            st.since_checkpoint += 1
-            return
-        super()._checkpoint_if_due(key, st, src)
-
-    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        outs = super().on_message(raw, key, src)
-        if self._adopted is not None:
-            k, st, before = self._adopted
-            self._adopted = None
-            if self.checkpoints is not None and self.states.get(self._state_key_of(k)) is st:
-                with STORE_LOCK:
-                    self.checkpoints.save(self.STAGE, k, st, src)
-                st.since_checkpoint = 0
-                self._unsaved.pop(k, None)
-                self.metrics.inc("checkpoints_written")
-            outs = before + outs
-        return outs
 
     def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
         """Re-run one earlier explanation of the stream into its change test."""
@@ -304,9 +226,6 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
             bounds = self._bounds[id(s)] = feed_bounds(s)
         bounds.check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=where)
         return p
-
-    def _reason(self, err: InvalidMessage) -> str | None:
-        return "explanation_v1" if "explanation/v1 carries" in str(err) else None
 
     def _is_duplicate(self, p: _Point, st: _StreamState) -> bool:
         return p.position <= st.detector.last_seq(p.explainer, p.feature)

@@ -157,8 +157,9 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
                 try:
                     d = decode(raw, where="explain-decisions")
                     k = f"{d['stream_id']}/{d['group']}".encode()
-                    position = d["position"] if d.get("schema") == ExplainDecision.SCHEMA else d["seq"]  # v1: seq
-                    by_key.setdefault(k, {})[int(position)] = bool(d["explain"])
+                    if d.get("schema") != ExplainDecision.SCHEMA:  # not this version's record: not a decision made
+                        continue
+                    by_key.setdefault(k, {})[int(d["position"])] = bool(d["explain"])
                 except (InvalidMessage, KeyError, TypeError, ValueError):
                     continue
             self._recorded[partition] = by_key

@@ -3,7 +3,7 @@
 ``pyproject.toml`` puts ``tests/`` on pytest's path, so tests import these as ``helpers.*``:
 
 - ``pipeline_runs``: settings, workers' metrics and collecting output for runs on a broker;
-- ``handler_inputs``: handler settings and ``explanation/v2`` payloads for the handler tests, and
+- ``handler_inputs``: handler settings and ``explanation/v4`` payloads for the handler tests, and
   ``run_handlers`` (the model, explain and drift handlers of one worker, in process);
 - ``agrawal_truth``: exact SAGE and PFI ground truth of agrawal classification function 1;
 - ``streams``: small seeded streams (``threshold_events``, ``linear_events``);

@@ -1,10 +1,10 @@
 """Inputs for the handler tests (no Kafka): settings small enough for quick runs and
-``explanation/v2`` payloads built from plain numbers.
+``explanation/v4`` payloads built from plain numbers.
 
 >>> s = drift_settings()
 >>> s.explainers, s.explain_groups, s.drift_warmup
 (['ipfi'], 3, 0)
->>> raw = explanation_v2("s", "ipfi", "age", 9, 0.1, (10, 0.1, 0.0), 10)
+>>> raw = explanation_msg("s", "ipfi", "age", 9, 0.1, (10, 0.1, 0.0), 10)
 >>> b'"block":{"n":10,"mean":0.1,"m2":0.0}' in raw
 True
 """
@@ -16,7 +16,7 @@ from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Sourc
 from streamxai.schemas import dumps, dumps_obj, unpack_feed
 from streamxai.settings import AGRAWAL_FEATURES, Settings
 
-__all__ = ["settings", "delayed_settings", "drift_settings", "explanation_v2", "run_handlers"]
+__all__ = ["settings", "delayed_settings", "drift_settings", "explanation_msg", "run_handlers"]
 
 
 def settings(**over) -> Settings:
@@ -47,16 +47,17 @@ def drift_settings(**over) -> Settings:
     return settings(explainers=["ipfi"], drift_warmup=0, drift_episode_gap=500, **over)
 
 
-def explanation_v2(stream_id, explainer, feature, seq, value, block, n_explained, loss=None, curve=None) -> bytes:
-    """An explanation/v2 payload (block and model_loss as ``(n, mean, m2)``)."""
+def explanation_msg(stream_id, explainer, feature, seq, value, block, n_explained, loss=None, curve=None) -> bytes:
+    """An explanation/v4 payload (block and model_loss as ``(n, mean, m2)``; labels in line, so its
+    position is its seq)."""
 
     def mom(b):
         return None if b is None else {"n": b[0], "mean": b[1], "m2": b[2]}
 
-    return dumps_obj({"schema": "explanation/v2", "stream_id": stream_id, "explainer": explainer, "feature": feature,
+    return dumps_obj({"schema": "explanation/v4", "stream_id": stream_id, "explainer": explainer, "feature": feature,
                       "value": value, "seq": seq, "n_explained": n_explained, "n_seen": seq + 1,
                       "model_version": seq, "curve": curve, "stderr": None, "block": mom(block),
-                      "model_loss": mom(loss)})
+                      "model_loss": mom(loss), "var_factor": None, "position": seq})
 
 
 def run_handlers(s: Settings, events: list) -> dict[str, list[dict]]:

@@ -13,7 +13,7 @@ import pickle
 import orjson
 import pytest
 from helpers.drift_feed_run import FEED, explain, feed_settings, tasks_of
-from helpers.handler_inputs import explanation_v2
+from helpers.handler_inputs import explanation_msg
 from helpers.partition_log import PartitionLog
 from streamxai.handlers import DriftHandler, ExplainHandler, Source
 from streamxai.kafka.checkpoints import FileCheckpointStore
@@ -83,7 +83,7 @@ def test_the_feed_gives_the_change_events_and_episodes_of_the_explanations_one_b
 
 def test_a_malformed_part_of_a_record_is_its_own_dead_letter_naming_it():
     s = Settings(features=["a", "b"], explainers=["ipfi"], emit_every=10)
-    good = [explanation_v2("m", "ipfi", f, 9, 0.1, (10, 0.1, 0.01), 10) for f in ("a", "b")]
+    good = [explanation_msg("m", "ipfi", f, 9, 0.1, (10, 0.1, 0.01), 10) for f in ("a", "b")]
     bad = b'{"schema": "explanation/v2", "stream_id": "m"'
     ((value, headers),) = pack_feed([good[0], bad, good[1]])
     h = DriftHandler(s)
@@ -147,45 +147,9 @@ def test_a_worker_killed_at_a_report_loses_and_double_counts_nothing(whole, tmp_
     assert pickle.dumps(second.streams["f"].detector) == pickle.dumps(drift.streams["f"].detector)
 
 
-def test_a_drift_state_of_the_version_before_the_feed_is_restored_and_its_backlog_taken(whole, tmp_path, caplog):
-    """Upgrade: the drift agent of the version before read ``explanations`` and was stopped (its
-    states checkpointed there) with 9 explanations not yet taken. This version's drift agent meets
-    the stream on the feed without a checkpoint there: it restores the old checkpoint, takes every
-    explanation of the stream after it on ``explanations`` (sending their change events), then
-    the feed; what it finds is what one uninterrupted drift agent found."""
-    s, _, feed, public, outs, drift = whole
-    s = s.replace(checkpoint_every=30)
-    old_topic, new_topic = s.topic("explanations"), s.topic(FEED)
-    store = FileCheckpointStore(tmp_path, every=30, secret=b"k" * 32)
-    log = PartitionLog()
-    for raw in public:  # every explanation, by both versions, goes to the public topic
-        log.append(old_topic, 0, b"f", raw)
-    upgrade = len(feed.parts[(FEED, 0)]) // 2  # the report the new explainers begin at
-    old = DriftHandler(s, checkpoints=store)
-    before = []
-    for off in range(3 * upgrade - 9):
-        before += old.on_message(public[off], b"f", Source(old_topic, 0, off))
-    assert old.checkpoint_all() == 1  # a clean stop
-    for _, value, _, headers in feed.parts[(FEED, 0)][upgrade:]:
-        log.append(new_topic, 0, b"f", value, headers=headers)
-    new = DriftHandler(s, history=log, checkpoints=store)
-    after = []
-    with caplog.at_level(logging.WARNING, logger="streamxai"):
-        for off in range(len(log.parts[(new_topic, 0)])):
-            src = log.source(new_topic, 0, off)
-            new.needs_recovery(b"f", src)
-            after += new.on_message(log.parts[(new_topic, 0)][off][1], b"f", src)
-    assert new.metrics.get("drift_states_adopted") == 1
-    assert "restored from the checkpoint at streamxai.explanations[0]@" in caplog.text
-    assert _told(before + after) == _told(_flat(outs)) and _told(after)[0]
-    assert pickle.dumps(new.streams["f"].detector) == pickle.dumps(drift.streams["f"].detector)
-    # its state is checkpointed on the feed: a restart restores it from there, not from explanations
-    assert store.load("drift", b"f", new_topic, 0) is not None
-
-
 def test_a_stream_met_mid_way_with_nothing_of_it_on_the_feed_is_one_warning(whole, caplog):
-    """Without any checkpoint (say a deployment upgraded from the version before the feed with
-    checkpoint_every = 0) the change test cannot be rebuilt from the feed: it starts there, and
+    """Without any checkpoint (checkpoint_every = 0) and with the stream's earlier records gone from
+    the feed, the change test cannot be rebuilt: it starts there, and
     says so once; a stream whose feed begins with its first report says nothing."""
     s, _, feed, _, _, _ = whole
     for start, warned in ((50, 1), (0, 0)):

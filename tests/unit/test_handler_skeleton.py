@@ -2,7 +2,7 @@
 process → checkpoint) and declare what they need as Protocols."""
 
 import pytest
-from helpers.handler_inputs import drift_settings, explanation_v2, settings
+from helpers.handler_inputs import drift_settings, explanation_msg, settings
 from streamxai.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, ModelHandler, Source
 from streamxai.handlers.common import MessageHandler
 from streamxai.handlers.recovering import Recovering
@@ -17,7 +17,7 @@ def test_drift_handler_drops_its_streams_when_a_partition_comes_back(tmp_path):
     h = DriftHandler(drift_settings())
     src = Source("explanations", 0, 0)
     h.needs_recovery(b"s", src)  # the agent loop calls it for every message
-    h.on_message(explanation_v2("s", "ipfi", "age", 9, 0.1, (5, 0.1, 0.0), 10), b"s", src)
+    h.on_message(explanation_msg("s", "ipfi", "age", 9, 0.1, (5, 0.1, 0.0), 10), b"s", src)
     assert "s" in h.streams
     h.partitions_revoked({("explanations", 0)})
     h.needs_recovery(b"s", Source("explanations", 0, 7))  # another worker processed offsets 1..6

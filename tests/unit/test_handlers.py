@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from helpers.handler_inputs import drift_settings, explanation_v2, settings
+from helpers.handler_inputs import drift_settings, explanation_msg, settings
 from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.plan import stream_explainer
@@ -170,7 +170,7 @@ def explanation_log(s, n=1200, shift_at=600):
             xs = [0.1 + (jump if i >= shift_at else 0.0) + rng.gauss(0, 0.2) for _ in range(k)]
             m = sum(xs) / k
             block = (k, m, sum((x - m) ** 2 for x in xs))
-            log.append("explanations", 0, b"d", explanation_v2("d", "ipfi", feature, seq, m, block, (i + 1) * k, loss))
+            log.append("explanations", 0, b"d", explanation_msg("d", "ipfi", feature, seq, m, block, (i + 1) * k, loss))
     return log
 
 
@@ -272,22 +272,21 @@ def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
 
     s = drift_settings()
     h = DriftHandler(s)
-    good = explanation_v2("d", "ipfi", "age", 9, 0.1, (5, 0.1, 0.5), 10)  # a block of emit_every increments
+    good = explanation_msg("d", "ipfi", "age", 9, 0.1, (5, 0.1, 0.5), 10)  # a block of emit_every increments
     bad = {
         "malformed": b"{}",
-        "explanation_v1": dumps_obj({"schema": "explanation/v1", "stream_id": "d", "explainer": "ipfi",
-                                     "feature": "age", "value": 0.1, "seq": 9, "n_explained": 10, "n_seen": 10,
-                                     "model_version": 9, "curve": None}),
-        "schema_mismatch": explanation_v2("d", "ipfi", "age", 9, 0.1, (10, 0.1, -1.0), 10),  # m2 < 0
-        "unknown series": explanation_v2("d", "isage", "age", 9, 0.1, (10, 0.1, 0.5), 10),
+        "other_version": dumps_obj(orjson.loads(explanation_msg("d", "ipfi", "age", 9, 0.1, (10, 0.1, 0.5), 10))
+                                   | {"schema": "explanation/v3"}),
+        "schema_mismatch": explanation_msg("d", "ipfi", "age", 9, 0.1, (10, 0.1, -1.0), 10),  # m2 < 0
+        "unknown series": explanation_msg("d", "isage", "age", 9, 0.1, (10, 0.1, 0.5), 10),
     }
     for i, (what, raw) in enumerate(bad.items()):
         outs = h.on_message(raw, b"d", Source("explanations", 0, i))
         assert [o.topic for o in outs] == ["dead-letters"], what
         dl = orjson.loads(outs[0].value)
         assert dl["source"] == {"topic": "explanations", "partition": 0, "offset": i}
-        if what == "explanation_v1":
-            assert dl["reason"] == "explanation_v1" and "upgrade the explainer workers" in dl["error"]
+        if what == "other_version":  # one version per message type: any other is refused, saying which is read
+            assert dl["reason"] == "schema" and "expected 'explanation/v4'" in dl["error"]
     assert h.on_message(good, b"d", Source("explanations", 0, 9)) == []
     assert h.on_message(good, b"d", Source("explanations", 0, 10)) == []  # a duplicate
     assert h.metrics.get("duplicate_explanations_dropped") == 1
