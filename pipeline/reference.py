@@ -5,7 +5,7 @@ topic: feature and label events in the order the model took them, with their arr
 and origins), give the same predictions, outcomes, explanation values and change events:
 both use :class:`~streamxai.core.labels.LabelJoin` for the join,
 :class:`~streamxai.core.stream.StreamExplainer` for the explainers (all units in one, which
-gives what the explainer groups give) and the drift handler's change detector, built from the
+gives what the explainer groups give) and the change handler's change detector, built from the
 same settings (:mod:`streamxai.plan`). The record decides everything; a clock is never read.
 
 >>> from streamxai.schemas import FeatureEvent, LabelEvent
@@ -31,7 +31,7 @@ from .core.budget import EventSampler
 from .core.change import StreamChangeDetector
 from .core.labels import LabelJoin, Outcome
 from .core.stream import StreamExplainer
-from .handlers.drift import stream_detector
+from .handlers.change import stream_detector
 from .plan import label_join, stream_explainer
 from .settings import Settings
 

@@ -227,7 +227,7 @@ def settings_env(s: Settings) -> dict[str, str]:
 
 
 def spawn_worker(
-    s: Settings, roles: tuple[str, ...] = ("model", "explain", "drift"), log_file: str | None = None,
+    s: Settings, roles: tuple[str, ...] = ("model", "explain", "change"), log_file: str | None = None,
     loglevel: str = "info",
 ) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}

@@ -303,7 +303,7 @@ class ChangeEpisode(Message):
 
     ``kind`` says why: ``learning`` (the loss fell significantly), ``degradation`` (it
     rose) or ``reliance_shift`` (it stayed within its interval, yet the reliance moved), and
-    ``alert`` whether that kind is one to page on (setting ``drift_alert_kinds``). An episode
+    ``alert`` whether that kind is one to page on (setting ``change_alert_kinds``). An episode
     whose loss had already moved when the report of its first change was complete is sent then,
     ``status`` ``open`` (``closed_seq`` null: a degradation pages at once), and again, ``closed``,
     at event ``closed_seq``, ``episode_gap`` events after its last change ``last_seq``, with all

@@ -1,5 +1,5 @@
 """Parsing of the internal messages: explain tasks (model → explainers) and explanations
-(explainers → drift), from bytes to their frozen message types, with every field checked.
+(explainers → change detection), from bytes to their frozen message types, with every field checked.
 
 Which fields a message has comes from its dataclass (:mod:`streamxai.schemas.messages`); bad input
 raises a :class:`~streamxai.schemas.errors.SchemaMismatch` naming the field and where it came from.
@@ -101,7 +101,7 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
 
 def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
     """What :func:`parse_explanation` checks, as the :class:`~streamxai.schemas.messages.Explanation`'s
-    fields by name, without the frozen instance: the drift handler takes 2.7 explanations an
+    fields by name, without the frozen instance: the change handler takes 2.7 explanations an
     event and builds its own view of each (making the instance was a quarter of the parse)."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")

@@ -3,7 +3,7 @@
 The change test runs on a stream's *positions* (its steps: an event's arrival, and its label's
 when it comes later); change events and episodes also say which events those were
 (``drift_event/v3``, ``change_episode/v3``). Every explanation message names both, its
-``position`` and the ``seq`` of the event it ended with, so the drift handler keeps them for
+``position`` and the ``seq`` of the event it ended with, so the change handler keeps them for
 the positions its change test may still cut at. While a stream's positions are its seqs
 (labels in line) nothing is kept.
 """

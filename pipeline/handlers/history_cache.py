@@ -1,9 +1,9 @@
 """One pass over a partition serves the replay of every key on it (no Kafka in here: the
 handlers wrap any History that can also ``scan`` a partition).
 
-After a restart, a handler meets its keys (stream models, explainer groups, drift series)
+After a restart, a handler meets its keys (stream models, explainer groups, change series)
 one after another, and each rebuilds its state from the key's earlier messages on the same
-partition. Reading the partition once per key made a restart with 270 drift series re-read
+partition. Reading the partition once per key made a restart with 270 change series re-read
 54,000 messages in 270 Kafka passes (148 s). :class:`HistoryCache` reads the partition once,
 up to the offset where the first key needed it, keeps each key's messages, and hands each
 key its messages once.

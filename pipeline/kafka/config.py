@@ -33,7 +33,7 @@ class BrokerError(StreamxaiError, RuntimeError):
 
 
 #: labels: label events (issue 13); arrivals: features and labels in the one order the model learns them;
-#: drift-feed: each report's explanations as one record, what the drift agent reads (streamxai.schemas.drift_feed)
+#: drift-feed: each report's explanations as one record, what the change agent reads (streamxai.schemas.change_feed)
 TOPIC_NAMES = ("features", "labels", "arrivals", "predictions", "explain-tasks", "explain-decisions", "explanations",
                "drift-feed", "drift-events", "change-episodes", "dead-letters")
 

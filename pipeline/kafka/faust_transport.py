@@ -7,8 +7,8 @@
   explanations), so the partition that gets data next is often not in the request in flight:
   one worker then sat idle for up to 1.5 s at a time: from the first prediction to the last
   explanation of 2,000 events (logistic regression, issue 17) took it 2.6-3.0 s of wall time
-  for 1.4-1.6 s of CPU; with the wait bounded, 1.0-1.2 s. (Until its drift agent had taken up
-  every explanation, 5.4-6.3 s against 6.6-8.0 s: the drift agent's backlog is another story,
+  for 1.4-1.6 s of CPU; with the wait bounded, 1.0-1.2 s. (Until its change agent had taken up
+  every explanation, 5.4-6.3 s against 6.6-8.0 s: the change agent's backlog is another story,
   see README.)
 - **How much a fetch waits for** (:data:`FETCH_MIN_BYTES`). A worker consumes a trickle of
   its own records (``arrivals``, ``explain-tasks``, ``drift-feed``: 0.15 per event) beside
@@ -54,7 +54,7 @@
   fetching a partition whose stream buffer is over 80 % full (3,276 of ``stream_buffer_maxsize``
   4,096) and resumes it once the agent has drained the buffer to 40 %; the fetch in flight
   meanwhile waits up to 1 s for records of the *other* partitions, and nothing wakes it on the
-  resume. One worker's drift agent (logistic regression, 5,400 explanations behind) so sat
+  resume. One worker's change agent (logistic regression, 5,400 explanations behind) so sat
   idle for 0.45 s with its explanations already fetched (``bench_worker_wait.py``). The resume
   now wakes the fetch, which looks again at the partitions it may return (Faust's set, now
   with the resumed one) and returns that partition's records at once.

@@ -16,7 +16,7 @@ a stack is its frames root first, each ``file:function``, with the agent loop's 
 thread's CPU over the same span (``_loop_census.py``), at a cost of its own per callback;
 ``--census-threads`` also runs cProfile in the other threads' loops (the consumer's).
 
-:func:`breakdown` groups the samples: per agent (intake, model, explain, drift) what its
+:func:`breakdown` groups the samples: per agent (intake, model, explain, change) what its
 handler did (our code, by layer) and what it cost the agent to receive and send its messages
 (Faust, aiokafka), and the rest (the clients' fetch and send tasks, the event loop).
 """

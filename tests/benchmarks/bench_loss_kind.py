@@ -1,8 +1,8 @@
 """The kind test at a stationary loss, run on demand: ``python tests/benchmarks/bench_loss_kind.py
 [--cache DIR] [--frozen-n 4000000] [--seeds 101-120] [--skip-alert] [--members 20] [--only-members]``.
 
-1. ``bench_drift.py``'s ``learning-regression`` alert, looked at closely (``--cache``: the
-   explanation messages ``bench_drift.py --cache DIR`` kept; without it they are recorded again,
+1. ``bench_change.py``'s ``learning-regression`` alert, looked at closely (``--cache``: the
+   explanation messages ``bench_change.py --cache DIR`` kept; without it they are recorded again,
    about two minutes): the model is run again on the same stream (its losses must equal the
    recorded ones), and for every alerting episode it prints the loss after the cut over longer
    after-sides than the episode opened on, against the same side before, and the tree's size
@@ -11,7 +11,7 @@
 2. How often ``loss_kind`` tells a loss that did not move as ``degradation`` or ``learning``: at
    random cuts of a stationary Friedman stream (after-sides of 100-500 losses, the length an
    episode opens on, disjoint; before-sides of 5,000-27,000), on a frozen regression tree
-   (``bench_drift.py``'s ``frozen-regression`` model, ``--frozen-n`` events) and on learning
+   (``bench_change.py``'s ``frozen-regression`` model, ``--frozen-n`` events) and on learning
    trees (``--seeds``, 50,000 events each, cuts after 5,000; split by whether a subtree was
    replaced within 2,000 events before the cut or in its after-side). Each direction is a
    one-sided test at 5%; the binomial standard error of each rate is printed. For comparison the
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 sys.path.insert(0, os.path.abspath(os.path.dirname(__file__)))
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
-import bench_drift as bd  # noqa: E402
+import bench_change as bd  # noqa: E402
 import numpy as np  # noqa: E402
 from streamxai.core.change.events import loss_kind  # noqa: E402
 from streamxai.core.change.looks import close_kind, open_kind  # noqa: E402
@@ -101,7 +101,7 @@ def the_alert(cache: str) -> None:
         for k in (210, 500, 1000, 2000, 5000):
             after = side(losses[cut:cut + k])
             print(f"    the {k} events from the cut: loss {after.mean:.4g} ({after.mean / before.mean - 1:+.0%}), "
-                  f"z {two_sample_z(before, after):.2f}: {loss_kind(before, after, min_n=s.drift_min_samples)}")
+                  f"z {two_sample_z(before, after):.2f}: {loss_kind(before, after, min_n=s.change_min_samples)}")
         near = range(max(0, cut - 2000), min(sc.n, cut + 3000), 500)
         print("    the tree's nodes:", ", ".join(f"{p}: {nodes[p // LOOK - 1]}" for p in near))
 
@@ -255,7 +255,7 @@ def members_at_a_flat_loss(streams: int, n: int = 30_000, gaps: tuple[int, int] 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", default="", help="bench_drift.py's --cache directory (its learning-regression pass)")
+    ap.add_argument("--cache", default="", help="bench_change.py's --cache directory (its learning-regression pass)")
     ap.add_argument("--frozen-n", type=int, default=4_000_000, help="events of the frozen regression tree")
     ap.add_argument("--seeds", default="101-120", help="river seeds of the learning trees' streams, FIRST-LAST")
     ap.add_argument("--skip-alert", action="store_true", help="only the false rates (part 2)")

@@ -2,7 +2,7 @@
 stream; and where the time goes.
 
     python tests/benchmarks/bench_restart.py [--streams 10] [--events 2000] [--more 10] [--repeat 3]
-    python tests/benchmarks/bench_restart.py --drift-history [--series 270] [--points 200] [--baseline-series 27]
+    python tests/benchmarks/bench_restart.py --change-history [--series 270] [--points 200] [--baseline-series 27]
 
 Issue 15's run (the default): a worker with the default settings (all three explainers, the
 default checkpoint_every) explains ``--streams`` x ``--events`` events; it is stopped with
@@ -10,14 +10,14 @@ SIGTERM and a new worker process is started; ``--more`` events per stream are se
 time is measured from the new process's start until every stream has a new explanation of
 every explainer. The breakdown comes from the new worker: its Faust start-up (process start to
 "Worker ready", from its log) and, from its metrics, the seconds each handler spent reading
-checkpoints and replaying history (``recovery_seconds``; the model, explain and drift agents
+checkpoints and replaying history (``recovery_seconds``; the model, explain and change agents
 recover concurrently, so the parts can add up to more than the wall time). ``--repeat`` restarts
 that many times (stop, start, ``--more`` events) with the stopping worker writing no checkpoints
 (the baseline: a restart replays since the last periodic checkpoints), then as many times with
 ``checkpoint_on_stop`` (the default), and prints both and their ratio. Issue 15 measured 6 s + 19.3 s
 on a quiet machine, 29.6 s under load; the goal is 10 s.
 
-``--drift-history``: issue 7's drift-agent rebuild from the explanations topic, one pass per
+``--change-history``: issue 7's change-agent rebuild from the explanations topic, one pass per
 partition (HistoryCache) against one pass per key, measured in the same run on the same topic
 (270 series of 200 explanations on 4 partitions, 54,000 messages; one pass per series took
 ~0.55 s each, 148 s in all). Explanations are keyed by stream, so the 270 series are 10 keys.
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the 
 import orjson  # noqa: E402
 from confluent_kafka import Consumer  # noqa: E402
 from helpers.pipeline_runs import make_settings  # noqa: E402
-from streamxai.handlers import DriftHandler, Source  # noqa: E402
+from streamxai.handlers import ChangeHandler, Source  # noqa: E402
 from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
 from streamxai.kafka.io import consume, produce_events, produce_raw  # noqa: E402
 from streamxai.kafka.replay import PartitionHistory  # noqa: E402
@@ -58,14 +58,14 @@ from streamxai.worker import spawn_worker, stop_worker  # noqa: E402
 
 def rebuild(s, last, history) -> tuple[float, int]:
     """Feed each stream's last message to a fresh handler; seconds and explanations replayed."""
-    h = DriftHandler(s, history=history)
+    h = ChangeHandler(s, history=history)
     t0 = time.perf_counter()
     for rec in last:
         h.on_message(rec.value, rec.key, Source(rec.topic, rec.partition, rec.offset))
     return time.perf_counter() - t0, h.metrics.get("replayed_explanations")
 
 
-def drift_history(args: argparse.Namespace, bootstrap: str, tmp: str) -> None:
+def change_history(args: argparse.Namespace, bootstrap: str, tmp: str) -> None:
     s = make_settings(bootstrap, f"{tmp}/state", emit_every=10)
     ensure_topics(s)
     rng, items = random.Random(1), []
@@ -213,7 +213,7 @@ def _restarts(args, s, streams, events, log, procs) -> None:
         print(f"  replay after the checkpoint: model {part('model', 'replay'):.2f} s "
               f"({counters.get('replayed_events', 0)} events), explain {part('explain', 'replay'):.2f} s "
               f"({counters.get('replayed_tasks', 0)} tasks)")
-        print(f"  drift-state rebuild: checkpoint {part('drift', 'checkpoint'):.2f} s, replay {part('drift', 'replay'):.2f} s "
+        print(f"  change-state rebuild: checkpoint {part('change', 'checkpoint'):.2f} s, replay {part('change', 'replay'):.2f} s "
               f"({counters.get('replayed_explanations', 0)} explanations, {counters.get('history_messages_scanned', 0)} "
               f"messages scanned)")
 
@@ -229,7 +229,7 @@ def _restarts(args, s, streams, events, log, procs) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--drift-history", action="store_true", help="issue 7's drift-agent rebuild comparison instead")
+    ap.add_argument("--change-history", action="store_true", help="issue 7's change-agent rebuild comparison instead")
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--events", type=int, default=2000, help="events per stream before the restart")
     ap.add_argument("--more", type=int, default=10, help="events per stream after each restart")
@@ -247,8 +247,8 @@ def main() -> None:
         broker.start(timeout=120)
         bootstrap = broker.bootstrap
     try:
-        if args.drift_history:
-            drift_history(args, bootstrap, tmp)
+        if args.change_history:
+            change_history(args, bootstrap, tmp)
         else:
             restart_run(args, bootstrap, tmp)
     finally:

@@ -26,10 +26,10 @@ and the ratios between them. ``--breakdown`` adds, per model and path, where an 
 time goes (:func:`breakdown`); ``--same-as DIR`` checks that the code in DIR (e.g. main's)
 gives exactly this checkout's explanations, every field of every report, on either path
 (:func:`same_as`). ``--handlers`` times a worker's handlers in this process (``--kafka``'s
-baseline loop: the model, explain and drift handlers on ``--kafka-events`` events), and with
+baseline loop: the model, explain and change handlers on ``--kafka-events`` events), and with
 ``--main-src`` main's in the same rounds. ``--kafka`` adds, per model, one worker on a local broker
 (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
-model, explain and drift handlers, handler to handler, with checkpoints, in this process
+model, explain and change handlers, handler to handler, with checkpoints, in this process
 (events/s of wall time, and of CPU time: the worker process's from ``/proc``; the worker's
 clock starts when the broker has acknowledged the first event, not while the benchmark's
 producer starts); ``--profile``
@@ -40,9 +40,9 @@ each thread's CPU (``_loop_census.py``; ``--census-threads``: with cProfile in t
 
 How ``--kafka`` measures (issue 17, stop 26), and why:
 
-- **8,000 events a run.** The drift handler does not watch a stream's first 1,000 events
-  (``drift_warmup``) and its windows fill after them, so an event costs least there: with
-  logistic regression, in one process, the drift handler took 137 us an event over the first
+- **8,000 events a run.** The change handler does not watch a stream's first 1,000 events
+  (``change_warmup``) and its windows fill after them, so an event costs least there: with
+  logistic regression, in one process, the change handler took 137 us an event over the first
   1,000 and 250-330 over each later 1,000 up to 8,000, the explain handler 360-440 throughout.
   The worker's fixed start-up (each internal hop's first fetch) weighs on a short run too. A
   stream running for hours is past both.
@@ -54,7 +54,7 @@ How ``--kafka`` measures (issue 17, stop 26), and why:
   623-1,265 us an event on the same 3,000 events), so the figure to read is the median of the
   rounds' paired ratios, printed with its middle half.
 - **Nothing of the benchmark's own on the two cores while the worker is timed** but a look at
-  its metrics page now and then (``_worker_runs._drift_done``): before, this process read the
+  its metrics page now and then (``_worker_runs._change_done``): before, this process read the
   explanations topic (2.7 messages an event through the broker and this process) to see the
   end, and looked at the page every 10 ms at the end.
 - **Where the worker's main thread spent the run** (``/proc``): on a core, waiting for one
@@ -176,7 +176,7 @@ def child_per_event(src: str, name: str, args: argparse.Namespace, *extra: str) 
 
 
 def handlers_per_event(name: str, n: int) -> float:
-    """CPU seconds an event of a worker's handlers (model, explain, drift) in this process, on
+    """CPU seconds an event of a worker's handlers (model, explain, change) in this process, on
     ``n`` events of one stream: ``--kafka``'s baseline loop, with the modules it imports
     loaded first."""
     import tempfile
@@ -203,7 +203,7 @@ def handlers(names: list[str], args: argparse.Namespace) -> None:
     """``--handlers``: per model, a worker's handlers in process, CPU per event, in ``--repeats``
     rounds; with ``--main-src``, main's code in the same rounds (a child process each, this
     code's first every other round), and the ratio of the medians."""
-    print(f"\nA worker's handlers (model, explain, drift) in one process, {args.kafka_events} events of one stream "
+    print(f"\nA worker's handlers (model, explain, change) in one process, {args.kafka_events} events of one stream "
           f"(--kafka's baseline), CPU time; median of {args.repeats}")
     for name in names:
         ours, theirs = [], []
@@ -465,7 +465,7 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
     from helpers.pipeline_runs import make_settings
 
     tmp = tempfile.mkdtemp(prefix="streamxai-bench-speed-")
-    print(f"\nOne Kafka worker (roles model, explain, drift; fast_path = auto; {args.kafka_events} events of one "
+    print(f"\nOne Kafka worker (roles model, explain, change; fast_path = auto; {args.kafka_events} events of one "
           f"stream) against the same handlers in this process (wall time; CPU time of the worker process); "
           f"median of {args.kafka_repeats}")
     with broker_for(tmp) as bootstrap:

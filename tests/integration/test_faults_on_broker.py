@@ -308,7 +308,7 @@ def _damage_files(state_dir):
 
 @pytest.mark.parametrize("store", ["local", "kafka"])
 def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_path, store):
-    """Every checkpoint (model, explain, drift; truncated, zero-length, random bytes, another key)
+    """Every checkpoint (model, explain, change; truncated, zero-length, random bytes, another key)
     is damaged between two runs, on disk or on the checkpoint topic; before, a damaged
     checkpoint.key stopped the worker with a UnicodeDecodeError traceback (issue 15, fault 1).
     Now an unusable key file is one line at start, and the damaged checkpoints are set aside and
@@ -339,7 +339,7 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     try:
         produce(0, 70)
         collect(s, "explanations", explained(70), timeout=180)
-        # the drift agent trails the explanations: every stage takes all of it (and checkpoints
+        # the change agent trails the explanations: every stage takes all of it (and checkpoints
         # what it takes) before the stop, so each kind has as many checkpoints to damage
         wait_for_commit(s, ["explain-tasks", "drift-feed"])
     finally:
@@ -362,7 +362,7 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     else:
         used = _damage_checkpoint_topic(s, bootstrap)
         again = s.replace(web_port=free_port(), state_dir=str(tmp_path / "another-host"))
-    assert set(used) == {"model", "explain", "drift"} and all(len(d) == len(DAMAGES) for d in used.values()), used
+    assert set(used) == {"model", "explain", "change"} and all(len(d) == len(DAMAGES) for d in used.values()), used
     second = spawn_worker(again, log_file=str(tmp_path / "b.log"), loglevel="warning")
     try:
         produce(70, 90)
@@ -380,7 +380,7 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     assert len(refused) == len(set(refused))  # one line per checkpoint
     if store == "local":
         aside = {p.parent.name for p in (state / "checkpoints").rglob("*.refused")}
-        assert aside == {"model", "explain", "drift"}
+        assert aside == {"model", "explain", "change"}
 
 
 # --- issue 15, fault 3: a worker whose topics are deleted -----------------------------------------
@@ -453,7 +453,7 @@ def test_a_worker_whose_faust_service_crashes_at_start_exits_with_an_error(boots
     s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b"])
     script = ("import os, sys\nimport streamxai.worker as w\nfrom streamxai.settings import load_settings\n"
               "s = load_settings(env=os.environ)\nw.check_web_port = lambda s: None\n"
-              "sys.exit(w.run_worker(s, ('model', 'explain', 'drift'), 'warning'))\n")
+              "sys.exit(w.run_worker(s, ('model', 'explain', 'change'), 'warning'))\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s))
     with socket.socket() as taken:

@@ -118,15 +118,15 @@ def test_readers_keep_reading_v2_whose_seqs_of_labels_later_streams_are_position
 
 
 def test_the_seqs_kept_for_cuts_are_forgotten_as_the_windows_move_on():
-    """With labels later, the drift state keeps the seq of each report position only while a
+    """With labels later, the change state keeps the seq of each report position only while a
     cut may still be placed there: as every series' window moves past a position, it is
     forgotten, so the state stays bounded by the window; with labels in line nothing is kept."""
     import random
 
     from streamxai.core.increments import Block
-    from streamxai.handlers.drift import _Point, _StreamState, stream_detector
+    from streamxai.handlers.change import _Point, _StreamState, stream_detector
 
-    s = delayed_settings(drift_window=80, drift_min_samples=30)
+    s = delayed_settings(change_window=80, change_min_samples=30)
     gen = random.Random(2)
     for lag in (0, 3):
         state = _StreamState(stream_detector(s))

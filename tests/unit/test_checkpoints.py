@@ -36,9 +36,9 @@ def store(tmp_path, **kw):
 def test_round_trip_and_hashed_names(tmp_path):
     st = store(tmp_path)
     key = ("k" * 128 + "/ipdp/commission").encode()
-    st.save("drift", key, {"n": 3}, Source("t", 1, 9))
-    assert st.load("drift", key, "t", 1) == ({"n": 3}, 9)
-    (path,) = (tmp_path / "checkpoints" / "drift").iterdir()
+    st.save("change", key, {"n": 3}, Source("t", 1, 9))
+    assert st.load("change", key, "t", 1) == ({"n": 3}, 9)
+    (path,) = (tmp_path / "checkpoints" / "change").iterdir()
     assert len(path.name) == 64 + len(".ckpt")
 
 
@@ -155,7 +155,7 @@ def test_explain_handler_resumes_before_its_newest_checkpoint(tmp_path):
 
 def test_a_stop_checkpoints_every_changed_state_so_a_restart_replays_nothing(tmp_path):
     # issue 15, fault 5: after a SIGTERM each key replayed everything since its last periodic
-    # checkpoint (up to checkpoint_every messages of each stream, group and drift state)
+    # checkpoint (up to checkpoint_every messages of each stream, group and change state)
     s = _settings(checkpoint_every=2000)  # never due in this run
     items = [(ev.stream_id.encode(), dumps(ev))  # two streams, interleaved
              for pair in zip(agrawal_events("a", 60, seed=5), agrawal_events("b", 60, seed=6), strict=True)
@@ -234,10 +234,10 @@ class _Gone:
 def test_a_signed_checkpoint_that_cannot_be_unpickled_is_set_aside(tmp_path, caplog, monkeypatch):
     # written by another version whose state class is gone: the signature holds, unpickling fails
     st = store(tmp_path)
-    st.save("drift", b"s", _Gone(), Source("explanations", 0, 4))
+    st.save("change", b"s", _Gone(), Source("explanations", 0, 4))
     monkeypatch.delattr(__import__(__name__), "_Gone")
     with caplog.at_level(logging.WARNING, logger="streamxai"):
-        assert st.load("drift", b"s", "explanations", 0) is None
+        assert st.load("change", b"s", "explanations", 0) is None
     assert "cannot be unpickled" in caplog.text and "set aside" in caplog.text
 
 

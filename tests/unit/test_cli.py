@@ -161,21 +161,21 @@ def test_a_file_bad_on_every_line_reports_twenty_lines_and_counts_the_rest(tmp_p
 def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, monkeypatch):
     f = tmp_path / "s.toml"
     f.write_text("alpha = 0.02\n")
-    monkeypatch.setenv("STREAMXAI_DRIFT_WARMUP", "5")
+    monkeypatch.setenv("STREAMXAI_CHANGE_WARMUP", "5")
     args = _parser().parse_args(["demo", "--settings", str(f), "--set", "topic_prefix=mine."])
     explicit = _explicit_settings(args)
-    assert {"alpha", "drift_warmup", "topic_prefix"} <= explicit
-    monkeypatch.delenv("STREAMXAI_DRIFT_WARMUP")
+    assert {"alpha", "change_warmup", "topic_prefix"} <= explicit
+    monkeypatch.delenv("STREAMXAI_CHANGE_WARMUP")
     f.write_text("")
     monkeypatch.setenv("STREAMXAI_ALPHA", "0.02")
-    assert demo_overrides("r1", 3000, _explicit_settings(args))[1] == {"drift_warmup": 500, "drift_episode_gap": 250}
+    assert demo_overrides("r1", 3000, _explicit_settings(args))[1] == {"change_warmup": 500, "change_episode_gap": 250}
     monkeypatch.delenv("STREAMXAI_ALPHA")
     f.write_text("alpha = 0.02\n")
     names, scaled = demo_overrides("r1", 3000, explicit)
-    assert scaled == {"drift_episode_gap": 250}  # the only scaled setting no source gave
+    assert scaled == {"change_episode_gap": 250}  # the only scaled setting no source gave
     assert "topic_prefix" not in names and names["state_dir"] == ".streamxai/demo-r1"
     names, scaled = demo_overrides("r1", 3000, _explicit_settings(_parser().parse_args(["demo"])))
-    assert scaled == {"alpha": 0.03, "drift_warmup": 500, "drift_episode_gap": 250}
+    assert scaled == {"alpha": 0.03, "change_warmup": 500, "change_episode_gap": 250}
 
 
 def test_a_short_demo_closes_each_episode_before_the_next_drift():
@@ -185,7 +185,7 @@ def test_a_short_demo_closes_each_episode_before_the_next_drift():
 
     for n in (3000, 6000, 9000):
         segment = n // 3
-        gap = demo_settings(n).get("drift_episode_gap", Settings().drift_episode_gap)
+        gap = demo_settings(n).get("change_episode_gap", Settings().change_episode_gap)
         assert gap <= segment // 4, (n, gap)
 
 
@@ -278,7 +278,7 @@ def test_a_dashboard_on_an_address_of_another_host_does_not_start(capsys):
     (["broker", "start", "--port", "70000"], "--port"),
     (["demo", "--dashboard-port", "-1"], "--dashboard-port"),
     (["demo", "--workers", "0"], "--workers"),         # started no worker and waited for its timeout
-    (["demo", "--n", "-5"], "--n"),                    # was an error about drift_warmup, a setting not given
+    (["demo", "--n", "-5"], "--n"),                    # was an error about change_warmup, a setting not given
     (["demo", "--timeout", "0"], "--timeout"),
     (["demo", "--label-delay", "-3"], "--label-delay"),
     (["produce", "demo", "--rate", "-1"], "--rate"),   # sent 30,000 events as fast as it could
@@ -331,15 +331,15 @@ def test_worker_roles_are_checked_before_anything_starts(roles, fragment, capsys
         main(["worker", "--roles", roles, "--set", "features=a", "--bootstrap", "127.0.0.1:1"])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "argument --roles" in err and fragment in err and "model, explain, drift" in err, err
+    assert "argument --roles" in err and fragment in err and "model, explain, change" in err, err
 
 
 def test_worker_roles_are_parsed_into_a_tuple():
     from streamxai import app, cli
 
     assert cli.ROLES == app.ROLES  # the command line's copy, kept to parse without importing Faust
-    assert _parser().parse_args(["worker", "--roles", " drift , model"]).roles == ("drift", "model")
-    assert _parser().parse_args(["worker"]).roles == ("model", "explain", "drift")
+    assert _parser().parse_args(["worker", "--roles", " change , model"]).roles == ("change", "model")
+    assert _parser().parse_args(["worker"]).roles == ("model", "explain", "change")
 
 
 @pytest.mark.parametrize("stream_id, says", [

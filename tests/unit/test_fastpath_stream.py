@@ -1,7 +1,7 @@
 """``fast_path = auto`` and ``off`` give the same explanations: the stream explainer's values,
 curves, blocks and standard errors for every model family the fast path serves, and the
 worker's whole output (explanations, change events, change episodes) on the demo's drifting
-stream, run through the model, explain and drift handlers without a broker."""
+stream, run through the model, explain and change handlers without a broker."""
 
 from __future__ import annotations
 

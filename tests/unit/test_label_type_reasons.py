@@ -19,7 +19,7 @@ _BAD = {"label": [{"a": 1}, [1, 2], 1.5], "number": ["high", True, {"a": 1}]}
 def test_a_label_of_the_wrong_type_is_a_label_type_dead_letter_in_a_feature_event_and_on_the_labels_topic(target):
     s = Settings(features=["a"], target=target, output="label" if target == "label" else "value", loss="zero_one" if target == "label" else "squared",
                  model="river.tree.HoeffdingTreeClassifier" if target == "label" else "river.tree.HoeffdingTreeRegressor",
-                 model_params={}, explainers=["ipfi"], drift_explainers=["ipfi"], emit_every=5, partitions=1,
+                 model_params={}, explainers=["ipfi"], change_explainers=["ipfi"], emit_every=5, partitions=1,
                  max_label_delay=100)
 
     def message(topic: str, seq: int, y, **fields) -> tuple[str, bytes, bytes]:

@@ -11,7 +11,7 @@ import pytest
 from helpers.handler_inputs import run_handlers
 from helpers.streams import LINEAR_FEATURES, linear_events
 from streamxai.cli import main
-from streamxai.handlers import DriftHandler, ModelHandler, Source
+from streamxai.handlers import ChangeHandler, ModelHandler, Source
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.plan import check_streams, stream_explainer
 from streamxai.schemas import ConfigError, FeatureEvent, dumps
@@ -20,7 +20,7 @@ from streamxai.settings import AGRAWAL_FEATURES, PER_STREAM, Settings, is_per_st
 REG = list(LINEAR_FEATURES)
 
 TWO_PROFILES = f"""
-drift_warmup = 50
+change_warmup = 50
 
 [streams."agr-*"]
 features = {list(AGRAWAL_FEATURES)!r}
@@ -62,7 +62,7 @@ def test_first_matching_profile_wins_and_others_get_the_top_level(two):
     assert (reg.features, reg.target, reg.model, reg.alpha) == (REG, "number", "river.linear_model.LinearRegression", 0.05)
     assert s.for_stream("other").alpha == 0.5 and s.for_stream("other").features == []  # "*" matches the rest
     assert s.profile("reg-1") == "reg-*" and s.profile("agr-1") == "agr-*" and s.profile("z") == "*"
-    assert agr.drift_warmup == reg.drift_warmup == 50  # not in the tables: the top level
+    assert agr.change_warmup == reg.change_warmup == 50  # not in the tables: the top level
     assert s.for_stream("agr-1") is s.for_stream("agr-2")  # one settings object per profile
     no_star = Settings(streams={"reg-*": {"features": REG}})
     assert no_star.for_stream("nothing") is no_star
@@ -73,7 +73,7 @@ def test_a_profile_value_beats_the_top_level_from_every_source(two, monkeypatch)
     s = load_settings(two, env={"STREAMXAI_ALPHA": "0.02", "STREAMXAI_GRID_SIZE": "7"}, alpha="0.03")
     reg = s.for_stream("reg-1")
     assert (s.alpha, reg.alpha, reg.grid_size) == (0.03, 0.05, 7)
-    assert [reg.source(k) for k in ("alpha", "grid_size", "drift_warmup", "loss", "storage_size")] == [
+    assert [reg.source(k) for k in ("alpha", "grid_size", "change_warmup", "loss", "storage_size")] == [
         'profile "reg-*"', "environment", "file", 'profile "reg-*"', "default"]
     assert s.source("alpha") == "command line"
     # the profiles come from one source, like any setting: the environment's replace the file's
@@ -89,7 +89,7 @@ def test_the_per_stream_rule_covers_what_the_issue_lists_and_nothing_deployment_
     issue = {"features", "categorical", "target", "model", "model_params", "output", "loss", "explainers", "alpha",
              "storage_size", "grid_size", "sample_rate", "emit_every", "max_label_delay", "label_timeout_s",
              "target_class", "model_seed"}
-    assert all(is_per_stream(n) for n in issue | {n for n in names if n.startswith(("isage_", "drift_"))})
+    assert all(is_per_stream(n) for n in issue | {n for n in names if n.startswith(("isage_", "change_"))})
     deployment = {"bootstrap_servers", "sasl_password", "topic_prefix", "app_id", "partitions", "replication_factor",
                   "explain_groups", "web_port", "web_host", "state_dir", "checkpoint_key", "checkpoint_store",
                   "checkpoint_every", "session_timeout_s", "max_message_bytes", "max_lag_s", "streams"}
@@ -153,7 +153,7 @@ def test_config_stream_prints_its_effective_settings_and_their_sources(two, caps
     lines = out.splitlines()
     assert lines[0] == "# effective settings of stream 'reg-7': profile \"reg-*\" on top of the top-level settings"
     assert 'model = "river.linear_model.LinearRegression"  # profile "reg-*"' in lines
-    assert "grid_size = 6  # command line" in lines and "drift_warmup = 50  # file" in lines
+    assert "grid_size = 6  # command line" in lines and "change_warmup = 50  # file" in lines
     assert "storage_size = 100  # default" in lines and "streams" not in tomllib.loads(out)
     flat = tmp_path / "flat.toml"  # pasted into a file of its own: that stream's settings, without profiles
     flat.write_text(out)
@@ -216,8 +216,8 @@ def test_two_profiles_on_one_worker_each_explained_with_its_own_features_model_a
 
 
 def test_each_stream_gets_its_profiles_sample_rate_and_change_detection():
-    s = Settings(features=["a"], streams={"half-*": {"sample_rate": 0.5, "drift_explainers": ["ipfi"],
-                                                     "drift_min_effect": 0.7}})
+    s = Settings(features=["a"], streams={"half-*": {"sample_rate": 0.5, "change_explainers": ["ipfi"],
+                                                     "change_min_effect": 0.7}})
     mh = ModelHandler(s)
     sent = {"half-1": 0, "all-1": 0}
     for sid in sent:
@@ -225,7 +225,7 @@ def test_each_stream_gets_its_profiles_sample_rate_and_change_detection():
             outs = mh.on_message(dumps(FeatureEvent(sid, seq, 0.0, {"a": 0.5}, 1)), sid.encode(), Source("f", 0, seq))
             sent[sid] += sum(orjson.loads(o.value)["explain"] for o in outs if o.topic == "explain-tasks")
     assert sent["all-1"] == 400 and 150 < sent["half-1"] < 250  # Bernoulli(0.5) over 400: sd 10
-    dh = DriftHandler(s)
+    dh = ChangeHandler(s)
     det = dh._fresh("half-1").detector, dh._fresh("all-1").detector
     assert [d.min_effect for d in det] == [0.7, 0.1]
 
@@ -233,12 +233,12 @@ def test_each_stream_gets_its_profiles_sample_rate_and_change_detection():
 def test_the_alert_series_of_every_profile_exist_from_the_start():
     # a profile that alerts on "learning" episodes: its series exists at 0 before the first one,
     # so an alert rule on it sees the first increase (found when merging per-stream alert kinds)
-    dh = DriftHandler(Settings(features=["a"], streams={"l-*": {"drift_alert_kinds": ["learning"]}}))
+    dh = ChangeHandler(Settings(features=["a"], streams={"l-*": {"change_alert_kinds": ["learning"]}}))
     counters = dh.metrics.snapshot()["counters"]
     assert counters["change_episodes{alert=true,kind=learning,profile=l-*}"] == 0
     assert counters["change_episodes{alert=false,kind=learning,profile=(top level)}"] == 0
     assert counters["change_episodes{alert=true,kind=degradation,profile=(top level)}"] == 0
-    assert counters["drift_events{profile=l-*}"] == counters["drift_events{profile=(top level)}"] == 0
+    assert counters["change_events{profile=l-*}"] == counters["change_events{profile=(top level)}"] == 0
 
 
 @pytest.mark.parametrize("model, params, target", [

@@ -37,7 +37,7 @@ def _event(seq: int, c: str = "1", y: str = "1") -> tuple[str, bytes, bytes]:
 def test_an_integer_beyond_64_bits_is_one_dead_letter_at_the_edge_and_the_stream_goes_on(where, wide, reason):
     s = Settings(features=["a", "c"], categorical=["c"], target="label", output="label", loss="zero_one",
                  model="river.tree.HoeffdingTreeClassifier", model_params={}, explainers=["ipfi"],
-                 drift_explainers=["ipfi"], emit_every=5, partitions=1)
+                 change_explainers=["ipfi"], emit_every=5, partitions=1)
     messages = [_event(i, c=str(i % 3), y=str(i % 2)) for i in range(3)]
     if where == "label event":
         messages += [_event(3, y="null"), _message("labels", '{"schema": "label_event/v1", "stream_id": "s", '

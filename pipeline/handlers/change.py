@@ -1,11 +1,11 @@
-"""Drift path: explanation/v4 → change test per stream → change events and change episodes.
+"""Change path: explanation/v4 → change test per stream → change events and change episodes.
 
-The drift agent reads the ``drift-feed`` topic: one record per report of an explainer group,
+The change agent reads the ``drift-feed`` topic: one record per report of an explainer group,
 carrying the report's explanations as the explain handler sent them to ``explanations``
-(:mod:`streamxai.schemas.drift_feed`). Each explanation of a record is taken as if it came alone (its own
+(:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as if it came alone (its own
 dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
 taken. A record without the form's header is one explanation message. Records are keyed by
-``stream_id``, so every series of a stream reaches the same drift worker, in partition order.
+``stream_id``, so every series of a stream reaches the same change worker, in partition order.
 Their time axis is the stream's ``position`` (the
 seq itself while labels come in line): with labels that come
 later, an event's loss-based explanations come when its label does, so seq no longer orders
@@ -16,7 +16,7 @@ them. Change events and episodes carry the positions on that axis (``position``,
 checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
 a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
 later explanations from the same partition, or replays its whole history without one. A
-restarted drift agent therefore emits exactly what an uninterrupted one would; events for
+restarted change agent therefore emits exactly what an uninterrupted one would; events for
 re-delivered explanations repeat with equal values (consumers dedupe change events by
 ``(series, position)`` and episodes by ``(stream_id, first_position)``).
 
@@ -49,7 +49,7 @@ from .feed_bounds import FeedBounds, feed_bounds
 from .out import Out
 from .protocols import CheckpointStore, History
 
-__all__ = ["DriftHandler", "change_event", "change_episode"]
+__all__ = ["ChangeHandler", "change_event", "change_episode"]
 
 _Z_CAP = 1e6  # a side without variance gives an infinite z; the wire carries finite numbers
 
@@ -62,7 +62,7 @@ class _StreamState:
     seqs: EventSeqs = field(default_factory=EventSeqs)
     #: ``(seq, cut_seq)`` of the changes of the episode not yet closed, by (explainer, feature, position)
     change_seqs: dict[tuple[str, str, int], tuple[int, int | None]] = field(default_factory=dict)
-    #: the settings it was built under (DriftHandler.SHAPED_BY)
+    #: the settings it was built under (ChangeHandler.SHAPED_BY)
     built_under: dict[str, Any] | None = None
 
     def update(self, p: _Point) -> tuple[list[Change], list[Episode], dict[int, tuple[int, int | None]]]:
@@ -109,7 +109,7 @@ def _block(block: dict[str, float] | None) -> Block | None:
 
 
 def parse_explanation(raw: bytes | None, where: str, max_bytes: int) -> _Point:
-    """The drift path's view of an explanation (parsed and checked by :mod:`streamxai.schemas.parsing`)."""
+    """The change path's view of an explanation (parsed and checked by :mod:`streamxai.schemas.parsing`)."""
     e = explanation_fields(raw, where=where, max_bytes=max_bytes)
     return _Point(e["stream_id"], e["explainer"], e["feature"], e["seq"], e["position"], e["n_explained"],
                   _block(e["block"]), _block(e["model_loss"]), e["curve"], e["var_factor"], e["n_seen"])
@@ -119,33 +119,33 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
     """The change detector of one stream under settings ``s``."""
     return StreamChangeDetector(
         [(e, f) for e in s.explainers for f in s.features],
-        delta=s.drift_delta, min_effect=s.drift_min_effect, min_samples=s.drift_min_samples,
-        max_increments=s.drift_window, warmup=s.drift_warmup, episode_gap=s.drift_episode_gap,
-        tested=[e for e in s.explainers if e in s.drift_explainers] or None, alert_kinds=s.drift_alert_kinds,
-        episode_max=s.drift_episode_max,
+        delta=s.change_delta, min_effect=s.change_min_effect, min_samples=s.change_min_samples,
+        max_increments=s.change_window, warmup=s.change_warmup, episode_gap=s.change_episode_gap,
+        tested=[e for e in s.explainers if e in s.change_explainers] or None, alert_kinds=s.change_alert_kinds,
+        episode_max=s.change_episode_max,
     )
 
 
-class DriftHandler(MessageHandler[_Point, _StreamState]):
+class ChangeHandler(MessageHandler[_Point, _StreamState]):
     """One per worker; keeps one change detector per stream it owns."""
 
-    STAGE = "drift"
+    STAGE = "change"
     DUPLICATE_METRIC = "duplicate_explanations_dropped"
 
-    STATES_GAUGE = "drift_streams"
+    STATES_GAUGE = "change_streams"
     REPLAYED_METRIC = "replayed_explanations"
     #: what stream_detector builds a stream's change test from
-    SHAPED_BY = ("explainers", "features", "drift_explainers", "drift_delta", "drift_min_effect", "drift_min_samples",
-                 "drift_window", "drift_warmup", "drift_episode_gap", "drift_alert_kinds", "drift_episode_max")
+    SHAPED_BY = ("explainers", "features", "change_explainers", "change_delta", "change_min_effect", "change_min_samples",
+                 "change_window", "change_warmup", "change_episode_gap", "change_alert_kinds", "change_episode_max")
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
         super().__init__(settings, metrics, history, checkpoints)
         self._bounds: dict[int, FeedBounds] = {}  # by id of a stream's settings (the top level's or a profile's)
-        self._count_from_zero("drift_events")
+        self._count_from_zero("change_events")
         for glob, s in (None, settings), *settings.profiles().items():  # every series from the start, so an
             for kind in KINDS:  # alert rule sees the first increase
-                self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(kind in s.drift_alert_kinds),
+                self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(kind in s.change_alert_kinds),
                                  profile=profile_label(glob))
 
     @property
@@ -187,7 +187,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         rebuilt = self._rebuilt.get(key)
         if (self.history is not None and rebuilt is not None and rebuilt.how == "history" and not rebuilt.ok
                 and p.n_explained > self.settings.for_stream(p.stream_id).emit_every):
-            log.warning("drift state %s: no checkpoint and nothing of the stream on %s before %s, though its explainers "
+            log.warning("change state %s: no checkpoint and nothing of the stream on %s before %s, though its explainers "
                         "have reported %d events: its change detection starts here", p.stream_id, src.topic, src,
                         p.n_explained)
         return st
@@ -207,7 +207,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         return True
 
     def _arrived(self) -> None:
-        self.metrics.inc("explanations_seen")  # every message, good or bad: how far the drift agent has got
+        self.metrics.inc("explanations_seen")  # every message, good or bad: how far the change agent has got
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
         where = str(src)
@@ -240,7 +240,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         k = p.stream_id.encode()
         profile = self._profile(p.stream_id)
         for c in changes:
-            m.inc("drift_events", profile=profile)
+            m.inc("change_events", profile=profile)
             log.info("change in %s/%s/%s from seq %d (detected at %d): %.4g -> %.4g", p.stream_id, c.explainer,
                      c.feature, c.cut_seq, c.seq, c.before.mean, c.after.mean)
             outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c, seqs_of))))
