@@ -62,8 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--seed", type=int, default=42, help="seed of the demo stream (default 42)")
     pr.add_argument("--rate", type=positive(), default=None, help="events per second (default: as fast as possible)")
     pr.add_argument("--target", metavar="COLUMN", default=None,
-                    help="target column of a file (default: the column named like the setting target "
-                         "(label or number), else y or target)")
+                    help="label column or field of a file (default: the setting target, else the first of "
+                         "label (number for regression), y and target the file has)")
     pr.add_argument("--ts-column", metavar="COLUMN", default=None,
                     help="column with each event's time in seconds (default: the wall clock when it is sent)")
     pr.add_argument("--resume", action="store_true",

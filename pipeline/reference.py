@@ -10,7 +10,7 @@ same settings (:mod:`streamxai.plan`). The record decides everything; a clock is
 
 >>> from streamxai.schemas import FeatureEvent, LabelEvent
 >>> from streamxai.settings import Settings
->>> s = Settings(features=["a"], target="number", output="value", loss="squared", explainers=["ipfi", "ipdp"],
+>>> s = Settings(features=["a"], task="regression", output="value", loss="squared", explainers=["ipfi", "ipdp"],
 ...              model="river.linear_model.LinearRegression", model_params={}, emit_every=2, grid_size=3)
 >>> arrivals = [Recorded(FeatureEvent("s", q, float(q), {"a": q / 10})) for q in range(4)]
 >>> arrivals += [Recorded(LabelEvent("s", q, q / 5, 9.0)) for q in range(4)]

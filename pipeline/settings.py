@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from streamxai.schemas import ConfigError, FeatureSpec
-from streamxai.schemas.features import TARGETS
+from streamxai.schemas.features import TASKS
 
 from .core.stream import EXPLAINER_NAMES
 from .modelspec import DEFAULT_MODEL, default_model_params
@@ -64,7 +64,7 @@ AGRAWAL_FEATURES = (
 #: load shedding by lag), and an error in a profile. A new per-stream setting is added here (or
 #: takes one of the prefixes).
 PER_STREAM = frozenset({
-    "features", "categorical", "target", "target_class", "model", "model_params", "model_seed", "output", "loss",
+    "features", "categorical", "task", "target", "target_class", "model", "model_params", "model_seed", "output", "loss",
     "explainers", "alpha", "storage_size", "grid_size", "sample_rate", "emit_every",
     "max_label_delay", "label_timeout_s", "fast_path",
 })
@@ -176,7 +176,8 @@ class Settings:
     features: list = _f([], "feature names every event must carry, in model order (a worker needs them here or in "
                             "every stream profile)")
     categorical: list = _f([], "features that are categorical (strings or integers)")
-    target: str = _f("label", "target kind: label (classification) or number (regression)")
+    task: str = _f("classification", "task: classification (the model predicts a label) or regression (a number)")
+    target: str = _f("", "label field of the records and CSV files `streamxai produce` reads (--target overrides it); empty: the first of label (number for regression), y and target the file has")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
     max_dead_letter_bytes: int = _f(512 * 1024, "dead letters (key and value) stay under this size, cutting the original to a prefix with its size and SHA-256; keep it below the broker's message.max.bytes (it also bounds the worker's produce batches, 256 KiB at most)")
     max_seq_gap: int = _f(10_000, "an event more than this beyond its stream's last accepted seq goes to the dead-letter topic (reason seq_gap); a stream's first seq must be below it")
@@ -270,8 +271,8 @@ class Settings:
             raise bad(f"explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")
         if self.output not in ("label", "value"):
             raise bad(f"output={self.output!r} must be label or value")
-        if self.target == "number" and self.output != "value":
-            raise bad("output=label cannot score a number target (regression): set output = \"value\" and a loss "
+        if self.task == "regression" and self.output != "value":
+            raise bad("output=label cannot score a regression: set output = \"value\" and a loss "
                       "for numbers (squared or absolute)")
         unknown = set(self.change_explainers) - set(EXPLAINER_NAMES)
         if unknown:
@@ -300,10 +301,10 @@ class Settings:
                 self.feature_spec()
             elif self.categorical:
                 raise ValueError(f"categorical features {sorted(self.categorical)} are not in names [] (no features given)")
-            elif self.target not in TARGETS:
-                raise ValueError(f"target={self.target!r} must be one of {TARGETS}")
+            elif self.task not in TASKS:
+                raise ValueError(f"task={self.task!r} must be one of {TASKS}")
         except ValueError as e:
-            raise bad(f"features/categorical/target: {e}") from None
+            raise bad(f"features/categorical/task: {e}") from None
         self._profiles = self._check_profiles()
 
     def _check_profiles(self) -> list[Settings]:
@@ -379,7 +380,7 @@ class Settings:
         check_tls_files(self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, self.ssl_key_password.reveal())
 
     def feature_spec(self) -> FeatureSpec:
-        return FeatureSpec(tuple(self.features), frozenset(self.categorical), self.target)
+        return FeatureSpec(tuple(self.features), frozenset(self.categorical), self.task)
 
     def stream_feature_spec(self, stream_id: str) -> FeatureSpec:
         """The features ``stream_id`` must carry: its profile's, else the top-level ones.
@@ -403,7 +404,7 @@ class Settings:
                                   "[streams.\"<glob>\"] table whose glob matches it, or top-level features")
             i = self._matcher.match(stream_id)
             origin = "" if i is None else f"stream profile {_quoted(self._matcher.globs[i])}"
-            spec = s._spec = FeatureSpec(tuple(s.features), frozenset(s.categorical), s.target, origin)
+            spec = s._spec = FeatureSpec(tuple(s.features), frozenset(s.categorical), s.task, origin)
         return spec
 
     def topic(self, name: str) -> str:

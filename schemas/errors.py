@@ -8,7 +8,7 @@
     │   ├── FeatureMismatch       missing or unexpected features
     │   ├── NoProfile             a stream no stream profile matches, where the settings give no features
     │   ├── BadValue              NaN, infinity, or a value of the wrong type
-    │   │   ├── LabelTypeMismatch a label of the wrong type for the target
+    │   │   ├── LabelTypeMismatch a label of the wrong type for the task
     │   │   └── CategoryTypeMismatch a categorical value of another type than the stream's earlier ones
     │   └── LabelRejected         a label that cannot be joined to its event (expired, unknown seq,
     │                             already labelled); ``reason`` says which

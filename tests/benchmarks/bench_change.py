@@ -251,7 +251,7 @@ def base_settings(**over: Any) -> Settings:
 
 
 def regression_settings(**over: Any) -> Settings:
-    return base_settings(**{"features": [f"x{k}" for k in range(10)], "target": "number", "output": "value",
+    return base_settings(**{"features": [f"x{k}" for k in range(10)], "task": "regression", "output": "value",
                             "loss": "squared", "model": "river.tree.HoeffdingAdaptiveTreeRegressor",
                             "model_params": {}, **over})
 

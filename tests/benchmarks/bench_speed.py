@@ -97,7 +97,7 @@ MODELS = {
     "logistic": ({"model": "river.linear_model.LogisticRegression", "model_params": {}},
                  "LogisticRegression(), agrawal"),
     "htr": ({"model": "river.tree.HoeffdingTreeRegressor", "model_params": {"grace_period": 50},
-             "features": FRIEDMAN, "target": "number", "output": "value", "loss": "squared"},
+             "features": FRIEDMAN, "task": "regression", "output": "value", "loss": "squared"},
             "HoeffdingTreeRegressor(grace_period=50), Friedman"),
 }
 

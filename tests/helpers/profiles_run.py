@@ -36,7 +36,7 @@ PROFILES = {
     "agr-*": {"features": list(AGRAWAL_FEATURES), "model": "river.tree.HoeffdingAdaptiveTreeClassifier",
               "model_params": {"grace_period": 50}, "explainers": ["ipfi", "ipdp"], "grid_size": 3, "alpha": 0.03,
               "change_warmup": N // 6},
-    "reg-*": {"features": list(LINEAR_FEATURES), "target": "number", "output": "value", "loss": "squared",
+    "reg-*": {"features": list(LINEAR_FEATURES), "task": "regression", "output": "value", "loss": "squared",
               "model": "river.linear_model.LinearRegression", "model_params": {}, "explainers": ["ipfi", "isage"],
               "alpha": 0.03, "change_warmup": N // 6},
 }

@@ -22,7 +22,7 @@ from streamxai.settings import Settings
 
 
 def _settings(**over) -> Settings:
-    base = dict(features=["a", "b"], target="label", output="label", loss="zero_one",
+    base = dict(features=["a", "b"], task="classification", output="label", loss="zero_one",
                 model="river.linear_model.LogisticRegression", model_params={}, explainers=["ipfi", "isage", "ipdp"],
                 emit_every=5, storage_size=20, partitions=1, change_warmup=0, change_min_samples=20)
     base.update(over)
@@ -35,7 +35,7 @@ def _feed(s: Settings, n: int = 400) -> list[tuple]:
     for q in range(n):
         a, b = r.gauss(0, 1), r.gauss(0, 1)
         y = 3 * a - 2 * b + r.gauss(0, 1)
-        events.append(FeatureEvent("s", q, float(q), {"a": a, "b": b}, y > 0 if s.target == "label" else y))
+        events.append(FeatureEvent("s", q, float(q), {"a": a, "b": b}, y > 0 if s.task == "classification" else y))
     log = PartitionLog()
     record_arrivals(log, events)
     return run_handlers(s, log).explanations.parts[("drift-feed", 0)]
@@ -119,7 +119,7 @@ def test_a_genuine_record_carrying_the_largest_increments_passes(clean):
 @pytest.mark.parametrize("over", [
     {},
     {"isage_loss": "cross_entropy", "model": "river.tree.HoeffdingTreeClassifier", "model_params": {"grace_period": 30}},
-    {"target": "number", "output": "value", "loss": "squared", "model": "river.linear_model.LinearRegression"},
+    {"task": "regression", "output": "value", "loss": "squared", "model": "river.linear_model.LinearRegression"},
 ], ids=["0-1 and Brier", "cross-entropy, a tree", "squared"])
 def test_what_the_explainers_send_is_within_the_bounds(over):
     s = _settings(**over)

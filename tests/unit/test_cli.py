@@ -8,7 +8,7 @@ from streamxai.cli import _explicit_settings, _parser, main
 from streamxai.ingest import FileReport, file_events
 from streamxai.local.demo import demo_overrides
 from streamxai.schemas import ConfigError
-from streamxai.settings import Settings
+from streamxai.settings import Settings, load_settings
 
 
 def test_config_prints_effective_settings_without_secrets(capsys, monkeypatch):
@@ -103,8 +103,24 @@ def test_csv_classification_reads_the_label_column_named_by_the_settings_as_inte
 def test_csv_regression_reads_float_targets_and_a_ts_column(tmp_path):
     f = tmp_path / "d.csv"
     f.write_text("a,when,number\n0.5,1700000000.5,3.25\n")
-    (ev,) = file_events(f, "s", ["a"], target_kind="number", ts_column="when")
+    (ev,) = file_events(f, "s", ["a"], task="regression", ts_column="when")
     assert (ev.y, ev.ts) == (3.25, 1700000000.5)
+
+
+def test_produce_reads_the_label_column_the_setting_target_names_and_the_option_overrides_it(tmp_path, capsys):
+    """``target`` names the label column of a file (the task is the setting ``task``): a file
+    without it is refused before any Kafka connection, naming the column; ``--target`` wins."""
+    f = tmp_path / "d.csv"
+    f.write_text("a,label,cls\n0.5,1,0\n")
+    base = ["produce", str(f), "--set", "features=a", "--bootstrap", "127.0.0.1:1"]
+    assert main([*base, "--set", "target=klass"]) == 2
+    assert "has no target column 'klass'; its columns are ['a', 'label', 'cls']" in capsys.readouterr().err
+    assert main([*base, "--set", "target=klass", "--target", "nope"]) == 2
+    assert "has no target column 'nope'" in capsys.readouterr().err
+    (ev,) = file_events(f, "s", ["a"], "cls")
+    assert ev.y == 0  # the named column, not the default `label`
+    assert load_settings(env={"STREAMXAI_TARGET": "cls"}).target == "cls"
+    assert load_settings().target == "" and load_settings().task == "classification"
 
 
 def test_csv_without_the_target_or_a_feature_column_is_an_error(tmp_path):
@@ -226,7 +242,7 @@ def test_produce_labels_reads_the_target_of_the_streams_profile(tmp_path, monkey
     # a regression profile names its target `number`; `produce FILE --labels` looked for the
     # top-level target (`label`) and refused the file the features had just been sent from
     settings = tmp_path / "two.toml"
-    settings.write_text('[streams."reg-*"]\nfeatures = ["x0", "x1"]\ntarget = "number"\noutput = "value"\n'
+    settings.write_text('[streams."reg-*"]\nfeatures = ["x0", "x1"]\ntask = "regression"\noutput = "value"\n'
                         'loss = "squared"\nmodel = "river.linear_model.LinearRegression"\nmodel_params = {}\n'
                         'explainers = ["ipfi"]\n')
     data = tmp_path / "reg.csv"
@@ -378,7 +394,7 @@ def test_produce_demo_without_labels_is_refused_not_ignored(source, capsys):
 
 
 _TWO_PROFILES = ('[streams."agr-*"]\nfeatures = ["a"]\ncategorical = ["a"]\n'
-                 '[streams."reg-*"]\nfeatures = ["x0"]\ntarget = "number"\noutput = "value"\nloss = "squared"\n'
+                 '[streams."reg-*"]\nfeatures = ["x0"]\ntask = "regression"\noutput = "value"\nloss = "squared"\n'
                  'model = "river.linear_model.LinearRegression"\nmodel_params = {}\nexplainers = ["ipfi"]\n')
 
 

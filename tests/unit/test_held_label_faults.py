@@ -23,7 +23,7 @@ from streamxai.settings import Settings
 
 
 def _settings(model: str) -> Settings:
-    return Settings(features=["a", "b", "c"], target="label", output="label", loss="zero_one", model=model,
+    return Settings(features=["a", "b", "c"], task="classification", output="label", loss="zero_one", model=model,
                     model_params={}, explainers=["ipfi"], change_explainers=["ipfi"], emit_every=5, partitions=1)
 
 

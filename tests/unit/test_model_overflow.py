@@ -23,7 +23,7 @@ from streamxai.settings import Settings
 
 
 def _settings() -> Settings:
-    return Settings(features=["a", "b"], target="number", output="value", loss="squared",
+    return Settings(features=["a", "b"], task="regression", output="value", loss="squared",
                     model="river.linear_model.LinearRegression", model_params={}, explainers=["ipfi"],
                     change_explainers=["ipfi"], emit_every=10, storage_size=20, partitions=1)
 

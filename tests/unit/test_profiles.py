@@ -31,7 +31,7 @@ grid_size = 3
 
 [streams."reg-*"]
 features = {REG!r}
-target = "number"
+task = "regression"
 output = "value"
 loss = "squared"
 model = "river.linear_model.LinearRegression"
@@ -59,7 +59,7 @@ def test_first_matching_profile_wins_and_others_get_the_top_level(two):
     agr, reg = s.for_stream("agr-1"), s.for_stream("reg-1")
     assert (agr.features, agr.model, agr.explainers) == (list(AGRAWAL_FEATURES), "river.tree.HoeffdingTreeClassifier",
                                                          ["ipfi", "ipdp"])
-    assert (reg.features, reg.target, reg.model, reg.alpha) == (REG, "number", "river.linear_model.LinearRegression", 0.05)
+    assert (reg.features, reg.task, reg.model, reg.alpha) == (REG, "regression", "river.linear_model.LinearRegression", 0.05)
     assert s.for_stream("other").alpha == 0.5 and s.for_stream("other").features == []  # "*" matches the rest
     assert s.profile("reg-1") == "reg-*" and s.profile("agr-1") == "agr-*" and s.profile("z") == "*"
     assert agr.change_warmup == reg.change_warmup == 50  # not in the tables: the top level
@@ -107,8 +107,8 @@ def test_the_per_stream_rule_covers_what_the_issue_lists_and_nothing_deployment_
     ('[streams."r-*"]\nexplain_groups = 2', '[streams."r-*"]: explain_groups is deployment-wide'),
     ('[streams."r-*"]\nalpha = "0.1"', '[streams."r-*"]: setting alpha in this table is a string (\'0.1\'); expected a number'),
     ('[streams."r-*"]\nalpha = 2.0', '[streams."r-*"]: setting alpha=2.0 must be in (0, 1]'),
-    ('[streams."r-*"]\nfeatures = ["a"]\ncategorical = ["b"]', '[streams."r-*"]: setting features/categorical/target'),
-    ('[streams."r-*"]\ntarget = "number"', '[streams."r-*"]: setting output=label cannot score a number target'),
+    ('[streams."r-*"]\nfeatures = ["a"]\ncategorical = ["b"]', '[streams."r-*"]: setting features/categorical/task'),
+    ('[streams."r-*"]\ntask = "regression"', '[streams."r-*"]: setting output=label cannot score a regression'),
     ('streams = {"r-*" = 3}', '[streams."r-*"] must be a table of settings, not an integer'),
 ])
 def test_a_bad_profile_is_one_line_naming_the_file_table_and_key(tmp_path, capsys, table, fragment):
@@ -124,7 +124,7 @@ def test_a_bad_profile_is_one_line_naming_the_file_table_and_key(tmp_path, capsy
 
 @pytest.mark.parametrize("table, fragment", [
     ('features = ["a"]\nmodel = "river.nope.Model"', '[streams."r-*"] model: model \'river.nope.Model\' cannot be imported'),
-    ('features = ["a"]\nmodel = "river.linear_model.LinearRegression"\nmodel_params = {depth = 3}\ntarget = "number"\n'
+    ('features = ["a"]\nmodel = "river.linear_model.LinearRegression"\nmodel_params = {depth = 3}\ntask = "regression"\n'
      'output = "value"', '[streams."r-*"] model: model river.linear_model.LinearRegression takes no parameter \'depth\''),
     ('alpha = 0.1', '[streams."r-*"] features: none in the table and none at the top level'),
     ('features = ["a"]\nloss = "hinge"', '[streams."r-*"] explainers:'),
@@ -241,36 +241,36 @@ def test_the_alert_series_of_every_profile_exist_from_the_start():
     assert counters["change_events{profile=l-*}"] == counters["change_events{profile=(top level)}"] == 0
 
 
-@pytest.mark.parametrize("model, params, target", [
-    ("river.linear_model.LinearRegression", "{}", "number"),
-    ("river.linear_model.LogisticRegression", "{}", "label"),
-    ("river.tree.HoeffdingTreeRegressor", "{}", "number"),  # its default leaf model is linear
+@pytest.mark.parametrize("model, params, task", [
+    ("river.linear_model.LinearRegression", "{}", "regression"),
+    ("river.linear_model.LogisticRegression", "{}", "classification"),
+    ("river.tree.HoeffdingTreeRegressor", "{}", "regression"),  # its default leaf model is linear
 ])
 def test_a_model_that_cannot_take_a_categorical_string_stops_the_worker_at_start(tmp_path, capsys, model, params,
-                                                                                  target):
+                                                                                  task):
     # found by the trial: such a profile started, and every event became a model_error dead letter
-    out = 'output = "value"\n' if target == "number" else ""
+    out = 'output = "value"\n' if task == "regression" else ""
     f = tmp_path / "cat.toml"
     f.write_text(f'[streams."ok-*"]\nfeatures = ["a"]\n\n[streams."r-*"]\nfeatures = ["a", "c"]\ncategorical = ["c"]\n'
-                 f'model = "{model}"\nmodel_params = {params}\ntarget = "{target}"\n{out}')
+                 f'model = "{model}"\nmodel_params = {params}\ntask = "{task}"\n{out}')
     assert main(["worker", "--settings", str(f), "--bootstrap", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f'[streams."r-*"] model: {model} cannot take' in err, err
     assert "categorical feature 'c'" in err and "OneHotEncoder" in err, err
 
 
-@pytest.mark.parametrize("model, params, target", [
-    ("river.tree.HoeffdingTreeClassifier", {}, "label"),
-    ("river.tree.HoeffdingAdaptiveTreeClassifier", {"grace_period": 50}, "label"),
-    ("river.forest.ARFClassifier", {"n_models": 3}, "label"),
-    ("river.tree.HoeffdingTreeRegressor", {"leaf_prediction": "mean"}, "number"),
-    ("tests.helpers.onehot_models.OneHotLogisticRegression", {}, "label"),
-    ("river.linear_model.LinearRegression", {}, "number"),  # no categorical feature: nothing to refuse
+@pytest.mark.parametrize("model, params, task", [
+    ("river.tree.HoeffdingTreeClassifier", {}, "classification"),
+    ("river.tree.HoeffdingAdaptiveTreeClassifier", {"grace_period": 50}, "classification"),
+    ("river.forest.ARFClassifier", {"n_models": 3}, "classification"),
+    ("river.tree.HoeffdingTreeRegressor", {"leaf_prediction": "mean"}, "regression"),
+    ("tests.helpers.onehot_models.OneHotLogisticRegression", {}, "classification"),
+    ("river.linear_model.LinearRegression", {}, "regression"),  # no categorical feature: nothing to refuse
 ])
-def test_models_that_take_categorical_strings_are_not_refused(model, params, target):
+def test_models_that_take_categorical_strings_are_not_refused(model, params, task):
     cat = [] if model.endswith("LinearRegression") else ["c"]
     s = Settings(streams={"r-*": {"features": ["a", "c"], "categorical": cat, "model": model, "model_params": params,
-                                  "target": target, "output": "value" if target == "number" else "label"}})
+                                  "task": task, "output": "value" if task == "regression" else "label"}})
     check_streams(s)
 
 

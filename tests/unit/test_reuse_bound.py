@@ -28,7 +28,7 @@ FEATURES = [f"x{i}" for i in range(5)]
 
 @functools.cache
 def _run():
-    s = Settings(features=FEATURES, target="number", output="value", loss="squared",
+    s = Settings(features=FEATURES, task="regression", output="value", loss="squared",
                  model="river.linear_model.LinearRegression", model_params={}, explainers=["ipfi", "isage"],
                  alpha=0.01, change_warmup=500)
     rng = random.Random(1)

@@ -32,7 +32,7 @@ from streamxai.schemas import (
     parse_feature_event,
 )
 
-SPEC = FeatureSpec(names=("a", "b", "c"), categorical=frozenset({"c"}), target="label")
+SPEC = FeatureSpec(names=("a", "b", "c"), categorical=frozenset({"c"}), task="classification")
 JSON_DIR = Path(__file__).resolve().parents[2] / "schemas" / "json"
 
 
@@ -86,7 +86,7 @@ def test_oversized_is_refused_before_parsing():
 
 
 def test_regression_target_must_be_finite_number():
-    spec = FeatureSpec(names=("a",), target="number")
+    spec = FeatureSpec(names=("a",), task="regression")
     raw = orjson.dumps({"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 0, "x": {"a": 1}, "y": "x"})
     with pytest.raises(LabelTypeMismatch, match="label y in stream 's' seq 0 is 'x'"):
         parse_feature_event(raw, spec, where="f[0]@0")
