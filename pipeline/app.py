@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import faust
-from streamxai.agents import install_drift_agent, install_explainer_agent, install_intake_agent, install_model_agent
+from streamxai.agents import install_change_agent, install_explainer_agent, install_intake_agent, install_model_agent
 from streamxai.schemas import ConfigError
 
-from .handlers import DriftHandler, ExplainHandler, Handler, IntakeHandler, MessageHandler, ModelHandler
+from .handlers import ChangeHandler, ExplainHandler, Handler, IntakeHandler, MessageHandler, ModelHandler
 from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
 from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 from .kafka.checkpoints import FileCheckpointStore
@@ -26,7 +26,7 @@ from .settings import Settings
 
 __all__ = ["create_app", "checkpoint_store", "ROLES"]
 
-ROLES = ("model", "explain", "drift")
+ROLES = ("model", "explain", "change")
 log = logging.getLogger("streamxai")
 
 
@@ -111,9 +111,9 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     if "explain" in roles:
         stateful.append(ExplainHandler(settings, metrics, history=history, checkpoints=store))
         install_explainer_agent(app, topics, stateful[-1])
-    if "drift" in roles:
-        stateful.append(DriftHandler(settings, metrics, history=history, checkpoints=store))
-        install_drift_agent(app, topics, stateful[-1])
+    if "change" in roles:
+        stateful.append(ChangeHandler(settings, metrics, history=history, checkpoints=store))
+        install_change_agent(app, topics, stateful[-1])
     handlers: list[Handler] = list(stateful)
 
     @app.on_before_shutdown.connect

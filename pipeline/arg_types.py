@@ -73,8 +73,8 @@ def positive(zero: bool = False) -> Callable[[str], float]:
 def roles(choices: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
     """A comma-separated list of at least one of ``choices``, as a tuple.
 
-    >>> roles(("model", "drift"))("drift, model")
-    ('drift', 'model')
+    >>> roles(("model", "change"))("change, model")
+    ('change', 'model')
     """
 
     def parse(text: str) -> tuple[str, ...]:

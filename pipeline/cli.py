@@ -19,7 +19,7 @@ __all__ = ["main"]
 
 
 LOGLEVELS = ("debug", "info", "warning", "error")
-ROLES = ("model", "explain", "drift")  # streamxai.app.ROLES, without importing Faust to parse arguments
+ROLES = ("model", "explain", "change")  # streamxai.app.ROLES, without importing Faust to parse arguments
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,10 +48,10 @@ def _parser() -> argparse.ArgumentParser:
                        description=broker.DESCRIPTION, epilog=exit_codes.HELP)
     broker.add_arguments(b)
 
-    w = sub.add_parser("worker", parents=[common], help="run a worker (model, explainer and drift agents)",
+    w = sub.add_parser("worker", parents=[common], help="run a worker (model, explainer and change agents)",
                        epilog=settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    w.add_argument("--roles", type=roles(ROLES), default="model,explain,drift",
-                   help="comma-separated: model, explain, drift (default all three)")
+    w.add_argument("--roles", type=roles(ROLES), default="model,explain,change",
+                   help="comma-separated: model, explain, change (default all three)")
 
     pr = sub.add_parser("produce", parents=[common], help="produce a demo stream or a file to the features topic")
     pr.add_argument("source", help="'demo' (agrawal with drift), 'control' (no drift), or a .jsonl/.csv path")
@@ -62,8 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--seed", type=int, default=42, help="seed of the demo stream (default 42)")
     pr.add_argument("--rate", type=positive(), default=None, help="events per second (default: as fast as possible)")
     pr.add_argument("--target", metavar="COLUMN", default=None,
-                    help="target column of a file (default: the column named like the setting target "
-                         "(label or number), else y or target)")
+                    help="label column or field of a file (default: the setting target, else the first of "
+                         "label (number for regression), y and target the file has)")
     pr.add_argument("--ts-column", metavar="COLUMN", default=None,
                     help="column with each event's time in seconds (default: the wall clock when it is sent)")
     pr.add_argument("--resume", action="store_true",

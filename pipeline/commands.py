@@ -175,13 +175,13 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
                               "with `streamxai demo --label-delay N`")
         _check_demo_features(s, stream_id)
     else:
-        s = s.for_stream(stream_id)  # the features and target of its stream profile
+        s = s.for_stream(stream_id)  # the features and task of its stream profile
         if not s.features and not _feature_events(args.source):  # a feature event names its own stream
             raise ConfigError(f"to read {args.source} as stream {stream_id!r}, give its features: features = [...] in "
                               "the settings file (or --set features=a,b), or a [streams.\"<glob>\"] table matching "
                               "the stream id")
         # read the header now: a missing file or column is one line, before any Kafka connection
-        _check_file = file_events(args.source, stream_id, list(s.features), args.target, target_kind=s.target,
+        _check_file = file_events(args.source, stream_id, list(s.features), args.target or s.target or None, task=s.task,
                                   categorical=list(s.categorical), ts_column=args.ts_column, report=FileReport(),
                                   labels=with_labels, of_stream=_of_stream(top))
         next(_check_file, None)
@@ -218,7 +218,7 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
             events = _renumber(events, start)
     else:
         events = _reporting(file_events(
-            args.source, stream_id, list(s.features), args.target, target_kind=s.target,
+            args.source, stream_id, list(s.features), args.target or s.target or None, task=s.task,
             categorical=list(s.categorical), ts_column=args.ts_column, start_seq=start, report=report,
             labels=with_labels, of_stream=_of_stream(top)), args.source, report)
     if label_delay:
@@ -252,7 +252,7 @@ def _check_event_seqs(s: Settings, source: str, firsts: dict[str, int], lasts: d
 
 
 def _of_stream(s: Settings) -> Any:
-    """A stream id's target kind and categorical features under ``s`` (its profile's, else the top level's),
+    """A stream id's task and categorical features under ``s`` (its profile's, else the top level's),
     for the feature and label events of a file, which name their own streams."""
     from streamxai.schemas import NoProfile
 
@@ -261,7 +261,7 @@ def _of_stream(s: Settings) -> Any:
         if not its.features:  # the workers would dead-letter it (no_profile)
             raise NoProfile(f"stream {stream_id!r} matches no stream profile ({', '.join(map(repr, s.streams))}) and "
                             "the top-level settings give no features")
-        return its.target, tuple(its.categorical)
+        return its.task, tuple(its.categorical)
     return of
 
 
@@ -330,8 +330,9 @@ def _produce_labels(args: argparse.Namespace, s: Settings, stream_id: str) -> in
         raise ConfigError("--labels and --without-labels exclude each other: send the features first "
                           "(--without-labels), then the labels (--labels)")
     of_stream = _of_stream(s)  # a label event names its own stream
-    s = s.for_stream(stream_id)  # the target of its stream profile (a regression's `number`)
-    first = file_labels(args.source, stream_id, args.target, target_kind=s.target, ts_column=args.ts_column,
+    s = s.for_stream(stream_id)  # the task and label field of its stream profile
+    target = args.target or s.target or None
+    first = file_labels(args.source, stream_id, target, task=s.task, ts_column=args.ts_column,
                         report=FileReport(), of_stream=of_stream)
     next(first, None)  # a missing file or target column: one line, before any Kafka connection
     first.close()
@@ -344,7 +345,7 @@ def _produce_labels(args: argparse.Namespace, s: Settings, stream_id: str) -> in
     report = FileReport()
     t0 = time.monotonic()
     sent = _Sent()
-    n = produce_events(s, sent.track(_reporting(file_labels(args.source, stream_id, args.target, target_kind=s.target,
+    n = produce_events(s, sent.track(_reporting(file_labels(args.source, stream_id, target, task=s.task,
                                                             ts_column=args.ts_column, report=report,
                                                             of_stream=of_stream),
                                                 args.source, report)), rate=args.rate)

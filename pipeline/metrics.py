@@ -26,7 +26,7 @@ __all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED", "PROFILED", "TOP_LEVEL", "
            "key_profile"]
 
 #: the counters labelled by the stream's profile
-PROFILED = ("events_explained", "sampled_out", "shed_events", "drift_events", "change_episodes", "dead_letters")
+PROFILED = ("events_explained", "sampled_out", "shed_events", "change_events", "change_episodes", "dead_letters")
 #: counters the snapshot also gives summed over one of their labels, under the key they had before
 #: they carried it (the profiled ones over ``profile``; ``checkpoints_restored`` over ``stage``)
 SUMMED_OVER = {**dict.fromkeys(PROFILED, "profile"), "checkpoints_restored": "stage"}
@@ -52,36 +52,35 @@ HELP = {
     "send_errors": "Messages the producer refused (logged and dropped), by topic (short name)",
     "duplicates_dropped": "Feature events dropped as already processed (stream_id, seq)",
     "duplicate_tasks_dropped": "Explain tasks dropped as already processed",
-    "duplicate_explanations_dropped": "Explanations the drift agent had already monitored",
+    "duplicate_explanations_dropped": "Explanations the change agent had already monitored",
     "sampled_out": "Events not explained because of sample_rate, by profile",
     "shed_events": "Events not explained because they waited longer than max_lag_s, by profile",
     "tasks_seen": "Explain tasks folded into an explainer group (explained or not)",
     "events_explained": "Events explained, by profile",
     "explanations_out": "Explanation messages sent",
-    "explanations_seen": "Explanation messages the drift agent read (good, bad or duplicate)",
-    "explanations_monitored": "Explanations the drift agent monitored",
-    "drift_events": "Change events raised, by profile",
-    "change_episodes": "Change episodes opened (changes of one stream that happened together), by kind, alert (true: the kind is in the profile's drift_alert_kinds) and profile",
+    "explanations_seen": "Explanation messages the change agent read (good, bad or duplicate)",
+    "explanations_monitored": "Explanations the change agent monitored",
+    "change_events": "Change events raised, by profile",
+    "change_episodes": "Change episodes opened (changes of one stream that happened together), by kind, alert (true: the kind is in the profile's change_alert_kinds) and profile",
     "replayed_events": "Feature events re-run to rebuild a stream model after a restart or rebalance",
     "replayed_tasks": "Explain tasks re-run to rebuild an explainer group",
-    "replayed_explanations": "Explanations re-run to rebuild a stream's drift state",
+    "replayed_explanations": "Explanations re-run to rebuild a stream's change state",
     "replay_errors": "Messages that failed while being replayed",
     "state_errors": "Messages dead-lettered unprocessed because their key's state fails on every message, also rebuilt from its whole history",
     "states_guarded": "Keys whose state failed twice within 1024 of their messages, so each message is taken on a copy of the state and one that fails rolls back to it instead of a rebuild",
     "failures_rolled_back": "Messages that failed on a guarded state: dead-lettered, the state put back as it was before them, nothing rebuilt",
     "checkpoints_written": "Checkpoints written",
-    "checkpoints_restored": "Checkpoints restored, by stage (model, explain, drift)",
+    "checkpoints_restored": "Checkpoints restored, by stage (model, explain, change)",
     "checkpoint_keys_replaced": "Checkpoint key files (state_dir/checkpoint.key) that could not be used, set aside and replaced by a new key (their checkpoints rebuilt by replay)",
     "history_incomplete": "States rebuilt from an incomplete history: no checkpoint covered the messages retention had deleted (the stream goes on from what remains; see the warning line)",
     "checkpoints_outdated": "Checkpoints not restored because the key's stream settings changed since (rebuilt from its history)",
-    "drift_states_adopted": "Drift states of the version before the drift feed restored from their checkpoint on explanations, with the explanations after it (an upgrade)",
     "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",
     "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
     "states_dropped_after_rebalance": "Keys whose state was stale after their partition came back from another worker (rebuilt)",
     "history_cache_too_big": "Partitions whose history exceeded the cache, so their keys were read one by one",
     "fast_path_fallbacks": "Model evaluation calls the fast path handed to the model itself (a part it does not recognise)",
     "recovery_seconds": "Seconds spent rebuilding state after a restart or rebalance, by stage (model, explain, "
-                        "drift) and step (checkpoint: finding, reading and unpickling it; replay: re-running history)",
+                        "change) and step (checkpoint: finding, reading and unpickling it; replay: re-running history)",
 }
 # counters without labels are exposed from the start (at 0), so rates and alerts have a series
 COUNTERS = tuple(HELP)
@@ -90,7 +89,7 @@ HELP.update({
     "labels_pending": "Events waiting for their label, over the streams this worker holds",
     "labels_held": "Labels that came before their event, waiting for it",
     "explainer_groups": "Explainer groups (model replicas) this worker holds",
-    "drift_streams": "Streams the drift agent monitors",
+    "change_streams": "Streams the change agent monitors",
     "consumer_lag": "Messages not yet processed, by topic and partition (high watermark - next offset)",
     "explanation_lag_events": "Explain tasks waiting in this worker's explain-tasks partitions",
     "explanation_lag_seconds": "Age of the newest explain task when it was taken up (now - sent_at); 0 once none wait",

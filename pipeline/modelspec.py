@@ -122,17 +122,17 @@ _DRY_EVENTS = 4
 
 
 def check_takes_strings(path: str, params: dict[str, Any], seed: int | None, features: list[str],
-                        categorical: list[str], target: str) -> None:
+                        categorical: list[str], task: str) -> None:
     """Refuse a model that cannot learn or predict an event whose ``categorical`` features are
     strings, found by a dry run of a few events on fresh copies (river's models do not declare
     what they accept). A model that fails on numbers as well is not judged here: its error is
     its own, not a categorical feature's. Nothing to check without categorical features.
 
-    >>> check_takes_strings("river.tree.HoeffdingTreeClassifier", {}, 1, ["a", "c"], ["c"], "label")
-    >>> check_takes_strings("river.linear_model.LogisticRegression", {}, 1, ["a", "c"], ["c"], "label")
+    >>> check_takes_strings("river.tree.HoeffdingTreeClassifier", {}, 1, ["a", "c"], ["c"], "classification")
+    >>> check_takes_strings("river.linear_model.LogisticRegression", {}, 1, ["a", "c"], ["c"], "classification")
     Traceback (most recent call last):
     ...
-    streamxai.schemas.errors.ConfigError: river.linear_model.LogisticRegression cannot take the string value of categorical feature 'c' (a dry run of 4 events raised TypeError: VectorDict values must be real numbers): use a model that takes strings (river.tree.HoeffdingTreeClassifier, HoeffdingAdaptiveTreeClassifier, river.forest.ARFClassifier; for a number target river.tree.HoeffdingTreeRegressor with model_params = {leaf_prediction = "mean"}), or an import path of your own function returning a pipeline with river.preprocessing.OneHotEncoder before the model; or, if the feature's values are integer codes the model may take as numbers, leave it out of categorical
+    streamxai.schemas.errors.ConfigError: river.linear_model.LogisticRegression cannot take the string value of categorical feature 'c' (a dry run of 4 events raised TypeError: VectorDict values must be real numbers): use a model that takes strings (river.tree.HoeffdingTreeClassifier, HoeffdingAdaptiveTreeClassifier, river.forest.ARFClassifier; for regression river.tree.HoeffdingTreeRegressor with model_params = {leaf_prediction = "mean"}), or an import path of your own function returning a pipeline with river.preprocessing.OneHotEncoder before the model; or, if the feature's values are integer codes the model may take as numbers, leave it out of categorical
     """
     if not categorical:
         return
@@ -143,7 +143,7 @@ def check_takes_strings(path: str, params: dict[str, Any], seed: int | None, fea
             for i in range(_DRY_EVENTS):
                 x = {f: (("a", "b")[i % 2] if strings else i % 2) if f in categorical else float(i % 2)
                      for f in features}
-                model.learn_one(x, bool(i % 2) if target == "label" else float(i % 2))
+                model.learn_one(x, bool(i % 2) if task == "classification" else float(i % 2))
                 model.predict_one(x)
         except Exception as e:  # any error: a model may raise what it likes on a value it cannot take
             return e
@@ -159,8 +159,8 @@ def check_takes_strings(path: str, params: dict[str, Any], seed: int | None, fea
     raise ConfigError(
         f"{path} cannot take the string value of categorical feature{plural} {names} (a dry run of {_DRY_EVENTS} "
         f"events raised {type(err).__name__}: {str(err)[:200]}): use a model that takes strings "
-        "(river.tree.HoeffdingTreeClassifier, HoeffdingAdaptiveTreeClassifier, river.forest.ARFClassifier; for a "
-        "number target river.tree.HoeffdingTreeRegressor with model_params = {leaf_prediction = \"mean\"}), or an "
+        "(river.tree.HoeffdingTreeClassifier, HoeffdingAdaptiveTreeClassifier, river.forest.ARFClassifier; for "
+        "regression river.tree.HoeffdingTreeRegressor with model_params = {leaf_prediction = \"mean\"}), or an "
         "import path of your own function returning a pipeline with river.preprocessing.OneHotEncoder before the "
         "model; or, if the feature's values are integer codes the model may take as numbers, leave it out of "
         "categorical")

@@ -28,7 +28,7 @@ def explainer_specs(s: Settings) -> list[ExplainerSpec]:
     probability with the squared loss (Brier; robust to the 0/1 probabilities of tree leaves)
     or all class probabilities with cross-entropy (``s.isage_loss``); for regression both
     explain the value, iSAGE with ``s.loss``."""
-    classification = s.target == "label"
+    classification = s.task == "classification"
     specs = []
     for name in s.explainers:
         if name == "ipfi":
@@ -147,7 +147,7 @@ def check_streams(s: Settings) -> None:
                               "of the streams it matches")
         try:
             build_model(p.model, p.model_params, p.model_seed)
-            check_takes_strings(p.model, p.model_params, p.model_seed, list(p.features), list(p.categorical), p.target)
+            check_takes_strings(p.model, p.model_params, p.model_seed, list(p.features), list(p.categorical), p.task)
         except ConfigError as e:
             fact, params_refused, _ = str(e).partition("; set model_params")  # model_params the model does not take
             if params_refused and where and "model_params" not in table:

@@ -4,12 +4,12 @@ topic: feature and label events in the order the model took them, with their arr
 and origins), give the same predictions, outcomes, explanation values and change events:
 both use :class:`~streamxai.core.labels.LabelJoin` for the join,
 :class:`~streamxai.core.stream.StreamExplainer` for the explainers (all units in one, which
-gives what the explainer groups give) and the drift handler's change detector, built from the
+gives what the explainer groups give) and the change handler's change detector, built from the
 same settings (:mod:`streamxai.plan`). The record decides everything; a clock is never read.
 
 >>> from streamxai.schemas import FeatureEvent, LabelEvent
 >>> from streamxai.settings import Settings
->>> s = Settings(features=["a"], target="number", output="value", loss="squared", explainers=["ipfi", "ipdp"],
+>>> s = Settings(features=["a"], task="regression", output="value", loss="squared", explainers=["ipfi", "ipdp"],
 ...              model="river.linear_model.LinearRegression", model_params={}, emit_every=2, grid_size=3)
 >>> arrivals = [Recorded(FeatureEvent("s", q, float(q), {"a": q / 10})) for q in range(4)]
 >>> arrivals += [Recorded(LabelEvent("s", q, q / 5, 9.0)) for q in range(4)]
@@ -30,7 +30,7 @@ from .core.budget import EventSampler
 from .core.change import StreamChangeDetector
 from .core.labels import LabelJoin, Outcome
 from .core.stream import StreamExplainer
-from .handlers.drift import stream_detector
+from .handlers.change import stream_detector
 from .plan import label_join, stream_explainer
 from .settings import Settings
 

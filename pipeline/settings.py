@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from streamxai.schemas import ConfigError, FeatureSpec
-from streamxai.schemas.features import TARGETS
+from streamxai.schemas.features import TASKS
 
 from .core.stream import EXPLAINER_NAMES
 from .modelspec import DEFAULT_MODEL, default_model_params
@@ -33,7 +33,8 @@ from .tls_files import check_tls_files
 from .toml_text import toml_key
 
 __all__ = ["Settings", "Secret", "load_settings", "AGRAWAL_FEATURES", "SECURITY_PROTOCOLS", "SASL_MECHANISMS",
-           "PER_STREAM", "PER_STREAM_PREFIXES", "is_per_stream", "env_name", "utf8_file_text"]
+           "PER_STREAM", "PER_STREAM_PREFIXES", "is_per_stream", "env_name", "utf8_file_text", "RENAMED",
+           "check_renamed"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -49,11 +50,44 @@ AGRAWAL_FEATURES = (
 #: load shedding by lag), and an error in a profile. A new per-stream setting is added here (or
 #: takes one of the prefixes).
 PER_STREAM = frozenset({
-    "features", "categorical", "target", "target_class", "model", "model_params", "model_seed", "output", "loss",
+    "features", "categorical", "task", "target", "target_class", "model", "model_params", "model_seed", "output", "loss",
     "explainers", "alpha", "storage_size", "grid_size", "sample_rate", "emit_every",
     "max_label_delay", "label_timeout_s", "fast_path",
 })
-PER_STREAM_PREFIXES = ("isage_", "drift_")
+PER_STREAM_PREFIXES = ("isage_", "change_")
+
+
+#: settings under another name, by their old one: refused with one line naming the new one
+RENAMED = {f"drift_{n}": f"change_{n}" for n in (
+    "delta", "explainers", "min_effect", "min_samples", "window", "warmup", "episode_gap", "episode_max",
+    "alert_kinds")}
+
+
+def check_renamed(name: str, where: str = "") -> None:
+    """Refuse ``name`` if it is the old name of a setting (:data:`RENAMED`), saying the new one;
+    ``where`` (the file or table it came from) begins the line.
+
+    >>> check_renamed("drift_delta", "settings file s.toml: ")
+    Traceback (most recent call last):
+    ...
+    streamxai.schemas.errors.ConfigError: settings file s.toml: setting 'drift_delta' is now 'change_delta'
+    >>> check_renamed("change_delta")
+    """
+    if name in RENAMED:
+        raise ConfigError(f"{where}setting {name!r} is now {RENAMED[name]!r}")
+
+
+def _check_renamed_env(env: Mapping[str, str]) -> None:
+    """Refuse an environment variable of a setting's old name, saying the new variable.
+
+    >>> _check_renamed_env({"STREAMXAI_DRIFT_WARMUP": "10"})
+    Traceback (most recent call last):
+    ...
+    streamxai.schemas.errors.ConfigError: setting 'STREAMXAI_DRIFT_WARMUP' is now 'STREAMXAI_CHANGE_WARMUP'
+    """
+    for old, new in RENAMED.items():
+        if env_name(old) in env:
+            raise ConfigError(f"setting {env_name(old)!r} is now {env_name(new)!r}")
 
 
 #: the shortest retention the worker sets on its topics (internal_retention_ms), and the smallest size
@@ -64,7 +98,7 @@ _MIN_RETENTION_BYTES = 1024 * 1024
 def is_per_stream(name: str) -> bool:
     """Whether a stream profile may set ``name``.
 
-    >>> is_per_stream("model"), is_per_stream("drift_delta"), is_per_stream("partitions")
+    >>> is_per_stream("model"), is_per_stream("change_delta"), is_per_stream("partitions")
     (True, True, False)
     """
     return name in PER_STREAM or name.startswith(PER_STREAM_PREFIXES)
@@ -138,7 +172,7 @@ class Settings:
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
     checkpoint_key: Secret = _f(Secret(""), "key authenticating checkpoints (HMAC-SHA256; secret, >= 16 characters); empty: a random key generated once into state_dir/checkpoint.key", secret=True)
     checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir/checkpoints, shared by the workers of one host) or kafka (a compacted topic every worker reads; needs checkpoint_key)")
-    checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and stream drift state every N of its messages (0: off)")
+    checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and stream change state every N of its messages (0: off)")
     checkpoint_on_stop: bool = _f(True, "when the worker stops, checkpoint every state changed since its last checkpoint, so a restart replays nothing (off: a restart replays up to checkpoint_every messages per key)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     output_linger_ms: int = _f(50, "how long a worker's outputs (predictions, explanations, change events, dead letters) may wait to fill a batch before they are sent, in ms (0-1000); the records its own agents read next wait at most 5 ms. Longer: fewer requests, less CPU for the worker and the broker")
@@ -153,7 +187,8 @@ class Settings:
     features: list = _f([], "feature names every event must carry, in model order (a worker needs them here or in "
                             "every stream profile)")
     categorical: list = _f([], "features that are categorical (strings or integers)")
-    target: str = _f("label", "target kind: label (classification) or number (regression)")
+    task: str = _f("classification", "task: classification (the model predicts a label) or regression (a number)")
+    target: str = _f("", "label field of the records and CSV files `streamxai produce` reads (--target overrides it); empty: the first of label (number for regression), y and target the file has")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
     max_dead_letter_bytes: int = _f(512 * 1024, "dead letters (key and value) stay under this size, cutting the original to a prefix with its size and SHA-256; keep it below the broker's message.max.bytes (it also bounds the worker's produce batches, 256 KiB at most)")
     max_seq_gap: int = _f(10_000, "an event more than this beyond its stream's last accepted seq goes to the dead-letter topic (reason seq_gap); a stream's first seq must be below it")
@@ -183,16 +218,16 @@ class Settings:
     # Labels
     max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events (by seq); it is then counted (labels_expired) and never learned")
     label_timeout_s: float = _f(0.0, "an event waiting for its label expires after this many seconds of arrival time (the arrivals topic's record timestamps); 0: off")
-    # Drift
-    drift_delta: float = _f(0.01, "bound on the probability that a stream without change ever raises a change event (all its series together)")
-    drift_explainers: list = _f(["ipfi", "isage", "ipdp"], "explainers whose series the change test watches (all running ones if none is listed); the others' levels and curves are shown in change events either way")
-    drift_min_effect: float = _f(0.1, "report a change only if the levels differ by this fraction of the explainer's largest importance in the stream")
-    drift_min_samples: int = _f(100, "explained events each side of a cut needs before the change test uses it")
-    drift_window: int = _f(20_000, "explained events per series the change test looks back over")
-    drift_warmup: int = _f(1000, "first events of each stream the drift agent does not monitor (the model learns from nothing)")
-    drift_episode_gap: int = _f(1000, "changes of a stream fewer than this many events apart form one change episode")
-    drift_episode_max: int = _f(3000, "a change episode takes changes for at most this many events after its first; a later change opens an episode (and, if it is one, an alert) of its own")
-    drift_alert_kinds: list = _f(["degradation", "reliance_shift"], "change episodes of these kinds raise an alert (alert: true on the change-episodes topic and in the metrics): learning, degradation, reliance_shift")
+    # Change detection
+    change_delta: float = _f(0.01, "bound on the probability that a stream without change ever raises a change event (all its series together)")
+    change_explainers: list = _f(["ipfi", "isage", "ipdp"], "explainers whose series the change test watches (all running ones if none is listed); the others' levels and curves are shown in change events either way")
+    change_min_effect: float = _f(0.1, "report a change only if the levels differ by this fraction of the explainer's largest importance in the stream")
+    change_min_samples: int = _f(100, "explained events each side of a cut needs before the change test uses it")
+    change_window: int = _f(20_000, "explained events per series the change test looks back over")
+    change_warmup: int = _f(1000, "first events of each stream the change agent does not monitor (the model learns from nothing)")
+    change_episode_gap: int = _f(1000, "changes of a stream fewer than this many events apart form one change episode")
+    change_episode_max: int = _f(3000, "a change episode takes changes for at most this many events after its first; a later change opens an episode (and, if it is one, an alert) of its own")
+    change_alert_kinds: list = _f(["degradation", "reliance_shift"], "change episodes of these kinds raise an alert (alert: true on the change-episodes topic and in the metrics): learning, degradation, reliance_shift")
     # Stream profiles
     streams: dict = _f({}, 'stream profiles: per-stream settings for the stream ids a glob matches; in a settings '
                            'file [streams."<glob>"] tables, first match wins (JSON {glob: {setting: value}} elsewhere)')
@@ -254,23 +289,23 @@ class Settings:
             raise bad(f"explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")
         if self.output not in ("label", "value"):
             raise bad(f"output={self.output!r} must be label or value")
-        if self.target == "number" and self.output != "value":
-            raise bad("output=label cannot score a number target (regression): set output = \"value\" and a loss "
+        if self.task == "regression" and self.output != "value":
+            raise bad("output=label cannot score a regression: set output = \"value\" and a loss "
                       "for numbers (squared or absolute)")
-        unknown = set(self.drift_explainers) - set(EXPLAINER_NAMES)
+        unknown = set(self.change_explainers) - set(EXPLAINER_NAMES)
         if unknown:
-            raise bad(f"drift_explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")
-        if not 0 < self.drift_delta < 1:
-            raise bad(f"drift_delta={self.drift_delta} must be in (0, 1)")
-        if self.drift_min_effect < 0 or self.drift_min_samples < 2 or self.drift_window < 2 * self.drift_min_samples:
-            raise bad("drift_min_effect must be >= 0, drift_min_samples >= 2 and drift_window >= 2 * drift_min_samples")
-        if self.drift_warmup < 0 or self.drift_episode_gap < 0:
-            raise bad("drift_warmup and drift_episode_gap must be >= 0")
-        if self.drift_episode_max < 1:
-            raise bad(f"drift_episode_max={self.drift_episode_max} must be >= 1")
-        unknown = set(self.drift_alert_kinds) - {"learning", "degradation", "reliance_shift"}
+            raise bad(f"change_explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")
+        if not 0 < self.change_delta < 1:
+            raise bad(f"change_delta={self.change_delta} must be in (0, 1)")
+        if self.change_min_effect < 0 or self.change_min_samples < 2 or self.change_window < 2 * self.change_min_samples:
+            raise bad("change_min_effect must be >= 0, change_min_samples >= 2 and change_window >= 2 * change_min_samples")
+        if self.change_warmup < 0 or self.change_episode_gap < 0:
+            raise bad("change_warmup and change_episode_gap must be >= 0")
+        if self.change_episode_max < 1:
+            raise bad(f"change_episode_max={self.change_episode_max} must be >= 1")
+        unknown = set(self.change_alert_kinds) - {"learning", "degradation", "reliance_shift"}
         if unknown:
-            raise bad(f"drift_alert_kinds has unknown kinds {sorted(unknown)}; use learning, degradation, reliance_shift")
+            raise bad(f"change_alert_kinds has unknown kinds {sorted(unknown)}; use learning, degradation, reliance_shift")
         if self.isage_loss not in ("squared", "cross_entropy"):
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
         if not isinstance(self.isage_inner_samples, int) or self.isage_inner_samples < 0:
@@ -284,10 +319,10 @@ class Settings:
                 self.feature_spec()
             elif self.categorical:
                 raise ValueError(f"categorical features {sorted(self.categorical)} are not in names [] (no features given)")
-            elif self.target not in TARGETS:
-                raise ValueError(f"target={self.target!r} must be one of {TARGETS}")
+            elif self.task not in TASKS:
+                raise ValueError(f"task={self.task!r} must be one of {TASKS}")
         except ValueError as e:
-            raise bad(f"features/categorical/target: {e}") from None
+            raise bad(f"features/categorical/task: {e}") from None
         self._profiles = self._check_profiles()
 
     def _check_profiles(self) -> list[Settings]:
@@ -307,6 +342,7 @@ class Settings:
             values = {}
             for k, v in table.items():
                 if k not in by_name:
+                    check_renamed(k, f"{where}: ")
                     raise ConfigError(f"{where}: unknown setting {k!r}; see `streamxai worker --help`")
                 if not is_per_stream(k):
                     raise ConfigError(f"{where}: {k} is deployment-wide (the same for every stream: Kafka, topics, "
@@ -362,7 +398,7 @@ class Settings:
         check_tls_files(self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, self.ssl_key_password.reveal())
 
     def feature_spec(self) -> FeatureSpec:
-        return FeatureSpec(tuple(self.features), frozenset(self.categorical), self.target)
+        return FeatureSpec(tuple(self.features), frozenset(self.categorical), self.task)
 
     def stream_feature_spec(self, stream_id: str) -> FeatureSpec:
         """The features ``stream_id`` must carry: its profile's, else the top-level ones.
@@ -386,7 +422,7 @@ class Settings:
                                   "[streams.\"<glob>\"] table whose glob matches it, or top-level features")
             i = self._matcher.match(stream_id)
             origin = "" if i is None else f"stream profile {_quoted(self._matcher.globs[i])}"
-            spec = s._spec = FeatureSpec(tuple(s.features), frozenset(s.categorical), s.target, origin)
+            spec = s._spec = FeatureSpec(tuple(s.features), frozenset(s.categorical), s.task, origin)
         return spec
 
     def topic(self, name: str) -> str:
@@ -528,10 +564,13 @@ def load_settings(
             raise ConfigError(f"settings file {p} is not valid TOML: {e}") from None
         for k, v in data.items():
             if k not in by_name:
+                check_renamed(k, f"settings file {p}: ")
                 raise ConfigError(f"settings file {p}: unknown setting {k!r}; see `streamxai worker --help`")
             _check_toml_type(by_name[k], v, str(p))
             values[k] = _convert(by_name[k], v, str(p))
             sources[k] = "file"
+    if env:
+        _check_renamed_env(env)
     for name, f in by_name.items():
         if env and env_name(name) in env:
             values[name] = _convert(f, env[env_name(name)], f"${env_name(name)}")
@@ -540,6 +579,7 @@ def load_settings(
         if v is None:
             continue
         if k not in by_name:
+            check_renamed(k, "--set: ")
             raise ConfigError(f"unknown setting {k!r}")
         values[k] = _convert(by_name[k], v, "the command line")
         sources[k] = "command line"

@@ -92,24 +92,15 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
 
     A stop never takes longer than ``shutdown_timeout_s``: a worker that has not stopped by then
     (sends that cannot complete, e.g. to deleted topics) exits at once. A worker whose topics
-    are deleted stops with one line (exit code 2) instead of spinning in its Kafka client, and
-    so does a model worker started on the topics an older version ran
-    (:mod:`streamxai.kafka.deployment_check`)."""
+    are deleted stops with one line (exit code 2) instead of spinning in its Kafka client."""
     import faust
-    from streamxai.schemas import ConfigError
 
     from .app import create_app
-    from .kafka.config import check_broker, ensure_topics
-    from .kafka.deployment_check import older_deployment
+    from .kafka.config import ensure_topics
     from .kafka.outage import install_outage_filter
     from .kafka.topic_watch import topic_watch
 
     check_web_port(settings)  # before anything is created or joined
-    if "model" in roles:  # before any topic is created: an older version's deployment is left as it was
-        check_broker(settings)
-        reason = older_deployment(settings)
-        if reason:
-            raise ConfigError(reason)
     created = ensure_topics(settings)
     log = logging.getLogger("streamxai")
     log.info("created topics %s", created)
@@ -235,7 +226,7 @@ def settings_env(s: Settings) -> dict[str, str]:
 
 
 def spawn_worker(
-    s: Settings, roles: tuple[str, ...] = ("model", "explain", "drift"), log_file: str | None = None,
+    s: Settings, roles: tuple[str, ...] = ("model", "explain", "change"), log_file: str | None = None,
     loglevel: str = "info",
 ) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}

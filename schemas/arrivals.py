@@ -2,7 +2,7 @@
 learns them, each with headers naming where it came from.
 
 >>> from streamxai.schemas import FeatureSpec
->>> spec = FeatureSpec(("a",), target="number")
+>>> spec = FeatureSpec(("a",), task="regression")
 >>> parse_arrival(b'{"schema": "label_event/v1", "stream_id": "s", "seq": 4, "y": 2, "ts": 1}', spec, where="-")
 LabelEvent(stream_id='s', seq=4, y=2.0, ts=1.0)
 >>> at = Source("streamxai.arrivals", 1, 900, headers=origin_headers(Source("streamxai.labels", 3, 41)))
@@ -104,7 +104,7 @@ def unpack_arrivals(raw: bytes | None, src: Source) -> list[tuple[bytes, Source]
 def parse_arrival(raw: bytes | None, spec: FeatureSpec | Callable[[str], FeatureSpec], *, where: str,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> FeatureEvent | LabelEvent:
     """A feature event or a label event (by its ``schema`` tag), validated against ``spec``
-    (a label's type against its target), or a function from a stream id to its spec (see
+    (a label's type against its task), or a function from a stream id to its spec (see
     :func:`~streamxai.schemas.features.parse_feature_event`); an ``InvalidMessage`` saying what is wrong."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
@@ -117,7 +117,7 @@ def parse_arrival(raw: bytes | None, spec: FeatureSpec | Callable[[str], Feature
                 spec = spec(obj["stream_id"])
             except LookupError as e:
                 raise NoProfile(str(e), where=where) from None
-        return label_event_from(obj, spec.target, where=where)
+        return label_event_from(obj, spec.task, where=where)
     raise SchemaMismatch(f"schema is {tag!r}, expected {FeatureEvent.SCHEMA!r} (on the features topic) or "
                          f"{LabelEvent.SCHEMA!r} (on the labels topic); set the 'schema' field of every message",
                          where=where)

@@ -1,7 +1,7 @@
 """Validation of incoming feature events against the configured feature set, and what label events
 share with them: stream ids, seqs and the check of a label (:func:`check_label`).
 
->>> spec = FeatureSpec(names=("age", "car"), categorical=frozenset({"car"}), target="label")
+>>> spec = FeatureSpec(names=("age", "car"), categorical=frozenset({"car"}), task="classification")
 >>> raw = b'{"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 0, "x": {"age": 30, "car": "a"}, "y": 1}'
 >>> parse_feature_event(raw, spec, where="features[0]@0").x
 {'age': 30.0, 'car': 'a'}
@@ -25,10 +25,10 @@ from .errors import BadValue, FeatureMismatch, LabelTypeMismatch, NoProfile, Sch
 from .messages import FeatureEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
-__all__ = ["FeatureSpec", "parse_feature_event", "feature_event_from", "check_stream_id", "TARGETS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
+__all__ = ["FeatureSpec", "parse_feature_event", "feature_event_from", "check_stream_id", "TASKS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
            "MAX_SEQ", "shown", "check_label"]
 
-TARGETS = ("label", "number")
+TASKS = ("classification", "regression")
 #: the characters a stream id may use: ASCII letters and digits and ``_ - . : @ + = ~``. No
 #: ``/`` (it separates the parts of explain-task and explanation keys), no spaces, no control
 #: or non-ASCII characters, so ids are safe in logs, keys and metric labels
@@ -44,12 +44,13 @@ _STREAM_ID = re.compile(rf"[A-Za-z0-9_.:@+=~-]{{1,{MAX_STREAM_ID}}}")
 
 @dataclass(frozen=True)
 class FeatureSpec:
-    """The features every event must carry, which of them are categorical, and the target kind;
+    """The features every event must carry, which of them are categorical, and the task
+    (classification: a label; regression: a number);
     ``origin`` names where they were configured, for error messages (e.g. a stream profile)."""
 
     names: tuple[str, ...]
     categorical: frozenset[str] = field(default_factory=frozenset)
-    target: str = "label"
+    task: str = "classification"
     origin: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -58,8 +59,8 @@ class FeatureSpec:
         unknown = set(self.categorical) - set(self.names)
         if unknown:
             raise ValueError(f"categorical features {sorted(unknown)} are not in names {list(self.names)}")
-        if self.target not in TARGETS:
-            raise ValueError(f"target={self.target!r} must be one of {TARGETS}")
+        if self.task not in TASKS:
+            raise ValueError(f"task={self.task!r} must be one of {TASKS}")
 
 
 def parse_feature_event(
@@ -144,7 +145,7 @@ def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], 
             clean[n] = _number(v, f"feature {n!r} {_ctx(stream_id, seq)}", where)
     y = obj.get("y")
     if y is not None:
-        y = check_label(y, spec.target, f"label y {_ctx(stream_id, seq)}", where=where)
+        y = check_label(y, spec.task, f"label y {_ctx(stream_id, seq)}", where=where)
     return FeatureEvent(stream_id=stream_id, seq=seq, ts=ts, x=clean, y=y)
 
 
@@ -157,26 +158,26 @@ def _ctx(stream_id: str, seq: int) -> str:
     return f"in stream {stream_id!r} seq {seq}"
 
 
-def check_label(y: Any, target: str, what: str, *, where: str | None = None) -> Any:
-    """``y`` as the target kind ``target`` wants it, or :class:`~streamxai.schemas.errors.LabelTypeMismatch`.
+def check_label(y: Any, task: str, what: str, *, where: str | None = None) -> Any:
+    """``y`` as the task ``task`` wants it, or :class:`~streamxai.schemas.errors.LabelTypeMismatch`.
 
     The same check for a label in a feature event and on the labels topic, so the same fault is
     the same dead letter (reason ``label_type``) wherever it comes from. An integral float is
     taken as that integer for a label (JSON writers differ on ``1`` and ``1.0``), as a
     categorical value is.
 
-    >>> check_label(3, "number", "y"), check_label(True, "label", "y"), check_label(1.0, "label", "y")
+    >>> check_label(3, "regression", "y"), check_label(True, "classification", "y"), check_label(1.0, "classification", "y")
     (3.0, True, 1)
     """
-    if target == "number":
+    if task == "regression":
         if isinstance(y, bool) or not isinstance(y, (int, float)) or not math.isfinite(y):
-            raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a number: send a "
+            raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the task is regression: send a "
                                     "finite number", where=where)
         return float(y)
     if _wide(y := _integral(y)):
         raise LabelTypeMismatch(f"{what} is {shown(y)}, {_WIDE}", where=where)
     if not isinstance(y, (str, int, bool)):
-        raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the target is a label: send a string, "
+        raise LabelTypeMismatch(f"{what} is {shown(y)} ({type(y).__name__}); the task is classification: send a string, "
                                 "integer or boolean", where=where)
     return y
 

@@ -1,12 +1,12 @@
 """Validation of incoming label events: the target of an earlier feature event of a stream.
 
 >>> raw = b'{"schema": "label_event/v1", "stream_id": "s", "seq": 4, "y": 1, "ts": 10.5}'
->>> parse_label_event(raw, "label", where="labels[0]@3")
+>>> parse_label_event(raw, "classification", where="labels[0]@3")
 LabelEvent(stream_id='s', seq=4, y=1, ts=10.5)
->>> parse_label_event(raw.replace(b'"y": 1', b'"y": "high"'), "number", where="labels[0]@4")
+>>> parse_label_event(raw.replace(b'"y": 1', b'"y": "high"'), "regression", where="labels[0]@4")
 Traceback (most recent call last):
 ...
-streamxai.schemas.errors.LabelTypeMismatch: labels[0]@4: label y of stream 's' seq 4 is 'high' (str); the target is a number: send a finite number
+streamxai.schemas.errors.LabelTypeMismatch: labels[0]@4: label y of stream 's' seq 4 is 'high' (str); the task is regression: send a finite number
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from .errors import SchemaMismatch
-from .features import MAX_SEQ, TARGETS, check_label, check_stream_id, shown
+from .features import MAX_SEQ, TASKS, check_label, check_stream_id, shown
 from .messages import LabelEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
@@ -24,17 +24,17 @@ __all__ = ["parse_label_event", "label_event_from"]
 _FIELDS = frozenset({"schema", "stream_id", "seq", "y", "ts"})
 
 
-def parse_label_event(raw: bytes | None, target: str, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> LabelEvent:
+def parse_label_event(raw: bytes | None, task: str, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> LabelEvent:
     """Bytes to a validated :class:`~streamxai.schemas.messages.LabelEvent` whose ``y`` fits ``target``
     (``label``: a string, integer or boolean; ``number``: a finite number, as a float), or an
     ``InvalidMessage`` saying what is wrong."""
-    return label_event_from(decode_as(raw, LabelEvent.SCHEMA, where=where, max_bytes=max_bytes), target, where=where)
+    return label_event_from(decode_as(raw, LabelEvent.SCHEMA, where=where, max_bytes=max_bytes), task, where=where)
 
 
-def label_event_from(obj: dict[str, Any], target: str, *, where: str) -> LabelEvent:
+def label_event_from(obj: dict[str, Any], task: str, *, where: str) -> LabelEvent:
     """A decoded ``label_event/v1`` object to a validated :class:`LabelEvent` (see :func:`parse_label_event`)."""
-    if target not in TARGETS:
-        raise ValueError(f"target={target!r} must be one of {TARGETS}")
+    if task not in TASKS:
+        raise ValueError(f"task={task!r} must be one of {TASKS}")
     if set(obj) != _FIELDS:
         raise SchemaMismatch(f"label_event/v1 fields: missing {sorted(_FIELDS - set(obj))}, unexpected "
                              f"{shown(sorted(set(obj) - _FIELDS))}", where=where)
@@ -45,5 +45,5 @@ def label_event_from(obj: dict[str, Any], target: str, *, where: str) -> LabelEv
                              "label belongs to", where=where)
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise SchemaMismatch(f"ts {shown(ts)} must be a finite number (seconds)", where=where)
-    y = check_label(obj["y"], target, f"label y of stream {stream_id!r} seq {seq}", where=where)
+    y = check_label(obj["y"], task, f"label y of stream {stream_id!r} seq {seq}", where=where)
     return LabelEvent(stream_id, seq, y, float(ts))

@@ -97,14 +97,12 @@ def _default_position(msg: Any) -> None:
 class ExplainTask(Message):
     """Internal: one step of one event handed to the explainer group ``group`` of its stream.
 
-    v2 adds ``loss``: the model's prequential loss on the event (computed by the model agent
-    before it learned the event), so explainers report whether the model's loss moved
-    without evaluating the model once more. A v1 task reads as ``loss=None``.
-
-    v3 adds ``step`` (:data:`STEPS`) and ``position``: a label may come after its event, so an
-    event is explained in two steps, each at its place in the stream's record of arrivals
-    (``position``, strictly increasing per stream; the seq itself while labels come in line).
-    A v1 or v2 task reads as ``step="both"``, ``position=seq``.
+    ``loss`` is the model's prequential loss on the event (computed by the model agent before it
+    learned the event), so explainers report whether the model's loss moved without evaluating
+    the model once more. ``step`` (:data:`STEPS`) and ``position``: a label may come after its
+    event, so an event is explained in two steps, each at its place in the stream's record of
+    arrivals (``position``, strictly increasing per stream; the seq itself while labels come in
+    line).
     """
 
     SCHEMA: ClassVar[str] = "explain_task/v3"
@@ -134,7 +132,7 @@ class ExplainDecision(Message):
     group: int
     seq: int
     explain: bool
-    #: v2: the task's position (a seq has two tasks when its label comes later); v1 reads as the seq
+    #: the task's position (a seq has two tasks when its label comes later)
     position: int = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -146,8 +144,8 @@ class Prediction(Message):
     """The model's prediction for event ``seq`` when it arrived, and its loss if its label came
     with it (``y_true``; else null, and a :class:`LabelOutcome` follows).
 
-    v2 adds ``position``: the event's place in its stream's record of arrivals (the seq itself
-    while labels come in line), the time axis the explanations share.
+    ``position`` is the event's place in its stream's record of arrivals (the seq itself while
+    labels come in line), the time axis the explanations share.
     """
 
     SCHEMA: ClassVar[str] = "prediction/v2"
@@ -206,21 +204,17 @@ class Explanation(Message):
     position in its stream), ``n_explained`` how many events went into the estimate and
     ``n_seen`` how many the explainer saw (the rest were shed under the budget).
 
-    v2 adds what change detection and confidence bounds need: ``stderr``, the standard
-    error of ``value`` (or null); ``block``, the per-event increments folded in since this
-    series' previous message as ``{"n", "mean", "m2"}`` (count, mean, sum of squared
-    deviations); ``model_loss``, the model's prequential loss over the events seen since
-    the previous message, in the same form.
-
-    v3 adds ``var_factor``: the variance of a long mean of the series' increments over that of
-    as many independent ones (iPFI and iSAGE reuse donors from a reservoir, which correlates
-    increments); the change test multiplies its squared standard errors by it. Null when the
-    increments are independent; a v2 message reads as null.
-
-    v4 adds ``position``: the stream's position of the step that produced it (strictly
-    increasing per stream, the time axis of change detection; the seq itself while labels
-    come in line). ``seq`` is then the event explained last (a label may come long after its
-    event). A v2 or v3 message reads as ``position=seq``.
+    What change detection and confidence bounds need: ``stderr``, the standard error of
+    ``value`` (or null); ``block``, the per-event increments folded in since this series'
+    previous message as ``{"n", "mean", "m2"}`` (count, mean, sum of squared deviations);
+    ``model_loss``, the model's prequential loss over the events seen since the previous
+    message, in the same form; ``var_factor``, the variance of a long mean of the series'
+    increments over that of as many independent ones (iPFI and iSAGE reuse donors from a
+    reservoir, which correlates increments; the change test multiplies its squared standard
+    errors by it), null when the increments are independent; ``position``, the stream's
+    position of the step that produced it (strictly increasing per stream, the time axis of
+    change detection; the seq itself while labels come in line). ``seq`` is the event
+    explained last (a label may come long after its event).
     """
 
     SCHEMA: ClassVar[str] = "explanation/v4"
@@ -251,9 +245,7 @@ class ChangeEvent(Message):
     revealed it (the report at ``position``) and ``cut_seq`` the first event of the new regime:
     the event after the last one the series explained before the cut (null where that is no
     longer known). With labels in line ``seq == position`` and ``cut_seq == cut_position``. On
-    the wire it keeps its first name: schema ``drift_event/v3`` on the ``drift-events`` topic
-    (v2 had no positions; for a stream whose labels come later its ``seq`` and ``cut_seq`` were
-    positions).
+    the wire it is schema ``drift_event/v3`` on the ``drift-events`` topic.
 
     Levels are mean per-event increments of the explainer on each side of the cut (``n_*``
     increments, 95% intervals ``ci_*``); ``effect = level_after - level_before`` and
@@ -309,22 +301,21 @@ class ChangeEpisode(Message):
     of each changed feature; ``loss_*`` the model's mean prequential loss on each side, with
     95% intervals ``loss_ci_*`` and ``loss_z``, the loss after against before in standard errors.
 
-    v2 says why: ``kind`` is ``learning`` (the loss fell significantly), ``degradation`` (it
+    ``kind`` says why: ``learning`` (the loss fell significantly), ``degradation`` (it
     rose) or ``reliance_shift`` (it stayed within its interval, yet the reliance moved), and
-    ``alert`` whether that kind is one to page on (setting ``drift_alert_kinds``). An episode
+    ``alert`` whether that kind is one to page on (setting ``change_alert_kinds``). An episode
     whose loss had already moved when the report of its first change was complete is sent then,
     ``status`` ``open`` (``closed_seq`` null: a degradation pages at once), and again, ``closed``,
     at event ``closed_seq``, ``episode_gap`` events after its last change ``last_seq``, with all
     its changes and the same ``first_seq``, kind and alert. An episode whose loss had not moved
-    is sent once, closed: that the loss did not move needs the data up to the close. A v1
-    episode (no kind) was sent once, closed.
+    is sent once, closed: that the loss did not move needs the data up to the close.
 
-    v3 says where on the stream's positions (the change test's time axis) the episode lies:
+    Where on the stream's positions (the change test's time axis) the episode lies:
     ``first_position``, ``last_position`` (its first and last change detected), ``closed_position``
     (null while open) and ``cut_position`` (the top change's cut), and each change its
     ``position`` and ``cut_position``; the ``*_seq`` fields are the seqs of the events explained
     there (as in :class:`ChangeEvent`; ``cut_seq`` null where no longer known). With labels in
-    line they are equal; in v2 a stream whose labels came later had positions in its seqs.
+    line they are equal.
     Consumers keep the later message of an episode by ``(stream_id, first_position)``.
     """
 

@@ -23,45 +23,22 @@ from .errors import SchemaMismatch
 from .messages import STEPS, ExplainTask, Explanation
 from .wire import DEFAULT_MAX_BYTES, decode
 
-__all__ = ["parse_explain_task", "parse_explanation", "explanation_fields", "parse_moments", "EXPLAIN_TASK_V1",
-           "EXPLAIN_TASK_V2", "EXPLANATION_V1", "EXPLANATION_V2", "EXPLANATION_V3"]
-
-#: explain tasks written by a worker before v2 (no ``loss``): read as ``loss=None``
-EXPLAIN_TASK_V1 = "explain_task/v1"
-#: explain tasks written before v3 (no ``step``, ``position``): read as ``step="both"``, ``position=seq``
-EXPLAIN_TASK_V2 = "explain_task/v2"
-#: explanations without per-event increments, which the change test needs: refused
-EXPLANATION_V1 = "explanation/v1"
-#: explanations without ``var_factor`` (and ``position``): read as ``var_factor=None`` (independent
-#: increments), ``position=seq``
-EXPLANATION_V2 = "explanation/v2"
-#: explanations without ``position``: read as ``position=seq`` (labels in line)
-EXPLANATION_V3 = "explanation/v3"
+__all__ = ["parse_explain_task", "parse_explanation", "explanation_fields", "parse_moments"]
 
 _TASK_FIELDS = frozenset({"schema", *(f.name for f in fields(ExplainTask))})
-#: what each older version lacks, and the value it reads as (position: the seq)
-_TASK_OLDER = {EXPLAIN_TASK_V2: {"step": "both", "position": None},
-               EXPLAIN_TASK_V1: {"loss": None, "step": "both", "position": None}}
 _EXPLANATION_REQUIRED = tuple(
     f.name for f in fields(Explanation) if f.default is MISSING and f.default_factory is MISSING)
 
 
 def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes: int = DEFAULT_MAX_BYTES) -> ExplainTask:
-    """An :class:`~streamxai.schemas.messages.ExplainTask` (v3; v2 and v1 read as ``step="both"``,
-    ``position=seq``, v1 with ``loss=None``) for one of ``groups`` explainer groups: exactly the
+    """An :class:`~streamxai.schemas.messages.ExplainTask` for one of ``groups`` explainer groups: exactly the
     dataclass's fields, ``x`` an object, ``loss`` a number or null, ``group`` in ``[0, groups)``,
     ``step`` one of :data:`~streamxai.schemas.messages.STEPS` and ``position`` an integer >= 0."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
-    if tag in _TASK_OLDER:
-        obj["schema"] = ExplainTask.SCHEMA
-        for name, value in _TASK_OLDER[tag].items():
-            if name in obj:  # a field the version did not have: not that version
-                raise SchemaMismatch(f"{tag} has no field {name!r}", where=where)
-            obj[name] = value
-    elif tag != ExplainTask.SCHEMA:
-        raise SchemaMismatch(f"schema is {tag!r}, expected {ExplainTask.SCHEMA!r} "
-                             f"(or {EXPLAIN_TASK_V2!r}, {EXPLAIN_TASK_V1!r})", where=where)
+    if tag != ExplainTask.SCHEMA:
+        raise SchemaMismatch(f"schema is {tag!r}, expected {ExplainTask.SCHEMA!r}; run every worker on the same "
+                             "streamxai version", where=where)
     if set(obj) != _TASK_FIELDS or not isinstance(obj["x"], dict):
         raise SchemaMismatch(f"{ExplainTask.SCHEMA} fields are {sorted(obj)}, expected {sorted(_TASK_FIELDS)}",
                              where=where)
@@ -107,12 +84,11 @@ def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None
 
 
 def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Explanation:
-    """An :class:`~streamxai.schemas.messages.Explanation` (v4; v3 read with ``position=seq``, v2 also with
-    ``var_factor=None``): string ``stream_id``/``explainer``/``feature``, integer ``seq >= 0``,
+    """An :class:`~streamxai.schemas.messages.Explanation`: string ``stream_id``/``explainer``/``feature``, integer ``seq >= 0``,
     ``position >= 0`` and ``n_explained``, a finite ``value``, ``curve`` an object or null,
     ``block`` and ``model_loss`` as checked by :func:`parse_moments`, ``var_factor`` null or a
-    finite number >= 0. Fields the drift path does not read are passed through as sent (None
-    when absent); fields of a later version are ignored.
+    finite number >= 0. Fields the change path does not read are passed through as sent (None
+    when absent).
 
     >>> from streamxai.schemas import dumps
     >>> raw = dumps(Explanation("s", "ipfi", "a", 0.5, 9, 10, 10, 9, block={"n": 1, "mean": 0.5, "m2": 0.0}))
@@ -124,18 +100,14 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
 
 def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
     """What :func:`parse_explanation` checks, as the :class:`~streamxai.schemas.messages.Explanation`'s
-    fields by name, without the frozen instance: the drift handler takes 2.7 explanations an
+    fields by name, without the frozen instance: the change handler takes 2.7 explanations an
     event and builds its own view of each (making the instance was a quarter of the parse)."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
-    if tag == EXPLANATION_V1:
-        raise SchemaMismatch(
-            "explanation/v1 carries no per-event increments, which the change test needs; upgrade the "
-            f"explainer workers so they publish {Explanation.SCHEMA} (run every worker on the same streamxai version)",
-            where=where)
-    if tag not in (Explanation.SCHEMA, EXPLANATION_V3, EXPLANATION_V2):
-        raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} (or {EXPLANATION_V3!r}, "
-                             f"{EXPLANATION_V2!r}) for an explanation (as the explanations and drift-feed topics carry)", where=where)
+    if tag != Explanation.SCHEMA:
+        raise SchemaMismatch(f"schema is {tag!r}, expected {Explanation.SCHEMA!r} for an explanation (as the "
+                             "explanations and drift-feed topics carry); run every worker on the same streamxai "
+                             "version", where=where)
     stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
     seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
     if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
@@ -145,7 +117,7 @@ def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAUL
         raise SchemaMismatch(
             f"{tag} needs string stream_id/explainer/feature, integer seq >= 0 and n_explained, "
             "a finite numeric value and a curve object or null", where=where)
-    position = obj.get("position") if tag == Explanation.SCHEMA else seq
+    position = obj.get("position")
     if not (_is_int(position) and position >= 0):
         raise SchemaMismatch(f"position {position!r} must be an integer >= 0", where=where)
     var_factor = obj.get("var_factor")

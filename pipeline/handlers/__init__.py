@@ -6,9 +6,9 @@ Protocols (:class:`Handler`, :class:`History`, :class:`CheckpointStore`).
 
 from streamxai.schemas import Source
 
+from .change import ChangeHandler
 from .common import MessageHandler, Rejected
 from .dead_letters import dead_letter
-from .drift import DriftHandler
 from .explain import ExplainHandler
 from .intake import IntakeHandler
 from .model import ModelHandler
@@ -16,5 +16,5 @@ from .out import Out
 from .protocols import CheckpointStore, Handler, History, ScanningHistory
 from .recovering import Recovering
 
-__all__ = ["CheckpointStore", "DriftHandler", "ExplainHandler", "Handler", "History", "IntakeHandler", "MessageHandler", "ModelHandler",
+__all__ = ["CheckpointStore", "ChangeHandler", "ExplainHandler", "Handler", "History", "IntakeHandler", "MessageHandler", "ModelHandler",
            "Out", "Recovering", "Rejected", "ScanningHistory", "Source", "dead_letter"]

@@ -34,7 +34,7 @@ class Rejected(Exception):
 
 
 class MessageHandler(Recovering[M, S]):
-    """The one skeleton of the model, explain and drift handlers (:meth:`on_message`):
+    """The one skeleton of the model, explain and change handlers (:meth:`on_message`):
     parse → dead letter → load state → drop duplicate → process → checkpoint. A handler
     names its ``STAGE`` (dead letters, checkpoints) and ``DUPLICATE_METRIC``, and fills in
     the steps :meth:`_read`, :meth:`_is_duplicate` and :meth:`_process`, and those of

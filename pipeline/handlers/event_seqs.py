@@ -15,7 +15,7 @@ class EventSeqs:
     The change test runs on a stream's *positions* (its steps: an event's arrival, and its label's
     when it comes later); change events and episodes also say which events those were
     (``drift_event/v3``, ``change_episode/v3``). Every explanation message names both, its
-    ``position`` and the ``seq`` of the event it ended with, so the drift handler keeps them for
+    ``position`` and the ``seq`` of the event it ended with, so the change handler keeps them for
     the positions its change test may still cut at. While a stream's positions are its seqs
     (labels in line) nothing is kept.
 
@@ -28,23 +28,13 @@ class EventSeqs:
     (11, 10)
     >>> seqs.forget_before(14); seqs.at(11), seqs.at(16), len(seqs)
     (None, 12, 2)
-
-    A stream met in the middle (the state of a version that kept no seqs) knows nothing before:
-
-    >>> late = EventSeqs(known_from=100)
-    >>> late.add(100, 100); late.add(103, 60)
-    >>> late.at(100), late.at(99), late.at(103)
-    (100, None, 60)
     """
 
-    __slots__ = ("since", "known_from", "positions", "seqs")
+    __slots__ = ("since", "positions", "seqs")
 
-    def __init__(self, known_from: int | None = None) -> None:
+    def __init__(self) -> None:
         #: the first position whose seq differs from it (None: none yet; before it they are equal)
         self.since: int | None = None
-        #: the first position seen (None: the stream's first): of a stream whose positions and
-        #: seqs differ, what came before it is not known (a state of the version before v3)
-        self.known_from = known_from
         self.positions = array("q")
         self.seqs = array("q")
 
@@ -67,7 +57,7 @@ class EventSeqs:
         if self.since is None:
             return position
         if position < self.since:
-            return position if self.known_from is None or position >= self.known_from else None
+            return position
         i = bisect.bisect_left(self.positions, position)
         return self.seqs[i] if i < len(self.positions) and self.positions[i] == position else None
 

@@ -157,8 +157,9 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
                 try:
                     d = decode(raw, where="explain-decisions")
                     k = f"{d['stream_id']}/{d['group']}".encode()
-                    position = d["position"] if d.get("schema") == ExplainDecision.SCHEMA else d["seq"]  # v1: seq
-                    by_key.setdefault(k, {})[int(position)] = bool(d["explain"])
+                    if d.get("schema") != ExplainDecision.SCHEMA:  # not this version's record: not a decision made
+                        continue
+                    by_key.setdefault(k, {})[int(d["position"])] = bool(d["explain"])
                 except (InvalidMessage, KeyError, TypeError, ValueError):
                     continue
             self._recorded[partition] = by_key
@@ -257,7 +258,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
                                   version, v.curve, v.stderr, _block(v.block), _block(v.model_loss), v.var_factor,
                                   task.position)) for v in values]
         outs += [Out("explanations", k, doc) for doc in docs]
-        # then the same documents as one record for the drift agent (keyed by stream: it sees every
+        # then the same documents as one record for the change agent (keyed by stream: it sees every
         # series of a stream, in order, on one partition). Sent after the public ones: a worker
         # killed in between redoes the task (its offset is not committed) and sends both again
         outs += [Out("drift-feed", k, value, headers=h) for value, h in pack_feed(docs)]

@@ -102,8 +102,8 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
     DUPLICATE_METRIC = "duplicates_dropped"
     STATES_GAUGE = "streams"
     REPLAYED_METRIC = "replayed_events"
-    #: what label_join builds a stream's state from (and the target its labels are read as)
-    SHAPED_BY = ("model", "model_params", "model_seed", "features", "categorical", "target", "output", "loss",
+    #: what label_join builds a stream's state from (and the task its labels are read as)
+    SHAPED_BY = ("model", "model_params", "model_seed", "features", "categorical", "task", "output", "loss",
                  "max_label_delay", "label_timeout_s")
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,

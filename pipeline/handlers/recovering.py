@@ -1,4 +1,4 @@
-"""Per-key state and its recovery (:class:`Recovering`), shared by the model, explain and drift
+"""Per-key state and its recovery (:class:`Recovering`), shared by the model, explain and change
 handlers: a key's state restored from its newest checkpoint and the key's later messages
 replayed, or rebuilt from its whole history; checkpoints written when due; the messages that
 failed (:mod:`streamxai.handlers.failures`) skipped by a rebuild. The skeleton that takes
@@ -35,7 +35,7 @@ STORE_LOCK = threading.Lock()
 
 
 class Recovering(abc.ABC, Generic[M, S]):
-    """Per-key state and its recovery, shared by the model, explain and drift handlers.
+    """Per-key state and its recovery, shared by the model, explain and change handlers.
 
     A handler keeps one state per *state key* (a stream, or a stream's explainer group) in
     :attr:`states`. The first message of a key it has no state for restores the newest

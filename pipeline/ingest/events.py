@@ -18,6 +18,7 @@ from .lines import (
     check_utf8,
     check_width,
     json_object,
+    label_field,
     nonblank_lines,
     numbered_csv_rows,
     open_text,
@@ -35,7 +36,7 @@ def file_events(
     features: list[str],
     target: str | None = None,
     *,
-    target_kind: str = "label",
+    task: str = "classification",
     categorical: tuple[str, ...] | list[str] = (),
     ts_column: str | None = None,
     start_seq: int = 0,
@@ -47,19 +48,19 @@ def file_events(
     """Events from a JSONL file (feature events, or plain ``{feature: value, target: y}``
     objects) or a CSV file with a header of feature names and the target column.
 
-    ``target`` names the target column; by default the first of ``target_kind`` (the
-    settings' ``target``: ``label`` or ``number``), ``y`` and ``target`` the file has. JSON
+    ``target`` names the target column; by default the first of :func:`~.lines.label_field` of
+    ``task`` (``label``, or ``number`` for regression), ``y`` and ``target`` the file has. JSON
     values are sent as they are (``1`` stays an integer: the worker knows which features are
     categorical); only CSV cells, which have no types, are converted: features to floats
-    (text for ``categorical`` ones), targets to integers (or strings) for ``label`` and to
-    floats for ``number``.
+    (text for ``categorical`` ones), targets to integers (or strings) for classification and to
+    floats for regression.
     ``ts`` comes from ``ts_column`` or, without one, the wall clock when the event is read.
     Plain rows are numbered ``start_seq, start_seq + 1, ...``. A bad line (not JSON, NaN,
     missing features, wrong types) is recorded in ``report`` with its line number and
     skipped; a missing file, feature column or target column raises :class:`ConfigError`.
     ``labels=False`` sends the features alone, also of feature events (the target column may be missing; its labels
-    come later, see :func:`file_labels`). A feature event keeps its own stream, whose target kind and categorical
-    features ``of_stream(stream_id)`` gives (without it, ``target_kind`` and ``categorical``; it raises
+    come later, see :func:`file_labels`). A feature event keeps its own stream, whose task and categorical
+    features ``of_stream(stream_id)`` gives (without it, ``task`` and ``categorical``; it raises
     :class:`~schemas.InvalidMessage` for a stream that has none: a bad line).
 
     >>> import tempfile, pathlib
@@ -82,7 +83,7 @@ def file_events(
         xx = {}
         for f in features:
             xx[f] = value(f, x[f], f in cat)
-        yy = parse_target(y, target_kind, cell=value is csv_feature) if labels else None
+        yy = parse_target(y, task, cell=value is csv_feature) if labels else None
         if ts_column is None:
             ts = clock()
         else:
@@ -106,11 +107,11 @@ def file_events(
                 ev = FeatureEvent(**obj)
             except TypeError as e:
                 raise BadLine(f"not a feature_event/v1: {e}") from None
-            kind, its_cat = (target_kind, cat) if of_stream is None else stream_settings(of_stream, ev.stream_id)
+            kind, its_cat = (task, cat) if of_stream is None else stream_settings(of_stream, ev.stream_id)
             return FeatureEvent(ev.stream_id, ev.seq, parse_number("ts", ev.ts),
                                 {f: json_feature(f, v, f in its_cat) for f, v in ev.x.items()},
                                 parse_target(ev.y, kind) if labels else None)
-        col = target if target is not None else next((c for c in (target_kind, "y", "target") if c in obj), None)
+        col = target if target is not None else next((c for c in (label_field(task), "y", "target") if c in obj), None)
         y = obj.pop(col, None) if col is not None else None
         ts_raw = obj.pop(ts_column, None) if ts_column else None
         if ts_column and ts_raw is None:
@@ -118,7 +119,7 @@ def file_events(
         extra = sorted(set(obj) - set(features) - ({col} if not labels and col is None else set()))
         if extra:
             target_is = (f"the target is {col!r}" if col is not None else
-                         f"no target field ({target_kind!r}, 'y' or 'target')")
+                         f"no target field ({label_field(task)!r}, 'y' or 'target')")
             raise BadLine(f"unexpected field(s) {extra} (features are {features}; {target_is}, name it with --target)")
         return make(obj, y, ts_raw, json_feature)
 
@@ -130,7 +131,7 @@ def file_events(
             reader = csv.DictReader(fh)
             columns = reader.fieldnames or []
             check_header(p, columns)
-            col = target_column(p, columns, target, target_kind) if labels or target else None
+            col = target_column(p, columns, target, task) if labels or target else None
             missing = [f for f in features if f not in columns]
             if missing:
                 raise ConfigError(f"{p} has no column(s) {missing} for the configured features; its columns are "

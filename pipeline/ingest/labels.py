@@ -16,6 +16,7 @@ from .lines import (
     check_utf8,
     check_width,
     json_object,
+    label_field,
     nonblank_lines,
     numbered_csv_rows,
     open_text,
@@ -32,7 +33,7 @@ def file_labels(
     stream_id: str,
     target: str | None = None,
     *,
-    target_kind: str = "label",
+    task: str = "classification",
     ts_column: str | None = None,
     start_seq: int = 0,
     clock: Callable[[], float] = time.time,
@@ -48,7 +49,7 @@ def file_labels(
     ``label_event/v1`` objects or plain ``{"seq": n, target: y}`` objects (``seq`` optional as
     in a CSV); feature columns are ignored. A row with an empty target sends nothing (that
     event stays unlabelled). ``ts`` comes from ``ts_column`` or the wall clock. A label event keeps its own
-    stream, whose target kind ``of_stream(stream_id)[0]`` gives (without it, ``target_kind``).
+    stream, whose task ``of_stream(stream_id)[0]`` gives (without it, ``task``).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
@@ -63,7 +64,7 @@ def file_labels(
 
     def make(row_seq: int, seq_raw: Any, y_raw: Any, ts_raw: Any, cell: bool) -> LabelEvent | None:
         seq = row_seq if seq_raw is None or seq_raw == "" else parse_seq(seq_raw)
-        y = parse_target(y_raw, target_kind, cell=cell)
+        y = parse_target(y_raw, task, cell=cell)
         if y is None:
             return None
         ts = clock() if ts_column is None else parse_number(ts_column, ts_raw)
@@ -76,7 +77,7 @@ def file_labels(
             reader = csv.DictReader(fh)
             columns = reader.fieldnames or []
             check_header(p, columns)
-            col = target_column(p, columns, target, target_kind)
+            col = target_column(p, columns, target, task)
             if ts_column is not None and ts_column not in columns:
                 raise ConfigError(f"{p} has no ts column {ts_column!r}; its columns are {columns}")
         except BaseException:
@@ -105,7 +106,7 @@ def file_labels(
                 if obj.get("schema") == LabelEvent.SCHEMA:  # a label event as it would be sent
                     if not isinstance(obj.get("stream_id"), str) or "y" not in obj:
                         raise BadLine("a label_event/v1 needs a string stream_id and y")
-                    kind = target_kind if of_stream is None else stream_settings(of_stream, obj["stream_id"])[0]
+                    kind = task if of_stream is None else stream_settings(of_stream, obj["stream_id"])[0]
                     y = parse_target(obj["y"], kind)
                     if y is not None:
                         report.valid += 1
@@ -113,9 +114,9 @@ def file_labels(
                     n += 1
                     continue
                 col = target if target is not None else next(
-                    (c for c in ("y", target_kind, "target") if c in obj), None)
+                    (c for c in ("y", label_field(task), "target") if c in obj), None)
                 if col is None:
-                    raise BadLine(f"no target field ({target_kind!r}, 'y' or 'target'; name it with --target)")
+                    raise BadLine(f"no target field ({task!r}, 'y' or 'target'; name it with --target)")
                 row = (obj.get("seq"), obj[col], obj.get(ts_column or "ts") if ts_column else None, False)
             else:
                 if isinstance(row, BadLine):

@@ -15,7 +15,7 @@ from streamxai.schemas.features import check_stream_id
 
 from .values import BadLine
 
-__all__ = ["FileReport", "open_text", "check_utf8", "nonblank_lines", "numbered_csv_rows", "check_header", "stream_settings",
+__all__ = ["FileReport", "label_field", "open_text", "check_utf8", "nonblank_lines", "numbered_csv_rows", "check_header", "stream_settings",
            "json_object", "check_width", "target_column"]
 
 
@@ -137,15 +137,24 @@ def check_width(row: dict[Any, Any], columns: list[str]) -> None:
 
 
 
-def target_column(p: Path, columns: list[str], target: str | None, kind: str) -> str:
-    """The target column of the CSV ``p``: ``target``, else the first of ``kind``, ``y`` and ``target``
-    it has; a :class:`~schemas.ConfigError` naming its columns if it has none."""
+def label_field(task: str) -> str:
+    """The label field a file of ``task`` is read from by default, before ``y`` and ``target``.
+
+    >>> label_field("classification"), label_field("regression")
+    ('label', 'number')
+    """
+    return "number" if task == "regression" else "label"
+
+
+def target_column(p: Path, columns: list[str], target: str | None, task: str) -> str:
+    """The target column of the CSV ``p``: ``target``, else the first of :func:`label_field`, ``y``
+    and ``target`` it has; a :class:`~schemas.ConfigError` naming its columns if it has none."""
     if target is not None:
         if target not in columns:
             raise ConfigError(f"{p} has no target column {target!r}; its columns are {columns}")
         return target
-    for c in (kind, "y", "target"):
+    for c in (label_field(task), "y", "target"):
         if c in columns:
             return c
-    raise ConfigError(f"{p} has no target column ({kind!r}, 'y' or 'target'); its columns are {columns}; "
+    raise ConfigError(f"{p} has no target column ({label_field(task)!r}, 'y' or 'target'); its columns are {columns}; "
                       "name it with --target COLUMN")

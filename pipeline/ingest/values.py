@@ -67,7 +67,7 @@ def parse_target(y: Any, kind: str, cell: bool = False) -> Any:
     """The target of a CSV ``cell`` (text) or of a JSON line (sent as it is, unless no worker takes it)."""
     if y is None or y == "":
         return None  # unlabelled: predicted, not learned
-    if kind == "number":
+    if kind == "regression":
         return parse_number("target", y) if cell else _json_number("target", y)
     if isinstance(y, str):
         if not cell:
@@ -77,10 +77,10 @@ def parse_target(y: Any, kind: str, cell: bool = False) -> Any:
         except ValueError:
             return y  # a class name
         if not f.is_integer():
-            raise BadLine(f"label {y!r} is not an integer; for regression set target = number")
+            raise BadLine(f"label {y!r} is not an integer; for regression set task = regression")
         return int(f)
     if isinstance(y, float) and (not math.isfinite(y) or not y.is_integer()):
-        raise BadLine(f"label {y!r} is not an integer; for regression set target = number")
+        raise BadLine(f"label {y!r} is not an integer; for regression set task = regression")
     return y
 
 

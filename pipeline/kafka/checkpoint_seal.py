@@ -30,7 +30,7 @@ __all__ = ["CheckpointSeal", "HEADER_BYTES", "RefusedCheckpoint", "SealedStore",
 
 log = logging.getLogger("streamxai")
 
-#: The format of the checkpointed states: the model, explainer group and drift states of the
+#: The format of the checkpointed states: the model, explainer group and change states of the
 #: handlers and everything of streamxai they hold. Raise it with a change that an older state
 #: cannot take (a class gone, an attribute renamed, or one added that older states lack and the
 #: code needs): checkpoints of another format are then set aside and the states rebuilt by
@@ -140,7 +140,7 @@ class CheckpointSeal:
         *not* verified; None if it does not read as a checkpoint. Only for choosing which
         checkpoint to keep (a store's :meth:`SealedStore.save`): what is restored is verified.
 
-        >>> CheckpointSeal.source(CheckpointSeal(b"0123456789abcdef").seal("drift", b"s", 1, Source("t", 2, 7)))
+        >>> CheckpointSeal.source(CheckpointSeal(b"0123456789abcdef").seal("change", b"s", 1, Source("t", 2, 7)))
         ('t', 2, 7)
         >>> CheckpointSeal.source(b"not a checkpoint") is None
         True

@@ -57,9 +57,9 @@ def demo_settings(n: int, label_delay: int = 0) -> dict[str, object]:
     segment between induced drifts (18,000 events: alpha 0.005, the value the longer demo
     was tuned with), within [0.002, 0.03]. The change detection keeps its own settings.
 
-    The change detection skips the first ``drift_warmup`` events of a stream; a short demo
+    The change detection skips the first ``change_warmup`` events of a stream; a short demo
     keeps at least half of the segment before its first drift monitored (warm-up <= n / 6).
-    A change episode closes once ``drift_episode_gap`` events pass without a further change
+    A change episode closes once ``change_episode_gap`` events pass without a further change
     (and is announced at the latest that long after its first); a short demo keeps that gap to
     a quarter of a segment (<= n / 12), so the episode of one drift closes before the next drift
     begins, within the run.
@@ -67,26 +67,26 @@ def demo_settings(n: int, label_delay: int = 0) -> dict[str, object]:
     >>> demo_settings(18000)
     {'alpha': 0.005}
     >>> demo_settings(3000)
-    {'alpha': 0.03, 'drift_warmup': 500, 'drift_episode_gap': 250}
+    {'alpha': 0.03, 'change_warmup': 500, 'change_episode_gap': 250}
 
     With labels ``label_delay`` events late the change detection counts positions (an event's
     arrival and its label's are two), so its warm-up and episode gap count twice as many:
 
     >>> demo_settings(3000, label_delay=500)
-    {'alpha': 0.03, 'drift_warmup': 1000, 'drift_episode_gap': 500}
+    {'alpha': 0.03, 'change_warmup': 1000, 'change_episode_gap': 500}
     """
     segment = max(1, n // 3)
     out: dict[str, object] = {"alpha": round(min(0.03, max(0.002, 30.0 / segment)), 4)}
     steps = 2 if label_delay else 1  # positions per event
     if n // 6 < _DEFAULT_WARMUP or steps > 1:
-        out["drift_warmup"] = steps * min(n // 6, _DEFAULT_WARMUP)
+        out["change_warmup"] = steps * min(n // 6, _DEFAULT_WARMUP)
     if n // 12 < _DEFAULT_EPISODE_GAP or steps > 1:
-        out["drift_episode_gap"] = steps * max(1, min(n // 12, _DEFAULT_EPISODE_GAP))
+        out["change_episode_gap"] = steps * max(1, min(n // 12, _DEFAULT_EPISODE_GAP))
     return out
 
 
-_DEFAULT_WARMUP = Settings.__dataclass_fields__["drift_warmup"].default
-_DEFAULT_EPISODE_GAP = Settings.__dataclass_fields__["drift_episode_gap"].default
+_DEFAULT_WARMUP = Settings.__dataclass_fields__["change_warmup"].default
+_DEFAULT_EPISODE_GAP = Settings.__dataclass_fields__["change_episode_gap"].default
 
 
 def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str], label_delay: int = 0) -> tuple[dict, dict]:
@@ -94,9 +94,9 @@ def demo_overrides(run: str, n: int, explicit: set[str] | frozenset[str], label_
     to ``n`` (and ``label_delay``), minus every setting a file, the environment or ``--set``
     gave (``explicit``).
 
-    >>> names, scaled = demo_overrides("abc", 3000, {"alpha", "drift_warmup"})
+    >>> names, scaled = demo_overrides("abc", 3000, {"alpha", "change_warmup"})
     >>> names["topic_prefix"], names["features"][:2], scaled
-    ('streamxai.demo-abc.', ['salary', 'commission'], {'drift_episode_gap': 250})
+    ('streamxai.demo-abc.', ['salary', 'commission'], {'change_episode_gap': 250})
     """
     names = {"topic_prefix": f"streamxai.demo-{run}.", "app_id": f"streamxai-demo-{run}",
              "state_dir": f".streamxai/demo-{run}", "features": list(AGRAWAL_FEATURES)}
@@ -125,8 +125,8 @@ def _local_broker(s: Settings):
     return broker, not already
 
 
-def _drift_caught_up(workers: list[Settings]) -> bool:
-    """Whether the workers' drift agents have read as many explanations as their explainers sent."""
+def _change_caught_up(workers: list[Settings]) -> bool:
+    """Whether the workers' change agents have read as many explanations as their explainers sent."""
     import urllib.request
 
     out = seen = 0
@@ -321,10 +321,10 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
                 print(f"a worker exited; see {logs}/worker-*.log")
                 failed = True
                 break
-        # the drift agent trails the explainers: wait (up to two minutes) until it has read every
+        # the change agent trails the explainers: wait (up to two minutes) until it has read every
         # explanation, then re-read the change topics, so the summary holds the last episodes
         wait_until = time.monotonic() + 120.0
-        while not failed and not _drift_caught_up(workers_settings) and time.monotonic() < wait_until:
+        while not failed and not _change_caught_up(workers_settings) and time.monotonic() < wait_until:
             time.sleep(1.0)
         view.forget_changes()
         for rec in consume(s, [s.topic("drift-events"), s.topic("change-episodes")], idle_timeout=3.0):

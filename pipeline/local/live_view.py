@@ -17,7 +17,7 @@ __all__ = ["LiveView"]
 
 
 class LiveView:
-    """Feed it records of predictions, explanations, drift events, change episodes (read by
+    """Feed it records of predictions, explanations, change events, change episodes (read by
     an :class:`~streamxai.local.output_reader.OutputReader`) and dead letters.
 
     >>> import io

@@ -87,7 +87,7 @@ def sliced_run(s_loop, s_worker, events: list, tmp: str, name: str, worker_first
     - **the worker and the local broker**: the worker joins its group, is stopped, and the backlog
       is produced; then the worker and the broker run in the worker's turns and are stopped in the
       loop's (the loop has no broker to share the cores with). The worker's time is the
-      sum of its turns until its drift agent has taken up every explanation: its metrics page is
+      sum of its turns until its change agent has taken up every explanation: its metrics page is
       looked at at the end of each turn (a fraction of a millisecond of the worker's CPU) and every 20 ms
       in the turn its rate says it ends in, so the end is seen within 20 ms.
 
@@ -125,7 +125,7 @@ def sliced_run(s_loop, s_worker, events: list, tmp: str, name: str, worker_first
         deadline = time.monotonic() + TIMEOUT_S
         while "cpu_in" not in out or "cpu_k" not in out:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the turns did not end within {TIMEOUT_S:g} s (the worker's drift agent had taken "
+                raise RuntimeError(f"the turns did not end within {TIMEOUT_S:g} s (the worker's change agent had taken "
                                    f"up {seen} of {want} explanations; see {tmp}/{name}.log)")
             for side in (("k", "in") if worker_first else ("in", "k")):
                 if side == "in" and "cpu_in" not in out:

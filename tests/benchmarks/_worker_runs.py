@@ -1,5 +1,5 @@
 """Shared by the Kafka benchmarks: a worker's rate through a broker, and the same work per
-event done in this process -- the worker's model, explain and drift handlers, handler to
+event done in this process -- the worker's model, explain and change handlers, handler to
 handler, with checkpoints as configured, on events serialised beforehand (the producer's
 part) -- as its baseline. Both as events per second of wall time and of CPU time (a worker's
 from ``/proc``, summed over its threads)."""
@@ -16,7 +16,7 @@ from pathlib import Path
 from _cpu_profile import START, STOP
 from helpers.pipeline_runs import wait_for_members, worker_metrics
 from streamxai.app import checkpoint_store
-from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
 from streamxai.kafka.config import ensure_topics
 from streamxai.kafka.io import produce_events
 from streamxai.local.ports import free_port
@@ -58,7 +58,7 @@ def in_process_worker(s: Settings, events: list) -> tuple[float, float]:
     Path(s.state_dir).mkdir(parents=True, exist_ok=True)
     store = checkpoint_store(s)
     handlers = {"features": ModelHandler(s, checkpoints=store), "explain-tasks": ExplainHandler(s, checkpoints=store),
-                "drift-feed": DriftHandler(s, checkpoints=store)}
+                "drift-feed": ChangeHandler(s, checkpoints=store)}
     raws = [(ev.stream_id.encode(), dumps(ev)) for ev in events]
     offsets: dict[tuple[str, int], int] = {}
 
@@ -111,7 +111,7 @@ def _profiled_worker(s: Settings, log_file: str, out: str, census: str = "") -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s))
     sampler = str(Path(__file__).with_name("_cpu_profile.py"))
-    cmd = [sys.executable, sampler, out, *([census] if census else []), "--", "-m", "streamxai.cli", "worker", "--roles", "model,explain,drift",
+    cmd = [sys.executable, sampler, out, *([census] if census else []), "--", "-m", "streamxai.cli", "worker", "--roles", "model,explain,change",
            "--loglevel", "warning"]
     with open(log_file, "ab") as log:
         return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -121,10 +121,10 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
                   counters: dict[str, float] | None = None, census: str = "",
                   broker_cpu: list[float] | None = None,
                   sched: list[tuple[float, float, int]] | None = None) -> tuple[float, float]:
-    """``(wall, cpu)`` seconds from the moment the broker has the backlog's first event until the drift agents
+    """``(wall, cpu)`` seconds from the moment the broker has the backlog's first event until the change agents
     have taken up every explanation of it, with ``n_workers`` fresh workers on ``s``'s broker
     (joined before, so start-up and group joins are not counted; the intake's and the drift
-    agent's work are, as the in-process loop does the drift handler's). With ``profile`` (a
+    agent's work are, as the in-process loop does the change handler's). With ``profile`` (a
     path; one worker), the worker's CPU is sampled over the same span and written there
     (``_cpu_profile.breakdown`` reads it). ``counters`` takes the workers' counters at the end
     (summed over the workers). ``census`` (with ``profile``: ``--census`` or ``--census-threads``)
@@ -150,7 +150,7 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
             (time.perf_counter(), _cpu_seconds([p.pid for p in procs]), _cpu_seconds(broker_pids),
              main_thread_sched(procs[0].pid))))
         t0, c0, b0, s0 = started[0]
-        _drift_done(each, want)
+        _change_done(each, want)
         done = time.perf_counter() - t0, _cpu_seconds([p.pid for p in procs]) - c0
         if sched is not None:
             sched.append(tuple(b - a for a, b in zip(s0, main_thread_sched(procs[0].pid), strict=True)))  # type: ignore[arg-type]
@@ -169,7 +169,7 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
 
 
 def explanations_wanted(s: Settings, events: list) -> int:
-    """The explanations the drift agents take up for ``events``: every report of every stream
+    """The explanations the change agents take up for ``events``: every report of every stream
     (one every emit_every events, one value per explainer and feature), as they count them."""
     per_stream: dict[str, int] = {}
     for ev in events:
@@ -177,8 +177,8 @@ def explanations_wanted(s: Settings, events: list) -> int:
     return sum(n // s.emit_every for n in per_stream.values()) * len(s.features) * len(s.explainers)
 
 
-def _drift_done(workers: list[Settings], n: int, timeout: float = 180.0, poll_s: float = 0.01) -> None:
-    """Until the drift agents of ``workers`` have taken up ``n`` explanations in all (their
+def _change_done(workers: list[Settings], n: int, timeout: float = 180.0, poll_s: float = 0.01) -> None:
+    """Until the change agents of ``workers`` have taken up ``n`` explanations in all (their
     metrics pages). Each look costs a worker CPU on the event loop its agents run on, which the
     in-process loop does not pay, and a look every 10 ms would be a noticeable share of a short
     run. So it sleeps half of
@@ -194,7 +194,7 @@ def _drift_done(workers: list[Settings], n: int, timeout: float = 180.0, poll_s:
         if seen >= n:
             return
         if now > deadline:
-            raise RuntimeError(f"the drift agents did not take up {n} explanations within {timeout:g} s")
+            raise RuntimeError(f"the change agents did not take up {n} explanations within {timeout:g} s")
         if before is not None and seen > before[1]:
             rate = (seen - before[1]) / (now - before[0])
             wait = max(poll_s, min(0.5 * (n - seen) / rate, longest))

@@ -32,7 +32,7 @@ def _worker(s, wait_ms: int, log_file: str | None = None, loglevel: str = "warni
     """A worker of every role whose fetches wait at most ``wait_ms``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s))
-    cmd = [sys.executable, "-c", _LAUNCH, str(wait_ms), "worker", "--roles", "model,explain,drift", "--loglevel", loglevel]
+    cmd = [sys.executable, "-c", _LAUNCH, str(wait_ms), "worker", "--roles", "model,explain,change", "--loglevel", loglevel]
     with open(log_file or os.devnull, "ab") as out:
         return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 

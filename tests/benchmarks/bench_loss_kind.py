@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 sys.path.insert(0, os.path.abspath(os.path.dirname(__file__)))
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
-import bench_drift as bd  # noqa: E402
+import bench_change as bd  # noqa: E402
 import numpy as np  # noqa: E402
 from streamxai.core.change.events import loss_kind  # noqa: E402
 from streamxai.core.change.looks import close_kind, open_kind  # noqa: E402
@@ -80,7 +80,7 @@ def the_alert(cache: str) -> None:
         for k in (210, 500, 1000, 2000, 5000):
             after = side(losses[cut:cut + k])
             print(f"    the {k} events from the cut: loss {after.mean:.4g} ({after.mean / before.mean - 1:+.0%}), "
-                  f"z {two_sample_z(before, after):.2f}: {loss_kind(before, after, min_n=s.drift_min_samples)}")
+                  f"z {two_sample_z(before, after):.2f}: {loss_kind(before, after, min_n=s.change_min_samples)}")
         near = range(max(0, cut - 2000), min(sc.n, cut + 3000), 500)
         print("    the tree's nodes:", ", ".join(f"{p}: {nodes[p // LOOK - 1]}" for p in near))
 
@@ -255,7 +255,7 @@ def main() -> None:
        and without them (``--members`` streams of 30,000 events; synthetic, a few seconds each).
     """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", default="", help="bench_drift.py's --cache directory (its learning-regression pass)")
+    ap.add_argument("--cache", default="", help="bench_change.py's --cache directory (its learning-regression pass)")
     ap.add_argument("--frozen-n", type=int, default=4_000_000, help="events of the frozen regression tree")
     ap.add_argument("--seeds", default="101-120", help="river seeds of the learning trees' streams, FIRST-LAST")
     ap.add_argument("--skip-alert", action="store_true", help="only the false rates (part 2)")

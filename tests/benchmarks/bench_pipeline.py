@@ -19,7 +19,7 @@ from streamxai.local.demo_stream import agrawal_events  # noqa: E402
 
 
 def in_process_rate(s, events) -> float:
-    """The worker's work per event in this process (model, explain and drift handlers with
+    """The worker's work per event in this process (model, explain and change handlers with
     checkpoints; reports every ``emit_every`` events, as a worker does), events/s of wall time."""
     wall, _ = in_process_worker(s.replace(state_dir=f"{s.state_dir}-in-process"), events)
     return len(events) / wall
@@ -32,9 +32,9 @@ def pipeline_rate(s, events, n_workers: int, tmp: str) -> float:
 
 def main() -> None:
     """Starts its own broker on free ports (or uses $STREAMXAI_BOOTSTRAP). The pipeline rate is
-    measured from producing the backlog until the drift agents have taken up every explanation
+    measured from producing the backlog until the change agents have taken up every explanation
     of it (the workers have joined before, so start-up and group joins are not counted). The baseline does a worker's work per event in
-    this process: its model, explain and drift handlers, handler to handler, with checkpoints,
+    this process: its model, explain and change handlers, handler to handler, with checkpoints,
     reporting every ``emit_every`` events, as a worker does, so the two do the same work.
     """
     ap = argparse.ArgumentParser()

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 sys.path.insert(0, os.path.dirname(__file__))
 
 from _elec2 import FEATURES, N_EVENTS, elec2_events, require  # noqa: E402
-from bench_drift import Result, Scenario, detect, record, recorded  # noqa: E402
+from bench_change import Result, Scenario, detect, record, recorded  # noqa: E402
 from streamxai.settings import Settings  # noqa: E402
 
 MODELS = {
@@ -85,7 +85,7 @@ def report(sc: Scenario, res: Result) -> None:
 def main() -> None:
     """Each model (the default Hoeffding adaptive tree, ARF with 10 trees) explains elec2 at default
     settings in process, as a worker does (a :class:`~streamxai.core.stream.StreamExplainer` and the
-    drift agent's change detector, built from settings; the same values as through Kafka), on the
+    change agent's change detector, built from settings; the same values as through Kafka), on the
     stream as recorded and with the paper's feature drift "fe. 1": ``nswprice`` (the top feature)
     and ``vicdemand`` exchanged from event 20,000 on, at once (``sudden``) or for a share of the
     events growing to all over 5,000 events (``gradual``). It prints, per run: change events and

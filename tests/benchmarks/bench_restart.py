@@ -2,7 +2,7 @@
 stream; and where the time goes.
 
     python tests/benchmarks/bench_restart.py [--streams 10] [--events 2000] [--more 10] [--repeat 3]
-    python tests/benchmarks/bench_restart.py --drift-history [--series 270] [--points 200] [--baseline-series 27]
+    python tests/benchmarks/bench_restart.py --change-history [--series 270] [--points 200] [--baseline-series 27]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the 
 import orjson  # noqa: E402
 from confluent_kafka import Consumer  # noqa: E402
 from helpers.pipeline_runs import make_settings  # noqa: E402
-from streamxai.handlers import DriftHandler, Source  # noqa: E402
+from streamxai.handlers import ChangeHandler, Source  # noqa: E402
 from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
 from streamxai.kafka.io import consume, produce_events, produce_raw  # noqa: E402
 from streamxai.kafka.replay import PartitionHistory  # noqa: E402
@@ -37,14 +37,14 @@ from streamxai.worker import spawn_worker, stop_worker  # noqa: E402
 
 def rebuild(s, last, history) -> tuple[float, int]:
     """Feed each stream's last message to a fresh handler; seconds and explanations replayed."""
-    h = DriftHandler(s, history=history)
+    h = ChangeHandler(s, history=history)
     t0 = time.perf_counter()
     for rec in last:
         h.on_message(rec.value, rec.key, Source(rec.topic, rec.partition, rec.offset))
     return time.perf_counter() - t0, h.metrics.get("replayed_explanations")
 
 
-def drift_history(args: argparse.Namespace, bootstrap: str, tmp: str) -> None:
+def change_history(args: argparse.Namespace, bootstrap: str, tmp: str) -> None:
     s = make_settings(bootstrap, f"{tmp}/state", emit_every=10)
     ensure_topics(s)
     rng, items = random.Random(1), []
@@ -192,7 +192,7 @@ def _restarts(args, s, streams, events, log, procs) -> None:
         print(f"  replay after the checkpoint: model {part('model', 'replay'):.2f} s "
               f"({counters.get('replayed_events', 0)} events), explain {part('explain', 'replay'):.2f} s "
               f"({counters.get('replayed_tasks', 0)} tasks)")
-        print(f"  drift-state rebuild: checkpoint {part('drift', 'checkpoint'):.2f} s, replay {part('drift', 'replay'):.2f} s "
+        print(f"  change-state rebuild: checkpoint {part('change', 'checkpoint'):.2f} s, replay {part('change', 'replay'):.2f} s "
               f"({counters.get('replayed_explanations', 0)} explanations, {counters.get('history_messages_scanned', 0)} "
               f"messages scanned)")
 
@@ -213,13 +213,13 @@ def main() -> None:
     time is measured from the new process's start until every stream has a new explanation of
     every explainer. The breakdown comes from the new worker: its Faust start-up (process start to
     "Worker ready", from its log) and, from its metrics, the seconds each handler spent reading
-    checkpoints and replaying history (``recovery_seconds``; the model, explain and drift agents
+    checkpoints and replaying history (``recovery_seconds``; the model, explain and change agents
     recover concurrently, so the parts can add up to more than the wall time). ``--repeat`` restarts
     that many times (stop, start, ``--more`` events) with the stopping worker writing no checkpoints
     (the baseline: a restart replays since the last periodic checkpoints), then as many times with
     ``checkpoint_on_stop`` (the default), and prints both and their ratio; the goal is 10 s.
 
-    ``--drift-history``: the drift agent's rebuild from the explanations topic, one pass per
+    ``--change-history``: the change agent's rebuild from the explanations topic, one pass per
     partition (HistoryCache) against one pass per key, measured in the same run on the same topic
     (270 series of 200 explanations on 4 partitions, 54,000 messages). Explanations are keyed by stream, so the 270 series are 10 keys.
     The baseline rebuilds only ``--baseline-series`` series and is scaled to all of them.
@@ -227,7 +227,7 @@ def main() -> None:
     Both start their own broker on free ports (or use $STREAMXAI_BOOTSTRAP).
     """
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--drift-history", action="store_true", help="the drift agent's rebuild comparison instead")
+    ap.add_argument("--change-history", action="store_true", help="the change agent's rebuild comparison instead")
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--events", type=int, default=2000, help="events per stream before the restart")
     ap.add_argument("--more", type=int, default=10, help="events per stream after each restart")
@@ -245,8 +245,8 @@ def main() -> None:
         broker.start(timeout=120)
         bootstrap = broker.bootstrap
     try:
-        if args.drift_history:
-            drift_history(args, bootstrap, tmp)
+        if args.change_history:
+            change_history(args, bootstrap, tmp)
         else:
             restart_run(args, bootstrap, tmp)
     finally:

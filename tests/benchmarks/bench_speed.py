@@ -38,7 +38,7 @@ MODELS = {
     "logistic": ({"model": "river.linear_model.LogisticRegression", "model_params": {}},
                  "LogisticRegression(), agrawal"),
     "htr": ({"model": "river.tree.HoeffdingTreeRegressor", "model_params": {"grace_period": 50},
-             "features": FRIEDMAN, "target": "number", "output": "value", "loss": "squared"},
+             "features": FRIEDMAN, "task": "regression", "output": "value", "loss": "squared"},
             "HoeffdingTreeRegressor(grace_period=50), Friedman"),
 }
 
@@ -117,7 +117,7 @@ def child_per_event(src: str, name: str, args: argparse.Namespace, *extra: str) 
 
 
 def handlers_per_event(name: str, n: int) -> float:
-    """CPU seconds an event of a worker's handlers (model, explain, drift) in this process, on
+    """CPU seconds an event of a worker's handlers (model, explain, change) in this process, on
     ``n`` events of one stream: ``--kafka``'s baseline loop, with the modules it imports
     loaded first."""
     import tempfile
@@ -144,7 +144,7 @@ def handlers(names: list[str], args: argparse.Namespace) -> None:
     """``--handlers``: per model, a worker's handlers in process, CPU per event, in ``--repeats``
     rounds; with ``--main-src``, main's code in the same rounds (a child process each, this
     code's first every other round), and the ratio of the medians."""
-    print(f"\nA worker's handlers (model, explain, drift) in one process, {args.kafka_events} events of one stream "
+    print(f"\nA worker's handlers (model, explain, change) in one process, {args.kafka_events} events of one stream "
           f"(--kafka's baseline), CPU time; median of {args.repeats}")
     for name in names:
         ours, theirs = [], []
@@ -360,10 +360,10 @@ def main() -> None:
     time goes (:func:`breakdown`); ``--same-as DIR`` checks that the code in DIR (e.g. main's)
     gives exactly this checkout's explanations, every field of every report, on either path
     (:func:`same_as`). ``--handlers`` times a worker's handlers in this process (``--kafka``'s
-    baseline loop: the model, explain and drift handlers on ``--kafka-events`` events), and with
+    baseline loop: the model, explain and change handlers on ``--kafka-events`` events), and with
     ``--main-src`` main's in the same rounds. ``--kafka`` adds, per model, one worker on a local broker
     (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
-    model, explain and drift handlers, handler to handler, with checkpoints, in this process
+    model, explain and change handlers, handler to handler, with checkpoints, in this process
     (events/s of wall time, and of CPU time: the worker process's from ``/proc``; the worker's
     clock starts when the broker has acknowledged the first event, not while the benchmark's
     producer starts); ``--profile``
@@ -374,8 +374,8 @@ def main() -> None:
 
     How ``--kafka`` measures, and why:
 
-    - **8,000 events a run.** The drift handler does not watch a stream's first 1,000 events
-      (``drift_warmup``) and its windows fill after them, so an event costs least there. The worker's fixed start-up (each internal hop's first fetch) weighs on a short run too. A
+    - **8,000 events a run.** The change handler does not watch a stream's first 1,000 events
+      (``change_warmup``) and its windows fill after them, so an event costs least there. The worker's fixed start-up (each internal hop's first fetch) weighs on a short run too. A
       stream running for hours is past both.
       ``--kafka-events 2000`` gives the quicker, harsher figure.
     - **Each round: the in-process loop, the worker, the in-process loop again**; the mean of the
@@ -383,7 +383,7 @@ def main() -> None:
       third faster or slower from one minute to the next, so the figure to read is the median of the
       rounds' paired ratios, printed with its middle half.
     - **Nothing of the benchmark's own on the two cores while the worker is timed** but a look at
-      its metrics page now and then (``_worker_runs._drift_done``), not a read of the
+      its metrics page now and then (``_worker_runs._change_done``), not a read of the
       explanations topic, which would put messages through the broker and this process.
     - **Where the worker's main thread spent the run** (``/proc``): on a core, waiting for one
       (the broker, the clients' threads and this process share the cores), and neither (waiting for
@@ -488,7 +488,7 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
     from helpers.pipeline_runs import make_settings
 
     tmp = tempfile.mkdtemp(prefix="streamxai-bench-speed-")
-    print(f"\nOne Kafka worker (roles model, explain, drift; fast_path = auto; {args.kafka_events} events of one "
+    print(f"\nOne Kafka worker (roles model, explain, change; fast_path = auto; {args.kafka_events} events of one "
           f"stream) against the same handlers in this process (wall time; CPU time of the worker process); "
           f"median of {args.kafka_repeats}")
     with broker_for(tmp) as bootstrap:

@@ -76,7 +76,7 @@ def in_process(name: str, n: int, bootstrap: str, tmp: str) -> int:
 def worker(name: str, n: int, bootstrap: str, tmp: str) -> tuple[int, float, float]:
     """The worker's instructions over ``n`` events of ``name``, its instructions a second while
     idle (measured before), and how long the run took."""
-    from _worker_runs import _drift_done
+    from _worker_runs import _change_done
     from bench_speed import events, stream_settings
     from helpers.pipeline_runs import make_settings, wait_for_members
     from streamxai.kafka.config import ensure_topics
@@ -91,7 +91,7 @@ def worker(name: str, n: int, bootstrap: str, tmp: str) -> tuple[int, float, flo
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s), PYTHONHASHSEED="0")
     cmd = [*CALLGRIND, f"--callgrind-out-file={tmp}/{name}-worker.out", sys.executable, "-m", "streamxai.cli",
-           "worker", "--roles", "model,explain,drift", "--loglevel", "warning"]
+           "worker", "--roles", "model,explain,change", "--loglevel", "warning"]
     with open(f"{tmp}/{name}-worker.log", "ab") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -112,7 +112,7 @@ def worker(name: str, n: int, bootstrap: str, tmp: str) -> tuple[int, float, flo
                 break
         else:
             raise RuntimeError(f"the worker sent {seen} of {want} explanations")
-        _drift_done([s], want, timeout=900, poll_s=1.0)
+        _change_done([s], want, timeout=900, poll_s=1.0)
         return instructions(proc.pid), idle, time.monotonic() - t0
     finally:
         stop_worker(proc, timeout=120)
@@ -129,7 +129,7 @@ def main() -> None:
     Per model, on a local broker (or ``$STREAMXAI_BOOTSTRAP``), with the settings and stream of
     ``bench_speed.py --kafka`` (``--events`` events of one stream):
 
-    - ``in process``: ``_worker_runs.in_process_worker`` (the model, explain and drift handlers,
+    - ``in process``: ``_worker_runs.in_process_worker`` (the model, explain and change handlers,
       handler to handler, with checkpoints) in a child process under callgrind, counted from the
       first event to the last (``callgrind_control --instr=on``, then its counters read), after
       the same loop ran 20 events with handlers of their own: the modules a worker imports as it
@@ -138,7 +138,7 @@ def main() -> None:
       path compiled);
     - ``worker``: one worker (roles model, explain and drift) under callgrind, counted from the
       moment the benchmark starts producing the events (it has joined its group, idle) until its
-      drift agent has taken up every explanation, in all its threads (Python's, aiokafka's
+      change agent has taken up every explanation, in all its threads (Python's, aiokafka's
       consumer thread, librdkafka's threads);
     - the worker's instructions per event beyond the in-process loop's, and the ratio (the
       in-process loop's instructions over the worker's): what the worker's rate would be against

@@ -29,11 +29,11 @@ from streamxai.kafka.io import consume, produce_events  # noqa: E402
 from streamxai.schemas import FeatureEvent  # noqa: E402
 from streamxai.worker import settings_env, stop_worker  # noqa: E402
 
-#: counters shown per bin: (column, counter name, topic suffix); drift: the explanations its
+#: counters shown per bin: (column, counter name, topic suffix); change: the explanations its
 #: agent took up (from the drift feed, a report per record; before it, from explanations)
 COLUMNS = (("feat", "messages_in", ".features"), ("arr", "messages_in", ".arrivals"),
            ("task", "messages_in", ".explain-tasks"), ("pred", "messages_out", ".predictions"),
-           ("expl", "messages_out", ".explanations"), ("drift", "explanations_seen", ""))
+           ("expl", "messages_out", ".explanations"), ("change", "explanations_seen", ""))
 
 
 def column(counters: dict[str, float], prefix: str, suffix: str) -> float:
@@ -53,7 +53,7 @@ def _spawn(s, src: str | None, log_file: str) -> subprocess.Popen:  # noqa: ANN0
     env.update(settings_env(s))
     if src:
         env["PYTHONPATH"] = src
-    cmd = [sys.executable, "-m", "streamxai.cli", "worker", "--roles", "model,explain,drift", "--loglevel", "warning"]
+    cmd = [sys.executable, "-m", "streamxai.cli", "worker", "--roles", "model,explain,change", "--loglevel", "warning"]
     with open(log_file, "ab") as log:
         return subprocess.Popen(cmd, env=env, cwd=src or None, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -100,7 +100,7 @@ def timeline(s, evs: list, src: str | None, bin_s: float, tmp: str) -> dict:  # 
         marks["last explanation read here"] = time.perf_counter() - t0
         while not counts or counts[-1][1].get("explanations_seen", 0) < n_expl:
             time.sleep(0.01)
-        marks["drift agent done"] = counts[-1][0]
+        marks["change agent done"] = counts[-1][0]
         stop.set()
         sampler.join()
     finally:
@@ -110,9 +110,9 @@ def timeline(s, evs: list, src: str | None, bin_s: float, tmp: str) -> dict:  # 
 
 
 def summary(run: dict) -> dict[str, float]:
-    """Over the span (first event on the broker to the drift agent done): wall, the worker's
+    """Over the span (first event on the broker to the change agent done): wall, the worker's
     CPU, its loop's thread on a core, waiting for one, idle, and its longest idle stretch."""
-    start, end = run["marks"]["first event on the broker"], run["marks"]["drift agent done"]
+    start, end = run["marks"]["first event on the broker"], run["marks"]["change agent done"]
     cpu = [c for c in run["cpu"] if start <= c[0] <= end]
     longest, stretch = 0.0, 0.0
     for a, b in zip(cpu, cpu[1:], strict=False):
@@ -146,7 +146,7 @@ def main() -> None:
     its main thread's (the event loop's) time on a core and waiting for one
     (``/proc/PID/task/PID/schedstat``, every 10 ms), and its counters (its metrics page, every
     ``--bin`` s: one request per bin, a little CPU of the worker's own). The span runs from the
-    broker's acknowledgement of the first event to the bin in which the drift agent had taken up
+    broker's acknowledgement of the first event to the bin in which the change agent had taken up
     every explanation (``bench_speed.py``'s end); in it the loop's thread was on a core, waiting
     for one (the machine's load) or idle (waiting for messages or the network: the waits to find).
 
@@ -181,7 +181,7 @@ def main() -> None:
                 run = timeline(make_settings(bootstrap, f"{tmp}/{label}{r}".replace(" ", "-"), **fields), evs, src,
                                args.bin, tmp)
                 res = {**summary(run), "ratio": wall_in / summary(run)["wall"],
-                       "old clock": wall_in / run["marks"]["drift agent done"]}
+                       "old clock": wall_in / run["marks"]["change agent done"]}
                 results[label].append(res)
                 print(f"  {label:13s} wall {res['wall']:.2f} s (ratio {res['ratio']:.2f}; {res['old clock']:.2f} timed from "
                       f"the producer's start), CPU {res['cpu']:.2f} s; "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import orjson
-from streamxai.handlers import DriftHandler, ExplainHandler, IntakeHandler, ModelHandler
+from streamxai.handlers import ChangeHandler, ExplainHandler, IntakeHandler, ModelHandler
 from streamxai.local.demo_stream import labels_later
 from streamxai.reference import Recorded
 from streamxai.schemas import FeatureEvent, Headers, LabelEvent, Source, dumps, origin, origin_headers, unpack_tasks
@@ -104,16 +104,16 @@ class Run:
 
 def run_handlers(s: Settings, log: PartitionLog, model: Callable[[int], ModelHandler] | None = None,
                  explain: Callable[[int, int], ExplainHandler] | None = None,
-                 drift: Callable[[int], DriftHandler] | None = None, run: Run | None = None) -> Run:
+                 change: Callable[[int], ChangeHandler] | None = None, run: Run | None = None) -> Run:
     """The model handler over the arrivals (``model(offset)`` picks the handler of each
     message), its tasks through ``explain(partition, offset)``, the explanations through
-    ``drift(offset)``; one handler of each kind by default. ``run`` collects the outputs (its
+    ``change(offset)``; one handler of each kind by default. ``run`` collects the outputs (its
     ``tasks`` and ``explanations`` logs are the history a restarted handler replays). The agent loop's calls
     (``needs_recovery`` before ``on_message``) are made as the agents make them."""
-    one_model, one_explain, one_drift = ModelHandler(s), ExplainHandler(s), DriftHandler(s)
+    one_model, one_explain, one_change = ModelHandler(s), ExplainHandler(s), ChangeHandler(s)
     model = model or (lambda off: one_model)
     explain = explain or (lambda p, off: one_explain)
-    drift = drift or (lambda off: one_drift)
+    change = change or (lambda off: one_change)
     run = run or Run()
 
     def feed(handler, topic: str, partition: int, plog: PartitionLog, off: int):
@@ -130,12 +130,12 @@ def run_handlers(s: Settings, log: PartitionLog, model: Callable[[int], ModelHan
     for (topic, p), items in sorted(run.tasks.parts.items()):
         for off in range(len(items)):
             for out in feed(explain(p, off), topic, p, run.tasks, off):
-                if out.topic == "drift-feed":  # what the drift agent reads: a report's explanations as one record
+                if out.topic == "drift-feed":  # what the change agent reads: a report's explanations as one record
                     run.explanations.append("drift-feed", 0, out.key, out.value, headers=out.headers)
                 else:
                     run.add(out.topic, out.value)
     for off in range(len(run.explanations.parts.get(("drift-feed", 0), []))):
-        for out in feed(drift(off), "drift-feed", 0, run.explanations, off):
+        for out in feed(change(off), "drift-feed", 0, run.explanations, off):
             run.add(out.topic, out.value)
     return run
 

@@ -1,10 +1,10 @@
 """Inputs for the handler tests (no Kafka): settings small enough for quick runs and
-``explanation/v2`` payloads built from plain numbers.
+``explanation/v4`` payloads built from plain numbers.
 
->>> s = drift_settings()
->>> s.explainers, s.explain_groups, s.drift_warmup
+>>> s = change_settings()
+>>> s.explainers, s.explain_groups, s.change_warmup
 (['ipfi'], 3, 0)
->>> raw = explanation_v2("s", "ipfi", "age", 9, 0.1, (10, 0.1, 0.0), 10)
+>>> raw = explanation_msg("s", "ipfi", "age", 9, 0.1, (10, 0.1, 0.0), 10)
 >>> b'"block":{"n":10,"mean":0.1,"m2":0.0}' in raw
 True
 """
@@ -12,11 +12,11 @@ True
 from __future__ import annotations
 
 import orjson
-from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
 from streamxai.schemas import dumps, dumps_obj, unpack_feed
 from streamxai.settings import AGRAWAL_FEATURES, Settings
 
-__all__ = ["settings", "delayed_settings", "drift_settings", "explanation_v2", "run_handlers"]
+__all__ = ["settings", "delayed_settings", "change_settings", "explanation_msg", "run_handlers"]
 
 
 def settings(**over) -> Settings:
@@ -35,34 +35,35 @@ def delayed_settings(**over) -> Settings:
     watches iPFI and iSAGE: with no warm-up, iPDP sees a young tree learn in its first hundred
     events."""
     base = dict(features=["a", "b", "c"], model_params={"grace_period": 20}, alpha=0.05,
-                explainers=["ipfi", "isage", "ipdp"], drift_explainers=["ipfi", "isage"],
-                drift_warmup=0, drift_min_samples=30, drift_episode_gap=100,
+                explainers=["ipfi", "isage", "ipdp"], change_explainers=["ipfi", "isage"],
+                change_warmup=0, change_min_samples=30, change_episode_gap=100,
                 emit_every=5, explain_groups=1, max_label_delay=40, partitions=3)
     base.update(over)
     return settings(**base)
 
 
-def drift_settings(**over) -> Settings:
-    """:func:`settings` for the drift handler: iPFI only, watched from the first event."""
-    return settings(explainers=["ipfi"], drift_warmup=0, drift_episode_gap=500, **over)
+def change_settings(**over) -> Settings:
+    """:func:`settings` for the change handler: iPFI only, watched from the first event."""
+    return settings(explainers=["ipfi"], change_warmup=0, change_episode_gap=500, **over)
 
 
-def explanation_v2(stream_id, explainer, feature, seq, value, block, n_explained, loss=None, curve=None) -> bytes:
-    """An explanation/v2 payload (block and model_loss as ``(n, mean, m2)``)."""
+def explanation_msg(stream_id, explainer, feature, seq, value, block, n_explained, loss=None, curve=None) -> bytes:
+    """An explanation/v4 payload (block and model_loss as ``(n, mean, m2)``; labels in line, so its
+    position is its seq)."""
 
     def mom(b):
         return None if b is None else {"n": b[0], "mean": b[1], "m2": b[2]}
 
-    return dumps_obj({"schema": "explanation/v2", "stream_id": stream_id, "explainer": explainer, "feature": feature,
+    return dumps_obj({"schema": "explanation/v4", "stream_id": stream_id, "explainer": explainer, "feature": feature,
                       "value": value, "seq": seq, "n_explained": n_explained, "n_seen": seq + 1,
                       "model_version": seq, "curve": curve, "stderr": None, "block": mom(block),
-                      "model_loss": mom(loss)})
+                      "model_loss": mom(loss), "var_factor": None, "position": seq})
 
 
 def run_handlers(s: Settings, events: list) -> dict[str, list[dict]]:
-    """Feature events (or raw bytes) through the model, explain and drift handlers of one
+    """Feature events (or raw bytes) through the model, explain and change handlers of one
     worker, in process; every message they send, decoded, by topic."""
-    model, explain, drift = ModelHandler(s), ExplainHandler(s), DriftHandler(s)
+    model, explain, change = ModelHandler(s), ExplainHandler(s), ChangeHandler(s)
     out: dict[str, list[dict]] = {}
 
     offsets: dict[str, int] = {}
@@ -79,5 +80,5 @@ def run_handlers(s: Settings, events: list) -> dict[str, list[dict]]:
     for off, ev in enumerate(events):
         raw = ev if isinstance(ev, bytes) else dumps(ev)
         send(model, raw, orjson.loads(raw)["stream_id"].encode(), Source("features", 0, off),
-             ("explain-tasks", explain, "drift-feed", drift))
+             ("explain-tasks", explain, "drift-feed", change))
     return out

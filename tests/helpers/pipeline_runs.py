@@ -208,7 +208,7 @@ sys.exit(main(["worker", "--loglevel", "warning", "--roles", "{roles}"]))
 """
 
 
-def killed_after_commit(topic: str, at_least: int, roles: str = "model,explain,drift") -> str:
+def killed_after_commit(topic: str, at_least: int, roles: str = "model,explain,change") -> str:
     """The code of a worker (``python -c``) that SIGKILLs itself right after a commit that took
     its ``topic`` records (short name) to ``at_least`` or past: what it has committed then is
     all a restart knows of."""

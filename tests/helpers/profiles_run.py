@@ -32,10 +32,10 @@ N = 3000  # events per stream: the demo's short run (agrawal function 0 -> 2 at 
 PROFILES = {
     "agr-*": {"features": list(AGRAWAL_FEATURES), "model": "river.tree.HoeffdingAdaptiveTreeClassifier",
               "model_params": {"grace_period": 50}, "explainers": ["ipfi", "ipdp"], "grid_size": 3, "alpha": 0.03,
-              "drift_warmup": N // 6},
-    "reg-*": {"features": list(LINEAR_FEATURES), "target": "number", "output": "value", "loss": "squared",
+              "change_warmup": N // 6},
+    "reg-*": {"features": list(LINEAR_FEATURES), "task": "regression", "output": "value", "loss": "squared",
               "model": "river.linear_model.LinearRegression", "model_params": {}, "explainers": ["ipfi", "isage"],
-              "alpha": 0.03, "drift_warmup": N // 6},
+              "alpha": 0.03, "change_warmup": N // 6},
 }
 
 
@@ -59,7 +59,7 @@ class ProfilesRun:
 
 def run_two_profiles(bootstrap: str, tmp: Path) -> ProfilesRun:
     s = make_settings(bootstrap, str(tmp / "state"), features=[], explain_groups=1, emit_every=10,
-                      drift_episode_gap=N // 12, streams=PROFILES)
+                      change_episode_gap=N // 12, streams=PROFILES)
     plan = demo_plan(N)
     agr = agrawal_events("agr-1", N, plan.drift_at, plan.swap_at, seed=42, f_before=plan.f_before,
                          f_after=plan.f_after)
@@ -73,9 +73,9 @@ def run_two_profiles(bootstrap: str, tmp: Path) -> ProfilesRun:
     try:
         produce_events(s, events)
         got = {"explanations": collect(s, "explanations", lambda ms: len(ms) >= len(want["explanations"]))}
-        deadline = time.monotonic() + 60  # the drift agent trails the explainers
+        deadline = time.monotonic() + 60  # the change agent trails the explainers
         while worker_metrics(s)["counters"].get("explanations_seen", 0) < len(want["explanations"]):
-            assert time.monotonic() < deadline and worker.poll() is None, "the drift agent did not catch up"
+            assert time.monotonic() < deadline and worker.poll() is None, "the change agent did not catch up"
             time.sleep(0.5)
         for topic in ("drift-events", "change-episodes", "dead-letters"):
             expected = len(want[topic])

@@ -30,13 +30,13 @@ N_EVENTS = 1000
 FIRST = 200  # committed by every stage before the rest comes; the worker is killed while busy with the rest
 
 #: what each stage counts as replayed
-REPLAYED = {"model": "replayed_events", "explain": "replayed_tasks", "drift": "replayed_explanations"}
+REPLAYED = {"model": "replayed_events", "explain": "replayed_tasks", "change": "replayed_explanations"}
 
 
 @pytest.mark.parametrize("store", ["local", "kafka"])
 def test_a_fast_stream_restores_a_checkpoint_in_every_stage_after_a_sigkill(bootstrap, tmp_path, store):
     # checkpoints every 10 messages of a key: the model's state writes one every 10 events, an
-    # explainer group's every 10 tasks, the drift state's every 2 events (27 explanations per 5)
+    # explainer group's every 10 tasks, the change state's every 2 events (27 explanations per 5)
     s = make_settings(bootstrap, str(tmp_path / "state"), checkpoint_every=10, checkpoint_store=store,
                       checkpoint_key=Secret("k" * 32) if store == "kafka" else Secret(""))
     events = list(agrawal_events("fast", N_EVENTS, seed=8))

@@ -91,7 +91,7 @@ def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_
     n, drift_at = 2400, 800
     s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b", "c"], explainers=["ipfi", "ipdp"],
                       model="river.tree.HoeffdingAdaptiveTreeClassifier", model_params={"grace_period": 20},
-                      emit_every=10, drift_warmup=30, alpha=0.01, explain_groups=1)
+                      emit_every=10, change_warmup=30, alpha=0.01, explain_groups=1)
     ensure_topics(s)
     port = free_port()
     url = f"http://127.0.0.1:{port}/"

@@ -308,7 +308,7 @@ def _damage_files(state_dir):
 
 @pytest.mark.parametrize("store", ["local", "kafka"])
 def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_path, store):
-    """Every checkpoint (model, explain, drift; truncated, zero-length, random bytes, another key)
+    """Every checkpoint (model, explain, change; truncated, zero-length, random bytes, another key)
     is damaged between two runs, on disk or on the checkpoint topic, and on disk every other file
     of the state_dir (checkpoint.key among them) is overwritten with random bytes. The worker
     starts by itself: the key file is set aside and replaced (one line, a metric), the damaged
@@ -338,7 +338,7 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     try:
         produce(0, 70)
         collect(s, "explanations", explained(70), timeout=180)
-        # the drift agent trails the explanations: every stage takes all of it (and checkpoints
+        # the change agent trails the explanations: every stage takes all of it (and checkpoints
         # what it takes) before the stop, so each kind has as many checkpoints to damage
         wait_for_commit(s, ["explain-tasks", "drift-feed"])
     finally:
@@ -354,7 +354,7 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     else:
         used = _damage_checkpoint_topic(s, bootstrap)
         again = s.replace(web_port=free_port(), state_dir=str(tmp_path / "another-host"))
-    assert set(used) == {"model", "explain", "drift"} and all(len(d) == len(DAMAGES) for d in used.values()), used
+    assert set(used) == {"model", "explain", "change"} and all(len(d) == len(DAMAGES) for d in used.values()), used
     second = spawn_worker(again, log_file=str(tmp_path / "b.log"), loglevel="warning")
     try:
         produce(70, 90)
@@ -376,7 +376,7 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
     assert len(refused) == len(set(refused))  # one line per checkpoint
     if store == "local":
         aside = {p.parent.name for p in (state / "checkpoints").rglob("*.refused")}
-        assert aside == {"model", "explain", "drift"}
+        assert aside == {"model", "explain", "change"}
         assert (state / "checkpoint.key.refused").read_bytes() == garbage  # set aside, not deleted
         new_key = (state / "checkpoint.key").read_bytes()
         assert len(new_key) == 64 and new_key.decode() not in log  # a key is never shown
@@ -456,7 +456,7 @@ def test_a_worker_whose_faust_service_crashes_at_start_exits_with_an_error(boots
     s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b"])
     script = ("import os, sys\nimport streamxai.worker as w\nfrom streamxai.settings import load_settings\n"
               "s = load_settings(env=os.environ)\nw.check_web_port = lambda s: None\n"
-              "sys.exit(w.run_worker(s, ('model', 'explain', 'drift'), 'warning'))\n")
+              "sys.exit(w.run_worker(s, ('model', 'explain', 'change'), 'warning'))\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
     env.update(settings_env(s))
     with socket.socket() as taken:

@@ -61,8 +61,8 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     # c is stationary (labels 15 late). A change test that reacts within the short stream.
     s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b", "c"], explainers=["ipfi", "ipdp"],
                       model_params={"grace_period": 20}, alpha=0.05, explain_groups=2, checkpoint_every=150,
-                      checkpoint_key=Secret("k" * 32), drift_warmup=200, drift_min_samples=30,
-                      drift_episode_gap=200, max_label_delay=300)
+                      checkpoint_key=Secret("k" * 32), change_warmup=200, change_min_samples=30,
+                      change_episode_gap=200, max_label_delay=300)
     n = 1000
     d = labels_later(threshold_events("d", n, drift_at=n // 2, seed=3), 40, unlabelled=range(7, n, 20))
     c = labels_later(threshold_events("c", n, seed=4), 15)
@@ -78,7 +78,7 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     # all of it taken and committed, so each state's newest checkpoint is one a restart may use
     # (only a checkpoint before the committed offset is restored, and a key keeps two: with
     # arrivals in batches a kill right after the burst found both past the commit now and then,
-    # and restored none); the intake's and the drift agent's too, in the order the stages
+    # and restored none); the intake's and the change agent's too, in the order the stages
     # pass messages on, so every stage has taken all of it and restores each of its states
     # (asserted below); then a little more, killed before its commit
     wait_for_commit(s, ["features", "labels", "arrivals", "explain-tasks", "drift-feed"])
@@ -120,7 +120,7 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
                                                          for x in cs}) >= len(ref.changes), timeout=120)
     assert {(x["stream_id"], x["position"], x["explainer"], x["feature"]): (x["cut_position"], x["level_before"],
                                                                            x["level_after"]) for x in changes} == ref.changes
-    # the drift agent trails: every task taken, then every record of the feed (so each drift
+    # the change agent trails: every task taken, then every record of the feed (so each drift
     # state met a record after the restart and was restored)
     wait_for_commit(s, ["explain-tasks", "drift-feed"])
     counters = worker_metrics(restarted)["counters"]
@@ -135,9 +135,9 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     # (checkpoint_every=150 of its messages: ~50 arrivals of a stream, at most 2 tasks of them per
     # group, 6 explanations per 5 learned events), and a key keeps two, so one before its commit
     # is there: each restart of a state restores one. Streams d and c: two model states, two
-    # explainer groups each, two drift states. (Was the sum of the stages' replays > 0.)
-    restored = {stage: counters.get(f"checkpoints_restored{{stage={stage}}}", 0) for stage in ("model", "explain", "drift")}
-    assert restored["model"] >= 2 and restored["explain"] >= 4 and restored["drift"] >= 2, counters
+    # explainer groups each, two change states. (Was the sum of the stages' replays > 0.)
+    restored = {stage: counters.get(f"checkpoints_restored{{stage={stage}}}", 0) for stage in ("model", "explain", "change")}
+    assert restored["model"] >= 2 and restored["explain"] >= 4 and restored["change"] >= 2, counters
 
 
 def test_a_worker_restarted_with_another_model_predicts_with_the_new_one(bootstrap, tmp_path, workers):

@@ -141,11 +141,11 @@ def test_bad_messages_become_dead_letters_and_good_ones_flow(bootstrap, tmp_path
 
 
 def reference_changes(s, events):
-    """The in-process core: StreamExplainer + the drift agent's detector, per stream.
+    """The in-process core: StreamExplainer + the change agent's detector, per stream.
     Returns ({(stream, seq, explainer, feature): (cut, before, after)}, [(stream, first_seq, cut, features)])."""
     from streamxai.core.losses import get_loss
     from streamxai.core.model import ModelFunction
-    from streamxai.handlers.drift import stream_detector
+    from streamxai.handlers.change import stream_detector
 
     changes, episodes, state = {}, [], {}
     for ev in events:
@@ -173,7 +173,7 @@ def test_change_episodes_name_the_drifted_features_and_none_before_the_first_dri
     n, drift_at, swap_at = 3000, 1000, 2000
     s = make_settings(bootstrap, str(tmp_path / "state"), features=["a", "b", "c"], explainers=["ipfi"],
                       model="river.tree.HoeffdingAdaptiveTreeClassifier", model_params={"grace_period": 20},
-                      emit_every=10, explain_groups=1, alpha=0.01, drift_warmup=300, drift_episode_gap=300)
+                      emit_every=10, explain_groups=1, alpha=0.01, change_warmup=300, change_episode_gap=300)
     demo = list(threshold_events("drifting", n, drift_at=drift_at, swap_at=swap_at, seed=11))
     controls = [list(threshold_events(f"control{i}", n, seed=12 + i)) for i in range(2)]
     events = [e for group in zip(demo, *controls, strict=True) for e in group]
@@ -183,7 +183,7 @@ def test_change_episodes_name_the_drifted_features_and_none_before_the_first_dri
     produce_events(s, events)
     expected = 3 * (n // s.emit_every) * len(s.features)
     collect(s, "explanations", lambda ms: len(explanation_values(ms)) >= expected)
-    wait_for_commit(s, ["drift-feed"])  # the drift agent took every explanation and flushed its outputs
+    wait_for_commit(s, ["drift-feed"])  # the change agent took every explanation and flushed its outputs
     changes = collect(s, "drift-events", lambda ms: len(ms) >= len(want_changes), timeout=30)
     episodes = collect(s, "change-episodes", lambda ms: len(ms) >= len(want_episodes), timeout=10)
     # the Kafka run equals the in-process run, change for change
@@ -243,22 +243,22 @@ def test_sigkilled_worker_resumes_without_losing_or_double_counting(bootstrap, t
     # the first run's (duplicates carry equal values; consumers dedupe by (stream_id, seq))
     for p in preds:
         assert p["y_pred"] == expected_preds[p["seq"]]
-    # the drift agent rebuilt its ADWIN series from the explanations before the committed offset:
+    # the change agent rebuilt its ADWIN series from the explanations before the committed offset:
     # from its checkpoint and the explanations after it, or from all of them. Neither alone is
     # certain with checkpoints: its newest checkpoint may sit at the very record the worker
-    # resumes after (CI saw it once: restored, nothing to replay), and a drift state takes 27
+    # resumes after (CI saw it once: restored, nothing to replay), and a change state takes 27
     # explanations every emit_every=5 events (9 features, 3 explainers), so its checkpoint falls
     # due about every 19 events and the two a key keeps may both be past the feed's last commit
     # before the kill
-    # (test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history):
+    # (test_a_change_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history):
     # then none is restored and the whole history is replayed. Either way one of them is seen
     # (a restart that rebuilt nothing shows neither)
-    def drift_rebuilt() -> dict | None:
+    def change_rebuilt() -> dict | None:
         counters = worker_metrics(restarted)["counters"]
-        return counters if counters.get("checkpoints_restored{stage=drift}", 0) + counters.get(
+        return counters if counters.get("checkpoints_restored{stage=change}", 0) + counters.get(
             "replayed_explanations", 0) > 0 else None
 
-    counters = until(drift_rebuilt, 60, "the drift agent to rebuild its state (it trails the explainers)")
+    counters = until(change_rebuilt, 60, "the change agent to rebuild its state (it trails the explainers)")
     if checkpoint_every:
         # the model's and both groups' newest checkpoints before the first wait are before the
         # commit (the 100 events after it make at most one more of each: checkpoint_every=100 of

@@ -85,7 +85,7 @@ def test_a_restart_around_a_batch_neither_loses_nor_double_counts(tmp_path, resu
     checkpoint falls due in the middle of batches (every 10 messages, 9 records per window): it
     is written only once its whole record is taken, so the restarted handler, resuming from
     it, has every message of the batch, the rest of the batch included."""
-    s = delayed_settings(checkpoint_every=10, explainers=["ipfi"], drift_explainers=["ipfi"])
+    s = delayed_settings(checkpoint_every=10, explainers=["ipfi"], change_explainers=["ipfi"])
     single = PartitionLog()
     record_arrivals(single, two_streams())
     packed = batched(single, 9)
@@ -123,7 +123,7 @@ def test_a_state_dropped_in_the_middle_of_a_batch_is_rebuilt_with_the_batch_mess
     batch's next message rebuilds it from the history, which ends before the batch's record, and
     from the messages of the batch taken before (none of them missing from the rebuilt model):
     the same outputs as when each message came alone."""
-    s = delayed_settings(explainers=["ipfi"], drift_explainers=["ipfi"])
+    s = delayed_settings(explainers=["ipfi"], change_explainers=["ipfi"])
     single = PartitionLog()
     record_arrivals(single, two_streams(n=80))
     packed = batched(single, 30)  # stream a: about 15 messages per record, seq 40 amid them
@@ -178,7 +178,7 @@ def test_a_restart_right_after_a_batch_that_made_a_checkpoint_due_restores_it_an
     correct run (test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values
     summed the three stages' replays; with arrivals in batches each stage's newest checkpoint
     may sit at the record its worker resumes after)."""
-    s = delayed_settings(checkpoint_every=10, explainers=["ipfi"], drift_explainers=["ipfi"])
+    s = delayed_settings(checkpoint_every=10, explainers=["ipfi"], change_explainers=["ipfi"])
     single = PartitionLog()
     record_arrivals(single, labels_later(threshold_events("a", 120, seed=1), 8))
     packed = batched(single, 9)  # one stream: each record a batch of 9 of its messages

@@ -55,9 +55,9 @@ def test_a_binary_classifier_takes_0_1_true_false_and_multiclass_models_take_any
 
 
 def _settings() -> Settings:
-    return Settings(features=["a", "b", "c"], target="label", output="label", loss="zero_one",
+    return Settings(features=["a", "b", "c"], task="classification", output="label", loss="zero_one",
                     model="river.linear_model.LogisticRegression", model_params={}, explainers=["ipfi"],
-                    drift_explainers=["ipfi"], emit_every=5, partitions=1)
+                    change_explainers=["ipfi"], emit_every=5, partitions=1)
 
 
 def _run(s: Settings, messages):

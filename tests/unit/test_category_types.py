@@ -24,9 +24,9 @@ ODD = 100  # the seq whose categorical value is an integer among strings
 
 
 def _settings(**over) -> Settings:
-    base = dict(features=["a", "c"], categorical=["c"], target="label", output="label", loss="zero_one",
+    base = dict(features=["a", "c"], categorical=["c"], task="classification", output="label", loss="zero_one",
                 model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 20},
-                explainers=["ipfi"], drift_explainers=["ipfi"], partitions=1, checkpoint_every=25)
+                explainers=["ipfi"], change_explainers=["ipfi"], partitions=1, checkpoint_every=25)
     base.update(over)
     return Settings(**base)
 

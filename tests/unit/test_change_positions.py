@@ -117,38 +117,16 @@ def test_readers_keep_reading_v2_whose_seqs_of_labels_later_streams_are_position
     assert (ep["first_position"], ep["first_seq"], ep["cut_seq"]) == (1000, 500, 450)
 
 
-def test_a_drift_state_of_the_version_before_v3_reads_on_and_knows_the_seqs_from_there():
-    import pickle
-
-    from streamxai.handlers import DriftHandler
-
-    run = _run(delay=12)
-    log = run.explanations
-    items = log.items("drift-feed", 0)
-    half = len(items) // 2
-    h = DriftHandler(delayed_settings())
-    for off in range(half):
-        h.on_message(items[off][1], items[off][0], log.source("drift-feed", 0, off))
-    st = h.states["a"]
-    del st.__dict__["seqs"], st.__dict__["change_seqs"]  # what a checkpoint of the version before holds
-    h.states["a"] = pickle.loads(pickle.dumps(st))
-    later = [o for off in range(half, len(items))
-             for o in h.on_message(items[off][1], items[off][0], log.source("drift-feed", 0, off))]
-    assert later and all(o.topic in ("drift-events", "change-episodes") for o in later)
-    restored = h.states["a"].seqs
-    assert restored.known_from is not None and restored.at(restored.known_from - 1) is None
-
-
 def test_the_seqs_kept_for_cuts_are_forgotten_as_the_windows_move_on():
-    """With labels later, the drift state keeps the seq of each report position only while a
+    """With labels later, the change state keeps the seq of each report position only while a
     cut may still be placed there: as every series' window moves past a position, it is
     forgotten, so the state stays bounded by the window; with labels in line nothing is kept."""
     import random
 
     from streamxai.core.increments import Block
-    from streamxai.handlers.drift import _Point, _StreamState, stream_detector
+    from streamxai.handlers.change import _Point, _StreamState, stream_detector
 
-    s = delayed_settings(drift_window=80, drift_min_samples=30)
+    s = delayed_settings(change_window=80, change_min_samples=30)
     gen = random.Random(2)
     for lag in (0, 3):
         state = _StreamState(stream_detector(s))

@@ -25,7 +25,7 @@ def _alerts(episodes):
 def test_a_drift_inside_an_open_episode_pages_on_its_own():
     """a drops at event 3,000 while the loss rises (a degradation, paged once 100 losses follow
     the cut); b rises at 3,500, while that episode is still open (b comes less than
-    drift_episode_gap after a). b's regime began after the first episode was announced: that
+    change_episode_gap after a). b's regime began after the first episode was announced: that
     episode closes, and b opens its own, which pages, with b's cut."""
     levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.1, ("ipfi", "b"): 0.0 if t < 350 else 0.3,  # noqa: E731
                         ("ipfi", "c"): 0.2}
@@ -47,8 +47,8 @@ def test_a_drift_inside_an_open_episode_pages_on_its_own():
 
 def test_no_episode_grows_without_bound():
     """A series whose level steps up every 2,000 events (a staircase) makes changes less than
-    drift_episode_gap (6,000) apart, again and again, so by the gap alone they would form one
-    episode: every episode still takes changes for at most drift_episode_max (8,000) events after
+    change_episode_gap (6,000) apart, again and again, so by the gap alone they would form one
+    episode: every episode still takes changes for at most change_episode_max (8,000) events after
     its first, so none is longer than that plus the gap."""
     levels = lambda t: {("ipfi", "a"): 0.3 + 0.15 * (t // 200), ("ipfi", "b"): 0.3}  # noqa: E731
     det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=6000, episode_max=8000,
@@ -63,7 +63,7 @@ def test_no_episode_grows_without_bound():
 
 def test_ipdp_of_a_feature_the_model_barely_uses_is_no_event():
     """The same iPDP step of feature b at event 3,000: an event while iPFI says the model relies
-    on b (0.3 of the top 0.4), none while b's iPFI is 0.01 (2.5% of it, below drift_min_effect)."""
+    on b (0.3 of the top 0.4), none while b's iPFI is 0.01 (2.5% of it, below change_min_effect)."""
     for b_importance, expect in ((0.3, True), (0.01, False)):
         levels = lambda t, bi=b_importance: {("ipfi", "a"): 0.4, ("ipfi", "b"): bi,  # noqa: E731
                                              ("ipdp", "a"): 0.3, ("ipdp", "b"): 0.1 if t < 300 else 0.4}
@@ -109,7 +109,7 @@ def test_a_change_confirmed_long_after_it_began_is_reported_without_a_page():
     """b steps 0 -> 0.15 at event 3,000 (a is 0.4). With increments of sd 0.2 it is confirmed
     within a few hundred events, and pages; with sd 0.7 the same step needs thousands (about
     (6 * 0.7 / 0.15)^2 past the change, and the threshold grows with the checks), so it is
-    confirmed more than drift_episode_max events after its cut: old news, a change event and an
+    confirmed more than change_episode_max events after its cut: old news, a change event and an
     episode, but no page."""
     for sd, paged in ((0.2, True), (0.7, False)):
         det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0)

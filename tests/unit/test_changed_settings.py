@@ -1,4 +1,4 @@
-"""A restart under changed settings: a model or drift state whose checkpoint was built under
+"""A restart under changed settings: a model or change state whose checkpoint was built under
 other values of the settings that shape it is not restored but rebuilt from its history under
 the new ones (one WARNING naming what changed, metric ``checkpoints_outdated``); settings that
 shape no state (ports, budgets, ...) keep the checkpoint. The explain stage's test is in
@@ -14,14 +14,14 @@ from helpers.arrivals import ARRIVALS, record_arrivals, run_handlers
 from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
-from streamxai.handlers import DriftHandler, ModelHandler
+from streamxai.handlers import ChangeHandler, ModelHandler
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import labels_later
 from streamxai.settings import Settings
 
 SECRET = b"checkpoint-key-" * 3
 PASSWORD = "sasl-password-not-to-be-logged"
-#: settings that shape neither a model nor a drift state
+#: settings that shape neither a model nor a change state
 UNSHAPING = dict(web_port=7777, max_lag_s=5.0, emit_every=7, sample_rate=0.5, checkpoint_every=10,
                  session_timeout_s=9.0, max_message_bytes=32 * 1024, max_seq_gap=500)
 
@@ -87,7 +87,7 @@ def test_a_model_checkpoint_of_another_model_is_not_restored_but_rebuilt_under_t
 
 def test_a_model_checkpoint_is_restored_when_only_settings_that_shape_no_state_changed(tmp_path, caplog):
     s = delayed_settings(checkpoint_every=40)
-    new = s.replace(drift_delta=0.2, **UNSHAPING)
+    new = s.replace(change_delta=0.2, **UNSHAPING)
     with caplog.at_level(logging.WARNING, logger="streamxai"):
         resumed, _, under_old, second = restart(tmp_path, ModelHandler, s, new, arrivals(), ARRIVALS, "predictions")
     assert second.metrics.get("checkpoints_restored") == 1 and not second.metrics.get("checkpoints_outdated")
@@ -96,28 +96,28 @@ def test_a_model_checkpoint_is_restored_when_only_settings_that_shape_no_state_c
 
 
 def explanations(s):
-    """The drift feed of the handlers over ``arrivals()``: what the drift handler reads."""
+    """The drift feed of the handlers over ``arrivals()``: what the change handler reads."""
     return run_handlers(s, arrivals()).explanations
 
 
-def test_a_drift_checkpoint_under_other_drift_settings_is_not_restored_but_rebuilt_under_the_new_ones(tmp_path, caplog):
-    # the restarted drift handler must not restore the old change test and go on with its old
+def test_a_change_checkpoint_under_other_change_settings_is_not_restored_but_rebuilt_under_the_new_ones(tmp_path, caplog):
+    # the restarted change handler must not restore the old change test and go on with its old
     # delta and minimum samples
     s = delayed_settings(checkpoint_every=40)
-    new = s.replace(drift_delta=0.2, drift_min_samples=20)
+    new = s.replace(change_delta=0.2, change_min_samples=20)
     with caplog.at_level(logging.WARNING, logger="streamxai"):
-        resumed, under_new, under_old, second = restart(tmp_path, DriftHandler, s, new, explanations(s),
+        resumed, under_new, under_old, second = restart(tmp_path, ChangeHandler, s, new, explanations(s),
                                                         "drift-feed", "drift-events")
     assert not second.metrics.get("checkpoints_restored") and second.metrics.get("checkpoints_outdated") == 1
     assert resumed and resumed == under_new != under_old
     warned = [r.getMessage() for r in caplog.records if "not restored" in r.getMessage()]
-    assert len(warned) == 1 and "drift_delta, drift_min_samples" in warned[0], warned
+    assert len(warned) == 1 and "change_delta, change_min_samples" in warned[0], warned
 
 
-def test_a_drift_checkpoint_is_restored_when_only_settings_that_shape_no_state_changed(tmp_path):
+def test_a_change_checkpoint_is_restored_when_only_settings_that_shape_no_state_changed(tmp_path):
     s = delayed_settings(checkpoint_every=40)
     new = s.replace(model="river.linear_model.LogisticRegression", model_params={}, **UNSHAPING)
-    resumed, _, under_old, second = restart(tmp_path, DriftHandler, s, new, explanations(s), "drift-feed",
+    resumed, _, under_old, second = restart(tmp_path, ChangeHandler, s, new, explanations(s), "drift-feed",
                                             "drift-events")
     assert second.metrics.get("checkpoints_restored") == 1 and not second.metrics.get("checkpoints_outdated")
     assert resumed == under_old
@@ -140,6 +140,6 @@ def test_a_checkpoint_of_the_version_before_fingerprints_is_restored_as_it_was_b
 def test_a_state_records_settings_only_and_no_secret():
     # a checkpoint's pickle and the warning carry these: a secret must never be among them
     fields = {f.name: f for f in dataclasses.fields(Settings)}
-    for handler in (ModelHandler, DriftHandler):
+    for handler in (ModelHandler, ChangeHandler):
         assert handler.SHAPED_BY and set(handler.SHAPED_BY) <= set(fields)
         assert not [n for n in handler.SHAPED_BY if fields[n].metadata.get("secret")]

@@ -11,9 +11,9 @@ from streamxai.kafka.committed_offsets import CommittedOffsets
 KEY = b"test-checkpoint-key-0123456789"
 
 
-def kept(store, kind=b"drift"):
+def kept(store, kind=b"change"):
     """The offsets of the checkpoints kept for key ``s``, newest first."""
-    newest, previous = store._paths("drift", b"s")
+    newest, previous = store._paths("change", b"s")
     return [CheckpointSeal.source(p.read_bytes())[2] if p.exists() else None for p in (newest, previous)]
 
 
@@ -21,44 +21,44 @@ def test_a_key_keeps_the_newest_committed_checkpoint_beside_its_newest(tmp_path)
     commits = CommittedOffsets()
     store = FileCheckpointStore(tmp_path, 1, secret=KEY, commits=commits)
     at = lambda off: Source("feed", 2, off)  # noqa: E731
-    store.save("drift", b"s", {"n": 10}, at(10))
+    store.save("change", b"s", {"n": 10}, at(10))
     commits.record({("feed", 2): 11})  # the message at 10 is committed: its checkpoint is safe
-    store.save("drift", b"s", {"n": 20}, at(20))
+    store.save("change", b"s", {"n": 20}, at(20))
     assert kept(store) == [20, 10]
-    store.save("drift", b"s", {"n": 30}, at(30))  # 20 is not committed: replaced, 10 stays
+    store.save("change", b"s", {"n": 30}, at(30))  # 20 is not committed: replaced, 10 stays
     assert kept(store) == [30, 10]
     # a SIGKILL now resumes at 11: the committed checkpoint is there to restore
-    assert store.load("drift", b"s", "feed", 2, before_offset=11) == ({"n": 10}, 10)
+    assert store.load("change", b"s", "feed", 2, before_offset=11) == ({"n": 10}, 10)
     commits.record({("feed", 2): 25, ("feed", 3): 1000})  # another partition's commit covers nothing here
-    store.save("drift", b"s", {"n": 40}, at(40))  # 30 is not committed
+    store.save("change", b"s", {"n": 40}, at(40))  # 30 is not committed
     assert kept(store) == [40, 10]
     commits.record({("feed", 2): 41})
-    store.save("drift", b"s", {"n": 50}, at(50))  # 40 is: it becomes the previous one
+    store.save("change", b"s", {"n": 50}, at(50))  # 40 is: it becomes the previous one
     assert kept(store) == [50, 40]
-    assert store.load("drift", b"s", "feed", 2, before_offset=41) == ({"n": 40}, 40)
-    assert store.load("drift", b"s", "feed", 2) == ({"n": 50}, 50)
+    assert store.load("change", b"s", "feed", 2, before_offset=41) == ({"n": 40}, 40)
+    assert store.load("change", b"s", "feed", 2) == ({"n": 50}, 50)
 
 
 def test_without_commits_known_a_key_keeps_its_two_newest(tmp_path):
     store = FileCheckpointStore(tmp_path, 1, secret=KEY)  # tests, the in-process runner
     for off in (10, 20, 30):
-        store.save("drift", b"s", {"n": off}, Source("feed", 2, off))
+        store.save("change", b"s", {"n": off}, Source("feed", 2, off))
     assert kept(store) == [30, 20]
     # with commits known but none yet on the partition (just started), nothing is safe yet
     commits = CommittedOffsets()
     waiting = FileCheckpointStore(tmp_path / "w", 1, secret=KEY, commits=commits)
     for off in (10, 20, 30):
-        waiting.save("drift", b"s", {"n": off}, Source("feed", 2, off))
+        waiting.save("change", b"s", {"n": off}, Source("feed", 2, off))
     assert kept(waiting) == [30, None]
 
 
 def test_a_checkpoint_written_before_this_worker_is_judged_by_its_header(tmp_path):
     old = FileCheckpointStore(tmp_path, 1, secret=KEY)  # an earlier run, with no commits known
-    old.save("drift", b"s", {"n": 10}, Source("feed", 2, 10))
-    old.save("drift", b"s", {"n": 20}, Source("feed", 2, 20))
+    old.save("change", b"s", {"n": 10}, Source("feed", 2, 10))
+    old.save("change", b"s", {"n": 20}, Source("feed", 2, 20))
     commits = CommittedOffsets()
     commits.record({("feed", 2): 15})
     store = FileCheckpointStore(tmp_path, 1, secret=KEY, commits=commits)
-    store.save("drift", b"s", {"n": 30}, Source("feed", 2, 30))  # 20 is past the commit: replaced
+    store.save("change", b"s", {"n": 30}, Source("feed", 2, 30))  # 20 is past the commit: replaced
     assert kept(store) == [30, 10]
-    assert store.load("drift", b"s", "feed", 2, before_offset=15) == ({"n": 10}, 10)
+    assert store.load("change", b"s", "feed", 2, before_offset=15) == ({"n": 10}, 10)

@@ -36,9 +36,9 @@ def store(tmp_path, **kw):
 def test_round_trip_and_hashed_names(tmp_path):
     st = store(tmp_path)
     key = ("k" * 128 + "/ipdp/commission").encode()
-    st.save("drift", key, {"n": 3}, Source("t", 1, 9))
-    assert st.load("drift", key, "t", 1) == ({"n": 3}, 9)
-    (path,) = (tmp_path / "checkpoints" / "drift").iterdir()
+    st.save("change", key, {"n": 3}, Source("t", 1, 9))
+    assert st.load("change", key, "t", 1) == ({"n": 3}, 9)
+    (path,) = (tmp_path / "checkpoints" / "change").iterdir()
     assert len(path.name) == 64 + len(".ckpt")
 
 
@@ -234,10 +234,10 @@ class _Gone:
 def test_a_signed_checkpoint_that_cannot_be_unpickled_is_set_aside(tmp_path, caplog, monkeypatch):
     # written by another version whose state class is gone: the signature holds, unpickling fails
     st = store(tmp_path)
-    st.save("drift", b"s", _Gone(), Source("explanations", 0, 4))
+    st.save("change", b"s", _Gone(), Source("explanations", 0, 4))
     monkeypatch.delattr(__import__(__name__), "_Gone")
     with caplog.at_level(logging.WARNING, logger="streamxai"):
-        assert st.load("drift", b"s", "explanations", 0) is None
+        assert st.load("change", b"s", "explanations", 0) is None
     assert "cannot be unpickled" in caplog.text and "set aside" in caplog.text
 
 

@@ -8,7 +8,7 @@ from streamxai.cli import _explicit_settings, _parser, main
 from streamxai.ingest import FileReport, file_events
 from streamxai.local.demo import demo_overrides
 from streamxai.schemas import ConfigError
-from streamxai.settings import Settings
+from streamxai.settings import Settings, load_settings
 
 
 def test_config_prints_effective_settings_without_secrets(capsys, monkeypatch):
@@ -103,8 +103,24 @@ def test_csv_classification_reads_the_label_column_named_by_the_settings_as_inte
 def test_csv_regression_reads_float_targets_and_a_ts_column(tmp_path):
     f = tmp_path / "d.csv"
     f.write_text("a,when,number\n0.5,1700000000.5,3.25\n")
-    (ev,) = file_events(f, "s", ["a"], target_kind="number", ts_column="when")
+    (ev,) = file_events(f, "s", ["a"], task="regression", ts_column="when")
     assert (ev.y, ev.ts) == (3.25, 1700000000.5)
+
+
+def test_produce_reads_the_label_column_the_setting_target_names_and_the_option_overrides_it(tmp_path, capsys):
+    """``target`` names the label column of a file (the task is the setting ``task``): a file
+    without it is refused before any Kafka connection, naming the column; ``--target`` wins."""
+    f = tmp_path / "d.csv"
+    f.write_text("a,label,cls\n0.5,1,0\n")
+    base = ["produce", str(f), "--set", "features=a", "--bootstrap", "127.0.0.1:1"]
+    assert main([*base, "--set", "target=klass"]) == 2
+    assert "has no target column 'klass'; its columns are ['a', 'label', 'cls']" in capsys.readouterr().err
+    assert main([*base, "--set", "target=klass", "--target", "nope"]) == 2
+    assert "has no target column 'nope'" in capsys.readouterr().err
+    (ev,) = file_events(f, "s", ["a"], "cls")
+    assert ev.y == 0  # the named column, not the default `label`
+    assert load_settings(env={"STREAMXAI_TARGET": "cls"}).target == "cls"
+    assert load_settings().target == "" and load_settings().task == "classification"
 
 
 def test_csv_without_the_target_or_a_feature_column_is_an_error(tmp_path):
@@ -161,21 +177,21 @@ def test_a_file_bad_on_every_line_reports_twenty_lines_and_counts_the_rest(tmp_p
 def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, monkeypatch):
     f = tmp_path / "s.toml"
     f.write_text("alpha = 0.02\n")
-    monkeypatch.setenv("STREAMXAI_DRIFT_WARMUP", "5")
+    monkeypatch.setenv("STREAMXAI_CHANGE_WARMUP", "5")
     args = _parser().parse_args(["demo", "--settings", str(f), "--set", "topic_prefix=mine."])
     explicit = _explicit_settings(args)
-    assert {"alpha", "drift_warmup", "topic_prefix"} <= explicit
-    monkeypatch.delenv("STREAMXAI_DRIFT_WARMUP")
+    assert {"alpha", "change_warmup", "topic_prefix"} <= explicit
+    monkeypatch.delenv("STREAMXAI_CHANGE_WARMUP")
     f.write_text("")
     monkeypatch.setenv("STREAMXAI_ALPHA", "0.02")
-    assert demo_overrides("r1", 3000, _explicit_settings(args))[1] == {"drift_warmup": 500, "drift_episode_gap": 250}
+    assert demo_overrides("r1", 3000, _explicit_settings(args))[1] == {"change_warmup": 500, "change_episode_gap": 250}
     monkeypatch.delenv("STREAMXAI_ALPHA")
     f.write_text("alpha = 0.02\n")
     names, scaled = demo_overrides("r1", 3000, explicit)
-    assert scaled == {"drift_episode_gap": 250}  # the only scaled setting no source gave
+    assert scaled == {"change_episode_gap": 250}  # the only scaled setting no source gave
     assert "topic_prefix" not in names and names["state_dir"] == ".streamxai/demo-r1"
     names, scaled = demo_overrides("r1", 3000, _explicit_settings(_parser().parse_args(["demo"])))
-    assert scaled == {"alpha": 0.03, "drift_warmup": 500, "drift_episode_gap": 250}
+    assert scaled == {"alpha": 0.03, "change_warmup": 500, "change_episode_gap": 250}
 
 
 def test_a_short_demo_closes_each_episode_before_the_next_drift():
@@ -185,7 +201,7 @@ def test_a_short_demo_closes_each_episode_before_the_next_drift():
 
     for n in (3000, 6000, 9000):
         segment = n // 3
-        gap = demo_settings(n).get("drift_episode_gap", Settings().drift_episode_gap)
+        gap = demo_settings(n).get("change_episode_gap", Settings().change_episode_gap)
         assert gap <= segment // 4, (n, gap)
 
 
@@ -226,7 +242,7 @@ def test_produce_labels_reads_the_target_of_the_streams_profile(tmp_path, monkey
     # a regression profile names its target `number`; `produce FILE --labels` looked for the
     # top-level target (`label`) and refused the file the features had just been sent from
     settings = tmp_path / "two.toml"
-    settings.write_text('[streams."reg-*"]\nfeatures = ["x0", "x1"]\ntarget = "number"\noutput = "value"\n'
+    settings.write_text('[streams."reg-*"]\nfeatures = ["x0", "x1"]\ntask = "regression"\noutput = "value"\n'
                         'loss = "squared"\nmodel = "river.linear_model.LinearRegression"\nmodel_params = {}\n'
                         'explainers = ["ipfi"]\n')
     data = tmp_path / "reg.csv"
@@ -278,7 +294,7 @@ def test_a_dashboard_on_an_address_of_another_host_does_not_start(capsys):
     (["broker", "start", "--port", "70000"], "--port"),
     (["demo", "--dashboard-port", "-1"], "--dashboard-port"),
     (["demo", "--workers", "0"], "--workers"),         # started no worker and waited for its timeout
-    (["demo", "--n", "-5"], "--n"),                    # was an error about drift_warmup, a setting not given
+    (["demo", "--n", "-5"], "--n"),                    # was an error about change_warmup, a setting not given
     (["demo", "--timeout", "0"], "--timeout"),
     (["demo", "--label-delay", "-3"], "--label-delay"),
     (["produce", "demo", "--rate", "-1"], "--rate"),   # sent 30,000 events as fast as it could
@@ -330,15 +346,15 @@ def test_worker_roles_are_checked_before_anything_starts(roles, fragment, capsys
         main(["worker", "--roles", roles, "--set", "features=a", "--bootstrap", "127.0.0.1:1"])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "argument --roles" in err and fragment in err and "model, explain, drift" in err, err
+    assert "argument --roles" in err and fragment in err and "model, explain, change" in err, err
 
 
 def test_worker_roles_are_parsed_into_a_tuple():
     from streamxai import app, cli
 
     assert cli.ROLES == app.ROLES  # the command line's copy, kept to parse without importing Faust
-    assert _parser().parse_args(["worker", "--roles", " drift , model"]).roles == ("drift", "model")
-    assert _parser().parse_args(["worker"]).roles == ("model", "explain", "drift")
+    assert _parser().parse_args(["worker", "--roles", " change , model"]).roles == ("change", "model")
+    assert _parser().parse_args(["worker"]).roles == ("model", "explain", "change")
 
 
 @pytest.mark.parametrize("stream_id, says", [
@@ -377,7 +393,7 @@ def test_produce_demo_without_labels_is_refused_not_ignored(source, capsys):
 
 
 _TWO_PROFILES = ('[streams."agr-*"]\nfeatures = ["a"]\ncategorical = ["a"]\n'
-                 '[streams."reg-*"]\nfeatures = ["x0"]\ntarget = "number"\noutput = "value"\nloss = "squared"\n'
+                 '[streams."reg-*"]\nfeatures = ["x0"]\ntask = "regression"\noutput = "value"\nloss = "squared"\n'
                  'model = "river.linear_model.LinearRegression"\nmodel_params = {}\nexplainers = ["ipfi"]\n')
 
 

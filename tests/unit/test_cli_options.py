@@ -75,12 +75,12 @@ def test_config_prints_toml_that_loads_back_to_the_same_settings(tmp_path, capsy
     f.write_text('alpha = 0.0125\nfeatures = ["a b", "c\\"d", "é"]\ncategorical = ["c\\"d"]\n'
                  'model_params = {grace_period = 5, split_criterion = "gini", nested = {x = [1, 2.5]}}\n'
                  'target_class = "yes"\ntopic_prefix = "shop\\t."\nsession_timeout_s = 1e-3\n')
-    assert main(["config", "--settings", str(f), "--set", "drift_window=30000", "--bootstrap-server", "k:1"]) == 0
+    assert main(["config", "--settings", str(f), "--set", "change_window=30000", "--bootstrap-server", "k:1"]) == 0
     out = capsys.readouterr().out
     tomllib.loads(out)  # valid TOML
     back = tmp_path / "back.toml"
     back.write_text(out)
-    original = load_settings(f, drift_window="30000", bootstrap_servers="k:1")
+    original = load_settings(f, change_window="30000", bootstrap_servers="k:1")
     assert load_settings(back) == original
     assert load_settings(back).model_params == {"grace_period": 5, "split_criterion": "gini", "nested": {"x": [1, 2.5]}}
 

@@ -174,8 +174,8 @@ def removal_step(rem: Removal, x: dict, i: int) -> dict:
     return out
 
 
-def drift_step(m: StreamChangeDetector, item: tuple, i: int) -> dict:
-    from streamxai.handlers.drift import change_episode, change_event
+def change_step(m: StreamChangeDetector, item: tuple, i: int) -> dict:
+    from streamxai.handlers.change import change_episode, change_event
 
     explainer, feature, seq, block, curve = item
     changes, episodes = m.update(explainer, feature, seq, Block(*block), curve, Block(*block))
@@ -287,7 +287,7 @@ def mixed_xs() -> list[dict]:
     return xs
 
 
-def drift_stream() -> list[tuple]:
+def change_stream() -> list[tuple]:
     """Blocks of 5 increments of two iPFI series and one iPDP series (with curves); a and the
     curve step at event 200, so changes and an episode happen within the stream."""
     rng = random.Random(41)
@@ -430,11 +430,11 @@ CASES = [
     Case("StreamChangeDetector",
          lambda s: StreamChangeDetector([("ipfi", "a"), ("ipfi", "b"), ("ipdp", "a")], delta=0.01, min_samples=20,
                                         warmup=20, episode_gap=60),
-         drift_stream, drift_step, seeded=False),
-    Case("SeriesTest", lambda s: SeriesTest(alpha=0.01, min_samples=20), drift_stream, series_test_step,
+         change_stream, change_step, seeded=False),
+    Case("SeriesTest", lambda s: SeriesTest(delta=0.01, min_samples=20), change_stream, series_test_step,
          seeded=False),
-    Case("SeriesWindow", lambda s: SeriesWindow(max_increments=100), drift_stream, window_step, seeded=False),
-    Case("SerialVariance", lambda s: SerialVariance(batch=10, kept=8, min_pairs=3), drift_stream,
+    Case("SeriesWindow", lambda s: SeriesWindow(max_increments=100), change_stream, window_step, seeded=False),
+    Case("SerialVariance", lambda s: SerialVariance(batch=10, kept=8, min_pairs=3), change_stream,
          serial_variance_step, seeded=False),
     Case("SmoothedStderr", lambda s: SmoothedStderr(["a", "b"], alpha=0.1, start="zero"),
          stderr_stream, stderr_step, seeded=False, mutable_input=False),

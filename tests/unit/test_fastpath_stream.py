@@ -1,7 +1,7 @@
 """``fast_path = auto`` and ``off`` give the same explanations: the stream explainer's values,
 curves, blocks and standard errors for every model family the fast path serves, and the
 worker's whole output (explanations, change events, change episodes) on the demo's drifting
-stream, run through the model, explain and drift handlers without a broker."""
+stream, run through the model, explain and change handlers without a broker."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_classifiers_explained_identically(name):
 
 @pytest.mark.slow
 def test_regression_tree_explained_identically():
-    s = Settings(features=AGRAWAL, target="number", output="value", loss="squared", grid_size=5, storage_size=30,
+    s = Settings(features=AGRAWAL, task="regression", output="value", loss="squared", grid_size=5, storage_size=30,
                  alpha=0.02)
     factory = functools.partial(build_model, "river.tree.HoeffdingTreeRegressor", {"grace_period": 50}, None)
     events = [dataclasses.replace(ev, y=ev.x["salary"] / 1000 + 3 * ev.x["age"]) for ev in agrawal_events("s", 300, seed=4)]

@@ -8,7 +8,7 @@ import collections
 
 import orjson
 import pytest
-from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.schemas import dumps
@@ -102,9 +102,9 @@ def test_longest_stream_ids_checkpoint_and_explain(tmp_path):
     eh = ExplainHandler(s, checkpoints=store)
     expl = feed(eh, [(o.key, o.value) for o in outs["explain-tasks"]], topic="explain-tasks")
     assert "dead-letters" not in expl and eh.metrics.get("checkpoints_written") > 0
-    dh = DriftHandler(s, checkpoints=store)
-    drift = feed(dh, [(o.key, o.value) for o in expl["explanations"]], topic="explanations")
-    assert "dead-letters" not in drift and dh.metrics.get("checkpoints_written") > 0
+    dh = ChangeHandler(s, checkpoints=store)
+    changes = feed(dh, [(o.key, o.value) for o in expl["explanations"]], topic="explanations")
+    assert "dead-letters" not in changes and dh.metrics.get("checkpoints_written") > 0
     assert all(len(p.name) < 100 for p in tmp_path.rglob("*"))  # file names are hashes, not ids
 
 
@@ -317,7 +317,7 @@ def test_fault_suite_every_bad_input_is_a_dead_letter_and_valid_events_are_exact
 
 def test_bad_explain_tasks_and_explanations_are_dead_letters():
     s = settings()
-    for handler, topic in ((ExplainHandler(s), "explain-tasks"), (DriftHandler(s), "explanations")):
+    for handler, topic in ((ExplainHandler(s), "explain-tasks"), (ChangeHandler(s), "explanations")):
         for raw in (b"", None, b"{", b"[]", b'{"schema": "explain_task/v1"}', b'{"schema": "explanation/v1"}',
                     b"\xff" * 10, b"x" * 2_000_000):
             (out,) = handler.on_message(raw, b"k", Source(topic, 0, 1))

@@ -137,7 +137,7 @@ def test_a_handover_that_does_not_wait_runs_at_once_and_one_that_waits_is_finish
 def test_a_partition_resumed_after_a_full_buffer_wakes_the_fetch_waiting_on_the_others():
     """Faust stops fetching a partition whose stream buffer is full and resumes it once the
     agent has drained half of it; the fetch in flight meanwhile waits (up to 1 s) for records
-    of the other partitions only. One worker's drift agent so sat idle for 0.45 s with
+    of the other partitions only. One worker's change agent so sat idle for 0.45 s with
     explanations already fetched (bench_worker_wait.py): the resume must wake that fetch, which
     then looks again at the partitions it may return (the same set, now with the resumed one)."""
     app = faust.App("resume-test", broker="kafka://127.0.0.1:9", loop=asyncio.new_event_loop())

@@ -2,8 +2,8 @@
 process → checkpoint) and declare what they need as Protocols."""
 
 import pytest
-from helpers.handler_inputs import drift_settings, explanation_v2, settings
-from streamxai.handlers import CheckpointStore, DriftHandler, ExplainHandler, Handler, ModelHandler, Source
+from helpers.handler_inputs import change_settings, explanation_msg, settings
+from streamxai.handlers import ChangeHandler, CheckpointStore, ExplainHandler, Handler, ModelHandler, Source
 from streamxai.handlers.common import MessageHandler
 from streamxai.handlers.recovering import Recovering
 from streamxai.kafka.checkpoint_topic import KafkaCheckpointStore
@@ -12,12 +12,12 @@ from streamxai.settings import Settings
 
 
 def test_drift_handler_drops_its_streams_when_a_partition_comes_back(tmp_path):
-    """A rebalance drops the drift handler's states through the skeleton's one ``_drop_state``
-    (no AttributeError on a ``series`` dict the drift handler does not have)."""
-    h = DriftHandler(drift_settings())
+    """A rebalance drops the change handler's states through the skeleton's one ``_drop_state``
+    (no AttributeError on a ``series`` dict the change handler does not have)."""
+    h = ChangeHandler(change_settings())
     src = Source("explanations", 0, 0)
     h.needs_recovery(b"s", src)  # the agent loop calls it for every message
-    h.on_message(explanation_v2("s", "ipfi", "age", 9, 0.1, (5, 0.1, 0.0), 10), b"s", src)
+    h.on_message(explanation_msg("s", "ipfi", "age", 9, 0.1, (5, 0.1, 0.0), 10), b"s", src)
     assert "s" in h.streams
     h.partitions_revoked({("explanations", 0)})
     h.needs_recovery(b"s", Source("explanations", 0, 7))  # another worker processed offsets 1..6
@@ -25,10 +25,10 @@ def test_drift_handler_drops_its_streams_when_a_partition_comes_back(tmp_path):
     assert h.metrics.get("states_dropped_after_rebalance") == 1
 
 
-@pytest.mark.parametrize("cls", [ModelHandler, ExplainHandler, DriftHandler])
+@pytest.mark.parametrize("cls", [ModelHandler, ExplainHandler, ChangeHandler])
 def test_every_handler_fills_in_the_skeleton(cls):
     assert issubclass(cls, MessageHandler)
-    h = cls(drift_settings() if cls is DriftHandler else settings())
+    h = cls(change_settings() if cls is ChangeHandler else settings())
     assert isinstance(h, Handler)
 
 

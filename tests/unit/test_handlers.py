@@ -1,4 +1,4 @@
-"""Handlers with plain data in and messages out (no Kafka): the model → explain → drift path
+"""Handlers with plain data in and messages out (no Kafka): the model → explain → change path
 gives the in-process core's values for any number of groups, survives lost state by replay,
 and turns bad input into dead letters."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from helpers.handler_inputs import drift_settings, explanation_v2, settings
-from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from helpers.handler_inputs import change_settings, explanation_msg, settings
+from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.plan import stream_explainer
 from streamxai.schemas import dumps
@@ -46,7 +46,7 @@ def explain_all(s, log, handler_for, whole=False):
     for (topic, p), msgs in sorted(log.parts.items()):
         for off, (key, value) in enumerate(msgs):
             for out in handler_for(p, off).on_message(value, key, Source(topic, p, off)):
-                if out.topic == "drift-feed":  # the same explanations again, for the drift agent
+                if out.topic == "drift-feed":  # the same explanations again, for the change agent
                     continue
                 m = orjson.loads(out.value)
                 got[(m["stream_id"], m["seq"], m["explainer"], m["feature"])] = m if whole else m["value"]
@@ -170,11 +170,11 @@ def explanation_log(s, n=1200, shift_at=600):
             xs = [0.1 + (jump if i >= shift_at else 0.0) + rng.gauss(0, 0.2) for _ in range(k)]
             m = sum(xs) / k
             block = (k, m, sum((x - m) ** 2 for x in xs))
-            log.append("explanations", 0, b"d", explanation_v2("d", "ipfi", feature, seq, m, block, (i + 1) * k, loss))
+            log.append("explanations", 0, b"d", explanation_msg("d", "ipfi", feature, seq, m, block, (i + 1) * k, loss))
     return log
 
 
-def drift_outputs(handler_for, log):
+def change_outputs(handler_for, log):
     got = []
     for off, (key, value) in enumerate(log.parts[("explanations", 0)]):
         for out in handler_for(off).on_message(value, key, Source("explanations", 0, off)):
@@ -183,13 +183,13 @@ def drift_outputs(handler_for, log):
 
 
 @pytest.mark.parametrize("checkpoint_every", [0, 150])
-def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, checkpoint_every):
+def test_restarted_change_handler_emits_what_an_uninterrupted_one_does(tmp_path, checkpoint_every):
     from streamxai.kafka.checkpoints import FileCheckpointStore
 
-    s = drift_settings(checkpoint_every=checkpoint_every)
+    s = change_settings(checkpoint_every=checkpoint_every)
     log = explanation_log(s)
-    whole_handler = DriftHandler(s)
-    whole = drift_outputs(lambda off: whole_handler, log)
+    whole_handler = ChangeHandler(s)
+    whole = change_outputs(lambda off: whole_handler, log)
     events = [orjson.loads(v) for t, _, v in whole if t == "drift-events"]
     episodes = [orjson.loads(v) for t, _, v in whole if t == "change-episodes"]
     # steps of 1.5 and 1 increment sd at event 3000 (point 600 of blocks of 5): each series changes
@@ -203,10 +203,10 @@ def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, 
     assert [(e["status"], e["first_seq"], e["cut_seq"]) for e in episodes] == [("open", 3059, 3000),
                                                                               ("closed", 3059, 3000)]
     store = FileCheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
-    first = DriftHandler(s, checkpoints=store)
-    second = DriftHandler(s, history=log.history, checkpoints=store)
+    first = ChangeHandler(s, checkpoints=store)
+    second = ChangeHandler(s, history=log.history, checkpoints=store)
     # the first handler dies at offset 1100 (point 550 of each series, before the shift)
-    resumed = drift_outputs(lambda off: first if off < 1100 else second, log)
+    resumed = change_outputs(lambda off: first if off < 1100 else second, log)
     assert resumed == whole  # byte for byte
     replayed = second.metrics.get("replayed_explanations")
     if checkpoint_every:
@@ -216,21 +216,21 @@ def test_restarted_drift_handler_emits_what_an_uninterrupted_one_does(tmp_path, 
         assert replayed == 1100  # the stream's whole history before the restart
 
 
-def test_drift_handler_without_history_differs_so_replay_matters():
-    s = drift_settings()
+def test_change_handler_without_history_differs_so_replay_matters():
+    s = change_settings()
     log = explanation_log(s)
-    whole_handler, first, second = DriftHandler(s), DriftHandler(s), DriftHandler(s)
-    whole = drift_outputs(lambda off: whole_handler, log)
-    resumed = drift_outputs(lambda off: first if off < 1100 else second, log)
+    whole_handler, first, second = ChangeHandler(s), ChangeHandler(s), ChangeHandler(s)
+    whole = change_outputs(lambda off: whole_handler, log)
+    resumed = change_outputs(lambda off: first if off < 1100 else second, log)
     # a fresh detector has 250 events before the step instead of 2750: other levels, other test
     assert whole and resumed != whole
 
 
 def test_change_event_and_episode_explain_the_change():
-    s = drift_settings()
+    s = change_settings()
     log = explanation_log(s, n=1400)
-    h = DriftHandler(s)
-    outs = drift_outputs(lambda off: h, log)
+    h = ChangeHandler(s)
+    outs = change_outputs(lambda off: h, log)
     events = [orjson.loads(v) for t, _, v in outs if t == "drift-events"]
     opened, episode = [orjson.loads(v) for t, _, v in outs if t == "change-episodes"]
     age = next(e for e in events if e["feature"] == "age")
@@ -251,8 +251,8 @@ def test_change_event_and_episode_explain_the_change():
     assert episode["loss_ci_before"][0] < 0.1 < episode["loss_ci_before"][1] and episode["loss_z"] > 1.96
     assert h.metrics.get("change_episodes{alert=true,kind=degradation}") == 1
     assert h.metrics.get("change_episodes{alert=false,kind=learning}") == 0
-    assert h.metrics.get("drift_events") == 3  # age, car and the model's loss
-    assert episode["cut_seq"] == 3000 and episode["closed_seq"] > episode["last_seq"] + s.drift_episode_gap
+    assert h.metrics.get("change_events") == 3  # age, car and the model's loss
+    assert episode["cut_seq"] == 3000 and episode["closed_seq"] > episode["last_seq"] + s.change_episode_gap
     ex = episode["explanations"]["ipfi"]
     assert ex["car"]["before"] == pytest.approx(0.1, abs=0.03) and ex["car"]["after"] == pytest.approx(0.3, abs=0.03)
     assert ex["salary"] == {"before": None, "after": None, "rank_before": None, "rank_after": None}
@@ -267,27 +267,26 @@ def test_change_event_and_episode_explain_the_change():
         jsonschema.validate(msg, json.loads((json_dir / (msg["schema"].replace("/", ".") + ".json")).read_text()))
 
 
-def test_drift_handler_dead_letters_bad_explanations_and_keeps_going():
+def test_change_handler_dead_letters_bad_explanations_and_keeps_going():
     from streamxai.schemas import dumps_obj
 
-    s = drift_settings()
-    h = DriftHandler(s)
-    good = explanation_v2("d", "ipfi", "age", 9, 0.1, (5, 0.1, 0.5), 10)  # a block of emit_every increments
+    s = change_settings()
+    h = ChangeHandler(s)
+    good = explanation_msg("d", "ipfi", "age", 9, 0.1, (5, 0.1, 0.5), 10)  # a block of emit_every increments
     bad = {
         "malformed": b"{}",
-        "explanation_v1": dumps_obj({"schema": "explanation/v1", "stream_id": "d", "explainer": "ipfi",
-                                     "feature": "age", "value": 0.1, "seq": 9, "n_explained": 10, "n_seen": 10,
-                                     "model_version": 9, "curve": None}),
-        "schema_mismatch": explanation_v2("d", "ipfi", "age", 9, 0.1, (10, 0.1, -1.0), 10),  # m2 < 0
-        "unknown series": explanation_v2("d", "isage", "age", 9, 0.1, (10, 0.1, 0.5), 10),
+        "other_version": dumps_obj(orjson.loads(explanation_msg("d", "ipfi", "age", 9, 0.1, (10, 0.1, 0.5), 10))
+                                   | {"schema": "explanation/v3"}),
+        "schema_mismatch": explanation_msg("d", "ipfi", "age", 9, 0.1, (10, 0.1, -1.0), 10),  # m2 < 0
+        "unknown series": explanation_msg("d", "isage", "age", 9, 0.1, (10, 0.1, 0.5), 10),
     }
     for i, (what, raw) in enumerate(bad.items()):
         outs = h.on_message(raw, b"d", Source("explanations", 0, i))
         assert [o.topic for o in outs] == ["dead-letters"], what
         dl = orjson.loads(outs[0].value)
         assert dl["source"] == {"topic": "explanations", "partition": 0, "offset": i}
-        if what == "explanation_v1":
-            assert dl["reason"] == "explanation_v1" and "upgrade the explainer workers" in dl["error"]
+        if what == "other_version":  # one version per message type: any other is refused, saying which is read
+            assert dl["reason"] == "schema" and "expected 'explanation/v4'" in dl["error"]
     assert h.on_message(good, b"d", Source("explanations", 0, 9)) == []
     assert h.on_message(good, b"d", Source("explanations", 0, 10)) == []  # a duplicate
     assert h.metrics.get("duplicate_explanations_dropped") == 1

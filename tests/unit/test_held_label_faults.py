@@ -22,8 +22,8 @@ from streamxai.settings import Settings
 
 
 def _settings(model: str) -> Settings:
-    return Settings(features=["a", "b", "c"], target="label", output="label", loss="zero_one", model=model,
-                    model_params={}, explainers=["ipfi"], drift_explainers=["ipfi"], emit_every=5, partitions=1)
+    return Settings(features=["a", "b", "c"], task="classification", output="label", loss="zero_one", model=model,
+                    model_params={}, explainers=["ipfi"], change_explainers=["ipfi"], emit_every=5, partitions=1)
 
 
 def _run(s: Settings, messages):

@@ -1,5 +1,5 @@
 """Labels that arrive later, through the handlers without Kafka: the model, explain
-and drift handlers over a recorded order of arrivals give exactly what the in-process
+and change handlers over a recorded order of arrivals give exactly what the in-process
 reference gives for that order; a restart anywhere reproduces it; every label is accounted
 for; memory stays bounded."""
 
@@ -11,7 +11,7 @@ from helpers.arrivals import Run, record_arrivals, redeliver, run_handlers
 from helpers.handler_inputs import delayed_settings
 from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
-from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler
+from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import labels_later
 from streamxai.reference import run_in_process
@@ -36,9 +36,9 @@ def test_the_in_process_reference_runs_each_stream_under_its_profile():
     # the reference built every stream from the top-level settings: with profiles (and no
     # top-level features) it raised "feature_names is empty"; with top-level features it would
     # have explained every stream with the top-level model, explainers, alpha and sample rate
-    s = delayed_settings(features=[], drift_warmup=0, streams={
+    s = delayed_settings(features=[], change_warmup=0, streams={
         "p-*": {"features": ["a", "b", "c"], "explainers": ["ipfi", "ipdp"], "grid_size": 4, "sample_rate": 0.5,
-                "drift_explainers": ["ipfi"]},
+                "change_explainers": ["ipfi"]},
         "q-*": {"features": ["a", "b", "c"], "explainers": ["ipfi", "isage"], "alpha": 0.02, "emit_every": 7,
                 "model": "river.linear_model.LogisticRegression", "model_params": {}, "max_label_delay": 60},
     })
@@ -68,7 +68,7 @@ def test_delayed_labels_through_the_handlers_equal_the_in_process_reference(grou
     assert got == ref.explanations and {e for _, _, e, _ in got} == {"ipfi", "isage", "ipdp"}
     outcomes = {(m["stream_id"], m["seq"]): (m["outcome"], m["loss"]) for m in run.of("predictions", "label_outcome/v1")}
     assert outcomes == {k: (o.outcome, o.loss) for k, o in ref.outcomes.items()}
-    if groups == 1:  # several groups: the drift agent may take a report's messages in another order
+    if groups == 1:  # several groups: the change agent may take a report's messages in another order
         assert run.changes() == ref.changes and {sid for sid, *_ in ref.changes} == {"a"}
     # every step's position is unique per stream and grows in the record's order
     for sid in ("a", "b"):
@@ -100,7 +100,7 @@ def test_labels_in_line_keep_seq_as_position_and_the_values_of_before():
 @pytest.mark.slow
 @pytest.mark.parametrize("checkpoint_every", [0, 60])
 def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoint_every):
-    """The model, explain and drift handlers die at one offset each (as after a SIGKILL: their
+    """The model, explain and change handlers die at one offset each (as after a SIGKILL: their
     states are gone) and the intake forwards a stretch of arrivals a second time; the new
     handlers rebuild from checkpoints and replay, and publish what the uninterrupted run did."""
     s = delayed_settings(checkpoint_every=checkpoint_every)
@@ -111,21 +111,21 @@ def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoin
     cut = 700
     store = FileCheckpointStore(tmp_path, every=checkpoint_every, secret=b"k" * 32) if checkpoint_every else None
     first_m, first_e, first_d = (ModelHandler(s, checkpoints=store), ExplainHandler(s, checkpoints=store),
-                                 DriftHandler(s, checkpoints=store))
+                                 ChangeHandler(s, checkpoints=store))
     log_again = PartitionLog()
     log_again.parts = {k: list(v) for k, v in log.parts.items()}
     redeliver(log_again, range(cut - 30, cut))  # the intake, restarted, forwards 30 arrivals again
     second_m = ModelHandler(s, history=log_again, checkpoints=store)
-    resumed = Run()  # the restarted explain and drift handlers replay their own topics (the run's logs)
+    resumed = Run()  # the restarted explain and change handlers replay their own topics (the run's logs)
     second_e = ExplainHandler(s, history=resumed.tasks, checkpoints=store)
-    second_d = DriftHandler(s, history=resumed.explanations, checkpoints=store)
+    second_d = ChangeHandler(s, history=resumed.explanations, checkpoints=store)
     n_tasks = {p: len(v) for p, v in whole.tasks.parts.items()}
     of_a = [off for off, (k, *_) in enumerate(whole.explanations.parts[("drift-feed", 0)]) if k == b"a"]
-    drift_cut = of_a[len(of_a) // 2]  # in the middle of stream a
+    change_cut = of_a[len(of_a) // 2]  # in the middle of stream a
     run_handlers(
         s, log_again, model=lambda off: first_m if off < cut else second_m,
         explain=lambda p, off: first_e if off < n_tasks[("explain-tasks", p)] // 2 else second_e,
-        drift=lambda off: first_d if off < drift_cut else second_d, run=resumed)
+        change=lambda off: first_d if off < change_cut else second_d, run=resumed)
     assert resumed.predictions() == whole.predictions()
     assert resumed.explanation_values() == whole.explanation_values()
     assert resumed.changes() == whole.changes() and whole.changes()
@@ -286,7 +286,7 @@ def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_
     # checkpoint would keep the old explainers (iSAGE still published, then refused by the drift
     # handler as "not among this worker's explainers"), the old alpha and the old model
     s = delayed_settings(explain_groups=1, checkpoint_every=40)
-    new = s.replace(explainers=["ipfi", "ipdp"], alpha=0.02, drift_explainers=["ipfi"])
+    new = s.replace(explainers=["ipfi", "ipdp"], alpha=0.02, change_explainers=["ipfi"])
     log = PartitionLog()
     record_arrivals(log, list(threshold_events("t", 150, seed=6)))
     whole = run_handlers(s, log)

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from streamxai.core.change.events import loss_kind
 from streamxai.core.change.looks import (
-    ALPHA,
-    CLOSE_ALPHA,
-    MEMBER_ALPHA,
-    OPEN_ALPHA,
+    CLOSE_DELTA,
+    DELTA,
+    MEMBER_DELTA,
+    OPEN_DELTA,
     Z_OPEN,
     close_kind,
     close_rise,
@@ -64,7 +64,7 @@ def test_heavy_tailed_stationary_loss_is_told_moved_at_most_at_the_nominal_rate(
 
 
 def _two_looks(x: np.ndarray, seed: int) -> tuple[int, int]:
-    """An episode's two looks at one cut of a loss that did not move, as the drift agent takes
+    """An episode's two looks at one cut of a loss that did not move, as the change agent takes
     them: at its open (after-side of 100-500 losses) and, if that said neither, at its close
     (1,000-2,000 losses from the same cut, against the same side before: the close's side
     contains the open's); before-sides of 5,000-27,000, cuts with disjoint spans. (cuts, told
@@ -101,27 +101,27 @@ def test_an_episodes_two_looks_tell_a_flat_light_tailed_loss_degradation_at_most
 @pytest.mark.parametrize("rho", [0.0, 0.5, 0.9])
 def test_the_close_boundary_spends_the_close_share_and_all_looks_stay_within_five_percent(rho):
     """Both looks' statistics simulated as standard bivariate normal with correlation ``rho``
-    (2,000,000 pairs): ``z1 >= 1.96`` or ``z2 >= close_rise(rho)`` at ``OPEN_ALPHA + CLOSE_ALPHA``
+    (2,000,000 pairs): ``z1 >= 1.96`` or ``z2 >= close_rise(rho)`` at ``OPEN_DELTA + CLOSE_DELTA``
     (3.75%) within three binomial standard errors (0.040 points); each look at 1.645 is far above
     (9.7%, 8.8%, 6.8%). With the members' share beside it (their looks' spends summed over every
     ``k``), an episode's looks at a flat loss say ``degradation`` at most 5% of the time by the
     union bound (an open and close spending 5% together with the members' 2.5% beside them would
     be 7.5%, which this test fails at every correlation)."""
-    assert OPEN_ALPHA + CLOSE_ALPHA + MEMBER_ALPHA <= ALPHA
+    assert OPEN_DELTA + CLOSE_DELTA + MEMBER_DELTA <= DELTA
     n = 2_000_000
     rng = np.random.default_rng(11)
     z1 = rng.standard_normal(n)
     z2 = rho * z1 + math.sqrt(1 - rho * rho) * rng.standard_normal(n)
     rate = float(np.mean((z1 >= Z_OPEN) | (z2 >= close_rise(rho))))
     se = math.sqrt(0.05 * 0.95 / n)
-    assert abs(rate - (OPEN_ALPHA + CLOSE_ALPHA)) <= 3 * se, rate
+    assert abs(rate - (OPEN_DELTA + CLOSE_DELTA)) <= 3 * se, rate
     members = sum(1.0 - NormalDist().cdf(member_rise(k)) for k in range(1, 20_001))  # the rest: < 4e-7
-    assert rate + members <= ALPHA + 3 * se, (rate, members)
+    assert rate + members <= DELTA + 3 * se, (rate, members)
 
 
 def _episodes(episodes: int, seed: int, bernoulli: bool, min_n: int = 100) -> int:
     """Whole episodes at a loss that did not move, each on fresh losses (independent, so the
-    number told is binomial), looked at as the drift agent looks (streamxai.core.change.stream):
+    number told is binomial), looked at as the change agent looks (streamxai.core.change.stream):
     the open on 100-500 losses after the episode's cut (before-sides of 2,000-10,000 losses, the
     regime); 2-8 members cut 50-400 losses apart after it, each looked at on its own cut once
     ``min_n`` losses follow it, while the episode is not yet told (against the regime's losses

@@ -21,9 +21,9 @@ from streamxai.settings import Settings
 
 
 def _settings() -> Settings:
-    return Settings(features=["a", "b"], target="number", output="value", loss="squared",
+    return Settings(features=["a", "b"], task="regression", output="value", loss="squared",
                     model="river.linear_model.LinearRegression", model_params={}, explainers=["ipfi"],
-                    drift_explainers=["ipfi"], emit_every=10, storage_size=20, partitions=1)
+                    change_explainers=["ipfi"], emit_every=10, storage_size=20, partitions=1)
 
 
 def _events(n: int = 300, huge_at: int = 100) -> list[FeatureEvent]:

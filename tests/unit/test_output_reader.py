@@ -111,7 +111,7 @@ def test_explainers_are_shown_in_the_one_order_of_their_names():
 
 
 def test_reading_the_change_topics_again_gives_the_same_changes():
-    """The demo re-reads the change topics at its end, once the drift agent caught up."""
+    """The demo re-reads the change topics at its end, once the change agent caught up."""
     view = LiveView(["a", "b"], "p.", out=io.StringIO())
     records = _records()
     for rec in records:

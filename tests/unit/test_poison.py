@@ -34,9 +34,9 @@ from streamxai.settings import Settings
 
 
 def _settings(**over) -> Settings:
-    base = dict(features=["a", "b"], target="number", output="value", loss="squared",
+    base = dict(features=["a", "b"], task="regression", output="value", loss="squared",
                 model="river.linear_model.LinearRegression", model_params={}, explainers=["ipfi", "isage", "ipdp"],
-                drift_explainers=["ipfi"], emit_every=10, storage_size=20, partitions=1)
+                change_explainers=["ipfi"], emit_every=10, storage_size=20, partitions=1)
     base.update(over)
     return Settings(**base)
 
@@ -271,15 +271,15 @@ def test_the_model_stage_failing_after_its_join_took_an_event_leaves_the_stream_
 
 def test_a_drift_feed_record_of_one_stream_carrying_anothers_explanation_is_a_dead_letter():
     # it was folded into the other stream's change test (or opened a state for it under this key)
-    from streamxai.handlers import DriftHandler
+    from streamxai.handlers import ChangeHandler
     from streamxai.schemas import pack_feed, unpack_feed
 
-    s = _settings(drift_warmup=0, drift_min_samples=10, emit_every=5)
+    s = _settings(change_warmup=0, change_min_samples=10, emit_every=5)
     run, _, _, _ = _run(s, _events(200, {}), reference=False)
     feed = run.explanations.parts[("drift-feed", 0)]
 
-    def drift(records):
-        h, out = DriftHandler(s), Run()
+    def change(records):
+        h, out = ChangeHandler(s), Run()
         for off, (key, value, _, headers) in enumerate(records):
             for o in h.on_message(value, key, Source("drift-feed", 0, off, headers=headers)):
                 out.add(o.topic, o.value)
@@ -293,9 +293,9 @@ def test_a_drift_feed_record_of_one_stream_carrying_anothers_explanation_is_a_de
             d = dict(docs[0], stream_id="t", position=docs[0]["position"] + 1, value=50.0)
             crafted += [(b"s", v, ts, h) for v, h in pack_feed([orjson.dumps(d)])]
             n += 1
-    clean_h, clean = drift(feed)
-    h, out = drift(crafted)
-    assert n > 5 and [(d["stage"], d["reason"]) for d in out.of("dead-letters")] == [("drift", "schema")] * n
+    clean_h, clean = change(feed)
+    h, out = change(crafted)
+    assert n > 5 and [(d["stage"], d["reason"]) for d in out.of("dead-letters")] == [("change", "schema")] * n
     assert "is not the stream_id" in out.of("dead-letters")[0]["error"]
     assert h.metrics.get("explanations_monitored") == clean_h.metrics.get("explanations_monitored")
     assert out.changes() == clean.changes()
@@ -304,7 +304,7 @@ def test_a_drift_feed_record_of_one_stream_carrying_anothers_explanation_is_a_de
 def test_a_label_of_another_type_than_the_streams_classes_is_one_dead_letter_not_a_dead_stream():
     # a Hoeffding tree sorts its classes to predict: once it learned "maybe" among booleans, its
     # every later prediction raised (str < bool), so every later event of the stream was a dead letter
-    s = _settings(target="label", output="label", loss="zero_one", model="river.tree.HoeffdingTreeClassifier",
+    s = _settings(task="classification", output="label", loss="zero_one", model="river.tree.HoeffdingTreeClassifier",
                   model_params={"grace_period": 20}, explainers=["ipfi"])
     events = _events(150, {q: {"y": "maybe"} for q in (50, 90)})
     for e in events:
@@ -347,9 +347,9 @@ def _without_all(tasks: PartitionLog, values: set) -> PartitionLog:
 def test_a_categorical_value_of_another_type_than_the_streams_first_is_one_dead_letter_not_a_dead_stream():
     # river's Hoeffding tree compares a nominal feature's values: once it met the integer 3 among
     # strings, 141 of 200 events of the stream were dead letters (str < int)
-    s = _settings(features=["a", "b", "c"], categorical=["c"], target="label", output="label", loss="zero_one",
+    s = _settings(features=["a", "b", "c"], categorical=["c"], task="classification", output="label", loss="zero_one",
                   model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 20},
-                  explainers=["ipfi"], drift_explainers=["ipfi"])
+                  explainers=["ipfi"], change_explainers=["ipfi"])
     events = _events(200, {})
     for e in events:
         e.x["c"] = 3 if (e.stream_id, e.seq) == ("s", 60) else "ab"[e.seq % 3 == 0]

@@ -11,7 +11,7 @@ import pytest
 from helpers.handler_inputs import run_handlers
 from helpers.streams import LINEAR_FEATURES, linear_events
 from streamxai.cli import main
-from streamxai.handlers import DriftHandler, ModelHandler, Source
+from streamxai.handlers import ChangeHandler, ModelHandler, Source
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.plan import check_streams, stream_explainer
 from streamxai.schemas import ConfigError, FeatureEvent, dumps
@@ -20,7 +20,7 @@ from streamxai.settings import AGRAWAL_FEATURES, PER_STREAM, Settings, is_per_st
 REG = list(LINEAR_FEATURES)
 
 TWO_PROFILES = f"""
-drift_warmup = 50
+change_warmup = 50
 
 [streams."agr-*"]
 features = {list(AGRAWAL_FEATURES)!r}
@@ -31,7 +31,7 @@ grid_size = 3
 
 [streams."reg-*"]
 features = {REG!r}
-target = "number"
+task = "regression"
 output = "value"
 loss = "squared"
 model = "river.linear_model.LinearRegression"
@@ -59,10 +59,10 @@ def test_first_matching_profile_wins_and_others_get_the_top_level(two):
     agr, reg = s.for_stream("agr-1"), s.for_stream("reg-1")
     assert (agr.features, agr.model, agr.explainers) == (list(AGRAWAL_FEATURES), "river.tree.HoeffdingTreeClassifier",
                                                          ["ipfi", "ipdp"])
-    assert (reg.features, reg.target, reg.model, reg.alpha) == (REG, "number", "river.linear_model.LinearRegression", 0.05)
+    assert (reg.features, reg.task, reg.model, reg.alpha) == (REG, "regression", "river.linear_model.LinearRegression", 0.05)
     assert s.for_stream("other").alpha == 0.5 and s.for_stream("other").features == []  # "*" matches the rest
     assert s.profile("reg-1") == "reg-*" and s.profile("agr-1") == "agr-*" and s.profile("z") == "*"
-    assert agr.drift_warmup == reg.drift_warmup == 50  # not in the tables: the top level
+    assert agr.change_warmup == reg.change_warmup == 50  # not in the tables: the top level
     assert s.for_stream("agr-1") is s.for_stream("agr-2")  # one settings object per profile
     no_star = Settings(streams={"reg-*": {"features": REG}})
     assert no_star.for_stream("nothing") is no_star
@@ -73,7 +73,7 @@ def test_a_profile_value_beats_the_top_level_from_every_source(two, monkeypatch)
     s = load_settings(two, env={"STREAMXAI_ALPHA": "0.02", "STREAMXAI_GRID_SIZE": "7"}, alpha="0.03")
     reg = s.for_stream("reg-1")
     assert (s.alpha, reg.alpha, reg.grid_size) == (0.03, 0.05, 7)
-    assert [reg.source(k) for k in ("alpha", "grid_size", "drift_warmup", "loss", "storage_size")] == [
+    assert [reg.source(k) for k in ("alpha", "grid_size", "change_warmup", "loss", "storage_size")] == [
         'profile "reg-*"', "environment", "file", 'profile "reg-*"', "default"]
     assert s.source("alpha") == "command line"
     # the profiles come from one source, like any setting: the environment's replace the file's
@@ -107,8 +107,8 @@ def test_the_per_stream_rule_covers_the_stream_settings_and_nothing_deployment_w
     ('[streams."r-*"]\nexplain_groups = 2', '[streams."r-*"]: explain_groups is deployment-wide'),
     ('[streams."r-*"]\nalpha = "0.1"', '[streams."r-*"]: setting alpha in this table is a string (\'0.1\'); expected a number'),
     ('[streams."r-*"]\nalpha = 2.0', '[streams."r-*"]: setting alpha=2.0 must be in (0, 1]'),
-    ('[streams."r-*"]\nfeatures = ["a"]\ncategorical = ["b"]', '[streams."r-*"]: setting features/categorical/target'),
-    ('[streams."r-*"]\ntarget = "number"', '[streams."r-*"]: setting output=label cannot score a number target'),
+    ('[streams."r-*"]\nfeatures = ["a"]\ncategorical = ["b"]', '[streams."r-*"]: setting features/categorical/task'),
+    ('[streams."r-*"]\ntask = "regression"', '[streams."r-*"]: setting output=label cannot score a regression'),
     ('streams = {"r-*" = 3}', '[streams."r-*"] must be a table of settings, not an integer'),
 ])
 def test_a_bad_profile_is_one_line_naming_the_file_table_and_key(tmp_path, capsys, table, fragment):
@@ -124,7 +124,7 @@ def test_a_bad_profile_is_one_line_naming_the_file_table_and_key(tmp_path, capsy
 
 @pytest.mark.parametrize("table, fragment", [
     ('features = ["a"]\nmodel = "river.nope.Model"', '[streams."r-*"] model: model \'river.nope.Model\' cannot be imported'),
-    ('features = ["a"]\nmodel = "river.linear_model.LinearRegression"\nmodel_params = {depth = 3}\ntarget = "number"\n'
+    ('features = ["a"]\nmodel = "river.linear_model.LinearRegression"\nmodel_params = {depth = 3}\ntask = "regression"\n'
      'output = "value"', '[streams."r-*"] model: model river.linear_model.LinearRegression takes no parameter \'depth\''),
     ('alpha = 0.1', '[streams."r-*"] features: none in the table and none at the top level'),
     ('features = ["a"]\nloss = "hinge"', '[streams."r-*"] explainers:'),
@@ -153,7 +153,7 @@ def test_config_stream_prints_its_effective_settings_and_their_sources(two, caps
     lines = out.splitlines()
     assert lines[0] == "# effective settings of stream 'reg-7': profile \"reg-*\" on top of the top-level settings"
     assert 'model = "river.linear_model.LinearRegression"  # profile "reg-*"' in lines
-    assert "grid_size = 6  # command line" in lines and "drift_warmup = 50  # file" in lines
+    assert "grid_size = 6  # command line" in lines and "change_warmup = 50  # file" in lines
     assert "storage_size = 100  # default" in lines and "streams" not in tomllib.loads(out)
     flat = tmp_path / "flat.toml"  # pasted into a file of its own: that stream's settings, without profiles
     flat.write_text(out)
@@ -216,8 +216,8 @@ def test_two_profiles_on_one_worker_each_explained_with_its_own_features_model_a
 
 
 def test_each_stream_gets_its_profiles_sample_rate_and_change_detection():
-    s = Settings(features=["a"], streams={"half-*": {"sample_rate": 0.5, "drift_explainers": ["ipfi"],
-                                                     "drift_min_effect": 0.7}})
+    s = Settings(features=["a"], streams={"half-*": {"sample_rate": 0.5, "change_explainers": ["ipfi"],
+                                                     "change_min_effect": 0.7}})
     mh = ModelHandler(s)
     sent = {"half-1": 0, "all-1": 0}
     for sid in sent:
@@ -225,7 +225,7 @@ def test_each_stream_gets_its_profiles_sample_rate_and_change_detection():
             outs = mh.on_message(dumps(FeatureEvent(sid, seq, 0.0, {"a": 0.5}, 1)), sid.encode(), Source("f", 0, seq))
             sent[sid] += sum(orjson.loads(o.value)["explain"] for o in outs if o.topic == "explain-tasks")
     assert sent["all-1"] == 400 and 150 < sent["half-1"] < 250  # Bernoulli(0.5) over 400: sd 10
-    dh = DriftHandler(s)
+    dh = ChangeHandler(s)
     det = dh._fresh("half-1").detector, dh._fresh("all-1").detector
     assert [d.min_effect for d in det] == [0.7, 0.1]
 
@@ -233,44 +233,44 @@ def test_each_stream_gets_its_profiles_sample_rate_and_change_detection():
 def test_the_alert_series_of_every_profile_exist_from_the_start():
     # a profile that alerts on "learning" episodes: its series exists at 0 before the first one,
     # so an alert rule on it sees the first increase (found when merging per-stream alert kinds)
-    dh = DriftHandler(Settings(features=["a"], streams={"l-*": {"drift_alert_kinds": ["learning"]}}))
+    dh = ChangeHandler(Settings(features=["a"], streams={"l-*": {"change_alert_kinds": ["learning"]}}))
     counters = dh.metrics.snapshot()["counters"]
     assert counters["change_episodes{alert=true,kind=learning,profile=l-*}"] == 0
     assert counters["change_episodes{alert=false,kind=learning,profile=(top level)}"] == 0
     assert counters["change_episodes{alert=true,kind=degradation,profile=(top level)}"] == 0
-    assert counters["drift_events{profile=l-*}"] == counters["drift_events{profile=(top level)}"] == 0
+    assert counters["change_events{profile=l-*}"] == counters["change_events{profile=(top level)}"] == 0
 
 
-@pytest.mark.parametrize("model, params, target", [
-    ("river.linear_model.LinearRegression", "{}", "number"),
-    ("river.linear_model.LogisticRegression", "{}", "label"),
-    ("river.tree.HoeffdingTreeRegressor", "{}", "number"),  # its default leaf model is linear
+@pytest.mark.parametrize("model, params, task", [
+    ("river.linear_model.LinearRegression", "{}", "regression"),
+    ("river.linear_model.LogisticRegression", "{}", "classification"),
+    ("river.tree.HoeffdingTreeRegressor", "{}", "regression"),  # its default leaf model is linear
 ])
 def test_a_model_that_cannot_take_a_categorical_string_stops_the_worker_at_start(tmp_path, capsys, model, params,
-                                                                                  target):
+                                                                                  task):
     # such a profile stops the worker at start, rather than make every event a model_error dead letter
-    out = 'output = "value"\n' if target == "number" else ""
+    out = 'output = "value"\n' if task == "regression" else ""
     f = tmp_path / "cat.toml"
     f.write_text(f'[streams."ok-*"]\nfeatures = ["a"]\n\n[streams."r-*"]\nfeatures = ["a", "c"]\ncategorical = ["c"]\n'
-                 f'model = "{model}"\nmodel_params = {params}\ntarget = "{target}"\n{out}')
+                 f'model = "{model}"\nmodel_params = {params}\ntask = "{task}"\n{out}')
     assert main(["worker", "--settings", str(f), "--bootstrap", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f'[streams."r-*"] model: {model} cannot take' in err, err
     assert "categorical feature 'c'" in err and "OneHotEncoder" in err, err
 
 
-@pytest.mark.parametrize("model, params, target", [
-    ("river.tree.HoeffdingTreeClassifier", {}, "label"),
-    ("river.tree.HoeffdingAdaptiveTreeClassifier", {"grace_period": 50}, "label"),
-    ("river.forest.ARFClassifier", {"n_models": 3}, "label"),
-    ("river.tree.HoeffdingTreeRegressor", {"leaf_prediction": "mean"}, "number"),
-    ("tests.helpers.onehot_models.OneHotLogisticRegression", {}, "label"),
-    ("river.linear_model.LinearRegression", {}, "number"),  # no categorical feature: nothing to refuse
+@pytest.mark.parametrize("model, params, task", [
+    ("river.tree.HoeffdingTreeClassifier", {}, "classification"),
+    ("river.tree.HoeffdingAdaptiveTreeClassifier", {"grace_period": 50}, "classification"),
+    ("river.forest.ARFClassifier", {"n_models": 3}, "classification"),
+    ("river.tree.HoeffdingTreeRegressor", {"leaf_prediction": "mean"}, "regression"),
+    ("tests.helpers.onehot_models.OneHotLogisticRegression", {}, "classification"),
+    ("river.linear_model.LinearRegression", {}, "regression"),  # no categorical feature: nothing to refuse
 ])
-def test_models_that_take_categorical_strings_are_not_refused(model, params, target):
+def test_models_that_take_categorical_strings_are_not_refused(model, params, task):
     cat = [] if model.endswith("LinearRegression") else ["c"]
     s = Settings(streams={"r-*": {"features": ["a", "c"], "categorical": cat, "model": model, "model_params": params,
-                                  "target": target, "output": "value" if target == "number" else "label"}})
+                                  "task": task, "output": "value" if task == "regression" else "label"}})
     check_streams(s)
 
 

@@ -7,7 +7,7 @@ import asyncio
 import random
 
 import orjson
-from streamxai.handlers import DriftHandler, Source
+from streamxai.handlers import ChangeHandler, Source
 from streamxai.metrics import Metrics
 from streamxai.schemas import Explanation, dumps
 from streamxai.settings import AGRAWAL_FEATURES, Settings
@@ -60,12 +60,12 @@ def events(handler_for, log):
 
 def test_a_restart_reads_the_partition_once_for_all_its_series():
     # before: each of the 270 series of the issue's restart replayed in its own Kafka pass
-    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10)
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, change_warmup=10)
     log = series_log()
-    uninterrupted = DriftHandler(s)
+    uninterrupted = ChangeHandler(s)
     whole = events(lambda off: uninterrupted, log)
     assert len({series for series, _ in whole}) == 10  # the series that step up are detected
-    first, second = DriftHandler(s), DriftHandler(s, history=log)
+    first, second = ChangeHandler(s), ChangeHandler(s, history=log)
     resume = 30 * 100  # point 100 of every series, before the step
     assert events(lambda off: first if off < resume else second, log) == whole
     assert (log.scans, log.per_key_reads) == (1, 0)
@@ -111,7 +111,7 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
 
     async def main():
         turns = asyncio.create_task(loop_turns())
-        await forward(Stream(), SlowToRebuild(), None, "drift")
+        await forward(Stream(), SlowToRebuild(), None, "change")
         turned.set()  # (on the loop: let a failed run's task end)
         await turns
 
@@ -122,13 +122,13 @@ def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
 def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_path):
     from streamxai.kafka.checkpoints import FileCheckpointStore
 
-    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=40)
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, change_warmup=10, checkpoint_every=40)
     log = series_log()
-    uninterrupted = DriftHandler(s)
+    uninterrupted = ChangeHandler(s)
     whole = events(lambda off: uninterrupted, log)
     store = FileCheckpointStore(tmp_path, every=40, secret=b"k" * 32)
-    first = DriftHandler(s, checkpoints=store)
-    second = DriftHandler(s, history=log, checkpoints=store)
+    first = ChangeHandler(s, checkpoints=store)
+    second = ChangeHandler(s, history=log, checkpoints=store)
     resume = 30 * 100 + 7  # every series checkpointed after its point 79; 20 more points to replay
     assert events(lambda off: first if off < resume else second, log) == whole
     assert second.metrics.get("checkpoints_restored") == 30
@@ -143,7 +143,7 @@ def test_with_checkpoints_the_pass_starts_at_the_oldest_checkpoint_needed(tmp_pa
 def test_a_partition_given_back_after_a_gap_is_read_again():
     """The worker held the partition, lost it to another worker for a while, and got it back:
     its one-pass cache does not cover what the other worker processed, so it is dropped."""
-    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10)
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, change_warmup=10)
     log, n_b = ScanLog(), 0
     for off in range(400):
         if off < 50 and off % 2 or off >= 220 and off % 2:  # series b: only in these two stretches
@@ -152,7 +152,7 @@ def test_a_partition_given_back_after_a_gap_is_read_again():
             sid, i = "a", off
         msg = Explanation(sid, "ipfi", "age", 0.1, (i + 1) * 5 - 1, (i + 1) * 5, (i + 1) * 5, (i + 1) * 5 - 1)
         log.items.append((sid.encode(), dumps(msg)))  # explanations are keyed by stream
-    handler = DriftHandler(s, history=log)
+    handler = ChangeHandler(s, history=log)
 
     def via_agent_loop(offsets):  # what agents/_forward.py does with each message
         for off in offsets:
@@ -306,71 +306,71 @@ def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_mess
     assert after and [v for v in got if v[0] == "b" and v[1] > broken["position"]] == after
 
 
-def test_a_drift_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history(tmp_path):
+def test_a_change_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history(tmp_path):
     # without the worker's commits known (tests, the in-process runner) a key keeps its two
-    # newest checkpoints; a drift state takes many explanations per event (one per explainer
+    # newest checkpoints; a change state takes many explanations per event (one per explainer
     # and feature), so two can fall due after the feed's last commit before a SIGKILL: the
     # restarted handler restores none (only one before the offset it resumes at may be) and
     # rebuilds the state from the whole history, exactly. A worker knows its commits: see the
     # next test
     from streamxai.kafka.checkpoints import FileCheckpointStore
 
-    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=10)
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, change_warmup=10, checkpoint_every=10)
     log = series_log(n_series=1)
-    uninterrupted = DriftHandler(s)
+    uninterrupted = ChangeHandler(s)
     whole = events(lambda off: uninterrupted, log)
     store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32)
-    first = DriftHandler(s, checkpoints=store)
+    first = ChangeHandler(s, checkpoints=store)
     resume = 85  # the feed's committed offset when the worker is killed
 
     def taken(handler, offsets):
-        return drift_events_taken(handler, log, offsets)
+        return change_events_taken(handler, log, offsets)
 
     sent = taken(first, range(resume))
     taken(first, range(resume, 100))  # taken, not committed: checkpoints after offsets 89 and 99, the two kept
     assert first.metrics.get("checkpoints_written") == 10
     # kept: the two newest, none before the offset the restart resumes at
-    assert store.load("drift", b"s0", "explanations", 0)[1] == 99
-    assert store.load("drift", b"s0", "explanations", 0, before_offset=resume) is None
-    second = DriftHandler(s, history=log, checkpoints=store)
+    assert store.load("change", b"s0", "explanations", 0)[1] == 99
+    assert store.load("change", b"s0", "explanations", 0, before_offset=resume) is None
+    second = ChangeHandler(s, history=log, checkpoints=store)
     assert sent + taken(second, range(resume, len(log.items))) == whole and whole
-    assert second.metrics.get("checkpoints_restored{stage=drift}") == 0
+    assert second.metrics.get("checkpoints_restored{stage=change}") == 0
     assert second.metrics.get("replayed_explanations") == resume  # the whole history before it
 
 
-def test_a_drift_state_restores_its_committed_checkpoint_when_two_were_written_after_the_commit(tmp_path):
+def test_a_change_state_restores_its_committed_checkpoint_when_two_were_written_after_the_commit(tmp_path):
     # the worker knows its commits: a key keeps the newest checkpoint a commit covers beside its
     # newest one, so the restart restores that one and replays only the tail after it, exactly
     from streamxai.kafka.checkpoints import FileCheckpointStore
     from streamxai.kafka.committed_offsets import CommittedOffsets
 
-    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, drift_warmup=10, checkpoint_every=10)
+    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, change_warmup=10, checkpoint_every=10)
     log = series_log(n_series=1)
-    uninterrupted = DriftHandler(s)
+    uninterrupted = ChangeHandler(s)
     whole = events(lambda off: uninterrupted, log)
     commits = CommittedOffsets()
     store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32, commits=commits)
-    first = DriftHandler(s, checkpoints=store)
+    first = ChangeHandler(s, checkpoints=store)
     resume = 75  # the feed's committed offset when the worker is killed
 
     def taken(handler, offsets):
         def committed_every_25(off):
             if handler is first and (off + 1) % 25 == 0 and off < resume:
                 commits.record({("explanations", 0): off + 1})
-        return drift_events_taken(handler, log, offsets, after=committed_every_25)
+        return change_events_taken(handler, log, offsets, after=committed_every_25)
 
     sent = taken(first, range(resume))
     taken(first, range(resume, 100))  # taken, not committed: checkpoints after 79, 89 and 99
     assert first.metrics.get("checkpoints_written") == 10
-    assert store.load("drift", b"s0", "explanations", 0)[1] == 99  # the newest
-    assert store.load("drift", b"s0", "explanations", 0, before_offset=resume)[1] == 69  # the committed one
-    second = DriftHandler(s, history=log, checkpoints=store)
+    assert store.load("change", b"s0", "explanations", 0)[1] == 99  # the newest
+    assert store.load("change", b"s0", "explanations", 0, before_offset=resume)[1] == 69  # the committed one
+    second = ChangeHandler(s, history=log, checkpoints=store)
     assert sent + taken(second, range(resume, len(log.items))) == whole and whole
-    assert second.metrics.get("checkpoints_restored{stage=drift}") == 1
+    assert second.metrics.get("checkpoints_restored{stage=change}") == 1
     assert second.metrics.get("replayed_explanations") == resume - 70  # offsets 70..74, not the 75 before
 
 
-def drift_events_taken(handler, log, offsets, after=None) -> list[tuple[str, int]]:
+def change_events_taken(handler, log, offsets, after=None) -> list[tuple[str, int]]:
     """``(series, seq)`` of the change events ``handler`` sends for the messages of ``log`` at
     ``offsets`` (an explanations partition); ``after(offset)`` runs after each message."""
     got = []

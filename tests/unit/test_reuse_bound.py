@@ -26,9 +26,9 @@ FEATURES = [f"x{i}" for i in range(5)]
 
 @functools.cache
 def _run():
-    s = Settings(features=FEATURES, target="number", output="value", loss="squared",
+    s = Settings(features=FEATURES, task="regression", output="value", loss="squared",
                  model="river.linear_model.LinearRegression", model_params={}, explainers=["ipfi", "isage"],
-                 alpha=0.01, drift_warmup=500)
+                 alpha=0.01, change_warmup=500)
     rng = random.Random(1)
     arrivals = []
     for seq in range(4_000):
@@ -45,7 +45,7 @@ def test_a_regression_feature_that_stops_mattering_is_a_change_and_its_interval_
           if f == "x1" and before > 5.0 and abs(after) < 2.0}
     # iPFI's x1 falls from about 8 towards 0 as the model unlearns its weight: detected, the new
     # regime starting at most 500 events before the change at 2,000 (the buckets' resolution;
-    # bench_drift.py counts a drift found by the same rule) and at most 500 after it
+    # bench_change.py counts a drift found by the same rule) and at most 500 after it
     assert any(ex == "ipfi" and 1_500 <= cut <= 2_500 for ex, cut in x1), run.changes
     ipfi = next(e for e in run.explainers["reg-7"].explainers if isinstance(e, IPFI))
     k, se = ipfi.variance_factors, ipfi.stderr

@@ -32,7 +32,7 @@ from streamxai.schemas import (
     parse_feature_event,
 )
 
-SPEC = FeatureSpec(names=("a", "b", "c"), categorical=frozenset({"c"}), target="label")
+SPEC = FeatureSpec(names=("a", "b", "c"), categorical=frozenset({"c"}), task="classification")
 JSON_DIR = Path(__file__).resolve().parents[2] / "schemas" / "json"
 
 
@@ -86,7 +86,7 @@ def test_oversized_is_refused_before_parsing():
 
 
 def test_regression_target_must_be_finite_number():
-    spec = FeatureSpec(names=("a",), target="number")
+    spec = FeatureSpec(names=("a",), task="regression")
     raw = orjson.dumps({"schema": "feature_event/v1", "stream_id": "s", "seq": 0, "ts": 0, "x": {"a": 1}, "y": "x"})
     with pytest.raises(LabelTypeMismatch, match="label y in stream 's' seq 0 is 'x'"):
         parse_feature_event(raw, spec, where="f[0]@0")
@@ -126,29 +126,40 @@ def test_json_schema_files_accept_what_we_write(msg):
     assert set(schema["properties"]) == set(obj)
 
 
-def test_every_message_type_has_a_schema_file():
+def test_every_message_type_has_exactly_its_one_schema_file():
+    """Until 1.0 each message type has one version on the wire: one file each, no other."""
     files = {p.name for p in JSON_DIR.glob("*.json")}
-    current = {t.replace("/", ".") + ".json" for t in MESSAGE_TYPES}
-    assert current <= files
-    # the other files document earlier versions of current types, for readers of old data
-    for older in files - current:
-        name, version = older.removesuffix(".json").split(".v")
-        (now,) = [t for t in MESSAGE_TYPES if t.startswith(name + "/v")]
-        assert int(version) < int(now.split("/v")[1]), older
+    assert files == {t.replace("/", ".") + ".json" for t in MESSAGE_TYPES}
+    assert {m.SCHEMA for m in EXAMPLES} | {"label_event/v1", "label_outcome/v1"} == set(MESSAGE_TYPES)
 
 
-def test_explanations_v2_read_as_independent_increments_and_a_bad_var_factor_is_refused():
+@pytest.mark.parametrize("other", ["explanation/v3", "explanation/v5", "explain_task/v3", None])
+def test_an_explanation_of_another_version_is_refused_naming_the_one_read(other):
     from streamxai.schemas import parse_explanation
 
-    v3 = orjson.loads(dumps(EXAMPLES[4]))  # explanation/v4 (v3 with position): as v3 for var_factor
-    assert parse_explanation(orjson.dumps(v3), where="e[0]@1").var_factor == 1.4
-    v2 = {k: v for k, v in v3.items() if k not in ("var_factor", "position")} | {"schema": "explanation/v2"}
-    assert parse_explanation(orjson.dumps(v2), where="e[0]@2").var_factor is None
-    v2_schema = json.loads((JSON_DIR / "explanation.v2.json").read_text())
-    jsonschema.validate(v2, v2_schema)  # the old file still describes what old writers sent
+    now = orjson.loads(dumps(EXAMPLES[4]))
+    assert parse_explanation(orjson.dumps(now), where="e[0]@1").var_factor == 1.4
+    with pytest.raises(SchemaMismatch, match=re.escape(f"e[0]@2: schema is {other!r}, expected 'explanation/v4'")):
+        parse_explanation(orjson.dumps(now | {"schema": other}), where="e[0]@2")
+
+
+@pytest.mark.parametrize("other", ["explain_task/v2", "explain_task/v1", "explanation/v4"])
+def test_an_explain_task_of_another_version_is_refused_naming_the_one_read(other):
+    from streamxai.schemas import parse_explain_task
+
+    now = orjson.loads(dumps(EXAMPLES[1]))
+    assert parse_explain_task(orjson.dumps(now), where="t[0]@1", groups=2).position == 0
+    with pytest.raises(SchemaMismatch, match=re.escape(f"t[0]@2: schema is {other!r}, expected 'explain_task/v3'")):
+        parse_explain_task(orjson.dumps(now | {"schema": other}), where="t[0]@2", groups=2)
+
+
+def test_a_bad_var_factor_is_refused():
+    from streamxai.schemas import parse_explanation
+
+    now = orjson.loads(dumps(EXAMPLES[4]))
     for bad in ("1.4", -1.0, True):
         with pytest.raises(SchemaMismatch, match=r"e\[0\]@3: var_factor must be null or a finite number"):
-            parse_explanation(orjson.dumps(v3 | {"var_factor": bad}), where="e[0]@3")
+            parse_explanation(orjson.dumps(now | {"var_factor": bad}), where="e[0]@3")
 
 
 def test_a_numeric_feature_is_taken_as_number_takes_it():

@@ -1,5 +1,6 @@
 """Settings: precedence file < env < overrides, clear errors, secrets never shown."""
 
+import dataclasses
 import logging
 import pickle
 import subprocess
@@ -159,3 +160,38 @@ def test_settings_of_the_default_model_import_no_river():
             "assert s.model_params == {'grace_period': 50}; print(sorted(m for m in sys.modules if m.startswith('river')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_an_old_setting_name_in_a_file_is_refused_naming_the_new_one(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text("drift_delta = 0.05\n")
+    with pytest.raises(ConfigError) as e:
+        load_settings(f)
+    assert str(e.value) == f"settings file {f}: setting 'drift_delta' is now 'change_delta'"
+
+
+def test_an_old_setting_name_in_a_stream_profile_is_refused_naming_the_new_one(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text('[streams."reg-*"]\ndrift_warmup = 10\n')
+    with pytest.raises(ConfigError, match=r"^settings file .*\[streams\.\"reg-\*\"\]: setting 'drift_warmup' is now "
+                                          r"'change_warmup'$"):
+        load_settings(f)
+
+
+def test_an_old_environment_variable_is_refused_naming_the_new_one():
+    with pytest.raises(ConfigError) as e:
+        load_settings(env={"STREAMXAI_DRIFT_EPISODE_GAP": "500"})
+    assert str(e.value) == "setting 'STREAMXAI_DRIFT_EPISODE_GAP' is now 'STREAMXAI_CHANGE_EPISODE_GAP'"
+    assert load_settings(env={"STREAMXAI_CHANGE_EPISODE_GAP": "500"}).change_episode_gap == 500
+
+
+@pytest.mark.parametrize("old", ["drift_delta", "drift_explainers", "drift_min_effect", "drift_min_samples",
+                                 "drift_window", "drift_warmup", "drift_episode_gap", "drift_episode_max",
+                                 "drift_alert_kinds"])
+def test_an_old_setting_name_on_the_command_line_is_one_line_naming_the_new_one(old, capsys):
+    from streamxai.cli import main
+
+    assert main(["config", "--set", f"{old}=1"]) == 2
+    new = "change_" + old.removeprefix("drift_")
+    assert capsys.readouterr().err == f"streamxai: error: --set: setting {old!r} is now {new!r}\n"
+    assert new in {f.name for f in dataclasses.fields(load_settings())}

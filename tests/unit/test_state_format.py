@@ -16,7 +16,7 @@ import orjson
 import pytest
 from helpers.partition_log import PartitionLog
 from streamxai.core.stream import StreamExplainer
-from streamxai.handlers import DriftHandler, ExplainHandler, ModelHandler, Source
+from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
 from streamxai.kafka import checkpoint_seal
 from streamxai.kafka.checkpoint_seal import STATE_FORMAT
 from streamxai.kafka.checkpoints import FileCheckpointStore
@@ -53,7 +53,7 @@ def _run(h, log, offsets):
         src = Source("explain-tasks", 0, off)
         h.needs_recovery(key, src)
         for o in h.on_message(value, key, src):
-            if o.topic != "drift-feed":  # the same explanations again, for the drift agent
+            if o.topic != "drift-feed":  # the same explanations again, for the change agent
                 out.setdefault(o.topic, []).append(orjson.loads(o.value))
     return out
 
@@ -189,7 +189,7 @@ def _shapes(*roots) -> dict[str, list[str]]:
             stack += list(o)
             continue
         t = type(o)
-        if not t.__module__.startswith(("pipeline.", "schemas")):
+        if not t.__module__.startswith("streamxai."):
             continue
         attrs = set(vars(o)) if hasattr(o, "__dict__") else set()
         attrs |= {a for c in t.__mro__ for a in getattr(c, "__slots__", ()) if hasattr(o, a)}
@@ -204,16 +204,16 @@ def _states() -> dict[str, list]:
     three explainers, a categorical feature."""
     from helpers.arrivals import record_arrivals, run_handlers
 
-    s = _settings(explainers=["ipfi", "isage", "ipdp"], categorical=["elevel"], drift_warmup=0, drift_min_samples=20,
-                  drift_episode_gap=100, emit_every=5)
+    s = _settings(explainers=["ipfi", "isage", "ipdp"], categorical=["elevel"], change_warmup=0, change_min_samples=20,
+                  change_episode_gap=100, emit_every=5)
     later = labels_later(agrawal_events("later", 150, seed=2), delay=20, unlabelled={5, 60})
     inline = agrawal_events("inline", 300, drift_at=150, f_before=0, seed=3)
     log = PartitionLog()
     record_arrivals(log, [*later, *inline])
-    handlers = ModelHandler(s), ExplainHandler(s), DriftHandler(s)
+    handlers = ModelHandler(s), ExplainHandler(s), ChangeHandler(s)
     run_handlers(s, log, model=lambda off: handlers[0], explain=lambda p, off: handlers[1],
-                 drift=lambda off: handlers[2])
-    assert handlers[2].metrics.get("drift_events") > 0  # the drift state holds changes
+                 change=lambda off: handlers[2])
+    assert handlers[2].metrics.get("change_events") > 0  # the change state holds changes
     return {h.STAGE: [pickle.loads(pickle.dumps(st, protocol=5)) for st in h.states.values()] for h in handlers}
 
 

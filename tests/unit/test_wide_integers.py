@@ -33,9 +33,9 @@ def _event(seq: int, c: str = "1", y: str = "1") -> tuple[str, bytes, bytes]:
     ("label event", "1e21", "label_type"),
 ])
 def test_an_integer_beyond_64_bits_is_one_dead_letter_at_the_edge_and_the_stream_goes_on(where, wide, reason):
-    s = Settings(features=["a", "c"], categorical=["c"], target="label", output="label", loss="zero_one",
+    s = Settings(features=["a", "c"], categorical=["c"], task="classification", output="label", loss="zero_one",
                  model="river.tree.HoeffdingTreeClassifier", model_params={}, explainers=["ipfi"],
-                 drift_explainers=["ipfi"], emit_every=5, partitions=1)
+                 change_explainers=["ipfi"], emit_every=5, partitions=1)
     messages = [_event(i, c=str(i % 3), y=str(i % 2)) for i in range(3)]
     if where == "label event":
         messages += [_event(3, y="null"), _message("labels", '{"schema": "label_event/v1", "stream_id": "s", '
@@ -66,5 +66,5 @@ def test_the_edge_takes_the_64_bit_extremes_and_refuses_one_past_them():
             parse_feature_event(raw % (bad, b"1"), spec, where="f[0]@0")
         with pytest.raises(LabelTypeMismatch, match="64-bit"):
             parse_feature_event(raw % (b"1", bad), spec, where="f[0]@0")
-    assert check_label(2.0**62, "label", "y") == 2**62 and check_label(2.0**70, "number", "y") == 2.0**70
-    assert orjson.dumps(check_label(-(2**63), "label", "y"))  # the extremes serialise
+    assert check_label(2.0**62, "classification", "y") == 2**62 and check_label(2.0**70, "regression", "y") == 2.0**70
+    assert orjson.dumps(check_label(-(2**63), "classification", "y"))  # the extremes serialise

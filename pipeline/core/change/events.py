@@ -28,7 +28,7 @@ class Change:
 
     A :class:`Change` is made by :class:`~streamxai.core.change.stream.StreamChangeDetector` from the
     :class:`~streamxai.core.change.test.Cut` of one series' test (it keeps the cut whole) and the
-    stream's other series, curves and model loss at that moment; the drift handler sends it as a
+    stream's other series, curves and model loss at that moment; the change handler sends it as a
     ``drift_event/v3`` message (:class:`schemas.ChangeEvent`), which also tells the positions as
     the seqs of the events explained there.
     """

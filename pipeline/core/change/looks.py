@@ -11,24 +11,24 @@ import numpy as np
 from ..increments import Block
 from .events import loss_kind
 
-__all__ = ["ALPHA", "OPEN_ALPHA", "MEMBER_ALPHA", "CLOSE_ALPHA", "Z_OPEN", "Look", "open_kind", "close_kind",
+__all__ = ["DELTA", "OPEN_DELTA", "MEMBER_DELTA", "CLOSE_DELTA", "Z_OPEN", "Look", "open_kind", "close_kind",
            "close_rise", "correlation", "member_kind", "member_rise", "spent"]
 
 #: the false ``degradation`` rate of an episode at a loss that did not move, all its looks together
-ALPHA = 0.05
+DELTA = 0.05
 #: the part of it spent when the episode opens
-OPEN_ALPHA = ALPHA / 2
+OPEN_DELTA = DELTA / 2
 #: what the looks of an episode's members (:mod:`streamxai.core.change.episodes`) spend together
-MEMBER_ALPHA = ALPHA / 4
+MEMBER_DELTA = DELTA / 4
 #: what the close spends beyond the open (:func:`close_rise`): the rest
-CLOSE_ALPHA = ALPHA - OPEN_ALPHA - MEMBER_ALPHA
+CLOSE_DELTA = DELTA - OPEN_DELTA - MEMBER_DELTA
 _N = NormalDist()
-#: the open's boundary: one-sided ``OPEN_ALPHA``
-Z_OPEN = _N.inv_cdf(1.0 - OPEN_ALPHA)
+#: the open's boundary: one-sided ``OPEN_DELTA``
+Z_OPEN = _N.inv_cdf(1.0 - OPEN_DELTA)
 #: the close's boundary when the open never looked: the open's share is its too
-_Z_ALONE = _N.inv_cdf(1.0 - OPEN_ALPHA - CLOSE_ALPHA)
+_Z_ALONE = _N.inv_cdf(1.0 - OPEN_DELTA - CLOSE_DELTA)
 #: the close's boundary when where the open looked is not known: Bonferroni
-_Z_CLOSE = _N.inv_cdf(1.0 - CLOSE_ALPHA)
+_Z_CLOSE = _N.inv_cdf(1.0 - CLOSE_DELTA)
 #: correlations are rounded down to this many steps: a lower correlation gives a higher, safe boundary
 _STEPS = 1000
 
@@ -48,7 +48,7 @@ def open_kind(before: Block | None, after: Block | None, min_n: int = 2, var_fac
 
 def spent() -> float:
     """What an episode's looks spend together at most, by the union bound: the open's and the
-    close's joint spend and the members'. It must not exceed :data:`ALPHA`.
+    close's joint spend and the members'. It must not exceed :data:`DELTA`.
 
     An episode's loss is tested when it opens (the after-side is the first few hundred losses from
     its top change's cut), at each member that joins it while it is not yet told or told
@@ -58,14 +58,14 @@ def spent() -> float:
     against the same side before). Each look a one-sided test at 5%
     would tell a loss that did not move ``degradation`` by one look or another far more often than
     5% (two looks: 8.5%, 0-1 and normal losses, ``tests/benchmarks/bench_loss_kind.py``; members at
-    2.5% each: 62-76% of a learning model's long chains). So the looks share one budget ``ALPHA`` =
+    2.5% each: 62-76% of a learning model's long chains). So the looks share one budget ``DELTA`` =
     5%, split three ways:
 
-    - the open spends ``OPEN_ALPHA`` = 2.5% (``z >= 1.96``);
-    - the members together spend ``MEMBER_ALPHA`` = 1.25%, the ``k``-th one-sided at
-      ``MEMBER_ALPHA * 6 / (pi^2 k^2)`` (:func:`member_rise`: ``z >= 2.43, 2.89, 3.14, ...``);
-    - the close spends the rest, ``CLOSE_ALPHA`` = 1.25%, beyond the open, as in a group-sequential
-      test: its boundary :func:`close_rise` makes ``P(open or close) = OPEN_ALPHA + CLOSE_ALPHA``
+    - the open spends ``OPEN_DELTA`` = 2.5% (``z >= 1.96``);
+    - the members together spend ``MEMBER_DELTA`` = 1.25%, the ``k``-th one-sided at
+      ``MEMBER_DELTA * 6 / (pi^2 k^2)`` (:func:`member_rise`: ``z >= 2.43, 2.89, 3.14, ...``);
+    - the close spends the rest, ``CLOSE_DELTA`` = 1.25%, beyond the open, as in a group-sequential
+      test: its boundary :func:`close_rise` makes ``P(open or close) = OPEN_DELTA + CLOSE_DELTA``
       for the correlation of the two looks' statistics -- which is known from where the two looks'
       sides lie alone (:func:`correlation`: about 0.5 when the close's side after holds five times
       the open's, from the same cut). The close's boundary lies between 1.780 (the looks the same)
@@ -81,15 +81,15 @@ def spent() -> float:
     it does not page, and telling a flat loss ``learning`` too often costs unpaged reliance shifts,
     not pages (README, "A model that learns slowly").
 
-    >>> spent() <= ALPHA, round(spent(), 4)
+    >>> spent() <= DELTA, round(spent(), 4)
     (True, 0.05)
     """
-    return OPEN_ALPHA + CLOSE_ALPHA + MEMBER_ALPHA
+    return OPEN_DELTA + CLOSE_DELTA + MEMBER_DELTA
 
 
 def member_rise(k: int) -> float:
     """The ``degradation`` boundary of an episode's ``k``-th member look: one-sided at
-    ``MEMBER_ALPHA * 6 / (pi^2 k^2)``, which sums to ``MEMBER_ALPHA`` over every ``k`` (the sum
+    ``MEMBER_DELTA * 6 / (pi^2 k^2)``, which sums to ``MEMBER_DELTA`` over every ``k`` (the sum
     of ``1 / k^2`` is ``pi^2 / 6``), so an episode's members, however many, tell a loss that did
     not move ``degradation`` at most 1.25% of the time (Bonferroni), beside the open's and the
     close's 3.75%.
@@ -99,7 +99,7 @@ def member_rise(k: int) -> float:
     """
     if k < 1:
         raise ValueError(f"member look k={k} must be >= 1")
-    return _N.inv_cdf(1.0 - MEMBER_ALPHA * 6.0 / (math.pi ** 2 * k * k))
+    return _N.inv_cdf(1.0 - MEMBER_DELTA * 6.0 / (math.pi ** 2 * k * k))
 
 
 def member_kind(before: Block | None, after: Block | None, k: int, min_n: int = 2, var_factor: float = 1.0) -> str:
@@ -124,9 +124,9 @@ def close_kind(before: Block | None, after: Block | None, first: Look | bool | N
                min_n: int = 2, var_factor: float = 1.0) -> str:
     """The kind at an episode's close, on ``before`` and ``after`` up to the ``end``-th loss,
     after an open that said neither. ``first``: the open's look (:data:`Look`); True: it looked,
-    where is not known (a checkpoint of the version before): Bonferroni's ``CLOSE_ALPHA`` at
+    where is not known (a checkpoint of the version before): Bonferroni's ``CLOSE_DELTA`` at
     this look (``z >= 2.24``), which holds the budget at any correlation; None: it never looked,
-    so this look has the open's share too (``ALPHA - MEMBER_ALPHA``, ``z >= 1.78``).
+    so this look has the open's share too (``DELTA - MEMBER_DELTA``, ``z >= 1.78``).
 
     >>> before = Block(5000, 0.20, 800.0)       # the open: 5,000 before, 300 after, at loss 5,300
     >>> close_kind(before, Block(1500, 0.226, 240.0), (5300, 5000, 300), 6500)   # z 2.21 >= 2.15
@@ -172,10 +172,10 @@ def correlation(first: Look, last: Look) -> float:
 def close_rise(rho: float) -> float:
     """The close's ``degradation`` boundary ``c`` when the open's was :data:`Z_OPEN` and the two
     looks' statistics are standard bivariate normal with correlation ``rho``: ``P(Z1 < Z_OPEN,
-    Z2 >= c) = CLOSE_ALPHA``, so ``P(Z1 >= Z_OPEN or Z2 >= c) = OPEN_ALPHA + CLOSE_ALPHA`` (3.75%,
+    Z2 >= c) = CLOSE_DELTA``, so ``P(Z1 >= Z_OPEN or Z2 >= c) = OPEN_DELTA + CLOSE_DELTA`` (3.75%,
     the members' 1.25% beside it). ``rho`` is rounded down to a thousandth (a lower correlation
     gives a higher boundary: the total stays within its share). Below 0 (sides that overlap the
-    other way), Bonferroni's ``CLOSE_ALPHA`` alone (2.241): the exact boundary lies between 2.232
+    other way), Bonferroni's ``CLOSE_DELTA`` alone (2.241): the exact boundary lies between 2.232
     (rho 0) and that (rho -1).
 
     >>> round(close_rise(0.0), 3), round(close_rise(0.5), 3), round(close_rise(1.0), 3), round(close_rise(-0.2), 3)
@@ -194,7 +194,7 @@ def _close_rise(step: int) -> float:
     # of phi(x) phi((c - rho x) / s) / s), kept inside [1.6, 2.6] where the root lies (1.780 at
     # rho 1 to 2.232 at rho 0). rho = 1: Z2 = Z1, so P = Phi(c1) - Phi(c). Checked against 2M
     # simulated pairs at rho 0, 0.5 and 0.9 (tests/unit/test_loss_kind.py).
-    rho, c1, spend = step / _STEPS, Z_OPEN, CLOSE_ALPHA
+    rho, c1, spend = step / _STEPS, Z_OPEN, CLOSE_DELTA
     if step >= _STEPS:
         return _N.inv_cdf(_N.cdf(c1) - spend)
     x = np.linspace(-9.0, c1, 1201)

@@ -134,9 +134,9 @@ class StreamChangeDetector(Component):
         if not series:
             raise ValueError("series is empty: list the stream's (explainer, feature) pairs")
         if not 0 < delta < 1:
-            raise ValueError(f"drift delta={delta} must be in (0, 1)")
+            raise ValueError(f"change delta={delta} must be in (0, 1)")
         if min_effect < 0:
-            raise ValueError(f"drift min_effect={min_effect} must be >= 0")
+            raise ValueError(f"change min_effect={min_effect} must be >= 0")
         self.series = [tuple(s) for s in series]
         self.delta = delta
         self.min_effect = min_effect
@@ -151,7 +151,7 @@ class StreamChangeDetector(Component):
             raise ValueError(f"alert kinds {sorted(unknown)} are not among {list(KINDS)}")
         self.alert_kinds = tuple(alert_kinds)
         if episode_max < 1:
-            raise ValueError(f"drift episode_max={episode_max} must be >= 1")
+            raise ValueError(f"change episode_max={episode_max} must be >= 1")
         self.episode_max = episode_max
         self._reset()
 
@@ -161,9 +161,9 @@ class StreamChangeDetector(Component):
         n_tested = sum(1 for e, _ in self.series if e in tested)
         if n_tested == 0:
             raise ValueError(f"no series of explainers {sorted(tested)} among {self.series}: nothing to test")
-        alpha = self.delta / (n_tested + 1)  # the stream's budget, split over the tested series and the loss
+        series_delta = self.delta / (n_tested + 1)  # the stream's budget, split over the tested series and the loss
         self._series = {
-            s: _Series(SeriesTest(alpha, self.min_samples, self.max_increments, self.buckets_per_level),
+            s: _Series(SeriesTest(series_delta, self.min_samples, self.max_increments, self.buckets_per_level),
                        SerialVariance(self.min_samples))
             for s in self.series
         }
@@ -186,7 +186,7 @@ class StreamChangeDetector(Component):
         self._announced: int | None = None  # where the open episode's kind went out (None: not yet)
         self._alerted = False  # whether the open episode went out as an alert
         # the change test of the model's loss (a series of its own, with its share of delta)
-        self._loss_test = SeriesTest(alpha, self.min_samples, self.max_increments, self.buckets_per_level)
+        self._loss_test = SeriesTest(series_delta, self.min_samples, self.max_increments, self.buckets_per_level)
 
     # queries ---------------------------------------------------------------------
     def knows(self, explainer: str, feature: str) -> bool:

@@ -3,7 +3,7 @@
 >>> import random
 >>> from streamxai.core.increments import Block
 >>> rng = random.Random(3)
->>> test = SeriesTest(alpha=0.001, min_samples=50)
+>>> test = SeriesTest(delta=0.001, min_samples=50)
 >>> found = []
 >>> for t in range(400):                       # blocks of 10 increments; +0.3 from event 2000
 ...     level = 0.1 if t < 200 else 0.4
@@ -36,7 +36,7 @@ Z95 = 1.959963984540054
 Z90 = 1.6448536269514722
 
 
-def threshold(alpha: float, j: int, n_cuts: int) -> float:
+def threshold(delta: float, j: int, n_cuts: int) -> float:
     """Two-sided normal threshold of one cut of the ``j``-th check (:class:`SeriesTest`).
 
     >>> round(threshold(0.01 / 27, 10, 8), 2), round(threshold(0.01 / 27, 10_000, 30), 2)
@@ -44,8 +44,8 @@ def threshold(alpha: float, j: int, n_cuts: int) -> float:
     """
     if j < 1 or n_cuts < 1:
         raise ValueError(f"check j={j} and n_cuts={n_cuts} must be >= 1")
-    alpha_j = alpha / (2.0 * j * (1.0 + math.log(j)) ** 2)
-    return -_STD_NORMAL.inv_cdf(alpha_j / (2.0 * n_cuts))
+    delta_j = delta / (2.0 * j * (1.0 + math.log(j)) ** 2)
+    return -_STD_NORMAL.inv_cdf(delta_j / (2.0 * n_cuts))
 
 
 def two_sample_z(a: Block, b: Block, var_factor: float = 1.0, pooled_only: bool = False) -> float:
@@ -105,7 +105,7 @@ class Cut:
 
 
 class SeriesTest(Component):
-    """The sequential two-sample test of one series (see below); ``alpha`` is its share
+    """The sequential two-sample test of one series (see below); ``delta`` is its share
     of the stream's ``delta``, ``max_increments`` the window it looks back over.
 
     ``add`` folds in one block and runs one check; it returns the :class:`Cut` of a reported
@@ -140,11 +140,11 @@ class SeriesTest(Component):
     the shorter ones (positive correlations add up with the length of the mean).
 
     The bound (derived, not tuned). A stream has ``n_series`` series and gets ``delta``:
-    ``alpha = delta / n_series`` per series. The ``j``-th check of a series since its last reset
-    spends ``alpha_j = alpha / (2 j (1 + ln j)^2)``; ``sum_j alpha_j <= alpha`` because
+    ``delta_s = delta / n_series`` per series. The ``j``-th check of a series since its last reset
+    spends ``delta_j = delta_s / (2 j (1 + ln j)^2)``; ``sum_j delta_j <= delta_s`` because
     ``1/(j (1 + ln j)^2)`` is decreasing with ``integral_1^inf = 1`` (so the sum is at most
-    ``1 + 1``). A check tests ``C_j`` cuts, each two-sided at ``alpha_j / C_j``:
-    ``threshold = z(1 - alpha_j / (2 C_j))`` of the standard normal. By the union bound over cuts,
+    ``1 + 1``). A check tests ``C_j`` cuts, each two-sided at ``delta_j / C_j``:
+    ``threshold = z(1 - delta_j / (2 C_j))`` of the standard normal. By the union bound over cuts,
     checks and series, the probability that a stream with no change ever raises a change event is
     at most ``delta`` -- over an unbounded stream -- as far as the Gaussian approximation of means
     of at least ``min_samples`` increments holds (the benchmark measures the real rate). After a
@@ -160,7 +160,7 @@ class SeriesTest(Component):
     cut_seq)``; the stream does for a model that learned): the window then restarts from that cut,
     silently, and the series' budget with it. That keeps the bound: in a stream without change, a
     report needs a first significant check in the first budget, whether that check reported or
-    absorbed, and that has probability at most ``alpha``. It keeps the window to one regime, so a
+    absorbed, and that has probability at most ``delta_s``. It keeps the window to one regime, so a
     later change is measured against the current one rather than a mix, with a threshold that
     starts low again.
 
@@ -169,13 +169,13 @@ class SeriesTest(Component):
     another boundary.
     """
 
-    def __init__(self, alpha: float, min_samples: int = 100, max_increments: int = 20_000,
+    def __init__(self, delta: float, min_samples: int = 100, max_increments: int = 20_000,
                  buckets_per_level: int = 2):
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha={alpha} must be in (0, 1)")
+        if not 0 < delta < 1:
+            raise ValueError(f"delta={delta} must be in (0, 1)")
         if min_samples < 2:
             raise ValueError(f"min_samples={min_samples} must be >= 2")
-        self.alpha = alpha
+        self.delta = delta
         self.min_samples = min_samples
         self.max_increments = max_increments
         self.buckets_per_level = buckets_per_level
@@ -241,7 +241,7 @@ class SeriesTest(Component):
             return None
         self.checks += 1
         k = var_factor if var_factor > 1.0 else 1.0
-        thr = threshold(self.alpha, self.checks, last - first + 1)
+        thr = threshold(self.delta, self.checks, last - first + 1)
         best = small = None
         for i in range(first, last + 1):
             a = pre[i - 1]

@@ -418,7 +418,7 @@ function episodeKind(e) {
   if (!e.kind) return "–";
   const kind = esc(e.kind.replace("_", " "));
   const open = e.status === "open" ? ' <span class="muted">(open)</span>' : "";
-  return e.alert ? `<span class="badge alert" title="alert: this kind pages (drift_alert_kinds)">⚠ ${kind}</span>${open}`
+  return e.alert ? `<span class="badge alert" title="alert: this kind pages (change_alert_kinds)">⚠ ${kind}</span>${open}`
                  : `<span class="badge kind">${kind}</span>${open}`;
 }
 

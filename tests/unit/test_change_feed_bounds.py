@@ -1,4 +1,4 @@
-"""What the drift agent takes in is checked against what an explanation can be: a block of
+"""What the change agent takes in is checked against what an explanation can be: a block of
 increments (what the change test folds in) holds at most ``emit_every`` of them (one per explained
 event since the series' last report, and no more than the explainer explained), each within what
 the explainer can produce for the stream's loss and output, and the model's loss block within
@@ -16,15 +16,15 @@ import orjson
 import pytest
 from helpers.arrivals import Run, record_arrivals, run_handlers
 from helpers.partition_log import PartitionLog
-from streamxai.handlers import DriftHandler
+from streamxai.handlers import ChangeHandler
 from streamxai.schemas import FeatureEvent, Source, pack_feed, unpack_feed
 from streamxai.settings import Settings
 
 
 def _settings(**over) -> Settings:
-    base = dict(features=["a", "b"], target="label", output="label", loss="zero_one",
+    base = dict(features=["a", "b"], task="classification", output="label", loss="zero_one",
                 model="river.linear_model.LogisticRegression", model_params={}, explainers=["ipfi", "isage", "ipdp"],
-                emit_every=5, storage_size=20, partitions=1, drift_warmup=0, drift_min_samples=20)
+                emit_every=5, storage_size=20, partitions=1, change_warmup=0, change_min_samples=20)
     base.update(over)
     return Settings(**base)
 
@@ -35,18 +35,18 @@ def _feed(s: Settings, n: int = 400) -> list[tuple]:
     for q in range(n):
         a, b = r.gauss(0, 1), r.gauss(0, 1)
         y = 3 * a - 2 * b + r.gauss(0, 1)
-        events.append(FeatureEvent("s", q, float(q), {"a": a, "b": b}, y > 0 if s.target == "label" else y))
+        events.append(FeatureEvent("s", q, float(q), {"a": a, "b": b}, y > 0 if s.task == "classification" else y))
     log = PartitionLog()
     record_arrivals(log, events)
     return run_handlers(s, log).explanations.parts[("drift-feed", 0)]
 
 
-def _drift(s: Settings, records, start: int = 0) -> tuple[DriftHandler, Run]:
-    """A drift handler over ``records`` from ``start`` on (those before are its history)."""
+def _change(s: Settings, records, start: int = 0) -> tuple[ChangeHandler, Run]:
+    """A change handler over ``records`` from ``start`` on (those before are its history)."""
     log = PartitionLog()
     for key, value, ts, headers in records:
         log.append("drift-feed", 0, key, value, headers=headers, timestamp=ts)
-    h, out = DriftHandler(s, history=log), Run()
+    h, out = ChangeHandler(s, history=log), Run()
     for off in range(start, len(records)):
         key, value, _, _ = records[off]
         src = log.source("drift-feed", 0, off)
@@ -88,7 +88,7 @@ CRAFTED = {
 def clean():
     s = _settings()
     feed = _feed(s)
-    return s, feed, _drift(s, feed)[1]
+    return s, feed, _change(s, feed)[1]
 
 
 @pytest.mark.parametrize("name", CRAFTED)
@@ -97,14 +97,14 @@ def test_one_crafted_drift_feed_record_is_one_dead_letter_and_no_change_event(cl
     explainer, change = CRAFTED[name]
     at = 2 * len(feed) // 3
     crafted = _with(feed, at, explainer, change)
-    h, out = _drift(s, crafted)
+    h, out = _change(s, crafted)
     dead = out.of("dead-letters")
-    assert [(d["stage"], d["reason"]) for d in dead] == [("drift", "bad_value")], (name, dead[:1])
+    assert [(d["stage"], d["reason"]) for d in dead] == [("change", "bad_value")], (name, dead[:1])
     assert out.changes() == want.changes() and out.of("change-episodes") == want.of("change-episodes"), name
     # and a worker restarted past it rebuilds the stream's change test by replay without it
-    h, out = _drift(s, crafted, start=at + 2)
+    h, out = _change(s, crafted, start=at + 2)
     assert h.metrics.get("replayed_explanations") > 0 and out.of("dead-letters") == []
-    clean_h, clean_out = _drift(s, feed, start=at + 1)  # the same records, none crafted
+    clean_h, clean_out = _change(s, feed, start=at + 1)  # the same records, none crafted
     assert out.changes() == clean_out.changes(), name
     assert pickle.dumps(h.streams["s"].detector) == pickle.dumps(clean_h.streams["s"].detector), name
 
@@ -112,18 +112,18 @@ def test_one_crafted_drift_feed_record_is_one_dead_letter_and_no_change_event(cl
 def test_a_genuine_record_carrying_the_largest_increments_passes(clean):
     # every event of a 5-event block flipping the 0-1 loss: the bound itself, not a lie about it
     s, feed, want = clean
-    h, out = _drift(s, _with(feed, len(feed) // 2, "ipfi", lambda d: _block(d, n=5, mean=-1.0, m2=0.0)))
+    h, out = _change(s, _with(feed, len(feed) // 2, "ipfi", lambda d: _block(d, n=5, mean=-1.0, m2=0.0)))
     assert out.of("dead-letters") == []
 
 
 @pytest.mark.parametrize("over", [
     {},
     {"isage_loss": "cross_entropy", "model": "river.tree.HoeffdingTreeClassifier", "model_params": {"grace_period": 30}},
-    {"target": "number", "output": "value", "loss": "squared", "model": "river.linear_model.LinearRegression"},
+    {"task": "regression", "output": "value", "loss": "squared", "model": "river.linear_model.LinearRegression"},
 ], ids=["0-1 and Brier", "cross-entropy, a tree", "squared"])
 def test_what_the_explainers_send_is_within_the_bounds(over):
     s = _settings(**over)
-    h, out = _drift(s, _feed(s, 300))
+    h, out = _change(s, _feed(s, 300))
     assert h.metrics.get("explanations_monitored") > 100
     assert out.of("dead-letters") == []
 
@@ -142,7 +142,7 @@ def test_ipdp_increments_past_half_the_bound_on_a_nearly_flat_pd_curve_pass():
 
     s = Settings(model="river.linear_model.LogisticRegression", model_params={}, features=list(AGRAWAL_FEATURES),
                  categorical=["elevel", "car", "zipcode"], explainers=["ipdp"], explain_groups=1, partitions=1,
-                 drift_warmup=0, drift_min_samples=20, emit_every=5, storage_size=30, grid_size=5)
+                 change_warmup=0, change_min_samples=20, emit_every=5, storage_size=30, grid_size=5)
     log = PartitionLog()
     record_arrivals(log, agrawal_events("e", 200, seed=3))
     run = run_handlers(s, log)

@@ -1,8 +1,8 @@
-"""The drift feed: the internal topic the drift agent reads. For each report of an
+"""The drift feed: the internal topic the change agent reads. For each report of an
 explainer group, the explain handler sends its explanations to the public ``explanations``
 topic, one message each, as users read them, and then the same documents, byte for byte, as
 one ``drift-feed`` record keyed by stream (one per line, the header :data:`FEED_FORM` marking
-the form; a report too large for one record is cut into several). The drift agent takes one
+the form; a report too large for one record is cut into several). The change agent takes one
 record per report instead of one per explanation, which saves message operations per event.
 
 >>> records = pack_feed([b'{"feature": "a"}', b'{"feature": "b"}'])

@@ -1,4 +1,4 @@
-"""Drift path: explanation/v4 (or v3, v2) → change test per stream → change events and change episodes."""
+"""Change path: explanation/v4 → change test per stream → change events and change episodes."""
 
 from __future__ import annotations
 
@@ -20,12 +20,10 @@ from .alert_line import episode_line
 from .common import MessageHandler, log
 from .event_seqs import EventSeqs
 from .feed_bounds import FeedBounds, feed_bounds
-from .history_cache import records_of
 from .out import Out
 from .protocols import CheckpointStore, History
-from .recovering import STORE_LOCK
 
-__all__ = ["DriftHandler", "change_event", "change_episode"]
+__all__ = ["ChangeHandler", "change_event", "change_episode"]
 
 _Z_CAP = 1e6  # a side without variance gives an infinite z; the wire carries finite numbers
 
@@ -38,16 +36,8 @@ class _StreamState:
     seqs: EventSeqs = field(default_factory=EventSeqs)
     #: ``(seq, cut_seq)`` of the changes of the episode not yet closed, by (explainer, feature, position)
     change_seqs: dict[tuple[str, str, int], tuple[int, int | None]] = field(default_factory=dict)
-    #: the settings it was built under (DriftHandler.SHAPED_BY; None in a checkpoint of a version before them)
+    #: the settings it was built under (ChangeHandler.SHAPED_BY)
     built_under: dict[str, Any] | None = None
-
-    def __setstate__(self, state: dict) -> None:
-        """A state of the version before drift_event/v3 kept no seqs: from here on."""
-        if "seqs" not in state:
-            det = state["detector"]
-            state["seqs"] = EventSeqs(known_from=max((det.last_seq(e, f) for e, f in det.series), default=-1) + 1)
-            state["change_seqs"] = {}
-        self.__dict__.update(state)
 
     def update(self, p: _Point) -> tuple[list[Change], list[Episode], dict[int, tuple[int, int | None]]]:
         """Fold ``p`` into the change test, noting the event it explained at its position; the
@@ -85,7 +75,7 @@ class _Point:
     model_loss: Block | None
     curve: dict | None
     var_factor: float | None
-    n_seen: Any = None  # as sent (None: a version before it)
+    n_seen: Any = None  # as sent
 
 
 def _block(block: dict[str, float] | None) -> Block | None:
@@ -93,7 +83,7 @@ def _block(block: dict[str, float] | None) -> Block | None:
 
 
 def parse_explanation(raw: bytes | None, where: str, max_bytes: int) -> _Point:
-    """The drift path's view of an explanation (parsed and checked by :mod:`streamxai.schemas.parsing`)."""
+    """The change path's view of an explanation (parsed and checked by :mod:`streamxai.schemas.parsing`)."""
     e = explanation_fields(raw, where=where, max_bytes=max_bytes)
     return _Point(e["stream_id"], e["explainer"], e["feature"], e["seq"], e["position"], e["n_explained"],
                   _block(e["block"]), _block(e["model_loss"]), e["curve"], e["var_factor"], e["n_seen"])
@@ -103,24 +93,24 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
     """The change detector of one stream under settings ``s``."""
     return StreamChangeDetector(
         [(e, f) for e in s.explainers for f in s.features],
-        delta=s.drift_delta, min_effect=s.drift_min_effect, min_samples=s.drift_min_samples,
-        max_increments=s.drift_window, warmup=s.drift_warmup, episode_gap=s.drift_episode_gap,
-        tested=[e for e in s.explainers if e in s.drift_explainers] or None, alert_kinds=s.drift_alert_kinds,
-        episode_max=s.drift_episode_max,
+        delta=s.change_delta, min_effect=s.change_min_effect, min_samples=s.change_min_samples,
+        max_increments=s.change_window, warmup=s.change_warmup, episode_gap=s.change_episode_gap,
+        tested=[e for e in s.explainers if e in s.change_explainers] or None, alert_kinds=s.change_alert_kinds,
+        episode_max=s.change_episode_max,
     )
 
 
-class DriftHandler(MessageHandler[_Point, _StreamState]):
+class ChangeHandler(MessageHandler[_Point, _StreamState]):
     """One per worker; keeps one change detector per stream it owns.
 
-    The drift agent reads the ``drift-feed`` topic: one record per report of an explainer group,
+    The change agent reads the ``drift-feed`` topic: one record per report of an explainer group,
     carrying the report's explanations as the explain handler sent them to ``explanations``
-    (:mod:`streamxai.schemas.drift_feed`). Each explanation of a record is taken as if it came alone (its own
+    (:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as if it came alone (its own
     dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
     taken. A record without the form's header is one explanation message. Records are keyed by
-    ``stream_id``, so every series of a stream reaches the same drift worker, in partition order.
-    Their time axis is the stream's ``position`` (explanation/v4; the
-    seq itself while labels come in line, and for explanation/v2 and v3): with labels that come
+    ``stream_id``, so every series of a stream reaches the same change worker, in partition order.
+    Their time axis is the stream's ``position`` (the
+    seq itself while labels come in line): with labels that come
     later, an event's loss-based explanations come when its label does, so seq no longer orders
     them. Change events and episodes carry the positions on that axis (``position``,
     ``cut_position``, ``first_position`` ...) and the seqs of the events explained there
@@ -129,36 +119,33 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
     checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
     a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
     later explanations from the same partition, or replays its whole history without one. A
-    restarted drift agent therefore emits exactly what an uninterrupted one would; events for
+    restarted change agent therefore emits exactly what an uninterrupted one would; events for
     re-delivered explanations repeat with equal values (consumers dedupe change events by
     ``(series, position)`` and episodes by ``(stream_id, first_position)``).
 
     Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
     (``change_episode/v3``: each episode when it opens, with its kind and whether it is an alert,
-    and again when it closes), both keyed by ``stream_id``. explanation/v1 messages carry no
-    increments and go to the dead-letter topic with a reason that says to upgrade the
-    explainer workers.
+    and again when it closes), both keyed by ``stream_id``. An explanation of any other schema
+    version goes to the dead-letter topic.
     """
 
-    STAGE = "drift"
+    STAGE = "change"
     DUPLICATE_METRIC = "duplicate_explanations_dropped"
 
-    STATES_GAUGE = "drift_streams"
+    STATES_GAUGE = "change_streams"
     REPLAYED_METRIC = "replayed_explanations"
     #: what stream_detector builds a stream's change test from
-    SHAPED_BY = ("explainers", "features", "drift_explainers", "drift_delta", "drift_min_effect", "drift_min_samples",
-                 "drift_window", "drift_warmup", "drift_episode_gap", "drift_alert_kinds", "drift_episode_max")
+    SHAPED_BY = ("explainers", "features", "change_explainers", "change_delta", "change_min_effect", "change_min_samples",
+                 "change_window", "change_warmup", "change_episode_gap", "change_alert_kinds", "change_episode_max")
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
         super().__init__(settings, metrics, history, checkpoints)
-        self._adopting = False  # taking an adopted stream's explanations (_adopt)
-        self._adopted: tuple[bytes, _StreamState, list[Out]] | None = None
         self._bounds: dict[int, FeedBounds] = {}  # by id of a stream's settings (the top level's or a profile's)
-        self._count_from_zero("drift_events")
+        self._count_from_zero("change_events")
         for glob, s in (None, settings), *settings.profiles().items():  # every series from the start, so an
             for kind in KINDS:  # alert rule sees the first increase
-                self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(kind in s.drift_alert_kinds),
+                self.metrics.inc("change_episodes", 0, kind=kind, alert=_flag(kind in s.change_alert_kinds),
                                  profile=profile_label(glob))
 
     @property
@@ -196,79 +183,14 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
             log.warning("explanation at %s has no key, not its stream_id %r: its stream's history cannot be "
                         "replayed after a restart; run every worker on the same streamxai version", src, p.stream_id)
             return self._fresh(p.stream_id)
-        adopted = self._adopt(p, key, src)
-        if adopted is not None:
-            return adopted
         st = self._recover(p, key, src)
         rebuilt = self._rebuilt.get(key)
         if (self.history is not None and rebuilt is not None and rebuilt.how == "history" and not rebuilt.ok
                 and p.n_explained > self.settings.for_stream(p.stream_id).emit_every):
-            log.warning("drift state %s: no checkpoint and nothing of the stream on %s before %s, though its explainers "
-                        "have reported %d events: its change detection starts here. A stream that ran under a version "
-                        "before the drift feed (whose drift agent read explanations) without a drift checkpoint is not "
-                        "rebuilt from explanations (see the README's upgrade note)", p.stream_id, src.topic, src,
+            log.warning("change state %s: no checkpoint and nothing of the stream on %s before %s, though its explainers "
+                        "have reported %d events: its change detection starts here", p.stream_id, src.topic, src,
                         p.n_explained)
         return st
-
-    # upgrade from the version whose drift agent read explanations ---------------------------
-    def _adopt(self, p: _Point, key: bytes, src: Source) -> _StreamState | None:
-        """The state of a stream met on the drift feed that has no checkpoint there but one that
-        a version before the feed wrote on ``explanations`` (same partition): restored from it,
-        and every explanation of the stream on ``explanations`` after it taken as a message
-        (its change events sent; those the old drift agent had sent already are sent again,
-        equal, as after any redelivery). The outputs go out with the record's, and the state is
-        checkpointed on the feed after the record (:meth:`on_message`). None: not such a stream."""
-        old = self.settings.topic("explanations")
-        if (self._adopting or self.checkpoints is None or self.history is None or src.partition is None
-                or src.offset is None or src.topic != self.settings.topic("drift-feed")):
-            return None
-        with STORE_LOCK:
-            legacy = self.checkpoints.load(self.STAGE, key, old, src.partition)
-            if legacy is None or self.checkpoints.load(self.STAGE, key, src.topic, src.partition, src.offset):
-                return None
-        st, at = legacy
-        if self._outdated(st, p):
-            return None  # rebuilt from the feed under the new settings, as any outdated state
-        st.since_checkpoint = 0
-        if st.built_under is None:
-            st.built_under = self._built_under(p.stream_id)
-        sk = self._state_key(p)
-        self.states[sk] = st
-        self._known[key] = (sk, (src.topic, src.partition))
-        self._adopting, outs, n = True, [], 0
-        try:
-            for off, raw, ts, headers in records_of(self.history, old, src.partition, None, key, at + 1):
-                outs += self._on_one(raw, key, Source(old, src.partition, off, timestamp=ts, headers=headers))
-                n += 1
-        finally:
-            self._adopting = False
-        self._adopted = (key, st, outs)
-        self.metrics.inc("drift_states_adopted")
-        log.warning("drift state %s: restored from the checkpoint at %s[%d]@%d that a version before the drift feed "
-                    "wrote, then took the %d explanations of the stream after it on %s (change events of those the "
-                    "older drift agent had taken are sent again, equal); from %s on it reads %s", p.stream_id, old,
-                    src.partition, at, n, old, src, src.topic)
-        return st
-
-    def _checkpoint_if_due(self, key: bytes | None, st: Any, src: Source) -> None:
-        if self._adopting:  # checkpointed on the feed once the record is taken
-            st.since_checkpoint += 1
-            return
-        super()._checkpoint_if_due(key, st, src)
-
-    def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        outs = super().on_message(raw, key, src)
-        if self._adopted is not None:
-            k, st, before = self._adopted
-            self._adopted = None
-            if self.checkpoints is not None and self.states.get(self._state_key_of(k)) is st:
-                with STORE_LOCK:
-                    self.checkpoints.save(self.STAGE, k, st, src)
-                st.since_checkpoint = 0
-                self._unsaved.pop(k, None)
-                self.metrics.inc("checkpoints_written")
-            outs = before + outs
-        return outs
 
     def _replay_one(self, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
         """Re-run one earlier explanation of the stream into its change test."""
@@ -285,7 +207,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         return True
 
     def _arrived(self) -> None:
-        self.metrics.inc("explanations_seen")  # every message, good or bad: how far the drift agent has got
+        self.metrics.inc("explanations_seen")  # every message, good or bad: how far the change agent has got
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
         where = str(src)
@@ -305,9 +227,6 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         bounds.check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=where)
         return p
 
-    def _reason(self, err: InvalidMessage) -> str | None:
-        return "explanation_v1" if "explanation/v1 carries" in str(err) else None
-
     def _is_duplicate(self, p: _Point, st: _StreamState) -> bool:
         return p.position <= st.detector.last_seq(p.explainer, p.feature)
 
@@ -321,7 +240,7 @@ class DriftHandler(MessageHandler[_Point, _StreamState]):
         k = p.stream_id.encode()
         profile = self._profile(p.stream_id)
         for c in changes:
-            m.inc("drift_events", profile=profile)
+            m.inc("change_events", profile=profile)
             log.info("change in %s/%s/%s from seq %d (detected at %d): %.4g -> %.4g", p.stream_id, c.explainer,
                      c.feature, c.cut_seq, c.seq, c.before.mean, c.after.mean)
             outs.append(Out("drift-events", k, dumps(change_event(p.stream_id, c, seqs_of))))

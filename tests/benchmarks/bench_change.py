@@ -1,4 +1,4 @@
-"""Change-event benchmark, run on demand: ``python tests/benchmarks/bench_drift.py [--quick] [--only NAME]
+"""Change-event benchmark, run on demand: ``python tests/benchmarks/bench_change.py [--quick] [--only NAME]
 [--seeds 10,20,...] [--regression-seeds 5,15,...] [--cache DIR] [--min-effects 0.2,0.1,0.2/0.1,...]
 [--rules shared,each,join]``.
 """
@@ -28,7 +28,7 @@ from streamxai.core.increments import Block  # noqa: E402
 from streamxai.core.losses import get_loss  # noqa: E402
 from streamxai.core.model import ModelFunction  # noqa: E402
 from streamxai.core.stream import StreamExplainer  # noqa: E402
-from streamxai.handlers.drift import stream_detector  # noqa: E402
+from streamxai.handlers.change import stream_detector  # noqa: E402
 from streamxai.local.demo import demo_plan, demo_settings  # noqa: E402
 from streamxai.local.demo_stream import agrawal_events  # noqa: E402
 from streamxai.modelspec import model_factory  # noqa: E402
@@ -208,7 +208,7 @@ def base_settings(**over: Any) -> Settings:
 
 
 def regression_settings(**over: Any) -> Settings:
-    return base_settings(**{"features": [f"x{k}" for k in range(10)], "target": "number", "output": "value",
+    return base_settings(**{"features": [f"x{k}" for k in range(10)], "task": "regression", "output": "value",
                             "loss": "squared", "model": "river.tree.HoeffdingAdaptiveTreeRegressor",
                             "model_params": {}, **over})
 
@@ -334,7 +334,7 @@ def recorded(sc: Scenario, cache: str) -> Result:
 
 def detect(sc: Scenario, rec: Result, settings: Settings | None = None) -> Result:
     """The explanation messages of ``rec`` through the change detector of ``settings`` (default:
-    the scenario's), as the drift agent sees them."""
+    the scenario's), as the change agent sees them."""
     det = stream_detector(settings or sc.settings)
     res = Result(sc.name, sc.n, adwin=rec.adwin, seconds=rec.seconds, feed=rec.feed)
     t1 = time.perf_counter()
@@ -393,7 +393,7 @@ def placebo_positions(sc: Scenario, wins: list[tuple[int, int]]) -> list[int]:
     """Every ``WITHIN`` events after the warm-up, the positions whose next ``WITHIN`` events
     lie outside every drift window: where a change "found within ``WITHIN``" is chance (a
     learning model's explanation moves anyway)."""
-    start = sc.settings.drift_warmup + NEAR
+    start = sc.settings.change_warmup + NEAR
     return [p for p in range(start, sc.n - WITHIN, WITHIN)
             if all(p + WITHIN < lo or p >= hi for lo, hi in wins)]
 
@@ -465,14 +465,14 @@ def report(sc: Scenario, res: Result, window: int) -> dict[str, Any]:
         "alert_delays": [next((q - lo for q, e in res.opened if e.alert and lo <= q < hi and e.cut_seq >= lo - NEAR),
                               None) for lo, hi in wins],
         "alerts_outside": sum(1 for q, e in res.opened if e.alert and not any(lo <= q < hi for lo, hi in wins)
-                              and q >= sc.settings.drift_warmup),
+                              and q >= sc.settings.change_warmup),
         "ahead": [(q, e.kind, e.cut_seq, look_ahead(res, e)) for q, e in res.opened
-                  if e.alert and not any(lo <= q < hi for lo, hi in wins) and q >= sc.settings.drift_warmup],
+                  if e.alert and not any(lo <= q < hi for lo, hi in wins) and q >= sc.settings.change_warmup],
     }
 
 
-def drift_path_speed(sc: Scenario, res: Result, repeats: int = 3) -> tuple[float, float]:
-    """Microseconds per explanation message: this detector vs today's drift path before it
+def change_path_speed(sc: Scenario, res: Result, repeats: int = 3) -> tuple[float, float]:
+    """Microseconds per explanation message: this detector vs today's change path before it
     (river's ADWIN, delta 0.002, checking every point, on each series' smoothed value), on the
     same messages."""
     def ours() -> None:
@@ -562,7 +562,7 @@ def table(runs: list[tuple[Scenario, Result]], window: int, detail: bool = True)
 
 
 def main() -> None:
-    """In-process (a :class:`~streamxai.core.stream.StreamExplainer` and the drift agent's
+    """In-process (a :class:`~streamxai.core.stream.StreamExplainer` and the change agent's
     :class:`~streamxai.core.change.StreamChangeDetector`, built from settings exactly as the
     pipeline builds them; no Kafka), on scenarios built from river's generators and by hand:
 
@@ -618,7 +618,7 @@ def main() -> None:
                     help="comma-separated stream seeds of the regression (Friedman gra) scenario (5: the table's; "
                          "each other one adds a scenario regression@SEED)")
     ap.add_argument("--min-effects", default="",
-                    help="comma-separated drift_min_effect values: replay every scenario's explanations through the "
+                    help="comma-separated change_min_effect values: replay every scenario's explanations through the "
                          "detector under each (default: the scenario's settings); A/B: A for classification, B for "
                          "squared loss")
     ap.add_argument("--rules", default="shared",
@@ -644,18 +644,18 @@ def main() -> None:
     for name in rules:
         for me in candidates:
             if me is not None or len(rules) > 1:
-                shown = "" if me is None else f", drift_min_effect {me[0]}" + (
+                shown = "" if me is None else f", change_min_effect {me[0]}" + (
                     f" (squared loss: {me[1]})" if me[1] != me[0] else "")
                 print(f"\n=== rule: {name}{shown} ===")
             with rule(name):
                 rows = table([(sc, detect(sc, rec, None if me is None else sc.settings.replace(
-                    drift_min_effect=me[sc.settings.loss == "squared"])))
+                    change_min_effect=me[sc.settings.loss == "squared"])))
                               for sc, rec in recs], args.window, detail=len(candidates) == 1)
     if rows:
         sc, res, _ = rows[0]
-        us, us_adwin = drift_path_speed(sc, res)
-        print(f"drift path on {sc.name}'s {len(res.feed)} explanation messages: {us:.1f} us per message, "
-              f"ADWIN on the smoothed values (the previous drift path) {us_adwin:.1f} us: ratio {us / us_adwin:.2f}")
+        us, us_adwin = change_path_speed(sc, res)
+        print(f"change path on {sc.name}'s {len(res.feed)} explanation messages: {us:.1f} us per message, "
+              f"ADWIN on the smoothed values (the previous change path) {us_adwin:.1f} us: ratio {us / us_adwin:.2f}")
 
 
 if __name__ == "__main__":

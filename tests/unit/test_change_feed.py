@@ -1,5 +1,5 @@
 """The drift feed: the explain handler sends each report's explanations to the public
-topic and then, as one drift-feed record, to the drift agent, which takes every explanation of a
+topic and then, as one drift-feed record, to the change agent, which takes every explanation of a
 record exactly as if it had come alone: the same change events and episodes, its own dead letter
 for a bad part, duplicates dropped, a checkpoint only after a whole record, replay and restore
 from the feed, and a worker killed between the public messages and the record (or right after
@@ -12,17 +12,17 @@ import pickle
 
 import orjson
 import pytest
-from helpers.drift_feed_run import FEED, explain, feed_settings, tasks_of
-from helpers.handler_inputs import explanation_v2
+from helpers.change_feed_run import FEED, explain, feed_settings, tasks_of
+from helpers.handler_inputs import explanation_msg
 from helpers.partition_log import PartitionLog
-from streamxai.handlers import DriftHandler, ExplainHandler, Source
+from streamxai.handlers import ChangeHandler, ExplainHandler, Source
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.schemas import pack_feed, unpack_feed
 from streamxai.settings import Settings
 
 
-def _drift(handler: DriftHandler, feed: PartitionLog, offsets) -> list:
-    """The drift agent over ``offsets`` of the feed: its outputs, one list per record."""
+def _change(handler: ChangeHandler, feed: PartitionLog, offsets) -> list:
+    """The change agent over ``offsets`` of the feed: its outputs, one list per record."""
     out = []
     for off in offsets:
         src = feed.source(FEED, 0, off)
@@ -52,13 +52,13 @@ def _told(outs) -> tuple[dict, dict]:
 
 @pytest.fixture(scope="module")
 def whole():
-    """The uninterrupted run: its settings, tasks, feed, public explanations, drift outputs and handler."""
+    """The uninterrupted run: its settings, tasks, feed, public explanations, change outputs and handler."""
     s = feed_settings()
     tasks, feed, public = tasks_of(s), PartitionLog(), []
     explain(ExplainHandler(s), tasks, range(len(tasks.parts[("explain-tasks", 0)])), feed, public)
-    drift = DriftHandler(s)
-    outs = _drift(drift, feed, range(len(feed.parts[(FEED, 0)])))
-    return s, tasks, feed, public, outs, drift
+    change = ChangeHandler(s)
+    outs = _change(change, feed, range(len(feed.parts[(FEED, 0)])))
+    return s, tasks, feed, public, outs, change
 
 
 def test_a_report_is_its_public_explanations_then_one_record_of_the_same_documents(whole):
@@ -70,23 +70,23 @@ def test_a_report_is_its_public_explanations_then_one_record_of_the_same_documen
 
 
 def test_the_feed_gives_the_change_events_and_episodes_of_the_explanations_one_by_one(whole):
-    s, _, _, public, outs, drift = whole
-    alone = DriftHandler(s)
+    s, _, _, public, outs, change = whole
+    alone = ChangeHandler(s)
     one_by_one = []
     for off, raw in enumerate(public):
         one_by_one += alone.on_message(raw, b"f", Source("explanations", 0, off))
     changes, episodes = _told(_flat(outs))
     assert changes and episodes  # the stream's change is found
     assert [(o.topic, o.value) for o in _flat(outs)] == [(o.topic, o.value) for o in one_by_one]
-    assert drift.metrics.get("explanations_monitored") == len(public)
+    assert change.metrics.get("explanations_monitored") == len(public)
 
 
 def test_a_malformed_part_of_a_record_is_its_own_dead_letter_naming_it():
     s = Settings(features=["a", "b"], explainers=["ipfi"], emit_every=10)
-    good = [explanation_v2("m", "ipfi", f, 9, 0.1, (10, 0.1, 0.01), 10) for f in ("a", "b")]
+    good = [explanation_msg("m", "ipfi", f, 9, 0.1, (10, 0.1, 0.01), 10) for f in ("a", "b")]
     bad = b'{"schema": "explanation/v2", "stream_id": "m"'
     ((value, headers),) = pack_feed([good[0], bad, good[1]])
-    h = DriftHandler(s)
+    h = ChangeHandler(s)
     outs = h.on_message(value, b"m", Source("streamxai.drift-feed", 3, 41, headers=headers))
     assert [o.topic for o in outs] == ["dead-letters"]
     letter = orjson.loads(outs[0].value)
@@ -100,20 +100,20 @@ def test_a_record_is_checkpointed_once_it_is_taken_whole(whole, tmp_path):
     s, _, feed, _, _, _ = whole
     # due after every 2 explanations: a record of 3 is still checkpointed once, after its last
     store = FileCheckpointStore(tmp_path, every=2, secret=b"k" * 32)
-    h = DriftHandler(s.replace(checkpoint_every=2), checkpoints=store)
-    _drift(h, feed, range(40))
+    h = ChangeHandler(s.replace(checkpoint_every=2), checkpoints=store)
+    _change(h, feed, range(40))
     assert h.metrics.get("checkpoints_written") == 40
-    assert store.load("drift", b"f", FEED, 0)[1] == 39
+    assert store.load("change", b"f", FEED, 0)[1] == 39
 
 
-def test_a_drift_state_restored_from_its_checkpoint_replays_the_feed_after_it(whole, tmp_path):
+def test_a_change_state_restored_from_its_checkpoint_replays_the_feed_after_it(whole, tmp_path):
     s, _, feed, _, outs, _ = whole
     s = s.replace(checkpoint_every=30)  # every 10 records
     store = FileCheckpointStore(tmp_path, every=30, secret=b"k" * 32)
     n, cut = len(feed.parts[(FEED, 0)]), len(outs) // 2
-    _drift(DriftHandler(s, checkpoints=store), feed, range(cut))
-    second = DriftHandler(s, history=feed, checkpoints=store)
-    again = _drift(second, feed, range(cut - 3, n))  # resumed 3 records before where the first stopped
+    _change(ChangeHandler(s, checkpoints=store), feed, range(cut))
+    second = ChangeHandler(s, history=feed, checkpoints=store)
+    again = _change(second, feed, range(cut - 3, n))  # resumed 3 records before where the first stopped
     assert second.metrics.get("checkpoints_restored") == 1 and second.metrics.get("replayed_explanations") > 0
     assert [[(o.topic, o.value) for o in r] for r in again] == [[(o.topic, o.value) for o in r] for r in outs[cut - 3:]]
     assert _told(_flat(outs[cut - 3:]))[0]  # change events among them
@@ -121,11 +121,11 @@ def test_a_drift_state_restored_from_its_checkpoint_replays_the_feed_after_it(wh
 
 @pytest.mark.parametrize("where", ["between", "after"])
 def test_a_worker_killed_at_a_report_loses_and_double_counts_nothing(whole, tmp_path, where):
-    """SIGKILL of a worker (explain and drift agents) at a report: ``between`` its public
+    """SIGKILL of a worker (explain and change agents) at a report: ``between`` its public
     explanations and its drift-feed record, or right ``after`` the record. Neither agent's
     offsets since its last commit are committed: the restarted explainer redoes its tasks from
-    there (from its checkpoint and replay), and the drift agent its records."""
-    s, tasks, _, _, outs, drift = whole
+    there (from its checkpoint and replay), and the change agent its records."""
+    s, tasks, _, _, outs, change = whole
     s = s.replace(checkpoint_every=7)
     store = FileCheckpointStore(tmp_path, every=7, secret=b"k" * 32)
     items = tasks.parts[("explain-tasks", 0)]
@@ -135,66 +135,30 @@ def test_a_worker_killed_at_a_report_loses_and_double_counts_nothing(whole, tmp_
     feed, public = PartitionLog(), []
     explain(ExplainHandler(s, checkpoints=store), tasks, range(len(items)), feed, public, cut=(k, where))
     written = len(feed.parts[(FEED, 0)])
-    first = _drift(DriftHandler(s, checkpoints=store), feed, range(written))
-    # restarted: the explainer at its committed offset 25 tasks (2 reports) back, the drift agent 2 records back
+    first = _change(ChangeHandler(s, checkpoints=store), feed, range(written))
+    # restarted: the explainer at its committed offset 25 tasks (2 reports) back, the change agent 2 records back
     explain(ExplainHandler(s, history=tasks, checkpoints=store), tasks, range(k - 25, len(items)), feed, public)
-    second = DriftHandler(s, history=feed, checkpoints=store)
-    again = _drift(second, feed, range(written - 2, len(feed.parts[(FEED, 0)])))
+    second = ChangeHandler(s, history=feed, checkpoints=store)
+    again = _change(second, feed, range(written - 2, len(feed.parts[(FEED, 0)])))
     assert second.metrics.get("duplicate_explanations_dropped") > 0  # redelivered, dropped
     # nothing lost: every change event and episode, with equal values where repeated
     assert _told(_flat(first + again)) == _told(_flat(outs))
     # nothing counted twice: the restarted change test holds what the uninterrupted one holds
-    assert pickle.dumps(second.streams["f"].detector) == pickle.dumps(drift.streams["f"].detector)
-
-
-def test_a_drift_state_of_the_version_before_the_feed_is_restored_and_its_backlog_taken(whole, tmp_path, caplog):
-    """Upgrade: the drift agent of the version before read ``explanations`` and was stopped (its
-    states checkpointed there) with 9 explanations not yet taken. This version's drift agent meets
-    the stream on the feed without a checkpoint there: it restores the old checkpoint, takes every
-    explanation of the stream after it on ``explanations`` (sending their change events), then
-    the feed; what it finds is what one uninterrupted drift agent found."""
-    s, _, feed, public, outs, drift = whole
-    s = s.replace(checkpoint_every=30)
-    old_topic, new_topic = s.topic("explanations"), s.topic(FEED)
-    store = FileCheckpointStore(tmp_path, every=30, secret=b"k" * 32)
-    log = PartitionLog()
-    for raw in public:  # every explanation, by both versions, goes to the public topic
-        log.append(old_topic, 0, b"f", raw)
-    upgrade = len(feed.parts[(FEED, 0)]) // 2  # the report the new explainers begin at
-    old = DriftHandler(s, checkpoints=store)
-    before = []
-    for off in range(3 * upgrade - 9):
-        before += old.on_message(public[off], b"f", Source(old_topic, 0, off))
-    assert old.checkpoint_all() == 1  # a clean stop
-    for _, value, _, headers in feed.parts[(FEED, 0)][upgrade:]:
-        log.append(new_topic, 0, b"f", value, headers=headers)
-    new = DriftHandler(s, history=log, checkpoints=store)
-    after = []
-    with caplog.at_level(logging.WARNING, logger="streamxai"):
-        for off in range(len(log.parts[(new_topic, 0)])):
-            src = log.source(new_topic, 0, off)
-            new.needs_recovery(b"f", src)
-            after += new.on_message(log.parts[(new_topic, 0)][off][1], b"f", src)
-    assert new.metrics.get("drift_states_adopted") == 1
-    assert "restored from the checkpoint at streamxai.explanations[0]@" in caplog.text
-    assert _told(before + after) == _told(_flat(outs)) and _told(after)[0]
-    assert pickle.dumps(new.streams["f"].detector) == pickle.dumps(drift.streams["f"].detector)
-    # its state is checkpointed on the feed: a restart restores it from there, not from explanations
-    assert store.load("drift", b"f", new_topic, 0) is not None
+    assert pickle.dumps(second.streams["f"].detector) == pickle.dumps(change.streams["f"].detector)
 
 
 def test_a_stream_met_mid_way_with_nothing_of_it_on_the_feed_is_one_warning(whole, caplog):
-    """Without any checkpoint (say a deployment upgraded from the version before the feed with
-    checkpoint_every = 0) the change test cannot be rebuilt from the feed: it starts there, and
+    """Without any checkpoint (checkpoint_every = 0) and with the stream's earlier records gone from
+    the feed, the change test cannot be rebuilt: it starts there, and
     says so once; a stream whose feed begins with its first report says nothing."""
     s, _, feed, _, _, _ = whole
     for start, warned in ((50, 1), (0, 0)):
         log = PartitionLog()
         for _, value, _, headers in feed.parts[(FEED, 0)][start:start + 5]:
             log.append(FEED, 0, b"f", value, headers=headers)
-        h = DriftHandler(s, history=log)
+        h = ChangeHandler(s, history=log)
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="streamxai"):
-            _drift(h, log, range(5))
+            _change(h, log, range(5))
         lines = [r.getMessage() for r in caplog.records if "its change detection starts here" in r.getMessage()]
         assert len(lines) == warned, (start, lines)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
 import numpy as np  # noqa: E402
-from bench_drift import (  # noqa: E402
+from bench_change import (  # noqa: E402
     Frozen,
     Scenario,
     found_within,
@@ -32,7 +32,7 @@ from streamxai.core.increments import Block, IncrementTracker  # noqa: E402
 from streamxai.core.losses import get_loss  # noqa: E402
 from streamxai.core.model import ModelFunction  # noqa: E402
 from streamxai.core.stream import StreamExplainer  # noqa: E402
-from streamxai.handlers.drift import stream_detector  # noqa: E402
+from streamxai.handlers.change import stream_detector  # noqa: E402
 from streamxai.modelspec import model_factory  # noqa: E402
 from streamxai.plan import explainer_specs  # noqa: E402
 
@@ -41,7 +41,7 @@ NEVER = (10**9, 10**9 + 1, 10**9 + 2)  # drift positions beyond the stream: stat
 
 
 def frozen_regression(seed: int = 12, n: int = 50_000) -> Scenario:
-    """``frozen-regression`` of ``bench_drift.py`` (a stationary stream of ``seed``)."""
+    """``frozen-regression`` of ``bench_change.py`` (a stationary stream of ``seed``)."""
     return Scenario("frozen-regression", regression_settings(), lambda: friedman_local(seed, NEVER), n, [], [],
                     model=lambda: Frozen(trained_regressor(friedman_local(62, NEVER), 5000)))
 
@@ -64,7 +64,7 @@ class _Recorder(IncrementTracker):
 def record(sc: Scenario) -> dict[str, np.ndarray]:
     """Every increment of every series (``"explainer/feature"``: rows of seq and increment),
     the model's prequential loss (``"loss"``) and the variance factors each report carried
-    (``"vf:explainer/feature"``), of the scenario run as ``bench_drift.py`` runs it."""
+    (``"vf:explainer/feature"``), of the scenario run as ``bench_change.py`` runs it."""
     s = sc.settings
     factory = sc.model or model_factory(s.model, s.model_params, s.model_seed)
     se = StreamExplainer(factory, s.features, explainer_specs(s), seed=s.explain_seed, stream_id=sc.name,
@@ -303,7 +303,7 @@ def replay(sc: Scenario, data: dict, clip: float = 0.0, **over: object) -> list[
 
 
 def delays(sc: Scenario, changes: list, window: int = 3000) -> list[int | None]:
-    """As ``bench_drift.py``: the first change within ``window`` events of each drift whose new
+    """As ``bench_change.py``: the first change within ``window`` events of each drift whose new
     regime starts at most 500 events before it."""
     out = []
     for d in sc.drifts:
@@ -347,7 +347,7 @@ def detector(sc_runs: list[tuple[Scenario, dict]], frozen_sc: Scenario, frozen: 
           "positions without a drift where a change meets the same criterion; other: changes outside the "
           "drift windows; frozen: changes on the frozen model, 50,000 events)")
     print(head)
-    summary(sc_runs, frozen_sc, frozen, "raw blocks (= bench_drift.py)")
+    summary(sc_runs, frozen_sc, frozen, "raw blocks (= bench_change.py)")
     for c in (3.0, 5.0, 8.0):
         summary(sc_runs, frozen_sc, frozen, f"iPFI/iSAGE clipped at {c:g}", c)
     with pooled_error():
@@ -357,9 +357,9 @@ def detector(sc_runs: list[tuple[Scenario, dict]], frozen_sc: Scenario, frozen: 
     short_sides(frozen)
     print("\n4. What binds: the budget or the minimum effect (raw blocks)")
     print(head)
-    summary(sc_runs, frozen_sc, frozen, "drift_delta 0.3 (30 x)", drift_delta=0.3)
+    summary(sc_runs, frozen_sc, frozen, "change_delta 0.3 (30 x)", change_delta=0.3)
     for me in (0.15, 0.1, 0.0):
-        summary(sc_runs, frozen_sc, frozen, f"drift_min_effect {me:g}", drift_min_effect=me)
+        summary(sc_runs, frozen_sc, frozen, f"change_min_effect {me:g}", change_min_effect=me)
 
 
 def short_sides(frozen: dict, n: int = 100) -> None:
@@ -387,26 +387,26 @@ def loss_gate(sc: Scenario, data: dict, share: float | None = None,
               watch: tuple[int, ...] = ()) -> tuple[list[tuple[int, int, int]], dict[int, float]]:
     """Where a test of the model's loss would open a gate: ``(seq detected, cut, since)`` of every
     significant rise of the loss, found by the change test itself (:class:`SeriesTest`, no
-    minimum effect) at ``share`` of ``drift_delta`` (default: the loss's own share, one series
+    minimum effect) at ``share`` of ``change_delta`` (default: the loss's own share, one series
     more than the stream tests); a significant fall (the model learned) restarts its window as a
     reported change would. In a stream without change the gate opens with probability at most
-    ``share * drift_delta``, ever. Also the lowest threshold of the check at each seq of
+    ``share * change_delta``, ever. Also the lowest threshold of the check at each seq of
     ``watch`` (a report's seq; its cuts counted as the window's boundaries)."""
     s = sc.settings
-    n = len(series_of(data, tuple(s.drift_explainers)))
-    alpha = s.drift_delta * (share if share is not None else 1 / (n + 1))
-    test = change_test.SeriesTest(alpha, s.drift_min_samples, s.drift_window)
+    n = len(series_of(data, tuple(s.change_explainers)))
+    series_delta = s.change_delta * (share if share is not None else 1 / (n + 1))
+    test = change_test.SeriesTest(series_delta, s.change_min_samples, s.change_window)
     loss = blocks(data["loss"], None, s.emit_every)
     out, thresholds = [], {}
     for rep in sorted(loss):
-        if rep < s.drift_warmup:
+        if rep < s.change_warmup:
             continue
         cut = test.add(rep - s.emit_every + 1, rep, loss[rep])
         if cut is not None and cut.effect > 0:
             out.append((rep, cut.seq, cut.since))
         if rep in watch:
             cuts = max(1, len(test.window.buckets) - 1)
-            thresholds[rep] = change_test.threshold(alpha, max(1, test.checks), cuts)
+            thresholds[rep] = change_test.threshold(series_delta, max(1, test.checks), cuts)
     return out, thresholds
 
 
@@ -417,13 +417,13 @@ def gated(sc: Scenario, data: dict, opened: list[tuple[int, int, int]], level: f
     factor its explainer reported and a two-sided threshold at ``level`` over the stream's series
     (Bonferroni), and a minimum effect of ``min_effect`` times the explainer's largest level.
     Returns the changes ``(t, series, c, z)``: a change needs the gate to have opened, so in a
-    stream without change their probability is at most the gate's share of ``drift_delta``."""
+    stream without change their probability is at most the gate's share of ``change_delta``."""
     s = sc.settings
-    keys = series_of(data, tuple(s.drift_explainers))
+    keys = series_of(data, tuple(s.change_explainers))
     thr = -statistics.NormalDist().inv_cdf(level / (2 * len(keys)))
     out = []
     for t, c, since in opened:
-        lo = max(since, c - s.drift_window)
+        lo = max(since, c - s.change_window)
         sides = {k: (between(data[k], lo, c), between(data[k], c, t + 1)) for k in keys}
         scale: dict[str, float] = {}
         for k, (b, _) in sides.items():
@@ -431,7 +431,7 @@ def gated(sc: Scenario, data: dict, opened: list[tuple[int, int, int]], level: f
                 e = k.split("/")[0]
                 scale[e] = max(scale.get(e, 0.0), abs(float(b.mean())))
         for k, (b, a) in sides.items():
-            if len(b) < s.drift_min_samples or len(a) < s.drift_min_samples:
+            if len(b) < s.change_min_samples or len(a) < s.change_min_samples:
                 continue
             vf = data["vf:" + k]
             f = float(vf[vf[:, 0] <= t][-1, 1]) if (vf[:, 0] <= t).any() else 1.0
@@ -447,8 +447,8 @@ def gate(sc_runs: list[tuple[Scenario, dict]], frozen_sc: Scenario, frozen: dict
     series show at its cut (the one pre-specified cut: no search, so a far lower threshold)."""
     print("\n5. The model's loss as a gate (the explanation series then tested at its cut alone, once)")
     print("   per drift: the loss's z at the known cut (5,000 losses before against 1,000 after) / the lowest "
-          "threshold of the gate's check at +1,000 / the gate's delay (its own share of drift_delta; - none "
-          "within 3,000) / with the whole drift_delta")
+          "threshold of the gate's check at +1,000 / the gate's delay (its own share of change_delta; - none "
+          "within 3,000) / with the whole change_delta")
     for sc, data in sc_runs:
         watch = tuple(d + 1000 - 1 + (-(d + 1000) % sc.settings.emit_every) for d in sc.drifts)
         opened, thr = loss_gate(sc, data, watch=watch)
@@ -514,17 +514,17 @@ def main() -> None:
        and Welch) and with the pooled one alone; the frozen model's false alarms, and how the
        pooled statistic behaves at short sides of heavy-tailed increments (its tail against the
        normal one);
-    4. **what binds**: the same replay with ``drift_delta`` 30 times larger and with smaller
+    4. **what binds**: the same replay with ``change_delta`` 30 times larger and with smaller
        minimum effects, each with the rate at which the delay criterion is met by chance at
        positions without a drift (the tree keeps learning, so its explanation keeps moving);
     5. **the model's loss as a gate**: where a test of the loss (the change test itself, at the
-       loss's own share of ``drift_delta``) would open after each drift, the loss's z at the known
+       loss's own share of ``change_delta``) would open after each drift, the loss's z at the known
        cut against that test's threshold, and the explanation series tested once at the gate's cut
        (a closed test: in a stream without change a gated change needs the gate to open).
     """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="10,20,30,40,50,60", help="stream seeds of regression-local")
-    ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "streamxai-bench-local-drift"),
+    ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "streamxai-bench-local-change"),
                     help="where the recorded increments are kept (delete it after changing the explainers)")
     ap.add_argument("--parts", default="1,2,3,4,5", help="which parts to run (comma-separated)")
     args = ap.parse_args()

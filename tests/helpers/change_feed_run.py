@@ -17,8 +17,8 @@ FEED = "drift-feed"
 def feed_settings(**over) -> Settings:
     """Settings under which that stream's change is found within 1,600 events (one explainer, one group)."""
     base = dict(features=["a", "b", "c"], explainers=["ipfi"], model="river.tree.HoeffdingAdaptiveTreeClassifier",
-                model_params={"grace_period": 20}, emit_every=10, explain_groups=1, alpha=0.01, drift_warmup=300,
-                drift_episode_gap=300)
+                model_params={"grace_period": 20}, emit_every=10, explain_groups=1, alpha=0.01, change_warmup=300,
+                change_episode_gap=300)
     base.update(over)
     return Settings(**base)
 

@@ -74,7 +74,7 @@ def test_rare_nonzero_increments_do_not_alarm_when_one_side_is_all_zero():
     variance. The standard error is the larger of the pooled and Welch errors, so the empty side
     does not make the difference look certain (with Welch alone this stream alarms)."""
     rng = random.Random(4)
-    det = SeriesTest(alpha=1e-3, min_samples=100)
+    det = SeriesTest(delta=1e-3, min_samples=100)
     hits = run_series(det, [block(rng, 0, draw=ternary(0.004, 0.0)) for _ in range(3000)])
     assert hits == []
 
@@ -84,7 +84,7 @@ def test_one_huge_outlier_is_not_a_change():
     blocks = [block(rng, 0.1) for _ in range(600)]
     b = blocks[450]
     blocks[450] = Block(b.n, b.mean + 500.0 / b.n, b.m2 + 500.0**2 * (b.n - 1) / b.n)  # one increment +500
-    assert run_series(SeriesTest(alpha=1e-3), blocks) == []
+    assert run_series(SeriesTest(delta=1e-3), blocks) == []
 
 
 # --- power, cut, scale ---------------------------------------------------------------------
@@ -95,7 +95,7 @@ def test_abrupt_change_is_found_within_the_theoretical_delay_and_cut_near_it():
     for seed in range(10):
         rng = random.Random(seed)
         blocks = [block(rng, 0.0 if t < 500 else 0.15) for t in range(700)]
-        hits = run_series(SeriesTest(alpha=1e-3), blocks)
+        hits = run_series(SeriesTest(delta=1e-3), blocks)
         assert hits, seed
         detected, cut, _ = hits[0]
         assert 5000 <= detected < 5400, (seed, detected)
@@ -110,21 +110,21 @@ def test_scale_free_same_detections_for_any_unit():
     found = {}
     for c in (1.0, 1e-3, 1e4):
         scaled = [Block(b.n, c * b.mean, c * c * b.m2) for b in blocks]
-        found[c] = [(d, cut) for d, cut, _ in run_series(SeriesTest(alpha=1e-3), scaled, min_effect=0.0)]
+        found[c] = [(d, cut) for d, cut, _ in run_series(SeriesTest(delta=1e-3), scaled, min_effect=0.0)]
     assert found[1.0] and found[1.0] == found[1e-3] == found[1e4]
 
 
 def test_min_effect_silences_small_but_significant_changes():
     rng = random.Random(7)
     blocks = [block(rng, 0.5 if t < 400 else 0.55, sd=0.05) for t in range(1200)]  # 1 sd: significant
-    assert run_series(SeriesTest(alpha=1e-3), blocks, min_effect=0.0)
-    assert run_series(SeriesTest(alpha=1e-3), blocks, min_effect=0.1) == []
+    assert run_series(SeriesTest(delta=1e-3), blocks, min_effect=0.0)
+    assert run_series(SeriesTest(delta=1e-3), blocks, min_effect=0.1) == []
 
 
 def test_slow_drift_is_reported_once_its_size_exceeds_min_effect():
     rng = random.Random(8)
     blocks = [block(rng, 0.5 + 0.2 * max(0, t - 300) / 1000, sd=0.1) for t in range(1500)]
-    hits = run_series(SeriesTest(alpha=1e-3), blocks, min_effect=0.1)
+    hits = run_series(SeriesTest(delta=1e-3), blocks, min_effect=0.1)
     assert len(hits) >= 1
     first = hits[0][2]
     assert abs(first.effect) >= 0.1 and first.effect > 0
@@ -145,8 +145,8 @@ def test_window_memory_is_logarithmic():
 
 
 def test_invalid_parameters_are_refused():
-    with pytest.raises(ValueError, match="alpha"):
-        SeriesTest(alpha=0)
+    with pytest.raises(ValueError, match=r"delta=0 must be in \(0, 1\)"):
+        SeriesTest(delta=0)
     with pytest.raises(ValueError, match="delta"):
         StreamChangeDetector([("ipfi", "a")], delta=1.5)
     with pytest.raises(ValueError, match="not one of this stream"):
@@ -297,7 +297,7 @@ def test_a_change_found_earlier_in_the_same_report_does_not_move_the_others_mini
     """The minimum effect of a series is relative to its explainer's largest level, read from
     the other series' blocks before the current report. When another series of the same
     explainer changed earlier in that report, its window had already been cut there, so the
-    level read was its new one: found in seed 60 of ``bench_local_drift.py``, where two iPDP
+    level read was its new one: found in seed 60 of ``bench_local_change.py``, where two iPDP
     series changed in one report or four reports later depending on which came first. Here
     ``a`` rises 0.3 -> 1.0 at event 3000 and ``b``'s increments are ``a``'s moved to 0 -> 0.15
     (the same z at every cut, so both pass the test in the same report): ``b``'s effect is
@@ -333,7 +333,7 @@ def test_a_series_test_checkpointed_before_window_at_restores_and_runs():
     blocks = [block(rng, 0.0 if t < 60 else 1.0, sd=1.0) for t in range(120)]
 
     def run(stop_at=None):
-        st, seen = SeriesTest(alpha=1e-3, min_samples=50), []
+        st, seen = SeriesTest(delta=1e-3, min_samples=50), []
         for t, b in enumerate(blocks):
             if t == stop_at:
                 del st.__dict__["_undropped"]  # as an older version pickled it
@@ -360,7 +360,7 @@ def test_every_change_passed_the_test_at_its_detection_cut():
     for seed in range(40):
         rng = random.Random(seed)
         blocks = [block(rng, 0, draw=ternary(0.1 if t < 300 else 0.2, 0.02)) for t in range(700)]
-        cuts += [cut for _, _, cut in run_series(SeriesTest(alpha=1e-3), blocks)]
+        cuts += [cut for _, _, cut in run_series(SeriesTest(delta=1e-3), blocks)]
     assert len(cuts) >= 35
     for cut in cuts:
         assert abs(cut.z) >= cut.threshold, cut
@@ -556,8 +556,8 @@ def _member_run(first_loss, rise):
 
 @pytest.mark.parametrize("rise, told", [(0.14, True), (0.06, False)])
 def test_an_episode_not_yet_told_is_told_degradation_by_a_member_whose_loss_rose(rise, told):
-    """A learning tree's small changes (drift_min_effect 0.1) come less than
-    ``drift_episode_gap`` apart, so a drift joins an episode that opened on a flat loss before
+    """A learning tree's small changes (change_min_effect 0.1) come less than
+    ``change_episode_gap`` apart, so a drift joins an episode that opened on a flat loss before
     it; read at that episode's cut, its rise would be measured against losses mostly before the
     drift, and would not page. So each
     change that joins an episode not yet told gets a look at the loss at its own cut: c is its
@@ -601,7 +601,7 @@ def test_a_drift_after_a_learning_episode_was_told_opens_its_own_and_pages(rise,
 
 
 def test_a_checkpoint_of_the_version_before_members_restores_mid_episode():
-    """A drift checkpoint written before members had their own looks has no ``_members``,
+    """A change checkpoint written before members had their own looks has no ``_members``,
     ``_lead``, ``_told_at`` or ``_looks`` (the class-level defaults fill them in): restored mid-episode, its next changes join and are looked at
     (the rise of c tells the episode degradation), without an error."""
     levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.0, ("ipfi", "b"): 0.0 if t < 300 else 0.4,  # noqa: E731
@@ -621,15 +621,15 @@ def test_a_checkpoint_of_the_version_before_members_restores_mid_episode():
 
 def test_the_members_looks_spend_at_most_a_fixed_share_however_many():
     """Each member look of an episode is one more test of a loss that may not have moved; the
-    k-th is one-sided at MEMBER_ALPHA (1.25%) * 6 / (pi^2 k^2), so all of them together spend at
-    most MEMBER_ALPHA, however long a chain of a learning model's changes at a flat loss (a fixed
+    k-th is one-sided at MEMBER_DELTA (1.25%) * 6 / (pi^2 k^2), so all of them together spend at
+    most MEMBER_DELTA, however long a chain of a learning model's changes at a flat loss (a fixed
     level per member would tell most long chains ``degradation``: bench_loss_kind.py part 3)."""
     from statistics import NormalDist
 
-    from streamxai.core.change.looks import MEMBER_ALPHA, member_rise
+    from streamxai.core.change.looks import MEMBER_DELTA, member_rise
 
     spent = sum(1.0 - NormalDist().cdf(member_rise(k)) for k in range(1, 20_001))
-    assert MEMBER_ALPHA * 0.999 < spent <= MEMBER_ALPHA  # the tail past 20,000 is 1.25% * 6 / (pi^2 20,000)
+    assert MEMBER_DELTA * 0.999 < spent <= MEMBER_DELTA  # the tail past 20,000 is 1.25% * 6 / (pi^2 20,000)
     assert member_rise(1) > 1.96 and all(member_rise(k) < member_rise(k + 1) for k in range(1, 50))
     with pytest.raises(ValueError):
         member_rise(0)
