@@ -12,7 +12,7 @@ for explanations: it only produces explain tasks.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from streamxai.schemas import (
@@ -47,6 +47,7 @@ from .common import MessageHandler, Rejected
 from .dead_letter_watch import DeadLetterWatch
 from .out import Out
 from .protocols import CheckpointStore, History
+from .source_records import SourceRecords
 
 __all__ = ["ModelHandler", "MAX_TASKS_BYTES", "MAX_TASKS_PER_RECORD"]
 
@@ -78,6 +79,8 @@ class _Arriving:
     event: FeatureEvent | LabelEvent
     origin: Source
     at: float | None
+    #: the team's event id of a record of a source (numbered when taken: its seq is a placeholder)
+    event_id: str | None = None
 
     @property
     def stream_id(self) -> str:
@@ -112,6 +115,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         self._samplers: dict[float, EventSampler] = {}
         self.dead_letter_watch = DeadLetterWatch()
         self._labels_topic = settings.topic("labels")
+        self._sources = SourceRecords(settings)
         self._waiting = self._held = 0  # events waiting for a label, labels for their event, over all streams
         self._count_from_zero("sampled_out")
 
@@ -190,6 +194,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             return False  # it went to the dead-letter topic the first time
         if self._is_duplicate(a, st):
             return False
+        a = self._numbered(a, st)
         try:
             res = self._apply(a, st, raw, key)
         except _SeqGap:
@@ -204,6 +209,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
 
     def _parse(self, raw: bytes | None, key: bytes | None, src: Source) -> _Arriving:
         came = origin(src)
+        if self._sources.by_topic and came.topic in self._sources.by_topic:
+            m = self._sources.parse(raw, key, src, came, self.spec, max_bytes=self.settings.max_message_bytes)
+            return _Arriving(m.event, came, src.timestamp, m.event_id)
         ev = parse_arrival(raw, self.spec, where=str(came), max_bytes=self.settings.max_message_bytes)
         if key != ev.stream_id.encode():
             raise SchemaMismatch(
@@ -232,7 +240,15 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
     def _is_duplicate(self, a: _Arriving, st: _StreamState) -> bool:
         if st.join.seen(a.key):
             return True  # the intake forwarded it again (after a restart), or Kafka delivered it again
-        return isinstance(a.event, FeatureEvent) and a.event.seq <= st.join.last_seq
+        return isinstance(a.event, FeatureEvent) and a.event_id is None and a.event.seq <= st.join.last_seq
+
+    @staticmethod
+    def _numbered(a: _Arriving, st: _StreamState) -> _Arriving:
+        """A source's record numbered as the stream's next event (its place in the recorded
+        order, so a replay numbers it the same); other arrivals as they are."""
+        if a.event_id is None or not isinstance(a.event, FeatureEvent):
+            return a
+        return _Arriving(replace(a.event, seq=st.join.last_seq + 1), a.origin, a.at, a.event_id)
 
     def _duplicate_metric(self, a: _Arriving) -> str:
         return "duplicate_labels_dropped" if isinstance(a.event, LabelEvent) else self.DUPLICATE_METRIC
@@ -249,6 +265,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
     def _process(self, a: _Arriving, st: _StreamState, raw: bytes | None, key: bytes | None,
                  src: Source) -> list[Out]:
         """Join the arrival; its prediction, outcomes, refused labels and explain tasks."""
+        a = self._numbered(a, st)
         ev, sid = a.event, a.stream_id
         waiting, held = st.join.waiting, st.join.held
         try:

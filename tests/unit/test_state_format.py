@@ -188,7 +188,7 @@ def _shapes(*roots) -> dict[str, list[str]]:
             stack += list(o)
             continue
         t = type(o)
-        if not t.__module__.startswith(("pipeline.", "schemas")):
+        if not t.__module__.startswith("streamxai."):
             continue
         attrs = set(vars(o)) if hasattr(o, "__dict__") else set()
         attrs |= {a for c in t.__mro__ for a in getattr(c, "__slots__", ()) if hasattr(o, a)}
