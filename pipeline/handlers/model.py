@@ -294,7 +294,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             p = res.prediction
             m.inc("predictions")
             outs.append(Out("predictions", k, dumps(Prediction(
-                sid, p.seq, p.ts, p.y_true, _plain(p.y_pred), p.loss, p.model_version, p.position))))
+                sid, p.seq, p.ts, p.y_true, _plain(p.y_pred), p.loss, p.model_version, p.position, a.event_id))))
         for o in res.outcomes:
             m.inc("labels_learned" if o.outcome == "learned" else "labels_expired")
             if o.outcome == "learned":
@@ -314,7 +314,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                                           r_origin, r.reason))
         if res.joined_held:
             m.inc("labels_learned")  # a label that came before its event joined it now
-        outs += self._tasks(sid, st, res.steps)
+        # the team's event id goes with the steps of the event that came now (a source's record)
+        event_id = {ev.seq: a.event_id} if a.event_id is not None else {}
+        outs += self._tasks(sid, st, res.steps, event_id)
         return outs
 
     def _model_refused(self, err: Exception, raw: bytes | None, key: bytes | None, src: Source, where: Source,
@@ -332,7 +334,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                              "and waits for a label the model takes")
         return self._dead_letter(raw, key, err, src, "model_error")
 
-    def _tasks(self, sid: str, st: _StreamState, steps: list[Step]) -> list[Out]:
+    def _tasks(self, sid: str, st: _StreamState, steps: list[Step], event_ids: dict[int, str]) -> list[Out]:
         """One explain task per step and group (a predict step only for groups that run iPDP)."""
         s = self._settings(sid)
         outs = []
@@ -345,7 +347,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                 if step.kind == "predict" and not _runs_ipdp(s, g):
                     continue
                 task = ExplainTask(sid, step.seq, step.ts, step.x, step.y, g, explain, now, step.loss,
-                                   step.kind, step.position)
+                                   step.kind, step.position, event_ids.get(step.seq))
                 outs.append(Out("explain-tasks", f"{sid}/{g}".encode(), dumps(task),
                                 (st.first_partition + g) % self.settings.partitions))
         return outs

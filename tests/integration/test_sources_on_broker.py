@@ -62,10 +62,16 @@ def _as_envelope(records: list[tuple[bytes, dict]]) -> list[FeatureEvent]:
 
 
 def _outputs(s) -> tuple[dict, dict]:
-    preds = {(m["stream_id"], m["seq"]): (m["ts"], m["y_pred"], m["loss"], m["model_version"])
+    """Predictions and explanation values by stream and seq, each with the event id it carries."""
+    preds = {(m["stream_id"], m["seq"]): (m["ts"], m["y_pred"], m["loss"], m["model_version"], m["event_id"])
              for m in collect_all(s, "predictions") if m.get("schema", "").startswith("prediction/")}
-    expl = {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): m["value"] for m in collect_all(s, "explanations")}
+    expl = {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): (m["value"], m["event_id"])
+            for m in collect_all(s, "explanations")}
     return preds, expl
+
+
+def _values(outputs: dict) -> dict:
+    return {k: v[:-1] for k, v in outputs.items()}
 
 
 def _settled(s, n_preds: int, n_expl: int | None = None):
@@ -114,8 +120,13 @@ def test_a_team_topic_gives_the_values_of_the_own_envelope(bootstrap, tmp_path, 
                 + [(acc, orjson.dumps(r)) for acc, r in records[150:]])
     got_preds, got_expl = until(_settled(mapped, len(records), len(own_expl)), 180, "the source's outputs")
 
-    assert got_preds == own_preds and len(got_preds) == len(records)
-    assert got_expl == own_expl and len(got_expl) > 50
+    assert _values(got_preds) == _values(own_preds) and len(got_preds) == len(records)
+    assert _values(got_expl) == _values(own_expl) and len(got_expl) > 50
+    # the source's outputs carry the team's event ids (the own envelope's none)
+    ids = {sid_seq: f"t{i}" for i, sid_seq in enumerate((e.stream_id, e.seq) for e in _as_envelope(records))}
+    assert {k: v[-1] for k, v in got_preds.items()} == ids
+    assert all(v[-1] == ids[k[:2]] for k, v in got_expl.items())
+    assert {v[-1] for v in own_preds.values()} == {None}
     (letter,) = collect_all(mapped, "dead-letters")
     assert letter["reason"] == "features" and "path 'merchant.country'" in letter["error"]
     assert letter["source"]["topic"] == team

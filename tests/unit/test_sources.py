@@ -186,8 +186,16 @@ def test_a_sources_events_are_numbered_as_the_own_envelope_numbers_them():
         ev = _map(orjson.loads(v), k).event
         seq = seqs[ev.stream_id] = seqs.get(ev.stream_id, -1) + 1
         expected += _outputs(own.on_message(_envelope(ev, seq), ev.stream_id.encode(), Source("features", 0, off)))
+    ids = [m.pop("event_id") for _, _, m in mapped]
+    assert [m.pop("event_id") for _, _, m in expected] == [None] * len(expected)
     assert mapped == expected
     assert {m["seq"] for t, k, m in mapped if t == "predictions" and k == b"payments:a1"} == set(range(120))
+    # every prediction and explain task carries the team's id of its event
+    by_seq = {(m["stream_id"], m["seq"]): i for (t, _, m), i in zip(mapped, ids, strict=True) if t == "predictions"}
+    assert [by_seq[m["stream_id"], m["seq"]] for t, _, m in mapped if t == "explain-tasks"] == \
+        [i for (t, _, _), i in zip(mapped, ids, strict=True) if t == "explain-tasks"]
+    assert [i for (t, _, _), i in zip(mapped, ids, strict=True) if t == "predictions"] == \
+        [orjson.loads(v)["txn_id"] for _, v in records]
     assert any(t == "explain-tasks" for t, _, _ in mapped)
 
 
