@@ -100,7 +100,9 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         for name in TOPIC_NAMES
     }
     # the intake reads both inputs: what it forwards to arrivals is the order the model learns in
-    topics["intake"] = app.topic(settings.topic("features"), settings.topic("labels"), schema=RawSchema())
+    # (and the topics of the sources, [sources.<name>])
+    topics["intake"] = app.topic(settings.topic("features"), settings.topic("labels"),
+                                 *(s.topic for s in settings.source_specs.values()), schema=RawSchema())
     history = PartitionHistory(settings)
     store = checkpoint_store(settings, commits, metrics)
     stateful: list[MessageHandler] = []

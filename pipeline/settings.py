@@ -29,6 +29,7 @@ from streamxai.schemas.features import TASKS
 from .core.stream import EXPLAINER_NAMES
 from .modelspec import DEFAULT_MODEL, default_model_params
 from .profiles import ProfileMatcher, check_glob
+from .sources import SourceSpec, parse_sources
 from .tls_files import check_tls_files
 from .toml_text import toml_key
 
@@ -231,6 +232,9 @@ class Settings:
     # Stream profiles
     streams: dict = _f({}, 'stream profiles: per-stream settings for the stream ids a glob matches; in a settings '
                            'file [streams."<glob>"] tables, first match wins (JSON {glob: {setting: value}} elsewhere)')
+    # Sources
+    sources: dict = _f({}, "a team's own topics read in its own record format: [sources.<name>] tables (topic, kind, "
+                           "format, features, stream_id, event_id, event_time, label, profile); see streamxai.sources")
 
     def __post_init__(self) -> None:
         self._params_defaulted = self.model_params is None  # a model given alone gets the params it takes
@@ -324,6 +328,7 @@ class Settings:
         except ValueError as e:
             raise bad(f"features/categorical/task: {e}") from None
         self._profiles = self._check_profiles()
+        self.source_specs: dict[str, SourceSpec] = parse_sources(self.sources, self.streams)
 
     def _check_profiles(self) -> list[Settings]:
         """Each profile's effective settings, in file order; a ConfigError names the table and key."""
@@ -355,7 +360,7 @@ class Settings:
             if "model" in values and "model_params" not in values and self._params_defaulted:
                 values["model_params"] = None  # the profile's model's own, not the top-level model's
             try:
-                merged = dataclasses.replace(self, streams={}, **values)
+                merged = dataclasses.replace(self, streams={}, sources={}, **values)  # sources: deployment-wide
             except ConfigError as e:
                 raise ConfigError(f"{where}: {e}") from None
             out.append(merged)

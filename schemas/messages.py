@@ -117,6 +117,8 @@ class ExplainTask(Message):
     loss: float | None = None
     step: str = "both"
     position: int = None  # type: ignore[assignment]  # None: the seq
+    #: the team's own id of the event (a source's ``event_id``; null for the own envelope)
+    event_id: str | None = None
 
     def __post_init__(self) -> None:
         _default_position(self)
@@ -157,6 +159,8 @@ class Prediction(Message):
     loss: float | None
     model_version: int
     position: int = None  # type: ignore[assignment]
+    #: the team's own id of the event (a source's ``event_id``; null for the own envelope)
+    event_id: str | None = None
 
     def __post_init__(self) -> None:
         _default_position(self)
@@ -232,6 +236,8 @@ class Explanation(Message):
     model_loss: dict[str, float] | None = None
     var_factor: float | None = None
     position: int = None  # type: ignore[assignment]
+    #: the team's own id of event ``seq`` (a source's ``event_id``; null for the own envelope)
+    event_id: str | None = None
 
     def __post_init__(self) -> None:
         _default_position(self)

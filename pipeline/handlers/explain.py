@@ -256,7 +256,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         k = task.stream_id.encode()
         docs = [dumps(Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq, v.n_explained, v.n_seen,
                                   version, v.curve, v.stderr, _block(v.block), _block(v.model_loss), v.var_factor,
-                                  task.position)) for v in values]
+                                  task.position, task.event_id)) for v in values]
         outs += [Out("explanations", k, doc) for doc in docs]
         # then the same documents as one record for the change agent (keyed by stream: it sees every
         # series of a stream, in order, on one partition). Sent after the public ones: a worker

@@ -14,6 +14,7 @@ from streamxai.schemas.batch_forms import chunk_bounds
 from ..metrics import Metrics
 from ..settings import Settings
 from .out import Out
+from .source_records import SourceRecords
 
 __all__ = ["IntakeHandler", "MAX_BATCH_BYTES", "MAX_BATCH_RECORDS"]
 
@@ -44,10 +45,14 @@ class IntakeHandler:
     def __init__(self, settings: Settings, metrics: Metrics | None = None):
         self.settings = settings
         self.metrics = metrics or Metrics()
+        self.sources = SourceRecords(settings)
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The message as it came, for the arrivals topic (an empty value stays empty: the model
-        handler dead-letters it, naming the origin)."""
+        handler dead-letters it, naming the origin); a record of a source keyed by the stream id
+        found in it (:meth:`SourceRecords.arrival`)."""
+        if self.sources.by_topic and src.topic in self.sources.by_topic:
+            return self.sources.arrival(raw, key, src)
         return [Out("arrivals", key, raw or b"", headers=origin_headers(src))]
 
     def on_batch(self, records: list[tuple[bytes | None, bytes | None, Source]]) -> list[Out]:
@@ -62,9 +67,12 @@ class IntakeHandler:
         [(b's', b'f 0 7 1\\n1l 0 4 1\\n3'), (b't', b'2')]
         """
         by_key: dict[bytes | None, list[tuple[Source, bytes]]] = {}
-        for raw, key, src in records:
-            by_key.setdefault(key, []).append((src, raw or b""))
         outs = []
+        for raw, key, src in records:
+            if self.sources.by_topic and src.topic in self.sources.by_topic:
+                outs += self.sources.arrival(raw, key, src)  # one by one: keyed by the stream id found in it
+                continue
+            by_key.setdefault(key, []).append((src, raw or b""))
         for key, items in by_key.items():
             if len(items) == 1:
                 outs += self.on_message(items[0][1], key, items[0][0])

@@ -6,7 +6,7 @@ the explainers.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from streamxai.schemas import (
@@ -41,6 +41,7 @@ from .common import MessageHandler, Rejected
 from .dead_letter_watch import DeadLetterWatch
 from .out import Out
 from .protocols import CheckpointStore, History
+from .source_records import SourceRecords
 
 __all__ = ["ModelHandler", "MAX_TASKS_BYTES", "MAX_TASKS_PER_RECORD"]
 
@@ -72,6 +73,8 @@ class _Arriving:
     event: FeatureEvent | LabelEvent
     origin: Source
     at: float | None
+    #: the team's event id of a record of a source (numbered when taken: its seq is a placeholder)
+    event_id: str | None = None
 
     @property
     def stream_id(self) -> str:
@@ -113,6 +116,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         self._samplers: dict[float, EventSampler] = {}
         self.dead_letter_watch = DeadLetterWatch()
         self._labels_topic = settings.topic("labels")
+        self._sources = SourceRecords(settings)
         self._waiting = self._held = 0  # events waiting for a label, labels for their event, over all streams
         self._count_from_zero("sampled_out")
 
@@ -191,6 +195,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             return False  # it went to the dead-letter topic the first time
         if self._is_duplicate(a, st):
             return False
+        a = self._numbered(a, st)
         try:
             res = self._apply(a, st, raw, key)
         except _SeqGap:
@@ -205,6 +210,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
 
     def _parse(self, raw: bytes | None, key: bytes | None, src: Source) -> _Arriving:
         came = origin(src)
+        if self._sources.by_topic and came.topic in self._sources.by_topic:
+            m = self._sources.parse(raw, key, src, came, self.spec, max_bytes=self.settings.max_message_bytes)
+            return _Arriving(m.event, came, src.timestamp, m.event_id)
         ev = parse_arrival(raw, self.spec, where=str(came), max_bytes=self.settings.max_message_bytes)
         if key != ev.stream_id.encode():
             raise SchemaMismatch(
@@ -233,7 +241,15 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
     def _is_duplicate(self, a: _Arriving, st: _StreamState) -> bool:
         if st.join.seen(a.key):
             return True  # the intake forwarded it again (after a restart), or Kafka delivered it again
-        return isinstance(a.event, FeatureEvent) and a.event.seq <= st.join.last_seq
+        return isinstance(a.event, FeatureEvent) and a.event_id is None and a.event.seq <= st.join.last_seq
+
+    @staticmethod
+    def _numbered(a: _Arriving, st: _StreamState) -> _Arriving:
+        """A source's record numbered as the stream's next event (its place in the recorded
+        order, so a replay numbers it the same); other arrivals as they are."""
+        if a.event_id is None or not isinstance(a.event, FeatureEvent):
+            return a
+        return _Arriving(replace(a.event, seq=st.join.last_seq + 1), a.origin, a.at, a.event_id)
 
     def _duplicate_metric(self, a: _Arriving) -> str:
         return "duplicate_labels_dropped" if isinstance(a.event, LabelEvent) else self.DUPLICATE_METRIC
@@ -250,6 +266,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
     def _process(self, a: _Arriving, st: _StreamState, raw: bytes | None, key: bytes | None,
                  src: Source) -> list[Out]:
         """Join the arrival; its prediction, outcomes, refused labels and explain tasks."""
+        a = self._numbered(a, st)
         ev, sid = a.event, a.stream_id
         waiting, held = st.join.waiting, st.join.held
         try:
@@ -278,7 +295,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             p = res.prediction
             m.inc("predictions")
             outs.append(Out("predictions", k, dumps(Prediction(
-                sid, p.seq, p.ts, p.y_true, _plain(p.y_pred), p.loss, p.model_version, p.position))))
+                sid, p.seq, p.ts, p.y_true, _plain(p.y_pred), p.loss, p.model_version, p.position, a.event_id))))
         for o in res.outcomes:
             m.inc("labels_learned" if o.outcome == "learned" else "labels_expired")
             if o.outcome == "learned":
@@ -298,7 +315,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                                           r_origin, r.reason))
         if res.joined_held:
             m.inc("labels_learned")  # a label that came before its event joined it now
-        outs += self._tasks(sid, st, res.steps)
+        # the team's event id goes with the steps of the event that came now (a source's record)
+        event_id = {ev.seq: a.event_id} if a.event_id is not None else {}
+        outs += self._tasks(sid, st, res.steps, event_id)
         return outs
 
     def _model_refused(self, err: Exception, raw: bytes | None, key: bytes | None, src: Source, where: Source,
@@ -316,7 +335,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                              "and waits for a label the model takes")
         return self._dead_letter(raw, key, err, src, "model_error")
 
-    def _tasks(self, sid: str, st: _StreamState, steps: list[Step]) -> list[Out]:
+    def _tasks(self, sid: str, st: _StreamState, steps: list[Step], event_ids: dict[int, str]) -> list[Out]:
         """One explain task per step and group (a predict step only for groups that run iPDP)."""
         s = self._settings(sid)
         outs = []
@@ -329,7 +348,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                 if step.kind == "predict" and not _runs_ipdp(s, g):
                     continue
                 task = ExplainTask(sid, step.seq, step.ts, step.x, step.y, g, explain, now, step.loss,
-                                   step.kind, step.position)
+                                   step.kind, step.position, event_ids.get(step.seq))
                 outs.append(Out("explain-tasks", f"{sid}/{g}".encode(), dumps(task),
                                 (st.first_partition + g) % self.settings.partitions))
         return outs

@@ -247,10 +247,10 @@ def test_the_model_stage_failing_after_its_join_took_an_event_leaves_the_stream_
     # does not meet: the state is rebuilt without the event, then (guarded) put back as it was
     real = ModelHandler._tasks
 
-    def tasks(self, sid, st, steps):
+    def tasks(self, sid, st, steps, *rest):
         if any(step.x["a"] == 13.0 for step in steps):
             raise RuntimeError("the stand-in failure after the join")
-        return real(self, sid, st, steps)
+        return real(self, sid, st, steps, *rest)
 
     monkeypatch.setattr(ModelHandler, "_tasks", tasks)
     bad = {q: {"a": 13.0} for q in range(50, 200, 10)}

@@ -1,0 +1,115 @@
+"""What reading a team's own format costs: CPU per event of a mapped JSON source (nested records
+keyed by account, numbered by the model handler) next to the own envelope (feature_event/v1 with
+seq), the same events measured in the same run. Run on demand:
+
+    python tests/benchmarks/bench_sources.py [--events 3000] [--repeats 5]
+
+Two levels, each timed over the same events both ways, rounds alternating, the median of
+``--repeats`` rounds:
+
+- ``parse``: bytes to a validated feature event (:func:`streamxai.ingest.mapping.map_record`
+  against :func:`streamxai.schemas.parse_arrival`);
+- ``intake + model``: the intake's forward and the model handler's whole step (parse, number,
+  predict, learn, explain tasks) with a Hoeffding tree on 3 features.
+
+It prints the CPU microseconds per event of each and their ratio (source / own envelope).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import orjson  # noqa: E402
+from streamxai.handlers import ModelHandler, Source  # noqa: E402
+from streamxai.handlers.intake import IntakeHandler  # noqa: E402
+from streamxai.ingest.mapping import map_record  # noqa: E402
+from streamxai.schemas import FeatureEvent, dumps, parse_arrival  # noqa: E402
+from streamxai.settings import Settings  # noqa: E402
+
+FEATURES = ["amount", "merchant.risk", "merchant.country"]
+TOPIC = "team.payments"
+
+
+def settings() -> Settings:
+    source = {"topic": TOPIC, "kind": "features", "format": "json", "features": FEATURES, "stream_id": "key",
+              "event_id": "txn_id", "event_time": "event_time", "label": "fraud", "profile": "payments:*"}
+    profile = {"features": FEATURES, "categorical": ["merchant.country"], "model_params": {"grace_period": 50},
+               "explainers": ["ipfi"]}
+    return Settings(features=FEATURES, categorical=["merchant.country"], sources={"payments": source},
+                    streams={"payments:*": profile}, partitions=1, checkpoint_every=0)
+
+
+def inputs(n: int) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+    """The same events as team records ``(account, record)`` and as own envelopes ``(stream id, event)``."""
+    team, own, seqs = [], [], {}
+    for i in range(n):
+        acc = f"acct-{i % 4}"
+        risk, amount = (i * 37 % 11) / 10, 5.0 + i * 13 % 17
+        rec = {"txn_id": f"t{i:08d}", "account": acc, "amount": amount,
+               "merchant": {"risk": risk, "country": ["DE", "FR", "NL"][i % 3]},
+               "event_time": 1_700_000_000 + i, "fraud": int(risk > 0.6)}
+        team.append((acc.encode(), orjson.dumps(rec)))
+        sid = f"payments:{acc}"
+        seqs[sid] = seqs.get(sid, -1) + 1
+        ev = FeatureEvent(sid, seqs[sid], float(rec["event_time"]),
+                          {"amount": amount, "merchant.risk": risk, "merchant.country": rec["merchant"]["country"]},
+                          rec["fraud"])
+        own.append((sid.encode(), dumps(ev)))
+    return team, own
+
+
+def cpu(fn) -> float:
+    t = time.process_time()
+    fn()
+    return time.process_time() - t
+
+
+def parse_team(s: Settings, team) -> None:
+    spec = s.source_specs["payments"]
+    for i, (k, v) in enumerate(team):
+        map_record(spec, v, k, None, s.stream_feature_spec, where=f"{TOPIC}[0]@{i}")
+
+
+def parse_own(s: Settings, own) -> None:
+    for i, (_, v) in enumerate(own):
+        parse_arrival(v, s.stream_feature_spec, where=f"features[0]@{i}")
+
+
+def run_path(s: Settings, records, topic: str) -> None:
+    intake, model = IntakeHandler(s), ModelHandler(s)
+    for i, (k, v) in enumerate(records):
+        for out in intake.on_message(v, k, Source(topic, 0, i, timestamp=1.0)):
+            model.on_message(out.value, out.key, Source("streamxai.arrivals", 0, i, timestamp=1.0, headers=out.headers))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=3000)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args(argv)
+    s = settings()
+    team, own = inputs(args.events)
+    levels = {
+        "parse": (lambda: parse_team(s, team), lambda: parse_own(s, own)),
+        "intake + model": (lambda: run_path(s, team, TOPIC), lambda: run_path(s, own, s.topic("features"))),
+    }
+    print(f"{args.events} events of 4 accounts, median of {args.repeats} rounds (CPU us per event)")
+    print(f"{'level':<16}{'source':>10}{'own':>10}{'ratio':>8}")
+    for name, (team_fn, own_fn) in levels.items():
+        a, b = [], []
+        for r in range(args.repeats):
+            order = [(a, team_fn), (b, own_fn)] if r % 2 == 0 else [(b, own_fn), (a, team_fn)]
+            for into, fn in order:
+                into.append(cpu(fn) / args.events * 1e6)
+        ta, tb = statistics.median(a), statistics.median(b)
+        print(f"{name:<16}{ta:>10.1f}{tb:>10.1f}{ta / tb:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""A source in the team's own format through a real broker: nested JSON records keyed by account,
+without seqs, on the team's topic, give the predictions and explanations, value for value, of
+the same events sent in the own envelope with seq 0, 1, 2, ... in the same order; a record that
+does not fit is a dead letter naming the path."""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+import pytest
+from helpers.pipeline_runs import collect_all, make_settings, until
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_events, produce_raw
+from streamxai.schemas import FeatureEvent
+from streamxai.worker import spawn_worker, stop_worker
+
+FEATURES = ["amount", "merchant.risk", "merchant.country"]
+PROFILE = {"features": FEATURES, "categorical": ["merchant.country"], "model_params": {"grace_period": 20},
+           "explainers": ["ipfi", "ipdp"]}
+
+
+@pytest.fixture
+def workers(tmp_path):
+    procs = []
+
+    def start(s):
+        procs.append(spawn_worker(s, log_file=str(tmp_path / f"worker-{len(procs)}.log"), loglevel="warning"))
+        return procs[-1]
+
+    yield start
+    for p in procs:
+        stop_worker(p)
+    for i in range(len(procs)):
+        log = (tmp_path / f"worker-{i}.log").read_text(errors="replace")
+        assert "Traceback" not in log, f"worker {i} logged a traceback:\n{log[-3000:]}"
+
+
+def _records(n: int) -> list[tuple[bytes, dict]]:
+    """``(account, record)`` of two accounts: a's fraud follows the merchant's risk, b's the amount."""
+    out = []
+    for i in range(n):
+        acc = "a" if i % 3 else "b"
+        risk, amount = (i * 37 % 11) / 10, 5.0 + i * 13 % 17
+        fraud = int(risk > 0.6) if acc == "a" else int(amount > 12)
+        out.append((acc.encode(), {"txn_id": f"t{i}", "account": acc, "amount": amount,
+                                   "merchant": {"risk": risk, "country": ["DE", "FR", "NL"][i % 3]},
+                                   "event_time": 1_700_000_000 + i, "fraud": fraud}))
+    return out
+
+
+def _as_envelope(records: list[tuple[bytes, dict]]) -> list[FeatureEvent]:
+    seqs: dict[str, int] = {}
+    out = []
+    for acc, r in records:
+        sid = f"payments:{acc.decode()}"
+        seqs[sid] = seqs.get(sid, -1) + 1
+        out.append(FeatureEvent(sid, seqs[sid], float(r["event_time"]), {
+            "amount": r["amount"], "merchant.risk": r["merchant"]["risk"], "merchant.country": r["merchant"]["country"]},
+            r["fraud"]))
+    return out
+
+
+def _outputs(s) -> tuple[dict, dict]:
+    """Predictions and explanation values by stream and seq, each with the event id it carries."""
+    preds = {(m["stream_id"], m["seq"]): (m["ts"], m["y_pred"], m["loss"], m["model_version"], m["event_id"])
+             for m in collect_all(s, "predictions") if m.get("schema", "").startswith("prediction/")}
+    expl = {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): (m["value"], m["event_id"])
+            for m in collect_all(s, "explanations")}
+    return preds, expl
+
+
+def _values(outputs: dict) -> dict:
+    return {k: v[:-1] for k, v in outputs.items()}
+
+
+def _settled(s, n_preds: int, n_expl: int | None = None):
+    def check():
+        preds, expl = _outputs(s)
+        return (preds, expl) if len(preds) == n_preds and (n_expl is None or len(expl) >= n_expl) and expl else None
+    return check
+
+
+def _stable(s):
+    """The outputs once two reads 3 s apart agree (the explainers trail the model)."""
+    last: list = []
+
+    def check():
+        now = _outputs(s)
+        if last and now == last[0]:
+            return now
+        last[:] = [now]
+        time.sleep(3)
+        return None
+    return check
+
+
+def test_a_team_topic_gives_the_values_of_the_own_envelope(bootstrap, tmp_path, workers, topic_factory):
+    records = _records(300)
+    team = topic_factory(partitions=2, prefix="team-payments")
+    source = {"topic": team, "kind": "features", "format": "json", "features": FEATURES, "stream_id": "key",
+              "event_id": "txn_id", "event_time": "event_time", "label": "fraud", "profile": "payments:*"}
+    common = dict(features=FEATURES, categorical=["merchant.country"], streams={"payments:*": PROFILE},
+                  explain_groups=2, emit_every=5, storage_size=20, grid_size=3, partitions=2)
+    own = make_settings(bootstrap, str(tmp_path / "own"), **common)
+    mapped = make_settings(bootstrap, str(tmp_path / "mapped"), sources={"payments": source}, **common)
+
+    ensure_topics(own)
+    p = workers(own)
+    produce_events(own, _as_envelope(records))
+    until(_settled(own, len(records)), 180, "the own envelope's predictions")
+    own_preds, own_expl = until(_stable(own), 120, "the own envelope's explanations to be complete")
+    stop_worker(p)
+
+    ensure_topics(mapped)
+    workers(mapped)
+    bad = (b"a", orjson.dumps({"txn_id": "x", "account": "a", "amount": 1.0, "merchant": {"risk": 0.1},
+                               "event_time": 1, "fraud": 0}))
+    produce_raw(mapped, team, [(acc, orjson.dumps(r)) for acc, r in records[:150]] + [bad]
+                + [(acc, orjson.dumps(r)) for acc, r in records[150:]])
+    got_preds, got_expl = until(_settled(mapped, len(records), len(own_expl)), 180, "the source's outputs")
+
+    assert _values(got_preds) == _values(own_preds) and len(got_preds) == len(records)
+    assert _values(got_expl) == _values(own_expl) and len(got_expl) > 50
+    # the source's outputs carry the team's event ids (the own envelope's none)
+    ids = {sid_seq: f"t{i}" for i, sid_seq in enumerate((e.stream_id, e.seq) for e in _as_envelope(records))}
+    assert {k: v[-1] for k, v in got_preds.items()} == ids
+    assert all(v[-1] == ids[k[:2]] for k, v in got_expl.items())
+    assert {v[-1] for v in own_preds.values()} == {None}
+    (letter,) = collect_all(mapped, "dead-letters")
+    assert letter["reason"] == "features" and "path 'merchant.country'" in letter["error"]
+    assert letter["source"]["topic"] == team
