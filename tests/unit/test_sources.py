@@ -268,5 +268,5 @@ def test_own_envelope_events_keep_their_seqs_next_to_a_source():
 
 def test_a_feature_spec_of_the_profile_types_a_path():
     spec = _settings().stream_feature_spec("payments:x")
-    assert spec == FeatureSpec(tuple(FEATURES), frozenset({"merchant.country"}), "label")
+    assert spec == FeatureSpec(tuple(FEATURES), frozenset({"merchant.country"}), "classification")
     assert parse_sources({}, {}) == {}
