@@ -45,6 +45,8 @@ class Message:
         d = {"schema": self.SCHEMA}
         for name in _field_names(type(self)):
             d[name] = getattr(self, name)
+        if d.get("event_id", 0) is None:
+            del d["event_id"]  # the team's event id is left out of messages of the own envelope's events
         return d
 
 
@@ -379,6 +381,8 @@ class DeadLetter(Message):
     truncated: bool
     key: str | None = None
     ts: float = field(default=0.0)
+    #: the team's own id of the event, where the message is a source's record that names one
+    event_id: str | None = None
 
 
 MESSAGE_TYPES: dict[str, type[Message]] = {

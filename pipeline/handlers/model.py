@@ -285,7 +285,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         m = self.metrics
         outs: list[Out] = []
         if isinstance(res.error, CategoryTypeChanged):  # bad input, refused before the model saw it
-            outs.append(self._dead_letter(raw, key, CategoryTypeMismatch(str(res.error), where=str(a.origin)), src))
+            refused = CategoryTypeMismatch(str(res.error), where=str(a.origin))
+            refused.event_id = a.event_id  # type: ignore[attr-defined]  # a source's record: its dead letter names it
+            outs.append(self._dead_letter(raw, key, refused, src))
         elif res.error is not None:
             outs.append(self._model_refused(res.error, raw, key, src, a.origin, sid, ev.seq))
             if isinstance(ev, LabelEvent):

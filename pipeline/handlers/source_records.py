@@ -27,7 +27,7 @@ from collections.abc import Callable
 from streamxai.schemas import FeatureSpec, InvalidMessage, SchemaMismatch, Source, origin_headers
 from streamxai.schemas.wire import decode
 
-from ..ingest.mapping import MappedEvent, map_record, stream_of
+from ..ingest.mapping import MappedEvent, event_id_of, map_record, stream_of
 from ..settings import Settings
 from ..sources import RECORD_TIMESTAMP, SourceSpec
 from .dead_letters import dead_letter
@@ -52,10 +52,12 @@ class SourceRecords:
     def arrival(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The arrivals record of one record of a source, keyed by its stream id; a dead letter if it has none."""
         spec = self.by_topic[src.topic]
+        rec = None
         try:
             rec = decode(raw, where=str(src), max_bytes=self.settings.max_message_bytes)
             sid = stream_of(spec, rec, key, where=str(src))
         except InvalidMessage as e:
+            e.event_id = event_id_of(spec, rec)  # type: ignore[attr-defined]
             return [dead_letter(raw, key, e, "intake", src, max_bytes=self.settings.max_dead_letter_bytes)]
         headers = origin_headers(src)
         if spec.event_time == RECORD_TIMESTAMP and src.timestamp is not None:

@@ -63,9 +63,9 @@ def _as_envelope(records: list[tuple[bytes, dict]]) -> list[FeatureEvent]:
 
 def _outputs(s) -> tuple[dict, dict]:
     """Predictions and explanation values by stream and seq, each with the event id it carries."""
-    preds = {(m["stream_id"], m["seq"]): (m["ts"], m["y_pred"], m["loss"], m["model_version"], m["event_id"])
+    preds = {(m["stream_id"], m["seq"]): (m["ts"], m["y_pred"], m["loss"], m["model_version"], m.get("event_id"))
              for m in collect_all(s, "predictions") if m.get("schema", "").startswith("prediction/")}
-    expl = {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): (m["value"], m["event_id"])
+    expl = {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): (m["value"], m.get("event_id"))
             for m in collect_all(s, "explanations")}
     return preds, expl
 
@@ -129,4 +129,4 @@ def test_a_team_topic_gives_the_values_of_the_own_envelope(bootstrap, tmp_path, 
     assert {v[-1] for v in own_preds.values()} == {None}
     (letter,) = collect_all(mapped, "dead-letters")
     assert letter["reason"] == "features" and "path 'merchant.country'" in letter["error"]
-    assert letter["source"]["topic"] == team
+    assert letter["source"]["topic"] == team and letter["event_id"] == "x"

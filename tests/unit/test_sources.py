@@ -130,6 +130,7 @@ def test_a_record_that_does_not_fit_names_the_path_and_the_type(rec, key, reason
         _map(rec, key)
     assert e.value.reason == reason
     assert says in str(e.value) and "team.payments[0]@9" in str(e.value)
+    assert getattr(e.value, "event_id", None) == (None if reason == "bad_value" and "event id" in says else "t1")
 
 
 # numbering -------------------------------------------------------------------------------------
@@ -187,7 +188,7 @@ def test_a_sources_events_are_numbered_as_the_own_envelope_numbers_them():
         seq = seqs[ev.stream_id] = seqs.get(ev.stream_id, -1) + 1
         expected += _outputs(own.on_message(_envelope(ev, seq), ev.stream_id.encode(), Source("features", 0, off)))
     ids = [m.pop("event_id") for _, _, m in mapped]
-    assert [m.pop("event_id") for _, _, m in expected] == [None] * len(expected)
+    assert [m.pop("event_id", None) for _, _, m in expected] == [None] * len(expected)  # absent in the own envelope
     assert mapped == expected
     assert {m["seq"] for t, k, m in mapped if t == "predictions" and k == b"payments:a1"} == set(range(120))
     # every prediction and explain task carries the team's id of its event
@@ -237,7 +238,7 @@ def test_a_record_that_does_not_fit_is_a_dead_letter_and_takes_no_seq():
     letters = [orjson.loads(o.value) for o in outs if o.topic == "dead-letters"]
     assert [(d["reason"], d["source"]) for d in letters] == [
         ("features", {"topic": "team.payments", "partition": 0, "offset": 1})]
-    assert "path 'merchant.country'" in letters[0]["error"]
+    assert "path 'merchant.country'" in letters[0]["error"] and letters[0]["event_id"] == "t1"
     assert [orjson.loads(o.value)["seq"] for o in outs if o.topic == "predictions"] == [0, 1]
 
 
@@ -247,6 +248,9 @@ def test_the_intake_dead_letters_a_record_without_a_stream_id():
     letter = orjson.loads(out.value)
     assert (out.topic, letter["stage"], letter["reason"]) == ("dead-letters", "intake", "schema")
     assert letter["source"] == {"topic": "team.payments", "partition": 3, "offset": 41}
+    assert letter["event_id"] == "t0"  # the team's id of the record, where it has one
+    (out,) = IntakeHandler(s).on_message(b"[1]", None, Source("team.payments", 3, 42))
+    assert "event_id" not in orjson.loads(out.value)  # a record that names none
 
 
 def test_the_record_timestamp_is_the_event_time_when_the_source_says_so():
