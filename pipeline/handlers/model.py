@@ -45,6 +45,7 @@ from ..plan import group_units, label_join
 from ..settings import Settings
 from .common import MessageHandler, Rejected
 from .dead_letter_watch import DeadLetterWatch
+from .join import index_record
 from .out import Out
 from .protocols import CheckpointStore, History
 from .source_records import SourceRecords
@@ -116,6 +117,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         self.dead_letter_watch = DeadLetterWatch()
         self._labels_topic = settings.topic("labels")
         self._sources = SourceRecords(settings)
+        self._joins = self._sources.joins
         self._waiting = self._held = 0  # events waiting for a label, labels for their event, over all streams
         self._count_from_zero("sampled_out")
 
@@ -295,6 +297,8 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         if res.prediction is not None:
             p = res.prediction
             m.inc("predictions")
+            if a.event_id is not None and self._joins:  # where the labels of a labels source find the event
+                outs.append(index_record(a.event_id, sid, p.seq))
             outs.append(Out("predictions", k, dumps(Prediction(
                 sid, p.seq, p.ts, p.y_true, _plain(p.y_pred), p.loss, p.model_version, p.position, a.event_id))))
         for o in res.outcomes:

@@ -138,6 +138,8 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
     meta = admin.list_topics(timeout=timeout).topics
     existing = set(meta)
     wanted = [s.topic(n) for n in TOPIC_NAMES]
+    if any(src.kind == "labels" for src in s.source_specs.values()):
+        wanted.append(s.topic("event-index"))  # where a labels source's labels meet their events (handlers.join)
     # explain groups (and their recorded decisions) are placed by partition number
     for placed in (s.topic("explain-tasks"), s.topic("explain-decisions")):
         if placed in meta and len(meta[placed].partitions) != s.partitions:

@@ -85,11 +85,6 @@ def test_two_sources_on_one_topic_are_refused():
         _settings(sources={"payments": SOURCE, "b": {k: v for k, v in SOURCE.items() if k != "profile"}})
 
 
-def test_a_labels_source_is_refused_with_what_to_do_instead():
-    with pytest.raises(ConfigError, match="labels sources .* are not read yet"):
-        _settings(sources={"payments": {**SOURCE, "kind": "labels"}})
-
-
 # mapping -------------------------------------------------------------------------------------
 
 def _record(i: int, account: str = "a1", **over) -> dict:
