@@ -35,7 +35,8 @@ def label_event_from(obj: dict[str, Any], target: str, *, where: str) -> LabelEv
     """A decoded ``label_event/v1`` object to a validated :class:`LabelEvent` (see :func:`parse_label_event`)."""
     if target not in TARGETS:
         raise ValueError(f"target={target!r} must be one of {TARGETS}")
-    if set(obj) != _FIELDS:
+    event_id = obj.get("event_id")  # optional: the team's id, in the labels the join sends
+    if set(obj) - {"event_id"} != _FIELDS or not (event_id is None or isinstance(event_id, str) and 0 < len(event_id) <= 256):
         raise SchemaMismatch(f"label_event/v1 fields: missing {sorted(_FIELDS - set(obj))}, unexpected "
                              f"{shown(sorted(set(obj) - _FIELDS))}", where=where)
     stream_id, seq, ts = obj["stream_id"], obj["seq"], obj["ts"]
@@ -46,4 +47,4 @@ def label_event_from(obj: dict[str, Any], target: str, *, where: str) -> LabelEv
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise SchemaMismatch(f"ts {shown(ts)} must be a finite number (seconds)", where=where)
     y = check_label(obj["y"], target, f"label y of stream {stream_id!r} seq {seq}", where=where)
-    return LabelEvent(stream_id, seq, y, float(ts))
+    return LabelEvent(stream_id, seq, y, float(ts), event_id)

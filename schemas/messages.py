@@ -80,6 +80,8 @@ class LabelEvent(Message):
     seq: int
     y: Scalar
     ts: float
+    #: the team's own id of the event (a labels source's label, as the join sends it)
+    event_id: str | None = field(default=None, repr=False)
 
 
 #: the steps of an explain task: ``predict`` (at the event's arrival: explainers that need no
@@ -201,6 +203,8 @@ class LabelOutcome(Message):
     delay_s: float | None
     waiting: int
     position: int
+    #: the team's own id of the event, where its label named it (a labels source's)
+    event_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

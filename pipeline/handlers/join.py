@@ -72,7 +72,7 @@ class JoinHandler:
     >>> idx = index_record("e1", "pay:a", 7)
     >>> (out,) = j.on_message(idx.value, idx.key, Source(topic, 0, 1, timestamp=9.5, headers=idx.headers))
     >>> out.topic, out.key, orjson.loads(out.value)
-    ('arrivals', b'pay:a', {'schema': 'label_event/v1', 'stream_id': 'pay:a', 'seq': 7, 'y': 1, 'ts': 9.0})
+    ('arrivals', b'pay:a', {'schema': 'label_event/v1', 'stream_id': 'pay:a', 'seq': 7, 'y': 1, 'ts': 9.0, 'event_id': 'e1'})
     >>> for off in range(2, 6):   # an id never indexed: a dead letter once max_label_delay records passed
     ...     outs = j.on_message(b'{"id": "nope", "y": 0}' if off == 2 else idx.value, b"nope" if off == 2 else b"x",
     ...                         Source(topic, 0, off, headers=label.headers if off == 2 else idx.headers))
@@ -179,7 +179,7 @@ class JoinHandler:
         sid, seq, _ = part.index[event_id]
         self.metrics.inc("join_labels_joined")
         ts = came.timestamp if came.timestamp is not None else (at.timestamp or 0.0)
-        return Out("arrivals", sid.encode(), dumps(LabelEvent(sid, seq, y, ts)), headers=_origin_headers(at))
+        return Out("arrivals", sid.encode(), dumps(LabelEvent(sid, seq, y, ts, event_id)), headers=_origin_headers(at))
 
     def _expire(self, part: _Partition) -> list[Out]:
         """Forget the index entries, and dead-letter the held labels, ``max_label_delay`` events old."""

@@ -221,7 +221,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                 "its stream_id so one stream stays on one partition, in order",
                 where=str(came),
             )
-        return _Arriving(ev, came, src.timestamp)
+        return _Arriving(ev, came, src.timestamp, getattr(ev, "event_id", None))  # a label the join sent names it
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Arriving:
         try:
@@ -286,6 +286,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         k = sid.encode()
         m = self.metrics
         outs: list[Out] = []
+        # the team's event id goes with the steps and outcome of the event that came now (a source's
+        # record) or whose label came now (a labels source's, as the join sends it)
+        event_ids = {ev.seq: a.event_id} if a.event_id is not None else {}
         if isinstance(res.error, CategoryTypeChanged):  # bad input, refused before the model saw it
             refused = CategoryTypeMismatch(str(res.error), where=str(a.origin))
             refused.event_id = a.event_id  # type: ignore[attr-defined]  # a source's record: its dead letter names it
@@ -309,7 +312,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                     m.inc("label_delay_seconds_sum", o.delay_s)
             outs.append(Out("predictions", k, dumps(LabelOutcome(
                 sid, o.seq, o.ts, o.outcome, o.y_true, _plain(o.y_pred), o.loss, o.model_version, o.delay_events,
-                o.delay_s, o.waiting, o.position))))
+                o.delay_s, o.waiting, o.position, event_ids.get(o.seq)))))
         for r in res.refused:
             r_raw, r_key, r_origin = r.ref
             m.inc("labels_dead_lettered")
@@ -320,9 +323,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                                           r_origin, r.reason))
         if res.joined_held:
             m.inc("labels_learned")  # a label that came before its event joined it now
-        # the team's event id goes with the steps of the event that came now (a source's record)
-        event_id = {ev.seq: a.event_id} if a.event_id is not None else {}
-        outs += self._tasks(sid, st, res.steps, event_id)
+        outs += self._tasks(sid, st, res.steps, event_ids)
         return outs
 
     def _model_refused(self, err: Exception, raw: bytes | None, key: bytes | None, src: Source, where: Source,

@@ -182,6 +182,11 @@ def test_labels_keyed_by_event_id_find_their_events_on_the_broker(bootstrap, tmp
     assert sorted((d["reason"], d["event_id"], d["stage"]) for d in letters) == [
         ("unknown_event_id", "ghost-1", "join"), ("unknown_event_id", "ghost-2", "join")]
     assert {d["source"]["topic"] for d in letters} == {fraud}
+    # the outcomes and explanations name the team's event ids
+    by_seq = {v: k for k, v in preds.items()}
+    assert all(m["event_id"] == by_seq[m["stream_id"], m["seq"]] for m in out if m.get("outcome") == "learned")
+    named = [m for m in collect_all(s, "explanations") if "event_id" in m]
+    assert named and all(m["event_id"] == by_seq[m["stream_id"], m["seq"]] for m in named)
     # the events whose label never comes expire once their stream is max_label_delay events on
     first = {preds[r["txn_id"]] for _, r in records}
     expired = {(m["stream_id"], m["seq"]) for m in out if m.get("outcome") == "expired"}

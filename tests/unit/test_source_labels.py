@@ -115,6 +115,11 @@ def test_late_labels_are_learned_unknown_ids_dead_lettered_and_every_label_accou
         ("unknown_event_id", "ghost-50", "join"), ("unknown_event_id", "ghost-120", "join")]
     assert "no event with this id came while max_label_delay=40 events came" in letters[0]["error"]
     assert letters[0]["source"]["topic"] == "team.fraud"
+    # a learned outcome, and the explain tasks of the step its label made, name the team's event id
+    by_seq = {v: k for k, v in preds.items()}
+    assert all(m["event_id"] == by_seq[m["stream_id"], m["seq"]] for m in outcomes if m["outcome"] == "learned")
+    label_tasks = [m for t, m in w.outs if t == "explain-tasks" and m["step"] == "learn"]
+    assert label_tasks and all(m["event_id"] == by_seq[m["stream_id"], m["seq"]] for m in label_tasks)
     # the labels that never come: their events expire, once their stream is max_label_delay events on
     assert expired == {preds[f"t{j}"] for j in range(3, 200, 25) if preds[f"t{j}"][1] + 40 <= 99}  # 100 per stream
 
