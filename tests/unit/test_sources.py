@@ -269,3 +269,24 @@ def test_a_feature_spec_of_the_profile_types_a_path():
     spec = _settings().stream_feature_spec("payments:x")
     assert spec == FeatureSpec(tuple(FEATURES), frozenset({"merchant.country"}), "label")
     assert parse_sources({}, {}) == {}
+
+
+def test_the_payments_demo_maps_back_to_the_demo_stream():
+    from streamxai.local.demo_source import PAYMENTS_STREAM, payments_messages, payments_settings
+    from streamxai.local.demo_stream import agrawal_events
+
+    s = Settings(**payments_settings("d."))
+    events = list(agrawal_events(PAYMENTS_STREAM, 50, seed=3))
+    msgs = payments_messages(events, "d.", label_delay=7)
+    pay, fraud = s.source_specs["payments"], s.source_specs["fraud"]
+    records = [(k, v) for t, k, v in msgs if t == pay.topic]
+    labels = [orjson.loads(v) for t, _, v in msgs if t == fraud.topic]
+    mapped = [map_record(pay, v, k, None, s.stream_feature_spec, where="-") for k, v in records]
+    assert [(m.event.stream_id, m.event.ts, m.event.x) for m in mapped] == [
+        (PAYMENTS_STREAM, e.ts, {p: e.x[p.split(".")[-1].replace("value", "hvalue").replace("years", "hyears")]
+                                 for p in pay.features}) for e in events]
+    # each label 7 payments after its own, keyed by the txn_id of its payment
+    assert [lb["txn_id"] for lb in labels] == [m.event_id for m in mapped]
+    assert [lb["label"] for lb in labels] == [e.y for e in events]
+    order = [(t == pay.topic) for t, _, _ in msgs]
+    assert order[:8] == [True] * 8 and order[8] is False
