@@ -10,9 +10,11 @@ from typing import Any
 
 import faust
 from streamxai.agents import install_change_agent, install_explainer_agent, install_intake_agent, install_model_agent
+from streamxai.agents.join_agent import install_join_agent
 from streamxai.schemas import ConfigError
 
 from .handlers import ChangeHandler, ExplainHandler, Handler, IntakeHandler, MessageHandler, ModelHandler
+from .handlers.join import JoinHandler
 from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
 from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 from .kafka.checkpoints import FileCheckpointStore
@@ -117,6 +119,12 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         stateful.append(ChangeHandler(settings, metrics, history=history, checkpoints=store))
         install_change_agent(app, topics, stateful[-1])
     handlers: list[Handler] = list(stateful)
+    if "model" in roles and any(s.kind == "labels" for s in settings.source_specs.values()):
+        # the labels of a labels source find their events' streams by event id (streamxai.handlers.join)
+        topics["event-index"] = app.topic(settings.topic("event-index"), schema=RawSchema(),
+                                          partitions=settings.partitions)
+        handlers.append(JoinHandler(settings, metrics, history=history))
+        install_join_agent(app, topics, handlers[-1])
 
     @app.on_before_shutdown.connect
     async def on_shutdown(sender: Any, **kwargs: Any) -> None:

@@ -96,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--label-delay", type=at_least(0), default=0, metavar="N",
                    help="send each event's label N events after its features, on the labels topic (default 0: "
                         "labels in the feature events)")
+    d.add_argument("--source", choices=("payments",), default=None,
+                   help="send the demo stream in a team's own shape, read by [sources.*]: payments: nested JSON "
+                        "records keyed by account, labels keyed by txn_id on another topic, --label-delay (default "
+                        "500) payments later")
     d.add_argument("--keep-broker", action="store_true", help="leave the broker running afterwards")
     d.add_argument("--timeout", type=positive(), default=900.0, help="give up after this many seconds (default 900)")
     d.add_argument("--dashboard-port", type=port(lowest=0), default=8050,

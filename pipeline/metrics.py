@@ -85,6 +85,12 @@ HELP = {
 # counters without labels are exposed from the start (at 0), so rates and alerts have a series
 COUNTERS = tuple(HELP)
 HELP.update({
+    # the join of a labels source (handlers.join), only on workers that read one
+    "join_labels_in": "Labels of a labels source read by the join (from the event-index topic)",
+    "join_labels_joined": "Labels of a labels source sent to their event's stream",
+    "join_labels_held": "Labels of a labels source that came before their event's index record, held for it",
+    "join_dead_letters": "Records the join sent to the dead-letter topic (unknown event ids, bad labels)",
+    "join_replayed_records": "Records of the event-index topic the join replayed to rebuild its state after a restart",
     "streams": "Streams whose model this worker holds",
     "labels_pending": "Events waiting for their label, over the streams this worker holds",
     "labels_held": "Labels that came before their event, waiting for it",

@@ -121,12 +121,11 @@ def _one(name: str, table: Any, profiles: Mapping[str, Any]) -> SourceSpec:
     if kind not in KINDS:
         raise bad("kind", "write kind = \"features\" (events with their features) or kind = \"labels\" "
                           "(labels joined by event_id)")
-    if kind == "labels":
-        raise bad("kind", "labels sources (joined by event_id) are not read yet; put the label in the features "
-                          "record (label = \"<path>\") or send label_event/v1 messages to the labels topic")
     fmt = table.get("format", "json")
     if fmt not in FORMATS:
         raise bad("format", f"write format = \"json\" (the formats read are {', '.join(FORMATS)})")
+    if kind == "labels":
+        return _labels(name, table, bad)
     features = table.get("features")
     if not isinstance(features, list) or not features or not all(isinstance(f, str) and _PATH.fullmatch(f)
                                                                   for f in features):
@@ -154,6 +153,20 @@ def _one(name: str, table: Any, profiles: Mapping[str, Any]) -> SourceSpec:
         _check_profile(where, name, profile, features, profiles)
     return SourceSpec(name, topic, kind, fmt, tuple(features), stream_id, paths["event_id"],  # type: ignore[arg-type]
                       paths["event_time"], paths["label"], profile)  # type: ignore[arg-type]
+
+
+def _labels(name: str, table: dict[str, Any], bad: Any) -> SourceSpec:
+    """A labels source: its labels are joined to their events by ``event_id`` alone."""
+    for field in ("features", "stream_id", "event_time", "profile"):
+        if field in table:
+            raise bad(field, "a labels source has no " + field + "; its labels find their events (and their streams) "
+                             "by event_id: leave it out")
+    for field, example in (("event_id", "txn_id"), ("label", "fraud")):
+        v = table.get(field)
+        if not isinstance(v, str) or not _PATH.fullmatch(v):
+            raise bad(field, f"write the path of the field, e.g. {field} = \"{example}\"")
+    return SourceSpec(name, table["topic"], "labels", table.get("format", "json"), (), "", table["event_id"], "",
+                      table["label"], None)
 
 
 def _check_profile(where: str, name: str, profile: Any, features: list[str], profiles: Mapping[str, Any]) -> None:

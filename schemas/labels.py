@@ -1,4 +1,4 @@
-"""Validation of incoming label events: the target of an earlier feature event of a stream.
+"""Validation of incoming label events: the label of an earlier feature event of a stream.
 
 >>> raw = b'{"schema": "label_event/v1", "stream_id": "s", "seq": 4, "y": 1, "ts": 10.5}'
 >>> parse_label_event(raw, "classification", where="labels[0]@3")
@@ -25,8 +25,8 @@ _FIELDS = frozenset({"schema", "stream_id", "seq", "y", "ts"})
 
 
 def parse_label_event(raw: bytes | None, task: str, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> LabelEvent:
-    """Bytes to a validated :class:`~streamxai.schemas.messages.LabelEvent` whose ``y`` fits ``target``
-    (``label``: a string, integer or boolean; ``number``: a finite number, as a float), or an
+    """Bytes to a validated :class:`~streamxai.schemas.messages.LabelEvent` whose ``y`` fits ``task``
+    (``classification``: a string, integer or boolean; ``regression``: a finite number, as a float), or an
     ``InvalidMessage`` saying what is wrong."""
     return label_event_from(decode_as(raw, LabelEvent.SCHEMA, where=where, max_bytes=max_bytes), task, where=where)
 
@@ -35,7 +35,8 @@ def label_event_from(obj: dict[str, Any], task: str, *, where: str) -> LabelEven
     """A decoded ``label_event/v1`` object to a validated :class:`LabelEvent` (see :func:`parse_label_event`)."""
     if task not in TASKS:
         raise ValueError(f"task={task!r} must be one of {TASKS}")
-    if set(obj) != _FIELDS:
+    event_id = obj.get("event_id")  # optional: the team's id, in the labels the join sends
+    if set(obj) - {"event_id"} != _FIELDS or not (event_id is None or isinstance(event_id, str) and 0 < len(event_id) <= 256):
         raise SchemaMismatch(f"label_event/v1 fields: missing {sorted(_FIELDS - set(obj))}, unexpected "
                              f"{shown(sorted(set(obj) - _FIELDS))}", where=where)
     stream_id, seq, ts = obj["stream_id"], obj["seq"], obj["ts"]
@@ -46,4 +47,4 @@ def label_event_from(obj: dict[str, Any], task: str, *, where: str) -> LabelEven
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise SchemaMismatch(f"ts {shown(ts)} must be a finite number (seconds)", where=where)
     y = check_label(obj["y"], task, f"label y of stream {stream_id!r} seq {seq}", where=where)
-    return LabelEvent(stream_id, seq, y, float(ts))
+    return LabelEvent(stream_id, seq, y, float(ts), event_id)

@@ -46,6 +46,8 @@ class Message:
         d = {"schema": self.SCHEMA}
         for name in _field_names(type(self)):
             d[name] = getattr(self, name)
+        if d.get("event_id", 0) is None:
+            del d["event_id"]  # the team's event id is left out of messages of the own envelope's events
         return d
 
 
@@ -79,6 +81,8 @@ class LabelEvent(Message):
     seq: int
     y: Scalar
     ts: float
+    #: the team's own id of the event (a labels source's label, as the join sends it)
+    event_id: str | None = field(default=None, repr=False)
 
 
 #: the steps of an explain task: ``predict`` (at the event's arrival: explainers that need no
@@ -198,6 +202,8 @@ class LabelOutcome(Message):
     delay_s: float | None
     waiting: int
     position: int
+    #: the team's own id of the event, where its label named it (a labels source's)
+    event_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +377,8 @@ class DeadLetter(Message):
     truncated: bool
     key: str | None = None
     ts: float = field(default=0.0)
+    #: the team's own id of the event, where the message is a source's record that names one
+    event_id: str | None = None
 
 
 MESSAGE_TYPES: dict[str, type[Message]] = {

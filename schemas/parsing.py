@@ -39,9 +39,12 @@ def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes:
     if tag != ExplainTask.SCHEMA:
         raise SchemaMismatch(f"schema is {tag!r}, expected {ExplainTask.SCHEMA!r}; run every worker on the same "
                              "streamxai version", where=where)
+    obj.setdefault("event_id", None)  # the team's event id: only in the tasks of a source's events
     if set(obj) != _TASK_FIELDS or not isinstance(obj["x"], dict):
         raise SchemaMismatch(f"{ExplainTask.SCHEMA} fields are {sorted(obj)}, expected {sorted(_TASK_FIELDS)}",
                              where=where)
+    if obj["event_id"] is not None and not isinstance(obj["event_id"], str):
+        raise SchemaMismatch(f"event_id {obj['event_id']!r} must be a string or absent", where=where)
     loss = obj["loss"]
     if loss is not None and not _is_number(loss):
         raise SchemaMismatch(f"loss {loss!r} must be a number or null", where=where)

@@ -36,6 +36,7 @@ def dead_letter(
     (True, True, 10000, True)
     """
     reason = reason or (err.reason if isinstance(err, InvalidMessage) else "error")
+    event_id = getattr(err, "event_id", None)  # a source's record names its event (streamxai.ingest.mapping)
     text = str(err)
     if len(text) > _MAX_ERROR_CHARS:
         text = f"{text[:_MAX_ERROR_CHARS]}...({len(text)} characters)"
@@ -56,6 +57,7 @@ def dead_letter(
             truncated=prefix is not None,
             key=b64(out_key),
             ts=time.time(),
+            event_id=event_id if isinstance(event_id, str) else None,
         ))
 
     room = max_bytes - len(out_key or b"")

@@ -39,6 +39,7 @@ from ..plan import group_units, label_join
 from ..settings import Settings
 from .common import MessageHandler, Rejected
 from .dead_letter_watch import DeadLetterWatch
+from .join import index_record
 from .out import Out
 from .protocols import CheckpointStore, History
 from .source_records import SourceRecords
@@ -117,6 +118,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         self.dead_letter_watch = DeadLetterWatch()
         self._labels_topic = settings.topic("labels")
         self._sources = SourceRecords(settings)
+        self._joins = self._sources.joins
         self._waiting = self._held = 0  # events waiting for a label, labels for their event, over all streams
         self._count_from_zero("sampled_out")
 
@@ -220,7 +222,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                 "its stream_id so one stream stays on one partition, in order",
                 where=str(came),
             )
-        return _Arriving(ev, came, src.timestamp)
+        return _Arriving(ev, came, src.timestamp, getattr(ev, "event_id", None))  # a label the join sent names it
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Arriving:
         try:
@@ -285,8 +287,13 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         k = sid.encode()
         m = self.metrics
         outs: list[Out] = []
+        # the team's event id goes with the steps and outcome of the event that came now (a source's
+        # record) or whose label came now (a labels source's, as the join sends it)
+        event_ids = {ev.seq: a.event_id} if a.event_id is not None else {}
         if isinstance(res.error, CategoryTypeChanged):  # bad input, refused before the model saw it
-            outs.append(self._dead_letter(raw, key, CategoryTypeMismatch(str(res.error), where=str(a.origin)), src))
+            refused = CategoryTypeMismatch(str(res.error), where=str(a.origin))
+            refused.event_id = a.event_id  # type: ignore[attr-defined]  # a source's record: its dead letter names it
+            outs.append(self._dead_letter(raw, key, refused, src))
         elif res.error is not None:
             outs.append(self._model_refused(res.error, raw, key, src, a.origin, sid, ev.seq))
             if isinstance(ev, LabelEvent):
@@ -294,6 +301,8 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         if res.prediction is not None:
             p = res.prediction
             m.inc("predictions")
+            if a.event_id is not None and self._joins:  # where the labels of a labels source find the event
+                outs.append(index_record(a.event_id, sid, p.seq))
             outs.append(Out("predictions", k, dumps(Prediction(
                 sid, p.seq, p.ts, p.y_true, _plain(p.y_pred), p.loss, p.model_version, p.position, a.event_id))))
         for o in res.outcomes:
@@ -304,7 +313,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                     m.inc("label_delay_seconds_sum", o.delay_s)
             outs.append(Out("predictions", k, dumps(LabelOutcome(
                 sid, o.seq, o.ts, o.outcome, o.y_true, _plain(o.y_pred), o.loss, o.model_version, o.delay_events,
-                o.delay_s, o.waiting, o.position))))
+                o.delay_s, o.waiting, o.position, event_ids.get(o.seq)))))
         for r in res.refused:
             r_raw, r_key, r_origin = r.ref
             m.inc("labels_dead_lettered")
@@ -315,9 +324,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                                           r_origin, r.reason))
         if res.joined_held:
             m.inc("labels_learned")  # a label that came before its event joined it now
-        # the team's event id goes with the steps of the event that came now (a source's record)
-        event_id = {ev.seq: a.event_id} if a.event_id is not None else {}
-        outs += self._tasks(sid, st, res.steps, event_id)
+        outs += self._tasks(sid, st, res.steps, event_ids)
         return outs
 
     def _model_refused(self, err: Exception, raw: bytes | None, key: bytes | None, src: Source, where: Source,

@@ -5,7 +5,9 @@ The intake forwards a source's record to ``arrivals`` keyed by the stream id it 
 event time is the record timestamp, that timestamp (:data:`ORIGIN_TIMESTAMP`): the arrivals
 record has its own. A record without a stream id is a dead letter of the intake. The model
 handler reads the record back with :meth:`SourceRecords.parse` and numbers it
-(:meth:`~streamxai.ingest.mapping.MappedEvent.numbered`) when it takes it.
+(:meth:`~streamxai.ingest.mapping.MappedEvent.numbered`) when it takes it. A labels source's
+record goes to the ``event-index`` topic keyed by its event id, for the join
+(:mod:`streamxai.handlers.join`).
 
 >>> from streamxai.settings import Settings
 >>> s = Settings(sources={"pay": {"topic": "team.pay", "kind": "features", "features": ["amount"],
@@ -24,10 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from streamxai.schemas import FeatureSpec, InvalidMessage, SchemaMismatch, Source, origin_headers
+from streamxai.schemas import BadValue, FeatureSpec, InvalidMessage, SchemaMismatch, Source, origin_headers
 from streamxai.schemas.wire import decode
 
-from ..ingest.mapping import MappedEvent, map_record, stream_of
+from ..ingest.mapping import MappedEvent, event_id_of, map_record, stream_of, value_at
 from ..settings import Settings
 from ..sources import RECORD_TIMESTAMP, SourceSpec
 from .dead_letters import dead_letter
@@ -52,15 +54,38 @@ class SourceRecords:
     def arrival(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The arrivals record of one record of a source, keyed by its stream id; a dead letter if it has none."""
         spec = self.by_topic[src.topic]
+        if spec.kind == "labels":
+            return self._label(spec, raw, key, src)
+        rec = None
         try:
             rec = decode(raw, where=str(src), max_bytes=self.settings.max_message_bytes)
             sid = stream_of(spec, rec, key, where=str(src))
         except InvalidMessage as e:
+            e.event_id = event_id_of(spec, rec)  # type: ignore[attr-defined]
             return [dead_letter(raw, key, e, "intake", src, max_bytes=self.settings.max_dead_letter_bytes)]
         headers = origin_headers(src)
         if spec.event_time == RECORD_TIMESTAMP and src.timestamp is not None:
             headers += ((ORIGIN_TIMESTAMP, repr(float(src.timestamp)).encode()),)
         return [Out("arrivals", sid.encode(), raw or b"", headers=headers)]
+
+    @property
+    def joins(self) -> bool:
+        """Whether a labels source reads labels that find their events by event id."""
+        return any(s.kind == "labels" for s in self.by_topic.values())
+
+    def _label(self, spec: SourceSpec, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
+        """A labels source's record for the event-index topic, keyed by its event id (the join finds its stream)."""
+        rec = None
+        try:
+            rec = decode(raw, where=str(src), max_bytes=self.settings.max_message_bytes)
+            event_id = event_id_of(spec, rec)
+            if event_id is None:
+                value_at(spec, rec, spec.event_id, "event id: a string or integer", str(src))
+                raise BadValue(f"source {spec.name!r}: event id at path {spec.event_id!r} is not a string or integer "
+                               "of 1 to 256 characters", where=str(src))
+        except InvalidMessage as e:
+            return [dead_letter(raw, key, e, "intake", src, max_bytes=self.settings.max_dead_letter_bytes)]
+        return [Out("event-index", event_id.encode(), raw or b"", headers=origin_headers(src))]
 
     def parse(self, raw: bytes | None, key: bytes | None, src: Source, came: Source,
               spec_of: Callable[[str], FeatureSpec], *, max_bytes: int) -> MappedEvent:

@@ -4,7 +4,7 @@
 (or the record key), the team's event id, the event time (or the record timestamp) and the
 label if the record carries one. A record that does not fit raises an
 :class:`~streamxai.schemas.InvalidMessage` naming the path and the type expected (a dead
-letter, never a crash). The feature event has seq 0: the model handler numbers a source's
+letter that names the record's event id when it has one, never a crash). The feature event has seq 0: the model handler numbers a source's
 events in the order it takes them (:meth:`MappedEvent.numbered`).
 
 >>> from streamxai.schemas import FeatureSpec
@@ -30,13 +30,21 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from streamxai.schemas import BadValue, FeatureEvent, FeatureMismatch, FeatureSpec, NoProfile, SchemaMismatch
+from streamxai.schemas import (
+    BadValue,
+    FeatureEvent,
+    FeatureMismatch,
+    FeatureSpec,
+    InvalidMessage,
+    NoProfile,
+    SchemaMismatch,
+)
 from streamxai.schemas.features import check_stream_id, feature_event_from, shown
 from streamxai.schemas.wire import DEFAULT_MAX_BYTES, decode
 
 from ..sources import RECORD_KEY, RECORD_TIMESTAMP, SourceSpec
 
-__all__ = ["map_record", "MappedEvent", "MAX_EVENT_ID"]
+__all__ = ["map_record", "event_id_of", "stream_of", "value_at", "MappedEvent", "MAX_EVENT_ID"]
 
 #: the longest event id a record may carry (it travels in every prediction and explanation)
 MAX_EVENT_ID = 256
@@ -61,6 +69,28 @@ def map_record(src: SourceSpec, raw: bytes | None, key: bytes | None, timestamp:
     ``src`` as a :class:`MappedEvent`, its values checked against ``spec_of(stream id)``; an
     ``InvalidMessage`` naming what does not fit."""
     rec = decode(raw, where=where, max_bytes=max_bytes)
+    event_id = value_at(src, rec, src.event_id, "event id: a string or integer", where)
+    if isinstance(event_id, bool) or not isinstance(event_id, (str, int)) or not 0 < len(str(event_id)) <= MAX_EVENT_ID:
+        raise BadValue(f"source {src.name!r}: event id at path {src.event_id!r} is {shown(event_id)}; expected a "
+                       f"string or integer of 1 to {MAX_EVENT_ID} characters", where=where)
+    try:
+        return MappedEvent(_event(src, rec, key, timestamp, spec_of, where), str(event_id))
+    except InvalidMessage as e:
+        e.event_id = str(event_id)  # type: ignore[attr-defined]  # its dead letter names the event
+        raise
+
+
+def event_id_of(src: SourceSpec, rec: object) -> str | None:
+    """The event id of a decoded record of ``src``, if it has a usable one (for a dead letter)."""
+    v = rec
+    for part in src.event_id.split("."):
+        v = v.get(part) if isinstance(v, dict) else None
+    ok = isinstance(v, (str, int)) and not isinstance(v, bool) and 0 < len(str(v)) <= MAX_EVENT_ID
+    return str(v) if ok else None
+
+
+def _event(src: SourceSpec, rec: dict[str, Any], key: bytes | None, timestamp: float | None,
+           spec_of: Callable[[str], FeatureSpec], where: str) -> FeatureEvent:
     stream_id = stream_of(src, rec, key, where=where)
     try:
         spec = spec_of(stream_id)
@@ -69,19 +99,15 @@ def map_record(src: SourceSpec, raw: bytes | None, key: bytes | None, timestamp:
     x = {}
     for name in src.features:
         want = "a string or integer, categorical" if name in spec.categorical else "a number"
-        v = _at(src, rec, name, f"feature {name!r}: {want}", where)
+        v = value_at(src, rec, name, f"feature {name!r}: {want}", where)
         if name not in spec.categorical and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise BadValue(f"source {src.name!r}: feature {name!r} at path {name!r} is {shown(v)}; expected {want} "
                            "(list it in the profile's categorical features if it is a category)", where=where)
         x[name] = v
-    event_id = _at(src, rec, src.event_id, "event id: a string or integer", where)
-    if isinstance(event_id, bool) or not isinstance(event_id, (str, int)) or not 0 < len(str(event_id)) <= MAX_EVENT_ID:
-        raise BadValue(f"source {src.name!r}: event id at path {src.event_id!r} is {shown(event_id)}; expected a "
-                       f"string or integer of 1 to {MAX_EVENT_ID} characters", where=where)
     ts = _event_time(src, rec, timestamp, where)
-    y = None if src.label is None else _at(src, rec, src.label, "label", where)
+    y = None if src.label is None else value_at(src, rec, src.label, "label", where)
     obj = {"schema": FeatureEvent.SCHEMA, "stream_id": stream_id, "seq": 0, "ts": ts, "x": x, "y": y}
-    return MappedEvent(feature_event_from(obj, spec, where=where), str(event_id))
+    return feature_event_from(obj, spec, where=where)
 
 
 def stream_of(src: SourceSpec, rec: dict[str, Any], key: bytes | None, *, where: str) -> str:
@@ -92,14 +118,16 @@ def stream_of(src: SourceSpec, rec: dict[str, Any], key: bytes | None, *, where:
         if src.stream_id == RECORD_KEY:
             raise SchemaMismatch(f"source {src.name!r}: the record has no key (stream_id = \"key\"); key each record "
                                  "by its stream (e.g. the account), as UTF-8 text", where=where) from None
-        _at(src, rec, src.stream_id, "stream id: a string or integer", where)
+        value_at(src, rec, src.stream_id, "stream id: a string or integer", where)
         raise BadValue(f"source {src.name!r}: stream id at path {src.stream_id!r} is not a string or integer",
                        where=where) from None
     check_stream_id(sid, where=where)
     return sid
 
 
-def _at(src: SourceSpec, rec: dict[str, Any], path: str, what: str, where: str) -> Any:
+def value_at(src: SourceSpec, rec: dict[str, Any], path: str, what: str, where: str) -> Any:
+    """The value at the dotted ``path`` of ``rec``; a :class:`FeatureMismatch` naming the path and
+    ``what`` it should hold when the record has none there (or null)."""
     v: Any = rec
     parts = path.split(".")
     for i, part in enumerate(parts):
@@ -123,7 +151,7 @@ def _event_time(src: SourceSpec, rec: dict[str, Any], timestamp: float | None, w
             raise SchemaMismatch(f"source {src.name!r}: the record has no timestamp (event_time = \"timestamp\")",
                                  where=where)
         return timestamp
-    v = _at(src, rec, src.event_time, "event time: seconds since 1970 or an ISO 8601 time", where)
+    v = value_at(src, rec, src.event_time, "event time: seconds since 1970 or an ISO 8601 time", where)
     if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
         return float(v)
     if isinstance(v, str):

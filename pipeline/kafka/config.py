@@ -139,6 +139,9 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
     admin = AdminClient(confluent_config(s, log_level=3))
     meta = admin.list_topics(timeout=timeout).topics
     existing = set(meta)
+    names = list(TOPIC_NAMES)
+    if any(src.kind == "labels" for src in s.source_specs.values()):
+        names.append("event-index")  # where a labels source's labels meet their events (handlers.join)
     # explain groups (and their recorded decisions) are placed by partition number
     for placed in (s.topic("explain-tasks"), s.topic("explain-decisions")):
         if placed in meta and len(meta[placed].partitions) != s.partitions:
@@ -149,7 +152,7 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
             )
     new = [NewTopic(s.topic(n), num_partitions=s.partitions, replication_factor=s.replication_factor,
                     config={} if n in INPUT_TOPICS else retention_config(s))
-           for n in TOPIC_NAMES if s.topic(n) not in existing]
+           for n in names if s.topic(n) not in existing]
     for _topic, fut in (admin.create_topics(new, operation_timeout=timeout).items() if new else ()):
         try:
             fut.result()

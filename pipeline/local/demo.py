@@ -18,9 +18,10 @@ from streamxai.schemas import ConfigError
 
 from .. import exit_codes
 from ..kafka.config import confluent_config, ensure_topics
-from ..kafka.io import consume, produce_events
+from ..kafka.io import consume, produce_events, produce_raw
 from ..settings import AGRAWAL_FEATURES, Settings
 from ..worker import spawn_worker, stop_worker
+from .demo_source import PAYMENTS_STREAM, payments_messages, payments_settings
 from .demo_stream import DemoPlan, agrawal_events, labels_later
 from .live_view import LiveView
 from .ports import free_port, port_unused
@@ -32,6 +33,8 @@ CONTROL_STREAM = "control"
 
 
 SHORT_RUN = 12_000
+#: how many payments later the labels of ``--source payments`` come, unless --label-delay says
+SOURCE_LABEL_DELAY = 500
 
 
 def demo_plan(n: int) -> DemoPlan:
@@ -141,12 +144,13 @@ def _change_caught_up(workers: list[Settings]) -> bool:
     return seen >= out
 
 
-def _wait_for_intake(workers: list[Settings], s: Settings, n: int, timeout: float = 60.0) -> None:
+def _wait_for_intake(workers: list[Settings], s: Settings, n: int, timeout: float = 60.0,
+                     topics: list[str] | None = None) -> None:
     """Wait (up to ``timeout`` s) until the workers' intake agents have read ``n`` messages of
-    the features and labels topics."""
+    the features and labels topics (or of ``topics``)."""
     import urllib.request
 
-    inputs = {f"messages_in{{topic={s.topic('features')}}}", f"messages_in{{topic={s.topic('labels')}}}"}
+    inputs = {f"messages_in{{topic={t}}}" for t in (topics or [s.topic("features"), s.topic("labels")])}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         read = 0
@@ -161,6 +165,18 @@ def _wait_for_intake(workers: list[Settings], s: Settings, n: int, timeout: floa
             if read >= n:
                 return
         time.sleep(0.05)
+
+
+def ensure_source_topics(s: Settings) -> None:
+    """Create the topics of the sources (the team's, in the demo) if missing."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(confluent_config(s, log_level=3))
+    have = admin.list_topics(timeout=10).topics
+    new = [NewTopic(src.topic, num_partitions=s.partitions, replication_factor=s.replication_factor)
+           for src in s.source_specs.values() if src.topic not in have]
+    for fut in (admin.create_topics(new, operation_timeout=30).values() if new else ()):
+        fut.result(timeout=30)
 
 
 def _answers(s: Settings) -> bool:
@@ -260,8 +276,19 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
     label_delay = getattr(args, "label_delay", 0) or 0
     if label_delay < 0:
         raise ConfigError(f"--label-delay {label_delay} must be >= 0 (events between an event and its label)")
+    source = getattr(args, "source", None)
+    if source and args.control:
+        raise ConfigError("--control runs a second stream in the own envelope; run --source without it")
+    if source:
+        label_delay = label_delay or SOURCE_LABEL_DELAY  # the team's labels come later, from another system
     changes, scaled = demo_overrides(uuid.uuid4().hex[:6], n, explicit, label_delay)
     s = s.replace(**changes, **scaled)
+    stream = DEMO_STREAM
+    if source:  # the demo stream as a team's payments and labels, read by [sources.*]
+        s = s.replace(**payments_settings(s.topic_prefix))
+        stream = PAYMENTS_STREAM
+        print(f"the demo stream as team records: payments on {s.source_specs['payments'].topic} keyed by account, "
+              f"labels on {s.source_specs['fraud'].topic} keyed by txn_id, {label_delay} payments later")
     if scaled:
         print("demo settings for", n, "events:", ", ".join(f"{k}={v}" for k, v in scaled.items()),
               "(set them in the settings file, the environment or --set to choose others)")
@@ -274,6 +301,8 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
     logs.mkdir(parents=True, exist_ok=True)
     try:
         ensure_topics(s)
+        if source:
+            ensure_source_topics(s)
         workers_settings = []
         for i in range(args.workers):
             ws = s.replace(web_port=free_port())
@@ -285,6 +314,14 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
             _start_dashboard(s, args.dashboard_port, logs, board)
 
         def produce() -> None:
+            if source:
+                events = agrawal_events(stream, n, plan.drift_at, plan.swap_at, seed=42, f_before=plan.f_before,
+                                        f_after=plan.f_after)
+                chunk = max(1, label_delay // 4)
+                topics = [src.topic for src in s.source_specs.values()]
+                produce_raw(s, topics[0], payments_messages(events, s.topic_prefix, label_delay), every=chunk,
+                            pause=lambda n: _wait_for_intake(workers_settings, s, n - chunk, topics=topics))
+                return
             streams = [agrawal_events(DEMO_STREAM, n, plan.drift_at, plan.swap_at, seed=42,
                                       f_before=plan.f_before, f_after=plan.f_after)]
             if args.control:
@@ -300,11 +337,11 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
 
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()
-        view = LiveView(list(s.for_stream(DEMO_STREAM).features), s.topic_prefix, plan=plan.describe())
+        view = LiveView(list(s.for_stream(stream).features), s.topic_prefix, plan=plan.describe())
         topics = [s.topic(t) for t in (*view.reader.TOPICS, "dead-letters")]
         deadline = time.monotonic() + args.timeout
         done_at = None
-        streams = [DEMO_STREAM] + ([CONTROL_STREAM] if args.control else [])
+        streams = [stream] + ([CONTROL_STREAM] if args.control else [])
         for rec in consume(s, topics, idle_timeout=30.0):
             view.add(rec)
             view.render()
@@ -333,7 +370,7 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
         print(view.summary())
         # the story: where the drifts were induced and how far each change is from them, in the
         # seqs of the events explained (with labels that come later, changes are found at positions)
-        print(plan.story(DEMO_STREAM, view.changes, view.episodes))
+        print(plan.story(stream, view.changes, view.episodes))
         return exit_codes.INCOMPLETE if failed or timed_out else exit_codes.OK
     finally:
         for w in workers:
@@ -343,7 +380,7 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
         if getattr(args, "keep", False):
             print(f"kept the demo's topics {s.topic_prefix}* and {logs}/; look at them again with "
                   f"`streamxai dashboard --set topic_prefix={s.topic_prefix}` or "
-                  f"`streamxai plot {DEMO_STREAM} --set topic_prefix={s.topic_prefix}`")
+                  f"`streamxai plot {stream} --set topic_prefix={s.topic_prefix}`")
         else:
             _cleanup(s, logs, keep_logs=failed, explicit=explicit)
         if broker is not None and started and not args.keep_broker:

@@ -1,7 +1,9 @@
 """A source in the team's own format through a real broker: nested JSON records keyed by account,
 without seqs, on the team's topic, give the predictions and explanations, value for value, of
 the same events sent in the own envelope with seq 0, 1, 2, ... in the same order; a record that
-does not fit is a dead letter naming the path."""
+does not fit is a dead letter naming the path. Labels on another topic, keyed by the team's event
+id, are learned (late or before their events), expire (never sent) or are dead letters (ids that
+never existed)."""
 
 from __future__ import annotations
 
@@ -63,9 +65,9 @@ def _as_envelope(records: list[tuple[bytes, dict]]) -> list[FeatureEvent]:
 
 def _outputs(s) -> tuple[dict, dict]:
     """Predictions and explanation values by stream and seq, each with the event id it carries."""
-    preds = {(m["stream_id"], m["seq"]): (m["ts"], m["y_pred"], m["loss"], m["model_version"], m["event_id"])
+    preds = {(m["stream_id"], m["seq"]): (m["ts"], m["y_pred"], m["loss"], m["model_version"], m.get("event_id"))
              for m in collect_all(s, "predictions") if m.get("schema", "").startswith("prediction/")}
-    expl = {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): (m["value"], m["event_id"])
+    expl = {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): (m["value"], m.get("event_id"))
             for m in collect_all(s, "explanations")}
     return preds, expl
 
@@ -129,4 +131,63 @@ def test_a_team_topic_gives_the_values_of_the_own_envelope(bootstrap, tmp_path, 
     assert {v[-1] for v in own_preds.values()} == {None}
     (letter,) = collect_all(mapped, "dead-letters")
     assert letter["reason"] == "features" and "path 'merchant.country'" in letter["error"]
-    assert letter["source"]["topic"] == team
+    assert letter["source"]["topic"] == team and letter["event_id"] == "x"
+
+
+def test_labels_keyed_by_event_id_find_their_events_on_the_broker(bootstrap, tmp_path, workers, topic_factory):
+    # payments of two accounts, then (later, from another system) their labels on another topic keyed by
+    # txn_id: every 25th never labelled, two labels of ids that never existed, and the labels of the last
+    # five payments before those payments themselves (the join holds them until their events come)
+    payments, fraud = topic_factory(partitions=2, prefix="team-payments"), topic_factory(partitions=2, prefix="team-fraud")
+    n, early, never, ghosts = 300, 5, set(range(3, 300, 25)), ["ghost-1", "ghost-2"]
+    records = _records(n + early)
+
+    def payment(r):
+        return payments, r[0], orjson.dumps({k: v for k, v in r[1].items() if k != "fraud"})
+
+    def label(txn_id, y):
+        return fraud, txn_id.encode(), orjson.dumps({"txn_id": txn_id, "fraud": y})
+
+    labelled = [r for j, (_, r) in enumerate(records) if j not in never]
+    s = make_settings(bootstrap, str(tmp_path / "state"), features=FEATURES, categorical=["merchant.country"],
+                      streams={"payments:*": PROFILE}, explain_groups=1, partitions=2, max_label_delay=200,
+                      sources={"payments": {"topic": payments, "kind": "features", "features": FEATURES,
+                                            "stream_id": "key", "event_id": "txn_id", "event_time": "event_time",
+                                            "profile": "payments:*"},
+                               "fraud": {"topic": fraud, "kind": "labels", "event_id": "txn_id", "label": "fraud"}})
+    ensure_topics(s)
+    workers(s)
+    produce_raw(s, payments, [payment(r) for r in records[:n]])
+    until(lambda: len(collect_all(s, "predictions")) >= n, 180, "the payments' predictions")
+    late = [label(r["txn_id"], r["fraud"]) for r in labelled]
+    produce_raw(s, payments, late[:-early] + [label(g, 1) for g in ghosts] + late[-early:])
+    produce_raw(s, payments, [payment(r) for r in records[n:]])
+    # the ghosts expire once max_label_delay more events came to their partitions
+    produce_raw(s, payments, [payment((acc, {**r, "txn_id": f"more-{i}"})) for i, (acc, r) in enumerate(_records(700))])
+
+    def settled():
+        out = collect_all(s, "predictions")
+        learned = [m for m in out if m.get("outcome") == "learned"]
+        letters = collect_all(s, "dead-letters")
+        predicted = sum(1 for m in out if m["schema"].startswith("prediction/"))
+        done = len(learned) + len(letters) >= len(late) + len(ghosts) and predicted >= n + early + 700
+        return (out, letters) if done else None
+
+    out, letters = until(settled, 240, "every label joined or dead-lettered")
+    preds = {m["event_id"]: (m["stream_id"], m["seq"]) for m in out if m["schema"].startswith("prediction/")}
+    learned = [(m["stream_id"], m["seq"]) for m in out if m.get("outcome") == "learned"]
+    assert len(preds) == n + early + 700
+    assert sorted(learned) == sorted(preds[r["txn_id"]] for r in labelled), \
+        [(d["reason"], d["stage"], d["error"][:300]) for d in letters[:3]]
+    assert sorted((d["reason"], d["event_id"], d["stage"]) for d in letters) == [
+        ("unknown_event_id", "ghost-1", "join"), ("unknown_event_id", "ghost-2", "join")]
+    assert {d["source"]["topic"] for d in letters} == {fraud}
+    # the outcomes and explanations name the team's event ids
+    by_seq = {v: k for k, v in preds.items()}
+    assert all(m["event_id"] == by_seq[m["stream_id"], m["seq"]] for m in out if m.get("outcome") == "learned")
+    named = [m for m in collect_all(s, "explanations") if "event_id" in m]
+    assert named and all(m["event_id"] == by_seq[m["stream_id"], m["seq"]] for m in named)
+    # the events whose label never comes expire once their stream is max_label_delay events on
+    first = {preds[r["txn_id"]] for _, r in records}
+    expired = {(m["stream_id"], m["seq"]) for m in out if m.get("outcome") == "expired"}
+    assert expired & first == {preds[records[j][1]["txn_id"]] for j in never}

@@ -85,11 +85,6 @@ def test_two_sources_on_one_topic_are_refused():
         _settings(sources={"payments": SOURCE, "b": {k: v for k, v in SOURCE.items() if k != "profile"}})
 
 
-def test_a_labels_source_is_refused_with_what_to_do_instead():
-    with pytest.raises(ConfigError, match="labels sources .* are not read yet"):
-        _settings(sources={"payments": {**SOURCE, "kind": "labels"}})
-
-
 # mapping -------------------------------------------------------------------------------------
 
 def _record(i: int, account: str = "a1", **over) -> dict:
@@ -130,6 +125,7 @@ def test_a_record_that_does_not_fit_names_the_path_and_the_type(rec, key, reason
         _map(rec, key)
     assert e.value.reason == reason
     assert says in str(e.value) and "team.payments[0]@9" in str(e.value)
+    assert getattr(e.value, "event_id", None) == (None if reason == "bad_value" and "event id" in says else "t1")
 
 
 # numbering -------------------------------------------------------------------------------------
@@ -187,7 +183,7 @@ def test_a_sources_events_are_numbered_as_the_own_envelope_numbers_them():
         seq = seqs[ev.stream_id] = seqs.get(ev.stream_id, -1) + 1
         expected += _outputs(own.on_message(_envelope(ev, seq), ev.stream_id.encode(), Source("features", 0, off)))
     ids = [m.pop("event_id") for _, _, m in mapped]
-    assert [m.pop("event_id") for _, _, m in expected] == [None] * len(expected)
+    assert [m.pop("event_id", None) for _, _, m in expected] == [None] * len(expected)  # absent in the own envelope
     assert mapped == expected
     assert {m["seq"] for t, k, m in mapped if t == "predictions" and k == b"payments:a1"} == set(range(120))
     # every prediction and explain task carries the team's id of its event
@@ -237,7 +233,7 @@ def test_a_record_that_does_not_fit_is_a_dead_letter_and_takes_no_seq():
     letters = [orjson.loads(o.value) for o in outs if o.topic == "dead-letters"]
     assert [(d["reason"], d["source"]) for d in letters] == [
         ("features", {"topic": "team.payments", "partition": 0, "offset": 1})]
-    assert "path 'merchant.country'" in letters[0]["error"]
+    assert "path 'merchant.country'" in letters[0]["error"] and letters[0]["event_id"] == "t1"
     assert [orjson.loads(o.value)["seq"] for o in outs if o.topic == "predictions"] == [0, 1]
 
 
@@ -247,6 +243,9 @@ def test_the_intake_dead_letters_a_record_without_a_stream_id():
     letter = orjson.loads(out.value)
     assert (out.topic, letter["stage"], letter["reason"]) == ("dead-letters", "intake", "schema")
     assert letter["source"] == {"topic": "team.payments", "partition": 3, "offset": 41}
+    assert letter["event_id"] == "t0"  # the team's id of the record, where it has one
+    (out,) = IntakeHandler(s).on_message(b"[1]", None, Source("team.payments", 3, 42))
+    assert "event_id" not in orjson.loads(out.value)  # a record that names none
 
 
 def test_the_record_timestamp_is_the_event_time_when_the_source_says_so():
@@ -270,3 +269,24 @@ def test_a_feature_spec_of_the_profile_types_a_path():
     spec = _settings().stream_feature_spec("payments:x")
     assert spec == FeatureSpec(tuple(FEATURES), frozenset({"merchant.country"}), "classification")
     assert parse_sources({}, {}) == {}
+
+
+def test_the_payments_demo_maps_back_to_the_demo_stream():
+    from streamxai.local.demo_source import PAYMENTS_STREAM, payments_messages, payments_settings
+    from streamxai.local.demo_stream import agrawal_events
+
+    s = Settings(**payments_settings("d."))
+    events = list(agrawal_events(PAYMENTS_STREAM, 50, seed=3))
+    msgs = payments_messages(events, "d.", label_delay=7)
+    pay, fraud = s.source_specs["payments"], s.source_specs["fraud"]
+    records = [(k, v) for t, k, v in msgs if t == pay.topic]
+    labels = [orjson.loads(v) for t, _, v in msgs if t == fraud.topic]
+    mapped = [map_record(pay, v, k, None, s.stream_feature_spec, where="-") for k, v in records]
+    assert [(m.event.stream_id, m.event.ts, m.event.x) for m in mapped] == [
+        (PAYMENTS_STREAM, e.ts, {p: e.x[p.split(".")[-1].replace("value", "hvalue").replace("years", "hyears")]
+                                 for p in pay.features}) for e in events]
+    # each label 7 payments after its own, keyed by the txn_id of its payment
+    assert [lb["txn_id"] for lb in labels] == [m.event_id for m in mapped]
+    assert [lb["label"] for lb in labels] == [e.y for e in events]
+    order = [(t == pay.topic) for t, _, _ in msgs]
+    assert order[:8] == [True] * 8 and order[8] is False
