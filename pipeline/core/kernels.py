@@ -29,7 +29,7 @@ def load(environ: dict | None = None) -> ModuleType | None:
     and every class runs its pure-Python code, which stays the reference. A kernel does exactly the
     floating-point operations of the Python code it replaces, in the same order, on the same objects
     (the lists and dicts the classes hold), so the values are bit for bit the same on either path
-    (tests/unit/test_kernels.py) and checkpoints do not change. A kernel that meets anything
+    (tests/unit/core/test_kernels.py) and checkpoints do not change. A kernel that meets anything
     unusual (a type, a missing key) changes nothing and returns False; the caller then runs its
     Python code, which raises the usual error.
 
@@ -39,7 +39,7 @@ def load(environ: dict | None = None) -> ModuleType | None:
     - ``STREAMXAI_PURE_PYTHON=1`` in the environment forces the Python path (for debugging, or to
       compare): read once, at import;
     - ``STREAMXAI_REQUIRE_KERNEL=1`` (set by ``.ci/run``) makes a missing build fail a test
-      (``tests/unit/test_kernels.py``) instead of passing silently on the slower path.
+      (``tests/unit/core/test_kernels.py``) instead of passing silently on the slower path.
     """
     env = os.environ if environ is None else environ
     if env.get("STREAMXAI_PURE_PYTHON", "") not in ("", "0"):

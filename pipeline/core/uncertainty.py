@@ -35,7 +35,7 @@ def _column_sums(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     one after the other (the rows, the larger stride, are iterated outside the columns), the
     same additions as ``np.add.accumulate`` at a third to a quarter of its cost for iPDP's 99
     columns; one column is one contiguous run, which reduce would add pairwise, so it is
-    accumulated (``tests/unit/test_uncertainty_sums.py`` checks both against a plain loop)."""
+    accumulated (``tests/unit/core/test_uncertainty_sums.py`` checks both against a plain loop)."""
     y = w[:, None] * x
     if y.shape[1] < 2:
         return np.add.accumulate(y, axis=0)[-1]

@@ -35,7 +35,7 @@ log = logging.getLogger("streamxai")
 #: cannot take (a class gone, an attribute renamed, or one added that older states lack and the
 #: code needs): checkpoints of another format are then set aside and the states rebuilt by
 #: replay, instead of being unpickled into classes that no longer fit them. A checkpoint sealed
-#: before formats were recorded is format 1. ``tests/unit/test_state_format.py`` compares the
+#: before formats were recorded is format 1. ``tests/unit/kafka/test_state_format.py`` compares the
 #: classes and attributes of the states with those recorded for this format.
 STATE_FORMAT = 2
 _MAGIC = b"streamxai-checkpoint/v2\n"

@@ -1,6 +1,7 @@
 """The test tree itself: pytest imports test modules by base name (no packages under tests/),
-so two test files with one name in different folders stop the whole run at collection; and
-a test module imports no other test module (what several share is in tests/helpers/)."""
+so two test files with one name in different folders stop the whole run at collection; a test
+module imports no other test module (what several share is in tests/helpers/); and the folders
+of tests/unit/ mirror the package, so a module's tests are found by its path."""
 
 from collections import Counter
 from pathlib import Path
@@ -18,7 +19,7 @@ def test_test_modules_have_distinct_names():
 def test_modules_import_no_test_module():
     """Every module of unit/ and integration/ (tests, conftest): importing one of them from
     another runs its tests twice or couples them; shared code lives in the helpers package."""
-    own = {p.stem for folder in ("unit", "integration") for p in (TESTS / folder).glob("*.py")}
+    own = {p.stem for folder in ("unit", "integration") for p in (TESTS / folder).rglob("*.py")}
     assert {"test_layout", "conftest"} <= own
     found = sorted(
         f"{p.relative_to(TESTS)} imports {name}"
@@ -27,3 +28,14 @@ def test_modules_import_no_test_module():
         if name.split(".")[0] in own
     )
     assert found == []
+
+
+def test_unit_test_folders_mirror_the_package():
+    """``tests/unit/core/change/`` holds the tests of ``pipeline/core/change/`` (``streamxai.core.change``);
+    ``tests/unit/agents/`` and ``tests/unit/schemas/`` those of ``agents/`` and ``schemas/``."""
+    root = TESTS.parent
+    folders = {p.parent.relative_to(TESTS / "unit") for p in (TESTS / "unit").rglob("test_*.py")}
+    assert len(folders) > 5
+    missing = sorted(str(f) for f in folders if str(f) != "." and not (
+        (root / "pipeline" / f).is_dir() or (root / f).is_dir() and f.parts[0] in ("agents", "schemas")))
+    assert missing == []

@@ -193,7 +193,7 @@ def _close_rise(step: int) -> float:
     # (1,200 intervals), solved for c by Newton's method (the derivative: minus the same integral
     # of phi(x) phi((c - rho x) / s) / s), kept inside [1.6, 2.6] where the root lies (1.780 at
     # rho 1 to 2.232 at rho 0). rho = 1: Z2 = Z1, so P = Phi(c1) - Phi(c). Checked against 2M
-    # simulated pairs at rho 0, 0.5 and 0.9 (tests/unit/test_loss_kind.py).
+    # simulated pairs at rho 0, 0.5 and 0.9 (tests/unit/core/change/test_loss_kind.py).
     rho, c1, spend = step / _STEPS, Z_OPEN, CLOSE_DELTA
     if step >= _STEPS:
         return _N.inv_cdf(_N.cdf(c1) - spend)

@@ -133,7 +133,7 @@ class SeriesTest(Component):
     explainer measures ``k`` (:meth:`streamxai.core.uncertainty.SmoothedStderr.variance_factors`, the
     same reuse correction its standard errors use, in the limit of a long mean). The test
     multiplies the standard error's square by ``max(1, k)`` (a negative correlation would only make
-    it conservative). Measured on frozen models (``tests/unit/test_change_calibration.py``): for
+    it conservative). Measured on frozen models (``tests/unit/core/change/test_change_calibration.py``): for
     iPFI on squared loss ``k ~ 1.6``, and the variance of ``Z`` between adjacent windows of 1,000
     increments, 1 if the standard error is right, is about 1.5 without the factor and 1 with it;
     iPFI on 0-1 loss and iSAGE have ``k ~ 1``. ``k`` is the limit of long means, an upper bound for

@@ -99,7 +99,7 @@ class IPFI(Explainer):
     Standard errors (``stderr``): ``sqrt(sum_s w_s^2 (sigma^2 + reuse))`` from the exact
     smoothing weights, the running variance of ``lambda_t`` and the covariance of increments
     that drew the same stored observation (:mod:`streamxai.core.uncertainty`);
-    ``tests/unit/test_calibration.py`` shows 95 % intervals covering the exact PFI in 93-97 % of
+    ``tests/unit/core/explainers/test_calibration.py`` shows 95 % intervals covering the exact PFI in 93-97 % of
     checks.
 
     Random draws for feature ``j`` use a generator seeded from ``(seed, "ipfi", j)``; the

@@ -75,7 +75,7 @@ class ISAGE(Explainer):
     ``E[Var(f | x_S)] / m``). The gap differs between coalitions, is 0 at ``S = {}`` (the
     exact mean prediction) and at ``S = D``, so it does not cancel along the chain: the used
     features are overstated and every unused feature gets a negative value (on agrawal function 1
-    with Brier and ``m = 1``, ``tests/unit/test_isage_truth.py`` shows both against Monte-Carlo truths).
+    with Brier and ``m = 1``, ``tests/unit/core/explainers/test_isage_truth.py`` shows both against Monte-Carlo truths).
     ``estimator`` chooses how each coalition's loss is estimated:
 
     - ``"unbiased"`` (the default for a loss quadratic in the prediction -- ``"squared"``,
@@ -93,7 +93,7 @@ class ISAGE(Explainer):
       ``[0, G_m({})]``: always for the squared loss, for any convex loss with ``m = 1`` and
       independent features (one draw's gap is concave in the imputation distribution, and
       ``{}``'s distribution mixes those of larger coalitions), and measured for cross-entropy
-      with ``m = 8`` (``tests/unit/test_isage_truth.py``), not proven there. :attr:`ISAGE.jensen_gap` estimates ``G_m({})`` at
+      with ``m = 8`` (``tests/unit/core/explainers/test_isage_truth.py``), not proven there. :attr:`ISAGE.jensen_gap` estimates ``G_m({})`` at
       run time (chain loss at ``{}`` minus the loss of ``y_0``). The gap falls like ``1/m``.
       Exact for a loss linear in the prediction (absolute error of a probability on 0/1
       labels);

@@ -48,7 +48,7 @@ def compile_model(model: Any) -> FastModel | None:
     after a ``StandardScaler`` in a pipeline -- and returns a :class:`FastModel` that computes
     the shared parts of one call once and repeats river's floating-point operations in river's
     order, so its values are the black-box values bit for bit (the property tests
-    ``tests/unit/test_fastpath_*.py`` check this on random models grown from random streams).
+    ``tests/unit/core/fastpath/test_fastpath_*.py`` check this on random models grown from random streams).
 
     It relies on river internals, so it is used only with the river releases in
     :data:`VERIFIED_RIVER`; with another release :func:`compile_model` logs one warning and

@@ -17,7 +17,7 @@ import numpy as np
 __all__ = ["FastModel", "Unsupported", "VERIFIED_RIVER", "verified_river", "to_output", "tree_kind"]
 
 #: the river releases whose internals the fast path was checked against (inclusive range):
-#: tests/unit/test_fastpath_*.py compare it with black-box evaluation on random models
+#: tests/unit/core/fastpath/test_fastpath_*.py compare it with black-box evaluation on random models
 VERIFIED_RIVER = ((0, 26, 1), (0, 26, 1))
 #: calls a kept scope serves at most: its memos grow with the values met, and with labels
 #: that come late a model may not learn (and so not reset them) for many events

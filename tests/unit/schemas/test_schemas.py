@@ -34,7 +34,7 @@ from streamxai.schemas import (
 )
 
 SPEC = FeatureSpec(names=("a", "b", "c"), categorical=frozenset({"c"}), task="classification")
-JSON_DIR = Path(__file__).resolve().parents[2] / "schemas" / "json"
+JSON_DIR = Path(__file__).resolve().parents[3] / "schemas" / "json"
 
 
 def event(**over):

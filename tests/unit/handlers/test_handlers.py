@@ -262,7 +262,7 @@ def test_change_event_and_episode_explain_the_change():
 
     import jsonschema
 
-    json_dir = Path(__file__).resolve().parents[2] / "schemas" / "json"
+    json_dir = Path(__file__).resolve().parents[3] / "schemas" / "json"
     for msg in [*events, opened, episode]:
         jsonschema.validate(msg, json.loads((json_dir / (msg["schema"].replace("/", ".") + ".json")).read_text()))
 

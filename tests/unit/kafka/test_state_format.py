@@ -168,7 +168,7 @@ def test_a_state_that_fails_on_every_message_is_not_rebuilt_for_every_message(mo
 
 
 # --- the classes of checkpointed state, recorded per state format -----------------------------
-SHAPES = Path(__file__).resolve().parents[1] / "helpers" / "state_shapes.json"
+SHAPES = Path(__file__).resolve().parents[2] / "helpers" / "state_shapes.json"
 
 
 def _shapes(*roots) -> dict[str, list[str]]:

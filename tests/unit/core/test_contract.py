@@ -608,7 +608,7 @@ def test_same_outputs_in_another_process():
     """Workers are separate processes: outputs must not depend on ``PYTHONHASHSEED``."""
     here = Path(__file__).resolve()
     code = f"import json, sys; sys.path.insert(0, {str(here.parent)!r}); import {here.stem} as t; print(json.dumps(t.digests()))"
-    root = here.parents[2]
+    root = here.parents[3]  # the checkout (this file is in tests/unit/core/)
     env = {**os.environ, "PYTHONHASHSEED": "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
