@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from typing import Any
 
-__all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED", "PROFILED", "TOP_LEVEL", "NO_STREAM", "profile_label",
-           "key_profile"]
+__all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED", "PROFILED", "TOP_LEVEL", "NO_STREAM", "ALERTS_KEPT",
+           "profile_label", "key_profile"]
 
 #: the counters labelled by the stream's profile
 PROFILED = ("events_explained", "sampled_out", "shed_events", "change_events", "change_episodes", "dead_letters")
@@ -103,6 +103,7 @@ HELP.update({
     "uptime_seconds": "Seconds since the worker started",
     "compiled_kernels": "1 when the explainers' bookkeeping runs the compiled kernels (pipeline/core/kernels.py), 0 on the pure-Python path (not built, or STREAMXAI_PURE_PYTHON=1)",
     "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream",
+    "alert": "1 for each of the newest alerting change episodes this worker announced (at most ALERTS_KEPT; older ones drop out), by stream_id, alert_key (one per episode, the same after any restart or replay) and kind: page once per alert_key",
     "gc_frozen_objects": "Objects made as the worker started, moved out of Python's garbage collector's passes once it was up (gc.freeze)",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire (or exposed by their user)
@@ -139,6 +140,9 @@ def key_profile(settings: Any, key: bytes | None) -> str:
     return profile_label(settings.profile(stream_id))
 
 
+#: the alerts a worker exposes as ``streamxai_alert`` series: the newest, so the series stay bounded
+ALERTS_KEPT = 256
+
 #: the most label sets :meth:`Metrics._key` remembers (the series are bounded: topics, profiles, reasons)
 _MAX_KEYS = 4096
 
@@ -162,6 +166,7 @@ class Metrics:
         self._keys: dict[tuple, str] = {}  # (name, *label items) -> the series' key (:meth:`_key`)
         self._offsets: dict[tuple[str, int], int] = {}
         self._last_checkpoint: float | None = None
+        self._alerts: OrderedDict[str, None] = OrderedDict()  # series keys of alert, oldest first
         self.started = time.time()
         # handlers rebuild state on a thread while the agents run: counts must not be lost
         self._lock = threading.Lock()
@@ -201,6 +206,29 @@ class Metrics:
 
     def gauge(self, name: str, value: float, **labels: Any) -> None:
         self._gauges[self._key(name, labels) if labels else name] = value
+
+    def alert(self, stream_id: str, alert_key: str, kind: str, keep: int = ALERTS_KEPT) -> None:
+        """Set ``alert{stream_id, alert_key, kind}`` to 1; keep the ``keep`` newest such series and
+        drop the older ones (their alert resolves in Prometheus). Setting a key again keeps one
+        series, so Alertmanager, grouping by ``alert_key``, notifies once.
+
+        >>> m = Metrics()
+        >>> for pos in (10, 20, 10, 30):
+        ...     m.alert("s1", f"s1/{pos}", "degradation", keep=2)
+        >>> sorted(k for k in m.snapshot()["gauges"] if k.startswith("alert"))
+        ['alert{alert_key=s1/10,kind=degradation,stream_id=s1}', 'alert{alert_key=s1/30,kind=degradation,stream_id=s1}']
+        """
+        items = tuple(sorted({"stream_id": stream_id, "alert_key": alert_key, "kind": kind}.items()))
+        key = "alert{" + ",".join(f"{k}={v}" for k, v in items) + "}"
+        # built here rather than by _key: a dropped series leaves nothing behind in _parts or its memo
+        self._parts[key] = ("alert", items)
+        self._alerts[key] = None
+        self._alerts.move_to_end(key)
+        self._gauges[key] = 1
+        while len(self._alerts) > keep:
+            old, _ = self._alerts.popitem(last=False)
+            self._gauges.pop(old, None)
+            self._parts.pop(old, None)
 
     def get(self, name: str) -> int:
         """The count of ``name``, summed over its series whose labels include those given

@@ -329,6 +329,11 @@ class ChangeEpisode(Message):
     there (as in :class:`ChangeEvent`; ``cut_seq`` null where no longer known). With labels in
     line they are equal.
     Consumers keep the later message of an episode by ``(stream_id, first_position)``.
+
+    ``alert_key`` is ``"<stream_id>/<first_position>"`` on every message of an episode that
+    alerts (null on the others): a function of the stream and the episode only, so the open and
+    the closed message of an episode, and any message sent again after a restart or a replay,
+    carry the same key. A pager that pages once per ``alert_key`` pages once per alert.
     """
 
     SCHEMA: ClassVar[str] = "change_episode/v3"
@@ -354,6 +359,7 @@ class ChangeEpisode(Message):
     last_position: int
     closed_position: int | None
     cut_position: int
+    alert_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """The worker's log line for a change episode, the line an on-call engineer reads when an
-episode pages: the stream, the episode's kind and whether it pages, the seq of the event
+episode pages: the stream, the episode's kind and whether it pages (with its ``alert_key``, the
+key a pager dedupes on), the seq of the event
 explained where its first change was detected, the seq where the new regime of its largest
 change began (the cut), and every series that changed, each once, in the episode's order
 (largest change first). It is told from the ``change_episode`` message the worker publishes,
@@ -7,9 +8,10 @@ so the line and the message agree on every seq.
 
 >>> from types import SimpleNamespace as M
 >>> ep = M(stream_id="elec2", kind="degradation", alert=True, status="open", first_seq=19119, cut_seq=19400,
-...        closed_seq=None, changes=[{"explainer": "ipdp", "feature": f} for f in ("a", "b", "a")])
+...        closed_seq=None, changes=[{"explainer": "ipdp", "feature": f} for f in ("a", "b", "a")],
+...        alert_key="elec2/19119")
 >>> print(episode_line(ep))
-ALERT change episode in stream elec2: degradation; first change detected at seq 19119; \
+ALERT change episode in stream elec2: degradation; alert_key elec2/19119; first change detected at seq 19119; \
 largest change's new regime began at seq 19400; 2 series changed: ipdp/a, ipdp/b
 """
 
@@ -24,8 +26,11 @@ def episode_line(ep: Any) -> str:
     """The line for ``ep``, a :class:`schemas.ChangeEpisode` (or anything with its fields)."""
     series = list(dict.fromkeys(f"{c.get('explainer')}/{c.get('feature')}" for c in ep.changes))
     kind = str(ep.kind).replace("_", " ")
-    parts = [f"{'ALERT ' if ep.alert else ''}change episode in stream {ep.stream_id}: {kind}",
-             f"first change detected at seq {ep.first_seq}"]
+    parts = [f"{'ALERT ' if ep.alert else ''}change episode in stream {ep.stream_id}: {kind}"]
+    key = getattr(ep, "alert_key", None)
+    if key is not None:
+        parts.append(f"alert_key {key}")
+    parts.append(f"first change detected at seq {ep.first_seq}")
     if ep.cut_seq is not None:
         parts.append(f"largest change's new regime began at seq {ep.cut_seq}")
     if ep.status == "closed" and ep.closed_seq is not None:

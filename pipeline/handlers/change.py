@@ -23,7 +23,7 @@ from .feed_bounds import FeedBounds, feed_bounds
 from .out import Out
 from .protocols import CheckpointStore, History
 
-__all__ = ["ChangeHandler", "change_event", "change_episode"]
+__all__ = ["ChangeHandler", "alert_key", "change_event", "change_episode"]
 
 _Z_CAP = 1e6  # a side without variance gives an infinite z; the wire carries finite numbers
 
@@ -248,6 +248,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
             msg = change_episode(p.stream_id, ep, seqs_of, p.seq)
             if ep.first:  # the message that announces the episode's kind: count it, page on it
                 m.inc("change_episodes", kind=ep.kind, alert=_flag(ep.alert), profile=profile)
+                if msg.alert_key is not None:
+                    m.alert(p.stream_id, msg.alert_key, ep.kind)
                 log.log(logging.WARNING if ep.alert else logging.INFO, "%s", episode_line(msg))
             outs.append(Out("change-episodes", k, dumps(msg)))
         return outs
@@ -273,6 +275,17 @@ def _loss(m: Block | None) -> tuple[float | None, int]:
 
 def _in_line(c: Change) -> tuple[int, int | None]:
     return c.seq, c.cut_seq  # labels in line: every position is its event's seq
+
+
+def alert_key(stream_id: str, first_position: int) -> str:
+    """The key an alerting episode pages under: its stream and the position of its first change,
+    the same on every message of the episode and after any redelivery, restart or replay (stream
+    ids hold no ``/``, so the key names one episode).
+
+    >>> alert_key("elec2", 19119)
+    'elec2/19119'
+    """
+    return f"{stream_id}/{first_position}"
 
 
 def change_event(stream_id: str, c: Change, seqs_of: Callable[[Change], tuple[int, int | None]] = _in_line
@@ -329,4 +342,5 @@ def change_episode(stream_id: str, ep: Episode, seqs_of: Callable[[Change], tupl
         loss_ci_before=_ci(ep.loss_before) if nlb > 1 else None, loss_ci_after=_ci(ep.loss_after) if nla > 1 else None,
         loss_z=None if z is None else _finite(z),
         first_position=ep.first_seq, last_position=ep.last_seq, closed_position=ep.closed_seq, cut_position=ep.cut_seq,
+        alert_key=alert_key(stream_id, ep.first_seq) if ep.alert else None,
     )

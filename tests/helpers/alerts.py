@@ -1,0 +1,50 @@
+"""A pager that pages once per ``alert_key`` (what a consumer of ``change-episodes`` or an
+Alertmanager route grouped by ``alert_key`` does), and a stream of explanations that always
+alerts: two series of stream ``d`` whose levels and loss step up at one point.
+
+>>> pager = Pager()
+>>> [pager.take(ep) for ep in ({"alert_key": "d/5"}, {"alert_key": None}, {"alert_key": "d/5"})]
+[True, False, False]
+>>> pager.pages
+['d/5']
+"""
+
+from __future__ import annotations
+
+import random
+
+from helpers.handler_inputs import explanation_msg
+from helpers.partition_log import PartitionLog
+
+__all__ = ["Pager", "stepped_explanations"]
+
+
+class Pager:
+    """Pages on a change episode whose ``alert_key`` it has not paged on yet."""
+
+    def __init__(self) -> None:
+        self.pages: list[str] = []
+
+    def take(self, episode: dict) -> bool:
+        key = episode.get("alert_key")
+        if key is None or key in self.pages:
+            return False
+        self.pages.append(key)
+        return True
+
+
+def stepped_explanations(emit_every: int, n: int = 1200, shift_at: int = 600, seed: int = 11) -> PartitionLog:
+    """Explanations of iPFI on ``age`` and ``car`` of stream ``d`` on ``explanations[0]``, blocks
+    of ``emit_every`` increments (sd 0.2) whose levels step by 0.3 and 0.2 at point ``shift_at``
+    while the model's loss steps from 0.1 to 0.3: a degradation, which alerts by default."""
+    rng, log = random.Random(seed), PartitionLog()
+    k = emit_every
+    for i in range(n):
+        seq = (i + 1) * k - 1
+        loss = (k, 0.1 if i < shift_at else 0.3, 0.5)
+        for feature, jump in (("age", 0.3), ("car", 0.2)):
+            xs = [0.1 + (jump if i >= shift_at else 0.0) + rng.gauss(0, 0.2) for _ in range(k)]
+            m = sum(xs) / k
+            block = (k, m, sum((x - m) ** 2 for x in xs))
+            log.append("explanations", 0, b"d", explanation_msg("d", "ipfi", feature, seq, m, block, (i + 1) * k, loss))
+    return log
