@@ -121,7 +121,9 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     later explanations from the same partition, or replays its whole history without one. A
     restarted change agent therefore emits exactly what an uninterrupted one would; events for
     re-delivered explanations repeat with equal values (consumers dedupe change events by
-    ``(series, position)`` and episodes by ``(stream_id, first_position)``).
+    ``(series, position)`` and episodes by ``(stream_id, first_position)``; an alerting episode
+    carries that pair as its ``alert_key``, and the worker's metrics expose its newest alerts by
+    it, so a pager pages once per key).
 
     Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
     (``change_episode/v3``: each episode when it opens, with its kind and whether it is an alert,

@@ -6,12 +6,14 @@ pager that dedupes by that key pages once, and each worker's metrics show the ke
 from __future__ import annotations
 
 import shutil
+from types import SimpleNamespace
 
 import orjson
 import pytest
 from helpers.alerts import Pager, stepped_explanations
 from helpers.handler_inputs import change_settings
 from streamxai.handlers import ChangeHandler
+from streamxai.handlers.alert_line import episode_line
 from streamxai.handlers.change import alert_key
 from streamxai.kafka.checkpoints import FileCheckpointStore
 
@@ -41,6 +43,7 @@ def test_an_alert_sent_again_after_a_crash_pages_once(tmp_path, checkpoint_every
     (sent_at, opened), (_, closed) = alerts  # the degradation, announced open, then closed
     assert opened["status"] == "open" and closed["status"] == "closed"
     assert opened["alert_key"] == closed["alert_key"] == alert_key("d", opened["first_position"]) == "d/3059"
+    assert "; alert_key d/3059; " in episode_line(SimpleNamespace(**opened))  # the line the worker logs
 
     # the first worker checkpoints as it goes; what it had checkpointed when its input was last
     # committed (200 records before the alert) is all the second one finds
@@ -63,9 +66,17 @@ def test_an_alert_sent_again_after_a_crash_pages_once(tmp_path, checkpoint_every
     assert {ep["alert_key"] for ep in on_topic} == {"d/3059"}
     assert on_topic[0] == on_topic[1]  # equal, as after any redelivery
     pager = Pager()
-    assert [pager.take(ep) for _, ep in sent] .count(True) == 1 and pager.pages == ["d/3059"]
+    assert sum(pager.take(ep) for _, ep in sent) == 1 and pager.pages == ["d/3059"]
     series = 'alert{alert_key=d/3059,kind=degradation,stream_id=d}'
     assert _alert_series(first) == _alert_series(second) == {series: 1}
+
+
+def test_an_episode_that_does_not_alert_has_no_key():
+    h = ChangeHandler(change_settings(change_alert_kinds=["reliance_shift"]))  # a degradation does not page
+    log = stepped_explanations(h.settings.emit_every)
+    episodes = [ep for _, ep in _run(h, log, range(len(log.items("explanations", 0))))]
+    assert [(ep["kind"], ep["alert"], ep["alert_key"]) for ep in episodes] == [("degradation", False, None)] * 2  # open, closed
+    assert _alert_series(h) == {}
 
 
 def test_alert_series_are_bounded_to_the_newest():
