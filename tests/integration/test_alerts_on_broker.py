@@ -12,8 +12,9 @@ import subprocess
 import sys
 import urllib.request
 
+from confluent_kafka import KafkaException
 from helpers.alerts import Pager, stepped_explanations, uncommitted_after_an_alert
-from helpers.pipeline_runs import collect, collect_all, committed, make_settings, wait_for_commit
+from helpers.pipeline_runs import collect, collect_all, committed, make_settings, until
 from streamxai.handlers import ChangeHandler
 from streamxai.kafka.config import ensure_topics
 from streamxai.kafka.io import produce_raw
@@ -27,6 +28,24 @@ def _alert_sent(s, times: int):
         return sum(m["alert"] and m["status"] == "open" for m in ms) >= times
     got = collect(s, "change-episodes", enough, timeout=180)
     assert enough(got), f"{times} alerts not on change-episodes in time: {got}"
+
+
+def _committed(s) -> tuple[int, int]:
+    """``(committed, produced)`` on ``drift-feed``, asked again while the group's coordinator moves."""
+    def ask():
+        try:
+            return committed(s, "drift-feed")
+        except KafkaException:  # NOT_COORDINATOR while the group's coordinator loads
+            return None
+    return until(ask, 60, f"the committed offsets of group {s.app_id}")  # type: ignore[return-value]
+
+
+def _wait_for_commit(s, at_least: int | None = None) -> None:
+    """Until the group has committed ``at_least`` messages of ``drift-feed`` (None: all on it)."""
+    def enough():
+        done, ends = _committed(s)
+        return done >= (ends if at_least is None else at_least)
+    until(enough, 180, f"group {s.app_id} to commit {at_least or 'everything'} on drift-feed")
 
 
 def test_an_alert_sent_before_a_crash_and_again_after_it_pages_once(bootstrap, tmp_path):
@@ -49,18 +68,18 @@ def test_an_alert_sent_before_a_crash_and_again_after_it_pages_once(bootstrap, t
                                      stderr=subprocess.STDOUT, start_new_session=True)
         procs.append(first)
         produce_raw(s, feed, records[:1000])  # before the step: processed and committed
-        wait_for_commit(s, ["drift-feed"], at_least=1000, timeout=180)
+        _wait_for_commit(s, at_least=1000)
         produce_raw(s, feed, records[1000:])
         _alert_sent(s, 1)
         first.send_signal(signal.SIGKILL)
         assert first.wait(10) == -signal.SIGKILL
-        done, ends = committed(s, "drift-feed")
+        done, ends = _committed(s)
         assert 1000 <= done <= sent_at < ends  # the alert's explanation is not committed: it comes again
 
         again = s.replace(web_port=free_port())
         procs.append(spawn_worker(again, roles=("change",), log_file=str(tmp_path / "b.log"), loglevel="warning"))
         _alert_sent(s, 2)
-        wait_for_commit(s, ["drift-feed"], timeout=180)
+        _wait_for_commit(s)
         with urllib.request.urlopen(f"http://127.0.0.1:{again.web_port}/metrics", timeout=10) as r:
             exposition = r.read().decode()
     finally:
