@@ -335,7 +335,7 @@ class Settings:
         self.source_specs: dict[str, SourceSpec] = parse_sources(self.sources, self.streams)
         from .ingest.registry import check_registry  # the registry client is imported only where a source needs it
 
-        check_registry(self)
+        check_registry(self.source_specs.values(), self.schema_registry_url)
 
     def _check_profiles(self) -> list[Settings]:
         """Each profile's effective settings, in file order; a ConfigError names the table and key."""

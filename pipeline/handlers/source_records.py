@@ -71,7 +71,10 @@ class SourceRecords:
     def registry(self) -> RegistryDecoder:
         """The decoder of the registry-framed sources' records (made on first use)."""
         if self._registry is None:
-            self._registry = RegistryDecoder(self.settings, self.metrics)
+            s = self.settings
+            self._registry = RegistryDecoder(s.schema_registry_url, username=s.schema_registry_username,
+                                             password=s.schema_registry_password.reveal(),
+                                             cafile=s.schema_registry_cafile, metrics=self.metrics)
         return self._registry
 
     def _record(self, spec: SourceSpec, raw: bytes | None, src: Source) -> tuple[dict[str, Any], bytes]:

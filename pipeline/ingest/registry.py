@@ -17,7 +17,7 @@ asked once per schema id.
 >>> from streamxai.settings import Settings
 >>> s = Settings(schema_registry_url="mock://doc", sources={"pay": {"topic": "t", "kind": "labels",
 ...     "format": "avro", "event_id": "txn_id", "label": "fraud"}})
->>> dec = RegistryDecoder(s)
+>>> dec = RegistryDecoder(s.schema_registry_url)
 >>> from confluent_kafka.schema_registry.avro import AvroSerializer
 >>> from confluent_kafka.serialization import MessageField, SerializationContext
 >>> schema = '{"type": "record", "name": "L", "fields": [{"name": "txn_id", "type": "string"}, {"name": "fraud", "type": "int"}]}'
@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING, Any
 from streamxai.schemas import ConfigError, MalformedMessage, SchemaMismatch, StreamxaiError
 
 if TYPE_CHECKING:  # pragma: no cover - for annotations only
+    from collections.abc import Iterable
+
     from ..metrics import Metrics
-    from ..settings import Settings
     from ..sources import SourceSpec
 
 __all__ = ["RegistryDecoder", "RegistryUnreachable", "REGISTRY_FORMATS", "INSTALL", "check_registry",
@@ -77,19 +78,19 @@ def registry_installed(fmt: str) -> bool:
         return False
 
 
-def check_registry(settings: Settings) -> None:
-    """The settings of the registry-framed sources can work: the extra is installed and a
-    registry URL is given; a :class:`ConfigError` in one line saying what to do."""
-    for spec in settings.source_specs.values():
+def check_registry(specs: Iterable[SourceSpec], url: str) -> None:
+    """The registry-framed ones of the sources ``specs`` can work: the extra is installed and a
+    registry ``url`` (the setting ``schema_registry_url``) is given; a :class:`ConfigError` in one
+    line saying what to do."""
+    for spec in specs:
         if spec.format not in REGISTRY_FORMATS:
             continue
         where = f"[sources.{spec.name}] format = {spec.format!r}"
         if not registry_installed(spec.format):
             raise ConfigError(f"{where} needs the schema registry client, which is not installed: {INSTALL}")
-        if not settings.schema_registry_url:
+        if not url:
             raise ConfigError(f"{where} needs the setting schema_registry_url, e.g. schema_registry_url = "
                               "\"http://registry:8081\"")
-    url = settings.schema_registry_url
     if url and not url.startswith(("http://", "https://", "mock://")):
         raise ConfigError(f"setting schema_registry_url={url!r}: write the registry's http:// or https:// URL "
                           "(several: comma-separated)")
@@ -105,19 +106,20 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 
 class RegistryDecoder:
-    """Decodes the registry-framed records of the sources of ``settings``; ``client`` is the
-    registry client (``mock://...`` URLs give confluent_kafka's in-memory registry, for tests)."""
+    """Decodes registry-framed records with the registry at ``url`` (the settings
+    ``schema_registry_*``); ``client`` is the registry client (``mock://...`` URLs give
+    confluent_kafka's in-memory registry, for tests)."""
 
-    def __init__(self, settings: Settings, metrics: Metrics | None = None):
+    def __init__(self, url: str, *, username: str = "", password: str = "", cafile: str = "",
+                 metrics: Metrics | None = None):
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
-        conf: dict[str, Any] = {"url": settings.schema_registry_url, "timeout": REQUEST_TIMEOUT_S,
+        conf: dict[str, Any] = {"url": url, "timeout": REQUEST_TIMEOUT_S,
                                 "max.retries": 0}  # one bounded attempt; the agent waits and tries again
-        if settings.schema_registry_username:
-            conf["basic.auth.user.info"] = (f"{settings.schema_registry_username}:"
-                                            f"{settings.schema_registry_password.reveal()}")
-        if settings.schema_registry_cafile:
-            conf["ssl.ca.location"] = settings.schema_registry_cafile
+        if username:
+            conf["basic.auth.user.info"] = f"{username}:{password}"
+        if cafile:
+            conf["ssl.ca.location"] = cafile
         self.client = SchemaRegistryClient.new_client(conf)
         self.metrics = metrics
         self._deserializers: dict[str, Any] = {}
