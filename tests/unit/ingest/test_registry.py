@@ -9,6 +9,8 @@ never shows."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
 import logging
 import socket
 import sys
@@ -237,3 +239,21 @@ def test_the_registry_password_never_shows(tmp_path, caplog):
         intake.on_message(b"\x00\x00\x00\x00\x01\x02a", b"a1", Source(TOPIC, 0, 0))
     assert "hunter2-secret" not in str(e.value) and "hunter2-secret" not in caplog.text
     assert isinstance(intake.sources.registry.client, SchemaRegistryClient)
+
+
+def test_avro_decimals_and_timestamps_map_as_numbers_and_times():
+    s = Settings(sources={"p": {"topic": "t", "kind": "features", "format": "avro", "features": ["price"],
+                                "stream_id": "key", "event_id": "id", "event_time": "ts"}},
+                 features=["price"], schema_registry_url="mock://registry-test")
+    intake = IntakeHandler(s)
+    schema = orjson.dumps({"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}},
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}).decode()
+    rec = {"id": "a", "price": decimal.Decimal("3.25"), "ts": datetime.datetime(2024, 5, 1, 10, tzinfo=datetime.UTC)}
+    raw = AvroSerializer(intake.sources.registry.client, schema)(rec, SerializationContext("t", MessageField.VALUE))
+    (out,) = intake.on_message(raw, b"k", Source("t", 0, 0))
+    assert orjson.loads(out.value) == {"id": "a", "price": 3.25, "ts": "2024-05-01T10:00:00+00:00"}
+    (pred,) = [orjson.loads(o.value) for o in ModelHandler(s).on_message(out.value, out.key, Source(
+        "arrivals", 0, 0, headers=out.headers)) if o.topic == "predictions"]
+    assert (pred["stream_id"], pred["ts"], pred["event_id"]) == ("p:k", 1714557600.0, "a")
