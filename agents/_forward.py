@@ -9,6 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from streamxai.handlers import Handler, Out, Source, dead_letter
+from streamxai.ingest.registry import RegistryUnreachable
 from streamxai.kafka.appender import Appender
 from streamxai.kafka.output_producer import OutputProducer
 from streamxai.metrics import key_profile
@@ -243,7 +244,7 @@ async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outb
                    for r in chunk]
         _counted(chunk, handler.metrics)
         try:
-            outs = handler.on_batch(records)  # type: ignore[attr-defined]
+            outs = await _until_registry_answers(handler.on_batch, records)  # type: ignore[attr-defined]
         except Exception as e:  # never let one batch kill the agent
             log.exception("%s agent failed on a batch of %d from %s", stage, len(records), records[0][2])
             outs = [dead_letter(raw, key, e, stage, src, reason="internal_error",
@@ -278,13 +279,24 @@ def _taken(value: bytes | None, key: bytes | None, topic: str, partition: int, o
     return value, key, src
 
 
+async def _until_registry_answers(call: Callable[..., list[Out]], *args: Any) -> list[Out]:
+    """``call(*args)``, called again after the wait each :class:`RegistryUnreachable` names (a
+    schema registry that does not answer): the records wait, the event loop (heartbeats,
+    commits, the other agents) runs meanwhile, and nothing is dropped or dead-lettered."""
+    while True:
+        try:
+            return call(*args)
+        except RegistryUnreachable as e:
+            await asyncio.sleep(e.delay)
+
+
 async def _handle(handler: Handler, raw: bytes | None, key: bytes | None, src: Source, stage: str) -> list[Out]:
     try:
         if handler.needs_recovery(key, src):
             # it may rebuild state from history (Kafka reads, replays): keep the event
             # loop, and so heartbeats, commits and the other agents, running meanwhile
             return await asyncio.to_thread(handler.on_message, raw, key, src)
-        return handler.on_message(raw, key, src)
+        return await _until_registry_answers(handler.on_message, raw, key, src)
     except Exception as e:  # never let one message kill the agent
         log.exception("%s agent failed on %s", stage, src)
         return [dead_letter(raw, key, e, stage, src, reason="internal_error",

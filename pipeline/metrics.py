@@ -50,6 +50,7 @@ HELP = {
     "messages_out": "Messages sent, by topic",
     "dead_letters": "Dead letters the broker acknowledged, by reason and profile (of the stream the message's key names)",
     "send_errors": "Messages the producer refused (logged and dropped), by topic (short name)",
+    "registry_unreachable": "Failed attempts to reach the schema registry of a registry-framed source (the record waits and is tried again)",
     "duplicates_dropped": "Feature events dropped as already processed (stream_id, seq)",
     "duplicate_tasks_dropped": "Explain tasks dropped as already processed",
     "duplicate_explanations_dropped": "Explanations the change agent had already monitored",

@@ -235,12 +235,16 @@ class Settings:
     # Sources
     sources: dict = _f({}, "a team's own topics read in its own record format: [sources.<name>] tables (topic, kind, "
                            "format, features, stream_id, event_id, event_time, label, profile); see streamxai.sources")
+    schema_registry_url: str = _f("", "URL of the schema registry (Confluent-compatible) that frames the records of sources with format avro or json_schema; several: comma-separated")
+    schema_registry_username: str = _f("", "user name for the schema registry (HTTP basic auth)")
+    schema_registry_password: Secret = _f(Secret(""), "password for the schema registry (secret)", secret=True)
+    schema_registry_cafile: str = _f("", "CA bundle that signed an https schema registry's certificate")
 
     def __post_init__(self) -> None:
         self._params_defaulted = self.model_params is None  # a model given alone gets the params it takes
         if self.model_params is None:
             self.model_params = default_model_params(self.model)
-        for name in ("sasl_password", "ssl_key_password", "checkpoint_key"):
+        for name in ("sasl_password", "ssl_key_password", "checkpoint_key", "schema_registry_password"):
             v = getattr(self, name)
             if not isinstance(v, Secret):
                 setattr(self, name, Secret(str(v)))
@@ -329,6 +333,9 @@ class Settings:
             raise bad(f"features/categorical/task: {e}") from None
         self._profiles = self._check_profiles()
         self.source_specs: dict[str, SourceSpec] = parse_sources(self.sources, self.streams)
+        from .ingest.registry import check_registry  # the registry client is imported only where a source needs it
+
+        check_registry(self.source_specs.values(), self.schema_registry_url)
 
     def _check_profiles(self) -> list[Settings]:
         """Each profile's effective settings, in file order; a ConfigError names the table and key."""
@@ -391,7 +398,7 @@ class Settings:
 
     def check_files(self) -> None:
         """The files the settings name exist, are readable and load as TLS files (run once at startup)."""
-        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "schema_registry_cafile"):
             path = getattr(self, name)
             if path and not Path(path).is_file():
                 raise ConfigError(f"setting {name}={path!r}: no such file")

@@ -34,8 +34,8 @@ from streamxai.schemas import ConfigError
 __all__ = ["SourceSpec", "parse_sources", "KINDS", "FORMATS", "RECORD_KEY", "RECORD_TIMESTAMP"]
 
 KINDS = ("features", "labels")
-#: the record formats a source may name (the registry-framed formats are not read yet)
-FORMATS = ("json",)
+#: the record formats a source may name: JSON, or framed by a schema registry (streamxai.ingest.registry)
+FORMATS = ("json", "avro", "json_schema")
 #: ``stream_id = "key"``: the stream id is the record's key
 RECORD_KEY = "key"
 #: ``event_time = "timestamp"``: the event time is the record's timestamp
@@ -123,7 +123,8 @@ def _one(name: str, table: Any, profiles: Mapping[str, Any]) -> SourceSpec:
                           "(labels joined by event_id)")
     fmt = table.get("format", "json")
     if fmt not in FORMATS:
-        raise bad("format", f"write format = \"json\" (the formats read are {', '.join(FORMATS)})")
+        raise bad("format", "write format = \"json\", or \"avro\" or \"json_schema\" for records framed by a "
+                            "schema registry (schema_registry_url)")
     if kind == "labels":
         return _labels(name, table, bad)
     features = table.get("features")

@@ -45,7 +45,7 @@ class IntakeHandler:
     def __init__(self, settings: Settings, metrics: Metrics | None = None):
         self.settings = settings
         self.metrics = metrics or Metrics()
-        self.sources = SourceRecords(settings)
+        self.sources = SourceRecords(settings, self.metrics)
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The message as it came, for the arrivals topic (an empty value stays empty: the model

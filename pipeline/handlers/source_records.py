@@ -3,7 +3,10 @@
 The intake forwards a source's record to ``arrivals`` keyed by the stream id it finds in it
 (:meth:`SourceRecords.arrival`), bytes unchanged, with the origin headers and, for a source whose
 event time is the record timestamp, that timestamp (:data:`ORIGIN_TIMESTAMP`): the arrivals
-record has its own. A record without a stream id is a dead letter of the intake. The model
+record has its own. A record of a registry-framed source (``format = "avro"`` or ``"json_schema"``)
+is decoded at the intake (:class:`~streamxai.ingest.registry.RegistryDecoder`) and forwarded as the
+JSON object it decodes to, so the model handler, its replay and its recovery never need the
+registry; the dead letters of the intake keep the original bytes. A record without a stream id is a dead letter of the intake. The model
 handler reads the record back with :meth:`SourceRecords.parse` and numbers it
 (:meth:`~streamxai.ingest.mapping.MappedEvent.numbered`) when it takes it. A labels source's
 record goes to the ``event-index`` topic keyed by its event id, for the join
@@ -25,11 +28,25 @@ record goes to the ``event-index`` topic keyed by its event id, for the join
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
 
-from streamxai.schemas import BadValue, FeatureSpec, InvalidMessage, SchemaMismatch, Source, origin_headers
+import orjson
+from streamxai.schemas import (
+    BadValue,
+    FeatureSpec,
+    InvalidMessage,
+    MalformedMessage,
+    OversizedMessage,
+    SchemaMismatch,
+    Source,
+    origin_headers,
+)
 from streamxai.schemas.wire import decode
 
 from ..ingest.mapping import MappedEvent, event_id_of, map_record, stream_of, value_at
+from ..ingest.registry import REGISTRY_FORMATS, RegistryDecoder
+from ..metrics import Metrics
 from ..settings import Settings
 from ..sources import RECORD_TIMESTAMP, SourceSpec
 from .dead_letters import dead_letter
@@ -44,9 +61,41 @@ ORIGIN_TIMESTAMP = "streamxai-origin-timestamp"
 class SourceRecords:
     """The sources of ``settings`` by topic: what the intake and the model handler do with their records."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, metrics: Metrics | None = None):
         self.settings = settings
+        self.metrics = metrics
         self.by_topic: dict[str, SourceSpec] = {s.topic: s for s in settings.source_specs.values()}
+        self._registry: RegistryDecoder | None = None
+
+    @property
+    def registry(self) -> RegistryDecoder:
+        """The decoder of the registry-framed sources' records (made on first use)."""
+        if self._registry is None:
+            s = self.settings
+            self._registry = RegistryDecoder(s.schema_registry_url, username=s.schema_registry_username,
+                                             password=s.schema_registry_password.reveal(),
+                                             cafile=s.schema_registry_cafile, metrics=self.metrics)
+        return self._registry
+
+    def _record(self, spec: SourceSpec, raw: bytes | None, src: Source) -> tuple[dict[str, Any], bytes]:
+        """The record ``raw`` of ``spec`` decoded, and the bytes that forward it (JSON): ``raw``
+        itself for a JSON source, the decoded record for a registry-framed one (a
+        :class:`~streamxai.ingest.registry.RegistryUnreachable` while the registry does not answer)."""
+        where, limit = str(src), self.settings.max_message_bytes
+        if spec.format not in REGISTRY_FORMATS:
+            return decode(raw, where=where, max_bytes=limit), raw or b""
+        if raw is not None and len(raw) > limit:
+            raise OversizedMessage(f"message is {len(raw)} bytes, over the limit of {limit}; split it or raise "
+                                   "max_message_bytes", where=where)
+        rec = self.registry.decode(spec, raw, where=where)
+        if not isinstance(rec, dict):
+            raise SchemaMismatch(f"source {spec.name!r}: the record decodes to {type(rec).__name__}, not a record "
+                                 "with fields; give the topic's schema a record (object) at the top", where=where)
+        try:
+            return rec, orjson.dumps(rec, default=_plain)
+        except TypeError as e:
+            raise MalformedMessage(f"source {spec.name!r}: the decoded record has a value JSON cannot carry ({e})",
+                                   where=where) from None
 
     def of(self, topic: str) -> SourceSpec | None:
         return self.by_topic.get(topic)
@@ -58,7 +107,7 @@ class SourceRecords:
             return self._label(spec, raw, key, src)
         rec = None
         try:
-            rec = decode(raw, where=str(src), max_bytes=self.settings.max_message_bytes)
+            rec, value = self._record(spec, raw, src)
             sid = stream_of(spec, rec, key, where=str(src))
         except InvalidMessage as e:
             e.event_id = event_id_of(spec, rec)  # type: ignore[attr-defined]
@@ -66,7 +115,7 @@ class SourceRecords:
         headers = origin_headers(src)
         if spec.event_time == RECORD_TIMESTAMP and src.timestamp is not None:
             headers += ((ORIGIN_TIMESTAMP, repr(float(src.timestamp)).encode()),)
-        return [Out("arrivals", sid.encode(), raw or b"", headers=headers)]
+        return [Out("arrivals", sid.encode(), value, headers=headers)]
 
     @property
     def joins(self) -> bool:
@@ -77,7 +126,7 @@ class SourceRecords:
         """A labels source's record for the event-index topic, keyed by its event id (the join finds its stream)."""
         rec = None
         try:
-            rec = decode(raw, where=str(src), max_bytes=self.settings.max_message_bytes)
+            rec, value = self._record(spec, raw, src)
             event_id = event_id_of(spec, rec)
             if event_id is None:
                 value_at(spec, rec, spec.event_id, "event id: a string or integer", str(src))
@@ -85,7 +134,7 @@ class SourceRecords:
                                "of 1 to 256 characters", where=str(src))
         except InvalidMessage as e:
             return [dead_letter(raw, key, e, "intake", src, max_bytes=self.settings.max_dead_letter_bytes)]
-        return [Out("event-index", event_id.encode(), raw or b"", headers=origin_headers(src))]
+        return [Out("event-index", event_id.encode(), value, headers=origin_headers(src))]
 
     def parse(self, raw: bytes | None, key: bytes | None, src: Source, came: Source,
               spec_of: Callable[[str], FeatureSpec], *, max_bytes: int) -> MappedEvent:
@@ -113,3 +162,11 @@ def _origin_timestamp(src: Source) -> float | None:
         return float(found[ORIGIN_TIMESTAMP])
     except (KeyError, ValueError):
         return src.timestamp
+
+
+def _plain(v: Any) -> Any:
+    """A decoded value orjson does not write itself (it writes dates, times and UUIDs as ISO 8601
+    and text): Avro's decimals as numbers; anything else (bytes) is refused."""
+    if isinstance(v, Decimal):
+        return float(v)
+    raise TypeError(f"a value of type {type(v).__name__}")

@@ -1,18 +1,22 @@
 """What reading a team's own format costs: CPU per event of a mapped JSON source (nested records
-keyed by account, numbered by the model handler) next to the own envelope (feature_event/v1 with
-seq), the same events measured in the same run. Run on demand:
+keyed by account, numbered by the model handler) and of the same records in Avro, framed by a
+schema registry (confluent_kafka's in-memory registry, ``mock://``; the schema cached before the
+timing), next to the own envelope (feature_event/v1 with seq), the same events measured in the
+same run. Run on demand:
 
     python tests/benchmarks/bench_sources.py [--events 3000] [--repeats 5]
 
-Two levels, each timed over the same events both ways, rounds alternating, the median of
-``--repeats`` rounds:
+Two levels, each timed over the same events three ways, the order of the three turning round by
+round, the median of ``--repeats`` rounds:
 
-- ``parse``: bytes to a validated feature event (:func:`streamxai.ingest.mapping.map_record`
-  against :func:`streamxai.schemas.parse_arrival`);
-- ``intake + model``: the intake's forward and the model handler's whole step (parse, number,
-  predict, learn, explain tasks) with a Hoeffding tree on 3 features.
+- ``parse``: bytes to a validated feature event (:func:`streamxai.ingest.mapping.map_record`;
+  for Avro the intake's decode first, to the JSON it forwards; against
+  :func:`streamxai.schemas.parse_arrival`);
+- ``intake + model``: the intake's forward (for Avro: its decode) and the model handler's whole
+  step (parse, number, predict, learn, explain tasks) with a Hoeffding tree on 3 features.
 
-It prints the CPU microseconds per event of each and their ratio (source / own envelope).
+It prints the CPU microseconds per event of each and their ratios to the own envelope. Avro needs
+the extra ``streamxai[registry]``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import orjson  # noqa: E402
+from confluent_kafka.schema_registry.avro import AvroSerializer  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 from streamxai.handlers import ModelHandler, Source  # noqa: E402
 from streamxai.handlers.intake import IntakeHandler  # noqa: E402
 from streamxai.ingest.mapping import map_record  # noqa: E402
@@ -34,15 +40,29 @@ from streamxai.settings import Settings  # noqa: E402
 
 FEATURES = ["amount", "merchant.risk", "merchant.country"]
 TOPIC = "team.payments"
+AVRO = orjson.dumps({"type": "record", "name": "Payment", "fields": [
+    {"name": "txn_id", "type": "string"}, {"name": "account", "type": "string"}, {"name": "amount", "type": "double"},
+    {"name": "merchant", "type": {"type": "record", "name": "Merchant", "fields": [
+        {"name": "risk", "type": "double"}, {"name": "country", "type": "string"}]}},
+    {"name": "event_time", "type": "long"}, {"name": "fraud", "type": "int"}]}).decode()
 
 
-def settings() -> Settings:
-    source = {"topic": TOPIC, "kind": "features", "format": "json", "features": FEATURES, "stream_id": "key",
+def settings(fmt: str = "json") -> Settings:
+    source = {"topic": TOPIC, "kind": "features", "format": fmt, "features": FEATURES, "stream_id": "key",
               "event_id": "txn_id", "event_time": "event_time", "label": "fraud", "profile": "payments:*"}
     profile = {"features": FEATURES, "categorical": ["merchant.country"], "model_params": {"grace_period": 50},
                "explainers": ["ipfi"]}
     return Settings(features=FEATURES, categorical=["merchant.country"], sources={"payments": source},
-                    streams={"payments:*": profile}, partitions=1, checkpoint_every=0)
+                    streams={"payments:*": profile}, partitions=1, checkpoint_every=0,
+                    schema_registry_url="mock://bench" if fmt != "json" else "")
+
+
+def avro_records(intake: IntakeHandler, team) -> list[tuple[bytes, bytes]]:
+    """The team's records in Avro, registered with ``intake``'s registry, whose schema ``intake`` then caches."""
+    ser = AvroSerializer(intake.sources.registry.client, AVRO)
+    out = [(k, ser(orjson.loads(v), SerializationContext(TOPIC, MessageField.VALUE))) for k, v in team]
+    intake.on_message(out[0][1], out[0][0], Source(TOPIC, 0, 0))  # the schema fetched once, then cached
+    return out
 
 
 def inputs(n: int) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
@@ -76,13 +96,21 @@ def parse_team(s: Settings, team) -> None:
         map_record(spec, v, k, None, s.stream_feature_spec, where=f"{TOPIC}[0]@{i}")
 
 
+def parse_avro(s: Settings, intake: IntakeHandler, team) -> None:
+    spec = s.source_specs["payments"]
+    for i, (k, v) in enumerate(team):
+        src = Source(TOPIC, 0, i)
+        _, forwarded = intake.sources._record(spec, v, src)
+        map_record(spec, forwarded, k, None, s.stream_feature_spec, where=str(src))
+
+
 def parse_own(s: Settings, own) -> None:
     for i, (_, v) in enumerate(own):
         parse_arrival(v, s.stream_feature_spec, where=f"features[0]@{i}")
 
 
-def run_path(s: Settings, records, topic: str) -> None:
-    intake, model = IntakeHandler(s), ModelHandler(s)
+def run_path(s: Settings, records, topic: str, intake: IntakeHandler | None = None) -> None:
+    intake, model = intake or IntakeHandler(s), ModelHandler(s)
     for i, (k, v) in enumerate(records):
         for out in intake.on_message(v, k, Source(topic, 0, i, timestamp=1.0)):
             model.on_message(out.value, out.key, Source("streamxai.arrivals", 0, i, timestamp=1.0, headers=out.headers))
@@ -93,22 +121,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--events", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
-    s = settings()
+    s, sa = settings(), settings("avro")
     team, own = inputs(args.events)
+    avro_intake = IntakeHandler(sa)
+    avro = avro_records(avro_intake, team)
     levels = {
-        "parse": (lambda: parse_team(s, team), lambda: parse_own(s, own)),
-        "intake + model": (lambda: run_path(s, team, TOPIC), lambda: run_path(s, own, s.topic("features"))),
+        "parse": (lambda: parse_team(s, team), lambda: parse_avro(sa, avro_intake, avro), lambda: parse_own(s, own)),
+        "intake + model": (lambda: run_path(s, team, TOPIC), lambda: run_path(sa, avro, TOPIC, avro_intake),
+                           lambda: run_path(s, own, s.topic("features"))),
     }
     print(f"{args.events} events of 4 accounts, median of {args.repeats} rounds (CPU us per event)")
-    print(f"{'level':<16}{'source':>10}{'own':>10}{'ratio':>8}")
-    for name, (team_fn, own_fn) in levels.items():
-        a, b = [], []
+    print(f"{'level':<16}{'json':>10}{'avro':>10}{'own':>10}{'json/own':>10}{'avro/own':>10}")
+    for name, fns in levels.items():
+        times: list[list[float]] = [[], [], []]
         for r in range(args.repeats):
-            order = [(a, team_fn), (b, own_fn)] if r % 2 == 0 else [(b, own_fn), (a, team_fn)]
-            for into, fn in order:
-                into.append(cpu(fn) / args.events * 1e6)
-        ta, tb = statistics.median(a), statistics.median(b)
-        print(f"{name:<16}{ta:>10.1f}{tb:>10.1f}{ta / tb:>8.2f}")
+            for j in (r + k for k in range(3)):  # each of the three goes first in turn
+                times[j % 3].append(cpu(fns[j % 3]) / args.events * 1e6)
+        js, av, ow = (statistics.median(x) for x in times)
+        print(f"{name:<16}{js:>10.1f}{av:>10.1f}{ow:>10.1f}{js / ow:>10.2f}{av / ow:>10.2f}")
 
 
 if __name__ == "__main__":
