@@ -200,10 +200,6 @@ class LabelJoin(Component):
     ('CategoryTypeChanged', 0)
     """
 
-    #: the type of each categorical feature's values (its first value's); a class-level default,
-    #: so a checkpoint of the version before, which has none, fixes them from its next events
-    _kinds: dict[str, type] | None = None
-
     def __init__(self, model: PrequentialModel, feature_names: Sequence[str], categorical: Sequence[str] = (),
                  max_label_delay: int = 100_000, label_timeout_s: float = 0.0):
         check_positive_int(max_label_delay, "max_label_delay", " (events of a stream an event may wait)")
@@ -227,7 +223,7 @@ class LabelJoin(Component):
         self.n_label_steps = 0
         self._clock: float | None = None
         self._origins: dict[Hashable, int] = {}  # the newest offset taken from each input partition
-        self._kinds = {}
+        self._kinds: dict[str, type] = {}  # the type of each categorical feature's values (its first value's)
         self.counts: Counter[str] = Counter()
 
     # what callers read -----------------------------------------------------------------
@@ -264,7 +260,7 @@ class LabelJoin(Component):
         if self._take(origin) or seq <= self.last_seq:
             return Arrival(duplicate=True)
         res = Arrival()
-        kinds = self._kinds if self._kinds is not None else {}
+        kinds = self._kinds
         for n in self.categorical:
             kind = kinds.get(n)
             if kind is not None and type(x[n]) is not kind:

@@ -167,9 +167,6 @@ class ModelFunction(Component):
         return state
 
     def __setstate__(self, state: dict) -> None:
-        state.setdefault("_fast_path", state.pop("fast_path", "auto"))  # checkpoints before the fast path
-        state.setdefault("fallbacks", 0)
-        state.setdefault("fallback_reason", "")
         self.__dict__.update(state)
         self._fn = self._resolve()
         self._rows_fn = self._resolve_rows()

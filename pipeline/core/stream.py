@@ -178,9 +178,6 @@ class StreamExplainer(Component):
     ([(9, 'ipdp'), (14, 'ipfi'), (19, 'ipdp')], 15)
     """
 
-    #: ``auto``: evaluate a recognised river model from its internals; ``off``: call it (also
-    #: the value of explainers restored from checkpoints written before the setting existed)
-    fast_path = "auto"
     #: the white-box evaluator the explainers share (None: not set up yet, or none)
     _evaluator: Any = None
 
@@ -204,7 +201,7 @@ class StreamExplainer(Component):
         self.units = None if units is None else list(units)
         self.categorical = list(categorical)
         self.emit_every = check_positive_int(emit_every, "emit_every", " (explained steps between two reports)")
-        self.fast_path = fast_path
+        self.fast_path = fast_path  # auto: evaluate a recognised river model from its internals; off: call it
         self._reset()
 
     def _reset(self) -> None:
@@ -365,14 +362,6 @@ class StreamExplainer(Component):
                 self._evaluator.invalidate()  # what it kept was of the model before this event
             self.model_version += 1
         return out
-
-    def resume_counts(self, n_explained: int, emit_every: int | None = None) -> None:
-        """Take up the counts of a StreamExplainer pickled before it had steps (every event
-        both steps): ``n_explained`` explained events, reports every ``emit_every``."""
-        self._seen = {"predict": self.n_seen, "learn": self.n_seen}
-        self._explained = {"predict": n_explained, "learn": n_explained}
-        if emit_every is not None or not hasattr(self, "emit_every"):
-            self.emit_every = emit_every or 1
 
     def skip_report(self) -> None:
         """Start new blocks as a report would, without building values: a replay calls this

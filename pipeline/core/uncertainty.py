@@ -488,25 +488,6 @@ class SmoothedStderr(Component):
         """Standard error of the smoothed estimate of ``feature`` (see :meth:`stderrs`)."""
         return self.stderrs()[feature]
 
-    @classmethod
-    def joined(cls, trackers: Sequence[SmoothedStderr], names: Sequence[str]) -> SmoothedStderr:
-        """One tracker of all the features of ``trackers``, which saw the same events and have
-        no donors (iPDP's, per feature, in checkpoints written before they were one)."""
-        first = trackers[0]
-        if any(t.n != first.n or t._donors or t._held != first._held for t in trackers):
-            raise ValueError("only trackers of the same events, without donors, can be joined")
-        out = cls(names, first.alpha, first.start)
-        out.n = first.n
-        out._w2sum = first._w2sum
-        out._mom = np.concatenate([t._mom for t in trackers], axis=1)
-        out._slow_w2sum = first._slow_w2sum
-        out._slow = np.concatenate([t._slow for t in trackers], axis=1)
-        out._held = first._held
-        out._buffer[:out._held] = np.concatenate([t._buffer[:t._held] for t in trackers], axis=1)
-        if out._mom.shape[1] != len(out._names):
-            raise ValueError(f"{out._mom.shape[1]} series for {len(out._names)} names")
-        return out
-
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_cached"] = state["_cached_moments"] = state["_cached_cov"] = state["_powers"] = None
@@ -515,30 +496,9 @@ class SmoothedStderr(Component):
         return state
 
     def __setstate__(self, state: dict) -> None:
-        # checkpoints written before the typed records held 4-row lists and slot lists
-        pairs, owns, slots = state.get("_pairs"), state.get("_owns"), state.get("_slots", {})
-        d = len(state["_names"])
-        for name, old in (("_pairs", pairs), ("_owns", owns)):
-            if isinstance(old, list):
-                new = PairSums(d)
-                new.xy, new.x, new.y, new.n = (list(r) for r in old)
-                state[name] = new
-        for k, st in list(slots.items()):
-            if isinstance(st, list):
-                use = SlotUse(st[0], d, st[3])
-                use.counts, use.sums = list(st[1]), list(st[2])
-                slots[k] = use
-        held = state.get("_buffer", [])  # the rows held (a list of tuples before the array)
+        held = state["_buffer"]  # the rows held (__getstate__), back in a full-size buffer
         state["_held"] = len(held)
-        state["_buffer"] = np.empty((_BUFFER, d))
-        if len(held):
-            state["_buffer"][:len(held)] = np.array(held, dtype=float)
-        state.setdefault("_cached", None)
-        state.setdefault("_cached_moments", None)
-        state.setdefault("_cached_cov", None)
-        state.setdefault("_powers", None)
-        state.setdefault("_blocks", {})
-        if "_slow" not in state:  # written before the factor's own variance: start it from the estimate's
-            state["_slow"] = np.array(state["_mom"], dtype=float, copy=True)
-            state["_slow_w2sum"] = state["_w2sum"]
+        state["_buffer"] = np.empty((_BUFFER, len(state["_names"])))
+        state["_buffer"][:len(held)] = held
+        state["_blocks"] = {}
         self.__dict__.update(state)

@@ -48,14 +48,6 @@ class _GroupState:
     #: decisions recorded by an earlier run for tasks not yet processed again (position -> explain)
     recorded: dict[int, bool] = field(default_factory=dict)
 
-    def __setstate__(self, state: dict) -> None:
-        """A checkpoint written before labels could come later (seq was the position) reads on."""
-        if "last_seq" in state:
-            state["last_position"] = state.pop("last_seq")
-            n = state.pop("n_explained", 0)
-            state["explainer"].resume_counts(n)
-        self.__dict__.update(state)
-
 
 class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
     """One per worker; keeps one stream explainer per (stream, explainer group) it owns.
@@ -124,7 +116,7 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         return _GroupState(stream_explainer(self.settings.for_stream(stream_id), stream_id, g))
 
     def _restored(self, st: _GroupState, task: ExplainTask) -> _GroupState:
-        # a checkpoint of a version whose explainers had no report cadence of their own
+        # the stream's report cadence now: a change of it needs no rebuild (explainer_changes)
         st.explainer.emit_every = self.settings.for_stream(task.stream_id).emit_every
         return st
 

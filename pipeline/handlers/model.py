@@ -59,7 +59,7 @@ class _StreamState:
     join: LabelJoin
     first_partition: int
     since_checkpoint: int = 0
-    #: the settings it was built under (ModelHandler.SHAPED_BY; None in a checkpoint of a version before them)
+    #: the settings it was built under (ModelHandler.SHAPED_BY)
     built_under: dict[str, Any] | None = None
 
     @property

@@ -113,7 +113,7 @@ class Recovering(abc.ABC, Generic[M, S]):
 
     def _restored(self, st: S, msg: M) -> S:
         """A state just read from a checkpoint, before the messages after it are replayed
-        (a handler brings one of an older version up to date here)."""
+        (a handler sets here what the stream's settings may change without a rebuild)."""
         return st
 
     def _built_under(self, stream_id: str) -> dict[str, Any]:
@@ -127,8 +127,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         """The settings a state read from a checkpoint was built with that differ from the
         settings its stream has now (none: it fits and is restored; else it is rebuilt from the
         key's history under the new settings). By default those of :attr:`SHAPED_BY` whose
-        value in the state's ``built_under`` differs from the stream's now; a state of a
-        version that recorded none (or not that setting) is restored as it was built."""
+        value in the state's ``built_under`` differs from the stream's now; a state without
+        ``built_under`` (a handler whose states no setting shapes) always fits."""
         was = getattr(st, "built_under", None)
         if not was:
             return []
@@ -292,10 +292,6 @@ class Recovering(abc.ABC, Generic[M, S]):
         if loaded is not None:
             st, ck_offset = loaded
             st = self._restored(st, msg)
-            if self.SHAPED_BY and getattr(st, "built_under", None) is None:
-                # of a version that recorded no settings: taken as built under these, so its
-                # next checkpoints record them and a later change of them is noticed
-                st.built_under = self._built_under(msg.stream_id)  # type: ignore[attr-defined]
             st.since_checkpoint = 0
             self.metrics.inc("checkpoints_restored", stage=self.STAGE)
             from_offset = ck_offset + 1

@@ -22,10 +22,11 @@ class LiveView:
 
     >>> import io
     >>> view = LiveView(["a"], "p.", out=io.StringIO())
-    >>> view.add(Record("p.drift-events", 0, 0, b"s", b'{"stream_id": "s", "explainer": "ipfi", "feature": "a",'
-    ...                 b' "seq": 70, "cut_seq": 50, "level_before": 0.1, "level_after": 0.4}'))
+    >>> view.add(Record("p.drift-events", 0, 0, b"s", b'{"schema": "drift_event/v3", "stream_id": "s", "explainer":'
+    ...                 b' "ipfi", "feature": "a", "seq": 70, "cut_seq": 50, "position": 70, "cut_position": 50,'
+    ...                 b' "level_before": 0.1, "level_after": 0.4}'))
     >>> view.changes
-    [{'stream_id': 's', 'seq': 70, 'explainer': 'ipfi', 'feature': 'a', 'before': 0.1, 'after': 0.4, 'cut_seq': 50, 'told': False, 'position': 70, 'cut_position': 50}]
+    [{'stream_id': 's', 'seq': 70, 'explainer': 'ipfi', 'feature': 'a', 'before': 0.1, 'after': 0.4, 'cut_seq': 50, 'schema': 'drift_event/v3', 'position': 70, 'cut_position': 50}]
     """
 
     def __init__(self, features: list[str], prefix: str, out: TextIO = sys.stdout, plan: str = ""):
@@ -44,15 +45,14 @@ class LiveView:
 
     @property
     def changes(self) -> list[dict[str, Any]]:
-        """Every stream's change events (as the reader keeps them, their seqs those of the events
-        explained: :meth:`StreamState.told`), in the order of their positions."""
-        return sorted(({"stream_id": sid, **st.told(c)} for sid, st in self.streams.items() for c in st.changes),
+        """Every stream's change events (as the reader keeps them), in the order of their positions."""
+        return sorted(({"stream_id": sid, **c} for sid, st in self.streams.items() for c in st.changes),
                       key=lambda c: c["position"])
 
     @property
     def episodes(self) -> list[dict[str, Any]]:
         """Every stream's change episodes (as :attr:`changes`), by the position they opened at."""
-        return sorted(({"stream_id": sid, **st.told(e)} for sid, st in self.streams.items() for e in st.episodes),
+        return sorted(({"stream_id": sid, **e} for sid, st in self.streams.items() for e in st.episodes),
                       key=lambda e: e.get("first_position") or 0)
 
     def forget_changes(self) -> None:
@@ -134,7 +134,7 @@ class LiveView:
                     ranked = sorted(final[ex].items(), key=lambda kv: -kv[1])[:3]
                     lines.append(f"  top {ex:<5}: " + ", ".join(
                         f"{f}={level_text(v, 3)}{_bound(st.current[(ex, f)]['stderr'])}" for f, v in ranked))
-            episodes = [st.told(ep) for ep in sorted(st.episodes, key=lambda e: e.get("first_position") or 0)]
+            episodes = sorted(st.episodes, key=lambda e: e.get("first_position") or 0)
             lines.append(f"  change events: {len(st.changes)}, change episodes: {len(episodes)}")
             for ep in episodes:
                 lines += episode_lines(ep)
@@ -187,7 +187,7 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
 
 def episode_kind(ep: dict[str, Any]) -> str:
     """``"ALERT degradation: "``, ``"learning: "``: the episode's kind, marked when it is an alert
-    (nothing for a v1 episode, which has no kind).
+    (nothing for an episode whose kind is not known).
 
     >>> episode_kind({"kind": "reliance_shift", "alert": True}), episode_kind({"kind": "learning", "alert": False})
     ('ALERT reliance_shift: ', 'learning: ')

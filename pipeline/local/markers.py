@@ -25,9 +25,8 @@ ROWS = 2
 
 
 def _span(ep: dict) -> tuple[float, float] | None:
-    """Where an episode's changes lie on the stream's positions (the seqs of a v1/v2 episode)."""
-    a = ep.get("first_position") if ep.get("first_position") is not None else ep.get("first_seq")
-    b = ep.get("last_position") if ep.get("last_position") is not None else ep.get("last_seq")
+    """Where an episode's changes lie on the stream's positions."""
+    a, b = ep.get("first_position"), ep.get("last_position")
     if a is None:
         return None
     return a, a if b is None else b

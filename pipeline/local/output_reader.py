@@ -2,12 +2,14 @@
 ``explanations``, ``drift-events`` and ``change-episodes`` messages.
 
 >>> r = OutputReader()
->>> r.feed("predictions", b'{"stream_id": "s", "seq": 4, "loss": 1.0}')
->>> r.feed("explanations", b'{"stream_id": "s", "explainer": "ipfi", "feature": "a", "value": 0.3, "seq": 4}')
+>>> r.feed("predictions", b'{"schema": "prediction/v2", "stream_id": "s", "seq": 4, "position": 4, "loss": 1.0}')
+>>> r.feed("explanations", b'{"schema": "explanation/v4", "stream_id": "s", "explainer": "ipfi", "feature": "a",'
+...                        b' "value": 0.3, "seq": 4, "position": 4}')
 >>> r.feed("explanations", b'not json')
+>>> r.feed("explanations", b'{"schema": "explanation/v3", "stream_id": "s", "explainer": "ipfi", "feature": "a"}')
 >>> st = r.streams["s"]
->>> st.predictions, st.current[("ipfi", "a")]["value"], st.explained_seq, r.ignored
-(1, 0.3, {'ipfi': 4}, 1)
+>>> st.predictions, st.current[("ipfi", "a")]["value"], st.explained_seq, r.ignored, r.other_versions
+(1, 0.3, {'ipfi': 4}, 1, 1)
 >>> r.TOPICS
 ('predictions', 'explanations', 'drift-events', 'change-episodes')
 """
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import orjson
+from streamxai.schemas import ChangeEpisode, ChangeEvent, Explanation, LabelOutcome, Prediction
 
 from ..core.stream import EXPLAINER_NAMES
 
@@ -140,7 +143,6 @@ class StreamState:
         self.predictions = 0
         self.last_pred_seq = -1
         self.last_position = -1
-        self.seqs = Trajectory(max_points)  # (position, newest seq), to show seqs for positions
         # the newest position of each kind of step: a prediction ("predict"), a label learned
         # ("learn"); a prediction whose label came with it is both
         self.step_position = {"predict": -1, "learn": -1}
@@ -156,7 +158,7 @@ class StreamState:
         self.pred_times: deque[tuple[int, float, int]] = deque(maxlen=2_000)  # (position, time, seq)
         self.pred_history = Trajectory(max_points)
         # explanations: per (explainer, feature) the history and the newest value; per explainer
-        # the newest seq, (n_explained, n_seen) and the model's rolling loss from v2 blocks
+        # the newest seq, (n_explained, n_seen) and the model's rolling loss from its blocks
         self.series: dict[tuple[str, str], Trajectory] = {}
         self.current: dict[tuple[str, str], dict[str, Any]] = {}
         self.explained_seq: dict[str, int] = {}
@@ -185,47 +187,6 @@ class StreamState:
     def min_explained_seq(self) -> int:
         """The newest seq every explainer of the stream has explained (-1 before any)."""
         return min(self.explained_seq.values()) if self.explained_seq else -1
-
-    def seq_at(self, position: float | None) -> int | None:
-        """The stream's newest seq at ``position`` (exact for the last ~2,000 predictions, else
-        the nearest kept point at or before it); None if unknown.
-
-        >>> st = StreamState(max_points=8, loss_window=4)
-        >>> st.pred_times.extend([(10, 0.0, 10), (14, 0.5, 12)])
-        >>> st.seq_at(13), st.seq_at(14), st.seq_at(3)
-        (10, 12, None)
-        """
-        if position is None:
-            return None
-        if self.pred_times and position >= self.pred_times[0][0]:
-            i = bisect.bisect_right([p for p, _, _ in self.pred_times], position) - 1
-            return self.pred_times[i][2]
-        i = bisect.bisect_right(self.seqs.xs, position) - 1
-        return int(self.seqs.ys[i]) if i >= 0 else None
-
-    def told(self, rec: dict[str, Any]) -> dict[str, Any]:
-        """A change event or episode as the reader keeps it, with its seq fields telling events:
-        as drift_event/v3 and change_episode/v3 sent them; a v2 message of a stream whose labels
-        come later sent positions there, which are told as the stream's newest seq at each.
-
-        >>> st = StreamState(max_points=4, loss_window=4)
-        >>> st.waiting = 0   # labels come later
-        >>> st.pred_times.extend([(0, 0.0, 0), (900, 1.0, 500), (1000, 1.5, 550)])
-        >>> v2 = {"first_seq": 1000, "cut_seq": 900, "first_position": 1000, "cut_position": 900, "told": False,
-        ...       "changes": [{"seq": 1000, "cut_seq": 900, "position": 1000, "cut_position": 900, "told": False}]}
-        >>> ep = st.told(v2)
-        >>> ep["first_seq"], ep["cut_seq"], ep["changes"][0]["seq"], ep["first_position"]
-        (550, 500, 550, 1000)
-        """
-        if rec.get("told", True) or self.waiting is None:
-            return rec
-        out = {**rec}
-        for f in ("seq", *EPISODE_SEQS):
-            if f in rec:
-                out[f] = self.seq_at(rec.get(_position(f)))
-        if isinstance(rec.get("changes"), list):
-            out["changes"] = [self.told(c) if isinstance(c, dict) else c for c in rec["changes"]]
-        return out
 
     def median_delay(self) -> tuple[float | None, float | None]:
         """The median delay of the recent labels: in events, and in seconds of arrival time."""
@@ -256,19 +217,17 @@ class OutputReader:
     and episodes read are counted (``changes_seen``, ``episodes_seen``), so a view that draws the
     kept ones says how many older ones it does not draw.
 
+    Versions: the reader reads the versions the workers send (:attr:`VERSIONS`: prediction/v2
+    and label_outcome/v1, explanation/v4, drift_event/v3, change_episode/v3). A message of
+    another version is counted in ``other_versions``, logged once per version, and skipped.
     Fields are read defensively: a message without a usable ``stream_id`` is counted in
-    ``ignored``, a field of the wrong type is skipped, and explanation/v1, v2 and v3
-    (``stderr``, ``model_loss``, iPDP curves with ``se``, ``position``), prediction/v1 and v2,
-    label_outcome/v1, drift_event/v1, v2 and v3, change_episode/v1, v2 and v3 and change events
-    with nested ``before``/``after`` objects all read.
+    ``ignored``, and a field of the wrong type is skipped.
 
     Time axis. Trajectories, curves and lags are kept by the stream's *position* (its record
-    order; the seq itself while labels come in line, and for messages without a position): with
-    labels that come later, an event is explained when its label comes, so seq does not order
-    the explanations. :meth:`StreamState.seq_at` gives the newest seq at a position. Change events
-    and episodes are placed at their positions (``position``, ``cut_position``, ``first_position``
-    ... as drift_event/v3 and change_episode/v3 send them; a v2 message's seqs are its positions)
-    and :meth:`StreamState.told` gives their seq fields as seqs of events.
+    order; the seq itself while labels come in line): with labels that come later, an event is
+    explained when its label comes, so seq does not order the explanations. Change events and
+    episodes are placed at their positions (``position``, ``cut_position``, ``first_position``
+    ...), and their seq fields are the seqs of the events explained there.
 
     Labels that come later: a prediction without its label (prediction/v2, ``y_true`` null)
     waits; a ``label_outcome/v1`` on the predictions topic says it was learned (its loss enters
@@ -291,6 +250,8 @@ class OutputReader:
         self.streams: dict[str, StreamState] = {}
         self.messages = 0
         self.ignored = 0
+        self.other_versions = 0  # messages of a version the reader does not read (VERSIONS)
+        self._logged_versions: set[tuple[str, Any]] = set()
 
     def _s(self, sid: str) -> StreamState:
         st = self.streams.get(sid)
@@ -326,6 +287,14 @@ class OutputReader:
             return
         if self.only is not None and sid != self.only:
             return
+        version = obj.get("schema")
+        if version not in self.VERSIONS[topic]:
+            self.other_versions += 1
+            if (topic, version) not in self._logged_versions and len(self._logged_versions) < 100:
+                self._logged_versions.add((topic, version))
+                log.warning("skipping the messages of %s of version %.100r: this reader reads %s", topic, version,
+                            " and ".join(self.VERSIONS[topic]))
+            return
         st = self._s(sid)
         parse(self, st, obj, ts)
         st.version += 1
@@ -334,13 +303,10 @@ class OutputReader:
     # -- the parse branches: one per topic -------------------------------------------------
 
     def _prediction(self, st: StreamState, obj: dict, ts: float | None) -> None:
-        seq = obj.get("seq")
-        if not isinstance(seq, int):
+        seq, position = obj.get("seq"), obj.get("position")
+        if not isinstance(seq, int) or not isinstance(position, int):
             return
-        position = obj.get("position", seq)
-        if not isinstance(position, int):
-            return
-        outcome = obj.get("schema") == "label_outcome/v1"
+        outcome = obj.get("schema") == LabelOutcome.SCHEMA
         steps = st.step_position
         if outcome:
             self._outcome(st, obj)
@@ -350,7 +316,7 @@ class OutputReader:
             st.predictions += 1
             st.last_pred_seq = max(st.last_pred_seq, seq)
             steps["predict"] = max(steps["predict"], position)
-            if obj.get("schema") == "prediction/v2" and obj.get("y_true") is None:
+            if obj.get("y_true") is None:
                 st.waiting = (st.waiting or 0) + 1
             else:
                 steps["learn"] = max(steps["learn"], position)
@@ -359,7 +325,6 @@ class OutputReader:
             t = ts if ts is not None else self.clock()
             st.pred_times.append((position, t, st.last_pred_seq))
             st.pred_history.append(position, t)
-            st.seqs.append(position, st.last_pred_seq)
         loss = _num(obj.get("loss"))
         if loss is not None:
             if len(st.loss_window) == st.loss_window.maxlen:
@@ -369,7 +334,7 @@ class OutputReader:
             st.loss.append(position, st.loss_sum / len(st.loss_window))
 
     def _outcome(self, st: StreamState, obj: dict) -> None:
-        """label_outcome/v1: what became of an event that waited for its label."""
+        """A label outcome: what became of an event that waited for its label."""
         waiting = obj.get("waiting")
         if isinstance(waiting, int):
             st.waiting = waiting
@@ -383,10 +348,9 @@ class OutputReader:
 
     def _explanation(self, st: StreamState, obj: dict, ts: float | None) -> None:
         ex, feat, seq, value = obj.get("explainer"), obj.get("feature"), obj.get("seq"), _num(obj.get("value"))
-        if not isinstance(ex, str) or not isinstance(feat, str) or not isinstance(seq, int) or value is None:
-            return
-        position = obj.get("position", seq)
-        if not isinstance(position, int):
+        position = obj.get("position")
+        if (not isinstance(ex, str) or not isinstance(feat, str) or not isinstance(seq, int) or value is None
+                or not isinstance(position, int)):
             return
         err = _num(obj.get("stderr"))
         key = (ex, feat)
@@ -414,14 +378,13 @@ class OutputReader:
 
     def _model_loss(self, st: StreamState, ex: str, seq: int, ml: Any) -> None:
         """The model's rolling loss over the last ~loss_window events, as the explainer saw it:
-        v2 sends ``{"n", "mean", "m2"}`` over the events since its previous message."""
-        if isinstance(ml, dict):
-            n, mean = ml.get("n"), _num(ml.get("mean"))
-            block = (float(n), mean * n) if isinstance(n, (int, float)) and n > 0 and mean is not None else None
-        else:
-            block = (1.0, _num(ml)) if _num(ml) is not None else None
-        if block is None:
+        each message sends ``{"n", "mean", "m2"}`` over the events since its previous one."""
+        if not isinstance(ml, dict):
             return
+        n, mean = ml.get("n"), _num(ml.get("mean"))
+        if isinstance(n, bool) or not isinstance(n, (int, float)) or n <= 0 or mean is None:
+            return
+        block = (float(n), mean * n)
         mt = st.model_loss.get(ex)
         if mt is None:
             mt = st.model_loss[ex] = Trajectory(self.max_points)
@@ -441,7 +404,7 @@ class OutputReader:
         ev = {"seq": seq, "explainer": obj.get("explainer"), "feature": obj.get("feature"),
               "before": before, "after": after}
         for k in ("cut_seq", "ci_before", "ci_after", "effect", "relative_effect", "loss_before", "loss_after",
-                  "start_seq", "began_at", "loss_moved", "schema"):
+                  "schema"):
             if k in obj:
                 v = obj[k]
                 if k in _SEQ_FIELDS:
@@ -459,8 +422,8 @@ class OutputReader:
             st.change_seq = ev["position"]
 
     def _episode(self, st: StreamState, obj: dict, ts: float | None) -> None:
-        # change_episode/v2 and v3 send an episode when it opens and again when it closes: the
-        # later message (same first change) replaces the earlier one
+        # an episode is sent when it opens and again when it closes: the later message (same
+        # first change) replaces the earlier one
         ep = parse_episode(obj)
         for i, seen in enumerate(st.episodes):
             if ep["first_position"] is not None and seen["first_position"] == ep["first_position"]:
@@ -478,22 +441,29 @@ class OutputReader:
     }
     #: the topics the reader reads (short names), which its consumers subscribe to
     TOPICS: ClassVar[tuple[str, ...]] = tuple(PARSERS)
+    #: topic (short name) → the message versions read from it (the ``schema`` of each)
+    VERSIONS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "predictions": (Prediction.SCHEMA, LabelOutcome.SCHEMA),
+        "explanations": (Explanation.SCHEMA,),
+        "drift-events": (ChangeEvent.SCHEMA,),
+        "change-episodes": (ChangeEpisode.SCHEMA,),
+    }
 
 
 def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
-    """What the views show of a change episode (change_episode/v2, or v1): where and when, its
-    kind and whether it is an alert (v2; None for v1), whether it is still open, the model's
-    loss, and its first :data:`EPISODE_CHANGES` changes, each with its levels and, where the
-    episode carries them, the explainer's values and ranks before and after.
+    """What the views show of a change episode: where and when, its kind and whether it is an
+    alert, whether it is still open, the model's loss, and its first :data:`EPISODE_CHANGES`
+    changes, each with its levels and the explainer's values and ranks before and after.
 
-    >>> ep = parse_episode({"first_seq": 6120, "cut_seq": 6000, "changes": [
+    >>> ep = parse_episode({"first_seq": 6120, "cut_seq": 6000, "first_position": 6120, "cut_position": 6000,
+    ...     "kind": "degradation", "alert": True, "status": "open", "changes": [
     ...     {"explainer": "ipfi", "feature": "car", "seq": 6120, "level_before": 0.0, "level_after": 0.21}],
     ...     "explanations": {"ipfi": {"car": {"before": 0.0, "after": 0.2, "rank_before": 5, "rank_after": 1}}}})
     >>> c = ep["changes"][0]
     >>> c["before"], c["after"], c["explanation_after"], c["rank_after"], ep["n_changes"], ep["n_series"]
     (0.0, 0.21, 0.2, 1, 1, 1)
-    >>> ep["kind"], ep["alert"], ep["status"]   # a v1 episode: sent once, when it closed
-    (None, None, 'closed')
+    >>> ep["kind"], ep["alert"], ep["status"], ep["first_position"]
+    ('degradation', True, 'open', 6120)
     """
     ep: dict[str, Any] = {k: _int(obj.get(k)) for k in EPISODE_SEQS}
     ep.update({k: _num(obj.get(k)) for k in ("loss_before", "loss_after")})
@@ -526,16 +496,11 @@ EPISODE_SEQS = ("first_seq", "last_seq", "closed_seq", "cut_seq")
 
 
 def _positions(rec: dict[str, Any], obj: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
-    """Give ``rec`` the position of each of its seq ``fields`` (``seq`` → ``position``, ``cut_seq``
-    → ``cut_position``), the change test's time axis: as sent (drift_event/v3,
-    change_episode/v3, which tell the seqs of the events explained there: ``told`` is true),
-    or, from a message without them (v2, v1), the seq fields themselves, which are positions
-    (:meth:`StreamState.told` tells their seqs)."""
-    rec["told"] = all(isinstance(obj.get(_position(f)), int) or (f == "closed_seq" and _position(f) in obj)
-                      for f in fields)
+    """Give ``rec`` the position of each of its seq ``fields`` as ``obj`` sends it (``seq`` →
+    ``position``, ``cut_seq`` → ``cut_position``), the change test's time axis; None where it
+    is not an integer."""
     for f in fields:
-        p = obj.get(_position(f)) if rec["told"] else rec.get(f)
-        rec[_position(f)] = p if isinstance(p, int) and not isinstance(p, bool) else None
+        rec[_position(f)] = _int(obj.get(_position(f)))
     return rec
 
 
@@ -544,28 +509,13 @@ def _position(seq_field: str) -> str:
 
 
 def change_levels(ev: dict[str, Any]) -> tuple[float | None, float | None]:
-    """Level before and after a change, from ``level_before``/``level_after`` or nested
-    ``before``/``after`` objects (``{"level": ...}``, ``{"mean": ...}``) or numbers.
+    """Level before and after a change (``level_before``, ``level_after``; None where it is not a
+    number).
 
-    >>> change_levels({"level_before": 1, "level_after": 2})
-    (1.0, 2.0)
-    >>> change_levels({"before": {"mean": 0.5, "stderr": 0.1}, "after": {"level": 0.7}})
-    (0.5, 0.7)
+    >>> change_levels({"level_before": 1, "level_after": 2}), change_levels({"level_before": "x"})
+    ((1.0, 2.0), (None, None))
     """
-    out = []
-    for side in ("before", "after"):
-        v = _num(ev.get(f"level_{side}"))
-        if v is None:
-            nested = ev.get(side)
-            if isinstance(nested, dict):
-                for k in ("level", "mean", "value"):
-                    v = _num(nested.get(k))
-                    if v is not None:
-                        break
-            else:
-                v = _num(nested)
-        out.append(v)
-    return out[0], out[1]
+    return _num(ev.get("level_before")), _num(ev.get("level_after"))
 
 
 def _short(v: float) -> float | None:
@@ -629,7 +579,7 @@ def _curve(curve: Any) -> dict[str, Any] | None:
 
 
 #: the fields of a change event that name events or places in a stream: integers, or nothing
-_SEQ_FIELDS = frozenset({"seq", "cut_seq", "start_seq", *EPISODE_SEQS})
+_SEQ_FIELDS = frozenset({"seq", "cut_seq", *EPISODE_SEQS})
 
 
 def _int(v: Any) -> int | None:

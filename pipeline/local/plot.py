@@ -4,8 +4,8 @@ PNG (and optionally an HTML report), read from the topics, for reports.
 >>> from streamxai.local.dashboard import DashboardState
 >>> st = DashboardState()
 >>> for seq in range(0, 100, 10):
-...     st.add("explanations", {"stream_id": "s", "explainer": "ipfi", "feature": "a",
-...                             "value": seq / 100, "seq": seq, "n_explained": seq, "n_seen": seq})
+...     st.add("explanations", {"schema": "explanation/v4", "stream_id": "s", "explainer": "ipfi", "feature": "a",
+...                             "value": seq / 100, "seq": seq, "position": seq, "n_explained": seq, "n_seen": seq})
 >>> import tempfile, pathlib
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "s.png"
 >>> plot_view(st.stream_view("s"), out).stat().st_size > 10_000

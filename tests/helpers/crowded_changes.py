@@ -5,6 +5,8 @@ among them, and two lone changes outside any episode."""
 
 from __future__ import annotations
 
+from helpers.outputs import shaped
+
 FEATURES = ("salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan")
 EXPLAINERS = ("ipfi", "isage", "ipdp")
 #: (first seq, kind, alert, [(explainer, feature, offset from the first seq)])
@@ -28,28 +30,29 @@ LONE = (("ipfi", "hyears", 16000), ("isage", "hyears", 16050))
 def feed_crowded_changes(st, sid: str = "crowd", n: int = 18_000) -> int:
     """Feed the stream into a DashboardState ``st``; returns how many change events it has."""
     for seq in range(0, n, 30):
-        st.add("predictions", {"stream_id": sid, "seq": seq, "loss": 0.3}, ts=1000.0 + seq / 100)
+        st.add("predictions", shaped("predictions", {"stream_id": sid, "seq": seq, "loss": 0.3}), ts=1000.0 + seq / 100)
         for ex in EXPLAINERS:
             for i, f in enumerate(FEATURES):
-                st.add("explanations", {"stream_id": sid, "explainer": ex, "feature": f, "seq": seq,
+                st.add("explanations", shaped("explanations", {"stream_id": sid, "explainer": ex, "feature": f, "seq": seq,
                                         "value": 0.02 * i + 0.05 * ((seq // 6000 + i) % 3), "n_explained": seq + 1,
-                                        "n_seen": seq + 1})
+                                        "n_seen": seq + 1}))
     count = 0
     for first, kind, alert, changes in EPISODES:
         told = []
         for ex, f, off in changes:
-            change = {"schema": "drift_event/v2", "stream_id": sid, "explainer": ex, "feature": f, "seq": first + off,
-                      "cut_seq": first + off - 100, "before": {"mean": 0.1}, "after": {"mean": 0.3}}
-            st.add("drift-events", change)
-            told.append({"explainer": ex, "feature": f, "seq": first + off, "level_before": 0.1, "level_after": 0.3})
+            change = {"stream_id": sid, "explainer": ex, "feature": f, "seq": first + off,
+                      "cut_seq": first + off - 100, "level_before": 0.1, "level_after": 0.3}
+            st.add("drift-events", shaped("drift-events", change))
+            told.append({"explainer": ex, "feature": f, "seq": first + off, "cut_seq": first + off - 100,
+                         "level_before": 0.1, "level_after": 0.3})
         count += len(changes)
         last = first + max(off for _, _, off in changes)
-        st.add("change-episodes", {"schema": "change_episode/v2", "stream_id": sid, "first_seq": first,
+        st.add("change-episodes", shaped("change-episodes", {"stream_id": sid, "first_seq": first,
                                    "last_seq": last, "closed_seq": last + 600, "cut_seq": first - 100,
                                    "status": "closed", "kind": kind, "alert": alert, "loss_before": 0.3,
-                                   "loss_after": 0.4 if alert else 0.28, "n_changes": len(told), "changes": told})
+                                   "loss_after": 0.4 if alert else 0.28, "changes": told}))
     for ex, f, seq in LONE:
-        st.add("drift-events", {"schema": "drift_event/v2", "stream_id": sid, "explainer": ex, "feature": f,
-                                "seq": seq, "before": {"mean": 0.05}, "after": {"mean": 0.2}})
+        st.add("drift-events", shaped("drift-events", {"stream_id": sid, "explainer": ex, "feature": f,
+                                "seq": seq, "cut_seq": seq - 100, "level_before": 0.05, "level_after": 0.2}))
         count += 1
     return count

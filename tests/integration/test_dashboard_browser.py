@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers.levels import LEVELS
+from helpers.outputs import shaped
 from helpers.pipeline_runs import make_settings
 from helpers.streams import threshold_events
 from streamxai.kafka.config import ensure_topics
@@ -206,25 +207,25 @@ def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
     for k in range(100):
         sid = f"stream-{k:03d}"
         for seq in range(0, 5000, 10):  # more points than kept: the history is thinned
-            state.add("predictions", {"stream_id": sid, "seq": seq, "loss": (seq % 7) / 7}, ts=seq / 100)
+            state.add("predictions", shaped("predictions", {"stream_id": sid, "seq": seq, "loss": (seq % 7) / 7}), ts=seq / 100)
             for ex in ("ipfi", "isage", "ipdp"):
                 for i, f in enumerate(features):
                     msg = {"stream_id": sid, "explainer": ex, "feature": f, "seq": seq,
                            "value": (i + 1) / 10 + k / 1000, "n_explained": seq, "n_seen": seq}
-                    if k == 42:  # explanation/v2 with standard errors: bands on the chart, ± in the ranking
+                    if k == 42:  # explanations with standard errors: bands on the chart, ± in the ranking
                         msg["stderr"] = 0.02
-                    state.add("explanations", msg)
-        state.add("drift-events", {"stream_id": sid, "explainer": "ipfi", "feature": "f0", "seq": 2500,
-                                   "level_before": 0.1, "level_after": 0.2})
-    # the change-detection helper's v2 messages: a change with its cut, intervals and losses, an episode
-    state.add("drift-events", {"schema": "drift_event/v2", "stream_id": "stream-042", "explainer": "ipfi",
+                    state.add("explanations", shaped("explanations", msg))
+        state.add("drift-events", shaped("drift-events", {"stream_id": sid, "explainer": "ipfi", "feature": "f0", "seq": 2500,
+                                   "level_before": 0.1, "level_after": 0.2}))
+    # the change stage's messages: a change with its cut, intervals and losses, an episode
+    state.add("drift-events", shaped("drift-events", {"stream_id": "stream-042", "explainer": "ipfi",
                                "feature": "f3", "seq": 3900, "cut_seq": 3600, "level_before": 0.4, "level_after": 0.1,
                                "ci_before": [0.38, 0.42], "ci_after": [0.08, 0.12], "loss_before": 0.2,
-                               "loss_after": 0.3})
-    state.add("change-episodes", {"schema": "change_episode/v1", "stream_id": "stream-042", "first_seq": 3900,
+                               "loss_after": 0.3}))
+    state.add("change-episodes", shaped("change-episodes", {"stream_id": "stream-042", "first_seq": 3900,
                                   "last_seq": 4100, "closed_seq": 4600, "cut_seq": 3600, "loss_before": 0.2,
                                   "loss_after": 0.3, "changes": [{"explainer": "ipfi", "feature": "f3", "seq": 3900,
-                                                                  "level_before": 0.4, "level_after": 0.1}]})
+                                                                  "level_before": 0.4, "level_after": 0.1}]}))
     served = _Served(state)
     try:
         driver.get(f"http://127.0.0.1:{served.port}/#stream=stream-099")
@@ -259,31 +260,27 @@ def test_hundred_streams_listed_filtered_and_each_one_opens(tmp_path):
         served.close()
 
 
-def _episode(seq: int, kind: str | None, alert: bool | None, status: str = "closed", **over) -> dict:
-    ep = {"schema": "change_episode/v2" if kind else "change_episode/v1", "stream_id": "why", "first_seq": seq,
-          "last_seq": seq + 100, "closed_seq": None if status == "open" else seq + 600, "cut_seq": seq - 200,
-          "loss_before": 0.2, "loss_after": 0.3,
-          "changes": [{"explainer": "ipfi", "feature": "f1", "seq": seq, "level_before": 0.4, "level_after": 0.1}]}
-    if kind:
-        ep.update(status=status, kind=kind, alert=alert)
-    return {**ep, **over}
+def _episode(seq: int, kind: str, alert: bool, status: str = "closed", **over) -> dict:
+    return shaped("change-episodes", {
+        "stream_id": "why", "first_seq": seq, "last_seq": seq + 100, "closed_seq": None if status == "open" else seq + 600,
+        "cut_seq": seq - 200, "loss_before": 0.2, "loss_after": 0.3, "status": status, "kind": kind, "alert": alert,
+        "changes": [{"explainer": "ipfi", "feature": "f1", "seq": seq, "level_before": 0.4, "level_after": 0.1}], **over})
 
 
 def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
-    """change_episode/v2: each episode's kind in the table, alerts marked (badge, row and the
-    shading on the charts in red); an open episode says so and its closed message replaces it;
-    a v1 episode (no kind) still shows."""
+    """Each episode's kind in the table, alerts marked (badge, row and the shading on the charts
+    in red); an open episode says so and its closed message replaces it."""
     driver = _browser()
     from streamxai.local.dashboard import DashboardState
 
     state = DashboardState()
     for seq in range(0, 8000, 20):
-        state.add("predictions", {"stream_id": "why", "seq": seq, "loss": 0.2 + 0.1 * (seq >= 5000)}, ts=seq / 100)
+        state.add("predictions", shaped("predictions", {"stream_id": "why", "seq": seq, "loss": 0.2 + 0.1 * (seq >= 5000)}), ts=seq / 100)
         for f in ("f1", "f2"):
-            state.add("explanations", {"stream_id": "why", "explainer": "ipfi", "feature": f, "seq": seq,
+            state.add("explanations", shaped("explanations", {"stream_id": "why", "explainer": "ipfi", "feature": f, "seq": seq,
                                        "value": 0.4 if (f == "f1") == (seq < 5000) else 0.1, "n_explained": seq,
-                                       "n_seen": seq})
-    state.add("change-episodes", _episode(1500, None, None))  # v1
+                                       "n_seen": seq}))
+    state.add("change-episodes", _episode(1500, "reliance_shift", False))
     state.add("change-episodes", _episode(3000, "learning", False, loss_after=0.15))
     state.add("change-episodes", _episode(5200, "degradation", True, status="open"))
     state.add("change-episodes", _episode(5200, "degradation", True))  # the same episode, closed
@@ -296,7 +293,7 @@ def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
         rows = driver.execute_script(
             "return [...document.querySelectorAll('#episodes tr.change-episode')]"
             ".map(r => [r.querySelector('.episode-kind').textContent, r.classList.contains('alert')])")
-        assert rows == [["⚠ reliance shift (open)", True], ["⚠ degradation", True], ["learning", False], ["–", False]], rows
+        assert rows == [["⚠ reliance shift (open)", True], ["⚠ degradation", True], ["learning", False], ["reliance shift", False]], rows
         _wait(driver, "return document.querySelectorAll('#importance .episode-span.alert').length >= 2", 30,
               "alert episodes shaded in red on the charts")
         assert driver.execute_script("return document.querySelectorAll('#importance .episode-span:not(.alert)').length") >= 2
@@ -478,16 +475,16 @@ def test_markup_in_a_crafted_change_message_is_shown_as_text_never_run(tmp_path)
     driver = _browser()
     state = DashboardState()
     payload = "<img class=pwn src=x onerror=\"document.title='PWNED'\">"
-    state.add("predictions", {"stream_id": "x", "seq": 0, "loss": 0.0})
-    state.add("drift-events", {"schema": "drift_event/v2", "stream_id": "x", "explainer": "ipfi", "feature": "a",
-                               "seq": 30, "cut_seq": payload, "start_seq": payload, "level_before": 0.1,
+    state.add("predictions", shaped("predictions", {"stream_id": "x", "seq": 0, "loss": 0.0}))
+    state.add("drift-events", shaped("drift-events", {"stream_id": "x", "explainer": "ipfi", "feature": "a",
+                               "seq": 30, "cut_seq": payload, "level_before": 0.1,
                                "level_after": 0.2, "ci_before": [payload, payload], "ci_after": [payload, 1.0],
-                               "loss_before": payload, "loss_after": payload})
-    state.add("change-episodes", {"schema": "change_episode/v2", "stream_id": "x", "status": "closed",
+                               "loss_before": payload, "loss_after": payload}))
+    state.add("change-episodes", shaped("change-episodes", {"stream_id": "x", "status": "closed",
                                   "kind": "degradation", "alert": True, "first_seq": payload, "last_seq": payload,
                                   "closed_seq": payload, "cut_seq": payload, "loss_before": payload,
                                   "changes": [{"explainer": payload, "feature": payload, "seq": payload,
-                                               "cut_seq": payload, "level_before": 0.1, "level_after": 0.2}]})
+                                               "cut_seq": payload, "level_before": 0.1, "level_after": 0.2}]}))
     served = _Served(state)
     try:
         driver.get(f"http://127.0.0.1:{served.port}/#stream=x")
@@ -533,18 +530,18 @@ def test_very_long_stream_ids_and_feature_names_are_cut_with_the_whole_value_in_
     feature = "feature_" + "y" * 180 + "_end"
     assert len(sid) == 128
     for seq in range(0, 400, 10):
-        state.add("predictions", {"stream_id": sid, "seq": seq, "loss": 0.2}, ts=seq / 100)
+        state.add("predictions", shaped("predictions", {"stream_id": sid, "seq": seq, "loss": 0.2}), ts=seq / 100)
         for f in (feature, "b"):
-            state.add("explanations", {"stream_id": sid, "explainer": "ipfi", "feature": f, "seq": seq,
+            state.add("explanations", shaped("explanations", {"stream_id": sid, "explainer": "ipfi", "feature": f, "seq": seq,
                                        "value": 0.4 if f == "b" else 0.1 + 0.2 * (seq >= 200), "n_explained": seq,
-                                       "n_seen": seq})
-    state.add("drift-events", {"schema": "drift_event/v2", "stream_id": sid, "explainer": "ipfi", "feature": feature,
-                               "seq": 250, "cut_seq": 200, "level_before": 0.1, "level_after": 0.3})
-    state.add("change-episodes", {"schema": "change_episode/v2", "stream_id": sid, "status": "closed",
+                                       "n_seen": seq}))
+    state.add("drift-events", shaped("drift-events", {"stream_id": sid, "explainer": "ipfi", "feature": feature,
+                               "seq": 250, "cut_seq": 200, "level_before": 0.1, "level_after": 0.3}))
+    state.add("change-episodes", shaped("change-episodes", {"stream_id": sid, "status": "closed",
                                   "kind": "reliance_shift", "alert": True, "first_seq": 250, "last_seq": 260,
                                   "closed_seq": 390, "cut_seq": 200, "loss_before": 0.2, "loss_after": 0.2,
                                   "changes": [{"explainer": "ipfi", "feature": feature, "seq": 250,
-                                               "level_before": 0.1, "level_after": 0.3}]})
+                                               "level_before": 0.1, "level_after": 0.3}]}))
     served = _Served(state)
     try:
         driver.get(f"http://127.0.0.1:{served.port}/#stream={sid}")
@@ -598,21 +595,21 @@ def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
                 if ex == "ipdp":
                     grid = ["a", "b", "c"] if f == "city" else [0.0, 2.5e5, 5e5, 7.5e5, 1e6]
                     curve = {"grid": grid, "pd": [8e5 - 5e4 * i for i in range(len(grid))], "se": [3e4] * len(grid)}
-                state.add("explanations", {"schema": "explanation/v2", "stream_id": "big", "explainer": ex, "feature": f,
+                state.add("explanations", shaped("explanations", {"stream_id": "big", "explainer": ex, "feature": f,
                                            "value": v, "stderr": 1e10, "seq": seq, "n_explained": seq + 1,
-                                           "n_seen": seq + 1, "model_loss": ml, **({"curve": curve} if curve else {})})
-        state.add("predictions", {"stream_id": "big", "seq": seq, "loss": 1e12 + 2e9 * seq}, ts=1000.0 + seq)
+                                           "n_seen": seq + 1, "model_loss": ml, **({"curve": curve} if curve else {})}))
+        state.add("predictions", shaped("predictions", {"stream_id": "big", "seq": seq, "loss": 1e12 + 2e9 * seq}), ts=1000.0 + seq)
     # a change's label and rows print such levels compact, as the plot's labels do
     # (markers.level_text), not with every digit ("6342689766.11→730973117446.70")
-    state.add("drift-events", {"schema": "drift_event/v2", "stream_id": "big", "explainer": "ipfi", "feature": "x0",
-                               "seq": 199, "cut_seq": 150, "before": {"mean": 6342689766.11},
-                               "after": {"mean": 730973117446.70}})
-    state.add("change-episodes", {"schema": "change_episode/v2", "stream_id": "big", "first_seq": 399,
+    state.add("drift-events", shaped("drift-events", {"stream_id": "big", "explainer": "ipfi", "feature": "x0",
+                               "seq": 199, "cut_seq": 150, "level_before": 6342689766.11,
+                               "level_after": 730973117446.70}))
+    state.add("change-episodes", shaped("change-episodes", {"stream_id": "big", "first_seq": 399,
                                   "last_seq": 399, "closed_seq": 599, "cut_seq": 350, "status": "closed",
                                   "kind": "learning", "alert": False, "loss_before": 6342689766.11,
-                                  "loss_after": 730973117446.70, "n_changes": 1,
+                                  "loss_after": 730973117446.70,
                                   "changes": [{"explainer": "ipfi", "feature": "city", "seq": 399,
-                                               "level_before": 2.5e12, "level_after": -1125000.0}]})
+                                               "level_before": 2.5e12, "level_after": -1125000.0}]}))
     served = _Served(state)
     try:
         driver.get(f"http://127.0.0.1:{served.port}/#stream=big")
@@ -651,12 +648,12 @@ def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
 def _many_changes(state, n: int) -> None:
     """A stream ``many`` of one iPFI series with ``n`` change events, one every 20 positions."""
     for seq in range(0, 20 * n + 20, 20):
-        state.add("predictions", {"stream_id": "many", "seq": seq, "loss": 0.2}, ts=seq / 100)
-        state.add("explanations", {"stream_id": "many", "explainer": "ipfi", "feature": "f1", "seq": seq,
-                                   "value": 0.3 + 0.1 * (seq // 2000 % 2), "n_explained": seq, "n_seen": seq})
+        state.add("predictions", shaped("predictions", {"stream_id": "many", "seq": seq, "loss": 0.2}), ts=seq / 100)
+        state.add("explanations", shaped("explanations", {"stream_id": "many", "explainer": "ipfi", "feature": "f1", "seq": seq,
+                                   "value": 0.3 + 0.1 * (seq // 2000 % 2), "n_explained": seq, "n_seen": seq}))
     for i in range(n):
-        state.add("drift-events", {"stream_id": "many", "explainer": "ipfi", "feature": "f1", "seq": 20 * i + 10,
-                                   "level_before": 0.3, "level_after": 0.4})
+        state.add("drift-events", shaped("drift-events", {"stream_id": "many", "explainer": "ipfi", "feature": "f1", "seq": 20 * i + 10,
+                                   "level_before": 0.3, "level_after": 0.4}))
 
 
 MARKERS = "return document.querySelectorAll('#importance .change-marker').length"

@@ -7,6 +7,7 @@ import math
 import uuid
 
 import numpy as np
+from helpers.outputs import shaped
 from matplotlib import image as mpimg
 from streamxai.cli import main
 from streamxai.kafka.config import ensure_topics
@@ -26,9 +27,9 @@ def _messages(sid: str, n: int, change_at: int):
                 curve = {"grid": [0.0, 0.5, 1.0], "pd": [0.1, 0.5 if seq < change_at else 0.2, 0.9]}
                 expl.append((f"{sid}/ipdp/{f}".encode(),
                              dumps(Explanation(sid, "ipdp", f, v / 2, seq, seq + 1, seq + 1, seq, curve))))
-    # a drift_event/v1 as JSON: the plot reads v1 and v2 change events alike
-    change = {"schema": "drift_event/v1", "stream_id": sid, "explainer": "ipfi", "feature": "a",
-              "series": f"{sid}/ipfi/a", "seq": change_at + 120, "n_points": 300, "level_before": 0.4, "level_after": 0.05}
+    change = shaped("drift-events", {"stream_id": sid, "explainer": "ipfi", "feature": "a", "series": f"{sid}/ipfi/a",
+                                     "seq": change_at + 120, "cut_seq": change_at, "level_before": 0.4,
+                                     "level_after": 0.05})
     return preds, expl, [(sid.encode(), json.dumps(change).encode())]
 
 
@@ -47,9 +48,11 @@ def test_plot_writes_png_and_html_of_one_stream(bootstrap, tmp_path, capsys):
     admin = AdminClient({"bootstrap.servers": bootstrap})
     if episodes not in admin.list_topics(timeout=10).topics:  # a topic of the pipeline's own once it has one
         admin.create_topics([NewTopic(episodes, 1, 1)])[episodes].result(30)
-    episode = {"schema": "change_episode/v1", "stream_id": "p1", "first_seq": 720, "last_seq": 730, "closed_seq": 900,
-               "cut_seq": 610, "loss_before": 0.1, "loss_after": 0.2,
-               "changes": [{"explainer": "ipfi", "feature": "a", "seq": 720, "level_before": 0.4, "level_after": 0.05}]}
+    episode = shaped("change-episodes", {
+        "stream_id": "p1", "first_seq": 720, "last_seq": 730, "closed_seq": 900, "cut_seq": 610, "status": "closed",
+        "kind": "reliance_shift", "alert": False, "loss_before": 0.1, "loss_after": 0.2,
+        "changes": [{"explainer": "ipfi", "feature": "a", "seq": 720, "cut_seq": 610, "level_before": 0.4,
+                     "level_after": 0.05}]})
     produce_raw(s, episodes, [(b"p1", json.dumps(episode).encode())])
     png, page = tmp_path / "p1.png", tmp_path / "p1.html"
     common = ["--bootstrap", bootstrap, "--set", f"topic_prefix={s.topic_prefix}"]

@@ -147,29 +147,3 @@ def test_predict_and_learn_steps_apart_are_explained_identically():
     assert outs["auto"][1] == "fast" and outs["auto"][0] == outs["off"][0]
     assert sum(map(len, outs["auto"][0])) > 0
 
-
-@pytest.mark.parametrize("name", ["hat", "logistic"])
-def test_a_checkpoint_from_before_the_kept_key_order_restores_and_explains_the_same(name):
-    """``FastModel._x_keys`` came after state format 1's first release: a checkpoint pickled
-    without it (simulated by removing it from every evaluator after unpickling) restores, and
-    explains the next events exactly as the same state with it."""
-    import gc
-    import pickle
-
-    from streamxai.core.fastpath.base import FastModel
-
-    path, params = CLASSIFIERS[name]
-    s = Settings(features=AGRAWAL, grid_size=5, storage_size=30, alpha=0.02)
-    events = list(agrawal_events("s", 160, seed=4))
-    se, _ = run(functools.partial(build_model, path, params, 42), explainer_specs(s), events[:120], "auto")
-    blob = pickle.dumps(se)
-    before = {id(o) for o in gc.get_objects() if isinstance(o, FastModel)}
-    old = pickle.loads(blob)
-    stripped = [o for o in gc.get_objects() if isinstance(o, FastModel) and id(o) not in before]
-    assert stripped and all("_x_keys" in o.__dict__ for o in stripped)
-    for o in stripped:
-        del o.__dict__["_x_keys"]
-    new = pickle.loads(blob)
-    outs = [[x.process_one(ev.x, ev.y, report=i % 10 == 9, loss=0.5) for i, ev in enumerate(events[120:])]
-            for x in (old, new)]
-    assert outs[0] == outs[1] and sum(map(len, outs[0])) == 4 * 3 * len(AGRAWAL)

@@ -240,47 +240,6 @@ def test_labels_500_events_late_rank_the_same_features_and_episodes_name_the_dri
     assert all(first > drift for _, first, _, _ in episodes), (drift, episodes)
 
 
-@pytest.mark.slow
-def test_an_explainer_checkpoint_of_the_version_before_positions_reads_on(tmp_path):
-    """A group checkpointed by the version before labels could come later (no positions, no
-    report cadence of its own: ``last_seq`` and ``n_explained``) is restored and goes on with the
-    values of an uninterrupted run."""
-    import pickle
-
-    from streamxai.handlers.explain import _GroupState
-
-    s = delayed_settings(explain_groups=1, checkpoint_every=40)
-    log = PartitionLog()
-    record_arrivals(log, list(threshold_events("old", 150, seed=6)))
-    whole = run_handlers(s, log)
-    store = FileCheckpointStore(tmp_path, every=40, secret=b"k" * 32)
-    first = ExplainHandler(s, checkpoints=store)
-    (p, items), = whole.tasks.parts.items()
-
-    def as_before(st):  # what the version before wrote: its fields, an explainer without steps
-        se = st.explainer
-        old = {k: v for k, v in st.__dict__.items() if k != "last_position"}
-        old.update(last_seq=st.last_position, n_explained=se._explained["learn"])
-        for name in ("_seen", "_explained", "emit_every"):
-            delattr(se, name)
-        return old
-
-    class Old:  # pickles as a _GroupState whose state dict is the old one
-        def __init__(self, st):
-            self.st = st
-
-        def __reduce__(self):
-            return (_GroupState.__new__, (_GroupState,), as_before(self.st))
-
-    original_save = store.save
-    store.save = lambda kind, key, state, src: original_save(kind, key, pickle.loads(pickle.dumps(Old(
-        pickle.loads(pickle.dumps(state))))), src)
-    second = ExplainHandler(s, history=whole.tasks, checkpoints=store)
-    resumed = run_handlers(s, log, explain=lambda part, off: first if off < 100 else second)
-    assert second.metrics.get("checkpoints_restored") == 1
-    assert resumed.explanation_values() == whole.explanation_values()
-
-
 def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_under_the_new_settings(tmp_path):
     # a restart with a stream's explainers and alpha changed: an explain state restored from its
     # checkpoint would keep the old explainers (iSAGE still published, then refused by the drift

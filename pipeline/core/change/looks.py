@@ -120,13 +120,11 @@ def member_kind(before: Block | None, after: Block | None, k: int, min_n: int = 
 Look = tuple[int, int, int]
 
 
-def close_kind(before: Block | None, after: Block | None, first: Look | bool | None, end: int,
+def close_kind(before: Block | None, after: Block | None, first: Look | None, end: int,
                min_n: int = 2, var_factor: float = 1.0) -> str:
     """The kind at an episode's close, on ``before`` and ``after`` up to the ``end``-th loss,
-    after an open that said neither. ``first``: the open's look (:data:`Look`); True: it looked,
-    where is not known (a checkpoint of the version before): Bonferroni's ``CLOSE_DELTA`` at
-    this look (``z >= 2.24``), which holds the budget at any correlation; None: it never looked,
-    so this look has the open's share too (``DELTA - MEMBER_DELTA``, ``z >= 1.78``).
+    after an open that said neither. ``first``: the open's look (:data:`Look`); None: it never
+    looked, so this look has the open's share too (``DELTA - MEMBER_DELTA``, ``z >= 1.78``).
 
     >>> before = Block(5000, 0.20, 800.0)       # the open: 5,000 before, 300 after, at loss 5,300
     >>> close_kind(before, Block(1500, 0.226, 240.0), (5300, 5000, 300), 6500)   # z 2.21 >= 2.15
@@ -135,12 +133,10 @@ def close_kind(before: Block | None, after: Block | None, first: Look | bool | N
     'reliance_shift'
     >>> close_kind(before, Block(1500, 0.221, 240.0), None, 6500)   # z 1.78: the open never looked
     'degradation'
-    >>> close_kind(before, Block(1500, 0.226, 240.0), True, 6500)   # z 2.21 < 2.24 (Bonferroni)
-    'reliance_shift'
     """
-    if first is None or first is False or before is None or after is None:
+    if first is None or before is None or after is None:
         return loss_kind(before, after, min_n, rise=_Z_ALONE, var_factor=var_factor)
-    rise = _Z_CLOSE if first is True else close_rise(correlation(first, (end, before.n, after.n)))
+    rise = close_rise(correlation(first, (end, before.n, after.n)))
     return loss_kind(before, after, min_n, rise=rise, var_factor=var_factor)
 
 

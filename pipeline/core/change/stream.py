@@ -109,14 +109,6 @@ class StreamChangeDetector(Component):
     Episodes, their kinds and alerts: see :mod:`streamxai.core.change.episodes`.
     """
 
-    _losses = 0  # a checkpoint of the version before counts from its restart (only differences matter)
-    _members: tuple = ()  # a checkpoint of the version before: no member waits for its look
-    _lead: Change | None = None
-    _told_at = 0
-    _looks = 0
-    _announced: int | None = None
-    _alerted = False
-
     def __init__(
         self,
         series: Sequence[tuple[str, str]],
@@ -361,7 +353,7 @@ class StreamChangeDetector(Component):
         that fell steadily (``z <= -1.96``, one-sided 2.5%) is the model learning, whose
         reliance moves as it learns (:class:`.episodes.Episode`)."""
         before, after = self._loss_at(top.cut_seq, top.cut.since)
-        # the open's look (None: it did not look; True: a checkpoint of the version before)
+        # the open's look (None: it did not look; an episode without a kind has no other)
         k = self._loss_dependence.factor
         kind = close_kind(before, after, self._opened or None, self._losses, min_n=self.min_samples, var_factor=k)
         if kind == "reliance_shift" and before is not None and after is not None:

@@ -181,15 +181,13 @@ class SeriesTest(Component):
         self.buckets_per_level = buckets_per_level
         self._reset()
 
-    #: (seq, window): the window as it was before the newest cut or absorption, which dropped
-    #: its older buckets at event ``seq`` (see :meth:`window_at`)
-    _undropped: tuple[int, SeriesWindow] | None = None
-
     def _reset(self) -> None:
         self.window = SeriesWindow(self.max_increments, self.buckets_per_level)
         self.checks = 0
         self.absorbed = 0  # changes absorbed (significant, below the minimum effect; class docstring)
-        self._undropped = None
+        #: (seq, window): the window as it was before the newest cut or absorption, which dropped
+        #: its older buckets at event ``seq`` (see :meth:`window_at`)
+        self._undropped: tuple[int, SeriesWindow] | None = None
 
     def window_at(self, seq: int) -> SeriesWindow:
         """The window to read the blocks that end before event ``seq`` from: the current one,

@@ -192,20 +192,6 @@ class IPDP(Explainer):
         """The features this instance explains, in order."""
         return list(self._explained)
 
-    def __setstate__(self, state: dict) -> None:
-        if isinstance(state.get("_pd"), dict):  # a checkpoint from before the arrays: lists by feature
-            numeric = [f for f in state["_explained"] if f not in state["_cat"]]
-            m = state["grid_size"]
-            state["_row"] = {f: i for i, f in enumerate(numeric)}
-            for name in ("_gx", "_pd"):
-                state[name] = np.array([state[name][f] for f in numeric], dtype=float).reshape(len(numeric), m)
-            state["_frac_row"] = np.array(state["_fracs"])
-            if isinstance(state.get("_se"), dict):  # and one standard-error tracker per feature
-                state["_se"] = SmoothedStderr.joined([state["_se"][f] for f in numeric],
-                                                     [f"{f}#{k}" for f in numeric for k in [*range(m), "importance"]])
-        state.setdefault("_grad", None)
-        self.__dict__.update(state)
-
     # protocol --------------------------------------------------------------------
     def observe_one(self, x: dict[str, Any], y: Any = None) -> None:
         """Update the storages with ``x`` only (an event skipped under a budget)."""

@@ -94,10 +94,6 @@ class FastModel:
     #: False: rows in general are evaluated faster by the model itself (river's own code for
     #: them is already lean), so only :meth:`replaced` runs here
     serves_rows = True
-    #: x's key order when its scope was kept; a class-level default, so a checkpoint written
-    #: before the attribute existed restores (its first event then takes a new scope)
-    _x_keys: list | None = None
-
     def __init__(self, model: Any):
         self.model = model
         self.shared = False
@@ -111,7 +107,7 @@ class FastModel:
         self._token: Any = None
         self._x: dict | None = None
         self._x_copy: dict | None = None
-        self._x_keys: list | None = None
+        self._x_keys: list | None = None  # x's key order when its scope was kept
 
     def new_call(self, keys: Any) -> Any:  # pragma: no cover - overridden
         """The scope of a call over rows with features ``keys``: ``row(r)`` and

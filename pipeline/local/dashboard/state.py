@@ -2,11 +2,12 @@
 
 >>> st = DashboardState(max_points=4)
 >>> for seq in range(10):
-...     st.add("predictions", {"stream_id": "s", "seq": seq, "loss": seq % 2}, ts=100.0 + seq)
->>> st.add("explanations", {"stream_id": "s", "explainer": "ipfi", "feature": "a", "value": 0.3,
-...        "seq": 5, "n_explained": 6, "n_seen": 6})
->>> st.add("drift-events", {"stream_id": "s", "explainer": "ipfi", "feature": "a", "seq": 5,
-...        "level_before": 0.1, "level_after": 0.3})
+...     st.add("predictions", {"schema": "prediction/v2", "stream_id": "s", "seq": seq, "position": seq,
+...                            "y_true": 1, "loss": seq % 2}, ts=100.0 + seq)
+>>> st.add("explanations", {"schema": "explanation/v4", "stream_id": "s", "explainer": "ipfi", "feature": "a",
+...        "value": 0.3, "seq": 5, "position": 5, "n_explained": 6, "n_seen": 6})
+>>> st.add("drift-events", {"schema": "drift_event/v3", "stream_id": "s", "explainer": "ipfi", "feature": "a",
+...        "seq": 5, "cut_seq": 3, "position": 5, "cut_position": 3, "level_before": 0.1, "level_after": 0.3})
 >>> v = st.stream_view("s")
 >>> v["lag_events"], v["lag_s"], v["changes"][0]["before"], v["ranking"]["ipfi"][0]["feature"]
 (4, 4.0, 0.1, 'a')
@@ -142,8 +143,8 @@ class DashboardState(OutputReader):
             "curves": st.curves,
             "curves_at_change": self._curves_at(st, st.change_seq),
             "change_seq": st.change_seq,
-            "changes": [st.told(c) for c in st.changes],  # at their positions, with the events' seqs
-            "episodes": [_shown(st.told(ep)) for ep in st.episodes],
+            "changes": list(st.changes),  # at their positions, with the events' seqs
+            "episodes": [_shown(ep) for ep in st.episodes],
             # how many were read, and how many older ones are not drawn (the newest are kept)
             "changes_total": st.changes_seen,
             "changes_not_drawn": st.changes_seen - len(st.changes),

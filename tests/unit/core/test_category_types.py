@@ -1,19 +1,14 @@
 """A categorical feature's values keep one type per stream (the first value the stream's model
 took fixes it): an event with a value of another type is one dead letter (reason
-``category_type``), also after a restart from a checkpoint or a rebuild by replay, and a
-checkpoint of the version before (a join without recorded types) restores and runs."""
+``category_type``), also after a restart from a checkpoint or a rebuild by replay."""
 
 from __future__ import annotations
 
-import pickle
 import random
 
 import orjson
 from helpers.arrivals import ARRIVALS, record_arrivals
 from helpers.partition_log import PartitionLog
-from river import tree
-from streamxai.core.labels import CategoryTypeChanged, LabelJoin
-from streamxai.core.prequential import PrequentialModel
 from streamxai.handlers import ModelHandler
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.schemas import FeatureEvent
@@ -70,14 +65,3 @@ def test_the_type_a_stream_fixed_survives_a_checkpoint_and_a_rebuild_by_replay(t
     assert _run(replayed, log, range(80, 130)) == ({q: whole[q] for q in whole if q >= 80}, [("category_type", ODD)])
     assert replayed.metrics.get("replayed_events") == 80
 
-
-def test_a_join_of_the_version_before_restores_and_fixes_the_type_from_its_next_event():
-    join = LabelJoin(PrequentialModel(tree.HoeffdingTreeClassifier(grace_period=5)), ["a", "c"], categorical=["c"])
-    for q in range(20):
-        assert join.on_features(q, {"a": float(q % 4), "c": "ab"[q % 2]}, q % 4 > 1, ts=q).error is None
-    del join.__dict__["_kinds"]  # as a checkpoint of the version before holds it
-    old = pickle.loads(pickle.dumps(join))
-    assert old.on_features(20, {"a": 1.0, "c": "a"}, False, ts=20).error is None  # fixes str
-    err = old.on_features(21, {"a": 1.0, "c": 7}, False, ts=21).error
-    assert isinstance(err, CategoryTypeChanged) and (err.feature, err.expected, err.got) == ("c", "str", "int")
-    assert old.last_seq == 20 and old.model_version == 21

@@ -1,6 +1,6 @@
 """Change events and episodes say what they carry (drift_event/v3, change_episode/v3): the
 stream's positions, where the change test runs, and the seqs of the events explained there.
-With labels in line the two are one, and the values are those of v2."""
+With labels in line the two are one."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from helpers.partition_log import PartitionLog
 from helpers.streams import threshold_events
 from streamxai.local.dashboard.state import DashboardState
 from streamxai.local.demo_stream import labels_later
-from streamxai.local.output_reader import OutputReader
 
 
 def _run(delay: int):
@@ -56,7 +55,7 @@ def test_with_labels_later_change_events_carry_positions_and_the_seqs_of_the_eve
             assert ep["closed_position"] > ep["last_position"] and ep["closed_seq"] is not None
 
 
-def test_with_labels_in_line_positions_are_the_seqs_and_v2_values_stay():
+def test_with_labels_in_line_positions_are_the_seqs():
     run = _run(delay=0)
     events, episodes = run.of("drift-events"), run.of("change-episodes")
     assert events and episodes
@@ -68,27 +67,25 @@ def test_with_labels_in_line_positions_are_the_seqs_and_v2_values_stay():
         assert ep["closed_seq"] == ep["closed_position"]
 
 
-def _v2_and_v3():
-    """One change and one episode of a stream whose labels come later, as v2 (positions sent as
-    seqs) and v3 sent them; predictions say which seq was newest at each position."""
+def _sent():
+    """One change and one episode of a stream whose labels come later, as the change stage sends
+    them, and the predictions of the stream."""
     preds = [{"schema": "prediction/v2", "stream_id": "s", "seq": q, "position": 2 * q, "y_true": None,
               "y_pred": 0, "loss": None, "model_version": q, "ts": 0.0} for q in range(0, 600)]
     outcome = {"schema": "label_outcome/v1", "stream_id": "s", "seq": 0, "position": 1, "outcome": "learned",
                "loss": 0.0, "delay_events": 1, "delay_s": 0.1, "waiting": 1, "ts": 0.0}
     level = {"explainer": "ipfi", "feature": "a", "level_before": 0.1, "level_after": 0.4}
-    v2 = {"schema": "drift_event/v2", "stream_id": "s", **level, "seq": 1000, "cut_seq": 900}
-    v3 = {**v2, "schema": "drift_event/v3", "position": 1000, "cut_position": 900, "seq": 480, "cut_seq": 431}
-    ep2 = {"schema": "change_episode/v2", "stream_id": "s", "status": "closed", "kind": "degradation", "alert": True,
-           "first_seq": 1000, "last_seq": 1000, "closed_seq": 1200, "cut_seq": 900,
-           "changes": [{**level, "seq": 1000, "cut_seq": 900}]}
-    ep3 = {**ep2, "schema": "change_episode/v3", "first_position": 1000, "last_position": 1000,
-           "closed_position": 1200, "cut_position": 900, "first_seq": 480, "last_seq": 480, "closed_seq": 598,
-           "cut_seq": 431, "changes": [{**level, "seq": 480, "cut_seq": 431, "position": 1000, "cut_position": 900}]}
-    return preds, outcome, (v2, ep2), (v3, ep3)
+    change = {"schema": "drift_event/v3", "stream_id": "s", **level, "position": 1000, "cut_position": 900,
+              "seq": 480, "cut_seq": 431}
+    episode = {"schema": "change_episode/v3", "stream_id": "s", "status": "closed", "kind": "degradation",
+               "alert": True, "first_position": 1000, "last_position": 1000, "closed_position": 1200,
+               "cut_position": 900, "first_seq": 480, "last_seq": 480, "closed_seq": 598, "cut_seq": 431,
+               "changes": [{**level, "seq": 480, "cut_seq": 431, "position": 1000, "cut_position": 900}]}
+    return preds, outcome, change, episode
 
 
-def test_the_views_place_changes_at_positions_and_show_the_seqs_v3_carries():
-    preds, outcome, _, (v3, ep3) = _v2_and_v3()
+def test_the_views_place_changes_at_positions_and_show_the_seqs_they_carry():
+    preds, outcome, v3, ep3 = _sent()
     state = DashboardState()
     for p in [*preds, outcome]:
         state.add("predictions", p)
@@ -100,21 +97,6 @@ def test_the_views_place_changes_at_positions_and_show_the_seqs_v3_carries():
     (ep,) = view["episodes"]
     assert (ep["cut_position"], ep["first_position"], ep["last_position"], ep["cut_seq"], ep["first_seq"]) == (
         900, 1000, 1000, 431, 480)
-
-
-def test_readers_keep_reading_v2_whose_seqs_of_labels_later_streams_are_positions():
-    preds, outcome, (v2, ep2), _ = _v2_and_v3()
-    reader = OutputReader()
-    for p in [*preds, outcome]:
-        reader.add("predictions", p)
-    reader.add("drift-events", v2)
-    reader.add("change-episodes", ep2)
-    st = reader.streams["s"]
-    (c,) = [st.told(x) for x in st.changes]
-    assert (c["position"], c["cut_position"]) == (1000, 900)  # the axis
-    assert (c["seq"], c["cut_seq"]) == (500, 450)  # the newest seq at those positions
-    (ep,) = [st.told(e) for e in st.episodes]
-    assert (ep["first_position"], ep["first_seq"], ep["cut_seq"]) == (1000, 500, 450)
 
 
 def test_the_seqs_kept_for_cuts_are_forgotten_as_the_windows_move_on():

@@ -43,23 +43,13 @@ def sent(handler_of, plog: PartitionLog, topic: str, partition: int, start: int,
     return out
 
 
-def restart(tmp_path, kind, s, new, plog, topic, keep, *, old_version=False):
+def restart(tmp_path, kind, s, new, plog, topic, keep):
     """A handler of ``kind`` under ``s`` up to the middle of ``plog``, then one under ``new`` (a
-    restart that finds the first one's checkpoints; ``old_version``: checkpoints that record no
-    settings, as an older format's); what the second one sent, what one under ``new`` and one
-    under ``s`` would have sent for the same messages, and the second handler."""
+    restart that finds the first one's checkpoints); what the second one sent, what one under
+    ``new`` and one under ``s`` would have sent for the same messages, and the second handler."""
     cut = len(plog.parts[(topic, 0)]) // 2
     store = FileCheckpointStore(tmp_path, every=40, secret=SECRET)
     first, second = kind(s, checkpoints=store), kind(new, history=plog, checkpoints=store)
-    if old_version:  # its states lack built_under, as a pickle of that version does
-        fresh = first._fresh
-
-        def unrecorded(stream_id):
-            st = fresh(stream_id)
-            del st.built_under
-            return st
-
-        first._fresh = unrecorded
     resumed = sent(lambda off: first if off < cut else second, plog, topic, 0, cut, keep)
     under_new, under_old = kind(new), kind(s)
     return (resumed, sent(lambda off: under_new, plog, topic, 0, cut, keep),
@@ -121,20 +111,6 @@ def test_a_change_checkpoint_is_restored_when_only_settings_that_shape_no_state_
                                             "drift-events")
     assert second.metrics.get("checkpoints_restored") == 1 and not second.metrics.get("checkpoints_outdated")
     assert resumed == under_old
-
-
-def test_a_checkpoint_of_the_version_before_fingerprints_is_restored_as_it_was_built(tmp_path):
-    # the compatible choice: a checkpoint that records no settings cannot tell what it was built
-    # under, and a rebuild of every state after an upgrade would replay whole histories
-    s = delayed_settings(checkpoint_every=40)
-    new = s.replace(model="river.linear_model.LogisticRegression", model_params={})
-    resumed, _, under_old, second = restart(tmp_path, ModelHandler, s, new, arrivals(), ARRIVALS, "predictions",
-                                            old_version=True)
-    assert second.metrics.get("checkpoints_restored") == 1 and not second.metrics.get("checkpoints_outdated")
-    assert resumed and resumed == under_old
-    # from here on it records the settings it was restored under, so its next checkpoints do
-    assert second.streams["t"].built_under == second._built_under("t")
-    assert second.streams["t"].built_under["model"] == "river.linear_model.LogisticRegression"
 
 
 def test_a_state_records_settings_only_and_no_secret():

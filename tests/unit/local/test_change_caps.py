@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+from helpers.outputs import shaped
 from streamxai.local import plot as plot_module  # noqa: E402
 from streamxai.local.dashboard import DashboardState  # noqa: E402
 
@@ -16,15 +17,15 @@ from streamxai.local.dashboard import DashboardState  # noqa: E402
 def _state(n_changes: int, **kw) -> DashboardState:
     st = DashboardState(**kw)
     for seq in range(0, 20 * n_changes + 20, 20):
-        st.add("explanations", {"stream_id": "s", "explainer": "ipfi", "feature": "a", "value": 0.3, "seq": seq,
-                                "n_explained": seq, "n_seen": seq})
+        st.add("explanations", shaped("explanations", {"stream_id": "s", "explainer": "ipfi", "feature": "a", "value": 0.3, "seq": seq,
+                                "n_explained": seq, "n_seen": seq}))
     for i in range(n_changes):
-        st.add("drift-events", {"stream_id": "s", "explainer": "ipfi", "feature": "a", "seq": 20 * i + 10,
-                                "level_before": 0.1, "level_after": 0.3})
+        st.add("drift-events", shaped("drift-events", {"stream_id": "s", "explainer": "ipfi", "feature": "a", "seq": 20 * i + 10,
+                                "level_before": 0.1, "level_after": 0.3}))
     for i in range(0, n_changes, 10):
-        st.add("change-episodes", {"stream_id": "s", "first_seq": 20 * i + 10, "last_seq": 20 * i + 10,
+        st.add("change-episodes", shaped("change-episodes", {"stream_id": "s", "first_seq": 20 * i + 10, "last_seq": 20 * i + 10,
                                    "cut_seq": 20 * i, "kind": "learning", "alert": False, "status": "closed",
-                                   "changes": [{"explainer": "ipfi", "feature": "a", "seq": 20 * i + 10}]})
+                                   "changes": [{"explainer": "ipfi", "feature": "a", "seq": 20 * i + 10}]}))
     return st
 
 

@@ -81,7 +81,7 @@ def test_changes_grouped_by_their_episode_and_lone_changes_alone():
     changes = [{"explainer": "ipfi", "feature": f, "position": p, "before": 0.1, "after": 0.2}
                for f, p in (("a", 100), ("b", 150), ("c", 150), ("a", 400), ("d", 2000))]
     episodes = [{"first_position": 100, "last_position": 400, "kind": "reliance_shift", "alert": False},
-                {"first_seq": 1990, "last_seq": 2010, "kind": "degradation", "alert": True}]  # a v2 episode: seqs
+                {"first_position": 1990, "last_position": 2010, "kind": "degradation", "alert": True}]
     groups = group_changes(changes, episodes)
     assert [len(g["changes"]) for g in groups] == [4, 1]
     assert [label_text(g) for g in groups] == ["reliance shift: 3 series", "ALERT degradation: d"]

@@ -19,8 +19,9 @@ def test_the_live_view_shows_huge_levels_compact_as_the_plot_does():
     view.add(Record("p.explanations", 0, 0, b"s", dumps(Explanation("s", "ipfi", "x0", BIG, 10, 10, 10, 10,
                                                                     stderr=BIG / 100))))
     view.add(Record("p.explanations", 0, 1, b"s", dumps(Explanation("s", "ipfi", "x1", 0.25, 10, 10, 10, 10))))
-    view.add(Record("p.drift-events", 0, 0, b"s", b'{"stream_id": "s", "explainer": "ipfi", "feature": "x0", "seq": 70,'
-                    b' "cut_seq": 50, "level_before": 6342689766.11, "level_after": 730973117446.70}'))
+    view.add(Record("p.drift-events", 0, 0, b"s", b'{"schema": "drift_event/v3", "stream_id": "s",'
+                    b' "explainer": "ipfi", "feature": "x0", "seq": 70, "cut_seq": 50, "position": 70, "cut_position": 50,'
+                    b' "level_before": 6342689766.11, "level_after": 730973117446.70}'))
     view.render(force=True)
     text = out.getvalue()
     assert "6.34B -> 731B" in text and "6342689766" not in text, text

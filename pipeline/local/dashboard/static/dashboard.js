@@ -190,8 +190,8 @@ const NAMED_SERIES = 2;  // series named in a label before it says "N series"
 
 function markerGroups(changes, episodes) {
   const spans = [];
-  for (const ep of episodes) {  // where an episode's changes lie (the seqs of a v1/v2 episode)
-    const a = ep.first_position ?? ep.first_seq, b = ep.last_position ?? ep.last_seq ?? a;
+  for (const ep of episodes) {  // where an episode's changes lie on the stream's positions
+    const a = ep.first_position, b = ep.last_position ?? a;
     if (a !== null && a !== undefined) spans.push([a, b, ep]);
   }
   const groups = new Map();
@@ -305,7 +305,7 @@ function changeMarkers(getChanges) {
   };
 }
 
-// bands and ± show 95% intervals: value ± 1.96 standard errors (explanation/v2 stderr, iPDP se)
+// bands and ± show 95% intervals: value ± 1.96 standard errors (an explanation's stderr, iPDP se)
 const Z95 = 1.96;
 
 function renderImportance(v) {
@@ -413,7 +413,7 @@ function sortByX(t) {
 
 const ci = (c) => (Array.isArray(c) && c.length === 2 ? ` [${levelText(c[0], 3)}, ${levelText(c[1], 3)}]` : "");
 
-// why an episode happened (change_episode/v2): learning, degradation or reliance_shift; alerts marked
+// why an episode happened: learning, degradation or reliance_shift; alerts marked
 function episodeKind(e) {
   if (!e.kind) return "–";
   const kind = esc(e.kind.replace("_", " "));

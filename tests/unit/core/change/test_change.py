@@ -325,10 +325,9 @@ def test_a_change_found_earlier_in_the_same_report_does_not_move_the_others_mini
     assert run("ba") == found[::-1]
 
 
-def test_a_series_test_checkpointed_before_window_at_restores_and_runs():
-    """Checkpoints of STATE_FORMAT 1 written before ``SeriesTest._undropped`` existed lack it;
-    the class-level default fills it in, so a restored test reads and cuts as one that never
-    stopped (state_shapes.json records the attribute under the same format)."""
+def test_a_series_test_restored_from_a_checkpoint_reads_and_cuts_as_one_that_never_stopped():
+    """A checkpoint holds the window as it was before the newest cut (``window_at``), so a
+    restored test reads the same blocks and finds the same cuts as one that never stopped."""
     rng = random.Random(5)
     blocks = [block(rng, 0.0 if t < 60 else 1.0, sd=1.0) for t in range(120)]
 
@@ -336,7 +335,6 @@ def test_a_series_test_checkpointed_before_window_at_restores_and_runs():
         st, seen = SeriesTest(delta=1e-3, min_samples=50), []
         for t, b in enumerate(blocks):
             if t == stop_at:
-                del st.__dict__["_undropped"]  # as an older version pickled it
                 st = pickle.loads(pickle.dumps(st, protocol=5))
             seen.append(st.window_at(10 * t).n)  # what another series reads before this report
             cut = st.add(10 * t, 10 * t + 9, b)
@@ -347,7 +345,8 @@ def test_a_series_test_checkpointed_before_window_at_restores_and_runs():
     want = run()
     cuts = [x for x in want if isinstance(x, tuple)]
     assert cuts and cuts[0][2] > cuts[0][3]  # a cut, after which window_at(the cut's report) is the whole window
-    assert run(stop_at=30) == want
+    for stop_at in (30, cuts[0][0] // 10 + 1):  # before the cut, and just after it (window_at's old window)
+        assert run(stop_at) == want, stop_at
 
 
 # --- what a change event promises ----------------------------------------------------------
@@ -515,32 +514,6 @@ def test_the_close_look_is_told_where_the_open_looked(monkeypatch):
         assert looks.correlation(first, (end, before.n, after.n)) < nested
 
 
-def test_a_checkpoint_of_the_version_before_closes_its_open_episode_at_bonferronis_boundary(monkeypatch):
-    """A drift checkpoint of the older state format keeps only that the open looked (``_opened``
-    True) and no count of losses: restored mid-episode, it closes the
-    episode, told that the open looked where is not known (Bonferroni's 1.96 holds at any
-    correlation)."""
-    from streamxai.core.change import looks
-    from streamxai.core.change import stream as change_stream
-
-    told = []
-    monkeypatch.setattr(change_stream, "close_kind",
-                        lambda b, a, first, end, min_n=2, var_factor=1.0: told.append(first)
-                        or looks.close_kind(b, a, first, end, min_n, var_factor))
-    levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.0, ("ipfi", "b"): 0.0 if t < 300 else 0.4}  # noqa: E731
-    loss = lambda t: Block(10, 0.2, 1.6)  # noqa: E731
-    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=300)
-    rng = random.Random(17)
-    feed(det, rng, levels, range(320), loss=loss)
-    assert det._opened and det._opened is not True  # the open looked (flat: nothing sent)
-    det._opened = True  # as the version before kept it
-    del det.__dict__["_losses"]
-    det = pickle.loads(pickle.dumps(det))
-    _, episodes = feed(det, rng, levels, range(320, 700), loss=loss)
-    assert [(e.status, e.kind) for e in episodes] == [("open", "reliance_shift"), ("closed", "reliance_shift")]
-    assert told == [True]
-
-
 # --- a member's own look at the loss ---------------------------------------------------------
 def _member_run(first_loss, rise):
     """b moves at event 3,000 (the model relies on it as much as on a), c at 4,000; the loss is
@@ -598,25 +571,6 @@ def test_a_drift_after_a_learning_episode_was_told_opens_its_own_and_pages(rise,
     # from the learning episode's cut (a bucket boundary near it: a few of the losses before it)
     # on, not from the stream's start, where the mix of both levels is 0.27
     assert episodes[2].loss_before.mean < 0.25
-
-
-def test_a_checkpoint_of_the_version_before_members_restores_mid_episode():
-    """A change checkpoint written before members had their own looks has no ``_members``,
-    ``_lead``, ``_told_at`` or ``_looks`` (the class-level defaults fill them in): restored mid-episode, its next changes join and are looked at
-    (the rise of c tells the episode degradation), without an error."""
-    levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.0, ("ipfi", "b"): 0.0 if t < 300 else 0.4,  # noqa: E731
-                        ("ipfi", "c"): 0.0 if t < 400 else 0.4}
-    loss = lambda t: Block(10, 0.3 if t < 400 else 0.45, 10 * 0.16)  # noqa: E731
-    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b"), ("ipfi", "c")], warmup=0, episode_gap=2000)
-    rng = random.Random(23)
-    feed(det, rng, levels, range(350), loss=loss)
-    assert det._open and not det._members
-    for name in ("_members", "_lead", "_told_at", "_looks"):
-        del det.__dict__[name]
-    det = pickle.loads(pickle.dumps(det))
-    _, episodes = feed(det, rng, levels, range(350, 800), loss=loss)
-    assert [(e.status, e.kind, e.alert) for e in episodes[:1]] == [("open", "degradation", True)]
-    assert episodes[0].changes[0].feature == "c"
 
 
 def test_the_members_looks_spend_at_most_a_fixed_share_however_many():
