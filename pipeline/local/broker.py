@@ -295,13 +295,14 @@ class LocalBroker:
             raise ValueError(f"num_partitions must be a positive int, got {num_partitions!r}")
         self.port = port
         self.controller_port = controller_port
-        self.data_dir = Path(data_dir) if data_dir is not None else _default_data_dir()
-        self.log_file = Path(log_file) if log_file is not None else self.data_dir / "broker.log"
+        # absolute: the JVM runs in data_dir, where a path relative to this process's directory is wrong
+        self.data_dir = Path(data_dir).absolute() if data_dir is not None else _default_data_dir()
+        self.log_file = Path(log_file).absolute() if log_file is not None else self.data_dir / "broker.log"
         self.heap = heap
         self.num_partitions = num_partitions
         self.auto_create_topics = auto_create_topics
         self.die_with_parent = die_with_parent
-        self.libs_dir = Path(libs_dir) if libs_dir is not None else default_libs_dir()
+        self.libs_dir = Path(libs_dir).absolute() if libs_dir is not None else default_libs_dir()
         self.sasl = sasl
         self.tls = tls
         #: ``server.properties`` entries that replace or add to the defaults (a test's retention check, ...)

@@ -38,7 +38,7 @@ class BrokerTls:
     @classmethod
     def from_dir(cls, directory: str | os.PathLike[str]) -> BrokerTls:
         """The files :data:`TLS_FILES` in ``directory``; BrokerError naming what is missing or unusable."""
-        d = Path(directory)
+        d = Path(directory).absolute()  # the broker runs in its data directory
         missing = [n for n in TLS_FILES if not (d / n).is_file()]
         if missing:
             raise BrokerError(f"--tls-dir {d} lacks {', '.join(missing)}: it needs ca.pem (the CA), broker.pem (the "

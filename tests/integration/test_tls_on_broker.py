@@ -3,12 +3,13 @@ certificate (``LocalBroker(tls=...)``), with certificates made by ``openssl`` fo
 worker and the ``streamxai produce`` command run the demo stream over TLS with the broker's name
 verified; a wrong CA, an expired client certificate and one the broker does not trust stop a
 worker and a command with one line naming the file to change, and the client key's password
-appears in no output.
-This module starts its own broker (the session's broker is PLAINTEXT)."""
+appears in no output. SASL runs inside TLS on a SASL_SSL broker.
+This module starts its own brokers (the session's broker is PLAINTEXT)."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +17,8 @@ from pathlib import Path
 import pytest
 from helpers.pipeline_runs import collect, make_settings
 from helpers.tls_certs import TlsCerts, make_certs
-from streamxai.kafka.config import ensure_topics
-from streamxai.local.broker import BrokerTls, LocalBroker
+from streamxai.kafka.config import BrokerError, check_broker, ensure_topics
+from streamxai.local.broker import BrokerTls, LocalBroker, SaslUsers
 from streamxai.local.ports import free_port, free_ports
 from streamxai.settings import Secret, Settings
 from streamxai.worker import settings_env, spawn_worker, stop_worker
@@ -109,3 +110,21 @@ def test_a_refused_certificate_is_one_line_naming_the_file(tls_broker, certs, tm
         assert "signed by a CA the broker trusts" in lines[0]
     assert "Traceback" not in proc.stderr
     assert certs.key_password not in proc.stderr + proc.stdout
+
+
+def test_sasl_over_tls_authenticates_users_inside_the_tls_session(tmp_path_factory, certs, tmp_path):
+    port, controller_port = free_ports(2)
+    admin_pw = secrets.token_urlsafe(12)
+    broker = LocalBroker(port, controller_port, tmp_path_factory.mktemp("sasl-ssl-kafka"), heap="384m",
+                         die_with_parent=True, sasl=SaslUsers(Secret(admin_pw)),
+                         tls=BrokerTls(str(certs.ca), str(certs.broker_cert), str(certs.broker_key)))
+    try:
+        broker.start(timeout=120)
+        s = tls_settings(broker, certs, tmp_path).replace(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+                                                          sasl_username="admin", sasl_password=Secret(admin_pw))
+        assert s.topic("features") in ensure_topics(s)
+        with pytest.raises(BrokerError, match="refused the credentials of user 'admin'") as e:
+            check_broker(s.replace(sasl_password=Secret("not-the-password")))
+        assert "not-the-password" not in str(e.value)
+    finally:
+        broker.stop()

@@ -1,13 +1,18 @@
 """The local broker's TLS configuration, without starting Kafka (the end-to-end check is
-tests/integration/test_tls_on_broker.py)."""
+tests/integration/test_tls_on_broker.py), and the security page's openssl commands, whose files
+pass a TLS handshake in memory as the broker and a worker would make it."""
 
 from __future__ import annotations
 
+import ssl
 import stat
+import subprocess
+from pathlib import Path
 
 import pytest
 from streamxai.local.broker import BrokerError, BrokerTls, LocalBroker, SaslUsers, main
 from streamxai.settings import Secret
+from streamxai.tls_files import check_tls_files
 
 
 def tls_dir(d):
@@ -75,3 +80,59 @@ def test_the_command_line_names_a_missing_tls_file(tmp_path, capsys):
     assert main(["status", "--data-dir", str(tmp_path / "kafka"), "--tls-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "lacks ca.pem, broker.pem, broker.key" in err
+
+
+def test_relative_directories_are_made_absolute_for_the_jvm_that_runs_in_the_data_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tls_dir(tmp_path / "tls")
+    b = LocalBroker(19500, 19501, "kafka", log_file="logs/broker.log", libs_dir="libs", tls=BrokerTls.from_dir("tls"))
+    assert (b.data_dir, b.log_file, b.libs_dir) == (tmp_path / "kafka", tmp_path / "logs/broker.log", tmp_path / "libs")
+    assert b.tls.cafile == str(tmp_path / "tls" / "ca.pem")
+    assert f"log.dirs={tmp_path / 'kafka' / 'data'}" in b.server_properties()
+
+
+def _handshake(server: ssl.SSLContext, client: ssl.SSLContext, hostname: str) -> None:
+    """A TLS handshake in memory; raises ssl.SSLError if either side refuses."""
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    s = server.wrap_bio(to_server, to_client_out := ssl.MemoryBIO(), server_side=True)
+    c = client.wrap_bio(to_client, to_server_out := ssl.MemoryBIO(), server_hostname=hostname)
+    done = {s: False, c: False}
+    for _ in range(20):
+        for side in (c, s):
+            if not done[side]:
+                try:
+                    side.do_handshake()
+                    done[side] = True
+                except ssl.SSLWantReadError:
+                    pass
+        to_server.write(to_server_out.read())
+        to_client.write(to_client_out.read())
+        if all(done.values()):
+            return
+    raise AssertionError("the handshake did not finish")
+
+
+def test_the_documented_openssl_commands_make_files_the_broker_and_a_worker_accept(tmp_path):
+    page = (Path(__file__).resolve().parents[3] / "docs/pages/how-to/security.md").read_text()
+    section = page[page.index("## A local broker with TLS"):]
+    script = section[section.index("```bash\n") + 8:section.index("\n```", section.index("```bash\n"))]
+    script += '\nprintf %s "$KEY_PASSWORD" > key-password\n'
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    tls = BrokerTls.from_dir(tmp_path / "tls")
+    password = (tmp_path / "key-password").read_text()
+    d = tmp_path / "tls"
+    check_tls_files(str(d / "ca.pem"), str(d / "client.pem"), str(d / "client.key"), password)
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(tls.certfile, tls.keyfile)
+    server.load_verify_locations(tls.cafile)
+    server.verify_mode = ssl.CERT_REQUIRED  # ssl.client.auth=required
+    worker = ssl.create_default_context(cafile=str(d / "ca.pem"))  # as the worker's aiokafka client
+    worker.load_cert_chain(str(d / "client.pem"), str(d / "client.key"), password)
+    _handshake(server, worker, "127.0.0.1")
+    _handshake(server, worker, "localhost")
+    with pytest.raises(ssl.SSLCertVerificationError, match="mismatch"):
+        _handshake(server, worker, "kafka.example.com")  # the name is checked
+    broker_as_client = ssl.create_default_context(cafile=tls.cafile)  # the broker connects to itself
+    broker_as_client.load_cert_chain(tls.certfile, tls.keyfile)
+    _handshake(server, broker_as_client, "127.0.0.1")
