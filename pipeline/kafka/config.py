@@ -17,7 +17,7 @@ from typing import Any
 from streamxai.schemas import ConfigError, StreamxaiError
 
 from ..settings import Settings
-from ..tls_files import handshake_failure
+from .tls_refusal import handshake_failure
 
 __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
            "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from streamxai.kafka.config import confluent_config
+from streamxai.kafka.tls_refusal import handshake_failure
 from streamxai.settings import Secret, Settings
-from streamxai.tls_files import handshake_failure
 
 S = Settings(bootstrap_servers="kafka-1:9093", security_protocol="SSL", ssl_cafile="/tls/ca.pem",
              ssl_certfile="/tls/me.pem", ssl_keyfile="/tls/me.key", ssl_key_password=Secret("k3y-pw"))
