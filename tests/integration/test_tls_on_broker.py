@@ -112,6 +112,16 @@ def test_a_refused_certificate_is_one_line_naming_the_file(tls_broker, certs, tm
     assert certs.key_password not in proc.stderr + proc.stdout
 
 
+def test_a_broker_certificate_that_does_not_name_the_bootstrap_host_is_refused(tls_broker, certs, tmp_path):
+    # the broker's certificate names 127.0.0.1 alone; localhost reaches the same listener
+    s = tls_settings(tls_broker, certs, tmp_path).replace(bootstrap_servers=f"localhost:{tls_broker.port}")
+    proc = cli(s, "produce", "demo", "--n", "10")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert f"the certificate of the broker at localhost:{tls_broker.port} does not verify" in proc.stderr
+    assert "certificate verify failed" in proc.stderr
+
+
 def test_sasl_over_tls_authenticates_users_inside_the_tls_session(tmp_path_factory, certs, tmp_path):
     port, controller_port = free_ports(2)
     admin_pw = secrets.token_urlsafe(12)

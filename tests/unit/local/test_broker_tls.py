@@ -10,8 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from streamxai.kafka.config import _ssl_context
 from streamxai.local.broker import BrokerError, BrokerTls, LocalBroker, SaslUsers, main
-from streamxai.settings import Secret
+from streamxai.settings import Secret, Settings
 from streamxai.tls_files import check_tls_files
 
 
@@ -127,8 +128,10 @@ def test_the_documented_openssl_commands_make_files_the_broker_and_a_worker_acce
     server.load_cert_chain(tls.certfile, tls.keyfile)
     server.load_verify_locations(tls.cafile)
     server.verify_mode = ssl.CERT_REQUIRED  # ssl.client.auth=required
-    worker = ssl.create_default_context(cafile=str(d / "ca.pem"))  # as the worker's aiokafka client
-    worker.load_cert_chain(str(d / "client.pem"), str(d / "client.key"), password)
+    # the context the worker's aiokafka client gets
+    worker = _ssl_context(Settings(security_protocol="SSL", ssl_cafile=str(d / "ca.pem"),
+                                   ssl_certfile=str(d / "client.pem"), ssl_keyfile=str(d / "client.key"),
+                                   ssl_key_password=Secret(password)))
     _handshake(server, worker, "127.0.0.1")
     _handshake(server, worker, "localhost")
     with pytest.raises(ssl.SSLCertVerificationError, match="mismatch"):
