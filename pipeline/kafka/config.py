@@ -17,6 +17,7 @@ from typing import Any
 from streamxai.schemas import ConfigError, StreamxaiError
 
 from ..settings import Settings
+from .tls_refusal import handshake_failure
 
 __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
            "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config"]
@@ -54,6 +55,7 @@ def confluent_config(s: Settings, **extra: Any) -> dict[str, Any]:
                 cfg[key] = val
         if s.ssl_key_password.reveal():
             cfg["ssl.key.password"] = s.ssl_key_password.reveal()
+        cfg["ssl.endpoint.identification.algorithm"] = "https"  # the broker's certificate must name its host
     cfg.update(extra)
     return cfg
 
@@ -99,12 +101,18 @@ def check_broker(s: Settings, timeout: float = BROKER_CHECK_TIMEOUT_S) -> None:
     # A refused login reaches error_cb (served by poll), while list_topics only sees a lost
     # connection: ask in short rounds and look at the errors in between, so wrong
     # credentials are reported at once rather than as a missing broker after the timeout.
+    # A failed TLS handshake reaches error_cb the same way.
     refused: list[KafkaError] = []
+    handshakes: list[KafkaError] = []
     auth_codes = (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED)
 
     def on_error(err: KafkaError) -> None:
         if err.code() in auth_codes:
             refused.append(err)
+        elif err.code() == KafkaError._SSL or "SSL routines::" in err.str():
+            # (a TLS 1.3 server's refusal of the client's certificate arrives after the
+            # handshake, as a transport error on the first request)
+            handshakes.append(err)
 
     admin = AdminClient(confluent_config(s, log_level=0, error_cb=on_error))
     deadline = time.monotonic() + timeout
@@ -114,6 +122,8 @@ def check_broker(s: Settings, timeout: float = BROKER_CHECK_TIMEOUT_S) -> None:
             return
         except KafkaException as e:
             admin.poll(0)
+            if handshakes:
+                raise BrokerError(handshake_failure(s, handshakes[0].str())) from None
             if refused:
                 raise BrokerError(
                     f"the broker at {s.bootstrap_servers} refused the credentials of user {s.sasl_username!r} "

@@ -33,9 +33,10 @@ from .. import exit_codes
 from ..arg_types import port, positive
 from ..kafka.config import BrokerError
 from ..settings import Secret, utf8_file_text
+from .broker_tls import BrokerTls
 from .ports import claim_port
 
-__all__ = ["BrokerError", "BrokerStatus", "LocalBroker", "SaslUsers", "default_libs_dir", "main", "add_arguments",
+__all__ = ["BrokerError", "BrokerStatus", "BrokerTls", "LocalBroker", "SaslUsers", "default_libs_dir", "main", "add_arguments",
            "run", "DESCRIPTION"]
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -226,6 +227,10 @@ class LocalBroker:
         :class:`SaslUsers`: require SASL (SCRAM-SHA-512) and ACLs; None (default): PLAINTEXT,
         no authorisation. The storage is formatted with the users' SCRAM credentials, so a
         data directory formatted without them must be deleted first.
+    tls
+        :class:`~streamxai.local.broker_tls.BrokerTls`: the client listener speaks TLS (SSL, or
+        SASL_SSL with ``sasl``) and requires a client certificate signed by its CA; None (default):
+        no TLS. The controller listener stays on plain TCP on 127.0.0.1.
     auto_create_topics
         Whether a client's request for a missing topic creates it (``auto.create.topics.enable``);
         on by default for local runs, off in most production clusters (the fault tests use both).
@@ -248,12 +253,13 @@ class LocalBroker:
         server.properties   rewritten at every start from the constructor arguments
         broker.pid          pid of the running JVM
         broker.log          log4j2 output and the JVM's stdout/stderr (default log file)
+        keystore.pem        with tls: the broker's key and certificate, readable by its owner only
         data/               log.dirs: topic partitions and the KRaft metadata log
 
     Command line (``deploy/broker.sh`` is the same)::
 
-    python -m streamxai.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE]
-    python -m streamxai.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE]
+    python -m streamxai.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE] [--tls-dir DIR]
+    python -m streamxai.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE] [--tls-dir DIR]
     python -m streamxai.local.broker stop   [--data-dir D]
 
     With ``sasl=SaslUsers(...)`` (``--sasl-users FILE``) the broker accepts only authenticated
@@ -274,6 +280,7 @@ class LocalBroker:
         die_with_parent: bool = False,
         libs_dir: str | os.PathLike[str] | None = None,
         sasl: SaslUsers | None = None,
+        tls: BrokerTls | None = None,
         auto_create_topics: bool = True,
         extra_properties: dict[str, str] | None = None,
     ) -> None:
@@ -288,14 +295,16 @@ class LocalBroker:
             raise ValueError(f"num_partitions must be a positive int, got {num_partitions!r}")
         self.port = port
         self.controller_port = controller_port
-        self.data_dir = Path(data_dir) if data_dir is not None else _default_data_dir()
-        self.log_file = Path(log_file) if log_file is not None else self.data_dir / "broker.log"
+        # absolute: the JVM runs in data_dir, where a path relative to this process's directory is wrong
+        self.data_dir = Path(data_dir).absolute() if data_dir is not None else _default_data_dir()
+        self.log_file = Path(log_file).absolute() if log_file is not None else self.data_dir / "broker.log"
         self.heap = heap
         self.num_partitions = num_partitions
         self.auto_create_topics = auto_create_topics
         self.die_with_parent = die_with_parent
-        self.libs_dir = Path(libs_dir) if libs_dir is not None else default_libs_dir()
+        self.libs_dir = Path(libs_dir).absolute() if libs_dir is not None else default_libs_dir()
         self.sasl = sasl
+        self.tls = tls
         #: ``server.properties`` entries that replace or add to the defaults (a test's retention check, ...)
         self.extra_properties = dict(extra_properties or {})
         self._proc: subprocess.Popen[bytes] | None = None
@@ -318,6 +327,16 @@ class LocalBroker:
     @property
     def properties_file(self) -> Path:
         return self.data_dir / "server.properties"
+
+    @property
+    def security_protocol(self) -> str:
+        """The client listener's protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        return ("SASL_" if self.sasl is not None else "") + ("SSL" if self.tls is not None else "PLAINTEXT")
+
+    @property
+    def keystore_file(self) -> Path:
+        """The broker's PEM keystore (key and certificate), written at start when ``tls`` is set."""
+        return self.data_dir / "keystore.pem"
 
     @property
     def log_dir(self) -> Path:
@@ -400,29 +419,33 @@ class LocalBroker:
         return "\n".join(lines) + "\n"
 
     def _listener_properties(self) -> list[str]:
+        name = self.security_protocol  # the client listener is named for its protocol
+        tls = self.tls.server_properties(self.keystore_file) if self.tls is not None else []
         if self.sasl is None:
             return [
-                f"listeners=PLAINTEXT://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
-                f"advertised.listeners=PLAINTEXT://{_HOST}:{self.port}",
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                f"listeners={name}://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
+                f"advertised.listeners={name}://{_HOST}:{self.port}",
+                f"listener.security.protocol.map={name}:{name},CONTROLLER:PLAINTEXT",
                 "controller.listener.names=CONTROLLER",
-                "inter.broker.listener.name=PLAINTEXT",
+                f"inter.broker.listener.name={name}",
+                *tls,
             ]
         pw = self.sasl.admin_password.reveal()
         # clients: SCRAM-SHA-512 (credentials in the metadata log, added when formatting);
         # broker -> controller: SASL/PLAIN with the admin user (SCRAM cannot authenticate the
         # controller listener: its credentials live in the log the controller serves)
         return [
-            f"listeners=SASL_PLAINTEXT://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
-            f"advertised.listeners=SASL_PLAINTEXT://{_HOST}:{self.port}",
-            "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            f"listeners={name}://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
+            f"advertised.listeners={name}://{_HOST}:{self.port}",
+            f"listener.security.protocol.map={name}:{name},CONTROLLER:SASL_PLAINTEXT",
             "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=SASL_PLAINTEXT",
+            f"inter.broker.listener.name={name}",
+            *tls,
             f"sasl.enabled.mechanisms={SASL_MECHANISM}",
             f"sasl.mechanism.inter.broker.protocol={SASL_MECHANISM}",
             "sasl.mechanism.controller.protocol=PLAIN",
-            f"listener.name.sasl_plaintext.sasl.enabled.mechanisms={SASL_MECHANISM}",
-            f"listener.name.sasl_plaintext.{SASL_MECHANISM.lower()}.sasl.jaas.config="
+            f"listener.name.{name.lower()}.sasl.enabled.mechanisms={SASL_MECHANISM}",
+            f"listener.name.{name.lower()}.{SASL_MECHANISM.lower()}.sasl.jaas.config="
             f'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="{pw}";',
             "listener.name.controller.sasl.enabled.mechanisms=PLAIN",
             "listener.name.controller.plain.sasl.jaas.config="
@@ -438,6 +461,9 @@ class LocalBroker:
         cfg = {"bootstrap.servers": self.bootstrap}
         if self.sasl is not None:
             cfg.update(self.sasl.client_config(user))
+        if self.tls is not None:
+            cfg.update(self.tls.client_config())
+        cfg["security.protocol"] = self.security_protocol
         return cfg
 
     def grant(
@@ -649,13 +675,20 @@ class LocalBroker:
                 time.sleep(0.25)
 
     def _write_properties(self) -> None:
-        """Write server.properties readable by its owner only (it may hold the admin password)."""
-        tmp = self.properties_file.with_suffix(".tmp")
+        """Write server.properties readable by its owner only (it may hold the admin password), and
+        with ``tls`` the keystore beside it (it holds the broker's key)."""
+        if self.tls is not None:
+            self._write_private(self.keystore_file, self.tls.keystore_text())
+        self._write_private(self.properties_file, self.server_properties())
+
+    @staticmethod
+    def _write_private(path: Path, text: str) -> None:
+        tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
-            fh.write(self.server_properties())
+            fh.write(text)
         os.chmod(tmp, 0o600)
-        tmp.replace(self.properties_file)
+        tmp.replace(path)
 
     def _launch(self, java: str) -> int:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -752,6 +785,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--sasl-users", metavar="FILE", default=None,
                         help='require SASL (SCRAM-SHA-512) and ACLs; FILE holds name = "password" lines (TOML), '
                              "one of them admin, the super user; keep it private")
+    parser.add_argument("--tls-dir", metavar="DIR", default=None,
+                        help="serve clients over TLS and require a client certificate: DIR holds ca.pem (the CA that "
+                             "signs the broker's and the clients' certificates), broker.pem (for 127.0.0.1) and "
+                             "broker.key (unencrypted PKCS#8)")
     return parser
 
 
@@ -763,7 +800,9 @@ def run(args: argparse.Namespace, prog: str = "streamxai") -> int:
     on stderr, ``<prog>: error: ...``, as argparse's and the other subcommands' are."""
     try:
         sasl = SaslUsers.from_file(args.sasl_users) if args.sasl_users else None
+        tls = BrokerTls.from_dir(args.tls_dir) if args.tls_dir else None
         broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap, sasl=sasl,
+                             tls=tls,
                              libs_dir=args.libs_dir or os.environ.get("STREAMXAI_KAFKA_LIBS") or None)
         if args.action == "start":
             t0 = time.monotonic()
