@@ -25,6 +25,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from streamxai.local.broker import LocalBroker
 from streamxai.local.ports import free_ports
+from streamxai.worker import spawn_worker, stop_worker
 
 _HERE = Path(__file__).resolve().parent
 
@@ -131,3 +132,21 @@ def two_profiles_run(bootstrap: str, tmp_path_factory: pytest.TempPathFactory):
 def group_id() -> str:
     """A consumer group id no other test uses."""
     return f"test-group-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def workers(tmp_path):
+    """``start(settings)`` spawns a worker logging into ``tmp_path``; at the end every worker is
+    stopped and none may have logged a traceback."""
+    procs = []
+
+    def start(s):
+        procs.append(spawn_worker(s, log_file=str(tmp_path / f"worker-{len(procs)}.log"), loglevel="warning"))
+        return procs[-1]
+
+    yield start
+    for p in procs:
+        stop_worker(p)
+    for i in range(len(procs)):
+        log = (tmp_path / f"worker-{i}.log").read_text(errors="replace")
+        assert "Traceback" not in log, f"worker {i} logged a traceback:\n{log[-3000:]}"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import signal
 
-import pytest
 from helpers.pipeline_runs import collect, make_settings, until, wait_for_commit, worker_metrics
 from helpers.streams import threshold_events
 from streamxai.kafka.config import ensure_topics
@@ -19,23 +18,7 @@ from streamxai.local.ports import free_port
 from streamxai.reference import Recorded, run_in_process
 from streamxai.schemas import Source, origin, parse_arrival, unpack_arrivals
 from streamxai.settings import Secret
-from streamxai.worker import spawn_worker, stop_worker
-
-
-@pytest.fixture
-def workers(tmp_path):
-    procs = []
-
-    def start(s):
-        procs.append(spawn_worker(s, log_file=str(tmp_path / f"worker-{len(procs)}.log"), loglevel="warning"))
-        return procs[-1]
-
-    yield start
-    for p in procs:
-        stop_worker(p)
-    for i in range(len(procs)):
-        log = (tmp_path / f"worker-{i}.log").read_text(errors="replace")
-        assert "Traceback" not in log, f"worker {i} logged a traceback:\n{log[-3000:]}"
+from streamxai.worker import stop_worker
 
 
 def recorded_arrivals(s, batches: list[int] | None = None) -> list[Recorded]:

@@ -10,32 +10,15 @@ from __future__ import annotations
 import time
 
 import orjson
-import pytest
 from helpers.pipeline_runs import collect_all, make_settings, until
 from streamxai.kafka.config import ensure_topics
 from streamxai.kafka.io import produce_events, produce_raw
 from streamxai.schemas import FeatureEvent
-from streamxai.worker import spawn_worker, stop_worker
+from streamxai.worker import stop_worker
 
 FEATURES = ["amount", "merchant.risk", "merchant.country"]
 PROFILE = {"features": FEATURES, "categorical": ["merchant.country"], "model_params": {"grace_period": 20},
            "explainers": ["ipfi", "ipdp"]}
-
-
-@pytest.fixture
-def workers(tmp_path):
-    procs = []
-
-    def start(s):
-        procs.append(spawn_worker(s, log_file=str(tmp_path / f"worker-{len(procs)}.log"), loglevel="warning"))
-        return procs[-1]
-
-    yield start
-    for p in procs:
-        stop_worker(p)
-    for i in range(len(procs)):
-        log = (tmp_path / f"worker-{i}.log").read_text(errors="replace")
-        assert "Traceback" not in log, f"worker {i} logged a traceback:\n{log[-3000:]}"
 
 
 def _records(n: int) -> list[tuple[bytes, dict]]:

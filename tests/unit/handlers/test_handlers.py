@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from helpers.alerts import stepped_explanations
 from helpers.handler_inputs import change_settings, explanation_msg, settings
 from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
 from streamxai.local.demo_stream import agrawal_events
@@ -156,27 +157,9 @@ def test_model_checkpoint_restores_the_model(tmp_path):
     assert resumed.metrics.get("replayed_events") == 60 - 50  # checkpoint after event 49
 
 
-def explanation_log(s, n=1200, shift_at=600):
-    """Two series of stream ``d`` interleaved on one partition, keyed by the stream; blocks of
-    ``emit_every`` increments (sd 0.2) whose levels step at point ``shift_at``."""
-    import random
-
-    rng, log = random.Random(11), FakeLog()
-    k = s.emit_every
-    for i in range(n):
-        seq = (i + 1) * k - 1
-        loss = (k, 0.1 if i < shift_at else 0.3, 0.5)
-        for feature, jump in (("age", 0.3), ("car", 0.2)):
-            xs = [0.1 + (jump if i >= shift_at else 0.0) + rng.gauss(0, 0.2) for _ in range(k)]
-            m = sum(xs) / k
-            block = (k, m, sum((x - m) ** 2 for x in xs))
-            log.append("explanations", 0, b"d", explanation_msg("d", "ipfi", feature, seq, m, block, (i + 1) * k, loss))
-    return log
-
-
 def change_outputs(handler_for, log):
     got = []
-    for off, (key, value) in enumerate(log.parts[("explanations", 0)]):
+    for off, (key, value) in enumerate(log.items("explanations", 0)):
         for out in handler_for(off).on_message(value, key, Source("explanations", 0, off)):
             got.append((out.topic, out.key, out.value))
     return got
@@ -187,7 +170,7 @@ def test_restarted_change_handler_emits_what_an_uninterrupted_one_does(tmp_path,
     from streamxai.kafka.checkpoints import FileCheckpointStore
 
     s = change_settings(checkpoint_every=checkpoint_every)
-    log = explanation_log(s)
+    log = stepped_explanations(s.emit_every)
     whole_handler = ChangeHandler(s)
     whole = change_outputs(lambda off: whole_handler, log)
     events = [orjson.loads(v) for t, _, v in whole if t == "drift-events"]
@@ -218,7 +201,7 @@ def test_restarted_change_handler_emits_what_an_uninterrupted_one_does(tmp_path,
 
 def test_change_handler_without_history_differs_so_replay_matters():
     s = change_settings()
-    log = explanation_log(s)
+    log = stepped_explanations(s.emit_every)
     whole_handler, first, second = ChangeHandler(s), ChangeHandler(s), ChangeHandler(s)
     whole = change_outputs(lambda off: whole_handler, log)
     resumed = change_outputs(lambda off: first if off < 1100 else second, log)
@@ -228,7 +211,7 @@ def test_change_handler_without_history_differs_so_replay_matters():
 
 def test_change_event_and_episode_explain_the_change():
     s = change_settings()
-    log = explanation_log(s, n=1400)
+    log = stepped_explanations(s.emit_every, n=1400)
     h = ChangeHandler(s)
     outs = change_outputs(lambda off: h, log)
     events = [orjson.loads(v) for t, _, v in outs if t == "drift-events"]
