@@ -35,7 +35,7 @@ __all__ = ["SourceSpec", "parse_sources", "KINDS", "FORMATS", "RECORD_KEY", "REC
 
 KINDS = ("features", "labels")
 #: the record formats a source may name: JSON, or framed by a schema registry (streamxai.ingest.registry)
-FORMATS = ("json", "avro", "json_schema")
+FORMATS = ("json", "avro", "json_schema", "protobuf")
 #: ``stream_id = "key"``: the stream id is the record's key
 RECORD_KEY = "key"
 #: ``event_time = "timestamp"``: the event time is the record's timestamp
@@ -43,12 +43,14 @@ RECORD_TIMESTAMP = "timestamp"
 
 _NAME = re.compile(r"[A-Za-z0-9_.@+=~-]{1,64}")
 _PATH = re.compile(r"[^.\s]+(\.[^.\s]+)*")
-_FIELDS = {"topic", "kind", "format", "features", "stream_id", "event_id", "event_time", "label", "profile"}
+_FIELDS = {"topic", "kind", "format", "features", "stream_id", "event_id", "event_time", "label", "profile",
+           "protobuf_message"}
 
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """One validated ``[sources.<name>]`` table; ``paths`` splits each feature's dotted path."""
+    """One validated ``[sources.<name>]`` table; ``paths`` splits each feature's dotted path;
+    ``protobuf_message`` is the ``"module:Class"`` of a ``protobuf`` source's messages."""
 
     name: str
     topic: str
@@ -60,6 +62,7 @@ class SourceSpec:
     event_time: str
     label: str | None
     profile: str | None
+    protobuf_message: str | None = None
 
     @property
     def paths(self) -> dict[str, tuple[str, ...]]:
@@ -123,8 +126,16 @@ def _one(name: str, table: Any, profiles: Mapping[str, Any]) -> SourceSpec:
                           "(labels joined by event_id)")
     fmt = table.get("format", "json")
     if fmt not in FORMATS:
-        raise bad("format", "write format = \"json\", or \"avro\" or \"json_schema\" for records framed by a "
-                            "schema registry (schema_registry_url)")
+        raise bad("format", "write format = \"json\", or \"avro\", \"json_schema\" or \"protobuf\" for records "
+                            "framed by a schema registry (schema_registry_url)")
+    message = table.get("protobuf_message")
+    if fmt == "protobuf" and (not isinstance(message, str) or ":" not in message):
+        raise bad("protobuf_message", "format = \"protobuf\" needs the message class protoc generated for the "
+                                      "topic, as module:Class importable by the workers, e.g. "
+                                      "protobuf_message = \"payments_pb2:Payment\"")
+    if fmt != "protobuf" and message is not None:
+        raise bad("protobuf_message", f"only a source of format = \"protobuf\" names a message class (this one is "
+                                      f"format = {fmt!r}): leave it out")
     if kind == "labels":
         return _labels(name, table, bad)
     features = table.get("features")
@@ -153,7 +164,7 @@ def _one(name: str, table: Any, profiles: Mapping[str, Any]) -> SourceSpec:
     if profile is not None:
         _check_profile(where, name, profile, features, profiles)
     return SourceSpec(name, topic, kind, fmt, tuple(features), stream_id, paths["event_id"],  # type: ignore[arg-type]
-                      paths["event_time"], paths["label"], profile)  # type: ignore[arg-type]
+                      paths["event_time"], paths["label"], profile, message)  # type: ignore[arg-type]
 
 
 def _labels(name: str, table: dict[str, Any], bad: Any) -> SourceSpec:
@@ -167,7 +178,7 @@ def _labels(name: str, table: dict[str, Any], bad: Any) -> SourceSpec:
         if not isinstance(v, str) or not _PATH.fullmatch(v):
             raise bad(field, f"write the path of the field, e.g. {field} = \"{example}\"")
     return SourceSpec(name, table["topic"], "labels", table.get("format", "json"), (), "", table["event_id"], "",
-                      table["label"], None)
+                      table["label"], None, table.get("protobuf_message"))
 
 
 def _check_profile(where: str, name: str, profile: Any, features: list[str], profiles: Mapping[str, Any]) -> None:

@@ -1,10 +1,11 @@
-"""Records framed by a schema registry: the ``avro`` and ``json_schema`` formats of a source.
+"""Records framed by a schema registry: the ``avro``, ``json_schema`` and ``protobuf`` formats of a source.
 
 A record of such a source is in the Confluent wire format (a magic byte 0, the 4-byte schema
 id, then the encoded value), written by a Confluent-compatible schema registry's serializer.
 :class:`RegistryDecoder` decodes it through ``confluent_kafka.schema_registry`` (the optional
 extra ``streamxai[registry]``) into the record as a dict, which is then mapped like a JSON
-record (the same dotted paths). Bytes without the magic byte, a schema id the registry does not
+record (the same dotted paths); a ``protobuf`` source's messages decode into the class its
+``protobuf_message`` names and become dicts by :mod:`streamxai.ingest.protobuf`. Bytes without the magic byte, a schema id the registry does not
 know and bytes the schema cannot read are :class:`~streamxai.schemas.InvalidMessage` (dead
 letters that say which). A registry that does not answer (no connection, a timeout, a server
 error, refused credentials) raises :class:`RegistryUnreachable` instead: the record is neither
@@ -48,7 +49,7 @@ __all__ = ["RegistryDecoder", "RegistryUnreachable", "REGISTRY_FORMATS", "INSTAL
            "registry_installed"]
 
 #: the source formats framed by a schema registry
-REGISTRY_FORMATS = ("avro", "json_schema")
+REGISTRY_FORMATS = ("avro", "json_schema", "protobuf")
 #: what installs what these formats need
 INSTALL = "pip install 'streamxai[registry]'"
 #: how long one request to the registry may take, in seconds (one attempt; the agent tries again)
@@ -57,9 +58,13 @@ REQUEST_TIMEOUT_S = 5.0
 FIRST_DELAY_S, MAX_DELAY_S = 0.5, 30.0
 
 log = logging.getLogger("streamxai")
+#: the serializer of confluent_kafka that writes each format, named where a record is not framed
+_SERIALIZERS = {"avro": "AvroSerializer", "json_schema": "JSONSerializer", "protobuf": "ProtobufSerializer"}
 _MODULES = {"avro": ("confluent_kafka.schema_registry", "fastavro", "authlib", "cachetools", "attrs"),
             "json_schema": ("confluent_kafka.schema_registry", "jsonschema", "referencing", "authlib", "cachetools",
-                            "attrs")}
+                            "attrs"),
+            "protobuf": ("confluent_kafka.schema_registry", "google.protobuf", "google.type", "authlib", "cachetools",
+                         "attrs")}
 
 
 class RegistryUnreachable(StreamxaiError):
@@ -80,8 +85,8 @@ def registry_installed(fmt: str) -> bool:
 
 def check_registry(specs: Iterable[SourceSpec], url: str) -> None:
     """The registry-framed ones of the sources ``specs`` can work: the extra is installed and a
-    registry ``url`` (the setting ``schema_registry_url``) is given; a :class:`ConfigError` in one
-    line saying what to do."""
+    registry ``url`` (the setting ``schema_registry_url``) is given, and a ``protobuf`` source's
+    message class imports; a :class:`ConfigError` in one line saying what to do."""
     for spec in specs:
         if spec.format not in REGISTRY_FORMATS:
             continue
@@ -91,6 +96,10 @@ def check_registry(specs: Iterable[SourceSpec], url: str) -> None:
         if not url:
             raise ConfigError(f"{where} needs the setting schema_registry_url, e.g. schema_registry_url = "
                               "\"http://registry:8081\"")
+        if spec.format == "protobuf":
+            from .protobuf import message_class
+
+            message_class(spec.name, spec.protobuf_message or "")
     if url and not url.startswith(("http://", "https://", "mock://")):
         raise ConfigError(f"setting schema_registry_url={url!r}: write the registry's http:// or https:// URL "
                           "(several: comma-separated)")
@@ -138,9 +147,10 @@ class RegistryDecoder:
                                                    f"it has {len(raw)} bytes, fewer than the 5 of the wire format's "
                                                    "header")
             raise SchemaMismatch(f"{what}: the record is not registry-framed: {first}; produce it with a schema "
-                                 "registry serializer (e.g. confluent_kafka's AvroSerializer)", where=where)
+                                 f"registry serializer (e.g. confluent_kafka's {_SERIALIZERS[spec.format]})",
+                                 where=where)
         schema_id = int.from_bytes(raw[1:5], "big")
-        deserialize = self._deserializer(spec.format)
+        deserialize = self._deserializer(spec)
         try:
             rec = deserialize(raw, SerializationContext(spec.topic, MessageField.VALUE))
         except SchemaRegistryError as e:
@@ -158,12 +168,25 @@ class RegistryDecoder:
             raise MalformedMessage(f"{what}: the record does not decode with schema id {schema_id}: "
                                    f"{type(e).__name__}: {str(e)[:200]}", where=where) from None
         self._answered()
+        if spec.format == "protobuf":
+            from .protobuf import to_record
+
+            return to_record(rec)
         return rec
 
-    def _deserializer(self, fmt: str) -> Any:
-        found = self._deserializers.get(fmt)
+    def _deserializer(self, spec: SourceSpec) -> Any:
+        fmt = spec.format
+        cache_key = f"protobuf:{spec.protobuf_message}" if fmt == "protobuf" else fmt
+        found = self._deserializers.get(cache_key)
         if found is None:
-            if fmt == "avro":
+            if fmt == "protobuf":  # the writer's schema by the id in the header; the fields by the team's class
+                from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+
+                from .protobuf import message_class
+
+                found = ProtobufDeserializer(message_class(spec.name, spec.protobuf_message or ""), {},
+                                             schema_registry_client=self.client)
+            elif fmt == "avro":
                 from confluent_kafka.schema_registry.avro import AvroDeserializer
 
                 found = AvroDeserializer(self.client)
@@ -171,7 +194,7 @@ class RegistryDecoder:
                 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 
                 found = JSONDeserializer(None, schema_registry_client=self.client)
-            self._deserializers[fmt] = found
+            self._deserializers[cache_key] = found
         return found
 
     def _failed(self, why: str) -> RegistryUnreachable:
