@@ -1,22 +1,23 @@
 """What reading a team's own format costs: CPU per event of a mapped JSON source (nested records
-keyed by account, numbered by the model handler) and of the same records in Avro, framed by a
-schema registry (confluent_kafka's in-memory registry, ``mock://``; the schema cached before the
-timing), next to the own envelope (feature_event/v1 with seq), the same events measured in the
-same run. Run on demand:
+keyed by account, numbered by the model handler) and of the same records in Avro and in Protobuf
+(the message class of ``tests/helpers/payments_proto.py``, without the account field it lacks),
+framed by a schema registry (confluent_kafka's in-memory registry, ``mock://``; the schema cached
+before the timing), next to the own envelope (feature_event/v1 with seq), the same events measured
+in the same run. Run on demand:
 
     python tests/benchmarks/bench_sources.py [--events 3000] [--repeats 5]
 
-Two levels, each timed over the same events three ways, the order of the three turning round by
+Two levels, each timed over the same events four ways, the order of the four turning round by
 round, the median of ``--repeats`` rounds:
 
 - ``parse``: bytes to a validated feature event (:func:`streamxai.ingest.mapping.map_record`;
-  for Avro the intake's decode first, to the JSON it forwards; against
+  for Avro and Protobuf the intake's decode first, to the JSON it forwards; against
   :func:`streamxai.schemas.parse_arrival`);
-- ``intake + model``: the intake's forward (for Avro: its decode) and the model handler's whole
+- ``intake + model``: the intake's forward (for Avro and Protobuf: its decode) and the model handler's whole
   step (parse, number, predict, learn, explain tasks) with a Hoeffding tree on 3 features.
 
-It prints the CPU microseconds per event of each and their ratios to the own envelope. Avro needs
-the extra ``streamxai[registry]``.
+It prints the CPU microseconds per event of each and their ratios to the own envelope. Avro and
+Protobuf need the extra ``streamxai[registry]``.
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # helpers.payments_proto
 
 import orjson  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroSerializer  # noqa: E402
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+from helpers.payments_proto import Payment  # noqa: E402
 from streamxai.handlers import ModelHandler, Source  # noqa: E402
 from streamxai.handlers.intake import IntakeHandler  # noqa: E402
 from streamxai.ingest.mapping import map_record  # noqa: E402
@@ -50,6 +54,8 @@ AVRO = orjson.dumps({"type": "record", "name": "Payment", "fields": [
 def settings(fmt: str = "json") -> Settings:
     source = {"topic": TOPIC, "kind": "features", "format": fmt, "features": FEATURES, "stream_id": "key",
               "event_id": "txn_id", "event_time": "event_time", "label": "fraud", "profile": "payments:*"}
+    if fmt == "protobuf":
+        source["protobuf_message"] = "helpers.payments_proto:Payment"
     profile = {"features": FEATURES, "categorical": ["merchant.country"], "model_params": {"grace_period": 50},
                "explainers": ["ipfi"]}
     return Settings(features=FEATURES, categorical=["merchant.country"], sources={"payments": source},
@@ -57,10 +63,17 @@ def settings(fmt: str = "json") -> Settings:
                     schema_registry_url="mock://bench" if fmt != "json" else "")
 
 
-def avro_records(intake: IntakeHandler, team) -> list[tuple[bytes, bytes]]:
-    """The team's records in Avro, registered with ``intake``'s registry, whose schema ``intake`` then caches."""
-    ser = AvroSerializer(intake.sources.registry.client, AVRO)
-    out = [(k, ser(orjson.loads(v), SerializationContext(TOPIC, MessageField.VALUE))) for k, v in team]
+def framed_records(intake: IntakeHandler, team, fmt: str) -> list[tuple[bytes, bytes]]:
+    """The team's records in Avro or Protobuf, registered with ``intake``'s registry, whose schema
+    ``intake`` then caches."""
+    ctx = SerializationContext(TOPIC, MessageField.VALUE)
+    if fmt == "avro":
+        ser = AvroSerializer(intake.sources.registry.client, AVRO)
+        out = [(k, ser(orjson.loads(v), ctx)) for k, v in team]
+    else:
+        ser = ProtobufSerializer(Payment, intake.sources.registry.client, {})
+        out = [(k, ser(Payment(**{f: x for f, x in orjson.loads(v).items() if f != "account"}), ctx))
+               for k, v in team]
     intake.on_message(out[0][1], out[0][0], Source(TOPIC, 0, 0))  # the schema fetched once, then cached
     return out
 
@@ -96,7 +109,7 @@ def parse_team(s: Settings, team) -> None:
         map_record(spec, v, k, None, s.stream_feature_spec, where=f"{TOPIC}[0]@{i}")
 
 
-def parse_avro(s: Settings, intake: IntakeHandler, team) -> None:
+def parse_framed(s: Settings, intake: IntakeHandler, team) -> None:
     spec = s.source_specs["payments"]
     for i, (k, v) in enumerate(team):
         src = Source(TOPIC, 0, i)
@@ -121,24 +134,27 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--events", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
-    s, sa = settings(), settings("avro")
+    s, sa, sp = settings(), settings("avro"), settings("protobuf")
     team, own = inputs(args.events)
-    avro_intake = IntakeHandler(sa)
-    avro = avro_records(avro_intake, team)
+    avro_intake, proto_intake = IntakeHandler(sa), IntakeHandler(sp)
+    avro, proto = framed_records(avro_intake, team, "avro"), framed_records(proto_intake, team, "protobuf")
     levels = {
-        "parse": (lambda: parse_team(s, team), lambda: parse_avro(sa, avro_intake, avro), lambda: parse_own(s, own)),
+        "parse": (lambda: parse_team(s, team), lambda: parse_framed(sa, avro_intake, avro),
+                  lambda: parse_framed(sp, proto_intake, proto), lambda: parse_own(s, own)),
         "intake + model": (lambda: run_path(s, team, TOPIC), lambda: run_path(sa, avro, TOPIC, avro_intake),
+                           lambda: run_path(sp, proto, TOPIC, proto_intake),
                            lambda: run_path(s, own, s.topic("features"))),
     }
     print(f"{args.events} events of 4 accounts, median of {args.repeats} rounds (CPU us per event)")
-    print(f"{'level':<16}{'json':>10}{'avro':>10}{'own':>10}{'json/own':>10}{'avro/own':>10}")
+    print(f"{'level':<16}{'json':>10}{'avro':>10}{'protobuf':>10}{'own':>10}{'json/own':>10}{'avro/own':>10}"
+          f"{'proto/own':>10}")
     for name, fns in levels.items():
-        times: list[list[float]] = [[], [], []]
+        times: list[list[float]] = [[], [], [], []]
         for r in range(args.repeats):
-            for j in (r + k for k in range(3)):  # each of the three goes first in turn
-                times[j % 3].append(cpu(fns[j % 3]) / args.events * 1e6)
-        js, av, ow = (statistics.median(x) for x in times)
-        print(f"{name:<16}{js:>10.1f}{av:>10.1f}{ow:>10.1f}{js / ow:>10.2f}{av / ow:>10.2f}")
+            for j in (r + k for k in range(4)):  # each of the four goes first in turn
+                times[j % 4].append(cpu(fns[j % 4]) / args.events * 1e6)
+        js, av, pb, ow = (statistics.median(x) for x in times)
+        print(f"{name:<16}{js:>10.1f}{av:>10.1f}{pb:>10.1f}{ow:>10.1f}{js / ow:>10.2f}{av / ow:>10.2f}{pb / ow:>10.2f}")
 
 
 if __name__ == "__main__":
