@@ -235,7 +235,7 @@ class Settings:
     # Sources
     sources: dict = _f({}, "a team's own topics read in its own record format: [sources.<name>] tables (topic, kind, "
                            "format, features, stream_id, event_id, event_time, label, profile); see streamxai.sources")
-    schema_registry_url: str = _f("", "URL of the schema registry (Confluent-compatible) that frames the records of sources with format avro or json_schema; several: comma-separated")
+    schema_registry_url: str = _f("", "URL of the schema registry (Confluent-compatible) that frames the records of sources with format avro, json_schema or protobuf; several: comma-separated")
     schema_registry_username: str = _f("", "user name for the schema registry (HTTP basic auth)")
     schema_registry_password: Secret = _f(Secret(""), "password for the schema registry (secret)", secret=True)
     schema_registry_cafile: str = _f("", "CA bundle that signed an https schema registry's certificate")

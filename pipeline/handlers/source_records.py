@@ -3,7 +3,7 @@
 The intake forwards a source's record to ``arrivals`` keyed by the stream id it finds in it
 (:meth:`SourceRecords.arrival`), bytes unchanged, with the origin headers and, for a source whose
 event time is the record timestamp, that timestamp (:data:`ORIGIN_TIMESTAMP`): the arrivals
-record has its own. A record of a registry-framed source (``format = "avro"`` or ``"json_schema"``)
+record has its own. A record of a registry-framed source (``format = "avro"``, ``"json_schema"`` or ``"protobuf"``)
 is decoded at the intake (:class:`~streamxai.ingest.registry.RegistryDecoder`) and forwarded as the
 JSON object it decodes to, so the model handler, its replay and its recovery never need the
 registry; the dead letters of the intake keep the original bytes. A record without a stream id is a dead letter of the intake. The model

@@ -1,13 +1,15 @@
-"""A Protobuf message class for the tests of ``format = "protobuf"``, built in code (no protoc): the
-file ``payments.proto`` with ``Payment`` (a transaction id, an amount, a nested ``Merchant``, an
-int64 event time, an int32 label, a status enum) and ``Merchant`` (a risk and a country), in a
-descriptor pool of its own; a source names it ``protobuf_message = "helpers.payments_proto:Payment"``."""
+"""Protobuf message classes for the tests of ``format = "protobuf"``, built in code (no protoc), in a
+descriptor pool of their own: ``Payment`` (a transaction id, an amount, a nested ``Merchant`` with a
+risk and a country, an int64 event time, an int32 label, a status enum, repeated tags), which a
+source names ``protobuf_message = "helpers.payments_proto:Payment"``; and ``Detail``, with the
+field kinds a record maps specially (a ``google.protobuf.Timestamp``, a ``DoubleValue`` wrapper, a
+map, bytes, a proto3 ``optional`` int)."""
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2, wrappers_pb2
 
-__all__ = ["Payment", "Merchant"]
+__all__ = ["Payment", "Merchant", "Detail"]
 
 _F = descriptor_pb2.FieldDescriptorProto
 
@@ -33,7 +35,33 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
     return f
 
 
+def _detail_file() -> descriptor_pb2.FileDescriptorProto:
+    f = descriptor_pb2.FileDescriptorProto(name="streamxai_tests/detail.proto", package="streamxai.tests",
+                                           syntax="proto3", dependency=["google/protobuf/timestamp.proto",
+                                                                        "google/protobuf/wrappers.proto"])
+    detail = f.message_type.add(name="Detail")
+    entry = detail.nested_type.add(name="CountsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=_F.TYPE_STRING, label=_F.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=_F.TYPE_INT64, label=_F.LABEL_OPTIONAL)
+    detail.oneof_decl.add(name="_score")
+    detail.field.add(name="at", number=1, type=_F.TYPE_MESSAGE, label=_F.LABEL_OPTIONAL,
+                     type_name=".google.protobuf.Timestamp")
+    detail.field.add(name="limit", number=2, type=_F.TYPE_MESSAGE, label=_F.LABEL_OPTIONAL,
+                     type_name=".google.protobuf.DoubleValue")
+    detail.field.add(name="counts", number=3, type=_F.TYPE_MESSAGE, label=_F.LABEL_REPEATED,
+                     type_name=".streamxai.tests.Detail.CountsEntry")
+    detail.field.add(name="blob", number=4, type=_F.TYPE_BYTES, label=_F.LABEL_OPTIONAL)
+    detail.field.add(name="score", number=5, type=_F.TYPE_INT32, label=_F.LABEL_OPTIONAL, oneof_index=0,
+                     proto3_optional=True)
+    return f
+
+
 _POOL = descriptor_pool.DescriptorPool()
-_FILE = _POOL.Add(_file())
+_POOL.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+_POOL.AddSerializedFile(wrappers_pb2.DESCRIPTOR.serialized_pb)
+_POOL.Add(_file())
+_POOL.Add(_detail_file())
 Payment = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("streamxai.tests.Payment"))
 Merchant = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("streamxai.tests.Merchant"))
+Detail = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("streamxai.tests.Detail"))

@@ -3,7 +3,8 @@ its own ProtobufSerializer, with a message class built in code (``helpers.paymen
 records give the same predictions and explain tasks as the JSON form of the same records; bytes
 without the magic byte and a schema id the registry does not know are dead letters that say so;
 a message class that does not import, or is not a message class, is refused at load in one line;
-the decoded record keeps its numbers numbers, its nested messages dicts, its enums names."""
+the decoded record keeps its numbers numbers, its nested messages dicts, its enums names, and
+maps Protobuf's timestamps, wrappers, maps, bytes and optional fields."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import orjson
 import pytest
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from helpers.payments_proto import Payment
+from helpers.payments_proto import Detail, Payment
 from streamxai.handlers import IntakeHandler, ModelHandler, Source
 from streamxai.ingest.protobuf import to_record
 from streamxai.schemas import ConfigError
@@ -155,3 +156,23 @@ def test_a_message_class_setting_that_cannot_work_is_refused_naming_the_source(s
         Settings(sources={"payments": table}, streams={"payments:*": PROFILE}, schema_registry_url="mock://r")
     assert str(e.value).startswith("[sources.payments] protobuf_message") and says in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_timestamps_wrappers_maps_bytes_and_optionals_map_as_times_values_objects_and_text():
+    s = Settings(sources={"d": {"topic": "t", "kind": "features", "format": "protobuf",
+                                "protobuf_message": "helpers.payments_proto:Detail", "features": ["limit", "counts.a"],
+                                "stream_id": "key", "event_id": "score", "event_time": "at"}},
+                 features=["limit", "counts.a"], schema_registry_url="mock://registry-protobuf-test")
+    intake = IntakeHandler(s)
+    msg = Detail(blob=b"\x01\x02", counts={"a": 2**40}, score=0)
+    msg.at.FromSeconds(1714557600)
+    msg.limit.value = 2.5
+    raw = ProtobufSerializer(Detail, intake.sources.registry.client, {})(msg, SerializationContext(
+        "t", MessageField.VALUE))
+    (out,) = intake.on_message(raw, b"k", Source("t", 0, 0))
+    assert orjson.loads(out.value) == {"at": "2024-05-01T10:00:00+00:00", "limit": 2.5, "counts": {"a": 2**40},
+                                       "blob": "AQI=", "score": 0}
+    (pred,) = [orjson.loads(o.value) for o in ModelHandler(s).on_message(out.value, out.key, Source(
+        "arrivals", 0, 0, headers=out.headers)) if o.topic == "predictions"]
+    assert (pred["stream_id"], pred["ts"], pred["event_id"]) == ("d:k", 1714557600.0, "0")
+    assert "score" not in to_record(Detail())  # an optional field not set is absent, not its default
