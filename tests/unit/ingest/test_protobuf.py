@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from helpers.payments_proto import Detail, Payment
+from helpers.source_runs import source_outputs
 from streamxai.handlers import IntakeHandler, ModelHandler, Source
 from streamxai.ingest.protobuf import to_record
 from streamxai.schemas import ConfigError
@@ -50,20 +51,7 @@ def _framed(intake: IntakeHandler, rec: dict) -> bytes:
 
 
 def _outputs(intake: IntakeHandler, model: ModelHandler, records) -> tuple[list[tuple], list[dict]]:
-    """The predictions and explain tasks of ``records`` (key, value) of the team's topic, and the
-    intake's dead letters."""
-    got, letters = [], []
-    for off, (k, v) in enumerate(records):
-        for out in intake.on_message(v, k, Source(TOPIC, 0, off, timestamp=1.0)):
-            if out.topic != "arrivals":
-                letters.append(orjson.loads(out.value))
-                continue
-            for o in model.on_message(out.value, out.key, Source("arrivals", 0, off, headers=out.headers)):
-                if o.topic in ("predictions", "explain-tasks"):
-                    m = orjson.loads(o.value)
-                    m.pop("sent_at", None)  # the wall clock when a task was made
-                    got.append((o.topic, o.key, m))
-    return got, letters
+    return source_outputs(intake, model, records, TOPIC)
 
 
 def test_protobuf_records_give_what_their_json_form_gives():

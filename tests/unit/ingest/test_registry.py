@@ -22,6 +22,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from helpers.source_runs import source_outputs
 from streamxai.agents._forward import Outbox, forward_fetched
 from streamxai.handlers import IntakeHandler, ModelHandler, Source
 from streamxai.ingest import registry
@@ -76,18 +77,7 @@ def _through(s: Settings, records: list[tuple[bytes, bytes]]) -> tuple[list[tupl
 
 
 def _model_outputs(intake: IntakeHandler, model: ModelHandler, records) -> tuple[list[tuple], list[dict]]:
-    got, letters = [], []
-    for off, (k, v) in enumerate(records):
-        for out in intake.on_message(v, k, Source(TOPIC, 0, off, timestamp=1.0)):
-            if out.topic != "arrivals":
-                letters.append(orjson.loads(out.value))
-                continue
-            for o in model.on_message(out.value, out.key, Source("arrivals", 0, off, headers=out.headers)):
-                if o.topic in ("predictions", "explain-tasks"):
-                    m = orjson.loads(o.value)
-                    m.pop("sent_at", None)  # the wall clock when a task was made
-                    got.append((o.topic, o.key, m))
-    return got, letters
+    return source_outputs(intake, model, records, TOPIC)
 
 
 @pytest.mark.parametrize("fmt", ["avro", "json_schema"])
