@@ -277,7 +277,7 @@ def drain(s: Settings, workers: Workers, timeout: float) -> bool:
     deadline, before = time.monotonic() + timeout, -1
     while time.monotonic() < deadline:
         workers.watch()
-        behind = {t: d for t in CONSUMED if (d := committed(s, t)[1] - committed(s, t)[0]) > 0}
+        behind = [t for t in CONSUMED if (lag := committed(s, t))[0] < lag[1]]
         now = ends()
         if not behind and now == before:
             return True
