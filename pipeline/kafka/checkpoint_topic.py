@@ -87,8 +87,10 @@ class KafkaCheckpointStore(SealedStore):
                         kind, _short(key), len(blob), MAX_CHECKPOINT_BYTES)
             return
         if self._producer is None:
+            # log_level 0: while the broker is down librdkafka logs each reconnect; a failed write
+            # is the OSError below, and the outage the worker's two lines (kafka.outage)
             self._producer = Producer(confluent_config(self.settings, **{
-                "message.max.bytes": MAX_CHECKPOINT_BYTES + 4096, "linger.ms": 0, "acks": "all",
+                "log_level": 0, "message.max.bytes": MAX_CHECKPOINT_BYTES + 4096, "linger.ms": 0, "acks": "all",
                 "compression.type": "zstd"}))
         prefix = self._prefix(kind, key)
         newest = self._slot.get(prefix)
@@ -177,6 +179,7 @@ class KafkaCheckpointStore(SealedStore):
 
         if self._consumer is None:
             self._consumer = Consumer(confluent_config(self.settings, **{
+                "log_level": 0,  # as the producer's: a failed read is an OSError here
                 "group.id": f"streamxai-checkpoints-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20,
                 "fetch.max.bytes": MAX_CHECKPOINT_BYTES + 4096,

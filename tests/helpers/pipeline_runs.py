@@ -1,6 +1,7 @@
 """Runs of the pipeline on a broker (integration tests, benchmarks): settings per run with their
-own topics and group, collecting output, a worker's metrics, and waiting (bounded, by polling
-the broker) for the workers' consumer group to form or to commit."""
+own topics and group, collecting output, the arrivals topic as the in-process reference reads
+it, a worker's metrics, and waiting (bounded, by polling the broker) for the workers' consumer
+group to form or to commit."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from pathlib import Path
 import orjson
 from streamxai.kafka.config import confluent_config
 from streamxai.kafka.io import consume
+from streamxai.kafka.replay import PartitionHistory
 from streamxai.local.ports import free_port
+from streamxai.reference import Recorded
+from streamxai.schemas import Source, origin, parse_arrival, unpack_arrivals
 from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 
@@ -50,6 +54,24 @@ def reference_values(s: Settings, events: Iterable) -> dict[tuple[str, int, str,
 def explanation_values(msgs: Iterable[dict]) -> dict[tuple[str, int, str, str], float]:
     """Decoded ``explanations`` messages as {(stream_id, seq, explainer, feature): value}."""
     return {(m["stream_id"], m["seq"], m["explainer"], m["feature"]): m["value"] for m in msgs}
+
+
+def recorded_arrivals(s: Settings, batches: list[int] | None = None) -> list[Recorded]:
+    """The arrivals topic as the reference reads it: every message (a record may carry several,
+    the intake's batch form) with its record's timestamp and its origin; the size of each batch
+    is appended to ``batches``."""
+    history, out = PartitionHistory(s), []
+    topic = s.topic("arrivals")
+    for p in range(s.partitions):
+        for off, value, ts, headers in history.records(topic, p, None, None):
+            at = Source(topic, p, off, timestamp=ts, headers=headers)
+            items = unpack_arrivals(value, at)
+            if items is not None and batches is not None:
+                batches.append(len(items))
+            for raw, came in items or [(value, origin(at))]:
+                out.append(Recorded(parse_arrival(raw, s.feature_spec(), where=str(came)), ts,
+                                    ((came.topic, came.partition), came.offset)))
+    return out
 
 
 def collect(s: Settings, topic: str, done: Callable[[list[dict]], bool], timeout: float = 180.0) -> list[dict]:

@@ -8,35 +8,15 @@ from __future__ import annotations
 
 import signal
 
-from helpers.pipeline_runs import collect, make_settings, until, wait_for_commit, worker_metrics
+from helpers.pipeline_runs import collect, make_settings, recorded_arrivals, until, wait_for_commit, worker_metrics
 from helpers.streams import threshold_events
 from streamxai.kafka.config import ensure_topics
 from streamxai.kafka.io import produce_events
-from streamxai.kafka.replay import PartitionHistory
 from streamxai.local.demo_stream import labels_later
 from streamxai.local.ports import free_port
-from streamxai.reference import Recorded, run_in_process
-from streamxai.schemas import Source, origin, parse_arrival, unpack_arrivals
+from streamxai.reference import run_in_process
 from streamxai.settings import Secret
 from streamxai.worker import stop_worker
-
-
-def recorded_arrivals(s, batches: list[int] | None = None) -> list[Recorded]:
-    """The arrivals topic as the reference reads it: every message (a record may carry several,
-    the intake's batch form) with its record's timestamp and its origin; the size of each batch
-    is appended to ``batches``."""
-    history, out = PartitionHistory(s), []
-    topic = s.topic("arrivals")
-    for p in range(s.partitions):
-        for off, value, ts, headers in history.records(topic, p, None, None):
-            at = Source(topic, p, off, timestamp=ts, headers=headers)
-            items = unpack_arrivals(value, at)
-            if items is not None and batches is not None:
-                batches.append(len(items))
-            for raw, came in items or [(value, origin(at))]:
-                out.append(Recorded(parse_arrival(raw, s.feature_spec(), where=str(came)), ts,
-                                    ((came.topic, came.partition), came.offset)))
-    return out
 
 
 def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(bootstrap, tmp_path, workers):

@@ -248,3 +248,21 @@ def test_an_unreadable_checkpoint_is_set_aside(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="streamxai"):
         assert st.load("explain", b"s/0", "tasks", 0) is None
     assert "set aside" in caplog.text and not newest.exists()
+
+
+@pytest.mark.slow
+def test_the_checkpoint_topic_store_logs_nothing_while_the_broker_is_down(capfd):
+    # librdkafka logs every reconnect attempt to stderr, many a second while the broker is down;
+    # a failed read or write is an error raised here, and the outage is the worker's two lines
+    from confluent_kafka import KafkaException
+    from streamxai.kafka.checkpoint_topic import KafkaCheckpointStore
+    from streamxai.local.ports import free_port
+
+    s = Settings(bootstrap_servers=f"127.0.0.1:{free_port()}")  # nothing listens there
+    st = KafkaCheckpointStore(s, 5, secret=KEY, timeout=1.5)
+    with pytest.raises(KafkaException, match="Broker transport failure"):
+        st.load("model", b"k", "t", 0)
+    with pytest.raises(KafkaException, match="Broker transport failure"):
+        st.save("model", b"k", {"n": 1}, Source("t", 0, 3))
+    st.close()
+    assert "rdkafka" not in capfd.readouterr().err

@@ -1,0 +1,371 @@
+"""Faults that repeat: streams produced at a steady rate for ``--minutes`` while a seeded schedule
+SIGKILLs a worker every 1-3 minutes (and starts it again), restarts the broker once on its data
+dir, starts a second worker and later stops it (the partitions rebalance each time), and has the
+producer send its last messages again once. Then the workers drain, every output topic and the
+recorded arrivals are read, and what the workers published is compared with the in-process
+reference on those arrivals: per topic the messages, distinct identities, duplicates (each an
+exact copy), missing and mismatched ones. Exits 1 if anything is missing or mismatched, or a
+worker stopped by itself.
+
+    python tests/benchmarks/bench_chaos.py [--minutes 20] [--seed 1] [--streams 10] [--rate 20] [--keep-dir]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
+
+from _chaos_check import check_arrivals, check_outputs, expected_dead_letters, table  # noqa: E402
+from helpers.pipeline_runs import collect_all, committed, make_settings, recorded_arrivals  # noqa: E402
+from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
+from streamxai.kafka.replay import PartitionHistory  # noqa: E402
+from streamxai.local.broker import LocalBroker  # noqa: E402
+from streamxai.local.demo_stream import agrawal_events, labels_later  # noqa: E402
+from streamxai.local.ports import free_ports  # noqa: E402
+from streamxai.reference import run_in_process  # noqa: E402
+from streamxai.schemas import LabelEvent, dumps  # noqa: E402
+from streamxai.settings import Secret, Settings  # noqa: E402
+from streamxai.worker import spawn_worker, stop_worker  # noqa: E402
+
+#: the topics the workers' group consumes, in the order the stages pass messages on
+CONSUMED = ("features", "labels", "arrivals", "explain-tasks", "drift-feed")
+#: the topics compared with the reference
+OUTPUTS = ("predictions", "explanations", "drift-events", "change-episodes", "dead-letters")
+T0 = time.monotonic()
+
+
+def say(text: str) -> None:
+    print(f"[{time.monotonic() - T0:7.1f} s] {text}", flush=True)
+
+
+def stream_messages(streams: int, per_stream: int, seed: int) -> list[tuple[str, bytes, tuple[str, str, int]]]:
+    """Every message the producer may send, in sending order: ``(topic, key, value)`` with what it
+    is (kind, stream, seq). Agrawal streams; every other one drifts (classification function 1
+    to 2 at a third, two features swapped at two thirds); every third one gets its labels later,
+    20 or 60 events late, one event in 25 never labelled."""
+    per: list[list] = []
+    for i in range(streams):
+        drifts = i % 2 == 0
+        evs = agrawal_events(f"c{i}", per_stream, seed=seed * 100 + i, drift_at=per_stream // 3 if drifts else None,
+                             swap_at=2 * per_stream // 3 if drifts else None)
+        per.append(labels_later(evs, 20 if i % 6 == 0 else 60, unlabelled=range(i, per_stream, 25))
+                   if i % 3 == 0 else list(evs))
+    out = []
+    for j in range(max(len(p) for p in per)):  # round robin, so every stream moves at its message rate
+        for p in per:
+            if j < len(p):
+                m = p[j]
+                kind = "label" if isinstance(m, LabelEvent) else "features"
+                out.append(("labels" if kind == "label" else "features", m.stream_id.encode(), dumps(m),
+                            (kind, m.stream_id, m.seq)))
+    return out
+
+
+class Producer(threading.Thread):
+    """Sends the messages in order at ``rate`` per second until ``seconds`` passed. Idempotent, and
+    while the broker is down librdkafka keeps them and retries; a message that still fails is sent
+    again from there on, in order (the ones after it that did arrive arrive twice: duplicates the
+    workers drop). :meth:`rewind` has it send its last messages again, as a producer restarted
+    from an older position does. The same event is always the same bytes."""
+
+    def __init__(self, s: Settings, messages: list, rate: float, seconds: float):
+        super().__init__(daemon=True)
+        self.s, self.messages, self.rate, self.seconds = s, messages, rate, seconds
+        self.acked: set[int] = set()
+        self.sent = self.resent = 0
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._failed: list[int] = []
+        self._rewind = 0
+        self.error: BaseException | None = None
+
+    def rewind(self, n: int) -> None:
+        with self._lock:
+            self._rewind += n
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:  # noqa: BLE001  (reported by the main thread)
+            self.error = e
+
+    def _producer(self):
+        from confluent_kafka import Producer
+
+        return Producer(confluent_config(self.s, **{"linger.ms": 20, "enable.idempotence": True, "log_level": 0,
+                                                    "message.timeout.ms": 120_000}))
+
+    def _run(self) -> None:
+        p, i, start = self._producer(), 0, time.monotonic()
+        names = {t: self.s.topic(t) for t in ("features", "labels")}
+
+        def delivered(index: int):
+            def cb(err, msg) -> None:  # noqa: ANN001
+                with self._lock:
+                    (self._failed.append if err is not None else self.acked.add)(index)
+            return cb
+
+        while not self.stopping.is_set() and i < len(self.messages) and time.monotonic() - start < self.seconds:
+            with self._lock:
+                back, self._rewind = self._rewind, 0
+                failed, self._failed = self._failed, []
+            if failed:  # everything in flight settles, then the first failure is sent again
+                p.flush(130)
+                with self._lock:
+                    failed += self._failed
+                    self._failed = []
+                back = max(back, i - min(failed))
+                say(f"producer: {len(failed)} deliveries failed; sends again from message {i - back}")
+                p = self._producer()
+            if back:
+                i = max(0, i - back)
+                self.resent += back
+            ahead = self.sent / self.rate - (time.monotonic() - start)
+            if ahead > 0:
+                self.stopping.wait(ahead)
+            topic, key, value, _ = self.messages[i]
+            try:
+                p.produce(names[topic], value=value, key=key, on_delivery=delivered(i))
+            except BufferError:
+                p.poll(0.5)
+                continue
+            p.poll(0)
+            i += 1
+            self.sent += 1
+        left = p.flush(130)
+        if left or self._failed:
+            raise RuntimeError(f"producer: {left} messages undelivered and {len(self._failed)} failed at the end")
+
+    def acknowledged(self) -> set[tuple[str, str, int]]:
+        return {self.messages[i][3] for i in self.acked}
+
+
+class Workers:
+    """The worker processes by name, each with its own state dir and log file."""
+
+    def __init__(self, s: Settings, tmp: Path):
+        self.s, self.tmp = s, tmp
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.starts: dict[str, int] = {}
+        self.died: list[str] = []
+
+    def start(self, name: str) -> None:
+        from streamxai.local.ports import free_port
+
+        self.starts[name] = self.starts.get(name, 0) + 1
+        w = self.s.replace(web_port=free_port(), state_dir=str(self.tmp / f"state-{name}"))
+        self.procs[name] = spawn_worker(w, log_file=str(self.tmp / f"{name}.log"), loglevel="warning")
+        say(f"worker {name} started (pid {self.procs[name].pid}, start {self.starts[name]})")
+
+    def kill(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        say(f"worker {name} SIGKILLed (pid {proc.pid})")
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        rc = stop_worker(proc, timeout=60)
+        say(f"worker {name} stopped by SIGTERM (pid {proc.pid}, exit code {rc})")
+
+    def watch(self) -> None:
+        """A worker that exits by itself is noted and started again."""
+        for name, proc in list(self.procs.items()):
+            if proc.poll() is not None:
+                self.died.append(f"{name} (pid {proc.pid}) exited by itself with code {proc.returncode}")
+                say(f"worker {name} EXITED BY ITSELF with code {proc.returncode}; starting it again")
+                del self.procs[name]
+                self.start(name)
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+
+    def logs(self) -> list[str]:
+        """Each worker log's lines and tracebacks (an outage is two lines, not one per retry)."""
+        out = []
+        for p in sorted(self.tmp.glob("w*.log")):
+            text = p.read_text(errors="replace")
+            out.append(f"{p.name}: {len(text.splitlines())} lines, {text.count('Traceback')} tracebacks")
+        return out
+
+
+def schedule(seed: int, seconds: float) -> list[tuple[float, str]]:
+    """The faults, seeded: a SIGKILL every 60-180 s (at least one), one broker restart, a second
+    worker from a fifth of the run to two thirds, the producer's last 50 messages sent again."""
+    rng = random.Random(seed)
+    acts = [(rng.uniform(0.15, 0.3) * seconds, "second worker joins"),
+            (rng.uniform(0.35, 0.5) * seconds, "broker restart"),
+            (rng.uniform(0.6, 0.75) * seconds, "second worker leaves"),
+            (rng.uniform(0.5, 0.9) * seconds, "producer resends")]
+    t = rng.uniform(60, 180)
+    kills = []
+    while t < seconds - 20:
+        kills.append((t, "kill"))
+        t += rng.uniform(60, 180)
+    acts += kills or [(rng.uniform(0.5, 0.9) * seconds, "kill")]
+    return sorted(acts)
+
+
+def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, workers: Workers,
+          producer: Producer, rng: random.Random) -> list[str]:
+    """Runs the schedule (each action when its time comes, after the one before is done) until
+    ``seconds`` passed; returns what was done."""
+    done, start = [], time.monotonic()
+    for at, what in acts:
+        while time.monotonic() - start < at:
+            workers.watch()
+            if producer.error is not None:
+                raise RuntimeError("the producer failed") from producer.error
+            time.sleep(1)
+        began = time.monotonic() - start
+        if what == "kill":
+            name = rng.choice(sorted(workers.procs))
+            workers.kill(name)
+            time.sleep(rng.uniform(0, 5))
+            workers.start(name)
+            what = f"SIGKILL {name}, started again"
+        elif what == "broker restart":
+            down = rng.uniform(10, 20)
+            broker.stop()
+            say(f"broker stopped; down for {down:.0f} s")
+            time.sleep(down)
+            broker.start(timeout=180)
+            say("broker started again on its ports and data dir")
+            what = f"broker restart ({down:.0f} s down)"
+        elif what == "second worker joins":
+            workers.start("w2")
+            what = "second worker w2 joins"
+        elif what == "second worker leaves":
+            if "w2" in workers.procs:
+                workers.stop("w2")
+            what = "second worker w2 leaves (SIGTERM)"
+        elif what == "producer resends":
+            producer.rewind(50)
+            say("producer sends its last 50 messages again")
+            what = "producer sends its last 50 messages again"
+        done.append(f"{began:7.1f} s  {what}")
+    while time.monotonic() - start < seconds:
+        workers.watch()
+        time.sleep(1)
+    return done
+
+
+def drain(s: Settings, workers: Workers, timeout: float) -> bool:
+    """Until the group has committed everything on the topics it consumes and the output topics
+    stopped growing (two looks 5 s apart), or ``timeout`` s."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    def ends() -> int:
+        c = Consumer(confluent_config(s, **{"group.id": "chaos-ends", "enable.auto.commit": False}))
+        try:
+            return sum(c.get_watermark_offsets(TopicPartition(s.topic(t), p), timeout=10)[1]
+                       for t in OUTPUTS for p in range(s.partitions))
+        finally:
+            c.close()
+
+    deadline, before = time.monotonic() + timeout, -1
+    while time.monotonic() < deadline:
+        workers.watch()
+        behind = [t for t in CONSUMED if (lag := committed(s, t))[0] < lag[1]]
+        now = ends()
+        if not behind and now == before:
+            return True
+        before = now
+        time.sleep(5)
+    say(f"still not drained after {timeout:g} s")
+    return False
+
+
+def read_inputs(s: Settings) -> dict[tuple[str, int, int], tuple[str, str, int]]:
+    """Every record of the input topics by ``(topic, partition, offset)``: its kind, stream and seq."""
+    import orjson
+
+    history, out = PartitionHistory(s), {}
+    for short, kind in (("features", "features"), ("labels", "label")):
+        topic = s.topic(short)
+        for p in range(s.partitions):
+            for off, value, _, _ in history.records(topic, p, None, None):
+                m = orjson.loads(value)
+                out[(topic, p, off)] = (kind, m["stream_id"], m["seq"])
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=20.0, help="how long the producer and the faults run")
+    ap.add_argument("--seed", type=int, default=1, help="seeds the streams and the schedule of faults")
+    ap.add_argument("--streams", type=int, default=10)
+    ap.add_argument("--rate", type=float, default=20.0, help="messages per second, all streams together")
+    ap.add_argument("--keep-dir", action="store_true", help="keep the broker's data, the states and the logs")
+    args = ap.parse_args()
+    seconds = args.minutes * 60
+    tmp = Path(tempfile.mkdtemp(prefix="bench-chaos-"))
+    port, cport = free_ports(2)
+    broker = LocalBroker(port, cport, data_dir=tmp / "kafka", heap="384m", die_with_parent=True)
+    s = make_settings(broker.bootstrap, str(tmp / "state"), explain_groups=2, emit_every=10, checkpoint_every=200,
+                      checkpoint_store="kafka", checkpoint_key=Secret("k" * 32), max_label_delay=200,
+                      change_warmup=200, change_min_samples=30, change_episode_gap=200, alpha=0.05)
+    per_stream = int(seconds * args.rate / args.streams) + 50
+    messages = stream_messages(args.streams, per_stream, args.seed)
+    workers = Workers(s, tmp)
+    producer = Producer(s, messages, args.rate, seconds)
+    failed = True
+    try:
+        broker.start(timeout=180)
+        ensure_topics(s)
+        acts = schedule(args.seed, seconds)
+        say(f"{args.streams} streams, {args.rate:g} messages/s for {args.minutes:g} min; broker {broker.bootstrap}, "
+            f"files in {tmp}")
+        say("schedule: " + "; ".join(f"{t:.0f} s {a}" for t, a in acts))
+        workers.start("w1")
+        producer.start()
+        done = chaos(acts, seconds, broker, workers, producer, random.Random(args.seed + 1))
+        producer.join(180)
+        if producer.error is not None or producer.is_alive():
+            raise RuntimeError("the producer did not finish") from producer.error
+        say(f"producer done: {producer.sent} sends, {len(producer.acked)} messages acknowledged, "
+            f"{producer.resent} sent again")
+        drain_start = time.monotonic()
+        drained = drain(s, workers, timeout=max(600.0, seconds))
+        say(f"{'drained' if drained else 'NOT drained'} {time.monotonic() - drain_start:.0f} s after the producer")
+        workers.stop_all()
+        topics = {t: collect_all(s, t, timeout=900) for t in OUTPUTS}
+        record = recorded_arrivals(s)
+        inputs = read_inputs(s)
+        say(f"read {sum(len(m) for m in topics.values())} output messages and {len(record)} arrivals")
+        t_ref = time.monotonic()
+        ref = run_in_process(s, record)
+        dead = expected_dead_letters(s, record)
+        say(f"in-process reference on the recorded arrivals: {time.monotonic() - t_ref:.0f} s")
+        rows = [check_arrivals(inputs, record, producer.acknowledged()), *check_outputs(topics, ref, dead)]
+        print("\nfaults:\n  " + "\n  ".join(done))
+        if workers.died:
+            print("workers that exited by themselves:\n  " + "\n  ".join(workers.died))
+        print("worker logs:\n  " + "\n  ".join(workers.logs()))
+        print(f"\n{table(rows)}\n")
+        failed = not drained or bool(workers.died) or not all(r.ok for r in rows)
+        print("EQUAL TO THE REFERENCE" if not failed else "NOT EQUAL TO THE REFERENCE (or a worker died)")
+    finally:
+        producer.stopping.set()
+        workers.stop_all()
+        broker.stop()
+        if args.keep_dir or failed:
+            print(f"files kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
