@@ -15,6 +15,7 @@ from streamxai.schemas import ConfigError
 
 from .handlers import ChangeHandler, ExplainHandler, Handler, IntakeHandler, MessageHandler, ModelHandler
 from .handlers.join import JoinHandler
+from .kafka.assignor import DealtAssignor
 from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
 from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topic
 from .kafka.checkpoints import FileCheckpointStore
@@ -86,6 +87,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         broker_session_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
         Monitor=QuietMonitor,
+        PartitionAssignor=DealtAssignor,
     )
     commits = CommittedOffsets()  # recorded by the consumer, read by the checkpoint store
     # the agents' outputs go through librdkafka; the consumer flushes it before every commit

@@ -2,14 +2,16 @@
 line such as ``<!-- generated: settings -->`` and :func:`on_page_markdown` replaces it with the
 text built from ``streamxai.settings.Settings`` (``settings``), the argparse parser of
 ``streamxai.cli`` (``cli``), the JSON Schema files in ``schemas/json/`` (``schemas``) or the
-benchmark results in ``docs/results/*.json`` (``performance``), so none of it is typed by hand
-and none of it can drift from the code."""
+benchmark results in ``docs/results/*.json`` (``performance``, and the sizing page's tables:
+``sizing-cores``, ``sizing-workers``, ``sizing-groups``, ``sizing-memory``), so none of it is
+typed by hand and none of it can drift from the code."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = ROOT / "schemas" / "json"
 RESULTS_DIR = ROOT / "docs" / "results"
 RESULTS_FORMAT = "streamxai-bench/1"
-MARKER = re.compile(r"^<!-- generated: ([a-z]+) -->$", re.MULTILINE)
+MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
 
 
 def cell(text: object) -> str:
@@ -181,11 +183,112 @@ def performance_md(results_dir: Path = RESULTS_DIR) -> str:
     return "\n".join(out)
 
 
+#: the target rate of the sizing page's worked example, events per second over all streams
+SIZING_TARGET = 10_000
+#: spare capacity the worked example adds: for bursts, catch-up after a restart, and a worker down
+SIZING_HEADROOM = 0.5
+
+
+def _results_of(benchmark: str, results_dir: Path) -> dict | None:
+    """The results file ``benchmark`` wrote in ``results_dir``, or None if there is none."""
+    return next((d for d in load_results(results_dir) if d["benchmark"] == benchmark), None)
+
+
+def _written_by(doc: dict) -> str:
+    env = doc["environment"]
+    return (f"From `{doc['command']}`, written {doc['written']} ({env.get('cpus', '?')} CPUs, load average "
+            f"{env.get('load_average', '?')}); baseline: {doc['baseline']}.")
+
+
+def _missing(benchmark: str) -> str:
+    return (f"No `docs/results/{benchmark}.json` yet. Run\n\n```bash\n.venv/bin/python tests/benchmarks/"
+            f"{benchmark}.py\n```\n\nand build the docs again to see its table here.\n")
+
+
+def _pivot(rows: list[dict], measures: list[str]) -> dict[str, dict[str, dict]]:
+    """``{case: {measure: row}}`` of the rows with one of ``measures``, cases in their order."""
+    out: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        if r["measure"] in measures:
+            out.setdefault(r["case"], {})[r["measure"]] = r
+    return out
+
+
+def _value(row: dict | None) -> str:
+    return "" if row is None else _number(row["value"])
+
+
+def sizing_cores_md(results_dir: Path = RESULTS_DIR) -> str:
+    """Events per core of one worker by model and explainers, and the worked example built on them."""
+    doc = _results_of("bench_scale", results_dir)
+    per_core = "events/s per worker core"
+    cases = _pivot(doc["rows"], [per_core, "events/s per core, broker included"]) if doc else {}
+    if not cases:
+        return _missing("bench_scale")
+    out = [_written_by(doc), "", "| model, explainers | events/s per worker core | events/s per core, the broker's "
+           "CPU included |", "|---|---|---|"]
+    for case, m in cases.items():
+        out.append(f"| {cell(case)} | {_value(m.get(per_core))} | {_value(m.get('events/s per core, broker included'))} |")
+    case, m = next(iter(cases.items()))
+    rate = m[per_core]["value"]
+    need = SIZING_TARGET / rate
+    out += ["", f"For example, {SIZING_TARGET:,} events/s of {case} at {_number(rate)} events/s per worker core "
+            f"need {need:.1f} cores of workers; with {SIZING_HEADROOM:.0%} headroom, "
+            f"{math.ceil(need * (1 + SIZING_HEADROOM))}."]
+    return "\n".join(out) + "\n"
+
+
+def _scaling_md(groups: bool, results_dir: Path) -> str:
+    """The scaling rows of bench_scale: explain groups' (``groups``) or the workers' against
+    partitions and streams, each with one worker's rate from the same run."""
+    doc = _results_of("bench_scale", results_dir)
+    allow, busy = "ratio the cores allow at its CPU per event", "cores busy: workers, broker, others"
+    cases = {c: m for c, m in _pivot(doc["rows"], ["events/s", allow, busy]).items()
+             if c.startswith("one stream, ") == groups and m["events/s"].get("baseline")} if doc else {}
+    if not cases:
+        return _missing("bench_scale")
+    out = [_written_by(doc), "", "| case | events/s | one worker's events/s | ratio | ratio the cores allow | "
+           "cores busy |", "|---|---|---|---|---|---|"]
+    for case, m in cases.items():
+        r, cores = m["events/s"], m.get(busy)
+        out.append(f"| {cell(case)} | {_value(r)} | {_number(r['baseline'])} | {_number(r['ratio'])} | "
+                   f"{_value(m.get(allow))} | {_value(cores)}{' ' + cell(cores['unit']) if cores else ''} |")
+    return "\n".join(out) + "\n"
+
+
+def sizing_workers_md(results_dir: Path = RESULTS_DIR) -> str:
+    """Events/s with more workers against partitions and streams, each against one worker."""
+    return _scaling_md(False, results_dir)
+
+
+def sizing_groups_md(results_dir: Path = RESULTS_DIR) -> str:
+    """Events/s of one busy stream with explain groups over workers, against one worker and one group."""
+    return _scaling_md(True, results_dir)
+
+
+def sizing_memory_md(results_dir: Path = RESULTS_DIR) -> str:
+    """Memory per stream and events/s with many streams on one worker (``bench_streams``)."""
+    doc = _results_of("bench_streams", results_dir)
+    if doc is None:
+        return _missing("bench_streams")
+    measures = list(dict.fromkeys(r["measure"] for r in doc["rows"]))
+    units = {r["measure"]: r.get("unit", "") for r in doc["rows"]}
+    out = [_written_by(doc), "", "| case | " + " | ".join(cell(f"{m} ({units[m]})" if units[m] else m) for m in measures)
+           + " |", "|---|" + "---|" * len(measures)]
+    for case, m in _pivot(doc["rows"], measures).items():
+        out.append(f"| {cell(case)} | " + " | ".join(_value(m.get(x)) for x in measures) + " |")
+    return "\n".join(out) + "\n"
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "settings": settings_md,
     "cli": cli_md,
     "schemas": schemas_md,
     "performance": performance_md,
+    "sizing-cores": sizing_cores_md,
+    "sizing-workers": sizing_workers_md,
+    "sizing-groups": sizing_groups_md,
+    "sizing-memory": sizing_memory_md,
 }
 
 

@@ -66,6 +66,7 @@ _BF = "bulk_fetch's "
 _AP = "appender's direct route (it falls back to Faust's producer.send when these are missing)"
 _AIO_CONSUMER = "aiokafka.consumer.consumer:AIOKafkaConsumer"
 _AIO_PRODUCER = "aiokafka.producer.producer:AIOKafkaProducer"
+_ASSIGNOR = "faust.assignor.partition_assignor:PartitionAssignor"
 
 REQUIRED: tuple[Private, ...] = (
     _thread("_create_worker_consumer", "method", ("self", "transport"), _FT + "bounded fetch wait (it overrides it)"),
@@ -103,6 +104,10 @@ REQUIRED: tuple[Private, ...] = (
     _aiokafka(_AIO_PRODUCER, "_partition", "method",
               ("self", "topic", "partition", "key", "value", "serialized_key", "serialized_value"), _AP),
     _aiokafka("aiokafka.cluster:ClusterMetadata", "_last_successful_refresh_ms", "attribute", (), _AP),
+    Private("faust", _ASSIGNOR, "_get_client_metadata", "method", ("metadata",),
+            "assignor's DealtAssignor (it leaves out what each member held)"),
+    Private("faust", _ASSIGNOR, "_perform_assignment", "method", ("self", "cluster", "member_metadata"),
+            "assignor's DealtAssignor (it deals in member-id order)"),
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import math
 import os
 import re
 import subprocess
@@ -145,3 +146,45 @@ def test_performance_page_reads_what_the_results_writer_writes(tmp_path, monkeyp
         hook.performance_md(tmp_path)
     with pytest.raises(ValueError, match="baseline 0 must be above 0"):
         result_row("m", "x", 1.0, "s", baseline=0)
+
+
+def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, monkeypatch):
+    hook = load_hook()
+    for section in (hook.sizing_cores_md, hook.sizing_workers_md, hook.sizing_groups_md):
+        assert "No `docs/results/bench_scale.json` yet" in section(tmp_path)
+    assert "tests/benchmarks/bench_streams.py" in hook.sizing_memory_md(tmp_path)
+    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_scale.py"])
+    try:
+        from _results import result_row, write_results
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    write_results(tmp_path / "bench_scale.json", "bench_scale", "Scaling", "one worker", [
+        result_row("HAT, iPFI only", "events/s per worker core", 2000.0, "events/s"),
+        result_row("HAT, iPFI only", "events/s per core, broker included", 1600.0, "events/s"),
+        result_row("4 partitions, 4 stream(s), 1 worker", "events/s", 900.0, "events/s"),
+        result_row("4 partitions, 4 stream(s), 2 workers", "events/s", 1620.0, "events/s", baseline=900.0),
+        result_row("4 partitions, 4 stream(s), 2 workers", "ratio the cores allow at its CPU per event", 1.8, "x"),
+        result_row("4 partitions, 4 stream(s), 2 workers", "cores busy: workers, broker, others", 1.95, "of 2"),
+        result_row("one stream, explain_groups 2, 2 worker(s)", "events/s", 1200.0, "events/s", baseline=800.0),
+    ])
+    cores = hook.sizing_cores_md(tmp_path)
+    assert "`python tests/benchmarks/bench_scale.py`" in cores and "baseline: one worker." in cores
+    assert "| HAT, iPFI only | 2,000 | 1,600 |" in cores
+    # the worked example divides the page's target rate by the first row's events per core
+    need = hook.SIZING_TARGET / 2000.0
+    assert f"need {need:.1f} cores of workers" in cores
+    assert f"headroom, {math.ceil(need * (1 + hook.SIZING_HEADROOM))}." in cores
+    workers = hook.sizing_workers_md(tmp_path)
+    assert "| 4 partitions, 4 stream(s), 2 workers | 1,620 | 900 | 1.8 | 1.8 | 1.95 of 2 |" in workers
+    assert "1 worker |" not in workers and "explain_groups" not in workers  # the baselines' own rows, the groups'
+    groups = hook.sizing_groups_md(tmp_path)
+    assert "| one stream, explain_groups 2, 2 worker(s) | 1,200 | 800 | 1.5 |  |  |" in groups
+    assert "partitions" not in groups.split("\n", 2)[2]
+    write_results(tmp_path / "bench_streams.json", "bench_streams", "Many streams", "one stream", [
+        result_row("hat, 1000 streams", "MB per stream", 0.8, "MB"),
+        result_row("hat, 1000 streams", "events/s", 700.0, "events/s", baseline=900.0),
+        result_row("logistic, 100 streams", "MB per stream", 0.1, "MB")])
+    memory = hook.sizing_memory_md(tmp_path)
+    assert "| case | MB per stream (MB) | events/s (events/s) |" in memory
+    assert "| hat, 1000 streams | 0.8 | 700 |" in memory and "| logistic, 100 streams | 0.1 |  |" in memory
