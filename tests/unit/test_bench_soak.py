@@ -1,0 +1,87 @@
+"""The soak benchmark's own parts (``tests/benchmarks/bench_soak.py``), without a broker: the
+events it sends (every label accounted for, late ones exactly ``label_delay`` events late), its
+flatness verdict on made-up rows, and how it sums a topic's partitions on the broker's disk."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from bench_soak import soak_events, topic_bytes, verdict  # noqa: E402
+from streamxai.schemas import FeatureEvent, LabelEvent  # noqa: E402
+
+MB = 1024 * 1024
+
+
+def test_half_the_streams_carry_their_labels_and_the_others_get_each_label_delay_events_later():
+    sent = [0]
+    msgs = list(soak_events(streams=4, per_stream=20, label_delay=3, sent=sent))
+    assert sent[0] == 80
+    seen: dict[str, list[int]] = {}
+    for i, m in enumerate(msgs):
+        if isinstance(m, FeatureEvent):
+            seen.setdefault(m.stream_id, []).append(m.seq)
+            late = int(m.stream_id.rsplit("-", 1)[1]) % 2 == 1
+            assert (m.y is None) == late, m
+        else:
+            assert isinstance(m, LabelEvent)
+            later = seen[m.stream_id][-1] - m.seq  # the stream's events sent since this label's event
+            assert later == 3 or m.seq >= 20 - 3, (i, m)  # the last three come at the end
+    assert all(seqs == list(range(20)) for seqs in seen.values())
+    labels = sorted((m.stream_id, m.seq) for m in msgs if isinstance(m, LabelEvent))
+    assert labels == sorted((f"soak-{s}", q) for s in (1, 3) for q in range(20))
+
+
+def _args(**over) -> argparse.Namespace:
+    base = dict(warmup=200_000, every=100_000, max_rss_growth=4.0, max_rate_drop=0.2)
+    base.update(over)
+    return argparse.Namespace(**base)
+
+
+def _rows(rss_mb, cpu_rates) -> list[dict]:
+    return [{"events": (i + 1) * 100_000, "rss": r * MB, "rate": c / 4, "cpu_rate": c, "checkpoint_bytes": 10 * MB,
+             "checkpoint_max": 400_000, "checkpoint_files": 61, "topics": {"arrivals": (i + 1) * 30 * MB}}
+            for i, (r, c) in enumerate(zip(rss_mb, cpu_rates, strict=True))]
+
+
+def test_flat_rows_are_flat_and_the_topics_growth_is_reported_per_100000_events():
+    rows = _rows([150, 190, 200, 201, 199, 200, 202, 200, 201, 200], [300, 250, 240, 245, 238, 242, 240, 236, 244, 241])
+    ok, lines, figures = verdict(rows, _args())
+    assert ok, lines
+    after = rows[1:]  # from the warm-up's end on
+    expected = statistics.linear_regression([r["events"] / 100_000 for r in after], [r["rss"] / MB for r in after])
+    assert figures["rss_base"] == 190 and abs(figures["rss_slope"] - expected.slope) < 1e-9
+    assert "arrivals 30.0 MB" in lines[-1]
+
+
+def test_memory_that_keeps_growing_after_the_warm_up_is_not_flat():
+    # 6 MB per 100,000 events: 60 bytes an event, a small object kept per event
+    rows = _rows([150 + 6 * i for i in range(10)], [250] * 10)
+    ok, lines, figures = verdict(rows, _args())
+    assert not ok and lines[0].endswith("NOT FLAT")
+    assert abs(figures["rss_slope"] - 6.0) < 1e-9
+
+
+def test_throughput_that_falls_after_the_warm_up_is_not_flat():
+    rows = _rows([200] * 10, [250, 250, 250, 250, 240, 230, 220, 200, 180, 170])
+    ok, lines, _ = verdict(rows, _args())
+    assert not ok and lines[1].endswith("NOT FLAT") and lines[0].endswith("-> flat")
+
+
+def test_too_few_rows_after_the_warm_up_give_no_verdict():
+    ok, lines, figures = verdict(_rows([200, 200, 200], [250] * 3), _args())
+    assert not ok and figures == {} and "too few rows" in lines[0]
+
+
+def test_a_topics_partitions_are_summed_and_other_topics_left_out(tmp_path):
+    for name, size in (("p.arrivals-0", 5000), ("p.arrivals-1", 3000), ("p.explain-tasks-0", 4096), ("q.arrivals-0", 9999)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "00000000000000000000.log").write_bytes(b"x" * size)
+    found = topic_bytes(tmp_path, "p.")
+    assert set(found) == {"arrivals", "explain-tasks"}
+    # bytes on disk: whole blocks, at least the bytes written
+    assert found["arrivals"] >= 8000 and found["explain-tasks"] >= 4096
