@@ -20,11 +20,18 @@ import time
 from pathlib import Path
 
 CHILD = "--child" in sys.argv
-if not CHILD:  # this checkout's pipeline and the tests' helpers; a child runs the code on its PYTHONPATH
+#: the checkout whose code a child runs (main's, for the same-run baseline); its folder on PYTHONPATH
+SOURCE_ENV = "STREAMXAI_BENCH_SOURCE"
+if not CHILD:  # this checkout's pipeline and the tests' helpers
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from _results import RESULTS_DIR  # noqa: E402 - after the path set-up above
+
+if CHILD and os.environ.get(SOURCE_ENV):
+    from _source import use_source
+
+    use_source(os.environ[SOURCE_ENV])  # `import streamxai` is that checkout's, not the editable install's
 
 AGRAWAL = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
 FRIEDMAN = [f"x{i}" for i in range(10)]
@@ -89,31 +96,66 @@ def digest(out: list) -> str:
 
 
 def child_main(args: argparse.Namespace) -> None:
-    """Run by ``--main-src``: the in-process loop with the code on PYTHONPATH (main's); with
+    """Run by ``--main-src``: the in-process loop with the code in that checkout (main's; ``_source.py``); with
     ``--same-as``, the digests of that code's explanations on either path instead; with
     ``--handlers``, the worker's handlers in process."""
     if args.handlers:
         sys.path.insert(0, str(Path.cwd() / "tests"))  # that code's test helpers
-        print(json.dumps({"per_event": handlers_per_event(args.child, args.kafka_events)}))
+        print(json.dumps({"per_event": handlers_per_event(args.child, args.kafka_events), "ran": ran()}))
         return
     data = events(args.child, args.warmup + args.events)
     warm = warm_explainer(args.child, data[:args.warmup])
     if args.digests:
-        print(json.dumps({m: digest(explain_window(with_path(warm, m), data[args.warmup:])[1]) for m in ("auto", "off")}))
+        digests = {m: digest(explain_window(with_path(warm, m), data[args.warmup:])[1]) for m in ("auto", "off")}
+        print(json.dumps({**digests, "ran": ran()}))
         return
+    if args.child_path:  # one path (fast_path = auto or off), timed as this checkout's rounds are
+        got = lockstep(warm, data[args.warmup:], (args.child_path,), args.child != "htr",
+                       limit=args.child_path == "off")
+        print(json.dumps({"per_event": got[args.child_path], "limit": got.get("limit"), "ran": ran()}))
+        return
+    # the stream explainer as built, its default path
     times = [explain_window(pickle.loads(pickle.dumps(warm)), data[args.warmup:])[0] for _ in range(args.repeats)]
-    print(json.dumps({"per_event": statistics.median(times) / args.events}))
+    print(json.dumps({"per_event": statistics.median(times) / args.events, "ran": ran()}))
+
+
+def ran() -> dict:
+    """Which code a child ran: the checkout ``streamxai`` came from and its bookkeeping path."""
+    from _source import source_of
+    from streamxai.core import kernels
+
+    return {"source": source_of(), "kernels": kernels.PATH}
+
+
+def child_output(done: subprocess.CompletedProcess, src: str) -> dict:
+    """A child's last line, after checking that it ran the code in ``src``, with the same
+    bookkeeping path (compiled kernels or Python) as this process: a comparison of the code,
+    not of whether its kernels are built."""
+    from streamxai.core import kernels
+
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    if Path(out["ran"]["source"]) != Path(src).resolve():
+        raise RuntimeError(f"the child ran the code in {out['ran']['source']}, not in {src}")
+    if out["ran"]["kernels"] != kernels.PATH:
+        raise RuntimeError(f"the code in {src} ran its bookkeeping on the {out['ran']['kernels']} path, this "
+                           f"checkout on the {kernels.PATH} path; build its kernels (pip install -e {src})")
+    return out
 
 
 def child_per_event(src: str, name: str, args: argparse.Namespace, *extra: str) -> float:
     """One round of the loop (``extra``: ``--handlers``, the handlers') run by the code in ``src``, in a child process."""
-    env = dict(os.environ, PYTHONPATH=src)
+    return child_run(src, name, args, *extra)["per_event"]
+
+
+def child_run(src: str, name: str, args: argparse.Namespace, *extra: str) -> dict:
+    """What :func:`child_main` printed, run by the code in ``src`` in a child process."""
+    env = dict(os.environ, PYTHONPATH=src, **{SOURCE_ENV: src})
     cmd = [sys.executable, __file__, "--child", name, "--events", str(args.events), "--warmup", str(args.warmup),
            "--repeats", "1", "--kafka-events", str(args.kafka_events), *extra]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src, check=False)
     if done.returncode:
         raise RuntimeError(f"main's code failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])["per_event"]
+    return child_output(done, src)
 
 
 def handlers_per_event(name: str, n: int) -> float:
@@ -205,13 +247,13 @@ def black_box_limit(model, window: list, per_event_evals: float, classifier: boo
 def same_as(src: str, name: str, args: argparse.Namespace) -> None:
     """Print whether the code in ``src`` explains the window exactly as this checkout does
     (every field of every reported value, on either path): run in a child process."""
-    env = dict(os.environ, PYTHONPATH=src)
+    env = dict(os.environ, PYTHONPATH=src, **{SOURCE_ENV: src})
     cmd = [sys.executable, __file__, "--child", name, "--events", str(args.events), "--warmup", str(args.warmup),
            "--digests"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src, check=False)
     if done.returncode:
         raise RuntimeError(f"the code in {src} failed:\n{done.stderr[-2000:]}")
-    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    theirs = child_output(done, src)
     data = events(name, args.warmup + args.events)
     warm = warm_explainer(name, data[:args.warmup])
     for mode in ("auto", "off"):
@@ -220,40 +262,96 @@ def same_as(src: str, name: str, args: argparse.Namespace) -> None:
               f"{'yes, bit for bit' if ours == theirs[mode] else 'NO'}")
 
 
+def lockstep(warm, window: list, modes: tuple[str, ...], classifier: bool, chunk: int = 50,
+             k: int = 5, limit: bool = True) -> dict:
+    """One round: the stream explainer on each path of ``modes`` (copies of ``warm``) and the
+    model alone (:func:`black_box_limit`'s two copies: ``k`` predicts and a learn per event,
+    and the learns alone), all moving through ``window`` together, ``chunk`` events at a time,
+    in alternating order from one chunk to the next.
+
+    On these shared machines a core's CPU clock runs up to a third slower or faster from one
+    second to the next (on a virtual machine, time the host gives other tenants can count as
+    ours), so a black box timed over its whole window and its limit timed after it can differ
+    by tens of per cent for no reason of theirs; taken in turns of ``chunk`` events, each sees
+    the same seconds. A chunk of 50 events is a few milliseconds of the cheapest model, against
+    the microsecond of a clock reading at each end. Returns CPU seconds per event for each mode, ``limit``,
+    ``predict`` (per call) and ``learn`` (unless ``limit`` is false: the modes alone), the
+    evaluations per event (of the black box when it is among ``modes``) and each mode's
+    reported values."""
+    ses = {m: with_path(warm, m) for m in modes}
+    first = ses["off"] if "off" in ses else ses[modes[0]]
+    before = {ex.name: ex.model_fn.n_evaluations for ex in first.explainers}
+    blob = pickle.dumps(warm.model)
+    m_both, m_learns = pickle.loads(blob), pickle.loads(blob)
+    predict = m_both.predict_proba_one if classifier else m_both.predict_one
+    learn_both, learn_alone = m_both.learn_one, m_learns.learn_one
+    spent = dict.fromkeys((*modes, "both", "learns") if limit else modes, 0.0)
+    outs: dict[str, list] = {m: [] for m in modes}
+    order = list(spent)
+    clock = time.process_time
+    for c, start in enumerate(range(0, len(window), chunk)):
+        part = window[start:start + chunk]
+        for key in order if c % 2 == 0 else order[::-1]:
+            if key == "both":
+                t0 = clock()
+                for x, y in part:
+                    for _ in range(k):
+                        predict(x)
+                    learn_both(x, y)
+            elif key == "learns":
+                t0 = clock()
+                for x, y in part:
+                    learn_alone(x, y)
+            else:
+                se, out = ses[key], outs[key]
+                t0 = clock()
+                for i, (x, y) in enumerate(part, start):
+                    out.append(se.process_one(x, y, report=(i + 1) % 10 == 0))
+            spent[key] += clock() - t0
+    n = len(window)
+    evals = evaluations_per_event(first, before, n)
+    res: dict = {m: spent[m] / n for m in modes}
+    res.update(evals=evals, outs=outs)
+    if limit:
+        predict_s, learn_s = max(spent["both"] - spent["learns"], 0.0) / (k * n), spent["learns"] / n
+        res.update(limit=evals * predict_s + learn_s, predict=predict_s, learn=learn_s)
+    if "auto" in ses and ses["auto"].evaluation_path != "fast":
+        raise AssertionError("fast_path = auto did not take the fast path")
+    return res
+
+
 def in_process(name: str, args: argparse.Namespace) -> dict:
-    """Per event, the median over ``--repeats`` rounds; each round times, one after the other
-    (so that the machine's load affects them alike), the black box and the fast path (in
-    alternating order), the model alone, and main's code when given."""
+    """Per event, the median over ``--repeats`` rounds; each round times the black box, the
+    fast path and the model alone in turns of 50 events (:func:`lockstep`), then main's code
+    when given (its default path and its black box against its own limit, timed the same way
+    in a child process)."""
     data = events(name, args.warmup + args.events)
     window = data[args.warmup:]
     warm = warm_explainer(name, data[:args.warmup])
-    times: dict[str, list[float]] = {"off": [], "auto": [], "limit": [], "predict": [], "learn": [], "main": []}
-    outs = {}
+    times: dict[str, list[float]] = {"off": [], "auto": [], "limit": [], "predict": [], "learn": [], "main": [],
+                                     "main_off": [], "main_limit": []}
+    outs: dict[str, list] = {}
     evals = 0.0
     for r in range(args.repeats):
-        for mode in (("off", "auto") if r % 2 == 0 else ("auto", "off")):
-            se = with_path(warm, mode)
-            before = {ex.name: ex.model_fn.n_evaluations for ex in se.explainers}
-            dt, out = explain_window(se, window)
-            times[mode].append(dt / len(window))
-            outs[mode] = out
-            if mode == "off":
-                evals = evaluations_per_event(se, before, len(window))
-            else:
-                assert se.evaluation_path == "fast", name
-        limit, predict_s, learn_s = black_box_limit(warm.model, window, evals, name != "htr")
-        times["limit"].append(limit)
-        times["predict"].append(predict_s)
-        times["learn"].append(learn_s)
-        if args.main_src:
-            times["main"].append(child_per_event(args.main_src, name, args))
+        got = lockstep(warm, window, ("off", "auto") if r % 2 == 0 else ("auto", "off"), name != "htr")
+        for key in ("off", "auto", "limit", "predict", "learn"):
+            times[key].append(got[key])
+        evals, outs = got["evals"], got["outs"]
+        if args.main_src:  # its default path and its black box, in alternating order
+            for key in (("main", "main_off") if r % 2 == 0 else ("main_off", "main")):
+                ran_main = child_run(args.main_src, name, args, "--child-path", "off" if key == "main_off" else "auto")
+                times[key].append(ran_main["per_event"])
+                if key == "main_off":
+                    times["main_limit"].append(ran_main["limit"])
     if outs["off"] != outs["auto"]:
         raise AssertionError(f"{name}: the fast path's explanations differ from the black box's")
     res = {k: statistics.median(v) for k, v in times.items() if v}
     res["evals"] = evals
-    # the overhead of each round, its black box against its own limit: a core's clock moves by a
-    # third between runs on these shared machines, less within a round
-    res["overheads"] = sorted(off / limit - 1 for off, limit in zip(times["off"], times["limit"], strict=True))
+    # each round's black box against its own limit, timed in the same turns: the figure to read
+    res["bb_ratios"] = sorted(limit / off for off, limit in zip(times["off"], times["limit"], strict=True))
+    res["main_bb_ratios"] = sorted(limit / off for off, limit in zip(times["main_off"], times["main_limit"],
+                                                                     strict=True))
+    res["overheads"] = sorted(1 / x - 1 for x in res["bb_ratios"])
     return res
 
 
@@ -317,13 +415,20 @@ def breakdown(name: str, args: argparse.Namespace) -> None:
 
 
 def print_in_process(name: str, res: dict, args: argparse.Namespace) -> None:
-    rate = {k: 1.0 / res[k] for k in ("off", "auto", "limit", "main") if k in res}
+    rate = {k: 1.0 / res[k] for k in ("off", "auto", "limit", "main", "main_off") if k in res}
     print(f"\n{MODELS[name][1]}: {res['evals']:.0f} evaluations/event, {args.events} events after {args.warmup}, "
           f"median of {args.repeats}")
     print(f"  model alone: predict {res['predict'] * 1e6:.1f} us/call, learn {res['learn'] * 1e6:.1f} us/event")
     if "main" in rate:
-        print(f"  main's code (today)       {rate['main']:9.1f} events/s")
-    print(f"  black box (fast_path=off) {rate['off']:9.1f} events/s   {rate['off'] / rate['limit']:5.2f}x the limit")
+        mine = res["main_bb_ratios"]
+        print(f"  main's code (today)       {rate['main']:9.1f} events/s   (its default path)")
+        print(f"  main's black box          {rate['main_off']:9.1f} events/s   "
+              f"{statistics.median(mine):5.2f}x its limit (median of the rounds, each against the limit timed "
+              f"in its turns: {', '.join(f'{x:.2f}' for x in mine)})")
+    line = f"  black box (fast_path=off) {rate['off']:9.1f} events/s   {rate['off'] / rate['limit']:5.2f}x the limit"
+    if "main_off" in rate:
+        line += f", {rate['off'] / rate['main_off']:5.2f}x main's black box"
+    print(line)
     print(f"  black-box limit           {rate['limit']:9.1f} events/s   (evaluations x predict + learn)")
     line = (f"  fast path (auto)          {rate['auto']:9.1f} events/s   {rate['auto'] / rate['off']:5.2f}x black box, "
             f"{rate['auto'] / rate['limit']:5.2f}x the limit")
@@ -337,6 +442,9 @@ def print_in_process(name: str, res: dict, args: argparse.Namespace) -> None:
     print(f"  black-box overhead per round (its black box against its own limit): median "
           f"{statistics.median(rounds) * 100:5.1f} %, from {rounds[0] * 100:.1f} to {rounds[-1] * 100:.1f} % "
           f"over {len(rounds)} rounds")
+    ratios = res["bb_ratios"]
+    print(f"  black box against the limit, per round: median {statistics.median(ratios):5.2f}x "
+          f"({', '.join(f'{x:.2f}' for x in ratios)})")
 
 
 def main() -> None:
@@ -344,8 +452,8 @@ def main() -> None:
     100, grid 10), after ``--warmup`` events learnt (storages filled, nothing explained), the
     next ``--events`` events are explained and learnt with reports every ``emit_every`` (10)
     events, as a worker does, from copies of the same state. It prints, in events/s of CPU time
-    (``time.process_time``, median of ``--repeats`` rounds, each round timing all of them one
-    after the other):
+    (``time.process_time``, median of ``--repeats`` rounds, each round timing them in turns of
+    50 events, :func:`lockstep`):
 
     - ``black box``: ``fast_path = off``, the model called for every row;
     - ``fast path``: ``fast_path = auto`` (the values are checked equal to the black box's);
@@ -354,7 +462,9 @@ def main() -> None:
       call + its ``learn_one`` time per event, both measured on a copy of the same model (made
       as the explainers' copy is: pickled) over the same events;
     - ``main``, with ``--main-src DIR``: the same loop run by the code in DIR (a copy of main's
-      files, ``git archive main | tar -x -C DIR``) in a child process with ``PYTHONPATH=DIR``;
+      files with its kernels built, e.g. main's worktree) in a child process that imports
+      ``streamxai`` from DIR (``_source.py``), on its default path and on the black box (its
+      black box against the same limit: the figure the black box is judged by, before and after);
 
     and the ratios between them. ``--breakdown`` adds, per model and path, where an event's CPU
     time goes (:func:`breakdown`); ``--same-as DIR`` checks that the code in DIR (e.g. main's)
@@ -427,6 +537,7 @@ def main() -> None:
                     help="write the in-process rates to this results file for the docs' performance page "
                          "(default docs/results/bench_speed.json; '' writes none)")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--child-path", default="", choices=("", "auto", "off"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child_main(args)
