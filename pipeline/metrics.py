@@ -78,6 +78,8 @@ HELP = {
     "history_scans": "Passes over a partition's history to rebuild the keys met after a restart (one serves them all)",
     "history_messages_scanned": "Messages read by those passes (grows while a pass runs: rebuild progress)",
     "states_dropped_after_rebalance": "Keys whose state was stale after their partition came back from another worker (rebuilt)",
+    "states_evicted": "States dropped from memory to their checkpoint beyond max_live_streams, by stage (model, explain, change)",
+    "states_restored_after_eviction": "Evicted states restored from the checkpoint they were evicted to with nothing to replay, by stage",
     "history_cache_too_big": "Partitions whose history exceeded the cache, so their keys were read one by one",
     "fast_path_fallbacks": "Model evaluation calls the fast path handed to the model itself (a part it does not recognise)",
     "recovery_seconds": "Seconds spent rebuilding state after a restart or rebalance, by stage (model, explain, "
@@ -108,7 +110,8 @@ HELP.update({
     "gc_frozen_objects": "Objects made as the worker started, moved out of Python's garbage collector's passes once it was up (gc.freeze)",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire (or exposed by their user)
-    "messages_in", "messages_out", "dead_letters", "send_errors", "change_episodes", "recovery_seconds")
+    "messages_in", "messages_out", "dead_letters", "send_errors", "change_episodes", "recovery_seconds", "states_evicted",
+    "states_restored_after_eviction")
 
 _NAME_OK = re.compile(r"[^a-zA-Z0-9_]")
 

@@ -174,6 +174,7 @@ class Settings:
     checkpoint_key: Secret = _f(Secret(""), "key authenticating checkpoints (HMAC-SHA256; secret, >= 16 characters); empty: a random key generated once into state_dir/checkpoint.key", secret=True)
     checkpoint_store: str = _f("local", "where checkpoints live: local (state_dir/checkpoints, shared by the workers of one host) or kafka (a compacted topic every worker reads; needs checkpoint_key)")
     checkpoint_every: int = _f(2000, "checkpoint each stream model, explainer group and stream change state every N of its messages (0: off)")
+    max_live_streams: int = _f(0, "the most states each handler of a worker keeps in memory (stream models, explainer groups, change states, each handler its own); beyond it the least recently used is checkpointed and dropped, and restored exactly from that checkpoint on its stream's next message (needs checkpoint_every > 0). 0: no limit")
     checkpoint_on_stop: bool = _f(True, "when the worker stops, checkpoint every state changed since its last checkpoint, so a restart replays nothing (off: a restart replays up to checkpoint_every messages per key)")
     session_timeout_s: float = _f(30.0, "consumer group session timeout: how soon a dead worker's partitions move")
     output_linger_ms: int = _f(50, "how long a worker's outputs (predictions, explanations, change events, dead letters) may wait to fill a batch before they are sent, in ms (0-1000); the records its own agents read next wait at most 5 ms. Longer: fewer requests, less CPU for the worker and the broker")
@@ -267,6 +268,9 @@ class Settings:
             raise bad(f"web_port={self.web_port} must be a port in 1-65535 (each worker of a host its own)")
         if not self.shutdown_timeout_s > 0:
             raise bad(f"shutdown_timeout_s={self.shutdown_timeout_s} must be > 0")
+        if self.max_live_streams < 0 or (self.max_live_streams and not self.checkpoint_every):
+            raise bad(f"max_live_streams={self.max_live_streams} must be >= 0 (0: no limit), and a limit needs "
+                      "checkpoint_every > 0: a state dropped from memory is restored from its checkpoint")
         if self.checkpoint_store not in ("local", "kafka"):
             raise bad(f"checkpoint_store={self.checkpoint_store!r} must be local or kafka")
         if 0 < len(self.checkpoint_key.reveal()) < 16:

@@ -24,6 +24,9 @@ STARTS = ("zero", "first")
 _BUFFER = 64  # increments folded into the running moments every this many events
 _EVERY_SLOT = 4  # the reuse statistic watches the slots whose index is a multiple of this
 _PAIRS_SLOWER = 32  # the reuse statistics forget this many times more slowly than the estimate
+#: the block tables of each smoothing rate alpha (SmoothedStderr._block), shared by every tracker
+#: of that rate: they depend on alpha alone, and a worker holds trackers of thousands of streams
+_BLOCKS: dict[float, dict[int, tuple]] = {}
 
 
 def _column_sums(w: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -212,7 +215,7 @@ class SmoothedStderr(Component):
         self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # _moments(both=True) since the last increments
         self._cached_cov: tuple[np.ndarray, np.ndarray] | None = None  # zeta and zeta' since the last update
         self._powers: np.ndarray | None = None  # per rate, (1 - r)^k, k = _BUFFER - 1 .. 0: a block's weights
-        self._blocks: dict[int, tuple] = {}  # _block(b), per b
+        self._blocks: dict[int, tuple] = _blocks_of(self.alpha)  # _block(b), per b (shared, read-only)
 
     # updates --------------------------------------------------------------------
     def add_increments(self, deltas: Sequence[float]) -> None:
@@ -373,8 +376,7 @@ class SmoothedStderr(Component):
         """Per rate (the estimate's, the slow one) ``(1 - r)^k`` for ``k = _BUFFER - 1 .. 0``: a
         block's weights, its newest increment's last."""
         if self._powers is None:
-            ages = np.arange(_BUFFER - 1, -1, -1)
-            self._powers = np.stack([(1.0 - self.alpha) ** ages, (1.0 - self.alpha / _PAIRS_SLOWER) ** ages])
+            self._powers = _powers_of(self.alpha)
         return self._powers
 
     def _block(self, b: int) -> tuple[np.ndarray, list[float], list[float], list[float]]:
@@ -386,6 +388,7 @@ class SmoothedStderr(Component):
         if block is None:
             w = self._weights()[[0, 1], _BUFFER - b:]
             cbs = [(1.0 - self.alpha) ** b, (1.0 - self.alpha / _PAIRS_SLOWER) ** b]
+            w.setflags(write=False)
             block = self._blocks[b] = (w, cbs, np.add.reduce(w, axis=1).tolist(), np.add.reduce(w * w, axis=1).tolist())
         return block
 
@@ -500,5 +503,26 @@ class SmoothedStderr(Component):
         state["_held"] = len(held)
         state["_buffer"] = np.empty((_BUFFER, len(state["_names"])))
         state["_buffer"][:len(held)] = held
-        state["_blocks"] = {}
+        state["_blocks"] = _blocks_of(state["alpha"])
         self.__dict__.update(state)
+
+
+def _blocks_of(alpha: float) -> dict[int, tuple]:
+    """The block tables of smoothing rate ``alpha`` (:meth:`SmoothedStderr._block`), one dict
+    shared by every tracker of that rate; its arrays are read-only."""
+    return _BLOCKS.setdefault(alpha, {})
+
+
+_POWERS: dict[float, np.ndarray] = {}
+
+
+def _powers_of(alpha: float) -> np.ndarray:
+    """Per rate (``alpha``, ``alpha / _PAIRS_SLOWER``) ``(1 - r)^k`` for ``k = _BUFFER - 1 .. 0``,
+    shared by every tracker of that rate (read-only)."""
+    powers = _POWERS.get(alpha)
+    if powers is None:
+        ages = np.arange(_BUFFER - 1, -1, -1)
+        powers = np.stack([(1.0 - alpha) ** ages, (1.0 - alpha / _PAIRS_SLOWER) ** ages])
+        powers.setflags(write=False)
+        powers = _POWERS.setdefault(alpha, powers)
+    return powers

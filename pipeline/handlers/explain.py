@@ -130,8 +130,11 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         # (and its decision recorded) by the run before a restart
         maybe_seen = not self._opens(task) or task.sent_at <= self.started
         self._decisions = self._recorded_decisions(key, src.partition) if maybe_seen else {}
+        evicted = key in self._evicted
         st = self._recover(task, key, src)
-        st.recorded = {q: d for q, d in self._decisions.items() if q > st.last_position}
+        # a state evicted to its checkpoint (max_live_streams) keeps the decisions it still held
+        held = {**st.recorded, **self._decisions} if evicted else self._decisions
+        st.recorded = {q: d for q, d in held.items() if q > st.last_position}
         self.metrics.gauge("fast_path", int(st.explainer.evaluation_path == "fast"), stream=task.stream_id)
         self.metrics.gauge("compiled_kernels", int(st.explainer.bookkeeping_path == "compiled"))
         self._decisions = {}

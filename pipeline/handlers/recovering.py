@@ -92,6 +92,14 @@ class Recovering(abc.ABC, Generic[M, S]):
         self._batch: list[tuple[bytes | None, Source]] | None = None
         #: the state the batch changed, checkpointed (if due) once the whole batch is taken
         self._batch_state: tuple[bytes | None, Any, Source] | None = None
+        #: with ``max_live_streams``: the state keys in memory, least recently used first, with
+        #: their Kafka keys (:meth:`_evict`)
+        self._live: dict[Hashable, bytes | None] = {}
+        #: Kafka keys whose state was evicted: its partition and the offset of the checkpoint it
+        #: was evicted to, while this handler has followed that partition since (:meth:`_restore`)
+        self._evicted: dict[bytes, tuple[tuple[str, int], int]] = {}
+        #: with ``max_live_streams``: the offset of each live state's newest checkpoint
+        self._saved_at: dict[bytes, int] = {}
 
     @property
     def history(self) -> History | HistoryCache | None:
@@ -158,7 +166,41 @@ class Recovering(abc.ABC, Generic[M, S]):
         if st is None:
             st = self.states[sk] = self._load(msg, key, src)
             self.metrics.gauge(self.STATES_GAUGE, len(self.states))
+        if self.settings.max_live_streams and self.checkpoints is not None:
+            live = self._live
+            live.pop(sk, None)
+            live[sk] = key  # the most recently used last
+            while len(live) > self.settings.max_live_streams and self._evict():
+                pass
         return st
+
+    def _saved(self, key: bytes, src: Source) -> None:
+        """A checkpoint of ``key``'s state as of ``src`` was written (noted with a limit on live states)."""
+        if self.settings.max_live_streams and src.offset is not None:
+            self._saved_at[key] = src.offset
+
+    def _evict(self) -> bool:
+        """Drop the least recently used state (not the one in use), checkpointed first if it
+        changed since its last checkpoint; its stream's next message restores it from that
+        checkpoint (:meth:`_restore`). False if none can be dropped."""
+        sk, key = next(iter(self._live.items()))
+        if key is None or len(self._live) < 2:
+            return False
+        unsaved = self._unsaved.get(key)
+        if unsaved is not None:
+            st, src = unsaved
+            with STORE_LOCK:
+                self.checkpoints.save(self.STAGE, key, st, src)  # type: ignore[union-attr]
+            st.since_checkpoint = 0
+            self.metrics.inc("checkpoints_written")
+            self._saved(key, src)
+        where = self._known.get(key, (None, None))[1]
+        at = self._saved_at.get(key)
+        self._forget(key, sk)
+        if where is not None and at is not None:
+            self._evicted[key] = (where, at)
+        self.metrics.inc("states_evicted", stage=self.STAGE)
+        return True
 
     def _load(self, msg: M, key: bytes | None, src: Source) -> S:
         """The state of a key met for the first time (see :meth:`_recover`)."""
@@ -187,9 +229,11 @@ class Recovering(abc.ABC, Generic[M, S]):
         """Drop a state (stale, or half-updated by an error): the key's next message rebuilds
         it, off the event loop."""
         self.states.pop(state_key, None)
+        self._live.pop(state_key, None)
         if key is not None:
             self._known.pop(key, None)
             self._unsaved.pop(key, None)
+            self._saved_at.pop(key, None)
         self.metrics.gauge(self.STATES_GAUGE, len(self.states))
 
     # recovery --------------------------------------------------------------------------
@@ -208,6 +252,9 @@ class Recovering(abc.ABC, Generic[M, S]):
                 if prev is not None:
                     self._history.forget(src.topic, src.partition)
                 self._history.follow(src.topic, src.partition, src.offset)  # every message from here on
+            if self._evicted and prev is not None and src.offset != prev + 1:
+                # messages of the partition this handler did not see: an evicted key may have some
+                self._evicted = {k: v for k, v in self._evicted.items() if v[0] != tp}
             if tp in self._revoked:
                 self._revoked.discard(tp)
                 if prev is not None and src.offset > prev + 1:
@@ -250,6 +297,7 @@ class Recovering(abc.ABC, Generic[M, S]):
                 self.checkpoints.save(self.STAGE, key, st, src)
             self.metrics.inc("checkpoints_written")
             self._unsaved.pop(key, None)
+            self._saved(key, src)
         else:
             self._unsaved[key] = (st, src)
 
@@ -267,6 +315,7 @@ class Recovering(abc.ABC, Generic[M, S]):
                 self.checkpoints.save(self.STAGE, key, st, src)
             st.since_checkpoint = 0
             del self._unsaved[key]
+            self._saved(key, src)
             n += 1
         self.metrics.inc("checkpoints_written", n)
         return n
@@ -276,6 +325,7 @@ class Recovering(abc.ABC, Generic[M, S]):
         # committed offset, and a newer checkpoint covers messages whose outputs may be lost
         loaded = None
         t0 = time.perf_counter()
+        evicted = self._evicted.pop(key, None) if key is not None else None
         if self.checkpoints and key:
             with STORE_LOCK:
                 loaded = self.checkpoints.load(self.STAGE, key, src.topic, src.partition, before_offset=src.offset)
@@ -301,6 +351,11 @@ class Recovering(abc.ABC, Generic[M, S]):
         if key is not None:
             self._rebuilt[key] = rebuilt
         if loaded is None and self._opens(msg):
+            return st
+        if loaded is not None and evicted == ((src.topic, src.partition), loaded[1]):
+            # evicted to this checkpoint (_evict), and this handler has seen every message of the
+            # partition since: the key has none in between (its first would have restored it)
+            self.metrics.inc("states_restored_after_eviction", stage=self.STAGE)
             return st
         if self.history is not None and src.offset is not None and src.offset > from_offset:
             self._check_history(key, src, from_offset)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 from ..base import Component
 from ..increments import Block
+from .curves import Packed, pack, unpack
 from .dependence import SerialVariance
 from .episodes import Episode, make_episode, ranked
 from .events import KINDS, RELIANCE, Change, Levels, loss_kind, trend_z
@@ -57,9 +58,9 @@ class _Series:
         self.dependence = dependence  # how serial dependence inflates the variance of its means
         self.last_seq = -1
         self.var_factor = 1.0  # the latest one its explainer reported
-        self.curves: list[tuple[int, dict]] = []  # (seq, curve), thinned, within the window
-        self.curve: tuple[int, dict] | None = None  # the newest (seq, curve)
-        self.previous_curve: tuple[int, dict] | None = None
+        self.curves: list[tuple[int, Packed]] = []  # (seq, curve), thinned, within the window (curves.pack)
+        self.curve: tuple[int, Packed] | None = None  # the newest (seq, curve)
+        self.previous_curve: tuple[int, Packed] | None = None
         #: the model's loss its messages carried, a running mean (about the last 100 messages)
         self.loss_level: float | None = None
 
@@ -310,7 +311,7 @@ class StreamChangeDetector(Component):
     def _keep_curve(self, st: _Series, seq: int, curve: dict) -> None:
         """The newest curve, and a thinned history over the span of the series' window: at
         most about ``_CURVES_KEPT`` of them, evenly spaced in events."""
-        curve = _copy(curve)  # kept: never share the caller's lists
+        curve = pack(curve)  # kept compactly: never share the caller's lists
         st.previous_curve, st.curve = st.curve, (seq, curve)
         first = st.test.window.first_seq
         while st.curves and first is not None and st.curves[0][0] < first:
@@ -434,7 +435,7 @@ class StreamChangeDetector(Component):
             return None, None
         now = st.curve if st.curve is not None and st.curve[0] < upto else st.previous_curve
         earlier = [c for s, c in st.curves if s < cut_seq]
-        return (_copy(earlier[-1]) if earlier else None), (_copy(now[1]) if now is not None else None)
+        return (unpack(earlier[-1]) if earlier else None), (unpack(now[1]) if now is not None else None)
 
     def _episodes_due(self, seq: int) -> list[Episode]:
         """The episode announced at ``seq`` -- when it opens (its first report is complete and
@@ -573,6 +574,3 @@ def _top_moved(changes: Sequence[Change]) -> bool:
                 return True
     return False
 
-
-def _copy(curve: dict) -> dict:
-    return {k: list(v) if isinstance(v, list) else v for k, v in curve.items()}

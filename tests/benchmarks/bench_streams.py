@@ -1,0 +1,299 @@
+"""Many streams per worker: memory per stream, events per second and the CPU of idle streams,
+for N small streams at default settings, through Kafka (one worker, a local broker on free
+ports) and the same handlers in process, in one run.
+
+    python tests/benchmarks/bench_streams.py [--streams 100,1000,10000] [--models hat,logistic]
+        [--events 120] [--idle-s 5] [--main-src DIR] [--no-kafka] [--no-write]
+
+Each stream gets ``--events`` events (round-robin over the streams, one Agrawal sequence dealt
+out), enough to fill its explainers' reservoirs (``storage_size`` 100) and grids. In process, a
+fresh child process runs the worker's three handlers (model, explain, change, with the file
+checkpoint store a worker has) and reports its resident memory before the streams (after one
+warm-up stream, so imports and caches are not counted) and after them, and its CPU per event.
+The model's own memory is measured apart: the traced allocations (``tracemalloc``) of a model
+built and taught a sampled stream's events, times the models a stream holds (the model stage's
+and one replica per explain group), so "beyond the models" is per-stream memory minus those.
+Through Kafka: the worker's resident memory when it has joined (no streams) and once the change
+agent has taken every explanation of the backlog, its events per second of wall time and of
+CPU, and its CPU while every stream is idle for ``--idle-s`` seconds, against the same worker's
+CPU over as long before any stream came (the baseline of a worker without streams).
+``--main-src DIR`` runs the in-process child with the code in DIR too (a copy of main's files),
+in the same run, as the "before". Writes ``docs/results/bench_streams.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+import uuid
+from pathlib import Path
+
+CHILD = "--child" in sys.argv
+if not CHILD:  # this checkout's pipeline and the tests' helpers; a child runs the code on its PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+AGRAWAL = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
+#: name -> (the stream's settings besides the defaults, label)
+MODELS = {
+    "hat": ({}, "HoeffdingAdaptiveTreeClassifier(grace_period=50) (the default)"),
+    "logistic": ({"model": "river.linear_model.LogisticRegression", "model_params": {}}, "LogisticRegression()"),
+}
+MODEL_SAMPLE = 10  # streams whose model is rebuilt apart to measure its size
+MB = 1024 * 1024
+
+
+def rss_bytes(pid: int | str = "self") -> int:
+    """Resident memory of process ``pid`` (``/proc/PID/status``, VmRSS)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def dealt(n_streams: int, n_events: int, seed: int = 7):
+    """``(stream index, seq, x, y)`` round-robin: one Agrawal sequence dealt out to the streams,
+    event ``k`` to stream ``k % n_streams`` as its event ``k // n_streams``."""
+    from river.datasets import synth
+
+    gen = synth.Agrawal(classification_function=1, seed=seed).take(n_streams * n_events)
+    for k, (x, y) in enumerate(gen):
+        yield k % n_streams, k // n_streams, {f: float(v) for f, v in x.items()}, int(y)
+
+
+def stream_settings(model: str, **over):
+    from streamxai.settings import Settings
+
+    return Settings(features=AGRAWAL, **MODELS[model][0], **over)
+
+
+# --- in process (a child process of its own: its memory is the streams') ------------------------
+def child_main(args: argparse.Namespace) -> None:
+    """Run by the parent: the worker's handlers over ``--events`` events of each of ``--child-streams``
+    streams in this process; prints one JSON line."""
+    from streamxai.app import checkpoint_store
+    from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
+    from streamxai.schemas import FeatureEvent, dumps
+
+    model, n, e = args.child, args.child_streams, args.events
+    with tempfile.TemporaryDirectory(prefix="streamxai-bench-streams-") as tmp:
+        s = stream_settings(model, state_dir=tmp)
+        store = checkpoint_store(s)
+        handlers = {"features": ModelHandler(s, checkpoints=store), "explain-tasks": ExplainHandler(s, checkpoints=store),
+                    "drift-feed": ChangeHandler(s, checkpoints=store)}
+        offsets: dict[tuple[str, int], int] = {}
+
+        def feed(topic: str, partition: int, key: bytes | None, value: bytes, headers=None) -> None:
+            off = offsets[(topic, partition)] = offsets.get((topic, partition), -1) + 1
+            for out in handlers[topic].on_message(value, key, Source(topic, partition, off, headers=headers)):
+                if out.topic in handlers:
+                    feed(out.topic, out.partition or 0, out.key, out.value, out.headers)
+
+        def event(sid: str, seq: int, x: dict, y: int) -> tuple[bytes, bytes]:
+            return sid.encode(), dumps(FeatureEvent(stream_id=sid, seq=seq, ts=1.7e9 + seq, x=x, y=y))
+
+        for _, seq, x, y in dealt(1, e, seed=1):  # a warm-up stream: imports, caches, kernels
+            feed("features", 0, *event("warm", seq, x, y))
+        gc.collect()
+        rss0 = rss_bytes()
+        sample: dict[int, list] = {}
+        cpu = 0.0
+        for i, seq, x, y in dealt(n, e):
+            if i < MODEL_SAMPLE:
+                sample.setdefault(i, []).append((x, y))
+            key, raw = event(f"s{i}", seq, x, y)
+            c0 = time.process_time()
+            feed("features", 0, key, raw)
+            cpu += time.process_time() - c0
+        gc.collect()
+        rss1 = rss_bytes()
+        print(json.dumps({"rss_start": rss0, "rss_built": rss1, "cpu": cpu, "events": n * e,
+                          "model_bytes": model_bytes(s, list(sample.values())),
+                          "models_per_stream": 1 + s.explain_groups,
+                          "states": [len(h.states) for h in handlers.values()]}))
+
+
+def model_bytes(s, streams: list[list]) -> float:
+    """The mean traced memory of a model of settings ``s`` built and taught each stream's
+    events (predicting each first, as the model stage does)."""
+    from streamxai.modelspec import build_model
+
+    sizes = []
+    for events in streams:
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        m = build_model(s.model, s.model_params, s.model_seed)
+        for x, y in events:
+            m.predict_proba_one(x)
+            m.learn_one(x, y)
+        gc.collect()
+        sizes.append(tracemalloc.get_traced_memory()[0] - before)
+        tracemalloc.stop()
+        del m
+    return sum(sizes) / len(sizes)
+
+
+def in_process(model: str, n: int, args: argparse.Namespace, src: str | None = None) -> dict:
+    """The in-process child's report (``src``: the code in that directory, e.g. main's)."""
+    env = dict(os.environ, PYTHONPATH=src) if src else dict(os.environ)
+    cmd = [sys.executable, __file__, "--child", model, "--child-streams", str(n), "--events", str(args.events)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src or None, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the in-process child failed:\n{done.stderr[-3000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out["mb_per_stream"] = (out["rss_built"] - out["rss_start"]) / n / MB
+    out["model_mb"] = out["model_bytes"] / MB
+    out["beyond_mb"] = out["mb_per_stream"] - out["models_per_stream"] * out["model_mb"]
+    out["events_per_s"] = out["events"] / out["cpu"]
+    return out
+
+
+# --- through Kafka ------------------------------------------------------------------------
+def through_kafka(model: str, n: int, args: argparse.Namespace, bootstrap: str, tmp: str) -> dict:
+    """One worker on ``bootstrap`` taking the backlog of ``n`` streams: its memory, rates and idle CPU."""
+    from _worker_runs import _change_done
+    from helpers.pipeline_runs import wait_for_members
+    from streamxai.kafka.config import ensure_topics
+    from streamxai.kafka.io import produce_events
+    from streamxai.local.ports import free_port
+    from streamxai.schemas import FeatureEvent
+    from streamxai.worker import spawn_worker, stop_worker
+
+    run = uuid.uuid4().hex[:8]
+    s = stream_settings(model, bootstrap_servers=bootstrap, topic_prefix=f"bs-{run}.", app_id=f"bs-{run}",
+                        web_port=free_port(), state_dir=f"{tmp}/state-{run}", session_timeout_s=30.0)
+    ensure_topics(s)
+    proc = spawn_worker(s, log_file=f"{tmp}/worker-{run}.log", loglevel="warning")
+    try:
+        wait_for_members(s, 1, timeout=120)
+        time.sleep(2.0)  # the first fetches and metadata settle
+        c0 = cpu_seconds(proc.pid)
+        time.sleep(args.idle_s)
+        idle_before = (cpu_seconds(proc.pid) - c0) / args.idle_s
+        rss0 = rss_bytes(proc.pid)
+        started: list[tuple[float, float]] = []
+        chunk: list = []
+
+        def send() -> None:
+            produce_events(s, chunk, first_delivered=None if started else lambda: started.append(
+                (time.perf_counter(), cpu_seconds(proc.pid))))
+            chunk.clear()
+
+        for i, seq, x, y in dealt(n, args.events):
+            chunk.append(FeatureEvent(stream_id=f"s{i}", seq=seq, ts=1.7e9 + seq, x=x, y=y))
+            if len(chunk) >= 20_000:
+                send()
+        send()
+        want = n * (args.events // s.emit_every) * len(s.features) * len(s.explainers)
+        _change_done([s], want, timeout=max(180.0, n * args.events / 50))
+        t0, cpu0 = started[0]
+        wall, cpu = time.perf_counter() - t0, cpu_seconds(proc.pid) - cpu0
+        rss1 = rss_bytes(proc.pid)
+        time.sleep(2.0)  # the last commits and flushes
+        c0 = cpu_seconds(proc.pid)
+        time.sleep(args.idle_s)
+        idle_after = (cpu_seconds(proc.pid) - c0) / args.idle_s
+        return {"rss_start": rss0, "rss_built": rss1, "mb_per_stream": (rss1 - rss0) / n / MB,
+                "events_per_s": n * args.events / wall, "cpu_events_per_s": n * args.events / cpu,
+                "idle_cpu": 100 * idle_after, "idle_cpu_no_streams": 100 * idle_before}
+    finally:
+        stop_worker(proc)
+
+
+def kafka_rows(case: str, n: int, mine: dict, k: dict) -> list[dict]:
+    """Prints the worker's figures of ``case`` and gives their rows, each against the same run's
+    in-process figure (memory, CPU per event) or the same worker before any stream (idle CPU)."""
+    from _results import result_row
+
+    print(f"  worker: {k['mb_per_stream']:.3f} MB per stream (RSS {k['rss_start'] / MB:.0f} -> "
+          f"{k['rss_built'] / MB:.0f} MB; in process {mine['mb_per_stream']:.3f}), {k['events_per_s']:.0f} "
+          f"events/s ({k['cpu_events_per_s']:.0f} of CPU; in process {mine['events_per_s']:.0f}: ratio "
+          f"{k['cpu_events_per_s'] / mine['events_per_s']:.2f}), idle CPU {k['idle_cpu']:.2f}% with "
+          f"{n} idle streams, {k['idle_cpu_no_streams']:.2f}% with none")
+    beyond = k["mb_per_stream"] - mine["models_per_stream"] * mine["model_mb"]
+    return [result_row(case, "worker: MB per stream", round(k["mb_per_stream"], 4), "MB",
+                       round(mine["mb_per_stream"], 4) if mine["mb_per_stream"] > 0 else None),
+            result_row(case, "worker: MB per stream beyond the models", round(beyond, 4), "MB"),
+            result_row(case, "worker: events/s", round(k["events_per_s"], 1), "events/s"),
+            result_row(case, "worker: events/s of CPU", round(k["cpu_events_per_s"], 1), "events/s",
+                       round(mine["events_per_s"], 1)),
+            result_row(case, "worker: idle CPU %", round(k["idle_cpu"], 3), "%",
+                       round(k["idle_cpu_no_streams"], 3) if k["idle_cpu_no_streams"] > 0 else None)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--streams", default="100,1000,10000", help="numbers of streams, comma-separated")
+    ap.add_argument("--models", default="hat,logistic", help=f"of {', '.join(MODELS)}")
+    ap.add_argument("--events", type=int, default=120, help="events per stream")
+    ap.add_argument("--idle-s", type=float, default=5.0, help="seconds the worker's idle CPU is measured over")
+    ap.add_argument("--main-src", default="", help="a copy of main's files: the in-process child with that code too")
+    ap.add_argument("--no-kafka", action="store_true", help="only the in-process runs")
+    ap.add_argument("--no-write", action="store_true", help="do not write docs/results/bench_streams.json")
+    ap.add_argument("--child", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--child-streams", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child_main(args)
+        return
+
+    import contextlib
+
+    from _results import RESULTS_DIR, result_row, write_results
+    from _worker_runs import broker_for
+
+    counts = [int(v) for v in args.streams.split(",")]
+    models = args.models.split(",")
+    rows: list[dict] = []
+    print(f"load average {os.getloadavg()}; {args.events} events per stream, default settings "
+          f"(explainers ipfi, isage, ipdp; 9 agrawal features)")
+    tmp = tempfile.mkdtemp(prefix="streamxai-bench-streams-")
+    with broker_for(tmp) if not args.no_kafka else contextlib.nullcontext(None) as bootstrap:
+        for model in models:
+            for n in counts:
+                case = f"{model}, {n} streams"
+                mine = in_process(model, n, args)
+                main_ = in_process(model, n, args, args.main_src) if args.main_src else None
+                print(f"\n{case} ({MODELS[model][1]}), load {os.getloadavg()[0]:.1f}")
+                print(f"  in process: {mine['mb_per_stream']:.3f} MB per stream (RSS {mine['rss_start'] / MB:.0f} -> "
+                      f"{mine['rss_built'] / MB:.0f} MB), model {mine['model_mb']:.3f} MB x {mine['models_per_stream']}, "
+                      f"beyond the models {mine['beyond_mb']:.3f} MB, {mine['events_per_s']:.0f} events/s of CPU")
+                if main_:
+                    print(f"  main's code: {main_['mb_per_stream']:.3f} MB per stream, beyond the models "
+                          f"{main_['beyond_mb']:.3f} MB, {main_['events_per_s']:.0f} events/s of CPU; ratios "
+                          f"{mine['mb_per_stream'] / main_['mb_per_stream']:.2f} (memory), "
+                          f"{mine['events_per_s'] / main_['events_per_s']:.2f} (events/s)")
+                was = main_ or {}
+                rows += [result_row(case, "in process: MB per stream", round(mine["mb_per_stream"], 4), "MB",
+                                    was.get("mb_per_stream")),
+                         result_row(case, "in process: MB per stream beyond the models", round(mine["beyond_mb"], 4),
+                                    "MB", was.get("beyond_mb")),
+                         result_row(case, "model: MB (one of the stream's models)", round(mine["model_mb"], 4), "MB"),
+                         result_row(case, "in process: events/s of CPU", round(mine["events_per_s"], 1), "events/s",
+                                    was.get("events_per_s"))]
+                if bootstrap is not None:
+                    rows += kafka_rows(case, n, mine, through_kafka(model, n, args, bootstrap, tmp))
+                if not args.no_write:  # after each case: a long run's finished cases are kept
+                    path = write_results(RESULTS_DIR / "bench_streams.json", "bench_streams",
+                                         "Many streams per worker: memory, events/s and idle CPU",
+                                         "in process: the same handlers in a process of their own (with --main-src: "
+                                         "main's code); worker: in-process rates and memory of the same run; idle "
+                                         "CPU: the same worker before any stream", rows)
+                    print(f"  wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
