@@ -38,6 +38,7 @@ from river.tree.nodes.hatc_nodes import (
 from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNaiveBayesAdaptive
 
 from .base import FastModel, Unsupported, tree_kind
+from .chains import chain_parts
 from .leaves import MajorityLeaf, NaiveBayesLeaf
 from .tree_curves import class_curves
 from .walk import is_branch, runs, split_features, walk
@@ -399,6 +400,20 @@ class _Forest:
         parts = [t.replaced_batch(x, pairs) for t in self.trees]
         return [self._sum([p[k] for p in parts]) for k in range(len(pairs))]
 
+    def chain(self, x: dict, order: list, donors: list, first: int) -> list:
+        """:meth:`row` of ``x`` and of each row of an iSAGE chain
+        (:func:`~streamxai.core.fastpath.chains.chain_parts`); rows whose members all
+        predict the same lists share one sum."""
+        sums: dict = {}
+        out = []
+        for parts in zip(*chain_parts(self.trees, x, order, donors, first), strict=True):
+            key = tuple(map(id, parts))  # the lists are alive in the members' parts: ids are unique
+            res = sums.get(key)
+            if res is None:
+                res = sums[key] = self._sum(list(parts))
+            out.append(res)
+        return out
+
 
 class TreeClassifierFast(FastModel):
     """``HoeffdingTreeClassifier`` and ``HoeffdingAdaptiveTreeClassifier``.
@@ -441,6 +456,13 @@ class TreeClassifierFast(FastModel):
             return [0.0] * len(results) if i is None else [float(v[i]) for v in results]
         return [call.output(r, output, target_class) for r in results]
 
+    def coalitions(self, x: dict, order: list, donors: list, first: int, output: str, target_class: Any) -> list:
+        """The output at ``x``, then at :func:`~streamxai.core.model.chain_rows`' rows (iSAGE's
+        chain), each row reusing its neighbour's prediction when the feature that tells them
+        apart is neither on its path nor read by its leaves (:mod:`.chains`)."""
+        call = self._scope_of(x)
+        return self.outputs(call, chain_parts([call], x, order, donors, first)[0], output, target_class)
+
 
 class ForestClassifierFast(FastModel):
     """``ARFClassifier``: its members are Hoeffding tree classifiers."""
@@ -464,3 +486,21 @@ class ForestClassifierFast(FastModel):
     def output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
         classes, values, counter = result
         return list_output(classes, values, output, target_class, counter)
+
+    def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:
+        if output != "proba_of":
+            return [self.output(call, r, output, target_class) for r in results]
+        out = []
+        seen = pos = None
+        for classes, values, _ in results:  # list_output's position of the class, once per classes list
+            if classes is not seen:
+                seen = classes
+                pos = {c: k for k, c in enumerate(classes)}.get(target_class) if classes else None
+            out.append(0.0 if pos is None else float(values[pos]))
+        return out
+
+    def coalitions(self, x: dict, order: list, donors: list, first: int, output: str, target_class: Any) -> list:
+        """:meth:`TreeClassifierFast.coalitions` of the forest: every member's chain, summed
+        row by row as ``predict_proba_one`` sums them."""
+        call = self._scope_of(x)
+        return self.outputs(call, call.chain(x, order, donors, first), output, target_class)
