@@ -25,7 +25,7 @@ from typing import Any
 from .base import Unsupported
 from .walk import is_branch, split_features, walk
 
-__all__ = ["chain_parts"]
+__all__ = ["chain_parts", "forest_chain"]
 
 
 def _state(tree: Any, row: dict, nodes: list) -> list:
@@ -106,4 +106,19 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
                     leaves = s[3]
                     s[0] = t._combine(leaves, [leaf.row(row) for leaf in leaves])
                 parts[i] = s[0]
+    return out
+
+
+def forest_chain(forest: Any, x: dict, order: list, donors: list, first: int) -> list:
+    """An ARF's ``_Forest.row`` of ``x`` and of each row of the chain: its members'
+    :func:`chain_parts`, summed row by row; rows whose members all predict the same lists share
+    one sum."""
+    sums: dict = {}
+    out = []
+    for parts in zip(*chain_parts(forest.trees, x, order, donors, first), strict=True):
+        key = tuple(map(id, parts))  # the lists stay alive in the members' parts: ids are unique
+        res = sums.get(key)
+        if res is None:
+            res = sums[key] = forest._sum(list(parts))
+        out.append(res)
     return out

@@ -38,7 +38,7 @@ from river.tree.nodes.hatc_nodes import (
 from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNaiveBayesAdaptive
 
 from .base import FastModel, Unsupported, tree_kind
-from .chains import chain_parts
+from .chains import chain_parts, forest_chain
 from .leaves import MajorityLeaf, NaiveBayesLeaf
 from .tree_curves import class_curves
 from .walk import is_branch, runs, split_features, walk
@@ -400,20 +400,6 @@ class _Forest:
         parts = [t.replaced_batch(x, pairs) for t in self.trees]
         return [self._sum([p[k] for p in parts]) for k in range(len(pairs))]
 
-    def chain(self, x: dict, order: list, donors: list, first: int) -> list:
-        """:meth:`row` of ``x`` and of each row of an iSAGE chain
-        (:func:`~streamxai.core.fastpath.chains.chain_parts`); rows whose members all
-        predict the same lists share one sum."""
-        sums: dict = {}
-        out = []
-        for parts in zip(*chain_parts(self.trees, x, order, donors, first), strict=True):
-            key = tuple(map(id, parts))  # the lists are alive in the members' parts: ids are unique
-            res = sums.get(key)
-            if res is None:
-                res = sums[key] = self._sum(list(parts))
-            out.append(res)
-        return out
-
 
 class TreeClassifierFast(FastModel):
     """``HoeffdingTreeClassifier`` and ``HoeffdingAdaptiveTreeClassifier``.
@@ -503,4 +489,4 @@ class ForestClassifierFast(FastModel):
         """:meth:`TreeClassifierFast.coalitions` of the forest: every member's chain, summed
         row by row as ``predict_proba_one`` sums them."""
         call = self._scope_of(x)
-        return self.outputs(call, call.chain(x, order, donors, first), output, target_class)
+        return self.outputs(call, forest_chain(call, x, order, donors, first), output, target_class)
