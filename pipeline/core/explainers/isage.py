@@ -116,8 +116,10 @@ class ISAGE(Explainer):
     with ``m = 1`` costs ``d + 1`` as written (``d`` here: the step ``S = D`` reuses
     ``f(x_t)``). The unbiased default (``m = 2``) thus costs ``2 d + 1``: 19 for the 9 agrawal
     features, against the paper's 10. ``x_t`` and all restricted rows of one event go to
-    ``model_fn.many`` in one call (on the fast path a tree computes each feature value's part
-    of a prediction once for the whole chain, see :mod:`streamxai.core.fastpath`).
+    ``model_fn.coalitions`` in one call (on the fast path a linear model computes the chain in
+    one compiled call, and a tree or forest reuses a row's prediction for its neighbour when
+    the feature between them is neither on a tree's path nor read by its leaves, see
+    :mod:`streamxai.core.fastpath.chains`).
 
     Choices the paper leaves open, and what is done here:
 

@@ -38,6 +38,7 @@ from river.tree.nodes.hatc_nodes import (
 from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNaiveBayesAdaptive
 
 from .base import FastModel, Unsupported, tree_kind
+from .chains import chain_parts, forest_chain
 from .leaves import MajorityLeaf, NaiveBayesLeaf
 from .tree_curves import class_curves
 from .walk import is_branch, runs, split_features, walk
@@ -441,6 +442,13 @@ class TreeClassifierFast(FastModel):
             return [0.0] * len(results) if i is None else [float(v[i]) for v in results]
         return [call.output(r, output, target_class) for r in results]
 
+    def coalitions(self, x: dict, order: list, donors: list, first: int, output: str, target_class: Any) -> list:
+        """The output at ``x``, then at :func:`~streamxai.core.model.chain_rows`' rows (iSAGE's
+        chain), each row reusing its neighbour's prediction when the feature that tells them
+        apart is neither on its path nor read by its leaves (:mod:`.chains`)."""
+        call = self._scope_of(x)
+        return self.outputs(call, chain_parts([call], x, order, donors, first)[0], output, target_class)
+
 
 class ForestClassifierFast(FastModel):
     """``ARFClassifier``: its members are Hoeffding tree classifiers."""
@@ -464,3 +472,21 @@ class ForestClassifierFast(FastModel):
     def output(self, call: Any, result: Any, output: str, target_class: Any) -> Any:
         classes, values, counter = result
         return list_output(classes, values, output, target_class, counter)
+
+    def outputs(self, call: Any, results: list, output: str, target_class: Any) -> list:
+        if output != "proba_of":
+            return [self.output(call, r, output, target_class) for r in results]
+        out = []
+        seen = pos = None
+        for classes, values, _ in results:  # list_output's position of the class, once per classes list
+            if classes is not seen:
+                seen = classes
+                pos = {c: k for k, c in enumerate(classes)}.get(target_class) if classes else None
+            out.append(0.0 if pos is None else float(values[pos]))
+        return out
+
+    def coalitions(self, x: dict, order: list, donors: list, first: int, output: str, target_class: Any) -> list:
+        """:meth:`TreeClassifierFast.coalitions` of the forest: every member's chain, summed
+        row by row as ``predict_proba_one`` sums them."""
+        call = self._scope_of(x)
+        return self.outputs(call, forest_chain(call, x, order, donors, first), output, target_class)
