@@ -435,6 +435,9 @@ def main() -> None:
     ap.add_argument("--results", default=str(RESULTS_DIR / "bench_speed.json"), metavar="FILE",
                     help="write the in-process rates to this results file for the docs' performance page "
                          "(default docs/results/bench_speed.json; '' writes none)")
+    ap.add_argument("--kafka-results", default=str(RESULTS_DIR / "bench_worker.json"), metavar="FILE",
+                    help="with --kafka: write the worker's and the handlers' rates against the in-process reference "
+                         "to this results file (default docs/results/bench_worker.json; '' writes none)")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -499,6 +502,7 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
     from helpers.pipeline_runs import make_settings
 
     tmp = tempfile.mkdtemp(prefix="streamxai-bench-speed-")
+    measured: dict[str, dict[str, float]] = {}  # model -> CPU seconds an event: reference, handlers, worker
     print(f"\nOne Kafka worker (roles model, explain, change; fast_path = auto; {args.kafka_events} events of one "
           f"stream) against the same handlers in this process (wall time; CPU time of the worker process); "
           f"median of {args.kafka_repeats}")
@@ -554,6 +558,8 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             n = len(evs)
             for v, rounds in runs.items():
                 _print_kafka_rounds(f"{name}{v}", rounds, n)
+            if runs[""]["cpu_ref"]:
+                measured[name] = {k: statistics.median(runs[""][k]) / n for k in ("cpu_ref", "cpu_in", "cpu_k")}
             if len(runs) > 1:  # each variant's worker against this code's, paired within the rounds
                 for v, rounds in list(runs.items())[1:]:
                     paired = sorted(a / b for a, b in zip(rounds["cpu_k"], runs[""]["cpu_k"], strict=True))
@@ -571,6 +577,30 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
                               census="--census-threads" if args.census_threads else "--census")
                 with open(f"{tmp}/{name}.census.json") as f:
                     print_census(json.load(f), n)
+    if measured and args.kafka_results:
+        print(f"results: {write_worker_results(args.kafka_results, measured, args)}")
+
+
+def write_worker_results(path: str, measured: dict[str, dict[str, float]], args: argparse.Namespace) -> Path:
+    """``--kafka``'s rates as a results file (``_results.py``): per model, one worker and its
+    handlers in process, each against the in-process reference of the same rounds (events per
+    CPU second; a ratio of 0.8 is a worker at 1.25 times the reference's CPU an event)."""
+    from _results import result_row, write_results
+
+    rows = []
+    for name, cpu in measured.items():
+        label = MODELS[name][1]
+        ref = 1.0 / cpu["cpu_ref"]
+        rows.append(result_row(label, "one Kafka worker (model, explain, change), CPU time", 1.0 / cpu["cpu_k"],
+                               "events/s", baseline=ref))
+        rows.append(result_row(label, "the worker's handlers in one process, CPU time", 1.0 / cpu["cpu_in"],
+                               "events/s", baseline=ref))
+    return write_results(
+        path, "bench_speed --kafka",
+        f"One worker on a backlog of {args.kafka_events} events of one stream, broker on the same machine "
+        f"(iPFI, iSAGE, iPDP; median of {args.kafka_repeats} rounds)",
+        "the in-process reference (streamxai.reference.run_in_process: the same join, explainers and change "
+        "detector, no messages) in the same rounds, CPU time", rows)
 
 
 def _print_kafka_rounds(label: str, rounds: dict[str, list], n: int) -> None:
