@@ -113,6 +113,18 @@ def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAUL
                              "version", where=where)
     stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
     seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
+    position, var_factor = obj.get("position"), obj.get("var_factor")
+    if (type(stream_id) is str and type(explainer) is str and type(feature) is str and type(seq) is int and seq >= 0
+            and type(n_explained) is int and type(value) is float and value - value == 0.0  # finite: inf - inf is nan
+            and (curve is None or type(curve) is dict) and type(position) is int and position >= 0
+            and (var_factor is None or type(var_factor) is float and var_factor - var_factor == 0.0 and var_factor >= 0)):
+        # the usual explanation, as a worker writes it: the checks below, on exact types, in one
+        # expression (the change handler takes several explanations an event)
+        return {"stream_id": stream_id, "explainer": explainer, "feature": feature, "value": value, "seq": seq,
+                "n_explained": n_explained, "n_seen": obj.get("n_seen"), "model_version": obj.get("model_version"),
+                "curve": curve, "stderr": obj.get("stderr"), "position": position,
+                "block": parse_moments(obj.get("block"), "block", where=where),
+                "model_loss": parse_moments(obj.get("model_loss"), "model_loss", where=where), "var_factor": var_factor}
     if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
             and _is_int(seq) and seq >= 0 and _is_int(n_explained)
             and _is_number(value) and math.isfinite(value)
@@ -120,10 +132,8 @@ def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAUL
         raise SchemaMismatch(
             f"{tag} needs string stream_id/explainer/feature, integer seq >= 0 and n_explained, "
             "a finite numeric value and a curve object or null", where=where)
-    position = obj.get("position")
     if not (_is_int(position) and position >= 0):
         raise SchemaMismatch(f"position {position!r} must be an integer >= 0", where=where)
-    var_factor = obj.get("var_factor")
     if var_factor is not None and not (_is_number(var_factor) and math.isfinite(var_factor) and var_factor >= 0):
         raise SchemaMismatch(f"var_factor must be null or a finite number >= 0, got {var_factor!r:.100}", where=where)
     values = {name: obj.get(name) for name in _EXPLANATION_REQUIRED}

@@ -208,8 +208,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         st.update(p)
         return True
 
-    def _arrived(self) -> None:
-        self.metrics.inc("explanations_seen")  # every message, good or bad: how far the change agent has got
+    def _arrived(self, n: int) -> None:
+        self.metrics.inc("explanations_seen", n)  # every message, good or bad: how far the change agent has got
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
         where = str(src)

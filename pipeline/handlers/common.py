@@ -53,6 +53,7 @@ class MessageHandler(Recovering[M, S]):
         if items is None:
             return self._on_one(raw, key, src)
         outs: list[Out] = []
+        self._arrived(len(items))  # the record's messages counted at once, not one call each
         self._batch = []
         try:
             for item_raw, item_src in items:
@@ -76,8 +77,10 @@ class MessageHandler(Recovering[M, S]):
         return known[0] if known is not None else None
 
     def _on_one(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
-        """The messages to send for one message."""
-        self._arrived()
+        """The messages to send for one message (counted by :meth:`_arrived` unless it is one of a
+        batch's, which :meth:`on_message` counts together)."""
+        if self._batch is None:
+            self._arrived(1)
         try:
             msg = self._read(raw, key, src)
         except InvalidMessage as e:
@@ -119,7 +122,7 @@ class MessageHandler(Recovering[M, S]):
             if guard.on:
                 log.info("%s state %s: %d messages without a failure, no longer guarded", self.STAGE, key,
                          GUARD_WINDOW)
-        if key is not None:
+        if key is not None and (self._rebuilt or self._failing):  # both empty but after a rebuild or a failure
             self._rebuilt.pop(key, None)
             if self._failing.pop(key, None) is not None:
                 log.warning("%s state %s works again after a rebuild", self.STAGE, key)
@@ -199,8 +202,8 @@ class MessageHandler(Recovering[M, S]):
     def _replaced(self, old: S, new: S) -> None:
         """A state was put back to its copy ``new`` in place of ``old`` (by default nothing to do)."""
 
-    def _arrived(self) -> None:
-        """Count a message before it is parsed (by default nothing)."""
+    def _arrived(self, n: int) -> None:
+        """Count ``n`` messages before they are parsed (by default nothing)."""
 
     @abc.abstractmethod
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> M:

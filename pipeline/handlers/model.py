@@ -207,8 +207,8 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         return res.error is None
 
     # MessageHandler ---------------------------------------------------------------------
-    def _arrived(self) -> None:
-        self.metrics.inc("events_in")
+    def _arrived(self, n: int) -> None:
+        self.metrics.inc("events_in", n)
 
     def _parse(self, raw: bytes | None, key: bytes | None, src: Source) -> _Arriving:
         came = origin(src)

@@ -1,8 +1,10 @@
 """Shared by the Kafka benchmarks: a worker's rate through a broker, and the same work per
-event done in this process -- the worker's model, explain and change handlers, handler to
-handler, with checkpoints as configured, on events serialised beforehand (the producer's
-part) -- as its baseline. Both as events per second of wall time and of CPU time (a worker's
-from ``/proc``, summed over its threads)."""
+event done in this process as its baselines: the worker's model, explain and change handlers,
+handler to handler, with checkpoints as configured, on events serialised beforehand (the
+producer's part); and the in-process reference (:func:`streamxai.reference.run_in_process`:
+the same join, explainers and change detector, with no messages, metrics or checkpoints). All
+as events per second of wall time and of CPU time (a worker's from ``/proc``, summed over its
+threads)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from streamxai.schemas import Headers, dumps
 from streamxai.settings import Settings
 from streamxai.worker import settings_env, spawn_worker, stop_worker
 
-__all__ = ["in_process_worker", "kafka_workers", "broker_for", "broker_pids", "main_thread_sched", "explanations_wanted"]
+__all__ = ["in_process_worker", "reference_run", "kafka_workers", "broker_for", "broker_pids", "main_thread_sched", "explanations_wanted"]
 
 #: the process ids of the local brokers :func:`broker_for` runs (none for $STREAMXAI_BOOTSTRAP):
 #: on these machines the broker shares the worker's two cores, and :func:`kafka_workers` can say
@@ -74,6 +76,17 @@ def in_process_worker(s: Settings, events: list) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def reference_run(s: Settings, events: list) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds of the in-process reference on ``events`` (labels in line: the
+    order of the events is the record of arrivals): the core's work a worker does for them."""
+    from streamxai.reference import Recorded, run_in_process
+
+    arrivals = [Recorded(ev) for ev in events]
+    t0, c0 = time.perf_counter(), time.process_time()
+    run_in_process(s, arrivals)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
 def _written(proc: subprocess.Popen, path: str, timeout: float = 30.0) -> None:
     """Ask the sampler of ``proc`` to write its samples to ``path``, and wait until it has."""
     with contextlib.suppress(FileNotFoundError):
@@ -117,10 +130,20 @@ def _profiled_worker(s: Settings, log_file: str, out: str, census: str = "") -> 
         return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def _spawned(s: Settings, log_file: str, python: str) -> subprocess.Popen:
+    """A worker (every role) run by the interpreter ``python``, whose environment imports its
+    own ``streamxai`` (another checkout's virtualenv: ``bench_speed.py --kafka-main``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
+    env.update(settings_env(s))
+    cmd = [python, "-m", "streamxai.cli", "worker", "--roles", "model,explain,change", "--loglevel", "warning"]
+    with open(log_file, "ab") as log:
+        return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: str | None = None,
                   counters: dict[str, float] | None = None, census: str = "",
                   broker_cpu: list[float] | None = None,
-                  sched: list[tuple[float, float, int]] | None = None) -> tuple[float, float]:
+                  sched: list[tuple[float, float, int]] | None = None, python: str = "") -> tuple[float, float]:
     """``(wall, cpu)`` seconds from the moment the broker has the backlog's first event until the change agents
     have taken up every explanation of it, with ``n_workers`` fresh workers on ``s``'s broker
     (joined before, so start-up and group joins are not counted; the intake's and the drift
@@ -130,11 +153,14 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
     (summed over the workers). ``census`` (with ``profile``: ``--census`` or ``--census-threads``)
     also counts the callbacks its event loops run (``_loop_census.py``). ``broker_cpu`` takes the
     CPU seconds the local broker (:data:`broker_pids`) used over the same span, if there is one;
-    ``sched`` (one worker) what :func:`main_thread_sched` counted for its main thread over it."""
+    ``sched`` (one worker) what :func:`main_thread_sched` counted for its main thread over it.
+    ``python``: the workers run by that interpreter (another checkout's code), not this one's."""
     ensure_topics(s)
     each = [s.replace(web_port=free_port()) for _ in range(n_workers)]
     if profile:
         procs = [_profiled_worker(each[0], f"{tmp}/w0.log", profile, census)]
+    elif python:
+        procs = [_spawned(w, f"{tmp}/w{i}.log", python) for i, w in enumerate(each)]
     else:
         procs = [spawn_worker(w, log_file=f"{tmp}/w{i}.log", loglevel="warning") for i, w in enumerate(each)]
     try:

@@ -3,7 +3,8 @@ evaluation can reach at best, in one run on the same stream and model.
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
         [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--handlers] [--kafka]
-        [--kafka-events 8000] [--kafka-repeats 5] [--kafka-against KEY=VALUE] [--kafka-sliced [--kafka-slice-s 2]]
+        [--kafka-events 8000] [--kafka-repeats 5] [--kafka-against KEY=VALUE] [--kafka-main PYTHON]
+        [--kafka-sliced [--kafka-slice-s 2]]
         [--kafka-only] [--profile] [--census [--census-threads]]
 """
 
@@ -488,8 +489,11 @@ def main() -> None:
       (``change_warmup``) and its windows fill after them, so an event costs least there. The worker's fixed start-up (each internal hop's first fetch) weighs on a short run too. A
       stream running for hours is past both.
       ``--kafka-events 2000`` gives the quicker, harsher figure.
-    - **Each round: the in-process loop, the worker, the in-process loop again**; the mean of the
-      two loops is the round's baseline. A core of these shared machines runs the same loop up to a
+    - **Each round: the in-process loop and the reference, the worker, the reference and the
+      in-process loop again**; the mean of the two loops is the round's baseline, the mean of the two
+      references (``streamxai.reference.run_in_process``: the same join, explainers and change
+      detector, no messages, metrics or checkpoints) the core's own work, against which the
+      worker's and the loop's CPU are also given. A core of these shared machines runs the same loop up to a
       third faster or slower from one minute to the next, so the figure to read is the median of the
       rounds' paired ratios, printed with its middle half.
     - **Nothing of the benchmark's own on the two cores while the worker is timed** but a look at
@@ -499,7 +503,9 @@ def main() -> None:
       (the broker, the clients' threads and this process share the cores), and neither (waiting for
       a fetch, or for the GIL while aiokafka's consumer thread parses one).
     - ``--kafka-against KEY=VALUE[,KEY=VALUE]``: every round also runs a worker with other settings
-      (in turn first or second), to compare a setting in the same rounds.
+      (in turn first or second), to compare a setting in the same rounds; ``--kafka-main PYTHON``
+      likewise a worker run by another interpreter, with the code its environment imports (another
+      checkout's), against the same in-process loop and this checkout's worker.
     - ``--kafka-sliced``: instead, each round runs the in-process loop (in a child process) and the
       worker with its broker in turns of ``--kafka-slice-s`` seconds, each stopped while the other
       runs, so both see the machine of the same minute (``_sliced.py``, which says what short turns
@@ -526,6 +532,9 @@ def main() -> None:
     ap.add_argument("--kafka-only", action="store_true", help="skip the in-process comparisons of the paths")
     ap.add_argument("--kafka-against", default="",
                     help="also, each round, a worker with these settings (KEY=VALUE[,KEY=VALUE]; e.g. output_linger_ms=5)")
+    ap.add_argument("--kafka-main", default="", metavar="PYTHON",
+                    help="also, each round, a worker run by this interpreter, with the code its environment imports "
+                         "(e.g. /work/main/.venv/bin/python: main's worker against this checkout's in the same rounds)")
     ap.add_argument("--profile", action="store_true",
                     help="with --kafka: one more worker run, its CPU sampled, and where it went")
     ap.add_argument("--census", action="store_true",
@@ -536,12 +545,17 @@ def main() -> None:
     ap.add_argument("--results", default=str(RESULTS_DIR / "bench_speed.json"), metavar="FILE",
                     help="write the in-process rates to this results file for the docs' performance page "
                          "(default docs/results/bench_speed.json; '' writes none)")
+    ap.add_argument("--kafka-results", default=str(RESULTS_DIR / "bench_worker.json"), metavar="FILE",
+                    help="with --kafka: write the worker's and the handlers' rates against the in-process reference "
+                         "to this results file (default docs/results/bench_worker.json; '' writes none)")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     ap.add_argument("--child-path", default="", choices=("", "auto", "off"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child_main(args)
         return
+    if args.kafka_main and args.kafka_sliced:
+        ap.error("--kafka-main runs in the straight rounds only; leave out --kafka-sliced")
     names = [m for m in args.models.split(",") if m]
     unknown = set(names) - set(MODELS)
     if unknown:
@@ -595,10 +609,11 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
     from _cpu_profile import print_breakdown
     from _loop_census import print_census
     from _sliced import sliced_run
-    from _worker_runs import broker_for, in_process_worker, kafka_workers
+    from _worker_runs import broker_for, in_process_worker, kafka_workers, reference_run
     from helpers.pipeline_runs import make_settings
 
     tmp = tempfile.mkdtemp(prefix="streamxai-bench-speed-")
+    measured: dict[str, dict[str, float]] = {}  # model -> CPU seconds an event: reference, handlers, worker
     print(f"\nOne Kafka worker (roles model, explain, change; fast_path = auto; {args.kafka_events} events of one "
           f"stream) against the same handlers in this process (wall time; CPU time of the worker process); "
           f"median of {args.kafka_repeats}")
@@ -615,14 +630,17 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             # 0.6-1.1 s of CPU per run of 2,000 events over the first seven runs with C2, see
             # _JVM_FLAGS in pipeline/local/broker.py), which is the broker's start-up, not the worker's cost
             kafka_workers(make_settings(bootstrap, f"{tmp}/{name}-warm-up-worker", **fields), evs, 1, tmp)
-            variants = {"": {}}  # label -> settings the worker runs with beyond the stream's
+            # label -> (settings the worker runs with beyond the stream's, the interpreter that runs it: "" this one)
+            variants: dict[str, tuple[dict, str]] = {"": ({}, "")}
             if args.kafka_against:
-                variants[f" ({args.kafka_against})"] = dict(kv.split("=", 1) for kv in args.kafka_against.split(","))
+                variants[f" ({args.kafka_against})"] = (dict(kv.split("=", 1) for kv in args.kafka_against.split(",")), "")
+            if args.kafka_main:
+                variants[" (main)"] = ({}, args.kafka_main)
             runs: dict[str, dict[str, list]] = {v: {"wall_in": [], "cpu_in": [], "wall_k": [], "cpu_k": [],
-                                                    "broker": [], "sched": []} for v in variants}
+                                                    "broker": [], "sched": [], "cpu_ref": []} for v in variants}
             for r in range(args.kafka_repeats):
                 if args.kafka_sliced:  # the loop and the worker in turns (_sliced.py)
-                    for i, (v, extra) in enumerate(variants.items()):
+                    for i, (v, (extra, _)) in enumerate(variants.items()):
                         s = make_settings(bootstrap, f"{tmp}/{name}-worker{r}{i}", **fields)
                         s = s.replace(**{k: type(getattr(s, k))(x) for k, x in extra.items()})
                         got = sliced_run(make_settings(bootstrap, f"{tmp}/{name}-local{r}{i}", **fields), s, evs, tmp,
@@ -634,20 +652,30 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
                 # the in-process loop before and after the worker(s), their mean the baseline: a
                 # machine that slows or speeds up over the round moves both sides alike
                 before = in_process_worker(make_settings(bootstrap, f"{tmp}/{name}-local{r}a", **fields), evs)
+                ref_before = reference_run(make_settings(bootstrap, f"{tmp}/{name}-ref{r}a", **fields), evs)
                 timed = {}
-                for v, extra in list(variants.items())[::1 if r % 2 == 0 else -1]:  # each first every other round
+                for v, (extra, python) in list(variants.items())[::1 if r % 2 == 0 else -1]:  # each first every other round
                     s = make_settings(bootstrap, f"{tmp}/{name}-worker{r}{len(timed)}", **fields)
                     s = s.replace(**{k: type(getattr(s, k))(x) for k, x in extra.items()})
                     timed[v] = kafka_workers(s, evs, 1, tmp, counters=counters if not v else None,
-                                             broker_cpu=runs[v]["broker"], sched=runs[v]["sched"])
+                                             broker_cpu=runs[v]["broker"], sched=runs[v]["sched"], python=python)
+                ref_after = reference_run(make_settings(bootstrap, f"{tmp}/{name}-ref{r}b", **fields), evs)
                 after = in_process_worker(make_settings(bootstrap, f"{tmp}/{name}-local{r}b", **fields), evs)
                 for v, (wall_k, cpu_k) in timed.items():
+                    runs[v]["cpu_ref"].append((ref_before[1] + ref_after[1]) / 2)
                     for k, x in zip(("wall_in", "cpu_in", "wall_k", "cpu_k"),
                                     ((before[0] + after[0]) / 2, (before[1] + after[1]) / 2, wall_k, cpu_k), strict=True):
                         runs[v][k].append(x)
             n = len(evs)
             for v, rounds in runs.items():
                 _print_kafka_rounds(f"{name}{v}", rounds, n)
+            if runs[""]["cpu_ref"]:
+                measured[name] = {k: statistics.median(runs[""][k]) / n for k in ("cpu_ref", "cpu_in", "cpu_k")}
+            if len(runs) > 1:  # each variant's worker against this code's, paired within the rounds
+                for v, rounds in list(runs.items())[1:]:
+                    paired = sorted(a / b for a, b in zip(rounds["cpu_k"], runs[""]["cpu_k"], strict=True))
+                    print(f"    worker CPU{v} / this code's worker, paired by round: median {statistics.median(paired):.3f} "
+                          f"(rounds {', '.join(f'{x:.2f}' for x in paired)})")
             if counters:  # taken from the straight runs only
                 print(f"    message operations per event: {message_operations(counters, n * args.kafka_repeats)}")
             if args.profile:
@@ -660,6 +688,30 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
                               census="--census-threads" if args.census_threads else "--census")
                 with open(f"{tmp}/{name}.census.json") as f:
                     print_census(json.load(f), n)
+    if measured and args.kafka_results:
+        print(f"results: {write_worker_results(args.kafka_results, measured, args)}")
+
+
+def write_worker_results(path: str, measured: dict[str, dict[str, float]], args: argparse.Namespace) -> Path:
+    """``--kafka``'s rates as a results file (``_results.py``): per model, one worker and its
+    handlers in process, each against the in-process reference of the same rounds (events per
+    CPU second; a ratio of 0.8 is a worker at 1.25 times the reference's CPU an event)."""
+    from _results import result_row, write_results
+
+    rows = []
+    for name, cpu in measured.items():
+        label = MODELS[name][1]
+        ref = 1.0 / cpu["cpu_ref"]
+        rows.append(result_row(label, "one Kafka worker (model, explain, change), CPU time", 1.0 / cpu["cpu_k"],
+                               "events/s", baseline=ref))
+        rows.append(result_row(label, "the worker's handlers in one process, CPU time", 1.0 / cpu["cpu_in"],
+                               "events/s", baseline=ref))
+    return write_results(
+        path, "bench_speed --kafka",
+        f"One worker on a backlog of {args.kafka_events} events of one stream, broker on the same machine "
+        f"(iPFI, iSAGE, iPDP; median of {args.kafka_repeats} rounds)",
+        "the in-process reference (streamxai.reference.run_in_process: the same join, explainers and change "
+        "detector, no messages) in the same rounds, CPU time", rows)
 
 
 def _print_kafka_rounds(label: str, rounds: dict[str, list], n: int) -> None:
@@ -678,6 +730,14 @@ def _print_kafka_rounds(label: str, rounds: dict[str, list], n: int) -> None:
           f"{sum(x >= 0.9 for x in ratios)} of {len(ratios)} rounds at 0.9 or more)")
     print(f"    CPU per event: in-process {cpu_in / n * 1e6:.0f} us, worker {cpu_k / n * 1e6:.0f} us "
           f"(+{(cpu_k - cpu_in) / n * 1e6:.0f} us)")
+    if rounds["cpu_ref"]:
+        # the reference (the core alone) on both sides of the worker in each round, as the handlers' loop
+        cpu_ref = statistics.median(rounds["cpu_ref"])
+        to_ref = sorted(k / r for k, r in zip(rounds["cpu_k"], rounds["cpu_ref"], strict=True))
+        in_ref = sorted(i / r for i, r in zip(rounds["cpu_in"], rounds["cpu_ref"], strict=True))
+        print(f"    against the in-process reference (run_in_process: the same join, explainers and change detector, "
+              f"{cpu_ref / n * 1e6:.0f} us of CPU an event): worker {statistics.median(to_ref):.3f}x it "
+              f"(rounds {', '.join(f'{x:.2f}' for x in to_ref)}), handlers in process {statistics.median(in_ref):.3f}x")
     if rounds["sched"]:
         # where the worker's main thread (the agents) spent the run: on a core, waiting for one
         # (the broker, the clients' threads and this process on the same two cores), neither

@@ -155,6 +155,29 @@ def test_an_explain_task_of_another_version_is_refused_naming_the_one_read(other
         parse_explain_task(orjson.dumps(now | {"schema": other}), where="t[0]@2", groups=2)
 
 
+@pytest.mark.parametrize("change", [{}, {"curve": None, "var_factor": None, "block": None}, {"event_id": "e-1"},
+                                    {"stderr": None, "model_loss": None, "n_seen": 7}])
+def test_an_explanation_as_a_worker_writes_it_reads_as_any_other(change):
+    """explanation_fields takes the usual explanation (exact types, float values) in one check:
+    the same fields and values as the general checks give the same document with its numbers
+    written as integers (which only they take)."""
+    from streamxai.schemas.parsing import explanation_fields
+
+    doc = orjson.loads(dumps(EXAMPLES[4])) | {"curve": {"1.0": 0.25}} | change
+    usual = explanation_fields(orjson.dumps(doc), where="e[0]@4")
+    general = explanation_fields(orjson.dumps(doc | {"value": 1, "var_factor": 2} if doc["var_factor"] is not None
+                                              else doc | {"value": 1}), where="e[0]@4")
+    assert {k: v for k, v in general.items() if k not in ("value", "var_factor")} == \
+        {k: v for k, v in usual.items() if k not in ("value", "var_factor")}
+    assert type(general["value"]) is float and set(general) == set(usual)
+    assert usual["value"] == doc["value"] and usual["var_factor"] == doc["var_factor"]
+    assert explanation_fields(orjson.dumps(doc | {"value": float(1)}), where="e[0]@4") == general | (
+        {"var_factor": doc["var_factor"]})
+    for bad in ({"value": math.inf}, {"value": True}, {"seq": -1}, {"position": 1.5}, {"curve": []}, {"stream_id": 3}):
+        with pytest.raises(SchemaMismatch, match=r"e\[0\]@5"):
+            explanation_fields(orjson.dumps(doc | bad, option=orjson.OPT_SERIALIZE_NUMPY), where="e[0]@5")
+
+
 def test_a_bad_var_factor_is_refused():
     from streamxai.schemas import parse_explanation
 
