@@ -99,10 +99,9 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
                     nodes = _rewalk(t, row, s[4], f)
                     if len(nodes) != len(s[4]) or not all(map(is_, nodes, s[4])):
                         s[:] = _state(t, row, nodes)
-                    elif f in s[2]:  # the same path, to leaves that read f
-                        leaves = s[3]
-                        s[0] = t._combine(leaves, [leaf.row(row) for leaf in leaves])
-                elif f in s[2]:  # the same leaves, one of which reads f
+                        parts[i] = s[0]
+                        continue
+                if f in s[2]:  # the same path and leaves, one of which reads f
                     leaves = s[3]
                     s[0] = t._combine(leaves, [leaf.row(row) for leaf in leaves])
                 parts[i] = s[0]
