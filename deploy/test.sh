@@ -23,4 +23,10 @@ if [[ ${#select[@]} -eq 0 ]]; then
     echo "test: chromium or chromedriver missing; the dashboard browser test is SKIPPED (apt-get install chromium chromium-driver)"
   fi
 fi
-exec .venv/bin/python -m pytest ${select[@]+"${select[@]}"} "$@"
+# Tests run in parallel processes (pytest-xdist): by default one per core, at least 2 (many tests
+# wait on the broker or on a worker process rather than compute) and at most 4 (each process
+# starts its own broker). STREAMXAI_TEST_PROCESSES=N sets it; 0 runs them all in this process.
+# tests/conftest.py keeps tests that share a costly fixture in one process.
+cores="$(nproc 2>/dev/null || echo 2)"
+processes="${STREAMXAI_TEST_PROCESSES:-$(( cores < 2 ? 2 : cores > 4 ? 4 : cores ))}"
+exec .venv/bin/python -m pytest -n "$processes" --dist loadgroup ${select[@]+"${select[@]}"} "$@"
