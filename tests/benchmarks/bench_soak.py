@@ -13,6 +13,7 @@ says whether memory and throughput stayed flat after ``--warmup`` events, and ex
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -34,23 +35,29 @@ from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
 from streamxai.kafka.io import produce_events  # noqa: E402
 from streamxai.local.demo_stream import agrawal_events  # noqa: E402
 from streamxai.local.ports import free_port  # noqa: E402
+from streamxai.modelspec import build_model  # noqa: E402
 from streamxai.schemas import FeatureEvent, LabelEvent  # noqa: E402
 from streamxai.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
 from streamxai.worker import spawn_worker, stop_worker  # noqa: E402
 
 MB = 1024 * 1024
+#: the topics of the stages after the model, whose lag the producer bounds too
+LATER_STAGES = ("explain-tasks", "drift-feed")
+
+
+def stream_events(i: int, per_stream: int) -> Iterator[FeatureEvent]:
+    """Stream ``i``'s events: agrawal function 1 until a third of them, then function 2, and from
+    two thirds on ``elevel`` and ``car`` swapped (the demo's drifts)."""
+    return agrawal_events(f"soak-{i}", per_stream, drift_at=per_stream // 3, swap_at=2 * per_stream // 3, seed=i)
 
 
 def soak_events(streams: int, per_stream: int, label_delay: int,
                 sent: list[int]) -> Iterator[FeatureEvent | LabelEvent]:
-    """The streams' events round-robin, made as they are sent (a million events never sit in
-    memory). Each stream drifts: agrawal function 1 until a third of its events, then function
-    2, and from two thirds on ``elevel`` and ``car`` swapped (the demo's drifts). Streams of even
-    index carry their labels; the others send each event without it, and its label after the
-    stream's event ``label_delay`` places later (the last ones at the end). ``sent[0]`` counts
-    the feature events handed out."""
-    gens = [agrawal_events(f"soak-{i}", per_stream, drift_at=per_stream // 3, swap_at=2 * per_stream // 3, seed=i)
-            for i in range(streams)]
+    """The streams' events (:func:`stream_events`) round-robin, made as they are sent (a million
+    events never sit in memory). Streams of even index carry their labels; the others send each
+    event without it, and its label after the stream's event ``label_delay`` places later (the
+    last ones at the end). ``sent[0]`` counts the feature events handed out."""
+    gens = [stream_events(i, per_stream) for i in range(streams)]
     waiting: list[deque[FeatureEvent]] = [deque() for _ in range(streams)]
 
     def label(ev: FeatureEvent) -> LabelEvent:
@@ -70,6 +77,36 @@ def soak_events(streams: int, per_stream: int, label_delay: int,
     for i in range(streams):
         while waiting[i]:
             yield label(waiting[i].popleft())
+
+
+def model_bytes(rows: list[dict], streams: int, per_stream: int, label_delay: int) -> list[int]:
+    """The memory the worker's models take at each row, by river's own measure
+    (``_raw_memory_usage``: the object graph's ``sys.getsizeof``): each stream's default model
+    (the worker's class, parameters and seed) learns the stream's labelled events in this
+    process, and is measured at the count it had learned by the row (the row's predictions
+    spread evenly over the streams, less ``label_delay`` for the streams with late labels).
+    Models are deterministic, so these are the worker's trees. The worker holds ``1 +
+    explain_groups`` of each (the model stage's and the explain groups' replicas). A default
+    tree keeps splitting on agrawal, up to river's ``max_size``, so this part of the worker's
+    memory grows by design."""
+    s = Settings(features=list(AGRAWAL_FEATURES))
+    copies = 1 + s.explain_groups
+    total = [0] * len(rows)
+    for i in range(streams):
+        late = label_delay if i % 2 else 0
+        marks = sorted({max(0, min(per_stream, r["events"] // streams - late)) for r in rows})
+        at: dict[int, int] = {}
+        model = build_model(s.model, s.model_params, s.model_seed)
+        events = stream_events(i, per_stream)
+        learned = 0
+        for mark in marks:
+            for ev in itertools.islice(events, mark - learned):
+                model.learn_one({f: ev.x[f] for f in s.features}, ev.y)
+            learned = mark
+            at[mark] = model._raw_memory_usage
+        for k, r in enumerate(rows):
+            total[k] += copies * at[max(0, min(per_stream, r["events"] // streams - late))]
+    return total
 
 
 def process_tree(pid: int) -> list[int]:
@@ -180,14 +217,15 @@ class Soak:
     def done(self) -> int:
         return int(worker_metrics(self.s, timeout=30)["counters"].get("predictions", 0))
 
-    def look(self) -> tuple[int, int]:
-        """The events the worker predicted and the group's lag; a row for each ``every`` passed."""
+    def look(self) -> tuple[int, dict[str, int]]:
+        """The events the worker predicted and the group's lag by topic; a row for each
+        ``every`` passed."""
         done = self.done()
         lag = self.lag.by_topic()
         while done >= self.next_row:
             self.row(done, lag)
             self.next_row += self.every
-        return done, sum(lag.values())
+        return done, lag
 
     def row(self, done: int, lag: dict[str, int]) -> None:
         now, cpu = time.monotonic(), cpu_seconds(self.pid)
@@ -220,19 +258,25 @@ class Soak:
         print(f"          lag: {', '.join(f'{t} {n}' for t, n in sorted(lag.items()))}; {row['behind']} events "
               "sent but not yet predicted", flush=True)
 
-    def wait_below(self, sent: int, backlog: int, bound: int, timeout: float) -> None:
-        """Until fewer than ``backlog`` of the ``sent`` events wait for their prediction and the
-        group's lag is below ``bound`` messages (rows printed meanwhile). Both: the intake packs
-        several events into one message of the arrivals topic, and the model agent several
-        steps into one of explain-tasks, so messages alone undercount the events behind."""
+    def wait_below(self, sent: int, backlog: int, bound: int, stage_bound: int, timeout: float) -> None:
+        """Until fewer than ``backlog`` of the ``sent`` events wait for their prediction, the
+        group's lag is below ``bound`` messages, and the lag of each stage after the model
+        (:data:`LATER_STAGES`) below ``stage_bound`` (rows printed meanwhile). Events: the
+        intake packs several events into one message of the arrivals topic, and the model agent
+        several steps into one of explain-tasks, so messages alone undercount the events
+        behind. Stages: were the explanations or the change test slower than the producer,
+        their backlog would grow all run long, and the records Faust fetches ahead for them
+        (up to its ``stream_buffer_maxsize`` a topic) with it, which is not the worker's own
+        memory growing."""
         deadline = time.monotonic() + timeout
         while True:
             done, lag = self.look()
-            if sent - done < backlog and lag < bound:
+            stage = max((lag.get(t, 0) for t in LATER_STAGES), default=0)
+            if sent - done < backlog and sum(lag.values()) < bound and stage < stage_bound:
                 return
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{sent - done} events unpredicted, lag {lag} messages (bounds {backlog}, {bound}) "
-                                   f"for {timeout:g} s")
+                raise RuntimeError(f"{sent - done} events unpredicted, lag {lag} messages (bounds {backlog}, {bound}, "
+                                   f"{stage_bound} a later stage) for {timeout:g} s")
             time.sleep(0.5)
 
     def finish(self, timeout: float, drain: float = 120.0) -> None:
@@ -247,7 +291,7 @@ class Soak:
                 raise RuntimeError(f"the worker predicted {done} of {self.total} events, lag {lag}, in {timeout:g} s")
             time.sleep(0.5)
         deadline = time.monotonic() + drain
-        while lag and time.monotonic() < deadline:
+        while sum(lag.values()) and time.monotonic() < deadline:
             time.sleep(0.5)
             done, lag = self.look()
         if not self.rows or self.rows[-1]["events"] < done:
@@ -270,8 +314,12 @@ def verdict(rows: list[dict], args: argparse.Namespace) -> tuple[bool, list[str]
                        "run more --events or a smaller --every"], {}
     base = after[0]
     xs = [r["events"] / 100_000 for r in after]  # growth is judged per 100,000 events, whatever --every is
-    rss_slope = slope(xs, [r["rss"] / MB for r in after])
-    rss_rise = (max(r["rss"] for r in after) - base["rss"]) / MB
+    # the worker's own memory: its RSS less its models' (model_bytes), which grow by design
+    own = [(r["rss"] - r.get("models", 0)) / MB for r in after]
+    rss_slope = slope(xs, own)
+    rss_rise = max(own) - own[0]
+    models_slope = slope(xs, [r.get("models", 0) / MB for r in after])
+    raw_slope = slope(xs, [r["rss"] / MB for r in after])
     k = max(1, min(2, (len(after) - 1) // 2))
     # the first interval after the warm-up is the one ending at the row after `base`
     first = sum(r["cpu_rate"] for r in after[1:1 + k]) / k
@@ -281,11 +329,19 @@ def verdict(rows: list[dict], args: argparse.Namespace) -> tuple[bool, list[str]
     ckpt_slope = slope(xs, [r["checkpoint_bytes"] / MB for r in after])
     ok_rss = rss_slope <= args.max_rss_growth
     ok_rate = last >= (1 - args.max_rate_drop) * first
+    models = any("models" in r for r in after)
     lines = [
-        f"flat memory: RSS grows at most {args.max_rss_growth:g} MB per 100000 events after the first {args.warmup} "
-        f"(least-squares slope over the rows from {base['events']} events on): {rss_slope:+.2f} MB per 100000 events "
-        f"(RSS {base['rss'] / MB:.1f} MB after the warm-up, at most {base['rss'] / MB + rss_rise:.1f} MB later) "
-        f"-> {'flat' if ok_rss else 'NOT FLAT'}",
+        f"flat memory: {'RSS less the models' if models else 'RSS'} grows at most {args.max_rss_growth:g} MB per "
+        f"100000 events after the first {args.warmup} (least-squares slope over the rows from {base['events']} events "
+        f"on): {rss_slope:+.2f} MB per 100000 events ({own[0]:.1f} MB after the warm-up, at most "
+        f"{own[0] + rss_rise:.1f} MB later) -> {'flat' if ok_rss else 'NOT FLAT'}",
+    ]
+    if models:
+        lines.append(f"the models, every copy the worker holds: {models_slope:+.2f} MB per 100000 events "
+                     f"({base['models'] / MB:.1f} MB after the warm-up, {after[-1]['models'] / MB:.1f} MB at the end); "
+                     f"the whole RSS: {raw_slope:+.2f} MB per 100000 events ({base['rss'] / MB:.1f} MB after the "
+                     f"warm-up, {after[-1]['rss'] / MB:.1f} MB at the end)")
+    lines += [
         f"flat throughput: the last {k} interval(s) keep at least {1 - args.max_rate_drop:.0%} of the first {k} after "
         f"the warm-up, in events per CPU second of the worker (the machine is shared; wall-time rates move with "
         f"the neighbours' load): {last:.0f} against {first:.0f} ev/cpu-s (ratio {last / first:.2f}; wall "
@@ -302,13 +358,22 @@ def verdict(rows: list[dict], args: argparse.Namespace) -> tuple[bool, list[str]
         lines.append("internal topics on disk, growth per 100000 events after the warm-up (retention keeps them): "
                      + ", ".join(f"{t} {g / MB:.1f} MB" for t, g in growth.items()))
     figures = {"rss_base": base["rss"] / MB, "rss_end": after[-1]["rss"] / MB, "rss_slope": rss_slope,
+               "own_base": own[0], "models_slope": models_slope, "raw_slope": raw_slope,
                "cpu_rate_first": first, "cpu_rate_last": last, "rate_first": wall_first, "rate_last": wall_last}
     return ok_rss and ok_rate, lines, figures
 
 
 def write(path: str, rows: list[dict], figures: dict, args: argparse.Namespace) -> Path:
+    after = [r for r in rows if r["events"] >= args.warmup]
     out = [result_row(f"RSS after {r['events']} events", "worker RSS", round(r["rss"] / MB, 1), "MB",
-                      baseline=round(figures["rss_base"], 1)) for r in rows if r["events"] >= args.warmup]
+                      baseline=round(figures["rss_base"], 1)) for r in after]
+    if all("models" in r for r in after):
+        out += [result_row(f"RSS less the models after {r['events']} events", "worker RSS less its models' memory",
+                           round((r["rss"] - r["models"]) / MB, 1), "MB", baseline=round(figures["own_base"], 1))
+                for r in after]
+        out += [result_row(f"models after {r['events']} events", "the models' memory, every copy (river's measure)",
+                           round(r["models"] / MB, 1), "MB", baseline=round(after[0]["models"] / MB, 1))
+                for r in after]
     out += [result_row(f"events {r['events'] - args.every}-{r['events']}", "worker throughput (CPU time)",
                        round(r["cpu_rate"], 1), "events/cpu-s", baseline=round(figures["cpu_rate_first"], 1))
             for r in rows if r["events"] > args.warmup]
@@ -324,9 +389,10 @@ def main() -> int:
     """Starts its own broker on free ports (or uses $STREAMXAI_BOOTSTRAP; then no topic sizes)
     and one worker with the default settings (its topics and group its own), joined before the
     first event. The producer sends ``--chunk`` messages at a time and then waits until the
-    group's lag over every topic it reads is below ``--max-lag`` messages, so the backlog stays
-    bounded and the worker is never idle. Events are counted by the worker's ``predictions``
-    counter; the lag bound keeps its explanation stages within ``--max-lag`` messages of it."""
+    group's lag over every topic it reads is below ``--max-lag`` messages, and that of each stage
+    after the model below ``--max-stage-lag``, so every backlog stays bounded and the worker is
+    never idle (:meth:`Soak.wait_below`). Events are counted by the worker's ``predictions``
+    counter."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000, help="feature events in all (default %(default)s)")
     ap.add_argument("--streams", type=int, default=10, help="streams, half of them with labels later (default %(default)s)")
@@ -336,6 +402,9 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=0,
                     help="events before memory and throughput must be flat (default: 2 x --every)")
     ap.add_argument("--max-lag", type=int, default=20_000, help="bound of the group's lag, messages (default %(default)s)")
+    ap.add_argument("--max-stage-lag", type=int, default=1_000,
+                    help="bound of the lag of each stage after the model (explain-tasks, drift-feed), messages "
+                         "(default %(default)s)")
     ap.add_argument("--backlog", type=int, default=10_000,
                     help="bound of the events produced but not yet predicted (default %(default)s)")
     ap.add_argument("--chunk", type=int, default=5_000, help="messages produced between looks at the lag")
@@ -370,7 +439,7 @@ def main() -> int:
             print(f"{args.events} events over {args.streams} streams (labels {args.label_delay} events late in half of "
                   f"them), one worker: model {s.model}, explainers {s.explainers}, checkpoint_every "
                   f"{s.checkpoint_every}, emit_every {s.emit_every}; at most {args.backlog} events unpredicted and "
-                  f"a lag under {args.max_lag} messages; "
+                  f"a lag under {args.max_lag} messages, {args.max_stage_lag} a stage after the model; "
                   f"run folder {tmp}", flush=True)
             worker = spawn_worker(s, log_file=f"{tmp}/worker.log", loglevel="warning")
             try:
@@ -379,6 +448,7 @@ def main() -> int:
                 try:
                     produce_events(s, soak_events(args.streams, per_stream, args.label_delay, soak.sent),
                                    pause=lambda _n: soak.wait_below(soak.sent[0], args.backlog, args.max_lag,
+                                                                    args.max_stage_lag,
                                                                     timeout=900),
                                    every=args.chunk)
                     soak.finish(timeout=1200)
@@ -397,7 +467,17 @@ def main() -> int:
 
 
 def report(rows: list[dict], args: argparse.Namespace) -> int:
-    """Print the verdict of ``rows`` (and write the results file if asked); 0 if flat, else 1."""
+    """Print the verdict of ``rows`` (and write the results file if asked); 0 if flat, else 1.
+    Rows without the models' memory get it first (:func:`model_bytes`: a few minutes for a
+    million events)."""
+    if rows and not all("models" in r for r in rows):
+        per_stream = args.events // args.streams
+        for r, b in zip(rows, model_bytes(rows, args.streams, per_stream, args.label_delay), strict=True):
+            r["models"] = b
+    print(f"{'events':>9} {'RSS MB':>7} {'models MB':>9} {'RSS less models':>15} {'ev/cpu-s':>8}")
+    for r in rows:
+        print(f"{r['events']:9d} {r['rss'] / MB:7.1f} {r['models'] / MB:9.1f} {(r['rss'] - r['models']) / MB:15.1f} "
+              f"{r['cpu_rate']:8.0f}")
     ok, lines, figures = verdict(rows, args)
     print("\n".join(lines))
     if args.results and figures:

@@ -85,3 +85,38 @@ def test_a_topics_partitions_are_summed_and_other_topics_left_out(tmp_path):
     assert set(found) == {"arrivals", "explain-tasks"}
     # bytes on disk: whole blocks, at least the bytes written
     assert found["arrivals"] >= 8000 and found["explain-tasks"] >= 4096
+
+
+def test_memory_that_grows_with_the_models_alone_is_flat_and_the_models_growth_is_reported():
+    # the trees grow 6 MB per 100,000 events by design; the worker's own memory stays put
+    rows = _rows([150 + 6 * i for i in range(10)], [250] * 10)
+    for i, r in enumerate(rows):
+        r["models"] = (10 + 6 * i) * MB
+    ok, lines, figures = verdict(rows, _args())
+    assert ok, lines
+    assert lines[0].startswith("flat memory: RSS less the models") and abs(figures["rss_slope"]) < 1e-9
+    assert abs(figures["models_slope"] - 6.0) < 1e-9 and abs(figures["raw_slope"] - 6.0) < 1e-9
+    assert "the models, every copy the worker holds: +6.00 MB per 100000 events" in lines[1]
+
+
+def test_the_models_memory_is_each_streams_default_model_after_the_events_it_learned():
+    from bench_soak import model_bytes, stream_events
+    from streamxai.modelspec import build_model
+    from streamxai.settings import AGRAWAL_FEATURES, Settings
+
+    s = Settings(features=list(AGRAWAL_FEATURES))
+    rows = [{"events": 60}, {"events": 120}]
+    got = model_bytes(rows, streams=2, per_stream=80, label_delay=10)
+    want = []
+    for per in (30, 60):  # the row's events over 2 streams; stream 1's labels are 10 events behind
+        total = 0
+        for i, learned in ((0, per), (1, per - 10)):
+            m = build_model(s.model, s.model_params, s.model_seed)
+            for ev in list(stream_events(i, 80))[:learned]:
+                m.learn_one({f: ev.x[f] for f in AGRAWAL_FEATURES}, ev.y)
+            total += (1 + s.explain_groups) * m._raw_memory_usage
+        want.append(total)
+    # river's measure counts the objects a model reaches, some of them shared with what the process
+    # made before (cached strings, small ints): the same tree measures a few bytes apart
+    assert all(abs(g - w) <= 1e-3 * w for g, w in zip(got, want, strict=True)), (got, want)
+    assert got[0] < got[1]
