@@ -29,6 +29,7 @@ from streamxai.schemas import (
     SchemaMismatch,
     decode,
     dumps,
+    dumps_fields,
     dumps_obj,
     parse_feature_event,
 )
@@ -218,6 +219,23 @@ def test_a_feature_event_with_fields_missing_or_unknown_says_which():
         with pytest.raises(SchemaMismatch, match=re.escape(f"feature_event/v1 fields: {said}")):
             feature_event_from(obj, FeatureSpec(("a",)), where="f[0]@1")
     assert feature_event_from(base | {"y": None}, FeatureSpec(("a",)), where="f[0]@1").y is None
+
+
+@pytest.mark.parametrize("msg", [*EXAMPLES, ExplainTask("s", 4, 1.0, {"a": 1.0}, 0, 1, True, 2.0, None, "learn", 9, "e-4"),
+                                 Prediction("s", 3, 1.0, None, 1, None, 3, 5, "e-3"),
+                                 Explanation("s", "ipfi", "a", 0.5, 9, 10, 10, 9, position=12, event_id="e-9")],
+                         ids=lambda m: m.SCHEMA)
+def test_a_message_written_from_its_fields_is_the_message_written(msg):
+    """dumps_fields (no instance made) writes the bytes dumps writes for the instance: a position
+    left None is its seq, an event_id left None is not written; a non-finite value is refused."""
+    values = tuple(None if f.name == "position" and getattr(msg, f.name) == getattr(msg, "seq", None)
+                   else getattr(msg, f.name) for f in dataclasses.fields(msg))
+    assert dumps_fields(type(msg), values) == dumps(msg)
+    with pytest.raises(ValueError):
+        dumps_fields(type(msg), values[:-1])
+    if isinstance(msg, Explanation):
+        with pytest.raises(ValueError, match="non-finite"):
+            dumps_fields(Explanation, values[:3] + (float("inf"),) + values[4:])
 
 
 def test_non_finite_values_are_refused_not_written_as_null():
