@@ -249,6 +249,8 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         if not explain:
             return outs
         m.inc("events_explained", profile=self._profile(task.stream_id))
+        if not values:  # no report at this step
+            return outs
         k = task.stream_id.encode()
         sid, seq, position, event_id = task.stream_id, task.seq, task.position, task.event_id
         docs = [dumps_fields(Explanation, (sid, v.explainer, v.feature, v.value, seq, v.n_explained, v.n_seen, version,
