@@ -171,7 +171,8 @@ def _usual_event(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], Featur
     or refuse saying what is wrong)."""
     stream_id, seq, ts, x = obj.get("stream_id"), obj.get("seq"), obj.get("ts"), obj.get("x")
     if not (type(seq) is int and 0 <= seq <= MAX_SEQ and type(ts) is float and ts - ts == 0.0  # finite
-            and type(x) is dict and type(stream_id) is str and stream_id in _VALID_IDS and obj.keys() <= _FIELDS and len(obj) - ("y" in obj) == 5):
+            and type(x) is dict and type(stream_id) is str and stream_id in _VALID_IDS
+            and obj.keys() <= _FIELDS and len(obj) - ("y" in obj) == 5):  # every field, no other
         return None
     if not isinstance(spec, FeatureSpec):
         try:
