@@ -34,7 +34,7 @@ from .messages import (
 from .parsing import parse_explain_task, parse_explanation
 from .source import Headers, Source
 from .task_batches import pack_tasks, unpack_tasks
-from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_obj
+from .wire import DEFAULT_MAX_BYTES, b64, decode, decode_as, dumps, dumps_fields, dumps_obj
 
 __all__ = [
     "BadValue",
@@ -68,6 +68,7 @@ __all__ = [
     "decode",
     "decode_as",
     "dumps",
+    "dumps_fields",
     "dumps_obj",
     "origin",
     "origin_headers",

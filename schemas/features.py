@@ -96,6 +96,13 @@ def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], 
     Every event of a stream comes through here, and through it again as an explain task, so the
     usual case costs no more than its checks: a finite float is taken as it is, and the texts of
     the errors are written only for an error."""
+    ev = _usual_event(obj, spec)
+    return ev if ev is not None else _checked_event(obj, spec, where=where)
+
+
+def _checked_event(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], FeatureSpec], *,
+                   where: str) -> FeatureEvent:
+    """:func:`feature_event_from` for any object: every check, the values converted, each error said."""
     keys = obj.keys()
     if not _REQUIRED <= keys <= _FIELDS:
         missing = sorted(_REQUIRED - set(obj))
@@ -151,6 +158,46 @@ def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], 
 
 _FIELDS = frozenset({"schema", "stream_id", "seq", "ts", "x", "y"})
 _REQUIRED = _FIELDS - {"y"}
+#: stream ids that passed :func:`check_stream_id` (bounded: emptied when full)
+_VALID_IDS: dict[str, None] = {}
+_MAX_VALID_IDS = 4096
+
+
+def _usual_event(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], FeatureSpec]) -> FeatureEvent | None:
+    """The event ``obj`` is, as :func:`feature_event_from` gives it, if it is the usual one: its
+    fields on exact types (a numeric feature a finite float, a categorical one a string or a
+    64-bit integer, the label as the task takes it unchanged, ``ts`` a finite float) and a stream
+    id seen valid before. None for anything else, which the full checks then take (and convert,
+    or refuse saying what is wrong)."""
+    stream_id, seq, ts, x = obj.get("stream_id"), obj.get("seq"), obj.get("ts"), obj.get("x")
+    if not (type(seq) is int and 0 <= seq <= MAX_SEQ and type(ts) is float and ts - ts == 0.0  # finite
+            and type(x) is dict and type(stream_id) is str and stream_id in _VALID_IDS
+            and obj.keys() <= _FIELDS and len(obj) - ("y" in obj) == 5):  # every field, no other
+        return None
+    if not isinstance(spec, FeatureSpec):
+        try:
+            spec = spec(stream_id)  # type: ignore[arg-type]
+        except LookupError:
+            return None
+    names, categorical = spec.names, spec.categorical
+    if len(x) != len(names):
+        return None
+    clean: dict[str, Any] = {}
+    for n in names:
+        v = x.get(n)
+        t = type(v)
+        if t is float:
+            if v - v != 0.0 or n in categorical:  # not finite, or a categorical value _integral may convert
+                return None
+        elif not (n in categorical and (t is str or t is int and INT64[0] <= v <= INT64[1])):  # type: ignore[operator]
+            return None
+        clean[n] = v
+    y = obj.get("y")
+    t = type(y)
+    if y is not None and not (t is float and y - y == 0.0 if spec.task == "regression"  # type: ignore[operator]
+                              else t is str or t is bool or t is int and INT64[0] <= y <= INT64[1]):  # type: ignore[operator]
+        return None
+    return FeatureEvent(stream_id, seq, ts, clean, y)  # type: ignore[arg-type]
 
 
 def _ctx(stream_id: str, seq: int) -> str:
@@ -225,12 +272,18 @@ def check_stream_id(stream_id: Any, *, where: str | None = None) -> None:
     ...
     streamxai.schemas.errors.SchemaMismatch: stream_id 'shop 17' must be 1 to 128 characters from A-Z a-z 0-9 _ - . : @ + = ~ (no '/', spaces or non-ASCII)
     """
+    if type(stream_id) is str and stream_id in _VALID_IDS:
+        return
     if not isinstance(stream_id, str) or not _STREAM_ID.fullmatch(stream_id):
         raise SchemaMismatch(
             f"stream_id {shown(stream_id)} must be 1 to {MAX_STREAM_ID} characters from "
             f"{STREAM_ID_CHARS} (no '/', spaces or non-ASCII)",
             where=where,
         )
+    if type(stream_id) is str:
+        if len(_VALID_IDS) >= _MAX_VALID_IDS:
+            _VALID_IDS.clear()
+        _VALID_IDS[stream_id] = None
 
 
 def shown(v: Any, limit: int = 200) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "ChangeEpisode",
     "DeadLetter",
     "MESSAGE_TYPES",
+    "field_names",
 ]
 
 Scalar = float | int | str | bool | None
@@ -44,7 +45,7 @@ class Message:
         message's own (messages are built to be sent, not edited), and no field holds another
         dataclass, so ``dataclasses.asdict``'s deep copy would only cost time."""
         d = {"schema": self.SCHEMA}
-        for name in _field_names(type(self)):
+        for name in field_names(type(self)):
             d[name] = getattr(self, name)
         if d.get("event_id", 0) is None:
             del d["event_id"]  # the team's event id is left out of messages of the own envelope's events
@@ -52,7 +53,8 @@ class Message:
 
 
 @cache
-def _field_names(cls: type) -> tuple[str, ...]:
+def field_names(cls: type) -> tuple[str, ...]:
+    """The fields of the message type ``cls``, in order (its payload's after ``schema``)."""
     return tuple(f.name for f in fields(cls))
 
 

@@ -40,7 +40,7 @@ def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes:
         raise SchemaMismatch(f"schema is {tag!r}, expected {ExplainTask.SCHEMA!r}; run every worker on the same "
                              "streamxai version", where=where)
     obj.setdefault("event_id", None)  # the team's event id: only in the tasks of a source's events
-    if set(obj) != _TASK_FIELDS or not isinstance(obj["x"], dict):
+    if obj.keys() != _TASK_FIELDS or not isinstance(obj["x"], dict):
         raise SchemaMismatch(f"{ExplainTask.SCHEMA} fields are {sorted(obj)}, expected {sorted(_TASK_FIELDS)}",
                              where=where)
     if obj["event_id"] is not None and not isinstance(obj["event_id"], str):

@@ -6,7 +6,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from streamxai.schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, Source, dumps, unpack_feed
 from streamxai.schemas.parsing import explanation_fields
@@ -63,8 +63,9 @@ class _StreamState:
         return changes, episodes, told
 
 
-@dataclass(frozen=True, slots=True)
-class _Point:
+class _Point(NamedTuple):
+    """The change path's view of one explanation (a tuple: made for every explanation taken)."""
+
     stream_id: str
     explainer: str
     feature: str
@@ -237,6 +238,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         m = self.metrics
         m.inc("explanations_monitored")
         changes, episodes, told = st.update(p)
+        if not changes and not episodes:
+            return []
         seqs_of = lambda c: told[id(c)]  # noqa: E731
         outs = []
         k = p.stream_id.encode()

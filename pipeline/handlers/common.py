@@ -9,7 +9,7 @@ import abc
 import logging
 import pickle
 from collections.abc import Hashable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from streamxai.schemas import InvalidMessage, Source
 
@@ -22,6 +22,9 @@ from .recovering import STORE_LOCK, M, Recovering, S
 __all__ = ["MessageHandler", "Rejected"]
 
 log = logging.getLogger("streamxai")
+
+#: the most streams whose ``profile`` label a handler keeps (:meth:`MessageHandler._profile`)
+_MAX_PROFILE_LABELS = 4096
 
 
 class Rejected(Exception):
@@ -41,6 +44,10 @@ class MessageHandler(Recovering[M, S]):
     :class:`Recovering` (:meth:`_state_key`, :meth:`_fresh`, :meth:`_replay_one`)."""
 
     DUPLICATE_METRIC: ClassVar[str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._profile_labels: dict[str, str] = {}  # stream id -> its profile label (:meth:`_profile`)
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The messages to send for ``raw`` from ``src``; bad input becomes a dead letter. A
@@ -227,8 +234,15 @@ class MessageHandler(Recovering[M, S]):
         when the message cannot be taken."""
 
     def _profile(self, stream_id: str) -> str:
-        """The ``profile`` label of ``stream_id``'s counters (:data:`~streamxai.metrics.PROFILED`)."""
-        return profile_label(self.settings.profile(stream_id))
+        """The ``profile`` label of ``stream_id``'s counters (:data:`~streamxai.metrics.PROFILED`),
+        looked up once per stream (the settings do not change while the worker runs)."""
+        labels = self._profile_labels
+        label = labels.get(stream_id)
+        if label is None:
+            if len(labels) >= _MAX_PROFILE_LABELS:  # bounded whatever the stream ids
+                labels.clear()
+            label = labels[stream_id] = profile_label(self.settings.profile(stream_id))
+        return label
 
     def _count_from_zero(self, name: str, **labels: str) -> None:
         """Expose ``name`` at 0 for every profile (and the top level), so that a rate or an alert

@@ -16,6 +16,7 @@ from streamxai.schemas import (
     Source,
     decode,
     dumps,
+    dumps_fields,
     pack_feed,
     parse_explain_task,
     unpack_tasks,
@@ -248,10 +249,13 @@ class ExplainHandler(MessageHandler[ExplainTask, _GroupState]):
         if not explain:
             return outs
         m.inc("events_explained", profile=self._profile(task.stream_id))
+        if not values:  # no report at this step
+            return outs
         k = task.stream_id.encode()
-        docs = [dumps(Explanation(task.stream_id, v.explainer, v.feature, v.value, task.seq, v.n_explained, v.n_seen,
-                                  version, v.curve, v.stderr, _block(v.block), _block(v.model_loss), v.var_factor,
-                                  task.position, task.event_id)) for v in values]
+        sid, seq, position, event_id = task.stream_id, task.seq, task.position, task.event_id
+        docs = [dumps_fields(Explanation, (sid, v.explainer, v.feature, v.value, seq, v.n_explained, v.n_seen, version,
+                                           v.curve, v.stderr, _block(v.block), _block(v.model_loss), v.var_factor,
+                                           position, event_id)) for v in values]
         outs += [Out("explanations", k, doc) for doc in docs]
         # then the same documents as one record for the change agent (keyed by stream: it sees every
         # series of a stream, in order, on one partition). Sent after the public ones: a worker

@@ -21,7 +21,7 @@ from streamxai.schemas import (
     Prediction,
     SchemaMismatch,
     Source,
-    dumps,
+    dumps_fields,
     origin,
     origin_headers,
     pack_tasks,
@@ -303,7 +303,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             m.inc("predictions")
             if a.event_id is not None and self._joins:  # where the labels of a labels source find the event
                 outs.append(index_record(a.event_id, sid, p.seq))
-            outs.append(Out("predictions", k, dumps(Prediction(
+            outs.append(Out("predictions", k, dumps_fields(Prediction, (
                 sid, p.seq, p.ts, p.y_true, _plain(p.y_pred), p.loss, p.model_version, p.position, a.event_id))))
         for o in res.outcomes:
             m.inc("labels_learned" if o.outcome == "learned" else "labels_expired")
@@ -311,7 +311,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                 m.inc("label_delay_events_sum", o.delay_events)
                 if o.delay_s is not None:
                     m.inc("label_delay_seconds_sum", o.delay_s)
-            outs.append(Out("predictions", k, dumps(LabelOutcome(
+            outs.append(Out("predictions", k, dumps_fields(LabelOutcome, (
                 sid, o.seq, o.ts, o.outcome, o.y_true, _plain(o.y_pred), o.loss, o.model_version, o.delay_events,
                 o.delay_s, o.waiting, o.position, event_ids.get(o.seq)))))
         for r in res.refused:
@@ -354,9 +354,9 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             for g in range(self.settings.explain_groups):
                 if step.kind == "predict" and not _runs_ipdp(s, g):
                     continue
-                task = ExplainTask(sid, step.seq, step.ts, step.x, step.y, g, explain, now, step.loss,
-                                   step.kind, step.position, event_ids.get(step.seq))
-                outs.append(Out("explain-tasks", f"{sid}/{g}".encode(), dumps(task),
+                task = (sid, step.seq, step.ts, step.x, step.y, g, explain, now, step.loss, step.kind, step.position,
+                        event_ids.get(step.seq))
+                outs.append(Out("explain-tasks", f"{sid}/{g}".encode(), dumps_fields(ExplainTask, task),
                                 (st.first_partition + g) % self.settings.partitions))
         return outs
 

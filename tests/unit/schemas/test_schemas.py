@@ -29,6 +29,7 @@ from streamxai.schemas import (
     SchemaMismatch,
     decode,
     dumps,
+    dumps_fields,
     dumps_obj,
     parse_feature_event,
 )
@@ -208,6 +209,49 @@ def test_a_numeric_feature_is_taken_as_number_takes_it():
         assert type(got) is float and repr(got) == repr(want), v
 
 
+def test_the_usual_events_quick_check_gives_what_the_full_checks_give():
+    """feature_event_from's quick check of the usual event (schemas.features._usual_event) gives
+    the event the full checks give, and leaves to them whatever it does not take: random events
+    with one field or value changed to another type, range or name, or none changed."""
+    import random
+
+    from streamxai.schemas.features import _checked_event, feature_event_from
+
+    rng = random.Random(7)
+    odd = [None, True, 1, -1, 2**63, 1.0, 2.5, float("nan"), float("inf"), "x", "", [], {}, 3.0]
+    quick = 0
+    for task in ("classification", "regression"):
+        spec = FeatureSpec(names=("a", "b", "c"), categorical=frozenset({"c"}), task=task)
+        for _ in range(3000):
+            obj = {"schema": "feature_event/v1", "stream_id": rng.choice(["s", "t"]), "seq": rng.randrange(10),
+                   "ts": rng.random(), "x": {"a": rng.random(), "b": -rng.random(), "c": rng.choice(["red", 4, -2])},
+                   "y": rng.choice([1, "k", False, 0.5, None])}
+            where = rng.choice(["stream_id", "seq", "ts", "y", "x", "a", "b", "c", "extra", "drop", None])
+            if where in ("a", "b", "c"):
+                obj["x"][where] = rng.choice(odd)
+            elif where == "extra":  # a field, or a feature
+                if rng.random() < 0.5:
+                    obj["z"] = 1
+                else:
+                    obj["x"]["d"] = 1.0
+            elif where == "drop":
+                del obj[rng.choice(["stream_id", "seq", "ts", "x", "y"])]
+            elif where is not None:
+                obj[where] = rng.choice(odd)
+            try:
+                want = _checked_event(dict(obj), spec, where="-")
+            except Exception as e:  # noqa: BLE001 - the same error, whatever it is
+                want = (type(e), str(e))
+            try:
+                got = feature_event_from(dict(obj), spec, where="-")
+            except Exception as e:  # noqa: BLE001
+                got = (type(e), str(e))
+            assert got == want, (obj, got, want)
+            assert repr(got) == repr(want)  # the same types too (1 and 1.0, True and 1 are equal)
+            quick += isinstance(got, FeatureEvent) and type(got.ts) is float
+    assert quick > 1000  # the quick check took many of them
+
+
 def test_a_feature_event_with_fields_missing_or_unknown_says_which():
     from streamxai.schemas.features import feature_event_from
 
@@ -218,6 +262,23 @@ def test_a_feature_event_with_fields_missing_or_unknown_says_which():
         with pytest.raises(SchemaMismatch, match=re.escape(f"feature_event/v1 fields: {said}")):
             feature_event_from(obj, FeatureSpec(("a",)), where="f[0]@1")
     assert feature_event_from(base | {"y": None}, FeatureSpec(("a",)), where="f[0]@1").y is None
+
+
+@pytest.mark.parametrize("msg", [*EXAMPLES, ExplainTask("s", 4, 1.0, {"a": 1.0}, 0, 1, True, 2.0, None, "learn", 9, "e-4"),
+                                 Prediction("s", 3, 1.0, None, 1, None, 3, 5, "e-3"),
+                                 Explanation("s", "ipfi", "a", 0.5, 9, 10, 10, 9, position=12, event_id="e-9")],
+                         ids=lambda m: m.SCHEMA)
+def test_a_message_written_from_its_fields_is_the_message_written(msg):
+    """dumps_fields (no instance made) writes the bytes dumps writes for the instance: a position
+    left None is its seq, an event_id left None is not written; a non-finite value is refused."""
+    values = tuple(None if f.name == "position" and getattr(msg, f.name) == getattr(msg, "seq", None)
+                   else getattr(msg, f.name) for f in dataclasses.fields(msg))
+    assert dumps_fields(type(msg), values) == dumps(msg)
+    with pytest.raises(ValueError):
+        dumps_fields(type(msg), values[:-1])
+    if isinstance(msg, Explanation):
+        with pytest.raises(ValueError, match="non-finite"):
+            dumps_fields(Explanation, values[:3] + (float("inf"),) + values[4:])
 
 
 def test_non_finite_values_are_refused_not_written_as_null():
