@@ -317,7 +317,6 @@ def verdict(rows: list[dict], args: argparse.Namespace) -> tuple[bool, list[str]
     # the worker's own memory: its RSS less its models' (model_bytes), which grow by design
     own = [(r["rss"] - r.get("models", 0)) / MB for r in after]
     rss_slope = slope(xs, own)
-    rss_rise = max(own) - own[0]
     models_slope = slope(xs, [r.get("models", 0) / MB for r in after])
     raw_slope = slope(xs, [r["rss"] / MB for r in after])
     k = max(1, min(2, (len(after) - 1) // 2))
@@ -334,7 +333,7 @@ def verdict(rows: list[dict], args: argparse.Namespace) -> tuple[bool, list[str]
         f"flat memory: {'RSS less the models' if models else 'RSS'} grows at most {args.max_rss_growth:g} MB per "
         f"100000 events after the first {args.warmup} (least-squares slope over the rows from {base['events']} events "
         f"on): {rss_slope:+.2f} MB per 100000 events ({own[0]:.1f} MB after the warm-up, at most "
-        f"{own[0] + rss_rise:.1f} MB later) -> {'flat' if ok_rss else 'NOT FLAT'}",
+        f"{max(own):.1f} MB later) -> {'flat' if ok_rss else 'NOT FLAT'}",
     ]
     if models:
         lines.append(f"the models, every copy the worker holds: {models_slope:+.2f} MB per 100000 events "
