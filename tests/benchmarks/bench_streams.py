@@ -3,7 +3,7 @@ for N small streams at default settings, through Kafka (one worker, a local brok
 ports) and the same handlers in process, in one run.
 
     python tests/benchmarks/bench_streams.py [--streams 100,1000,10000] [--models hat,logistic]
-        [--events 120] [--idle-s 5] [--main-src DIR] [--no-kafka] [--no-write]
+        [--events 120] [--idle-s 5] [--skip hat:10000] [--main-src DIR] [--no-kafka] [--no-write]
 
 Each stream gets ``--events`` events (round-robin over the streams, one Agrawal sequence dealt
 out), enough to fill its explainers' reservoirs (``storage_size`` 100) and grids. In process, a
@@ -240,6 +240,8 @@ def main() -> None:
     ap.add_argument("--models", default="hat,logistic", help=f"of {', '.join(MODELS)}")
     ap.add_argument("--events", type=int, default=120, help="events per stream")
     ap.add_argument("--idle-s", type=float, default=5.0, help="seconds the worker's idle CPU is measured over")
+    ap.add_argument("--skip", action="append", default=[], metavar="MODEL:N",
+                    help="leave out one case, such as hat:10000 (repeatable)")
     ap.add_argument("--main-src", default="", help="a copy of main's files: the in-process child with that code too")
     ap.add_argument("--no-kafka", action="store_true", help="only the in-process runs")
     ap.add_argument("--no-write", action="store_true", help="do not write docs/results/bench_streams.json")
@@ -264,6 +266,8 @@ def main() -> None:
     with broker_for(tmp) if not args.no_kafka else contextlib.nullcontext(None) as bootstrap:
         for model in models:
             for n in counts:
+                if f"{model}:{n}" in args.skip:
+                    continue
                 case = f"{model}, {n} streams"
                 mine = in_process(model, n, args)
                 main_ = in_process(model, n, args, args.main_src) if args.main_src else None
