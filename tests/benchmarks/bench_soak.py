@@ -43,6 +43,10 @@ from streamxai.worker import spawn_worker, stop_worker  # noqa: E402
 MB = 1024 * 1024
 #: the topics of the stages after the model, whose lag the producer bounds too
 LATER_STAGES = ("explain-tasks", "drift-feed")
+#: how long one ask of the worker's metrics page may take (seconds)
+PAGE_TIMEOUT_S = 30.0
+#: how long the metrics page may go unanswered before the soak fails (--stall-limit's default, seconds)
+STALL_LIMIT_S = 600.0
 
 
 def stream_events(i: int, per_stream: int) -> Iterator[FeatureEvent]:
@@ -121,6 +125,14 @@ def process_tree(pid: int) -> list[int]:
             except OSError:
                 pass
     return out
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (exists and is no zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def rss_bytes(pid: int) -> int:
@@ -203,8 +215,12 @@ class GroupLag:
 class Soak:
     """The run's measurements: a row every ``every`` events the worker has predicted."""
 
-    def __init__(self, s: Settings, pid: int, log_dir: Path | None, every: int, total: int, rows_file: str = ""):
+    def __init__(self, s: Settings, pid: int, log_dir: Path | None, every: int, total: int, rows_file: str = "",
+                 stall_limit: float = STALL_LIMIT_S):
         self.s, self.pid, self.log_dir, self.every, self.total = s, pid, log_dir, every, total
+        self.stall_limit = stall_limit
+        #: since the last row: the longest the metrics page took to answer, and the asks it left unanswered
+        self.page_wait, self.page_unanswered = 0.0, 0
         self.rows_file = rows_file
         self.lag = GroupLag(s)
         self.sent = [0]  # feature events handed to the producer (soak_events counts them)
@@ -214,8 +230,31 @@ class Soak:
         self.c0 = cpu_seconds(pid)
         self.last = (0, self.t0, self.c0)
 
+    def metrics(self) -> dict:
+        """The worker's metrics page. An ask it does not answer within ``PAGE_TIMEOUT_S`` is made
+        again: the longest wait and the unanswered asks go into the next row (a worker whose event
+        loop is held up answers late), and the soak fails once the page has not answered for
+        ``stall_limit`` seconds or the worker has exited."""
+        since = time.monotonic()
+        while True:
+            t0 = time.monotonic()
+            try:
+                page = worker_metrics(self.s, timeout=PAGE_TIMEOUT_S)
+            except OSError as e:  # a timeout, or a connection refused or reset
+                self.page_wait = max(self.page_wait, time.monotonic() - t0)
+                self.page_unanswered += 1
+                if not alive(self.pid):
+                    raise RuntimeError(f"the worker (pid {self.pid}) exited") from e
+                if time.monotonic() - since > self.stall_limit:
+                    raise RuntimeError(f"the worker's metrics page has not answered for {self.stall_limit:g} s "
+                                       f"({self.page_unanswered} asks; last: {e})") from e
+                time.sleep(1.0)
+                continue
+            self.page_wait = max(self.page_wait, time.monotonic() - t0)
+            return page
+
     def done(self) -> int:
-        return int(worker_metrics(self.s, timeout=30)["counters"].get("predictions", 0))
+        return int(self.metrics()["counters"].get("predictions", 0))
 
     def look(self) -> tuple[int, dict[str, int]]:
         """The events the worker predicted and the group's lag by topic; a row for each
@@ -230,7 +269,7 @@ class Soak:
     def row(self, done: int, lag: dict[str, int]) -> None:
         now, cpu = time.monotonic(), cpu_seconds(self.pid)
         n0, t0, c0 = self.last
-        metrics = worker_metrics(self.s, timeout=30)
+        metrics = self.metrics()
         ckpt, ckpt_max, ckpt_files = dir_bytes(Path(self.s.state_dir))
         row = {
             "events": done, "wall_s": now - self.t0, "rss": rss_bytes(self.pid),
@@ -240,7 +279,9 @@ class Soak:
             "lag": dict(lag), "behind": self.sent[0] - done, "pending": metrics["gauges"].get("labels_pending", 0),
             "metric_keys": len(metrics["counters"]) + len(metrics["gauges"]),
             "load": os.getloadavg()[0],
+            "page_wait_max": self.page_wait, "page_unanswered": self.page_unanswered,
         }
+        self.page_wait, self.page_unanswered = 0.0, 0
         self.last = (done, now, cpu)
         self.rows.append(row)
         if self.rows_file:
@@ -248,10 +289,15 @@ class Soak:
                 f.write(json.dumps(row) + "\n")
         if len(self.rows) == 1:
             print(f"{'events':>9} {'wall s':>7} {'RSS MB':>7} {'ev/s':>6} {'ev/cpu-s':>8} {'ckpt MB':>7} "
-                  f"{'largest':>8} {'files':>5} {'topics MB':>9} {'lag':>6} {'pending':>7} {'metrics':>7} {'load':>5}")
+                  f"{'largest':>8} {'files':>5} {'topics MB':>9} {'lag':>6} {'pending':>7} {'metrics':>7} {'load':>5} "
+                  f"{'page s':>6}")
         print(f"{done:9d} {row['wall_s']:7.0f} {row['rss'] / MB:7.1f} {row['rate']:6.0f} {row['cpu_rate']:8.0f} "
               f"{ckpt / MB:7.2f} {ckpt_max / 1024:6.0f}kB {ckpt_files:5d} {sum(row['topics'].values()) / MB:9.1f} "
-              f"{sum(lag.values()):6d} {row['pending']:7.0f} {row['metric_keys']:7d} {row['load']:5.1f}", flush=True)
+              f"{sum(lag.values()):6d} {row['pending']:7.0f} {row['metric_keys']:7d} {row['load']:5.1f} "
+              f"{row['page_wait_max']:6.1f}", flush=True)
+        if row["page_unanswered"]:
+            print(f"          the metrics page left {row['page_unanswered']} asks unanswered within {PAGE_TIMEOUT_S:g} s "
+                  "since the last row: the worker's event loop was held up", flush=True)
         if row["topics"]:
             print("          topics MB: " + ", ".join(f"{t} {b / MB:.1f}" for t, b in sorted(row["topics"].items())),
                   flush=True)
@@ -413,6 +459,9 @@ def main() -> int:
     ap.add_argument("--max-rate-drop", type=float, default=0.2,
                     help="flat throughput: the last intervals' rate may fall this fraction below the first ones "
                          "after the warm-up (default %(default)s)")
+    ap.add_argument("--stall-limit", type=float, default=STALL_LIMIT_S,
+                    help="seconds the worker's metrics page may go unanswered before the soak fails (default "
+                         "%(default)s); shorter holds are counted in the rows")
     ap.add_argument("--keep-dir", action="store_true", help="keep the run's folder (broker data, state, worker log)")
     ap.add_argument("--rows", default="", metavar="FILE",
                     help="append each row to this file as a JSON line, as it is measured")
@@ -428,6 +477,7 @@ def main() -> int:
         return report([json.loads(line) for line in Path(args.verdict_of).read_text().splitlines() if line], args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the worker and the broker are stopped
     tmp = tempfile.mkdtemp(prefix="bench-soak-")
+    failed = True
     try:
         with broker_for(tmp) as bootstrap:
             run = uuid.uuid4().hex[:8]
@@ -443,7 +493,8 @@ def main() -> int:
             worker = spawn_worker(s, log_file=f"{tmp}/worker.log", loglevel="warning")
             try:
                 wait_for_members(s, 1, timeout=120)
-                soak = Soak(s, worker.pid, log_dir if log_dir.is_dir() else None, args.every, args.events, args.rows)
+                soak = Soak(s, worker.pid, log_dir if log_dir.is_dir() else None, args.every, args.events, args.rows,
+                            args.stall_limit)
                 try:
                     produce_events(s, soak_events(args.streams, per_stream, args.label_delay, soak.sent),
                                    pause=lambda _n: soak.wait_below(soak.sent[0], args.backlog, args.max_lag,
@@ -457,12 +508,25 @@ def main() -> int:
                     raise RuntimeError(f"the worker exited with {worker.returncode}; see {tmp}/worker.log")
             finally:
                 stop_worker(worker)
+        failed = False
         return report(soak.rows, args)
+    except BaseException:
+        print(f"the soak failed: its folder {tmp} is kept; the end of the worker's log:", flush=True)
+        print(log_tail(Path(tmp) / "worker.log"), flush=True)
+        raise
     finally:
-        if args.keep_dir:
+        if args.keep_dir or failed:
             print(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    """The last ``lines`` lines of ``path`` (or why there are none)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as e:
+        return f"(no log: {e})"
 
 
 def report(rows: list[dict], args: argparse.Namespace) -> int:

@@ -1,13 +1,17 @@
 """The soak benchmark's own parts (``tests/benchmarks/bench_soak.py``), without a broker: the
 events it sends (every label accounted for, late ones exactly ``label_delay`` events late), its
-flatness verdict on made-up rows, and how it sums a topic's partitions on the broker's disk."""
+flatness verdict on made-up rows, how it sums a topic's partitions on the broker's disk, and how
+it asks a metrics page that does not answer again before it gives up."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -120,3 +124,45 @@ def test_the_models_memory_is_each_streams_default_model_after_the_events_it_lea
     # made before (cached strings, small ints): the same tree measures a few bytes apart
     assert all(abs(g - w) <= 1e-3 * w for g, w in zip(got, want, strict=True)), (got, want)
     assert got[0] < got[1]
+
+
+def _soak_with_page(monkeypatch, answers: list, stall_limit: float):
+    """A Soak whose metrics page gives ``answers`` in turn (an exception is raised), its worker
+    this process (alive), no waiting between asks."""
+    import bench_soak
+
+    asks = iter(answers)
+
+    def page(_s, timeout):
+        a = next(asks)
+        if isinstance(a, BaseException):
+            raise a
+        return a
+
+    monkeypatch.setattr(bench_soak, "worker_metrics", page)
+    monkeypatch.setattr(bench_soak.time, "sleep", lambda _s: None)
+    soak = object.__new__(bench_soak.Soak)
+    soak.s, soak.pid, soak.stall_limit = None, os.getpid(), stall_limit
+    soak.page_wait, soak.page_unanswered = 0.0, 0
+    return soak
+
+
+def test_an_unanswered_metrics_page_is_asked_again_and_counted_for_the_next_row(monkeypatch):
+    soak = _soak_with_page(monkeypatch, [TimeoutError("timed out"), ConnectionResetError("reset"),
+                                         {"counters": {"predictions": 7}}], stall_limit=600)
+    assert soak.done() == 7
+    assert soak.page_unanswered == 2
+
+
+def test_a_metrics_page_unanswered_past_the_stall_limit_fails_the_soak(monkeypatch):
+    soak = _soak_with_page(monkeypatch, [TimeoutError("timed out")] * 3, stall_limit=0.0)
+    with pytest.raises(RuntimeError, match="has not answered for 0 s"):
+        soak.done()
+    assert soak.page_unanswered == 1
+
+
+def test_a_worker_that_exited_fails_the_soak_at_once(monkeypatch):
+    soak = _soak_with_page(monkeypatch, [ConnectionRefusedError("refused")], stall_limit=600)
+    soak.pid = 2 ** 22 + 1  # above Linux's pid_max: no such process
+    with pytest.raises(RuntimeError, match="exited"):
+        soak.done()
