@@ -511,8 +511,9 @@ def main() -> int:
         failed = False
         return report(soak.rows, args)
     except BaseException:
-        print(f"the soak failed: its folder {tmp} is kept; the end of the worker's log:", flush=True)
-        print(log_tail(Path(tmp) / "worker.log"), flush=True)
+        if failed:  # the run itself, not its report: the worker's log says what it met
+            print(f"the soak failed: its folder {tmp} is kept; the end of the worker's log:", flush=True)
+            print(log_tail(Path(tmp) / "worker.log"), flush=True)
         raise
     finally:
         if args.keep_dir or failed:
