@@ -14,6 +14,7 @@ the producer) their offsets are acknowledged as Faust acknowledges a message an 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from time import monotonic
 from typing import Any
 
 from faust.types.tuples import ack_lock
@@ -86,6 +87,11 @@ class BulkFetch:
             kept[tp] = mine
         if not kept:
             return
+        inbound = getattr(self.app.monitor, "stream_inbound_time", None)  # type: ignore[attr-defined]
+        if inbound is not None:  # read by Faust's check for stalled partitions, as a stream's records are
+            now = monotonic()
+            for tp in kept:
+                inbound[tp] = now
         await sink(list(self.scheduler.iterate(kept)))  # type: ignore[attr-defined]
         if not (self.flow_active and not self.app.rebalancing  # type: ignore[attr-defined]
                 and self.app.consumer_generation_id == generation):  # type: ignore[attr-defined]

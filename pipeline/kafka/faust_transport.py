@@ -7,7 +7,8 @@ fetch in flight, the fetcher hands a record over in its own call or in one task 
 mode's four (``_Consumer.wait_first``), the intake's topics skip that hand-over and go to the
 intake in bulk (``pipeline/kafka/bulk_fetch.py``), :class:`RawSchema` hands the records' bytes
 over without a codec look-up, and :class:`QuietMonitor` skips Faust's per-message statistics,
-which no page of ours shows; ``tests/benchmarks/bench_speed.py``, ``bench_idle_fetch.py``,
+which no page of ours shows, but keeps the time each partition's stream last took a record, which
+Faust's check for stalled partitions reads; ``tests/benchmarks/bench_speed.py``, ``bench_idle_fetch.py``,
 ``bench_worker_wait.py`` and ``bench_faust_floor.py`` measure what each costs.
 
 >>> import faust
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from time import monotonic
 from typing import Any
 
 from faust import Schema
@@ -221,12 +223,17 @@ def use_bounded_fetch_wait(app: Any, commits: CommittedOffsets | None = None, ou
 
 
 class QuietMonitor(Monitor):
-    """Faust's monitor without its per-message statistics (the module docstring says why)."""
+    """Faust's monitor without its per-message statistics (the module docstring says why). It
+    keeps ``stream_inbound_time``: Faust's consumer checks every partition it holds every 2.5
+    commit intervals and logs an ERROR for one with records waiting whose stream has taken none
+    for ``stream_processing_timeout`` (or never), which without it is every partition of a worker
+    with a backlog. The bulk path records its partitions' times too (``bulk_fetch.py``)."""
 
     def on_message_in(self, tp: Any, offset: int, message: Any) -> None:
         pass
 
     def on_stream_event_in(self, tp: Any, offset: int, stream: Any, event: Any) -> None:
+        self.stream_inbound_time[tp] = monotonic()
         return None
 
     def on_stream_event_out(self, tp: Any, offset: int, stream: Any, event: Any, state: Any = None) -> None:

@@ -239,3 +239,25 @@ def test_a_worker_takes_its_features_and_labels_in_bulk(tmp_path):
 
     topics, sink = asyncio.run(made())
     assert topics == {s.topic("features"), s.topic("labels")} and sink is not None
+
+
+def test_the_partitions_handed_to_the_sink_count_as_started_for_fausts_stall_check():
+    """Faust's consumer logs an ERROR for a partition with records waiting that no stream has
+    taken from within ``stream_processing_timeout``; the bulk path takes them, so it records when
+    (``Monitor.stream_inbound_time``), before the sink runs, for the partitions it hands over only."""
+    seen = {}
+
+    async def run():
+        async with consumer_with(None, [{F0: recs(F0, 0), F1: recs(F1, 0), A0: recs(A0, 0)}]) as c:
+            inbound = c.app.monitor.stream_inbound_time
+
+            async def sink(fetched):
+                seen.update(inbound)
+
+            c.transport.bulk_sink = sink
+            c.pause_partitions([F1])
+            await c._wait_next_records(1.0)
+            return dict(inbound)
+
+    after = asyncio.run(run())
+    assert set(seen) == set(after) == {F0}  # not the paused F1, nor A0 (Faust's way: its stream records it)

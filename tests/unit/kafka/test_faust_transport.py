@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from contextlib import contextmanager
 
 import faust
 import pytest
-from faust.types import Message
-from streamxai.kafka.faust_transport import FETCH_MAX_WAIT_MS, FETCH_MIN_BYTES, RawSchema, use_bounded_fetch_wait
+from faust.types import TP, Message
+from streamxai.kafka.faust_transport import (
+    FETCH_MAX_WAIT_MS,
+    FETCH_MIN_BYTES,
+    QuietMonitor,
+    RawSchema,
+    use_bounded_fetch_wait,
+)
 
 
 @pytest.mark.parametrize(("key", "value"), [(b"s1", b'{"x": 1}'), (None, b"\xff\x00"), (b"s1", None), (b"", b"")])
@@ -266,3 +273,16 @@ def test_no_commit_follows_a_failed_flush_of_the_agents_outputs():
     with pytest.raises(SendFailed):
         asyncio.run(_commit_with(Outputs(), 40, order))
     assert order == []
+
+
+def test_the_quiet_monitor_keeps_only_when_each_partitions_stream_last_took_a_record():
+    """Faust's consumer reads ``stream_inbound_time`` to tell a stalled partition from a busy one
+    (an ERROR for every partition with records waiting if it is never set); the per-message
+    statistics stay off."""
+    monitor = QuietMonitor()
+    tp = TP("t", 3)
+    before = time.monotonic()
+    monitor.on_stream_event_in(tp, 7, stream=object(), event=object())
+    assert set(monitor.stream_inbound_time) == {tp}
+    assert before <= monitor.stream_inbound_time[tp] <= time.monotonic()
+    assert monitor.events_total == 0 and not monitor.events_by_stream

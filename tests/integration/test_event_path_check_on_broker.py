@@ -1,0 +1,92 @@
+"""Faust's consumer checks every partition it holds, every ``commit_interval * 2.5`` s: one with
+records waiting whose stream has not taken a record within ``stream_processing_timeout`` is
+logged as an ERROR ("Stream has not started processing", "Stream stopped processing"). A worker
+with a steady backlog that is processing it must not be reported, whether its records go through
+Faust's streams (arrivals, explain tasks, drift feed) or the bulk path (features, labels).
+
+The worker runs with Faust's check every second and its timeout at 10 s (instead of 300 s), and
+reports each check of a partition with records waiting, so that the test knows the check ran
+while the worker had a backlog."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from helpers.pipeline_runs import collect, make_settings
+from streamxai.kafka.config import ensure_topics
+from streamxai.kafka.io import produce_raw
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.schemas import dumps
+from streamxai.worker import settings_env
+
+#: run in the worker's process (``python -c``): Faust's event-path check every 1 s (2.5 commit
+#: intervals) with a 10 s timeout, fetches of at most 8 KiB a partition (so that a backlog stays on
+#: the broker, where the check sees it), stream buffers of 16 records (a partition's first record
+#: waits behind them, well within the timeout), and a line on stdout for each partition the check
+#: finds with records waiting (its highwater past the fetch position)
+_CHECKED_WORKER = """
+import sys
+import faust
+from aiokafka import TopicPartition
+from faust.transport.drivers import aiokafka as driver
+
+app_init = faust.App.__init__
+
+def short_checks(self, *args, **kwargs):
+    app_init(self, *args, **{**kwargs, "stream_processing_timeout": 10.0, "broker_commit_interval": 0.4,
+                             "consumer_max_fetch_size": 8192, "stream_buffer_maxsize": 16})
+
+faust.App.__init__ = short_checks
+verify = driver.AIOKafkaConsumerThread.verify_event_path
+
+def reported(self, now, tp):
+    assignment = self._ensure_consumer()._fetcher._subscriptions.subscription.assignment
+    state = assignment.state_value(TopicPartition(tp.topic, tp.partition)) if assignment else None
+    if state is not None and state.highwater is not None and state.position is not None \\
+            and state.highwater > state.position:
+        print(f"checked {now - self.time_started:.1f} s after the start, with records waiting:", tp.topic, flush=True)
+    return verify(self, now, tp)
+
+driver.AIOKafkaConsumerThread.verify_event_path = reported
+from streamxai.cli import main
+sys.exit(main(["worker", "--loglevel", "warning"]))
+"""
+
+
+def test_a_worker_processing_a_backlog_is_not_reported_as_stalled(bootstrap, tmp_path):
+    s = make_settings(bootstrap, str(tmp_path / "state"), explain_groups=1, emit_every=5, checkpoint_every=0)
+    n, first = 7000, 150  # over three streams at every explainer: several seconds of backlog on every stage
+    streams = [list(agrawal_events(f"k{i}", n // 3, seed=i)) for i in range(3)]
+    ensure_topics(s)
+
+    def send(events: list) -> None:
+        produce_raw(s, s.topic("features"), [(e.stream_id.encode(), dumps(e)) for e in events])
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}, **settings_env(s)}
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "ab") as log:
+        worker = subprocess.Popen([sys.executable, "-c", _CHECKED_WORKER], env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # every partition's stream takes its first records before the backlog comes: at the start,
+        # a partition's first record may wait behind the others' for longer than the short timeout
+        send([e for events in streams for e in events[:first]])
+        collect(s, "explanations", lambda ms: len({m["stream_id"] for m in ms}) == 3, timeout=120)
+        send([e for events in streams for e in events[first:]])
+        preds = collect(s, "predictions", lambda ms: len({(m["stream_id"], m["seq"]) for m in ms}) >= n, timeout=180)
+    finally:
+        worker.terminate()
+        worker.wait(30)
+    log = log_path.read_text(errors="replace")
+    assert len({(p["stream_id"], p["seq"]) for p in preds}) == n, log[-3000:]
+    # the precondition: a check past the timeout found records waiting on a partition of a stream
+    # (the intake's, taken in bulk, drain in a few fetches; tests/unit/kafka/test_bulk_fetch.py
+    # covers them)
+    checked = {line.rsplit(".", 1)[-1] for line in log.splitlines() if line.startswith("checked ")
+               and float(line.split()[1]) >= 10.0}
+    assert checked & {"arrivals", "explain-tasks", "drift-feed"}, f"no check found a backlog on {checked}; nothing tested\n{log[-3000:]}"
+    stalled = [line for line in log.splitlines() if "Stream has not started processing" in line
+               or "Stream stopped processing" in line]
+    assert not stalled, "\n".join(stalled[:10])
