@@ -91,6 +91,21 @@ def test_a_topics_partitions_are_summed_and_other_topics_left_out(tmp_path):
     assert found["arrivals"] >= 8000 and found["explain-tasks"] >= 4096
 
 
+def test_memory_the_models_took_at_a_peak_between_rows_is_theirs():
+    # the RSS keeps a step of 40 MB the models took at a drift and gave back before the next row
+    rows = _rows([150, 160, 160, 200, 200, 200, 200, 200, 200, 200], [250] * 10)
+    for i, r in enumerate(rows):
+        r["models"] = 10 * MB
+        r["models_peak"] = (10 if i < 3 else 50) * MB
+    ok, lines, figures = verdict(rows, _args())
+    assert ok, lines
+    assert lines[0].startswith("flat memory: RSS less the models high-water mark") and abs(figures["rss_slope"]) < 1e-9
+    assert "at most 50.0 MB in between" in lines[1]
+    for r in rows:  # without the mark, the step is the worker's own
+        r.pop("models_peak")
+    assert not verdict(rows, _args())[0]
+
+
 def test_memory_that_grows_with_the_models_alone_is_flat_and_the_models_growth_is_reported():
     # the trees grow 6 MB per 100,000 events by design; the worker's own memory stays put
     rows = _rows([150 + 6 * i for i in range(10)], [250] * 10)
@@ -98,7 +113,8 @@ def test_memory_that_grows_with_the_models_alone_is_flat_and_the_models_growth_i
         r["models"] = (10 + 6 * i) * MB
     ok, lines, figures = verdict(rows, _args())
     assert ok, lines
-    assert lines[0].startswith("flat memory: RSS less the models") and abs(figures["rss_slope"]) < 1e-9
+    assert lines[0].startswith("flat memory: RSS less the models high-water mark")
+    assert abs(figures["rss_slope"]) < 1e-9
     assert abs(figures["models_slope"] - 6.0) < 1e-9 and abs(figures["raw_slope"] - 6.0) < 1e-9
     assert "the models, every copy the worker holds: +6.00 MB per 100000 events" in lines[1]
 
@@ -110,7 +126,7 @@ def test_the_models_memory_is_each_streams_default_model_after_the_events_it_lea
 
     s = Settings(features=list(AGRAWAL_FEATURES))
     rows = [{"events": 60}, {"events": 120}]
-    got = model_bytes(rows, streams=2, per_stream=80, label_delay=10)
+    got = [now for now, _ in model_bytes(rows, streams=2, per_stream=80, label_delay=10)]
     want = []
     for per in (30, 60):  # the row's events over 2 streams; stream 1's labels are 10 events behind
         total = 0
@@ -124,6 +140,31 @@ def test_the_models_memory_is_each_streams_default_model_after_the_events_it_lea
     # made before (cached strings, small ints): the same tree measures a few bytes apart
     assert all(abs(g - w) <= 1e-3 * w for g, w in zip(got, want, strict=True)), (got, want)
     assert got[0] < got[1]
+
+
+def test_the_models_high_water_mark_keeps_a_peak_between_rows(monkeypatch):
+    """A Hoeffding adaptive tree grows alternate subtrees at a drift and drops them later: the
+    peak falls between rows, and the process keeps its memory, so the mark keeps it too."""
+    import bench_soak
+
+    class Grows:  # memory 1 per event learned, 50 extra from the 20th to the 29th event
+        def __init__(self):
+            self.n = 0
+
+        def learn_one(self, x, y):
+            self.n += 1
+
+        @property
+        def _raw_memory_usage(self):
+            return self.n + (50 if 20 <= self.n < 30 else 0)
+
+    monkeypatch.setattr(bench_soak, "build_model", lambda *a: Grows())
+    copies = 2  # the model stage's and one explain group's
+    rows = [{"events": 20}, {"events": 70}, {"events": 80}]  # over 2 streams: 10, 35, 40 events each
+    got = bench_soak.model_bytes(rows, streams=2, per_stream=50, label_delay=0, step=5)
+    assert [now for now, _ in got] == [copies * 2 * n for n in (10, 35, 40)]
+    # the rows saw 10, 35 and 40 events learned; the 5-event steps saw 20 and 25 (50 more a stream)
+    assert [peak for _, peak in got] == [copies * 2 * 10, copies * 2 * (25 + 50), copies * 2 * (25 + 50)]
 
 
 def _soak_with_page(monkeypatch, answers: list, stall_limit: float):
