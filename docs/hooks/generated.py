@@ -3,7 +3,7 @@ line such as ``<!-- generated: settings -->`` and :func:`on_page_markdown` repla
 text built from ``streamxai.settings.Settings`` (``settings``), the argparse parser of
 ``streamxai.cli`` (``cli``), the JSON Schema files in ``schemas/json/`` (``schemas``) or the
 benchmark results in ``docs/results/*.json`` (``performance``, and the sizing page's tables:
-``sizing-cores``, ``sizing-workers``, ``sizing-groups``, ``sizing-memory``), so none of it is
+``sizing-cores``, ``sizing-workers``, ``sizing-groups``, ``sizing-memory``, ``sizing-soak``), so none of it is
 typed by hand and none of it can drift from the code."""
 
 from __future__ import annotations
@@ -268,13 +268,24 @@ def sizing_groups_md(results_dir: Path = RESULTS_DIR) -> str:
 
 def sizing_memory_md(results_dir: Path = RESULTS_DIR) -> str:
     """Memory per stream and events/s with many streams on one worker (``bench_streams``)."""
-    doc = _results_of("bench_streams", results_dir)
+    return _table_of("bench_streams", results_dir)
+
+
+def sizing_soak_md(results_dir: Path = RESULTS_DIR) -> str:
+    """One worker's memory, throughput and checkpoints over a soak (``bench_soak``), its verdict in the title."""
+    doc = _results_of("bench_soak", results_dir)
+    return _table_of("bench_soak", results_dir, intro=f"{doc['title']}." if doc else "")
+
+
+def _table_of(benchmark: str, results_dir: Path, intro: str = "") -> str:
+    """The rows ``benchmark`` wrote as a table: a line per case, a column per measure."""
+    doc = _results_of(benchmark, results_dir)
     if doc is None:
-        return _missing("bench_streams")
+        return _missing(benchmark)
     measures = list(dict.fromkeys(r["measure"] for r in doc["rows"]))
     units = {r["measure"]: r.get("unit", "") for r in doc["rows"]}
-    out = [_written_by(doc), "", "| case | " + " | ".join(cell(f"{m} ({units[m]})" if units[m] else m) for m in measures)
-           + " |", "|---|" + "---|" * len(measures)]
+    header = "| case | " + " | ".join(cell(f"{m} ({units[m]})" if units[m] else m) for m in measures) + " |"
+    out = ([intro, ""] if intro else []) + [_written_by(doc), "", header, "|---|" + "---|" * len(measures)]
     for case, m in _pivot(doc["rows"], measures).items():
         out.append(f"| {cell(case)} | " + " | ".join(_value(m.get(x)) for x in measures) + " |")
     return "\n".join(out) + "\n"
@@ -289,6 +300,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "sizing-workers": sizing_workers_md,
     "sizing-groups": sizing_groups_md,
     "sizing-memory": sizing_memory_md,
+    "sizing-soak": sizing_soak_md,
 }
 
 

@@ -427,27 +427,33 @@ def verdict(rows: list[dict], args: argparse.Namespace) -> tuple[bool, list[str]
     return ok_rss and ok_rate, lines, figures
 
 
-def write(path: str, rows: list[dict], figures: dict, args: argparse.Namespace) -> Path:
+def write(path: str, rows: list[dict], figures: dict, args: argparse.Namespace, ok: bool) -> Path:
+    """The results file: for each row after the warm-up, the worker's RSS, the models' memory and
+    high-water mark, the RSS less that mark, and the rate of the interval up to the row."""
     after = [r for r in rows if r["events"] >= args.warmup]
-    out = [result_row(f"RSS after {r['events']} events", "worker RSS", round(r["rss"] / MB, 1), "MB",
-                      baseline=round(figures["rss_base"], 1)) for r in after]
-    if all("models" in r for r in after):
-        out += [result_row(f"RSS less the models after {r['events']} events",
-                           "worker RSS less its models' high-water mark",
-                           round((r["rss"] - r.get("models_peak", r["models"])) / MB, 1), "MB",
-                           baseline=round(figures["own_base"], 1))
-                for r in after]
-        out += [result_row(f"models after {r['events']} events", "the models' memory, every copy (river's measure)",
-                           round(r["models"] / MB, 1), "MB", baseline=round(after[0]["models"] / MB, 1))
-                for r in after]
-    out += [result_row(f"events {r['events'] - args.every}-{r['events']}", "worker throughput (CPU time)",
-                       round(r["cpu_rate"], 1), "events/cpu-s", baseline=round(figures["cpu_rate_first"], 1))
-            for r in rows if r["events"] > args.warmup]
+    out = []
+    for i, r in enumerate(after):
+        case = f"{r['events']:,} events"
+        out.append(result_row(case, "worker RSS", round(r["rss"] / MB, 1), "MB", baseline=round(figures["rss_base"], 1)))
+        if "models" in r:
+            peak = r.get("models_peak", r["models"])
+            out += [result_row(case, "models (every copy)", round(r["models"] / MB, 1), "MB"),
+                    result_row(case, "models' high-water mark", round(peak / MB, 1), "MB"),
+                    result_row(case, "RSS less that mark", round((r["rss"] - peak) / MB, 1), "MB",
+                               baseline=round(figures["own_base"], 1))]
+        if i:
+            out.append(result_row(case, "events per CPU second", round(r["cpu_rate"], 1), "events/cpu-s",
+                                  baseline=round(figures["cpu_rate_first"], 1)))
+        out.append(result_row(case, "checkpoints", round(r["checkpoint_bytes"] / MB, 1), "MB"))
+    verdict_text = "flat" if ok else "NOT flat"
     return write_results(
         path, "bench_soak",
-        f"Soak: one worker at default settings, {args.events} agrawal events with drift over {args.streams} streams "
-        f"(half with labels {args.label_delay} events late)",
-        f"the same run after its warm-up of {args.warmup} events: RSS then, and the mean rate of the first "
+        f"Soak: one worker at default settings, {args.events:,} agrawal events with drift over {args.streams} "
+        f"streams (half with labels {args.label_delay} events late): memory and throughput {verdict_text} after "
+        f"{args.warmup:,} events (RSS less the models' high-water mark {figures['rss_slope']:+.2f} MB per 100,000 "
+        f"events, at most {args.max_rss_growth:g}; events per CPU second {figures['cpu_rate_last']:.0f} at the end "
+        f"against {figures['cpu_rate_first']:.0f}, at least {1 - args.max_rate_drop:.0%})",
+        f"the same run after its warm-up of {args.warmup:,} events: memory then, and the mean rate of the first "
         f"post-warm-up intervals", out)
 
 
@@ -566,7 +572,7 @@ def report(rows: list[dict], args: argparse.Namespace) -> int:
     ok, lines, figures = verdict(rows, args)
     print("\n".join(lines))
     if args.results and figures:
-        print(f"results: {write(args.results, rows, figures, args)}")
+        print(f"results: {write(args.results, rows, figures, args, ok)}")
     print("FLAT" if ok else "NOT FLAT")
     return 0 if ok else 1
 

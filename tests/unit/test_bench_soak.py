@@ -207,3 +207,28 @@ def test_a_worker_that_exited_fails_the_soak_at_once(monkeypatch):
     soak.pid = 2 ** 22 + 1  # above Linux's pid_max: no such process
     with pytest.raises(RuntimeError, match="exited"):
         soak.done()
+
+
+def test_the_results_file_gives_the_sizing_page_a_row_per_100000_events_and_the_verdict(tmp_path, monkeypatch):
+    import importlib.util
+
+    import bench_soak
+
+    rows = _rows([150, 190, 200, 201, 199], [300, 250, 240, 245, 238])
+    for r in rows:
+        r["models"], r["models_peak"] = 20 * MB, 25 * MB
+    args = _args(events=500_000, streams=10, label_delay=300)
+    ok, _, figures = verdict(rows, args)
+    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_soak.py"])
+    bench_soak.write(str(tmp_path / "bench_soak.json"), rows, figures, args, ok)
+    hooks = Path(__file__).resolve().parents[2] / "docs" / "hooks" / "generated.py"
+    spec = importlib.util.spec_from_file_location("docs_generated", hooks)
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = hook.sizing_soak_md(tmp_path)
+    assert page.startswith("Soak: one worker at default settings, 500,000 agrawal events") and "flat after 200,000" in page
+    assert ("| case | worker RSS (MB) | models (every copy) (MB) | models' high-water mark (MB) | RSS less that mark (MB) "
+            "| checkpoints (MB) | events per CPU second (events/cpu-s) |") in page
+    assert "| 200,000 events | 190 | 20 | 25 | 165 | 10 |  |" in page  # the warm-up's end: no interval before it
+    assert "| 500,000 events | 199 | 20 | 25 | 174 | 10 | 238 |" in page
+    assert "300,000" in page and "100,000 events |" not in page
