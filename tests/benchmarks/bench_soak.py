@@ -120,14 +120,10 @@ def model_bytes(rows: list[dict], streams: int, per_stream: int, label_delay: in
             at[mark] = model._raw_memory_usage
         for t in times:
             total[t] += copies * at[learned(t, i)]
-    out, peak, k = [], 0, 0
-    for t in sorted(set(row_t)):
-        while k < len(times) and times[k] <= t:
-            peak = max(peak, total[times[k]])
-            k += 1
-        out.append((t, peak))
-    peaks = dict(out)
-    return [(total[t], peaks[t]) for t in row_t]
+    peak, peak_at = 0, {}
+    for t in times:
+        peak = peak_at[t] = max(peak, total[t])
+    return [(total[t], peak_at[t]) for t in row_t]
 
 
 def process_tree(pid: int) -> list[int]:
