@@ -57,8 +57,9 @@ sys.exit(main(["worker", "--loglevel", "warning"]))
 
 def test_a_worker_processing_a_backlog_is_not_reported_as_stalled(bootstrap, tmp_path):
     s = make_settings(bootstrap, str(tmp_path / "state"), explain_groups=1, emit_every=5, checkpoint_every=0)
-    n, first = 7000, 150  # over three streams at every explainer: several seconds of backlog on every stage
-    streams = [list(agrawal_events(f"k{i}", n // 3, seed=i)) for i in range(3)]
+    per, first = 2300, 150  # events a stream, over three at every explainer: seconds of backlog on every stage
+    n = 3 * per
+    streams = [list(agrawal_events(f"k{i}", per, seed=i)) for i in range(3)]
     ensure_topics(s)
 
     def send(events: list) -> None:
