@@ -452,7 +452,9 @@ class StreamChangeDetector(Component):
         if self._open and not self._opened and self._kind is None and seq > self._open[0].seq:
             top = ranked(self._open)[0]
             before, after = self._loss_at(top.cut_seq, top.cut.since)  # the losses up to now
-            if after is not None and after.n >= self.min_samples:  # one look, with enough losses
+            # one look, with enough losses after the cut and some before it (none when the cut is
+            # older than the oldest loss the window keeps: the episode is then told at its gap)
+            if before is not None and after is not None and after.n >= self.min_samples:
                 self._opened = (self._losses, before.n, after.n)  # the open's look (looks.Look)
                 kind = open_kind(before, after, min_n=self.min_samples, var_factor=self._loss_dependence.factor)
                 if kind != "reliance_shift":  # the loss moved: its kind is known now

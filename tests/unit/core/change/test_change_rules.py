@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from helpers.change_feed import feed
+from helpers.change_feed import block, feed
 from streamxai.core.change import StreamChangeDetector
 from streamxai.core.change.stream import LOSS
 from streamxai.core.increments import Block
@@ -164,3 +164,26 @@ def test_an_episode_of_ipdp_changes_alone_does_not_swallow_the_next_drift():
     (page,) = _alerts(episodes)
     assert page.first_seq > 3600 and {c.explainer for c in page.changes} >= {"ipfi"}
     assert abs(page.cut_seq - 3600) <= 60
+
+
+def test_an_episode_whose_cut_is_older_than_the_loss_window_waits_for_its_gap_and_never_fails():
+    """The model's loss has no side before a change's cut when the cut is older than the oldest
+    loss the window keeps: its blocks are bigger than the series' (here a hundred times: on a stream
+    with labels that come later, a report's loss covers more events), so the same
+    ``max_increments`` reach back over fewer events. The open's look at the loss cannot be taken
+    then; the episode is announced at its gap, its kind decided on the loss there, and the update
+    never raises."""
+    levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.1, ("ipfi", "b"): 0.2}  # noqa: E731
+    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=1000, max_increments=4000)
+    rng = random.Random(33)
+    changes, episodes = [], []
+    for t in range(500):
+        seq = 10 * t + 9
+        for (e, f), lv in levels(t).items():
+            ch, ep = det.update(e, f, seq, block(rng, lv, sd=0.2), model_loss=Block(1000, 0.2, 160.0))
+            changes += ch
+            episodes += ep
+    a = next(c for c in changes if c.feature == "a")
+    assert abs(a.cut_seq - 3000) <= 200
+    opened = [e for e in episodes if e.first]
+    assert len(opened) == 1 and opened[0].first_seq == a.seq and opened[0].kind != "degradation"  # a flat loss
