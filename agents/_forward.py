@@ -296,7 +296,12 @@ async def _handle(handler: Handler, raw: bytes | None, key: bytes | None, src: S
             # it may rebuild state from history (Kafka reads, replays): keep the event
             # loop, and so heartbeats, commits and the other agents, running meanwhile
             return await asyncio.to_thread(handler.on_message, raw, key, src)
-        return await _until_registry_answers(handler.on_message, raw, key, src)
+        on_loop = getattr(handler, "on_message_on_loop", None)
+        if on_loop is None:
+            return await _until_registry_answers(handler.on_message, raw, key, src)
+        outs = await _until_registry_answers(on_loop, raw, key, src)
+        # the rest of a record whose state a failure dropped: it rebuilds that state off the loop
+        return outs if isinstance(outs, list) else await asyncio.to_thread(outs)
     except Exception as e:  # never let one message kill the agent
         log.exception("%s agent failed on %s", stage, src)
         return [dead_letter(raw, key, e, stage, src, reason="internal_error",

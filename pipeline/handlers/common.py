@@ -8,7 +8,7 @@ from __future__ import annotations
 import abc
 import logging
 import pickle
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
 from streamxai.schemas import InvalidMessage, Source
@@ -53,19 +53,41 @@ class MessageHandler(Recovering[M, S]):
         """The messages to send for ``raw`` from ``src``; bad input becomes a dead letter. A
         record in a batch form (:meth:`_unpack`) is taken message by message, each as if it came
         alone (its own dead letter if bad), its state checkpointed once the whole batch is taken."""
+        outs = self.on_message_on_loop(raw, key, src)
+        return outs if isinstance(outs, list) else outs()
+
+    def on_message_on_loop(self, raw: bytes | None, key: bytes | None,
+                           src: Source) -> list[Out] | Callable[[], list[Out]]:
+        """:meth:`on_message` as the agent loop calls it on the event loop: a failure that drops
+        the state of a batch record's key, with messages of the record still to take, would have
+        the next of them rebuild the state from the key's history while every agent waits. It
+        stops there instead and returns a call that takes the rest of the record and gives all
+        of the record's messages to send, for the loop to run on a thread; otherwise it returns
+        those messages."""
         try:
             items = self._unpack(raw, src)
         except InvalidMessage as e:
             return [self._dead_letter(raw, key, e, src, self._reason(e))]
         if items is None:
             return self._on_one(raw, key, src)
-        outs: list[Out] = []
         self._arrived(len(items))  # the record's messages counted at once, not one call each
         self._batch = []
+        return self._take_batch(key, items, 0, [], stop=True)
+
+    def _take_batch(self, key: bytes | None, items: list[tuple[bytes | None, Source]], i: int, outs: list[Out],
+                    stop: bool) -> list[Out] | Callable[[], list[Out]]:
+        """Take the batch's ``items`` from the ``i``-th on (``outs``: those of the ones before);
+        with ``stop``, only until the next would rebuild its key's state (see
+        :meth:`on_message_on_loop`)."""
         try:
-            for item_raw, item_src in items:
+            while i < len(items):
+                if stop and i and self._rebuilds(key):
+                    held = (self._batch, self._batch_state)
+                    return lambda: self._resume_batch(key, items, i, outs, held)
+                item_raw, item_src = items[i]
                 outs += self._on_one(item_raw, key, item_src)
-                self._batch.append((item_raw, item_src))
+                self._batch.append((item_raw, item_src))  # type: ignore[union-attr]
+                i += 1
             if self._batch_state is not None:
                 k, st, at = self._batch_state
                 if self.states.get(self._state_key_of(k)) is st:  # not dropped by a failure meanwhile
@@ -73,6 +95,20 @@ class MessageHandler(Recovering[M, S]):
         finally:
             self._batch = self._batch_state = None
         return self._combine(outs)
+
+    def _resume_batch(self, key: bytes | None, items: list[tuple[bytes | None, Source]], i: int, outs: list[Out],
+                      held: tuple[list[tuple[bytes | None, Source]] | None, Any]) -> list[Out]:
+        """The rest of a batch that :meth:`_take_batch` stopped at its ``i``-th item."""
+        self._batch, self._batch_state = held
+        return self._take_batch(key, items, i, outs, stop=False)  # type: ignore[return-value]
+
+    def _rebuilds(self, key: bytes | None) -> bool:
+        """Whether the next message of ``key`` rebuilds its state from history (a failure dropped
+        it; one whose state fails on every message and waits is not tried, :class:`Failing`)."""
+        if not self._unbuilt(key):
+            return False
+        failing = self._failing.get(key)  # type: ignore[arg-type]
+        return failing is None or failing.wait == 0
 
     def _combine(self, outs: list[Out]) -> list[Out]:
         """The messages to send for a batch's ``outs`` (by default those themselves)."""

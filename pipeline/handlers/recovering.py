@@ -260,6 +260,10 @@ class Recovering(abc.ABC, Generic[M, S]):
                 if prev is not None and src.offset > prev + 1:
                     self._drop_partition(tp)
             self._positions[tp] = src.offset
+        return self._unbuilt(key)
+
+    def _unbuilt(self, key: bytes | None) -> bool:
+        """Whether a message of ``key`` would build its state from history (none built here yet)."""
         return self._history is not None and key is not None and key not in self._known
 
     def partitions_revoked(self, tps: set[tuple[str, int]]) -> None:

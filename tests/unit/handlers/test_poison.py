@@ -411,3 +411,71 @@ def test_class_names_for_a_model_that_predicts_true_or_false_say_to_send_0_1_or_
         t.process_one({"a": float(i)}, bool(i % 2))
     with pytest.raises(ValueError, match="same type"):
         t.process_one({"a": 1.0}, "maybe")
+
+
+def test_a_state_dropped_in_the_middle_of_a_record_is_rebuilt_off_the_event_loop(monkeypatch):
+    # a drift-feed record carries a report's explanations, taken one by one: one that fails drops
+    # the stream's change state, and the record's next explanation rebuilt it from the stream's
+    # whole history on the event loop (the agent loop runs only a record's first message off it),
+    # while every other agent of the worker waited
+    import asyncio
+    import pickle
+    import threading
+
+    from streamxai.agents._forward import _handle
+    from streamxai.handlers import ChangeHandler
+
+    s = _settings(change_explainers=["ipfi", "isage"])
+    run, _, _, _ = _run(s, _events(200, {}), reference=False)
+    feed = run.explanations
+    records = feed.parts[("drift-feed", 0)]
+    s_at = [off for off, (k, *_rest) in enumerate(records) if k == b"s"]
+    target = s_at[len(s_at) // 2]  # a record of stream s halfway through: its 2nd explanation fails once
+    real_process, real_replay = ChangeHandler._process, ChangeHandler._replay_one
+    failed, replayed_on = [], []
+
+    def process(self, p, st, raw, key, src):
+        if src.offset == target and src.part.startswith("explanation 2 of") and not failed:
+            failed.append(src)
+            raise RuntimeError("the stand-in failure of one explanation")
+        return real_process(self, p, st, raw, key, src)
+
+    def replay_one(self, st, raw, key, src):
+        replayed_on.append(threading.get_ident())
+        return real_replay(self, st, raw, key, src)
+
+    monkeypatch.setattr(ChangeHandler, "_process", process)
+    monkeypatch.setattr(ChangeHandler, "_replay_one", replay_one)
+
+    async def via_agent_loop(handler):
+        outs = []
+        for off, (key, value, _, _) in enumerate(records):
+            outs += await _handle(handler, value, key, feed.source("drift-feed", 0, off), "change")
+        return outs, threading.get_ident()
+
+    on_loop = ChangeHandler(s, history=feed)
+    outs, loop_thread = asyncio.run(via_agent_loop(on_loop))
+    assert len(failed) == 1 and len(_feed_docs(records[target])) > 2  # the precondition: mid-record
+    assert replayed_on and loop_thread not in replayed_on, (len(replayed_on), replayed_on.count(loop_thread))
+    failed.clear()
+    direct = ChangeHandler(s, history=feed)  # the same records handed over directly, on one thread
+    want = []
+    for off, (key, value, _, _) in enumerate(records):
+        direct.needs_recovery(key, feed.source("drift-feed", 0, off))
+        want += direct.on_message(value, key, feed.source("drift-feed", 0, off))
+
+    def kept(os):  # a dead letter's time of writing aside
+        return [(o.topic, o.key, o.value) if o.topic != "dead-letters" else
+                (o.topic, o.key, {k: v for k, v in orjson.loads(o.value).items() if k != "ts"}) for o in os]
+
+    assert kept(outs) == kept(want) and sum(o.topic == "dead-letters" for o in outs) == 1
+    # and the change tests end as they do when the record is taken at once (this stream has no change to report)
+    assert {k: pickle.dumps(v) for k, v in on_loop.streams.items()} == {k: pickle.dumps(v) for k, v in direct.streams.items()}
+
+
+def _feed_docs(record) -> list:
+    """The explanations of a drift-feed record ``(key, value, timestamp, headers)``."""
+    from streamxai.schemas import unpack_feed
+
+    key, value, _, headers = record
+    return unpack_feed(value, Source("drift-feed", 0, 0, headers=headers)) or [value]
