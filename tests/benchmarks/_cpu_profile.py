@@ -106,7 +106,7 @@ def _part(stage: str, frames: list[str]) -> str:
     if stage.startswith("thread "):
         return f"{stage}: {layer(frames[-1].rsplit(':', 1)[0])}"
     if stage:
-        if any(fr.endswith((":on_message", ":on_batch")) and "/pipeline/handlers/" in fr for fr in frames):
+        if any(fr.endswith((":on_message", ":on_message_on_loop", ":on_batch")) and "/pipeline/handlers/" in fr for fr in frames):
             return f"{stage}: handler ({layer(frames[-1].rsplit(':', 1)[0])})"
         if any(fr.endswith("_forward.py:_handle") for fr in frames):
             return f"{stage}: receive, loop"

@@ -18,6 +18,9 @@ def test_a_handler_awaited_inside_the_send_is_the_handlers():
     stack = [*AGENT, "/x/agents/_forward.py:_handle", "/x/pipeline/handlers/explain.py:on_message",
              "/x/pipeline/core/explainers.py:explain_one"]
     assert _part("explain", stack) == "explain: handler (core)"
+    on_loop = [*AGENT, "/x/agents/_forward.py:_handle", "/x/pipeline/handlers/common.py:on_message_on_loop",
+               "/x/pipeline/core/explainers.py:explain_one"]  # what the agent loop calls on the event loop
+    assert _part("explain", on_loop) == "explain: handler (core)"
 
 
 def test_the_producer_under_the_send_is_the_send():
