@@ -268,20 +268,18 @@ def sizing_groups_md(results_dir: Path = RESULTS_DIR) -> str:
 
 def sizing_memory_md(results_dir: Path = RESULTS_DIR) -> str:
     """Memory per stream and events/s with many streams on one worker (``bench_streams``)."""
-    return _table_of("bench_streams", results_dir)
+    doc = _results_of("bench_streams", results_dir)
+    return _table_of(doc) if doc else _missing("bench_streams")
 
 
 def sizing_soak_md(results_dir: Path = RESULTS_DIR) -> str:
     """One worker's memory, throughput and checkpoints over a soak (``bench_soak``), its verdict in the title."""
     doc = _results_of("bench_soak", results_dir)
-    return _table_of("bench_soak", results_dir, intro=f"{doc['title']}." if doc else "")
+    return _table_of(doc, intro=f"{doc['title']}.") if doc else _missing("bench_soak")
 
 
-def _table_of(benchmark: str, results_dir: Path, intro: str = "") -> str:
-    """The rows ``benchmark`` wrote as a table: a line per case, a column per measure."""
-    doc = _results_of(benchmark, results_dir)
-    if doc is None:
-        return _missing(benchmark)
+def _table_of(doc: dict, intro: str = "") -> str:
+    """The rows of a benchmark's results ``doc`` as a table: a line per case, a column per measure."""
     measures = list(dict.fromkeys(r["measure"] for r in doc["rows"]))
     units = {r["measure"]: r.get("unit", "") for r in doc["rows"]}
     header = "| case | " + " | ".join(cell(f"{m} ({units[m]})" if units[m] else m) for m in measures) + " |"
