@@ -78,8 +78,9 @@ class Guard:
     messages guards it: each of its messages is then taken on a copy of its state, and one that
     fails leaves the state as it was before it (the copy), without a rebuild; so messages that
     fail again and again, between ones that work, cost a copy of the state each, never a rebuild
-    from history (a pass over the key's history on the partition, while the worker's
-    other streams of that partition wait). Unguarded once :data:`GUARD_WINDOW` of its messages pass without a failure.
+    from history (a pass over the key's history on the partition, while the worker's other
+    streams of that partition wait). Unguarded once :data:`GUARD_WINDOW` of its messages pass
+    without a failure.
 
     >>> g = Guard(); g.seen, g.last_failure = 10, 10
     >>> g.quiet(), (g.seen + GUARD_WINDOW - g.last_failure) >= GUARD_WINDOW

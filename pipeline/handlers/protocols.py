@@ -26,7 +26,9 @@ __all__ = ["Handler", "History", "ScanningHistory", "CheckpointStore"]
 
 @runtime_checkable
 class Handler(Protocol):
-    """Bytes in, messages out: what an agent (``agents/_forward.py``) hands each message to."""
+    """Bytes in, messages out: what an agent (``agents/_forward.py``) hands each message to. A
+    handler may also have ``on_message_on_loop`` (:class:`~streamxai.handlers.common.MessageHandler`),
+    which the agent calls in its place on the event loop."""
 
     settings: Settings
     metrics: Metrics
