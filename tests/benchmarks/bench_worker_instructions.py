@@ -44,8 +44,9 @@ def zero(pid: int) -> None:
 
 
 def child(name: str, n: int, bootstrap: str, state_dir: str) -> None:
-    """The in-process loop of ``name`` on ``n`` events, counted (run under callgrind)."""
-    from _worker_runs import in_process_worker
+    """The in-process loop of ``name`` on ``n`` events, counted (run under callgrind), then the
+    in-process reference on the same events, counted apart."""
+    from _worker_runs import in_process_worker, reference_run
     from bench_speed import events, stream_settings
     from helpers.pipeline_runs import make_settings
     from streamxai.schemas import FeatureEvent
@@ -57,12 +58,17 @@ def child(name: str, n: int, bootstrap: str, state_dir: str) -> None:
     warm = make_settings(bootstrap, f"{state_dir}-warm-up",
                          **{**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0})
     in_process_worker(warm, evs[:20])
+    reference_run(make_settings(bootstrap, f"{state_dir}-ref-warm-up", **{**stream_settings(name), "explain_groups": 1}),
+                  evs[:20])
     instrument(os.getpid())
     in_process_worker(s, evs)
-    print(json.dumps({"instructions": instructions(os.getpid())}), flush=True)
+    handlers = instructions(os.getpid())
+    zero(os.getpid())
+    reference_run(make_settings(bootstrap, f"{state_dir}-ref", **{**stream_settings(name), "explain_groups": 1}), evs)
+    print(json.dumps({"instructions": handlers, "reference": instructions(os.getpid())}), flush=True)
 
 
-def in_process(name: str, n: int, bootstrap: str, tmp: str) -> int:
+def in_process(name: str, n: int, bootstrap: str, tmp: str) -> tuple[int, int]:
     cmd = [*CALLGRIND, f"--callgrind-out-file={tmp}/{name}-in-process.out", sys.executable, __file__,
            "--child", name, str(n), bootstrap, f"{tmp}/{name}-in-process"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False,
@@ -70,7 +76,8 @@ def in_process(name: str, n: int, bootstrap: str, tmp: str) -> int:
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         raise RuntimeError(f"the in-process child of {name} failed:\n{done.stdout[-1000:]}{done.stderr[-3000:]}")
-    return json.loads(lines[-1])["instructions"]
+    counts = json.loads(lines[-1])
+    return counts["instructions"], counts["reference"]
 
 
 def worker(name: str, n: int, bootstrap: str, tmp: str) -> tuple[int, float, float]:
@@ -136,6 +143,12 @@ def main() -> None:
       starts (its model's, and scipy's through ``river.optim``) are then
       imported in both, and each counts its own handlers' first event (a model created, its fast
       path compiled);
+    - ``reference``: :func:`streamxai.reference.run_in_process` (the same join, explainers and
+      change detector, without messages, metrics or checkpoints) on the same events in the same
+      child, counted apart after the handlers, after a warm-up of its own on 20 events: the
+      worker's and the handlers' instructions over it are ``bench_speed.py --kafka``'s ratios
+      against the reference without the clock's noise, and without what a busier process
+      costs in cache misses;
     - ``worker``: one worker (roles model, explain and drift) under callgrind, counted from the
       moment the benchmark starts producing the events (it has joined its group, idle) until its
       change agent has taken up every explanation, in all its threads (Python's, aiokafka's
@@ -175,7 +188,7 @@ def main() -> None:
           f"{args.events} events of one stream, one worker against the same handlers in one process")
     with broker_for(tmp) as bootstrap:
         for name in args.models.split(","):
-            ours = in_process(name, args.events, bootstrap, tmp)
+            ours, ref = in_process(name, args.events, bootstrap, tmp)
             theirs, idle, took = worker(name, args.events, bootstrap, tmp)
             n = args.events
             busy = theirs - idle * took
@@ -184,6 +197,9 @@ def main() -> None:
                   f"ratio {ours / theirs:.3f}; idle {idle / 1e6:.1f} M a second over the run's {took:.0f} s; "
                   f"less that (a lower bound) {busy / n / 1e6:7.3f} M (+{(busy - ours) / n / 1e3:.0f} k), ratio {ours / busy:.3f}",
                   flush=True)
+            print(f"  {'':9s} the in-process reference {ref / n / 1e6:7.3f} M instructions an event: the handlers in "
+                  f"process {ours / ref:.3f}x it, the worker {theirs / ref:.3f}x it ({busy / ref:.3f}x less its idle "
+                  "rate)", flush=True)
 
 
 if __name__ == "__main__":

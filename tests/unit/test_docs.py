@@ -175,6 +175,15 @@ def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, mo
     need = hook.SIZING_TARGET / 2000.0
     assert f"need {need:.1f} cores of workers" in cores
     assert f"headroom, {math.ceil(need * (1 + hook.SIZING_HEADROOM))}." in cores
+    # with a soak's results, its last interval's rate (trees grown) instead of a young stream's
+    write_results(tmp_path / "bench_soak.json", "bench_soak", "Soak", "its warm-up", [
+        result_row("200,000 events", hook.SOAK_RATE, 180.0, "events/cpu-s"),
+        result_row("1,000,000 events", hook.SOAK_RATE, 125.0, "events/cpu-s", baseline=180.0)])
+    cores = hook.sizing_cores_md(tmp_path)
+    assert "| HAT, iPFI only | 2,000 | 1,600 |" in cores
+    assert "at the 125 events per worker CPU second of the soak's last interval (1,000,000 events" in cores
+    assert f"need {hook.SIZING_TARGET / 125.0:.1f} cores of workers" in cores
+    (tmp_path / "bench_soak.json").unlink()
     workers = hook.sizing_workers_md(tmp_path)
     assert "| 4 partitions, 4 stream(s), 2 workers | 1,620 | 900 | 1.8 | 1.8 | 1.95 of 2 |" in workers
     assert "1 worker |" not in workers and "explain_groups" not in workers  # the baselines' own rows, the groups'
