@@ -25,8 +25,8 @@ from .errors import BadValue, FeatureMismatch, LabelTypeMismatch, NoProfile, Sch
 from .messages import FeatureEvent
 from .wire import DEFAULT_MAX_BYTES, decode_as
 
-__all__ = ["FeatureSpec", "parse_feature_event", "feature_event_from", "check_stream_id", "TASKS", "STREAM_ID_CHARS", "MAX_STREAM_ID",
-           "MAX_SEQ", "shown", "check_label"]
+__all__ = ["FeatureSpec", "parse_feature_event", "feature_event_from", "check_feature_event", "check_stream_id", "TASKS",
+           "STREAM_ID_CHARS", "MAX_STREAM_ID", "MAX_SEQ", "shown", "check_label"]
 
 TASKS = ("classification", "regression")
 #: the characters a stream id may use: ASCII letters and digits and ``_ - . : @ + = ~``. No
@@ -164,15 +164,33 @@ _MAX_VALID_IDS = 4096
 
 
 def _usual_event(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], FeatureSpec]) -> FeatureEvent | None:
-    """The event ``obj`` is, as :func:`feature_event_from` gives it, if it is the usual one: its
-    fields on exact types (a numeric feature a finite float, a categorical one a string or a
-    64-bit integer, the label as the task takes it unchanged, ``ts`` a finite float) and a stream
-    id seen valid before. None for anything else, which the full checks then take (and convert,
-    or refuse saying what is wrong)."""
-    stream_id, seq, ts, x = obj.get("stream_id"), obj.get("seq"), obj.get("ts"), obj.get("x")
+    """The event ``obj`` is, as :func:`feature_event_from` gives it, if it is the usual one (see
+    :func:`_usual_x`); None for anything else, which the full checks then take (and convert, or
+    refuse saying what is wrong)."""
+    if not (obj.keys() <= _FIELDS and len(obj) - ("y" in obj) == 5):  # every field, no other
+        return None
+    stream_id, seq, ts, y = obj["stream_id"], obj["seq"], obj["ts"], obj.get("y")
+    x = _usual_x(stream_id, seq, ts, obj["x"], y, spec)
+    return None if x is None else FeatureEvent(stream_id, seq, ts, x, y)
+
+
+def check_feature_event(stream_id: Any, seq: Any, ts: Any, x: Any, y: Any,
+                        spec: FeatureSpec | Callable[[str], FeatureSpec], *, where: str) -> None:
+    """Raise what :func:`feature_event_from` raises for an event of these fields, without making
+    the event: the explain handler checks every task's event as the model handler took it."""
+    if _usual_x(stream_id, seq, ts, x, y, spec) is None:
+        _checked_event({"schema": FeatureEvent.SCHEMA, "stream_id": stream_id, "seq": seq, "ts": ts, "x": x, "y": y},
+                       spec, where=where)
+
+
+def _usual_x(stream_id: Any, seq: Any, ts: Any, x: Any, y: Any,
+             spec: FeatureSpec | Callable[[str], FeatureSpec]) -> dict[str, Any] | None:
+    """The features ``x`` in the spec's order if the event is the usual one: its fields on exact
+    types (a numeric feature a finite float, a categorical one a string or a 64-bit integer, the
+    label as the task takes it unchanged, ``ts`` a finite float) and a stream id seen valid
+    before; None for anything else."""
     if not (type(seq) is int and 0 <= seq <= MAX_SEQ and type(ts) is float and ts - ts == 0.0  # finite
-            and type(x) is dict and type(stream_id) is str and stream_id in _VALID_IDS
-            and obj.keys() <= _FIELDS and len(obj) - ("y" in obj) == 5):  # every field, no other
+            and type(x) is dict and type(stream_id) is str and stream_id in _VALID_IDS):
         return None
     if not isinstance(spec, FeatureSpec):
         try:
@@ -192,12 +210,11 @@ def _usual_event(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], Featur
         elif not (n in categorical and (t is str or t is int and INT64[0] <= v <= INT64[1])):  # type: ignore[operator]
             return None
         clean[n] = v
-    y = obj.get("y")
     t = type(y)
     if y is not None and not (t is float and y - y == 0.0 if spec.task == "regression"  # type: ignore[operator]
                               else t is str or t is bool or t is int and INT64[0] <= y <= INT64[1]):  # type: ignore[operator]
         return None
-    return FeatureEvent(stream_id, seq, ts, clean, y)  # type: ignore[arg-type]
+    return clean
 
 
 def _ctx(stream_id: str, seq: int) -> str:

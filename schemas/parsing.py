@@ -23,7 +23,7 @@ from .errors import SchemaMismatch
 from .messages import STEPS, ExplainTask, Explanation
 from .wire import DEFAULT_MAX_BYTES, decode
 
-__all__ = ["parse_explain_task", "parse_explanation", "explanation_fields", "parse_moments"]
+__all__ = ["parse_explain_task", "explain_task_fields", "parse_explanation", "explanation_fields", "parse_moments"]
 
 _TASK_FIELDS = frozenset({"schema", *(f.name for f in fields(ExplainTask))})
 _EXPLANATION_REQUIRED = tuple(
@@ -34,6 +34,14 @@ def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes:
     """An :class:`~streamxai.schemas.messages.ExplainTask` for one of ``groups`` explainer groups: exactly the
     dataclass's fields, ``x`` an object, ``loss`` a number or null, ``group`` in ``[0, groups)``,
     ``step`` one of :data:`~streamxai.schemas.messages.STEPS` and ``position`` an integer >= 0."""
+    return ExplainTask(**explain_task_fields(raw, where=where, groups=groups, max_bytes=max_bytes))
+
+
+def explain_task_fields(raw: bytes | None, *, where: str, groups: int,
+                        max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+    """What :func:`parse_explain_task` checks, as the task's fields by name (``position`` the
+    ``seq`` where it is null), without the frozen instance: the explain handler takes a task for
+    every event and builds its own view of it."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
     if tag != ExplainTask.SCHEMA:
@@ -59,7 +67,9 @@ def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes:
             f"group {g!r} is outside [0, {groups}); all workers must run with the same explain_groups setting",
             where=where)
     obj.pop("schema")
-    return ExplainTask(**obj)
+    if position is None:  # what ExplainTask's __post_init__ does
+        obj["position"] = seq
+    return obj
 
 
 def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None:

@@ -337,3 +337,17 @@ def test_a_one_event_block_is_the_increment_the_value_smooths(explainer):
             assert m["block"]["n"] == 1 and m["block"]["m2"] == 0.0
             smoothed = (1 - s.alpha) * before["value"] + s.alpha * m["block"]["mean"]
             assert m["value"] == pytest.approx(smoothed, rel=1e-12, abs=1e-15)
+
+
+def test_the_explain_paths_view_of_a_task_has_the_tasks_fields_in_their_order():
+    """The explain handler takes a task as a tuple (explain._Task), made from the checked fields
+    by position: a field added to ExplainTask must be added there too, in the same place."""
+    import dataclasses
+
+    from streamxai.handlers.explain import _Task
+    from streamxai.schemas import ExplainTask
+
+    assert _Task._fields == tuple(f.name for f in dataclasses.fields(ExplainTask))
+    task = ExplainTask("s", 3, 1.0, {"a": 1.0}, 1, 0, True, 2.0, 0.5, "learn", None, "e-3")
+    view = ExplainHandler(settings())._parse(dumps(task), Source("explain-tasks", 0, 9))
+    assert view == dataclasses.astuple(task) and view.position == 3  # a null position is the seq, as the task's

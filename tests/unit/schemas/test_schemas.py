@@ -212,14 +212,15 @@ def test_a_numeric_feature_is_taken_as_number_takes_it():
 def test_the_usual_events_quick_check_gives_what_the_full_checks_give():
     """feature_event_from's quick check of the usual event (schemas.features._usual_event) gives
     the event the full checks give, and leaves to them whatever it does not take: random events
-    with one field or value changed to another type, range or name, or none changed."""
+    with one field or value changed to another type, range or name, or none changed. And
+    check_feature_event, given an event's fields, raises what they raise, or nothing."""
     import random
 
-    from streamxai.schemas.features import _checked_event, feature_event_from
+    from streamxai.schemas.features import _checked_event, check_feature_event, feature_event_from
 
     rng = random.Random(7)
     odd = [None, True, 1, -1, 2**63, 1.0, 2.5, float("nan"), float("inf"), "x", "", [], {}, 3.0]
-    quick = 0
+    quick = fields_checked = 0
     for task in ("classification", "regression"):
         spec = FeatureSpec(names=("a", "b", "c"), categorical=frozenset({"c"}), task=task)
         for _ in range(3000):
@@ -249,7 +250,16 @@ def test_the_usual_events_quick_check_gives_what_the_full_checks_give():
             assert got == want, (obj, got, want)
             assert repr(got) == repr(want)  # the same types too (1 and 1.0, True and 1 are equal)
             quick += isinstance(got, FeatureEvent) and type(got.ts) is float
+            if obj.keys() == {"schema", "stream_id", "seq", "ts", "x", "y"}:  # the fields an explain task carries
+                try:
+                    checked = check_feature_event(obj["stream_id"], obj["seq"], obj["ts"], obj["x"], obj["y"], spec,
+                                                  where="-")
+                except Exception as e:  # noqa: BLE001
+                    checked = (type(e), str(e))
+                assert checked == (None if isinstance(want, FeatureEvent) else want), (obj, checked, want)
+                fields_checked += 1
     assert quick > 1000  # the quick check took many of them
+    assert fields_checked > 3000
 
 
 def test_a_feature_event_with_fields_missing_or_unknown_says_which():
