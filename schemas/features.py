@@ -178,17 +178,17 @@ def check_feature_event(stream_id: Any, seq: Any, ts: Any, x: Any, y: Any,
                         spec: FeatureSpec | Callable[[str], FeatureSpec], *, where: str) -> None:
     """Raise what :func:`feature_event_from` raises for an event of these fields, without making
     the event: the explain handler checks every task's event as the model handler took it."""
-    if _usual_x(stream_id, seq, ts, x, y, spec) is None:
+    if _usual_x(stream_id, seq, ts, x, y, spec, build=False) is None:
         _checked_event({"schema": FeatureEvent.SCHEMA, "stream_id": stream_id, "seq": seq, "ts": ts, "x": x, "y": y},
                        spec, where=where)
 
 
 def _usual_x(stream_id: Any, seq: Any, ts: Any, x: Any, y: Any,
-             spec: FeatureSpec | Callable[[str], FeatureSpec]) -> dict[str, Any] | None:
-    """The features ``x`` in the spec's order if the event is the usual one: its fields on exact
-    types (a numeric feature a finite float, a categorical one a string or a 64-bit integer, the
-    label as the task takes it unchanged, ``ts`` a finite float) and a stream id seen valid
-    before; None for anything else."""
+             spec: FeatureSpec | Callable[[str], FeatureSpec], build: bool = True) -> dict[str, Any] | None:
+    """The features ``x`` in the spec's order (``x`` itself unless ``build``: only the check is
+    wanted) if the event is the usual one: its fields on exact types (a numeric feature a finite
+    float, a categorical one a string or a 64-bit integer, the label as the task takes it
+    unchanged, ``ts`` a finite float) and a stream id seen valid before; None for anything else."""
     if not (type(seq) is int and 0 <= seq <= MAX_SEQ and type(ts) is float and ts - ts == 0.0  # finite
             and type(x) is dict and type(stream_id) is str and stream_id in _VALID_IDS):
         return None
@@ -200,7 +200,7 @@ def _usual_x(stream_id: Any, seq: Any, ts: Any, x: Any, y: Any,
     names, categorical = spec.names, spec.categorical
     if len(x) != len(names):
         return None
-    clean: dict[str, Any] = {}
+    clean: dict[str, Any] | None = {} if build else None
     for n in names:
         v = x.get(n)
         t = type(v)
@@ -209,12 +209,13 @@ def _usual_x(stream_id: Any, seq: Any, ts: Any, x: Any, y: Any,
                 return None
         elif not (n in categorical and (t is str or t is int and INT64[0] <= v <= INT64[1])):  # type: ignore[operator]
             return None
-        clean[n] = v
+        if clean is not None:
+            clean[n] = v
     t = type(y)
     if y is not None and not (t is float and y - y == 0.0 if spec.task == "regression"  # type: ignore[operator]
                               else t is str or t is bool or t is int and INT64[0] <= y <= INT64[1]):  # type: ignore[operator]
         return None
-    return clean
+    return x if clean is None else clean
 
 
 def _ctx(stream_id: str, seq: int) -> str:

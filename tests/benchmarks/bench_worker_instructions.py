@@ -52,19 +52,16 @@ def child(name: str, n: int, bootstrap: str, state_dir: str) -> None:
     from streamxai.schemas import FeatureEvent
 
     evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(events(name, n))]
-    s = make_settings(bootstrap, state_dir, **{**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0})
+    fields = {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
     # the modules a worker imports as it starts (river's model, scipy through river.optim):
-    # imported here before counting, by the same loop on a few events with handlers of their own
-    warm = make_settings(bootstrap, f"{state_dir}-warm-up",
-                         **{**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0})
-    in_process_worker(warm, evs[:20])
-    reference_run(make_settings(bootstrap, f"{state_dir}-ref-warm-up", **{**stream_settings(name), "explain_groups": 1}),
-                  evs[:20])
+    # imported here before counting, by the same loops on a few events with state of their own
+    in_process_worker(make_settings(bootstrap, f"{state_dir}-warm-up", **fields), evs[:20])
+    reference_run(make_settings(bootstrap, f"{state_dir}-ref-warm-up", **fields), evs[:20])
     instrument(os.getpid())
-    in_process_worker(s, evs)
+    in_process_worker(make_settings(bootstrap, state_dir, **fields), evs)
     handlers = instructions(os.getpid())
     zero(os.getpid())
-    reference_run(make_settings(bootstrap, f"{state_dir}-ref", **{**stream_settings(name), "explain_groups": 1}), evs)
+    reference_run(make_settings(bootstrap, f"{state_dir}-ref", **fields), evs)
     print(json.dumps({"instructions": handlers, "reference": instructions(os.getpid())}), flush=True)
 
 
