@@ -20,6 +20,7 @@ from streamxai.schemas import ConfigError, LabelEvent, StreamxaiError
 
 from . import exit_codes
 from .kafka.config import TOPIC_NAMES, confluent_config
+from .kafka.watermarks import watermarks
 from .settings import Settings
 
 __all__ = ["produce", "tail", "plot", "last_seq", "last_seqs", "resolve_topic", "OUTPUT_TOPICS"]
@@ -58,7 +59,7 @@ def last_seqs(s: Settings, stream_ids: Collection[str], tail: int = 2000, timeou
             return {}
         wanted = {sid.encode(): sid for sid in stream_ids}
         deadline = time.monotonic() + timeout
-        left = {p: _watermarks(c, topic, p, deadline) for p in md.partitions}  # partition -> (start, end) unread
+        left = {p: watermarks(c, topic, p, deadline - time.monotonic()) for p in md.partitions}  # partition -> (start, end) unread
         left = {p: span for p, span in left.items() if span[1] > span[0]}
         found: dict[str, int | None] = {}
         width = tail
@@ -86,21 +87,6 @@ def last_seqs(s: Settings, stream_ids: Collection[str], tail: int = 2000, timeou
         raise _kafka_error(s, e) from None
     finally:
         c.close()
-
-
-def _watermarks(c: Any, topic: str, p: int, deadline: float) -> tuple[int, int]:
-    from confluent_kafka import KafkaError, KafkaException, TopicPartition
-
-    while True:  # a topic created a moment ago may have no leader yet
-        try:
-            lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=max(0.1, deadline - time.monotonic()))
-            return lo, hi
-        except KafkaException as e:
-            transient = e.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                                             KafkaError.UNKNOWN_TOPIC_OR_PART)
-            if not (transient or e.args[0].retriable()) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def _seqs_of(c: Any, topic: str, windows: dict[int, tuple[int, int]], keys: set[bytes],

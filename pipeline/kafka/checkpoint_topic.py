@@ -13,6 +13,7 @@ from ..settings import Settings
 from .checkpoint_seal import CheckpointSeal, SealedStore
 from .committed_offsets import CommittedOffsets
 from .config import confluent_config
+from .watermarks import watermarks
 
 __all__ = ["KafkaCheckpointStore", "CHECKPOINT_TOPIC", "CHECKPOINT_TOPIC_CONFIG", "ensure_checkpoint_topic"]
 
@@ -217,16 +218,12 @@ class KafkaCheckpointStore(SealedStore):
         c.unassign()
 
     def _watermarks(self, c: Any, partition: int) -> tuple[int, int]:
-        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka import KafkaException
 
-        deadline = time.monotonic() + self.timeout
-        while True:  # after a leader election (new topic, broker restart) a client's metadata is stale for a moment
-            try:
-                return c.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=self.timeout)
-            except KafkaException as e:
-                if time.monotonic() > deadline:
-                    raise OSError(f"reading the offsets of {self.topic}[{partition}] failed: {e.args[0].str()}") from None
-                time.sleep(0.2)
+        try:
+            return watermarks(c, self.topic, partition, self.timeout)
+        except KafkaException as e:
+            raise OSError(f"reading the offsets of {self.topic}[{partition}] failed: {e.args[0].str()}") from None
 
     def _fetch(self, partition: int, offset: int) -> bytes | None:
         from confluent_kafka import TopicPartition

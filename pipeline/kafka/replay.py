@@ -11,6 +11,7 @@ from streamxai.schemas import Headers
 
 from ..settings import Settings
 from .config import confluent_config
+from .watermarks import watermarks
 
 __all__ = ["PartitionHistory"]
 
@@ -41,7 +42,7 @@ class PartitionHistory:
     def first_offset(self, topic: str, partition: int) -> int:
         """The first offset ``topic[partition]`` still holds (its low watermark: retention deleted
         the messages before it), asked of the broker at most every :attr:`FIRST_OFFSET_TTL_S` s."""
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import Consumer
 
         with self._lock:
             known = self._first.get((topic, partition))
@@ -50,7 +51,7 @@ class PartitionHistory:
             c = Consumer(confluent_config(self.settings, **{
                 "log_level": 0, "group.id": f"streamxai-replay-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False}))
             try:
-                low = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.poll_timeout)[0]
+                low = watermarks(c, topic, partition, self.poll_timeout)[0]
             finally:
                 c.close()
             self._first[(topic, partition)] = (time.monotonic(), low)
@@ -87,7 +88,7 @@ class PartitionHistory:
             "auto.offset.reset": "earliest",
         }))
         try:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.poll_timeout)
+            low, high = watermarks(c, topic, partition, self.poll_timeout)
             if before_offset is None:
                 before_offset = high
             # nothing kept of the range (retention deleted it): there is no message to wait for

@@ -29,6 +29,7 @@ from _chaos_check import check_arrivals, check_outputs, expected_dead_letters, t
 from helpers.pipeline_runs import collect_all, committed, make_settings, recorded_arrivals  # noqa: E402
 from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
 from streamxai.kafka.replay import PartitionHistory  # noqa: E402
+from streamxai.kafka.watermarks import watermarks  # noqa: E402
 from streamxai.local.broker import LocalBroker  # noqa: E402
 from streamxai.local.demo_stream import agrawal_events, labels_later  # noqa: E402
 from streamxai.local.ports import free_ports  # noqa: E402
@@ -264,12 +265,12 @@ def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, wo
 def drain(s: Settings, workers: Workers, timeout: float) -> bool:
     """Until the group has committed everything on the topics it consumes and the output topics
     stopped growing (two looks 5 s apart), or ``timeout`` s."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer
 
     def ends() -> int:
         c = Consumer(confluent_config(s, **{"group.id": "chaos-ends", "enable.auto.commit": False}))
         try:
-            return sum(c.get_watermark_offsets(TopicPartition(s.topic(t), p), timeout=10)[1]
+            return sum(watermarks(c, s.topic(t), p, timeout=10)[1]
                        for t in OUTPUTS for p in range(s.partitions))
         finally:
             c.close()

@@ -34,6 +34,7 @@ from _worker_runs import _cpu_seconds, broker_for, broker_pids, explanations_wan
 from helpers.pipeline_runs import make_settings, wait_for_members, worker_metrics  # noqa: E402
 from streamxai.kafka.config import TOPIC_NAMES, confluent_config, ensure_topics  # noqa: E402
 from streamxai.kafka.io import produce_events  # noqa: E402
+from streamxai.kafka.watermarks import watermarks  # noqa: E402
 from streamxai.local.demo_stream import agrawal_events  # noqa: E402
 from streamxai.local.ports import free_port  # noqa: E402
 from streamxai.worker import spawn_worker, stop_worker  # noqa: E402
@@ -128,7 +129,7 @@ def output_window(s, timeout: float = 60.0) -> tuple[float, float]:
         for name in ("predictions", "explanations"):
             topic = s.topic(name)
             for p in c.list_topics(topic, timeout=10).topics[topic].partitions:
-                end = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                end = watermarks(c, topic, p, timeout=10)[1]
                 if end > 0:
                     ends[(topic, p)] = end
         c.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in ends])
@@ -168,13 +169,13 @@ def assignment(s) -> list[set[tuple[str, int]]]:
 def shares(s, assigned: list[set[tuple[str, int]]]) -> str:
     """The records each worker's partitions of arrivals (the model's input) and explain-tasks
     took, as ``arrivals a/b, explain-tasks c/d`` (one figure a worker)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer
 
     c = Consumer(confluent_config(s, **{"group.id": f"{s.app_id}-shares", "enable.auto.commit": False}))
     try:
         out = []
         for name in ("arrivals", "explain-tasks"):
-            ends = {p: c.get_watermark_offsets(TopicPartition(s.topic(name), p), timeout=10)[1]
+            ends = {p: watermarks(c, s.topic(name), p, timeout=10)[1]
                     for p in range(s.partitions)}
             out.append(f"{name} " + "/".join(str(sum(ends[p] for t, p in mine if t == name)) for mine in assigned))
         return ", ".join(out)

@@ -17,6 +17,7 @@ import orjson
 from streamxai.kafka.config import confluent_config
 from streamxai.kafka.io import consume
 from streamxai.kafka.replay import PartitionHistory
+from streamxai.kafka.watermarks import watermarks
 from streamxai.local.ports import free_port
 from streamxai.reference import Recorded
 from streamxai.schemas import Source, origin, parse_arrival, unpack_arrivals
@@ -99,7 +100,7 @@ def collect_all(s: Settings, topic: str, timeout: float = 60.0) -> list[dict]:
     out: list[dict] = []
     try:
         parts = c.list_topics(full, timeout=10).topics[full].partitions
-        ends = {p: c.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1] for p in parts}
+        ends = {p: watermarks(c, full, p, timeout=10)[1] for p in parts}
         left = {p for p, end in ends.items() if end > 0}
         c.assign([TopicPartition(full, p, OFFSET_BEGINNING) for p in left])
         deadline = time.monotonic() + timeout
@@ -172,7 +173,7 @@ def committed(s: Settings, topic: str) -> tuple[int, int]:
         meta = c.list_topics(s.topic(topic), timeout=10).topics[s.topic(topic)]
         tps = [TopicPartition(s.topic(topic), p) for p in meta.partitions]
         done = sum(max(tp.offset, 0) for tp in c.committed(tps, timeout=10))
-        ends = sum(c.get_watermark_offsets(tp, timeout=10)[1] for tp in tps)
+        ends = sum(watermarks(c, tp.topic, tp.partition, timeout=10)[1] for tp in tps)
         return done, ends
     finally:
         c.close()

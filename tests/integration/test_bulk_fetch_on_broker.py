@@ -15,6 +15,7 @@ import uuid
 from helpers.pipeline_runs import collect, killed_after_commit, make_settings
 from streamxai.kafka.config import confluent_config, ensure_topics
 from streamxai.kafka.io import produce_raw
+from streamxai.kafka.watermarks import watermarks
 from streamxai.local.demo_stream import agrawal_events, labels_later
 from streamxai.schemas import LabelEvent, Source, dumps, origin, unpack_arrivals
 from streamxai.worker import settings_env
@@ -39,7 +40,7 @@ def _forwarded(s) -> list[Source]:
     c = Consumer(confluent_config(s, **{"group.id": f"read-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}))
     out: list[Source] = []
     try:
-        end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+        end = watermarks(c, topic, 0, timeout=10)[1]
         c.assign([TopicPartition(topic, 0, 0)])
         for _ in range(10_000):  # bounded
             if end == 0:

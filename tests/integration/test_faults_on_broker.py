@@ -14,6 +14,7 @@ from helpers.damage import DAMAGES, damaged
 from helpers.pipeline_runs import collect, collect_all, committed, make_settings, wait_for_commit, worker_metrics
 from streamxai.kafka.config import ensure_topics
 from streamxai.kafka.io import produce_raw
+from streamxai.kafka.watermarks import watermarks
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.plan import stream_explainer
 from streamxai.schemas import dumps
@@ -272,7 +273,7 @@ def _damage_checkpoint_topic(s, bootstrap):
     newest = {}
     try:
         parts = c.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+        ends = {p: watermarks(c, topic, p, timeout=10)[1] for p in parts}
         c.assign([TopicPartition(topic, p, 0) for p in parts])
         todo = {p for p, end in ends.items() if end > 0}
         for _ in range(200):  # bounded: a few thousand records at most

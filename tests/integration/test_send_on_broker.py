@@ -17,6 +17,7 @@ import uuid
 from helpers.pipeline_runs import collect, collect_all, killed_after_commit, make_settings
 from streamxai.kafka.config import confluent_config, ensure_topics
 from streamxai.kafka.io import produce_raw
+from streamxai.kafka.watermarks import watermarks
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.plan import stream_explainer
 from streamxai.schemas import Source, dumps, parse_explain_task, unpack_tasks
@@ -222,7 +223,7 @@ def _records(s, topic: str):
     c = Consumer(confluent_config(s, **{"group.id": f"read-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}))
     try:
         parts = c.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+        ends = {p: watermarks(c, topic, p, timeout=10)[1] for p in parts}
         c.assign([TopicPartition(topic, p, 0) for p in parts])
         left = {p for p, e in ends.items() if e > 0}
         for _ in range(10_000):  # bounded

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from helpers.pipeline_runs import (
     collect,
@@ -24,6 +24,7 @@ from helpers.pipeline_runs import (
 )
 from streamxai.kafka.config import INPUT_TOPICS, TOPIC_NAMES, confluent_config, ensure_topics
 from streamxai.kafka.io import produce_events
+from streamxai.kafka.watermarks import watermarks
 from streamxai.local.broker import LocalBroker
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.local.ports import free_port, free_ports
@@ -60,7 +61,7 @@ def _retention(admin, s, ms):
 def _watermarks(s, topic):
     c = Consumer(confluent_config(s, **{"group.id": "watermarks", "enable.auto.commit": False}))
     try:
-        return c.get_watermark_offsets(TopicPartition(s.topic(topic), 0), timeout=10)
+        return watermarks(c, s.topic(topic), 0, timeout=10)
     finally:
         c.close()
 

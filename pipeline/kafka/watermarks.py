@@ -1,0 +1,45 @@
+"""A partition's watermarks, asked again while its leader is moving.
+
+Right after a topic is made, or after a broker restart, the partition's leader is elected and a
+client's metadata can name no leader or the old one for a moment: ``get_watermark_offsets``
+then fails with ``NOT_LEADER_FOR_PARTITION``, ``LEADER_NOT_AVAILABLE`` or
+``UNKNOWN_TOPIC_OR_PART``, errors that clear by themselves. :func:`watermarks` asks again
+until its deadline; any other error is raised at once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["watermarks"]
+
+#: how long to wait before asking again
+RETRY_S = 0.2
+
+
+def _passing(e: Exception) -> bool:
+    from confluent_kafka import KafkaError
+
+    err = e.args[0] if e.args else None
+    if not isinstance(err, KafkaError):
+        return False
+    return err.code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                          KafkaError.UNKNOWN_TOPIC_OR_PART) or err.retriable()
+
+
+def watermarks(consumer: Any, topic: str, partition: int, timeout: float) -> tuple[int, int]:
+    """``(low, high)`` of ``topic[partition]`` by ``consumer``, asked again every
+    :data:`RETRY_S` s while the broker answers with an error that passes (a leader being
+    elected), for up to ``timeout`` s in all; then the last ``KafkaException`` is raised."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                  timeout=max(0.1, deadline - time.monotonic()))
+        except KafkaException as e:
+            if not _passing(e) or time.monotonic() + RETRY_S > deadline:
+                raise
+            time.sleep(RETRY_S)
