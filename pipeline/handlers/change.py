@@ -108,7 +108,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     carrying the report's explanations as the explain handler sent them to ``explanations``
     (:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as if it came alone (its own
     dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
-    taken. A record without the form's header is one explanation message. Records are keyed by
+    taken. A record whose explanations all pass their checks, of a stream whose state is here
+    and well, is taken in one pass to the same effect (:meth:`_take_feed`). A record without the form's header is one explanation message. Records are keyed by
     ``stream_id``, so every series of a stream reaches the same change worker, in partition order.
     Their time axis is the stream's ``position`` (the
     seq itself while labels come in line): with labels that come
@@ -212,8 +213,77 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     def _arrived(self, n: int) -> None:
         self.metrics.inc("explanations_seen", n)  # every message, good or bad: how far the change agent has got
 
+    def on_message_on_loop(self, raw: bytes | None, key: bytes | None,
+                           src: Source) -> list[Out] | Callable[[], list[Out]]:
+        taken = self._take_feed(raw, key, src)
+        return super().on_message_on_loop(raw, key, src) if taken is None else taken
+
+    def _take_feed(self, raw: bytes | None, key: bytes | None,
+                   src: Source) -> list[Out] | Callable[[], list[Out]] | None:
+        """A drift-feed record in one pass, when its stream's change state is here and well (no
+        rebuild, failure or guard pending) and every explanation of it passes its checks: the
+        state, its checkpoint and the record's place are looked at once for the record, not once
+        for each of its explanations. None for any other record, which the skeleton takes
+        message by message; nothing is changed before every explanation has passed, so both
+        ways give the same outputs. An explanation that raises in the change test hands the rest
+        of the record to the skeleton, as it would have come to it."""
+        if key is None or key in self._rebuilt or key in self._failing or key in self._guards:
+            return None
+        known = self._known.get(key)
+        st = self.states.get(known[0]) if known is not None else None
+        if st is None:
+            return None
+        try:
+            docs = unpack_feed(raw, src)
+            if not docs:
+                return None
+            where = str(src)
+            points = [self._checked(doc, key, where) for doc in docs]
+        except InvalidMessage:
+            return None  # the skeleton dead-letters it with its place in the record
+        self._arrived(len(points))
+        self._state(points[0], key, src)  # the state's turn in the live states (max_live_streams)
+        outs: list[Out] = []
+        last = -1
+        for i, p in enumerate(points):
+            if self._is_duplicate(p, st):
+                self.metrics.inc(self._duplicate_metric(p))
+                continue
+            try:
+                outs += self._process(p, st, None, key, src)
+            except Exception as e:  # noqa: BLE001 - the skeleton's failure handling takes it from here
+                return self._hand_over(raw, key, src, i, last, p, st, outs, e)
+            st.since_checkpoint += 1
+            last = i
+        if last >= 0:
+            self._save_if_due(key, st, self._item_source(src, last, len(points)))
+        return self._combine(outs)
+
+    def _hand_over(self, raw: bytes | None, key: bytes, src: Source, i: int, last: int, p: _Point,
+                   st: _StreamState, outs: list[Out], err: Exception) -> list[Out] | Callable[[], list[Out]]:
+        """The ``i``-th explanation of a record taken by :meth:`_take_feed` raised ``err``: the
+        skeleton fails it and takes the rest of the record, as if it had taken the record from
+        the start (the ones before taken, the state to checkpoint that of the last one taken)."""
+        items = self._unpack(raw, src) or []
+        self._batch = items[:i]
+        self._batch_state = (key, st, items[last][1]) if last >= 0 else None
+        try:
+            outs += self._failed(p, items[i][0], key, items[i][1], err)
+            self._batch.append(items[i])
+        except BaseException:
+            self._batch = self._batch_state = None
+            raise
+        return self._take_batch(key, items, i + 1, outs, stop=True)
+
+    @staticmethod
+    def _item_source(src: Source, i: int, n: int) -> Source:
+        return Source(src.topic, src.partition, src.offset, src.timestamp, src.headers, f"explanation {i + 1} of {n}")
+
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
-        where = str(src)
+        return self._checked(raw, key, str(src))
+
+    def _checked(self, raw: bytes | None, key: bytes | None, where: str) -> _Point:
+        """The explanation ``raw`` as the change path takes it (:meth:`_read`), ``where`` its place."""
         p = self._parse(raw, where)
         if key is not None and key != p.stream_id.encode():  # it would change another stream's change test
             raise SchemaMismatch(f"message key {key[:100]!r} is not the stream_id {p.stream_id!r} of its explanation; "
