@@ -3,8 +3,9 @@
 Right after a topic is made, or after a broker restart, the partition's leader is elected and a
 client's metadata can name no leader or the old one for a moment: ``get_watermark_offsets``
 then fails with ``NOT_LEADER_FOR_PARTITION``, ``LEADER_NOT_AVAILABLE`` or
-``UNKNOWN_TOPIC_OR_PART``, errors that clear by themselves. :func:`watermarks` asks again
-until its deadline; any other error is raised at once.
+``UNKNOWN_TOPIC_OR_PART``; while the broker restarts, with ``_TRANSPORT`` or
+``_ALL_BROKERS_DOWN``. These clear by themselves: :func:`watermarks` asks again until its
+deadline. Any other error is raised at once.
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ def _passing(e: Exception) -> bool:
     if not isinstance(err, KafkaError):
         return False
     return err.code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                          KafkaError.UNKNOWN_TOPIC_OR_PART) or err.retriable()
+                          KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TRANSPORT,
+                          KafkaError._ALL_BROKERS_DOWN) or err.retriable()
 
 
 def watermarks(consumer: Any, topic: str, partition: int, timeout: float) -> tuple[int, int]:
     """``(low, high)`` of ``topic[partition]`` by ``consumer``, asked again every
     :data:`RETRY_S` s while the broker answers with an error that passes (a leader being
-    elected), for up to ``timeout`` s in all; then the last ``KafkaException`` is raised."""
+    elected, a broker restarting), for up to ``timeout`` s in all; then the last
+    ``KafkaException`` is raised."""
     from confluent_kafka import KafkaException, TopicPartition
 
     deadline = time.monotonic() + timeout

@@ -20,10 +20,11 @@ class Answers:
         return 3, 7
 
 
-def test_errors_of_a_leader_election_are_asked_again():
-    c = Answers(KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART)
+def test_errors_of_a_leader_election_or_a_broker_restart_are_asked_again():
+    c = Answers(KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+                KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
     assert watermarks(c, "t", 1, timeout=10) == (3, 7)
-    assert c.asked == 4
+    assert c.asked == 6
 
 
 def test_another_error_is_raised_at_once():
