@@ -59,7 +59,8 @@ def last_seqs(s: Settings, stream_ids: Collection[str], tail: int = 2000, timeou
             return {}
         wanted = {sid.encode(): sid for sid in stream_ids}
         deadline = time.monotonic() + timeout
-        left = {p: watermarks(c, topic, p, deadline - time.monotonic()) for p in md.partitions}  # partition -> (start, end) unread
+        # partition -> (start, end) unread
+        left = {p: watermarks(c, topic, p, deadline - time.monotonic()) for p in md.partitions}
         left = {p: span for p, span in left.items() if span[1] > span[0]}
         found: dict[str, int | None] = {}
         width = tail

@@ -69,6 +69,7 @@ def _payload_of(cls: type[Message]) -> tuple[Callable[[tuple], dict[str, Any]], 
     which makes a pair for every field of every message."""
     names = field_names(cls)
     body = ", ".join(f"{name!r}: v[{i}]" for i, name in enumerate(names))
+    # eval of a dict display of the type's own field names, each an identifier
     return eval(f"lambda v: {{'schema': schema, {body}}}", {"schema": cls.SCHEMA}), len(names)  # noqa: S307
 
 

@@ -106,10 +106,11 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
 
     The change agent reads the ``drift-feed`` topic: one record per report of an explainer group,
     carrying the report's explanations as the explain handler sent them to ``explanations``
-    (:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as if it came alone (its own
-    dead letter if bad, duplicates dropped); the state is checkpointed once the whole record is
-    taken. A record whose explanations all pass their checks, of a stream whose state is here
-    and well, is taken in one pass to the same effect (:meth:`_take_feed`). A record without the form's header is one explanation message. Records are keyed by
+    (:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as if it came
+    alone (its own dead letter if bad, duplicates dropped); the state is checkpointed once the
+    whole record is taken. A record whose explanations all pass their checks, of a stream whose
+    state is here and well, is taken in one pass to the same effect (:meth:`_take_feed`). A
+    record without the form's header is one explanation message. Records are keyed by
     ``stream_id``, so every series of a stream reaches the same change worker, in partition order.
     Their time axis is the stream's ``position`` (the
     seq itself while labels come in line): with labels that come

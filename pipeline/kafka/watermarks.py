@@ -1,11 +1,12 @@
 """A partition's watermarks, asked again while its leader is moving.
 
 Right after a topic is made, or after a broker restart, the partition's leader is elected and a
-client's metadata can name no leader or the old one for a moment: ``get_watermark_offsets``
-then fails with ``NOT_LEADER_FOR_PARTITION``, ``LEADER_NOT_AVAILABLE`` or
-``UNKNOWN_TOPIC_OR_PART``; while the broker restarts, with ``_TRANSPORT`` or
-``_ALL_BROKERS_DOWN``. These clear by themselves: :func:`watermarks` asks again until its
-deadline. Any other error is raised at once.
+client's metadata can name no leader, the old one or no such partition for a moment:
+``get_watermark_offsets`` then fails with ``NOT_LEADER_FOR_PARTITION``,
+``LEADER_NOT_AVAILABLE``, ``UNKNOWN_TOPIC_OR_PART``, ``_UNKNOWN_PARTITION`` or
+``_UNKNOWN_TOPIC``; while the broker restarts, with ``_TRANSPORT`` or ``_ALL_BROKERS_DOWN``.
+These clear by themselves: :func:`watermarks` asks again until its deadline. Any other error is
+raised at once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def _passing(e: Exception) -> bool:
     if not isinstance(err, KafkaError):
         return False
     return err.code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                          KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TRANSPORT,
+                          KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
+                          KafkaError._UNKNOWN_TOPIC, KafkaError._TRANSPORT,
                           KafkaError._ALL_BROKERS_DOWN) or err.retriable()
 
 

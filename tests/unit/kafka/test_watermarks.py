@@ -22,9 +22,10 @@ class Answers:
 
 def test_errors_of_a_leader_election_or_a_broker_restart_are_asked_again():
     c = Answers(KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
-                KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
+                KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC, KafkaError._TRANSPORT,
+                KafkaError._ALL_BROKERS_DOWN)
     assert watermarks(c, "t", 1, timeout=10) == (3, 7)
-    assert c.asked == 6
+    assert c.asked == 8
 
 
 def test_another_error_is_raised_at_once():
