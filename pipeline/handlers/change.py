@@ -79,6 +79,12 @@ class _Point(NamedTuple):
     n_seen: Any = None  # as sent
 
 
+def _item_source(src: Source, i: int, n: int) -> Source:
+    """Where the ``i``-th (from 0) of the ``n`` explanations of the record at ``src`` came from:
+    ``replace(src, part=...)``, without its look at the dataclass's fields."""
+    return Source(src.topic, src.partition, src.offset, src.timestamp, src.headers, f"explanation {i + 1} of {n}")
+
+
 def _block(block: dict[str, float] | None) -> Block | None:
     return None if block is None else Block(int(block["n"]), block["mean"], block["m2"])
 
@@ -167,9 +173,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         docs = unpack_feed(raw, src)
         if docs is None:
             return None
-        n, at = len(docs), (src.topic, src.partition, src.offset, src.timestamp, src.headers)
-        # replace(src, part=...), without its look at the dataclass's fields for each of them
-        return [(doc, Source(*at, f"explanation {i} of {n}")) for i, doc in enumerate(docs, 1)]
+        n = len(docs)
+        return [(doc, _item_source(src, i, n)) for i, doc in enumerate(docs)]
 
     def _state_key(self, p: _Point) -> str:
         return p.stream_id
@@ -257,7 +262,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
             st.since_checkpoint += 1
             last = i
         if last >= 0:
-            self._save_if_due(key, st, self._item_source(src, last, len(points)))
+            self._save_if_due(key, st, _item_source(src, last, len(points)))
         return self._combine(outs)
 
     def _hand_over(self, raw: bytes | None, key: bytes, src: Source, i: int, last: int, p: _Point,
@@ -275,10 +280,6 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
             self._batch = self._batch_state = None
             raise
         return self._take_batch(key, items, i + 1, outs, stop=True)
-
-    @staticmethod
-    def _item_source(src: Source, i: int, n: int) -> Source:
-        return Source(src.topic, src.partition, src.offset, src.timestamp, src.headers, f"explanation {i + 1} of {n}")
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
         return self._checked(raw, key, str(src))
