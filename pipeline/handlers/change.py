@@ -226,17 +226,11 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
 
     def _take_feed(self, raw: bytes | None, key: bytes | None,
                    src: Source) -> list[Out] | Callable[[], list[Out]] | None:
-        """A drift-feed record in one pass, when its stream's change state is here and well (no
-        rebuild, failure or guard pending) and every explanation of it passes its checks: the
-        state, its checkpoint and the record's place are looked at once for the record, not once
-        for each of its explanations. None for any other record, which the skeleton takes
-        message by message; nothing is changed before every explanation has passed, so both
-        ways give the same outputs. An explanation that raises in the change test hands the rest
-        of the record to the skeleton, as it would have come to it."""
-        if key is None or key in self._rebuilt or key in self._failing or key in self._guards:
-            return None
-        known = self._known.get(key)
-        st = self.states.get(known[0]) if known is not None else None
+        """A drift-feed record in one pass (:meth:`_take_whole`), when its stream's change state
+        is here and well and every explanation of it passes its checks; None for any other
+        record, which the skeleton takes message by message (nothing is changed before every
+        explanation has passed, so both ways give the same outputs)."""
+        st = self._settled_state(key)
         if st is None:
             return None
         try:
@@ -247,39 +241,10 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
             points = [self._checked(doc, key, where) for doc in docs]
         except InvalidMessage:
             return None  # the skeleton dead-letters it with its place in the record
-        self._arrived(len(points))
-        self._state(points[0], key, src)  # the state's turn in the live states (max_live_streams)
-        outs: list[Out] = []
-        last = -1
-        for i, p in enumerate(points):
-            if self._is_duplicate(p, st):
-                self.metrics.inc(self._duplicate_metric(p))
-                continue
-            try:
-                outs += self._process(p, st, None, key, src)
-            except Exception as e:  # noqa: BLE001 - the skeleton's failure handling takes it from here
-                return self._hand_over(raw, key, src, i, last, p, st, outs, e)
-            st.since_checkpoint += 1
-            last = i
-        if last >= 0:
-            self._save_if_due(key, st, _item_source(src, last, len(points)))
-        return self._combine(outs)
+        return self._take_whole(raw, key, src, st, points, docs)  # type: ignore[arg-type]
 
-    def _hand_over(self, raw: bytes | None, key: bytes, src: Source, i: int, last: int, p: _Point,
-                   st: _StreamState, outs: list[Out], err: Exception) -> list[Out] | Callable[[], list[Out]]:
-        """The ``i``-th explanation of a record taken by :meth:`_take_feed` raised ``err``: the
-        skeleton fails it and takes the rest of the record, as if it had taken the record from
-        the start (the ones before taken, the state to checkpoint that of the last one taken)."""
-        items = self._unpack(raw, src) or []
-        self._batch = items[:i]
-        self._batch_state = (key, st, items[last][1]) if last >= 0 else None
-        try:
-            outs += self._failed(p, items[i][0], key, items[i][1], err)
-            self._batch.append(items[i])
-        except BaseException:
-            self._batch = self._batch_state = None
-            raise
-        return self._take_batch(key, items, i + 1, outs, stop=True)
+    def _place(self, src: Source, i: int, n: int) -> Source:
+        return _item_source(src, i, n)
 
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
         return self._checked(raw, key, str(src))

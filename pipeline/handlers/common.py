@@ -110,6 +110,65 @@ class MessageHandler(Recovering[M, S]):
         failing = self._failing.get(key)  # type: ignore[arg-type]
         return failing is None or failing.wait == 0
 
+    def _settled_state(self, key: bytes | None) -> S | None:
+        """The state of ``key`` if a record of it may be taken in one pass (:meth:`_take_whole`):
+        built here, with no rebuild, failure or guard pending; None otherwise."""
+        if key is None or key in self._rebuilt or key in self._failing or key in self._guards:
+            return None
+        known = self._known.get(key)
+        return self.states.get(known[0]) if known is not None else None  # type: ignore[return-value]
+
+    def _take_whole(self, raw: bytes | None, key: bytes, src: Source, st: S, msgs: list[M],
+                    raws: list[bytes]) -> list[Out] | Callable[[], list[Out]]:
+        """The batch record ``raw`` of ``key`` in one pass: ``msgs``, every one of its messages
+        read and checked (``raws`` their bytes), into ``st``, the state :meth:`_settled_state`
+        gave. The state, its checkpoint and the record's place are looked at once for the
+        record, not once for each message, to the same effect as taking it message by message
+        (:meth:`on_message_on_loop`); a message that raises in :meth:`_process` hands the rest
+        of the record to that path (:meth:`_hand_over`)."""
+        n = len(msgs)
+        self._arrived(n)
+        self._state(msgs[0], key, src)  # the state's turn in the live states (max_live_streams)
+        outs: list[Out] = []
+        last = -1
+        for i, msg in enumerate(msgs):
+            if self._is_duplicate(msg, st):
+                self.metrics.inc(self._duplicate_metric(msg))
+                continue
+            try:
+                outs += self._process(msg, st, raws[i], key, src)
+            except Rejected as r:
+                outs.append(r.out)
+                continue
+            except Exception as e:  # noqa: BLE001 - the skeleton's failure handling takes it from here
+                return self._hand_over(raw, key, src, i, last, msg, st, outs, e)
+            st.since_checkpoint += 1  # type: ignore[attr-defined]
+            last = i
+        if last >= 0:
+            self._save_if_due(key, st, self._place(src, last, n))
+        return self._combine(outs)
+
+    def _hand_over(self, raw: bytes | None, key: bytes, src: Source, i: int, last: int, msg: M, st: S,
+                   outs: list[Out], err: Exception) -> list[Out] | Callable[[], list[Out]]:
+        """The ``i``-th message of a record taken by :meth:`_take_whole` raised ``err``: the
+        skeleton fails it and takes the rest of the record, as if it had taken the record from
+        the start (the ones before taken, the state to checkpoint that of the last one taken)."""
+        items = self._unpack(raw, src) or []
+        self._batch = items[:i]
+        self._batch_state = (key, st, items[last][1]) if last >= 0 else None
+        try:
+            outs += self._failed(msg, items[i][0], key, items[i][1], err)
+            self._batch.append(items[i])
+        except BaseException:
+            self._batch = self._batch_state = None
+            raise
+        return self._take_batch(key, items, i + 1, outs, stop=True)
+
+    def _place(self, src: Source, i: int, n: int) -> Source:
+        """Where the ``i``-th (from 0) of the ``n`` messages of the batch record at ``src`` is
+        taken (as :meth:`_unpack` places it; by default the record's place)."""
+        return src
+
     def _combine(self, outs: list[Out]) -> list[Out]:
         """The messages to send for a batch's ``outs`` (by default those themselves)."""
         return outs

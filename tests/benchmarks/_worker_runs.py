@@ -1,5 +1,5 @@
 """Shared by the Kafka benchmarks: a worker's rate through a broker, and the same work per
-event done in this process as its baselines: the worker's model, explain and change handlers,
+event done in this process as its baselines: the worker's intake, model, explain and change handlers,
 handler to handler, with checkpoints as configured, on events serialised beforehand (the
 producer's part); and the in-process reference (:func:`streamxai.reference.run_in_process`:
 the same join, explainers and change detector, with no messages, metrics or checkpoints). All
@@ -18,7 +18,8 @@ from pathlib import Path
 from _cpu_profile import START, STOP
 from helpers.pipeline_runs import wait_for_members, worker_metrics
 from streamxai.app import checkpoint_store
-from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
+from streamxai.handlers import ChangeHandler, ExplainHandler, IntakeHandler, ModelHandler, Source
+from streamxai.handlers.intake import MAX_BATCH_RECORDS
 from streamxai.kafka.config import ensure_topics
 from streamxai.kafka.io import produce_events
 from streamxai.local.ports import free_port
@@ -56,12 +57,17 @@ def broker_for(tmp: str):
 
 
 def in_process_worker(s: Settings, events: list) -> tuple[float, float]:
-    """``(wall, cpu)`` seconds for one worker's handlers to process ``events`` in this process."""
+    """``(wall, cpu)`` seconds for one worker's handlers to process ``events`` in this process,
+    taken up by the intake :data:`~streamxai.handlers.intake.MAX_BATCH_RECORDS` at a time, as a
+    worker's intake takes up the fetched records of a backlog: each handler meets records of the
+    shapes it meets in a worker (arrivals, explain tasks and drift-feed records of many messages
+    each)."""
     Path(s.state_dir).mkdir(parents=True, exist_ok=True)
     store = checkpoint_store(s)
-    handlers = {"features": ModelHandler(s, checkpoints=store), "explain-tasks": ExplainHandler(s, checkpoints=store),
+    intake = IntakeHandler(s)
+    handlers = {"arrivals": ModelHandler(s, checkpoints=store), "explain-tasks": ExplainHandler(s, checkpoints=store),
                 "drift-feed": ChangeHandler(s, checkpoints=store)}
-    raws = [(ev.stream_id.encode(), dumps(ev)) for ev in events]
+    records = [(dumps(ev), ev.stream_id.encode(), Source("features", 0, i)) for i, ev in enumerate(events)]
     offsets: dict[tuple[str, int], int] = {}
 
     def feed(topic: str, partition: int, key: bytes | None, value: bytes, out_headers: Headers | None = None) -> None:
@@ -71,8 +77,9 @@ def in_process_worker(s: Settings, events: list) -> tuple[float, float]:
                 feed(out.topic, out.partition or 0, out.key, out.value, out.headers)
 
     t0, c0 = time.perf_counter(), time.process_time()
-    for key, raw in raws:
-        feed("features", 0, key, raw)
+    for i in range(0, len(records), MAX_BATCH_RECORDS):
+        for out in intake.on_batch(records[i:i + MAX_BATCH_RECORDS]):
+            feed(out.topic, out.partition or 0, out.key, out.value, out.headers)
     return time.perf_counter() - t0, time.process_time() - c0
 
 

@@ -10,26 +10,11 @@ import random
 import orjson
 import pytest
 from helpers.arrivals import Run, record_arrivals, run_handlers
+from helpers.checkpoint_saves import Saves
 from helpers.partition_log import PartitionLog
 from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler
 from streamxai.schemas import FeatureEvent, Source, pack_feed, unpack_feed
 from streamxai.settings import Settings
-
-
-class Saves:
-    """A checkpoint store that keeps what it was given: every save, with the state as pickled."""
-
-    def __init__(self, every: int):
-        self.every, self.saved = every, []
-
-    def due(self, n_since: int) -> bool:
-        return n_since >= self.every
-
-    def save(self, kind, key, state, src):
-        self.saved.append((kind, key, pickle.dumps(state), str(src)))
-
-    def load(self, kind, key, topic, partition, before_offset=None):
-        return None
 
 
 def _settings() -> Settings:
@@ -79,7 +64,18 @@ def _records(feed: list) -> list:
 
 
 def _take(s: Settings, records: list, one_pass: bool, monkeypatch) -> tuple:
-    if not one_pass:
+    taken = []  # the records the one-pass path took
+    if one_pass:
+        real = ChangeHandler._take_feed
+
+        def counted(self, raw, key, src):
+            out = real(self, raw, key, src)
+            if out is not None:
+                taken.append(src.offset)
+            return out
+
+        monkeypatch.setattr(ChangeHandler, "_take_feed", counted)
+    else:
         monkeypatch.setattr(ChangeHandler, "_take_feed", lambda self, raw, key, src: None)
     store = Saves(every=40)
     h, outs = ChangeHandler(s, checkpoints=store), []
@@ -88,6 +84,7 @@ def _take(s: Settings, records: list, one_pass: bool, monkeypatch) -> tuple:
         outs += [(o.topic, o.key, o.value if o.topic != "dead-letters" else
                   {k: v for k, v in orjson.loads(o.value).items() if k != "ts"}) for o in h.on_message(value, key, src)]
     monkeypatch.undo()
+    assert not one_pass or len(taken) >= len(records) // 2  # the path compared is the one taken
     counters = {k: v for k, v in h.metrics.snapshot()["counters"].items() if not k.startswith("recovery_seconds")}
     return outs, {k: pickle.dumps(v) for k, v in h.streams.items()}, store.saved, counters  # times aside
 
