@@ -93,7 +93,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     # the agents' outputs go through librdkafka; the consumer flushes it before every commit
     outputs = OutputProducer(settings, app.conf.producer_max_request_size)
     app.streamxai_producer = outputs  # type: ignore[attr-defined]
-    use_bounded_fetch_wait(app, commits, outputs)
+    use_bounded_fetch_wait(app, commits, outputs, on_pace=lambda wait: metrics.gauge("fetch_wait_ms", wait))
 
     @app.task
     async def start_outputs() -> None:  # connected before the first output needs it

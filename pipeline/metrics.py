@@ -108,6 +108,7 @@ HELP.update({
     "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream",
     "alert": "1 for each of the newest alerting change episodes this worker announced (at most ALERTS_KEPT; older ones drop out), by stream_id, alert_key (one per episode, the same after any restart or replay) and kind: page once per alert_key",
     "gc_frozen_objects": "Objects made as the worker started, moved out of Python's garbage collector's passes once it was up (gc.freeze)",
+    "fetch_wait_ms": "How long the broker may hold this worker's fetch requests (ms): short while its agents have room, long while they are busy (pipeline/kafka/fetch_pace.py)",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire (or exposed by their user)
     "messages_in", "messages_out", "dead_letters", "send_errors", "change_episodes", "recovery_seconds", "states_evicted",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from time import monotonic
 from typing import Any
 
@@ -34,20 +35,25 @@ from faust.transport.drivers import aiokafka as driver
 from . import private_api
 from .bulk_fetch import BulkFetch, Sink
 from .committed_offsets import CommittedOffsets
+from .fetch_pace import PACE_S, FetchPace
 
-__all__ = ["FETCH_MAX_WAIT_MS", "FETCH_MIN_BYTES", "PRODUCER_MAX_BATCH_BYTES", "QuietMonitor", "RawSchema",
-           "producer_batch_bytes", "use_bounded_fetch_wait"]
+__all__ = ["FETCH_BUSY_WAIT_MS", "FETCH_MAX_WAIT_MS", "FETCH_MIN_BYTES", "PRODUCER_MAX_BATCH_BYTES", "QuietMonitor",
+           "RawSchema", "pace_fetches", "producer_batch_bytes", "use_bounded_fetch_wait"]
 
 log = logging.getLogger("streamxai")
 
-#: how long the broker may hold a worker's fetch request when none of its partitions has data.
+#: how long the broker may hold a worker's fetch request when none of its partitions has data,
+#: while the worker's agents have room (:data:`FETCH_BUSY_WAIT_MS` while they are busy).
 #: aiokafka keeps one fetch in flight per broker, for the partitions it holds no records of, and
 #: the partition a worker's own output lands on next is often not in it: Faust's 1.5 s would
 #: leave the worker idle that long. An idle worker's consumer parses one empty answer per wait
-#: for every partition it holds, so a shorter wait costs CPU when nothing comes; a record waits
-#: at most this long at the broker on each hop through the worker.
+#: for every partition it holds, so a shorter wait costs CPU when nothing comes; while the
+#: agents have room, a record waits at most this long at the broker on each hop through the worker.
 FETCH_MAX_WAIT_MS = 100
-#: how much data the broker waits for (at most FETCH_MAX_WAIT_MS) before it answers a worker's
+#: how long the broker may hold a worker's fetch request while the worker's agents are busy
+#: (:mod:`~streamxai.kafka.fetch_pace`): their records wait in the worker's own queues then
+FETCH_BUSY_WAIT_MS = 300
+#: how much data the broker waits for (at most the fetch's wait) before it answers a worker's
 #: fetch. Every fetch parses all the worker's partitions in Python on the consumer's thread, so
 #: a busy worker fetches about once a wait, each fetch bringing more, and every stage of the
 #: worker takes bigger batches; Faust's 1 byte answers each trickle of the worker's own records.
@@ -89,6 +95,13 @@ class _ConsumerThread(driver.AIOKafkaConsumerThread):
             log.info("the Kafka consumer stopped while the broker was unreachable (a fetch was waiting to retry)")
             if self._consumer is not None:
                 await private_api.consumer_client(self._consumer).close()
+
+    def set_fetch_wait(self, max_wait_ms: int) -> None:
+        """Have the fetch requests from now on wait at most ``max_wait_ms`` (read on this
+        thread as each request is built; one int, set from the agents' thread)."""
+        fetcher = private_api.fetcher(self._consumer)
+        if fetcher is not None:
+            private_api.set_fetch_wait(fetcher, max_wait_ms)
 
     def wake_fetch(self) -> None:
         """Wake a fetch waiting for records (aiokafka's ``fetched_records``, on this thread's
@@ -212,14 +225,34 @@ class _Transport(driver.Transport):
     bulk_sink: Sink | None = None
 
 
-def use_bounded_fetch_wait(app: Any, commits: CommittedOffsets | None = None, outputs: Any = None) -> None:
+def use_bounded_fetch_wait(app: Any, commits: CommittedOffsets | None = None, outputs: Any = None,
+                           on_pace: Callable[[int], None] | None = None) -> None:
     """Give ``app`` (a Faust app on a ``kafka://`` broker) a consumer whose fetch requests wait at
-    most :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (their comments say why),
+    most :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (their comments say why), at most
+    :data:`FETCH_BUSY_WAIT_MS` while the agents are busy (:class:`~streamxai.kafka.fetch_pace.FetchPace`,
+    looked at every :data:`~streamxai.kafka.fetch_pace.PACE_S`; ``on_pace`` is told each wait set),
     that flushes ``outputs`` (the agents' producer) before it commits, and that records each
     commit the broker accepted in ``commits``."""
     app.transport = _Transport(app.conf.broker_consumer, app, loop=app.loop)
     app.transport.commits = commits
     app.transport.outputs = outputs
+    pace = FetchPace(FETCH_MAX_WAIT_MS, FETCH_BUSY_WAIT_MS)
+
+    @app.timer(interval=PACE_S)
+    async def fetch_pace() -> None:
+        pace_fetches(app, pace, on_pace)
+
+
+def pace_fetches(app: Any, pace: FetchPace, on_pace: Callable[[int], None] | None = None) -> int:
+    """Set the wait of the fetch requests of ``app``'s consumer from now on to what ``pace``
+    gives now (called on the agents' thread); the wait, also told to ``on_pace``."""
+    wait = pace.tick()
+    thread = getattr(app.consumer, "_thread", None)  # none before the consumer has started
+    if thread is not None:
+        thread.set_fetch_wait(wait)
+    if on_pace is not None:
+        on_pace(wait)
+    return wait
 
 
 class QuietMonitor(Monitor):

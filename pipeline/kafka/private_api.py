@@ -21,7 +21,7 @@ from importlib import metadata
 from typing import Any
 
 __all__ = ["REQUIRED", "Private", "PrivateAPIChanged", "consumer_client", "fetch_waiters", "fetcher",
-           "problem", "runs_method_of", "set_fetch_limits"]
+           "problem", "runs_method_of", "set_fetch_limits", "set_fetch_wait"]
 
 #: the distribution each library's modules come from
 _DIST = {"faust": "faust-streaming", "mode": "mode-streaming", "aiokafka": "aiokafka"}
@@ -96,6 +96,8 @@ REQUIRED: tuple[Private, ...] = (
     _aiokafka(_AIO_CONSUMER, "_fetch_min_bytes", "attribute", (), _FT + "bounded fetch wait"),
     _aiokafka(_AIO_CONSUMER, "_fetcher", "attribute", (), _FT + "wake-up of the fetch on a resumed partition"),
     _aiokafka(_AIO_CONSUMER, "_client", "attribute", (), _FT + "clean stop while the broker is unreachable"),
+    _aiokafka("aiokafka.consumer.fetcher:Fetcher", "_fetch_max_wait_ms", "attribute", (),
+              _FT + "paced fetch wait (each fetch request it builds reads it)"),
     _aiokafka("aiokafka.consumer.fetcher:Fetcher", "_fetch_waiters", "attribute", (),
               _FT + "wake-up of the fetch on a resumed partition (the futures fetched_records waits on)"),
     *(_aiokafka(_AIO_PRODUCER, name, "attribute", (), _AP)
@@ -174,6 +176,12 @@ def set_fetch_limits(consumer: Any, max_wait_ms: int, min_bytes: int) -> None:
         _get(consumer, name, "aiokafka", "AIOKafkaConsumer", "faust_transport's bounded fetch wait")
     consumer._fetch_max_wait_ms = max_wait_ms
     consumer._fetch_min_bytes = min_bytes
+
+
+def set_fetch_wait(fetcher: Any, max_wait_ms: int) -> None:
+    """Set how long the fetch requests that aiokafka's running ``fetcher`` builds from now on wait."""
+    _get(fetcher, "_fetch_max_wait_ms", "aiokafka", "Fetcher", "faust_transport's paced fetch wait")
+    fetcher._fetch_max_wait_ms = max_wait_ms
 
 
 def consumer_client(consumer: Any) -> Any:

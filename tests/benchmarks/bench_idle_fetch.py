@@ -24,7 +24,7 @@ from streamxai.kafka.config import ensure_topics  # noqa: E402
 from streamxai.local.demo_stream import agrawal_events  # noqa: E402
 from streamxai.worker import settings_env, stop_worker  # noqa: E402
 
-_LAUNCH = ("import sys, streamxai.kafka.faust_transport as t; t.FETCH_MAX_WAIT_MS = int(sys.argv[1]); "
+_LAUNCH = ("import sys, streamxai.kafka.faust_transport as t; t.FETCH_MAX_WAIT_MS = t.FETCH_BUSY_WAIT_MS = int(sys.argv[1]); "
            "from streamxai.cli import main; sys.exit(main(sys.argv[2:]))")
 
 
@@ -73,7 +73,8 @@ def main() -> None:
     weighs most), timed as ``bench_speed.py --kafka`` times it (events per second of wall time and
     of the worker's CPU). The waits alternate within a round, so the machine's load falls on each
     alike; the medians and their ratios to the baseline's come last. The wait is set in the worker
-    process only (``streamxai.kafka.faust_transport.FETCH_MAX_WAIT_MS``, before the worker starts).
+    process only, the same busy or not (``streamxai.kafka.faust_transport.FETCH_MAX_WAIT_MS`` and
+    ``FETCH_BUSY_WAIT_MS``, before the worker starts).
     """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--waits", default="20,100", help="fetch waits in ms, the first the baseline (default 20,100)")

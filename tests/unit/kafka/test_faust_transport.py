@@ -11,12 +11,15 @@ import faust
 import pytest
 from faust.types import TP, Message
 from streamxai.kafka.faust_transport import (
+    FETCH_BUSY_WAIT_MS,
     FETCH_MAX_WAIT_MS,
     FETCH_MIN_BYTES,
     QuietMonitor,
     RawSchema,
+    pace_fetches,
     use_bounded_fetch_wait,
 )
+from streamxai.kafka.fetch_pace import FetchPace
 
 
 @pytest.mark.parametrize(("key", "value"), [(b"s1", b'{"x": 1}'), (None, b"\xff\x00"), (b"s1", None), (b"", b"")])
@@ -185,7 +188,7 @@ def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
             return client._fetch_min_bytes, client._fetch_max_wait_ms
 
     assert asyncio.run(made()) == (FETCH_MIN_BYTES, FETCH_MAX_WAIT_MS)
-    assert FETCH_MIN_BYTES > 1 and FETCH_MAX_WAIT_MS <= 100  # data waited for; a record waits 100 ms at most
+    assert FETCH_MIN_BYTES > 1 and FETCH_MAX_WAIT_MS <= 100  # data waited for; with room, a record waits 100 ms at most
     # an idle worker's CPU is mostly its empty fetches (bench_idle_fetch.py measures it): 10 a
     # second at most
     assert 1000 / FETCH_MAX_WAIT_MS <= 10
@@ -286,3 +289,28 @@ def test_the_quiet_monitor_keeps_only_when_each_partitions_stream_last_took_a_re
     assert set(monitor.stream_inbound_time) == {tp}
     assert before <= monitor.stream_inbound_time[tp] <= time.monotonic()
     assert monitor.events_total == 0 and not monitor.events_by_stream
+
+
+def test_a_busy_worker_has_its_running_fetcher_wait_longer_and_shorter_again_once_it_has_room():
+    """While the agents' thread is on a core most of the time, its records wait in the worker's
+    own queues anyway: the fetches wait up to FETCH_BUSY_WAIT_MS, fewer and bigger, so the worker
+    spends less CPU an event (bench_speed.py --kafka); with room again, FETCH_MAX_WAIT_MS. The
+    wait goes to aiokafka's running fetcher, which builds each fetch request from it."""
+    told = []
+    cpu, clock = iter([0.0, 0.9, 1.1]), iter([0.0, 1.0, 2.0])
+    pace = FetchPace(FETCH_MAX_WAIT_MS, FETCH_BUSY_WAIT_MS, cpu=cpu.__next__, clock=clock.__next__)
+
+    async def paced() -> list[int]:
+        with _consumer() as consumer:
+            fetcher = type("Fetcher", (), {"_fetch_max_wait_ms": FETCH_MAX_WAIT_MS})()
+            consumer._thread._consumer = type("AIOKafkaConsumer", (), {"_fetcher": fetcher})()
+            app = type("App", (), {"consumer": consumer})()
+            waits = []
+            for _ in range(3):
+                pace_fetches(app, pace, told.append)
+                waits.append(fetcher._fetch_max_wait_ms)
+            consumer._thread._consumer = None
+            return waits
+
+    assert asyncio.run(paced()) == told == [FETCH_MAX_WAIT_MS, FETCH_BUSY_WAIT_MS, FETCH_MAX_WAIT_MS]
+    assert FETCH_BUSY_WAIT_MS > FETCH_MAX_WAIT_MS

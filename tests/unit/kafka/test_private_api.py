@@ -65,11 +65,15 @@ def test_the_worker_s_aiokafka_consumer_takes_the_fetch_limits_and_has_no_fetche
     assert asyncio.run(made()) == (FETCH_MAX_WAIT_MS, FETCH_MIN_BYTES, None, "AIOKafkaClient")
 
 
-def test_aiokafka_builds_its_fetcher_from_the_limits_and_waits_on_the_fetch_waiters():
+def test_aiokafka_builds_its_fetcher_and_each_fetch_request_from_the_limits_and_waits_on_the_fetch_waiters():
     start = inspect.getsource(AIOKafkaConsumer.start)
     assert "fetch_max_wait_ms=self._fetch_max_wait_ms" in start and "fetch_min_bytes=self._fetch_min_bytes" in start, (
         "aiokafka's AIOKafkaConsumer.start no longer builds its Fetcher from _fetch_max_wait_ms and _fetch_min_bytes: "
         "faust_transport's bounded fetch wait would do nothing")
+    requests = inspect.getsource(Fetcher._get_actions_per_node)
+    assert "self._fetch_max_wait_ms," in requests, (
+        "aiokafka's Fetcher no longer builds each fetch request from its _fetch_max_wait_ms: faust_transport's paced "
+        "fetch wait would do nothing")
     fetched = inspect.getsource(Fetcher.fetched_records)
     create = inspect.getsource(getattr(Fetcher, "_create_fetch_waiter", lambda: None))
     assert "self._create_fetch_waiter()" in fetched and "self._fetch_waiters.add(" in create, (
