@@ -115,7 +115,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     (:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as if it came
     alone (its own dead letter if bad, duplicates dropped); the state is checkpointed once the
     whole record is taken. A record whose explanations all pass their checks, of a stream whose
-    state is here and well, is taken in one pass to the same effect (:meth:`_take_feed`). A
+    state is here and well, is taken in one pass to the same effect (:meth:`_take_checked`). A
     record without the form's header is one explanation message. Records are keyed by
     ``stream_id``, so every series of a stream reaches the same change worker, in partition order.
     Their time axis is the stream's ``position`` (the
@@ -145,6 +145,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
 
     STATES_GAUGE = "change_streams"
     REPLAYED_METRIC = "replayed_explanations"
+    ONE_PASS = staticmethod(unpack_feed)
     #: what stream_detector builds a stream's change test from
     SHAPED_BY = ("explainers", "features", "change_explainers", "change_delta", "change_min_effect", "change_min_samples",
                  "change_window", "change_warmup", "change_episode_gap", "change_alert_kinds", "change_episode_max")
@@ -218,30 +219,6 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
 
     def _arrived(self, n: int) -> None:
         self.metrics.inc("explanations_seen", n)  # every message, good or bad: how far the change agent has got
-
-    def on_message_on_loop(self, raw: bytes | None, key: bytes | None,
-                           src: Source) -> list[Out] | Callable[[], list[Out]]:
-        taken = self._take_feed(raw, key, src)
-        return super().on_message_on_loop(raw, key, src) if taken is None else taken
-
-    def _take_feed(self, raw: bytes | None, key: bytes | None,
-                   src: Source) -> list[Out] | Callable[[], list[Out]] | None:
-        """A drift-feed record in one pass (:meth:`_take_whole`), when its stream's change state
-        is here and well and every explanation of it passes its checks; None for any other
-        record, which the skeleton takes message by message (nothing is changed before every
-        explanation has passed, so both ways give the same outputs)."""
-        st = self._settled_state(key)
-        if st is None:
-            return None
-        try:
-            docs = unpack_feed(raw, src)
-            if not docs:
-                return None
-            where = str(src)
-            points = [self._checked(doc, key, where) for doc in docs]
-        except InvalidMessage:
-            return None  # the skeleton dead-letters it with its place in the record
-        return self._take_whole(raw, key, src, st, points, docs)  # type: ignore[arg-type]
 
     def _place(self, src: Source, i: int, n: int) -> Source:
         return _item_source(src, i, n)

@@ -44,6 +44,10 @@ class MessageHandler(Recovering[M, S]):
     :class:`Recovering` (:meth:`_state_key`, :meth:`_fresh`, :meth:`_replay_one`)."""
 
     DUPLICATE_METRIC: ClassVar[str]
+    #: the messages of a batch record, for taking it in one pass (:meth:`_take_checked`): a
+    #: function of the record's bytes and place to its messages' bytes (None for a record of one
+    #: message); None: every record is taken message by message
+    ONE_PASS: ClassVar[Callable[[bytes | None, Source], list[bytes] | None] | None] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -64,6 +68,10 @@ class MessageHandler(Recovering[M, S]):
         stops there instead and returns a call that takes the rest of the record and gives all
         of the record's messages to send, for the loop to run on a thread; otherwise it returns
         those messages."""
+        if self.ONE_PASS is not None:
+            taken = self._take_checked(raw, key, src, self.ONE_PASS)
+            if taken is not None:
+                return taken
         try:
             items = self._unpack(raw, src)
         except InvalidMessage as e:
@@ -117,6 +125,32 @@ class MessageHandler(Recovering[M, S]):
             return None
         known = self._known.get(key)
         return self.states.get(known[0]) if known is not None else None  # type: ignore[return-value]
+
+    def _take_checked(self, raw: bytes | None, key: bytes | None, src: Source,
+                      items: Callable[[bytes | None, Source], list[bytes] | None]
+                      ) -> list[Out] | Callable[[], list[Out]] | None:
+        """The batch record ``raw`` in one pass (:meth:`_take_whole`), when the state of ``key`` is
+        here and well (:meth:`_settled_state`) and every message of it (``items(raw, src)``: their
+        bytes, None for a record of one message) passes its checks (:meth:`_checked`); None for
+        any other record, which the skeleton takes message by message. Nothing is changed before
+        every message has passed, so both ways give the same outputs."""
+        st = self._settled_state(key)
+        if st is None:
+            return None
+        try:
+            raws = items(raw, src)
+            if not raws:
+                return None
+            where = str(src)
+            msgs = [self._checked(r, key, where) for r in raws]
+        except InvalidMessage:
+            return None  # the skeleton dead-letters it, with its place in the record
+        return self._take_whole(raw, key, src, st, msgs, raws)  # type: ignore[arg-type]
+
+    def _checked(self, raw: bytes | None, key: bytes | None, where: str) -> M:
+        """The message ``raw`` as :meth:`_read` reads and checks it, ``where`` its place: what a
+        handler that takes batch records in one pass (:meth:`_take_checked`) fills in."""
+        raise NotImplementedError(f"{type(self).__name__} takes no batch record in one pass")
 
     def _take_whole(self, raw: bytes | None, key: bytes, src: Source, st: S, msgs: list[M],
                     raws: list[bytes]) -> list[Out] | Callable[[], list[Out]]:

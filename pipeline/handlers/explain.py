@@ -76,7 +76,7 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
     iPFI and iSAGE explain it, then the replica learns it), or ``both`` (a label in line, as
     before labels could come later). A record of the model handler's batch form whose tasks all
     pass their checks, of a group whose state is here and well, is taken in one pass
-    (:meth:`_take_tasks`), to the same effect as task by task. While tasks wait longer than
+    (:meth:`_take_checked`), to the same effect as task by task. While tasks wait longer than
     ``max_lag_s``, each group explains only one event in a stride that grows with the wait (the
     same share for every stream, :class:`~streamxai.core.budget.LagShedder`); the others are
     observed but not explained, and the counts are in every explanation message
@@ -94,6 +94,7 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
 
     STATES_GAUGE = "explainer_groups"
     REPLAYED_METRIC = "replayed_tasks"
+    ONE_PASS = staticmethod(unpack_tasks)
 
     def __init__(
         self, settings: Settings, metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
@@ -114,8 +115,8 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         """The explainers of every (stream, group) met so far."""
         return self.states  # type: ignore[return-value]
 
-    def _parse(self, raw: bytes | None, src: Source, where: str | None = None) -> _Task:
-        t = explain_task_fields(raw, where=where or str(src), groups=self.settings.explain_groups,
+    def _parse(self, raw: bytes | None, where: str) -> _Task:
+        t = explain_task_fields(raw, where=where, groups=self.settings.explain_groups,
                                 max_bytes=10 * self.settings.max_message_bytes)
         return _Task(t["stream_id"], t["seq"], t["ts"], t["x"], t["y"], t["group"], t["explain"], t["sent_at"],
                      t["loss"], t["step"], t["position"], t["event_id"])
@@ -208,38 +209,16 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         st.skipped = 0 if explain else st.skipped + int(task.explain)
         return True
 
-    def on_message_on_loop(self, raw: bytes | None, key: bytes | None,
-                           src: Source) -> list[Out] | Callable[[], list[Out]]:
-        taken = self._take_tasks(raw, key, src)
-        return super().on_message_on_loop(raw, key, src) if taken is None else taken
+    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Task:
+        return self._checked(raw, key, str(src))
 
-    def _take_tasks(self, raw: bytes | None, key: bytes | None,
-                    src: Source) -> list[Out] | Callable[[], list[Out]] | None:
-        """An explain-tasks record in the batch form in one pass (:meth:`_take_whole`), when its
-        group's state is here and well and every task of it passes its checks; None for any
-        other record, which the skeleton takes task by task (nothing is changed before every
-        task has passed, so both ways give the same outputs)."""
-        st = self._settled_state(key)
-        if st is None:
-            return None
-        try:
-            raws = unpack_tasks(raw, src)
-            if not raws:
-                return None
-            where = str(src)
-            tasks = [self._read(r, key, src, where) for r in raws]
-        except InvalidMessage:
-            return None  # the skeleton dead-letters it
-        return self._take_whole(raw, key, src, st, tasks, raws)  # type: ignore[arg-type]
-
-    def _read(self, raw: bytes | None, key: bytes | None, src: Source, where: str | None = None) -> _Task:
+    def _checked(self, raw: bytes | None, key: bytes | None, where: str) -> _Task:
         """The task, checked as the model stage sends them (an explainer must not meet what it
         cannot take: it would raise half-way through the group's state): keyed by its stream and
         group, its event's features and label as the stream's feature events carry them, a label
         for a learn step, ``sent_at`` a number, ``explain`` a boolean, its loss one the model
-        stage learns (:data:`~streamxai.core.prequential.MAX_LOSS`); ``where`` its place, if not ``src``'s."""
-        where = where or str(src)
-        task = self._parse(raw, src, where)
+        stage learns (:data:`~streamxai.core.prequential.MAX_LOSS`); ``where`` its place."""
+        task = self._parse(raw, where)
         if key != f"{task.stream_id}/{task.group}".encode():
             raise SchemaMismatch(f"message key {key!r} is not the task's stream/group {task.stream_id}/{task.group}; "
                                  "only the model stage writes explain tasks", where=where)

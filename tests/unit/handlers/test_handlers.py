@@ -349,5 +349,5 @@ def test_the_explain_paths_view_of_a_task_has_the_tasks_fields_in_their_order():
 
     assert _Task._fields == tuple(f.name for f in dataclasses.fields(ExplainTask))
     task = ExplainTask("s", 3, 1.0, {"a": 1.0}, 1, 0, True, 2.0, 0.5, "learn", None, "e-3")
-    view = ExplainHandler(settings())._parse(dumps(task), Source("explain-tasks", 0, 9))
+    view = ExplainHandler(settings())._parse(dumps(task), "explain-tasks[0]@9")
     assert view == dataclasses.astuple(task) and view.position == 3  # a null position is the seq, as the task's
