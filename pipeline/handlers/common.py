@@ -56,7 +56,9 @@ class MessageHandler(Recovering[M, S]):
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The messages to send for ``raw`` from ``src``; bad input becomes a dead letter. A
         record in a batch form (:meth:`_unpack`) is taken message by message, each as if it came
-        alone (its own dead letter if bad), its state checkpointed once the whole batch is taken."""
+        alone (its own dead letter if bad), its state checkpointed once the whole batch is taken;
+        a handler that names its batch form in :attr:`ONE_PASS` takes a record whose messages all
+        pass their checks in one pass, to the same effect (:meth:`_take_checked`)."""
         outs = self.on_message_on_loop(raw, key, src)
         return outs if isinstance(outs, list) else outs()
 
