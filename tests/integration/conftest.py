@@ -13,6 +13,7 @@ Every test collected under ``tests/integration/`` is marked ``integration``; des
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import uuid
@@ -72,9 +73,16 @@ def bootstrap(broker: LocalBroker | ExternalBroker) -> str:
     return broker.bootstrap
 
 
+ADMIN_LOGGER = logging.getLogger("tests.admin")
+
+
 @pytest.fixture(scope="session")
 def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+    """The session's admin client. librdkafka's lines go to the logger ``tests.admin``, not to
+    the stderr the whole process shares: this client outlives every test, and a notice of
+    its metadata refresh (a topic another test deleted and a worker re-created) would land in
+    whichever test is capturing stderr at that moment."""
+    return AdminClient({"bootstrap.servers": bootstrap, "logger": ADMIN_LOGGER})
 
 
 def _wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: float) -> None:

@@ -103,3 +103,27 @@ def test_reading_to_idle_counts_idle_time_from_the_assignment(bootstrap, topic_f
     assert producer.flush(30) == 0
     got = [r.value for r in consume(Settings(features=["a"], bootstrap_servers=bootstrap), [topic], idle_timeout=0.05)]
     assert sorted(got, key=int) == [b"%d" % i for i in range(20)]
+
+
+def test_the_session_admin_client_logs_to_its_logger_not_to_the_shared_stderr(admin, topic_factory, bootstrap,
+                                                                              capfd, caplog):
+    # a topic deleted under a client that knows it and re-created by a producer's request (the
+    # broker auto-creates it with its default 4 partitions): librdkafka notes the new partition
+    # count on the admin client's next metadata refresh
+    import logging
+    import time
+
+    name = topic_factory(partitions=2, prefix="recreated")
+    for future in admin.delete_topics([name], operation_timeout=30).values():
+        future.result(timeout=30)
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
+    for _ in range(30):  # the deletion reaches the metadata cache within a few tries
+        producer.produce(name, b"v")
+        if producer.flush(10) == 0 and len(admin.list_topics(topic=name, timeout=10).topics[name].partitions) == 4:
+            break
+        time.sleep(0.5)
+    assert len(admin.list_topics(topic=name, timeout=10).topics[name].partitions) == 4
+    with caplog.at_level(logging.DEBUG, logger="tests.admin"):
+        admin.poll(0)  # a client with a logger hands its lines over when polled
+    assert "partition count changed from 2 to 4" in caplog.text
+    assert "rdkafka" not in capfd.readouterr().err
