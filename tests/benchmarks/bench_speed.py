@@ -186,7 +186,8 @@ def worker_stream(name: str, n: int) -> tuple[list, dict]:
 def handlers(names: list[str], args: argparse.Namespace) -> None:
     """``--handlers``: per model, a worker's handlers in process, CPU per event, in ``--repeats``
     rounds; with ``--main-src``, main's code in the same rounds (a child process each, this
-    code's first every other round), and the ratio of the medians."""
+    code's first every other round), and the ratio of the medians; then one more run of this code
+    split into each handler's own work and the core's calls (:func:`print_own_work`)."""
     print(f"\nA worker's handlers (model, explain, change) in one process, {args.kafka_events} events of one stream "
           f"(--kafka's baseline), CPU time; median of {args.repeats}")
     for name in names:
@@ -202,6 +203,27 @@ def handlers(names: list[str], args: argparse.Namespace) -> None:
             line += (f"; main's code {statistics.median(theirs) * 1e6:7.1f} us: "
                      f"{statistics.median(theirs) / statistics.median(ours):4.2f}x as fast")
         print(line)
+        print_own_work(name, args.kafka_events)
+
+
+def print_own_work(name: str, n: int) -> None:
+    """One more run of a worker's handlers in process with their entry points and the core's
+    timed (``_own_work.py``): what each handler does beside the core's calls, which the in-process
+    reference makes too."""
+    import tempfile
+
+    from _own_work import own_work
+    from helpers.pipeline_runs import make_settings
+
+    evs, fields = worker_stream(name, n)
+    with tempfile.TemporaryDirectory(prefix="streamxai-bench-own-work-") as tmp:
+        got = own_work(make_settings("127.0.0.1:1", f"{tmp}/run", **fields), evs)
+    us = {k: v * 1e6 for k, v in got.items()}
+    by_handler = ", ".join(f"{h} {us[h]:.0f}" for h in ("intake", "model", "explain", "change") if h in us)
+    core = ", ".join(f"{k.removeprefix('core:')} {v:.0f}" for k, v in us.items() if k.startswith("core:"))
+    own = sum(us[h] for h in ("intake", "model", "explain", "change") if h in us)
+    print(f"    one more run, the entry points timed: {us['total']:.0f} us an event; the handlers' own work {own:.0f} us "
+          f"({by_handler}); the core's calls {us['core']:.0f} us ({core})")
 
 
 def with_path(warm, mode: str):
@@ -472,7 +494,8 @@ def main() -> None:
     gives exactly this checkout's explanations, every field of every report, on either path
     (:func:`same_as`). ``--handlers`` times a worker's handlers in this process (``--kafka``'s
     baseline loop: the model, explain and change handlers on ``--kafka-events`` events), and with
-    ``--main-src`` main's in the same rounds. ``--kafka`` adds, per model, one worker on a local broker
+    ``--main-src`` main's in the same rounds; one more run splits its CPU into each handler's own
+    work and the core's calls (``_own_work.py``). ``--kafka`` adds, per model, one worker on a local broker
     (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
     model, explain and change handlers, handler to handler, with checkpoints, in this process
     (events/s of wall time, and of CPU time: the worker process's from ``/proc``; the worker's
@@ -521,8 +544,8 @@ def main() -> None:
     ap.add_argument("--digests", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--breakdown", action="store_true", help="also where an event's time goes, per path")
     ap.add_argument("--handlers", action="store_true",
-                    help="also a worker's handlers in process (--kafka's baseline), CPU per event; with --main-src, "
-                         "main's too")
+                    help="also a worker's handlers in process (--kafka's baseline), CPU per event, and one more run "
+                         "split into each handler's own work and the core's calls; with --main-src, main's too")
     ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
     ap.add_argument("--kafka-events", type=int, default=8000)
     ap.add_argument("--kafka-repeats", type=int, default=5)
