@@ -117,8 +117,7 @@ def parts(spent: dict[str, float], calls: dict[str, int], inside: dict[str, list
     """
     core = {k: spent[k] - read * calls[k] for k in spent if k.startswith("core:")}
     out = {"total": cpu / n, "core": sum(core.values()) / n, **{k: v / n for k, v in core.items()}}
-    for _, (name, _method) in HANDLERS:
-        if name in spent:
-            core_s, core_calls = inside.get(name, (0.0, 0))
-            out[name] = (spent[name] - core_s - read * (calls[name] + core_calls)) / n
+    for name in spent.keys() - core.keys():
+        core_s, core_calls = inside.get(name, (0.0, 0))
+        out[name] = (spent[name] - core_s - read * (calls[name] + core_calls)) / n
     return out

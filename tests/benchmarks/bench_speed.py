@@ -212,16 +212,17 @@ def print_own_work(name: str, n: int) -> None:
     reference makes too."""
     import tempfile
 
-    from _own_work import own_work
+    from _own_work import HANDLERS, own_work
     from helpers.pipeline_runs import make_settings
 
     evs, fields = worker_stream(name, n)
     with tempfile.TemporaryDirectory(prefix="streamxai-bench-own-work-") as tmp:
         got = own_work(make_settings("127.0.0.1:1", f"{tmp}/run", **fields), evs)
     us = {k: v * 1e6 for k, v in got.items()}
-    by_handler = ", ".join(f"{h} {us[h]:.0f}" for h in ("intake", "model", "explain", "change") if h in us)
+    names = [h for _, (h, _method) in HANDLERS if h in us]
+    by_handler = ", ".join(f"{h} {us[h]:.0f}" for h in names)
     core = ", ".join(f"{k.removeprefix('core:')} {v:.0f}" for k, v in us.items() if k.startswith("core:"))
-    own = sum(us[h] for h in ("intake", "model", "explain", "change") if h in us)
+    own = sum(us[h] for h in names)
     print(f"    one more run, the entry points timed: {us['total']:.0f} us an event; the handlers' own work {own:.0f} us "
           f"({by_handler}); the core's calls {us['core']:.0f} us ({core})")
 
