@@ -132,16 +132,19 @@ def worker_metrics(s: Settings, timeout: float = 5.0) -> dict:
         return orjson.loads(r.read())
 
 
-def until(check: Callable[[], object], timeout: float, what: str) -> object:
-    """Poll ``check`` every 0.2 s until it returns something true; fail after ``timeout`` s."""
+def until(check: Callable[[], object], timeout: float, what: str, *, every: float = 0.2,
+          last: Callable[[], object] | None = None) -> object:
+    """Poll ``check`` every ``every`` s until it returns something true; fail after ``timeout``
+    s, saying what ``last()`` returns then (what the check saw last, say)."""
     deadline = time.monotonic() + timeout
     while True:
         found = check()
         if found:
             return found
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.2)
+            seen = f"; last seen: {last()}" if last is not None else ""
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
+        time.sleep(every)
 
 
 def wait_for_members(s: Settings, n: int, timeout: float = 60.0) -> None:

@@ -28,6 +28,7 @@ from streamxai.worker import spawn_worker, stop_worker
 
 N_EVENTS = 1000
 FIRST = 200  # committed by every stage before the rest comes; the worker is killed while busy with the rest
+TAIL = 100  # sent after the restart, so that every stage has messages then however far it got before the kill
 
 #: what each stage counts as replayed
 REPLAYED = {"model": "replayed_events", "explain": "replayed_tasks", "change": "replayed_explanations"}
@@ -47,12 +48,26 @@ def test_a_fast_stream_restores_a_checkpoint_in_every_stage_after_a_sigkill(boot
         wait_for_members(s, 1)  # the group's coordinator answers (for wait_for_commit)
         produce_events(s, events[:FIRST])
         wait_for_commit(s, ["features", "arrivals", "explain-tasks", "drift-feed"], timeout=90)
-        produce_events(s, events[FIRST:])  # the rest at once: the worker is busy with it when killed
-        collect(s, "explanations", lambda ms: any(m["seq"] >= FIRST + 100 for m in ms))
+        produce_events(s, events[FIRST:-TAIL])  # the rest at once
+        # killed as soon as its model stage has read 100 events of the rest: the model stage
+        # reads all of it within a fraction of a second, and the explain and change stages
+        # follow it, each writing checkpoints that no commit covers yet
+        seen: dict = {}
+
+        def reading_the_rest() -> bool:
+            try:
+                seen.update(worker_metrics(s, timeout=2)["counters"])
+            except OSError:  # its web server is not up yet
+                return False
+            return seen.get("events_in", 0) >= FIRST + 100
+
+        until(reading_the_rest, 60, "the worker to read 100 events of the rest", every=0.01,
+              last=lambda: seen.get("events_in"))
         procs[0].send_signal(signal.SIGKILL)  # no shutdown checkpoints, no final commit
         procs[0].wait(10)
         restarted = s.replace(web_port=free_port())
         procs.append(spawn_worker(restarted, log_file=str(tmp_path / "worker-1.log"), loglevel="warning"))
+        produce_events(s, events[-TAIL:])
         msgs = collect(s, "explanations", lambda ms: len(explanation_values(ms)) >= len(expected), timeout=120)
         assert explanation_values(msgs) == expected  # restored and replayed: every value exact
 
@@ -65,7 +80,9 @@ def test_a_fast_stream_restores_a_checkpoint_in_every_stage_after_a_sigkill(boot
                      for stage, replayed in REPLAYED.items()]
             return {k: v for k, v in counters.items() if k.startswith(("checkpoints_", "replayed_"))} if all(built) else None
 
-        counters = until(every_stage_rebuilt, 60, "each stage to rebuild its states")
+        counters = until(every_stage_rebuilt, 60, "each stage to rebuild its states",
+                         last=lambda: {k: v for k, v in worker_metrics(restarted)["counters"].items()
+                                       if k.startswith(("checkpoints_", "replayed_", "events_in"))})
         for stage in REPLAYED:  # from a checkpoint: one was kept that a commit covers
             assert counters.get(f"checkpoints_restored{{stage={stage}}}", 0) >= 1, (stage, counters)
         assert counters.get("checkpoints_restored{stage=explain}", 0) >= 2, counters  # both groups
