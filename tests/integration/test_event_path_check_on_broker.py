@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 from helpers.pipeline_runs import collect, make_settings
 from streamxai.kafka.config import ensure_topics
@@ -55,11 +56,25 @@ sys.exit(main(["worker", "--loglevel", "warning"]))
 """
 
 
+#: the stages whose partitions Faust's streams take
+BACKLOGGED = {"arrivals", "explain-tasks", "drift-feed"}
+#: a check at or past this many seconds after the start can report a stall (the worker's
+#: stream_processing_timeout in _CHECKED_WORKER)
+TIMEOUT_S = 10.0
+
+
+def _backlog_checks(log: str) -> set[str]:
+    """The internal topics (short names) a check past the timeout found records waiting on."""
+    return {line.rsplit(".", 1)[-1] for line in log.splitlines()
+            if line.startswith("checked ") and float(line.split()[1]) >= TIMEOUT_S}
+
+
 def test_a_worker_processing_a_backlog_is_not_reported_as_stalled(bootstrap, tmp_path):
     s = make_settings(bootstrap, str(tmp_path / "state"), explain_groups=1, emit_every=5, checkpoint_every=0)
-    per, first = 2300, 150  # events a stream, over three at every explainer: seconds of backlog on every stage
-    n = 3 * per
-    streams = [list(agrawal_events(f"k{i}", per, seed=i)) for i in range(3)]
+    # three streams, first and then chunks of each until a check past the timeout saw a backlog
+    # on a stage Faust's streams take (bounded: at most ``most`` events of each)
+    most, first, chunk = 9000, 150, 300
+    streams = [list(agrawal_events(f"k{i}", most, seed=i)) for i in range(3)]
     ensure_topics(s)
 
     def send(events: list) -> None:
@@ -75,7 +90,13 @@ def test_a_worker_processing_a_backlog_is_not_reported_as_stalled(bootstrap, tmp
         # a partition's first record may wait behind the others' for longer than the short timeout
         send([e for events in streams for e in events[:first]])
         collect(s, "explanations", lambda ms: len({m["stream_id"] for m in ms}) == 3, timeout=120)
-        send([e for events in streams for e in events[first:]])
+        # a chunk a second: more than the worker takes in one, so the backlog lasts on every stage
+        sent = first
+        while sent < most and not _backlog_checks(log_path.read_text(errors="replace")) & BACKLOGGED:
+            send([e for events in streams for e in events[sent:sent + chunk]])
+            sent += chunk
+            time.sleep(1.0)
+        n = 3 * sent
         preds = collect(s, "predictions", lambda ms: len({(m["stream_id"], m["seq"]) for m in ms}) >= n, timeout=180)
     finally:
         worker.terminate()
@@ -85,9 +106,8 @@ def test_a_worker_processing_a_backlog_is_not_reported_as_stalled(bootstrap, tmp
     # the precondition: a check past the timeout found records waiting on a partition of a stream
     # (the intake's, taken in bulk, drain in a few fetches; tests/unit/kafka/test_bulk_fetch.py
     # covers them)
-    checked = {line.rsplit(".", 1)[-1] for line in log.splitlines() if line.startswith("checked ")
-               and float(line.split()[1]) >= 10.0}
-    assert checked & {"arrivals", "explain-tasks", "drift-feed"}, f"no check found a backlog on {checked}; nothing tested\n{log[-3000:]}"
+    checked = _backlog_checks(log)
+    assert checked & BACKLOGGED, f"no check found a backlog on {checked}; nothing tested\n{log[-3000:]}"
     stalled = [line for line in log.splitlines() if "Stream has not started processing" in line
                or "Stream stopped processing" in line]
     assert not stalled, "\n".join(stalled[:10])
