@@ -71,18 +71,19 @@ def test_a_fast_stream_restores_a_checkpoint_in_every_stage_after_a_sigkill(boot
         msgs = collect(s, "explanations", lambda ms: len(explanation_values(ms)) >= len(expected), timeout=120)
         assert explanation_values(msgs) == expected  # restored and replayed: every value exact
 
+        rebuilding: dict = {}
+
         def every_stage_rebuilt() -> dict | None:
             try:
                 counters = worker_metrics(restarted)["counters"]
             except OSError:  # its web server is not up yet
                 return None
+            rebuilding.update((k, v) for k, v in counters.items() if k.startswith(("checkpoints_", "replayed_")))
             built = [f"checkpoints_restored{{stage={stage}}}" in counters or counters.get(replayed, 0) > 0
                      for stage, replayed in REPLAYED.items()]
-            return {k: v for k, v in counters.items() if k.startswith(("checkpoints_", "replayed_"))} if all(built) else None
+            return dict(rebuilding) if all(built) else None
 
-        counters = until(every_stage_rebuilt, 60, "each stage to rebuild its states",
-                         last=lambda: {k: v for k, v in worker_metrics(restarted)["counters"].items()
-                                       if k.startswith(("checkpoints_", "replayed_", "events_in"))})
+        counters = until(every_stage_rebuilt, 60, "each stage to rebuild its states", last=lambda: rebuilding)
         for stage in REPLAYED:  # from a checkpoint: one was kept that a commit covers
             assert counters.get(f"checkpoints_restored{{stage={stage}}}", 0) >= 1, (stage, counters)
         assert counters.get("checkpoints_restored{stage=explain}", 0) >= 2, counters  # both groups
