@@ -25,6 +25,8 @@ def chunk_bounds(sizes: list[int], max_bytes: int, max_items: int | None = None)
     """``(start, end)`` of consecutive runs of messages of ``sizes`` bytes each (with whatever
     framing each adds), in order: at most ``max_bytes`` and ``max_items`` per run, except a
     message larger than ``max_bytes``, which goes alone."""
+    if sizes and sum(sizes) <= max_bytes and (max_items is None or len(sizes) <= max_items):
+        return [(0, len(sizes))]  # the usual batch: one run
     bounds, start, size = [], 0, 0
     for i, n in enumerate(sizes):
         if i > start and (size + n > max_bytes or i - start == max_items):

@@ -200,22 +200,45 @@ def _usual_x(stream_id: Any, seq: Any, ts: Any, x: Any, y: Any,
     names, categorical = spec.names, spec.categorical
     if len(x) != len(names):
         return None
-    clean: dict[str, Any] | None = {} if build else None
-    for n in names:
-        v = x.get(n)
-        t = type(v)
-        if t is float:
-            if v - v != 0.0 or n in categorical:  # not finite, or a categorical value _integral may convert
+    clean: dict[str, Any] | None = None
+    if not categorical and _finite_floats(x) and all(map(x.__contains__, names)):
+        # every feature a finite float (the usual event of a numeric stream), checked in C
+        if build:
+            clean = x if tuple(x) == names else {n: x[n] for n in names}
+    else:
+        clean = {} if build else None
+        for n in names:
+            v = x.get(n)
+            t = type(v)
+            if t is float:
+                if v - v != 0.0 or n in categorical:  # not finite, or a categorical value _integral may convert
+                    return None
+            elif not (n in categorical and (t is str or t is int and INT64[0] <= v <= INT64[1])):  # type: ignore[operator]
                 return None
-        elif not (n in categorical and (t is str or t is int and INT64[0] <= v <= INT64[1])):  # type: ignore[operator]
-            return None
-        if clean is not None:
-            clean[n] = v
+            if clean is not None:
+                clean[n] = v
     t = type(y)
     if y is not None and not (t is float and y - y == 0.0 if spec.task == "regression"  # type: ignore[operator]
                               else t is str or t is bool or t is int and INT64[0] <= y <= INT64[1]):  # type: ignore[operator]
         return None
     return x if clean is None else clean
+
+
+def _finite_floats(x: dict[str, Any]) -> bool:
+    """Whether every value of ``x`` is a finite float (False may also mean their sum overflows:
+    the caller then looks at each).
+
+    >>> _finite_floats({"a": 1.0, "b": -2.5}), _finite_floats({"a": 1.0, "b": 2}), _finite_floats({"a": math.inf})
+    (True, False, False)
+    """
+    values = x.values()
+    if set(map(type, values)) != _FLOAT:
+        return False
+    total = sum(values)
+    return total - total == 0.0  # inf - inf and nan - nan are nan
+
+
+_FLOAT = {float}
 
 
 def _ctx(stream_id: str, seq: int) -> str:

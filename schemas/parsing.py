@@ -23,7 +23,8 @@ from .errors import SchemaMismatch
 from .messages import STEPS, ExplainTask, Explanation
 from .wire import DEFAULT_MAX_BYTES, decode
 
-__all__ = ["parse_explain_task", "explain_task_fields", "parse_explanation", "explanation_fields", "parse_moments"]
+__all__ = ["parse_explain_task", "explain_task_fields", "parse_explanation", "explanation_fields", "parse_moments",
+           "usual_explanation", "usual_moments"]
 
 _TASK_FIELDS = frozenset({"schema", *(f.name for f in fields(ExplainTask))})
 _EXPLANATION_REQUIRED = tuple(
@@ -81,11 +82,9 @@ def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None
     """
     if obj is None:
         return None
-    if type(obj) is dict and len(obj) == 3:  # the usual block, as a worker writes it: checked at once
-        n, mean, m2 = obj.get("n"), obj.get("mean"), obj.get("m2")
-        if (type(n) is int and n >= 0 and type(mean) is float and type(m2) is float
-                and mean - mean == 0.0 and m2 - m2 == 0.0 and m2 >= 0):  # finite: inf - inf, nan - nan are nan
-            return {"n": n, "mean": mean, "m2": m2}
+    usual = usual_moments(obj)  # the usual block, as a worker writes it: checked at once
+    if usual is not None:
+        return {"n": usual[0], "mean": usual[1], "m2": usual[2]}
     if isinstance(obj, dict) and set(obj) == {"n", "mean", "m2"}:
         n, mean, m2 = obj["n"], obj["mean"], obj["m2"]
         if (isinstance(n, int) and not isinstance(n, bool) and n >= 0
@@ -124,12 +123,7 @@ def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAUL
     stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
     seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
     position, var_factor = obj.get("position"), obj.get("var_factor")
-    if (type(stream_id) is str and type(explainer) is str and type(feature) is str and type(seq) is int and seq >= 0
-            and type(n_explained) is int and type(value) is float and value - value == 0.0  # finite: inf - inf is nan
-            and (curve is None or type(curve) is dict) and type(position) is int and position >= 0
-            and (var_factor is None or type(var_factor) is float and var_factor - var_factor == 0.0 and var_factor >= 0)):
-        # the usual explanation, as a worker writes it: the checks below, on exact types, in one
-        # expression (the change handler takes several explanations an event)
+    if usual_explanation(obj):
         return {"stream_id": stream_id, "explainer": explainer, "feature": feature, "value": value, "seq": seq,
                 "n_explained": n_explained, "n_seen": obj.get("n_seen"), "model_version": obj.get("model_version"),
                 "curve": curve, "stderr": obj.get("stderr"), "position": position,
@@ -152,6 +146,37 @@ def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAUL
                   model_loss=parse_moments(obj.get("model_loss"), "model_loss", where=where),
                   var_factor=None if var_factor is None else float(var_factor))
     return values
+
+
+def usual_explanation(obj: dict[str, Any]) -> bool:
+    """Whether the decoded ``obj`` is the usual explanation, as a worker writes it: what
+    :func:`explanation_fields` checks of its fields other than the blocks, on exact types, in one
+    expression (the change handler takes several explanations an event). False for anything
+    else, which the full checks take (and convert, or refuse saying what is wrong)."""
+    g = obj.get
+    seq, value, n_explained, curve, position, var_factor = (g("seq"), g("value"), g("n_explained"), g("curve"),
+                                                            g("position"), g("var_factor"))
+    return (g("schema") == Explanation.SCHEMA and type(g("stream_id")) is str and type(g("explainer")) is str
+            and type(g("feature")) is str and type(seq) is int and seq >= 0
+            and type(n_explained) is int and type(value) is float and value - value == 0.0  # finite: inf - inf is nan
+            and (curve is None or type(curve) is dict) and type(position) is int and position >= 0
+            and (var_factor is None or type(var_factor) is float and var_factor - var_factor == 0.0 and var_factor >= 0))
+
+
+def usual_moments(obj: Any) -> tuple[int, float, float] | None:
+    """``(n, mean, m2)`` of a block of increments as a worker writes it (what :func:`parse_moments`
+    takes first, on exact types); None for anything else, null included.
+
+    >>> usual_moments({"n": 2, "mean": 1.0, "m2": 0.5}), usual_moments({"n": 2, "mean": 1, "m2": 0.5})
+    ((2, 1.0, 0.5), None)
+    """
+    if type(obj) is not dict or len(obj) != 3:
+        return None
+    n, mean, m2 = obj.get("n"), obj.get("mean"), obj.get("m2")
+    if (type(n) is int and n >= 0 and type(mean) is float and type(m2) is float
+            and mean - mean == 0.0 and m2 - m2 == 0.0 and m2 >= 0):  # finite: inf - inf, nan - nan are nan
+        return n, mean, m2
+    return None
 
 
 def _is_int(v: Any) -> bool:

@@ -23,7 +23,7 @@ import orjson
 from .errors import MalformedMessage, OversizedMessage, SchemaMismatch
 from .messages import MESSAGE_TYPES, Message, field_names
 
-__all__ = ["dumps", "dumps_fields", "dumps_obj", "decode", "decode_as", "b64", "DEFAULT_MAX_BYTES"]
+__all__ = ["dumps", "dumps_fields", "dumps_obj", "decode", "decode_as", "decoded_or_none", "b64", "DEFAULT_MAX_BYTES"]
 
 DEFAULT_MAX_BYTES = 64 * 1024
 _OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -74,9 +74,34 @@ def _payload_of(cls: type[Message]) -> tuple[Callable[[tuple], dict[str, Any]], 
 
 
 def dumps_obj(obj: Any) -> bytes:
-    if not _finite(obj):
+    """``obj`` as JSON; refuses a non-finite float anywhere in it, naming where.
+
+    orjson writes NaN and the infinities as ``null``, so a document with no more ``null`` in it
+    than ``obj`` has None values at its top level has no non-finite float, and is not walked
+    (:func:`_finite`): the usual message, whose nulls are top-level fields left empty. Any other
+    ``null`` (a nested None, a string that holds the word) has the walk decide.
+
+    >>> dumps_obj({"a": 1.5, "b": None, "c": {"d": [2.0]}})
+    b'{"a":1.5,"b":null,"c":{"d":[2.0]}}'
+    >>> dumps_obj({"a": None, "c": {"d": [float("nan")]}})
+    Traceback (most recent call last):
+    ...
+    ValueError: refusing to serialise non-finite value nan at .c.d[0]
+    """
+    out = orjson.dumps(obj, option=_OPTS)
+    if b"null" in out and out.count(b"null") != _top_level_nones(obj) and not _finite(obj):
         _check_finite(obj, "")  # raises, naming where
-    return orjson.dumps(obj, option=_OPTS)
+    return out
+
+
+def _top_level_nones(obj: Any) -> int:
+    """How many of ``obj``'s own values (a dict's values, a list's or tuple's items) are None."""
+    t = type(obj)
+    if t is dict:
+        return list(obj.values()).count(None)
+    if t is list or t is tuple:
+        return obj.count(None)
+    return 0
 
 
 def _finite(obj: Any) -> bool:
@@ -146,6 +171,22 @@ def decode(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES)
             f"expected a JSON object, got {type(obj).__name__}", where=where
         )
     return obj
+
+
+def decoded_or_none(raw: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any] | None:
+    """What :func:`decode` gives for ``raw``, or None where it would raise: for a reader with a
+    quick path for the usual message, whose other messages :func:`decode` then refuses, saying why.
+
+    >>> decoded_or_none(b'{"a": 1}'), decoded_or_none(b"{nope"), decoded_or_none(b"[1]"), decoded_or_none(b"")
+    ({'a': 1}, None, None, None)
+    """
+    if not raw or len(raw) > max_bytes:
+        return None
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if type(obj) is dict else None
 
 
 def _not_utf8(raw: bytes) -> str | None:

@@ -78,13 +78,27 @@ class FeedBounds:
             _within(model_loss, 0.0, self.loss, "the model's losses", where)
 
 
+    def fits(self, explainer: str, n_explained: int, n_seen: Any, block: Block | None, model_loss: Block | None) -> bool:
+        """Whether :meth:`check` passes, without the error it would raise."""
+        r = self.increments.get(explainer, MAX_LOSS)
+        if block is not None and (block.n > min(self.emit_every, n_explained) or not _inside(block, -r, r)):
+            return False
+        return model_loss is None or (not (isinstance(n_seen, int) and model_loss.n > n_seen)
+                                      and _inside(model_loss, 0.0, self.loss))
+
+
 _WHAT = "only the explainer workers write the drift feed (run every worker with the same settings and version)"
 
 
-def _within(b: Block, lo: float, hi: float, what: str, where: str) -> None:
+def _inside(b: Block, lo: float, hi: float) -> bool:
+    """Whether values in ``[lo, hi]`` can have the mean and ``m2`` of ``b`` (up to rounding)."""
     tol = _ROUNDING * max(abs(lo), abs(hi))
     half = (hi - lo) / 2
-    if not (lo - tol <= b.mean <= hi + tol and b.m2 <= b.n * half * half * (1 + _ROUNDING)):
+    return lo - tol <= b.mean <= hi + tol and b.m2 <= b.n * half * half * (1 + _ROUNDING)
+
+
+def _within(b: Block, lo: float, hi: float, what: str, where: str) -> None:
+    if not _inside(b, lo, hi):
         raise BadValue(f"{what} cannot have the mean {b.mean:.6g} and m2 {b.m2:.6g} over {b.n}: they lie in "
                        f"[{lo:g}, {hi:g}] for this stream's loss and output; {_WHAT}", where=where)
 

@@ -4,6 +4,7 @@ same messages, states, checkpoints and counters."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import orjson
@@ -12,7 +13,7 @@ from helpers.arrivals import Run, record_arrivals, run_handlers
 from helpers.one_pass import crafted, take_records
 from helpers.partition_log import PartitionLog
 from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler
-from streamxai.schemas import FeatureEvent, pack_feed, unpack_feed
+from streamxai.schemas import FeatureEvent, Source, pack_feed, unpack_feed
 from streamxai.settings import Settings
 
 
@@ -79,3 +80,52 @@ def test_an_explanation_that_raises_hands_the_rest_of_its_record_to_the_skeleton
     one = _take(s, feed, True, monkeypatch, fail)
     assert one == _take(s, feed, False, monkeypatch, fail)
     assert [o["reason"] for t, _, o in one[0] if t == "dead-letters"] == ["change_error"]
+
+
+def test_the_usual_explanations_quick_check_gives_what_the_full_checks_give():
+    """ChangeHandler._usual (the quick check of an explanation as the explain handler writes it)
+    gives the point the full checks give, and leaves to them whatever it does not take: the
+    explanations of a run, each with one field, block value or byte changed to another type,
+    range or name, or none changed."""
+    s = _settings()
+    docs = [doc for i, (_, value, _, headers) in enumerate(_feed(s))
+            for doc in unpack_feed(value, Source("drift-feed", 0, i, headers=headers)) or [value]]
+    h = ChangeHandler(s)
+    rng = random.Random(11)
+    odd = [None, True, 1, -1, 0, 6, 10**6, 2**70, 1.0, -0.5, 1e200, -1e200, float("nan"), float("inf"), "x", "",
+           [], {}, {"n": 1, "mean": 0.0}, {"n": 1, "mean": 0.0, "m2": -1.0}, {"n": 2, "mean": 1, "m2": 0.0}]
+
+    def full(raw, key):
+        quick, h._usual = h._usual, lambda raw, key: None
+        try:
+            return h._checked(raw, key, "-")
+        except Exception as e:  # noqa: BLE001 - the same outcome, whatever it is
+            return (type(e), str(e))
+        finally:
+            h._usual = quick
+
+    quick = passed = 0
+    for _ in range(4000):
+        doc = orjson.loads(rng.choice(docs))
+        key = doc["stream_id"].encode()
+        where = rng.choice(["field", "block", "drop", "key", "bytes", None, None])
+        if where == "field":
+            doc[rng.choice([*doc, "extra"])] = rng.choice(odd + [9, "ipfi", "a", "zz", "s"])
+        elif where == "block":
+            part = rng.choice(["block", "model_loss"])
+            if isinstance(doc.get(part), dict):
+                doc[part][rng.choice(["n", "mean", "m2"])] = rng.choice(odd)
+        elif where == "drop":
+            del doc[rng.choice(list(doc))]
+        elif where == "key":
+            key = rng.choice([None, b"t", b"", b"s/ipfi"])
+        raw = json.dumps(doc).encode()  # NaN, Infinity and integers past 64 bits too (orjson refuses to read them)
+        if where == "bytes":
+            raw = rng.choice([raw[:-1], raw + b"x", b"[" + raw + b"]", b"", b"null", raw.replace(b"{", b"{\xff", 1)])
+        want = full(raw, key)
+        got = h._usual(raw, key)
+        if got is not None:
+            assert repr(got) == repr(want), (raw, key, got, want)
+            quick += 1
+        passed += hasattr(want, "stream_id")
+    assert 1000 < passed < 3500 and quick > 0.9 * passed  # both outcomes were tried; the quick check took most
