@@ -56,7 +56,7 @@ class ProfileMatcher:
         self.globs = list(globs)
         self._patterns = [re.compile(fnmatch.translate(g)) for g in self.globs]
         self._cache: dict[str, int | None] = {}
-        self._max_cached = max_cached
+        self.max_cached = max_cached
 
     def match(self, stream_id: str) -> int | None:
         try:
@@ -64,7 +64,7 @@ class ProfileMatcher:
         except KeyError:
             pass
         found = next((i for i, p in enumerate(self._patterns) if p.match(stream_id)), None)
-        if len(self._cache) >= self._max_cached:
+        if len(self._cache) >= self.max_cached:
             self._cache.clear()
         self._cache[stream_id] = found
         return found

@@ -376,13 +376,21 @@ class Settings:
                 raise ConfigError(f"{where}: {e}") from None
             out.append(merged)
         self._matcher = ProfileMatcher(list(self.streams))
+        self._by_stream: dict[str, Settings] = {}  # stream id -> its settings (for_stream)
         return out
 
     def for_stream(self, stream_id: str) -> Settings:
         """The effective settings of ``stream_id``: its profile's (the first whose glob matches
-        it), or these settings when none matches. Cached per stream id."""
-        i = self._matcher.match(stream_id)
-        return self if i is None else self._profile_settings(i)
+        it), or these settings when none matches. Cached per stream id (the handlers look a
+        stream's settings up several times for every event)."""
+        found = self._by_stream.get(stream_id)
+        if found is None:
+            i = self._matcher.match(stream_id)
+            found = self if i is None else self._profile_settings(i)
+            if len(self._by_stream) >= self._matcher.max_cached:
+                self._by_stream.clear()
+            self._by_stream[stream_id] = found
+        return found
 
     def profile(self, stream_id: str) -> str | None:
         """The glob of the profile ``stream_id`` falls under (None: none, the top-level settings)."""
