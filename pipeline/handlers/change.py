@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from streamxai.schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, Source, dumps, unpack_feed
-from streamxai.schemas.parsing import explanation_fields, usual_explanation, usual_moments
+from streamxai.schemas.parsing import explanation_fields, usual_explanation
 from streamxai.schemas.wire import decoded_or_none
 
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
@@ -262,23 +262,15 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         s = self.settings.for_stream(sid)
         if explainer not in s.explainers or feature not in s.features:
             return None
-        raw_block, raw_loss = e.get("block"), e.get("model_loss")
-        block = loss = None
-        if raw_block is not None:
-            moments = usual_moments(raw_block)
-            if moments is None:
-                return None
-            block = Block(*moments)
-        if raw_loss is not None:
-            moments = usual_moments(raw_loss)
-            if moments is None:
-                return None
-            loss = Block(*moments)
         bounds = self._bounds.get(id(s))
         if bounds is None:
             bounds = self._bounds[id(s)] = feed_bounds(s)
         n_explained, n_seen = e["n_explained"], e.get("n_seen")
-        if not bounds.fits(explainer, n_explained, n_seen, block, loss):
+        block = loss = None
+        raw_block, raw_loss = e.get("block"), e.get("model_loss")
+        if raw_block is not None and (block := bounds.usual_block(explainer, raw_block, n_explained)) is None:
+            return None
+        if raw_loss is not None and (loss := bounds.usual_loss(raw_loss, n_seen)) is None:
             return None
         return _Point(sid, explainer, feature, e["seq"], e["position"], n_explained, block, loss, e.get("curve"),
                       e.get("var_factor"), n_seen)

@@ -61,6 +61,25 @@ class FeedBounds:
     loss: float
     emit_every: int
 
+    def __post_init__(self) -> None:
+        # what _inside compares a block with, for each explainer's increments (None: any other) and the losses
+        limits = {e: _limits(-r, r) for e, r in self.increments.items()}
+        object.__setattr__(self, "_limits", limits | {None: _limits(-MAX_LOSS, MAX_LOSS)})
+        object.__setattr__(self, "_loss_limits", _limits(0.0, self.loss))
+
+    def usual_block(self, explainer: str, obj: Any, n_explained: int) -> Block | None:
+        """The block of ``explainer``'s increments ``obj`` (as decoded, not null) as a worker writes
+        it, if :func:`~streamxai.schemas.parsing.parse_moments` and :meth:`check` take it: its
+        fields on exact types, within these bounds; None for anything else."""
+        lo, hi, half = self._limits.get(explainer) or self._limits[None]  # type: ignore[attr-defined]
+        return _usual(obj, lo, hi, half, min(self.emit_every, n_explained))
+
+    def usual_loss(self, obj: Any, n_seen: Any) -> Block | None:
+        """:meth:`usual_block` of the model's losses ``obj``, of ``n_seen`` events (as sent)."""
+        lo, hi, half = self._loss_limits  # type: ignore[attr-defined]
+        block = _usual(obj, lo, hi, half, None)
+        return None if block is None or isinstance(n_seen, int) and block.n > n_seen else block
+
     def check(self, explainer: str, n_explained: int, n_seen: Any, block: Block | None, model_loss: Block | None,
               where: str) -> None:
         """Raise :class:`~schemas.BadValue` unless ``block`` and ``model_loss`` fit these bounds."""
@@ -78,16 +97,28 @@ class FeedBounds:
             _within(model_loss, 0.0, self.loss, "the model's losses", where)
 
 
-    def fits(self, explainer: str, n_explained: int, n_seen: Any, block: Block | None, model_loss: Block | None) -> bool:
-        """Whether :meth:`check` passes, without the error it would raise."""
-        r = self.increments.get(explainer, MAX_LOSS)
-        if block is not None and (block.n > min(self.emit_every, n_explained) or not _inside(block, -r, r)):
-            return False
-        return model_loss is None or (not (isinstance(n_seen, int) and model_loss.n > n_seen)
-                                      and _inside(model_loss, 0.0, self.loss))
-
-
 _WHAT = "only the explainer workers write the drift feed (run every worker with the same settings and version)"
+
+
+def _limits(lo: float, hi: float) -> tuple[float, float, float]:
+    """The least and the largest mean a block of values in ``[lo, hi]`` can have, up to
+    rounding, and half the range (what :func:`_inside` compares)."""
+    tol = _ROUNDING * max(abs(lo), abs(hi))
+    return lo - tol, hi + tol, (hi - lo) / 2
+
+
+def _usual(obj: Any, lo: float, hi: float, half: float, most: int | None) -> Block | None:
+    """The block ``obj`` (``{"n", "mean", "m2"}`` as decoded) if its fields are an int ``n`` (at
+    most ``most``) and finite floats, its mean in ``[lo, hi]`` and its ``m2`` what values of range
+    ``2 half`` can have (as :func:`_inside` tests); None otherwise."""
+    if type(obj) is not dict or len(obj) != 3:
+        return None
+    n, mean, m2 = obj.get("n"), obj.get("mean"), obj.get("m2")
+    if (type(n) is int and 0 <= n and (most is None or n <= most) and type(mean) is float and type(m2) is float
+            and mean - mean == 0.0 and m2 - m2 == 0.0 and 0.0 <= m2  # finite: inf - inf, nan - nan are nan
+            and lo <= mean <= hi and m2 <= n * half * half * (1 + _ROUNDING)):
+        return Block(n, mean, m2)
+    return None
 
 
 def _inside(b: Block, lo: float, hi: float) -> bool:
