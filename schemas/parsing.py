@@ -24,7 +24,7 @@ from .messages import STEPS, ExplainTask, Explanation
 from .wire import DEFAULT_MAX_BYTES, decode
 
 __all__ = ["parse_explain_task", "explain_task_fields", "parse_explanation", "explanation_fields", "parse_moments",
-           "usual_explanation"]
+           "usual_explanation", "usual_moments"]
 
 _TASK_FIELDS = frozenset({"schema", *(f.name for f in fields(ExplainTask))})
 _EXPLANATION_REQUIRED = tuple(
@@ -82,7 +82,7 @@ def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None
     """
     if obj is None:
         return None
-    usual = _usual_moments(obj)  # the usual block, as a worker writes it: checked at once
+    usual = usual_moments(obj)  # the usual block, as a worker writes it: checked at once
     if usual is not None:
         return {"n": usual[0], "mean": usual[1], "m2": usual[2]}
     if isinstance(obj, dict) and set(obj) == {"n", "mean", "m2"}:
@@ -163,11 +163,11 @@ def usual_explanation(obj: dict[str, Any]) -> bool:
             and (var_factor is None or type(var_factor) is float and var_factor - var_factor == 0.0 and var_factor >= 0))
 
 
-def _usual_moments(obj: Any) -> tuple[int, float, float] | None:
+def usual_moments(obj: Any) -> tuple[int, float, float] | None:
     """``(n, mean, m2)`` of a block of increments as a worker writes it (what :func:`parse_moments`
     takes first, on exact types); None for anything else, null included.
 
-    >>> _usual_moments({"n": 2, "mean": 1.0, "m2": 0.5}), _usual_moments({"n": 2, "mean": 1, "m2": 0.5})
+    >>> usual_moments({"n": 2, "mean": 1.0, "m2": 0.5}), usual_moments({"n": 2, "mean": 1, "m2": 0.5})
     ((2, 1.0, 0.5), None)
     """
     if type(obj) is not dict or len(obj) != 3:

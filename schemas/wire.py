@@ -68,12 +68,8 @@ def _writer_of(cls: type[Message]) -> Callable[[tuple], bytes]:
         lines.append("    if d['position'] is None: d['position'] = d['seq']")
     if "event_id" in names:
         lines.append("    if d['event_id'] is None: del d['event_id']")
-    lines += ["    out = orjson_dumps(d, option=opts)",
-              "    if b'null' in out and out.count(b'null') != _top_level_nones(d) and not _finite(d):",
-              "        _check_finite(d, '')",
-              "    return out"]
-    scope = {"schema": cls.SCHEMA, "orjson_dumps": orjson.dumps, "opts": _OPTS, "_top_level_nones": _top_level_nones,
-             "_finite": _finite, "_check_finite": _check_finite}
+    lines.append("    return finite(orjson_dumps(d, option=opts), d)")
+    scope = {"schema": cls.SCHEMA, "orjson_dumps": orjson.dumps, "opts": _OPTS, "finite": _finite_output}
     # exec of a function of the type's own field names, each an identifier, and of dumps_obj's steps
     exec("def write(v):\n" + "\n".join(lines), scope)  # noqa: S102
     return scope["write"]
@@ -94,9 +90,14 @@ def dumps_obj(obj: Any) -> bytes:
     ...
     ValueError: refusing to serialise non-finite value nan at .c.d[0]
     """
-    out = orjson.dumps(obj, option=_OPTS)
+    return _finite_output(orjson.dumps(obj, option=_OPTS), obj)
+
+
+def _finite_output(out: bytes, obj: Any) -> bytes:
+    """``out``, orjson's document of ``obj``, unless ``obj`` holds a non-finite float (raises,
+    naming where; see :func:`dumps_obj`)."""
     if b"null" in out and out.count(b"null") != _top_level_nones(obj) and not _finite(obj):
-        _check_finite(obj, "")  # raises, naming where
+        _check_finite(obj, "")
     return out
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamxai.schemas import BadValue
+from streamxai.schemas.parsing import usual_moments
 
 from ..core.increments import Block
 from ..core.losses import Brier, BrierOf, CrossEntropy, get_loss, has_unbiased_mean, zero_one
@@ -108,15 +109,14 @@ def _limits(lo: float, hi: float) -> tuple[float, float, float]:
 
 
 def _usual(obj: Any, lo: float, hi: float, half: float, most: int | None) -> Block | None:
-    """The block ``obj`` (``{"n", "mean", "m2"}`` as decoded) if its fields are an int ``n`` (at
-    most ``most``) and finite floats, its mean in ``[lo, hi]`` and its ``m2`` what values of range
+    """The block ``obj`` (as decoded) if :func:`~streamxai.schemas.parsing.usual_moments` takes it,
+    ``n`` is at most ``most``, its mean lies in ``[lo, hi]`` and its ``m2`` is what values of range
     ``2 half`` can have (as :func:`_inside` tests); None otherwise."""
-    if type(obj) is not dict or len(obj) != 3:
+    moments = usual_moments(obj)
+    if moments is None:
         return None
-    n, mean, m2 = obj.get("n"), obj.get("mean"), obj.get("m2")
-    if (type(n) is int and 0 <= n and (most is None or n <= most) and type(mean) is float and type(m2) is float
-            and mean - mean == 0.0 and m2 - m2 == 0.0 and 0.0 <= m2  # finite: inf - inf, nan - nan are nan
-            and lo <= mean <= hi and m2 <= n * half * half * (1 + _ROUNDING)):
+    n, mean, m2 = moments
+    if (most is None or n <= most) and lo <= mean <= hi and m2 <= n * half * half * (1 + _ROUNDING):
         return Block(n, mean, m2)
     return None
 
