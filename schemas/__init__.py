@@ -1,7 +1,7 @@
 """The wire format: versioned message types, JSON Schema files, (de)serialisation, validation."""
 
 from .arrivals import origin, origin_headers, pack_arrivals, parse_arrival, unpack_arrivals
-from .change_feed import pack_feed, unpack_feed
+from .change_feed import pack_feed, pack_report, report_documents, unpack_feed
 from .errors import (
     BadValue,
     CategoryTypeMismatch,
@@ -74,6 +74,8 @@ __all__ = [
     "origin_headers",
     "pack_arrivals",
     "pack_feed",
+    "pack_report",
+    "report_documents",
     "pack_tasks",
     "parse_arrival",
     "unpack_arrivals",

@@ -24,7 +24,7 @@ from .messages import STEPS, ExplainTask, Explanation
 from .wire import DEFAULT_MAX_BYTES, decode
 
 __all__ = ["parse_explain_task", "explain_task_fields", "parse_explanation", "explanation_fields", "parse_moments",
-           "usual_explanation", "usual_moments"]
+           "usual_explanation", "usual_report", "usual_series", "usual_moments"]
 
 _TASK_FIELDS = frozenset({"schema", *(f.name for f in fields(ExplainTask))})
 _EXPLANATION_REQUIRED = tuple(
@@ -150,16 +150,27 @@ def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAUL
 
 def usual_explanation(obj: dict[str, Any]) -> bool:
     """Whether the decoded ``obj`` is the usual explanation, as a worker writes it: what
-    :func:`explanation_fields` checks of its fields other than the blocks, on exact types, in one
-    expression (the change handler takes several explanations an event). False for anything
-    else, which the full checks take (and convert, or refuse saying what is wrong)."""
+    :func:`explanation_fields` checks of its fields other than the blocks, on exact types
+    (:func:`usual_report` and :func:`usual_series`; the change handler takes several
+    explanations an event). False for anything else, which the full checks take (and convert,
+    or refuse saying what is wrong)."""
     g = obj.get
-    seq, value, n_explained, curve, position, var_factor = (g("seq"), g("value"), g("n_explained"), g("curve"),
-                                                            g("position"), g("var_factor"))
-    return (g("schema") == Explanation.SCHEMA and type(g("stream_id")) is str and type(g("explainer")) is str
-            and type(g("feature")) is str and type(seq) is int and seq >= 0
-            and type(n_explained) is int and type(value) is float and value - value == 0.0  # finite: inf - inf is nan
-            and (curve is None or type(curve) is dict) and type(position) is int and position >= 0
+    return (g("schema") == Explanation.SCHEMA and usual_report(g("stream_id"), g("seq"), g("position"))
+            and usual_series(g("explainer"), g("feature"), g("value"), g("n_explained"), g("curve"), g("var_factor")))
+
+
+def usual_report(stream_id: Any, seq: Any, position: Any) -> bool:
+    """Whether the fields every explanation of a report shares are as a worker writes them (see
+    :func:`usual_explanation`)."""
+    return type(stream_id) is str and type(seq) is int and seq >= 0 and type(position) is int and position >= 0
+
+
+def usual_series(explainer: Any, feature: Any, value: Any, n_explained: Any, curve: Any, var_factor: Any) -> bool:
+    """Whether the fields of one series' explanation other than its blocks are as a worker writes
+    them (see :func:`usual_explanation`)."""
+    return (type(explainer) is str and type(feature) is str and type(n_explained) is int
+            and type(value) is float and value - value == 0.0  # finite: inf - inf is nan
+            and (curve is None or type(curve) is dict)
             and (var_factor is None or type(var_factor) is float and var_factor - var_factor == 0.0 and var_factor >= 0))
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from streamxai.schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, Source, dumps, unpack_feed
-from streamxai.schemas.parsing import explanation_fields, usual_explanation
+from streamxai.schemas.change_feed import ROWS_V1, feed_form, report_of
+from streamxai.schemas.parsing import explanation_fields, usual_explanation, usual_report, usual_series
 from streamxai.schemas.wire import decoded_or_none
 
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
@@ -27,6 +28,12 @@ from .protocols import CheckpointStore, History
 __all__ = ["ChangeHandler", "alert_key", "change_event", "change_episode"]
 
 _Z_CAP = 1e6  # a side without variance gives an infinite z; the wire carries finite numbers
+#: how many times longer than a drift-feed record a document made of it can be, besides its field
+#: names: orjson writes a number in at most 4.5 times the bytes it was read from ("1e15" as
+#: "1000000000000000.0") and every other token in no more bytes than it was read from
+_GROWTH = 5
+#: the bytes a document adds to its values: its field names and punctuation
+_DOC_NAMES = 1024
 
 
 @dataclass
@@ -256,24 +263,76 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         e = decoded_or_none(raw, self.settings.max_message_bytes)
         if e is None or not usual_explanation(e):
             return None
-        sid, explainer, feature = e["stream_id"], e["explainer"], e["feature"]
+        sid = e["stream_id"]
         if key is not None and key != sid.encode():
             return None
+        g = e.get
+        return self._usual_point(sid, e["seq"], e["position"], e["explainer"], e["feature"], e["n_explained"],
+                                 g("n_seen"), g("block"), g("model_loss"), g("curve"), g("var_factor"))
+
+    def _usual_report(self, raw: bytes | None, key: bytes | None) -> list[_Point] | None:
+        """What :meth:`_checked` gives for each explanation of the drift-feed record ``raw`` of
+        the form :data:`~streamxai.schemas.change_feed.ROWS_V1`, if every one is the usual
+        explanation (see :meth:`_usual`), read from the record without making the documents; None
+        for anything else, which the skeleton takes explanation by explanation, and for a record
+        whose documents could pass ``max_message_bytes`` (:data:`_GROWTH`)."""
+        if raw is None or _GROWTH * len(raw) + _DOC_NAMES > self.settings.max_message_bytes:
+            return None
+        obj = report_of(raw, self.settings.max_message_bytes)
+        if obj is None:
+            return None
+        g = obj.get
+        sid, seq, position = g("stream_id"), g("seq"), g("position")
+        if not usual_report(sid, seq, position) or key is not None and key != sid.encode():
+            return None
+        points = []
+        for explainer, feature, value, n_explained, n_seen, curve, _, block, loss, var_factor in obj["rows"]:
+            p = (self._usual_point(sid, seq, position, explainer, feature, n_explained, n_seen, block, loss, curve,
+                                   var_factor)
+                 if usual_series(explainer, feature, value, n_explained, curve, var_factor) else None)
+            if p is None:
+                return None
+            points.append(p)
+        return points
+
+    def _usual_point(self, sid: str, seq: int, position: int, explainer: str, feature: str, n_explained: int,
+                     n_seen: Any, raw_block: Any, raw_loss: Any, curve: dict | None,
+                     var_factor: float | None) -> _Point | None:
+        """The point of an explanation whose fields passed :func:`~streamxai.schemas.parsing.usual_report`
+        and :func:`~streamxai.schemas.parsing.usual_series`, if it is a series of its stream and its
+        blocks lie within the stream's bounds; None otherwise."""
         s = self.settings.for_stream(sid)
         if explainer not in s.explainers or feature not in s.features:
             return None
         bounds = self._bounds.get(id(s))
         if bounds is None:
             bounds = self._bounds[id(s)] = feed_bounds(s)
-        n_explained, n_seen = e["n_explained"], e.get("n_seen")
         block = loss = None
-        raw_block, raw_loss = e.get("block"), e.get("model_loss")
         if raw_block is not None and (block := bounds.usual_block(explainer, raw_block, n_explained)) is None:
             return None
         if raw_loss is not None and (loss := bounds.usual_loss(raw_loss, n_seen)) is None:
             return None
-        return _Point(sid, explainer, feature, e["seq"], e["position"], n_explained, block, loss, e.get("curve"),
-                      e.get("var_factor"), n_seen)
+        return _Point(sid, explainer, feature, seq, position, n_explained, block, loss, curve, var_factor, n_seen)
+
+    def _take_checked(self, raw: bytes | None, key: bytes | None, src: Source,
+                      items: Callable[[bytes | None, Source], list[bytes] | None]
+                      ) -> list[Out] | Callable[[], list[Out]] | None:
+        """A drift-feed record of the form :data:`~streamxai.schemas.change_feed.ROWS_V1` is read
+        in one pass without making its documents (:meth:`_usual_report`); one of another form as
+        the skeleton reads it."""
+        try:
+            rows = feed_form(src) == ROWS_V1
+        except InvalidMessage:
+            return None
+        if not rows:
+            return super()._take_checked(raw, key, src, items)
+        st = self._settled_state(key)
+        if st is None:
+            return None
+        points = self._usual_report(raw, key)
+        if not points:
+            return None
+        return self._take_whole(raw, key, src, st, points, [None] * len(points))  # type: ignore[arg-type,list-item]
 
     def _is_duplicate(self, p: _Point, st: _StreamState) -> bool:
         return p.position <= st.detector.last_seq(p.explainer, p.feature)

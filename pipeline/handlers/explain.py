@@ -9,14 +9,13 @@ from typing import Any, NamedTuple
 
 from streamxai.schemas import (
     ExplainDecision,
-    Explanation,
     InvalidMessage,
     SchemaMismatch,
     Source,
     decode,
     dumps,
-    dumps_fields,
-    pack_feed,
+    pack_report,
+    report_documents,
     unpack_tasks,
 )
 from streamxai.schemas.features import check_feature_event
@@ -276,14 +275,15 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
             return outs
         k = task.stream_id.encode()
         sid, seq, position, event_id = task.stream_id, task.seq, task.position, task.event_id
-        docs = [dumps_fields(Explanation, (sid, v.explainer, v.feature, v.value, seq, v.n_explained, v.n_seen, version,
-                                           v.curve, v.stderr, _block(v.block), _block(v.model_loss), v.var_factor,
-                                           position, event_id)) for v in values]
+        rows = [[v.explainer, v.feature, v.value, v.n_explained, v.n_seen, v.curve, v.stderr, _block(v.block),
+                 _block(v.model_loss), v.var_factor] for v in values]
+        docs = report_documents(sid, seq, position, version, event_id, rows)
         outs += [Out("explanations", k, doc) for doc in docs]
-        # then the same documents as one record for the change agent (keyed by stream: it sees every
+        # then the same report as one record for the change agent (keyed by stream: it sees every
         # series of a stream, in order, on one partition). Sent after the public ones: a worker
         # killed in between redoes the task (its offset is not committed) and sends both again
-        outs += [Out("drift-feed", k, value, headers=h) for value, h in pack_feed(docs)]
+        head = {"stream_id": sid, "seq": seq, "position": position, "model_version": version, "event_id": event_id}
+        outs += [Out("drift-feed", k, value, headers=h) for value, h in pack_report(head, rows, docs)]
         m.inc("explanations_out", len(values))
         return outs
 

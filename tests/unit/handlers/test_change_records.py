@@ -130,3 +130,45 @@ def test_the_usual_explanations_quick_check_gives_what_the_full_checks_give():
             quick += 1
         passed += hasattr(want, "stream_id")
     assert 1000 < passed < 3500 and quick > 0.9 * passed  # both outcomes were tried; the quick check took most
+
+
+def test_a_rows_record_read_in_one_pass_gives_what_its_documents_give_one_by_one(monkeypatch):
+    """ChangeHandler._usual_report (a rows/1 record read without making its documents) gives what
+    the skeleton gives taking the record's documents one by one: the records of a run, a third
+    of them each with a field of its head or of a row, a block value, a row's length, the key or
+    its bytes changed to another type, range or name."""
+    s = _settings()
+    rng = random.Random(13)
+    odd = [None, True, 1, -1, 0, 6, 10**6, 1.0, -0.5, 1e200, -1e200, float("nan"), "x", "", "ipfi", "a", "zz", [], {},
+           {"n": 1, "mean": 0.0}, {"n": 1, "mean": 0.0, "m2": -1.0}, {"n": 2, "mean": 1, "m2": 0.0}]
+    records, kinds = [], set()
+    for key, value, ts, headers in _feed(s):
+        if rng.random() < 2 / 3:
+            records.append((key, value, ts, headers))
+            continue
+        obj = orjson.loads(value)
+        row = rng.choice(obj["rows"])
+        where = rng.choice(["head", "row", "block", "length", "key", "bytes"])
+        kinds.add(where)
+        if where == "head":
+            obj[rng.choice([*obj, "extra"])] = rng.choice(odd)
+        elif where == "row":
+            row[rng.randrange(len(row))] = rng.choice(odd)
+        elif where == "block" and isinstance(row[7], dict):
+            row[7][rng.choice(["n", "mean", "m2"])] = rng.choice(odd)
+        elif where == "length":
+            row.append(None)
+        elif where == "key":
+            key = rng.choice([None, b"t" if key == b"s" else b"s", b""])
+        # json, not orjson, which does not write NaN
+        raw = json.dumps(obj).encode()
+        if where == "bytes":
+            raw = rng.choice([raw[:-1], raw + b"x", b"[" + raw + b"]", b"", raw.replace(b"{", b"{\xff", 1)])
+        records.append((key, raw, ts, headers))
+    one = _take(s, records, True, monkeypatch)
+    each = _take(s, records, False, monkeypatch)
+    assert one == each
+    reasons = {o["reason"] for t, _, o in one[0] if t == "dead-letters"}
+    # what the comparison covers: every kind of change, refused ones among them, and changes found
+    assert kinds == {"head", "row", "block", "length", "key", "bytes"} and {"malformed", "schema"} <= reasons
+    assert sum(t == "drift-events" for t, _, _ in one[0]) >= 1

@@ -16,8 +16,9 @@ from helpers.change_feed_run import FEED, explain, feed_settings, tasks_of
 from helpers.handler_inputs import explanation_msg
 from helpers.partition_log import PartitionLog
 from streamxai.handlers import ChangeHandler, ExplainHandler, Source
+from streamxai.handlers import change as change_handler
 from streamxai.kafka.checkpoints import FileCheckpointStore
-from streamxai.schemas import pack_feed, unpack_feed
+from streamxai.schemas import pack_feed, report_documents, unpack_feed
 from streamxai.settings import Settings
 
 
@@ -94,6 +95,92 @@ def test_a_malformed_part_of_a_record_is_its_own_dead_letter_naming_it():
     assert "explanation 2 of 3" in letter["error"], letter["error"]
     assert letter["original_bytes"] == len(bad)  # the part, not the record
     assert h.metrics.get("explanations_monitored") == 2  # the other two are taken
+
+
+def _report(rows, sid="m", seq=9) -> bytes:
+    """A drift-feed record of the form rows/1 of stream ``sid``'s report at ``seq``."""
+    head = {"stream_id": sid, "seq": seq, "position": seq, "model_version": seq, "event_id": None}
+    return orjson.dumps({**head, "rows": rows})
+
+
+def _row(feature, value=0.1, block=(10, 0.1, 0.01)):
+    return ["ipfi", feature, value, 10, 10, None, None, dict(zip(("n", "mean", "m2"), block, strict=True)), None, None]
+
+
+ROWS = (("streamxai-feed-form", b"rows/1"),)
+
+
+def test_a_row_that_is_not_a_usual_explanation_is_its_own_dead_letter_naming_it():
+    s = Settings(features=["a", "b"], explainers=["ipfi"], emit_every=10)
+    h = ChangeHandler(s)
+    raw = _report([_row("a"), _row("b", value="high"), _row("b")])
+    outs = h.on_message(raw, b"m", Source("streamxai.drift-feed", 3, 41, headers=ROWS))
+    assert [o.topic for o in outs] == ["dead-letters"]
+    letter = orjson.loads(outs[0].value)
+    assert "explanation 2 of 3" in letter["error"] and "value" in letter["error"], letter["error"]
+    assert h.metrics.get("explanations_monitored") == 2  # the other two are taken
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    (b'{"stream_id": "m", "rows": [["ipfi", "a"]]}', "rows of 10 fields"),
+    (b'{"stream_id": "m", "seq": 9, "position": 9, "model_version": 9, "event_id": null, "rows": {}}', "rows of 10"),
+    (b'{"stream_id": "m", "rows": [', "not valid JSON"),
+])
+def test_a_record_without_the_shape_of_its_form_is_one_dead_letter_saying_what_it_lacks(raw, says):
+    h = ChangeHandler(Settings(features=["a", "b"], explainers=["ipfi"], emit_every=10))
+    (out,) = h.on_message(raw, b"m", Source("streamxai.drift-feed", 0, 7, headers=ROWS))
+    letter = orjson.loads(out.value)
+    assert out.topic == "dead-letters" and says in letter["error"], letter["error"]
+    assert letter["source"]["offset"] == 7 and h.metrics.get("explanations_monitored") == 0
+
+
+def test_a_form_this_version_does_not_know_is_a_dead_letter_asking_for_an_upgrade():
+    h = ChangeHandler(Settings(features=["a"], explainers=["ipfi"]))
+    (out,) = h.on_message(_report([_row("a")]), b"m", Source("drift-feed", 0, 1, headers=(("streamxai-feed-form",
+                                                                                             b"rows/9"),)))
+    assert out.topic == "dead-letters" and "upgrade this worker" in orjson.loads(out.value)["error"]
+
+
+def test_records_of_older_workers_one_document_a_line_give_what_the_rows_give(whole):
+    s, _, feed, _, outs, _ = whole
+    lines = PartitionLog()
+    for key, value, _, headers in feed.parts[(FEED, 0)]:
+        ((v, h),) = pack_feed(unpack_feed(value, Source(FEED, headers=headers)))
+        assert h != headers  # the older form
+        lines.append(FEED, 0, key, v, headers=h)
+    again = _change(ChangeHandler(s), lines, range(len(lines.parts[(FEED, 0)])))
+    assert [(o.topic, o.value) for o in _flat(again)] == [(o.topic, o.value) for o in _flat(outs)]
+
+
+def test_an_explanation_over_max_message_bytes_is_refused_though_its_record_is_not():
+    first, second = _report([_row("a", 0.5)]), _report([_row("a", 0.123456789012345)], seq=19)
+    (doc,) = unpack_feed(second, Source(FEED, headers=ROWS))
+    assert len(second) < len(doc)
+    h = ChangeHandler(Settings(features=["a"], explainers=["ipfi"], emit_every=10, max_message_bytes=len(doc) - 1))
+    assert h.on_message(first, b"m", Source(FEED, 0, 2, headers=ROWS)) == []  # the stream's state, for the one pass
+    (out,) = h.on_message(second, b"m", Source(FEED, 0, 3, headers=ROWS))
+    assert orjson.loads(out.value)["reason"] == "oversized" and h.metrics.get("explanations_monitored") == 1
+
+
+def test_a_document_made_of_a_record_is_at_most_growth_times_its_bytes_besides_its_field_names():
+    """What lets the change handler read a record in one pass without making its documents
+    (``_GROWTH`` and ``_DOC_NAMES`` in ``pipeline/handlers/change.py``): orjson writes a number in
+    at most 4.5 times the bytes it was read from, and a document's field names and punctuation
+    take less than 1 KiB."""
+    grown = 0.0
+    for mantissa in ("1", "9", "-1", "-9", "1.5", "0.1", "12345"):
+        for exponent in range(-330, 330):
+            token = f"{mantissa}e{exponent}".encode()
+            try:
+                value = orjson.loads(token)
+            except orjson.JSONDecodeError:  # out of a double's range
+                continue
+            grown = max(grown, len(orjson.dumps(value)) / len(token))
+    assert grown == 4.5  # "1e15" as "1000000000000000.0"
+    assert grown <= change_handler._GROWTH
+    names = report_documents("", 0, 0, 0, "", [["", "", 0, 0, 0, {}, 0, {"n": 0, "mean": 0, "m2": 0},
+                                                 {"n": 0, "mean": 0, "m2": 0}, 0]])[0]
+    assert len(names) < change_handler._DOC_NAMES
 
 
 def test_a_record_is_checkpointed_once_it_is_taken_whole(whole, tmp_path):
