@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import orjson
+from confluent_kafka import KafkaError
 from streamxai.kafka.config import confluent_config
 from streamxai.kafka.io import consume
 from streamxai.kafka.replay import PartitionHistory
@@ -166,16 +167,32 @@ def wait_for_members(s: Settings, n: int, timeout: float = 60.0) -> None:
     until(formed, timeout, f"{n} workers to share the partitions of group {s.app_id}")
 
 
+#: what a broker answers for a group's offsets while it loads them (librdkafka does not ask again)
+_NO_COORDINATOR_YET = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE}
+
+
 def committed(s: Settings, topic: str) -> tuple[int, int]:
     """``(committed, produced)``: the messages of ``topic`` (short name) the workers' group has
-    committed and the messages on it, summed over its partitions."""
-    from confluent_kafka import Consumer, TopicPartition
+    committed and the messages on it, summed over its partitions. The broker's answer that it is
+    not (yet) the group's coordinator, as a fresh broker gives while it loads the offsets topic,
+    is asked again, for up to 10 s."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     c = Consumer(confluent_config(s, **{"group.id": s.app_id, "enable.auto.commit": False}))
     try:  # never subscribes, so it does not join the workers' group
         meta = c.list_topics(s.topic(topic), timeout=10).topics[s.topic(topic)]
         tps = [TopicPartition(s.topic(topic), p) for p in meta.partitions]
-        done = sum(max(tp.offset, 0) for tp in c.committed(tps, timeout=10))
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                found = c.committed(tps, timeout=10)
+                break
+            except KafkaException as e:
+                if e.args[0].code() not in _NO_COORDINATOR_YET or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        done = sum(max(tp.offset, 0) for tp in found)
         ends = sum(watermarks(c, tp.topic, tp.partition, timeout=10)[1] for tp in tps)
         return done, ends
     finally:
