@@ -55,14 +55,15 @@ def dumps_fields(cls: type[Message], values: tuple) -> bytes:
 
 @cache
 def _writer_of(cls: type[Message]) -> Callable[[tuple], bytes]:
-    """The function :func:`dumps_fields` is for ``cls``, made once per type: one dict display
-    with the field names as constants (several times quicker than filling a dict from
-    ``zip(names, values)``, which makes a pair for every field of every message), then what
-    :func:`dumps_obj` does, in one call."""
+    """The function :func:`dumps_fields` is for ``cls``, made once per type: the values unpacked
+    into locals and one dict display with the field names as constants (several times quicker
+    than filling a dict from ``zip(names, values)``, which makes a pair for every field of every
+    message), then what :func:`dumps_obj` does, in one call."""
     names = field_names(cls)
-    body = ", ".join(f"{name!r}: v[{i}]" for i, name in enumerate(names))
+    body = ", ".join(f"{name!r}: v{i}" for i, name in enumerate(names))
     lines = [f"    if len(v) != {len(names)}:",
              f"        raise ValueError(f'{cls.__name__} has {len(names)} fields, {{len(v)}} values were given')",
+             f"    {', '.join(f'v{i}' for i in range(len(names)))}, = v",
              f"    d = {{'schema': schema, {body}}}"]
     if "position" in names and hasattr(cls, "__post_init__"):  # what their __post_init__ does
         lines.append("    if d['position'] is None: d['position'] = d['seq']")

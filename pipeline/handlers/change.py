@@ -249,10 +249,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
             raise SchemaMismatch(
                 f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
                 f"{s.explainers} x features; every worker must run with the same settings", where=where)
-        bounds = self._bounds.get(id(s))
-        if bounds is None:
-            bounds = self._bounds[id(s)] = feed_bounds(s)
-        bounds.check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=where)
+        self._feed_bounds(s).check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=where)
         return p
 
     def _usual(self, raw: bytes | None, key: bytes | None) -> _Point | None:
@@ -266,9 +263,10 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         sid = e["stream_id"]
         if key is not None and key != sid.encode():
             return None
+        s = self.settings.for_stream(sid)
         g = e.get
-        return self._usual_point(sid, e["seq"], e["position"], e["explainer"], e["feature"], e["n_explained"],
-                                 g("n_seen"), g("block"), g("model_loss"), g("curve"), g("var_factor"))
+        return self._usual_point(s, self._feed_bounds(s), sid, e["seq"], e["position"], e["explainer"], e["feature"],
+                                 e["n_explained"], g("n_seen"), g("block"), g("model_loss"), g("curve"), g("var_factor"))
 
     def _usual_report(self, raw: bytes | None, key: bytes | None) -> list[_Point] | None:
         """What :meth:`_checked` gives for each explanation of the drift-feed record ``raw`` of
@@ -285,34 +283,40 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         sid, seq, position = g("stream_id"), g("seq"), g("position")
         if not usual_report(sid, seq, position) or key is not None and key != sid.encode():
             return None
+        s = self.settings.for_stream(sid)
+        bounds = self._feed_bounds(s)
         points = []
         for explainer, feature, value, n_explained, n_seen, curve, _, block, loss, var_factor in obj["rows"]:
-            p = (self._usual_point(sid, seq, position, explainer, feature, n_explained, n_seen, block, loss, curve,
-                                   var_factor)
+            p = (self._usual_point(s, bounds, sid, seq, position, explainer, feature, n_explained, n_seen, block, loss,
+                                   curve, var_factor)
                  if usual_series(explainer, feature, value, n_explained, curve, var_factor) else None)
             if p is None:
                 return None
             points.append(p)
         return points
 
-    def _usual_point(self, sid: str, seq: int, position: int, explainer: str, feature: str, n_explained: int,
-                     n_seen: Any, raw_block: Any, raw_loss: Any, curve: dict | None,
+    def _usual_point(self, s: Settings, bounds: FeedBounds, sid: str, seq: int, position: int, explainer: str,
+                     feature: str, n_explained: int, n_seen: Any, raw_block: Any, raw_loss: Any, curve: dict | None,
                      var_factor: float | None) -> _Point | None:
-        """The point of an explanation whose fields passed :func:`~streamxai.schemas.parsing.usual_report`
-        and :func:`~streamxai.schemas.parsing.usual_series`, if it is a series of its stream and its
+        """The point of an explanation of stream ``sid`` (its settings ``s`` and their bounds)
+        whose fields passed :func:`~streamxai.schemas.parsing.usual_report` and
+        :func:`~streamxai.schemas.parsing.usual_series`, if it is a series of its stream and its
         blocks lie within the stream's bounds; None otherwise."""
-        s = self.settings.for_stream(sid)
         if explainer not in s.explainers or feature not in s.features:
             return None
-        bounds = self._bounds.get(id(s))
-        if bounds is None:
-            bounds = self._bounds[id(s)] = feed_bounds(s)
         block = loss = None
         if raw_block is not None and (block := bounds.usual_block(explainer, raw_block, n_explained)) is None:
             return None
         if raw_loss is not None and (loss := bounds.usual_loss(raw_loss, n_seen)) is None:
             return None
         return _Point(sid, explainer, feature, seq, position, n_explained, block, loss, curve, var_factor, n_seen)
+
+    def _feed_bounds(self, s: Settings) -> FeedBounds:
+        """The bounds of the explanations of a stream of settings ``s`` (worked out once per settings)."""
+        bounds = self._bounds.get(id(s))
+        if bounds is None:
+            bounds = self._bounds[id(s)] = feed_bounds(s)
+        return bounds
 
     def _take_checked(self, raw: bytes | None, key: bytes | None, src: Source,
                       items: Callable[[bytes | None, Source], list[bytes] | None]
