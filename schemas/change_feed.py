@@ -31,8 +31,8 @@ from .messages import Explanation
 from .source import Headers, Source
 from .wire import decode, decoded_or_none, dumps_fields
 
-__all__ = ["pack_report", "pack_feed", "unpack_feed", "report_documents", "report_of", "feed_form", "FEED_FORM", "ROWS_V1", "HEAD", "ROW",
-           "MAX_FEED_BYTES"]
+__all__ = ["pack_report", "pack_feed", "unpack_feed", "report_documents", "report_of", "feed_form", "FEED_FORM",
+           "ROWS_V1", "HEAD", "ROW", "MAX_FEED_BYTES"]
 
 #: the header that marks a drift-feed record (its value: the form)
 FEED_FORM = "streamxai-feed-form"
