@@ -38,17 +38,16 @@ def chunk_bounds(sizes: list[int], max_bytes: int, max_items: int | None = None)
     return bounds
 
 
-def read_form(src: Source, header: str, known: bytes, what: str, writer: str) -> bool:
-    """Whether the record at ``src`` is in the batch form its ``header`` names (False: no such
-    header, a record of one message). A form other than ``known`` raises
-    :class:`~schemas.SchemaMismatch` naming ``what`` was read and the ``writer`` to match."""
+def read_form(src: Source, header: str, known: bytes | tuple[bytes, ...], what: str, writer: str) -> bytes | None:
+    """The batch form the ``header`` of the record at ``src`` names (None: no such header, a
+    record of one message). A form other than ``known`` (one form, or a tuple of the forms this
+    version reads) raises :class:`~schemas.SchemaMismatch` naming ``what`` was read and the
+    ``writer`` to match."""
     form = next((v for k, v in src.headers or () if k == header), None)
-    if form is None:
-        return False
-    if form != known:
+    if form is not None and form != known and (type(known) is bytes or form not in known):
         raise SchemaMismatch(f"{what} form {form!r} is not known to this version (it reads {known!r}); "
                              f"upgrade this worker to the version of {writer}", where=str(src))
-    return True
+    return form
 
 
 def pack_lines(values: list[bytes], header: str, max_bytes: int, max_items: int | None = None, *,

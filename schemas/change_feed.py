@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from .batch_forms import LINES_V1, chunk_bounds, pack_lines
+from .batch_forms import LINES_V1, chunk_bounds, pack_lines, read_form
 from .errors import SchemaMismatch
 from .messages import Explanation
 from .source import Headers, Source
@@ -69,12 +69,7 @@ def pack_feed(values: list[bytes], max_bytes: int = MAX_FEED_BYTES) -> list[tupl
 def feed_form(src: Source) -> bytes | None:
     """The form of the drift-feed record at ``src`` (None: no form header, one explanation
     message). A form this version does not know raises :class:`~schemas.SchemaMismatch`."""
-    form = next((v for k, v in src.headers or () if k == FEED_FORM), None)
-    if form is not None and form not in _FORMS:
-        raise SchemaMismatch(f"drift-feed form {form!r} is not known to this version (it reads "
-                             f"{b', '.join(_FORMS)!r}); upgrade this worker to the version of the explainer workers",
-                             where=str(src))
-    return form
+    return read_form(src, FEED_FORM, _FORMS, "drift-feed", "the explainer workers")
 
 
 def report_of(raw: bytes | None, max_bytes: int) -> dict[str, Any] | None:

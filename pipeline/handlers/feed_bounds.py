@@ -116,16 +116,18 @@ def _usual(obj: Any, lo: float, hi: float, half: float, most: int | None) -> Blo
     if moments is None:
         return None
     n, mean, m2 = moments
-    if (most is None or n <= most) and lo <= mean <= hi and m2 <= n * half * half * (1 + _ROUNDING):
-        return Block(n, mean, m2)
-    return None
+    return Block(n, mean, m2) if (most is None or n <= most) and _fits(n, mean, m2, lo, hi, half) else None
+
+
+def _fits(n: int, mean: float, m2: float, lo: float, hi: float, half: float) -> bool:
+    """Whether values whose mean lies in ``[lo, hi]`` (the bounds of :func:`_limits`) and whose
+    range is ``2 half`` can have this ``mean`` and ``m2`` over ``n``."""
+    return lo <= mean <= hi and m2 <= n * half * half * (1 + _ROUNDING)
 
 
 def _inside(b: Block, lo: float, hi: float) -> bool:
     """Whether values in ``[lo, hi]`` can have the mean and ``m2`` of ``b`` (up to rounding)."""
-    tol = _ROUNDING * max(abs(lo), abs(hi))
-    half = (hi - lo) / 2
-    return lo - tol <= b.mean <= hi + tol and b.m2 <= b.n * half * half * (1 + _ROUNDING)
+    return _fits(b.n, b.mean, b.m2, *_limits(lo, hi))
 
 
 def _within(b: Block, lo: float, hi: float, what: str, where: str) -> None:
