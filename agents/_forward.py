@@ -6,12 +6,14 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from functools import partial
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from streamxai.handlers import Handler, Out, Source, dead_letter
 from streamxai.ingest.registry import RegistryUnreachable
 from streamxai.kafka.appender import Appender
 from streamxai.kafka.output_producer import OutputProducer
+from streamxai.kafka.stepping import whole
 from streamxai.metrics import key_profile
 from streamxai.schemas import Headers
 
@@ -253,6 +255,42 @@ async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outb
         for out in outs:
             await _send(outbox, [out], out.value if out.reason is None else raw, key, src, stage, handler)
         await asyncio.sleep(0)
+
+
+async def forward_each(fetched: list[tuple[Any, Any]], handler: Handler, outbox: Outbox, stage: str, app: Any) -> None:
+    """Hand the records of one fetch (``(partition, aiokafka record)`` pairs, in order, from
+    :mod:`streamxai.kafka.bulk_fetch`) to a handler that keeps state, each as :func:`forward`
+    hands it a message (a record that may rebuild state is taken off the event loop, and the
+    worker's other work runs after each), without Faust's per-record hand-over. It stops before
+    the next record once ``app``'s consumer has stopped its flow, begun a rebalance or joined a
+    new generation: the consumer then acknowledges none of the fetch, and its records come again
+    (the handlers drop the ones they took as duplicates). A record is taken whole even if the
+    worker's stop cancels this meanwhile (:func:`~streamxai.kafka.stepping.whole`), as Faust's
+    stop waits for the record an agent is taking: the state the worker checkpoints as it stops
+    has not taken a record whose outputs it did not hand over."""
+    consumer = app.consumer
+    generation = app.consumer_generation_id
+    inbound = getattr(app.monitor, "stream_inbound_time", None)
+    taken = 0
+    try:
+        for tp, r in fetched:
+            if (not consumer.flow_active or consumer.should_stop or app.rebalancing
+                    or app.consumer_generation_id != generation):
+                break
+            raw, key = r.value, r.key
+            src = Source(r.topic, r.partition, r.offset, timestamp=None if r.timestamp is None else r.timestamp / 1000.0,
+                         headers=_headers(r.headers))
+            try:
+                await whole(_send(outbox, _handle(handler, raw, key, src, stage), raw, key, src, stage, handler))
+            except asyncio.CancelledError:
+                taken += 1  # taken whole before the cancellation goes on
+                raise
+            taken += 1
+            if inbound is not None:  # Faust's check for stalled partitions: this one moves
+                inbound[tp] = monotonic()
+            await asyncio.sleep(0)
+    finally:
+        _counted([r for _, r in fetched[:taken]], handler.metrics)
 
 
 def _counted(records: list[Any], metrics: Metrics) -> None:

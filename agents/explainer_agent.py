@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from streamxai.handlers import Handler
+from streamxai.kafka.bulk_fetch import take_in_bulk
 
-from ._forward import Outbox, forward
+from ._forward import Outbox, forward, forward_each
 
 
 def install_explainer_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
@@ -16,4 +18,6 @@ def install_explainer_agent(app: Any, topics: dict[str, Any], handler: Handler) 
     async def explainer_agent(stream: Any) -> None:
         await forward(stream, handler, outbox, "explain")
 
+    # each fetch's records come to the handler in one call, below Faust's per-record hand-over
+    take_in_bulk(app, topics["explain-tasks"].topics, partial(forward_each, handler=handler, outbox=outbox, stage="explain", app=app))
     return explainer_agent

@@ -1,19 +1,22 @@
-"""The records of chosen topics (``features`` and ``labels``) go from each fetch straight to
-one coroutine, in one call, below Faust's per-record hand-over (a message object, a channel
-lookup, an event, a stream-buffer put and the agent's wake-up for every record, which
-``tests/benchmarks/bench_faust_floor.py`` measures), which the intake does not need: it keeps
-no state and forwards what came in the order it came (``pipeline/handlers/intake.py``). A
-worker's consumer (:class:`BulkFetch`, part of
-``pipeline/kafka/faust_transport.py``'s consumer) takes the records of the topics given to
-:func:`take_in_bulk` out of each fetch before Faust iterates it, and awaits the ``sink`` with
-them: ``(partition, record)`` pairs in Faust's own round-robin order over the partitions,
-aiokafka's ``ConsumerRecord`` as it came. When the sink returns (the outputs it made are with
-the producer) their offsets are acknowledged as Faust acknowledges a message an agent took:
+"""The records of the worker's agents' topics go from each fetch straight to their handlers,
+below Faust's per-record hand-over (a message object, a channel lookup, an event, a
+stream-buffer put and the agent's wake-up for every record, which
+``tests/benchmarks/bench_faust_floor.py`` measures). The intake takes its topics' records in
+batches (``pipeline/handlers/intake.py``); the model, explainer and change handlers take theirs
+one at a time, as their agents would (``agents/_forward.py``, ``forward_each``), which matters
+most when a worker holds many streams and every record carries one stream's few events. A
+worker's consumer (:class:`BulkFetch`, part of ``pipeline/kafka/faust_transport.py``'s consumer)
+takes the records of the topics given to :func:`take_in_bulk` out of each fetch before Faust
+iterates it, and awaits each topic's ``sink`` with them: ``(partition, record)`` pairs in
+Faust's own round-robin order over the partitions, aiokafka's ``ConsumerRecord`` as it came.
+When the sinks return (the outputs they made are with the producer) their offsets are
+acknowledged as Faust acknowledges a message an agent took:
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from time import monotonic
 from typing import Any
 
@@ -28,13 +31,26 @@ Sink = Callable[[list[tuple[Any, Any]]], Awaitable[None]]
 
 def take_in_bulk(app: Any, topics: Iterable[str], sink: Sink) -> bool:
     """Have ``app``'s consumer hand the fetched records of ``topics`` (full names) to ``sink``
-    (:class:`BulkFetch`); False, and nothing changed, if its transport is not the worker's."""
+    (:class:`BulkFetch`); False, and nothing changed, if its transport is not the worker's. Each
+    call adds its topics: the records of one fetch go to each sink in turn, each sink's in the
+    order they came (:func:`_each_sink`)."""
     transport = app.transport
     if not hasattr(transport, "bulk_topics"):
         return False
-    transport.bulk_topics = frozenset(topics)
-    transport.bulk_sink = sink
+    sinks = {**transport.bulk_sinks, **dict.fromkeys(topics, sink)}
+    transport.bulk_sinks = sinks
+    transport.bulk_topics = frozenset(sinks)
+    transport.bulk_sink = sink if len(set(sinks.values())) == 1 else partial(_each_sink, sinks)
     return True
+
+
+async def _each_sink(sinks: dict[str, Sink], fetched: list[tuple[Any, Any]]) -> None:
+    """The records of one fetch, each sink its topics' (``sinks``: by topic), in the order they came."""
+    parts: dict[Sink, list[tuple[Any, Any]]] = {}
+    for pair in fetched:
+        parts.setdefault(sinks[pair[0].topic], []).append(pair)
+    for sink, pairs in parts.items():
+        await sink(pairs)
 
 
 class BulkFetch:
@@ -45,7 +61,8 @@ class BulkFetch:
       the worker's consumer commits an acknowledged offset only after the outputs' producer has
       flushed (``_Consumer._commit``). Nothing is acknowledged if the flow stopped, a rebalance
       began or the group's generation changed while the sink ran: Faust seeks back to the committed
-      offset, and the records come again (the model handler knows them by their origin).
+      offset, and the records come again (the handlers drop the ones they took: the model
+      handler knows them by their origin, the explainer and change handlers by their position).
     - **Faust's bookkeeping, kept.** The read offset moves as Faust moves it (a record before it,
       fetched again, is skipped), though only with the acknowledgement, so that what the sink took
       while a rebalance sought back comes again. A gap in the offsets (a transaction's marker, a

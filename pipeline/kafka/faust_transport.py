@@ -4,8 +4,8 @@ feed), so the consumer's fetches wait for a bounded time and for a batch's worth
 (:data:`FETCH_MAX_WAIT_MS`, :data:`FETCH_MIN_BYTES`), the producer puts more in a partition's
 batch (:func:`producer_batch_bytes`), a partition resumed after a full stream buffer wakes the
 fetch in flight, the fetcher hands a record over in its own call or in one task instead of
-mode's four (``_Consumer.wait_first``), the intake's topics skip that hand-over and go to the
-intake in bulk (``pipeline/kafka/bulk_fetch.py``), :class:`RawSchema` hands the records' bytes
+mode's four (``_Consumer.wait_first``), the agents' topics skip that hand-over and go to their
+handlers in bulk (``pipeline/kafka/bulk_fetch.py``), :class:`RawSchema` hands the records' bytes
 over without a codec look-up, and :class:`QuietMonitor` skips Faust's per-message statistics,
 which no page of ours shows, but keeps the time each partition's stream last took a record, which
 Faust's check for stalled partitions reads; ``tests/benchmarks/bench_speed.py``, ``bench_idle_fetch.py``,
@@ -36,6 +36,7 @@ from . import private_api
 from .bulk_fetch import BulkFetch, Sink
 from .committed_offsets import CommittedOffsets
 from .fetch_pace import PACE_S, FetchPace
+from .stepping import resume
 
 __all__ = ["FETCH_BUSY_WAIT_MS", "FETCH_MAX_WAIT_MS", "FETCH_MIN_BYTES", "PRODUCER_MAX_BATCH_BYTES", "QuietMonitor",
            "RawSchema", "pace_fetches", "producer_batch_bytes", "use_bounded_fetch_wait"]
@@ -153,7 +154,7 @@ class _Consumer(BulkFetch, driver.Consumer):
             waits_on = handover.send(None)  # most hand-overs end at once: no task, no turn of the loop
         except StopIteration:
             return None
-        task = self._handover = asyncio.ensure_future(_resume(handover, waits_on))
+        task = self._handover = asyncio.ensure_future(resume(handover, waits_on))
         try:
             await task
         except asyncio.CancelledError:
@@ -192,36 +193,14 @@ class _Consumer(BulkFetch, driver.Consumer):
         await super().on_stop()
 
 
-async def _resume(coro: Any, waits_on: Any) -> Any:
-    """Run ``coro`` on, as a task would, from where its first step stopped: waiting on the
-    future ``waits_on`` (None: it only yielded). The task running this is what a stop or a
-    paused flow cancels: the cancellation goes into ``coro`` at its wait."""
-    while True:
-        try:
-            if waits_on is None:
-                await asyncio.sleep(0)
-            elif not waits_on.done():
-                await asyncio.wait((waits_on,))
-        except asyncio.CancelledError as e:
-            if waits_on is not None:
-                waits_on.cancel()
-            try:
-                waits_on = coro.throw(e)
-            except StopIteration as stop:
-                return stop.value
-            continue
-        try:
-            waits_on = coro.send(None)  # the awaiting code reads the future's outcome itself
-        except StopIteration as stop:
-            return stop.value
-
-
 class _Transport(driver.Transport):
     Consumer = _Consumer
     #: where the consumer records the offsets it committed (None: nowhere)
     commits: CommittedOffsets | None = None
     #: the topics whose fetched records go to ``bulk_sink`` (``pipeline/kafka/bulk_fetch.py``), none: Faust's way
     bulk_topics: frozenset[str] = frozenset()
+    #: the sink of each of those topics (``take_in_bulk``)
+    bulk_sinks: dict[str, Sink] = {}  # noqa: RUF012 - replaced, never changed in place
     bulk_sink: Sink | None = None
 
 

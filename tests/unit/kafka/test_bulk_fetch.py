@@ -223,22 +223,50 @@ def test_without_the_workers_transport_nothing_is_taken_in_bulk():
     assert take_in_bulk(app, ["f"], sink) is False
 
 
-def test_a_worker_takes_its_features_and_labels_in_bulk(tmp_path):
-    """The worker's app hands its intake's topics (and only those) to the intake in bulk."""
+def test_a_worker_takes_each_of_its_agents_topics_in_bulk_each_to_its_own_handler(tmp_path):
+    """The worker's app hands its intake's topics to the intake and each agent's input topic to
+    that agent's handler, in bulk; a role it does not run takes nothing."""
     from streamxai.app import create_app
     from streamxai.settings import Settings
 
     s = Settings(bootstrap_servers="127.0.0.1:9", state_dir=str(tmp_path), checkpoint_every=0)
 
-    async def made():
-        app = create_app(s, roles=("model",))
+    async def made(roles):
+        app = create_app(s, roles=roles)
         try:
-            return app.transport.bulk_topics, app.transport.bulk_sink
+            return app.transport.bulk_topics, {t: sink.keywords.get("stage") for t, sink in app.transport.bulk_sinks.items()}
         finally:
             app.consumer._thread.thread_loop.close()
 
-    topics, sink = asyncio.run(made())
-    assert topics == {s.topic("features"), s.topic("labels")} and sink is not None
+    topics, stages = asyncio.run(made(("model", "explain", "change")))
+    assert stages == {s.topic("features"): "intake", s.topic("labels"): "intake", s.topic("arrivals"): "model",
+                      s.topic("explain-tasks"): "explain", s.topic("drift-feed"): "change"}
+    assert topics == set(stages)
+    topics, stages = asyncio.run(made(("explain",)))
+    assert stages == {s.topic("explain-tasks"): "explain"} and topics == {s.topic("explain-tasks")}
+
+
+def test_the_records_of_one_fetch_go_to_each_topics_sink_in_the_order_they_came():
+    got = []
+
+    def sink(name):
+        async def take(fetched):
+            got.append((name, [(tp.topic, r.offset) for tp, r in fetched]))
+        return take
+
+    async def run():
+        fetch = {F0: recs(F0, 0, 1), L0: recs(L0, 5), A0: recs(A0, 9, 10), F1: recs(F1, 3)}
+        async with consumer_with(sink("intake"), [fetch]) as c:
+            assert take_in_bulk(c.app, ["a"], sink("model"))
+            records, _ = await c._wait_next_records(1.0)
+            return records, committable(c, A0)
+
+    records, a0 = asyncio.run(run())
+    assert records == {} and a0 == 11  # nothing left for Faust; the arrivals acknowledged after their sink
+    assert [name for name, _ in got] == ["intake", "model"]  # one call per sink
+    intake, model = got[0][1], got[1][1]
+    assert sorted(intake) == [("f", 0), ("f", 1), ("f", 3), ("l", 5)] and model == [("a", 9), ("a", 10)]
+    assert [o for t, o in intake if t == "f" and o != 3] == [0, 1]
 
 
 def test_the_partitions_handed_to_the_sink_count_as_started_for_fausts_stall_check():
