@@ -278,8 +278,8 @@ async def forward_each(fetched: list[tuple[Any, Any]], handler: Handler, outbox:
                     or app.consumer_generation_id != generation):
                 break
             raw, key = r.value, r.key
-            src = Source(r.topic, r.partition, r.offset, timestamp=None if r.timestamp is None else r.timestamp / 1000.0,
-                         headers=_headers(r.headers))
+            at = None if r.timestamp is None else r.timestamp / 1000.0
+            src = Source(r.topic, r.partition, r.offset, timestamp=at, headers=_headers(r.headers))
             try:
                 await whole(_send(outbox, _handle(handler, raw, key, src, stage), raw, key, src, stage, handler))
             except asyncio.CancelledError:

@@ -19,5 +19,6 @@ def install_change_agent(app: Any, topics: dict[str, Any], handler: Handler) -> 
         await forward(stream, handler, outbox, "change")
 
     # each fetch's records come to the handler in one call, below Faust's per-record hand-over
-    take_in_bulk(app, topics["drift-feed"].topics, partial(forward_each, handler=handler, outbox=outbox, stage="change", app=app))
+    take_in_bulk(app, topics["drift-feed"].topics,
+                 partial(forward_each, handler=handler, outbox=outbox, stage="change", app=app))
     return change_agent

@@ -19,5 +19,6 @@ def install_explainer_agent(app: Any, topics: dict[str, Any], handler: Handler) 
         await forward(stream, handler, outbox, "explain")
 
     # each fetch's records come to the handler in one call, below Faust's per-record hand-over
-    take_in_bulk(app, topics["explain-tasks"].topics, partial(forward_each, handler=handler, outbox=outbox, stage="explain", app=app))
+    take_in_bulk(app, topics["explain-tasks"].topics,
+                 partial(forward_each, handler=handler, outbox=outbox, stage="explain", app=app))
     return explainer_agent

@@ -20,5 +20,6 @@ def install_model_agent(app: Any, topics: dict[str, Any], handler: Handler) -> A
         await forward(stream, handler, outbox, "model")
 
     # each fetch's records come to the handler in one call, below Faust's per-record hand-over
-    take_in_bulk(app, topics["arrivals"].topics, partial(forward_each, handler=handler, outbox=outbox, stage="model", app=app))
+    take_in_bulk(app, topics["arrivals"].topics,
+                 partial(forward_each, handler=handler, outbox=outbox, stage="model", app=app))
     return model_agent

@@ -200,7 +200,7 @@ class _Transport(driver.Transport):
     #: the topics whose fetched records go to ``bulk_sink`` (``pipeline/kafka/bulk_fetch.py``), none: Faust's way
     bulk_topics: frozenset[str] = frozenset()
     #: the sink of each of those topics (``take_in_bulk``)
-    bulk_sinks: dict[str, Sink] = {}  # noqa: RUF012 - replaced, never changed in place
+    bulk_sinks: dict[str, Sink] = {}  # replaced by take_in_bulk, never changed in place
     bulk_sink: Sink | None = None
 
 

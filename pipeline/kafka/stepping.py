@@ -12,8 +12,8 @@ __all__ = ["resume", "whole"]
 
 async def resume(coro: Any, waits_on: Any) -> Any:
     """Run ``coro`` on, as a task would, from where its first step stopped: waiting on the
-    future ``waits_on`` (None: it only yielded). The task running this is what a stop or a
-    paused flow cancels: the cancellation goes into ``coro`` at its wait."""
+    future ``waits_on`` (None: it only yielded). A cancellation of the task running this goes
+    into ``coro`` at its wait."""
     while True:
         try:
             if waits_on is None:

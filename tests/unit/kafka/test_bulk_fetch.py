@@ -234,7 +234,8 @@ def test_a_worker_takes_each_of_its_agents_topics_in_bulk_each_to_its_own_handle
     async def made(roles):
         app = create_app(s, roles=roles)
         try:
-            return app.transport.bulk_topics, {t: sink.keywords.get("stage") for t, sink in app.transport.bulk_sinks.items()}
+            sinks = app.transport.bulk_sinks
+            return app.transport.bulk_topics, {t: sink.keywords.get("stage") for t, sink in sinks.items()}
         finally:
             app.consumer._thread.thread_loop.close()
 
