@@ -240,10 +240,7 @@ async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outb
     acknowledged). Between batches the worker's other agents run."""
     for i in range(0, len(fetched), batch):
         chunk = [r for _, r in fetched[i:i + batch]]
-        records = [(r.value, r.key, Source(r.topic, r.partition, r.offset,
-                                           timestamp=None if r.timestamp is None else r.timestamp / 1000.0,
-                                           headers=_headers(r.headers)))
-                   for r in chunk]
+        records = [(r.value, r.key, _source(r)) for r in chunk]
         _counted(chunk, handler.metrics)
         try:
             outs = await _until_registry_answers(handler.on_batch, records)  # type: ignore[attr-defined]
@@ -277,9 +274,7 @@ async def forward_each(fetched: list[tuple[Any, Any]], handler: Handler, outbox:
             if (not consumer.flow_active or consumer.should_stop or app.rebalancing
                     or app.consumer_generation_id != generation):
                 break
-            raw, key = r.value, r.key
-            at = None if r.timestamp is None else r.timestamp / 1000.0
-            src = Source(r.topic, r.partition, r.offset, timestamp=at, headers=_headers(r.headers))
+            raw, key, src = r.value, r.key, _source(r)
             try:
                 await whole(_send(outbox, _handle(handler, raw, key, src, stage), raw, key, src, stage, handler))
             except asyncio.CancelledError:
@@ -291,6 +286,12 @@ async def forward_each(fetched: list[tuple[Any, Any]], handler: Handler, outbox:
             await asyncio.sleep(0)
     finally:
         _counted([r for _, r in fetched[:taken]], handler.metrics)
+
+
+def _source(r: Any) -> Source:
+    """Where an aiokafka record of a fetch came from: its place, its timestamp in seconds, its headers."""
+    return Source(r.topic, r.partition, r.offset, timestamp=None if r.timestamp is None else r.timestamp / 1000.0,
+                  headers=_headers(r.headers))
 
 
 def _counted(records: list[Any], metrics: Metrics) -> None:
