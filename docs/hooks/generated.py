@@ -252,17 +252,19 @@ def _scaling_md(groups: bool, results_dir: Path) -> str:
     """The scaling rows of bench_scale: explain groups' (``groups``) or the workers' against
     partitions and streams, each with one worker's rate from the same run."""
     doc = _results_of("bench_scale", results_dir)
-    allow, busy = "ratio the cores allow at its CPU per event", "cores busy: workers, broker, others"
-    cases = {c: m for c, m in _pivot(doc["rows"], ["events/s", allow, busy]).items()
+    allow, split = "ratio the cores allow at its CPU per event", "ratio the split allows"
+    busy = "cores busy: workers, broker, others"
+    cases = {c: m for c, m in _pivot(doc["rows"], ["events/s", allow, split, busy]).items()
              if c.startswith("one stream, ") == groups and m["events/s"].get("baseline")} if doc else {}
     if not cases:
         return _missing("bench_scale")
     out = [_written_by(doc), "", "| case | events/s | one worker's events/s | ratio | ratio the cores allow | "
-           "cores busy |", "|---|---|---|---|---|---|"]
+           "ratio the split allows | cores busy |", "|---|---|---|---|---|---|---|"]
     for case, m in cases.items():
         r, cores = m["events/s"], m.get(busy)
         out.append(f"| {cell(case)} | {_value(r)} | {_number(r['baseline'])} | {_number(r['ratio'])} | "
-                   f"{_value(m.get(allow))} | {_value(cores)}{' ' + cell(cores['unit']) if cores else ''} |")
+                   f"{_value(m.get(allow))} | {_value(m.get(split))} | "
+                   f"{_value(cores)}{' ' + cell(cores['unit']) if cores else ''} |")
     return "\n".join(out) + "\n"
 
 

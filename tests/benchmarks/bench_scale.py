@@ -3,7 +3,7 @@ figure against one worker on the same work measured in the same run; and the eve
 core of one worker by model and explainers, which the sizing page turns into cores for a rate.
 
     python tests/benchmarks/bench_scale.py [--events 6000] [--workers 1,2,4] [--partitions 4,8]
-        [--streams 1,4,16] [--groups 1,2,4] [--core-events 3000] [--rounds 1]
+        [--streams 1,4,16,64] [--models hat,arf] [--groups 1,2,4] [--core-events 3000] [--rounds 1]
         [--skip cores,workers,groups] [--results docs/results/bench_scale.json | '']
 
 Every run starts fresh workers on fresh topics of a local broker on free ports (or
@@ -11,8 +11,12 @@ $STREAMXAI_BOOTSTRAP), waits until they have joined and share the partitions, th
 backlog at once and waits until the change agents have taken up every explanation. The rate is
 events over the wall time from the first output record (predictions, explanations) to the last,
 by the records' own timestamps, so neither start-up, nor the group's joins, nor the producer's
-start is counted. CPU is read from ``/proc`` over the same span for the workers, the broker and
-the whole machine, whose other users (the machine is shared) show as "others".
+start is counted. CPU is read from ``/proc`` for the workers, the broker and the whole machine,
+whose other users (the machine is shared) show as "others": over the whole run for the CPU per
+event, and every 0.1 s for how busy the cores were while the outputs came (the window of the
+rate). The workers table runs each model of ``--models``: a model whose events cost the workers
+far more than they cost the broker (ARF) shows how the workers scale where the broker, which
+shares the machine's cores here, is not the bottleneck.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +56,11 @@ EVENT_SHARE = {"hat": 1.0, "logistic": 1.0, "arf": 0.25}
 #: a run whose workers, broker and other users keep this share of the machine's cores busy is
 #: bound by the cores: more workers cannot go faster there
 CPU_BOUND = 0.9
+#: how often the CPU is sampled during a run (s)
+SAMPLE_S = 0.1
+#: a run whose busiest worker does this much more than the mean worker is bound by the split of
+#: the streams over the partitions (the note says what the split allows)
+UNEVEN = 1.15
 
 
 def cores() -> int:
@@ -64,12 +74,48 @@ def machine_busy() -> float:
     return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+class CpuSampler(threading.Thread):
+    """The CPU seconds of the workers (``pids``), the broker, this process and the whole machine,
+    every :data:`SAMPLE_S`, each stamped with the epoch time the output records' timestamps use."""
+
+    def __init__(self, pids: list[int]):
+        super().__init__(daemon=True)
+        self.pids = pids
+        self.samples: list[tuple[float, float, float, float, float]] = []
+        self.done = threading.Event()
+
+    def sample(self) -> None:
+        self.samples.append((time.time(), _cpu_seconds(self.pids), _cpu_seconds(broker_pids), time.process_time(),
+                             machine_busy()))
+
+    def run(self) -> None:
+        while not self.done.wait(SAMPLE_S):
+            self.sample()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+        self.sample()
+
+    def busy(self, first: float, last: float) -> tuple[float, float, float] | None:
+        """Cores busy with the workers, the broker and the machine's other users between the
+        samples nearest inside ``first`` and ``last`` (epoch seconds); None if under two are."""
+        inside = [s for s in self.samples if first <= s[0] <= last]
+        if len(inside) < 2 or inside[-1][0] - inside[0][0] < 5 * SAMPLE_S:
+            return None
+        (t0, w0, b0, o0, m0), (t1, w1, b1, o1, m1) = inside[0], inside[-1]
+        dt = t1 - t0
+        return (w1 - w0) / dt, (b1 - b0) / dt, max(0.0, (m1 - m0) - (w1 - w0) - (b1 - b0) - (o1 - o0)) / dt
+
+
 @dataclass
 class Run:
     """What one run measured: ``events`` over ``wall`` s from the first output to the last, and
     over the CPU span of ``span`` s (first event on the broker to the last explanation taken
-    up) each worker's CPU seconds, the broker's, this process's and the whole machine's; and
-    how the records fell on the workers' partitions (:func:`shares`)."""
+    up) each worker's CPU seconds, the broker's, this process's and the whole machine's; the
+    cores busy with the workers, the broker and others over the output window (``window``, None
+    for a window too short to tell); and how the records fell on the workers' partitions
+    (:func:`shares`)."""
 
     events: int
     wall: float
@@ -78,6 +124,7 @@ class Run:
     broker_cpu: float
     own_cpu: float
     machine: float
+    window: tuple[float, float, float] | None = None
     split: str = ""
     load: float = field(default_factory=lambda: os.getloadavg()[0])
 
@@ -86,6 +133,10 @@ class Run:
         return self.events / self.wall
 
     def cores_used(self, what: str) -> float:
+        """Cores busy with ``what`` (workers, broker, others) while the outputs came; over the
+        whole run if that window was too short to tell."""
+        if self.window is not None:
+            return self.window[("workers", "broker", "others").index(what)]
         cpu = {"workers": sum(self.workers_cpu), "broker": self.broker_cpu,
                "others": max(0.0, self.machine - sum(self.workers_cpu) - self.broker_cpu - self.own_cpu)}[what]
         return cpu / self.span
@@ -99,6 +150,11 @@ class Run:
     def spread(self) -> float:
         """The busiest worker's CPU over the mean worker's: 1 when the work is split evenly."""
         return max(self.workers_cpu) / statistics.mean(self.workers_cpu)
+
+    def split_allows(self) -> float:
+        """The ratio to one worker that this split of the work over the workers allows: the
+        workers over the busiest one's share of their CPU."""
+        return sum(self.workers_cpu) / max(self.workers_cpu)
 
     @property
     def cpu_bound(self) -> bool:
@@ -219,12 +275,17 @@ def run(s, events: list, n_workers: int, tmp: str) -> Run:
         assigned = assignment(s)
         want = explanations_wanted(s, events)
         pids = [p.pid for p in procs]
+        sampler = CpuSampler(pids)
         started: list[tuple] = []
-        produce_events(s, events, first_delivered=lambda: started.append(
-            (time.perf_counter(), [_cpu_seconds([p]) for p in pids], _cpu_seconds(broker_pids), time.process_time(),
-             machine_busy())))
+        sampler.start()
+        try:
+            produce_events(s, events, first_delivered=lambda: started.append(
+                (time.perf_counter(), [_cpu_seconds([p]) for p in pids], _cpu_seconds(broker_pids),
+                 time.process_time(), machine_busy())))
+            until_taken_up(each, want)
+        finally:
+            sampler.stop()
         t0, w0, b0, o0, m0 = started[0]
-        until_taken_up(each, want)
         span = time.perf_counter() - t0
         workers = [_cpu_seconds([p]) - c for p, c in zip(pids, w0, strict=True)]
         broker = _cpu_seconds(broker_pids) - b0 if broker_pids else 0.0
@@ -235,7 +296,7 @@ def run(s, events: list, n_workers: int, tmp: str) -> Run:
     first, last = output_window(s)
     split = shares(s, assigned)
     delete_topics(s)
-    return Run(len(events), last - first, span, workers, broker, own, machine, split)
+    return Run(len(events), last - first, span, workers, broker, own, machine, sampler.busy(first, last), split)
 
 
 def settings(bootstrap: str, tmp: str, model: str = "hat", **over):
@@ -256,13 +317,14 @@ def bound_note(r: Run, base_rate: float, n_workers: int) -> str:
     """Why ``r`` is as fast as it is against the baseline: the cores or the split of the work."""
     if n_workers == 1:
         return ""
-    allow = r.cores_allow() / base_rate
+    notes = []
     if r.cpu_bound:
-        return (f"  <- CPU-bound: the cores allow {allow:.2f}x at this CPU per event, the broker takes "
-                f"{r.broker_cpu / (sum(r.workers_cpu) + r.broker_cpu):.0%} of it")
-    if r.spread > 1.25:
-        return f"  <- uneven: the busiest worker does {r.spread:.2f}x the mean worker's work"
-    return ""
+        notes.append(f"CPU-bound: the cores allow {r.cores_allow() / base_rate:.2f}x at this CPU per event, the "
+                     f"broker takes {r.broker_cpu / (sum(r.workers_cpu) + r.broker_cpu):.0%} of it")
+    if r.spread > UNEVEN:
+        notes.append(f"uneven: the busiest worker does {r.spread:.2f}x the mean worker's work, the split allows "
+                     f"{r.split_allows():.2f}x")
+    return "".join(f"\n      <- {n}" for n in notes)
 
 
 def per_core(bootstrap: str, tmp: str, args, rows: list[dict]) -> None:
@@ -303,13 +365,14 @@ def scaled(bootstrap: str, tmp: str, args, base: tuple[str, dict, list], cases: 
     print(f"  {label}, 1 worker (baseline): {describe(base_runs[0])}")
     rows.append(result_row(f"{label}, 1 worker", "events/s", round(base_rate, 1), "events/s"))
     for case, _, n in cases:
+        r = sorted(runs[case], key=lambda r: r.rate)[(len(runs[case]) - 1) // 2]  # the median run (the lower of two)
         rate = statistics.median(r.rate for r in runs[case])
-        r = runs[case][0]
         print(f"  {case}: {describe(r)}  ratio {rate / base_rate:.2f}{bound_note(r, base_rate, n)}")
         rows.append(result_row(case, "events/s", round(rate, 1), "events/s", baseline=round(base_rate, 1)))
         if n > 1:
-            rows.append(result_row(case, "ratio the cores allow at its CPU per event", round(r.cores_allow() / base_rate, 2),
-                                   "x"))
+            rows.append(result_row(case, "ratio the cores allow at its CPU per event",
+                                   round(r.cores_allow() / base_rate, 2), "x"))
+            rows.append(result_row(case, "ratio the split allows", round(r.split_allows(), 2), "x"))
             rows.append(result_row(case, "cores busy: workers, broker, others",
                                    round(r.cores_used("workers") + r.cores_used("broker") + r.cores_used("others"), 2),
                                    f"of {cores()}"))
@@ -321,7 +384,8 @@ def main() -> None:
     ap.add_argument("--core-events", type=int, default=3000, help="events of a run of the per-core table")
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--partitions", default="4,8")
-    ap.add_argument("--streams", default="1,4,16")
+    ap.add_argument("--streams", default="1,4,16,64")
+    ap.add_argument("--models", default="hat,arf", help="models of the workers table (ARF: a quarter of the events)")
     ap.add_argument("--groups", default="1,2,4")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--skip", default="", help="tables to leave out: cores, workers, groups")
@@ -341,13 +405,16 @@ def main() -> None:
         if "cores" not in skip:
             per_core(bootstrap, tmp, args, rows)
         if "workers" not in skip:
-            print(f"\nWorkers against partitions and streams ({args.events} events a run, explain_groups 1); "
-                  "baseline: one worker on the same partitions and streams")
-            for p in map(int, args.partitions.split(",")):
-                for n in map(int, args.streams.split(",")):
-                    label = f"{p} partitions, {n} stream(s)"
-                    cases = [(f"{label}, {w} workers", {"partitions": p}, w) for w in workers[1:] if w <= p]
-                    scaled(bootstrap, tmp, args, (label, {"partitions": p}, stream_events(n, args.events)), cases, rows)
+            print(f"\nWorkers against partitions and streams ({args.events} events a run, ARF a quarter of them; "
+                  "explain_groups 1); baseline: one worker on the same model, partitions and streams")
+            for model in args.models.split(","):
+                n_events = int(args.events * EVENT_SHARE[model])
+                for p in map(int, args.partitions.split(",")):
+                    for n in map(int, args.streams.split(",")):
+                        label = f"{MODELS[model][2]}, {p} partitions, {n} stream(s)"
+                        over = {"partitions": p, "model": model}
+                        cases = [(f"{label}, {w} workers", over, w) for w in workers[1:] if w <= p]
+                        scaled(bootstrap, tmp, args, (label, over, stream_events(n, n_events)), cases, rows)
         if "groups" not in skip:
             p = max(map(int, args.partitions.split(",")))
             print(f"\nOne busy stream: explain_groups against workers ({args.events} events, {p} partitions); "

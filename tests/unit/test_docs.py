@@ -165,6 +165,7 @@ def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, mo
         result_row("4 partitions, 4 stream(s), 1 worker", "events/s", 900.0, "events/s"),
         result_row("4 partitions, 4 stream(s), 2 workers", "events/s", 1620.0, "events/s", baseline=900.0),
         result_row("4 partitions, 4 stream(s), 2 workers", "ratio the cores allow at its CPU per event", 1.8, "x"),
+        result_row("4 partitions, 4 stream(s), 2 workers", "ratio the split allows", 1.9, "x"),
         result_row("4 partitions, 4 stream(s), 2 workers", "cores busy: workers, broker, others", 1.95, "of 2"),
         result_row("one stream, explain_groups 2, 2 worker(s)", "events/s", 1200.0, "events/s", baseline=800.0),
     ])
@@ -185,10 +186,10 @@ def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, mo
     assert f"need {hook.SIZING_TARGET / 125.0:.1f} cores of workers" in cores
     (tmp_path / "bench_soak.json").unlink()
     workers = hook.sizing_workers_md(tmp_path)
-    assert "| 4 partitions, 4 stream(s), 2 workers | 1,620 | 900 | 1.8 | 1.8 | 1.95 of 2 |" in workers
+    assert "| 4 partitions, 4 stream(s), 2 workers | 1,620 | 900 | 1.8 | 1.8 | 1.9 | 1.95 of 2 |" in workers
     assert "1 worker |" not in workers and "explain_groups" not in workers  # the baselines' own rows, the groups'
     groups = hook.sizing_groups_md(tmp_path)
-    assert "| one stream, explain_groups 2, 2 worker(s) | 1,200 | 800 | 1.5 |  |  |" in groups
+    assert "| one stream, explain_groups 2, 2 worker(s) | 1,200 | 800 | 1.5 |  |  |  |" in groups
     assert "partitions" not in groups.split("\n", 2)[2]
     write_results(tmp_path / "bench_streams.json", "bench_streams", "Many streams", "one stream", [
         result_row("hat, 1000 streams", "MB per stream", 0.8, "MB"),
