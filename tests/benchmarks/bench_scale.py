@@ -99,7 +99,8 @@ class CpuSampler(threading.Thread):
 
     def busy(self, first: float, last: float) -> tuple[float, float, float] | None:
         """Cores busy with the workers, the broker and the machine's other users between the
-        samples nearest inside ``first`` and ``last`` (epoch seconds); None if under two are."""
+        first and the last sample inside ``first`` to ``last`` (epoch seconds); None if those
+        samples are under five sampling periods apart, too short a window to tell."""
         inside = [s for s in self.samples if first <= s[0] <= last]
         if len(inside) < 2 or inside[-1][0] - inside[0][0] < 5 * SAMPLE_S:
             return None
@@ -362,20 +363,25 @@ def scaled(bootstrap: str, tmp: str, args, base: tuple[str, dict, list], cases: 
         base_runs += [first, last]
         bases.append((first.rate + last.rate) / 2)
     base_rate = statistics.median(bases)
-    print(f"  {label}, 1 worker (baseline): {describe(base_runs[0])}")
+    for r in base_runs:
+        print(f"  {label}, 1 worker (baseline): {describe(r)}")
     rows.append(result_row(f"{label}, 1 worker", "events/s", round(base_rate, 1), "events/s"))
     for case, _, n in cases:
-        r = sorted(runs[case], key=lambda r: r.rate)[(len(runs[case]) - 1) // 2]  # the median run (the lower of two)
-        rate = statistics.median(r.rate for r in runs[case])
-        print(f"  {case}: {describe(r)}  ratio {rate / base_rate:.2f}{bound_note(r, base_rate, n)}")
+        done = runs[case]
+        rate = statistics.median(r.rate for r in done)
+        for r in done:
+            print(f"  {case}: {describe(r)}  ratio {r.rate / base_rate:.2f}{bound_note(r, base_rate, n)}")
         rows.append(result_row(case, "events/s", round(rate, 1), "events/s", baseline=round(base_rate, 1)))
-        if n > 1:
+        if n > 1:  # each the median over the rounds, as the rate
             rows.append(result_row(case, "ratio the cores allow at its CPU per event",
-                                   round(r.cores_allow() / base_rate, 2), "x"))
-            rows.append(result_row(case, "ratio the split allows", round(r.split_allows(), 2), "x"))
+                                   round(statistics.median(r.cores_allow() for r in done) / base_rate, 2), "x"))
+            rows.append(result_row(case, "ratio the split allows",
+                                   round(statistics.median(r.split_allows() for r in done), 2), "x"))
             rows.append(result_row(case, "cores busy: workers, broker, others",
-                                   round(r.cores_used("workers") + r.cores_used("broker") + r.cores_used("others"), 2),
-                                   f"of {cores()}"))
+                                   round(statistics.median(sum(r.cores_used(w) for w in ("workers", "broker", "others"))
+                                                           for r in done), 2), f"of {cores()}"))
+        if len(done) > 1:
+            print(f"  {case}: ratio {rate / base_rate:.2f} (median of {len(done)} rounds)")
 
 
 def main() -> None:
