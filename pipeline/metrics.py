@@ -26,7 +26,8 @@ __all__ = ["Metrics", "HELP", "COUNTERS", "LABELLED", "PROFILED", "TOP_LEVEL", "
            "profile_label", "key_profile"]
 
 #: the counters labelled by the stream's profile
-PROFILED = ("events_explained", "sampled_out", "shed_events", "change_events", "change_episodes", "dead_letters")
+PROFILED = ("events_explained", "sampled_out", "shed_events", "input_faults", "change_events", "change_episodes",
+            "dead_letters")
 #: counters the snapshot also gives summed over one of their labels, under the key they had before
 #: they carried it (the profiled ones over ``profile``; ``checkpoints_restored`` over ``stage``)
 SUMMED_OVER = {**dict.fromkeys(PROFILED, "profile"), "checkpoints_restored": "stage"}
@@ -59,6 +60,7 @@ HELP = {
     "tasks_seen": "Explain tasks folded into an explainer group (explained or not)",
     "events_explained": "Events explained, by profile",
     "explanations_out": "Explanation messages sent",
+    "input_faults": "Data faults the watch of the streams' inputs found (stuck, shifted or scaled, swapped, reordered values of a feature), by profile; the change agent pages on those of features the model relies on",
     "explanations_seen": "Explanation messages the change agent read (good, bad or duplicate)",
     "explanations_monitored": "Explanations the change agent monitored",
     "change_events": "Change events raised, by profile",

@@ -74,6 +74,7 @@ def stream_explainer(s: Settings, stream_id: str, group: int | None = None) -> S
         categorical=s.categorical,
         emit_every=s.emit_every,
         fast_path=s.fast_path,
+        inputs=s.change_inputs,
     )
 
 

@@ -92,16 +92,26 @@ def run_in_process(s: Settings, arrivals: Iterable[Recorded], *, changes: bool =
             run.outcomes[(sid, o.seq)] = o
         se, det = run.explainers[sid], run.detectors[sid]
         for step in res.steps:
-            values = se.step(step.kind, step.x, step.y, explain=samplers[sid].selected(sid, step.seq), loss=step.loss)
+            values = se.step(step.kind, step.x, step.y, explain=samplers[sid].selected(sid, step.seq), loss=step.loss,
+                             position=step.position)
+            faults = se.take_faults()
+            if faults and changes:
+                found, closed = det.input_faults(faults)
+                _note(run, sid, step.position, found, closed)
             for v in values:
                 run.explanations[(sid, step.position, v.explainer, v.feature)] = v.value
                 if not changes:
                     continue
                 found, closed = det.update(v.explainer, v.feature, step.position, v.block, v.curve, v.model_loss,
                                            v.var_factor)
-                for c in found:
-                    run.changes[(sid, c.seq, c.explainer, c.feature)] = (c.cut_seq, c.before.mean, c.after.mean)
-                run.episodes += [(sid, e.first_seq, e.cut_seq, sorted({c.feature for c in e.changes}))
-                                 for e in closed if e.status == "closed"]
-                run.kinds += [(sid, step.position, e.kind, e.alert) for e in closed if e.first]
+                _note(run, sid, step.position, found, closed)
     return run
+
+
+def _note(run: ReferenceRun, sid: str, position: int, found: list, closed: list) -> None:
+    """Keep the changes ``found`` and the episodes ``closed`` (or announced) at ``position``."""
+    for c in found:
+        run.changes[(sid, c.seq, c.explainer, c.feature)] = (c.cut_seq, c.before.mean, c.after.mean)
+    run.episodes += [(sid, e.first_seq, e.cut_seq, sorted({c.feature for c in e.changes}))
+                     for e in closed if e.status == "closed"]
+    run.kinds += [(sid, position, e.kind, e.alert) for e in closed if e.first]

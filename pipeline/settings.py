@@ -229,7 +229,9 @@ class Settings:
     change_warmup: int = _f(1000, "first events of each stream the change agent does not monitor (the model learns from nothing)")
     change_episode_gap: int = _f(1000, "changes of a stream fewer than this many events apart form one change episode")
     change_episode_max: int = _f(3000, "a change episode takes changes for at most this many events after its first; a later change opens an episode (and, if it is one, an alert) of its own")
-    change_alert_kinds: list = _f(["degradation", "reliance_shift"], "change episodes of these kinds raise an alert (alert: true on the change-episodes topic and in the metrics): learning, degradation, reliance_shift")
+    change_alert_kinds: list = _f(["degradation", "reliance_shift", "data_fault"], "change episodes of these kinds raise an alert (alert: true on the change-episodes topic and in the metrics): learning, degradation, reliance_shift, data_fault")
+    change_inputs: bool = _f(True, "watch every feature's values for data faults (stuck, shifted or scaled, swapped, reordered) and report a fault on a feature the model relies on as a data_fault episode of its own")
+    change_fault_share: float = _f(0.2, "a data fault pages if the model relied on the feature by at least this share of the top feature's iPFI (from change_min_effect on it is reported, not paged)")
     # Stream profiles
     streams: dict = _f({}, 'stream profiles: per-stream settings for the stream ids a glob matches; in a settings '
                            'file [streams."<glob>"] tables, first match wins (JSON {glob: {setting: value}} elsewhere)')
@@ -315,9 +317,12 @@ class Settings:
             raise bad("change_warmup and change_episode_gap must be >= 0")
         if self.change_episode_max < 1:
             raise bad(f"change_episode_max={self.change_episode_max} must be >= 1")
-        unknown = set(self.change_alert_kinds) - {"learning", "degradation", "reliance_shift"}
+        unknown = set(self.change_alert_kinds) - {"learning", "degradation", "reliance_shift", "data_fault"}
         if unknown:
-            raise bad(f"change_alert_kinds has unknown kinds {sorted(unknown)}; use learning, degradation, reliance_shift")
+            raise bad(f"change_alert_kinds has unknown kinds {sorted(unknown)}; use learning, degradation, reliance_shift, "
+                      "data_fault")
+        if not 0 <= self.change_fault_share <= 1:
+            raise bad(f"change_fault_share={self.change_fault_share} must be in [0, 1]")
         if self.isage_loss not in ("squared", "cross_entropy"):
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
         if not isinstance(self.isage_inner_samples, int) or self.isage_inner_samples < 0:

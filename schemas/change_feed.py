@@ -6,7 +6,9 @@ explanation of the report shares (:data:`HEAD`) and a row of the others for each
 (:data:`ROW`). :func:`unpack_feed` gives back the explanation documents, byte for byte as
 they went to the public topic; the change agent reads a usual record without making them. A
 report too large for one record is cut into several. A record of the older form
-:data:`~streamxai.schemas.batch_forms.LINES_V1` (the documents one per line) is read too.
+:data:`~streamxai.schemas.batch_forms.LINES_V1` (the documents one per line) is read too. What
+the watch of a stream's inputs found (data faults) goes to the change agent the same way, as one
+record of the form :data:`FAULTS_V1` (:func:`pack_faults`, :func:`faults_of`).
 
 >>> head = {"stream_id": "s", "seq": 7, "position": 7, "model_version": 7, "event_id": None}
 >>> rows = [["ipfi", "a", 0.25, 8, 8, None, None, None, None, None]]
@@ -31,8 +33,8 @@ from .messages import Explanation
 from .source import Headers, Source
 from .wire import decode, decoded_or_none, dumps_fields
 
-__all__ = ["pack_report", "pack_feed", "unpack_feed", "report_documents", "report_of", "feed_form", "FEED_FORM",
-           "ROWS_V1", "HEAD", "ROW", "MAX_FEED_BYTES"]
+__all__ = ["pack_report", "pack_feed", "pack_faults", "unpack_feed", "report_documents", "report_of", "faults_of",
+           "feed_form", "FEED_FORM", "ROWS_V1", "FAULTS_V1", "FAULTS_SCHEMA", "HEAD", "ROW", "MAX_FEED_BYTES"]
 
 #: the header that marks a drift-feed record (its value: the form)
 FEED_FORM = "streamxai-feed-form"
@@ -45,7 +47,15 @@ HEAD = ("stream_id", "seq", "position", "model_version", "event_id")
 ROW = ("explainer", "feature", "value", "n_explained", "n_seen", "curve", "stderr", "block", "model_loss", "var_factor")
 #: the most bytes of explanations in one drift-feed record (well under Kafka's default 1 MiB)
 MAX_FEED_BYTES = 512 * 1024
-_FORMS = (ROWS_V1, LINES_V1)
+#: the form of what one test of a stream's inputs found: one document of :data:`FAULTS_SCHEMA`
+FAULTS_V1 = b"faults/1"
+#: the document of that form: ``stream_id``, ``seq``, ``position`` (of the step it was found at)
+#: and ``faults``, each with :data:`FAULT` 's fields
+FAULTS_SCHEMA = "input_faults/v1"
+#: the fields of one fault, with their types (``before`` and ``after``: ``[median, iqr]``, null where unknown)
+FAULT = {"feature": (str,), "what": (str,), "seq": (int,), "start": (int,), "before": (list,), "after": (list,),
+         "detail": (str,), "like": (str, type(None))}
+_FORMS = (ROWS_V1, LINES_V1, FAULTS_V1)
 _ROW_FIELDS = len(ROW)
 
 
@@ -64,6 +74,52 @@ def pack_feed(values: list[bytes], max_bytes: int = MAX_FEED_BYTES) -> list[tupl
     """The explanation documents ``values``, in order, as drift-feed records of the form
     :data:`~streamxai.schemas.batch_forms.LINES_V1` (one per line), as older workers wrote them."""
     return pack_lines(values, FEED_FORM, max_bytes, always=True)
+
+
+def pack_faults(stream_id: str, seq: int, position: int, faults: list[dict[str, Any]]) -> tuple[bytes, Headers]:
+    """What one test of a stream's inputs found, as a drift-feed record (value, headers) of the
+    form :data:`FAULTS_V1`; each fault with :data:`FAULT` 's fields, non-finite numbers as null.
+
+    >>> value, headers = pack_faults("s", 9, 9, [{"feature": "a", "what": "constant", "seq": 9, "start": 5,
+    ...     "before": [1.0, 0.5], "after": [float("nan"), 0.0], "detail": "missing since 5", "like": None}])
+    >>> faults_of(value, "drift-feed[0]@4", ["a"])["faults"][0]["after"], headers
+    ([None, 0.0], (('streamxai-feed-form', b'faults/1'),))
+    """
+    doc = {"schema": FAULTS_SCHEMA, "stream_id": stream_id, "seq": seq, "position": position, "faults": faults}
+    return orjson.dumps(doc), ((FEED_FORM, FAULTS_V1),)
+
+
+def faults_of(raw: bytes | None, where: str, features: list[str], max_bytes: int = MAX_FEED_BYTES) -> dict[str, Any]:
+    """The document of a drift-feed record of the form :data:`FAULTS_V1`, checked: its shape,
+    every fault's fields and types (:data:`FAULT`), features among ``features``, and each fault
+    found at the record's position. Anything else raises :class:`~schemas.SchemaMismatch`,
+    saying what."""
+    obj = decode(raw, where=where, max_bytes=max_bytes)
+    bad = None
+    if obj.get("schema") != FAULTS_SCHEMA:
+        bad = f"schema {obj.get('schema')!r} is not {FAULTS_SCHEMA!r}"
+    elif type(obj.get("stream_id")) is not str or not all(type(obj.get(k)) is int and obj[k] >= 0
+                                                           for k in ("seq", "position")):
+        bad = "stream_id must be a string, seq and position integers >= 0"
+    elif type(obj.get("faults")) is not list or not obj["faults"]:
+        bad = "faults must be a non-empty list"
+    else:
+        for f in obj["faults"]:
+            if type(f) is not dict or set(f) != set(FAULT) or not all(type(f[k]) in t for k, t in FAULT.items()):
+                bad = f"a fault must have exactly the fields {', '.join(FAULT)} with their types"
+            elif f["feature"] not in features:
+                bad = f"feature {f['feature']!r} is not one of the stream's features {features}"
+            elif not 0 <= f["start"] <= f["seq"] == obj["position"]:
+                bad = "a fault's start must be >= 0 and at most its seq, which is the record's position"
+            elif not all(len(v) == 2 and all(x is None or type(x) in (int, float) for x in v)
+                         for v in (f["before"], f["after"])):
+                bad = "a fault's before and after must be [median, iqr], numbers or null"
+            if bad:
+                break
+    if bad:
+        raise SchemaMismatch(f"drift-feed record of form {FAULTS_V1!r}: {bad}; only the explainer workers write the "
+                             "drift feed: run every worker on the same streamxai version", where=where)
+    return obj
 
 
 def feed_form(src: Source) -> bytes | None:
@@ -94,6 +150,8 @@ def unpack_feed(raw: bytes | None, src: Source) -> list[bytes] | None:
         return None
     if form == LINES_V1:
         return (raw or b"").split(b"\n")
+    if form == FAULTS_V1:
+        return [raw or b""]
     where = str(src)
     obj = decode(raw, where=where, max_bytes=len(raw or b""))  # any size: each document is checked as it is read
     if not _rows_shaped(obj) or not all(f in obj for f in HEAD):

@@ -316,7 +316,9 @@ class ChangeEpisode(Message):
     95% intervals ``loss_ci_*`` and ``loss_z``, the loss after against before in standard errors.
 
     ``kind`` says why: ``learning`` (the loss fell significantly), ``degradation`` (it
-    rose) or ``reliance_shift`` (it stayed within its interval, yet the reliance moved), and
+    rose), ``reliance_shift`` (it stayed within its interval, yet the reliance moved) or
+    ``data_fault`` (a feature's own values changed as a broken pipeline changes them; ``faults``
+    says how, for each feature, and how much the model relied on it before), and
     ``alert`` whether that kind is one to page on (setting ``change_alert_kinds``). An episode
     whose loss had already moved when the report of its first change was complete is sent then,
     ``status`` ``open`` (``closed_seq`` null: a degradation pages at once), and again, ``closed``,
@@ -338,7 +340,7 @@ class ChangeEpisode(Message):
     carry the same key. A pager that pages once per ``alert_key`` pages once per alert.
     """
 
-    SCHEMA: ClassVar[str] = "change_episode/v3"
+    SCHEMA: ClassVar[str] = "change_episode/v4"
     stream_id: str
     status: str
     first_seq: int
@@ -362,6 +364,8 @@ class ChangeEpisode(Message):
     closed_position: int | None
     cut_position: int
     alert_key: str | None = None
+    #: a ``data_fault`` episode's faults: what each feature's values did and how much the model relied on it
+    faults: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from . import kernels
 from .base import Component, check_positive_int
+from .change.inputs import InputFault, InputMonitor
 from .increments import Block, IncrementTracker
 from .model import ModelFunction
 from .rng import derive_seed
@@ -180,6 +181,11 @@ class StreamExplainer(Component):
 
     #: the white-box evaluator the explainers share (None: not set up yet, or none)
     _evaluator: Any = None
+    #: the watch of the stream's inputs and what it found and was not yet taken (class defaults:
+    #: a checkpoint made without them watches nothing)
+    inputs = False
+    _monitor: InputMonitor | None = None
+    _faults: tuple[InputFault, ...] = ()
 
     def __init__(
         self,
@@ -192,6 +198,7 @@ class StreamExplainer(Component):
         categorical: Sequence[str] = (),
         emit_every: int = 1,
         fast_path: str = "auto",
+        inputs: bool = False,
     ):
         self.model_factory = model_factory
         self.feature_names = list(feature_names)
@@ -202,6 +209,7 @@ class StreamExplainer(Component):
         self.categorical = list(categorical)
         self.emit_every = check_positive_int(emit_every, "emit_every", " (explained steps between two reports)")
         self.fast_path = fast_path  # auto: evaluate a recognised river model from its internals; off: call it
+        self.inputs = inputs  # watch the stream's inputs for data faults (in the group of the first unit)
         self._reset()
 
     def _reset(self) -> None:
@@ -218,6 +226,10 @@ class StreamExplainer(Component):
         if unknown:
             raise ValueError(f"units {unknown} are not features of this stream nor {ISAGE_UNIT!r}")
         features = [f for f in self.feature_names if f in units]
+        first = ISAGE_UNIT if self._with_isage() else self.feature_names[0]  # group 0 holds it
+        #: every feature's values, watched for data faults by one group: the one of the first unit
+        self._monitor = InputMonitor(self.feature_names) if self.inputs and first in units else None
+        self._faults = ()
         seed = derive_seed(self.seed, self.stream_id)
         self._explainers = []
         for spec in self.specs:
@@ -226,6 +238,15 @@ class StreamExplainer(Component):
             if spec.name != "isage" and not features:
                 continue
             self._explainers.append(self._build(spec, features, seed))
+
+    def _with_isage(self) -> bool:
+        return any(spec.name == "isage" for spec in self.specs)
+
+    def take_faults(self) -> list[InputFault]:
+        """The data faults the stream's inputs showed since the last call (:mod:`~streamxai.core.change.inputs`):
+        found by the group that holds the first unit, at the positions its steps were given."""
+        out, self._faults = list(self._faults), ()
+        return out
 
     def _build(self, spec: ExplainerSpec, features: list[str], seed: int | None) -> Any:
         from .explainers import IPDP, IPFI, ISAGE
@@ -284,7 +305,8 @@ class StreamExplainer(Component):
         return sum(ex.model_fn.fallbacks for ex in self._explainers)
 
     def process_one(
-        self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True, loss: float | None = None
+        self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True, loss: float | None = None,
+        position: int | None = None,
     ) -> list[ExplanationValue]:
         """Explain ``(x, y)`` with the current model (if ``explain``), then learn it.
 
@@ -295,6 +317,8 @@ class StreamExplainer(Component):
         into the next report's ``model_loss``. An event without a target (``y is None``) is
         neither explained nor learned.
         """
+        if self._monitor is not None and position is not None:
+            self._faults = (*self._faults, *self._monitor.update(position, x))
         if y is None:
             return []
         self._count("predict", explain)
@@ -303,12 +327,16 @@ class StreamExplainer(Component):
         return self._step(x, y, "both", explain, loss, {"predict": shown, "learn": shown}, build=True)
 
     def step(self, kind: str, x: dict[str, Any], y: Any = None, explain: bool = True, loss: float | None = None,
-             build: bool = True) -> list[ExplanationValue]:
+             build: bool = True, position: int | None = None) -> list[ExplanationValue]:
         """One step of an event (class docstring): ``predict`` (explainers that need no label
         explain ``x``), ``learn`` (the others explain ``(x, y)``, then the model learns it) or
         ``both``. Each part reports every ``emit_every`` explained steps of its own; the values
         of the explainers that report now are returned. ``build=False`` (a replay) starts the
-        new blocks as a report does, without building values."""
+        new blocks as a report does, without building values. ``position``: the step's place in
+        the stream's record of arrivals, where the inputs of a ``predict`` or ``both`` step are
+        watched for data faults (:meth:`take_faults`; None: not watched)."""
+        if self._monitor is not None and position is not None and kind != "learn":
+            self._faults = (*self._faults, *self._monitor.update(position, x))
         if kind not in STEPS:
             raise ValueError(f"step {kind!r} is not one of {STEPS}")
         if kind != "predict" and y is None:

@@ -3,8 +3,9 @@ episode pages: the stream, the episode's kind and whether it pages (with its ``a
 key a pager dedupes on), the seq of the event
 explained where its first change was detected, the seq where the new regime of its largest
 change began (the cut), and every series that changed, each once, in the episode's order
-(largest change first). It is told from the ``change_episode`` message the worker publishes,
-so the line and the message agree on every seq.
+(largest change first), and for a data fault which feature's inputs to check and how they
+changed. It is told from the ``change_episode`` message the worker publishes, so the line and
+the message agree on every seq.
 
 >>> from types import SimpleNamespace as M
 >>> ep = M(stream_id="elec2", kind="degradation", alert=True, status="open", first_seq=19119, cut_seq=19400,
@@ -13,6 +14,16 @@ so the line and the message agree on every seq.
 >>> print(episode_line(ep))
 ALERT change episode in stream elec2: degradation; alert_key elec2/19119; first change detected at seq 19119; \
 largest change's new regime began at seq 19400; 2 series changed: ipdp/a, ipdp/b
+
+A data fault says what to check:
+
+>>> ep = M(stream_id="elec2", kind="data_fault", alert=True, status="open", first_seq=20074, cut_seq=20000,
+...        closed_seq=None, changes=[{"explainer": "inputs", "feature": "nswprice"}], alert_key="elec2/20074",
+...        faults=[{"feature": "nswprice", "reliance": 1.0, "detail": "scaled about x978 since 20000"}])
+>>> print(episode_line(ep))
+ALERT change episode in stream elec2: data fault; alert_key elec2/20074; first change detected at seq 20074; \
+largest change's new regime began at seq 20000; 1 series changed: inputs/nswprice; check the inputs of nswprice \
+(the model relied on it at 100% of its top feature): scaled about x978 since 20000
 """
 
 from __future__ import annotations
@@ -36,4 +47,8 @@ def episode_line(ep: Any) -> str:
     if ep.status == "closed" and ep.closed_seq is not None:
         parts.append(f"closed at seq {ep.closed_seq}")
     parts.append(f"{len(series)} series changed: {', '.join(series)}")
+    for f in getattr(ep, "faults", None) or ():  # a data fault: what to check, and how much it mattered
+        relied = f.get("reliance")
+        share = f" (the model relied on it at {relied:.0%} of its top feature)" if relied is not None else ""
+        parts.append(f"check the inputs of {f.get('feature')}{share}: {f.get('detail')}")
     return "; ".join(parts)

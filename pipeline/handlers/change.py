@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from streamxai.schemas import ChangeEpisode, ChangeEvent, InvalidMessage, SchemaMismatch, Source, dumps, unpack_feed
-from streamxai.schemas.change_feed import ROWS_V1, feed_form, report_of
+from streamxai.schemas.change_feed import FAULTS_SCHEMA, ROWS_V1, faults_of, feed_form, report_of
 from streamxai.schemas.parsing import explanation_fields, usual_explanation, usual_report, usual_series
 from streamxai.schemas.wire import decoded_or_none
 
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
-from ..core.change.events import KINDS, ci, loss_z
+from ..core.change.events import INPUTS, KINDS, ci, loss_z
+from ..core.change.inputs import InputFault
 from ..core.increments import Block
 from ..metrics import Metrics, profile_label
 from ..settings import Settings
@@ -53,8 +54,11 @@ class _StreamState:
         the events explained where it was detected and where its new regime began."""
         self.seqs.add(p.position, p.seq)
         det = self.detector
-        changes, episodes = det.update(p.explainer, p.feature, p.position, p.block, p.curve, p.model_loss,
-                                       p.var_factor)
+        if p.faults is not None:
+            changes, episodes = det.input_faults(p.faults)
+        else:
+            changes, episodes = det.update(p.explainer, p.feature, p.position, p.block, p.curve, p.model_loss,
+                                           p.var_factor)
         for c in changes:
             # a cut lies right after a report of the series: the regime begins with the next event
             self.change_seqs[(c.explainer, c.feature, c.seq)] = (p.seq, self.seqs.after(c.cut_seq - 1))
@@ -85,6 +89,13 @@ class _Point(NamedTuple):
     curve: dict | None
     var_factor: float | None
     n_seen: Any = None  # as sent
+    #: a record of what the watch of the stream's inputs found (explainer ``inputs``): its faults
+    faults: tuple[InputFault, ...] | None = None
+
+
+def _is_faults(raw: bytes | None) -> bool:
+    """Whether ``raw`` claims to be a record of what a stream's inputs showed (checked as one)."""
+    return raw is not None and FAULTS_SCHEMA.encode() in raw[:64]
 
 
 def _item_source(src: Source, i: int, n: int) -> Source:
@@ -104,6 +115,20 @@ def parse_explanation(raw: bytes | None, where: str, max_bytes: int) -> _Point:
                   _block(e["block"]), _block(e["model_loss"]), e["curve"], e["var_factor"], e["n_seen"])
 
 
+def parse_faults(raw: bytes | None, where: str, features: list[str]) -> _Point:
+    """The change path's view of a drift-feed record of what a stream's inputs showed
+    (:func:`streamxai.schemas.change_feed.faults_of`)."""
+    obj = faults_of(raw, where, features)
+    faults = tuple(InputFault(f["feature"], f["what"], f["seq"], f["start"], _pair(f["before"]), _pair(f["after"]),
+                              f["detail"], f["like"]) for f in obj["faults"])
+    return _Point(obj["stream_id"], INPUTS, faults[0].feature, obj["seq"], obj["position"], 0, None, None, None, None,
+                  None, faults)
+
+
+def _pair(v: list) -> tuple[float, float]:
+    return (math.nan if v[0] is None else float(v[0]), math.nan if v[1] is None else float(v[1]))
+
+
 def stream_detector(s: Settings) -> StreamChangeDetector:
     """The change detector of one stream under settings ``s``."""
     return StreamChangeDetector(
@@ -111,7 +136,7 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
         delta=s.change_delta, min_effect=s.change_min_effect, min_samples=s.change_min_samples,
         max_increments=s.change_window, warmup=s.change_warmup, episode_gap=s.change_episode_gap,
         tested=[e for e in s.explainers if e in s.change_explainers] or None, alert_kinds=s.change_alert_kinds,
-        episode_max=s.change_episode_max,
+        episode_max=s.change_episode_max, fault_share=s.change_fault_share,
     )
 
 
@@ -143,7 +168,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     it, so a pager pages once per key).
 
     Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
-    (``change_episode/v3``: each episode when it opens, with its kind and whether it is an alert,
+    (``change_episode/v4``: each episode when it opens, with its kind and whether it is an alert,
     and again when it closes), both keyed by ``stream_id``. An explanation of any other schema
     version goes to the dead-letter topic.
     """
@@ -156,7 +181,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     ONE_PASS = staticmethod(unpack_feed)
     #: what stream_detector builds a stream's change test from
     SHAPED_BY = ("explainers", "features", "change_explainers", "change_delta", "change_min_effect", "change_min_samples",
-                 "change_window", "change_warmup", "change_episode_gap", "change_alert_kinds", "change_episode_max")
+                 "change_window", "change_warmup", "change_episode_gap", "change_alert_kinds", "change_episode_max",
+                 "change_fault_share")
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
@@ -189,6 +215,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         return p.stream_id
 
     def _opens(self, p: _Point) -> bool:
+        if p.faults is not None:  # found after the inputs' reference filled: never a stream's first record
+            return False
         # a stream's first report carries n_explained <= emit_every: nothing of it came before;
         # a report past its event's seq (a label came later) may follow others of the stream
         return p.n_explained <= self.settings.for_stream(p.stream_id).emit_every and p.position == p.seq
@@ -218,7 +246,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         except InvalidMessage:
             return False  # it went to the dead-letter topic the first time
         det = st.detector
-        if key is None or not det.knows(p.explainer, p.feature):
+        if key is None or p.faults is None and not det.knows(p.explainer, p.feature):
             return False
         if self._is_duplicate(p, st):
             return False
@@ -239,18 +267,27 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         p = self._usual(raw, key)
         if p is not None:
             return p
-        p = self._parse(raw, where)
+        p = self._parse(raw, where) if not _is_faults(raw) else self._parse_faults(raw, key, where)
         if key is not None and key != p.stream_id.encode():  # it would change another stream's change test
             raise SchemaMismatch(f"message key {key[:100]!r} is not the stream_id {p.stream_id!r} of its explanation; "
                                  "the explainer workers key each stream's explanations by its stream_id",
                                  where=where)
         s = self.settings.for_stream(p.stream_id)
+        if p.faults is not None:
+            return p
         if p.explainer not in s.explainers or p.feature not in s.features:
             raise SchemaMismatch(
                 f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
                 f"{s.explainers} x features; every worker must run with the same settings", where=where)
         self._feed_bounds(s).check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=where)
         return p
+
+    def _parse_faults(self, raw: bytes | None, key: bytes | None, where: str) -> _Point:
+        """A record of what a stream's inputs showed, checked against its stream's features."""
+        obj = decoded_or_none(raw, self.settings.max_message_bytes)
+        sid = obj.get("stream_id") if obj is not None else None
+        features = self.settings.for_stream(sid).features if type(sid) is str else []
+        return parse_faults(raw, where, features)
 
     def _usual(self, raw: bytes | None, key: bytes | None) -> _Point | None:
         """What :meth:`_checked` gives for ``raw``, if it is the usual explanation, as the explain
@@ -339,6 +376,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         return self._take_whole(raw, key, src, st, points, [None] * len(points))  # type: ignore[arg-type,list-item]
 
     def _is_duplicate(self, p: _Point, st: _StreamState) -> bool:
+        if p.faults is not None:
+            return p.position <= st.detector.fault_seq
         return p.position <= st.detector.last_seq(p.explainer, p.feature)
 
     def _process(self, p: _Point, st: _StreamState, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
@@ -425,7 +464,7 @@ def change_event(stream_id: str, c: Change, seqs_of: Callable[[Change], tuple[in
 
 def change_episode(stream_id: str, ep: Episode, seqs_of: Callable[[Change], tuple[int, int | None]] = _in_line,
                    closed_seq: int | None = None) -> ChangeEpisode:
-    """The change_episode/v3 of ``ep``; ``seqs_of`` as in :func:`change_event`, ``closed_seq``
+    """The change_episode/v4 of ``ep``; ``seqs_of`` as in :func:`change_event`, ``closed_seq``
     the event explained where it closed (by default its position)."""
     explanations: dict[str, dict[str, dict[str, Any]]] = {}
     for e, vec in ep.explanations.items():
@@ -456,4 +495,18 @@ def change_episode(stream_id: str, ep: Episode, seqs_of: Callable[[Change], tupl
         loss_z=None if z is None else _finite(z),
         first_position=ep.first_seq, last_position=ep.last_seq, closed_position=ep.closed_seq, cut_position=ep.cut_seq,
         alert_key=alert_key(stream_id, ep.first_seq) if ep.alert else None,
+        faults=[_fault(c) for c in ep.changes if c.fault is not None] or None,
     )
+
+
+def _fault(c: Change) -> dict[str, Any]:
+    """What a data fault's change says of the feature's values (:class:`~streamxai.core.change.inputs.InputFault`)."""
+    f = c.fault
+    (m0, q0), (m1, q1) = f.before, f.after
+    return {"feature": f.feature, "what": f.what, "detail": f.detail, "like": f.like, "start_position": f.start,
+            "median_before": _or_null(m0), "iqr_before": _or_null(q0), "median_after": _or_null(m1),
+            "iqr_after": _or_null(q1), "reliance": None if c.reliance is None else _finite(c.reliance)}
+
+
+def _or_null(x: float) -> float | None:
+    return x if math.isfinite(x) else None

@@ -14,7 +14,7 @@ class EventSeqs:
 
     The change test runs on a stream's *positions* (its steps: an event's arrival, and its label's
     when it comes later); change events and episodes also say which events those were
-    (``drift_event/v3``, ``change_episode/v3``). Every explanation message names both, its
+    (``drift_event/v3``, ``change_episode/v4``). Every explanation message names both, its
     ``position`` and the ``seq`` of the event it ended with, so the change handler keeps them for
     the positions its change test may still cut at. While a stream's positions are its seqs
     (labels in line) nothing is kept.

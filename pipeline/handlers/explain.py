@@ -18,10 +18,12 @@ from streamxai.schemas import (
     report_documents,
     unpack_tasks,
 )
+from streamxai.schemas.change_feed import pack_faults
 from streamxai.schemas.features import check_feature_event
 from streamxai.schemas.parsing import explain_task_fields
 
 from ..core.budget import LagShedder
+from ..core.change.inputs import InputFault
 from ..core.increments import Block
 from ..core.prequential import MAX_LOSS
 from ..core.stream import StreamExplainer
@@ -199,7 +201,9 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
             return False
         explain = self._decisions.get(task.position, task.explain)
         try:  # build=False: no values, but the blocks start anew where the original run reported
-            st.explainer.step(task.step, task.x, task.y, explain=explain, loss=task.loss, build=False)
+            st.explainer.step(task.step, task.x, task.y, explain=explain, loss=task.loss, build=False,
+                              position=task.position)
+            st.explainer.take_faults()  # sent when the task first came
         except Exception:
             self._replay_error()
             log.warning("task %s seq %d fails again in replay; the group continues without it", key, task.seq)
@@ -258,7 +262,8 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         fallbacks = se.fallbacks
         # an explainer that raises (the replica may be half-updated): the skeleton drops the
         # group, so the next task rebuilds it by replay, and dead-letters the task (explain_error)
-        values = se.step(task.step, task.x, task.y, explain=explain, loss=task.loss)
+        values = se.step(task.step, task.x, task.y, explain=explain, loss=task.loss, position=task.position)
+        faults = se.take_faults()
         st.last_position = task.position
         st.skipped = 0 if explain else st.skipped + int(task.explain)
         m.inc("tasks_seen")
@@ -268,6 +273,10 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         if task.explain and self.shedder.max_lag_s is not None:
             outs.append(Out("explain-decisions", key, dumps(ExplainDecision(
                 task.stream_id, task.group, task.seq, explain, task.position)), src.partition))
+        if faults:  # what the watch of the inputs found: to the change agent, before this step's report
+            m.inc("input_faults", len(faults), profile=self._profile(task.stream_id))
+            value, h = pack_faults(task.stream_id, task.seq, task.position, [_fault(f) for f in faults])
+            outs.append(Out("drift-feed", task.stream_id.encode(), value, headers=h))
         if not explain:
             return outs
         m.inc("events_explained", profile=self._profile(task.stream_id))
@@ -303,3 +312,9 @@ def _max_position(seq: int, step: str, max_label_delay: int) -> int:
 
 def _block(b: Block | None) -> dict[str, float] | None:
     return None if b is None else b.to_dict()
+
+
+def _fault(f: InputFault) -> dict[str, Any]:
+    """A fault's fields as the drift feed carries them (:data:`~streamxai.schemas.change_feed.FAULT`)."""
+    return {"feature": f.feature, "what": f.what, "seq": f.seq, "start": f.start, "before": list(f.before),
+            "after": list(f.after), "detail": f.detail, "like": f.like}

@@ -218,7 +218,7 @@ class OutputReader:
     kept ones says how many older ones it does not draw.
 
     Versions: the reader reads the versions the workers send (:attr:`VERSIONS`: prediction/v2
-    and label_outcome/v1, explanation/v4, drift_event/v3, change_episode/v3). A message of
+    and label_outcome/v1, explanation/v4, drift_event/v3, change_episode/v4). A message of
     another version is counted in ``other_versions``, logged once per version, and skipped.
     Fields are read defensively: a message without a usable ``stream_id`` is counted in
     ``ignored``, and a field of the wrong type is skipped.

@@ -60,8 +60,8 @@ def main() -> None:
     base, _ = _run(s, log)
     real = StreamExplainer.step
 
-    def step(self, kind, x, y=None, explain=True, loss=None, build=True):
-        values = real(self, kind, x, y, explain=explain, loss=loss, build=build)
+    def step(self, kind, x, y=None, explain=True, loss=None, build=True, position=None):
+        values = real(self, kind, x, y, explain=explain, loss=loss, build=build, position=position)
         if build and self.n_seen >= 100 and int(x["salary"]) % a.every == 0:
             raise RuntimeError("a stand-in failure")
         return values

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..increments import Block
 from .test import Z90, Z95, Cut, two_sample_z
 from .window import Bucket
 
-__all__ = ["Change", "Levels", "KINDS", "RELIANCE", "ci", "loss_kind", "loss_z", "ranks", "trend_z"]
+__all__ = ["Change", "Levels", "KINDS", "INPUTS", "RELIANCE", "ci", "loss_kind", "loss_z", "ranks", "trend_z"]
 
 #: ``{explainer: {feature: (level before, level after)}}`` (None: no data on that side)
 Levels = dict[str, dict[str, tuple[float | None, float | None]]]
@@ -44,6 +45,11 @@ class Change:
     loss_before: Block | None = None
     loss_after: Block | None = None
     kind: str = "reliance_shift"
+    #: what the stream's inputs showed, for a change of the series ``(inputs, feature)``
+    #: (:class:`~streamxai.core.change.inputs.InputFault`), and how much the model relied on the
+    #: feature before it (its iPFI over the top feature's; None: not known)
+    fault: Any = None
+    reliance: float | None = None
 
     @property
     def cut_seq(self) -> int:
@@ -75,7 +81,9 @@ class Change:
         return {f: v[1] for f, v in self.vectors[self.explainer].items()}
 
 
-KINDS = ("learning", "degradation", "reliance_shift")
+KINDS = ("learning", "degradation", "reliance_shift", "data_fault")
+#: the series of a feature's own values (:mod:`streamxai.core.change.inputs`) in change events and episodes
+INPUTS = "inputs"
 #: the explainers that measure reliance for the model's accuracy (loss differences); iPDP
 #: measures the effect on its output
 RELIANCE = ("ipfi", "isage")

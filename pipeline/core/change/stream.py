@@ -34,9 +34,10 @@ from ..increments import Block
 from .curves import Packed, pack, unpack
 from .dependence import SerialVariance
 from .episodes import Episode, make_episode, ranked
-from .events import KINDS, RELIANCE, Change, Levels, loss_kind, trend_z
+from .events import INPUTS, KINDS, RELIANCE, Change, Levels, loss_kind, trend_z
+from .inputs import InputFault
 from .looks import close_kind, member_kind, open_kind
-from .test import Z95, SeriesTest
+from .test import Z95, Cut, SeriesTest, two_sample_z
 from .window import SeriesWindow
 
 __all__ = ["LOSS", "StreamChangeDetector"]
@@ -110,6 +111,13 @@ class StreamChangeDetector(Component):
     Episodes, their kinds and alerts: see :mod:`streamxai.core.change.episodes`.
     """
 
+    #: data-fault episodes, each open until ``episode_gap`` events after its finding: (close after,
+    #: its changes, alert); class defaults: a detector checkpointed without them has none
+    _faults: tuple[tuple[int, tuple[Change, ...], bool], ...] = ()
+    #: (feature, where its newest data fault began): the changes of it that follow are the fault's
+    _faulted: tuple[tuple[str, int], ...] = ()
+    _fault_seq = -1  # the newest position of an input fault taken in
+
     def __init__(
         self,
         series: Sequence[tuple[str, str]],
@@ -121,8 +129,9 @@ class StreamChangeDetector(Component):
         episode_gap: int = 1000,
         buckets_per_level: int = 2,
         tested: Sequence[str] | None = None,
-        alert_kinds: Sequence[str] = ("degradation", "reliance_shift"),
+        alert_kinds: Sequence[str] = ("degradation", "reliance_shift", "data_fault"),
         episode_max: int = 3000,
+        fault_share: float = 0.2,
     ):
         if not series:
             raise ValueError("series is empty: list the stream's (explainer, feature) pairs")
@@ -146,6 +155,9 @@ class StreamChangeDetector(Component):
         if episode_max < 1:
             raise ValueError(f"change episode_max={episode_max} must be >= 1")
         self.episode_max = episode_max
+        if not 0 <= fault_share <= 1:
+            raise ValueError(f"change fault_share={fault_share} must be in [0, 1]")
+        self.fault_share = fault_share
         self._reset()
 
     def _reset(self) -> None:
@@ -178,6 +190,9 @@ class StreamChangeDetector(Component):
         self._looks = 0  # member looks taken in the open episode (looks.member_rise)
         self._announced: int | None = None  # where the open episode's kind went out (None: not yet)
         self._alerted = False  # whether the open episode went out as an alert
+        self._faults = ()
+        self._faulted = ()
+        self._fault_seq = -1
         # the change test of the model's loss (a series of its own, with its share of delta)
         self._loss_test = SeriesTest(series_delta, self.min_samples, self.max_increments, self.buckets_per_level)
 
@@ -188,6 +203,11 @@ class StreamChangeDetector(Component):
     def last_seq(self, explainer: str, feature: str) -> int:
         """The newest ``seq`` folded in for the series (-1: none)."""
         return self._series[(explainer, feature)].last_seq
+
+    @property
+    def fault_seq(self) -> int:
+        """The newest position of a test of the inputs taken in (-1: none)."""
+        return self._fault_seq
 
     def oldest_seq(self) -> int | None:
         """The oldest ``seq`` any series' window still covers (None before any data): a cut is
@@ -270,6 +290,86 @@ class StreamChangeDetector(Component):
         self._join(change, seq, episodes)
         return [*changes, change], episodes
 
+    def input_faults(self, faults: Sequence[InputFault]) -> tuple[list[Change], list[Episode]]:
+        """Take in what one test of the stream's inputs found (:class:`~.inputs.InputMonitor`, every
+        finding at the same position): a change of the series ``(inputs, feature)`` for each fault
+        on a feature the model relies on (its reliance at least ``min_effect`` of the top
+        feature's, :meth:`reliance`), and an episode of its own, kind ``data_fault``, whatever
+        episode is open. It is an alert if ``data_fault`` is among ``alert_kinds`` and the model
+        relied on one of its features by at least ``fault_share``; the changes of those features
+        (and of the loss) that follow within ``episode_max`` are the fault's and page no more.
+        Findings at a position already taken are dropped (a replay)."""
+        if not faults or faults[0].seq <= self._fault_seq:
+            return [], []
+        seq = faults[0].seq
+        self._fault_seq = seq
+        episodes = self._episodes_due(seq)
+        if seq < self.warmup:
+            return [], episodes
+        changes, alert = [], False
+        for fault in faults:
+            share = self.reliance(fault.feature, fault.start, seq)
+            if share is not None and share < self.min_effect:
+                continue
+            alert = alert or share is None or share >= self.fault_share
+            changes.append(self._fault_change(fault, share))
+            self._faulted = (*((f, s) for f, s in self._faulted if f != fault.feature), (fault.feature, fault.start))
+        if not changes:
+            return [], episodes
+        alert = alert and "data_fault" in self.alert_kinds
+        self._faults = (*self._faults, (seq + self.episode_gap, tuple(changes), alert))
+        episodes.append(self._fault_episode(seq, changes, "open", alert))
+        return changes, episodes
+
+    def reliance(self, feature: str, before: int, upto: int) -> float | None:
+        """How much the model's accuracy rests on ``feature`` before event ``before`` (of the
+        blocks that end before ``upto``): its iPFI level over the largest iPFI level of the
+        stream's features (iSAGE's without iPFI); None without either, or with fewer than
+        ``min_samples`` increments (nothing says it does not)."""
+        for e in RELIANCE:
+            if (e, feature) not in self._series:
+                continue
+            levels = {}
+            for f in (f for x, f in self._series if x == e):
+                side, _ = self._series[(e, f)].test.window_at(upto).split(before, upto)
+                levels[f] = side
+            m = levels[feature]
+            if m is None or m.n < self.min_samples:
+                return None
+            scale = max(abs(b.mean) for b in levels.values() if b is not None)
+            return m.mean / scale if scale > 0 else 0.0
+        return None
+
+    def _fault_change(self, fault: InputFault, share: float | None) -> Change:
+        """The change of series ``(inputs, feature)`` of ``fault``: its levels are the median of
+        the feature's values before it and since, their spread from the interquartile range."""
+        (m0, q0), (m1, q1) = fault.before, fault.after
+        before = _robust_block(m0, q0, 1000)
+        after = _robust_block(m1, q1, max(2, fault.seq - fault.start + 1))
+        z = two_sample_z(before, after)
+        cut = Cut(fault.start, before, after, z, 0.0, 0.0, 1, 1, fault.seq)
+        scale = q0 if q0 > 0 else abs(m0)
+        vectors = self._vectors(fault.start, fault.seq, own=(INPUTS, fault.feature, before, after))
+        curve_b, curve_a = self._curves(fault.feature, fault.start, fault.seq)
+        loss_b, loss_a = self._loss_at(fault.start, None)
+        return Change(INPUTS, fault.feature, fault.seq, cut, scale, vectors, curve_b, curve_a, loss_b, loss_a,
+                      "data_fault", fault, share)
+
+    def _fault_episode(self, seq: int, changes: Sequence[Change], status: str, alert: bool) -> Episode:
+        top = changes[0]
+        own = {(c.explainer, c.feature): c.after for c in changes}
+        return make_episode(changes, seq, status, "data_fault", alert, top.loss_before, top.loss_after,
+                            lambda e, f: own[(e, f)] if e == INPUTS else self._level_before(e, f, seq),
+                            lambda f, cut_seq: self._curves(f, cut_seq, seq), status == "open", top)
+
+    def _fault_explains(self, c: Change) -> bool:
+        """Whether change ``c`` follows a data fault on its feature (or, for the loss, on any
+        feature): detected after the fault began, within ``episode_max`` of it, its cut at most
+        ``episode_gap`` before it."""
+        return any((c.feature == f or c.explainer == LOSS[0]) and c.seq >= start
+                   and c.seq - start <= self.episode_max and c.cut_seq >= start - self.episode_gap
+                   for f, start in self._faulted)
+
     def _test_loss(self, seq_lo: int, seq: int, block: Block, episodes: list[Episode]) -> list[Change]:
         """The change test of the model's loss: a rise of at least ``min_effect`` of its level
         is a change of the series :data:`LOSS` (``degradation``); a fall, the model learning,
@@ -297,10 +397,13 @@ class StreamChangeDetector(Component):
         self._open.append(change)
 
     def flush(self) -> list[Episode]:
-        """Close the open episode, if any (end of a finite stream)."""
-        if not self._open:
-            return []
-        return [self._episode(max(c.seq for c in self._open), "closed")]
+        """Close the open episodes, if any (end of a finite stream)."""
+        out = [self._fault_episode(max(c.seq for c in changes), list(changes), "closed", alert)
+               for _, changes, alert in self._faults]
+        self._faults = ()
+        if self._open:
+            out.append(self._episode(max(c.seq for c in self._open), "closed"))
+        return out
 
     # internals -------------------------------------------------------------------
     # Order independence: the other series' messages of the current report (same seq) may come
@@ -388,7 +491,7 @@ class StreamChangeDetector(Component):
         reported, not paged."""
         if kind not in self.alert_kinds:
             return False
-        recent = [c for c in changes if c.seq - c.cut_seq <= self.episode_max]
+        recent = [c for c in changes if c.seq - c.cut_seq <= self.episode_max and not self._fault_explains(c)]
         if any(c.explainer == LOSS[0] for c in recent):
             return True
         if kind != "reliance_shift":
@@ -425,8 +528,8 @@ class StreamChangeDetector(Component):
                 b, a = st.test.window_at(upto).split(cut_seq, upto)
                 pair = (b.mean if b else None, a.mean if a else None)
             out.setdefault(e, {})[f] = pair
-        if own[:2] == LOSS:
-            out[LOSS[0]] = {LOSS[1]: (own[2].mean, own[3].mean)}
+        if own[:2] == LOSS or own[0] == INPUTS:
+            out[own[0]] = {own[1]: (own[2].mean, own[3].mean)}
         return out
 
     def _curves(self, feature: str, cut_seq: int, upto: int) -> tuple[dict | None, dict | None]:
@@ -444,6 +547,10 @@ class StreamChangeDetector(Component):
         on the loss up to then) -- and the one that closes (``episode_gap`` events after its
         last change)."""
         out = []
+        if self._faults and seq > self._faults[0][0]:
+            due = [f for f in self._faults if seq > f[0]]
+            self._faults = tuple(f for f in self._faults if seq <= f[0])
+            out += [self._fault_episode(seq, list(changes), "closed", alert) for _, changes, alert in due]
         rise = next((c for c in self._open if c.explainer == LOSS[0]), None) if self._kind is None else None
         if rise is not None and seq > rise.seq:  # the loss's own test says it rose: told now
             self._kind, self._told_at, self._lead = ("degradation", rise.before, rise.after), rise.cut_seq, rise
@@ -555,6 +662,12 @@ class StreamChangeDetector(Component):
         return make_episode(changes, seq, status, kind, alert, loss_before, loss_after,
                             lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq),
                             first, lead)
+
+
+def _robust_block(median: float, iqr: float, n: int) -> Block:
+    """``n`` values around ``median`` with the spread of a normal sample of interquartile range ``iqr``."""
+    sd = iqr / 1.349 if math.isfinite(iqr) else 0.0
+    return Block(n, median if math.isfinite(median) else 0.0, sd * sd * (n - 1))
 
 
 def _reliance(c: Change) -> bool:

@@ -45,6 +45,7 @@ from streamxai.core.batch import IntervalPFI, SlidingWindowSAGE
 from streamxai.core.budget import EventSampler, LagShedder
 from streamxai.core.change import SeriesTest, SeriesWindow, StreamChangeDetector
 from streamxai.core.change.dependence import SerialVariance
+from streamxai.core.change.inputs import InputMonitor
 from streamxai.core.explainers import IPDP, IPFI, ISAGE, Explainer
 from streamxai.core.increments import Block
 from streamxai.core.labels import LabelJoin
@@ -287,6 +288,18 @@ def mixed_xs() -> list[dict]:
     return xs
 
 
+def input_stream() -> list[dict]:
+    """Two features over 300 events: a stuck from event 30 to 100 and from 150, b's unit changed from
+    event 200 (a monitor that has seen events before finds the first, a fresh one has no reference yet)."""
+    rng = random.Random(43)
+    return [{"a": 7.0 if 30 <= i < 100 or i >= 150 else rng.gauss(5.0, 1.0),
+             "b": rng.random() * (1000.0 if i >= 200 else 1.0)} for i in range(300)]
+
+
+def input_step(m: InputMonitor, x: dict, i: int) -> dict:
+    return {"faults": [[f.feature, f.what, f.seq, f.start, f.detail] for f in m.update(i, x)]}
+
+
 def change_stream() -> list[tuple]:
     """Blocks of 5 increments of two iPFI series and one iPDP series (with curves); a and the
     curve step at event 200, so changes and an episode happen within the stream."""
@@ -436,6 +449,8 @@ CASES = [
     Case("SeriesWindow", lambda s: SeriesWindow(max_increments=100), change_stream, window_step, seeded=False),
     Case("SerialVariance", lambda s: SerialVariance(batch=10, kept=8, min_pairs=3), change_stream,
          serial_variance_step, seeded=False),
+    Case("InputMonitor", lambda s: InputMonitor(["a", "b"], recent=20, reference=60, every=5), input_stream,
+         input_step, seeded=False),
     Case("SmoothedStderr", lambda s: SmoothedStderr(["a", "b"], alpha=0.1, start="zero"),
          stderr_stream, stderr_step, seeded=False, mutable_input=False),
     Case("EventSampler", lambda s: EventSampler(rate=0.5, seed=s),

@@ -1,4 +1,4 @@
-"""Change events and episodes say what they carry (drift_event/v3, change_episode/v3): the
+"""Change events and episodes say what they carry (drift_event/v3, change_episode/v4): the
 stream's positions, where the change test runs, and the seqs of the events explained there.
 With labels in line the two are one."""
 
@@ -34,7 +34,7 @@ def test_with_labels_later_change_events_carry_positions_and_the_seqs_of_the_eve
     events, episodes, reports = run.of("drift-events"), run.of("change-episodes"), _reports(run)
     assert events and episodes
     assert {m["schema"] for m in events} == {"drift_event/v3"}
-    assert {m["schema"] for m in episodes} == {"change_episode/v3"}
+    assert {m["schema"] for m in episodes} == {"change_episode/v4"}
     assert any(m["seq"] != m["position"] for m in events)  # the seq, not the position sent as seq
     every_report = sorted({r for rs in reports.values() for r in rs})
     for m in events:  # the model's loss (LOSS) is tested at every report of the stream
@@ -77,7 +77,7 @@ def _sent():
     level = {"explainer": "ipfi", "feature": "a", "level_before": 0.1, "level_after": 0.4}
     change = {"schema": "drift_event/v3", "stream_id": "s", **level, "position": 1000, "cut_position": 900,
               "seq": 480, "cut_seq": 431}
-    episode = {"schema": "change_episode/v3", "stream_id": "s", "status": "closed", "kind": "degradation",
+    episode = {"schema": "change_episode/v4", "stream_id": "s", "status": "closed", "kind": "degradation",
                "alert": True, "first_position": 1000, "last_position": 1000, "closed_position": 1200,
                "cut_position": 900, "first_seq": 480, "last_seq": 480, "closed_seq": 598, "cut_seq": 431,
                "changes": [{**level, "seq": 480, "cut_seq": 431, "position": 1000, "cut_position": 900}]}

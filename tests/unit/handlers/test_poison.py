@@ -91,8 +91,8 @@ def test_a_label_far_outside_the_streams_scale_is_one_dead_letter_and_rebuilds_n
 def _failing_after(monkeypatch, fails) -> None:
     real = StreamExplainer.step
 
-    def step(self, kind, x, y=None, explain=True, loss=None, build=True):
-        values = real(self, kind, x, y, explain=explain, loss=loss, build=build)
+    def step(self, kind, x, y=None, explain=True, loss=None, build=True, position=None):
+        values = real(self, kind, x, y, explain=explain, loss=loss, build=build, position=position)
         if build and fails(self, x):
             raise RuntimeError(f"the stand-in failure at a={x['a']}")
         return values
@@ -148,8 +148,8 @@ def test_a_state_that_a_message_poisoned_is_not_rebuilt_for_every_later_message(
     # from its history, poisoned again, and failed: a rebuild per message
     real = StreamExplainer.step
 
-    def step(self, kind, x, y=None, explain=True, loss=None, build=True):
-        values = real(self, kind, x, y, explain=explain, loss=loss, build=build)
+    def step(self, kind, x, y=None, explain=True, loss=None, build=True, position=None):
+        values = real(self, kind, x, y, explain=explain, loss=loss, build=build, position=position)
         if x["a"] == 13.0:
             self.poisoned = True
         elif build and getattr(self, "poisoned", False):

@@ -97,7 +97,7 @@ def test_an_odd_message_on_an_output_topic_stops_no_view():
                        ("explanations", b'{"schema": "explanation/v4", "stream_id": "s", "seq": 3}'),
                        ("drift-events", b'{"schema": "drift_event/v3", "stream_id": "s", "seq": 5, "position": 5}'),
                        ("change-episodes", b"not json"),
-                       ("change-episodes", b'{"schema": "change_episode/v3", "stream_id": "s",'
+                       ("change-episodes", b'{"schema": "change_episode/v4", "stream_id": "s",'
                                            b' "changes": [1, {"feature": "a"}]}'),
                        ("dead-letters", b"[]")):
         view.add(Record("p." + topic, 0, 0, b"s", raw))

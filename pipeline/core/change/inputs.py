@@ -1,0 +1,331 @@
+"""Data faults in a stream's inputs: each feature's recent values against the values before them.
+
+A broken pipeline changes a feature's values at once and leaves them so: a join that fills the
+column with another feature's values, a sensor stuck at one reading, a unit that changes, a field
+that goes missing, values shuffled by a bad key. :class:`InputMonitor` keeps the last
+``recent + reference`` values of every feature and, every ``every`` events, compares the newest
+``recent`` of each with the ``reference`` before them. Each test asks for a pattern that a
+feature's own history makes very unlikely, so that a real stream's seasons, spikes and trends do
+not match it:
+
+- ``constant``: the last ``recent`` values are all equal (or all missing), and the reference has
+  no run of equal values half as long;
+- ``shifted`` / ``scaled``: the recent values' median lies outside the whole range of the
+  reference and at least ``shift`` interquartile ranges from its median (``scaled`` when the
+  median or the spread moved by a factor of at least ``factor``), or the recent spread is at
+  least ``factor`` times the reference's with half the values outside its range; a shift only
+  where the values jumped: the median of the ten from where they left the range against the ten
+  before, by 1.5 times the largest such move in the reference (a smooth series that wanders to a
+  new level gets there step by step);
+- ``swapped``: shifted or scaled, and the values since look like another feature's reference
+  (within its range, a spread within a factor 10 of its, the nearest median);
+- ``reordered``: the values keep their distribution but lose their order: the rank von Neumann
+  ratio of the recent values (mean squared successive difference of ranks over their variance,
+  about 2 without serial dependence, near 0 for a smooth series) is at least 1.2 and exceeds
+  that of every ``recent``-long stretch of the reference by ``order_margin``, while the reference
+  is smooth (every stretch's ratio at most 1). Only streams whose values follow each other smoothly show
+  it; values drawn independently carry no order to lose.
+
+A feature found faulty is not tested again until its reference holds only values after the
+finding. Whether a finding matters -- whether the model relied on the feature -- is for the
+change detector to say (:meth:`~streamxai.core.change.stream.StreamChangeDetector.input_fault`).
+
+>>> import random
+>>> rng = random.Random(1)
+>>> mon = InputMonitor(["a", "b"])
+>>> found = []
+>>> for t in range(3000):
+...     x = {"a": rng.gauss(10, 1), "b": rng.random()}
+...     if t >= 2000:
+...         x["a"] = 0.0                       # a goes missing, sent as 0
+...     if t >= 2500:
+...         x["b"] = 1000 * x["b"]             # b's unit changes
+...     found += mon.update(t, x)
+>>> [(f.feature, f.what, f.start, f.seq) for f in found]
+[('a', 'constant', 2000, 2049), ('b', 'scaled', 2500, 2549)]
+>>> found[0].detail
+'constant at 0 (missing?) since 2000, outside its range; median 9.95 -> 0, IQR 1.27 -> 0'
+>>> found[1].detail
+'scaled about x935 since 2500; median 0.494 -> 462, IQR 0.528 -> 506'
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..base import Component
+
+__all__ = ["InputFault", "InputMonitor", "FAULTS"]
+
+#: what an input fault can be
+FAULTS = ("constant", "shifted", "scaled", "swapped", "reordered")
+#: the least rank von Neumann ratio of values whose order is lost (independent values: about 2)
+_ORDER_LOST = 1.2
+
+
+@dataclass(frozen=True)
+class InputFault:
+    """Feature ``feature``'s values changed as a data fault does: ``what`` (one of :data:`FAULTS`),
+    found at position ``seq``, showing from position ``start``; ``before`` and ``after`` their
+    median and interquartile range (``after`` over the recent values); ``like``: the feature whose
+    values they now look like (``swapped``); ``detail``: one line for the person paged."""
+
+    feature: str
+    what: str
+    seq: int
+    start: int
+    before: tuple[float, float]
+    after: tuple[float, float]
+    detail: str
+    like: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.what not in FAULTS:
+            raise ValueError(f"input fault {self.what!r} is not one of {FAULTS}")
+
+
+class InputMonitor(Component):
+    """Tests every feature's recent values against its reference (module docstring).
+
+    ``recent``: the values tested; ``reference``: the values before them they are tested
+    against; ``every``: events between two tests; ``shift``: the smallest shift of the median
+    (in interquartile ranges of the reference); ``factor``: the smallest change of scale;
+    ``order_margin``: how far the recent rank von Neumann ratio must exceed the reference's.
+    Numeric values are tested; a missing or non-numeric value counts as missing.
+    """
+
+    def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
+                 shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75):
+        if recent < 10 or reference < 2 * recent or every < 1:
+            raise ValueError(f"input monitor recent={recent}, reference={reference}, every={every}: need recent >= 10, "
+                             "reference >= 2 * recent and every >= 1")
+        self.features = list(features)
+        self.recent = recent
+        self.reference = reference
+        self.every = every
+        self.shift = shift
+        self.factor = factor
+        self.order_margin = order_margin
+        self._reset()
+
+    def _reset(self) -> None:
+        size = self.recent + self.reference
+        self._values = np.full((len(self.features), size), np.nan)
+        self._seqs = np.zeros(size, dtype=np.int64)
+        self._n = 0  # events taken in
+        self._quiet_until = np.zeros(len(self.features), dtype=np.int64)  # per feature: no test before this
+
+    def update(self, seq: int, x: dict[str, Any]) -> list[InputFault]:
+        """Take in event ``x`` at position ``seq``; the faults found now."""
+        size = self._seqs.shape[0]
+        i = self._n % size
+        col = self._values[:, i]
+        for j, f in enumerate(self.features):
+            v = x.get(f)
+            col[j] = v if type(v) is float or type(v) is int else _number(v)
+        self._seqs[i] = seq
+        self._n += 1
+        if self._n < size or self._n % self.every:
+            return []
+        return self._test()
+
+    # the tests ----------------------------------------------------------------------------
+    def _test(self) -> list[InputFault]:
+        size = self._seqs.shape[0]
+        order = np.roll(np.arange(size), -(self._n % size))  # oldest first
+        vals, seqs = self._values[:, order], self._seqs[order]
+        ref, rec = vals[:, :self.reference], vals[:, self.reference:]
+        due = self._quiet_until <= self._n
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)  # a feature all missing: its quantiles are NaN
+            q25, med, q75 = np.nanpercentile(ref, [25, 50, 75], axis=1)
+            lo, hi = np.nanmin(ref, axis=1), np.nanmax(ref, axis=1)
+            r25, rmed, r75 = np.nanpercentile(rec, [25, 50, 75], axis=1)
+        iqr, riqr = q75 - q25, r75 - r25
+        found: list[InputFault] = []
+        moved: dict[int, str] = {}
+        for j, f in enumerate(self.features):
+            if not due[j]:
+                continue
+            fault = self._constant(j, f, ref[j], rec[j], seqs, med[j], iqr[j])
+            if fault is None:
+                what = self._moved(ref[j], rec[j], lo[j], hi[j], med[j], iqr[j], rmed[j], riqr[j])
+                if what is not None:
+                    moved[j] = what
+                    continue
+                fault = self._reordered(j, f, ref[j], rec[j], seqs, med[j], iqr[j], rmed[j], riqr[j])
+            if fault is not None:
+                found.append(fault)
+        for j, what in moved.items():
+            f = self.features[j]
+            at = _start_outside(rec[j], lo[j], hi[j])
+            start = seqs[self.reference + at]
+            tail = rec[j][at:]  # the values since the fault began
+            t25, tmed, t75 = np.percentile(tail, [25, 50, 75])
+            if what == "shifted" and not _jumped(vals[j], self.reference + at, ref[j]):
+                continue  # a level reached step by step, as a smooth series wanders: no fault's jump
+            before, after = (float(med[j]), float(iqr[j])), (float(tmed), float(t75 - t25))
+            like = self._like(j, after[0], after[1], med, iqr, lo, hi, moved)
+            if len(tail) >= 10 and tail.min() == tail.max():  # one value ever since: stuck, or a default
+                value = float(tail[0])
+                what, like, after = "constant", None, (value, 0.0)
+                detail = f"constant at {value:.6g}{' (missing?)' if value == 0.0 else ''} since {start}, outside its range"
+            elif like is not None:
+                what, detail = "swapped", f"values look like {like}'s since {start}"
+            else:
+                detail = f"{_how(what, before, after)} since {start}"
+            found.append(InputFault(f, what, int(seqs[-1]), int(start), before, after,
+                                    f"{detail}; {_summary(before, after)}", like))
+        for fault in found:
+            self._quiet_until[self.features.index(fault.feature)] = self._n + self.reference
+        return found
+
+    def _constant(self, j: int, f: str, ref: np.ndarray, rec: np.ndarray, seqs: np.ndarray, med: float,
+                  iqr: float) -> InputFault | None:
+        missing = np.isnan(rec)
+        if missing.all():
+            if np.isnan(ref).mean() > 0.5:
+                return None
+            value = None
+        elif missing.any() or rec.min() != rec.max():
+            return None
+        else:
+            value = float(rec[0])
+        if _longest_run(ref) * 2 >= self.recent:
+            return None
+        full = np.concatenate([ref, rec])
+        run = _longest_run(full[::-1], from_start=True)
+        start = int(seqs[len(full) - run])
+        said = "missing" if value is None else f"constant at {value:.6g}"
+        hint = " (missing?)" if value == 0.0 else ""
+        before = (float(med), float(iqr))
+        return InputFault(f, "constant", int(seqs[-1]), start, before, (math.nan if value is None else value, 0.0),
+                          f"{said} since {start}{hint}; before: median {med:.3g}, IQR {iqr:.3g}")
+
+    def _moved(self, ref: np.ndarray, rec: np.ndarray, lo: float, hi: float, med: float, iqr: float, rmed: float,
+               riqr: float) -> str | None:
+        if not (np.isfinite(rmed) and np.isfinite(med)) or not iqr > 0:
+            return None
+        if (rmed > hi or rmed < lo) and abs(rmed - med) >= self.shift * iqr:
+            ratio = abs(rmed / med) if med != 0 else math.inf
+            spread = riqr / iqr
+            scaled = (rmed * med > 0 and not 1 / self.factor < ratio < self.factor) or not (
+                1 / self.factor < spread < self.factor)
+            return "scaled" if scaled else "shifted"
+        outside = np.mean((rec > hi) | (rec < lo))
+        if riqr >= self.factor * iqr and outside >= 0.5:
+            return "scaled"
+        return None
+
+    def _reordered(self, j: int, f: str, ref: np.ndarray, rec: np.ndarray, seqs: np.ndarray, med: float, iqr: float,
+                   rmed: float, riqr: float) -> InputFault | None:
+        if np.isnan(rec).any() or np.isnan(ref).any() or not iqr > 0 or abs(rmed - med) > iqr / 2:
+            return None  # values that vary, and whose distribution stayed: only their order can be lost
+        k = self.recent
+        stretches = ref[len(ref) % k:].reshape(-1, k)
+        before = float(_rank_ratio(stretches).max())
+        if before > 1.0:
+            return None
+        now = float(_rank_ratio(rec[None, :])[0])
+        if now < max(before + self.order_margin, _ORDER_LOST):
+            return None
+        start = int(seqs[self.reference + k // 2])
+        b, a = (float(med), float(iqr)), (float(rmed), float(riqr))
+        return InputFault(f, "reordered", int(seqs[-1]), start, b, a,
+                          f"order lost since about {start}: successive values no longer follow each other "
+                          f"(rank von Neumann ratio {before:.2f} at most before, {now:.2f} now); {_summary(b, a)}")
+
+    def _like(self, j: int, rmed: float, riqr: float, med: np.ndarray, iqr: np.ndarray, lo: np.ndarray,
+              hi: np.ndarray, moved: dict[int, str]) -> str | None:
+        """The other feature whose reference the values of ``j`` since its fault (median ``rmed``,
+        interquartile range ``riqr``) look like, if one does: within its range, with a spread
+        within a factor 10 of its (a short stretch of a smooth series spreads less than a long
+        one), the nearest: its median's distance in the other's interquartile ranges plus the
+        log of the ratio of the spreads, halved for a feature whose values left their range too
+        (the two were exchanged)."""
+        best = None
+        for g in range(len(self.features)):
+            if g == j or not iqr[g] > 0 or not lo[g] <= rmed <= hi[g]:
+                continue
+            if not 0.1 <= riqr / iqr[g] <= 10.0:
+                continue
+            d = abs(rmed - med[g]) / iqr[g] + abs(math.log(max(riqr, 1e-300) / iqr[g]))
+            if g in moved:  # its values left too: the two were exchanged
+                d /= 2
+            if best is None or d < best[0]:
+                best = (d, self.features[g])
+        return None if best is None else best[1]
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, bool) or v is None:
+        return math.nan if v is None else float(v)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _longest_run(a: np.ndarray, from_start: bool = False) -> int:
+    """The longest run of equal values in ``a`` (NaNs equal to each other); ``from_start``: the
+    run that starts at ``a[0]``."""
+    if len(a) == 0:
+        return 0
+    nan = np.isnan(a)
+    same = (a[1:] == a[:-1]) | (nan[1:] & nan[:-1])
+    breaks = np.flatnonzero(~same)
+    if from_start:
+        return int(breaks[0]) + 1 if len(breaks) else len(a)
+    edges = np.concatenate([[-1], breaks, [len(a) - 1]])
+    return int(np.diff(edges).max())
+
+
+def _rank_ratio(rows: np.ndarray) -> np.ndarray:
+    """The rank von Neumann ratio of each row: the mean squared successive difference of its
+    ranks over their variance (about 2 for values without serial dependence)."""
+    ranks = np.argsort(np.argsort(rows, axis=1, kind="stable"), axis=1).astype(float)
+    n = rows.shape[1]
+    msd = np.mean(np.diff(ranks, axis=1) ** 2, axis=1)
+    return msd / ((n * n - 1) / 12.0)
+
+
+_STEP = 10  # the values on either side of a jump
+
+
+def _jumped(values: np.ndarray, at: int, ref: np.ndarray) -> bool:
+    """Whether the values jumped at ``at``: the median of the ``_STEP`` values from it against
+    that of the ``_STEP`` before it moved by at least 1.5 times the largest such move between
+    adjacent stretches of the reference ``ref``."""
+    if at < _STEP or at + _STEP > len(values) or np.isnan(ref).any():
+        return True  # nothing to compare: the other tests decide
+    jump = abs(np.nanmedian(values[at:at + _STEP]) - np.nanmedian(values[at - _STEP:at]))
+    medians = np.median(np.lib.stride_tricks.sliding_window_view(ref, _STEP)[::_STEP // 2], axis=1)
+    moves = np.abs(medians[2:] - medians[:-2])  # stretches that meet end to start
+    return bool(jump >= 1.5 * moves.max()) if len(moves) else True
+
+
+def _start_outside(rec: np.ndarray, lo: float, hi: float) -> int:
+    """Where in ``rec`` the stretch begins from which most values lie outside ``[lo, hi]``: the
+    first index after which at least 80% of the values do."""
+    out = ((rec > hi) | (rec < lo)).astype(float)
+    tail = np.cumsum(out[::-1])[::-1] / np.arange(len(rec), 0, -1)
+    ok = np.flatnonzero((tail >= 0.8) & (out > 0))
+    return int(ok[0]) if len(ok) else len(rec) // 2
+
+
+def _how(what: str, before: tuple[float, float], after: tuple[float, float]) -> str:
+    (m0, s0), (m1, s1) = before, after
+    if what == "scaled":
+        ratio = m1 / m0 if m0 != 0 and m1 * m0 > 0 else (s1 / s0 if s0 > 0 else math.inf)
+        return f"scaled about x{ratio:.3g}"
+    return f"shifted by {(m1 - m0) / s0:+.3g} IQR"
+
+
+def _summary(before: tuple[float, float], after: tuple[float, float]) -> str:
+    return (f"median {before[0]:.3g} -> {after[0]:.3g}, IQR {before[1]:.3g} -> {after[1]:.3g}")

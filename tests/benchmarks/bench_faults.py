@@ -1,0 +1,259 @@
+"""Data-pipeline faults injected into real and synthetic streams, run on demand:
+``python tests/benchmarks/bench_faults.py [--streams elec2,agrawal] [--models hat,lr] [--seeds 20] [--kinds ...]
+[--gradual] [--after 2000]``.
+
+Each stream runs once as recorded through the explainers (the settings' defaults) and the change
+detector, as the worker runs them. At a seeded random position of each seed the whole state is
+copied, and each fault kind runs from there on a seeded random feature for ``--after`` events,
+left in place as a broken pipeline leaves it (or phased in over 2,000 events with ``--gradual``).
+For each fault kind the table gives the share paged within 1,000 events with an alert that names
+the feature (and the median delay), the share with a change event naming it within 2,000 events,
+split by how much the model relied on the feature just before the fault (its iPFI as a share of
+the top feature's), and beside it the baseline from the same runs: river's ADWIN on the model's
+loss, alerting on its detections. The recorded runs give the alerts and change events per 100,000
+events on the streams without faults. Seeds are split: the even ones are the ones the rules were
+tuned on, the odd ones are reported apart, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import pickle
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from river import drift as river_drift  # noqa: E402
+from river.datasets import synth  # noqa: E402
+from streamxai.core.losses import get_loss  # noqa: E402
+from streamxai.core.model import ModelFunction  # noqa: E402
+from streamxai.handlers.change import stream_detector  # noqa: E402
+from streamxai.plan import stream_explainer  # noqa: E402
+from streamxai.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
+
+Event = tuple[dict[str, Any], Any]
+KINDS = ("swap", "stuck", "scale", "offset", "shuffle", "missing0", "default", "flip", "stop")
+FEATURE_KINDS = KINDS[:7]
+MODELS = {
+    "hat": {},
+    "lr": {"model": "river.linear_model.LogisticRegression", "model_params": {}},
+    "arf": {"model": "river.forest.ARFClassifier", "model_params": {"n_models": 10}},
+}
+BUCKETS = ((0.25, "leans on (>= 25%)"), (0.10, "uses less (10-25%)"), (-1e9, "ignores (< 10%)"))
+
+
+def elec2(n: int) -> tuple[list[str], list[Event]]:
+    from _elec2 import FEATURES, elec2_events
+
+    return list(FEATURES), [e for _, e in zip(range(n), elec2_events(), strict=False)]
+
+
+def agrawal(n: int) -> tuple[list[str], list[Event]]:
+    gen = synth.Agrawal(classification_function=1, seed=7, balance_classes=False, perturbation=0.05)
+    return list(AGRAWAL_FEATURES), [({k: float(v) for k, v in x.items()}, y) for x, y in gen.take(n)]
+
+
+STREAMS: dict[str, Callable[[int], tuple[list[str], list[Event]]]] = {"elec2": elec2, "agrawal": agrawal}
+
+
+@dataclass
+class Run:
+    """What the detector said over a stretch: alerts, change events, and loss-ADWIN's detections."""
+
+    alerts: list[tuple[int, set[str], str]] = field(default_factory=list)  # (position, features, kind)
+    changes: list[tuple[int, str, str]] = field(default_factory=list)  # (position, explainer, feature)
+    adwin: list[int] = field(default_factory=list)
+    episode_lengths: list[int] = field(default_factory=list)
+    ipfi: dict[str, float] = field(default_factory=dict)  # the latest published iPFI per feature
+
+
+class Pipeline:
+    """The explainers, the change detector and the baseline, as one copyable state."""
+
+    def __init__(self, s: Settings, name: str):
+        self.s = s
+        self.se = stream_explainer(s, name)
+        self.det = stream_detector(s)
+        self.adwin = river_drift.ADWIN(delta=0.002)
+        self.fn = ModelFunction(self.se.model, output=s.output)
+        self.loss = get_loss(s.loss)
+
+    def step(self, t: int, x: dict, y: Any, run: Run) -> None:
+        report = (t + 1) % self.s.emit_every == 0
+        if y is None:
+            self.se.process_one(x, None, position=t)
+            values = []
+        else:
+            loss = float(self.loss(y, self.fn(x)))
+            self.adwin.update(loss)
+            if self.adwin.drift_detected:
+                run.adwin.append(t)
+            values = self.se.process_one(x, y, report=report, loss=loss, position=t)
+        found = []
+        faults = self.se.take_faults()
+        if faults:
+            found.append(self.det.input_faults(faults))
+        for v in values:
+            if v.explainer == "ipfi":
+                run.ipfi[v.feature] = v.value
+            found.append(self.det.update(v.explainer, v.feature, t, v.block, v.curve, v.model_loss, v.var_factor))
+        for changes, episodes in found:
+            run.changes += [(c.seq, c.explainer, c.feature) for c in changes]
+            for e in episodes:
+                if e.first and e.alert:
+                    run.alerts.append((t, {c.feature for c in e.changes}, e.kind))
+                if e.status == "closed":
+                    run.episode_lengths.append(e.closed_seq - e.first_seq)
+
+
+def inject(kind: str, events: list[Event], at: int, f: str, g: str, rng: random.Random, width: int) -> list[Event]:
+    """``events`` from ``at`` on with fault ``kind`` on feature ``f`` (``g``: the other feature of a
+    swap); ``width`` > 0 phases it in over that many events."""
+    before = [x[f] for x, _ in events[max(0, at - 2000):at]]
+    sd = statistics.pstdev(before) or 1.0
+    med = statistics.median(before)
+    stuck = events[at - 1][0][f]
+    order = list(range(len(events) - at))
+    for lo in range(0, len(order), 500):  # a broken join: values land on other events nearby
+        block = order[lo:lo + 500]
+        rng.shuffle(block)
+        order[lo:lo + 500] = block
+    out = []
+    for i, (x, y) in enumerate(events[at:]):
+        if width and rng.random() >= min(1.0, (i + 1) / width):
+            out.append((x, y))
+            continue
+        x = dict(x)
+        if kind == "swap":
+            x[f], x[g] = x[g], x[f]
+        elif kind == "stuck":
+            x[f] = stuck
+        elif kind == "scale":
+            x[f] = x[f] * 1000.0
+        elif kind == "offset":
+            x[f] = x[f] + 5.0 * sd
+        elif kind == "shuffle":
+            x[f] = events[at + order[i]][0][f]
+        elif kind == "missing0":
+            x[f] = 0.0
+        elif kind == "default":
+            x[f] = med
+        elif kind == "flip" and rng.random() < 0.3:
+            y = 1 - y if isinstance(y, int | bool) else y
+        elif kind == "stop":
+            y = None
+        out.append((x, y))
+    return out
+
+
+@dataclass
+class Outcome:
+    stream: str
+    model: str
+    kind: str
+    seed: int
+    feature: str
+    share: float
+    paged: int | None  # delay of the first alert naming the feature (label faults: any alert)
+    changed: int | None  # delay of the first change event naming it
+    adwin: int | None
+    named: str
+
+
+def run_stream(stream: str, model: str, seeds: list[int], kinds: list[str], after: int, gradual: bool,
+               n: int) -> tuple[list[Outcome], Run, int]:
+    features, events = STREAMS[stream](n)
+    n = len(events)
+    s = Settings(features=features, **MODELS[model])
+    rng = random.Random(f"{stream}/{model}")
+    spots = sorted((rng.randrange(3000, n - after - 1), seed) for seed in seeds)
+    pipe = Pipeline(s, stream)
+    recorded = Run()
+    snaps: list[tuple[int, int, bytes, dict[str, float]]] = []
+    k = 0
+    for t, (x, y) in enumerate(events):
+        while k < len(spots) and spots[k][0] == t:
+            snaps.append((t, spots[k][1], pickle.dumps(pipe), dict(recorded.ipfi)))
+            k += 1
+        pipe.step(t, x, y, recorded)
+    outcomes = []
+    for at, seed, snap, ipfi in snaps:
+        frng = random.Random(f"{stream}/{model}/{seed}")
+        top = max(ipfi.values()) if ipfi else 0.0
+        for kind in kinds:
+            f, g = frng.sample(features, 2)
+            share = ipfi.get(f, 0.0) / top if top > 0 else 0.0
+            tail = inject(kind, events[:at + after], at, f, g, random.Random(f"{seed}/{kind}"),
+                          2000 if gradual else 0)
+            p: Pipeline = pickle.loads(snap)
+            run = Run()
+            for i, (x, y) in enumerate(tail):
+                p.step(at + i, x, y, run)
+            label = kind in ("flip", "stop")
+            pages = [t - at for t, feats, _ in run.alerts if label or f in feats or (kind == "swap" and g in feats)]
+            changed = [t - at for t, e, ff in run.changes if ff in (f, g) if kind == "swap" or ff == f]
+            named = next((",".join(sorted(feats)) + f" ({why})" for t, feats, why in run.alerts), "")
+            outcomes.append(Outcome(stream, model, kind, seed, f, share, pages[0] if pages else None,
+                                    changed[0] if changed else None, run.adwin[0] - at if run.adwin else None, named))
+    return outcomes, recorded, n
+
+
+def table(outcomes: list[Outcome], title: str) -> None:
+    print(f"\n{title}")
+    print(f"{'stream':8} {'model':5} {'fault':9} {'reliance':20} {'n':>3} {'paged<=1k':>9} {'median':>6} "
+          f"{'event<=2k':>9} {'ADWIN<=1k':>9}  named by the first alert")
+    groups: dict[tuple, list[Outcome]] = collections.defaultdict(list)
+    for o in outcomes:
+        label = o.kind in ("flip", "stop")
+        bucket = "label fault" if label else next(name for lo, name in BUCKETS if o.share >= lo)
+        groups[(o.stream, o.model, o.kind, bucket)].append(o)
+    for (stream, model, kind, bucket), os_ in sorted(groups.items()):
+        paged = [o.paged for o in os_ if o.paged is not None and o.paged <= 1000]
+        event = [o for o in os_ if o.changed is not None and o.changed <= 2000]
+        adwin = [o for o in os_ if o.adwin is not None and o.adwin <= 1000]
+        med = f"{statistics.median(paged):.0f}" if paged else "-"
+        names = collections.Counter(o.named for o in os_ if o.named).most_common(1)
+        print(f"{stream:8} {model:5} {kind:9} {bucket:20} {len(os_):3d} {len(paged) / len(os_):9.0%} {med:>6} "
+              f"{len(event) / len(os_):9.0%} {len(adwin) / len(os_):9.0%}  {names[0][0] if names else ''}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--streams", default="elec2,agrawal")
+    ap.add_argument("--models", default="hat,lr")
+    ap.add_argument("--seeds", type=int, default=20, help="fault positions per stream and model (each: every kind)")
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--after", type=int, default=2000, help="events run after each fault")
+    ap.add_argument("--events", type=int, default=45_312, help="events of each stream at most")
+    ap.add_argument("--gradual", action="store_true", help="phase each fault in over 2,000 events")
+    a = ap.parse_args()
+    kinds = a.kinds.split(",")
+    all_out: list[Outcome] = []
+    for stream in a.streams.split(","):
+        for model in a.models.split(","):
+            t0 = time.perf_counter()
+            out, rec, n = run_stream(stream, model, list(range(a.seeds)), kinds, a.after, a.gradual, a.events)
+            all_out += out
+            per = 100_000 / n
+            longest = max(rec.episode_lengths, default=0)
+            print(f"{stream}/{model}: recorded, {n} events: {len(rec.changes) * per:.1f} change events and "
+                  f"{len(rec.alerts) * per:.1f} alerts per 100,000 events (ADWIN on the loss: "
+                  f"{len(rec.adwin) * per:.1f}), longest episode {longest} events; "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+            for t, feats, why in rec.alerts:
+                print(f"  recorded alert at {t}: {why} on {','.join(sorted(feats))}")
+    table([o for o in all_out if o.seed % 2 == 0], "tuning seeds (even)")
+    table([o for o in all_out if o.seed % 2 == 1], "held-out seeds (odd)")
+
+
+if __name__ == "__main__":
+    main()

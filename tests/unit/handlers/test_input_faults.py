@@ -1,0 +1,91 @@
+"""A data fault through the handlers: the explain handler that holds the first unit watches the
+stream's inputs and sends what it finds on the drift feed; the change handler pages on it in an
+episode of its own, saying what changed in the feature's values and how much the model relied
+on it. The same as the in-process reference, and the same after a restart that replays the feed."""
+
+from __future__ import annotations
+
+import random
+
+from helpers.arrivals import Run, record_arrivals, run_handlers
+from helpers.partition_log import PartitionLog
+from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler
+from streamxai.reference import run_in_process
+from streamxai.schemas import FeatureEvent
+from streamxai.schemas.change_feed import FAULTS_V1, FEED_FORM
+from streamxai.settings import Settings
+
+AT = 2400  # the unit of feature a changes here: its values x 1000
+
+
+def _settings(**over) -> Settings:
+    base = dict(features=["a", "b", "c"], task="regression", output="value", loss="squared",
+                model="river.linear_model.LinearRegression", model_params={}, explainers=["ipfi", "ipdp"],
+                change_warmup=500, change_min_samples=50, emit_every=10, storage_size=50, partitions=1)
+    return Settings(**{**base, **over})
+
+
+def _events(n: int = 3000) -> list[FeatureEvent]:
+    """The target rests on a (mostly) and b; c is noise. From AT on a arrives in another unit."""
+    r, out = random.Random(3), []
+    for q in range(n):
+        a, b, c = r.gauss(0, 1), r.gauss(0, 1), r.gauss(0, 1)
+        y = 3 * a + b
+        out.append(FeatureEvent("s", q, float(q), {"a": a * (1000.0 if q >= AT else 1.0), "b": b, "c": c}, y))
+    return out
+
+
+def _run(s: Settings, log: PartitionLog, change=None) -> Run:
+    run = Run()
+    model, explain = ModelHandler(s, history=log), ExplainHandler(s, history=run.tasks)
+    return run_handlers(s, log, model=lambda off: model, explain=lambda p, off: explain, change=change, run=run)
+
+
+def test_a_unit_change_pages_as_a_data_fault_naming_the_feature_as_the_reference_does():
+    s = _settings()
+    log = PartitionLog()
+    recorded = record_arrivals(log, _events())
+    run = _run(s, log)
+    ref = run_in_process(s, recorded)
+    faults = [m for m in run.of("change-episodes") if m["kind"] == "data_fault"]
+    assert faults, [m["kind"] for m in run.of("change-episodes")]
+    opened = faults[0]
+    assert opened["status"] == "open" and opened["alert"] and opened["alert_key"] == f"s/{opened['first_position']}"
+    (fault,) = opened["faults"]
+    assert fault["feature"] == "a" and fault["what"] == "scaled" and fault["start_position"] == AT, fault
+    assert AT < opened["first_position"] <= AT + 125 and fault["reliance"] >= 0.2, opened
+    assert "scaled about x" in fault["detail"]
+    # the fault's own change event, and the same changes and announced kinds as the reference
+    assert ("s", opened["first_position"], "inputs", "a") in run.changes()
+    assert run.changes() == {k: v for k, v in ref.changes.items()}
+    told: dict[tuple, tuple] = {}  # each episode's first message: the one that told its kind
+    for m in run.of("change-episodes"):
+        told.setdefault((m["first_position"], m["kind"]), (m["kind"], m["alert"]))
+    assert sorted(told.values()) == sorted((k, a) for _, _, k, a in ref.kinds)
+    # the loss's rise and the reliance changes of a that follow are the fault's: no second page for them
+    assert [m["kind"] for m in run.of("change-episodes") if m["alert"] and m["status"] == "open"] == ["data_fault"]
+
+
+def test_the_watch_is_off_with_change_inputs_false():
+    s = _settings(change_inputs=False)
+    log = PartitionLog()
+    record_arrivals(log, _events())
+    run = _run(s, log)
+    assert not [m for m in run.of("change-episodes") if m["kind"] == "data_fault"]
+    assert not [h for part in run.explanations.parts.values() for *_, h in part if h and (FEED_FORM, FAULTS_V1) in h]
+
+
+def test_a_restarted_change_handler_replays_the_faults_record_and_pages_once():
+    s = _settings()
+    log = PartitionLog()
+    record_arrivals(log, _events())
+    whole = _run(s, log)
+    feed = whole.explanations.parts[("drift-feed", 0)]
+    at = next(i for i, (_, _, _, h) in enumerate(feed) if h and (FEED_FORM, FAULTS_V1) in h)
+    # a change handler that starts after the faults record, with no checkpoint: it rebuilds from the feed
+    first, later = ChangeHandler(s, history=whole.explanations), ChangeHandler(s, history=whole.explanations)
+    restarted = _run(s, log, change=lambda off: first if off <= at + 3 else later)
+    episodes = lambda r: [(m["first_position"], m["status"], m["kind"], m["alert"])  # noqa: E731
+                          for m in r.of("change-episodes")]
+    assert episodes(restarted) == episodes(whole)
+    assert [e for e in episodes(restarted) if e[2] == "data_fault" and e[1] == "open"] != []
