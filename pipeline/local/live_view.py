@@ -182,6 +182,9 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
         lines.append(f"      {name:<13}{_fmt(before):>7} -> {_fmt(after)}{rank}")
     if ep["n_series"] > top:
         lines.append(f"      ... and {ep['n_series'] - top} more")
+    for f in ep.get("faults") or ():  # a data fault: what to check
+        relied = f" (relied on at {f['reliance']:.0%} of the top feature)" if f.get("reliance") is not None else ""
+        lines.append(f"      check the inputs of {f['feature']}: {f['detail']}{relied}")
     return lines
 
 

@@ -425,8 +425,9 @@ class OutputReader:
         # an episode is sent when it opens and again when it closes: the later message (same
         # first change) replaces the earlier one
         ep = parse_episode(obj)
-        for i, seen in enumerate(st.episodes):
-            if ep["first_position"] is not None and seen["first_position"] == ep["first_position"]:
+        for i, seen in enumerate(st.episodes):  # (a data fault's episode may share its first position with another)
+            if (ep["first_position"] is not None and seen["first_position"] == ep["first_position"]
+                    and seen["kind"] == ep["kind"]):
                 st.episodes[i] = ep
                 return
         st.episodes.append(ep)
@@ -462,8 +463,8 @@ def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
     >>> c = ep["changes"][0]
     >>> c["before"], c["after"], c["explanation_after"], c["rank_after"], ep["n_changes"], ep["n_series"]
     (0.0, 0.21, 0.2, 1, 1, 1)
-    >>> ep["kind"], ep["alert"], ep["status"], ep["first_position"]
-    ('degradation', True, 'open', 6120)
+    >>> ep["kind"], ep["alert"], ep["status"], ep["first_position"], ep["faults"]
+    ('degradation', True, 'open', 6120, [])
     """
     ep: dict[str, Any] = {k: _int(obj.get(k)) for k in EPISODE_SEQS}
     ep.update({k: _num(obj.get(k)) for k in ("loss_before", "loss_after")})
@@ -488,6 +489,10 @@ def parse_episode(obj: dict[str, Any]) -> dict[str, Any]:
         ep["changes"].append(_positions(shown, c, ("seq", "cut_seq")))
     ep["n_changes"] = len(changes)
     ep["n_series"] = len({(c.get("explainer"), c.get("feature")) for c in changes})
+    faults = obj.get("faults") if isinstance(obj.get("faults"), list) else []
+    ep["faults"] = [{"feature": f.get("feature"), "what": f.get("what"), "detail": f.get("detail"),
+                     "like": f.get("like"), "reliance": _num(f.get("reliance"))}
+                    for f in faults[:EPISODE_CHANGES] if isinstance(f, dict)]
     return ep
 
 

@@ -413,10 +413,17 @@ function sortByX(t) {
 
 const ci = (c) => (Array.isArray(c) && c.length === 2 ? ` [${levelText(c[0], 3)}, ${levelText(c[1], 3)}]` : "");
 
-// why an episode happened: learning, degradation or reliance_shift; alerts marked
+// a data fault: which feature's inputs to check, how its values changed, how much the model relied on it
+function faultText(f) {
+  const relied = f.reliance === null || f.reliance === undefined ? ""
+    : ` <span class="muted">(relied on at ${Math.round(100 * f.reliance)}% of the top feature)</span>`;
+  return `<div class="fault">check the inputs of ${named(f.feature ?? "")}: ${esc(f.detail ?? f.what ?? "")}${relied}</div>`;
+}
+
+// why an episode happened: learning, degradation, reliance_shift or data_fault; alerts marked
 function episodeKind(e) {
   if (!e.kind) return "–";
-  const kind = esc(e.kind.replace("_", " "));
+  const kind = esc(e.kind.replaceAll("_", " "));
   const open = e.status === "open" ? ' <span class="muted">(open)</span>' : "";
   return e.alert ? `<span class="badge alert" title="alert: this kind pages (change_alert_kinds)">⚠ ${kind}</span>${open}`
                  : `<span class="badge kind">${kind}</span>${open}`;
@@ -463,7 +470,8 @@ function renderChanges(v) {
     `<td>${cell(e.cut_position, e.cut_seq)}</td>` +
     `<td>${esc(v.labels ? `${e.first_position ?? "–"}…${e.last_position ?? "–"}` : `${e.first_seq ?? "–"}…${e.last_seq ?? "–"}`)}</td>` +
     `<td>${e.changes.map((c) => `${named(`${c.explainer}/${c.feature}`)} ${levelText(c.before, 3)}→${levelText(c.after, 3)}`).join("<br>")}` +
-    `${e.n_changes > e.changes.length ? `<br>… ${e.n_changes - e.changes.length} more` : ""}</td>` +
+    `${e.n_changes > e.changes.length ? `<br>… ${e.n_changes - e.changes.length} more` : ""}` +
+    `${(e.faults || []).map(faultText).join("")}</td>` +
     `<td>${levelText(e.loss_before, 3)} → ${levelText(e.loss_after, 3)}</td></tr>`).join("");
 }
 
