@@ -269,7 +269,8 @@ def _episode(seq: int, kind: str, alert: bool, status: str = "closed", **over) -
 
 def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
     """Each episode's kind in the table, alerts marked (badge, row and the shading on the charts
-    in red); an open episode says so and its closed message replaces it."""
+    in red); an open episode says so and its closed message replaces it; a data fault says which
+    feature's inputs to check, how, and how much the model relied on it."""
     driver = _browser()
     from streamxai.local.dashboard import DashboardState
 
@@ -285,15 +286,24 @@ def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
     state.add("change-episodes", _episode(5200, "degradation", True, status="open"))
     state.add("change-episodes", _episode(5200, "degradation", True))  # the same episode, closed
     state.add("change-episodes", _episode(7000, "reliance_shift", True, status="open", loss_after=0.3))
+    # a data fault at the same first position as another episode: an episode of its own
+    state.add("change-episodes", _episode(7000, "data_fault", True, status="open", changes=[
+        {"explainer": "inputs", "feature": "f2", "seq": 7000, "level_before": 0.4, "level_after": 400.0}], faults=[
+        {"feature": "f2", "what": "scaled", "detail": "scaled about x1e+03 since 6960", "like": None,
+         "start_position": 6960, "median_before": 0.4, "iqr_before": 0.2, "median_after": 400.0, "iqr_after": 200.0,
+         "reliance": 0.8}]))
     served = _Served(state)
     try:
         driver.get(f"http://127.0.0.1:{served.port}/#stream=why")
-        _wait(driver, "return document.querySelectorAll('#episodes tr.change-episode').length === 4", 30,
-              "four episodes (the closed message replaces the open one)")
+        _wait(driver, "return document.querySelectorAll('#episodes tr.change-episode').length === 5", 30,
+              "five episodes (the closed message replaces the open one)")
         rows = driver.execute_script(
             "return [...document.querySelectorAll('#episodes tr.change-episode')]"
             ".map(r => [r.querySelector('.episode-kind').textContent, r.classList.contains('alert')])")
-        assert rows == [["⚠ reliance shift (open)", True], ["⚠ degradation", True], ["learning", False], ["reliance shift", False]], rows
+        assert rows == [["⚠ data fault (open)", True], ["⚠ reliance shift (open)", True], ["⚠ degradation", True],
+                        ["learning", False], ["reliance shift", False]], rows
+        fault = driver.execute_script("return document.querySelector('#episodes .fault').textContent")
+        assert fault == "check the inputs of f2: scaled about x1e+03 since 6960 (relied on at 80% of the top feature)", fault
         _wait(driver, "return document.querySelectorAll('#importance .episode-span.alert').length >= 2", 30,
               "alert episodes shaded in red on the charts")
         assert driver.execute_script("return document.querySelectorAll('#importance .episode-span:not(.alert)').length") >= 2

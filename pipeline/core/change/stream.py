@@ -47,6 +47,9 @@ _CURVES_KEPT = 32
 LOSS = ("model", "loss")
 
 
+#: the events before a data fault over which the model's reliance on its feature is read
+_RELIANCE_SPAN = 2000
+
 #: the weight of each message in a series' running mean of the model's loss
 _LOSS_WEIGHT = 0.01
 
@@ -322,16 +325,17 @@ class StreamChangeDetector(Component):
         return changes, episodes
 
     def reliance(self, feature: str, before: int, upto: int) -> float | None:
-        """How much the model's accuracy rests on ``feature`` before event ``before`` (of the
-        blocks that end before ``upto``): its iPFI level over the largest iPFI level of the
-        stream's features (iSAGE's without iPFI); None without either, or with fewer than
-        ``min_samples`` increments (nothing says it does not)."""
+        """How much the model's accuracy rests on ``feature`` just before event ``before`` (of
+        the blocks that end before ``upto``): its iPFI level over the largest iPFI level of the
+        stream's features (iSAGE's without iPFI), each over the last ``_RELIANCE_SPAN`` events
+        before it (the window's bucket boundaries nearest); None without either, or with fewer
+        than ``min_samples`` increments (nothing says it does not)."""
         for e in RELIANCE:
             if (e, feature) not in self._series:
                 continue
             levels = {}
-            for f in (f for x, f in self._series if x == e):
-                side, _ = self._series[(e, f)].test.window_at(upto).split(before, upto)
+            for f in (f for x, f in self._series if x == e):  # over the last _RELIANCE_SPAN events before it
+                side, _ = self._series[(e, f)].test.window_at(upto).split(before, upto, since=before - _RELIANCE_SPAN)
                 levels[f] = side
             m = levels[feature]
             if m is None or m.n < self.min_samples:

@@ -117,3 +117,73 @@ def test_non_numeric_values_count_as_missing():
 def test_bad_windows_are_refused():
     with pytest.raises(ValueError, match="reference >= 2 \\* recent"):
         InputMonitor(["a"], recent=100, reference=150)
+
+
+# --- the change detector's side: which findings are events and pages, in episodes of their own ---
+def _detector_with_levels(levels: dict[str, float], n: int = 300, **over):
+    """A change detector over iPFI of the features in ``levels``, fed ``n`` reports of 10 increments
+    each at those levels (sd 0.05), and a flat loss."""
+    from streamxai.core.change import StreamChangeDetector
+    from streamxai.core.increments import Block
+
+    rng = random.Random(9)
+    det = StreamChangeDetector([("ipfi", f) for f in levels], warmup=0, min_samples=50, **over)
+
+    def block(level: float) -> Block:
+        xs = [level + rng.gauss(0.0, 0.05) for _ in range(10)]
+        m = sum(xs) / 10
+        return Block(10, m, sum((x - m) ** 2 for x in xs))
+
+    for t in range(n):
+        for f, lv in levels.items():
+            det.update("ipfi", f, 10 * t + 9, block(lv), model_loss=block(0.2))
+    return det
+
+
+def _fault(feature: str, seq: int, what: str = "scaled"):
+    from streamxai.core.change.inputs import InputFault
+
+    return InputFault(feature, what, seq, seq - 50, (1.0, 0.5), (1000.0, 500.0), f"{what} since {seq - 50}")
+
+
+def test_a_fault_on_a_feature_the_model_leans_on_pages_in_an_episode_of_its_own():
+    det = _detector_with_levels({"a": 0.4, "b": 0.06, "c": 0.01})
+    changes, episodes = det.input_faults([_fault("a", 3009)])
+    assert [(c.explainer, c.feature, c.cut_seq) for c in changes] == [("inputs", "a", 2959)]
+    (ep,) = episodes
+    assert (ep.kind, ep.alert, ep.status, ep.first) == ("data_fault", True, "open", True)
+    assert changes[0].reliance == pytest.approx(1.0, abs=0.05)
+    # reported, not paged: a feature the model uses less; nothing for one it ignores
+    changes, episodes = det.input_faults([_fault("b", 3019), _fault("c", 3019)])
+    assert [c.feature for c in changes] == ["b"] and [(e.kind, e.alert) for e in episodes] == [("data_fault", False)]
+    assert 0.1 <= changes[0].reliance < 0.2
+    # the same finding again (a replay) is dropped
+    assert det.input_faults([_fault("a", 3009)]) == ([], [])
+
+
+def test_fault_episodes_close_after_the_gap_and_a_flush_closes_what_is_open():
+    from streamxai.core.increments import Block
+
+    det = _detector_with_levels({"a": 0.4, "b": 0.3}, episode_gap=200)
+    det.input_faults([_fault("a", 3009)])
+    _, closed = det.update("ipfi", "b", 3219, Block(10, 0.3, 0.02))
+    assert [(e.kind, e.status, e.first) for e in closed] == [("data_fault", "closed", False)]
+    det.input_faults([_fault("b", 3309)])
+    assert [(e.kind, e.status) for e in det.flush()] == [("data_fault", "closed")]
+
+
+def test_the_faulted_features_explanation_changes_that_follow_page_no_more():
+    from streamxai.core.increments import Block
+
+    rng = random.Random(2)
+    det = _detector_with_levels({"a": 0.4, "b": 0.3}, episode_gap=500)
+    det.input_faults([_fault("a", 3009)])
+    pages = []
+    for t in range(301, 700):  # a's iPFI falls to 0 after its fault, as a faulted feature's does
+        for f, lv in (("a", 0.0), ("b", 0.3)):
+            xs = [lv + rng.gauss(0.0, 0.05) for _ in range(10)]
+            m = sum(xs) / 10
+            _, eps = det.update("ipfi", f, 10 * t + 9, Block(10, m, sum((x - m) ** 2 for x in xs)),
+                                model_loss=Block(10, 0.2, 0.01))
+            pages += [e for e in eps if e.first and e.alert]
+    assert pages == [], [(e.kind, [c.feature for c in e.changes]) for e in pages]
