@@ -19,8 +19,8 @@ not match it:
   new level gets there step by step);
 - ``swapped``: shifted or scaled, and the values since look like another feature's reference
   (within its range, a spread within a factor 10 of its, the nearest median);
-- ``reordered``: the values keep their distribution but lose their order: the rank von Neumann
-  ratio of the recent values (mean squared successive difference of ranks over their variance,
+- ``reordered``: the values lose their order (shuffled between events, or mixed with values
+  of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
   about 2 without serial dependence, near 0 for a smooth series) is at least 1.2 and exceeds
   that of every ``recent``-long stretch of the reference by ``order_margin``, while the reference
   is smooth (every stretch's ratio at most 1). Only streams whose values follow each other smoothly show
@@ -247,8 +247,8 @@ class InputMonitor(Component):
 
     def _reordered(self, f: str, ref: np.ndarray, seqs: np.ndarray, med: float, iqr: float, rmed: float, riqr: float,
                    now: float) -> InputFault | None:
-        if now < _ORDER_LOST or not iqr > 0 or abs(rmed - med) > iqr / 2 or np.isnan(ref).any():
-            return None  # values that vary, and whose distribution stayed: only their order can be lost
+        if now < _ORDER_LOST or not iqr > 0 or np.isnan(ref).any():
+            return None  # values that varied: a feature that starts to vary is no fault
         k = self.recent
         stretches = ref[len(ref) % k:].reshape(-1, k)
         before = float(_rank_ratio(stretches).max())
@@ -257,8 +257,9 @@ class InputMonitor(Component):
         start = int(seqs[self.reference + k // 2])
         b, a = (float(med), float(iqr)), (float(rmed), float(riqr))
         return InputFault(f, "reordered", int(seqs[-1]), start, b, a,
-                          f"order lost since about {start}: successive values no longer follow each other "
-                          f"(rank von Neumann ratio {before:.2f} at most before, {now:.2f} now); {_summary(b, a)}")
+                          f"order lost since about {start}: successive values no longer follow each other, as values "
+                          f"shuffled between events or mixed with other values do (rank von Neumann ratio {before:.2f} "
+                          f"at most before, {now:.2f} now); {_summary(b, a)}")
 
     def _like(self, j: int, rmed: float, riqr: float, med: np.ndarray, iqr: np.ndarray, lo: np.ndarray,
               hi: np.ndarray, moved: dict[int, str]) -> str | None:

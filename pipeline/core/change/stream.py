@@ -300,7 +300,8 @@ class StreamChangeDetector(Component):
         feature's, :meth:`reliance`), and an episode of its own, kind ``data_fault``, whatever
         episode is open. It is an alert if ``data_fault`` is among ``alert_kinds`` and the model
         relied on one of its features by at least ``fault_share``; the changes of those features
-        (and of the loss) that follow within ``episode_max`` are the fault's and page no more.
+        (and of the feature a swap took its values from, and of the loss) that follow within
+        ``episode_max`` are the fault's and page no more.
         Findings at a position already taken are dropped (a replay)."""
         if not faults or faults[0].seq <= self._fault_seq:
             return [], []
@@ -316,7 +317,8 @@ class StreamChangeDetector(Component):
                 continue
             alert = alert or share is None or share >= self.fault_share
             changes.append(self._fault_change(fault, share))
-            self._faulted = (*((f, s) for f, s in self._faulted if f != fault.feature), (fault.feature, fault.start))
+            broken = {fault.feature, fault.like} - {None}  # a swap: the other feature's values are wrong too
+            self._faulted = (*((f, s) for f, s in self._faulted if f not in broken), *((f, fault.start) for f in broken))
         if not changes:
             return [], episodes
         alert = alert and "data_fault" in self.alert_kinds
