@@ -11,7 +11,8 @@ not match it:
 - ``constant``: the last ``recent`` values are all equal (or all missing), and the reference has
   no run of equal values half as long;
 - ``shifted`` / ``scaled``: the recent values' median lies outside the whole range of the
-  reference and at least ``shift`` interquartile ranges from its median (``scaled`` when the
+  reference, or nine tenths of them beyond its 1% tails, and at least ``shift`` interquartile
+  ranges from its median (``scaled`` when the
   median or the spread moved by a factor of at least ``factor``), or the recent spread is at
   least ``factor`` times the reference's with half the values outside its range; a shift only
   where the values jumped: the median of the ten from where they left the range against the ten
@@ -69,6 +70,9 @@ FAULTS = ("constant", "shifted", "scaled", "swapped", "reordered")
 _ORDER_LOST = 1.2
 #: tests between two reckonings of the reference's quartiles and range
 _REF_EVERY = 4
+#: the percentiles of the reference and of the recent values the tests read
+_REFERENCE_QS = (1, 25, 50, 75, 99)
+_RECENT_QS = (10, 25, 50, 75, 90)
 
 
 @dataclass(frozen=True)
@@ -164,9 +168,9 @@ class InputMonitor(Component):
         if self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None:
             # the reference moves by a quarter of a percent a test: its quartiles and range are
             # worked out every few tests (a half of the cost of a test otherwise)
-            self._ref_stats, self._ref_at = _quartiles(ref, with_range=True), self._n
-        q25, med, q75, lo, hi = self._ref_stats
-        r25, rmed, r75 = _quartiles(rec)
+            self._ref_stats, self._ref_at = _quartiles(ref, _REFERENCE_QS, with_range=True), self._n
+        q01, q25, med, q75, q99, lo, hi = self._ref_stats
+        r10, r25, rmed, r75, r90 = _quartiles(rec, _RECENT_QS)
         iqr, riqr = q75 - q25, r75 - r25
         # the rank von Neumann ratio of each feature's recent values (reordered asks for the reference's only above _ORDER_LOST)
         now = _rank_ratio(rec) if not np.isnan(rec).any() else np.zeros(len(self.features))
@@ -177,7 +181,8 @@ class InputMonitor(Component):
                 continue
             fault = self._constant(j, f, ref[j], rec[j], seqs, med[j], iqr[j])
             if fault is None:
-                what = self._moved(ref[j], rec[j], lo[j], hi[j], med[j], iqr[j], rmed[j], riqr[j])
+                what = self._moved(rec[j], lo[j], hi[j], q01[j], q99[j], med[j], iqr[j], r10[j], rmed[j], r90[j],
+                                   riqr[j])
                 if what is not None:
                     moved[j] = what
                     continue
@@ -186,7 +191,7 @@ class InputMonitor(Component):
                 found.append(fault)
         for j, what in moved.items():
             f = self.features[j]
-            at = _start_outside(rec[j], lo[j], hi[j])
+            at = _start_outside(rec[j], q01[j], q99[j])
             start = seqs[self.reference + at]
             tail = rec[j][at:]  # the values since the fault began
             t25, tmed, t75 = np.percentile(tail, [25, 50, 75])
@@ -230,11 +235,14 @@ class InputMonitor(Component):
         return InputFault(f, "constant", int(seqs[-1]), start, before, (math.nan if value is None else value, 0.0),
                           f"{said} since {start}{hint}; before: median {med:.3g}, IQR {iqr:.3g}")
 
-    def _moved(self, ref: np.ndarray, rec: np.ndarray, lo: float, hi: float, med: float, iqr: float, rmed: float,
-               riqr: float) -> str | None:
+    def _moved(self, rec: np.ndarray, lo: float, hi: float, q01: float, q99: float, med: float, iqr: float,
+               r10: float, rmed: float, r90: float, riqr: float) -> str | None:
         if not (np.isfinite(rmed) and np.isfinite(med)) or not iqr > 0:
             return None
-        if (rmed > hi or rmed < lo) and abs(rmed - med) >= self.shift * iqr:
+        # beyond the whole reference, or nine tenths of the values beyond its 1% tails (a feature
+        # with rare spikes has a range that the bulk of shifted values need not leave)
+        beyond = rmed > hi or rmed < lo or r10 > q99 or r90 < q01
+        if beyond and abs(rmed - med) >= self.shift * iqr:
             ratio = abs(rmed / med) if med != 0 else math.inf
             spread = riqr / iqr
             scaled = (rmed * med > 0 and not 1 / self.factor < ratio < self.factor) or not (
@@ -283,15 +291,15 @@ class InputMonitor(Component):
         return None if best is None else best[1]
 
 
-def _quartiles(a: np.ndarray, with_range: bool = False) -> tuple[np.ndarray, ...]:
-    """Each row's quartiles (and its least and largest value), missing values left out (NaN for
-    a row all missing)."""
+def _quartiles(a: np.ndarray, qs: tuple[int, ...], with_range: bool = False) -> tuple[np.ndarray, ...]:
+    """Each row's percentiles ``qs`` (and its least and largest value), missing values left out
+    (NaN for a row all missing)."""
     if not np.isnan(a).any():
-        q = tuple(np.percentile(a, [25, 50, 75], axis=1))
+        q = tuple(np.percentile(a, qs, axis=1))
         return (*q, a.min(axis=1), a.max(axis=1)) if with_range else q
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # a row all missing: its quantiles are NaN
-        q = tuple(np.nanpercentile(a, [25, 50, 75], axis=1))
+        q = tuple(np.nanpercentile(a, qs, axis=1))
         return (*q, np.nanmin(a, axis=1), np.nanmax(a, axis=1)) if with_range else q
 
 
@@ -343,12 +351,20 @@ def _jumped(values: np.ndarray, at: int, ref: np.ndarray) -> bool:
 
 
 def _start_outside(rec: np.ndarray, lo: float, hi: float) -> int:
-    """Where in ``rec`` the stretch begins from which most values lie outside ``[lo, hi]``: the
-    first index after which at least 80% of the values do."""
+    """Where in ``rec`` the values began to lie outside ``[lo, hi]``: the split that best tells
+    the share outside after it from the share before it (the maximum of the standardised
+    difference of the two shares, a single change point's estimate), at an index whose value
+    lies outside."""
     out = ((rec > hi) | (rec < lo)).astype(float)
-    tail = np.cumsum(out[::-1])[::-1] / np.arange(len(rec), 0, -1)
-    ok = np.flatnonzero((tail >= 0.8) & (out > 0))
-    return int(ok[0]) if len(ok) else len(rec) // 2
+    n = len(out)
+    if out[0] and out.mean() >= 0.9:  # outside from the first on: it began there (or before)
+        return 0
+    i = np.arange(1, n)
+    after = np.cumsum(out[::-1])[::-1][1:] / (n - i)
+    before = np.cumsum(out)[:-1] / i
+    score = (after - before) * np.sqrt(i * (n - i) / n)
+    score[out[1:] == 0] = -np.inf  # the new stretch starts with a value outside
+    return int(i[np.argmax(score)]) if np.isfinite(score).any() else n // 2
 
 
 def _how(what: str, before: tuple[float, float], after: tuple[float, float]) -> str:

@@ -187,3 +187,16 @@ def test_the_faulted_features_explanation_changes_that_follow_page_no_more():
                                 model_loss=Block(10, 0.2, 0.01))
             pages += [e for e in eps if e.first and e.alert]
     assert pages == [], [(e.kind, [c.feature for c in e.changes]) for e in pages]
+
+
+def test_an_offset_of_a_feature_with_rare_spikes_is_found_though_its_range_is_wide():
+    """A price-like feature: mostly near 0.05, now and then a spike to 1. Shifted by five of its
+    standard deviations its bulk leaves the reference's 1% tails, not its range."""
+    rng = random.Random(8)
+    xs = [{"p": (1.0 if rng.random() < 0.005 else 0.05 + 0.01 * rng.gauss(0.0, 1.0))} for _ in range(AT + 500)]
+    sd = (sum((x["p"] - 0.05) ** 2 for x in xs[:AT]) / AT) ** 0.5
+    for x in xs[AT:]:
+        x["p"] += 5 * sd
+    mon = InputMonitor(["p"])
+    faults = [f for t, x in enumerate(xs) for f in mon.update(t, x)]
+    assert [(f.what, f.start) for f in faults] == [("shifted", AT)], faults
