@@ -237,8 +237,13 @@ class Settings:
     streams: dict = _f({}, 'stream profiles: per-stream settings for the stream ids a glob matches; in a settings '
                            'file [streams."<glob>"] tables, first match wins (JSON {glob: {setting: value}} elsewhere)')
     # Sources
-    sources: dict = _f({}, "a team's own topics read in its own record format: [sources.<name>] tables (topic, kind, "
-                           "format, features, stream_id, event_id, event_time, label, profile); see streamxai.sources")
+    sources: dict = _f({}, "a team's own topics, read in its own record format: one [sources.<name>] table each with "
+                           "topic (the team's topic, no topic_prefix), kind (features or labels), format (json, avro, "
+                           "json_schema or protobuf), protobuf_message (module:Class, protobuf only), features (field "
+                           "names or dotted paths), stream_id (key, or a field path), event_id (a field path), "
+                           "event_time (a field path, or timestamp), label (a field path; optional in a features "
+                           "source) and profile (the [streams.\"<name>:*\"] table that explains its streams); see "
+                           "the how-to page Read a team's own topics")
     schema_registry_url: str = _f("", "URL of the schema registry (Confluent-compatible) that frames the records of sources with format avro, json_schema or protobuf; several: comma-separated")
     schema_registry_username: str = _f("", "user name for the schema registry (HTTP basic auth)")
     schema_registry_password: Secret = _f(Secret(""), "password for the schema registry (secret)", secret=True)
