@@ -112,7 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     db.add_argument("--port", type=port(), default=8050, help="port to listen on (default 8050)")
     db.add_argument("--latest", action="store_true", help="show only messages that arrive from now on")
 
-    pl = sub.add_parser("plot", parents=[common], help="write a PNG (and optionally HTML) of a stream's explanations")
+    pl = sub.add_parser("plot", parents=[common], help="write a PNG (and optionally HTML) of a stream's explanations "
+                                                          "(needs matplotlib: pip install 'streamxai[plot]')")
     pl.add_argument("stream_id", help="the stream to plot")
     pl.add_argument("--out", metavar="FILE.png", default=None, help="PNG to write (default: STREAM_ID.png)")
     pl.add_argument("--html", metavar="FILE.html", default=None, help="also write a self-contained HTML report")

@@ -475,8 +475,9 @@ def _utc(ms: int | None) -> str | None:
 
 
 def plot(args: argparse.Namespace, s: Settings) -> int:
-    from .local.plot import plot_summary, plot_view, read_stream, write_html
+    from .local.plot import plot_summary, plot_view, read_stream, require_matplotlib, write_html
 
+    require_matplotlib()  # before the topics are read
     view = read_stream(s, args.stream_id, idle=args.idle)
     png = plot_view(view, args.out or f"{args.stream_id}.png")
     print(plot_summary(view, png))

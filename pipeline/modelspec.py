@@ -22,8 +22,8 @@ from typing import Any
 from streamxai.schemas import ConfigError
 from streamxai.schemas.features import shown
 
-__all__ = ["build_model", "model_factory", "check_takes_strings", "default_model_params", "DEFAULT_MODEL",
-           "DEFAULT_MODEL_PARAMS"]
+__all__ = ["build_model", "model_factory", "check_takes_strings", "check_task", "model_task",
+           "default_model_params", "DEFAULT_MODEL", "DEFAULT_MODEL_PARAMS", "LOSS_TASKS"]
 
 #: the default model and its keyword arguments
 DEFAULT_MODEL = "river.tree.HoeffdingAdaptiveTreeClassifier"
@@ -67,6 +67,69 @@ def default_model_params(path: str) -> dict[str, Any]:
     except Exception:  # a model that does not import or has no signature: building it says what is wrong
         return {}
     return dict(DEFAULT_MODEL_PARAMS) if all(k in params for k in DEFAULT_MODEL_PARAMS) else {}
+
+
+#: the task each loss of the settings scores
+LOSS_TASKS = {"zero_one": "classification", "brier": "classification", "cross_entropy": "classification",
+              "squared": "regression", "absolute": "regression"}
+
+
+def model_task(path: str) -> str | None:
+    """``"classification"`` for a river classifier class, ``"regression"`` for a river regressor
+    class; ``None`` when the path does not say: a function of one's own that builds the model, a
+    class that is neither or both, or a path that does not import (building it says why).
+
+    >>> model_task("river.linear_model.LinearRegression"), model_task("river.forest.ARFClassifier")
+    ('regression', 'classification')
+    """
+    if path == DEFAULT_MODEL:  # known without importing river
+        return "classification"
+    try:
+        found = _resolve(path)
+        from river import base
+    except Exception:
+        return None
+    if not isinstance(found, type):
+        return None
+    classifier, regressor = issubclass(found, base.Classifier), issubclass(found, base.Regressor)
+    if classifier == regressor:
+        return None
+    return "classification" if classifier else "regression"
+
+
+def check_task(task: str, model: str, loss: str, output: str) -> None:
+    """Refuse a ``model``, ``output`` or ``loss`` (a name of :data:`LOSS_TASKS`) that cannot serve
+    ``task``, naming the settings to change. A loss of another name and a model whose task its
+    path does not say (:func:`model_task`) are not judged here.
+
+    >>> check_task("classification", "river.linear_model.LinearRegression", "squared", "label")
+    Traceback (most recent call last):
+    ...
+    streamxai.schemas.errors.ConfigError: task is "classification" (its default), which model river.linear_model.LinearRegression (a regressor) and loss = "squared" (it scores numbers) do not fit: set task = "regression" with output = "value" for a regression, or model to a classifier and loss = "zero_one"
+    """
+    regression = task == "regression"
+    wrong, fixes = [], []
+    found = model_task(model)
+    if found is not None and found != task:
+        default = ", the default model" if model == DEFAULT_MODEL else ""
+        wrong.append(f"model {model} (a {'classifier' if regression else 'regressor'}{default})")
+        fixes.append("model to a regressor such as river.linear_model.LinearRegression" if regression
+                     else "model to a classifier")
+    if regression and output != "value":
+        wrong.append(f'output = "{output}" (a class label)')
+        fixes.append('output = "value"')
+    found = LOSS_TASKS.get(loss) if isinstance(loss, str) else None
+    if found is not None and found != task:
+        wrong.append(f'loss = "{loss}" (it scores {"class labels" if regression else "numbers"})')
+        fixes.append('loss = "squared" or "absolute"' if regression else 'loss = "zero_one"')
+    if not wrong:
+        return
+    which = " and ".join([", ".join(wrong[:-1]), wrong[-1]] if len(wrong) > 1 else wrong)
+    fix = " and ".join([", ".join(fixes[:-1]), fixes[-1]] if len(fixes) > 1 else fixes)
+    if regression:
+        raise ConfigError(f'task = "regression" does not fit {which}: set {fix}, or task = "classification"')
+    raise ConfigError(f'task is "{task}" (its default), which {which} do{"es" if len(wrong) == 1 else ""} not fit: '
+                      f'set task = "regression" with output = "value" for a regression, or {fix}')
 
 
 def build_model(path: str, params: dict[str, Any], seed: int | None = None) -> Any:

@@ -27,7 +27,7 @@ from streamxai.schemas import ConfigError, FeatureSpec
 from streamxai.schemas.features import TASKS
 
 from .core.stream import EXPLAINER_NAMES
-from .modelspec import DEFAULT_MODEL, default_model_params
+from .modelspec import DEFAULT_MODEL, check_task, default_model_params
 from .profiles import ProfileMatcher, check_glob
 from .sources import SourceSpec, parse_sources
 from .tls_files import check_tls_files
@@ -189,7 +189,8 @@ class Settings:
     features: list = _f([], "feature names every event must carry, in model order (a worker needs them here or in "
                             "every stream profile)")
     categorical: list = _f([], "features that are categorical (strings or integers)")
-    task: str = _f("classification", "task: classification (the model predicts a label) or regression (a number)")
+    task: str = _f("classification", "task: classification (the model predicts a label) or regression (a number); "
+                                      "a model, output or loss made for the other task is refused when the settings load")
     target: str = _f("", "label field of the records and CSV files `streamxai produce` reads (--target overrides it); empty: the first of label (number for regression), y and target the file has")
     max_message_bytes: int = _f(64 * 1024, "larger input messages go to the dead-letter topic")
     max_dead_letter_bytes: int = _f(512 * 1024, "dead letters (key and value) stay under this size, cutting the original to a prefix with its size and SHA-256; keep it below the broker's message.max.bytes (it also bounds the worker's produce batches, 256 KiB at most)")
@@ -236,8 +237,13 @@ class Settings:
     streams: dict = _f({}, 'stream profiles: per-stream settings for the stream ids a glob matches; in a settings '
                            'file [streams."<glob>"] tables, first match wins (JSON {glob: {setting: value}} elsewhere)')
     # Sources
-    sources: dict = _f({}, "a team's own topics read in its own record format: [sources.<name>] tables (topic, kind, "
-                           "format, features, stream_id, event_id, event_time, label, profile); see streamxai.sources")
+    sources: dict = _f({}, "a team's own topics, read in its own record format: one [sources.<name>] table each with "
+                           "topic (the team's topic, no topic_prefix), kind (features or labels), format (json, avro, "
+                           "json_schema or protobuf), protobuf_message (module:Class, protobuf only), features (field "
+                           "names or dotted paths), stream_id (key, or a field path), event_id (a field path), "
+                           "event_time (a field path, or timestamp), label (a field path; optional in a features "
+                           "source) and profile (the [streams.\"<name>:*\"] table that explains its streams); see "
+                           "the how-to page Read a team's own topics")
     schema_registry_url: str = _f("", "URL of the schema registry (Confluent-compatible) that frames the records of sources with format avro, json_schema or protobuf; several: comma-separated")
     schema_registry_username: str = _f("", "user name for the schema registry (HTTP basic auth)")
     schema_registry_password: Secret = _f(Secret(""), "password for the schema registry (secret)", secret=True)
@@ -303,9 +309,11 @@ class Settings:
             raise bad(f"explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")
         if self.output not in ("label", "value"):
             raise bad(f"output={self.output!r} must be label or value")
-        if self.task == "regression" and self.output != "value":
-            raise bad("output=label cannot score a regression: set output = \"value\" and a loss "
-                      "for numbers (squared or absolute)")
+        if self.task in TASKS:
+            try:
+                check_task(self.task, self.model, self.loss, self.output)
+            except ConfigError as e:
+                raise bad(str(e)) from None
         unknown = set(self.change_explainers) - set(EXPLAINER_NAMES)
         if unknown:
             raise bad(f"change_explainers has unknown names {sorted(unknown)}; use {', '.join(EXPLAINER_NAMES)}")

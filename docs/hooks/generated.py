@@ -100,6 +100,8 @@ def _type(prop: dict) -> str:
     kinds = kind if isinstance(kind, list) else [kind]
     if "array" in kinds and isinstance(prop.get("items"), dict):
         kinds = [f"array of {_type(prop['items'])}" if k == "array" else k for k in kinds]
+    if "contentEncoding" in prop:  # bytes in a JSON string, e.g. a dead letter's original (base64)
+        kinds = [f"string ({prop['contentEncoding']})" if k == "string" else k for k in kinds]
     return " or ".join(kinds)
 
 

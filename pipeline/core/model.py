@@ -22,7 +22,7 @@ import numpy as np
 
 from .base import Component
 
-__all__ = ["ModelFunction", "OUTPUTS", "FAST_PATHS", "mean_output", "blend_output", "check_model_fn", "chain_rows"]
+__all__ = ["ModelFunction", "OUTPUTS", "FAST_PATHS", "mean_output", "blend_output", "chain_rows"]
 
 OUTPUTS = ("label", "value", "proba", "proba_of")
 #: ``auto``: evaluate a recognised river model from its internals; ``off``: always call it
@@ -298,20 +298,6 @@ def chain_rows(x: dict, order: Sequence[str], donors: Sequence[dict], first: int
     for step in per_step:
         out += step
     return out
-
-
-def check_model_fn(model_fn: Any) -> ModelFunction:
-    """``model_fn`` itself, or a bare river model or callable wrapped as ``ModelFunction(model)``,
-    which explains its ``predict_one`` (a label or a value); explaining a probability needs
-    ``ModelFunction(model, output="proba_of", target_class=...)``.
-
-    >>> from river import linear_model
-    >>> check_model_fn(linear_model.LinearRegression()).output
-    'label'
-    """
-    if isinstance(model_fn, ModelFunction):
-        return model_fn
-    return ModelFunction(model_fn)
 
 
 def mean_output(preds: Sequence[Prediction]) -> Prediction:

@@ -6,7 +6,7 @@ the explainers.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streamxai.schemas import (
@@ -61,6 +61,12 @@ class _StreamState:
     since_checkpoint: int = 0
     #: the settings it was built under (ModelHandler.SHAPED_BY)
     built_under: dict[str, Any] | None = None
+    #: the team's event id of each event of a source that waits for its label, by seq (its
+    #: outcome, learned or expired, names it); as many as the join's events waiting
+    event_ids: dict[int, str] = field(default_factory=dict)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({"event_ids": {}, **state})  # a checkpoint of a state that kept no event ids
 
     @property
     def last_seq(self) -> int:
@@ -202,6 +208,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             res = self._apply(a, st, raw, key)
         except _SeqGap:
             return False  # a seq_gap dead letter the first time
+        self._event_ids(a, st, res)
         if res.error is not None:
             self._replay_error()
         return res.error is None
@@ -287,9 +294,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
         k = sid.encode()
         m = self.metrics
         outs: list[Out] = []
-        # the team's event id goes with the steps and outcome of the event that came now (a source's
-        # record) or whose label came now (a labels source's, as the join sends it)
-        event_ids = {ev.seq: a.event_id} if a.event_id is not None else {}
+        event_ids = self._event_ids(a, st, res)
         if isinstance(res.error, CategoryTypeChanged):  # bad input, refused before the model saw it
             refused = CategoryTypeMismatch(str(res.error), where=str(a.origin))
             refused.event_id = a.event_id  # type: ignore[attr-defined]  # a source's record: its dead letter names it
@@ -326,6 +331,22 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
             m.inc("labels_learned")  # a label that came before its event joined it now
         outs += self._tasks(sid, st, res.steps, event_ids)
         return outs
+
+    @staticmethod
+    def _event_ids(a: _Arriving, st: _StreamState, res: Arrival) -> dict[int, str]:
+        """The team's event id of each seq the outputs of arrival ``a`` name: the event that came
+        now (a source's record) or whose label came now (a labels source's, as the join sends
+        it), and the waiting events it learned or expired. A source's event that waits for its
+        label is noted in ``st.event_ids`` until its outcome."""
+        ids = {a.event.seq: a.event_id} if a.event_id is not None else {}
+        waiting = st.event_ids
+        if ids and res.prediction is not None and res.prediction.y_true is None:
+            waiting[a.event.seq] = a.event_id  # type: ignore[assignment]
+        for o in res.outcomes:
+            found = waiting.pop(o.seq, None)
+            if found is not None:
+                ids.setdefault(o.seq, found)
+        return ids
 
     def _model_refused(self, err: Exception, raw: bytes | None, key: bytes | None, src: Source, where: Source,
                        sid: str, seq: int, held: bool = False) -> Out:

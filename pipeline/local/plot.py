@@ -26,7 +26,7 @@ from ..settings import Settings
 from .dashboard.state import DashboardState
 from .markers import group_changes, label_text, level_text, place_labels
 
-__all__ = ["read_stream", "plot_view", "draw", "plot_summary", "changes_text", "write_html"]
+__all__ = ["read_stream", "plot_view", "draw", "plot_summary", "changes_text", "write_html", "require_matplotlib"]
 
 MODEL_LOSS_COLOR = "deepskyblue"  # no feature's colour (tab10), so never mistaken for a change marker
 LABEL_SIZE = 7  # points, of the change labels
@@ -35,6 +35,16 @@ LABEL_PAD = 2.0  # pixels either side of a change label's text
 PLOT_MAX_CHANGES = 20_000
 PLOT_MAX_EPISODES = 10_000
 NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)"}
+
+
+def require_matplotlib() -> None:
+    """Raise :class:`StreamxaiError` saying how to install matplotlib if it is missing: it is an
+    optional extra (``streamxai[plot]``), which the workers do without."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        raise StreamxaiError(f"streamxai plot draws with matplotlib, which cannot be imported ({e}); install it "
+                             "with pip install 'streamxai[plot]'") from None
 
 
 def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int = 2000) -> dict[str, Any]:

@@ -116,11 +116,13 @@ def test_schema_page_shows_each_message_s_newest_fields(tmp_path):
     (tmp_path / "ping.v2.json").write_text(json.dumps({
         "title": "a ping", "required": ["n"], "additionalProperties": False,
         "properties": {"n": {"type": "integer", "minimum": 0, "description": "how many"},
-                       "tag": {"type": ["string", "null"]}}}))
+                       "tag": {"type": ["string", "null"]},
+                       "raw": {"type": ["string", "null"], "contentEncoding": "base64"}}}))
     page = load_hook().schemas_md(tmp_path)
     assert "| [`ping`](#ping) | `ping/v2` | v1 |" in page
     assert "| `n` | integer | yes | ≥ `0` | how many |" in page
     assert "| `tag` | string or null |  |  |  |" in page
+    assert "| `raw` | string (base64) or null |  |  |  |" in page  # bytes, as the schema file says
     assert "gone" not in page and "Fields not listed here are refused." in page
 
 

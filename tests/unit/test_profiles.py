@@ -108,7 +108,7 @@ def test_the_per_stream_rule_covers_the_stream_settings_and_nothing_deployment_w
     ('[streams."r-*"]\nalpha = "0.1"', '[streams."r-*"]: setting alpha in this table is a string (\'0.1\'); expected a number'),
     ('[streams."r-*"]\nalpha = 2.0', '[streams."r-*"]: setting alpha=2.0 must be in (0, 1]'),
     ('[streams."r-*"]\nfeatures = ["a"]\ncategorical = ["b"]', '[streams."r-*"]: setting features/categorical/task'),
-    ('[streams."r-*"]\ntask = "regression"', '[streams."r-*"]: setting output=label cannot score a regression'),
+    ('[streams."r-*"]\ntask = "regression"', '[streams."r-*"]: setting task = "regression" does not fit model river.tree.HoeffdingAdaptiveTreeClassifier (a classifier, the default model), output = "label" (a class label)'),
     ('streams = {"r-*" = 3}', '[streams."r-*"] must be a table of settings, not an integer'),
 ])
 def test_a_bad_profile_is_one_line_naming_the_file_table_and_key(tmp_path, capsys, table, fragment):
@@ -125,7 +125,7 @@ def test_a_bad_profile_is_one_line_naming_the_file_table_and_key(tmp_path, capsy
 @pytest.mark.parametrize("table, fragment", [
     ('features = ["a"]\nmodel = "river.nope.Model"', '[streams."r-*"] model: model \'river.nope.Model\' cannot be imported'),
     ('features = ["a"]\nmodel = "river.linear_model.LinearRegression"\nmodel_params = {depth = 3}\ntask = "regression"\n'
-     'output = "value"', '[streams."r-*"] model: model river.linear_model.LinearRegression takes no parameter \'depth\''),
+     'output = "value"\nloss = "squared"', '[streams."r-*"] model: model river.linear_model.LinearRegression takes no parameter \'depth\''),
     ('alpha = 0.1', '[streams."r-*"] features: none in the table and none at the top level'),
     ('features = ["a"]\nloss = "hinge"', '[streams."r-*"] explainers:'),
 ])
@@ -249,7 +249,7 @@ def test_the_alert_series_of_every_profile_exist_from_the_start():
 def test_a_model_that_cannot_take_a_categorical_string_stops_the_worker_at_start(tmp_path, capsys, model, params,
                                                                                   task):
     # such a profile stops the worker at start, rather than make every event a model_error dead letter
-    out = 'output = "value"\n' if task == "regression" else ""
+    out = 'output = "value"\nloss = "squared"\n' if task == "regression" else ""
     f = tmp_path / "cat.toml"
     f.write_text(f'[streams."ok-*"]\nfeatures = ["a"]\n\n[streams."r-*"]\nfeatures = ["a", "c"]\ncategorical = ["c"]\n'
                  f'model = "{model}"\nmodel_params = {params}\ntask = "{task}"\n{out}')
@@ -270,7 +270,8 @@ def test_a_model_that_cannot_take_a_categorical_string_stops_the_worker_at_start
 def test_models_that_take_categorical_strings_are_not_refused(model, params, task):
     cat = [] if model.endswith("LinearRegression") else ["c"]
     s = Settings(streams={"r-*": {"features": ["a", "c"], "categorical": cat, "model": model, "model_params": params,
-                                  "task": task, "output": "value" if task == "regression" else "label"}})
+                                  "task": task, "output": "value" if task == "regression" else "label",
+                                  "loss": "squared" if task == "regression" else "zero_one"}})
     check_streams(s)
 
 

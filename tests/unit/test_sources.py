@@ -290,3 +290,12 @@ def test_the_payments_demo_maps_back_to_the_demo_stream():
     assert [lb["label"] for lb in labels] == [e.y for e in events]
     order = [(t == pay.topic) for t, _, _ in msgs]
     assert order[:8] == [True] * 8 and order[8] is False
+
+
+def test_the_settings_reference_names_every_key_of_a_source_table():
+    import dataclasses
+
+    from streamxai.sources import _FIELDS
+
+    help_text = next(f.metadata["help"] for f in dataclasses.fields(Settings) if f.name == "sources")
+    assert [k for k in sorted(_FIELDS) if f"{k} (" not in help_text] == []

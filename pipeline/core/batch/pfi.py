@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from ..bare_model import check_model_fn
 from ..base import Component, check_positive_int
 from ..losses import get_loss
-from ..model import ModelFunction, check_model_fn
+from ..model import ModelFunction
 from ..rng import derive_seed
 
 __all__ = ["batch_pfi", "IntervalPFI", "pfi_error"]
@@ -45,7 +46,7 @@ def batch_pfi(
     features are computed. All rows of one permutation (or, exact, of one observation) go
     to ``model_fn.many`` in one call.
     """
-    _check_model_fn(model_fn)
+    model_fn = _check_model_fn(model_fn, loss)
     n = len(X)
     if n != len(y):
         raise ValueError(f"X has {n} rows but y has {len(y)} labels")
@@ -187,7 +188,7 @@ class IntervalPFI(Component):
         n_repeats: int = 10,
         seed: int | None = None,
     ):
-        self.model_fn = _check_model_fn(model_fn)
+        self.model_fn = _check_model_fn(model_fn, loss)
         self.loss = loss
         self.feature_names = feature_names
         self.features = features

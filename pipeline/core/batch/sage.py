@@ -200,8 +200,8 @@ class SlidingWindowSAGE(Explainer):
         seed: int | None = None,
         estimator: str | None = None,
     ):
-        self.model_fn = self._check_model_fn(model_fn)
-        _check_output(model_fn, "SW-SAGE")
+        self.model_fn = self._check_model_fn(model_fn, loss)
+        _check_output(self.model_fn, "SW-SAGE")
         self.loss = loss
         self.feature_names = feature_names
         check_positive_int(window, "window")

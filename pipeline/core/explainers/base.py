@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..bare_model import check_model_fn
 from ..base import Component
 from ..increments import IncrementTracker
-from ..model import ModelFunction, check_model_fn
+from ..model import ModelFunction
 
 __all__ = ["Explainer"]
 
@@ -81,8 +82,10 @@ class Explainer(Component):
         return list(features)
 
     @staticmethod
-    def _check_model_fn(model_fn: Any) -> ModelFunction:
-        return check_model_fn(model_fn)
+    def _check_model_fn(model_fn: Any, loss: Any = None) -> ModelFunction:
+        """``model_fn``, or a bare model wrapped to explain the output ``loss`` scores
+        (:func:`streamxai.core.bare_model.bare_output`)."""
+        return check_model_fn(model_fn, loss)
 
     @staticmethod
     def _check_alpha(alpha: float) -> float:

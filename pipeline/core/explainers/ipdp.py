@@ -44,6 +44,9 @@ GRIDS = ("extreme", "quantile")
 class IPDP(Explainer):
     """Incremental PDP of every feature in ``features``.
 
+    ``model_fn`` is a ``ModelFunction`` of a numeric output (``"value"``, or ``"proba_of"``
+    with a ``target_class``), or a bare regressor or callable returning numbers.
+
     References
     ----------
     1. Muschalik, M., Fumagalli, F., Jagtani, R., Hammer, B., Hüllermeier, E. "iPDP: On Partial
@@ -124,7 +127,7 @@ class IPDP(Explainer):
         seed: int | None = None,
     ):
         self.model_fn = self._check_model_fn(model_fn)
-        require_numeric_output(model_fn, "IPDP")
+        require_numeric_output(self.model_fn, "IPDP")
         self.feature_names = feature_names
         self.features = features
         self.alpha = self._check_alpha(alpha)

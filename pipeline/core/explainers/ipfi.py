@@ -25,7 +25,9 @@ class IPFI(Explainer):
     Parameters
     ----------
     model_fn
-        The model to explain, with the explained output (``ModelFunction``).
+        The model to explain: a ``ModelFunction`` naming the explained output, or a bare river
+        model or callable, which explains the output ``loss`` scores
+        (:func:`~streamxai.core.bare_model.bare_output`).
     loss
         ``loss(y_true, y_pred) -> float`` or a name from :data:`streamxai.core.losses.LOSSES`.
     feature_names
@@ -142,7 +144,7 @@ class IPFI(Explainer):
         storage_size: int = 100,
         seed: int | None = None,
     ):
-        self.model_fn = self._check_model_fn(model_fn)
+        self.model_fn = self._check_model_fn(model_fn, loss)
         self.loss = loss
         self.feature_names = feature_names
         self.features = features

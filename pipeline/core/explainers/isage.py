@@ -40,7 +40,8 @@ class ISAGE(Explainer):
     """Incremental SAGE values of all features.
 
     Parameters: ``model_fn`` the model and the output explained (``"value"``, ``"proba"``
-    or ``"proba_of"``); ``loss`` a name from :data:`streamxai.core.losses.LOSSES` or a
+    or ``"proba_of"``), or a bare model explaining the output ``loss`` scores
+    (:func:`~streamxai.core.bare_model.bare_output`); ``loss`` a name from :data:`streamxai.core.losses.LOSSES` or a
     callable ``loss(y_true, y_pred)``; ``feature_names`` all model inputs; ``features``
     ``None`` or all of ``feature_names`` (anything else is refused); ``alpha`` the
     smoothing rate; ``n_inner_samples`` ``m``; ``removal`` ``"interventional"``
@@ -157,14 +158,15 @@ class ISAGE(Explainer):
         seed: int | None = None,
         estimator: str | None = None,
     ):
-        self.model_fn = self._check_model_fn(model_fn)
-        if model_fn.output == "label":
+        self.model_fn = self._check_model_fn(model_fn, loss)
+        if self.model_fn.output == "label":
             raise ValueError(
                 "iSAGE averages predictions (the mean prediction y_0 and the mean over inner "
                 "samples), and a mean of labels is undefined; wrap a classifier as "
                 "ModelFunction(model, output='proba_of', target_class=c) with loss=BrierOf(c) "
-                "(unbiased), or output='proba' with loss='brier' or 'cross_entropy', and a "
-                "regressor as ModelFunction(model, output='value')"
+                "(unbiased), or output='proba' with loss='brier' or 'cross_entropy' (a bare "
+                "classifier with these losses explains its probabilities), and a regressor as "
+                "ModelFunction(model, output='value') (a bare regressor with loss='squared' or 'absolute')"
             )
         self.loss = loss
         self.feature_names = feature_names

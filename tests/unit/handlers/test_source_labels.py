@@ -6,6 +6,8 @@ of one that ran through."""
 
 from __future__ import annotations
 
+import pickle
+
 import orjson
 import pytest
 from helpers.partition_log import PartitionLog
@@ -188,3 +190,39 @@ def test_a_label_without_an_event_id_is_a_dead_letter_of_the_intake():
     letter = orjson.loads(out.value)
     assert (out.topic, letter["stage"], letter["reason"]) == ("dead-letters", "intake", "features")
     assert "path 'txn_id'" in letter["error"]
+
+
+def _expired(outs) -> list[dict]:
+    return [m for t, m in outs if t == "predictions" and m.get("outcome") == "expired"]
+
+
+def test_an_expired_outcome_names_the_team_s_event_id():
+    w = _run(Worker(_settings()), _script())
+    seqs = {(m["stream_id"], m["seq"]): m["event_id"] for t, m in w.outs
+            if t == "predictions" and m["schema"] == "prediction/v2"}
+    expired = _expired(w.outs)
+    assert len(expired) == 5  # of the 8 labels that never come: events 40 or more before their stream's end
+    assert [m.get("event_id") for m in expired] == [seqs[m["stream_id"], m["seq"]] for m in expired]
+
+
+def test_a_model_handler_rebuilt_from_its_history_names_the_event_ids_of_what_expires():
+    s = _settings()
+    whole = _run(Worker(s), _script())
+    topic = s.topic("arrivals")
+    arrivals = whole.log.parts[(topic, 0)]
+    stop = len(arrivals) // 2
+    through, rebuilt = ModelHandler(s), ModelHandler(s, history=whole.log)
+    first, again = [], []
+    for off, (k, v, _, _) in enumerate(arrivals):
+        outs = through.on_message(v, k, whole.log.source(topic, 0, off))
+        if off >= stop:
+            first += [(o.topic, orjson.loads(o.value)) for o in outs]
+            again += [(o.topic, orjson.loads(o.value)) for o in rebuilt.on_message(v, k, whole.log.source(topic, 0, off))]
+    assert _expired(first) and _expired(again) == _expired(first)
+    assert all(m.get("event_id") for m in _expired(again))
+
+
+def test_a_checkpointed_stream_state_without_event_ids_restores_with_none_waiting():
+    st = Worker(_settings()).model._fresh("payments:a")
+    del st.event_ids  # as a checkpoint of a state that kept no event ids holds it
+    assert pickle.loads(pickle.dumps(st)).event_ids == {}

@@ -9,8 +9,10 @@ from __future__ import annotations
 import logging
 import socket
 import time
+from types import SimpleNamespace
 
 import pytest
+from streamxai.local import ports
 from streamxai.local.broker import BrokerError
 from streamxai.local.ports import claim_port, free_port, port_holders
 
@@ -45,7 +47,9 @@ def test_a_port_held_only_by_time_wait_is_not_another_process(caplog):
 
 def test_a_listening_port_is_another_process_at_once(monkeypatch):
     slept = []  # what the claim waited, counted rather than timed (a loaded machine's wall clock varies)
-    monkeypatch.setattr("streamxai.local.ports.time.sleep", slept.append)
+    # the ports module's own clock, not the time module: every thread of the process calls
+    # time.sleep (the outage-log watcher of an earlier test wakes every 2 s), and would count here
+    monkeypatch.setattr(ports, "time", SimpleNamespace(sleep=slept.append, monotonic=time.monotonic))
     with socket.socket() as srv:
         srv.bind(("127.0.0.1", 0))
         srv.listen()
