@@ -22,7 +22,7 @@ from river import drift as river_drift  # noqa: E402
 from river import tree  # noqa: E402
 from river.datasets import synth  # noqa: E402
 from streamxai.core.change import stream as change_stream  # noqa: E402
-from streamxai.core.change.events import KINDS, loss_kind  # noqa: E402
+from streamxai.core.change.events import INPUTS, KINDS, loss_kind  # noqa: E402
 from streamxai.core.change.test import two_sample_z  # noqa: E402
 from streamxai.core.increments import Block  # noqa: E402
 from streamxai.core.losses import get_loss  # noqa: E402
@@ -295,7 +295,7 @@ def record(sc: Scenario) -> Result:
     s = sc.settings
     factory = sc.model or model_factory(s.model, s.model_params, s.model_seed)
     se = StreamExplainer(factory, s.features, explainer_specs(s), seed=s.explain_seed, stream_id=sc.name,
-                         categorical=s.categorical)
+                         categorical=s.categorical, inputs=s.change_inputs)
     adwin = river_drift.ADWIN(delta=0.002)
     fn = ModelFunction(se.model, output=s.output)
     loss_fn = get_loss(s.loss)
@@ -307,7 +307,10 @@ def record(sc: Scenario) -> Result:
         if adwin.drift_detected:
             res.adwin.append(seq)
         report = (seq + 1) % s.emit_every == 0
-        values = se.process_one(x, y, report=report, loss=loss)
+        values = se.process_one(x, y, report=report, loss=loss, position=seq)
+        faults = se.take_faults()
+        if faults:  # what the watch of the inputs found, as the drift feed carries it before the report
+            res.feed.append((INPUTS, None, seq, faults, None, None, None, None))
         if report:
             res.feed += [(v.explainer, v.feature, seq, v.block, v.curve, v.model_loss, v.var_factor, v.value)
                          for v in values]
@@ -339,7 +342,10 @@ def detect(sc: Scenario, rec: Result, settings: Settings | None = None) -> Resul
     res = Result(sc.name, sc.n, adwin=rec.adwin, seconds=rec.seconds, feed=rec.feed)
     t1 = time.perf_counter()
     for explainer, feature, seq, block, curve, model_loss, var_factor, _ in rec.feed:
-        changes, episodes = det.update(explainer, feature, seq, block, curve, model_loss, var_factor)
+        if explainer == INPUTS:
+            changes, episodes = det.input_faults(block)
+        else:
+            changes, episodes = det.update(explainer, feature, seq, block, curve, model_loss, var_factor)
         for c in changes:
             res.changes.append((c.seq, c.explainer, c.feature, c.cut_seq, c.before.mean, c.after.mean, c.kind))
         res.episodes += [e for e in episodes if e.status == "closed"]
@@ -478,11 +484,14 @@ def change_path_speed(sc: Scenario, res: Result, repeats: int = 3) -> tuple[floa
     def ours() -> None:
         det = stream_detector(sc.settings)
         for item in res.feed:
-            det.update(*item[:7])
+            if item[0] != INPUTS:
+                det.update(*item[:7])
 
     def adwin() -> None:
         dets: dict[tuple[str, str], Any] = {}
         for e, f, _, _, _, _, _, value in res.feed:
+            if e == INPUTS:
+                continue
             d = dets.get((e, f))
             if d is None:
                 d = dets[(e, f)] = river_drift.ADWIN(delta=0.002, grace_period=10, clock=1)

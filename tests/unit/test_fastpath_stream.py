@@ -63,7 +63,7 @@ def test_classifiers_explained_identically(name):
 @pytest.mark.slow
 def test_regression_tree_explained_identically():
     s = Settings(features=AGRAWAL, task="regression", output="value", loss="squared", grid_size=5, storage_size=30,
-                 alpha=0.02)
+                 alpha=0.02, model="river.tree.HoeffdingTreeRegressor", model_params={"grace_period": 50})
     factory = functools.partial(build_model, "river.tree.HoeffdingTreeRegressor", {"grace_period": 50}, None)
     events = [dataclasses.replace(ev, y=ev.x["salary"] / 1000 + 3 * ev.x["age"]) for ev in agrawal_events("s", 300, seed=4)]
     fast, fast_out = run(factory, explainer_specs(s), events, "auto")
