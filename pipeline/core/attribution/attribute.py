@@ -1,0 +1,140 @@
+"""One prediction's interventional Shapley values: exact where the model allows, else sampled.
+
+:func:`attribute` picks the method from the model: a walk of each tree for river's Hoeffding
+trees (:mod:`.trees`), the trees' weighted average for ``ARFClassifier``, the closed form or the
+coalition array for linear and logistic regression (:mod:`.linear`), and permutation sampling
+(:mod:`.sampling`) for anything else or when an exact method would enumerate too much.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from river import base, compose
+from river.forest.adaptive_random_forest import ARFClassifier
+
+from ..fastpath.base import Unsupported
+from .linear import linear_game
+from .sampling import permutation_shapley
+from .trees import tree_game, tree_shapley
+
+__all__ = ["Attribution", "attribute", "METHODS"]
+
+#: how the values were computed; every method but "sampling" is exact
+METHODS = ("tree", "forest", "linear", "logistic", "constant", "sampling")
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Each feature's value, the base value ``mean_z f(z)``, the prediction ``f(x)`` (the values
+    sum to ``prediction - base``), the class explained (None: a regression value), the method,
+    and for "sampling" the standard errors and the model calls it made."""
+
+    values: dict[str, float]
+    base: float
+    prediction: float
+    target: Any
+    method: str
+    exact: bool
+    stderr: dict[str, float] = field(default_factory=dict)
+    n_evaluations: int = 0
+
+
+def isclassifier(model: Any) -> bool:
+    """True for a river classifier, or a pipeline that ends in one."""
+    if isinstance(model, compose.Pipeline):
+        model = list(model.steps.values())[-1]
+    return isinstance(model, base.Classifier)
+
+
+def _target(model: Any, x: dict, target_class: Any) -> Any:
+    if target_class is not None:
+        return target_class
+    if isinstance(model, ARFClassifier) and len(model) == 0:
+        return None  # its first prediction builds the forest: leave it to the model's owner
+    proba = model.predict_proba_one(x)
+    return max(proba, key=proba.get) if proba else None
+
+
+def _output(model: Any, target: Any) -> Callable[[dict], float]:
+    if callable(model) and not hasattr(model, "predict_one"):
+        return lambda row: float(model(row))
+    if isclassifier(model):
+        return lambda row: float(model.predict_proba_one(row).get(target, 0.0))
+    return lambda row: float(model.predict_one(row))
+
+
+def attribute(
+    model: Any, x: dict[str, Any], background: Sequence[dict[str, Any]], features: Sequence[str],
+    target_class: Any = None, max_exact: int = 12, max_evaluations: int = 2000, seed: int | None = None,
+) -> Attribution:
+    """The values of ``features`` (all the model reads, the players of the game) for ``x``
+    against ``background``. A classifier is explained on the probability of ``target_class``,
+    or of its predicted class when that is None; a model without a structure known here (or a
+    plain callable ``f(row) -> float``) is sampled within ``max_evaluations`` calls."""
+    names = list(features)
+    if not background:
+        raise ValueError("background is empty; the base value needs at least one feature dict")
+    for row, where in [(x, "x")] + [(z, f"background[{k}]") for k, z in enumerate(background)]:
+        missing = [f for f in names if f not in row]
+        if missing:
+            raise ValueError(f"{where} lacks features {missing}; every row must carry all of {names}")
+    is_fn = callable(model) and not hasattr(model, "predict_one")
+    target = None if is_fn or not isclassifier(model) else _target(model, x, target_class)
+    exact = None if is_fn else _exact(model, x, background, names, target, max_exact)
+    if exact is not None:
+        values, base, fx, method = exact
+        return Attribution(dict(zip(names, values.tolist(), strict=True)), float(base), float(fx), target, method, True)
+    est = permutation_shapley(_output(model, target), x, background, names, max_evaluations, seed)
+    return Attribution(dict(zip(names, est.values.tolist(), strict=True)), est.base, est.prediction, target,
+                       "sampling", False, dict(zip(names, est.stderr.tolist(), strict=True)), est.n_evaluations)
+
+
+def _exact(model: Any, x: dict, background: Sequence[dict], names: list[str], target: Any,
+           max_exact: int) -> tuple[np.ndarray, float, float, str] | None:
+    """``(values, base, f(x), method)``, or None when no exact method applies."""
+    game = linear_game(model, target)
+    if game is not None:
+        out = game.shapley(x, background, names, max_exact)
+        if out is None:
+            return None
+        return (*out, "logistic" if game.logistic else "linear")
+    try:
+        if isinstance(model, ARFClassifier) and type(model).predict_proba_one is ARFClassifier.predict_proba_one:
+            return _forest(model, x, background, names, target, max_exact)
+        phi, base, fx, _ = tree_shapley(tree_game(model, target), x, background, names, max_exact)
+        return phi, base, fx, "tree"
+    except Unsupported:
+        return None
+
+
+def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], target: Any,
+            max_exact: int) -> tuple[np.ndarray, float, float, str] | None:
+    """``ARFClassifier.predict_proba_one`` weighs each member's probabilities by its accuracy
+    (when that is > 0 and weighted votes are on) and divides the sum by its total. When each
+    member's probabilities sum to 1 on every row, the total is the sum of the weights and the
+    forest is the weighted mean of its members, whose values average alike. A member that
+    predicts nothing on any row (an empty tree) adds nothing to either sum."""
+    if len(model) == 0:
+        return np.zeros(len(names)), 0.0, 0.0, "constant"
+    phi = np.zeros(len(names))
+    base = fx = weight = 0.0
+    for member, metric in zip(model, model._metrics, strict=True):
+        mv = metric.get()
+        w = mv if not model.disable_weighted_vote and mv > 0.0 else 1.0
+        m_phi, m_base, m_fx, sums = tree_shapley(tree_game(member, target), x, background, names, max_exact)
+        if sums == "zero":
+            continue
+        if sums != "one":
+            return None
+        phi += w * m_phi
+        base += w * m_base
+        fx += w * m_fx
+        weight += w
+    if weight == 0:
+        return np.zeros(len(names)), 0.0, 0.0, "constant"
+    return phi / weight, base / weight, fx / weight, "forest"
+
