@@ -17,6 +17,7 @@ for any other model.
 
 from .attribute import METHODS, Attribution, attribute
 from .coalitions import brute_force
+from .explainer import LocalShapley
 from .sampling import permutation_shapley
 
-__all__ = ["Attribution", "attribute", "brute_force", "permutation_shapley", "METHODS"]
+__all__ = ["Attribution", "LocalShapley", "attribute", "brute_force", "permutation_shapley", "METHODS"]
