@@ -16,7 +16,9 @@ import numpy as np
 from river import base, compose
 from river.forest.adaptive_random_forest import ARFClassifier
 
+from ..fastpath import river_version_ok
 from ..fastpath.base import Unsupported
+from .background_walk import background_shapley
 from .linear import linear_game
 from .sampling import permutation_shapley
 from .trees import tree_game, tree_shapley
@@ -105,10 +107,18 @@ def _exact(model: Any, x: dict, background: Sequence[dict], names: list[str], ta
     try:
         if isinstance(model, ARFClassifier) and type(model).predict_proba_one is ARFClassifier.predict_proba_one:
             return _forest(model, x, background, names, target, max_exact)
-        phi, base, fx, _ = tree_shapley(tree_game(model, target), x, background, names, max_exact)
+        phi, base, fx, _ = _walk(tree_game(model, target), x, background, names, max_exact)
         return phi, base, fx, "tree"
     except Unsupported:
         return None
+
+
+def _walk(game: Any, x: dict, background: Sequence[dict], names: list[str], max_free: int) -> tuple:
+    """The tree's values from the walk of all background points at once on the river releases
+    whose naive Bayes internals it reads (:data:`~streamxai.core.fastpath.VERIFIED_RIVER`), else
+    from the walk point by point, which asks the leaves only."""
+    walk = background_shapley if river_version_ok() else tree_shapley
+    return walk(game, x, background, names, max_free)
 
 
 def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], target: Any,
@@ -125,7 +135,7 @@ def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], t
     for member, metric in zip(model, model._metrics, strict=True):
         mv = metric.get()
         w = mv if not model.disable_weighted_vote and mv > 0.0 else 1.0
-        m_phi, m_base, m_fx, sums = tree_shapley(tree_game(member, target), x, background, names, max_exact)
+        m_phi, m_base, m_fx, sums = _walk(tree_game(member, target), x, background, names, max_exact)
         if sums == "zero":
             continue
         if sums != "one":

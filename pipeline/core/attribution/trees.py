@@ -44,7 +44,7 @@ from ..fastpath.base import Unsupported, tree_kind
 from ..fastpath.walk import is_branch
 from .coalitions import masks, subset_shares, unanimity_shares
 
-__all__ = ["TreeGame", "tree_game", "tree_shapley", "TooManyFree"]
+__all__ = ["TreeGame", "tree_game", "tree_shapley", "route_shares", "step", "total_kind", "TooManyFree"]
 
 _ALL = None  # a leaf that may read any feature
 
@@ -53,7 +53,7 @@ class TooManyFree(Unsupported):
     """A route's leaves read more free features than the enumeration allows."""
 
 
-def _step(node: Any, row: dict) -> tuple[Any, bool]:
+def step(node: Any, row: dict) -> tuple[Any, bool]:
     """The child ``row`` goes to, and whether river's walk visits it twice (a missing feature
     or an unseen category sends the row down the most traversed path, yielding it twice)."""
     try:
@@ -95,8 +95,8 @@ class TreeGame:
                 if is_branch(alt):  # river cannot predict with it either
                     raise Unsupported("an alternate tree that is a branch")
                 alts = alts + (alt,) * (2 if twice else 1)
-            cx, tx = _step(node, x)
-            cz, tz = _step(node, z)
+            cx, tx = step(node, x)
+            cz, tz = step(node, z)
             if cx is cz and tx == tz:
                 node, twice = cx, tx
                 continue
@@ -205,48 +205,52 @@ def tree_shapley(
     for z in background:
         differ = {f for f in features if x[f] != z[f]}
         for a, b, leaves in game.routes(x, z):
-            reads: set = set()
-            for leaf in leaves:
-                r = game.reads(leaf)
-                reads |= differ if r is None else (r & differ)
-            free = sorted((reads - a) - b, key=index.__getitem__)
-            if not free:
-                key = tuple(map(id, leaves))
-                if not reads:
-                    got = const.get(key)
-                    if got is None:
-                        got = const[key] = game.value(leaves, _hybrid(x, z, a))
-                else:
-                    got = game.value(leaves, _hybrid(x, z, a))
-                g, total = got
-                totals.add(_total(total))
-                share_in, share_out = unanimity_shares(len(a), len(b))
-                share_in, share_out = share_in * g, share_out * g
-                values = np.array([g])
-                shares = np.zeros(0)
-            else:
-                if len(free) > max_free:
-                    raise TooManyFree(f"a route whose leaves read {len(free)} free features (max_free={max_free})")
-                got_all = [game.value(leaves, _hybrid(x, z, a.union([f for f, keep in zip(free, m, strict=True) if keep])))
-                           for m in masks(len(free))]
-                values = np.array([g for g, _ in got_all])
-                totals.update(_total(t) for _, t in got_all)
-                share_in, share_out, shares = subset_shares(len(a), len(b), values)
-            for f in a:
-                phi[index[f]] += share_in
-            for f in b:
-                phi[index[f]] += share_out
-            for f, s in zip(free, shares, strict=True):
-                phi[index[f]] += s
-            if not a:
-                base += values[0]
-            if not b:
-                fx += values[-1]
+            shares, at_base, at_x = route_shares(game, x, z, a, b, leaves, differ, index, max_free, const, totals)
+            for f, v in shares:
+                phi[index[f]] += v
+            base += at_base
+            fx += at_x
     n = len(background)
     return phi / n, base / n, fx / n, totals.pop() if len(totals) == 1 else "mixed"
 
 
-def _total(total: float) -> str:
+def route_shares(game: TreeGame, x: dict, z: dict, a: frozenset, b: frozenset, leaves: tuple, differ: set,
+                 index: dict, max_free: int, const: dict, totals: set) -> tuple[list, float, float]:
+    """One route's part of the values for background point ``z``: ``(feature, share)`` pairs,
+    its part of ``f(z)`` (when ``S = {}`` takes it) and of ``f(x)`` (when ``S = all`` does).
+    ``const`` caches the values of routes whose leaves read nothing; ``totals`` collects what
+    the probabilities met sum to."""
+    reads: set = set()
+    for leaf in leaves:
+        r = game.reads(leaf)
+        reads |= differ if r is None else (r & differ)
+    free = sorted((reads - a) - b, key=index.__getitem__)
+    if not free:
+        key = tuple(map(id, leaves))
+        got = const.get(key) if not reads else None
+        if got is None:
+            got = game.value(leaves, _hybrid(x, z, a))
+            if not reads:
+                const[key] = got
+        g, total = got
+        totals.add(total_kind(total))
+        share_in, share_out = unanimity_shares(len(a), len(b))
+        share_in, share_out = share_in * g, share_out * g
+        values = np.array([g])
+        shares = np.zeros(0)
+    else:
+        if len(free) > max_free:
+            raise TooManyFree(f"a route whose leaves read {len(free)} free features (max_free={max_free})")
+        got_all = [game.value(leaves, _hybrid(x, z, a.union([f for f, keep in zip(free, m, strict=True) if keep])))
+                   for m in masks(len(free))]
+        values = np.array([g for g, _ in got_all])
+        totals.update(total_kind(t) for _, t in got_all)
+        share_in, share_out, shares = subset_shares(len(a), len(b), values)
+    out = [(f, share_in) for f in a] + [(f, share_out) for f in b] + list(zip(free, shares.tolist(), strict=True))
+    return out, float(values[0]) if not a else 0.0, float(values[-1]) if not b else 0.0
+
+
+def total_kind(total: float) -> str:
     """A prediction's probabilities' sum as "one", "zero" or "other" (rounding aside)."""
     if abs(total - 1.0) <= 1e-12:
         return "one"

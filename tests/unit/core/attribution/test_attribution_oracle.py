@@ -15,6 +15,8 @@ import random
 import pytest
 from river import compose, forest, linear_model, preprocessing, tree
 from streamxai.core.attribution import attribute, brute_force
+from streamxai.core.attribution.background_walk import background_shapley
+from streamxai.core.attribution.trees import tree_game, tree_shapley
 
 TOL = 1e-9
 
@@ -149,3 +151,27 @@ def test_logistic_regression(d, scaled):
     model, rows = grown(model, 8, n=300, d_num=d, d_nom=0)
     got = assert_oracle(model, rows, 8, method="logistic")
     assert_oracle(model, rows, 9, target_class=not got.target)
+
+
+@pytest.mark.parametrize("walk", ["points", "background"])
+@pytest.mark.parametrize("make", [
+    lambda: tree.HoeffdingTreeClassifier(grace_period=30, delta=0.05, nominal_attributes=["n3"]),
+    lambda: tree.HoeffdingAdaptiveTreeClassifier(grace_period=30, delta=0.05, seed=3),
+    lambda: tree.HoeffdingTreeRegressor(grace_period=40, delta=0.05, leaf_prediction="model"),
+], ids=["ht", "hat", "htr-model"])
+def test_both_walks_match_the_oracle(walk, make):
+    """The walk point by point (river releases whose internals are not read) and the walk of
+    all points at once (naive Bayes as arrays) give the oracle's values."""
+    model = make()
+    regression = isinstance(model, tree.HoeffdingTreeRegressor)
+    model, rows = grown(model, 11, d_num=5, d_nom=0 if regression else 2, classify=not regression)
+    gen = random.Random(11)
+    names = list(rows[0])
+    background, x = gen.sample(rows, 7), {**gen.choice(rows), "n0": 0.5}
+    target = None if regression else model.predict_one(x)
+    game = tree_game(model, target)
+    shapley = tree_shapley if walk == "points" else background_shapley
+    values, base, fx, _ = shapley(game, x, background, names)
+    want, want_base = brute_force(own_output(model, target), x, background, names)
+    assert max(abs(v - want[f]) for f, v in zip(names, values, strict=True)) < TOL
+    assert abs(base - want_base) < TOL and abs(fx - own_output(model, target)(x)) < TOL
