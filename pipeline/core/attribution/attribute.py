@@ -18,9 +18,10 @@ from river.forest.adaptive_random_forest import ARFClassifier
 
 from ..fastpath import river_version_ok
 from ..fastpath.base import Unsupported
-from .background_walk import background_shapley
+from .background_walk import Frame, background_shapley, collect
 from .linear import linear_game
 from .sampling import permutation_shapley
+from .shares import Shares
 from .trees import tree_game, tree_shapley
 
 __all__ = ["Attribution", "attribute", "METHODS"]
@@ -130,20 +131,27 @@ def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], t
     predicts nothing on any row (an empty tree) adds nothing to either sum."""
     if len(model) == 0:
         return np.zeros(len(names)), 0.0, 0.0, "constant"
+    together = river_version_ok()
+    shares = Shares(len(names))
+    frame = Frame(x, background, names) if together else None
     phi = np.zeros(len(names))
     base = fx = weight = 0.0
     for member, metric in zip(model, model._metrics, strict=True):
         mv = metric.get()
         w = mv if not model.disable_weighted_vote and mv > 0.0 else 1.0
-        m_phi, m_base, m_fx, sums = _walk(tree_game(member, target), x, background, names, max_exact)
+        game = tree_game(member, target)
+        if together:  # a member that predicts nothing adds zeros: its weight is left out below
+            sums = collect(game, frame, max_exact, shares, w / len(background))
+        else:
+            m_phi, m_base, m_fx, sums = tree_shapley(game, x, background, names, max_exact)
+            phi, base, fx = phi + w * m_phi, base + w * m_base, fx + w * m_fx
         if sums == "zero":
             continue
         if sums != "one":
             return None
-        phi += w * m_phi
-        base += w * m_base
-        fx += w * m_fx
         weight += w
+    if together:
+        phi, base, fx = shares.finish()
     if weight == 0:
         return np.zeros(len(names)), 0.0, 0.0, "constant"
     return phi / weight, base / weight, fx / weight, "forest"

@@ -32,32 +32,55 @@ from river.tree.nodes.branch import NumericBinaryBranch
 from ..fastpath.base import Unsupported
 from ..fastpath.walk import is_branch
 from .bayes import BayesVotes, softmax
-from .coalitions import masks, shapley_weight, unanimity_shares
+from .coalitions import masks
+from .shares import Shares
 from .trees import TooManyFree, TreeGame, route_shares, step, total_kind
 
-__all__ = ["background_shapley"]
+__all__ = ["Frame", "background_shapley", "collect"]
 
 _NUMERIC_NO = NumericBinaryBranch.branch_no
 
 
-class _Walk:
-    def __init__(self, game: TreeGame, x: dict, background: Sequence[dict], features: Sequence[str], max_free: int):
-        self.game, self.x, self.bg, self.names, self.max_free = game, x, background, list(features), max_free
+class Frame:
+    """One explanation's ``x``, background and players, with the background's numeric columns
+    (shared by the trees of a forest)."""
+
+    def __init__(self, x: dict, background: Sequence[dict], features: Sequence[str]):
+        self.x, self.bg, self.names = x, background, list(features)
+        if len(self.names) > 62:
+            raise Unsupported("more than 62 features do not fit the walk's bit masks")
         self.index = {f: i for i, f in enumerate(self.names)}
-        self.d = len(self.names)
         self._cols: dict[str, np.ndarray | None] = {}
+        self._values: dict[str, list] = {}
+
+    def column(self, f: str) -> np.ndarray | None:
+        """The background's values of ``f`` as floats, or None when they are not all numbers."""
+        if f not in self._cols:
+            values = self.values(f)
+            ok = all(type(v) in (int, float) for v in values)
+            self._cols[f] = np.array(values[1:], dtype=float) if ok else None
+        return self._cols[f]
+
+    def values(self, f: str) -> list:
+        """``x``'s value of ``f``, then each background point's."""
+        if f not in self._values:
+            self._values[f] = [self.x[f]] + [z[f] for z in self.bg]
+        return self._values[f]
+
+
+class _Walk:
+    def __init__(self, game: TreeGame, frame: Frame, max_free: int):
+        self.game, self.frame, self.max_free = game, frame, max_free
+        self.x, self.bg, self.names, self.index = frame.x, frame.bg, frame.names, frame.index
+        self.d = len(self.names)
         self._bayes: dict[int, Any] = {}
+        self._tables: dict[int, tuple] = {}
         self._terms: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
         self.routes: list[tuple[tuple, np.ndarray, np.ndarray, np.ndarray]] = []
-        self.bits = np.int64(1) << np.arange(self.d, dtype=np.int64)
 
     # the walk ------------------------------------------------------------------------
     def column(self, f: str) -> np.ndarray | None:
-        if f not in self._cols:
-            values = [z[f] for z in self.bg]
-            ok = all(type(v) in (int, float) for v in values)
-            self._cols[f] = np.array(values, dtype=float) if ok else None
-        return self._cols[f]
+        return self.frame.column(f)
 
     def decide(self, node: Any, zs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per point, the index of the child it goes to and whether river visits it twice."""
@@ -84,8 +107,22 @@ class _Walk:
                 raise Unsupported(f"a branch on {node.feature!r}, which is not a player")
             cx, tx = step(node, self.x)
             ix = next(k for k, c in enumerate(node.children) if c is cx)
-            kids, dups = self.decide(node, zs)
             bit = np.int64(1) << self.index[node.feature]
+            col = self.column(node.feature) if type(node).branch_no is _NUMERIC_NO and not tx else None
+            if col is not None:  # a threshold: no point is sent down twice, the other child is 1 - ix
+                same = (col[zs] <= node.threshold) == (ix == 0)
+                if not same.all():
+                    in_a, in_b = (a & bit) != 0, (b & bit) != 0
+                    follow_x = same | in_a
+                    free = ~follow_x & ~in_b
+                    other = ~follow_x
+                    self.descend(node.children[1 - ix], zs[other], a[other], b[other] | (bit * free[other]),
+                                 alts, False)
+                    zs = np.concatenate([zs[follow_x], zs[free]])
+                    a, b = np.concatenate([a[follow_x], a[free] | bit]), np.concatenate([b[follow_x], b[free]])
+                node, twice = cx, tx
+                continue
+            kids, dups = self.decide(node, zs)
             same = (kids == ix) & (dups == tx)
             in_a, in_b = (a & bit) != 0, (b & bit) != 0
             follow_x = same | in_a
@@ -110,7 +147,9 @@ class _Walk:
         self.routes.append((alts + (node,), zs, a, b))
 
     # the routes' shares ------------------------------------------------------------------
-    def shapley(self) -> tuple[np.ndarray, float, float, str]:
+    def collect(self, shares: Shares, scale: float) -> str:
+        """Hand every route's points to ``shares``, each weighted by ``scale``; what the
+        probabilities met sum to (:func:`~.trees.tree_shapley`'s last value)."""
         game = self.game
         n = len(self.bg)
         root = game.tree._root
@@ -119,34 +158,16 @@ class _Walk:
             self.routes.append(((), np.arange(n), zero, zero.copy()))
         else:
             self.descend(root, np.arange(n), zero, zero.copy(), (), False)
-        phi = np.zeros(self.d)
-        base = fx = 0.0
         totals: set[str] = set()
         for leaves, zs, a, b in self.routes:
             reads = [game.reads(leaf) for leaf in leaves]
             if not any(r is None or r for r in reads):
                 g, total = game.value(leaves, self.x)
                 totals.add(total_kind(total))
-                part = self.constant(g, a, b)
-            else:
-                part = self.bayes(leaves, reads, zs, a, b, totals) if game.kind in ("htc", "hatc") else None
-                if part is None:
-                    part = self.by_point(leaves, zs, a, b, totals)
-            phi += part[0]
-            base += part[1]
-            fx += part[2]
-        return phi / n, base / n, fx / n, totals.pop() if len(totals) == 1 else "mixed"
-
-    def constant(self, g: float, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float, float]:
-        pa, pb = np.bitwise_count(a), np.bitwise_count(b)
-        table = _unanimity_table(self.d)
-        share_in, share_out = table[0][pa, pb] * g, table[1][pa, pb] * g
-        phi = self._spread(a, share_in) + self._spread(b, share_out)
-        return phi, g * float(np.sum(a == 0)), g * float(np.sum(b == 0))
-
-    def _spread(self, masks_: np.ndarray, shares: np.ndarray) -> np.ndarray:
-        """Each point's share added to every feature in its mask."""
-        return (((masks_[:, None] & self.bits) != 0) * shares[:, None]).sum(axis=0)
+                shares.add_constant(g, a, b, scale)
+            elif game.kind not in ("htc", "hatc") or not self.bayes(leaves, reads, zs, a, b, totals, shares, scale):
+                shares.add(*self.by_point(leaves, zs, a, b, totals), scale)
+        return totals.pop() if len(totals) == 1 else "mixed"
 
     def by_point(self, leaves: tuple, zs: np.ndarray, a: np.ndarray, b: np.ndarray,
                  totals: set) -> tuple[np.ndarray, float, float]:
@@ -167,27 +188,28 @@ class _Walk:
         return phi, base, fx
 
     def bayes(self, leaves: tuple, reads: list, zs: np.ndarray, a: np.ndarray, b: np.ndarray,
-              totals: set) -> tuple[np.ndarray, float, float] | None:
-        """The route's shares from vote arrays, or None when a leaf is not naive Bayes or
-        majority class (the caller then goes point by point)."""
+              totals: set, shares: Shares, scale: float) -> bool:
+        """Hand the route to ``shares`` as vote arrays; False when a leaf is neither naive Bayes
+        nor majority class (the caller then goes point by point)."""
         game = self.game
         models = []
         for leaf, r in zip(leaves, reads, strict=True):
             if r is None:
-                return None
+                return False
             models.append(self._votes(leaf) if r else None)
             if r and models[-1] is None:
-                return None
+                return False
         used = sorted(set().union(*[m.reads for m in models if m is not None]), key=self.index.__getitem__)
         k = len(used)
         if k > self.max_free:
             raise TooManyFree(f"a route whose leaves read {k} features (max_free={self.max_free})")
-        subsets_t = masks(k).T.astype(float)  # (k, 2^k)
         s = len(zs)
+        used_idx = np.broadcast_to(np.array([self.index[f] for f in used], dtype=np.int64), (s, k))
         if len(leaves) == 1:  # (an adaptive tree's weighting cancels in its normalisation)
-            g = self._single(leaves[0], models[0], used, subsets_t, zs, a, b)
             totals.add("one")
-            return self._subset_shares(g, used, a, b)
+            self._single(leaves[0], models[0], used, zs, a, b, used_idx, shares, scale)
+            return True
+        subsets_t = masks(k).T.astype(float)  # (k, 2^k)
         ab = a | b
         classes: dict = {c: i for i, c in enumerate(game.classes or ())}
         parts = []  # (classes, distribution as (classes, points, subsets))
@@ -195,7 +217,7 @@ class _Walk:
             if model is None:
                 dist = leaf.prediction(self.x, tree=game.tree)
                 if dist is None:
-                    return None
+                    return False
                 parts.append((list(dist), np.array(list(dist.values()), dtype=float)[:, None, None]))
                 continue
             n_classes = len(model.classes)
@@ -234,62 +256,37 @@ class _Walk:
         totals.update({"one"} if np.all(np.abs(sums - 1.0) <= 1e-12) else {total_kind(v) for v in sums.ravel().tolist()})
         t = classes.get(game.target)
         g = proba[t] if t is not None else np.zeros((s, 1 << k))
-        return self._subset_shares(g, used, a, b)
+        shares.add_values(g, used_idx, a, b, scale)
+        return True
 
-    def _subset_shares(self, g: np.ndarray, used: list, a: np.ndarray, b: np.ndarray
-                       ) -> tuple[np.ndarray, float, float]:
-        """:func:`~.coalitions.subset_shares` for every point, ``T`` over the subsets of
-        ``used`` that avoid the point's ``a`` and ``b``. A subset's weight depends on its size
-        only, so the sums over points are matrix products: a free feature ``j`` gains
-        ``w(|a| + |T| - 1) g(T)`` from each ``T`` that holds it and loses ``w(|a| + |T|) g(T)``
-        to each that does not (where ``j`` is free for the point)."""
-        k = len(used)
-        t = np.arange(1 << k)
-        sizes = np.bitwise_count(t).astype(np.int64)
-        ab_used = np.zeros(len(a), dtype=np.int64)
-        for j, f in enumerate(used):
-            ab_used |= (((a | b) >> self.index[f]) & 1) << j
-        h = g * ((t[None, :] & ab_used[:, None]) == 0)  # g on the subsets a point allows
-        pa, pb = np.bitwise_count(a).astype(np.int64), np.bitwise_count(b).astype(np.int64)
-        m = (pa + pb + (k - np.bitwise_count(ab_used).astype(np.int64)))[:, None]
-        w = _weight_table(self.d + k + 1)
-        q = np.arange(k + 1)
-        w_in = np.where(pa[:, None] + q > 0, w[np.maximum(pa[:, None] - 1 + q, 0), m], 0.0)  # (points, sizes)
-        w_out = w[pa[:, None] + q, m]
-        h_in, h_out = h * w_in[:, sizes], h * w_out[:, sizes]
-        phi = self._spread(a, h_in.sum(axis=1) * (pa > 0)) + self._spread(b, -h_out.sum(axis=1))
-        bits = ((t[:, None] >> np.arange(k)) & 1).astype(float)  # (2^k, k)
-        free = 1.0 - ((ab_used[:, None] >> np.arange(k)) & 1)  # (points, k)
-        gain = h_in.sum(axis=0) @ bits - ((h_out.T @ free) * (1.0 - bits)).sum(axis=0)
-        for j, f in enumerate(used):
-            phi[self.index[f]] += gain[j]
-        full = ((1 << k) - 1) & ~ab_used
-        rows = np.arange(len(a))
-        return phi, float(g[rows, 0][a == 0].sum()), float(g[rows, full][b == 0].sum())
-
-    def _single(self, leaf: Any, model: BayesVotes, used: list, subsets_t: np.ndarray, zs: np.ndarray,
-                a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """The target's probability at a lone naive Bayes leaf, ``1 / sum_c exp(v_c - v_t)``,
-        for every point and subset."""
+    def _single(self, leaf: Any, model: BayesVotes, used: list, zs: np.ndarray, a: np.ndarray, b: np.ndarray,
+                used_idx: np.ndarray, shares: Shares, scale: float) -> None:
+        """A lone naive Bayes leaf: the votes of the other classes relative to the target's,
+        ``p_t = 1 / (1 + sum_c exp(v_c - v_t))``, handed over as votes."""
         try:
             t = model.classes.index(self.game.target)
-        except ValueError:
-            return np.zeros((len(zs), subsets_t.shape[1]))
-        ab = a | b
+        except ValueError:  # the leaf has not seen the class: its probability is 0
+            shares.add_constant(0.0, a, b, scale)
+            return
+        idx, tx, tz = self._leaf_tables(leaf, model, used)
         others = [c for c in range(len(model.classes)) if c != t]
-        votes = np.broadcast_to((model.prior[others] - model.prior[t])[:, None], (len(others), len(zs))).copy()
-        diff = np.zeros((len(others), len(zs), len(used)))
-        for j, f in enumerate(used):
-            if f not in model.splitters:
-                continue
-            tx, tz = self._feature_terms(leaf, model, f)
-            tx, tz = tx[others] - tx[t], (tz[zs][:, others] - tz[zs, t:t + 1]).T
-            bit = np.int64(1) << self.index[f]
-            votes += np.where((a & bit) != 0, tx[:, None], tz)
-            diff[:, :, j] = np.where((ab & bit) != 0, 0.0, tx[:, None] - tz)
-        rel = votes[:, :, None] + diff @ subsets_t  # v_c - v_t of the other classes
-        with np.errstate(over="ignore"):
-            return 1.0 / (1.0 + np.exp(rel).sum(axis=0))
+        dx = tx[:, others] - tx[:, t:t + 1]  # (features, others): relative to the target's
+        tz = tz[:, zs]
+        dz = tz[:, :, others] - tz[:, :, t:t + 1]  # (features, points, others)
+        from_x = ((a[None, :] >> idx[:, None]) & 1).astype(bool)[:, :, None]
+        fixed = (((a | b)[None, :] >> idx[:, None]) & 1).astype(bool)[:, :, None]
+        votes = (model.prior[others] - model.prior[t])[:, None] + np.where(from_x, dx[:, None, :], dz).sum(axis=0).T
+        diff = np.where(fixed, 0.0, dx[:, None, :] - dz).transpose(2, 1, 0)
+        shares.add_votes(votes, diff, used_idx, a, b, scale)
+
+    def _leaf_tables(self, leaf: Any, model: BayesVotes, used: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The players' indices, and the vote terms of ``x``'s values ``(features, classes)``
+        and of the background's ``(features, points, classes)``, of a leaf's ``used`` features."""
+        key = id(leaf)
+        if key not in self._tables:
+            terms = np.stack([model.terms(f, self.frame.values(f)) for f in used])
+            self._tables[key] = (np.array([self.index[f] for f in used], dtype=np.int64), terms[:, 0], terms[:, 1:])
+        return self._tables[key]
 
     def _votes(self, leaf: Any) -> BayesVotes | None:
         key = id(leaf)
@@ -303,40 +300,21 @@ class _Walk:
     def _feature_terms(self, leaf: Any, model: BayesVotes, f: str) -> tuple[np.ndarray, np.ndarray]:
         key = (id(leaf), f)
         if key not in self._terms:
-            values = [self.x[f]] + [z[f] for z in self.bg]
-            terms = model.terms(f, values)
+            terms = model.terms(f, self.frame.values(f))
             self._terms[key] = (terms[0], terms[1:])
         return self._terms[key]
-
-
-_TABLES: dict[int, Any] = {}
-
-
-def _unanimity_table(d: int) -> tuple[np.ndarray, np.ndarray]:
-    key = ("u", d)
-    if key not in _TABLES:
-        t_in, t_out = np.zeros((d + 1, d + 1)), np.zeros((d + 1, d + 1))
-        for i in range(d + 1):
-            for o in range(d + 1 - i):
-                t_in[i, o], t_out[i, o] = unanimity_shares(i, o)
-        _TABLES[key] = (t_in, t_out)  # type: ignore[index]
-    return _TABLES[key]  # type: ignore[index]
-
-
-def _weight_table(size: int) -> np.ndarray:
-    """``w[p, m] = p! (m - p - 1)! / m!`` for ``0 <= p < m < size``, else 0."""
-    if size not in _TABLES:
-        w = np.zeros((size + 1, size + 1))
-        for mm in range(1, size + 1):
-            for p in range(mm):
-                w[p, mm] = shapley_weight(p, mm)
-        _TABLES[size] = w
-    return _TABLES[size]
 
 
 def background_shapley(game: TreeGame, x: dict, background: Sequence[dict], features: Sequence[str],
                        max_free: int = 12) -> tuple[np.ndarray, float, float, str]:
     """What :func:`~.trees.tree_shapley` returns, computed for all background points at once."""
-    if len(features) > 62:
-        raise Unsupported("more than 62 features do not fit the walk's bit masks")
-    return _Walk(game, x, background, features, max_free).shapley()
+    shares = Shares(len(features))
+    totals = collect(game, Frame(x, background, features), max_free, shares, 1.0 / len(background))
+    phi, base, fx = shares.finish()
+    return phi, base, fx, totals
+
+
+def collect(game: TreeGame, frame: Frame, max_free: int, shares: Shares, scale: float) -> str:
+    """Add the tree's shares, times ``scale``, to ``shares`` (a forest sums its members in one
+    :class:`~.shares.Shares` over one :class:`Frame`); what the tree's probabilities sum to."""
+    return _Walk(game, frame, max_free).collect(shares, scale)

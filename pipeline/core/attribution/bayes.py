@@ -70,16 +70,17 @@ class BayesVotes:
         obs = self.splitters[feature]
         out = np.zeros((len(values), len(self.classes)))
         if type(obs) is GaussianSplitter:
-            v = np.asarray(values, dtype=float)
             dists = obs._att_dist_per_class
+            mu, var = np.zeros(len(self.classes)), np.zeros(len(self.classes))
             for k, c in enumerate(self.classes):
                 g = dists.get(c) if self.live[k] else None
-                if g is None:
-                    continue
-                var = g.sigma ** 2
-                if var > 0.0:
-                    out[:, k] = (v - g.mu) ** 2 / (-2.0 * var) - _HALF_LOG_TAU - 0.5 * math.log(var)
-            return out
+                if g is not None:
+                    mu[k], var[k] = g.mu, g.sigma ** 2
+            dense = var > 0.0  # a class without a density gets no term
+            safe = np.where(dense, var, 1.0)
+            v = np.asarray(values, dtype=float)[:, None]
+            terms = (v - mu) ** 2 / (-2.0 * safe) - _HALF_LOG_TAU - 0.5 * np.log(safe)
+            return np.where(dense, terms, 0.0)
         memo = self._memo.setdefault(feature, {})
         for r, value in enumerate(values):
             row = memo.get(value)
