@@ -19,6 +19,7 @@ from river.forest.adaptive_random_forest import ARFClassifier
 from ..fastpath import river_version_ok
 from ..fastpath.base import Unsupported
 from .background_walk import Frame, background_shapley, collect
+from .flat_walk import flat_collect
 from .linear import linear_game
 from .sampling import permutation_shapley
 from .shares import Shares
@@ -118,8 +119,22 @@ def _walk(game: Any, x: dict, background: Sequence[dict], names: list[str], max_
     """The tree's values from the walk of all background points at once on the river releases
     whose naive Bayes internals it reads (:data:`~streamxai.core.fastpath.VERIFIED_RIVER`), else
     from the walk point by point, which asks the leaves only."""
-    walk = background_shapley if river_version_ok() else tree_shapley
-    return walk(game, x, background, names, max_free)
+    if not river_version_ok():
+        return tree_shapley(game, x, background, names, max_free)
+    if game.kind != "htc":
+        return background_shapley(game, x, background, names, max_free)
+    shares = Shares(len(names))
+    frame = Frame(x, background, names)
+    sums = _members([(game, 1.0 / len(background))], frame, max_free, shares)[0]
+    return (*shares.finish(), sums)
+
+
+def _members(trees: list, frame: Frame, max_free: int, shares: Shares) -> list[str]:
+    """Each ``(tree, scale)``'s shares added to ``shares``: level by level where
+    :mod:`.flat_walk` takes the tree, else node by node; what each tree's probabilities sum to."""
+    sums = flat_collect(trees, frame, max_free, shares)
+    return [s if s is not None else collect(game, frame, max_free, shares, scale)
+            for s, (game, scale) in zip(sums, trees, strict=True)]
 
 
 def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], target: Any,
@@ -131,27 +146,23 @@ def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], t
     predicts nothing on any row (an empty tree) adds nothing to either sum."""
     if len(model) == 0:
         return np.zeros(len(names)), 0.0, 0.0, "constant"
-    together = river_version_ok()
+    weights = [mv if not model.disable_weighted_vote and mv > 0.0 else 1.0 for mv in (m.get() for m in model._metrics)]
+    games = [tree_game(member, target) for member in model]
     shares = Shares(len(names))
-    frame = Frame(x, background, names) if together else None
-    phi = np.zeros(len(names))
-    base = fx = weight = 0.0
-    for member, metric in zip(model, model._metrics, strict=True):
-        mv = metric.get()
-        w = mv if not model.disable_weighted_vote and mv > 0.0 else 1.0
-        game = tree_game(member, target)
-        if together:  # a member that predicts nothing adds zeros: its weight is left out below
-            sums = collect(game, frame, max_exact, shares, w / len(background))
-        else:
-            m_phi, m_base, m_fx, sums = tree_shapley(game, x, background, names, max_exact)
-            phi, base, fx = phi + w * m_phi, base + w * m_base, fx + w * m_fx
-        if sums == "zero":
-            continue
-        if sums != "one":
-            return None
-        weight += w
-    if together:
-        phi, base, fx = shares.finish()
+    if river_version_ok():  # a member that predicts nothing adds zeros: its weight is left out below
+        frame = Frame(x, background, names)
+        sums = _members([(g, w / len(background)) for g, w in zip(games, weights, strict=True)], frame, max_exact,
+                        shares)
+    else:
+        sums = []
+        for game, w in zip(games, weights, strict=True):
+            m_phi, m_base, m_fx, m_sums = tree_shapley(game, x, background, names, max_exact)
+            shares.add(m_phi, m_base, m_fx, w)
+            sums.append(m_sums)
+    if any(s not in ("one", "zero") for s in sums):
+        return None
+    phi, base, fx = shares.finish()
+    weight = sum(w for w, s in zip(weights, sums, strict=True) if s == "one")
     if weight == 0:
         return np.zeros(len(names)), 0.0, 0.0, "constant"
     return phi / weight, base / weight, fx / weight, "forest"

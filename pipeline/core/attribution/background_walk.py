@@ -209,7 +209,7 @@ class _Walk:
             totals.add("one")
             self._single(leaves[0], models[0], used, zs, a, b, used_idx, shares, scale)
             return True
-        subsets_t = masks(k).T.astype(float)  # (k, 2^k)
+        subsets_t = np.ascontiguousarray(masks(k).T, dtype=float)  # (k, 2^k)
         ab = a | b
         classes: dict = {c: i for i, c in enumerate(game.classes or ())}
         parts = []  # (classes, distribution as (classes, points, subsets))

@@ -63,7 +63,7 @@ class LinearGame:
         sign, offset = self._class_of_target()
         if sign == 0:
             return np.zeros(d), offset, offset
-        scores = eta_z[:, None] + delta @ masks(d).T.astype(float)
+        scores = eta_z[:, None] + delta @ np.ascontiguousarray(masks(d).T, dtype=float)
         v = offset + sign * self.final.loss.mean_func(scores).mean(axis=0)
         p_x = offset + sign * self.final.loss.mean_func(float(eta_x[0]))
         return game_shapley(v), float(v[0]), float(p_x)

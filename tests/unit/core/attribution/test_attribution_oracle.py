@@ -15,7 +15,9 @@ import random
 import pytest
 from river import compose, forest, linear_model, preprocessing, tree
 from streamxai.core.attribution import attribute, brute_force
-from streamxai.core.attribution.background_walk import background_shapley
+from streamxai.core.attribution.background_walk import Frame, background_shapley
+from streamxai.core.attribution.flat_walk import flat_collect
+from streamxai.core.attribution.shares import Shares
 from streamxai.core.attribution.trees import tree_game, tree_shapley
 
 TOL = 1e-9
@@ -175,3 +177,23 @@ def test_both_walks_match_the_oracle(walk, make):
     want, want_base = brute_force(own_output(model, target), x, background, names)
     assert max(abs(v - want[f]) for f, v in zip(names, values, strict=True)) < TOL
     assert abs(base - want_base) < TOL and abs(fx - own_output(model, target)(x)) < TOL
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tree.HoeffdingTreeClassifier(grace_period=30, delta=0.05, leaf_prediction="mc"),
+    lambda: tree.HoeffdingTreeClassifier(grace_period=30, delta=0.05),
+    lambda: forest.ARFClassifier(n_models=4, grace_period=30, delta=0.05, seed=5),
+], ids=["ht-mc", "ht-nba", "arf"])
+def test_numeric_trees_walk_level_by_level(make):
+    """Trees of threshold branches and Gaussian naive Bayes leaves take the level-by-level walk
+    (the walk gives every member back otherwise), and match the oracle."""
+    model, rows = grown(make(), 12, n=1500, d_num=7, d_nom=0)
+    gen = random.Random(12)
+    names = list(rows[0])
+    background, x = gen.sample(rows, 5), gen.choice(rows)
+    members = list(model) if isinstance(model, forest.ARFClassifier) else [model]
+    target = model.predict_one(x)
+    sums = flat_collect([(tree_game(m, target), 1.0) for m in members], Frame(x, background, names), 12,
+                        Shares(len(names)))
+    assert sums.count("one") == len(members)
+    assert_oracle(model, rows, 12, n_background=5, x=x)
