@@ -19,7 +19,7 @@ from river.forest.adaptive_random_forest import ARFClassifier
 from ..fastpath import river_version_ok
 from ..fastpath.base import Unsupported
 from .background_walk import Frame, background_shapley, collect
-from .flat_walk import flat_collect
+from .flat_walk import LeafMemo, flat_collect
 from .linear import linear_game
 from .sampling import permutation_shapley
 from .shares import Shares
@@ -74,11 +74,14 @@ def _output(model: Any, target: Any) -> Callable[[dict], float]:
 def attribute(
     model: Any, x: dict[str, Any], background: Sequence[dict[str, Any]], features: Sequence[str],
     target_class: Any = None, max_exact: int = 12, max_evaluations: int = 2000, seed: int | None = None,
+    memo: LeafMemo | None = None,
 ) -> Attribution:
     """The values of ``features`` (all the model reads, the players of the game) for ``x``
     against ``background``. A classifier is explained on the probability of ``target_class``,
     or of its predicted class when that is None; a model without a structure known here (or a
-    plain callable ``f(row) -> float``) is sampled within ``max_evaluations`` calls."""
+    plain callable ``f(row) -> float``) is sampled within ``max_evaluations`` calls. ``memo``
+    (a :class:`~.flat_walk.LeafMemo`) keeps what one explanation learns about a model's leaves
+    for the next, while they do not learn."""
     names = list(features)
     if not background:
         raise ValueError("background is empty; the base value needs at least one feature dict")
@@ -88,7 +91,7 @@ def attribute(
             raise ValueError(f"{where} lacks features {missing}; every row must carry all of {names}")
     is_fn = callable(model) and not hasattr(model, "predict_one")
     target = None if is_fn or not isclassifier(model) else _target(model, x, target_class)
-    exact = None if is_fn else _exact(model, x, background, names, target, max_exact)
+    exact = None if is_fn else _exact(model, x, background, names, target, max_exact, memo)
     if exact is not None:
         values, base, fx, method = exact
         return Attribution(dict(zip(names, values.tolist(), strict=True)), float(base), float(fx), target, method, True)
@@ -98,7 +101,7 @@ def attribute(
 
 
 def _exact(model: Any, x: dict, background: Sequence[dict], names: list[str], target: Any,
-           max_exact: int) -> tuple[np.ndarray, float, float, str] | None:
+           max_exact: int, memo: LeafMemo | None = None) -> tuple[np.ndarray, float, float, str] | None:
     """``(values, base, f(x), method)``, or None when no exact method applies."""
     game = linear_game(model, target)
     if game is not None:
@@ -108,37 +111,38 @@ def _exact(model: Any, x: dict, background: Sequence[dict], names: list[str], ta
         return (*out, "logistic" if game.logistic else "linear")
     try:
         if isinstance(model, ARFClassifier) and type(model).predict_proba_one is ARFClassifier.predict_proba_one:
-            return _forest(model, x, background, names, target, max_exact)
-        phi, base, fx, _ = _walk(tree_game(model, target), x, background, names, max_exact)
+            return _forest(model, x, background, names, target, max_exact, memo)
+        phi, base, fx, _ = _walk(tree_game(model, target), x, background, names, max_exact, memo)
         return phi, base, fx, "tree"
     except Unsupported:
         return None
 
 
-def _walk(game: Any, x: dict, background: Sequence[dict], names: list[str], max_free: int) -> tuple:
+def _walk(game: Any, x: dict, background: Sequence[dict], names: list[str], max_free: int,
+          memo: LeafMemo | None = None) -> tuple:
     """The tree's values from the walk of all background points at once on the river releases
     whose naive Bayes internals it reads (:data:`~streamxai.core.fastpath.VERIFIED_RIVER`), else
     from the walk point by point, which asks the leaves only."""
     if not river_version_ok():
         return tree_shapley(game, x, background, names, max_free)
-    if game.kind != "htc":
+    if game.kind not in ("htc", "hatc"):
         return background_shapley(game, x, background, names, max_free)
     shares = Shares(len(names))
     frame = Frame(x, background, names)
-    sums = _members([(game, 1.0 / len(background))], frame, max_free, shares)[0]
+    sums = _members([(game, 1.0 / len(background))], frame, max_free, shares, memo)[0]
     return (*shares.finish(), sums)
 
 
-def _members(trees: list, frame: Frame, max_free: int, shares: Shares) -> list[str]:
+def _members(trees: list, frame: Frame, max_free: int, shares: Shares, memo: LeafMemo | None = None) -> list[str]:
     """Each ``(tree, scale)``'s shares added to ``shares``: level by level where
     :mod:`.flat_walk` takes the tree, else node by node; what each tree's probabilities sum to."""
-    sums = flat_collect(trees, frame, max_free, shares)
+    sums = flat_collect(trees, frame, max_free, shares, memo)
     return [s if s is not None else collect(game, frame, max_free, shares, scale)
             for s, (game, scale) in zip(sums, trees, strict=True)]
 
 
 def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], target: Any,
-            max_exact: int) -> tuple[np.ndarray, float, float, str] | None:
+            max_exact: int, memo: LeafMemo | None = None) -> tuple[np.ndarray, float, float, str] | None:
     """``ARFClassifier.predict_proba_one`` weighs each member's probabilities by its accuracy
     (when that is > 0 and weighted votes are on) and divides the sum by its total. When each
     member's probabilities sum to 1 on every row, the total is the sum of the weights and the
@@ -152,7 +156,7 @@ def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], t
     if river_version_ok():  # a member that predicts nothing adds zeros: its weight is left out below
         frame = Frame(x, background, names)
         sums = _members([(g, w / len(background)) for g, w in zip(games, weights, strict=True)], frame, max_exact,
-                        shares)
+                        shares, memo)
     else:
         sums = []
         for game, w in zip(games, weights, strict=True):

@@ -61,6 +61,14 @@ class Frame:
             self._cols[f] = np.array(values[1:], dtype=float) if ok else None
         return self._cols[f]
 
+    @property
+    def numeric(self) -> set:
+        """The players whose values in ``x`` and in every background point are numbers."""
+        if not hasattr(self, "_numeric"):
+            self._numeric = {f for f in self.names
+                             if type(self.x[f]) in (int, float) and self.column(f) is not None}
+        return self._numeric
+
     def values(self, f: str) -> list:
         """``x``'s value of ``f``, then each background point's."""
         if f not in self._values:

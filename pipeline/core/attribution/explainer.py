@@ -30,6 +30,7 @@ from ..model import ModelFunction
 from ..removal.marginal import MarginalRemoval
 from ..rng import derive_seed
 from .attribute import Attribution, attribute
+from .flat_walk import LeafMemo
 
 __all__ = ["LocalShapley"]
 
@@ -89,6 +90,16 @@ class LocalShapley(Component):
         self._model, self._target = self._unwrap(self.model, self.target_class)
         self.n_explained = 0
         self.last: Attribution | None = None
+        self._memo = LeafMemo()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_memo"] = None  # a cache of the model's leaves: rebuilt, never pickled
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._memo = LeafMemo()
 
     @staticmethod
     def _unwrap(model: Any, target_class: Any) -> tuple[Any, Any]:
@@ -114,7 +125,7 @@ class LocalShapley(Component):
         items = self._background.reservoir.items or [x]
         self.last = attribute(self._model, x, items, self._names, target_class=self._target,
                               max_exact=self.max_exact, max_evaluations=self.max_evaluations,
-                              seed=derive_seed(self.seed, "local", self.n_explained))
+                              seed=derive_seed(self.seed, "local", self.n_explained), memo=self._memo)
         self.n_explained += 1
         return dict(self.last.values)
 

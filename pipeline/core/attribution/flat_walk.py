@@ -29,9 +29,9 @@ from river.tree.splitter.gaussian_splitter import GaussianSplitter
 from ..fastpath.walk import is_branch
 from .background_walk import Frame
 from .shares import Shares
-from .trees import TooManyFree, TreeGame, total_kind
+from .trees import TooManyFree, TreeGame
 
-__all__ = ["flat_collect"]
+__all__ = ["LeafMemo", "flat_collect"]
 
 _HALF_LOG_TAU = 0.5 * math.log(2 * math.pi)
 _NUMERIC_NO = NumericBinaryBranch.branch_no
@@ -50,42 +50,48 @@ class _Flat:
         self.leaf: list[Any] = []
 
     def add(self, game: TreeGame) -> int | None:
-        """The root's id, or None when the tree has a node the flat walk does not take."""
+        """The root's id, or None when the tree has a node the flat walk does not take. Nodes
+        get their ids in breadth-first order, so a branch knows its children's ids when it is
+        met."""
         frame, start = self.frame, len(self.leaf)
         root = game.tree._root
         if root is None:
             return None
-        todo = [(root, self._new())]
-        while todo:
-            node, i = todo.pop()
+        feature, threshold, child, x_right, leaf = self.feature, self.threshold, self.child, self.x_right, self.leaf
+        index, x = frame.index, frame.x
+        nodes = [root]
+        i = 0
+        while i < len(nodes):
+            node = nodes[i]
+            i += 1
             if not is_branch(node):
-                self.leaf[i] = (node, game)
+                feature.append(-1)
+                threshold.append(0.0)
+                child.append((-1, -1))
+                x_right.append(False)
+                leaf.append((node, game))
                 continue
             f = node.feature
-            if (type(node).branch_no is not _NUMERIC_NO or f not in frame.index
-                    or type(frame.x[f]) not in (int, float) or frame.column(f) is None):
-                del self.feature[start:], self.threshold[start:], self.child[start:], self.x_right[start:]
-                del self.leaf[start:]
+            if (type(node).branch_no is not _NUMERIC_NO or f not in index or type(x[f]) not in (int, float)
+                    or frame.column(f) is None or (game.adaptive and node._alternate_tree)):
+                for column in (feature, threshold, child, x_right, leaf):
+                    del column[start:]
                 return None
-            left, right = self._new(), self._new()
-            self.feature[i], self.threshold[i], self.child[i] = frame.index[f], node.threshold, (left, right)
-            self.x_right[i] = not frame.x[f] <= node.threshold
-            todo += [(node.children[0], left), (node.children[1], right)]
+            first = start + len(nodes)
+            nodes += node.children
+            feature.append(index[f])
+            threshold.append(node.threshold)
+            child.append((first, first + 1))
+            x_right.append(not x[f] <= node.threshold)
+            leaf.append(None)
         return start
 
-    def _new(self) -> int:
-        self.feature.append(-1)
-        self.threshold.append(0.0)
-        self.child.append((-1, -1))
-        self.x_right.append(False)
-        self.leaf.append(None)
-        return len(self.leaf) - 1
 
-
-def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: int, shares: Shares
-                 ) -> list[str | None]:
+def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: int, shares: Shares,
+                 memo: LeafMemo | None = None) -> list[str | None]:
     """Add the shares of each ``(tree, scale)`` it takes to ``shares``; per tree, what its
-    probabilities sum to, or None for a tree left to the caller."""
+    probabilities sum to, or None for a tree left to the caller. ``memo`` keeps what the
+    walk learns about leaves for the next explanation."""
     flat = _Flat(frame)
     roots = [flat.add(game) for game, _ in trees]
     out: list[str | None] = [None] * len(trees)
@@ -130,8 +136,10 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     leaves, starts = np.unique(node[order], return_index=True)
     for leaf_id, lo, hi in zip(leaves.tolist(), starts.tolist(), [*starts[1:].tolist(), len(order)], strict=True):
         by_leaf[leaf_id] = order[lo:hi]
-    kinds = {leaf_id: _kind(*flat.leaf[leaf_id], frame) for leaf_id in by_leaf}
-    bad = {int(tree[rows[0]]) for leaf_id, rows in by_leaf.items() if kinds[leaf_id] is None}
+    if memo is not None:
+        memo.start(names)
+    kinds = {leaf_id: _described(*flat.leaf[leaf_id], frame, memo) for leaf_id in by_leaf}
+    bad = {int(tree[rows[0]]) for leaf_id, rows in by_leaf.items() if kinds[leaf_id][0] is None}
     totals: dict[int, set] = defaultdict(set)
     bayes: list[tuple] = []
     g_const = np.zeros(len(node))
@@ -140,14 +148,13 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
         k = int(tree[rows[0]])
         if k in bad:
             continue
-        leaf, game = flat.leaf[leaf_id]
-        if kinds[leaf_id] == "constant":
-            g, total = game.value((leaf,), frame.x)
-            totals[k].add(total_kind(total))
+        kind, params = kinds[leaf_id]
+        if kind == "constant":
+            g, predicts = params
+            totals[k].add("one" if predicts else "zero")
             g_const[rows], const[rows] = g, True
             continue
         totals[k].add("one")
-        params = _leaf_params(leaf, game.target, frame)
         if params is None:  # the leaf has not seen the class: its probability is 0
             const[rows] = True
             continue
@@ -164,31 +171,69 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     return out
 
 
-def _kind(leaf: Any, game: TreeGame, frame: Frame) -> str | None:
-    """"constant", "bayes" (over Gaussians of numeric players), or None (left to the caller)."""
-    reads = game.reads(leaf)
-    if reads is None:
-        return None
-    if not reads or not sum(leaf.stats.values()):
-        return "constant"
-    for f, obs in leaf.splitters.items():
-        if (type(obs) is not GaussianSplitter or f not in frame.index or type(frame.x[f]) not in (int, float)
-                or frame.column(f) is None):
-            return None
-    return "bayes"
+class LeafMemo:
+    """What a walk learnt about each leaf, kept for the next explanation while the leaf stays
+    as it was (the same object, the same total weight, active or not: a leaf's counts, Gaussians
+    and naive Bayes mode change only when it learns). Only the leaves met by the last
+    explanation are kept, so the memo is as large as the trees' leaves."""
+
+    def __init__(self) -> None:
+        self._kept: dict = {}
+        self._met: dict = {}
+        self._names: tuple = ()
+
+    def start(self, names: list) -> None:
+        """Begin an explanation over the players ``names``."""
+        names_t = tuple(names)
+        self._kept = self._met if names_t == self._names else {}
+        self._met = {}
+        self._names = names_t
+
+    def get(self, leaf: Any, build: Any) -> Any:
+        key = id(leaf)
+        version = (sum(leaf.stats.values()), leaf.is_active())
+        kept = self._kept.get(key)
+        if kept is None or kept[0] is not leaf or kept[1] != version:
+            kept = (leaf, version, (*build(), {}))
+        self._met[key] = kept
+        return kept[2]
 
 
-def _leaf_params(leaf: Any, target: Any, frame: Frame) -> tuple | None:
-    """``(feature indices, mu, var, votes at T = {} before the terms)`` of a naive Bayes leaf,
-    its classes ordered with the target first; None when the leaf has not seen the target."""
+def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -> tuple[str | None, Any]:
+    """``("constant", (value, predicts))`` for a leaf that reads nothing (its normalised class
+    counts, as river's leaves give them), ``("bayes", params)`` for naive Bayes over Gaussians of
+    numeric players (:func:`_leaf_params`), ``(None, None)`` for a leaf left to the caller."""
+    def build() -> tuple[str | None, Any]:
+        reads = game.reads(leaf)
+        if reads is None:
+            return None, None
+        stats = leaf.stats
+        total = sum(stats.values())
+        if not reads or not total:
+            return "constant", ({c: w / total for c, w in stats.items()} if total else {}, bool(total))
+        if any(type(obs) is not GaussianSplitter or f not in frame.index for f, obs in leaf.splitters.items()):
+            return None, None
+        return "bayes", _leaf_params(leaf, frame)
+
+    kind, params, by_target = memo.get(leaf, build) if memo is not None else (*build(), {})
+    if kind == "constant":
+        return kind, (params[0].get(game.target, 0.0), params[1])
+    if kind == "bayes":
+        if not frame.numeric.issuperset(leaf.splitters):
+            return None, None
+        if game.target not in by_target:
+            by_target[game.target] = _for_target(params, game.target)
+        return kind, by_target[game.target]
+    return kind, params
+
+
+def _leaf_params(leaf: Any, frame: Frame) -> tuple:
+    """``(classes, feature indices, mu, var, prior votes)`` of a naive Bayes leaf, per feature
+    and class in the leaf's class order (a class without weight votes 0 and has no terms)."""
     stats = leaf.stats
     classes = list(stats)
-    if target not in stats:
-        return None
-    classes.remove(target)
-    classes.insert(0, target)
     total = sum(stats.values())
-    prior = np.array([math.log(stats[c] / total) if stats[c] > 0 else 0.0 for c in classes])
+    prior = np.array([math.log(w / total) if w > 0 else 0.0 for w in stats.values()])
     features = sorted(leaf.splitters, key=frame.index.__getitem__)
     mu, var = np.zeros((len(features), len(classes))), np.zeros((len(features), len(classes)))
     for j, f in enumerate(features):
@@ -196,8 +241,20 @@ def _leaf_params(leaf: Any, target: Any, frame: Frame) -> tuple | None:
         for c, cls in enumerate(classes):
             g = dists.get(cls) if stats[cls] > 0 else None
             if g is not None:
-                mu[j, c], var[j, c] = g.mu, g.sigma ** 2
-    return np.array([frame.index[f] for f in features], dtype=np.int64), mu, var, prior
+                mu[j, c], var[j, c] = g.mu, g._var.get()
+    return classes, np.array([frame.index[f] for f in features], dtype=np.int64), mu, var, prior
+
+
+def _for_target(params: tuple, target: Any) -> tuple | None:
+    """``(feature indices, mu, var, prior)`` with the target's class first; None when the leaf
+    has not seen the target (its probability is 0)."""
+    classes, idx, mu, var, prior = params
+    try:
+        t = classes.index(target)
+    except ValueError:
+        return None
+    order = [t, *(c for c in range(len(classes)) if c != t)]
+    return idx, mu[:, order], var[:, order], prior[order]
 
 
 def _terms(values: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:

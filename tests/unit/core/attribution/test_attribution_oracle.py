@@ -182,12 +182,14 @@ def test_both_walks_match_the_oracle(walk, make):
 @pytest.mark.parametrize("make", [
     lambda: tree.HoeffdingTreeClassifier(grace_period=30, delta=0.05, leaf_prediction="mc"),
     lambda: tree.HoeffdingTreeClassifier(grace_period=30, delta=0.05),
+    lambda: tree.HoeffdingAdaptiveTreeClassifier(grace_period=30, delta=0.05, seed=2),
     lambda: forest.ARFClassifier(n_models=4, grace_period=30, delta=0.05, seed=5),
-], ids=["ht-mc", "ht-nba", "arf"])
+], ids=["ht-mc", "ht-nba", "hat", "arf"])
 def test_numeric_trees_walk_level_by_level(make):
     """Trees of threshold branches and Gaussian naive Bayes leaves take the level-by-level walk
     (the walk gives every member back otherwise), and match the oracle."""
     model, rows = grown(make(), 12, n=1500, d_num=7, d_nom=0)
+    assert getattr(model, "n_alternate_trees", 0) == 0  # (a tree with one walks node by node)
     gen = random.Random(12)
     names = list(rows[0])
     background, x = gen.sample(rows, 5), gen.choice(rows)

@@ -120,3 +120,26 @@ def test_invalid_input_is_refused():
         attribute(linear_model.LinearRegression(), {"a": 1.0}, [{"b": 1.0}], ["a"])
     with pytest.raises(ValueError, match="background is empty"):
         attribute(linear_model.LinearRegression(), {"a": 1.0}, [], ["a"])
+
+
+def test_leaf_memo_gives_the_values_of_a_fresh_walk():
+    """What the explainer keeps about a forest's leaves between explanations (while a leaf
+    learns nothing) changes no value: each explanation equals one computed from scratch, while
+    the forest learns and the explained class changes."""
+    from river import forest
+
+    gen = random.Random(6)
+    stream = [{f"n{i}": round(gen.random(), 2) for i in range(5)} for _ in range(900)]
+    model = forest.ARFClassifier(n_models=4, grace_period=30, delta=0.05, seed=6)
+    names = list(stream[0])
+    local = streamxai.LocalShapley(model, names, storage_size=20, seed=6)
+    targets = set()
+    for i, r in enumerate(stream):
+        if i >= 600 and i % 10 == 0:
+            values = local.explain_one(r)
+            fresh = attribute(model, r, local.background, names, target_class=local.target)
+            assert values == fresh.values and local.method == "forest"
+            targets.add(local.target)
+        local.learn_one(r)
+        model.learn_one(r, r["n0"] + 0.5 * r["n1"] + 0.2 * gen.random() > 0.8)
+    assert targets == {False, True}
