@@ -36,16 +36,15 @@ class LinearGame:
         self.logistic = isinstance(final, linear_model.LogisticRegression)
 
     def _scores(self, rows: Sequence[dict], features: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Per row, ``eta`` and the terms ``w_j s_j(row_j)`` of ``features``."""
+        """Per row, ``eta`` and the terms ``w_j s_j(row_j)`` of ``features`` (the rows carry
+        no other feature)."""
         weights = self.final.weights
-        terms = np.zeros((len(rows), len(features)))
-        eta = np.zeros(len(rows))
-        for r, row in enumerate(rows):
-            for step in self.transforms:
-                row = step.transform_one(row)
-            eta[r] = self.final.intercept + sum(weights[k] * v for k, v in row.items() if k in weights)
-            terms[r] = [weights[f] * row[f] if f in weights else 0.0 for f in features]
-        return eta, terms
+        for step in self.transforms:
+            rows = [step.transform_one(row) for row in rows]
+        w = np.array([weights.get(f, 0.0) for f in features])
+        values = np.array([[row[f] for f in features] for row in rows], dtype=float)
+        terms = values * w
+        return self.final.intercept + terms.sum(axis=1), terms
 
     def shapley(self, x: dict, background: Sequence[dict], features: Sequence[str],
                 max_exact: int = 12) -> tuple[np.ndarray, float, float] | None:
@@ -64,7 +63,8 @@ class LinearGame:
         if sign == 0:
             return np.zeros(d), offset, offset
         scores = eta_z[:, None] + delta @ np.ascontiguousarray(masks(d).T, dtype=float)
-        v = offset + sign * self.final.loss.mean_func(scores).mean(axis=0)
+        with np.errstate(over="ignore"):  # a saturated probability: exp(-score) is inf, p is 0
+            v = offset + sign * self.final.loss.mean_func(scores).mean(axis=0)
         p_x = offset + sign * self.final.loss.mean_func(float(eta_x[0]))
         return game_shapley(v), float(v[0]), float(p_x)
 

@@ -118,6 +118,8 @@ def test_invalid_input_is_refused():
         streamxai.LocalShapley(42, ["a"])
     with pytest.raises(ValueError, match="lacks features"):
         attribute(linear_model.LinearRegression(), {"a": 1.0}, [{"b": 1.0}], ["a"])
+    with pytest.raises(ValueError, match="not among features"):
+        attribute(linear_model.LinearRegression(), {"a": 1.0, "id": 7}, [{"a": 1.0}], ["a"])
     with pytest.raises(ValueError, match="background is empty"):
         attribute(linear_model.LinearRegression(), {"a": 1.0}, [], ["a"])
 
@@ -143,3 +145,18 @@ def test_leaf_memo_gives_the_values_of_a_fresh_walk():
         local.learn_one(r)
         model.learn_one(r, r["n0"] + 0.5 * r["n1"] + 0.2 * gen.random() > 0.8)
     assert targets == {False, True}
+
+
+def test_saturated_logistic_probabilities_are_exact_and_quiet():
+    """Unscaled features drive the score far past the sigmoid's range; the values stay exact
+    (pytest turns an overflow warning into an error)."""
+    model = linear_model.LogisticRegression()
+    gen = random.Random(8)
+    data = [{"a": gen.uniform(0, 1e5), "b": gen.uniform(0, 10)} for _ in range(60)]
+    for r in data:
+        model.learn_one(r, r["a"] < 5e4)  # a weight that sends the scores far below 0
+    x, background = data[0], data[1:9]
+    got = attribute(model, x, background, ["a", "b"], target_class=True)
+    want, base = brute_force(lambda r: model.predict_proba_one(r)[True], x, background, ["a", "b"])
+    assert got.method == "logistic"
+    assert max(abs(got.values[f] - want[f]) for f in want) < 1e-9 and abs(got.base - base) < 1e-9
