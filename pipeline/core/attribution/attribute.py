@@ -85,12 +85,13 @@ def attribute(
     names = list(features)
     if not background:
         raise ValueError("background is empty; the base value needs at least one feature dict")
-    extra = [f for f in x if f not in set(names)]
+    extra = [f for f in x if f not in names]
     if extra:
         raise ValueError(f"x carries {extra}, which are not among features {names}: list every feature the "
                          "model reads (each is a player of the game)")
+    players = set(names)
     for row, where in [(x, "x")] + [(z, f"background[{k}]") for k, z in enumerate(background)]:
-        if len(row) < len(names) or any(f not in row for f in names):
+        if not row.keys() >= players:
             missing = [f for f in names if f not in row]
             raise ValueError(f"{where} lacks features {missing}; every row must carry all of {names}")
     is_fn = callable(model) and not hasattr(model, "predict_one")

@@ -56,9 +56,8 @@ class Frame:
     def column(self, f: str) -> np.ndarray | None:
         """The background's values of ``f`` as floats, or None when they are not all numbers."""
         if f not in self._cols:
-            values = self.values(f)
-            ok = all(type(v) in (int, float) for v in values)
-            self._cols[f] = np.array(values[1:], dtype=float) if ok else None
+            column = np.asarray(self.values(f)[1:])  # numbers give a numeric array, anything else not
+            self._cols[f] = column.astype(float) if column.dtype.kind in "biuf" else None
         return self._cols[f]
 
     @property
