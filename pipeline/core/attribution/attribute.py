@@ -18,8 +18,9 @@ from river.forest.adaptive_random_forest import ARFClassifier
 
 from ..fastpath import river_version_ok
 from ..fastpath.base import Unsupported
-from .background_walk import Frame, background_shapley, collect
+from .background_walk import background_shapley, collect
 from .flat_walk import LeafMemo, flat_collect
+from .frame import Frame
 from .linear import linear_game
 from .sampling import permutation_shapley
 from .shares import Shares

@@ -27,7 +27,7 @@ from river.tree.nodes.branch import NumericBinaryBranch
 from river.tree.splitter.gaussian_splitter import GaussianSplitter
 
 from ..fastpath.walk import is_branch
-from .background_walk import Frame
+from .frame import Frame
 from .shares import Shares
 from .trees import TooManyFree, TreeGame
 

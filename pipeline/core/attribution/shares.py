@@ -73,9 +73,14 @@ class Shares:
         for (_, k), stack in self._votes.items():
             votes, diff, used, a, b, scale = (np.concatenate(c, axis=1 if i < 2 else 0)
                                               for i, c in enumerate(zip(*stack, strict=True)))
-            rel = votes[:, :, None] + diff @ _subsets(k)
+            c, s = votes.shape
+            rel = (diff.reshape(c * s, k) @ _subsets(k)).reshape(c, s, 1 << k)  # one 2-D product
+            rel += votes[:, :, None]
             with np.errstate(over="ignore"):
-                g = scale[:, None] / (1.0 + np.exp(rel).sum(axis=0))
+                np.exp(rel, out=rel)
+            g = rel[0] if c == 1 else rel.sum(axis=0)
+            g += 1.0
+            np.divide(scale[:, None], g, out=g)
             self._values[k].append((g, used, a, b))
         self._votes.clear()
         for k, stack in self._values.items():

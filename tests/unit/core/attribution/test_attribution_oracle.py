@@ -15,8 +15,9 @@ import random
 import pytest
 from river import compose, forest, linear_model, preprocessing, tree
 from streamxai.core.attribution import attribute, brute_force
-from streamxai.core.attribution.background_walk import Frame, background_shapley
+from streamxai.core.attribution.background_walk import background_shapley
 from streamxai.core.attribution.flat_walk import flat_collect
+from streamxai.core.attribution.frame import Frame
 from streamxai.core.attribution.shares import Shares
 from streamxai.core.attribution.trees import tree_game, tree_shapley
 
