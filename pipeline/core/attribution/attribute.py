@@ -1,9 +1,10 @@
 """One prediction's interventional Shapley values: exact where the model allows, else sampled.
 
 :func:`attribute` picks the method from the model: a walk of each tree for river's Hoeffding
-trees (:mod:`.trees`), the trees' weighted average for ``ARFClassifier``, the closed form or the
-coalition array for linear and logistic regression (:mod:`.linear`), and permutation sampling
-(:mod:`.sampling`) for anything else or when an exact method would enumerate too much.
+trees (:mod:`.trees`, :mod:`.background_walk`, :mod:`.flat_walk`), the trees' weighted average
+for ``ARFClassifier`` and for ``ARFRegressor`` with ``aggregation_method="mean"``, the closed
+form or the coalition array for linear and logistic regression (:mod:`.linear`), and permutation
+sampling (:mod:`.sampling`) for anything else or when an exact method would enumerate too much.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from river import base, compose
-from river.forest.adaptive_random_forest import ARFClassifier
+from river.forest.adaptive_random_forest import ARFClassifier, ARFRegressor
 
 from ..fastpath import river_version_ok
 from ..fastpath.base import Unsupported
@@ -118,6 +119,8 @@ def _exact(model: Any, x: dict, background: Sequence[dict], names: list[str], ta
     try:
         if isinstance(model, ARFClassifier) and type(model).predict_proba_one is ARFClassifier.predict_proba_one:
             return _forest(model, x, background, names, target, max_exact, memo)
+        if isinstance(model, ARFRegressor) and type(model).predict_one is ARFRegressor.predict_one:
+            return _forest_mean(model, x, background, names, max_exact)
         phi, base, fx, _ = _walk(tree_game(model, target), x, background, names, max_exact, memo)
         return phi, base, fx, "tree"
     except Unsupported:
@@ -177,3 +180,29 @@ def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], t
         return np.zeros(len(names)), 0.0, 0.0, "constant"
     return phi / weight, base / weight, fx / weight, "forest"
 
+
+
+def _forest_mean(model: Any, x: dict, background: Sequence[dict], names: list[str],
+                 max_exact: int) -> tuple[np.ndarray, float, float, str] | None:
+    """``ARFRegressor.predict_one`` with ``aggregation_method="mean"`` is a fixed linear
+    combination of its members: ``1 / n`` each, or with weighted votes each member's share of
+    ``sum(errors) - its error``, over ``n``; its values combine alike. The median is not linear
+    (None: the caller samples)."""
+    if model.aggregation_method != "mean":
+        return None
+    if len(model) == 0:  # its first prediction builds the forest and is 0.0
+        return np.zeros(len(names)), 0.0, 0.0, "constant"
+    n = len(model)
+    coef = np.full(n, 1.0 / n)
+    if not model.disable_weighted_vote:
+        errors = np.array([m.get() for m in model._metrics])
+        if errors.sum() != 0:
+            weights = errors.sum() - errors
+            if weights.sum() == 0:  # river divides 0 by 0 here
+                return None
+            coef = weights / weights.sum() / n
+    parts = [_walk(tree_game(member), x, background, names, max_exact) for member in model]
+    phi = sum(c * p[0] for c, p in zip(coef, parts, strict=True))
+    base = sum(c * p[1] for c, p in zip(coef, parts, strict=True))
+    fx = sum(c * p[2] for c, p in zip(coef, parts, strict=True))
+    return np.asarray(phi), float(base), float(fx), "forest"

@@ -58,6 +58,7 @@ class LocalShapley(Component):
 
     Exact (``exact`` True, ``method`` "tree", "forest", "linear", "logistic" or "constant") for
     river's Hoeffding tree classifiers and regressors, their adaptive versions, ``ARFClassifier``,
+    ``ARFRegressor`` averaging its trees (``aggregation_method="mean"``; the median is sampled),
     and linear and logistic regression alone or after ``StandardScaler``; any other model is
     sampled (``method`` "sampling") with ``stderr`` per feature and ``n_evaluations`` model calls
     (see :func:`~streamxai.core.attribution.attribute`).

@@ -200,3 +200,44 @@ def test_numeric_trees_walk_level_by_level(make):
                         Shares(len(names)))
     assert sums.count("one") == len(members)
     assert_oracle(model, rows, 12, n_background=5, x=x)
+
+
+def three_classes(model, seed, d_num=4, d_nom=2, n=2500):
+    """``model`` grown on three classes (the score cut at two points)."""
+    rows = []
+    for x, s in stream(seed, n, d_num, d_nom):
+        model.learn_one(x, "low" if s < 0.5 else "mid" if s < 1.0 else "high")
+        rows.append(x)
+    return model, rows
+
+
+@pytest.mark.parametrize("make, d_nom", [
+    (lambda: tree.HoeffdingTreeClassifier(grace_period=30, delta=0.05), 2),
+    (lambda: tree.HoeffdingTreeClassifier(grace_period=30, delta=0.05), 0),
+    (lambda: tree.HoeffdingAdaptiveTreeClassifier(grace_period=30, delta=0.05, seed=4), 0),
+    (lambda: forest.ARFClassifier(n_models=3, grace_period=30, delta=0.05, seed=4), 0),
+    (lambda: forest.ARFClassifier(n_models=3, grace_period=30, delta=0.05, seed=4), 2),
+], ids=["ht-nominal", "ht-numeric", "hat", "arf-numeric", "arf-nominal"])
+def test_three_classes(make, d_nom):
+    """Naive Bayes leaves over three classes: each class's probability, predicted or asked for."""
+    model, rows = three_classes(make(), 13, d_nom=d_nom)
+    got = assert_oracle(model, rows, 13, n_background=5)
+    other = next(c for c in ("low", "mid", "high") if c != got.target)
+    assert_oracle(model, rows, 14, n_background=5, target_class=other)
+
+
+@pytest.mark.parametrize("leaf", ["mean", "adaptive"])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_arf_regressor_mean(leaf, weighted):
+    model = forest.ARFRegressor(n_models=3, grace_period=40, aggregation_method="mean", leaf_prediction=leaf,
+                                disable_weighted_vote=not weighted, seed=3)
+    model, rows = grown(model, 15, n=800, d_num=5, d_nom=0, classify=False)
+    assert_oracle(model, rows, 15, n_background=4, method="forest")
+
+
+def test_arf_regressor_median_is_sampled():
+    """The median of the members is not linear in them: no exact method, the values are sampled."""
+    model, rows = grown(forest.ARFRegressor(n_models=3, grace_period=40, seed=3), 15, n=400, d_num=3, d_nom=0,
+                        classify=False)
+    got = attribute(model, rows[0], rows[1:6], list(rows[0]), max_evaluations=50, seed=1)
+    assert got.method == "sampling" and not got.exact and set(got.stderr) == set(rows[0])
