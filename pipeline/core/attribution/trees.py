@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from river import linear_model, optim
 from river.tree import (
     HoeffdingAdaptiveTreeClassifier,
     HoeffdingAdaptiveTreeRegressor,
@@ -116,6 +117,18 @@ class TreeGame:
         if key not in self._reads:
             self._reads[key] = self._leaf_reads(leaf)
         return self._reads[key]
+
+    def additive(self, leaf: Any) -> bool:
+        """True when a regression leaf's prediction is a constant plus one term per feature (a
+        mean, or river's plain linear regression), so a route of such leaves is exact from
+        ``1 + k`` predictions instead of ``2^k``."""
+        if self.kind not in ("htr", "hatr"):
+            return False
+        if not self.reads(leaf):
+            return True
+        model = getattr(leaf, "_leaf_model", None)
+        return (type(model) is linear_model.LinearRegression
+                and type(model.loss).mean_func is optim.losses.RegressionLoss.mean_func)
 
     def _leaf_reads(self, leaf: Any) -> frozenset | None:
         tree = self.tree
@@ -238,6 +251,17 @@ def route_shares(game: TreeGame, x: dict, z: dict, a: frozenset, b: frozenset, l
         share_in, share_out = share_in * g, share_out * g
         values = np.array([g])
         shares = np.zeros(0)
+    elif all(game.additive(leaf) for leaf in leaves):
+        # g(T) = g({}) + sum of each free feature's step: the unanimity game of (A, B) times g({})
+        # plus, per free feature j, that of (A + j, B) times its step
+        g0 = game.value(leaves, _hybrid(x, z, a))[0]
+        steps = np.array([game.value(leaves, _hybrid(x, z, a | {f}))[0] - g0 for f in free])
+        totals.add("one")
+        in0, out0 = unanimity_shares(len(a), len(b))
+        in1, out1 = unanimity_shares(len(a) + 1, len(b))
+        share_in, share_out = g0 * in0 + steps.sum() * in1, g0 * out0 + steps.sum() * out1
+        values = np.array([g0, g0 + steps.sum()])
+        shares = steps * in1
     else:
         if len(free) > max_free:
             raise TooManyFree(f"a route whose leaves read {len(free)} free features (max_free={max_free})")
