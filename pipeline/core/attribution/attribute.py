@@ -181,7 +181,6 @@ def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], t
     return phi / weight, base / weight, fx / weight, "forest"
 
 
-
 def _forest_mean(model: Any, x: dict, background: Sequence[dict], names: list[str],
                  max_exact: int) -> tuple[np.ndarray, float, float, str] | None:
     """``ARFRegressor.predict_one`` with ``aggregation_method="mean"`` is a fixed linear
