@@ -59,6 +59,7 @@ HELP = {
     "tasks_seen": "Explain tasks folded into an explainer group (explained or not)",
     "events_explained": "Events explained, by profile",
     "explanations_out": "Explanation messages sent",
+    "local_explanations_out": "Local explanations sent (predictions explained feature by feature, local on)",
     "explanations_seen": "Explanation messages the change agent read (good, bad or duplicate)",
     "explanations_monitored": "Explanations the change agent monitored",
     "change_events": "Change events raised, by profile",
