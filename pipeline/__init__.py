@@ -17,6 +17,9 @@ before the model learns it.
 >>> top, round(importance[top], 2), ipfi.n_explained
 ('empty_server_form_handler', 0.32, 1249)
 
+:class:`LocalShapley` explains one prediction: each feature's exact Shapley value against the
+stream's recent values, summing to the prediction minus the mean prediction.
+
 :class:`StreamExplainer` runs several explainers over one stream's model (labels that come
 later, reports every few events) and :class:`StreamChangeDetector` watches their values for
 change, as the Kafka workers do.
@@ -36,6 +39,7 @@ _EXPORTS = {
     "IPFI": "streamxai.core.explainers",
     "ISAGE": "streamxai.core.explainers",
     "IPDP": "streamxai.core.explainers",
+    "LocalShapley": "streamxai.core.attribution",
     "ModelFunction": "streamxai.core.model",
     "ExplainerSpec": "streamxai.core.stream",
     "StreamExplainer": "streamxai.core.stream",

@@ -53,9 +53,9 @@ AGRAWAL_FEATURES = (
 PER_STREAM = frozenset({
     "features", "categorical", "task", "target", "target_class", "model", "model_params", "model_seed", "output", "loss",
     "explainers", "alpha", "storage_size", "grid_size", "sample_rate", "emit_every",
-    "max_label_delay", "label_timeout_s", "fast_path",
+    "max_label_delay", "label_timeout_s", "fast_path", "local",
 })
-PER_STREAM_PREFIXES = ("isage_", "change_")
+PER_STREAM_PREFIXES = ("isage_", "change_", "local_")
 
 
 #: settings under another name, by their old one: refused with one line naming the new one
@@ -217,6 +217,8 @@ class Settings:
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
     max_lag_s: float = _f(0.0, "shed explanation of events older than this many seconds (0: never)")
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
+    local: bool = _f(False, "local attributions: each sampled prediction's exact Shapley values (sampled with a standard error for models without a known structure) on the local-explanations topic, against iSAGE's reservoir of recent values (needs isage among the explainers)")
+    local_sample_rate: float = _f(1.0, "fraction of predictions explained locally when local is on (deterministic by stream and seq)")
     fast_path: str = _f("auto", "auto: evaluate recognised river models (Hoeffding trees, ARF, linear and logistic regression) from their internals, exactly the values of calling them and several times faster; off: always call the model")
     # Labels
     max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events (by seq); it is then counted (labels_expired) and never learned")
@@ -302,6 +304,12 @@ class Settings:
                       f"{self.label_timeout_s} a finite number >= 0 (0: off)")
         if not 0 < self.sample_rate <= 1:
             raise bad(f"sample_rate={self.sample_rate} must be in (0, 1]")
+        if not 0 < self.local_sample_rate <= 1:
+            raise bad(f"local_sample_rate={self.local_sample_rate} must be in (0, 1]")
+        if self.local and ("isage" not in self.explainers or self.isage_removal != "interventional"):
+            raise bad(f"local=true needs isage among the explainers ({', '.join(self.explainers)}) with "
+                      f"isage_removal=interventional (not {self.isage_removal}): its reservoir of recent values is "
+                      "the background of the local attributions")
         if not 0 < self.alpha <= 1:
             raise bad(f"alpha={self.alpha} must be in (0, 1]")
         unknown = set(self.explainers) - set(EXPLAINER_NAMES)

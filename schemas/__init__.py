@@ -29,6 +29,7 @@ from .messages import (
     FeatureEvent,
     LabelEvent,
     LabelOutcome,
+    LocalExplanation,
     Prediction,
 )
 from .parsing import parse_explain_task, parse_explanation
@@ -55,6 +56,7 @@ __all__ = [
     "LabelOutcome",
     "LabelRejected",
     "LabelTypeMismatch",
+    "LocalExplanation",
     "CategoryTypeMismatch",
     "MESSAGE_TYPES",
     "MalformedMessage",

@@ -20,6 +20,7 @@ __all__ = [
     "ExplainDecision",
     "Prediction",
     "Explanation",
+    "LocalExplanation",
     "ChangeEvent",
     "ChangeEpisode",
     "DeadLetter",
@@ -252,6 +253,36 @@ class Explanation(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class LocalExplanation(Message):
+    """Why one prediction: each feature's interventional Shapley value for the prediction of event
+    ``seq`` by the model version ``model_version`` (the events it had learned), against the
+    stream's recent feature values (iSAGE's reservoir, ``n_background`` rows). The ``values`` sum to
+    ``prediction - base``, ``base`` being the mean prediction over the background. ``target`` is
+    the class whose probability is explained (null: a regression value); ``method`` says how the
+    values were computed: ``tree``, ``forest``, ``linear``, ``logistic`` and ``constant`` are exact
+    (``exact`` true), ``sampling`` gives ``stderr`` per feature and its ``n_evaluations`` model calls.
+    ``position`` is the stream's position of the prediction's step.
+    """
+
+    SCHEMA: ClassVar[str] = "local_explanation/v1"
+    stream_id: str
+    seq: int
+    position: int
+    model_version: int
+    target: Scalar
+    prediction: float
+    base: float
+    values: dict[str, float]
+    method: str
+    exact: bool
+    n_background: int
+    stderr: dict[str, float] | None = None
+    n_evaluations: int = 0
+    #: the team's own id of event ``seq`` (a source's ``event_id``; null for the own envelope)
+    event_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ChangeEvent(Message):
     """The series ``stream_id/explainer/feature`` changed: a new regime from the stream's position
     ``cut_position``, detected at position ``position`` (the change test's time axis: a step of
@@ -396,6 +427,6 @@ class DeadLetter(Message):
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.SCHEMA: cls
     for cls in (FeatureEvent, LabelEvent, LabelOutcome, ExplainTask, ExplainDecision, Prediction, Explanation,
-                ChangeEvent, ChangeEpisode,
+                LocalExplanation, ChangeEvent, ChangeEpisode,
                 DeadLetter)
 }

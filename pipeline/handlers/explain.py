@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -10,6 +11,7 @@ from typing import Any, NamedTuple
 from streamxai.schemas import (
     ExplainDecision,
     InvalidMessage,
+    LocalExplanation,
     SchemaMismatch,
     Source,
     decode,
@@ -22,10 +24,14 @@ from streamxai.schemas.change_feed import pack_faults
 from streamxai.schemas.features import check_feature_event
 from streamxai.schemas.parsing import explain_task_fields
 
+from ..core.attribution import attribute
+from ..core.attribution.flat_walk import LeafMemo
 from ..core.budget import LagShedder
 from ..core.change.inputs import InputFault
+from ..core.explainers import ISAGE
 from ..core.increments import Block
 from ..core.prequential import MAX_LOSS
+from ..core.rng import derive_seed
 from ..core.stream import StreamExplainer
 from ..metrics import Metrics
 from ..plan import explainer_changes, stream_explainer
@@ -108,6 +114,8 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         #: decisions an earlier run recorded, by explain-tasks partition and group key
         self._recorded: dict[int, dict[bytes | None, dict[int, bool]]] = {}
         self.started = clock()
+        #: what local attributions learnt about each replica's leaves (a cache, never checkpointed)
+        self._memos: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._count_from_zero("events_explained")
         self._count_from_zero("shed_events")
 
@@ -260,6 +268,7 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         se = st.explainer
         version = se.model_version
         fallbacks = se.fallbacks
+        local = self._local(task, st, version) if explain else []
         # an explainer that raises (the replica may be half-updated): the skeleton drops the
         # group, so the next task rebuilds it by replay, and dead-letters the task (explain_error)
         values = se.step(task.step, task.x, task.y, explain=explain, loss=task.loss, position=task.position)
@@ -279,6 +288,7 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
             outs.append(Out("drift-feed", task.stream_id.encode(), value, headers=h))
         if not explain:
             return outs
+        outs += local
         m.inc("events_explained", profile=self._profile(task.stream_id))
         if not values:  # no report at this step
             return outs
@@ -295,6 +305,32 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         outs += [Out("drift-feed", k, value, headers=h) for value, h in pack_report(head, rows, docs)]
         m.inc("explanations_out", len(values))
         return outs
+
+
+    def _local(self, task: _Task, st: _GroupState, version: int) -> list[Out]:
+        """The local attribution of the prediction of ``task``'s event, by the replica as it is
+        before the step (the model that made it), when the stream has ``local`` on, the step is
+        the event's prediction (``predict``, or ``both`` with its label in line), this group runs
+        iSAGE (whose reservoir of recent values is the background) and the event falls in
+        ``local_sample_rate`` (by its stream and seq, so a replay decides alike)."""
+        s = self.settings.for_stream(task.stream_id)
+        if not s.local or task.step == "learn":
+            return []
+        if s.local_sample_rate < 1 and derive_seed(s.explain_seed, "local", task.stream_id, task.seq) >= \
+                s.local_sample_rate * 2 ** 63:
+            return []
+        se = st.explainer
+        isage = next((e for e in se.explainers if isinstance(e, ISAGE)), None)
+        if isage is None:
+            return []
+        background = isage.removal_state.reservoir.items
+        memo = self._memos.setdefault(se, LeafMemo())
+        got = attribute(se.model, task.x, background or [task.x], s.features, max_exact=12,
+                        seed=derive_seed(s.explain_seed, "local", task.stream_id, task.seq), memo=memo)
+        self.metrics.inc("local_explanations_out")
+        return [Out("local-explanations", task.stream_id.encode(), dumps(LocalExplanation(
+            task.stream_id, task.seq, task.position, version, got.target, got.prediction, got.base, got.values,
+            got.method, got.exact, len(background), got.stderr or None, got.n_evaluations, task.event_id)))]
 
 
 def _max_position(seq: int, step: str, max_label_delay: int) -> int:

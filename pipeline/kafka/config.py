@@ -35,7 +35,7 @@ class BrokerError(StreamxaiError, RuntimeError):
 #: labels: label events; arrivals: features and labels in the one order the model learns them;
 #: drift-feed: each report's explanations as one record, what the change agent reads (streamxai.schemas.change_feed)
 TOPIC_NAMES = ("features", "labels", "arrivals", "predictions", "explain-tasks", "explain-decisions", "explanations",
-               "drift-feed", "drift-events", "change-episodes", "dead-letters")
+               "local-explanations", "drift-feed", "drift-events", "change-episodes", "dead-letters")
 #: the team's inputs: created with the broker's defaults when missing, their retention is the team's
 INPUT_TOPICS = ("features", "labels")
 

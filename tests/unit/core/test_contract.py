@@ -39,7 +39,8 @@ from typing import Any
 import orjson
 import pytest
 import streamxai.core
-from river import linear_model
+from river import linear_model, tree
+from streamxai.core.attribution import LocalShapley
 from streamxai.core.base import Component
 from streamxai.core.batch import IntervalPFI, SlidingWindowSAGE
 from streamxai.core.budget import EventSampler, LagShedder
@@ -111,6 +112,13 @@ def trained_logistic_regression() -> linear_model.LogisticRegression:
     return m
 
 
+def trained_tree() -> tree.HoeffdingTreeClassifier:
+    m = tree.HoeffdingTreeClassifier(grace_period=10, delta=0.1)
+    for x in numeric_xs(200, seed=15):
+        m.learn_one(x, bool(threshold_label(x)))
+    return m
+
+
 # steps: the component's calls for one input, and what they produced ------------------------
 def explain_step(ex: Explainer, item: tuple[dict, Any], i: int) -> dict:
     """Explain most events; every 7th is only observed (an event skipped under a budget)."""
@@ -125,6 +133,14 @@ def explain_step(ex: Explainer, item: tuple[dict, Any], i: int) -> dict:
     if isinstance(ex, IPDP):
         out["curves"] = ex.curves()
     return out
+
+
+def local_step(ex: LocalShapley, x: dict, i: int) -> dict:
+    """Explain the row against the rows stored so far, then store it."""
+    values = ex.explain_one(x)
+    ex.learn_one(x)
+    return {"values": values, "base": ex.base_value, "prediction": ex.prediction, "target": ex.target,
+            "method": ex.method, "stderr": ex.stderr, "n_evaluations": ex.n_evaluations, "background": ex.background}
 
 
 def interval_step(ex: IntervalPFI, item: tuple[dict, Any], i: int) -> dict:
@@ -464,6 +480,10 @@ CASES = [
     Case("ModelFunction",
          lambda s: ModelFunction(trained_logistic_regression(), output="proba_of", target_class=True),
          lambda: numeric_xs(60, seed=19), model_fn_step, seeded=False),
+    Case("LocalShapley-tree", lambda s: LocalShapley(trained_tree(), NUMERIC, storage_size=10, seed=s),
+         lambda: numeric_xs(60, seed=16), local_step, seeded=True),
+    Case("LocalShapley-sampled", lambda s: LocalShapley(linear_value, NUMERIC, storage_size=5, max_evaluations=40, seed=s),
+         lambda: numeric_xs(40, seed=17), local_step, seeded=True),
     Case("StreamExplainer",
          lambda s: stream_explainer(small_settings(s), "s"),
          lambda: agrawal_stream(60, seed=20, unlabelled=(10,)), stream_step, seeded=True),

@@ -23,6 +23,7 @@ from streamxai.schemas import (
     FeatureMismatch,
     FeatureSpec,
     LabelTypeMismatch,
+    LocalExplanation,
     MalformedMessage,
     OversizedMessage,
     Prediction,
@@ -113,6 +114,7 @@ EXAMPLES = [
                             "b": {"before": None, "after": None, "rank_before": None, "rank_after": None}}},
                   {"a": {"before": {"grid": [0.0, 1.0], "pd": [0.2, 0.4]}, "after": None}}, 0.1, 0.3, 500, 30,
                   [0.09, 0.11], [0.25, 0.35], 4.1, 1058, 1110, 3190, 997),
+    LocalExplanation("s", 9, 12, 12, 1, 0.9, 0.4, {"a": 0.35, "b": 0.15}, "tree", True, 100, event_id="e-9"),
     DeadLetter("malformed", "MalformedMessage: x", "model", {"topic": "t", "partition": 0, "offset": 5}, "AAE=",
                2, "b413f47d13ee2fe6c845b2ee141af81de858df4ec549a58b7970bb96645bc8d2", False, None, 1.0),
 ]

@@ -1,0 +1,289 @@
+"""The background walk of plain Hoeffding trees with threshold branches, level by level.
+
+A Hoeffding tree classifier whose branches all compare a number with a threshold (river's
+numeric binary splits) and whose leaves predict by majority class or by naive Bayes over
+Gaussians -- the trees an ARF grows on numeric streams -- is flattened into arrays: per node its
+feature, threshold, children and the child ``x`` takes. All *states* (a tree, a node, a
+background point and its masks ``a`` and ``b``, as in :mod:`.background_walk`) of all trees of a
+forest then move down one level per step with a few array operations, a state splitting in two
+where ``x`` and its point part at a feature neither mask decides. The cost is a handful of
+numpy calls per level, not per node.
+
+At the leaves, a majority-class leaf hands its points over as a constant, and every naive Bayes
+leaf's votes are built for all its points at once from the Gaussians' means and variances
+(river's ``Gaussian.log_pdf``), relative to the explained class; :class:`~.shares.Shares` then
+settles them by the number of features the leaves read. A tree with anything else is left to
+:mod:`.background_walk` (:func:`flat_collect` says which).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from river.tree.nodes.branch import NumericBinaryBranch
+from river.tree.splitter.gaussian_splitter import GaussianSplitter
+
+from ..fastpath.walk import is_branch
+from .frame import Frame
+from .shares import Shares
+from .trees import TooManyFree, TreeGame
+
+__all__ = ["LeafMemo", "flat_collect"]
+
+_HALF_LOG_TAU = 0.5 * math.log(2 * math.pi)
+_NUMERIC_NO = NumericBinaryBranch.branch_no
+
+
+class _Flat:
+    """Trees as arrays: ``feature[i]``, ``threshold[i]``, ``child[i] = (left, right)``, ``x_right[i]``
+    for branch ``i``; ``leaf[i]`` (the leaf object and its tree) otherwise."""
+
+    def __init__(self, frame: Frame):
+        self.frame = frame
+        self.feature: list[int] = []
+        self.threshold: list[float] = []
+        self.child: list[tuple[int, int]] = []
+        self.x_right: list[bool] = []
+        self.leaf: list[Any] = []
+
+    def add(self, game: TreeGame) -> int | None:
+        """The root's id, or None when the tree has a node the flat walk does not take. Nodes
+        get their ids in breadth-first order, so a branch knows its children's ids when it is
+        met."""
+        frame, start = self.frame, len(self.leaf)
+        root = game.tree._root
+        if root is None:
+            return None
+        feature, threshold, child, x_right, leaf = self.feature, self.threshold, self.child, self.x_right, self.leaf
+        index, x = frame.index, frame.x
+        nodes = [root]
+        i = 0
+        while i < len(nodes):
+            node = nodes[i]
+            i += 1
+            if not is_branch(node):
+                feature.append(-1)
+                threshold.append(0.0)
+                child.append((-1, -1))
+                x_right.append(False)
+                leaf.append((node, game))
+                continue
+            f = node.feature
+            if (type(node).branch_no is not _NUMERIC_NO or f not in index or type(x[f]) not in (int, float)
+                    or frame.column(f) is None or (game.adaptive and node._alternate_tree)):
+                for column in (feature, threshold, child, x_right, leaf):
+                    del column[start:]
+                return None
+            first = start + len(nodes)
+            nodes += node.children
+            feature.append(index[f])
+            threshold.append(node.threshold)
+            child.append((first, first + 1))
+            x_right.append(not x[f] <= node.threshold)
+            leaf.append(None)
+        return start
+
+
+def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: int, shares: Shares,
+                 memo: LeafMemo | None = None) -> list[str | None]:
+    """Add the shares of each ``(tree, scale)`` it takes to ``shares``; per tree, what its
+    probabilities sum to, or None for a tree left to the caller. ``memo`` keeps what the
+    walk learns about leaves for the next explanation."""
+    flat = _Flat(frame)
+    roots = [flat.add(game) for game, _ in trees]
+    out: list[str | None] = [None] * len(trees)
+    todo = [(k, r) for k, r in enumerate(roots) if r is not None]
+    if not todo:
+        return out
+    n = len(frame.bg)
+    names = frame.names
+    z = np.column_stack([c if (c := frame.column(f)) is not None else np.zeros(n) for f in names])
+    feature, threshold = np.array(flat.feature), np.array(flat.threshold)
+    child, x_right = np.array(flat.child).reshape(-1, 2), np.array(flat.x_right)
+    branch = feature >= 0
+    node = np.repeat([r for _, r in todo], n)
+    tree = np.repeat([k for k, _ in todo], n)
+    zs = np.tile(np.arange(n), len(todo))
+    a = np.zeros(len(zs), dtype=np.int64)
+    b = np.zeros(len(zs), dtype=np.int64)
+    while True:
+        active = branch[node]
+        if not active.any():
+            break
+        at = np.flatnonzero(active)
+        nd, pt = node[at], zs[at]
+        f = feature[nd]
+        bit = np.int64(1) << f
+        z_right = ~(z[pt, f] <= threshold[nd])
+        aa, bb = a[at], b[at]
+        follow_x = (z_right == x_right[nd]) | ((aa & bit) != 0)
+        free = ~follow_x & ((bb & bit) == 0)
+        own = ~follow_x
+        x_child = child[nd, x_right[nd].astype(np.int64)]
+        z_child = child[nd, z_right.astype(np.int64)]
+        rest = ~active
+        node = np.concatenate([node[rest], x_child[follow_x], x_child[free], z_child[own]])
+        tree = np.concatenate([tree[rest], tree[at][follow_x], tree[at][free], tree[at][own]])
+        zs = np.concatenate([zs[rest], pt[follow_x], pt[free], pt[own]])
+        a = np.concatenate([a[rest], aa[follow_x], aa[free] | bit[free], aa[own]])
+        b = np.concatenate([b[rest], bb[follow_x], bb[free], bb[own] | (bit[own] * free[own])])
+    scale = np.array([s for _, s in trees])[tree]
+    by_leaf: dict[int, np.ndarray] = {}
+    order = np.argsort(node, kind="stable")
+    leaves, starts = np.unique(node[order], return_index=True)
+    for leaf_id, lo, hi in zip(leaves.tolist(), starts.tolist(), [*starts[1:].tolist(), len(order)], strict=True):
+        by_leaf[leaf_id] = order[lo:hi]
+    if memo is not None:
+        memo.start(names)
+    kinds = {leaf_id: _described(*flat.leaf[leaf_id], frame, memo) for leaf_id in by_leaf}
+    bad = {int(tree[rows[0]]) for leaf_id, rows in by_leaf.items() if kinds[leaf_id][0] is None}
+    totals: dict[int, set] = defaultdict(set)
+    bayes: list[tuple] = []
+    g_const = np.zeros(len(node))
+    const = np.zeros(len(node), dtype=bool)
+    for leaf_id, rows in by_leaf.items():
+        k = int(tree[rows[0]])
+        if k in bad:
+            continue
+        kind, params = kinds[leaf_id]
+        if kind == "constant":
+            g, predicts = params
+            totals[k].add("one" if predicts else "zero")
+            g_const[rows], const[rows] = g, True
+            continue
+        totals[k].add("one")
+        if params is None:  # the leaf has not seen the class: its probability is 0
+            const[rows] = True
+            continue
+        if len(params[0]) > max_free:
+            raise TooManyFree(f"a leaf that reads {len(params[0])} features (max_free={max_free})")
+        bayes.append((rows, params))
+    if const.any():
+        shares.add_constants(g_const[const] * scale[const], a[const], b[const])
+    x = np.array([v if type(v := frame.x[f]) in (int, float) else 0.0 for f in names], dtype=float)
+    _add_bayes(bayes, x, z, zs, a, b, scale, shares)
+    for k, _ in todo:
+        if k not in bad:
+            out[k] = totals[k].pop() if len(totals[k]) == 1 else "mixed"
+    return out
+
+
+class LeafMemo:
+    """What a walk learnt about each leaf, kept for the next explanation while the leaf stays
+    as it was (the same object, the same total weight, active or not: a leaf's counts, Gaussians
+    and naive Bayes mode change only when it learns). Only the leaves met by the last
+    explanation are kept, so the memo is as large as the trees' leaves."""
+
+    def __init__(self) -> None:
+        self._kept: dict = {}
+        self._met: dict = {}
+        self._names: tuple = ()
+
+    def start(self, names: list) -> None:
+        """Begin an explanation over the players ``names``."""
+        names_t = tuple(names)
+        self._kept = self._met if names_t == self._names else {}
+        self._met = {}
+        self._names = names_t
+
+    def get(self, leaf: Any, build: Any) -> Any:
+        key = id(leaf)
+        version = (sum(leaf.stats.values()), leaf.is_active())
+        kept = self._kept.get(key)
+        if kept is None or kept[0] is not leaf or kept[1] != version:
+            kept = (leaf, version, (*build(), {}))
+        self._met[key] = kept
+        return kept[2]
+
+
+def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -> tuple[str | None, Any]:
+    """``("constant", (value, predicts))`` for a leaf that reads nothing (its normalised class
+    counts, as river's leaves give them), ``("bayes", params)`` for naive Bayes over Gaussians of
+    numeric players (:func:`_leaf_params`), ``(None, None)`` for a leaf left to the caller."""
+    def build() -> tuple[str | None, Any]:
+        reads = game.reads(leaf)
+        if reads is None:
+            return None, None
+        stats = leaf.stats
+        total = sum(stats.values())
+        if not reads or not total:
+            return "constant", ({c: w / total for c, w in stats.items()} if total else {}, bool(total))
+        if any(type(obs) is not GaussianSplitter or f not in frame.index for f, obs in leaf.splitters.items()):
+            return None, None
+        return "bayes", _leaf_params(leaf, frame)
+
+    kind, params, by_target = memo.get(leaf, build) if memo is not None else (*build(), {})
+    if kind == "constant":
+        return kind, (params[0].get(game.target, 0.0), params[1])
+    if kind == "bayes":
+        if not frame.numeric.issuperset(leaf.splitters):
+            return None, None
+        if game.target not in by_target:
+            by_target[game.target] = _for_target(params, game.target)
+        return kind, by_target[game.target]
+    return kind, params
+
+
+def _leaf_params(leaf: Any, frame: Frame) -> tuple:
+    """``(classes, feature indices, mu, var, prior votes)`` of a naive Bayes leaf, per feature
+    and class in the leaf's class order (a class without weight votes 0 and has no terms)."""
+    stats = leaf.stats
+    classes = list(stats)
+    total = sum(stats.values())
+    prior = np.array([math.log(w / total) if w > 0 else 0.0 for w in stats.values()])
+    features = sorted(leaf.splitters, key=frame.index.__getitem__)
+    mu, var = np.zeros((len(features), len(classes))), np.zeros((len(features), len(classes)))
+    for j, f in enumerate(features):
+        dists = leaf.splitters[f]._att_dist_per_class
+        for c, cls in enumerate(classes):
+            g = dists.get(cls) if stats[cls] > 0 else None
+            if g is not None:
+                mu[j, c], var[j, c] = g.mu, g._var.get()
+    return classes, np.array([frame.index[f] for f in features], dtype=np.int64), mu, var, prior
+
+
+def _for_target(params: tuple, target: Any) -> tuple | None:
+    """``(feature indices, mu, var, prior)`` with the target's class first; None when the leaf
+    has not seen the target (its probability is 0)."""
+    classes, idx, mu, var, prior = params
+    try:
+        t = classes.index(target)
+    except ValueError:
+        return None
+    order = [t, *(c for c in range(len(classes)) if c != t)]
+    return idx, mu[:, order], var[:, order], prior[order]
+
+
+def _terms(values: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """Gaussian log densities, 0 where a class has no density (river skips the term)."""
+    dense = var > 0.0
+    safe = np.where(dense, var, 1.0)
+    return np.where(dense, (values - mu) ** 2 / (-2.0 * safe) - _HALF_LOG_TAU - 0.5 * np.log(safe), 0.0)
+
+
+def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.ndarray, b: np.ndarray,
+               scale: np.ndarray, shares: Shares) -> None:
+    """Every naive Bayes leaf's points, stacked by (features read, classes)."""
+    groups: dict[tuple[int, int], list] = defaultdict(list)
+    for rows, params in bayes:
+        groups[params[1].shape].append((rows, params))
+    for items in groups.values():
+        rows = np.concatenate([r for r, _ in items])
+        which = np.repeat(np.arange(len(items)), [len(r) for r, _ in items])
+        idx = np.stack([p[0] for _, p in items])[which]  # (points, k)
+        mu = np.stack([p[1] for _, p in items])[which]  # (points, k, classes)
+        var = np.stack([p[2] for _, p in items])[which]
+        prior = np.stack([p[3] for _, p in items])[which]  # (points, classes)
+        tx = _terms(x[idx][:, :, None], mu, var)
+        tz = _terms(z[zs[rows][:, None], idx][:, :, None], mu, var)
+        ar, br = a[rows], b[rows]
+        from_x = ((ar[:, None] >> idx) & 1).astype(bool)[:, :, None]
+        fixed = (((ar | br)[:, None] >> idx) & 1).astype(bool)[:, :, None]
+        votes = prior + np.where(from_x, tx, tz).sum(axis=1)  # (points, classes), the target first
+        diff = np.where(fixed, 0.0, tx - tz)  # (points, k, classes)
+        rel_votes = (votes[:, 1:] - votes[:, :1]).T  # the other classes against the target
+        rel_diff = (diff[:, :, 1:] - diff[:, :, :1]).transpose(2, 0, 1)
+        shares.add_votes(rel_votes, rel_diff, idx, ar, br, scale[rows])

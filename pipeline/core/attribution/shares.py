@@ -1,0 +1,202 @@
+"""Routes' Shapley shares, gathered from a whole walk (or forest) and settled in a few batches.
+
+A route of a tree walk (:mod:`.background_walk`) hands over, per background point, the masks
+``a`` (features that must come from ``x``) and ``b`` (from the point) and the route's value: a
+constant, or ``g(T)`` over the subsets ``T`` of the features its leaves read, or the naive Bayes
+votes that give ``g``. Settling each route on its own costs a few dozen numpy calls, most of
+them overhead for a handful of points; :class:`Shares` stacks routes of the same shape and
+settles each stack at once in :meth:`Shares.finish`. Every entry carries a ``scale`` (``1 / n``
+for the background mean, times a tree's weight in a forest): the shares are linear in ``g``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from .coalitions import masks, shapley_weight, unanimity_shares
+
+__all__ = ["Shares"]
+
+
+class Shares:
+    """The shares of ``d`` players, gathered route by route."""
+
+    def __init__(self, d: int):
+        self.d = d
+        self.bits = np.int64(1) << np.arange(d, dtype=np.int64)
+        self.phi = np.zeros(d)
+        self.base = 0.0
+        self.fx = 0.0
+        self._constant: list[tuple] = []
+        self._votes: dict[tuple[int, int], list[tuple]] = defaultdict(list)
+        self._values: dict[int, list[tuple]] = defaultdict(list)
+
+    def add_constant(self, g: float, a: np.ndarray, b: np.ndarray, scale: float) -> None:
+        """A route whose value is ``g`` for every coalition that reaches it."""
+        self._constant.append((np.full(len(a), g * scale), a, b))
+
+    def add_constants(self, g: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        """Routes of constant values ``g`` (one per point, scaled already)."""
+        self._constant.append((g, a, b))
+
+    def add_values(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, scale: float) -> None:
+        """A route whose value is ``g[point, T]`` over the subsets ``T`` of the players ``used``
+        (indices, one row per point)."""
+        self._values[used.shape[1]].append((g * scale, used, a, b))
+
+    def add_votes(self, votes: np.ndarray, diff: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  scale: float | np.ndarray) -> None:
+        """A lone naive Bayes leaf, explained on its class ``t``: ``votes[c, point]`` is
+        ``v_c - v_t`` of each other class ``c`` at ``T = {}``, ``diff[c, point, j]`` what player
+        ``used[point, j]`` adds to it; ``g(T) = 1 / (1 + sum_c exp(votes + diff . T))``."""
+        self._votes[(diff.shape[0], diff.shape[2])].append((votes, diff, used, a, b,
+                                                            np.broadcast_to(scale, (len(a),))))
+
+    def add(self, phi: np.ndarray, base: float, fx: float, scale: float) -> None:
+        """Shares settled elsewhere (point by point)."""
+        self.phi += phi * scale
+        self.base += base * scale
+        self.fx += fx * scale
+
+    def finish(self) -> tuple[np.ndarray, float, float]:
+        """``(values, base, f(x))``, all stacks settled."""
+        if self._constant:
+            g, a, b = (np.concatenate(c) for c in zip(*self._constant, strict=True))
+            pa, pb = np.bitwise_count(a), np.bitwise_count(b)
+            t_in, t_out = _unanimity_table(self.d)
+            self.phi += self._spread(a, t_in[pa, pb] * g) + self._spread(b, t_out[pa, pb] * g)
+            self.base += float(g[a == 0].sum())
+            self.fx += float(g[b == 0].sum())
+            self._constant = []
+        for (_, k), stack in self._votes.items():
+            votes, diff, used, a, b, scale = (np.concatenate(c, axis=1 if i < 2 else 0)
+                                              for i, c in enumerate(zip(*stack, strict=True)))
+            c, s = votes.shape
+            rel = (diff.reshape(c * s, k) @ _subsets(k)).reshape(c, s, 1 << k)  # one 2-D product
+            rel += votes[:, :, None]
+            with np.errstate(over="ignore"):
+                np.exp(rel, out=rel)
+            g = rel[0] if c == 1 else rel.sum(axis=0)
+            g += 1.0
+            np.divide(scale[:, None], g, out=g)
+            self._values[k].append((g, used, a, b))
+        self._votes.clear()
+        for k, stack in self._values.items():
+            g, used, a, b = (np.concatenate(c) for c in zip(*stack, strict=True))
+            self._settle(g, used, a, b, k)
+        self._values.clear()
+        return self.phi, self.base, self.fx
+
+    def _settle(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int) -> None:
+        """:func:`~.coalitions.subset_shares` for every point, ``T`` over the subsets of its
+        ``used`` players that avoid its ``a`` and ``b``. A subset's weight depends on its size
+        only; a free player gains ``w(|a| + |T| - 1) g(T)`` from each ``T`` that holds it and
+        loses ``w(|a| + |T|) g(T)`` to each that does not."""
+        slots = np.arange(k)
+        fixed = (((a | b)[:, None] >> used) & 1) if k else np.zeros((len(a), 0), dtype=np.int64)
+        ab_used = (fixed << slots).sum(axis=1) if k else np.zeros(len(a), dtype=np.int64)
+        pa, pb = np.bitwise_count(a).astype(np.int64), np.bitwise_count(b).astype(np.int64)
+        m = pa + pb + k - fixed.sum(axis=1)
+        w = _weight_table(self.d + k + 1)
+        if k >= 6:  # many subsets: sum the points of one (|a|, m, fixed) first
+            self._settle_grouped(g, used, a, b, k, pa, m, ab_used, fixed, w)
+        else:
+            self._settle_rows(g, used, a, b, k, pa, m[:, None], ab_used, fixed, w)
+        full = ((1 << k) - 1) & ~ab_used
+        rows = np.arange(len(a))
+        self.base += float(g[rows, 0][a == 0].sum())
+        self.fx += float(g[rows, full][b == 0].sum())
+
+    def _settle_rows(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int, pa: np.ndarray,
+                     m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray) -> None:
+        """:meth:`_settle` point by point (few subsets, many points)."""
+        t = np.arange(1 << k)
+        sizes = np.bitwise_count(t).astype(np.int64)
+        h = g * ((t[None, :] & ab_used[:, None]) == 0)  # g on the subsets a point allows
+        q = np.arange(k + 1)
+        w_in = np.where(pa[:, None] + q > 0, w[np.maximum(pa[:, None] - 1 + q, 0), m], 0.0)  # (points, sizes)
+        w_out = w[pa[:, None] + q, m]
+        h_in, h_out = h * w_in[:, sizes], h * w_out[:, sizes]
+        self.phi += self._spread(a, h_in.sum(axis=1) * (pa > 0)) + self._spread(b, -h_out.sum(axis=1))
+        if k:
+            bits = _bits(k)
+            gain = h_in @ bits - (h_out @ (1.0 - bits)) * (1 - fixed)
+            self.phi += np.bincount(used.ravel(), weights=gain.ravel(), minlength=self.d)
+
+    def _settle_grouped(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
+                        pa: np.ndarray, m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray) -> None:
+        """:meth:`_settle` group by group: the points of one ``(|a|, m, fixed players, used)``
+        share their weights and allowed subsets, so one product over the group's rows of ``g``
+        gives their shares, and one column sum their players' gains."""
+        t = np.arange(1 << k)
+        sizes = np.bitwise_count(t).astype(np.int64)
+        bits = _bits(k)
+        key = np.column_stack([pa, m, ab_used, used])
+        order = np.lexsort(key.T[::-1])
+        key, g, a, b, used, fixed = key[order], g[order], a[order], b[order], used[order], fixed[order]
+        cut = np.flatnonzero(np.any(key[1:] != key[:-1], axis=1)) + 1
+        share_in, share_out = np.zeros(len(a)), np.zeros(len(a))
+        for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), len(a)], strict=True):
+            p, mm, ab = int(key[lo, 0]), int(key[lo, 1]), int(key[lo, 2])
+            allowed = (t & ab) == 0
+            w_in = (w[p - 1 + sizes, mm] if p else np.zeros(len(t))) * allowed
+            w_out = w[p + sizes, mm] * allowed
+            rows = g[lo:hi]
+            share_in[lo:hi] = rows @ w_in
+            share_out[lo:hi] = -(rows @ w_out)
+            total = rows.sum(axis=0)
+            gain = (total * w[np.maximum(p - 1 + sizes, 0), mm] * allowed) @ bits
+            gain -= ((total * w_out) @ (1.0 - bits)) * (1 - fixed[lo])
+            self.phi[used[lo]] += gain
+        self.phi += self._spread(a, share_in) + self._spread(b, share_out)
+
+    def _spread(self, masks_: np.ndarray, shares: np.ndarray) -> np.ndarray:
+        """Each point's share added to every player in its mask."""
+        return shares @ ((masks_[:, None] & self.bits) != 0).astype(float)
+
+
+_TABLES: dict = {}
+
+
+def _subsets(k: int) -> np.ndarray:
+    """``(k, 2^k)``: row ``j`` is 1 where subset ``t`` holds player ``j`` (C order: a matrix
+    product with a transposed view makes OpenBLAS take a slow threaded path)."""
+    key = ("subsets", k)
+    if key not in _TABLES:
+        _TABLES[key] = np.ascontiguousarray(masks(k).T, dtype=float)
+    return _TABLES[key]
+
+
+def _bits(k: int) -> np.ndarray:
+    """``(2^k, k)``: 1 where subset ``t`` holds player ``j``."""
+    key = ("bits", k)
+    if key not in _TABLES:
+        t = np.arange(1 << k)
+        _TABLES[key] = ((t[:, None] >> np.arange(k)) & 1).astype(float)
+    return _TABLES[key]
+
+
+def _unanimity_table(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~.coalitions.unanimity_shares` of every ``(|A|, |B|)`` with ``|A| + |B| <= d``."""
+    key = ("unanimity", d)
+    if key not in _TABLES:
+        t_in, t_out = np.zeros((d + 1, d + 1)), np.zeros((d + 1, d + 1))
+        for i in range(d + 1):
+            for o in range(d + 1 - i):
+                t_in[i, o], t_out[i, o] = unanimity_shares(i, o)
+        _TABLES[key] = (t_in, t_out)
+    return _TABLES[key]
+
+
+def _weight_table(size: int) -> np.ndarray:
+    """``w[p, m] = p! (m - p - 1)! / m!`` for ``0 <= p < m <= size``, else 0."""
+    key = ("weights", size)
+    if key not in _TABLES:
+        w = np.zeros((size + 1, size + 1))
+        for mm in range(1, size + 1):
+            for p in range(mm):
+                w[p, mm] = shapley_weight(p, mm)
+        _TABLES[key] = w
+    return _TABLES[key]

@@ -1,0 +1,85 @@
+"""Local explanations on the worker: with ``local`` on, every explained prediction (within
+``local_sample_rate``) gets one local-explanations message, of the model version that made it,
+summing to the prediction minus the base value, equal to the in-process reference; off by default."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.handler_inputs import run_handlers, settings
+from streamxai.core.attribution import attribute
+from streamxai.core.explainers import ISAGE
+from streamxai.local.demo_stream import agrawal_events
+from streamxai.plan import stream_explainer
+from streamxai.schemas import ConfigError
+
+
+def reference(s, events):
+    """Each event's local attribution in process: the stream's model and iSAGE's reservoir as
+    they are before the event is explained and learned."""
+    out = {}
+    se = stream_explainer(s, events[0].stream_id)
+    isage = next(e for e in se.explainers if isinstance(e, ISAGE))
+    for ev in events:
+        background = isage.removal_state.reservoir.items
+        out[ev.seq] = attribute(se.model, ev.x, background or [ev.x], s.features)
+        se.process_one(ev.x, ev.y)
+    return out
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_every_prediction_is_explained_by_the_model_that_made_it(groups):
+    s = settings(local=True, explain_groups=groups)
+    events = list(agrawal_events("a", 150, seed=4))
+    got = run_handlers(s, events)
+    local = {m["seq"]: m for m in got["local-explanations"]}
+    assert sorted(local) == [ev.seq for ev in events]
+    predictions = {m["seq"]: m for m in got["predictions"] if m["schema"] == "prediction/v2"}
+    want = reference(s, events)
+    for seq, m in local.items():
+        assert m["schema"] == "local_explanation/v1" and m["exact"] and m["method"] == "tree"
+        assert m["model_version"] == predictions[seq]["model_version"]
+        assert m["target"] == predictions[seq]["y_pred"]  # the predicted class's probability
+        assert abs(sum(m["values"].values()) - (m["prediction"] - m["base"])) < 1e-9
+        assert m["values"] == want[seq].values and m["base"] == want[seq].base
+    assert max(m["n_background"] for m in local.values()) == s.storage_size
+
+
+def test_off_by_default_and_sampled_by_stream_and_seq():
+    events = list(agrawal_events("a", 80, seed=5))
+    assert "local-explanations" not in run_handlers(settings(), events)
+    half = [m["seq"] for m in run_handlers(settings(local=True, local_sample_rate=0.5), events)["local-explanations"]]
+    again = [m["seq"] for m in run_handlers(settings(local=True, local_sample_rate=0.5), events)["local-explanations"]]
+    assert half == again and 20 <= len(half) <= 60
+
+
+def test_local_needs_isage_s_reservoir():
+    with pytest.raises(ConfigError, match="needs isage"):
+        settings(local=True, explainers=["ipfi"])
+    with pytest.raises(ConfigError, match="isage_removal=interventional"):
+        settings(local=True, isage_removal="observational")
+    with pytest.raises(ConfigError, match="local_sample_rate"):
+        settings(local=True, local_sample_rate=0.0)
+
+
+def test_with_labels_later_the_prediction_is_explained_at_its_arrival():
+    """A prediction is made when the event's features arrive, by the model as it is then (its
+    label, and the event's learning, come 12 events later): its local explanation is of that
+    model version, once per event."""
+    from helpers.arrivals import record_arrivals
+    from helpers.arrivals import run_handlers as run_arrivals
+    from helpers.handler_inputs import delayed_settings
+    from helpers.partition_log import PartitionLog
+    from helpers.streams import threshold_events
+    from streamxai.local.demo_stream import labels_later
+
+    log = PartitionLog()
+    record_arrivals(log, labels_later(threshold_events("a", 150, drift_at=None, seed=2), 12))
+    run = run_arrivals(delayed_settings(local=True), log)
+    predictions = {m["seq"]: m for m in run.of("predictions") if m["schema"] == "prediction/v2"}
+    local = run.of("local-explanations")
+    assert sorted(m["seq"] for m in local) == sorted(predictions)
+    for m in local:
+        assert m["model_version"] == predictions[m["seq"]]["model_version"]
+        assert m["position"] == predictions[m["seq"]]["position"]
+        assert abs(sum(m["values"].values()) - (m["prediction"] - m["base"])) < 1e-9
+    assert any(m["model_version"] < m["seq"] for m in local)  # labels later: the model had learned fewer
