@@ -51,7 +51,11 @@ class Episode:
       which share one one-sided 5% (:mod:`streamxai.core.change.looks`);
     - ``reliance_shift``: the loss stayed within its interval, or it fell while the model gave up
       the feature it relied on most (the largest iPFI or iSAGE level before the cut is another
-      feature's after it, and its own level fell): what a loss monitor misses.
+      feature's after it, and its own level fell): what a loss monitor misses;
+    - ``data_fault``: a feature's own values changed as a broken pipeline changes them
+      (:mod:`streamxai.core.change.inputs`), on a feature the model relies on: an episode of its
+      own, announced at once, whatever the loss did and whatever episode is open
+      (:meth:`~streamxai.core.change.stream.StreamChangeDetector.input_faults`).
 
     Alert. An episode is an alert if its kind is one of ``alert_kinds`` and, recently (confirmed
     within ``episode_max`` events of where its regime began), what the model's accuracy rests on

@@ -111,6 +111,11 @@ class StreamChangeDetector(Component):
     Warm-up. Blocks of events before ``warmup`` are not monitored: a model that starts from
     nothing changes its explanation while it learns, which is not worth reporting.
 
+    Data faults. What the watch of the stream's inputs found (:meth:`input_faults`) is a change
+    of the series ``(inputs, feature)`` and an episode of kind ``data_fault`` of its own, paged
+    from ``fault_share`` of the top feature's reliance; the changes it causes afterwards page no
+    more.
+
     Episodes, their kinds and alerts: see :mod:`streamxai.core.change.episodes`.
     """
 
