@@ -200,3 +200,17 @@ def test_an_offset_of_a_feature_with_rare_spikes_is_found_though_its_range_is_wi
     mon = InputMonitor(["p"])
     faults = [f for t, x in enumerate(xs) for f in mon.update(t, x)]
     assert [(f.what, f.start) for f in faults] == [("shifted", AT)], faults
+
+
+def test_a_fault_that_phases_in_is_found_as_its_mix_grows():
+    """a takes b's values for a share of the events that grows from 0 to all over 2,000 events
+    (a join that breaks for more and more keys): the mix loses a smooth series' order long before
+    the median moves."""
+    rng = random.Random(6)
+    xs = stream(6, n=AT + 2000)
+    b = [x["b"] for x in xs]
+    for i in range(AT, AT + 2000):
+        if rng.random() < (i - AT + 1) / 2000:
+            xs[i]["a"] = b[i]
+    faults = [f for f in found(xs) if f.feature == "a"]
+    assert faults and faults[0].what == "reordered" and faults[0].seq <= AT + 1000, faults
