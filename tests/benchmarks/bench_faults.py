@@ -1,6 +1,6 @@
 """Data-pipeline faults injected into real and synthetic streams, run on demand:
-``python tests/benchmarks/bench_faults.py [--streams elec2,agrawal] [--models hat,lr] [--seeds 20] [--kinds ...]
-[--gradual] [--after 2000]``.
+``python tests/benchmarks/bench_faults.py [--streams elec2,agrawal] [--models hat,lr] [--seeds 20] [--first-seed 0]
+[--kinds ...] [--gradual] [--after 2000] [--verbose]``.
 
 Each stream runs once as recorded through the explainers (the settings' defaults) and the change
 detector, as the worker runs them. At a seeded random position of each seed the whole state is
@@ -242,6 +242,7 @@ def main() -> None:
     ap.add_argument("--streams", default="elec2,agrawal")
     ap.add_argument("--models", default="hat,lr")
     ap.add_argument("--seeds", type=int, default=20, help="fault positions per stream and model (each: every kind)")
+    ap.add_argument("--first-seed", type=int, default=0, help="the first seed (seeds never run before: a fresh draw)")
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--after", type=int, default=2000, help="events run after each fault")
     ap.add_argument("--events", type=int, default=45_312, help="events of each stream at most")
@@ -253,7 +254,8 @@ def main() -> None:
     for stream in a.streams.split(","):
         for model in a.models.split(","):
             t0 = time.perf_counter()
-            out, rec, n = run_stream(stream, model, list(range(a.seeds)), kinds, a.after, a.gradual, a.events)
+            seeds = list(range(a.first_seed, a.first_seed + a.seeds))
+            out, rec, n = run_stream(stream, model, seeds, kinds, a.after, a.gradual, a.events)
             all_out += out
             if a.verbose:
                 for o in out:

@@ -11,13 +11,13 @@ not match it:
 - ``constant``: the last ``recent`` values are all equal (or all missing), and the reference has
   no run of equal values half as long;
 - ``shifted`` / ``scaled``: the recent values' median lies outside the whole range of the
-  reference, or nine tenths of them beyond its 1% tails, and at least ``shift`` interquartile
+  reference, or nine tenths of them beyond its 10% tails, and at least ``shift`` interquartile
   ranges from its median (``scaled`` when the
   median or the spread moved by a factor of at least ``factor``), or the recent spread is at
   least ``factor`` times the reference's with half the values outside its range; a shift only
-  where the values jumped: the median of the ten from where they left the range against the ten
-  before, by 1.5 times the largest such move in the reference (a smooth series that wanders to a
-  new level gets there step by step);
+  where the values jumped: the median of the six from where they left against the six before
+  moved by half of the whole shift at least, and by 1.5 times the 95th percentile of such moves
+  in the reference (a smooth series that wanders to a new level gets there step by step);
 - ``swapped``: shifted or scaled, and the values since look like another feature's reference
   (within its range, a spread within a factor 10 of its, the nearest median);
 - ``reordered``: the values lose their order (shuffled between events, or mixed with values
@@ -71,7 +71,7 @@ _ORDER_LOST = 1.2
 #: tests between two reckonings of the reference's quartiles and range
 _REF_EVERY = 4
 #: the percentiles of the reference and of the recent values the tests read
-_REFERENCE_QS = (1, 25, 50, 75, 99)
+_REFERENCE_QS = (10, 25, 50, 75, 90)
 _RECENT_QS = (10, 25, 50, 75, 90)
 
 
@@ -169,7 +169,7 @@ class InputMonitor(Component):
             # the reference moves by a quarter of a percent a test: its quartiles and range are
             # worked out every few tests (a half of the cost of a test otherwise)
             self._ref_stats, self._ref_at = _quartiles(ref, _REFERENCE_QS, with_range=True), self._n
-        q01, q25, med, q75, q99, lo, hi = self._ref_stats
+        q10, q25, med, q75, q90, lo, hi = self._ref_stats
         r10, r25, rmed, r75, r90 = _quartiles(rec, _RECENT_QS)
         iqr, riqr = q75 - q25, r75 - r25
         # the rank von Neumann ratio of each feature's recent values (reordered asks for the reference's only above _ORDER_LOST)
@@ -181,7 +181,7 @@ class InputMonitor(Component):
                 continue
             fault = self._constant(j, f, ref[j], rec[j], seqs, med[j], iqr[j])
             if fault is None:
-                what = self._moved(rec[j], lo[j], hi[j], q01[j], q99[j], med[j], iqr[j], r10[j], rmed[j], r90[j],
+                what = self._moved(rec[j], lo[j], hi[j], q10[j], q90[j], med[j], iqr[j], r10[j], rmed[j], r90[j],
                                    riqr[j])
                 if what is not None:
                     moved[j] = what
@@ -191,11 +191,14 @@ class InputMonitor(Component):
                 found.append(fault)
         for j, what in moved.items():
             f = self.features[j]
-            at = _start_outside(rec[j], q01[j], q99[j])
+            # where the values left the reference's range, or, where they did not, its 10% tails
+            newest = rec[j][-self.recent // 4:]
+            left = np.mean((newest > hi[j]) | (newest < lo[j])) >= 0.8
+            at = _start_outside(rec[j], lo[j], hi[j]) if left else _start_outside(rec[j], q10[j], q90[j])
             start = seqs[self.reference + at]
             tail = rec[j][at:]  # the values since the fault began
             t25, tmed, t75 = np.percentile(tail, [25, 50, 75])
-            if what == "shifted" and not _jumped(vals[j], self.reference + at, ref[j]):
+            if what == "shifted" and not _jumped(vals[j], self.reference + at, abs(tmed - med[j]), ref[j]):
                 continue  # a level reached step by step, as a smooth series wanders: no fault's jump
             before, after = (float(med[j]), float(iqr[j])), (float(tmed), float(t75 - t25))
             like = self._like(j, after[0], after[1], med, iqr, lo, hi, moved)
@@ -235,13 +238,13 @@ class InputMonitor(Component):
         return InputFault(f, "constant", int(seqs[-1]), start, before, (math.nan if value is None else value, 0.0),
                           f"{said} since {start}{hint}; before: median {med:.3g}, IQR {iqr:.3g}")
 
-    def _moved(self, rec: np.ndarray, lo: float, hi: float, q01: float, q99: float, med: float, iqr: float,
+    def _moved(self, rec: np.ndarray, lo: float, hi: float, q10: float, q90: float, med: float, iqr: float,
                r10: float, rmed: float, r90: float, riqr: float) -> str | None:
         if not (np.isfinite(rmed) and np.isfinite(med)) or not iqr > 0:
             return None
-        # beyond the whole reference, or nine tenths of the values beyond its 1% tails (a feature
-        # with rare spikes has a range that the bulk of shifted values need not leave)
-        beyond = rmed > hi or rmed < lo or r10 > q99 or r90 < q01
+        # the median beyond the whole reference, or nine tenths of the values beyond its 10% tails
+        # (a feature with rare spikes has a range that the bulk of shifted values need not leave)
+        beyond = rmed > hi or rmed < lo or r10 > q90 or r90 < q10
         if beyond and abs(rmed - med) >= self.shift * iqr:
             ratio = abs(rmed / med) if med != 0 else math.inf
             spread = riqr / iqr
@@ -335,19 +338,25 @@ def _rank_ratio(rows: np.ndarray) -> np.ndarray:
     return msd / ((n * n - 1) / 12.0)
 
 
-_STEP = 10  # the values on either side of a jump
+_STEP = 6  # the values on either side of a jump
 
 
-def _jumped(values: np.ndarray, at: int, ref: np.ndarray) -> bool:
+def _jumped(values: np.ndarray, at: int, shift: float, ref: np.ndarray) -> bool:
     """Whether the values jumped at ``at``: the median of the ``_STEP`` values from it against
-    that of the ``_STEP`` before it moved by at least 1.5 times the largest such move between
-    adjacent stretches of the reference ``ref``."""
-    if at < _STEP or at + _STEP > len(values) or np.isnan(ref).any():
+    that of the ``_STEP`` before it moved by at least half of ``shift``, the whole move of their
+    level, and by 1.5 times the 95th percentile of such moves between adjacent stretches of the
+    reference ``ref`` (a smooth series that wanders to a new level gets there step by step; a
+    percentile, not the largest, as a feature with bursts of spikes moves by as much now and then)."""
+    if at < _STEP or at + _STEP > len(values):
         return True  # nothing to compare: the other tests decide
     jump = abs(np.nanmedian(values[at:at + _STEP]) - np.nanmedian(values[at - _STEP:at]))
+    if jump < 0.5 * shift:
+        return False
+    if np.isnan(ref).any():
+        return True
     medians = np.median(np.lib.stride_tricks.sliding_window_view(ref, _STEP)[::_STEP // 2], axis=1)
     moves = np.abs(medians[2:] - medians[:-2])  # stretches that meet end to start
-    return bool(jump >= 1.5 * moves.max()) if len(moves) else True
+    return bool(jump >= 1.5 * np.percentile(moves, 95)) if len(moves) else True
 
 
 def _start_outside(rec: np.ndarray, lo: float, hi: float) -> int:
