@@ -301,9 +301,10 @@ class StreamChangeDetector(Component):
     def input_faults(self, faults: Sequence[InputFault]) -> tuple[list[Change], list[Episode]]:
         """Take in what one test of the stream's inputs found (:class:`~.inputs.InputMonitor`, every
         finding at the same position): a change of the series ``(inputs, feature)`` for each fault
-        on a feature the model relies on (its reliance at least ``min_effect`` of the top
-        feature's, :meth:`reliance`), and an episode of its own, kind ``data_fault``, whatever
-        episode is open. It is an alert if ``data_fault`` is among ``alert_kinds`` and the model
+        on a feature the model relies on (its reliance at least half of ``min_effect`` of the top
+        feature's, :meth:`reliance`: the finding is sure, the reliance an estimate), and an
+        episode of its own, kind ``data_fault``, whatever episode is open. It is an alert if
+        ``data_fault`` is among ``alert_kinds`` and the model
         relied on one of its features by at least ``fault_share``; the changes of those features
         (and of the feature a swap took its values from, and of the loss) that follow within
         ``episode_max`` are the fault's and page no more.
@@ -318,8 +319,8 @@ class StreamChangeDetector(Component):
         changes, alert = [], False
         for fault in faults:
             share = self.reliance(fault.feature, fault.start, seq)
-            if share is not None and share < self.min_effect:
-                continue
+            if share is not None and share < self.min_effect / 2:  # reported from half the minimum effect: the
+                continue  # finding is sure, only the reliance is an estimate
             alert = alert or share is None or share >= self.fault_share
             changes.append(self._fault_change(fault, share))
             broken = {fault.feature, fault.like} - {None}  # a swap: the other feature's values are wrong too
