@@ -363,9 +363,11 @@ class ChangeEpisode(Message):
     ``position`` and ``cut_position``; the ``*_seq`` fields are the seqs of the events explained
     there (as in :class:`ChangeEvent`; ``cut_seq`` null where no longer known). With labels in
     line they are equal.
-    Consumers keep the later message of an episode by ``(stream_id, first_position)``.
+    Consumers keep the later message of an episode by ``(stream_id, first_position, kind)`` (a
+    data fault's episode may begin where another episode's first change was found).
 
-    ``alert_key`` is ``"<stream_id>/<first_position>"`` on every message of an episode that
+    ``alert_key`` is ``"<stream_id>/<first_position>"`` (``"<stream_id>/<first_position>/data_fault"``
+    for a data fault) on every message of an episode that
     alerts (null on the others): a function of the stream and the episode only, so the open and
     the closed message of an episode, and any message sent again after a restart or a replay,
     carry the same key. A pager that pages once per ``alert_key`` pages once per alert.

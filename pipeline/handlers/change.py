@@ -163,9 +163,9 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     later explanations from the same partition, or replays its whole history without one. A
     restarted change agent therefore emits exactly what an uninterrupted one would; events for
     re-delivered explanations repeat with equal values (consumers dedupe change events by
-    ``(series, position)`` and episodes by ``(stream_id, first_position)``; an alerting episode
-    carries that pair as its ``alert_key``, and the worker's metrics expose its newest alerts by
-    it, so a pager pages once per key).
+    ``(series, position)`` and episodes by ``(stream_id, first_position, kind)``; an alerting
+    episode carries that as its ``alert_key``, and the worker's metrics expose its newest alerts
+    by it, so a pager pages once per key).
 
     Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
     (``change_episode/v4``: each episode when it opens, with its kind and whether it is an alert,
@@ -429,15 +429,16 @@ def _in_line(c: Change) -> tuple[int, int | None]:
     return c.seq, c.cut_seq  # labels in line: every position is its event's seq
 
 
-def alert_key(stream_id: str, first_position: int) -> str:
+def alert_key(stream_id: str, first_position: int, kind: str = "") -> str:
     """The key an alerting episode pages under: its stream and the position of its first change,
     the same on every message of the episode and after any redelivery, restart or replay (stream
-    ids hold no ``/``, so the key names one episode).
+    ids hold no ``/``, so the key names one episode). A data fault's episode, which may begin at
+    the position of another episode's first change, adds its kind.
 
-    >>> alert_key("elec2", 19119)
-    'elec2/19119'
+    >>> alert_key("elec2", 19119), alert_key("elec2", 19149, "data_fault")
+    ('elec2/19119', 'elec2/19149/data_fault')
     """
-    return f"{stream_id}/{first_position}"
+    return f"{stream_id}/{first_position}/{kind}" if kind == "data_fault" else f"{stream_id}/{first_position}"
 
 
 def change_event(stream_id: str, c: Change, seqs_of: Callable[[Change], tuple[int, int | None]] = _in_line
@@ -494,7 +495,7 @@ def change_episode(stream_id: str, ep: Episode, seqs_of: Callable[[Change], tupl
         loss_ci_before=_ci(ep.loss_before) if nlb > 1 else None, loss_ci_after=_ci(ep.loss_after) if nla > 1 else None,
         loss_z=None if z is None else _finite(z),
         first_position=ep.first_seq, last_position=ep.last_seq, closed_position=ep.closed_seq, cut_position=ep.cut_seq,
-        alert_key=alert_key(stream_id, ep.first_seq) if ep.alert else None,
+        alert_key=alert_key(stream_id, ep.first_seq, ep.kind) if ep.alert else None,
         faults=[_fault(c) for c in ep.changes if c.fault is not None] or None,
     )
 

@@ -50,7 +50,7 @@ def test_a_unit_change_pages_as_a_data_fault_naming_the_feature_as_the_reference
     faults = [m for m in run.of("change-episodes") if m["kind"] == "data_fault"]
     assert faults, [m["kind"] for m in run.of("change-episodes")]
     opened = faults[0]
-    assert opened["status"] == "open" and opened["alert"] and opened["alert_key"] == f"s/{opened['first_position']}"
+    assert opened["status"] == "open" and opened["alert"] and opened["alert_key"] == f"s/{opened['first_position']}/data_fault"
     (fault,) = opened["faults"]
     assert fault["feature"] == "a" and fault["what"] == "scaled" and fault["start_position"] == AT, fault
     assert AT < opened["first_position"] <= AT + 125 and fault["reliance"] >= 0.2, opened
