@@ -12,8 +12,9 @@ the feature (and the median delay), the share with a change event naming it with
 split by how much the model relied on the feature just before the fault (its iPFI as a share of
 the top feature's), and beside it the baseline from the same runs: river's ADWIN on the model's
 loss, alerting on its detections. The recorded runs give the alerts and change events per 100,000
-events on the streams without faults. Seeds are split: the even ones are the ones the rules were
-tuned on, the odd ones are reported apart, side by side.
+events on the streams without faults. Rules are tuned on one range of seeds and judged on
+another never run before (``--first-seed``); within a run, the even and the odd seeds are shown
+side by side, so the spread between the two tables says how much a share moves by chance.
 """
 
 from __future__ import annotations
@@ -268,8 +269,8 @@ def main() -> None:
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
             for t, feats, why in rec.alerts:
                 print(f"  recorded alert at {t}: {why} on {','.join(sorted(feats))}")
-    table([o for o in all_out if o.seed % 2 == 0], "tuning seeds (even)")
-    table([o for o in all_out if o.seed % 2 == 1], "held-out seeds (odd)")
+    table([o for o in all_out if o.seed % 2 == 0], "even seeds")
+    table([o for o in all_out if o.seed % 2 == 1], "odd seeds")
 
 
 if __name__ == "__main__":

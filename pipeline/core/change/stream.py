@@ -139,7 +139,7 @@ class StreamChangeDetector(Component):
         tested: Sequence[str] | None = None,
         alert_kinds: Sequence[str] = ("degradation", "reliance_shift", "data_fault"),
         episode_max: int = 3000,
-        fault_share: float = 0.2,
+        fault_share: float = 0.15,
     ):
         if not series:
             raise ValueError("series is empty: list the stream's (explainer, feature) pairs")
