@@ -334,23 +334,25 @@ class StreamChangeDetector(Component):
 
     def reliance(self, feature: str, before: int, upto: int) -> float | None:
         """How much the model's accuracy rests on ``feature`` just before event ``before`` (of
-        the blocks that end before ``upto``): its iPFI level over the largest iPFI level of the
-        stream's features (iSAGE's without iPFI), each over the last ``_RELIANCE_SPAN`` events
-        before it (the window's bucket boundaries nearest); None without either, or with fewer
-        than ``min_samples`` increments (nothing says it does not)."""
+        the blocks that end before ``upto``): its level over the largest level of the stream's
+        features, each over the last ``_RELIANCE_SPAN`` events before it (the window's bucket
+        boundaries nearest), the larger of iPFI's and iSAGE's (two estimates of one reliance:
+        a data fault is sure, its page should not hang on one noisy estimate); None without
+        either, or with fewer than ``min_samples`` increments (nothing says it does not)."""
+        shares = []
         for e in RELIANCE:
             if (e, feature) not in self._series:
                 continue
             levels = {}
-            for f in (f for x, f in self._series if x == e):  # over the last _RELIANCE_SPAN events before it
+            for f in (f for x, f in self._series if x == e):
                 side, _ = self._series[(e, f)].test.window_at(upto).split(before, upto, since=before - _RELIANCE_SPAN)
                 levels[f] = side
             m = levels[feature]
             if m is None or m.n < self.min_samples:
                 return None
             scale = max(abs(b.mean) for b in levels.values() if b is not None)
-            return m.mean / scale if scale > 0 else 0.0
-        return None
+            shares.append(m.mean / scale if scale > 0 else 0.0)
+        return max(shares) if shares else None
 
     def _fault_change(self, fault: InputFault, share: float | None) -> Change:
         """The change of series ``(inputs, feature)`` of ``fault``: its levels are the median of
