@@ -60,7 +60,7 @@ HELP = {
     "tasks_seen": "Explain tasks folded into an explainer group (explained or not)",
     "events_explained": "Events explained, by profile",
     "explanations_out": "Explanation messages sent",
-    "input_faults": "Data faults the watch of the streams' inputs found (stuck, shifted or scaled, swapped, reordered values of a feature), by profile; the change agent pages on those of features the model relies on",
+    "input_faults": "Data faults the watch of the streams' inputs found (stuck, shifted or scaled, swapped, reordered values of a feature, labels that stopped), by profile; the change agent pages on those of features the model relies on, and on labels that stopped",
     "local_explanations_out": "Local explanations sent (predictions explained feature by feature, local on)",
     "explanations_seen": "Explanation messages the change agent read (good, bad or duplicate)",
     "explanations_monitored": "Explanations the change agent monitored",

@@ -233,7 +233,7 @@ class Settings:
     change_episode_gap: int = _f(1000, "changes of a stream fewer than this many events apart form one change episode")
     change_episode_max: int = _f(3000, "a change episode takes changes for at most this many events after its first; a later change opens an episode (and, if it is one, an alert) of its own")
     change_alert_kinds: list = _f(["degradation", "reliance_shift", "data_fault"], "change episodes of these kinds raise an alert (alert: true on the change-episodes topic and in the metrics): learning, degradation, reliance_shift, data_fault")
-    change_inputs: bool = _f(True, "watch every feature's values for data faults (stuck, shifted or scaled, swapped, reordered) and report a fault on a feature the model relies on as a data_fault episode of its own")
+    change_inputs: bool = _f(True, "watch every feature's values for data faults (stuck, shifted or scaled, swapped, reordered) and the labels for a stop, and report a fault on a feature the model relies on (or a stop of the labels) as a data_fault episode of its own")
     change_fault_share: float = _f(0.15, "a data fault pages if the model relied on the feature by at least this share of the top feature's iPFI or iSAGE (from half of change_min_effect on it is reported, not paged)")
     # Stream profiles
     streams: dict = _f({}, 'stream profiles: per-stream settings for the stream ids a glob matches; in a settings '

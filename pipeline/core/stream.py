@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from . import kernels
 from .base import Component, check_positive_int
 from .change.inputs import InputFault, InputMonitor
+from .change.label_watch import LabelWatch
 from .increments import Block, IncrementTracker
 from .model import ModelFunction
 from .rng import derive_seed
@@ -185,6 +186,7 @@ class StreamExplainer(Component):
     #: a checkpoint made without them watches nothing)
     inputs = False
     _monitor: InputMonitor | None = None
+    _labels: LabelWatch | None = None  # watches the labels where the monitor watches the inputs
     _faults: tuple[InputFault, ...] = ()
 
     def __init__(
@@ -229,6 +231,7 @@ class StreamExplainer(Component):
         first = ISAGE_UNIT if self._with_isage() else self.feature_names[0]  # group 0 holds it
         #: every feature's values, watched for data faults by one group: the one of the first unit
         self._monitor = InputMonitor(self.feature_names) if self.inputs and first in units else None
+        self._labels = LabelWatch() if self._monitor is not None else None
         self._faults = ()
         seed = derive_seed(self.seed, self.stream_id)
         self._explainers = []
@@ -318,7 +321,7 @@ class StreamExplainer(Component):
         neither explained nor learned.
         """
         if self._monitor is not None and position is not None:
-            self._faults = (*self._faults, *self._monitor.update(position, x))
+            self._watch(position, x, "predict" if y is None else "both")
         if y is None:
             return []
         self._count("predict", explain)
@@ -335,14 +338,25 @@ class StreamExplainer(Component):
         new blocks as a report does, without building values. ``position``: the step's place in
         the stream's record of arrivals, where the inputs of a ``predict`` or ``both`` step are
         watched for data faults (:meth:`take_faults`; None: not watched)."""
-        if self._monitor is not None and position is not None and kind != "learn":
-            self._faults = (*self._faults, *self._monitor.update(position, x))
         if kind not in STEPS:
             raise ValueError(f"step {kind!r} is not one of {STEPS}")
         if kind != "predict" and y is None:
             raise ValueError(f"a {kind} step needs the event's label y")
+        if self._monitor is not None and position is not None:
+            self._watch(position, x, kind)
         report = {part: self._count(part, explain) for part in ("predict", "learn") if kind in (part, "both")}
         return self._step(x, y, kind, explain, loss, report, build)
+
+    def _watch(self, position: int, x: dict[str, Any], kind: str) -> None:
+        """The watch of the inputs takes in an arrival's values (a ``predict`` or ``both`` step);
+        the watch of the labels, the arrival and the label (a ``learn`` or ``both`` step)."""
+        if self._labels is None:  # a checkpoint made before labels were watched
+            self._labels = LabelWatch()
+        if kind == "learn":
+            self._labels.labelled()
+        else:
+            self._faults = (*self._faults, *self._monitor.update(position, x),
+                            *self._labels.arrival(position, labelled=kind == "both"))
 
     def _count(self, part: str, explain: bool) -> bool:
         """One more step of ``part``; whether it reports."""

@@ -65,7 +65,7 @@ from ..base import Component
 __all__ = ["InputFault", "InputMonitor", "FAULTS"]
 
 #: what an input fault can be
-FAULTS = ("constant", "shifted", "scaled", "swapped", "reordered")
+FAULTS = ("constant", "shifted", "scaled", "swapped", "reordered", "stopped")
 #: the least rank von Neumann ratio of values whose order is lost (independent values: about 2)
 _ORDER_LOST = 1.2
 #: tests between two reckonings of the reference's quartiles and range
@@ -77,7 +77,8 @@ _RECENT_QS = (10, 25, 50, 75, 90)
 
 @dataclass(frozen=True)
 class InputFault:
-    """Feature ``feature``'s values changed as a data fault does: ``what`` (one of :data:`FAULTS`),
+    """Feature ``feature``'s values changed as a data fault does, or the labels stopped
+    (``stopped``, :mod:`~streamxai.core.change.label_watch`, feature ``label``): ``what`` (one of :data:`FAULTS`),
     found at position ``seq``, showing from position ``start``; ``before`` and ``after`` their
     median and interquartile range (``after`` over the recent values); ``like``: the feature whose
     values they now look like (``swapped``); ``detail``: one line for the person paged."""

@@ -305,7 +305,8 @@ class StreamChangeDetector(Component):
         feature's, :meth:`reliance`: the finding is sure, the reliance an estimate), and an
         episode of its own, kind ``data_fault``, whatever episode is open. It is an alert if
         ``data_fault`` is among ``alert_kinds`` and the model
-        relied on one of its features by at least ``fault_share``; the changes of those features
+        relied on one of its features by at least ``fault_share``, or the labels stopped (the
+        model learns no more, whatever it relied on); the changes of those features
         (and of the feature a swap took its values from, and of the loss) that follow within
         ``episode_max`` are the fault's and page no more.
         Findings at a position already taken are dropped (a replay)."""
@@ -318,6 +319,10 @@ class StreamChangeDetector(Component):
             return [], episodes
         changes, alert = [], False
         for fault in faults:
+            if fault.what == "stopped":  # the labels: the model stops learning and iPFI and iSAGE with it
+                changes.append(self._fault_change(fault, None))
+                alert = True
+                continue
             share = self.reliance(fault.feature, fault.start, seq)
             if share is not None and share < self.min_effect / 2:  # reported from half the minimum effect: the
                 continue  # finding is sure, only the reliance is an estimate

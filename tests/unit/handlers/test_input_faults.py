@@ -89,3 +89,22 @@ def test_a_restarted_change_handler_replays_the_faults_record_and_pages_once():
                           for m in r.of("change-episodes")]
     assert episodes(restarted) == episodes(whole)
     assert [e for e in episodes(restarted) if e[2] == "data_fault" and e[1] == "open"] != []
+
+
+def test_labels_that_stop_page_as_a_data_fault_of_the_labels_as_the_reference_does():
+    """From AT on the events come without labels: the model learns no more and iPFI explains
+    nothing, so no explanation can change; the watch of the labels pages, once."""
+    s = _settings()
+    log = PartitionLog()
+    events = [e if e.seq < AT else FeatureEvent("s", e.seq, e.ts, e.x, None) for e in _events(AT + 400)]
+    recorded = record_arrivals(log, [FeatureEvent("s", e.seq, e.ts, {**e.x, "a": e.x["a"] / 1000.0}, e.y)
+                                     if e.seq >= AT else e for e in events])
+    run = _run(s, log)
+    ref = run_in_process(s, recorded)
+    faults = [m for m in run.of("change-episodes") if m["kind"] == "data_fault"]
+    assert [(m["status"], m["alert"]) for m in faults] == [("open", True)], faults
+    (fault,) = faults[0]["faults"]
+    assert fault["feature"] == "label" and fault["what"] == "stopped" and fault["start_position"] == AT, fault
+    assert faults[0]["first_position"] == AT + 99 and fault["detail"].startswith(f"no label since {AT} (100 events)")
+    assert run.changes() == dict(ref.changes.items())
+    assert not run.of("dead-letters")

@@ -10,6 +10,7 @@ from pathlib import Path
 import jsonschema
 import orjson
 import pytest
+from streamxai.core.change.inputs import FAULTS
 from streamxai.schemas import (
     MESSAGE_TYPES,
     BadValue,
@@ -118,6 +119,18 @@ EXAMPLES = [
     DeadLetter("malformed", "MalformedMessage: x", "model", {"topic": "t", "partition": 0, "offset": 5}, "AAE=",
                2, "b413f47d13ee2fe6c845b2ee141af81de858df4ec549a58b7970bb96645bc8d2", False, None, 1.0),
 ]
+
+
+def test_json_schema_accepts_a_data_fault_episode():
+    """A data fault's episode has an alert_key of its own form and a faults field, one fault of each kind."""
+    episode = next(m for m in EXAMPLES if isinstance(m, ChangeEpisode))
+    schema = json.loads((JSON_DIR / "change_episode.v4.json").read_text())
+    for what in FAULTS:
+        fault = {"feature": "a", "what": what, "detail": f"{what} since 497", "like": "b" if what == "swapped" else None,
+                 "start_position": 497, "median_before": 0.5, "iqr_before": 0.2, "median_after": None,
+                 "iqr_after": 0.0, "reliance": None if what == "stopped" else 0.8}
+        msg = dataclasses.replace(episode, kind="data_fault", alert_key="s/1058/data_fault", faults=[fault])
+        jsonschema.validate(decode(dumps(msg), where="-"), schema)
 
 
 @pytest.mark.parametrize("msg", EXAMPLES, ids=lambda m: m.SCHEMA)

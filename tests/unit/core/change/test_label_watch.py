@@ -1,0 +1,69 @@
+"""The watch of a stream's labels: a stop is found once, after ``recent`` arrivals and more than
+twice the longest run without a label before; labels that come late or in batches are no stop."""
+
+from __future__ import annotations
+
+from streamxai.core.change.label_watch import LabelWatch
+
+
+def _run(watch: LabelWatch, n: int, labelled, late=lambda t: ()) -> list:
+    """Arrivals 0..n-1, ``labelled(t)``: t's label comes with it; ``late(t)``: the labels (of
+    earlier events) that come after arrival t."""
+    found = []
+    for t in range(n):
+        found += [(f.what, f.start, f.seq) for f in watch.arrival(t, labelled=labelled(t))]
+        for _ in late(t):
+            watch.labelled()
+    return found
+
+
+def test_labels_that_stop_are_found_once_where_they_stopped():
+    assert _run(LabelWatch(), 5000, lambda t: t < 2000) == [("stopped", 2000, 2099)]
+
+
+def test_labels_that_come_late_are_no_stop():
+    """Each event's label comes 80 events after it: the first 80 arrivals have none, then one comes
+    at every arrival."""
+    assert _run(LabelWatch(), 5000, lambda t: False, late=lambda t: [t - 80] if t >= 80 else []) == []
+
+
+def test_labels_in_batches_wait_for_more_than_twice_the_longest_gap():
+    """A batch of 300 labels every 300 events: a gap of 300 is the stream's own, one of 601 a stop."""
+    def late(t):
+        return range(300) if t % 300 == 299 and t < 6000 else ()
+
+    assert _run(LabelWatch(), 6000, lambda t: False, late) == []
+    watch = LabelWatch()
+    assert _run(watch, 8000, lambda t: False, late) == [("stopped", 6000, 6600)]
+
+
+def test_labels_that_resume_are_watched_again_and_the_stop_is_not_a_gap_of_the_stream():
+    on = lambda t: t < 2000 or 3000 <= t < 3100 or 4000 <= t < 5000  # noqa: E731
+    assert _run(LabelWatch(), 6000, on) == [("stopped", 2000, 2099), ("stopped", 3100, 3199), ("stopped", 5000, 5099)]
+
+
+def test_nothing_is_judged_before_min_labels_came():
+    assert _run(LabelWatch(min_labels=1000), 3000, lambda t: t < 999) == []
+    assert _run(LabelWatch(min_labels=1000), 3000, lambda t: t < 1000) == [("stopped", 1000, 1099)]
+
+
+def test_a_stream_explainer_checkpointed_without_the_watch_of_labels_watches_them_after_restore():
+    """A checkpoint made before labels were watched has no ``_labels``: the class default, then a
+    new watch at the first step."""
+    import pickle
+    import random
+
+    from streamxai.plan import stream_explainer
+    from streamxai.settings import Settings
+
+    s = Settings(features=["a", "b"], task="regression", output="value", loss="squared",
+                 model="river.linear_model.LinearRegression", model_params={}, explainers=["ipfi"])
+    se = stream_explainer(s, "s")
+    del se._labels  # as an older version pickled it
+    se = pickle.loads(pickle.dumps(se))
+    r, found = random.Random(0), []
+    for t in range(1500):
+        x = {"a": r.random(), "b": r.random()}
+        se.process_one(x, x["a"] if t < 1200 else None, position=t)
+        found += [(f.feature, f.what, f.start) for f in se.take_faults()]
+    assert found == [("label", "stopped", 1200)]
