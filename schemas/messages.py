@@ -354,7 +354,9 @@ class ChangeEpisode(Message):
     whose loss had already moved when the report of its first change was complete is sent then,
     ``status`` ``open`` (``closed_seq`` null: a degradation pages at once), and again, ``closed``,
     at event ``closed_seq``, ``episode_gap`` events after its last change ``last_seq``, with all
-    its changes and the same ``first_seq``, kind and alert. An episode whose loss had not moved
+    its changes and the same ``first_seq``, kind and alert. An episode that alerts is also sent,
+    ``open`` again, each time a change of a feature it did not name joins it: the page says what
+    broke as soon as that is known (one alert: the same ``alert_key``). An episode whose loss had not moved
     is sent once, closed: that the loss did not move needs the data up to the close.
 
     Where on the stream's positions (the change test's time axis) the episode lies:

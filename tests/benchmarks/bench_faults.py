@@ -7,8 +7,8 @@ detector, as the worker runs them. At a seeded random position of each seed the 
 copied, and each fault kind runs from there for ``--after`` events on a seeded random feature
 (three times in four one the model relied on: its iPFI at least a tenth of the top feature's),
 left in place as a broken pipeline leaves it (or phased in over 2,000 events with ``--gradual``).
-For each fault kind the table gives the share paged within 1,000 events with an alert that names
-the feature (and the median delay), the share with a change event naming it within 2,000 events,
+For each fault kind the table gives the share paged within 1,000 events by an alert that names
+the feature (in its first message, or in one that names what it learned since; the median delay), the share with a change event naming it within 2,000 events,
 split by how much the model relied on the feature just before the fault (its iPFI as a share of
 the top feature's), and beside it the baseline from the same runs: river's ADWIN on the model's
 loss, alerting on its detections. The recorded runs give the alerts and change events per 100,000
@@ -79,6 +79,9 @@ class Run:
     """What the detector said over a stretch: alerts, change events, and loss-ADWIN's detections."""
 
     alerts: list[tuple[int, set[str], str]] = field(default_factory=list)  # (position, features, kind)
+    #: every message of a page (its first, and each that names a feature it learned of since):
+    #: (position, features, kind, where the episode began)
+    pages: list[tuple[int, set[str], str, int]] = field(default_factory=list)
     changes: list[tuple[int, str, str]] = field(default_factory=list)  # (position, explainer, feature)
     adwin: list[int] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
@@ -120,6 +123,8 @@ class Pipeline:
             for e in episodes:
                 if e.first and e.alert:
                     run.alerts.append((t, {c.feature for c in e.changes}, e.kind))
+                if e.alert and e.status == "open":
+                    run.pages.append((t, {c.feature for c in e.changes}, e.kind, e.first_seq))
                 if e.status == "closed":
                     run.episode_lengths.append(e.closed_seq - e.first_seq)
 
@@ -172,7 +177,7 @@ class Outcome:
     seed: int
     feature: str
     share: float
-    paged: int | None  # delay of the first alert naming the feature (label faults: any alert)
+    paged: int | None  # delay of the first message of a page naming the feature (label faults: any page)
     changed: int | None  # delay of the first change event naming it
     adwin: int | None
     named: str
@@ -211,7 +216,8 @@ def run_stream(stream: str, model: str, seeds: list[int], kinds: list[str], afte
             for i, (x, y) in enumerate(tail):
                 p.step(at + i, x, y, run)
             label = kind in ("flip", "stop")
-            pages = [t - at for t, feats, _ in run.alerts if label or f in feats or (kind == "swap" and g in feats)]
+            pages = [t - at for t, feats, _, first in run.pages
+                     if first >= at and (label or f in feats or (kind == "swap" and g in feats))]
             changed = [t - at for t, e, ff in run.changes if ff in (f, g) if kind == "swap" or ff == f]
             named = next((",".join(sorted(feats)) + f" ({why})" for t, feats, why in run.alerts), "")
             outcomes.append(Outcome(stream, model, kind, seed, f, share, pages[0] if pages else None,

@@ -36,7 +36,10 @@ class Episode:
     at the loss, once ``min_samples`` losses follow its top change's cut (its report complete), if
     the loss moved; a member's own look at its cut, if the loss rose there; and at the latest
     ``episode_gap`` events after its first change, with the losses up to then. The kind does not
-    change afterwards; the closed message repeats it with every change. An episode ranks its
+    change afterwards. An episode that paged is sent again, open, each time a change of a feature
+    it did not name joins it (a loss that rose names no feature; the features whose reliance fell
+    come later), so the page's episode says what broke as soon as it is known; these messages
+    are not first and page no more. The closed message repeats the kind with every change. An episode ranks its
     changes by relative effect (the change whose look told its kind first) and carries, split at
     its top change's cut, every explainer's vector, the changed features' iPDP curves and the
     model's loss.

@@ -413,7 +413,11 @@ class StreamChangeDetector(Component):
             episodes.append(self._episode(seq, "closed", split=True))
         if self._open:  # its own look at the loss, once enough follow its cut (a new list: see _members)
             self._members = [*self._members, change]
+        named = {c.feature for c in self._open}
         self._open.append(change)
+        if self._announced is not None and self._alerted and change.explainer != LOSS[0] and change.feature not in named:
+            # a page that went out names what it learns since: the feature, once, in a message of its own
+            episodes.append(self._episode(seq, "open", update=True))
 
     def flush(self) -> list[Episode]:
         """Close the open episodes, if any (end of a finite stream)."""
@@ -652,10 +656,16 @@ class StreamChangeDetector(Component):
             return out
         return []
 
-    def _episode(self, seq: int, status: str, split: bool = False) -> Episode:
+    def _episode(self, seq: int, status: str, split: bool = False, update: bool = False) -> Episode:
         """The open episode's message at ``seq``; ``split``: it closes because a change of a
-        drift of its own came (:meth:`_starts_episode`)."""
+        drift of its own came (:meth:`_starts_episode`); ``update``: an announced episode that
+        paged names a feature it had not named (open again, not its first message)."""
         changes = self._open
+        if update:
+            kind, loss_before, loss_after = self._kind
+            return make_episode(changes, seq, status, kind, self._alerted, loss_before, loss_after,
+                                lambda e, f: self._level_before(e, f, seq),
+                                lambda f, cut_seq: self._curves(f, cut_seq, seq), False, self._lead)
         first = self._kind is None or status == "open"
         if self._kind is None:  # a flat loss needs the data up to now to say it did not move
             top = ranked(changes)[0]

@@ -38,8 +38,9 @@ def _flat(per_record) -> list:
 
 
 def _told(outs) -> tuple[dict, dict]:
-    """Change events by (series, position) and episodes by (first_position, status): what a
-    consumer keeps after deduplicating redeliveries (each must repeat with equal values)."""
+    """Change events by (series, position) and episodes by (first_position, status, the series
+    they name: a page names what it learns since in an open message of its own): what a consumer
+    keeps after deduplicating redeliveries (each must repeat with equal values)."""
     changes, episodes = {}, {}
     for o in outs:
         m = orjson.loads(o.value)
@@ -47,7 +48,8 @@ def _told(outs) -> tuple[dict, dict]:
         if o.topic == "drift-events":
             assert changes.setdefault((m["series"], m["position"]), m) == m
         elif o.topic == "change-episodes":
-            assert episodes.setdefault((m["first_position"], m["status"]), m) == m
+            named = tuple((c["explainer"], c["feature"]) for c in m["changes"])
+            assert episodes.setdefault((m["first_position"], m["status"], named), m) == m
     return changes, episodes
 
 

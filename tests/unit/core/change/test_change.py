@@ -587,3 +587,18 @@ def test_the_members_looks_spend_at_most_a_fixed_share_however_many():
     assert member_rise(1) > 1.96 and all(member_rise(k) < member_rise(k + 1) for k in range(1, 50))
     with pytest.raises(ValueError):
         member_rise(0)
+
+
+def test_a_page_on_a_rise_of_the_loss_names_the_feature_whose_reliance_fell_when_it_is_found():
+    """The loss's rise at 3,000 pages at once, naming no feature; b's fall (noisier: found later,
+    its cut before the page) joins the episode, which is sent again, open and not first, naming b:
+    the page says what broke as soon as it is known, and pages once."""
+    levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.4 if t < 300 else 0.0}  # noqa: E731
+    loss = lambda t: Block(10, 0.2 if t < 300 else 0.6, 10 * 0.04)  # noqa: E731
+    det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=1000)
+    changes, episodes = feed(det, random.Random(3), levels, range(600), loss=loss, sd=1.5)
+    b = next(c for c in changes if c.feature == "b")
+    assert b.cut_seq < episodes[0].first_seq < b.seq  # found after the page, its drift before it
+    assert [(e.status, e.first, e.alert, [c.feature for c in e.changes]) for e in episodes] == [
+        ("open", True, True, ["loss"]), ("open", False, True, ["loss", "b"]), ("closed", False, True, ["loss", "b"])]
+    assert episodes[1].closed_seq is None and episodes[1].first_seq == episodes[0].first_seq
