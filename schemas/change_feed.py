@@ -55,8 +55,8 @@ FAULTS_SCHEMA = "input_faults/v1"
 #: the fields of one fault, with their types (``before`` and ``after``: ``[median, iqr]``, null where unknown)
 FAULT = {"feature": (str,), "what": (str,), "seq": (int,), "start": (int,), "before": (list,), "after": (list,),
          "detail": (str,), "like": (str, type(None))}
-#: (what, feature) of the fault of a stream whose labels stopped (streamxai.core.change.label_watch)
-LABELS_STOPPED = ("stopped", "label")
+#: the name the faults of a stream's labels go by (streamxai.core.change.label_watch)
+LABELS = "label"
 _FORMS = (ROWS_V1, LINES_V1, FAULTS_V1)
 _ROW_FIELDS = len(ROW)
 
@@ -93,8 +93,8 @@ def pack_faults(stream_id: str, seq: int, position: int, faults: list[dict[str, 
 
 def faults_of(raw: bytes | None, where: str, features: list[str], max_bytes: int = MAX_FEED_BYTES) -> dict[str, Any]:
     """The document of a drift-feed record of the form :data:`FAULTS_V1`, checked: its shape,
-    every fault's fields and types (:data:`FAULT`), features among ``features`` (or the labels'
-    fault, :data:`LABELS_STOPPED`), and each fault
+    every fault's fields and types (:data:`FAULT`), features among ``features`` (or the labels,
+    :data:`LABELS`), and each fault
     found at the record's position. Anything else raises :class:`~schemas.SchemaMismatch`,
     saying what."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
@@ -110,7 +110,7 @@ def faults_of(raw: bytes | None, where: str, features: list[str], max_bytes: int
         for f in obj["faults"]:
             if type(f) is not dict or set(f) != set(FAULT) or not all(type(f[k]) in t for k, t in FAULT.items()):
                 bad = f"a fault must have exactly the fields {', '.join(FAULT)} with their types"
-            elif f["feature"] not in features and (f["what"], f["feature"]) != LABELS_STOPPED:
+            elif f["feature"] not in features and f["feature"] != LABELS:
                 bad = f"feature {f['feature']!r} is not one of the stream's features {features}"
             elif not 0 <= f["start"] <= f["seq"] == obj["position"]:
                 bad = "a fault's start must be >= 0 and at most its seq, which is the record's position"

@@ -77,8 +77,8 @@ _RECENT_QS = (10, 25, 50, 75, 90)
 
 @dataclass(frozen=True)
 class InputFault:
-    """Feature ``feature``'s values changed as a data fault does, or the labels stopped
-    (``stopped``, :mod:`~streamxai.core.change.label_watch`, feature ``label``): ``what`` (one of :data:`FAULTS`),
+    """Feature ``feature``'s values changed as a data fault does, or the labels did (feature
+    ``label``, :mod:`~streamxai.core.change.label_watch`; ``stopped``: none came): ``what`` (one of :data:`FAULTS`),
     found at position ``seq``, showing from position ``start``; ``before`` and ``after`` their
     median and interquartile range (``after`` over the recent values); ``like``: the feature whose
     values they now look like (``swapped``); ``detail``: one line for the person paged."""

@@ -1,16 +1,24 @@
-"""Labels that stop coming: the gap since the stream's last label against the gaps it had before.
+"""The labels of a stream: a source that stops sending them, and labels that change as a broken
+source changes them.
 
 A model learns only from labelled events, and iPFI and iSAGE explain only those: when a label
 source breaks, predictions go on while learning and explanations stop, and no explanation series
 can change. :class:`LabelWatch` counts the events that arrive and the labels that come (in line or
-later) and finds the labels stopped when no label came for ``recent`` arrivals and for more than
-twice the longest gap between two labels before, once ``min_labels`` labels came: a stream whose
-labels come in batches has long gaps, and its watch waits longer.
+later) and finds the labels ``stopped`` when no label came for ``recent`` arrivals and for more
+than twice the longest gap between two labels before, once ``min_labels`` labels came: a stream
+whose labels come in batches has long gaps, and its watch waits longer.
+
+The labels' values, in the order they come, are watched as a feature's are
+(:class:`~streamxai.core.change.inputs.InputMonitor`, classes as the order of their first
+appearance): labels flipped for a share of events, or joined to the wrong events, lose the order
+that the labels of a smooth stream have (``reordered``); a label stuck at one class is
+``constant``; a target whose unit changed is ``scaled``.
 
 >>> watch = LabelWatch("class")
 >>> found = []
 >>> for t in range(4000):
-...     found += watch.arrival(t, labelled=t < 3500 and t % 3 == 0)  # every third event's label, then none
+...     y = t // 200 % 2 if t < 3500 and t % 3 == 0 else None  # every third event's label, then none
+...     found += watch.arrival(t, y)
 >>> [(f.feature, f.what, f.start, f.seq) for f in found]
 [('class', 'stopped', 3499, 3598)]
 >>> found[0].detail
@@ -19,11 +27,13 @@ labels come in batches has long gaps, and its watch waits longer.
 
 from __future__ import annotations
 
-from .inputs import InputFault
+from typing import Any
+
+from .inputs import InputFault, InputMonitor
 
 __all__ = ["LabelWatch", "LABEL"]
 
-#: the name the labels' fault goes by, where a fault of a feature names the feature
+#: the name the labels' faults go by, where a fault of a feature names the feature
 LABEL = "label"
 
 
@@ -42,14 +52,18 @@ class LabelWatch:
         self._longest = 0  # the longest run of arrivals without a label, between two labels
         self._start = -1  # the position of the first arrival since the last label
         self._reported = False  # the current gap was found a fault
+        # the labels' values, in the order they come: a class label's order test reads the runs
+        # of one class, and its 200 recent values tell a share of flipped labels from the
+        # stream's own volatile stretches more surely than 100 do
+        self._values = InputMonitor([label], recent=200, order_margin=0.5)
+        self._codes: dict[Any, int] = {}  # a class's number: the order of its first appearance
 
-    def arrival(self, seq: int, labelled: bool = False) -> list[InputFault]:
-        """An event arrived at position ``seq`` (``labelled``: with its label); the fault found
-        now, if any (once a gap)."""
+    def arrival(self, seq: int, y: Any = None) -> list[InputFault]:
+        """An event arrived at position ``seq``, with its label ``y`` (None: without one); the
+        faults found now."""
         self._arrivals += 1
-        if labelled:
-            self.labelled()
-            return []
+        if y is not None:
+            return self.labelled(seq, y)
         self._since += 1
         if self._since == 1:
             self._start = seq
@@ -62,10 +76,14 @@ class LabelWatch:
         detail = f"no label since {self._start} ({self._since} events); before, {rate:.0%} of events had one{gaps}"
         return [InputFault(self.label, "stopped", seq, self._start, (rate, 0.0), (0.0, 0.0), detail)]
 
-    def labelled(self) -> None:
-        """A label came (with its event or later)."""
+    def labelled(self, seq: int, y: Any) -> list[InputFault]:
+        """Label ``y`` came at position ``seq`` (with its event or later); the faults its values
+        show now."""
         if self._labels and not self._reported:  # a gap found a fault is not a gap the stream has
             self._longest = max(self._longest, self._since)
         self._labels += 1
         self._since = 0
         self._reported = False
+        if isinstance(y, bool) or not isinstance(y, int | float):
+            y = self._codes.setdefault(y, len(self._codes))
+        return self._values.update(seq, {self.label: y})

@@ -8,12 +8,12 @@ from streamxai.core.change.label_watch import LabelWatch
 
 def _run(watch: LabelWatch, n: int, labelled, late=lambda t: ()) -> list:
     """Arrivals 0..n-1, ``labelled(t)``: t's label comes with it; ``late(t)``: the labels (of
-    earlier events) that come after arrival t."""
+    earlier events) that come after arrival t. The labels: alternating classes, two events each."""
     found = []
     for t in range(n):
-        found += [(f.what, f.start, f.seq) for f in watch.arrival(t, labelled=labelled(t))]
-        for _ in late(t):
-            watch.labelled()
+        found += [(f.what, f.start, f.seq) for f in watch.arrival(t, t // 2 % 2 if labelled(t) else None)]
+        for e in late(t):
+            found += [(f.what, f.start, f.seq) for f in watch.labelled(t, e // 2 % 2)]
     return found
 
 
@@ -67,3 +67,33 @@ def test_a_stream_explainer_checkpointed_without_the_watch_of_labels_watches_the
         se.process_one(x, x["a"] if t < 1200 else None, position=t)
         found += [(f.feature, f.what, f.start) for f in se.take_faults()]
     assert found == [("label", "stopped", 1200)]
+
+
+def _labels_in_runs(t: int, rng) -> int:
+    """A smooth stream's labels: runs of about 50 events of one class."""
+    return (t // 50 + (rng.random() < 0.02)) % 2
+
+
+def test_labels_flipped_for_a_share_of_events_lose_their_order():
+    """From 3,000 on three labels in ten are flipped: the runs of a smooth stream's labels break,
+    which the order test finds (reordered) within its 200 recent values."""
+    import random
+
+    rng, flips, watch, found = random.Random(4), random.Random(5), LabelWatch(), []
+    for t in range(5000):
+        y = _labels_in_runs(t, rng)
+        if t >= 3000 and flips.random() < 0.3:
+            y = 1 - y
+        found += [(f.feature, f.what, f.seq) for f in watch.arrival(t, y)]
+    assert [(f, w) for f, w, _ in found] == [("label", "reordered")] and 3000 < found[0][2] <= 3200, found
+
+
+def test_labels_without_order_or_with_their_own_give_nothing():
+    """Independent labels have no order to lose; a smooth stream's labels as they are give no finding."""
+    import random
+
+    for draw in (lambda t, rng: int(rng.random() < 0.4), _labels_in_runs):
+        rng, watch, found = random.Random(6), LabelWatch(), []
+        for t in range(20_000):
+            found += watch.arrival(t, draw(t, rng))
+        assert found == []
