@@ -1,5 +1,5 @@
 """Data-pipeline faults injected into real and synthetic streams, run on demand:
-``python tests/benchmarks/bench_faults.py [--streams elec2,agrawal] [--models hat,lr] [--seeds 20] [--first-seed 0]
+``python tests/benchmarks/bench_faults.py [--streams elec2,agrawal,shuttle] [--models hat,lr] [--seeds 20] [--first-seed 0]
 [--kinds ...] [--gradual] [--after 2000] [--verbose]``.
 
 Each stream runs once as recorded through the explainers (the settings' defaults) and the change
@@ -71,7 +71,17 @@ def agrawal(n: int) -> tuple[list[str], list[Event]]:
     return list(AGRAWAL_FEATURES), [({k: float(v) for k, v in x.items()}, y) for x, y in gen.take(n)]
 
 
-STREAMS: dict[str, Callable[[int], tuple[list[str], list[Event]]]] = {"elec2": elec2, "agrawal": agrawal}
+def shuttle(n: int) -> tuple[list[str], list[Event]]:
+    """The Statlog shuttle data as river ships it: 49,097 events of nine integer sensor readings,
+    labelled 1 for a rare state of the shuttle (7%)."""
+    from river.datasets import Shuttle
+
+    events = [({k: float(v) for k, v in x.items()}, int(y)) for _, (x, y) in zip(range(n), Shuttle(), strict=False)]
+    return list(events[0][0]), events
+
+
+STREAMS: dict[str, Callable[[int], tuple[list[str], list[Event]]]] = {"elec2": elec2, "agrawal": agrawal,
+                                                                      "shuttle": shuttle}
 
 
 @dataclass

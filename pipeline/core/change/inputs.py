@@ -18,6 +18,9 @@ not match it:
   where the values jumped: the median of the six from where they left against the six before
   moved by half of the whole shift at least, and by 1.5 times the 95th percentile of such moves
   in the reference (a smooth series that wanders to a new level gets there step by step);
+  ``scaled`` too when the recent spread is ``factor`` times the reference's and a quarter of
+  the values lie outside its range, ``factor`` times as far from its median as its range reaches
+  (a unit that changed on a feature that is mostly 0);
 - ``swapped``: shifted or scaled, and the values since look like another feature's reference
   (within its range, a spread within a factor 10 of its, the nearest median);
 - ``reordered``: the values lose their order (shuffled between events, or mixed with values
@@ -252,9 +255,16 @@ class InputMonitor(Component):
             scaled = (rmed * med > 0 and not 1 / self.factor < ratio < self.factor) or not (
                 1 / self.factor < spread < self.factor)
             return "scaled" if scaled else "shifted"
-        outside = np.mean((rec > hi) | (rec < lo))
+        out = (rec > hi) | (rec < lo)
+        outside = np.mean(out)
         if riqr >= self.factor * iqr and outside >= 0.5:
             return "scaled"
+        if riqr >= self.factor * iqr and outside >= 0.25:
+            # a share of the values (those that are not 0, say) in a unit ``factor`` times larger:
+            # half of them beyond the reference's range by ``factor`` times its reach from its median
+            reach = max(hi - med, med - lo)
+            if reach > 0 and np.median(np.abs(rec[out] - med)) >= self.factor * reach:
+                return "scaled"
         return None
 
     def _reordered(self, f: str, ref: np.ndarray, seqs: np.ndarray, med: float, iqr: float, rmed: float, riqr: float,

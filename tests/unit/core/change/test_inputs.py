@@ -93,6 +93,7 @@ def quiet_streams(n: int) -> dict[str, list[float]]:
         "spiky": spiky,
         "discrete": [float(rng.randrange(5)) for _ in range(n)],
         "starts to vary": [0.0 if i < n // 2 else rng.random() for i in range(n)],
+        "mostly 0, spiky": [rng.lognormvariate(0.0, 1.5) if rng.random() < 0.4 else 0.0 for _ in range(n)],
     }
 
 
@@ -104,6 +105,18 @@ def test_streams_without_faults_give_no_finding():
     mon = InputMonitor(names)
     faults = [f for t in range(n) for f in mon.update(t, {k: series[k][t] for k in names})]
     assert faults == [], [(f.feature, f.what, f.seq, f.detail) for f in faults]
+
+
+def test_a_unit_change_of_a_feature_that_is_mostly_0_is_found():
+    """Six values in ten are 0 (a commission, say): x 1,000 moves only the other four, less than
+    half of the values, yet far beyond the reference's range: scaled."""
+    rng = random.Random(8)
+    mon, faults = InputMonitor(["a"]), []
+    for t in range(AT + 1000):
+        v = rng.uniform(10_000.0, 75_000.0) if rng.random() < 0.4 else 0.0
+        faults += mon.update(t, {"a": v * (1000.0 if t >= AT else 1.0)})
+    assert [(f.what, f.start) for f in faults] and faults[0].what == "scaled" and faults[0].seq <= AT + 125, faults
+    assert len(faults) == 1 and AT - 25 <= faults[0].start <= faults[0].seq
 
 
 def test_non_numeric_values_count_as_missing():
