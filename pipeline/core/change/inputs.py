@@ -22,7 +22,9 @@ not match it:
   the values lie outside its range, ``factor`` times as far from its median as its range reaches
   (a unit that changed on a feature that is mostly 0);
 - ``swapped``: shifted or scaled, and the values since look like another feature's reference
-  (within its range, a spread within a factor 10 of its, the nearest median);
+  (within its range, a spread within a factor 10 of its, the nearest median); that other
+  feature is swapped too when its own median left its whole range, by less than the shift, for
+  values that look like those of the first (the other side of an exchange);
 - ``reordered``: the values lose their order (shuffled between events, or mixed with values
   of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
   about 2 without serial dependence, near 0 for a smooth series) is at least 1.2 and exceeds
@@ -193,12 +195,27 @@ class InputMonitor(Component):
                 fault = self._reordered(f, ref[j], seqs, med[j], iqr[j], rmed[j], riqr[j], float(now[j]))
             if fault is not None:
                 found.append(fault)
-        for j, what in moved.items():
-            f = self.features[j]
+        starts: dict[int, int] = {}  # where each moved feature's fault began, in the recent values
+        for j in list(moved):
             # where the values left the reference's range, or, where they did not, its 10% tails
             newest = rec[j][-self.recent // 4:]
             left = np.mean((newest > hi[j]) | (newest < lo[j])) >= 0.8
-            at = _start_outside(rec[j], lo[j], hi[j]) if left else _start_outside(rec[j], q10[j], q90[j])
+            starts[j] = at = _start_outside(rec[j], lo[j], hi[j]) if left else _start_outside(rec[j], q10[j], q90[j])
+            # the other side of an exchange: a feature whose values since then left its whole range,
+            # by less than the shift, and look like those of the feature that moved
+            tail = rec[j][at:]
+            k = self._like(j, float(np.median(tail)), float(np.subtract(*np.percentile(tail, [75, 25]))), med, iqr,
+                           lo, hi, moved)
+            kk = None if k is None else self.features.index(k)
+            if kk is None or kk in moved or not due[kk] or len(tail) < 10 or not iqr[j] > 0:
+                continue
+            other = rec[kk][at:]
+            o25, omed, o75 = np.percentile(other, [25, 50, 75])
+            if not lo[kk] <= omed <= hi[kk] and lo[j] <= omed <= hi[j] and 0.1 <= (o75 - o25) / iqr[j] <= 10.0:
+                moved[kk], starts[kk] = "shifted", at
+        for j, what in moved.items():
+            f = self.features[j]
+            at = starts[j]
             start = seqs[self.reference + at]
             tail = rec[j][at:]  # the values since the fault began
             t25, tmed, t75 = np.percentile(tail, [25, 50, 75])

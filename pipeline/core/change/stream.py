@@ -305,8 +305,9 @@ class StreamChangeDetector(Component):
         feature's, :meth:`reliance`: the finding is sure, the reliance an estimate), and an
         episode of its own, kind ``data_fault``, whatever episode is open. It is an alert if
         ``data_fault`` is among ``alert_kinds`` and the model
-        relied on one of its features by at least ``fault_share``, or the labels stopped (the
-        model learns no more, whatever it relied on); the changes of those features
+        relied on one of its features by at least ``fault_share`` (for a swap, the larger
+        reliance of the two features), or the labels' values changed or stopped (the model
+        learns from the labels, whatever it relied on); the changes of those features
         (and of the feature a swap took its values from, and of the loss) that follow within
         ``episode_max`` are the fault's and page no more.
         Findings at a position already taken are dropped (a replay)."""
@@ -324,6 +325,9 @@ class StreamChangeDetector(Component):
                 alert = True
                 continue
             share = self.reliance(fault.feature, fault.start, seq)
+            if fault.like is not None and share is not None:  # a swap: the values of both are wrong
+                other = self.reliance(fault.like, fault.start, seq)
+                share = None if other is None else max(share, other)
             if share is not None and share < self.min_effect / 2:  # reported from half the minimum effect: the
                 continue  # finding is sure, only the reliance is an estimate
             alert = alert or share is None or share >= self.fault_share

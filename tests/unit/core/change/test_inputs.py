@@ -174,6 +174,32 @@ def test_a_fault_on_a_feature_the_model_leans_on_pages_in_an_episode_of_its_own(
     assert det.input_faults([_fault("a", 3009)]) == ([], [])
 
 
+def test_a_swap_pages_from_the_larger_reliance_of_its_two_features():
+    """b, which the model ignores, now carries a's values: a finding of b's, like a, is a's fault too."""
+    from streamxai.core.change.inputs import InputFault
+
+    det = _detector_with_levels({"a": 0.4, "b": 0.01})
+    fault = InputFault("b", "swapped", 3009, 2959, (2.0, 2.0), (50.0, 30.0), "values look like a's", like="a")
+    changes, episodes = det.input_faults([fault])
+    assert [c.feature for c in changes] == ["b"] and [(e.kind, e.alert) for e in episodes] == [("data_fault", True)]
+    assert changes[0].reliance == pytest.approx(1.0, abs=0.05)
+
+
+def test_both_sides_of_an_exchange_are_found_though_one_moved_less_than_the_shift():
+    """a (uniform on 20..80) and b (0..4) exchange their values: b's are far beyond its range, a's
+    median now 2, below its range by 1.6 of its interquartile ranges (less than the shift of 2):
+    found as the other side of b's swap."""
+    rng = random.Random(12)
+    mon, faults = InputMonitor(["a", "b", "c"]), []
+    for t in range(AT + 500):
+        x = {"a": rng.uniform(20.0, 80.0), "b": float(rng.randrange(5)), "c": rng.random()}
+        if t >= AT:
+            x["a"], x["b"] = x["b"], x["a"]
+        faults += mon.update(t, x)
+    assert sorted((f.feature, f.what, f.like) for f in faults) == [("a", "swapped", "b"), ("b", "swapped", "a")]
+    assert all(AT <= f.seq <= AT + 125 for f in faults), faults
+
+
 def test_fault_episodes_close_after_the_gap_and_a_flush_closes_what_is_open():
     from streamxai.core.increments import Block
 
