@@ -62,11 +62,14 @@ class Episode:
 
     Alert. An episode is an alert if its kind is one of ``alert_kinds`` and, recently (confirmed
     within ``episode_max`` events of where its regime began), what the model's accuracy rests on
-    moved: a rise found by the loss's own test; for a degradation, a change of iPFI or iSAGE; for a
+    moved: a rise found by the loss's own test; for a degradation, a change of iPFI or iSAGE, or a
+    fall of the iPDP of a feature the model leaned on (at least a quarter of the top feature's
+    reliance: it stopped responding to what it leaned on, as it does to a shuffled or stuck
+    feature, before that feature's importance has fallen far enough to be told from noise); for a
     reliance shift at a loss that did not move, a change of one feature in every reliance explainer
-    that runs (two estimators of reliance agree). iPDP changes describe the model's effects and are
-    context, never the page; a slow drift that added up to the minimum effect over longer is
-    reported, not paged.
+    that runs (two estimators of reliance agree). Other iPDP changes describe the model's effects
+    and are context, never the page; a slow drift that added up to the minimum effect over longer
+    is reported, not paged.
     """
 
     status: str

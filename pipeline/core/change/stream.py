@@ -50,6 +50,9 @@ LOSS = ("model", "loss")
 #: the events before a data fault over which the model's reliance on its feature is read
 _RELIANCE_SPAN = 2000
 
+#: the least reliance on a feature (of the top feature's) whose effect's change pages a degradation
+_LEANED_ON = 0.25
+
 #: the weight of each message in a series' running mean of the model's loss
 _LOSS_WEIGHT = 0.01
 
@@ -522,7 +525,7 @@ class StreamChangeDetector(Component):
         if any(c.explainer == LOSS[0] for c in recent):
             return True
         if kind != "reliance_shift":
-            return any(c.explainer in RELIANCE for c in recent)
+            return any(c.explainer in RELIANCE or (kind == "degradation" and self._leaned_on(c)) for c in recent)
         # at a loss that did not move, the reliance explainers that run must agree on a feature
         watched = self._tested & set(RELIANCE)
         by_feature: dict[str, set[str]] = {}
@@ -530,6 +533,17 @@ class StreamChangeDetector(Component):
             if c.explainer in RELIANCE:
                 by_feature.setdefault(c.feature, set()).add(c.explainer)
         return any(found >= watched for found in by_feature.values())
+
+    def _leaned_on(self, c: Change) -> bool:
+        """Whether ``c`` is a fall of an effect (iPDP) of a feature the model leaned on: its
+        reliance before the cut (:meth:`reliance`) at least ``_LEANED_ON`` of the top feature's.
+        With a loss that rose, the model stopped responding to what it leaned on: what a feature
+        whose values were shuffled or stuck shows first, before its importance has fallen far
+        enough to be told from noise."""
+        if c.explainer in RELIANCE or c.explainer == LOSS[0] or c.effect >= 0:
+            return False
+        share = self.reliance(c.feature, c.cut_seq, c.seq)
+        return share is not None and share >= _LEANED_ON
 
     def _used(self, feature: str, upto: int) -> bool:
         """Whether the model's accuracy rests on ``feature``: its iPFI (the loss's rise without
@@ -614,7 +628,7 @@ class StreamChangeDetector(Component):
         told = self._announced
         if told is not None and not self._alerted and self._alerts(self._kind[0] if self._kind else "", [change]):
             return True
-        if (_reliance(change) and not any(_reliance(c) for c in self._open)
+        if (_reliance(change) and not self._alerted and not any(_reliance(c) for c in self._open)
                 and change.cut_seq > first + (change.seq - first) // 2):
             return True  # the first change that could page, of a regime that began after the episode's first
         if told is not None and change.explainer == LOSS[0] and not self._alerted:

@@ -1,6 +1,7 @@
 """The episode and alert rules of streamxai.core.change.stream on real-stream shapes: a drift inside
 an open episode pages on its own, episodes are bounded, the alert goes out when its kind is known,
-iPDP of a feature the model barely uses is no event and never a page, the model's loss is a
+iPDP of a feature the model barely uses is no event and never a page (a fall of the effect of a
+feature the model leans on pages when the loss rose), the model's loss is a
 series of its own, a slow drift that added up is reported without a page, and a model that
 gives up its most important feature is no longer "learning"."""
 
@@ -80,6 +81,32 @@ def test_ipdp_changes_alone_never_page():
     changes, episodes = feed(det, random.Random(34), levels, range(700), loss=flat)
     assert [(c.explainer, c.feature) for c in changes] == [("ipdp", "a")]
     assert episodes and not _alerts(episodes)
+
+
+def _ipdp_fall_run(feature: str, after: float):
+    """The loss rises 0.2 -> 0.3 at event 3,000 (too little for its own test to be quick) and the
+    iPDP of ``feature`` moves to ``after``; the model leans on a (iPFI 0.4), barely on b (0.04)."""
+    levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.04,  # noqa: E731
+                        ("ipdp", "a"): after if t >= 300 and feature == "a" else 0.4,
+                        ("ipdp", "b"): after if t >= 300 and feature == "b" else 0.3}
+    loss = lambda t: Block(10, 0.2 if t < 300 else 0.3, 10 * 0.16)  # noqa: E731
+    det = StreamChangeDetector([(e, f) for e in ("ipfi", "ipdp") for f in "ab"], warmup=0, episode_gap=1000)
+    return feed(det, random.Random(7), levels, range(700), loss=loss)
+
+
+def test_a_rise_of_the_loss_with_a_fall_of_the_effect_of_what_the_model_leans_on_pages_at_once():
+    """A shuffled or stuck feature: the model stops responding to the feature it leans on, while
+    the loss rises. The episode is told a degradation at its look and pages then, naming a; the
+    same rise with the effect of b (barely used) falling, or of a rising, waits for the loss's
+    own test, which names no feature."""
+    changes, episodes = _ipdp_fall_run("a", 0.1)
+    (page,) = _alerts(episodes)
+    assert (page.kind, [(c.explainer, c.feature) for c in page.changes]) == ("degradation", [("ipdp", "a")])
+    assert page.first_seq - 3000 < 100
+    for feature, after in (("b", 0.0), ("a", 0.7)):
+        changes, episodes = _ipdp_fall_run(feature, after)
+        (page,) = _alerts(episodes)
+        assert [(c.explainer, c.feature) for c in page.changes] == [LOSS] and page.first_seq - 3000 > 500
 
 
 def test_the_loss_is_a_series_of_its_own_and_its_rise_pages():
