@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamxai.schemas.change_feed import LABELS
+
 __all__ = ["episode_line"]
 
 
@@ -50,5 +52,6 @@ def episode_line(ep: Any) -> str:
     for f in getattr(ep, "faults", None) or ():  # a data fault: what to check, and how much it mattered
         relied = f.get("reliance")
         share = f" (the model relied on it at {relied:.0%} of its top feature)" if relied is not None else ""
-        parts.append(f"check the inputs of {f.get('feature')}{share}: {f.get('detail')}")
+        what = "the labels" if f.get("feature") == LABELS and relied is None else f"the inputs of {f.get('feature')}"
+        parts.append(f"check {what}{share}: {f.get('detail')}")
     return "; ".join(parts)

@@ -10,8 +10,9 @@ import random
 from helpers.arrivals import Run, record_arrivals, run_handlers
 from helpers.partition_log import PartitionLog
 from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler
+from streamxai.handlers.alert_line import episode_line
 from streamxai.reference import run_in_process
-from streamxai.schemas import FeatureEvent
+from streamxai.schemas import ChangeEpisode, FeatureEvent
 from streamxai.schemas.change_feed import FAULTS_V1, FEED_FORM
 from streamxai.settings import Settings
 
@@ -108,3 +109,5 @@ def test_labels_that_stop_page_as_a_data_fault_of_the_labels_as_the_reference_do
     assert faults[0]["first_position"] == AT + 99 and fault["detail"].startswith(f"no label since {AT} (100 events)")
     assert run.changes() == dict(ref.changes.items())
     assert not run.of("dead-letters")
+    line = episode_line(ChangeEpisode(**{k: v for k, v in faults[0].items() if k != "schema"}))
+    assert f"check the labels: no label since {AT}" in line, line
