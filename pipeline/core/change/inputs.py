@@ -24,7 +24,10 @@ not match it:
 - ``swapped``: shifted or scaled, and the values since look like another feature's reference
   (within its range, a spread within a factor 10 of its, the nearest median); that other
   feature is swapped too when its own median left its whole range, by less than the shift, for
-  values that look like those of the first (the other side of an exchange);
+  values that look like those of the first (the other side of an exchange); two features whose
+  values were exchanged within their common range are both swapped when the recent values of
+  each differ from its own reference and agree with the other's (two-sample Kolmogorov-Smirnov,
+  for features whose values are about independent of each other);
 - ``reordered``: the values lose their order (shuffled between events, or mixed with values
   of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
   about 2 without serial dependence, near 0 for a smooth series) is at least 1.2 and exceeds
@@ -75,6 +78,13 @@ FAULTS = ("constant", "shifted", "scaled", "swapped", "reordered", "stopped")
 _ORDER_LOST = 1.2
 #: tests between two reckonings of the reference's quartiles and range
 _REF_EVERY = 4
+#: an exchange of values: each feature's recent values differ from its reference by this many
+#: times the two-sample Kolmogorov-Smirnov scale sqrt((n + m) / (n m)) (p about 2e-5 for
+#: independent values) and agree with the other's within this many (p about 1e-3)
+_KS_DIFFER = 2.4
+_KS_AGREE = 1.9
+#: the least rank von Neumann ratio of a reference whose values are about independent (2: independent)
+_INDEPENDENT = 1.6
 #: the percentiles of the reference and of the recent values the tests read
 _REFERENCE_QS = (10, 25, 50, 75, 90)
 _RECENT_QS = (10, 25, 50, 75, 90)
@@ -233,9 +243,54 @@ class InputMonitor(Component):
                 detail = f"{_how(what, before, after)} since {start}"
             found.append(InputFault(f, what, int(seqs[-1]), int(start), before, after,
                                     f"{detail}; {_summary(before, after)}", like))
+        taken = {self.features.index(fault.feature): fault.start for fault in found}
+        found += self._exchanged([j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved],
+                                 taken, ref, rec, seqs, med, iqr, rmed, riqr)
         for fault in found:
             self._quiet_until[self.features.index(fault.feature)] = self._n + self.reference
         return found
+
+    def _exchanged(self, candidates: list[int], found: dict[int, int], ref: np.ndarray, rec: np.ndarray,
+                   seqs: np.ndarray, med: np.ndarray, iqr: np.ndarray, rmed: np.ndarray,
+                   riqr: np.ndarray) -> list[InputFault]:
+        """The ``candidates`` whose values were exchanged with another feature's within their
+        common range: the recent values of each of the two differ from its own reference (a
+        two-sample Kolmogorov-Smirnov distance beyond ``_KS_DIFFER`` of the critical scale) and
+        agree with the other's (within ``_KS_AGREE``); the other one may be among the features
+        ``found`` in this test (with where their faults began). Only features whose reference
+        values are about independent of each other (rank von Neumann ratio at least
+        ``_INDEPENDENT``) are samples the test can read."""
+        pool = [j for j in [*candidates, *found] if not (np.isnan(rec[j]).any() or np.isnan(ref[j]).any())]
+        if not candidates or len(pool) < 2:
+            return []
+        scale = math.sqrt((rec.shape[1] + ref.shape[1]) / (rec.shape[1] * ref.shape[1]))
+        refs = {j: np.sort(ref[j]) for j in pool}
+        recs = {j: np.sort(rec[j]) for j in pool}
+        moved = [j for j in pool if _ks(recs[j], refs[j]) >= _KS_DIFFER * scale]
+        if len(moved) < 2 or not set(moved) & set(candidates):
+            return []
+        # values that follow one another are no sample of their distribution: their recent values
+        # differ from the reference as the series wanders, and may look like another's by chance
+        ratios = _rank_ratio(ref[moved])
+        moved = [j for j, r in zip(moved, ratios, strict=True) if r >= _INDEPENDENT]
+        out: list[InputFault] = []
+        done = set(found)
+        for a, j in enumerate(moved):
+            for k in moved[a + 1:]:
+                if {j, k} <= done or (j in done and j not in found) or (k in done and k not in found):
+                    continue
+                if _ks(recs[j], refs[k]) <= _KS_AGREE * scale and _ks(recs[k], refs[j]) <= _KS_AGREE * scale:
+                    start = found.get(j, found.get(k, int(seqs[self.reference])))
+                    for one, other in ((j, k), (k, j)):
+                        if one in found:
+                            continue
+                        done.add(one)
+                        b, after = (float(med[one]), float(iqr[one])), (float(rmed[one]), float(riqr[one]))
+                        out.append(InputFault(
+                            self.features[one], "swapped", int(seqs[-1]), start, b, after,
+                            f"values look like {self.features[other]}'s, and its like this one's, since about "
+                            f"{start}; {_summary(b, after)}", self.features[other]))
+        return out
 
     def _constant(self, j: int, f: str, ref: np.ndarray, rec: np.ndarray, seqs: np.ndarray, med: float,
                   iqr: float) -> InputFault | None:
@@ -341,6 +396,13 @@ def _number(v: Any) -> float:
         return float(v)
     except (TypeError, ValueError):
         return math.nan
+
+
+def _ks(a: np.ndarray, b: np.ndarray) -> float:
+    """The two-sample Kolmogorov-Smirnov distance of sorted samples ``a`` and ``b``."""
+    both = np.concatenate([a, b])
+    return float(np.max(np.abs(np.searchsorted(a, both, side="right") / len(a)
+                               - np.searchsorted(b, both, side="right") / len(b))))
 
 
 def _longest_run(a: np.ndarray, from_start: bool = False) -> int:

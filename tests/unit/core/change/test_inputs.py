@@ -94,6 +94,9 @@ def quiet_streams(n: int) -> dict[str, list[float]]:
         "discrete": [float(rng.randrange(5)) for _ in range(n)],
         "starts to vary": [0.0 if i < n // 2 else rng.random() for i in range(n)],
         "mostly 0, spiky": [rng.lognormvariate(0.0, 1.5) if rng.random() < 0.4 else 0.0 for _ in range(n)],
+        # independent values close to those of "independent": an exchange among them is no fault
+        "independent, wider": [rng.gauss(0.0, 1.2) for _ in range(n)],
+        "independent, shifted": [rng.gauss(0.2, 1.0) for _ in range(n)],
     }
 
 
@@ -198,6 +201,23 @@ def test_both_sides_of_an_exchange_are_found_though_one_moved_less_than_the_shif
         faults += mon.update(t, x)
     assert sorted((f.feature, f.what, f.like) for f in faults) == [("a", "swapped", "b"), ("b", "swapped", "a")]
     assert all(AT <= f.seq <= AT + 125 for f in faults), faults
+
+
+def test_an_exchange_of_independent_values_within_their_common_range_is_found():
+    """A salary (uniform on 20,000..150,000) and a commission (0 for six in ten, else uniform on
+    10,000..75,000) exchange their values: neither leaves the other's range, but each now has
+    the other's distribution."""
+    rng = random.Random(13)
+    mon, faults = InputMonitor(["salary", "commission", "c"]), []
+    for t in range(AT + 500):
+        x = {"salary": rng.uniform(20_000.0, 150_000.0), "commission": rng.uniform(10_000.0, 75_000.0)
+             if rng.random() < 0.4 else 0.0, "c": rng.random()}
+        if t >= AT:
+            x["salary"], x["commission"] = x["commission"], x["salary"]
+        faults += mon.update(t, x)
+    assert sorted((f.feature, f.what, f.like) for f in faults) == [("commission", "swapped", "salary"),
+                                                                    ("salary", "swapped", "commission")], faults
+    assert all(AT <= f.seq <= AT + 125 and AT - 100 <= f.start <= f.seq for f in faults), faults
 
 
 def test_fault_episodes_close_after_the_gap_and_a_flush_closes_what_is_open():
