@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from streamxai.schemas import ConfigError, StreamxaiError
 
@@ -20,7 +20,8 @@ from ..settings import Settings
 from .tls_refusal import handshake_failure
 
 __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
-           "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config"]
+           "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config", "replication", "Replication",
+           "cluster_replication"]
 
 #: how long a command waits for the broker before it gives up with a one-line error
 BROKER_CHECK_TIMEOUT_S = 8.0
@@ -160,8 +161,9 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
                 f"{s.partitions}; explain groups are placed by partition number, so set partitions="
                 f"{len(meta[placed].partitions)} (or use a new topic_prefix)"
             )
-    new = [NewTopic(s.topic(n), num_partitions=s.partitions, replication_factor=s.replication_factor,
-                    config={} if n in INPUT_TOPICS else retention_config(s))
+    rep = replication(s, len(admin.list_topics(timeout=timeout).brokers))
+    new = [NewTopic(s.topic(n), num_partitions=s.partitions, replication_factor=rep.factor,
+                    config={"min.insync.replicas": str(rep.min_insync)} | ({} if n in INPUT_TOPICS else retention_config(s)))
            for n in names if s.topic(n) not in existing]
     for _topic, fut in (admin.create_topics(new, operation_timeout=timeout).items() if new else ()):
         try:
@@ -171,6 +173,40 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
                 raise
     _check_dead_letter_limit(s, admin, timeout)
     return [t.topic for t in new]
+
+
+class Replication(NamedTuple):
+    """How the topics a worker creates are replicated."""
+
+    factor: int
+    min_insync: int
+
+
+def replication(s: Settings, brokers: int) -> Replication:
+    """The replication factor and ``min.insync.replicas`` of the topics the worker creates on a
+    cluster of ``brokers``: the settings' where given, else what the cluster allows (3 replicas,
+    or one per broker if fewer) with one less in sync than replicas, at least 1. A write
+    acknowledged by all in-sync replicas (``acks=all``) is then on two brokers of three, and one
+    broker may be down without stopping writes.
+
+    >>> replication(Settings(), 3), replication(Settings(), 1), replication(Settings(), 5)
+    (Replication(factor=3, min_insync=2), Replication(factor=1, min_insync=1), Replication(factor=3, min_insync=2))
+    >>> replication(Settings(replication_factor=2, min_insync_replicas=2), 3)
+    Replication(factor=2, min_insync=2)
+    """
+    factor = s.replication_factor or max(1, min(3, brokers))
+    if brokers and factor > brokers:
+        raise ConfigError(f"setting replication_factor={factor} needs at least {factor} brokers; the cluster at "
+                          f"{s.bootstrap_servers} has {brokers} (set replication_factor={brokers}, or 0 for what it allows)")
+    return Replication(factor, min(factor, s.min_insync_replicas) if s.min_insync_replicas else max(1, factor - 1))
+
+
+def cluster_replication(s: Settings, timeout: float = 30.0) -> Replication:
+    """:func:`replication` on the cluster at ``s.bootstrap_servers`` (asked for its brokers)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(confluent_config(s, log_level=3))
+    return replication(s, len(admin.list_topics(timeout=timeout).brokers))
 
 
 def retention_config(s: Settings) -> dict[str, str]:
