@@ -91,7 +91,7 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     )
     commits = CommittedOffsets()  # recorded by the consumer, read by the checkpoint store
     # the agents' outputs go through librdkafka; the consumer flushes it before every commit
-    outputs = OutputProducer(settings, app.conf.producer_max_request_size)
+    outputs = OutputProducer(settings, app.conf.producer_max_request_size, metrics)
     app.streamxai_producer = outputs  # type: ignore[attr-defined]
     use_bounded_fetch_wait(app, commits, outputs, on_pace=lambda wait: metrics.gauge("fetch_wait_ms", wait))
 

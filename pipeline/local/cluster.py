@@ -199,10 +199,10 @@ def wait_in_sync(parent: LocalBroker, timeout: float) -> None:
         try:
             topics = admin.list_topics(timeout=10).topics
         except Exception:  # KafkaException: no node answers yet
-            topics = {}
-        behind = [f"{name}[{p.id}]" for name, md in topics.items() for p in md.partitions.values()
-                  if not topics or set(p.isrs) != set(p.replicas) or p.leader < 0]
-        if topics and not behind:
+            topics = None
+        behind = [f"{name}[{p.id}]" for name, md in (topics or {}).items() for p in md.partitions.values()
+                  if set(p.isrs) != set(p.replicas) or p.leader < 0]
+        if topics is not None and not behind:
             return
         if time.monotonic() > deadline:
             raise BrokerError(f"{len(behind)} partitions have replicas out of sync after {timeout:.0f} s: "

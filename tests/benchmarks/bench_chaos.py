@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
 
-from _chaos_check import check_arrivals, check_outputs, expected_dead_letters, table  # noqa: E402
+from helpers.chaos_check import check_arrivals, check_outputs, expected_dead_letters, table  # noqa: E402
 from helpers.pipeline_runs import collect_all, committed, make_settings, recorded_arrivals  # noqa: E402
 from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
 from streamxai.kafka.replay import PartitionHistory  # noqa: E402
