@@ -91,7 +91,14 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     )
     commits = CommittedOffsets()  # recorded by the consumer, read by the checkpoint store
     # the agents' outputs go through librdkafka; the consumer flushes it before every commit
-    outputs = OutputProducer(settings, app.conf.producer_max_request_size, metrics)
+    def writes_wait(waiting: bool) -> None:
+        metrics.gauge("writes_waiting", int(waiting))
+        if waiting:
+            metrics.inc("write_waits")
+
+    metrics.gauge("writes_waiting", 0)
+    metrics.inc("write_waits", 0)
+    outputs = OutputProducer(settings, app.conf.producer_max_request_size, writes_wait)
     app.streamxai_producer = outputs  # type: ignore[attr-defined]
     use_bounded_fetch_wait(app, commits, outputs, on_pace=lambda wait: metrics.gauge("fetch_wait_ms", wait))
 

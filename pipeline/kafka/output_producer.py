@@ -39,7 +39,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from ..metrics import Metrics
 from ..settings import Settings
 from .config import confluent_config
 from .faust_transport import producer_batch_bytes
@@ -71,7 +70,7 @@ class OutputProducer:
     OutputProducer(127.0.0.1:1, PLAINTEXT, batches of at most 262144 bytes, lingering 50 ms (hops 5 ms))
     """
 
-    def __init__(self, settings: Settings, max_request_size: int, metrics: Metrics | None = None):
+    def __init__(self, settings: Settings, max_request_size: int, on_wait: Callable[[bool], None] | None = None):
         self._where = f"{settings.bootstrap_servers}, {settings.security_protocol}"
         self._batch = producer_batch_bytes(settings.max_dead_letter_bytes)
         self._linger = settings.output_linger_ms
@@ -96,7 +95,8 @@ class OutputProducer:
         self._handed = 0
         self._settled_below = 0
         self._settled_above: set[int] = set()
-        self._wait = WriteWait(metrics)
+        #: ``on_wait(True)`` when the brokers stop taking its messages, ``on_wait(False)`` when they take them again
+        self._wait = WriteWait(on_wait)
 
     def __repr__(self) -> str:  # never the configuration: it holds the SASL password
         return (f"OutputProducer({self._where}, batches of at most {self._batch} bytes, lingering {self._linger} ms "

@@ -4,16 +4,14 @@ take them again: a partition whose leader is gone and not yet replaced, fewer in
 producer keeps every message and retries it until the brokers take it (no delivery timeout), and
 its consumer commits nothing past a message not taken, so the worker waits and loses nothing.
 
->>> t = [0.0]
->>> w = WriteWait(after_s=5.0, clock=lambda: t[0])
+>>> t, told = [0.0], []
+>>> w = WriteWait(told.append, after_s=5.0, clock=lambda: t[0])
 >>> [w.check(in_flight=3, settled=10) for t[0] in (0.0, 2.0, 6.0, 7.0)]
 [None, None, 'waiting', None]
->>> w.metrics.snapshot()["gauges"]["writes_waiting"], w.metrics.get("write_waits")
-(1, 1)
 >>> t[0] = 9.0; w.check(in_flight=0, settled=13)
 'again'
->>> w.metrics.snapshot()["gauges"]["writes_waiting"]
-0
+>>> told  # what the worker's metrics take: the gauge writes_waiting, and a count of the waits
+[True, False]
 >>> t[0] = 100.0; w.check(in_flight=2, settled=13)  # in flight again after a lull: for no time yet
 >>> t[0] = 106.0; w.check(in_flight=2, settled=13)
 'waiting'
@@ -24,8 +22,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-
-from ..metrics import Metrics
 
 __all__ = ["WriteWait", "WAIT_S"]
 
@@ -38,18 +34,18 @@ WAIT_S = 15.0
 
 class WriteWait:
     """Watches a producer's acknowledgements (the module docstring says what for): :meth:`check`
-    with the messages in flight and the number settled so far, as often as convenient."""
+    with the messages in flight and the number settled so far, as often as convenient;
+    ``on_wait(True)`` when a wait begins, ``on_wait(False)`` when it ends."""
 
-    def __init__(self, metrics: Metrics | None = None, after_s: float = WAIT_S,
+    def __init__(self, on_wait: Callable[[bool], None] | None = None, after_s: float = WAIT_S,
                  clock: Callable[[], float] = time.monotonic):
-        self.metrics = metrics or Metrics()
+        self.on_wait = on_wait or (lambda waiting: None)
         self.after_s = after_s
         self._clock = clock
         self._settled = -1
         self._in_flight = 0
         self._since = 0.0  # when the number settled last moved (or messages went in flight)
         self._waiting_since: float | None = None
-        self.metrics.gauge("writes_waiting", 0)
 
     def check(self, in_flight: int, settled: int) -> str | None:
         """``'waiting'`` when a wait begins, ``'again'`` when it ends, else None."""
@@ -60,14 +56,13 @@ class WriteWait:
             self._settled, self._since = settled, now
             if self._waiting_since is not None:
                 waited, self._waiting_since = now - self._waiting_since + self.after_s, None
-                self.metrics.gauge("writes_waiting", 0)
+                self.on_wait(False)
                 log.warning("the brokers take the worker's writes again, after about %.0f s; nothing was lost", waited)
                 return "again"
             return None
         if self._waiting_since is None and now - self._since >= self.after_s:
             self._waiting_since = now
-            self.metrics.gauge("writes_waiting", 1)
-            self.metrics.inc("write_waits")
+            self.on_wait(True)
             log.warning("writes wait: the brokers have taken none of the worker's %d messages in flight for %.0f s "
                         "(a partition without a leader, fewer in-sync replicas than min.insync.replicas, or no broker "
                         "reachable); the worker keeps them, commits nothing past them, and goes on when the brokers "

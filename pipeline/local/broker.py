@@ -12,7 +12,6 @@ False
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import fcntl
 import logging
@@ -24,7 +23,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +32,7 @@ from ..arg_types import at_least, port, positive
 from ..kafka.config import BrokerError
 from ..settings import Secret, utf8_file_text
 from .broker_tls import BrokerTls
-from .cluster import nodes_in
+from .cluster import nodes_in, random_cluster_id
 from .ports import claim_port
 
 __all__ = ["BrokerError", "BrokerStatus", "BrokerTls", "LocalBroker", "SaslUsers", "default_libs_dir", "main", "add_arguments",
@@ -159,14 +157,6 @@ def default_libs_dir() -> Path:
         return _REPO / "deploy" / "target" / "kafka-libs"
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(cache) / "streamxai" / "kafka-libs"
-
-
-def _random_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding, no leading '-'."""
-    while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not cid.startswith("-"):
-            return cid
 
 
 def _pid_alive(pid: int) -> bool:
@@ -657,7 +647,7 @@ class LocalBroker:
         if (self.log_dir / "meta.properties").is_file():
             return
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        cid = cluster_id or _random_cluster_id()
+        cid = cluster_id or random_cluster_id()
         cmd = self._jvm_cmd(java, "kafka.tools.StorageTool", "format", "-t", cid)
         cmd += ["-c", str(self.properties_file)]
         if self.sasl is not None:  # SCRAM credentials live in the metadata log from the start
@@ -925,9 +915,9 @@ def _run_node(broker: LocalBroker, args: argparse.Namespace) -> int:
         stopped = broker.stop_node(args.node, kill=args.kill, timeout=args.timeout or 30.0)
         print(f"node {args.node} {'killed' if args.kill else 'stopped'}" if stopped else f"node {args.node} was not running")
     else:
-        from .cluster import _node
+        from .cluster import node_of
 
-        st = _node(broker, args.node).status()
+        st = node_of(broker, args.node).status()
         print(st)
         return exit_codes.OK if st.ready else exit_codes.NOT_READY
     return exit_codes.OK

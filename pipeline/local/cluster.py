@@ -18,25 +18,37 @@ crash) and started again alone while the others serve.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import logging
 import os
 import re
 import signal
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..kafka.config import BrokerError
 
-if TYPE_CHECKING:
-    from .broker import BrokerStatus, LocalBroker
-
 __all__ = ["ClusterStatus", "cluster_nodes", "start_cluster", "stop_cluster", "start_node", "stop_node",
-           "nodes_in", "wait_in_sync"]
+           "nodes_in", "node_of", "wait_in_sync", "random_cluster_id"]
 
 _HOST = "127.0.0.1"
+#: the nodes are LocalBroker objects (streamxai.local.broker), which builds them through this module
+LocalBroker = Any
+BrokerStatus = Any
+_LOGGER = logging.getLogger("streamxai.broker.probe")
+
+
+def random_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding, no leading '-'."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 @dataclass(frozen=True)
@@ -66,10 +78,9 @@ class ClusterStatus:
 
 
 def cluster_nodes(parent: LocalBroker, n: int, node_ports: Sequence[tuple[int, int]] | None) -> list[LocalBroker]:
-    """The ``n`` nodes of ``parent``'s cluster: node ``i`` (1..n) listens on ``node_ports[i-1]``
-    (default: ``parent``'s ports plus ``2 * (i - 1)``) and lives in ``data_dir/node-<i>``."""
-    from .broker import LocalBroker
-
+    """The ``n`` nodes of ``parent``'s cluster, each of ``parent``'s class: node ``i`` (1..n)
+    listens on ``node_ports[i-1]`` (default: ``parent``'s ports plus ``2 * (i - 1)``) and lives in
+    ``data_dir/node-<i>``."""
     if parent.sasl is not None or parent.tls is not None:
         raise ValueError("a local cluster (nodes > 1) serves PLAINTEXT only; SASL and TLS are for a single node")
     ports = ([(int(p), int(c)) for p, c in node_ports] if node_ports is not None
@@ -83,7 +94,7 @@ def cluster_nodes(parent: LocalBroker, n: int, node_ports: Sequence[tuple[int, i
     voters = ",".join(f"{i}@{_HOST}:{c}" for i, (_, c) in enumerate(ports, 1))
     nodes = []
     for i, (p, c) in enumerate(ports, 1):
-        node = LocalBroker(p, c, parent.data_dir / f"node-{i}", heap=parent.heap, num_partitions=parent.num_partitions,
+        node = type(parent)(p, c, parent.data_dir / f"node-{i}", heap=parent.heap, num_partitions=parent.num_partitions,
                            die_with_parent=parent.die_with_parent, libs_dir=parent.libs_dir,
                            auto_create_topics=parent.auto_create_topics, extra_properties=parent.extra_properties)
         node._node_id, node._voters, node._size = i, voters, n
@@ -111,10 +122,8 @@ def _cluster_id(nodes: Sequence[LocalBroker]) -> str | None:
 def start_cluster(parent: LocalBroker, java: str, timeout: float) -> ClusterStatus:
     """Launch every node that does not run (a quorum needs most of them, so none is waited for
     alone), then wait until each answers; on failure every node is stopped."""
-    from .broker import _random_cluster_id
-
     deadline = time.monotonic() + timeout
-    cid = _cluster_id(parent.nodes) or _random_cluster_id()
+    cid = _cluster_id(parent.nodes) or random_cluster_id()
     pids = []
     for node in parent.nodes:
         with node._locked():
@@ -127,7 +136,8 @@ def start_cluster(parent: LocalBroker, java: str, timeout: float) -> ClusterStat
         raise
 
 
-def _node(parent: LocalBroker, node_id: int) -> LocalBroker:
+def node_of(parent: LocalBroker, node_id: int) -> LocalBroker:
+    """Node ``node_id`` (1..nodes, Kafka's broker id) of ``parent``'s cluster."""
     if not parent.nodes:
         raise ValueError("stop_node and start_node are for a cluster (LocalBroker(nodes=N)); this broker is one node")
     if not isinstance(node_id, int) or not 1 <= node_id <= len(parent.nodes):
@@ -137,7 +147,7 @@ def _node(parent: LocalBroker, node_id: int) -> LocalBroker:
 
 def start_node(parent: LocalBroker, node_id: int, java: str, timeout: float) -> BrokerStatus:
     """Start node ``node_id`` alone (it joins the cluster's quorum) and wait until it serves."""
-    node = _node(parent, node_id)
+    node = node_of(parent, node_id)
     with node._locked():
         pid = node._launch_unless_running(java, _cluster_id(parent.nodes))
         return node._await_answer(pid, time.monotonic() + timeout)
@@ -146,7 +156,7 @@ def start_node(parent: LocalBroker, node_id: int, java: str, timeout: float) -> 
 def stop_node(parent: LocalBroker, node_id: int, kill: bool, timeout: float) -> bool:
     """Stop node ``node_id``: SIGTERM (a controlled shutdown: its partitions' leadership moves
     first), or with ``kill`` SIGKILL (a crash). True if it was running."""
-    node = _node(parent, node_id)
+    node = node_of(parent, node_id)
     if not kill:
         return node.stop(timeout)
     with node._locked():
@@ -191,9 +201,7 @@ def wait_in_sync(parent: LocalBroker, timeout: float) -> None:
     ``timeout`` seconds."""
     from confluent_kafka.admin import AdminClient
 
-    from .broker import _PROBE_LOGGER
-
-    admin = AdminClient({"bootstrap.servers": parent.bootstrap, "logger": _PROBE_LOGGER})
+    admin = AdminClient({"bootstrap.servers": parent.bootstrap, "logger": _LOGGER})
     deadline = time.monotonic() + timeout
     while True:
         try:

@@ -7,7 +7,15 @@ reference on those arrivals: per topic the messages, distinct identities, duplic
 exact copy), missing and mismatched ones. Exits 1 if anything is missing or mismatched, or a
 worker stopped by itself.
 
-    python tests/benchmarks/bench_chaos.py [--minutes 20] [--seed 1] [--streams 10] [--rate 20] [--keep-dir]
+On a cluster (``--nodes 3``: three KRaft nodes, the topics with three replicas and
+``min.insync.replicas = 2``) the broker faults are a cluster's: the leader of the busiest
+arrivals partition SIGKILLed and started again 30-60 s later, a rolling restart of every node
+(each stopped by SIGTERM, started, and caught up before the next), two nodes SIGKILLed at once
+for 20-40 s (writes wait: the workers say so and go on), and one node SIGKILLed for the rest of
+the run. ``--results`` writes the verdict as a results file for the docs.
+
+    python tests/benchmarks/bench_chaos.py [--minutes 20] [--seed 1] [--streams 10] [--rate 20] [--nodes 1]
+        [--keep-dir] [--results docs/results/bench_chaos.json]
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
 
+from _results import RESULTS_DIR, result_row, write_results  # noqa: E402  (the script's folder)
 from helpers.chaos_check import check_arrivals, check_outputs, expected_dead_letters, table  # noqa: E402
 from helpers.pipeline_runs import collect_all, committed, make_settings, recorded_arrivals  # noqa: E402
 from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
@@ -201,14 +210,21 @@ class Workers:
         return out
 
 
-def schedule(seed: int, seconds: float) -> list[tuple[float, str]]:
-    """The faults, seeded: a SIGKILL every 60-180 s (at least one), one broker restart, a second
-    worker from a fifth of the run to two thirds, the producer's last 50 messages sent again."""
+def schedule(seed: int, seconds: float, nodes: int = 1) -> list[tuple[float, str]]:
+    """The faults, seeded: a SIGKILL every 60-180 s (at least one), a second worker from a fifth
+    of the run to two thirds, the producer's last 50 messages sent again; one broker restart, or
+    on a cluster a leader killed, a rolling restart, two nodes down at once and one down for good."""
     rng = random.Random(seed)
     acts = [(rng.uniform(0.15, 0.3) * seconds, "second worker joins"),
-            (rng.uniform(0.35, 0.5) * seconds, "broker restart"),
             (rng.uniform(0.6, 0.75) * seconds, "second worker leaves"),
             (rng.uniform(0.5, 0.9) * seconds, "producer resends")]
+    if nodes == 1:
+        acts.append((rng.uniform(0.35, 0.5) * seconds, "broker restart"))
+    else:
+        acts += [(rng.uniform(0.1, 0.2) * seconds, "leader kill"),
+                 (rng.uniform(0.3, 0.4) * seconds, "rolling restart"),
+                 (rng.uniform(0.5, 0.6) * seconds, "two nodes down"),
+                 (rng.uniform(0.75, 0.85) * seconds, "one node down for good")]
     t = rng.uniform(60, 180)
     kills = []
     while t < seconds - 20:
@@ -236,6 +252,8 @@ def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, wo
             time.sleep(rng.uniform(0, 5))
             workers.start(name)
             what = f"SIGKILL {name}, started again"
+        elif what in CLUSTER_FAULTS:
+            what = CLUSTER_FAULTS[what](broker, workers.s, rng)
         elif what == "broker restart":
             down = rng.uniform(10, 20)
             broker.stop()
@@ -260,6 +278,78 @@ def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, wo
         workers.watch()
         time.sleep(1)
     return done
+
+
+def _busiest_leader(s: Settings) -> int:
+    """The node that leads the partition of the arrivals topic with the most records."""
+    from confluent_kafka import Consumer
+
+    c = Consumer(confluent_config(s, **{"group.id": "chaos-leader", "enable.auto.commit": False, "log_level": 0}))
+    try:
+        topic = s.topic("arrivals")
+        ends = {p: watermarks(c, topic, p, timeout=10)[1] for p in range(s.partitions)}
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+    finally:
+        c.close()
+    return parts[max(ends, key=ends.__getitem__)].leader
+
+
+def leader_kill(broker: LocalBroker, s: Settings, rng: random.Random) -> str:
+    leader = _busiest_leader(s)
+    if leader < 1:
+        return "leader kill skipped: the busiest partition has no leader"
+    down = rng.uniform(30, 60)
+    broker.stop_node(leader, kill=True)
+    say(f"node {leader}, the leader of the busiest arrivals partition, SIGKILLed; down for {down:.0f} s")
+    time.sleep(down)
+    broker.start_node(leader, timeout=180)
+    say(f"node {leader} started again")
+    return f"leader node {leader} SIGKILLed, back after {down:.0f} s"
+
+
+def rolling_restart(broker: LocalBroker, s: Settings, rng: random.Random) -> str:
+    for node in broker.nodes:
+        broker.stop_node(node.node_id)
+        say(f"rolling restart: node {node.node_id} stopped (SIGTERM)")
+        broker.start_node(node.node_id, timeout=180)
+        broker.wait_in_sync(300)
+        say(f"rolling restart: node {node.node_id} started again and caught up")
+    return "rolling restart of every node"
+
+
+def two_down(broker: LocalBroker, s: Settings, rng: random.Random) -> str:
+    ids = rng.sample([n.node_id for n in broker.nodes], 2)
+    down = rng.uniform(20, 40)
+    for i in ids:
+        broker.stop_node(i, kill=True)
+    say(f"nodes {ids} SIGKILLed: fewer replicas than min.insync.replicas, writes wait; down for {down:.0f} s")
+    time.sleep(down)
+    for i in ids:
+        broker.start_node(i, timeout=180)
+    say(f"nodes {ids} started again")
+    return f"nodes {ids} SIGKILLed together, back after {down:.0f} s"
+
+
+def one_down(broker: LocalBroker, s: Settings, rng: random.Random) -> str:
+    broker.wait_in_sync(300)
+    node = rng.choice([n.node_id for n in broker.nodes])
+    broker.stop_node(node, kill=True)
+    say(f"node {node} SIGKILLed for the rest of the run")
+    return f"node {node} SIGKILLed for the rest of the run"
+
+
+#: the broker faults of a cluster, by their name in the schedule
+CLUSTER_FAULTS = {"leader kill": leader_kill, "rolling restart": rolling_restart, "two nodes down": two_down,
+                  "one node down for good": one_down}
+
+
+def results_rows(rows: list, done: list[str], workers: Workers) -> list[dict]:
+    """The verdict as rows of a results file: per output topic its counts."""
+    out = [result_row(r.name, what, getattr(r, what), "messages")
+           for r in rows for what in ("messages", "distinct", "duplicates", "missing", "mismatched")]
+    out.append(result_row("faults", "done", len(done), "faults"))
+    out.append(result_row("workers", "exited by themselves", len(workers.died), "workers"))
+    return out
 
 
 def drain(s: Settings, workers: Workers, timeout: float) -> bool:
@@ -308,12 +398,17 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1, help="seeds the streams and the schedule of faults")
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--rate", type=float, default=20.0, help="messages per second, all streams together")
+    ap.add_argument("--nodes", type=int, default=1, help="brokers: 1, or a cluster of 3 with a cluster's faults")
     ap.add_argument("--keep-dir", action="store_true", help="keep the broker's data, the states and the logs")
+    ap.add_argument("--results", default=None, metavar="PATH",
+                    help=f"write the verdict as a results file (e.g. {RESULTS_DIR.name}/bench_chaos.json under docs/)")
     args = ap.parse_args()
     seconds = args.minutes * 60
     tmp = Path(tempfile.mkdtemp(prefix="bench-chaos-"))
-    port, cport = free_ports(2)
-    broker = LocalBroker(port, cport, data_dir=tmp / "kafka", heap="384m", die_with_parent=True)
+    ports = free_ports(2 * args.nodes)
+    broker = LocalBroker(ports[0], ports[1], data_dir=tmp / "kafka", heap="384m" if args.nodes == 1 else "256m",
+                         die_with_parent=True, nodes=args.nodes,
+                         node_ports=list(zip(ports[0::2], ports[1::2], strict=True)) if args.nodes > 1 else None)
     s = make_settings(broker.bootstrap, str(tmp / "state"), explain_groups=2, emit_every=10, checkpoint_every=200,
                       checkpoint_store="kafka", checkpoint_key=Secret("k" * 32), max_label_delay=200,
                       change_warmup=200, change_min_samples=30, change_episode_gap=200, alpha=0.05)
@@ -325,7 +420,7 @@ def main() -> int:
     try:
         broker.start(timeout=180)
         ensure_topics(s)
-        acts = schedule(args.seed, seconds)
+        acts = schedule(args.seed, seconds, args.nodes)
         say(f"{args.streams} streams, {args.rate:g} messages/s for {args.minutes:g} min; broker {broker.bootstrap}, "
             f"files in {tmp}")
         say("schedule: " + "; ".join(f"{t:.0f} s {a}" for t, a in acts))
@@ -356,7 +451,18 @@ def main() -> int:
         print("worker logs:\n  " + "\n  ".join(workers.logs()))
         print(f"\n{table(rows)}\n")
         failed = not drained or bool(workers.died) or not all(r.ok for r in rows)
-        print("EQUAL TO THE REFERENCE" if not failed else "NOT EQUAL TO THE REFERENCE (or a worker died)")
+        verdict = "EQUAL TO THE REFERENCE" if not failed else "NOT EQUAL TO THE REFERENCE (or a worker died)"
+        print(verdict)
+        if args.results:
+            where = f"a cluster of {args.nodes} brokers" if args.nodes > 1 else "one broker"
+            path = write_results(
+                args.results, "bench_chaos",
+                f"Chaos on {where} for {args.minutes:g} min, {args.streams} streams at {args.rate:g} messages/s: "
+                f"{verdict.lower()}",
+                "the in-process reference on the arrivals the intake recorded (faults: " + "; ".join(
+                    d.strip() for d in done) + ")",
+                results_rows(rows, done, workers))
+            say(f"results written to {path}")
     finally:
         producer.stopping.set()
         workers.stop_all()
