@@ -21,7 +21,7 @@ from .tls_refusal import handshake_failure
 
 __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
            "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config", "replication", "Replication",
-           "cluster_replication"]
+           "cluster_replication", "assignor_topic"]
 
 #: how long a command waits for the broker before it gives up with a one-line error
 BROKER_CHECK_TIMEOUT_S = 8.0
@@ -162,9 +162,12 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
                 f"{len(meta[placed].partitions)} (or use a new topic_prefix)"
             )
     rep = replication(s, len(admin.list_topics(timeout=timeout).brokers))
+    in_sync = {"min.insync.replicas": str(rep.min_insync)}
     new = [NewTopic(s.topic(n), num_partitions=s.partitions, replication_factor=rep.factor,
-                    config={"min.insync.replicas": str(rep.min_insync)} | ({} if n in INPUT_TOPICS else retention_config(s)))
+                    config=in_sync | ({} if n in INPUT_TOPICS else retention_config(s)))
            for n in names if s.topic(n) not in existing]
+    if assignor_topic(s) not in existing:
+        new.append(NewTopic(assignor_topic(s), num_partitions=1, replication_factor=rep.factor, config=in_sync))
     for _topic, fut in (admin.create_topics(new, operation_timeout=timeout).items() if new else ()):
         try:
             fut.result()
@@ -199,6 +202,18 @@ def replication(s: Settings, brokers: int) -> Replication:
         raise ConfigError(f"setting replication_factor={factor} needs at least {factor} brokers; the cluster at "
                           f"{s.bootstrap_servers} has {brokers} (set replication_factor={brokers}, or 0 for what it allows)")
     return Replication(factor, min(factor, s.min_insync_replicas) if s.min_insync_replicas else max(1, factor - 1))
+
+
+def assignor_topic(s: Settings) -> str:
+    """The topic of the consumer group's assignor that Faust names for the app
+    (``<app_id>-__assignor-__leader``). :func:`ensure_topics` creates it with the others: the
+    worker does not let Faust create topics, whose request fails, and stops the worker, while the
+    cluster has no controller quorum (two nodes of three down).
+
+    >>> assignor_topic(Settings(app_id="fraud"))
+    'fraud-__assignor-__leader'
+    """
+    return f"{s.app_id}-__assignor-__leader"
 
 
 def cluster_replication(s: Settings, timeout: float = 30.0) -> Replication:

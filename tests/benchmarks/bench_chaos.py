@@ -234,10 +234,54 @@ def schedule(seed: int, seconds: float, nodes: int = 1) -> list[tuple[float, str
     return sorted(acts)
 
 
+class NextOutputs(threading.Thread):
+    """From its start, the seconds until each stream's next prediction is on the predictions
+    topic (at most ``timeout``): how long the streams wait for their outputs once a fault is over."""
+
+    def __init__(self, s: Settings, streams: list[str], timeout: float = 300.0):
+        super().__init__(daemon=True)
+        self.s, self.streams, self.timeout = s, streams, timeout
+        self.waits: dict[str, float] = {}
+
+    def run(self) -> None:
+        import orjson
+        from confluent_kafka import Consumer, TopicPartition
+
+        t0 = time.monotonic()
+        topic = self.s.topic("predictions")
+        c = Consumer(confluent_config(self.s, **{"group.id": "chaos-next", "enable.auto.commit": False,
+                                                 "log_level": 0}))
+        try:
+            ends: dict[int, int] = {}
+            while len(ends) < self.s.partitions:  # a fault that overlaps this one may hold the answers up
+                for p in set(range(self.s.partitions)) - set(ends):
+                    try:
+                        ends[p] = watermarks(c, topic, p, timeout=10)[1]
+                    except Exception:  # noqa: BLE001  (KafkaException: asked again)
+                        if time.monotonic() - t0 > self.timeout:
+                            say("next outputs not measured: no watermarks of the predictions topic")
+                            return
+            c.assign([TopicPartition(topic, p, end) for p, end in ends.items()])
+            while len(self.waits) < len(self.streams) and time.monotonic() - t0 < self.timeout:
+                rec = c.poll(0.2)
+                if rec is not None and not rec.error():
+                    self.waits.setdefault(orjson.loads(rec.value())["stream_id"], time.monotonic() - t0)
+        finally:
+            c.close()
+
+    def longest(self) -> float | None:
+        """The longest wait over the streams (``timeout`` for a stream with none), None if unmeasured."""
+        if not self.waits:
+            return None
+        return max(self.waits.get(sid, self.timeout) for sid in self.streams)
+
+
 def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, workers: Workers,
-          producer: Producer, rng: random.Random) -> list[str]:
+          producer: Producer, rng: random.Random, waits: list[tuple[str, NextOutputs]]) -> list[str]:
     """Runs the schedule (each action when its time comes, after the one before is done) until
-    ``seconds`` passed; returns what was done."""
+    ``seconds`` passed; returns what was done, and appends to ``waits`` each fault's
+    :class:`NextOutputs`, started as the fault is over."""
+    streams = sorted({m[3][1] for m in producer.messages})
     done, start = [], time.monotonic()
     for at, what in acts:
         while time.monotonic() - start < at:
@@ -274,6 +318,9 @@ def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, wo
             say("producer sends its last 50 messages again")
             what = "producer sends its last 50 messages again"
         done.append(f"{began:7.1f} s  {what}")
+        if what != "producer sends its last 50 messages again":
+            waits.append((what, NextOutputs(workers.s, streams)))
+            waits[-1][1].start()
     while time.monotonic() - start < seconds:
         workers.watch()
         time.sleep(1)
@@ -343,10 +390,13 @@ CLUSTER_FAULTS = {"leader kill": leader_kill, "rolling restart": rolling_restart
                   "one node down for good": one_down}
 
 
-def results_rows(rows: list, done: list[str], workers: Workers) -> list[dict]:
-    """The verdict as rows of a results file: per output topic its counts."""
+def results_rows(rows: list, done: list[str], workers: Workers, waits: list[tuple[str, NextOutputs]]) -> list[dict]:
+    """The verdict as rows of a results file: per output topic its counts; per fault the longest
+    a stream waited for its next prediction once the fault was over."""
     out = [result_row(r.name, what, getattr(r, what), "messages")
            for r in rows for what in ("messages", "distinct", "duplicates", "missing", "mismatched")]
+    out += [result_row(f"after: {what}", "longest wait for a stream's next prediction", round(w, 1), "s")
+            for what, nxt in waits if (w := nxt.longest()) is not None]
     out.append(result_row("faults", "done", len(done), "faults"))
     out.append(result_row("workers", "exited by themselves", len(workers.died), "workers"))
     return out
@@ -365,11 +415,18 @@ def drain(s: Settings, workers: Workers, timeout: float) -> bool:
         finally:
             c.close()
 
+    from confluent_kafka import KafkaException
+
     deadline, before = time.monotonic() + timeout, -1
     while time.monotonic() < deadline:
         workers.watch()
-        behind = [t for t in CONSUMED if (lag := committed(s, t))[0] < lag[1]]
-        now = ends()
+        try:
+            behind = [t for t in CONSUMED if (lag := committed(s, t))[0] < lag[1]]
+            now = ends()
+        except KafkaException as e:  # the group's coordinator or a partition's leader is moving: asked again
+            say(f"drain: {e}; asking again")
+            time.sleep(5)
+            continue
         if not behind and now == before:
             return True
         before = now
@@ -426,7 +483,8 @@ def main() -> int:
         say("schedule: " + "; ".join(f"{t:.0f} s {a}" for t, a in acts))
         workers.start("w1")
         producer.start()
-        done = chaos(acts, seconds, broker, workers, producer, random.Random(args.seed + 1))
+        waits: list[tuple[str, NextOutputs]] = []
+        done = chaos(acts, seconds, broker, workers, producer, random.Random(args.seed + 1), waits)
         producer.join(180)
         if producer.error is not None or producer.is_alive():
             raise RuntimeError("the producer did not finish") from producer.error
@@ -449,6 +507,11 @@ def main() -> int:
         if workers.died:
             print("workers that exited by themselves:\n  " + "\n  ".join(workers.died))
         print("worker logs:\n  " + "\n  ".join(workers.logs()))
+        for _, nxt in waits:
+            nxt.join(nxt.timeout + 60)
+        print("longest wait for a stream's next prediction after each fault:\n  " + "\n  ".join(
+            f"{w:6.1f} s  after {what}" if (w := nxt.longest()) is not None else f"   n/a    after {what}"
+            for what, nxt in waits))
         print(f"\n{table(rows)}\n")
         failed = not drained or bool(workers.died) or not all(r.ok for r in rows)
         verdict = "EQUAL TO THE REFERENCE" if not failed else "NOT EQUAL TO THE REFERENCE (or a worker died)"
@@ -461,7 +524,7 @@ def main() -> int:
                 f"{verdict.lower()}",
                 "the in-process reference on the arrivals the intake recorded (faults: " + "; ".join(
                     d.strip() for d in done) + ")",
-                results_rows(rows, done, workers))
+                results_rows(rows, done, workers, waits))
             say(f"results written to {path}")
     finally:
         producer.stopping.set()

@@ -1,7 +1,7 @@
 """The pipeline on a cluster of three brokers (KRaft nodes, the topics with three replicas and
 ``min.insync.replicas = 2``) while brokers fail: the leader of the busiest partition SIGKILLed
 mid-stream and brought back, a rolling restart of all three, one broker down for the rest of a
-run, and two down so that writes must wait. After each run every output (predictions, label
+run, and two down so that writes must wait (a worker that starts then waits too). After each run every output (predictions, label
 outcomes, explanations, change events and episodes, dead letters) equals the in-process
 reference on the arrivals the intake recorded, duplicates are exact copies, every event sent was
 recorded and predicted, and the worker never stopped or logged a traceback. The runs are short;
@@ -25,6 +25,7 @@ from helpers.pipeline_runs import (
 from streamxai.kafka.config import confluent_config, ensure_topics
 from streamxai.kafka.io import produce_events
 from streamxai.local.demo_stream import agrawal_events
+from streamxai.local.ports import free_port
 from streamxai.reference import run_in_process
 
 STREAMS = ("k1", "k2", "k3")
@@ -77,6 +78,14 @@ class Run:
         assert {(r.event.stream_id, r.event.seq) for r in record} == sent
         assert set(ref.predictions) == sent and rows[0].distinct == len(sent)
         assert rows[2].distinct > 0  # explanations came, and were compared
+
+
+def _serving(s) -> bool:
+    """The worker of settings ``s`` answers on its metrics endpoint."""
+    try:
+        return bool(worker_metrics(s))
+    except OSError:  # not listening yet
+        return False
 
 
 def _leaders(s, topic: str) -> dict[int, int]:
@@ -135,7 +144,11 @@ def test_one_broker_down_for_good_then_two_down_make_writes_wait_and_nothing_is_
     assert cluster.stop_node(2, kill=True)  # one replica left: no write can be acknowledged
     until(lambda: "writes wait" in run.log.read_text(), 60, "the worker to say that its writes wait")
     assert worker_metrics(run.s)["gauges"]["writes_waiting"] == 1
-    assert run.proc.poll() is None
+    # a second worker starts while writes wait (no controller quorum either): it waits too
+    second = run.s.replace(web_port=free_port(), state_dir=str(tmp_path / "state-2"))
+    joined = workers(second)
+    until(lambda: _serving(second), 60, "the second worker to serve its metrics")
+    assert run.proc.poll() is None and joined.poll() is None
     cluster.start_node(2)
     sending.join(120)
     run.wait_processed()
@@ -145,3 +158,4 @@ def test_one_broker_down_for_good_then_two_down_make_writes_wait_and_nothing_is_
     lines = [ln for ln in run.log.read_text().splitlines() if "writes wait" in ln]
     assert len(lines) == metrics["counters"]["write_waits"], lines  # one line per wait, not one per retry
     run.check()
+    assert joined.poll() is None, "the worker that started while writes waited stopped by itself"
