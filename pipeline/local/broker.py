@@ -191,7 +191,8 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 
 class LocalBroker:
-    """A single-node Kafka (broker + KRaft controller) on 127.0.0.1, run as a background JVM.
+    """A Kafka node (broker + KRaft controller) on 127.0.0.1, run as a background JVM, or a local
+    cluster of several (``nodes``).
 
     Parameters
     ----------
@@ -228,6 +229,14 @@ class LocalBroker:
     extra_properties
         ``server.properties`` entries added after the defaults, replacing those of the same name
         (a test that watches retention sets ``log.retention.check.interval.ms``).
+    nodes
+        1 (default), or a cluster of that many nodes, each a broker and a voter of one controller
+        quorum (:mod:`streamxai.local.cluster`): node ``i`` (1..nodes, Kafka's broker id) is
+        ``self.nodes[i - 1]``, in ``data_dir/node-<i>``; ``start``, ``stop`` and ``status`` act on
+        all of them, :meth:`stop_node` and :meth:`start_node` on one. PLAINTEXT only.
+    node_ports
+        With ``nodes``: each node's (port, controller_port); default ``port`` and
+        ``controller_port`` plus 2 for each next node.
 
     The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
     first time, Maven and access to Maven Central.
