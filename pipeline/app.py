@@ -78,7 +78,6 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         store="memory://",
         autodiscover=False,
         topic_partitions=settings.partitions,
-        topic_replication_factor=settings.replication_factor,
         topic_allow_declare=False,  # ensure_topics creates every topic, Faust's assignor's too
         # the consumer asks for the cluster's metadata at least this often (ms): its client (aiokafka)
         # does not ask again when a partition's offsets come from a broker that no longer leads it,

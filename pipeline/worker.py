@@ -96,14 +96,12 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     import faust
 
     from .app import create_app
-    from .kafka.config import cluster_replication, ensure_topics
+    from .kafka.config import ensure_topics
     from .kafka.outage import install_outage_filter
     from .kafka.topic_watch import topic_watch
 
     check_web_port(settings)  # before anything is created or joined
     created = ensure_topics(settings)
-    if not settings.replication_factor:  # Faust declares a topic of its own (its assignor's) with it
-        settings = settings.replace(replication_factor=cluster_replication(settings).factor)
     log = logging.getLogger("streamxai")
     log.info("created topics %s", created)
     note = kernels_note() if "explain" in roles else None

@@ -21,7 +21,7 @@ from .tls_refusal import handshake_failure
 
 __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
            "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config", "replication", "Replication",
-           "cluster_replication", "assignor_topic"]
+           "assignor_topic"]
 
 #: how long a command waits for the broker before it gives up with a one-line error
 BROKER_CHECK_TIMEOUT_S = 8.0
@@ -151,6 +151,7 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
     meta = admin.list_topics(timeout=timeout).topics
     existing = set(meta)
     names = list(TOPIC_NAMES)
+    inputs = {s.topic(n) for n in INPUT_TOPICS}
     if any(src.kind == "labels" for src in s.source_specs.values()):
         names.append("event-index")  # where a labels source's labels meet their events (handlers.join)
     # explain groups (and their recorded decisions) are placed by partition number
@@ -161,13 +162,16 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
                 f"{s.partitions}; explain groups are placed by partition number, so set partitions="
                 f"{len(meta[placed].partitions)} (or use a new topic_prefix)"
             )
-    rep = replication(s, len(admin.list_topics(timeout=timeout).brokers))
-    in_sync = {"min.insync.replicas": str(rep.min_insync)}
-    new = [NewTopic(s.topic(n), num_partitions=s.partitions, replication_factor=rep.factor,
-                    config=in_sync | ({} if n in INPUT_TOPICS else retention_config(s)))
-           for n in names if s.topic(n) not in existing]
+    missing = [s.topic(n) for n in names if s.topic(n) not in existing]
     if assignor_topic(s) not in existing:
-        new.append(NewTopic(assignor_topic(s), num_partitions=1, replication_factor=rep.factor, config=in_sync))
+        missing.append(assignor_topic(s))
+    new = []
+    if missing:  # the brokers are counted only for topics to create: a worker restarts with a broker down
+        rep = replication(s, len(admin.list_topics(timeout=timeout).brokers))
+        in_sync = {"min.insync.replicas": str(rep.min_insync)}
+        new = [NewTopic(t, num_partitions=1 if t == assignor_topic(s) else s.partitions, replication_factor=rep.factor,
+                        config=in_sync | ({} if t in inputs or t == assignor_topic(s) else retention_config(s)))
+               for t in missing]
     for _topic, fut in (admin.create_topics(new, operation_timeout=timeout).items() if new else ()):
         try:
             fut.result()
@@ -214,14 +218,6 @@ def assignor_topic(s: Settings) -> str:
     'fraud-__assignor-__leader'
     """
     return f"{s.app_id}-__assignor-__leader"
-
-
-def cluster_replication(s: Settings, timeout: float = 30.0) -> Replication:
-    """:func:`replication` on the cluster at ``s.bootstrap_servers`` (asked for its brokers)."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(confluent_config(s, log_level=3))
-    return replication(s, len(admin.list_topics(timeout=timeout).brokers))
 
 
 def retention_config(s: Settings) -> dict[str, str]:
