@@ -144,8 +144,9 @@ def test_one_broker_down_for_good_then_two_down_make_writes_wait_and_nothing_is_
     assert cluster.stop_node(2, kill=True)  # one replica left: no write can be acknowledged
     until(lambda: "writes wait" in run.log.read_text(), 60, "the worker to say that its writes wait")
     assert worker_metrics(run.s)["gauges"]["writes_waiting"] == 1
-    # a second worker starts while writes wait (no controller quorum either): it waits too
-    second = run.s.replace(web_port=free_port(), state_dir=str(tmp_path / "state-2"))
+    # a second worker starts while writes wait (no controller quorum either, one broker of the three
+    # replicas its settings ask for): its topics exist, so it starts, and waits too
+    second = run.s.replace(web_port=free_port(), state_dir=str(tmp_path / "state-2"), replication_factor=3)
     joined = workers(second)
     until(lambda: _serving(second), 60, "the second worker to serve its metrics")
     assert run.proc.poll() is None and joined.poll() is None
