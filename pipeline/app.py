@@ -58,6 +58,10 @@ def checkpoint_store(
                                commits=commits)
 
 
+#: how old the consumer's cluster metadata may grow, in ms (create_app says why it is short)
+METADATA_MAX_AGE_MS = 15_000
+
+
 def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metrics | None = None) -> faust.App:
     """Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata.
     """
@@ -74,7 +78,11 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         store="memory://",
         autodiscover=False,
         topic_partitions=settings.partitions,
-        topic_replication_factor=settings.replication_factor,
+        topic_allow_declare=False,  # ensure_topics creates every topic, Faust's assignor's too
+        # the consumer asks for the cluster's metadata at least this often (ms): its client (aiokafka)
+        # does not ask again when a partition's offsets come from a broker that no longer leads it,
+        # so after brokers failed it may keep asking that broker until this age passes
+        consumer_metadata_max_age_ms=METADATA_MAX_AGE_MS,
         consumer_auto_offset_reset="earliest",
         web_enabled=True,
         web_host=settings.web_host,
@@ -91,7 +99,14 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
     )
     commits = CommittedOffsets()  # recorded by the consumer, read by the checkpoint store
     # the agents' outputs go through librdkafka; the consumer flushes it before every commit
-    outputs = OutputProducer(settings, app.conf.producer_max_request_size)
+    def writes_wait(waiting: bool) -> None:
+        metrics.gauge("writes_waiting", int(waiting))
+        if waiting:
+            metrics.inc("write_waits")
+
+    metrics.gauge("writes_waiting", 0)
+    metrics.inc("write_waits", 0)
+    outputs = OutputProducer(settings, app.conf.producer_max_request_size, writes_wait)
     app.streamxai_producer = outputs  # type: ignore[attr-defined]
     use_bounded_fetch_wait(app, commits, outputs, on_pace=lambda wait: metrics.gauge("fetch_wait_ms", wait))
 

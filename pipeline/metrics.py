@@ -51,6 +51,7 @@ HELP = {
     "messages_out": "Messages sent, by topic",
     "dead_letters": "Dead letters the broker acknowledged, by reason and profile (of the stream the message's key names)",
     "send_errors": "Messages the producer refused (logged and dropped), by topic (short name)",
+    "write_waits": "Times the worker's writes waited for the brokers (see writes_waiting and its log line)",
     "registry_unreachable": "Failed attempts to reach the schema registry of a registry-framed source (the record waits and is tried again)",
     "duplicates_dropped": "Feature events dropped as already processed (stream_id, seq)",
     "duplicate_tasks_dropped": "Explain tasks dropped as already processed",
@@ -111,6 +112,7 @@ HELP.update({
     "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream",
     "alert": "1 for each of the newest alerting change episodes this worker announced (at most ALERTS_KEPT; older ones drop out), by stream_id, alert_key (one per episode, the same after any restart or replay) and kind: page once per alert_key",
     "gc_frozen_objects": "Objects made as the worker started, moved out of Python's garbage collector's passes once it was up (gc.freeze)",
+    "writes_waiting": "1 while the brokers take none of the worker's outputs in flight (a partition without a leader, fewer in-sync replicas than min.insync.replicas): the worker waits and loses nothing; else 0",
     "fetch_wait_ms": "How long the broker may hold this worker's fetch requests (ms): short while its agents have room, long while they are busy (pipeline/kafka/fetch_pace.py)",
 })
 LABELLED = (  # counters only ever used with labels: not exposed before they fire (or exposed by their user)

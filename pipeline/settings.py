@@ -167,7 +167,10 @@ class Settings:
     app_id: str = _f("streamxai", "Faust app id: consumer group and internal topic prefix")
     topic_prefix: str = _f("streamxai.", "prefix of every topic name")
     partitions: int = _f(4, "partitions of the topics the worker creates")
-    replication_factor: int = _f(1, "replication factor of the topics the worker creates")
+    replication_factor: int = _f(0, "replication factor of the topics the worker creates (0: what the cluster allows, "
+                                    "3 or its number of brokers if fewer)")
+    min_insync_replicas: int = _f(0, "min.insync.replicas of the topics the worker creates: how many replicas must hold "
+                                     "a write before it counts (0: one less than the replication factor, at least 1)")
     web_port: int = _f(6066, "port of the worker's metrics endpoints: GET /metrics (Prometheus) and /streamxai/metrics (JSON)")
     web_host: str = _f("127.0.0.1", "address the metrics endpoint listens on")
     state_dir: str = _f(".streamxai/state", "directory for worker-local state")
@@ -267,6 +270,11 @@ class Settings:
 
         if self.partitions < 1 or self.explain_groups < 1 or self.emit_every < 1:
             raise bad("partitions, explain_groups and emit_every must be >= 1")
+        if self.replication_factor < 0 or self.min_insync_replicas < 0:
+            raise bad("replication_factor and min_insync_replicas must be >= 0 (0: what the cluster allows)")
+        if self.replication_factor and self.min_insync_replicas > self.replication_factor:
+            raise bad(f"min_insync_replicas={self.min_insync_replicas} must be at most replication_factor="
+                      f"{self.replication_factor}: no write could be acknowledged")
         if self.security_protocol not in SECURITY_PROTOCOLS:
             raise bad(f"security_protocol={self.security_protocol!r} must be one of {', '.join(SECURITY_PROTOCOLS)}")
         if self.security_protocol.startswith("SASL"):

@@ -3,7 +3,8 @@ line such as ``<!-- generated: settings -->`` and :func:`on_page_markdown` repla
 text built from ``streamxai.settings.Settings`` (``settings``), the argparse parser of
 ``streamxai.cli`` (``cli``), the JSON Schema files in ``schemas/json/`` (``schemas``) or the
 benchmark results in ``docs/results/*.json`` (``performance``, and the sizing page's tables:
-``sizing-cores``, ``sizing-workers``, ``sizing-groups``, ``sizing-memory``, ``sizing-soak``), so none of it is
+``sizing-cores``, ``sizing-workers``, ``sizing-groups``, ``sizing-memory``, ``sizing-soak``; the production
+cluster page's ``chaos``), so none of it is
 typed by hand and none of it can drift from the code."""
 
 from __future__ import annotations
@@ -292,6 +293,13 @@ def sizing_soak_md(results_dir: Path = RESULTS_DIR) -> str:
     return _table_of(doc, intro=f"{doc['title']}.") if doc else _missing("bench_soak")
 
 
+def chaos_md(results_dir: Path = RESULTS_DIR) -> str:
+    """The chaos benchmark's verdict (``bench_chaos``): per output topic its messages, duplicates,
+    missing and mismatched ones, the verdict and the faults in the title and baseline."""
+    doc = _results_of("bench_chaos", results_dir)
+    return _table_of(doc, intro=f"{doc['title']}.") if doc else _missing("bench_chaos")
+
+
 def _table_of(doc: dict, intro: str = "") -> str:
     """The rows of a benchmark's results ``doc`` as a table: a line per case, a column per measure."""
     measures = list(dict.fromkeys(r["measure"] for r in doc["rows"]))
@@ -313,6 +321,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "sizing-groups": sizing_groups_md,
     "sizing-memory": sizing_memory_md,
     "sizing-soak": sizing_soak_md,
+    "chaos": chaos_md,
 }
 
 

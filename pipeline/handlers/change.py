@@ -217,9 +217,11 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     def _opens(self, p: _Point) -> bool:
         if p.faults is not None:  # found after the inputs' reference filled: never a stream's first record
             return False
-        # a stream's first report carries n_explained <= emit_every: nothing of it came before;
-        # a report past its event's seq (a label came later) may follow others of the stream
-        return p.n_explained <= self.settings.for_stream(p.stream_id).emit_every and p.position == p.seq
+        # a stream's first report is of an event within its first emit_every: nothing of it came
+        # before. Its counts cannot say so: a group rebuilt from a history that retention cut
+        # counts again from zero, while the stream's positions go on. A report past its event's
+        # seq (a label came later) may follow others of the stream
+        return p.position < self.settings.for_stream(p.stream_id).emit_every and p.position == p.seq
 
     def _fresh(self, stream_id: str) -> _StreamState:
         return _StreamState(stream_detector(self.settings.for_stream(stream_id)),

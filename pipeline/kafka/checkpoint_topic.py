@@ -12,7 +12,7 @@ from typing import Any
 from ..settings import Settings
 from .checkpoint_seal import CheckpointSeal, SealedStore
 from .committed_offsets import CommittedOffsets
-from .config import confluent_config
+from .config import confluent_config, replication
 from .watermarks import watermarks
 
 __all__ = ["KafkaCheckpointStore", "CHECKPOINT_TOPIC", "CHECKPOINT_TOPIC_CONFIG", "ensure_checkpoint_topic"]
@@ -92,6 +92,7 @@ class KafkaCheckpointStore(SealedStore):
             # is the OSError below, and the outage the worker's two lines (kafka.outage)
             self._producer = Producer(confluent_config(self.settings, **{
                 "log_level": 0, "message.max.bytes": MAX_CHECKPOINT_BYTES + 4096, "linger.ms": 0, "acks": "all",
+                "enable.idempotence": True,
                 "compression.type": "zstd"}))
         prefix = self._prefix(kind, key)
         newest = self._slot.get(prefix)
@@ -262,8 +263,9 @@ def ensure_checkpoint_topic(s: Settings) -> bool:
     name = s.topic(CHECKPOINT_TOPIC)
     if name in admin.list_topics(timeout=30).topics:
         return False
-    spec = NewTopic(name, num_partitions=s.partitions, replication_factor=s.replication_factor,
-                    config=CHECKPOINT_TOPIC_CONFIG)
+    rep = replication(s, len(admin.list_topics(timeout=30).brokers))
+    spec = NewTopic(name, num_partitions=s.partitions, replication_factor=rep.factor,
+                    config={**CHECKPOINT_TOPIC_CONFIG, "min.insync.replicas": str(rep.min_insync)})
     try:
         admin.create_topics([spec], operation_timeout=30)[name].result()
     except KafkaException as e:

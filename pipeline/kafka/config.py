@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from streamxai.schemas import ConfigError, StreamxaiError
 
@@ -20,7 +20,8 @@ from ..settings import Settings
 from .tls_refusal import handshake_failure
 
 __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
-           "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config"]
+           "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config", "replication", "Replication",
+           "assignor_topic"]
 
 #: how long a command waits for the broker before it gives up with a one-line error
 BROKER_CHECK_TIMEOUT_S = 8.0
@@ -150,6 +151,7 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
     meta = admin.list_topics(timeout=timeout).topics
     existing = set(meta)
     names = list(TOPIC_NAMES)
+    inputs = {s.topic(n) for n in INPUT_TOPICS}
     if any(src.kind == "labels" for src in s.source_specs.values()):
         names.append("event-index")  # where a labels source's labels meet their events (handlers.join)
     # explain groups (and their recorded decisions) are placed by partition number
@@ -160,9 +162,16 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
                 f"{s.partitions}; explain groups are placed by partition number, so set partitions="
                 f"{len(meta[placed].partitions)} (or use a new topic_prefix)"
             )
-    new = [NewTopic(s.topic(n), num_partitions=s.partitions, replication_factor=s.replication_factor,
-                    config={} if n in INPUT_TOPICS else retention_config(s))
-           for n in names if s.topic(n) not in existing]
+    missing = [s.topic(n) for n in names if s.topic(n) not in existing]
+    if assignor_topic(s) not in existing:
+        missing.append(assignor_topic(s))
+    new = []
+    if missing:  # the brokers are counted only for topics to create: a worker restarts with a broker down
+        rep = replication(s, len(admin.list_topics(timeout=timeout).brokers))
+        in_sync = {"min.insync.replicas": str(rep.min_insync)}
+        new = [NewTopic(t, num_partitions=1 if t == assignor_topic(s) else s.partitions, replication_factor=rep.factor,
+                        config=in_sync | ({} if t in inputs or t == assignor_topic(s) else retention_config(s)))
+               for t in missing]
     for _topic, fut in (admin.create_topics(new, operation_timeout=timeout).items() if new else ()):
         try:
             fut.result()
@@ -171,6 +180,44 @@ def ensure_topics(s: Settings, timeout: float = 30.0) -> list[str]:
                 raise
     _check_dead_letter_limit(s, admin, timeout)
     return [t.topic for t in new]
+
+
+class Replication(NamedTuple):
+    """How the topics a worker creates are replicated."""
+
+    factor: int
+    min_insync: int
+
+
+def replication(s: Settings, brokers: int) -> Replication:
+    """The replication factor and ``min.insync.replicas`` of the topics the worker creates on a
+    cluster of ``brokers``: the settings' where given, else what the cluster allows (3 replicas,
+    or one per broker if fewer) with one less in sync than replicas, at least 1. A write
+    acknowledged by all in-sync replicas (``acks=all``) is then on two brokers of three, and one
+    broker may be down without stopping writes.
+
+    >>> replication(Settings(), 3), replication(Settings(), 1), replication(Settings(), 5)
+    (Replication(factor=3, min_insync=2), Replication(factor=1, min_insync=1), Replication(factor=3, min_insync=2))
+    >>> replication(Settings(replication_factor=2, min_insync_replicas=2), 3)
+    Replication(factor=2, min_insync=2)
+    """
+    factor = s.replication_factor or max(1, min(3, brokers))
+    if brokers and factor > brokers:
+        raise ConfigError(f"setting replication_factor={factor} needs at least {factor} brokers; the cluster at "
+                          f"{s.bootstrap_servers} has {brokers} (set replication_factor={brokers}, or 0 for what it allows)")
+    return Replication(factor, min(factor, s.min_insync_replicas) if s.min_insync_replicas else max(1, factor - 1))
+
+
+def assignor_topic(s: Settings) -> str:
+    """The topic of the consumer group's assignor that Faust names for the app
+    (``<app_id>-__assignor-__leader``). :func:`ensure_topics` creates it with the others: the
+    worker does not let Faust create topics, whose request fails, and stops the worker, while the
+    cluster has no controller quorum (two nodes of three down).
+
+    >>> assignor_topic(Settings(app_id="fraud"))
+    'fraud-__assignor-__leader'
+    """
+    return f"{s.app_id}-__assignor-__leader"
 
 
 def retention_config(s: Settings) -> dict[str, str]:

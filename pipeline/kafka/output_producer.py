@@ -15,10 +15,12 @@ retried one could land behind a later one); the same sizes (a message over
 reason ``send_error``; a partition's batch is at most
 :func:`~streamxai.kafka.faust_transport.producer_batch_bytes`); the same security
 (:func:`~streamxai.kafka.config.confluent_config`, never logged or shown in a repr); and quiet
-outages (librdkafka logs nothing; an unreachable broker is the consumer's outage line, each
-message is retried for ``message.timeout.ms``, a message that finally fails is counted in
-``send_errors``, and a fatal error is one ERROR line that fails the next commit, so the worker
-stops without committing past lost outputs). Two clients, one per kind of topic, because the
+outages (librdkafka logs nothing; an unreachable broker is the consumer's outage line; a message
+the brokers do not take, with its partition's leader gone or fewer replicas in sync than
+``min.insync.replicas``, is retried until they take it, with one line and the gauge
+``writes_waiting`` while none is taken (:class:`~streamxai.kafka.write_wait.WriteWait`); a
+message refused for good is counted in ``send_errors``; and a fatal error is one ERROR line
+that fails the next commit, so the worker stops without committing past lost outputs). Two clients, one per kind of topic, because the
 linger that suits one costs the other: the hops (:data:`HOP_TOPICS`), which the worker's own
 agents read next, wait at most :data:`HOP_LINGER_MS` so the next agent is not left idle; the
 outputs people read (predictions, explanations, change events, dead letters) are most of the
@@ -40,6 +42,7 @@ from typing import Any
 from ..settings import Settings
 from .config import confluent_config
 from .faust_transport import producer_batch_bytes
+from .write_wait import WriteWait
 
 __all__ = ["HOP_LINGER_MS", "HOP_TOPICS", "OutputProducer", "SendFailed"]
 
@@ -67,13 +70,14 @@ class OutputProducer:
     OutputProducer(127.0.0.1:1, PLAINTEXT, batches of at most 262144 bytes, lingering 50 ms (hops 5 ms))
     """
 
-    def __init__(self, settings: Settings, max_request_size: int):
+    def __init__(self, settings: Settings, max_request_size: int, on_wait: Callable[[bool], None] | None = None):
         self._where = f"{settings.bootstrap_servers}, {settings.security_protocol}"
         self._batch = producer_batch_bytes(settings.max_dead_letter_bytes)
         self._linger = settings.output_linger_ms
         self._config = {"batch.size": self._batch, "message.max.bytes": max_request_size,
                         "partitioner": "murmur2_random", "acks": "all", "enable.idempotence": True,
-                        "log_level": 0, "error_cb": self._on_error}
+                        # a message waits for the brokers as long as they take (0: no delivery timeout)
+                        "message.timeout.ms": 0, "log_level": 0, "error_cb": self._on_error}
         self._settings = settings
         #: the outputs' client, and the hops' (the same one if their lingers are)
         self._client: Any = None
@@ -91,6 +95,8 @@ class OutputProducer:
         self._handed = 0
         self._settled_below = 0
         self._settled_above: set[int] = set()
+        #: ``on_wait(True)`` when the brokers stop taking its messages, ``on_wait(False)`` when they take them again
+        self._wait = WriteWait(on_wait)
 
     def __repr__(self) -> str:  # never the configuration: it holds the SASL password
         return (f"OutputProducer({self._where}, batches of at most {self._batch} bytes, lingering {self._linger} ms "
@@ -239,8 +245,12 @@ class OutputProducer:
         clients, wake = self._clients(), self._wake
         if not clients or wake is None:  # not started
             return
+        wait = self._wait
         while True:
-            if self._serve(clients):
+            in_flight = self._serve(clients)
+            settled = self._settled_below + len(self._settled_above)
+            wait.check(in_flight, settled)
+            if in_flight:
                 await asyncio.sleep(POLL_S)
             else:
                 wake.clear()

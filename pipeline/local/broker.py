@@ -12,7 +12,6 @@ False
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import fcntl
 import logging
@@ -24,16 +23,16 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import exit_codes
-from ..arg_types import port, positive
+from ..arg_types import at_least, port, positive
 from ..kafka.config import BrokerError
 from ..settings import Secret, utf8_file_text
 from .broker_tls import BrokerTls
+from .cluster import nodes_in, random_cluster_id
 from .ports import claim_port
 
 __all__ = ["BrokerError", "BrokerStatus", "BrokerTls", "LocalBroker", "SaslUsers", "default_libs_dir", "main", "add_arguments",
@@ -160,14 +159,6 @@ def default_libs_dir() -> Path:
     return Path(cache) / "streamxai" / "kafka-libs"
 
 
-def _random_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding, no leading '-'."""
-    while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not cid.startswith("-"):
-            return cid
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -200,7 +191,8 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 
 class LocalBroker:
-    """A single-node Kafka (broker + KRaft controller) on 127.0.0.1, run as a background JVM.
+    """A Kafka node (broker + KRaft controller) on 127.0.0.1, run as a background JVM, or a local
+    cluster of several (``nodes``).
 
     Parameters
     ----------
@@ -237,6 +229,14 @@ class LocalBroker:
     extra_properties
         ``server.properties`` entries added after the defaults, replacing those of the same name
         (a test that watches retention sets ``log.retention.check.interval.ms``).
+    nodes
+        1 (default), or a cluster of that many nodes, each a broker and a voter of one controller
+        quorum (:mod:`streamxai.local.cluster`): node ``i`` (1..nodes, Kafka's broker id) is
+        ``self.nodes[i - 1]``, in ``data_dir/node-<i>``; ``start``, ``stop`` and ``status`` act on
+        all of them, :meth:`stop_node` and :meth:`start_node` on one. PLAINTEXT only.
+    node_ports
+        With ``nodes``: each node's (port, controller_port); default ``port`` and
+        ``controller_port`` plus 2 for each next node.
 
     The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
     first time, Maven and access to Maven Central.
@@ -283,7 +283,11 @@ class LocalBroker:
         tls: BrokerTls | None = None,
         auto_create_topics: bool = True,
         extra_properties: dict[str, str] | None = None,
+        nodes: int = 1,
+        node_ports: Sequence[tuple[int, int]] | None = None,
     ) -> None:
+        if not isinstance(nodes, int) or not 1 <= nodes <= 9:
+            raise ValueError(f"nodes must be an int in 1..9, got {nodes!r}")
         for name, value in (("port", port), ("controller_port", controller_port)):
             if not isinstance(value, int) or not 0 < value < 65536:
                 raise ValueError(f"{name} must be an int in 1..65535, got {value!r}")
@@ -309,16 +313,35 @@ class LocalBroker:
         self.extra_properties = dict(extra_properties or {})
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_mark = 0  # size of the log file when the JVM was last launched
+        #: this JVM's place in a cluster: its node id, the controller quorum, how many nodes
+        self._node_id, self._voters, self._size = 1, f"1@{_HOST}:{controller_port}", 1
+        #: the nodes of a cluster (``nodes > 1``), each a LocalBroker of one JVM; empty for one node
+        self.nodes: list[LocalBroker] = []
+        if node_ports is not None and nodes == 1:
+            raise ValueError("node_ports is for a cluster: give nodes > 1 too")
+        if nodes > 1:
+            from .cluster import cluster_nodes
+
+            self.nodes = cluster_nodes(self, nodes, node_ports)
 
     def __repr__(self) -> str:
-        return f"LocalBroker(port={self.port}, controller_port={self.controller_port}, data_dir={str(self.data_dir)!r})"
+        more = f", nodes={len(self.nodes)}" if self.nodes else ""
+        return (f"LocalBroker(port={self.port}, controller_port={self.controller_port}, data_dir={str(self.data_dir)!r}"
+                f"{more})")
 
     # -- paths -------------------------------------------------------------------------------
 
     @property
     def bootstrap(self) -> str:
-        """Client bootstrap address, ``"127.0.0.1:<port>"``."""
+        """Client bootstrap address, ``"127.0.0.1:<port>"`` (of every node of a cluster, comma-separated)."""
+        if self.nodes:
+            return ",".join(n.bootstrap for n in self.nodes)
         return f"{_HOST}:{self.port}"
+
+    @property
+    def node_id(self) -> int:
+        """This JVM's ``node.id`` (1 for a single node; a cluster's nodes are 1..nodes)."""
+        return self._node_id
 
     @property
     def pid_file(self) -> Path:
@@ -386,26 +409,34 @@ class LocalBroker:
     def server_properties(self) -> str:
         """The ``server.properties`` text for this broker (with ``sasl``, it holds the admin
         password: the file is written readable by its owner only)."""
+        replicas = min(3, self._size)
+        in_sync = max(1, replicas - 1)
         lines = [
             "# Written by pipeline/local/broker.py (LocalBroker); rewritten at every start.",
-            "# Single combined broker + KRaft controller for local runs and tests.",
+            f"# Combined broker + KRaft controller {self._node_id} of {self._size} for local runs and tests.",
             "process.roles=broker,controller",
-            "node.id=1",
-            f"controller.quorum.voters=1@{_HOST}:{self.controller_port}",
+            f"node.id={self._node_id}",
+            f"controller.quorum.voters={self._voters}",
             *self._listener_properties(),
             f"log.dirs={self.log_dir}",
             f"num.partitions={self.num_partitions}",
-            "default.replication.factor=1",
-            "min.insync.replicas=1",
+            f"default.replication.factor={replicas}",
+            f"min.insync.replicas={in_sync}",
             f"auto.create.topics.enable={'true' if self.auto_create_topics else 'false'}",
             "delete.topic.enable=true",
-            "offsets.topic.replication.factor=1",
+            f"offsets.topic.replication.factor={replicas}",
             "offsets.topic.num.partitions=8",
-            "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1",
+            f"transaction.state.log.replication.factor={replicas}",
+            f"transaction.state.log.min.isr={in_sync}",
             "transaction.state.log.num.partitions=4",
-            "share.coordinator.state.topic.replication.factor=1",
-            "share.coordinator.state.topic.min.isr=1",
+            f"share.coordinator.state.topic.replication.factor={replicas}",
+            f"share.coordinator.state.topic.min.isr={in_sync}",
+            # a node that stops answering is fenced (and leaves every ISR) after 6 s, a follower that
+            # stops fetching leaves its ISR after 10 s: writes with acks=all wait no longer than that
+            "broker.heartbeat.interval.ms=1000",
+            "broker.session.timeout.ms=6000",
+            "replica.lag.time.max.ms=10000",
+            "unclean.leader.election.enable=false",
             "group.initial.rebalance.delay.ms=0",
             "num.network.threads=2",
             "num.io.threads=4",
@@ -572,11 +603,18 @@ class LocalBroker:
             md = admin.list_topics(timeout=timeout)
         except Exception:  # KafkaException: not (yet) answering
             return False
+        if self._size > 1:  # a node of a cluster serves once the controllers have let it in
+            return self._node_id in md.brokers
         return bool(md.brokers)
 
     def status(self) -> BrokerStatus:
         """Whether the broker runs and answers; never starts or stops anything. A broker that runs
-        from this data dir on other ports than this handle's is asked, and reported, where it runs."""
+        from this data dir on other ports than this handle's is asked, and reported, where it runs.
+        A cluster's status (:class:`~streamxai.local.cluster.ClusterStatus`) holds each node's."""
+        if self.nodes:
+            from .cluster import ClusterStatus
+
+            return ClusterStatus(tuple(n.status() for n in self.nodes))  # type: ignore[return-value]
         pid = self._read_pid()
         port = self.port
         if pid is not None:
@@ -613,12 +651,12 @@ class LocalBroker:
         cp = str(self.libs_dir / "*")
         return [java, f"-Xmx{self.heap}", *_JVM_FLAGS, *props, "-cp", cp, main, *args]
 
-    def _format_storage(self, java: str) -> None:
-        """Format ``log_dir`` with a fresh cluster id unless it is already formatted."""
+    def _format_storage(self, java: str, cluster_id: str | None = None) -> None:
+        """Format ``log_dir`` with ``cluster_id`` (default a fresh one) unless it is already formatted."""
         if (self.log_dir / "meta.properties").is_file():
             return
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        cid = _random_cluster_id()
+        cid = cluster_id or random_cluster_id()
         cmd = self._jvm_cmd(java, "kafka.tools.StorageTool", "format", "-t", cid)
         cmd += ["-c", str(self.properties_file)]
         if self.sasl is not None:  # SCRAM credentials live in the metadata log from the start
@@ -641,38 +679,53 @@ class LocalBroker:
         """
         self.ensure_jars()
         java = self._java()
+        if self.nodes:
+            from .cluster import start_cluster
+
+            return start_cluster(self, java, timeout)  # type: ignore[return-value]
         with self._locked():
-            pid = self._read_pid()
-            if pid is None:
-                self.pid_file.unlink(missing_ok=True)
-                for name, port in (("port", self.port), ("controller_port", self.controller_port)):
-                    claim_port(port, name, _HOST)  # waits out a TIME-WAIT left by a self-connected client
-                self._write_properties()
-                self._format_storage(java)
-                pid = self._launch(java)
-            else:
-                self._refuse_other_ports(pid)
-            deadline = time.monotonic() + timeout
-            while True:
-                if self._answers(timeout=2.0):
-                    return BrokerStatus(True, True, pid, self.bootstrap, self.data_dir, self.log_file)
-                exited = self._proc is not None and self._proc.poll() is not None
-                if exited or not _pid_alive(pid):
-                    self._forget(pid)
-                    raise BrokerError(
-                        f"the Kafka broker (pid {pid}) exited during start-up; "
-                        f"log {self.log_file} ends with:\n"
-                        f"{_tail(self.log_file, start=self._log_mark)}{self._hint()}"
-                    )
-                if time.monotonic() > deadline:
-                    tail = _tail(self.log_file, start=self._log_mark)
-                    self._stop_pid(pid, timeout=15.0)
-                    raise BrokerError(
-                        f"the Kafka broker (pid {pid}) did not answer on {self.bootstrap} within "
-                        f"{timeout:.0f} s and was stopped; log {self.log_file} ends with:\n{tail}"
-                        f"{self._hint()}"
-                    )
-                time.sleep(0.25)
+            pid = self._launch_unless_running(java)
+            return self._await_answer(pid, time.monotonic() + timeout)
+
+    def _launch_unless_running(self, java: str, cluster_id: str | None = None) -> int:
+        """The pid of the JVM running from ``data_dir``, launched now unless one runs (call it under
+        :meth:`_locked`)."""
+        pid = self._read_pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            for name, port in (("port", self.port), ("controller_port", self.controller_port)):
+                claim_port(port, name, _HOST)  # waits out a TIME-WAIT left by a self-connected client
+            self._write_properties()
+            self._format_storage(java, cluster_id)
+            pid = self._launch(java)
+        else:
+            self._refuse_other_ports(pid)
+        return pid
+
+    def _await_answer(self, pid: int, deadline: float) -> BrokerStatus:
+        """Wait until the JVM ``pid`` answers (in a cluster: lists itself among the brokers); stop
+        it and raise ``BrokerError`` when it exits or ``deadline`` passes first."""
+        t0 = time.monotonic()
+        while True:
+            if self._answers(timeout=2.0):
+                return BrokerStatus(True, True, pid, f"{_HOST}:{self.port}", self.data_dir, self.log_file)
+            exited = self._proc is not None and self._proc.poll() is not None
+            if exited or not _pid_alive(pid):
+                self._forget(pid)
+                raise BrokerError(
+                    f"the Kafka broker (pid {pid}) exited during start-up; "
+                    f"log {self.log_file} ends with:\n"
+                    f"{_tail(self.log_file, start=self._log_mark)}{self._hint()}"
+                )
+            if time.monotonic() > deadline:
+                tail = _tail(self.log_file, start=self._log_mark)
+                self._stop_pid(pid, timeout=15.0)
+                raise BrokerError(
+                    f"the Kafka broker (pid {pid}) did not answer on {_HOST}:{self.port} within "
+                    f"{time.monotonic() - t0:.0f} s and was stopped; log {self.log_file} ends with:\n{tail}"
+                    f"{self._hint()}"
+                )
+            time.sleep(0.25)
 
     def _write_properties(self) -> None:
         """Write server.properties readable by its owner only (it may hold the admin password), and
@@ -756,8 +809,13 @@ class LocalBroker:
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop the broker: SIGTERM, then SIGKILL after ``timeout`` seconds.
 
-        Returns True if a broker was running. Does nothing (returns False) if none was.
+        Returns True if a broker was running. Does nothing (returns False) if none was. A cluster's
+        nodes are all stopped at once (one by one, the last would wait for a quorum that is gone).
         """
+        if self.nodes:
+            from .cluster import stop_cluster
+
+            return stop_cluster(self.nodes, timeout)
         with self._locked():
             pid = self._read_pid()
             if pid is None:
@@ -768,6 +826,29 @@ class LocalBroker:
                 return False
             self._stop_pid(pid, timeout)
             return True
+
+
+    def stop_node(self, node_id: int, *, kill: bool = False, timeout: float = 30.0) -> bool:
+        """Stop node ``node_id`` (1..nodes, Kafka's broker id) of a cluster: SIGTERM, or with
+        ``kill`` SIGKILL as in a crash; the others go on serving. True if it was running."""
+        from .cluster import stop_node
+
+        return stop_node(self, node_id, kill, timeout)
+
+    def start_node(self, node_id: int, timeout: float = 90.0) -> BrokerStatus:
+        """Start node ``node_id`` of a cluster again, alone, and wait until it serves."""
+        from .cluster import start_node
+
+        self.ensure_jars()
+        return start_node(self, node_id, self._java(), timeout)
+
+
+    def wait_in_sync(self, timeout: float = 60.0) -> None:
+        """Wait until every replica of every partition of a cluster is in sync (a node started
+        again has caught up)."""
+        from .cluster import wait_in_sync
+
+        wait_in_sync(self, timeout)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -789,10 +870,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="serve clients over TLS and require a client certificate: DIR holds ca.pem (the CA that "
                              "signs the broker's and the clients' certificates), broker.pem (for 127.0.0.1) and "
                              "broker.key (unencrypted PKCS#8)")
+    parser.add_argument("--nodes", type=at_least(1), default=None,
+                        help="a cluster of N nodes (each a broker and a KRaft controller) on ports --port, "
+                             "--controller-port, then +2 for each next node (default 1; stop and status find the "
+                             "nodes in --data-dir)")
+    parser.add_argument("--node", type=at_least(1), default=None, metavar="ID",
+                        help="start, stop or show node ID (1..N) of a cluster alone")
+    parser.add_argument("--kill", action="store_true", help="with stop --node: SIGKILL the node, as a crash")
     return parser
 
 
-DESCRIPTION = "Control the local single-node Kafka broker (KRaft) for local runs and tests."
+DESCRIPTION = "Control the local Kafka broker (KRaft), or a local cluster of several, for local runs and tests."
 
 
 def run(args: argparse.Namespace, prog: str = "streamxai") -> int:
@@ -801,9 +889,12 @@ def run(args: argparse.Namespace, prog: str = "streamxai") -> int:
     try:
         sasl = SaslUsers.from_file(args.sasl_users) if args.sasl_users else None
         tls = BrokerTls.from_dir(args.tls_dir) if args.tls_dir else None
+        nodes = args.nodes or max(1, nodes_in(data_dir_of(args.data_dir)))  # a cluster's data dir tells its nodes
         broker = LocalBroker(args.port, args.controller_port, args.data_dir, args.log_file, heap=args.heap, sasl=sasl,
                              tls=tls,
-                             libs_dir=args.libs_dir or os.environ.get("STREAMXAI_KAFKA_LIBS") or None)
+                             libs_dir=args.libs_dir or os.environ.get("STREAMXAI_KAFKA_LIBS") or None, nodes=nodes)
+        if args.node is not None or args.kill:
+            return _run_node(broker, args)
         if args.action == "start":
             t0 = time.monotonic()
             st = broker.start(timeout=args.timeout or 90.0)
@@ -819,6 +910,31 @@ def run(args: argparse.Namespace, prog: str = "streamxai") -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return exit_codes.ERROR
     return exit_codes.OK
+
+
+def _run_node(broker: LocalBroker, args: argparse.Namespace) -> int:
+    """``--node ID``: the action on one node of a cluster."""
+    if args.node is None:
+        raise ValueError("--kill needs --node ID: it stops one node of a cluster")
+    if args.kill and args.action != "stop":
+        raise ValueError("--kill is for stop")
+    if args.action == "start":
+        print(broker.start_node(args.node, timeout=args.timeout or 90.0))
+    elif args.action == "stop":
+        stopped = broker.stop_node(args.node, kill=args.kill, timeout=args.timeout or 30.0)
+        print(f"node {args.node} {'killed' if args.kill else 'stopped'}" if stopped else f"node {args.node} was not running")
+    else:
+        from .cluster import node_of
+
+        st = node_of(broker, args.node).status()
+        print(st)
+        return exit_codes.OK if st.ready else exit_codes.NOT_READY
+    return exit_codes.OK
+
+
+def data_dir_of(given: str | None) -> Path:
+    """The broker directory ``--data-dir`` names (default :func:`_default_data_dir`)."""
+    return Path(given).absolute() if given is not None else _default_data_dir()
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m streamxai.local.broker") -> int:

@@ -17,7 +17,7 @@ import orjson
 from streamxai.schemas import ConfigError
 
 from .. import exit_codes
-from ..kafka.config import confluent_config, ensure_topics
+from ..kafka.config import confluent_config, ensure_topics, replication
 from ..kafka.io import consume, produce_events, produce_raw
 from ..settings import AGRAWAL_FEATURES, Settings
 from ..worker import spawn_worker, stop_worker
@@ -172,8 +172,11 @@ def ensure_source_topics(s: Settings) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(confluent_config(s, log_level=3))
-    have = admin.list_topics(timeout=10).topics
-    new = [NewTopic(src.topic, num_partitions=s.partitions, replication_factor=s.replication_factor)
+    md = admin.list_topics(timeout=10)
+    have = md.topics
+    rep = replication(s, len(md.brokers))
+    new = [NewTopic(src.topic, num_partitions=s.partitions, replication_factor=rep.factor,
+                    config={"min.insync.replicas": str(rep.min_insync)})
            for src in s.source_specs.values() if src.topic not in have]
     for fut in (admin.create_topics(new, operation_timeout=30).values() if new else ()):
         fut.result(timeout=30)

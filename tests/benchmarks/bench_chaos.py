@@ -7,7 +7,15 @@ reference on those arrivals: per topic the messages, distinct identities, duplic
 exact copy), missing and mismatched ones. Exits 1 if anything is missing or mismatched, or a
 worker stopped by itself.
 
-    python tests/benchmarks/bench_chaos.py [--minutes 20] [--seed 1] [--streams 10] [--rate 20] [--keep-dir]
+On a cluster (``--nodes 3``: three KRaft nodes, the topics with three replicas and
+``min.insync.replicas = 2``) the broker faults are a cluster's: the leader of the busiest
+arrivals partition SIGKILLed and started again 30-60 s later, a rolling restart of every node
+(each stopped by SIGTERM, started, and caught up before the next), two nodes SIGKILLed at once
+for 20-40 s (writes wait: the workers say so and go on), and one node SIGKILLed for the rest of
+the run. ``--results`` writes the verdict as a results file for the docs.
+
+    python tests/benchmarks/bench_chaos.py [--minutes 20] [--seed 1] [--streams 10] [--rate 20] [--nodes 1]
+        [--keep-dir] [--results docs/results/bench_chaos.json]
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the helpers package
 
-from _chaos_check import check_arrivals, check_outputs, expected_dead_letters, table  # noqa: E402
+from _results import RESULTS_DIR, result_row, write_results  # noqa: E402  (the script's folder)
+from helpers.chaos_check import check_arrivals, check_outputs, expected_dead_letters, table  # noqa: E402
 from helpers.pipeline_runs import collect_all, committed, make_settings, recorded_arrivals  # noqa: E402
 from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
 from streamxai.kafka.replay import PartitionHistory  # noqa: E402
@@ -201,14 +210,21 @@ class Workers:
         return out
 
 
-def schedule(seed: int, seconds: float) -> list[tuple[float, str]]:
-    """The faults, seeded: a SIGKILL every 60-180 s (at least one), one broker restart, a second
-    worker from a fifth of the run to two thirds, the producer's last 50 messages sent again."""
+def schedule(seed: int, seconds: float, nodes: int = 1) -> list[tuple[float, str]]:
+    """The faults, seeded: a SIGKILL every 60-180 s (at least one), a second worker from a fifth
+    of the run to two thirds, the producer's last 50 messages sent again; one broker restart, or
+    on a cluster a leader killed, a rolling restart, two nodes down at once and one down for good."""
     rng = random.Random(seed)
     acts = [(rng.uniform(0.15, 0.3) * seconds, "second worker joins"),
-            (rng.uniform(0.35, 0.5) * seconds, "broker restart"),
             (rng.uniform(0.6, 0.75) * seconds, "second worker leaves"),
             (rng.uniform(0.5, 0.9) * seconds, "producer resends")]
+    if nodes == 1:
+        acts.append((rng.uniform(0.35, 0.5) * seconds, "broker restart"))
+    else:
+        acts += [(rng.uniform(0.1, 0.2) * seconds, "leader kill"),
+                 (rng.uniform(0.3, 0.4) * seconds, "rolling restart"),
+                 (rng.uniform(0.5, 0.6) * seconds, "two nodes down"),
+                 (rng.uniform(0.75, 0.85) * seconds, "one node down for good")]
     t = rng.uniform(60, 180)
     kills = []
     while t < seconds - 20:
@@ -218,10 +234,54 @@ def schedule(seed: int, seconds: float) -> list[tuple[float, str]]:
     return sorted(acts)
 
 
+class NextOutputs(threading.Thread):
+    """From its start, the seconds until each stream's next prediction is on the predictions
+    topic (at most ``timeout``): how long the streams wait for their outputs once a fault is over."""
+
+    def __init__(self, s: Settings, streams: list[str], timeout: float = 300.0):
+        super().__init__(daemon=True)
+        self.s, self.streams, self.timeout = s, streams, timeout
+        self.waits: dict[str, float] = {}
+
+    def run(self) -> None:
+        import orjson
+        from confluent_kafka import Consumer, TopicPartition
+
+        t0 = time.monotonic()
+        topic = self.s.topic("predictions")
+        c = Consumer(confluent_config(self.s, **{"group.id": "chaos-next", "enable.auto.commit": False,
+                                                 "log_level": 0}))
+        try:
+            ends: dict[int, int] = {}
+            while len(ends) < self.s.partitions:  # a fault that overlaps this one may hold the answers up
+                for p in set(range(self.s.partitions)) - set(ends):
+                    try:
+                        ends[p] = watermarks(c, topic, p, timeout=10)[1]
+                    except Exception:  # noqa: BLE001  (KafkaException: asked again)
+                        if time.monotonic() - t0 > self.timeout:
+                            say("next outputs not measured: no watermarks of the predictions topic")
+                            return
+            c.assign([TopicPartition(topic, p, end) for p, end in ends.items()])
+            while len(self.waits) < len(self.streams) and time.monotonic() - t0 < self.timeout:
+                rec = c.poll(0.2)
+                if rec is not None and not rec.error():
+                    self.waits.setdefault(orjson.loads(rec.value())["stream_id"], time.monotonic() - t0)
+        finally:
+            c.close()
+
+    def longest(self) -> float | None:
+        """The longest wait over the streams (``timeout`` for a stream with none), None if unmeasured."""
+        if not self.waits:
+            return None
+        return max(self.waits.get(sid, self.timeout) for sid in self.streams)
+
+
 def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, workers: Workers,
-          producer: Producer, rng: random.Random) -> list[str]:
+          producer: Producer, rng: random.Random, waits: list[tuple[str, NextOutputs]]) -> list[str]:
     """Runs the schedule (each action when its time comes, after the one before is done) until
-    ``seconds`` passed; returns what was done."""
+    ``seconds`` passed; returns what was done, and appends to ``waits`` each fault's
+    :class:`NextOutputs`, started as the fault is over."""
+    streams = sorted({m[3][1] for m in producer.messages})
     done, start = [], time.monotonic()
     for at, what in acts:
         while time.monotonic() - start < at:
@@ -236,6 +296,8 @@ def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, wo
             time.sleep(rng.uniform(0, 5))
             workers.start(name)
             what = f"SIGKILL {name}, started again"
+        elif what in CLUSTER_FAULTS:
+            what = CLUSTER_FAULTS[what](broker, workers.s, rng)
         elif what == "broker restart":
             down = rng.uniform(10, 20)
             broker.stop()
@@ -256,10 +318,88 @@ def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, wo
             say("producer sends its last 50 messages again")
             what = "producer sends its last 50 messages again"
         done.append(f"{began:7.1f} s  {what}")
+        if what != "producer sends its last 50 messages again":
+            waits.append((what, NextOutputs(workers.s, streams)))
+            waits[-1][1].start()
     while time.monotonic() - start < seconds:
         workers.watch()
         time.sleep(1)
     return done
+
+
+def _busiest_leader(s: Settings) -> int:
+    """The node that leads the partition of the arrivals topic with the most records."""
+    from confluent_kafka import Consumer
+
+    c = Consumer(confluent_config(s, **{"group.id": "chaos-leader", "enable.auto.commit": False, "log_level": 0}))
+    try:
+        topic = s.topic("arrivals")
+        ends = {p: watermarks(c, topic, p, timeout=10)[1] for p in range(s.partitions)}
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+    finally:
+        c.close()
+    return parts[max(ends, key=ends.__getitem__)].leader
+
+
+def leader_kill(broker: LocalBroker, s: Settings, rng: random.Random) -> str:
+    leader = _busiest_leader(s)
+    if leader < 1:
+        return "leader kill skipped: the busiest partition has no leader"
+    down = rng.uniform(30, 60)
+    broker.stop_node(leader, kill=True)
+    say(f"node {leader}, the leader of the busiest arrivals partition, SIGKILLed; down for {down:.0f} s")
+    time.sleep(down)
+    broker.start_node(leader, timeout=180)
+    say(f"node {leader} started again")
+    return f"leader node {leader} SIGKILLed, back after {down:.0f} s"
+
+
+def rolling_restart(broker: LocalBroker, s: Settings, rng: random.Random) -> str:
+    for node in broker.nodes:
+        broker.stop_node(node.node_id)
+        say(f"rolling restart: node {node.node_id} stopped (SIGTERM)")
+        broker.start_node(node.node_id, timeout=180)
+        broker.wait_in_sync(300)
+        say(f"rolling restart: node {node.node_id} started again and caught up")
+    return "rolling restart of every node"
+
+
+def two_down(broker: LocalBroker, s: Settings, rng: random.Random) -> str:
+    ids = rng.sample([n.node_id for n in broker.nodes], 2)
+    down = rng.uniform(20, 40)
+    for i in ids:
+        broker.stop_node(i, kill=True)
+    say(f"nodes {ids} SIGKILLed: fewer replicas than min.insync.replicas, writes wait; down for {down:.0f} s")
+    time.sleep(down)
+    for i in ids:
+        broker.start_node(i, timeout=180)
+    say(f"nodes {ids} started again")
+    return f"nodes {ids} SIGKILLed together, back after {down:.0f} s"
+
+
+def one_down(broker: LocalBroker, s: Settings, rng: random.Random) -> str:
+    broker.wait_in_sync(300)
+    node = rng.choice([n.node_id for n in broker.nodes])
+    broker.stop_node(node, kill=True)
+    say(f"node {node} SIGKILLed for the rest of the run")
+    return f"node {node} SIGKILLed for the rest of the run"
+
+
+#: the broker faults of a cluster, by their name in the schedule
+CLUSTER_FAULTS = {"leader kill": leader_kill, "rolling restart": rolling_restart, "two nodes down": two_down,
+                  "one node down for good": one_down}
+
+
+def results_rows(rows: list, done: list[str], workers: Workers, waits: list[tuple[str, NextOutputs]]) -> list[dict]:
+    """The verdict as rows of a results file: per output topic its counts; per fault the longest
+    a stream waited for its next prediction once the fault was over."""
+    out = [result_row(r.name, what, getattr(r, what), "messages")
+           for r in rows for what in ("messages", "distinct", "duplicates", "missing", "mismatched")]
+    out += [result_row(f"after: {what}", "longest wait for a stream's next prediction", round(w, 1), "s")
+            for what, nxt in waits if (w := nxt.longest()) is not None]
+    out.append(result_row("faults", "done", len(done), "faults"))
+    out.append(result_row("workers", "exited by themselves", len(workers.died), "workers"))
+    return out
 
 
 def drain(s: Settings, workers: Workers, timeout: float) -> bool:
@@ -275,11 +415,18 @@ def drain(s: Settings, workers: Workers, timeout: float) -> bool:
         finally:
             c.close()
 
+    from confluent_kafka import KafkaException
+
     deadline, before = time.monotonic() + timeout, -1
     while time.monotonic() < deadline:
         workers.watch()
-        behind = [t for t in CONSUMED if (lag := committed(s, t))[0] < lag[1]]
-        now = ends()
+        try:
+            behind = [t for t in CONSUMED if (lag := committed(s, t))[0] < lag[1]]
+            now = ends()
+        except KafkaException as e:  # the group's coordinator or a partition's leader is moving: asked again
+            say(f"drain: {e}; asking again")
+            time.sleep(5)
+            continue
         if not behind and now == before:
             return True
         before = now
@@ -308,12 +455,17 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1, help="seeds the streams and the schedule of faults")
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--rate", type=float, default=20.0, help="messages per second, all streams together")
+    ap.add_argument("--nodes", type=int, default=1, help="brokers: 1, or a cluster of 3 with a cluster's faults")
     ap.add_argument("--keep-dir", action="store_true", help="keep the broker's data, the states and the logs")
+    ap.add_argument("--results", default=None, metavar="PATH",
+                    help=f"write the verdict as a results file (e.g. {RESULTS_DIR.name}/bench_chaos.json under docs/)")
     args = ap.parse_args()
     seconds = args.minutes * 60
     tmp = Path(tempfile.mkdtemp(prefix="bench-chaos-"))
-    port, cport = free_ports(2)
-    broker = LocalBroker(port, cport, data_dir=tmp / "kafka", heap="384m", die_with_parent=True)
+    ports = free_ports(2 * args.nodes)
+    broker = LocalBroker(ports[0], ports[1], data_dir=tmp / "kafka", heap="384m" if args.nodes == 1 else "256m",
+                         die_with_parent=True, nodes=args.nodes,
+                         node_ports=list(zip(ports[0::2], ports[1::2], strict=True)) if args.nodes > 1 else None)
     s = make_settings(broker.bootstrap, str(tmp / "state"), explain_groups=2, emit_every=10, checkpoint_every=200,
                       checkpoint_store="kafka", checkpoint_key=Secret("k" * 32), max_label_delay=200,
                       change_warmup=200, change_min_samples=30, change_episode_gap=200, alpha=0.05)
@@ -325,13 +477,14 @@ def main() -> int:
     try:
         broker.start(timeout=180)
         ensure_topics(s)
-        acts = schedule(args.seed, seconds)
+        acts = schedule(args.seed, seconds, args.nodes)
         say(f"{args.streams} streams, {args.rate:g} messages/s for {args.minutes:g} min; broker {broker.bootstrap}, "
             f"files in {tmp}")
         say("schedule: " + "; ".join(f"{t:.0f} s {a}" for t, a in acts))
         workers.start("w1")
         producer.start()
-        done = chaos(acts, seconds, broker, workers, producer, random.Random(args.seed + 1))
+        waits: list[tuple[str, NextOutputs]] = []
+        done = chaos(acts, seconds, broker, workers, producer, random.Random(args.seed + 1), waits)
         producer.join(180)
         if producer.error is not None or producer.is_alive():
             raise RuntimeError("the producer did not finish") from producer.error
@@ -354,9 +507,25 @@ def main() -> int:
         if workers.died:
             print("workers that exited by themselves:\n  " + "\n  ".join(workers.died))
         print("worker logs:\n  " + "\n  ".join(workers.logs()))
+        for _, nxt in waits:
+            nxt.join(nxt.timeout + 60)
+        print("longest wait for a stream's next prediction after each fault:\n  " + "\n  ".join(
+            f"{w:6.1f} s  after {what}" if (w := nxt.longest()) is not None else f"   n/a    after {what}"
+            for what, nxt in waits))
         print(f"\n{table(rows)}\n")
         failed = not drained or bool(workers.died) or not all(r.ok for r in rows)
-        print("EQUAL TO THE REFERENCE" if not failed else "NOT EQUAL TO THE REFERENCE (or a worker died)")
+        verdict = "EQUAL TO THE REFERENCE" if not failed else "NOT EQUAL TO THE REFERENCE (or a worker died)"
+        print(verdict)
+        if args.results:
+            where = f"a cluster of {args.nodes} brokers" if args.nodes > 1 else "one broker"
+            path = write_results(
+                args.results, "bench_chaos",
+                f"Chaos on {where} for {args.minutes:g} min, {args.streams} streams at {args.rate:g} messages/s: "
+                f"{verdict.lower()}",
+                "the in-process reference on the arrivals the intake recorded (faults: " + "; ".join(
+                    d.strip() for d in done) + ")",
+                results_rows(rows, done, workers, waits))
+            say(f"results written to {path}")
     finally:
         producer.stopping.set()
         workers.stop_all()

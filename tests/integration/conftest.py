@@ -68,6 +68,32 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker | E
 
 
 @pytest.fixture(scope="session")
+def cluster_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    """A local cluster of three nodes (``LocalBroker(nodes=3)``) for this session's fault tests,
+    on free ports with its data under a temporary directory; use :func:`cluster`."""
+    if os.environ.get("STREAMXAI_BOOTSTRAP"):
+        pytest.skip("needs a cluster of its own whose nodes it stops and starts")
+    ports = free_ports(6)
+    local = LocalBroker(ports[0], ports[1], data_dir=tmp_path_factory.mktemp("kafka-cluster"), heap="256m",
+                        die_with_parent=True, nodes=3, node_ports=list(zip(ports[0::2], ports[1::2], strict=True)))
+    try:
+        local.start(timeout=180)
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture
+def cluster(cluster_session: LocalBroker) -> LocalBroker:
+    """The session's cluster of three nodes, every node up and every replica in sync (a test
+    before may have left a node down)."""
+    for node in cluster_session.nodes:
+        cluster_session.start_node(node.node_id, timeout=120)
+    cluster_session.wait_in_sync(timeout=120)
+    return cluster_session
+
+
+@pytest.fixture(scope="session")
 def bootstrap(broker: LocalBroker | ExternalBroker) -> str:
     """``host:port`` of the session's broker."""
     return broker.bootstrap

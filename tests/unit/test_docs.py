@@ -200,3 +200,20 @@ def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, mo
     memory = hook.sizing_memory_md(tmp_path)
     assert "| case | MB per stream (MB) | events/s (events/s) |" in memory
     assert "| hat, 1000 streams | 0.8 | 700 |" in memory and "| logistic, 100 streams | 0.1 |  |" in memory
+
+
+def test_production_cluster_page_reads_what_bench_chaos_writes(tmp_path, monkeypatch):
+    hook = load_hook()
+    assert "No `docs/results/bench_chaos.json` yet" in hook.chaos_md(tmp_path)
+    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_chaos.py", "--nodes", "3"])
+    try:
+        from _results import result_row, write_results
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    write_results(tmp_path / "bench_chaos.json", "bench_chaos", "Chaos on a cluster of 3 brokers: equal",
+                  "the in-process reference", [result_row("predictions", "messages", 120, "messages"),
+                                               result_row("predictions", "missing", 0, "messages")])
+    page = hook.chaos_md(tmp_path)
+    assert page.startswith("Chaos on a cluster of 3 brokers: equal.") and "--nodes 3" in page
+    assert "| predictions | 120 | 0 |" in page

@@ -91,6 +91,7 @@ def test_the_per_stream_rule_covers_the_stream_settings_and_nothing_deployment_w
              "target_class", "model_seed"}
     assert all(is_per_stream(n) for n in stream_settings | {n for n in names if n.startswith(("isage_", "drift_"))})
     deployment = {"bootstrap_servers", "sasl_password", "topic_prefix", "app_id", "partitions", "replication_factor",
+                  "min_insync_replicas",
                   "explain_groups", "web_port", "web_host", "state_dir", "checkpoint_key", "checkpoint_store",
                   "checkpoint_every", "session_timeout_s", "max_message_bytes", "max_lag_s", "streams"}
     assert not any(is_per_stream(n) for n in deployment)

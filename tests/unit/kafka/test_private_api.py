@@ -102,3 +102,24 @@ def test_faust_races_each_hand_over_against_suspend_flow_wait_which_the_consumer
 def test_every_producer_part_the_appender_checks_is_listed():
     listed = {p.name for p in REQUIRED if p.owner.endswith(":AIOKafkaProducer")}
     assert set(appender._PARTS) <= listed, set(appender._PARTS) - listed
+
+
+def test_the_assignor_topic_ensure_topics_creates_is_the_one_faust_subscribes_to(tmp_path):
+    """The worker creates Faust's assignor topic itself (Faust may not declare topics): its name
+    must be the one Faust's assignor uses."""
+    import asyncio
+
+    from streamxai.app import create_app
+    from streamxai.kafka.config import assignor_topic
+    from streamxai.settings import Settings
+
+    s = Settings(bootstrap_servers="127.0.0.1:9", state_dir=str(tmp_path), checkpoint_every=0, app_id="fraud-eu")
+
+    async def made():
+        app = create_app(s, roles=("model",))
+        try:
+            return app.conf.topic_allow_declare, app._leader_assignor._leader_topic.get_topic_name()
+        finally:
+            app.consumer._thread.thread_loop.close()
+
+    assert asyncio.run(made()) == (False, assignor_topic(s))
