@@ -51,11 +51,11 @@ change detector to say (:meth:`~streamxai.core.change.stream.StreamChangeDetecto
 ...         x["b"] = 1000 * x["b"]             # b's unit changes
 ...     found += mon.update(t, x)
 >>> [(f.feature, f.what, f.start, f.seq) for f in found]
-[('a', 'constant', 2000, 2049), ('b', 'scaled', 2500, 2549)]
+[('a', 'constant', 2000, 2049), ('b', 'scaled', 2500, 2524)]
 >>> found[0].detail
 'constant at 0 (missing?) since 2000, outside its range; median 9.96 -> 0, IQR 1.26 -> 0'
 >>> found[1].detail
-'scaled about x926 since 2500; median 0.499 -> 462, IQR 0.529 -> 506'
+'scaled about x898 since 2500; median 0.499 -> 449, IQR 0.529 -> 520'
 """
 
 from __future__ import annotations
