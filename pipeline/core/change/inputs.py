@@ -145,7 +145,7 @@ class InputMonitor(Component):
         #: the events since the last test, as taken in: written to the ring of values at each test
         self._pending: list[list[Any]] = []
         self._pending_seqs: list[int] = []
-        self._ref_stats: tuple[np.ndarray, ...] | None = None  # the reference's quartiles and range
+        self._ref_stats: tuple[np.ndarray, ...] | None = None  # the reference's quartiles, range and order
         self._ref_at = 0  # when they were worked out (events taken in)
 
     def update(self, seq: int, x: dict[str, Any]) -> list[InputFault]:
@@ -181,11 +181,13 @@ class InputMonitor(Component):
         vals, seqs = self._values[:, order], self._seqs[order]
         ref, rec = vals[:, :self.reference], vals[:, self.reference:]
         due = self._quiet_until <= self._n
-        if self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None:
-            # the reference moves by a quarter of a percent a test: its quartiles and range are
-            # worked out every few tests (a half of the cost of a test otherwise)
-            self._ref_stats, self._ref_at = _quartiles(ref, _REFERENCE_QS, with_range=True), self._n
-        q10, q25, med, q75, q90, lo, hi = self._ref_stats
+        if (self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None
+                or len(self._ref_stats) != 9):  # (a checkpoint made before the order was kept with them)
+            # the reference moves by a quarter of a percent a test: its quartiles, range and order
+            # are worked out every few tests (most of the cost of a test otherwise)
+            self._ref_stats, self._ref_at = (*_quartiles(ref, _REFERENCE_QS, with_range=True),
+                                             *self._ref_order(ref)), self._n
+        q10, q25, med, q75, q90, lo, hi, stretch_order, whole_order = self._ref_stats
         r10, r25, rmed, r75, r90 = _quartiles(rec, _RECENT_QS)
         iqr, riqr = q75 - q25, r75 - r25
         # the rank von Neumann ratio of each feature's recent values (reordered asks for the reference's only above _ORDER_LOST)
@@ -202,7 +204,8 @@ class InputMonitor(Component):
                 if what is not None:
                     moved[j] = what
                     continue
-                fault = self._reordered(f, ref[j], seqs, med[j], iqr[j], rmed[j], riqr[j], float(now[j]))
+                fault = self._reordered(f, ref[j], seqs, med[j], iqr[j], rmed[j], riqr[j], float(now[j]),
+                                        float(stretch_order[j]))
             if fault is not None:
                 found.append(fault)
         starts: dict[int, int] = {}  # where each moved feature's fault began, in the recent values
@@ -245,14 +248,14 @@ class InputMonitor(Component):
                                     f"{detail}; {_summary(before, after)}", like))
         taken = {self.features.index(fault.feature): fault.start for fault in found}
         found += self._exchanged([j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved],
-                                 taken, ref, rec, seqs, med, iqr, rmed, riqr)
+                                 taken, ref, rec, seqs, med, iqr, rmed, riqr, whole_order)
         for fault in found:
             self._quiet_until[self.features.index(fault.feature)] = self._n + self.reference
         return found
 
     def _exchanged(self, candidates: list[int], found: dict[int, int], ref: np.ndarray, rec: np.ndarray,
                    seqs: np.ndarray, med: np.ndarray, iqr: np.ndarray, rmed: np.ndarray,
-                   riqr: np.ndarray) -> list[InputFault]:
+                   riqr: np.ndarray, whole_order: np.ndarray) -> list[InputFault]:
         """The ``candidates`` whose values were exchanged with another feature's within their
         common range: the recent values of each of the two differ from its own reference (a
         two-sample Kolmogorov-Smirnov distance beyond ``_KS_DIFFER`` of the critical scale) and
@@ -271,8 +274,7 @@ class InputMonitor(Component):
             return []
         # values that follow one another are no sample of their distribution: their recent values
         # differ from the reference as the series wanders, and may look like another's by chance
-        ratios = _rank_ratio(ref[moved])
-        moved = [j for j, r in zip(moved, ratios, strict=True) if r >= _INDEPENDENT]
+        moved = [j for j in moved if whole_order[j] >= _INDEPENDENT]
         out: list[InputFault] = []
         done = set(found)
         for a, j in enumerate(moved):
@@ -339,14 +341,23 @@ class InputMonitor(Component):
                 return "scaled"
         return None
 
+    def _ref_order(self, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each feature's largest rank von Neumann ratio over the ``recent``-long stretches of its
+        reference, and the ratio of its whole reference (NaN for a feature with missing values)."""
+        k, (n_features, n) = self.recent, ref.shape
+        stretches = ref[:, n % k:]
+        by_stretch = _rank_ratio(stretches.reshape(-1, k)).reshape(n_features, -1).max(axis=1)
+        whole = _rank_ratio(ref)
+        missing = np.isnan(ref).any(axis=1)
+        by_stretch[missing] = whole[missing] = np.nan
+        return by_stretch, whole
+
     def _reordered(self, f: str, ref: np.ndarray, seqs: np.ndarray, med: float, iqr: float, rmed: float, riqr: float,
-                   now: float) -> InputFault | None:
-        if now < _ORDER_LOST or not iqr > 0 or np.isnan(ref).any():
+                   now: float, before: float) -> InputFault | None:
+        if now < _ORDER_LOST or not iqr > 0 or not before <= 1.0 or np.isnan(ref).any():
             return None  # values that varied: a feature that starts to vary is no fault
         k = self.recent
-        stretches = ref[len(ref) % k:].reshape(-1, k)
-        before = float(_rank_ratio(stretches).max())
-        if before > 1.0 or now < before + self.order_margin:
+        if now < before + self.order_margin:
             return None
         start = int(seqs[self.reference + k // 2])
         b, a = (float(med), float(iqr)), (float(rmed), float(riqr))
