@@ -31,7 +31,7 @@ from streamxai.core.model import ModelFunction
 from streamxai.core.rng import derive_seed
 from streamxai.core.storage.reservoir import GeometricReservoir, UniformReservoir
 
-__all__ = ["Pass", "run_pass", "paper_error", "raw_error", "smooth", "minmax", "PARTS", "SAMPLINGS"]
+__all__ = ["Pass", "run_pass", "paper_error", "raw_error", "scaled_error", "smooth", "minmax", "PARTS", "SAMPLINGS"]
 
 SAMPLINGS = ("uniform", "geometric")
 PARTS = ("whole stream", "before drift", "after drift")
@@ -50,6 +50,13 @@ def paper_error(est: np.ndarray, ref: np.ndarray) -> np.ndarray:
 def raw_error(est: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """``|iPFI - interval PFI|`` summed over the features at each event, unnormalised."""
     return np.abs(est - ref).sum(axis=1)
+
+
+def scaled_error(est: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """``|iPFI - interval PFI|`` summed over the features, over interval PFI's largest value: one scale
+    for both vectors, so an over-estimate of the top feature counts (min-max maps it to 1 in both)."""
+    top = np.abs(ref).max(axis=1)
+    return np.divide(np.abs(est - ref).sum(axis=1), top, out=np.zeros(len(ref)), where=top > 0)
 
 
 def smooth(increments: np.ndarray, alpha: float) -> np.ndarray:
@@ -90,19 +97,26 @@ class Pass:
     def accuracy(self) -> float:
         return self.correct / max(self.n, 1)
 
-    def compared(self, sampling: str, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(events, iPFI, interval PFI held)`` from the first interval's end on."""
+    def compared(self, sampling: str, alpha: float,
+                 align: str = "latest") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(events, iPFI, interval PFI)`` from the first interval's end on; ``align``: ``"latest"``,
+        the last interval PFI computed (the figures' dashed line, held until the next), or
+        ``"covering"``, the PFI of the interval the event belongs to (computed at its end, later)."""
         phi = smooth(self.increments[sampling], alpha)
         held = np.full((len(self.t), len(self.features)), np.nan)
         for k, end in enumerate(self.ends):
-            held[self.t >= end] = self.references[k]
+            if align == "latest":
+                held[self.t >= end] = self.references[k]
+            else:
+                held[(self.t > end - self.interval) & (self.t <= end) & (self.t >= self.ends[0])] = self.references[k]
         keep = ~np.isnan(held[:, 0])
         return self.t[keep], phi[keep], held[keep]
 
-    def quartiles(self, sampling: str, alpha: float, error: Callable = paper_error,
-                  at_ends: bool = False) -> dict[str, tuple[float, float, float, float] | None]:
-        """``{part: (Q2, IQR, Q1, Q3)}`` of ``error`` (``at_ends``: at the intervals' ends only)."""
-        t, est, ref = self.compared(sampling, alpha)
+    def quartiles(self, sampling: str, alpha: float, error: Callable = paper_error, at_ends: bool = False,
+                  align: str = "latest") -> dict[str, tuple[float, float, float, float] | None]:
+        """``{part: (Q2, IQR, Q1, Q3)}`` of ``error`` (``at_ends``: at the intervals' ends only;
+        ``align`` as in :meth:`compared`)."""
+        t, est, ref = self.compared(sampling, alpha, align)
         v = error(est, ref)
         if at_ends:
             pick = np.isin(t, self.ends)

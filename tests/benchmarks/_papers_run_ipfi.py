@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from _elec2 import CALENDAR, elec2_events
 from _elec2 import FEATURES as ELEC2_FEATURES
-from _elec2 import elec2_events
-from _papers_ipfi import PARTS, SAMPLINGS, Pass, minmax, raw_error, run_pass
+from _papers_ipfi import PARTS, SAMPLINGS, Pass, minmax, raw_error, run_pass, scaled_error
 from _papers_streams import AGRAWAL_FEATURES, agrawal_feature_drift, agrawal_function_drift
 from _papers_tables import IPFI_TABLE2
 from _results import result_row
@@ -35,11 +35,18 @@ class Setting:
     at: int
     alphas: tuple[float, ...]
     stream: Callable[[int, int], Iterator[tuple[dict, object]]]
+    #: the paper's row this setting is compared with (default: the label)
+    paper: str = ""
+
+    @property
+    def row(self) -> str:
+        return self.paper or self.label
 
 
-def _elec2(width: int) -> Callable[[int, int], Iterator]:
+def _elec2(width: int, calendar: bool = False) -> Callable[[int, int], Iterator]:
     def stream(n: int, at: int) -> Iterator:
-        for t, event in enumerate(elec2_events(swap=("nswprice", "vicdemand"), at=at, width=width, seed=SEED)):
+        events = elec2_events(swap=("nswprice", "vicdemand"), at=at, width=width, seed=SEED, calendar=calendar)
+        for t, event in enumerate(events):
             if t >= n:
                 return
             yield event
@@ -64,6 +71,9 @@ SETTINGS = {
     "elec2-gradual": Setting("elec2 fe. 1, gradual", "as fe. 1, for a share of the events growing linearly to all "
                              "over 5,000 events (the paper gives no width)", ELEC2_FEATURES, 45_312, 20_000, (0.001,),
                              _elec2(5_000)),
+    "elec2-calendar": Setting("elec2 fe. 1, 8 features", "as fe. 1, with the papers' date and day attributes rebuilt "
+                              "(8 features, as the papers' elec2 has)", CALENDAR + ELEC2_FEATURES, 45_312, 20_000,
+                              (0.001,), _elec2(0, calendar=True), paper="elec2 fe. 1"),
 }
 
 #: label, builder of a fresh model (seeded as the product seeds its models)
@@ -80,8 +90,8 @@ def _cells(q: Sequence[float] | None) -> str:
 
 def _quick(s: Setting) -> Setting:
     """A smoke run's version: 4,000 events (elec2: 8,000), the drift in the middle."""
-    n = 8_000 if s.features == ELEC2_FEATURES else 4_000
-    return Setting(s.label, s.what, s.features, n, n // 2, s.alphas, s.stream)
+    n = 4_000 if s.features == AGRAWAL_FEATURES else 8_000
+    return Setting(s.label, s.what, s.features, n, n // 2, s.alphas, s.stream, s.paper)
 
 
 def contributions(p: Pass, sampling: str, alpha: float) -> dict[str, float]:
@@ -96,17 +106,22 @@ def report(key: str, s: Setting, model: str, p: Pass) -> tuple[list[dict], dict]
     print(f"\n{s.label} ({s.what}); {model}, {p.n:,} events, drift at {s.at:,}, prequential accuracy {p.accuracy:.3f}, "
           f"{p.seconds:.0f} s")
     print(f"iPFI (L {STORAGE}, M {REALIZATIONS}, 0-1 loss) against interval PFI ({p.interval:,}-event intervals, 10 "
-          "permutations, the model at the interval's end); Q2 IQR Q1 Q3 of the error")
+          "permutations, the model at the interval's end); Q2 IQR Q1 Q3 of the error. ours: the paper's error "
+          "against the latest interval PFI; at ends: at the intervals' ends only; covering: against the PFI of "
+          "the interval the event is in; unnormalised: |difference| summed; top-scaled: that over interval "
+          "PFI's largest value")
     print(f"{'sampling':<10} {'alpha':<6} {'series':<12} | " + " | ".join(f"{x:<30}" for x in PARTS))
     rows: list[dict] = []
     orders = {}
     for alpha in s.alphas:
         for sampling in SAMPLINGS:
-            paper = IPFI_TABLE2.get((s.label, sampling, alpha))
+            paper = IPFI_TABLE2.get((s.row, sampling, alpha))
             ours = p.quartiles(sampling, alpha)
             series = {"ours": ours, "paper": dict(zip(PARTS, paper, strict=True)) if paper else None,
                       "at ends": p.quartiles(sampling, alpha, at_ends=True),
-                      "unnormalised": p.quartiles(sampling, alpha, error=raw_error)}
+                      "covering": p.quartiles(sampling, alpha, align="covering"),
+                      "unnormalised": p.quartiles(sampling, alpha, error=raw_error),
+                      "top-scaled": p.quartiles(sampling, alpha, error=scaled_error)}
             for name, q in series.items():
                 if q is not None:
                     print(f"{sampling:<10} {alpha:<6} {name:<12} | " + " | ".join(_cells(q[x]) for x in PARTS))
@@ -118,18 +133,18 @@ def report(key: str, s: Setting, model: str, p: Pass) -> tuple[list[dict], dict]
                 for i, stat in enumerate(("Q2", "IQR", "Q1", "Q3")):
                     row = result_row(f"{s.label} | {sampling} | alpha {alpha} | {part}", stat, round(q[i], 4),
                                      "error", base.get(stat))
-                    rows.append({**row, "section": "ipfi", "model": model, "setting": s.label,
+                    rows.append({**row, "section": "ipfi", "model": model, "setting": s.label, "paper_row": s.row,
                                  "sampling": sampling, "alpha": alpha, "part": part, "series": "paper's error"})
-                for name in ("at ends", "unnormalised"):
+                for name in ("at ends", "covering", "unnormalised", "top-scaled"):
                     qq = series[name][part]
                     if qq is not None:
                         row = result_row(f"{s.label} | {sampling} | alpha {alpha} | {part}", f"Q2 ({name})",
                                          round(qq[0], 4), "error")
-                        rows.append({**row, "section": "ipfi", "model": model, "setting": s.label,
+                        rows.append({**row, "section": "ipfi", "model": model, "setting": s.label, "paper_row": s.row,
                                      "sampling": sampling, "alpha": alpha, "part": part, "series": name})
         after = {smp: p.quartiles(smp, alpha)["after drift"] for smp in SAMPLINGS}
         if all(after.values()):
-            paper_after = {smp: IPFI_TABLE2[(s.label, smp, alpha)][2][0] for smp in SAMPLINGS}
+            paper_after = {smp: IPFI_TABLE2[(s.row, smp, alpha)][2][0] for smp in SAMPLINGS}
             ours_geo = after["geometric"][0] < after["uniform"][0]  # type: ignore[index]
             paper_geo = paper_after["geometric"] < paper_after["uniform"]
             orders[str(alpha)] = {"ours": "geometric" if ours_geo else "uniform",

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--models", default="hat",
                    help="iPFI's models, comma-separated: hat (default), arf10, arf50 (the paper's)")
     p.add_argument("--settings", default=None,
-                   help="iPFI's settings to run, comma-separated (default: all): fu1, fu2, fe1, elec2, elec2-gradual")
+                   help="iPFI's settings to run, comma-separated (default: all): fu1, fu2, fe1, elec2, elec2-gradual, elec2-calendar")
     p.add_argument("--runs", type=int, default=None, help="iSAGE: runs per scenario (default 3; the paper's 20)")
     p.add_argument("--full", action="store_true",
                    help="iSAGE: all four windows and SW-SAGE at 20, 10, 5, 2 and 1 times iSAGE's cost")

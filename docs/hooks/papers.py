@@ -1,0 +1,201 @@
+"""The tables of the docs page "Reproducing the papers", built from ``docs/results/bench_papers.json``
+(written by ``tests/benchmarks/bench_papers.py``): the papers' numbers and ours side by side, the
+settings each row ran with, and the diagnostics that explain a difference, so none of it is typed by
+hand. ``generated.py`` registers these builders under the markers ``papers-runs``, ``papers-ipfi``,
+``papers-ipfi-orders``, ``papers-ipfi-diagnostics``, ``papers-isage`` and ``papers-ipdp``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "bench_papers.json"
+FORMAT = "streamxai-bench/1"
+PARTS = ("whole stream", "before drift", "after drift")
+
+__all__ = ["BUILDERS", "load"]
+
+
+def load(path: Path = RESULTS) -> dict | None:
+    """The results file, or ``None`` when the benchmark has not written one."""
+    if not path.exists():
+        return None
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if doc.get("format") != FORMAT or "rows" not in doc:
+        raise ValueError(f"{path}: not a results file of format {FORMAT!r}; write it with tests/benchmarks/bench_papers.py")
+    return doc
+
+
+def _missing(section: str) -> str:
+    return (f"No {section} rows in `docs/results/bench_papers.json` yet. Run\n\n```bash\n"
+            f".venv/bin/python tests/benchmarks/bench_papers.py --sections {section}\n```\n\nand build the docs again.\n")
+
+
+def _f(v: object, digits: int = 3) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _rows(doc: dict | None, section: str) -> list[dict]:
+    return [r for r in (doc or {}).get("rows", []) if r.get("section") == section]
+
+
+def runs_md(path: Path = RESULTS) -> str:
+    """Which command wrote which rows, when."""
+    doc = load(path)
+    if doc is None:
+        return _missing("ipfi,isage,ipdp")
+    env = doc["environment"]
+    seen: dict[tuple[str, str, str], int] = {}
+    for r in doc["rows"]:
+        key = (r.get("section", ""), r.get("model", ""), f"`{r.get('command', doc['command'])}`, {r.get('written', doc['written'])}")
+        seen[key] = seen.get(key, 0) + 1
+    out = [f"Last written {doc['written']} (Python {env.get('python')}, river {env.get('river')}, "
+           f"{env.get('cpus')} CPUs, load average {env.get('load_average')}).", "",
+           "| section | model | rows | command, written |", "|---|---|---|---|"]
+    out += [f"| {s} | {m} | {n} | {c} |" for (s, m, c), n in seen.items()]
+    return "\n".join(out) + "\n"
+
+
+def ipfi_md(path: Path = RESULTS) -> str:
+    """One table per setting and model: the paper's error quartiles and ours, part by part."""
+    doc = load(path)
+    rows = _rows(doc, "ipfi")
+    if not rows:
+        return _missing("ipfi")
+    details = doc.get("details", {})  # type: ignore[union-attr]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["setting"], r["model"]), []).append(r)
+    out = []
+    for (setting, model), rs in groups.items():
+        info = next((v for k, v in details.items() if k.startswith("ipfi |") and v.get("setting") == setting
+                     and v.get("model") == model), {})
+        out += [f"### {setting}, {model}", "",
+                f"{info.get('what', '')}; {info.get('events', '?'):,} events, drift at {info.get('drift_at', '?'):,}, "
+                f"prequential accuracy {_f(info.get('accuracy'))}, {info.get('seconds', '?')} s.", "",
+                "| sampling | α | part | paper Q2 | ours Q2 | ours / paper | paper IQR | ours IQR "
+                "| ours Q2 at the intervals' ends | ours Q2 unnormalised |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        cell: dict[tuple, dict] = {}
+        for r in rs:
+            cell[(r["sampling"], r["alpha"], r["part"], r["series"], r["measure"])] = r
+        keys = sorted({(r["sampling"], r["alpha"], r["part"]) for r in rs},
+                      key=lambda k: (k[1], k[0] != "uniform", PARTS.index(k[2])))
+        for smp, alpha, part in keys:
+            q2 = cell.get((smp, alpha, part, "paper's error", "Q2"), {})
+            iqr = cell.get((smp, alpha, part, "paper's error", "IQR"), {})
+            ends = cell.get((smp, alpha, part, "at ends", "Q2 (at ends)"), {})
+            raw = cell.get((smp, alpha, part, "unnormalised", "Q2 (unnormalised)"), {})
+            out.append(f"| {smp} | {alpha} | {part} | {_f(q2.get('baseline'))} | {_f(q2.get('value'))} | "
+                       f"{_f(q2.get('ratio'), 2)} | {_f(iqr.get('baseline'))} | {_f(iqr.get('value'))} | "
+                       f"{_f(ends.get('value'))} | {_f(raw.get('value'))} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def ipfi_orders_md(path: Path = RESULTS) -> str:
+    """Which sampling has the lower median error after the drift, the paper's and ours."""
+    doc = load(path)
+    details = (doc or {}).get("details", {})
+    runs = [v for k, v in details.items() if k.startswith("ipfi |")]
+    if not runs:
+        return _missing("ipfi")
+    out = ["| setting | model | α | lower after the drift: paper | ours | same |", "|---|---|---|---|---|---|"]
+    for v in runs:
+        for alpha, o in v.get("orders_after_drift", {}).items():
+            out.append(f"| {v['setting']} | {v['model']} | {alpha} | {o['paper']} | {o['ours']} | "
+                       f"{'yes' if o['paper'] == o['ours'] else 'no'} |")
+    return "\n".join(out) + "\n"
+
+
+def ipfi_diagnostics_md(path: Path = RESULTS) -> str:
+    """Per run: the storages' share of observations from the drift on, and the features that make up
+    the error after the drift."""
+    doc = load(path)
+    details = (doc or {}).get("details", {})
+    runs = [v for k, v in details.items() if k.startswith("ipfi |")]
+    if not runs:
+        return _missing("ipfi")
+    out = ["| setting | model | share from the drift on, uniform (first, last interval after it) | geometric "
+           "| largest shares of the error after the drift, uniform | geometric |", "|---|---|---|---|---|---|"]
+    for v in runs:
+        ends, at = v.get("ends", []), v.get("drift_at", 0)
+        after = [i for i, e in enumerate(ends) if e > at]
+        share = v.get("drifted_share", {})
+        cells = []
+        for smp in ("uniform", "geometric"):
+            s = share.get(smp, [])
+            cells.append(", ".join(f"{s[i]:.2f} at {ends[i]:,}" for i in (after[:1] + after[-1:]) if i < len(s)))
+        contrib = v.get("contributions_after_drift", {})
+        tops = []
+        for smp in ("uniform", "geometric"):
+            top = sorted(contrib.get(smp, {}).items(), key=lambda kv: -kv[1])[:3]
+            tops.append(", ".join(f"{f} {c:.3f}" for f, c in top))
+        out.append(f"| {v['setting']} | {v['model']} | {cells[0]} | {cells[1]} | {tops[0]} | {tops[1]} |")
+    return "\n".join(out) + "\n"
+
+
+def isage_md(path: Path = RESULTS) -> str:
+    """Table 2's cells we ran: MAE and MSE, the paper's and ours, mean (std) over the runs."""
+    doc = load(path)
+    rows = _rows(doc, "isage")
+    if not rows:
+        return _missing("isage")
+    info = doc.get("details", {}).get("isage", {})  # type: ignore[union-attr]
+    cells: dict[tuple, dict] = {}
+    for r in rows:
+        cells.setdefault((r["scenario"], r["method"], r["window"]), {})[r["measure"]] = r
+    out = [f"{info.get('events', '?'):,} events a stream, {info.get('runs', '?')} runs a scenario (the paper: 20); "
+           f"switches a run: " + "; ".join(f"{k} {v}" for k, v in info.get("switches", {}).items()) + ".", "",
+           "| scenario | method | w | MAE paper | MAE ours | ours / paper | MSE paper | MSE ours | ours / paper |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for (scenario, method, w), m in cells.items():
+        mae, mse = m.get("MAE", {}), m.get("MSE", {})
+
+        def both(r: dict, std_key: str) -> str:
+            return f"{_f(r.get('value'))} ({_f(r.get(std_key))})" if r.get("value") is not None else ""
+
+        paper_mae = f"{_f(mae.get('baseline'))} ({_f(mae.get('paper_std'))})" if mae.get("baseline") else ""
+        paper_mse = f"{_f(mse.get('baseline'))} ({_f(mse.get('paper_std'))})" if mse.get("baseline") else ""
+        out.append(f"| {scenario} | {method} | {w} | {paper_mae} | {both(mae, 'std')} | {_f(mae.get('ratio'), 2)} | "
+                   f"{paper_mse} | {both(mse, 'std')} | {_f(mse.get('ratio'), 2)} |")
+    truths = info.get("truths", {})
+    if truths:
+        out += ["", "The ground truth (SAGE values of each pre-trained model, cross-entropy; |value| ≥ 0.01):", "",
+                "| river function | SAGE values |", "|---|---|"]
+        for c, vals in truths.items():
+            out.append(f"| {c} | " + ", ".join(f"{f} {v:+.3f}" for f, v in vals.items() if abs(v) >= 0.01) + " |")
+    return "\n".join(out) + "\n"
+
+
+def ipdp_md(path: Path = RESULTS) -> str:
+    """At each checkpoint: iPDP against batch PD of the current model."""
+    doc = load(path)
+    rows = _rows(doc, "ipdp")
+    if not rows:
+        return _missing("ipdp")
+    cells: dict[tuple, dict] = {}
+    for r in rows:
+        cells.setdefault((r["model"], r["feature"], r["event"], r["after_drift"]), {})[r["measure"]] = r["value"]
+    out = ["| model (stream) | feature | event | after the drift | slope iPDP | slope batch PD | same sign "
+           "| max \\|iPDP - batch PD\\| | batch PD range |", "|---|---|---|---|---|---|---|---|---|"]
+    for (model, feature, event, after), m in cells.items():
+        si, sb = m.get("slope iPDP", 0.0), m.get("slope batch PD", 0.0)
+        same = "flat" if si == 0 and sb == 0 else ("yes" if si * sb > 0 else "no")
+        out.append(f"| {model} | {feature} | {event:,} | {'yes' if after else 'no'} | {si:+.2e} | {sb:+.2e} | {same} | "
+                   f"{_f(m.get('max |iPDP - batch PD|'))} | {_f(m.get('batch PD range'))} |")
+    return "\n".join(out) + "\n"
+
+
+BUILDERS = {
+    "papers-runs": runs_md,
+    "papers-ipfi": ipfi_md,
+    "papers-ipfi-orders": ipfi_orders_md,
+    "papers-ipfi-diagnostics": ipfi_diagnostics_md,
+    "papers-isage": isage_md,
+    "papers-ipdp": ipdp_md,
+}
