@@ -39,6 +39,10 @@ def _f(v: object, digits: int = 3) -> str:
     return str(v)
 
 
+def _n(v: object) -> str:
+    return f"{v:,}" if isinstance(v, int) else "?"
+
+
 def _rows(doc: dict | None, section: str) -> list[dict]:
     return [r for r in (doc or {}).get("rows", []) if r.get("section") == section]
 
@@ -75,7 +79,7 @@ def ipfi_md(path: Path = RESULTS) -> str:
         info = next((v for k, v in details.items() if k.startswith("ipfi |") and v.get("setting") == setting
                      and v.get("model") == model), {})
         out += [f"### {setting}, {model}", "",
-                f"{info.get('what', '')}; {info.get('events', '?'):,} events, drift at {info.get('drift_at', '?'):,}, "
+                f"{info.get('what', '')}; {_n(info.get('events'))} events, drift at {_n(info.get('drift_at'))}, "
                 f"prequential accuracy {_f(info.get('accuracy'))}, {info.get('seconds', '?')} s.", "",
                 "| sampling | α | part | paper Q2 | ours Q2 | ours / paper | paper IQR | ours IQR "
                 "| ours Q2 at the intervals' ends | ours Q2 unnormalised |",
@@ -149,10 +153,11 @@ def isage_md(path: Path = RESULTS) -> str:
     cells: dict[tuple, dict] = {}
     for r in rows:
         cells.setdefault((r["scenario"], r["method"], r["window"]), {})[r["measure"]] = r
-    out = [f"{info.get('events', '?'):,} events a stream, {info.get('runs', '?')} runs a scenario (the paper: 20); "
+    out = [f"{_n(info.get('events'))} events a stream, {info.get('runs', '?')} runs a scenario (the paper: 20); "
            f"switches a run: " + "; ".join(f"{k} {v}" for k, v in info.get("switches", {}).items()) + ".", "",
-           "| scenario | method | w | MAE paper | MAE ours | ours / paper | MSE paper | MSE ours | ours / paper |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| scenario | method | w | MAE paper | MAE ours | ours / paper | MSE paper | MSE ours | ours / paper "
+           "| MAE against the GT of m = 1 | MSE against it |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (scenario, method, w), m in cells.items():
         mae, mse = m.get("MAE", {}), m.get("MSE", {})
 
@@ -162,13 +167,22 @@ def isage_md(path: Path = RESULTS) -> str:
         paper_mae = f"{_f(mae.get('baseline'))} ({_f(mae.get('paper_std'))})" if mae.get("baseline") else ""
         paper_mse = f"{_f(mse.get('baseline'))} ({_f(mse.get('paper_std'))})" if mse.get("baseline") else ""
         out.append(f"| {scenario} | {method} | {w} | {paper_mae} | {both(mae, 'std')} | {_f(mae.get('ratio'), 2)} | "
-                   f"{paper_mse} | {both(mse, 'std')} | {_f(mse.get('ratio'), 2)} |")
-    truths = info.get("truths", {})
+                   f"{paper_mse} | {both(mse, 'std')} | {_f(mse.get('ratio'), 2)} | {_f(mae.get('vs_gt_m1'))} | "
+                   f"{_f(mse.get('vs_gt_m1'))} |")
+    truths, truths_m1 = info.get("truths", {}), info.get("truths_m1", {})
+    se, se_m1 = info.get("gt_stderr_sum", []), info.get("gt_m1_stderr_sum", [])
     if truths:
-        out += ["", "The ground truth (SAGE values of each pre-trained model, cross-entropy; |value| ≥ 0.01):", "",
-                "| river function | SAGE values |", "|---|---|"]
-        for c, vals in truths.items():
-            out.append(f"| {c} | " + ", ".join(f"{f} {v:+.3f}" for f, v in vals.items() if abs(v) >= 0.01) + " |")
+        out += ["", "The ground truths: each pre-trained model's SAGE values (cross-entropy; |value| ≥ 0.01) with "
+                "`m = 10` draws, as the paper's GT, and with `m = 1`, what an estimator of one draw converges to; "
+                "beside each, its standard errors summed over the features.", "",
+                "| river function | GT, m = 10 | summed standard error | m = 1 | summed standard error |",
+                "|---|---|---|---|---|"]
+        for i, (c, vals) in enumerate(truths.items()):
+            m1 = truths_m1.get(c, {})
+            out.append(f"| {c} | " + ", ".join(f"{f} {v:+.3f}" for f, v in vals.items() if abs(v) >= 0.01)
+                       + f" | {_f(se[i] if i < len(se) else None)} | "
+                       + ", ".join(f"{f} {v:+.3f}" for f, v in m1.items() if abs(v) >= 0.01)
+                       + f" | {_f(se_m1[i] if i < len(se_m1) else None)} |")
     return "\n".join(out) + "\n"
 
 

@@ -103,7 +103,7 @@ def contributions(p: Pass, sampling: str, alpha: float) -> dict[str, float]:
 
 def report(key: str, s: Setting, model: str, p: Pass) -> tuple[list[dict], dict]:
     """Print one setting's table for one model; its rows and details."""
-    print(f"\n{s.label} ({s.what}); {model}, {p.n:,} events, drift at {s.at:,}, prequential accuracy {p.accuracy:.3f}, "
+    print(f"\n{s.label} ({s.what}); {model}, {p.n:,} events, drift at {p.at:,}, prequential accuracy {p.accuracy:.3f}, "
           f"{p.seconds:.0f} s")
     print(f"iPFI (L {STORAGE}, M {REALIZATIONS}, 0-1 loss) against interval PFI ({p.interval:,}-event intervals, 10 "
           "permutations, the model at the interval's end); Q2 IQR Q1 Q3 of the error. ours: the paper's error "
@@ -153,12 +153,12 @@ def report(key: str, s: Setting, model: str, p: Pass) -> tuple[list[dict], dict]
                   f"({after['geometric'][0]:.3f} geometric vs {after['uniform'][0]:.3f} uniform), "  # type: ignore[index]
                   f"paper {orders[str(alpha)]['paper']} ({paper_after['geometric']:.3f} vs {paper_after['uniform']:.3f})")
     shares = {smp: [round(v, 3) for v in p.drifted_share[smp]] for smp in SAMPLINGS}
-    ends_after = [i for i, e in enumerate(p.ends) if e >= s.at]
+    ends_after = [i for i, e in enumerate(p.ends) if e >= p.at]
     if ends_after:
         print("share of each storage's observations from the drift on, at the intervals' ends after it "
               "(theory: uniform (t - drift) / t, geometric 1 - (1 - 1/L)^(t - drift)):")
         for i in ends_after[:3] + ends_after[-1:]:
-            dt = p.ends[i] + 1 - s.at
+            dt = p.ends[i] + 1 - p.at
             print(f"  event {p.ends[i] + 1:>6,}: uniform {shares['uniform'][i]:.2f} (theory {dt / (p.ends[i] + 1):.2f}), "
                   f"geometric {shares['geometric'][i]:.2f} (theory {1 - (1 - 1 / STORAGE) ** dt:.2f})")
     contrib = {smp: contributions(p, smp, s.alphas[0]) for smp in SAMPLINGS}
@@ -167,7 +167,7 @@ def report(key: str, s: Setting, model: str, p: Pass) -> tuple[list[dict], dict]
         if top:
             print(f"{smp}: features with the largest median share of the error after the drift: "
                   + ", ".join(f"{f} {v:.3f}" for f, v in top))
-    details = {"setting": s.label, "what": s.what, "model": model, "events": p.n, "drift_at": s.at,
+    details = {"setting": s.label, "what": s.what, "model": model, "events": p.n, "drift_at": p.at,
                "accuracy": round(p.accuracy, 4), "seconds": round(p.seconds), "interval": p.interval,
                "orders_after_drift": orders,
                "ends": [e + 1 for e in p.ends], "drifted_share": shares,
