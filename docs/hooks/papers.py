@@ -1,7 +1,7 @@
 """The tables of the docs page "Reproducing the papers", built from ``docs/results/bench_papers.json``
 (written by ``tests/benchmarks/bench_papers.py``): the papers' numbers and ours side by side, the
 settings each row ran with, and the diagnostics that explain a difference, so none of it is typed by
-hand. ``generated.py`` registers these builders under the markers ``papers-runs``, ``papers-ipfi``,
+hand. ``generated.py`` registers these builders under the markers ``papers-runs``, ``papers-summary``, ``papers-ipfi``,
 ``papers-ipfi-orders``, ``papers-ipfi-diagnostics``, ``papers-isage`` and ``papers-ipdp``."""
 
 from __future__ import annotations
@@ -61,6 +61,31 @@ def runs_md(path: Path = RESULTS) -> str:
            f"{env.get('cpus')} CPUs, load average {env.get('load_average')}).", "",
            "| section | model | rows | command, written |", "|---|---|---|---|"]
     out += [f"| {s} | {m} | {n} | {c} |" for (s, m, c), n in seen.items()]
+    return "\n".join(out) + "\n"
+
+
+#: the factor within which a number of ours counts as matching the paper's
+WITHIN = 1.5
+
+
+def summary_md(path: Path = RESULTS) -> str:
+    """Per table and model: how many of our medians are within a factor of 1.5 of the paper's."""
+    doc = load(path)
+    if doc is None:
+        return _missing("ipfi,isage,ipdp")
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in doc["rows"]:
+        if r.get("ratio") is None or r.get("measure") not in ("Q2", "MAE", "MSE"):
+            continue
+        what = (f"iPFI Table 2, {r['setting']}" if r["section"] == "ipfi"
+                else f"iSAGE Table 2, {r['measure']}, {r['method']}")
+        groups.setdefault((what, r.get("model", "")), []).append(r["ratio"])
+    out = [f"| table | model | cells | ours within a factor of {WITHIN} of the paper's | median of ours / paper |",
+           "|---|---|---|---|---|"]
+    for (what, model), ratios in groups.items():
+        n_in = sum(1 / WITHIN <= x <= WITHIN for x in ratios)
+        mid = sorted(ratios)[len(ratios) // 2]
+        out.append(f"| {what} | {model} | {len(ratios)} | {n_in} | {mid:.2f} |")
     return "\n".join(out) + "\n"
 
 
@@ -207,6 +232,7 @@ def ipdp_md(path: Path = RESULTS) -> str:
 
 BUILDERS = {
     "papers-runs": runs_md,
+    "papers-summary": summary_md,
     "papers-ipfi": ipfi_md,
     "papers-ipfi-orders": ipfi_orders_md,
     "papers-ipfi-diagnostics": ipfi_diagnostics_md,
