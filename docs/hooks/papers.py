@@ -200,14 +200,16 @@ def isage_md(path: Path = RESULTS) -> str:
         out += ["", "The ground truths: each pre-trained model's SAGE values (cross-entropy; |value| ≥ 0.01) with "
                 "`m = 10` draws, as the paper's GT, and with `m = 1`, what an estimator of one draw converges to; "
                 "beside each, its standard errors summed over the features.", "",
-                "| river function | GT, m = 10 | summed standard error | m = 1 | summed standard error |",
-                "|---|---|---|---|---|"]
+                "| river function | GT, m = 10 | summed standard error | m = 1 | summed standard error "
+                "| sum of \\|m = 1 - m = 10\\| |",
+                "|---|---|---|---|---|---|"]
         for i, (c, vals) in enumerate(truths.items()):
             m1 = truths_m1.get(c, {})
             out.append(f"| {c} | " + ", ".join(f"{f} {v:+.3f}" for f, v in vals.items() if abs(v) >= 0.01)
                        + f" | {_f(se[i] if i < len(se) else None)} | "
                        + ", ".join(f"{f} {v:+.3f}" for f, v in m1.items() if abs(v) >= 0.01)
-                       + f" | {_f(se_m1[i] if i < len(se_m1) else None)} |")
+                       + f" | {_f(se_m1[i] if i < len(se_m1) else None)} | "
+                       + f"{_f(sum(abs(m1.get(f, 0.0) - v) for f, v in vals.items()) if m1 else None)} |")
     return "\n".join(out) + "\n"
 
 
