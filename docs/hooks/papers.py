@@ -222,13 +222,22 @@ def ipdp_md(path: Path = RESULTS) -> str:
     cells: dict[tuple, dict] = {}
     for r in rows:
         cells.setdefault((r["model"], r["feature"], r["event"], r["after_drift"]), {})[r["measure"]] = r["value"]
+    # the curves themselves, to compare their shapes: each centred on its mean over the grid
+    curves = {}
+    for exp in doc.get("details", {}).get("ipdp", {}).values():  # type: ignore[union-attr]
+        for c in exp.get("checkpoints", []) if isinstance(exp, dict) else []:
+            a, b = c["ipdp"], c["batch"]
+            ma, mb = sum(a) / len(a), sum(b) / len(b)
+            curves[(c["feature"], c["event"])] = max(abs((x - ma) - (y - mb)) for x, y in zip(a, b, strict=True))
     out = ["| model (stream) | feature | event | after the drift | slope iPDP | slope batch PD | same sign "
-           "| max \\|iPDP - batch PD\\| | batch PD range |", "|---|---|---|---|---|---|---|---|---|"]
+           "| max \\|iPDP - batch PD\\| | the same, both curves centred | batch PD range |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for (model, feature, event, after), m in cells.items():
         si, sb = m.get("slope iPDP", 0.0), m.get("slope batch PD", 0.0)
         same = "flat" if si == 0 and sb == 0 else ("yes" if si * sb > 0 else "no")
         out.append(f"| {model} | {feature} | {event:,} | {'yes' if after else 'no'} | {si:+.2e} | {sb:+.2e} | {same} | "
-                   f"{_f(m.get('max |iPDP - batch PD|'))} | {_f(m.get('batch PD range'))} |")
+                   f"{_f(m.get('max |iPDP - batch PD|'))} | {_f(curves.get((feature, event)))} | "
+                   f"{_f(m.get('batch PD range'))} |")
     return "\n".join(out) + "\n"
 
 
