@@ -127,17 +127,25 @@ def ipfi_md(path: Path = RESULTS) -> str:
 
 
 def ipfi_orders_md(path: Path = RESULTS) -> str:
-    """Which sampling has the lower median error after the drift, the paper's and ours."""
+    """Which sampling has the lower median error after the drift, the paper's and ours, with the
+    gap between them (uniform's median over geometric's)."""
     doc = load(path)
-    details = (doc or {}).get("details", {})
-    runs = [v for k, v in details.items() if k.startswith("ipfi |")]
-    if not runs:
+    q2: dict[tuple, dict[str, dict]] = {}
+    for r in _rows(doc, "ipfi"):
+        if r["measure"] == "Q2" and r["series"] == "paper's error" and r["part"] == "after drift":
+            q2.setdefault((r["setting"], r["model"], r["alpha"]), {})[r["sampling"]] = r
+    if not q2:
         return _missing("ipfi")
-    out = ["| setting | model | α | lower after the drift: paper | ours | same |", "|---|---|---|---|---|---|"]
-    for v in runs:
-        for alpha, o in v.get("orders_after_drift", {}).items():
-            out.append(f"| {v['setting']} | {v['model']} | {alpha} | {o['paper']} | {o['ours']} | "
-                       f"{'yes' if o['paper'] == o['ours'] else 'no'} |")
+    out = ["| setting | model | α | paper: uniform / geometric | lower | ours: uniform / geometric | lower | same |",
+           "|---|---|---|---|---|---|---|---|"]
+    for (setting, model, alpha), m in q2.items():
+        u, g = m.get("uniform"), m.get("geometric")
+        if not (u and g and u.get("baseline") and g.get("baseline") and g["value"] > 0):
+            continue
+        paper, ours = u["baseline"] / g["baseline"], u["value"] / g["value"]
+        lower_p, lower_o = ("geometric" if x > 1 else "uniform" for x in (paper, ours))
+        out.append(f"| {setting} | {model} | {alpha} | {paper:.2f} | {lower_p} | {ours:.2f} | {lower_o} | "
+                   f"{'yes' if lower_p == lower_o else 'no'} |")
     return "\n".join(out) + "\n"
 
 
@@ -149,8 +157,9 @@ def ipfi_diagnostics_md(path: Path = RESULTS) -> str:
     runs = [v for k, v in details.items() if k.startswith("ipfi |")]
     if not runs:
         return _missing("ipfi")
-    out = ["| setting | model | share from the drift on, uniform (first, last interval after it) | geometric "
-           "| largest shares of the error after the drift, uniform | geometric |", "|---|---|---|---|---|---|"]
+    out = ["| setting | model | interval PFI of the top feature, median before / after the drift "
+           "| share from the drift on, uniform (first, last interval after it) | geometric "
+           "| largest shares of the error after the drift, uniform | geometric |", "|---|---|---|---|---|---|---|"]
     for v in runs:
         ends, at = v.get("ends", []), v.get("drift_at", 0)
         after = [i for i, e in enumerate(ends) if e > at]
@@ -164,7 +173,19 @@ def ipfi_diagnostics_md(path: Path = RESULTS) -> str:
         for smp in ("uniform", "geometric"):
             top = sorted(contrib.get(smp, {}).items(), key=lambda kv: -kv[1])[:3]
             tops.append(", ".join(f"{f} {c:.3f}" for f, c in top))
-        out.append(f"| {v['setting']} | {v['model']} | {cells[0]} | {cells[1]} | {tops[0]} | {tops[1]} |")
+        trace = v.get("trace", {})
+        tops_ref = []
+        for after_drift in (False, True):
+            # trace rows: (event, interval PFI, iPFI uniform, iPFI geometric) at each interval's end
+            per_end: dict[int, float] = {}
+            for rows in trace.values():
+                for e, ref, *_ in rows:
+                    if (e > at) == after_drift:
+                        per_end[e] = max(per_end.get(e, float("-inf")), ref)
+            vals = sorted(per_end.values())
+            tops_ref.append(_f(vals[len(vals) // 2]) if vals else "")
+        out.append(f"| {v['setting']} | {v['model']} | {tops_ref[0]} / {tops_ref[1]} | {cells[0]} | {cells[1]} "
+                   f"| {tops[0]} | {tops[1]} |")
     return "\n".join(out) + "\n"
 
 
