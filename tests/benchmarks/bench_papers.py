@@ -21,6 +21,7 @@ hour on elec2 alone; the default is the product's default model, a Hoeffding ada
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 import time
@@ -89,6 +90,10 @@ def main(argv: list[str] | None = None) -> None:
         rows += got
         details.update(info)
         ran |= {("ipdp", r["model"]) for r in got}
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    for r in rows:  # rows of several runs share the file: each says which command wrote it
+        r.setdefault("written", stamp)
+        r.setdefault("command", " ".join(["python", *sys.argv]))
     print(f"\ntotal wall time {time.perf_counter() - start:.0f} s, CPU time {time.process_time() - cpu:.0f} s "
           "(the machine's other load stretches the first, not the second)")
     if a.results and not a.quick:
