@@ -60,6 +60,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="iPFI's models, comma-separated: hat (default), arf10, arf50 (the paper's)")
     p.add_argument("--settings", default=None,
                    help="iPFI's settings to run, comma-separated (default: all): fu1, fu2, fe1, elec2, elec2-gradual, elec2-calendar")
+    p.add_argument("--realizations", type=int, default=10,
+                   help="iPFI's M, realizations averaged per event and feature (default 10, the paper's)")
+    p.add_argument("--permutations", type=int, default=10,
+                   help="interval PFI's permutations per interval (default 10, the paper's)")
     p.add_argument("--runs", type=int, default=None, help="iSAGE: runs per scenario (default 3; the paper's 20)")
     p.add_argument("--full", action="store_true",
                    help="iSAGE: all four windows and SW-SAGE at 20, 10, 5, 2 and 1 times iSAGE's cost")
@@ -76,10 +80,11 @@ def main(argv: list[str] | None = None) -> None:
     if "ipfi" in sections:
         models = [m.strip() for m in a.models.split(",") if m.strip()]
         settings = a.settings.split(",") if a.settings else None
-        got, info = run_ipfi_table(models, settings=settings, quick=a.quick)
+        got, info = run_ipfi_table(models, settings=settings, quick=a.quick, realizations=a.realizations,
+                                   permutations=a.permutations)
         rows += got
         details.update(info)
-        ran |= {("ipfi", m) for m in models}
+        ran |= {("ipfi", r["model"]) for r in got}
     if "isage" in sections:
         got, info = run_isage_tables(runs=a.runs, quick=a.quick, full=a.full)
         rows += got
