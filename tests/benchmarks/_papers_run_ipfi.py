@@ -179,10 +179,12 @@ def report(key: str, s: Setting, model: str, p: Pass, realizations: int = REALIZ
 
 
 def run_ipfi_table(models: Sequence[str], settings: Sequence[str] | None = None, quick: bool = False,
-                   realizations: int = REALIZATIONS, permutations: int = PERMUTATIONS) -> tuple[list[dict], dict]:
+                   realizations: int = REALIZATIONS, permutations: int = PERMUTATIONS,
+                   interval: int = INTERVAL) -> tuple[list[dict], dict]:
     """Run the chosen settings (default: all) with each model; rows and details for the results file.
     Fewer ``realizations`` and ``permutations`` than the paper's make a model affordable that is not
-    otherwise (their noise adds to the error); the model's label then says so."""
+    otherwise (their noise adds to the error); another ``interval`` is an alternative baseline; the
+    model's label then says so."""
     unknown = [m for m in models if m not in MODELS] + [k for k in settings or () if k not in SETTINGS]
     if unknown:
         raise SystemExit(f"unknown models or settings {unknown}: models {sorted(MODELS)}, settings {sorted(SETTINGS)}")
@@ -198,8 +200,10 @@ def run_ipfi_table(models: Sequence[str], settings: Sequence[str] | None = None,
             label, build = MODELS[m]
             if cheap:
                 label += f", M {realizations}, {permutations} permutations"
+            if interval != INTERVAL:
+                label += f", {interval:,}-event intervals"
             print(f"\n... {s.label}, {label}", flush=True)
-            p = run_pass(build(), s.stream(s.n, s.at), s.features, s.at, INTERVAL // 2 if quick else INTERVAL,
+            p = run_pass(build(), s.stream(s.n, s.at), s.features, s.at, interval // 2 if quick else interval,
                          realizations=realizations, permutations=permutations, storage_size=STORAGE, seed=SEED,
                          progress=label)
             got, info = report(key, s, label, p, realizations, permutations)

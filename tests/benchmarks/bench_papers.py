@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="iPFI's M, realizations averaged per event and feature (default 10, the paper's)")
     p.add_argument("--permutations", type=int, default=10,
                    help="interval PFI's permutations per interval (default 10, the paper's)")
+    p.add_argument("--interval", type=int, default=2_000,
+                   help="interval PFI's events per interval (default 2,000, the window of alpha 0.001)")
     p.add_argument("--runs", type=int, default=None, help="iSAGE: runs per scenario (default 3; the paper's 20)")
     p.add_argument("--full", action="store_true",
                    help="iSAGE: all four windows and SW-SAGE at 20, 10, 5, 2 and 1 times iSAGE's cost")
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
         models = [m.strip() for m in a.models.split(",") if m.strip()]
         settings = a.settings.split(",") if a.settings else None
         got, info = run_ipfi_table(models, settings=settings, quick=a.quick, realizations=a.realizations,
-                                   permutations=a.permutations)
+                                   permutations=a.permutations, interval=a.interval)
         rows += got
         details.update(info)
         ran |= {("ipfi", r["model"]) for r in got}
