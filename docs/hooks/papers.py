@@ -110,8 +110,8 @@ def ipfi_md(path: Path = RESULTS) -> str:
                 f"{info.get('what', '')}; {_n(info.get('events'))} events, drift at {_n(info.get('drift_at'))}, "
                 f"prequential accuracy {_f(info.get('accuracy'))}, {info.get('seconds', '?')} s.", "",
                 "| sampling | α | part | paper Q2 | ours Q2 | ours / paper | paper IQR | ours IQR "
-                "| ours Q2 at the intervals' ends | ours Q2 unnormalised |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+                "| ours Q2 at the intervals' ends | against the covering interval | unnormalised | top-scaled |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         cell: dict[tuple, dict] = {}
         for r in rs:
             cell[(r["sampling"], r["alpha"], r["part"], r["series"], r["measure"])] = r
@@ -122,9 +122,12 @@ def ipfi_md(path: Path = RESULTS) -> str:
             iqr = cell.get((smp, alpha, part, "paper's error", "IQR"), {})
             ends = cell.get((smp, alpha, part, "at ends", "Q2 (at ends)"), {})
             raw = cell.get((smp, alpha, part, "unnormalised", "Q2 (unnormalised)"), {})
+            cover = cell.get((smp, alpha, part, "covering", "Q2 (covering)"), {})
+            scaled = cell.get((smp, alpha, part, "top-scaled", "Q2 (top-scaled)"), {})
             out.append(f"| {smp} | {alpha} | {part} | {_f(q2.get('baseline'))} | {_f(q2.get('value'))} | "
                        f"{_f(q2.get('ratio'), 2)} | {_f(iqr.get('baseline'))} | {_f(iqr.get('value'))} | "
-                       f"{_f(ends.get('value'))} | {_f(raw.get('value'))} |")
+                       f"{_f(ends.get('value'))} | {_f(cover.get('value'))} | {_f(raw.get('value'))} | "
+                       f"{_f(scaled.get('value'))} |")
         out.append("")
     return "\n".join(out)
 

@@ -56,7 +56,7 @@ def test_papers_page_tables_read_what_bench_papers_writes(tmp_path, monkeypatch)
     # uniform over-estimates a (0.4 against 0.3); min-max maps a to 1 in both: the paper's error is 0,
     # the unnormalised one 0.1 -- beside the paper's elec2 row (Q2 after the drift 0.353)
     assert "### elec2 fe. 1, HAT" in ipfi
-    assert "| uniform | 0.001 | after drift | 0.353 | 0.000 | 0.00 | 0.068 | 0.000 | 0.000 | 0.100 |" in ipfi
+    assert "| uniform | 0.001 | after drift | 0.353 | 0.000 | 0.00 | 0.068 | 0.000 | 0.000 | 0.000 | 0.100 | 0.333 |" in ipfi
     orders = papers.ipfi_orders_md(path)  # ours: uniform 0 over geometric 0 has no ratio, so no row
     assert "| elec2 fe. 1 | HAT |" not in orders and "| setting | model |" in orders
     diagnostics = papers.ipfi_diagnostics_md(path)
