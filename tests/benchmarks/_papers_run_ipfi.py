@@ -43,9 +43,9 @@ class Setting:
         return self.paper or self.label
 
 
-def _elec2(width: int, calendar: bool = False) -> Callable[[int, int], Iterator]:
+def _elec2(width: int, calendar: bool = False, partner: str = "vicdemand") -> Callable[[int, int], Iterator]:
     def stream(n: int, at: int) -> Iterator:
-        events = elec2_events(swap=("nswprice", "vicdemand"), at=at, width=width, seed=SEED, calendar=calendar)
+        events = elec2_events(swap=("nswprice", partner), at=at, width=width, seed=SEED, calendar=calendar)
         for t, event in enumerate(events):
             if t >= n:
                 return
@@ -75,6 +75,15 @@ SETTINGS = {
                               "(8 features, as the papers' elec2 has)", CALENDAR + ELEC2_FEATURES, 45_312, 20_000,
                               (0.001,), _elec2(0, calendar=True), paper="elec2 fe. 1"),
 }
+
+# the paper swaps the top feature "with a random feature": other partners than vicdemand, as alternatives
+for _partner in ("period", "nswdemand", "transfer"):
+    SETTINGS[f"elec2-{_partner}"] = Setting(
+        f"elec2 fe. 1, nswprice and {_partner}", f"nswprice and {_partner} exchange their values from event 20,000 on",
+        ELEC2_FEATURES, 45_312, 20_000, (0.001,), _elec2(0, partner=_partner), paper="elec2 fe. 1")
+
+#: what a run without --settings runs: the paper's rows (the other swap partners run on request)
+DEFAULT_SETTINGS = ("fu1", "fu2", "fe1", "elec2", "elec2-gradual", "elec2-calendar")
 
 #: label, builder of a fresh model (seeded as the product seeds its models)
 MODELS: dict[str, tuple[str, Callable[[], object]]] = {
@@ -194,7 +203,7 @@ def run_ipfi_table(models: Sequence[str], settings: Sequence[str] | None = None,
                               "models": {k: v[0] for k, v in MODELS.items()}}}
     cheap = (realizations, permutations) != (REALIZATIONS, PERMUTATIONS)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    for key in settings or SETTINGS:
+    for key in settings or DEFAULT_SETTINGS:
         s = _quick(SETTINGS[key]) if quick else SETTINGS[key]
         for m in models:
             label, build = MODELS[m]

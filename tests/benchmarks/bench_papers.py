@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--models", default="hat",
                    help="iPFI's models, comma-separated: hat (default), arf10, arf50 (the paper's)")
     p.add_argument("--settings", default=None,
-                   help="iPFI's settings to run, comma-separated (default: all): fu1, fu2, fe1, elec2, elec2-gradual, elec2-calendar")
+                   help="iPFI's settings, comma-separated (default: fu1, fu2, fe1, elec2, elec2-gradual, "
+                        "elec2-calendar; also: elec2-period, elec2-nswdemand, elec2-transfer, nswprice swapped with "
+                        "another feature)")
     p.add_argument("--realizations", type=int, default=10,
                    help="iPFI's M, realizations averaged per event and feature (default 10, the paper's)")
     p.add_argument("--permutations", type=int, default=10,
