@@ -40,13 +40,14 @@ SECTIONS = ("ipfi", "isage", "ipdp")
 RESULTS = RESULTS_DIR / "bench_papers.json"
 
 
-def _merge(path: Path, fresh: list[dict], ran: set[tuple[str, str]]) -> tuple[list[dict], dict]:
-    """The rows of the results file at ``path`` not replaced by this run (a ``(section, model)`` that
-    ran replaces its rows), then ``fresh``; and the details of the sections kept."""
+def _merge(path: Path, fresh: list[dict]) -> tuple[list[dict], dict]:
+    """The rows of the results file at ``path`` not replaced by this run (a section, model and
+    setting that ran replaces its rows), then ``fresh``; and the details of the sections kept."""
     if not path.exists():
         return fresh, {}
+    ran = {(r.get("section"), r.get("model"), r.get("setting")) for r in fresh}
     old = json.loads(path.read_text(encoding="utf-8"))
-    kept = [r for r in old.get("rows", []) if (r.get("section"), r.get("model")) not in ran]
+    kept = [r for r in old.get("rows", []) if (r.get("section"), r.get("model"), r.get("setting")) not in ran]
     return kept + fresh, old.get("details", {})
 
 
@@ -80,7 +81,6 @@ def main(argv: list[str] | None = None) -> None:
     start, cpu = time.perf_counter(), time.process_time()
     rows: list[dict] = []
     details: dict = {}
-    ran: set[tuple[str, str]] = set()
     if "ipfi" in sections:
         models = [m.strip() for m in a.models.split(",") if m.strip()]
         settings = a.settings.split(",") if a.settings else None
@@ -88,17 +88,14 @@ def main(argv: list[str] | None = None) -> None:
                                    permutations=a.permutations, interval=a.interval)
         rows += got
         details.update(info)
-        ran |= {("ipfi", r["model"]) for r in got}
     if "isage" in sections:
         got, info = run_isage_tables(runs=a.runs, quick=a.quick, full=a.full)
         rows += got
         details.update(info)
-        ran.add(("isage", "ARF(3) pre-trained"))
     if "ipdp" in sections:
         got, info = run_ipdp_claims(quick=a.quick)
         rows += got
         details.update(info)
-        ran |= {("ipdp", r["model"]) for r in got}
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     for r in rows:  # rows of several runs share the file: each says which command wrote it
         r.setdefault("written", stamp)
@@ -106,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\ntotal wall time {time.perf_counter() - start:.0f} s, CPU time {time.process_time() - cpu:.0f} s "
           "(the machine's other load stretches the first, not the second)")
     if a.results and not a.quick:
-        merged, old_details = _merge(Path(a.results), rows, ran)
+        merged, old_details = _merge(Path(a.results), rows)
         path = write_results(a.results, "bench_papers", "The papers' tables, reproduced",
                              "the paper's published number (ratio: ours over the paper's)", merged,
                              details={**old_details, **details})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from json import dumps as json_dumps
 from pathlib import Path
 
 import numpy as np
@@ -81,3 +82,16 @@ def test_performance_page_leaves_the_papers_results_to_their_page(tmp_path, monk
     hook = _module(ROOT / "docs" / "hooks" / "generated.py", "docs_generated_test")
     _write(tmp_path, monkeypatch)
     assert "The papers' tables" not in hook.performance_md(tmp_path)
+
+
+def test_a_run_replaces_only_the_rows_of_what_it_ran(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    bench = _module(BENCH / "bench_papers.py", "bench_papers_test")
+    old = [{"section": "ipfi", "model": "HAT", "setting": "s1", "value": 1.0},
+           {"section": "ipfi", "model": "HAT", "setting": "s2", "value": 2.0},
+           {"section": "isage", "model": "ARF(3) pre-trained", "value": 3.0}]
+    path = tmp_path / "bench_papers.json"
+    path.write_text(json_dumps({"rows": old, "details": {"isage": {"runs": 3}}}), encoding="utf-8")
+    fresh = [{"section": "ipfi", "model": "HAT", "setting": "s1", "value": 9.0}]
+    rows, details = bench._merge(path, fresh)
+    assert [r["value"] for r in rows] == [2.0, 3.0, 9.0] and details == {"isage": {"runs": 3}}
