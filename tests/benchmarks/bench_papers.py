@@ -54,7 +54,7 @@ def _merge(path: Path, fresh: list[dict]) -> tuple[list[dict], dict]:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Default run: about 20 minutes on one core; --quick: about 3.")
+                                epilog="Default run: about 25 minutes of one core (iSAGE 8 of them); --quick: about 2.")
     p.add_argument("--quick", action="store_true", help="shorter streams and fewer runs (a smoke run)")
     p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated: {', '.join(SECTIONS)}")
     p.add_argument("--models", default="hat",
