@@ -4,13 +4,14 @@ text built from ``streamxai.settings.Settings`` (``settings``), the argparse par
 ``streamxai.cli`` (``cli``), the JSON Schema files in ``schemas/json/`` (``schemas``) or the
 benchmark results in ``docs/results/*.json`` (``performance``, and the sizing page's tables:
 ``sizing-cores``, ``sizing-workers``, ``sizing-groups``, ``sizing-memory``, ``sizing-soak``; the production
-cluster page's ``chaos``), so none of it is
+cluster page's ``chaos``; the papers page's tables, ``papers-*``, from ``hooks/papers.py``), so none of it is
 typed by hand and none of it can drift from the code."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import math
 import re
@@ -22,6 +23,16 @@ SCHEMA_DIR = ROOT / "schemas" / "json"
 RESULTS_DIR = ROOT / "docs" / "results"
 RESULTS_FORMAT = "streamxai-bench/1"
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
+#: benchmarks whose results files are not performance figures: each has a page of its own
+OWN_PAGES = {"bench_papers"}
+
+
+def _sibling(name: str):
+    """The hook module ``name`` next to this one (MkDocs loads hooks by path, not as a package)."""
+    spec = importlib.util.spec_from_file_location(f"docs_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def cell(text: object) -> str:
@@ -165,7 +176,7 @@ def _number(v: object) -> str:
 
 
 def performance_md(results_dir: Path = RESULTS_DIR) -> str:
-    docs = load_results(results_dir)
+    docs = [d for d in load_results(results_dir) if d["benchmark"] not in OWN_PAGES]
     if not docs:
         return ("No results file is in `docs/results/` yet. A benchmark writes one when it runs, for example\n\n"
                 "```bash\n.venv/bin/python tests/benchmarks/bench_speed.py\n```\n\n"
@@ -322,6 +333,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "sizing-memory": sizing_memory_md,
     "sizing-soak": sizing_soak_md,
     "chaos": chaos_md,
+    **_sibling("papers").BUILDERS,
 }
 
 

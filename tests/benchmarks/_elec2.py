@@ -3,6 +3,12 @@ on real data, as recorded or with the iPFI paper's feature drift ("fe. 1"): from
 values of two features exchanged, at once or, gradually, for a share of the events that grows
 linearly to all over ``width`` events (a seeded draw per event).
 
+The file lacks the data set's ``date`` and ``day`` attributes, which the papers' version has. Its rows
+are complete days of 48 half-hour periods in order (``period`` is 0 at every 48th row), so
+``calendar=True`` rebuilds them: ``day``, the weekday 1 to 7 (the stream starts on Tuesday 7 May 1996,
+day 2 counting Monday as 1), and ``date``, the day's index over the 944 days scaled to ``[0, 1]`` (a
+monotone stand-in for the original's normalised date: a tree splits on it at the same events).
+
 >>> rows = list(zip(range(3), elec2_events()))
 >>> [sorted(x) for _, (x, y) in rows][0] == sorted(FEATURES), [y for _, (x, y) in rows]
 (True, [1, 1, 1])
@@ -15,11 +21,13 @@ import os
 import random
 from collections.abc import Iterator
 
-__all__ = ["FEATURES", "N_EVENTS", "PATH", "elec2_events", "require"]
+__all__ = ["FEATURES", "CALENDAR", "N_EVENTS", "PATH", "elec2_events", "require"]
 
 #: the stream's features, in the file's order (the class column is the label)
 FEATURES = ("period", "nswprice", "nswdemand", "vicprice", "vicdemand", "transfer")
 N_EVENTS = 45_312
+#: the rebuilt calendar attributes (``calendar=True``), placed before the file's features as in the papers'
+CALENDAR = ("date", "day")
 PATH = os.environ.get("STREAMXAI_ELEC2", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
                                                       "data", "elec2.csv"))
 
@@ -32,13 +40,21 @@ def require() -> str:
 
 
 def elec2_events(swap: tuple[str, str] | None = None, at: int = 20_000, width: int = 0,
-                 seed: int = 1) -> Iterator[tuple[dict[str, float], int]]:
+                 seed: int = 1, calendar: bool = False) -> Iterator[tuple[dict[str, float], int]]:
     """``(x, y)`` of every event; ``swap``: the two features whose values are exchanged from
-    event ``at`` on (``width`` > 0: gradually, as in the module docstring)."""
+    event ``at`` on (``width`` > 0: gradually, as in the module docstring); ``calendar``: with
+    ``date`` and ``day`` rebuilt (the module docstring).
+
+    >>> x, _ = next(elec2_events(calendar=True))
+    >>> x["date"], x["day"]
+    (0.0, 2.0)
+    """
     rng = random.Random(seed)
+    days = N_EVENTS // 48
     with open(require(), newline="") as f:
         for t, row in enumerate(csv.DictReader(f)):
-            x = {c: float(row[c]) for c in FEATURES}
+            x = {"date": (t // 48) / (days - 1), "day": float((t // 48 + 1) % 7 + 1)} if calendar else {}
+            x.update((c, float(row[c])) for c in FEATURES)
             if swap is not None and t >= at and (not width or rng.random() < (t - at) / width):
                 a, b = swap
                 x[a], x[b] = x[b], x[a]

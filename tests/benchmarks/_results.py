@@ -27,8 +27,10 @@ def result_row(case: str, measure: str, value: float, unit: str, baseline: float
     return {"case": case, "measure": measure, "value": value, "unit": unit, "baseline": baseline, "ratio": ratio}
 
 
-def write_results(path: Path | str, benchmark: str, title: str, baseline: str, rows: list[dict]) -> Path:
-    """Write the results file at ``path`` (replacing an older one) and return its path."""
+def write_results(path: Path | str, benchmark: str, title: str, baseline: str, rows: list[dict],
+                  details: dict | None = None) -> Path:
+    """Write the results file at ``path`` (replacing an older one) and return its path; ``details``:
+    what a page built from the file shows beside the rows (settings, choices), kept as given."""
     try:
         import river
 
@@ -51,6 +53,8 @@ def write_results(path: Path | str, benchmark: str, title: str, baseline: str, r
         "baseline": baseline,
         "rows": rows,
     }
+    if details is not None:
+        doc["details"] = details
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")

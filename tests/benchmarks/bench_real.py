@@ -94,7 +94,8 @@ def main() -> None:
     names a swapped feature). The baseline, measured in the same run, is river's ADWIN on the
     model's prequential loss (delta 0.002), the usual drift detector of a deployment without
     explanations: its detections per 100,000 events. ``--pfi`` adds the paper's Table 2 comparison
-    of iPFI with uniform and geometric sampling against interval PFI (``_real_pfi.py``). A full run
+    of iPFI with uniform and geometric sampling against interval PFI (``bench_papers.py``'s iPFI section
+on the elec2 settings, printed only; ``arf`` is its ``arf10``). A full run
     takes about 15 minutes (ARF dominates); ``--cache`` keeps each pass through the explainers.
     """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -112,10 +113,11 @@ def main() -> None:
             print(f"{sc.name}: {sc.n} events through the explainers in {rec.seconds:.0f} s", flush=True)
             report(sc, detect(sc, rec))
     if args.pfi:
-        from _real_pfi import main_pfi
+        from _papers_run_ipfi import run_ipfi_table
 
-        main_pfi(models=tuple(args.models.split(",")), events=None if args.events == N_EVENTS else args.events,
-                 drifts=tuple(v for v in ("sudden", "gradual") if v in args.variants.split(",")) or ("sudden",))
+        variants = args.variants.split(",")
+        settings = [k for k, v in (("elec2", "sudden"), ("elec2-gradual", "gradual")) if v in variants] or ["elec2"]
+        run_ipfi_table([{"arf": "arf10"}.get(m, m) for m in args.models.split(",")], settings=settings)
 
 
 if __name__ == "__main__":
