@@ -447,7 +447,9 @@ def _jumped(values: np.ndarray, at: int, shift: float, ref: np.ndarray) -> bool:
     that of the ``_STEP`` before it moved by at least half of ``shift``, the whole move of their
     level, and by 1.5 times the 95th percentile of such moves between adjacent stretches of the
     reference ``ref`` (a smooth series that wanders to a new level gets there step by step; a
-    percentile, not the largest, as a feature with bursts of spikes moves by as much now and then)."""
+    percentile, not the largest, as a feature with bursts of spikes moves by as much now and then);
+    or, for such a feature, by half of ``shift`` and the level since ``at`` moved by 1.5 times the
+    largest move between the medians of adjacent stretches as long in the reference."""
     if at < _STEP or at + _STEP > len(values):
         return True  # nothing to compare: the other tests decide
     jump = abs(np.nanmedian(values[at:at + _STEP]) - np.nanmedian(values[at - _STEP:at]))
@@ -457,7 +459,15 @@ def _jumped(values: np.ndarray, at: int, shift: float, ref: np.ndarray) -> bool:
         return True
     medians = np.median(np.lib.stride_tricks.sliding_window_view(ref, _STEP)[::_STEP // 2], axis=1)
     moves = np.abs(medians[2:] - medians[:-2])  # stretches that meet end to start
-    return bool(jump >= 1.5 * np.percentile(moves, 95)) if len(moves) else True
+    if not len(moves) or jump >= 1.5 * np.percentile(moves, 95):
+        return True
+    # a feature with bursts of spikes: its level since the jump moved by 1.5 times the most the
+    # medians of adjacent stretches as long moved in the reference (a burst comes back down)
+    span = len(values) - at
+    if span < 4 * _STEP:
+        return False
+    stretches = np.median(ref[len(ref) % span:].reshape(-1, span), axis=1)
+    return len(stretches) >= 4 and shift >= 1.5 * np.abs(np.diff(stretches)).max()
 
 
 def _start_outside(rec: np.ndarray, lo: float, hi: float) -> int:

@@ -261,6 +261,21 @@ def test_an_offset_of_a_feature_with_rare_spikes_is_found_though_its_range_is_wi
     assert [(f.what, f.start) for f in faults] == [("shifted", AT)], faults
 
 
+def test_an_offset_of_a_feature_with_bursts_of_spikes_is_found():
+    """A price near 0.04 with bursts of spikes (ten events near 0.5, every 150 or so): the medians
+    of six values move by as much as the offset at each burst, but a burst comes back down; the
+    level since the offset holds."""
+    rng = random.Random(14)
+    values, t = [], 0
+    while len(values) < AT + 500:
+        values += [0.04 + rng.gauss(0.0, 0.005) for _ in range(rng.randrange(100, 200))]
+        values += [0.5 + rng.gauss(0.0, 0.05) for _ in range(10)]
+    mon, faults = InputMonitor(["a"]), []
+    for t in range(AT + 500):
+        faults += mon.update(t, {"a": values[t] + (0.3 if t >= AT else 0.0)})
+    assert [f.what for f in faults] == ["shifted"] and AT < faults[0].seq <= AT + 125, faults
+
+
 def test_a_fault_that_phases_in_is_found_as_its_mix_grows():
     """a takes b's values for a share of the events that grows from 0 to all over 2,000 events
     (a join that breaks for more and more keys): the mix loses a smooth series' order long before
