@@ -23,8 +23,9 @@ not match it:
   (a unit that changed on a feature that is mostly 0);
 - ``swapped``: shifted or scaled, and the values since look like another feature's reference
   (within its range, a spread within a factor 10 of its, the nearest median); that other
-  feature is swapped too when its own median left its whole range, by less than the shift, for
-  values that look like those of the first (the other side of an exchange); two features whose
+  feature is swapped too when its own values left its whole range, or their bulk its 10% tails,
+  by less than the shift, for values that look like those of the first (the other side of an
+  exchange); two features whose
   values were exchanged within their common range are both swapped when the recent values of
   each differ from its own reference and agree with the other's (two-sample Kolmogorov-Smirnov,
   for features whose values are about independent of each other);
@@ -208,34 +209,45 @@ class InputMonitor(Component):
                                         float(stretch_order[j]))
             if fault is not None:
                 found.append(fault)
-        starts: dict[int, int] = {}  # where each moved feature's fault began, in the recent values
+        starts: dict[int, int] = {}  # where each moved feature's fault began (an index into vals)
+        partners: dict[int, str] = {}  # the other side of an exchange: the feature whose values it took
         for j in list(moved):
             # where the values left the reference's range, or, where they did not, its 10% tails
             newest = rec[j][-self.recent // 4:]
             left = np.mean((newest > hi[j]) | (newest < lo[j])) >= 0.8
-            starts[j] = at = _start_outside(rec[j], lo[j], hi[j]) if left else _start_outside(rec[j], q10[j], q90[j])
-            # the other side of an exchange: a feature whose values since then left its whole range,
-            # by less than the shift, and look like those of the feature that moved
-            tail = rec[j][at:]
-            k = self._like(j, float(np.median(tail)), float(np.subtract(*np.percentile(tail, [75, 25]))), med, iqr,
-                           lo, hi, moved)
-            kk = None if k is None else self.features.index(k)
-            if kk is None or kk in moved or not due[kk] or len(tail) < 10 or not iqr[j] > 0:
+            bounds = (lo[j], hi[j]) if left else (q10[j], q90[j])
+            at = self.reference + _start_outside(rec[j], *bounds)
+            if at == self.reference:  # outside from the first recent value: it began before them
+                back = self.reference - self.recent
+                at = back + _start_outside(vals[j][back:], *bounds)
+            starts[j] = at  # an index into the reference and the recent values together
+            # the other side of an exchange: a feature whose values since then left its whole range
+            # or their bulk its 10% tails, by less than the shift, and look like those of the feature
+            # that moved (the nearest)
+            if vals.shape[1] - at < 10 or not iqr[j] > 0:
                 continue
-            other = rec[kk][at:]
-            o25, omed, o75 = np.percentile(other, [25, 50, 75])
-            if not lo[kk] <= omed <= hi[kk] and lo[j] <= omed <= hi[j] and 0.1 <= (o75 - o25) / iqr[j] <= 10.0:
-                moved[kk], starts[kk] = "shifted", at
+            sides = []
+            for kk in range(len(self.features)):
+                if kk == j or kk in moved or not due[kk]:
+                    continue
+                o10, o25, omed, o75, o90 = np.percentile(vals[kk][at:], [10, 25, 50, 75, 90])
+                left = not lo[kk] <= omed <= hi[kk] or o90 < q10[kk] or o10 > q90[kk]
+                # (a spread down to a fiftieth of the other's: a short stretch of a smooth series)
+                if left and lo[j] <= omed <= hi[j] and 0.02 <= (o75 - o25) / iqr[j] <= 10.0:
+                    sides.append((abs(omed - med[j]) / iqr[j] + abs(math.log(max(o75 - o25, 1e-300) / iqr[j])), kk))
+            if sides:
+                kk = min(sides)[1]
+                moved[kk], starts[kk], partners[kk] = "shifted", at, self.features[j]
         for j, what in moved.items():
             f = self.features[j]
             at = starts[j]
-            start = seqs[self.reference + at]
-            tail = rec[j][at:]  # the values since the fault began
+            start = seqs[at]
+            tail = vals[j][at:]  # the values since the fault began
             t25, tmed, t75 = np.percentile(tail, [25, 50, 75])
-            if what == "shifted" and not _jumped(vals[j], self.reference + at, abs(tmed - med[j]), ref[j]):
+            if what == "shifted" and not _jumped(vals[j], at, abs(tmed - med[j]), ref[j]):
                 continue  # a level reached step by step, as a smooth series wanders: no fault's jump
             before, after = (float(med[j]), float(iqr[j])), (float(tmed), float(t75 - t25))
-            like = self._like(j, after[0], after[1], med, iqr, lo, hi, moved)
+            like = partners.get(j) or self._like(j, after[0], after[1], med, iqr, lo, hi, moved)
             if len(tail) >= 10 and tail.min() == tail.max():  # one value ever since: stuck, or a default
                 value = float(tail[0])
                 what, like, after = "constant", None, (value, 0.0)
