@@ -336,8 +336,9 @@ class StreamExplainer(Component):
         ``both``. Each part reports every ``emit_every`` explained steps of its own; the values
         of the explainers that report now are returned. ``build=False`` (a replay) starts the
         new blocks as a report does, without building values. ``position``: the step's place in
-        the stream's record of arrivals, where the inputs of a ``predict`` or ``both`` step are
-        watched for data faults (:meth:`take_faults`; None: not watched)."""
+        the stream's record of arrivals, where the inputs of a ``predict`` or ``both`` step, and
+        the label of a ``learn`` or ``both`` step, are watched for data faults
+        (:meth:`take_faults`; None: not watched)."""
         if kind not in STEPS:
             raise ValueError(f"step {kind!r} is not one of {STEPS}")
         if kind != "predict" and y is None:

@@ -10,7 +10,8 @@ whose labels come in batches has long gaps, and its watch waits longer.
 
 The labels' values, in the order they come, are watched as a feature's are
 (:class:`~streamxai.core.change.inputs.InputMonitor`, classes as the order of their first
-appearance): labels flipped for a share of events, or joined to the wrong events, lose the order
+appearance; labels of more than ``_MAX_CLASSES`` classes are identifiers, whose values are not
+watched): labels flipped for a share of events, or joined to the wrong events, lose the order
 that the labels of a smooth stream have (``reordered``); a label stuck at one class is
 ``constant``; a target whose unit changed is ``scaled``.
 
@@ -35,6 +36,8 @@ __all__ = ["LabelWatch", "LABEL"]
 
 #: the name the labels' faults go by, where a fault of a feature names the feature
 LABEL = "label"
+#: the classes numbered at most (a label that is an identifier would grow the state without bound)
+_MAX_CLASSES = 1000
 
 
 class LabelWatch:
@@ -85,5 +88,10 @@ class LabelWatch:
         self._since = 0
         self._reported = False
         if isinstance(y, bool) or not isinstance(y, int | float):
-            y = self._codes.setdefault(y, len(self._codes))
+            if len(self._codes) >= _MAX_CLASSES:
+                return []  # labels that are identifiers, not classes: their values are not watched
+            try:
+                y = self._codes.setdefault(y, len(self._codes))
+            except TypeError:  # no class (unhashable): not watched
+                return []
         return self._values.update(seq, {self.label: y})

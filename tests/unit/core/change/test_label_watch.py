@@ -97,3 +97,12 @@ def test_labels_without_order_or_with_their_own_give_nothing():
         for t in range(20_000):
             found += watch.arrival(t, draw(t, rng))
         assert found == []
+
+
+def test_labels_that_are_no_class_count_as_missing_and_the_classes_kept_are_bounded():
+    """Labels that cannot be classes (unhashable), or more than 1,000 classes (identifiers):
+    their values are not watched; the watch neither raises, nor grows without bound, nor pages."""
+    watch = LabelWatch()
+    for t in range(3000):
+        assert watch.arrival(t, f"id-{t}" if t % 2 else ["not", "a", "class"]) == []
+    assert len(watch._codes) == 1000
