@@ -234,7 +234,7 @@ class InputMonitor(Component):
                 left = not lo[kk] <= omed <= hi[kk] or o90 < q10[kk] or o10 > q90[kk]
                 # (a spread down to a fiftieth of the other's: a short stretch of a smooth series)
                 if left and lo[j] <= omed <= hi[j] and 0.02 <= (o75 - o25) / iqr[j] <= 10.0:
-                    sides.append((abs(omed - med[j]) / iqr[j] + abs(math.log(max(o75 - o25, 1e-300) / iqr[j])), kk))
+                    sides.append((_unlikeness(omed, o75 - o25, med[j], iqr[j]), kk))
             if sides:
                 kk = min(sides)[1]
                 moved[kk], starts[kk], partners[kk] = "shifted", at, self.features[j]
@@ -392,7 +392,7 @@ class InputMonitor(Component):
                 continue
             if not 0.1 <= riqr / iqr[g] <= 10.0:
                 continue
-            d = abs(rmed - med[g]) / iqr[g] + abs(math.log(max(riqr, 1e-300) / iqr[g]))
+            d = _unlikeness(rmed, riqr, med[g], iqr[g])
             if g in moved:  # its values left too: the two were exchanged
                 d /= 2
             if best is None or d < best[0]:
@@ -419,6 +419,12 @@ def _number(v: Any) -> float:
         return float(v)
     except (TypeError, ValueError):
         return math.nan
+
+
+def _unlikeness(median: float, iqr: float, ref_median: float, ref_iqr: float) -> float:
+    """How far values of ``median`` and interquartile range ``iqr`` are from a reference's: the
+    medians' distance in the reference's interquartile ranges plus the log of the spreads' ratio."""
+    return abs(median - ref_median) / ref_iqr + abs(math.log(max(iqr, 1e-300) / ref_iqr))
 
 
 def _ks(a: np.ndarray, b: np.ndarray) -> float:

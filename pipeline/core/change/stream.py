@@ -680,10 +680,7 @@ class StreamChangeDetector(Component):
         paged names a feature it had not named (open again, not its first message)."""
         changes = self._open
         if update:
-            kind, loss_before, loss_after = self._kind
-            return make_episode(changes, seq, status, kind, self._alerted, loss_before, loss_after,
-                                lambda e, f: self._level_before(e, f, seq),
-                                lambda f, cut_seq: self._curves(f, cut_seq, seq), False, self._lead)
+            return self._message(changes, seq, status, *self._kind, self._alerted, False, self._lead)
         first = self._kind is None or status == "open"
         if self._kind is None:  # a flat loss needs the data up to now to say it did not move
             top = ranked(changes)[0]
@@ -706,6 +703,11 @@ class StreamChangeDetector(Component):
             # the next drift's loss is read against the loss it had learned to
             if kind != "learning" or split:
                 self._regime_seq = (lead or ranked(changes)[0]).cut_seq
+        return self._message(changes, seq, status, kind, loss_before, loss_after, alert, first, lead)
+
+    def _message(self, changes: Sequence[Change], seq: int, status: str, kind: str, loss_before: Block | None,
+                 loss_after: Block | None, alert: bool, first: bool, lead: Change | None) -> Episode:
+        """The episode message of ``changes`` at ``seq``, each series' level now from its window."""
         return make_episode(changes, seq, status, kind, alert, loss_before, loss_after,
                             lambda e, f: self._level_before(e, f, seq), lambda f, cut_seq: self._curves(f, cut_seq, seq),
                             first, lead)
