@@ -61,6 +61,14 @@ _FORMS = (ROWS_V1, LINES_V1, FAULTS_V1)
 _ROW_FIELDS = len(ROW)
 
 
+def fault_subject(fault: dict[str, Any]) -> str:
+    """What a data fault tells an on-call engineer to check: ``the labels`` for a fault of the
+    labels (a finding of :data:`LABELS` carries no reliance), else ``the inputs of`` its feature."""
+    if fault.get("feature") == LABELS and fault.get("reliance") is None:
+        return "the labels"
+    return f"the inputs of {fault.get('feature')}"
+
+
 def pack_report(head: dict[str, Any], rows: list[list[Any]], docs: list[bytes],
                 max_bytes: int = MAX_FEED_BYTES) -> list[tuple[bytes, Headers]]:
     """One report's explanations as drift-feed records (value, headers) of the form

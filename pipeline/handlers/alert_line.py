@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamxai.schemas.change_feed import LABELS
+from streamxai.schemas.change_feed import fault_subject
 
 __all__ = ["episode_line"]
 
@@ -52,6 +52,5 @@ def episode_line(ep: Any) -> str:
     for f in getattr(ep, "faults", None) or ():  # a data fault: what to check, and how much it mattered
         relied = f.get("reliance")
         share = f" (the model relied on it at {relied:.0%} of its top feature)" if relied is not None else ""
-        what = "the labels" if f.get("feature") == LABELS and relied is None else f"the inputs of {f.get('feature')}"
-        parts.append(f"check {what}{share}: {f.get('detail')}")
+        parts.append(f"check {fault_subject(f)}{share}: {f.get('detail')}")
     return "; ".join(parts)

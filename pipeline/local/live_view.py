@@ -10,6 +10,7 @@ import orjson
 
 from ..core.stream import EXPLAINER_NAMES
 from ..kafka.io import Record
+from ..schemas.change_feed import fault_subject
 from .markers import level_text
 from .output_reader import OutputReader, StreamState
 
@@ -184,7 +185,7 @@ def episode_lines(ep: dict[str, Any], top: int = 4) -> list[str]:
         lines.append(f"      ... and {ep['n_series'] - top} more")
     for f in ep.get("faults") or ():  # a data fault: what to check
         relied = f" (relied on at {f['reliance']:.0%} of the top feature)" if f.get("reliance") is not None else ""
-        lines.append(f"      check the inputs of {f['feature']}: {f['detail']}{relied}")
+        lines.append(f"      check {fault_subject(f)}: {f['detail']}{relied}")
     return lines
 
 

@@ -291,7 +291,10 @@ def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
         {"explainer": "inputs", "feature": "f2", "seq": 7000, "level_before": 0.4, "level_after": 400.0}], faults=[
         {"feature": "f2", "what": "scaled", "detail": "scaled about x1e+03 since 6960", "like": None,
          "start_position": 6960, "median_before": 0.4, "iqr_before": 0.2, "median_after": 400.0, "iqr_after": 200.0,
-         "reliance": 0.8}]))
+         "reliance": 0.8},
+        {"feature": "label", "what": "stopped", "detail": "no label since 6900 (100 events)", "like": None,
+         "start_position": 6900, "median_before": None, "iqr_before": None, "median_after": None, "iqr_after": None,
+         "reliance": None}]))
     served = _Served(state)
     try:
         driver.get(f"http://127.0.0.1:{served.port}/#stream=why")
@@ -302,8 +305,9 @@ def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
             ".map(r => [r.querySelector('.episode-kind').textContent, r.classList.contains('alert')])")
         assert rows == [["⚠ data fault (open)", True], ["⚠ reliance shift (open)", True], ["⚠ degradation", True],
                         ["learning", False], ["reliance shift", False]], rows
-        fault = driver.execute_script("return document.querySelector('#episodes .fault').textContent")
-        assert fault == "check the inputs of f2: scaled about x1e+03 since 6960 (relied on at 80% of the top feature)", fault
+        faults = driver.execute_script("return [...document.querySelectorAll('#episodes .fault')].map(f => f.textContent)")
+        assert faults == ["check the inputs of f2: scaled about x1e+03 since 6960 (relied on at 80% of the top feature)",
+                          "check the labels: no label since 6900 (100 events)"], faults
         _wait(driver, "return document.querySelectorAll('#importance .episode-span.alert').length >= 2", 30,
               "alert episodes shaded in red on the charts")
         assert driver.execute_script("return document.querySelectorAll('#importance .episode-span:not(.alert)').length") >= 2

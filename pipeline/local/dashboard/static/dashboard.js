@@ -417,7 +417,10 @@ const ci = (c) => (Array.isArray(c) && c.length === 2 ? ` [${levelText(c[0], 3)}
 function faultText(f) {
   const relied = f.reliance === null || f.reliance === undefined ? ""
     : ` <span class="muted">(relied on at ${Math.round(100 * f.reliance)}% of the top feature)</span>`;
-  return `<div class="fault">check the inputs of ${named(f.feature ?? "")}: ${esc(f.detail ?? f.what ?? "")}${relied}</div>`;
+  // a finding of the labels carries no reliance (the model learns from them, whatever it relied on)
+  const subject = f.feature === "label" && (f.reliance === null || f.reliance === undefined)
+    ? "the labels" : `the inputs of ${named(f.feature ?? "")}`;
+  return `<div class="fault">check ${subject}: ${esc(f.detail ?? f.what ?? "")}${relied}</div>`;
 }
 
 // why an episode happened: learning, degradation, reliance_shift or data_fault; alerts marked
