@@ -28,7 +28,9 @@ not match it:
   exchange); two features whose
   values were exchanged within their common range are both swapped when the recent values of
   each differ from its own reference and agree with the other's (two-sample Kolmogorov-Smirnov,
-  for features whose values are about independent of each other);
+  for features whose values are about independent of each other), or, for look-alike features
+  whose ``recent`` values cannot tell them apart, the newer half of the values kept against the
+  older half;
 - ``reordered``: the values lose their order (shuffled between events, or mixed with values
   of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
   about 2 without serial dependence, near 0 for a smooth series) is at least 1.2 and exceeds
@@ -259,15 +261,23 @@ class InputMonitor(Component):
             found.append(InputFault(f, what, int(seqs[-1]), int(start), before, after,
                                     f"{detail}; {_summary(before, after)}", like))
         taken = {self.features.index(fault.feature): fault.start for fault in found}
-        found += self._exchanged([j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved],
-                                 taken, ref, rec, seqs, med, iqr, rmed, riqr, whole_order)
+        candidates = [j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved]
+        # an exchange of look-alike features shows only over more values: every _REF_EVERY tests
+        # the newer half of the values kept is tested against the older half too
+        long = (self._n // self.every) % _REF_EVERY == 0
+        for split in (self.reference, size // 2) if long else (self.reference,):
+            exchanged = self._exchanged(candidates, taken, vals[:, :split], vals[:, split:], seqs, split, med, iqr,
+                                        whole_order)
+            if exchanged:
+                found += exchanged
+                break
         for fault in found:
             self._quiet_until[self.features.index(fault.feature)] = self._n + self.reference
         return found
 
     def _exchanged(self, candidates: list[int], found: dict[int, int], ref: np.ndarray, rec: np.ndarray,
-                   seqs: np.ndarray, med: np.ndarray, iqr: np.ndarray, rmed: np.ndarray,
-                   riqr: np.ndarray, whole_order: np.ndarray) -> list[InputFault]:
+                   seqs: np.ndarray, split: int, med: np.ndarray, iqr: np.ndarray,
+                   whole_order: np.ndarray) -> list[InputFault]:
         """The ``candidates`` whose values were exchanged with another feature's within their
         common range: the recent values of each of the two differ from its own reference (a
         two-sample Kolmogorov-Smirnov distance beyond ``_KS_DIFFER`` of the critical scale) and
@@ -294,12 +304,13 @@ class InputMonitor(Component):
                 if {j, k} <= done or (j in done and j not in found) or (k in done and k not in found):
                     continue
                 if _ks(recs[j], refs[k]) <= _KS_AGREE * scale and _ks(recs[k], refs[j]) <= _KS_AGREE * scale:
-                    start = found.get(j, found.get(k, int(seqs[self.reference])))
+                    start = found.get(j, found.get(k, int(seqs[split])))
                     for one, other in ((j, k), (k, j)):
                         if one in found:
                             continue
                         done.add(one)
-                        b, after = (float(med[one]), float(iqr[one])), (float(rmed[one]), float(riqr[one]))
+                        r25, rmed, r75 = np.percentile(rec[one], [25, 50, 75])
+                        b, after = (float(med[one]), float(iqr[one])), (float(rmed), float(r75 - r25))
                         out.append(InputFault(
                             self.features[one], "swapped", int(seqs[-1]), start, b, after,
                             f"values look like {self.features[other]}'s, and its like this one's, since about "

@@ -220,6 +220,22 @@ def test_an_exchange_of_independent_values_within_their_common_range_is_found():
     assert all(AT <= f.seq <= AT + 125 and AT - 100 <= f.start <= f.seq for f in faults), faults
 
 
+def test_an_exchange_of_look_alike_values_is_found_over_the_longer_stretch():
+    """Two sensor readings of about the same level (as two of the shuttle's) exchange their
+    values: their distributions are 0.2 apart (Kolmogorov-Smirnov), below the bar of the newest
+    100 values against the 1,000 before (0.25), above that of the newer half of the values kept
+    against the older (0.14). Found at 400 to 600 events over seeds 21 to 30."""
+    rng = random.Random(21)
+    mon, faults = InputMonitor(["f5", "f7", "c"]), []
+    for t in range(AT + 700):
+        x = {"f5": rng.gauss(42.0, 12.0), "f7": rng.gauss(39.0, 7.5), "c": rng.random()}
+        if t >= AT:
+            x["f5"], x["f7"] = x["f7"], x["f5"]
+        faults += mon.update(t, x)
+    assert sorted((f.feature, f.what, f.like) for f in faults) == [("f5", "swapped", "f7"), ("f7", "swapped", "f5")], faults
+    assert all(AT + 100 <= f.seq <= AT + 600 and f.start <= f.seq for f in faults), faults
+
+
 def test_fault_episodes_close_after_the_gap_and_a_flush_closes_what_is_open():
     from streamxai.core.increments import Block
 
