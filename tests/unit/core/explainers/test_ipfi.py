@@ -242,7 +242,7 @@ def _frozen(kind: str):
 # This is above the paper's 0.011 for agrawal because these models have a larger V1 than
 # the concept (0.085 vs 0.013 / 0.034) and the stream is shorter with M = 1 (the paper:
 # 20k events, M = 10); at the paper's own protocol see test_ipfi_agrees_with_batch_pfi_at_
-# paper_level and ``python tests/benchmarks/bench_ipfi.py --table1``.
+# paper_level and ``python tests/benchmarks/bench_papers.py --sections ipfi``.
 # ARF (3 trees) on fn 2, 4 seeds: max per-feature deviation 0.027; Table 1 error median
 # 0.082 / max 0.127 (its top features, elevel 0.39 and age 0.38, are a smaller spread to divide by).
 FROZEN_MAX_DEVIATION = 0.05  # ~4 sd per feature
