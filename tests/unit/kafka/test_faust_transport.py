@@ -174,11 +174,10 @@ def test_a_partition_resumed_after_a_full_buffer_wakes_the_fetch_waiting_on_the_
 
 
 def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
-    """A fetch answered at the first byte made the consumer's thread ask for and parse all the
-    worker's partitions once for each of its own records (0.13-0.16 fetches per event, about
-    half the transport's CPU with logistic regression, bench_speed.py --census): the worker's
-    aiokafka consumer asks the broker to wait for FETCH_MIN_BYTES, at most FETCH_MAX_WAIT_MS.
-    aiokafka builds its fetcher from these attributes when it starts."""
+    """A fetch answered at the first byte makes the consumer's thread ask for and parse all the
+    worker's partitions once for each of its own records, so the worker's aiokafka consumer asks
+    the broker to wait for FETCH_MIN_BYTES, at most FETCH_MAX_WAIT_MS. aiokafka builds its
+    fetcher from these attributes when it starts."""
     from aiokafka import AIOKafkaConsumer
 
     async def made() -> tuple[int, int]:
