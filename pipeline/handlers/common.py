@@ -240,8 +240,8 @@ class MessageHandler(Recovering[M, S]):
         guard = self._guards.get(key) if key is not None else None
         if guard is not None:
             guard.seen += 1
-        # a copy as a checkpoint makes it (pickled and read back: 2.5 times quicker than deepcopy,
-        # bench_poison.py), so that a failure can put the state back
+        # a copy as a checkpoint makes it (pickled and read back, quicker than deepcopy), so
+        # that a failure can put the state back
         before = pickle.loads(pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) if guard is not None and guard.on else None
         try:
             outs = self._process(msg, st, raw, key, src)

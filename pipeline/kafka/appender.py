@@ -14,8 +14,7 @@ call returns, and Faust's commit flushes the producer (``AIOKafkaProducer.flush`
 for every batch in the accumulator) before it commits an offset. Whatever the direct route
 cannot be sure of goes the full way, through Faust's ``send``: the producer not started, a
 transactional producer, a topic whose metadata the client has not loaded yet, or an aiokafka
-without the parts used here (checked once, with one log line);
-``tests/benchmarks/bench_send_cost.py`` measures each layer's cost.
+without the parts used here (checked once, with one log line).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """The records of the worker's agents' topics go from each fetch straight to their handlers,
 below Faust's per-record hand-over (a message object, a channel lookup, an event, a
-stream-buffer put and the agent's wake-up for every record, which
-``tests/benchmarks/bench_faust_floor.py`` measures). The intake takes its topics' records in
+stream-buffer put and the agent's wake-up for every record). The intake takes its topics' records in
 batches (``pipeline/handlers/intake.py``); the model, explainer and change handlers take theirs
 one at a time, as their agents would (``agents/_forward.py``, ``forward_each``), which matters
 most when a worker holds many streams and every record carries one stream's few events. A

@@ -8,8 +8,8 @@ mode's four (``_Consumer.wait_first``), the agents' topics skip that hand-over a
 handlers in bulk (``pipeline/kafka/bulk_fetch.py``), :class:`RawSchema` hands the records' bytes
 over without a codec look-up, and :class:`QuietMonitor` skips Faust's per-message statistics,
 which no page of ours shows, but keeps the time each partition's stream last took a record, which
-Faust's check for stalled partitions reads; ``tests/benchmarks/bench_speed.py``, ``bench_idle_fetch.py``,
-``bench_worker_wait.py`` and ``bench_faust_floor.py`` measure what each costs.
+Faust's check for stalled partitions reads; ``tests/benchmarks/bench_speed.py --kafka`` measures what a
+worker's transport costs against the in-process reference.
 
 >>> import faust
 >>> app = faust.App("doc", broker="kafka://127.0.0.1:9", Monitor=QuietMonitor)

@@ -7,7 +7,7 @@ queues anyway, and the wait is long: each fetch brings that much more, and the c
 the answers for every partition the worker holds, the broker answers and the agents take turns
 that many times fewer. ``pipeline/kafka/faust_transport.py`` sets both waits;
 ``tests/benchmarks/bench_speed.py --kafka`` measures a busy worker's CPU an event and
-``bench_idle_fetch.py`` an idle worker's CPU, for given waits.
+``bench_streams.py`` an idle worker's CPU.
 
 >>> cpu, clock = iter([0.0, 0.95, 1.0, 1.3]), iter([0.0, 1.0, 2.0, 3.0])
 >>> pace = FetchPace(100, 300, cpu=cpu.__next__, clock=clock.__next__)

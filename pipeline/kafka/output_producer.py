@@ -1,6 +1,6 @@
 """A worker's outputs through confluent-kafka's producer (librdkafka), beside Faust: librdkafka
 takes a message for a fraction of the CPU that aiokafka's accumulator, sender task and
-callbacks take on the event loop (``tests/benchmarks/bench_send_cost.py`` measures both), while
+callbacks take on the event loop, while
 Faust keeps everything else (the consumer, its group, its commits, its own producer, unused by
 the agents). It keeps Faust's guarantees: at least once (a message is in librdkafka's queue when
 :meth:`OutputProducer.hand` returns, and the worker's consumer commits an offset only after

@@ -11,11 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from _cpu_profile import START, STOP
 from helpers.pipeline_runs import wait_for_members, worker_metrics
 from streamxai.app import checkpoint_store
 from streamxai.handlers import ChangeHandler, ExplainHandler, IntakeHandler, ModelHandler, Source
@@ -94,18 +92,6 @@ def reference_run(s: Settings, events: list) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def _written(proc: subprocess.Popen, path: str, timeout: float = 30.0) -> None:
-    """Ask the sampler of ``proc`` to write its samples to ``path``, and wait until it has."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    proc.send_signal(STOP)
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the profiled worker wrote no samples to {path} within {timeout:g} s")
-        time.sleep(0.05)
-
-
 def main_thread_sched(pid: int) -> tuple[float, float, int]:
     """Process ``pid``'s main thread so far: seconds on a core, seconds runnable but waiting for
     one (``/proc/PID/task/PID/schedstat``), and the times it was switched out while runnable."""
@@ -124,19 +110,6 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def _profiled_worker(s: Settings, log_file: str, out: str, census: str = "") -> subprocess.Popen:
-    """A worker (every role) run under the CPU sampler of ``_cpu_profile.py``, which writes to
-    ``out`` (with ``census``, ``--census`` or ``--census-threads``, also the event loops' callbacks
-    counted: ``_loop_census.py``)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMXAI_")}
-    env.update(settings_env(s))
-    sampler = str(Path(__file__).with_name("_cpu_profile.py"))
-    cmd = [sys.executable, sampler, out, *([census] if census else []), "--", "-m", "streamxai.cli", "worker", "--roles", "model,explain,change",
-           "--loglevel", "warning"]
-    with open(log_file, "ab") as log:
-        return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
 def _spawned(s: Settings, log_file: str, python: str) -> subprocess.Popen:
     """A worker (every role) run by the interpreter ``python``, whose environment imports its
     own ``streamxai`` (another checkout's virtualenv: ``bench_speed.py --kafka-main``)."""
@@ -147,26 +120,21 @@ def _spawned(s: Settings, log_file: str, python: str) -> subprocess.Popen:
         return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: str | None = None,
-                  counters: dict[str, float] | None = None, census: str = "",
+def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str,
+                  counters: dict[str, float] | None = None,
                   broker_cpu: list[float] | None = None,
                   sched: list[tuple[float, float, int]] | None = None, python: str = "") -> tuple[float, float]:
     """``(wall, cpu)`` seconds from the moment the broker has the backlog's first event until the change agents
     have taken up every explanation of it, with ``n_workers`` fresh workers on ``s``'s broker
     (joined before, so start-up and group joins are not counted; the intake's and the drift
-    agent's work are, as the in-process loop does the change handler's). With ``profile`` (a
-    path; one worker), the worker's CPU is sampled over the same span and written there
-    (``_cpu_profile.breakdown`` reads it). ``counters`` takes the workers' counters at the end
-    (summed over the workers). ``census`` (with ``profile``: ``--census`` or ``--census-threads``)
-    also counts the callbacks its event loops run (``_loop_census.py``). ``broker_cpu`` takes the
+    agent's work are, as the in-process loop does the change handler's). ``counters`` takes the
+    workers' counters at the end (summed over the workers). ``broker_cpu`` takes the
     CPU seconds the local broker (:data:`broker_pids`) used over the same span, if there is one;
     ``sched`` (one worker) what :func:`main_thread_sched` counted for its main thread over it.
     ``python``: the workers run by that interpreter (another checkout's code), not this one's."""
     ensure_topics(s)
     each = [s.replace(web_port=free_port()) for _ in range(n_workers)]
-    if profile:
-        procs = [_profiled_worker(each[0], f"{tmp}/w0.log", profile, census)]
-    elif python:
+    if python:
         procs = [_spawned(w, f"{tmp}/w{i}.log", python) for i, w in enumerate(each)]
     else:
         procs = [spawn_worker(w, log_file=f"{tmp}/w{i}.log", loglevel="warning") for i, w in enumerate(each)]
@@ -175,8 +143,6 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
         # watched on their metrics pages rather than by reading the explanations topic here, which
         # took this process and the broker 2.7 messages an event on the worker's two cores while it was timed
         want = explanations_wanted(s, events)
-        if profile:
-            procs[0].send_signal(START)
         started: list[tuple] = []  # the clock starts once the broker has the first event:
         # the benchmark's producer takes 0.5-1.6 s to start (idempotent), which is not the worker's time
         produce_events(s, events, first_delivered=lambda: started.append(
@@ -193,8 +159,6 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str, profile: 
             for w in each:
                 for k, v in worker_metrics(w)["counters"].items():
                     counters[k] = counters.get(k, 0) + v
-        if profile:
-            _written(procs[0], profile)
         return done
     finally:
         for p in procs:

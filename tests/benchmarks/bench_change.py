@@ -1,12 +1,10 @@
 """Change-event benchmark, run on demand: ``python tests/benchmarks/bench_change.py [--quick] [--only NAME]
-[--seeds 10,20,...] [--regression-seeds 5,15,...] [--cache DIR] [--min-effects 0.2,0.1,0.2/0.1,...]
-[--rules shared,each,join]``.
+[--seeds 10,20,...] [--regression-seeds 5,15,...] [--cache DIR] [--min-effects 0.2,0.1,0.2/0.1,...]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import random
 import statistics
@@ -21,8 +19,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 from river import drift as river_drift  # noqa: E402
 from river import tree  # noqa: E402
 from river.datasets import synth  # noqa: E402
-from streamxai.core.change import stream as change_stream  # noqa: E402
-from streamxai.core.change.events import INPUTS, KINDS, loss_kind  # noqa: E402
+from streamxai.core.change.events import INPUTS, KINDS  # noqa: E402
 from streamxai.core.change.test import two_sample_z  # noqa: E402
 from streamxai.core.increments import Block  # noqa: E402
 from streamxai.core.losses import get_loss  # noqa: E402
@@ -358,33 +355,6 @@ def detect(sc: Scenario, rec: Result, settings: Settings | None = None) -> Resul
     return res
 
 
-@contextlib.contextmanager
-def rule(name: str) -> Iterator[None]:
-    """``shared``: the detector as it is; ``each``: each of an episode's two looks at its loss a
-    one-sided test at 5% (the rule before :mod:`streamxai.core.change.looks`); ``join``: no
-    member's own look (the rule before it), for comparison."""
-    if name == "shared":
-        yield
-        return
-    if name == "join":
-        kept_looks = change_stream.StreamChangeDetector._member_looks
-        change_stream.StreamChangeDetector._member_looks = lambda self, seq: []
-        try:
-            yield
-        finally:
-            change_stream.StreamChangeDetector._member_looks = kept_looks
-        return
-    if name != "each":
-        raise SystemExit(f"--rules: {name!r} is none of 'shared', 'each', 'join'")
-    kept = change_stream.open_kind, change_stream.close_kind
-    change_stream.open_kind = loss_kind
-    change_stream.close_kind = lambda before, after, first, end, min_n=2: loss_kind(before, after, min_n)
-    try:
-        yield
-    finally:
-        change_stream.open_kind, change_stream.close_kind = kept
-
-
 #: a change detects a drift if its new regime starts at most this many events before it
 NEAR = 500
 #: the delay target (events after the drift); "chance" applies the same criterion where nothing drifted
@@ -607,10 +577,7 @@ def main() -> None:
     Each scenario goes through its explainers once (``--cache``: kept there and reused); the
     explanation messages are then replayed through the detector, once per ``--min-effects`` value
     (the same messages: candidates are compared on the same run, the first one the baseline; ``A/B``:
-    ``A`` for classification, ``B`` for squared loss), and once per ``--rules`` value: ``shared`` the
-    detector as it is, ``each`` each of an episode's two looks at its loss at 5% (the rule before
-    :mod:`streamxai.core.change.looks`), ``join`` no member's own look (every change joins the open
-    episode, the rule before; :mod:`streamxai.core.change.episodes`). Every alert after the warm-up
+    ``A`` for classification, ``B`` for squared loss). Every alert after the warm-up
     outside the drift windows is printed with its look-ahead: the loss over the 500, 2,000 and 5,000
     events from its cut against the side before it was told on (did the model really get worse?).
     """
@@ -630,9 +597,6 @@ def main() -> None:
                     help="comma-separated change_min_effect values: replay every scenario's explanations through the "
                          "detector under each (default: the scenario's settings); A/B: A for classification, B for "
                          "squared loss")
-    ap.add_argument("--rules", default="shared",
-                    help="comma-separated: shared (an episode's two looks share one 5%% for degradation), "
-                         "each (each look at 5%%, the rule before); every scenario is replayed under each")
     args = ap.parse_args()
     scale = 0.25 if args.quick else 1.0
     chosen = []
@@ -649,17 +613,13 @@ def main() -> None:
         rec = recorded(sc, args.cache) if args.cache else record(sc)
         recs.append((sc, rec))
         print(f"{sc.name}: {sc.n} events through the explainers in {rec.seconds:.0f}s", flush=True)
-    rules = args.rules.split(",")
-    for name in rules:
-        for me in candidates:
-            if me is not None or len(rules) > 1:
-                shown = "" if me is None else f", change_min_effect {me[0]}" + (
-                    f" (squared loss: {me[1]})" if me[1] != me[0] else "")
-                print(f"\n=== rule: {name}{shown} ===")
-            with rule(name):
-                rows = table([(sc, detect(sc, rec, None if me is None else sc.settings.replace(
-                    change_min_effect=me[sc.settings.loss == "squared"])))
-                              for sc, rec in recs], args.window, detail=len(candidates) == 1)
+    for me in candidates:
+        if me is not None:
+            shown = f"change_min_effect {me[0]}" + (f" (squared loss: {me[1]})" if me[1] != me[0] else "")
+            print(f"\n=== {shown} ===")
+        rows = table([(sc, detect(sc, rec, None if me is None else sc.settings.replace(
+            change_min_effect=me[sc.settings.loss == "squared"])))
+                      for sc, rec in recs], args.window, detail=len(candidates) == 1)
     if rows:
         sc, res, _ = rows[0]
         us, us_adwin = change_path_speed(sc, res)

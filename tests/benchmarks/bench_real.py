@@ -1,6 +1,7 @@
 """Change detection on a real stream, elec2 (the iPFI paper's), run on demand:
 ``python tests/benchmarks/bench_real.py [--models hat,arf] [--variants recorded,sudden,gradual] [--cache DIR]
-[--pfi] [--events N]``.
+[--events N]``; the paper's iPFI comparison on elec2 is
+``bench_papers.py --sections ipfi --settings elec2,elec2-gradual --results ''``.
 """
 
 from __future__ import annotations
@@ -93,17 +94,13 @@ def main() -> None:
     over time, and for a swap the first alert after it (its first change's delay and whether it
     names a swapped feature). The baseline, measured in the same run, is river's ADWIN on the
     model's prequential loss (delta 0.002), the usual drift detector of a deployment without
-    explanations: its detections per 100,000 events. ``--pfi`` adds the paper's Table 2 comparison
-    of iPFI with uniform and geometric sampling against interval PFI (``bench_papers.py``'s iPFI section
-on the elec2 settings, printed only; ``arf`` is its ``arf10``). A full run
-    takes about 15 minutes (ARF dominates); ``--cache`` keeps each pass through the explainers.
+    explanations: its detections per 100,000 events. A full run takes about 15 minutes (ARF dominates); ``--cache`` keeps each pass through the explainers.
     """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="hat,arf", help="comma-separated: hat, arf")
     ap.add_argument("--variants", default="recorded,sudden,gradual", help="comma-separated: " + ", ".join(VARIANTS))
     ap.add_argument("--events", type=int, default=N_EVENTS, help="the first N events (a smoke run)")
     ap.add_argument("--cache", default="", help="keep each pass through the explainers here (a pickle per run)")
-    ap.add_argument("--pfi", action="store_true", help="also iPFI against interval PFI, the paper's Table 2")
     args = ap.parse_args()
     require()
     for model in args.models.split(","):
@@ -112,12 +109,6 @@ on the elec2 settings, printed only; ``arf`` is its ``arf10``). A full run
             rec = recorded(sc, args.cache) if args.cache else record(sc)
             print(f"{sc.name}: {sc.n} events through the explainers in {rec.seconds:.0f} s", flush=True)
             report(sc, detect(sc, rec))
-    if args.pfi:
-        from _papers_run_ipfi import run_ipfi_table
-
-        variants = args.variants.split(",")
-        settings = [k for k, v in (("elec2", "sudden"), ("elec2-gradual", "gradual")) if v in variants] or ["elec2"]
-        run_ipfi_table([{"arf": "arf10"}.get(m, m) for m in args.models.split(",")], settings=settings)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,9 @@
 evaluation can reach at best, in one run on the same stream and model.
 
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
-        [--warmup 1000] [--repeats 3] [--main-src DIR] [--breakdown] [--same-as DIR] [--handlers] [--kafka]
+        [--warmup 1000] [--repeats 3] [--main-src DIR] [--same-as DIR] [--kafka]
         [--kafka-events 8000] [--kafka-repeats 5] [--kafka-against KEY=VALUE] [--kafka-main PYTHON]
-        [--kafka-sliced [--kafka-slice-s 2]]
-        [--kafka-only] [--profile] [--census [--census-threads]]
+        [--kafka-only]
 """
 
 from __future__ import annotations
@@ -98,12 +97,7 @@ def digest(out: list) -> str:
 
 def child_main(args: argparse.Namespace) -> None:
     """Run by ``--main-src``: the in-process loop with the code in that checkout (main's; ``_source.py``); with
-    ``--same-as``, the digests of that code's explanations on either path instead; with
-    ``--handlers``, the worker's handlers in process."""
-    if args.handlers:
-        sys.path.insert(0, str(Path.cwd() / "tests"))  # that code's test helpers
-        print(json.dumps({"per_event": handlers_per_event(args.child, args.kafka_events), "ran": ran()}))
-        return
+    ``--same-as``, the digests of that code's explanations on either path instead."""
     data = events(args.child, args.warmup + args.events)
     warm = warm_explainer(args.child, data[:args.warmup])
     if args.digests:
@@ -143,88 +137,24 @@ def child_output(done: subprocess.CompletedProcess, src: str) -> dict:
     return out
 
 
-def child_per_event(src: str, name: str, args: argparse.Namespace, *extra: str) -> float:
-    """One round of the loop (``extra``: ``--handlers``, the handlers') run by the code in ``src``, in a child process."""
-    return child_run(src, name, args, *extra)["per_event"]
-
-
 def child_run(src: str, name: str, args: argparse.Namespace, *extra: str) -> dict:
     """What :func:`child_main` printed, run by the code in ``src`` in a child process."""
     env = dict(os.environ, PYTHONPATH=src, **{SOURCE_ENV: src})
     cmd = [sys.executable, __file__, "--child", name, "--events", str(args.events), "--warmup", str(args.warmup),
-           "--repeats", "1", "--kafka-events", str(args.kafka_events), *extra]
+           "--repeats", "1", *extra]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src, check=False)
     if done.returncode:
         raise RuntimeError(f"main's code failed:\n{done.stderr[-2000:]}")
     return child_output(done, src)
 
 
-def handlers_per_event(name: str, n: int) -> float:
-    """CPU seconds an event of a worker's handlers (model, explain, change) in this process, on
-    ``n`` events of one stream: ``--kafka``'s baseline loop, with the modules it imports
-    loaded first."""
-    import tempfile
-
-    from _worker_runs import in_process_worker
-    from helpers.pipeline_runs import make_settings
-
-    evs, fields = worker_stream(name, n)
-    with tempfile.TemporaryDirectory(prefix="streamxai-bench-handlers-") as tmp:
-        in_process_worker(make_settings("127.0.0.1:1", f"{tmp}/warm-up", **fields), evs[:20])
-        return in_process_worker(make_settings("127.0.0.1:1", f"{tmp}/run", **fields), evs)[1] / n
-
-
 def worker_stream(name: str, n: int) -> tuple[list, dict]:
     """``n`` events of one stream as a worker takes them, and the settings of the worker's runs
-    (``--kafka``, ``--handlers``)."""
+    (``--kafka``)."""
     from streamxai.schemas import FeatureEvent
 
     evs = [FeatureEvent(stream_id="bench", seq=i, ts=1.7e9 + i, x=x, y=y) for i, (x, y) in enumerate(events(name, n))]
     return evs, {**stream_settings(name), "explain_groups": 1, "session_timeout_s": 30.0}
-
-
-def handlers(names: list[str], args: argparse.Namespace) -> None:
-    """``--handlers``: per model, a worker's handlers in process, CPU per event, in ``--repeats``
-    rounds; with ``--main-src``, main's code in the same rounds (a child process each, this
-    code's first every other round), and the ratio of the medians; then one more run of this code
-    split into each handler's own work and the core's calls (:func:`print_own_work`)."""
-    print(f"\nA worker's handlers (model, explain, change) in one process, {args.kafka_events} events of one stream "
-          f"(--kafka's baseline), CPU time; median of {args.repeats}")
-    for name in names:
-        ours, theirs = [], []
-        for r in range(args.repeats):
-            for who in ("ours", "main") if r % 2 == 0 else ("main", "ours"):
-                if who == "ours":
-                    ours.append(handlers_per_event(name, args.kafka_events))
-                elif args.main_src:
-                    theirs.append(child_per_event(args.main_src, name, args, "--handlers"))
-        line = f"  {name:<10} {statistics.median(ours) * 1e6:7.1f} us an event"
-        if theirs:
-            line += (f"; main's code {statistics.median(theirs) * 1e6:7.1f} us: "
-                     f"{statistics.median(theirs) / statistics.median(ours):4.2f}x as fast")
-        print(line)
-        print_own_work(name, args.kafka_events)
-
-
-def print_own_work(name: str, n: int) -> None:
-    """One more run of a worker's handlers in process with their entry points and the core's
-    timed (``_own_work.py``): what each handler does beside the core's calls, which the in-process
-    reference makes too."""
-    import tempfile
-
-    from _own_work import HANDLERS, own_work
-    from helpers.pipeline_runs import make_settings
-
-    evs, fields = worker_stream(name, n)
-    with tempfile.TemporaryDirectory(prefix="streamxai-bench-own-work-") as tmp:
-        got = own_work(make_settings("127.0.0.1:1", f"{tmp}/run", **fields), evs)
-    us = {k: v * 1e6 for k, v in got.items()}
-    names = [h for _, (h, _method) in HANDLERS if h in us]
-    by_handler = ", ".join(f"{h} {us[h]:.0f}" for h in names)
-    core = ", ".join(f"{k.removeprefix('core:')} {v:.0f}" for k, v in us.items() if k.startswith("core:"))
-    own = sum(us[h] for h in names)
-    print(f"    one more run, the entry points timed: {us['total']:.0f} us an event; the handlers' own work {own:.0f} us "
-          f"({by_handler}); the core's calls {us['core']:.0f} us ({core})")
 
 
 def with_path(warm, mode: str):
@@ -247,7 +177,7 @@ def black_box_limit(model, window: list, per_event_evals: float, classifier: boo
     One clock reading per window, not per event: a reading of ``time.process_time`` costs about
     0.9 us here, and read around each event's ``k`` predicts it added a fifth of logistic
     regression's 0.8 us predict to the clean time, which made our overhead look 20 points
-    smaller than it was (bench_blackbox_floor.py). The window is timed twice on fresh copies,
+    smaller than it was. The window is timed twice on fresh copies,
     ``k`` predicts and a learn per event, then the learns alone; the predicts are the difference."""
     blob = pickle.dumps(model)
     m = pickle.loads(blob)
@@ -379,65 +309,6 @@ def in_process(name: str, args: argparse.Namespace) -> dict:
     return res
 
 
-def timed_parts(se, window: list) -> dict[str, float]:
-    """Seconds per event of the parts of ``se``'s work on ``window``, reports every 10 events
-    (``--breakdown``): the explainers' methods and the model's ``learn_one`` are wrapped, on
-    this copy only, by timers of wall time (``time.perf_counter``; a CPU-time clock is a
-    system call, costlier than some of the parts)."""
-    acc: dict[str, float] = {}
-    clock = time.perf_counter
-    depth = {}  # per key, the timed calls under way: a call within another (coalitions -> many) counts once
-
-    def timer(key: str, fn):
-        def timed(*args, **kwargs):
-            depth[key] = depth.get(key, 0) + 1
-            t0 = clock()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                depth[key] -= 1
-                if not depth[key]:
-                    acc[key] = acc.get(key, 0.0) + clock() - t0
-        return timed
-
-    for ex in se.explainers:
-        ex.explain_one = timer(ex.name, ex.explain_one)
-        for method in ("replaced", "curves", "many", "coalitions"):
-            setattr(ex.model_fn, method, timer(f"{ex.name} evaluations", getattr(ex.model_fn, method)))
-    se.model.learn_one = timer("learn", se.model.learn_one)
-    t0 = clock()
-    explain_window(se, window)
-    acc["total"] = clock() - t0
-    return {k: v / len(window) for k, v in acc.items()}
-
-
-def breakdown(name: str, args: argparse.Namespace) -> None:
-    """Print where an event's CPU time goes, on either path (``--breakdown``), median of
-    ``--repeats`` rounds: per explainer its own work and, within it, its model evaluations,
-    and the model's ``learn_one`` -- their shares of the wall time with timers on, times the
-    CPU time of the same loop without timers; the reports: that CPU time less the same
-    window's without reports; the rest: the stream explainer's own loop."""
-    data = events(name, args.warmup + args.events)
-    window = data[args.warmup:]
-    warm = warm_explainer(name, data[:args.warmup])
-    names = [ex.name for ex in warm.explainers]
-    n = len(window)
-    for mode in ("auto", "off"):
-        rounds = []
-        for _ in range(args.repeats):
-            wall = timed_parts(with_path(warm, mode), window)
-            cpu = explain_window(with_path(warm, mode), window)[0] / n
-            quiet = explain_window(with_path(warm, mode), window, emit_every=n + 1)[0] / n
-            parts = {k: v * cpu / wall["total"] for k, v in wall.items()}
-            parts["total"], parts["reports"] = cpu, cpu - quiet
-            parts["rest"] = cpu - sum(parts[k] for k in names) - parts["learn"] - parts["reports"]
-            rounds.append(parts)
-        med = {k: statistics.median(r.get(k, 0.0) * 1e6 for r in rounds) for k in rounds[0]}
-        cells = [f"{k} {med[k]:.1f} (evaluations {med.get(k + ' evaluations', 0.0):.1f})" for k in names]
-        print(f"  {'fast path' if mode == 'auto' else 'black box'}, us/event: total {med['total']:.1f} = "
-              + ", ".join(cells) + f", learn {med['learn']:.1f}, reports {med['reports']:.1f}, rest {med['rest']:.1f}")
-
-
 def print_in_process(name: str, res: dict, args: argparse.Namespace) -> None:
     rate = {k: 1.0 / res[k] for k in ("off", "auto", "limit", "main", "main_off") if k in res}
     print(f"\n{MODELS[name][1]}: {res['evals']:.0f} evaluations/event, {args.events} events after {args.warmup}, "
@@ -490,22 +361,14 @@ def main() -> None:
       ``streamxai`` from DIR (``_source.py``), on its default path and on the black box (its
       black box against the same limit: the figure the black box is judged by, before and after);
 
-    and the ratios between them. ``--breakdown`` adds, per model and path, where an event's CPU
-    time goes (:func:`breakdown`); ``--same-as DIR`` checks that the code in DIR (e.g. main's)
+    and the ratios between them. ``--same-as DIR`` checks that the code in DIR (e.g. main's)
     gives exactly this checkout's explanations, every field of every report, on either path
-    (:func:`same_as`). ``--handlers`` times a worker's handlers in this process (``--kafka``'s
-    baseline loop: the model, explain and change handlers on ``--kafka-events`` events), and with
-    ``--main-src`` main's in the same rounds; one more run splits its CPU into each handler's own
-    work and the core's calls (``_own_work.py``). ``--kafka`` adds, per model, one worker on a local broker
+    (:func:`same_as`). ``--kafka`` adds, per model, one worker on a local broker
     (``fast_path = auto``) against the in-process loop doing that worker's work per event: its
     model, explain and change handlers, handler to handler, with checkpoints, in this process
     (events/s of wall time, and of CPU time: the worker process's from ``/proc``; the worker's
     clock starts when the broker has acknowledged the first event, not while the benchmark's
-    producer starts); ``--profile``
-    prints where the worker's CPU goes per event (``_cpu_profile.py``: per agent, its handler by
-    layer, receiving and sending; the clients' own tasks and the event loop); ``--census`` counts,
-    in one more run, the callbacks the worker's event loops run per event, by what they run, and
-    each thread's CPU (``_loop_census.py``; ``--census-threads``: with cProfile in the consumer's thread).
+    producer starts).
 
     How ``--kafka`` measures, and why:
 
@@ -530,10 +393,6 @@ def main() -> None:
       (in turn first or second), to compare a setting in the same rounds; ``--kafka-main PYTHON``
       likewise a worker run by another interpreter, with the code its environment imports (another
       checkout's), against the same in-process loop and this checkout's worker.
-    - ``--kafka-sliced``: instead, each round runs the in-process loop (in a child process) and the
-      worker with its broker in turns of ``--kafka-slice-s`` seconds, each stopped while the other
-      runs, so both see the machine of the same minute (``_sliced.py``, which says what short turns
-      cost the worker).
     """
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="hat,arf,logistic,htr")
@@ -543,29 +402,15 @@ def main() -> None:
     ap.add_argument("--main-src", default="", help="a copy of main's files: also time the same loop with that code")
     ap.add_argument("--same-as", default="", help="also check that the code in this directory explains identically")
     ap.add_argument("--digests", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--breakdown", action="store_true", help="also where an event's time goes, per path")
-    ap.add_argument("--handlers", action="store_true",
-                    help="also a worker's handlers in process (--kafka's baseline), CPU per event, and one more run "
-                         "split into each handler's own work and the core's calls; with --main-src, main's too")
     ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
     ap.add_argument("--kafka-events", type=int, default=8000)
     ap.add_argument("--kafka-repeats", type=int, default=5)
-    ap.add_argument("--kafka-sliced", action="store_true",
-                    help="run the in-process loop and the worker in turns (--kafka-slice-s), each stopped while the other runs")
-    ap.add_argument("--kafka-slice-s", type=float, default=2.0, help="with --kafka-sliced: seconds a turn")
     ap.add_argument("--kafka-only", action="store_true", help="skip the in-process comparisons of the paths")
     ap.add_argument("--kafka-against", default="",
                     help="also, each round, a worker with these settings (KEY=VALUE[,KEY=VALUE]; e.g. output_linger_ms=5)")
     ap.add_argument("--kafka-main", default="", metavar="PYTHON",
                     help="also, each round, a worker run by this interpreter, with the code its environment imports "
                          "(e.g. /work/main/.venv/bin/python: main's worker against this checkout's in the same rounds)")
-    ap.add_argument("--profile", action="store_true",
-                    help="with --kafka: one more worker run, its CPU sampled, and where it went")
-    ap.add_argument("--census", action="store_true",
-                    help="with --kafka: one more worker run counting its event loops' callbacks per event, "
-                         "and each thread's CPU")
-    ap.add_argument("--census-threads", action="store_true",
-                    help="with --census: also cProfile (on CPU time) in the Kafka consumer's thread")
     ap.add_argument("--results", default=str(RESULTS_DIR / "bench_speed.json"), metavar="FILE",
                     help="write the in-process rates to this results file for the docs' performance page "
                          "(default docs/results/bench_speed.json; '' writes none)")
@@ -578,8 +423,6 @@ def main() -> None:
     if args.child:
         child_main(args)
         return
-    if args.kafka_main and args.kafka_sliced:
-        ap.error("--kafka-main runs in the straight rounds only; leave out --kafka-sliced")
     names = [m for m in args.models.split(",") if m]
     unknown = set(names) - set(MODELS)
     if unknown:
@@ -591,14 +434,10 @@ def main() -> None:
     for name in names if not args.kafka_only else ():
         measured[name] = in_process(name, args)
         print_in_process(name, measured[name], args)
-        if args.breakdown:
-            breakdown(name, args)
         if args.same_as:
             same_as(args.same_as, name, args)
     if measured and args.results:
         print(f"results: {write_speed_results(args.results, measured, args)}")
-    if args.handlers:
-        handlers(names, args)
     if args.kafka:
         kafka(names, args)
 
@@ -626,13 +465,9 @@ def write_speed_results(path: str, measured: dict[str, dict], args: argparse.Nam
 def kafka(names: list[str], args: argparse.Namespace) -> None:
     """One worker on a local broker against its work done in this process, per model: the
     medians of ``--kafka-repeats`` rounds (each round runs the in-process loop, the worker and
-    the in-process loop again, the mean of the two loops its baseline), and with
-    ``--profile`` where the worker's CPU went in one more run, sampled."""
+    the in-process loop again, the mean of the two loops its baseline)."""
     import tempfile
 
-    from _cpu_profile import print_breakdown
-    from _loop_census import print_census
-    from _sliced import sliced_run
     from _worker_runs import broker_for, in_process_worker, kafka_workers, reference_run
     from helpers.pipeline_runs import make_settings
 
@@ -663,16 +498,6 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
             runs: dict[str, dict[str, list]] = {v: {"wall_in": [], "cpu_in": [], "wall_k": [], "cpu_k": [],
                                                     "broker": [], "sched": [], "cpu_ref": []} for v in variants}
             for r in range(args.kafka_repeats):
-                if args.kafka_sliced:  # the loop and the worker in turns (_sliced.py)
-                    for i, (v, (extra, _)) in enumerate(variants.items()):
-                        s = make_settings(bootstrap, f"{tmp}/{name}-worker{r}{i}", **fields)
-                        s = s.replace(**{k: type(getattr(s, k))(x) for k, x in extra.items()})
-                        got = sliced_run(make_settings(bootstrap, f"{tmp}/{name}-local{r}{i}", **fields), s, evs, tmp,
-                                         f"{name}-sliced{r}{i}", worker_first=(r + i) % 2 == 1,
-                                         slice_s=args.kafka_slice_s)
-                        for k in ("wall_in", "cpu_in", "wall_k", "cpu_k", "broker", "sched"):
-                            runs[v][k].append(got[k])
-                    continue
                 # the in-process loop before and after the worker(s), their mean the baseline: a
                 # machine that slows or speeds up over the round moves both sides alike
                 before = in_process_worker(make_settings(bootstrap, f"{tmp}/{name}-local{r}a", **fields), evs)
@@ -704,16 +529,6 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
                           f"(rounds {', '.join(f'{x:.2f}' for x in paired)})")
             if counters:  # taken from the straight runs only
                 print(f"    message operations per event: {message_operations(counters, n * args.kafka_repeats)}")
-            if args.profile:
-                s = make_settings(bootstrap, f"{tmp}/{name}-profiled", **fields)
-                _, cpu = kafka_workers(s, evs, 1, tmp, profile=f"{tmp}/{name}.samples.json")
-                print_breakdown(f"{tmp}/{name}.samples.json", n, cpu)
-            if args.census:
-                s = make_settings(bootstrap, f"{tmp}/{name}-census", **fields)
-                kafka_workers(s, evs, 1, tmp, profile=f"{tmp}/{name}.census.json",
-                              census="--census-threads" if args.census_threads else "--census")
-                with open(f"{tmp}/{name}.census.json") as f:
-                    print_census(json.load(f), n)
     if measured and args.kafka_results:
         print(f"results: {write_worker_results(args.kafka_results, measured, args)}")
 

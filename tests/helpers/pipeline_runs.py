@@ -5,13 +5,10 @@ group to form or to commit."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterable
 
 import orjson
 from confluent_kafka import KafkaError
@@ -209,26 +206,6 @@ def wait_for_commit(s: Settings, topics: Iterable[str], at_least: int | None = N
             return done >= (ends if at_least is None else at_least)
 
         until(enough, timeout, f"group {s.app_id} to commit {at_least or 'everything'} on {topic}")
-
-
-@contextlib.contextmanager
-def own_broker(tmp: str) -> Iterator[str]:
-    """The bootstrap of ``$STREAMXAI_BOOTSTRAP``, or of a broker started on free ports with its
-    data under ``tmp`` and stopped at the end (for the benchmarks, which run outside pytest)."""
-    from streamxai.local.broker import LocalBroker
-    from streamxai.local.ports import free_ports
-
-    given = os.environ.get("STREAMXAI_BOOTSTRAP")
-    if given:
-        yield given
-        return
-    port, cport = free_ports(2)
-    broker = LocalBroker(port, cport, data_dir=Path(tmp) / "kafka", heap="384m", die_with_parent=True)
-    broker.start(timeout=120)
-    try:
-        yield broker.bootstrap
-    finally:
-        broker.stop()
 
 
 #: run in a worker's process (``python -c``): Faust's commit, then SIGKILL at once (no turn of the

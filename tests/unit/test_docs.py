@@ -202,6 +202,26 @@ def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, mo
     assert "| hat, 1000 streams | 0.8 | 700 |" in memory and "| logistic, 100 streams | 0.1 |  |" in memory
 
 
+def test_sizing_page_reads_what_bench_soak_writes(tmp_path, monkeypatch):
+    hook = load_hook()
+    assert "No `docs/results/bench_soak.json` yet" in hook.sizing_soak_md(tmp_path)
+    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_soak.py", "--events", "500000"])
+    try:
+        from _results import result_row, write_results
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    write_results(tmp_path / "bench_soak.json", "bench_soak", "Soak: one worker, 500,000 events: flat after 200,000",
+                  "the row at the warm-up's end", [
+                      result_row("200,000 events", "worker RSS", 190.0, "MB"),
+                      result_row("500,000 events", "worker RSS", 199.0, "MB", baseline=190.0),
+                      result_row("500,000 events", hook.SOAK_RATE, 238.0, "events/cpu-s")])
+    page = hook.sizing_soak_md(tmp_path)
+    assert page.startswith("Soak: one worker, 500,000 events: flat after 200,000.") and "--events 500000" in page
+    assert f"| case | worker RSS (MB) | {hook.SOAK_RATE} (events/cpu-s) |" in page
+    assert "| 200,000 events | 190 |  |" in page and "| 500,000 events | 199 | 238 |" in page
+
+
 def test_production_cluster_page_reads_what_bench_chaos_writes(tmp_path, monkeypatch):
     hook = load_hook()
     assert "No `docs/results/bench_chaos.json` yet" in hook.chaos_md(tmp_path)

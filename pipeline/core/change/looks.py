@@ -57,7 +57,7 @@ def spent() -> float:
     events after its first change (the "close" look below: the losses from the same cut up to then,
     against the same side before). Each look a one-sided test at 5%
     would tell a loss that did not move ``degradation`` by one look or another far more often than
-    5% (two looks: 8.5%, 0-1 and normal losses, ``tests/benchmarks/bench_loss_kind.py``; members at
+    5% (two looks: 8.5%, 0-1 and normal losses, ``tests/unit/core/change/test_loss_kind.py``; members at
     2.5% each: 62-76% of a learning model's long chains). So the looks share one budget ``DELTA`` =
     5%, split three ways:
 

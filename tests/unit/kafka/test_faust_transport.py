@@ -148,7 +148,7 @@ def test_a_partition_resumed_after_a_full_buffer_wakes_the_fetch_waiting_on_the_
     """Faust stops fetching a partition whose stream buffer is full and resumes it once the
     agent has drained half of it; the fetch in flight meanwhile waits (up to 1 s) for records
     of the other partitions only. One worker's change agent so sat idle for 0.45 s with
-    explanations already fetched (bench_worker_wait.py): the resume must wake that fetch, which
+    explanations already fetched: the resume must wake that fetch, which
     then looks again at the partitions it may return (the same set, now with the resumed one)."""
     app = faust.App("resume-test", broker="kafka://127.0.0.1:9", loop=asyncio.new_event_loop())
     use_bounded_fetch_wait(app)
@@ -174,11 +174,10 @@ def test_a_partition_resumed_after_a_full_buffer_wakes_the_fetch_waiting_on_the_
 
 
 def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
-    """A fetch answered at the first byte made the consumer's thread ask for and parse all the
-    worker's partitions once for each of its own records (0.13-0.16 fetches per event, about
-    half the transport's CPU with logistic regression, bench_speed.py --census): the worker's
-    aiokafka consumer asks the broker to wait for FETCH_MIN_BYTES, at most FETCH_MAX_WAIT_MS.
-    aiokafka builds its fetcher from these attributes when it starts."""
+    """A fetch answered at the first byte makes the consumer's thread ask for and parse all the
+    worker's partitions once for each of its own records, so the worker's aiokafka consumer asks
+    the broker to wait for FETCH_MIN_BYTES, at most FETCH_MAX_WAIT_MS. aiokafka builds its
+    fetcher from these attributes when it starts."""
     from aiokafka import AIOKafkaConsumer
 
     async def made() -> tuple[int, int]:
@@ -189,7 +188,7 @@ def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
 
     assert asyncio.run(made()) == (FETCH_MIN_BYTES, FETCH_MAX_WAIT_MS)
     assert FETCH_MIN_BYTES > 1 and FETCH_MAX_WAIT_MS <= 100  # data waited for; with room, a record waits 100 ms at most
-    # an idle worker's CPU is mostly its empty fetches (bench_idle_fetch.py measures it): 10 a
+    # an idle worker's CPU is mostly its empty fetches (bench_streams.py measures idle CPU): 10 a
     # second at most
     assert 1000 / FETCH_MAX_WAIT_MS <= 10
     start = inspect.getsource(AIOKafkaConsumer.start)

@@ -1,8 +1,7 @@
 """The kind test's false rates on heavy-tailed losses: a stationary squared loss told as
 ``degradation`` or ``learning`` at a random cut, with the short after-sides an episode opens on.
-Measured on the real losses by ``tests/benchmarks/bench_loss_kind.py`` (README, "Stationary
-learning regression tree"); here on a fixed-seed sample of the same shape, fast enough for the
-suite (about 1 s); and an episode's looks together at a flat light-tailed loss (the open's, the
+Here on a fixed-seed sample of the shape of a learning regression tree's losses, fast enough for
+the suite (about 1 s); and an episode's looks together at a flat light-tailed loss (the open's, the
 members' and the close's: one 5%, streamxai.core.change.looks; 5-8 s in all).
 """
 
@@ -85,7 +84,7 @@ def _two_looks(x: np.ndarray, seed: int) -> tuple[int, int]:
 @pytest.mark.parametrize("name", ["bernoulli", "normal"])
 def test_an_episodes_two_looks_tell_a_flat_light_tailed_loss_degradation_at_most_at_the_nominal_rate(name):
     """Two looks each a one-sided test at 5% would together tell about 8.5% of flat 0-1 losses
-    (Bernoulli 0.2) and of normal ones ``degradation`` (bench_loss_kind.py); light tails are where
+    (Bernoulli 0.2) and of normal ones ``degradation``; light tails are where
     each look is at its nominal level, so the two looks' union is the whole excess. Here 2,000,000
     losses (about 1,300 cuts); the tolerance is three binomial standard errors of the number of
     cuts at 5% (1.8 points), so a rate of 8.5% fails it."""
