@@ -16,7 +16,7 @@ BENCHES = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("benc
 def test_there_are_benchmarks():
     assert {b.stem for b in BENCHES} == {
         "bench_change", "bench_chaos", "bench_faults", "bench_ixai", "bench_labels", "bench_local", "bench_papers",
-        "bench_real", "bench_scale", "bench_soak", "bench_sources", "bench_speed", "bench_streams"}
+        "bench_real", "bench_restart", "bench_scale", "bench_soak", "bench_sources", "bench_speed", "bench_streams"}
 
 
 @pytest.mark.parametrize("bench", BENCHES, ids=lambda p: p.name)
