@@ -75,7 +75,7 @@ def parse_local(obj: Any) -> dict[str, Any] | None:
 
 def waterfall(local: dict[str, Any], max_rows: int = MAX_ROWS) -> dict[str, Any]:
     """The bars of :func:`parse_local`'s ``local``: ``rows`` top first (``feature``, its ``x``
-    value or None, ``value``, and the bar from ``start`` to ``end``), the base value and the
+    value or None and that value's text ``x_text`` (:func:`value_text`), ``value``, and the bar from ``start`` to ``end``), the base value and the
     prediction. The lowest bar starts at the base value and the top one ends at the prediction
     (the message's numbers, added up in that order)."""
     values = local["values"]
@@ -86,11 +86,12 @@ def waterfall(local: dict[str, Any], max_rows: int = MAX_ROWS) -> dict[str, Any]
     rows: list[dict[str, Any]] = []
     at = local["base"]
     if n_others:
-        rows.append({"feature": f"{n_others} other feature{'' if n_others == 1 else 's'}", "x": None,
+        rows.append({"feature": f"{n_others} other feature{'' if n_others == 1 else 's'}", "x": None, "x_text": "",
                      "value": others, "start": at, "end": at + others, "others": n_others})
         at += others
     for f in reversed(shown):
-        rows.append({"feature": f, "x": local["x"].get(f), "value": values[f], "start": at, "end": at + values[f]})
+        x = local["x"].get(f)
+        rows.append({"feature": f, "x": x, "x_text": value_text(x), "value": values[f], "start": at, "end": at + values[f]})
         at += values[f]
     rows.reverse()
     return {"base": local["base"], "prediction": local["prediction"], "end": at, "rows": rows}
@@ -113,7 +114,7 @@ def local_text(local: dict[str, Any], top: int = 10) -> str:
         if "others" in r:
             lines.append(f"  {r['feature']:<{width + 12}} {_signed(r['value'])}")
             continue
-        x = value_text(r["x"])
+        x = r["x_text"]
         err = local["stderr"].get(r["feature"])
         lines.append(f"  {r['feature']:<{width}}  {x:<10} {_signed(r['value'])}" + ("" if err is None else f" ± {_v(err)}"))
     return "\n".join(lines)

@@ -550,7 +550,7 @@ function drawLocal(loc) {
   rows.forEach((r, i) => {
     const y = top + i * rowH, x0 = X(Math.min(r.start, r.end)), x1 = X(Math.max(r.start, r.end));
     const dir = r.value >= 0 ? "up" : "down";
-    const x = r.x === null || r.x === undefined ? "" : ` = ${String(r.x)}`;
+    const x = r.x_text ? ` = ${r.x_text}` : "";  // the value's text as tail and plot write it
     const label = r.others ? r.feature : r.feature + x;
     parts.push(`<g class="wf-row" data-feature="${esc(r.feature)}"><title>${esc(label)}: ${r.value >= 0 ? "+" : ""}${esc(Number(r.value))}</title>` +
       `<text x="${labelW - 8}" y="${y + rowH / 2 + 4}" text-anchor="end">${esc(cut(label, 34))}</text>` +
