@@ -9,8 +9,10 @@ local-explanations topic (the stream's latest explained event, or a chosen ``--e
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "cards-local.png"
 >>> plot_local(local, out).stat().st_size > 5_000
 True
->>> [(b.get_x(), round(b.get_x() + b.get_width(), 12)) for b in bars(draw_waterfall(local))]
+>>> fig = draw_waterfall(local)
+>>> [(float(b.get_x()), round(float(b.get_x() + b.get_width()), 12)) for b in bars(fig)]   # top first
 [(0.35, 0.8), (0.3, 0.35)]
+>>> import matplotlib.pyplot as plt; plt.close(fig)
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from streamxai.schemas import LocalExplanation
 
 from .markers import level_text
 
-__all__ = ["parse_local", "waterfall", "local_text", "find_local", "value_text", "MAX_ROWS"]
+__all__ = ["parse_local", "local_of", "waterfall", "local_text", "find_local", "value_text", "MAX_ROWS"]
 
 #: the bars of a waterfall before the smaller features share one
 MAX_ROWS = 12
@@ -73,6 +73,45 @@ def parse_local(obj: Any) -> dict[str, Any] | None:
     }
 
 
+def local_of(explainer: Any, x: dict[str, Any], stream_id: str = "notebook", seq: int | None = None,
+             event_id: str | None = None) -> dict[str, Any]:
+    """The last explanation of a :class:`~streamxai.LocalShapley` (of the event ``x`` it
+    explained) as the views show a message: for :func:`local_text` and
+    :func:`~streamxai.local.plot_local.draw_waterfall` in a notebook. ``seq`` defaults to the
+    explanations made before it.
+
+    >>> from river import linear_model
+    >>> import streamxai
+    >>> model = linear_model.LinearRegression()
+    >>> local = streamxai.LocalShapley(model, ["a", "b"], seed=0)
+    >>> for i in range(50):
+    ...     row = {"a": i % 5, "b": i % 3}
+    ...     local.learn_one(row)
+    ...     model.learn_one(row, 2.0 * row["a"] - row["b"])
+    >>> x = {"a": 4, "b": 0}
+    >>> values = local.explain_one(x)
+    >>> shown = local_of(local, x)
+    >>> shown["values"] == values, shown["prediction"] == local.prediction, shown["x"]
+    (True, True, {'a': 4, 'b': 0})
+    """
+    last = explainer.last
+    if last is None:
+        raise ValueError("the explainer has explained nothing yet: call explain_one(x) first")
+    missing = [f for f in last.values if f not in x]
+    if missing:
+        raise ValueError(f"x lacks {missing}: give the event that explain_one explained")
+    n = len(explainer.background)
+    obj = {"schema": LocalExplanation.SCHEMA, "stream_id": stream_id,
+           "seq": explainer.n_explained - 1 if seq is None else seq, "position": None, "model_version": None,
+           "target": last.target, "prediction": last.prediction, "base": last.base, "values": dict(last.values),
+           "method": last.method, "exact": last.exact, "n_background": n, "stderr": dict(last.stderr) or None,
+           "event_id": event_id, "x": {f: x[f] for f in last.values}}
+    local = parse_local(obj)
+    if local is None:
+        raise ValueError("the explanation holds a value that is not a finite number")
+    return local
+
+
 def waterfall(local: dict[str, Any], max_rows: int = MAX_ROWS) -> dict[str, Any]:
     """The bars of :func:`parse_local`'s ``local``: ``rows`` top first (``feature``, its ``x``
     value or None and that value's text ``x_text`` (:func:`value_text`), ``value``, and the bar from ``start`` to ``end``), the base value and the
@@ -108,15 +147,17 @@ def local_text(local: dict[str, Any], top: int = 10) -> str:
     lines = [f"stream {local['stream_id']}  {event}  model version {local['model_version']}  {how}",
              f"  prediction {_v(local['prediction'])}{what} = base value {_v(local['base'])}"
              f" (mean over {n_bg} recent event{'' if n_bg == 1 else 's'}) {_signed(local['prediction'] - local['base'], ' ')}"]
-    width = max([len("feature")] + [len(r["feature"]) for r in w["rows"] if "others" not in r])
-    lines.append(f"  {'feature':<{width}}  {'value':<{10}} attribution")
+    listed = [r for r in w["rows"] if "others" not in r]
+    width = max([len("feature")] + [len(r["feature"]) for r in listed])
+    xw = max([len("value") + 5] + [len(r["x_text"]) for r in listed])
+    lines.append(f"  {'feature':<{width}}  {'value':<{xw}} attribution")
     for r in w["rows"]:
         if "others" in r:
-            lines.append(f"  {r['feature']:<{width + 12}} {_signed(r['value'])}")
+            lines.append(f"  {r['feature']:<{width + xw + 2}} {_signed(r['value'])}")
             continue
-        x = r["x_text"]
         err = local["stderr"].get(r["feature"])
-        lines.append(f"  {r['feature']:<{width}}  {x:<10} {_signed(r['value'])}" + ("" if err is None else f" ± {_v(err)}"))
+        lines.append(f"  {r['feature']:<{width}}  {r['x_text']:<{xw}} {_signed(r['value'])}"
+                     + ("" if err is None else f" ± {_v(err)}"))
     return "\n".join(lines)
 
 
@@ -179,6 +220,6 @@ def _shown_value(v: Any) -> Any:
     :data:`MAX_VALUE_CHARS` characters."""
     if isinstance(v, str):
         return v if len(v) <= MAX_VALUE_CHARS else v[:MAX_VALUE_CHARS - 1] + "…"
-    if isinstance(v, bool) or v is None:
+    if isinstance(v, (bool, int)) or v is None:
         return v
     return _num(v)

@@ -124,3 +124,49 @@ def test_the_plot_draws_the_waterfall_s_numbers(messages, tmp_path):
     plt.close(fig)
     png = plot_local(local, tmp_path / "w.png")
     assert mpimg.imread(png).shape[0] > 200
+
+
+def test_the_docs_show_what_tail_prints():
+    """The block of the explainers page is what ``local_text`` prints for the message it describes."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[3] / "docs/pages/concepts/explainers.md").read_text()
+    shown = page.split("```text\n", 1)[1].split("```", 1)[0].rstrip("\n")
+    msg = {"schema": "local_explanation/v1", "stream_id": "cards-eu", "seq": 4120, "position": 4120,
+           "model_version": 4120, "target": 1, "prediction": 0.912, "base": 0.084, "method": "forest", "exact": True,
+           "n_background": 100, "event_id": "txn-88121", "rest": 0.016, "n_features": 8,
+           "values": {"amount": 0.513, "merchant": 0.201, "hour": 0.14, "country": -0.042},
+           "x": {"amount": 4999, "merchant": "m-771", "hour": 3, "country": "NZ"}}
+    assert shown == local_text(parse_local(msg))
+
+
+def test_a_notebook_s_explanation_is_shown_as_a_worker_s(tmp_path):
+    """``local_of`` turns ``LocalShapley``'s last explanation into the views' shape: the same
+    values, base value and prediction, the event's values, bars from the base to the prediction."""
+    import random
+
+    import streamxai
+    from river import tree
+    from streamxai.local.plot_local import bars, draw_waterfall
+    from streamxai.local.waterfall import local_of
+
+    model = tree.HoeffdingTreeClassifier(grace_period=30)
+    local = streamxai.LocalShapley(model, ["a", "b", "c"], storage_size=50, seed=1)
+    gen = random.Random(0)
+    for _ in range(800):
+        x = {"a": gen.random(), "b": gen.random(), "c": gen.random()}
+        local.learn_one(x)
+        model.learn_one(x, x["a"] + 0.3 * x["b"] > 0.7)
+    x = {"a": 0.9, "b": 0.2, "c": 0.5}
+    values = local.explain_one(x)
+    shown = local_of(local, x, event_id="order-1")
+    assert shown["values"] == values and shown["x"] == x and shown["event_id"] == "order-1"
+    assert (shown["base"], shown["prediction"]) == (local.base_value, local.prediction)
+    assert any(abs(v) > 0.01 for v in values.values())
+    msg = {"base": local.base_value, "prediction": local.prediction}
+    _chained(waterfall(shown), msg)
+    drawn = bars(draw_waterfall(shown))
+    assert drawn[-1].get_x() == local.base_value
+    assert drawn[0].get_x() + drawn[0].get_width() == pytest.approx(local.prediction, abs=1e-9)
+    with pytest.raises(ValueError, match="explain_one"):
+        local_of(streamxai.LocalShapley(model, ["a", "b", "c"]), x)
