@@ -30,7 +30,7 @@ from .waterfall import MAX_ROWS, find_local, parse_local, value_text, waterfall
 
 __all__ = ["read_local", "draw_waterfall", "plot_local", "local_summary", "local_png_name", "bars"]
 
-UP, DOWN = "#d62728", "#1f77b4"  # a feature that raises the prediction, one that lowers it
+UP, DOWN, NONE = "#d62728", "#1f77b4", "#777777"  # a feature that raises the prediction, lowers it, leaves it
 BAR_GID = "waterfall-bar"
 
 
@@ -113,11 +113,13 @@ def draw_waterfall(local: dict[str, Any], max_rows: int = MAX_ROWS) -> Any:
     hi = max([w["base"], w["prediction"]] + [max(r["start"], r["end"]) for r in rows])
     pad = (hi - lo) * 0.18 or 0.05
     for y, r in zip(ys, rows, strict=True):
-        color = UP if r["value"] >= 0 else DOWN
+        color = UP if r["value"] > 0 else DOWN if r["value"] < 0 else NONE
         ax.barh(y, r["end"] - r["start"], left=r["start"], height=0.62, color=color, alpha=0.85 if "others" not in r else 0.45,
                 gid=BAR_GID)
-        ax.text(max(r["start"], r["end"]) + pad * 0.04, y, ("+" if r["value"] >= 0 else "") + level_text(r["value"], 4),
-                va="center", ha="left", fontsize=8, color=color)
+        # the value where the bar ends: right of a bar that raises the prediction, left of one that lowers it
+        up = r["value"] >= 0
+        ax.text(r["end"] + (pad if up else -pad) * 0.04, y, ("+" if up else "−") + level_text(abs(r["value"]), 4),
+                va="center", ha="left" if up else "right", fontsize=8, color=color)
     for y0, b in zip(ys, rows[1:], strict=False):  # each bar begins where the one below it ends
         ax.plot([b["end"], b["end"]], [y0 - 0.31, y0 - 0.69], color="0.5", lw=0.8)
     ax.set_yticks(ys, [_row_label(r) for r in rows], fontsize=9)

@@ -713,6 +713,7 @@ return {
     end: +b.dataset.end, value: +b.dataset.value, x: +b.getAttribute('x'), w: +b.getAttribute('width'),
     label: b.closest('g.wf-row').querySelector('text').textContent})),
   marks, pwn: document.querySelectorAll('.pwn').length,
+  svg: +chart.querySelector('svg').getAttribute('width'), box: chart.clientWidth,
 };
 """
 
@@ -724,6 +725,7 @@ def _check_waterfall(got, msg):
     from streamxai.local.markers import level_text
 
     rows = got["rows"]
+    assert got["box"] - 12 <= got["svg"] <= got["box"], got  # drawn across its box, as laid out
     listed = {r["feature"]: r["value"] for r in rows if not r["feature"].endswith(("other feature", "other features"))}
     assert listed == msg["values"], (listed, msg["values"])  # the message's numbers, to the last digit
     if msg.get("rest"):
@@ -779,6 +781,8 @@ def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_num
 
     events, msgs, crafted = _local_messages()
     by_id = {m["event_id"]: m for m in msgs}
+    # an event whose features moved the prediction (a young tree's leaves often do not)
+    linked = next(m["event_id"] for m in reversed(msgs[:140]) if sum(1 for v in m["values"].values() if v) >= 3)
     state = DashboardState()
     for ev in events[:150]:
         state.add("predictions", shaped("predictions", {"stream_id": "cards", "seq": ev.seq, "loss": 0.2}))
@@ -829,10 +833,18 @@ def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_num
                      30, "the note on an unknown event")
         assert "is not among the local explanations kept" in note
         # a link to one event: #stream=ID&event=EVENT
-        driver.get(f"http://127.0.0.1:{served.port}/#stream=cards&event=txn-00120")
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=cards&event={linked}")
         driver.refresh()
-        _check_waterfall(_wait(driver, chosen.replace("{}", "txn-00120"), 30, "txn-00120 from the address"),
-                         by_id["txn-00120"])
+        _check_waterfall(_wait(driver, chosen.replace("{}", linked), 30, f"{linked} from the address"),
+                         by_id[linked])
+        # drawn while the page was not laid out yet (a link's event can come before the stream's
+        # view shows the page): drawn again across its box once it is
+        driver.execute_script("document.querySelector('#stream').hidden = true; drawLocal(dash.local);"
+                              "setTimeout(() => { document.querySelector('#stream').hidden = false; }, 300)")
+        got = _wait(driver, chosen.replace("{}", linked).replace(
+            "return {", "const o = {").replace("\n};", "\n}; return o.box > 0 && o.svg >= o.box - 12 && o;"), 30,
+            "the waterfall drawn across its box")
+        _check_waterfall(got, by_id[linked])
         driver.execute_script("document.querySelector('#local-box').scrollIntoView()")
         driver.save_screenshot(str(tmp_path / "waterfall-chosen.png"))
         # markup in a feature's name, value, class or event id: text, never run

@@ -504,7 +504,11 @@ function renderLocal(v) {
     sel.value = dash.localEvent ?? "";
   }
   if (dash.localEvent === null) drawLocal(v.local);
+  else if (dash.local && dash.localWidth !== chartWidthOf($("#local-chart"))) drawLocal(dash.local);  // laid out anew
 }
+
+// the width of the waterfall's drawing: its box's, once the page has laid the box out
+const chartWidthOf = (box) => Math.max(560, box.clientWidth - 10);
 
 function showLocalEvent(event) {
   const sid = dash.selected;
@@ -534,29 +538,34 @@ function drawLocal(loc) {
     `<div>prediction <b id="local-prediction">${levelText(w.prediction, 4)}</b>${what} = base value ` +
     `<b id="local-base">${levelText(w.base, 4)}</b> ${diff >= 0 ? "+" : "−"} ${levelText(Math.abs(diff), 4)}</div>`;
   const rows = w.rows, rowH = 24, top = 22, bottom = 40, labelW = 240, valueW = 86;
-  const width = Math.max(360, chart.clientWidth - 10), plotW = width - labelW - valueW;
+  const width = chartWidthOf(chart), plotW = width - labelW - valueW;
+  dash.localWidth = width;
   const ends = [w.base, w.prediction, ...rows.flatMap((r) => [r.start, r.end])].map(Number);
   let lo = Math.min(...ends), hi = Math.max(...ends);
-  const pad = (hi - lo) * 0.05 || 0.05; lo -= pad; hi += pad;
-  const X = (val) => labelW + (plotW * (Number(val) - lo)) / (hi - lo);
+  if (hi - lo < 1e-12) { lo -= 0.05; hi += 0.05; }
+  const padPx = 64;  // room either side for the value written where a bar ends
+  const X = (val) => labelW + padPx + ((plotW - 2 * padPx) * (Number(val) - lo)) / (hi - lo);
+  const tickLo = lo - (padPx * (hi - lo)) / (plotW - 2 * padPx), tickHi = hi + (padPx * (hi - lo)) / (plotW - 2 * padPx);
   const height = top + rows.length * rowH + bottom;
   const cut = (t, n) => (t.length > n ? t.slice(0, n - 1) + "…" : t);
   const parts = [`<svg width="${width}" height="${height}" role="img" aria-label="waterfall of the local explanation">`];
   parts.push(`<line class="wf-axis" x1="${labelW}" x2="${labelW + plotW}" y1="${height - bottom + 4}" y2="${height - bottom + 4}"/>`);
   for (let i = 0; i <= 4; i++) {
-    const val = lo + ((hi - lo) * i) / 4;
+    const val = tickLo + ((tickHi - tickLo) * i) / 4;
     parts.push(`<text class="wf-tick" x="${X(val).toFixed(1)}" y="${height - bottom + 16}" text-anchor="middle">${levelText(val, 3)}</text>`);
   }
   rows.forEach((r, i) => {
     const y = top + i * rowH, x0 = X(Math.min(r.start, r.end)), x1 = X(Math.max(r.start, r.end));
-    const dir = r.value >= 0 ? "up" : "down";
+    const dir = r.value > 0 ? "up" : r.value < 0 ? "down" : "none";
     const x = r.x_text ? ` = ${r.x_text}` : "";  // the value's text as tail and plot write it
     const label = r.others ? r.feature : r.feature + x;
     parts.push(`<g class="wf-row" data-feature="${esc(r.feature)}"><title>${esc(label)}: ${r.value >= 0 ? "+" : ""}${esc(Number(r.value))}</title>` +
       `<text x="${labelW - 8}" y="${y + rowH / 2 + 4}" text-anchor="end">${esc(cut(label, 34))}</text>` +
       `<rect class="wf-bar ${dir}${r.others ? " others" : ""}" x="${x0.toFixed(2)}" y="${y + 4}" width="${Math.max(1, x1 - x0).toFixed(2)}" ` +
       `height="${rowH - 8}" data-start="${Number(r.start)}" data-end="${Number(r.end)}" data-value="${Number(r.value)}"/>` +
-      `<text class="wf-value ${dir}" x="${(x1 + 4).toFixed(1)}" y="${y + rowH / 2 + 4}">${r.value >= 0 ? "+" : "−"}${levelText(Math.abs(r.value), 4)}</text></g>`);
+      // the value where the bar ends: right of a bar that raises the prediction, left of one that lowers it
+      `<text class="wf-value ${dir}" x="${(r.value >= 0 ? x1 + 4 : x0 - 4).toFixed(1)}" y="${y + rowH / 2 + 4}" ` +
+      `text-anchor="${r.value >= 0 ? "start" : "end"}">${r.value >= 0 ? "+" : "−"}${levelText(Math.abs(r.value), 4)}</text></g>`);
     if (i + 1 < rows.length) {  // this bar begins where the one below it ends
       const xe = X(rows[i + 1].end).toFixed(2);
       parts.push(`<line class="wf-link" x1="${xe}" x2="${xe}" y1="${y + rowH - 4}" y2="${y + rowH + 4}"/>`);
@@ -572,6 +581,10 @@ function drawLocal(loc) {
 
 // ---- wiring ----------------------------------------------------------------------------------
 $("#local-event").addEventListener("change", (e) => showLocalEvent(e.target.value));
+// drawn again when its box changes width (the window, or the page shown after the waterfall was drawn)
+new ResizeObserver(() => {
+  if (dash.local && dash.localWidth !== chartWidthOf($("#local-chart"))) drawLocal(dash.local);
+}).observe($("#local-chart"));
 $("#local-go").addEventListener("click", () => showLocalEvent($("#local-find").value.trim()));
 $("#local-find").addEventListener("keydown", (e) => { if (e.key === "Enter") showLocalEvent($("#local-find").value.trim()); });
 $("#streams").addEventListener("click", (e) => {
