@@ -118,7 +118,8 @@ def draw_waterfall(local: dict[str, Any], max_rows: int = MAX_ROWS) -> Any:
                 gid=BAR_GID)
         # the value where the bar ends: right of a bar that raises the prediction, left of one that lowers it
         up = r["value"] >= 0
-        ax.text(r["end"] + (pad if up else -pad) * 0.04, y, ("+" if up else "−") + level_text(abs(r["value"]), 4),
+        err = "" if r.get("stderr") is None else f" ± {level_text(r['stderr'], 4)}"
+        ax.text(r["end"] + (pad if up else -pad) * 0.04, y, ("+" if up else "−") + level_text(abs(r["value"]), 4) + err,
                 va="center", ha="left" if up else "right", fontsize=8, color=color)
     for y0, b in zip(ys, rows[1:], strict=False):  # each bar begins where the one below it ends
         ax.plot([b["end"], b["end"]], [y0 - 0.31, y0 - 0.69], color="0.5", lw=0.8)

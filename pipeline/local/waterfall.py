@@ -114,7 +114,8 @@ def local_of(explainer: Any, x: dict[str, Any], stream_id: str = "notebook", seq
 
 def waterfall(local: dict[str, Any], max_rows: int = MAX_ROWS) -> dict[str, Any]:
     """The bars of :func:`parse_local`'s ``local``: ``rows`` top first (``feature``, its ``x``
-    value or None and that value's text ``x_text`` (:func:`value_text`), ``value``, and the bar from ``start`` to ``end``), the base value and the
+    value or None and that value's text ``x_text`` (:func:`value_text`), ``value`` and its
+    ``stderr`` when it was sampled (else None), and the bar from ``start`` to ``end``), the base value and the
     prediction. The lowest bar starts at the base value and the top one ends at the prediction
     (the message's numbers, added up in that order)."""
     values = local["values"]
@@ -130,7 +131,8 @@ def waterfall(local: dict[str, Any], max_rows: int = MAX_ROWS) -> dict[str, Any]
         at += others
     for f in reversed(shown):
         x = local["x"].get(f)
-        rows.append({"feature": f, "x": x, "x_text": value_text(x), "value": values[f], "start": at, "end": at + values[f]})
+        rows.append({"feature": f, "x": x, "x_text": value_text(x), "value": values[f], "start": at, "end": at + values[f],
+                     "stderr": local["stderr"].get(f)})
         at += values[f]
     rows.reverse()
     return {"base": local["base"], "prediction": local["prediction"], "end": at, "rows": rows}

@@ -702,6 +702,7 @@ def test_every_change_event_kept_is_drawn_and_the_page_says_how_many_older_ones_
 
 WATERFALL = """
 const chart = document.querySelector('#local-chart');
+if (chart.clientWidth === 0) return null;  // the page not laid out yet
 const bars = [...chart.querySelectorAll('rect.wf-bar')];
 if (!bars.length) return null;
 const marks = [...chart.querySelectorAll('line.wf-mark')].map((l) => +l.getAttribute('x1'));
@@ -791,6 +792,11 @@ def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_num
     state.add("predictions", shaped("predictions", {"stream_id": "x", "seq": 0, "loss": 0.2}))
     state.add("local-explanations", crafted)
     state.add("predictions", shaped("predictions", {"stream_id": "off", "seq": 0, "loss": 0.2}))
+    sampled = {**crafted, "stream_id": "sampled", "target": None, "event_id": None, "prediction": 0.7, "base": 0.5,
+               "values": {"a": 0.3, "b": -0.1}, "x": {"a": 2.5, "b": "red"}, "method": "sampling", "exact": False,
+               "stderr": {"a": 0.02, "b": 0.01}, "n_evaluations": 400}
+    state.add("predictions", shaped("predictions", {"stream_id": "sampled", "seq": 0, "loss": 0.2}))
+    state.add("local-explanations", sampled)
     served = _Served(state)
     driver = _browser()
     shots = os.environ.get("STREAMXAI_SCREENSHOTS")
@@ -842,7 +848,7 @@ def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_num
         driver.execute_script("document.querySelector('#stream').hidden = true; drawLocal(dash.local);"
                               "setTimeout(() => { document.querySelector('#stream').hidden = false; }, 300)")
         got = _wait(driver, chosen.replace("{}", linked).replace(
-            "return {", "const o = {").replace("\n};", "\n}; return o.box > 0 && o.svg >= o.box - 12 && o;"), 30,
+            "return {", "const o = {").replace("\n};", "\n}; return o.svg >= o.box - 12 && o;"), 30,
             "the waterfall drawn across its box")
         _check_waterfall(got, by_id[linked])
         driver.execute_script("document.querySelector('#local-box').scrollIntoView()")
@@ -852,13 +858,22 @@ def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_num
         got = _wait(driver, chosen.replace("{}", "<img"), 30, "the crafted stream's waterfall")
         _check_waterfall(got, crafted)
         assert got["pwn"] == 0 and driver.title != "PWNED"
+        # a sampled explanation (a model without a known structure): each value with its standard error
+        driver.execute_script("document.querySelector('li.stream-item[data-stream=\"sampled\"]').click()")
+        got = _wait(driver, chosen.replace("{}", "sampled"), 30, "the sampled stream's waterfall")
+        _check_waterfall(got, sampled)
+        texts = driver.execute_script("return [...document.querySelectorAll('#local-chart text.wf-value')].map(t => t.textContent)")
+        assert texts == ["+0.3000 ± 0.0200", "−0.1000 ± 0.0100"], texts
+        assert driver.execute_script("return document.querySelector('#local-note').textContent") == ""  # another stream's
+        driver.execute_script("document.querySelector('#local-box').scrollIntoView()")
+        driver.save_screenshot(str(tmp_path / "waterfall-sampled.png"))
         # a stream without local explanations says how to turn them on
         driver.execute_script("document.querySelector('li.stream-item[data-stream=\"off\"]').click()")
         _wait(driver, "return document.querySelector('#local-head').textContent.includes('local = true')", 30,
               "the note on a stream without local explanations")
         assert driver.execute_script("return document.querySelector('#local-chart').hidden")
         if shots:
-            for name in ("waterfall-latest.png", "waterfall-chosen.png"):
+            for name in ("waterfall-latest.png", "waterfall-chosen.png", "waterfall-sampled.png"):
                 shutil.copy(tmp_path / name, Path(shots) / name)
     finally:
         driver.quit()

@@ -77,7 +77,7 @@ function connect() {
 function select(sid) {
   if (sid === dash.selected) return;
   dash.selected = sid;
-  dash.localEvent = null; dash.local = null;
+  dash.localEvent = null; dash.local = null; $("#local-note").textContent = ""; $("#local-find").value = "";
   history.replaceState(null, "", "#stream=" + encodeURIComponent(sid));
   for (const k of Object.keys(dash.charts)) { dash.charts[k].destroy(); delete dash.charts[k]; }
   $("#importance").innerHTML = ""; $("#pdp").innerHTML = ""; $("#loss").innerHTML = "";
@@ -543,7 +543,8 @@ function drawLocal(loc) {
   const ends = [w.base, w.prediction, ...rows.flatMap((r) => [r.start, r.end])].map(Number);
   let lo = Math.min(...ends), hi = Math.max(...ends);
   if (hi - lo < 1e-12) { lo -= 0.05; hi += 0.05; }
-  const padPx = 64;  // room either side for the value written where a bar ends
+  const sampled = rows.some((r) => r.stderr !== null && r.stderr !== undefined);
+  const padPx = sampled ? 120 : 64;  // room either side for the value (and its ± stderr) written where a bar ends
   const X = (val) => labelW + padPx + ((plotW - 2 * padPx) * (Number(val) - lo)) / (hi - lo);
   const tickLo = lo - (padPx * (hi - lo)) / (plotW - 2 * padPx), tickHi = hi + (padPx * (hi - lo)) / (plotW - 2 * padPx);
   const height = top + rows.length * rowH + bottom;
@@ -565,7 +566,8 @@ function drawLocal(loc) {
       `height="${rowH - 8}" data-start="${Number(r.start)}" data-end="${Number(r.end)}" data-value="${Number(r.value)}"/>` +
       // the value where the bar ends: right of a bar that raises the prediction, left of one that lowers it
       `<text class="wf-value ${dir}" x="${(r.value >= 0 ? x1 + 4 : x0 - 4).toFixed(1)}" y="${y + rowH / 2 + 4}" ` +
-      `text-anchor="${r.value >= 0 ? "start" : "end"}">${r.value >= 0 ? "+" : "−"}${levelText(Math.abs(r.value), 4)}</text></g>`);
+      `text-anchor="${r.value >= 0 ? "start" : "end"}">${r.value >= 0 ? "+" : "−"}${levelText(Math.abs(r.value), 4)}` +
+      `${r.stderr !== null && r.stderr !== undefined ? " ± " + levelText(r.stderr, 4) : ""}</text></g>`);
     if (i + 1 < rows.length) {  // this bar begins where the one below it ends
       const xe = X(rows[i + 1].end).toFixed(2);
       parts.push(`<line class="wf-link" x1="${xe}" x2="${xe}" y1="${y + rowH - 4}" y2="${y + rowH + 4}"/>`);
