@@ -38,7 +38,7 @@ log = logging.getLogger("streamxai.reader")
 #: the changes of an episode that are kept (its ``n_changes`` and ``n_series`` count all)
 EPISODE_CHANGES = 20
 #: the newest local explanations kept per stream (the views show the latest or a chosen one of them)
-MAX_LOCALS = 500
+MAX_LOCALS = 200
 
 
 def explainer_order(names: Any) -> list[str]:

@@ -30,7 +30,7 @@ from .waterfall import MAX_ROWS, find_local, parse_local, value_text, waterfall
 
 __all__ = ["read_local", "draw_waterfall", "plot_local", "local_summary", "local_png_name", "bars"]
 
-UP, DOWN, NONE = "#d62728", "#1f77b4", "#777777"  # a feature that raises the prediction, lowers it, leaves it
+UP, DOWN, NONE = "tab:red", "tab:blue", "0.47"  # a feature that raises the prediction, lowers it, leaves it
 BAR_GID = "waterfall-bar"
 
 

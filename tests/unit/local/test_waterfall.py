@@ -138,6 +138,10 @@ def test_the_docs_show_what_tail_prints():
            "values": {"amount": 0.513, "merchant": 0.201, "hour": 0.14, "country": -0.042},
            "x": {"amount": 4999, "merchant": "m-771", "hour": 3, "country": "NZ"}}
     assert shown == local_text(parse_local(msg))
+    from streamxai.local.dashboard.state import LISTED_LOCALS
+    from streamxai.local.output_reader import MAX_LOCALS
+
+    assert f"newest {MAX_LOCALS} local explanations" in page and f"(the\nnewest {LISTED_LOCALS})" in page
 
 
 def test_a_notebook_s_explanation_is_shown_as_a_worker_s(tmp_path):
