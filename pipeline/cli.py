@@ -79,12 +79,16 @@ def _parser() -> argparse.ArgumentParser:
                     help="send each event's label N events after its features, as a label event on the labels topic "
                          "(default 0: labels in the feature events)")
 
-    t = sub.add_parser("tail", parents=[common], help="print a topic's messages as JSON lines (follows new ones)")
-    t.add_argument("topic", help="features, labels, predictions, explanations, drift-events, dead-letters, "
-                                 "change-episodes, or a full topic name")
+    t = sub.add_parser("tail", parents=[common], help="print a topic's messages as JSON lines, local-explanations as a readable block per event (follows new ones)")
+    t.add_argument("topic", help="features, labels, predictions, explanations, local-explanations, drift-events, "
+                                 "dead-letters, change-episodes, or a full topic name")
     t.add_argument("--from-beginning", action="store_true", help="start at the oldest message, not at new ones")
     t.add_argument("--max", type=at_least(1), default=None, help="stop after this many messages")
     t.add_argument("--idle", type=positive(zero=True), default=None, help="stop after this many seconds without a message, once every partition has been read to its end")
+    t.add_argument("--json", action="store_true",
+                   help="local-explanations: print the messages as JSON lines, not one readable block per explained event")
+    t.add_argument("--top", type=at_least(1), default=10, metavar="K",
+                   help="local-explanations: the attributions each block lists, largest by absolute value first (default 10)")
     t.add_argument("--meta", action="store_true",
                    help="wrap each message with its topic, partition, offset, Kafka timestamp (ms, its type and UTC time) and key")
 
@@ -117,6 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("stream_id", help="the stream to plot")
     pl.add_argument("--out", metavar="FILE.png", default=None, help="PNG to write (default: STREAM_ID.png)")
     pl.add_argument("--html", metavar="FILE.html", default=None, help="also write a self-contained HTML report")
+    pl.add_argument("--local", action="store_true",
+                    help="plot why one prediction: the waterfall of the stream's latest local explanation (local = true), "
+                         "from the base value to the prediction (default file: STREAM_ID-local.png)")
+    pl.add_argument("--event", metavar="ID", default=None,
+                    help="with --local: the event to plot, by its event_id (or its seq), instead of the latest")
     pl.add_argument("--idle", type=positive(zero=True), default=3.0,
                     help="stop reading the topics after this many seconds without a message, once every partition has been read "
                          "to its end (default 3)")

@@ -436,9 +436,10 @@ def tail(args: argparse.Namespace, s: Settings) -> int:
     timer.start()
     n = 0
     try:
+        readable = topic == s.topic("local-explanations") and not args.json and not args.meta
         for rec in consume(s, [topic], from_beginning=args.from_beginning, idle_timeout=args.idle):
             got.set()
-            sys.stdout.write(_json_line(rec, args.meta) + "\n")
+            sys.stdout.write((_local_block(rec, args.top) if readable else _json_line(rec, args.meta)) + "\n")
             sys.stdout.flush()
             n += 1
             if args.max is not None and n >= args.max:
@@ -463,6 +464,18 @@ def _json_line(rec: Any, meta: bool) -> str:
     return orjson.dumps(value).decode()
 
 
+def _local_block(rec: Any, top: int) -> str:
+    """A local explanation as ``streamxai tail local-explanations`` prints it: a few lines (a
+    blank one after), or the message as JSON when it cannot be read as one."""
+    from .local.waterfall import local_text, parse_local
+
+    try:
+        local = parse_local(orjson.loads(rec.value)) if rec.value is not None else None
+    except orjson.JSONDecodeError:
+        local = None
+    return _json_line(rec, False) if local is None else local_text(local, top=top) + "\n"
+
+
 def _utc(ms: int | None) -> str | None:
     """A Kafka timestamp (ms since the epoch) as ISO 8601 UTC, to the millisecond.
 
@@ -478,6 +491,16 @@ def plot(args: argparse.Namespace, s: Settings) -> int:
     from .local.plot import plot_summary, plot_view, read_stream, require_matplotlib, write_html
 
     require_matplotlib()  # before the topics are read
+    if args.event is not None and not args.local:
+        raise ConfigError("--event chooses the event of a local explanation: give --local too")
+    if args.local:
+        from .local.plot_local import local_png_name, local_summary, plot_local, read_local
+
+        if args.html:
+            raise ConfigError("--html writes the report of a stream's explanations; --local writes a PNG only")
+        local = read_local(s, args.stream_id, args.event, idle=args.idle)
+        print(local_summary(local, plot_local(local, args.out or local_png_name(args.stream_id, args.event))))
+        return exit_codes.OK
     view = read_stream(s, args.stream_id, idle=args.idle)
     png = plot_view(view, args.out or f"{args.stream_id}.png")
     print(plot_summary(view, png))

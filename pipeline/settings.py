@@ -222,6 +222,7 @@ class Settings:
     emit_every: int = _f(10, "publish explanations every N explained events of a group")
     local: bool = _f(False, "local attributions: each sampled prediction's exact Shapley values (sampled with a standard error for models without a known structure) on the local-explanations topic, against iSAGE's reservoir of recent values (needs isage among the explainers)")
     local_sample_rate: float = _f(1.0, "fraction of predictions explained locally when local is on (deterministic by stream and seq)")
+    local_top_k: int = _f(0, "features a local explanation lists: the k largest by absolute value, with the event's value of each; the others' sum is its rest (0: every feature)")
     fast_path: str = _f("auto", "auto: evaluate recognised river models (Hoeffding trees, ARF, linear and logistic regression) from their internals, exactly the values of calling them and several times faster; off: always call the model")
     # Labels
     max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events (by seq); it is then counted (labels_expired) and never learned")
@@ -314,6 +315,8 @@ class Settings:
             raise bad(f"sample_rate={self.sample_rate} must be in (0, 1]")
         if not 0 < self.local_sample_rate <= 1:
             raise bad(f"local_sample_rate={self.local_sample_rate} must be in (0, 1]")
+        if self.local_top_k < 0:
+            raise bad(f"local_top_k={self.local_top_k} must be >= 0 (0: every feature)")
         if self.local and ("isage" not in self.explainers or self.isage_removal != "interventional"):
             raise bad(f"local=true needs isage among the explainers ({', '.join(self.explainers)}) with "
                       f"isage_removal=interventional (not {self.isage_removal}): its reservoir of recent values is "

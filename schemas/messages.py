@@ -262,6 +262,11 @@ class LocalExplanation(Message):
     values were computed: ``tree``, ``forest``, ``linear``, ``logistic`` and ``constant`` are exact
     (``exact`` true), ``sampling`` gives ``stderr`` per feature and its ``n_evaluations`` model calls.
     ``position`` is the stream's position of the prediction's step.
+
+    ``values`` lists every feature, or with the setting ``local_top_k`` the k largest by absolute
+    value; ``rest`` is the sum of the values of the features left out (0 when every feature is
+    listed), so ``base + sum(values) + rest == prediction``, and ``n_features`` counts the
+    features attributed (listed or not). ``x`` holds the event's value of each listed feature.
     """
 
     SCHEMA: ClassVar[str] = "local_explanation/v1"
@@ -280,6 +285,12 @@ class LocalExplanation(Message):
     n_evaluations: int = 0
     #: the team's own id of event ``seq`` (a source's ``event_id``; null for the own envelope)
     event_id: str | None = None
+    #: the event's value of each feature in ``values``
+    x: dict[str, Scalar] | None = None
+    #: the sum of the values of the features ``values`` leaves out (``local_top_k``)
+    rest: float = 0.0
+    #: the features attributed, listed in ``values`` or summed in ``rest`` (None: those listed)
+    n_features: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from streamxai.schemas.change_feed import pack_faults
 from streamxai.schemas.features import check_feature_event
 from streamxai.schemas.parsing import explain_task_fields
 
-from ..core.attribution import attribute
+from ..core.attribution import attribute, top_k
 from ..core.attribution.flat_walk import LeafMemo
 from ..core.budget import LagShedder
 from ..core.change.inputs import InputFault
@@ -327,10 +327,13 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         memo = self._memos.setdefault(se, LeafMemo())
         got = attribute(se.model, task.x, background or [task.x], s.features, max_exact=12,
                         seed=derive_seed(s.explain_seed, "local", task.stream_id, task.seq), memo=memo)
+        values, rest = top_k(got.values, s.local_top_k)
+        stderr = {f: e for f, e in got.stderr.items() if f in values} or None
         self.metrics.inc("local_explanations_out")
         return [Out("local-explanations", task.stream_id.encode(), dumps(LocalExplanation(
-            task.stream_id, task.seq, task.position, version, got.target, got.prediction, got.base, got.values,
-            got.method, got.exact, len(background), got.stderr or None, got.n_evaluations, task.event_id)))]
+            task.stream_id, task.seq, task.position, version, got.target, got.prediction, got.base, values,
+            got.method, got.exact, len(background), stderr, got.n_evaluations, task.event_id,
+            {f: task.x[f] for f in values}, rest, len(got.values))))]
 
 
 def _max_position(seq: int, step: str, max_label_delay: int) -> int:

@@ -1,5 +1,5 @@
 """The one reader of the output topics: per-stream state from the ``predictions``,
-``explanations``, ``drift-events`` and ``change-episodes`` messages.
+``explanations``, ``local-explanations``, ``drift-events`` and ``change-episodes`` messages.
 
 >>> r = OutputReader()
 >>> r.feed("predictions", b'{"schema": "prediction/v2", "stream_id": "s", "seq": 4, "position": 4, "loss": 1.0}')
@@ -11,7 +11,7 @@
 >>> st.predictions, st.current[("ipfi", "a")]["value"], st.explained_seq, r.ignored, r.other_versions
 (1, 0.3, {'ipfi': 4}, 1, 1)
 >>> r.TOPICS
-('predictions', 'explanations', 'drift-events', 'change-episodes')
+('predictions', 'explanations', 'local-explanations', 'drift-events', 'change-episodes')
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import orjson
-from streamxai.schemas import ChangeEpisode, ChangeEvent, Explanation, LabelOutcome, Prediction
+from streamxai.schemas import ChangeEpisode, ChangeEvent, Explanation, LabelOutcome, LocalExplanation, Prediction
 
 from ..core.stream import EXPLAINER_NAMES
+from .waterfall import parse_local
 
 __all__ = ["OutputReader", "StreamState", "Trajectory", "change_levels", "explainer_order"]
 
@@ -36,6 +37,8 @@ log = logging.getLogger("streamxai.reader")
 
 #: the changes of an episode that are kept (its ``n_changes`` and ``n_series`` count all)
 EPISODE_CHANGES = 20
+#: the newest local explanations kept per stream (the views show the latest or a chosen one of them)
+MAX_LOCALS = 200
 
 
 def explainer_order(names: Any) -> list[str]:
@@ -176,6 +179,9 @@ class StreamState:
         self.episodes: deque[dict[str, Any]] = deque(maxlen=max_episodes)
         self.changes_seen = 0
         self.episodes_seen = 0
+        # local-explanations: the newest (parsed by streamxai.local.waterfall.parse_local), and how many were read
+        self.locals: deque[dict[str, Any]] = deque(maxlen=MAX_LOCALS)
+        self.locals_seen = 0
         # bumped by every message (the dashboard pushes a stream's view when it changed)
         self.version = 0
         self.updated = 0.0
@@ -218,7 +224,7 @@ class OutputReader:
     kept ones says how many older ones it does not draw.
 
     Versions: the reader reads the versions the workers send (:attr:`VERSIONS`: prediction/v2
-    and label_outcome/v1, explanation/v4, drift_event/v3, change_episode/v4). A message of
+    and label_outcome/v1, explanation/v4, local_explanation/v1, drift_event/v3, change_episode/v4). A message of
     another version is counted in ``other_versions``, logged once per version, and skipped.
     Fields are read defensively: a message without a usable ``stream_id`` is counted in
     ``ignored``, and a field of the wrong type is skipped.
@@ -433,10 +439,19 @@ class OutputReader:
         st.episodes.append(ep)
         st.episodes_seen += 1
 
+    def _local(self, st: StreamState, obj: dict, ts: float | None) -> None:
+        loc = parse_local(obj)
+        if loc is None:
+            self.ignored += 1
+            return
+        st.locals.append(loc)
+        st.locals_seen += 1
+
     #: topic (short name) → its parse branch
     PARSERS: ClassVar[dict[str, Callable[[OutputReader, StreamState, dict, float | None], None]]] = {
         "predictions": _prediction,
         "explanations": _explanation,
+        "local-explanations": _local,
         "drift-events": _change,
         "change-episodes": _episode,
     }
@@ -446,6 +461,7 @@ class OutputReader:
     VERSIONS: ClassVar[dict[str, tuple[str, ...]]] = {
         "predictions": (Prediction.SCHEMA, LabelOutcome.SCHEMA),
         "explanations": (Explanation.SCHEMA,),
+        "local-explanations": (LocalExplanation.SCHEMA,),
         "drift-events": (ChangeEvent.SCHEMA,),
         "change-episodes": (ChangeEpisode.SCHEMA,),
     }

@@ -34,6 +34,8 @@ LABEL_PAD = 2.0  # pixels either side of a change label's text
 #: the newest change events and episodes of the stream that ``streamxai plot`` keeps and draws
 PLOT_MAX_CHANGES = 20_000
 PLOT_MAX_EPISODES = 10_000
+#: topics a deployment made by an older streamxai may lack: read when they exist
+LATER_TOPICS = ("change-episodes", "local-explanations")
 NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)"}
 
 
@@ -57,7 +59,7 @@ def read_stream(s: Settings, stream_id: str, idle: float = 3.0, max_points: int 
     state = DashboardState(max_points=max_points, only=stream_id, max_changes=PLOT_MAX_CHANGES,
                            max_episodes=PLOT_MAX_EPISODES)
     n = len(s.topic_prefix)
-    topics = [s.topic(t) for t in state.TOPICS if t != "change-episodes" or _exists(s, s.topic(t))]
+    topics = [s.topic(t) for t in state.TOPICS if t not in LATER_TOPICS or _exists(s, s.topic(t))]
     for rec in consume(s, topics, idle_timeout=idle):
         if rec.key is not None and not rec.key.decode(errors="replace").startswith(stream_id):
             continue  # keys are stream_id or stream_id/...: skip other streams without decoding

@@ -700,3 +700,233 @@ def test_every_change_event_kept_is_drawn_and_the_page_says_how_many_older_ones_
     finally:
         driver.quit()
         served.close()
+
+
+# ---- why one prediction: the local explanation's waterfall ------------------------------------
+
+WATERFALL = """
+const chart = document.querySelector('#local-chart');
+if (chart.clientWidth === 0) return null;  // the page not laid out yet
+const bars = [...chart.querySelectorAll('rect.wf-bar')];
+if (!bars.length) return null;
+const marks = [...chart.querySelectorAll('line.wf-mark')].map((l) => +l.getAttribute('x1'));
+return {
+  head: document.querySelector('#local-head').textContent,
+  prediction: document.querySelector('#local-prediction').textContent,
+  base: document.querySelector('#local-base').textContent,
+  rows: bars.map((b) => ({feature: b.closest('g.wf-row').dataset.feature, start: +b.dataset.start,
+    end: +b.dataset.end, value: +b.dataset.value, x: +b.getAttribute('x'), w: +b.getAttribute('width'),
+    label: b.closest('g.wf-row').querySelector('text').textContent})),
+  marks, pwn: document.querySelectorAll('.pwn').length,
+  svg: +chart.querySelector('svg').getAttribute('width'), box: chart.clientWidth,
+};
+"""
+
+
+def _check_waterfall(got, msg):
+    """The page's bars are ``msg``'s numbers: each listed value as sent, the features left out in
+    one bar of their sum (``rest``), chained from the base value (the lowest bar's start, a dotted
+    line) up to the prediction (the top bar's end, a dotted line), in numbers and in pixels."""
+    from streamxai.local.markers import level_text
+
+    rows = got["rows"]
+    assert got["box"] - 12 <= got["svg"] <= got["box"], got  # drawn across its box, as laid out
+    listed = {r["feature"]: r["value"] for r in rows if not r["feature"].endswith(("other feature", "other features"))}
+    assert listed == msg["values"], (listed, msg["values"])  # the message's numbers, to the last digit
+    if msg.get("rest"):
+        assert rows[-1]["value"] == msg["rest"] and rows[-1]["feature"].endswith("other features" if
+                                                                               msg["n_features"] - len(msg["values"]) > 1
+                                                                               else "other feature")
+    assert rows[-1]["start"] == msg["base"]
+    for upper, lower in zip(rows, rows[1:], strict=False):
+        assert upper["start"] == lower["end"]
+        # drawn so: a bar begins, in pixels, where the one below it ends
+        lower_end = lower["x"] + (lower["w"] if lower["value"] >= 0 else 0)
+        upper_start = upper["x"] + (0 if upper["value"] >= 0 else upper["w"])
+        assert abs(upper_start - lower_end) < 0.05 or min(upper["w"], lower["w"]) <= 1, (upper, lower)
+    assert abs(rows[0]["end"] - msg["prediction"]) < 1e-9
+    top = rows[0]
+    top_end = top["x"] + (top["w"] if top["value"] >= 0 else 0)
+    base_px, prediction_px = got["marks"]
+    assert abs(top_end - prediction_px) < 0.05 or top["w"] <= 1, (top, got["marks"])
+    bottom = rows[-1]
+    assert abs(bottom["x"] + (0 if bottom["value"] >= 0 else bottom["w"]) - base_px) < 0.05 or bottom["w"] <= 1
+    assert got["prediction"] == level_text(msg["prediction"], 4) and got["base"] == level_text(msg["base"], 4)
+    for r in rows:  # each feature named with the event's value of it
+        if r["feature"] in listed and msg.get("x") and r["feature"] in msg["x"]:
+            from streamxai.local.waterfall import value_text
+
+            want = f"{r['feature']} = {value_text(msg['x'][r['feature']])}"
+            assert r["label"] == (want if len(want) <= 34 else want[:33] + "…"), (r, want)
+
+
+def _local_messages():
+    """A worker's local explanations of 200 agrawal events (the largest 5 features of each), each
+    with the event_id a team's source gives, and a stream whose feature names and values are markup."""
+    from helpers.handler_inputs import run_handlers, settings
+    from streamxai.local.demo_stream import agrawal_events
+
+    events = list(agrawal_events("cards", 200, seed=6))
+    msgs = run_handlers(settings(local=True, local_top_k=5), events)["local-explanations"]
+    msgs = [{**m, "event_id": f"txn-{m['seq']:05d}"} for m in msgs]
+    payload = "<img class=pwn src=x onerror=\"document.title='PWNED'\">"
+    crafted = {"schema": "local_explanation/v1", "stream_id": "x", "seq": 0, "position": 0, "model_version": 0,
+               "target": payload, "prediction": 0.75, "base": 0.5, "values": {payload: 0.2, "b": 0.05},
+               "x": {payload: payload, "b": 1}, "method": "tree", "exact": True, "n_background": 3,
+               "event_id": payload}
+    return events, msgs, crafted
+
+
+def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_numbers(tmp_path):
+    """The page's "why this prediction" panel draws the stream's latest local explanation as it
+    comes; an event chosen by its event_id (typed, picked from the list, or in the page's
+    address) stays shown until "latest" is picked; the bars are the message's numbers, chained
+    from the base value to the prediction; markup in a message is shown as text."""
+    from streamxai.local.dashboard import DashboardState
+
+    events, msgs, crafted = _local_messages()
+    by_id = {m["event_id"]: m for m in msgs}
+    # an event whose features moved the prediction (a young tree's leaves often do not)
+    linked = next(m["event_id"] for m in reversed(msgs[:140]) if sum(1 for v in m["values"].values() if v) >= 3)
+    state = DashboardState()
+    for ev in events[:150]:
+        state.add("predictions", shaped("predictions", {"stream_id": "cards", "seq": ev.seq, "loss": 0.2}))
+    for m in msgs[:150]:
+        state.add("local-explanations", m)
+    state.add("predictions", shaped("predictions", {"stream_id": "x", "seq": 0, "loss": 0.2}))
+    state.add("local-explanations", crafted)
+    state.add("predictions", shaped("predictions", {"stream_id": "off", "seq": 0, "loss": 0.2}))
+    sampled = {**crafted, "stream_id": "sampled", "target": None, "event_id": None, "prediction": 0.7, "base": 0.5,
+               "values": {"a": 0.3, "b": -0.1}, "x": {"a": 2.5, "b": "red"}, "method": "sampling", "exact": False,
+               "stderr": {"a": 0.02, "b": 0.01}, "n_evaluations": 400}
+    state.add("predictions", shaped("predictions", {"stream_id": "sampled", "seq": 0, "loss": 0.2}))
+    state.add("local-explanations", sampled)
+    served = _Served(state)
+    driver = _browser()
+    shots = os.environ.get("STREAMXAI_SCREENSHOTS")
+    try:
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=cards")
+        got = _wait(driver, WATERFALL, 30, "the waterfall of the latest event")
+        assert "txn-00149" in got["head"], got["head"]
+        _check_waterfall(got, msgs[149])
+        # a new event: the panel follows it
+        for m in msgs[150:]:
+            state.add("local-explanations", m)
+        got = _wait(driver, WATERFALL.replace("if (!bars.length) return null;", "if (!bars.length || "
+                    "!document.querySelector('#local-head').textContent.includes('txn-00199')) return null;"),
+                    30, "the waterfall of the newest event")
+        _check_waterfall(got, msgs[199])
+        driver.execute_script("document.querySelector('#local-box').scrollIntoView()")
+        driver.save_screenshot(str(tmp_path / "waterfall-latest.png"))
+        # an event chosen by its event_id: shown, and kept while newer ones come
+        driver.execute_script("document.querySelector('#local-find').value = 'txn-00042';"
+                              "document.querySelector('#local-go').click()")
+        chosen = WATERFALL.replace("if (!bars.length) return null;", "if (!bars.length || "
+                                   "!document.querySelector('#local-head').textContent.includes('{}')) return null;")
+        got = _wait(driver, chosen.replace("{}", "txn-00042"), 30, "the waterfall of txn-00042")
+        _check_waterfall(got, by_id["txn-00042"])
+        state.add("local-explanations", {**msgs[10], "seq": 200, "event_id": "txn-00200"})
+        time.sleep(1.5)  # a push or two
+        assert "txn-00042" in driver.execute_script(WATERFALL)["head"]
+        # picked from the list of recent events, then back to the latest
+        driver.execute_script("const s = document.querySelector('#local-event'); s.value = 'txn-00180';"
+                              "s.dispatchEvent(new Event('change'))")
+        _check_waterfall(_wait(driver, chosen.replace("{}", "txn-00180"), 30, "txn-00180"), by_id["txn-00180"])
+        driver.execute_script("const s = document.querySelector('#local-event'); s.value = '';"
+                              "s.dispatchEvent(new Event('change'))")
+        got = _wait(driver, chosen.replace("{}", "txn-00200"), 30, "the latest again")
+        _check_waterfall(got, {**msgs[10], "event_id": "txn-00200"})
+        # an event the dashboard does not keep: said so, the waterfall shown stays
+        driver.execute_script("document.querySelector('#local-find').value = 'txn-99999';"
+                              "document.querySelector('#local-go').click()")
+        note = _wait(driver, "const t = document.querySelector('#local-note').textContent; return t.includes('txn-99999') && t",
+                     30, "the note on an unknown event")
+        assert "is not among the local explanations kept" in note
+        # a link to one event: #stream=ID&event=EVENT
+        driver.get(f"http://127.0.0.1:{served.port}/#stream=cards&event={linked}")
+        driver.refresh()
+        _check_waterfall(_wait(driver, chosen.replace("{}", linked), 30, f"{linked} from the address"),
+                         by_id[linked])
+        # drawn while the page was not laid out yet (a link's event can come before the stream's
+        # view shows the page): drawn again across its box once it is
+        driver.execute_script("document.querySelector('#stream').hidden = true; drawLocal(dash.local);"
+                              "setTimeout(() => { document.querySelector('#stream').hidden = false; }, 300)")
+        got = _wait(driver, chosen.replace("{}", linked).replace(
+            "return {", "const o = {").replace("\n};", "\n}; return o.svg >= o.box - 12 && o;"), 30,
+            "the waterfall drawn across its box")
+        _check_waterfall(got, by_id[linked])
+        driver.execute_script("document.querySelector('#local-box').scrollIntoView()")
+        driver.save_screenshot(str(tmp_path / "waterfall-chosen.png"))
+        # markup in a feature's name, value, class or event id: text, never run
+        driver.execute_script("document.querySelector('li.stream-item[data-stream=\"x\"]').click()")
+        got = _wait(driver, chosen.replace("{}", "<img"), 30, "the crafted stream's waterfall")
+        _check_waterfall(got, crafted)
+        assert got["pwn"] == 0 and driver.title != "PWNED"
+        # a sampled explanation (a model without a known structure): each value with its standard error
+        driver.execute_script("document.querySelector('li.stream-item[data-stream=\"sampled\"]').click()")
+        got = _wait(driver, chosen.replace("{}", "sampled"), 30, "the sampled stream's waterfall")
+        _check_waterfall(got, sampled)
+        texts = driver.execute_script("return [...document.querySelectorAll('#local-chart text.wf-value')].map(t => t.textContent)")
+        assert texts == ["+0.3000 ± 0.0200", "−0.1000 ± 0.0100"], texts
+        assert driver.execute_script("return document.querySelector('#local-note').textContent") == ""  # another stream's
+        driver.execute_script("document.querySelector('#local-box').scrollIntoView()")
+        driver.save_screenshot(str(tmp_path / "waterfall-sampled.png"))
+        # a stream without local explanations says how to turn them on
+        driver.execute_script("document.querySelector('li.stream-item[data-stream=\"off\"]').click()")
+        _wait(driver, "return document.querySelector('#local-head').textContent.includes('local = true')", 30,
+              "the note on a stream without local explanations")
+        assert driver.execute_script("return document.querySelector('#local-chart').hidden")
+        if shots:
+            for name in ("waterfall-latest.png", "waterfall-chosen.png", "waterfall-sampled.png"):
+                shutil.copy(tmp_path / name, Path(shots) / name)
+    finally:
+        driver.quit()
+        served.close()
+
+
+def test_the_waterfall_of_a_worker_s_local_explanations_read_from_the_topic(bootstrap, tmp_path):
+    """A worker with local on, the dashboard reading its topics: the page's waterfall is the one
+    of the newest message on the local-explanations topic, and an event chosen by seq (the own
+    envelope has no event_id) is that seq's message."""
+    from helpers.pipeline_runs import collect
+    from streamxai.local.demo_stream import agrawal_events
+
+    driver = _browser()
+    s = make_settings(bootstrap, str(tmp_path / "state"), local=True, local_top_k=4, explain_groups=1,
+                      explainers=["isage"], model_params={"grace_period": 30})
+    ensure_topics(s)
+    events = list(agrawal_events("why", 150, seed=7))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    worker = spawn_worker(s, log_file=str(tmp_path / "worker.log"), loglevel="warning")
+    board = spawn_dashboard(s, port, log_file=str(tmp_path / "dashboard.log"))
+    try:
+        produce_events(s, events)
+        sent = {m["seq"]: m for m in collect(s, "local-explanations", lambda ms: len({m["seq"] for m in ms}) >= len(events))}
+        assert sorted(sent) == [ev.seq for ev in events]
+        wait_for_dashboard(url, board)
+        driver.get(url + "#stream=why")
+        got = _wait(driver, WATERFALL.replace("if (!bars.length) return null;", "if (!bars.length || "
+                    "!document.querySelector('#local-head').textContent.includes('seq 149 ')) return null;"),
+                    60, "the waterfall of seq 149")
+        _check_waterfall(got, sent[149])
+        assert len(sent[149]["values"]) == 4 and got["rows"][-1]["feature"] == "5 other features"
+        # an event whose features moved the prediction (a young tree's leaves often do not)
+        seq = next(q for q in range(len(events) - 1, -1, -1) if any(sent[q]["values"].values()) and q != 149)
+        driver.execute_script(f"document.querySelector('#local-find').value = '{seq}';"
+                              "document.querySelector('#local-go').click()")
+        got = _wait(driver, WATERFALL.replace("if (!bars.length) return null;", "if (!bars.length || "
+                    f"!document.querySelector('#local-head').textContent.includes('seq {seq} ')) return null;"),
+                    30, f"the waterfall of seq {seq}")
+        _check_waterfall(got, sent[seq])
+        assert any(r["value"] for r in got["rows"])
+        driver.execute_script("document.querySelector('#local-box').scrollIntoView()")
+        driver.save_screenshot(str(tmp_path / "waterfall-worker.png"))
+        if shots := os.environ.get("STREAMXAI_SCREENSHOTS"):
+            shutil.copy(tmp_path / "waterfall-worker.png", Path(shots) / "waterfall-worker.png")
+    finally:
+        driver.quit()
+        stop_worker(board)
+        stop_worker(worker)
+    log = (tmp_path / "dashboard.log").read_text(errors="replace")
+    assert "Traceback" not in log, log[-3000:]

@@ -1,10 +1,14 @@
 """A worker with ``local`` on, on a real broker: every explained prediction gets one local
 explanation of the model version that made it, equal to the in-process reference, summing to the
-prediction minus the base value."""
+prediction minus the base value; ``streamxai tail local-explanations`` and ``streamxai plot
+--local`` show those messages' numbers."""
 
 from __future__ import annotations
 
+import orjson
+import pytest
 from helpers.pipeline_runs import collect, make_settings
+from streamxai.cli import main
 from streamxai.core.attribution import attribute
 from streamxai.core.explainers import ISAGE
 from streamxai.kafka.config import ensure_topics
@@ -14,8 +18,9 @@ from streamxai.plan import stream_explainer
 from streamxai.worker import spawn_worker, stop_worker
 
 
-def test_a_worker_sends_each_prediction_s_local_explanation(bootstrap, tmp_path):
+def test_a_worker_sends_each_prediction_s_local_explanation(bootstrap, tmp_path, capsys):
     s = make_settings(bootstrap, str(tmp_path / "state"), local=True, explain_groups=2)
+    assert len(s.features) == 9
     events = list(agrawal_events("why", 200, seed=7))
     se = stream_explainer(s, "why")
     isage = next(e for e in se.explainers if isinstance(e, ISAGE))
@@ -37,3 +42,58 @@ def test_a_worker_sends_each_prediction_s_local_explanation(bootstrap, tmp_path)
         assert m["values"] == want[seq].values and m["base"] == want[seq].base
         assert abs(sum(m["values"].values()) - (m["prediction"] - m["base"])) < 1e-9
     assert "Traceback" not in (tmp_path / "worker.log").read_text(errors="replace")
+    common = ["--bootstrap", bootstrap, "--set", f"topic_prefix={s.topic_prefix}"]
+    _tail_shows_each_event(by_seq, common, capsys)
+    _plot_draws_the_latest_or_a_chosen_event(s, by_seq, common, tmp_path, capsys)
+
+
+def _tail_shows_each_event(by_seq, common, capsys):
+    """One block per event: its seq and model version, the prediction, the base value, and the
+    largest values by absolute value with the event's value of each feature."""
+    from streamxai.local.waterfall import value_text
+
+    capsys.readouterr()
+    assert main(["tail", "local-explanations", "--from-beginning", "--idle", "1", "--top", "3", *common]) == 0
+    blocks = [b for b in capsys.readouterr().out.split("\n\n") if b.strip()]
+    assert len(blocks) == len(by_seq)
+    for block in blocks:
+        lines = block.splitlines()
+        seq = int(lines[0].split("  seq ")[1].split()[0])
+        m = by_seq[seq]
+        assert f"model version {m['model_version']}" in lines[0]
+        assert f"prediction {m['prediction']:.4f}" in lines[1] and f"base value {m['base']:.4f}" in lines[1]
+        ordered = sorted(m["values"], key=lambda f: (-abs(m["values"][f]), f))
+        for f, line in zip(ordered[:3], lines[3:6], strict=True):
+            name, value, attribution = line.split()[:3]
+            assert (name, value) == (f, value_text(m["x"][f]))
+            assert float(attribution) == pytest.approx(m["values"][f], abs=5e-5)
+        assert lines[6].split()[:3] == ["6", "other", "features"]
+    capsys.readouterr()
+    assert main(["tail", "local-explanations", "--from-beginning", "--idle", "1", "--max", "2", "--json", *common]) == 0
+    first = orjson.loads(capsys.readouterr().out.splitlines()[0])
+    assert first == {k: v for k, v in by_seq[first["seq"]].items() if k != "_partition"}  # the message as it is
+
+
+def _plot_draws_the_latest_or_a_chosen_event(s, by_seq, common, tmp_path, capsys):
+    from matplotlib import image as mpimg
+    from streamxai.local.plot_local import bars, draw_waterfall, read_local
+    from streamxai.local.waterfall import parse_local, waterfall
+
+    latest = max(by_seq)
+    for event, want in ((None, latest), ("120", 120)):
+        local = read_local(s, "why", event, idle=1.0)
+        assert local == parse_local(by_seq[want])
+        drawn = bars(draw_waterfall(local))
+        rows = waterfall(local)["rows"]
+        assert [(b.get_x(), b.get_x() + b.get_width()) for b in drawn] == pytest.approx(
+            [(r["start"], r["end"]) for r in rows], abs=1e-12)
+        assert drawn[-1].get_x() == by_seq[want]["base"]
+        assert drawn[0].get_x() + drawn[0].get_width() == pytest.approx(by_seq[want]["prediction"], abs=1e-9)
+    capsys.readouterr()
+    png = tmp_path / "why-120.png"
+    assert main(["plot", "why", "--local", "--event", "120", "--out", str(png), "--idle", "1", *common]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote {png} (stream why, seq 120: prediction ")
+    assert mpimg.imread(png).shape[0] > 300
+    assert main(["plot", "why", "--local", "--event", "nosuch", "--out", str(png), "--idle", "1", *common]) == 2
+    err = capsys.readouterr().err
+    assert "no local explanation of event 'nosuch'" in err and err.count("\n") == 1

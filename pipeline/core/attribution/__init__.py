@@ -19,5 +19,6 @@ from .attribute import METHODS, Attribution, attribute
 from .coalitions import brute_force
 from .explainer import LocalShapley
 from .sampling import permutation_shapley
+from .top import top_k
 
-__all__ = ["Attribution", "LocalShapley", "attribute", "brute_force", "permutation_shapley", "METHODS"]
+__all__ = ["Attribution", "LocalShapley", "attribute", "brute_force", "permutation_shapley", "top_k", "METHODS"]

@@ -119,6 +119,15 @@ def make_web_app(state: DashboardState, lock: threading.Lock, push_every: float 
             raise web.HTTPNotFound(text=f"no stream {request.match_info['sid']!r} seen yet")
         return _json(view)
 
+    async def local(request: web.Request) -> web.Response:
+        sid, event = request.match_info["sid"], request.query.get("event") or None
+        with lock:
+            view = state.local_view(sid, event)
+        if view is None:
+            kept = f"event {event!r} is not among the local explanations kept" if event else "no local explanation yet"
+            raise web.HTTPNotFound(text=f"stream {sid!r}: {kept}")
+        return _json(view)
+
     async def events(request: web.Request) -> web.StreamResponse:
         sid = request.query.get("stream")
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -149,6 +158,7 @@ def make_web_app(state: DashboardState, lock: threading.Lock, push_every: float 
     app.router.add_get("/", index)
     app.router.add_get("/api/streams", streams)
     app.router.add_get("/api/stream/{sid}", stream)
+    app.router.add_get("/api/local/{sid}", local)
     app.router.add_get("/events", events)
     app.router.add_static("/static/", STATIC)
     return app
@@ -160,12 +170,14 @@ def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
     anything starts if ``host:port`` cannot be listened on.
 
     A background thread consumes the topics the reader reads (``predictions``, ``explanations``,
-    ``drift-events``, ``change-episodes``: whichever exist, picked up by a topic-name pattern as
+    ``local-explanations``, ``drift-events``, ``change-episodes``: whichever exist, picked up by a topic-name pattern as
     they appear) with its own throwaway consumer group, feeds them to a :class:`DashboardState`,
     and the web server answers:
 
     - ``GET /`` the page, ``GET /static/...`` its script, style and the vendored uPlot;
-    - ``GET /api/streams`` every stream's summary, ``GET /api/stream/{id}`` one stream's view;
+    - ``GET /api/streams`` every stream's summary, ``GET /api/stream/{id}`` one stream's view
+      (with its latest local explanation), ``GET /api/local/{id}?event=EVENT`` the local
+      explanation of one of its events kept (an ``event_id`` or a seq) as a waterfall;
     - ``GET /events?stream=ID`` server-sent events: ``streams`` (the summary) and ``stream``
       (the chosen stream's view) whenever they changed, at most every ``push_every`` seconds.
 

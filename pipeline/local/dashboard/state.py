@@ -30,11 +30,14 @@ from typing import Any
 
 from ...core.stream import NEEDS_LABEL
 from ..output_reader import OutputReader, StreamState, Trajectory, change_levels
+from ..waterfall import find_local, waterfall
 
 __all__ = ["DashboardState", "Trajectory", "change_levels"]
 
 #: the changes of an episode the page lists (it says how many more there were)
 SHOWN_EPISODE_CHANGES = 5
+#: the newest explained events of a stream the page offers to choose from
+LISTED_LOCALS = 50
 
 
 class DashboardState(OutputReader):
@@ -150,7 +153,21 @@ class DashboardState(OutputReader):
             "changes_not_drawn": st.changes_seen - len(st.changes),
             "episodes_total": st.episodes_seen,
             "episodes_not_drawn": st.episodes_seen - len(st.episodes),
+            # the latest local explanation as a waterfall, and the events one can be chosen of
+            "local": self.local_view(sid),
+            "local_events": [{"seq": loc["seq"], "event_id": loc["event_id"], "prediction": loc["prediction"]}
+                             for loc in list(st.locals)[-LISTED_LOCALS:]][::-1],
+            "locals_kept": len(st.locals),
+            "locals_total": st.locals_seen,
         }
+
+    def local_view(self, sid: str, event: str | None = None) -> dict[str, Any] | None:
+        """The local explanation of ``event`` (an ``event_id``, or a seq; None: the latest) of
+        stream ``sid`` among those kept, as a waterfall (:func:`~streamxai.local.waterfall.waterfall`)
+        with the message's fields; None when there is none."""
+        st = self.streams.get(sid)
+        loc = find_local(st.locals, event) if st is not None else None
+        return None if loc is None else {**loc, "waterfall": waterfall(loc)}
 
     @staticmethod
     def _labels(st: StreamState) -> dict[str, Any] | None:

@@ -52,6 +52,31 @@ def test_off_by_default_and_sampled_by_stream_and_seq():
     assert half == again and 20 <= len(half) <= 60
 
 
+def test_top_k_lists_the_largest_values_with_the_event_s_values_and_sums_the_rest():
+    """``local_top_k = 2``: each message lists the 2 values largest by absolute value of the full
+    explanation, the event's value of each, and the others' sum as ``rest``: what is listed still
+    adds up to the prediction minus the base value."""
+    events = list(agrawal_events("a", 300, seed=6))
+    s = settings(local=True, local_top_k=2)
+    full = {m["seq"]: m for m in run_handlers(settings(local=True), events)["local-explanations"]}
+    top = {m["seq"]: m for m in run_handlers(s, events)["local-explanations"]}
+    assert sorted(top) == sorted(full)
+    x = {ev.seq: ev.x for ev in events}
+    for seq, m in top.items():
+        every = full[seq]["values"]
+        assert len(every) == len(s.features) and full[seq]["rest"] == 0 and full[seq]["n_features"] == len(every)
+        assert full[seq]["x"] == x[seq]
+        largest = sorted((abs(v) for v in every.values()), reverse=True)[:2]
+        assert len(m["values"]) == 2 and sorted((abs(v) for v in m["values"].values()), reverse=True) == largest
+        assert all(every[f] == v for f, v in m["values"].items())
+        assert m["x"] == {f: x[seq][f] for f in m["values"]} and m["n_features"] == len(s.features)
+        assert m["rest"] == pytest.approx(sum(v for f, v in every.items() if f not in m["values"]), abs=1e-12)
+        assert m["base"] + sum(m["values"].values()) + m["rest"] == pytest.approx(m["prediction"], abs=1e-9)
+    assert any(abs(m["rest"]) > 1e-6 for m in top.values())  # the features left out did count
+    with pytest.raises(ConfigError, match="local_top_k"):
+        settings(local=True, local_top_k=-1)
+
+
 def test_local_needs_isage_s_reservoir():
     with pytest.raises(ConfigError, match="needs isage"):
         settings(local=True, explainers=["ipfi"])

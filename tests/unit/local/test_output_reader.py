@@ -156,7 +156,7 @@ def test_the_dashboard_consumes_every_topic_the_reader_reads():
     import re
 
     assert all(re.match(consumer.pattern, f"x.{t}") for t in OutputReader.TOPICS)
-    assert set(OutputReader.TOPICS) == {"predictions", "explanations", "drift-events", "change-episodes"}
+    assert set(OutputReader.TOPICS) == {"predictions", "explanations", "local-explanations", "drift-events", "change-episodes"}
 
 
 def test_only_one_stream_is_kept_when_asked():

@@ -4,7 +4,8 @@
 const MODEL_LOSS_COLOR = "#00bfff";  // no feature's colour, so never taken for a change marker (as in `streamxai plot`)
 const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
   "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
-const dash = { selected: null, streams: [], view: null, charts: {}, source: null, featureColor: {} };
+// localEvent: the event whose local explanation is shown (null: the stream's latest, following new ones)
+const dash = { selected: null, streams: [], view: null, charts: {}, source: null, featureColor: {}, localEvent: null, local: null };
 window.dash = dash;
 
 const $ = (sel) => document.querySelector(sel);
@@ -76,6 +77,7 @@ function connect() {
 function select(sid) {
   if (sid === dash.selected) return;
   dash.selected = sid;
+  dash.localEvent = null; dash.local = null; $("#local-note").textContent = ""; $("#local-find").value = "";
   history.replaceState(null, "", "#stream=" + encodeURIComponent(sid));
   for (const k of Object.keys(dash.charts)) { dash.charts[k].destroy(); delete dash.charts[k]; }
   $("#importance").innerHTML = ""; $("#pdp").innerHTML = ""; $("#loss").innerHTML = "";
@@ -90,7 +92,9 @@ function onStreams(msg) {
   if (!dash.selected && dash.streams.length) {
     const want = decodeURIComponent((location.hash.match(/stream=([^&]+)/) || [])[1] || "");
     const found = dash.streams.find((s) => s.stream_id === want);
+    const event = decodeURIComponent((location.hash.match(/[#&]event=([^&]+)/) || [])[1] || "");
     select(found ? want : dash.streams[0].stream_id);
+    if (found && event) showLocalEvent(event);  // #stream=ID&event=EVENT: that event's local explanation
     return;
   }
   renderList();
@@ -134,6 +138,7 @@ function onStream(v) {
   renderLoss(v);
   renderPdp(v);
   renderChanges(v);
+  renderLocal(v);
 }
 
 function chartWidth(el) { return Math.max(200, el.clientWidth - 10); }
@@ -478,7 +483,115 @@ function renderChanges(v) {
     `<td>${levelText(e.loss_before, 3)} → ${levelText(e.loss_after, 3)}</td></tr>`).join("");
 }
 
+// ---- why one prediction: the local explanation's waterfall ------------------------------------
+// The server sends the bars (streamxai.local.waterfall): top first, each from `start` to `end`;
+// from the bottom up each starts where the one below ended, the lowest at the base value, the top
+// one ending at the prediction. They are drawn as they come.
+function renderLocal(v) {
+  const none = !v.locals_total;
+  document.querySelector(".local-controls").hidden = none;
+  if (none) {
+    $("#local-head").innerHTML = '<span class="muted">no local explanations of this stream: they are sent with ' +
+      "<code>local = true</code> in its settings (and <code>local_sample_rate</code>)</span>";
+    $("#local-chart").hidden = true;
+    return;
+  }
+  const sel = $("#local-event");
+  const keyOf = (e) => (e.event_id !== null && e.event_id !== undefined ? e.event_id : String(e.seq));
+  const events = v.local_events || [];
+  const options = [["", `latest (${v.locals_total} explained)`], ...events.map((e) =>
+    [keyOf(e), `${e.event_id !== null && e.event_id !== undefined ? e.event_id + " · " : ""}seq ${e.seq} · ${fmt(e.prediction)}`])];
+  if (dash.localEvent !== null && !options.some(([k]) => k === dash.localEvent)) options.push([dash.localEvent, dash.localEvent]);
+  if (document.activeElement !== sel) {  // not while one is choosing
+    sel.innerHTML = options.map(([k, t]) => `<option value="${esc(k)}">${esc(t)}</option>`).join("");
+    sel.value = dash.localEvent ?? "";
+  }
+  if (dash.localEvent === null) drawLocal(v.local);
+  else if (dash.local && dash.localWidth !== chartWidthOf($("#local-chart"))) drawLocal(dash.local);  // laid out anew
+}
+
+// the width of the waterfall's drawing: its box's, once the page has laid the box out
+const chartWidthOf = (box) => Math.max(560, box.clientWidth - 10);
+
+function showLocalEvent(event) {
+  const sid = dash.selected;
+  if (!event) { dash.localEvent = null; $("#local-note").textContent = ""; if (dash.view) drawLocal(dash.view.local); return; }
+  fetch(`/api/local/${encodeURIComponent(sid)}?event=${encodeURIComponent(event)}`).then((r) =>
+    r.ok ? r.json() : r.text().then((t) => { throw new Error(t); })).then((loc) => {
+    if (sid !== dash.selected) return;
+    dash.localEvent = event;
+    $("#local-note").textContent = `showing event ${event}; choose "latest" to follow new ones`;
+    drawLocal(loc);
+    if (dash.view) renderLocal(dash.view);
+  }).catch((e) => { $("#local-note").textContent = e.message; });
+}
+
+function drawLocal(loc) {
+  dash.local = loc;
+  const chart = $("#local-chart");
+  if (!loc) { chart.hidden = true; $("#local-head").textContent = ""; return; }
+  chart.hidden = false;
+  const w = loc.waterfall;
+  const event = loc.event_id !== null && loc.event_id !== undefined ? `event ${named(loc.event_id)} (seq ${esc(loc.seq)})` : `seq ${esc(loc.seq)}`;
+  const how = loc.exact ? `exact (${esc(loc.method)})` : `sampled (${esc(loc.method)}, ± one standard error)`;
+  const what = loc.target !== null && loc.target !== undefined ? ` <span class="muted">probability of ${named(String(loc.target))}</span>` : "";
+  const diff = w.prediction - w.base;
+  $("#local-head").innerHTML = `<div>${event} · model version ${esc(loc.model_version ?? "–")} · ${how} · ` +
+    `against ${esc(loc.n_background ?? "–")} recent events</div>` +
+    `<div>prediction <b id="local-prediction">${levelText(w.prediction, 4)}</b>${what} = base value ` +
+    `<b id="local-base">${levelText(w.base, 4)}</b> ${diff >= 0 ? "+" : "−"} ${levelText(Math.abs(diff), 4)}</div>`;
+  const rows = w.rows, rowH = 24, top = 22, bottom = 40, labelW = 240, valueW = 86;
+  const width = chartWidthOf(chart), plotW = width - labelW - valueW;
+  dash.localWidth = width;
+  const ends = [w.base, w.prediction, ...rows.flatMap((r) => [r.start, r.end])].map(Number);
+  let lo = Math.min(...ends), hi = Math.max(...ends);
+  if (hi - lo < 1e-12) { lo -= 0.05; hi += 0.05; }
+  const sampled = rows.some((r) => r.stderr !== null && r.stderr !== undefined);
+  const padPx = sampled ? 120 : 64;  // room either side for the value (and its ± stderr) written where a bar ends
+  const X = (val) => labelW + padPx + ((plotW - 2 * padPx) * (Number(val) - lo)) / (hi - lo);
+  const tickLo = lo - (padPx * (hi - lo)) / (plotW - 2 * padPx), tickHi = hi + (padPx * (hi - lo)) / (plotW - 2 * padPx);
+  const height = top + rows.length * rowH + bottom;
+  const cut = (t, n) => (t.length > n ? t.slice(0, n - 1) + "…" : t);
+  const parts = [`<svg width="${width}" height="${height}" role="img" aria-label="waterfall of the local explanation">`];
+  parts.push(`<line class="wf-axis" x1="${labelW}" x2="${labelW + plotW}" y1="${height - bottom + 4}" y2="${height - bottom + 4}"/>`);
+  for (let i = 0; i <= 4; i++) {
+    const val = tickLo + ((tickHi - tickLo) * i) / 4;
+    parts.push(`<text class="wf-tick" x="${X(val).toFixed(1)}" y="${height - bottom + 16}" text-anchor="middle">${levelText(val, 3)}</text>`);
+  }
+  rows.forEach((r, i) => {
+    const y = top + i * rowH, x0 = X(Math.min(r.start, r.end)), x1 = X(Math.max(r.start, r.end));
+    const dir = r.value > 0 ? "up" : r.value < 0 ? "down" : "none";
+    const x = r.x_text ? ` = ${r.x_text}` : "";  // the value's text as tail and plot write it
+    const label = r.others ? r.feature : r.feature + x;
+    parts.push(`<g class="wf-row" data-feature="${esc(r.feature)}"><title>${esc(label)}: ${r.value >= 0 ? "+" : ""}${esc(Number(r.value))}</title>` +
+      `<text x="${labelW - 8}" y="${y + rowH / 2 + 4}" text-anchor="end">${esc(cut(label, 34))}</text>` +
+      `<rect class="wf-bar ${dir}${r.others ? " others" : ""}" x="${x0.toFixed(2)}" y="${y + 4}" width="${Math.max(1, x1 - x0).toFixed(2)}" ` +
+      `height="${rowH - 8}" data-start="${Number(r.start)}" data-end="${Number(r.end)}" data-value="${Number(r.value)}"/>` +
+      // the value where the bar ends: right of a bar that raises the prediction, left of one that lowers it
+      `<text class="wf-value ${dir}" x="${(r.value >= 0 ? x1 + 4 : x0 - 4).toFixed(1)}" y="${y + rowH / 2 + 4}" ` +
+      `text-anchor="${r.value >= 0 ? "start" : "end"}">${r.value >= 0 ? "+" : "−"}${levelText(Math.abs(r.value), 4)}` +
+      `${r.stderr !== null && r.stderr !== undefined ? " ± " + levelText(r.stderr, 4) : ""}</text></g>`);
+    if (i + 1 < rows.length) {  // this bar begins where the one below it ends
+      const xe = X(rows[i + 1].end).toFixed(2);
+      parts.push(`<line class="wf-link" x1="${xe}" x2="${xe}" y1="${y + rowH - 4}" y2="${y + rowH + 4}"/>`);
+    }
+  });
+  const yb = top + rows.length * rowH;
+  parts.push(`<line class="wf-mark" x1="${X(w.base).toFixed(2)}" x2="${X(w.base).toFixed(2)}" y1="${top}" y2="${yb + 4}"/>`,
+    `<text class="wf-tick" x="${X(w.base).toFixed(1)}" y="${height - 6}" text-anchor="middle">base value ${levelText(w.base, 4)}</text>`,
+    `<line class="wf-mark" x1="${X(w.prediction).toFixed(2)}" x2="${X(w.prediction).toFixed(2)}" y1="${top - 4}" y2="${yb}"/>`,
+    `<text x="${X(w.prediction).toFixed(1)}" y="${top - 8}" text-anchor="middle">prediction ${levelText(w.prediction, 4)}</text>`, "</svg>");
+  chart.innerHTML = parts.join("");
+}
+
 // ---- wiring ----------------------------------------------------------------------------------
+$("#local-event").addEventListener("change", (e) => showLocalEvent(e.target.value));
+// drawn again when its box changes width (the window, or the page shown after the waterfall was drawn)
+new ResizeObserver(() => {
+  if (dash.local && dash.localWidth !== chartWidthOf($("#local-chart"))) drawLocal(dash.local);
+}).observe($("#local-chart"));
+$("#local-go").addEventListener("click", () => showLocalEvent($("#local-find").value.trim()));
+$("#local-find").addEventListener("keydown", (e) => { if (e.key === "Enter") showLocalEvent($("#local-find").value.trim()); });
 $("#streams").addEventListener("click", (e) => {
   const li = e.target.closest("li[data-stream]");
   if (li) select(li.dataset.stream);
