@@ -10,6 +10,7 @@ Secrets are revealed only here, into the client configuration, never into logs.
 
 from __future__ import annotations
 
+import logging
 import ssl
 import time
 from typing import Any, NamedTuple
@@ -18,6 +19,8 @@ from streamxai.schemas import ConfigError, StreamxaiError
 
 from ..settings import Settings
 from .tls_refusal import handshake_failure
+
+log = logging.getLogger("streamxai")
 
 __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
            "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config", "replication", "Replication",
@@ -233,7 +236,9 @@ def retention_config(s: Settings) -> dict[str, str]:
 
 def _check_dead_letter_limit(s: Settings, admin: Any, timeout: float) -> None:
     """A dead letter must fit the dead-letters topic: compare ``max_dead_letter_bytes`` with the
-    topic's ``max.message.bytes`` (skipped if the principal may not describe configs)."""
+    topic's ``max.message.bytes`` (skipped if the principal may not describe configs, and, with
+    one line, if the cluster does not answer within ``timeout``: a worker that starts while the
+    cluster has no controller quorum waits for the brokers rather than exiting)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import ConfigResource
 
@@ -241,6 +246,10 @@ def _check_dead_letter_limit(s: Settings, admin: Any, timeout: float) -> None:
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
     try:
         limit = int(admin.describe_configs([res])[res].result(timeout=timeout)["max.message.bytes"].value)
+    except TimeoutError:
+        log.warning("the cluster did not give topic %s's max.message.bytes within %g s; the check that a dead letter "
+                    "of max_dead_letter_bytes fits it is skipped", topic, timeout)
+        return
     except (KafkaException, KeyError, ValueError, TypeError):
         return
     if s.max_dead_letter_bytes + _RECORD_OVERHEAD > limit:
