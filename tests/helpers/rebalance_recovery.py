@@ -58,6 +58,10 @@ class Recovery:
     def longest(self) -> float | None:
         return max(self.waits) if self.waits else None
 
+    @property
+    def median(self) -> float | None:
+        return sorted(self.waits)[len(self.waits) // 2] if self.waits else None
+
 
 def recovery_waits(assigned: dict[str, list[tuple[float, set[int]]]], partition_of: dict[str, int],
                    outputs: dict[str, list[float]], faults: list[float], until: float) -> dict[str, Recovery]:
