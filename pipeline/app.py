@@ -167,6 +167,16 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         for h in handlers:
             h.partitions_revoked({(tp.topic, tp.partition) for tp in revoked})
 
+    @app.on_partitions_assigned.connect
+    async def on_assigned(sender: Any, assigned: Any, **kwargs: Any) -> None:
+        # one line per rebalance with every partition this worker holds from now on: the time a
+        # partition arrived, from which its recovery (checkpoint, replay, next output) is timed
+        by_topic: dict[str, list[int]] = {}
+        for tp in assigned:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        log.info("partitions assigned: %s", "; ".join(f"{t} {sorted(ps)}" for t, ps in sorted(by_topic.items()))
+                 or "none")
+
     @app.page("/streamxai/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
         return web.json({"roles": list(roles), **metrics.snapshot()})

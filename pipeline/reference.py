@@ -30,7 +30,7 @@ from .core.budget import EventSampler
 from .core.change import StreamChangeDetector
 from .core.labels import LabelJoin, Outcome
 from .core.stream import StreamExplainer
-from .handlers.change import stream_detector
+from .handlers.change import alert_key, stream_detector
 from .plan import label_join, stream_explainer
 from .settings import Settings
 
@@ -63,6 +63,8 @@ class ReferenceRun:
     episodes: list[tuple[str, int, int, list[str]]] = field(default_factory=list)
     #: (stream, position of the message that announced it, kind, alert): each episode once, as it is counted and paged
     kinds: list[tuple[str, int, str, bool]] = field(default_factory=list)
+    #: the ``alert_key`` of each alerting episode, once, as it is announced: what a pager pages on
+    alerts: list[str] = field(default_factory=list)
     joins: dict[str, LabelJoin] = field(default_factory=dict)
     explainers: dict[str, StreamExplainer] = field(default_factory=dict)
     detectors: dict[str, StreamChangeDetector] = field(default_factory=dict)
@@ -115,3 +117,4 @@ def _note(run: ReferenceRun, sid: str, position: int, found: list, closed: list)
     run.episodes += [(sid, e.first_seq, e.cut_seq, sorted({c.feature for c in e.changes}))
                      for e in closed if e.status == "closed"]
     run.kinds += [(sid, position, e.kind, e.alert) for e in closed if e.first]
+    run.alerts += [alert_key(sid, e.first_seq, e.kind) for e in closed if e.first and e.alert]

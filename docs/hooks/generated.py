@@ -311,12 +311,32 @@ def chaos_md(results_dir: Path = RESULTS_DIR) -> str:
     return _table_of(doc, intro=f"{doc['title']}.") if doc else _missing("bench_chaos")
 
 
-def _table_of(doc: dict, intro: str = "") -> str:
-    """The rows of a benchmark's results ``doc`` as a table: a line per case, a column per measure."""
+def chaos_rebalance_md(results_dir: Path = RESULTS_DIR) -> str:
+    """The rebalance run of the chaos benchmark (``bench_chaos_rebalance``) in three tables: per
+    output topic its counts and the pages; per fault the longest wait for a stream's next
+    prediction; per worker its rebalances and longest recovery, with the faults and the workers
+    that exited by themselves."""
+    doc = _results_of("bench_chaos_rebalance", results_dir)
+    if not doc:
+        return ("No `docs/results/bench_chaos_rebalance.json` yet. Run\n\n```bash\n.venv/bin/python "
+                "tests/benchmarks/bench_chaos.py --nodes 3 --workers 3 --minutes 10 --rate 40 "
+                "--results docs/results/bench_chaos_rebalance.json\n```\n\nand build the docs again to see its "
+                "tables here.\n")
+    counts = [r for r in doc["rows"] if r.get("unit") == "messages"]
+    waits = [r for r in doc["rows"] if r["measure"] == "longest wait for a stream's next prediction"]
+    rest = [r for r in doc["rows"] if r not in counts and r not in waits]
+    return "\n".join(_table_of({**doc, "rows": rows}, intro=f"{doc['title']}." if i == 0 else "", written=i == 0)
+                     for i, rows in enumerate((counts, waits, rest)) if rows)
+
+
+def _table_of(doc: dict, intro: str = "", written: bool = True) -> str:
+    """The rows of a benchmark's results ``doc`` as a table: a line per case, a column per measure
+    (after the line that says where they come from, unless ``written`` is false)."""
     measures = list(dict.fromkeys(r["measure"] for r in doc["rows"]))
     units = {r["measure"]: r.get("unit", "") for r in doc["rows"]}
     header = "| case | " + " | ".join(cell(f"{m} ({units[m]})" if units[m] else m) for m in measures) + " |"
-    out = ([intro, ""] if intro else []) + [_written_by(doc), "", header, "|---|" + "---|" * len(measures)]
+    out = (([intro, ""] if intro else []) + ([_written_by(doc), ""] if written else [])
+           + [header, "|---|" + "---|" * len(measures)])
     for case, m in _pivot(doc["rows"], measures).items():
         out.append(f"| {cell(case)} | " + " | ".join(_value(m.get(x)) for x in measures) + " |")
     return "\n".join(out) + "\n"
@@ -333,6 +353,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "sizing-memory": sizing_memory_md,
     "sizing-soak": sizing_soak_md,
     "chaos": chaos_md,
+    "chaos-rebalance": chaos_rebalance_md,
     **_sibling("papers").BUILDERS,
 }
 

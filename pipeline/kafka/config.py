@@ -20,8 +20,6 @@ from streamxai.schemas import ConfigError, StreamxaiError
 from ..settings import Settings
 from .tls_refusal import handshake_failure
 
-log = logging.getLogger("streamxai")
-
 __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topics", "check_broker", "TOPIC_NAMES",
            "INPUT_TOPICS", "BROKER_CHECK_TIMEOUT_S", "retention_config", "replication", "Replication",
            "assignor_topic"]
@@ -30,6 +28,11 @@ __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topic
 BROKER_CHECK_TIMEOUT_S = 8.0
 #: a record batch's headers on top of a dead letter's key and value (Kafka counts both)
 _RECORD_OVERHEAD = 1024
+#: how long a worker's start waits for the dead-letters topic's configs, in s: the client asks the
+#: broker the cluster's metadata names as its controller, and with two brokers of three down the
+#: metadata may still name one that is down, which never answers
+DESCRIBE_TIMEOUT_S = 10.0
+log = logging.getLogger("streamxai")
 
 class BrokerError(StreamxaiError, RuntimeError):
     """No broker answers, it refuses the credentials, or the local one cannot be set up, started or
@@ -236,19 +239,20 @@ def retention_config(s: Settings) -> dict[str, str]:
 
 def _check_dead_letter_limit(s: Settings, admin: Any, timeout: float) -> None:
     """A dead letter must fit the dead-letters topic: compare ``max_dead_letter_bytes`` with the
-    topic's ``max.message.bytes`` (skipped if the principal may not describe configs, and, with
-    one line, if the cluster does not answer within ``timeout``: a worker that starts while the
-    cluster has no controller quorum waits for the brokers rather than exiting)."""
+    topic's ``max.message.bytes`` (skipped if the principal may not describe configs, and with a
+    warning if no broker answers within :data:`DESCRIBE_TIMEOUT_S`: the worker starts all the same)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import ConfigResource
 
     topic = s.topic("dead-letters")
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
     try:
-        limit = int(admin.describe_configs([res])[res].result(timeout=timeout)["max.message.bytes"].value)
+        limit = int(admin.describe_configs([res])[res].result(timeout=min(timeout, DESCRIBE_TIMEOUT_S))
+                    ["max.message.bytes"].value)
     except TimeoutError:
-        log.warning("the cluster did not give topic %s's max.message.bytes within %g s; the check that a dead letter "
-                    "of max_dead_letter_bytes fits it is skipped", topic, timeout)
+        log.warning("max_dead_letter_bytes not checked against the max.message.bytes of topic %s: the cluster did not "
+                    "describe its configs within %g s (its controller may be down); the worker starts all the same",
+                    topic, min(timeout, DESCRIBE_TIMEOUT_S))
         return
     except (KafkaException, KeyError, ValueError, TypeError):
         return

@@ -14,8 +14,17 @@ arrivals partition SIGKILLed and started again 30-60 s later, a rolling restart 
 for 20-40 s (writes wait: the workers say so and go on), and one node SIGKILLed for the rest of
 the run. ``--results`` writes the verdict as a results file for the docs.
 
+With ``--workers 3`` the faults are rebalances under load instead: that many workers share the
+streams, and every 30-90 s (seeded) one of them is stopped, by SIGTERM or SIGKILL, and started
+again; the brokers stay up. Besides the outputs, the run checks that each alert paged once (by
+its ``alert_key``), times each worker's recovery (from a rebalance's ``partitions assigned``
+line to its streams' next prediction: at most 30 s) and the longest a stream waited for its next
+prediction after the last fault (at most 60 s). A run without an alert fails (paging once is then
+unchecked): the drifting streams' swap pages from about 1,650 events a stream on, as with
+``--minutes 10 --rate 40``.
+
     python tests/benchmarks/bench_chaos.py [--minutes 20] [--seed 1] [--streams 10] [--rate 20] [--nodes 1]
-        [--keep-dir] [--results docs/results/bench_chaos.json]
+        [--workers 1] [--keep-dir] [--results docs/results/bench_chaos.json]
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the 
 from _results import RESULTS_DIR, result_row, write_results  # noqa: E402  (the script's folder)
 from helpers.chaos_check import check_arrivals, check_outputs, expected_dead_letters, table  # noqa: E402
 from helpers.pipeline_runs import collect_all, committed, make_settings, recorded_arrivals  # noqa: E402
+from helpers.rebalance_recovery import Recovery, assignments_in, recovery_waits  # noqa: E402
 from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
 from streamxai.kafka.replay import PartitionHistory  # noqa: E402
 from streamxai.kafka.watermarks import watermarks  # noqa: E402
@@ -52,6 +62,9 @@ CONSUMED = ("features", "labels", "arrivals", "explain-tasks", "drift-feed")
 #: the topics compared with the reference
 OUTPUTS = ("predictions", "explanations", "drift-events", "change-episodes", "dead-letters")
 T0 = time.monotonic()
+#: a rebalance's longest recovery (partitions assigned to the streams' next prediction), and the
+#: longest a stream may wait for its next prediction after the last fault, with ``--workers`` above 1
+RECOVERY_LIMIT_S, LAST_WAIT_LIMIT_S = 30.0, 60.0
 
 
 def say(text: str) -> None:
@@ -163,28 +176,32 @@ class Producer(threading.Thread):
 class Workers:
     """The worker processes by name, each with its own state dir and log file."""
 
-    def __init__(self, s: Settings, tmp: Path):
-        self.s, self.tmp = s, tmp
+    def __init__(self, s: Settings, tmp: Path, loglevel: str = "warning"):
+        self.s, self.tmp, self.loglevel = s, tmp, loglevel
         self.procs: dict[str, subprocess.Popen] = {}
         self.starts: dict[str, int] = {}
         self.died: list[str] = []
+        #: when (seconds since the epoch) a worker was stopped or killed
+        self.faults: list[float] = []
 
     def start(self, name: str) -> None:
         from streamxai.local.ports import free_port
 
         self.starts[name] = self.starts.get(name, 0) + 1
         w = self.s.replace(web_port=free_port(), state_dir=str(self.tmp / f"state-{name}"))
-        self.procs[name] = spawn_worker(w, log_file=str(self.tmp / f"{name}.log"), loglevel="warning")
+        self.procs[name] = spawn_worker(w, log_file=str(self.tmp / f"{name}.log"), loglevel=self.loglevel)
         say(f"worker {name} started (pid {self.procs[name].pid}, start {self.starts[name]})")
 
     def kill(self, name: str) -> None:
         proc = self.procs.pop(name)
+        self.faults.append(time.time())
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         say(f"worker {name} SIGKILLed (pid {proc.pid})")
 
     def stop(self, name: str) -> None:
         proc = self.procs.pop(name)
+        self.faults.append(time.time())
         rc = stop_worker(proc, timeout=60)
         say(f"worker {name} stopped by SIGTERM (pid {proc.pid}, exit code {rc})")
 
@@ -195,6 +212,7 @@ class Workers:
                 self.died.append(f"{name} (pid {proc.pid}) exited by itself with code {proc.returncode}")
                 say(f"worker {name} EXITED BY ITSELF with code {proc.returncode}; starting it again")
                 del self.procs[name]
+                self.faults.append(time.time())
                 self.start(name)
 
     def stop_all(self) -> None:
@@ -209,12 +227,24 @@ class Workers:
             out.append(f"{p.name}: {len(text.splitlines())} lines, {text.count('Traceback')} tracebacks")
         return out
 
+    def assignments(self, topic: str) -> dict[str, list[tuple[float, set[int]]]]:
+        """Each worker's assignments (time, partitions of ``topic``) from its log's lines."""
+        return {p.stem: assignments_in(p.read_text(errors="replace").splitlines(), topic)
+                for p in sorted(self.tmp.glob("w*.log"))}
 
-def schedule(seed: int, seconds: float, nodes: int = 1) -> list[tuple[float, str]]:
+
+def schedule(seed: int, seconds: float, nodes: int = 1, workers: int = 1) -> list[tuple[float, str]]:
     """The faults, seeded: a SIGKILL every 60-180 s (at least one), a second worker from a fifth
     of the run to two thirds, the producer's last 50 messages sent again; one broker restart, or
-    on a cluster a leader killed, a rolling restart, two nodes down at once and one down for good."""
+    on a cluster a leader killed, a rolling restart, two nodes down at once and one down for good.
+    With ``workers`` above 1 only rebalances: every 30-90 s a worker stopped by SIGTERM or SIGKILL."""
     rng = random.Random(seed)
+    if workers > 1:
+        t, acts = rng.uniform(30, 90), []
+        while t < seconds - 20:
+            acts.append((t, rng.choice(["stop", "kill"])))
+            t += rng.uniform(30, 90)
+        return acts or [(seconds / 2, "kill")]
     acts = [(rng.uniform(0.15, 0.3) * seconds, "second worker joins"),
             (rng.uniform(0.6, 0.75) * seconds, "second worker leaves"),
             (rng.uniform(0.5, 0.9) * seconds, "producer resends")]
@@ -296,6 +326,12 @@ def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, wo
             time.sleep(rng.uniform(0, 5))
             workers.start(name)
             what = f"SIGKILL {name}, started again"
+        elif what == "stop":
+            name = rng.choice(sorted(workers.procs))
+            workers.stop(name)
+            time.sleep(rng.uniform(0, 5))
+            workers.start(name)
+            what = f"SIGTERM {name}, started again"
         elif what in CLUSTER_FAULTS:
             what = CLUSTER_FAULTS[what](broker, workers.s, rng)
         elif what == "broker restart":
@@ -319,7 +355,7 @@ def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, wo
             what = "producer sends its last 50 messages again"
         done.append(f"{began:7.1f} s  {what}")
         if what != "producer sends its last 50 messages again":
-            waits.append((what, NextOutputs(workers.s, streams)))
+            waits.append((f"{what} at {began:.0f} s", NextOutputs(workers.s, streams)))
             waits[-1][1].start()
     while time.monotonic() - start < seconds:
         workers.watch()
@@ -390,16 +426,39 @@ CLUSTER_FAULTS = {"leader kill": leader_kill, "rolling restart": rolling_restart
                   "one node down for good": one_down}
 
 
-def results_rows(rows: list, done: list[str], workers: Workers, waits: list[tuple[str, NextOutputs]]) -> list[dict]:
-    """The verdict as rows of a results file: per output topic its counts; per fault the longest
-    a stream waited for its next prediction once the fault was over."""
+def results_rows(rows: list, done: list[str], workers: Workers, waits: list[tuple[str, NextOutputs]],
+                 recovery: dict[str, Recovery] | None = None) -> list[dict]:
+    """The verdict as rows of a results file: per output topic its counts (the pages' row counts
+    alerting messages and their keys); per fault the longest a stream waited for its next
+    prediction once the fault was over; per worker its rebalances timed and its longest recovery."""
     out = [result_row(r.name, what, getattr(r, what), "messages")
            for r in rows for what in ("messages", "distinct", "duplicates", "missing", "mismatched")]
-    out += [result_row(f"after: {what}", "longest wait for a stream's next prediction", round(w, 1), "s")
+    out += [result_row(f"after {what}", "longest wait for a stream's next prediction", round(w, 1), "s")
             for what, nxt in waits if (w := nxt.longest()) is not None]
+    for name, rec in sorted((recovery or {}).items()):
+        out.append(result_row(f"recovery of {name}", "rebalances timed", rec.timed, "rebalances"))
+        out.append(result_row(f"recovery of {name}", "cut short by a fault", rec.interrupted, "rebalances"))
+        if rec.longest is not None:
+            out.append(result_row(f"recovery of {name}", "median recovery", rec.median, "s"))
+            out.append(result_row(f"recovery of {name}", "longest recovery", rec.longest, "s"))
     out.append(result_row("faults", "done", len(done), "faults"))
     out.append(result_row("workers", "exited by themselves", len(workers.died), "workers"))
     return out
+
+
+def output_times(s: Settings) -> tuple[dict[str, int], dict[str, list[float]]]:
+    """Each stream's partition of the predictions topic, and the times its outputs there were written."""
+    import orjson
+
+    history, part, times = PartitionHistory(s), {}, {}
+    topic = s.topic("predictions")
+    for p in range(s.partitions):
+        for _, value, ts, _ in history.records(topic, p, None, None):
+            sid = orjson.loads(value)["stream_id"]
+            if part.setdefault(sid, p) != p:
+                raise RuntimeError(f"stream {sid} has predictions on partitions {part[sid]} and {p}")
+            times.setdefault(sid, []).append(ts)
+    return part, {sid: sorted(ts) for sid, ts in times.items()}
 
 
 def drain(s: Settings, workers: Workers, timeout: float) -> bool:
@@ -449,6 +508,36 @@ def read_inputs(s: Settings) -> dict[tuple[str, int, int], tuple[str, str, int]]
     return out
 
 
+def rebalance_verdict(s: Settings, workers: Workers, waits: list[tuple[str, NextOutputs]],
+                      produced_until: float, alerts: int) -> tuple[dict[str, Recovery], list[str]]:
+    """Prints each worker's recoveries and the longest wait after the last fault; returns the
+    recoveries and what fails the run besides the outputs: a recovery over
+    :data:`RECOVERY_LIMIT_S`, a wait after the last fault over :data:`LAST_WAIT_LIMIT_S` or not
+    measured, no recovery timed, or no alert (``alerts``: the reference's) to check the pages on."""
+    partition_of, times = output_times(s)
+    recovery = recovery_waits(workers.assignments(s.topic("arrivals")), partition_of, times, workers.faults,
+                              until=produced_until)
+    # the drifting streams' swap pages once the input watch has its reference (1,000 events) before it
+    late = [] if alerts else ["no alert in the run, so paging once is unchecked: the swap at two thirds of each drifting "
+                              "stream pages from about 1,650 events a stream on (--minutes 10 --rate 40)"]
+    print("recovery per worker (partitions assigned to the next prediction of each of their streams):")
+    for name, rec in sorted(recovery.items()):
+        print(f"  {name}: {rec.timed} rebalances timed, {rec.interrupted} cut short by a fault; longest "
+              f"{rec.longest} s, median {rec.median} s")
+        if rec.longest is not None and rec.longest > RECOVERY_LIMIT_S:
+            late.append(f"{name} recovered in {rec.longest} s, over {RECOVERY_LIMIT_S:g} s")
+    if not any(r.waits for r in recovery.values()):
+        late.append("no recovery timed")
+    last = waits[-1][1].longest() if waits else None
+    print(f"longest wait for a stream's next prediction after the last fault: "
+          f"{'n/a' if last is None else f'{last:.1f}'} s")
+    if last is None or last > LAST_WAIT_LIMIT_S:
+        late.append(f"the longest wait after the last fault is {last} s, over {LAST_WAIT_LIMIT_S:g} s")
+    for what in late:
+        print(f"FAILED: {what}")
+    return recovery, late
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=20.0, help="how long the producer and the faults run")
@@ -456,6 +545,9 @@ def main() -> int:
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--rate", type=float, default=20.0, help="messages per second, all streams together")
     ap.add_argument("--nodes", type=int, default=1, help="brokers: 1, or a cluster of 3 with a cluster's faults")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="workers sharing the streams; above 1 the faults are rebalances: every 30-90 s a worker "
+                         "stopped (SIGTERM or SIGKILL) and started again")
     ap.add_argument("--keep-dir", action="store_true", help="keep the broker's data, the states and the logs")
     ap.add_argument("--results", default=None, metavar="PATH",
                     help=f"write the verdict as a results file (e.g. {RESULTS_DIR.name}/bench_chaos.json under docs/)")
@@ -471,17 +563,19 @@ def main() -> int:
                       change_warmup=200, change_min_samples=30, change_episode_gap=200, alpha=0.05)
     per_stream = int(seconds * args.rate / args.streams) + 50
     messages = stream_messages(args.streams, per_stream, args.seed)
-    workers = Workers(s, tmp)
+    # a rebalance's recovery is timed from the workers' "partitions assigned" lines, logged at INFO
+    workers = Workers(s, tmp, loglevel="info" if args.workers > 1 else "warning")
     producer = Producer(s, messages, args.rate, seconds)
     failed = True
     try:
         broker.start(timeout=180)
         ensure_topics(s)
-        acts = schedule(args.seed, seconds, args.nodes)
+        acts = schedule(args.seed, seconds, args.nodes, args.workers)
         say(f"{args.streams} streams, {args.rate:g} messages/s for {args.minutes:g} min; broker {broker.bootstrap}, "
             f"files in {tmp}")
         say("schedule: " + "; ".join(f"{t:.0f} s {a}" for t, a in acts))
-        workers.start("w1")
+        for i in range(1, args.workers + 1):
+            workers.start(f"w{i}")
         producer.start()
         waits: list[tuple[str, NextOutputs]] = []
         done = chaos(acts, seconds, broker, workers, producer, random.Random(args.seed + 1), waits)
@@ -490,6 +584,7 @@ def main() -> int:
             raise RuntimeError("the producer did not finish") from producer.error
         say(f"producer done: {producer.sent} sends, {len(producer.acked)} messages acknowledged, "
             f"{producer.resent} sent again")
+        produced_until = time.time()
         drain_start = time.monotonic()
         drained = drain(s, workers, timeout=max(600.0, seconds))
         say(f"{'drained' if drained else 'NOT drained'} {time.monotonic() - drain_start:.0f} s after the producer")
@@ -513,18 +608,26 @@ def main() -> int:
             f"{w:6.1f} s  after {what}" if (w := nxt.longest()) is not None else f"   n/a    after {what}"
             for what, nxt in waits))
         print(f"\n{table(rows)}\n")
-        failed = not drained or bool(workers.died) or not all(r.ok for r in rows)
-        verdict = "EQUAL TO THE REFERENCE" if not failed else "NOT EQUAL TO THE REFERENCE (or a worker died)"
+        recovery = None
+        late = []
+        if args.workers > 1:
+            recovery, late = rebalance_verdict(s, workers, waits, produced_until, len(ref.alerts))
+        failed = not drained or bool(workers.died) or not all(r.ok for r in rows) or bool(late)
+        verdict = ("EQUAL TO THE REFERENCE" + (", EACH ALERT PAGED ONCE, RECOVERIES IN TIME" if args.workers > 1 else "")
+                   if not failed else "NOT EQUAL TO THE REFERENCE (or a worker died" +
+                   (", an alert paged twice, or a check above FAILED)" if args.workers > 1 else ")"))
         print(verdict)
         if args.results:
             where = f"a cluster of {args.nodes} brokers" if args.nodes > 1 else "one broker"
+            what = (f"Rebalances under load: {args.workers} workers on {where}, one stopped (SIGTERM or SIGKILL) and "
+                    f"started again every 30-90 s" if args.workers > 1 else f"Chaos on {where}")
             path = write_results(
-                args.results, "bench_chaos",
-                f"Chaos on {where} for {args.minutes:g} min, {args.streams} streams at {args.rate:g} messages/s: "
+                args.results, "bench_chaos_rebalance" if args.workers > 1 else "bench_chaos",
+                f"{what} for {args.minutes:g} min, {args.streams} streams at {args.rate:g} messages/s: "
                 f"{verdict.lower()}",
                 "the in-process reference on the arrivals the intake recorded (faults: " + "; ".join(
                     d.strip() for d in done) + ")",
-                results_rows(rows, done, workers, waits))
+                results_rows(rows, done, workers, waits, recovery))
             say(f"results written to {path}")
     finally:
         producer.stopping.set()

@@ -4,11 +4,14 @@ reference on the arrivals the intake recorded. A topic's row counts its messages
 identities among them, the extra copies (each an exact copy of its first: at-least-once
 redelivery after a kill or a rebalance sends a message again, never another value), the
 identities the reference has and the topic lacks, and the messages whose value differs from the
-reference's, differ from another copy, or have no counterpart in the reference."""
+reference's, differ from another copy, or have no counterpart in the reference. A last row
+counts the pages: the ``alert_key`` values on the change-episodes topic against the reference's
+alerts, each paged once."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +22,7 @@ from streamxai.reference import Recorded, ReferenceRun
 from streamxai.schemas import LabelEvent
 from streamxai.settings import Settings
 
-__all__ = ["TopicCheck", "check_topic", "check_outputs", "expected_dead_letters", "table"]
+__all__ = ["TopicCheck", "check_alerts", "check_topic", "check_outputs", "expected_dead_letters", "table"]
 
 
 @dataclass
@@ -152,10 +155,45 @@ def check_outputs(topics: dict[str, list[dict]], ref: ReferenceRun,
     if kinds != sorted((sid, kind, alert) for sid, _, kind, alert in ref.kinds):
         row.wrong(f"kinds and alerts of the episodes {kinds}, the reference {sorted(ref.kinds)}")
     rows.append(row)
+    rows.append(check_alerts(episodes, ref))
     rows.append(check_topic("dead-letters", topics["dead-letters"],
                             lambda m: (m["source"]["topic"], m["source"]["partition"], m["source"]["offset"]),
                             lambda m: m["reason"], dict(dead_letters)))
     return rows
+
+
+def check_alerts(episodes: list[dict], ref: ReferenceRun) -> TopicCheck:
+    """The pages of the change-episodes topic's messages ``episodes``, as a pager that pages once
+    per ``alert_key`` sends them: the row counts the alerting messages, their keys (one page
+    each), the messages that page no more (an episode's update or close, a copy), the reference's
+    alerts that never paged, and the keys that page wrongly or twice: a key the reference lacks
+    (an episode announced under another identity, a second page for one alert), a key on more
+    than one episode, or a message whose ``alert`` and ``alert_key`` disagree."""
+    row = TopicCheck("alerts (pages)")
+    want = Counter(ref.alerts)
+    for k, n in want.items():
+        if n > 1:
+            row.wrong(f"{k}: the reference announces it {n} times")
+    episodes_of: dict[str, set[tuple[str, int, str]]] = {}
+    for m in episodes:
+        if m["alert"] != (m.get("alert_key") is not None):
+            row.wrong(f"{(m['stream_id'], m['first_position'], m['kind'])}: alert {m['alert']} "
+                      f"with alert_key {m.get('alert_key')!r}")
+        if m.get("alert_key") is None:
+            continue
+        row.messages += 1
+        episodes_of.setdefault(m["alert_key"], set()).add((m["stream_id"], m["first_position"], m["kind"]))
+    row.distinct = len(episodes_of)
+    row.duplicates = row.messages - row.distinct
+    for k, eps in episodes_of.items():
+        if k not in want:
+            row.wrong(f"{k}: paged, and the reference has no such alert")
+        elif len(eps) > 1:
+            row.wrong(f"{k}: paged for {len(eps)} episodes {sorted(eps)}")
+    for k in want:
+        if k not in episodes_of:
+            row.lacks(f"alert {k}")
+    return row
 
 
 def table(rows: list[TopicCheck]) -> str:

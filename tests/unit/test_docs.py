@@ -237,3 +237,24 @@ def test_production_cluster_page_reads_what_bench_chaos_writes(tmp_path, monkeyp
     page = hook.chaos_md(tmp_path)
     assert page.startswith("Chaos on a cluster of 3 brokers: equal.") and "--nodes 3" in page
     assert "| predictions | 120 | 0 |" in page
+
+
+def test_production_cluster_page_reads_what_the_rebalance_run_writes(tmp_path, monkeypatch):
+    hook = load_hook()
+    assert "No `docs/results/bench_chaos_rebalance.json` yet" in hook.chaos_rebalance_md(tmp_path)
+    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_chaos.py", "--workers", "3"])
+    try:
+        from _results import result_row, write_results
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    write_results(tmp_path / "bench_chaos_rebalance.json", "bench_chaos_rebalance", "Rebalances under load: equal",
+                  "the in-process reference", [
+                      result_row("alerts (pages)", "distinct", 4, "messages"),
+                      result_row("after SIGTERM w2, started again at 39 s", "longest wait for a stream's next "
+                                 "prediction", 7.5, "s"),
+                      result_row("recovery of w2", "longest recovery", 3.2, "s")])
+    page = hook.chaos_rebalance_md(tmp_path)
+    assert page.startswith("Rebalances under load: equal.") and page.count("--workers 3") == 1
+    assert "| alerts (pages) | 4 |" in page and "| after SIGTERM w2, started again at 39 s | 7.5 |" in page
+    assert "| recovery of w2 | 3.2 |" in page and page.count("| case |") == 3
