@@ -171,6 +171,15 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         self._decisions = {}
         return st
 
+    def _forget(self, key: bytes | None, state_key: Any) -> None:
+        # the stream's fast_path series goes with its last group here (evicted, dropped after a
+        # failure or a rebalance) and comes back when one is restored (_load): the series stay
+        # bounded by the streams this worker holds
+        super()._forget(key, state_key)
+        stream_id = state_key[0]
+        if not any((stream_id, g) in self.states for g in range(self.settings.explain_groups)):
+            self.metrics.drop("fast_path", stream=stream_id)
+
     def _recorded_decisions(self, key: bytes | None, partition: int | None) -> dict[int, bool]:
         """The decisions recorded for the group ``key`` (position -> explain) before this handler
         started. The partition's decisions are read in one pass, the first time one of its
