@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,7 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
 
         async def on_stop(self) -> None:
             _exit_after(settings.shutdown_timeout_s, outcome)
+            app.streamxai_stop_began = time.monotonic()  # type: ignore[attr-defined]
             await super().on_stop()
 
     worker = BoundedWorker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)

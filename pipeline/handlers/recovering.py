@@ -11,7 +11,7 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from streamxai.schemas import InvalidMessage, Source
@@ -22,7 +22,7 @@ from .failures import MAX_SKIPPED, Failing, Guard, Rebuilt, message_id
 from .history_cache import HistoryCache, records_of
 from .protocols import CheckpointStore, History, ScanningHistory
 
-__all__ = ["Recovering", "STORE_LOCK"]
+__all__ = ["Recovering", "STORE_LOCK", "checkpoint_changed"]
 
 log = logging.getLogger("streamxai")
 
@@ -186,14 +186,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         sk, key = next(iter(self._live.items()))
         if key is None or len(self._live) < 2:
             return False
-        unsaved = self._unsaved.get(key)
-        if unsaved is not None:
-            st, src = unsaved
-            with STORE_LOCK:
-                self.checkpoints.save(self.STAGE, key, st, src)  # type: ignore[union-attr]
-            st.since_checkpoint = 0
-            self.metrics.inc("checkpoints_written")
-            self._saved(key, src)
+        if key in self._unsaved:
+            self._save_unsaved(key)
         where = self._known.get(key, (None, None))[1]
         at = self._saved_at.get(key)
         self._forget(key, sk)
@@ -305,24 +299,21 @@ class Recovering(abc.ABC, Generic[M, S]):
         else:
             self._unsaved[key] = (st, src)
 
-    def checkpoint_all(self) -> int:
-        """Checkpoint every state that took messages since its last checkpoint, as of its last
-        message; the number written. A worker calls it when it stops, after its last message is
-        done, so a restart resumes from these checkpoints and replays nothing (a checkpoint is
-        only restored before the message a worker resumes at, so one that is not covered by a
-        commit is simply not used)."""
-        if self.checkpoints is None:
-            return 0
-        n = 0
-        for key, (st, src) in list(self._unsaved.items()):
-            with STORE_LOCK:
-                self.checkpoints.save(self.STAGE, key, st, src)
-            st.since_checkpoint = 0
-            del self._unsaved[key]
-            self._saved(key, src)
-            n += 1
-        self.metrics.inc("checkpoints_written", n)
-        return n
+    def checkpoint_all(self, until: float | None = None) -> int:
+        """Checkpoint the states that took messages since their last checkpoint, as of their
+        last message, until ``time.monotonic()`` reaches ``until`` (None: every one); the number
+        written (see :func:`checkpoint_changed`, which a worker calls over all its handlers)."""
+        return checkpoint_changed([self], until)[0]
+
+    def _save_unsaved(self, key: bytes) -> None:
+        """Write the checkpoint of ``key``'s state changed since its last one, as of its last message."""
+        st, src = self._unsaved[key]
+        with STORE_LOCK:
+            self.checkpoints.save(self.STAGE, key, st, src)  # type: ignore[union-attr]
+        st.since_checkpoint = 0
+        del self._unsaved[key]
+        self.metrics.inc("checkpoints_written")
+        self._saved(key, src)
 
     def _restore(self, msg: M, key: bytes | None, src: Source) -> S:
         # only a checkpoint before this message: after a SIGKILL the worker resumes from the
@@ -432,3 +423,26 @@ class Recovering(abc.ABC, Generic[M, S]):
             log.info("opened a new %s state for stream %s (its first message is %s)", self.STAGE, name, src)
         else:
             log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, name, n, src)
+
+
+def checkpoint_changed(handlers: Sequence[Recovering], until: float | None = None,
+                       clock: Callable[[], float] = time.monotonic) -> tuple[int, int]:
+    """Checkpoint the states of ``handlers`` that took messages since their last checkpoint, as
+    of their last message, those that took the most first, until ``clock()`` reaches ``until``
+    (None: every one); ``(written, left)``.
+
+    A worker calls it when it stops, after its last message is done, so that a restart resumes
+    from these checkpoints and replays nothing (a checkpoint is only restored before the message
+    a worker resumes at, so one that no commit covers is simply not used). A state changed since
+    its last checkpoint is one that took messages since (there is no other way to change one),
+    so the others are not written again. With ``until`` the stop stays within its time whatever
+    the number of streams: a state left unwritten is rebuilt on restart from its last checkpoint
+    and its messages since, as after a SIGKILL, and those that took the most messages, whose
+    replay would take longest, are written first."""
+    queue = sorted(((st.since_checkpoint, i, key) for i, h in enumerate(handlers) if h.checkpoints is not None
+                    for key, (st, _) in h._unsaved.items()), key=lambda item: -item[0])
+    for written, (_, i, key) in enumerate(queue):
+        if until is not None and clock() >= until:
+            return written, len(queue) - written
+        handlers[i]._save_unsaved(key)
+    return len(queue), 0
