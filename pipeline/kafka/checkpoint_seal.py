@@ -231,6 +231,7 @@ class SealedStore(abc.ABC):
     def _drop_previous(self, kind: str, key: bytes) -> None:
         """Drop the previous checkpoint of ``key``, if the store keeps it apart (by default it
         keeps two a key whatever happens)."""
+        return None
 
     def _keep_previous(self, kind: str, key: bytes) -> bool:
         """Whether the next checkpoint of ``key`` replaces its newest one, keeping the previous one
