@@ -161,7 +161,7 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         # (and its decision recorded) by the run before a restart
         maybe_seen = not self._opens(task) or task.sent_at <= self.started
         self._decisions = self._recorded_decisions(key, src.partition) if maybe_seen else {}
-        evicted = key in self._evicted
+        evicted = self._was_evicted(key, src)
         st = self._recover(task, key, src)
         # a state evicted to its checkpoint (max_live_streams) keeps the decisions it still held
         held = {**st.recorded, **self._decisions} if evicted else self._decisions

@@ -95,9 +95,10 @@ class Recovering(abc.ABC, Generic[M, S]):
         #: with ``max_live_streams``: the state keys in memory, least recently used first, with
         #: their Kafka keys (:meth:`_evict`)
         self._live: dict[Hashable, bytes | None] = {}
-        #: Kafka keys whose state was evicted: its partition and the offset of the checkpoint it
-        #: was evicted to, while this handler has followed that partition since (:meth:`_restore`)
-        self._evicted: dict[bytes, tuple[tuple[str, int], int]] = {}
+        #: by partition this handler has followed since, the Kafka keys of it whose state was
+        #: evicted, with the offset of the checkpoint each was evicted to (:meth:`_restore`): a few
+        #: dozen bytes a stream the worker has evicted
+        self._evicted: dict[tuple[str, int], dict[bytes, int]] = {}
         #: with ``max_live_streams``: the offset of each live state's newest checkpoint
         self._saved_at: dict[bytes, int] = {}
 
@@ -192,9 +193,13 @@ class Recovering(abc.ABC, Generic[M, S]):
         at = self._saved_at.get(key)
         self._forget(key, sk)
         if where is not None and at is not None:
-            self._evicted[key] = (where, at)
+            self._evicted.setdefault(where, {})[key] = at
         self.metrics.inc("states_evicted", stage=self.STAGE)
         return True
+
+    def _was_evicted(self, key: bytes | None, src: Source) -> bool:
+        """Whether the state of ``key`` was evicted from memory to its checkpoint (``src``: its message)."""
+        return key in self._evicted.get((src.topic, src.partition), ())
 
     def _load(self, msg: M, key: bytes | None, src: Source) -> S:
         """The state of a key met for the first time (see :meth:`_recover`)."""
@@ -246,9 +251,9 @@ class Recovering(abc.ABC, Generic[M, S]):
                 if prev is not None:
                     self._history.forget(src.topic, src.partition)
                 self._history.follow(src.topic, src.partition, src.offset)  # every message from here on
-            if self._evicted and prev is not None and src.offset != prev + 1:
+            if prev is not None and src.offset != prev + 1:
                 # messages of the partition this handler did not see: an evicted key may have some
-                self._evicted = {k: v for k, v in self._evicted.items() if v[0] != tp}
+                self._evicted.pop(tp, None)
             if tp in self._revoked:
                 self._revoked.discard(tp)
                 if prev is not None and src.offset > prev + 1:
@@ -320,7 +325,7 @@ class Recovering(abc.ABC, Generic[M, S]):
         # committed offset, and a newer checkpoint covers messages whose outputs may be lost
         loaded = None
         t0 = time.perf_counter()
-        evicted = self._evicted.pop(key, None) if key is not None else None
+        evicted = self._evicted.get((src.topic, src.partition), {}).pop(key, None) if key is not None else None
         if self.checkpoints and key:
             with STORE_LOCK:
                 loaded = self.checkpoints.load(self.STAGE, key, src.topic, src.partition, before_offset=src.offset)
@@ -347,7 +352,7 @@ class Recovering(abc.ABC, Generic[M, S]):
             self._rebuilt[key] = rebuilt
         if loaded is None and self._opens(msg):
             return st
-        if loaded is not None and evicted == ((src.topic, src.partition), loaded[1]):
+        if loaded is not None and evicted == loaded[1]:
             # evicted to this checkpoint (_evict), and this handler has seen every message of the
             # partition since: the key has none in between (its first would have restored it)
             self.metrics.inc("states_restored_after_eviction", stage=self.STAGE)
