@@ -1,24 +1,37 @@
 """Many streams per worker: memory per stream, events per second and the CPU of idle streams,
 for N small streams at default settings, through Kafka (one worker, a local broker on free
-ports) and the same handlers in process, in one run.
+ports) and the same handlers in process, in one run; then the worker's stop and the checkpoints
+it leaves on disk, and with ``--max-live`` the peak memory under ``max_live_streams``.
 
     python tests/benchmarks/bench_streams.py [--streams 100,1000,10000] [--models hat,logistic]
         [--events 120] [--idle-s 5] [--skip hat:10000] [--main-src DIR] [--no-kafka] [--no-write]
+        [--max-live L] [--burst B]
 
 Each stream gets ``--events`` events (round-robin over the streams, one Agrawal sequence dealt
-out), enough to fill its explainers' reservoirs (``storage_size`` 100) and grids. In process, a
-fresh child process runs the worker's three handlers (model, explain, change, with the file
-checkpoint store a worker has) and reports its resident memory before the streams (after one
-warm-up stream, so imports and caches are not counted) and after them, and its CPU per event.
-The model's own memory is measured apart: the traced allocations (``tracemalloc``) of a model
-built and taught a sampled stream's events, times the models a stream holds (the model stage's
-and one replica per explain group), so "beyond the models" is per-stream memory minus those.
-Through Kafka: the worker's resident memory when it has joined (no streams) and once the change
-agent has taken every explanation of the backlog, its events per second of wall time and of
-CPU, and its CPU while every stream is idle for ``--idle-s`` seconds, against the same worker's
-CPU over as long before any stream came (the baseline of a worker without streams).
-``--main-src DIR`` runs the in-process child with the code in DIR too (a copy of main's files),
-in the same run, as the "before". Writes ``docs/results/bench_streams.json``.
+out; ``--burst B``: B events of a stream at a time), enough to fill its explainers' reservoirs
+(``storage_size`` 100) and grids with the default of 120. In process, a fresh child process runs
+the worker's three handlers (model, explain, change, with the file checkpoint store a worker
+has) and reports its resident memory before the streams (after one warm-up stream, so imports
+and caches are not counted), after them and at its peak (VmHWM), its CPU per event, and the time
+the checkpoints of a stop take (every state changed since its last checkpoint) and their bytes
+on disk. The model's own memory is measured apart: the traced allocations (``tracemalloc``) of a
+model built and taught a sampled stream's events, times the models a stream holds (the model
+stage's and one replica per explain group), so "beyond the models" is per-stream memory minus
+those. Through Kafka: the worker's resident memory when it has joined (no streams) and once the
+change agent has taken every explanation of the backlog, its events per second of wall time and
+of CPU, and its CPU while every stream is idle for ``--idle-s`` seconds, against the same
+worker's CPU over as long before any stream came (the baseline of a worker without streams);
+then how long a SIGTERM takes to stop it, against ``shutdown_timeout_s``, and its checkpoints'
+bytes per stream, newest and previous ones.
+
+``--max-live L`` runs each case of more than L streams again with ``max_live_streams=L``, in
+process and through Kafka: its peak memory over the start, against what L streams cost without
+a limit (in process: a run of L streams in the same run; the worker: L times its memory per
+stream without the limit). With round-robin dealing every event of a stream past the limit
+restores its state and evicts another (a checkpoint read and one written a stage); ``--burst``
+keeps a stream's events together, as streams that are busy for a while and then quiet are.
+``--main-src DIR`` runs the in-process children with the code in DIR too (a copy of main's
+files), in the same run, as the "before". Writes ``docs/results/bench_streams.json``.
 """
 
 from __future__ import annotations
