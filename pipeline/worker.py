@@ -147,7 +147,8 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
         if e.code not in (None, 0) and outcome["code"] == exit_codes.OK:
             outcome["code"] = exit_codes.ERROR
             log.error("the worker stopped on the error above (exit code %d)", exit_codes.ERROR)
-    return outcome["code"]
+    _exit_now(outcome["code"])
+    return outcome["code"]  # (not reached)
 
 
 def check_web_port(settings: Settings) -> None:
@@ -192,6 +193,18 @@ def check_web_port(settings: Settings) -> None:
 
 #: how often a worker checks that its topics still exist
 TOPIC_CHECK_S = 10.0
+
+
+def _exit_now(code: int) -> None:
+    """End the process with ``code`` once the worker has stopped: its outputs are flushed, its
+    offsets committed and its checkpoints written, so nothing is left to do but free its objects,
+    which Python's own exit does one by one (seconds for a worker holding many streams, beyond
+    ``shutdown_timeout_s``, whose timer no longer fires then). The logs are flushed first."""
+    for handler in logging.getLogger().handlers + logging.getLogger("streamxai").handlers:
+        handler.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _exit_after(seconds: float, outcome: dict[str, int]) -> None:
