@@ -26,8 +26,8 @@ bytes per stream, newest and previous ones.
 
 ``--max-live L`` runs each case of more than L streams again with ``max_live_streams=L``, in
 process and through Kafka: its peak memory over the start, against what L streams cost without
-a limit (in process: a run of L streams in the same run; the worker: L times its memory per
-stream without the limit). With round-robin dealing every event of a stream past the limit
+a limit (a run of L streams in the same run, in process and through Kafka). ``--limit-only``
+runs only those; ``--append`` keeps the rows of the results file this run does not measure. With round-robin dealing every event of a stream past the limit
 restores its state and evicts another (a checkpoint read and one written a stage); ``--burst``
 keeps a stream's events together, as streams that are busy for a while and then quiet are.
 ``--main-src DIR`` runs the in-process children with the code in DIR too (a copy of main's
@@ -280,23 +280,26 @@ def through_kafka(model: str, n: int, args: argparse.Namespace, bootstrap: str, 
         stop_worker(proc)
 
 
-def kafka_rows(case: str, n: int, mine: dict, k: dict) -> list[dict]:
+def kafka_rows(case: str, n: int, mine: dict | None, k: dict) -> list[dict]:
     """Prints the worker's figures of ``case`` and gives their rows, each against the same run's
-    in-process figure (memory, CPU per event) or the same worker before any stream (idle CPU)."""
+    in-process figure (memory, CPU per event; none without ``mine``) or the same worker before any
+    stream (idle CPU)."""
     from _results import result_row
 
+    m = mine or {}
     print(f"  worker: {k['mb_per_stream']:.3f} MB per stream (RSS {k['rss_start'] / MB:.0f} -> "
-          f"{k['rss_built'] / MB:.0f} MB; in process {mine['mb_per_stream']:.3f}), {k['events_per_s']:.0f} "
-          f"events/s ({k['cpu_events_per_s']:.0f} of CPU; in process {mine['events_per_s']:.0f}: ratio "
-          f"{k['cpu_events_per_s'] / mine['events_per_s']:.2f}), idle CPU {k['idle_cpu']:.2f}% with "
-          f"{n} idle streams, {k['idle_cpu_no_streams']:.2f}% with none")
-    beyond = k["mb_per_stream"] - mine["models_per_stream"] * mine["model_mb"]
-    return [result_row(case, "worker: MB per stream", round(k["mb_per_stream"], 4), "MB",
-                       round(mine["mb_per_stream"], 4) if mine["mb_per_stream"] > 0 else None),
-            result_row(case, "worker: MB per stream beyond the models", round(beyond, 4), "MB"),
+          f"{k['rss_built'] / MB:.0f} MB), {k['events_per_s']:.0f} events/s ({k['cpu_events_per_s']:.0f} of CPU), "
+          f"idle CPU {k['idle_cpu']:.2f}% with {n} idle streams, {k['idle_cpu_no_streams']:.2f}% with none"
+          + (f"; in process {m['mb_per_stream']:.3f} MB per stream, {m['events_per_s']:.0f} events/s of CPU" if m else ""))
+    rows = [result_row(case, "worker: MB per stream", round(k["mb_per_stream"], 4), "MB",
+                       round(m["mb_per_stream"], 4) if m.get("mb_per_stream", 0) > 0 else None)]
+    if m:
+        beyond = k["mb_per_stream"] - m["models_per_stream"] * m["model_mb"]
+        rows.append(result_row(case, "worker: MB per stream beyond the models", round(beyond, 4), "MB"))
+    return rows + [
             result_row(case, "worker: events/s", round(k["events_per_s"], 1), "events/s"),
             result_row(case, "worker: events/s of CPU", round(k["cpu_events_per_s"], 1), "events/s",
-                       round(mine["events_per_s"], 1)),
+                       round(m["events_per_s"], 1) if m else None),
             result_row(case, "worker: idle CPU %", round(k["idle_cpu"], 3), "%",
                        round(k["idle_cpu_no_streams"], 3) if k["idle_cpu_no_streams"] > 0 else None),
             *stop_rows(case, n, k)]
@@ -350,6 +353,11 @@ def main() -> None:
     ap.add_argument("--main-src", default="", help="a copy of main's files: the in-process child with that code too")
     ap.add_argument("--max-live", type=int, default=0, metavar="L",
                     help="also run each case with max_live_streams=L: its peak memory against L streams without one")
+    ap.add_argument("--worker-only-above", type=int, default=10**9, metavar="N",
+                    help="cases of more than N streams run only the worker (no in-process runs, no limit)")
+    ap.add_argument("--limit-only", action="store_true", help="only the runs of --max-live (and their baselines)")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the rows of docs/results/bench_streams.json that this run does not measure again")
     ap.add_argument("--burst", type=int, default=1, help="events of a stream dealt out at a time (1: round-robin)")
     ap.add_argument("--no-kafka", action="store_true", help="only the in-process runs")
     ap.add_argument("--no-write", action="store_true", help="do not write docs/results/bench_streams.json")
@@ -371,6 +379,11 @@ def main() -> None:
     rows: list[dict] = []
     print(f"load average {os.getloadavg()}; {args.events} events per stream, default settings "
           f"(explainers ipfi, isage, ipdp; 9 agrawal features)")
+    kept: dict = {"rows": [], "commands": []}
+    if args.append and (RESULTS_DIR / "bench_streams.json").exists():
+        before = json.loads((RESULTS_DIR / "bench_streams.json").read_text())
+        kept = {"rows": before["rows"],
+                "commands": [*before.get("details", {}).get("earlier runs kept", []), before["command"]]}
     tmp = tempfile.mkdtemp(prefix="streamxai-bench-streams-")
     with broker_for(tmp) if not args.no_kafka else contextlib.nullcontext(None) as bootstrap:
         for model in models:
@@ -378,59 +391,67 @@ def main() -> None:
                 if f"{model}:{n}" in args.skip:
                     continue
                 case = f"{model}, {n} streams"
-                mine = in_process(model, n, args)
-                main_ = in_process(model, n, args, args.main_src) if args.main_src else None
                 print(f"\n{case} ({MODELS[model][1]}), load {os.getloadavg()[0]:.1f}")
-                print(f"  in process: {mine['mb_per_stream']:.3f} MB per stream (RSS {mine['rss_start'] / MB:.0f} -> "
-                      f"{mine['rss_built'] / MB:.0f} MB), model {mine['model_mb']:.3f} MB x {mine['models_per_stream']}, "
-                      f"beyond the models {mine['beyond_mb']:.3f} MB, {mine['events_per_s']:.0f} events/s of CPU")
-                if main_:
-                    print(f"  main's code: {main_['mb_per_stream']:.3f} MB per stream, beyond the models "
-                          f"{main_['beyond_mb']:.3f} MB, {main_['events_per_s']:.0f} events/s of CPU; ratios "
-                          f"{mine['mb_per_stream'] / main_['mb_per_stream']:.2f} (memory), "
-                          f"{mine['events_per_s'] / main_['events_per_s']:.2f} (events/s)")
-                print(f"  in process: stop checkpoints {mine['stop_checkpoints']} in {mine['stop_s']:.2f} s; "
-                      f"checkpoint disk {mine['disk_mb_per_stream']:.3f} MB per stream")
-                was = main_ or {}
-                rows += [result_row(case, "in process: MB per stream", round(mine["mb_per_stream"], 4), "MB",
-                                    was.get("mb_per_stream")),
-                         result_row(case, "in process: MB per stream beyond the models", round(mine["beyond_mb"], 4),
-                                    "MB", was.get("beyond_mb")),
-                         result_row(case, "model: MB (one of the stream's models)", round(mine["model_mb"], 4), "MB"),
-                         result_row(case, "in process: events/s of CPU", round(mine["events_per_s"], 1), "events/s",
-                                    was.get("events_per_s"))]
-                rows += [result_row(case, "in process: stop checkpoints s", round(mine["stop_s"], 2), "s",
-                                    round(main_["stop_s"], 2) if main_ else None),
-                         result_row(case, "in process: checkpoint disk MB per stream",
-                                    round(mine["disk_mb_per_stream"], 4), "MB")]
+                mine = None
+                if n <= args.worker_only_above and not args.limit_only:
+                    mine = in_process(model, n, args)
+                    main_ = in_process(model, n, args, args.main_src) if args.main_src else None
+                    print(f"  in process: {mine['mb_per_stream']:.3f} MB per stream (RSS {mine['rss_start'] / MB:.0f} -> "
+                          f"{mine['rss_built'] / MB:.0f} MB), model {mine['model_mb']:.3f} MB x {mine['models_per_stream']}, "
+                          f"beyond the models {mine['beyond_mb']:.3f} MB, {mine['events_per_s']:.0f} events/s of CPU")
+                    if main_:
+                        print(f"  main's code: {main_['mb_per_stream']:.3f} MB per stream, beyond the models "
+                              f"{main_['beyond_mb']:.3f} MB, {main_['events_per_s']:.0f} events/s of CPU; ratios "
+                              f"{mine['mb_per_stream'] / main_['mb_per_stream']:.2f} (memory), "
+                              f"{mine['events_per_s'] / main_['events_per_s']:.2f} (events/s)")
+                    print(f"  in process: stop checkpoints {mine['stop_checkpoints']} in {mine['stop_s']:.2f} s; "
+                          f"checkpoint disk {mine['disk_mb_per_stream']:.3f} MB per stream")
+                    was = main_ or {}
+                    rows += [result_row(case, "in process: MB per stream", round(mine["mb_per_stream"], 4), "MB",
+                                        was.get("mb_per_stream")),
+                             result_row(case, "in process: MB per stream beyond the models", round(mine["beyond_mb"], 4),
+                                        "MB", was.get("beyond_mb")),
+                             result_row(case, "model: MB (one of the stream's models)", round(mine["model_mb"], 4), "MB"),
+                             result_row(case, "in process: events/s of CPU", round(mine["events_per_s"], 1), "events/s",
+                                        was.get("events_per_s"))]
+                    rows += [result_row(case, "in process: stop checkpoints s", round(mine["stop_s"], 2), "s",
+                                        round(main_["stop_s"], 2) if main_ else None),
+                             result_row(case, "in process: checkpoint disk MB per stream",
+                                        round(mine["disk_mb_per_stream"], 4), "MB")]
                 k = None
-                if bootstrap is not None:
+                if bootstrap is not None and not args.limit_only:
                     k = through_kafka(model, n, args, bootstrap, tmp)
                     rows += kafka_rows(case, n, mine, k)
-                if args.max_live and args.max_live < n:
+                if args.max_live and args.max_live < n and n <= args.worker_only_above:
                     limit = args.max_live
                     lcase = f"{case}, max_live_streams={limit}"
                     lim = in_process(model, n, args, max_live=limit)
                     live = in_process(model, limit, args)
                     main_lim = in_process(model, n, args, args.main_src, max_live=limit) if args.main_src else None
                     rows += limit_rows(lcase, n, limit, lim, live, main_lim)
-                    if k is not None:
+                    if bootstrap is not None:
+                        # the baseline: a worker that holds that many streams, no limit, in the same run
+                        kw = through_kafka(model, limit, args, bootstrap, tmp)
                         kl = through_kafka(model, n, args, bootstrap, tmp, max_live=limit)
-                        want = limit * k["mb_per_stream"]
+                        want = (kw["rss_built"] - kw["rss_start"]) / MB
                         print(f"  worker, max_live_streams={limit}: peak {kl['peak_mb']:.0f} MB over the start, "
-                              f"against {want:.0f} MB for {limit} streams at the worker's MB per stream: ratio "
+                              f"against {want:.0f} MB for a worker holding {limit} streams without a limit: ratio "
                               f"{kl['peak_mb'] / want:.2f}; {kl['events_per_s']:.0f} events/s")
                         rows += [result_row(lcase, "worker: peak MB (limit) vs MB of that many streams",
                                             round(kl["peak_mb"], 1), "MB", round(want, 1)),
                                  result_row(lcase, "worker: events/s", round(kl["events_per_s"], 1), "events/s",
-                                            round(k["events_per_s"], 1)),
+                                            round(k["events_per_s"], 1) if k else None),
                                  *stop_rows(lcase, n, kl)]
                 if not args.no_write:  # after each case: a long run's finished cases are kept
+                    new = {(r["case"], r["measure"]) for r in rows}
                     path = write_results(RESULTS_DIR / "bench_streams.json", "bench_streams",
                                          "Many streams per worker: memory, events/s and idle CPU",
                                          "in process: the same handlers in a process of their own (with --main-src: "
                                          "main's code); worker: in-process rates and memory of the same run; idle "
-                                         "CPU: the same worker before any stream", rows)
+                                         "CPU: the same worker before any stream; with a limit: the same run's "
+                                         "worker and handlers holding that many streams without one",
+                                         [r for r in kept["rows"] if (r["case"], r["measure"]) not in new] + rows,
+                                         {"earlier runs kept": kept["commands"]} if kept["commands"] else None)
                     print(f"  wrote {path}")
 
 
