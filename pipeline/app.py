@@ -13,7 +13,15 @@ from streamxai.agents import install_change_agent, install_explainer_agent, inst
 from streamxai.agents.join_agent import install_join_agent
 from streamxai.schemas import ConfigError
 
-from .handlers import ChangeHandler, ExplainHandler, Handler, IntakeHandler, MessageHandler, ModelHandler
+from .handlers import (
+    ChangeHandler,
+    ExplainHandler,
+    Handler,
+    IntakeHandler,
+    MessageHandler,
+    ModelHandler,
+    checkpoint_changed,
+)
 from .handlers.join import JoinHandler
 from .kafka.assignor import DealtAssignor
 from .kafka.checkpoint_seal import SealedStore, checkpoint_secret
@@ -57,6 +65,11 @@ def checkpoint_store(
     return FileCheckpointStore(Path(settings.state_dir) / "checkpoints", settings.checkpoint_every, secret=secret,
                                commits=commits)
 
+
+#: the share of ``shutdown_timeout_s``, from when the stop began, by which the checkpoints at
+#: shutdown end (the states not written by then are replayed after a restart); the rest is for
+#: the flushes and closes that follow them
+STOP_CHECKPOINTS_SHARE = 0.6
 
 #: how old the consumer's cluster metadata may grow, in ms (create_app says why it is short)
 METADATA_MAX_AGE_MS = 15_000
@@ -143,23 +156,35 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         handlers.append(JoinHandler(settings, metrics, history=history))
         install_join_agent(app, topics, handlers[-1])
 
+    #: when the worker was asked to stop (``time.monotonic()``; the worker sets it, see
+    #: :func:`streamxai.worker.run_worker`): the checkpoints at shutdown end in time for the stop
+    #: to end within shutdown_timeout_s
+    app.streamxai_stop_began = None  # type: ignore[attr-defined]
+
     @app.on_before_shutdown.connect
     async def on_shutdown(sender: Any, **kwargs: Any) -> None:
         # the consumer has stopped and every message taken up is done: checkpoint each state
         # changed since its last checkpoint, so that a restart replays nothing
+        began = app.streamxai_stop_began or time.monotonic()  # type: ignore[attr-defined]
         left = await outputs.close(settings.shutdown_timeout_s)
         if left:  # their inputs' offsets were not committed: a restart sends them again
             log.warning("%d outputs were not acknowledged when the worker stopped; a restart sends them again", left)
         if not settings.checkpoint_on_stop:
             return
         t0 = time.perf_counter()
+        until = began + STOP_CHECKPOINTS_SHARE * settings.shutdown_timeout_s
         try:
-            n = await asyncio.to_thread(lambda: sum(h.checkpoint_all() for h in stateful))
+            n, unwritten = await asyncio.to_thread(checkpoint_changed, stateful, until)
         except Exception as e:  # e.g. the checkpoint topic is gone: a restart replays more, that is all
             log.warning("checkpoints at shutdown failed (%s: %s); a restart replays from the last ones",
                         type(e).__name__, str(e)[:300])
         else:
             log.info("wrote %d checkpoints at shutdown in %.2f s", n, time.perf_counter() - t0)
+            if unwritten:
+                log.warning("%d states changed since their last checkpoint were not checkpointed, so that the stop "
+                            "ends within shutdown_timeout_s=%g s (those of the fewest messages since); a restart "
+                            "replays their messages since their last checkpoint", unwritten,
+                            settings.shutdown_timeout_s)
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:

@@ -109,7 +109,7 @@ HELP.update({
     "checkpoint_age_seconds": "Seconds since this worker last wrote a checkpoint",
     "uptime_seconds": "Seconds since the worker started",
     "compiled_kernels": "1 when the explainers' bookkeeping runs the compiled kernels (pipeline/core/kernels.py), 0 on the pure-Python path (not built, or STREAMXAI_PURE_PYTHON=1)",
-    "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream",
+    "fast_path": "1 when a stream's model is evaluated from its internals (fast path, setting fast_path), 0 when called as a black box; by stream, for the streams this worker holds (one max_live_streams evicted has none until it is restored)",
     "alert": "1 for each of the newest alerting change episodes this worker announced (at most ALERTS_KEPT; older ones drop out), by stream_id, alert_key (one per episode, the same after any restart or replay) and kind: page once per alert_key",
     "gc_frozen_objects": "Objects made as the worker started, moved out of Python's garbage collector's passes once it was up (gc.freeze)",
     "writes_waiting": "1 while the brokers take none of the worker's outputs in flight (a partition without a leader, fewer in-sync replicas than min.insync.replicas): the worker waits and loses nothing; else 0",
@@ -216,6 +216,22 @@ class Metrics:
 
     def gauge(self, name: str, value: float, **labels: Any) -> None:
         self._gauges[self._key(name, labels) if labels else name] = value
+
+    def drop(self, name: str, **labels: Any) -> None:
+        """Remove the gauge series ``name{labels}`` (its next :meth:`gauge` brings it back): a
+        series of one stream goes when the worker no longer holds the stream, so the series stay
+        bounded by the streams it holds, not by every stream it has seen.
+
+        >>> m = Metrics(); m.gauge("fast_path", 1, stream="s1"); m.gauge("fast_path", 0, stream="s2")
+        >>> m.drop("fast_path", stream="s1"); m.drop("fast_path", stream="s9")  # (one it never had: nothing)
+        >>> m.snapshot()["gauges"]
+        {'fast_path{stream=s2}': 0}
+        """
+        key = self._key(name, labels) if labels else name
+        self._gauges.pop(key, None)
+        if labels and key not in self._counters:
+            self._parts.pop(key, None)
+            self._keys.pop((name, *labels.items()), None)
 
     def alert(self, stream_id: str, alert_key: str, kind: str, keep: int = ALERTS_KEPT) -> None:
         """Set ``alert{stream_id, alert_key, kind}`` to 1; keep the ``keep`` newest such series and

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,7 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
 
         async def on_stop(self) -> None:
             _exit_after(settings.shutdown_timeout_s, outcome)
+            app.streamxai_stop_began = time.monotonic()  # type: ignore[attr-defined]
             await super().on_stop()
 
     worker = BoundedWorker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
@@ -145,7 +147,8 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
         if e.code not in (None, 0) and outcome["code"] == exit_codes.OK:
             outcome["code"] = exit_codes.ERROR
             log.error("the worker stopped on the error above (exit code %d)", exit_codes.ERROR)
-    return outcome["code"]
+    _exit_now(outcome["code"])
+    return outcome["code"]  # (not reached)
 
 
 def check_web_port(settings: Settings) -> None:
@@ -190,6 +193,18 @@ def check_web_port(settings: Settings) -> None:
 
 #: how often a worker checks that its topics still exist
 TOPIC_CHECK_S = 10.0
+
+
+def _exit_now(code: int) -> None:
+    """End the process with ``code`` once the worker has stopped: its outputs are flushed, its
+    offsets committed and its checkpoints written, so nothing is left to do but free its objects,
+    which Python's own exit does one by one (seconds for a worker holding many streams, beyond
+    ``shutdown_timeout_s``, whose timer no longer fires then). The logs are flushed first."""
+    for handler in logging.getLogger().handlers + logging.getLogger("streamxai").handlers:
+        handler.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _exit_after(seconds: float, outcome: dict[str, int]) -> None:

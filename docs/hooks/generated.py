@@ -3,7 +3,7 @@ line such as ``<!-- generated: settings -->`` and :func:`on_page_markdown` repla
 text built from ``streamxai.settings.Settings`` (``settings``), the argparse parser of
 ``streamxai.cli`` (``cli``), the JSON Schema files in ``schemas/json/`` (``schemas``) or the
 benchmark results in ``docs/results/*.json`` (``performance``, and the sizing page's tables:
-``sizing-cores``, ``sizing-workers``, ``sizing-groups``, ``sizing-memory``, ``sizing-soak``; the production
+``sizing-cores``, ``sizing-workers``, ``sizing-groups``, ``sizing-memory``, ``sizing-limits``, ``sizing-soak``; the production
 cluster page's ``chaos``; the papers page's tables, ``papers-*``, from ``hooks/papers.py``), so none of it is
 typed by hand and none of it can drift from the code."""
 
@@ -292,10 +292,36 @@ def sizing_groups_md(results_dir: Path = RESULTS_DIR) -> str:
     return _scaling_md(True, results_dir)
 
 
+#: the words of the measures of ``bench_streams`` that the sizing page shows apart from memory and
+#: rates (``sizing-limits``): a stop, the disk, the limit on live streams
+LIMIT_WORDS = ("stop", "disk", "previous", "peak", "left to replay", "max_live_streams")
+
+
+def _of_limits(row: dict) -> bool:
+    return any(w in row["measure"] or w in row["case"] for w in LIMIT_WORDS)
+
+
 def sizing_memory_md(results_dir: Path = RESULTS_DIR) -> str:
     """Memory per stream and events/s with many streams on one worker (``bench_streams``)."""
     doc = _results_of("bench_streams", results_dir)
-    return _table_of(doc) if doc else _missing("bench_streams")
+    return _table_of(doc, keep=lambda r: not _of_limits(r)) if doc else _missing("bench_streams")
+
+
+def sizing_limits_md(results_dir: Path = RESULTS_DIR) -> str:
+    """With many streams on one worker (``bench_streams``): its stop against ``shutdown_timeout_s``,
+    its checkpoints on disk per stream, and its peak memory under ``max_live_streams`` against that
+    many streams without the limit."""
+    doc = _results_of("bench_streams", results_dir)
+    if not doc:
+        return _missing("bench_streams")
+    out = [_written_by(doc), "", "| case | measure | value | baseline | ratio |", "|---|---|---|---|---|"]
+    for r in doc["rows"]:
+        if _of_limits(r):
+            unit = f" {cell(r['unit'])}" if r.get("unit") else ""
+            base = "" if r.get("baseline") is None else _number(r["baseline"]) + unit
+            ratio = "" if r.get("ratio") is None else _number(r["ratio"])
+            out.append(f"| {cell(r['case'])} | {cell(r['measure'])} | {_value(r)}{unit} | {base} | {ratio} |")
+    return "\n".join(out) + "\n"
 
 
 def sizing_soak_md(results_dir: Path = RESULTS_DIR) -> str:
@@ -329,15 +355,17 @@ def chaos_rebalance_md(results_dir: Path = RESULTS_DIR) -> str:
                      for i, rows in enumerate((counts, waits, rest)) if rows)
 
 
-def _table_of(doc: dict, intro: str = "", written: bool = True) -> str:
-    """The rows of a benchmark's results ``doc`` as a table: a line per case, a column per measure
-    (after the line that says where they come from, unless ``written`` is false)."""
-    measures = list(dict.fromkeys(r["measure"] for r in doc["rows"]))
-    units = {r["measure"]: r.get("unit", "") for r in doc["rows"]}
+def _table_of(doc: dict, intro: str = "", written: bool = True, keep: Callable[[dict], bool] | None = None) -> str:
+    """The rows of a benchmark's results ``doc`` (those ``keep`` keeps) as a table: a line per
+    case, a column per measure (after the line that says where they come from, unless
+    ``written`` is false)."""
+    rows = [r for r in doc["rows"] if keep is None or keep(r)]
+    measures = list(dict.fromkeys(r["measure"] for r in rows))
+    units = {r["measure"]: r.get("unit", "") for r in rows}
     header = "| case | " + " | ".join(cell(f"{m} ({units[m]})" if units[m] else m) for m in measures) + " |"
     out = (([intro, ""] if intro else []) + ([_written_by(doc), ""] if written else [])
            + [header, "|---|" + "---|" * len(measures)])
-    for case, m in _pivot(doc["rows"], measures).items():
+    for case, m in _pivot(rows, measures).items():
         out.append(f"| {cell(case)} | " + " | ".join(_value(m.get(x)) for x in measures) + " |")
     return "\n".join(out) + "\n"
 
@@ -351,6 +379,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "sizing-workers": sizing_workers_md,
     "sizing-groups": sizing_groups_md,
     "sizing-memory": sizing_memory_md,
+    "sizing-limits": sizing_limits_md,
     "sizing-soak": sizing_soak_md,
     "chaos": chaos_md,
     "chaos-rebalance": chaos_rebalance_md,

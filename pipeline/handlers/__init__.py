@@ -14,7 +14,8 @@ from .intake import IntakeHandler
 from .model import ModelHandler
 from .out import Out
 from .protocols import CheckpointStore, Handler, History, ScanningHistory
-from .recovering import Recovering
+from .recovering import Recovering, checkpoint_changed
 
 __all__ = ["CheckpointStore", "ChangeHandler", "ExplainHandler", "Handler", "History", "IntakeHandler", "MessageHandler", "ModelHandler",
-           "Out", "Recovering", "Rejected", "ScanningHistory", "Source", "dead_letter"]
+           "Out", "Recovering", "Rejected", "ScanningHistory", "Source", "checkpoint_changed",
+           "dead_letter"]

@@ -161,7 +161,7 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         # (and its decision recorded) by the run before a restart
         maybe_seen = not self._opens(task) or task.sent_at <= self.started
         self._decisions = self._recorded_decisions(key, src.partition) if maybe_seen else {}
-        evicted = key in self._evicted
+        evicted = self._was_evicted(key, src)
         st = self._recover(task, key, src)
         # a state evicted to its checkpoint (max_live_streams) keeps the decisions it still held
         held = {**st.recorded, **self._decisions} if evicted else self._decisions
@@ -170,6 +170,15 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         self.metrics.gauge("compiled_kernels", int(st.explainer.bookkeeping_path == "compiled"))
         self._decisions = {}
         return st
+
+    def _forget(self, key: bytes | None, state_key: Any) -> None:
+        # the stream's fast_path series goes with its last group here (evicted, dropped after a
+        # failure or a rebalance) and comes back when one is restored (_load): the series stay
+        # bounded by the streams this worker holds
+        super()._forget(key, state_key)
+        stream_id = state_key[0]
+        if not any((stream_id, g) in self.states for g in range(self.settings.explain_groups)):
+            self.metrics.drop("fast_path", stream=stream_id)
 
     def _recorded_decisions(self, key: bytes | None, partition: int | None) -> dict[int, bool]:
         """The decisions recorded for the group ``key`` (position -> explain) before this handler

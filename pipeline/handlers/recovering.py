@@ -11,7 +11,7 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from streamxai.schemas import InvalidMessage, Source
@@ -22,7 +22,7 @@ from .failures import MAX_SKIPPED, Failing, Guard, Rebuilt, message_id
 from .history_cache import HistoryCache, records_of
 from .protocols import CheckpointStore, History, ScanningHistory
 
-__all__ = ["Recovering", "STORE_LOCK"]
+__all__ = ["Recovering", "STORE_LOCK", "checkpoint_changed"]
 
 log = logging.getLogger("streamxai")
 
@@ -95,9 +95,10 @@ class Recovering(abc.ABC, Generic[M, S]):
         #: with ``max_live_streams``: the state keys in memory, least recently used first, with
         #: their Kafka keys (:meth:`_evict`)
         self._live: dict[Hashable, bytes | None] = {}
-        #: Kafka keys whose state was evicted: its partition and the offset of the checkpoint it
-        #: was evicted to, while this handler has followed that partition since (:meth:`_restore`)
-        self._evicted: dict[bytes, tuple[tuple[str, int], int]] = {}
+        #: by partition this handler has followed since, the Kafka keys of it whose state was
+        #: evicted, with the offset of the checkpoint each was evicted to (:meth:`_restore`): a few
+        #: dozen bytes a stream the worker has evicted
+        self._evicted: dict[tuple[str, int], dict[bytes, int]] = {}
         #: with ``max_live_streams``: the offset of each live state's newest checkpoint
         self._saved_at: dict[bytes, int] = {}
 
@@ -186,21 +187,19 @@ class Recovering(abc.ABC, Generic[M, S]):
         sk, key = next(iter(self._live.items()))
         if key is None or len(self._live) < 2:
             return False
-        unsaved = self._unsaved.get(key)
-        if unsaved is not None:
-            st, src = unsaved
-            with STORE_LOCK:
-                self.checkpoints.save(self.STAGE, key, st, src)  # type: ignore[union-attr]
-            st.since_checkpoint = 0
-            self.metrics.inc("checkpoints_written")
-            self._saved(key, src)
+        if key in self._unsaved:
+            self._save_unsaved(key)
         where = self._known.get(key, (None, None))[1]
         at = self._saved_at.get(key)
         self._forget(key, sk)
         if where is not None and at is not None:
-            self._evicted[key] = (where, at)
+            self._evicted.setdefault(where, {})[key] = at
         self.metrics.inc("states_evicted", stage=self.STAGE)
         return True
+
+    def _was_evicted(self, key: bytes | None, src: Source) -> bool:
+        """Whether the state of ``key`` was evicted from memory to its checkpoint (``src``: its message)."""
+        return key in self._evicted.get((src.topic, src.partition), ())
 
     def _load(self, msg: M, key: bytes | None, src: Source) -> S:
         """The state of a key met for the first time (see :meth:`_recover`)."""
@@ -252,9 +251,9 @@ class Recovering(abc.ABC, Generic[M, S]):
                 if prev is not None:
                     self._history.forget(src.topic, src.partition)
                 self._history.follow(src.topic, src.partition, src.offset)  # every message from here on
-            if self._evicted and prev is not None and src.offset != prev + 1:
+            if prev is not None and src.offset != prev + 1:
                 # messages of the partition this handler did not see: an evicted key may have some
-                self._evicted = {k: v for k, v in self._evicted.items() if v[0] != tp}
+                self._evicted.pop(tp, None)
             if tp in self._revoked:
                 self._revoked.discard(tp)
                 if prev is not None and src.offset > prev + 1:
@@ -305,31 +304,28 @@ class Recovering(abc.ABC, Generic[M, S]):
         else:
             self._unsaved[key] = (st, src)
 
-    def checkpoint_all(self) -> int:
-        """Checkpoint every state that took messages since its last checkpoint, as of its last
-        message; the number written. A worker calls it when it stops, after its last message is
-        done, so a restart resumes from these checkpoints and replays nothing (a checkpoint is
-        only restored before the message a worker resumes at, so one that is not covered by a
-        commit is simply not used)."""
-        if self.checkpoints is None:
-            return 0
-        n = 0
-        for key, (st, src) in list(self._unsaved.items()):
-            with STORE_LOCK:
-                self.checkpoints.save(self.STAGE, key, st, src)
-            st.since_checkpoint = 0
-            del self._unsaved[key]
-            self._saved(key, src)
-            n += 1
-        self.metrics.inc("checkpoints_written", n)
-        return n
+    def checkpoint_all(self, until: float | None = None) -> int:
+        """Checkpoint the states that took messages since their last checkpoint, as of their
+        last message, until ``time.monotonic()`` reaches ``until`` (None: every one); the number
+        written (see :func:`checkpoint_changed`, which a worker calls over all its handlers)."""
+        return checkpoint_changed([self], until)[0]
+
+    def _save_unsaved(self, key: bytes) -> None:
+        """Write the checkpoint of ``key``'s state changed since its last one, as of its last message."""
+        st, src = self._unsaved[key]
+        with STORE_LOCK:
+            self.checkpoints.save(self.STAGE, key, st, src)  # type: ignore[union-attr]
+        st.since_checkpoint = 0
+        del self._unsaved[key]
+        self.metrics.inc("checkpoints_written")
+        self._saved(key, src)
 
     def _restore(self, msg: M, key: bytes | None, src: Source) -> S:
         # only a checkpoint before this message: after a SIGKILL the worker resumes from the
         # committed offset, and a newer checkpoint covers messages whose outputs may be lost
         loaded = None
         t0 = time.perf_counter()
-        evicted = self._evicted.pop(key, None) if key is not None else None
+        evicted = self._evicted.get((src.topic, src.partition), {}).pop(key, None) if key is not None else None
         if self.checkpoints and key:
             with STORE_LOCK:
                 loaded = self.checkpoints.load(self.STAGE, key, src.topic, src.partition, before_offset=src.offset)
@@ -356,7 +352,7 @@ class Recovering(abc.ABC, Generic[M, S]):
             self._rebuilt[key] = rebuilt
         if loaded is None and self._opens(msg):
             return st
-        if loaded is not None and evicted == ((src.topic, src.partition), loaded[1]):
+        if loaded is not None and evicted == loaded[1]:
             # evicted to this checkpoint (_evict), and this handler has seen every message of the
             # partition since: the key has none in between (its first would have restored it)
             self.metrics.inc("states_restored_after_eviction", stage=self.STAGE)
@@ -432,3 +428,26 @@ class Recovering(abc.ABC, Generic[M, S]):
             log.info("opened a new %s state for stream %s (its first message is %s)", self.STAGE, name, src)
         else:
             log.info("rebuilt %s state %s from %d earlier messages of %s", self.STAGE, name, n, src)
+
+
+def checkpoint_changed(handlers: Sequence[Recovering], until: float | None = None,
+                       clock: Callable[[], float] = time.monotonic) -> tuple[int, int]:
+    """Checkpoint the states of ``handlers`` that took messages since their last checkpoint, as
+    of their last message, those that took the most first, until ``clock()`` reaches ``until``
+    (None: every one); ``(written, left)``.
+
+    A worker calls it when it stops, after its last message is done, so that a restart resumes
+    from these checkpoints and replays nothing (a checkpoint is only restored before the message
+    a worker resumes at, so one that no commit covers is simply not used). A state changed since
+    its last checkpoint is one that took messages since (there is no other way to change one),
+    so the others are not written again. With ``until`` the stop stays within its time whatever
+    the number of streams: a state left unwritten is rebuilt on restart from its last checkpoint
+    and its messages since, as after a SIGKILL, and those that took the most messages, whose
+    replay would take longest, are written first."""
+    queue = sorted(((st.since_checkpoint, i, key) for i, h in enumerate(handlers) if h.checkpoints is not None
+                    for key, (st, _) in h._unsaved.items()), key=lambda item: -item[0])
+    for written, (_, i, key) in enumerate(queue):
+        if until is not None and clock() >= until:
+            return written, len(queue) - written
+        handlers[i]._save_unsaved(key)
+    return len(queue), 0

@@ -218,8 +218,20 @@ class SealedStore(abc.ABC):
         The newest one so far becomes the previous one if a commit covers it (:attr:`commits`):
         a restart after a SIGKILL may restore it. If none covers it yet, it is replaced and the
         previous one stays: the newest checkpoint a commit covered, the one a restart restores.
-        Without :attr:`commits` the newest always becomes the previous one."""
-        self._write(kind, key, self._seal.seal(kind, key, state, src), keep_previous=self._keep_previous(kind, key))
+        Without :attr:`commits` the newest always becomes the previous one. A checkpoint that a
+        commit already covers as it is written (one written when the worker stops, or when it
+        evicts a stream that has been quiet since a commit) is the one a restart restores: the
+        previous one is then dropped (:meth:`_drop_previous`), so a stream the worker no longer
+        holds keeps one checkpoint per state on disk, not two."""
+        keep = self._keep_previous(kind, key)
+        self._write(kind, key, self._seal.seal(kind, key, state, src), keep_previous=keep)
+        if not keep and self.commits is not None and self.commits.covers(src.topic, src.partition, src.offset):
+            self._drop_previous(kind, key)
+
+    def _drop_previous(self, kind: str, key: bytes) -> None:
+        """Drop the previous checkpoint of ``key``, if the store keeps it apart (by default it
+        keeps two a key whatever happens)."""
+        return None
 
     def _keep_previous(self, kind: str, key: bytes) -> bool:
         """Whether the next checkpoint of ``key`` replaces its newest one, keeping the previous one

@@ -66,6 +66,9 @@ class FileCheckpointStore(SealedStore):
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    def _drop_previous(self, kind: str, key: bytes) -> None:
+        self._paths(kind, key)[1].unlink(missing_ok=True)
+
     def _newest_source(self, kind: str, key: bytes) -> tuple[str, int | None, int] | None:
         newest, _ = self._paths(kind, key)
         try:

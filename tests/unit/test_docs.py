@@ -196,10 +196,19 @@ def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, mo
     write_results(tmp_path / "bench_streams.json", "bench_streams", "Many streams", "one stream", [
         result_row("hat, 1000 streams", "MB per stream", 0.8, "MB"),
         result_row("hat, 1000 streams", "events/s", 700.0, "events/s", baseline=900.0),
-        result_row("logistic, 100 streams", "MB per stream", 0.1, "MB")])
+        result_row("logistic, 100 streams", "MB per stream", 0.1, "MB"),
+        result_row("hat, 1000 streams", "worker: stop s", 4.5, "s", baseline=15.0),
+        result_row("hat, 1000 streams, max_live_streams=100", "MB per stream", 0.9, "MB"),
+        result_row("hat, 1000 streams, max_live_streams=100", "in process: peak MB", 66.0, "MB", baseline=60.0)])
     memory = hook.sizing_memory_md(tmp_path)
     assert "| case | MB per stream (MB) | events/s (events/s) |" in memory
     assert "| hat, 1000 streams | 0.8 | 700 |" in memory and "| logistic, 100 streams | 0.1 |  |" in memory
+    assert "stop" not in memory and "max_live_streams" not in memory  # the limits' table has them
+    limits = hook.sizing_limits_md(tmp_path)
+    assert "| hat, 1000 streams | worker: stop s | 4.5 s | 15 s | 0.3 |" in limits
+    assert "| hat, 1000 streams, max_live_streams=100 | MB per stream | 0.9 MB |  |  |" in limits
+    assert "| hat, 1000 streams, max_live_streams=100 | in process: peak MB | 66 MB | 60 MB | 1.1 |" in limits
+    assert "| hat, 1000 streams | MB per stream |" not in limits
 
 
 def test_sizing_page_reads_what_bench_soak_writes(tmp_path, monkeypatch):

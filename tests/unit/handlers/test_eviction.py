@@ -23,22 +23,22 @@ def _settings(**over) -> Settings:
                     explain_groups=2, change_warmup=30, change_min_samples=10, **over)
 
 
-def _arrivals() -> PartitionLog:
+def _arrivals(n_events: int = 90) -> PartitionLog:
     """Four streams, round-robin, labels two events late (events wait for them across evictions),
     the label of the first stream drifting halfway (so its change test has something to find)."""
-    per_stream = [list(labels_later(threshold_events(f"s{i}", 90, drift_at=45 if i == 0 else None, seed=i),
+    per_stream = [list(labels_later(threshold_events(f"s{i}", n_events, drift_at=n_events // 2 if i == 0 else None, seed=i),
                                     delay=2)) for i in range(STREAMS)]
     log = PartitionLog()
     record_arrivals(log, [m for row in zip(*per_stream, strict=True) for m in row])
     return log
 
 
-def _run(s: Settings, tmp_path, metrics: Metrics):
+def _run(s: Settings, tmp_path, metrics: Metrics, n_events: int = 90):
     store = FileCheckpointStore(tmp_path, every=s.checkpoint_every, secret=b"0123456789abcdef")
     handlers = (ModelHandler(s, metrics, checkpoints=store), ExplainHandler(s, metrics, checkpoints=store),
                 ChangeHandler(s, metrics, checkpoints=store))
     model, explain, change = handlers
-    run = run_handlers(s, _arrivals(), model=lambda off: model, explain=lambda p, off: explain,
+    run = run_handlers(s, _arrivals(n_events), model=lambda off: model, explain=lambda p, off: explain,
                        change=lambda off: change)
     return run, handlers
 
@@ -60,6 +60,28 @@ def test_evicted_states_restore_to_the_same_outputs(tmp_path):
         restored = sum(v for k, v in counters.items() if k.startswith("states_restored_after_eviction") and stage in k)
         assert evicted > 50 and restored > 50, (h.STAGE, evicted, restored)
     assert not any(k.startswith("states_evicted") for k in every.snapshot()["counters"])
+
+
+def _stream_series(metrics: Metrics) -> list[str]:
+    """The series of ``metrics`` labelled by stream, as the Prometheus page shows them."""
+    return [line for line in metrics.exposition().decode().splitlines()
+            if "stream=" in line and not line.startswith("#")]
+
+
+def test_the_series_of_a_stream_go_with_its_state_and_come_back_with_it(tmp_path):
+    kept = Metrics()
+    _run(_settings(checkpoint_every=10_000), tmp_path / "kept", kept, n_events=20)
+    assert len(_stream_series(kept)) == STREAMS  # one fast_path series a stream, all of them held
+    few = Metrics()
+    _, (_, explain, _) = _run(_settings(checkpoint_every=10_000, max_live_streams=1), tmp_path / "few", few,
+                              n_events=20)
+    assert few.get("states_evicted{stage=explain}") > STREAMS
+    assert few.get("states_restored_after_eviction{stage=explain}") > STREAMS
+    held = {stream_id for stream_id, _ in explain.states}
+    assert len(held) == 1
+    assert _stream_series(few) == [f'streamxai_fast_path{{stream="{sid}"}} 1.0' for sid in held]
+    # nothing of the evicted streams' series is kept behind the page either
+    assert [k for k in few._parts if "stream=" in k] == [f"fast_path{{stream={sid}}}" for sid in held]
 
 
 def test_a_limit_needs_checkpoints():

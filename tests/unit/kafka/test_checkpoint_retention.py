@@ -62,3 +62,20 @@ def test_a_checkpoint_written_before_this_worker_is_judged_by_its_header(tmp_pat
     store.save("change", b"s", {"n": 30}, Source("feed", 2, 30))  # 20 is past the commit: replaced
     assert kept(store) == [30, 10]
     assert store.load("change", b"s", "feed", 2, before_offset=15) == ({"n": 10}, 10)
+
+
+def test_a_checkpoint_a_commit_covers_as_it_is_written_is_kept_alone(tmp_path):
+    # written when the worker stops (after its last commit) or when it evicts a quiet stream: the
+    # one a restart restores, so the previous one is not kept beside it
+    commits = CommittedOffsets()
+    store = FileCheckpointStore(tmp_path, 1, secret=KEY, commits=commits)
+    at = lambda off: Source("feed", 2, off)  # noqa: E731
+    commits.record({("feed", 2): 11})
+    store.save("change", b"s", {"n": 10}, at(10))
+    assert kept(store) == [10, None]
+    store.save("change", b"s", {"n": 20}, at(20))  # not covered yet: 10 stays beside it
+    assert kept(store) == [20, 10]
+    commits.record({("feed", 2): 31})
+    store.save("change", b"s", {"n": 30}, at(30))
+    assert kept(store) == [30, None]
+    assert store.load("change", b"s", "feed", 2, before_offset=31) == ({"n": 30}, 30)

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from helpers.damage import DAMAGES, damaged
 from streamxai.app import checkpoint_store
-from streamxai.handlers import ExplainHandler, ModelHandler, Source
+from streamxai.handlers import ExplainHandler, ModelHandler, Source, checkpoint_changed
 from streamxai.kafka.checkpoint_seal import checkpoint_secret
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events
@@ -184,6 +184,29 @@ def test_a_stop_checkpoints_every_changed_state_so_a_restart_replays_nothing(tmp
         else:
             assert [o.value for o in again["explanations"]] == [
                 o.value for o in explained if orjson.loads(o.value)["seq"] >= 40]
+
+
+def test_a_stop_short_of_time_writes_the_states_of_the_most_messages_and_a_restart_replays_the_rest(tmp_path):
+    s = _settings(checkpoint_every=2000)  # never due in this run
+    events = {sid: list(agrawal_events(sid, n + 10, seed=i)) for i, (sid, n) in enumerate((("c", 10), ("a", 30), ("b", 20)))}
+    first_part = [(ev.stream_id.encode(), dumps(ev)) for evs in events.values() for ev in evs[:-10]]
+    items = first_part + [(ev.stream_id.encode(), dumps(ev)) for evs in events.values() for ev in evs[-10:]]
+    whole = _outs(ModelHandler(s), items, range(len(items)), "features")
+    st = store(tmp_path, every=s.checkpoint_every)
+    first = ModelHandler(s, checkpoints=st)
+    _outs(first, items, range(len(first_part)), "features")
+    ticks = iter(range(100))  # a clock that moves one step a look: time for two checkpoints
+    assert checkpoint_changed([first], until=2, clock=lambda: next(ticks)) == (2, 1)
+    assert [st.load("model", k, "features", 0) is not None for k in (b"a", b"b", b"c")] == [True, True, False]
+    resumed = ModelHandler(s, history=_Log(items).history, checkpoints=st)
+    again = _outs(resumed, items, range(len(first_part), len(items)), "features")
+    assert resumed.metrics.get("checkpoints_restored") == 2
+    assert resumed.metrics.get(ModelHandler.REPLAYED_METRIC) == 10  # c's messages, none of a's or b's
+    want = [orjson.loads(o.value) for o in whole["explain-tasks"][-len(again["explain-tasks"]):]]
+    got = [orjson.loads(o.value) for o in again["explain-tasks"]]
+    for m in want + got:
+        m.pop("sent_at", None)
+    assert got == want and len(got) == 30
 
 
 def test_generated_key_file_is_private_reused_and_never_shown(tmp_path, caplog):
