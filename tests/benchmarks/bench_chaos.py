@@ -320,18 +320,12 @@ def chaos(acts: list[tuple[float, str]], seconds: float, broker: LocalBroker, wo
                 raise RuntimeError("the producer failed") from producer.error
             time.sleep(1)
         began = time.monotonic() - start
-        if what == "kill":
+        if what in ("kill", "stop"):
             name = rng.choice(sorted(workers.procs))
-            workers.kill(name)
+            (workers.kill if what == "kill" else workers.stop)(name)
             time.sleep(rng.uniform(0, 5))
             workers.start(name)
-            what = f"SIGKILL {name}, started again"
-        elif what == "stop":
-            name = rng.choice(sorted(workers.procs))
-            workers.stop(name)
-            time.sleep(rng.uniform(0, 5))
-            workers.start(name)
-            what = f"SIGTERM {name}, started again"
+            what = f"{'SIGKILL' if what == 'kill' else 'SIGTERM'} {name}, started again"
         elif what in CLUSTER_FAULTS:
             what = CLUSTER_FAULTS[what](broker, workers.s, rng)
         elif what == "broker restart":

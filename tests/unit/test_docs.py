@@ -42,6 +42,18 @@ def load_hook():
     return module
 
 
+def _bench_results(monkeypatch, *argv: str):
+    """The benchmarks' results writer (``result_row``, ``write_results``) as a benchmark run with
+    ``argv`` imports it (the command line goes into the results file)."""
+    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", list(argv))
+    try:
+        from _results import result_row, write_results
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    return result_row, write_results
+
+
 DOCUMENTS = [ROOT / "README.md", *PAGES]
 
 
@@ -129,12 +141,7 @@ def test_schema_page_shows_each_message_s_newest_fields(tmp_path):
 def test_performance_page_reads_what_the_results_writer_writes(tmp_path, monkeypatch):
     hook = load_hook()
     assert "No results file" in hook.performance_md(tmp_path)
-    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
-    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_x.py", "--events", "5"])
-    try:
-        from _results import result_row, write_results
-    finally:
-        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    result_row, write_results = _bench_results(monkeypatch, "tests/benchmarks/bench_x.py", "--events", "5")
     rows = [result_row("model A", "fast path", 1500.0, "events/s", baseline=500.0),
             result_row("model A", "memory", 12.5, "MiB")]
     write_results(tmp_path / "bench_x.json", "bench_x", "A test benchmark", "the same loop without us", rows)
@@ -155,12 +162,7 @@ def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, mo
     for section in (hook.sizing_cores_md, hook.sizing_workers_md, hook.sizing_groups_md):
         assert "No `docs/results/bench_scale.json` yet" in section(tmp_path)
     assert "tests/benchmarks/bench_streams.py" in hook.sizing_memory_md(tmp_path)
-    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
-    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_scale.py"])
-    try:
-        from _results import result_row, write_results
-    finally:
-        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    result_row, write_results = _bench_results(monkeypatch, "tests/benchmarks/bench_scale.py")
     write_results(tmp_path / "bench_scale.json", "bench_scale", "Scaling", "one worker", [
         result_row("HAT, iPFI only", "events/s per worker core", 2000.0, "events/s"),
         result_row("HAT, iPFI only", "events/s per core, broker included", 1600.0, "events/s"),
@@ -214,12 +216,7 @@ def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, mo
 def test_sizing_page_reads_what_bench_soak_writes(tmp_path, monkeypatch):
     hook = load_hook()
     assert "No `docs/results/bench_soak.json` yet" in hook.sizing_soak_md(tmp_path)
-    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
-    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_soak.py", "--events", "500000"])
-    try:
-        from _results import result_row, write_results
-    finally:
-        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    result_row, write_results = _bench_results(monkeypatch, "tests/benchmarks/bench_soak.py", "--events", "500000")
     write_results(tmp_path / "bench_soak.json", "bench_soak", "Soak: one worker, 500,000 events: flat after 200,000",
                   "the row at the warm-up's end", [
                       result_row("200,000 events", "worker RSS", 190.0, "MB"),
@@ -234,12 +231,7 @@ def test_sizing_page_reads_what_bench_soak_writes(tmp_path, monkeypatch):
 def test_production_cluster_page_reads_what_bench_chaos_writes(tmp_path, monkeypatch):
     hook = load_hook()
     assert "No `docs/results/bench_chaos.json` yet" in hook.chaos_md(tmp_path)
-    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
-    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_chaos.py", "--nodes", "3"])
-    try:
-        from _results import result_row, write_results
-    finally:
-        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    result_row, write_results = _bench_results(monkeypatch, "tests/benchmarks/bench_chaos.py", "--nodes", "3")
     write_results(tmp_path / "bench_chaos.json", "bench_chaos", "Chaos on a cluster of 3 brokers: equal",
                   "the in-process reference", [result_row("predictions", "messages", 120, "messages"),
                                                result_row("predictions", "missing", 0, "messages")])
@@ -251,12 +243,7 @@ def test_production_cluster_page_reads_what_bench_chaos_writes(tmp_path, monkeyp
 def test_production_cluster_page_reads_what_the_rebalance_run_writes(tmp_path, monkeypatch):
     hook = load_hook()
     assert "No `docs/results/bench_chaos_rebalance.json` yet" in hook.chaos_rebalance_md(tmp_path)
-    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
-    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_chaos.py", "--workers", "3"])
-    try:
-        from _results import result_row, write_results
-    finally:
-        sys.path.remove(str(ROOT / "tests" / "benchmarks"))
+    result_row, write_results = _bench_results(monkeypatch, "tests/benchmarks/bench_chaos.py", "--workers", "3")
     write_results(tmp_path / "bench_chaos_rebalance.json", "bench_chaos_rebalance", "Rebalances under load: equal",
                   "the in-process reference", [
                       result_row("alerts (pages)", "distinct", 4, "messages"),
