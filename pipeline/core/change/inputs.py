@@ -36,7 +36,13 @@ not match it:
   about 2 without serial dependence, near 0 for a smooth series) is at least 1.2 and exceeds
   that of every ``recent``-long stretch of the reference by ``order_margin``, while the reference
   is smooth (every stretch's ratio at most 1). Only streams whose values follow each other smoothly show
-  it; values drawn independently carry no order to lose.
+  it; values drawn independently carry no order to lose. Such values are ``reordered`` too when
+  they no longer go with the other features of their event: for values about independent of
+  each other (rank von Neumann ratio at least 1.6), every feature whose ranks moved
+  with the feature's (a rank correlation of at least 0.5 in every ``recent``-long stretch of the
+  older half of the values kept) has lost that link in the recent values (0.2 at most, and 0.25
+  below the least of the stretches), as a shuffle between events or a join on a wrong key
+  leaves them.
 
 A feature found faulty is not tested again until its reference holds only values after the
 finding. Whether a finding matters -- whether the model relied on the feature -- is for the
@@ -88,6 +94,13 @@ _KS_DIFFER = 2.4
 _KS_AGREE = 1.9
 #: the least rank von Neumann ratio of a reference whose values are about independent (2: independent)
 _INDEPENDENT = 1.6
+#: a link between two features: their rank correlation in every ``recent``-long stretch of the
+#: older half of the values kept is at least this (with one sign); it is lost when the recent values' is at most
+#: _LINK_LOST and _LINK_MARGIN below the least of the stretches (values that no longer go with
+#: their event's: rank correlation about 0, with a standard error of 1 / sqrt(recent), 0.1)
+_LINKED = 0.5
+_LINK_LOST = 0.2
+_LINK_MARGIN = 0.25
 #: the percentiles of the reference and of the recent values the tests read
 _REFERENCE_QS = (10, 25, 50, 75, 90)
 _RECENT_QS = (10, 25, 50, 75, 90)
@@ -185,18 +198,20 @@ class InputMonitor(Component):
         ref, rec = vals[:, :self.reference], vals[:, self.reference:]
         due = self._quiet_until <= self._n
         if (self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None
-                or len(self._ref_stats) != 9):  # (a checkpoint made before the order was kept with them)
+                or len(self._ref_stats) != 10):  # (a checkpoint made before the links were kept with them)
             # the reference moves by a quarter of a percent a test: its quartiles, range and order
             # are worked out every few tests (most of the cost of a test otherwise)
-            self._ref_stats, self._ref_at = (*_quartiles(ref, _REFERENCE_QS, with_range=True),
-                                             *self._ref_order(ref)), self._n
-        q10, q25, med, q75, q90, lo, hi, stretch_order, whole_order = self._ref_stats
+            stretch_order, whole_order = self._ref_order(ref)
+            self._ref_stats, self._ref_at = (*_quartiles(ref, _REFERENCE_QS, with_range=True), stretch_order,
+                                             whole_order, self._ref_links(vals[:, :size // 2], whole_order)), self._n
+        q10, q25, med, q75, q90, lo, hi, stretch_order, whole_order, (ranks, links) = self._ref_stats
         r10, r25, rmed, r75, r90 = _quartiles(rec, _RECENT_QS)
         iqr, riqr = q75 - q25, r75 - r25
         # the rank von Neumann ratio of each feature's recent values (reordered asks for the reference's only above _ORDER_LOST)
         now = _rank_ratio(rec) if not np.isnan(rec).any() else np.zeros(len(self.features))
         found: list[InputFault] = []
         moved: dict[int, str] = {}
+        unlinked: list[int] = []  # features to test for links lost
         for j, f in enumerate(self.features):
             if not due[j]:
                 continue
@@ -211,6 +226,10 @@ class InputMonitor(Component):
                                         float(stretch_order[j]))
             if fault is not None:
                 found.append(fault)
+            elif j in links:
+                unlinked.append(j)
+        if unlinked:
+            found += self._unlinked(unlinked, ranks, links, vals, seqs, med, iqr, rmed, riqr)
         starts: dict[int, int] = {}  # where each moved feature's fault began (an index into vals)
         partners: dict[int, str] = {}  # the other side of an exchange: the feature whose values it took
         for j in list(moved):
@@ -389,6 +408,66 @@ class InputMonitor(Component):
                           f"shuffled between events or mixed with other values do (rank von Neumann ratio {before:.2f} "
                           f"at most before, {now:.2f} now); {_summary(b, a)}")
 
+    def _ref_links(self, older: np.ndarray, whole_order: np.ndarray) -> tuple[dict, dict]:
+        """The links of the values kept ``older`` (the older half): each feature's sorted values
+        (its ranks), and for each feature whose values are about independent of each other, its
+        links: ``(other feature, sign, the least signed rank correlation of a recent-long
+        stretch)`` for every feature whose ranks moved with its in every stretch by at least
+        ``_LINKED``."""
+        k, (n_features, n) = self.recent, older.shape
+        usable = [j for j in range(n_features) if not np.isnan(older[j]).any() and older[j].min() < older[j].max()]
+        if len(usable) < 2 or not any(whole_order[j] >= _INDEPENDENT for j in usable):
+            return {}, {}
+        sorted_ref = {j: np.sort(older[j]) for j in usable}
+        u = np.array([_midranks(sorted_ref[j], older[j]) for j in usable])  # (usable, n)
+        z = u[:, n % k:].reshape(len(usable), -1, k).transpose(1, 0, 2)  # (stretch, usable, k)
+        z = z - z.mean(axis=2, keepdims=True)
+        with np.errstate(all="ignore"):
+            z /= np.sqrt((z * z).sum(axis=2, keepdims=True))
+            by_stretch = z @ z.transpose(0, 2, 1)  # (stretch, usable, usable): rank correlations
+        sign = np.sign(np.nan_to_num(by_stretch.sum(axis=0)))
+        least = np.nan_to_num(by_stretch * sign, nan=-1.0).min(axis=0)  # a stretch without spread: no link
+        links = {}
+        for a, j in enumerate(usable):
+            linked = [(usable[b], float(sign[a, b]), float(least[a, b])) for b in range(len(usable))
+                      if b != a and least[a, b] >= _LINKED]
+            if linked and whole_order[j] >= _INDEPENDENT:
+                links[j] = linked
+        return sorted_ref, links
+
+    def _unlinked(self, subjects: list[int], ranks: dict, links: dict, vals: np.ndarray, seqs: np.ndarray,
+                  med: np.ndarray, iqr: np.ndarray, rmed: np.ndarray, riqr: np.ndarray) -> list[InputFault]:
+        """The ``subjects`` whose values no longer go with those of the features linked to them:
+        the recent values' rank correlation with each (ranks in the older values, ``ranks``) at
+        most ``_LINK_LOST`` and ``_LINK_MARGIN`` below its least over the older stretches."""
+        rec = vals[:, self.reference:]
+        needed = sorted(set(subjects) | {o for j in subjects for o, _, _ in links[j]})
+        needed = [j for j in needed if not np.isnan(rec[j]).any()]
+        at = {j: i for i, j in enumerate(needed)}
+        u = np.array([_midranks(ranks[j], rec[j]) for j in needed])
+        z = u - u.mean(axis=1, keepdims=True)
+        with np.errstate(all="ignore"):  # stuck values (no spread): no correlation, the other tests say so
+            z /= np.sqrt((z * z).sum(axis=1, keepdims=True))
+            now = z @ z.T
+        out = []
+        for j in subjects:
+            lost = [(o, s, least, s * now[at[j], at[o]]) for o, s, least in links[j] if j in at and o in at]
+            if len(lost) < len(links[j]) or not all(c <= min(_LINK_LOST, least - _LINK_MARGIN) for *_, least, c in lost):
+                continue
+            # where the links were lost: the split of the last 2 * recent events that best tells the
+            # mean of the signed products of centred ranks after it from that before it
+            span = vals[:, -2 * self.recent:]
+            wj = _midranks(ranks[j], span[j]) - 0.5
+            prod = np.mean([s * wj * (_midranks(ranks[o], span[o]) - 0.5) for o, s, _, _ in lost], axis=0)
+            start = int(seqs[vals.shape[1] - 2 * self.recent + _change_point(prod)])
+            b, a = (float(med[j]), float(iqr[j])), (float(rmed[j]), float(riqr[j]))
+            names = ", ".join(f"{self.features[o]}'s ({least:.2f} at least before, {c:.2f} now)" for o, _, least, c in lost)
+            out.append(InputFault(self.features[j], "reordered", int(seqs[-1]), start, b, a,
+                                  f"its values no longer go with the rest of their event since about {start}, as "
+                                  f"values shuffled between events or joined on a wrong key do: rank correlation "
+                                  f"with {names}; {_summary(b, a)}"))
+        return out
+
     def _like(self, j: int, rmed: float, riqr: float, med: np.ndarray, iqr: np.ndarray, lo: np.ndarray,
               hi: np.ndarray, moved: dict[int, str]) -> str | None:
         """The other feature whose reference the values of ``j`` since its fault (median ``rmed``,
@@ -421,6 +500,24 @@ def _quartiles(a: np.ndarray, qs: tuple[int, ...], with_range: bool = False) -> 
         warnings.simplefilter("ignore", RuntimeWarning)  # a row all missing: its quantiles are NaN
         q = tuple(np.nanpercentile(a, qs, axis=1))
         return (*q, np.nanmin(a, axis=1), np.nanmax(a, axis=1)) if with_range else q
+
+
+def _midranks(sorted_ref: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Where ``values`` fall in a sorted reference, as a share in [0, 1] (ties: the middle of
+    the reference's equal values), so that discrete values rank alike whatever their order."""
+    lo = np.searchsorted(sorted_ref, values, side="left")
+    hi = np.searchsorted(sorted_ref, values, side="right")
+    return (lo + hi) / (2.0 * len(sorted_ref))
+
+
+def _change_point(series: np.ndarray) -> int:
+    """The split of ``series`` that best tells the mean before it from the mean after it (the
+    largest standardised difference of the two, a single change point's estimate)."""
+    n = len(series)
+    i = np.arange(1, n)
+    before = np.cumsum(series)[:-1] / i
+    after = np.cumsum(series[::-1])[::-1][1:] / (n - i)
+    return int(i[np.argmax(np.abs(before - after) * np.sqrt(i * (n - i) / n))])
 
 
 def _number(v: Any) -> float:

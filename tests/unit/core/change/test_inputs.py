@@ -4,7 +4,8 @@ no finding. Every stream is seeded. The quiet streams are long (30,000 events, 1
 each feature): each test asks for a pattern whose probability without a fault is far below
 1e-6 for these streams (half of 100 new values beyond every one of 1,000 before; 100 equal
 values where no run of 50 was; a rank von Neumann ratio 0.75 above the largest of ten stretches
-before, several standard deviations of it), so a finding there is a defect, not bad luck."""
+before, several standard deviations of it; a rank correlation of about 0.7 fallen to 0.2, ten
+standard errors of it), so a finding there is a defect, not bad luck."""
 
 from __future__ import annotations
 
@@ -77,6 +78,29 @@ def test_each_fault_is_found_within_a_window_and_named(kind, what, seed):
         assert "(missing?)" in first.detail, first.detail
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_values_shuffled_between_independent_events_are_found_by_the_links_they_lose(seed):
+    """Events drawn independently carry no order to lose; a feature shuffled between them (in
+    blocks of 500, as a join on a wrong key lands values on nearby events) loses the links to
+    the features that moved with it. The other features keep the links among themselves."""
+    rng = random.Random(seed)
+    rows = linked(rng, AT + 1000)
+    xs = [{"p": p, "q": q, "r": r, "c": rng.random()} for p, q, r in rows]
+    moved = [x["p"] for x in xs[AT:]]
+    for lo in range(0, len(moved), 500):
+        block = moved[lo:lo + 500]
+        rng.shuffle(block)
+        moved[lo:lo + 500] = block
+    for x, v in zip(xs[AT:], moved, strict=True):
+        x["p"] = v
+    mon = InputMonitor(["p", "q", "r", "c"])
+    faults = [f for t, x in enumerate(xs) for f in mon.update(t, x)]
+    assert [(f.feature, f.what) for f in faults] == [("p", "reordered")], faults
+    # the recent window is 100 events and the tests run every 25
+    assert AT + 50 <= faults[0].seq <= AT + 200 and AT - 50 <= faults[0].start <= faults[0].seq, faults
+    assert "q's" in faults[0].detail and "r's" in faults[0].detail, faults[0].detail
+
+
 def test_a_fault_is_found_once_and_again_only_after_its_reference_renews():
     faults = found(stream(4, n=AT + 2500, kind="scale"))
     assert [f.feature for f in faults] == ["a"], faults
@@ -97,7 +121,21 @@ def quiet_streams(n: int) -> dict[str, list[float]]:
         # independent values close to those of "independent": an exchange among them is no fault
         "independent, wider": [rng.gauss(0.0, 1.2) for _ in range(n)],
         "independent, shifted": [rng.gauss(0.2, 1.0) for _ in range(n)],
+        # independent events whose features move together (rank correlation about 0.7), one of
+        # them with ties: their links hold
+        **dict(zip(("linked", "linked to it", "linked, in steps"), zip(*linked(rng, n), strict=True), strict=True)),
     }
+
+
+def linked(rng: random.Random, n: int) -> list[tuple[float, float, float]]:
+    """Independent events of three features that move together, as a machine's sensor readings
+    do: a common level plus noise of their own (the third in whole steps: ties)."""
+    out = []
+    for _ in range(n):
+        level = rng.gauss(0.0, 1.0)
+        out.append((level + rng.gauss(0.0, 0.6), 3.0 * level + rng.gauss(0.0, 2.0),
+                    float(round(2.0 * level + rng.gauss(0.0, 1.0)))))
+    return out
 
 
 @pytest.mark.slow
