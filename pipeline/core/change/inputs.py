@@ -40,7 +40,7 @@ not match it:
   they no longer go with the other features of their event: for values about independent of
   each other (rank von Neumann ratio at least 1.6), every feature whose ranks moved
   with the feature's (a rank correlation of at least 0.5 in every ``recent``-long stretch of the
-  older half of the values kept) has lost that link in the recent values (0.2 at most, and 0.25
+  older half of the values kept) has lost that link in the recent values (0.15 at most, and 0.3
   below the least of the stretches), as a shuffle between events or a join on a wrong key
   leaves them.
 
@@ -99,8 +99,14 @@ _INDEPENDENT = 1.6
 #: _LINK_LOST and _LINK_MARGIN below the least of the stretches (values that no longer go with
 #: their event's: rank correlation about 0, with a standard error of 1 / sqrt(recent), 0.1)
 _LINKED = 0.5
-_LINK_LOST = 0.2
-_LINK_MARGIN = 0.25
+_LINK_LOST = 0.15
+_LINK_MARGIN = 0.3
+#: a fault that phases in: at least this share of the recent values is one value (or missing),
+#: this share more than of any ``recent``-long stretch of the reference; or, for values about
+#: independent of each other, at least this share lies outside the reference's whole range (each
+#: value does with a chance of about 1 / reference), while after where it began they do not all
+_MIXED = 0.3
+_MIXED_MARGIN = 0.2
 #: the percentiles of the reference and of the recent values the tests read
 _REFERENCE_QS = (10, 25, 50, 75, 90)
 _RECENT_QS = (10, 25, 50, 75, 90)
@@ -198,20 +204,21 @@ class InputMonitor(Component):
         ref, rec = vals[:, :self.reference], vals[:, self.reference:]
         due = self._quiet_until <= self._n
         if (self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None
-                or len(self._ref_stats) != 10):  # (a checkpoint made before the links were kept with them)
+                or len(self._ref_stats) != 11):  # (a checkpoint made before the links were kept with them)
             # the reference moves by a quarter of a percent a test: its quartiles, range and order
             # are worked out every few tests (most of the cost of a test otherwise)
             stretch_order, whole_order = self._ref_order(ref)
             self._ref_stats, self._ref_at = (*_quartiles(ref, _REFERENCE_QS, with_range=True), stretch_order,
-                                             whole_order, self._ref_links(vals[:, :size // 2], whole_order)), self._n
-        q10, q25, med, q75, q90, lo, hi, stretch_order, whole_order, (ranks, links) = self._ref_stats
+                                             whole_order, self._ref_links(vals[:, :size // 2], whole_order),
+                                             np.array(_quartiles(vals[:, :size // 2], _REFERENCE_QS))), self._n
+        q10, q25, med, q75, q90, lo, hi, stretch_order, whole_order, (ranks, links), older = self._ref_stats
         r10, r25, rmed, r75, r90 = _quartiles(rec, _RECENT_QS)
         iqr, riqr = q75 - q25, r75 - r25
         # the rank von Neumann ratio of each feature's recent values (reordered asks for the reference's only above _ORDER_LOST)
         now = _rank_ratio(rec) if not np.isnan(rec).any() else np.zeros(len(self.features))
         found: list[InputFault] = []
         moved: dict[int, str] = {}
-        unlinked: list[int] = []  # features to test for links lost
+        rest: list[int] = []  # features no test of a whole fault found: links lost, faults that phase in
         for j, f in enumerate(self.features):
             if not due[j]:
                 continue
@@ -226,8 +233,9 @@ class InputMonitor(Component):
                                         float(stretch_order[j]))
             if fault is not None:
                 found.append(fault)
-            elif j in links:
-                unlinked.append(j)
+            else:
+                rest.append(j)
+        unlinked = [j for j in rest if j in links]
         if unlinked:
             found += self._unlinked(unlinked, ranks, links, vals, seqs, med, iqr, rmed, riqr)
         starts: dict[int, int] = {}  # where each moved feature's fault began (an index into vals)
@@ -290,6 +298,13 @@ class InputMonitor(Component):
             if exchanged:
                 found += exchanged
                 break
+        # a fault that phases in: found only where no other test found one, which says more of it
+        named = {fault.feature for fault in found}
+        for j in rest:
+            if self.features[j] not in named:
+                fault = self._mixed_in(j, vals[j], seqs, med[j], iqr[j], float(whole_order[j]), older[:, j])
+                if fault is not None:
+                    found.append(fault)
         for fault in found:
             self._quiet_until[self.features.index(fault.feature)] = self._n + self.reference
         return found
@@ -408,6 +423,66 @@ class InputMonitor(Component):
                           f"shuffled between events or mixed with other values do (rank von Neumann ratio {before:.2f} "
                           f"at most before, {now:.2f} now); {_summary(b, a)}")
 
+    def _mixed_in(self, j: int, values: np.ndarray, seqs: np.ndarray, med: float, iqr: float,
+                  whole_order: float, older: np.ndarray) -> InputFault | None:
+        """A fault that phases in, its values mixed with the feature's own, for values about
+        independent of each other (rank von Neumann ratio ``whole_order`` at least
+        ``_INDEPENDENT``; a smooth series rests at one value or leaves its range now and then).
+        The reference holds the fault's first values by now, so the recent ones are held against
+        the older half of the ``values`` kept: a share ``_MIXED`` of them is one value (or
+        missing), ``_MIXED_MARGIN`` more than in any ``recent``-long stretch of the older half,
+        spread among the other values (its longest run a quarter of them at most); or a share
+        ``_MIXED`` lies beyond the older half's bulk (its 10% tails by 1.5 interquartile ranges;
+        ``scaled`` when their median lies ``factor`` times as far from its median as those
+        fences reach). The ``recent`` values
+        before them hold half that share beyond the older half already: a fault that phases in
+        grows over both, where a whole one is found by the other tests before that."""
+        k = self.recent
+        if whole_order < _INDEPENDENT:
+            return None
+        old, span = values[:len(values) // 2], values[-2 * k:]
+        what = None
+        common, counts = np.unique(span[k:], return_counts=True)  # (missing values: one value)
+        for value, count in zip(common[counts >= _MIXED * k].tolist(), counts[counts >= _MIXED * k].tolist(),
+                                strict=True):
+            odd = np.isnan(span) if math.isnan(value) else span == value
+            same = np.isnan(old) if math.isnan(value) else old == value
+            most = int(same[len(old) % k:].reshape(-1, k).sum(axis=1).max())
+            # spread among the other values, not a run of them
+            if (count >= most + _MIXED_MARGIN * k and odd[:k].sum() >= most + _MIXED_MARGIN * k / 2
+                    and _longest_run(np.where(odd[k:], 0.0, np.arange(k, dtype=float))) <= count // 4):
+                what = "constant"
+                break
+        if what is None and not np.isnan(values).any():
+            # fences from the bulk of the older half (its range may hold the fault's first values)
+            q10, q25, centre, q75, q90 = older  # the older half's percentiles _REFERENCE_QS
+            wide = 1.5 * ((q75 - q25) or (q90 - q10))
+            lo, hi = q10 - wide, q90 + wide
+            above, below = span > hi, span < lo
+            odd = above if above[k:].sum() >= below[k:].sum() else below
+            if wide > 0 and odd[k:].mean() >= _MIXED and odd[:k].mean() >= _MIXED / 2:
+                reach = max(hi - centre, centre - lo)
+                far = reach > 0 and np.median(np.abs(span[odd] - centre)) >= self.factor * reach
+                what = "scaled" if far else "shifted"
+        if what is None:
+            return None
+        at = _change_point(odd.astype(float))
+        start = int(seqs[len(values) - 2 * k + at])
+        share = float(odd[k:].mean())
+        b = (float(med), float(iqr))
+        if what == "constant":
+            said = "missing" if math.isnan(value) else f"at {value:.6g}{' (missing?)' if value == 0.0 else ''}"
+            after = (value, 0.0)
+            detail = (f"constant in part since about {start}: {share:.0%} of the newest {k} values {said}, where "
+                      f"no {k} before had more than {most} of it, as a stuck source or a default for missing values "
+                      "phasing in does")
+        else:
+            t25, tmed, t75 = np.percentile(span[odd], [25, 50, 75])
+            after = (float(tmed), float(t75 - t25))
+            detail = (f"{_how(what, b, after)} in part since about {start}: {share:.0%} of the newest {k} values lie "
+                      f"far beyond the bulk of the {len(old)} before, as a fault phasing in does")
+        return InputFault(self.features[j], what, int(seqs[-1]), start, b, after, f"{detail}; {_summary(b, after)}")
+
     def _ref_links(self, older: np.ndarray, whole_order: np.ndarray) -> tuple[dict, dict]:
         """The links of the values kept ``older`` (the older half): each feature's sorted values
         (its ranks), and for each feature whose values are about independent of each other, its
@@ -439,9 +514,11 @@ class InputMonitor(Component):
                   med: np.ndarray, iqr: np.ndarray, rmed: np.ndarray, riqr: np.ndarray) -> list[InputFault]:
         """The ``subjects`` whose values no longer go with those of the features linked to them:
         the recent values' rank correlation with each (ranks in the older values, ``ranks``) at
-        most ``_LINK_LOST`` and ``_LINK_MARGIN`` below its least over the older stretches."""
+        most ``_LINK_LOST`` and ``_LINK_MARGIN`` below its least over the older stretches. A
+        feature whose links all went to features that more of their links weakened (by
+        ``_LINK_MARGIN``) is left out: the values that moved are theirs."""
         rec = vals[:, self.reference:]
-        needed = sorted(set(subjects) | {o for j in subjects for o, _, _ in links[j]})
+        needed = sorted(set(links) | {o for j in links for o, _, _ in links[j]})
         needed = [j for j in needed if not np.isnan(rec[j]).any()]
         at = {j: i for i, j in enumerate(needed)}
         u = np.array([_midranks(ranks[j], rec[j]) for j in needed])
@@ -449,11 +526,16 @@ class InputMonitor(Component):
         with np.errstate(all="ignore"):  # stuck values (no spread): no correlation, the other tests say so
             z /= np.sqrt((z * z).sum(axis=1, keepdims=True))
             now = z @ z.T
+        # every linked feature's links that weakened by _LINK_MARGIN at least (one found before,
+        # or one whose links are still going, may be the one that lost more)
+        weakened = {j: sum(j in at and o in at and s * now[at[j], at[o]] <= least - _LINK_MARGIN
+                           for o, s, least in links[j]) for j in links}
         out = []
         for j in subjects:
-            lost = [(o, s, least, s * now[at[j], at[o]]) for o, s, least in links[j] if j in at and o in at]
-            if len(lost) < len(links[j]) or not all(c <= min(_LINK_LOST, least - _LINK_MARGIN) for *_, least, c in lost):
-                continue
+            lost = [(o, s, least, s * now[at[j], at[o]]) for o, s, least in links[j]
+                    if j in at and o in at and s * now[at[j], at[o]] <= min(_LINK_LOST, least - _LINK_MARGIN)]
+            if len(lost) < len(links[j]) or all(weakened[o] > len(lost) for o, *_ in lost):
+                continue  # it lost links only to features that lost more: their values moved
             # where the links were lost: the split of the last 2 * recent events that best tells the
             # mean of the signed products of centred ranks after it from that before it
             span = vals[:, -2 * self.recent:]
@@ -558,11 +640,31 @@ def _longest_run(a: np.ndarray, from_start: bool = False) -> int:
 
 def _rank_ratio(rows: np.ndarray) -> np.ndarray:
     """The rank von Neumann ratio of each row: the mean squared successive difference of its
-    ranks over their variance (about 2 for values without serial dependence)."""
-    ranks = np.argsort(np.argsort(rows, axis=1, kind="stable"), axis=1).astype(float)
-    n = rows.shape[1]
+    ranks over their variance (about 2 for values without serial dependence; tied values share
+    their mean rank, so that a feature with few distinct values is not taken for a smooth one;
+    0 for a row of one value)."""
+    ranks = _row_ranks(rows)
     msd = np.mean(np.diff(ranks, axis=1) ** 2, axis=1)
-    return msd / ((n * n - 1) / 12.0)
+    var = ranks.var(axis=1)
+    with np.errstate(all="ignore"):
+        return np.where(var > 0, msd / np.where(var > 0, var, 1.0), 0.0)
+
+
+def _row_ranks(rows: np.ndarray) -> np.ndarray:
+    """Each row's ranks, tied values sharing the mean of theirs."""
+    n = rows.shape[1]
+    order = np.argsort(rows, axis=1, kind="stable")
+    s = np.take_along_axis(rows, order, axis=1)
+    first = np.ones(s.shape, dtype=bool)  # where a run of equal values starts
+    first[:, 1:] = s[:, 1:] != s[:, :-1]
+    last = np.ones(s.shape, dtype=bool)
+    last[:, :-1] = first[:, 1:]
+    idx = np.arange(n)
+    start = np.maximum.accumulate(np.where(first, idx, 0), axis=1)
+    end = np.minimum.accumulate(np.where(last, idx, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(s.shape)
+    np.put_along_axis(ranks, order, (start + end) / 2.0, axis=1)
+    return ranks
 
 
 _STEP = 6  # the values on either side of a jump
@@ -618,7 +720,7 @@ def _how(what: str, before: tuple[float, float], after: tuple[float, float]) -> 
     if what == "scaled":
         ratio = m1 / m0 if m0 != 0 and m1 * m0 > 0 else (s1 / s0 if s0 > 0 else math.inf)
         return f"scaled about x{ratio:.3g}"
-    return f"shifted by {(m1 - m0) / s0:+.3g} IQR"
+    return f"shifted by {(m1 - m0) / s0:+.3g} IQR" if s0 > 0 else f"shifted by {m1 - m0:+.3g}"
 
 
 def _summary(before: tuple[float, float], after: tuple[float, float]) -> str:

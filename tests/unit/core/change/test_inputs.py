@@ -82,10 +82,14 @@ def test_each_fault_is_found_within_a_window_and_named(kind, what, seed):
 def test_values_shuffled_between_independent_events_are_found_by_the_links_they_lose(seed):
     """Events drawn independently carry no order to lose; a feature shuffled between them (in
     blocks of 500, as a join on a wrong key lands values on nearby events) loses the links to
-    the features that moved with it. The other features keep the links among themselves."""
+    the features that moved with it. The other features keep the links among themselves, but
+    for s, whose one link was to p: p lost more, so the values that moved are p's."""
     rng = random.Random(seed)
-    rows = linked(rng, AT + 1000)
-    xs = [{"p": p, "q": q, "r": r, "c": rng.random()} for p, q, r in rows]
+    xs = []
+    for _ in range(AT + 1000):  # p moves with q and r through their common level, and with s
+        level, own = rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0)
+        xs.append({"p": level + own, "q": level + rng.gauss(0.0, 0.2), "r": level + rng.gauss(0.0, 0.2),
+                   "s": own + rng.gauss(0.0, 0.2), "c": rng.random()})
     moved = [x["p"] for x in xs[AT:]]
     for lo in range(0, len(moved), 500):
         block = moved[lo:lo + 500]
@@ -93,12 +97,42 @@ def test_values_shuffled_between_independent_events_are_found_by_the_links_they_
         moved[lo:lo + 500] = block
     for x, v in zip(xs[AT:], moved, strict=True):
         x["p"] = v
-    mon = InputMonitor(["p", "q", "r", "c"])
+    mon = InputMonitor(["p", "q", "r", "s", "c"])
     faults = [f for t, x in enumerate(xs) for f in mon.update(t, x)]
     assert [(f.feature, f.what) for f in faults] == [("p", "reordered")], faults
     # the recent window is 100 events and the tests run every 25
     assert AT + 50 <= faults[0].seq <= AT + 200 and AT - 50 <= faults[0].start <= faults[0].seq, faults
-    assert "q's" in faults[0].detail and "r's" in faults[0].detail, faults[0].detail
+    assert all(f"{o}'s" in faults[0].detail for o in "qrs"), faults[0].detail
+
+
+def phased_in(xs: list[dict], feature: str, fault, rng: random.Random, width: int = 2000) -> None:
+    """Fault ``fault`` (a function of the value) on ``feature`` from event ``AT`` on, on a share
+    of the events that grows from 0 to 1 over ``width`` events, as a fault rolled out
+    gradually (a new release on more and more machines) does."""
+    for i, x in enumerate(xs[AT:]):
+        if rng.random() < (i + 1) / width:
+            x[feature] = fault(x[feature])
+
+
+@pytest.mark.parametrize("kind, what, fault, on", [("stuck", "constant", lambda v: 0.4321, ("u", "z")),
+                                                   ("scale", "scaled", lambda v: 1000.0 * v, ("u",)),
+                                                   ("offset", "shifted", lambda v: v + 10.0, ("u", "z"))])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_fault_that_phases_in_on_independent_values_is_found_as_its_share_grows(kind, what, fault, on, seed):
+    """Over 2,000 events a fault phases in on a feature of independent values: a share of
+    30% of the newest 100 values (at about 600 events), with 15% in the 100 before, finds it,
+    on a feature whose values spread and on one that is mostly 0 (its middle half all 0, a
+    value more common than the stuck one)."""
+    rng = random.Random(seed)
+    xs = [{"u": rng.random(), "z": rng.random() if rng.random() < 0.2 else 0.0, "c": rng.random()}
+          for _ in range(AT + 1000)]
+    for feature in on:
+        phased_in(xs, feature, fault, random.Random(seed))
+    mon = InputMonitor(["u", "z", "c"])
+    faults = [f for t, x in enumerate(xs) for f in mon.update(t, x)]
+    assert {(f.feature, f.what) for f in faults} == {(f, what) for f in on}, faults
+    assert all(AT + 300 <= f.seq <= AT + 1000 and AT <= f.start <= f.seq for f in faults), faults
+    assert all("in part since" in f.detail for f in faults), [f.detail for f in faults]
 
 
 def test_a_fault_is_found_once_and_again_only_after_its_reference_renews():
