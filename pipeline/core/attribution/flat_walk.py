@@ -209,7 +209,9 @@ def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -
             return None, None
         stats = leaf.stats
         total = sum(stats.values())
-        if not reads or not total:
+        if not reads or not total or len(stats) == 1:
+            # naive Bayes over one class gives it probability exp(v - v) = 1 whatever the row
+            # (river drops a -inf log density), as the class counts normalised do
             return "constant", ({c: w / total for c, w in stats.items()} if total else {}, bool(total))
         if any(type(obs) is not GaussianSplitter or f not in frame.index for f, obs in leaf.splitters.items()):
             return None, None
@@ -287,3 +289,4 @@ def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.
         rel_votes = (votes[:, 1:] - votes[:, :1]).T  # the other classes against the target
         rel_diff = (diff[:, :, 1:] - diff[:, :, :1]).transpose(2, 0, 1)
         shares.add_votes(rel_votes, rel_diff, idx, ar, br, scale[rows])
+

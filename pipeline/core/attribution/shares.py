@@ -73,12 +73,8 @@ class Shares:
         for (_, k), stack in self._votes.items():
             votes, diff, used, a, b, scale = (np.concatenate(c, axis=1 if i < 2 else 0)
                                               for i, c in enumerate(zip(*stack, strict=True)))
-            c, s = votes.shape
-            rel = (diff.reshape(c * s, k) @ _subsets(k)).reshape(c, s, 1 << k)  # one 2-D product
-            rel += votes[:, :, None]
-            with np.errstate(over="ignore"):
-                np.exp(rel, out=rel)
-            g = rel[0] if c == 1 else rel.sum(axis=0)
+            rel = _exp_votes(votes, diff, k)
+            g = rel[0] if len(rel) == 1 else rel.sum(axis=0)
             g += 1.0
             np.divide(scale[:, None], g, out=g)
             self._values[k].append((g, used, a, b))
@@ -158,6 +154,41 @@ class Shares:
 
 
 _TABLES: dict = {}
+
+#: below this bound on ``|votes| + sum |diff|`` every partial product of exponentials stays within
+#: [e^-700, e^700], far from overflow and underflow (e^709)
+_SAFE_EXPONENT = 700.0
+
+
+def _exp_votes(votes: np.ndarray, diff: np.ndarray, k: int) -> np.ndarray:
+    """``exp(votes + diff . T)`` of every subset ``T`` of the ``k`` players, ``(c, s, 2^k)``.
+    For a point whose ``|votes| + sum |diff|`` stays within 700 (so every partial product stays
+    within [e^-700, e^700], far from overflow and underflow), as the product ``exp(votes) *
+    prod_{j in T} exp(diff_j)``, filled subset by subset as the players are added: ``2^k``
+    products and ``k + 1`` exponentials per point and class instead of ``2^k`` exponentials,
+    each value within ``k + 1`` roundings of relative size 2^-53. Any other point from the sums."""
+    c, s = votes.shape
+    out = np.empty((c, s, 1 << k))
+    if not (c and k and s):
+        return _exp_of_sums(votes, diff, k, out)
+    with np.errstate(all="ignore"):  # the points outside the bound are done again below
+        factors = np.exp(diff)
+        np.exp(votes, out=out[:, :, 0])
+        for j in range(k):  # the subsets that hold j are those without it, times exp(diff_j)
+            np.multiply(out[:, :, :1 << j], factors[:, :, j, None], out=out[:, :, 1 << j:2 << j])
+    far = np.flatnonzero((np.abs(votes) + np.abs(diff).sum(axis=2)).max(axis=0) > _SAFE_EXPONENT)
+    if len(far):
+        out[:, far] = _exp_of_sums(votes[:, far], diff[:, far], k, np.empty((c, len(far), 1 << k)))
+    return out
+
+
+def _exp_of_sums(votes: np.ndarray, diff: np.ndarray, k: int, out: np.ndarray) -> np.ndarray:
+    c, s = votes.shape
+    np.matmul(diff.reshape(c * s, k), _subsets(k), out=out.reshape(c * s, 1 << k))  # one 2-D product
+    out += votes[:, :, None]
+    with np.errstate(over="ignore"):
+        np.exp(out, out=out)
+    return out
 
 
 def _subsets(k: int) -> np.ndarray:
