@@ -92,10 +92,11 @@ def attribute(
         raise ValueError(f"x carries {extra}, which are not among features {names}: list every feature the "
                          "model reads (each is a player of the game)")
     players = set(names)
-    for row, where in [(x, "x")] + [(z, f"background[{k}]") for k, z in enumerate(background)]:
-        if not row.keys() >= players:
+    if not (x.keys() >= players and all(z.keys() >= players for z in background)):
+        for row, where in [(x, "x"), *((z, f"background[{k}]") for k, z in enumerate(background))]:
             missing = [f for f in names if f not in row]
-            raise ValueError(f"{where} lacks features {missing}; every row must carry all of {names}")
+            if missing:
+                raise ValueError(f"{where} lacks features {missing}; every row must carry all of {names}")
     is_fn = callable(model) and not hasattr(model, "predict_one")
     target = None if is_fn or not isclassifier(model) else _target(model, x, target_class)
     exact = None if is_fn else _exact(model, x, background, names, target, max_exact, memo)

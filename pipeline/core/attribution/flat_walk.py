@@ -289,4 +289,3 @@ def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.
         rel_votes = (votes[:, 1:] - votes[:, :1]).T  # the other classes against the target
         rel_diff = (diff[:, :, 1:] - diff[:, :, :1]).transpose(2, 0, 1)
         shares.add_votes(rel_votes, rel_diff, idx, ar, br, scale[rows])
-
