@@ -138,7 +138,7 @@ def _walk(game: Any, x: dict, background: Sequence[dict], names: list[str], max_
     if game.kind not in ("htc", "hatc"):
         return background_shapley(game, x, background, names, max_free)
     shares = Shares(len(names))
-    frame = Frame(x, background, names)
+    frame = Frame(x, background, names, memo.columns if memo is not None else None)
     sums = _members([(game, 1.0 / len(background))], frame, max_free, shares, memo)[0]
     return (*shares.finish(), sums)
 
@@ -164,7 +164,7 @@ def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], t
     games = [tree_game(member, target) for member in model]
     shares = Shares(len(names))
     if river_version_ok():  # a member that predicts nothing adds zeros: its weight is left out below
-        frame = Frame(x, background, names)
+        frame = Frame(x, background, names, memo.columns if memo is not None else None)
         sums = _members([(g, w / len(background)) for g, w in zip(games, weights, strict=True)], frame, max_exact,
                         shares, memo)
     else:

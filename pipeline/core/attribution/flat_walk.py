@@ -27,7 +27,7 @@ from river.tree.nodes.branch import NumericBinaryBranch
 from river.tree.splitter.gaussian_splitter import GaussianSplitter
 
 from ..fastpath.walk import is_branch
-from .frame import Frame
+from .frame import Columns, Frame
 from .shares import Shares
 from .trees import TooManyFree, TreeGame
 
@@ -100,7 +100,7 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
         return out
     n = len(frame.bg)
     names = frame.names
-    z = np.column_stack([c if (c := frame.column(f)) is not None else np.zeros(n) for f in names])
+    z = frame.matrix()
     feature, threshold = np.array(flat.feature), np.array(flat.threshold)
     child, x_right = np.array(flat.child).reshape(-1, 2), np.array(flat.x_right)
     branch = feature >= 0
@@ -175,12 +175,15 @@ class LeafMemo:
     """What a walk learnt about each leaf, kept for the next explanation while the leaf stays
     as it was (the same object, the same total weight, active or not: a leaf's counts, Gaussians
     and naive Bayes mode change only when it learns). Only the leaves met by the last
-    explanation are kept, so the memo is as large as the trees' leaves."""
+    explanation are kept, so the memo is as large as the trees' leaves. It keeps the
+    background's columns too (:class:`~.frame.Columns`)."""
 
     def __init__(self) -> None:
         self._kept: dict = {}
         self._met: dict = {}
         self._names: tuple = ()
+        #: the background's columns, kept for the next explanation too
+        self.columns = Columns()
 
     def start(self, names: list) -> None:
         """Begin an explanation over the players ``names``."""
