@@ -276,13 +276,15 @@ def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.
     for rows, params in bayes:
         groups[params[1].shape].append((rows, params))
     for items in groups.values():
-        rows = np.concatenate([r for r, _ in items])
-        which = np.repeat(np.arange(len(items)), [len(r) for r, _ in items])
-        idx = np.stack([p[0] for _, p in items])[which]  # (points, k)
-        mu = np.stack([p[1] for _, p in items])[which]  # (points, k, classes)
-        var = np.stack([p[2] for _, p in items])[which]
-        prior = np.stack([p[3] for _, p in items])[which]  # (points, classes)
-        tx = _terms(x[idx][:, :, None], mu, var)
+        if len(items) == 1:  # one leaf: its parameters broadcast over its points
+            rows, (idx, mu, var, prior) = items[0]
+            tx = _terms(x[idx][:, None], mu, var)  # (k, classes)
+        else:
+            rows = np.concatenate([r for r, _ in items])
+            which = np.repeat(np.arange(len(items)), [len(r) for r, _ in items])
+            idx, mu, var, prior = (np.stack([p[i] for _, p in items]) for i in range(4))
+            tx = _terms(x[idx][:, :, None], mu, var)[which]  # (points, k, classes)
+            idx, mu, var, prior = idx[which], mu[which], var[which], prior[which]
         tz = _terms(z[zs[rows][:, None], idx][:, :, None], mu, var)
         ar, br = a[rows], b[rows]
         from_x = ((ar[:, None] >> idx) & 1).astype(bool)[:, :, None]
@@ -291,4 +293,4 @@ def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.
         diff = np.where(fixed, 0.0, tx - tz)  # (points, k, classes)
         rel_votes = (votes[:, 1:] - votes[:, :1]).T  # the other classes against the target
         rel_diff = (diff[:, :, 1:] - diff[:, :, :1]).transpose(2, 0, 1)
-        shares.add_votes(rel_votes, rel_diff, idx, ar, br, scale[rows])
+        shares.add_votes(rel_votes, rel_diff, np.broadcast_to(idx, (len(rows), idx.shape[-1])), ar, br, scale[rows])
