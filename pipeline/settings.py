@@ -223,6 +223,7 @@ class Settings:
     local: bool = _f(False, "local attributions: each sampled prediction's exact Shapley values (sampled with a standard error for models without a known structure) on the local-explanations topic, against iSAGE's reservoir of recent values (needs isage among the explainers)")
     local_sample_rate: float = _f(1.0, "fraction of predictions explained locally when local is on (deterministic by stream and seq)")
     local_top_k: int = _f(0, "features a local explanation lists: the k largest by absolute value, with the event's value of each; the others' sum is its rest (0: every feature)")
+    local_class: str = _f("predicted", "class whose probability a local explanation of a classifier explains: predicted (the class the model predicts for the event) or target_class (the stream's target_class, whatever the prediction); the message's target names it")
     fast_path: str = _f("auto", "auto: evaluate recognised river models (Hoeffding trees, ARF, linear and logistic regression) from their internals, exactly the values of calling them and several times faster; off: always call the model")
     # Labels
     max_label_delay: int = _f(100_000, "an event waiting for its label expires once its stream has this many later events (by seq); it is then counted (labels_expired) and never learned")
@@ -317,6 +318,9 @@ class Settings:
             raise bad(f"local_sample_rate={self.local_sample_rate} must be in (0, 1]")
         if self.local_top_k < 0:
             raise bad(f"local_top_k={self.local_top_k} must be >= 0 (0: every feature)")
+        if self.local_class not in ("predicted", "target_class"):
+            raise bad(f"local_class={self.local_class!r} must be predicted or target_class (the class set by "
+                      "target_class)")
         if self.local and ("isage" not in self.explainers or self.isage_removal != "interventional"):
             raise bad(f"local=true needs isage among the explainers ({', '.join(self.explainers)}) with "
                       f"isage_removal=interventional (not {self.isage_removal}): its reservoir of recent values is "

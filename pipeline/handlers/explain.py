@@ -321,7 +321,9 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         before the step (the model that made it), when the stream has ``local`` on, the step is
         the event's prediction (``predict``, or ``both`` with its label in line), this group runs
         iSAGE (whose reservoir of recent values is the background) and the event falls in
-        ``local_sample_rate`` (by its stream and seq, so a replay decides alike)."""
+        ``local_sample_rate`` (by its stream and seq, so a replay decides alike). A classifier is
+        explained on the probability of its predicted class, or of ``target_class`` when
+        ``local_class`` says so; the message's ``target`` names the class."""
         s = self.settings.for_stream(task.stream_id)
         if not s.local or task.step == "learn":
             return []
@@ -334,8 +336,9 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
             return []
         background = isage.removal_state.reservoir.items
         memo = self._memos.setdefault(se, LeafMemo())
-        got = attribute(se.model, task.x, background or [task.x], s.features, max_exact=12,
-                        seed=derive_seed(s.explain_seed, "local", task.stream_id, task.seq), memo=memo)
+        target_class = s.target_class if s.local_class == "target_class" else None  # None: the predicted class
+        got = attribute(se.model, task.x, background or [task.x], s.features, target_class=target_class,
+                        max_exact=12, seed=derive_seed(s.explain_seed, "local", task.stream_id, task.seq), memo=memo)
         values, rest = top_k(got.values, s.local_top_k)
         stderr = {f: e for f, e in got.stderr.items() if f in values} or None
         self.metrics.inc("local_explanations_out")

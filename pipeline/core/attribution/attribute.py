@@ -92,10 +92,11 @@ def attribute(
         raise ValueError(f"x carries {extra}, which are not among features {names}: list every feature the "
                          "model reads (each is a player of the game)")
     players = set(names)
-    for row, where in [(x, "x")] + [(z, f"background[{k}]") for k, z in enumerate(background)]:
-        if not row.keys() >= players:
+    if not (players.issubset(x) and all(map(players.issubset, background))):
+        for row, where in [(x, "x"), *((z, f"background[{k}]") for k, z in enumerate(background))]:
             missing = [f for f in names if f not in row]
-            raise ValueError(f"{where} lacks features {missing}; every row must carry all of {names}")
+            if missing:
+                raise ValueError(f"{where} lacks features {missing}; every row must carry all of {names}")
     is_fn = callable(model) and not hasattr(model, "predict_one")
     target = None if is_fn or not isclassifier(model) else _target(model, x, target_class)
     exact = None if is_fn else _exact(model, x, background, names, target, max_exact, memo)
@@ -137,7 +138,7 @@ def _walk(game: Any, x: dict, background: Sequence[dict], names: list[str], max_
     if game.kind not in ("htc", "hatc"):
         return background_shapley(game, x, background, names, max_free)
     shares = Shares(len(names))
-    frame = Frame(x, background, names)
+    frame = Frame(x, background, names, memo.columns if memo is not None else None)
     sums = _members([(game, 1.0 / len(background))], frame, max_free, shares, memo)[0]
     return (*shares.finish(), sums)
 
@@ -163,7 +164,7 @@ def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], t
     games = [tree_game(member, target) for member in model]
     shares = Shares(len(names))
     if river_version_ok():  # a member that predicts nothing adds zeros: its weight is left out below
-        frame = Frame(x, background, names)
+        frame = Frame(x, background, names, memo.columns if memo is not None else None)
         sums = _members([(g, w / len(background)) for g, w in zip(games, weights, strict=True)], frame, max_exact,
                         shares, memo)
     else:

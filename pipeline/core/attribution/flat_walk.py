@@ -27,7 +27,7 @@ from river.tree.nodes.branch import NumericBinaryBranch
 from river.tree.splitter.gaussian_splitter import GaussianSplitter
 
 from ..fastpath.walk import is_branch
-from .frame import Frame
+from .frame import Columns, Frame
 from .shares import Shares
 from .trees import TooManyFree, TreeGame
 
@@ -100,7 +100,7 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
         return out
     n = len(frame.bg)
     names = frame.names
-    z = np.column_stack([c if (c := frame.column(f)) is not None else np.zeros(n) for f in names])
+    z = frame.matrix()
     feature, threshold = np.array(flat.feature), np.array(flat.threshold)
     child, x_right = np.array(flat.child).reshape(-1, 2), np.array(flat.x_right)
     branch = feature >= 0
@@ -175,12 +175,15 @@ class LeafMemo:
     """What a walk learnt about each leaf, kept for the next explanation while the leaf stays
     as it was (the same object, the same total weight, active or not: a leaf's counts, Gaussians
     and naive Bayes mode change only when it learns). Only the leaves met by the last
-    explanation are kept, so the memo is as large as the trees' leaves."""
+    explanation are kept, so the memo is as large as the trees' leaves. It keeps the
+    background's columns too (:class:`~.frame.Columns`)."""
 
     def __init__(self) -> None:
         self._kept: dict = {}
         self._met: dict = {}
         self._names: tuple = ()
+        #: the background's columns, kept for the next explanation too
+        self.columns = Columns()
 
     def start(self, names: list) -> None:
         """Begin an explanation over the players ``names``."""
@@ -209,7 +212,9 @@ def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -
             return None, None
         stats = leaf.stats
         total = sum(stats.values())
-        if not reads or not total:
+        if not reads or not total or len(stats) == 1:
+            # naive Bayes over one class gives it probability exp(v - v) = 1 whatever the row
+            # (river drops a -inf log density), as the class counts normalised do
             return "constant", ({c: w / total for c, w in stats.items()} if total else {}, bool(total))
         if any(type(obs) is not GaussianSplitter or f not in frame.index for f, obs in leaf.splitters.items()):
             return None, None
@@ -271,13 +276,15 @@ def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.
     for rows, params in bayes:
         groups[params[1].shape].append((rows, params))
     for items in groups.values():
-        rows = np.concatenate([r for r, _ in items])
-        which = np.repeat(np.arange(len(items)), [len(r) for r, _ in items])
-        idx = np.stack([p[0] for _, p in items])[which]  # (points, k)
-        mu = np.stack([p[1] for _, p in items])[which]  # (points, k, classes)
-        var = np.stack([p[2] for _, p in items])[which]
-        prior = np.stack([p[3] for _, p in items])[which]  # (points, classes)
-        tx = _terms(x[idx][:, :, None], mu, var)
+        if len(items) == 1:  # one leaf: its parameters broadcast over its points
+            rows, (idx, mu, var, prior) = items[0]
+            tx = _terms(x[idx][:, None], mu, var)  # (k, classes)
+        else:
+            rows = np.concatenate([r for r, _ in items])
+            which = np.repeat(np.arange(len(items)), [len(r) for r, _ in items])
+            idx, mu, var, prior = (np.stack([p[i] for _, p in items]) for i in range(4))
+            tx = _terms(x[idx][:, :, None], mu, var)[which]  # (points, k, classes)
+            idx, mu, var, prior = idx[which], mu[which], var[which], prior[which]
         tz = _terms(z[zs[rows][:, None], idx][:, :, None], mu, var)
         ar, br = a[rows], b[rows]
         from_x = ((ar[:, None] >> idx) & 1).astype(bool)[:, :, None]
@@ -286,4 +293,4 @@ def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.
         diff = np.where(fixed, 0.0, tx - tz)  # (points, k, classes)
         rel_votes = (votes[:, 1:] - votes[:, :1]).T  # the other classes against the target
         rel_diff = (diff[:, :, 1:] - diff[:, :, :1]).transpose(2, 0, 1)
-        shares.add_votes(rel_votes, rel_diff, idx, ar, br, scale[rows])
+        shares.add_votes(rel_votes, rel_diff, np.broadcast_to(idx, (len(rows), idx.shape[-1])), ar, br, scale[rows])

@@ -3,6 +3,19 @@
 >>> frame = Frame({"a": 1.0, "c": "red"}, [{"a": 0.5, "c": "blue"}, {"a": 2, "c": "red"}], ["a", "c"])
 >>> frame.column("a").tolist(), frame.column("c"), sorted(frame.numeric)
 ([0.5, 2.0], None, ['a'])
+
+:class:`Columns` keeps the columns from one explanation to the next, reading only the rows that
+are new objects (a reservoir replaces one row at a time):
+
+>>> kept = Columns()
+>>> bg = [{"a": 0.5, "c": "blue"}, {"a": 2, "c": "red"}]
+>>> Frame({"a": 1.0, "c": "red"}, bg, ["a", "c"], kept).column("a").tolist()
+[0.5, 2.0]
+>>> bg[1] = {"a": 3, "c": "red"}
+>>> bg.append({"a": 4, "c": "red"})
+>>> frame = Frame({"a": 1.0, "c": "red"}, bg, ["a", "c"], kept)
+>>> frame.column("a").tolist(), frame.column("c"), kept.n_read
+([0.5, 3.0, 4.0], None, 4)
 """
 
 from __future__ import annotations
@@ -13,27 +26,41 @@ import numpy as np
 
 from ..fastpath.base import Unsupported
 
-__all__ = ["Frame"]
+__all__ = ["Frame", "Columns"]
 
 
 class Frame:
     """One explanation's ``x``, background and players, with the background's numeric columns
     (shared by the trees of a forest)."""
 
-    def __init__(self, x: dict, background: Sequence[dict], features: Sequence[str]):
+    def __init__(self, x: dict, background: Sequence[dict], features: Sequence[str], kept: Columns | None = None):
         self.x, self.bg, self.names = x, background, list(features)
         if len(self.names) > 62:
             raise Unsupported("more than 62 features do not fit the walk's bit masks")
         self.index = {f: i for i, f in enumerate(self.names)}
         self._cols: dict[str, np.ndarray | None] = {}
         self._values: dict[str, list] = {}
+        self._table = kept.table(background, self.names) if kept is not None else None
 
     def column(self, f: str) -> np.ndarray | None:
         """The background's values of ``f`` as floats, or None when they are not all numbers."""
         if f not in self._cols:
-            column = np.asarray(self.values(f)[1:])  # numbers give a numeric array, anything else not
-            self._cols[f] = column.astype(float) if column.dtype.kind in "biuf" else None
+            if self._table is not None:
+                z, numeric = self._table
+                j = self.index[f]
+                self._cols[f] = z[:, j] if numeric[j] else None
+            else:
+                column = np.asarray(self.values(f)[1:])  # numbers give a numeric array, anything else not
+                self._cols[f] = column.astype(float) if column.dtype.kind in "biuf" else None
         return self._cols[f]
+
+    def matrix(self) -> np.ndarray:
+        """The background as a ``(rows, players)`` array: the numeric columns' values, anything
+        in the others (never read)."""
+        if self._table is not None:
+            return self._table[0]
+        n = len(self.bg)
+        return np.column_stack([c if (c := self.column(f)) is not None else np.zeros(n) for f in self.names])
 
     @property
     def numeric(self) -> set:
@@ -48,3 +75,41 @@ class Frame:
         if f not in self._values:
             self._values[f] = [self.x[f]] + [z[f] for z in self.bg]
         return self._values[f]
+
+
+class Columns:
+    """The background's numeric columns, kept between explanations over the same players. A row
+    that is the same object as the one in its place before is taken as unchanged: the reservoirs
+    hold copies of their own and replace a row, never change one. A value is a number when numpy
+    reads it as one (``bool``, ``int``, ``float`` and numpy's), as :meth:`Frame.column` does."""
+
+    def __init__(self) -> None:
+        self._names: tuple = ()
+        self._rows: list = []
+        self._z = np.zeros((0, 0))
+        self._ok = np.zeros((0, 0), dtype=bool)
+        #: rows read since the start (the others were kept)
+        self.n_read = 0
+
+    def table(self, background: Sequence[dict], names: list) -> tuple[np.ndarray, np.ndarray]:
+        """``(z, numeric)``: the rows' values as floats (0 where not a number) and, per player,
+        whether every row's value is a number."""
+        n = len(background)
+        if tuple(names) != self._names:
+            self._names, self._rows = tuple(names), []
+            self._z, self._ok = np.zeros((0, len(names))), np.zeros((0, len(names)), dtype=bool)
+        if len(self._rows) != n:  # a reservoir that fills: the rows in place are kept
+            keep = min(n, len(self._rows))
+            self._rows = self._rows[:keep] + [None] * (n - keep)
+            self._z = np.concatenate([self._z[:keep], np.zeros((n - keep, len(names)))])
+            self._ok = np.concatenate([self._ok[:keep], np.zeros((n - keep, len(names)), dtype=bool)])
+        rows, z, ok = self._rows, self._z, self._ok
+        for i, row in enumerate(background):
+            if row is not rows[i]:
+                for j, f in enumerate(names):
+                    v = row[f]
+                    ok[i, j] = number = type(v) is float or np.asarray(v).dtype.kind in "biuf"
+                    z[i, j] = float(v) if number else 0.0
+                rows[i] = row
+                self.n_read += 1
+        return z, ok.all(axis=0)

@@ -71,20 +71,16 @@ class Shares:
             self.fx += float(g[b == 0].sum())
             self._constant = []
         for (_, k), stack in self._votes.items():
-            votes, diff, used, a, b, scale = (np.concatenate(c, axis=1 if i < 2 else 0)
-                                              for i, c in enumerate(zip(*stack, strict=True)))
-            c, s = votes.shape
-            rel = (diff.reshape(c * s, k) @ _subsets(k)).reshape(c, s, 1 << k)  # one 2-D product
-            rel += votes[:, :, None]
-            with np.errstate(over="ignore"):
-                np.exp(rel, out=rel)
-            g = rel[0] if c == 1 else rel.sum(axis=0)
+            votes, diff, used, a, b, scale = stack[0] if len(stack) == 1 else (
+                np.concatenate(c, axis=1 if i < 2 else 0) for i, c in enumerate(zip(*stack, strict=True)))
+            rel = _exp_votes(votes, diff, k)
+            g = rel[0] if len(rel) == 1 else rel.sum(axis=0)
             g += 1.0
             np.divide(scale[:, None], g, out=g)
             self._values[k].append((g, used, a, b))
         self._votes.clear()
         for k, stack in self._values.items():
-            g, used, a, b = (np.concatenate(c) for c in zip(*stack, strict=True))
+            g, used, a, b = stack[0] if len(stack) == 1 else (np.concatenate(c) for c in zip(*stack, strict=True))
             self._settle(g, used, a, b, k)
         self._values.clear()
         return self.phi, self.base, self.fx
@@ -128,28 +124,33 @@ class Shares:
     def _settle_grouped(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
                         pa: np.ndarray, m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray) -> None:
         """:meth:`_settle` group by group: the points of one ``(|a|, m, fixed players, used)``
-        share their weights and allowed subsets, so one product over the group's rows of ``g``
-        gives their shares, and one column sum their players' gains."""
+        share their weights and allowed subsets, so one product of their rows of ``g`` with
+        their weights gives their shares and their column sums, whence their players' gains."""
         t = np.arange(1 << k)
         sizes = np.bitwise_count(t).astype(np.int64)
         bits = _bits(k)
         key = np.column_stack([pa, m, ab_used, used])
         order = np.lexsort(key.T[::-1])
-        key, g, a, b, used, fixed = key[order], g[order], a[order], b[order], used[order], fixed[order]
-        cut = np.flatnonzero(np.any(key[1:] != key[:-1], axis=1)) + 1
+        key = key[order]
+        cut = (np.flatnonzero(np.any(key[1:] != key[:-1], axis=1)) + 1).tolist()
         share_in, share_out = np.zeros(len(a)), np.zeros(len(a))
-        for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), len(a)], strict=True):
+        for lo, hi in zip([0, *cut], [*cut, len(a)], strict=True):
             p, mm, ab = int(key[lo, 0]), int(key[lo, 1]), int(key[lo, 2])
+            at = order[lo:hi]
             allowed = (t & ab) == 0
-            w_in = (w[p - 1 + sizes, mm] if p else np.zeros(len(t))) * allowed
-            w_out = w[p + sizes, mm] * allowed
-            rows = g[lo:hi]
-            share_in[lo:hi] = rows @ w_in
-            share_out[lo:hi] = -(rows @ w_out)
-            total = rows.sum(axis=0)
+            weights = np.empty((2, len(t)))  # a's share and b's share of each subset
+            weights[0] = w[p - 1 + sizes, mm] * allowed if p else 0.0
+            weights[1] = w[p + sizes, mm] * allowed
+            if hi - lo == len(a):  # one group: no copy of g
+                rows, at = g, slice(None)
+            else:
+                rows = g[at]
+            shares = weights @ rows.T  # (2, points)
+            share_in[at], share_out[at] = shares[0], -shares[1]
+            total = np.ones(hi - lo) @ rows
             gain = (total * w[np.maximum(p - 1 + sizes, 0), mm] * allowed) @ bits
-            gain -= ((total * w_out) @ (1.0 - bits)) * (1 - fixed[lo])
-            self.phi[used[lo]] += gain
+            gain -= ((total * weights[1]) @ (1.0 - bits)) * (1 - fixed[order[lo]])
+            self.phi[used[order[lo]]] += gain
         self.phi += self._spread(a, share_in) + self._spread(b, share_out)
 
     def _spread(self, masks_: np.ndarray, shares: np.ndarray) -> np.ndarray:
@@ -158,6 +159,41 @@ class Shares:
 
 
 _TABLES: dict = {}
+
+#: below this bound on ``|votes| + sum |diff|`` every partial product of exponentials stays within
+#: [e^-700, e^700], far from overflow and underflow (e^709)
+_SAFE_EXPONENT = 700.0
+
+
+def _exp_votes(votes: np.ndarray, diff: np.ndarray, k: int) -> np.ndarray:
+    """``exp(votes + diff . T)`` of every subset ``T`` of the ``k`` players, ``(c, s, 2^k)``.
+    For a point whose ``|votes| + sum |diff|`` stays within 700 (so every partial product stays
+    within [e^-700, e^700], far from overflow and underflow), as the product ``exp(votes) *
+    prod_{j in T} exp(diff_j)``, filled subset by subset as the players are added: ``2^k``
+    products and ``k + 1`` exponentials per point and class instead of ``2^k`` exponentials,
+    each value within ``k + 1`` roundings of relative size 2^-53. Any other point from the sums."""
+    c, s = votes.shape
+    out = np.empty((c, s, 1 << k))
+    if not (c and k and s):
+        return _exp_of_sums(votes, diff, k, out)
+    with np.errstate(all="ignore"):  # the points outside the bound are done again below
+        factors = np.exp(diff)
+        np.exp(votes, out=out[:, :, 0])
+        for j in range(k):  # the subsets that hold j are those without it, times exp(diff_j)
+            np.multiply(out[:, :, :1 << j], factors[:, :, j, None], out=out[:, :, 1 << j:2 << j])
+    far = np.flatnonzero((np.abs(votes) + np.abs(diff).sum(axis=2)).max(axis=0) > _SAFE_EXPONENT)
+    if len(far):
+        out[:, far] = _exp_of_sums(votes[:, far], diff[:, far], k, np.empty((c, len(far), 1 << k)))
+    return out
+
+
+def _exp_of_sums(votes: np.ndarray, diff: np.ndarray, k: int, out: np.ndarray) -> np.ndarray:
+    c, s = votes.shape
+    np.matmul(diff.reshape(c * s, k), _subsets(k), out=out.reshape(c * s, 1 << k))  # one 2-D product
+    out += votes[:, :, None]
+    with np.errstate(over="ignore"):
+        np.exp(out, out=out)
+    return out
 
 
 def _subsets(k: int) -> np.ndarray:

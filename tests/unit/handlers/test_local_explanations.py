@@ -44,6 +44,36 @@ def test_every_prediction_is_explained_by_the_model_that_made_it(groups):
     assert max(m["n_background"] for m in local.values()) == s.storage_size
 
 
+def test_a_profile_explains_target_class_whatever_the_prediction():
+    """``local_class = "target_class"`` in a stream profile: each local explanation of its streams
+    is of the probability of ``target_class``, the prediction P(target_class | x) by the model
+    that made it, the base value its mean over the background, whichever class the model
+    predicts; a stream outside the profile keeps the predicted class."""
+    s = settings(local=True, explain_groups=1,
+                 streams={"t-*": {"local_class": "target_class", "target_class": 0}})
+    chosen, predicted = list(agrawal_events("t-1", 150, seed=4)), list(agrawal_events("p-1", 150, seed=4))
+    got = run_handlers(s, chosen + predicted)
+    y_pred = {(m["stream_id"], m["seq"]): m["y_pred"] for m in got["predictions"] if m["schema"] == "prediction/v2"}
+    local = {(m["stream_id"], m["seq"]): m for m in got["local-explanations"]}
+    assert sorted(local) == sorted(y_pred)
+    p = s.for_stream("t-1")
+    se = stream_explainer(p, "t-1")
+    isage = next(e for e in se.explainers if isinstance(e, ISAGE))
+    for ev in chosen:
+        m = local["t-1", ev.seq]
+        background = isage.removal_state.reservoir.items or [ev.x]
+        want = se.model.predict_proba_one(ev.x).get(0, 0.0)
+        want_base = sum(se.model.predict_proba_one(z).get(0, 0.0) for z in background) / len(background)
+        assert m["target"] == 0 and m["prediction"] == pytest.approx(want, abs=1e-12)
+        assert m["base"] == pytest.approx(want_base, abs=1e-12)
+        assert abs(sum(m["values"].values()) - (m["prediction"] - m["base"])) < 1e-9
+        se.process_one(ev.x, ev.y)
+    assert {0, 1} <= {y_pred["t-1", ev.seq] for ev in chosen}  # the class explained is not always the prediction
+    assert all(local["p-1", ev.seq]["target"] == y_pred["p-1", ev.seq] for ev in predicted)
+    with pytest.raises(ConfigError, match="local_class"):
+        settings(local=True, local_class="most_likely")
+
+
 def test_off_by_default_and_sampled_by_stream_and_seq():
     events = list(agrawal_events("a", 80, seed=5))
     assert "local-explanations" not in run_handlers(settings(), events)

@@ -202,6 +202,33 @@ def test_numeric_trees_walk_level_by_level(make):
     assert_oracle(model, rows, 12, n_background=5, x=x)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: tree.HoeffdingTreeClassifier(grace_period=30, delta=0.05, leaf_prediction="nb"),
+    lambda: tree.HoeffdingAdaptiveTreeClassifier(grace_period=30, delta=0.05, leaf_prediction="nb", seed=2),
+    lambda: forest.ARFClassifier(n_models=3, grace_period=30, delta=0.05, leaf_prediction="nb", seed=2),
+], ids=["ht", "hat", "arf"])
+def test_pure_leaves_and_far_values(make):
+    """A label without noise leaves naive Bayes leaves that saw one class (its probability is 1
+    whatever the row); x far outside the stream's values makes the leaves' votes differ by
+    thousands (their exponentials overflow). Both classes, against the oracle."""
+    model, rows = make(), []
+    for x, _ in stream(16, 1500, 5, 0):
+        model.learn_one(x, x["n0"] > 0.5)
+        rows.append(x)
+    members = list(model) if isinstance(model, forest.ARFClassifier) else [model]
+    pure = [leaf for m in members for leaf in _leaves(m._root) if len(leaf.stats) == 1 and leaf.splitters]
+    assert pure  # naive Bayes leaves of one class, with their observers
+    far = {**rows[3], "n1": 40.0, "n2": -35.0}
+    for target_class in (True, False):
+        assert_oracle(model, rows, 16, n_background=5, target_class=target_class)
+        assert_oracle(model, rows, 17, n_background=5, x=far, target_class=target_class)
+
+
+def _leaves(node):
+    children = getattr(node, "children", None)
+    return [node] if children is None else [leaf for c in children for leaf in _leaves(c)]
+
+
 def three_classes(model, seed, d_num=4, d_nom=2, n=2500):
     """``model`` grown on three classes (the score cut at two points)."""
     rows = []
