@@ -44,6 +44,12 @@ not match it:
   below the least of the stretches), as a shuffle between events or a join on a wrong key
   leaves them.
 
+A fault that phases in (a release rolled out to more and more sources) mixes its values with the
+feature's own; for values about independent of each other it is ``constant`` when 30% of the
+recent values are one value spread among the others, and ``shifted`` or ``scaled`` when 30% lie
+far beyond the bulk of the older half of the values kept, in both cases with half that share in
+the ``recent`` values before them.
+
 A feature found faulty is not tested again until its reference holds only values after the
 finding. Whether a finding matters -- whether the model relied on the feature -- is for the
 change detector to say (:meth:`~streamxai.core.change.stream.StreamChangeDetector.input_fault`).
@@ -95,16 +101,15 @@ _KS_AGREE = 1.9
 #: the least rank von Neumann ratio of a reference whose values are about independent (2: independent)
 _INDEPENDENT = 1.6
 #: a link between two features: their rank correlation in every ``recent``-long stretch of the
-#: older half of the values kept is at least this (with one sign); it is lost when the recent values' is at most
-#: _LINK_LOST and _LINK_MARGIN below the least of the stretches (values that no longer go with
-#: their event's: rank correlation about 0, with a standard error of 1 / sqrt(recent), 0.1)
+#: older half of the values kept is at least this (with one sign); it is lost when the recent
+#: values' is at most _LINK_LOST and _LINK_MARGIN below the least of the stretches (values that
+#: no longer go with their event's: rank correlation about 0, standard error 1 / sqrt(recent))
 _LINKED = 0.5
 _LINK_LOST = 0.15
 _LINK_MARGIN = 0.3
 #: a fault that phases in: at least this share of the recent values is one value (or missing),
-#: this share more than of any ``recent``-long stretch of the reference; or, for values about
-#: independent of each other, at least this share lies outside the reference's whole range (each
-#: value does with a chance of about 1 / reference), while after where it began they do not all
+#: _MIXED_MARGIN more than in any ``recent``-long stretch of the older half of the values kept;
+#: or at least this share lies far beyond that half's bulk (:meth:`InputMonitor._mixed_in`)
 _MIXED = 0.3
 _MIXED_MARGIN = 0.2
 #: the percentiles of the reference and of the recent values the tests read
@@ -434,9 +439,9 @@ class InputMonitor(Component):
         spread among the other values (its longest run a quarter of them at most); or a share
         ``_MIXED`` lies beyond the older half's bulk (its 10% tails by 1.5 interquartile ranges;
         ``scaled`` when their median lies ``factor`` times as far from its median as those
-        fences reach). The ``recent`` values
-        before them hold half that share beyond the older half already: a fault that phases in
-        grows over both, where a whole one is found by the other tests before that."""
+        fences reach). The ``recent`` values before them hold half that share beyond the older
+        half already: a fault that phases in grows over both, where a whole one is found by the
+        other tests before that."""
         k = self.recent
         if whole_order < _INDEPENDENT:
             return None
