@@ -310,6 +310,11 @@ class InputMonitor(Component):
                 fault = self._mixed_in(j, vals[j], seqs, med[j], iqr[j], float(whole_order[j]), older[:, j])
                 if fault is not None:
                     found.append(fault)
+        # an exchange that phases in grows slowly: tested every _REF_EVERY tests
+        named = {fault.feature for fault in found}
+        pool = [j for j in rest if self.features[j] not in named and whole_order[j] >= _INDEPENDENT]
+        if long and len(pool) >= 2:
+            found += self._exchange_mixed(pool, vals, seqs, med, iqr)
         for fault in found:
             self._quiet_until[self.features.index(fault.feature)] = self._n + self.reference
         return found
@@ -488,6 +493,55 @@ class InputMonitor(Component):
                       f"far beyond the bulk of the {len(old)} before, as a fault phasing in does")
         return InputFault(self.features[j], what, int(seqs[-1]), start, b, after, f"{detail}; {_summary(b, after)}")
 
+    def _exchange_mixed(self, pool: list[int], vals: np.ndarray, seqs: np.ndarray, med: np.ndarray,
+                        iqr: np.ndarray) -> list[InputFault]:
+        """Two features of the ``pool`` (values about independent of each other) whose values an
+        exchange that phases in mixes: the recent values of each differ from the older half of
+        its values kept (Kolmogorov-Smirnov, beyond ``_KS_DIFFER`` of the critical scale) and
+        are, within ``_KS_AGREE``, that half's distribution mixed with the other's, each with a
+        share of at least ``_MIXED`` of the other's values and the two shares within 0.25 of
+        each other (one exchange moves as many values each way), and half that share already in
+        the ``recent`` values before them (an exchange that is whole at once is found by
+        :meth:`_exchanged`, which says where it began)."""
+        k, half = self.recent, vals.shape[1] // 2
+        scale = math.sqrt((k + half) / (k * half))
+        old = {j: np.sort(vals[j, :half]) for j in pool}
+        rec = {j: np.sort(vals[j, -k:]) for j in pool}
+        moved = [j for j in pool if not (np.isnan(old[j]).any() or np.isnan(rec[j]).any())
+                 and _ks(rec[j], old[j]) >= _KS_DIFFER * scale]
+        shares = np.linspace(0.0, 1.0, 21)
+        out: list[InputFault] = []
+        done: set[int] = set()
+        for a, j in enumerate(moved):
+            for g in moved[a + 1:]:
+                if j in done or g in done:
+                    continue
+                at = np.concatenate([old[j], old[g], rec[j], rec[g]])
+                cdf = {i: np.searchsorted(old[i], at, side="right") / half for i in (j, g)}
+                fits = []
+                for one, other in ((j, g), (g, j)):
+                    mix = (1 - shares[:, None]) * cdf[one] + shares[:, None] * cdf[other]  # (shares, points)
+                    for values in (rec[one], np.sort(vals[one, -2 * k:-k])):  # the recent values, those before
+                        gaps = np.abs(mix - np.searchsorted(values, at, side="right") / k).max(axis=1)
+                        best = int(np.argmin(gaps))
+                        fits.append((float(shares[best]), float(gaps[best])))
+                (pj, ej), (pj0, _), (pg, eg), (pg0, _) = fits
+                if (min(pj, pg) >= _MIXED and abs(pj - pg) <= 0.25 and max(ej, eg) <= _KS_AGREE * scale
+                        and min(pj0, pg0) >= _MIXED / 2):
+                    # it grew over the values kept, from a share too small to tell: it began after
+                    # the first of them, which is where the model's reliance is read before it
+                    start = int(seqs[0])
+                    for one, other, share in ((j, g, pj), (g, j, pg)):
+                        done.add(one)
+                        r25, rmed, r75 = np.percentile(vals[one, -k:], [25, 50, 75])
+                        b, after = (float(med[one]), float(iqr[one])), (float(rmed), float(r75 - r25))
+                        out.append(InputFault(
+                            self.features[one], "swapped", int(seqs[-1]), start, b, after,
+                            f"about {share:.0%} of the newest {k} values look like {self.features[other]}'s, and "
+                            f"as many of its like this one's: an exchange phasing in, begun after {start}; "
+                            f"{_summary(b, after)}", self.features[other]))
+        return out
+
     def _ref_links(self, older: np.ndarray, whole_order: np.ndarray) -> tuple[dict, dict]:
         """The links of the values kept ``older`` (the older half): each feature's sorted values
         (its ranks), and for each feature whose values are about independent of each other, its
@@ -539,7 +593,8 @@ class InputMonitor(Component):
         for j in subjects:
             lost = [(o, s, least, s * now[at[j], at[o]]) for o, s, least in links[j]
                     if j in at and o in at and s * now[at[j], at[o]] <= min(_LINK_LOST, least - _LINK_MARGIN)]
-            if len(lost) < len(links[j]) or all(weakened[o] > len(lost) for o, *_ in lost):
+            # (a feature whose values follow each other has no links of its own to weigh)
+            if len(lost) < len(links[j]) or all(weakened.get(o, 0) > len(lost) for o, *_ in lost):
                 continue  # it lost links only to features that lost more: their values moved
             # where the links were lost: the split of the last 2 * recent events that best tells the
             # mean of the signed products of centred ranks after it from that before it

@@ -105,6 +105,21 @@ def test_values_shuffled_between_independent_events_are_found_by_the_links_they_
     assert all(f"{o}'s" in faults[0].detail for o in "qrs"), faults[0].detail
 
 
+def test_a_shuffle_is_found_by_the_link_to_a_feature_whose_values_follow_each_other():
+    """p (independent values) moves with q, whose values also follow each other (a slow drift
+    added to p): q has no links of its own to weigh, p's lost link still tells."""
+    rng = random.Random(5)
+    drift = smooth(rng, AT + 1000, rho=0.99, mean=0.0, sd=0.6)
+    xs = [{"p": (p := rng.gauss(0.0, 1.0)), "q": 0.8 * p + drift[i]} for i in range(AT + 1000)]
+    moved = [x["p"] for x in xs[AT:]]
+    rng.shuffle(moved)
+    for x, v in zip(xs[AT:], moved, strict=True):
+        x["p"] = v
+    mon = InputMonitor(["p", "q"])
+    faults = [f for t, x in enumerate(xs) for f in mon.update(t, x)]
+    assert [(f.feature, f.what) for f in faults] == [("p", "reordered")], faults
+
+
 def phased_in(xs: list[dict], feature: str, fault, rng: random.Random, width: int = 2000) -> None:
     """Fault ``fault`` (a function of the value) on ``feature`` from event ``AT`` on, on a share
     of the events that grows from 0 to 1 over ``width`` events, as a fault rolled out
@@ -133,6 +148,22 @@ def test_a_fault_that_phases_in_on_independent_values_is_found_as_its_share_grow
     assert {(f.feature, f.what) for f in faults} == {(f, what) for f in on}, faults
     assert all(AT + 300 <= f.seq <= AT + 1000 and AT <= f.start <= f.seq for f in faults), faults
     assert all("in part since" in f.detail for f in faults), [f.detail for f in faults]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_exchange_that_phases_in_within_a_common_range_names_both_features(seed):
+    """Two features of independent values (one normal, one uniform on [1, 5]: within each
+    other's range) exchange their values on a share of the events that grows over 2,000: each
+    one's values become a mix of its own and the other's, as many each way."""
+    rng = random.Random(seed)
+    xs = [{"a": rng.gauss(0.0, 1.0), "b": rng.uniform(1.0, 5.0), "c": rng.random()} for _ in range(AT + 1000)]
+    for i, x in enumerate(xs[AT:]):
+        if rng.random() < (i + 1) / 2000:
+            x["a"], x["b"] = x["b"], x["a"]
+    mon = InputMonitor(["a", "b", "c"])
+    faults = [f for t, x in enumerate(xs) for f in mon.update(t, x)]
+    assert sorted((f.feature, f.what, f.like) for f in faults) == [("a", "swapped", "b"), ("b", "swapped", "a")], faults
+    assert all(AT + 300 <= f.seq <= AT + 1000 and f.start <= AT for f in faults), faults
 
 
 def test_a_fault_is_found_once_and_again_only_after_its_reference_renews():
