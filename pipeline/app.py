@@ -39,6 +39,7 @@ from .kafka.faust_transport import (
 )
 from .kafka.output_producer import OutputProducer
 from .kafka.replay import PartitionHistory
+from .memory_trim import MemoryTrim
 from .metrics import Metrics
 from .settings import Settings
 
@@ -232,6 +233,13 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
             except Exception:  # no fetch position yet (just assigned): no lag to report
                 continue
         metrics.set_lag(highwaters, tasks_topic if "explain" in roles else None)
+
+    trim = MemoryTrim()
+
+    @app.timer(interval=2.0)
+    async def trim_memory() -> None:  # the allocator's free pages back, after evictions (max_live_streams)
+        if settings.max_live_streams:
+            trim(metrics.get("states_evicted"))
 
     @app.timer(interval=30.0)
     async def log_metrics() -> None:
