@@ -29,9 +29,17 @@ from .kafka.checkpoint_topic import KafkaCheckpointStore, ensure_checkpoint_topi
 from .kafka.checkpoints import FileCheckpointStore
 from .kafka.committed_offsets import CommittedOffsets
 from .kafka.config import TOPIC_NAMES, faust_credentials
-from .kafka.faust_transport import QuietMonitor, RawSchema, producer_batch_bytes, use_bounded_fetch_wait
+from .kafka.faust_transport import (
+    FETCH_MAX_PARTITION_BYTES,
+    MAX_POLL_RECORDS,
+    QuietMonitor,
+    RawSchema,
+    producer_batch_bytes,
+    use_bounded_fetch_wait,
+)
 from .kafka.output_producer import OutputProducer
 from .kafka.replay import PartitionHistory
+from .memory_trim import MemoryTrim
 from .metrics import Metrics
 from .settings import Settings
 
@@ -97,6 +105,9 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         # so after brokers failed it may keep asking that broker until this age passes
         consumer_metadata_max_age_ms=METADATA_MAX_AGE_MS,
         consumer_auto_offset_reset="earliest",
+        # the consumer's fetched bytes and parsed records bounded, whatever the backlog
+        consumer_max_fetch_size=FETCH_MAX_PARTITION_BYTES,
+        broker_max_poll_records=MAX_POLL_RECORDS,
         web_enabled=True,
         web_host=settings.web_host,
         web_bind=settings.web_host,
@@ -222,6 +233,13 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
             except Exception:  # no fetch position yet (just assigned): no lag to report
                 continue
         metrics.set_lag(highwaters, tasks_topic if "explain" in roles else None)
+
+    trim = MemoryTrim()
+
+    @app.timer(interval=2.0)
+    async def trim_memory() -> None:  # the allocator's free pages back, after evictions (max_live_streams)
+        if settings.max_live_streams:
+            trim(metrics.get("states_evicted"))
 
     @app.timer(interval=30.0)
     async def log_metrics() -> None:

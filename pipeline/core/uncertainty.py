@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,22 @@ def _column_sums(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.add.reduce(y, axis=0)
 
 
+def _zeros_shared(values: list) -> list:
+    """``values`` with each ``0.0`` the same float object, as ``[0.0] * d`` made them: unpickling
+    makes one float object per element, so a restored state whose sums are still mostly zero
+    (a young stream's) would take several times the memory of the state it was saved from."""
+    return [_ZERO if type(v) is float and v == 0.0 and math.copysign(1.0, v) > 0 else v for v in values]
+
+
+_ZERO = 0.0
+
+
+def _set_slots(obj: Any, state: tuple[Any, dict[str, Any]]) -> None:
+    """Set ``obj``'s slots from the state pickle gives a class with ``__slots__`` (``(None, slots)``)."""
+    for name, value in state[1].items():
+        setattr(obj, name, value)
+
+
 class PairSums:
     """Exponentially weighted sums over pairs of increments, per feature: of the products
     (``xy``), of each element (``x``: the later, ``y``: the earlier) and the count (``n``).
@@ -62,6 +79,11 @@ class PairSums:
         self.x = [0.0] * d
         self.y = [0.0] * d
         self.n = [0.0] * d
+
+    def __setstate__(self, state: tuple[Any, dict[str, Any]]) -> None:
+        _set_slots(self, state)
+        for name in self.__slots__:
+            setattr(self, name, _zeros_shared(getattr(self, name)))
 
     def add(self, i: int, x: float, y_sum: float, count: float) -> None:
         """Feature ``i``: the later element ``x`` paired with ``count`` earlier ones summing to ``y_sum``."""
@@ -95,6 +117,10 @@ class SlotUse:
         self.counts = [0] * d
         self.sums = [0.0] * d
         self.own = own
+
+    def __setstate__(self, state: tuple[Any, dict[str, Any]]) -> None:
+        _set_slots(self, state)
+        self.sums = _zeros_shared(self.sums)
 
     def holds(self, item: Any) -> bool:
         obs = self.observation

@@ -38,8 +38,9 @@ from .committed_offsets import CommittedOffsets
 from .fetch_pace import PACE_S, FetchPace
 from .stepping import resume
 
-__all__ = ["FETCH_BUSY_WAIT_MS", "FETCH_MAX_WAIT_MS", "FETCH_MIN_BYTES", "PRODUCER_MAX_BATCH_BYTES", "QuietMonitor",
-           "RawSchema", "pace_fetches", "producer_batch_bytes", "use_bounded_fetch_wait"]
+__all__ = ["FETCH_BUSY_WAIT_MS", "FETCH_MAX_PARTITION_BYTES", "FETCH_MAX_WAIT_MS", "FETCH_MIN_BYTES", "MAX_POLL_RECORDS",
+           "PRODUCER_MAX_BATCH_BYTES", "QuietMonitor", "RawSchema", "pace_fetches", "producer_batch_bytes",
+           "use_bounded_fetch_wait"]
 
 log = logging.getLogger("streamxai")
 
@@ -64,6 +65,17 @@ FETCH_MIN_BYTES = 1024 * 1024
 #: fills Faust's 16 KiB: bigger batches mean fewer produce requests and fewer callbacks a
 #: request. The broker refuses a record batch over ``message.max.bytes`` whole, hence the cap.
 PRODUCER_MAX_BATCH_BYTES = 256 * 1024
+#: the most bytes a worker's fetch brings of one partition (Faust's ``consumer_max_fetch_size``,
+#: 1 MiB by default; a first record batch bigger than it still comes whole). A worker with a
+#: backlog holds a fetched answer for every partition it reads, three topics' worth, and the
+#: next one as it arrives: this bounds that memory, which comes with a backlog whatever the
+#: number of streams, to a few MiB
+FETCH_MAX_PARTITION_BYTES = 256 * 1024
+#: the most records a worker's consumer parses out of its fetches at a time (Faust's
+#: ``broker_max_poll_records``). Parsed all at once, a backlog's fetches become tens of thousands
+#: of record objects, which live while the handlers take them one by one; parsed this many at a
+#: time, the rest wait as the fetch's bytes
+MAX_POLL_RECORDS = 1000
 
 
 def producer_batch_bytes(max_dead_letter_bytes: int) -> int:
