@@ -105,9 +105,11 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         # so after brokers failed it may keep asking that broker until this age passes
         consumer_metadata_max_age_ms=METADATA_MAX_AGE_MS,
         consumer_auto_offset_reset="earliest",
-        # the consumer's fetched bytes and parsed records bounded, whatever the backlog
-        consumer_max_fetch_size=FETCH_MAX_PARTITION_BYTES,
-        broker_max_poll_records=MAX_POLL_RECORDS,
+        # under max_live_streams the consumer's fetched bytes and parsed records are bounded
+        # too, whatever the backlog; without, larger fetches keep a busy worker fed (fewer
+        # round trips to the broker between the events it takes)
+        **({"consumer_max_fetch_size": FETCH_MAX_PARTITION_BYTES, "broker_max_poll_records": MAX_POLL_RECORDS}
+           if settings.max_live_streams else {}),
         web_enabled=True,
         web_host=settings.web_host,
         web_bind=settings.web_host,
