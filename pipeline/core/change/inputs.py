@@ -303,14 +303,14 @@ class InputMonitor(Component):
             if exchanged:
                 found += exchanged
                 break
-        # a fault that phases in: found only where no other test found one, which says more of it
+        # a fault that phases in: found only where no other test found one, which says more of
+        # it; it grows slowly, so it is tested every _REF_EVERY tests
         named = {fault.feature for fault in found}
-        for j in rest:
+        for j in rest if long else ():
             if self.features[j] not in named:
                 fault = self._mixed_in(j, vals[j], seqs, med[j], iqr[j], float(whole_order[j]), older[:, j])
                 if fault is not None:
                     found.append(fault)
-        # an exchange that phases in grows slowly: tested every _REF_EVERY tests
         named = {fault.feature for fault in found}
         pool = [j for j in rest if self.features[j] not in named and whole_order[j] >= _INDEPENDENT]
         if long and len(pool) >= 2:
