@@ -210,8 +210,9 @@ class InputMonitor(Component):
         due = self._quiet_until <= self._n
         if (self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None
                 or len(self._ref_stats) != 11):  # (a checkpoint made before the links were kept with them)
-            # the reference moves by a quarter of a percent a test: its quartiles, range and order
-            # are worked out every few tests (most of the cost of a test otherwise)
+            # the reference moves by a quarter of a percent a test: its quartiles, range and order,
+            # and the older half's links and percentiles, are worked out every few tests (most of
+            # the cost of a test otherwise)
             stretch_order, whole_order = self._ref_order(ref)
             self._ref_stats, self._ref_at = (*_quartiles(ref, _REFERENCE_QS, with_range=True), stretch_order,
                                              whole_order, self._ref_links(vals[:, :size // 2], whole_order),
