@@ -47,8 +47,13 @@ _CURVES_KEPT = 32
 LOSS = ("model", "loss")
 
 
-#: the events before a data fault over which the model's reliance on its feature is read
+#: the events before a change over which the model's reliance on its feature is read
 _RELIANCE_SPAN = 2000
+
+#: the spans over which the reliance on a faulted feature is read, the larger share counting: the
+#: explainers' published values follow the last ~1/alpha events, and a fault is sure, so a reliance
+#: that grew lately gates its page as the reliance the user sees does
+_FAULT_SPANS = (500, _RELIANCE_SPAN)
 
 #: the least reliance on a feature (of the top feature's) whose effect's change pages a degradation
 _LEANED_ON = 0.25
@@ -327,9 +332,9 @@ class StreamChangeDetector(Component):
                 changes.append(self._fault_change(fault, None))
                 alert = True
                 continue
-            share = self.reliance(fault.feature, fault.start, seq)
+            share = self.reliance(fault.feature, fault.start, seq, _FAULT_SPANS)
             if fault.like is not None and share is not None:  # a swap: the values of both are wrong
-                other = self.reliance(fault.like, fault.start, seq)
+                other = self.reliance(fault.like, fault.start, seq, _FAULT_SPANS)
                 share = None if other is None else max(share, other)
             if share is not None and share < self.min_effect / 2:  # reported from half the minimum effect: the
                 continue  # finding is sure, only the reliance is an estimate
@@ -344,26 +349,31 @@ class StreamChangeDetector(Component):
         episodes.append(self._fault_episode(seq, changes, "open", alert))
         return changes, episodes
 
-    def reliance(self, feature: str, before: int, upto: int) -> float | None:
+    def reliance(self, feature: str, before: int, upto: int,
+                 spans: Sequence[int] = (_RELIANCE_SPAN,)) -> float | None:
         """How much the model's accuracy rests on ``feature`` just before event ``before`` (of
         the blocks that end before ``upto``): its level over the largest level of the stream's
-        features, each over the last ``_RELIANCE_SPAN`` events before it (the window's bucket
-        boundaries nearest), the larger of iPFI's and iSAGE's (two estimates of one reliance:
+        features, each over the last ``span`` events before it (the window's bucket boundaries
+        nearest), the largest over ``spans`` and over iPFI and iSAGE (two estimates of one reliance:
         a data fault is sure, its page should not hang on one noisy estimate); None without
-        either, or with fewer than ``min_samples`` increments (nothing says it does not)."""
+        either, or with fewer than ``min_samples`` increments over the longest span (nothing says it
+        does not)."""
         shares = []
         for e in RELIANCE:
             if (e, feature) not in self._series:
                 continue
-            levels = {}
-            for f in (f for x, f in self._series if x == e):
-                side, _ = self._series[(e, f)].test.window_at(upto).split(before, upto, since=before - _RELIANCE_SPAN)
-                levels[f] = side
-            m = levels[feature]
-            if m is None or m.n < self.min_samples:
-                return None
-            scale = max(abs(b.mean) for b in levels.values() if b is not None)
-            shares.append(m.mean / scale if scale > 0 else 0.0)
+            for i, span in enumerate(sorted(spans, reverse=True)):
+                levels = {}
+                for f in (f for x, f in self._series if x == e):
+                    side, _ = self._series[(e, f)].test.window_at(upto).split(before, upto, since=before - span)
+                    levels[f] = side
+                m = levels[feature]
+                if m is None or m.n < self.min_samples:
+                    if i == 0:
+                        return None
+                    continue  # a shorter span too short to read: the longer one stands
+                scale = max(abs(b.mean) for b in levels.values() if b is not None)
+                shares.append(m.mean / scale if scale > 0 else 0.0)
         return max(shares) if shares else None
 
     def _fault_change(self, fault: InputFault, share: float | None) -> Change:
