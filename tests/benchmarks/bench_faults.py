@@ -8,7 +8,9 @@ copied, and each fault kind runs from there for ``--after`` events on a seeded r
 (three times in four one the model relied on: its iPFI at least a tenth of the top feature's),
 left in place as a broken pipeline leaves it (or phased in over 2,000 events with ``--gradual``).
 For each fault kind the table gives the share paged within 1,000 events by an alert that names
-the feature (in its first message, or in one that names what it learned since; the median delay), the share with a change event naming it within 2,000 events,
+the feature (in its first message, or in one that names what it learned since; the median delay)
+in an episode that first paged after the fault began, the share with a change event naming it
+within 2,000 events,
 split by how much the model relied on the feature just before the fault (its iPFI as a share of
 the top feature's), and beside it the baseline from the same runs: river's ADWIN on the model's
 loss, alerting on its detections. The recorded runs give the alerts and change events per 100,000
@@ -92,6 +94,8 @@ class Run:
     #: every message of a page (its first, and each that names a feature it learned of since):
     #: (position, features, kind, where the episode began)
     pages: list[tuple[int, set[str], str, int]] = field(default_factory=list)
+    #: where each paged episode began -> the position of its first page
+    paged_at: dict[int, int] = field(default_factory=dict)
     changes: list[tuple[int, str, str]] = field(default_factory=list)  # (position, explainer, feature)
     adwin: list[int] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
@@ -135,6 +139,7 @@ class Pipeline:
                     run.alerts.append((t, {c.feature for c in e.changes}, e.kind))
                 if e.alert and e.status == "open":
                     run.pages.append((t, {c.feature for c in e.changes}, e.kind, e.first_seq))
+                    run.paged_at.setdefault(e.first_seq, t)
                 if e.status == "closed":
                     run.episode_lengths.append(e.closed_seq - e.first_seq)
 
@@ -226,8 +231,12 @@ def run_stream(stream: str, model: str, seeds: list[int], kinds: list[str], afte
             for i, (x, y) in enumerate(tail):
                 p.step(at + i, x, y, run)
             label = kind in ("flip", "stop")
+            # a page of the fault's own: its episode first paged after the fault began (its cut may
+            # lie a little before it), and not in an episode that paged before
+            paged_before = {first for first, t in recorded.paged_at.items() if t < at}
+            own = {first for first in run.paged_at if first not in paged_before}
             pages = [t - at for t, feats, _, first in run.pages
-                     if first >= at and (label or f in feats or (kind == "swap" and g in feats))]
+                     if first in own and (label or f in feats or (kind == "swap" and g in feats))]
             changed = [t - at for t, e, ff in run.changes if ff in (f, g) if kind == "swap" or ff == f]
             named = next((",".join(sorted(feats)) + f" ({why})" for t, feats, why in run.alerts), "")
             outcomes.append(Outcome(stream, model, kind, seed, f, share, pages[0] if pages else None,
