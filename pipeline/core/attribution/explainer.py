@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import Component, check_positive_int
-from ..model import ModelFunction
+from ..model import ModelFunction, check_model
 from ..removal.marginal import MarginalRemoval
 from ..rng import derive_seed
 from .attribute import Attribution, attribute
@@ -63,6 +63,8 @@ class LocalShapley(Component):
     sampled (``method`` "sampling") with ``stderr`` per feature and ``n_evaluations`` model calls
     (see :func:`~streamxai.core.attribution.attribute`).
     """
+
+    _as_is = ("model",)  # the model explained: a clone evaluates a copy of it as it is
 
     def __init__(
         self,
@@ -108,9 +110,7 @@ class LocalShapley(Component):
             if target_class is None and model.output == "proba_of":
                 target_class = model.target_class
             return model.model, target_class
-        if not (callable(model) or hasattr(model, "predict_one")):
-            raise TypeError(f"model must be a river model or a callable, got {type(model).__name__}")
-        return model, target_class
+        return check_model(model), target_class
 
     @property
     def background(self) -> list[dict[str, Any]]:
