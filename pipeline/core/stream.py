@@ -134,31 +134,41 @@ def units_of_group(
 
 
 class StreamExplainer(Component):
-    """Explainers over one stream's model.
-
-    A :class:`StreamExplainer` owns a model (the stream's model in-process, or a
-    deterministic replica on an explainer worker) and a set of explainers over it. For
-    each event it explains the model as it is (version t: after learning the events learned
-    before it), then lets the model learn the event.
-
-    When labels come later, an event is taken in two steps (:meth:`StreamExplainer.step`): at
-    its arrival (``predict``) iPDP, which needs no label, explains it with the model as it is
-    then; when its label comes (``learn``) iPFI and iSAGE explain it with the model as it is
-    then, and the model learns it. An event whose label comes with it takes both at once
-    (``both``, :meth:`StreamExplainer.process_one`). Each part reports its explainers' values
-    every ``emit_every`` explained steps of that part.
-
-    Work is split into *units*: one per feature (iPFI and
-    iPDP of that feature) and one for the iSAGE chain, which cannot be split by feature.
-    ``units_of_group`` deals units to groups; a StreamExplainer for one group gives exactly
-    the values the all-units StreamExplainer gives for those units, because every random
-    draw is seeded by ``(seed, stream_id, explainer, feature)``.
+    """Explainers over one stream's model: each event is explained with the model as it is,
+    then the model learns it.
 
     ``model`` is the prototype, as in river's wrappers: the explainers evaluate a clone of it
-    (``current_model``) that learns the stream, and ``model`` itself is never trained.
-    ``clone()``, ``repr`` and ``_get_params()`` are river's. A worker builds its group's part
-    with :meth:`on_worker`.
+    (``current_model``, version t after learning the events before t), and ``model`` itself is
+    never trained. When labels come later, an event is taken in two steps (:meth:`step`): at
+    its arrival (``predict``) iPDP, which needs no label, explains it; when its label comes
+    (``learn``) iPFI and iSAGE explain it, and the model learns it. An event whose label comes
+    with it takes both at once (:meth:`process_one`). Each part reports its explainers' values
+    every ``emit_every`` explained steps of that part.
 
+    A worker builds its group's part with :meth:`on_worker`: work is split into *units*, one per
+    feature (its iPFI and iPDP) and one for the iSAGE chain; ``units_of_group`` deals them to
+    groups, and a group gives exactly the values the all-units StreamExplainer gives for its
+    units, every random draw being seeded by ``(seed, stream_id, explainer, feature)``.
+
+    Parameters
+    ----------
+    model
+        The river model (a prototype: a clone of it learns the stream).
+    feature_names
+        All model inputs, in order.
+    specs
+        The explainers (:class:`ExplainerSpec`).
+    seed
+        Seed of all random draws, with ``stream_id``.
+    stream_id
+        The stream's id, mixed into the seed.
+    categorical
+        The stream's categorical features (iSAGE's and iPDP's unless a spec names its own).
+    emit_every
+        Explained steps between two reports of a part.
+
+    Examples
+    --------
     >>> from river import linear_model
     >>> se = StreamExplainer(
     ...     linear_model.LinearRegression(),
