@@ -44,7 +44,7 @@ def explainer_specs(s: Settings) -> list[ExplainerSpec]:
                 output, loss, target_class = "proba_of", BrierOf(s.target_class), s.target_class
             specs.append(ExplainerSpec(
                 "isage", output, loss, target_class=target_class, alpha=s.alpha, storage_size=s.storage_size,
-                removal=s.isage_removal, n_inner_samples=s.isage_inner_samples or (8 if cross_entropy else 2)))
+                removal=s.isage_removal, n_inner_samples=s.isage_n_inner_samples or (8 if cross_entropy else 2)))
         elif name == "ipdp":
             specs.append(ExplainerSpec(
                 "ipdp",
@@ -99,7 +99,7 @@ def explainer_changes(se: StreamExplainer, s: Settings, group: int | None = None
     if se.units != group_units(s, group) and not {"features", "explainers"} & set(changed):
         changed.append("explain_groups")  # the group's units (they follow the features and iSAGE too)
     params = {"alpha": "alpha", "storage_size": "storage_size", "grid_size": "grid_size", "removal": "isage_removal",
-              "n_inner_samples": "isage_inner_samples", "loss": "loss", "output": "output",
+              "n_inner_samples": "isage_n_inner_samples", "loss": "loss", "output": "output",
               "target_class": "target_class"}
     now = {x.name: x for x in explainer_specs(s)}
     for old in se.specs:  # the parameters of the explainers it keeps
