@@ -14,7 +14,6 @@ streamxai.schemas.errors.ConfigError: model 'river.nope.Model' cannot be importe
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from streamxai.schemas import ConfigError
 from streamxai.schemas.features import shown
 
-__all__ = ["build_model", "model_factory", "check_takes_strings", "check_task", "model_task",
+__all__ = ["build_model", "check_takes_strings", "check_task", "model_task",
            "default_model_params", "DEFAULT_MODEL", "DEFAULT_MODEL_PARAMS", "LOSS_TASKS"]
 
 #: the default model and its keyword arguments
@@ -172,12 +171,6 @@ def _unknown_params(cls: Any, params: dict[str, Any]) -> tuple[list[str], list[s
         return [], []
     takes = [p.name for p in found if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     return sorted(k for k in params if k not in takes), takes
-
-
-def model_factory(path: str, params: dict[str, Any], seed: int | None = None) -> functools.partial:
-    """A picklable zero-argument callable that builds a fresh model; checked once now."""
-    build_model(path, params, seed)
-    return functools.partial(build_model, path, dict(params), seed)
 
 
 #: the dry run's events: two of each class (a regression's targets 0 and 1), features 0/1 or "a"/"b"

@@ -6,20 +6,21 @@ same models, explainers, parameters and seeds.
 
 from __future__ import annotations
 
-import functools
+from typing import Any
 
+from river import base
 from streamxai.schemas import ConfigError
 
 from .core.labels import LabelJoin
 from .core.losses import BrierOf
 from .core.prequential import PrequentialModel
 from .core.stream import ExplainerSpec, StreamExplainer, units_of_group
-from .modelspec import build_model, check_takes_strings, model_factory
+from .modelspec import build_model, check_takes_strings
 from .settings import Settings
 from .toml_text import toml_key
 
 __all__ = ["explainer_specs", "stream_explainer", "explainer_changes", "prequential_model", "label_join",
-           "group_units", "BrierOf", "check_streams"]
+           "group_units", "BrierOf", "check_streams", "model_params"]
 
 
 def explainer_specs(s: Settings) -> list[ExplainerSpec]:
@@ -43,7 +44,7 @@ def explainer_specs(s: Settings) -> list[ExplainerSpec]:
                 output, loss, target_class = "proba_of", BrierOf(s.target_class), s.target_class
             specs.append(ExplainerSpec(
                 "isage", output, loss, target_class=target_class, alpha=s.alpha, storage_size=s.storage_size,
-                removal=s.isage_removal, n_inner_samples=s.isage_inner_samples or (8 if cross_entropy else 2)))
+                removal=s.isage_removal, n_inner_samples=s.isage_n_inner_samples or (8 if cross_entropy else 2)))
         elif name == "ipdp":
             specs.append(ExplainerSpec(
                 "ipdp",
@@ -64,15 +65,15 @@ def group_units(s: Settings, group: int | None) -> list[str] | None:
 
 def stream_explainer(s: Settings, stream_id: str, group: int | None = None) -> StreamExplainer:
     """The explainers of ``stream_id`` (all units, or those of ``group``) over a fresh model."""
-    return StreamExplainer(
-        model_factory=model_factory(s.model, s.model_params, s.model_seed),
+    return StreamExplainer.on_worker(
+        build_model(s.model, s.model_params, s.model_seed),
         feature_names=s.features,
         specs=explainer_specs(s),
         seed=s.explain_seed,
         stream_id=stream_id,
-        units=group_units(s, group),
         categorical=s.categorical,
         emit_every=s.emit_every,
+        units=group_units(s, group),
         fast_path=s.fast_path,
         inputs=s.change_inputs,
     )
@@ -89,10 +90,8 @@ def explainer_changes(se: StreamExplainer, s: Settings, group: int | None = None
     >>> explainer_changes(stream_explainer(s, "t", 0), s.replace(explain_groups=2), 0)
     ['explain_groups']
     """
-    f = se.model_factory
-    old_model = (f.args, f.keywords) if isinstance(f, functools.partial) else f
     changed = [name for name, was, now in (
-        ("model", old_model, ((s.model, dict(s.model_params), s.model_seed), {})),
+        ("model", model_params(se.model), model_params(build_model(s.model, s.model_params, s.model_seed))),
         ("features", (se.feature_names, se.categorical), (list(s.features), list(s.categorical))),
         ("explain_seed", se.seed, s.explain_seed),
         ("explainers", [x.name for x in se.specs], list(s.explainers)),
@@ -100,7 +99,7 @@ def explainer_changes(se: StreamExplainer, s: Settings, group: int | None = None
     if se.units != group_units(s, group) and not {"features", "explainers"} & set(changed):
         changed.append("explain_groups")  # the group's units (they follow the features and iSAGE too)
     params = {"alpha": "alpha", "storage_size": "storage_size", "grid_size": "grid_size", "removal": "isage_removal",
-              "n_inner_samples": "isage_inner_samples", "loss": "loss", "output": "output",
+              "n_inner_samples": "isage_n_inner_samples", "loss": "loss", "output": "output",
               "target_class": "target_class"}
     now = {x.name: x for x in explainer_specs(s)}
     for old in se.specs:  # the parameters of the explainers it keeps
@@ -108,6 +107,24 @@ def explainer_changes(se: StreamExplainer, s: Settings, group: int | None = None
         changed += [name for field, name in params.items()
                     if new is not None and getattr(old, field) != getattr(new, field) and name not in changed]
     return changed
+
+
+def model_params(model: Any) -> Any:
+    """What ``model`` is built from, comparable with ``==``: its class and river parameters, those
+    of its parts likewise (a model that is not a river ``Base``: itself).
+
+    >>> from river import linear_model, optim
+    >>> model_params(linear_model.LinearRegression(optimizer=optim.SGD(0.1))) == \\
+    ...     model_params(linear_model.LinearRegression(optimizer=optim.SGD(0.1)))
+    True
+    """
+    if isinstance(model, base.Base):
+        return type(model), model_params(model._get_params())
+    if isinstance(model, dict):
+        return {k: model_params(v) for k, v in model.items()}
+    if isinstance(model, (list, tuple)):
+        return type(model)(model_params(v) for v in model)
+    return model
 
 
 def prequential_model(s: Settings) -> PrequentialModel:

@@ -61,7 +61,7 @@ PER_STREAM_PREFIXES = ("isage_", "change_", "local_")
 #: settings under another name, by their old one: refused with one line naming the new one
 RENAMED = {f"drift_{n}": f"change_{n}" for n in (
     "delta", "explainers", "min_effect", "min_samples", "window", "warmup", "episode_gap", "episode_max",
-    "alert_kinds")}
+    "alert_kinds")} | {"isage_inner_samples": "isage_n_inner_samples"}  # an explainer's setting: its prefix + parameter
 
 
 def check_renamed(name: str, where: str = "") -> None:
@@ -214,7 +214,7 @@ class Settings:
     grid_size: int = _f(10, "iPDP grid points per feature")
     isage_removal: str = _f("interventional", "iSAGE feature removal: interventional or observational")
     isage_loss: str = _f("squared", "iSAGE loss for classification: squared (Brier on the probability of target_class) or cross_entropy")
-    isage_inner_samples: int = _f(0, "iSAGE inner samples m per coalition (0: 2 for squared/Brier, unbiased; 8 for cross_entropy, whose bias falls like 1/m)")
+    isage_n_inner_samples: int = _f(0, "iSAGE inner samples m per coalition (0: 2 for squared/Brier, unbiased; 8 for cross_entropy, whose bias falls like 1/m)")
     explain_seed: int = _f(0, "seed of every explainer's random draws")
     explain_groups: int = _f(1, "explainer work groups per stream, one model replica each: set it to the workers one stream's explanations should spread over")
     sample_rate: float = _f(1.0, "fraction of events explained (deterministic by stream and seq)")
@@ -356,8 +356,8 @@ class Settings:
             raise bad(f"change_fault_share={self.change_fault_share} must be in [0, 1]")
         if self.isage_loss not in ("squared", "cross_entropy"):
             raise bad(f"isage_loss={self.isage_loss!r} must be squared or cross_entropy")
-        if not isinstance(self.isage_inner_samples, int) or self.isage_inner_samples < 0:
-            raise bad(f"isage_inner_samples={self.isage_inner_samples!r} must be an int >= 0 (0: the loss's default)")
+        if not isinstance(self.isage_n_inner_samples, int) or self.isage_n_inner_samples < 0:
+            raise bad(f"isage_n_inner_samples={self.isage_n_inner_samples!r} must be an int >= 0 (0: the loss's default)")
         if self.fast_path not in ("auto", "off"):
             raise bad(f"fast_path={self.fast_path!r} must be auto or off")
         if self.isage_removal not in ("interventional", "observational"):

@@ -1,4 +1,4 @@
-"""Base class shared by every stateful component of the core.
+"""Base class shared by every stateful component of the core: a river ``Base``.
 
 >>> from streamxai.core.storage import GeometricReservoir
 >>> r = GeometricReservoir(size=2, seed=7)
@@ -6,48 +6,53 @@
 >>> len(r.clone()), len(GeometricReservoir.restore(r.snapshot()))
 (0, 1)
 >>> r
-GeometricReservoir(size=2, seed=7)
+GeometricReservoir (
+  size=2
+  seed=7
+)
+>>> r.clone({"size": 3})._get_params()
+{'size': 3, 'seed': 7}
 """
 
 from __future__ import annotations
 
 import copy
-import inspect
 import pickle
 from typing import Any
+
+from river import base
 
 __all__ = ["Component", "check_positive_int"]
 
 
-class Component:
-    """Parameters are public attributes named like the constructor arguments.
+class Component(base.Base):
+    """A river ``Base`` whose whole state round-trips through bytes.
 
-    Constructor arguments are stored under their own names; learned state is private
-    and rebuilt in ``_reset()``. ``clone()`` gives a fresh copy with the same parameters,
-    and ``snapshot()`` / ``restore()`` round-trip the whole state through bytes.
+    Constructor arguments are stored under their own names; learned state is private and
+    rebuilt in ``_reset()``. river's ``Base`` builds ``_get_params()``, ``clone()`` (a fresh
+    copy with the same parameters, components among them cloned) and ``repr`` on that;
+    ``snapshot()`` / ``restore()`` round-trip the whole state through bytes.
     """
+
+    #: parameters that are what the component looks at, not parts of it (the model an explainer
+    #: evaluates): a clone takes a copy of them as they are now, where river's would start them afresh
+    _as_is: tuple[str, ...] = ()
+
+    def clone(self, new_params: dict[str, Any] | None = None, include_attributes: bool = False) -> Any:
+        given = dict(new_params or {})
+        for name in self._as_is:
+            value = given.get(name)
+            # river's clone of a parent passes each component parameter as (class, params)
+            if name not in given or (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], type)):
+                given[name] = getattr(self, name)
+        clone = super().clone(given)
+        if include_attributes:  # one deep copy of the rest, so parts of it that share an object still do
+            params = self._get_params()
+            clone.__dict__.update(copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in params}))
+        return clone
 
     def _reset(self) -> None:  # pragma: no cover - overridden
         """Rebuild the learned state from the parameters."""
-
-    def _get_params(self) -> dict[str, Any]:
-        params = {}
-        for name, p in inspect.signature(type(self).__init__).parameters.items():
-            if name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            params[name] = getattr(self, name)
-        return params
-
-    def clone(self, **overrides: Any) -> Any:
-        """A fresh, unfitted copy with the same parameters and ``overrides``.
-
-        Parameters that are components are cloned themselves (so their own learned state,
-        such as an evaluation counter, starts afresh); other parameters are deep-copied.
-        """
-        params = {k: (v.clone() if isinstance(v, Component) else copy.deepcopy(v))
-                  for k, v in self._get_params().items()}
-        params.update(overrides)
-        return type(self)(**params)
 
     def snapshot(self) -> bytes:
         """All parameters and learned state as bytes (pickle protocol 5)."""
@@ -63,18 +68,6 @@ class Component:
                 "restore it with the class that wrote it"
             )
         return obj
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={_short(v)}" for k, v in self._get_params().items())
-        return f"{type(self).__name__}({args})"
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, (int, float, str, bool, type(None))):
-        return repr(value)
-    if isinstance(value, (list, tuple)) and len(value) <= 6:
-        return repr(value)
-    return type(value).__name__
 
 
 def check_positive_int(value: Any, name: str, note: str = "") -> int:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from .base import Component
 
-__all__ = ["ModelFunction", "OUTPUTS", "FAST_PATHS", "mean_output", "blend_output", "chain_rows"]
+__all__ = ["ModelFunction", "OUTPUTS", "FAST_PATHS", "mean_output", "blend_output", "chain_rows", "check_model", "fresh_copy"]
 
 OUTPUTS = ("label", "value", "proba", "proba_of")
 #: ``auto``: evaluate a recognised river model from its internals; ``off``: always call it
@@ -56,6 +57,8 @@ class ModelFunction(Component):
     model it does not recognise) is evaluated by calling the model, and counted in
     ``fallbacks``.
     """
+
+    _as_is = ("model",)  # the model explained: a clone evaluates a copy of it as it is
 
     def __init__(
         self,
@@ -117,14 +120,8 @@ class ModelFunction(Component):
         return "black_box" if self._fast is None else "fast"
 
     def _resolve(self) -> Callable[[dict], Prediction]:
-        m = self.model
-        has_river = hasattr(m, "predict_one") or hasattr(m, "predict_proba_one")
-        if not has_river:
-            if not callable(m):
-                raise TypeError(
-                    f"model of type {type(m).__name__} has neither predict_one/predict_proba_one "
-                    "nor __call__; pass a river model or a callable f(x) -> prediction"
-                )
+        m = check_model(self.model)
+        if not (hasattr(m, "predict_one") or hasattr(m, "predict_proba_one")):
             return m
         if self.output == "label":
             return m.predict_one
@@ -333,3 +330,24 @@ def blend_output(old: Prediction, new: Prediction, alpha: float) -> Prediction:
         keys = set(old) | set(new)
         return {k: (1 - alpha) * old.get(k, 0.0) + alpha * new.get(k, 0.0) for k in sorted(keys, key=str)}
     return (1 - alpha) * float(old or 0.0) + alpha * float(new)
+
+
+def check_model(model: Any) -> Any:
+    """``model`` if it is a river model (``predict_one`` or ``predict_proba_one``) or a callable
+    ``f(x) -> prediction``; else a TypeError saying what to pass.
+
+    >>> check_model("river.tree.HoeffdingTreeClassifier")
+    Traceback (most recent call last):
+    ...
+    TypeError: model of type str has neither predict_one/predict_proba_one nor __call__; pass a river model or a callable f(x) -> prediction (or a ModelFunction naming the output to explain)
+    """
+    if not (hasattr(model, "predict_one") or hasattr(model, "predict_proba_one") or callable(model)):
+        raise TypeError(f"model of type {type(model).__name__} has neither predict_one/predict_proba_one nor "
+                        "__call__; pass a river model or a callable f(x) -> prediction (or a ModelFunction naming "
+                        "the output to explain)")
+    return model
+
+
+def fresh_copy(model: Any) -> Any:
+    """An untrained copy of ``model``: river's ``clone()``, or a deep copy of a model without one."""
+    return model.clone() if callable(getattr(model, "clone", None)) else copy.deepcopy(model)

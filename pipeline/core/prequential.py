@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 
 from .base import Component
 from .losses import get_loss
-from .model import ModelFunction
+from .model import ModelFunction, fresh_copy
 
 __all__ = ["PrequentialModel", "MAX_LOSS", "NotABinaryLabel"]
 
@@ -70,8 +69,7 @@ class PrequentialModel(Component):
         self._reset()
 
     def _reset(self) -> None:
-        m = self.model
-        self._learner = m.clone() if callable(getattr(m, "clone", None)) else copy.deepcopy(m)
+        self._learner = fresh_copy(self.model)
         self._fn = ModelFunction(self._learner, output=self.output, target_class=self.target_class)
         self._loss = get_loss(self.loss)
         self.version = 0

@@ -11,7 +11,7 @@ from .base import Component, check_positive_int
 from .change.inputs import InputFault, InputMonitor
 from .change.label_watch import LabelWatch
 from .increments import Block, IncrementTracker
-from .model import ModelFunction
+from .model import ModelFunction, fresh_copy
 from .rng import derive_seed
 
 __all__ = ["ExplainerSpec", "StreamExplainer", "ExplanationValue", "units_of_group", "ISAGE_UNIT", "NEEDS_LABEL",
@@ -134,29 +134,44 @@ def units_of_group(
 
 
 class StreamExplainer(Component):
-    """Explainers over one stream's model.
+    """Explainers over one stream's model: each event is explained with the model as it is,
+    then the model learns it.
 
-    A :class:`StreamExplainer` owns a model (the stream's model in-process, or a
-    deterministic replica on an explainer worker) and a set of explainers over it. For
-    each event it explains the model as it is (version t: after learning the events learned
-    before it), then lets the model learn the event.
-
-    When labels come later, an event is taken in two steps (:meth:`StreamExplainer.step`): at
-    its arrival (``predict``) iPDP, which needs no label, explains it with the model as it is
-    then; when its label comes (``learn``) iPFI and iSAGE explain it with the model as it is
-    then, and the model learns it. An event whose label comes with it takes both at once
-    (``both``, :meth:`StreamExplainer.process_one`). Each part reports its explainers' values
+    ``model`` is the prototype, as in river's wrappers: the explainers evaluate a clone of it
+    (``current_model``, version t after learning the events before t), and ``model`` itself is
+    never trained. When labels come later, an event is taken in two steps (:meth:`step`): at
+    its arrival (``predict``) iPDP, which needs no label, explains it; when its label comes
+    (``learn``) iPFI and iSAGE explain it, and the model learns it. An event whose label comes
+    with it takes both at once (:meth:`process_one`). Each part reports its explainers' values
     every ``emit_every`` explained steps of that part.
 
-    Work is split into *units*: one per feature (iPFI and
-    iPDP of that feature) and one for the iSAGE chain, which cannot be split by feature.
-    ``units_of_group`` deals units to groups; a StreamExplainer for one group gives exactly
-    the values the all-units StreamExplainer gives for those units, because every random
-    draw is seeded by ``(seed, stream_id, explainer, feature)``.
+    A worker builds its group's part with :meth:`on_worker`: work is split into *units*, one per
+    feature (its iPFI and iPDP) and one for the iSAGE chain; ``units_of_group`` deals them to
+    groups, and a group gives exactly the values the all-units StreamExplainer gives for its
+    units, every random draw being seeded by ``(seed, stream_id, explainer, feature)``.
 
+    Parameters
+    ----------
+    model
+        The river model (a prototype: a clone of it learns the stream).
+    feature_names
+        All model inputs, in order.
+    specs
+        The explainers (:class:`ExplainerSpec`).
+    seed
+        Seed of all random draws, with ``stream_id``.
+    stream_id
+        The stream's id, mixed into the seed.
+    categorical
+        The stream's categorical features (iSAGE's and iPDP's unless a spec names its own).
+    emit_every
+        Explained steps between two reports of a part.
+
+    Examples
+    --------
     >>> from river import linear_model
     >>> se = StreamExplainer(
-    ...     model_factory=linear_model.LinearRegression,
+    ...     linear_model.LinearRegression(),
     ...     feature_names=["a", "b"],
     ...     specs=[ExplainerSpec("ipfi", output="value", loss="squared", alpha=0.1)],
     ...     seed=1, stream_id="s")
@@ -164,10 +179,12 @@ class StreamExplainer(Component):
     ...     out = se.process_one({"a": t % 7 / 7, "b": t % 3 / 3}, 2 * (t % 7 / 7))
     >>> sorted(v.feature for v in out), se.model_version, se.evaluation_path
     (['a', 'b'], 50, 'fast')
+    >>> se.current_model is not se.model, se.model.weights, se.clone().model_version
+    (True, {}, 0)
 
     The same with the label of each event coming later, and a report every 10 explained steps:
 
-    >>> se = StreamExplainer(linear_model.LinearRegression, ["a", "b"], seed=1, stream_id="s", emit_every=10,
+    >>> se = StreamExplainer(linear_model.LinearRegression(), ["a", "b"], seed=1, stream_id="s", emit_every=10,
     ...     specs=[ExplainerSpec("ipfi", output="value", loss="squared", alpha=0.1),
     ...            ExplainerSpec("ipdp", output="value", loss=None, alpha=0.1, grid_size=3)])
     >>> reports = []
@@ -188,34 +205,59 @@ class StreamExplainer(Component):
     _monitor: InputMonitor | None = None
     _labels: LabelWatch | None = None  # watches the labels where the monitor watches the inputs
     _faults: tuple[InputFault, ...] = ()
+    #: what a worker sets (:meth:`on_worker`)
+    units: list[str] | None = None
+    fast_path = "auto"
+    inputs = False
 
     def __init__(
         self,
-        model_factory: Any,
+        model: Any,
         feature_names: Sequence[str],
         specs: Sequence[ExplainerSpec],
         seed: int | None = 0,
         stream_id: str = "",
-        units: Sequence[str] | None = None,
         categorical: Sequence[str] = (),
         emit_every: int = 1,
-        fast_path: str = "auto",
-        inputs: bool = False,
     ):
-        self.model_factory = model_factory
+        self.model = model
         self.feature_names = list(feature_names)
         self.specs = list(specs)
         self.seed = seed
         self.stream_id = stream_id
-        self.units = None if units is None else list(units)
         self.categorical = list(categorical)
         self.emit_every = check_positive_int(emit_every, "emit_every", " (explained steps between two reports)")
-        self.fast_path = fast_path  # auto: evaluate a recognised river model from its internals; off: call it
-        self.inputs = inputs  # watch the stream's inputs for data faults (in the group of the first unit)
         self._reset()
 
+    @classmethod
+    def on_worker(cls, *args: Any, units: Sequence[str] | None = None, fast_path: str = "auto", inputs: bool = False,
+                  **params: Any) -> StreamExplainer:
+        """A StreamExplainer (``args`` and ``params`` its parameters) as a worker runs it:
+        ``units`` the work units of its group (None: all; :func:`units_of_group`), ``fast_path``
+        ``"off"`` to call the model where ``"auto"`` evaluates a recognised river model from its
+        internals, ``inputs`` whether it watches the stream's inputs for data faults (in the group
+        of the first unit). A clone keeps them."""
+        se = cls(*args, **params)
+        se.units = None if units is None else list(units)
+        se.fast_path = fast_path
+        se.inputs = inputs
+        se._reset()
+        return se
+
+    def clone(self, new_params: dict[str, Any] | None = None, include_attributes: bool = False) -> StreamExplainer:
+        c = super().clone(new_params, include_attributes)
+        if (c.units, c.fast_path, c.inputs) != (self.units, self.fast_path, self.inputs):
+            c.units, c.fast_path, c.inputs = self.units, self.fast_path, self.inputs
+            c._reset()
+        return c
+
+    @property
+    def current_model(self) -> Any:
+        """The model as it is now: a clone of ``model`` that has learned ``model_version`` events."""
+        return self._model
+
     def _reset(self) -> None:
-        self.model = self.model_factory()
+        self._model = fresh_copy(self.model)
         self.model_version = 0
         #: events seen with their label (learned), explained or not
         self.n_seen = 0
@@ -254,7 +296,7 @@ class StreamExplainer(Component):
     def _build(self, spec: ExplainerSpec, features: list[str], seed: int | None) -> Any:
         from .explainers import IPDP, IPFI, ISAGE
 
-        fn = ModelFunction(self.model, output=spec.output, target_class=spec.target_class,
+        fn = ModelFunction(self._model, output=spec.output, target_class=spec.target_class,
                            fast_path=self.fast_path)
         if spec.name == "ipfi":
             return IPFI(fn, spec.loss, self.feature_names, features=features, alpha=spec.alpha,
@@ -275,7 +317,7 @@ class StreamExplainer(Component):
         until the model learns (its scope: what x's rows share, each leaf's factors)."""
         from .fastpath import compile_model
 
-        fast = compile_model(self.model) if self.fast_path == "auto" else None
+        fast = compile_model(self._model) if self.fast_path == "auto" else None
         if fast is not None:
             fast.shared = True
             for ex in self._explainers:
@@ -400,7 +442,7 @@ class StreamExplainer(Component):
                 out.append(ExplanationValue(ex.name, feat, float(val), n, curves.get(feat), blocks.get(feat),
                                             stderr.get(feat), model_loss, seen, factors.get(feat)))
         if learn:
-            self.model.learn_one(x, y)
+            self._model.learn_one(x, y)
             if self._evaluator:
                 self._evaluator.invalidate()  # what it kept was of the model before this event
             self.model_version += 1

@@ -337,7 +337,7 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         background = isage.removal_state.reservoir.items
         memo = self._memos.setdefault(se, LeafMemo())
         target_class = s.target_class if s.local_class == "target_class" else None  # None: the predicted class
-        got = attribute(se.model, task.x, background or [task.x], s.features, target_class=target_class,
+        got = attribute(se.current_model, task.x, background or [task.x], s.features, target_class=target_class,
                         max_exact=12, seed=derive_seed(s.explain_seed, "local", task.stream_id, task.seq), memo=memo)
         values, rest = top_k(got.values, s.local_top_k)
         stderr = {f: e for f, e in got.stderr.items() if f in values} or None

@@ -37,7 +37,7 @@ log = logging.getLogger("streamxai")
 #: replay, instead of being unpickled into classes that no longer fit them. A checkpoint sealed
 #: before formats were recorded is format 1. ``tests/unit/kafka/test_state_format.py`` compares the
 #: classes and attributes of the states with those recorded for this format.
-STATE_FORMAT = 4
+STATE_FORMAT = 5
 _MAGIC = b"streamxai-checkpoint/v2\n"
 _MIN_SECRET = 16
 

@@ -28,7 +28,7 @@ from streamxai.core.stream import StreamExplainer  # noqa: E402
 from streamxai.handlers.change import stream_detector  # noqa: E402
 from streamxai.local.demo import demo_plan, demo_settings  # noqa: E402
 from streamxai.local.demo_stream import agrawal_events  # noqa: E402
-from streamxai.modelspec import model_factory  # noqa: E402
+from streamxai.modelspec import build_model  # noqa: E402
 from streamxai.plan import explainer_specs  # noqa: E402
 from streamxai.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
 
@@ -290,11 +290,11 @@ def record(sc: Scenario) -> Result:
     """The explainers' pass over ``sc``: every explanation message the detector will see, and
     loss-ADWIN's detections (the detector does not feed back into the explainers)."""
     s = sc.settings
-    factory = sc.model or model_factory(s.model, s.model_params, s.model_seed)
-    se = StreamExplainer(factory, s.features, explainer_specs(s), seed=s.explain_seed, stream_id=sc.name,
-                         categorical=s.categorical, inputs=s.change_inputs)
+    model = sc.model() if sc.model else build_model(s.model, s.model_params, s.model_seed)
+    se = StreamExplainer.on_worker(model, s.features, explainer_specs(s), seed=s.explain_seed, stream_id=sc.name,
+                                   categorical=s.categorical, inputs=s.change_inputs)
     adwin = river_drift.ADWIN(delta=0.002)
-    fn = ModelFunction(se.model, output=s.output)
+    fn = ModelFunction(se.current_model, output=s.output)
     loss_fn = get_loss(s.loss)
     res = Result(sc.name, sc.n)
     t0 = time.perf_counter()

@@ -110,7 +110,7 @@ class Pipeline:
         self.se = stream_explainer(s, name)
         self.det = stream_detector(s)
         self.adwin = river_drift.ADWIN(delta=0.002)
-        self.fn = ModelFunction(self.se.model, output=s.output)
+        self.fn = ModelFunction(self.se.current_model, output=s.output)
         self.loss = get_loss(s.loss)
 
     def step(self, t: int, x: dict, y: Any, run: Run) -> None:

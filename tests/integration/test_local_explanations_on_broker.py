@@ -26,7 +26,7 @@ def test_a_worker_sends_each_prediction_s_local_explanation(bootstrap, tmp_path,
     isage = next(e for e in se.explainers if isinstance(e, ISAGE))
     want = {}
     for ev in events:
-        want[ev.seq] = attribute(se.model, ev.x, isage.removal_state.reservoir.items or [ev.x], s.features)
+        want[ev.seq] = attribute(se.current_model, ev.x, isage.removal_state.reservoir.items or [ev.x], s.features)
         se.process_one(ev.x, ev.y)
     ensure_topics(s)
     proc = spawn_worker(s, log_file=str(tmp_path / "worker.log"), loglevel="warning")

@@ -151,7 +151,7 @@ def reference_changes(s, events):
     for ev in events:
         if ev.stream_id not in state:
             se = stream_explainer(s, ev.stream_id)
-            state[ev.stream_id] = (se, ModelFunction(se.model, output=s.output), stream_detector(s))
+            state[ev.stream_id] = (se, ModelFunction(se.current_model, output=s.output), stream_detector(s))
         se, fn, det = state[ev.stream_id]
         loss = float(get_loss(s.loss)(ev.y, fn(ev.x)))
         report = (se.n_seen + 1) % s.emit_every == 0  # as the explain handler: blocks span emit_every events

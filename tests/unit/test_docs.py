@@ -88,9 +88,9 @@ def test_the_no_run_marker_is_read(tmp_path):
 
 @pytest.mark.slow
 def test_mkdocs_builds_strict_with_the_generated_reference(tmp_path):
-    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
-        pytest.skip("mkdocs or mkdocs-material is not installed here: pip install -e '.[test]' installs both "
-                    "(CI does, so the build runs there)")
+    if any(importlib.util.find_spec(m) is None for m in ("mkdocs", "material", "mkdocstrings_handlers.python")):
+        pytest.skip("mkdocs, mkdocs-material or mkdocstrings-python is not installed here: pip install -e '.[docs]' "
+                    "installs them (CI does, so the build runs there)")
     site = tmp_path / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(DOCS / "mkdocs.yml"),
@@ -110,6 +110,12 @@ def test_mkdocs_builds_strict_with_the_generated_reference(tmp_path):
     for path in (ROOT / "schemas" / "json").glob("*.json"):
         assert path.stem.rpartition(".v")[0] in schemas, path.name
     assert "<!-- generated:" not in settings + cli + schemas
+    api = (site / "reference" / "api.html").read_text(encoding="utf-8")
+    import streamxai
+
+    missing = [n for n in streamxai.__all__
+               if n != "__version__" and not re.search(rf'id="streamxai\.[a-z_.]+\.{n}"', api)]
+    assert not missing, f"the Python API page (reference/api.md) lacks {missing}"
 
 
 def test_generated_settings_table_follows_the_code():

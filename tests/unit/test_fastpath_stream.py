@@ -34,7 +34,7 @@ CLASSIFIERS = {
 
 
 def run(factory, specs, events, fast_path):
-    se = StreamExplainer(factory, AGRAWAL, specs, seed=3, stream_id="s", fast_path=fast_path)
+    se = StreamExplainer.on_worker(factory(), AGRAWAL, specs, seed=3, stream_id="s", fast_path=fast_path)
     out = []
     for i, ev in enumerate(events):
         out.append(se.process_one(ev.x, ev.y, report=i % 10 == 9, loss=0.5))
@@ -137,7 +137,7 @@ def test_predict_and_learn_steps_apart_are_explained_identically():
     events = list(agrawal_events("s", 240, seed=6))
     outs = {}
     for mode in ("auto", "off"):
-        se = StreamExplainer(factory, AGRAWAL, explainer_specs(s), seed=3, stream_id="s", fast_path=mode)
+        se = StreamExplainer.on_worker(factory(), AGRAWAL, explainer_specs(s), seed=3, stream_id="s", fast_path=mode)
         out = []
         for i in range(0, len(events), 3):
             batch = events[i:i + 3]

@@ -1,5 +1,6 @@
 """Settings: precedence file < env < overrides, clear errors, secrets never shown."""
 
+import ast
 import dataclasses
 import logging
 import pickle
@@ -9,7 +10,7 @@ import sys
 import pytest
 from streamxai.kafka.config import confluent_config
 from streamxai.schemas import ConfigError
-from streamxai.settings import load_settings
+from streamxai.settings import Settings, load_settings
 from streamxai.settings_text import settings_help
 from streamxai.worker import settings_env
 
@@ -153,13 +154,16 @@ def test_a_settings_file_that_is_not_utf8_is_one_error_that_shows_none_of_it(tmp
 
 
 def test_settings_of_the_default_model_import_no_river():
-    # commands that build no model (tail, config, dashboard) start without river's second of imports;
+    # commands that build no model (tail, config, dashboard) start without river's second of imports
+    # (its base classes, which the core's components derive from, take milliseconds);
     # model_params left out are looked up in the model's constructor only for another model
     code = ("import sys; from streamxai.settings import Settings, load_settings; "
             "s = load_settings(None, features='a', streams='{\"x-*\": {\"alpha\": 0.1}}'); Settings().for_stream('x'); "
             "assert s.model_params == {'grace_period': 50}; print(sorted(m for m in sys.modules if m.startswith('river')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]", out
+    loaded = ast.literal_eval(out.strip())
+    assert "river.base" in loaded and [m for m in loaded if m.split(".")[:2] not in (["river"], ["river", "base"])
+                                       and m != "river.__version__"] == [], out
 
 
 def test_an_old_setting_name_in_a_file_is_refused_naming_the_new_one(tmp_path):
@@ -195,3 +199,31 @@ def test_an_old_setting_name_on_the_command_line_is_one_line_naming_the_new_one(
     new = "change_" + old.removeprefix("drift_")
     assert capsys.readouterr().err == f"streamxai: error: --set: setting {old!r} is now {new!r}\n"
     assert new in {f.name for f in dataclasses.fields(load_settings())}
+
+
+def test_an_explainer_parameter_has_one_name_in_the_explainers_the_spec_and_the_settings():
+    # a field of ExplainerSpec is a constructor parameter of each explainer it applies to, and the
+    # setting of its name, or of iSAGE's prefix and its name
+    import inspect
+
+    from streamxai.core.explainers import IPDP, IPFI, ISAGE
+    from streamxai.core.stream import ExplainerSpec
+
+    classes = {"ipfi": IPFI, "isage": ISAGE, "ipdp": IPDP}
+    settings = {f.name for f in dataclasses.fields(Settings)}
+    for f in dataclasses.fields(ExplainerSpec)[1:]:  # after the name (the setting `explainers` lists them)
+        if f.name in ("output", "loss", "target_class"):  # which output with which loss: set per explainer
+            assert f.name in settings, f.name
+            continue
+        for name in ExplainerSpec.APPLIES_TO.get(f.name, tuple(classes)):
+            assert f.name in inspect.signature(classes[name]).parameters, (name, f.name)
+        assert (f.name in settings) != (f"isage_{f.name}" in settings), f.name
+
+
+def test_isage_inner_samples_is_refused_naming_its_new_name(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text("isage_inner_samples = 4\n")
+    with pytest.raises(ConfigError) as e:
+        load_settings(f)
+    assert str(e.value) == f"settings file {f}: setting 'isage_inner_samples' is now 'isage_n_inner_samples'"
+    assert load_settings(None, isage_n_inner_samples=4).isage_n_inner_samples == 4

@@ -1,24 +1,4 @@
-"""Why this prediction: local attributions of the current model against the stream's recent values.
-
->>> from river import datasets, tree
->>> import streamxai
->>> model = tree.HoeffdingTreeClassifier(grace_period=50)
->>> local = streamxai.LocalShapley(model, ["empty_server_form_handler", "popup_window", "https",
-...     "request_from_other_domain", "anchor_from_other_domain", "is_popular", "long_url",
-...     "age_of_domain", "ip_in_url"], seed=1)
->>> for i, (x, y) in enumerate(datasets.Phishing()):
-...     if i == 1000:
-...         values = local.explain_one(x)       # the model as it is now, before it learns x
-...     local.learn_one(x)
-...     model.learn_one(x, y)
->>> local.method, local.exact, local.target
-('tree', True, False)
->>> top = max(values, key=lambda f: abs(values[f]))
->>> top, round(values[top], 3), round(local.base_value, 3), round(local.prediction, 3)
-('empty_server_form_handler', 0.246, 0.529, 0.961)
->>> round(sum(values.values()) - (local.prediction - local.base_value), 12)   # efficiency
-0.0
-"""
+"""Why this prediction: local attributions of the current model against the stream's recent values."""
 
 from __future__ import annotations
 
@@ -26,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import Component, check_positive_int
-from ..model import ModelFunction
+from ..model import ModelFunction, check_model
 from ..removal.marginal import MarginalRemoval
 from ..rng import derive_seed
 from .attribute import Attribution, attribute
@@ -37,15 +17,6 @@ __all__ = ["LocalShapley"]
 
 class LocalShapley(Component):
     """Each feature's interventional Shapley value for one prediction of the model as it is now.
-
-    Parameters: ``model`` a river model (or ``ModelFunction``, whose ``target_class`` is used
-    for ``output="proba_of"``, or a callable ``f(row) -> float``); ``feature_names`` all model
-    inputs (the players: every row must carry them); ``target_class`` the class whose
-    probability a classifier is explained on (``None``: the class it predicts for ``x``);
-    ``storage_size`` the background's size; ``max_exact`` the most features an exact method
-    enumerates coalitions of (logistic regression; the free features a naive Bayes or linear
-    leaf reads); ``max_evaluations`` the model calls the sampling estimator may make per
-    explanation (at least one pass over the background); ``seed``.
 
     The background is the stream's recent feature values: a geometric reservoir fed by
     :meth:`learn_one`, built exactly as iSAGE's interventional removal builds its reservoir (the
@@ -62,7 +33,51 @@ class LocalShapley(Component):
     and linear and logistic regression alone or after ``StandardScaler``; any other model is
     sampled (``method`` "sampling") with ``stderr`` per feature and ``n_evaluations`` model calls
     (see :func:`~streamxai.core.attribution.attribute`).
+
+    Parameters
+    ----------
+    model
+        A river model, a ``ModelFunction`` (whose ``target_class`` is used for
+        ``output="proba_of"``) or a callable ``f(row) -> float``.
+    feature_names
+        All model inputs (the players: every row must carry them).
+    target_class
+        The class whose probability a classifier is explained on (``None``: the class it
+        predicts for ``x``).
+    storage_size
+        The background's size.
+    max_exact
+        The most features an exact method enumerates coalitions of (logistic regression; the
+        free features a naive Bayes or linear leaf reads).
+    max_evaluations
+        The model calls the sampling estimator may make per explanation (at least one pass over
+        the background).
+    seed
+        Seed of the background's reservoir and of the sampling estimator.
+
+    Examples
+    --------
+    >>> from river import datasets, tree
+    >>> import streamxai
+    >>> model = tree.HoeffdingTreeClassifier(grace_period=50)
+    >>> local = streamxai.LocalShapley(model, ["empty_server_form_handler", "popup_window", "https",
+    ...     "request_from_other_domain", "anchor_from_other_domain", "is_popular", "long_url",
+    ...     "age_of_domain", "ip_in_url"], seed=1)
+    >>> for i, (x, y) in enumerate(datasets.Phishing()):
+    ...     if i == 1000:
+    ...         values = local.explain_one(x)       # the model as it is now, before it learns x
+    ...     local.learn_one(x)
+    ...     model.learn_one(x, y)
+    >>> local.method, local.exact, local.target
+    ('tree', True, False)
+    >>> top = max(values, key=lambda f: abs(values[f]))
+    >>> top, round(values[top], 3), round(local.base_value, 3), round(local.prediction, 3)
+    ('empty_server_form_handler', 0.246, 0.529, 0.961)
+    >>> round(sum(values.values()) - (local.prediction - local.base_value), 12)   # efficiency
+    0.0
     """
+
+    _as_is = ("model",)  # the model explained: a clone evaluates a copy of it as it is
 
     def __init__(
         self,
@@ -108,9 +123,7 @@ class LocalShapley(Component):
             if target_class is None and model.output == "proba_of":
                 target_class = model.target_class
             return model.model, target_class
-        if not (callable(model) or hasattr(model, "predict_one")):
-            raise TypeError(f"model must be a river model or a callable, got {type(model).__name__}")
-        return model, target_class
+        return check_model(model), target_class
 
     @property
     def background(self) -> list[dict[str, Any]]:

@@ -1,21 +1,4 @@
-"""Incremental partial dependence plots, iPDP (Muschalik, Fumagalli et al. 2023), Algorithm 1.
-
->>> from streamxai.core.model import ModelFunction
->>> def f(x):
-...     return 2.0 * x["a"] + x["b"] ** 2
->>> ipdp = IPDP(ModelFunction(f, output="value"), ["a", "b"], alpha=0.01, grid_size=5, seed=1)
->>> import random
->>> rng = random.Random(0)
->>> for _ in range(2000):
-...     imp = ipdp.explain_one({"a": rng.random(), "b": rng.random()}, None)
->>> ipdp.n_explained, ipdp.n_evaluations      # 2 features x 5 grid points per event
-(2000, 20000)
->>> c = ipdp.curves()["a"]                     # analytic PD: 2 * a + E[b^2] = 2 * a + 1/3
->>> max(abs(p - (2 * g + 1 / 3)) for g, p in zip(c["grid"], c["pd"])) < 0.1
-True
->>> round(imp["a"], 2), round(imp["b"], 2)    # analytic: std of 2a and of b^2 on 0, .25, .., 1
-(0.79, 0.41)
-"""
+"""Incremental partial dependence plots, iPDP (Muschalik, Fumagalli et al. 2023), Algorithm 1."""
 
 from __future__ import annotations
 
@@ -42,10 +25,62 @@ GRIDS = ("extreme", "quantile")
 
 
 class IPDP(Explainer):
-    """Incremental PDP of every feature in ``features``.
+    """Incremental PDP of every feature in ``features``, and its spread as an importance.
 
-    ``model_fn`` is a ``ModelFunction`` of a numeric output (``"value"``, or ``"proba_of"``
-    with a ``target_class``), or a bare regressor or callable returning numbers.
+    Each event is explained with the model as it is: the event's ICE curve of each feature on a
+    grid from the feature's recent values is folded into a smoothed partial dependence curve
+    (:meth:`curves`), whose standard deviation over the grid is the feature's importance
+    (``values``). The algorithm step by step, the increments, standard errors, categorical
+    features and variance are on the docs page "The explainers step by step". Random draws for
+    feature ``f`` are seeded from ``(seed, "ipdp", f)``, so ``IPDP(features=[f])`` gives exactly
+    the values the explainer over all features gives for ``f``.
+
+    Parameters
+    ----------
+    model_fn
+        The model to explain: a ``ModelFunction`` of a numeric output (``"value"``, or
+        ``"proba_of"`` with a ``target_class``), or a bare regressor or callable returning numbers.
+    feature_names
+        All model inputs, in order.
+    features
+        The features this instance explains (default: all).
+    alpha
+        Smoothing parameter of the exponential smoothing, in ``(0, 1]``.
+    grid_size
+        Grid points per numeric feature; the most frequent categories kept per categorical one.
+    grid
+        ``"extreme"`` (equidistant between the minimum and maximum of the last ``window``
+        values) or ``"quantile"`` (between the ``quantile_range`` quantiles of a frequency
+        storage).
+    storage_size
+        Size of the frequency storage (``grid="quantile"`` and categorical features).
+    window
+        The recent values the grid is taken from.
+    categorical
+        Features whose grid is their most frequent recent categories.
+    quantile_range
+        The quantiles the ``"quantile"`` grid spans.
+    seed
+        Seed of the frequency storages' entrance draws (``None``: unseeded).
+
+    Examples
+    --------
+    ``f = 2 a + b^2`` on uniform features: the PD curve of ``a`` is ``2 a + 1/3``.
+
+    >>> import random
+    >>> def f(x):
+    ...     return 2.0 * x["a"] + x["b"] ** 2
+    >>> ipdp = IPDP(f, ["a", "b"], alpha=0.01, grid_size=5, seed=1)
+    >>> rng = random.Random(0)
+    >>> for _ in range(2000):
+    ...     imp = ipdp.explain_one({"a": rng.random(), "b": rng.random()}, None)
+    >>> ipdp.n_explained, ipdp.n_evaluations      # 2 features x 5 grid points per event
+    (2000, 20000)
+    >>> c = ipdp.curves()["a"]
+    >>> max(abs(p - (2 * g + 1 / 3)) for g, p in zip(c["grid"], c["pd"])) < 0.1
+    True
+    >>> round(imp["a"], 2), round(imp["b"], 2)    # analytic: std of 2a and of b^2 on 0, .25, .., 1
+    (0.79, 0.41)
 
     References
     ----------
@@ -54,60 +89,6 @@ class IPDP(Explainer):
        Implements Algorithm 1 (iPDP with smoothed grid points); the grid from Algorithm 2 (extreme values)
        or Algorithm 3 (frequencies).
 
-    For every explained feature ``S`` and event ``t`` (model ``f_t``, observation ``x_t``):
-
-    1. model evaluation points ``x~_{t,k}``, k = 1..m: equidistant between the minimum and
-       maximum of the feature over the last ``window`` values (``grid="extreme"``, Algorithm 2,
-       :class:`~streamxai.core.storage.ExtremeValueStorage`), or between the quantiles
-       ``quantile_range`` (default Q5 and Q95, as in the paper's elec2 experiment) of a
-       frequency storage of ``storage_size`` values with entrance probability
-       ``storage_size / window`` (``grid="quantile"``, Algorithm 3,
-       :class:`~streamxai.core.storage.FrequencyStorage`). The storage holds the values
-       *before* ``x_t`` (line 3 precedes line 9); at ``t = 1`` it is empty and the grid is
-       ``x_t^S`` repeated;
-    2. smoothed grid points ``x_{t,k} = (1 - a) x_{t-1,k} + a x~_{t,k}`` (Eq. 3, ``x_{0,k} = 0``);
-    3. one ICE curve ``y_k = f_t(x~_{t,k}, x_t^{-S})`` -- all rows of all explained features of
-       one event go to ``model_fn.replaced`` in one call (``x_t`` with one feature on the grid;
-       on the fast path a tree shares everything but that feature's factor, see
-       :mod:`streamxai.core.fastpath`), ``grid_size`` rows per numeric feature;
-    4. smoothed point-wise PD ``f_{t,k} = (1 - a) f_{t-1,k} + a y_k`` (Eq. 2, ``f_{0,k} = 0``);
-    5. the storage learns ``x_t^S``; the output is debiased: ``f_{t,k} / (1 - (1 - a)^t)`` at
-       grid points ``x_{t,k} / (1 - (1 - a)^t)``.
-
-    In a static setting the variance of each point-wise estimate is at most
-    ``sigma_k^2 * a / (2 - a) = O(a)`` (Theorem 3.4); after a change of the model the weight of
-    the old model decays as ``(1 - a)^n`` after ``n`` events (Theorem 3.1), i.e. the curve
-    follows within a few ``1 / a`` events.
-
-    Importance (``explain_one`` and ``values``): the PDP-based importance the paper uses for its
-    explanation stream (Sec. 4.1, citing Greenwell et al. 2018) -- the sample standard
-    deviation of the debiased PD values over the grid; (max - min) / 4 for a categorical
-    feature (see :mod:`streamxai.core.batch.pdp`).
-
-    Increments (``increments``, what the change test watches, as the paper runs ADWIN on the
-    importance stream): per event, the importance's linearisation at the PD curve so far, i.e. the
-    event's *centred* ICE curve projected on the centred PD curve, ``sum_k g_k (y_k - y_1)`` with
-    ``g_k = (pd_k - mean) / ((K - 1) std)`` (the first event: its ICE spread). ``sum_k g_k = 0``,
-    so centring the ICE curve at its first point centres it; a flat ICE curve (a feature constant
-    over its window) and a flat PD curve (one the model does not use) give increments exactly 0. Their mean is the
-    importance (``sum_k g_k pd_k = std``, the std being homogeneous), and unlike the spread of each
-    event's own ICE curve they do not move when a tree splits on another feature and changes the
-    individual curves but not their average. A categorical feature: ``(y_hi - y_lo) / 4`` at the
-    categories with the highest and lowest PD so far.
-
-    Standard errors: :meth:`IPDP.curves` gives one per grid point (``"se"``), ``stderr`` one per
-    numeric feature's importance (delta method); see their docstrings.
-
-    Categorical features (``categorical=[...]``) cannot be averaged on a grid: their grid is
-    the up to ``grid_size`` most frequent categories of a frequency storage of the recent
-    window, and each category keeps its own smoothed PD value, updated (and debiased by
-    ``1 - (1 - a)^n_c``) on the ``n_c`` events where it was in the grid -- the same recursion as
-    Eq. 2 when the recent categories do not change. A category that leaves the storage is
-    forgotten. Such a feature costs up to ``grid_size`` evaluations per event.
-
-    Random draws (only the frequency storages' entrance draws) use a generator per feature
-    seeded from ``(seed, "ipdp", feature)``, so ``IPDP(features=[f])`` gives exactly the values
-    the explainer over all features gives for ``f``.
     """
 
     name = "ipdp"
@@ -187,7 +168,7 @@ class IPDP(Explainer):
         self._grad: tuple | None = None  # the gradient of the PD curves' std (_gradient), kept
         self.n_explained = 0
         self.values = {f: 0.0 for f in self._explained}
-        #: each event's increment since the last report (streamxai.core.increments; class docstring)
+        #: each event's increment since the last report (streamxai.core.increments; the docs page "The explainers step by step")
         self.increments = IncrementTracker(self._explained)
 
     @property
@@ -242,7 +223,7 @@ class IPDP(Explainer):
 
     def _fold_curves(self, grids: np.ndarray, ice: np.ndarray, a: float, b: float, bias: float) -> None:
         """Eq. 2 and 3 for the numeric features' ICE curves ``ice`` at ``grids``: their
-        increments, standard-error series and importances (the class docstring)."""
+        increments, standard-error series and importances (the docs page "The explainers step by step")."""
         dev, scale, flat = self._gradient()
         # the standard errors' series: the ICE values and the increment, feature after feature
         series = self._se.next_row()

@@ -22,6 +22,13 @@ STORAGES = {"geometric": GeometricReservoir, "uniform": UniformReservoir}
 class IPFI(Explainer):
     """Incremental PFI of every feature in ``features``.
 
+    Each event is explained with the model as it is: per feature, the loss with the feature's
+    value replaced by one drawn from a reservoir of earlier events, minus the loss, smoothed at
+    rate ``alpha``. The algorithm step by step, its sampling strategies, variance and standard
+    errors are on the docs page "The explainers step by step". Random draws for feature ``j`` are
+    seeded from ``(seed, "ipfi", j)``, so ``IPFI(features=[j])`` gives exactly the values the
+    explainer over all features gives for ``j``.
+
     Parameters
     ----------
     model_fn
@@ -50,69 +57,10 @@ class IPFI(Explainer):
     The model predicts ``a > 0.5``, labels follow the model, so with 0-1 loss the PFI of
     ``a`` is ``P(a > 0.5) P(a' <= 0.5) + P(a <= 0.5) P(a' > 0.5) = 0.5`` and ``b`` is unused.
 
-    For every explained feature ``j`` and event ``t`` (model ``h_t``, observation ``(x_t, y_t)``):
-
-    1. draw ``M = n_samples`` past observations ``x_s`` from the storage (``Sample(phi_t)``);
-       the storage holds observations ``< t`` only: ``x_t`` is inserted *after* the draws
-       (line 5 follows line 2), so ``p_{t,t} = 0`` as the sampling strategy (5) requires;
-    2. ``lambda_t = 1/M sum_m ||h_t(x_t^(-j), x_s,m^(j)) - y_t|| - ||h_t(x_t) - y_t||``,
-       the increment of Algorithm 1 averaged over ``M`` realizations of the sampling strategy
-       (the paper's "repeatedly running the procedure in parallel and averaging");
-    3. ``phi_t = (1 - alpha) phi_{t-1} + alpha lambda_t`` for ``t > t0``, and
-       ``phi_t0 = lambda_t0``;
-    4. ``UpdateSampler``: the storage learns ``x_t``.
-
-    ``h_t(x_t)`` is evaluated once per event and shared by all features and realizations; it
-    and the ``d * M`` perturbed rows of one event (``x_t`` with one feature replaced) go to
-    ``model_fn.replaced`` in one call, so an explained event costs exactly ``1 + d * M`` model
-    evaluations (computed from the model's internals on the fast path, see
-    :mod:`streamxai.core.fastpath`).
-
-    Start of the smoothing (``t0``). ``t0`` is "the first time step where phi_t can be
-    computed, as we need previous observations for the sampling process": the first event
-    that arrives while the storage holds at least one observation. The first event of a
-    stream therefore only fills the storage and is not counted in ``n_explained``. At ``t0``
-    the estimate is initialised with the increment itself, ``phi_t0 := lambda_t0``, exactly as
-    the paper defines iPFI (not ``alpha * lambda_t0`` from a zero start): the weights then sum
-    to one at every ``t``, so for a static model the expected iPFI equals the PFI from ``t0``
-    on. (The paper's Theorem 2, bias ``(1 - alpha)^(t - t0 + 1) phi``, is the zero-started
-    recursion; both have the same limit variance.) Until ``t0`` ``values`` are ``0.0``.
-
-    Sampling strategies (``storage``):
-
-    - ``"geometric"`` (default): a :class:`~streamxai.core.storage.GeometricReservoir` of
-      ``L = storage_size``; each observation replaces a uniformly chosen slot, so once the
-      reservoir is full ``p_{s,r} = p (1 - p)^(s - r - 1)`` for ``r >= L`` and
-      ``p (1 - p)^(s - L)`` for the first ``L`` observations, ``p = 1 / L`` (the paper's
-      ``t0 = L``; recent observations preferred, suited to drift). While it fills (``s <= L``)
-      every past observation is held and ``p_{s,r} = 1 / s``.
-    - ``"uniform"``: a :class:`~streamxai.core.storage.UniformReservoir` (Vitter's algorithm R),
-      ``p_{s,r} = 1 / s``.
-
-    The past observation is drawn as ``floor(u * L)`` with ``u`` uniform in ``[0, 1)``, as
-    ``random.choices`` does.
-
-    Variance for a static model (Theorem 3): ``O(-alpha log alpha)`` for uniform and
-    ``O(alpha) + O(p)`` for geometric sampling. ``alpha = 2 / (N + 1)`` corresponds to a window
-    of ``N`` events. Draws from a fixed-size reservoir reuse its ``L`` observations, so either
-    storage has a variance floor of order ``1 / L`` that ``alpha`` does not remove: raise
-    ``storage_size`` for a static model explained with a small ``alpha``.
-
-    Standard errors (``stderr``): ``sqrt(sum_s w_s^2 (sigma^2 + reuse))`` from the exact
-    smoothing weights, the running variance of ``lambda_t`` and the covariance of increments
-    that drew the same stored observation (:mod:`streamxai.core.uncertainty`);
-    ``tests/unit/core/explainers/test_calibration.py`` shows 95 % intervals covering the exact PFI in 93-97 % of
-    checks.
-
-    Random draws for feature ``j`` use a generator seeded from ``(seed, "ipfi", j)``; the
-    storage is seeded from ``(seed, "storage")``. ``IPFI(features=[j])`` therefore gives exactly
-    the values the explainer over all features gives for ``j``.
-
     >>> import random
-    >>> from streamxai.core.model import ModelFunction
     >>> def h(x):
     ...     return int(x["a"] > 0.5)
-    >>> ipfi = IPFI(ModelFunction(h), "zero_one", ["a", "b"], alpha=0.01, n_samples=2, seed=7)
+    >>> ipfi = IPFI(h, "zero_one", ["a", "b"], alpha=0.01, n_samples=2, seed=7)
     >>> rng = random.Random(1)
     >>> for _ in range(3000):
     ...     x = {"a": rng.random(), "b": rng.random()}

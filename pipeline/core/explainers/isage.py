@@ -1,20 +1,4 @@
-"""Incremental SAGE, iSAGE (Muschalik, Fumagalli, Hammer, Hüllermeier 2023), Algorithm 1.
-
->>> import random
->>> from streamxai.core.model import ModelFunction
->>> f = ModelFunction(lambda x: 3.0 * x["a"] + x["b"], output="value")
->>> isage = ISAGE(f, "squared", ["a", "b", "c"], alpha=0.001, seed=2)
->>> gen = random.Random(2)
->>> for _ in range(10_000):
-...     x = {"a": gen.random(), "b": gen.random(), "c": gen.random()}
-...     phi = isage.explain_one(x, 3.0 * x["a"] + x["b"])
->>> isage.estimator_used, isage.n_explained, isage.n_evaluations  # 1 + 3 * 2 per event
-('unbiased', 9999, 69993)
->>> {k: round(v, 1) for k, v in phi.items()}  # SAGE values 9/12, 1/12, 0 (sd here ~0.035)
-{'a': 0.8, 'b': 0.1, 'c': 0.0}
->>> phi["c"]                                  # a feature the model never reads: exactly 0
-0.0
-"""
+"""Incremental SAGE, iSAGE (Muschalik, Fumagalli, Hammer, Hüllermeier 2023), Algorithm 1."""
 
 from __future__ import annotations
 
@@ -39,19 +23,61 @@ REMOVALS = ("interventional", "observational")
 class ISAGE(Explainer):
     """Incremental SAGE values of all features.
 
-    Parameters: ``model_fn`` the model and the output explained (``"value"``, ``"proba"``
-    or ``"proba_of"``), or a bare model explaining the output ``loss`` scores
-    (:func:`~streamxai.core.bare_model.bare_output`); ``loss`` a name from :data:`streamxai.core.losses.LOSSES` or a
-    callable ``loss(y_true, y_pred)``; ``feature_names`` all model inputs; ``features``
-    ``None`` or all of ``feature_names`` (anything else is refused); ``alpha`` the
-    smoothing rate; ``n_inner_samples`` ``m``; ``removal`` ``"interventional"``
-    (:class:`~streamxai.core.removal.MarginalRemoval`), ``"observational"``
-    (:class:`~streamxai.core.removal.ConditionalRemoval`) or a removal object used as a
-    template (the explainer feeds its own fresh clone); ``storage_size`` the reservoir
-    size (per leaf for the observational removal); ``categorical`` features the
-    observational removal predicts with classification trees; ``seed``; ``estimator``
-    ``None`` (unbiased when the loss allows it, else plug-in), ``"unbiased"``, ``"plug_in"``
-    or ``"paper"`` (see below).
+    Each event is explained with the model as it is: a random permutation of the features is
+    walked, adding one feature at a time to a coalition, and each feature's value is the smoothed
+    drop of the loss of the mean prediction over the features still removed. The chain couples
+    all features, so iSAGE explains all of ``feature_names`` on one worker. The algorithm step
+    by step, its estimators, cost and variance are on the docs page "The explainers step by step".
+
+    Parameters
+    ----------
+    model_fn
+        The model to explain: a ``ModelFunction`` of an output that can be averaged
+        (``"value"``, ``"proba"`` or ``"proba_of"``), or a bare river model or callable, which
+        explains the output ``loss`` scores (``streamxai.core.bare_model.bare_output``).
+    loss
+        A name from ``streamxai.core.losses.LOSSES`` or ``loss(y_true, y_pred) -> float``.
+    feature_names
+        All model inputs, in order.
+    features
+        ``None`` or all of ``feature_names`` (anything else is refused).
+    alpha
+        Smoothing parameter of the exponential smoothing, in ``(0, 1]``.
+    n_inner_samples
+        ``m``, the draws of the removed features per coalition.
+    removal
+        ``"interventional"`` (``MarginalRemoval``), ``"observational"`` (``ConditionalRemoval``),
+        or a removal object used as a template (the explainer feeds its own fresh clone).
+    storage_size
+        The removal's reservoir size (per leaf for the observational removal).
+    categorical
+        Features the observational removal predicts with classification trees.
+    seed
+        Seed of all random draws (``None``: unseeded): permutations and removal draws from
+        ``(seed, "isage")``, the removal's storage from ``(seed, "isage", "removal")``.
+    estimator
+        ``None`` (unbiased when the loss allows it, else plug-in), ``"unbiased"``, ``"plug_in"``
+        or ``"paper"``.
+
+    Examples
+    --------
+    A model ``3 a + b`` on uniform features: the SAGE values with the squared loss are 9/12 for
+    ``a``, 1/12 for ``b`` and 0 for ``c``, which the model never reads.
+
+    >>> import random
+    >>> def f(x):
+    ...     return 3.0 * x["a"] + x["b"]
+    >>> isage = ISAGE(f, "squared", ["a", "b", "c"], alpha=0.001, seed=2)
+    >>> gen = random.Random(2)
+    >>> for _ in range(10_000):
+    ...     x = {"a": gen.random(), "b": gen.random(), "c": gen.random()}
+    ...     phi = isage.explain_one(x, f(x))
+    >>> isage.estimator_used, isage.n_explained, isage.n_evaluations  # 1 + 3 * 2 per event
+    ('unbiased', 9999, 69993)
+    >>> {k: round(v, 1) for k, v in phi.items()}  # sd here ~0.035
+    {'a': 0.8, 'b': 0.1, 'c': 0.0}
+    >>> phi["c"]                                  # a feature the model never reads: exactly 0
+    0.0
 
     References
     ----------
@@ -60,86 +86,6 @@ class ISAGE(Explainer):
        Implements Algorithm 1 (iSAGE); interventional removal with the geometric reservoir (Algorithm 2),
        observational removal with incremental trees and leaf reservoirs (Algorithms 3 and 4).
 
-    For every event ``(x_t, y_t)``, with the model ``f_t`` as it is now:
-
-    1. draw a permutation ``pi`` of all ``d`` features, start with ``S = {}``;
-    2. smoothed mean prediction ``y_0 <- (1 - a) y_0 + a f_t(x_t)`` (line 5);
-    3. for ``j = 1..d``: ``S <- S + {pi[j]}``; the restricted loss is estimated from ``m``
-       predictions ``f_t(x_t^(S), x~_k^(S-bar))``, the absent features drawn by the removal
-       strategy (interventional, Algorithm 2, or observational, Algorithms 3-4);
-       ``Delta = lossPrev - loss``, ``phi[pi[j]] <- (1 - a) phi[pi[j]] + a Delta``;
-    4. the removal strategy stores ``x_t`` (after the draws: they come from the past only).
-
-    The estimand. SAGE's value function is ``v(S) = E[l(y, E[f(X) | X_S = x_S])]``: the loss of
-    the *mean* restricted prediction. Algorithm 1 takes ``l(y, mean of m draws)``, which for a
-    strictly convex loss exceeds ``v(S)`` by a Jensen gap (for the squared loss exactly
-    ``E[Var(f | x_S)] / m``). The gap differs between coalitions, is 0 at ``S = {}`` (the
-    exact mean prediction) and at ``S = D``, so it does not cancel along the chain: the used
-    features are overstated and every unused feature gets a negative value (on agrawal function 1
-    with Brier and ``m = 1``, ``tests/unit/core/explainers/test_isage_truth.py`` shows both against Monte-Carlo truths).
-    ``estimator`` chooses how each coalition's loss is estimated:
-
-    - ``"unbiased"`` (the default for a loss quadratic in the prediction -- ``"squared"``,
-      ``"brier"``, :class:`~streamxai.core.losses.BrierOf` -- with ``m >= 2``): the U-statistic
-      ``loss.of_mean`` of the ``m`` predictions, ``1/(m(m-1)) sum_{k != l} (f_k - y)(f_l - y)``
-      (summed over classes for Brier), unbiased for ``(E f - y)^2`` because the draws are
-      independent given ``x_t``. The chain starts at ``S = {}`` estimated the same way from
-      the ``m`` draws with every feature imputed, so each ``Delta`` is a difference of two
-      unbiased estimates: **``E[phi] = SAGE value``** (up to the ``O(a)`` smoothing terms);
-    - ``"plug_in"`` (the default for other losses, or ``m = 1``): ``l(y, mean of m draws)``,
-      the chain also starting at the imputed ``S = {}``. Biased for a strictly convex loss
-      (cross-entropy): the biases telescope to ``G_m({})``, the Jensen gap of the all-imputed
-      coalition, by which the values' sum overstates ``v({}) - v(D)`` (exact: the chain
-      telescopes). When the gaps shrink as ``S`` grows, each value's bias lies in
-      ``[0, G_m({})]``: always for the squared loss, for any convex loss with ``m = 1`` and
-      independent features (one draw's gap is concave in the imputation distribution, and
-      ``{}``'s distribution mixes those of larger coalitions), and measured for cross-entropy
-      with ``m = 8`` (``tests/unit/core/explainers/test_isage_truth.py``), not proven there. :attr:`ISAGE.jensen_gap` estimates ``G_m({})`` at
-      run time (chain loss at ``{}`` minus the loss of ``y_0``). The gap falls like ``1/m``.
-      Exact for a loss linear in the prediction (absolute error of a probability on 0/1
-      labels);
-    - ``"paper"``: Algorithm 1 as published -- the chain starts at ``l(y, y_0)``, plug-in
-      loss; kept for comparison (its bias is the closed form in the tests).
-
-    Interventional removal shares the ``m`` donors of an event across its whole chain (as
-    Covert et al.'s estimator shares its background samples): each coalition still gets ``m``
-    independent draws from the marginal, so every step's estimate keeps its expectation, and a
-    feature the model never reads gets ``Delta = 0`` exactly on every event (both coalitions
-    see identical rows). The donors are distinct stored observations (drawn without
-    replacement), so the U-statistic is unbiased for the population, not only for the
-    reservoir's ``L`` observations (with replacement it would carry a ``Var / L`` bias). The
-    observational removal draws every row afresh (from leaf reservoirs, with replacement: a
-    bias of order ``Var / L_leaf``).
-
-    **Model evaluations per explained event** (``d`` features, ``m`` inner samples): ``1 + d
-    m`` for ``"unbiased"`` and ``"plug_in"`` (``f(x_t)`` once, ``m`` rows for each of
-    ``S = {}, ..., |S| = d - 1``), ``1 + (d - 1) m`` for ``"paper"``. The paper's Algorithm 1
-    with ``m = 1`` costs ``d + 1`` as written (``d`` here: the step ``S = D`` reuses
-    ``f(x_t)``). The unbiased default (``m = 2``) thus costs ``2 d + 1``: 19 for the 9 agrawal
-    features, against the paper's 10. ``x_t`` and all restricted rows of one event go to
-    ``model_fn.coalitions`` in one call (on the fast path a linear model computes the chain in
-    one compiled call, and a tree or forest reuses a row's prediction for its neighbour when
-    the feature between them is neither on a tree's path nor read by its leaves, see
-    :mod:`streamxai.core.fastpath.chains`).
-
-    Choices the paper leaves open, and what is done here:
-
-    - ``y_0`` starts at ``f(x_{t0})`` on the first explained event (Definition 4 of the paper;
-      Algorithm 1's ``y_0 <- 0`` would give a probability dict summing to ``a`` at first).
-      ``phi`` starts at 0 as in Algorithm 1, so ``E[phi_t] = phi (1 - (1 - a)^n)`` after ``n``
-      explained events (the proof of Theorem 3.1); after ``n ~ 5 / a`` events the bias is < 1 %.
-    - The first event only fills the removal's storage (nothing to draw from yet).
-    - The step ``S = D`` removes nothing: its prediction is ``f_t(x_t)``, computed once.
-
-    Variance: ``Var[phi_t(i)] <= sigma_i^2 a / (2 - a) = O(a)`` (Theorem 3.2), ``sigma_i^2`` the
-    variance of one event's ``Delta(i)``.
-
-    The chain couples all features, so iSAGE cannot be split by feature: it explains all of
-    ``feature_names`` on one worker. The model output must be averageable: ``output="value"``,
-    ``"proba"`` (with cross-entropy or Brier) or ``"proba_of"``; a mean of labels is undefined.
-
-    Random draws (permutations and removal draws) use one generator seeded from
-    ``(seed, "isage")``; the removal's storage is seeded from ``(seed, "isage", "removal")``.
     """
 
     name = "isage"

@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 import pytest
 import streamxai.core
+from river import base as river_base
 from river import linear_model, tree
 from streamxai.core.attribution import LocalShapley
 from streamxai.core.base import Component
@@ -56,7 +57,7 @@ from streamxai.core.removal import ConditionalRemoval, MarginalRemoval, Removal
 from streamxai.core.storage import ExtremeValueStorage, FrequencyStorage, GeometricReservoir, UniformReservoir
 from streamxai.core.storage.frequency import category_key
 from streamxai.core.storage.reservoir import _Reservoir
-from streamxai.core.stream import StreamExplainer
+from streamxai.core.stream import ExplainerSpec, StreamExplainer
 from streamxai.core.uncertainty import SmoothedStderr
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.plan import prequential_model, stream_explainer
@@ -709,6 +710,46 @@ def test_clone_has_no_learned_state(case):
         got, want = without_evaluations(got), without_evaluations(want)
     assert_same(got, want, f"clone of {case.id} after {half} events vs a fresh instance")
     assert_same(run(a, case, stream[half:], half), ref[half:], "original after cloning", half)
+
+
+@pytest.mark.parametrize("case", params(CASES))
+def test_clone_speaks_rivers_idiom(case):
+    """A river ``Base``: ``clone(new_params)`` takes the parameters as ``_get_params()`` gives them
+    (components as ``(class, params)``), ``clone(include_attributes=True)`` goes on as the
+    original, and ``repr`` lists the parameters one a line."""
+    stream = case.stream()
+    half = len(stream) // 2
+    a = case.make(SEED)
+    run(a, case, stream[:half])
+    assert isinstance(a, river_base.Base)
+    assert repr(a).startswith(f"{type(a).__name__} (")
+    assert all(f"\n  {name}=" in repr(a).expandtabs(2) for name in a._get_params())
+    fresh = run(a.clone(a._get_params()), case, stream)
+    copied = run(a.clone(include_attributes=True), case, stream[half:], half)
+    want = reference(case)
+    if case in EXPLAINER_CASES:  # a clone counts its own evaluations
+        fresh, want, copied = without_evaluations(fresh), without_evaluations(want), without_evaluations(copied)
+    assert_same(fresh, want, f"clone of {case.id} with its own parameters vs a fresh instance")
+    original = run(a, case, stream[half:], half)
+    assert_same(copied, without_evaluations(original) if case in EXPLAINER_CASES else original,
+                f"clone of {case.id} with its attributes vs the original", half)
+
+
+def test_a_stream_explainer_clones_its_model_as_rivers_wrappers_do():
+    model = linear_model.LinearRegression()
+    se = StreamExplainer(model, NUMERIC, [ExplainerSpec("ipfi", output="value", loss="squared", alpha=0.1)], seed=1)
+    for x, y in labelled(numeric_xs(30, seed=2), linear_value):
+        se.process_one(x, y)
+    assert se.model is model and model.weights == {} and se.current_model.weights != {}
+    other = se.clone({"emit_every": 5})
+    assert other.emit_every == 5 and other.model_version == 0 and other.current_model.weights == {}
+    assert other.model is not model and repr(other.model) == repr(model)
+    assert "\n  model=LinearRegression (" in repr(se).expandtabs(2)
+    worker = StreamExplainer.on_worker(model, NUMERIC, se.specs, units=["a"], fast_path="off", inputs=True)
+    twin = worker.clone()
+    assert (twin.units, twin.fast_path, twin.inputs) == (["a"], "off", True)
+    assert [ex.features for ex in twin.explainers] == [["a"]] and twin.evaluation_path == "black_box"
+    assert "units" not in twin._get_params()  # worker knobs are not parameters
 
 
 @pytest.mark.parametrize("case", params(EXPLAINER_CASES))

@@ -86,7 +86,7 @@ def test_the_python_path_can_be_forced():
 
 
 def run_stream(factory, events, s):
-    se = StreamExplainer(factory, AGRAWAL, explainer_specs(s), seed=3, stream_id="s")
+    se = StreamExplainer(factory(), AGRAWAL, explainer_specs(s), seed=3, stream_id="s")
     return [repr(se.process_one(ev.x, ev.y, report=i % 10 == 9, loss=0.5)) for i, ev in enumerate(events)]
 
 

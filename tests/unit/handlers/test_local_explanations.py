@@ -21,7 +21,7 @@ def reference(s, events):
     isage = next(e for e in se.explainers if isinstance(e, ISAGE))
     for ev in events:
         background = isage.removal_state.reservoir.items
-        out[ev.seq] = attribute(se.model, ev.x, background or [ev.x], s.features)
+        out[ev.seq] = attribute(se.current_model, ev.x, background or [ev.x], s.features)
         se.process_one(ev.x, ev.y)
     return out
 
@@ -62,8 +62,8 @@ def test_a_profile_explains_target_class_whatever_the_prediction():
     for ev in chosen:
         m = local["t-1", ev.seq]
         background = isage.removal_state.reservoir.items or [ev.x]
-        want = se.model.predict_proba_one(ev.x).get(0, 0.0)
-        want_base = sum(se.model.predict_proba_one(z).get(0, 0.0) for z in background) / len(background)
+        want = se.current_model.predict_proba_one(ev.x).get(0, 0.0)
+        want_base = sum(se.current_model.predict_proba_one(z).get(0, 0.0) for z in background) / len(background)
         assert m["target"] == 0 and m["prediction"] == pytest.approx(want, abs=1e-12)
         assert m["base"] == pytest.approx(want_base, abs=1e-12)
         assert abs(sum(m["values"].values()) - (m["prediction"] - m["base"])) < 1e-9

@@ -81,7 +81,7 @@ def run_stream(case: str, i: int):
     """Feed one frozen-model stream to a detector; its change events and, per series, its blocks
     and the variance factor its explainer reported with each."""
     spec, regression, model = CASES[case]
-    se = StreamExplainer(model, FEATURES, [spec], seed=100 + i, stream_id=f"{case}-{i}")
+    se = StreamExplainer(model(), FEATURES, [spec], seed=100 + i, stream_id=f"{case}-{i}")
     det = StreamChangeDetector([(spec.name, f) for f in FEATURES], delta=DELTA, min_effect=0.0, warmup=1000)
     changes, blocks = [], {}
     for t, (x, y) in zip(range(EVENTS), _events(1000 * i + len(case), regression), strict=False):

@@ -71,7 +71,8 @@ def test_a_bare_classifier_that_cannot_be_averaged_is_refused_with_the_way_to_wr
     lambda m: streamxai.IPFI(m, "zero_one", PHISHING),
     lambda m: streamxai.ISAGE(m, "zero_one", PHISHING),
     lambda m: streamxai.IPDP(m, PHISHING),
-], ids=["ipfi", "isage", "ipdp"])
+    lambda m: streamxai.LocalShapley(m, PHISHING),
+], ids=["ipfi", "isage", "ipdp", "local"])
 @pytest.mark.parametrize("thing", [42, "river.tree.HoeffdingTreeClassifier"], ids=["int", "import path"])
 def test_anything_else_is_refused_with_the_same_help(make, thing):
     with pytest.raises(TypeError, match=REFUSAL):

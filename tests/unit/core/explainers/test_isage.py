@@ -460,7 +460,7 @@ def test_pipeline_isage_defaults():
     assert brier.params["n_inner_samples"] == 2 and brier.output == "proba_of"
     ce = next(s for s in explainer_specs(Settings(isage_loss="cross_entropy")) if s.name == "isage")
     assert ce.params["n_inner_samples"] == 8 and ce.loss == "cross_entropy"
-    fixed = next(s for s in explainer_specs(Settings(isage_inner_samples=4)) if s.name == "isage")
+    fixed = next(s for s in explainer_specs(Settings(isage_n_inner_samples=4)) if s.name == "isage")
     assert fixed.params["n_inner_samples"] == 4
 
 
