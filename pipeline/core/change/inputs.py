@@ -35,7 +35,7 @@ not match it:
   of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
   about 2 without serial dependence, near 0 for a smooth series) is at least 1.2 and exceeds
   that of every ``recent``-long stretch of the reference by ``order_margin``, while the reference
-  is smooth (every stretch's ratio at most 1). Only streams whose values follow each other smoothly show
+  is smooth (every stretch's ratio at most ``ordered``, 1 unless set). Only streams whose values follow each other smoothly show
   it; values drawn independently carry no order to lose. Such values are ``reordered`` too when
   they no longer go with the other features of their event: for values about independent of
   each other (rank von Neumann ratio at least 1.6), every feature whose ranks moved
@@ -145,12 +145,14 @@ class InputMonitor(Component):
     ``recent``: the values tested; ``reference``: the values before them they are tested
     against; ``every``: events between two tests; ``shift``: the smallest shift of the median
     (in interquartile ranges of the reference); ``factor``: the smallest change of scale;
-    ``order_margin``: how far the recent rank von Neumann ratio must exceed the reference's.
+    ``order_margin``: how far the recent rank von Neumann ratio must exceed the reference's (a
+    stretch above 1 counting as 1); ``ordered``: the largest ratio of a stretch of a reference
+    still taken as smooth.
     Numeric values are tested; a missing or non-numeric value counts as missing.
     """
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
-                 shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75):
+                 shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0):
         if recent < 10 or reference < 2 * recent or every < 1:
             raise ValueError(f"input monitor recent={recent}, reference={reference}, every={every}: need recent >= 10, "
                              "reference >= 2 * recent and every >= 1")
@@ -161,6 +163,7 @@ class InputMonitor(Component):
         self.shift = shift
         self.factor = factor
         self.order_margin = order_margin
+        self.ordered = ordered
         self._reset()
 
     def _reset(self) -> None:
@@ -422,10 +425,10 @@ class InputMonitor(Component):
 
     def _reordered(self, f: str, ref: np.ndarray, seqs: np.ndarray, med: float, iqr: float, rmed: float, riqr: float,
                    now: float, before: float) -> InputFault | None:
-        if now < _ORDER_LOST or not iqr > 0 or not before <= 1.0 or np.isnan(ref).any():
+        if now < _ORDER_LOST or not iqr > 0 or not before <= self.ordered or np.isnan(ref).any():
             return None  # values that varied: a feature that starts to vary is no fault
         k = self.recent
-        if now < before + self.order_margin:
+        if now < min(before, 1.0) + self.order_margin:
             return None
         start = int(seqs[self.reference + k // 2])
         b, a = (float(med), float(iqr)), (float(rmed), float(riqr))

@@ -57,8 +57,10 @@ class LabelWatch:
         self._reported = False  # the current gap was found a fault
         # the labels' values, in the order they come: a class label's order test reads the runs
         # of one class, and its 200 recent values tell a share of flipped labels from the
-        # stream's own volatile stretches more surely than 100 do
-        self._values = InputMonitor([label], recent=200, order_margin=0.5)
+        # stream's own volatile stretches more surely than 100 do. A smooth label stream has
+        # volatile stretches of 200 (ratio up to 1.3) whose runs a flipped share breaks further
+        # (ratio about 1.8 for three in ten): the margin is taken over at most 1, and is wide
+        self._values = InputMonitor([label], recent=200, order_margin=0.7, ordered=1.3)
         self._codes: dict[Any, int] = {}  # a class's number: the order of its first appearance
 
     def arrival(self, seq: int, y: Any = None) -> list[InputFault]:

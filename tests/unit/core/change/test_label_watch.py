@@ -106,3 +106,23 @@ def test_labels_that_are_no_class_count_as_missing_and_the_classes_kept_are_boun
     for t in range(3000):
         assert watch.arrival(t, f"id-{t}" if t % 2 else ["not", "a", "class"]) == []
     assert len(watch._codes) == 1000
+
+
+def _labels_switching(rng, p: float, y: int) -> int:
+    """The next label of a stream whose class switches with probability ``p`` at each event (runs of
+    1 / p events on average: a rank von Neumann ratio of about 4 p over a window)."""
+    return 1 - y if rng.random() < p else y
+
+
+def test_volatile_stretches_of_a_smooth_label_stream_give_nothing_and_flips_are_found():
+    """Runs of about six events (ratio about 0.7) with 200 events of runs of about three every
+    2,000 (ratio about 1.2, as real labels have in volatile stretches) give no finding; from
+    15,000 on three labels in ten are flipped (ratio about 2), which is found within 200 labels."""
+    import random
+
+    rng, flips, watch, found, y = random.Random(7), random.Random(8), LabelWatch(), [], 0
+    for t in range(17_000):
+        y = _labels_switching(rng, 0.3 if t % 2000 >= 1800 else 1 / 6, y)
+        label = 1 - y if t >= 15_000 and flips.random() < 0.3 else y
+        found += [(f.what, f.seq) for f in watch.arrival(t, label)]
+    assert [w for w, _ in found] == ["reordered"] and 15_000 < found[0][1] <= 15_200, found
