@@ -45,10 +45,12 @@ not match it:
   leaves them.
 
 A fault that phases in (a release rolled out to more and more sources) mixes its values with the
-feature's own; for values about independent of each other it is ``constant`` when 30% of the
-recent values are one value spread among the others, and ``shifted`` or ``scaled`` when 30% lie
+feature's own; it is ``constant`` when 30% of the recent values are one value spread among the others, and ``shifted`` or ``scaled`` when 30% lie
 far beyond the bulk of the older half of the values kept, in both cases with half that share in
-the ``recent`` values before them.
+the ``recent`` values before them. On a smooth series, which rests at one value or leaves its
+bulk now and then, the odd values must also make as many runs among the others as values placed
+at random do (a Wald-Wolfowitz runs test: a series' own excursions, its daily peaks, make long
+runs).
 
 A feature found faulty is not tested again until its reference holds only values after the
 finding. Whether a finding matters -- whether the model relied on the feature -- is for the
@@ -112,6 +114,11 @@ _LINK_MARGIN = 0.3
 #: or at least this share lies far beyond that half's bulk (:meth:`InputMonitor._mixed_in`)
 _MIXED = 0.3
 _MIXED_MARGIN = 0.2
+#: a smooth series' odd values are mixed in when they alternate with the others as values placed
+#: at random do: their runs at most this many standard deviations fewer than random placement's
+#: (Wald-Wolfowitz; a series that wanders beyond its bulk and back, in a daily cycle say, makes
+#: long runs, about half the runs random placement makes)
+_INTERLEAVED = 2.5
 #: the percentiles of the reference and of the recent values the tests read
 _REFERENCE_QS = (10, 25, 50, 75, 90)
 _RECENT_QS = (10, 25, 50, 75, 90)
@@ -439,10 +446,12 @@ class InputMonitor(Component):
 
     def _mixed_in(self, j: int, values: np.ndarray, seqs: np.ndarray, med: float, iqr: float,
                   whole_order: float, older: np.ndarray) -> InputFault | None:
-        """A fault that phases in, its values mixed with the feature's own, for values about
+        """A fault that phases in, its values mixed with the feature's own. For values about
         independent of each other (rank von Neumann ratio ``whole_order`` at least
-        ``_INDEPENDENT``; a smooth series rests at one value or leaves its range now and then).
-        The reference holds the fault's first values by now, so the recent ones are held against
+        ``_INDEPENDENT``) the shares below are enough; a smooth series rests at one value or leaves
+        its range now and then, so there the odd values must alternate with the others as values
+        placed at random do (:func:`_mixed`), the others' median staying within the older half's
+        10% tails, as values of another source mixed into the feature's own do. The reference holds the fault's first values by now, so the recent ones are held against
         the older half of the ``values`` kept: a share ``_MIXED`` of them is one value (or
         missing), ``_MIXED_MARGIN`` more than in any ``recent``-long stretch of the older half,
         spread among the other values (its longest run a quarter of them at most); or a share
@@ -452,7 +461,8 @@ class InputMonitor(Component):
         half already: a fault that phases in grows over both, where a whole one is found by the
         other tests before that."""
         k = self.recent
-        if whole_order < _INDEPENDENT:
+        smooth = not whole_order >= _INDEPENDENT
+        if smooth and (np.isnan(whole_order) or np.isnan(values).any()):
             return None
         old, span = values[:len(values) // 2], values[-2 * k:]
         what = None
@@ -464,7 +474,8 @@ class InputMonitor(Component):
             most = int(same[len(old) % k:].reshape(-1, k).sum(axis=1).max())
             # spread among the other values, not a run of them
             if (count >= most + _MIXED_MARGIN * k and odd[:k].sum() >= most + _MIXED_MARGIN * k / 2
-                    and _longest_run(np.where(odd[k:], 0.0, np.arange(k, dtype=float))) <= count // 4):
+                    and _longest_run(np.where(odd[k:], 0.0, np.arange(k, dtype=float))) <= count // 4
+                    and (not smooth or _mixed(odd[k:], span[k:], older))):
                 what = "constant"
                 break
         if what is None and not np.isnan(values).any():
@@ -474,7 +485,8 @@ class InputMonitor(Component):
             lo, hi = q10 - wide, q90 + wide
             above, below = span > hi, span < lo
             odd = above if above[k:].sum() >= below[k:].sum() else below
-            if wide > 0 and odd[k:].mean() >= _MIXED and odd[:k].mean() >= _MIXED / 2:
+            if (wide > 0 and odd[k:].mean() >= _MIXED and odd[:k].mean() >= _MIXED / 2
+                    and (not smooth or _mixed(odd[k:], span[k:], older))):
                 reach = max(hi - centre, centre - lo)
                 far = reach > 0 and np.median(np.abs(span[odd] - centre)) >= self.factor * reach
                 what = "scaled" if far else "shifted"
@@ -654,6 +666,21 @@ def _midranks(sorted_ref: np.ndarray, values: np.ndarray) -> np.ndarray:
     lo = np.searchsorted(sorted_ref, values, side="left")
     hi = np.searchsorted(sorted_ref, values, side="right")
     return (lo + hi) / (2.0 * len(sorted_ref))
+
+
+def _mixed(odd: np.ndarray, values: np.ndarray, older: np.ndarray) -> bool:
+    """Whether the ``odd`` ones of a smooth series' ``values`` are mixed into the others: they make
+    as many runs as values placed at random would (``_INTERLEAVED``), and the others' median lies
+    within the 10% tails (``older``: the percentiles ``_REFERENCE_QS`` of the values before)."""
+    q10, _, _, _, q90 = older
+    rest = values[~odd]
+    n, n1 = len(odd), int(odd.sum())
+    n2 = n - n1
+    runs = np.count_nonzero(np.diff(odd.astype(np.int8))) + 1
+    mean = 2.0 * n1 * n2 / n + 1.0
+    sd = math.sqrt(max(0.0, 2.0 * n1 * n2 * (2.0 * n1 * n2 - n) / (n * n * (n - 1.0))))
+    return (runs >= mean - _INTERLEAVED * sd and len(rest) > 0
+            and q10 <= float(np.median(rest)) <= q90)
 
 
 def _change_point(series: np.ndarray) -> int:

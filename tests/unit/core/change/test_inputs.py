@@ -150,6 +150,25 @@ def test_a_fault_that_phases_in_on_independent_values_is_found_as_its_share_grow
     assert all("in part since" in f.detail for f in faults), [f.detail for f in faults]
 
 
+@pytest.mark.parametrize("kind, what, fault", [("stuck", "constant", lambda v: 43.21),
+                                               ("default", "constant", lambda v: 50.0),
+                                               ("scale", "scaled", lambda v: 1000.0 * v),
+                                               ("offset", "shifted", lambda v: v + 25.0)])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_fault_that_phases_in_on_a_smooth_series_is_found_by_its_values_placed_at_random(kind, what, fault, seed):
+    """The same on a smooth series (a price that follows itself): its odd values make as many runs
+    among the others as values placed at random do, where its own excursions beyond its bulk (the
+    daily peaks of the quiet streams) make few long ones."""
+    rng = random.Random(seed)
+    xs = [{"a": v, "c": rng.random()} for v in smooth(rng, AT + 1000)]
+    phased_in(xs, "a", fault, random.Random(seed))
+    mon = InputMonitor(["a", "c"])
+    faults = [f for t, x in enumerate(xs) for f in mon.update(t, x)]
+    assert [(f.feature, f.what) for f in faults] == [("a", what)], faults
+    assert AT + 300 <= faults[0].seq <= AT + 1000 and AT <= faults[0].start <= faults[0].seq, faults
+    assert "in part since" in faults[0].detail, faults[0].detail
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_an_exchange_that_phases_in_within_a_common_range_names_both_features(seed):
     """Two features of independent values (one normal, one uniform on [1, 5]: within each
@@ -191,6 +210,8 @@ def quiet_streams(n: int) -> dict[str, list[float]]:
         **dict(zip(("linked", "linked to it", "linked, in steps"), zip(*linked(rng, n), strict=True), strict=True)),
         # a smooth reading with noise of its own: its order comes and goes over 100 values
         "smooth, noisy": [v + rng.gauss(0.0, 3.0) for v in smooth(rng, n)],
+        # a smooth price with peaks a third of every day of 48 events, far beyond its nights' bulk
+        "smooth, daily peaks": [v + (30.0 if i % 48 >= 32 else 0.0) for i, v in enumerate(smooth(rng, n))],
     }
 
 
