@@ -6,7 +6,11 @@ source breaks, predictions go on while learning and explanations stop, and no ex
 can change. :class:`LabelWatch` counts the events that arrive and the labels that come (in line or
 later) and finds the labels ``stopped`` when no label came for ``recent`` arrivals and for more
 than twice the longest gap between two labels before, once ``min_labels`` labels came: a stream
-whose labels come in batches has long gaps, and its watch waits longer.
+whose labels come in batches has long gaps, and its watch waits longer. Labels that stop for a
+share of the events (a source of several that stops, or one that stops step by step) are
+``stopped`` too, in part: over the last ``2 recent`` arrivals (a span at least four times the
+longest gap) fewer than ``_PART`` of the labels the rate before them gives came, by at least four
+binomial standard deviations.
 
 The labels' values, in the order they come, are watched as a feature's are
 (:class:`~streamxai.core.change.inputs.InputMonitor`, classes as the order of their first
@@ -28,6 +32,7 @@ that the labels of a smooth stream have (``reordered``); a label stuck at one cl
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .inputs import InputFault, InputMonitor
@@ -38,12 +43,22 @@ __all__ = ["LabelWatch", "LABEL"]
 LABEL = "label"
 #: the classes numbered at most (a label that is an identifier would grow the state without bound)
 _MAX_CLASSES = 1000
+#: labels stopped in part: fewer than this share of those the rate before gives came
+_PART = 0.7
+#: ... and that many binomial standard deviations fewer
+_PART_Z = 4.0
 
 
 class LabelWatch:
     """The labels of one stream (module docstring): ``label``, the name a finding goes by;
     ``recent``: the fewest arrivals without a label that can be a fault; ``min_labels``: the
     labels that must have come before a gap is judged."""
+
+    # the labels that came in the last two stretches of ``recent`` arrivals, and in the current
+    # one (class defaults: a checkpoint made without them starts them afresh)
+    _window: tuple[int, ...] = ()
+    _stretch_labels = 0
+    _part_reported = False
 
     def __init__(self, label: str = LABEL, recent: int = 100, min_labels: int = 1000):
         self.label = label
@@ -67,15 +82,16 @@ class LabelWatch:
         """An event arrived at position ``seq``, with its label ``y`` (None: without one); the
         faults found now."""
         self._arrivals += 1
+        found = self._rate(seq) if self._arrivals % self.recent == 0 else []
         if y is not None:
-            return self.labelled(seq, y)
+            return found + self.labelled(seq, y)
         self._since += 1
         if self._since == 1:
             self._start = seq
         if (self._reported or self._labels < self.min_labels or self._since < self.recent
                 or self._since <= 2 * self._longest):
-            return []
-        self._reported = True
+            return found
+        self._reported = self._part_reported = True
         rate = self._labels / max(1, self._arrivals - self._since)
         gaps = f", at most {self._longest} in a row without one" if self._longest else ""
         detail = f"no label since {self._start} ({self._since} events); before, {rate:.0%} of events had one{gaps}"
@@ -87,6 +103,7 @@ class LabelWatch:
         if self._labels and not self._reported:  # a gap found a fault is not a gap the stream has
             self._longest = max(self._longest, self._since)
         self._labels += 1
+        self._stretch_labels += 1
         self._since = 0
         self._reported = False
         if isinstance(y, bool) or not isinstance(y, int | float):
@@ -97,3 +114,26 @@ class LabelWatch:
             except TypeError:  # no class (unhashable): not watched
                 return []
         return self._values.update(seq, {self.label: y})
+
+    def _rate(self, seq: int) -> list[InputFault]:
+        """At the end of a stretch of ``recent`` arrivals: the labels stopped in part (module
+        docstring), once until their rate is back to nine tenths of the rate before."""
+        self._window = (*self._window[-1:], self._stretch_labels)
+        self._stretch_labels = 0
+        span = 2 * self.recent
+        came, before = sum(self._window), self._arrivals - span
+        if len(self._window) < 2 or self._labels - came < self.min_labels or span < 4 * self._longest:
+            return []
+        rate = (self._labels - came) / before
+        expected = rate * span
+        if came >= 0.9 * expected:
+            self._part_reported = False
+            return []
+        sd = math.sqrt(expected * max(0.0, 1.0 - rate))
+        if self._part_reported or came >= _PART * expected or expected - came < _PART_Z * sd:
+            return []
+        self._part_reported = True
+        start = seq - span + 1
+        detail = (f"labels came for {came / span:.0%} of the last {span} events, {rate:.0%} before: a label "
+                  "source that stopped for a share of the events")
+        return [InputFault(self.label, "stopped", seq, start, (rate, 0.0), (came / span, 0.0), detail)]

@@ -126,3 +126,17 @@ def test_volatile_stretches_of_a_smooth_label_stream_give_nothing_and_flips_are_
         label = 1 - y if t >= 15_000 and flips.random() < 0.3 else y
         found += [(f.what, f.seq) for f in watch.arrival(t, label)]
     assert [w for w, _ in found] == ["reordered"] and 15_000 < found[0][1] <= 15_200, found
+
+
+def test_labels_that_stop_for_a_growing_share_of_events_are_found_stopped_in_part():
+    """From 3,000 on the label of a growing share of events never comes (all of them by 5,000): a
+    stretch of 200 with fewer than 70% of the labels the rate before gives is found, within 1,000
+    events; labels that come for a third of the events at random give nothing (their count over
+    200 arrivals has sd 6.7 about 67: a finding asks for 4 sd fewer, beside the 30%)."""
+    import random
+
+    rng = random.Random(3)
+    found = _run(LabelWatch(), 6000, lambda t: t < 3000 or rng.random() >= (t - 3000) / 2000)
+    assert [w for w, _, _ in found][:1] == ["stopped"] and 3000 <= found[0][1] <= found[0][2] <= 3900, found
+    rng = random.Random(4)
+    assert _run(LabelWatch(), 20_000, lambda t: rng.random() < 1 / 3) == []
