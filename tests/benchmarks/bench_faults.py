@@ -221,6 +221,7 @@ class Outcome:
     paged: int | None  # delay of the first message of a page naming the feature (label faults: any page)
     changed: int | None  # delay of the first change event naming it
     local: int | None  # delay of the first change event of the local series naming it (--local)
+    only_local: bool  # every change event naming it within 2,000 events is of the local series
     adwin: int | None
     named: str
 
@@ -266,6 +267,7 @@ def run_stream(stream: str, model: str, seeds: list[int], kinds: list[str], afte
             named = next((",".join(sorted(feats)) + f" ({why})" for t, feats, why in run.alerts), "")
             outcomes.append(Outcome(stream, model, kind, seed, f, share, pages[0] if pages else None,
                                     changed[0] if changed else None, local_changed[0] if local_changed else None,
+                                    bool(local_changed) and all(e == LOCAL for d, e in naming if d <= 2000),
                                     run.adwin[0] - at if run.adwin else None, named))
     return outcomes, recorded, n
 
@@ -296,13 +298,17 @@ def totals(outcomes: list[Outcome], local: bool) -> None:
     if not relied:
         return
     n = len(relied)
-    paged = sum(o.paged is not None and o.paged <= 1000 for o in relied)
-    event = sum(o.changed is not None and o.changed <= 2000 for o in relied)
-    line = f"\nall feature faults on a relied-on feature: n={n}, paged<=1k {paged / n:.0%}, event<=2k {event / n:.0%}"
+    paged = [o.paged for o in relied if o.paged is not None and o.paged <= 1000]
+    event = [o.changed for o in relied if o.changed is not None and o.changed <= 2000]
+    print(f"\nall feature faults on a relied-on feature: n={n}, paged<=1k {len(paged) / n:.0%} "
+          f"(median {statistics.median(paged) if paged else '-'}), event<=2k {len(event) / n:.0%} "
+          f"(median {statistics.median(event) if event else '-'})")
     if local:
-        by_local = sum(o.local is not None and o.local <= 2000 for o in relied)
-        line += f", a local change event naming it <=2k {by_local / n:.0%}"
-    print(line)
+        by_local = [o for o in relied if o.local is not None and o.local <= 2000]
+        first = [o for o in by_local if o.local == o.changed]
+        only = [o for o in relied if o.only_local]
+        print(f"  a local change event named it <=2k: {len(by_local) / n:.0%}; the first change event naming it (or tied) "
+              f"was local's: {len(first) / n:.0%}; only local's named it: {len(only) / n:.0%}")
 
 
 def main() -> None:
