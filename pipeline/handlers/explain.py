@@ -33,7 +33,7 @@ from ..core.explainers import ISAGE
 from ..core.increments import Block
 from ..core.prequential import MAX_LOSS
 from ..core.rng import derive_seed
-from ..core.stream import StreamExplainer
+from ..core.stream import ExplanationValue, StreamExplainer
 from ..metrics import Metrics
 from ..plan import explainer_changes, stream_explainer
 from ..settings import Settings
@@ -221,8 +221,8 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
             return False
         explain = self._decisions.get(task.position, task.explain)
         try:  # build=False: no values, but the blocks start anew where the original run reported
-            if explain:  # the local series' block too, as the original run gathered it
-                self._local_series(task, st, self._attribute(task, st))
+            if explain and self.settings.for_stream(task.stream_id).local_change:  # its block as the original run
+                self._local_series(task, st, self._attribute(task, st))  # gathered it
             st.explainer.step(task.step, task.x, task.y, explain=explain, loss=task.loss, build=False,
                               position=task.position)
             st.explainer.take_faults()  # sent when the task first came
@@ -363,8 +363,9 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
             got.method, got.exact, n_background, stderr, got.n_evaluations, task.event_id,
             {f: task.x[f] for f in values}, rest, len(got.values))))]
 
-    def _local_series(self, task: _Task, st: _GroupState, local: tuple[Attribution, int] | None) -> list:
-        """With ``local_change``: ``got`` folded into the group's local series, and the values of
+    def _local_series(self, task: _Task, st: _GroupState,
+                      local: tuple[Attribution, int] | None) -> list[ExplanationValue]:
+        """With ``local_change``: the values of ``local`` folded into the group's local series, and the values of
         the report it completes (every ``emit_every`` local explanations) for the change agent."""
         s = self.settings.for_stream(task.stream_id)
         if local is None or not s.local_change:
