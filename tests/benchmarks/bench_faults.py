@@ -1,6 +1,6 @@
 """Data-pipeline faults injected into real and synthetic streams, run on demand:
 ``python tests/benchmarks/bench_faults.py [--streams elec2,agrawal,shuttle] [--models hat,lr] [--seeds 20] [--first-seed 0]
-[--kinds ...] [--gradual] [--after 2000] [--local] [--verbose]``.
+[--kinds ...] [--gradual] [--after 2000] [--local] [--no-inputs] [--verbose]``.
 
 Each stream runs once as recorded through the explainers (the settings' defaults) and the change
 detector, as the worker runs them. At a seeded random position of each seed the whole state is
@@ -20,7 +20,7 @@ side by side, so the spread between the two tables says how much a share moves b
 settings ``local`` and ``local_change``): each feature's mean absolute attribution per report is
 watched beside iPFI, iSAGE and iPDP. Its column gives the share of faults a change event of
 that series named within 2,000 events; run with and without it on the same seeds to see what
-it adds.
+it adds (``--no-inputs``: to the explainers' series alone, without the watch of the inputs).
 """
 
 from __future__ import annotations
@@ -227,10 +227,10 @@ class Outcome:
 
 
 def run_stream(stream: str, model: str, seeds: list[int], kinds: list[str], after: int, gradual: bool,
-               n: int, local: bool = False) -> tuple[list[Outcome], Run, int]:
+               n: int, local: bool = False, inputs: bool = True) -> tuple[list[Outcome], Run, int]:
     features, events = STREAMS[stream](n)
     n = len(events)
-    s = Settings(features=features, local=local, local_change=local, **MODELS[model])
+    s = Settings(features=features, local=local, local_change=local, change_inputs=inputs, **MODELS[model])
     rng = random.Random(f"{stream}/{model}")
     spots = sorted((rng.randrange(3000, n - after - 1), seed) for seed in seeds)
     pipe = Pipeline(s, stream)
@@ -323,6 +323,8 @@ def main() -> None:
     ap.add_argument("--gradual", action="store_true", help="phase each fault in over 2,000 events")
     ap.add_argument("--local", action="store_true", help="local attributions of every prediction, their mean "
                     "absolute value per feature watched as change series (local_change)")
+    ap.add_argument("--no-inputs", action="store_true", help="without the watch of the inputs (change_inputs off): "
+                    "what the explanations' series page alone")
     ap.add_argument("--verbose", action="store_true", help="print every fault's outcome")
     a = ap.parse_args()
     kinds = a.kinds.split(",")
@@ -331,7 +333,8 @@ def main() -> None:
         for model in a.models.split(","):
             t0 = time.perf_counter()
             seeds = list(range(a.first_seed, a.first_seed + a.seeds))
-            out, rec, n = run_stream(stream, model, seeds, kinds, a.after, a.gradual, a.events, a.local)
+            out, rec, n = run_stream(stream, model, seeds, kinds, a.after, a.gradual, a.events, a.local,
+                                     not a.no_inputs)
             all_out += out
             if a.verbose:
                 for o in out:
