@@ -223,6 +223,7 @@ class Settings:
     local: bool = _f(False, "local attributions: each sampled prediction's exact Shapley values (sampled with a standard error for models without a known structure) on the local-explanations topic, against iSAGE's reservoir of recent values (needs isage among the explainers)")
     local_sample_rate: float = _f(1.0, "fraction of predictions explained locally when local is on (deterministic by stream and seq)")
     local_top_k: int = _f(0, "features a local explanation lists: the k largest by absolute value, with the event's value of each; the others' sum is its rest (0: every feature)")
+    local_change: bool = _f(False, "the change test also watches each feature's mean absolute local attribution, one value every emit_every local explanations (explainer local on the explanations topic; needs local)")
     local_class: str = _f("predicted", "class whose probability a local explanation of a classifier explains: predicted (the class the model predicts for the event) or target_class (the stream's target_class, whatever the prediction); the message's target names it")
     fast_path: str = _f("auto", "auto: evaluate recognised river models (Hoeffding trees, ARF, linear and logistic regression) from their internals, exactly the values of calling them and several times faster; off: always call the model")
     # Labels
@@ -325,6 +326,8 @@ class Settings:
             raise bad(f"local=true needs isage among the explainers ({', '.join(self.explainers)}) with "
                       f"isage_removal=interventional (not {self.isage_removal}): its reservoir of recent values is "
                       "the background of the local attributions")
+        if self.local_change and not self.local:
+            raise bad("local_change=true watches the local attributions: it needs local=true")
         if not 0 < self.alpha <= 1:
             raise bad(f"alpha={self.alpha} must be in (0, 1]")
         unknown = set(self.explainers) - set(EXPLAINER_NAMES)

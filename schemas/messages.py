@@ -215,7 +215,9 @@ class Explanation(Message):
 
     ``model_version`` is the number of events the explained model had learned (= ``seq``
     position in its stream), ``n_explained`` how many events went into the estimate and
-    ``n_seen`` how many the explainer saw (the rest were shed under the budget).
+    ``n_seen`` how many the explainer saw (the rest were shed under the budget). Explainer
+    ``local`` (with the setting ``local_change``) is each feature's mean absolute local
+    attribution over the ``n`` local explanations of its ``block``.
 
     What change detection and confidence bounds need: ``stderr``, the standard error of
     ``value`` (or null); ``block``, the per-event increments folded in since this series'

@@ -13,6 +13,7 @@ from streamxai.schemas.change_feed import FAULTS_SCHEMA, ROWS_V1, faults_of, fee
 from streamxai.schemas.parsing import explanation_fields, usual_explanation, usual_report, usual_series
 from streamxai.schemas.wire import decoded_or_none
 
+from ..core.attribution.series import LOCAL
 from ..core.change import Change, Episode, StreamChangeDetector, ranks
 from ..core.change.events import INPUTS, KINDS, ci, loss_z
 from ..core.change.inputs import InputFault
@@ -129,13 +130,28 @@ def _pair(v: list) -> tuple[float, float]:
     return (math.nan if v[0] is None else float(v[0]), math.nan if v[1] is None else float(v[1]))
 
 
+def _is_series(s: Settings, explainer: str, feature: str) -> bool:
+    """Whether ``explainer``/``feature`` is a series of a stream of settings ``s`` (:func:`stream_detector`)."""
+    return (explainer in s.explainers or explainer == LOCAL and s.local_change) and feature in s.features
+
+
 def stream_detector(s: Settings) -> StreamChangeDetector:
-    """The change detector of one stream under settings ``s``."""
+    """The change detector of one stream under settings ``s``: a series per explainer and feature,
+    and with ``local_change`` one per feature of the mean absolute local attribution
+    (:data:`~streamxai.core.attribution.series.LOCAL`), tested beside the watched explainers'.
+
+    >>> from streamxai.settings import Settings
+    >>> s = Settings(features=["a", "b"], explainers=["ipfi", "isage"], change_explainers=["ipfi"])
+    >>> stream_detector(s).series, stream_detector(s.replace(local=True, local_change=True)).tested
+    ([('ipfi', 'a'), ('ipfi', 'b'), ('isage', 'a'), ('isage', 'b')], ['ipfi', 'local'])
+    """
+    explainers = [*s.explainers, LOCAL] if s.local_change else list(s.explainers)
+    watched = [*s.change_explainers, LOCAL] if s.local_change else s.change_explainers
     return StreamChangeDetector(
-        [(e, f) for e in s.explainers for f in s.features],
+        [(e, f) for e in explainers for f in s.features],
         delta=s.change_delta, min_effect=s.change_min_effect, min_samples=s.change_min_samples,
         max_increments=s.change_window, warmup=s.change_warmup, episode_gap=s.change_episode_gap,
-        tested=[e for e in s.explainers if e in s.change_explainers] or None, alert_kinds=s.change_alert_kinds,
+        tested=[e for e in explainers if e in watched] or None, alert_kinds=s.change_alert_kinds,
         episode_max=s.change_episode_max, fault_share=s.change_fault_share,
     )
 
@@ -182,7 +198,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     #: what stream_detector builds a stream's change test from
     SHAPED_BY = ("explainers", "features", "change_explainers", "change_delta", "change_min_effect", "change_min_samples",
                  "change_window", "change_warmup", "change_episode_gap", "change_alert_kinds", "change_episode_max",
-                 "change_fault_share")
+                 "change_fault_share", "local_change")
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
                  checkpoints: CheckpointStore | None = None):
@@ -277,10 +293,11 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         s = self.settings.for_stream(p.stream_id)
         if p.faults is not None:
             return p
-        if p.explainer not in s.explainers or p.feature not in s.features:
+        if not _is_series(s, p.explainer, p.feature):
+            watched = [*s.explainers, LOCAL] if s.local_change else s.explainers
             raise SchemaMismatch(
                 f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
-                f"{s.explainers} x features; every worker must run with the same settings", where=where)
+                f"{watched} x features; every worker must run with the same settings", where=where)
         self._feed_bounds(s).check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=where)
         return p
 
@@ -341,7 +358,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         whose fields passed :func:`~streamxai.schemas.parsing.usual_report` and
         :func:`~streamxai.schemas.parsing.usual_series`, if it is a series of its stream and its
         blocks lie within the stream's bounds; None otherwise."""
-        if explainer not in s.explainers or feature not in s.features:
+        if not _is_series(s, explainer, feature):
             return None
         block = loss = None
         if raw_block is not None and (block := bounds.usual_block(explainer, raw_block, n_explained)) is None:

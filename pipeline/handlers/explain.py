@@ -24,15 +24,16 @@ from streamxai.schemas.change_feed import pack_faults
 from streamxai.schemas.features import check_feature_event
 from streamxai.schemas.parsing import explain_task_fields
 
-from ..core.attribution import attribute, top_k
+from ..core.attribution import Attribution, attribute, top_k
 from ..core.attribution.flat_walk import LeafMemo
+from ..core.attribution.series import LocalSeries
 from ..core.budget import LagShedder
 from ..core.change.inputs import InputFault
 from ..core.explainers import ISAGE
 from ..core.increments import Block
 from ..core.prequential import MAX_LOSS
 from ..core.rng import derive_seed
-from ..core.stream import StreamExplainer
+from ..core.stream import ExplanationValue, StreamExplainer
 from ..metrics import Metrics
 from ..plan import explainer_changes, stream_explainer
 from ..settings import Settings
@@ -71,6 +72,8 @@ class _GroupState:
     skipped: int = 0
     #: decisions recorded by an earlier run for tasks not yet processed again (position -> explain)
     recorded: dict[int, bool] = field(default_factory=dict)
+    #: the mean absolute local attributions of the report being gathered (``local_change``)
+    local_series: LocalSeries | None = None
 
 
 class ExplainHandler(MessageHandler[_Task, _GroupState]):
@@ -218,6 +221,8 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
             return False
         explain = self._decisions.get(task.position, task.explain)
         try:  # build=False: no values, but the blocks start anew where the original run reported
+            if explain and self.settings.for_stream(task.stream_id).local_change:  # its block as the original run
+                self._local_series(task, st, self._attribute(task, st))  # gathered it
             st.explainer.step(task.step, task.x, task.y, explain=explain, loss=task.loss, build=False,
                               position=task.position)
             st.explainer.take_faults()  # sent when the task first came
@@ -277,10 +282,13 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         se = st.explainer
         version = se.model_version
         fallbacks = se.fallbacks
-        local = self._local(task, st, version) if explain else []
+        got = self._attribute(task, st) if explain else None
+        local = self._local_message(task, got, version)
+        series = self._local_series(task, st, got)
         # an explainer that raises (the replica may be half-updated): the skeleton drops the
         # group, so the next task rebuilds it by replay, and dead-letters the task (explain_error)
         values = se.step(task.step, task.x, task.y, explain=explain, loss=task.loss, position=task.position)
+        values += series
         faults = se.take_faults()
         st.last_position = task.position
         st.skipped = 0 if explain else st.skipped + int(task.explain)
@@ -316,36 +324,56 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         return outs
 
 
-    def _local(self, task: _Task, st: _GroupState, version: int) -> list[Out]:
+    def _attribute(self, task: _Task, st: _GroupState) -> tuple[Attribution, int] | None:
         """The local attribution of the prediction of ``task``'s event, by the replica as it is
         before the step (the model that made it), when the stream has ``local`` on, the step is
         the event's prediction (``predict``, or ``both`` with its label in line), this group runs
         iSAGE (whose reservoir of recent values is the background) and the event falls in
         ``local_sample_rate`` (by its stream and seq, so a replay decides alike). A classifier is
         explained on the probability of its predicted class, or of ``target_class`` when
-        ``local_class`` says so; the message's ``target`` names the class."""
+        ``local_class`` says so. With the number of rows of the background (0: empty, ``x`` its own)."""
         s = self.settings.for_stream(task.stream_id)
         if not s.local or task.step == "learn":
-            return []
+            return None
         if s.local_sample_rate < 1 and derive_seed(s.explain_seed, "local", task.stream_id, task.seq) >= \
                 s.local_sample_rate * 2 ** 63:
-            return []
+            return None
         se = st.explainer
         isage = next((e for e in se.explainers if isinstance(e, ISAGE)), None)
         if isage is None:
-            return []
+            return None
         background = isage.removal_state.reservoir.items
         memo = self._memos.setdefault(se, LeafMemo())
         target_class = s.target_class if s.local_class == "target_class" else None  # None: the predicted class
         got = attribute(se.current_model, task.x, background or [task.x], s.features, target_class=target_class,
                         max_exact=12, seed=derive_seed(s.explain_seed, "local", task.stream_id, task.seq), memo=memo)
+        return got, len(background)
+
+    def _local_message(self, task: _Task, local: tuple[Attribution, int] | None, version: int) -> list[Out]:
+        """The local-explanations message of ``local`` (none without it); its ``target`` names the class."""
+        if local is None:
+            return []
+        got, n_background = local
+        s = self.settings.for_stream(task.stream_id)
         values, rest = top_k(got.values, s.local_top_k)
         stderr = {f: e for f, e in got.stderr.items() if f in values} or None
         self.metrics.inc("local_explanations_out")
         return [Out("local-explanations", task.stream_id.encode(), dumps(LocalExplanation(
             task.stream_id, task.seq, task.position, version, got.target, got.prediction, got.base, values,
-            got.method, got.exact, len(background), stderr, got.n_evaluations, task.event_id,
+            got.method, got.exact, n_background, stderr, got.n_evaluations, task.event_id,
             {f: task.x[f] for f in values}, rest, len(got.values))))]
+
+    def _local_series(self, task: _Task, st: _GroupState,
+                      local: tuple[Attribution, int] | None) -> list[ExplanationValue]:
+        """With ``local_change``: the values of ``local`` folded into the group's local series, and the values of
+        the report it completes (every ``emit_every`` local explanations) for the change agent."""
+        s = self.settings.for_stream(task.stream_id)
+        if local is None or not s.local_change:
+            return []
+        if st.local_series is None:
+            st.local_series = LocalSeries(s.features, s.emit_every)
+        st.local_series.emit_every = s.emit_every  # the stream's report cadence now, as the explainers'
+        return st.local_series.add(local[0].values)
 
 
 def _max_position(seq: int, step: str, max_label_delay: int) -> int:

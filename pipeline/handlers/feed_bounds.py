@@ -17,6 +17,7 @@ from typing import Any
 from streamxai.schemas import BadValue
 from streamxai.schemas.parsing import usual_moments
 
+from ..core.attribution.series import LOCAL
 from ..core.increments import Block
 from ..core.losses import Brier, BrierOf, CrossEntropy, get_loss, has_unbiased_mean, zero_one
 from ..core.prequential import MAX_LOSS
@@ -42,6 +43,9 @@ class FeedBounds:
     - iSAGE: one coalition's loss minus the next one's, each an estimate in ``[0, L]``, or in
       ``[-L, L]`` for a loss whose estimate of a mean prediction is unbiased (a U-statistic,
       :func:`~streamxai.core.losses.has_unbiased_mean`): within ``[-L, L]`` or ``[-2L, 2L]``;
+    - the local series (``local_change``): the absolute Shapley value of a class probability,
+      an average of marginal contributions of a game whose values lie in ``[0, 1]``: within
+      ``[0, 1]`` (the bound is taken as ``[-1, 1]``); of a regression's value, no bound;
     - iPDP on a probability (classification): an ICE curve of ``K >= 2`` values in ``[0, 1]``
       against the PD curve's gradient, whose norm is ``1 / sqrt(K - 1)``: at most
       ``sqrt(K / (K - 1)) <= sqrt(2)`` (half that while the gradient's deviations sum to 0; a
@@ -162,4 +166,6 @@ def feed_bounds(s: Settings) -> FeedBounds:
             width = loss_range(spec.loss)
             unbiased = spec.name == "isage" and has_unbiased_mean(get_loss(spec.loss))
             increments[spec.name] = min(MAX_LOSS, 2 * width if unbiased else width)
+    if s.local_change:  # |phi| of a class probability (in [0, 1]: every marginal contribution is), or of a value
+        increments[LOCAL] = 1.0 if s.task == "classification" else MAX_LOSS
     return FeedBounds(increments, loss_range(s.loss), s.emit_every)

@@ -36,7 +36,8 @@ PLOT_MAX_CHANGES = 20_000
 PLOT_MAX_EPISODES = 10_000
 #: topics a deployment made by an older streamxai may lack: read when they exist
 LATER_TOPICS = ("change-episodes", "local-explanations")
-NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)"}
+NAMES = {"ipfi": "iPFI", "isage": "iSAGE", "ipdp": "iPDP (importance: spread of the PD curve)",
+         "local": "Local (mean |Shapley value| per prediction)"}
 
 
 def require_matplotlib() -> None:

@@ -1,6 +1,6 @@
 """Data-pipeline faults injected into real and synthetic streams, run on demand:
 ``python tests/benchmarks/bench_faults.py [--streams elec2,agrawal,shuttle] [--models hat,lr] [--seeds 20] [--first-seed 0]
-[--kinds ...] [--gradual] [--after 2000] [--verbose]``.
+[--kinds ...] [--gradual] [--after 2000] [--local] [--no-inputs] [--verbose]``.
 
 Each stream runs once as recorded through the explainers (the settings' defaults) and the change
 detector, as the worker runs them. At a seeded random position of each seed the whole state is
@@ -17,6 +17,12 @@ loss, alerting on its detections. The recorded runs give the alerts and change e
 events on the streams without faults. Rules are tuned on one range of seeds and judged on
 another never run before (``--first-seed``); within a run, the even and the odd seeds are shown
 side by side, so the spread between the two tables says how much a share moves by chance.
+
+``--local`` turns on local attributions of every prediction and their change series (the
+settings ``local`` and ``local_change``): each feature's mean absolute attribution per report is
+watched beside iPFI, iSAGE and iPDP. Its column gives the share of faults a change event of
+that series named within 2,000 events; run with and without it on the same seeds to see what
+it adds (``--no-inputs``: to the explainers' series alone, without the watch of the inputs).
 """
 
 from __future__ import annotations
@@ -38,8 +44,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from river import drift as river_drift  # noqa: E402
 from river.datasets import synth  # noqa: E402
+from streamxai.core.attribution import attribute  # noqa: E402
+from streamxai.core.attribution.flat_walk import LeafMemo  # noqa: E402
+from streamxai.core.attribution.series import LOCAL, LocalSeries  # noqa: E402
+from streamxai.core.explainers import ISAGE  # noqa: E402
 from streamxai.core.losses import get_loss  # noqa: E402
 from streamxai.core.model import ModelFunction  # noqa: E402
+from streamxai.core.rng import derive_seed  # noqa: E402
 from streamxai.handlers.change import stream_detector  # noqa: E402
 from streamxai.plan import stream_explainer  # noqa: E402
 from streamxai.settings import AGRAWAL_FEATURES, Settings  # noqa: E402
@@ -112,9 +123,28 @@ class Pipeline:
         self.adwin = river_drift.ADWIN(delta=0.002)
         self.fn = ModelFunction(self.se.current_model, output=s.output)
         self.loss = get_loss(s.loss)
+        # with local_change: each prediction's local attribution, as the worker's explain handler makes it
+        self.local = LocalSeries(s.features, s.emit_every) if s.local_change else None
+        self.isage = next((e for e in self.se.explainers if isinstance(e, ISAGE)), None)
+        self.memo: LeafMemo | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "memo": None}  # a cache of the model's leaves, rebuilt
+
+    def attributions(self, t: int, x: dict) -> list:
+        """The local series' report, if this prediction completes one (the model before it learns ``x``)."""
+        if self.local is None or self.isage is None:
+            return []
+        if self.memo is None:
+            self.memo = LeafMemo()
+        background = self.isage.removal_state.reservoir.items
+        got = attribute(self.se.model, x, background or [x], self.s.features, max_exact=12,
+                        seed=derive_seed(self.s.explain_seed, "local", "bench", t), memo=self.memo)
+        return self.local.add(got.values)
 
     def step(self, t: int, x: dict, y: Any, run: Run) -> None:
         report = (t + 1) % self.s.emit_every == 0
+        local = self.attributions(t, x)
         if y is None:
             self.se.process_one(x, None, position=t)
             values = []
@@ -124,6 +154,7 @@ class Pipeline:
             if self.adwin.drift_detected:
                 run.adwin.append(t)
             values = self.se.process_one(x, y, report=report, loss=loss, position=t)
+        values = [*values, *local]
         found = []
         faults = self.se.take_faults()
         if faults:
@@ -194,15 +225,17 @@ class Outcome:
     share: float
     paged: int | None  # delay of the first message of a page naming the feature (label faults: any page)
     changed: int | None  # delay of the first change event naming it
+    local: int | None  # delay of the first change event of the local series naming it (--local)
+    only_local: bool  # every change event naming it within 2,000 events is of the local series
     adwin: int | None
     named: str
 
 
 def run_stream(stream: str, model: str, seeds: list[int], kinds: list[str], after: int, gradual: bool,
-               n: int) -> tuple[list[Outcome], Run, int]:
+               n: int, local: bool = False, inputs: bool = True) -> tuple[list[Outcome], Run, int]:
     features, events = STREAMS[stream](n)
     n = len(events)
-    s = Settings(features=features, **MODELS[model])
+    s = Settings(features=features, local=local, local_change=local, change_inputs=inputs, **MODELS[model])
     rng = random.Random(f"{stream}/{model}")
     spots = sorted((rng.randrange(3000, n - after - 1), seed) for seed in seeds)
     pipe = Pipeline(s, stream)
@@ -237,17 +270,21 @@ def run_stream(stream: str, model: str, seeds: list[int], kinds: list[str], afte
             own = {first for first in run.paged_at if first not in paged_before}
             pages = [t - at for t, feats, _, first in run.pages
                      if first in own and (label or f in feats or (kind == "swap" and g in feats))]
-            changed = [t - at for t, e, ff in run.changes if ff in (f, g) if kind == "swap" or ff == f]
+            naming = [(t - at, e) for t, e, ff in run.changes if ff in (f, g) if kind == "swap" or ff == f]
+            changed = [d for d, _ in naming]
+            local_changed = [d for d, e in naming if e == LOCAL]
             named = next((",".join(sorted(feats)) + f" ({why})" for t, feats, why in run.alerts), "")
             outcomes.append(Outcome(stream, model, kind, seed, f, share, pages[0] if pages else None,
-                                    changed[0] if changed else None, run.adwin[0] - at if run.adwin else None, named))
+                                    changed[0] if changed else None, local_changed[0] if local_changed else None,
+                                    bool(local_changed) and all(e == LOCAL for d, e in naming if d <= 2000),
+                                    run.adwin[0] - at if run.adwin else None, named))
     return outcomes, recorded, n
 
 
-def table(outcomes: list[Outcome], title: str) -> None:
+def table(outcomes: list[Outcome], title: str, local: bool = False) -> None:
     print(f"\n{title}")
     print(f"{'stream':8} {'model':5} {'fault':9} {'reliance':20} {'n':>3} {'paged<=1k':>9} {'median':>6} "
-          f"{'event<=2k':>9} {'ADWIN<=1k':>9}  named by the first alert")
+          f"{'event<=2k':>9} {'ADWIN<=1k':>9}{' local<=2k' if local else ''}  named by the first alert")
     groups: dict[tuple, list[Outcome]] = collections.defaultdict(list)
     for o in outcomes:
         label = o.kind in ("flip", "stop")
@@ -257,10 +294,30 @@ def table(outcomes: list[Outcome], title: str) -> None:
         paged = [o.paged for o in os_ if o.paged is not None and o.paged <= 1000]
         event = [o for o in os_ if o.changed is not None and o.changed <= 2000]
         adwin = [o for o in os_ if o.adwin is not None and o.adwin <= 1000]
+        by_local = f" {sum(o.local is not None and o.local <= 2000 for o in os_) / len(os_):9.0%}" if local else ""
         med = f"{statistics.median(paged):.0f}" if paged else "-"
         names = collections.Counter(o.named for o in os_ if o.named).most_common(1)
         print(f"{stream:8} {model:5} {kind:9} {bucket:20} {len(os_):3d} {len(paged) / len(os_):9.0%} {med:>6} "
-              f"{len(event) / len(os_):9.0%} {len(adwin) / len(os_):9.0%}  {names[0][0] if names else ''}")
+              f"{len(event) / len(os_):9.0%} {len(adwin) / len(os_):9.0%}{by_local}  {names[0][0] if names else ''}")
+
+
+def totals(outcomes: list[Outcome], local: bool) -> None:
+    """The shares over every fault on a feature the model relied on (10% or more), label faults apart."""
+    relied = [o for o in outcomes if o.kind in FEATURE_KINDS and o.share >= 0.10]
+    if not relied:
+        return
+    n = len(relied)
+    paged = [o.paged for o in relied if o.paged is not None and o.paged <= 1000]
+    event = [o.changed for o in relied if o.changed is not None and o.changed <= 2000]
+    print(f"\nall feature faults on a relied-on feature: n={n}, paged<=1k {len(paged) / n:.0%} "
+          f"(median {statistics.median(paged) if paged else '-'}), event<=2k {len(event) / n:.0%} "
+          f"(median {statistics.median(event) if event else '-'})")
+    if local:
+        by_local = [o for o in relied if o.local is not None and o.local <= 2000]
+        first = [o for o in by_local if o.local == o.changed]
+        only = [o for o in relied if o.only_local]
+        print(f"  a local change event named it <=2k: {len(by_local) / n:.0%}; the first change event naming it (or tied) "
+              f"was local's: {len(first) / n:.0%}; only local's named it: {len(only) / n:.0%}")
 
 
 def main() -> None:
@@ -273,6 +330,10 @@ def main() -> None:
     ap.add_argument("--after", type=int, default=2000, help="events run after each fault")
     ap.add_argument("--events", type=int, default=45_312, help="events of each stream at most")
     ap.add_argument("--gradual", action="store_true", help="phase each fault in over 2,000 events")
+    ap.add_argument("--local", action="store_true", help="local attributions of every prediction, their mean "
+                    "absolute value per feature watched as change series (local_change)")
+    ap.add_argument("--no-inputs", action="store_true", help="without the watch of the inputs (change_inputs off): "
+                    "what the explanations' series page alone")
     ap.add_argument("--verbose", action="store_true", help="print every fault's outcome")
     a = ap.parse_args()
     kinds = a.kinds.split(",")
@@ -281,7 +342,8 @@ def main() -> None:
         for model in a.models.split(","):
             t0 = time.perf_counter()
             seeds = list(range(a.first_seed, a.first_seed + a.seeds))
-            out, rec, n = run_stream(stream, model, seeds, kinds, a.after, a.gradual, a.events)
+            out, rec, n = run_stream(stream, model, seeds, kinds, a.after, a.gradual, a.events, a.local,
+                                     not a.no_inputs)
             all_out += out
             if a.verbose:
                 for o in out:
@@ -292,10 +354,13 @@ def main() -> None:
                   f"{len(rec.alerts) * per:.1f} alerts per 100,000 events (ADWIN on the loss: "
                   f"{len(rec.adwin) * per:.1f}), longest episode {longest} events; "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
+            by = collections.Counter(e for _, e, _ in rec.changes)
+            print("  recorded change events by series: " + ", ".join(f"{e} {k * per:.1f}" for e, k in sorted(by.items())))
             for t, feats, why in rec.alerts:
                 print(f"  recorded alert at {t}: {why} on {','.join(sorted(feats))}")
-    table([o for o in all_out if o.seed % 2 == 0], "even seeds")
-    table([o for o in all_out if o.seed % 2 == 1], "odd seeds")
+    table([o for o in all_out if o.seed % 2 == 0], "even seeds", a.local)
+    table([o for o in all_out if o.seed % 2 == 1], "odd seeds", a.local)
+    totals(all_out, a.local)
 
 
 if __name__ == "__main__":

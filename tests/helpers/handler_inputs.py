@@ -60,10 +60,13 @@ def explanation_msg(stream_id, explainer, feature, seq, value, block, n_explaine
                       "model_loss": mom(loss), "var_factor": None, "position": seq})
 
 
-def run_handlers(s: Settings, events: list) -> dict[str, list[dict]]:
+def run_handlers(s: Settings, events: list, handlers: dict | None = None) -> dict[str, list[dict]]:
     """Feature events (or raw bytes) through the model, explain and change handlers of one
-    worker, in process; every message they send, decoded, by topic."""
+    worker, in process; every message they send, decoded, by topic. ``handlers``: a dict that
+    gets the three handlers (by stage), to look at their state after the run."""
     model, explain, change = ModelHandler(s), ExplainHandler(s), ChangeHandler(s)
+    if handlers is not None:
+        handlers.update(model=model, explain=explain, change=change)
     out: dict[str, list[dict]] = {}
 
     offsets: dict[str, int] = {}

@@ -1,7 +1,8 @@
 """A worker with ``local`` on, on a real broker: every explained prediction gets one local
 explanation of the model version that made it, equal to the in-process reference, summing to the
-prediction minus the base value; ``streamxai tail local-explanations`` and ``streamxai plot
---local`` show those messages' numbers."""
+prediction minus the base value; with ``local_change`` each feature's mean absolute value over
+every ``emit_every`` of them goes to the explanations topic as explainer ``local``; ``streamxai
+tail local-explanations`` and ``streamxai plot --local`` show those messages' numbers."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from streamxai.worker import spawn_worker, stop_worker
 
 
 def test_a_worker_sends_each_prediction_s_local_explanation(bootstrap, tmp_path, capsys):
-    s = make_settings(bootstrap, str(tmp_path / "state"), local=True, explain_groups=2)
+    s = make_settings(bootstrap, str(tmp_path / "state"), local=True, local_change=True, explain_groups=2)
     assert len(s.features) == 9
     events = list(agrawal_events("why", 200, seed=7))
     se = stream_explainer(s, "why")
@@ -33,6 +34,8 @@ def test_a_worker_sends_each_prediction_s_local_explanation(bootstrap, tmp_path,
     try:
         produce_events(s, events)
         got = collect(s, "local-explanations", lambda ms: len({m["seq"] for m in ms}) >= len(events))
+        n_series = len(events) // s.emit_every * len(s.features)
+        series = collect(s, "explanations", lambda ms: sum(m["explainer"] == "local" for m in ms) >= n_series)
     finally:
         stop_worker(proc)
     by_seq = {m["seq"]: m for m in got}
@@ -41,6 +44,11 @@ def test_a_worker_sends_each_prediction_s_local_explanation(bootstrap, tmp_path,
         assert m["model_version"] == seq and m["exact"] and m["method"] == "tree"
         assert m["values"] == want[seq].values and m["base"] == want[seq].base
         assert abs(sum(m["values"].values()) - (m["prediction"] - m["base"])) < 1e-9
+    series = sorted((m["seq"], m["feature"], m["value"]) for m in series if m["explainer"] == "local")
+    assert len(series) == n_series
+    for seq, feature, value in series:
+        window = [abs(by_seq[q]["values"][feature]) for q in range(seq - s.emit_every + 1, seq + 1)]
+        assert value == pytest.approx(sum(window) / s.emit_every, rel=1e-12, abs=1e-15)
     assert "Traceback" not in (tmp_path / "worker.log").read_text(errors="replace")
     common = ["--bootstrap", bootstrap, "--set", f"topic_prefix={s.topic_prefix}"]
     _tail_shows_each_event(by_seq, common, capsys)

@@ -42,6 +42,7 @@ import streamxai.core
 from river import base as river_base
 from river import linear_model, tree
 from streamxai.core.attribution import LocalShapley
+from streamxai.core.attribution.series import LocalSeries
 from streamxai.core.base import Component
 from streamxai.core.batch import IntervalPFI, SlidingWindowSAGE
 from streamxai.core.budget import EventSampler, LagShedder
@@ -142,6 +143,18 @@ def local_step(ex: LocalShapley, x: dict, i: int) -> dict:
     ex.learn_one(x)
     return {"values": values, "base": ex.base_value, "prediction": ex.prediction, "target": ex.target,
             "method": ex.method, "stderr": ex.stderr, "n_evaluations": ex.n_evaluations, "background": ex.background}
+
+
+def local_series_step(series: LocalSeries, values: dict, i: int) -> dict:
+    """Fold in one prediction's attributions; the report it completes, if any."""
+    report = series.add(values)
+    return {"report": [[v.explainer, v.feature, v.value, v.n_explained, v.block.to_dict()] for v in report],
+            "n_explained": series.n_explained}
+
+
+def signed_values(n: int, seed: int) -> list[dict]:
+    """Attributions of both signs, as a prediction's local values are."""
+    return [{f: v - 0.6 for f, v in x.items()} for x in numeric_xs(n, seed)]
 
 
 def interval_step(ex: IntervalPFI, item: tuple[dict, Any], i: int) -> dict:
@@ -485,6 +498,8 @@ CASES = [
          lambda: numeric_xs(60, seed=16), local_step, seeded=True),
     Case("LocalShapley-sampled", lambda s: LocalShapley(linear_value, NUMERIC, storage_size=5, max_evaluations=40, seed=s),
          lambda: numeric_xs(40, seed=17), local_step, seeded=True),
+    Case("LocalSeries", lambda s: LocalSeries(NUMERIC, emit_every=4), lambda: signed_values(30, seed=22),
+         local_series_step, seeded=False),
     Case("StreamExplainer",
          lambda s: stream_explainer(small_settings(s), "s"),
          lambda: agrawal_stream(60, seed=20, unlabelled=(10,)), stream_step, seeded=True),
