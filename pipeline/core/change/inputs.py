@@ -461,9 +461,7 @@ class InputMonitor(Component):
         half already: a fault that phases in grows over both, where a whole one is found by the
         other tests before that."""
         k = self.recent
-        smooth = not whole_order >= _INDEPENDENT
-        if smooth and (np.isnan(whole_order) or np.isnan(values).any()):
-            return None
+        smooth = whole_order < _INDEPENDENT  # (NaN, missing values in the reference: as independent ones)
         old, span = values[:len(values) // 2], values[-2 * k:]
         what = None
         common, counts = np.unique(span[k:], return_counts=True)  # (missing values: one value)

@@ -130,6 +130,7 @@ def phased_in(xs: list[dict], feature: str, fault, rng: random.Random, width: in
 
 
 @pytest.mark.parametrize("kind, what, fault, on", [("stuck", "constant", lambda v: 0.4321, ("u", "z")),
+                                                   ("missing", "constant", lambda v: None, ("u",)),
                                                    ("scale", "scaled", lambda v: 1000.0 * v, ("u",)),
                                                    ("offset", "shifted", lambda v: v + 10.0, ("u", "z"))])
 @pytest.mark.parametrize("seed", [1, 2])
