@@ -158,6 +158,9 @@ class InputMonitor(Component):
     Numeric values are tested; a missing or non-numeric value counts as missing.
     """
 
+    #: the default of ``ordered`` for a checkpoint made without it
+    ordered = 1.0
+
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
                  shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0):
         if recent < 10 or reference < 2 * recent or every < 1:

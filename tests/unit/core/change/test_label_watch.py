@@ -140,3 +140,19 @@ def test_labels_that_stop_for_a_growing_share_of_events_are_found_stopped_in_par
     assert [w for w, _, _ in found][:1] == ["stopped"] and 3000 <= found[0][1] <= found[0][2] <= 3900, found
     rng = random.Random(4)
     assert _run(LabelWatch(), 20_000, lambda t: rng.random() < 1 / 3) == []
+
+
+def test_watches_checkpointed_without_the_rate_and_the_order_bound_restore_and_find_faults():
+    """A label watch pickled before it counted labels per stretch, and an input monitor pickled
+    before it kept ``ordered``, restore with the class defaults and go on finding faults."""
+    import pickle
+
+    watch = LabelWatch()
+    _run(watch, 1500, lambda t: True)
+    for name in ("_window", "_stretch_labels", "_part_reported"):
+        watch.__dict__.pop(name, None)
+    del watch._values.__dict__["ordered"]
+    watch = pickle.loads(pickle.dumps(watch))
+    assert watch._values.ordered == 1.0 and watch._window == ()
+    found = [(f.what, f.start) for t in range(1500, 2000) for f in watch.arrival(t, None)]
+    assert found == [("stopped", 1500)], found
