@@ -166,12 +166,15 @@ def test_settings_of_the_default_model_import_no_river():
                                        and m != "river.__version__"] == [], out
 
 
-def test_an_old_setting_name_in_a_file_is_refused_naming_the_new_one(tmp_path):
+@pytest.mark.parametrize("old, new, value", [("drift_delta", "change_delta", 0.05),
+                                             ("isage_inner_samples", "isage_n_inner_samples", 4)])
+def test_an_old_setting_name_in_a_file_is_refused_naming_the_new_one(tmp_path, old, new, value):
     f = tmp_path / "s.toml"
-    f.write_text("drift_delta = 0.05\n")
+    f.write_text(f"{old} = {value}\n")
     with pytest.raises(ConfigError) as e:
         load_settings(f)
-    assert str(e.value) == f"settings file {f}: setting 'drift_delta' is now 'change_delta'"
+    assert str(e.value) == f"settings file {f}: setting '{old}' is now '{new}'"
+    assert getattr(load_settings(None, **{new: value}), new) == value
 
 
 def test_an_old_setting_name_in_a_stream_profile_is_refused_naming_the_new_one(tmp_path):
@@ -220,10 +223,3 @@ def test_an_explainer_parameter_has_one_name_in_the_explainers_the_spec_and_the_
         assert (f.name in settings) != (f"isage_{f.name}" in settings), f.name
 
 
-def test_isage_inner_samples_is_refused_naming_its_new_name(tmp_path):
-    f = tmp_path / "s.toml"
-    f.write_text("isage_inner_samples = 4\n")
-    with pytest.raises(ConfigError) as e:
-        load_settings(f)
-    assert str(e.value) == f"settings file {f}: setting 'isage_inner_samples' is now 'isage_n_inner_samples'"
-    assert load_settings(None, isage_n_inner_samples=4).isage_n_inner_samples == 4
