@@ -445,6 +445,10 @@ class LocalBroker:
             "log.segment.bytes=16777216",
             "log.retention.hours=24",
             "log.retention.check.interval.ms=60000",
+            # the log cleaner takes its dedupe buffer from the heap as it starts (Kafka's default,
+            # 128 MiB, is most of a small heap); 16 MiB maps about 700,000 keys a cleaning, far more
+            # than a local broker's compacted topics hold
+            "log.cleaner.dedupe.buffer.size=16777216",
             *(f"{k}={v}" for k, v in self.extra_properties.items()),  # the later of two equal keys wins
         ]
         return "\n".join(lines) + "\n"

@@ -127,3 +127,16 @@ def test_the_session_admin_client_logs_to_its_logger_not_to_the_shared_stderr(ad
         admin.poll(0)  # a client with a logger hands its lines over when polled
     assert "partition count changed from 2 to 4" in caplog.text
     assert "rdkafka" not in capfd.readouterr().err
+
+
+def test_a_broker_with_a_small_heap_starts_its_log_cleaner(tmp_path):
+    """The log cleaner takes its dedupe buffer from the heap when it starts (Kafka's default,
+    128 MiB, is most of a small heap): a local broker with a 128 MiB heap starts and answers."""
+    from streamxai.local.ports import free_ports
+
+    port, controller_port = free_ports(2)
+    small = LocalBroker(port, controller_port, data_dir=tmp_path / "small", heap="128m")
+    try:
+        assert small.start(timeout=60).ready
+    finally:
+        small.stop()
