@@ -50,8 +50,8 @@ class ExplainerSpec:
     alpha
         Smoothing parameter of every explainer's exponential smoothing, in ``(0, 1]``.
     storage_size
-        Size, in events, of the reservoir of earlier events the removal samples from (iPFI;
-        iSAGE, per leaf for the observational removal), or of iPDP's frequency storage.
+        Earlier events stored: the size of the reservoir the removal samples from (iPFI;
+        iSAGE, per leaf for the observational removal), or of iPDP's frequency storages.
     n_inner_samples
         iSAGE only: ``m``, the draws of the removed features per coalition.
     removal
