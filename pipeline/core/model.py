@@ -1,17 +1,4 @@
-"""The model an explainer evaluates, with the output to explain made explicit.
-
->>> f = ModelFunction(lambda x: 2.0 * x["a"], output="value")
->>> f({"a": 1.5}), f.many([{"a": 1.0}, {"a": 2.0}]), f.n_evaluations, f.path
-(3.0, [2.0, 4.0], 3, 'black_box')
->>> f.replaced({"a": 1.0, "b": 0.0}, [("a", 3.0), ("b", 5.0)], with_x=True)
-[2.0, 6.0, 2.0]
->>> from river import linear_model
->>> lr = linear_model.LinearRegression()
->>> lr.learn_one({"a": 1.0}, 2.0)
->>> fast, slow = ModelFunction(lr, output="value"), ModelFunction(lr, output="value", fast_path="off")
->>> fast.path, slow.path, fast.replaced({"a": 1.0}, [("a", 2.0)]) == slow.replaced({"a": 1.0}, [("a", 2.0)])
-('fast', 'black_box', True)
-"""
+"""The model an explainer evaluates, with the output to explain made explicit."""
 
 from __future__ import annotations
 
@@ -56,6 +43,52 @@ class ModelFunction(Component):
     ``fast_path="off"`` always calls the model. A call the fast path cannot serve (a part of the
     model it does not recognise) is evaluated by calling the model, and counted in
     ``fallbacks``.
+
+    Parameters
+    ----------
+    model
+        The model explained: a river model (``predict_one`` or ``predict_proba_one``) or a
+        callable ``f(x) -> prediction``. It is evaluated as it is at each call, never trained
+        here; a clone evaluates a copy of it as it is then.
+    output
+        Which prediction is explained: ``"label"``, ``"value"``, ``"proba"`` or ``"proba_of"``
+        (above).
+    target_class
+        The class whose probability ``output="proba_of"`` explains (required there, unused by
+        the other outputs).
+    batch
+        ``rows -> list of predictions``, one call for all rows of ``many``, ``replaced``,
+        ``curves`` and ``coalitions`` (``None``: the model is called once per row, or the fast
+        path serves them). With ``batch`` the fast path is off.
+    fast_path
+        ``"auto"`` (evaluate a recognised river model from its internals) or ``"off"`` (always
+        call the model).
+
+    Attributes
+    ----------
+    n_evaluations
+        Predictions made so far (rows evaluated, one per row whichever path made them).
+    fallbacks
+        Calls the fast path handed back to calling the model.
+    fallback_reason
+        The last fallback's exception, as ``"Type: message"`` (``""``: none).
+
+    Examples
+    --------
+    >>> f = ModelFunction(lambda x: 2.0 * x["a"], output="value")
+    >>> f({"a": 1.5}), f.many([{"a": 1.0}, {"a": 2.0}]), f.n_evaluations, f.path
+    (3.0, [2.0, 4.0], 3, 'black_box')
+    >>> f.replaced({"a": 1.0, "b": 0.0}, [("a", 3.0), ("b", 5.0)], with_x=True)
+    [2.0, 6.0, 2.0]
+
+    A river model is evaluated from its internals, with the values of calling it:
+
+    >>> from river import linear_model
+    >>> lr = linear_model.LinearRegression()
+    >>> lr.learn_one({"a": 1.0}, 2.0)
+    >>> fast, slow = ModelFunction(lr, output="value"), ModelFunction(lr, output="value", fast_path="off")
+    >>> fast.path, slow.path, fast.replaced({"a": 1.0}, [("a", 2.0)]) == slow.replaced({"a": 1.0}, [("a", 2.0)])
+    ('fast', 'black_box', True)
     """
 
     _as_is = ("model",)  # the model explained: a clone evaluates a copy of it as it is

@@ -27,14 +27,43 @@ STEPS = ("predict", "learn", "both")
 
 @dataclass(frozen=True)
 class ExplainerSpec:
-    """Which explainer (``name``: ipfi, isage or ipdp), which model output it explains, with
-    which loss, and its parameters, each checked here once when the spec is made.
+    """Which explainer, which model output it explains, with which loss, and its parameters.
 
-    ``alpha`` is the smoothing of every explainer; ``storage_size`` the size of the reservoir
-    the removal samples from; ``n_inner_samples`` and ``removal`` apply to iSAGE only,
-    ``grid_size`` to iPDP only; ``categorical`` (iSAGE, iPDP) names the categorical features,
-    None: the stream's. The defaults are the explainers' own.
+    A ``StreamExplainer`` builds one explainer per spec, on a ``ModelFunction`` of its current
+    model with this ``output`` and ``target_class``. The defaults are the explainers' own. A
+    parameter that applies to other explainers only must keep its default (``APPLIES_TO``).
+    That, ``name``, ``alpha``, the sizes and ``categorical`` are checked here, once, when the
+    spec is made; ``output``, ``loss`` and ``removal`` when the explainer is built.
 
+    Parameters
+    ----------
+    name
+        The explainer: ``"ipfi"``, ``"isage"`` or ``"ipdp"``.
+    output
+        The model output explained: ``"label"``, ``"value"``, ``"proba"`` or ``"proba_of"``
+        (``ModelFunction``'s ``output``).
+    loss
+        The loss iPFI and iSAGE score: a name from ``streamxai.core.losses.LOSSES`` or
+        ``loss(y_true, y_pred) -> float``. iPDP scores no loss and does not use it.
+    target_class
+        The class whose probability ``output="proba_of"`` explains.
+    alpha
+        Smoothing parameter of every explainer's exponential smoothing, in ``(0, 1]``.
+    storage_size
+        Earlier events stored: the size of the reservoir the removal samples from (iPFI;
+        iSAGE, per leaf for the observational removal), or of iPDP's frequency storages.
+    n_inner_samples
+        iSAGE only: ``m``, the draws of the removed features per coalition.
+    removal
+        iSAGE only: ``"interventional"`` (marginal) or ``"observational"`` (conditional).
+    grid_size
+        iPDP only: grid points per numeric feature; the most frequent categories kept per
+        categorical one.
+    categorical
+        iSAGE and iPDP: the categorical features (kept as a tuple); ``None``: the stream's.
+
+    Examples
+    --------
     >>> ExplainerSpec("ipdp", output="value", loss=None, grid_size=5).grid_size
     5
     >>> ExplainerSpec("ipfi", grid_size=5)

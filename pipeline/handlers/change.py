@@ -130,9 +130,16 @@ def _pair(v: list) -> tuple[float, float]:
     return (math.nan if v[0] is None else float(v[0]), math.nan if v[1] is None else float(v[1]))
 
 
+def _with_local(s: Settings, explainers: list[str]) -> list[str]:
+    """``explainers``, and with ``s.local_change`` the series of the mean absolute local attribution
+    (:data:`~streamxai.core.attribution.series.LOCAL`) after them: the explainers of a stream's
+    series (``s.explainers``) or of its tested ones (``s.change_explainers``)."""
+    return [*explainers, LOCAL] if s.local_change else list(explainers)
+
+
 def _is_series(s: Settings, explainer: str, feature: str) -> bool:
     """Whether ``explainer``/``feature`` is a series of a stream of settings ``s`` (:func:`stream_detector`)."""
-    return (explainer in s.explainers or explainer == LOCAL and s.local_change) and feature in s.features
+    return explainer in _with_local(s, s.explainers) and feature in s.features
 
 
 def stream_detector(s: Settings) -> StreamChangeDetector:
@@ -145,8 +152,8 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
     >>> stream_detector(s).series, stream_detector(s.replace(local=True, local_change=True)).tested
     ([('ipfi', 'a'), ('ipfi', 'b'), ('isage', 'a'), ('isage', 'b')], ['ipfi', 'local'])
     """
-    explainers = [*s.explainers, LOCAL] if s.local_change else list(s.explainers)
-    watched = [*s.change_explainers, LOCAL] if s.local_change else s.change_explainers
+    explainers = _with_local(s, s.explainers)
+    watched = _with_local(s, s.change_explainers)
     return StreamChangeDetector(
         [(e, f) for e in explainers for f in s.features],
         delta=s.change_delta, min_effect=s.change_min_effect, min_samples=s.change_min_samples,
@@ -294,10 +301,10 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         if p.faults is not None:
             return p
         if not _is_series(s, p.explainer, p.feature):
-            watched = [*s.explainers, LOCAL] if s.local_change else s.explainers
             raise SchemaMismatch(
                 f"series {p.stream_id}/{p.explainer}/{p.feature} is not among this worker's explainers "
-                f"{watched} x features; every worker must run with the same settings", where=where)
+                f"{_with_local(s, s.explainers)} x features; every worker must run with the same settings",
+                where=where)
         self._feed_bounds(s).check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=where)
         return p
 

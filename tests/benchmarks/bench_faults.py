@@ -63,6 +63,8 @@ MODELS = {
     "lr": {"model": "bench_faults.scaled_logistic_regression", "model_params": {}},
     "arf": {"model": "river.forest.ARFClassifier", "model_params": {"n_models": 10}},
 }
+#: the table's reliance rows: (the least iPFI of the faulted feature as a share of the top feature's, row name)
+BUCKETS = ((0.25, "leans on (>= 25%)"), (0.10, "uses less (10-25%)"), (-1e9, "ignores (< 10%)"))
 
 
 def scaled_logistic_regression() -> Any:
@@ -70,7 +72,6 @@ def scaled_logistic_regression() -> Any:
     from river import linear_model, preprocessing
 
     return preprocessing.StandardScaler() | linear_model.LogisticRegression()
-BUCKETS = ((0.25, "leans on (>= 25%)"), (0.10, "uses less (10-25%)"), (-1e9, "ignores (< 10%)"))
 
 
 def elec2(n: int) -> tuple[list[str], list[Event]]:

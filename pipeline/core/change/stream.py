@@ -1,28 +1,4 @@
-"""All series of one stream in one place: change events that explain themselves, and episodes.
-
->>> import random
->>> from streamxai.core.increments import Block
->>> rng = random.Random(5)
->>> det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, warmup=0, episode_gap=500)
->>> def block(level):
-...     xs = [level + rng.gauss(0, 0.2) for _ in range(10)]
-...     m = sum(xs) / 10
-...     return Block(10, m, sum((x - m) ** 2 for x in xs))
->>> events, episodes = [], []
->>> for t in range(600):                          # a and b swap roles at event 3000
-...     seq = 10 * t + 9
-...     for f, lv in (("a", 0.4 if t < 300 else 0.0), ("b", 0.0 if t < 300 else 0.4)):
-...         ch, ep = det.update("ipfi", f, seq, block(lv))
-...         events += ch
-...         episodes += ep
->>> [(c.feature, c.seq, c.cut_seq) for c in events]
-[('a', 3059, 3000), ('b', 3059, 3000)]
->>> ep = episodes[0]
->>> [c.feature for c in ep.changes], ep.cut_seq
-(['b', 'a'], 3000)
->>> {f: (round(b, 1), round(a, 1)) for f, (b, a) in ep.explanations["ipfi"].items()}
-{'a': (0.4, 0.0), 'b': (0.0, 0.4)}
-"""
+"""All series of one stream in one place: change events that explain themselves, and episodes."""
 
 from __future__ import annotations
 
@@ -125,6 +101,74 @@ class StreamChangeDetector(Component):
     more.
 
     Episodes, their kinds and alerts: see :mod:`streamxai.core.change.episodes`.
+
+    Parameters
+    ----------
+    series
+        The stream's ``(explainer, feature)`` pairs, one series each (not empty).
+    delta
+        Bound on the probability that the stream, without a change, ever reports one: over all
+        its tested series and the loss together, in ``(0, 1)``.
+    min_effect
+        The least change reported, a fraction (``>= 0``): of the explainer's largest ``|level|``
+        in the stream (Minimum effect), of the loss's level (The loss); the least reliance, as
+        a fraction of the model's loss, for an iPDP change to be reported (iPDP).
+    min_samples
+        Increments (explained events, ``>= 2``) each side of a cut needs before the test uses
+        it; also the model's losses each side of a look at the loss.
+    max_increments
+        Increments per series the test looks back over: the window's length (Units).
+    warmup
+        Events (``seq``) at the start of the stream whose messages are not monitored (Warm-up).
+    episode_gap
+        Events (``seq``): a change less than this after the open episode's last change joins
+        it; an episode closes at the first message more than this after its last change (a
+        data-fault episode, after its finding), and tells its kind at the latest this long
+        after its first change.
+    buckets_per_level
+        Buckets of each size in a series' window (``>= 2``): their boundaries are the candidate
+        cuts, so more buckets give finer cuts for more memory and work per check.
+    tested
+        The explainers whose series are tested and share ``delta`` (``None``: all; Tested
+        explainers).
+    alert_kinds
+        The episode kinds that page, from ``learning``, ``degradation``, ``reliance_shift`` and
+        ``data_fault``.
+    episode_max
+        Events (``seq``, ``>= 1``): an episode takes changes for at most this long after its
+        first; a later change opens an episode of its own. A change confirmed within this of
+        where its regime began is recent (alerts; :mod:`streamxai.core.change.episodes`).
+    fault_share
+        A data fault pages if the model relied on its feature by at least this fraction, in
+        ``[0, 1]``, of the top feature's reliance (Data faults).
+
+    Examples
+    --------
+    Two features swap roles at event 3000: both changes are reported, in one episode that holds
+    the explanation before and after its cut.
+
+    >>> import random
+    >>> from streamxai.core.increments import Block
+    >>> rng = random.Random(5)
+    >>> det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, warmup=0, episode_gap=500)
+    >>> def block(level):
+    ...     xs = [level + rng.gauss(0, 0.2) for _ in range(10)]
+    ...     m = sum(xs) / 10
+    ...     return Block(10, m, sum((x - m) ** 2 for x in xs))
+    >>> events, episodes = [], []
+    >>> for t in range(600):                          # a and b swap roles at event 3000
+    ...     seq = 10 * t + 9
+    ...     for f, lv in (("a", 0.4 if t < 300 else 0.0), ("b", 0.0 if t < 300 else 0.4)):
+    ...         ch, ep = det.update("ipfi", f, seq, block(lv))
+    ...         events += ch
+    ...         episodes += ep
+    >>> [(c.feature, c.seq, c.cut_seq) for c in events]
+    [('a', 3059, 3000), ('b', 3059, 3000)]
+    >>> ep = episodes[0]
+    >>> [c.feature for c in ep.changes], ep.cut_seq
+    (['b', 'a'], 3000)
+    >>> {f: (round(b, 1), round(a, 1)) for f, (b, a) in ep.explanations["ipfi"].items()}
+    {'a': (0.4, 0.0), 'b': (0.0, 0.4)}
     """
 
     #: data-fault episodes, each open until ``episode_gap`` events after its finding: (close after,
