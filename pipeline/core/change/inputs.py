@@ -35,7 +35,9 @@ not match it:
   of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
   about 2 without serial dependence, near 0 for a smooth series) is at least 1.2 and exceeds
   that of every ``recent``-long stretch of the reference by ``order_margin``, while the reference
-  is smooth (every stretch's ratio at most ``ordered``, 1 unless set). Only streams whose values follow each other smoothly show
+  is smooth (every stretch's ratio at most ``ordered``, 1 unless set); the reference is the
+  smoothest the feature had over the last ``order_memory`` events (3,000), since a fault that
+  phases in mixes its values into the reference as well. Only streams whose values follow each other smoothly show
   it; values drawn independently carry no order to lose. Such values are ``reordered`` too when
   they no longer go with the other features of their event: for values about independent of
   each other (rank von Neumann ratio at least 1.6), every feature whose ranks moved
@@ -114,6 +116,9 @@ _LINK_MARGIN = 0.3
 #: or at least this share lies far beyond that half's bulk (:meth:`InputMonitor._mixed_in`)
 _MIXED = 0.3
 _MIXED_MARGIN = 0.2
+#: odd values of a fault phasing in that lost order tells of only against an earlier reference:
+#: this share of the recent values is one value or lies beyond the bulk (:meth:`InputMonitor._odd_values`)
+_ODD = 0.1
 #: a smooth series' odd values are mixed in when they alternate with the others as values placed
 #: at random do: their runs at most this many standard deviations fewer than random placement's
 #: (Wald-Wolfowitz; a series that wanders beyond its bulk and back, in a daily cycle say, makes
@@ -154,15 +159,22 @@ class InputMonitor(Component):
     (in interquartile ranges of the reference); ``factor``: the smallest change of scale;
     ``order_margin``: how far the recent rank von Neumann ratio must exceed the reference's (a
     stretch above 1 counting as 1); ``ordered``: the largest ratio of a stretch of a reference
-    still taken as smooth.
+    still taken as smooth; ``order_memory``: events over which the smoothest of a feature's
+    references is remembered for that test (0: the current reference alone).
     Numeric values are tested; a missing or non-numeric value counts as missing.
     """
 
     #: the default of ``ordered`` for a checkpoint made without it
     ordered = 1.0
+    #: for a checkpoint made without them: no memory of earlier references' order, as it had
+    order_memory = 0
+    #: the largest stretch ratio of each feature's reference at each of the latest reckonings
+    #: within ``order_memory`` (NaN: a reference without spread, or one before a finding)
+    _orders: tuple[np.ndarray, ...] = ()
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
-                 shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0):
+                 shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0,
+                 order_memory: int = 3000):
         if recent < 10 or reference < 2 * recent or every < 1:
             raise ValueError(f"input monitor recent={recent}, reference={reference}, every={every}: need recent >= 10, "
                              "reference >= 2 * recent and every >= 1")
@@ -174,6 +186,7 @@ class InputMonitor(Component):
         self.factor = factor
         self.order_margin = order_margin
         self.ordered = ordered
+        self.order_memory = order_memory
         self._reset()
 
     def _reset(self) -> None:
@@ -187,6 +200,7 @@ class InputMonitor(Component):
         self._pending_seqs: list[int] = []
         self._ref_stats: tuple[np.ndarray, ...] | None = None  # the reference's quartiles, range and order
         self._ref_at = 0  # when they were worked out (events taken in)
+        self._orders = ()
 
     def update(self, seq: int, x: dict[str, Any]) -> list[InputFault]:
         """Take in event ``x`` at position ``seq``; the faults found now."""
@@ -222,15 +236,16 @@ class InputMonitor(Component):
         ref, rec = vals[:, :self.reference], vals[:, self.reference:]
         due = self._quiet_until <= self._n
         if (self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None
-                or len(self._ref_stats) != 11):  # (a checkpoint made before the links were kept with them)
+                or len(self._ref_stats) != 12):  # (a checkpoint made before the links were kept with them)
             # the reference moves by a quarter of a percent a test: its quartiles, range and order,
             # and the older half's links and percentiles, are worked out every few tests (most of
             # the cost of a test otherwise)
             stretch_order, whole_order = self._ref_order(ref)
-            self._ref_stats, self._ref_at = (*_quartiles(ref, _REFERENCE_QS, with_range=True), stretch_order,
-                                             whole_order, self._ref_links(vals[:, :size // 2], whole_order),
+            quartiles = _quartiles(ref, _REFERENCE_QS, with_range=True)
+            self._ref_stats, self._ref_at = (*quartiles, stretch_order,
+                                             self._smoothest(stretch_order, quartiles[3] - quartiles[1]), whole_order, self._ref_links(vals[:, :size // 2], whole_order),
                                              np.array(_quartiles(vals[:, :size // 2], _REFERENCE_QS))), self._n
-        q10, q25, med, q75, q90, lo, hi, stretch_order, whole_order, (ranks, links), older = self._ref_stats
+        q10, q25, med, q75, q90, lo, hi, stretch_order, smoothest, whole_order, (ranks, links), older = self._ref_stats
         r10, r25, rmed, r75, r90 = _quartiles(rec, _RECENT_QS)
         iqr, riqr = q75 - q25, r75 - r25
         # the rank von Neumann ratio of each feature's recent values (reordered asks for the reference's only above _ORDER_LOST)
@@ -248,8 +263,8 @@ class InputMonitor(Component):
                 if what is not None:
                     moved[j] = what
                     continue
-                fault = self._reordered(f, ref[j], seqs, med[j], iqr[j], rmed[j], riqr[j], float(now[j]),
-                                        float(stretch_order[j]))
+                fault = self._reordered(f, vals[j], seqs, med[j], iqr[j], rmed[j], riqr[j], float(now[j]),
+                                        float(stretch_order[j]), float(smoothest[j]), older[:, j])
             if fault is not None:
                 found.append(fault)
             else:
@@ -330,7 +345,10 @@ class InputMonitor(Component):
         if long and len(pool) >= 2:
             found += self._exchange_mixed(pool, vals, seqs, med, iqr)
         for fault in found:
-            self._quiet_until[self.features.index(fault.feature)] = self._n + self.reference
+            j = self.features.index(fault.feature)
+            self._quiet_until[j] = self._n + self.reference
+            # the order its references had before the finding says nothing of the values after it
+            self._orders = tuple(np.where(np.arange(len(self.features)) == j, np.nan, o) for o in self._orders)
         return found
 
     def _exchanged(self, candidates: list[int], found: dict[int, int], ref: np.ndarray, rec: np.ndarray,
@@ -433,19 +451,58 @@ class InputMonitor(Component):
         by_stretch[missing] = whole[missing] = np.nan
         return by_stretch, whole
 
-    def _reordered(self, f: str, ref: np.ndarray, seqs: np.ndarray, med: float, iqr: float, rmed: float, riqr: float,
-                   now: float, before: float) -> InputFault | None:
-        if now < _ORDER_LOST or not iqr > 0 or not before <= self.ordered or np.isnan(ref).any():
+    def _smoothest(self, order: np.ndarray, iqr: np.ndarray) -> np.ndarray:
+        """Each feature's largest stretch ratio in its reference (``order``), or the least such
+        ratio its references had at the reckonings of the last ``order_memory`` events, where that
+        is less: a fault that phases in mixes its values into the reference as well, and the order
+        the feature had before the fault is what they are measured against. A reference without
+        spread is not remembered (a feature that starts to vary is no fault), nor one from before a
+        finding of the feature to the end of its quiet (a fault still phasing in then)."""
+        keep = self.order_memory // (_REF_EVERY * self.every)
+        if keep < 1:
+            return order
+        self._orders = (*self._orders, np.where((iqr > 0) & (self._quiet_until <= self._n), order, np.nan))[-keep:]
+        past = np.stack(self._orders)
+        least = np.where(np.isnan(past), np.inf, past).min(axis=0)
+        return np.where(least < order, least, order)  # NaN stays NaN: a reference with missing values
+
+    def _reordered(self, f: str, values: np.ndarray, seqs: np.ndarray, med: float, iqr: float, rmed: float,
+                   riqr: float, now: float, before: float, least: float, older: np.ndarray) -> InputFault | None:
+        """Order lost against the current reference (its stretches' largest ratio ``before``) or
+        against the smoothest reference remembered (``least``). Found against the remembered one
+        alone, a fault is phasing in: where its odd values are one value or lie beyond the bulk
+        (:meth:`_odd_values`), the test of faults that phase in names them when their share is
+        enough, as what they are."""
+        ref = values[:self.reference]
+        if now < _ORDER_LOST or not iqr > 0 or np.isnan(ref).any():
             return None  # values that varied: a feature that starts to vary is no fault
-        k = self.recent
-        if now < min(before, 1.0) + self.order_margin:
+        lost = [b for b in (before, least) if b <= self.ordered and now >= min(b, 1.0) + self.order_margin]
+        if not lost or (before not in lost and self._odd_values(values, older)):
             return None
+        k = self.recent
         start = int(seqs[self.reference + k // 2])
         b, a = (float(med), float(iqr)), (float(rmed), float(riqr))
         return InputFault(f, "reordered", int(seqs[-1]), start, b, a,
                           f"order lost since about {start}: successive values no longer follow each other, as values "
-                          f"shuffled between events or mixed with other values do (rank von Neumann ratio {before:.2f} "
+                          f"shuffled between events or mixed with other values do (rank von Neumann ratio {lost[0]:.2f} "
                           f"at most before, {now:.2f} now); {_summary(b, a)}")
+
+    def _odd_values(self, values: np.ndarray, older: np.ndarray) -> bool:
+        """Whether a share ``_ODD`` of the ``recent`` values is one value that no ``recent``-long
+        stretch of the older half of the ``values`` kept held half as often, or lies beyond that
+        half's bulk (its 10% tails by 1.5 interquartile ranges): a stuck, default, shifted or
+        scaled value phasing in."""
+        k = self.recent
+        rec, old = values[-k:], values[:len(values) // 2]
+        common, counts = np.unique(rec, return_counts=True)
+        top = int(counts.max())
+        if top >= _ODD * k:
+            same = old == common[counts.argmax()]
+            if top >= 2 * same[len(old) % k:].reshape(-1, k).sum(axis=1).max():
+                return True
+        q10, q25, _, q75, q90 = older
+        wide = 1.5 * ((q75 - q25) or (q90 - q10))
+        return bool(np.mean((rec < q10 - wide) | (rec > q90 + wide)) >= _ODD)
 
     def _mixed_in(self, j: int, values: np.ndarray, seqs: np.ndarray, med: float, iqr: float,
                   whole_order: float, older: np.ndarray) -> InputFault | None:

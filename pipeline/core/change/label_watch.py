@@ -74,8 +74,10 @@ class LabelWatch:
         # of one class, and its 200 recent values tell a share of flipped labels from the
         # stream's own volatile stretches more surely than 100 do. A smooth label stream has
         # volatile stretches of 200 (ratio up to 1.3) whose runs a flipped share breaks further
-        # (ratio about 1.8 for three in ten): the margin is taken over at most 1, and is wide
-        self._values = InputMonitor([label], recent=200, order_margin=0.7, ordered=1.3)
+        # (ratio about 1.8 for three in ten): the margin is taken over at most 1, and is wide.
+        # Calm stretches of labels alternate with volatile ones, which the smoothest of earlier
+        # references would take for lost order: only the current reference is the measure
+        self._values = InputMonitor([label], recent=200, order_margin=0.7, ordered=1.3, order_memory=0)
         self._codes: dict[Any, int] = {}  # a class's number: the order of its first appearance
 
     def arrival(self, seq: int, y: Any = None) -> list[InputFault]:

@@ -186,6 +186,35 @@ def test_an_exchange_that_phases_in_within_a_common_range_names_both_features(se
     assert all(AT + 300 <= f.seq <= AT + 1000 and f.start <= AT for f in faults), faults
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_shuffle_that_phases_in_on_a_smooth_series_is_found_against_the_order_it_had_before(seed):
+    """A smooth series whose values land on other events nearby (within blocks of 500, a join
+    that breaks for more and more keys) for a share of the events that grows over 2,000: the mix
+    enters the reference as fast as the recent values, so against the current reference alone
+    the order never looks lost; against the smoothest reference of the last 3,000 events it is
+    found, once, within 1,000 events."""
+    rng = random.Random(seed)
+    n = AT + 3000
+    a = smooth(rng, n)
+    xs = [{"a": v, "c": rng.random()} for v in a]
+    order = list(range(AT, n))
+    for lo in range(0, len(order), 500):
+        block = order[lo:lo + 500]
+        rng.shuffle(block)
+        order[lo:lo + 500] = block
+    for i in range(AT, n):
+        if rng.random() < (i - AT + 1) / 2000:
+            xs[i]["a"] = a[order[i - AT]]
+    for memory, expect in ((3000, True), (0, False)):
+        mon = InputMonitor(["a", "c"], order_memory=memory)
+        faults = [f for t, x in enumerate(xs) for f in mon.update(t, x)]
+        if not expect:
+            assert faults == [], faults
+            continue
+        assert [(f.feature, f.what) for f in faults] == [("a", "reordered")], faults
+        assert AT + 300 <= faults[0].seq <= AT + 1000, faults
+
+
 def test_a_fault_is_found_once_and_again_only_after_its_reference_renews():
     faults = found(stream(4, n=AT + 2500, kind="scale"))
     assert [f.feature for f in faults] == ["a"], faults
