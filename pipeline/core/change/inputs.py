@@ -242,8 +242,9 @@ class InputMonitor(Component):
             # the cost of a test otherwise)
             stretch_order, whole_order = self._ref_order(ref)
             quartiles = _quartiles(ref, _REFERENCE_QS, with_range=True)
-            self._ref_stats, self._ref_at = (*quartiles, stretch_order,
-                                             self._smoothest(stretch_order, quartiles[3] - quartiles[1]), whole_order, self._ref_links(vals[:, :size // 2], whole_order),
+            smoothest = self._smoothest(stretch_order, quartiles[3] - quartiles[1])
+            self._ref_stats, self._ref_at = (*quartiles, stretch_order, smoothest, whole_order,
+                                             self._ref_links(vals[:, :size // 2], whole_order),
                                              np.array(_quartiles(vals[:, :size // 2], _REFERENCE_QS))), self._n
         q10, q25, med, q75, q90, lo, hi, stretch_order, smoothest, whole_order, (ranks, links), older = self._ref_stats
         r10, r25, rmed, r75, r90 = _quartiles(rec, _RECENT_QS)
