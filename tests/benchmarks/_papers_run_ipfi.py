@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from _elec2 import CALENDAR, elec2_events
 from _elec2 import FEATURES as ELEC2_FEATURES
-from _papers_ipfi import PARTS, SAMPLINGS, Pass, minmax, raw_error, run_pass, scaled_error
+from _papers_ipfi import PARTS, SAMPLINGS, Pass, minmax, paper_error, raw_error, run_pass, scaled_error
 from _papers_streams import AGRAWAL_FEATURES, agrawal_feature_drift, agrawal_function_drift
 from _papers_tables import IPFI_TABLE2
 from _results import result_row
@@ -170,6 +170,23 @@ def report(key: str, s: Setting, model: str, p: Pass, realizations: int = REALIZ
             print(f"alpha {alpha}: lower after-drift Q2: ours {orders[str(alpha)]['ours']} "
                   f"({after['geometric'][0]:.3f} geometric vs {after['uniform'][0]:.3f} uniform), "  # type: ignore[index]
                   f"paper {orders[str(alpha)]['paper']} ({paper_after['geometric']:.3f} vs {paper_after['uniform']:.3f})")
+    frozen = {}
+    if s.freeze:  # from two intervals after the freeze on, both estimators see one fixed model
+        start = s.freeze + 2 * p.interval
+        for smp in SAMPLINGS:
+            t, est, ref = p.compared(smp, s.alphas[0])
+            v, ends = paper_error(est, ref), np.isin(t, p.ends)
+            frozen[smp] = {name: [round(float(x), 4) for x in np.percentile(v[mask & (t >= start)], [50, 25, 75])]
+                           for name, mask in (("every event", t >= 0), ("at ends", ends)) if (mask & (t >= start)).any()}
+            print(f"{smp}: the paper's error from event {start:,} on (the model frozen), Q2 Q1 Q3: "
+                  + "; ".join(f"{k} {' '.join(f'{x:.3f}' for x in q)}" for k, q in frozen[smp].items()))
+        refs, ends = np.array(p.references), np.array(p.ends)
+        for name, other in (("previous interval", refs[:-1]), ("other permutations", np.array(p.references_other)[1:])):
+            v = paper_error(refs[1:], other)[ends[1:] >= start]
+            if v.size:
+                frozen[name] = [round(float(x), 4) for x in np.percentile(v, [50, 25, 75])]
+                print(f"interval PFI against {name} from event {start:,} on, Q2 Q1 Q3: "
+                      + " ".join(f"{x:.3f}" for x in frozen[name]))
     floors = p.floors()
     print("interval PFI against itself, the paper's error at the intervals' ends (Q2 IQR Q1 Q3; the floor under "
           "any estimator's error):")
@@ -193,7 +210,7 @@ def report(key: str, s: Setting, model: str, p: Pass, realizations: int = REALIZ
     details = {"setting": s.label, "what": s.what, "model": model, "events": p.n, "drift_at": p.at,
                "realizations": realizations, "permutations": permutations,
                "accuracy": round(p.accuracy, 4), "seconds": round(p.seconds), "interval": p.interval,
-               "orders_after_drift": orders, "freeze": s.freeze or None,
+               "orders_after_drift": orders, "freeze": s.freeze or None, "frozen_part": frozen or None,
                "floors": {name: {part: [round(v, 4) for v in q] if q else None for part, q in f.items()}
                           for name, f in floors.items()},
                "ends": [e + 1 for e in p.ends], "drifted_share": shares,
@@ -228,7 +245,7 @@ def run_ipfi_table(models: Sequence[str], settings: Sequence[str] | None = None,
             if interval != INTERVAL:
                 label += f", {interval:,}-event intervals"
             if loss != "zero_one":
-                label += ", |P(1) - y| loss"
+                label += ", loss on P(1)"
             print(f"\n... {s.label}, {label}", flush=True)
             p = run_pass(build(), s.stream(s.n, s.at), s.features, s.at, interval // 2 if quick else interval,
                          realizations=realizations, permutations=permutations, storage_size=STORAGE, seed=SEED,
