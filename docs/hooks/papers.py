@@ -156,8 +156,8 @@ def ipfi_orders_md(path: Path = RESULTS) -> str:
 
 
 def ipfi_diagnostics_md(path: Path = RESULTS) -> str:
-    """Per run: the storages' share of observations from the drift on, and the features that make up
-    the error after the drift."""
+    """Per run: the storages' share of observations from the drift on, the features that make up the
+    error after the drift, and the floors under it (interval PFI against itself)."""
     doc = load(path)
     details = (doc or {}).get("details", {})
     runs = [v for k, v in details.items() if k.startswith("ipfi |")]
@@ -165,7 +165,9 @@ def ipfi_diagnostics_md(path: Path = RESULTS) -> str:
         return _missing("ipfi")
     out = ["| setting | model | interval PFI of the top feature, median before / after the drift "
            "| share from the drift on, uniform (first, last interval after it) | geometric "
-           "| largest shares of the error after the drift, uniform | geometric |", "|---|---|---|---|---|---|---|"]
+           "| largest shares of the error after the drift, uniform | geometric "
+           "| interval PFI against itself, Q2 before / after the drift: other permutations | the interval before |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for v in runs:
         ends, at = v.get("ends", []), v.get("drift_at", 0)
         after = [i for i, e in enumerate(ends) if e > at]
@@ -190,8 +192,13 @@ def ipfi_diagnostics_md(path: Path = RESULTS) -> str:
                         per_end[e] = max(per_end.get(e, float("-inf")), ref)
             vals = sorted(per_end.values())
             tops_ref.append(_f(vals[len(vals) // 2]) if vals else "")
+        floors = []
+        for name in ("other permutations", "previous interval"):
+            f = v.get("floors", {}).get(name, {})
+            floors.append(" / ".join(_f((f.get(part) or [None])[0]) for part in ("before drift", "after drift"))
+                          if f else "")
         out.append(f"| {v['setting']} | {v['model']} | {tops_ref[0]} / {tops_ref[1]} | {cells[0]} | {cells[1]} "
-                   f"| {tops[0]} | {tops[1]} |")
+                   f"| {tops[0]} | {tops[1]} | {floors[0]} | {floors[1]} |")
     return "\n".join(out) + "\n"
 
 

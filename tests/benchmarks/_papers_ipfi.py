@@ -12,6 +12,10 @@ the increment ``lambda_t`` of Algorithm 1, averaged over the ``M`` realizations)
 smooths those increments with the paper's recursion ``phi_t = (1 - alpha) phi_{t-1} + alpha
 lambda_t``, ``phi_t0 = lambda_t0`` -- the values an explainer built with that ``alpha`` and seed gives.
 
+Two floors put the error in scale (:meth:`Pass.floors`): interval PFI against a second interval PFI
+of the same events and model with other permutations (its own noise), and against the interval
+before (how far the reference itself moves in one interval, with the model and the data).
+
 >>> est = np.array([[1.0, 0.5, 0.0], [0.4, 0.2, 0.0]])
 >>> paper_error(est, np.array([[2.0, 1.0, 0.0], [1.0, 0.0, 0.5]])).round(3).tolist()  # per event
 [0.0, 1.0]
@@ -31,9 +35,13 @@ from streamxai.core.model import ModelFunction
 from streamxai.core.rng import derive_seed
 from streamxai.core.storage.reservoir import GeometricReservoir, UniformReservoir
 
-__all__ = ["Pass", "run_pass", "paper_error", "raw_error", "scaled_error", "smooth", "minmax", "PARTS", "SAMPLINGS"]
+__all__ = ["Pass", "run_pass", "LOSSES", "paper_error", "raw_error", "scaled_error", "smooth", "minmax", "PARTS", "SAMPLINGS"]
 
 SAMPLINGS = ("uniform", "geometric")
+#: the loss of iPFI and interval PFI: name -> (the model's output, its target class, the loss); the paper's
+#: ``||h(x) - y||`` with ``h`` the predicted label is the 0-1 loss, with ``h`` the probability of class 1
+#: (labels 0 and 1) it is ``|P(1) - y|``
+LOSSES = {"zero_one": ("label", None, "zero_one"), "proba": ("proba_of", 1, "absolute")}
 PARTS = ("whole stream", "before drift", "after drift")
 
 
@@ -92,6 +100,8 @@ class Pass:
     #: sampling -> at each interval's end, the share of the storage's observations from the drift on
     #: (a reservoir of the explainer's class and seed fed the events' positions makes the same choices)
     drifted_share: dict[str, list[float]] = field(default_factory=dict)
+    #: at each interval's end, interval PFI with other permutations (same events, same model)
+    references_other: list[np.ndarray] = field(default_factory=list)
 
     @property
     def accuracy(self) -> float:
@@ -131,6 +141,27 @@ class Pass:
             out[part] = (float(q2), float(q3 - q1), float(q1), float(q3))
         return out
 
+    def floors(self) -> dict[str, dict[str, tuple[float, float, float, float] | None]]:
+        """``{floor: {part: (Q2, IQR, Q1, Q3)}}`` of the paper's error at the intervals' ends between
+        interval PFI and ``"other permutations"`` (its own noise) and ``"previous interval"`` (its move
+        over one interval); a part is judged by the later interval's end."""
+        refs, ends = np.array(self.references), np.array(self.ends)
+        pairs = {"previous interval": (refs[1:], refs[:-1], ends[1:])}
+        if len(self.references_other) == len(refs):
+            pairs["other permutations"] = (refs, np.array(self.references_other), ends)
+        out: dict[str, dict[str, tuple[float, float, float, float] | None]] = {}
+        for name, (a, b, t) in pairs.items():
+            v = paper_error(a, b) if len(t) else np.zeros(0)
+            out[name] = {}
+            for part, mask in (("whole stream", t >= 0), ("before drift", t < self.at), ("after drift", t >= self.at)):
+                w = v[mask]
+                if w.size == 0:
+                    out[name][part] = None
+                    continue
+                q1, q2, q3 = np.percentile(w, [25, 50, 75])
+                out[name][part] = (float(q2), float(q3 - q1), float(q1), float(q3))
+        return out
+
     def trace(self, feature: str, alpha: float) -> list[tuple[int, float, float, float]]:
         """At each interval's end: ``(event, interval PFI, iPFI uniform, iPFI geometric)`` of ``feature``."""
         j = self.features.index(feature)
@@ -145,15 +176,20 @@ class Pass:
 
 def run_pass(model, stream: Iterable[tuple[dict, object]], features: Sequence[str], at: int, interval: int,
              realizations: int = 10, permutations: int = 10, storage_size: int = 100, seed: int = 1,
-             progress: str | None = None) -> Pass:
+             progress: str | None = None, loss_name: str = "zero_one", freeze: int = 0) -> Pass:
     """Run ``model`` (a fresh river classifier) over ``stream``, recording iPFI's increments with
-    both samplings and interval PFI (0-1 loss, as the paper's classification streams)."""
+    both samplings and interval PFI, twice (other permutations), with the loss ``loss_name`` of
+    :data:`LOSSES` (default 0-1, as the paper's classification streams); ``freeze`` > 0: the model
+    learns no event from that one on (a diagnostic: the explainers then face a fixed model)."""
     features = tuple(features)
-    model_fn = ModelFunction(model)
-    loss = get_loss("zero_one")
+    output, target, loss_fn = LOSSES[loss_name]
+    model_fn = ModelFunction(model, output=output, target_class=target)
+    loss = get_loss(loss_fn)
     explainers = {s: IPFI(model_fn, loss, features, alpha=1.0, n_samples=realizations, storage=s,
                           storage_size=storage_size, seed=seed) for s in SAMPLINGS}
     baseline = IntervalPFI(model_fn, loss, features, interval=interval, n_repeats=permutations, seed=seed)
+    other = IntervalPFI(model_fn, loss, features, interval=interval, n_repeats=permutations,
+                        seed=derive_seed(seed, "other permutations"))
     out = Pass(features, at, interval, drifted_share={s: [] for s in SAMPLINGS})
     shadows = {s: cls(size=storage_size, seed=derive_seed(seed, "storage"))
                for s, cls in (("uniform", UniformReservoir), ("geometric", GeometricReservoir))}
@@ -170,15 +206,18 @@ def run_pass(model, stream: Iterable[tuple[dict, object]], features: Sequence[st
         for shadow in shadows.values():
             shadow.update({"t": t})
         batch = baseline.update(x, y)
+        batch_other = other.update(x, y)
         if batch is not None:  # t is the last event of the interval: the model has not learned it yet
             out.ends.append(t)
             out.references.append(np.array([batch[f] for f in features]))
+            out.references_other.append(np.array([batch_other[f] for f in features]))  # type: ignore[index]
             for s, shadow in shadows.items():
                 out.drifted_share[s].append(sum(item["t"] >= at for item in shadow.items) / len(shadow))
             if progress:
                 print(f"  {progress}: {t + 1:,} events, {time.perf_counter() - start:.0f} s", flush=True)
         out.correct += model.predict_one(x) == y
-        model.learn_one(x, y)
+        if not freeze or t < freeze:
+            model.learn_one(x, y)
         out.n = t + 1
     out.seconds = time.perf_counter() - start
     out.t = np.array(t_list)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from _elec2 import CALENDAR, elec2_events
 from _elec2 import FEATURES as ELEC2_FEATURES
-from _papers_ipfi import PARTS, SAMPLINGS, Pass, minmax, raw_error, run_pass, scaled_error
+from _papers_ipfi import PARTS, SAMPLINGS, Pass, minmax, paper_error, raw_error, run_pass, scaled_error
 from _papers_streams import AGRAWAL_FEATURES, agrawal_feature_drift, agrawal_function_drift
 from _papers_tables import IPFI_TABLE2
 from _results import result_row
@@ -37,6 +37,8 @@ class Setting:
     stream: Callable[[int, int], Iterator[tuple[dict, object]]]
     #: the paper's row this setting is compared with (default: the label)
     paper: str = ""
+    #: > 0: the model learns no event from this one on (a diagnostic, not the paper's setting)
+    freeze: int = 0
 
     @property
     def row(self) -> str:
@@ -82,6 +84,12 @@ for _partner in ("period", "nswdemand", "transfer"):
         f"elec2 fe. 1, nswprice and {_partner}", f"nswprice and {_partner} exchange their values from event 20,000 on",
         ELEC2_FEATURES, 45_312, 20_000, (0.001,), _elec2(0, partner=_partner), paper="elec2 fe. 1")
 
+# a diagnostic beside the paper's row: the model stops learning at event 28,000, so from about 32,000
+# on both estimators face one fixed model and only the data moves (what a model that has settled would give)
+SETTINGS["elec2-frozen"] = Setting(
+    "elec2 fe. 1, model frozen from 28,000", "as fe. 1; the model learns no event from 28,000 on (a diagnostic)",
+    ELEC2_FEATURES, 45_312, 20_000, (0.001,), _elec2(0), paper="elec2 fe. 1", freeze=28_000)
+
 #: what a run without --settings runs: the paper's rows (the other swap partners run on request)
 DEFAULT_SETTINGS = ("fu1", "fu2", "fe1", "elec2", "elec2-gradual", "elec2-calendar")
 
@@ -100,7 +108,7 @@ def _cells(q: Sequence[float] | None) -> str:
 def _quick(s: Setting) -> Setting:
     """A smoke run's version: 4,000 events (elec2: 8,000), the drift in the middle."""
     n = 4_000 if s.features == AGRAWAL_FEATURES else 8_000
-    return Setting(s.label, s.what, s.features, n, n // 2, s.alphas, s.stream, s.paper)
+    return Setting(s.label, s.what, s.features, n, n // 2, s.alphas, s.stream, s.paper, s.freeze * n // s.n)
 
 
 def contributions(p: Pass, sampling: str, alpha: float) -> dict[str, float]:
@@ -115,7 +123,7 @@ def report(key: str, s: Setting, model: str, p: Pass, realizations: int = REALIZ
     """Print one setting's table for one model; its rows and details."""
     print(f"\n{s.label} ({s.what}); {model}, {p.n:,} events, drift at {p.at:,}, prequential accuracy {p.accuracy:.3f}, "
           f"{p.seconds:.0f} s")
-    print(f"iPFI (L {STORAGE}, M {realizations}, 0-1 loss) against interval PFI ({p.interval:,}-event intervals, "
+    print(f"iPFI (L {STORAGE}, M {realizations}, 0-1 loss unless the label says otherwise) against interval PFI ({p.interval:,}-event intervals, "
           f"{permutations} permutations, the model at the interval's end); Q2 IQR Q1 Q3 of the error. ours: the paper's error "
           "against the latest interval PFI; at ends: at the intervals' ends only; covering: against the PFI of "
           "the interval the event is in; unnormalised: |difference| summed; top-scaled: that over interval "
@@ -162,6 +170,28 @@ def report(key: str, s: Setting, model: str, p: Pass, realizations: int = REALIZ
             print(f"alpha {alpha}: lower after-drift Q2: ours {orders[str(alpha)]['ours']} "
                   f"({after['geometric'][0]:.3f} geometric vs {after['uniform'][0]:.3f} uniform), "  # type: ignore[index]
                   f"paper {orders[str(alpha)]['paper']} ({paper_after['geometric']:.3f} vs {paper_after['uniform']:.3f})")
+    frozen = {}
+    if s.freeze:  # from two intervals after the freeze on, both estimators see one fixed model
+        start = s.freeze + 2 * p.interval
+        for smp in SAMPLINGS:
+            t, est, ref = p.compared(smp, s.alphas[0])
+            v, ends = paper_error(est, ref), np.isin(t, p.ends)
+            frozen[smp] = {name: [round(float(x), 4) for x in np.percentile(v[mask & (t >= start)], [50, 25, 75])]
+                           for name, mask in (("every event", t >= 0), ("at ends", ends)) if (mask & (t >= start)).any()}
+            print(f"{smp}: the paper's error from event {start:,} on (the model frozen), Q2 Q1 Q3: "
+                  + "; ".join(f"{k} {' '.join(f'{x:.3f}' for x in q)}" for k, q in frozen[smp].items()))
+        refs, ends = np.array(p.references), np.array(p.ends)
+        for name, other in (("previous interval", refs[:-1]), ("other permutations", np.array(p.references_other)[1:])):
+            v = paper_error(refs[1:], other)[ends[1:] >= start]
+            if v.size:
+                frozen[name] = [round(float(x), 4) for x in np.percentile(v, [50, 25, 75])]
+                print(f"interval PFI against {name} from event {start:,} on, Q2 Q1 Q3: "
+                      + " ".join(f"{x:.3f}" for x in frozen[name]))
+    floors = p.floors()
+    print("interval PFI against itself, the paper's error at the intervals' ends (Q2 IQR Q1 Q3; the floor under "
+          "any estimator's error):")
+    for name, q in floors.items():
+        print(f"  {name:<18} | " + " | ".join(_cells(q[x]) for x in PARTS))
     shares = {smp: [round(v, 3) for v in p.drifted_share[smp]] for smp in SAMPLINGS}
     ends_after = [i for i, e in enumerate(p.ends) if e >= p.at]
     if ends_after:
@@ -180,7 +210,9 @@ def report(key: str, s: Setting, model: str, p: Pass, realizations: int = REALIZ
     details = {"setting": s.label, "what": s.what, "model": model, "events": p.n, "drift_at": p.at,
                "realizations": realizations, "permutations": permutations,
                "accuracy": round(p.accuracy, 4), "seconds": round(p.seconds), "interval": p.interval,
-               "orders_after_drift": orders,
+               "orders_after_drift": orders, "freeze": s.freeze or None, "frozen_part": frozen or None,
+               "floors": {name: {part: [round(v, 4) for v in q] if q else None for part, q in f.items()}
+                          for name, f in floors.items()},
                "ends": [e + 1 for e in p.ends], "drifted_share": shares,
                "contributions_after_drift": {smp: {f: round(v, 4) for f, v in c.items()} for smp, c in contrib.items()},
                "trace": {f: [[round(v, 4) for v in r] for r in p.trace(f, s.alphas[0])] for f in p.features}}
@@ -189,11 +221,12 @@ def report(key: str, s: Setting, model: str, p: Pass, realizations: int = REALIZ
 
 def run_ipfi_table(models: Sequence[str], settings: Sequence[str] | None = None, quick: bool = False,
                    realizations: int = REALIZATIONS, permutations: int = PERMUTATIONS,
-                   interval: int = INTERVAL) -> tuple[list[dict], dict]:
+                   interval: int = INTERVAL, loss: str = "zero_one") -> tuple[list[dict], dict]:
     """Run the chosen settings (default: all) with each model; rows and details for the results file.
     Fewer ``realizations`` and ``permutations`` than the paper's make a model affordable that is not
-    otherwise (their noise adds to the error); another ``interval`` is an alternative baseline; the
-    model's label then says so."""
+    otherwise (their noise adds to the error); another ``interval`` is an alternative baseline, another
+    ``loss`` (:data:`_papers_ipfi.LOSSES`) an alternative reading of the paper's; the model's label then
+    says so."""
     unknown = [m for m in models if m not in MODELS] + [k for k in settings or () if k not in SETTINGS]
     if unknown:
         raise SystemExit(f"unknown models or settings {unknown}: models {sorted(MODELS)}, settings {sorted(SETTINGS)}")
@@ -211,10 +244,12 @@ def run_ipfi_table(models: Sequence[str], settings: Sequence[str] | None = None,
                 label += f", M {realizations}, {permutations} permutations"
             if interval != INTERVAL:
                 label += f", {interval:,}-event intervals"
+            if loss != "zero_one":
+                label += ", loss on P(1)"
             print(f"\n... {s.label}, {label}", flush=True)
             p = run_pass(build(), s.stream(s.n, s.at), s.features, s.at, interval // 2 if quick else interval,
                          realizations=realizations, permutations=permutations, storage_size=STORAGE, seed=SEED,
-                         progress=label)
+                         progress=label, loss_name=loss, freeze=s.freeze)
             got, info = report(key, s, label, p, realizations, permutations)
             for r in got:
                 r["written"] = stamp

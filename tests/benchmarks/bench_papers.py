@@ -6,7 +6,9 @@
   (fu. 1, fu. 2) and a feature drift (fe. 1), uniform and geometric sampling, ``alpha`` 0.001 and
   0.01; elec2 with a feature drift (fe. 1, sudden and gradual); the error's quartiles over the whole
   stream, before and after the drift. Beside the paper's error: the same error at the intervals' ends
-  only, and the unnormalised sum of ``|iPFI - interval PFI|`` (what the min-max normalisation hides).
+  only, and the unnormalised sum of ``|iPFI - interval PFI|`` (what the min-max normalisation hides);
+  and the floors under it: interval PFI against itself with other permutations and against the
+  interval before.
 - ``isage``: the iSAGE paper's Tables 1 and 2 (``_papers_isage.py``): iSAGE against SW-SAGE on
   ground-truth streams of switching pre-trained models, MSE and MAE.
 - ``ipdp``: the iPDP paper's claims about tracking partial dependence after a drift
@@ -62,13 +64,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--settings", default=None,
                    help="iPFI's settings, comma-separated (default: fu1, fu2, fe1, elec2, elec2-gradual, "
                         "elec2-calendar; also: elec2-period, elec2-nswdemand, elec2-transfer, nswprice swapped with "
-                        "another feature)")
+                        "another feature; elec2-frozen, the model frozen from event 28,000)")
     p.add_argument("--realizations", type=int, default=10,
                    help="iPFI's M, realizations averaged per event and feature (default 10, the paper's)")
     p.add_argument("--permutations", type=int, default=10,
                    help="interval PFI's permutations per interval (default 10, the paper's)")
     p.add_argument("--interval", type=int, default=2_000,
                    help="interval PFI's events per interval (default 2,000, the window of alpha 0.001)")
+    p.add_argument("--loss", default="zero_one", choices=("zero_one", "proba"),
+                   help="iPFI's and interval PFI's loss: zero_one (default, the paper's ||h(x) - y|| on labels) or "
+                        "proba (|P(1) - y|, the same on the probability)")
     p.add_argument("--runs", type=int, default=None, help="iSAGE: runs per scenario (default 3; the paper's 20)")
     p.add_argument("--full", action="store_true",
                    help="iSAGE: all four windows and SW-SAGE at 20, 10, 5, 2 and 1 times iSAGE's cost")
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         models = [m.strip() for m in a.models.split(",") if m.strip()]
         settings = a.settings.split(",") if a.settings else None
         got, info = run_ipfi_table(models, settings=settings, quick=a.quick, realizations=a.realizations,
-                                   permutations=a.permutations, interval=a.interval)
+                                   permutations=a.permutations, interval=a.interval, loss=a.loss)
         rows += got
         details.update(info)
     if "isage" in sections:

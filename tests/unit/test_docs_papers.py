@@ -34,7 +34,8 @@ def _write(tmp_path: Path, monkeypatch) -> Path:
     t = np.arange(10)
     p = Pass(feats, at=5, interval=2, n=10, correct=9, t=t,
              increments={"uniform": np.tile([0.4, 0.1], (10, 1)), "geometric": np.tile([0.3, 0.1], (10, 1))},
-             ends=[1, 3, 5, 7, 9], references=[np.array([0.3, 0.1])] * 5,
+             ends=[1, 3, 5, 7, 9], references=[np.array([0.3, 0.1])] * 4 + [np.array([0.1, 0.3])],
+             references_other=[np.array([0.3, 0.1])] * 3 + [np.array([0.1, 0.3]), np.array([0.3, 0.1])],
              drifted_share={"uniform": [0, 0, 0.2, 0.4, 0.5], "geometric": [0, 0, 0.9, 1.0, 1.0]})
     rows, details = report("elec2", SETTINGS["elec2"], "HAT", p)
     isage = result_row("high | inc1 | w 500", "MAE", 0.3, "error", 0.284)
@@ -62,6 +63,13 @@ def test_papers_page_tables_read_what_bench_papers_writes(tmp_path, monkeypatch)
     assert "| elec2 fe. 1 | HAT |" not in orders and "| setting | model |" in orders
     diagnostics = papers.ipfi_diagnostics_md(path)
     assert "0.50 at 10" in diagnostics and "1.00 at 10" in diagnostics
+    # the last interval's PFI ranks b over a: against the one before, the paper's error is 2 at its end and 0 at
+    # the other ends (after the drift: median 0); the other permutations rank b first at the two last ends
+    # (median 2 after the drift)
+    assert "| 0.000 / 2.000 | 0.000 / 0.000 |" in diagnostics
+    floors = papers.load(path)["details"]["ipfi | elec2 | HAT"]["floors"]  # (Q2, IQR, Q1, Q3)
+    assert floors["previous interval"]["after drift"] == [0.0, 1.0, 0.0, 1.0]
+    assert floors["other permutations"]["after drift"] == [2.0, 1.0, 1.0, 2.0]
     isage = papers.isage_md(path)
     assert "| high | inc1 | 500 | 0.284 (0.075) | 0.300 (0.050) | 1.06 |" in isage
     assert "| 1 | salary +0.400, age +0.300 | 0.020 | salary +0.500, age +0.350 | 0.040 | 0.151 |" in isage
