@@ -468,8 +468,8 @@ class InputMonitor(Component):
         return np.where(least < order, least, order)  # NaN stays NaN: a reference with missing values
 
     def _reordered(self, f: str, values: np.ndarray, seqs: np.ndarray, med: float, iqr: float, rmed: float,
-                   riqr: float, now: float, before: float, least: float, older: np.ndarray) -> InputFault | None:
-        """Order lost against the current reference (its stretches' largest ratio ``before``) or
+                   riqr: float, now: float, current: float, least: float, older: np.ndarray) -> InputFault | None:
+        """Order lost against the current reference (its stretches' largest ratio ``current``) or
         against the smoothest reference remembered (``least``). Found against the remembered one
         alone, a fault is phasing in: where its odd values are one value or lie beyond the bulk
         (:meth:`_odd_values`), the test of faults that phase in names them when their share is
@@ -477,15 +477,22 @@ class InputMonitor(Component):
         ref = values[:self.reference]
         if now < _ORDER_LOST or not iqr > 0 or np.isnan(ref).any():
             return None  # values that varied: a feature that starts to vary is no fault
-        lost = [b for b in (before, least) if b <= self.ordered and now >= min(b, 1.0) + self.order_margin]
-        if not lost or (before not in lost and self._odd_values(values, older)):
+
+        def lost(smooth: float) -> bool:
+            return smooth <= self.ordered and now >= min(smooth, 1.0) + self.order_margin
+
+        if lost(current):
+            was = current
+        elif lost(least) and not self._odd_values(values, older):
+            was = least
+        else:
             return None
         k = self.recent
         start = int(seqs[self.reference + k // 2])
         b, a = (float(med), float(iqr)), (float(rmed), float(riqr))
         return InputFault(f, "reordered", int(seqs[-1]), start, b, a,
                           f"order lost since about {start}: successive values no longer follow each other, as values "
-                          f"shuffled between events or mixed with other values do (rank von Neumann ratio {lost[0]:.2f} "
+                          f"shuffled between events or mixed with other values do (rank von Neumann ratio {was:.2f} "
                           f"at most before, {now:.2f} now); {_summary(b, a)}")
 
     def _odd_values(self, values: np.ndarray, older: np.ndarray) -> bool:
