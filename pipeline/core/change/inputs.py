@@ -20,7 +20,10 @@ not match it:
   in the reference (a smooth series that wanders to a new level gets there step by step);
   ``scaled`` too when the recent spread is ``factor`` times the reference's and a quarter of
   the values lie outside its range, ``factor`` times as far from its median as its range reaches
-  (a unit that changed on a feature that is mostly 0);
+  (a unit that changed on a feature that is mostly 0); for a feature that is mostly one value,
+  whose quartiles show no spread, ``shifted`` when most recent values are another value, and
+  ``scaled`` when its other values moved ``factor`` times as far from it (a feature that moves in
+  steps and rests at each, a date, is not held to these tests);
 - ``swapped``: shifted or scaled, and the values since look like another feature's reference
   (within its range, a spread within a factor 10 of its, the nearest median); that other
   feature is swapped too when its own values left its whole range, or their bulk its 10% tails,
@@ -33,7 +36,8 @@ not match it:
   older half;
 - ``reordered``: the values lose their order (shuffled between events, or mixed with values
   of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
-  about 2 without serial dependence, near 0 for a smooth series) is at least 1.2 and exceeds
+  about 2 without serial dependence, near 0 for a smooth series), and that of values up to 8
+  apart (sources that take turns in one stream keep their own order), is at least 1.2 and exceeds
   that of every ``recent``-long stretch of the reference by ``order_margin``, while the reference
   is smooth (every stretch's ratio at most ``ordered``, 1 unless set); the reference is the
   smoothest the feature had over the last ``order_memory`` events (3,000), since a fault that
@@ -95,6 +99,10 @@ __all__ = ["InputFault", "InputMonitor", "FAULTS"]
 FAULTS = ("constant", "shifted", "scaled", "swapped", "reordered", "stopped")
 #: the least rank von Neumann ratio of values whose order is lost (independent values: about 2)
 _ORDER_LOST = 1.2
+#: the order of the recent values counts as lost only when values up to this many apart do not
+#: follow each other either: several sources that take turns in one stream (three weather
+#: stations, hour by hour) make neighbours unlike while each source's own values stay smooth
+_TURNS = 8
 #: tests between two reckonings of the reference's quartiles and range
 _REF_EVERY = 4
 #: an exchange of values: each feature's recent values differ from its reference by this many
@@ -124,6 +132,9 @@ _ODD = 0.1
 #: (Wald-Wolfowitz; a series that wanders beyond its bulk and back, in a daily cycle say, makes
 #: long runs, about half the runs random placement makes)
 _INTERLEAVED = 2.5
+#: the fewest values other than the most common one, on each side, that the test of a feature
+#: that is mostly one value reads (:meth:`InputMonitor._sparse_scaled`)
+_SPARSE = 5
 #: the percentiles of the reference and of the recent values the tests read
 _REFERENCE_QS = (10, 25, 50, 75, 90)
 _RECENT_QS = (10, 25, 50, 75, 90)
@@ -250,7 +261,7 @@ class InputMonitor(Component):
         r10, r25, rmed, r75, r90 = _quartiles(rec, _RECENT_QS)
         iqr, riqr = q75 - q25, r75 - r25
         # the rank von Neumann ratio of each feature's recent values (reordered asks for the reference's only above _ORDER_LOST)
-        now = _rank_ratio(rec) if not np.isnan(rec).any() else np.zeros(len(self.features))
+        now = _rank_ratio(rec, _TURNS) if not np.isnan(rec).any() else np.zeros(len(self.features))
         found: list[InputFault] = []
         moved: dict[int, str] = {}
         rest: list[int] = []  # features no test of a whole fault found: links lost, faults that phase in
@@ -259,8 +270,8 @@ class InputMonitor(Component):
                 continue
             fault = self._constant(j, f, ref[j], rec[j], seqs, med[j], iqr[j])
             if fault is None:
-                what = self._moved(rec[j], lo[j], hi[j], q10[j], q90[j], med[j], iqr[j], r10[j], rmed[j], r90[j],
-                                   riqr[j])
+                what = self._moved(rec[j], ref[j], lo[j], hi[j], q10[j], q90[j], med[j], iqr[j], r10[j], rmed[j],
+                                   r90[j], riqr[j])
                 if what is not None:
                     moved[j] = what
                     continue
@@ -284,6 +295,14 @@ class InputMonitor(Component):
             if at == self.reference:  # outside from the first recent value: it began before them
                 back = self.reference - self.recent
                 at = back + _start_outside(vals[j][back:], *bounds)
+            # values that left the whole range: where their level stepped, around there, since they
+            # may stay within it for a while (a reading at its low of the day moved up to its high);
+            # within the range, where they crossed the tails (a wind direction from 350 round to 10
+            # steps as far, and no fault)
+            first = max(0, at - 2 * self.recent)
+            around = vals[j][first:at + self.recent]
+            if left and len(around) >= 2 and not np.isnan(around).any():
+                at = first + _change_point(around)
             starts[j] = at  # an index into the reference and the recent values together
             # the other side of an exchange: a feature whose values since then left its whole range
             # or their bulk its 10% tails, by less than the shift, and look like those of the feature
@@ -313,9 +332,12 @@ class InputMonitor(Component):
             before, after = (float(med[j]), float(iqr[j])), (float(tmed), float(t75 - t25))
             like = partners.get(j) or self._like(j, after[0], after[1], med, iqr, lo, hi, moved)
             if len(tail) >= 10 and tail.min() == tail.max():  # one value ever since: stuck, or a default
+                if _steps(ref[j]):
+                    continue  # a feature that moves in steps (a date) took its next one
                 value = float(tail[0])
                 what, like, after = "constant", None, (value, 0.0)
-                detail = f"constant at {value:.6g}{' (missing?)' if value == 0.0 else ''} since {start}, outside its range"
+                where = "outside its range" if not lo[j] <= value <= hi[j] else "within its range, where it rarely was"
+                detail = f"constant at {value:.6g}{' (missing?)' if value == 0.0 else ''} since {start}, {where}"
             elif like is not None:
                 what, detail = "swapped", f"values look like {like}'s since {start}"
             else:
@@ -339,6 +361,8 @@ class InputMonitor(Component):
         for j in rest if long else ():
             if self.features[j] not in named:
                 fault = self._mixed_in(j, vals[j], seqs, med[j], iqr[j], float(whole_order[j]), older[:, j])
+                if fault is None and iqr[j] == 0:
+                    fault = self._sparse_scaled(j, vals[j], seqs)
                 if fault is not None:
                     found.append(fault)
         named = {fault.feature for fault in found}
@@ -416,9 +440,17 @@ class InputMonitor(Component):
         return InputFault(f, "constant", int(seqs[-1]), start, before, (math.nan if value is None else value, 0.0),
                           f"{said} since {start}{hint}; before: median {med:.3g}, IQR {iqr:.3g}")
 
-    def _moved(self, rec: np.ndarray, lo: float, hi: float, q10: float, q90: float, med: float, iqr: float,
-               r10: float, rmed: float, r90: float, riqr: float) -> str | None:
-        if not (np.isfinite(rmed) and np.isfinite(med)) or not iqr > 0:
+    def _moved(self, rec: np.ndarray, ref: np.ndarray, lo: float, hi: float, q10: float, q90: float, med: float,
+               iqr: float, r10: float, rmed: float, r90: float, riqr: float) -> str | None:
+        if not (np.isfinite(rmed) and np.isfinite(med)):
+            return None
+        if not iqr > 0:
+            # a feature that is mostly one value: moved when most recent values are another one,
+            # which the reference held once in a hundred at most (an offset moves its 0s as one)
+            if (riqr == 0 and rmed != med and np.mean(rec == rmed) >= 0.5 and np.mean(ref == rmed) <= 0.01
+                    and not _steps(ref)):
+                ratio = abs(rmed / med) if med != 0 else math.inf
+                return "scaled" if rmed * med > 0 and not 1 / self.factor < ratio < self.factor else "shifted"
             return None
         # the median beyond the whole reference, or nine tenths of the values beyond its 10% tails
         # (a feature with rare spikes has a range that the bulk of shifted values need not leave)
@@ -574,6 +606,40 @@ class InputMonitor(Component):
             detail = (f"{_how(what, b, after)} in part since about {start}: {share:.0%} of the newest {k} values lie "
                       f"far beyond the bulk of the {len(old)} before, as a fault phasing in does")
         return InputFault(self.features[j], what, int(seqs[-1]), start, b, after, f"{detail}; {_summary(b, after)}")
+
+    def _sparse_scaled(self, j: int, values: np.ndarray, seqs: np.ndarray) -> InputFault | None:
+        """A unit that changed on a feature that is mostly one value (0, say: an amount, a count,
+        rainfall), whose quartiles the other tests read as no spread: the values other than the
+        older half's most common one, in the newer half of the ``values`` kept against those in
+        the older half (``_SPARSE`` of them at least on each side), lie ``factor`` times as far
+        from it at the median, and nine tenths of them beyond the farthest of the older half (or
+        the reverse, nearer than the nearest): a season's larger values overlap its smaller ones,
+        a unit's do not."""
+        if np.isnan(values).any() or _steps(values[:len(values) // 2]):
+            return None  # (a feature that moves in steps, a date, has no unit to change)
+        half = len(values) // 2
+        old, new = values[:half], values[half:]
+        common, counts = np.unique(old, return_counts=True)
+        mode = float(common[counts.argmax()])
+        far_old, far_new = np.abs(old[old != mode] - mode), np.abs(new[new != mode] - mode)
+        if len(far_old) < _SPARSE or len(far_new) < _SPARSE:
+            return None
+        ratio = float(np.median(far_new) / np.median(far_old))
+        if ratio >= self.factor:
+            odd = np.abs(new - mode) > far_old.max()
+        elif ratio <= 1 / self.factor:
+            odd = (new != mode) & (np.abs(new - mode) < far_old.min())
+        else:
+            return None
+        if odd.sum() < 0.9 * len(far_new):
+            return None
+        start = int(seqs[half + int(np.argmax(odd))])
+        b = (mode, float(np.median(far_old)))
+        after = (mode, float(np.median(far_new)))
+        return InputFault(self.features[j], "scaled", int(seqs[-1]), start, b, after,
+                          f"scaled about x{ratio:.3g} since about {start}: its values other than {mode:.6g} lie "
+                          f"{ratio:.3g} times as far from it as the {len(far_old)} in the {half} values before "
+                          f"(median distance {b[1]:.3g} -> {after[1]:.3g}), as a unit that changed does")
 
     def _exchange_mixed(self, pool: list[int], vals: np.ndarray, seqs: np.ndarray, med: np.ndarray,
                         iqr: np.ndarray) -> list[InputFault]:
@@ -795,13 +861,20 @@ def _longest_run(a: np.ndarray, from_start: bool = False) -> int:
     return int(np.diff(edges).max())
 
 
-def _rank_ratio(rows: np.ndarray) -> np.ndarray:
+def _steps(a: np.ndarray) -> bool:
+    """Whether ``a`` changes value twice at most: a feature that moves in steps and rests at each,
+    as a date does in a stream of many events a day (its next step is no fault)."""
+    return int(np.count_nonzero(a[1:] != a[:-1])) <= 2
+
+
+def _rank_ratio(rows: np.ndarray, lags: int = 1) -> np.ndarray:
     """The rank von Neumann ratio of each row: the mean squared successive difference of its
     ranks over their variance (about 2 for values without serial dependence; tied values share
     their mean rank, so that a feature with few distinct values is not taken for a smooth one;
-    0 for a row of one value)."""
+    0 for a row of one value); with ``lags`` > 1, the least such ratio of values 1 to ``lags``
+    apart (about 2 still for values without serial dependence, low for sources that take turns)."""
     ranks = _row_ranks(rows)
-    msd = np.mean(np.diff(ranks, axis=1) ** 2, axis=1)
+    msd = np.min([np.mean((ranks[:, k:] - ranks[:, :-k]) ** 2, axis=1) for k in range(1, lags + 1)], axis=0)
     var = ranks.var(axis=1)
     with np.errstate(all="ignore"):
         return np.where(var > 0, msd / np.where(var > 0, var, 1.0), 0.0)

@@ -510,3 +510,75 @@ def test_a_fault_that_phases_in_is_found_as_its_mix_grows():
             xs[i]["a"] = b[i]
     faults = [f for f in found(xs) if f.feature == "a"]
     assert faults and faults[0].what == "reordered" and faults[0].seq <= AT + 1000, faults
+
+
+def stations(rng: random.Random, n: int) -> list[float]:
+    """Three stations' readings taking turns, hour by hour: a common level that swings with the day
+    for the first 1,500 events and is calm after, each station a little off it (the neighbours of
+    a calm stretch differ by the stations' offsets; each station's own readings stay smooth)."""
+    out = []
+    for t in range(n):
+        hour = t // 3
+        swing = 15.0 if t < 1500 else 0.3
+        out.append(50.0 + swing * math.sin(2 * math.pi * hour / 24) + (0.0, 1.5, -1.0)[t % 3] + rng.gauss(0.0, 0.2))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sources_that_take_turns_lose_no_order_when_calm_and_a_shuffle_of_them_is_found(seed):
+    rng = random.Random(seed)
+    n = 4000
+    values = stations(rng, n)
+    mon = InputMonitor(["t"])
+    calm = [f for t in range(n) for f in mon.update(t, {"t": values[t]})]
+    assert calm == [], [(f.what, f.seq, f.detail) for f in calm]
+    # the same readings shuffled between events from 1,200 on, while the day still swings them
+    order = list(range(1200, n))
+    rng.shuffle(order)
+    shuffled = values[:1200] + [values[i] for i in order]
+    mon = InputMonitor(["t"])
+    faults = [f for t in range(n) for f in mon.update(t, {"t": shuffled[t]})]
+    assert [f.what for f in faults][:1] == ["reordered"] and faults[0].seq <= 1200 + 200, faults
+
+
+def sparse(rng: random.Random, n: int, scale: float = 1.0) -> list[float]:
+    """Rainfall, say: 0 for nine events in ten, else a lognormal amount whose typical size moves
+    with the season by a factor of 5 over the stream."""
+    return [0.0 if rng.random() < 0.9 else scale * rng.lognormvariate(0.0, 1.0) * 5 ** math.sin(2 * math.pi * t / n)
+            for t in range(n)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_unit_change_of_a_feature_that_is_mostly_one_value_is_found_and_its_seasons_are_not(seed):
+    """The quartiles of a feature that is 0 nine times in ten see no spread; its other values in a
+    unit 1,000 times larger lie beyond all the ones before."""
+    rng = random.Random(seed)
+    n = 8000
+    values = sparse(rng, n)
+    mon = InputMonitor(["rain"])
+    assert [f for t in range(n) for f in mon.update(t, {"rain": values[t]})] == []
+    mon, faults = InputMonitor(["rain"]), []
+    for t in range(AT + 1000):
+        faults += mon.update(t, {"rain": values[t] * (1000.0 if t >= AT else 1.0)})
+    assert [f.what for f in faults] == ["scaled"] and faults[0].seq <= AT + 600, faults
+    assert AT <= faults[0].start <= faults[0].seq, faults[0]
+
+
+def test_a_date_that_steps_in_a_stream_of_many_events_a_day_is_no_fault():
+    """900 events a day: the day of the month rests at each value and steps to the next, which lies
+    outside the range of the 1,000 values before; and from the first of the next month on, back to 1."""
+    mon = InputMonitor(["day", "noise"])
+    rng = random.Random(4)
+    faults = [f for t in range(40 * 900) for f in mon.update(t, {"day": float(t // 900 % 31 + 1), "noise": rng.random()})]
+    assert faults == [], [(f.feature, f.what, f.seq, f.detail) for f in faults]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_offset_of_a_feature_that_is_mostly_one_value_is_found(seed):
+    """Its 0s move as one to a value its other values rarely took."""
+    rng = random.Random(seed)
+    values = sparse(rng, AT + 1000)
+    mon = InputMonitor(["rain"])
+    faults = [f for t in range(AT + 1000) for f in mon.update(t, {"rain": values[t] + (0.37 if t >= AT else 0.0)})]
+    assert [f.what for f in faults][:1] in (["shifted"], ["constant"]) and faults[0].seq <= AT + 150, faults
+    assert faults[0].start == AT, faults[0]
