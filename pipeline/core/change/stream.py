@@ -12,6 +12,7 @@ from .dependence import SerialVariance
 from .episodes import Episode, make_episode, ranked
 from .events import INPUTS, KINDS, RELIANCE, Change, Levels, loss_kind, trend_z
 from .inputs import InputFault
+from .label_watch import LABEL
 from .looks import close_kind, member_kind, open_kind
 from .test import Z95, Cut, SeriesTest, two_sample_z
 from .window import SeriesWindow
@@ -33,6 +34,9 @@ _FAULT_SPANS = (500, _RELIANCE_SPAN)
 
 #: the least reliance on a feature (of the top feature's) whose effect's change pages a degradation
 _LEANED_ON = 0.25
+#: labels found at one class for a share of the events are a fault when the model's loss rose
+#: since by this many standard errors (one-sided 0.1%)
+_LABEL_LOSS_Z = 3.09
 
 #: the weight of each message in a series' running mean of the model's loss
 _LOSS_WEIGHT = 0.01
@@ -376,6 +380,8 @@ class StreamChangeDetector(Component):
                 changes.append(self._fault_change(fault, None))
                 alert = True
                 continue
+            if fault.feature == LABEL and fault.partial and not self._loss_rose(fault.start):
+                continue  # a share of the labels at one class that the model still predicts: the stream's own
             share = self.reliance(fault.feature, fault.start, seq, _FAULT_SPANS)
             if fault.like is not None and share is not None:  # a swap: the values of both are wrong
                 other = self.reliance(fault.like, fault.start, seq, _FAULT_SPANS)
@@ -392,6 +398,16 @@ class StreamChangeDetector(Component):
         self._faults = (*self._faults, (seq + self.episode_gap, tuple(changes), alert))
         episodes.append(self._fault_episode(seq, changes, "open", alert))
         return changes, episodes
+
+    def _loss_rose(self, start: int) -> bool:
+        """Whether the model's loss since ``start`` is above the loss before it by ``_LABEL_LOSS_Z``
+        standard errors (its serial dependence counted): labels of a broken source disagree with
+        what the model predicts, where a stream's own shift between its classes (late flights on
+        a stormy evening) follows its features."""
+        before, after = self._loss_at(start, None)
+        if before is None or after is None or before.n < 2 or after.n < 2:
+            return False
+        return two_sample_z(before, after, self._loss_dependence.factor) >= _LABEL_LOSS_Z
 
     def reliance(self, feature: str, before: int, upto: int,
                  spans: Sequence[int] = (_RELIANCE_SPAN,)) -> float | None:

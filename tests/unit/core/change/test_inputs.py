@@ -582,3 +582,33 @@ def test_an_offset_of_a_feature_that_is_mostly_one_value_is_found(seed):
     faults = [f for t in range(AT + 1000) for f in mon.update(t, {"rain": values[t] + (0.37 if t >= AT else 0.0)})]
     assert [f.what for f in faults][:1] in (["shifted"], ["constant"]) and faults[0].seq <= AT + 150, faults
     assert faults[0].start == AT, faults[0]
+
+
+@pytest.mark.parametrize("rise", [0.0, 0.2])
+def test_labels_at_one_class_for_a_share_of_events_page_only_when_the_model_loss_rose(rise):
+    """Late flights on a stormy evening: half the labels at one class, which the model still
+    predicts (the loss flat), is the stream's own; a broken source's labels disagree with the model,
+    whose loss rises. The loss blocks are 10 events of a 0-1 loss at 0.2 (sd 0.4), so 300 events after
+    the start at +0.2 give z about 6.8 before the dependence factor, which the step itself raises to
+    about 2.5 (z about 4.3, past 3.09); a flat loss gives z about 0."""
+    from streamxai.core.change import StreamChangeDetector
+    from streamxai.core.change.inputs import InputFault
+    from streamxai.core.increments import Block
+
+    rng = random.Random(3)
+    det = StreamChangeDetector([("ipfi", "a")], warmup=0, min_samples=50)
+
+    def block(p: float) -> Block:
+        xs = [float(rng.random() < p) for _ in range(10)]
+        m = sum(xs) / 10
+        return Block(10, m, sum((x - m) ** 2 for x in xs))
+
+    for t in range(400):
+        det.update("ipfi", "a", 10 * t + 9, block(0.3), model_loss=block(0.2 if t < 370 else 0.2 + rise))
+    part = InputFault("label", "constant", 3999, 3700, (0.0, 0.0), (1.0, 0.0), "constant in part since about 3700",
+                      partial=True)
+    changes, episodes = det.input_faults([part])
+    assert [(e.kind, e.alert) for e in episodes] == ([("data_fault", True)] if rise else []), episodes
+    # a label source stuck at one class for every event pages whatever the loss
+    whole = InputFault("label", "constant", 4009, 3709, (0.0, 0.0), (1.0, 0.0), "constant at 1 since 3709")
+    assert [(e.kind, e.alert) for e in det.input_faults([whole])[1]][:1] == [("data_fault", True)]
