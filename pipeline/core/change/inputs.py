@@ -99,10 +99,9 @@ __all__ = ["InputFault", "InputMonitor", "FAULTS"]
 FAULTS = ("constant", "shifted", "scaled", "swapped", "reordered", "stopped")
 #: the least rank von Neumann ratio of values whose order is lost (independent values: about 2)
 _ORDER_LOST = 1.2
-#: the order of the recent values counts as lost only when values 2 up to this many apart do not
-#: follow each other either (their ratio at least _ORDER_LOST): several sources that take turns in
-#: one stream (three weather stations, hour by hour) make neighbours unlike while each source's
-#: own values stay smooth
+#: the order of the recent values counts as lost only when values up to this many apart do not
+#: follow each other either: several sources that take turns in one stream (three weather
+#: stations, hour by hour) make neighbours unlike while each source's own values stay smooth
 _TURNS = 8
 #: tests between two reckonings of the reference's quartiles and range
 _REF_EVERY = 4
@@ -264,10 +263,7 @@ class InputMonitor(Component):
         r10, r25, rmed, r75, r90 = _quartiles(rec, _RECENT_QS)
         iqr, riqr = q75 - q25, r75 - r25
         # the rank von Neumann ratio of each feature's recent values (reordered asks for the reference's only above _ORDER_LOST)
-        if np.isnan(rec).any():
-            now = np.zeros(len(self.features))
-        else:  # (values 2 to _TURNS apart that still follow each other: sources taking turns)
-            now = np.where(_rank_ratio(rec, _TURNS, first=2) >= _ORDER_LOST, _rank_ratio(rec), 0.0)
+        now = _rank_ratio(rec, _TURNS) if not np.isnan(rec).any() else np.zeros(len(self.features))
         found: list[InputFault] = []
         moved: dict[int, str] = {}
         rest: list[int] = []  # features no test of a whole fault found: links lost, faults that phase in
@@ -874,15 +870,14 @@ def _steps(a: np.ndarray) -> bool:
     return int(np.count_nonzero(a[1:] != a[:-1])) <= 2
 
 
-def _rank_ratio(rows: np.ndarray, lags: int = 1, first: int = 1) -> np.ndarray:
+def _rank_ratio(rows: np.ndarray, lags: int = 1) -> np.ndarray:
     """The rank von Neumann ratio of each row: the mean squared successive difference of its
     ranks over their variance (about 2 for values without serial dependence; tied values share
     their mean rank, so that a feature with few distinct values is not taken for a smooth one;
-    0 for a row of one value); with ``lags`` > 1, the least such ratio of values ``first`` to
-    ``lags`` apart (about 2 still for values without serial dependence, low for sources that take
-    turns)."""
+    0 for a row of one value); with ``lags`` > 1, the least such ratio of values 1 to ``lags``
+    apart (about 2 still for values without serial dependence, low for sources that take turns)."""
     ranks = _row_ranks(rows)
-    msd = np.min([np.mean((ranks[:, k:] - ranks[:, :-k]) ** 2, axis=1) for k in range(first, lags + 1)], axis=0)
+    msd = np.min([np.mean((ranks[:, k:] - ranks[:, :-k]) ** 2, axis=1) for k in range(1, lags + 1)], axis=0)
     var = ranks.var(axis=1)
     with np.errstate(all="ignore"):
         return np.where(var > 0, msd / np.where(var > 0, var, 1.0), 0.0)

@@ -35,8 +35,9 @@ _FAULT_SPANS = (500, _RELIANCE_SPAN)
 #: the least reliance on a feature (of the top feature's) whose effect's change pages a degradation
 _LEANED_ON = 0.25
 #: labels found at one class for a share of the events are a fault when the model's loss rose
-#: since by this many standard errors (one-sided 0.1%)
+#: since by this many standard errors (one-sided 0.1%), within this many events of the finding
 _LABEL_LOSS_Z = 3.09
+_LABEL_WAIT = 1000
 
 #: the weight of each message in a series' running mean of the model's loss
 _LOSS_WEIGHT = 0.01
@@ -181,6 +182,9 @@ class StreamChangeDetector(Component):
     #: (feature, where its newest data fault began): the changes of it that follow are the fault's
     _faulted: tuple[tuple[str, int], ...] = ()
     _fault_seq = -1  # the newest position of an input fault taken in
+    #: labels found at one class for a share of the events, waiting for the model's loss to rise:
+    #: (the finding, the last position it may still page at)
+    _held: tuple[tuple[InputFault, int], ...] = ()
 
     def __init__(
         self,
@@ -257,6 +261,7 @@ class StreamChangeDetector(Component):
         self._faults = ()
         self._faulted = ()
         self._fault_seq = -1
+        self._held = ()
         # the change test of the model's loss (a series of its own, with its share of delta)
         self._loss_test = SeriesTest(series_delta, self.min_samples, self.max_increments, self.buckets_per_level)
 
@@ -324,6 +329,10 @@ class StreamChangeDetector(Component):
             self._losses += model_loss.n
             if seq >= self.warmup:
                 changes += self._test_loss(seq_lo_loss, seq, model_loss, episodes)
+            if self._held:
+                held, more = self._release_held(seq)
+                changes += held
+                episodes += more
         if block is None or block.n <= 0:
             return changes, episodes
         st.dependence.add(block)  # the warm-up's too: the factor is ready when the test starts
@@ -365,7 +374,9 @@ class StreamChangeDetector(Component):
         reliance of the two features), or the labels' values changed or stopped (the model
         learns from the labels, whatever it relied on); the changes of those features
         (and of the feature a swap took its values from, and of the loss) that follow within
-        ``episode_max`` are the fault's and page no more.
+        ``episode_max`` are the fault's and page no more. Labels found at one class for a share
+        of the events wait for the model's loss to rise since (:meth:`_loss_rose`), for
+        ``_LABEL_WAIT`` events at most; their episode comes out of :meth:`update` when it does.
         Findings at a position already taken are dropped (a replay)."""
         if not faults or faults[0].seq <= self._fault_seq:
             return [], []
@@ -374,14 +385,29 @@ class StreamChangeDetector(Component):
         episodes = self._episodes_due(seq)
         if seq < self.warmup:
             return [], episodes
+        changes, more = self._take_faults(faults, seq, hold=True)
+        return changes, episodes + more
+
+    def _release_held(self, seq: int) -> tuple[list[Change], list[Episode]]:
+        """The held label findings whose loss rose by ``seq`` page now; those held past their
+        wait are dropped."""
+        ready = [f for f, until in self._held if seq <= until and self._loss_rose(f.start)]
+        self._held = tuple((f, until) for f, until in self._held if seq <= until and f not in ready)
+        return self._take_faults(ready, seq, hold=False) if ready else ([], [])
+
+    def _take_faults(self, faults: Sequence[InputFault], seq: int, hold: bool) -> tuple[list[Change], list[Episode]]:
+        """The changes of ``faults`` found by ``seq`` and their episode (:meth:`input_faults`);
+        ``hold``: labels found at one class for a share of the events wait for the loss to rise
+        (``_LABEL_WAIT`` events at most): the model still predicting them, they are the stream's own."""
         changes, alert = [], False
         for fault in faults:
             if fault.what == "stopped":  # the labels: the model stops learning and iPFI and iSAGE with it
                 changes.append(self._fault_change(fault, None))
                 alert = True
                 continue
-            if fault.feature == LABEL and fault.partial and not self._loss_rose(fault.start):
-                continue  # a share of the labels at one class that the model still predicts: the stream's own
+            if hold and fault.feature == LABEL and fault.partial and not self._loss_rose(fault.start):
+                self._held = (*self._held, (fault, seq + _LABEL_WAIT))
+                continue
             share = self.reliance(fault.feature, fault.start, seq, _FAULT_SPANS)
             if fault.like is not None and share is not None:  # a swap: the values of both are wrong
                 other = self.reliance(fault.like, fault.start, seq, _FAULT_SPANS)
@@ -393,11 +419,10 @@ class StreamChangeDetector(Component):
             broken = {fault.feature, fault.like} - {None}  # a swap: the other feature's values are wrong too
             self._faulted = (*((f, s) for f, s in self._faulted if f not in broken), *((f, fault.start) for f in broken))
         if not changes:
-            return [], episodes
+            return [], []
         alert = alert and "data_fault" in self.alert_kinds
         self._faults = (*self._faults, (seq + self.episode_gap, tuple(changes), alert))
-        episodes.append(self._fault_episode(seq, changes, "open", alert))
-        return changes, episodes
+        return changes, [self._fault_episode(seq, changes, "open", alert)]
 
     def _loss_rose(self, start: int) -> bool:
         """Whether the model's loss since ``start`` is above the loss before it by ``_LABEL_LOSS_Z``

@@ -585,12 +585,12 @@ def test_an_offset_of_a_feature_that_is_mostly_one_value_is_found(seed):
 
 
 @pytest.mark.parametrize("rise", [0.0, 0.2])
-def test_labels_at_one_class_for_a_share_of_events_page_only_when_the_model_loss_rose(rise):
+def test_labels_at_one_class_for_a_share_of_events_page_only_when_the_model_loss_rises(rise):
     """Late flights on a stormy evening: half the labels at one class, which the model still
     predicts (the loss flat), is the stream's own; a broken source's labels disagree with the model,
-    whose loss rises. The loss blocks are 10 events of a 0-1 loss at 0.2 (sd 0.4), so 300 events after
-    the start at +0.2 give z about 6.8 before the dependence factor, which the step itself raises to
-    about 2.5 (z about 4.3, past 3.09); a flat loss gives z about 0."""
+    whose loss rises, at once or within the wait. The loss blocks are 10 events of a 0-1 loss at
+    0.2 (sd 0.4): 300 events at +0.2 give z about 6.8 before the dependence factor, which the step
+    itself raises to about 2.5 (z about 4.3, past 3.09); a flat loss gives z about 0."""
     from streamxai.core.change import StreamChangeDetector
     from streamxai.core.change.inputs import InputFault
     from streamxai.core.increments import Block
@@ -603,12 +603,32 @@ def test_labels_at_one_class_for_a_share_of_events_page_only_when_the_model_loss
         m = sum(xs) / 10
         return Block(10, m, sum((x - m) ** 2 for x in xs))
 
-    for t in range(400):
-        det.update("ipfi", "a", 10 * t + 9, block(0.3), model_loss=block(0.2 if t < 370 else 0.2 + rise))
+    def feed(first: int, n: int, loss: float) -> list:
+        return [e for t in range(first, first + n) for e in det.update("ipfi", "a", 10 * t + 9, block(0.3),
+                                                                      model_loss=block(loss))[1]]
+
+    feed(0, 370, 0.2)
+    feed(370, 30, 0.2 + rise)  # the finding's first 300 events
     part = InputFault("label", "constant", 3999, 3700, (0.0, 0.0), (1.0, 0.0), "constant in part since about 3700",
                       partial=True)
-    changes, episodes = det.input_faults([part])
-    assert [(e.kind, e.alert) for e in episodes] == ([("data_fault", True)] if rise else []), episodes
-    # a label source stuck at one class for every event pages whatever the loss
-    whole = InputFault("label", "constant", 4009, 3709, (0.0, 0.0), (1.0, 0.0), "constant at 1 since 3709")
-    assert [(e.kind, e.alert) for e in det.input_faults([whole])[1]][:1] == [("data_fault", True)]
+    assert [(e.kind, e.alert) for e in det.input_faults([part])[1]] == ([("data_fault", True)] if rise else [])
+    # held while the loss stays flat; a rise within the wait pages then, and after it nothing
+    assert feed(400, 20, 0.2) == []
+    late = [(e.kind, e.alert, e.first) for e in feed(420, 40, 0.45) if e.kind == "data_fault"]
+    assert late == ([] if rise else [("data_fault", True, True)]), late
+    assert det._held == ()
+
+
+def test_labels_at_one_class_held_past_their_wait_are_dropped():
+    from streamxai.core.change import StreamChangeDetector
+    from streamxai.core.change.inputs import InputFault
+    from streamxai.core.increments import Block
+
+    det = StreamChangeDetector([("ipfi", "a")], warmup=0, min_samples=50)
+    flat = Block(10, 0.2, 10 * 0.16)
+    for t in range(400):
+        det.update("ipfi", "a", 10 * t + 9, flat, model_loss=flat)
+    part = InputFault("label", "constant", 3999, 3700, (0.0, 0.0), (1.0, 0.0), "constant in part", partial=True)
+    assert det.input_faults([part]) == ([], [])
+    episodes = [e for t in range(400, 520) for e in det.update("ipfi", "a", 10 * t + 9, flat, model_loss=flat)[1]]
+    assert episodes == [] and det._held == ()
