@@ -101,7 +101,9 @@ class CheckpointSeal:
         header = orjson.dumps({"kind": kind, "key_sha256": hashlib.sha256(key).hexdigest(),
                                "topic": src.topic, "partition": src.partition, "offset": src.offset,
                                "format": STATE_FORMAT, "river": _river_release()})
-        payload = pickle.dumps(state, protocol=5)
+        # protocol 4: a numpy array of the state comes back owning its data (with 5 it comes back
+        # as a view of a bytearray, through a memoryview and a second array: more to hold, per array)
+        payload = pickle.dumps(state, protocol=4)
         return b"".join((_MAGIC, self._tag(header, payload), b"\n", header, b"\n", payload))
 
     def open(

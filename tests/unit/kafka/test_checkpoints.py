@@ -7,6 +7,7 @@ import logging
 import os
 import pickle
 
+import numpy as np
 import orjson
 import pytest
 from helpers.damage import DAMAGES, damaged
@@ -114,6 +115,16 @@ def test_a_restore_unpickles_only_the_state_it_restores(tmp_path, monkeypatch):
     assert (restored.name, offset, _Counted.loaded) == ("new", 9, 1)
     restored, offset = st.load("model", b"s", "features", 0, before_offset=9)
     assert (restored.name, offset, _Counted.loaded) == ("old", 4, 2)
+
+
+def test_a_restored_array_owns_its_data(tmp_path):
+    # not a view of the checkpoint's buffer through wrappers (a memoryview, a second array)
+    st = store(tmp_path)
+    st.save("explain", b"s/0", {"rows": np.arange(12.0).reshape(3, 4)}, Source("tasks", 0, 4))
+    (restored, _) = st.load("explain", b"s/0", "tasks", 0)
+    rows = restored["rows"]
+    assert rows.base is None and rows.flags.owndata and rows.flags.writeable
+    assert rows.tolist() == np.arange(12.0).reshape(3, 4).tolist()
 
 
 def test_a_newest_checkpoint_that_cannot_be_unpickled_leaves_the_previous_one_to_serve(tmp_path, caplog):
