@@ -100,7 +100,9 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
     from .kafka.config import ensure_topics
     from .kafka.outage import install_outage_filter
     from .kafka.topic_watch import topic_watch
+    from .malloc_arenas import limit_arenas
 
+    limit_arenas(1)  # before any thread allocates (see streamxai.malloc_arenas)
     check_web_port(settings)  # before anything is created or joined
     created = ensure_topics(settings)
     log = logging.getLogger("streamxai")

@@ -20,7 +20,8 @@ log = logging.getLogger("streamxai")
 class DeadLetterWatch:
     """Counts the dead letters among the first ``first`` messages of each key; one error line for
     a key when one reason has more than ``share`` of them. Remembers at most ``max_keys`` keys
-    (each a few dozen bytes), so random keys cannot grow it without bound.
+    (each about a hundred bytes: its count of messages, and the reasons of its dead letters only
+    if it had any), so random keys cannot grow it without bound.
 
     Dead letters are warning lines (up to 20 a minute per reason), easily lost among others; a producer that
     sends a categorical feature as ``1.5``, or features the worker does not expect, has every event
@@ -36,23 +37,24 @@ class DeadLetterWatch:
 
     def __init__(self, first: int = 100, share: float = 0.5, max_keys: int = 100_000):
         self.first, self.share, self.max_keys = first, share, max_keys
-        self._open: dict[bytes, tuple[list[int], Counter[str], dict[str, str]]] = {}
+        #: messages seen of each key still watched: an int a key, whatever the number of streams
+        self._seen: dict[bytes, int] = {}
+        #: of the keys still watched that had dead letters: the count and an example of each reason
+        self._dead: dict[bytes, tuple[Counter[str], dict[str, str]]] = {}
         self._done: set[bytes] = set()
 
     def observe(self, key: bytes | None, outs: Iterable[Out]) -> str | None:
         """Count one message of ``key`` and its outputs; the reason when this call logged the error."""
         if key is None or key in self._done:
             return None
-        entry = self._open.get(key)
-        if entry is None:
-            if len(self._open) + len(self._done) >= self.max_keys:
-                return None
-            entry = self._open[key] = ([0], Counter(), {})
-        seen, reasons, examples = entry
-        seen[0] += 1
+        seen = self._seen.get(key)
+        if seen is None and len(self._seen) + len(self._done) >= self.max_keys:
+            return None
+        seen = self._seen[key] = (seen or 0) + 1
         dead = next((o for o in outs if o.topic == "dead-letters"), None)
         logged = None
         if dead is not None:
+            reasons, examples = self._dead.setdefault(key, (Counter(), {}))
             reason = dead.reason or "error"
             reasons[reason] += 1
             if reason not in examples:
@@ -61,10 +63,11 @@ class DeadLetterWatch:
                 log.error("stream %r: %d of its first %d events here went to the dead-letter topic as %s, e.g. %s; "
                           "check the producer and the settings it was given (features, categorical, target); "
                           "`streamxai tail dead-letters` shows them", key.decode(errors="replace")[:130],
-                          reasons[reason], seen[0], reason, examples[reason])
+                          reasons[reason], seen, reason, examples[reason])
                 logged = reason
-        if logged is not None or seen[0] >= self.first:
-            del self._open[key]
+        if logged is not None or seen >= self.first:
+            del self._seen[key]
+            self._dead.pop(key, None)
             self._done.add(key)
         return logged
 

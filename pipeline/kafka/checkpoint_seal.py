@@ -89,8 +89,11 @@ class CheckpointSeal:
     def __repr__(self) -> str:
         return "CheckpointSeal(secret=***)"
 
-    def _tag(self, header: bytes, payload: bytes) -> bytes:
-        return hmac.new(self._secret, header + b"\n" + payload, hashlib.sha256).hexdigest().encode()
+    def _tag(self, header: bytes, payload: bytes | memoryview) -> bytes:
+        mac = hmac.new(self._secret, header, hashlib.sha256)
+        mac.update(b"\n")
+        mac.update(payload)  # not joined to the header: a state's bytes are not copied to be tagged
+        return mac.hexdigest().encode()
 
     def seal(self, kind: str, key: bytes, state: Any, src: Source) -> bytes:
         """``state`` of ``key`` as of the message at ``src``, as authenticated bytes; the header
@@ -98,8 +101,10 @@ class CheckpointSeal:
         header = orjson.dumps({"kind": kind, "key_sha256": hashlib.sha256(key).hexdigest(),
                                "topic": src.topic, "partition": src.partition, "offset": src.offset,
                                "format": STATE_FORMAT, "river": _river_release()})
-        payload = pickle.dumps(state, protocol=5)
-        return _MAGIC + self._tag(header, payload) + b"\n" + header + b"\n" + payload
+        # protocol 4: a numpy array of the state comes back owning its data (with 5 it comes back
+        # as a view of a bytearray, through a memoryview and a second array: more to hold, per array)
+        payload = pickle.dumps(state, protocol=4)
+        return b"".join((_MAGIC, self._tag(header, payload), b"\n", header, b"\n", payload))
 
     def open(
         self, data: bytes, kind: str, key: bytes, topic: str, partition: int | None
@@ -108,13 +113,26 @@ class CheckpointSeal:
         moved: not ours, not an attack). Raises :class:`RefusedCheckpoint` for bytes that are not
         a checkpoint of ``key`` sealed with this key, of another state format or river release
         (:data:`STATE_FORMAT`), or whose state cannot be unpickled."""
-        magic, _, rest = data.partition(b"\n")
-        tag, _, rest = rest.partition(b"\n")
-        header, _, payload = rest.partition(b"\n")
-        if magic + b"\n" != _MAGIC:
+        found = self.verify(data, kind, key, topic, partition)
+        return None if found is None else (self.unpickle(found[1]), found[0])
+
+    def verify(
+        self, data: bytes, kind: str, key: bytes, topic: str, partition: int | None
+    ) -> tuple[int, memoryview] | None:
+        """``(offset, pickled state)`` of ``data`` once its seal is checked, without unpickling
+        (a view into ``data``, not a copy); None for another partition's checkpoint. Raises
+        :class:`RefusedCheckpoint` as :meth:`open` does, but for a state that cannot be
+        unpickled (:meth:`unpickle` finds that)."""
+        if not data.startswith(_MAGIC):
             raise RefusedCheckpoint("not a signed (v2) streamxai checkpoint")
+        tag_end = data.find(b"\n", len(_MAGIC))
+        header_end = data.find(b"\n", tag_end + 1) if tag_end >= 0 else -1
+        if header_end < 0:
+            raise RefusedCheckpoint(_BAD_TAG)
+        tag, header = data[len(_MAGIC):tag_end], data[tag_end + 1:header_end]
+        payload = memoryview(data)[header_end + 1:]
         if not hmac.compare_digest(tag, self._tag(header, payload)):
-            raise RefusedCheckpoint("its HMAC does not match (tampered, torn, or written with another checkpoint key)")
+            raise RefusedCheckpoint(_BAD_TAG)
         h = orjson.loads(header)
         if h["kind"] != kind or h["key_sha256"] != hashlib.sha256(key).hexdigest():
             raise RefusedCheckpoint("it belongs to another key")
@@ -127,12 +145,17 @@ class CheckpointSeal:
         if river is not None and river != _river_release():
             raise RefusedCheckpoint(f"its state was pickled with river {river} and this worker runs river "
                                     f"{_river_release()}")
+        return int(h["offset"]), payload
+
+    @staticmethod
+    def unpickle(payload: bytes | memoryview) -> Any:
+        """The state of a verified checkpoint's pickle (:meth:`verify`). Raises
+        :class:`RefusedCheckpoint` for one that cannot be unpickled."""
         try:
-            state = pickle.loads(payload)  # noqa: S301 - authenticated above
+            return pickle.loads(payload)  # noqa: S301 - authenticated by verify
         except Exception as e:  # e.g. a state class another streamxai version had
             raise RefusedCheckpoint(f"its state cannot be unpickled ({type(e).__name__}: {str(e)[:200]}; "
                                     "written by another streamxai version?)") from None
-        return state, int(h["offset"])
 
     @staticmethod
     def source(data: bytes) -> tuple[str, int | None, int] | None:
@@ -154,6 +177,8 @@ class CheckpointSeal:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
 
+
+_BAD_TAG = "its HMAC does not match (tampered, torn, or written with another checkpoint key)"
 
 #: how much of a checkpoint's beginning holds its header, for :meth:`CheckpointSeal.source`
 HEADER_BYTES = 64 * 1024
@@ -246,17 +271,27 @@ class SealedStore(abc.ABC):
     ) -> tuple[Any, int] | None:
         """``(state, offset)`` of the newest valid checkpoint of ``key`` on ``topic[partition]``
         with ``offset < before_offset`` (any offset if None), or None. A checkpoint that cannot be
-        read or verified is set aside (:meth:`_set_aside`) with one log line and never read again."""
-        found_any = []
+        read or verified is set aside (:meth:`_set_aside`) with one log line and never read again.
+
+        Only the state restored is unpickled: the seals of a key's checkpoints are checked, and
+        the newest that fits is unpickled (the one before it only if that one cannot be), so a
+        restore never holds a key's state twice."""
+        fits = []
         for where, data in self._candidates(kind, key):
             try:
-                found = self._seal.open(data, kind, key, topic, partition)
+                found = self._seal.verify(data, kind, key, topic, partition)
             except RefusedCheckpoint as e:
                 self._refuse(kind, key, where, str(e))
                 continue
-            if found is not None and (before_offset is None or found[1] < before_offset):
-                found_any.append(found)
-        return max(found_any, key=lambda f: f[1]) if found_any else None
+            if found is not None and (before_offset is None or found[0] < before_offset):
+                fits.append((found[0], where, found[1]))
+        fits.sort(key=lambda f: -f[0])  # the newest first (of equal offsets, the first kept)
+        for offset, where, payload in fits:
+            try:
+                return self._seal.unpickle(payload), offset
+            except RefusedCheckpoint as e:
+                self._refuse(kind, key, where, str(e))
+        return None
 
     def discard(self, kind: str, key: bytes, why: str) -> int:
         """Set aside every checkpoint kept for ``key`` (one log line each, saying ``why``): a state

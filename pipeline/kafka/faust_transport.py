@@ -65,12 +65,12 @@ FETCH_MIN_BYTES = 1024 * 1024
 #: fills Faust's 16 KiB: bigger batches mean fewer produce requests and fewer callbacks a
 #: request. The broker refuses a record batch over ``message.max.bytes`` whole, hence the cap.
 PRODUCER_MAX_BATCH_BYTES = 256 * 1024
-#: the most bytes a worker's fetch brings of one partition (Faust's ``consumer_max_fetch_size``,
-#: 1 MiB by default; a first record batch bigger than it still comes whole). A worker with a
-#: backlog holds a fetched answer for every partition it reads, three topics' worth, and the
-#: next one as it arrives: this bounds that memory, which comes with a backlog whatever the
-#: number of streams, to a few MiB
-FETCH_MAX_PARTITION_BYTES = 256 * 1024
+#: the most bytes a worker's fetch brings of one partition under ``max_live_streams`` (Faust's
+#: ``consumer_max_fetch_size``, 1 MiB by default; a first record batch bigger than it still comes
+#: whole). A worker with a backlog holds a fetched answer for every partition it reads, three
+#: topics' worth, and the next one as it arrives: this bounds that memory, which comes with a
+#: backlog whatever the number of streams, to a few record batches a partition
+FETCH_MAX_PARTITION_BYTES = 64 * 1024
 #: the most records a worker's consumer parses out of its fetches at a time (Faust's
 #: ``broker_max_poll_records``). Parsed all at once, a backlog's fetches become tens of thousands
 #: of record objects, which live while the handlers take them one by one; parsed this many at a

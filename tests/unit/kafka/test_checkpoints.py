@@ -7,6 +7,7 @@ import logging
 import os
 import pickle
 
+import numpy as np
 import orjson
 import pytest
 from helpers.damage import DAMAGES, damaged
@@ -89,6 +90,53 @@ def test_the_previous_checkpoint_serves_when_the_newest_is_not_before_the_messag
     assert st.load("model", b"s", "features", 0, before_offset=10) == ("new", 9)
     assert st.load("model", b"s", "features", 0, before_offset=9) == ("old", 4)
     assert st.load("model", b"s", "features", 0, before_offset=4) is None
+
+
+class _Counted:
+    """A state that counts how often it is unpickled."""
+
+    loaded = 0
+
+    def __init__(self, name):
+        self.name = name
+
+    def __setstate__(self, state):
+        type(self).loaded += 1
+        self.__dict__.update(state)
+
+
+def test_a_restore_unpickles_only_the_state_it_restores(tmp_path, monkeypatch):
+    # a key keeps two checkpoints; a restore holds one state, not both
+    st = store(tmp_path)
+    st.save("model", b"s", _Counted("old"), Source("features", 0, 4))
+    st.save("model", b"s", _Counted("new"), Source("features", 0, 9))
+    monkeypatch.setattr(_Counted, "loaded", 0)
+    restored, offset = st.load("model", b"s", "features", 0)
+    assert (restored.name, offset, _Counted.loaded) == ("new", 9, 1)
+    restored, offset = st.load("model", b"s", "features", 0, before_offset=9)
+    assert (restored.name, offset, _Counted.loaded) == ("old", 4, 2)
+
+
+def test_a_restored_array_owns_its_data(tmp_path):
+    # not a view of the checkpoint's buffer through wrappers (a memoryview, a second array)
+    st = store(tmp_path)
+    st.save("explain", b"s/0", {"rows": np.arange(12.0).reshape(3, 4)}, Source("tasks", 0, 4))
+    (restored, _) = st.load("explain", b"s/0", "tasks", 0)
+    rows = restored["rows"]
+    assert rows.base is None and rows.flags.owndata and rows.flags.writeable
+    assert rows.tolist() == np.arange(12.0).reshape(3, 4).tolist()
+
+
+def test_a_newest_checkpoint_that_cannot_be_unpickled_leaves_the_previous_one_to_serve(tmp_path, caplog):
+    st = store(tmp_path)
+    st.save("model", b"s", "old", Source("features", 0, 4))
+    st.save("model", b"s", _Gone(), Source("features", 0, 9))
+    newest, previous = st._paths("model", b"s")
+    with caplog.at_level(logging.WARNING, logger="streamxai"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.delattr(__import__(__name__), "_Gone")  # another version's class: unpickling fails
+            assert st.load("model", b"s", "features", 0) == ("old", 4)
+    assert "cannot be unpickled" in caplog.text and not newest.exists() and previous.exists()
 
 
 def _settings(**over):
