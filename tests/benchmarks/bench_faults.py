@@ -153,7 +153,7 @@ class Pipeline:
         if self.memo is None:
             self.memo = LeafMemo()
         background = self.isage.removal_state.reservoir.items
-        got = attribute(self.se.model, x, background or [x], self.s.features, max_exact=12,
+        got = attribute(self.se.current_model, x, background or [x], self.s.features, max_exact=12,
                         seed=derive_seed(self.s.explain_seed, "local", "bench", t), memo=self.memo)
         return self.local.add(got.values)
 

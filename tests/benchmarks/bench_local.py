@@ -73,7 +73,7 @@ def run(name: str, n_events: int, n_brute: int, tolerance: float) -> None:
     warm = MODELS[name][2]
     data = events(warm + n_events)
     explained, learned_only = stream_explainer(s, "bench"), stream_explainer(s, "bench")
-    local = LocalShapley(explained.model, AGRAWAL, storage_size=s.storage_size, seed=1)
+    local = LocalShapley(explained.current_model, AGRAWAL, storage_size=s.storage_size, seed=1)
     for x, y in data[:warm]:
         explained.process_one(x, y, explain=False)
         learned_only.process_one(x, y, explain=False)
@@ -84,7 +84,7 @@ def run(name: str, n_events: int, n_brute: int, tolerance: float) -> None:
         t, _ = cpu(local.explain_one, x)
         t_local += t
         methods.add(local.method)
-        t, _ = cpu(learned_only.model.predict_proba_one, x)
+        t, _ = cpu(learned_only.current_model.predict_proba_one, x)
         t_model += t
         report = i % s.emit_every == s.emit_every - 1
         t_with, _ = cpu(explained.process_one, x, y, True, report)
@@ -98,7 +98,7 @@ def run(name: str, n_events: int, n_brute: int, tolerance: float) -> None:
     print(f"  local (exact)            {t_local / n * 1e3:9.3f} ms/event")
     print(f"  default explainers       {t_default / n * 1e3:9.3f} ms/event   local / default = {t_local / t_default:6.2f}")
     print(f"  model predict + learn    {t_model / n * 1e3:9.3f} ms/event   local / model   = {t_local / t_model:6.2f}")
-    baselines(explained.model, local, data[warm + n:] or data[-n_brute:], n_brute, tolerance, t_local / n)
+    baselines(explained.current_model, local, data[warm + n:] or data[-n_brute:], n_brute, tolerance, t_local / n)
 
 
 def baselines(model, local: LocalShapley, rows: list, n_brute: int, tolerance: float, per_local: float) -> None:

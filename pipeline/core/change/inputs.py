@@ -297,14 +297,14 @@ class InputMonitor(Component):
             if at == self.reference:  # outside from the first recent value: it began before them
                 back = self.reference - self.recent
                 at = back + _start_outside(vals[j][back:], *bounds)
-            # values that left the whole range: where their level stepped, around there, since they
-            # may stay within it for a while (a reading at its low of the day moved up to its high);
-            # within the range, where they crossed the tails (a wind direction from 350 round to 10
-            # steps as far, and no fault)
+            # values that left the whole range: where their level (shifted) or their distance from
+            # the median (scaled) stepped, around there, since they may stay within it for a while
+            # (a reading at its low of the day moved up to its high); within the range, where they
+            # crossed the tails (a wind direction from 350 round to 10 steps as far, and no fault)
             first = max(0, at - 2 * self.recent)
             around = vals[j][first:at + self.recent]
             if left and len(around) >= 2 and not np.isnan(around).any():
-                at = first + _change_point(around)
+                at = first + _change_point(around if moved[j] == "shifted" else np.abs(around - med[j]))
             starts[j] = at  # an index into the reference and the recent values together
             # the other side of an exchange: a feature whose values since then left its whole range
             # or their bulk its 10% tails, by less than the shift, and look like those of the feature
