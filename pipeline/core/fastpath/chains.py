@@ -23,7 +23,7 @@ from operator import is_
 from typing import Any
 
 from .base import Unsupported
-from .walk import is_branch, split_features, walk
+from .walk import rewalk, split_features
 
 __all__ = ["chain_parts", "forest_chain"]
 
@@ -35,18 +35,6 @@ def _state(tree: Any, row: dict, nodes: list) -> list:
     leaves = tree._leaves_of(nodes)
     return [tree._combine(leaves, [leaf.row(row) for leaf in leaves]), split_features(nodes), _read(leaves), leaves,
             nodes]
-
-
-def _rewalk(tree: Any, row: dict, nodes: list, feature: str) -> list:
-    """The path of ``row`` that differs from the row of path ``nodes`` only in ``feature``: the
-    same nodes down to the first branch that tests ``feature``, then river's walk from there
-    (a branch reached twice, by a walk that took the most traversed child, stays twice)."""
-    for i, node in enumerate(nodes):
-        if getattr(node, "feature", None) == feature and is_branch(node):
-            if i + 1 < len(nodes) and nodes[i + 1] is node:
-                i += 1
-            return nodes[:i] + walk(node, row)
-    return tree._nodes(row)  # pragma: no cover - the feature is on the path (checked by the caller)
 
 
 def _read(leaves: list) -> frozenset:
@@ -96,7 +84,7 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
             i = 1 + (j - first) * m + k
             for t, s, parts in zip(trees, states, out, strict=True):
                 if f in s[1]:  # a branch on the path tests f: the row may go elsewhere below it
-                    nodes = _rewalk(t, row, s[4], f)
+                    nodes = rewalk(s[4], row, f) or t._nodes(row)
                     if len(nodes) != len(s[4]) or not all(map(is_, nodes, s[4])):
                         s[:] = _state(t, row, nodes)
                         parts[i] = s[0]

@@ -24,14 +24,29 @@ from typing import Any
 import numpy as np
 
 from .base import Unsupported
+from .walk import first_test, leaf_of
 
-__all__ = ["class_curves", "combined"]
+__all__ = ["class_curves", "class_arrays", "moved", "forest_class_curves", "combined"]
 
 
 def class_curves(tree: Any, x: dict, features: list, grids: np.ndarray, target_class: Any) -> np.ndarray | None:
     """The probability of ``target_class`` at ``x`` with ``features[i]`` at each ``grids[i, k]``,
     from ``tree`` (a :class:`~streamxai.core.fastpath.trees._Tree` call); None for more than
-    two classes.
+    two classes: :func:`class_arrays`' row of the class.
+    """
+    if tree.n > 2:
+        return None
+    ci = tree._class_index().get(target_class)
+    if ci is None:  # predict_proba_one(row).get(target_class, 0.0)
+        return np.zeros(grids.shape)
+    out = class_arrays(tree, x, features, grids)
+    return None if out is None else out[ci]
+
+
+def class_arrays(tree: Any, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:
+    """``predict_proba_one``'s values, ``(classes, features, values)`` in the tree's class
+    order, at ``x`` with ``features[i]`` at each ``grids[i, k]``, from ``tree`` (a
+    :class:`~streamxai.core.fastpath.trees._Tree` call); None for more than two classes.
 
     A row that changes a feature no branch on ``x``'s path tests reaches ``x``'s leaves, so the
     curves of all such features are the leaves' naive Bayes distributions
@@ -41,7 +56,7 @@ def class_curves(tree: Any, x: dict, features: list, grids: np.ndarray, target_c
     takes its one leaf's. The same operations in the same order as
     :mod:`streamxai.core.fastpath.trees`, on arrays: every sum has at most two terms (two
     classes), where ``sum()`` and left-to-right addition agree on every Python version. A
-    feature a branch on the path tests is evaluated value by value (its rows may take other
+    feature a branch on the path tests goes through :func:`moved` (its rows may take other
     paths).
     """
     if tree.n > 2:
@@ -51,21 +66,82 @@ def class_curves(tree: Any, x: dict, features: list, grids: np.ndarray, target_c
             raise Unsupported(f"feature {f!r} is not in the row")
     if x is not tree._x:
         tree._see(x)
-    ci = tree._class_index().get(target_class)
-    if ci is None:  # predict_proba_one(row).get(target_class, 0.0)
-        return np.zeros(grids.shape)
-    out = np.empty(grids.shape)
+    out = np.empty((tree.n, *grids.shape))
     splits = tree._x_splits
     kept = [i for i, f in enumerate(features) if f not in splits]  # rows that keep x's path
     if kept:
         proba = combined(tree, tree._x_leaves, x, [features[i] for i in kept], grids[kept])
         if proba is None:
             return None
-        out[kept] = proba[ci]
+        out[:, kept] = proba
     for i, f in enumerate(features):
-        if f in splits:  # the rows may take other paths: value by value (fewer rows than arrays pay for)
-            out[i] = [float(tree.replaced(x, f, v)[ci]) for v in grids[i].tolist()]
+        if f in splits:
+            out[:, i] = moved(tree, x, f, grids[i].tolist())
     return out
+
+
+def moved(tree: Any, x: dict, feature: str, values: list) -> np.ndarray:
+    """``(classes, values)``: the tree's values at ``x`` with ``feature``, which a branch on
+    ``x``'s path tests, at each of ``values``. A plain tree's rows share ``x``'s path down to
+    the first branch that tests ``feature`` and walk on from there; the rows that end in one
+    leaf take its distributions in one call (:meth:`NaiveBayesLeaf.replaced_many
+    <streamxai.core.fastpath.leaves.NaiveBayesLeaf.replaced_many>`, value by value the
+    operations of one row), put at the leaf's classes' positions as ``proba.update`` puts
+    them. An adaptive tree's rows are evaluated one by one (every alternate tree on a row's
+    path adds its leaf)."""
+    out = np.zeros((tree.n, len(values)))
+    if tree.hat:
+        for k, v in enumerate(values):
+            out[:, k] = tree.replaced(x, feature, v)
+        return out
+    row = x.copy()
+    start = first_test(tree._x_nodes, feature)
+    groups: dict[int, tuple[Any, list]] = {}  # leaf's id -> (leaf, positions of its values)
+    for k, v in enumerate(values):
+        row[feature] = v
+        leaf = leaf_of(start, row)
+        group = groups.get(id(leaf))
+        if group is None:
+            groups[id(leaf)] = (leaf, [k])
+        else:
+            group[1].append(k)
+    for leaf, ks in groups.values():
+        plan = tree._leaf(leaf)
+        if not plan.pos:  # a leaf without classes: river's update adds none
+            continue
+        if plan.const is not None:  # majority class: one distribution for every value
+            out[np.ix_(plan.pos, ks)] = np.array(plan.const, dtype=float)[:, None]
+        else:
+            dists = plan.inner.replaced_many(x, feature, [values[k] for k in ks], None)
+            out[np.ix_(plan.pos, ks)] = np.array(dists, dtype=float).T
+    return out
+
+
+def forest_class_curves(forest: Any, x: dict, features: list, grids: np.ndarray,
+                        target_class: Any) -> np.ndarray | None:
+    """:func:`class_curves` of an ARF (a :class:`~streamxai.core.fastpath.trees._Forest`
+    call) whose members share their (at most two) classes in one order, else None: each
+    member's :func:`class_arrays` times its weight, added member after member, divided by the
+    sum over the classes where that is above 0 -- ``_Forest._sum``'s operations in its order,
+    on arrays."""
+    trees = forest.trees
+    classes = trees[0].classes
+    if not classes or len(classes) > 2 or any(t.classes != classes for t in trees):
+        return None
+    acc = None
+    for tree, mv in zip(trees, forest.weights, strict=True):
+        arr = class_arrays(tree, x, features, grids)
+        if arr is None:
+            return None
+        if mv is not None:
+            arr = arr * mv
+        acc = arr if acc is None else arr + acc
+    ci = {c: i for i, c in enumerate(classes)}.get(target_class)
+    if ci is None:
+        return np.zeros(grids.shape)
+    total = _total(acc)  # type: ignore[arg-type]
+    ok = total > 0  # a total of 0 or NaN: river's Counter, unnormalised
+    return np.where(ok, acc[ci] / np.where(ok, total, 1.0), acc[ci])  # type: ignore[index]
 
 
 def combined(tree: Any, leaves: list, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:

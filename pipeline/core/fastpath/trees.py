@@ -40,8 +40,8 @@ from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNa
 from .base import FastModel, Unsupported, tree_kind
 from .chains import chain_parts, forest_chain
 from .leaves import MajorityLeaf, NaiveBayesLeaf
-from .tree_curves import class_curves
-from .walk import is_branch, runs, split_features, walk
+from .tree_curves import class_curves, forest_class_curves
+from .walk import is_branch, rewalk, runs, split_features, walk
 
 __all__ = ["TreeClassifierFast", "ForestClassifierFast", "list_output"]
 
@@ -101,7 +101,7 @@ class _Tree:
     """One tree classifier during one call: its leaves' predictions, computed once each."""
 
     __slots__ = ("tree", "hat", "root", "classes", "n", "keys", "_leaves", "_index",
-                 "_x", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
+                 "_x", "_x_nodes", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
 
     def __init__(self, tree: Any, keys: Any):
         kind = _is_classifier_tree(tree)
@@ -134,10 +134,10 @@ class _Tree:
         it tests ``feature``, and a leaf recomputes only the factor of ``feature``."""
         if x is not self._x:
             self._see(x)
-        if feature in self._x_splits:
+        if feature in self._x_splits:  # x's path down to the first branch that tests feature, walked on from there
             row = x.copy()
             row[feature] = value
-            leaves = self._found(row)
+            leaves = self._leaves_of(rewalk(self._x_nodes, row, feature) or self._nodes(row))
             return self._combine(leaves, [leaf.replaced(x, feature, value) for leaf in leaves])
         leaves = self._x_leaves
         depends = self._x_depends.get(feature)
@@ -215,7 +215,7 @@ class _Tree:
 
     def _see(self, x: dict) -> None:
         self._x = x
-        nodes = self._nodes(x)
+        nodes = self._x_nodes = self._nodes(x)
         self._x_leaves = self._leaves_of(nodes)
         self._x_splits = split_features(nodes)
         self._x_split_values = {f: x[f] for f in self._x_splits}  # what x's path depends on
@@ -484,6 +484,12 @@ class ForestClassifierFast(FastModel):
                 pos = {c: k for k, c in enumerate(classes)}.get(target_class) if classes else None
             out.append(0.0 if pos is None else float(values[pos]))
         return out
+
+    def curves(self, x: dict, features: Any, grids: Any, output: str, target_class: Any) -> Any:
+        out = None
+        if output == "proba_of":  # the members' curves as arrays, summed as predict_proba_one sums them
+            out = forest_class_curves(self._scope_of(x), x, list(features), grids, target_class)
+        return super().curves(x, features, grids, output, target_class) if out is None else out
 
     def coalitions(self, x: dict, order: list, donors: list, first: int, output: str, target_class: Any) -> list:
         """:meth:`TreeClassifierFast.coalitions` of the forest: every member's chain, summed
