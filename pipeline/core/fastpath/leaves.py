@@ -23,6 +23,8 @@ from .base import Unsupported
 __all__ = ["normalized", "softmax_votes", "MajorityLeaf", "NaiveBayesLeaf"]
 
 _NEG_INF = -math.inf
+#: values of one feature whose terms a leaf keeps from call to call, at most
+_MEMO_LIMIT = 256
 _exp = math.exp
 _log = math.log
 #: splitters whose naive Bayes factor is a pure function of (value, class), with the method
@@ -206,6 +208,14 @@ class NaiveBayesLeaf:
     def forget_row(self) -> None:
         """Drop x's factors: the next call computes them anew even for that same dict."""
         self._x = None
+
+    def new_call(self) -> None:
+        """Serve another call of an unchanged leaf: x's factors go, the terms of the values
+        met stay (a pure function of the leaf and the value) unless a feature met more than
+        :data:`_MEMO_LIMIT` values."""
+        self._x = None
+        if any(len(m) > _MEMO_LIMIT for m in self.memos):
+            self.memos = [{} for _ in self.atts]
 
     def _see(self, x: dict) -> None:
         self._x = x

@@ -53,6 +53,9 @@ _LEAF_MODES = {
 }
 
 
+#: calls of a tree in a row that may not meet a leaf before its kept plan goes
+_IDLE_CALLS = 32
+
 # the adaptive tree's branches (their traverse adds alternate trees)
 _ADA_BRANCHES = frozenset({AdaNomBinaryBranchClass, AdaNumBinaryBranchClass, AdaNomMultiwayBranchClass,
                            AdaNumMultiwayBranchClass})
@@ -68,15 +71,20 @@ class _Leaf:
     its distribution (majority class or naive Bayes), and for an adaptive tree divided by
     ``sum * error * error``."""
 
-    __slots__ = ("inner", "pos", "error", "const", "same_order")
+    __slots__ = ("inner", "pos", "error", "const", "same_order", "node", "state", "idle")
 
-    def __init__(self, inner: Any, pos: list[int], error: float | None):
+    def __init__(self, inner: Any, pos: list[int], error: float | None, node: Any = None, state: Any = None):
         self.inner = inner
         self.pos = pos
         self.error = error
         #: the leaf's classes are the tree's, in the tree's order
         self.same_order = pos == list(range(len(pos)))
         self.const = self._weigh(inner.dist) if isinstance(inner, MajorityLeaf) else None
+        #: the river leaf and what its prediction reads (:func:`leaf_state`), for a plan kept between calls
+        self.node = node
+        self.state = state
+        #: calls of its tree since one last met this leaf
+        self.idle = 0
 
     def _weigh(self, dist: list) -> list:
         error = self.error
@@ -97,13 +105,27 @@ class _Leaf:
         return self._weigh(self.inner.replaced(x, feature, value))
 
 
-class _Tree:
-    """One tree classifier during one call: its leaves' predictions, computed once each."""
+def leaf_state(leaf: Any) -> tuple:
+    """What a plain Hoeffding tree's leaf's prediction reads beyond the tree's options and
+    classes, all of which only its ``learn_one`` changes (it adds a weight above 0 to a class):
+    its class weights, its splitters (the dict itself, None when inactive, and how many) and
+    the naive Bayes adaptive leaf's two counts of correct predictions."""
+    splitters = leaf.splitters
+    return (tuple(leaf.stats.items()), splitters, -1 if splitters is None else len(splitters),
+            getattr(leaf, "_mc_correct_weight", None), getattr(leaf, "_nb_correct_weight", None))
 
-    __slots__ = ("tree", "hat", "root", "classes", "n", "keys", "_leaves", "_index",
+
+class _Tree:
+    """One tree classifier during one call: its leaves' predictions, computed once each.
+
+    A plain tree's leaf plans outlive the call (:meth:`plans`): the next call of the same tree,
+    classes and features takes each leaf's plan whose :func:`leaf_state` is unchanged (in a
+    forest most leaves are, from one event to the next) and plans the others anew."""
+
+    __slots__ = ("tree", "hat", "root", "classes", "n", "keys", "_leaves", "_index", "_kept",
                  "_x", "_x_nodes", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
 
-    def __init__(self, tree: Any, keys: Any):
+    def __init__(self, tree: Any, keys: Any, kept: tuple | None = None):
         kind = _is_classifier_tree(tree)
         if kind is None:
             raise Unsupported(f"{type(tree).__name__} is not a verified Hoeffding tree classifier")
@@ -118,6 +140,22 @@ class _Tree:
         self._index: dict | None = None
         self._x: dict | None = None
         self._x_split_values: dict | None = None
+        #: the plans of the tree's last call, by leaf id, if they are of this tree, classes and features
+        self._kept: dict[int, _Leaf] = {}
+        if kept is not None and not self.hat and kept[0] is tree and kept[1] == self.classes and kept[2] == keys:
+            self._kept = kept[3]
+
+    def plans(self) -> tuple:
+        """What the next call of this tree may take from this one (:class:`_Tree`): the plans
+        of the leaves it met, and those of the last calls' leaves it did not meet unless
+        :data:`_IDLE_CALLS` calls in a row did not (a leaf that split is met no more)."""
+        leaves = self._leaves
+        for key, plan in self._kept.items():
+            if key not in leaves and plan.idle < _IDLE_CALLS:
+                plan.idle += 1
+                leaves[key] = plan
+        self._kept = {}
+        return self.tree, self.classes, set(self.keys), leaves
 
     def row(self, row: dict) -> list:
         """The values of ``predict_proba_one(row)``, in :attr:`classes` order. A row that
@@ -276,7 +314,14 @@ class _Tree:
     def _leaf(self, leaf: Any) -> _Leaf:
         plan = self._leaves.get(id(leaf))
         if plan is None:
-            plan = self._leaves[id(leaf)] = self._plan(leaf)
+            plan = self._kept.pop(id(leaf), None)
+            if plan is not None and plan.node is leaf and plan.state == leaf_state(leaf):
+                plan.idle = 0
+                if not isinstance(plan.inner, MajorityLeaf):
+                    plan.inner.new_call()
+            else:
+                plan = self._plan(leaf)
+            self._leaves[id(leaf)] = plan
         return plan
 
     def _plan(self, leaf: Any) -> _Leaf:
@@ -309,7 +354,9 @@ class _Tree:
             pos = [index[c] for c in inner.classes]
         except KeyError:
             raise Unsupported("a leaf knows a class its tree does not") from None
-        return _Leaf(inner, pos, leaf._mean_error.get() if self.hat else None)
+        if self.hat:
+            return _Leaf(inner, pos, leaf._mean_error.get())
+        return _Leaf(inner, pos, None, leaf, leaf_state(leaf))
 
     def _class_index(self) -> dict:
         if self._index is None:
@@ -347,10 +394,11 @@ class _Forest:
 
     __slots__ = ("trees", "weights")
 
-    def __init__(self, forest: Any, keys: Any):
+    def __init__(self, forest: Any, keys: Any, kept: dict | None = None):
         if len(forest) == 0:  # river builds the ensemble on this first prediction
             raise Unsupported("an ARF before its first event")
-        self.trees = [_Tree(m, keys) for m in forest]
+        kept = kept or {}
+        self.trees = [_Tree(m, keys, kept.get(id(m))) for m in forest]
         weighted = not forest.disable_weighted_vote
         # a member's distribution is multiplied by its accuracy when that is > 0
         self.weights = [mv if weighted and mv > 0.0 else None for mv in (m.get() for m in forest._metrics)]
@@ -395,6 +443,10 @@ class _Forest:
         """Each member's :meth:`_Tree.forget_row`."""
         for t in self.trees:
             t.forget_row()
+
+    def plans(self) -> dict:
+        """Each member's :meth:`_Tree.plans`, by the member's id."""
+        return {id(t.tree): t.plans() for t in self.trees}
 
     def replaced_batch(self, x: dict, pairs: list) -> list:
         parts = [t.replaced_batch(x, pairs) for t in self.trees]
@@ -462,7 +514,18 @@ class ForestClassifierFast(FastModel):
                 and t.predict_one is Classifier.predict_one)
 
     def new_call(self, keys: Any) -> _Forest:
-        return _Forest(self.model, keys)
+        """A new scope, taking the leaf plans of the scope it replaces, or of the one
+        :meth:`invalidate` dropped, where they still hold (:class:`_Tree`)."""
+        kept = self._call.plans() if self._call is not None else self._kept
+        self._kept = None
+        return _Forest(self.model, keys, kept)
+
+    def invalidate(self, keep: bool = True) -> None:
+        """:meth:`FastModel.invalidate`, keeping the leaf plans of the dropped scope for the
+        next one unless ``keep`` is false."""
+        call = getattr(self, "_call", None)
+        self._kept = call.plans() if keep and call is not None else None
+        super().invalidate(keep)
 
     def token(self) -> Any:
         forest = self.model
