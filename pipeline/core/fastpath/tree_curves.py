@@ -80,20 +80,18 @@ def class_arrays(tree: Any, x: dict, features: list, grids: np.ndarray) -> np.nd
     return out
 
 
-def moved(tree: Any, x: dict, feature: str, values: list) -> np.ndarray:
-    """``(classes, values)``: the tree's values at ``x`` with ``feature``, which a branch on
-    ``x``'s path tests, at each of ``values``. A plain tree's rows share ``x``'s path down to
-    the first branch that tests ``feature`` and walk on from there; the rows that end in one
-    leaf take its distributions in one call (:meth:`NaiveBayesLeaf.replaced_many
+def moved(tree: Any, x: dict, feature: str, values: list) -> list:
+    """``(classes, values)`` as lists: the tree's values at ``x`` with ``feature``, which a
+    branch on ``x``'s path tests, at each of ``values``. A plain tree's rows share ``x``'s path
+    down to the first branch that tests ``feature`` and walk on from there; the rows that end
+    in one leaf take its distributions in one call (:meth:`NaiveBayesLeaf.replaced_many
     <streamxai.core.fastpath.leaves.NaiveBayesLeaf.replaced_many>`, value by value the
     operations of one row), put at the leaf's classes' positions as ``proba.update`` puts
     them. An adaptive tree's rows are evaluated one by one (every alternate tree on a row's
     path adds its leaf)."""
-    out = np.zeros((tree.n, len(values)))
     if tree.hat:
-        for k, v in enumerate(values):
-            out[:, k] = tree.replaced(x, feature, v)
-        return out
+        return [list(c) for c in zip(*[tree.replaced(x, feature, v) for v in values], strict=True)]
+    out = [[0.0] * len(values) for _ in range(tree.n)]
     row = x.copy()
     start = first_test(tree._x_nodes, feature)
     groups: dict[int, tuple[Any, list]] = {}  # leaf's id -> (leaf, positions of its values)
@@ -107,13 +105,16 @@ def moved(tree: Any, x: dict, feature: str, values: list) -> np.ndarray:
             group[1].append(k)
     for leaf, ks in groups.values():
         plan = tree._leaf(leaf)
-        if not plan.pos:  # a leaf without classes: river's update adds none
-            continue
         if plan.const is not None:  # majority class: one distribution for every value
-            out[np.ix_(plan.pos, ks)] = np.array(plan.const, dtype=float)[:, None]
-        else:
-            dists = plan.inner.replaced_many(x, feature, [values[k] for k in ks], None)
-            out[np.ix_(plan.pos, ks)] = np.array(dists, dtype=float).T
+            for p, v in zip(plan.pos, plan.const, strict=True):
+                column = out[p]
+                for k in ks:
+                    column[k] = v
+            continue
+        dists = plan.inner.replaced_many(x, feature, [values[k] for k in ks], None)
+        for k, dist in zip(ks, dists, strict=True):
+            for p, v in zip(plan.pos, dist, strict=True):
+                out[p][k] = v
     return out
 
 
