@@ -251,6 +251,9 @@ class NaiveBayesLeaf:
             split = self._split[i] = self._prefix_suffix(i)
         before, after = split
         is_log, consts = self.methods[i]
+        if len(values) == 1:
+            dist = self._one(i, values[0], before, after, is_log, consts)
+            return [dist if error is None else self._weighed(dist, error)]
         # the votes class by class, each over all the values (river adds in the same order
         # per value: the features before i, the term of i unless skipped, the ones after it)
         columns = []
@@ -277,6 +280,30 @@ class NaiveBayesLeaf:
             dist = [_exp(v - lse) for v in votes]
             out.append(dist if error is None else self._weighed(dist, error))
         return out
+
+    def _one(self, i: int, value: Any, before: list, after: list, is_log: bool, consts: Any) -> list:
+        """:meth:`replaced_many` of one value: the same additions, one class at a time."""
+        votes = []
+        terms = None if is_log else self._terms(i, value)
+        for ci, b in enumerate(before):
+            if b is None:  # a class without weight
+                votes.append(0.0)
+                continue
+            if terms is not None:
+                t = terms[ci]
+                v = b if t is None else b + t
+            elif consts[ci] is None:  # no density for the class: the term is always skipped
+                v = b
+            else:
+                mu, denom, half_log_var = consts[ci]
+                lp = (value - mu) ** 2 / denom - _HALF_LOG_TAU - half_log_var
+                v = b + lp if lp > _NEG_INF else b
+            for term in after[ci]:
+                v = v + term
+            votes.append(v)
+        top = max(votes)
+        lse = top + _log(sum([_exp(v - top) for v in votes]))
+        return [_exp(v - lse) for v in votes]
 
     def curves(self, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:
         """:meth:`replaced` at ``x`` with ``features[i]`` at each ``grids[i, k]``, as an array

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .base import Unsupported
-from .walk import first_test, leaf_of
+from .walk import leaf_of
 
 __all__ = ["class_curves", "class_arrays", "moved", "forest_class_curves", "combined"]
 
@@ -93,7 +93,7 @@ def moved(tree: Any, x: dict, feature: str, values: list) -> list:
         return [list(c) for c in zip(*[tree.replaced(x, feature, v) for v in values], strict=True)]
     out = [[0.0] * len(values) for _ in range(tree.n)]
     row = x.copy()
-    start = first_test(tree._x_nodes, feature)
+    start = tree.start(feature)
     groups: dict[int, tuple[Any, list]] = {}  # leaf's id -> (leaf, positions of its values)
     for k, v in enumerate(values):
         row[feature] = v
@@ -111,7 +111,11 @@ def moved(tree: Any, x: dict, feature: str, values: list) -> list:
                 for k in ks:
                     column[k] = v
             continue
-        dists = plan.inner.replaced_many(x, feature, [values[k] for k in ks], None)
+        if len(ks) == 1 and plan is not tree._x_leaves[0]:  # one row in a leaf x does not reach: that row
+            row[feature] = values[ks[0]]
+            dists = [plan.inner.row(row)]
+        else:
+            dists = plan.inner.replaced_many(x, feature, [values[k] for k in ks], None)
         for k, dist in zip(ks, dists, strict=True):
             for p, v in zip(plan.pos, dist, strict=True):
                 out[p][k] = v

@@ -41,7 +41,7 @@ from .base import FastModel, Unsupported, tree_kind
 from .chains import chain_parts, forest_chain
 from .leaves import MajorityLeaf, NaiveBayesLeaf
 from .tree_curves import class_curves, forest_class_curves
-from .walk import is_branch, rewalk, runs, split_features, walk
+from .walk import first_test, is_branch, leaf_of, rewalk, runs, split_features, walk
 
 __all__ = ["TreeClassifierFast", "ForestClassifierFast", "list_output"]
 
@@ -123,7 +123,7 @@ class _Tree:
     forest most leaves are, from one event to the next) and plans the others anew."""
 
     __slots__ = ("tree", "hat", "root", "classes", "n", "keys", "_leaves", "_index", "_kept",
-                 "_x", "_x_nodes", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
+                 "_x", "_x_nodes", "_x_starts", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
 
     def __init__(self, tree: Any, keys: Any, kept: tuple | None = None):
         kind = _is_classifier_tree(tree)
@@ -175,6 +175,10 @@ class _Tree:
         if feature in self._x_splits:  # x's path down to the first branch that tests feature, walked on from there
             row = x.copy()
             row[feature] = value
+            if not self.hat:  # its one leaf: x's, whose factors at x are kept, or one met anew, evaluated at the row
+                leaf = self._leaf(leaf_of(self.start(feature), row))
+                dist = leaf.replaced(x, feature, value) if leaf is self._x_leaves[0] else leaf.row(row)
+                return self._combine((leaf,), (dist,))
             leaves = self._leaves_of(rewalk(self._x_nodes, row, feature) or self._nodes(row))
             return self._combine(leaves, [leaf.replaced(x, feature, value) for leaf in leaves])
         leaves = self._x_leaves
@@ -251,8 +255,18 @@ class _Tree:
             if not isinstance(plan.inner, MajorityLeaf):  # (a naive Bayes leaf keeps x's factors)
                 plan.inner.forget_row()
 
+    def start(self, feature: str) -> Any:
+        """The first branch on ``x``'s path that tests ``feature`` (None: none does): a row
+        that differs from ``x`` in ``feature`` alone takes ``x``'s path down to it."""
+        starts = self._x_starts
+        if feature in starts:
+            return starts[feature]
+        node = starts[feature] = first_test(self._x_nodes, feature)
+        return node
+
     def _see(self, x: dict) -> None:
         self._x = x
+        self._x_starts: dict[str, Any] = {}
         nodes = self._x_nodes = self._nodes(x)
         self._x_leaves = self._leaves_of(nodes)
         self._x_splits = split_features(nodes)
@@ -392,7 +406,7 @@ def list_output(classes: list, values: list, output: str, target_class: Any, cou
 class _Forest:
     """An ARFClassifier during one call."""
 
-    __slots__ = ("trees", "weights")
+    __slots__ = ("trees", "weights", "_shared")
 
     def __init__(self, forest: Any, keys: Any, kept: dict | None = None):
         if len(forest) == 0:  # river builds the ensemble on this first prediction
@@ -402,12 +416,29 @@ class _Forest:
         weighted = not forest.disable_weighted_vote
         # a member's distribution is multiplied by its accuracy when that is > 0
         self.weights = [mv if weighted and mv > 0.0 else None for mv in (m.get() for m in forest._metrics)]
+        classes = self.trees[0].classes
+        #: the members' common classes (in one order), or None
+        self._shared = classes if classes and all(t.classes == classes for t in self.trees) else None
 
     def _sum(self, parts: list) -> tuple[list, list, bool]:
         """Counter.update over the members' distributions, then divided by the total: the
         classes, the values and whether river returns the (unnormalised) Counter itself."""
-        classes = self.trees[0].classes
-        if classes and all(t.classes == classes for t in self.trees):
+        classes = self._shared
+        if classes is not None and len(classes) == 2:  # the sums below, two classes at a time
+            a0 = a1 = 0.0
+            first = True
+            for mv, (v0, v1) in zip(self.weights, parts, strict=True):
+                if mv is not None:
+                    v0, v1 = v0 * mv, v1 * mv
+                if first:
+                    a0, a1, first = v0, v1, False
+                else:
+                    a0, a1 = v0 + a0, v1 + a1
+            total = 0 + a0 + a1  # sum([a0, a1])
+            if total > 0:
+                return classes, [a0 / total, a1 / total], False
+            return classes, [a0, a1], True
+        if classes is not None:
             # the members share their classes and their order: the Counter's sums, as lists
             acc_list: list | None = None
             for mv, vals in zip(self.weights, parts, strict=True):
