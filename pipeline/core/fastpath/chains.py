@@ -23,7 +23,7 @@ from operator import is_
 from typing import Any
 
 from .base import Unsupported
-from .walk import rewalk, split_features
+from .walk import first_test, leaf_of, rewalk, split_features
 
 __all__ = ["chain_parts", "forest_chain"]
 
@@ -84,8 +84,11 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
             i = 1 + (j - first) * m + k
             for t, s, parts in zip(trees, states, out, strict=True):
                 if f in s[1]:  # a branch on the path tests f: the row may go elsewhere below it
-                    nodes = rewalk(s[4], row, f) or t._nodes(row)
-                    if len(nodes) != len(s[4]) or not all(map(is_, nodes, s[4])):
+                    if not t.hat and leaf_of(first_test(s[4], f), row) is s[4][-1]:
+                        nodes = s[4]  # a plain tree's leaf has one path: the row's is the neighbour's
+                    else:
+                        nodes = rewalk(s[4], row, f) or t._nodes(row)
+                    if nodes is not s[4] and (len(nodes) != len(s[4]) or not all(map(is_, nodes, s[4]))):
                         s[:] = _state(t, row, nodes)
                         parts[i] = s[0]
                         continue

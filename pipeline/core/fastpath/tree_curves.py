@@ -68,12 +68,16 @@ def class_arrays(tree: Any, x: dict, features: list, grids: np.ndarray) -> np.nd
         tree._see(x)
     out = np.empty((tree.n, *grids.shape))
     splits = tree._x_splits
-    kept = [i for i, f in enumerate(features) if f not in splits]  # rows that keep x's path
+    # rows that keep x's path: a feature x's leaves read moves them; any other leaves them at x's prediction
+    kept = [i for i, f in enumerate(features) if f not in splits and tree.depends(f)]
     if kept:
         proba = combined(tree, tree._x_leaves, x, [features[i] for i in kept], grids[kept])
         if proba is None:
             return None
         out[:, kept] = proba
+    same = [i for i, f in enumerate(features) if f not in splits and not tree.depends(f)]
+    if same:
+        out[:, same] = np.array(tree.at_x(), dtype=float)[:, None, None]
     for i, f in enumerate(features):
         if f in splits:
             out[:, i] = moved(tree, x, f, grids[i].tolist())
@@ -111,11 +115,14 @@ def moved(tree: Any, x: dict, feature: str, values: list) -> list:
                 for k in ks:
                     column[k] = v
             continue
-        if len(ks) == 1 and plan is not tree._x_leaves[0]:  # one row in a leaf x does not reach: that row
+        inner = plan.inner
+        if not inner.depends_on(feature):  # the leaf does not read feature: one distribution for all its rows
+            dists = [inner.row(row)] * len(ks)
+        elif len(ks) == 1 and plan is not tree._x_leaves[0]:  # one row in a leaf x does not reach: that row
             row[feature] = values[ks[0]]
-            dists = [plan.inner.row(row)]
+            dists = [inner.row(row)]
         else:
-            dists = plan.inner.replaced_many(x, feature, [values[k] for k in ks], None)
+            dists = inner.replaced_many(x, feature, [values[k] for k in ks], None)
         for k, dist in zip(ks, dists, strict=True):
             for p, v in zip(plan.pos, dist, strict=True):
                 out[p][k] = v

@@ -182,14 +182,8 @@ class _Tree:
             leaves = self._leaves_of(rewalk(self._x_nodes, row, feature) or self._nodes(row))
             return self._combine(leaves, [leaf.replaced(x, feature, value) for leaf in leaves])
         leaves = self._x_leaves
-        depends = self._x_depends.get(feature)
-        if depends is None:
-            depends = self._x_depends[feature] = any(leaf.inner.depends_on(feature) for leaf in leaves)
-        if not depends:  # the same prediction as x
-            same = self._x_same
-            if same is None:
-                same = self._x_same = self.row(x)
-            return same
+        if not self.depends(feature):  # the same prediction as x
+            return self.at_x()
         if len(leaves) == 1:
             leaf = leaves[0]
             if leaf.same_order and leaf.const is None and len(leaf.inner.classes) == self.n:
@@ -205,16 +199,10 @@ class _Tree:
         out: list = []
         for f, i, j in runs(pairs):
             if j - i > 1 and f not in self._x_splits:
-                depends = self._x_depends.get(f)
-                if depends is None:
-                    depends = self._x_depends[f] = any(leaf.inner.depends_on(f) for leaf in self._x_leaves)
-                if depends:
+                if self.depends(f):
                     out += self._curve(x, f, [v for _, v in pairs[i:j]])
                 else:  # neither the path nor a leaf reads f: x's prediction for every value
-                    same = self._x_same
-                    if same is None:
-                        same = self._x_same = self.row(x)
-                    out += [same] * (j - i)
+                    out += [self.at_x()] * (j - i)
             else:
                 out += [self.replaced(x, f, v) for _, v in pairs[i:j]]
         return out
@@ -254,6 +242,21 @@ class _Tree:
         for plan in self._leaves.values():
             if not isinstance(plan.inner, MajorityLeaf):  # (a naive Bayes leaf keeps x's factors)
                 plan.inner.forget_row()
+
+    def depends(self, feature: str) -> bool:
+        """Whether one of ``x``'s leaves reads ``feature`` (on ``x``'s path, a row that moves
+        only a feature no leaf reads has ``x``'s prediction)."""
+        depends = self._x_depends.get(feature)
+        if depends is None:
+            depends = self._x_depends[feature] = any(leaf.inner.depends_on(feature) for leaf in self._x_leaves)
+        return depends
+
+    def at_x(self) -> list:
+        """:meth:`row` of ``x``, computed once."""
+        same = self._x_same
+        if same is None:
+            same = self._x_same = self.row(self._x)  # type: ignore[arg-type]
+        return same
 
     def start(self, feature: str) -> Any:
         """The first branch on ``x``'s path that tests ``feature`` (None: none does): a row
