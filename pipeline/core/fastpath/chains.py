@@ -37,6 +37,15 @@ def _state(tree: Any, row: dict, nodes: list) -> list:
             nodes]
 
 
+def _at_x(tree: Any, x: dict) -> list:
+    """:func:`_state` of ``x``, from what the tree's call keeps of ``x`` (its path, leaves,
+    the features its branches test and its prediction)."""
+    if x is not tree._x:
+        tree._see(x)
+    leaves = tree._x_leaves
+    return [tree.at_x(), tree._x_splits, _read(leaves), leaves, tree._x_nodes]
+
+
 def _read(leaves: list) -> frozenset:
     """The features the leaves' predictions read (a naive Bayes leaf's factors; a majority
     class leaf reads none)."""
@@ -69,7 +78,7 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
             raise Unsupported(f"feature {f!r} of the chain is not in the row")
     m = len(donors)
     n = 1 + (d - first) * m
-    starts = [_state(t, x, t._nodes(x)) for t in trees]
+    starts = [_at_x(t, x) for t in trees]
     out = []
     for s in starts:
         parts: list = [None] * n
