@@ -127,7 +127,7 @@ class NaiveBayesLeaf:
     """River's naive Bayes prediction of one leaf during one call (``keys``: the features
     every row of the call carries)."""
 
-    __slots__ = ("classes", "priors", "atts", "index", "methods", "memos", "empty",
+    __slots__ = ("classes", "priors", "atts", "index", "methods", "memos", "rows", "empty",
                  "_x", "_x_terms", "_x_dist", "_split")
 
     def __init__(self, stats: dict, splitters: dict, keys: Collection[str]):
@@ -151,6 +151,8 @@ class NaiveBayesLeaf:
                 self.methods.append((False, obs.cond_proba))
         self.index = {a: i for i, a in enumerate(self.atts)}
         self.memos: list[dict] = [{} for _ in self.atts]
+        #: distributions by the row's values of atts (all the prediction reads)
+        self.rows: dict[tuple, list] = {}
         self._x: dict | None = None
 
     def depends_on(self, feature: str) -> bool:
@@ -181,14 +183,19 @@ class NaiveBayesLeaf:
         return t
 
     def row(self, row: dict) -> list:
+        """The distribution at ``row``, a function of its values of :attr:`atts` alone: computed
+        once per such values (rows of other features moved share it)."""
         if self.empty:
             return []
-        terms = []
-        for i, (a, memo) in enumerate(zip(self.atts, self.memos, strict=True)):
-            value = row[a]
-            t = memo.get(value)
-            terms.append(self._terms(i, value) if t is None else t)
-        return self._probs(terms)
+        key = tuple([row[a] for a in self.atts])
+        dist = self.rows.get(key)
+        if dist is None:
+            terms = []
+            for i, (value, memo) in enumerate(zip(key, self.memos, strict=True)):
+                t = memo.get(value)
+                terms.append(self._terms(i, value) if t is None else t)
+            dist = self.rows[key] = self._probs(terms)
+        return dist
 
     def _probs(self, terms: list) -> list:
         """Softmax of the votes: per class, its prior plus its terms in the features' order."""
@@ -211,11 +218,13 @@ class NaiveBayesLeaf:
 
     def new_call(self) -> None:
         """Serve another call of an unchanged leaf: x's factors go, the terms of the values
-        met stay (a pure function of the leaf and the value) unless a feature met more than
-        :data:`_MEMO_LIMIT` values."""
+        met and the distributions of the rows met stay (pure functions of the leaf and the
+        values) unless a feature met, or the rows met, more than :data:`_MEMO_LIMIT` values."""
         self._x = None
         if any(len(m) > _MEMO_LIMIT for m in self.memos):
             self.memos = [{} for _ in self.atts]
+        if len(self.rows) > _MEMO_LIMIT:
+            self.rows = {}
 
     def _see(self, x: dict) -> None:
         self._x = x
