@@ -1,5 +1,5 @@
-"""ICE curves of a Hoeffding tree classifier as arrays: one class's probability at ``x`` with
-one feature moved along a grid, for many features and grid values at once.
+"""ICE curves of a Hoeffding tree classifier or an ARF as arrays: one class's probability at
+``x`` with one feature moved along a grid, for many features and grid values at once.
 
 >>> from river import tree
 >>> import random
@@ -13,6 +13,20 @@ one feature moved along a grid, for many features and grid values at once.
 >>> x, grids = {"a": 0.3, "b": 0.8}, np.array([[0.0, 0.5, 1.0], [0.1, 0.2, 0.9]])
 >>> curves = class_curves(TreeClassifierFast(model).new_call(x.keys()), x, ["a", "b"], grids, True)
 >>> curves.tolist() == [[model.predict_proba_one({**x, f: v}).get(True, 0.0) for v in row]
+...                     for f, row in zip(["a", "b"], grids.tolist())]
+True
+
+An ARF's curves are its members', weighted and summed as ``predict_proba_one`` sums them:
+
+>>> from river import forest
+>>> from streamxai.core.fastpath.trees import ForestClassifierFast
+>>> arf = forest.ARFClassifier(n_models=3, seed=1)
+>>> for _ in range(500):
+...     x = {"a": gen.random(), "b": gen.random()}
+...     arf.learn_one(x, x["a"] + 0.3 * x["b"] > 0.6)
+>>> x = {"a": 0.3, "b": 0.8}
+>>> curves = forest_class_curves(ForestClassifierFast(arf).new_call(x.keys()), x, ["a", "b"], grids, True)
+>>> curves.tolist() == [[arf.predict_proba_one({**x, f: v}).get(True, 0.0) for v in row]
 ...                     for f, row in zip(["a", "b"], grids.tolist())]
 True
 """
