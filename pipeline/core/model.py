@@ -303,7 +303,7 @@ class ModelFunction(Component):
         self.fallbacks += 1
         self.fallback_reason = f"{type(e).__name__}: {e}"
         if self._fast is not None:
-            self._fast.invalidate()  # what the failed call kept is not to be trusted
+            self._fast.invalidate(keep=False)  # what the failed call kept is not to be trusted
 
 
 def chain_rows(x: dict, order: Sequence[str], donors: Sequence[dict], first: int = 0) -> list[dict]:

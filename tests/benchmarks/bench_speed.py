@@ -235,7 +235,8 @@ def lockstep(warm, window: list, modes: tuple[str, ...], classifier: bool, chunk
     ses = {m: with_path(warm, m) for m in modes}
     first = ses["off"] if "off" in ses else ses[modes[0]]
     before = {ex.name: ex.model_fn.n_evaluations for ex in first.explainers}
-    blob = pickle.dumps(warm.model)
+    # the model the explainers evaluate, as it is after the warm-up (``warm.model`` is its untrained prototype)
+    blob = pickle.dumps(warm.current_model)
     m_both, m_learns = pickle.loads(blob), pickle.loads(blob)
     predict = m_both.predict_proba_one if classifier else m_both.predict_one
     learn_both, learn_alone = m_both.learn_one, m_learns.learn_one

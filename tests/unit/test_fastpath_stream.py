@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import numpy as np
 import pytest
 from helpers.handler_inputs import run_handlers
 from river import compose, linear_model, preprocessing
@@ -103,10 +104,11 @@ def test_the_worker_metrics_say_which_path_each_stream_uses():
     assert 'streamxai_fast_path{stream="fast-1"} 1.0' in explain.metrics.exposition().decode()
 
 
-@pytest.mark.parametrize("name", ["hat", "logistic"])
+@pytest.mark.parametrize("name", ["hat", "logistic", "arf"])
 def test_a_kept_scope_follows_the_model_and_x_even_without_being_told(name):
-    """A shared evaluator keeps a leaf's factors and x's partial sums between calls; it must
-    still notice a learn_one nobody reported and an x changed in place."""
+    """A shared evaluator keeps a leaf's factors and x's partial sums between calls (and a
+    forest its leaf plans between scopes); it must still notice a learn_one nobody reported
+    and an x changed in place."""
     from streamxai.core.fastpath import compile_model
     from streamxai.core.model import ModelFunction
 
@@ -125,15 +127,19 @@ def test_a_kept_scope_follows_the_model_and_x_even_without_being_told(name):
         assert fn.replaced(x, pairs, with_x=True) == ref.replaced(x, pairs, with_x=True)
         x["salary"], x["age"] = x["age"], x["salary"]  # the same dict, other values
         assert fn.replaced(x, pairs, with_x=True) == ref.replaced(x, pairs, with_x=True)
+        grids = np.array([[events[k].x[f] for k in range(5)] for f in ("salary", "age", "loan")])
+        assert fn.curves(x, ["salary", "age", "loan"], grids).tolist() == \
+            ref.curves(x, ["salary", "age", "loan"], grids).tolist()
         model.learn_one(ev.x, ev.y)  # not reported to the evaluator
     assert fn.fallbacks == 0
 
 
-def test_predict_and_learn_steps_apart_are_explained_identically():
+@pytest.mark.parametrize("name", ["hat", "arf"])
+def test_predict_and_learn_steps_apart_are_explained_identically(name):
     """With labels that come later, iPDP explains at the predict step and iPFI/iSAGE at the
     learn step; the kept evaluator must follow the model across the interleaving."""
     s = Settings(features=AGRAWAL, grid_size=4, storage_size=20, alpha=0.05)
-    factory = functools.partial(build_model, *CLASSIFIERS["hat"], 42)
+    factory = functools.partial(build_model, *CLASSIFIERS[name], 42)
     events = list(agrawal_events("s", 240, seed=6))
     outs = {}
     for mode in ("auto", "off"):

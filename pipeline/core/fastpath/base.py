@@ -99,8 +99,10 @@ class FastModel:
         self.shared = False
         self.invalidate()
 
-    def invalidate(self) -> None:
-        """Forget the kept scope: the model has learnt (or may have)."""
+    def invalidate(self, keep: bool = True) -> None:
+        """Forget the kept scope: the model has learnt (or may have). A family may keep parts
+        of it that it checks before using again (the leaf plans of a forest's trees), unless
+        ``keep`` is false (a call failed: nothing it left is used)."""
         self._call: Any = None
         self._uses = 0
         self._keys: set | None = None

@@ -23,7 +23,7 @@ from operator import is_
 from typing import Any
 
 from .base import Unsupported
-from .walk import is_branch, split_features, walk
+from .walk import first_test, leaf_of, rewalk, split_features
 
 __all__ = ["chain_parts", "forest_chain"]
 
@@ -37,16 +37,13 @@ def _state(tree: Any, row: dict, nodes: list) -> list:
             nodes]
 
 
-def _rewalk(tree: Any, row: dict, nodes: list, feature: str) -> list:
-    """The path of ``row`` that differs from the row of path ``nodes`` only in ``feature``: the
-    same nodes down to the first branch that tests ``feature``, then river's walk from there
-    (a branch reached twice, by a walk that took the most traversed child, stays twice)."""
-    for i, node in enumerate(nodes):
-        if getattr(node, "feature", None) == feature and is_branch(node):
-            if i + 1 < len(nodes) and nodes[i + 1] is node:
-                i += 1
-            return nodes[:i] + walk(node, row)
-    return tree._nodes(row)  # pragma: no cover - the feature is on the path (checked by the caller)
+def _at_x(tree: Any, x: dict) -> list:
+    """:func:`_state` of ``x``, from what the tree's call keeps of ``x`` (its path, leaves,
+    the features its branches test and its prediction)."""
+    if x is not tree._x:
+        tree._see(x)
+    leaves = tree._x_leaves
+    return [tree.at_x(), tree._x_splits, _read(leaves), leaves, tree._x_nodes]
 
 
 def _read(leaves: list) -> frozenset:
@@ -81,7 +78,7 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
             raise Unsupported(f"feature {f!r} of the chain is not in the row")
     m = len(donors)
     n = 1 + (d - first) * m
-    starts = [_state(t, x, t._nodes(x)) for t in trees]
+    starts = [_at_x(t, x) for t in trees]
     out = []
     for s in starts:
         parts: list = [None] * n
@@ -96,8 +93,11 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
             i = 1 + (j - first) * m + k
             for t, s, parts in zip(trees, states, out, strict=True):
                 if f in s[1]:  # a branch on the path tests f: the row may go elsewhere below it
-                    nodes = _rewalk(t, row, s[4], f)
-                    if len(nodes) != len(s[4]) or not all(map(is_, nodes, s[4])):
+                    if not t.hat and leaf_of(first_test(s[4], f), row) is s[4][-1]:
+                        nodes = s[4]  # a plain tree's leaf has one path: the row's is the neighbour's
+                    else:
+                        nodes = rewalk(s[4], row, f) or t._nodes(row)
+                    if nodes is not s[4] and (len(nodes) != len(s[4]) or not all(map(is_, nodes, s[4]))):
                         s[:] = _state(t, row, nodes)
                         parts[i] = s[0]
                         continue

@@ -23,6 +23,8 @@ from .base import Unsupported
 __all__ = ["normalized", "softmax_votes", "MajorityLeaf", "NaiveBayesLeaf"]
 
 _NEG_INF = -math.inf
+#: values of one feature whose terms a leaf keeps from call to call, at most
+_MEMO_LIMIT = 256
 _exp = math.exp
 _log = math.log
 #: splitters whose naive Bayes factor is a pure function of (value, class), with the method
@@ -125,7 +127,7 @@ class NaiveBayesLeaf:
     """River's naive Bayes prediction of one leaf during one call (``keys``: the features
     every row of the call carries)."""
 
-    __slots__ = ("classes", "priors", "atts", "index", "methods", "memos", "empty",
+    __slots__ = ("classes", "priors", "atts", "index", "methods", "memos", "rows", "empty",
                  "_x", "_x_terms", "_x_dist", "_split")
 
     def __init__(self, stats: dict, splitters: dict, keys: Collection[str]):
@@ -149,6 +151,8 @@ class NaiveBayesLeaf:
                 self.methods.append((False, obs.cond_proba))
         self.index = {a: i for i, a in enumerate(self.atts)}
         self.memos: list[dict] = [{} for _ in self.atts]
+        #: distributions by the row's values of atts (all the prediction reads)
+        self.rows: dict[tuple, list] = {}
         self._x: dict | None = None
 
     def depends_on(self, feature: str) -> bool:
@@ -179,14 +183,19 @@ class NaiveBayesLeaf:
         return t
 
     def row(self, row: dict) -> list:
+        """The distribution at ``row``, a function of its values of :attr:`atts` alone: computed
+        once per such values (rows of other features moved share it)."""
         if self.empty:
             return []
-        terms = []
-        for i, (a, memo) in enumerate(zip(self.atts, self.memos, strict=True)):
-            value = row[a]
-            t = memo.get(value)
-            terms.append(self._terms(i, value) if t is None else t)
-        return self._probs(terms)
+        key = tuple([row[a] for a in self.atts])
+        dist = self.rows.get(key)
+        if dist is None:
+            terms = []
+            for i, (value, memo) in enumerate(zip(key, self.memos, strict=True)):
+                t = memo.get(value)
+                terms.append(self._terms(i, value) if t is None else t)
+            dist = self.rows[key] = self._probs(terms)
+        return dist
 
     def _probs(self, terms: list) -> list:
         """Softmax of the votes: per class, its prior plus its terms in the features' order."""
@@ -206,6 +215,16 @@ class NaiveBayesLeaf:
     def forget_row(self) -> None:
         """Drop x's factors: the next call computes them anew even for that same dict."""
         self._x = None
+
+    def new_call(self) -> None:
+        """Serve another call of an unchanged leaf: x's factors go, the terms of the values
+        met and the distributions of the rows met stay (pure functions of the leaf and the
+        values) unless a feature met, or the rows met, more than :data:`_MEMO_LIMIT` values."""
+        self._x = None
+        if any(len(m) > _MEMO_LIMIT for m in self.memos):
+            self.memos = [{} for _ in self.atts]
+        if len(self.rows) > _MEMO_LIMIT:
+            self.rows = {}
 
     def _see(self, x: dict) -> None:
         self._x = x
@@ -241,6 +260,9 @@ class NaiveBayesLeaf:
             split = self._split[i] = self._prefix_suffix(i)
         before, after = split
         is_log, consts = self.methods[i]
+        if len(values) == 1:
+            dist = self._one(i, values[0], before, after, is_log, consts)
+            return [dist if error is None else self._weighed(dist, error)]
         # the votes class by class, each over all the values (river adds in the same order
         # per value: the features before i, the term of i unless skipped, the ones after it)
         columns = []
@@ -267,6 +289,30 @@ class NaiveBayesLeaf:
             dist = [_exp(v - lse) for v in votes]
             out.append(dist if error is None else self._weighed(dist, error))
         return out
+
+    def _one(self, i: int, value: Any, before: list, after: list, is_log: bool, consts: Any) -> list:
+        """:meth:`replaced_many` of one value: the same additions, one class at a time."""
+        votes = []
+        terms = None if is_log else self._terms(i, value)
+        for ci, b in enumerate(before):
+            if b is None:  # a class without weight
+                votes.append(0.0)
+                continue
+            if terms is not None:
+                t = terms[ci]
+                v = b if t is None else b + t
+            elif consts[ci] is None:  # no density for the class: the term is always skipped
+                v = b
+            else:
+                mu, denom, half_log_var = consts[ci]
+                lp = (value - mu) ** 2 / denom - _HALF_LOG_TAU - half_log_var
+                v = b + lp if lp > _NEG_INF else b
+            for term in after[ci]:
+                v = v + term
+            votes.append(v)
+        top = max(votes)
+        lse = top + _log(sum([_exp(v - top) for v in votes]))
+        return [_exp(v - lse) for v in votes]
 
     def curves(self, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:
         """:meth:`replaced` at ``x`` with ``features[i]`` at each ``grids[i, k]``, as an array

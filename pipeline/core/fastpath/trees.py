@@ -40,8 +40,8 @@ from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNa
 from .base import FastModel, Unsupported, tree_kind
 from .chains import chain_parts, forest_chain
 from .leaves import MajorityLeaf, NaiveBayesLeaf
-from .tree_curves import class_curves
-from .walk import is_branch, runs, split_features, walk
+from .tree_curves import class_curves, forest_class_curves
+from .walk import first_test, is_branch, leaf_of, rewalk, runs, split_features, walk
 
 __all__ = ["TreeClassifierFast", "ForestClassifierFast", "list_output"]
 
@@ -52,6 +52,9 @@ _LEAF_MODES = {
     LeafNaiveBayesAdaptive: "nba", RandomLeafNaiveBayesAdaptive: "nba",
 }
 
+
+#: calls of a tree in a row that may not meet a leaf before its kept plan goes
+_IDLE_CALLS = 32
 
 # the adaptive tree's branches (their traverse adds alternate trees)
 _ADA_BRANCHES = frozenset({AdaNomBinaryBranchClass, AdaNumBinaryBranchClass, AdaNomMultiwayBranchClass,
@@ -68,15 +71,20 @@ class _Leaf:
     its distribution (majority class or naive Bayes), and for an adaptive tree divided by
     ``sum * error * error``."""
 
-    __slots__ = ("inner", "pos", "error", "const", "same_order")
+    __slots__ = ("inner", "pos", "error", "const", "same_order", "node", "state", "idle")
 
-    def __init__(self, inner: Any, pos: list[int], error: float | None):
+    def __init__(self, inner: Any, pos: list[int], error: float | None, node: Any = None, state: Any = None):
         self.inner = inner
         self.pos = pos
         self.error = error
         #: the leaf's classes are the tree's, in the tree's order
         self.same_order = pos == list(range(len(pos)))
         self.const = self._weigh(inner.dist) if isinstance(inner, MajorityLeaf) else None
+        #: the river leaf and what its prediction reads (:func:`leaf_state`), for a plan kept between calls
+        self.node = node
+        self.state = state
+        #: calls of its tree since one last met this leaf
+        self.idle = 0
 
     def _weigh(self, dist: list) -> list:
         error = self.error
@@ -97,13 +105,27 @@ class _Leaf:
         return self._weigh(self.inner.replaced(x, feature, value))
 
 
+def leaf_state(leaf: Any) -> tuple:
+    """What a plain Hoeffding tree's leaf's prediction reads beyond the tree's options and
+    classes, all of which only its ``learn_one`` changes (it adds a weight above 0 to a class):
+    its class weights, its splitters (the dict itself, None when inactive, and how many) and
+    the naive Bayes adaptive leaf's two counts of correct predictions."""
+    splitters = leaf.splitters
+    return (tuple(leaf.stats.items()), splitters, -1 if splitters is None else len(splitters),
+            getattr(leaf, "_mc_correct_weight", None), getattr(leaf, "_nb_correct_weight", None))
+
+
 class _Tree:
-    """One tree classifier during one call: its leaves' predictions, computed once each."""
+    """One tree classifier during one call: its leaves' predictions, computed once each.
 
-    __slots__ = ("tree", "hat", "root", "classes", "n", "keys", "_leaves", "_index",
-                 "_x", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
+    A plain tree's leaf plans outlive the call (:meth:`plans`): the next call of the same tree,
+    classes and features takes each leaf's plan whose :func:`leaf_state` is unchanged (in a
+    forest most leaves are, from one event to the next) and plans the others anew."""
 
-    def __init__(self, tree: Any, keys: Any):
+    __slots__ = ("tree", "hat", "root", "classes", "n", "keys", "_leaves", "_index", "_kept",
+                 "_x", "_x_nodes", "_x_starts", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
+
+    def __init__(self, tree: Any, keys: Any, kept: tuple | None = None):
         kind = _is_classifier_tree(tree)
         if kind is None:
             raise Unsupported(f"{type(tree).__name__} is not a verified Hoeffding tree classifier")
@@ -118,6 +140,22 @@ class _Tree:
         self._index: dict | None = None
         self._x: dict | None = None
         self._x_split_values: dict | None = None
+        #: the plans of the tree's last call, by leaf id, if they are of this tree, classes and features
+        self._kept: dict[int, _Leaf] = {}
+        if kept is not None and not self.hat and kept[0] is tree and kept[1] == self.classes and kept[2] == keys:
+            self._kept = kept[3]
+
+    def plans(self) -> tuple:
+        """What the next call of this tree may take from this one (:class:`_Tree`): the plans
+        of the leaves it met, and those of the last calls' leaves it did not meet unless
+        :data:`_IDLE_CALLS` calls in a row did not (a leaf that split is met no more)."""
+        leaves = self._leaves
+        for key, plan in self._kept.items():
+            if key not in leaves and plan.idle < _IDLE_CALLS:
+                plan.idle += 1
+                leaves[key] = plan
+        self._kept = {}
+        return self.tree, self.classes, set(self.keys), leaves
 
     def row(self, row: dict) -> list:
         """The values of ``predict_proba_one(row)``, in :attr:`classes` order. A row that
@@ -134,20 +172,18 @@ class _Tree:
         it tests ``feature``, and a leaf recomputes only the factor of ``feature``."""
         if x is not self._x:
             self._see(x)
-        if feature in self._x_splits:
+        if feature in self._x_splits:  # x's path down to the first branch that tests feature, walked on from there
             row = x.copy()
             row[feature] = value
-            leaves = self._found(row)
+            if not self.hat:  # its one leaf: x's, whose factors at x are kept, or one met anew, evaluated at the row
+                leaf = self._leaf(leaf_of(self.start(feature), row))
+                dist = leaf.replaced(x, feature, value) if leaf is self._x_leaves[0] else leaf.row(row)
+                return self._combine((leaf,), (dist,))
+            leaves = self._leaves_of(rewalk(self._x_nodes, row, feature) or self._nodes(row))
             return self._combine(leaves, [leaf.replaced(x, feature, value) for leaf in leaves])
         leaves = self._x_leaves
-        depends = self._x_depends.get(feature)
-        if depends is None:
-            depends = self._x_depends[feature] = any(leaf.inner.depends_on(feature) for leaf in leaves)
-        if not depends:  # the same prediction as x
-            same = self._x_same
-            if same is None:
-                same = self._x_same = self.row(x)
-            return same
+        if not self.depends(feature):  # the same prediction as x
+            return self.at_x()
         if len(leaves) == 1:
             leaf = leaves[0]
             if leaf.same_order and leaf.const is None and len(leaf.inner.classes) == self.n:
@@ -163,16 +199,10 @@ class _Tree:
         out: list = []
         for f, i, j in runs(pairs):
             if j - i > 1 and f not in self._x_splits:
-                depends = self._x_depends.get(f)
-                if depends is None:
-                    depends = self._x_depends[f] = any(leaf.inner.depends_on(f) for leaf in self._x_leaves)
-                if depends:
+                if self.depends(f):
                     out += self._curve(x, f, [v for _, v in pairs[i:j]])
                 else:  # neither the path nor a leaf reads f: x's prediction for every value
-                    same = self._x_same
-                    if same is None:
-                        same = self._x_same = self.row(x)
-                    out += [same] * (j - i)
+                    out += [self.at_x()] * (j - i)
             else:
                 out += [self.replaced(x, f, v) for _, v in pairs[i:j]]
         return out
@@ -213,9 +243,34 @@ class _Tree:
             if not isinstance(plan.inner, MajorityLeaf):  # (a naive Bayes leaf keeps x's factors)
                 plan.inner.forget_row()
 
+    def depends(self, feature: str) -> bool:
+        """Whether one of ``x``'s leaves reads ``feature`` (on ``x``'s path, a row that moves
+        only a feature no leaf reads has ``x``'s prediction)."""
+        depends = self._x_depends.get(feature)
+        if depends is None:
+            depends = self._x_depends[feature] = any(leaf.inner.depends_on(feature) for leaf in self._x_leaves)
+        return depends
+
+    def at_x(self) -> list:
+        """:meth:`row` of ``x``, computed once."""
+        same = self._x_same
+        if same is None:
+            same = self._x_same = self.row(self._x)  # type: ignore[arg-type]
+        return same
+
+    def start(self, feature: str) -> Any:
+        """The first branch on ``x``'s path that tests ``feature`` (None: none does): a row
+        that differs from ``x`` in ``feature`` alone takes ``x``'s path down to it."""
+        starts = self._x_starts
+        if feature in starts:
+            return starts[feature]
+        node = starts[feature] = first_test(self._x_nodes, feature)
+        return node
+
     def _see(self, x: dict) -> None:
         self._x = x
-        nodes = self._nodes(x)
+        self._x_starts: dict[str, Any] = {}
+        nodes = self._x_nodes = self._nodes(x)
         self._x_leaves = self._leaves_of(nodes)
         self._x_splits = split_features(nodes)
         self._x_split_values = {f: x[f] for f in self._x_splits}  # what x's path depends on
@@ -276,7 +331,14 @@ class _Tree:
     def _leaf(self, leaf: Any) -> _Leaf:
         plan = self._leaves.get(id(leaf))
         if plan is None:
-            plan = self._leaves[id(leaf)] = self._plan(leaf)
+            plan = self._kept.pop(id(leaf), None)
+            if plan is not None and plan.node is leaf and plan.state == leaf_state(leaf):
+                plan.idle = 0
+                if not isinstance(plan.inner, MajorityLeaf):
+                    plan.inner.new_call()
+            else:
+                plan = self._plan(leaf)
+            self._leaves[id(leaf)] = plan
         return plan
 
     def _plan(self, leaf: Any) -> _Leaf:
@@ -309,7 +371,9 @@ class _Tree:
             pos = [index[c] for c in inner.classes]
         except KeyError:
             raise Unsupported("a leaf knows a class its tree does not") from None
-        return _Leaf(inner, pos, leaf._mean_error.get() if self.hat else None)
+        if self.hat:
+            return _Leaf(inner, pos, leaf._mean_error.get())
+        return _Leaf(inner, pos, None, leaf, leaf_state(leaf))
 
     def _class_index(self) -> dict:
         if self._index is None:
@@ -345,21 +409,39 @@ def list_output(classes: list, values: list, output: str, target_class: Any, cou
 class _Forest:
     """An ARFClassifier during one call."""
 
-    __slots__ = ("trees", "weights")
+    __slots__ = ("trees", "weights", "_shared")
 
-    def __init__(self, forest: Any, keys: Any):
+    def __init__(self, forest: Any, keys: Any, kept: dict | None = None):
         if len(forest) == 0:  # river builds the ensemble on this first prediction
             raise Unsupported("an ARF before its first event")
-        self.trees = [_Tree(m, keys) for m in forest]
+        kept = kept or {}
+        self.trees = [_Tree(m, keys, kept.get(id(m))) for m in forest]
         weighted = not forest.disable_weighted_vote
         # a member's distribution is multiplied by its accuracy when that is > 0
         self.weights = [mv if weighted and mv > 0.0 else None for mv in (m.get() for m in forest._metrics)]
+        classes = self.trees[0].classes
+        #: the members' common classes (in one order), or None
+        self._shared = classes if classes and all(t.classes == classes for t in self.trees) else None
 
     def _sum(self, parts: list) -> tuple[list, list, bool]:
         """Counter.update over the members' distributions, then divided by the total: the
         classes, the values and whether river returns the (unnormalised) Counter itself."""
-        classes = self.trees[0].classes
-        if classes and all(t.classes == classes for t in self.trees):
+        classes = self._shared
+        if classes is not None and len(classes) == 2:  # the sums below, two classes at a time
+            a0 = a1 = 0.0
+            first = True
+            for mv, (v0, v1) in zip(self.weights, parts, strict=True):
+                if mv is not None:
+                    v0, v1 = v0 * mv, v1 * mv
+                if first:
+                    a0, a1, first = v0, v1, False
+                else:
+                    a0, a1 = v0 + a0, v1 + a1
+            total = 0 + a0 + a1  # sum([a0, a1])
+            if total > 0:
+                return classes, [a0 / total, a1 / total], False
+            return classes, [a0, a1], True
+        if classes is not None:
             # the members share their classes and their order: the Counter's sums, as lists
             acc_list: list | None = None
             for mv, vals in zip(self.weights, parts, strict=True):
@@ -395,6 +477,10 @@ class _Forest:
         """Each member's :meth:`_Tree.forget_row`."""
         for t in self.trees:
             t.forget_row()
+
+    def plans(self) -> dict:
+        """Each member's :meth:`_Tree.plans`, by the member's id."""
+        return {id(t.tree): t.plans() for t in self.trees}
 
     def replaced_batch(self, x: dict, pairs: list) -> list:
         parts = [t.replaced_batch(x, pairs) for t in self.trees]
@@ -462,7 +548,18 @@ class ForestClassifierFast(FastModel):
                 and t.predict_one is Classifier.predict_one)
 
     def new_call(self, keys: Any) -> _Forest:
-        return _Forest(self.model, keys)
+        """A new scope, taking the leaf plans of the scope it replaces, or of the one
+        :meth:`invalidate` dropped, where they still hold (:class:`_Tree`)."""
+        kept = self._call.plans() if self._call is not None else self._kept
+        self._kept = None
+        return _Forest(self.model, keys, kept)
+
+    def invalidate(self, keep: bool = True) -> None:
+        """:meth:`FastModel.invalidate`, keeping the leaf plans of the dropped scope for the
+        next one unless ``keep`` is false."""
+        call = getattr(self, "_call", None)
+        self._kept = call.plans() if keep and call is not None else None
+        super().invalidate(keep)
 
     def token(self) -> Any:
         forest = self.model
@@ -484,6 +581,12 @@ class ForestClassifierFast(FastModel):
                 pos = {c: k for k, c in enumerate(classes)}.get(target_class) if classes else None
             out.append(0.0 if pos is None else float(values[pos]))
         return out
+
+    def curves(self, x: dict, features: Any, grids: Any, output: str, target_class: Any) -> Any:
+        out = None
+        if output == "proba_of":  # the members' curves as arrays, summed as predict_proba_one sums them
+            out = forest_class_curves(self._scope_of(x), x, list(features), grids, target_class)
+        return super().curves(x, features, grids, output, target_class) if out is None else out
 
     def coalitions(self, x: dict, order: list, donors: list, first: int, output: str, target_class: Any) -> list:
         """:meth:`TreeClassifierFast.coalitions` of the forest: every member's chain, summed

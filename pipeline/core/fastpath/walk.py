@@ -24,7 +24,7 @@ from river.tree.nodes.branch import (
 
 from .base import Unsupported
 
-__all__ = ["walk", "is_branch", "split_features", "runs"]
+__all__ = ["walk", "rewalk", "leaf_of", "first_test", "is_branch", "split_features", "runs"]
 
 _WALK = Branch.walk
 _LEAF_WALK = Leaf.walk
@@ -35,6 +35,9 @@ _BRANCH_NOS = {c.branch_no for c in (NumericBinaryBranch, NominalBinaryBranch, N
 
 
 _IS_BRANCH: dict[type, bool] = {}  # node class -> is a branch (checked to walk the generic way)
+#: node class -> how a walk passes it: 0 a leaf, 1 river's numeric binary test, 2 another branch
+_STEP: dict[type, int] = {}
+_NUMERIC_BINARY_NO = NumericBinaryBranch.branch_no
 
 
 def is_branch(node: Any) -> bool:
@@ -51,6 +54,7 @@ def is_branch(node: Any) -> bool:
         else:
             raise Unsupported(f"{t.__name__} is not a river tree node")
         _IS_BRANCH[t] = kind
+        _STEP[t] = (1 if t.branch_no is _NUMERIC_BINARY_NO else 2) if kind else 0
     return kind
 
 
@@ -63,19 +67,63 @@ def walk(root: Any, row: dict) -> list:
     child instead -- and yields that child twice (once itself, once as the first node of its own
     walk). :func:`walk` returns the same list, duplicates included, because the adaptive trees
     add an alternate tree's prediction once per visit of its branch. The decision at each
-    branch is river's own ``branch_no``; only the recursion is unrolled.
+    branch is river's own ``branch_no`` (a numeric binary test's inline); only the recursion is
+    unrolled.
     """
     nodes = [root]
     node = root
-    while is_branch(node):
+    steps = _STEP
+    while True:
+        step = steps.get(type(node))
+        if step is None:
+            is_branch(node)
+            step = steps[type(node)]
+        if not step:
+            return nodes
         try:
-            child = node.next(row)
+            child = node.children[0 if row[node.feature] <= node.threshold else 1] if step == 1 else node.next(row)
         except KeyError:
             child = node.most_common_path()[1]
             nodes.append(child)
         nodes.append(child)
         node = child
-    return nodes
+
+
+def leaf_of(node: Any, row: dict) -> Any:
+    """The last node of :func:`walk` ``(node, row)``: the leaf ``row`` reaches from ``node``."""
+    steps = _STEP
+    while True:
+        step = steps.get(type(node))
+        if step is None:
+            is_branch(node)
+            step = steps[type(node)]
+        if not step:
+            return node
+        try:  # river's branch_no (a numeric binary test's inline), or the most traversed child
+            node = node.children[0 if row[node.feature] <= node.threshold else 1] if step == 1 else node.next(row)
+        except KeyError:
+            node = node.most_common_path()[1]
+
+
+def first_test(nodes: list, feature: str) -> Any:
+    """The first branch among ``nodes`` that tests ``feature`` (None: none does)."""
+    for node in nodes:
+        if getattr(node, "feature", None) == feature and is_branch(node):
+            return node
+    return None
+
+
+def rewalk(nodes: list, row: dict, feature: str) -> list | None:
+    """The path of ``row``, a row that differs from the row of path ``nodes`` only in
+    ``feature``: the same nodes down to the first branch that tests ``feature``, then river's
+    walk from there (a branch reached twice, by a walk that took the most traversed child, stays
+    twice); None when no branch on the path tests ``feature`` (the path is the same)."""
+    for i, node in enumerate(nodes):
+        if getattr(node, "feature", None) == feature and is_branch(node):
+            if i + 1 < len(nodes) and nodes[i + 1] is node:
+                i += 1
+            return nodes[:i] + walk(node, row)
+    return None
 
 
 def split_features(nodes: list) -> set:

@@ -49,8 +49,9 @@ def test_chains_are_river_s_own_predictions(make, monkeypatch):
     model, seen = grown(make(), 11)
     gen = random.Random(2)
     computed = []  # the predictions a chain computed rather than took from a neighbour
-    state = chains._state
+    state, at_x = chains._state, chains._at_x
     monkeypatch.setattr(chains, "_state", lambda *a: computed.append(1) or state(*a))
+    monkeypatch.setattr(chains, "_at_x", lambda *a: computed.append(1) or at_x(*a))
     rows_total = 0
     for k in range(40):
         x = dict(gen.choice(seen))

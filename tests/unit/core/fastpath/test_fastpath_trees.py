@@ -17,7 +17,7 @@ from river import drift, forest, tree
 from river.tree.nodes.branch import NominalBinaryBranch, NominalMultiwayBranch
 from streamxai.core.fastpath import compile_model
 from streamxai.core.fastpath.base import Unsupported
-from streamxai.core.fastpath.tree_curves import class_curves
+from streamxai.core.fastpath.tree_curves import class_curves, forest_class_curves
 from streamxai.core.model import ModelFunction
 
 N_NUM, N_CAT = 3, 2
@@ -180,6 +180,9 @@ def test_arf_classifier():
         model = forest.ARFClassifier(n_models=3, grace_period=30, leaf_prediction=leaf_prediction, seed=seed,
                                      nominal_attributes=[f"c{i}" for i in range(N_CAT)])
         assert grow_and_check(model, seed + 10, 700, CLASSIFIER_OUTPUTS, 2 + seed % 2) == 0
+        x = next(random_stream(0, 1))[0]
+        arrays = forest_class_curves(compile_model(model).new_call(x.keys()), x, ["n0"], np.zeros((1, 2)), 1)
+        assert (arrays is not None) == (seed % 2 == 0)  # two classes: the members' curves as arrays
 
 
 def test_arf_before_its_first_event_is_left_to_the_model():
