@@ -429,10 +429,10 @@ class StreamChangeDetector(Component):
         standard errors (its serial dependence counted): labels of a broken source disagree with
         what the model predicts, where a stream's own shift between its classes (late flights on
         a stormy evening) follows its features."""
-        before, after = self._loss_at(start, None)
-        if before is None or after is None or before.n < 2 or after.n < 2:
+        then, since = self._loss_at(start, None)
+        if then is None or since is None or then.n < 2 or since.n < 2:
             return False
-        return two_sample_z(before, after, self._loss_dependence.factor) >= _LABEL_LOSS_Z
+        return two_sample_z(then, since, self._loss_dependence.factor) >= _LABEL_LOSS_Z
 
     def reliance(self, feature: str, before: int, upto: int,
                  spans: Sequence[int] = (_RELIANCE_SPAN,)) -> float | None:
