@@ -451,17 +451,14 @@ class InputMonitor(Component):
             # which the reference held once in a hundred at most (an offset moves its 0s as one)
             if (riqr == 0 and rmed != med and np.mean(rec == rmed) >= 0.5 and np.mean(ref == rmed) <= 0.01
                     and not _steps(ref)):
-                ratio = abs(rmed / med) if med != 0 else math.inf
-                return "scaled" if rmed * med > 0 and not 1 / self.factor < ratio < self.factor else "shifted"
+                return "scaled" if self._rescaled(med, rmed) else "shifted"
             return None
         # the median beyond the whole reference, or nine tenths of the values beyond its 10% tails
         # (a feature with rare spikes has a range that the bulk of shifted values need not leave)
         beyond = rmed > hi or rmed < lo or r10 > q90 or r90 < q10
         if beyond and abs(rmed - med) >= self.shift * iqr:
-            ratio = abs(rmed / med) if med != 0 else math.inf
             spread = riqr / iqr
-            scaled = (rmed * med > 0 and not 1 / self.factor < ratio < self.factor) or not (
-                1 / self.factor < spread < self.factor)
+            scaled = self._rescaled(med, rmed) or not 1 / self.factor < spread < self.factor
             return "scaled" if scaled else "shifted"
         out = (rec > hi) | (rec < lo)
         outside = np.mean(out)
@@ -474,6 +471,11 @@ class InputMonitor(Component):
             if reach > 0 and np.median(np.abs(rec[out] - med)) >= self.factor * reach:
                 return "scaled"
         return None
+
+    def _rescaled(self, med: float, rmed: float) -> bool:
+        """Whether the median moved from ``med`` to ``rmed`` by a factor of ``factor`` at least, on one side of 0."""
+        ratio = abs(rmed / med) if med != 0 else math.inf
+        return rmed * med > 0 and not 1 / self.factor < ratio < self.factor
 
     def _ref_order(self, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each feature's largest rank von Neumann ratio over the ``recent``-long stretches of its
