@@ -36,9 +36,10 @@ not match it:
   older half;
 - ``reordered``: the values lose their order (shuffled between events, or mixed with values
   of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
-  about 2 without serial dependence, near 0 for a smooth series), and that of values up to 8
-  apart (sources that take turns in one stream keep their own order), is at least 1.2 and exceeds
-  that of every ``recent``-long stretch of the reference by ``order_margin``, while the reference
+  about 2 without serial dependence, near 0 for a smooth series), the least of those of values 1
+  to 8 apart (sources that take turns in one stream keep their own order), is at least 1.2 and
+  exceeds that of every ``recent``-long stretch of the reference, reckoned alike, by
+  ``order_margin``, while the reference
   is smooth (every stretch's ratio at most ``ordered``, 1 unless set); the reference is the
   smoothest the feature had over the last ``order_memory`` events (3,000), since a fault that
   phases in mixes its values into the reference as well. Only streams whose values follow each other smoothly show
@@ -173,7 +174,11 @@ class InputMonitor(Component):
     ``order_margin``: how far the recent rank von Neumann ratio must exceed the reference's (a
     stretch above 1 counting as 1); ``ordered``: the largest ratio of a stretch of a reference
     still taken as smooth; ``order_memory``: events over which the smoothest of a feature's
-    references is remembered for that test (0: the current reference alone).
+    references is remembered for that test (0: the current reference alone); ``sparse_order``:
+    the fewest values other than its most common one, among the recent values and among the
+    reference's, for the order test of a feature that is mostly one value (0: no such test).
+    A class label whose minority class comes in runs (fog hours) has an order a share of
+    flipped labels breaks; a feature's rare values (a drizzle) flicker too often for that test.
     Numeric values are tested; a missing or non-numeric value counts as missing.
     """
 
@@ -181,13 +186,14 @@ class InputMonitor(Component):
     ordered = 1.0
     #: for a checkpoint made without them: no memory of earlier references' order, as it had
     order_memory = 0
+    sparse_order = 0
     #: the largest stretch ratio of each feature's reference at each of the latest reckonings
     #: within ``order_memory`` (NaN: a reference without spread, or one before a finding)
     _orders: tuple[np.ndarray, ...] = ()
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
                  shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0,
-                 order_memory: int = 3000):
+                 order_memory: int = 3000, sparse_order: int = 0):
         if recent < 10 or reference < 2 * recent or every < 1:
             raise ValueError(f"input monitor recent={recent}, reference={reference}, every={every}: need recent >= 10, "
                              "reference >= 2 * recent and every >= 1")
@@ -200,6 +206,7 @@ class InputMonitor(Component):
         self.order_margin = order_margin
         self.ordered = ordered
         self.order_memory = order_memory
+        self.sparse_order = sparse_order
         self._reset()
 
     def _reset(self) -> None:
@@ -253,9 +260,9 @@ class InputMonitor(Component):
             # the reference moves by a quarter of a percent a test: its quartiles, range and order,
             # and the older half's links and percentiles, are worked out every few tests (most of
             # the cost of a test otherwise)
-            stretch_order, whole_order = self._ref_order(ref)
+            stretch_order, next_order, whole_order = self._ref_order(ref)
             quartiles = _quartiles(ref, _REFERENCE_QS, with_range=True)
-            smoothest = self._smoothest(stretch_order, quartiles[3] - quartiles[1])
+            smoothest = self._smoothest(next_order, quartiles[3] - quartiles[1])
             self._ref_stats, self._ref_at = (*quartiles, stretch_order, smoothest, whole_order,
                                              self._ref_links(vals[:, :size // 2], whole_order),
                                              np.array(_quartiles(vals[:, :size // 2], _REFERENCE_QS))), self._n
@@ -477,16 +484,22 @@ class InputMonitor(Component):
         ratio = abs(rmed / med) if med != 0 else math.inf
         return rmed * med > 0 and not 1 / self.factor < ratio < self.factor
 
-    def _ref_order(self, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _ref_order(self, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each feature's largest rank von Neumann ratio over the ``recent``-long stretches of its
-        reference, and the ratio of its whole reference (NaN for a feature with missing values)."""
+        reference, of values 1 to _TURNS apart as the recent values' is, and of neighbours alone;
+        and the ratio of its whole reference, of values 1 to _TURNS apart (NaN for a feature with
+        missing values). The remembered references (:meth:`_smoothest`) keep the neighbours'
+        ratio: a feature whose sources take turns and that settles in a narrow band (a steady wind's
+        direction from three stations) has noise for order between the turns, and a remembered
+        turns ratio of a smoother day would take that noise for order lost."""
         k, (n_features, n) = self.recent, ref.shape
-        stretches = ref[:, n % k:]
-        by_stretch = _rank_ratio(stretches.reshape(-1, k)).reshape(n_features, -1).max(axis=1)
-        whole = _rank_ratio(ref)
+        stretches = ref[:, n % k:].reshape(-1, k)
+        by_stretch = _rank_ratio(stretches, _TURNS).reshape(n_features, -1).max(axis=1)
+        neighbours = _rank_ratio(stretches).reshape(n_features, -1).max(axis=1)
+        whole = _rank_ratio(ref, _TURNS)
         missing = np.isnan(ref).any(axis=1)
-        by_stretch[missing] = whole[missing] = np.nan
-        return by_stretch, whole
+        by_stretch[missing] = neighbours[missing] = whole[missing] = np.nan
+        return by_stretch, neighbours, whole
 
     def _smoothest(self, order: np.ndarray, iqr: np.ndarray) -> np.ndarray:
         """Each feature's largest stretch ratio in its reference (``order``), or the least such
@@ -511,7 +524,9 @@ class InputMonitor(Component):
         (:meth:`_odd_values`), the test of faults that phase in names them when their share is
         enough, as what they are."""
         ref = values[:self.reference]
-        if now < _ORDER_LOST or not iqr > 0 or np.isnan(ref).any():
+        if now < _ORDER_LOST or np.isnan(ref).any():
+            return None
+        if not iqr > 0 and not self._sparse_ordered(values, med):
             return None  # values that varied: a feature that starts to vary is no fault
 
         def lost(smooth: float) -> bool:
@@ -530,6 +545,17 @@ class InputMonitor(Component):
                           f"order lost since about {start}: successive values no longer follow each other, as values "
                           f"shuffled between events or mixed with other values do (rank von Neumann ratio {was:.2f} "
                           f"at most before, {now:.2f} now); {_summary(b, a)}")
+
+    def _sparse_ordered(self, values: np.ndarray, mode: float) -> bool:
+        """Whether a feature that is mostly one value (``mode``, its reference's median) has an
+        order to lose: ``sparse_order`` of its recent values and of its reference's are other
+        values. Fewer make a few runs whose ratio says nothing: one value apart from a constant
+        rest has a ratio of about 2."""
+        if not self.sparse_order:
+            return False
+        ref, rec = values[:self.reference], values[self.reference:]
+        return bool(np.count_nonzero(rec != mode) >= self.sparse_order
+                    and np.count_nonzero(ref != mode) >= self.sparse_order)
 
     def _odd_values(self, values: np.ndarray, older: np.ndarray) -> bool:
         """Whether a share ``_ODD`` of the ``recent`` values is one value that no ``recent``-long

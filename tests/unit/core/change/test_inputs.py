@@ -541,6 +541,27 @@ def test_sources_that_take_turns_lose_no_order_when_calm_and_a_shuffle_of_them_i
     assert [f.what for f in faults][:1] == ["reordered"] and faults[0].seq <= 1200 + 200, faults
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_shuffle_of_sources_that_take_turns_far_apart_is_found(seed):
+    # three stations whose offsets are as wide as the day's swing: neighbours are unlike at every
+    # hour (the reference's neighbours look shuffled already), each station's own readings smooth
+    rng = random.Random(seed)
+    n, at = 4000, 2500
+    values = [50.0 + 3.0 * math.sin(2 * math.pi * (t // 3) / 24) + (0.0, 4.0, -3.0)[t % 3] + rng.gauss(0.0, 0.3)
+              for t in range(n)]
+    mon = InputMonitor(["t"])
+    calm = [f for t in range(n) for f in mon.update(t, {"t": values[t]})]
+    assert calm == [], [(f.what, f.seq, f.detail) for f in calm]
+    shuffled = values[:at]
+    for lo in range(at, n, 500):  # a broken join: values land on other events nearby
+        block = values[lo:lo + 500]
+        rng.shuffle(block)
+        shuffled += block
+    mon = InputMonitor(["t"])
+    faults = [f for t in range(n) for f in mon.update(t, {"t": shuffled[t]})]
+    assert [f.what for f in faults][:1] == ["reordered"] and faults[0].seq <= at + 200, faults
+
+
 def sparse(rng: random.Random, n: int, scale: float = 1.0) -> list[float]:
     """Rainfall, say: 0 for nine events in ten, else a lognormal amount whose typical size moves
     with the season by a factor of 5 over the stream."""
