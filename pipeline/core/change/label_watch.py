@@ -43,6 +43,9 @@ __all__ = ["LabelWatch", "LABEL"]
 LABEL = "label"
 #: the classes numbered at most (a label that is an identifier would grow the state without bound)
 _MAX_CLASSES = 1000
+#: the fewest labels of classes other than the most common one, among the 200 recent labels and
+#: among the reference's, for the order test of labels that are mostly one class (a tenth)
+_SPARSE_ORDER = 20
 #: labels stopped in part: fewer than this share of those the rate before gives came
 _PART = 0.7
 #: ... and that many binomial standard deviations fewer
@@ -77,7 +80,8 @@ class LabelWatch:
         # (ratio about 1.8 for three in ten): the margin is taken over at most 1, and is wide.
         # Calm stretches of labels alternate with volatile ones, which the smoothest of earlier
         # references would take for lost order: only the current reference is the measure
-        self._values = InputMonitor([label], recent=200, order_margin=0.7, ordered=1.3, order_memory=0)
+        self._values = InputMonitor([label], recent=200, order_margin=0.7, ordered=1.3, order_memory=0,
+                                    sparse_order=_SPARSE_ORDER)
         self._codes: dict[Any, int] = {}  # a class's number: the order of its first appearance
 
     def arrival(self, seq: int, y: Any = None) -> list[InputFault]:

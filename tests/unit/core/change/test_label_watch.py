@@ -128,6 +128,37 @@ def test_volatile_stretches_of_a_smooth_label_stream_give_nothing_and_flips_are_
     assert [w for w, _ in found] == ["reordered"] and 15_000 < found[0][1] <= 15_200, found
 
 
+def _rare_runs(t: int, rng) -> int:
+    """Labels of a rare class that comes in runs (fog hours): about one event in nine, in runs of
+    about 40 events."""
+    return int(t % 360 < 40 + rng.randrange(-5, 6))
+
+
+def test_flips_of_labels_whose_minority_class_is_rare_and_in_runs_are_found():
+    """A class of one event in nine (no interquartile range: the order test reads how its rare
+    values follow each other) in runs of about 40; from 3,000 on three labels in ten are flipped,
+    scattering the rare class among the others, which the order test finds."""
+    import random
+
+    rng, flips, watch, found = random.Random(11), random.Random(12), LabelWatch(), []
+    for t in range(5000):
+        y = _rare_runs(t, rng)
+        if t >= 3000 and flips.random() < 0.3:
+            y = 1 - y
+        found += [(f.what, f.seq) for f in watch.arrival(t, y)]
+    assert [w for w, _ in found][:1] == ["reordered"] and 3000 < found[0][1] <= 3400, found
+
+
+def test_a_rare_class_in_runs_or_scattered_alone_gives_nothing():
+    """The rare class in its runs, and a rare class of independent labels (one in ten, scattered:
+    no order to lose), give no finding over 20,000 labels."""
+    import random
+
+    for draw in (_rare_runs, lambda t, rng: int(rng.random() < 0.1)):
+        rng, watch = random.Random(13), LabelWatch()
+        assert [f for t in range(20_000) for f in watch.arrival(t, draw(t, rng))] == []
+
+
 def test_labels_that_stop_for_a_growing_share_of_events_are_found_stopped_in_part():
     """From 3,000 on the label of a growing share of events never comes (all of them by 5,000): a
     stretch of 200 with fewer than 70% of the labels the rate before gives is found, within 1,000
@@ -137,7 +168,11 @@ def test_labels_that_stop_for_a_growing_share_of_events_are_found_stopped_in_par
 
     rng = random.Random(3)
     found = _run(LabelWatch(), 6000, lambda t: t < 3000 or rng.random() >= (t - 3000) / 2000)
-    assert [w for w, _, _ in found][:1] == ["stopped"] and 3000 <= found[0][1] <= found[0][2] <= 3900, found
+    # (the labels alternate every two events, a period that labels missing at random break: the
+    # order test may find them reordered as well, which is true of the labels that come)
+    stops = [(start, seq) for what, start, seq in found if what == "stopped"]
+    assert stops and 3000 <= stops[0][0] <= stops[0][1] <= 3900, found
+    assert {w for w, _, _ in found} <= {"stopped", "reordered"}, found
     rng = random.Random(4)
     assert _run(LabelWatch(), 20_000, lambda t: rng.random() < 1 / 3) == []
 
