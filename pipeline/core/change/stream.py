@@ -42,9 +42,18 @@ _LABEL_WAIT = 1000
 #: the weight of each message in a series' running mean of the model's loss
 _LOSS_WEIGHT = 0.01
 
+#: an effect series (iPDP) whose new level lies within the range of the levels its own changes
+#: held over this many events before (widened by a tenth of the change's scale) moved within that
+#: range and is no news: the test takes the new level on without a change event. A young adaptive
+#: tree switches subtrees back and forth and its partial dependence flaps between two shapes,
+#: each flap a significant change; a fault moves the effect to a level it had not held lately.
+_RECALL = 3000
+_RECALL_MARGIN = 0.1
+
 
 class _Series:
-    __slots__ = ("test", "dependence", "last_seq", "var_factor", "curves", "curve", "previous_curve", "loss_level")
+    __slots__ = ("test", "dependence", "last_seq", "var_factor", "curves", "curve", "previous_curve", "loss_level",
+                 "levels")
 
     def __init__(self, test: SeriesTest, dependence: SerialVariance):
         self.test = test
@@ -56,6 +65,18 @@ class _Series:
         self.previous_curve: tuple[int, Packed] | None = None
         #: the model's loss its messages carried, a running mean (about the last 100 messages)
         self.loss_level: float | None = None
+        #: (seq, level before, level after) of its cuts within the last _RECALL events, oldest first
+        self.levels: list[tuple[int, float, float]] = []
+
+    def returned(self, cut: Cut, seq: int, scale: float) -> bool:
+        """Whether ``cut``'s new level lies within the range its earlier cuts' levels spanned over
+        the last _RECALL events (widened by _RECALL_MARGIN of ``scale``); records the cut."""
+        levels = [lv for lv in getattr(self, "levels", ()) if lv[0] > seq - _RECALL]  # (a checkpoint without them)
+        held = [v for _, before, after in levels for v in (before, after)]
+        margin = _RECALL_MARGIN * scale
+        back = bool(held) and min(held) - margin <= cut.after.mean <= max(held) + margin
+        self.levels = [*levels, (seq, cut.before.mean, cut.after.mean)]
+        return back
 
 
 class StreamChangeDetector(Component):
@@ -355,6 +376,8 @@ class StreamChangeDetector(Component):
         if cut is None:
             return changes, episodes
         scale = max(self._scale(explainer, seq), abs(cut.before.mean), abs(cut.after.mean))
+        if st.returned(cut, seq, scale) and explainer == "ipdp":
+            return changes, episodes
         vectors = self._vectors(cut.seq, seq, own=(explainer, feature, cut.before, cut.after))
         curve_b, curve_a = self._curves(feature, cut.seq, seq)
         loss_b, loss_a = self._loss_at(cut.seq, cut.since)

@@ -83,6 +83,21 @@ def test_ipdp_changes_alone_never_page():
     assert episodes and not _alerts(episodes)
 
 
+def test_an_effect_that_flaps_between_two_levels_is_news_once_and_a_new_level_again():
+    """The iPDP of a flaps between 0.1 and 0.4 every 400 events (a young adaptive tree switching
+    subtrees) and moves from 0.1 to 0.8 at event 6,000: its first flap is a change event, the flaps back and
+    forth within the range it held lately are not, and the move to a level it never held is."""
+    def levels(t):
+        effect = 0.8 if t >= 600 else (0.1, 0.4)[t // 40 % 2]
+        return {("ipfi", "a"): 0.4, ("ipdp", "a"): effect}
+
+    det = StreamChangeDetector([("ipfi", "a"), ("ipdp", "a")], warmup=0)
+    changes, _ = feed(det, random.Random(35), levels, range(700), loss=flat)
+    moves = [(c.seq, round(c.before.mean, 1), round(c.after.mean, 1)) for c in changes if c.explainer == "ipdp"]
+    assert len(moves) == 2 and moves[0][1:] == (0.1, 0.4) and moves[1][1:] == (0.1, 0.8), moves
+    assert 400 <= moves[0][0] < 1000 and 6000 <= moves[1][0] < 6600, moves
+
+
 def _ipdp_fall_run(feature: str, after: float):
     """The loss rises 0.2 -> 0.3 at event 3,000 (too little for its own test to be quick) and the
     iPDP of ``feature`` moves to ``after``; the model leans on a (iPFI 0.4), barely on b (0.04)."""
