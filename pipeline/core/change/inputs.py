@@ -33,7 +33,9 @@ not match it:
   each differ from its own reference and agree with the other's (two-sample Kolmogorov-Smirnov,
   for features whose values are about independent of each other), or, for look-alike features
   whose ``recent`` values cannot tell them apart, the newer half of the values kept against the
-  older half;
+  older half; two smooth features that keep an order (a dew point below its temperature) are
+  both swapped when the order flipped at a jump of their difference, each moving to about the
+  level the other left;
 - ``reordered``: the values lose their order (shuffled between events, or mixed with values
   of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
   about 2 without serial dependence, near 0 for a smooth series), the least of those of values 1
@@ -136,6 +138,8 @@ _INTERLEAVED = 2.5
 #: the fewest values other than the most common one, on each side, that the test of a feature
 #: that is mostly one value reads (:meth:`InputMonitor._sparse_scaled`)
 _SPARSE = 5
+#: two smooth features keep an order when one lies above the other in this share of the reference
+_ABOVE = 0.95
 #: the percentiles of the reference and of the recent values the tests read
 _REFERENCE_QS = (10, 25, 50, 75, 90)
 _RECENT_QS = (10, 25, 50, 75, 90)
@@ -364,6 +368,10 @@ class InputMonitor(Component):
             if exchanged:
                 found += exchanged
                 break
+        if long:
+            named = {self.features.index(fault.feature) for fault in found}
+            found += self._crossed([j for j in candidates if j not in named], named, vals, seqs, med, iqr,
+                                   whole_order)
         # a fault that phases in: found only where no other test found one, which says more of
         # it; it grows slowly, so it is tested every _REF_EVERY tests
         named = {fault.feature for fault in found}
@@ -425,6 +433,62 @@ class InputMonitor(Component):
                             self.features[one], "swapped", int(seqs[-1]), start, b, after,
                             f"values look like {self.features[other]}'s, and its like this one's, since about "
                             f"{start}; {_summary(b, after)}", self.features[other]))
+        return out
+
+    def _crossed(self, candidates: list[int], named: set[int], vals: np.ndarray, seqs: np.ndarray,
+                 med: np.ndarray, iqr: np.ndarray, whole_order: np.ndarray) -> list[InputFault]:
+        """Two smooth features exchanged within their common range (a dew point and a
+        temperature): the one lay above the other in a share ``_ABOVE`` of the reference, and
+        since a point in the last ``2 recent`` values it lies below by at least half of what it lay
+        above in the ``recent`` values before; at that point their difference jumped
+        (:func:`_jumped`, by at least half of that: the swing of the day that moves both as much
+        cancels in it) and each one's new level lies nearer the level the other left than its own
+        (the medians of ``_STEP`` values on either side). Series that wander cross each other step
+        by step; at a front one of them jumps while the other stays. The other side may be a
+        feature another test found swapped already."""
+        ref_n, k = self.reference, self.recent
+        smooth = [j for j in range(len(self.features)) if whole_order[j] < _INDEPENDENT and iqr[j] > 0
+                  and not np.isnan(vals[j]).any()]
+        out: list[InputFault] = []
+        done: set[int] = set()
+        for j in candidates:
+            if j not in smooth or j in done:
+                continue
+            for o in smooth:
+                if o == j or o in done:
+                    continue
+                diff = vals[j] - vals[o]
+                d = float(np.median(diff[:ref_n]))
+                tail = diff[-2 * k:]
+                if d == 0.0 or float(np.median(tail[-k // 2:])) * d >= 0:
+                    continue
+                if np.mean(diff[:ref_n] * d > 0) < _ABOVE:
+                    continue  # no order the two keep: series that cross each other now and then
+                at = len(diff) - 2 * k + _change_point(tail)
+                if at < _STEP or len(diff) - at < 2 * _STEP:
+                    continue
+                since, before = float(np.median(diff[at:])), float(np.median(diff[max(0, at - k):at]))
+                if before * d <= 0 or since * d >= 0 or abs(since) < 0.5 * abs(before):
+                    continue
+                if not _jumped(diff, at, abs(before), diff[:ref_n]):
+                    continue
+                bj, aj = np.median(vals[j][at - _STEP:at]), np.median(vals[j][at:at + _STEP])
+                bo, ao = np.median(vals[o][at - _STEP:at]), np.median(vals[o][at:at + _STEP])
+                if abs(aj - bo) >= abs(aj - bj) or abs(ao - bj) >= abs(ao - bo):
+                    continue
+                start = int(seqs[at])
+                for one, other in ((j, o), (o, j)):
+                    if one in named:
+                        continue
+                    t25, tmed, t75 = np.percentile(vals[one][at:], [25, 50, 75])
+                    b, after = (float(med[one]), float(iqr[one])), (float(tmed), float(t75 - t25))
+                    out.append(InputFault(
+                        self.features[one], "swapped", int(seqs[-1]), start, b, after,
+                        f"values look like {self.features[other]}'s since {start}: it lay "
+                        f"{'below' if (d < 0) == (one == j) else 'above'} {self.features[other]} "
+                        f"and crossed it at a jump; {_summary(b, after)}", self.features[other]))
+                done |= {j, o}
+                break
         return out
 
     def _constant(self, j: int, f: str, ref: np.ndarray, rec: np.ndarray, seqs: np.ndarray, med: float,
