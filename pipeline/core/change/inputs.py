@@ -451,11 +451,12 @@ class InputMonitor(Component):
                   and not np.isnan(vals[j]).any()]
         out: list[InputFault] = []
         done: set[int] = set()
+        newest = np.median(vals[:, -k // 2:], axis=1)  # a pair whose medians kept their order is passed over
         for j in candidates:
             if j not in smooth or j in done:
                 continue
             for o in smooth:
-                if o == j or o in done:
+                if o == j or o in done or (med[j] - med[o]) * (newest[j] - newest[o]) >= 0:
                     continue
                 diff = vals[j] - vals[o]
                 d = float(np.median(diff[:ref_n]))
