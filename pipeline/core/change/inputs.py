@@ -427,12 +427,9 @@ class InputMonitor(Component):
                         if one in found:
                             continue
                         done.add(one)
-                        r25, rmed, r75 = np.percentile(rec[one], [25, 50, 75])
-                        b, after = (float(med[one]), float(iqr[one])), (float(rmed), float(r75 - r25))
-                        out.append(InputFault(
-                            self.features[one], "swapped", int(seqs[-1]), start, b, after,
-                            f"values look like {self.features[other]}'s, and its like this one's, since about "
-                            f"{start}; {_summary(b, after)}", self.features[other]))
+                        out.append(self._swapped(one, other, rec[one], start, seqs, med, iqr,
+                                                 f"values look like {self.features[other]}'s, and its like this "
+                                                 f"one's, since about {start}"))
         return out
 
     def _crossed(self, candidates: list[int], named: set[int], vals: np.ndarray, seqs: np.ndarray,
@@ -481,16 +478,21 @@ class InputMonitor(Component):
                 for one, other in ((j, o), (o, j)):
                     if one in named:
                         continue
-                    t25, tmed, t75 = np.percentile(vals[one][at:], [25, 50, 75])
-                    b, after = (float(med[one]), float(iqr[one])), (float(tmed), float(t75 - t25))
-                    out.append(InputFault(
-                        self.features[one], "swapped", int(seqs[-1]), start, b, after,
-                        f"values look like {self.features[other]}'s since {start}: it lay "
-                        f"{'below' if (d < 0) == (one == j) else 'above'} {self.features[other]} "
-                        f"and crossed it at a jump; {_summary(b, after)}", self.features[other]))
+                    side = "below" if (d < 0) == (one == j) else "above"
+                    out.append(self._swapped(one, other, vals[one][at:], start, seqs, med, iqr,
+                                             f"values look like {self.features[other]}'s since {start}: it lay "
+                                             f"{side} {self.features[other]} and crossed it at a jump"))
                 done |= {j, o}
                 break
         return out
+
+    def _swapped(self, one: int, other: int, since: np.ndarray, start: int, seqs: np.ndarray, med: np.ndarray,
+                 iqr: np.ndarray, detail: str) -> InputFault:
+        """Feature ``one`` swapped with ``other`` since ``start``, its values since then ``since``."""
+        q25, qmed, q75 = np.percentile(since, [25, 50, 75])
+        b, after = (float(med[one]), float(iqr[one])), (float(qmed), float(q75 - q25))
+        return InputFault(self.features[one], "swapped", int(seqs[-1]), start, b, after,
+                          f"{detail}; {_summary(b, after)}", self.features[other])
 
     def _constant(self, j: int, f: str, ref: np.ndarray, rec: np.ndarray, seqs: np.ndarray, med: float,
                   iqr: float) -> InputFault | None:
@@ -777,13 +779,10 @@ class InputMonitor(Component):
                     start = int(seqs[0])
                     for one, other, share in ((j, g, pj), (g, j, pg)):
                         done.add(one)
-                        r25, rmed, r75 = np.percentile(vals[one, -k:], [25, 50, 75])
-                        b, after = (float(med[one]), float(iqr[one])), (float(rmed), float(r75 - r25))
-                        out.append(InputFault(
-                            self.features[one], "swapped", int(seqs[-1]), start, b, after,
+                        out.append(self._swapped(
+                            one, other, vals[one, -k:], start, seqs, med, iqr,
                             f"about {share:.0%} of the newest {k} values look like {self.features[other]}'s, and "
-                            f"as many of its like this one's: an exchange phasing in, begun after {start}; "
-                            f"{_summary(b, after)}", self.features[other]))
+                            f"as many of its like this one's: an exchange phasing in, begun after {start}"))
         return out
 
     def _ref_links(self, older: np.ndarray, whole_order: np.ndarray) -> tuple[dict, dict]:
