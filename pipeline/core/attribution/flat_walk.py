@@ -27,6 +27,7 @@ from river.tree.nodes.branch import NumericBinaryBranch
 from river.tree.splitter.gaussian_splitter import GaussianSplitter
 
 from ..fastpath.walk import is_branch
+from ..kernels import KERNELS
 from .frame import Columns, Frame
 from .shares import Shares
 from .trees import TooManyFree, TreeGame
@@ -98,38 +99,10 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     todo = [(k, r) for k, r in enumerate(roots) if r is not None]
     if not todo:
         return out
-    n = len(frame.bg)
     names = frame.names
     z = frame.matrix()
-    feature, threshold = np.array(flat.feature), np.array(flat.threshold)
-    child, x_right = np.array(flat.child).reshape(-1, 2), np.array(flat.x_right)
-    branch = feature >= 0
-    node = np.repeat([r for _, r in todo], n)
-    tree = np.repeat([k for k, _ in todo], n)
-    zs = np.tile(np.arange(n), len(todo))
-    a = np.zeros(len(zs), dtype=np.int64)
-    b = np.zeros(len(zs), dtype=np.int64)
-    while True:
-        active = branch[node]
-        if not active.any():
-            break
-        at = np.flatnonzero(active)
-        nd, pt = node[at], zs[at]
-        f = feature[nd]
-        bit = np.int64(1) << f
-        z_right = ~(z[pt, f] <= threshold[nd])
-        aa, bb = a[at], b[at]
-        follow_x = (z_right == x_right[nd]) | ((aa & bit) != 0)
-        free = ~follow_x & ((bb & bit) == 0)
-        own = ~follow_x
-        x_child = child[nd, x_right[nd].astype(np.int64)]
-        z_child = child[nd, z_right.astype(np.int64)]
-        rest = ~active
-        node = np.concatenate([node[rest], x_child[follow_x], x_child[free], z_child[own]])
-        tree = np.concatenate([tree[rest], tree[at][follow_x], tree[at][free], tree[at][own]])
-        zs = np.concatenate([zs[rest], pt[follow_x], pt[free], pt[own]])
-        a = np.concatenate([a[rest], aa[follow_x], aa[free] | bit[free], aa[own]])
-        b = np.concatenate([b[rest], bb[follow_x], bb[free], bb[own] | (bit[own] * free[own])])
+    node, tree, zs, a, b = _walk(np.array(flat.feature), np.array(flat.threshold), np.array(flat.child).reshape(-1, 2),
+                                 np.array(flat.x_right), z, todo)
     scale = np.array([s for _, s in trees])[tree]
     by_leaf: dict[int, np.ndarray] = {}
     order = np.argsort(node, kind="stable")
@@ -169,6 +142,52 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
         if k not in bad:
             out[k] = totals[k].pop() if len(totals[k]) == 1 else "mixed"
     return out
+
+
+def _walk(feature: np.ndarray, threshold: np.ndarray, child: np.ndarray, x_right: np.ndarray, z: np.ndarray,
+          todo: list[tuple[int, int]]) -> tuple:
+    """The states ``(leaf, tree, point, a, b)`` at the leaves, from every background point
+    (the rows of ``z``) at the roots of ``todo`` (``(tree, root)`` pairs), level by level: in
+    one compiled call (``tree_walk`` of :mod:`streamxai.core.kernels`, the same states in the
+    same order) when it is built, else with numpy."""
+    n = len(z)
+    roots = np.array([r for _, r in todo], dtype=np.int64)
+    trees = np.array([k for k, _ in todo], dtype=np.int64)
+    if KERNELS is not None:
+        # a point's states at a tree's leaves follow different routes, one per leaf at most
+        size = n * int(np.count_nonzero(feature < 0))
+        out = [np.empty(size, dtype=np.int64) for _ in range(5)]
+        count = KERNELS.tree_walk(feature, threshold, child, x_right, z, roots, trees, *out)
+        if count is not None:
+            return tuple(o[:count] for o in out)
+    branch = feature >= 0
+    node = np.repeat(roots, n)
+    tree = np.repeat(trees, n)
+    zs = np.tile(np.arange(n), len(todo))
+    a = np.zeros(len(zs), dtype=np.int64)
+    b = np.zeros(len(zs), dtype=np.int64)
+    while True:
+        active = branch[node]
+        if not active.any():
+            break
+        at = np.flatnonzero(active)
+        nd, pt = node[at], zs[at]
+        f = feature[nd]
+        bit = np.int64(1) << f
+        z_right = ~(z[pt, f] <= threshold[nd])
+        aa, bb = a[at], b[at]
+        follow_x = (z_right == x_right[nd]) | ((aa & bit) != 0)
+        free = ~follow_x & ((bb & bit) == 0)
+        own = ~follow_x
+        x_child = child[nd, x_right[nd].astype(np.int64)]
+        z_child = child[nd, z_right.astype(np.int64)]
+        rest = ~active
+        node = np.concatenate([node[rest], x_child[follow_x], x_child[free], z_child[own]])
+        tree = np.concatenate([tree[rest], tree[at][follow_x], tree[at][free], tree[at][own]])
+        zs = np.concatenate([zs[rest], pt[follow_x], pt[free], pt[own]])
+        a = np.concatenate([a[rest], aa[follow_x], aa[free] | bit[free], aa[own]])
+        b = np.concatenate([b[rest], bb[follow_x], bb[free], bb[own] | (bit[own] * free[own])])
+    return node, tree, zs, a, b
 
 
 class LeafMemo:
@@ -251,46 +270,52 @@ def _leaf_params(leaf: Any, frame: Frame) -> tuple:
 
 
 def _for_target(params: tuple, target: Any) -> tuple | None:
-    """``(feature indices, mu, var, prior)`` with the target's class first; None when the leaf
-    has not seen the target (its probability is 0)."""
+    """``(feature indices, mu, -2 var, log normaliser, dense, prior)`` with the target's class
+    first (what :func:`_terms` reads); None when the leaf has not seen the target (its
+    probability is 0)."""
     classes, idx, mu, var, prior = params
     try:
         t = classes.index(target)
     except ValueError:
         return None
     order = [t, *(c for c in range(len(classes)) if c != t)]
-    return idx, mu[:, order], var[:, order], prior[order]
-
-
-def _terms(values: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
-    """Gaussian log densities, 0 where a class has no density (river skips the term)."""
-    dense = var > 0.0
+    var = var[:, order]
+    dense = var > 0.0  # a class without a density gets no term
     safe = np.where(dense, var, 1.0)
-    return np.where(dense, (values - mu) ** 2 / (-2.0 * safe) - _HALF_LOG_TAU - 0.5 * np.log(safe), 0.0)
+    return idx, mu[:, order], -2.0 * safe, -_HALF_LOG_TAU - 0.5 * np.log(safe), dense, prior[order]
+
+
+def _terms(values: np.ndarray, mu: np.ndarray, var2: np.ndarray, norm: np.ndarray, dense: np.ndarray) -> np.ndarray:
+    """Gaussian log densities (``(v - mu)^2 / (-2 var) + norm``), 0 where a class has no density
+    (river skips the term)."""
+    return np.where(dense, (values - mu) ** 2 / var2 + norm, 0.0)
 
 
 def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.ndarray, b: np.ndarray,
                scale: np.ndarray, shares: Shares) -> None:
-    """Every naive Bayes leaf's points, stacked by (features read, classes)."""
+    """Every naive Bayes leaf's points, stacked by (features read, classes). The votes are
+    handed over relative to the target's (the target's class comes first)."""
     groups: dict[tuple[int, int], list] = defaultdict(list)
     for rows, params in bayes:
         groups[params[1].shape].append((rows, params))
     for items in groups.values():
         if len(items) == 1:  # one leaf: its parameters broadcast over its points
-            rows, (idx, mu, var, prior) = items[0]
-            tx = _terms(x[idx][:, None], mu, var)  # (k, classes)
+            rows, (idx, *gauss, prior) = items[0]
+            tx = _terms(x[idx][:, None], *gauss)  # (k, classes)
+            used = np.broadcast_to(idx, (len(rows), len(idx)))
         else:
             rows = np.concatenate([r for r, _ in items])
             which = np.repeat(np.arange(len(items)), [len(r) for r, _ in items])
-            idx, mu, var, prior = (np.stack([p[i] for _, p in items]) for i in range(4))
-            tx = _terms(x[idx][:, :, None], mu, var)[which]  # (points, k, classes)
-            idx, mu, var, prior = idx[which], mu[which], var[which], prior[which]
-        tz = _terms(z[zs[rows][:, None], idx][:, :, None], mu, var)
+            idx, *gauss, prior = (np.stack([p[i] for _, p in items]) for i in range(6))
+            tx = _terms(x[idx][:, :, None], *gauss)[which]  # (points, k, classes)
+            idx, prior = idx[which], prior[which]
+            gauss = [v[which] for v in gauss]
+            used = idx
+        tz = _terms(z[zs[rows][:, None], idx][:, :, None], *gauss)
+        rel_x, rel_z = tx[..., 1:] - tx[..., :1], tz[..., 1:] - tz[..., :1]  # the other classes against the target
         ar, br = a[rows], b[rows]
         from_x = ((ar[:, None] >> idx) & 1).astype(bool)[:, :, None]
         fixed = (((ar | br)[:, None] >> idx) & 1).astype(bool)[:, :, None]
-        votes = prior + np.where(from_x, tx, tz).sum(axis=1)  # (points, classes), the target first
-        diff = np.where(fixed, 0.0, tx - tz)  # (points, k, classes)
-        rel_votes = (votes[:, 1:] - votes[:, :1]).T  # the other classes against the target
-        rel_diff = (diff[:, :, 1:] - diff[:, :, :1]).transpose(2, 0, 1)
-        shares.add_votes(rel_votes, rel_diff, np.broadcast_to(idx, (len(rows), idx.shape[-1])), ar, br, scale[rows])
+        rel_votes = (prior[..., 1:] - prior[..., :1] + np.where(from_x, rel_x, rel_z).sum(axis=1)).T  # (c - 1, points)
+        rel_diff = np.where(fixed, 0.0, rel_x - rel_z).transpose(2, 0, 1)  # (c - 1, points, k)
+        shares.add_votes(rel_votes, rel_diff, used, ar, br, scale[rows])
