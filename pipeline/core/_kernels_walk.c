@@ -112,36 +112,41 @@ PyObject *tree_walk(PyObject *self, PyObject *args) {
     Py_ssize_t m;
     if (n_roots && n > (Py_ssize_t)(cap / n_roots)) goto unusual;
     m = n_roots * n;
-    if (cap > PY_SSIZE_T_MAX / 80) goto unusual;
-    scratch = PyMem_Malloc((size_t)(cap > 0 ? cap : 1) * 10 * sizeof(int64_t));
+    if (cap > PY_SSIZE_T_MAX / 120) goto unusual;
+    /* the numpy code's level is [its states at leaves, children of those that follow x, of the
+     * free ones on x's side, on z's side]: its states at leaves are those of the levels before, in
+     * order, then the new children that are leaves; so the states at leaves are appended to
+     * ``done`` as the children are made, and only the children at branches walk on */
+    scratch = PyMem_Malloc((size_t)(cap > 0 ? cap : 1) * 15 * sizeof(int64_t));
     if (scratch == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    States buf[2];
-    for (int k = 0; k < 2; k++) {
+    States buf[3];
+    for (int k = 0; k < 3; k++) {
         int64_t *base = scratch + (size_t)k * 5 * (size_t)cap;
         buf[k] = (States){base, base + cap, base + 2 * cap, base + 3 * cap, base + 4 * cap};
     }
-    States *cur = &buf[0], *next = &buf[1];
+    States *cur = &buf[0], *next = &buf[1], *fin = &buf[2];
+    Py_ssize_t n_fin = 0;
     for (Py_ssize_t t = 0; t < n_roots; t++) /* np.repeat(roots, n), np.tile(arange(n), n_roots) */
         for (Py_ssize_t p = 0; p < n; p++) put(cur, t * n + p, roots[t], trees[t], p, 0, 0);
-    for (;;) {
+    while (m > 0) {
         Py_ssize_t n_active = 0, n_free = 0;
         for (Py_ssize_t i = 0; i < m; i++) {
             int64_t nd = cur->node[i];
-            if (feature[nd] < 0) continue;
+            if (feature[nd] < 0) {
+                put(fin, n_fin++, nd, cur->tree[i], cur->zs[i], cur->a[i], cur->b[i]);
+                continue;
+            }
             n_active++;
             int64_t bit = (int64_t)1 << feature[nd];
             int z_right = !(z[cur->zs[i] * d + feature[nd]] <= threshold[nd]);
             int follow_x = (z_right == (x_right[nd] != 0)) || (cur->a[i] & bit) != 0;
             if (!follow_x && (cur->b[i] & bit) == 0) n_free++;
         }
-        if (n_active == 0) break;
-        if (n_free > cap - m) goto unusual;
+        if (n_active + n_free > cap - n_fin) goto unusual; /* more states than a point has leaves */
         Py_ssize_t k = 0;
-        for (Py_ssize_t i = 0; i < m; i++) /* the states at leaves, in order */
-            if (feature[cur->node[i]] < 0) put(next, k++, cur->node[i], cur->tree[i], cur->zs[i], cur->a[i], cur->b[i]);
         for (int pass = 0; pass < 3; pass++) { /* those that follow x, the free ones on x's side, then z's side */
             for (Py_ssize_t i = 0; i < m; i++) {
                 int64_t nd = cur->node[i];
@@ -165,13 +170,14 @@ PyObject *tree_walk(PyObject *self, PyObject *args) {
         cur = next;
         next = swap;
     }
+    m = n_fin;
     int64_t *dst[5];
     for (int j = 0; j < 5; j++) dst[j] = ov[j].buf;
-    memcpy(dst[0], cur->node, (size_t)m * sizeof(int64_t));
-    memcpy(dst[1], cur->tree, (size_t)m * sizeof(int64_t));
-    memcpy(dst[2], cur->zs, (size_t)m * sizeof(int64_t));
-    memcpy(dst[3], cur->a, (size_t)m * sizeof(int64_t));
-    memcpy(dst[4], cur->b, (size_t)m * sizeof(int64_t));
+    memcpy(dst[0], fin->node, (size_t)m * sizeof(int64_t));
+    memcpy(dst[1], fin->tree, (size_t)m * sizeof(int64_t));
+    memcpy(dst[2], fin->zs, (size_t)m * sizeof(int64_t));
+    memcpy(dst[3], fin->a, (size_t)m * sizeof(int64_t));
+    memcpy(dst[4], fin->b, (size_t)m * sizeof(int64_t));
     result = PyLong_FromSsize_t(m);
     goto done;
 unusual:

@@ -104,38 +104,42 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     node, tree, zs, a, b = _walk(np.array(flat.feature), np.array(flat.threshold), np.array(flat.child).reshape(-1, 2),
                                  np.array(flat.x_right), z, todo)
     scale = np.array([s for _, s in trees])[tree]
-    by_leaf: dict[int, np.ndarray] = {}
-    order = np.argsort(node, kind="stable")
-    leaves, starts = np.unique(node[order], return_index=True)
-    for leaf_id, lo, hi in zip(leaves.tolist(), starts.tolist(), [*starts[1:].tolist(), len(order)], strict=True):
-        by_leaf[leaf_id] = order[lo:hi]
+    leaves, first, at_leaf, counts = np.unique(node, return_index=True, return_inverse=True, return_counts=True)
     if memo is not None:
         memo.start(names)
-    kinds = {leaf_id: _described(*flat.leaf[leaf_id], frame, memo) for leaf_id in by_leaf}
-    bad = {int(tree[rows[0]]) for leaf_id, rows in by_leaf.items() if kinds[leaf_id][0] is None}
+    value, constant = np.zeros(len(leaves)), np.zeros(len(leaves), dtype=bool)  # per leaf met
+    bad: set[int] = set()
     totals: dict[int, set] = defaultdict(set)
-    bayes: list[tuple] = []
-    g_const = np.zeros(len(node))
-    const = np.zeros(len(node), dtype=bool)
-    for leaf_id, rows in by_leaf.items():
-        k = int(tree[rows[0]])
-        if k in bad:
-            continue
-        kind, params = kinds[leaf_id]
-        if kind == "constant":
-            g, predicts = params
+    naive: list[tuple] = []
+    for pos, (leaf_id, k) in enumerate(zip(leaves.tolist(), tree[first].tolist(), strict=True)):
+        kind, params = _described(*flat.leaf[leaf_id], frame, memo)
+        if kind is None:
+            bad.add(k)
+        elif kind == "constant":
+            value[pos], predicts = params
+            constant[pos] = True
             totals[k].add("one" if predicts else "zero")
-            g_const[rows], const[rows] = g, True
-            continue
-        totals[k].add("one")
-        if params is None:  # the leaf has not seen the class: its probability is 0
-            const[rows] = True
-            continue
-        if len(params[0]) > max_free:
-            raise TooManyFree(f"a leaf that reads {len(params[0])} features (max_free={max_free})")
-        bayes.append((rows, params))
+        else:
+            totals[k].add("one")
+            if params is None:  # the leaf has not seen the class: its probability is 0
+                constant[pos] = True
+            else:
+                naive.append((pos, k, params))
+    const = constant[at_leaf]
+    if bad:  # the trees left to the caller
+        const &= ~np.isin(tree, list(bad))
     if const.any():
-        shares.add_constants(g_const[const] * scale[const], a[const], b[const])
+        shares.add_constants(value[at_leaf][const] * scale[const], a[const], b[const])
+    bayes: list[tuple] = []
+    if naive:
+        order = np.argsort(at_leaf, kind="stable")  # each leaf's states, in the walk's order
+        ends = np.cumsum(counts)
+        for pos, k, params in naive:
+            if k in bad:
+                continue
+            if len(params[0]) > max_free:
+                raise TooManyFree(f"a leaf that reads {len(params[0])} features (max_free={max_free})")
+            bayes.append((order[ends[pos] - counts[pos]:ends[pos]], params))
     x = np.array([v if type(v := frame.x[f]) in (int, float) else 0.0 for f in names], dtype=float)
     _add_bayes(bayes, x, z, zs, a, b, scale, shares)
     for k, _ in todo:
