@@ -26,7 +26,7 @@ import numpy as np
 from river.tree.nodes.branch import NumericBinaryBranch
 from river.tree.splitter.gaussian_splitter import GaussianSplitter
 
-from ..fastpath.walk import is_branch
+from ..fastpath.walk import _IS_BRANCH, is_branch
 from ..kernels import KERNELS
 from .frame import Columns, Frame
 from .shares import Shares
@@ -36,6 +36,7 @@ __all__ = ["LeafMemo", "flat_collect"]
 
 _HALF_LOG_TAU = 0.5 * math.log(2 * math.pi)
 _NUMERIC_NO = NumericBinaryBranch.branch_no
+_UNSEEN = object()
 
 
 class _Flat:
@@ -49,23 +50,22 @@ class _Flat:
         self.child: list[tuple[int, int]] = []
         self.x_right: list[bool] = []
         self.leaf: list[Any] = []
+        self._usable: dict = {}  # feature -> what _usable_feature says
 
     def add(self, game: TreeGame) -> int | None:
         """The root's id, or None when the tree has a node the flat walk does not take. Nodes
         get their ids in breadth-first order, so a branch knows its children's ids when it is
         met."""
-        frame, start = self.frame, len(self.leaf)
+        start = len(self.leaf)
         root = game.tree._root
         if root is None:
             return None
         feature, threshold, child, x_right, leaf = self.feature, self.threshold, self.child, self.x_right, self.leaf
-        index, x = frame.index, frame.x
+        usable, adaptive = self._usable, game.adaptive
         nodes = [root]
-        i = 0
-        while i < len(nodes):
-            node = nodes[i]
-            i += 1
-            if not is_branch(node):
+        for node in nodes:  # the list grows by each branch's children as it is read
+            kind = _IS_BRANCH.get(type(node))
+            if not (is_branch(node) if kind is None else kind):
                 feature.append(-1)
                 threshold.append(0.0)
                 child.append((-1, -1))
@@ -73,19 +73,29 @@ class _Flat:
                 leaf.append((node, game))
                 continue
             f = node.feature
-            if (type(node).branch_no is not _NUMERIC_NO or f not in index or type(x[f]) not in (int, float)
-                    or frame.column(f) is None or (game.adaptive and node._alternate_tree)):
+            got = usable.get(f, _UNSEEN)
+            if got is _UNSEEN:
+                got = usable[f] = self._usable_feature(f)
+            if got is None or type(node).branch_no is not _NUMERIC_NO or (adaptive and node._alternate_tree):
                 for column in (feature, threshold, child, x_right, leaf):
                     del column[start:]
                 return None
             first = start + len(nodes)
             nodes += node.children
-            feature.append(index[f])
+            feature.append(got[0])
             threshold.append(node.threshold)
             child.append((first, first + 1))
-            x_right.append(not x[f] <= node.threshold)
+            x_right.append(not got[1] <= node.threshold)
             leaf.append(None)
         return start
+
+    def _usable_feature(self, f: Any) -> tuple[int, Any] | None:
+        """``(player index, x's value)`` for a feature a threshold branch may test here (a player
+        whose value is a number in ``x`` and in every background row), else None."""
+        frame = self.frame
+        if f not in frame.index or type(frame.x[f]) not in (int, float) or frame.column(f) is None:
+            return None
+        return frame.index[f], frame.x[f]
 
 
 def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: int, shares: Shares,
@@ -215,12 +225,13 @@ class LeafMemo:
         self._met = {}
         self._names = names_t
 
-    def get(self, leaf: Any, build: Any) -> Any:
+    def get(self, leaf: Any, game: TreeGame, frame: Frame) -> tuple:
+        """``(kind, params, per target)`` of ``leaf`` (:func:`_built`), kept or built anew."""
         key = id(leaf)
         version = (sum(leaf.stats.values()), leaf.is_active())
         kept = self._kept.get(key)
         if kept is None or kept[0] is not leaf or kept[1] != version:
-            kept = (leaf, version, (*build(), {}))
+            kept = (leaf, version, (*_built(leaf, game, frame), {}))
         self._met[key] = kept
         return kept[2]
 
@@ -228,22 +239,8 @@ class LeafMemo:
 def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -> tuple[str | None, Any]:
     """``("constant", (value, predicts))`` for a leaf that reads nothing (its normalised class
     counts, as river's leaves give them), ``("bayes", params)`` for naive Bayes over Gaussians of
-    numeric players (:func:`_leaf_params`), ``(None, None)`` for a leaf left to the caller."""
-    def build() -> tuple[str | None, Any]:
-        reads = game.reads(leaf)
-        if reads is None:
-            return None, None
-        stats = leaf.stats
-        total = sum(stats.values())
-        if not reads or not total or len(stats) == 1:
-            # naive Bayes over one class gives it probability exp(v - v) = 1 whatever the row
-            # (river drops a -inf log density), as the class counts normalised do
-            return "constant", ({c: w / total for c, w in stats.items()} if total else {}, bool(total))
-        if any(type(obs) is not GaussianSplitter or f not in frame.index for f, obs in leaf.splitters.items()):
-            return None, None
-        return "bayes", _leaf_params(leaf, frame)
-
-    kind, params, by_target = memo.get(leaf, build) if memo is not None else (*build(), {})
+    numeric players (:func:`_for_target`), ``(None, None)`` for a leaf left to the caller."""
+    kind, params, by_target = memo.get(leaf, game, frame) if memo is not None else (*_built(leaf, game, frame), {})
     if kind == "constant":
         return kind, (params[0].get(game.target, 0.0), params[1])
     if kind == "bayes":
@@ -253,6 +250,23 @@ def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -
             by_target[game.target] = _for_target(params, game.target)
         return kind, by_target[game.target]
     return kind, params
+
+
+def _built(leaf: Any, game: TreeGame, frame: Frame) -> tuple[str | None, Any]:
+    """What :func:`_described` keeps of a leaf for any target: ``("constant", (class
+    probabilities, predicts))``, ``("bayes", _leaf_params)`` or ``(None, None)``."""
+    reads = game.reads(leaf)
+    if reads is None:
+        return None, None
+    stats = leaf.stats
+    total = sum(stats.values())
+    if not reads or not total or len(stats) == 1:
+        # naive Bayes over one class gives it probability exp(v - v) = 1 whatever the row
+        # (river drops a -inf log density), as the class counts normalised do
+        return "constant", ({c: w / total for c, w in stats.items()} if total else {}, bool(total))
+    if any(type(obs) is not GaussianSplitter or f not in frame.index for f, obs in leaf.splitters.items()):
+        return None, None
+    return "bayes", _leaf_params(leaf, frame)
 
 
 def _leaf_params(leaf: Any, frame: Frame) -> tuple:
