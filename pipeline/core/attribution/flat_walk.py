@@ -114,14 +114,19 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     node, tree, zs, a, b = _walk(np.array(flat.feature), np.array(flat.threshold), np.array(flat.child).reshape(-1, 2),
                                  np.array(flat.x_right), z, todo)
     scale = np.array([s for _, s in trees])[tree]
-    leaves, first, at_leaf, counts = np.unique(node, return_index=True, return_inverse=True, return_counts=True)
+    counts = np.bincount(node, minlength=len(flat.leaf))  # states per node: the leaves met have some
+    leaves = np.flatnonzero(counts)
+    at_leaf = (np.cumsum(counts > 0) - 1)[node]  # each state's leaf, as a position in leaves
+    owner = np.empty(len(counts), dtype=np.int64)
+    owner[node] = tree  # a node is in one tree
+    counts = counts[leaves]
     if memo is not None:
         memo.start(names)
     value, constant = np.zeros(len(leaves)), np.zeros(len(leaves), dtype=bool)  # per leaf met
     bad: set[int] = set()
     totals: dict[int, set] = defaultdict(set)
     naive: list[tuple] = []
-    for pos, (leaf_id, k) in enumerate(zip(leaves.tolist(), tree[first].tolist(), strict=True)):
+    for pos, (leaf_id, k) in enumerate(zip(leaves.tolist(), owner[leaves].tolist(), strict=True)):
         kind, params = _described(*flat.leaf[leaf_id], frame, memo)
         if kind is None:
             bad.add(k)

@@ -32,6 +32,7 @@ class Shares:
         self._constant: list[tuple] = []
         self._votes: dict[tuple[int, int], list[tuple]] = defaultdict(list)
         self._values: dict[int, list[tuple]] = defaultdict(list)
+        self._spreads: list[tuple] = []
 
     def add_constant(self, g: float, a: np.ndarray, b: np.ndarray, scale: float) -> None:
         """A route whose value is ``g`` for every coalition that reaches it."""
@@ -66,7 +67,8 @@ class Shares:
             g, a, b = (np.concatenate(c) for c in zip(*self._constant, strict=True))
             pa, pb = np.bitwise_count(a), np.bitwise_count(b)
             t_in, t_out = _unanimity_table(self.d)
-            self.phi += self._spread(a, t_in[pa, pb] * g) + self._spread(b, t_out[pa, pb] * g)
+            self._spread(a, t_in[pa, pb] * g)
+            self._spread(b, t_out[pa, pb] * g)
             self.base += float(g[a == 0].sum())
             self.fx += float(g[b == 0].sum())
             self._constant = []
@@ -83,6 +85,7 @@ class Shares:
             g, used, a, b = stack[0] if len(stack) == 1 else (np.concatenate(c) for c in zip(*stack, strict=True))
             self._settle(np.ascontiguousarray(g.T), used, a, b, k, None)
         self._values.clear()
+        self._spread_all()
         return self.phi, self.base, self.fx
 
     def _settle(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
@@ -121,7 +124,8 @@ class Shares:
         w_in = np.where(pa[:, None] + q > 0, w[np.maximum(pa[:, None] - 1 + q, 0), m], 0.0)  # (points, sizes)
         w_out = w[pa[:, None] + q, m]
         h_in, h_out = h * w_in[:, sizes], h * w_out[:, sizes]
-        self.phi += self._spread(a, h_in.sum(axis=1) * (pa > 0)) + self._spread(b, -h_out.sum(axis=1))
+        self._spread(a, h_in.sum(axis=1) * (pa > 0))
+        self._spread(b, -h_out.sum(axis=1))
         if k:
             bits = _bits(k)
             gain = h_in @ bits - (h_out @ (1.0 - bits)) * (1 - fixed)
@@ -156,11 +160,19 @@ class Shares:
         total = (g @ member).T  # (groups, subsets): each group's scaled column sums
         gain = (total * w_joins) @ bits - ((total * w_out) @ other_bits) * (1 - fixed[first])
         self.phi += np.bincount(used[first].ravel(), weights=gain.ravel(), minlength=self.d)
-        self.phi += self._spread(a, share_in) + self._spread(b, share_out)
+        self._spread(a, share_in)
+        self._spread(b, share_out)
 
-    def _spread(self, masks_: np.ndarray, shares: np.ndarray) -> np.ndarray:
-        """Each point's share added to every player in its mask."""
-        return shares @ ((masks_[:, None] & self.bits) != 0).astype(float)
+    def _spread(self, masks_: np.ndarray, shares: np.ndarray) -> None:
+        """Each point's share, to be added to every player in its mask (by :meth:`_spread_all`)."""
+        self._spreads.append((masks_, shares))
+
+    def _spread_all(self) -> None:
+        """The shares :meth:`_spread` kept, added to the players of their masks in one product."""
+        if self._spreads:
+            masks_, shares = (np.concatenate(c) for c in zip(*self._spreads, strict=True))
+            self.phi += shares @ ((masks_[:, None] & self.bits) != 0).astype(float)
+            self._spreads = []
 
 
 def _groups(key: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
