@@ -5,9 +5,9 @@ numeric binary splits) and whose leaves predict by majority class or by naive Ba
 Gaussians -- the trees an ARF grows on numeric streams -- is flattened into arrays: per node its
 feature, threshold, children and the child ``x`` takes. All *states* (a tree, a node, a
 background point and its masks ``a`` and ``b``, as in :mod:`.background_walk`) of all trees of a
-forest then move down one level per step with a few array operations, a state splitting in two
-where ``x`` and its point part at a feature neither mask decides. The cost is a handful of
-numpy calls per level, not per node.
+forest then move down one level per step, a state splitting in two where ``x`` and its point
+part at a feature neither mask decides: in one compiled call (``tree_walk``, when the kernels
+are built) or with a handful of numpy calls per level, not per node.
 
 At the leaves, a majority-class leaf hands its points over as a constant, and every naive Bayes
 leaf's votes are built for all its points at once from the Gaussians' means and variances
@@ -26,7 +26,7 @@ import numpy as np
 from river.tree.nodes.branch import NumericBinaryBranch
 from river.tree.splitter.gaussian_splitter import GaussianSplitter
 
-from ..fastpath.walk import _IS_BRANCH, is_branch
+from ..fastpath.walk import is_branch
 from ..kernels import KERNELS
 from .frame import Columns, Frame
 from .shares import Shares
@@ -64,8 +64,7 @@ class _Flat:
         usable, adaptive = self._usable, game.adaptive
         nodes = [root]
         for node in nodes:  # the list grows by each branch's children as it is read
-            kind = _IS_BRANCH.get(type(node))
-            if not (is_branch(node) if kind is None else kind):
+            if not is_branch(node):
                 feature.append(-1)
                 threshold.append(0.0)
                 child.append((-1, -1))
