@@ -97,7 +97,7 @@ class Shares:
         loses ``w(|a| + |T|) g(T)`` to each that does not."""
         slots = np.arange(k)
         fixed = (((a | b)[:, None] >> used) & 1) if k else np.zeros((len(a), 0), dtype=np.int64)
-        ab_used = (fixed << slots).sum(axis=1) if k else np.zeros(len(a), dtype=np.int64)
+        ab_used = fixed @ (1 << slots) if k else np.zeros(len(a), dtype=np.int64)
         pa, pb = np.bitwise_count(a).astype(np.int64), np.bitwise_count(b).astype(np.int64)
         m = pa + pb + k - fixed.sum(axis=1)
         w = _weight_table(self.d + k + 1)
@@ -179,8 +179,11 @@ def _groups(key: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The groups of the points with equal ``key`` and equal rows of ``used``: one point of
     each group, and each point's group."""
     if used.strides[0] == 0 or len(used) == 0 or bool((used == used[0]).all()):
-        _, first, group = np.unique(key, return_index=True, return_inverse=True)
-        return first, group.reshape(-1)
+        values = np.unique(key)
+        group = np.searchsorted(values, key)
+        first = np.empty(len(values), dtype=np.int64)
+        first[group] = np.arange(len(key))  # any point of a group stands for it
+        return first, group
     if used.shape[1] <= 10:  # player indices below 64: six bits each
         read = (used << (6 * np.arange(used.shape[1], dtype=np.int64))).sum(axis=1)
     else:
