@@ -112,58 +112,71 @@ PyObject *tree_walk(PyObject *self, PyObject *args) {
     Py_ssize_t m;
     if (n_roots && n > (Py_ssize_t)(cap / n_roots)) goto unusual;
     m = n_roots * n;
-    if (cap > PY_SSIZE_T_MAX / 120) goto unusual;
+    if (cap > PY_SSIZE_T_MAX / 121 - 1) goto unusual;
     /* the numpy code's level is [its states at leaves, children of those that follow x, of the
      * free ones on x's side, on z's side]: its states at leaves are those of the levels before, in
      * order, then the new children that are leaves; so the states at leaves are appended to
      * ``done`` as the children are made, and only the children at branches walk on */
-    scratch = PyMem_Malloc((size_t)(cap > 0 ? cap : 1) * 15 * sizeof(int64_t));
+    /* three sets of states, each with room for one more (a state is written, then kept or not) */
+    Py_ssize_t room = cap + 1;
+    scratch = PyMem_Malloc((size_t)room * (15 * sizeof(int64_t) + 1));
     if (scratch == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     States buf[3];
     for (int k = 0; k < 3; k++) {
-        int64_t *base = scratch + (size_t)k * 5 * (size_t)cap;
-        buf[k] = (States){base, base + cap, base + 2 * cap, base + 3 * cap, base + 4 * cap};
+        int64_t *base = scratch + (size_t)k * 5 * (size_t)room;
+        buf[k] = (States){base, base + room, base + 2 * room, base + 3 * room, base + 4 * room};
     }
+    unsigned char *flags = (unsigned char *)(scratch + (size_t)15 * (size_t)room);
     States *cur = &buf[0], *next = &buf[1], *fin = &buf[2];
     Py_ssize_t n_fin = 0;
     for (Py_ssize_t t = 0; t < n_roots; t++) /* np.repeat(roots, n), np.tile(arange(n), n_roots) */
         for (Py_ssize_t p = 0; p < n; p++) put(cur, t * n + p, roots[t], trees[t], p, 0, 0);
+    /* without branches on the data: each state is written where it would go and the count
+     * moves on only when it goes there */
+    enum { AT_BRANCH = 1, FOLLOW_X = 2, FREE = 4, Z_RIGHT = 8, X_RIGHT = 16 };
     while (m > 0) {
         Py_ssize_t n_active = 0, n_free = 0;
         for (Py_ssize_t i = 0; i < m; i++) {
-            int64_t nd = cur->node[i];
-            if (feature[nd] < 0) {
-                put(fin, n_fin++, nd, cur->tree[i], cur->zs[i], cur->a[i], cur->b[i]);
-                continue;
-            }
-            n_active++;
-            int64_t bit = (int64_t)1 << feature[nd];
-            int z_right = !(z[cur->zs[i] * d + feature[nd]] <= threshold[nd]);
-            int follow_x = (z_right == (x_right[nd] != 0)) || (cur->a[i] & bit) != 0;
-            if (!follow_x && (cur->b[i] & bit) == 0) n_free++;
+            int64_t nd = cur->node[i], f = feature[nd];
+            int at_branch = f >= 0;
+            put(fin, n_fin, nd, cur->tree[i], cur->zs[i], cur->a[i], cur->b[i]);
+            n_fin += !at_branch;
+            int64_t col = at_branch ? f : 0;
+            int64_t bit = at_branch ? (int64_t)1 << col : 0;
+            int z_right = !(z[cur->zs[i] * d + col] <= threshold[nd]);
+            int x_side = x_right[nd] != 0;
+            int follow_x = (z_right == x_side) || (cur->a[i] & bit) != 0;
+            int free = !follow_x && (cur->b[i] & bit) == 0;
+            flags[i] = (unsigned char)(at_branch * AT_BRANCH | follow_x * FOLLOW_X | free * FREE | z_right * Z_RIGHT
+                                       | x_side * X_RIGHT);
+            n_active += at_branch;
+            n_free += at_branch & free;
         }
+        if (n_active == 0) break;
         if (n_active + n_free > cap - n_fin) goto unusual; /* more states than a point has leaves */
         Py_ssize_t k = 0;
-        for (int pass = 0; pass < 3; pass++) { /* those that follow x, the free ones on x's side, then z's side */
-            for (Py_ssize_t i = 0; i < m; i++) {
-                int64_t nd = cur->node[i];
-                if (feature[nd] < 0) continue;
-                int64_t bit = (int64_t)1 << feature[nd];
-                int xr = x_right[nd] != 0;
-                int z_right = !(z[cur->zs[i] * d + feature[nd]] <= threshold[nd]);
-                int follow_x = (z_right == xr) || (cur->a[i] & bit) != 0;
-                int free = !follow_x && (cur->b[i] & bit) == 0;
-                if (pass == 0 && follow_x)
-                    put(next, k++, child[2 * nd + xr], cur->tree[i], cur->zs[i], cur->a[i], cur->b[i]);
-                else if (pass == 1 && free)
-                    put(next, k++, child[2 * nd + xr], cur->tree[i], cur->zs[i], cur->a[i] | bit, cur->b[i]);
-                else if (pass == 2 && !follow_x)
-                    put(next, k++, child[2 * nd + z_right], cur->tree[i], cur->zs[i], cur->a[i],
-                        cur->b[i] | (free ? bit : 0));
-            }
+        for (Py_ssize_t i = 0; i < m; i++) { /* those that follow x */
+            int fl = flags[i];
+            int64_t nd = cur->node[i];
+            put(next, k, child[2 * nd + ((fl & X_RIGHT) != 0)], cur->tree[i], cur->zs[i], cur->a[i], cur->b[i]);
+            k += (fl & (AT_BRANCH | FOLLOW_X)) == (AT_BRANCH | FOLLOW_X);
+        }
+        for (Py_ssize_t i = 0; i < m; i++) { /* the free ones, on x's side */
+            int fl = flags[i];
+            int64_t nd = cur->node[i];
+            int64_t bit = (fl & AT_BRANCH) ? (int64_t)1 << feature[nd] : 0;
+            put(next, k, child[2 * nd + ((fl & X_RIGHT) != 0)], cur->tree[i], cur->zs[i], cur->a[i] | bit, cur->b[i]);
+            k += (fl & (AT_BRANCH | FREE)) == (AT_BRANCH | FREE);
+        }
+        for (Py_ssize_t i = 0; i < m; i++) { /* those that do not follow x, on their own side */
+            int fl = flags[i];
+            int64_t nd = cur->node[i];
+            int64_t bit = (fl & AT_BRANCH) && (fl & FREE) ? (int64_t)1 << feature[nd] : 0;
+            put(next, k, child[2 * nd + ((fl & Z_RIGHT) != 0)], cur->tree[i], cur->zs[i], cur->a[i], cur->b[i] | bit);
+            k += (fl & (AT_BRANCH | FOLLOW_X)) == AT_BRANCH;
         }
         m = k;
         States *swap = cur;

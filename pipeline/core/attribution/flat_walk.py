@@ -40,14 +40,15 @@ _UNSEEN = object()
 
 
 class _Flat:
-    """Trees as arrays: ``feature[i]``, ``threshold[i]``, ``child[i] = (left, right)``, ``x_right[i]``
-    for branch ``i``; ``leaf[i]`` (the leaf object and its tree) otherwise."""
+    """Trees as arrays: ``feature[i]``, ``threshold[i]``, ``left[i]`` (its children are ``left[i]``
+    and ``left[i] + 1``), ``x_right[i]`` for branch ``i``; ``leaf[i]`` (the leaf object and its
+    tree) otherwise."""
 
     def __init__(self, frame: Frame):
         self.frame = frame
         self.feature: list[int] = []
         self.threshold: list[float] = []
-        self.child: list[tuple[int, int]] = []
+        self.left: list[int] = []
         self.x_right: list[bool] = []
         self.leaf: list[Any] = []
         self._usable: dict = {}  # feature -> what _usable_feature says
@@ -60,14 +61,14 @@ class _Flat:
         root = game.tree._root
         if root is None:
             return None
-        feature, threshold, child, x_right, leaf = self.feature, self.threshold, self.child, self.x_right, self.leaf
+        feature, threshold, left, x_right, leaf = self.feature, self.threshold, self.left, self.x_right, self.leaf
         usable, adaptive = self._usable, game.adaptive
         nodes = [root]
         for node in nodes:  # the list grows by each branch's children as it is read
             if not is_branch(node):
                 feature.append(-1)
                 threshold.append(0.0)
-                child.append((-1, -1))
+                left.append(-1)
                 x_right.append(False)
                 leaf.append((node, game))
                 continue
@@ -76,14 +77,14 @@ class _Flat:
             if got is _UNSEEN:
                 got = usable[f] = self._usable_feature(f)
             if got is None or type(node).branch_no is not _NUMERIC_NO or (adaptive and node._alternate_tree):
-                for column in (feature, threshold, child, x_right, leaf):
+                for column in (feature, threshold, left, x_right, leaf):
                     del column[start:]
                 return None
             first = start + len(nodes)
             nodes += node.children
             feature.append(got[0])
             threshold.append(node.threshold)
-            child.append((first, first + 1))
+            left.append(first)
             x_right.append(not got[1] <= node.threshold)
             leaf.append(None)
         return start
@@ -110,8 +111,11 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
         return out
     names = frame.names
     z = frame.matrix()
-    node, tree, zs, a, b = _walk(np.array(flat.feature), np.array(flat.threshold), np.array(flat.child).reshape(-1, 2),
-                                 np.array(flat.x_right), z, todo)
+    size = len(flat.leaf)
+    left = np.fromiter(flat.left, dtype=np.int64, count=size)
+    node, tree, zs, a, b = _walk(np.fromiter(flat.feature, dtype=np.int64, count=size),
+                                 np.fromiter(flat.threshold, dtype=float, count=size), np.stack([left, left + 1], axis=1),
+                                 np.fromiter(flat.x_right, dtype=bool, count=size), z, todo)
     scale = np.array([s for _, s in trees])[tree]
     counts = np.bincount(node, minlength=len(flat.leaf))  # states per node: the leaves met have some
     leaves = np.flatnonzero(counts)
@@ -121,29 +125,33 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     counts = counts[leaves]
     if memo is not None:
         memo.start(names)
-    value, constant = np.zeros(len(leaves)), np.zeros(len(leaves), dtype=bool)  # per leaf met
+    value: list[float] = []  # per leaf met: its constant (0.0 for a naive Bayes one)
+    constant: list[bool] = []
     bad: set[int] = set()
     totals: dict[int, set] = defaultdict(set)
     naive: list[tuple] = []
+    leaf = flat.leaf
     for pos, (leaf_id, k) in enumerate(zip(leaves.tolist(), owner[leaves].tolist(), strict=True)):
-        kind, params = _described(*flat.leaf[leaf_id], frame, memo)
+        kind, params = _described(*leaf[leaf_id], frame, memo)
+        if kind == "constant":
+            value.append(params[0])
+            constant.append(True)
+            totals[k].add("one" if params[1] else "zero")
+            continue
+        value.append(0.0)
+        constant.append(kind is not None and params is None)  # a leaf that has not seen the class: 0
         if kind is None:
             bad.add(k)
-        elif kind == "constant":
-            value[pos], predicts = params
-            constant[pos] = True
-            totals[k].add("one" if predicts else "zero")
-        else:
-            totals[k].add("one")
-            if params is None:  # the leaf has not seen the class: its probability is 0
-                constant[pos] = True
-            else:
-                naive.append((pos, k, params))
+            continue
+        totals[k].add("one")
+        if params is not None:
+            naive.append((pos, k, params))
+    value_of, constant = np.array(value), np.array(constant, dtype=bool)
     const = constant[at_leaf]
     if bad:  # the trees left to the caller
         const &= ~np.isin(tree, list(bad))
     if const.any():
-        shares.add_constants(value[at_leaf][const] * scale[const], a[const], b[const])
+        shares.add_constants(value_of[at_leaf][const] * scale[const], a[const], b[const])
     bayes: list[tuple] = []
     if naive:
         order = np.argsort(at_leaf, kind="stable")  # each leaf's states, in the walk's order
