@@ -336,7 +336,9 @@ def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.
         else:
             rows = np.concatenate([r for r, _ in items])
             which = np.repeat(np.arange(len(items)), [len(r) for r, _ in items])
-            idx, *gauss, prior = (np.stack([p[i] for _, p in items]) for i in range(6))
+            first = items[0][1]  # the leaves' parameters have one shape: one concatenation each
+            idx, *gauss, prior = (np.concatenate([p[i] for _, p in items]).reshape(len(items), *first[i].shape)
+                                  for i in range(6))
             tx = _terms(x[idx][:, :, None], *gauss)[which]  # (points, k, classes)
             idx, prior = idx[which], prior[which]
             gauss = [v[which] for v in gauss]
