@@ -171,7 +171,10 @@ class Shares:
         """The shares :meth:`_spread` kept, added to the players of their masks in one product."""
         if self._spreads:
             masks_, shares = (np.concatenate(c) for c in zip(*self._spreads, strict=True))
-            self.phi += shares @ ((masks_[:, None] & self.bits) != 0).astype(float)
+            if self.d <= _FEW_PLAYERS:  # few masks: each one's total first, then its players'
+                self.phi += np.bincount(masks_, weights=shares, minlength=1 << self.d) @ _bits(self.d)
+            else:
+                self.phi += shares @ ((masks_[:, None] & self.bits) != 0).astype(float)
             self._spreads = []
 
 
@@ -198,6 +201,9 @@ def _groups(key: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 _TABLES: dict = {}
+
+#: up to this many players, shares are summed per mask (of 2^d) before they are spread
+_FEW_PLAYERS = 12
 
 #: below this bound on ``|votes| + sum |diff|`` every partial product of exponentials stays within
 #: [e^-700, e^700], far from overflow and underflow (e^709)
