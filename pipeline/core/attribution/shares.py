@@ -111,24 +111,20 @@ class Shares:
         if k >= 6:  # many subsets: sum the points of one (|a|, m, fixed) first
             self._settle_grouped(g, used, a, b, k, pa, m, ab_used, fixed, w, scale)
         else:
-            h = g.T if scale is None else g.T * scale[:, None]
-            self._settle_rows(h, used, a, b, k, pa, m[:, None], ab_used, fixed, w)
+            self._settle_rows(g.T, used, a, b, k, pa, m, ab_used, fixed, w, scale)
 
     def _settle_rows(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int, pa: np.ndarray,
-                     m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray) -> None:
-        """:meth:`_settle` point by point (few subsets, many points)."""
-        t = np.arange(1 << k)
-        sizes = np.bitwise_count(t).astype(np.int64)
-        h = g * ((t[None, :] & ab_used[:, None]) == 0)  # g on the subsets a point allows
-        q = np.arange(k + 1)
-        w_in = np.where(pa[:, None] + q > 0, w[np.maximum(pa[:, None] - 1 + q, 0), m], 0.0)  # (points, sizes)
-        w_out = w[pa[:, None] + q, m]
-        h_in, h_out = h * w_in[:, sizes], h * w_out[:, sizes]
+                     m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray,
+                     scale: np.ndarray | None) -> None:
+        """:meth:`_settle` point by point (few subsets, many points), ``g[point, T]``."""
+        allowed = (np.arange(1 << k) & ab_used[:, None]) == 0
+        h = g * (allowed if scale is None else allowed * scale[:, None])  # g on the subsets a point allows
+        w_joins, w_out = _row_weights(self.d, k, w)
+        h_in, h_out = h * w_joins[pa, m], h * w_out[pa, m]
         self._spread(a, h_in.sum(axis=1) * (pa > 0))
         self._spread(b, -h_out.sum(axis=1))
         if k:
-            bits = _bits(k)
-            gain = h_in @ bits - (h_out @ (1.0 - bits)) * (1 - fixed)
+            gain = h_in @ _bits(k) - (h_out @ _bits(k, 0)) * (1 - fixed)
             self.phi += np.bincount(used.ravel(), weights=gain.ravel(), minlength=self.d)
 
     def _settle_grouped(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
@@ -258,6 +254,18 @@ def _bits(k: int, held: int = 1) -> np.ndarray:
     if key not in _TABLES:
         t = np.arange(1 << k)
         _TABLES[key] = (((t[:, None] >> np.arange(k)) & 1) == held).astype(float)
+    return _TABLES[key]
+
+
+def _row_weights(d: int, k: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(joins, out)[|a|, m, T]``: the weight of a player joining ``T`` minus one of its players
+    (0 for ``T = {}`` and ``|a| = 0``) and of one joining ``T``, in a game of ``m`` players with
+    ``|a|`` held, for the subsets ``T`` of ``k`` players (``w`` is :func:`_weight_table`)."""
+    key = ("rows", d, k, w.shape[0])
+    if key not in _TABLES:
+        sizes = np.bitwise_count(np.arange(1 << k)).astype(np.int64)
+        p, mm = np.arange(d + 1)[:, None, None], np.arange(w.shape[1])[None, :, None]
+        _TABLES[key] = (np.where(p + sizes > 0, w[np.maximum(p - 1 + sizes, 0), mm], 0.0), w[p + sizes, mm])
     return _TABLES[key]
 
 
