@@ -83,7 +83,7 @@ class Shares:
         self._votes.clear()
         for k, stack in self._values.items():
             g, used, a, b = stack[0] if len(stack) == 1 else (np.concatenate(c) for c in zip(*stack, strict=True))
-            self._settle(np.ascontiguousarray(g.T), used, a, b, k, None)
+            self._settle(g.T, used, a, b, k, None)
         self._values.clear()
         self._spread_all()
         return self.phi, self.base, self.fx
@@ -134,6 +134,7 @@ class Shares:
         share their weights and allowed subsets. One product of every group's weights with
         ``g`` gives each point's shares; one product of ``g`` with the points' (scaled) group
         indicators gives each group's column sums, whence its players' gains."""
+        g = np.ascontiguousarray(g)  # C order for the products below
         t = np.arange(1 << k)
         sizes = np.bitwise_count(t).astype(np.int64)
         bits, other_bits = _bits(k), _bits(k, 0)
