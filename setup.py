@@ -33,7 +33,7 @@ def packages() -> list[str]:
 
 
 # the module table, then the kernel families; deploy/setup.sh rebuilds when any _kernels* file changes
-SOURCES = ("_kernels", "_kernels_ipdp", "_kernels_linear")
+SOURCES = ("_kernels", "_kernels_ipdp", "_kernels_linear", "_kernels_walk")
 
 setup(
     packages=packages(),

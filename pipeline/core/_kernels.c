@@ -1,5 +1,6 @@
 /* The module streamxai.core._kernels: its table of kernels and the attribute names interned at
- * import. The kernels are in _kernels_ipdp.c and _kernels_linear.c; what they share, and the conventions they keep, in _kernels.h. */
+ * import. The kernels are in _kernels_ipdp.c, _kernels_linear.c and
+ * _kernels_walk.c; what they share, and the conventions they keep, in _kernels.h. */
 #include "_kernels.h"
 
 PyObject *s_hi, *s_lo, *s_n_seen, *s_window, *s_pop, *s_popleft, *s_append;
@@ -24,6 +25,10 @@ static PyMethodDef methods[] = {
     {"linear_curves", linear_curves, METH_VARARGS,
      "linear_curves(terms, w, mean, sd, pos, features, grids, intercept, mode, out) -> bool: a linear model's ICE "
      "curves into out (LinearFast.curves); False, with nothing written, when anything is unusual."},
+    {"tree_walk", tree_walk, METH_VARARGS,
+     "tree_walk(feature, threshold, child, x_right, z, roots, trees, node, tree, zs, a, b) -> int or None: the "
+     "states of the background walk of flattened trees at their leaves (flat_walk._walk), in the numpy code's "
+     "order, written to node .. b; None, with nothing written, when anything is unusual."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -151,6 +151,7 @@ PyObject *extremes_grids(PyObject *self, PyObject *args);
 PyObject *linear_chain(PyObject *self, PyObject *args);
 PyObject *linear_replaced(PyObject *self, PyObject *args);
 PyObject *linear_curves(PyObject *self, PyObject *args);
+PyObject *tree_walk(PyObject *self, PyObject *args);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -17,7 +17,8 @@ __all__ = ["FUNCTIONS", "KERNELS", "PATH", "load"]
 
 #: the functions this code calls: a build from older source (pulled, not reinstalled) lacks
 #: some, and is not used (``deploy/setup.sh`` rebuilds it when the source is newer)
-FUNCTIONS = ("fold_curves", "extremes_update", "extremes_grids", "linear_chain", "linear_replaced", "linear_curves")
+FUNCTIONS = ("fold_curves", "extremes_update", "extremes_grids", "linear_chain", "linear_replaced", "linear_curves",
+             "tree_walk")
 
 
 def load(environ: dict | None = None) -> ModuleType | None:

@@ -92,7 +92,8 @@ def attribute(
         raise ValueError(f"x carries {extra}, which are not among features {names}: list every feature the "
                          "model reads (each is a player of the game)")
     players = set(names)
-    if not (players.issubset(x) and all(map(players.issubset, background))):
+    if not (players.issubset(x) and (memo.columns.carry(background, names) if memo is not None
+                                     else all(map(players.issubset, background)))):
         for row, where in [(x, "x"), *((z, f"background[{k}]") for k, z in enumerate(background))]:
             missing = [f for f in names if f not in row]
             if missing:

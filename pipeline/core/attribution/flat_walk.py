@@ -5,9 +5,9 @@ numeric binary splits) and whose leaves predict by majority class or by naive Ba
 Gaussians -- the trees an ARF grows on numeric streams -- is flattened into arrays: per node its
 feature, threshold, children and the child ``x`` takes. All *states* (a tree, a node, a
 background point and its masks ``a`` and ``b``, as in :mod:`.background_walk`) of all trees of a
-forest then move down one level per step with a few array operations, a state splitting in two
-where ``x`` and its point part at a feature neither mask decides. The cost is a handful of
-numpy calls per level, not per node.
+forest then move down one level per step, a state splitting in two where ``x`` and its point
+part at a feature neither mask decides: in one compiled call (``tree_walk``, when the kernels
+are built) or with a handful of numpy calls per level, not per node.
 
 At the leaves, a majority-class leaf hands its points over as a constant, and every naive Bayes
 leaf's votes are built for all its points at once from the Gaussians' means and variances
@@ -27,6 +27,7 @@ from river.tree.nodes.branch import NumericBinaryBranch
 from river.tree.splitter.gaussian_splitter import GaussianSplitter
 
 from ..fastpath.walk import is_branch
+from ..kernels import KERNELS
 from .frame import Columns, Frame
 from .shares import Shares
 from .trees import TooManyFree, TreeGame
@@ -35,56 +36,66 @@ __all__ = ["LeafMemo", "flat_collect"]
 
 _HALF_LOG_TAU = 0.5 * math.log(2 * math.pi)
 _NUMERIC_NO = NumericBinaryBranch.branch_no
+_UNSEEN = object()
 
 
 class _Flat:
-    """Trees as arrays: ``feature[i]``, ``threshold[i]``, ``child[i] = (left, right)``, ``x_right[i]``
-    for branch ``i``; ``leaf[i]`` (the leaf object and its tree) otherwise."""
+    """Trees as arrays: ``feature[i]``, ``threshold[i]``, ``left[i]`` (its children are ``left[i]``
+    and ``left[i] + 1``), ``x_right[i]`` for branch ``i``; ``leaf[i]`` (the leaf object and its
+    tree) otherwise."""
 
     def __init__(self, frame: Frame):
         self.frame = frame
         self.feature: list[int] = []
         self.threshold: list[float] = []
-        self.child: list[tuple[int, int]] = []
+        self.left: list[int] = []
         self.x_right: list[bool] = []
         self.leaf: list[Any] = []
+        self._usable: dict = {}  # feature -> what _usable_feature says
 
     def add(self, game: TreeGame) -> int | None:
         """The root's id, or None when the tree has a node the flat walk does not take. Nodes
         get their ids in breadth-first order, so a branch knows its children's ids when it is
         met."""
-        frame, start = self.frame, len(self.leaf)
+        start = len(self.leaf)
         root = game.tree._root
         if root is None:
             return None
-        feature, threshold, child, x_right, leaf = self.feature, self.threshold, self.child, self.x_right, self.leaf
-        index, x = frame.index, frame.x
+        feature, threshold, left, x_right, leaf = self.feature, self.threshold, self.left, self.x_right, self.leaf
+        usable, adaptive = self._usable, game.adaptive
         nodes = [root]
-        i = 0
-        while i < len(nodes):
-            node = nodes[i]
-            i += 1
+        for node in nodes:  # the list grows by each branch's children as it is read
             if not is_branch(node):
                 feature.append(-1)
                 threshold.append(0.0)
-                child.append((-1, -1))
+                left.append(-1)
                 x_right.append(False)
                 leaf.append((node, game))
                 continue
             f = node.feature
-            if (type(node).branch_no is not _NUMERIC_NO or f not in index or type(x[f]) not in (int, float)
-                    or frame.column(f) is None or (game.adaptive and node._alternate_tree)):
-                for column in (feature, threshold, child, x_right, leaf):
+            got = usable.get(f, _UNSEEN)
+            if got is _UNSEEN:
+                got = usable[f] = self._usable_feature(f)
+            if got is None or type(node).branch_no is not _NUMERIC_NO or (adaptive and node._alternate_tree):
+                for column in (feature, threshold, left, x_right, leaf):
                     del column[start:]
                 return None
             first = start + len(nodes)
             nodes += node.children
-            feature.append(index[f])
+            feature.append(got[0])
             threshold.append(node.threshold)
-            child.append((first, first + 1))
-            x_right.append(not x[f] <= node.threshold)
+            left.append(first)
+            x_right.append(not got[1] <= node.threshold)
             leaf.append(None)
         return start
+
+    def _usable_feature(self, f: Any) -> tuple[int, Any] | None:
+        """``(player index, x's value)`` for a feature a threshold branch may test here (a player
+        whose value is a number in ``x`` and in every background row), else None."""
+        frame = self.frame
+        if f not in frame.index or type(frame.x[f]) not in (int, float) or frame.column(f) is None:
+            return None
+        return frame.index[f], frame.x[f]
 
 
 def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: int, shares: Shares,
@@ -98,14 +109,86 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     todo = [(k, r) for k, r in enumerate(roots) if r is not None]
     if not todo:
         return out
-    n = len(frame.bg)
     names = frame.names
     z = frame.matrix()
-    feature, threshold = np.array(flat.feature), np.array(flat.threshold)
-    child, x_right = np.array(flat.child).reshape(-1, 2), np.array(flat.x_right)
+    size = len(flat.leaf)
+    left = np.fromiter(flat.left, dtype=np.int64, count=size)
+    node, tree, zs, a, b = _walk(np.fromiter(flat.feature, dtype=np.int64, count=size),
+                                 np.fromiter(flat.threshold, dtype=float, count=size), np.stack([left, left + 1], axis=1),
+                                 np.fromiter(flat.x_right, dtype=bool, count=size), z, todo)
+    scale = np.array([s for _, s in trees])[tree]
+    counts = np.bincount(node, minlength=len(flat.leaf))  # states per node: the leaves met have some
+    leaves = np.flatnonzero(counts)
+    at_leaf = (np.cumsum(counts > 0) - 1)[node]  # each state's leaf, as a position in leaves
+    owner = np.empty(len(counts), dtype=np.int64)
+    owner[node] = tree  # a node is in one tree
+    counts = counts[leaves]
+    if memo is not None:
+        memo.start(names)
+    value: list[float] = []  # per leaf met: its constant (0.0 for a naive Bayes one)
+    constant: list[bool] = []
+    bad: set[int] = set()
+    totals: dict[int, set] = defaultdict(set)
+    naive: list[tuple] = []
+    leaf = flat.leaf
+    for pos, (leaf_id, k) in enumerate(zip(leaves.tolist(), owner[leaves].tolist(), strict=True)):
+        kind, params = _described(*leaf[leaf_id], frame, memo)
+        if kind == "constant":
+            value.append(params[0])
+            constant.append(True)
+            totals[k].add("one" if params[1] else "zero")
+            continue
+        value.append(0.0)
+        constant.append(kind is not None and params is None)  # a leaf that has not seen the class: 0
+        if kind is None:
+            bad.add(k)
+            continue
+        totals[k].add("one")
+        if params is not None:
+            naive.append((pos, k, params))
+    value_of, constant = np.array(value), np.array(constant, dtype=bool)
+    const = constant[at_leaf]
+    if bad:  # the trees left to the caller
+        const &= ~np.isin(tree, list(bad))
+    if const.any():
+        shares.add_constants(value_of[at_leaf][const] * scale[const], a[const], b[const])
+    bayes: list[tuple] = []
+    if naive:
+        order = np.argsort(at_leaf, kind="stable")  # each leaf's states, in the walk's order
+        ends = np.cumsum(counts)
+        for pos, k, params in naive:
+            if k in bad:
+                continue
+            if len(params[0]) > max_free:
+                raise TooManyFree(f"a leaf that reads {len(params[0])} features (max_free={max_free})")
+            bayes.append((order[ends[pos] - counts[pos]:ends[pos]], params))
+    x = np.array([v if type(v := frame.x[f]) in (int, float) else 0.0 for f in names], dtype=float)
+    _add_bayes(bayes, x, z, zs, a, b, scale, shares)
+    for k, _ in todo:
+        if k not in bad:
+            out[k] = totals[k].pop() if len(totals[k]) == 1 else "mixed"
+    return out
+
+
+def _walk(feature: np.ndarray, threshold: np.ndarray, child: np.ndarray, x_right: np.ndarray, z: np.ndarray,
+          todo: list[tuple[int, int]]) -> tuple:
+    """The states ``(leaf, tree, point, a, b)`` at the leaves, from every background point
+    (the rows of ``z``) at the roots of ``todo`` (``(tree, root)`` pairs), level by level: in
+    one compiled call (``tree_walk`` of :mod:`streamxai.core.kernels`, the same states in the
+    same order) when it is built, else with numpy."""
+    n = len(z)
+    roots = np.array([r for _, r in todo], dtype=np.int64)
+    trees = np.array([k for k, _ in todo], dtype=np.int64)
+    if KERNELS is not None:
+        # a point's states at a tree's leaves follow different routes, one per leaf at most
+        size = n * int(np.count_nonzero(feature < 0))
+        out = [np.empty(size, dtype=np.int64) for _ in range(5)]
+        count = KERNELS.tree_walk(feature, threshold, child, x_right, z, roots, trees, *out)
+        if count is not None:
+            return tuple(o[:count] for o in out)
     branch = feature >= 0
-    node = np.repeat([r for _, r in todo], n)
-    tree = np.repeat([k for k, _ in todo], n)
+    node = np.repeat(roots, n)
+    tree = np.repeat(trees, n)
     zs = np.tile(np.arange(n), len(todo))
     a = np.zeros(len(zs), dtype=np.int64)
     b = np.zeros(len(zs), dtype=np.int64)
@@ -130,45 +213,7 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
         zs = np.concatenate([zs[rest], pt[follow_x], pt[free], pt[own]])
         a = np.concatenate([a[rest], aa[follow_x], aa[free] | bit[free], aa[own]])
         b = np.concatenate([b[rest], bb[follow_x], bb[free], bb[own] | (bit[own] * free[own])])
-    scale = np.array([s for _, s in trees])[tree]
-    by_leaf: dict[int, np.ndarray] = {}
-    order = np.argsort(node, kind="stable")
-    leaves, starts = np.unique(node[order], return_index=True)
-    for leaf_id, lo, hi in zip(leaves.tolist(), starts.tolist(), [*starts[1:].tolist(), len(order)], strict=True):
-        by_leaf[leaf_id] = order[lo:hi]
-    if memo is not None:
-        memo.start(names)
-    kinds = {leaf_id: _described(*flat.leaf[leaf_id], frame, memo) for leaf_id in by_leaf}
-    bad = {int(tree[rows[0]]) for leaf_id, rows in by_leaf.items() if kinds[leaf_id][0] is None}
-    totals: dict[int, set] = defaultdict(set)
-    bayes: list[tuple] = []
-    g_const = np.zeros(len(node))
-    const = np.zeros(len(node), dtype=bool)
-    for leaf_id, rows in by_leaf.items():
-        k = int(tree[rows[0]])
-        if k in bad:
-            continue
-        kind, params = kinds[leaf_id]
-        if kind == "constant":
-            g, predicts = params
-            totals[k].add("one" if predicts else "zero")
-            g_const[rows], const[rows] = g, True
-            continue
-        totals[k].add("one")
-        if params is None:  # the leaf has not seen the class: its probability is 0
-            const[rows] = True
-            continue
-        if len(params[0]) > max_free:
-            raise TooManyFree(f"a leaf that reads {len(params[0])} features (max_free={max_free})")
-        bayes.append((rows, params))
-    if const.any():
-        shares.add_constants(g_const[const] * scale[const], a[const], b[const])
-    x = np.array([v if type(v := frame.x[f]) in (int, float) else 0.0 for f in names], dtype=float)
-    _add_bayes(bayes, x, z, zs, a, b, scale, shares)
-    for k, _ in todo:
-        if k not in bad:
-            out[k] = totals[k].pop() if len(totals[k]) == 1 else "mixed"
-    return out
+    return node, tree, zs, a, b
 
 
 class LeafMemo:
@@ -192,12 +237,13 @@ class LeafMemo:
         self._met = {}
         self._names = names_t
 
-    def get(self, leaf: Any, build: Any) -> Any:
+    def get(self, leaf: Any, game: TreeGame, frame: Frame) -> tuple:
+        """``(kind, params, per target)`` of ``leaf`` (:func:`_built`), kept or built anew."""
         key = id(leaf)
         version = (sum(leaf.stats.values()), leaf.is_active())
         kept = self._kept.get(key)
         if kept is None or kept[0] is not leaf or kept[1] != version:
-            kept = (leaf, version, (*build(), {}))
+            kept = (leaf, version, (*_built(leaf, game, frame), {}))
         self._met[key] = kept
         return kept[2]
 
@@ -205,22 +251,8 @@ class LeafMemo:
 def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -> tuple[str | None, Any]:
     """``("constant", (value, predicts))`` for a leaf that reads nothing (its normalised class
     counts, as river's leaves give them), ``("bayes", params)`` for naive Bayes over Gaussians of
-    numeric players (:func:`_leaf_params`), ``(None, None)`` for a leaf left to the caller."""
-    def build() -> tuple[str | None, Any]:
-        reads = game.reads(leaf)
-        if reads is None:
-            return None, None
-        stats = leaf.stats
-        total = sum(stats.values())
-        if not reads or not total or len(stats) == 1:
-            # naive Bayes over one class gives it probability exp(v - v) = 1 whatever the row
-            # (river drops a -inf log density), as the class counts normalised do
-            return "constant", ({c: w / total for c, w in stats.items()} if total else {}, bool(total))
-        if any(type(obs) is not GaussianSplitter or f not in frame.index for f, obs in leaf.splitters.items()):
-            return None, None
-        return "bayes", _leaf_params(leaf, frame)
-
-    kind, params, by_target = memo.get(leaf, build) if memo is not None else (*build(), {})
+    numeric players (:func:`_for_target`), ``(None, None)`` for a leaf left to the caller."""
+    kind, params, by_target = memo.get(leaf, game, frame) if memo is not None else (*_built(leaf, game, frame), {})
     if kind == "constant":
         return kind, (params[0].get(game.target, 0.0), params[1])
     if kind == "bayes":
@@ -230,6 +262,23 @@ def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -
             by_target[game.target] = _for_target(params, game.target)
         return kind, by_target[game.target]
     return kind, params
+
+
+def _built(leaf: Any, game: TreeGame, frame: Frame) -> tuple[str | None, Any]:
+    """What :func:`_described` keeps of a leaf for any target: ``("constant", (class
+    probabilities, predicts))``, ``("bayes", _leaf_params)`` or ``(None, None)``."""
+    reads = game.reads(leaf)
+    if reads is None:
+        return None, None
+    stats = leaf.stats
+    total = sum(stats.values())
+    if not reads or not total or len(stats) == 1:
+        # naive Bayes over one class gives it probability exp(v - v) = 1 whatever the row
+        # (river drops a -inf log density), as the class counts normalised do
+        return "constant", ({c: w / total for c, w in stats.items()} if total else {}, bool(total))
+    if any(type(obs) is not GaussianSplitter or f not in frame.index for f, obs in leaf.splitters.items()):
+        return None, None
+    return "bayes", _leaf_params(leaf, frame)
 
 
 def _leaf_params(leaf: Any, frame: Frame) -> tuple:
@@ -251,46 +300,54 @@ def _leaf_params(leaf: Any, frame: Frame) -> tuple:
 
 
 def _for_target(params: tuple, target: Any) -> tuple | None:
-    """``(feature indices, mu, var, prior)`` with the target's class first; None when the leaf
-    has not seen the target (its probability is 0)."""
+    """``(feature indices, mu, -2 var, log normaliser, dense, prior)`` with the target's class
+    first (what :func:`_terms` reads); None when the leaf has not seen the target (its
+    probability is 0)."""
     classes, idx, mu, var, prior = params
     try:
         t = classes.index(target)
     except ValueError:
         return None
     order = [t, *(c for c in range(len(classes)) if c != t)]
-    return idx, mu[:, order], var[:, order], prior[order]
-
-
-def _terms(values: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
-    """Gaussian log densities, 0 where a class has no density (river skips the term)."""
-    dense = var > 0.0
+    var = var[:, order]
+    dense = var > 0.0  # a class without a density gets no term
     safe = np.where(dense, var, 1.0)
-    return np.where(dense, (values - mu) ** 2 / (-2.0 * safe) - _HALF_LOG_TAU - 0.5 * np.log(safe), 0.0)
+    return idx, mu[:, order], -2.0 * safe, -_HALF_LOG_TAU - 0.5 * np.log(safe), dense, prior[order]
+
+
+def _terms(values: np.ndarray, mu: np.ndarray, var2: np.ndarray, norm: np.ndarray, dense: np.ndarray) -> np.ndarray:
+    """Gaussian log densities (``(v - mu)^2 / (-2 var) + norm``), 0 where a class has no density
+    (river skips the term)."""
+    return np.where(dense, (values - mu) ** 2 / var2 + norm, 0.0)
 
 
 def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.ndarray, b: np.ndarray,
                scale: np.ndarray, shares: Shares) -> None:
-    """Every naive Bayes leaf's points, stacked by (features read, classes)."""
+    """Every naive Bayes leaf's points, stacked by (features read, classes). The votes are
+    handed over relative to the target's (the target's class comes first)."""
     groups: dict[tuple[int, int], list] = defaultdict(list)
     for rows, params in bayes:
         groups[params[1].shape].append((rows, params))
     for items in groups.values():
         if len(items) == 1:  # one leaf: its parameters broadcast over its points
-            rows, (idx, mu, var, prior) = items[0]
-            tx = _terms(x[idx][:, None], mu, var)  # (k, classes)
+            rows, (idx, *gauss, prior) = items[0]
+            tx = _terms(x[idx][:, None], *gauss)  # (k, classes)
+            used = np.broadcast_to(idx, (len(rows), len(idx)))
         else:
             rows = np.concatenate([r for r, _ in items])
             which = np.repeat(np.arange(len(items)), [len(r) for r, _ in items])
-            idx, mu, var, prior = (np.stack([p[i] for _, p in items]) for i in range(4))
-            tx = _terms(x[idx][:, :, None], mu, var)[which]  # (points, k, classes)
-            idx, mu, var, prior = idx[which], mu[which], var[which], prior[which]
-        tz = _terms(z[zs[rows][:, None], idx][:, :, None], mu, var)
+            first = items[0][1]  # the leaves' parameters have one shape: one concatenation each
+            idx, *gauss, prior = (np.concatenate([p[i] for _, p in items]).reshape(len(items), *first[i].shape)
+                                  for i in range(6))
+            tx = _terms(x[idx][:, :, None], *gauss)[which]  # (points, k, classes)
+            idx, prior = idx[which], prior[which]
+            gauss = [v[which] for v in gauss]
+            used = idx
+        tz = _terms(z[zs[rows][:, None], idx][:, :, None], *gauss)
+        rel_x, rel_z = tx[..., 1:] - tx[..., :1], tz[..., 1:] - tz[..., :1]  # the other classes against the target
         ar, br = a[rows], b[rows]
         from_x = ((ar[:, None] >> idx) & 1).astype(bool)[:, :, None]
         fixed = (((ar | br)[:, None] >> idx) & 1).astype(bool)[:, :, None]
-        votes = prior + np.where(from_x, tx, tz).sum(axis=1)  # (points, classes), the target first
-        diff = np.where(fixed, 0.0, tx - tz)  # (points, k, classes)
-        rel_votes = (votes[:, 1:] - votes[:, :1]).T  # the other classes against the target
-        rel_diff = (diff[:, :, 1:] - diff[:, :, :1]).transpose(2, 0, 1)
-        shares.add_votes(rel_votes, rel_diff, np.broadcast_to(idx, (len(rows), idx.shape[-1])), ar, br, scale[rows])
+        rel_votes = (prior[..., 1:] - prior[..., :1] + np.where(from_x, rel_x, rel_z).sum(axis=1)).T  # (c - 1, points)
+        rel_diff = np.where(fixed, 0.0, rel_x - rel_z).transpose(2, 0, 1)  # (c - 1, points, k)
+        shares.add_votes(rel_votes, rel_diff, used, ar, br, scale[rows])

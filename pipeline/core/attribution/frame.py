@@ -16,10 +16,17 @@ are new objects (a reservoir replaces one row at a time):
 >>> frame = Frame({"a": 1.0, "c": "red"}, bg, ["a", "c"], kept)
 >>> frame.column("a").tolist(), frame.column("c"), kept.n_read
 ([0.5, 3.0, 4.0], None, 4)
+
+and tells whether every row carries the players, looking only at the rows it has not read:
+
+>>> kept.carry(bg, ["a", "c"]), kept.carry(bg + [{"a": 5}], ["a", "c"]), kept.carry([{"a": 1}], ["a"])
+(True, False, True)
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -90,6 +97,16 @@ class Columns:
         self._ok = np.zeros((0, 0), dtype=bool)
         #: rows read since the start (the others were kept)
         self.n_read = 0
+
+    def carry(self, background: Sequence[dict], names: list) -> bool:
+        """Whether every row carries all of ``names``: a row kept in its place by the last
+        :meth:`table` over the same players does (it was read then), any other is looked at."""
+        kept = self._rows if tuple(names) == self._names else []
+        players = set(names)
+        if len(kept) == len(background) and all(map(operator.is_, background, kept)):
+            return True
+        return all(row is old or players.issubset(row)
+                   for row, old in itertools.zip_longest(background, kept[:len(background)]))
 
     def table(self, background: Sequence[dict], names: list) -> tuple[np.ndarray, np.ndarray]:
         """``(z, numeric)``: the rows' values as floats (0 where not a number) and, per player,

@@ -32,6 +32,7 @@ class Shares:
         self._constant: list[tuple] = []
         self._votes: dict[tuple[int, int], list[tuple]] = defaultdict(list)
         self._values: dict[int, list[tuple]] = defaultdict(list)
+        self._spreads: list[tuple] = []
 
     def add_constant(self, g: float, a: np.ndarray, b: np.ndarray, scale: float) -> None:
         """A route whose value is ``g`` for every coalition that reaches it."""
@@ -66,99 +67,140 @@ class Shares:
             g, a, b = (np.concatenate(c) for c in zip(*self._constant, strict=True))
             pa, pb = np.bitwise_count(a), np.bitwise_count(b)
             t_in, t_out = _unanimity_table(self.d)
-            self.phi += self._spread(a, t_in[pa, pb] * g) + self._spread(b, t_out[pa, pb] * g)
+            self._spread(a, t_in[pa, pb] * g)
+            self._spread(b, t_out[pa, pb] * g)
             self.base += float(g[a == 0].sum())
             self.fx += float(g[b == 0].sum())
             self._constant = []
         for (_, k), stack in self._votes.items():
             votes, diff, used, a, b, scale = stack[0] if len(stack) == 1 else (
                 np.concatenate(c, axis=1 if i < 2 else 0) for i, c in enumerate(zip(*stack, strict=True)))
-            rel = _exp_votes(votes, diff, k)
+            rel = _exp_votes(votes, diff, k)  # (classes, subsets, points)
             g = rel[0] if len(rel) == 1 else rel.sum(axis=0)
             g += 1.0
-            np.divide(scale[:, None], g, out=g)
-            self._values[k].append((g, used, a, b))
+            np.reciprocal(g, out=g)
+            self._settle(g, used, a, b, k, scale)
         self._votes.clear()
         for k, stack in self._values.items():
             g, used, a, b = stack[0] if len(stack) == 1 else (np.concatenate(c) for c in zip(*stack, strict=True))
-            self._settle(g, used, a, b, k)
+            self._settle(g.T, used, a, b, k, None)
         self._values.clear()
+        self._spread_all()
         return self.phi, self.base, self.fx
 
-    def _settle(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int) -> None:
+    def _settle(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
+                scale: np.ndarray | None) -> None:
         """:func:`~.coalitions.subset_shares` for every point, ``T`` over the subsets of its
-        ``used`` players that avoid its ``a`` and ``b``. A subset's weight depends on its size
+        ``used`` players that avoid its ``a`` and ``b``; ``g[T, point]`` (subsets first), times
+        the point's ``scale`` (None: scaled already). A subset's weight depends on its size
         only; a free player gains ``w(|a| + |T| - 1) g(T)`` from each ``T`` that holds it and
         loses ``w(|a| + |T|) g(T)`` to each that does not."""
         slots = np.arange(k)
         fixed = (((a | b)[:, None] >> used) & 1) if k else np.zeros((len(a), 0), dtype=np.int64)
-        ab_used = (fixed << slots).sum(axis=1) if k else np.zeros(len(a), dtype=np.int64)
+        ab_used = fixed @ (1 << slots) if k else np.zeros(len(a), dtype=np.int64)
         pa, pb = np.bitwise_count(a).astype(np.int64), np.bitwise_count(b).astype(np.int64)
         m = pa + pb + k - fixed.sum(axis=1)
         w = _weight_table(self.d + k + 1)
-        if k >= 6:  # many subsets: sum the points of one (|a|, m, fixed) first
-            self._settle_grouped(g, used, a, b, k, pa, m, ab_used, fixed, w)
-        else:
-            self._settle_rows(g, used, a, b, k, pa, m[:, None], ab_used, fixed, w)
         full = ((1 << k) - 1) & ~ab_used
         rows = np.arange(len(a))
-        self.base += float(g[rows, 0][a == 0].sum())
-        self.fx += float(g[rows, full][b == 0].sum())
+        at_base, at_x = g[0], g[full, rows]
+        if scale is not None:
+            at_base, at_x = at_base * scale, at_x * scale
+        self.base += float(at_base[a == 0].sum())
+        self.fx += float(at_x[b == 0].sum())
+        if k >= 6:  # many subsets: sum the points of one (|a|, m, fixed) first
+            self._settle_grouped(g, used, a, b, k, pa, m, ab_used, fixed, w, scale)
+        else:
+            self._settle_rows(g.T, used, a, b, k, pa, m, ab_used, fixed, w, scale)
 
     def _settle_rows(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int, pa: np.ndarray,
-                     m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray) -> None:
-        """:meth:`_settle` point by point (few subsets, many points)."""
-        t = np.arange(1 << k)
-        sizes = np.bitwise_count(t).astype(np.int64)
-        h = g * ((t[None, :] & ab_used[:, None]) == 0)  # g on the subsets a point allows
-        q = np.arange(k + 1)
-        w_in = np.where(pa[:, None] + q > 0, w[np.maximum(pa[:, None] - 1 + q, 0), m], 0.0)  # (points, sizes)
-        w_out = w[pa[:, None] + q, m]
-        h_in, h_out = h * w_in[:, sizes], h * w_out[:, sizes]
-        self.phi += self._spread(a, h_in.sum(axis=1) * (pa > 0)) + self._spread(b, -h_out.sum(axis=1))
+                     m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray,
+                     scale: np.ndarray | None) -> None:
+        """:meth:`_settle` point by point (few subsets, many points), ``g[point, T]``."""
+        allowed = (np.arange(1 << k) & ab_used[:, None]) == 0
+        h = g * (allowed if scale is None else allowed * scale[:, None])  # g on the subsets a point allows
+        w_joins, w_out = _row_weights(self.d, k, w)
+        h_in, h_out = h * w_joins[pa, m], h * w_out[pa, m]
+        self._spread(a, h_in.sum(axis=1) * (pa > 0))
+        self._spread(b, -h_out.sum(axis=1))
         if k:
-            bits = _bits(k)
-            gain = h_in @ bits - (h_out @ (1.0 - bits)) * (1 - fixed)
+            gain = h_in @ _bits(k) - (h_out @ _bits(k, 0)) * (1 - fixed)
             self.phi += np.bincount(used.ravel(), weights=gain.ravel(), minlength=self.d)
 
     def _settle_grouped(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
-                        pa: np.ndarray, m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray) -> None:
+                        pa: np.ndarray, m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray,
+                        scale: np.ndarray | None) -> None:
         """:meth:`_settle` group by group: the points of one ``(|a|, m, fixed players, used)``
-        share their weights and allowed subsets, so one product of their rows of ``g`` with
-        their weights gives their shares and their column sums, whence their players' gains."""
+        share their weights and allowed subsets. One product of every group's weights with
+        ``g`` gives each point's shares; one product of ``g`` with the points' (scaled) group
+        indicators gives each group's column sums, whence its players' gains."""
+        g = np.ascontiguousarray(g)  # C order for the products below
         t = np.arange(1 << k)
         sizes = np.bitwise_count(t).astype(np.int64)
-        bits = _bits(k)
-        key = np.column_stack([pa, m, ab_used, used])
-        order = np.lexsort(key.T[::-1])
-        key = key[order]
-        cut = (np.flatnonzero(np.any(key[1:] != key[:-1], axis=1)) + 1).tolist()
-        share_in, share_out = np.zeros(len(a)), np.zeros(len(a))
-        for lo, hi in zip([0, *cut], [*cut, len(a)], strict=True):
-            p, mm, ab = int(key[lo, 0]), int(key[lo, 1]), int(key[lo, 2])
-            at = order[lo:hi]
-            allowed = (t & ab) == 0
-            weights = np.empty((2, len(t)))  # a's share and b's share of each subset
-            weights[0] = w[p - 1 + sizes, mm] * allowed if p else 0.0
-            weights[1] = w[p + sizes, mm] * allowed
-            if hi - lo == len(a):  # one group: no copy of g
-                rows, at = g, slice(None)
-            else:
-                rows = g[at]
-            shares = weights @ rows.T  # (2, points)
-            share_in[at], share_out[at] = shares[0], -shares[1]
-            total = np.ones(hi - lo) @ rows
-            gain = (total * w[np.maximum(p - 1 + sizes, 0), mm] * allowed) @ bits
-            gain -= ((total * weights[1]) @ (1.0 - bits)) * (1 - fixed[order[lo]])
-            self.phi[used[order[lo]]] += gain
-        self.phi += self._spread(a, share_in) + self._spread(b, share_out)
+        bits, other_bits = _bits(k), _bits(k, 0)
+        n = len(a)
+        key = ((pa * (self.d + k + 1) + m) << k) | ab_used  # |a|, m and the fixed players, in one number
+        first, group = _groups(key, used)
+        p, mm = pa[first][:, None], m[first][:, None]
+        allowed = (t & ab_used[first][:, None]) == 0  # (groups, subsets)
+        w_joins = w[np.maximum(p - 1 + sizes, 0), mm] * allowed  # a player joining T - j, for T holding j
+        w_out = w[p + sizes, mm] * allowed  # a player joining T
+        n_groups = len(first)
+        weights = np.concatenate([w_joins * (p > 0), w_out])  # a's share and b's share of each subset
+        shares = weights @ g  # (2 groups, points)
+        share_in, share_out = shares[group, rows := np.arange(n)], -shares[n_groups + group, rows]
+        member = np.zeros((n, n_groups))
+        member[rows, group] = 1.0 if scale is None else scale
+        if scale is not None:
+            share_in *= scale
+            share_out *= scale
+        total = (g @ member).T  # (groups, subsets): each group's scaled column sums
+        gain = (total * w_joins) @ bits - ((total * w_out) @ other_bits) * (1 - fixed[first])
+        self.phi += np.bincount(used[first].ravel(), weights=gain.ravel(), minlength=self.d)
+        self._spread(a, share_in)
+        self._spread(b, share_out)
 
-    def _spread(self, masks_: np.ndarray, shares: np.ndarray) -> np.ndarray:
-        """Each point's share added to every player in its mask."""
-        return shares @ ((masks_[:, None] & self.bits) != 0).astype(float)
+    def _spread(self, masks_: np.ndarray, shares: np.ndarray) -> None:
+        """Each point's share, to be added to every player in its mask (by :meth:`_spread_all`)."""
+        self._spreads.append((masks_, shares))
+
+    def _spread_all(self) -> None:
+        """The shares :meth:`_spread` kept, added to the players of their masks in one product."""
+        if self._spreads:
+            masks_, shares = (np.concatenate(c) for c in zip(*self._spreads, strict=True))
+            if self.d <= _FEW_PLAYERS:  # few masks: each one's total first, then its players'
+                self.phi += np.bincount(masks_, weights=shares, minlength=1 << self.d) @ _bits(self.d)
+            else:
+                self.phi += shares @ ((masks_[:, None] & self.bits) != 0).astype(float)
+            self._spreads = []
+
+
+def _groups(key: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The groups of the points with equal ``key`` and equal rows of ``used``: one point of
+    each group, and each point's group."""
+    if used.strides[0] == 0 or len(used) == 0 or bool((used == used[0]).all()):
+        values = np.unique(key)
+        group = np.searchsorted(values, key)
+        first = np.empty(len(values), dtype=np.int64)
+        first[group] = np.arange(len(key))  # any point of a group stands for it
+        return first, group
+    if used.shape[1] <= 10:  # player indices below 64: six bits each
+        read = (used << (6 * np.arange(used.shape[1], dtype=np.int64))).sum(axis=1)
+    else:
+        read = np.unique(used, axis=0, return_inverse=True)[1].reshape(-1)
+    order = np.lexsort((read, key))
+    new = np.empty(len(key), dtype=bool)
+    new[0] = True
+    new[1:] = (np.diff(key[order]) != 0) | (np.diff(read[order]) != 0)
+    group = np.empty(len(key), dtype=np.int64)
+    group[order] = np.cumsum(new) - 1
+    return order[new], group
 
 
 _TABLES: dict = {}
+
+#: up to this many players, shares are summed per mask (of 2^d) before they are spread
+_FEW_PLAYERS = 12
 
 #: below this bound on ``|votes| + sum |diff|`` every partial product of exponentials stays within
 #: [e^-700, e^700], far from overflow and underflow (e^709)
@@ -166,33 +208,35 @@ _SAFE_EXPONENT = 700.0
 
 
 def _exp_votes(votes: np.ndarray, diff: np.ndarray, k: int) -> np.ndarray:
-    """``exp(votes + diff . T)`` of every subset ``T`` of the ``k`` players, ``(c, s, 2^k)``.
-    For a point whose ``|votes| + sum |diff|`` stays within 700 (so every partial product stays
-    within [e^-700, e^700], far from overflow and underflow), as the product ``exp(votes) *
+    """``exp(votes + diff . T)`` of every subset ``T`` of the ``k`` players, ``(c, 2^k, s)``
+    (subsets before points: each player's step below writes one contiguous block). For a point
+    whose ``|votes| + sum |diff|`` stays within 700 (so every partial product stays within
+    [e^-700, e^700], far from overflow and underflow), as the product ``exp(votes) *
     prod_{j in T} exp(diff_j)``, filled subset by subset as the players are added: ``2^k``
     products and ``k + 1`` exponentials per point and class instead of ``2^k`` exponentials,
     each value within ``k + 1`` roundings of relative size 2^-53. Any other point from the sums."""
     c, s = votes.shape
-    out = np.empty((c, s, 1 << k))
+    out = np.empty((c, 1 << k, s))
     if not (c and k and s):
         return _exp_of_sums(votes, diff, k, out)
     with np.errstate(all="ignore"):  # the points outside the bound are done again below
-        factors = np.exp(diff)
-        np.exp(votes, out=out[:, :, 0])
+        factors = np.exp(diff.transpose(0, 2, 1))  # (c, k, s)
+        np.exp(votes, out=out[:, 0])
         for j in range(k):  # the subsets that hold j are those without it, times exp(diff_j)
-            np.multiply(out[:, :, :1 << j], factors[:, :, j, None], out=out[:, :, 1 << j:2 << j])
+            np.multiply(out[:, :1 << j], factors[:, j, None], out=out[:, 1 << j:2 << j])
     far = np.flatnonzero((np.abs(votes) + np.abs(diff).sum(axis=2)).max(axis=0) > _SAFE_EXPONENT)
     if len(far):
-        out[:, far] = _exp_of_sums(votes[:, far], diff[:, far], k, np.empty((c, len(far), 1 << k)))
+        out[:, :, far] = _exp_of_sums(votes[:, far], diff[:, far], k, np.empty((c, 1 << k, len(far))))
     return out
 
 
 def _exp_of_sums(votes: np.ndarray, diff: np.ndarray, k: int, out: np.ndarray) -> np.ndarray:
+    """:func:`_exp_votes` from the sums ``votes + diff . T``, into ``out`` ``(c, 2^k, s)``."""
     c, s = votes.shape
-    np.matmul(diff.reshape(c * s, k), _subsets(k), out=out.reshape(c * s, 1 << k))  # one 2-D product
-    out += votes[:, :, None]
+    sums = np.matmul(diff.reshape(c * s, k), _subsets(k)).reshape(c, s, 1 << k)  # one 2-D product
+    sums += votes[:, :, None]
     with np.errstate(over="ignore"):
-        np.exp(out, out=out)
+        np.exp(sums.transpose(0, 2, 1), out=out)
     return out
 
 
@@ -205,12 +249,24 @@ def _subsets(k: int) -> np.ndarray:
     return _TABLES[key]
 
 
-def _bits(k: int) -> np.ndarray:
-    """``(2^k, k)``: 1 where subset ``t`` holds player ``j``."""
-    key = ("bits", k)
+def _bits(k: int, held: int = 1) -> np.ndarray:
+    """``(2^k, k)``: 1 where subset ``t`` holds player ``j`` (``held=0``: where it does not)."""
+    key = ("bits", k, held)
     if key not in _TABLES:
         t = np.arange(1 << k)
-        _TABLES[key] = ((t[:, None] >> np.arange(k)) & 1).astype(float)
+        _TABLES[key] = (((t[:, None] >> np.arange(k)) & 1) == held).astype(float)
+    return _TABLES[key]
+
+
+def _row_weights(d: int, k: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(joins, out)[|a|, m, T]``: the weight of a player joining ``T`` minus one of its players
+    (0 for ``T = {}`` and ``|a| = 0``) and of one joining ``T``, in a game of ``m`` players with
+    ``|a|`` held, for the subsets ``T`` of ``k`` players (``w`` is :func:`_weight_table`)."""
+    key = ("rows", d, k, w.shape[0])
+    if key not in _TABLES:
+        sizes = np.bitwise_count(np.arange(1 << k)).astype(np.int64)
+        p, mm = np.arange(d + 1)[:, None, None], np.arange(w.shape[1])[None, :, None]
+        _TABLES[key] = (np.where(p + sizes > 0, w[np.maximum(p - 1 + sizes, 0), mm], 0.0), w[p + sizes, mm])
     return _TABLES[key]
 
 

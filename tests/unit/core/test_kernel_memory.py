@@ -94,7 +94,24 @@ def linear_case():
     return call, [*fs, terms, w, mean, sd, pos, order, donors, *donors, lacking, pairs, bad_pairs, grids, out]
 
 
-CASES = {"fold_curves": fold_case, "extremes": extremes_case, "linear_rows": linear_case}
+def walk_case():
+    feature, threshold = np.array([0, 1, -1, -1, -1]), np.array([0.5, -0.5, 0.0, 0.0, 0.0])
+    child, x_right = np.array([[1, 2], [3, 4], [-1, -1], [-1, -1], [-1, -1]]), np.array([True, False, False, False, False])
+    z = np.random.default_rng(2).normal(size=(30, 2))
+    roots, trees = np.array([0]), np.array([0])
+    outs = [np.empty(90, dtype=np.int64) for _ in range(5)]
+    small = [np.empty(30, dtype=np.int64) for _ in range(5)]
+    back = np.array([[1, 2], [0, 4], [-1, -1], [-1, -1], [-1, -1]])  # a child id that points back
+
+    def call(i):
+        assert K.tree_walk(feature, threshold, child, x_right, z, roots, trees, *outs) > 30
+        assert K.tree_walk(feature, threshold, child, x_right, z, roots, trees, *small) is None
+        assert K.tree_walk(feature, threshold, back, x_right, z, roots, trees, *outs) is None
+
+    return call, [feature, threshold, child, x_right, z, roots, trees, *outs, *small, back]
+
+
+CASES = {"fold_curves": fold_case, "extremes": extremes_case, "linear_rows": linear_case, "tree_walk": walk_case}
 
 
 def measure(call, watched, calls):

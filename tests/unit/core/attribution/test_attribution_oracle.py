@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from river import compose, forest, linear_model, preprocessing, tree
 from streamxai.core.attribution import attribute, brute_force
@@ -268,3 +269,44 @@ def test_arf_regressor_median_is_sampled():
                         classify=False)
     got = attribute(model, rows[0], rows[1:6], list(rows[0]), max_evaluations=50, seed=1)
     assert got.method == "sampling" and not got.exact and set(got.stderr) == set(rows[0])
+
+
+@pytest.mark.parametrize("d", [3, 12, 14])
+def test_shares_spread_alike_summed_per_mask_or_point_by_point(d, monkeypatch):
+    """Each point's share reaches the players of its mask, whether the shares are first summed
+    per mask (up to 12 players) or spread point by point."""
+    from streamxai.core.attribution import shares as shares_module
+
+    gen = np.random.default_rng(d)
+    masks = gen.integers(0, 1 << d, 500)
+    values = gen.normal(size=500)
+    want = np.array([values[(masks >> j) & 1 == 1].sum() for j in range(d)])
+    for few in (0, 62):
+        monkeypatch.setattr(shares_module, "_FEW_PLAYERS", few)
+        s = shares_module.Shares(d)
+        s._spread(masks[:200], values[:200])
+        s._spread(masks[200:], values[200:])
+        phi, _, _ = s.finish()
+        assert np.allclose(phi, want, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [0, 3, 7])
+def test_shares_settle_values_as_votes(k):
+    """A route handed over as its values over the subsets (add_values, already scaled) settles
+    as the same route handed over as naive Bayes votes (add_votes), point by point (k < 6) and
+    by groups of points."""
+    from streamxai.core.attribution.coalitions import masks
+
+    gen = np.random.default_rng(k)
+    d, s = 10, 40
+    used = np.broadcast_to(gen.permutation(d)[:k], (s, k))
+    a = gen.integers(0, 1 << d, s) & gen.integers(0, 1 << d, s)
+    b = gen.integers(0, 1 << d, s) & ~a
+    votes, diff = gen.normal(size=(1, s)), gen.normal(size=(1, s, k))
+    scale = gen.uniform(0.5, 1.5, s)
+    g = 1.0 / (1.0 + np.exp(votes[0][:, None] + diff[0] @ masks(k).T.astype(float)))  # (points, subsets)
+    by_votes, by_values = Shares(d), Shares(d)
+    by_votes.add_votes(votes, diff, used, a, b, scale)
+    by_values.add_values(g * scale[:, None], used, a, b, 1.0)
+    for got, want in zip(by_values.finish(), by_votes.finish(), strict=True):
+        assert np.allclose(got, want, rtol=0, atol=1e-12)
