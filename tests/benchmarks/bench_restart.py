@@ -2,6 +2,7 @@
 stream; and where the time goes.
 
     python tests/benchmarks/bench_restart.py [--streams 10] [--events 2000] [--more 10] [--repeat 3]
+        [--results docs/results/bench_restart.json | '']
     python tests/benchmarks/bench_restart.py --change-history [--series 270] [--points 200] [--baseline-series 27]
 """
 
@@ -11,6 +12,7 @@ import argparse
 import os
 import random
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -23,6 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the 
 import orjson  # noqa: E402
 from confluent_kafka import Consumer  # noqa: E402
 from helpers.pipeline_runs import make_settings  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/benchmarks/, for the results writer
+from _results import RESULTS_DIR, result_row, write_results  # noqa: E402
 from streamxai.handlers import ChangeHandler, Source  # noqa: E402
 from streamxai.kafka.config import confluent_config, ensure_topics  # noqa: E402
 from streamxai.kafka.io import consume, produce_events, produce_raw  # noqa: E402
@@ -145,20 +150,43 @@ def restart_run(args: argparse.Namespace, bootstrap: str, tmp: str) -> None:
     log = Path(tmp) / "worker.log"
     procs = [spawn_worker(s, log_file=str(log))]
     try:
-        _restarts(args, s, streams, events, log, procs)
+        runs = _restarts(args, s, streams, events, log, procs)
     finally:
         for p in procs:
             stop_worker(p, timeout=60)
+    if args.results:
+        print(f"results: {write_restart_results(args.results, runs, args, s)}")
 
 
-def _restarts(args, s, streams, events, log, procs) -> None:
+#: seconds from a restarted worker's process start until every stream has new explanations
+GOAL_S = 8.0
+
+#: the restart's parts, as the printout and the results file name them: (key, measure, unit)
+PARTS = [
+    ("total", "process start -> new explanations of every stream", "s"),
+    ("first", "process start -> new explanations of the first stream", "s"),
+    ("faust", "Faust start-up (process start -> Worker ready)", "s"),
+    ("model_checkpoint", "model: checkpoint reads", "s"),
+    ("explain_checkpoint", "explain: checkpoint reads", "s"),
+    ("model_replay", "model: replay after the checkpoint", "s"),
+    ("explain_replay", "explain: replay after the checkpoint", "s"),
+    ("change_checkpoint", "change state: checkpoint reads", "s"),
+    ("change_replay", "change state: replay of explanations", "s"),
+    ("restored", "checkpoints restored", "checkpoints"),
+    ("replayed_events", "events replayed (model)", "events"),
+    ("replayed_tasks", "tasks replayed (explain)", "tasks"),
+]
+
+
+def _restarts(args, s, streams, events, log, procs) -> dict[bool, list[dict]]:
+    """The restarts (baseline first, then with checkpoints at stop): each one's parts, by ``PARTS`` key."""
     t0 = time.time()
     produce_events(s, [ev for i in range(args.events) for ev in (events[sid][i] for sid in streams)])
     last_emitted = args.events - args.events % s.emit_every - 1
     _wait_explained(s, streams, last_emitted, timeout=3600, proc=procs[-1])
     print(f"first run: {args.streams} x {args.events} events explained in {time.time() - t0:.0f} s")
     sent = args.events
-    times: dict[bool, list[float]] = {False: [], True: []}
+    runs: dict[bool, list[dict]] = {False: [], True: []}
     # first the baseline (the stopping worker writes no checkpoints: a restart replays since the
     # last periodic ones), then the same with checkpoint_on_stop: the worker before a measured
     # restart decides, so the last baseline worker already has it on
@@ -180,30 +208,85 @@ def _restarts(args, s, streams, events, log, procs) -> None:
         def part(stage: str, step: str, rec: dict = rec) -> float:
             return rec.get(f"recovery_seconds{{stage={stage},step={step}}}", 0.0)
 
-        total_s = t_all - t_start
-        times[on_stop].append(total_s)
+        p = {"total": t_all - t_start, "first": t_first - t_start,
+             "faust": (ready - t_start) if ready else None,
+             "model_checkpoint": part("model", "checkpoint"), "explain_checkpoint": part("explain", "checkpoint"),
+             "model_replay": part("model", "replay"), "explain_replay": part("explain", "replay"),
+             "change_checkpoint": part("change", "checkpoint"), "change_replay": part("change", "replay"),
+             "restored": counters.get("checkpoints_restored", 0),
+             "replayed_events": counters.get("replayed_events", 0),
+             "replayed_tasks": counters.get("replayed_tasks", 0)}
+        runs[on_stop].append(p)
         what = "checkpoints at the previous stop" if on_stop else "baseline: periodic checkpoints only"
-        print(f"restart {r + 1} ({what}): new explanations for all {args.streams} streams {total_s:.1f} s after "
-              f"process start (first stream {t_first - t_start:.1f} s)")
+        print(f"restart {r + 1} ({what}): new explanations for all {args.streams} streams {p['total']:.1f} s after "
+              f"process start (first stream {p['first']:.1f} s)")
         print(f"  Faust start-up (process start -> Worker ready): "
-              f"{(ready - t_start) if ready else float('nan'):.1f} s")
-        print(f"  checkpoint reads: model {part('model', 'checkpoint'):.2f} s, explain {part('explain', 'checkpoint'):.2f} s "
-              f"({counters.get('checkpoints_restored', 0)} restored)")
-        print(f"  replay after the checkpoint: model {part('model', 'replay'):.2f} s "
-              f"({counters.get('replayed_events', 0)} events), explain {part('explain', 'replay'):.2f} s "
-              f"({counters.get('replayed_tasks', 0)} tasks)")
-        print(f"  change-state rebuild: checkpoint {part('change', 'checkpoint'):.2f} s, replay {part('change', 'replay'):.2f} s "
+              f"{p['faust'] if p['faust'] is not None else float('nan'):.1f} s")
+        print(f"  checkpoint reads: model {p['model_checkpoint']:.2f} s, explain {p['explain_checkpoint']:.2f} s "
+              f"({p['restored']} restored)")
+        print(f"  replay after the checkpoint: model {p['model_replay']:.2f} s "
+              f"({p['replayed_events']} events), explain {p['explain_replay']:.2f} s "
+              f"({p['replayed_tasks']} tasks)")
+        print(f"  change-state rebuild: checkpoint {p['change_checkpoint']:.2f} s, replay {p['change_replay']:.2f} s "
               f"({counters.get('replayed_explanations', 0)} explanations, {counters.get('history_messages_scanned', 0)} "
               f"messages scanned)")
 
     def spread(xs: list[float]) -> str:
-        xs = sorted(xs)
-        return f"median {xs[len(xs) // 2]:.1f} s (min {xs[0]:.1f}, max {xs[-1]:.1f}, n={len(xs)})"
+        return f"median {statistics.median(xs):.1f} s (min {min(xs):.1f}, max {max(xs):.1f}, n={len(xs)})"
 
-    base, new = times[False], times[True]
+    base, new = ([p["total"] for p in runs[k]] for k in (False, True))
     print(f"restart to new explanations of every stream, from process start: baseline {spread(base)}; "
-          f"with checkpoints at stop {spread(new)}; ratio {sorted(new)[len(new) // 2] / sorted(base)[len(base) // 2]:.2f}; "
-          "goal 10 s")
+          f"with checkpoints at stop {spread(new)}; ratio {statistics.median(new) / statistics.median(base):.2f}; "
+          f"goal {GOAL_S:g} s")
+    return runs
+
+
+def medians(runs: list[dict]) -> dict[str, float]:
+    """The median of each part over ``runs`` (the parts a run could not measure left out)."""
+    out = {}
+    for key, _, _ in PARTS:
+        xs = [r[key] for r in runs if r.get(key) is not None]
+        if xs:
+            out[key] = statistics.median(xs)
+    return out
+
+
+def restart_rows(runs: dict[bool, list[dict]], streams: int, events: int) -> list[dict]:
+    """The results file's rows: the median of each part of the restarts with checkpoints at stop,
+    against the same part's median of the baseline restarts (periodic checkpoints only) where that
+    is above 0 (a ratio needs it); a part the baseline lacks or has at 0 is a row without one."""
+    new, base = medians(runs[True]), medians(runs[False])
+    case = f"{streams} streams x {events:,} events, checkpoints at stop"
+    rows = []
+    for key, measure, unit in PARTS:
+        if key not in new:
+            continue
+        b = base.get(key)
+        digits = 3 if unit == "s" else 1
+        rows.append(result_row(case, f"{measure} (median)", round(new[key], digits), unit,
+                               baseline=round(b, digits) if b is not None and round(b, digits) > 0 else None))
+    return rows
+
+
+def write_restart_results(path: str, runs: dict[bool, list[dict]], args: argparse.Namespace,
+                          s: Settings) -> Path:
+    """The restart run as a results file (``_results.py``) for the docs' performance page."""
+    return write_results(
+        path, "bench_restart", f"Worker restart: seconds until new events are explained (goal {GOAL_S:g} s)",
+        "the same restarts in the same run with the stopping worker writing no checkpoints "
+        "(checkpoint_on_stop off: a restart replays since the last periodic checkpoints)",
+        restart_rows(runs, args.streams, args.events),
+        details={"streams": args.streams, "events per stream before the restarts": args.events,
+                 "events per stream after each restart": args.more, "restarts of each kind (repeat)": args.repeat,
+                 "goal_s": GOAL_S, "model": s.model, "explainers": list(s.explainers),
+                 "checkpoint_every": s.checkpoint_every, "emit_every": s.emit_every, "partitions": s.partitions,
+                 "baseline medians": _rounded(medians(runs[False])),
+                 "runs": {"baseline": [_rounded(r) for r in runs[False]],
+                          "checkpoints at stop": [_rounded(r) for r in runs[True]]}})
+
+
+def _rounded(parts: dict) -> dict:
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in parts.items()}
 
 
 def main() -> None:
@@ -217,7 +300,10 @@ def main() -> None:
     recover concurrently, so the parts can add up to more than the wall time). ``--repeat`` restarts
     that many times (stop, start, ``--more`` events) with the stopping worker writing no checkpoints
     (the baseline: a restart replays since the last periodic checkpoints), then as many times with
-    ``checkpoint_on_stop`` (the default), and prints both and their ratio; the goal is 10 s.
+    ``checkpoint_on_stop`` (the default), and prints both and their ratio; the goal is ``GOAL_S``.
+    ``--results`` writes the medians of the restarts with checkpoints at stop, each against the
+    baseline's, to a results file for the docs' performance page (default
+    ``docs/results/bench_restart.json``; ``''`` writes none).
 
     ``--change-history``: the change agent's rebuild from the explanations topic, one pass per
     partition (HistoryCache) against one pass per key, measured in the same run on the same topic
@@ -235,6 +321,9 @@ def main() -> None:
     ap.add_argument("--series", type=int, default=270)
     ap.add_argument("--points", type=int, default=200)
     ap.add_argument("--baseline-series", type=int, default=27)
+    ap.add_argument("--results", default=str(RESULTS_DIR / "bench_restart.json"), metavar="FILE",
+                    help="the restart run's results file for the docs' performance page "
+                         "(default docs/results/bench_restart.json; '' writes none; --change-history writes none)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-restart-")
     broker = None

@@ -163,6 +163,39 @@ def test_performance_page_reads_what_the_results_writer_writes(tmp_path, monkeyp
         result_row("m", "x", 1.0, "s", baseline=0)
 
 
+def test_performance_page_shows_bench_restart_s_medians_against_its_baseline(tmp_path, monkeypatch):
+    import argparse
+
+    from streamxai.settings import AGRAWAL_FEATURES, Settings
+
+    monkeypatch.setattr(sys, "argv", ["tests/benchmarks/bench_restart.py", "--repeat", "3"])
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the benchmark puts its folders on the path
+    spec = importlib.util.spec_from_file_location("bench_restart", ROOT / "tests" / "benchmarks" / "bench_restart.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    keys = [key for key, _, _ in bench.PARTS]
+
+    def run(total: float, faust: float | None, replayed: int) -> dict:
+        return {**dict.fromkeys(keys, 0.0), "total": total, "first": total / 2, "faust": faust,
+                "model_replay": replayed / 1000, "replayed_events": replayed, "restored": 20}
+
+    runs = {False: [run(12.0, 3.0, 900), run(10.0, 3.2, 800), run(14.0, 2.8, 1000)],
+            True: [run(6.0, 3.1, 0), run(4.0, None, 0), run(5.0, 2.9, 0)]}
+    args = argparse.Namespace(streams=10, events=2000, more=10, repeat=3)
+    bench.write_restart_results(tmp_path / "bench_restart.json", runs, args, Settings(features=list(AGRAWAL_FEATURES)))
+    page = load_hook().performance_md(tmp_path)
+    case = "10 streams x 2,000 events, checkpoints at stop"
+    assert "`python tests/benchmarks/bench_restart.py --repeat 3`" in page
+    assert f"| {case} | process start -> new explanations of every stream (median) | 5 | s | 12 | 0.417 |" in page
+    # a run whose log lacks the "Worker ready" line is left out of its part's median
+    assert f"| {case} | Faust start-up (process start -> Worker ready) (median) | 3 | s | 3 | 1 |" in page
+    # parts at 0 in the baseline have no baseline (a ratio needs one above 0)
+    assert f"| {case} | events replayed (model) (median) | 0 | events | 900 | 0 |" in page
+    assert f"| {case} | explain: checkpoint reads (median) | 0 | s |  |  |" in page
+    doc = json.loads((tmp_path / "bench_restart.json").read_text())
+    assert doc["details"]["streams"] == 10 and doc["details"]["restarts of each kind (repeat)"] == 3
+
+
 def test_sizing_page_reads_what_bench_scale_and_bench_streams_write(tmp_path, monkeypatch):
     hook = load_hook()
     for section in (hook.sizing_cores_md, hook.sizing_workers_md, hook.sizing_groups_md):
