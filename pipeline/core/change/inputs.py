@@ -194,6 +194,8 @@ class InputMonitor(Component):
     #: the largest stretch ratio of each feature's reference at each of the latest reckonings
     #: within ``order_memory`` (NaN: a reference without spread, or one before a finding)
     _orders: tuple[np.ndarray, ...] = ()
+    #: per feature found phasing in: (the event count until which its phase-in tests wait, what it was)
+    _phasing: dict[int, tuple[int, str]] | None = None
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
                  shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0,
@@ -225,6 +227,7 @@ class InputMonitor(Component):
         self._ref_stats: tuple[np.ndarray, ...] | None = None  # the reference's quartiles, range and order
         self._ref_at = 0  # when they were worked out (events taken in)
         self._orders = ()
+        self._phasing = {}
 
     def update(self, seq: int, x: dict[str, Any]) -> list[InputFault]:
         """Take in event ``x`` at position ``seq``; the faults found now."""
@@ -375,22 +378,34 @@ class InputMonitor(Component):
         # a fault that phases in: found only where no other test found one, which says more of
         # it; it grows slowly, so it is tested every _REF_EVERY tests
         named = {fault.feature for fault in found}
+        phasing = self._phasing or {}
         for j in rest if long else ():
-            if self.features[j] not in named:
+            if self.features[j] not in named and phasing.get(j, (0, ""))[0] <= self._n:
                 fault = self._mixed_in(j, vals[j], seqs, med[j], iqr[j], float(whole_order[j]), older[:, j])
                 if fault is None and iqr[j] == 0:
                     fault = self._sparse_scaled(j, vals[j], seqs)
                 if fault is not None:
                     found.append(fault)
         named = {fault.feature for fault in found}
-        pool = [j for j in rest if self.features[j] not in named and whole_order[j] >= _INDEPENDENT]
+        pool = [j for j in rest if self.features[j] not in named and whole_order[j] >= _INDEPENDENT
+                and phasing.get(j, (0, ""))[0] <= self._n]
         if long and len(pool) >= 2:
             found += self._exchange_mixed(pool, vals, seqs, med, iqr)
+        # a fault found phasing in is tested again as a whole fault once the recent values are all
+        # after the finding (another fault may follow, a source stuck after a burst was read as an
+        # offset phasing in), while the tests of faults that phase in wait for the reference; the
+        # same fault found whole as it completes is the one found already
+        phasing = dict(self._phasing or {})
+        found = [f for f in found if f.partial or phasing.get(self.features.index(f.feature), (0, ""))[1] != f.what
+                 or phasing[self.features.index(f.feature)][0] <= self._n]
         for fault in found:
             j = self.features.index(fault.feature)
-            self._quiet_until[j] = self._n + self.reference
+            self._quiet_until[j] = self._n + (self.recent if fault.partial else self.reference)
+            if fault.partial:
+                phasing[j] = (self._n + self.reference, fault.what)
             # the order its references had before the finding says nothing of the values after it
             self._orders = tuple(np.where(np.arange(len(self.features)) == j, np.nan, o) for o in self._orders)
+        self._phasing = {j: w for j, w in phasing.items() if w[0] > self._n}
         return found
 
     def _exchanged(self, candidates: list[int], found: dict[int, int], ref: np.ndarray, rec: np.ndarray,

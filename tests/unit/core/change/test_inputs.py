@@ -596,6 +596,24 @@ def test_two_smooth_features_in_a_kept_order_exchanged_within_their_common_range
     assert hits >= 9, hits
 
 
+def test_a_fault_that_follows_a_burst_found_phasing_in_is_found():
+    """Delays, independent values with a long tail, have an evening whose delays lie far beyond
+    their bulk for 40% of the flights (found as shifted in part, as a fault phasing in is); 300
+    events later the source sticks at one value: found within 200 events, though the burst's
+    finding holds the tests of faults that phase in for the reference's length."""
+    rng = random.Random(21)
+    delays = [rng.lognormvariate(2.0, 0.6) - 8.0 for _ in range(4000)]
+    for t in range(2000, 2300):
+        if rng.random() < 0.4:
+            delays[t] = 120.0 + rng.expovariate(1 / 60)
+    at = 2600
+    mon = InputMonitor(["d"])
+    faults = [f for t in range(4000) for f in mon.update(t, {"d": delays[t] if t < at else 7.0})]
+    assert [(f.what, f.partial) for f in faults][:1] == [("shifted", True)] and faults[0].seq < at, faults
+    stuck = [f for f in faults if f.what == "constant"]
+    assert stuck and at <= stuck[0].seq <= at + 200, faults
+
+
 def sparse(rng: random.Random, n: int, scale: float = 1.0) -> list[float]:
     """Rainfall, say: 0 for nine events in ten, else a lognormal amount whose typical size moves
     with the season by a factor of 5 over the stream."""
