@@ -3,7 +3,8 @@
 A Hoeffding tree classifier whose branches all compare a number with a threshold (river's
 numeric binary splits) and whose leaves predict by majority class or by naive Bayes over
 Gaussians -- the trees an ARF grows on numeric streams -- is flattened into arrays: per node its
-feature, threshold, children and the child ``x`` takes. All *states* (a tree, a node, a
+feature, threshold, children (its :class:`~.tree_shape.TreeShape`, kept between explanations
+while the branches stay) and the child ``x`` takes. All *states* (a tree, a node, a
 background point and its masks ``a`` and ``b``, as in :mod:`.background_walk`) of all trees of a
 forest then move down one level per step, a state splitting in two where ``x`` and its point
 part at a feature neither mask decides: in one compiled call (``tree_walk``, when the kernels
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -129,9 +131,10 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     bad: set[int] = set()
     totals: dict[int, set] = defaultdict(set)
     naive: list[tuple] = []
-    leaf = flat.leaf
+    leaf, games = flat.leaf, [game for game, _ in trees]
+    described = memo.described if memo is not None else partial(_described, memo=None)
     for pos, (leaf_id, k) in enumerate(zip(leaves.tolist(), owner[leaves].tolist(), strict=True)):
-        kind, params = _described(leaf[leaf_id], trees[k][0], frame, memo)
+        kind, params = described(leaf[leaf_id], games[k], frame)
         if kind == "constant":
             value.append(params[0])
             constant.append(True)
@@ -220,7 +223,8 @@ class LeafMemo:
     as it was (the same object, the same total weight, active or not: a leaf's counts, Gaussians
     and naive Bayes mode change only when it learns). Only the leaves met by the last
     explanation are kept, so the memo is as large as the trees' leaves. It keeps the
-    background's columns too (:class:`~.frame.Columns`)."""
+    background's columns (:class:`~.frame.Columns`) and the trees' branches
+    (:class:`~.tree_shape.ShapeCache`) too."""
 
     def __init__(self) -> None:
         self._kept: dict = {}
@@ -239,30 +243,40 @@ class LeafMemo:
         self._met = {}
         self._names = names_t
 
-    def get(self, leaf: Any, game: TreeGame, frame: Frame) -> tuple:
-        """``(kind, params, per target)`` of ``leaf`` (:func:`_built`), kept or built anew."""
+    def described(self, leaf: Any, game: TreeGame, frame: Frame) -> tuple[str | None, Any]:
+        """:func:`_described` of ``leaf``, from what is kept of it while it stays as it was."""
         key = id(leaf)
-        version = (sum(leaf.stats.values()), leaf.is_active())
+        total, active = sum(leaf.stats.values()), leaf.is_active()
         kept = self._kept.get(key)
-        if kept is None or kept[0] is not leaf or kept[1] != version:
-            kept = (leaf, version, (*_built(leaf, game, frame), {}))
+        if kept is None or kept[0] is not leaf or kept[1] != total or kept[2] is not active:
+            kept = (leaf, total, active, *_built(leaf, game, frame), {})
         self._met[key] = kept
-        return kept[2]
+        return _for_game(kept[3], kept[4], kept[5], leaf, game, frame)
 
 
 def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -> tuple[str | None, Any]:
     """``("constant", (value, predicts))`` for a leaf that reads nothing (its normalised class
     counts, as river's leaves give them), ``("bayes", params)`` for naive Bayes over Gaussians of
     numeric players (:func:`_for_target`), ``(None, None)`` for a leaf left to the caller."""
-    kind, params, by_target = memo.get(leaf, game, frame) if memo is not None else (*_built(leaf, game, frame), {})
+    if memo is not None:
+        return memo.described(leaf, game, frame)
+    return _for_game(*_built(leaf, game, frame), {}, leaf, game, frame)
+
+
+def _for_game(kind: str | None, params: Any, by_target: dict, leaf: Any, game: TreeGame,
+              frame: Frame) -> tuple[str | None, Any]:
+    """What :func:`_described` says from what :func:`_built` says (``by_target`` keeps
+    :func:`_for_target` per target)."""
     if kind == "constant":
         return kind, (params[0].get(game.target, 0.0), params[1])
     if kind == "bayes":
         if not frame.numeric.issuperset(leaf.splitters):
             return None, None
-        if game.target not in by_target:
-            by_target[game.target] = _for_target(params, game.target)
-        return kind, by_target[game.target]
+        target = game.target
+        got = by_target.get(target, _UNSEEN)
+        if got is _UNSEEN:
+            got = by_target[target] = _for_target(params, target)
+        return kind, got
     return kind, params
 
 

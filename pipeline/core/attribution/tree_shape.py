@@ -39,20 +39,17 @@ _STEADY = (HoeffdingTreeClassifier, BaseTreeClassifier)
 
 class TreeShape:
     """One tree's branches: ``features`` (the features tested, each once), per node ``code``
-    (the position in ``features`` of the feature it tests, -1 for a leaf), ``threshold``,
-    ``left`` (its first child's id, -1 for a leaf) and ``leaf`` (the leaf, None for a branch)
-    (``thresholds``: as the branches hold them, 0.0 at a leaf); ``attached`` lists ``(parent,
-    slot, leaf)`` for every leaf below the root."""
+    (the position in ``features`` of the feature it tests, -1 for a leaf), ``threshold``
+    (``thresholds``: as the branches hold them; 0.0 at a leaf), ``left`` (its first child's id,
+    -1 for a leaf), ``leaf`` (the leaf, None for a branch) and ``branch`` (the branch, None for
+    a leaf)."""
 
-    __slots__ = ("tree", "root", "features", "code", "threshold", "thresholds", "left", "leaf", "floats", "_lists", "_slots", "_leaves")
+    __slots__ = ("tree", "root", "features", "code", "threshold", "thresholds", "left", "leaf", "branch", "floats",
+                 "_pins")
 
     def __init__(self, tree: Any, root: Any, features: list, code: list[int], thresholds: list, left: list[int],
-                 leaf: list, attached: list[tuple]):
-        self.tree, self.root, self.features, self.leaf = tree, root, features, leaf
-        # each leaf below the root, its parent's list of children and its slot there
-        self._lists = [parent.children for parent, _, _ in attached]
-        self._slots = [slot for _, slot, _ in attached]
-        self._leaves = [node for _, _, node in attached]
+                 leaf: list, branch: list):
+        self.tree, self.root, self.features, self.leaf, self.branch = tree, root, features, leaf, branch
         size = len(leaf)
         self.code = np.fromiter(code, dtype=np.int64, count=size)
         self.thresholds = thresholds
@@ -60,11 +57,26 @@ class TreeShape:
         self.left = np.fromiter(left, dtype=np.int64, count=size)
         #: whether every threshold is a float (else x's side is decided on ``thresholds`` one by one)
         self.floats = all(type(t) is float or type(t) is np.float64 for t in thresholds)
+        self._pins: tuple = ()
+
+    def pin(self) -> TreeShape:
+        """Note where each leaf below the root hangs (its parent's list of children and its
+        slot there), for :meth:`holds`; the shape itself."""
+        lists, slots, leaves = [], [], []
+        for parent, first in zip(self.branch, self.left.tolist(), strict=True):
+            if parent is not None:
+                for slot in (0, 1):
+                    if self.leaf[first + slot] is not None:
+                        lists.append(parent.children)
+                        slots.append(slot)
+                        leaves.append(self.leaf[first + slot])
+        self._pins = (lists, slots, leaves)
+        return self
 
     def holds(self, tree: Any) -> bool:
-        """True while ``tree`` is as this shape read it (for the classes of ``_STEADY``)."""
+        """True while ``tree`` is as this shape, pinned, read it (for the classes of ``_STEADY``)."""
         return (tree is self.tree and tree._root is self.root
-                and all(map(is_, map(getitem, self._lists, self._slots), self._leaves)))
+                and all(map(is_, map(getitem, self._pins[0], self._pins[1]), self._pins[2])))
 
 
 def tree_shape(tree: Any, adaptive: bool) -> TreeShape | None:
@@ -79,17 +91,15 @@ def tree_shape(tree: Any, adaptive: bool) -> TreeShape | None:
     thresholds: list = []
     left: list[int] = []
     leaf: list = []
-    attached: list[tuple] = []
+    branch: list = []
     nodes = [root]
-    places: list[tuple] = [(None, 0)]  # per node, its parent and its slot there
-    for node, place in zip(nodes, places, strict=True):  # the lists grow by each branch's children as they are read
+    for node in nodes:  # the list grows by each branch's children as it is read
         if not is_branch(node):
             code.append(-1)
             thresholds.append(0.0)
             left.append(-1)
             leaf.append(node)
-            if place[0] is not None:
-                attached.append((*place, node))
+            branch.append(None)
             continue
         if type(node).branch_no is not _NUMERIC_NO or (adaptive and node._alternate_tree):
             return None
@@ -100,11 +110,11 @@ def tree_shape(tree: Any, adaptive: bool) -> TreeShape | None:
             features.append(f)
         left.append(len(nodes))
         nodes += node.children
-        places += ((node, slot) for slot in range(len(node.children)))
         code.append(at)
         thresholds.append(node.threshold)
         leaf.append(None)
-    return TreeShape(tree, root, features, code, thresholds, left, leaf, attached)
+        branch.append(node)
+    return TreeShape(tree, root, features, code, thresholds, left, leaf, branch)
 
 
 class ShapeCache:
@@ -127,6 +137,8 @@ class ShapeCache:
         shape = self._kept.get(key)
         if shape is None or not shape.holds(tree):
             shape = tree_shape(tree, adaptive)
+            if shape is not None:
+                shape.pin()
         if shape is not None:
             self._met[key] = shape
         return shape
