@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -132,9 +131,12 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     totals: dict[int, set] = defaultdict(set)
     naive: list[tuple] = []
     leaf, games = flat.leaf, [game for game, _ in trees]
-    described = memo.described if memo is not None else partial(_described, memo=None)
-    for pos, (leaf_id, k) in enumerate(zip(leaves.tolist(), owner[leaves].tolist(), strict=True)):
-        kind, params = described(leaf[leaf_id], games[k], frame)
+    leaf_ids, owners = leaves.tolist(), owner[leaves].tolist()
+    met = [leaf[i] for i in leaf_ids]
+    met_games = [games[k] for k in owners]
+    described = (memo.described(met, met_games, frame) if memo is not None
+                 else [_described(m, g, frame, None) for m, g in zip(met, met_games, strict=True)])
+    for pos, (k, (kind, params)) in enumerate(zip(owners, described, strict=True)):
         if kind == "constant":
             value.append(params[0])
             constant.append(True)
@@ -243,15 +245,23 @@ class LeafMemo:
         self._met = {}
         self._names = names_t
 
-    def described(self, leaf: Any, game: TreeGame, frame: Frame) -> tuple[str | None, Any]:
-        """:func:`_described` of ``leaf``, from what is kept of it while it stays as it was."""
-        key = id(leaf)
-        total, active = sum(leaf.stats.values()), leaf.is_active()
-        kept = self._kept.get(key)
-        if kept is None or kept[0] is not leaf or kept[1] != total or kept[2] is not active:
-            kept = (leaf, total, active, *_built(leaf, game, frame), {})
-        self._met[key] = kept
-        return _for_game(kept[3], kept[4], kept[5], leaf, game, frame)
+    def described(self, leaves: list, games: list[TreeGame], frame: Frame) -> list[tuple[str | None, Any]]:
+        """:func:`_described` of each leaf (of the tree of ``games`` alongside), from what is
+        kept of it while it stays as it was."""
+        kept_get, met, out = self._kept.get, self._met, []
+        for leaf, game in zip(leaves, games, strict=True):
+            key = id(leaf)
+            total, active = sum(leaf.stats.values()), leaf.is_active()
+            kept = kept_get(key)
+            if kept is None or kept[0] is not leaf or kept[1] != total or kept[2] is not active:
+                kept = (leaf, total, active, *_built(leaf, game, frame), {})
+            met[key] = kept
+            if kept[3] == "constant":
+                params = kept[4]
+                out.append(("constant", (params[0].get(game.target, 0.0), params[1])))
+            else:
+                out.append(_for_game(kept[3], kept[4], kept[5], leaf, game, frame))
+        return out
 
 
 def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -> tuple[str | None, Any]:
@@ -259,7 +269,7 @@ def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -
     counts, as river's leaves give them), ``("bayes", params)`` for naive Bayes over Gaussians of
     numeric players (:func:`_for_target`), ``(None, None)`` for a leaf left to the caller."""
     if memo is not None:
-        return memo.described(leaf, game, frame)
+        return memo.described([leaf], [game], frame)[0]
     return _for_game(*_built(leaf, game, frame), {}, leaf, game, frame)
 
 
