@@ -3,7 +3,8 @@
 A Hoeffding tree classifier whose branches all compare a number with a threshold (river's
 numeric binary splits) and whose leaves predict by majority class or by naive Bayes over
 Gaussians -- the trees an ARF grows on numeric streams -- is flattened into arrays: per node its
-feature, threshold, children and the child ``x`` takes. All *states* (a tree, a node, a
+feature, threshold, children (its :class:`~.tree_shape.TreeShape`, kept between explanations
+while the branches stay) and the child ``x`` takes. All *states* (a tree, a node, a
 background point and its masks ``a`` and ``b``, as in :mod:`.background_walk`) of all trees of a
 forest then move down one level per step, a state splitting in two where ``x`` and its point
 part at a feature neither mask decides: in one compiled call (``tree_walk``, when the kernels
@@ -23,71 +24,73 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
-from river.tree.nodes.branch import NumericBinaryBranch
 from river.tree.splitter.gaussian_splitter import GaussianSplitter
 
-from ..fastpath.walk import is_branch
 from ..kernels import KERNELS
 from .frame import Columns, Frame
 from .shares import Shares
+from .tree_shape import ShapeCache, tree_shape
 from .trees import TooManyFree, TreeGame
 
 __all__ = ["LeafMemo", "flat_collect"]
 
 _HALF_LOG_TAU = 0.5 * math.log(2 * math.pi)
-_NUMERIC_NO = NumericBinaryBranch.branch_no
 _UNSEEN = object()
+_EXACT = 2 ** 53  # an int within it compares with a float as its float does
 
 
 class _Flat:
     """Trees as arrays: ``feature[i]``, ``threshold[i]``, ``left[i]`` (its children are ``left[i]``
-    and ``left[i] + 1``), ``x_right[i]`` for branch ``i``; ``leaf[i]`` (the leaf object and its
-    tree) otherwise."""
+    and ``left[i] + 1``), ``x_right[i]`` for branch ``i``; ``leaf[i]`` (the leaf) otherwise. Each
+    tree's branches come from its :class:`~.tree_shape.TreeShape` (kept in ``shapes`` between
+    explanations), what ``x`` does at them from the frame."""
 
-    def __init__(self, frame: Frame):
+    def __init__(self, frame: Frame, shapes: ShapeCache | None):
         self.frame = frame
-        self.feature: list[int] = []
-        self.threshold: list[float] = []
-        self.left: list[int] = []
-        self.x_right: list[bool] = []
+        self.shapes = shapes
+        self.feature: list[np.ndarray] = []
+        self.threshold: list[np.ndarray] = []
+        self.left: list[np.ndarray] = []
+        self.x_right: list[np.ndarray] = []
         self.leaf: list[Any] = []
         self._usable: dict = {}  # feature -> what _usable_feature says
 
     def add(self, game: TreeGame) -> int | None:
         """The root's id, or None when the tree has a node the flat walk does not take. Nodes
-        get their ids in breadth-first order, so a branch knows its children's ids when it is
-        met."""
-        start = len(self.leaf)
-        root = game.tree._root
-        if root is None:
+        get their ids in breadth-first order."""
+        shape = self.shapes.get(game.tree, game.adaptive) if self.shapes is not None else tree_shape(
+            game.tree, game.adaptive)
+        if shape is None:
             return None
-        feature, threshold, left, x_right, leaf = self.feature, self.threshold, self.left, self.x_right, self.leaf
-        usable, adaptive = self._usable, game.adaptive
-        nodes = [root]
-        for node in nodes:  # the list grows by each branch's children as it is read
-            if not is_branch(node):
-                feature.append(-1)
-                threshold.append(0.0)
-                left.append(-1)
-                x_right.append(False)
-                leaf.append((node, game))
-                continue
-            f = node.feature
+        usable = self._usable
+        index, at_x = [], []
+        for f in shape.features:
             got = usable.get(f, _UNSEEN)
             if got is _UNSEEN:
                 got = usable[f] = self._usable_feature(f)
-            if got is None or type(node).branch_no is not _NUMERIC_NO or (adaptive and node._alternate_tree):
-                for column in (feature, threshold, left, x_right, leaf):
-                    del column[start:]
+            if got is None:
                 return None
-            first = start + len(nodes)
-            nodes += node.children
-            feature.append(got[0])
-            threshold.append(node.threshold)
-            left.append(first)
-            x_right.append(not got[1] <= node.threshold)
-            leaf.append(None)
+            index.append(got[0])
+            at_x.append(got[1])
+        start = len(self.leaf)
+        code = shape.code
+        branch = code >= 0
+        if shape.floats and all(type(v) is float or -_EXACT <= v <= _EXACT for v in at_x):  # compared as floats exactly
+            x_right = np.zeros(len(code), dtype=bool)
+            x_right[branch] = ~(np.array(at_x, dtype=float)[code[branch]] <= shape.threshold[branch])
+        else:
+            x_right = np.array([c >= 0 and not at_x[c] <= t for c, t in zip(code.tolist(), shape.thresholds, strict=True)],
+                               dtype=bool)
+        self.feature.append(np.array(index + [-1], dtype=np.int64)[code])  # a leaf's code -1 picks the -1
+        self.threshold.append(shape.threshold)
+        self.left.append(np.where(branch, shape.left + start, -1))
+        self.x_right.append(x_right)
+        self.leaf += shape.leaf
         return start
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """``(feature, threshold, left, x_right)`` of all the trees added."""
+        return tuple(np.concatenate(c) for c in (self.feature, self.threshold, self.left, self.x_right))
 
     def _usable_feature(self, f: Any) -> tuple[int, Any] | None:
         """``(player index, x's value)`` for a feature a threshold branch may test here (a player
@@ -103,7 +106,9 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     """Add the shares of each ``(tree, scale)`` it takes to ``shares``; per tree, what its
     probabilities sum to, or None for a tree left to the caller. ``memo`` keeps what the
     walk learns about leaves for the next explanation."""
-    flat = _Flat(frame)
+    if memo is not None:
+        memo.start(frame.names)
+    flat = _Flat(frame, memo.shapes if memo is not None else None)
     roots = [flat.add(game) for game, _ in trees]
     out: list[str | None] = [None] * len(trees)
     todo = [(k, r) for k, r in enumerate(roots) if r is not None]
@@ -111,11 +116,8 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
         return out
     names = frame.names
     z = frame.matrix()
-    size = len(flat.leaf)
-    left = np.fromiter(flat.left, dtype=np.int64, count=size)
-    node, tree, zs, a, b = _walk(np.fromiter(flat.feature, dtype=np.int64, count=size),
-                                 np.fromiter(flat.threshold, dtype=float, count=size), np.stack([left, left + 1], axis=1),
-                                 np.fromiter(flat.x_right, dtype=bool, count=size), z, todo)
+    feature, threshold, left, x_right = flat.arrays()
+    node, tree, zs, a, b = _walk(feature, threshold, np.stack([left, left + 1], axis=1), x_right, z, todo)
     scale = np.array([s for _, s in trees])[tree]
     counts = np.bincount(node, minlength=len(flat.leaf))  # states per node: the leaves met have some
     leaves = np.flatnonzero(counts)
@@ -123,16 +125,18 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     owner = np.empty(len(counts), dtype=np.int64)
     owner[node] = tree  # a node is in one tree
     counts = counts[leaves]
-    if memo is not None:
-        memo.start(names)
     value: list[float] = []  # per leaf met: its constant (0.0 for a naive Bayes one)
     constant: list[bool] = []
     bad: set[int] = set()
     totals: dict[int, set] = defaultdict(set)
     naive: list[tuple] = []
-    leaf = flat.leaf
-    for pos, (leaf_id, k) in enumerate(zip(leaves.tolist(), owner[leaves].tolist(), strict=True)):
-        kind, params = _described(*leaf[leaf_id], frame, memo)
+    leaf, games = flat.leaf, [game for game, _ in trees]
+    leaf_ids, owners = leaves.tolist(), owner[leaves].tolist()
+    met = [leaf[i] for i in leaf_ids]
+    met_games = [games[k] for k in owners]
+    described = (memo.described(met, met_games, frame) if memo is not None
+                 else [_described(m, g, frame, None) for m, g in zip(met, met_games, strict=True)])
+    for pos, (k, (kind, params)) in enumerate(zip(owners, described, strict=True)):
         if kind == "constant":
             value.append(params[0])
             constant.append(True)
@@ -221,46 +225,68 @@ class LeafMemo:
     as it was (the same object, the same total weight, active or not: a leaf's counts, Gaussians
     and naive Bayes mode change only when it learns). Only the leaves met by the last
     explanation are kept, so the memo is as large as the trees' leaves. It keeps the
-    background's columns too (:class:`~.frame.Columns`)."""
+    background's columns (:class:`~.frame.Columns`) and the trees' branches
+    (:class:`~.tree_shape.ShapeCache`) too."""
 
     def __init__(self) -> None:
         self._kept: dict = {}
         self._met: dict = {}
         self._names: tuple = ()
+        #: the trees' branches, kept while they stay (:class:`~.tree_shape.ShapeCache`)
+        self.shapes = ShapeCache()
         #: the background's columns, kept for the next explanation too
         self.columns = Columns()
 
     def start(self, names: list) -> None:
         """Begin an explanation over the players ``names``."""
         names_t = tuple(names)
+        self.shapes.start()
         self._kept = self._met if names_t == self._names else {}
         self._met = {}
         self._names = names_t
 
-    def get(self, leaf: Any, game: TreeGame, frame: Frame) -> tuple:
-        """``(kind, params, per target)`` of ``leaf`` (:func:`_built`), kept or built anew."""
-        key = id(leaf)
-        version = (sum(leaf.stats.values()), leaf.is_active())
-        kept = self._kept.get(key)
-        if kept is None or kept[0] is not leaf or kept[1] != version:
-            kept = (leaf, version, (*_built(leaf, game, frame), {}))
-        self._met[key] = kept
-        return kept[2]
+    def described(self, leaves: list, games: list[TreeGame], frame: Frame) -> list[tuple[str | None, Any]]:
+        """:func:`_described` of each leaf (of the tree of ``games`` alongside), from what is
+        kept of it while it stays as it was."""
+        kept_get, met, out = self._kept.get, self._met, []
+        for leaf, game in zip(leaves, games, strict=True):
+            key = id(leaf)
+            total, active = sum(leaf.stats.values()), leaf.is_active()
+            kept = kept_get(key)
+            if kept is None or kept[0] is not leaf or kept[1] != total or kept[2] is not active:
+                kept = (leaf, total, active, *_built(leaf, game, frame), {})
+            met[key] = kept
+            if kept[3] == "constant":
+                params = kept[4]
+                out.append(("constant", (params[0].get(game.target, 0.0), params[1])))
+            else:
+                out.append(_for_game(kept[3], kept[4], kept[5], leaf, game, frame))
+        return out
 
 
 def _described(leaf: Any, game: TreeGame, frame: Frame, memo: LeafMemo | None) -> tuple[str | None, Any]:
     """``("constant", (value, predicts))`` for a leaf that reads nothing (its normalised class
     counts, as river's leaves give them), ``("bayes", params)`` for naive Bayes over Gaussians of
     numeric players (:func:`_for_target`), ``(None, None)`` for a leaf left to the caller."""
-    kind, params, by_target = memo.get(leaf, game, frame) if memo is not None else (*_built(leaf, game, frame), {})
+    if memo is not None:
+        return memo.described([leaf], [game], frame)[0]
+    return _for_game(*_built(leaf, game, frame), {}, leaf, game, frame)
+
+
+def _for_game(kind: str | None, params: Any, by_target: dict, leaf: Any, game: TreeGame,
+              frame: Frame) -> tuple[str | None, Any]:
+    """What :func:`_described` says from what :func:`_built` says (``by_target`` keeps
+    :func:`_for_target` per target)."""
     if kind == "constant":
         return kind, (params[0].get(game.target, 0.0), params[1])
     if kind == "bayes":
         if not frame.numeric.issuperset(leaf.splitters):
             return None, None
-        if game.target not in by_target:
-            by_target[game.target] = _for_target(params, game.target)
-        return kind, by_target[game.target]
+        target = game.target
+        got = by_target.get(target, _UNSEEN)
+        if got is _UNSEEN:
+            got = by_target[target] = _for_target(params, target)
+        return kind, got
     return kind, params
 
 
