@@ -396,8 +396,12 @@ class InputMonitor(Component):
         # offset phasing in), while the tests of faults that phase in wait for the reference; the
         # same fault found whole as it completes is the one found already
         phasing = dict(self._phasing or {})
-        found = [f for f in found if f.partial or phasing.get(self.features.index(f.feature), (0, ""))[1] != f.what
-                 or phasing[self.features.index(f.feature)][0] <= self._n]
+
+        def completing(fault: InputFault) -> bool:
+            until, what = phasing.get(self.features.index(fault.feature), (0, ""))
+            return not fault.partial and fault.what == what and until > self._n
+
+        found = [fault for fault in found if not completing(fault)]
         for fault in found:
             j = self.features.index(fault.feature)
             self._quiet_until[j] = self._n + (self.recent if fault.partial else self.reference)

@@ -376,7 +376,7 @@ class StreamChangeDetector(Component):
         if cut is None:
             return changes, episodes
         scale = max(self._scale(explainer, seq), abs(cut.before.mean), abs(cut.after.mean))
-        if st.returned(cut, seq, scale) and explainer == "ipdp":
+        if explainer == "ipdp" and st.returned(cut, seq, scale):
             return changes, episodes
         vectors = self._vectors(cut.seq, seq, own=(explainer, feature, cut.before, cut.after))
         curve_b, curve_a = self._curves(feature, cut.seq, seq)
