@@ -235,7 +235,7 @@ class Settings:
     change_min_effect: float = _f(0.1, "report a change only if the levels differ by this fraction of the explainer's largest importance in the stream")
     change_min_samples: int = _f(100, "explained events each side of a cut needs before the change test uses it")
     change_window: int = _f(20_000, "explained events per series the change test looks back over")
-    change_warmup: int = _f(1000, "first events of each stream the change agent does not monitor (the model learns from nothing)")
+    change_warmup: int = _f(3000, "first events of each stream the change agent does not monitor (the model learns from nothing)")
     change_episode_gap: int = _f(1000, "changes of a stream fewer than this many events apart form one change episode")
     change_episode_max: int = _f(3000, "a change episode takes changes for at most this many events after its first; a later change opens an episode (and, if it is one, an alert) of its own")
     change_alert_kinds: list = _f(["degradation", "reliance_shift", "data_fault"], "change episodes of these kinds raise an alert (alert: true on the change-episodes topic and in the metrics): learning, degradation, reliance_shift, data_fault")

@@ -392,7 +392,7 @@ class StreamExplainer(Component):
         neither explained nor learned.
         """
         if self._monitor is not None and position is not None:
-            self._watch(position, x, y, "predict" if y is None else "both")
+            self._watch(position, x, y, "predict" if y is None else "both", loss)
         if y is None:
             return []
         self._count("predict", explain)
@@ -415,19 +415,20 @@ class StreamExplainer(Component):
         if kind != "predict" and y is None:
             raise ValueError(f"a {kind} step needs the event's label y")
         if self._monitor is not None and position is not None:
-            self._watch(position, x, y, kind)
+            self._watch(position, x, y, kind, loss)
         report = {part: self._count(part, explain) for part in ("predict", "learn") if kind in (part, "both")}
         return self._step(x, y, kind, explain, loss, report, build)
 
-    def _watch(self, position: int, x: dict[str, Any], y: Any, kind: str) -> None:
-        """The watch of the inputs takes in an arrival's values (a ``predict`` or ``both`` step);
-        the watch of the labels, the arrival and the label ``y`` (a ``learn`` or ``both`` step)."""
+    def _watch(self, position: int, x: dict[str, Any], y: Any, kind: str, loss: float | None = None) -> None:
+        """The watch of the inputs takes in an arrival's values (a ``predict`` or ``both`` step),
+        with the model's ``loss`` on it where its label came with it (``both``); the watch of the
+        labels, the arrival and the label ``y`` (a ``learn`` or ``both`` step)."""
         if self._labels is None:  # a checkpoint made before labels were watched
             self._labels = LabelWatch()
         if kind == "learn":
             self._faults = (*self._faults, *self._labels.labelled(position, y))
         else:
-            self._faults = (*self._faults, *self._monitor.update(position, x),
+            self._faults = (*self._faults, *self._monitor.update(position, x, loss if kind == "both" else None),
                             *self._labels.arrival(position, y if kind == "both" else None))
 
     def _count(self, part: str, explain: bool) -> bool:

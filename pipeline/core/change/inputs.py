@@ -59,7 +59,10 @@ far beyond the bulk of the older half of the values kept, in both cases with hal
 the ``recent`` values before them. On a smooth series, which rests at one value or leaves its
 bulk now and then, the odd values must also make as many runs among the others as values placed
 at random do (a Wald-Wolfowitz runs test: a series' own excursions, its daily peaks, make long
-runs).
+runs). Where the labels come with their events, the model's loss on each event is kept beside its
+values: values phasing in that the model predicted at least as well as the feature's other
+values in the same stretch are the world's (an evening of delays that the late arrivals
+follow), since a broken pipeline cuts a feature's values from the labels they told of.
 
 A feature found faulty is not tested again until its reference holds only values after the
 finding. Whether a finding matters -- whether the model relied on the feature -- is for the
@@ -127,6 +130,9 @@ _LINK_MARGIN = 0.3
 #: or at least this share lies far beyond that half's bulk (:meth:`InputMonitor._mixed_in`)
 _MIXED = 0.3
 _MIXED_MARGIN = 0.2
+#: the fewest events with a known loss, among the odd values and among the others, for the
+#: model's losses to tell a fault phasing in from the world's odd stretch (:func:`_foreseen`)
+_FORESEEN = 10
 #: odd values of a fault phasing in that lost order tells of only against an earlier reference:
 #: this share of the recent values is one value or lies beyond the bulk (:meth:`InputMonitor._odd_values`)
 _ODD = 0.1
@@ -196,6 +202,10 @@ class InputMonitor(Component):
     _orders: tuple[np.ndarray, ...] = ()
     #: per feature found phasing in: (the event count until which its phase-in tests wait, what it was)
     _phasing: dict[int, tuple[int, str]] | None = None
+    #: the model's loss on each event of the ring (NaN: none came with its event); a checkpoint
+    #: made without them starts them afresh
+    _losses: np.ndarray | None = None
+    _pending_losses: list[float] | None = None
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
                  shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0,
@@ -219,21 +229,27 @@ class InputMonitor(Component):
         size = self.recent + self.reference
         self._values = np.full((len(self.features), size), np.nan)
         self._seqs = np.zeros(size, dtype=np.int64)
+        self._losses = np.full(size, np.nan)
         self._n = 0  # events taken in
         self._quiet_until = np.zeros(len(self.features), dtype=np.int64)  # per feature: no test before this
         #: the events since the last test, as taken in: written to the ring of values at each test
         self._pending: list[list[Any]] = []
         self._pending_seqs: list[int] = []
+        self._pending_losses = []
         self._ref_stats: tuple[np.ndarray, ...] | None = None  # the reference's quartiles, range and order
         self._ref_at = 0  # when they were worked out (events taken in)
         self._orders = ()
         self._phasing = {}
 
-    def update(self, seq: int, x: dict[str, Any]) -> list[InputFault]:
-        """Take in event ``x`` at position ``seq``; the faults found now."""
+    def update(self, seq: int, x: dict[str, Any], loss: float | None = None) -> list[InputFault]:
+        """Take in event ``x`` at position ``seq`` (``loss``: the model's loss on it, where its
+        label came with it); the faults found now."""
         get = x.get
         self._pending.append([get(f) for f in self.features])
         self._pending_seqs.append(seq)
+        if self._pending_losses is None:
+            self._pending_losses = [math.nan] * (len(self._pending) - 1)
+        self._pending_losses.append(math.nan if loss is None else float(loss))
         self._n += 1
         if self._n % self.every:
             return []
@@ -244,8 +260,8 @@ class InputMonitor(Component):
 
     def _flush(self) -> None:
         """Write the events taken in since the last test to the ring of values."""
-        rows, seqs = self._pending, self._pending_seqs
-        self._pending, self._pending_seqs = [], []
+        rows, seqs, losses = self._pending, self._pending_seqs, self._pending_losses
+        self._pending, self._pending_seqs, self._pending_losses = [], [], []
         try:
             block = np.array(rows, dtype=float)
         except (TypeError, ValueError):  # a value that is no number: one by one
@@ -254,12 +270,16 @@ class InputMonitor(Component):
         at = (self._n - len(rows) + np.arange(len(rows))) % size
         self._values[:, at] = block.T
         self._seqs[at] = seqs
+        if self._losses is None:
+            self._losses = np.full(size, np.nan)
+        self._losses[at] = losses if losses is not None and len(losses) == len(rows) else np.nan
 
     # the tests ----------------------------------------------------------------------------
     def _test(self) -> list[InputFault]:
         size = self._seqs.shape[0]
         order = np.roll(np.arange(size), -(self._n % size))  # oldest first
         vals, seqs = self._values[:, order], self._seqs[order]
+        losses = self._losses[order] if self._losses is not None else np.full(size, np.nan)
         ref, rec = vals[:, :self.reference], vals[:, self.reference:]
         due = self._quiet_until <= self._n
         if (self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None
@@ -381,7 +401,7 @@ class InputMonitor(Component):
         phasing = self._phasing or {}
         for j in rest if long else ():
             if self.features[j] not in named and phasing.get(j, (0, ""))[0] <= self._n:
-                fault = self._mixed_in(j, vals[j], seqs, med[j], iqr[j], float(whole_order[j]), older[:, j])
+                fault = self._mixed_in(j, vals[j], seqs, med[j], iqr[j], float(whole_order[j]), older[:, j], losses)
                 if fault is None and iqr[j] == 0:
                     fault = self._sparse_scaled(j, vals[j], seqs)
                 if fault is not None:
@@ -661,7 +681,7 @@ class InputMonitor(Component):
         return bool(np.mean((rec < q10 - wide) | (rec > q90 + wide)) >= _ODD)
 
     def _mixed_in(self, j: int, values: np.ndarray, seqs: np.ndarray, med: float, iqr: float,
-                  whole_order: float, older: np.ndarray) -> InputFault | None:
+                  whole_order: float, older: np.ndarray, losses: np.ndarray) -> InputFault | None:
         """A fault that phases in, its values mixed with the feature's own. For values about
         independent of each other (rank von Neumann ratio ``whole_order`` at least
         ``_INDEPENDENT``) the shares below are enough; a smooth series rests at one value or leaves
@@ -675,7 +695,9 @@ class InputMonitor(Component):
         ``scaled`` when their median lies ``factor`` times as far from its median as those
         fences reach). The ``recent`` values before them hold half that share beyond the older
         half already: a fault that phases in grows over both, where a whole one is found by the
-        other tests before that."""
+        other tests before that. Odd values the model predicted at least as well as the others
+        (:func:`_foreseen`, from ``losses``: the model's loss on each event, aligned with
+        ``values``) are the world's, no fault."""
         k = self.recent
         smooth = whole_order < _INDEPENDENT  # (NaN, missing values in the reference: as independent ones)
         old, span = values[:len(values) // 2], values[-2 * k:]
@@ -704,7 +726,7 @@ class InputMonitor(Component):
                 reach = max(hi - centre, centre - lo)
                 far = reach > 0 and np.median(np.abs(span[odd] - centre)) >= self.factor * reach
                 what = "scaled" if far else "shifted"
-        if what is None:
+        if what is None or _foreseen(odd, losses[-2 * k:]):
             return None
         at = _change_point(odd.astype(float))
         start = int(seqs[len(values) - 2 * k + at])
@@ -927,6 +949,17 @@ def _mixed(odd: np.ndarray, values: np.ndarray, older: np.ndarray) -> bool:
     sd = math.sqrt(max(0.0, 2.0 * n1 * n2 * (2.0 * n1 * n2 - n) / (n * n * (n - 1.0))))
     return (runs >= mean - _INTERLEAVED * sd and len(rest) > 0
             and q10 <= float(np.median(rest)) <= q90)
+
+
+def _foreseen(odd: np.ndarray, losses: np.ndarray) -> bool:
+    """Whether the model predicted the events whose values are ``odd`` at least as well as the
+    others (``losses``: its loss on each, NaN where no label came with the event), with
+    ``_FORESEEN`` losses known on each side: values a broken pipeline sent no longer tell of
+    their event's label, where the world's own odd stretch (an evening of delays, late arrivals
+    after them) still does."""
+    known = ~np.isnan(losses)
+    a, b = losses[odd & known], losses[~odd & known]
+    return len(a) >= _FORESEEN and len(b) >= _FORESEEN and float(a.mean()) <= float(b.mean())
 
 
 def _change_point(series: np.ndarray) -> int:

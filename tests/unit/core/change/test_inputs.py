@@ -614,6 +614,37 @@ def test_a_fault_that_follows_a_burst_found_phasing_in_is_found():
     assert stuck and at <= stuck[0].seq <= at + 200, faults
 
 
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_an_evening_of_delays_the_labels_follow_is_no_fault_phasing_in(seed):
+    """The same evening of delays, with the model's loss on each event: where it predicted the
+    delayed flights at least as well as the others (they arrived late, as it said), the burst is
+    the world's and no fault; where it mispredicted them (values a broken pipeline sent, which no
+    longer tell of the label), it is a fault phasing in; without losses (labels that come later)
+    the values alone find it."""
+    rng = random.Random(seed)
+    delays = [rng.lognormvariate(2.0, 0.6) - 8.0 for _ in range(3000)]
+    burst = set()
+    for t in range(2000, 2300):
+        if rng.random() < 0.4:
+            delays[t] = 120.0 + rng.expovariate(1 / 60)
+            burst.add(t)
+
+    def found(loss_in_burst: float | None) -> list:
+        mon, lr = InputMonitor(["d"]), random.Random(seed + 100)
+        out = []
+        for t in range(3000):
+            if loss_in_burst is None:
+                loss = None
+            else:  # the model's zero-one loss: wrong on 15% of the usual events
+                loss = float(lr.random() < (loss_in_burst if t in burst else 0.15))
+            out += mon.update(t, {"d": delays[t]}, loss)
+        return [(f.what, f.partial) for f in out]
+
+    assert found(0.0) == []
+    assert found(0.7)[:1] == [("shifted", True)]
+    assert found(None)[:1] == [("shifted", True)]
+
+
 def sparse(rng: random.Random, n: int, scale: float = 1.0) -> list[float]:
     """Rainfall, say: 0 for nine events in ten, else a lognormal amount whose typical size moves
     with the season by a factor of 5 over the stream."""
