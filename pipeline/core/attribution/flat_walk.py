@@ -50,7 +50,7 @@ class _Flat:
         self.feature: list[np.ndarray] = []
         self.threshold: list[np.ndarray] = []
         self.left: list[np.ndarray] = []
-        self.x_right: list[np.ndarray] = []
+        self.x_right: list[np.ndarray | None] = []  # None: compared as floats in arrays()
         self.code: list[np.ndarray] = []
         self.value: list[np.ndarray] = []
         self.leaf: list[Any] = []
@@ -65,47 +65,54 @@ class _Flat:
         if shape is None:
             return None
         usable = self._usable
-        index, at_x = [], []
+        at_x = []
         for f in shape.features:
             got = usable.get(f, _UNSEEN)
             if got is _UNSEEN:
                 got = usable[f] = self._usable_feature(f)
             if got is None:
                 return None
-            index.append(got[0])
-            at_x.append(got[1])
-        view = memo.leaves(game, shape, self.frame)
+            at_x.append(got)
+        view, tested = memo.leaves(game, shape, self.frame)
         start = len(self.leaf)
-        code = shape.code
-        branch = code >= 0
         if shape.floats and all(type(v) is float or -_EXACT <= v <= _EXACT for v in at_x):  # compared as floats exactly
-            x_right = np.zeros(len(code), dtype=bool)
-            x_right[branch] = ~(np.array(at_x, dtype=float)[code[branch]] <= shape.threshold[branch])
+            self.x_right.append(None)
         else:
-            x_right = np.array([c >= 0 and not at_x[c] <= t for c, t in zip(code.tolist(), shape.thresholds, strict=True)],
-                               dtype=bool)
-        self.feature.append(np.array(index + [-1], dtype=np.int64)[code])  # a leaf's code -1 picks the -1
+            self.x_right.append(np.array([c >= 0 and not at_x[c] <= t
+                                          for c, t in zip(shape.code.tolist(), shape.thresholds, strict=True)],
+                                         dtype=bool))
+        self.feature.append(tested)
         self.threshold.append(shape.threshold)
-        self.left.append(np.where(branch, shape.left + start, -1))
-        self.x_right.append(x_right)
+        self.left.append(shape.left)
         self.code.append(view.code)
         self.value.append(view.value)
         self.leaf += shape.leaf
         self.params += view.params
         return start
 
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        """``(feature, threshold, left, x_right, code, value)`` of all the trees added."""
-        return tuple(np.concatenate(c) for c in (self.feature, self.threshold, self.left, self.x_right, self.code,
-                                                 self.value))
+    def arrays(self, x: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``(feature, threshold, left, x_right, code, value)`` of all the trees added (``x``: its
+        values as floats, by player)."""
+        feature, threshold, code, value = (np.concatenate(c) for c in (self.feature, self.threshold, self.code,
+                                                                       self.value))
+        branch = feature >= 0
+        sizes = [len(f) for f in self.feature]
+        starts = np.cumsum([0, *sizes[:-1]])
+        left = np.where(branch, np.concatenate(self.left) + np.repeat(starts, sizes), -1)
+        x_right = np.zeros(len(feature), dtype=bool)
+        x_right[branch] = ~(x[feature[branch]] <= threshold[branch])
+        for start, size, exact in zip(starts.tolist(), sizes, self.x_right, strict=True):
+            if exact is not None:
+                x_right[start:start + size] = exact
+        return feature, threshold, left, x_right, code, value
 
-    def _usable_feature(self, f: Any) -> tuple[int, Any] | None:
-        """``(player index, x's value)`` for a feature a threshold branch may test here (a player
-        whose value is a number in ``x`` and in every background row), else None."""
+    def _usable_feature(self, f: Any) -> Any:
+        """``x``'s value of a feature a threshold branch may test here (a player whose value is a
+        number in ``x`` and in every background row), else None."""
         frame = self.frame
         if f not in frame.index or type(frame.x[f]) not in (int, float) or frame.column(f) is None:
             return None
-        return frame.index[f], frame.x[f]
+        return frame.x[f]
 
 
 def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: int, shares: Shares,
@@ -124,7 +131,8 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
         return out
     names = frame.names
     z = frame.matrix()
-    feature, threshold, left, x_right, code_of, value_of = flat.arrays()
+    x = np.array([v if type(v := frame.x[f]) in (int, float) else 0.0 for f in names], dtype=float)
+    feature, threshold, left, x_right, code_of, value_of = flat.arrays(x)
     node, tree, zs, a, b = _walk(feature, threshold, np.stack([left, left + 1], axis=1), x_right, z, todo)
     scale = np.array([s for _, s in trees])[tree]
     counts = np.bincount(node, minlength=len(flat.leaf))  # states per node: the leaves met have some
@@ -161,7 +169,6 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
             if len(params[0]) > max_free:
                 raise TooManyFree(f"a leaf that reads {len(params[0])} features (max_free={max_free})")
             bayes.append((order[starts[pos]:ends[pos]], params))
-    x = np.array([v if type(v := frame.x[f]) in (int, float) else 0.0 for f in names], dtype=float)
     _add_bayes(bayes, x, z, zs, a, b, scale, shares)
     ones = np.bincount(owners[code != EMPTY], minlength=len(trees))  # a leaf that predicts
     zeros = np.bincount(owners[code == EMPTY], minlength=len(trees))  # one that predicts nothing

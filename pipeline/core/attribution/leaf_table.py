@@ -62,7 +62,7 @@ class _TreeLeaves:
     with a copy of the class counts and the ``splitters`` each had then, and a
     :class:`LeafView` per class."""
 
-    __slots__ = ("shape", "nodes", "leaves", "stats", "splitters", "built", "views")
+    __slots__ = ("shape", "nodes", "leaves", "stats", "splitters", "built", "views", "_tested")
 
     def __init__(self, shape: TreeShape, game: TreeGame, frame: Frame, old: _TreeLeaves | None):
         self.shape = shape
@@ -80,6 +80,16 @@ class _TreeLeaves:
             else:
                 self.built.append(_refused_or_built(leaf, game, frame))
         self.views: dict = {}
+        self._tested: tuple = (None, None)
+
+    def tested(self, shape: TreeShape, frame: Frame) -> np.ndarray:
+        """Per node of ``shape``, the player its branch tests (-1 at a leaf); every feature
+        tested is a player."""
+        if self._tested[0] is not shape:
+            index = frame.index
+            players = np.array([index[f] for f in shape.features] + [-1], dtype=np.int64)
+            self._tested = (shape, players[shape.code])  # a leaf's code -1 picks the -1
+        return self._tested[1]
 
     def holds(self, shape: TreeShape) -> bool:
         """True when ``shape`` has this one's leaves at the same nodes."""
@@ -138,8 +148,9 @@ class LeafMemo:
         self._met = {}
         self._names = names_t
 
-    def leaves(self, game: TreeGame, shape: TreeShape, frame: Frame) -> LeafView:
-        """The leaves of ``game``'s tree, whose branches are ``shape``, for ``game.target``."""
+    def leaves(self, game: TreeGame, shape: TreeShape, frame: Frame) -> tuple[LeafView, np.ndarray]:
+        """The leaves of ``game``'s tree, whose branches are ``shape`` (every feature they test a
+        player), for ``game.target``, and per node the player its branch tests (-1 at a leaf)."""
         key = id(game.tree)
         table = self._kept.get(key)
         if table is not None and table.shape.tree is game.tree and table.holds(shape):
@@ -149,7 +160,7 @@ class LeafMemo:
             table = _TreeLeaves(shape, game, frame, table if table is not None and table.shape.tree is game.tree
                                 else None)
         self._met[key] = table
-        return table.view(game.target)
+        return table.view(game.target), table.tested(shape, frame)
 
 
 def _for_class(built: tuple, target: Any) -> tuple[int, float, Any]:
