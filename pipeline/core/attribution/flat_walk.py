@@ -230,6 +230,17 @@ def _terms(values: np.ndarray, mu: np.ndarray, var2: np.ndarray, norm: np.ndarra
     return np.where(dense, (values - mu) ** 2 / var2 + norm, 0.0)
 
 
+def _unpacked(packed: np.ndarray, n: int, k: int, c: int) -> tuple[np.ndarray, ...]:
+    """The parameters of ``n`` naive Bayes leaves that read ``k`` features over ``c`` classes,
+    from their packed rows one after the other: ``(feature indices, mu, -2 var, log normaliser,
+    dense, prior)``, each with the leaves first."""
+    rows = packed.reshape(n, -1)
+    kc = k * c
+    idx = rows[:, :k].astype(np.int64)
+    mu, var2, norm, dense = (rows[:, k + i * kc:k + (i + 1) * kc].reshape(n, k, c) for i in range(4))
+    return idx, mu, var2, norm, dense != 0.0, rows[:, k + 4 * kc:]
+
+
 def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.ndarray, b: np.ndarray,
                scale: np.ndarray, shares: Shares) -> None:
     """Every naive Bayes leaf's points, stacked by (features read, classes). The votes are
@@ -239,15 +250,13 @@ def _add_bayes(bayes: list, x: np.ndarray, z: np.ndarray, zs: np.ndarray, a: np.
         groups[params[1].shape].append((rows, params))
     for items in groups.values():
         if len(items) == 1:  # one leaf: its parameters broadcast over its points
-            rows, (idx, *gauss, prior) = items[0]
+            rows, (idx, *gauss, prior, _) = items[0]
             tx = _terms(x[idx][:, None], *gauss)  # (k, classes)
             used = np.broadcast_to(idx, (len(rows), len(idx)))
         else:
             rows = np.concatenate([r for r, _ in items])
             which = np.repeat(np.arange(len(items)), [len(r) for r, _ in items])
-            first = items[0][1]  # the leaves' parameters have one shape: one concatenation each
-            idx, *gauss, prior = (np.concatenate([p[i] for _, p in items]).reshape(len(items), *first[i].shape)
-                                  for i in range(6))
+            idx, *gauss, prior = _unpacked(np.concatenate([p[6] for _, p in items]), len(items), *items[0][1][1].shape)
             tx = _terms(x[idx][:, :, None], *gauss)[which]  # (points, k, classes)
             idx, prior = idx[which], prior[which]
             gauss = [v[which] for v in gauss]

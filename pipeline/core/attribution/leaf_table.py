@@ -226,9 +226,10 @@ def _leaf_params(leaf: Any, frame: Frame) -> tuple:
 
 
 def _for_target(params: tuple, target: Any) -> tuple | None:
-    """``(feature indices, mu, -2 var, log normaliser, dense, prior)`` with the target's class
-    first (what the flat walk's naive Bayes terms read); None when the leaf has not seen the
-    target (its probability is 0)."""
+    """``(feature indices, mu, -2 var, log normaliser, dense, prior, packed)`` with the target's
+    class first (what the flat walk's naive Bayes terms read; ``packed``: the six as one row of
+    floats, for stacking leaves of one shape); None when the leaf has not seen the target (its
+    probability is 0)."""
     classes, idx, mu, var, prior = params
     try:
         t = classes.index(target)
@@ -238,4 +239,6 @@ def _for_target(params: tuple, target: Any) -> tuple | None:
     var = var[:, order]
     dense = var > 0.0  # a class without a density gets no term
     safe = np.where(dense, var, 1.0)
-    return idx, mu[:, order], -2.0 * safe, -_HALF_LOG_TAU - 0.5 * np.log(safe), dense, prior[order]
+    mu, var2, norm, prior = mu[:, order], -2.0 * safe, -_HALF_LOG_TAU - 0.5 * np.log(safe), prior[order]
+    packed = np.concatenate([idx, mu.ravel(), var2.ravel(), norm.ravel(), dense.ravel(), prior], dtype=float)
+    return idx, mu, var2, norm, dense, prior, packed
