@@ -28,13 +28,16 @@ import numpy as np
 
 from ..kernels import KERNELS
 from .frame import Frame
-from .leaf_table import BAYES, CONSTANT, EMPTY, OTHER, REFUSED, UNSEEN, LeafMemo
+from .leaf_table import BAYES, BRANCH, CONSTANT, EMPTY, OTHER, REFUSED, UNSEEN, LeafMemo
 from .shares import Shares
 from .trees import TooManyFree, TreeGame
 
 __all__ = ["flat_collect"]
 
 _UNSEEN = object()
+#: per code of :mod:`.leaf_table`: whether the leaf's value is a constant (its ``value``)
+_CONSTANT = np.zeros(max(BRANCH, CONSTANT, EMPTY, BAYES, UNSEEN, OTHER, REFUSED) + 1, dtype=bool)
+_CONSTANT[[CONSTANT, EMPTY, UNSEEN]] = True
 _EXACT = 2 ** 53  # an int within it compares with a float as its float does
 
 
@@ -98,7 +101,9 @@ class _Flat:
         branch = feature >= 0
         sizes = [len(f) for f in self.feature]
         starts = np.cumsum([0, *sizes[:-1]])
-        left = np.where(branch, np.concatenate(self.left) + np.repeat(starts, sizes), -1)
+        # a leaf's first child is -1 already; a branch's moves by its tree's start
+        left = self.left[0] if len(sizes) == 1 else np.where(branch, np.concatenate(self.left) + np.repeat(starts, sizes),
+                                                             -1)
         x_right = np.zeros(len(feature), dtype=bool)
         x_right[branch] = ~(x[feature[branch]] <= threshold[branch])
         for start, size, exact in zip(starts.tolist(), sizes, self.x_right, strict=True):
@@ -141,23 +146,23 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
     owner = np.empty(len(counts), dtype=np.int64)
     owner[node] = tree  # a node is in one tree
     counts, code, owners = counts[leaves], code_of[leaves], owner[leaves]
-    refused = np.flatnonzero(code == REFUSED)
-    if len(refused):
-        raise flat.params[leaves[refused[0]]]
     if not frame.numeric.issuperset(names):  # a naive Bayes leaf reads players only where they are numbers
         for pos in np.flatnonzero((code == BAYES) | (code == UNSEEN)).tolist():
             if not frame.numeric.issuperset(flat.leaf[leaves[pos]].splitters):
                 code[pos] = OTHER
-    bad = np.unique(owners[code == OTHER])  # the trees left to the caller
-    const = ((code == CONSTANT) | (code == EMPTY) | (code == UNSEEN))[at_leaf]
+    kinds = np.bincount(code, minlength=len(_CONSTANT))  # the leaves met of each code
+    if kinds[REFUSED]:
+        raise flat.params[leaves[np.flatnonzero(code == REFUSED)[0]]]
+    bad = np.unique(owners[code == OTHER]) if kinds[OTHER] else ()  # the trees left to the caller
+    const = _CONSTANT[code][at_leaf]
     if len(bad):
         const &= ~np.isin(tree, bad)
     if const.any():
         shares.add_constants(value_of[leaves][at_leaf][const] * scale[const], a[const], b[const])
-    bad_trees = set(bad.tolist())
+    bad_trees = set(bad.tolist()) if len(bad) else set()
     bayes: list[tuple] = []
-    naive = np.flatnonzero(code == BAYES)
-    if len(naive):
+    if kinds[BAYES]:
+        naive = np.flatnonzero(code == BAYES)
         order = np.argsort(at_leaf, kind="stable")  # each leaf's states, in the walk's order
         ends = np.cumsum(counts)
         starts = ends - counts
@@ -170,8 +175,11 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
                 raise TooManyFree(f"a leaf that reads {len(params[0])} features (max_free={max_free})")
             bayes.append((order[starts[pos]:ends[pos]], params))
     _add_bayes(bayes, x, z, zs, a, b, scale, shares)
-    ones = np.bincount(owners[code != EMPTY], minlength=len(trees))  # a leaf that predicts
-    zeros = np.bincount(owners[code == EMPTY], minlength=len(trees))  # one that predicts nothing
+    if kinds[EMPTY]:
+        ones = np.bincount(owners[code != EMPTY], minlength=len(trees)).tolist()  # a leaf that predicts
+        zeros = np.bincount(owners[code == EMPTY], minlength=len(trees)).tolist()  # one that predicts nothing
+    else:
+        ones, zeros = [1] * len(trees), [0] * len(trees)
     for k, _ in todo:
         if k not in bad_trees:
             out[k] = "mixed" if ones[k] and zeros[k] else "one" if ones[k] else "zero"
