@@ -25,7 +25,7 @@ from streamxai.schemas.features import check_feature_event
 from streamxai.schemas.parsing import explain_task_fields
 
 from ..core.attribution import Attribution, attribute, top_k
-from ..core.attribution.flat_walk import LeafMemo
+from ..core.attribution.leaf_table import LeafMemo
 from ..core.attribution.series import LocalSeries
 from ..core.budget import LagShedder
 from ..core.change.inputs import InputFault

@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from river import drift as river_drift  # noqa: E402
 from river.datasets import synth  # noqa: E402
 from streamxai.core.attribution import attribute  # noqa: E402
-from streamxai.core.attribution.flat_walk import LeafMemo  # noqa: E402
+from streamxai.core.attribution.leaf_table import LeafMemo  # noqa: E402
 from streamxai.core.attribution.series import LOCAL, LocalSeries  # noqa: E402
 from streamxai.core.explainers import ISAGE  # noqa: E402
 from streamxai.core.losses import get_loss  # noqa: E402

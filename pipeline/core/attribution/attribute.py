@@ -20,8 +20,9 @@ from river.forest.adaptive_random_forest import ARFClassifier, ARFRegressor
 from ..fastpath import river_version_ok
 from ..fastpath.base import Unsupported
 from .background_walk import background_shapley, collect
-from .flat_walk import LeafMemo, flat_collect
+from .flat_walk import flat_collect
 from .frame import Frame
+from .leaf_table import LeafMemo
 from .linear import linear_game
 from .sampling import permutation_shapley
 from .shares import Shares
@@ -82,7 +83,7 @@ def attribute(
     against ``background``. A classifier is explained on the probability of ``target_class``,
     or of its predicted class when that is None; a model without a structure known here (or a
     plain callable ``f(row) -> float``) is sampled within ``max_evaluations`` calls. ``memo``
-    (a :class:`~.flat_walk.LeafMemo`) keeps what one explanation learns about a model's leaves
+    (a :class:`~.leaf_table.LeafMemo`) keeps what one explanation learns about a model's leaves
     for the next, while they do not learn."""
     names = list(features)
     if not background:

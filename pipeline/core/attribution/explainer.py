@@ -10,7 +10,7 @@ from ..model import ModelFunction, check_model
 from ..removal.marginal import MarginalRemoval
 from ..rng import derive_seed
 from .attribute import Attribution, attribute
-from .flat_walk import LeafMemo
+from .leaf_table import LeafMemo
 
 __all__ = ["LocalShapley"]
 

@@ -9,7 +9,7 @@ import random
 
 from river import drift, forest, tree
 from streamxai.core.attribution import attribute
-from streamxai.core.attribution.flat_walk import LeafMemo
+from streamxai.core.attribution.leaf_table import LeafMemo
 
 
 def _explain_every_event(model, stream, label, names, background, memo: LeafMemo) -> dict:
