@@ -426,10 +426,11 @@ class StreamExplainer(Component):
         if self._labels is None:  # a checkpoint made before labels were watched
             self._labels = LabelWatch()
         if kind == "learn":
-            self._faults = (*self._faults, *self._labels.labelled(position, y))
+            self._faults = (*self._faults, *self._labels.labelled(position, y, loss))
         else:
-            self._faults = (*self._faults, *self._monitor.update(position, x, loss if kind == "both" else None),
-                            *self._labels.arrival(position, y if kind == "both" else None))
+            both = kind == "both"
+            self._faults = (*self._faults, *self._monitor.update(position, x, loss if both else None),
+                            *self._labels.arrival(position, y if both else None, loss if both else None))
 
     def _count(self, part: str, explain: bool) -> bool:
         """One more step of ``part``; whether it reports."""

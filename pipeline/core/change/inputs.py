@@ -60,9 +60,10 @@ the ``recent`` values before them. On a smooth series, which rests at one value 
 bulk now and then, the odd values must also make as many runs among the others as values placed
 at random do (a Wald-Wolfowitz runs test: a series' own excursions, its daily peaks, make long
 runs). Where the labels come with their events, the model's loss on each event is kept beside its
-values: values phasing in that the model predicted at least as well as the feature's other
-values in the same stretch are the world's (an evening of delays that the late arrivals
-follow), since a broken pipeline cuts a feature's values from the labels they told of.
+values: odd values whose events the model predicted at least as well as the usual ones (values
+beyond the bulk as well as the others of the same stretch, one value as well as that value's
+events before) are the world's (an evening of delays that late arrivals follow, a steady wind),
+since a broken pipeline cuts a feature's values, or the labels, from what they told of.
 
 A feature found faulty is not tested again until its reference holds only values after the
 finding. Whether a finding matters -- whether the model relied on the feature -- is for the
@@ -695,13 +696,16 @@ class InputMonitor(Component):
         ``scaled`` when their median lies ``factor`` times as far from its median as those
         fences reach). The ``recent`` values before them hold half that share beyond the older
         half already: a fault that phases in grows over both, where a whole one is found by the
-        other tests before that. Odd values the model predicted at least as well as the others
-        (:func:`_foreseen`, from ``losses``: the model's loss on each event, aligned with
-        ``values``) are the world's, no fault."""
+        other tests before that. Odd values are the world's, no fault, when the model predicted
+        their events at least as well as the usual ones (:func:`_foreseen`, from ``losses``: its
+        loss on each event, aligned with ``values``): one value as well as the events of that
+        value in the older half, values beyond the bulk as well as the others among the recent
+        ones."""
         k = self.recent
         smooth = whole_order < _INDEPENDENT  # (NaN, missing values in the reference: as independent ones)
         old, span = values[:len(values) // 2], values[-2 * k:]
         what = None
+        recent_losses, old_losses = losses[-2 * k:], losses[:len(old)]
         common, counts = np.unique(span[k:], return_counts=True)  # (missing values: one value)
         for value, count in zip(common[counts >= _MIXED * k].tolist(), counts[counts >= _MIXED * k].tolist(),
                                 strict=True):
@@ -712,6 +716,8 @@ class InputMonitor(Component):
             if (count >= most + _MIXED_MARGIN * k and odd[:k].sum() >= most + _MIXED_MARGIN * k / 2
                     and _longest_run(np.where(odd[k:], 0.0, np.arange(k, dtype=float))) <= count // 4
                     and (not smooth or _mixed(odd[k:], span[k:], older))):
+                if _foreseen(recent_losses[odd], old_losses[same]):
+                    return None  # that value told of as well as before: the world's (a steady wind, a stormy evening)
                 what = "constant"
                 break
         if what is None and not np.isnan(values).any():
@@ -726,7 +732,7 @@ class InputMonitor(Component):
                 reach = max(hi - centre, centre - lo)
                 far = reach > 0 and np.median(np.abs(span[odd] - centre)) >= self.factor * reach
                 what = "scaled" if far else "shifted"
-        if what is None or _foreseen(odd, losses[-2 * k:]):
+        if what is None or (what != "constant" and _foreseen(recent_losses[odd], recent_losses[~odd])):
             return None
         at = _change_point(odd.astype(float))
         start = int(seqs[len(values) - 2 * k + at])
@@ -951,14 +957,13 @@ def _mixed(odd: np.ndarray, values: np.ndarray, older: np.ndarray) -> bool:
             and q10 <= float(np.median(rest)) <= q90)
 
 
-def _foreseen(odd: np.ndarray, losses: np.ndarray) -> bool:
-    """Whether the model predicted the events whose values are ``odd`` at least as well as the
-    others (``losses``: its loss on each, NaN where no label came with the event), with
+def _foreseen(odd: np.ndarray, usual: np.ndarray) -> bool:
+    """Whether the model predicted the events with odd values at least as well as the usual
+    ones (its loss on each event of the two sets; NaN where no label came with the event), with
     ``_FORESEEN`` losses known on each side: values a broken pipeline sent no longer tell of
-    their event's label, where the world's own odd stretch (an evening of delays, late arrivals
-    after them) still does."""
-    known = ~np.isnan(losses)
-    a, b = losses[odd & known], losses[~odd & known]
+    their event's label, where the world's own odd stretch (an evening of delays, the late
+    arrivals after them) still does."""
+    a, b = odd[~np.isnan(odd)], usual[~np.isnan(usual)]
     return len(a) >= _FORESEEN and len(b) >= _FORESEEN and float(a.mean()) <= float(b.mean())
 
 

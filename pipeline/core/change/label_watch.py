@@ -84,13 +84,13 @@ class LabelWatch:
                                     sparse_order=_SPARSE_ORDER)
         self._codes: dict[Any, int] = {}  # a class's number: the order of its first appearance
 
-    def arrival(self, seq: int, y: Any = None) -> list[InputFault]:
-        """An event arrived at position ``seq``, with its label ``y`` (None: without one); the
-        faults found now."""
+    def arrival(self, seq: int, y: Any = None, loss: float | None = None) -> list[InputFault]:
+        """An event arrived at position ``seq``, with its label ``y`` (None: without one) and the
+        model's ``loss`` on it; the faults found now."""
         self._arrivals += 1
         found = self._rate(seq) if self._arrivals % self.recent == 0 else []
         if y is not None:
-            return found + self.labelled(seq, y)
+            return found + self.labelled(seq, y, loss)
         self._since += 1
         if self._since == 1:
             self._start = seq
@@ -103,9 +103,12 @@ class LabelWatch:
         detail = f"no label since {self._start} ({self._since} events); before, {rate:.0%} of events had one{gaps}"
         return [InputFault(self.label, "stopped", seq, self._start, (rate, 0.0), (0.0, 0.0), detail)]
 
-    def labelled(self, seq: int, y: Any) -> list[InputFault]:
-        """Label ``y`` came at position ``seq`` (with its event or later); the faults its values
-        show now."""
+    def labelled(self, seq: int, y: Any, loss: float | None = None) -> list[InputFault]:
+        """Label ``y`` came at position ``seq`` (with its event or later), the model's loss on its
+        event ``loss``; the faults its values show now. A class that comes for a share of the
+        events is a fault only where the model predicts that class's events worse than before
+        (:class:`~.inputs.InputMonitor`): flipped labels disagree with the model, a stormy
+        evening's late flights do not."""
         if self._labels and not self._reported:  # a gap found a fault is not a gap the stream has
             self._longest = max(self._longest, self._since)
         self._labels += 1
@@ -119,7 +122,7 @@ class LabelWatch:
                 y = self._codes.setdefault(y, len(self._codes))
             except TypeError:  # no class (unhashable): not watched
                 return []
-        return self._values.update(seq, {self.label: y})
+        return self._values.update(seq, {self.label: y}, loss)
 
     def _rate(self, seq: int) -> list[InputFault]:
         """At the end of a stretch of ``recent`` arrivals: the labels stopped in part (module
