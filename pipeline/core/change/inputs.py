@@ -61,7 +61,7 @@ bulk now and then, the odd values must also make as many runs among the others a
 at random do (a Wald-Wolfowitz runs test: a series' own excursions, its daily peaks, make long
 runs). Where the labels come with their events, the model's loss on each event is kept beside its
 values: odd values whose events the model predicted at least as well as the usual ones (values
-beyond the bulk as well as the others of the same stretch, one value as well as that value's
+shifted beyond the bulk as well as the others of the same stretch, one value as well as that value's
 events before) are the world's (an evening of delays that late arrivals follow, a steady wind),
 since a broken pipeline cuts a feature's values, or the labels, from what they told of.
 
@@ -699,8 +699,8 @@ class InputMonitor(Component):
         other tests before that. Odd values are the world's, no fault, when the model predicted
         their events at least as well as the usual ones (:func:`_foreseen`, from ``losses``: its
         loss on each event, aligned with ``values``): one value as well as the events of that
-        value in the older half, values beyond the bulk as well as the others among the recent
-        ones."""
+        value in the older half, values shifted beyond the bulk as well as the others among the
+        recent ones."""
         k = self.recent
         smooth = whole_order < _INDEPENDENT  # (NaN, missing values in the reference: as independent ones)
         old, span = values[:len(values) // 2], values[-2 * k:]
@@ -732,8 +732,8 @@ class InputMonitor(Component):
                 reach = max(hi - centre, centre - lo)
                 far = reach > 0 and np.median(np.abs(span[odd] - centre)) >= self.factor * reach
                 what = "scaled" if far else "shifted"
-        if what is None or (what != "constant" and _foreseen(recent_losses[odd], recent_losses[~odd])):
-            return None
+        if what is None or (what == "shifted" and _foreseen(recent_losses[odd], recent_losses[~odd])):
+            return None  # (values scaled by a factor lie beyond any evening's: their unit changed)
         at = _change_point(odd.astype(float))
         start = int(seqs[len(values) - 2 * k + at])
         share = float(odd[k:].mean())
