@@ -273,14 +273,14 @@ class InputMonitor(Component):
         self._seqs[at] = seqs
         if self._losses is None:
             self._losses = np.full(size, np.nan)
-        self._losses[at] = losses if losses is not None and len(losses) == len(rows) else np.nan
+        self._losses[at] = losses
 
     # the tests ----------------------------------------------------------------------------
     def _test(self) -> list[InputFault]:
         size = self._seqs.shape[0]
         order = np.roll(np.arange(size), -(self._n % size))  # oldest first
         vals, seqs = self._values[:, order], self._seqs[order]
-        losses = self._losses[order] if self._losses is not None else np.full(size, np.nan)
+        losses = self._losses[order]
         ref, rec = vals[:, :self.reference], vals[:, self.reference:]
         due = self._quiet_until <= self._n
         if (self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None
