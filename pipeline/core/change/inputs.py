@@ -22,8 +22,9 @@ not match it:
   the values lie outside its range, ``factor`` times as far from its median as its range reaches
   (a unit that changed on a feature that is mostly 0); for a feature that is mostly one value,
   whose quartiles show no spread, ``shifted`` when most recent values are another value, and
-  ``scaled`` when its other values moved ``factor`` times as far from it (a feature that moves in
-  steps and rests at each, a date, is not held to these tests);
+  ``scaled`` when its other values moved ``factor`` times as far from it, beyond the farthest of
+  the last 200 it had (remembered beyond the values kept, which a dry spell outlasts; a feature
+  that moves in steps and rests at each, a date, is not held to these tests);
 - ``swapped``: shifted or scaled, and the values since look like another feature's reference
   (within its range, a spread within a factor 10 of its, the nearest median); that other
   feature is swapped too when its own values left its whole range, or their bulk its 10% tails,
@@ -145,6 +146,12 @@ _INTERLEAVED = 2.5
 #: the fewest values other than the most common one, on each side, that the test of a feature
 #: that is mostly one value reads (:meth:`InputMonitor._sparse_scaled`)
 _SPARSE = 5
+#: the values other than its most common one that a feature that is mostly one value has
+#: remembered, the latest: a dry spell outlasts the values kept, and its first rain is compared
+#: with the rain before it
+_RARE_MEMORY = 200
+#: the fewest such values after a unit changed, each beyond the farthest of the ones remembered
+_SPARSE_NEW = 3
 #: two smooth features keep an order when one lies above the other in this share of the reference
 _ABOVE = 0.95
 #: the percentiles of the reference and of the recent values the tests read
@@ -207,6 +214,9 @@ class InputMonitor(Component):
     #: made without them starts them afresh
     _losses: np.ndarray | None = None
     _pending_losses: list[float] | None = None
+    #: per feature that is mostly one value: (that value, the events and the values of the latest
+    #: ``_RARE_MEMORY`` other values); a checkpoint made without it starts it afresh
+    _rare: dict[int, tuple[float, np.ndarray, np.ndarray]] | None = None
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
                  shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0,
@@ -241,6 +251,7 @@ class InputMonitor(Component):
         self._ref_at = 0  # when they were worked out (events taken in)
         self._orders = ()
         self._phasing = {}
+        self._rare = {}
 
     def update(self, seq: int, x: dict[str, Any], loss: float | None = None) -> list[InputFault]:
         """Take in event ``x`` at position ``seq`` (``loss``: the model's loss on it, where its
@@ -754,37 +765,60 @@ class InputMonitor(Component):
 
     def _sparse_scaled(self, j: int, values: np.ndarray, seqs: np.ndarray) -> InputFault | None:
         """A unit that changed on a feature that is mostly one value (0, say: an amount, a count,
-        rainfall), whose quartiles the other tests read as no spread: the values other than the
-        older half's most common one, in the newer half of the ``values`` kept against those in
-        the older half (``_SPARSE`` of them at least on each side), lie ``factor`` times as far
-        from it at the median, and nine tenths of them beyond the farthest of the older half (or
-        the reverse, nearer than the nearest): a season's larger values overlap its smaller ones,
-        a unit's do not."""
-        if np.isnan(values).any() or _steps(values[:len(values) // 2]):
-            return None  # (a feature that moves in steps, a date, has no unit to change)
+        rainfall), whose quartiles the other tests read as no spread. Its other values are
+        remembered beyond the values kept (:meth:`_remember`), since a dry spell can outlast
+        those. From the first of its other values in the newer half of the ``values`` kept that
+        lies beyond the farthest of the ones remembered before that half (``_SPARSE`` of them at
+        least) on, ``_SPARSE_NEW`` at least, nine tenths of them beyond that too, lie ``factor``
+        times as far from the most common value at the median (or the reverse, nearer than the
+        nearest): a season's larger values overlap its smaller ones, a unit's do not."""
+        if np.isnan(values).any():
+            return None
         half = len(values) // 2
         old, new = values[:half], values[half:]
         common, counts = np.unique(old, return_counts=True)
         mode = float(common[counts.argmax()])
-        far_old, far_new = np.abs(old[old != mode] - mode), np.abs(new[new != mode] - mode)
-        if len(far_old) < _SPARSE or len(far_new) < _SPARSE:
+        at, was = self._remember(j, mode, values, seqs)
+        if _steps(values):
+            return None  # (a feature that moves in steps, a date, has no unit to change)
+        far_old = np.abs(was[at < seqs[half]] - mode)
+        rare = np.flatnonzero(new != mode)
+        far_new = np.abs(new[rare] - mode)
+        if len(far_old) < _SPARSE or len(far_new) < _SPARSE_NEW:
             return None
+        up, down = far_new > far_old.max(), far_new < far_old.min()
+        larger = up.sum() >= down.sum()
+        beyond = up if larger else down
+        if not beyond.any():
+            return None
+        first = int(np.argmax(beyond))
+        far_new, beyond = far_new[first:], beyond[first:]
         ratio = float(np.median(far_new) / np.median(far_old))
-        if ratio >= self.factor:
-            odd = np.abs(new - mode) > far_old.max()
-        elif ratio <= 1 / self.factor:
-            odd = (new != mode) & (np.abs(new - mode) < far_old.min())
-        else:
+        if (len(far_new) < _SPARSE_NEW or beyond.mean() < 0.9
+                or not (ratio >= self.factor if larger else ratio <= 1 / self.factor)):
             return None
-        if odd.sum() < 0.9 * len(far_new):
-            return None
-        start = int(seqs[half + int(np.argmax(odd))])
+        start = int(seqs[half + rare[first]])
         b = (mode, float(np.median(far_old)))
         after = (mode, float(np.median(far_new)))
         return InputFault(self.features[j], "scaled", int(seqs[-1]), start, b, after,
                           f"scaled about x{ratio:.3g} since about {start}: its values other than {mode:.6g} lie "
-                          f"{ratio:.3g} times as far from it as the {len(far_old)} in the {half} values before "
+                          f"{ratio:.3g} times as far from it as the {len(far_old)} before "
                           f"(median distance {b[1]:.3g} -> {after[1]:.3g}), as a unit that changed does")
+
+    def _remember(self, j: int, mode: float, values: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The events and values other than ``mode`` of feature ``j`` remembered, the latest
+        ``_RARE_MEMORY``, with those among its ``values`` kept (at events ``seqs``) taken in."""
+        if self._rare is None:
+            self._rare = {}
+        held, at, was = self._rare.get(j, (mode, np.zeros(0, dtype=np.int64), np.zeros(0)))
+        if held != mode:  # another most common value: the ones remembered were other values of another
+            at, was = np.zeros(0, dtype=np.int64), np.zeros(0)
+        last = int(at[-1]) if len(at) else -1
+        new = (values != mode) & (seqs > last)
+        at = np.concatenate([at, seqs[new]])[-_RARE_MEMORY:]
+        was = np.concatenate([was, values[new]])[-_RARE_MEMORY:]
+        self._rare[j] = (mode, at, was)
+        return at, was
 
     def _exchange_mixed(self, pool: list[int], vals: np.ndarray, seqs: np.ndarray, med: np.ndarray,
                         iqr: np.ndarray) -> list[InputFault]:

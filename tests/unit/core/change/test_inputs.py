@@ -668,6 +668,24 @@ def test_a_unit_change_of_a_feature_that_is_mostly_one_value_is_found_and_its_se
     assert AT <= faults[0].start <= faults[0].seq, faults[0]
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_unit_change_of_a_rare_value_after_a_dry_spell_is_found(seed):
+    """Rain on one event in thirty, and none for the 600 events before the unit changes nor for
+    the 400 after: the values kept hold too few of its other values to compare, so the ones
+    remembered from before the dry spell are what the new ones lie 1,000 times beyond."""
+    rng = random.Random(seed)
+    n = AT + 1000
+    values = [0.0 if AT - 600 <= t < AT + 400 or rng.random() >= 1 / 30 else rng.lognormvariate(0.0, 1.0)
+              for t in range(n)]
+    mon = InputMonitor(["rain"])
+    assert [f for t in range(n) for f in mon.update(t, {"rain": values[t]})] == []
+    mon, faults = InputMonitor(["rain"]), []
+    for t in range(n):
+        faults += mon.update(t, {"rain": values[t] * (1000.0 if t >= AT else 1.0)})
+    assert [f.what for f in faults] == ["scaled"] and faults[0].seq < n, faults
+    assert AT + 400 <= faults[0].start <= faults[0].seq, faults[0]
+
+
 def test_a_date_that_steps_in_a_stream_of_many_events_a_day_is_no_fault():
     """900 events a day: the day of the month rests at each value and steps to the next, which lies
     outside the range of the 1,000 values before; and from the first of the next month on, back to 1."""
