@@ -38,8 +38,9 @@ class IPDP(Explainer):
     Parameters
     ----------
     model_fn
-        The model to explain: a ``ModelFunction`` of a numeric output (``"value"``, or
-        ``"proba_of"`` with a ``target_class``), or a bare regressor or callable returning numbers.
+        The model to explain: a bare river regressor or classifier, a callable returning
+        numbers, or a ``ModelFunction`` of a numeric output (``"value"``, or ``"proba_of"``
+        with a ``target_class``).
     feature_names
         All model inputs, in order.
     features
@@ -62,6 +63,10 @@ class IPDP(Explainer):
         The quantiles the ``"quantile"`` grid spans.
     seed
         Seed of the frequency storages' entrance draws (``None``: unseeded).
+    target_class
+        For a bare classifier: the class whose probability the curves show (1, which is also
+        ``True``: the positive class of a binary stream). Explaining a model that predicts
+        other classes only is an error naming them.
 
     Examples
     --------
@@ -92,6 +97,9 @@ class IPDP(Explainer):
     """
 
     name = "ipdp"
+    #: for a checkpoint made without them: a model function given as such
+    target_class: Any = 1
+    _class_unchecked = False
 
     def __init__(
         self,
@@ -106,7 +114,12 @@ class IPDP(Explainer):
         categorical: Sequence[str] | None = None,
         quantile_range: tuple[float, float] = (0.05, 0.95),
         seed: int | None = None,
+        target_class: Any = 1,
     ):
+        self.target_class = target_class
+        self._class_unchecked = not isinstance(model_fn, ModelFunction) and hasattr(model_fn, "predict_proba_one")
+        if self._class_unchecked:
+            model_fn = ModelFunction(model_fn, output="proba_of", target_class=target_class)
         self.model_fn = self._check_model_fn(model_fn)
         require_numeric_output(self.model_fn, "IPDP")
         self.feature_names = feature_names
@@ -181,9 +194,22 @@ class IPDP(Explainer):
         """Update the storages with ``x`` only (an event skipped under a budget)."""
         self._store(self._values(x))  # all validated before any update
 
+    def _check_class(self, x: dict[str, Any]) -> None:
+        """A bare classifier's ``target_class`` among the classes it predicts, once it predicts any."""
+        classes = self.model_fn.model.predict_proba_one(x)
+        if not classes:
+            return  # (it has learned nothing yet)
+        if self.target_class not in classes:
+            raise ValueError(
+                f"IPDP shows the probability of class {self.target_class!r}, which the model does not predict "
+                f"(its classes: {', '.join(sorted(map(repr, classes)))}); pass target_class=<one of them>")
+        self._class_unchecked = False
+
     def explain_one(self, x: dict[str, Any], y: Any = None) -> dict[str, float]:
         """Fold one ICE curve per feature of the current model at ``x`` into the PD
         estimates, then store ``x``; returns ``{feature: importance}``."""
+        if self._class_unchecked:
+            self._check_class(x)
         vs = self._values(x)
         row = self._row
         fn = self.model_fn

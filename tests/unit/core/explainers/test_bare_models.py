@@ -63,8 +63,26 @@ def test_a_bare_classifier_that_cannot_be_averaged_is_refused_with_the_way_to_wr
     model = tree.HoeffdingTreeClassifier()
     with pytest.raises(ValueError, match=r"mean of labels is undefined.*loss='brier' or 'cross_entropy'"):
         streamxai.ISAGE(model, "zero_one", PHISHING)
-    with pytest.raises(ValueError, match=r"IPDP averages a numeric model output.*output='proba_of', target_class="):
-        streamxai.IPDP(model, PHISHING)
+
+
+def test_a_bare_classifier_in_ipdp_shows_the_probability_of_the_positive_class_or_names_its_classes():
+    """Phishing's labels are booleans: class 1 is True. A model of other classes is refused at its
+    first explanation with the classes it predicts."""
+    model = _trained(tree.HoeffdingTreeClassifier(grace_period=50))
+    bare = streamxai.IPDP(model, PHISHING, alpha=0.1, grid_size=3, seed=1)
+    wrapped = streamxai.IPDP(ModelFunction(model, output="proba_of", target_class=True), PHISHING, alpha=0.1,
+                             grid_size=3, seed=1)
+    assert (bare.model_fn.output, bare.model_fn.target_class) == ("proba_of", 1)
+    assert _run(bare) == _run(wrapped) and any(v != 0.0 for v in bare.values.values())
+    named = tree.HoeffdingTreeClassifier()
+    ipdp = streamxai.IPDP(named, ["a"])
+    ipdp.explain_one({"a": 0.0})  # nothing learned yet: nothing to check
+    named.learn_one({"a": 0.0}, "DOWN")
+    named.learn_one({"a": 1.0}, "UP")
+    with pytest.raises(ValueError, match=r"class 1, which the model does not predict \(its classes: 'DOWN', 'UP'\); "
+                                         r"pass target_class="):
+        ipdp.explain_one({"a": 0.5})
+    assert streamxai.IPDP(named, ["a"], target_class="UP").explain_one({"a": 0.5}) == {"a": 0.0}
 
 
 @pytest.mark.parametrize("make", [
