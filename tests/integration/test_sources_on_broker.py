@@ -144,12 +144,16 @@ def test_labels_keyed_by_event_id_find_their_events_on_the_broker(bootstrap, tmp
     until(lambda: len(collect_all(s, "predictions")) >= n, 180, "the payments' predictions")
     late = [label(r["txn_id"], r["fraud"]) for r in labelled]
     produce_raw(s, payments, late[:-early] + [label(g, 1) for g in ghosts] + late[-early:])
+
+    def learned() -> int:
+        return sum(m.get("outcome") == "learned" for m in collect_all(s, "predictions"))
+
+    # the labels of the payments sent go through the join and the payments below do not: on a loaded
+    # machine those payments would overtake them, move stream a past max_label_delay (its 200th
+    # event) and expire its first events, so they are sent once those labels are learned
+    until(lambda: learned() >= len(late) - early, 180, "the labels of the payments sent joined and learned", last=learned)
     produce_raw(s, payments, [payment(r) for r in records[n:]])
-    # every label reaches its stream before the stream moves max_label_delay events on: the labels
-    # go through the join and the payments do not, so on a loaded machine the payments below
-    # would otherwise overtake them and expire their events
-    until(lambda: sum(m.get("outcome") == "learned" for m in collect_all(s, "predictions")) >= len(late), 180,
-          "the labels joined and learned")
+    until(lambda: learned() >= len(late), 180, "the labels held for their payments joined and learned", last=learned)
     # the ghosts expire once max_label_delay more events came to their partitions
     produce_raw(s, payments, [payment((acc, {**r, "txn_id": f"more-{i}"})) for i, (acc, r) in enumerate(_records(700))])
 
