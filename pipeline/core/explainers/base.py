@@ -82,10 +82,10 @@ class Explainer(Component):
         return list(features)
 
     @staticmethod
-    def _check_model_fn(model_fn: Any, loss: Any = None) -> ModelFunction:
+    def _check_model_fn(model_fn: Any, loss: Any = None, target_class: Any = None) -> ModelFunction:
         """``model_fn``, or a bare model wrapped to explain the output ``loss`` scores
-        (:func:`streamxai.core.bare_model.bare_output`)."""
-        return check_model_fn(model_fn, loss)
+        (:func:`streamxai.core.bare_model.bare_output`) or the probability of ``target_class``."""
+        return check_model_fn(model_fn, loss, target_class)
 
     @staticmethod
     def _check_alpha(alpha: float) -> float:

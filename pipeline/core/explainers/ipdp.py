@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bare_model import check_target_class
 from ..base import check_positive_int
 from ..batch.pdp import pdp_importance, require_numeric_output
 from ..increments import IncrementTracker
@@ -118,9 +119,7 @@ class IPDP(Explainer):
     ):
         self.target_class = target_class
         self._class_unchecked = not isinstance(model_fn, ModelFunction) and hasattr(model_fn, "predict_proba_one")
-        if self._class_unchecked:
-            model_fn = ModelFunction(model_fn, output="proba_of", target_class=target_class)
-        self.model_fn = self._check_model_fn(model_fn)
+        self.model_fn = self._check_model_fn(model_fn, target_class=target_class)
         require_numeric_output(self.model_fn, "IPDP")
         self.feature_names = feature_names
         self.features = features
@@ -194,22 +193,11 @@ class IPDP(Explainer):
         """Update the storages with ``x`` only (an event skipped under a budget)."""
         self._store(self._values(x))  # all validated before any update
 
-    def _check_class(self, x: dict[str, Any]) -> None:
-        """A bare classifier's ``target_class`` among the classes it predicts, once it predicts any."""
-        classes = self.model_fn.model.predict_proba_one(x)
-        if not classes:
-            return  # (it has learned nothing yet)
-        if self.target_class not in classes:
-            raise ValueError(
-                f"IPDP shows the probability of class {self.target_class!r}, which the model does not predict "
-                f"(its classes: {', '.join(sorted(map(repr, classes)))}); pass target_class=<one of them>")
-        self._class_unchecked = False
-
     def explain_one(self, x: dict[str, Any], y: Any = None) -> dict[str, float]:
         """Fold one ICE curve per feature of the current model at ``x`` into the PD
         estimates, then store ``x``; returns ``{feature: importance}``."""
         if self._class_unchecked:
-            self._check_class(x)
+            self._class_unchecked = not check_target_class(self.model_fn, x, "IPDP")
         vs = self._values(x)
         row = self._row
         fn = self.model_fn
