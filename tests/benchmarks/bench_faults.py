@@ -183,7 +183,8 @@ class Pipeline:
             for e in episodes:
                 if e.first and e.alert:
                     run.alerts.append((t, {c.feature for c in e.changes}, e.kind))
-                if e.alert and e.status == "open":
+                # an alert pages at its first message, open or (its kind told at the close) closed
+                if e.alert and (e.status == "open" or e.first):
                     run.pages.append((t, {c.feature for c in e.changes}, e.kind, e.first_seq))
                     run.paged_at.setdefault(e.first_seq, t)
                 if e.status == "closed":
