@@ -8,8 +8,10 @@ that goes missing, values shuffled by a bad key. :class:`InputMonitor` keeps the
 feature's own history makes very unlikely, so that a real stream's seasons, spikes and trends do
 not match it:
 
-- ``constant``: the last ``recent`` values are all equal (or all missing), and the reference has
-  no run of equal values half as long;
+- ``constant``: the last ``recent`` values are all equal (or all missing), the reference has
+  no run of equal values half as long, and a run as long as theirs has a chance of 1e-6 at
+  most at the share of that value in the reference (a flag that is rarely set rests at 0 for
+  long);
 - ``shifted`` / ``scaled``: the recent values' median lies outside the whole range of the
   reference, or nine tenths of them beyond its 10% tails, and at least ``shift`` interquartile
   ranges from its median (``scaled`` when the
@@ -21,7 +23,9 @@ not match it:
   ``scaled`` too when the recent spread is ``factor`` times the reference's and a quarter of
   the values lie outside its range, ``factor`` times as far from its median as its range reaches
   (a unit that changed on a feature that is mostly 0); for a feature that is mostly one value,
-  whose quartiles show no spread, ``shifted`` when most recent values are another value, and
+  whose quartiles show no spread, ``shifted`` when most recent values are another value, one it
+  had once in a hundred at most or by half as often in every ``recent``-long stretch (a flag
+  that flipped), and
   ``scaled`` when its other values moved ``factor`` times as far from it, beyond the farthest of
   the last 200 it had (remembered beyond the values kept, which a dry spell outlasts; a feature
   that moves in steps and rests at each, a date, is not held to these tests);
@@ -152,6 +156,12 @@ _SPARSE = 5
 _RARE_MEMORY = 200
 #: the fewest such values after a unit changed, each beyond the farthest of the ones remembered
 _SPARSE_NEW = 3
+#: the largest chance, at the reference's share of a value, of the run of it that ``constant`` reads
+_RUN_CHANCE = 1e-6
+#: a feature that is mostly one value moved when its other value became the rule: this share of
+#: the recent values more than in any ``recent``-long stretch of the reference (each stretch's
+#: share has a standard error of 0.05 at most, so chance never reaches it)
+_FLIPPED = 0.5
 #: two smooth features keep an order when one lies above the other in this share of the reference
 _ABOVE = 0.95
 #: the percentiles of the reference and of the recent values the tests read
@@ -197,6 +207,9 @@ class InputMonitor(Component):
     reference's, for the order test of a feature that is mostly one value (0: no such test).
     A class label whose minority class comes in runs (fog hours) has an order a share of
     flipped labels breaks; a feature's rare values (a drizzle) flicker too often for that test.
+    ``flips``: whether a feature that is mostly one value is ``shifted`` when a value it had
+    rarely becomes the rule (a flag that flipped); off for labels, whose share of a class is
+    judged against the model's losses instead.
     Numeric values are tested; a missing or non-numeric value counts as missing.
     """
 
@@ -205,6 +218,7 @@ class InputMonitor(Component):
     #: for a checkpoint made without them: no memory of earlier references' order, as it had
     order_memory = 0
     sparse_order = 0
+    flips = True
     #: the largest stretch ratio of each feature's reference at each of the latest reckonings
     #: within ``order_memory`` (NaN: a reference without spread, or one before a finding)
     _orders: tuple[np.ndarray, ...] = ()
@@ -220,7 +234,7 @@ class InputMonitor(Component):
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
                  shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0,
-                 order_memory: int = 3000, sparse_order: int = 0):
+                 order_memory: int = 3000, sparse_order: int = 0, flips: bool = True):
         if recent < 10 or reference < 2 * recent or every < 1:
             raise ValueError(f"input monitor recent={recent}, reference={reference}, every={every}: need recent >= 10, "
                              "reference >= 2 * recent and every >= 1")
@@ -234,6 +248,7 @@ class InputMonitor(Component):
         self.ordered = ordered
         self.order_memory = order_memory
         self.sparse_order = sparse_order
+        self.flips = flips
         self._reset()
 
     def _reset(self) -> None:
@@ -334,11 +349,16 @@ class InputMonitor(Component):
             found += self._unlinked(unlinked, ranks, links, vals, seqs, med, iqr, rmed, riqr)
         starts: dict[int, int] = {}  # where each moved feature's fault began (an index into vals)
         partners: dict[int, str] = {}  # the other side of an exchange: the feature whose values it took
+        flipped_flags: set[int] = set()  # flags that flipped
         for j in list(moved):
             # where the values left the reference's range, or, where they did not, its 10% tails
             newest = rec[j][-self.recent // 4:]
             left = np.mean((newest > hi[j]) | (newest < lo[j])) >= 0.8
-            bounds = (lo[j], hi[j]) if left else (q10[j], q90[j])
+            # a flag that flipped (mostly one value, now mostly another it had): where that one began to be the rule
+            flipped = not iqr[j] > 0 and np.mean(ref[j] == rmed[j]) > 0.01
+            if flipped:
+                flipped_flags.add(j)
+            bounds = (med[j], med[j]) if flipped else (lo[j], hi[j]) if left else (q10[j], q90[j])
             at = self.reference + _start_outside(rec[j], *bounds)
             if at == self.reference:  # outside from the first recent value: it began before them
                 back = self.reference - self.recent
@@ -351,6 +371,8 @@ class InputMonitor(Component):
             around = vals[j][first:at + self.recent]
             if left and len(around) >= 2 and not np.isnan(around).any():
                 at = first + _change_point(around if moved[j] == "shifted" else np.abs(around - med[j]))
+            elif flipped and len(around) >= 2:
+                at = first + _change_point((around != med[j]).astype(float))
             starts[j] = at  # an index into the reference and the recent values together
             # the other side of an exchange: a feature whose values since then left its whole range
             # or their bulk its 10% tails, by less than the shift, and look like those of the feature
@@ -377,6 +399,8 @@ class InputMonitor(Component):
             t25, tmed, t75 = np.percentile(tail, [25, 50, 75])
             if what == "shifted" and not _jumped(vals[j], at, abs(tmed - med[j]), ref[j]):
                 continue  # a level reached step by step, as a smooth series wanders: no fault's jump
+            if j in flipped_flags and _foreseen(losses[at:][tail == tmed], losses[:self.reference][ref[j] == tmed]):
+                continue  # its other value, now the rule, told of as well as before: the world's (a storm's rain flag)
             before, after = (float(med[j]), float(iqr[j])), (float(tmed), float(t75 - t25))
             like = partners.get(j) or self._like(j, after[0], after[1], med, iqr, lo, hi, moved)
             if len(tail) >= 10 and tail.min() == tail.max():  # one value ever since: stuck, or a default
@@ -560,6 +584,9 @@ class InputMonitor(Component):
             return None
         full = np.concatenate([ref, rec])
         run = _longest_run(full[::-1], from_start=True)
+        share = np.isnan(ref).mean() if value is None else np.mean(ref == value)
+        if share > 0 and run * math.log(share) > math.log(_RUN_CHANCE):
+            return None  # a value that common makes a run this long by chance (a flag that is rarely set)
         start = int(seqs[len(full) - run])
         said = "missing" if value is None else f"constant at {value:.6g}"
         hint = " (missing?)" if value == 0.0 else ""
@@ -573,9 +600,13 @@ class InputMonitor(Component):
             return None
         if not iqr > 0:
             # a feature that is mostly one value: moved when most recent values are another one,
-            # which the reference held once in a hundred at most (an offset moves its 0s as one)
-            if (riqr == 0 and rmed != med and np.mean(rec == rmed) >= 0.5 and np.mean(ref == rmed) <= 0.01
-                    and not _steps(ref)):
+            # which the reference held once in a hundred at most (an offset moves its 0s as one),
+            # or by _FLIPPED less in every recent-long stretch (a flag that flipped: its rare value
+            # became the rule)
+            share = np.mean(rec == rmed)
+            if riqr == 0 and rmed != med and share >= 0.5 and not _steps(ref) and (
+                    np.mean(ref == rmed) <= 0.01
+                    or self.flips and share - _most_in_stretch(ref == rmed, len(rec)) >= _FLIPPED):
                 return "scaled" if self._rescaled(med, rmed) else "shifted"
             return None
         # the median beyond the whole reference, or nine tenths of the values beyond its 10% tails
@@ -1045,6 +1076,12 @@ def _longest_run(a: np.ndarray, from_start: bool = False) -> int:
         return int(breaks[0]) + 1 if len(breaks) else len(a)
     edges = np.concatenate([[-1], breaks, [len(a) - 1]])
     return int(np.diff(edges).max())
+
+
+def _most_in_stretch(hits: np.ndarray, k: int) -> float:
+    """The largest share of ``hits`` in a ``k``-long stretch of them (from the newest back)."""
+    n = len(hits) - len(hits) % k
+    return float(hits[len(hits) - n:].reshape(-1, k).mean(axis=1).max()) if n else float(hits.mean())
 
 
 def _steps(a: np.ndarray) -> bool:

@@ -81,7 +81,7 @@ class LabelWatch:
         # Calm stretches of labels alternate with volatile ones, which the smoothest of earlier
         # references would take for lost order: only the current reference is the measure
         self._values = InputMonitor([label], recent=200, order_margin=0.7, ordered=1.3, order_memory=0,
-                                    sparse_order=_SPARSE_ORDER)
+                                    sparse_order=_SPARSE_ORDER, flips=False)
         self._codes: dict[Any, int] = {}  # a class's number: the order of its first appearance
 
     def arrival(self, seq: int, y: Any = None, loss: float | None = None) -> list[InputFault]:

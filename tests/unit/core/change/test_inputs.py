@@ -242,6 +242,8 @@ def quiet_streams(n: int) -> dict[str, list[float]]:
         "smooth, noisy": [v + rng.gauss(0.0, 3.0) for v in smooth(rng, n)],
         # a smooth price with peaks a third of every day of 48 events, far beyond its nights' bulk
         "smooth, daily peaks": [v + (30.0 if i % 48 >= 32 else 0.0) for i, v in enumerate(smooth(rng, n))],
+        # a flag, 1 on one event in twenty and on two in five for 50 events of every 2,000: a burst
+        "flag in bursts": [float(rng.random() < (0.4 if i % 2000 < 50 else 0.05)) for i in range(n)],
     }
 
 
@@ -684,6 +686,42 @@ def test_a_unit_change_of_a_rare_value_after_a_dry_spell_is_found(seed):
         faults += mon.update(t, {"rain": values[t] * (1000.0 if t >= AT else 1.0)})
     assert [f.what for f in faults] == ["scaled"] and faults[0].seq < n, faults
     assert AT + 400 <= faults[0].start <= faults[0].seq, faults[0]
+
+
+@pytest.mark.parametrize("p, seed", [(0.02, 1), (0.1, 2), (0.2, 3)])
+def test_a_flag_that_flipped_is_found_where_its_rare_value_became_the_rule(p, seed):
+    """A flag that is 1 on a share ``p`` of the events, inverted (0 <-> 1) from ``AT`` on: its
+    quartiles see no spread, and no 100 values before held its rare value by half as often as
+    the newest do (a share of 100 values has a standard error of 0.04 at most here)."""
+    rng = random.Random(seed)
+    flags = [float(rng.random() < p) for _ in range(AT + 1000)]
+    mon = InputMonitor(["flag"])
+    assert [f for t in range(AT + 1000) for f in mon.update(t, {"flag": flags[t]})] == []
+    mon = InputMonitor(["flag"])
+    faults = [f for t in range(AT + 1000) for f in mon.update(t, {"flag": 1.0 - flags[t] if t >= AT else flags[t]})]
+    assert faults and faults[0].what == "shifted" and faults[0].seq <= AT + 100, faults
+    assert AT - 5 <= faults[0].start <= AT + 5, faults[0]
+
+
+@pytest.mark.parametrize("storm", [True, False])
+def test_a_flag_whose_rare_value_became_the_rule_is_the_worlds_where_the_model_predicts_it_as_before(storm):
+    """A rain flag on one event in ten, on nine in ten from ``AT`` on. In a storm the model
+    predicts the rainy events at least as well as the rainy ones before (it is wrong on one in
+    fifty, where it was on one in ten): no finding of a whole fault (a storm that lasts is the
+    phase-in test's to read). Where the flag flipped, the events it now marks as rainy are dry
+    ones the model gets wrong one time in two: found at once. (The model's losses are compared
+    by their means alone, so the storm's are clearly lower.)"""
+    rng, mon, faults = random.Random(6), InputMonitor(["rain"]), []
+    for t in range(AT + 1000):
+        rain = float(rng.random() < (0.9 if t >= AT else 0.1))
+        wrong = rng.random() < ((0.02 if storm else 0.5) if t >= AT and rain else 0.1)
+        faults += mon.update(t, {"rain": rain}, float(wrong))
+    whole = [f for f in faults if not f.partial]
+    if storm:
+        assert whole == [], whole
+    else:
+        # (where it began: the split that best tells the shares apart, a few events off where the first are dry)
+        assert faults[0].what == "shifted" and faults[0].seq <= AT + 100 and AT - 10 <= faults[0].start <= AT + 10, faults
 
 
 def test_a_date_that_steps_in_a_stream_of_many_events_a_day_is_no_fault():
