@@ -606,7 +606,7 @@ class InputMonitor(Component):
             share = np.mean(rec == rmed)
             if riqr == 0 and rmed != med and share >= 0.5 and not _steps(ref) and (
                     np.mean(ref == rmed) <= 0.01
-                    or self.flips and share - _most_in_stretch(ref == rmed, len(rec)) >= _FLIPPED):
+                    or self.flips and share - _most_in_stretch(ref == rmed, len(rec)) / len(rec) >= _FLIPPED):
                 return "scaled" if self._rescaled(med, rmed) else "shifted"
             return None
         # the median beyond the whole reference, or nine tenths of the values beyond its 10% tails
@@ -753,7 +753,7 @@ class InputMonitor(Component):
                                 strict=True):
             odd = np.isnan(span) if math.isnan(value) else span == value
             same = np.isnan(old) if math.isnan(value) else old == value
-            most = int(same[len(old) % k:].reshape(-1, k).sum(axis=1).max())
+            most = _most_in_stretch(same, k)
             # spread among the other values, not a run of them
             if (count >= most + _MIXED_MARGIN * k and odd[:k].sum() >= most + _MIXED_MARGIN * k / 2
                     and _longest_run(np.where(odd[k:], 0.0, np.arange(k, dtype=float))) <= count // 4
@@ -1078,10 +1078,10 @@ def _longest_run(a: np.ndarray, from_start: bool = False) -> int:
     return int(np.diff(edges).max())
 
 
-def _most_in_stretch(hits: np.ndarray, k: int) -> float:
-    """The largest share of ``hits`` in a ``k``-long stretch of them (from the newest back)."""
-    n = len(hits) - len(hits) % k
-    return float(hits[len(hits) - n:].reshape(-1, k).mean(axis=1).max()) if n else float(hits.mean())
+def _most_in_stretch(hits: np.ndarray, k: int) -> int:
+    """The most ``hits`` in a ``k``-long stretch of them (stretches from the newest back; ``k`` at
+    most their number)."""
+    return int(hits[len(hits) % k:].reshape(-1, k).sum(axis=1).max())
 
 
 def _steps(a: np.ndarray) -> bool:
