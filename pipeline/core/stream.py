@@ -429,7 +429,8 @@ class StreamExplainer(Component):
             self._faults = (*self._faults, *self._labels.labelled(position, y, loss))
         else:
             both = kind == "both"
-            self._faults = (*self._faults, *self._monitor.update(position, x, loss if both else None),
+            label = self._labels.number(y) if both else None
+            self._faults = (*self._faults, *self._monitor.update(position, x, loss if both else None, label),
                             *self._labels.arrival(position, y if both else None, loss if both else None))
 
     def _count(self, part: str, explain: bool) -> bool:

@@ -56,7 +56,8 @@ not match it:
   with the feature's (a rank correlation of at least 0.5 in every ``recent``-long stretch of the
   older half of the values kept) has lost that link in the recent values (0.15 at most, and 0.3
   below the least of the stretches), as a shuffle between events or a join on a wrong key
-  leaves them.
+  leaves them; and, where the labels come with their events, when they no longer go with the
+  labels they moved with (:mod:`~.label_links`).
 
 A fault that phases in (a release rolled out to more and more sources) mixes its values with the
 feature's own; it is ``constant`` when 30% of the recent values are one value spread among the others, and ``shifted`` or ``scaled`` when 30% lie
@@ -104,6 +105,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Component
+from .label_links import change_point, foreseen, label_unlinked, midranks
 
 __all__ = ["InputFault", "InputMonitor", "FAULTS"]
 
@@ -136,9 +138,6 @@ _LINK_MARGIN = 0.3
 #: or at least this share lies far beyond that half's bulk (:meth:`InputMonitor._mixed_in`)
 _MIXED = 0.3
 _MIXED_MARGIN = 0.2
-#: the fewest events with a known loss, among the odd values and among the others, for the
-#: model's losses to tell a fault phasing in from the world's odd stretch (:func:`_foreseen`)
-_FORESEEN = 10
 #: odd values of a fault phasing in that lost order tells of only against an earlier reference:
 #: this share of the recent values is one value or lies beyond the bulk (:meth:`InputMonitor._odd_values`)
 _ODD = 0.1
@@ -228,6 +227,10 @@ class InputMonitor(Component):
     #: made without them starts them afresh
     _losses: np.ndarray | None = None
     _pending_losses: list[float] | None = None
+    #: the label of each event of the ring, as a number (NaN: none came with its event); a
+    #: checkpoint made without them starts them afresh
+    _labels: np.ndarray | None = None
+    _pending_labels: list[float] | None = None
     #: per feature that is mostly one value: (that value, the events and the values of the latest
     #: ``_RARE_MEMORY`` other values); a checkpoint made without it starts it afresh
     _rare: dict[int, tuple[float, np.ndarray, np.ndarray]] | None = None
@@ -256,27 +259,33 @@ class InputMonitor(Component):
         self._values = np.full((len(self.features), size), np.nan)
         self._seqs = np.zeros(size, dtype=np.int64)
         self._losses = np.full(size, np.nan)
+        self._labels = np.full(size, np.nan)
         self._n = 0  # events taken in
         self._quiet_until = np.zeros(len(self.features), dtype=np.int64)  # per feature: no test before this
         #: the events since the last test, as taken in: written to the ring of values at each test
         self._pending: list[list[Any]] = []
         self._pending_seqs: list[int] = []
         self._pending_losses = []
+        self._pending_labels = []
         self._ref_stats: tuple[np.ndarray, ...] | None = None  # the reference's quartiles, range and order
         self._ref_at = 0  # when they were worked out (events taken in)
         self._orders = ()
         self._phasing = {}
         self._rare = {}
 
-    def update(self, seq: int, x: dict[str, Any], loss: float | None = None) -> list[InputFault]:
-        """Take in event ``x`` at position ``seq`` (``loss``: the model's loss on it, where its
-        label came with it); the faults found now."""
+    def update(self, seq: int, x: dict[str, Any], loss: float | None = None,
+               label: float | None = None) -> list[InputFault]:
+        """Take in event ``x`` at position ``seq`` (``loss``: the model's loss on it, and
+        ``label``: its label as a number, where its label came with it); the faults found now."""
         get = x.get
         self._pending.append([get(f) for f in self.features])
         self._pending_seqs.append(seq)
         if self._pending_losses is None:
             self._pending_losses = [math.nan] * (len(self._pending) - 1)
         self._pending_losses.append(math.nan if loss is None else float(loss))
+        if self._pending_labels is None:
+            self._pending_labels = [math.nan] * (len(self._pending) - 1)
+        self._pending_labels.append(math.nan if label is None else float(label))
         self._n += 1
         if self._n % self.every:
             return []
@@ -287,8 +296,8 @@ class InputMonitor(Component):
 
     def _flush(self) -> None:
         """Write the events taken in since the last test to the ring of values."""
-        rows, seqs, losses = self._pending, self._pending_seqs, self._pending_losses
-        self._pending, self._pending_seqs, self._pending_losses = [], [], []
+        rows, seqs, losses, labels = self._pending, self._pending_seqs, self._pending_losses, self._pending_labels
+        self._pending, self._pending_seqs, self._pending_losses, self._pending_labels = [], [], [], []
         try:
             block = np.array(rows, dtype=float)
         except (TypeError, ValueError):  # a value that is no number: one by one
@@ -300,6 +309,9 @@ class InputMonitor(Component):
         if self._losses is None:
             self._losses = np.full(size, np.nan)
         self._losses[at] = losses
+        if self._labels is None:
+            self._labels = np.full(size, np.nan)
+        self._labels[at] = labels if labels is not None and len(labels) == len(rows) else math.nan
 
     # the tests ----------------------------------------------------------------------------
     def _test(self) -> list[InputFault]:
@@ -347,6 +359,10 @@ class InputMonitor(Component):
         unlinked = [j for j in rest if j in links]
         if unlinked:
             found += self._unlinked(unlinked, ranks, links, vals, seqs, med, iqr, rmed, riqr)
+        named = {fault.feature for fault in found}
+        if self._labels is not None:
+            found += self._label_unlinked([j for j in rest if self.features[j] not in named], vals, seqs, losses,
+                                          self._labels[order], whole_order, med, iqr)
         starts: dict[int, int] = {}  # where each moved feature's fault began (an index into vals)
         partners: dict[int, str] = {}  # the other side of an exchange: the feature whose values it took
         flipped_flags: set[int] = set()  # flags that flipped
@@ -370,9 +386,9 @@ class InputMonitor(Component):
             first = max(0, at - 2 * self.recent)
             around = vals[j][first:at + self.recent]
             if left and len(around) >= 2 and not np.isnan(around).any():
-                at = first + _change_point(around if moved[j] == "shifted" else np.abs(around - med[j]))
+                at = first + change_point(around if moved[j] == "shifted" else np.abs(around - med[j]))
             elif flipped and len(around) >= 2:
-                at = first + _change_point((around != med[j]).astype(float))
+                at = first + change_point((around != med[j]).astype(float))
             starts[j] = at  # an index into the reference and the recent values together
             # the other side of an exchange: a feature whose values since then left its whole range
             # or their bulk its 10% tails, by less than the shift, and look like those of the feature
@@ -399,7 +415,7 @@ class InputMonitor(Component):
             t25, tmed, t75 = np.percentile(tail, [25, 50, 75])
             if what == "shifted" and not _jumped(vals[j], at, abs(tmed - med[j]), ref[j]):
                 continue  # a level reached step by step, as a smooth series wanders: no fault's jump
-            if j in flipped_flags and _foreseen(losses[at:][tail == tmed], losses[:self.reference][ref[j] == tmed]):
+            if j in flipped_flags and foreseen(losses[at:][tail == tmed], losses[:self.reference][ref[j] == tmed]):
                 continue  # its other value, now the rule, told of as well as before: the world's (a storm's rain flag)
             before, after = (float(med[j]), float(iqr[j])), (float(tmed), float(t75 - t25))
             like = partners.get(j) or self._like(j, after[0], after[1], med, iqr, lo, hi, moved)
@@ -537,7 +553,7 @@ class InputMonitor(Component):
                     continue
                 if np.mean(diff[:ref_n] * d > 0) < _ABOVE:
                     continue  # no order the two keep: series that cross each other now and then
-                at = len(diff) - 2 * k + _change_point(tail)
+                at = len(diff) - 2 * k + change_point(tail)
                 if at < _STEP or len(diff) - at < 2 * _STEP:
                     continue
                 since, before = float(np.median(diff[at:])), float(np.median(diff[max(0, at - k):at]))
@@ -739,7 +755,7 @@ class InputMonitor(Component):
         fences reach). The ``recent`` values before them hold half that share beyond the older
         half already: a fault that phases in grows over both, where a whole one is found by the
         other tests before that. Odd values are the world's, no fault, when the model predicted
-        their events at least as well as the usual ones (:func:`_foreseen`, from ``losses``: its
+        their events at least as well as the usual ones (:func:`~.label_links.foreseen`, from ``losses``: its
         loss on each event, aligned with ``values``): one value as well as the events of that
         value in the older half, values shifted beyond the bulk as well as the others among the
         recent ones."""
@@ -758,7 +774,7 @@ class InputMonitor(Component):
             if (count >= most + _MIXED_MARGIN * k and odd[:k].sum() >= most + _MIXED_MARGIN * k / 2
                     and _longest_run(np.where(odd[k:], 0.0, np.arange(k, dtype=float))) <= count // 4
                     and (not smooth or _mixed(odd[k:], span[k:], older))):
-                if _foreseen(recent_losses[odd], old_losses[same]):
+                if foreseen(recent_losses[odd], old_losses[same]):
                     return None  # that value told of as well as before: the world's (a steady wind, a stormy evening)
                 what = "constant"
                 break
@@ -774,9 +790,9 @@ class InputMonitor(Component):
                 reach = max(hi - centre, centre - lo)
                 far = reach > 0 and np.median(np.abs(span[odd] - centre)) >= self.factor * reach
                 what = "scaled" if far else "shifted"
-        if what is None or (what == "shifted" and _foreseen(recent_losses[odd], recent_losses[~odd])):
+        if what is None or (what == "shifted" and foreseen(recent_losses[odd], recent_losses[~odd])):
             return None  # (values scaled by a factor lie beyond any evening's: their unit changed)
-        at = _change_point(odd.astype(float))
+        at = change_point(odd.astype(float))
         start = int(seqs[len(values) - 2 * k + at])
         share = float(odd[k:].mean())
         b = (float(med), float(iqr))
@@ -908,7 +924,7 @@ class InputMonitor(Component):
         if len(usable) < 2 or not any(whole_order[j] >= _INDEPENDENT for j in usable):
             return {}, {}
         sorted_ref = {j: np.sort(older[j]) for j in usable}
-        u = np.array([_midranks(sorted_ref[j], older[j]) for j in usable])  # (usable, n)
+        u = np.array([midranks(sorted_ref[j], older[j]) for j in usable])  # (usable, n)
         z = u[:, n % k:].reshape(len(usable), -1, k).transpose(1, 0, 2)  # (stretch, usable, k)
         z = z - z.mean(axis=2, keepdims=True)
         with np.errstate(all="ignore"):
@@ -935,7 +951,7 @@ class InputMonitor(Component):
         needed = sorted(set(links) | {o for j in links for o, _, _ in links[j]})
         needed = [j for j in needed if not np.isnan(rec[j]).any()]
         at = {j: i for i, j in enumerate(needed)}
-        u = np.array([_midranks(ranks[j], rec[j]) for j in needed])
+        u = np.array([midranks(ranks[j], rec[j]) for j in needed])
         z = u - u.mean(axis=1, keepdims=True)
         with np.errstate(all="ignore"):  # stuck values (no spread): no correlation, the other tests say so
             z /= np.sqrt((z * z).sum(axis=1, keepdims=True))
@@ -954,15 +970,33 @@ class InputMonitor(Component):
             # where the links were lost: the split of the last 2 * recent events that best tells the
             # mean of the signed products of centred ranks after it from that before it
             span = vals[:, -2 * self.recent:]
-            wj = _midranks(ranks[j], span[j]) - 0.5
-            prod = np.mean([s * wj * (_midranks(ranks[o], span[o]) - 0.5) for o, s, _, _ in lost], axis=0)
-            start = int(seqs[vals.shape[1] - 2 * self.recent + _change_point(prod)])
+            wj = midranks(ranks[j], span[j]) - 0.5
+            prod = np.mean([s * wj * (midranks(ranks[o], span[o]) - 0.5) for o, s, _, _ in lost], axis=0)
+            start = int(seqs[vals.shape[1] - 2 * self.recent + change_point(prod)])
             b, a = (float(med[j]), float(iqr[j])), (float(rmed[j]), float(riqr[j]))
             names = ", ".join(f"{self.features[o]}'s ({least:.2f} at least before, {c:.2f} now)" for o, _, least, c in lost)
             out.append(InputFault(self.features[j], "reordered", int(seqs[-1]), start, b, a,
                                   f"its values no longer go with the rest of their event since about {start}, as "
                                   f"values shuffled between events or joined on a wrong key do: rank correlation "
                                   f"with {names}; {_summary(b, a)}"))
+        return out
+
+    def _label_unlinked(self, subjects: list[int], vals: np.ndarray, seqs: np.ndarray, losses: np.ndarray,
+                        labels: np.ndarray, whole_order: np.ndarray, med: np.ndarray,
+                        iqr: np.ndarray) -> list[InputFault]:
+        """The ``subjects`` whose values no longer go with their events' labels
+        (:func:`~.label_links.label_unlinked`), ``reordered``."""
+        out = []
+        for j, at, before, least, now in label_unlinked(vals, labels, losses, subjects, self.recent, whole_order):
+            tail = vals[j][at:]
+            t25, tmed, t75 = np.percentile(tail, [25, 50, 75])
+            b, a = (float(med[j]), float(iqr[j])), (float(tmed), float(t75 - t25))
+            start = int(seqs[at])
+            out.append(InputFault(self.features[j], "reordered", int(seqs[-1]), start, b, a,
+                                  f"its values no longer go with their events' labels since about {start}, as values "
+                                  f"shuffled between events or joined on a wrong key do: rank correlation with the "
+                                  f"labels {before:.2f} before (at least {least:.2f} in every {2 * self.recent} "
+                                  f"events), {now:.2f} now; {_summary(b, a)}"))
         return out
 
     def _like(self, j: int, rmed: float, riqr: float, med: np.ndarray, iqr: np.ndarray, lo: np.ndarray,
@@ -999,14 +1033,6 @@ def _quartiles(a: np.ndarray, qs: tuple[int, ...], with_range: bool = False) -> 
         return (*q, np.nanmin(a, axis=1), np.nanmax(a, axis=1)) if with_range else q
 
 
-def _midranks(sorted_ref: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Where ``values`` fall in a sorted reference, as a share in [0, 1] (ties: the middle of
-    the reference's equal values), so that discrete values rank alike whatever their order."""
-    lo = np.searchsorted(sorted_ref, values, side="left")
-    hi = np.searchsorted(sorted_ref, values, side="right")
-    return (lo + hi) / (2.0 * len(sorted_ref))
-
-
 def _mixed(odd: np.ndarray, values: np.ndarray, older: np.ndarray) -> bool:
     """Whether the ``odd`` ones of a smooth series' ``values`` are mixed into the others: they make
     as many runs as values placed at random would (``_INTERLEAVED``), and the others' median lies
@@ -1020,26 +1046,6 @@ def _mixed(odd: np.ndarray, values: np.ndarray, older: np.ndarray) -> bool:
     sd = math.sqrt(max(0.0, 2.0 * n1 * n2 * (2.0 * n1 * n2 - n) / (n * n * (n - 1.0))))
     return (runs >= mean - _INTERLEAVED * sd and len(rest) > 0
             and q10 <= float(np.median(rest)) <= q90)
-
-
-def _foreseen(odd: np.ndarray, usual: np.ndarray) -> bool:
-    """Whether the model predicted the events with odd values at least as well as the usual
-    ones (its loss on each event of the two sets; NaN where no label came with the event), with
-    ``_FORESEEN`` losses known on each side: values a broken pipeline sent no longer tell of
-    their event's label, where the world's own odd stretch (an evening of delays, the late
-    arrivals after them) still does."""
-    a, b = odd[~np.isnan(odd)], usual[~np.isnan(usual)]
-    return len(a) >= _FORESEEN and len(b) >= _FORESEEN and float(a.mean()) <= float(b.mean())
-
-
-def _change_point(series: np.ndarray) -> int:
-    """The split of ``series`` that best tells the mean before it from the mean after it (the
-    largest standardised difference of the two, a single change point's estimate)."""
-    n = len(series)
-    i = np.arange(1, n)
-    before = np.cumsum(series)[:-1] / i
-    after = np.cumsum(series[::-1])[::-1][1:] / (n - i)
-    return int(i[np.argmax(np.abs(before - after) * np.sqrt(i * (n - i) / n))])
 
 
 def _number(v: Any) -> float:

@@ -115,14 +115,24 @@ class LabelWatch:
         self._stretch_labels += 1
         self._since = 0
         self._reported = False
-        if isinstance(y, bool) or not isinstance(y, int | float):
+        number = self.number(y)
+        return [] if number is None else self._values.update(seq, {self.label: number}, loss)
+
+    def number(self, y: Any) -> float | None:
+        """Label ``y`` as a number: itself if it is one, else its class's number (the order of
+        the classes' first appearance); None for labels that are identifiers (more than
+        ``_MAX_CLASSES`` classes) or no class at all (unhashable), whose values are not watched."""
+        if isinstance(y, int | float) and not isinstance(y, bool):
+            return float(y)
+        try:
+            code = self._codes.get(y)
+        except TypeError:  # no class (unhashable)
+            return None
+        if code is None:
             if len(self._codes) >= _MAX_CLASSES:
-                return []  # labels that are identifiers, not classes: their values are not watched
-            try:
-                y = self._codes.setdefault(y, len(self._codes))
-            except TypeError:  # no class (unhashable): not watched
-                return []
-        return self._values.update(seq, {self.label: y}, loss)
+                return None
+            code = self._codes[y] = len(self._codes)
+        return float(code)
 
     def _rate(self, seq: int) -> list[InputFault]:
         """At the end of a stretch of ``recent`` arrivals: the labels stopped in part (module

@@ -1,0 +1,181 @@
+"""Values that no longer go with their labels: a feature the labels moved with, shuffled between
+events or joined on a wrong key, keeps its values and loses that link.
+
+A feature's values may keep their distribution and their order and still be another event's: a
+join on a wrong key, a batch reordered by a bad key. What such values lose is their link with
+the rest of their event, and, for a feature the model leans on, with its label above all.
+:func:`label_unlinked` reads, for each feature, the rank correlation of its values with the
+labels (each class's indicator, or the labels' ranks for a target of many values) over the
+values before the newest ``2 recent`` and over every ``2 recent``-long stretch of them, and finds
+the link lost when every class the feature moved with in every stretch (by at least
+``_LINKED``) lost it in the newest values: a correlation of at most ``_LOST``, ``_MARGIN`` below
+the least of the stretches, and ``_Z`` standard errors below the whole reference's (Fisher's z,
+a chance of about 3e-7). It reads only features whose values do not follow each other smoothly
+(a rank von Neumann ratio of at least ``_SERIAL``): a smooth series' stretches hold few
+independent values, and its link with the labels turns for a day without a fault -- the order
+test of :class:`~.inputs.InputMonitor` watches those. A finding also asks that the model
+predicted the newest events worse than the ones before (values cut from their labels mislead
+it), that the newest labels still hold both sides of each link (labels stuck at one class are
+the labels' fault), that the correlation fell to 0 at least where the classes' shares moved
+(labels flipped for a share of the events move them, and weaken every link without cutting it),
+and that no other feature's link weakened by half the margin (labels joined
+to the wrong events weaken every feature's link at once: the label watch tells of them).
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> x = rng.normal(size=1100)
+>>> y = (x + rng.normal(scale=0.7, size=1100) > 0.5).astype(float)
+>>> losses = np.where((x > 0.5) == (y > 0), 0.1, 0.9)
+>>> label_unlinked(x[None, :], y, losses, [0], 100)            # linked as before: nothing
+[]
+>>> x[950:] = rng.permutation(x[950:])                            # shuffled from 950 on
+>>> losses[950:] = np.where((x[950:] > 0.5) == (y[950:] > 0), 0.1, 0.9)
+>>> [(j, at, round(before, 2), round(now, 2)) for j, at, before, _, now in label_unlinked(x[None, :], y, losses, [0], 100)]
+[(0, 950, 0.64, 0.05)]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["label_unlinked", "foreseen", "midranks", "change_point"]
+
+#: a link with the labels: the rank correlation in every stretch of the reference at least this
+_LINKED = 0.2
+#: a link lost: the newest values' correlation at most this, this far below the least stretch's,
+#: and this many standard errors below the reference's (Fisher's z)
+_LOST = 0.1
+#: ... at most this where the labels' own shares moved too (:func:`_labels_moved`)
+_GONE = 0.0
+_MARGIN = 0.25
+_Z = 5.0
+#: the least rank von Neumann ratio (of values 1 to 8 apart) of a feature whose link is read
+_SERIAL = 1.0
+#: labels of at most this many values are classes, each one's indicator read; more: a target
+_CLASSES = 20
+#: the least share of a class, in the reference, whose indicator is read
+_CLASS_SHARE = 0.05
+#: the newest labels moved: a class's share this many standard errors from the reference's
+_LABELS_MOVED = 4.0
+#: the fewest events with a known loss on each side for the model's losses to tell which side
+#: it predicted better (:func:`foreseen`)
+_FORESEEN = 10
+
+
+def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, candidates: list[int],
+                   recent: int, serial: np.ndarray | None = None) -> list[tuple[int, int, float, float, float]]:
+    """The features among ``candidates`` (rows of ``values``, oldest value first, beside each
+    event's label and the model's loss on it; NaN: none came) whose values no longer go with
+    the labels (module docstring): ``(row, index where the link was lost, the reference's
+    correlation, the least stretch's, the newest values')``, signed so that the link was
+    positive. ``serial``: each row's rank von Neumann ratio over its reference (rows below
+    ``_SERIAL`` are not read; None: all are)."""
+    k = 2 * recent
+    n = values.shape[1]
+    if n < 3 * k or np.isnan(labels).any():
+        return []
+    ref_y, rec_y = labels[:-k], labels[-k:]
+    targets = _targets(ref_y, rec_y)
+    if not targets or foreseen(losses[-k:], losses[:-k]):
+        return []
+    # labels flipped for a share of the events move the classes' shares and weaken every link
+    # without cutting it (by 1 - 2 x that share): where the shares moved, a link is lost only
+    # once it is gone altogether
+    lost = _GONE if _labels_moved(targets) else _LOST
+    found, weakened = [], 0
+    for j in candidates:
+        if serial is not None and not serial[j] >= _SERIAL:
+            continue
+        row = values[j]
+        ref, rec = row[:-k], row[-k:]
+        if np.isnan(row).any() or ref.min() == ref.max() or rec.min() == rec.max():
+            continue  # no spread: the tests of stuck values speak
+        s = np.sort(ref)
+        u_ref, u_rec = midranks(s, ref), midranks(s, rec)
+        links = []
+        for t_ref, t_rec in targets:
+            whole = _corr(u_ref, t_ref)
+            sign = 1.0 if whole >= 0 else -1.0
+            least = min(sign * _corr(u_ref[a:a + k], t_ref[a:a + k]) for a in range(len(ref) % k, len(ref), k))
+            if least >= _LINKED:
+                links.append((sign, abs(whole), least, sign * _corr(u_rec, t_rec), t_ref, t_rec))
+        if not links:
+            continue
+        weakened += any(now <= least - _MARGIN / 2 for _, _, least, now, _, _ in links)
+        se = np.sqrt(1.0 / (k - 3) + 1.0 / (len(ref) - 3))
+        if all(now <= min(lost, least - _MARGIN)
+               and np.arctanh(min(whole, 0.999)) - np.arctanh(max(now, -0.999)) >= _Z * se
+               for _, whole, least, now, _, _ in links):
+            sign, whole, least, now, t_ref, t_rec = max(links, key=lambda link: link[2])
+            # where the link was lost: the split of the last 2k values that best tells the mean
+            # of the signed products of centred ranks and centred labels after it from before it
+            span_u = midranks(s, row[-2 * k:]) - 0.5
+            span_t = np.concatenate([t_ref[-k:], t_rec])
+            prod = sign * span_u * (span_t - span_t.mean())
+            found.append((j, n - 2 * k + change_point(prod), whole, least, now))
+    return found if len(found) == 1 and weakened == 1 else []
+
+
+def _targets(ref_y: np.ndarray, rec_y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The labels as numbers to correlate with: each class's indicator (classes of at least
+    ``_CLASS_SHARE`` of the reference, present and absent among the newest labels), or, for a
+    target of many values, its ranks in the reference."""
+    classes, counts = np.unique(ref_y, return_counts=True)
+    if len(classes) > _CLASSES:
+        s = np.sort(ref_y)
+        return [(midranks(s, ref_y), midranks(s, rec_y))] if rec_y.min() < rec_y.max() else []
+    out = []
+    for c, count in zip(classes, counts, strict=True):
+        if _CLASS_SHARE <= count / len(ref_y) <= 1.0 - _CLASS_SHARE:
+            t_rec = (rec_y == c).astype(float)
+            if 0.0 < t_rec.mean() < 1.0:
+                out.append(((ref_y == c).astype(float), t_rec))
+    return out
+
+
+def _labels_moved(targets: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether the newest labels' distribution moved from the reference's: a class's share, or a
+    target's mean rank, ``_LABELS_MOVED`` standard errors from it (of independent labels).
+    Flipped labels move it and weaken every feature's link; values shuffled off their labels
+    leave the labels as they were."""
+    for t_ref, t_rec in targets:
+        p, k = float(t_ref.mean()), len(t_rec)
+        var = p * (1.0 - p) if set(np.unique(t_ref)) <= {0.0, 1.0} else float(t_ref.var())
+        if abs(float(t_rec.mean()) - p) >= _LABELS_MOVED * np.sqrt(var / k):
+            return True
+    return False
+
+
+def _corr(a: np.ndarray, b: np.ndarray) -> float:
+    a = a - a.mean()
+    b = b - b.mean()
+    d = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum()) / d if d > 0.0 else 0.0
+
+
+def foreseen(odd: np.ndarray, usual: np.ndarray) -> bool:
+    """Whether the model predicted the events with odd values at least as well as the usual
+    ones (its loss on each event of the two sets; NaN where no label came with the event), with
+    ``_FORESEEN`` losses known on each side: values a broken pipeline sent no longer tell of
+    their event's label, where the world's own odd stretch (an evening of delays, the late
+    arrivals after them) still does."""
+    a, b = odd[~np.isnan(odd)], usual[~np.isnan(usual)]
+    return len(a) >= _FORESEEN and len(b) >= _FORESEEN and float(a.mean()) <= float(b.mean())
+
+
+def midranks(sorted_ref: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Where ``values`` fall in a sorted reference, as a share in [0, 1] (ties: the middle of
+    the reference's equal values), so that discrete values rank alike whatever their order."""
+    lo = np.searchsorted(sorted_ref, values, side="left")
+    hi = np.searchsorted(sorted_ref, values, side="right")
+    return (lo + hi) / (2.0 * len(sorted_ref))
+
+
+def change_point(series: np.ndarray) -> int:
+    """The split of ``series`` that best tells the mean before it from the mean after it (the
+    largest standardised difference of the two, a single change point's estimate)."""
+    n = len(series)
+    i = np.arange(1, n)
+    before = np.cumsum(series)[:-1] / i
+    after = np.cumsum(series[::-1])[::-1][1:] / (n - i)
+    return int(i[np.argmax(np.abs(before - after) * np.sqrt(i * (n - i) / n))])
