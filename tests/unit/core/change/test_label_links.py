@@ -113,3 +113,23 @@ def test_a_smooth_feature_whose_link_turns_is_not_read():
                        float(sign * level + rng.gauss(0.0, 0.3) > 0.3)))
     got = findings(events, loss=lambda t, x, y: 0.5 if AT <= t < AT + 400 else 0.1)
     assert not [f for f in got if "labels" in f.detail], got
+
+
+def test_a_stream_explainer_watches_the_labels_that_come_with_their_events():
+    """Through the stream's explainer, as the worker runs it: each event's label (here a number
+    of many values) and the model's loss on it reach the watch of the inputs with its values."""
+    from streamxai.plan import stream_explainer
+    from streamxai.settings import Settings
+
+    s = Settings(features=["x", "a", "b"], task="regression", output="value", loss="squared",
+                 model="river.linear_model.LinearRegression", model_params={}, explainers=["ipfi"])
+    se = stream_explainer(s, "s")
+    events = stream(9, target="number")
+    shuffle(events, "x", random.Random(9))
+    found = []
+    for t, (x, y) in enumerate(events):
+        loss = (se.current_model.predict_one(x) - y) ** 2
+        se.process_one(x, y, loss=loss, position=t)
+        found += se.take_faults()
+    assert [(f.feature, f.what) for f in found] == [("x", "reordered")], found
+    assert "labels" in found[0].detail and abs(found[0].start - AT) <= 50, found[0]
