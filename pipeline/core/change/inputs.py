@@ -360,7 +360,8 @@ class InputMonitor(Component):
         if unlinked:
             found += self._unlinked(unlinked, ranks, links, vals, seqs, med, iqr, rmed, riqr)
         named = {fault.feature for fault in found}
-        if self._labels is not None:
+        # the link with the labels is read over 200 events: every _REF_EVERY tests, as the references are
+        if self._labels is not None and (self._n // self.every) % _REF_EVERY == 0:
             found += self._label_unlinked([j for j in rest if self.features[j] not in named], vals, seqs, losses,
                                           self._labels[order], whole_order, med, iqr)
         starts: dict[int, int] = {}  # where each moved feature's fault began (an index into vals)
