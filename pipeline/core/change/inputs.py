@@ -360,10 +360,13 @@ class InputMonitor(Component):
         if unlinked:
             found += self._unlinked(unlinked, ranks, links, vals, seqs, med, iqr, rmed, riqr)
         named = {fault.feature for fault in found}
-        # the link with the labels is read over 200 events: every _REF_EVERY tests, as the references are
+        # the link with the labels is read over 200 events: every _REF_EVERY tests, as the references are.
+        # Flipped labels weaken it too: a feature whose own values follow each other is read only once its
+        # recent values lost some of that order (above every stretch of the reference), as shuffled ones do
         if self._labels is not None and (self._n // self.every) % _REF_EVERY == 0:
-            found += self._label_unlinked([j for j in rest if self.features[j] not in named], vals, seqs, losses,
-                                          self._labels[order], whole_order, med, iqr)
+            subjects = [j for j in rest if self.features[j] not in named
+                        and (whole_order[j] >= _INDEPENDENT or now[j] > stretch_order[j])]
+            found += self._label_unlinked(subjects, vals, seqs, losses, self._labels[order], whole_order, med, iqr)
         starts: dict[int, int] = {}  # where each moved feature's fault began (an index into vals)
         partners: dict[int, str] = {}  # the other side of an exchange: the feature whose values it took
         flipped_flags: set[int] = set()  # flags that flipped
