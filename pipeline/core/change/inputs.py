@@ -126,6 +126,9 @@ _KS_DIFFER = 2.4
 _KS_AGREE = 1.9
 #: the least rank von Neumann ratio of a reference whose values are about independent (2: independent)
 _INDEPENDENT = 1.6
+#: values that follow each other somewhat lost some of that order: the ratio of the newest 200 at
+#: least this far above the reference's (about two standard errors of the ratio of 200 values)
+_ORDER_WEAKER = 0.3
 #: a link between two features: their rank correlation in every ``recent``-long stretch of the
 #: older half of the values kept is at least this (with one sign); it is lost when the recent
 #: values' is at most _LINK_LOST and _LINK_MARGIN below the least of the stretches (values that
@@ -362,10 +365,12 @@ class InputMonitor(Component):
         named = {fault.feature for fault in found}
         # the link with the labels is read over 200 events: every _REF_EVERY tests, as the references are.
         # Flipped labels weaken it too: a feature whose own values follow each other is read only once its
-        # recent values lost some of that order (above every stretch of the reference), as shuffled ones do
+        # newest 200 values lost some of that order, as shuffled ones do (_ORDER_WEAKER)
         if self._labels is not None and (self._n // self.every) % _REF_EVERY == 0:
-            subjects = [j for j in rest if self.features[j] not in named
-                        and (whole_order[j] >= _INDEPENDENT or now[j] > stretch_order[j])]
+            subjects = [j for j in rest if self.features[j] not in named]
+            newest = _rank_ratio(vals[subjects, -2 * self.recent:], _TURNS) if subjects else np.zeros(0)
+            subjects = [j for j, r in zip(subjects, newest, strict=True)
+                        if whole_order[j] >= _INDEPENDENT or r >= whole_order[j] + _ORDER_WEAKER]
             found += self._label_unlinked(subjects, vals, seqs, losses, self._labels[order], whole_order, med, iqr)
         starts: dict[int, int] = {}  # where each moved feature's fault began (an index into vals)
         partners: dict[int, str] = {}  # the other side of an exchange: the feature whose values it took
