@@ -12,10 +12,10 @@ the link lost when every class the feature moved with in every stretch (by at le
 the least of the stretches, and ``_Z`` standard errors below the whole reference's (Fisher's z,
 a chance of about 3e-7). It reads only features whose values do not follow each other smoothly
 (a rank von Neumann ratio of at least ``_SERIAL``): a smooth series' stretches hold few
-independent values, and its link with the labels turns for a day without a fault -- the order
-test of :class:`~.inputs.InputMonitor` watches those (which also reads a feature whose values
+independent values, and its link with the labels turns for a day without a fault; the order
+test of :class:`~.inputs.InputMonitor` watches those. The monitor passes a feature whose values
 follow each other somewhat only once its newest values lost some of that order, as shuffled
-values do and values beside flipped labels do not). A finding also asks that the model
+values do and values beside flipped labels do not. A finding also asks that the model
 predicted the newest events worse than the ones before (values cut from their labels mislead
 it), that the newest labels still hold both sides of each link (labels stuck at one class are
 the labels' fault), that the correlation fell to 0 at least where the classes' shares moved
