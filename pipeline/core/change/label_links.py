@@ -20,8 +20,11 @@ predicted the newest events worse than the ones before (values cut from their la
 it), that the newest labels still hold both sides of each link (labels stuck at one class are
 the labels' fault), that the correlation fell to 0 at least where the classes' shares moved
 (labels flipped for a share of the events move them, and weaken every link without cutting it),
-and that no other feature's link weakened by half the margin (labels joined
-to the wrong events weaken every feature's link at once: the label watch tells of them).
+that no other feature's link weakened by half the margin (labels joined
+to the wrong events weaken every feature's link at once: the label watch tells of them), and
+that no feature's link grew ``_MARGIN`` beyond the whole reference's, and half that beyond its
+strongest stretch's (a concept that moved from one feature to another cuts the first one's link
+too; a shuffle adds no link).
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -85,9 +88,7 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
     # once it is gone altogether
     lost = _GONE if _labels_moved(targets) else _LOST
     found, weakened = [], 0
-    for j in candidates:
-        if serial is not None and not serial[j] >= _SERIAL:
-            continue
+    for j in range(values.shape[0]):
         row = values[j]
         ref, rec = row[:-k], row[-k:]
         if np.isnan(row).any() or ref.min() == ref.max() or rec.min() == rec.max():
@@ -98,10 +99,13 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
         for t_ref, t_rec in targets:
             whole = _corr(u_ref, t_ref)
             sign = 1.0 if whole >= 0 else -1.0
-            least = min(sign * _corr(u_ref[a:a + k], t_ref[a:a + k]) for a in range(len(ref) % k, len(ref), k))
-            if least >= _LINKED:
-                links.append((sign, abs(whole), least, sign * _corr(u_rec, t_rec), t_ref, t_rec))
-        if not links:
+            stretches = [sign * _corr(u_ref[a:a + k], t_ref[a:a + k]) for a in range(len(ref) % k, len(ref), k)]
+            now = sign * _corr(u_rec, t_rec)
+            if abs(now) >= max(abs(whole) + _MARGIN, max(map(abs, stretches)) + _MARGIN / 2):
+                return []  # a feature the labels go with as never before: the labels' concept changed
+            if min(stretches) >= _LINKED:
+                links.append((sign, abs(whole), min(stretches), now, t_ref, t_rec))
+        if not links or j not in candidates or (serial is not None and not serial[j] >= _SERIAL):
             continue
         weakened += any(now <= least - _MARGIN / 2 for _, _, least, now, _, _ in links)
         se = np.sqrt(1.0 / (k - 3) + 1.0 / (len(ref) - 3))

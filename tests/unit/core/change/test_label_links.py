@@ -161,3 +161,12 @@ def test_a_feature_that_follows_itself_is_found_only_once_its_order_is_lost_too(
     got = findings(shuffled)
     assert [(f.feature, f.what) for f in got] == [("x", "reordered")], got
     assert "labels" in got[0].detail and got[0].seq <= AT + 400, got[0]
+
+
+def test_a_concept_that_moved_to_another_feature_is_no_fault_of_the_first():
+    """The labels go with x, then with a: x loses its link as a shuffle would cut it, but a
+    gains one it never had (a shuffle adds no link): the labels' concept changed."""
+    events = stream(10)
+    rng = random.Random(10)
+    events[AT:] = [(x, float(x["a"] + rng.gauss(0.0, 0.8) > 0.6)) for x, _ in events[AT:]]
+    assert not [f for f in findings(events) if "labels" in f.detail]
