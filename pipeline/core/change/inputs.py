@@ -314,7 +314,7 @@ class InputMonitor(Component):
         self._losses[at] = losses
         if self._labels is None:
             self._labels = np.full(size, np.nan)
-        self._labels[at] = labels if labels is not None and len(labels) == len(rows) else math.nan
+        self._labels[at] = labels
 
     # the tests ----------------------------------------------------------------------------
     def _test(self) -> list[InputFault]:

@@ -35,7 +35,7 @@ too; a shuffle adds no link).
 []
 >>> x[950:] = rng.permutation(x[950:])                            # shuffled from 950 on
 >>> losses[950:] = np.where((x[950:] > 0.5) == (y[950:] > 0), 0.1, 0.9)
->>> [(j, at, round(before, 2), round(now, 2)) for j, at, before, _, now in label_unlinked(x[None, :], y, losses, [0], 100)]
+>>> [(j, at, round(then, 2), round(now, 2)) for j, at, then, _, now in label_unlinked(x[None, :], y, losses, [0], 100)]
 [(0, 950, 0.64, 0.05)]
 """
 
@@ -87,6 +87,8 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
     # without cutting it (by 1 - 2 x that share): where the shares moved, a link is lost only
     # once it is gone altogether
     lost = _GONE if _labels_moved(targets) else _LOST
+    se = np.sqrt(1.0 / (k - 3) + 1.0 / (n - k - 3))  # of Fisher's z, the newest values against the reference
+    read = set(candidates)
     found, weakened = [], 0
     for j in range(values.shape[0]):
         row = values[j]
@@ -105,10 +107,9 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
                 return []  # a feature the labels go with as never before: the labels' concept changed
             if min(stretches) >= _LINKED:
                 links.append((sign, abs(whole), min(stretches), now, t_ref, t_rec))
-        if not links or j not in candidates or (serial is not None and not serial[j] >= _SERIAL):
+        if not links or j not in read or (serial is not None and not serial[j] >= _SERIAL):
             continue
         weakened += any(now <= least - _MARGIN / 2 for _, _, least, now, _, _ in links)
-        se = np.sqrt(1.0 / (k - 3) + 1.0 / (len(ref) - 3))
         if all(now <= min(lost, least - _MARGIN)
                and np.arctanh(min(whole, 0.999)) - np.arctanh(max(now, -0.999)) >= _Z * se
                for _, whole, least, now, _, _ in links):
