@@ -123,7 +123,8 @@ def _spawned(s: Settings, log_file: str, python: str) -> subprocess.Popen:
 def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str,
                   counters: dict[str, float] | None = None,
                   broker_cpu: list[float] | None = None,
-                  sched: list[tuple[float, float, int]] | None = None, python: str = "") -> tuple[float, float]:
+                  sched: list[tuple[float, float, int]] | None = None, python: str = "",
+                  backlog: bool = False) -> tuple[float, float]:
     """``(wall, cpu)`` seconds from the moment the broker has the backlog's first event until the change agents
     have taken up every explanation of it, with ``n_workers`` fresh workers on ``s``'s broker
     (joined before, so start-up and group joins are not counted; the intake's and the drift
@@ -131,23 +132,41 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str,
     workers' counters at the end (summed over the workers). ``broker_cpu`` takes the
     CPU seconds the local broker (:data:`broker_pids`) used over the same span, if there is one;
     ``sched`` (one worker) what :func:`main_thread_sched` counted for its main thread over it.
-    ``python``: the workers run by that interpreter (another checkout's code), not this one's."""
+    ``python``: the workers run by that interpreter (another checkout's code), not this one's.
+    ``backlog``: the events are all on the broker before the workers start, and the clock starts
+    at their first prediction (their metrics page, looked at every 5 ms until then), as a worker
+    that starts behind a backlog meets it."""
     ensure_topics(s)
     each = [s.replace(web_port=free_port()) for _ in range(n_workers)]
+    if backlog:
+        produce_events(s, events)
     if python:
         procs = [_spawned(w, f"{tmp}/w{i}.log", python) for i, w in enumerate(each)]
     else:
         procs = [spawn_worker(w, log_file=f"{tmp}/w{i}.log", loglevel="warning") for i, w in enumerate(each)]
     try:
-        wait_for_members(s, n_workers, timeout=120)
+        if not backlog:
+            wait_for_members(s, n_workers, timeout=120)
         # watched on their metrics pages rather than by reading the explanations topic here, which
         # took this process and the broker 2.7 messages an event on the worker's two cores while it was timed
         want = explanations_wanted(s, events)
-        started: list[tuple] = []  # the clock starts once the broker has the first event:
-        # the benchmark's producer takes 0.5-1.6 s to start (idempotent), which is not the worker's time
-        produce_events(s, events, first_delivered=lambda: started.append(
-            (time.perf_counter(), _cpu_seconds([p.pid for p in procs]), _cpu_seconds(broker_pids),
-             main_thread_sched(procs[0].pid))))
+        started: list[tuple] = []
+
+        def start() -> None:
+            started.append((time.perf_counter(), _cpu_seconds([p.pid for p in procs]), _cpu_seconds(broker_pids),
+                            main_thread_sched(procs[0].pid)))
+
+        if backlog:
+            deadline = time.monotonic() + 120
+            while not _predicted(each):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the workers made no prediction within 120 s of starting")
+                time.sleep(0.005)
+            start()
+        else:
+            # the clock starts once the broker has the first event: the benchmark's producer
+            # takes 0.5-1.6 s to start (idempotent), which is not the worker's time
+            produce_events(s, events, first_delivered=start)
         t0, c0, b0, s0 = started[0]
         _change_done(each, want)
         done = time.perf_counter() - t0, _cpu_seconds([p.pid for p in procs]) - c0
@@ -163,6 +182,14 @@ def kafka_workers(s: Settings, events: list, n_workers: int, tmp: str,
     finally:
         for p in procs:
             stop_worker(p)
+
+
+def _predicted(workers: list[Settings]) -> int:
+    """The predictions ``workers`` made so far (0 while a metrics page is not up yet)."""
+    try:
+        return sum(worker_metrics(w, timeout=1.0)["counters"].get("predictions", 0) for w in workers)
+    except OSError:
+        return 0
 
 
 def explanations_wanted(s: Settings, events: list) -> int:

@@ -4,7 +4,7 @@ evaluation can reach at best, in one run on the same stream and model.
     python tests/benchmarks/bench_speed.py [--models hat,arf,logistic,htr] [--events 300]
         [--warmup 1000] [--repeats 3] [--main-src DIR] [--same-as DIR] [--kafka]
         [--kafka-events 8000] [--kafka-repeats 5] [--kafka-against KEY=VALUE] [--kafka-main PYTHON]
-        [--kafka-only]
+        [--kafka-only] [--kafka-backlog]
 """
 
 from __future__ import annotations
@@ -390,6 +390,9 @@ def main() -> None:
     - **Where the worker's main thread spent the run** (``/proc``): on a core, waiting for one
       (the broker, the clients' threads and this process share the cores), and neither (waiting for
       a fetch, or for the GIL while aiokafka's consumer thread parses one).
+    - ``--kafka-backlog``: the events are all on the broker before the worker starts, and its clock
+      starts at its first prediction rather than at the broker's first event, as for a worker
+      that starts behind a backlog (start-up and group join are not counted either way).
     - ``--kafka-against KEY=VALUE[,KEY=VALUE]``: every round also runs a worker with other settings
       (in turn first or second), to compare a setting in the same rounds; ``--kafka-main PYTHON``
       likewise a worker run by another interpreter, with the code its environment imports (another
@@ -406,6 +409,8 @@ def main() -> None:
     ap.add_argument("--kafka", action="store_true", help="also one Kafka worker against its work in-process")
     ap.add_argument("--kafka-events", type=int, default=8000)
     ap.add_argument("--kafka-repeats", type=int, default=5)
+    ap.add_argument("--kafka-backlog", action="store_true",
+                    help="the events on the broker before the worker starts; its clock starts at its first prediction")
     ap.add_argument("--kafka-only", action="store_true", help="skip the in-process comparisons of the paths")
     ap.add_argument("--kafka-against", default="",
                     help="also, each round, a worker with these settings (KEY=VALUE[,KEY=VALUE]; e.g. output_linger_ms=5)")
@@ -508,7 +513,8 @@ def kafka(names: list[str], args: argparse.Namespace) -> None:
                     s = make_settings(bootstrap, f"{tmp}/{name}-worker{r}{len(timed)}", **fields)
                     s = s.replace(**{k: type(getattr(s, k))(x) for k, x in extra.items()})
                     timed[v] = kafka_workers(s, evs, 1, tmp, counters=counters if not v else None,
-                                             broker_cpu=runs[v]["broker"], sched=runs[v]["sched"], python=python)
+                                             broker_cpu=runs[v]["broker"], sched=runs[v]["sched"], python=python,
+                                             backlog=args.kafka_backlog)
                 ref_after = reference_run(make_settings(bootstrap, f"{tmp}/{name}-ref{r}b", **fields), evs)
                 after = in_process_worker(make_settings(bootstrap, f"{tmp}/{name}-local{r}b", **fields), evs)
                 for v, (wall_k, cpu_k) in timed.items():
@@ -556,8 +562,9 @@ def write_worker_results(path: str, measured: dict[str, dict[str, float]], args:
                                round(cpu["cpu_in_over_ref"], 3), "x"))
     return write_results(
         path, "bench_speed --kafka",
-        f"One worker on a backlog of {args.kafka_events} events of one stream, broker on the same machine "
-        f"(iPFI, iSAGE, iPDP; median of {args.kafka_repeats} rounds)",
+        (f"One worker started behind a backlog of {args.kafka_events} events of one stream, timed from its first prediction, "
+         if args.kafka_backlog else f"One worker on a backlog of {args.kafka_events} events of one stream, ") +
+        f"broker on the same machine (iPFI, iSAGE, iPDP; median of {args.kafka_repeats} rounds)",
         "the in-process reference (streamxai.reference.run_in_process: the same join, explainers and change "
         "detector, no messages) in the same rounds, CPU time", rows)
 
