@@ -26,8 +26,10 @@ the labels' fault), that the correlation fell to 0 at least where the classes' s
 that no other feature's link weakened by half the margin (labels joined
 to the wrong events weaken every feature's link at once: the label watch tells of them), and
 that no feature's link grew ``_MARGIN`` beyond the whole reference's, and half that beyond its
-strongest stretch's (a concept that moved from one feature to another cuts the first one's link
-too; a shuffle adds no link).
+strongest stretch's, nor, read through its parts, ``_GREW`` beyond its strongest stretch's, and
+that the labels' means in every other feature's parts held (a concept that moved from one
+feature to another cuts the first one's link too; a shuffle of one feature leaves every other
+feature's link with the labels as it was).
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -62,6 +64,12 @@ _FEWEST = 2
 #: a link that is not monotone is read through the labels' mean in each of this many equal parts of
 #: the reference's ranks (eighths: about 110 events each in a reference of 900)
 _PARTS = 8
+#: a concept that moved: a feature's link in the newest values this much above its strongest in a
+#: stretch of the reference, read through its parts (:func:`_grew`)
+_GREW = 0.15
+#: a concept that moved: the newest labels' means in another feature's parts this far from the
+#: reference's, as a normal quantile of the chi-square test (:func:`_others_moved`; about 3e-7)
+_MOVED_Z = 5.0
 #: the least rank von Neumann ratio (of values 1 to 8 apart) of a feature whose link is read
 _SERIAL = 1.0
 #: labels of at most this many values are classes, each one's indicator read; more: a target
@@ -107,8 +115,10 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
         u_ref, u_rec = midranks(s, ref), midranks(s, rec)
         links = []
         starts = range(len(ref) % k, len(ref), k)
-        bins = None
+        bins = (_part(u_ref), _part(u_rec))
         for t_ref, t_rec in targets:
+            if _grew(*bins, t_ref, t_rec, starts, k):
+                return []  # a feature the labels go with as never before: the labels' concept changed
             whole, stretches, now = _link(u_ref, u_rec, t_ref, t_rec, starts, k)
             if len(stretches) < _FEWEST:
                 continue
@@ -121,7 +131,6 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
                 continue
             # a link that is not monotone: each value stands for the labels' mean in its part of
             # the reference, which goes with the labels as a monotone link's ranks do
-            bins = bins or (_part(u_ref), _part(u_rec))
             e_ref, e_rec = _part_means(*bins, t_ref)
             whole, stretches, now = _link(e_ref, e_rec, t_ref, t_rec, starts, k)
             if len(stretches) >= _FEWEST and min(stretches) >= _LINKED:
@@ -139,7 +148,11 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
             span_t = np.concatenate([t_ref[-k:], t_rec])
             prod = np.concatenate([f_ref[-k:], f_rec]) * (span_t - span_t.mean())
             found.append((j, n - 2 * k + change_point(prod), whole, least, now))
-    return found if len(found) == 1 and weakened == 1 else []
+    if len(found) != 1 or weakened != 1:
+        return []
+    if _others_moved(values, found[0][0], targets, k):
+        return []
+    return found
 
 
 def _link(f_ref: np.ndarray, f_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.ndarray, starts: range,
@@ -150,6 +163,52 @@ def _link(f_ref: np.ndarray, f_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.nda
     stretches = [_corr(f_ref[a:a + k], t_ref[a:a + k]) for a in starts
                  if f_ref[a:a + k].min() < f_ref[a:a + k].max() and t_ref[a:a + k].min() < t_ref[a:a + k].max()]
     return _corr(f_ref, t_ref), stretches, _corr(f_rec, t_rec)
+
+
+def _others_moved(values: np.ndarray, j: int, targets: list[tuple[np.ndarray, np.ndarray]], k: int) -> bool:
+    """Whether the labels go with another feature than row ``j`` otherwise among the newest
+    ``k`` events than before: in some part of a feature's reference, the newest labels' mean
+    differs from the reference's there, over the parts with 5 events on each side, beyond the
+    chi-square quantile of ``_MOVED_Z`` (Wilson and Hilferty's approximation). A shuffle of
+    ``j`` leaves the labels' link with every other feature as it was; a concept that moved
+    changes it for the features it moved to."""
+    for g in range(values.shape[0]):
+        row = values[g]
+        ref, rec = row[:-k], row[-k:]
+        if g == j or np.isnan(row).any() or ref.min() == ref.max():
+            continue
+        s = np.sort(ref)
+        p_ref, p_rec = _part(midranks(s, ref)), _part(midranks(s, rec))
+        n_ref, n_rec = np.bincount(p_ref, minlength=_PARTS), np.bincount(p_rec, minlength=_PARTS)
+        use = (n_ref >= 5) & (n_rec >= 5)
+        d = int(use.sum())
+        if d == 0:
+            continue
+        q = d * (1.0 - 2.0 / (9 * d) + _MOVED_Z * np.sqrt(2.0 / (9 * d))) ** 3
+        for t_ref, t_rec in targets:
+            m_ref = np.bincount(p_ref, weights=t_ref, minlength=_PARTS)[use] / n_ref[use]
+            m_rec = np.bincount(p_rec, weights=t_rec, minlength=_PARTS)[use] / n_rec[use]
+            var = float(t_ref.var()) * (1.0 / n_rec[use] + 1.0 / n_ref[use])
+            if var.min() > 0 and float(((m_rec - m_ref) ** 2 / var).sum()) > q:
+                return True
+    return False
+
+
+def _grew(p_ref: np.ndarray, p_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.ndarray, starts: range, k: int) -> bool:
+    """Whether the newest labels go with the feature's parts ``_GREW`` more than in any stretch
+    of the reference but the last (which may hold the change's first values): each ``k``-long
+    span's labels correlated with their own parts' means in it (as many values on each side, so
+    the same upward bias). A concept that moved to a feature makes its link grow, monotone or
+    not; a shuffle of another feature adds no link."""
+    def eta(p: np.ndarray, t: np.ndarray) -> float:
+        sums = np.bincount(p, weights=t, minlength=_PARTS)
+        counts = np.bincount(p, minlength=_PARTS)
+        return _corr((sums / np.maximum(counts, 1))[p], t)
+
+    if t_rec.min() == t_rec.max():
+        return False
+    spans = [eta(p_ref[a:a + k], t_ref[a:a + k]) for a in starts[:-1] if t_ref[a:a + k].min() < t_ref[a:a + k].max()]
+    return bool(spans) and eta(p_rec, t_rec) >= max(spans) + _GREW
 
 
 def _part(u: np.ndarray) -> np.ndarray:

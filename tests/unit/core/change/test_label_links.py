@@ -217,3 +217,32 @@ def test_a_stretch_whose_labels_are_all_one_class_says_nothing_of_the_link(seed)
     assert label_unlinked(x[None, :], y, losses, [0], 100) == []
     x[900:] = rng.permutation(x[900:])
     assert [j for j, *_ in label_unlinked(x[None, :], y, losses, [0], 100)] == [0]
+
+
+@pytest.mark.parametrize("seed", [10, 11, 12])
+def test_a_concept_that_moved_to_a_link_that_is_not_monotone_is_no_fault_of_the_first(seed):
+    """The labels go with x, then with a's distance from the middle: x loses its link as a
+    shuffle would cut it, and a gains one that its ranks do not show (a correlation of about 0),
+    but the labels' share in a's parts does, more than in any stretch of the reference: the
+    labels' concept changed."""
+    events = stream(seed)
+    rng = random.Random(seed)
+    events[AT:] = [(x, float(abs(x["a"]) + rng.gauss(0.0, 0.3) > 1.0)) for x, _ in events[AT:]]
+    assert not [f for f in findings(events) if "labels" in f.detail]
+
+
+def test_the_labels_that_go_with_another_feature_otherwise_are_a_concept_that_moved():
+    """x shuffled in the newest 200 events leaves the labels' means in a's parts as they were;
+    labels that go with a in the newest events (a concept that moved to a, as agrawal's
+    functions switch) change them."""
+    import numpy as np
+    from streamxai.core.change.label_links import _others_moved, _targets
+
+    rng = np.random.default_rng(3)
+    x, a = rng.normal(size=1100), rng.normal(size=1100)
+    y = (x + rng.normal(scale=0.8, size=1100) > 0.6).astype(float)
+    x[900:] = rng.permutation(x[900:])
+    values = np.vstack([x, a])
+    assert not _others_moved(values, 0, _targets(y[:900], y[900:]), 200)
+    y[900:] = (np.abs(a[900:]) + rng.normal(scale=0.3, size=200) > 1.0).astype(float)
+    assert _others_moved(values, 0, _targets(y[:900], y[900:]), 200)
