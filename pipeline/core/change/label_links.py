@@ -7,10 +7,8 @@ the rest of their event, and, for a feature the model leans on, with its label a
 :func:`label_unlinked` reads, for each feature, the rank correlation of its values with the
 labels (each class's indicator, or the labels' ranks for a target of many values) over the
 values before the newest ``2 recent`` and over every ``2 recent``-long stretch of them where the
-values and the labels both spread (a calm spell without the rare class tells nothing of a link);
-a link that is not monotone (the rare class at both ends of the values, a direction of the wind)
-is read alike through the labels' mean in each value's part of the reference. It finds the link
-lost when every class the feature moved with in every such stretch (by at least ``_LINKED``)
+values and the labels both spread (a calm spell without the rare class tells nothing of a
+link). It finds the link lost when every class the feature moved with in every such stretch (by at least ``_LINKED``)
 lost it in the newest values: a correlation of at most ``_LOST``, ``_MARGIN`` below
 the least of the stretches, and ``_Z`` standard errors below the whole reference's (Fisher's z,
 a chance of about 3e-7). It reads only features whose values do not follow each other smoothly
@@ -61,8 +59,8 @@ _MARGIN = 0.25
 _Z = 5.0
 #: the fewest stretches of the reference, with spread in both the values and the labels, a link is read over
 _FEWEST = 2
-#: a link that is not monotone is read through the labels' mean in each of this many equal parts of
-#: the reference's ranks (eighths: about 110 events each in a reference of 900)
+#: the concept guards read the labels' means in each of this many equal parts of a feature's
+#: reference ranks (eighths: about 110 events each in a reference of 900)
 _PARTS = 8
 #: a concept that moved: a feature's link in the newest values this much above its strongest in a
 #: stretch of the reference, read through its parts (:func:`_grew`)
@@ -128,14 +126,6 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
                 return []  # a feature the labels go with as never before: the labels' concept changed
             if min(stretches) >= _LINKED:
                 links.append((abs(whole), min(stretches), now, sign * (u_ref - 0.5), sign * (u_rec - 0.5), t_ref, t_rec))
-                continue
-            # a link that is not monotone: each value stands for the labels' mean in its part of
-            # the reference, which goes with the labels as a monotone link's ranks do
-            e_ref, e_rec = _part_means(*bins, t_ref)
-            whole, stretches, now = _link(e_ref, e_rec, t_ref, t_rec, starts, k)
-            if len(stretches) >= _FEWEST and min(stretches) >= _LINKED:
-                centre = float(t_ref.mean())
-                links.append((whole, min(stretches), now, e_ref - centre, e_rec - centre, t_ref, t_rec))
         if not links or j not in read or (serial is not None and not serial[j] >= _SERIAL):
             continue
         weakened += any(now <= least - _MARGIN / 2 for _, least, now, *_ in links)
@@ -144,7 +134,7 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
                for whole, least, now, *_ in links):
             whole, least, now, f_ref, f_rec, t_ref, t_rec = max(links, key=lambda link: link[1])
             # where the link was lost: the split of the last 2k values that best tells the mean
-            # of the products of the centred (signed) values and centred labels after it from before it
+            # of the products of the signed centred ranks and centred labels after it from before it
             span_t = np.concatenate([t_ref[-k:], t_rec])
             prod = np.concatenate([f_ref[-k:], f_rec]) * (span_t - span_t.mean())
             found.append((j, n - 2 * k + change_point(prod), whole, least, now))
@@ -157,8 +147,7 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
 
 def _link(f_ref: np.ndarray, f_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.ndarray, starts: range,
           k: int) -> tuple[float, list[float], float]:
-    """The correlation of a feature's values (ranks, or their parts' label means) with the
-    labels: over the reference, in each of its ``k``-long stretches where both spread (a stretch
+    """The correlation of a feature's ranks with the labels: over the reference, in each of its ``k``-long stretches where both spread (a stretch
     of labels of one class, a calm spell, tells nothing of the link), and over the newest values."""
     stretches = [_corr(f_ref[a:a + k], t_ref[a:a + k]) for a in starts
                  if f_ref[a:a + k].min() < f_ref[a:a + k].max() and t_ref[a:a + k].min() < t_ref[a:a + k].max()]
@@ -215,14 +204,6 @@ def _part(u: np.ndarray) -> np.ndarray:
     """Which of the reference's ``_PARTS`` equal parts each value's midrank falls in (equal
     values share a part)."""
     return np.minimum((u * _PARTS).astype(np.int64), _PARTS - 1)
-
-
-def _part_means(p_ref: np.ndarray, p_rec: np.ndarray, t_ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each value's part's mean label in the reference (an empty part: the reference's mean)."""
-    sums = np.bincount(p_ref, weights=t_ref, minlength=_PARTS)
-    counts = np.bincount(p_ref, minlength=_PARTS)
-    means = np.where(counts > 0, sums / np.maximum(counts, 1), t_ref.mean())
-    return means[p_ref], means[p_rec]
 
 
 def _targets(ref_y: np.ndarray, rec_y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:

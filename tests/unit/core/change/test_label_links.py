@@ -172,35 +172,6 @@ def test_a_concept_that_moved_to_another_feature_is_no_fault_of_the_first():
     assert not [f for f in findings(events) if "labels" in f.detail]
 
 
-def banded_stream(seed: int) -> list[tuple[dict, float]]:
-    """The label goes with x's distance from the middle (a feature whose extremes are the rare
-    class, as an hour of the day or a direction of the wind is): x's ranks do not move with it."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(AT + 1000):
-        x = {"x": rng.gauss(0.0, 1.0), "a": rng.gauss(0.0, 1.0), "b": rng.expovariate(1.0)}
-        out.append((x, float(abs(x["x"]) + rng.gauss(0.0, 0.3) > 1.0)))
-    return out
-
-
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_a_link_that_is_not_monotone_is_read_through_its_bins(seed):
-    """x's rank correlation with the labels is about 0, but the labels' share in each of x's
-    eighths of the reference moves with them (a correlation of about 0.6): shuffled, x loses
-    that link and is found; kept in place, nothing is."""
-    assert not [f for f in findings(banded_stream(seed), loss=banded_loss) if "labels" in f.detail]
-    events = banded_stream(seed)
-    shuffle(events, "x", random.Random(seed))
-    got = findings(events, loss=banded_loss)
-    assert [(f.feature, f.what) for f in got] == [("x", "reordered")], got
-    assert AT + 100 <= got[0].seq <= AT + 300 and abs(got[0].start - AT) <= 50, got[0]
-
-
-def banded_loss(t: int, x: dict, y: float) -> float:
-    """The zero-one loss of a model that predicts the rare class at x's extremes."""
-    return float((abs(x["x"]) > 1.0) != (y > 0.5))
-
-
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_stretch_whose_labels_are_all_one_class_says_nothing_of_the_link(seed):
     """Low visibility comes in spells: a calm 200-event stretch of the reference holds no event
