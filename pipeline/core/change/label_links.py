@@ -8,8 +8,8 @@ the rest of their event, and, for a feature the model leans on, with its label a
 labels (each class's indicator, or the labels' ranks for a target of many values) over the
 values before the newest ``2 recent`` and over every ``2 recent``-long stretch of them where the
 values and the labels both spread (a calm spell without the rare class tells nothing of a
-link). It finds the link lost when every class the feature moved with in every such stretch (by at least ``_LINKED``)
-lost it in the newest values: a correlation of at most ``_LOST``, ``_MARGIN`` below
+link). It finds the link lost when every class the feature moved with in every such stretch
+(by at least ``_LINKED``) lost it in the newest values: a correlation of at most ``_LOST``, ``_MARGIN`` below
 the least of the stretches, and ``_Z`` standard errors below the whole reference's (Fisher's z,
 a chance of about 3e-7). It reads only features whose values do not follow each other smoothly
 (a rank von Neumann ratio of at least ``_SERIAL``): a smooth series' stretches hold few
@@ -104,16 +104,19 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
     se = np.sqrt(1.0 / (k - 3) + 1.0 / (n - k - 3))  # of Fisher's z, the newest values against the reference
     read = set(candidates)
     found, weakened = [], 0
+    parts: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # each row's parts, reference and newest
+    starts = range((n - k) % k, n - k, k)  # the reference's stretches
     for j in range(values.shape[0]):
         row = values[j]
         ref, rec = row[:-k], row[-k:]
-        if np.isnan(row).any() or ref.min() == ref.max() or rec.min() == rec.max():
+        if np.isnan(row).any() or ref.min() == ref.max():
             continue  # no spread: the tests of stuck values speak
         s = np.sort(ref)
         u_ref, u_rec = midranks(s, ref), midranks(s, rec)
+        bins = parts[j] = (_part(u_ref), _part(u_rec))
+        if rec.min() == rec.max():
+            continue
         links = []
-        starts = range(len(ref) % k, len(ref), k)
-        bins = (_part(u_ref), _part(u_rec))
         for t_ref, t_rec in targets:
             if _grew(*bins, t_ref, t_rec, starts, k):
                 return []  # a feature the labels go with as never before: the labels' concept changed
@@ -140,34 +143,32 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
             found.append((j, n - 2 * k + change_point(prod), whole, least, now))
     if len(found) != 1 or weakened != 1:
         return []
-    if _others_moved(values, found[0][0], targets, k):
+    if _others_moved(parts, found[0][0], targets):
         return []
     return found
 
 
 def _link(f_ref: np.ndarray, f_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.ndarray, starts: range,
           k: int) -> tuple[float, list[float], float]:
-    """The correlation of a feature's ranks with the labels: over the reference, in each of its ``k``-long stretches where both spread (a stretch
-    of labels of one class, a calm spell, tells nothing of the link), and over the newest values."""
+    """The correlation of a feature's ranks with the labels: over the reference, in each of its
+    ``k``-long stretches where both spread (a stretch of labels of one class, a calm spell, tells
+    nothing of the link), and over the newest values."""
     stretches = [_corr(f_ref[a:a + k], t_ref[a:a + k]) for a in starts
                  if f_ref[a:a + k].min() < f_ref[a:a + k].max() and t_ref[a:a + k].min() < t_ref[a:a + k].max()]
     return _corr(f_ref, t_ref), stretches, _corr(f_rec, t_rec)
 
 
-def _others_moved(values: np.ndarray, j: int, targets: list[tuple[np.ndarray, np.ndarray]], k: int) -> bool:
+def _others_moved(parts: dict[int, tuple[np.ndarray, np.ndarray]], j: int,
+                  targets: list[tuple[np.ndarray, np.ndarray]]) -> bool:
     """Whether the labels go with another feature than row ``j`` otherwise among the newest
-    ``k`` events than before: in some part of a feature's reference, the newest labels' mean
-    differs from the reference's there, over the parts with 5 events on each side, beyond the
-    chi-square quantile of ``_MOVED_Z`` (Wilson and Hilferty's approximation). A shuffle of
-    ``j`` leaves the labels' link with every other feature as it was; a concept that moved
-    changes it for the features it moved to."""
-    for g in range(values.shape[0]):
-        row = values[g]
-        ref, rec = row[:-k], row[-k:]
-        if g == j or np.isnan(row).any() or ref.min() == ref.max():
+    events than before (``parts``: each row's parts, reference and newest): in some part of a
+    feature's reference, the newest labels' mean differs from the reference's there, over the
+    parts with 5 events on each side, beyond the chi-square quantile of ``_MOVED_Z`` (Wilson
+    and Hilferty's approximation). A shuffle of ``j`` leaves the labels' link with every other
+    feature as it was; a concept that moved changes it for the features it moved to."""
+    for g, (p_ref, p_rec) in parts.items():
+        if g == j:
             continue
-        s = np.sort(ref)
-        p_ref, p_rec = _part(midranks(s, ref)), _part(midranks(s, rec))
         n_ref, n_rec = np.bincount(p_ref, minlength=_PARTS), np.bincount(p_rec, minlength=_PARTS)
         use = (n_ref >= 5) & (n_rec >= 5)
         d = int(use.sum())
@@ -175,12 +176,16 @@ def _others_moved(values: np.ndarray, j: int, targets: list[tuple[np.ndarray, np
             continue
         q = d * (1.0 - 2.0 / (9 * d) + _MOVED_Z * np.sqrt(2.0 / (9 * d))) ** 3
         for t_ref, t_rec in targets:
-            m_ref = np.bincount(p_ref, weights=t_ref, minlength=_PARTS)[use] / n_ref[use]
-            m_rec = np.bincount(p_rec, weights=t_rec, minlength=_PARTS)[use] / n_rec[use]
+            m_ref, m_rec = _part_means(p_ref, t_ref)[use], _part_means(p_rec, t_rec)[use]
             var = float(t_ref.var()) * (1.0 / n_rec[use] + 1.0 / n_ref[use])
             if var.min() > 0 and float(((m_rec - m_ref) ** 2 / var).sum()) > q:
                 return True
     return False
+
+
+def _part_means(p: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The mean of ``t`` in each of the ``_PARTS`` parts ``p`` names (0 in a part without any)."""
+    return np.bincount(p, weights=t, minlength=_PARTS) / np.maximum(np.bincount(p, minlength=_PARTS), 1)
 
 
 def _grew(p_ref: np.ndarray, p_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.ndarray, starts: range, k: int) -> bool:
@@ -190,9 +195,7 @@ def _grew(p_ref: np.ndarray, p_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.nda
     the same upward bias). A concept that moved to a feature makes its link grow, monotone or
     not; a shuffle of another feature adds no link."""
     def eta(p: np.ndarray, t: np.ndarray) -> float:
-        sums = np.bincount(p, weights=t, minlength=_PARTS)
-        counts = np.bincount(p, minlength=_PARTS)
-        return _corr((sums / np.maximum(counts, 1))[p], t)
+        return _corr(_part_means(p, t)[p], t)
 
     if t_rec.min() == t_rec.max():
         return False

@@ -207,13 +207,14 @@ def test_the_labels_that_go_with_another_feature_otherwise_are_a_concept_that_mo
     labels that go with a in the newest events (a concept that moved to a, as agrawal's
     functions switch) change them."""
     import numpy as np
-    from streamxai.core.change.label_links import _others_moved, _targets
+    from streamxai.core.change.label_links import _others_moved, _part, _targets, midranks
 
     rng = np.random.default_rng(3)
     x, a = rng.normal(size=1100), rng.normal(size=1100)
     y = (x + rng.normal(scale=0.8, size=1100) > 0.6).astype(float)
     x[900:] = rng.permutation(x[900:])
-    values = np.vstack([x, a])
-    assert not _others_moved(values, 0, _targets(y[:900], y[900:]), 200)
+    parts = {j: (_part(midranks(np.sort(v[:900]), v[:900])), _part(midranks(np.sort(v[:900]), v[900:])))
+             for j, v in enumerate((x, a))}
+    assert not _others_moved(parts, 0, _targets(y[:900], y[900:]))
     y[900:] = (np.abs(a[900:]) + rng.normal(scale=0.3, size=200) > 1.0).astype(float)
-    assert _others_moved(values, 0, _targets(y[:900], y[900:]), 200)
+    assert _others_moved(parts, 0, _targets(y[:900], y[900:]))
