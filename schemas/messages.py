@@ -352,40 +352,16 @@ class ChangeEvent(Message):
 class ChangeEpisode(Message):
     """Changes of one stream that happened together (topic ``change-episodes``).
 
-    ``changes`` are ranked by ``relative_effect`` (largest first), each
-    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect}``.
-    ``explanations[explainer][feature]`` is ``{before, after, rank_before, rank_after}``, split
-    at ``cut_seq`` (the top change's cut); ``curves[feature]`` the iPDP curve before and after
-    of each changed feature; ``loss_*`` the model's mean prequential loss on each side, with
-    95% intervals ``loss_ci_*`` and ``loss_z``, the loss after against before in standard errors.
-
-    ``kind`` says why: ``learning`` (the loss fell significantly), ``degradation`` (it
-    rose), ``reliance_shift`` (it stayed within its interval, yet the reliance moved) or
-    ``data_fault`` (a feature's own values changed as a broken pipeline changes them; ``faults``
-    says how, for each feature, and how much the model relied on it before), and
-    ``alert`` whether that kind is one to page on (setting ``change_alert_kinds``). An episode
-    whose loss had already moved when the report of its first change was complete is sent then,
-    ``status`` ``open`` (``closed_seq`` null: a degradation pages at once), and again, ``closed``,
-    at event ``closed_seq``, ``episode_gap`` events after its last change ``last_seq``, with all
-    its changes and the same ``first_seq``, kind and alert. An episode that alerts is also sent,
-    ``open`` again, each time a change of a feature it did not name joins it: the page says what
-    broke as soon as that is known (one alert: the same ``alert_key``). An episode whose loss had not moved
-    is sent once, closed: that the loss did not move needs the data up to the close.
-
-    Where on the stream's positions (the change test's time axis) the episode lies:
-    ``first_position``, ``last_position`` (its first and last change detected), ``closed_position``
-    (null while open) and ``cut_position`` (the top change's cut), and each change its
-    ``position`` and ``cut_position``; the ``*_seq`` fields are the seqs of the events explained
-    there (as in :class:`ChangeEvent`; ``cut_seq`` null where no longer known). With labels in
-    line they are equal.
-    Consumers keep the later message of an episode by ``(stream_id, first_position, kind)`` (a
-    data fault's episode may begin where another episode's first change was found).
-
-    ``alert_key`` is ``"<stream_id>/<first_position>"`` (``"<stream_id>/<first_position>/data_fault"``
-    for a data fault) on every message of an episode that
-    alerts (null on the others): a function of the stream and the episode only, so the open and
-    the closed message of an episode, and any message sent again after a restart or a replay,
-    carry the same key. A pager that pages once per ``alert_key`` pages once per alert.
+    ``changes`` are ranked by ``relative_effect`` (largest first); ``explanations``,
+    ``curves`` and ``loss_*`` compare the two sides of ``cut_seq`` (the top change's cut).
+    ``kind`` says why (``learning``, ``degradation``, ``reliance_shift`` or ``data_fault``, whose
+    ``faults`` say how each feature changed) and ``alert`` whether it pages
+    (``change_alert_kinds``). An episode is sent ``open`` once its loss has moved (again, open,
+    when an alerting episode gains a feature) and ``closed`` at ``closed_seq``; consumers keep the
+    later message by ``(stream_id, first_position, kind)``. The ``*_position`` fields place it on
+    the stream's record order, the ``*_seq`` fields name the events explained there.
+    ``alert_key`` (null unless it alerts) depends on the stream and the episode only, so every
+    message of one alert, sent again or not, carries the same key.
     """
 
     SCHEMA: ClassVar[str] = "change_episode/v4"

@@ -166,34 +166,16 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
 class ChangeHandler(MessageHandler[_Point, _StreamState]):
     """One per worker; keeps one change detector per stream it owns.
 
-    The change agent reads the ``drift-feed`` topic: one record per report of an explainer group,
-    carrying the report's explanations as the explain handler sent them to ``explanations``
-    (:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as if it came
-    alone (its own dead letter if bad, duplicates dropped); the state is checkpointed once the
-    whole record is taken. A record whose explanations all pass their checks, of a stream whose
-    state is here and well, is taken in one pass to the same effect (:meth:`_take_checked`). A
-    record without the form's header is one explanation message. Records are keyed by
-    ``stream_id``, so every series of a stream reaches the same change worker, in partition order.
-    Their time axis is the stream's ``position`` (the
-    seq itself while labels come in line): with labels that come
-    later, an event's loss-based explanations come when its label does, so seq no longer orders
-    them. Change events and episodes carry the positions on that axis (``position``,
-    ``cut_position``, ``first_position`` ...) and the seqs of the events explained there
-    (:class:`~streamxai.handlers.event_seqs.EventSeqs`; the same numbers while labels come in line). A stream's state — one
-    :class:`~streamxai.core.change.StreamChangeDetector` over all its series — is
-    checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
-    a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
-    later explanations from the same partition, or replays its whole history without one. A
-    restarted change agent therefore emits exactly what an uninterrupted one would; events for
-    re-delivered explanations repeat with equal values (consumers dedupe change events by
-    ``(series, position)`` and episodes by ``(stream_id, first_position, kind)``; an alerting
-    episode carries that as its ``alert_key``, and the worker's metrics expose its newest alerts
-    by it, so a pager pages once per key).
-
-    Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
-    (``change_episode/v4``: each episode when it opens, with its kind and whether it is an alert,
-    and again when it closes), both keyed by ``stream_id``. An explanation of any other schema
-    version goes to the dead-letter topic.
+    It reads ``drift-feed``, one record per report of an explainer group, keyed by
+    ``stream_id`` (:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as
+    if it came alone (its own dead letter if bad, duplicates dropped), a record whose
+    explanations all pass their checks in one pass to the same effect (:meth:`_take_checked`),
+    and the state is checkpointed once the whole record is taken. Its time axis is the stream's
+    ``position``, with the seqs of the events explained there beside it
+    (:class:`~streamxai.handlers.event_seqs.EventSeqs`). A stream without state here restores
+    its newest checkpoint and replays its later explanations, so a restarted agent emits what an
+    uninterrupted one would. Change events go to ``drift-events``, episodes to
+    ``change-episodes``.
     """
 
     STAGE = "change"

@@ -46,36 +46,10 @@ class CheckpointSeal:
     """Seals states into bytes authenticated with ``secret`` (HMAC-SHA256 over a header naming
     kind, key hash, topic, partition and offset, and the pickle), and opens them again.
 
-    The secret never appears in its repr:
-
-    A checkpoint holds the state after the message at ``topic[partition]@offset``. A worker
-    that finds a key without state restores the newest checkpoint *before* the message it is
-    processing and replays only the key's messages after that offset (``pipeline/kafka/replay.py``);
-    without one (another host, none written yet, or refused) it replays the key's whole history.
-
-    Safety:
-
-    - The state is a pickle (river models have no other complete format), so every sealed record
-      carries an HMAC-SHA256 over its header and payload, made with a secret key
-      (:class:`CheckpointSeal`). A record that is not a v2 checkpoint, has no valid tag, or belongs
-      to another key is refused and never unpickled; so is one whose signed state cannot be
-      unpickled (another version's classes). A refused record is set aside (a file is renamed) with
-      one log line, and the key's state is rebuilt by replay. Without the key, nobody who can write
-      checkpoints can make a worker run code.
-    - The key's SHA-256 is inside the authenticated header, so a record cannot be moved to stand
-      for another key.
-    - Each key keeps two checkpoints. A checkpoint is written when its message is processed,
-      before that message's outputs are flushed and its offset committed; after a SIGKILL the
-      worker resumes from the committed offset, which may be *before* the newest checkpoint.
-      Restoring it would skip the messages in between, whose outputs may never have been sent; so
-      only a checkpoint strictly before the resumed message is used. The two kept are therefore
-      the newest one and the newest one a commit covers (:meth:`SealedStore.save`): a key that
-      writes checkpoints faster than the worker commits (every 2.8 s) would otherwise have both
-      past the commit at a kill, and be rebuilt from its whole history.
-
-    Where the sealed bytes live is a store's business (:class:`SealedStore`):
-    ``streamxai.kafka.checkpoints.FileCheckpointStore`` (files under ``state_dir``) and
-    ``streamxai.kafka.checkpoint_topic.KafkaCheckpointStore`` (a compacted topic).
+    The state is a pickle (river models have no other complete format), so a record without a
+    valid tag, of another key (the key's SHA-256 is in the signed header) or whose state cannot
+    be unpickled is refused, never unpickled, and the key's state rebuilt by replay. Where the
+    sealed bytes live is a :class:`SealedStore`'s business. The secret never appears in its repr:
 
     >>> CheckpointSeal(b"0123456789abcdef")
     CheckpointSeal(secret=***)

@@ -1,34 +1,12 @@
-"""A worker's outputs through confluent-kafka's producer (librdkafka), beside Faust: librdkafka
-takes a message for a fraction of the CPU that aiokafka's accumulator, sender task and
-callbacks take on the event loop, while
-Faust keeps everything else (the consumer, its group, its commits, its own producer, unused by
-the agents). It keeps Faust's guarantees: at least once (a message is in librdkafka's queue when
-:meth:`OutputProducer.hand` returns, and the worker's consumer commits an offset only after
-:meth:`OutputProducer.flush` has seen every message handed over before it acknowledged or
-failed; a worker killed before a commit sends its outputs again, which their consumers
-deduplicate by ``(stream_id, seq)``, internal hops by origin); the same partitions
-(``partitioner = murmur2_random``, the Java client's and aiokafka's default, so a stream's
-records stay on their partitions: ``tests/integration/test_send_on_broker.py``); order within a
-partition (idempotence with ``acks = all``, as librdkafka keeps up to 5 requests in flight and a
-retried one could land behind a later one); the same sizes (a message over
-``producer_max_request_size`` is refused at the hand-over and its input dead-lettered with
-reason ``send_error``; a partition's batch is at most
-:func:`~streamxai.kafka.faust_transport.producer_batch_bytes`); the same security
-(:func:`~streamxai.kafka.config.confluent_config`, never logged or shown in a repr); and quiet
-outages (librdkafka logs nothing; an unreachable broker is the consumer's outage line; a message
-the brokers do not take, with its partition's leader gone or fewer replicas in sync than
-``min.insync.replicas``, is retried until they take it, with one line and the gauge
-``writes_waiting`` while none is taken (:class:`~streamxai.kafka.write_wait.WriteWait`); a
-message refused for good is counted in ``send_errors``; and a fatal error is one ERROR line
-that fails the next commit, so the worker stops without committing past lost outputs). Two clients, one per kind of topic, because the
-linger that suits one costs the other: the hops (:data:`HOP_TOPICS`), which the worker's own
-agents read next, wait at most :data:`HOP_LINGER_MS` so the next agent is not left idle; the
-outputs people read (predictions, explanations, change events, dead letters) are most of the
-messages and wait up to ``output_linger_ms``, since every produce request costs librdkafka's
-thread and the broker CPU on the worker's cores (``output_linger_ms = 5`` gives one client for
-both). A topic's records all go through one client, so each partition keeps its order, and
-delivery reports are polled every :data:`POLL_S` while messages are in flight, every
-millisecond in a flush.
+"""A worker's outputs through confluent-kafka's producer (librdkafka), beside Faust, which keeps
+the consumer, its group and its commits: librdkafka takes a message for a fraction of the CPU
+that aiokafka's accumulator and callbacks take on the event loop. Delivery stays at least once
+(the consumer commits an offset only after :meth:`OutputProducer.flush` has seen every message
+handed over before it acknowledged or failed), partitions match aiokafka's
+(``murmur2_random``), and order within a partition holds (idempotence with ``acks = all``).
+Two clients, because the linger that suits one kind of topic costs the other: the hops the
+worker's own agents read next (:data:`HOP_TOPICS`) wait at most :data:`HOP_LINGER_MS`; the
+outputs people read wait up to ``output_linger_ms``, which saves produce requests.
 """
 
 from __future__ import annotations

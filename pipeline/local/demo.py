@@ -57,15 +57,9 @@ def demo_settings(n: int, label_delay: int = 0) -> dict[str, object]:
     """Smoothing that lets a run of ``n`` events show its changes in the explanations.
 
     The smoothed explanation reacts within ~1/alpha events, so 1/alpha is kept to ~1/200 of a
-    segment between induced drifts (18,000 events: alpha 0.005, the value the longer demo
-    was tuned with), within [0.002, 0.03]. The change detection keeps its own settings.
-
-    The change detection skips the first ``change_warmup`` events of a stream; a short demo
-    keeps at least half of the segment before its first drift monitored (warm-up <= n / 6).
-    A change episode closes once ``change_episode_gap`` events pass without a further change
-    (and is announced at the latest that long after its first); a short demo keeps that gap to
-    a quarter of a segment (<= n / 12), so the episode of one drift closes before the next drift
-    begins, within the run.
+    segment between induced drifts, within [0.002, 0.03]. A short demo keeps at least half of
+    the segment before its first drift past the change warm-up (<= n / 6), and the episode gap
+    to a quarter of a segment (<= n / 12), so one drift's episode closes before the next begins.
 
     >>> demo_settings(18000)
     {'alpha': 0.005}

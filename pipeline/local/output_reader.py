@@ -206,43 +206,19 @@ class StreamState:
 
 class OutputReader:
     """Per-stream state (:attr:`streams`: stream id → :class:`StreamState`) from decoded
-    messages (:meth:`add`) or their bytes (:meth:`feed`); see the module doc.
+    messages (:meth:`add`) or their bytes (:meth:`feed`); the dashboard, the demo's terminal view
+    and ``streamxai plot`` each show its :class:`StreamState` objects their own way.
 
     ``only``: read one stream and skip the messages of the others. ``max_changes`` and
     ``max_episodes``: the newest change events and episodes kept per stream.
 
-    The dashboard (:class:`~streamxai.local.dashboard.DashboardState` adds its views), the
-    terminal view of the demo (:mod:`streamxai.local.live_view`) and ``streamxai plot`` all
-    fold the topics' messages into an :class:`OutputReader` and show its
-    :class:`StreamState` objects their own way.
-
-    Memory is bounded: history is kept as :class:`Trajectory` objects of at most
-    ``max_points`` points (when one fills up, every other point is dropped and the stride
-    doubles), the newest ``max_changes`` change events and ``max_episodes`` episodes in deques,
-    so the state of a stream stays the same size however long the stream runs. The change events
-    and episodes read are counted (``changes_seen``, ``episodes_seen``), so a view that draws the
-    kept ones says how many older ones it does not draw.
-
-    Versions: the reader reads the versions the workers send (:attr:`VERSIONS`: prediction/v2
-    and label_outcome/v1, explanation/v4, local_explanation/v1, drift_event/v3, change_episode/v4). A message of
-    another version is counted in ``other_versions``, logged once per version, and skipped.
-    Fields are read defensively: a message without a usable ``stream_id`` is counted in
-    ``ignored``, and a field of the wrong type is skipped.
-
-    Time axis. Trajectories, curves and lags are kept by the stream's *position* (its record
-    order; the seq itself while labels come in line): with labels that come later, an event is
-    explained when its label comes, so seq does not order the explanations. Change events and
-    episodes are placed at their positions (``position``, ``cut_position``, ``first_position``
-    ...), and their seq fields are the seqs of the events explained there.
-
-    Labels that come later: a prediction without its label (prediction/v2, ``y_true`` null)
-    waits; a ``label_outcome/v1`` on the predictions topic says it was learned (its loss enters
-    the rolling loss then, at the outcome's position) or expired, how late its label came and
-    how many events still wait.
-
-    To read something new, add its field to :class:`StreamState` and its parse branch: a
-    method of :class:`OutputReader` for a new topic (registered in ``PARSERS``; ``TOPICS``
-    and every consumer follow), or a line in the branch of the topic that carries it.
+    Memory is bounded: trajectories keep at most ``max_points`` points (when one fills up, every
+    other point is dropped and the stride doubles), and ``changes_seen``/``episodes_seen`` count
+    what the deques no longer hold. A message of a version not in :attr:`VERSIONS` is counted in
+    ``other_versions``, logged once per version and skipped; one without a usable ``stream_id``
+    is counted in ``ignored``, and a field of the wrong type is skipped. History is kept by the
+    stream's *position* (its record order), since with labels that come later seq does not order
+    the explanations.
     """
 
     def __init__(self, max_points: int = 400, loss_window: int = 500, clock: Callable[[], float] = time.time,

@@ -1,12 +1,9 @@
 """One prediction's local explanation as people read it: a waterfall from the base value to the
 prediction, and the lines ``streamxai tail local-explanations`` prints.
 
-A waterfall lists the features largest by absolute value first; read from the bottom up, each
-bar starts where the one below it ended: the lowest starts at the base value (the mean
-prediction over the stream's recent values), the top one ends at the prediction. Features past
-``max_rows`` (and those the worker left out, ``local_top_k``) share one bar, "N other features".
-The dashboard and ``streamxai plot`` draw these numbers as they are.
-
+Features come largest by absolute value first; read from the bottom up, each bar starts where
+the one below it ended, from the base value (the mean prediction over recent values) to the
+prediction. Features past ``max_rows`` (and those the worker left out) share one bar.
 >>> msg = {"schema": "local_explanation/v1", "stream_id": "cards", "seq": 41, "position": 41,
 ...        "model_version": 41, "target": True, "prediction": 0.9, "base": 0.2, "method": "tree",
 ...        "exact": True, "n_background": 100, "event_id": "txn-41", "rest": 0.05, "n_features": 4,
