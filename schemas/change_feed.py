@@ -1,14 +1,10 @@
-"""The drift feed: the internal topic the change agent reads. For each report of an
-explainer group, the explain handler sends its explanations to the public ``explanations``
-topic, one message each, as users read them, and then the same report as one ``drift-feed``
-record keyed by stream, in the form :data:`ROWS_V1`: one JSON object with the fields every
-explanation of the report shares (:data:`HEAD`) and a row of the others for each
-(:data:`ROW`). :func:`unpack_feed` gives back the explanation documents, byte for byte as
-they went to the public topic; the change agent reads a usual record without making them. A
-report too large for one record is cut into several. A record of the older form
-:data:`~streamxai.schemas.batch_forms.LINES_V1` (the documents one per line) is read too. What
-the watch of a stream's inputs found (data faults) goes to the change agent the same way, as one
-record of the form :data:`FAULTS_V1` (:func:`pack_faults`, :func:`faults_of`).
+"""The drift feed, the internal topic the change agent reads: for each report of an explainer
+group, one record keyed by stream in the form :data:`ROWS_V1` (the fields the report's
+explanations share, :data:`HEAD`, and a :data:`ROW` for each). :func:`unpack_feed` gives back
+the explanation documents byte for byte as they went to ``explanations``; a report too large
+for one record is cut into several, and the older form
+:data:`~streamxai.schemas.batch_forms.LINES_V1` is read too. A stream's data faults travel as
+:data:`FAULTS_V1` records (:func:`pack_faults`, :func:`faults_of`).
 
 >>> head = {"stream_id": "s", "seq": 7, "position": 7, "model_version": 7, "event_id": None}
 >>> rows = [["ipfi", "a", 0.25, 8, 8, None, None, None, None, None]]

@@ -1,15 +1,10 @@
-"""What a worker's Faust app changes in Faust's Kafka driver (aiokafka) and its bookkeeping, and
-why: a worker consumes the records it produces itself (arrivals, explain tasks, the drift
-feed), so the consumer's fetches wait for a bounded time and for a batch's worth of data
-(:data:`FETCH_MAX_WAIT_MS`, :data:`FETCH_MIN_BYTES`), the producer puts more in a partition's
-batch (:func:`producer_batch_bytes`), a partition resumed after a full stream buffer wakes the
-fetch in flight, the fetcher hands a record over in its own call or in one task instead of
-mode's four (``_Consumer.wait_first``), the agents' topics skip that hand-over and go to their
-handlers in bulk (``pipeline/kafka/bulk_fetch.py``), :class:`RawSchema` hands the records' bytes
-over without a codec look-up, and :class:`QuietMonitor` skips Faust's per-message statistics,
-which no page of ours shows, but keeps the time each partition's stream last took a record, which
-Faust's check for stalled partitions reads; ``tests/benchmarks/bench_speed.py --kafka`` measures what a
-worker's transport costs against the in-process reference.
+"""What a worker's Faust app changes in Faust's Kafka driver (aiokafka): a worker consumes the
+records it produces itself, so fetches wait a bounded time for a batch's worth of data
+(:data:`FETCH_MAX_WAIT_MS`, :data:`FETCH_MIN_BYTES`), the producer's batches grow
+(:func:`producer_batch_bytes`), a resumed partition wakes the fetch in flight, records are
+handed over in one task instead of mode's four, :class:`RawSchema` skips the codec look-up and
+:class:`QuietMonitor` skips Faust's per-message statistics (keeping what its check for stalled
+partitions reads).
 
 >>> import faust
 >>> app = faust.App("doc", broker="kafka://127.0.0.1:9", Monitor=QuietMonitor)
