@@ -213,23 +213,12 @@ class LabelOutcome(Message):
 class Explanation(Message):
     """One explainer's value for one feature after folding in event ``seq``.
 
-    ``model_version`` is the number of events the explained model had learned (= ``seq``
-    position in its stream), ``n_explained`` how many events went into the estimate and
-    ``n_seen`` how many the explainer saw (the rest were shed under the budget). Explainer
-    ``local`` (with the setting ``local_change``) is each feature's mean absolute local
-    attribution over the ``n`` local explanations of its ``block``.
-
-    What change detection and confidence bounds need: ``stderr``, the standard error of
-    ``value`` (or null); ``block``, the per-event increments folded in since this series'
-    previous message as ``{"n", "mean", "m2"}`` (count, mean, sum of squared deviations);
-    ``model_loss``, the model's prequential loss over the events seen since the previous
-    message, in the same form; ``var_factor``, the variance of a long mean of the series'
-    increments over that of as many independent ones (iPFI and iSAGE reuse donors from a
-    reservoir, which correlates increments; the change test multiplies its squared standard
-    errors by it), null when the increments are independent; ``position``, the stream's
-    position of the step that produced it (strictly increasing per stream, the time axis of
-    change detection; the seq itself while labels come in line). ``seq`` is the event
-    explained last (a label may come long after its event).
+    ``model_version`` is the number of events the explained model had learned, ``n_explained``
+    how many events went into the estimate and ``n_seen`` how many the explainer saw (the rest
+    were shed). ``stderr``, ``block``, ``model_loss`` and ``var_factor`` are what change
+    detection needs (see the ``explanation/v4`` schema); ``position`` is the stream's position
+    of the step that produced it, strictly increasing per stream, and ``seq`` the event explained
+    last (a label may come long after its event).
     """
 
     SCHEMA: ClassVar[str] = "explanation/v4"
@@ -297,23 +286,16 @@ class LocalExplanation(Message):
 
 @dataclass(frozen=True, slots=True)
 class ChangeEvent(Message):
-    """The series ``stream_id/explainer/feature`` changed: a new regime from the stream's position
-    ``cut_position``, detected at position ``position`` (the change test's time axis: a step of
-    the stream, the seq itself while labels come in line). ``seq`` is the event whose explanation
-    revealed it (the report at ``position``) and ``cut_seq`` the first event of the new regime:
-    the event after the last one the series explained before the cut (null where that is no
-    longer known). With labels in line ``seq == position`` and ``cut_seq == cut_position``. On
-    the wire it is schema ``drift_event/v3`` on the ``drift-events`` topic.
+    """The series ``stream_id/explainer/feature`` changed: a new regime from position
+    ``cut_position``, detected at ``position`` (the stream's record order). ``seq`` is the event
+    whose explanation revealed it and ``cut_seq`` the first event of the new regime (null where
+    no longer known). Schema ``drift_event/v3`` on ``drift-events``.
 
-    Levels are mean per-event increments of the explainer on each side of the cut (``n_*``
-    increments, 95% intervals ``ci_*``); ``effect = level_after - level_before`` and
-    ``relative_effect`` its size relative to the explainer's largest importance in the stream.
-    ``z`` is the test's statistic at the boundary where it detected the change and
-    ``threshold`` the bound it crossed there (``|z| >= threshold``); the change is located at
-    ``cut_seq``, which can be another boundary, and the levels are split there. ``explanation_*`` and
-    ``rank_*`` hold the explainer's level and rank (1 = most important) of every feature on
-    each side of the cut; ``curve_*`` the feature's iPDP curve (``{"grid", "pd"}``) before and
-    now; ``loss_*`` the model's mean prequential loss on each side (None: no data).
+    Levels are mean per-event increments on each side of the cut (``n_*`` increments, 95%
+    intervals ``ci_*``); ``effect = level_after - level_before``, ``relative_effect`` its size
+    against the explainer's largest importance in the stream. ``z`` crossed ``threshold`` at
+    the boundary where the test detected the change; ``explanation_*``, ``rank_*``, ``curve_*``
+    and ``loss_*`` describe both sides of the cut.
     """
 
     SCHEMA: ClassVar[str] = "drift_event/v3"

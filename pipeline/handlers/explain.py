@@ -79,24 +79,14 @@ class _GroupState:
 class ExplainHandler(MessageHandler[_Task, _GroupState]):
     """One per worker; keeps one stream explainer per (stream, explainer group) it owns.
 
-    Each explain task carries one step of one event for one group of explainer work units, in
-    the stream's record order (``position``). The group's replica explains the event with the
-    model as it is at that step (it has learned exactly the events learned before it in the
-    record): a ``predict`` step (the event's arrival; iPDP), a ``learn`` step (its label came;
-    iPFI and iSAGE explain it, then the replica learns it), or ``both`` (a label in line, as
-    before labels could come later). A record of the model handler's batch form whose tasks all
-    pass their checks, of a group whose state is here and well, is taken in one pass
-    (:meth:`_take_checked`), to the same effect as task by task. While tasks wait longer than
-    ``max_lag_s``, each group explains only one event in a stride that grows with the wait (the
-    same share for every stream, :class:`~streamxai.core.budget.LagShedder`); the others are
-    observed but not explained, and the counts are in every explanation message
-    (``n_explained`` vs ``n_seen``) and in the metrics.
-
-    A lag decision depends on the clock, so it is made once and recorded: with ``max_lag_s`` on,
-    each decision goes to the explain-decisions topic (same partition as the task, keyed like
-    it, by the task's position). A group rebuilt by replay reads its recorded decisions and applies
-    them, to the replayed tasks and to the tasks it processes again after a restart, so it
-    reproduces the original run.
+    Each explain task is one step of one event for one group, in the stream's record order
+    (``position``): ``predict`` (the event's arrival; iPDP), ``learn`` (its label came; iPFI and
+    iSAGE explain it, then the replica learns it) or ``both`` (a label in line), so the replica
+    explains each event with the model as it was at that step. A batch record whose tasks all
+    pass their checks is taken in one pass (:meth:`_take_checked`). While tasks wait longer than
+    ``max_lag_s``, a group explains one event in a stride that grows with the wait
+    (:class:`~streamxai.core.budget.LagShedder`); each such decision depends on the clock, so it
+    is recorded on ``explain-decisions`` and a replay applies it again.
     """
 
     STAGE = "explain"

@@ -58,7 +58,7 @@ class _Partition:
 
 
 class JoinHandler:
-    """Index and label records of the event-index topic in, labels of their streams out (module docstring).
+    """Index and label records of the event-index topic in, labels of their streams out.
 
     >>> from streamxai.settings import Settings
     >>> s = Settings(features=["a"], max_label_delay=3, sources={

@@ -53,23 +53,13 @@ async def _each_sink(sinks: dict[str, Sink], fetched: list[tuple[Any, Any]]) -> 
 
 
 class BulkFetch:
-    """The part of the worker's consumer that takes the bulk topics' records (see below).
-    Mixed into a Faust consumer (it uses Faust's ``_read_offset``, ``_acked``, ``_add_gap``).
-
-    - **At least once.** An offset is acknowledged only after the sink returned, and
-      the worker's consumer commits an acknowledged offset only after the outputs' producer has
-      flushed (``_Consumer._commit``). Nothing is acknowledged if the flow stopped, a rebalance
-      began or the group's generation changed while the sink ran: Faust seeks back to the committed
-      offset, and the records come again (the handlers drop the ones they took: the model
-      handler knows them by their origin, the explainer and change handlers by their position).
-    - **Faust's bookkeeping, kept.** The read offset moves as Faust moves it (a record before it,
-      fetched again, is skipped), though only with the acknowledgement, so that what the sink took
-      while a rebalance sought back comes again. A gap in the offsets (a transaction's marker, a
-      compacted record) is added as Faust adds it (so commits pass it), ``broker_commit_every`` is
-      honoured, and a paused partition's records are left as Faust leaves them.
-    - **Anything else is Faust's.** Records of the other topics, and all of them while the flow
-      is stopped, go through Faust. The agent on these topics stays subscribed (its
-      stream is what makes Faust consume them), and is what handles them if no sink is set.
+    """The part of the worker's consumer that takes the bulk topics' records, mixed into a Faust
+    consumer (it uses Faust's ``_read_offset``, ``_acked``, ``_add_gap``). An offset is
+    acknowledged only after the sink returned, and nothing is if the flow stopped, a rebalance
+    began or the generation changed meanwhile: the records then come again and the handlers
+    drop the ones they took. Read offsets, gaps, ``broker_commit_every`` and paused partitions
+    are kept as Faust keeps them; other topics' records, and all while the flow is stopped, go
+    through Faust.
     """
 
     async def _wait_next_records(self, timeout: float) -> tuple[Any, Any]:
