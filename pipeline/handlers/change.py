@@ -222,10 +222,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     def _opens(self, p: _Point) -> bool:
         if p.faults is not None:  # found after the inputs' reference filled: never a stream's first record
             return False
-        # a stream's first report is of an event within its first emit_every: nothing of it came
-        # before. Its counts cannot say so: a group rebuilt from a history that retention cut
-        # counts again from zero, while the stream's positions go on. A report past its event's
-        # seq (a label came later) may follow others of the stream
+        # a stream's first report is of an event within its first emit_every; its counts cannot
+        # say so (a group rebuilt after retention counts again from zero)
         return p.position < self.settings.for_stream(p.stream_id).emit_every and p.position == p.seq
 
     def _fresh(self, stream_id: str) -> _StreamState:
@@ -298,10 +296,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         return parse_faults(raw, where, features)
 
     def _usual(self, raw: bytes | None, key: bytes | None) -> _Point | None:
-        """What :meth:`_checked` gives for ``raw``, if it is the usual explanation, as the explain
-        handler writes it (fields on exact types, a series of its stream, blocks within the
-        stream's bounds), in one pass over it; None for anything else, which the full checks
-        take (and refuse, saying what is wrong)."""
+        """What :meth:`_checked` gives for ``raw`` if it is the usual explanation, as the explain
+        handler writes it, in one pass; None for anything else, which the full checks take."""
         e = decoded_or_none(raw, self.settings.max_message_bytes)
         if e is None or not usual_explanation(e):
             return None
@@ -314,11 +310,10 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
                                  e["n_explained"], g("n_seen"), g("block"), g("model_loss"), g("curve"), g("var_factor"))
 
     def _usual_report(self, raw: bytes | None, key: bytes | None) -> list[_Point] | None:
-        """What :meth:`_checked` gives for each explanation of the drift-feed record ``raw`` of
-        the form :data:`~streamxai.schemas.change_feed.ROWS_V1`, if every one is the usual
-        explanation (see :meth:`_usual`), read from the record without making the documents; None
-        for anything else, which the skeleton takes explanation by explanation, and for a record
-        whose documents could pass ``max_message_bytes`` (:data:`_GROWTH`)."""
+        """What :meth:`_checked` gives for each explanation of a :data:`~streamxai.schemas.change_feed.ROWS_V1`
+        record, if every one is the usual explanation (:meth:`_usual`), read without making the
+        documents; None for anything else and for a record whose documents could pass
+        ``max_message_bytes`` (:data:`_GROWTH`)."""
         if raw is None or _GROWTH * len(raw) + _DOC_NAMES > self.settings.max_message_bytes:
             return None
         obj = report_of(raw, self.settings.max_message_bytes)
@@ -343,10 +338,9 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     def _usual_point(self, s: Settings, bounds: FeedBounds, sid: str, seq: int, position: int, explainer: str,
                      feature: str, n_explained: int, n_seen: Any, raw_block: Any, raw_loss: Any, curve: dict | None,
                      var_factor: float | None) -> _Point | None:
-        """The point of an explanation of stream ``sid`` (its settings ``s`` and their bounds)
-        whose fields passed :func:`~streamxai.schemas.parsing.usual_report` and
-        :func:`~streamxai.schemas.parsing.usual_series`, if it is a series of its stream and its
-        blocks lie within the stream's bounds; None otherwise."""
+        """The point of an explanation of stream ``sid`` whose fields passed the usual checks of
+        :mod:`streamxai.schemas.parsing`, if it is a series of its stream and its blocks lie
+        within the stream's bounds; None otherwise."""
         if not _is_series(s, explainer, feature):
             return None
         block = loss = None
@@ -439,9 +433,7 @@ def _in_line(c: Change) -> tuple[int, int | None]:
 
 def alert_key(stream_id: str, first_position: int, kind: str = "") -> str:
     """The key an alerting episode pages under: its stream and the position of its first change,
-    the same on every message of the episode and after any redelivery, restart or replay (stream
-    ids hold no ``/``, so the key names one episode). A data fault's episode, which may begin at
-    the position of another episode's first change, adds its kind.
+    the same after any redelivery, restart or replay; a data fault's episode adds its kind.
 
     >>> alert_key("elec2", 19119), alert_key("elec2", 19149, "data_fault")
     ('elec2/19119', 'elec2/19149/data_fault')
