@@ -1,15 +1,9 @@
 """The records of the worker's agents' topics go from each fetch straight to their handlers,
-below Faust's per-record hand-over (a message object, a channel lookup, an event, a
-stream-buffer put and the agent's wake-up for every record). The intake takes its topics' records in
-batches (``pipeline/handlers/intake.py``); the model, explainer and change handlers take theirs
-one at a time, as their agents would (``agents/_forward.py``, ``forward_each``), which matters
-most when a worker holds many streams and every record carries one stream's few events. A
-worker's consumer (:class:`BulkFetch`, part of ``pipeline/kafka/faust_transport.py``'s consumer)
-takes the records of the topics given to :func:`take_in_bulk` out of each fetch before Faust
-iterates it, and awaits each topic's ``sink`` with them: ``(partition, record)`` pairs in
-Faust's own round-robin order over the partitions, aiokafka's ``ConsumerRecord`` as it came.
-When the sinks return (the outputs they made are with the producer) their offsets are
-acknowledged as Faust acknowledges a message an agent took:
+below Faust's per-record hand-over (a message object, an event, a stream-buffer put and a
+wake-up per record). The worker's consumer (:class:`BulkFetch`) takes the records of the topics
+given to :func:`take_in_bulk` out of each fetch before Faust iterates it and awaits each topic's
+``sink`` with ``(partition, record)`` pairs in Faust's round-robin order; once a sink returns,
+their offsets are acknowledged as Faust acknowledges a message an agent took:
 """
 
 from __future__ import annotations
@@ -30,9 +24,8 @@ Sink = Callable[[list[tuple[Any, Any]]], Awaitable[None]]
 
 def take_in_bulk(app: Any, topics: Iterable[str], sink: Sink) -> bool:
     """Have ``app``'s consumer hand the fetched records of ``topics`` (full names) to ``sink``
-    (:class:`BulkFetch`); False, and nothing changed, if its transport is not the worker's. Each
-    call adds its topics: the records of one fetch go to each sink in turn, each sink's in the
-    order they came (:func:`_each_sink`)."""
+    (:class:`BulkFetch`); False, and nothing changed, if its transport is not the worker's. The
+    records of one fetch go to each sink in turn, in the order they came."""
     transport = app.transport
     if not hasattr(transport, "bulk_topics"):
         return False
@@ -101,9 +94,8 @@ class BulkFetch:
         await sink(list(self.scheduler.iterate(kept)))  # type: ignore[attr-defined]
         if not (self.flow_active and not self.app.rebalancing  # type: ignore[attr-defined]
                 and self.app.consumer_generation_id == generation):  # type: ignore[attr-defined]
-            # a rebalance began meanwhile: it seeks back to the committed offsets (the read
-            # offsets with them), and what the sink took comes again; moving the read offsets
-            # past it now would drop it then, unacknowledged, and stop the partition's commits
+            # a rebalance began meanwhile: it seeks back to the committed offsets and what the
+            # sink took comes again; moving the read offsets past it would drop it unacknowledged
             return
         for tp, records in kept.items():
             read[tp] = records[-1].offset

@@ -66,10 +66,8 @@ class OutputProducer:
         self.fatal: str | None = None
         self._poller: asyncio.Task | None = None
         self._wake: asyncio.Event | None = None
-        #: messages are numbered as handed over; every one below ``_settled_below`` is settled
-        #: (acknowledged or failed), and so are those in ``_settled_above`` (delivery reports of
-        #: different partitions come in any order): what :meth:`flush` waits on, with no future
-        #: per message
+        #: messages are numbered as handed over; every one below ``_settled_below`` is settled,
+        #: and so are those in ``_settled_above`` (reports come in any order): what :meth:`flush` waits on
         self._handed = 0
         self._settled_below = 0
         self._settled_above: set[int] = set()
@@ -81,10 +79,8 @@ class OutputProducer:
                 f"(hops {HOP_LINGER_MS} ms))")
 
     def start(self) -> Any:
-        """Create the clients (each connects and gets its idempotent producer id, about half a
-        second on a fresh broker, in the background) and the task that serves their delivery
-        reports; the worker calls this as it starts, before the first output, which would
-        otherwise wait for it. Idempotent."""
+        """Create the clients and the task serving their delivery reports, so the first output
+        does not wait for the producer's start. Idempotent."""
         if self._client is not None:
             return self._client
         from confluent_kafka import Producer
@@ -99,12 +95,10 @@ class OutputProducer:
 
     def hand(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
              headers: list[tuple[str, bytes]] | None, on_error: Callable[[Exception], None] | None = None) -> bool:
-        """Hand one message to the producer without a future: False if its queue is full (a
-        broker outage; :meth:`send` waits for room), and ``on_error(SendFailed)`` is called, on
-        the event loop's thread, if the broker finally does not take it. Raises what
-        ``produce`` raises at once (e.g. a message over ``message.max.bytes``). What the agents'
-        Outbox uses for the outputs that are no dead letter: a future and its callbacks per
-        message would be most of what sending costs the worker beyond librdkafka's own call."""
+        """Hand one message to the producer without a future (a future per message would be
+        most of the cost): False if its queue is full (:meth:`send` waits for room), and
+        ``on_error(SendFailed)`` is called, on the loop's thread, if the broker finally does not
+        take it. Raises what ``produce`` raises at once."""
         if self._client is None:
             self.start()
         client = self._hops if topic in self._hop_topics else self._client
@@ -123,11 +117,9 @@ class OutputProducer:
 
     async def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
                    headers: list[tuple[str, bytes]] | None) -> asyncio.Future:
-        """Hand one message to the producer (its timestamp: when it is handed over, as aiokafka
-        stamped it); its delivery future. Raises what ``produce`` raises at once (e.g. a message
-        over ``message.max.bytes``). The signature of
-        :meth:`~streamxai.kafka.appender.Appender.send`, which the agents' Outbox calls for what
-        needs the outcome (a dead letter is counted once acknowledged)."""
+        """Hand one message to the producer (stamped now, as aiokafka stamps it); its delivery
+        future. Raises what ``produce`` raises at once. The signature of
+        :meth:`~streamxai.kafka.appender.Appender.send`."""
         if self._client is None:
             self.start()
         fut = self._loop.create_future()
@@ -161,11 +153,9 @@ class OutputProducer:
             note(SendFailed(f"{msg.topic()}: {err.str()}"))
 
     async def flush(self) -> None:
-        """Wait until every message handed over before the call is acknowledged or has failed
-        (its future settled), as aiokafka's flush waits for the batches there were: what the
-        worker's consumer waits for before it commits an offset. Raises
-        :class:`SendFailed` after a fatal error of the producer (its messages since are lost):
-        the commit fails with it, the worker stops, and a restart sends them again.
+        """Wait until every message handed over before the call is acknowledged or has failed:
+        what the worker's consumer waits for before it commits. Raises :class:`SendFailed` after
+        a fatal error of the producer, so the commit fails and a restart sends them again.
 
         >>> import asyncio
         >>> out = OutputProducer(Settings(), max_request_size=1_000_000)
@@ -235,10 +225,8 @@ class OutputProducer:
                 await wake.wait()
 
     def _on_error(self, err: Any) -> None:
-        """librdkafka's client-wide errors: a fatal one (of the idempotent producer, e.g. a
-        broker that lost acknowledged records) is logged, and stops the next commit
-        (:meth:`flush`); the transient ones (a broker not reachable) are the consumer's outage
-        lines, and the messages are retried."""
+        """librdkafka's client-wide errors: a fatal one is logged and stops the next commit
+        (:meth:`flush`); transient ones are the consumer's outage lines, and messages are retried."""
         if err.fatal() and self.fatal is None:
             self.fatal = err.str()
             log.error("the output producer failed (%s); the worker stops at its next commit and a restart "
