@@ -3,7 +3,7 @@ below Faust's per-record hand-over (a message object, an event, a stream-buffer 
 wake-up per record). The worker's consumer (:class:`BulkFetch`) takes the records of the topics
 given to :func:`take_in_bulk` out of each fetch before Faust iterates it and awaits each topic's
 ``sink`` with ``(partition, record)`` pairs in Faust's round-robin order; once a sink returns,
-their offsets are acknowledged as Faust acknowledges a message an agent took:
+their offsets are acknowledged as Faust acknowledges a message an agent took (:class:`BulkFetch`).
 """
 
 from __future__ import annotations

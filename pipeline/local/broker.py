@@ -340,10 +340,8 @@ class LocalBroker:
         return all(any(n.startswith(prefix) for n in names) for prefix in _REQUIRED_JARS)
 
     def ensure_jars(self) -> Path:
-        """Resolve the Kafka jars with Maven unless they are already in ``libs_dir``.
-
-        Returns ``libs_dir``. Raises ``BrokerError`` when Maven is missing or fails.
-        """
+        """Resolve the Kafka jars with Maven unless they are already in ``libs_dir``; returns
+        ``libs_dir``. Raises ``BrokerError`` when Maven is missing or fails."""
         if self._jars_present():
             return self.libs_dir
         pom = _FILES / "pom.xml"
@@ -637,8 +635,7 @@ class LocalBroker:
         """Start the broker and wait until it answers; return at once if it already does.
 
         Resolves the jars first if needed (not counted in ``timeout``). Raises ``BrokerError``
-        when Java is missing, a port is taken, or the broker does not answer within ``timeout``
-        seconds (the JVM is then stopped and the end of the log is in the message).
+        when Java is missing, a port is taken, or the broker does not answer in time.
         """
         self.ensure_jars()
         java = self._java()
@@ -770,10 +767,9 @@ class LocalBroker:
         self._forget(pid)
 
     def stop(self, timeout: float = 30.0) -> bool:
-        """Stop the broker: SIGTERM, then SIGKILL after ``timeout`` seconds.
-
-        Returns True if a broker was running. Does nothing (returns False) if none was. A cluster's
-        nodes are all stopped at once (one by one, the last would wait for a quorum that is gone).
+        """Stop the broker: SIGTERM, then SIGKILL after ``timeout`` seconds. True if one was
+        running. A cluster's nodes are stopped at once (one by one, the last would wait for a
+        quorum that is gone).
         """
         if self.nodes:
             from .cluster import stop_cluster

@@ -41,9 +41,8 @@ def demo_plan(n: int) -> DemoPlan:
     """Concept drift at a third of the run, feature swap (elevel <-> car) at two thirds.
 
     The drift switches agrawal's classification function 1 (salary and age) to 2 (age and
-    elevel). The default model needs several thousand events to learn function 1 (its
-    accuracy stays at the majority rate for the first 1,000), so runs shorter than
-    ``SHORT_RUN`` start from function 0 (age alone; learnt within ~500 events) instead.
+    elevel). Runs shorter than ``SHORT_RUN`` start from function 0 (age alone), which the
+    default model learns within ~500 events, instead of 1.
 
     >>> p = demo_plan(3000); (p.drift_at, p.swap_at, p.f_before, p.f_after)
     (1000, 2000, 0, 2)
@@ -254,14 +253,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozenset[str] | None = None) -> int:
-    """Run the demo; the settings a file, the environment or the command line gave stay as given
-    (``explicit``, by default ``s.explicit()``): the demo changes only defaults. SIGTERM stops
-    it as Ctrl-C does (:func:`_sigterm_as_interrupt`).
-
-    The demo's own settings (topic prefix, state directory, and the smoothing scaled to the run
-    length, see :func:`demo_settings`) never override a setting
-    given by a settings file, the environment or ``--set``. Its topics and directory are
-    removed at the end unless ``--keep``.
+    """Run the demo. The settings a file, the environment or the command line gave stay as given
+    (``explicit``, by default ``s.explicit()``): the demo changes only defaults
+    (:func:`demo_overrides`). Its topics and directory are removed at the end unless ``--keep``;
+    SIGTERM stops it as Ctrl-C does.
     """
     with _sigterm_as_interrupt():
         return _run_demo(args, s, explicit)
@@ -323,9 +318,8 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
                                       f_before=plan.f_before, f_after=plan.f_after)]
             if args.control:
                 streams.append(agrawal_events(CONTROL_STREAM, n, None, None, seed=43, f_before=plan.f_before))
-            # with --label-delay N each label goes to the labels topic N events after its features.
-            # Two topics: the worker's intake records the order it reads them in, so the demo keeps
-            # at most N/4 messages ahead of it (else a backlog would be read in any interleaving)
+            # with --label-delay N each label goes to the labels topic N events after its features;
+            # the demo keeps at most N/4 messages ahead of the intake, which records the order
             sent = [labels_later(evs, label_delay) if label_delay else list(evs) for evs in streams]
             msgs = [m for ms in itertools.zip_longest(*sent) for m in ms if m is not None]
             chunk = max(1, label_delay // 4)

@@ -106,12 +106,9 @@ def _exists(s: Settings, topic: str) -> bool:
 def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
     """Draw ``view`` (:meth:`DashboardState.stream_view`) into the PNG ``path``.
 
-    Like the papers' figures: one panel per explainer with every feature's importance over the
-    stream (a dashed line at every change event; one label per change episode, or per neighbours
-    whose labels had no room apart, naming its kind, ALERT first when it pages, and the series that
-    changed: :mod:`streamxai.local.markers`), the model's
-    rolling loss, and the iPDP curves now (solid) and at the last change (dashed), with a
-    ±stderr band where the messages carry one.
+    One panel per explainer with every feature's importance over the stream (a dashed line at
+    every change event, labels from :mod:`streamxai.local.markers`), the model's rolling loss,
+    and the iPDP curves now (solid) and at the last change (dashed), with a ±stderr band.
     """
     import matplotlib.pyplot as plt
 

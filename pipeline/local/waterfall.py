@@ -110,11 +110,9 @@ def local_of(explainer: Any, x: dict[str, Any], stream_id: str = "notebook", seq
 
 
 def waterfall(local: dict[str, Any], max_rows: int = MAX_ROWS) -> dict[str, Any]:
-    """The bars of :func:`parse_local`'s ``local``: ``rows`` top first (``feature``, its ``x``
-    value or None and that value's text ``x_text`` (:func:`value_text`), ``value`` and its
-    ``stderr`` when it was sampled (else None), and the bar from ``start`` to ``end``), the base value and the
-    prediction. The lowest bar starts at the base value and the top one ends at the prediction
-    (the message's numbers, added up in that order)."""
+    """The bars of :func:`parse_local`'s ``local``: ``rows`` top first (``feature``, ``x`` and its
+    text ``x_text``, ``value``, ``stderr`` when sampled, and the bar from ``start`` to ``end``),
+    the base value and the prediction."""
     values = local["values"]
     order = sorted(values, key=lambda f: (-abs(values[f]), f))
     shown = order[:max_rows]

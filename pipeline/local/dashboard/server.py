@@ -196,8 +196,7 @@ def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
 
 def listen_socket(host: str, port: int) -> socket.socket:
     """A socket listening on ``host:port`` for the dashboard's web server, or a
-    :class:`~schemas.ConfigError` that says what to change (the server failed only once the
-    dashboard had connected to Kafka, with a traceback and exit code 1).
+    :class:`~schemas.ConfigError` that says what to change.
 
     >>> with listen_socket("127.0.0.1", 0) as s:
     ...     listen_socket("127.0.0.1", s.getsockname()[1])
