@@ -68,10 +68,9 @@ def fault_subject(fault: dict[str, Any]) -> str:
 def pack_report(head: dict[str, Any], rows: list[list[Any]], docs: list[bytes],
                 max_bytes: int = MAX_FEED_BYTES) -> list[tuple[bytes, Headers]]:
     """One report's explanations as drift-feed records (value, headers) of the form
-    :data:`ROWS_V1`: ``head`` their shared fields (:data:`HEAD`, in order), ``rows`` the others
-    of each (:data:`ROW`) and ``docs`` the documents :func:`report_documents` made of them (which
-    checked that every number in them is finite; each row is shorter than its document). One
-    record, unless the documents exceed ``max_bytes``."""
+    :data:`ROWS_V1`: ``head`` their shared fields, ``rows`` the others of each and ``docs`` the
+    documents :func:`report_documents` made of them. One record, unless the documents exceed
+    ``max_bytes``."""
     return [(orjson.dumps({**head, "rows": rows[start:end]}), ((FEED_FORM, ROWS_V1),))
             for start, end in chunk_bounds(list(map(len, docs)), max_bytes)]
 
@@ -96,11 +95,9 @@ def pack_faults(stream_id: str, seq: int, position: int, faults: list[dict[str, 
 
 
 def faults_of(raw: bytes | None, where: str, features: list[str], max_bytes: int = MAX_FEED_BYTES) -> dict[str, Any]:
-    """The document of a drift-feed record of the form :data:`FAULTS_V1`, checked: its shape,
-    every fault's fields and types (:data:`FAULT`), features among ``features`` (or the labels,
-    :data:`LABELS`), and each fault
-    found at the record's position. Anything else raises :class:`~schemas.SchemaMismatch`,
-    saying what."""
+    """The document of a drift-feed record of the form :data:`FAULTS_V1`, with its shape, every
+    fault's fields (:data:`FAULT`), features and position checked; anything else raises
+    :class:`~schemas.SchemaMismatch`, saying what."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     bad = None
     if obj.get("schema") != FAULTS_SCHEMA:
@@ -148,10 +145,9 @@ def _rows_shaped(obj: dict[str, Any]) -> bool:
 
 
 def unpack_feed(raw: bytes | None, src: Source) -> list[bytes] | None:
-    """The explanation documents of the drift-feed record at ``src``, as the explain handler sent
-    them to the public topic; None for a record without the form's header (one explanation
-    message, as on the public topic). A form this version does not know, or a record that does
-    not have its form's shape, raises :class:`~schemas.SchemaMismatch`."""
+    """The explanation documents of the drift-feed record at ``src``, as sent to the public
+    topic; None for a record without the form's header (one explanation). An unknown form or a
+    record not of its form's shape raises :class:`~schemas.SchemaMismatch`."""
     form = feed_form(src)
     if form is None:
         return None

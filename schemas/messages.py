@@ -34,9 +34,8 @@ Scalar = float | int | str | bool | None
 class Message:
     """What every message type shares: its ``SCHEMA`` (``name/version``) and :meth:`to_dict`.
 
-    Every payload is a JSON object whose ``schema`` field names its type and version, e.g.
-    ``"feature_event/v1"``. Types are frozen; ``to_dict()`` gives plain JSON types only.
-    The matching JSON Schema files live in ``schemas/json/``.
+    Every payload is a JSON object whose ``schema`` field names its type and version; types are
+    frozen, ``to_dict()`` gives plain JSON types, and ``schemas/json/`` holds the JSON Schemas.
     """
 
     SCHEMA: ClassVar[str]
@@ -104,12 +103,9 @@ def _default_position(msg: Any) -> None:
 class ExplainTask(Message):
     """Internal: one step of one event handed to the explainer group ``group`` of its stream.
 
-    ``loss`` is the model's prequential loss on the event (computed by the model agent before it
-    learned the event), so explainers report whether the model's loss moved without evaluating
-    the model once more. ``step`` (:data:`STEPS`) and ``position``: a label may come after its
-    event, so an event is explained in two steps, each at its place in the stream's record of
-    arrivals (``position``, strictly increasing per stream; the seq itself while labels come in
-    line).
+    ``loss`` is the model's prequential loss on the event, so explainers report the model's loss
+    without evaluating it again. An event is explained in up to two steps (``step``, :data:`STEPS`),
+    each at its ``position`` in the stream's record of arrivals.
     """
 
     SCHEMA: ClassVar[str] = "explain_task/v3"
@@ -153,8 +149,8 @@ class Prediction(Message):
     """The model's prediction for event ``seq`` when it arrived, and its loss if its label came
     with it (``y_true``; else null, and a :class:`LabelOutcome` follows).
 
-    ``position`` is the event's place in its stream's record of arrivals (the seq itself while
-    labels come in line), the time axis the explanations share.
+    ``position`` is the event's place in its stream's record of arrivals, the time axis the
+    explanations share.
     """
 
     SCHEMA: ClassVar[str] = "prediction/v2"
@@ -184,9 +180,8 @@ class LabelOutcome(Message):
     ``loss`` scores the prediction made at arrival, ``y_pred``, against ``y_true``), or it waited
     too long (``"expired"``; never learned).
 
-    ``delay_events`` and ``delay_s`` are how far the stream had moved on since the event
-    arrived (its newest seq minus this one; seconds of arrival time), ``waiting`` how many of the
-    stream's events still wait for their label, ``position`` the stream's position of the step.
+    ``delay_events`` and ``delay_s`` are how far the stream had moved on since the event arrived,
+    ``waiting`` how many of its events still wait for their label.
 
     >>> LabelOutcome("s", 3, 1.0, "learned", 1, 0, 1.0, 3, 500, 2.5, 499, 1003).to_dict()["loss"]
     1.0
@@ -245,19 +240,15 @@ class Explanation(Message):
 
 @dataclass(frozen=True, slots=True)
 class LocalExplanation(Message):
-    """Why one prediction: each feature's interventional Shapley value for the prediction of event
-    ``seq`` by the model version ``model_version`` (the events it had learned), against the
-    stream's recent feature values (iSAGE's reservoir, ``n_background`` rows). The ``values`` sum to
-    ``prediction - base``, ``base`` being the mean prediction over the background. ``target`` is
-    the class whose probability is explained (null: a regression value); ``method`` says how the
-    values were computed: ``tree``, ``forest``, ``linear``, ``logistic`` and ``constant`` are exact
-    (``exact`` true), ``sampling`` gives ``stderr`` per feature and its ``n_evaluations`` model calls.
-    ``position`` is the stream's position of the prediction's step.
+    """Why one prediction: each feature's interventional Shapley value for the prediction of
+    event ``seq`` by ``model_version``, against the stream's recent feature values (iSAGE's
+    reservoir, ``n_background`` rows); ``base`` is the mean prediction over them. ``target`` is
+    the class whose probability is explained (null: a regression value); ``method`` says how:
+    ``sampling`` gives ``stderr`` per feature, the others are exact.
 
-    ``values`` lists every feature, or with the setting ``local_top_k`` the k largest by absolute
-    value; ``rest`` is the sum of the values of the features left out (0 when every feature is
-    listed), so ``base + sum(values) + rest == prediction``, and ``n_features`` counts the
-    features attributed (listed or not). ``x`` holds the event's value of each listed feature.
+    ``values`` lists every feature, or the ``local_top_k`` largest by absolute value, with the
+    others' sum in ``rest``, so ``base + sum(values) + rest == prediction``; ``x`` holds the
+    event's value of each listed feature.
     """
 
     SCHEMA: ClassVar[str] = "local_explanation/v1"
@@ -378,9 +369,8 @@ class ChangeEpisode(Message):
 class DeadLetter(Message):
     """A message that could not be processed: why, where it came from, and its bytes (base64).
 
-    A dead letter must fit the broker's message size limit, so ``original`` holds the whole
-    original only when it fits; otherwise a prefix (``truncated`` is true), and
-    ``original_bytes`` and ``original_sha256`` still identify the whole original.
+    ``original`` holds the whole original only when it fits the broker's size limit, else a
+    prefix (``truncated``), with ``original_bytes`` and ``original_sha256`` of the whole;
     ``key`` is the original key (base64), cut to its first KiB.
     """
 
