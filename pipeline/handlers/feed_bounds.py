@@ -1,6 +1,5 @@
-"""What an explanation on the drift feed can carry, derived from the stream's settings: the
-change test folds in its block of increments and its model-loss block, so a crafted record
-outside these bounds would move a series' levels (one block mean of 1e300 gave a change event).
+"""What an explanation on the drift feed can carry, derived from the stream's settings, so a
+crafted record cannot move a series' levels in the change test.
 
 >>> from streamxai.settings import Settings
 >>> b = feed_bounds(Settings(features=["a"], explainers=["ipfi", "isage", "ipdp"], emit_every=5))

@@ -96,10 +96,8 @@ class HistoryCache:
         self._parts.pop((topic, partition), None)
 
     def follow(self, topic: str, partition: int, offset: int) -> None:
-        """The handler sees every message of ``topic[partition]`` from ``offset`` on, in order: a
-        key it meets there without state has no message in between, so its pass, if one is
-        needed, ends at ``offset`` (a key met on a partition followed from its first message
-        reads nothing)."""
+        """The handler sees every message of ``topic[partition]`` from ``offset`` on, in order,
+        so a pass for a key met there ends at ``offset``."""
         if (topic, partition) not in self._parts:
             self._parts[(topic, partition)] = _Partition(offset, {})
 

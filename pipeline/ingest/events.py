@@ -147,10 +147,9 @@ def file_events(
 
 
 def file_streams(path: str | Path) -> tuple[bool, dict[str, int]]:
-    """Which streams the events of a file belong to, for the check of the seqs they already have:
-    whether it has plain rows (a CSV, or plain JSONL objects: the ``--stream-id``'s, numbered by
-    ``produce``) and the first seq of each stream its feature events name (they carry their own).
-    Lines :func:`file_events` would refuse are passed over; a file that cannot be read has none.
+    """Which streams the events of a file belong to: whether it has plain rows (numbered by
+    ``produce`` as the ``--stream-id``'s) and the first seq of each stream its feature events
+    name. Lines :func:`file_events` would refuse are passed over.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "e.jsonl"
