@@ -316,7 +316,8 @@ class Metrics:
             "gauges": dict(sorted(gauges.items())),
         }
 
-    def _families(self) -> list[Any]:
+    def collect(self) -> list[Any]:
+        """The metric families, for prometheus_client's registry."""
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         snap = self.snapshot(totals=False)  # Prometheus sums over a label itself
@@ -346,13 +347,5 @@ class Metrics:
         from prometheus_client import CollectorRegistry, generate_latest
 
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Collector(self))
+        registry.register(self)  # type: ignore[arg-type]
         return generate_latest(registry)
-
-
-class _Collector:
-    def __init__(self, metrics: Metrics):
-        self.metrics = metrics
-
-    def collect(self) -> Any:
-        yield from self.metrics._families()
