@@ -121,16 +121,23 @@ def _local_broker(s: Settings):
     return broker, not already
 
 
-def _change_caught_up(workers: list[Settings]) -> bool:
-    """Whether the workers' change agents have read as many explanations as their explainers sent."""
+def _counters(ws: Settings) -> dict | None:
+    """The counters of the worker of settings ``ws`` (its JSON metrics), None if it does not answer."""
     import urllib.request
 
+    try:
+        with urllib.request.urlopen(f"http://{ws.web_host}:{ws.web_port}/streamxai/metrics", timeout=2) as r:
+            return orjson.loads(r.read()).get("counters", {})
+    except OSError:
+        return None
+
+
+def _change_caught_up(workers: list[Settings]) -> bool:
+    """Whether the workers' change agents have read as many explanations as their explainers sent."""
     out = seen = 0
     for ws in workers:
-        try:
-            with urllib.request.urlopen(f"http://{ws.web_host}:{ws.web_port}/streamxai/metrics", timeout=2) as r:
-                counters = orjson.loads(r.read()).get("counters", {})
-        except OSError:
+        counters = _counters(ws)
+        if counters is None:
             return False
         out += counters.get("explanations_out", 0)
         seen += counters.get("explanations_seen", 0)
@@ -141,17 +148,13 @@ def _wait_for_intake(workers: list[Settings], s: Settings, n: int, timeout: floa
                      topics: list[str] | None = None) -> None:
     """Wait (up to ``timeout`` s) until the workers' intake agents have read ``n`` messages of
     the features and labels topics (or of ``topics``)."""
-    import urllib.request
-
     inputs = {f"messages_in{{topic={t}}}" for t in (topics or [s.topic("features"), s.topic("labels")])}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         read = 0
         for ws in workers:
-            try:
-                with urllib.request.urlopen(f"http://{ws.web_host}:{ws.web_port}/streamxai/metrics", timeout=2) as r:
-                    counters = orjson.loads(r.read()).get("counters", {})
-            except OSError:
+            counters = _counters(ws)
+            if counters is None:
                 break
             read += sum(v for k, v in counters.items() if k in inputs)
         else:

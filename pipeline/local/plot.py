@@ -25,6 +25,7 @@ from streamxai.schemas import StreamxaiError
 from ..settings import Settings
 from .dashboard.state import DashboardState
 from .markers import group_changes, label_text, level_text, place_labels
+from .plot_local import save_png
 
 __all__ = ["read_stream", "plot_view", "draw", "plot_summary", "changes_text", "write_html", "require_matplotlib"]
 
@@ -110,14 +111,7 @@ def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
     every change event, labels from :mod:`streamxai.local.markers`), the model's rolling loss,
     and the iPDP curves now (solid) and at the last change (dashed), with a ±stderr band.
     """
-    import matplotlib.pyplot as plt
-
-    fig = draw(view)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return save_png(draw(view), path, dpi)
 
 
 def draw(view: dict[str, Any]) -> Any:
