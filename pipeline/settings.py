@@ -411,9 +411,8 @@ class Settings:
         return out
 
     def for_stream(self, stream_id: str) -> Settings:
-        """The effective settings of ``stream_id``: its profile's (the first whose glob matches
-        it), or these settings when none matches. Cached per stream id (the handlers look a
-        stream's settings up several times for every event)."""
+        """The effective settings of ``stream_id``: its first matching profile's, or these
+        settings; cached per stream id (the handlers look them up several times an event)."""
         found = self._by_stream.get(stream_id)
         if found is None:
             i = self._matcher.match(stream_id)

@@ -189,9 +189,8 @@ TOPIC_CHECK_S = 10.0
 
 
 def _exit_now(code: int) -> None:
-    """End the process with ``code`` once the worker has stopped (outputs flushed, offsets
-    committed, checkpoints written), without Python's exit freeing every object one by one,
-    which takes seconds for a worker holding many streams. The logs are flushed first."""
+    """End the process with ``code`` once the worker has stopped, without Python's exit freeing
+    every object one by one (seconds for a worker holding many streams); logs flushed first."""
     for handler in logging.getLogger().handlers + logging.getLogger("streamxai").handlers:
         handler.flush()
     sys.stdout.flush()

@@ -163,8 +163,7 @@ _MAX_VALID_IDS = 4096
 
 def _usual_event(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], FeatureSpec]) -> FeatureEvent | None:
     """The event ``obj`` is, as :func:`feature_event_from` gives it, if it is the usual one (see
-    :func:`_usual_x`); None for anything else, which the full checks then take (and convert, or
-    refuse saying what is wrong)."""
+    :func:`_usual_x`); None for anything else, which the full checks take."""
     if not (obj.keys() <= _FIELDS and len(obj) - ("y" in obj) == 5):  # every field, no other
         return None
     stream_id, seq, ts, y = obj["stream_id"], obj["seq"], obj["ts"], obj.get("y")

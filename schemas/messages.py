@@ -41,9 +41,8 @@ class Message:
     SCHEMA: ClassVar[str]
 
     def to_dict(self) -> dict[str, Any]:
-        """The payload: ``schema`` then the fields. Shallow — nested dicts and lists are the
-        message's own (messages are built to be sent, not edited), and no field holds another
-        dataclass, so ``dataclasses.asdict``'s deep copy would only cost time."""
+        """The payload: ``schema`` then the fields. Shallow: messages are built to be sent, not
+        edited, and no field holds another dataclass."""
         d = {"schema": self.SCHEMA}
         for name in field_names(type(self)):
             d[name] = getattr(self, name)

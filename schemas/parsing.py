@@ -40,8 +40,7 @@ def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes:
 def explain_task_fields(raw: bytes | None, *, where: str, groups: int,
                         max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
     """What :func:`parse_explain_task` checks, as the task's fields by name (``position`` the
-    ``seq`` where it is null), without the frozen instance: the explain handler takes a task for
-    every event and builds its own view of it."""
+    ``seq`` where it is null), without making the frozen instance."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
     if tag != ExplainTask.SCHEMA:
@@ -109,8 +108,7 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
 
 def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
     """What :func:`parse_explanation` checks, as the :class:`~streamxai.schemas.messages.Explanation`'s
-    fields by name, without the frozen instance: the change handler takes 2.7 explanations an
-    event and builds its own view of each (making the instance was a quarter of the parse)."""
+    fields by name, without making the frozen instance (the change handler builds its own view)."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
     if tag != Explanation.SCHEMA:

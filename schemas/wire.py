@@ -105,9 +105,8 @@ def _top_level_nones(obj: Any) -> int:
 
 
 def _finite(obj: Any) -> bool:
-    """Whether every float in ``obj`` and in its dicts', lists' and tuples' values is finite:
-    what :func:`_check_finite` checks, without building the path of every value (only the error
-    needs it).
+    """Whether every float in ``obj`` and in its dicts', lists' and tuples' values is finite, as
+    :func:`_check_finite` checks, without building each value's path (only the error needs it).
 
     >>> _finite({"a": [1.0, 2, None, "x", (True, {"b": 3.5})]}), _finite({"a": [1.0, {"b": float("inf")}]})
     (True, False)

@@ -26,9 +26,8 @@ TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """A record as read: where it is, its key and value, and its Kafka timestamp (milliseconds
-    since the epoch; ``timestamp_type`` ``CreateTime``, set by the producer when it made the
-    record, or ``LogAppendTime``, set by the broker; both None where the record has none)."""
+    """A record as read: where it is, its key and value, and its Kafka timestamp (ms since the
+    epoch) with its type, ``CreateTime`` or ``LogAppendTime`` (None where the record has none)."""
 
     topic: str
     partition: int

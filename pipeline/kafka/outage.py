@@ -111,9 +111,8 @@ class OutageLogFilter(logging.Filter):
 
 
 class RepeatLogFilter(logging.Filter):
-    """Lets a record matching ``pattern`` through once per ``every_s`` seconds per distinct text.
-    Without its topics (deleted while a worker runs) aiokafka logs "Topic ... not found in
-    cluster metadata" thousands of times a second; the worker says it in one line of its own.
+    """Lets a record matching ``pattern`` through once per ``every_s`` seconds per distinct text
+    (aiokafka logs a deleted topic's "not found in cluster metadata" thousands of times a second).
 
     >>> t = [0.0]
     >>> f = RepeatLogFilter("not found in cluster metadata", every_s=60, clock=lambda: t[0])

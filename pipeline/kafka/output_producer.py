@@ -40,9 +40,8 @@ class SendFailed(Exception):
 
 
 class OutputProducer:
-    """Sends a worker's outputs with confluent-kafka's producer (the module docstring says why);
-    the agents' Outbox takes it in place of Faust's producer. The client is created by
-    :meth:`start`, or by the first send.
+    """Sends a worker's outputs with confluent-kafka's producer, in place of Faust's producer in
+    the agents' Outbox. The client is created by :meth:`start`, or by the first send.
 
     >>> OutputProducer(Settings(bootstrap_servers="127.0.0.1:1"), max_request_size=1_000_000)
     OutputProducer(127.0.0.1:1, PLAINTEXT, batches of at most 262144 bytes, lingering 50 ms (hops 5 ms))

@@ -54,10 +54,8 @@ _PROBE_LOGGER.propagate = False
 
 @dataclass(frozen=True)
 class BrokerStatus:
-    """What ``LocalBroker.status()`` found.
-
-    ``running``: a JVM started from this ``data_dir`` is alive; ``ready``: it answers a metadata
-    request on ``bootstrap``.
+    """What ``LocalBroker.status()`` found: ``running``, a JVM started from this ``data_dir`` is
+    alive; ``ready``, it answers a metadata request on ``bootstrap``.
     """
 
     running: bool
@@ -569,9 +567,9 @@ class LocalBroker:
         return bool(md.brokers)
 
     def status(self) -> BrokerStatus:
-        """Whether the broker runs and answers; never starts or stops anything. A broker that runs
-        from this data dir on other ports than this handle's is asked, and reported, where it runs.
-        A cluster's status (:class:`~streamxai.local.cluster.ClusterStatus`) holds each node's."""
+        """Whether the broker runs and answers; never starts or stops anything. A broker running
+        from this data dir on other ports is reported where it runs; a cluster's status
+        (:class:`~streamxai.local.cluster.ClusterStatus`) holds each node's."""
         if self.nodes:
             from .cluster import ClusterStatus
 
@@ -897,10 +895,8 @@ def data_dir_of(given: str | None) -> Path:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m streamxai.local.broker") -> int:
-    """``python -m streamxai.local.broker start|stop|status``; returns the exit code.
-
-    Exit codes: 0 done (``status``: running and ready), 2 error, 3 ``status``: not running or
-    not answering.
+    """``python -m streamxai.local.broker start|stop|status``; returns the exit code
+    (:mod:`streamxai.exit_codes`).
     """
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=exit_codes.HELP)
     return run(add_arguments(parser).parse_args(argv), prog)

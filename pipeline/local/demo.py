@@ -238,9 +238,8 @@ def _cleanup(s: Settings, logs: Path, keep_logs: bool, explicit: set[str] | froz
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (``timeout``, systemd, a CI job's cancel) ends the demo as Ctrl-C does: its
-    workers, dashboard and a broker it started are stopped, its topics removed (Python's default
-    for SIGTERM ends the process at once and leaves them running)."""
+    """SIGTERM ends the demo as Ctrl-C does: its workers, dashboard and broker are stopped and its
+    topics removed (Python's default for SIGTERM would leave them running)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

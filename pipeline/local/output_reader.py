@@ -244,8 +244,7 @@ class OutputReader:
 
     def feed(self, topic: str, raw: bytes | None, ts: float | None = None) -> None:
         """Fold in the bytes of one message of ``topic`` (short name). A message that is not
-        JSON, or that a parse branch trips over, is counted in ``ignored`` and logged, never
-        raised: one odd message must not stop a view."""
+        JSON, or that a parse branch trips over, is counted in ``ignored`` and logged, never raised."""
         try:
             obj = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
@@ -494,8 +493,7 @@ EPISODE_SEQS = ("first_seq", "last_seq", "closed_seq", "cut_seq")
 
 def _positions(rec: dict[str, Any], obj: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     """Give ``rec`` the position of each of its seq ``fields`` as ``obj`` sends it (``seq`` →
-    ``position``, ``cut_seq`` → ``cut_position``), the change test's time axis; None where it
-    is not an integer."""
+    ``position``, ``cut_seq`` → ``cut_position``); None where it is not an integer."""
     for f in fields:
         rec[_position(f)] = _int(obj.get(_position(f)))
     return rec
@@ -549,8 +547,7 @@ def _num(v: Any) -> float | None:
 
 def _curve(curve: Any) -> dict[str, Any] | None:
     """An iPDP curve as the views draw it: a grid of numbers or of category names, a number at
-    each point (and a standard error at each, if it has them); None for anything else (a crafted
-    curve of strings or of 1e308 stopped ``streamxai plot``).
+    each point (and a standard error at each, if it has them); None for anything else.
 
     >>> _curve({"grid": [0.0, 1.0], "pd": [0.2, 0.4], "se": [0.01, 0.02]})
     {'grid': [0.0, 1.0], 'pd': [0.2, 0.4], 'se': [0.01, 0.02]}

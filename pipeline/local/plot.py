@@ -206,9 +206,8 @@ def draw(view: dict[str, Any]) -> Any:
 
 
 def _model_loss(view: dict[str, Any]) -> dict[str, list] | None:
-    """The model's rolling loss as the explanations carry it, once: every explainer of a stream
-    reports the same model's loss (iPDP none when labels come later), so it is one series per
-    stream; the explainers' longest. None without two points.
+    """The model's rolling loss as the explanations carry it: every explainer of a stream reports
+    the same model's loss, so it is one series, the explainers' longest. None without two points.
 
     >>> _model_loss({"model_loss": {"ipfi": {"x": [9, 19], "y": [0.3, 0.2]}, "ipdp": {"x": [9], "y": [0.3]}}})
     {'x': [9, 19], 'y': [0.3, 0.2]}
@@ -229,9 +228,8 @@ def _changes(ax: Any, changes: list[dict], colors: dict) -> None:
 
 
 def _label_changes(fig: Any, labelled: list[tuple[Any, list[dict]]], colors: dict) -> None:
-    """One label per group of changes (an episode, or neighbours whose labels had no room apart:
-    :func:`streamxai.local.markers.place_labels`), along the top of each panel. Lays the figure
-    out first, so the labels are placed in the pixels it is saved with, then keeps that layout."""
+    """One label per group of changes (:func:`streamxai.local.markers.place_labels`) along the
+    top of each panel, placed in the pixels of the figure's final layout."""
     if not any(groups for _, groups in labelled):
         return
     fig.canvas.draw()  # the constrained layout fixes the panels' sizes; the labels follow them
