@@ -26,15 +26,11 @@ log = logging.getLogger("streamxai")
 
 class Outbox:
     """Where an agent's outputs go: the worker's
-    :class:`~streamxai.kafka.output_producer.OutputProducer` (librdkafka), or a Faust producer's
-    aiokafka batches through an :class:`~streamxai.kafka.appender.Appender`, both below Faust's
-    per-message ``Topic.send``, which costs more CPU than a cheap model's handlers. Offsets are
-    committed only after the producer has flushed, so delivery stays at least once.
-
-    An output the producer refuses is replaced by a dead letter of its input (``send_error``); a
-    dead letter that cannot be sent is logged and counted (``send_errors``), never raised.
-    ``dead_letters`` counts dead letters once the broker acknowledged them; ``messages_out``
-    counts per full topic name, once per run of one topic.
+    :class:`~streamxai.kafka.output_producer.OutputProducer`, or a Faust producer's aiokafka
+    batches through an :class:`~streamxai.kafka.appender.Appender`, both below Faust's costly
+    per-message ``Topic.send``; offsets are committed only after the producer has flushed.
+    An output the producer refuses is replaced by a dead letter of its input (``send_error``);
+    a dead letter that cannot be sent is logged and counted (``send_errors``), never raised.
 
     >>> import asyncio
     >>> from streamxai.metrics import Metrics
@@ -239,12 +235,10 @@ async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outb
 
 async def forward_each(fetched: list[tuple[Any, Any]], handler: Handler, outbox: Outbox, stage: str, app: Any) -> None:
     """Hand the records of one fetch (``(partition, aiokafka record)`` pairs) to a handler that
-    keeps state, each as :func:`forward` hands it a message, without Faust's per-record hand-over.
-    It stops before the next record once ``app``'s consumer stops its flow, rebalances or joins a
-    new generation: the consumer then acknowledges none of the fetch and its records come again
-    (the handlers drop duplicates). A record is taken whole even if the worker's stop cancels
-    this (:func:`~streamxai.kafka.stepping.whole`), so a checkpoint never holds a record whose
-    outputs were not handed over."""
+    keeps state, each as :func:`forward` hands it a message. It stops before the next record once
+    ``app``'s consumer stops its flow, rebalances or joins a new generation (the fetch's records
+    then come again), and takes a record whole even if the worker's stop cancels it
+    (:func:`~streamxai.kafka.stepping.whole`)."""
     consumer = app.consumer
     generation = app.consumer_generation_id
     inbound = getattr(app.monitor, "stream_inbound_time", None)

@@ -166,16 +166,12 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
 class ChangeHandler(MessageHandler[_Point, _StreamState]):
     """One per worker; keeps one change detector per stream it owns.
 
-    It reads ``drift-feed``, one record per report of an explainer group, keyed by
-    ``stream_id`` (:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as
-    if it came alone (its own dead letter if bad, duplicates dropped), a record whose
-    explanations all pass their checks in one pass to the same effect (:meth:`_take_checked`),
-    and the state is checkpointed once the whole record is taken. Its time axis is the stream's
-    ``position``, with the seqs of the events explained there beside it
-    (:class:`~streamxai.handlers.event_seqs.EventSeqs`). A stream without state here restores
-    its newest checkpoint and replays its later explanations, so a restarted agent emits what an
-    uninterrupted one would. Change events go to ``drift-events``, episodes to
-    ``change-episodes``.
+    It reads ``drift-feed`` (:mod:`streamxai.schemas.change_feed`), keyed by ``stream_id``: each
+    explanation of a record is taken as if it came alone (its own dead letter if bad, duplicates
+    dropped), or the whole record in one pass when all pass their checks (:meth:`_take_checked`).
+    Its time axis is the stream's ``position``, with the seqs of the events explained there
+    (:class:`~streamxai.handlers.event_seqs.EventSeqs`). Change events go to ``drift-events``,
+    episodes to ``change-episodes``.
     """
 
     STAGE = "change"

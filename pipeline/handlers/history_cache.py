@@ -46,14 +46,12 @@ class HistoryCache:
     ``streamxai.handlers.protocols.ScanningHistory``); :meth:`records` gives the records back
     per key.
 
-    After a restart a handler meets its keys one after another, each rebuilding its state from
-    the key's earlier messages on the partition. The cache reads the partition once, up to where
-    the first key needed it (or where the handler began to see it, :meth:`follow`), and hands
-    each key its messages once. That is exact: a key first met at offset ``o`` after the pass
-    ended at ``end`` has no message in ``[end, o)``, since the handler sees the partition's
-    messages in order (:meth:`forget` drops a partition that was revoked). A key that needs
-    earlier messages extends the pass back once for all; a key rebuilt after :meth:`built` is
-    read from Kafka again; a partition whose history would exceed ``max_bytes`` is not cached.
+    After a restart a handler meets its keys one after another; the cache reads the partition
+    once, up to where the first key needed it (or where the handler began to see it,
+    :meth:`follow`), and hands each key its messages. That is exact since the handler sees the
+    partition's messages in order (:meth:`forget` drops a revoked partition). A key that needs
+    earlier messages extends the pass back once for all; a partition whose history would exceed
+    ``max_bytes`` is not cached.
     """
 
     def __init__(self, source: Any, owner: Any = None, max_bytes: int = 256 * 1024 * 1024):

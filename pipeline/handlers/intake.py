@@ -27,10 +27,8 @@ MAX_BATCH_BYTES = 256 * 1024
 
 class IntakeHandler:
     """Features and labels in, arrivals out: each message, bytes and key unchanged, with headers
-    naming its origin (:func:`streamxai.schemas.origin_headers`). Keyed by stream id, a stream's
-    arrivals are one partition in one order, which the model agent and its recovery follow. It
-    validates nothing and keeps no state: after a restart it forwards again what it had not
-    committed, and the model handler recognises those by their origin. Messages already fetched
+    naming its origin (:func:`streamxai.schemas.origin_headers`), so a stream's arrivals are one
+    partition in one order. It validates nothing and keeps no state; messages already fetched
     go as one arrivals record per stream (:meth:`on_batch`).
     """
 

@@ -212,13 +212,10 @@ class OutputReader:
     ``only``: read one stream and skip the messages of the others. ``max_changes`` and
     ``max_episodes``: the newest change events and episodes kept per stream.
 
-    Memory is bounded: trajectories keep at most ``max_points`` points (when one fills up, every
-    other point is dropped and the stride doubles), and ``changes_seen``/``episodes_seen`` count
-    what the deques no longer hold. A message of a version not in :attr:`VERSIONS` is counted in
-    ``other_versions``, logged once per version and skipped; one without a usable ``stream_id``
-    is counted in ``ignored``, and a field of the wrong type is skipped. History is kept by the
-    stream's *position* (its record order), since with labels that come later seq does not order
-    the explanations.
+    Memory is bounded: trajectories keep at most ``max_points`` points (thinned by half when
+    full). A message of a version not in :attr:`VERSIONS` is counted in ``other_versions`` and
+    skipped, one without a usable ``stream_id`` in ``ignored``; a field of the wrong type is
+    skipped. History is kept by the stream's *position* (its record order).
     """
 
     def __init__(self, max_points: int = 400, loss_window: int = 500, clock: Callable[[], float] = time.time,
