@@ -81,8 +81,7 @@ METADATA_MAX_AGE_MS = 15_000
 
 
 def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metrics | None = None) -> faust.App:
-    """Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata.
-    """
+    """Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata."""
     unknown = set(roles) - set(ROLES)
     if unknown:
         raise ValueError(f"unknown roles {sorted(unknown)}; choose from {ROLES}")
