@@ -25,29 +25,12 @@ log = logging.getLogger("streamxai")
 
 
 class Outbox:
-    """Where an agent's outputs go: straight to the worker's producer without waiting for the
-    broker, the worker's :class:`~streamxai.kafka.output_producer.OutputProducer` (librdkafka),
-    or a Faust producer's aiokafka batches (:class:`~streamxai.kafka.appender.Appender`: below
-    Faust's and aiokafka's per-message layers). Faust's per-message machinery (``Topic.send``:
-    its future message, sensors and callbacks) costs a worker more CPU than the handlers of a
-    cheap model; offsets are committed only after the producer has flushed, so delivery stays
-    at least once.
-    A dead letter is counted (``dead_letters{reason=..., profile=...}``) once the broker has acknowledged
-    it, a message the broker refused once it refused (``send_errors``). On the worker's
-    OutputProducer the other outputs are handed over with no future, and a failure is counted
-    when its delivery report comes; on Faust's producer the other outputs of one input are
-    looked at together, once the last one is acknowledged (one callback, not one per message).
-
-    A handler turns bad input into dead letters itself; anything it did not expect is also
-    sent to the dead-letter topic (reason ``internal_error``) so that one message can never
-    stop the agent. Nor can a send that fails: an output the producer refuses is replaced by a
-    dead letter of the input (reason ``send_error``), and a dead letter that cannot be sent is
-    logged and counted (``send_errors``), never raised. Outputs go to the producer through an
-    :class:`Outbox`. ``dead_letters{reason=..., profile=...}`` counts the dead letters the broker acknowledged,
-    not the ones built. ``messages_in`` and ``messages_out`` count messages per (full) topic name,
-    and the offset taken up is reported for consumer lag.
-    After each message the loop yields to the worker's other agents, so no agent's backlog starves
-    another; a message that may rebuild state from history runs on a thread, off the event loop.
+    """Where an agent's outputs go: the worker's
+    :class:`~streamxai.kafka.output_producer.OutputProducer`, or a Faust producer's aiokafka
+    batches through an :class:`~streamxai.kafka.appender.Appender`, both below Faust's costly
+    per-message ``Topic.send``; offsets are committed only after the producer has flushed.
+    An output the producer refuses is replaced by a dead letter of its input (``send_error``);
+    a dead letter that cannot be sent is logged and counted (``send_errors``), never raised.
 
     >>> import asyncio
     >>> from streamxai.metrics import Metrics
@@ -98,9 +81,7 @@ class Outbox:
             for out in outs:
                 fut = await self._put(out, src, count=False)
                 if isinstance(fut, Exception):
-                    instead = refused(out, fut)
-                    if instead is not None:
-                        await self.send(instead, src)
+                    await self._replace(out, fut, src, refused)
                 elif out.reason is None:
                     sent.append((out.topic, fut))
                 else:
@@ -118,12 +99,9 @@ class Outbox:
                 self._handed(topic, n)
 
     async def _hand_all(self, outs: list[Out], src: Source, refused: Callable[[Out, Exception], Out | None]) -> None:
-        """:meth:`send_all` on the worker's OutputProducer: each output that is no dead letter is
-        handed over with no future (:meth:`~streamxai.kafka.output_producer.OutputProducer.hand`),
-        a failure told to :meth:`_failed` (one callable per topic, made once); a dead letter,
-        and an output meeting a full queue, go the way of :meth:`send`. ``messages_out`` is
-        counted once per run of one topic; a topic's full name and failure counter are looked
-        up once per topic (:meth:`_route`), not per message."""
+        """:meth:`send_all` on the worker's OutputProducer: an output that is no dead letter is
+        handed over with no future, its failure counted by its topic's :meth:`_route`; a dead
+        letter, and an output meeting a full queue, go the way of :meth:`send`."""
         hand = self.appender.hand
         routes = self._routes
         topic, n = None, 0
@@ -143,9 +121,7 @@ class Outbox:
                             continue
                     except Exception as e:
                         self._refused(out, src, e)
-                        instead = refused(out, e)
-                        if instead is not None:
-                            await self.send(instead, src)
+                        await self._replace(out, e, src, refused)
                         continue
                 await self._send_one(out, src, refused)
         finally:
@@ -153,15 +129,16 @@ class Outbox:
                 self._handed(topic, n)  # type: ignore[arg-type]
 
     async def _send_one(self, out: Out, src: Source, refused: Callable[[Out, Exception], Out | None]) -> None:
-        """One output the way of :meth:`send` (its future watched); one the producer refuses is
-        replaced by what ``refused`` gives."""
-        fut = await self._put(out, src)
-        if isinstance(fut, Exception):
-            instead = refused(out, fut)
-            if instead is not None:
-                await self.send(instead, src)
-        else:
-            fut.add_done_callback(partial(self._acknowledged, out.topic, out.reason, key=out.key))
+        """One output the way of :meth:`send`; one the producer refuses is replaced by what ``refused`` gives."""
+        err = await self.send(out, src)
+        if err is not None:
+            await self._replace(out, err, src, refused)
+
+    async def _replace(self, out: Out, err: Exception, src: Source,
+                       refused: Callable[[Out, Exception], Out | None]) -> None:
+        instead = refused(out, err)
+        if instead is not None:
+            await self.send(instead, src)
 
     def _route(self, topic: str) -> tuple[str, Callable[[Exception], None]]:
         """``topic``'s full name and what counts a failed output of it (``send_errors``), made once."""
@@ -224,8 +201,11 @@ async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str) -> 
     """Hand each message of ``stream`` to ``handler`` and its outputs to ``outbox``."""
     async for event in stream.events():
         msg = event.message
-        raw, key, src = _taken(event.value, event.key, msg.topic, msg.partition, msg.offset,
-                               getattr(msg, "timestamp", None), getattr(msg, "headers", None), handler)
+        src = Source(msg.topic, msg.partition, msg.offset, timestamp=getattr(msg, "timestamp", None),
+                     headers=_headers(getattr(msg, "headers", None)))
+        handler.metrics.inc("messages_in", topic=msg.topic)
+        handler.metrics.processed(msg.topic, msg.partition, msg.offset)
+        raw, key = event.value, event.key
         await _send(outbox, _handle(handler, raw, key, src, stage), raw, key, src, stage, handler)
         # let the worker's other agents run: a model agent with a backlog of cheap events would
         # otherwise hold the event loop while the explainer agent's tasks wait
@@ -234,10 +214,9 @@ async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str) -> 
 
 async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outbox: Outbox, stage: str,
                           batch: int) -> None:
-    """Hand the records of one fetch (``(partition, aiokafka record)`` pairs, in order, from
-    :mod:`streamxai.kafka.bulk_fetch`) to ``handler.on_batch``, ``batch`` at a time, and their
-    outputs to ``outbox``; returns once all are with the producer (their offsets may then be
-    acknowledged). Between batches the worker's other agents run."""
+    """Hand the records of one fetch (``(partition, aiokafka record)`` pairs, in order) to
+    ``handler.on_batch``, ``batch`` at a time, and their outputs to ``outbox``; returns once all
+    are with the producer."""
     for i in range(0, len(fetched), batch):
         chunk = [r for _, r in fetched[i:i + batch]]
         records = [(r.value, r.key, _source(r)) for r in chunk]
@@ -255,16 +234,11 @@ async def forward_fetched(fetched: list[tuple[Any, Any]], handler: Handler, outb
 
 
 async def forward_each(fetched: list[tuple[Any, Any]], handler: Handler, outbox: Outbox, stage: str, app: Any) -> None:
-    """Hand the records of one fetch (``(partition, aiokafka record)`` pairs, in order, from
-    :mod:`streamxai.kafka.bulk_fetch`) to a handler that keeps state, each as :func:`forward`
-    hands it a message (a record that may rebuild state is taken off the event loop, and the
-    worker's other work runs after each), without Faust's per-record hand-over. It stops before
-    the next record once ``app``'s consumer has stopped its flow, begun a rebalance or joined a
-    new generation: the consumer then acknowledges none of the fetch, and its records come again
-    (the handlers drop the ones they took as duplicates). A record is taken whole even if the
-    worker's stop cancels this meanwhile (:func:`~streamxai.kafka.stepping.whole`), as Faust's
-    stop waits for the record an agent is taking: the state the worker checkpoints as it stops
-    has not taken a record whose outputs it did not hand over."""
+    """Hand the records of one fetch (``(partition, aiokafka record)`` pairs) to a handler that
+    keeps state, each as :func:`forward` hands it a message. It stops before the next record once
+    ``app``'s consumer stops its flow, rebalances or joins a new generation (the fetch's records
+    then come again), and takes a record whole even if the worker's stop cancels it
+    (:func:`~streamxai.kafka.stepping.whole`)."""
     consumer = app.consumer
     generation = app.consumer_generation_id
     inbound = getattr(app.monitor, "stream_inbound_time", None)
@@ -295,9 +269,8 @@ def _source(r: Any) -> Source:
 
 
 def _counted(records: list[Any], metrics: Metrics) -> None:
-    """Count ``records`` (aiokafka's, taken up together) in ``messages_in`` and report the last
-    offset of each partition for consumer lag: what :func:`_taken` does for one record, once per
-    topic and partition rather than per record."""
+    """Count ``records`` (aiokafka's, taken up together) in ``messages_in`` and report each
+    partition's last offset for consumer lag, once per topic and partition."""
     per_topic: dict[str, int] = {}
     last: dict[tuple[str, int], int] = {}
     for r in records:
@@ -308,14 +281,6 @@ def _counted(records: list[Any], metrics: Metrics) -> None:
     for (topic, partition), offset in last.items():
         metrics.processed(topic, partition, offset)
 
-
-def _taken(value: bytes | None, key: bytes | None, topic: str, partition: int, offset: int,
-           timestamp: float | None, headers: Any, handler: Handler) -> tuple[bytes | None, bytes | None, Source]:
-    """The value, key and source of one record taken up (counted, and reported for consumer lag)."""
-    src = Source(topic, partition, offset, timestamp=timestamp, headers=_headers(headers))
-    handler.metrics.inc("messages_in", topic=topic)
-    handler.metrics.processed(topic, partition, offset)
-    return value, key, src
 
 
 async def _until_registry_answers(call: Callable[..., list[Out]], *args: Any) -> list[Out]:

@@ -1,8 +1,7 @@
 """streamxai: live, model-agnostic explanations of online river models, in a notebook or on Kafka.
 
-The library explains any river model in a few lines: here the importance of each feature of
-a Hoeffding tree that learns the phishing stream bundled with river, explaining each event
-before the model learns it.
+Here the importance of each feature of a Hoeffding tree learning river's phishing stream, each
+event explained before the model learns it:
 
 >>> from river import datasets, tree
 >>> import streamxai
@@ -17,15 +16,10 @@ before the model learns it.
 >>> top, round(importance[top], 2), ipfi.n_explained
 ('empty_server_form_handler', 0.32, 1249)
 
-:class:`LocalShapley` explains one prediction: each feature's exact Shapley value against the
-stream's recent values, summing to the prediction minus the mean prediction.
-
-:class:`StreamExplainer` runs several explainers over one stream's model (labels that come
-later, reports every few events) and :class:`StreamChangeDetector` watches their values for
-change, as the Kafka workers do.
-
-The names here load on first use, so ``import streamxai`` stays cheap for the command line and
-the workers, which import the modules they need (``streamxai.core``, ``streamxai.kafka``, ...).
+:class:`LocalShapley` explains one prediction, :class:`StreamExplainer` runs several
+explainers over one stream's model and :class:`StreamChangeDetector` watches their values for
+change, as the Kafka workers do. The names load on first use, so ``import streamxai`` stays
+cheap for the command line and the workers.
 """
 
 from __future__ import annotations

@@ -52,13 +52,11 @@ log = logging.getLogger("streamxai")
 def checkpoint_store(
     settings: Settings, commits: CommittedOffsets | None = None, metrics: Metrics | None = None
 ) -> SealedStore | None:
-    """The store a worker's handlers share (None when ``checkpoint_every`` is 0: no checkpoints
-    written or read): files under ``state_dir/checkpoints`` authenticated by
-    :func:`~streamxai.kafka.checkpoint_key.checkpoint_secret`, or with ``checkpoint_store = "kafka"``
-    the compacted topic ``<prefix>checkpoints``, authenticated by ``checkpoint_key``. With
-    ``commits`` (the worker's committed offsets) each key keeps the newest checkpoint a commit
-    covers beside its newest one (:meth:`SealedStore.save`). A key file that cannot be used is
-    replaced (counted in ``metrics`` as ``checkpoint_keys_replaced``)."""
+    """The store a worker's handlers share (None when ``checkpoint_every`` is 0): files under
+    ``state_dir/checkpoints``, or with ``checkpoint_store = "kafka"`` the compacted topic
+    ``<prefix>checkpoints``. With ``commits`` each key keeps the newest checkpoint a commit
+    covers beside its newest one. A key file that cannot be used is replaced (counted as
+    ``checkpoint_keys_replaced``)."""
     if settings.checkpoint_every == 0:
         return None
     if settings.checkpoint_store == "kafka":
@@ -74,9 +72,8 @@ def checkpoint_store(
                                commits=commits)
 
 
-#: the share of ``shutdown_timeout_s``, from when the stop began, by which the checkpoints at
-#: shutdown end (the states not written by then are replayed after a restart); the rest is for
-#: the flushes and closes that follow them
+#: the share of ``shutdown_timeout_s`` by which the checkpoints at shutdown end (the states not
+#: written by then are replayed after a restart); the rest is for the flushes and closes
 STOP_CHECKPOINTS_SHARE = 0.6
 
 #: how old the consumer's cluster metadata may grow, in ms (create_app says why it is short)
@@ -84,8 +81,7 @@ METADATA_MAX_AGE_MS = 15_000
 
 
 def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metrics | None = None) -> faust.App:
-    """Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata.
-    """
+    """Payloads are raw bytes owned by :mod:`schemas`; Faust never adds its own metadata."""
     unknown = set(roles) - set(ROLES)
     if unknown:
         raise ValueError(f"unknown roles {sorted(unknown)}; choose from {ROLES}")
@@ -100,14 +96,12 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         autodiscover=False,
         topic_partitions=settings.partitions,
         topic_allow_declare=False,  # ensure_topics creates every topic, Faust's assignor's too
-        # the consumer asks for the cluster's metadata at least this often (ms): its client (aiokafka)
-        # does not ask again when a partition's offsets come from a broker that no longer leads it,
-        # so after brokers failed it may keep asking that broker until this age passes
+        # the consumer asks for the cluster's metadata at least this often (ms): aiokafka keeps
+        # asking a broker that no longer leads a partition until this age passes
         consumer_metadata_max_age_ms=METADATA_MAX_AGE_MS,
         consumer_auto_offset_reset="earliest",
-        # under max_live_streams the consumer's fetched bytes and parsed records are bounded
-        # too, whatever the backlog; without, larger fetches keep a busy worker fed (fewer
-        # round trips to the broker between the events it takes)
+        # under max_live_streams the consumer's fetched bytes and parsed records are bounded too;
+        # without, larger fetches keep a busy worker fed
         **({"consumer_max_fetch_size": FETCH_MAX_PARTITION_BYTES, "broker_max_poll_records": MAX_POLL_RECORDS}
            if settings.max_live_streams else {}),
         web_enabled=True,
@@ -169,9 +163,8 @@ def create_app(settings: Settings, roles: tuple[str, ...] = ROLES, metrics: Metr
         handlers.append(JoinHandler(settings, metrics, history=history))
         install_join_agent(app, topics, handlers[-1])
 
-    #: when the worker was asked to stop (``time.monotonic()``; the worker sets it, see
-    #: :func:`streamxai.worker.run_worker`): the checkpoints at shutdown end in time for the stop
-    #: to end within shutdown_timeout_s
+    #: when the worker was asked to stop (``time.monotonic()``, set by
+    #: :func:`streamxai.worker.run_worker`), so the checkpoints at shutdown end in time
     app.streamxai_stop_began = None  # type: ignore[attr-defined]
 
     @app.on_before_shutdown.connect

@@ -1,7 +1,6 @@
 """Argument types of the command line: numbers checked against their range as they are parsed,
-so a bad one is argparse's one-line error (exit code 2) naming the option, not a traceback or a
-run that does something other than asked (``--rate -1`` sending as fast as it can, ``tail
---max -1`` following the topic for ever).
+so a bad one is argparse's one-line error naming the option (``--rate -1`` would otherwise send
+as fast as it can).
 
 >>> import argparse
 >>> p = argparse.ArgumentParser(prog="x", exit_on_error=False)

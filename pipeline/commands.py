@@ -41,13 +41,10 @@ def last_seq(s: Settings, stream_id: str, tail: int = 2000, timeout: float = 10.
 
 def last_seqs(s: Settings, stream_ids: Collection[str], tail: int = 2000, timeout: float = 10.0) -> dict[str, int]:
     """The highest seq on the features topic that a worker accepts of each of ``stream_ids``
-    that has events there. The partitions are read back from their ends in rounds, ``tail``
-    messages and then four times as many each round, until each stream's messages or a
-    partition's start are met: a stream whose partition took many events of other streams since
-    is found too (reading only the last ``tail`` messages, it would look new). A seq more than
-    ``max_seq_gap`` beyond the one before it is a dead letter (reason ``seq_gap``) and is passed
-    over (:func:`accepted_last_seq`). After ``timeout`` s it gives what it found, and for streams
-    it found nothing of, says on stderr how far back it read (a new stream on a long topic)."""
+    that has events there (:func:`accepted_last_seq`). The partitions are read back from their
+    ends in rounds, ``tail`` messages and then four times as many each round, so a stream whose
+    partition took many events of other streams since is found too. After ``timeout`` s it gives
+    what it found, saying on stderr how far back it read for the streams it did not find."""
     from confluent_kafka import Consumer, KafkaException
 
     topic = s.topic("features")
@@ -223,9 +220,8 @@ def produce(args: argparse.Namespace, s: Settings) -> int:
 
 
 def _check_event_seqs(s: Settings, source: str, firsts: dict[str, int], lasts: dict[str, int]) -> None:
-    """Refuse a file whose feature events give a stream seqs it already has (``firsts``: the
-    first seq of each stream in the file; ``lasts``: the last seq each has on the topic): the
-    worker would drop them as duplicates. They carry their own seqs, so ``--resume`` cannot
+    """Refuse a file whose feature events give a stream seqs it already has on the topic: the
+    worker would drop them as duplicates, and they carry their own seqs, so ``--resume`` cannot
     number them on."""
     late = [(sid, first, lasts[sid]) for sid, first in firsts.items() if sid in lasts and first <= lasts[sid]]
     if late:

@@ -1,19 +1,10 @@
 """One C allocator arena for every thread of a worker (glibc's ``M_ARENA_MAX``).
 
-glibc's ``malloc`` gives a thread that starts allocating an arena of its own, up to eight per
-core, and a block freed goes back to the arena it came from. A worker's threads allocate for
-each other: a state that the event loop cannot wait for is restored on an executor thread
-(``agents/_forward.py``) and later freed on the loop when it is evicted (``max_live_streams``),
-while Faust's consumer thread and librdkafka's threads allocate the records and outputs the loop
-takes. Each arena then grows to its own high-water mark, and the free blocks in one are no use to
-a thread of another, so a worker that evicts and restores states all the time holds well more
-than its live states need. With one arena every thread reuses what any thread freed; the
-worker's threads seldom allocate at the same time (they share Python's GIL, and glibc's
-per-thread cache serves most small blocks without the arena's lock).
-
-:func:`limit_arenas` sets the limit when the worker starts, before its threads allocate. An
-operator's own ``MALLOC_ARENA_MAX`` in the environment is left as it is; where the C library is
-not glibc it does nothing.
+A worker's threads allocate for each other (a state restored on an executor thread is freed on
+the loop when evicted), and glibc gives each thread an arena of its own whose free blocks the
+others cannot reuse; with one arena every thread reuses what any freed. :func:`limit_arenas`
+sets the limit as the worker starts; an operator's ``MALLOC_ARENA_MAX`` stands, and without
+glibc it does nothing.
 
 >>> limit_arenas(1, environ={"MALLOC_ARENA_MAX": "4"})  # the operator's choice stands
 False

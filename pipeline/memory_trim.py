@@ -1,11 +1,8 @@
 """Freed memory back to the operating system after a worker evicted states.
 
-A worker under ``max_live_streams`` writes a checkpoint and reads one for every stream it evicts
-and restores: buffers of a state's size, allocated and freed all the time among the live states'
-objects. The C allocator (glibc's ``malloc``) keeps what they free for reuse, scattered over its
-heap, so the worker's resident memory grows well past what its live states use. :class:`MemoryTrim`
-calls glibc's ``malloc_trim``, which hands the free pages of the heap back, after states were
-evicted; where there is no glibc it does nothing.
+Evicting and restoring states allocates and frees buffers of a state's size all the time, and
+glibc keeps the freed memory scattered over its heap; :class:`MemoryTrim` calls ``malloc_trim``
+after evictions to hand the free pages back (without glibc it does nothing).
 
 >>> calls = []
 >>> trim = MemoryTrim(calls.append)

@@ -159,15 +159,10 @@ _MAX_KEYS = 4096
 
 class Metrics:
     """Handlers call :meth:`Metrics.inc` and :meth:`Metrics.gauge` with a name and optional labels;
-    each name becomes one Prometheus metric family ``streamxai_<name>`` (counters get the
-    ``_total`` suffix), its labels the family's labels. The agents' loop reports every message
-    in and out per topic and the offset it processed (:meth:`Metrics.processed`); the app's timer
-    turns those into consumer lag per partition (:meth:`Metrics.set_lag`).
-
-    The counters an operator pages on (:data:`PROFILED`) carry the stream's ``profile``: the glob
-    of its ``[streams."<glob>"]`` profile, :data:`TOP_LEVEL` for a stream under the top-level
-    settings, :data:`NO_STREAM` for a dead letter whose key names no stream. Profiles, not streams:
-    the number of series stays bounded. :meth:`Metrics.get` sums a name's series.
+    each name becomes the Prometheus family ``streamxai_<name>`` (counters get ``_total``). The
+    counters an operator pages on (:data:`PROFILED`) carry the stream's ``profile`` (its glob,
+    :data:`TOP_LEVEL` or :data:`NO_STREAM`), so the number of series stays bounded.
+    :meth:`Metrics.get` sums a name's series.
     """
     def __init__(self) -> None:
         self._counters: Counter[str] = Counter()
@@ -184,9 +179,8 @@ class Metrics:
     def _key(self, name: str, labels: dict[str, Any]) -> str:
         if not labels:
             return name
-        # the agents count every message in and out by topic: the series' key is looked up,
-        # not built again (sorted labels, text), once it is known. Only for text values: 1,
-        # 1.0 and True are one dict key but three series
+        # a known series' key is looked up, not built again; only for text values (1, 1.0 and
+        # True are one dict key but three series)
         memo: tuple | None = (name, *labels.items())
         for v in labels.values():
             if type(v) is not str:
@@ -218,9 +212,8 @@ class Metrics:
         self._gauges[self._key(name, labels) if labels else name] = value
 
     def drop(self, name: str, **labels: Any) -> None:
-        """Remove the gauge series ``name{labels}`` (its next :meth:`gauge` brings it back): a
-        series of one stream goes when the worker no longer holds the stream, so the series stay
-        bounded by the streams it holds, not by every stream it has seen.
+        """Remove the gauge series ``name{labels}`` (its next :meth:`gauge` brings it back), so a
+        stream's series go when the worker no longer holds it.
 
         >>> m = Metrics(); m.gauge("fast_path", 1, stream="s1"); m.gauge("fast_path", 0, stream="s2")
         >>> m.drop("fast_path", stream="s1"); m.drop("fast_path", stream="s9")  # (one it never had: nothing)
@@ -271,13 +264,10 @@ class Metrics:
         self._offsets[(topic, partition)] = offset
 
     def set_lag(self, highwaters: dict[tuple[str, int], int | None], tasks_topic: str | None = None) -> None:
-        """Consumer lag per partition from the high watermarks of the assigned partitions (all
-        of them: called also when no record arrives, so a drained partition reads 0); the
-        explain-tasks partitions' total is the explanation lag in events, and once it is 0 the
-        age of the tasks waiting, ``explanation_lag_seconds``, is 0 too. A partition is 0 once
-        everything on it is taken up, or while it is empty (high watermark 0); unknown (no
-        gauge) while nothing of it is taken up yet. Partitions no longer assigned lose their
-        gauge: the worker that owns them now reports them."""
+        """Consumer lag per partition from the high watermarks of the assigned partitions (also
+        when no record arrives, so a drained partition reads 0); the explain-tasks partitions'
+        total is the explanation lag in events. A partition nothing of which is taken up yet has
+        no gauge, and partitions no longer assigned lose theirs."""
         tasks_lag = 0
         for key in [k for k in list(self._gauges) if self._parts.get(k, ("",))[0] == "consumer_lag"]:
             labels = dict(self._parts[key][1])
@@ -300,8 +290,7 @@ class Metrics:
 
     def snapshot(self, totals: bool = True) -> dict[str, Any]:
         """Counters and gauges by key (``name{label=value,...}``). With ``totals``, a counter of
-        :data:`SUMMED_OVER` is also there without its label, summed over it, under the key it had
-        before it carried one (``shed_events``, ``dead_letters{reason=malformed}``, ``checkpoints_restored``).
+        :data:`SUMMED_OVER` is also there summed over that label, under its key without it.
 
         >>> m = Metrics(); m.inc("shed_events", profile="a-*"); m.inc("shed_events", 2, profile="b-*")
         >>> {k: v for k, v in m.snapshot()["counters"].items() if k.startswith("shed")}
@@ -327,7 +316,8 @@ class Metrics:
             "gauges": dict(sorted(gauges.items())),
         }
 
-    def _families(self) -> list[Any]:
+    def collect(self) -> list[Any]:
+        """The metric families, for prometheus_client's registry."""
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         snap = self.snapshot(totals=False)  # Prometheus sums over a label itself
@@ -357,13 +347,5 @@ class Metrics:
         from prometheus_client import CollectorRegistry, generate_latest
 
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Collector(self))
+        registry.register(self)  # type: ignore[arg-type]
         return generate_latest(registry)
-
-
-class _Collector:
-    def __init__(self, metrics: Metrics):
-        self.metrics = metrics
-
-    def collect(self) -> Any:
-        yield from self.metrics._families()

@@ -1,7 +1,5 @@
-"""Build a stream's model from settings: an import path, keyword arguments and a seed.
-Every worker builds the same model from the same spec, so replicas fed the same events
-in the same order stay identical (tests/unit/test_replicas.py proves it for the models
-we ship examples for).
+"""Build a stream's model from settings: an import path, keyword arguments and a seed, so
+replicas built from the same spec and fed the same events stay identical.
 
 >>> m = build_model("river.linear_model.LogisticRegression", {})
 >>> type(m).__name__
@@ -52,9 +50,7 @@ def _resolve(path: str) -> Any:
 
 def default_model_params(path: str) -> dict[str, Any]:
     """The ``model_params`` of a model given without them: :data:`DEFAULT_MODEL_PARAMS` for a
-    model that takes ``grace_period`` (the default tree, river's Hoeffding trees and forests, as
-    before models were given alone), ``{}`` for any other. A path that does not import gets
-    ``{}``: building the model then says what is wrong with it.
+    model that takes ``grace_period``, ``{}`` for any other (and for a path that does not import).
 
     >>> default_model_params("river.tree.HoeffdingTreeClassifier"), default_model_params("river.linear_model.LinearRegression")
     ({'grace_period': 50}, {})
@@ -181,8 +177,7 @@ def check_takes_strings(path: str, params: dict[str, Any], seed: int | None, fea
                         categorical: list[str], task: str) -> None:
     """Refuse a model that cannot learn or predict an event whose ``categorical`` features are
     strings, found by a dry run of a few events on fresh copies (river's models do not declare
-    what they accept). A model that fails on numbers as well is not judged here: its error is
-    its own, not a categorical feature's. Nothing to check without categorical features.
+    what they accept). A model that fails on numbers as well is not judged here.
 
     >>> check_takes_strings("river.tree.HoeffdingTreeClassifier", {}, 1, ["a", "c"], ["c"], "classification")
     >>> check_takes_strings("river.linear_model.LogisticRegression", {}, 1, ["a", "c"], ["c"], "classification")

@@ -1,7 +1,5 @@
-"""From settings to core objects: the one place that decides what runs for a stream.
-The pipeline and the in-process reference both build their objects here, so a run
-through Kafka and a run through :class:`~streamxai.core.stream.StreamExplainer` use the
-same models, explainers, parameters and seeds.
+"""From settings to core objects: the one place that decides what runs for a stream, so the
+pipeline and the in-process reference use the same models, explainers, parameters and seeds.
 """
 
 from __future__ import annotations
@@ -25,10 +23,9 @@ __all__ = ["explainer_specs", "stream_explainer", "explainer_changes", "prequent
 
 def explainer_specs(s: Settings) -> list[ExplainerSpec]:
     """iPFI explains ``s.output`` with ``s.loss``. iSAGE and iPDP need a numeric output: for
-    classification iPDP explains the probability of ``s.target_class`` and iSAGE either that
-    probability with the squared loss (Brier; robust to the 0/1 probabilities of tree leaves)
-    or all class probabilities with cross-entropy (``s.isage_loss``); for regression both
-    explain the value, iSAGE with ``s.loss``."""
+    classification iPDP explains the probability of ``s.target_class`` and iSAGE that
+    probability with the Brier loss (robust to tree leaves' 0/1 probabilities) or all class
+    probabilities with cross-entropy (``s.isage_loss``); for regression both explain the value."""
     classification = s.task == "classification"
     specs = []
     for name in s.explainers:
@@ -143,9 +140,8 @@ _PARAMS_ORIGINS = {"file": "the settings file", "environment": "$STREAMXAI_MODEL
 
 def check_streams(s: Settings) -> None:
     """What a worker checks before it starts, each failure one :class:`ConfigError` line naming
-    the stream profile: the streams have features (at the top level or in every profile), and
-    the model and explainers of the top level (when it has features) and of every profile build,
-    and the model takes a string value of each categorical feature (a dry run on a fresh copy).
+    the stream profile: the streams have features, and the model and explainers of the top level
+    and of every profile build and take a string value of each categorical feature.
 
     >>> check_streams(Settings(streams={"r-*": {"features": ["a"], "model": "river.nope.M"}}))
     Traceback (most recent call last):

@@ -40,10 +40,8 @@ def check_glob(glob: object) -> None:
 class ProfileMatcher:
     """The index of the first glob matching a stream id (``None``: no glob matches).
 
-    Answers are cached per stream id (at most ``max_cached`` ids; the cache starts over when full).
-
-    The globs are shell-style (:func:`fnmatch.fnmatchcase`: ``*``, ``?``, ``[abc]``, ``[!abc]``,
-    case-sensitive) over the characters a stream id may use.
+    Answers are cached per stream id (at most ``max_cached``). The globs are shell-style
+    (:func:`fnmatch.fnmatchcase`, case-sensitive) over the characters a stream id may use.
 
     >>> m = ProfileMatcher(["eu-*", "eu-fraud-*"])
     >>> m.match("eu-fraud-1"), m.globs[m.match("eu-fraud-1")]  # the first in order, not the most specific

@@ -1,11 +1,7 @@
-"""The in-process reference: a recorded order of arrivals through the core alone.
-A run through Kafka and this function, given the same record of arrivals (the arrivals
-topic: feature and label events in the order the model took them, with their arrival times
-and origins), give the same predictions, outcomes, explanation values and change events:
-both use :class:`~streamxai.core.labels.LabelJoin` for the join,
-:class:`~streamxai.core.stream.StreamExplainer` for the explainers (all units in one, which
-gives what the explainer groups give) and the change handler's change detector, built from the
-same settings (:mod:`streamxai.plan`). The record decides everything; a clock is never read.
+"""The in-process reference: a recorded order of arrivals through the core alone. Given the same
+arrivals, a run through Kafka and this function give the same predictions, outcomes,
+explanations and change events, built from the same settings (:mod:`streamxai.plan`); a clock
+is never read.
 
 >>> from streamxai.schemas import FeatureEvent, LabelEvent
 >>> from streamxai.settings import Settings

@@ -45,11 +45,7 @@ AGRAWAL_FEATURES = (
 )
 
 #: The settings a stream profile (``[streams."<glob>"]``) may set, with those named by
-#: :data:`PER_STREAM_PREFIXES`: what a stream's input, model, explainers, labels and change
-#: detection are built from. Every other setting is deployment-wide, the same for every stream of
-#: a worker (Kafka, topics, partitions, explain_groups, ports, state, checkpoints, input limits,
-#: load shedding by lag), and an error in a profile. A new per-stream setting is added here (or
-#: takes one of the prefixes).
+#: :data:`PER_STREAM_PREFIXES`; every other setting is deployment-wide, and an error in a profile.
 PER_STREAM = frozenset({
     "features", "categorical", "task", "target", "target_class", "model", "model_params", "model_seed", "output", "loss",
     "explainers", "alpha", "storage_size", "grid_size", "sample_rate", "emit_every",
@@ -145,14 +141,10 @@ class Settings:
     environment, explicit overrides. Secrets are :class:`Secret` values that never show their
     content in ``repr``, logs or exceptions.
 
-    **Stream profiles.** The setting ``streams`` (in a file: ``[streams."<glob>"]`` tables) maps
-    globs over stream ids to the per-stream settings (:func:`is_per_stream`) they override.
-    :meth:`Settings.for_stream` gives a stream's effective settings: those of the first profile
-    whose glob matches its id, on top of the top-level settings; a stream that matches none gets
-    the top-level settings. A profile's value wins over the top-level value of the same setting
-    whatever gave that (file, environment or command line): it is the more specific one. The
-    profiles themselves come from one source like any setting: ``STREAMXAI_STREAMS`` or
-    ``--set streams=JSON`` replaces the file's tables as a whole.
+    **Stream profiles.** ``streams`` (in a file: ``[streams."<glob>"]`` tables) maps globs over
+    stream ids to the per-stream settings (:func:`is_per_stream`) they override;
+    :meth:`Settings.for_stream` gives a stream's effective settings (the first matching profile
+    on top of the top-level settings), as docs/pages/how-to/profiles.md describes.
     """
     bootstrap_servers: str = _f("127.0.0.1:9092", "Kafka bootstrap servers, host:port[,host:port]")
     security_protocol: str = _f("PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
@@ -419,9 +411,8 @@ class Settings:
         return out
 
     def for_stream(self, stream_id: str) -> Settings:
-        """The effective settings of ``stream_id``: its profile's (the first whose glob matches
-        it), or these settings when none matches. Cached per stream id (the handlers look a
-        stream's settings up several times for every event)."""
+        """The effective settings of ``stream_id``: its first matching profile's, or these
+        settings; cached per stream id (the handlers look them up several times an event)."""
         found = self._by_stream.get(stream_id)
         if found is None:
             i = self._matcher.match(stream_id)

@@ -14,11 +14,9 @@ __all__ = ["settings_help", "settings_toml"]
 
 
 def settings_toml(s: Settings, stream_id: str | None = None) -> str:
-    """``s`` as a settings file: TOML that :func:`~streamxai.settings.load_settings` reads back to equal settings, each
-    value with its source as a comment, the stream profiles as ``[streams."<glob>"]`` tables.
-    With ``stream_id``: the effective settings of that stream, without profiles. Secrets are left
-    out (a masked value pasted back would become the secret), with a comment that says where to
-    give them.
+    """``s`` as a settings file that :func:`~streamxai.settings.load_settings` reads back to equal
+    settings, each value with its source as a comment. With ``stream_id``: that stream's effective
+    settings. Secrets are left out (a masked value pasted back would become the secret).
 
     >>> import tomllib
     >>> from streamxai.settings import load_settings

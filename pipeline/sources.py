@@ -1,13 +1,9 @@
 """Sources: a team's own topics, read in the team's own record format (``[sources.<name>]`` tables).
 
 A source names its topic, whether it carries features or labels, and where in each record the
-features, the stream id, the team's event id, the event time and (optionally) the label are:
-field names or dotted paths into nested JSON records. The intake numbers a features source's
-events per stream in arrival order (the model handler assigns the seq, so replay stays exact),
-and each stream of a source is explained by the stream profile the source names. The stream id
-of a source's stream is ``<source name>:<id found in the record>``, so the profile's glob is
-written ``"<source name>:*"``. :func:`check_sources` validates the tables when the settings load,
-with errors naming the source, the field and what to write instead.
+features, stream id, event id, event time and label are (field names or dotted paths). A
+source's stream id is ``<source name>:<id found in the record>``, so a profile's glob reads
+``"<source name>:*"``. :func:`check_sources` validates the tables when the settings load.
 
 >>> s = {"payments": {"topic": "team.payments", "kind": "features", "format": "json",
 ...                   "features": ["amount", "merchant.mcc"], "stream_id": "key", "event_id": "txn_id",

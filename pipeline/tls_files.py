@@ -1,8 +1,6 @@
 """The TLS files the settings name, loaded once at start-up as the Kafka client will load them,
-so a file that holds no certificate, or a key its password does not open, is a one-line
-:class:`~schemas.ConfigError` naming the settings (exit code 2), not the Kafka client's
-``KafkaException`` traceback from the constructor of every command's first client. A client
-certificate that has expired is found here too: a broker's refusal of it does not say why.
+so a bad file, a wrong key password or an expired client certificate is a one-line
+:class:`~schemas.ConfigError` naming the setting, not a client traceback.
 
 >>> check_tls_files(cafile=__file__)
 Traceback (most recent call last):

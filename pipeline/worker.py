@@ -66,17 +66,11 @@ def kernels_note(environ: dict | None = None) -> tuple[int, str] | None:
 
 
 def freeze_startup_heap(metrics: Any) -> int:
-    """Move every object the worker made as it started (its modules, its model's and scipy's
-    among them, Faust's and the Kafka clients' services) out of the cyclic garbage collector's
+    """Move every object the worker made as it started out of the cyclic garbage collector's
     reach (``gc.freeze``), once it is up and before its first event; the number moved, also the
-    gauge ``gc_frozen_objects``.
-
-    The collector's full passes walk every object it tracks, and a worker holds over a hundred
-    thousand from its start, so a full pass in a run costs a noticeable share of the run's CPU.
-    Frozen, they are skipped, and the objects a run makes rarely add up to a full pass. Reference counting still frees
-    them; only a reference cycle among them, made garbage later, is never collected (a bounded
-    leak: what a rebalance replaces of the clients' objects). A stream's state is made after
-    this point and stays collectable."""
+    gauge ``gc_frozen_objects``. A full collection would otherwise walk the hundred thousand
+    objects of its start again and again; reference counting still frees them, and a stream's
+    state, made later, stays collectable."""
     import gc
 
     gc.collect()
@@ -91,9 +85,8 @@ def freeze_startup_heap(metrics: Any) -> int:
 def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info") -> int:
     """Create the topics, build the app and run it until SIGTERM/SIGINT (blocks); the exit code.
 
-    A stop never takes longer than ``shutdown_timeout_s``: a worker that has not stopped by then
-    (sends that cannot complete, e.g. to deleted topics) exits at once. A worker whose topics
-    are deleted stops with one line (exit code 2) instead of spinning in its Kafka client."""
+    A stop never takes longer than ``shutdown_timeout_s``, and a worker whose topics are deleted
+    stops with one line (exit code 2)."""
     import faust
 
     from .app import create_app
@@ -139,9 +132,8 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
             await super().on_stop()
 
     worker = BoundedWorker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
-    # Faust's terminal spinner sets the root logger to DEBUG, so every library's debug call
-    # (aiokafka logs each send) builds a log record, a noticeable share of a worker's CPU, and
-    # the spinner writes escape codes into log files
+    # Faust's terminal spinner sets the root logger to DEBUG, which costs CPU on every library's
+    # debug call and writes escape codes into log files
     worker.spinner = None
     try:
         worker.execute_from_commandline()
@@ -155,8 +147,7 @@ def run_worker(settings: Settings, roles: tuple[str, ...], loglevel: str = "info
 
 def check_web_port(settings: Settings) -> None:
     """:class:`~schemas.ConfigError` if the worker's metrics endpoint cannot listen on
-    ``web_host:web_port`` (another worker on the host has it): Faust's web server would fail
-    only once the worker had started, with a traceback.
+    ``web_host:web_port``, before Faust's web server would fail with a traceback.
 
     >>> import socket
     >>> with socket.socket() as s:
@@ -198,10 +189,8 @@ TOPIC_CHECK_S = 10.0
 
 
 def _exit_now(code: int) -> None:
-    """End the process with ``code`` once the worker has stopped: its outputs are flushed, its
-    offsets committed and its checkpoints written, so nothing is left to do but free its objects,
-    which Python's own exit does one by one (seconds for a worker holding many streams, beyond
-    ``shutdown_timeout_s``, whose timer no longer fires then). The logs are flushed first."""
+    """End the process with ``code`` once the worker has stopped, without Python's exit freeing
+    every object one by one (seconds for a worker holding many streams); logs flushed first."""
     for handler in logging.getLogger().handlers + logging.getLogger("streamxai").handlers:
         handler.flush()
     sys.stdout.flush()

@@ -56,12 +56,8 @@ def pack_arrivals(items: list[tuple[Source, bytes]]) -> tuple[bytes, Headers]:
     """One arrivals record (value, headers) carrying ``items`` (where each message came from,
     and its bytes), in order: the intake's batch form, read back by :func:`unpack_arrivals`.
     Each message is framed by a line ``topic partition offset length`` (Kafka topic names have
-    no spaces), so its bytes travel unchanged, whatever they are.
-
-    The intake agent forwards each message of ``features`` and ``labels`` to ``arrivals`` with
-    its bytes and key unchanged, adding the headers of :func:`origin_headers`. The model agent
-    reads ``arrivals``: :func:`origin` gives back where a message came from, for dead letters and
-    to recognise a message the intake forwarded twice (after a restart).
+    no spaces), so its bytes travel unchanged. :func:`origin` gives back where a message came
+    from, for dead letters and to recognise one the intake forwarded twice.
 
     >>> value, headers = pack_arrivals([(Source("f", 0, 7), b'{"a": 1}'), (Source("l", 2, 3), b"")])
     >>> value, headers

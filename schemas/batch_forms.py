@@ -1,7 +1,5 @@
-"""What the batch forms of internal records share (the intake's arrivals batches,
-:mod:`streamxai.schemas.arrivals`, the model handler's explain-task batches, :mod:`streamxai.schemas.task_batches`,
-and the explain handler's drift feed, :mod:`streamxai.schemas.change_feed`): where a list of messages is
-cut into records, reading the header that names a record's form, and the form of JSON
+"""What the batch forms of internal records share (arrivals, explain tasks, the drift feed):
+where a list of messages is cut into records, the header naming a record's form, and JSON
 documents one per line (:func:`pack_lines`, :func:`unpack_lines`).
 
 >>> chunk_bounds([10, 10, 10, 30], max_bytes=25)

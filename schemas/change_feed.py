@@ -1,14 +1,10 @@
-"""The drift feed: the internal topic the change agent reads. For each report of an
-explainer group, the explain handler sends its explanations to the public ``explanations``
-topic, one message each, as users read them, and then the same report as one ``drift-feed``
-record keyed by stream, in the form :data:`ROWS_V1`: one JSON object with the fields every
-explanation of the report shares (:data:`HEAD`) and a row of the others for each
-(:data:`ROW`). :func:`unpack_feed` gives back the explanation documents, byte for byte as
-they went to the public topic; the change agent reads a usual record without making them. A
-report too large for one record is cut into several. A record of the older form
-:data:`~streamxai.schemas.batch_forms.LINES_V1` (the documents one per line) is read too. What
-the watch of a stream's inputs found (data faults) goes to the change agent the same way, as one
-record of the form :data:`FAULTS_V1` (:func:`pack_faults`, :func:`faults_of`).
+"""The drift feed, the internal topic the change agent reads: for each report of an explainer
+group, one record keyed by stream in the form :data:`ROWS_V1` (the fields the report's
+explanations share, :data:`HEAD`, and a :data:`ROW` for each). :func:`unpack_feed` gives back
+the explanation documents byte for byte as they went to ``explanations``; a report too large
+for one record is cut into several, and the older form
+:data:`~streamxai.schemas.batch_forms.LINES_V1` is read too. A stream's data faults travel as
+:data:`FAULTS_V1` records (:func:`pack_faults`, :func:`faults_of`).
 
 >>> head = {"stream_id": "s", "seq": 7, "position": 7, "model_version": 7, "event_id": None}
 >>> rows = [["ipfi", "a", 0.25, 8, 8, None, None, None, None, None]]
@@ -72,10 +68,9 @@ def fault_subject(fault: dict[str, Any]) -> str:
 def pack_report(head: dict[str, Any], rows: list[list[Any]], docs: list[bytes],
                 max_bytes: int = MAX_FEED_BYTES) -> list[tuple[bytes, Headers]]:
     """One report's explanations as drift-feed records (value, headers) of the form
-    :data:`ROWS_V1`: ``head`` their shared fields (:data:`HEAD`, in order), ``rows`` the others
-    of each (:data:`ROW`) and ``docs`` the documents :func:`report_documents` made of them (which
-    checked that every number in them is finite; each row is shorter than its document). One
-    record, unless the documents exceed ``max_bytes``."""
+    :data:`ROWS_V1`: ``head`` their shared fields, ``rows`` the others of each and ``docs`` the
+    documents :func:`report_documents` made of them. One record, unless the documents exceed
+    ``max_bytes``."""
     return [(orjson.dumps({**head, "rows": rows[start:end]}), ((FEED_FORM, ROWS_V1),))
             for start, end in chunk_bounds(list(map(len, docs)), max_bytes)]
 
@@ -100,11 +95,9 @@ def pack_faults(stream_id: str, seq: int, position: int, faults: list[dict[str, 
 
 
 def faults_of(raw: bytes | None, where: str, features: list[str], max_bytes: int = MAX_FEED_BYTES) -> dict[str, Any]:
-    """The document of a drift-feed record of the form :data:`FAULTS_V1`, checked: its shape,
-    every fault's fields and types (:data:`FAULT`), features among ``features`` (or the labels,
-    :data:`LABELS`), and each fault
-    found at the record's position. Anything else raises :class:`~schemas.SchemaMismatch`,
-    saying what."""
+    """The document of a drift-feed record of the form :data:`FAULTS_V1`, with its shape, every
+    fault's fields (:data:`FAULT`), features and position checked; anything else raises
+    :class:`~schemas.SchemaMismatch`, saying what."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     bad = None
     if obj.get("schema") != FAULTS_SCHEMA:
@@ -152,10 +145,9 @@ def _rows_shaped(obj: dict[str, Any]) -> bool:
 
 
 def unpack_feed(raw: bytes | None, src: Source) -> list[bytes] | None:
-    """The explanation documents of the drift-feed record at ``src``, as the explain handler sent
-    them to the public topic; None for a record without the form's header (one explanation
-    message, as on the public topic). A form this version does not know, or a record that does
-    not have its form's shape, raises :class:`~schemas.SchemaMismatch`."""
+    """The explanation documents of the drift-feed record at ``src``, as sent to the public
+    topic; None for a record without the form's header (one explanation). An unknown form or a
+    record not of its form's shape raises :class:`~schemas.SchemaMismatch`."""
     form = feed_form(src)
     if form is None:
         return None

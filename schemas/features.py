@@ -29,9 +29,8 @@ __all__ = ["FeatureSpec", "parse_feature_event", "feature_event_from", "check_fe
            "STREAM_ID_CHARS", "MAX_STREAM_ID", "MAX_SEQ", "shown", "check_label"]
 
 TASKS = ("classification", "regression")
-#: the characters a stream id may use: ASCII letters and digits and ``_ - . : @ + = ~``. No
-#: ``/`` (it separates the parts of explain-task and explanation keys), no spaces, no control
-#: or non-ASCII characters, so ids are safe in logs, keys and metric labels
+#: the characters a stream id may use: no ``/`` (it separates the parts of task and explanation
+#: keys), no spaces, control or non-ASCII characters, so ids are safe in logs, keys and labels
 STREAM_ID_CHARS = "A-Z a-z 0-9 _ - . : @ + = ~"
 MAX_STREAM_ID = 128
 #: seqs are signed 64-bit integers on the wire (Java and Kafka Streams consumers read them as long)
@@ -93,9 +92,8 @@ def feature_event_from(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], 
                        where: str) -> FeatureEvent:
     """A decoded ``feature_event/v1`` object to a validated :class:`FeatureEvent` (see :func:`parse_feature_event`).
 
-    Every event of a stream comes through here, and through it again as an explain task, so the
-    usual case costs no more than its checks: a finite float is taken as it is, and the texts of
-    the errors are written only for an error."""
+    Every event comes through here, and again as an explain task, so the usual case costs no
+    more than its checks; error texts are written only for an error."""
     ev = _usual_event(obj, spec)
     return ev if ev is not None else _checked_event(obj, spec, where=where)
 
@@ -165,8 +163,7 @@ _MAX_VALID_IDS = 4096
 
 def _usual_event(obj: dict[str, Any], spec: FeatureSpec | Callable[[str], FeatureSpec]) -> FeatureEvent | None:
     """The event ``obj`` is, as :func:`feature_event_from` gives it, if it is the usual one (see
-    :func:`_usual_x`); None for anything else, which the full checks then take (and convert, or
-    refuse saying what is wrong)."""
+    :func:`_usual_x`); None for anything else, which the full checks take."""
     if not (obj.keys() <= _FIELDS and len(obj) - ("y" in obj) == 5):  # every field, no other
         return None
     stream_id, seq, ts, y = obj["stream_id"], obj["seq"], obj["ts"], obj.get("y")
@@ -185,10 +182,8 @@ def check_feature_event(stream_id: Any, seq: Any, ts: Any, x: Any, y: Any,
 
 def _usual_x(stream_id: Any, seq: Any, ts: Any, x: Any, y: Any,
              spec: FeatureSpec | Callable[[str], FeatureSpec], build: bool = True) -> dict[str, Any] | None:
-    """The features ``x`` in the spec's order (``x`` itself unless ``build``: only the check is
-    wanted) if the event is the usual one: its fields on exact types (a numeric feature a finite
-    float, a categorical one a string or a 64-bit integer, the label as the task takes it
-    unchanged, ``ts`` a finite float) and a stream id seen valid before; None for anything else."""
+    """The features ``x`` in the spec's order (``x`` itself unless ``build``) if the event is the
+    usual one, its fields on exact types and its stream id seen valid before; None otherwise."""
     if not (type(seq) is int and 0 <= seq <= MAX_SEQ and type(ts) is float and ts - ts == 0.0  # finite
             and type(x) is dict and type(stream_id) is str and stream_id in _VALID_IDS):
         return None
@@ -250,9 +245,7 @@ def check_label(y: Any, task: str, what: str, *, where: str | None = None) -> An
     """``y`` as the task ``task`` wants it, or :class:`~streamxai.schemas.errors.LabelTypeMismatch`.
 
     The same check for a label in a feature event and on the labels topic, so the same fault is
-    the same dead letter (reason ``label_type``) wherever it comes from. An integral float is
-    taken as that integer for a label (JSON writers differ on ``1`` and ``1.0``), as a
-    categorical value is.
+    the same dead letter wherever it comes from; an integral float is taken as that integer.
 
     >>> check_label(3, "regression", "y"), check_label(True, "classification", "y"), check_label(1.0, "classification", "y")
     (3.0, True, 1)

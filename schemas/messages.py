@@ -34,17 +34,15 @@ Scalar = float | int | str | bool | None
 class Message:
     """What every message type shares: its ``SCHEMA`` (``name/version``) and :meth:`to_dict`.
 
-    Every payload is a JSON object whose ``schema`` field names its type and version, e.g.
-    ``"feature_event/v1"``. Types are frozen; ``to_dict()`` gives plain JSON types only.
-    The matching JSON Schema files live in ``schemas/json/``.
+    Every payload is a JSON object whose ``schema`` field names its type and version; types are
+    frozen, ``to_dict()`` gives plain JSON types, and ``schemas/json/`` holds the JSON Schemas.
     """
 
     SCHEMA: ClassVar[str]
 
     def to_dict(self) -> dict[str, Any]:
-        """The payload: ``schema`` then the fields. Shallow — nested dicts and lists are the
-        message's own (messages are built to be sent, not edited), and no field holds another
-        dataclass, so ``dataclasses.asdict``'s deep copy would only cost time."""
+        """The payload: ``schema`` then the fields. Shallow: messages are built to be sent, not
+        edited, and no field holds another dataclass."""
         d = {"schema": self.SCHEMA}
         for name in field_names(type(self)):
             d[name] = getattr(self, name)
@@ -104,12 +102,9 @@ def _default_position(msg: Any) -> None:
 class ExplainTask(Message):
     """Internal: one step of one event handed to the explainer group ``group`` of its stream.
 
-    ``loss`` is the model's prequential loss on the event (computed by the model agent before it
-    learned the event), so explainers report whether the model's loss moved without evaluating
-    the model once more. ``step`` (:data:`STEPS`) and ``position``: a label may come after its
-    event, so an event is explained in two steps, each at its place in the stream's record of
-    arrivals (``position``, strictly increasing per stream; the seq itself while labels come in
-    line).
+    ``loss`` is the model's prequential loss on the event, so explainers report the model's loss
+    without evaluating it again. An event is explained in up to two steps (``step``, :data:`STEPS`),
+    each at its ``position`` in the stream's record of arrivals.
     """
 
     SCHEMA: ClassVar[str] = "explain_task/v3"
@@ -153,8 +148,8 @@ class Prediction(Message):
     """The model's prediction for event ``seq`` when it arrived, and its loss if its label came
     with it (``y_true``; else null, and a :class:`LabelOutcome` follows).
 
-    ``position`` is the event's place in its stream's record of arrivals (the seq itself while
-    labels come in line), the time axis the explanations share.
+    ``position`` is the event's place in its stream's record of arrivals, the time axis the
+    explanations share.
     """
 
     SCHEMA: ClassVar[str] = "prediction/v2"
@@ -184,9 +179,8 @@ class LabelOutcome(Message):
     ``loss`` scores the prediction made at arrival, ``y_pred``, against ``y_true``), or it waited
     too long (``"expired"``; never learned).
 
-    ``delay_events`` and ``delay_s`` are how far the stream had moved on since the event
-    arrived (its newest seq minus this one; seconds of arrival time), ``waiting`` how many of the
-    stream's events still wait for their label, ``position`` the stream's position of the step.
+    ``delay_events`` and ``delay_s`` are how far the stream had moved on since the event arrived,
+    ``waiting`` how many of its events still wait for their label.
 
     >>> LabelOutcome("s", 3, 1.0, "learned", 1, 0, 1.0, 3, 500, 2.5, 499, 1003).to_dict()["loss"]
     1.0
@@ -213,23 +207,12 @@ class LabelOutcome(Message):
 class Explanation(Message):
     """One explainer's value for one feature after folding in event ``seq``.
 
-    ``model_version`` is the number of events the explained model had learned (= ``seq``
-    position in its stream), ``n_explained`` how many events went into the estimate and
-    ``n_seen`` how many the explainer saw (the rest were shed under the budget). Explainer
-    ``local`` (with the setting ``local_change``) is each feature's mean absolute local
-    attribution over the ``n`` local explanations of its ``block``.
-
-    What change detection and confidence bounds need: ``stderr``, the standard error of
-    ``value`` (or null); ``block``, the per-event increments folded in since this series'
-    previous message as ``{"n", "mean", "m2"}`` (count, mean, sum of squared deviations);
-    ``model_loss``, the model's prequential loss over the events seen since the previous
-    message, in the same form; ``var_factor``, the variance of a long mean of the series'
-    increments over that of as many independent ones (iPFI and iSAGE reuse donors from a
-    reservoir, which correlates increments; the change test multiplies its squared standard
-    errors by it), null when the increments are independent; ``position``, the stream's
-    position of the step that produced it (strictly increasing per stream, the time axis of
-    change detection; the seq itself while labels come in line). ``seq`` is the event
-    explained last (a label may come long after its event).
+    ``model_version`` is the number of events the explained model had learned, ``n_explained``
+    how many events went into the estimate and ``n_seen`` how many the explainer saw (the rest
+    were shed). ``stderr``, ``block``, ``model_loss`` and ``var_factor`` are what change
+    detection needs (see the ``explanation/v4`` schema); ``position`` is the stream's position
+    of the step that produced it, strictly increasing per stream, and ``seq`` the event explained
+    last (a label may come long after its event).
     """
 
     SCHEMA: ClassVar[str] = "explanation/v4"
@@ -256,19 +239,15 @@ class Explanation(Message):
 
 @dataclass(frozen=True, slots=True)
 class LocalExplanation(Message):
-    """Why one prediction: each feature's interventional Shapley value for the prediction of event
-    ``seq`` by the model version ``model_version`` (the events it had learned), against the
-    stream's recent feature values (iSAGE's reservoir, ``n_background`` rows). The ``values`` sum to
-    ``prediction - base``, ``base`` being the mean prediction over the background. ``target`` is
-    the class whose probability is explained (null: a regression value); ``method`` says how the
-    values were computed: ``tree``, ``forest``, ``linear``, ``logistic`` and ``constant`` are exact
-    (``exact`` true), ``sampling`` gives ``stderr`` per feature and its ``n_evaluations`` model calls.
-    ``position`` is the stream's position of the prediction's step.
+    """Why one prediction: each feature's interventional Shapley value for the prediction of
+    event ``seq`` by ``model_version``, against the stream's recent feature values (iSAGE's
+    reservoir, ``n_background`` rows); ``base`` is the mean prediction over them. ``target`` is
+    the class whose probability is explained (null: a regression value); ``method`` says how:
+    ``sampling`` gives ``stderr`` per feature, the others are exact.
 
-    ``values`` lists every feature, or with the setting ``local_top_k`` the k largest by absolute
-    value; ``rest`` is the sum of the values of the features left out (0 when every feature is
-    listed), so ``base + sum(values) + rest == prediction``, and ``n_features`` counts the
-    features attributed (listed or not). ``x`` holds the event's value of each listed feature.
+    ``values`` lists every feature, or the ``local_top_k`` largest by absolute value, with the
+    others' sum in ``rest``, so ``base + sum(values) + rest == prediction``; ``x`` holds the
+    event's value of each listed feature.
     """
 
     SCHEMA: ClassVar[str] = "local_explanation/v1"
@@ -297,23 +276,16 @@ class LocalExplanation(Message):
 
 @dataclass(frozen=True, slots=True)
 class ChangeEvent(Message):
-    """The series ``stream_id/explainer/feature`` changed: a new regime from the stream's position
-    ``cut_position``, detected at position ``position`` (the change test's time axis: a step of
-    the stream, the seq itself while labels come in line). ``seq`` is the event whose explanation
-    revealed it (the report at ``position``) and ``cut_seq`` the first event of the new regime:
-    the event after the last one the series explained before the cut (null where that is no
-    longer known). With labels in line ``seq == position`` and ``cut_seq == cut_position``. On
-    the wire it is schema ``drift_event/v3`` on the ``drift-events`` topic.
+    """The series ``stream_id/explainer/feature`` changed: a new regime from position
+    ``cut_position``, detected at ``position`` (the stream's record order). ``seq`` is the event
+    whose explanation revealed it and ``cut_seq`` the first event of the new regime (null where
+    no longer known). Schema ``drift_event/v3`` on ``drift-events``.
 
-    Levels are mean per-event increments of the explainer on each side of the cut (``n_*``
-    increments, 95% intervals ``ci_*``); ``effect = level_after - level_before`` and
-    ``relative_effect`` its size relative to the explainer's largest importance in the stream.
-    ``z`` is the test's statistic at the boundary where it detected the change and
-    ``threshold`` the bound it crossed there (``|z| >= threshold``); the change is located at
-    ``cut_seq``, which can be another boundary, and the levels are split there. ``explanation_*`` and
-    ``rank_*`` hold the explainer's level and rank (1 = most important) of every feature on
-    each side of the cut; ``curve_*`` the feature's iPDP curve (``{"grid", "pd"}``) before and
-    now; ``loss_*`` the model's mean prequential loss on each side (None: no data).
+    Levels are mean per-event increments on each side of the cut (``n_*`` increments, 95%
+    intervals ``ci_*``); ``effect = level_after - level_before``, ``relative_effect`` its size
+    against the explainer's largest importance in the stream. ``z`` crossed ``threshold`` at
+    the boundary where the test detected the change; ``explanation_*``, ``rank_*``, ``curve_*``
+    and ``loss_*`` describe both sides of the cut.
     """
 
     SCHEMA: ClassVar[str] = "drift_event/v3"
@@ -352,40 +324,16 @@ class ChangeEvent(Message):
 class ChangeEpisode(Message):
     """Changes of one stream that happened together (topic ``change-episodes``).
 
-    ``changes`` are ranked by ``relative_effect`` (largest first), each
-    ``{explainer, feature, seq, cut_seq, level_before, level_after, effect, relative_effect}``.
-    ``explanations[explainer][feature]`` is ``{before, after, rank_before, rank_after}``, split
-    at ``cut_seq`` (the top change's cut); ``curves[feature]`` the iPDP curve before and after
-    of each changed feature; ``loss_*`` the model's mean prequential loss on each side, with
-    95% intervals ``loss_ci_*`` and ``loss_z``, the loss after against before in standard errors.
-
-    ``kind`` says why: ``learning`` (the loss fell significantly), ``degradation`` (it
-    rose), ``reliance_shift`` (it stayed within its interval, yet the reliance moved) or
-    ``data_fault`` (a feature's own values changed as a broken pipeline changes them; ``faults``
-    says how, for each feature, and how much the model relied on it before), and
-    ``alert`` whether that kind is one to page on (setting ``change_alert_kinds``). An episode
-    whose loss had already moved when the report of its first change was complete is sent then,
-    ``status`` ``open`` (``closed_seq`` null: a degradation pages at once), and again, ``closed``,
-    at event ``closed_seq``, ``episode_gap`` events after its last change ``last_seq``, with all
-    its changes and the same ``first_seq``, kind and alert. An episode that alerts is also sent,
-    ``open`` again, each time a change of a feature it did not name joins it: the page says what
-    broke as soon as that is known (one alert: the same ``alert_key``). An episode whose loss had not moved
-    is sent once, closed: that the loss did not move needs the data up to the close.
-
-    Where on the stream's positions (the change test's time axis) the episode lies:
-    ``first_position``, ``last_position`` (its first and last change detected), ``closed_position``
-    (null while open) and ``cut_position`` (the top change's cut), and each change its
-    ``position`` and ``cut_position``; the ``*_seq`` fields are the seqs of the events explained
-    there (as in :class:`ChangeEvent`; ``cut_seq`` null where no longer known). With labels in
-    line they are equal.
-    Consumers keep the later message of an episode by ``(stream_id, first_position, kind)`` (a
-    data fault's episode may begin where another episode's first change was found).
-
-    ``alert_key`` is ``"<stream_id>/<first_position>"`` (``"<stream_id>/<first_position>/data_fault"``
-    for a data fault) on every message of an episode that
-    alerts (null on the others): a function of the stream and the episode only, so the open and
-    the closed message of an episode, and any message sent again after a restart or a replay,
-    carry the same key. A pager that pages once per ``alert_key`` pages once per alert.
+    ``changes`` are ranked by ``relative_effect`` (largest first); ``explanations``,
+    ``curves`` and ``loss_*`` compare the two sides of ``cut_seq`` (the top change's cut).
+    ``kind`` says why (``learning``, ``degradation``, ``reliance_shift`` or ``data_fault``, whose
+    ``faults`` say how each feature changed) and ``alert`` whether it pages
+    (``change_alert_kinds``). An episode is sent ``open`` once its loss has moved (again, open,
+    when an alerting episode gains a feature) and ``closed`` at ``closed_seq``; consumers keep the
+    later message by ``(stream_id, first_position, kind)``. The ``*_position`` fields place it on
+    the stream's record order, the ``*_seq`` fields name the events explained there.
+    ``alert_key`` (null unless it alerts) depends on the stream and the episode only, so every
+    message of one alert, sent again or not, carries the same key.
     """
 
     SCHEMA: ClassVar[str] = "change_episode/v4"
@@ -420,9 +368,8 @@ class ChangeEpisode(Message):
 class DeadLetter(Message):
     """A message that could not be processed: why, where it came from, and its bytes (base64).
 
-    A dead letter must fit the broker's message size limit, so ``original`` holds the whole
-    original only when it fits; otherwise a prefix (``truncated`` is true), and
-    ``original_bytes`` and ``original_sha256`` still identify the whole original.
+    ``original`` holds the whole original only when it fits the broker's size limit, else a
+    prefix (``truncated``), with ``original_bytes`` and ``original_sha256`` of the whole;
     ``key`` is the original key (base64), cut to its first KiB.
     """
 

@@ -1,7 +1,6 @@
-"""Parsing of the internal messages: explain tasks (model → explainers) and explanations
-(explainers → drift), from bytes to their frozen message types, with every field checked.
-Which fields a message has comes from its dataclass (:mod:`streamxai.schemas.messages`); bad input
-raises a :class:`~streamxai.schemas.errors.SchemaMismatch` naming the field and where it came from.
+"""Parsing of the internal messages, explain tasks and explanations, from bytes to their frozen
+message types with every field checked; bad input raises a
+:class:`~streamxai.schemas.errors.SchemaMismatch` naming the field and where it came from.
 
 >>> from streamxai.schemas import ExplainTask, dumps
 >>> raw = dumps(ExplainTask("s", 3, 1.0, {"a": 1.0}, 0, 1, True, 2.0, 0.5))
@@ -41,8 +40,7 @@ def parse_explain_task(raw: bytes | None, *, where: str, groups: int, max_bytes:
 def explain_task_fields(raw: bytes | None, *, where: str, groups: int,
                         max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
     """What :func:`parse_explain_task` checks, as the task's fields by name (``position`` the
-    ``seq`` where it is null), without the frozen instance: the explain handler takes a task for
-    every event and builds its own view of it."""
+    ``seq`` where it is null), without making the frozen instance."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
     if tag != ExplainTask.SCHEMA:
@@ -96,11 +94,9 @@ def parse_moments(obj: Any, name: str, *, where: str) -> dict[str, float] | None
 
 
 def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Explanation:
-    """An :class:`~streamxai.schemas.messages.Explanation`: string ``stream_id``/``explainer``/``feature``, integer ``seq >= 0``,
-    ``position >= 0`` and ``n_explained``, a finite ``value``, ``curve`` an object or null,
-    ``block`` and ``model_loss`` as checked by :func:`parse_moments`, ``var_factor`` null or a
-    finite number >= 0. Fields the change path does not read are passed through as sent (None
-    when absent).
+    """An :class:`~streamxai.schemas.messages.Explanation` with every field the change path reads
+    checked (``block`` and ``model_loss`` by :func:`parse_moments`); the other fields are passed
+    through as sent (None when absent).
 
     >>> from streamxai.schemas import dumps
     >>> raw = dumps(Explanation("s", "ipfi", "a", 0.5, 9, 10, 10, 9, block={"n": 1, "mean": 0.5, "m2": 0.0}))
@@ -112,8 +108,7 @@ def parse_explanation(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT
 
 def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
     """What :func:`parse_explanation` checks, as the :class:`~streamxai.schemas.messages.Explanation`'s
-    fields by name, without the frozen instance: the change handler takes 2.7 explanations an
-    event and builds its own view of each (making the instance was a quarter of the parse)."""
+    fields by name, without making the frozen instance (the change handler builds its own view)."""
     obj = decode(raw, where=where, max_bytes=max_bytes)
     tag = obj.get("schema")
     if tag != Explanation.SCHEMA:
@@ -149,11 +144,9 @@ def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAUL
 
 
 def usual_explanation(obj: dict[str, Any]) -> bool:
-    """Whether the decoded ``obj`` is the usual explanation, as a worker writes it: what
-    :func:`explanation_fields` checks of its fields other than the blocks, on exact types
-    (:func:`usual_report` and :func:`usual_series`; the change handler takes several
-    explanations an event). False for anything else, which the full checks take (and convert,
-    or refuse saying what is wrong)."""
+    """Whether the decoded ``obj`` is the usual explanation, as a worker writes it, checked on
+    exact types (:func:`usual_report` and :func:`usual_series`); False for anything else, which
+    the full checks take."""
     g = obj.get
     return (g("schema") == Explanation.SCHEMA and usual_report(g("stream_id"), g("seq"), g("position"))
             and usual_series(g("explainer"), g("feature"), g("value"), g("n_explained"), g("curve"), g("var_factor")))

@@ -1,8 +1,6 @@
-"""The batch form of explain tasks: the tasks of one explainer group that the model handler
-made from one arrivals batch, as one ``explain-tasks`` record (two message
-operations fewer per task). Each task is its JSON document (orjson writes no raw newline),
-one per line; the header :data:`TASKS_FORM` marks the form. A record without it is one task
-(the form written for a lone task).
+"""The batch form of explain tasks: the tasks of one explainer group made from one arrivals
+batch, as one ``explain-tasks`` record, one JSON document per line under the header
+:data:`TASKS_FORM`. A record without it is one task.
 
 >>> records = pack_tasks([b'{"seq": 1}', b'{"seq": 2}', b'{"seq": 3}'], max_bytes=25)
 >>> [value for value, _ in records]

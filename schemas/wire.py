@@ -30,21 +30,16 @@ _OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
 def dumps(msg: Message) -> bytes:
-    """Serialise a message type; refuses non-finite floats rather than writing ``null``.
-
-    Outgoing messages are frozen types from :mod:`streamxai.schemas.messages`; numpy scalars are turned
-    into Python numbers here. Incoming bytes are decoded into dicts, checked for size and
-    schema tag, and turned into :class:`~streamxai.schemas.errors.InvalidMessage` subclasses when bad.
-    """
+    """Serialise a message type (numpy scalars become Python numbers); refuses non-finite
+    floats rather than writing ``null``."""
     return dumps_obj(msg.to_dict())
 
 
 def dumps_fields(cls: type[Message], values: tuple) -> bytes:
     """What ``dumps(cls(*values))`` gives, ``values`` being every field of ``cls`` in order,
-    without the frozen instance: a worker writes a prediction and an explain task per event and
-    a few explanations, and making the instance and reading it back (:meth:`Message.to_dict`)
-    costs more than orjson's own work. A ``position`` of None is the ``seq`` (in the types
-    whose ``position`` defaults so), an ``event_id`` of None is left out, as the message types do.
+    without making the frozen instance (a worker writes several messages an event). A
+    ``position`` of None is the ``seq`` (in the types whose ``position`` defaults so), an
+    ``event_id`` of None is left out, as the message types do.
 
     >>> from streamxai.schemas.messages import Prediction
     >>> dumps_fields(Prediction, ("s", 3, 1.0, 1, 0, 1.0, 3, None, None)) == dumps(Prediction("s", 3, 1.0, 1, 0, 1.0, 3))
@@ -55,10 +50,9 @@ def dumps_fields(cls: type[Message], values: tuple) -> bytes:
 
 @cache
 def _writer_of(cls: type[Message]) -> Callable[[tuple], bytes]:
-    """The function :func:`dumps_fields` is for ``cls``, made once per type: the values unpacked
-    into locals and one dict display with the field names as constants (several times quicker
-    than filling a dict from ``zip(names, values)``, which makes a pair for every field of every
-    message), then what :func:`dumps_obj` does, in one call."""
+    """The function :func:`dumps_fields` is for ``cls``, made once per type: one dict display
+    with the field names as constants (quicker than ``zip(names, values)``), then what
+    :func:`dumps_obj` does."""
     names = field_names(cls)
     body = ", ".join(f"{name!r}: v{i}" for i, name in enumerate(names))
     lines = [f"    if len(v) != {len(names)}:",
@@ -79,10 +73,8 @@ def _writer_of(cls: type[Message]) -> Callable[[tuple], bytes]:
 def dumps_obj(obj: Any) -> bytes:
     """``obj`` as JSON; refuses a non-finite float anywhere in it, naming where.
 
-    orjson writes NaN and the infinities as ``null``, so a document with no more ``null`` in it
-    than ``obj`` has None values at its top level has no non-finite float, and is not walked
-    (:func:`_finite`): the usual message, whose nulls are top-level fields left empty. Any other
-    ``null`` (a nested None, a string that holds the word) has the walk decide.
+    orjson writes NaN and the infinities as ``null``, so a document with no more ``null`` than
+    ``obj`` has top-level None values has no non-finite float and is not walked (:func:`_finite`).
 
     >>> dumps_obj({"a": 1.5, "b": None, "c": {"d": [2.0]}})
     b'{"a":1.5,"b":null,"c":{"d":[2.0]}}'
@@ -113,10 +105,8 @@ def _top_level_nones(obj: Any) -> int:
 
 
 def _finite(obj: Any) -> bool:
-    """Whether every float in ``obj`` and in its dicts', lists' and tuples' values is finite:
-    what :func:`_check_finite` checks, in one loop per container and without the path it
-    builds for every value, which would cost several times orjson's own work on every message
-    a worker writes. The path is only wanted for the error.
+    """Whether every float in ``obj`` and in its dicts', lists' and tuples' values is finite, as
+    :func:`_check_finite` checks, without building each value's path (only the error needs it).
 
     >>> _finite({"a": [1.0, 2, None, "x", (True, {"b": 3.5})]}), _finite({"a": [1.0, {"b": float("inf")}]})
     (True, False)

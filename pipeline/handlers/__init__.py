@@ -1,7 +1,6 @@
-"""Synchronous message handlers: bytes in, messages out. Agents are thin loops around them.
-Every handler fills in one skeleton (:class:`MessageHandler`: parse → dead letter → load
-state → drop duplicate → process → checkpoint); what it needs from outside is declared as
-Protocols (:class:`Handler`, :class:`History`, :class:`CheckpointStore`).
+"""Synchronous message handlers: bytes in, messages out; agents are thin loops around them.
+What they need from outside is declared as Protocols (:class:`Handler`, :class:`History`,
+:class:`CheckpointStore`).
 """
 
 from streamxai.schemas import Source

@@ -1,11 +1,6 @@
 """The worker's log line for a change episode, the line an on-call engineer reads when an
-episode pages: the stream, the episode's kind and whether it pages (with its ``alert_key``, the
-key a pager dedupes on), the seq of the event
-explained where its first change was detected, the seq where the new regime of its largest
-change began (the cut), and every series that changed, each once, in the episode's order
-(largest change first), and for a data fault which feature's inputs to check and how they
-changed. It is told from the ``change_episode`` message the worker publishes, so the line and
-the message agree on every seq.
+episode pages. It is told from the ``change_episode`` message the worker publishes, so the line
+and the message agree on every seq.
 
 >>> from types import SimpleNamespace as M
 >>> ep = M(stream_id="elec2", kind="degradation", alert=True, status="open", first_seq=19119, cut_seq=19400,

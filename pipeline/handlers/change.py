@@ -166,34 +166,12 @@ def stream_detector(s: Settings) -> StreamChangeDetector:
 class ChangeHandler(MessageHandler[_Point, _StreamState]):
     """One per worker; keeps one change detector per stream it owns.
 
-    The change agent reads the ``drift-feed`` topic: one record per report of an explainer group,
-    carrying the report's explanations as the explain handler sent them to ``explanations``
-    (:mod:`streamxai.schemas.change_feed`). Each explanation of a record is taken as if it came
-    alone (its own dead letter if bad, duplicates dropped); the state is checkpointed once the
-    whole record is taken. A record whose explanations all pass their checks, of a stream whose
-    state is here and well, is taken in one pass to the same effect (:meth:`_take_checked`). A
-    record without the form's header is one explanation message. Records are keyed by
-    ``stream_id``, so every series of a stream reaches the same change worker, in partition order.
-    Their time axis is the stream's ``position`` (the
-    seq itself while labels come in line): with labels that come
-    later, an event's loss-based explanations come when its label does, so seq no longer orders
-    them. Change events and episodes carry the positions on that axis (``position``,
-    ``cut_position``, ``first_position`` ...) and the seqs of the events explained there
-    (:class:`~streamxai.handlers.event_seqs.EventSeqs`; the same numbers while labels come in line). A stream's state — one
-    :class:`~streamxai.core.change.StreamChangeDetector` over all its series — is
-    checkpointed and rebuilt per stream: a worker that meets a stream it has no state for (after
-    a restart or a rebalance) restores the stream's newest checkpoint and replays the stream's
-    later explanations from the same partition, or replays its whole history without one. A
-    restarted change agent therefore emits exactly what an uninterrupted one would; events for
-    re-delivered explanations repeat with equal values (consumers dedupe change events by
-    ``(series, position)`` and episodes by ``(stream_id, first_position, kind)``; an alerting
-    episode carries that as its ``alert_key``, and the worker's metrics expose its newest alerts
-    by it, so a pager pages once per key).
-
-    Change events go to ``drift-events`` (``drift_event/v3``), episodes to ``change-episodes``
-    (``change_episode/v4``: each episode when it opens, with its kind and whether it is an alert,
-    and again when it closes), both keyed by ``stream_id``. An explanation of any other schema
-    version goes to the dead-letter topic.
+    It reads ``drift-feed`` (:mod:`streamxai.schemas.change_feed`), keyed by ``stream_id``: each
+    explanation of a record is taken as if it came alone (its own dead letter if bad, duplicates
+    dropped), or the whole record in one pass when all pass their checks (:meth:`_take_checked`).
+    Its time axis is the stream's ``position``, with the seqs of the events explained there
+    (:class:`~streamxai.handlers.event_seqs.EventSeqs`). Change events go to ``drift-events``,
+    episodes to ``change-episodes``.
     """
 
     STAGE = "change"
@@ -240,10 +218,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     def _opens(self, p: _Point) -> bool:
         if p.faults is not None:  # found after the inputs' reference filled: never a stream's first record
             return False
-        # a stream's first report is of an event within its first emit_every: nothing of it came
-        # before. Its counts cannot say so: a group rebuilt from a history that retention cut
-        # counts again from zero, while the stream's positions go on. A report past its event's
-        # seq (a label came later) may follow others of the stream
+        # a stream's first report is of an event within its first emit_every; its counts cannot
+        # say so (a group rebuilt after retention counts again from zero)
         return p.position < self.settings.for_stream(p.stream_id).emit_every and p.position == p.seq
 
     def _fresh(self, stream_id: str) -> _StreamState:
@@ -316,10 +292,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         return parse_faults(raw, where, features)
 
     def _usual(self, raw: bytes | None, key: bytes | None) -> _Point | None:
-        """What :meth:`_checked` gives for ``raw``, if it is the usual explanation, as the explain
-        handler writes it (fields on exact types, a series of its stream, blocks within the
-        stream's bounds), in one pass over it; None for anything else, which the full checks
-        take (and refuse, saying what is wrong)."""
+        """What :meth:`_checked` gives for ``raw`` if it is the usual explanation, as the explain
+        handler writes it, in one pass; None for anything else, which the full checks take."""
         e = decoded_or_none(raw, self.settings.max_message_bytes)
         if e is None or not usual_explanation(e):
             return None
@@ -332,11 +306,10 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
                                  e["n_explained"], g("n_seen"), g("block"), g("model_loss"), g("curve"), g("var_factor"))
 
     def _usual_report(self, raw: bytes | None, key: bytes | None) -> list[_Point] | None:
-        """What :meth:`_checked` gives for each explanation of the drift-feed record ``raw`` of
-        the form :data:`~streamxai.schemas.change_feed.ROWS_V1`, if every one is the usual
-        explanation (see :meth:`_usual`), read from the record without making the documents; None
-        for anything else, which the skeleton takes explanation by explanation, and for a record
-        whose documents could pass ``max_message_bytes`` (:data:`_GROWTH`)."""
+        """What :meth:`_checked` gives for each explanation of a :data:`~streamxai.schemas.change_feed.ROWS_V1`
+        record, if every one is the usual explanation (:meth:`_usual`), read without making the
+        documents; None for anything else and for a record whose documents could pass
+        ``max_message_bytes`` (:data:`_GROWTH`)."""
         if raw is None or _GROWTH * len(raw) + _DOC_NAMES > self.settings.max_message_bytes:
             return None
         obj = report_of(raw, self.settings.max_message_bytes)
@@ -361,10 +334,9 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     def _usual_point(self, s: Settings, bounds: FeedBounds, sid: str, seq: int, position: int, explainer: str,
                      feature: str, n_explained: int, n_seen: Any, raw_block: Any, raw_loss: Any, curve: dict | None,
                      var_factor: float | None) -> _Point | None:
-        """The point of an explanation of stream ``sid`` (its settings ``s`` and their bounds)
-        whose fields passed :func:`~streamxai.schemas.parsing.usual_report` and
-        :func:`~streamxai.schemas.parsing.usual_series`, if it is a series of its stream and its
-        blocks lie within the stream's bounds; None otherwise."""
+        """The point of an explanation of stream ``sid`` whose fields passed the usual checks of
+        :mod:`streamxai.schemas.parsing`, if it is a series of its stream and its blocks lie
+        within the stream's bounds; None otherwise."""
         if not _is_series(s, explainer, feature):
             return None
         block = loss = None
@@ -457,9 +429,7 @@ def _in_line(c: Change) -> tuple[int, int | None]:
 
 def alert_key(stream_id: str, first_position: int, kind: str = "") -> str:
     """The key an alerting episode pages under: its stream and the position of its first change,
-    the same on every message of the episode and after any redelivery, restart or replay (stream
-    ids hold no ``/``, so the key names one episode). A data fault's episode, which may begin at
-    the position of another episode's first change, adds its kind.
+    the same after any redelivery, restart or replay; a data fault's episode adds its kind.
 
     >>> alert_key("elec2", 19119), alert_key("elec2", 19149, "data_fault")
     ('elec2/19119', 'elec2/19149/data_fault')

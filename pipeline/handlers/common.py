@@ -1,7 +1,5 @@
 """What every handler shares: the skeleton (:class:`MessageHandler`) that takes each message
-into its key's state, and what a failure does to that state. State recovery is
-:class:`~streamxai.handlers.recovering.Recovering`'s (``recovering.py``), dead letters are built
-by ``dead_letters.py``, and the outgoing message type :class:`Out` is defined in ``out.py``."""
+into its key's state, and what a failure does to that state."""
 
 from __future__ import annotations
 
@@ -44,9 +42,8 @@ class MessageHandler(Recovering[M, S]):
     :class:`Recovering` (:meth:`_state_key`, :meth:`_fresh`, :meth:`_replay_one`)."""
 
     DUPLICATE_METRIC: ClassVar[str]
-    #: the messages of a batch record, for taking it in one pass (:meth:`_take_checked`): a
-    #: function of the record's bytes and place to its messages' bytes (None for a record of one
-    #: message); None: every record is taken message by message
+    #: the messages of a batch record, for taking it in one pass (:meth:`_take_checked`), from
+    #: the record's bytes and place; None: every record is taken message by message
     ONE_PASS: ClassVar[Callable[[bytes | None, Source], list[bytes] | None] | None] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -55,21 +52,16 @@ class MessageHandler(Recovering[M, S]):
 
     def on_message(self, raw: bytes | None, key: bytes | None, src: Source) -> list[Out]:
         """The messages to send for ``raw`` from ``src``; bad input becomes a dead letter. A
-        record in a batch form (:meth:`_unpack`) is taken message by message, each as if it came
-        alone (its own dead letter if bad), its state checkpointed once the whole batch is taken;
-        a handler that names its batch form in :attr:`ONE_PASS` takes a record whose messages all
-        pass their checks in one pass, to the same effect (:meth:`_take_checked`)."""
+        record in a batch form (:meth:`_unpack`) is taken message by message, its state
+        checkpointed once the whole batch is taken (or in one pass, :attr:`ONE_PASS`)."""
         outs = self.on_message_on_loop(raw, key, src)
         return outs if isinstance(outs, list) else outs()
 
     def on_message_on_loop(self, raw: bytes | None, key: bytes | None,
                            src: Source) -> list[Out] | Callable[[], list[Out]]:
-        """:meth:`on_message` as the agent loop calls it on the event loop: a failure that drops
-        the state of a batch record's key, with messages of the record still to take, would have
-        the next of them rebuild the state from the key's history while every agent waits. It
-        stops there instead and returns a call that takes the rest of the record and gives all
-        of the record's messages to send, for the loop to run on a thread; otherwise it returns
-        those messages."""
+        """:meth:`on_message` as the agent loop calls it on the event loop: where a failure drops
+        the state of a batch record's key with messages still to take, it returns a call that
+        takes the rest (a rebuild), for the loop to run on a thread; otherwise the messages."""
         if self.ONE_PASS is not None:
             taken = self._take_checked(raw, key, src, self.ONE_PASS)
             if taken is not None:
@@ -131,11 +123,9 @@ class MessageHandler(Recovering[M, S]):
     def _take_checked(self, raw: bytes | None, key: bytes | None, src: Source,
                       items: Callable[[bytes | None, Source], list[bytes] | None]
                       ) -> list[Out] | Callable[[], list[Out]] | None:
-        """The batch record ``raw`` in one pass (:meth:`_take_whole`), when the state of ``key`` is
-        here and well (:meth:`_settled_state`) and every message of it (``items(raw, src)``: their
-        bytes, None for a record of one message) passes its checks (:meth:`_checked`); None for
-        any other record, which the skeleton takes message by message. Nothing is changed before
-        every message has passed, so both ways give the same outputs."""
+        """The batch record ``raw`` in one pass (:meth:`_take_whole`) when ``key``'s state is here
+        and well and every message passes its checks; None for any other record, which is taken
+        message by message. Nothing changes before every message has passed."""
         st = self._settled_state(key)
         if st is None:
             return None
@@ -156,11 +146,9 @@ class MessageHandler(Recovering[M, S]):
 
     def _take_whole(self, raw: bytes | None, key: bytes, src: Source, st: S, msgs: list[M],
                     raws: list[bytes]) -> list[Out] | Callable[[], list[Out]]:
-        """The batch record ``raw`` of ``key`` in one pass: ``msgs``, every one of its messages
-        read and checked (``raws`` their bytes), into ``st``, the state :meth:`_settled_state`
-        gave. The state, its checkpoint and the record's place are looked at once for the
-        record, not once for each message, to the same effect as taking it message by message
-        (:meth:`on_message_on_loop`); a message that raises in :meth:`_process` hands the rest
+        """The batch record ``raw`` of ``key`` in one pass: ``msgs``, every one read and checked,
+        into ``st``. State, checkpoint and place are looked at once for the record, to the same
+        effect as message by message; a message that raises in :meth:`_process` hands the rest
         of the record to that path (:meth:`_hand_over`)."""
         n = len(msgs)
         self._arrived(n)
@@ -269,10 +257,8 @@ class MessageHandler(Recovering[M, S]):
     def _failed(self, msg: M, raw: bytes | None, key: bytes | None, src: Source, err: Exception) -> list[Out]:
         """``msg`` raised in :meth:`_process`: the state may be half-updated, so it is dropped (the
         next message rebuilds it) and the message becomes a dead letter. A state just restored
-        from a checkpoint that fails is rebuilt from the key's whole history at once and the
-        message tried again (the checkpoint may hold an older version's state), its checkpoints
-        set aside; a state that fails on every message, also rebuilt from the whole history, is
-        not rebuilt for every message (:class:`Failing`)."""
+        that fails is rebuilt from the whole history at once and the message tried again; one
+        that fails on every message is not rebuilt for every message (:class:`Failing`)."""
         why = f"{type(err).__name__}: {str(err)[:300]}"
         self._forget(key, self._state_key(msg))
         rebuilt = self._rebuilt.pop(key, None) if key is not None else None

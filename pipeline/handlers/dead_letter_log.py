@@ -32,10 +32,8 @@ class DeadLetterLog:
     current ``every_s`` window; the first line of a later window is preceded by the number left
     out. Thread-safe (handlers rebuilding state run on threads).
 
-    Every dead letter is on the dead-letter topic and counted (``dead_letters{reason}``); its log
-    line is for the operator reading the log. One line each let a producer fill the log as fast as
-    it could send: a labels file 200 events late for a ``max_label_delay`` of 100 wrote a line per
-    label, and 30,000 events of a stream no profile matched 30,000 lines, 9 MB, without this bound.
+    Every dead letter is on the dead-letter topic and counted; the bound keeps a producer from
+    filling the log as fast as it sends.
     """
 
     def __init__(self, burst: int = 20, every_s: float = 60.0, clock: Callable[[], float] = time.monotonic,

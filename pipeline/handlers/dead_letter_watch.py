@@ -19,15 +19,9 @@ log = logging.getLogger("streamxai")
 
 class DeadLetterWatch:
     """Counts the dead letters among the first ``first`` messages of each key; one error line for
-    a key when one reason has more than ``share`` of them. Remembers at most ``max_keys`` keys
-    (each about a hundred bytes: its count of messages, and the reasons of its dead letters only
-    if it had any), so random keys cannot grow it without bound.
-
-    Dead letters are warning lines (up to 20 a minute per reason), easily lost among others; a producer that
-    sends a categorical feature as ``1.5``, or features the worker does not expect, has every event
-    refused. The watch looks at the first ``first`` events a worker receives for each stream (by
-    message key) and logs once, as an error, when more than ``share`` of them went to the
-    dead-letter topic for the same reason.
+    a key when one reason has more than ``share`` of them: dead letters are warning lines, easily
+    lost, while a producer sending the wrong features has every event refused. Remembers at
+    most ``max_keys`` keys, so random keys cannot grow it without bound.
 
     >>> watch = DeadLetterWatch(first=4)
     >>> bad = Out("dead-letters", b"s", b'{"error": "BadValue: size is 1.5"}', reason="bad_value")

@@ -12,12 +12,9 @@ class EventSeqs:
     """The seq of the event explained at each report position of one stream, from the first
     position where the two differ on; older positions are dropped with :meth:`forget_before`.
 
-    The change test runs on a stream's *positions* (its steps: an event's arrival, and its label's
-    when it comes later); change events and episodes also say which events those were
-    (``drift_event/v3``, ``change_episode/v4``). Every explanation message names both, its
-    ``position`` and the ``seq`` of the event it ended with, so the change handler keeps them for
-    the positions its change test may still cut at. While a stream's positions are its seqs
-    (labels in line) nothing is kept.
+    The change test runs on a stream's positions, while change events also name the events
+    explained there; every explanation names both, so the handler keeps them for the positions
+    its test may still cut at. While positions are seqs (labels in line) nothing is kept.
 
     >>> seqs = EventSeqs()
     >>> for position, seq in [(8, 8), (9, 9), (11, 10), (14, 4), (16, 12)]:

@@ -79,24 +79,14 @@ class _GroupState:
 class ExplainHandler(MessageHandler[_Task, _GroupState]):
     """One per worker; keeps one stream explainer per (stream, explainer group) it owns.
 
-    Each explain task carries one step of one event for one group of explainer work units, in
-    the stream's record order (``position``). The group's replica explains the event with the
-    model as it is at that step (it has learned exactly the events learned before it in the
-    record): a ``predict`` step (the event's arrival; iPDP), a ``learn`` step (its label came;
-    iPFI and iSAGE explain it, then the replica learns it), or ``both`` (a label in line, as
-    before labels could come later). A record of the model handler's batch form whose tasks all
-    pass their checks, of a group whose state is here and well, is taken in one pass
-    (:meth:`_take_checked`), to the same effect as task by task. While tasks wait longer than
-    ``max_lag_s``, each group explains only one event in a stride that grows with the wait (the
-    same share for every stream, :class:`~streamxai.core.budget.LagShedder`); the others are
-    observed but not explained, and the counts are in every explanation message
-    (``n_explained`` vs ``n_seen``) and in the metrics.
-
-    A lag decision depends on the clock, so it is made once and recorded: with ``max_lag_s`` on,
-    each decision goes to the explain-decisions topic (same partition as the task, keyed like
-    it, by the task's position). A group rebuilt by replay reads its recorded decisions and applies
-    them, to the replayed tasks and to the tasks it processes again after a restart, so it
-    reproduces the original run.
+    Each explain task is one step of one event for one group, in the stream's record order
+    (``position``): ``predict`` (the event's arrival; iPDP), ``learn`` (its label came; iPFI and
+    iSAGE explain it, then the replica learns it) or ``both`` (a label in line), so the replica
+    explains each event with the model as it was at that step. A batch record whose tasks all
+    pass their checks is taken in one pass (:meth:`_take_checked`). While tasks wait longer than
+    ``max_lag_s``, a group explains one event in a stride that grows with the wait
+    (:class:`~streamxai.core.budget.LagShedder`); each such decision depends on the clock, so it
+    is recorded on ``explain-decisions`` and a replay applies it again.
     """
 
     STAGE = "explain"
@@ -175,9 +165,8 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         return st
 
     def _forget(self, key: bytes | None, state_key: Any) -> None:
-        # the stream's fast_path series goes with its last group here (evicted, dropped after a
-        # failure or a rebalance) and comes back when one is restored (_load): the series stay
-        # bounded by the streams this worker holds
+        # the stream's fast_path series goes with its last group and comes back when one is
+        # restored (_load), so the series stay bounded by the streams this worker holds
         super()._forget(key, state_key)
         stream_id = state_key[0]
         if not any((stream_id, g) in self.states for g in range(self.settings.explain_groups)):
@@ -209,10 +198,8 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         return task.explain and not self.shedder.shed(waited, st.skipped)
 
     def _replay_one(self, st: _GroupState, raw: bytes | None, key: bytes | None, src: Source) -> bool:
-        """Re-run one earlier task of the group, with the decision recorded for it. A task is
-        checked as it is when it comes (:meth:`_read`), so a rebuild under other features passes
-        over the tasks of events the model stage's rebuild passes over too (a replica that learned
-        them would no longer be the model's, and its last position no longer the model's)."""
+        """Re-run one earlier task of the group, with the decision recorded for it, checked as
+        when it came (:meth:`_read`), so a rebuild passes over what the model stage's does."""
         try:
             task = self._read(raw, key, src)  # checked as when it came (a crafted task would stall or break the group)
         except InvalidMessage:
@@ -238,11 +225,8 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         return self._checked(raw, key, str(src))
 
     def _checked(self, raw: bytes | None, key: bytes | None, where: str) -> _Task:
-        """The task, checked as the model stage sends them (an explainer must not meet what it
-        cannot take: it would raise half-way through the group's state): keyed by its stream and
-        group, its event's features and label as the stream's feature events carry them, a label
-        for a learn step, ``sent_at`` a number, ``explain`` a boolean, its loss one the model
-        stage learns (:data:`~streamxai.core.prequential.MAX_LOSS`); ``where`` its place."""
+        """The task, checked as the model stage sends them, so an explainer never meets what it
+        cannot take half-way through the group's state; ``where`` its place."""
         task = self._parse(raw, where)
         if key != f"{task.stream_id}/{task.group}".encode():
             raise SchemaMismatch(f"message key {key!r} is not the task's stream/group {task.stream_id}/{task.group}; "
@@ -315,9 +299,8 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
                  _block(v.model_loss), v.var_factor] for v in values]
         docs = report_documents(sid, seq, position, version, event_id, rows)
         outs += [Out("explanations", k, doc) for doc in docs]
-        # then the same report as one record for the change agent (keyed by stream: it sees every
-        # series of a stream, in order, on one partition). Sent after the public ones: a worker
-        # killed in between redoes the task (its offset is not committed) and sends both again
+        # then the same report as one record for the change agent (keyed by stream), after the
+        # public ones: a worker killed in between redoes the task and sends both again
         head = {"stream_id": sid, "seq": seq, "position": position, "model_version": version, "event_id": event_id}
         outs += [Out("drift-feed", k, value, headers=h) for value, h in pack_report(head, rows, docs)]
         m.inc("explanations_out", len(values))
@@ -325,13 +308,10 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
 
 
     def _attribute(self, task: _Task, st: _GroupState) -> tuple[Attribution, int] | None:
-        """The local attribution of the prediction of ``task``'s event, by the replica as it is
-        before the step (the model that made it), when the stream has ``local`` on, the step is
-        the event's prediction (``predict``, or ``both`` with its label in line), this group runs
-        iSAGE (whose reservoir of recent values is the background) and the event falls in
-        ``local_sample_rate`` (by its stream and seq, so a replay decides alike). A classifier is
-        explained on the probability of its predicted class, or of ``target_class`` when
-        ``local_class`` says so. With the number of rows of the background (0: empty, ``x`` its own)."""
+        """The local attribution of the prediction of ``task``'s event by the replica before the
+        step, when the stream has ``local`` on, the step is a prediction, this group runs iSAGE
+        (whose reservoir is the background) and the event falls in ``local_sample_rate``; with
+        the number of rows of the background (0: empty, ``x`` its own)."""
         s = self.settings.for_stream(task.stream_id)
         if not s.local or task.step == "learn":
             return None

@@ -1,8 +1,5 @@
 """How a handler's states fail, and what it keeps of their failures so that no input makes it
-rebuild a key's state message after message (:class:`~streamxai.handlers.common.MessageHandler`
-uses them): how a state was just rebuilt (:class:`Rebuilt`), a state that fails on every
-message (:class:`Failing`), a key that failed lately and may be guarded (:class:`Guard`), and
-the messages a rebuild skips (:func:`message_id`)."""
+rebuild a key's state message after message."""
 
 from __future__ import annotations
 
@@ -28,10 +25,9 @@ class Rebuilt:
 
 
 class Failing:
-    """A key whose state fails on every message, also rebuilt from its whole history: its
-    messages go to the dead-letter topic, and it is rebuilt again after ``wait`` more of them
-    (1, 2, 4, ... up to :data:`MAX_FAILING_WAIT`), so a state that cannot work costs a few
-    replays, not one per message, and one that can (a model that recovers) comes back.
+    """A key whose state fails on every message, also rebuilt from its whole history: it is
+    rebuilt again after ``wait`` more messages (1, 2, 4, ... up to :data:`MAX_FAILING_WAIT`), so
+    a state that cannot work costs a few replays, and one that recovers comes back.
 
     >>> f = Failing("RuntimeError: x")
     >>> for _ in range(3):
@@ -56,9 +52,8 @@ MAX_FAILING_WAIT = 1024
 #: a key's state that fails twice within this many of its messages is guarded (:class:`Guard`)
 #: until this many of its messages pass without a failure
 GUARD_WINDOW = 1024
-#: a guarded key whose state fails on this many messages in a row (each rolled back) fails on
-#: every message (:class:`Failing`): a few bad messages in a row are not that, and backing off
-#: after them would dead-letter messages that work
+#: a guarded key whose state fails on this many messages in a row fails on every message
+#: (:class:`Failing`)
 FAILING_STREAK = 8
 #: the most failed messages per key that a rebuild of its state skips (the newest)
 MAX_SKIPPED = 4096
@@ -75,12 +70,9 @@ def message_id(raw: bytes | None, src: Source) -> tuple[str, int | None, int | N
 
 class Guard:
     """A key whose state failed lately. A second failure within :data:`GUARD_WINDOW` of its
-    messages guards it: each of its messages is then taken on a copy of its state, and one that
-    fails leaves the state as it was before it (the copy), without a rebuild; so messages that
-    fail again and again, between ones that work, cost a copy of the state each, never a rebuild
-    from history (a pass over the key's history on the partition, while the worker's other
-    streams of that partition wait). Unguarded once :data:`GUARD_WINDOW` of its messages pass
-    without a failure.
+    messages guards it: each message is then taken on a copy of the state, and one that fails
+    leaves the state as it was, so repeated failures cost a copy each, never a rebuild from
+    history. Unguarded once :data:`GUARD_WINDOW` messages pass without a failure.
 
     >>> g = Guard(); g.seen, g.last_failure = 10, 10
     >>> g.quiet(), (g.seen + GUARD_WINDOW - g.last_failure) >= GUARD_WINDOW

@@ -1,6 +1,5 @@
-"""What an explanation on the drift feed can carry, derived from the stream's settings: the
-change test folds in its block of increments and its model-loss block, so a crafted record
-outside these bounds would move a series' levels (one block mean of 1e300 gave a change event).
+"""What an explanation on the drift feed can carry, derived from the stream's settings, so a
+crafted record cannot move a series' levels in the change test.
 
 >>> from streamxai.settings import Settings
 >>> b = feed_bounds(Settings(features=["a"], explainers=["ipfi", "isage", "ipdp"], emit_every=5))
@@ -34,32 +33,15 @@ class FeedBounds:
     """The largest ``|increment|`` of each explainer's series, the largest model loss, and the
     most increments one report's block holds (``emit_every``).
 
-    A block holds the increments of the events a series explained since its last report: at most
-    ``emit_every`` of them, and no more than the explainer explained. Each increment is bounded by
-    what the explainer computes (``pipeline/core/explainers``):
-
-    - iPFI: a loss with a feature replaced minus the loss of the event, two losses in ``[0, L]``:
-      within ``[-L, L]``;
-    - iSAGE: one coalition's loss minus the next one's, each an estimate in ``[0, L]``, or in
-      ``[-L, L]`` for a loss whose estimate of a mean prediction is unbiased (a U-statistic,
-      :func:`~streamxai.core.losses.has_unbiased_mean`): within ``[-L, L]`` or ``[-2L, 2L]``;
-    - the local series (``local_change``): the absolute Shapley value of a class probability,
-      an average of marginal contributions of a game whose values lie in ``[0, 1]``: within
-      ``[0, 1]`` (the bound is taken as ``[-1, 1]``); of a regression's value, no bound;
-    - iPDP on a probability (classification): an ICE curve of ``K >= 2`` values in ``[0, 1]``
-      against the PD curve's gradient, whose norm is ``1 / sqrt(K - 1)``: at most
-      ``sqrt(K / (K - 1)) <= sqrt(2)`` (half that while the gradient's deviations sum to 0; a
-      nearly flat PD curve's do not quite, and an agrawal stream gave 0.71 with ``K = 5``), or
-      ``(max - min) / 4`` for a categorical feature, or the first event's ICE spread: within
-      ``[-sqrt(2), sqrt(2)]``;
-
-    where ``L`` is the loss's range: 1 for 0-1 loss and for the Brier loss of one class, 2 for the
-    multi-class Brier score, ``-log(eps)`` for cross-entropy (``eps = 1e-7``: 16.1). Squared and
-    absolute losses and iPDP on a regression's values have no range; there the bound is
-    :data:`~streamxai.core.prequential.MAX_LOSS` (1e100), the largest loss the model stage takes,
-    which only keeps the change test's sums finite. Values within ``[-R, R]`` have a mean there and
-    a sum of squared deviations (``m2``) of at most ``n R^2``; the model's losses, in ``[0, L]``,
-    ``m2 <= n L^2 / 4``.
+    With ``L`` the loss's range (1 for 0-1 and one-class Brier loss, 2 for multi-class Brier,
+    ``-log(1e-7)`` for cross-entropy), an increment lies within ``[-L, L]`` for iPFI (a
+    difference of two losses), ``[-L, L]`` or ``[-2L, 2L]`` for iSAGE (the latter when the loss's
+    mean-prediction estimate is unbiased, :func:`~streamxai.core.losses.has_unbiased_mean`),
+    ``[-1, 1]`` for a local series of a class probability, and ``[-sqrt(2), sqrt(2)]`` for iPDP on
+    a probability (an ICE curve of ``K >= 2`` values in ``[0, 1]`` against a gradient of norm
+    ``1 / sqrt(K - 1)``). Unbounded losses and values get
+    :data:`~streamxai.core.prequential.MAX_LOSS`, which only keeps the change test's sums finite.
+    Values within ``[-R, R]`` have ``m2 <= n R^2``; losses in ``[0, L]`` have ``m2 <= n L^2 / 4``.
     """
 
     increments: dict[str, float]

@@ -42,29 +42,16 @@ _TOO_BIG = object()
 
 class HistoryCache:
     """Wraps a ``history(topic, partition, before_offset, key, from_offset)`` callable that also
-    has ``scan(topic, partition, before_offset, from_offset)`` → ``(offset, key, value)``, or
-    ``(offset, key, value, timestamp, headers)`` (a ``streamxai.handlers.protocols.ScanningHistory``,
-    which the handlers check before wrapping); :meth:`records` gives those back per key.
+    has ``scan(topic, partition, before_offset, from_offset)`` (a
+    ``streamxai.handlers.protocols.ScanningHistory``); :meth:`records` gives the records back
+    per key.
 
-    After a restart, a handler meets its keys (stream models, explainer groups, drift series)
-    one after another, and each rebuilds its state from the key's earlier messages on the same
-    partition. Reading the partition once per key made a restart with 270 drift series re-read
-    54,000 messages in 270 Kafka passes (148 s). :class:`HistoryCache` reads the partition once,
-    up to the offset where the first key needed it, keeps each key's messages, and hands each
-    key its messages once.
-
-    That is exact: a key without state that is met at offset ``o`` after the pass ended at
-    ``end`` has no message in ``[end, o)`` — its first one there would have been the message
-    that triggered its recovery (the handler sees every message of the partition in order; when
-    it does not, e.g. the partition was revoked and given back, :meth:`forget` drops the
-    partition's cache). The pass ends where the handler began to see the partition
-    (:meth:`follow`; else where the first key needed it), so a key first met on a partition
-    followed from its first message reads nothing, and one met later after a restart needs no
-    pass of its own. It starts where the first key needs it (after its checkpoint); a key that
-    needs earlier messages (an older checkpoint, or none) extends it back once for all. A key
-    whose state was built (:meth:`built`: replayed, restored or opened fresh) and is rebuilt
-    (its state was dropped after an error) is read from Kafka again. A partition whose cached history would exceed
-    ``max_bytes`` is not cached: its keys are read one by one.
+    After a restart a handler meets its keys one after another; the cache reads the partition
+    once, up to where the first key needed it (or where the handler began to see it,
+    :meth:`follow`), and hands each key its messages. That is exact since the handler sees the
+    partition's messages in order (:meth:`forget` drops a revoked partition). A key that needs
+    earlier messages extends the pass back once for all; a partition whose history would exceed
+    ``max_bytes`` is not cached.
     """
 
     def __init__(self, source: Any, owner: Any = None, max_bytes: int = 256 * 1024 * 1024):
@@ -107,10 +94,8 @@ class HistoryCache:
         self._parts.pop((topic, partition), None)
 
     def follow(self, topic: str, partition: int, offset: int) -> None:
-        """The handler sees every message of ``topic[partition]`` from ``offset`` on, in order: a
-        key it meets there without state has no message in between, so its pass, if one is
-        needed, ends at ``offset`` (a key met on a partition followed from its first message
-        reads nothing)."""
+        """The handler sees every message of ``topic[partition]`` from ``offset`` on, in order,
+        so a pass for a key met there ends at ``offset``."""
         if (topic, partition) not in self._parts:
             self._parts[(topic, partition)] = _Partition(offset, {})
 

@@ -18,28 +18,18 @@ from .source_records import SourceRecords
 
 __all__ = ["IntakeHandler", "MAX_BATCH_BYTES", "MAX_BATCH_RECORDS"]
 
-#: the most records the intake agent takes up at once (those already fetched; it never waits for
-#: more): the model agent takes an arrivals record in one turn of the event loop, so this bounds
-#: how long the worker's other agents wait, against 2 / 100 message operations per event
+#: the most records the intake agent takes up at once: the model agent takes an arrivals record
+#: in one turn of the event loop, so this bounds how long the worker's other agents wait
 MAX_BATCH_RECORDS = 100
 #: the most bytes of messages one arrivals record carries (well under Kafka's 1 MiB default limit)
 MAX_BATCH_BYTES = 256 * 1024
 
 
 class IntakeHandler:
-    """Features and labels in, arrivals out (see below).
-
-    The intake agent reads ``features`` and ``labels`` and forwards each message, its bytes and key
-    unchanged, to ``arrivals`` with headers naming its origin topic, partition and offset
-    (:func:`streamxai.schemas.origin_headers`). Keyed by stream id, a stream's arrivals are one partition in
-    one order: the model agent learns in that order, and its recovery (checkpoint and replay of
-    its input partition) reproduces it exactly. It validates nothing (the model handler does, and
-    its dead letters name the origin) and keeps no state: after a restart it forwards again what
-    it had not committed, and the model handler recognises those by their origin offset.
-
-    The messages the worker has already fetched (:meth:`IntakeHandler.on_batch`, never waiting
-    for more) go as one arrivals record per stream (:func:`streamxai.schemas.pack_arrivals`): two message
-    operations fewer per event for the worker. A lone message goes as it came, with its origin headers.
+    """Features and labels in, arrivals out: each message, bytes and key unchanged, with headers
+    naming its origin (:func:`streamxai.schemas.origin_headers`), so a stream's arrivals are one
+    partition in one order. It validates nothing and keeps no state; messages already fetched
+    go as one arrivals record per stream (:meth:`on_batch`).
     """
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None):

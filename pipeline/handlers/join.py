@@ -1,18 +1,11 @@
 """The join of a labels source's labels to their events, by the team's event id.
 
-The ``event-index`` topic is keyed by event id, so one partition holds, in one order, both the
-index records the model handler writes when it numbers a source's event (``event id → stream
-id, seq``) and the label records the intake forwards from a labels source. :class:`JoinHandler`
-reads it: a label whose id is indexed goes to ``arrivals`` as a ``label_event/v1`` of that stream
-and seq (keyed by the stream id, its origin this event-index record, so the model handler drops
-a label forwarded twice); a label whose id is not indexed yet is held until its index record
-comes. Both are bounded by ``max_label_delay`` events (index records) of the partition, as an
-event waits for its label: an index entry older than that is forgotten, and a label held while
-that many events came (or pushed out by as many held labels after it) becomes a dead letter
-(reason ``unknown_event_id``) naming the id. Counting events rather than records keeps a backlog
-(labels read long before the model numbers their events) from expiring labels. What the handler
-keeps is a function of the partition's records in order, so after a restart it replays the
-partition up to the first record it is given, and gives the outputs it would have given.
+The ``event-index`` topic is keyed by event id, so one partition holds, in order, both the index
+records the model handler writes as it numbers a source's event and the label records of a
+labels source. A label whose id is indexed goes to ``arrivals`` as a ``label_event/v1`` of that
+stream and seq; one not indexed yet is held until its index record comes. Both wait at most
+``max_label_delay`` index records (the dead letter is ``unknown_event_id``). The state is a
+function of the partition's records, so after a restart the handler replays the partition.
 """
 
 from __future__ import annotations
@@ -58,7 +51,7 @@ class _Partition:
 
 
 class JoinHandler:
-    """Index and label records of the event-index topic in, labels of their streams out (module docstring).
+    """Index and label records of the event-index topic in, labels of their streams out.
 
     >>> from streamxai.settings import Settings
     >>> s = Settings(features=["a"], max_label_delay=3, sources={

@@ -1,7 +1,5 @@
-"""Model path: the arrivals of a stream (feature events and label events, in the order the
-intake recorded them) → predict on arrival, learn when the label is known, hand each step to
-the explainers.
-"""
+"""Model path: the arrivals of a stream → predict on arrival, learn when the label is known,
+hand each step to the explainers."""
 
 from __future__ import annotations
 
@@ -49,8 +47,7 @@ __all__ = ["ModelHandler", "MAX_TASKS_BYTES", "MAX_TASKS_PER_RECORD"]
 #: the most bytes of tasks one explain-tasks record carries (well under Kafka's 1 MiB default limit)
 MAX_TASKS_BYTES = 256 * 1024
 #: the most tasks one explain-tasks record carries: the explainer agent takes a record in one
-#: turn of the event loop, so this bounds how long the worker's other agents wait (ARF(10): 32
-#: tasks of about 7 ms), against 2 / 32 message operations per task
+#: turn of the event loop, so this bounds how long the worker's other agents wait
 MAX_TASKS_PER_RECORD = 32
 
 
@@ -101,11 +98,9 @@ class _SeqGap(Exception):
 class ModelHandler(MessageHandler[_Arriving, _StreamState]):
     """One per worker; keeps one model (and its events waiting for labels) per stream id it owns.
 
-    The join itself is :class:`~streamxai.core.labels.LabelJoin` (the in-process reference uses
-    the same one): this handler validates, drops what the intake forwarded twice, and turns
-    what the join did into messages. Dead letters name where a message came from (the
-    ``features`` or ``labels`` record, from the arrivals headers). The model path never waits
-    for explanations: it only produces explain tasks.
+    The join itself is :class:`~streamxai.core.labels.LabelJoin`, as in the in-process
+    reference: this handler validates, drops what the intake forwarded twice, and turns what the
+    join did into messages. It never waits for explanations: it only produces explain tasks.
     """
 
     STAGE = "model"
@@ -177,9 +172,7 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
                             built_under=self._built_under(stream_id))
 
     # No message opens a stream: its label may have overtaken its first event on the arrivals
-    # topic, so a stream met without state is always looked up in the history: one pass per
-    # partition, shared by its streams, over the offsets before the handler began to see it
-    # (HistoryCache.follow), so nothing to read on a partition followed from its start.
+    # topic, so a stream met without state is always looked up in the (shared, cached) history.
 
     def _load(self, a: _Arriving, key: bytes | None, src: Source) -> _StreamState:
         st = self._recover(a, key, src)
@@ -334,10 +327,8 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
 
     @staticmethod
     def _event_ids(a: _Arriving, st: _StreamState, res: Arrival) -> dict[int, str]:
-        """The team's event id of each seq the outputs of arrival ``a`` name: the event that came
-        now (a source's record) or whose label came now (a labels source's, as the join sends
-        it), and the waiting events it learned or expired. A source's event that waits for its
-        label is noted in ``st.event_ids`` until its outcome."""
+        """The team's event id of each seq the outputs of arrival ``a`` name; a source's event
+        that waits for its label is noted in ``st.event_ids`` until its outcome."""
         ids = {a.event.seq: a.event_id} if a.event_id is not None else {}
         waiting = st.event_ids
         if ids and res.prediction is not None and res.prediction.y_true is None:
@@ -351,9 +342,8 @@ class ModelHandler(MessageHandler[_Arriving, _StreamState]):
     def _model_refused(self, err: Exception, raw: bytes | None, key: bytes | None, src: Source, where: Source,
                        sid: str, seq: int, held: bool = False) -> Out:
         """The dead letter of a message the model raised on: ``label_type`` for a label a binary
-        classifier cannot take (in line or on its own), else ``model_error``; a model that raises
-        on one message must not kill the worker. ``held``: a label that came before its event,
-        refused when the event came (the event was predicted and waits for another label)."""
+        classifier cannot take, else ``model_error``. ``held``: a label that came before its
+        event, refused when the event came."""
         if isinstance(err, NotABinaryLabel):
             return self._dead_letter(raw, key, LabelTypeMismatch(f"stream {sid!r} seq {seq}: {err}", where=str(where)),
                                      src)

@@ -12,13 +12,8 @@ __all__ = ["Out"]
 class Out(NamedTuple):
     """A message to send: topic *name* (unprefixed, e.g. ``"predictions"``), key, value, and
     an explicit partition where the key's hash would not spread the work (explain tasks).
-    A dead letter also carries its ``reason``, which the sender counts once it is delivered;
-    a message forwarded to the arrivals topic carries ``headers`` naming where it came from.
-
-    A tuple: a worker makes several for every event, and a tuple is made several times quicker
-    than a frozen dataclass. Its own module, so that the skeleton (``common.py``) and the
-    Protocols that describe the handlers (``protocols.py``) both import it and neither imports
-    the other.
+    A dead letter carries its ``reason``, an arrivals message its origin ``headers``. A tuple,
+    which is made several times quicker than a frozen dataclass.
 
     >>> Out("predictions", b"shop-17", b"{}")
     Out(topic='predictions', key=b'shop-17', value=b'{}', partition=None, reason=None, headers=None)

@@ -1,8 +1,6 @@
 """Per-key state and its recovery (:class:`Recovering`), shared by the model, explain and change
-handlers: a key's state restored from its newest checkpoint and the key's later messages
-replayed, or rebuilt from its whole history; checkpoints written when due; the messages that
-failed (:mod:`streamxai.handlers.failures`) skipped by a rebuild. The skeleton that takes
-messages into those states is :class:`~streamxai.handlers.common.MessageHandler`."""
+handlers: restored from a checkpoint and a replay, or rebuilt from the key's whole history;
+checkpoints written when due; failed messages skipped by a rebuild."""
 
 from __future__ import annotations
 
@@ -38,16 +36,10 @@ class Recovering(abc.ABC, Generic[M, S]):
     """Per-key state and its recovery, shared by the model, explain and change handlers.
 
     A handler keeps one state per *state key* (a stream, or a stream's explainer group) in
-    :attr:`states`. The first message of a key it has no state for restores the newest
-    checkpoint and replays the key's later messages of this partition, or, without a
-    checkpoint, starts fresh and replays the key's whole history (unless the message opens the
-    stream, :meth:`_opens`). A subclass names the state key of a message
-    (:meth:`_state_key`), makes a new state for a state key (:meth:`_fresh`) and re-runs one
-    earlier message into a state (:meth:`_replay_one`).
-
-    A ``history`` that can ``scan`` a partition is wrapped in a :class:`HistoryCache`, so the
-    keys of a partition share one pass over it. :meth:`needs_recovery` tells the agent loop
-    which messages may rebuild state, so it can run them off the event loop.
+    :attr:`states`. The first message of a key without state restores the newest checkpoint and
+    replays the key's later messages, or replays its whole history (unless the message opens
+    the stream, :meth:`_opens`). A subclass gives :meth:`_state_key`, :meth:`_fresh` and
+    :meth:`_replay_one`. A ``history`` that can ``scan`` is wrapped in a :class:`HistoryCache`.
     """
 
     #: the checkpoint kind and dead-letter stage
@@ -56,9 +48,8 @@ class Recovering(abc.ABC, Generic[M, S]):
     REPLAYED_METRIC: ClassVar[str]
     #: gauges how many states the handler holds
     STATES_GAUGE: ClassVar[str]
-    #: the settings of a stream that shape a state of this handler (its others, such as ports
-    #: and budgets, do not): a checkpoint built under other values of them is not restored
-    #: (:meth:`_outdated`)
+    #: the settings that shape a state of this handler: a checkpoint built under other values
+    #: of them is not restored (:meth:`_outdated`)
     SHAPED_BY: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Settings, metrics: Metrics | None = None, history: History | None = None,
@@ -95,9 +86,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         #: with ``max_live_streams``: the state keys in memory, least recently used first, with
         #: their Kafka keys (:meth:`_evict`)
         self._live: dict[Hashable, bytes | None] = {}
-        #: by partition this handler has followed since, the Kafka keys of it whose state was
-        #: evicted, with the offset of the checkpoint each was evicted to (:meth:`_restore`): a few
-        #: dozen bytes a stream the worker has evicted
+        #: by partition followed since, the Kafka keys whose state was evicted, with the offset
+        #: of the checkpoint each was evicted to (:meth:`_restore`)
         self._evicted: dict[tuple[str, int], dict[bytes, int]] = {}
         #: with ``max_live_streams``: the offset of each live state's newest checkpoint
         self._saved_at: dict[bytes, int] = {}
@@ -133,11 +123,8 @@ class Recovering(abc.ABC, Generic[M, S]):
         return {name: copy.deepcopy(getattr(s, name)) for name in self.SHAPED_BY}
 
     def _outdated(self, st: S, msg: M) -> list[str]:
-        """The settings a state read from a checkpoint was built with that differ from the
-        settings its stream has now (none: it fits and is restored; else it is rebuilt from the
-        key's history under the new settings). By default those of :attr:`SHAPED_BY` whose
-        value in the state's ``built_under`` differs from the stream's now; a state without
-        ``built_under`` (a handler whose states no setting shapes) always fits."""
+        """The :attr:`SHAPED_BY` settings whose value in the state's ``built_under`` differs from
+        its stream's now (none: the checkpoint fits and is restored; else the key is rebuilt)."""
         was = getattr(st, "built_under", None)
         if not was:
             return []
@@ -237,13 +224,9 @@ class Recovering(abc.ABC, Generic[M, S]):
 
     # recovery --------------------------------------------------------------------------
     def needs_recovery(self, key: bytes | None, src: Source | None = None) -> bool:
-        """Whether a message with ``key`` at ``src`` may make the handler rebuild state (read and
-        replay history): true for keys it has not built state for yet.
-
-        The agent loop calls it for every message, in order, so it also notices when a
-        partition does not continue where it left off (it was revoked and given back, after
-        another worker processed some of it): the partition's cached history is then dropped,
-        since it no longer covers every message before the ones to come."""
+        """Whether a message with ``key`` at ``src`` may make the handler rebuild state: true for
+        keys it has not built state for yet. Called for every message in order, it also notices a
+        partition that does not continue where it left off and drops its cached history."""
         if src is not None and src.partition is not None and src.offset is not None:
             tp = (src.topic, src.partition)
             prev = self._positions.get(tp)
@@ -434,16 +417,8 @@ def checkpoint_changed(handlers: Sequence[Recovering], until: float | None = Non
                        clock: Callable[[], float] = time.monotonic) -> tuple[int, int]:
     """Checkpoint the states of ``handlers`` that took messages since their last checkpoint, as
     of their last message, those that took the most first, until ``clock()`` reaches ``until``
-    (None: every one); ``(written, left)``.
-
-    A worker calls it when it stops, after its last message is done, so that a restart resumes
-    from these checkpoints and replays nothing (a checkpoint is only restored before the message
-    a worker resumes at, so one that no commit covers is simply not used). A state changed since
-    its last checkpoint is one that took messages since (there is no other way to change one),
-    so the others are not written again. With ``until`` the stop stays within its time whatever
-    the number of streams: a state left unwritten is rebuilt on restart from its last checkpoint
-    and its messages since, as after a SIGKILL, and those that took the most messages, whose
-    replay would take longest, are written first."""
+    (None: every one); ``(written, left)``. A worker calls it as it stops so a restart replays
+    nothing; a state left unwritten is rebuilt from its last checkpoint, as after a SIGKILL."""
     queue = sorted(((st.since_checkpoint, i, key) for i, h in enumerate(handlers) if h.checkpoints is not None
                     for key, (st, _) in h._unsaved.items()), key=lambda item: -item[0])
     for written, (_, i, key) in enumerate(queue):

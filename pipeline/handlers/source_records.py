@@ -1,17 +1,11 @@
 """The records of the sources (``[sources.<name>]``) at the intake and at the model handler.
 
 The intake forwards a source's record to ``arrivals`` keyed by the stream id it finds in it
-(:meth:`SourceRecords.arrival`), bytes unchanged, with the origin headers and, for a source whose
-event time is the record timestamp, that timestamp (:data:`ORIGIN_TIMESTAMP`): the arrivals
-record has its own. A record of a registry-framed source (``format = "avro"``, ``"json_schema"`` or ``"protobuf"``)
-is decoded at the intake (:class:`~streamxai.ingest.registry.RegistryDecoder`) and forwarded as the
-JSON object it decodes to, so the model handler, its replay and its recovery never need the
-registry; the dead letters of the intake keep the original bytes. A record without a stream id is a dead letter of the intake. The model
-handler reads the record back with :meth:`SourceRecords.parse` and numbers it
-(:meth:`~streamxai.ingest.mapping.MappedEvent.numbered`) when it takes it. A labels source's
-record goes to the ``event-index`` topic keyed by its event id, for the join
-(:mod:`streamxai.handlers.join`).
-
+(:meth:`SourceRecords.arrival`), with the origin headers and, when the event time is the record
+timestamp, that timestamp (:data:`ORIGIN_TIMESTAMP`). A registry-framed record is decoded at the
+intake and forwarded as JSON, so the model handler and its replays never need the registry. The
+model handler reads the record back with :meth:`SourceRecords.parse`; a labels source's record
+goes to ``event-index`` keyed by its event id, for the join (:mod:`streamxai.handlers.join`).
 >>> from streamxai.settings import Settings
 >>> s = Settings(sources={"pay": {"topic": "team.pay", "kind": "features", "features": ["amount"],
 ...     "stream_id": "account", "event_id": "txn_id", "event_time": "timestamp"}}, features=["amount"])

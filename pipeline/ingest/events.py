@@ -49,19 +49,13 @@ def file_events(
     objects) or a CSV file with a header of feature names and the target column.
 
     ``target`` names the target column; by default the first of :func:`~.lines.label_field` of
-    ``task`` (``label``, or ``number`` for regression), ``y`` and ``target`` the file has. JSON
-    values are sent as they are (``1`` stays an integer: the worker knows which features are
-    categorical); only CSV cells, which have no types, are converted: features to floats
-    (text for ``categorical`` ones), targets to integers (or strings) for classification and to
-    floats for regression.
-    ``ts`` comes from ``ts_column`` or, without one, the wall clock when the event is read.
-    Plain rows are numbered ``start_seq, start_seq + 1, ...``. A bad line (not JSON, NaN,
-    missing features, wrong types) is recorded in ``report`` with its line number and
-    skipped; a missing file, feature column or target column raises :class:`ConfigError`.
-    ``labels=False`` sends the features alone, also of feature events (the target column may be missing; its labels
-    come later, see :func:`file_labels`). A feature event keeps its own stream, whose task and categorical
-    features ``of_stream(stream_id)`` gives (without it, ``task`` and ``categorical``; it raises
-    :class:`~schemas.InvalidMessage` for a stream that has none: a bad line).
+    ``task``, ``y`` and ``target`` the file has. JSON values are sent as they are; CSV cells are
+    converted (features to floats, text for ``categorical`` ones; targets to the task's type).
+    ``ts`` comes from ``ts_column``, else the wall clock. Plain rows are numbered from
+    ``start_seq``. A bad line is recorded in ``report`` and skipped; a missing file or column
+    raises :class:`ConfigError`. ``labels=False`` sends the features alone (see
+    :func:`file_labels`). A feature event keeps its own stream, whose task and categorical
+    features ``of_stream(stream_id)`` gives.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
@@ -153,10 +147,9 @@ def file_events(
 
 
 def file_streams(path: str | Path) -> tuple[bool, dict[str, int]]:
-    """Which streams the events of a file belong to, for the check of the seqs they already have:
-    whether it has plain rows (a CSV, or plain JSONL objects: the ``--stream-id``'s, numbered by
-    ``produce``) and the first seq of each stream its feature events name (they carry their own).
-    Lines :func:`file_events` would refuse are passed over; a file that cannot be read has none.
+    """Which streams the events of a file belong to: whether it has plain rows (numbered by
+    ``produce`` as the ``--stream-id``'s) and the first seq of each stream its feature events
+    name. Lines :func:`file_events` would refuse are passed over.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "e.jsonl"

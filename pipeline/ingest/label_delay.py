@@ -14,9 +14,8 @@ __all__ = ["labels_after"]
 
 def labels_after(events: Iterable[FeatureEvent], delay: int) -> Iterator[FeatureEvent | LabelEvent]:
     """Each of ``events`` without its label, and the label as a :class:`~schemas.LabelEvent` right
-    after the event ``delay`` places later (the last ``delay`` labels after the last event), with the
-    ``ts`` of the event it follows: when it is sent. An event without a label sends none; the events
-    of several streams count alike (the ``delay`` is in events of ``events``). Holds ``delay`` events.
+    after the event ``delay`` places later, with that event's ``ts``; the last ``delay`` labels
+    follow the last event. Holds ``delay`` events.
 
     >>> events = [FeatureEvent("s", q, 10.0 + q, {"a": 1.0}, None if q == 1 else q % 2) for q in range(4)]
     >>> [(type(m).__name__[0], m.seq, m.y, m.ts) for m in labels_after(events, 2)]

@@ -42,14 +42,11 @@ def file_labels(
 ) -> Iterator[LabelEvent]:
     """Label events from a file: the target of each row for the event with its seq.
 
-    A CSV needs the target column (found as :func:`file_events` finds it); its ``seq`` column
-    says which event each label belongs to, and without one the rows are numbered
-    ``start_seq, start_seq + 1, ...`` as ``produce FILE`` numbered the events of a file without
-    bad lines (so the file of events itself can send its labels). JSONL lines are
-    ``label_event/v1`` objects or plain ``{"seq": n, target: y}`` objects (``seq`` optional as
-    in a CSV); feature columns are ignored. A row with an empty target sends nothing (that
-    event stays unlabelled). ``ts`` comes from ``ts_column`` or the wall clock. A label event keeps its own
-    stream, whose task ``of_stream(stream_id)[0]`` gives (without it, ``task``).
+    A CSV needs the target column (found as :func:`file_events` finds it) and says which event
+    each label belongs to in its ``seq`` column, else rows are numbered from ``start_seq`` as
+    ``produce FILE`` numbered the events. JSONL lines are ``label_event/v1`` objects or plain
+    ``{"seq": n, target: y}`` objects. A row with an empty target sends nothing. ``ts`` comes
+    from ``ts_column`` or the wall clock; ``of_stream(stream_id)[0]`` gives a stream's task.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"

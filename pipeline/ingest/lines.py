@@ -21,8 +21,7 @@ __all__ = ["FileReport", "label_field", "open_text", "check_utf8", "nonblank_lin
 
 class FileReport:
     """What :func:`file_events` read: valid events and bad lines (the first :attr:`SHOWN` with
-    their line numbers and reasons, to report; the others counted). A file of the wrong stream
-    or features is bad on every line: a line each filled the terminal with the same reason.
+    their line numbers and reasons, the others counted).
 
     >>> r = FileReport(); r.valid = 9
     >>> for line in range(4, 30): r.add_bad(line, "not valid JSON")

@@ -1,11 +1,10 @@
 """One record of a source (a team's own JSON record) to the feature event the model takes.
 
-:func:`map_record` follows the source's paths into the record: the features, the stream id
-(or the record key), the team's event id, the event time (or the record timestamp) and the
-label if the record carries one. A record that does not fit raises an
-:class:`~streamxai.schemas.InvalidMessage` naming the path and the type expected (a dead
-letter that names the record's event id when it has one, never a crash). The feature event has seq 0: the model handler numbers a source's
-events in the order it takes them (:meth:`MappedEvent.numbered`).
+:func:`map_record` follows the source's paths into the record: the features, the stream id (or
+the record key), the event id, the event time (or the record timestamp) and the label if the
+record has one. A record that does not fit raises an :class:`~streamxai.schemas.InvalidMessage`
+naming the path and the type expected. The event has seq 0: the model handler numbers a
+source's events as it takes them (:meth:`MappedEvent.numbered`).
 
 >>> from streamxai.schemas import FeatureSpec
 >>> from streamxai.sources import parse_sources

@@ -1,15 +1,9 @@
 """The ``protobuf`` format of a source: the team's generated message class and its messages as records.
 
-A Protobuf record names no field on the wire, so decoding it needs the message class the team
-generated (``protoc --python_out``). A source names it with ``protobuf_message = "module:Class"``
-(a module importable on every worker's ``PYTHONPATH``, like a model of the user's own);
-:func:`message_class` imports it when the settings load and refuses, in one line, a class that
-does not import or is not a Protobuf message class. :func:`to_record` turns a decoded message
-into the dict the source's dotted paths map: field names as written in the ``.proto`` file,
-nested messages as nested dicts, numbers as numbers (64-bit integers stay integers), enums as
-their names, repeated fields as lists, maps as dicts, ``google.protobuf.Timestamp`` as a time and
-the wrapper types as their value; a field that tracks presence and is not set is left out, any
-other takes its default (0, ``""``, ``False``), as the sender's message holds it.
+A Protobuf record names no field on the wire, so a source names the class protoc generated
+(``protobuf_message = "module:Class"``). :func:`message_class` imports it when the settings
+load; :func:`to_record` turns a decoded message into the dict the source's paths map, as
+docs/pages/how-to/sources.md describes.
 
 >>> message_class("payments", "collections:OrderedDict")
 Traceback (most recent call last):

@@ -1,20 +1,11 @@
 """Records framed by a schema registry: the ``avro``, ``json_schema`` and ``protobuf`` formats of a source.
 
-A record of such a source is in the Confluent wire format (a magic byte 0, the 4-byte schema
-id, then the encoded value), written by a Confluent-compatible schema registry's serializer.
-:class:`RegistryDecoder` decodes it through ``confluent_kafka.schema_registry`` (the optional
-extra ``streamxai[registry]``) into the record as a dict, which is then mapped like a JSON
-record (the same dotted paths); a ``protobuf`` source's messages decode into the class its
-``protobuf_message`` names and become dicts by :mod:`streamxai.ingest.protobuf`. Bytes without the magic byte, a schema id the registry does not
-know and bytes the schema cannot read are :class:`~streamxai.schemas.InvalidMessage` (dead
-letters that say which). A registry that does not answer (no connection, a timeout, a server
-error, refused credentials) raises :class:`RegistryUnreachable` instead: the record is neither
-dropped nor dead-lettered, the agent waits :attr:`RegistryUnreachable.delay` seconds and tries it
-again. The first failure of an outage is logged in one WARNING line and every failed attempt
-counts in ``registry_unreachable`` (``streamxai_registry_unreachable_total``); the first answer
-after it is logged once more. The schemas fetched are cached by the client, so a registry is
-asked once per schema id.
-
+A record of such a source is in the Confluent wire format (magic byte 0, 4-byte schema id, the
+encoded value). :class:`RegistryDecoder` decodes it through ``confluent_kafka.schema_registry``
+(the extra ``streamxai[registry]``) into a dict, mapped like a JSON record; a bad record is an
+:class:`~streamxai.schemas.InvalidMessage`. A registry that does not answer raises
+:class:`RegistryUnreachable` instead: the agent waits :attr:`RegistryUnreachable.delay` seconds
+and tries the record again, so nothing is dropped or dead-lettered.
 >>> from streamxai.settings import Settings
 >>> s = Settings(schema_registry_url="mock://doc", sources={"pay": {"topic": "t", "kind": "labels",
 ...     "format": "avro", "event_id": "txn_id", "label": "fraud"}})

@@ -1,20 +1,10 @@
-"""Outputs appended to aiokafka's batches in one step: what the agents' Outbox does when it is
-given a Faust producer (tests and benchmarks build one; a worker's Outbox sends through
-:class:`~streamxai.kafka.output_producer.OutputProducer`). Faust's producer and aiokafka's each
-wrap the append of a record to its partition's batch in a coroutine with checks a worker's
-outputs do not need at every message (a signal with no receiver, header conversion, a
-transaction lookup, a wait for metadata already there, a debug line), so
-:meth:`Appender.send` does what those layers do that matters here: the size check
-(``MessageSizeTooLargeError`` past ``max_request_size``), the partition (the
-client's partitioner on the key, or the partition given; a key's partition under aiokafka's
-default partitioner is kept until the client's metadata is refreshed, at most
-:data:`MAX_KEPT` keys: its murmur2 hash is Python), and the append, whose future is the
-message's delivery. Delivery is at least once: the record is in the accumulator when the
-call returns, and Faust's commit flushes the producer (``AIOKafkaProducer.flush``: it waits
-for every batch in the accumulator) before it commits an offset. Whatever the direct route
-cannot be sure of goes the full way, through Faust's ``send``: the producer not started, a
-transactional producer, a topic whose metadata the client has not loaded yet, or an aiokafka
-without the parts used here (checked once, with one log line).
+"""Outputs appended to aiokafka's batches in one step, for an Outbox given a Faust producer.
+:meth:`Appender.send` keeps what matters of Faust's and aiokafka's per-message layers: the size
+check, the partition (a key's partition under the default partitioner is cached, at most
+:data:`MAX_KEPT` keys, until the metadata changes) and the append, whose future is the
+delivery; Faust's commit flushes the producer first, so delivery stays at least once. What
+this route cannot be sure of (producer not started, transactions, metadata not loaded, an
+aiokafka without the parts used) goes through Faust's ``send``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""How the workers of a consumer group share the partitions: dealt in turn, partition ``p`` to
-the ``p mod n``-th of the ``n`` workers in member-id order, whatever each held before. A stream
-sends its explain groups to consecutive partitions of explain-tasks
-(:meth:`~streamxai.handlers.ModelHandler` ``_tasks``), so dealt partitions put them on as many
-different workers as there are groups, up to the workers, and spread streams hashed onto the
-partitions evenly. Faust's own assignor keeps what each worker held: after workers join one at a
-time they hold blocks of consecutive partitions, and a stream's groups then often share one
-worker while another has none of them. A worker's partitions may move on every rebalance; its
-state moves with them through checkpoints and replay, as on any other move."""
+"""How the workers of a consumer group share the partitions: partition ``p`` goes to the
+``p mod n``-th of the ``n`` workers in member-id order, whatever each held before. A stream's
+explain groups go to consecutive partitions, so they land on as many workers as there are
+groups; Faust's own assignor, which keeps what each worker held, often puts them on one."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """The records of the worker's agents' topics go from each fetch straight to their handlers,
-below Faust's per-record hand-over (a message object, a channel lookup, an event, a
-stream-buffer put and the agent's wake-up for every record). The intake takes its topics' records in
-batches (``pipeline/handlers/intake.py``); the model, explainer and change handlers take theirs
-one at a time, as their agents would (``agents/_forward.py``, ``forward_each``), which matters
-most when a worker holds many streams and every record carries one stream's few events. A
-worker's consumer (:class:`BulkFetch`, part of ``pipeline/kafka/faust_transport.py``'s consumer)
-takes the records of the topics given to :func:`take_in_bulk` out of each fetch before Faust
-iterates it, and awaits each topic's ``sink`` with them: ``(partition, record)`` pairs in
-Faust's own round-robin order over the partitions, aiokafka's ``ConsumerRecord`` as it came.
-When the sinks return (the outputs they made are with the producer) their offsets are
-acknowledged as Faust acknowledges a message an agent took:
+below Faust's per-record hand-over (a message object, an event, a stream-buffer put and a
+wake-up per record). The worker's consumer (:class:`BulkFetch`) takes the records of the topics
+given to :func:`take_in_bulk` out of each fetch before Faust iterates it and awaits each topic's
+``sink`` with ``(partition, record)`` pairs in Faust's round-robin order; once a sink returns,
+their offsets are acknowledged as Faust acknowledges a message an agent took (:class:`BulkFetch`).
 """
 
 from __future__ import annotations
@@ -30,9 +24,8 @@ Sink = Callable[[list[tuple[Any, Any]]], Awaitable[None]]
 
 def take_in_bulk(app: Any, topics: Iterable[str], sink: Sink) -> bool:
     """Have ``app``'s consumer hand the fetched records of ``topics`` (full names) to ``sink``
-    (:class:`BulkFetch`); False, and nothing changed, if its transport is not the worker's. Each
-    call adds its topics: the records of one fetch go to each sink in turn, each sink's in the
-    order they came (:func:`_each_sink`)."""
+    (:class:`BulkFetch`); False, and nothing changed, if its transport is not the worker's. The
+    records of one fetch go to each sink in turn, in the order they came."""
     transport = app.transport
     if not hasattr(transport, "bulk_topics"):
         return False
@@ -53,23 +46,13 @@ async def _each_sink(sinks: dict[str, Sink], fetched: list[tuple[Any, Any]]) -> 
 
 
 class BulkFetch:
-    """The part of the worker's consumer that takes the bulk topics' records (see below).
-    Mixed into a Faust consumer (it uses Faust's ``_read_offset``, ``_acked``, ``_add_gap``).
-
-    - **At least once.** An offset is acknowledged only after the sink returned, and
-      the worker's consumer commits an acknowledged offset only after the outputs' producer has
-      flushed (``_Consumer._commit``). Nothing is acknowledged if the flow stopped, a rebalance
-      began or the group's generation changed while the sink ran: Faust seeks back to the committed
-      offset, and the records come again (the handlers drop the ones they took: the model
-      handler knows them by their origin, the explainer and change handlers by their position).
-    - **Faust's bookkeeping, kept.** The read offset moves as Faust moves it (a record before it,
-      fetched again, is skipped), though only with the acknowledgement, so that what the sink took
-      while a rebalance sought back comes again. A gap in the offsets (a transaction's marker, a
-      compacted record) is added as Faust adds it (so commits pass it), ``broker_commit_every`` is
-      honoured, and a paused partition's records are left as Faust leaves them.
-    - **Anything else is Faust's.** Records of the other topics, and all of them while the flow
-      is stopped, go through Faust. The agent on these topics stays subscribed (its
-      stream is what makes Faust consume them), and is what handles them if no sink is set.
+    """The part of the worker's consumer that takes the bulk topics' records, mixed into a Faust
+    consumer (it uses Faust's ``_read_offset``, ``_acked``, ``_add_gap``). An offset is
+    acknowledged only after the sink returned, and nothing is if the flow stopped, a rebalance
+    began or the generation changed meanwhile: the records then come again and the handlers
+    drop the ones they took. Read offsets, gaps, ``broker_commit_every`` and paused partitions
+    are kept as Faust keeps them; other topics' records, and all while the flow is stopped, go
+    through Faust.
     """
 
     async def _wait_next_records(self, timeout: float) -> tuple[Any, Any]:
@@ -111,9 +94,8 @@ class BulkFetch:
         await sink(list(self.scheduler.iterate(kept)))  # type: ignore[attr-defined]
         if not (self.flow_active and not self.app.rebalancing  # type: ignore[attr-defined]
                 and self.app.consumer_generation_id == generation):  # type: ignore[attr-defined]
-            # a rebalance began meanwhile: it seeks back to the committed offsets (the read
-            # offsets with them), and what the sink took comes again; moving the read offsets
-            # past it now would drop it then, unacknowledged, and stop the partition's commits
+            # a rebalance began meanwhile: it seeks back to the committed offsets and what the
+            # sink took comes again; moving the read offsets past it would drop it unacknowledged
             return
         for tp, records in kept.items():
             read[tp] = records[-1].offset

@@ -1,11 +1,7 @@
 """The key that authenticates local checkpoints: the ``checkpoint_key`` setting, or a random key
 generated once into ``state_dir/checkpoint.key`` and shared by the workers of that ``state_dir``.
-Local state is a cache, so a key file that cannot be used (unreadable, not a key streamxai
-wrote, not a file) does not stop a worker: it is set aside like a refused checkpoint (renamed,
-never deleted), a new key takes its place with one warning, and the checkpoints sealed with the
-old key are refused as they are met and their states rebuilt by replay. The workers of one host
-take the decision under a lock on ``state_dir``, so they all end up with the same new key. A key
-given in the settings is the operator's, and the file is then never read or replaced.
+A key file that cannot be used is set aside (renamed) and replaced with one warning, under a
+lock on ``state_dir`` so the workers of one host agree on the new key.
 
 >>> import tempfile
 >>> d = tempfile.mkdtemp()

@@ -30,13 +30,10 @@ __all__ = ["CheckpointSeal", "HEADER_BYTES", "RefusedCheckpoint", "SealedStore",
 
 log = logging.getLogger("streamxai")
 
-#: The format of the checkpointed states: the model, explainer group and change states of the
-#: handlers and everything of streamxai they hold. Raise it with a change that an older state
-#: cannot take (a class gone, an attribute renamed, or one added that older states lack and the
-#: code needs): checkpoints of another format are then set aside and the states rebuilt by
-#: replay, instead of being unpickled into classes that no longer fit them. A checkpoint sealed
-#: before formats were recorded is format 1. ``tests/unit/kafka/test_state_format.py`` compares the
-#: classes and attributes of the states with those recorded for this format.
+#: The format of the checkpointed states. Raise it with a change an older state cannot take (a
+#: class gone, an attribute renamed or added): checkpoints of another format are then set aside
+#: and the states rebuilt by replay. ``tests/unit/kafka/test_state_format.py`` checks the
+#: classes and attributes recorded for this format.
 STATE_FORMAT = 5
 _MAGIC = b"streamxai-checkpoint/v2\n"
 _MIN_SECRET = 16
@@ -46,36 +43,10 @@ class CheckpointSeal:
     """Seals states into bytes authenticated with ``secret`` (HMAC-SHA256 over a header naming
     kind, key hash, topic, partition and offset, and the pickle), and opens them again.
 
-    The secret never appears in its repr:
-
-    A checkpoint holds the state after the message at ``topic[partition]@offset``. A worker
-    that finds a key without state restores the newest checkpoint *before* the message it is
-    processing and replays only the key's messages after that offset (``pipeline/kafka/replay.py``);
-    without one (another host, none written yet, or refused) it replays the key's whole history.
-
-    Safety:
-
-    - The state is a pickle (river models have no other complete format), so every sealed record
-      carries an HMAC-SHA256 over its header and payload, made with a secret key
-      (:class:`CheckpointSeal`). A record that is not a v2 checkpoint, has no valid tag, or belongs
-      to another key is refused and never unpickled; so is one whose signed state cannot be
-      unpickled (another version's classes). A refused record is set aside (a file is renamed) with
-      one log line, and the key's state is rebuilt by replay. Without the key, nobody who can write
-      checkpoints can make a worker run code.
-    - The key's SHA-256 is inside the authenticated header, so a record cannot be moved to stand
-      for another key.
-    - Each key keeps two checkpoints. A checkpoint is written when its message is processed,
-      before that message's outputs are flushed and its offset committed; after a SIGKILL the
-      worker resumes from the committed offset, which may be *before* the newest checkpoint.
-      Restoring it would skip the messages in between, whose outputs may never have been sent; so
-      only a checkpoint strictly before the resumed message is used. The two kept are therefore
-      the newest one and the newest one a commit covers (:meth:`SealedStore.save`): a key that
-      writes checkpoints faster than the worker commits (every 2.8 s) would otherwise have both
-      past the commit at a kill, and be rebuilt from its whole history.
-
-    Where the sealed bytes live is a store's business (:class:`SealedStore`):
-    ``streamxai.kafka.checkpoints.FileCheckpointStore`` (files under ``state_dir``) and
-    ``streamxai.kafka.checkpoint_topic.KafkaCheckpointStore`` (a compacted topic).
+    The state is a pickle (river models have no other complete format), so a record without a
+    valid tag, of another key (the key's SHA-256 is in the signed header) or whose state cannot
+    be unpickled is refused, never unpickled, and the key's state rebuilt by replay. Where the
+    sealed bytes live is a :class:`SealedStore`'s business. The secret never appears in its repr:
 
     >>> CheckpointSeal(b"0123456789abcdef")
     CheckpointSeal(secret=***)
@@ -110,19 +81,16 @@ class CheckpointSeal:
         self, data: bytes, kind: str, key: bytes, topic: str, partition: int | None
     ) -> tuple[Any, int] | None:
         """``(state, offset)`` from ``data``, or None for another partition's checkpoint (the key
-        moved: not ours, not an attack). Raises :class:`RefusedCheckpoint` for bytes that are not
-        a checkpoint of ``key`` sealed with this key, of another state format or river release
-        (:data:`STATE_FORMAT`), or whose state cannot be unpickled."""
+        moved). Raises :class:`RefusedCheckpoint` for bytes that are not a checkpoint of ``key``
+        sealed with this key and :data:`STATE_FORMAT`, or whose state cannot be unpickled."""
         found = self.verify(data, kind, key, topic, partition)
         return None if found is None else (self.unpickle(found[1]), found[0])
 
     def verify(
         self, data: bytes, kind: str, key: bytes, topic: str, partition: int | None
     ) -> tuple[int, memoryview] | None:
-        """``(offset, pickled state)`` of ``data`` once its seal is checked, without unpickling
-        (a view into ``data``, not a copy); None for another partition's checkpoint. Raises
-        :class:`RefusedCheckpoint` as :meth:`open` does, but for a state that cannot be
-        unpickled (:meth:`unpickle` finds that)."""
+        """``(offset, pickled state)`` of ``data`` once its seal is checked, without unpickling (a
+        view into ``data``); None for another partition's checkpoint. Raises as :meth:`open` does."""
         if not data.startswith(_MAGIC):
             raise RefusedCheckpoint("not a signed (v2) streamxai checkpoint")
         tag_end = data.find(b"\n", len(_MAGIC))
@@ -159,9 +127,9 @@ class CheckpointSeal:
 
     @staticmethod
     def source(data: bytes) -> tuple[str, int | None, int] | None:
-        """``(topic, partition, offset)`` named by the header of ``data`` (its beginning will do),
-        *not* verified; None if it does not read as a checkpoint. Only for choosing which
-        checkpoint to keep (a store's :meth:`SealedStore.save`): what is restored is verified.
+        """``(topic, partition, offset)`` named by the header of ``data``, *not* verified (for
+        choosing which checkpoint to keep; what is restored is verified); None if it does not
+        read as a checkpoint.
 
         >>> CheckpointSeal.source(CheckpointSeal(b"0123456789abcdef").seal("change", b"s", 1, Source("t", 2, 7)))
         ('t', 2, 7)
@@ -240,14 +208,10 @@ class SealedStore(abc.ABC):
     def save(self, kind: str, key: bytes, state: Any, src: Source) -> None:
         """Keep ``state`` of ``key`` as of the message at ``src`` as the key's newest checkpoint.
 
-        The newest one so far becomes the previous one if a commit covers it (:attr:`commits`):
-        a restart after a SIGKILL may restore it. If none covers it yet, it is replaced and the
-        previous one stays: the newest checkpoint a commit covered, the one a restart restores.
-        Without :attr:`commits` the newest always becomes the previous one. A checkpoint that a
-        commit already covers as it is written (one written when the worker stops, or when it
-        evicts a stream that has been quiet since a commit) is the one a restart restores: the
-        previous one is then dropped (:meth:`_drop_previous`), so a stream the worker no longer
-        holds keeps one checkpoint per state on disk, not two."""
+        The newest one so far becomes the previous one if a commit covers it (:attr:`commits`),
+        since a restart after a SIGKILL may restore it; else it is replaced and the previous one,
+        the newest a commit covered, stays. A checkpoint a commit already covers as it is written
+        (at a stop or an eviction) drops the previous one (:meth:`_drop_previous`)."""
         keep = self._keep_previous(kind, key)
         self._write(kind, key, self._seal.seal(kind, key, state, src), keep_previous=keep)
         if not keep and self.commits is not None and self.commits.covers(src.topic, src.partition, src.offset):
@@ -271,11 +235,8 @@ class SealedStore(abc.ABC):
     ) -> tuple[Any, int] | None:
         """``(state, offset)`` of the newest valid checkpoint of ``key`` on ``topic[partition]``
         with ``offset < before_offset`` (any offset if None), or None. A checkpoint that cannot be
-        read or verified is set aside (:meth:`_set_aside`) with one log line and never read again.
-
-        Only the state restored is unpickled: the seals of a key's checkpoints are checked, and
-        the newest that fits is unpickled (the one before it only if that one cannot be), so a
-        restore never holds a key's state twice."""
+        read or verified is set aside (:meth:`_set_aside`) with one log line. Only the state
+        restored is unpickled, so a restore never holds a key's state twice."""
         fits = []
         for where, data in self._candidates(kind, key):
             try:

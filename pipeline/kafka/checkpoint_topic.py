@@ -33,24 +33,10 @@ CHECKPOINT_TOPIC_CONFIG = {
 class KafkaCheckpointStore(SealedStore):
     """Sealed checkpoints of per-key handler state, as records on a compacted topic.
 
-    ``save`` produces and waits for the broker's acknowledgement; ``load`` catches the index up
-    to the topic's current end (the records other workers wrote), then fetches the key's two
-    slots. Both run only every ``checkpoint_every`` messages of a key or on recovery. Nothing
-    connects before the first ``save`` or ``load``:
-
-    Local-disk checkpoints (:class:`~streamxai.kafka.checkpoints.FileCheckpointStore`) help only a worker
-    on the same host; a worker elsewhere that takes over a partition replays the key's whole
-    history. With ``checkpoint_store = "kafka"`` the same sealed bytes (HMAC-SHA256 over header
-    and pickle, see :mod:`streamxai.kafka.checkpoint_seal`) go to the topic ``<prefix>checkpoints``, with
-    ``cleanup.policy=compact``: Kafka keeps the newest record per record key, and a worker that
-    meets a key without state reads its checkpoint from there.
-
-    Record keys are ``kind/sha256(key)/slot``: each key keeps two slots, its newest checkpoint and
-    the one before it, or the newest one a commit covers (a worker restores only one *before* the
-    message it resumes at; see :meth:`~streamxai.kafka.checkpoint_seal.SealedStore.save`). Both slots of a key go to the same partition,
-    so their offsets tell which is newer. The store keeps an index record key →
-    (partition, offset), caught up from the topic's end on every look-up, and fetches only the
-    records it needs. Every worker must share ``checkpoint_key``.
+    ``save`` produces and waits for the broker's acknowledgement; ``load`` catches its index
+    (record key → partition, offset) up to the topic's end, then fetches the key's two slots.
+    Record keys are ``kind/sha256(key)/slot``, both slots of a key on one partition, so their
+    offsets tell which is newer. Nothing connects before the first ``save`` or ``load``:
 
     >>> KafkaCheckpointStore(Settings(topic_prefix="team-a."), 500, secret=b"0123456789abcdef")
     KafkaCheckpointStore('team-a.checkpoints', every=500)

@@ -31,12 +31,8 @@ __all__ = ["FileCheckpointStore"]
 class FileCheckpointStore(SealedStore):
     """Sealed checkpoints of per-key handler state, as files under ``directory``.
 
-    The bytes are sealed by :class:`~streamxai.kafka.checkpoint_seal.CheckpointSeal` (HMAC-SHA256
-    over header and pickle; see :mod:`streamxai.kafka.checkpoint_seal` for what is restored when).
-    File names are SHA-256 hashes of the key, never the key itself (no length or character limit
-    to trip over). Files are written atomically (temporary file, then rename), so workers on one
-    host can share them, if they share the key (``checkpoint_key``, or the key file generated
-    once in ``state_dir``, see :func:`~streamxai.kafka.checkpoint_seal.checkpoint_secret`).
+    File names are SHA-256 hashes of the key, and files are written atomically (temporary file,
+    then rename), so the workers of one host can share them if they share the key.
     """
 
     def __init__(self, directory: str | os.PathLike[str], every: int = 2000, *, secret: bytes,

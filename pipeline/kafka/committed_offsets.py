@@ -19,18 +19,11 @@ __all__ = ["CommittedOffsets"]
 
 
 class CommittedOffsets:
-    """Per ``(topic, partition)``, the highest offset committed (the next one to read). Written
-    on the worker's event loop, read by the checkpoint stores on the agents' threads.
-
-    After a SIGKILL a worker resumes each partition at its committed offset and restores only a
-    checkpoint *before* it (:mod:`streamxai.kafka.checkpoint_seal`). A store that knows the commits
-    keeps, per key, the newest checkpoint that a commit already covers beside the newest one
-    (:meth:`~streamxai.kafka.checkpoint_seal.SealedStore.save`), so that a key writing checkpoints
-    faster than the worker commits still has one to restore.
-
-    The worker's consumer (``streamxai.kafka.faust_transport``) records each commit the broker
-    accepted. Offsets are Kafka's committed offsets: the next offset to read, so a checkpoint at
-    offset ``n`` is covered when ``n < committed``.
+    """Per ``(topic, partition)``, the highest offset committed (the next one to read, so a
+    checkpoint at offset ``n`` is covered when ``n < committed``). Written on the worker's event
+    loop, read by the checkpoint stores on the agents' threads, which keep per key the newest
+    checkpoint a commit covers beside the newest one
+    (:meth:`~streamxai.kafka.checkpoint_seal.SealedStore.save`).
     """
 
     def __init__(self) -> None:

@@ -28,9 +28,8 @@ __all__ = ["BrokerError", "confluent_config", "faust_credentials", "ensure_topic
 BROKER_CHECK_TIMEOUT_S = 8.0
 #: a record batch's headers on top of a dead letter's key and value (Kafka counts both)
 _RECORD_OVERHEAD = 1024
-#: how long a worker's start waits for the dead-letters topic's configs, in s: the client asks the
-#: broker the cluster's metadata names as its controller, and with two brokers of three down the
-#: metadata may still name one that is down, which never answers
+#: how long a worker's start waits for the dead-letters topic's configs, in s (with two brokers
+#: of three down the metadata may name a controller that never answers)
 DESCRIBE_TIMEOUT_S = 10.0
 log = logging.getLogger("streamxai")
 
@@ -104,11 +103,9 @@ def check_broker(s: Settings, timeout: float = BROKER_CHECK_TIMEOUT_S) -> None:
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient
 
-    # log_level 0: the client's own per-retry lines would bury the one line that matters.
-    # A refused login reaches error_cb (served by poll), while list_topics only sees a lost
-    # connection: ask in short rounds and look at the errors in between, so wrong
-    # credentials are reported at once rather than as a missing broker after the timeout.
-    # A failed TLS handshake reaches error_cb the same way.
+    # log_level 0: the client's per-retry lines would bury the one that matters. A refused login
+    # or TLS handshake reaches error_cb (served by poll), while list_topics only sees a lost
+    # connection: ask in short rounds so wrong credentials are reported at once.
     refused: list[KafkaError] = []
     handshakes: list[KafkaError] = []
     auth_codes = (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED)
@@ -197,10 +194,8 @@ class Replication(NamedTuple):
 
 def replication(s: Settings, brokers: int) -> Replication:
     """The replication factor and ``min.insync.replicas`` of the topics the worker creates on a
-    cluster of ``brokers``: the settings' where given, else what the cluster allows (3 replicas,
-    or one per broker if fewer) with one less in sync than replicas, at least 1. A write
-    acknowledged by all in-sync replicas (``acks=all``) is then on two brokers of three, and one
-    broker may be down without stopping writes.
+    cluster of ``brokers``: the settings' where given, else 3 replicas (or one per broker if
+    fewer) with one less in sync, at least 1, so one broker of three may be down.
 
     >>> replication(Settings(), 3), replication(Settings(), 1), replication(Settings(), 5)
     (Replication(factor=3, min_insync=2), Replication(factor=1, min_insync=1), Replication(factor=3, min_insync=2))
@@ -215,10 +210,9 @@ def replication(s: Settings, brokers: int) -> Replication:
 
 
 def assignor_topic(s: Settings) -> str:
-    """The topic of the consumer group's assignor that Faust names for the app
-    (``<app_id>-__assignor-__leader``). :func:`ensure_topics` creates it with the others: the
-    worker does not let Faust create topics, whose request fails, and stops the worker, while the
-    cluster has no controller quorum (two nodes of three down).
+    """The topic of the consumer group's assignor that Faust names for the app. :func:`ensure_topics`
+    creates it with the others: Faust's own request fails, and stops the worker, while the
+    cluster has no controller quorum.
 
     >>> assignor_topic(Settings(app_id="fraud"))
     'fraud-__assignor-__leader'

@@ -1,15 +1,10 @@
-"""What a worker's Faust app changes in Faust's Kafka driver (aiokafka) and its bookkeeping, and
-why: a worker consumes the records it produces itself (arrivals, explain tasks, the drift
-feed), so the consumer's fetches wait for a bounded time and for a batch's worth of data
-(:data:`FETCH_MAX_WAIT_MS`, :data:`FETCH_MIN_BYTES`), the producer puts more in a partition's
-batch (:func:`producer_batch_bytes`), a partition resumed after a full stream buffer wakes the
-fetch in flight, the fetcher hands a record over in its own call or in one task instead of
-mode's four (``_Consumer.wait_first``), the agents' topics skip that hand-over and go to their
-handlers in bulk (``pipeline/kafka/bulk_fetch.py``), :class:`RawSchema` hands the records' bytes
-over without a codec look-up, and :class:`QuietMonitor` skips Faust's per-message statistics,
-which no page of ours shows, but keeps the time each partition's stream last took a record, which
-Faust's check for stalled partitions reads; ``tests/benchmarks/bench_speed.py --kafka`` measures what a
-worker's transport costs against the in-process reference.
+"""What a worker's Faust app changes in Faust's Kafka driver (aiokafka): a worker consumes the
+records it produces itself, so fetches wait a bounded time for a batch's worth of data
+(:data:`FETCH_MAX_WAIT_MS`, :data:`FETCH_MIN_BYTES`), the producer's batches grow
+(:func:`producer_batch_bytes`), a resumed partition wakes the fetch in flight, records are
+handed over in one task instead of mode's four, :class:`RawSchema` skips the codec look-up and
+:class:`QuietMonitor` skips Faust's per-message statistics (keeping what its check for stalled
+partitions reads).
 
 >>> import faust
 >>> app = faust.App("doc", broker="kafka://127.0.0.1:9", Monitor=QuietMonitor)
@@ -45,36 +40,26 @@ __all__ = ["FETCH_BUSY_WAIT_MS", "FETCH_MAX_PARTITION_BYTES", "FETCH_MAX_WAIT_MS
 log = logging.getLogger("streamxai")
 
 #: how long the broker may hold a worker's fetch request when none of its partitions has data,
-#: while the worker's agents have room (:data:`FETCH_BUSY_WAIT_MS` while they are busy).
-#: aiokafka keeps one fetch in flight per broker, for the partitions it holds no records of, and
-#: the partition a worker's own output lands on next is often not in it: Faust's 1.5 s would
-#: leave the worker idle that long. An idle worker's consumer parses one empty answer per wait
-#: for every partition it holds, so a shorter wait costs CPU when nothing comes; while the
-#: agents have room, a record waits at most this long at the broker on each hop through the worker.
+#: while the agents have room: the partition a worker's own output lands on next is often not
+#: in the fetch in flight, and Faust's 1.5 s would leave the worker idle that long
 FETCH_MAX_WAIT_MS = 100
 #: how long the broker may hold a worker's fetch request while the worker's agents are busy
 #: (:mod:`~streamxai.kafka.fetch_pace`): their records wait in the worker's own queues then
 FETCH_BUSY_WAIT_MS = 300
 #: how much data the broker waits for (at most the fetch's wait) before it answers a worker's
-#: fetch. Every fetch parses all the worker's partitions in Python on the consumer's thread, so
-#: a busy worker fetches about once a wait, each fetch bringing more, and every stage of the
-#: worker takes bigger batches; Faust's 1 byte answers each trickle of the worker's own records.
+#: fetch: a busy worker fetches about once a wait, each fetch bringing more, so every stage
+#: takes bigger batches (Faust's 1 byte answers each trickle of the worker's own records)
 FETCH_MIN_BYTES = 1024 * 1024
 #: the most a worker's producer puts in one partition's batch (less if max_dead_letter_bytes is
-#: less). aiokafka sends a full batch at once, without its linger, and one drift-feed record
-#: fills Faust's 16 KiB: bigger batches mean fewer produce requests and fewer callbacks a
-#: request. The broker refuses a record batch over ``message.max.bytes`` whole, hence the cap.
+#: less): fewer produce requests than Faust's 16 KiB; the broker refuses a batch over
+#: ``message.max.bytes`` whole, hence the cap
 PRODUCER_MAX_BATCH_BYTES = 256 * 1024
 #: the most bytes a worker's fetch brings of one partition under ``max_live_streams`` (Faust's
-#: ``consumer_max_fetch_size``, 1 MiB by default; a first record batch bigger than it still comes
-#: whole). A worker with a backlog holds a fetched answer for every partition it reads, three
-#: topics' worth, and the next one as it arrives: this bounds that memory, which comes with a
-#: backlog whatever the number of streams, to a few record batches a partition
+#: ``consumer_max_fetch_size``): a worker with a backlog holds a fetched answer for every
+#: partition it reads, so this bounds that memory
 FETCH_MAX_PARTITION_BYTES = 64 * 1024
 #: the most records a worker's consumer parses out of its fetches at a time (Faust's
-#: ``broker_max_poll_records``). Parsed all at once, a backlog's fetches become tens of thousands
-#: of record objects, which live while the handlers take them one by one; parsed this many at a
-#: time, the rest wait as the fetch's bytes
+#: ``broker_max_poll_records``), so a backlog's fetches do not all become record objects at once
 MAX_POLL_RECORDS = 1000
 
 
@@ -134,12 +119,9 @@ class _Consumer(BulkFetch, driver.Consumer):
     _handover: asyncio.Future | None = None
 
     async def _commit(self, offsets: Any) -> bool:
-        """Commit ``offsets`` once the transport's ``outputs`` producer (the agents', an
-        :class:`~streamxai.kafka.output_producer.OutputProducer`), if it has one, has flushed
-        (Faust flushes its own producer first); those the broker accepted go to the transport's
-        :class:`~streamxai.kafka.committed_offsets.CommittedOffsets`, if it has one. (Faust's
-        ``Monitor.on_tp_commit`` is called after a commit that failed too, e.g. one refused
-        after a rebalance, so it cannot tell what a restart resumes at.)"""
+        """Commit ``offsets`` once the ``outputs`` producer, if any, has flushed; those the broker
+        accepted go to the transport's ``commits`` (Faust's ``on_tp_commit`` also sees failed
+        commits, so it cannot tell what a restart resumes at)."""
         outputs = getattr(self.transport, "outputs", None)
         if outputs is not None:  # the agents' outputs: flushed before the offsets that made them
             await outputs.flush()
@@ -154,10 +136,8 @@ class _Consumer(BulkFetch, driver.Consumer):
 
     async def wait_first(self, *coros: Any, timeout: Any = None) -> Any:
         """The fetcher's hand-over of one record (``callback(message)``, raced against
-        ``suspend_flow.wait()``) in one task, cancelled by :meth:`stop_flow` or a stop; any
-        other wait as mode does it. The outcome is mode's (a rebalance never waits on a full
-        stream buffer; a record not handed over is fetched again from the committed offset)
-        with one task instead of four, and none when the buffer has room."""
+        ``suspend_flow.wait()``) in one task instead of mode's four, cancelled by
+        :meth:`stop_flow` or a stop; any other wait as mode does it."""
         if not self._is_handover(coros, timeout) or self.suspend_flow.is_set() or self.should_stop:
             return await super().wait_first(*coros, timeout=timeout)
         handover, suspended = coros
@@ -218,12 +198,11 @@ class _Transport(driver.Transport):
 
 def use_bounded_fetch_wait(app: Any, commits: CommittedOffsets | None = None, outputs: Any = None,
                            on_pace: Callable[[int], None] | None = None) -> None:
-    """Give ``app`` (a Faust app on a ``kafka://`` broker) a consumer whose fetch requests wait at
-    most :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (their comments say why), at most
-    :data:`FETCH_BUSY_WAIT_MS` while the agents are busy (:class:`~streamxai.kafka.fetch_pace.FetchPace`,
-    looked at every :data:`~streamxai.kafka.fetch_pace.PACE_S`; ``on_pace`` is told each wait set),
-    that flushes ``outputs`` (the agents' producer) before it commits, and that records each
-    commit the broker accepted in ``commits``."""
+    """Give ``app`` (a Faust app on a ``kafka://`` broker) a consumer whose fetches wait at most
+    :data:`FETCH_MAX_WAIT_MS` for :data:`FETCH_MIN_BYTES` (:data:`FETCH_BUSY_WAIT_MS` while the
+    agents are busy, :class:`~streamxai.kafka.fetch_pace.FetchPace`; ``on_pace`` is told each
+    wait), that flushes ``outputs`` before it commits, and that records accepted commits in
+    ``commits``."""
     app.transport = _Transport(app.conf.broker_consumer, app, loop=app.loop)
     app.transport.commits = commits
     app.transport.outputs = outputs
@@ -247,11 +226,9 @@ def pace_fetches(app: Any, pace: FetchPace, on_pace: Callable[[int], None] | Non
 
 
 class QuietMonitor(Monitor):
-    """Faust's monitor without its per-message statistics (the module docstring says why). It
-    keeps ``stream_inbound_time``: Faust's consumer checks every partition it holds every 2.5
-    commit intervals and logs an ERROR for one with records waiting whose stream has taken none
-    for ``stream_processing_timeout`` (or never), which without it is every partition of a worker
-    with a backlog. The bulk path records its partitions' times too (``bulk_fetch.py``)."""
+    """Faust's monitor without its per-message statistics. It keeps ``stream_inbound_time``,
+    which Faust's check for stalled partitions reads: without it every partition of a worker
+    with a backlog would log an ERROR."""
 
     def on_message_in(self, tp: Any, offset: int, message: Any) -> None:
         pass

@@ -1,13 +1,8 @@
-"""How long a worker's fetch requests wait, from how busy its agents are. A worker reads the
-records its own agents write (arrivals, explain tasks, the drift feed), and such a record waits
-at the broker for the fetch in flight, at most the fetch's wait, on each hop. While the agents'
-thread has room, the wait is short, so a record goes through the worker quickly. While the
-thread is busy (on a core :data:`BUSY_SHARE` of the time or more), its records wait in its own
-queues anyway, and the wait is long: each fetch brings that much more, and the consumer parses
-the answers for every partition the worker holds, the broker answers and the agents take turns
-that many times fewer. ``pipeline/kafka/faust_transport.py`` sets both waits;
-``tests/benchmarks/bench_speed.py --kafka`` measures a busy worker's CPU an event and
-``bench_streams.py`` an idle worker's CPU.
+"""How long a worker's fetch requests wait, from how busy its agents are. A record the worker's
+own agents wrote waits at the broker for the fetch in flight on each hop: while the agents have
+room the wait is short, so records go through quickly; while they are busy (:data:`BUSY_SHARE`
+of a core or more) records wait in the worker's queues anyway, and a long wait means fewer,
+bigger fetches to parse.
 
 >>> cpu, clock = iter([0.0, 0.95, 1.0, 1.3]), iter([0.0, 1.0, 2.0, 3.0])
 >>> pace = FetchPace(100, 300, cpu=cpu.__next__, clock=clock.__next__)

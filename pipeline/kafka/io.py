@@ -26,9 +26,8 @@ TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """A record as read: where it is, its key and value, and its Kafka timestamp (milliseconds
-    since the epoch; ``timestamp_type`` ``CreateTime``, set by the producer when it made the
-    record, or ``LogAppendTime``, set by the broker; both None where the record has none)."""
+    """A record as read: where it is, its key and value, and its Kafka timestamp (ms since the
+    epoch) with its type, ``CreateTime`` or ``LogAppendTime`` (None where the record has none)."""
 
     topic: str
     partition: int
@@ -45,9 +44,8 @@ def produce_raw(s: Settings, topic: str, items: Iterable[tuple[bytes | None, byt
                 first_delivered: Callable[[], None] | None = None) -> int:
     """Send ``(key, value)`` pairs to ``topic`` (full name), and ``(topic, key, value)`` triples to
     theirs, in order; returns how many were delivered. With ``pause``, every ``every`` messages
-    are flushed and ``pause(sent so far)`` is called (it may wait). ``first_delivered()`` is
-    called once the broker has acknowledged the first message (the producer's start, about
-    0.5 s for an idempotent one, is over: a benchmark's clock starts there)."""
+    are flushed and ``pause(sent so far)`` is called. ``first_delivered()`` is called once the
+    broker has acknowledged the first message (a benchmark's clock starts there)."""
     from confluent_kafka import Producer
 
     # log_level 3: errors only; a fresh broker's "coordinator load in progress" retries are not news
@@ -127,12 +125,9 @@ def consume(
     """Yield records of ``topics`` (full names) until ``idle_timeout`` s pass with none (None: forever).
 
     The idle time counts once the consumer has read to the end of every partition it was
-    assigned (or, if it gets no assignment, after :data:`JOIN_WAIT_S`): joining a consumer group
-    can take longer than the idle time on a busy machine or a new broker, and a reader that
-    gave up then read nothing of a full topic.
-
-    Without a reachable broker it raises :class:`~streamxai.kafka.config.BrokerError` on the first
-    ``next()``, within :data:`~streamxai.kafka.config.BROKER_CHECK_TIMEOUT_S` seconds."""
+    assigned (or after :data:`JOIN_WAIT_S` without an assignment), since joining a group can take
+    longer than the idle time. Without a reachable broker it raises
+    :class:`~streamxai.kafka.config.BrokerError` on the first ``next()``."""
     from confluent_kafka import Consumer, KafkaError
 
     check_broker(s)

@@ -48,12 +48,9 @@ class OutageLogFilter(logging.Filter):
     """Collapses the Kafka client's connection errors into an outage start and end line; a
     group coordinator that is not available yet is one WARNING line a minute, not an outage.
 
-    During a broker outage the Kafka client (aiokafka, under Faust) logs every failed connection,
-    metadata refresh, fetch and heartbeat: dozens of ERROR lines a second, thousands for an
-    outage of a minute, even at ``--loglevel warning``. :class:`OutageLogFilter` lets the
-    first such record through as the start of an outage, swallows the rest, and once no such
-    record arrived for ``quiet_s`` seconds logs the end with the outage's length and the number of
-    lines swallowed. Records that are not about the connection pass untouched.
+    During a broker outage aiokafka logs dozens of ERROR lines a second. The first is let through
+    as the start of an outage, the rest swallowed; once none came for ``quiet_s`` seconds, the
+    end is logged with the outage's length and the number of lines swallowed.
     """
 
     def __init__(self, quiet_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
@@ -114,9 +111,8 @@ class OutageLogFilter(logging.Filter):
 
 
 class RepeatLogFilter(logging.Filter):
-    """Lets a record matching ``pattern`` through once per ``every_s`` seconds per distinct text.
-    Without its topics (deleted while a worker runs) aiokafka logs "Topic ... not found in
-    cluster metadata" thousands of times a second; the worker says it in one line of its own.
+    """Lets a record matching ``pattern`` through once per ``every_s`` seconds per distinct text
+    (aiokafka logs a deleted topic's "not found in cluster metadata" thousands of times a second).
 
     >>> t = [0.0]
     >>> f = RepeatLogFilter("not found in cluster metadata", every_s=60, clock=lambda: t[0])
@@ -175,10 +171,8 @@ class TruncateLogFilter(logging.Filter):
 class SaslLogFilter(logging.Filter):
     """Logs aiokafka's SASL authentication requests and responses without their bytes.
 
-    aiokafka logs every request and response at DEBUG; a SASL authentication's bytes are the
-    password itself with PLAIN and, with SCRAM, the salt, nonces and client proof, from which
-    the password can be guessed offline. The record stays (the exchange can be followed), with
-    the bytes' length in their place.
+    aiokafka logs every request and response at DEBUG; a SASL exchange's bytes are the password
+    (PLAIN) or what it can be guessed from (SCRAM), so they are replaced by their length.
 
     >>> from aiokafka.protocol.admin import SaslAuthenticateRequest_v1
     >>> r = logging.LogRecord("aiokafka.conn", logging.DEBUG, "", 0, "Request to %s:%d %d: %s",
@@ -202,11 +196,8 @@ def _without_sasl_bytes(arg: object) -> object:
 
 
 def install_outage_filter(quiet_s: float = 10.0, interval_s: float = 2.0) -> OutageLogFilter:
-    """Attach one :class:`OutageLogFilter` to every aiokafka logger and check for the end of an
-    outage every ``interval_s`` seconds on a daemon thread; cut Faust's send-error lines with a
-    :class:`TruncateLogFilter`; let each "topic not found" line through once a minute
-    (:class:`RepeatLogFilter`); keep SASL's bytes out of aiokafka's debug lines
-    (:class:`SaslLogFilter`). Call once per worker process."""
+    """Attach the filters of this module to aiokafka's and Faust's loggers and check for the end
+    of an outage every ``interval_s`` seconds on a daemon thread. Call once per worker process."""
     import aiokafka  # noqa: F401 - import the client's modules so their loggers exist
     import aiokafka.client  # noqa: F401
     import aiokafka.cluster  # noqa: F401

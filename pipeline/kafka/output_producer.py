@@ -1,34 +1,12 @@
-"""A worker's outputs through confluent-kafka's producer (librdkafka), beside Faust: librdkafka
-takes a message for a fraction of the CPU that aiokafka's accumulator, sender task and
-callbacks take on the event loop, while
-Faust keeps everything else (the consumer, its group, its commits, its own producer, unused by
-the agents). It keeps Faust's guarantees: at least once (a message is in librdkafka's queue when
-:meth:`OutputProducer.hand` returns, and the worker's consumer commits an offset only after
-:meth:`OutputProducer.flush` has seen every message handed over before it acknowledged or
-failed; a worker killed before a commit sends its outputs again, which their consumers
-deduplicate by ``(stream_id, seq)``, internal hops by origin); the same partitions
-(``partitioner = murmur2_random``, the Java client's and aiokafka's default, so a stream's
-records stay on their partitions: ``tests/integration/test_send_on_broker.py``); order within a
-partition (idempotence with ``acks = all``, as librdkafka keeps up to 5 requests in flight and a
-retried one could land behind a later one); the same sizes (a message over
-``producer_max_request_size`` is refused at the hand-over and its input dead-lettered with
-reason ``send_error``; a partition's batch is at most
-:func:`~streamxai.kafka.faust_transport.producer_batch_bytes`); the same security
-(:func:`~streamxai.kafka.config.confluent_config`, never logged or shown in a repr); and quiet
-outages (librdkafka logs nothing; an unreachable broker is the consumer's outage line; a message
-the brokers do not take, with its partition's leader gone or fewer replicas in sync than
-``min.insync.replicas``, is retried until they take it, with one line and the gauge
-``writes_waiting`` while none is taken (:class:`~streamxai.kafka.write_wait.WriteWait`); a
-message refused for good is counted in ``send_errors``; and a fatal error is one ERROR line
-that fails the next commit, so the worker stops without committing past lost outputs). Two clients, one per kind of topic, because the
-linger that suits one costs the other: the hops (:data:`HOP_TOPICS`), which the worker's own
-agents read next, wait at most :data:`HOP_LINGER_MS` so the next agent is not left idle; the
-outputs people read (predictions, explanations, change events, dead letters) are most of the
-messages and wait up to ``output_linger_ms``, since every produce request costs librdkafka's
-thread and the broker CPU on the worker's cores (``output_linger_ms = 5`` gives one client for
-both). A topic's records all go through one client, so each partition keeps its order, and
-delivery reports are polled every :data:`POLL_S` while messages are in flight, every
-millisecond in a flush.
+"""A worker's outputs through confluent-kafka's producer (librdkafka), beside Faust, which keeps
+the consumer, its group and its commits: librdkafka takes a message for a fraction of the CPU
+that aiokafka's accumulator and callbacks take on the event loop. Delivery stays at least once
+(the consumer commits an offset only after :meth:`OutputProducer.flush` has seen every message
+handed over before it acknowledged or failed), partitions match aiokafka's
+(``murmur2_random``), and order within a partition holds (idempotence with ``acks = all``).
+Two clients, because the linger that suits one kind of topic costs the other: the hops the
+worker's own agents read next (:data:`HOP_TOPICS`) wait at most :data:`HOP_LINGER_MS`; the
+outputs people read wait up to ``output_linger_ms``, which saves produce requests.
 """
 
 from __future__ import annotations
@@ -62,9 +40,8 @@ class SendFailed(Exception):
 
 
 class OutputProducer:
-    """Sends a worker's outputs with confluent-kafka's producer (the module docstring says why);
-    the agents' Outbox takes it in place of Faust's producer. The client is created by
-    :meth:`start`, or by the first send.
+    """Sends a worker's outputs with confluent-kafka's producer, in place of Faust's producer in
+    the agents' Outbox. The client is created by :meth:`start`, or by the first send.
 
     >>> OutputProducer(Settings(bootstrap_servers="127.0.0.1:1"), max_request_size=1_000_000)
     OutputProducer(127.0.0.1:1, PLAINTEXT, batches of at most 262144 bytes, lingering 50 ms (hops 5 ms))
@@ -88,10 +65,8 @@ class OutputProducer:
         self.fatal: str | None = None
         self._poller: asyncio.Task | None = None
         self._wake: asyncio.Event | None = None
-        #: messages are numbered as handed over; every one below ``_settled_below`` is settled
-        #: (acknowledged or failed), and so are those in ``_settled_above`` (delivery reports of
-        #: different partitions come in any order): what :meth:`flush` waits on, with no future
-        #: per message
+        #: messages are numbered as handed over; every one below ``_settled_below`` is settled,
+        #: and so are those in ``_settled_above`` (reports come in any order): what :meth:`flush` waits on
         self._handed = 0
         self._settled_below = 0
         self._settled_above: set[int] = set()
@@ -103,10 +78,8 @@ class OutputProducer:
                 f"(hops {HOP_LINGER_MS} ms))")
 
     def start(self) -> Any:
-        """Create the clients (each connects and gets its idempotent producer id, about half a
-        second on a fresh broker, in the background) and the task that serves their delivery
-        reports; the worker calls this as it starts, before the first output, which would
-        otherwise wait for it. Idempotent."""
+        """Create the clients and the task serving their delivery reports, so the first output
+        does not wait for the producer's start. Idempotent."""
         if self._client is not None:
             return self._client
         from confluent_kafka import Producer
@@ -121,12 +94,10 @@ class OutputProducer:
 
     def hand(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
              headers: list[tuple[str, bytes]] | None, on_error: Callable[[Exception], None] | None = None) -> bool:
-        """Hand one message to the producer without a future: False if its queue is full (a
-        broker outage; :meth:`send` waits for room), and ``on_error(SendFailed)`` is called, on
-        the event loop's thread, if the broker finally does not take it. Raises what
-        ``produce`` raises at once (e.g. a message over ``message.max.bytes``). What the agents'
-        Outbox uses for the outputs that are no dead letter: a future and its callbacks per
-        message would be most of what sending costs the worker beyond librdkafka's own call."""
+        """Hand one message to the producer without a future (a future per message would be
+        most of the cost): False if its queue is full (:meth:`send` waits for room), and
+        ``on_error(SendFailed)`` is called, on the loop's thread, if the broker finally does not
+        take it. Raises what ``produce`` raises at once."""
         if self._client is None:
             self.start()
         client = self._hops if topic in self._hop_topics else self._client
@@ -145,11 +116,9 @@ class OutputProducer:
 
     async def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
                    headers: list[tuple[str, bytes]] | None) -> asyncio.Future:
-        """Hand one message to the producer (its timestamp: when it is handed over, as aiokafka
-        stamped it); its delivery future. Raises what ``produce`` raises at once (e.g. a message
-        over ``message.max.bytes``). The signature of
-        :meth:`~streamxai.kafka.appender.Appender.send`, which the agents' Outbox calls for what
-        needs the outcome (a dead letter is counted once acknowledged)."""
+        """Hand one message to the producer (stamped now, as aiokafka stamps it); its delivery
+        future. Raises what ``produce`` raises at once. The signature of
+        :meth:`~streamxai.kafka.appender.Appender.send`."""
         if self._client is None:
             self.start()
         fut = self._loop.create_future()
@@ -183,11 +152,9 @@ class OutputProducer:
             note(SendFailed(f"{msg.topic()}: {err.str()}"))
 
     async def flush(self) -> None:
-        """Wait until every message handed over before the call is acknowledged or has failed
-        (its future settled), as aiokafka's flush waits for the batches there were: what the
-        worker's consumer waits for before it commits an offset. Raises
-        :class:`SendFailed` after a fatal error of the producer (its messages since are lost):
-        the commit fails with it, the worker stops, and a restart sends them again.
+        """Wait until every message handed over before the call is acknowledged or has failed:
+        what the worker's consumer waits for before it commits. Raises :class:`SendFailed` after
+        a fatal error of the producer, so the commit fails and a restart sends them again.
 
         >>> import asyncio
         >>> out = OutputProducer(Settings(), max_request_size=1_000_000)
@@ -257,10 +224,8 @@ class OutputProducer:
                 await wake.wait()
 
     def _on_error(self, err: Any) -> None:
-        """librdkafka's client-wide errors: a fatal one (of the idempotent producer, e.g. a
-        broker that lost acknowledged records) is logged, and stops the next commit
-        (:meth:`flush`); the transient ones (a broker not reachable) are the consumer's outage
-        lines, and the messages are retried."""
+        """librdkafka's client-wide errors: a fatal one is logged and stops the next commit
+        (:meth:`flush`); transient ones are the consumer's outage lines, and messages are retried."""
         if err.fatal() and self.fatal is None:
             self.fatal = err.str()
             log.error("the output producer failed (%s); the worker stops at its next commit and a restart "

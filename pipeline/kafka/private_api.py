@@ -1,11 +1,8 @@
 """The private parts of Faust, mode and aiokafka that the worker's transport relies on, in one
-place: :data:`REQUIRED` lists each (which library, which class, which attribute or method, what
-of ours needs it), :func:`problem` checks one against the installed library and says what broke
-(``tests/unit/kafka/test_private_api.py`` checks them all, so an upgrade that renames one fails there,
-not in a running worker), and the accessors below are how ``faust_transport.py`` reaches
-aiokafka's consumer: each checks the attribute is there and raises :class:`PrivateAPIChanged`,
-naming the library's version and the attribute, when it is not. pyproject.toml bounds each
-library to the minor version these are checked against.
+place: :data:`REQUIRED` lists each and what of ours needs it, :func:`problem` checks one against
+the installed library (``tests/unit/kafka/test_private_api.py`` checks them all), and the
+accessors below raise :class:`PrivateAPIChanged`, naming the version and attribute, when one is
+gone. pyproject.toml bounds each library to the minor version these are checked against.
 
 >>> print(problem(Private("aiokafka", "aiokafka:AIOKafkaConsumer", "_no_such", "attribute", (), "nothing")))
 aiokafka ...: AIOKafkaConsumer._no_such is gone; nothing needs it

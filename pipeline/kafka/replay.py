@@ -21,13 +21,9 @@ class PartitionHistory:
     messages with ``key`` (any key if None) at offsets ``from_offset .. before_offset - 1`` (to
     the end if ``before_offset`` is None).
 
-    When a worker meets a stream (or an explainer group) it has no state for, in the middle of
-    that stream — after a restart, a crash or a rebalance that moved the partition — it rebuilds
-    the state by re-running the stream's earlier messages from the same partition. Every
-    message of a stream (or group) is on one partition, so this is exact as long as the topic
-    still holds them (``docs/pages/how-to/retention.md``). Where retention deleted the start of
-    what a state needs, the replay reads what remains (the handler reports what is missing, from
-    :meth:`first_offset`).
+    A worker that meets a stream (or explainer group) without state rebuilds it by re-running
+    its earlier messages from the same partition, exact while the topic still holds them; where
+    retention deleted some, the handler reports what is missing (:meth:`first_offset`).
     """
 
     #: how long a partition's first offset is taken as known (retention moves it on slowly)

@@ -35,11 +35,9 @@ async def resume(coro: Any, waits_on: Any) -> Any:
 
 
 async def whole(coro: Any) -> None:
-    """Run ``coro`` to its end, whatever cancels the caller meanwhile (a stop, a rebalance): its
-    first step here, the rest, if it waits, in a task that the caller's cancellation does not
-    reach. A cancelled caller waits for that task, then is cancelled: a record's handling and the
-    hand-over of its outputs happen whole, or not at all, so a state never has taken a record
-    whose outputs were left unsent when the worker checkpoints it as it stops.
+    """Run ``coro`` to its end, whatever cancels the caller meanwhile (a stop, a rebalance); a
+    cancelled caller waits for it, then is cancelled. A record's handling and the hand-over of
+    its outputs thus happen whole, so a checkpoint never holds a record whose outputs were unsent.
 
     >>> async def waits(log):
     ...     log.append("first step")

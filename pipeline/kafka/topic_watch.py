@@ -22,15 +22,9 @@ __all__ = ["TopicWatch", "topic_watch"]
 class TopicWatch:
     """``check()`` → the ``topics`` missing from ``existing()`` on this and the previous check.
 
-    ``existing`` returns the set of topic names on the broker, or None when it cannot tell
-    (broker unreachable: the outage log filter reports that, and nothing is missing then).
-
-    Without its topics a worker can do nothing, and its Kafka client (aiokafka) does not give up:
-    it refreshes the cluster metadata in a tight loop, logging "Topic ... not found in cluster
-    metadata" thousands of times a second at close to 100 % of a core, and sends that can never
-    complete keep Faust's shutdown waiting. :class:`TopicWatch` asks the broker (one metadata
-    request, every few seconds, on its own client) whether the topics are there; the worker stops
-    with one line when they are missing on two checks in a row.
+    ``existing`` returns the set of topic names on the broker, or None when it cannot tell.
+    Without its topics aiokafka refreshes metadata in a tight loop, logging thousands of lines a
+    second, so the worker stops with one line when they are missing on two checks in a row.
     """
 
     def __init__(self, topics: Iterable[str], existing: Callable[[], set[str] | None]):

@@ -1,12 +1,8 @@
 """A partition's watermarks, asked again while its leader is moving.
 
-Right after a topic is made, or after a broker restart, the partition's leader is elected and a
-client's metadata can name no leader, the old one or no such partition for a moment:
-``get_watermark_offsets`` then fails with ``NOT_LEADER_FOR_PARTITION``,
-``LEADER_NOT_AVAILABLE``, ``UNKNOWN_TOPIC_OR_PART``, ``_UNKNOWN_PARTITION`` or
-``_UNKNOWN_TOPIC``; while the broker restarts, with ``_TRANSPORT`` or ``_ALL_BROKERS_DOWN``.
-These clear by themselves: :func:`watermarks` asks again until its deadline. Any other error is
-raised at once.
+Right after a topic is made or a broker restarts, ``get_watermark_offsets`` can fail for a
+moment (no leader yet, an unknown partition, all brokers down); :func:`watermarks` asks again
+until its deadline. Any other error is raised at once.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""One log line and a gauge when the brokers stop taking a worker's writes, one line when they
-take them again: a partition whose leader is gone and not yet replaced, fewer in-sync replicas than
-``min.insync.replicas`` (two brokers of three down), or no broker reachable. The worker's
-producer keeps every message and retries it until the brokers take it (no delivery timeout), and
-its consumer commits nothing past a message not taken, so the worker waits and loses nothing.
+"""One log line and a gauge when the brokers stop taking a worker's writes (a leader gone, too
+few in-sync replicas, no broker reachable), one line when they take them again. The producer
+retries without a deadline and the consumer commits nothing past a message not taken.
 
 >>> t, told = [0.0], []
 >>> w = WriteWait(told.append, after_s=5.0, clock=lambda: t[0])

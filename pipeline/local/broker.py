@@ -44,11 +44,8 @@ _FILES = Path(__file__).resolve().parent / "broker_files"
 #: Jars that must be present for the broker to start; checked by ``ensure_jars``.
 _REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "log4j-core-", "log4j-slf4j")
 _HOST = "127.0.0.1"
-#: JVM flags besides -Xmx: short GC pauses, die rather than limp on after an OutOfMemoryError,
-#: and only the JVM's quick compiler (C1, ``TieredStopAtLevel=1``). This broker lives for a demo,
-#: a test run or a benchmark, on the cores of the workers it serves, and the optimising compiler
-#: (C2) spends more CPU compiling its request paths than those paths save in such a short life:
-#: with C1 only the broker answers sooner and takes less of the workers' CPU.
+#: JVM flags besides -Xmx. Only the quick compiler (C1): in a broker that lives for a demo or a
+#: test run, the optimising compiler costs the workers' cores more CPU than it saves.
 _JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
 _PROBE_LOGGER = logging.getLogger("streamxai.broker.probe")
 _PROBE_LOGGER.addHandler(logging.NullHandler())
@@ -57,10 +54,8 @@ _PROBE_LOGGER.propagate = False
 
 @dataclass(frozen=True)
 class BrokerStatus:
-    """What ``LocalBroker.status()`` found.
-
-    ``running``: a JVM started from this ``data_dir`` is alive; ``ready``: it answers a metadata
-    request on ``bootstrap``.
+    """What ``LocalBroker.status()`` found: ``running``, a JVM started from this ``data_dir`` is
+    alive; ``ready``, it answers a metadata request on ``bootstrap``.
     """
 
     running: bool
@@ -192,80 +187,48 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 class LocalBroker:
     """A Kafka node (broker + KRaft controller) on 127.0.0.1, run as a background JVM, or a local
-    cluster of several (``nodes``).
+    cluster of several (``nodes``). ``start()`` needs Java 17+ and, the first time, Maven (the
+    jars come from Maven Central); the files it keeps in ``data_dir`` are listed in
+    docs/pages/how-to/deployment.md.
 
     Parameters
     ----------
     port
-        Client listener (PLAINTEXT); the bootstrap address is ``127.0.0.1:<port>``.
+        Client listener; the bootstrap address is ``127.0.0.1:<port>``.
     controller_port
         KRaft controller listener.
     data_dir
-        Holds ``server.properties``, the pid file, the default log file and the partitions
-        (``data/``). Default: ``.streamxai/kafka`` under the repository (or the working directory
-        when the package is installed elsewhere).
+        The broker's directory. Default: ``.streamxai/kafka`` under the repository (or the
+        working directory when the package is installed elsewhere).
     log_file
         Where log4j2 and the JVM's stdout/stderr write; default ``<data_dir>/broker.log``.
     heap
-        JVM ``-Xmx``; the broker needs little for tests and local runs.
+        JVM ``-Xmx``.
     num_partitions
         Partitions of auto-created topics.
     die_with_parent
-        Linux only: the JVM gets SIGTERM when the process that started it dies (used by the
-        test fixture so that a killed test run leaves no broker behind). Off for the CLI.
+        Linux only: the JVM gets SIGTERM when the process that started it dies (a killed test
+        run leaves no broker behind).
     libs_dir
         Directory with the Kafka jars; default :func:`default_libs_dir`.
     sasl
-        :class:`SaslUsers`: require SASL (SCRAM-SHA-512) and ACLs; None (default): PLAINTEXT,
-        no authorisation. The storage is formatted with the users' SCRAM credentials, so a
-        data directory formatted without them must be deleted first.
+        :class:`SaslUsers`: require SASL (SCRAM-SHA-512) and ACLs, ``admin`` being the only super
+        user (:meth:`grant`); None: PLAINTEXT. A data directory formatted without the users'
+        credentials must be deleted first.
     tls
-        :class:`~streamxai.local.broker_tls.BrokerTls`: the client listener speaks TLS (SSL, or
-        SASL_SSL with ``sasl``) and requires a client certificate signed by its CA; None (default):
-        no TLS. The controller listener stays on plain TCP on 127.0.0.1.
+        :class:`~streamxai.local.broker_tls.BrokerTls`: the client listener speaks TLS and
+        requires a client certificate signed by its CA; the controller listener stays plain.
     auto_create_topics
-        Whether a client's request for a missing topic creates it (``auto.create.topics.enable``);
-        on by default for local runs, off in most production clusters (the fault tests use both).
+        Kafka's ``auto.create.topics.enable``.
     extra_properties
-        ``server.properties`` entries added after the defaults, replacing those of the same name
-        (a test that watches retention sets ``log.retention.check.interval.ms``).
+        ``server.properties`` entries that replace or add to the defaults.
     nodes
-        1 (default), or a cluster of that many nodes, each a broker and a voter of one controller
-        quorum (:mod:`streamxai.local.cluster`): node ``i`` (1..nodes, Kafka's broker id) is
-        ``self.nodes[i - 1]``, in ``data_dir/node-<i>``; ``start``, ``stop`` and ``status`` act on
-        all of them, :meth:`stop_node` and :meth:`start_node` on one. PLAINTEXT only.
+        1, or a cluster of that many nodes, each a broker and a controller voter: node ``i``
+        (Kafka's broker id) is ``self.nodes[i - 1]`` in ``data_dir/node-<i>``; ``start``,
+        ``stop`` and ``status`` act on all, :meth:`stop_node` and :meth:`start_node` on one.
     node_ports
         With ``nodes``: each node's (port, controller_port); default ``port`` and
         ``controller_port`` plus 2 for each next node.
-
-    The example in the module docstring runs without Java; ``start()`` needs Java 17+ and, the
-    first time, Maven and access to Maven Central.
-
-    One JVM runs a combined broker + controller (KRaft, no ZooKeeper) on 127.0.0.1. Its jars come
-    from Maven Central through the pom shipped in the package (``broker_files/pom.xml``, with the
-    log4j2 configuration beside it; ``mvn dependency:copy-dependencies``) into
-    ``deploy/target/kafka-libs/`` in a source checkout, else into ``~/.cache/streamxai/kafka-libs``
-    (``$XDG_CACHE_HOME``); nothing but a JDK 17+ and Maven is needed, and no source checkout.
-
-    Everything the broker owns lives in one directory (``data_dir``)::
-
-    data_dir/
-        server.properties   rewritten at every start from the constructor arguments
-        broker.pid          pid of the running JVM
-        broker.log          log4j2 output and the JVM's stdout/stderr (default log file)
-        keystore.pem        with tls: the broker's key and certificate, readable by its owner only
-        data/               log.dirs: topic partitions and the KRaft metadata log
-
-    Command line (``deploy/broker.sh`` is the same)::
-
-    python -m streamxai.local.broker start  [--port 9092] [--controller-port 9093] [--data-dir D] [--sasl-users FILE] [--tls-dir DIR]
-    python -m streamxai.local.broker status [--port 9092] [--data-dir D] [--sasl-users FILE] [--tls-dir DIR]
-    python -m streamxai.local.broker stop   [--data-dir D]
-
-    With ``sasl=SaslUsers(...)`` (``--sasl-users FILE``) the broker accepts only authenticated
-    clients (SASL_PLAINTEXT with SCRAM-SHA-512 on the client listener, SASL/PLAIN between broker
-    and controller) and authorises every request with KRaft's ``StandardAuthorizer``: ``admin`` is
-    the only super user and every other user needs ACLs (:meth:`LocalBroker.grant`).
     """
 
     def __init__(
@@ -375,10 +338,8 @@ class LocalBroker:
         return all(any(n.startswith(prefix) for n in names) for prefix in _REQUIRED_JARS)
 
     def ensure_jars(self) -> Path:
-        """Resolve the Kafka jars with Maven unless they are already in ``libs_dir``.
-
-        Returns ``libs_dir``. Raises ``BrokerError`` when Maven is missing or fails.
-        """
+        """Resolve the Kafka jars with Maven unless they are already in ``libs_dir``; returns
+        ``libs_dir``. Raises ``BrokerError`` when Maven is missing or fails."""
         if self._jars_present():
             return self.libs_dir
         pom = _FILES / "pom.xml"
@@ -445,9 +406,8 @@ class LocalBroker:
             "log.segment.bytes=16777216",
             "log.retention.hours=24",
             "log.retention.check.interval.ms=60000",
-            # the log cleaner takes its dedupe buffer from the heap as it starts (Kafka's default,
-            # 128 MiB, is most of a small heap); 16 MiB maps about 700,000 keys a cleaning, far more
-            # than a local broker's compacted topics hold
+            # the cleaner's dedupe buffer comes from the heap (Kafka's default 128 MiB is most of a
+            # small heap); 16 MiB maps about 700,000 keys a cleaning
             "log.cleaner.dedupe.buffer.size=16777216",
             *(f"{k}={v}" for k, v in self.extra_properties.items()),  # the later of two equal keys wins
         ]
@@ -456,26 +416,21 @@ class LocalBroker:
     def _listener_properties(self) -> list[str]:
         name = self.security_protocol  # the client listener is named for its protocol
         tls = self.tls.server_properties(self.keystore_file) if self.tls is not None else []
+        lines = [
+            f"listeners={name}://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
+            f"advertised.listeners={name}://{_HOST}:{self.port}",
+            f"listener.security.protocol.map={name}:{name},CONTROLLER:{'PLAINTEXT' if self.sasl is None else 'SASL_PLAINTEXT'}",
+            "controller.listener.names=CONTROLLER",
+            f"inter.broker.listener.name={name}",
+            *tls,
+        ]
         if self.sasl is None:
-            return [
-                f"listeners={name}://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
-                f"advertised.listeners={name}://{_HOST}:{self.port}",
-                f"listener.security.protocol.map={name}:{name},CONTROLLER:PLAINTEXT",
-                "controller.listener.names=CONTROLLER",
-                f"inter.broker.listener.name={name}",
-                *tls,
-            ]
+            return lines
         pw = self.sasl.admin_password.reveal()
         # clients: SCRAM-SHA-512 (credentials in the metadata log, added when formatting);
         # broker -> controller: SASL/PLAIN with the admin user (SCRAM cannot authenticate the
         # controller listener: its credentials live in the log the controller serves)
-        return [
-            f"listeners={name}://{_HOST}:{self.port},CONTROLLER://{_HOST}:{self.controller_port}",
-            f"advertised.listeners={name}://{_HOST}:{self.port}",
-            f"listener.security.protocol.map={name}:{name},CONTROLLER:SASL_PLAINTEXT",
-            "controller.listener.names=CONTROLLER",
-            f"inter.broker.listener.name={name}",
-            *tls,
+        return lines + [
             f"sasl.enabled.mechanisms={SASL_MECHANISM}",
             f"sasl.mechanism.inter.broker.protocol={SASL_MECHANISM}",
             "sasl.mechanism.controller.protocol=PLAIN",
@@ -612,9 +567,9 @@ class LocalBroker:
         return bool(md.brokers)
 
     def status(self) -> BrokerStatus:
-        """Whether the broker runs and answers; never starts or stops anything. A broker that runs
-        from this data dir on other ports than this handle's is asked, and reported, where it runs.
-        A cluster's status (:class:`~streamxai.local.cluster.ClusterStatus`) holds each node's."""
+        """Whether the broker runs and answers; never starts or stops anything. A broker running
+        from this data dir on other ports is reported where it runs; a cluster's status
+        (:class:`~streamxai.local.cluster.ClusterStatus`) holds each node's."""
         if self.nodes:
             from .cluster import ClusterStatus
 
@@ -678,8 +633,7 @@ class LocalBroker:
         """Start the broker and wait until it answers; return at once if it already does.
 
         Resolves the jars first if needed (not counted in ``timeout``). Raises ``BrokerError``
-        when Java is missing, a port is taken, or the broker does not answer within ``timeout``
-        seconds (the JVM is then stopped and the end of the log is in the message).
+        when Java is missing, a port is taken, or the broker does not answer in time.
         """
         self.ensure_jars()
         java = self._java()
@@ -811,10 +765,9 @@ class LocalBroker:
         self._forget(pid)
 
     def stop(self, timeout: float = 30.0) -> bool:
-        """Stop the broker: SIGTERM, then SIGKILL after ``timeout`` seconds.
-
-        Returns True if a broker was running. Does nothing (returns False) if none was. A cluster's
-        nodes are all stopped at once (one by one, the last would wait for a quorum that is gone).
+        """Stop the broker: SIGTERM, then SIGKILL after ``timeout`` seconds. True if one was
+        running. A cluster's nodes are stopped at once (one by one, the last would wait for a
+        quorum that is gone).
         """
         if self.nodes:
             from .cluster import stop_cluster
@@ -942,10 +895,8 @@ def data_dir_of(given: str | None) -> Path:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m streamxai.local.broker") -> int:
-    """``python -m streamxai.local.broker start|stop|status``; returns the exit code.
-
-    Exit codes: 0 done (``status``: running and ready), 2 error, 3 ``status``: not running or
-    not answering.
+    """``python -m streamxai.local.broker start|stop|status``; returns the exit code
+    (:mod:`streamxai.exit_codes`).
     """
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=exit_codes.HELP)
     return run(add_arguments(parser).parse_args(argv), prog)

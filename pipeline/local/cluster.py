@@ -1,9 +1,6 @@
-"""A local Kafka cluster: several KRaft nodes (each a combined broker + controller, one JVM) on
-127.0.0.1, one controller quorum of all of them, each node with its own ports and data directory.
-
-:class:`~streamxai.local.broker.LocalBroker` with ``nodes=3`` builds its nodes here, and starts,
-stops and reports them through these functions; a node can be stopped (SIGTERM, or SIGKILL as a
-crash) and started again alone while the others serve.
+"""A local Kafka cluster: several KRaft nodes on 127.0.0.1, each a broker and a voter of one
+controller quorum with its own ports and data directory. :class:`~streamxai.local.broker.LocalBroker`
+with ``nodes=3`` builds, starts, stops and reports its nodes through these functions.
 
 >>> from streamxai.local.broker import LocalBroker
 >>> b = LocalBroker(19092, 19093, data_dir="/tmp/streamxai-doc-cluster", nodes=3)

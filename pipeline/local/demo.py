@@ -41,9 +41,8 @@ def demo_plan(n: int) -> DemoPlan:
     """Concept drift at a third of the run, feature swap (elevel <-> car) at two thirds.
 
     The drift switches agrawal's classification function 1 (salary and age) to 2 (age and
-    elevel). The default model needs several thousand events to learn function 1 (its
-    accuracy stays at the majority rate for the first 1,000), so runs shorter than
-    ``SHORT_RUN`` start from function 0 (age alone; learnt within ~500 events) instead.
+    elevel). Runs shorter than ``SHORT_RUN`` start from function 0 (age alone), which the
+    default model learns within ~500 events, instead of 1.
 
     >>> p = demo_plan(3000); (p.drift_at, p.swap_at, p.f_before, p.f_after)
     (1000, 2000, 0, 2)
@@ -57,15 +56,9 @@ def demo_settings(n: int, label_delay: int = 0) -> dict[str, object]:
     """Smoothing that lets a run of ``n`` events show its changes in the explanations.
 
     The smoothed explanation reacts within ~1/alpha events, so 1/alpha is kept to ~1/200 of a
-    segment between induced drifts (18,000 events: alpha 0.005, the value the longer demo
-    was tuned with), within [0.002, 0.03]. The change detection keeps its own settings.
-
-    The change detection skips the first ``change_warmup`` events of a stream; a short demo
-    keeps at least half of the segment before its first drift monitored (warm-up <= n / 6).
-    A change episode closes once ``change_episode_gap`` events pass without a further change
-    (and is announced at the latest that long after its first); a short demo keeps that gap to
-    a quarter of a segment (<= n / 12), so the episode of one drift closes before the next drift
-    begins, within the run.
+    segment between induced drifts, within [0.002, 0.03]. A short demo keeps at least half of
+    the segment before its first drift past the change warm-up (<= n / 6), and the episode gap
+    to a quarter of a segment (<= n / 12), so one drift's episode closes before the next begins.
 
     >>> demo_settings(18000)
     {'alpha': 0.005}
@@ -128,16 +121,23 @@ def _local_broker(s: Settings):
     return broker, not already
 
 
-def _change_caught_up(workers: list[Settings]) -> bool:
-    """Whether the workers' change agents have read as many explanations as their explainers sent."""
+def _counters(ws: Settings) -> dict | None:
+    """The counters of the worker of settings ``ws`` (its JSON metrics), None if it does not answer."""
     import urllib.request
 
+    try:
+        with urllib.request.urlopen(f"http://{ws.web_host}:{ws.web_port}/streamxai/metrics", timeout=2) as r:
+            return orjson.loads(r.read()).get("counters", {})
+    except OSError:
+        return None
+
+
+def _change_caught_up(workers: list[Settings]) -> bool:
+    """Whether the workers' change agents have read as many explanations as their explainers sent."""
     out = seen = 0
     for ws in workers:
-        try:
-            with urllib.request.urlopen(f"http://{ws.web_host}:{ws.web_port}/streamxai/metrics", timeout=2) as r:
-                counters = orjson.loads(r.read()).get("counters", {})
-        except OSError:
+        counters = _counters(ws)
+        if counters is None:
             return False
         out += counters.get("explanations_out", 0)
         seen += counters.get("explanations_seen", 0)
@@ -148,17 +148,13 @@ def _wait_for_intake(workers: list[Settings], s: Settings, n: int, timeout: floa
                      topics: list[str] | None = None) -> None:
     """Wait (up to ``timeout`` s) until the workers' intake agents have read ``n`` messages of
     the features and labels topics (or of ``topics``)."""
-    import urllib.request
-
     inputs = {f"messages_in{{topic={t}}}" for t in (topics or [s.topic("features"), s.topic("labels")])}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         read = 0
         for ws in workers:
-            try:
-                with urllib.request.urlopen(f"http://{ws.web_host}:{ws.web_port}/streamxai/metrics", timeout=2) as r:
-                    counters = orjson.loads(r.read()).get("counters", {})
-            except OSError:
+            counters = _counters(ws)
+            if counters is None:
                 break
             read += sum(v for k, v in counters.items() if k in inputs)
         else:
@@ -242,9 +238,8 @@ def _cleanup(s: Settings, logs: Path, keep_logs: bool, explicit: set[str] | froz
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (``timeout``, systemd, a CI job's cancel) ends the demo as Ctrl-C does: its
-    workers, dashboard and a broker it started are stopped, its topics removed (Python's default
-    for SIGTERM ends the process at once and leaves them running)."""
+    """SIGTERM ends the demo as Ctrl-C does: its workers, dashboard and broker are stopped and its
+    topics removed (Python's default for SIGTERM would leave them running)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -260,14 +255,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozenset[str] | None = None) -> int:
-    """Run the demo; the settings a file, the environment or the command line gave stay as given
-    (``explicit``, by default ``s.explicit()``): the demo changes only defaults. SIGTERM stops
-    it as Ctrl-C does (:func:`_sigterm_as_interrupt`).
-
-    The demo's own settings (topic prefix, state directory, and the smoothing scaled to the run
-    length, see :func:`demo_settings`) never override a setting
-    given by a settings file, the environment or ``--set``. Its topics and directory are
-    removed at the end unless ``--keep``.
+    """Run the demo. The settings a file, the environment or the command line gave stay as given
+    (``explicit``, by default ``s.explicit()``): the demo changes only defaults
+    (:func:`demo_overrides`). Its topics and directory are removed at the end unless ``--keep``;
+    SIGTERM stops it as Ctrl-C does.
     """
     with _sigterm_as_interrupt():
         return _run_demo(args, s, explicit)
@@ -329,9 +320,8 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
                                       f_before=plan.f_before, f_after=plan.f_after)]
             if args.control:
                 streams.append(agrawal_events(CONTROL_STREAM, n, None, None, seed=43, f_before=plan.f_before))
-            # with --label-delay N each label goes to the labels topic N events after its features.
-            # Two topics: the worker's intake records the order it reads them in, so the demo keeps
-            # at most N/4 messages ahead of it (else a backlog would be read in any interleaving)
+            # with --label-delay N each label goes to the labels topic N events after its features;
+            # the demo keeps at most N/4 messages ahead of the intake, which records the order
             sent = [labels_later(evs, label_delay) if label_delay else list(evs) for evs in streams]
             msgs = [m for ms in itertools.zip_longest(*sent) for m in ms if m is not None]
             chunk = max(1, label_delay // 4)

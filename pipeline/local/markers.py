@@ -35,16 +35,9 @@ def _span(ep: dict) -> tuple[float, float] | None:
 def group_changes(changes: list[dict], episodes: list[dict]) -> list[dict]:
     """The changes (each with a ``position``) grouped by the episode whose first..last change
     positions hold them, in order of position; a change in no episode is a group of its own.
-
-    A group is ``{"position": first, "changes": [...], "episode": episode or None}``.
-
-    A drift raises changes on several series at once, so one label per change piles the labels on
-    top of each other. Here changes are grouped, first by the change episode they belong to (the
-    ``change-episodes`` topic says which changes happened together, and its kind and alert are what
-    an operator needs), then groups whose labels would still overlap on the axis are merged, so
-    every label has room of its own (in one of two rows along the chart's top). The lines themselves stay one per change; only the labels are
-    grouped. ``streamxai plot`` uses this; the dashboard does the same in its page
-    (``dashboard.js``, ``markerGroups``/``layoutLabels``) with the text widths the browser measures.
+    A group is ``{"position": first, "changes": [...], "episode": episode or None}``. A drift
+    raises changes on several series at once, so grouping them keeps their labels readable;
+    the dashboard's ``dashboard.js`` does the same.
     """
     spans = [(s, ep) for ep in episodes if (s := _span(ep)) is not None]
     groups: dict[int, dict] = {}
@@ -141,12 +134,9 @@ def layout_labels(labels: list[tuple[float, float]], right: float, gap: float = 
                   width_of: Callable[[list[int]], float] | None = None,
                   rows: int = ROWS) -> list[tuple[list[int], float, float, int]]:
     """Boxes for labels ``(x, width)`` (pixels, sorted by x) that do not overlap: a label starts
-    at its x (or ends at ``right`` when it would run past it), in the first of ``rows`` rows with
-    room for it; when none has, it and the label before it become one, of width
-    ``width_of(indices)`` (the widest of theirs by default), placed where the first began.
-
-    Returns ``[(indices, left, right, row), ...]`` in order of x: boxes of a row ``gap`` pixels
-    apart or more.
+    at its x (or ends at ``right``), in the first of ``rows`` rows with room; when none has, it
+    and the one before become one, of width ``width_of(indices)``. Returns
+    ``[(indices, left, right, row), ...]`` in order of x, boxes of a row ``gap`` pixels apart.
 
     >>> layout_labels([(0, 50), (30, 50), (60, 50)], right=1000)
     [([0], 0, 50, 0), ([1], 30, 80, 1), ([2], 60, 110, 0)]

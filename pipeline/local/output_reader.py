@@ -206,43 +206,16 @@ class StreamState:
 
 class OutputReader:
     """Per-stream state (:attr:`streams`: stream id → :class:`StreamState`) from decoded
-    messages (:meth:`add`) or their bytes (:meth:`feed`); see the module doc.
+    messages (:meth:`add`) or their bytes (:meth:`feed`); the dashboard, the demo's terminal view
+    and ``streamxai plot`` each show its :class:`StreamState` objects their own way.
 
     ``only``: read one stream and skip the messages of the others. ``max_changes`` and
     ``max_episodes``: the newest change events and episodes kept per stream.
 
-    The dashboard (:class:`~streamxai.local.dashboard.DashboardState` adds its views), the
-    terminal view of the demo (:mod:`streamxai.local.live_view`) and ``streamxai plot`` all
-    fold the topics' messages into an :class:`OutputReader` and show its
-    :class:`StreamState` objects their own way.
-
-    Memory is bounded: history is kept as :class:`Trajectory` objects of at most
-    ``max_points`` points (when one fills up, every other point is dropped and the stride
-    doubles), the newest ``max_changes`` change events and ``max_episodes`` episodes in deques,
-    so the state of a stream stays the same size however long the stream runs. The change events
-    and episodes read are counted (``changes_seen``, ``episodes_seen``), so a view that draws the
-    kept ones says how many older ones it does not draw.
-
-    Versions: the reader reads the versions the workers send (:attr:`VERSIONS`: prediction/v2
-    and label_outcome/v1, explanation/v4, local_explanation/v1, drift_event/v3, change_episode/v4). A message of
-    another version is counted in ``other_versions``, logged once per version, and skipped.
-    Fields are read defensively: a message without a usable ``stream_id`` is counted in
-    ``ignored``, and a field of the wrong type is skipped.
-
-    Time axis. Trajectories, curves and lags are kept by the stream's *position* (its record
-    order; the seq itself while labels come in line): with labels that come later, an event is
-    explained when its label comes, so seq does not order the explanations. Change events and
-    episodes are placed at their positions (``position``, ``cut_position``, ``first_position``
-    ...), and their seq fields are the seqs of the events explained there.
-
-    Labels that come later: a prediction without its label (prediction/v2, ``y_true`` null)
-    waits; a ``label_outcome/v1`` on the predictions topic says it was learned (its loss enters
-    the rolling loss then, at the outcome's position) or expired, how late its label came and
-    how many events still wait.
-
-    To read something new, add its field to :class:`StreamState` and its parse branch: a
-    method of :class:`OutputReader` for a new topic (registered in ``PARSERS``; ``TOPICS``
-    and every consumer follow), or a line in the branch of the topic that carries it.
+    Memory is bounded: trajectories keep at most ``max_points`` points (thinned by half when
+    full). A message of a version not in :attr:`VERSIONS` is counted in ``other_versions`` and
+    skipped, one without a usable ``stream_id`` in ``ignored``; a field of the wrong type is
+    skipped. History is kept by the stream's *position* (its record order).
     """
 
     def __init__(self, max_points: int = 400, loss_window: int = 500, clock: Callable[[], float] = time.time,
@@ -268,8 +241,7 @@ class OutputReader:
 
     def feed(self, topic: str, raw: bytes | None, ts: float | None = None) -> None:
         """Fold in the bytes of one message of ``topic`` (short name). A message that is not
-        JSON, or that a parse branch trips over, is counted in ``ignored`` and logged, never
-        raised: one odd message must not stop a view."""
+        JSON, or that a parse branch trips over, is counted in ``ignored`` and logged, never raised."""
         try:
             obj = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
@@ -518,8 +490,7 @@ EPISODE_SEQS = ("first_seq", "last_seq", "closed_seq", "cut_seq")
 
 def _positions(rec: dict[str, Any], obj: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     """Give ``rec`` the position of each of its seq ``fields`` as ``obj`` sends it (``seq`` →
-    ``position``, ``cut_seq`` → ``cut_position``), the change test's time axis; None where it
-    is not an integer."""
+    ``position``, ``cut_seq`` → ``cut_position``); None where it is not an integer."""
     for f in fields:
         rec[_position(f)] = _int(obj.get(_position(f)))
     return rec
@@ -573,8 +544,7 @@ def _num(v: Any) -> float | None:
 
 def _curve(curve: Any) -> dict[str, Any] | None:
     """An iPDP curve as the views draw it: a grid of numbers or of category names, a number at
-    each point (and a standard error at each, if it has them); None for anything else (a crafted
-    curve of strings or of 1e308 stopped ``streamxai plot``).
+    each point (and a standard error at each, if it has them); None for anything else.
 
     >>> _curve({"grid": [0.0, 1.0], "pd": [0.2, 0.4], "se": [0.01, 0.02]})
     {'grid': [0.0, 1.0], 'pd': [0.2, 0.4], 'se': [0.01, 0.02]}

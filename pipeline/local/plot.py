@@ -25,6 +25,7 @@ from streamxai.schemas import StreamxaiError
 from ..settings import Settings
 from .dashboard.state import DashboardState
 from .markers import group_changes, label_text, level_text, place_labels
+from .plot_local import save_png
 
 __all__ = ["read_stream", "plot_view", "draw", "plot_summary", "changes_text", "write_html", "require_matplotlib"]
 
@@ -106,21 +107,11 @@ def _exists(s: Settings, topic: str) -> bool:
 def plot_view(view: dict[str, Any], path: str | Path, dpi: int = 110) -> Path:
     """Draw ``view`` (:meth:`DashboardState.stream_view`) into the PNG ``path``.
 
-    Like the papers' figures: one panel per explainer with every feature's importance over the
-    stream (a dashed line at every change event; one label per change episode, or per neighbours
-    whose labels had no room apart, naming its kind, ALERT first when it pages, and the series that
-    changed: :mod:`streamxai.local.markers`), the model's
-    rolling loss, and the iPDP curves now (solid) and at the last change (dashed), with a
-    ±stderr band where the messages carry one.
+    One panel per explainer with every feature's importance over the stream (a dashed line at
+    every change event, labels from :mod:`streamxai.local.markers`), the model's rolling loss,
+    and the iPDP curves now (solid) and at the last change (dashed), with a ±stderr band.
     """
-    import matplotlib.pyplot as plt
-
-    fig = draw(view)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return save_png(draw(view), path, dpi)
 
 
 def draw(view: dict[str, Any]) -> Any:
@@ -215,9 +206,8 @@ def draw(view: dict[str, Any]) -> Any:
 
 
 def _model_loss(view: dict[str, Any]) -> dict[str, list] | None:
-    """The model's rolling loss as the explanations carry it, once: every explainer of a stream
-    reports the same model's loss (iPDP none when labels come later), so it is one series per
-    stream; the explainers' longest. None without two points.
+    """The model's rolling loss as the explanations carry it: every explainer of a stream reports
+    the same model's loss, so it is one series, the explainers' longest. None without two points.
 
     >>> _model_loss({"model_loss": {"ipfi": {"x": [9, 19], "y": [0.3, 0.2]}, "ipdp": {"x": [9], "y": [0.3]}}})
     {'x': [9, 19], 'y': [0.3, 0.2]}
@@ -238,9 +228,8 @@ def _changes(ax: Any, changes: list[dict], colors: dict) -> None:
 
 
 def _label_changes(fig: Any, labelled: list[tuple[Any, list[dict]]], colors: dict) -> None:
-    """One label per group of changes (an episode, or neighbours whose labels had no room apart:
-    :func:`streamxai.local.markers.place_labels`), along the top of each panel. Lays the figure
-    out first, so the labels are placed in the pixels it is saved with, then keeps that layout."""
+    """One label per group of changes (:func:`streamxai.local.markers.place_labels`) along the
+    top of each panel, placed in the pixels of the figure's final layout."""
     if not any(groups for _, groups in labelled):
         return
     fig.canvas.draw()  # the constrained layout fixes the panels' sizes; the labels follow them

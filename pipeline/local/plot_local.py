@@ -85,9 +85,13 @@ def local_summary(local: dict[str, Any], png: str | Path) -> str:
 
 def plot_local(local: dict[str, Any], path: str | Path, dpi: int = 110, max_rows: int = MAX_ROWS) -> Path:
     """Draw ``local``'s waterfall (:func:`draw_waterfall`) into the PNG ``path``."""
+    return save_png(draw_waterfall(local, max_rows=max_rows), path, dpi)
+
+
+def save_png(fig: Any, path: str | Path, dpi: int) -> Path:
+    """Save the matplotlib Figure ``fig`` as the PNG ``path`` (its folder made) and close it."""
     import matplotlib.pyplot as plt
 
-    fig = draw_waterfall(local, max_rows=max_rows)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)

@@ -102,15 +102,9 @@ def claim_port(port: int, name: str, host: str = "127.0.0.1", wait: float = TIME
 def free_ports(n: int, host: str = "0.0.0.0") -> list[int]:
     """``n`` distinct ports that nothing listens on now, outside the ephemeral range.
 
-    A port handed out by ``bind(("", 0))`` comes from the kernel's ephemeral range, the same range
-    outgoing connections (Kafka clients!) draw from, so it can be taken again before the listener
-    binds it. Ports are therefore picked at random *below* the ephemeral range and checked.
-
-    A port that cannot be bound is not always held by a process: a client that kept retrying a
-    closed port in the ephemeral range can connect to itself, and leaves a TIME-WAIT socket there.
-    Without SO_REUSEADDR on that client's socket (librdkafka sets none), nothing can listen on the
-    port until the kernel drops it, 60 s later; :func:`claim_port` waits for that instead of
-    blaming "another process".
+    A port from ``bind(("", 0))`` comes from the ephemeral range that outgoing connections draw
+    from, so it can be taken before the listener binds it: ports are picked at random below that
+    range and checked.
     """
     lo_eph, hi_eph = _ephemeral_range()
     lo, hi = (_LOWEST, lo_eph - 1) if lo_eph - _LOWEST > 1000 else (hi_eph + 1, 65535)

@@ -1,12 +1,9 @@
 """One prediction's local explanation as people read it: a waterfall from the base value to the
 prediction, and the lines ``streamxai tail local-explanations`` prints.
 
-A waterfall lists the features largest by absolute value first; read from the bottom up, each
-bar starts where the one below it ended: the lowest starts at the base value (the mean
-prediction over the stream's recent values), the top one ends at the prediction. Features past
-``max_rows`` (and those the worker left out, ``local_top_k``) share one bar, "N other features".
-The dashboard and ``streamxai plot`` draw these numbers as they are.
-
+Features come largest by absolute value first; read from the bottom up, each bar starts where
+the one below it ended, from the base value (the mean prediction over recent values) to the
+prediction. Features past ``max_rows`` (and those the worker left out) share one bar.
 >>> msg = {"schema": "local_explanation/v1", "stream_id": "cards", "seq": 41, "position": 41,
 ...        "model_version": 41, "target": True, "prediction": 0.9, "base": 0.2, "method": "tree",
 ...        "exact": True, "n_background": 100, "event_id": "txn-41", "rest": 0.05, "n_features": 4,
@@ -113,11 +110,9 @@ def local_of(explainer: Any, x: dict[str, Any], stream_id: str = "notebook", seq
 
 
 def waterfall(local: dict[str, Any], max_rows: int = MAX_ROWS) -> dict[str, Any]:
-    """The bars of :func:`parse_local`'s ``local``: ``rows`` top first (``feature``, its ``x``
-    value or None and that value's text ``x_text`` (:func:`value_text`), ``value`` and its
-    ``stderr`` when it was sampled (else None), and the bar from ``start`` to ``end``), the base value and the
-    prediction. The lowest bar starts at the base value and the top one ends at the prediction
-    (the message's numbers, added up in that order)."""
+    """The bars of :func:`parse_local`'s ``local``: ``rows`` top first (``feature``, ``x`` and its
+    text ``x_text``, ``value``, ``stderr`` when sampled, and the bar from ``start`` to ``end``),
+    the base value and the prediction."""
     values = local["values"]
     order = sorted(values, key=lambda f: (-abs(values[f]), f))
     shown = order[:max_rows]

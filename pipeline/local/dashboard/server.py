@@ -169,19 +169,8 @@ def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
     """Consume and serve until interrupted (blocks). :class:`~schemas.ConfigError` before
     anything starts if ``host:port`` cannot be listened on.
 
-    A background thread consumes the topics the reader reads (``predictions``, ``explanations``,
-    ``local-explanations``, ``drift-events``, ``change-episodes``: whichever exist, picked up by a topic-name pattern as
-    they appear) with its own throwaway consumer group, feeds them to a :class:`DashboardState`,
-    and the web server answers:
-
-    - ``GET /`` the page, ``GET /static/...`` its script, style and the vendored uPlot;
-    - ``GET /api/streams`` every stream's summary, ``GET /api/stream/{id}`` one stream's view
-      (with its latest local explanation), ``GET /api/local/{id}?event=EVENT`` the local
-      explanation of one of its events kept (an ``event_id`` or a seq) as a waterfall;
-    - ``GET /events?stream=ID`` server-sent events: ``streams`` (the summary) and ``stream``
-      (the chosen stream's view) whenever they changed, at most every ``push_every`` seconds.
-
-    It needs no access to workers, so it runs beside any deployment.
+    A background thread consumes the output topics with a throwaway consumer group into a
+    :class:`DashboardState`; the endpoints are listed in docs/pages/how-to/deployment.md.
     """
     from confluent_kafka.admin import AdminClient
 
@@ -207,8 +196,7 @@ def run_dashboard(settings: Settings, host: str = "127.0.0.1", port: int = 8050,
 
 def listen_socket(host: str, port: int) -> socket.socket:
     """A socket listening on ``host:port`` for the dashboard's web server, or a
-    :class:`~schemas.ConfigError` that says what to change (the server failed only once the
-    dashboard had connected to Kafka, with a traceback and exit code 1).
+    :class:`~schemas.ConfigError` that says what to change.
 
     >>> with listen_socket("127.0.0.1", 0) as s:
     ...     listen_socket("127.0.0.1", s.getsockname()[1])

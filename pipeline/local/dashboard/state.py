@@ -47,12 +47,8 @@ class DashboardState(OutputReader):
     profile's): the lag counts only those of them it has seen, so an explainer a profile no
     longer runs is not shown as falling behind.
 
-    :class:`DashboardState` is the one reader of the output topics (per-stream state in bounded
-    memory, see :mod:`streamxai.local.output_reader`) plus the JSON-ready views the page and
-    ``streamxai plot`` draw: every stream's summary, and one stream's view with its
-    trajectories, ranking, lag, curves, change events and episodes.
-
-    A stream whose labels come later: its predictions wait, outcomes say when their labels came.
+    The views are JSON-ready: every stream's summary, and one stream's trajectories, ranking,
+    lag, curves, change events and episodes, for the page and ``streamxai plot``.
     """
 
     def __init__(self, *args: Any, explainers_of: Callable[[str], Iterable[str]] | None = None, **kw: Any):
