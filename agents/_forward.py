@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from streamxai.handlers import Handler, Out, Source, dead_letter
 from streamxai.ingest.registry import RegistryUnreachable
-from streamxai.kafka.appender import Appender
 from streamxai.kafka.output_producer import OutputProducer
 from streamxai.kafka.stepping import whole
 from streamxai.metrics import key_profile
@@ -26,9 +25,9 @@ log = logging.getLogger("streamxai")
 
 class Outbox:
     """Where an agent's outputs go: the worker's
-    :class:`~streamxai.kafka.output_producer.OutputProducer`, or a Faust producer's aiokafka
-    batches through an :class:`~streamxai.kafka.appender.Appender`, both below Faust's costly
-    per-message ``Topic.send``; offsets are committed only after the producer has flushed.
+    :class:`~streamxai.kafka.output_producer.OutputProducer` (librdkafka, below Faust's costly
+    per-message ``Topic.send``), or a Faust producer's ``send`` (tests and notebooks); offsets
+    are committed only after the producer has flushed.
     An output the producer refuses is replaced by a dead letter of its input (``send_error``);
     a dead letter that cannot be sent is logged and counted (``send_errors``), never raised.
 
@@ -53,8 +52,6 @@ class Outbox:
 
     def __init__(self, producer: Any, settings: Settings, metrics: Metrics):
         self.producer = producer
-        #: what takes each message: the worker's OutputProducer, or Faust's producer through an Appender
-        self.appender: Any = producer if isinstance(producer, OutputProducer) else Appender(producer)
         #: outputs handed over with no future (the worker's OutputProducer)
         self._lean = isinstance(producer, OutputProducer)
         #: short topic name -> (full name, what counts its failed outputs), for :meth:`_hand_all`
@@ -102,7 +99,7 @@ class Outbox:
         """:meth:`send_all` on the worker's OutputProducer: an output that is no dead letter is
         handed over with no future, its failure counted by its topic's :meth:`_route`; a dead
         letter, and an output meeting a full queue, go the way of :meth:`send`."""
-        hand = self.appender.hand
+        hand = self.producer.hand
         routes = self._routes
         topic, n = None, 0
         try:
@@ -159,8 +156,11 @@ class Outbox:
         ``count``), or the exception it refused it with."""
         name = self._name(out.topic)
         try:
-            fut = await self.appender.send(name, out.key, out.value, out.partition,
-                                           None if out.headers is None else list(out.headers))
+            headers = None if out.headers is None else list(out.headers)
+            if self._lean:
+                fut = await self.producer.send(name, out.key, out.value, out.partition, headers)
+            else:  # Faust's: send(topic, key, value, partition, timestamp, headers)
+                fut = await self.producer.send(name, out.key, out.value, out.partition, None, headers)
         except Exception as e:
             self._refused(out, src, e)
             return e

@@ -117,8 +117,7 @@ class OutputProducer:
     async def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
                    headers: list[tuple[str, bytes]] | None) -> asyncio.Future:
         """Hand one message to the producer (stamped now, as aiokafka stamps it); its delivery
-        future. Raises what ``produce`` raises at once. The signature of
-        :meth:`~streamxai.kafka.appender.Appender.send`."""
+        future. Raises what ``produce`` raises at once."""
         if self._client is None:
             self.start()
         fut = self._loop.create_future()

@@ -60,9 +60,7 @@ def _aiokafka(owner: str, name: str, kind: str, params: tuple[str, ...], needed_
 
 _FT = "faust_transport's "
 _BF = "bulk_fetch's "
-_AP = "appender's direct route (it falls back to Faust's producer.send when these are missing)"
 _AIO_CONSUMER = "aiokafka.consumer.consumer:AIOKafkaConsumer"
-_AIO_PRODUCER = "aiokafka.producer.producer:AIOKafkaProducer"
 _ASSIGNOR = "faust.assignor.partition_assignor:PartitionAssignor"
 
 REQUIRED: tuple[Private, ...] = (
@@ -88,7 +86,6 @@ REQUIRED: tuple[Private, ...] = (
     _consumer("_acked_index", "attribute", (), _BF + "acknowledgements"),
     _consumer("_acked", "attribute", (), _BF + "acknowledgements"),
     _consumer("_waiting_for_ack", "attribute", (), _BF + "acknowledgements"),
-    Private("faust", "faust.transport.drivers.aiokafka:Producer", "_producer", "attribute", (), _AP),
     _aiokafka(_AIO_CONSUMER, "_fetch_max_wait_ms", "attribute", (), _FT + "bounded fetch wait"),
     _aiokafka(_AIO_CONSUMER, "_fetch_min_bytes", "attribute", (), _FT + "bounded fetch wait"),
     _aiokafka(_AIO_CONSUMER, "_fetcher", "attribute", (), _FT + "wake-up of the fetch on a resumed partition"),
@@ -97,12 +94,6 @@ REQUIRED: tuple[Private, ...] = (
               _FT + "paced fetch wait (each fetch request it builds reads it)"),
     _aiokafka("aiokafka.consumer.fetcher:Fetcher", "_fetch_waiters", "attribute", (),
               _FT + "wake-up of the fetch on a resumed partition (the futures fetched_records waits on)"),
-    *(_aiokafka(_AIO_PRODUCER, name, "attribute", (), _AP)
-      for name in ("_message_accumulator", "_metadata", "_partitioner", "_request_timeout_ms", "_txn_manager")),
-    _aiokafka(_AIO_PRODUCER, "_serialize", "method", ("self", "key", "value", "headers"), _AP),
-    _aiokafka(_AIO_PRODUCER, "_partition", "method",
-              ("self", "topic", "partition", "key", "value", "serialized_key", "serialized_value"), _AP),
-    _aiokafka("aiokafka.cluster:ClusterMetadata", "_last_successful_refresh_ms", "attribute", (), _AP),
     Private("faust", _ASSIGNOR, "_get_client_metadata", "method", ("metadata",),
             "assignor's DealtAssignor (it leaves out what each member held)"),
     Private("faust", _ASSIGNOR, "_perform_assignment", "method", ("self", "cluster", "member_metadata"),

@@ -1,7 +1,6 @@
-"""The worker's outputs appended to aiokafka's batches below Faust's and aiokafka's send
-(:class:`streamxai.kafka.appender.Appender`) keep delivery at least once: what Faust's commit
-waits for (the producer's flush) covers every output handed over, so a worker SIGKILLed right
-after a commit has every explanation of the committed inputs on the topic."""
+"""Outputs handed to a producer keep delivery at least once: what a commit waits for (the
+producer's flush) covers every output handed over, so a worker SIGKILLed right after a commit
+has every explanation of the committed inputs on the topic."""
 
 from __future__ import annotations
 
@@ -25,8 +24,8 @@ from streamxai.worker import settings_env
 
 
 def test_outputs_handed_over_are_covered_by_the_flush_a_commit_waits_for(bootstrap):
-    """Outbox.send_all, then at once the producer's flush (what Faust's commit awaits before it
-    commits): every output is on the topic, in order, and went the direct route."""
+    """Outbox.send_all on a Faust producer, then at once the producer's flush (what Faust's commit
+    awaits before it commits): every output is on the topic, in order, and counted."""
     import faust
     from streamxai.agents._forward import Outbox
     from streamxai.handlers import Out
@@ -37,34 +36,24 @@ def test_outputs_handed_over_are_covered_by_the_flush_a_commit_waits_for(bootstr
     ensure_topics(s)
     values = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * 300) for i in range(60)]
 
-    async def run() -> tuple[Outbox, int]:
+    async def run() -> Outbox:
         app = faust.App(f"send-{uuid.uuid4().hex[:6]}", broker=f"kafka://{bootstrap}", producer_linger_ms=50,
                         autodiscover=False, web_enabled=False, datadir=tempfile.mkdtemp())
         await app.producer.start()
         try:
             box = Outbox(app.producer, s, Metrics())
-            full_way = 0
-            send = app.producer.send
-
-            async def counted(*args):  # Faust's send: the full way
-                nonlocal full_way
-                full_way += 1
-                return await send(*args)
-
-            app.producer.send = counted
             await box.send_all([Out("explanations", b"s", values[0])], Source("t", 0, 0), lambda o, e: None)
-            await app.producer.flush()  # the topic's metadata is loaded now: the rest go the direct way
+            await app.producer.flush()
             await box.send_all([Out("explanations", b"s", v) for v in values[1:]], Source("t", 0, 1),
                                lambda o, e: None)
             await app.producer.flush()
-            return box, full_way
+            return box
         finally:
             await app.producer.stop()
 
-    box, full_way = asyncio.run(run())
+    box = asyncio.run(run())
     got = collect(s, "explanations", lambda ms: len(ms) >= len(values), timeout=30)
     assert [m["n"] for m in got] == list(range(len(values)))
-    assert full_way == 1 and box.appender._direct
     assert box.metrics.get(f"messages_out{{topic={s.topic('explanations')}}}") == len(values)
     assert box.metrics.get("send_errors{topic=explanations}") == 0
 
@@ -111,57 +100,6 @@ def test_a_workers_batches_hold_more_than_fausts_16_kib_but_no_more_than_max_dea
     got = collect(s, "explanations", lambda ms: len(ms) >= len(values), timeout=30)
     assert [m["n"] for m in got] == list(range(len(values)))
     assert batch == 60 * 1024
-
-
-def test_a_keyed_output_goes_to_the_partition_faust_would_send_it_to_also_after_a_metadata_refresh(bootstrap):
-    """The Appender keeps a key's partition (aiokafka's murmur2 in Python otherwise runs per
-    send): each key lands where Faust's own send puts it, before and after the client's
-    metadata is refreshed (which empties what it kept)."""
-    import faust
-    from streamxai.agents._forward import Outbox
-    from streamxai.handlers import Out
-    from streamxai.metrics import Metrics
-    from streamxai.settings import Settings
-
-    s = Settings(bootstrap_servers=bootstrap, topic_prefix=f"it-{uuid.uuid4().hex[:8]}.", partitions=4)
-    ensure_topics(s)
-    keys = [f"stream-{i}".encode() for i in range(24)]
-
-    async def run() -> int:
-        app = faust.App(f"send-{uuid.uuid4().hex[:6]}", broker=f"kafka://{bootstrap}", autodiscover=False,
-                        web_enabled=False, datadir=tempfile.mkdtemp())
-        await app.producer.start()
-        try:
-            box = Outbox(app.producer, s, Metrics())
-            for topic in ("explanations", "predictions"):  # their metadata loaded: the direct way from here
-                await app.producer.send(s.topic(topic), b"warm", b"{}", None, None, None)
-            for round_ in range(2):
-                for k in keys:  # Faust's send to predictions, the Outbox's to explanations
-                    await app.producer.send(s.topic("predictions"), k, b'{"k":"%s"}' % k, None, None, None)
-                await box.send_all([Out("explanations", k, b'{"k":"%s"}' % k) for k in keys], Source("t", 0, round_),
-                                   lambda o, e: None)
-                await app.producer.flush()
-                if round_ == 0:
-                    kept = len(box.appender._tps)
-                    await app.producer._producer.client.force_metadata_update()
-            return kept
-        finally:
-            await app.producer.stop()
-
-    kept = asyncio.run(run())
-    assert kept == len(keys)  # one partition kept per key
-
-    def placed(topic: str) -> dict[str, set[int]]:
-        got: dict[str, set[int]] = {}
-        for m in collect(s, topic, lambda ms: len(ms) >= 2 * len(keys) + (topic == "predictions"), timeout=30):
-            if "k" in m:
-                got.setdefault(m["k"], set()).add(m["_partition"])
-        return got
-
-    faust_way, direct = placed("predictions"), placed("explanations")
-    assert len(direct) == len(keys) and direct == faust_way
-    assert len({p for ps in direct.values() for p in ps}) > 1  # the keys spread: the partitioner ran
-    assert all(len(ps) == 1 for ps in direct.values())
 
 
 def test_a_worker_killed_right_after_a_commit_has_sent_every_explanation_of_the_committed_tasks(bootstrap, tmp_path):

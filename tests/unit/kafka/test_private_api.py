@@ -13,7 +13,7 @@ import pytest
 from aiokafka.consumer.consumer import AIOKafkaConsumer
 from aiokafka.consumer.fetcher import Fetcher
 from faust.transport.consumer import Consumer as FaustConsumer
-from streamxai.kafka import appender, private_api
+from streamxai.kafka import private_api
 from streamxai.kafka.faust_transport import FETCH_MAX_WAIT_MS, FETCH_MIN_BYTES, use_bounded_fetch_wait
 from streamxai.kafka.private_api import REQUIRED, Private, PrivateAPIChanged, problem
 
@@ -97,11 +97,6 @@ def test_faust_races_each_hand_over_against_suspend_flow_wait_which_the_consumer
     finally:
         consumer._thread.thread_loop.close()
         app.loop.close()
-
-
-def test_every_producer_part_the_appender_checks_is_listed():
-    listed = {p.name for p in REQUIRED if p.owner.endswith(":AIOKafkaProducer")}
-    assert set(appender._PARTS) <= listed, set(appender._PARTS) - listed
 
 
 def test_the_assignor_topic_ensure_topics_creates_is_the_one_faust_subscribes_to(tmp_path):
