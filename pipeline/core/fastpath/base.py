@@ -66,28 +66,16 @@ class FastModel:
     """Evaluates one river model as its own prediction methods would, from its internals.
 
     ``rows(rows, output, target_class)`` gives the model's output for each row;
-    ``replaced(x, pairs, output, target_class, with_x)`` for each ``(feature, value)`` in
-    ``pairs`` the output at ``x`` with that one feature set to ``value`` (iPDP's ICE curves,
-    iPFI's permutations), preceded by the output at ``x`` itself when ``with_x``. Neither
-    changes the model or the rows.
+    ``replaced(x, pairs, output, target_class, with_x)`` for each ``(feature, value)`` in ``pairs``
+    the output at ``x`` with that one feature set to ``value``, preceded by the output at ``x`` when
+    ``with_x``. Neither changes the model or the rows.
 
-    A call computes what its rows share once, in a *scope* (:meth:`new_call`). By default the
-    scope lives for one call. With ``shared = True`` it is kept for later calls -- the other
-    explainers of the same event, and the events before the model next learns -- until
-    :meth:`invalidate` (the owner calls it after every ``learn_one``), and as a second guard
-    until the model's :meth:`token` (a counter its ``learn_one`` moves) changes or the row
-    ``x`` given to :meth:`replaced` changes in place (its values or its key order).
-
-    A white-box evaluator (:class:`FastModel`) reads the model's internals *at the time of each
-    call* and keeps nothing between calls, so it follows every ``learn_one`` of the model without
-    being told. Within one call it computes each part of a prediction that does not depend on
-    the row once (a leaf's naive Bayes factor of a feature value, a linear model's partial sums)
-    and repeats exactly the floating-point operations of river's own code in river's order, so
-    the values are the black-box values bit for bit. Anything it does not recognise -- a node
-    type, a splitter, a leaf model, a river version -- raises :class:`Unsupported` (or any other
-    exception), and the caller evaluates that call as a black box, which gives the same values,
-    or raises the same error.
-    """
+    A call computes what its rows share once, in a *scope* (:meth:`new_call`) that lives for one
+    call, or, with ``shared = True``, until :meth:`invalidate` (called after every ``learn_one``),
+    the model's :meth:`token` changes, or the row ``x`` changes in place. Each part is computed with
+    river's floating-point operations in river's order, so values are the black-box values bit for
+    bit; anything not recognised raises :class:`Unsupported` (or another exception), and the caller
+    evaluates that call as a black box."""
 
     #: what the evaluator recognised (for logs and metrics)
     name = "fast"

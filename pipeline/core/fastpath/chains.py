@@ -60,18 +60,11 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
     """Per tree (``_Tree`` calls of one scope), its prediction at ``x`` and then at each row
     of :func:`~streamxai.core.model.chain_rows` ``(x, order, donors, first)``, in that order.
 
-    Each donor's rows are visited from the one next to ``x`` (only ``order[-1]`` from the
-    donor) back to the first (``order[first:]`` from it): each row is its neighbour with one
-    more feature ``f`` taken from the donor. A tree's prediction is a function of the row's
-    values at the features its path tests and its leaves read (each branch decides on its own
-    feature; a leaf's distribution reads only its naive Bayes factors), so when ``f`` is none
-    of them the neighbour's prediction is this row's, the same list; when only a leaf reads
-    ``f`` the row takes the neighbour's leaves and only their distributions are computed anew;
-    otherwise the row takes the neighbour's path down to the first branch that tests ``f`` and
-    walks on from there, and a row that ends on the neighbour's path (every branch that tests
-    ``f`` sends it the same way) keeps the neighbour's prediction unless a leaf reads ``f``. Every prediction computed is ``_Tree.row``'s, so the
-    values are the model's own bit for bit.
-    """
+    Each row is its neighbour with one more feature ``f`` taken from the donor. A tree's prediction
+    depends only on the features its path tests and its leaves read, so when ``f`` is none of them
+    the row reuses the neighbour's prediction; when only a leaf reads ``f``, the neighbour's leaves
+    with their distributions computed anew; otherwise the walk goes on from the first branch on the
+    neighbour's path that tests ``f``. Every prediction computed is ``_Tree.row``'s."""
     d = len(order)
     for f in order:
         if f not in x:  # the rows would carry a key x lacks: not one scope's rows

@@ -89,23 +89,12 @@ def _gaussian_constants(splitter: GaussianSplitter, classes: list, priors: list)
 class MajorityLeaf:
     """A leaf that predicts its normalised class counts, whatever the row.
 
-    A leaf predicts by majority class (its class counts, normalised) or by naive Bayes: for
-    each class ``c`` with weight ``n_c > 0`` the vote ``log(n_c / n)`` plus, feature by feature
-    in the order of the leaf's splitters, the log-likelihood term of the row's value (skipped
-    when it is ``-inf``; ``log p`` or 0 for splitters without log densities), then a
-    log-sum-exp normalisation. The terms depend on one feature value each, so within one call
-    a :class:`NaiveBayesLeaf` computes each ``(feature, value)``'s terms once, and for rows
-    that differ from ``x`` in one feature (ICE curves, permutations) it keeps the partial sum
-    of the features before it and the terms after it: a new value costs one term and the same
-    additions, in the same order, as river's loop. Only splitters whose terms are pure
-    functions of ``(value, class)`` are accepted (Gaussian, nominal). A Gaussian's log density
-    ``(v - mu) ** 2 / (-2 var) - log(tau) / 2 - log(var) / 2`` keeps its per-class constants
-    for the call and evaluates that expression with them, the same operations as
-    ``Gaussian.log_pdf``.
-
-    Distributions are lists aligned with the leaf's ``classes`` (the order of its class counts,
-    which is the order of river's dicts).
-    """
+    A naive Bayes leaf (:class:`NaiveBayesLeaf`) instead sums, per class, ``log(n_c / n)`` and each
+    feature's log-likelihood term in the order of its splitters, then normalises by log-sum-exp.
+    Each term depends on one feature value, so within a call it is computed once per value, and rows
+    that differ from ``x`` in one feature keep the partial sum before it: the same additions, in the
+    same order, as river's loop. Only splitters whose terms are pure functions of ``(value, class)``
+    are accepted (Gaussian, nominal). Distributions are lists aligned with the leaf's ``classes``."""
 
     __slots__ = ("classes", "dist")
 
@@ -316,13 +305,9 @@ class NaiveBayesLeaf:
 
     def curves(self, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:
         """:meth:`replaced` at ``x`` with ``features[i]`` at each ``grids[i, k]``, as an array
-        ``(classes, features, values)``; None for more than two classes (river sums the
-        exponentiated votes with ``sum()``, which Python 3.12 compensates beyond two terms).
-
-        Each vote takes river's additions in river's order -- the features before, the term
-        of the value unless it is skipped, the kept terms after (padded with 0.0, which
-        changes no vote: a vote is never -0.0) -- and every ``**``, ``exp`` and ``log`` is the
-        C library's (:func:`_libm`); numpy does the rest, which IEEE rounds alike."""
+        ``(classes, features, values)``; None for more than two classes (Python 3.12's ``sum()``
+        compensates beyond two terms). River's additions in river's order, every ``**``, ``exp`` and
+        ``log`` the C library's (:func:`_libm`)."""
         n_classes = len(self.classes)
         if n_classes > 2:
             return None

@@ -76,23 +76,13 @@ def sigmoid(z: float) -> float:
 class LinearCall:
     """One linear model (maybe behind a scaler) during one call over rows with ``keys``.
 
-    ``LinearRegression.predict_one(x)`` is ``w . x + b`` and ``LogisticRegression`` turns it into
-    ``{False: 1 - p, True: p}`` with river's sigmoid (0 below -30, 1 above 30). River's dot
-    product (``VectorDict.dot``) walks ``x`` in its own key order, skips keys without a weight
-    and adds ``x_k * w_k`` to a running sum that starts at the integer 0; a scaler first maps
-    every value to ``(v - mean) / var ** 0.5`` (0.0 when the variance is 0). :class:`LinearFast`
-    does the same operations in the same order. For rows that differ from ``x`` in one feature
-    (ICE curves, permutations) the running sum before that feature is shared and only the
-    products after it are added again, so each row costs one product and the same additions,
-    never a reordered sum: the values are bit for bit river's. With the compiled kernels
-    (:mod:`streamxai.core.kernels`, ``_kernels_linear.c``) iPFI's replaced rows, iSAGE's chains
-    (:meth:`LinearFast.coalitions`) and iPDP's ICE curves are each one call that repeats those
-    operations in C, for a numeric output or the label; otherwise, from 16 such rows on they are
-    arrays: each row's products in river's order, summed left to right (``np.add.accumulate``,
-    the same additions), and iSAGE's chains and other rows go to the model itself (``serves_rows
-    = False``): river's compiled dot product takes under a microsecond per row, less than
-    anything shared here saves in Python.
-    """
+    River's ``w . x + b`` walks ``x`` in its key order, skips keys without a weight and adds
+    ``x_k * w_k`` to a running sum that starts at the integer 0 (a scaler first maps each value to
+    ``(v - mean) / var ** 0.5``); ``LogisticRegression`` applies river's sigmoid. Rows that differ
+    from ``x`` in one feature share the running sum before it and add only the products after it,
+    never a reordered sum. With the compiled kernels (:mod:`streamxai.core.kernels`) iPFI's rows,
+    iSAGE's chains and iPDP's curves are each one C call; otherwise, from 16 such rows on, arrays
+    summed left to right, and other rows go to the model itself (``serves_rows = False``)."""
 
     __slots__ = ("weights", "intercept", "classifier", "scale", "_x", "_pos", "_base", "_kargs", "_arrays",
                  "_layouts")

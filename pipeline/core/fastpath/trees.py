@@ -488,18 +488,10 @@ class _Forest:
 
 
 class TreeClassifierFast(FastModel):
-    """``HoeffdingTreeClassifier`` and ``HoeffdingAdaptiveTreeClassifier``.
-
-    :class:`TreeClassifierFast` serves ``HoeffdingTreeClassifier`` (one leaf per row,
-    ``proba.update(leaf distribution)`` over the sorted classes) and
-    ``HoeffdingAdaptiveTreeClassifier`` (every alternate tree met on the path adds its leaf's
-    distribution, each weighted by ``1 / (sum * error^2)``, then the sum is normalised);
-    :class:`ForestClassifierFast` serves ``ARFClassifier`` (each member's distribution times its
-    accuracy, summed class by class as ``collections.Counter.update`` sums, divided by the
-    total). Leaves: majority class, naive Bayes and naive Bayes adaptive
-    (:mod:`streamxai.core.fastpath.leaves`); a leaf's mode depends on the leaf and the tree's
-    options only, so it is settled once per call.
-    """
+    """``HoeffdingTreeClassifier`` (one leaf per row) and ``HoeffdingAdaptiveTreeClassifier``
+    (every alternate tree on the path adds its leaf's distribution weighted by
+    ``1 / (sum * error^2)``, then normalised); :class:`ForestClassifierFast` serves ``ARFClassifier``.
+    Leaves: :mod:`streamxai.core.fastpath.leaves`; a leaf's mode is settled once per call."""
 
     name = "hoeffding_tree"
 
