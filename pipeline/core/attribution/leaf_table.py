@@ -1,17 +1,11 @@
 """What the flat walk reads of a tree's leaves, as arrays over the tree's nodes, kept between
 explanations for the leaves that have not changed.
 
-A leaf is described once for every class (:func:`_built`: its class probabilities, its naive
-Bayes parameters, or that the flat walk leaves it to the caller) and then per explained class
-(a :class:`LeafView`: per node a code, a constant value and naive Bayes parameters with the
-class first). :class:`LeafMemo` keeps each tree's descriptions from one explanation to the next
-and describes again only the leaves that changed. A leaf's class counts, Gaussians and naive
-Bayes mode change only when it learns, and a leaf that learns adds its weight to its class
-counts (``stats``); deactivating or reactivating it (as a tree does to bound its memory)
-replaces its ``splitters`` (None, or a new dict). So a leaf whose class counts equal a copy
-taken when it was described, and whose ``splitters`` is the same object (held here, so no new
-object takes its address), is as it was.
-"""
+A leaf is described once for every class (:func:`_built`) and then per explained class
+(:class:`LeafView`). :class:`LeafMemo` describes again only the leaves that changed: a leaf
+changes only when it learns (its class counts grow) or is deactivated or reactivated (its
+``splitters`` is replaced), so a leaf whose counts equal the copy taken and whose ``splitters`` is
+the same object (held here, so no new object takes its address) is as it was."""
 
 from __future__ import annotations
 

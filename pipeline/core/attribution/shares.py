@@ -1,13 +1,10 @@
 """Routes' Shapley shares, gathered from a whole walk (or forest) and settled in a few batches.
 
-A route of a tree walk (:mod:`.background_walk`) hands over, per background point, the masks
-``a`` (features that must come from ``x``) and ``b`` (from the point) and the route's value: a
-constant, or ``g(T)`` over the subsets ``T`` of the features its leaves read, or the naive Bayes
-votes that give ``g``. Settling each route on its own costs a few dozen numpy calls, most of
-them overhead for a handful of points; :class:`Shares` stacks routes of the same shape and
-settles each stack at once in :meth:`Shares.finish`. Every entry carries a ``scale`` (``1 / n``
-for the background mean, times a tree's weight in a forest): the shares are linear in ``g``.
-"""
+A route of a tree walk hands over, per background point, the masks ``a`` and ``b`` and the
+route's value (a constant, ``g(T)`` over the subsets of the features its leaves read, or the
+naive Bayes votes that give ``g``). :class:`Shares` stacks routes of the same shape and settles
+each stack at once in :meth:`Shares.finish`; every entry carries a ``scale`` (``1 / n`` times a
+tree's weight in a forest): the shares are linear in ``g``."""
 
 from __future__ import annotations
 
@@ -208,13 +205,10 @@ _SAFE_EXPONENT = 700.0
 
 
 def _exp_votes(votes: np.ndarray, diff: np.ndarray, k: int) -> np.ndarray:
-    """``exp(votes + diff . T)`` of every subset ``T`` of the ``k`` players, ``(c, 2^k, s)``
-    (subsets before points: each player's step below writes one contiguous block). For a point
-    whose ``|votes| + sum |diff|`` stays within 700 (so every partial product stays within
-    [e^-700, e^700], far from overflow and underflow), as the product ``exp(votes) *
-    prod_{j in T} exp(diff_j)``, filled subset by subset as the players are added: ``2^k``
-    products and ``k + 1`` exponentials per point and class instead of ``2^k`` exponentials,
-    each value within ``k + 1`` roundings of relative size 2^-53. Any other point from the sums."""
+    """``exp(votes + diff . T)`` of every subset ``T`` of the ``k`` players, ``(c, 2^k, s)``.
+    For a point whose ``|votes| + sum |diff|`` stays within 700 (no overflow or underflow), as
+    products of ``exp(votes)`` and each ``exp(diff_j)``, within ``k + 1`` roundings; any other point
+    from the sums."""
     c, s = votes.shape
     out = np.empty((c, 1 << k, s))
     if not (c and k and s):

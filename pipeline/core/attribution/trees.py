@@ -1,26 +1,12 @@
 """Exact interventional Shapley values of river's Hoeffding trees, by walking each tree.
 
-For one background point ``z``, a *hybrid* row takes ``x``'s values on a coalition ``S`` and
-``z``'s elsewhere. At a branch where ``x`` and ``z`` go the same way, every hybrid does; where
-they part, the hybrids that follow ``x`` hold the branch's feature (it joins ``A``, the features
-that must come from ``x``) and the others do not (it joins ``B``). A feature met again further
-down is already decided. So each *route* from the root to a leaf is reached by exactly the
-coalitions with ``A <= S`` and ``S & B = {}``, and the routes split all ``2^d`` coalitions
-between them: ``f(x_S, z_notS) = sum over routes of 1[A <= S, S & B = {}] g_route(x_S, z_notS)``.
-
-A route whose leaves predict a constant (majority class, a mean) is a unanimity game, whose
-Shapley values have a closed form (:func:`~.coalitions.unanimity_shares`). A leaf that reads
-the row (naive Bayes over the leaf's feature observers, a linear model at a regression leaf)
-makes ``g_route`` depend on the *free* features it reads, those outside ``A`` and ``B`` where
-``x`` and ``z`` differ; the route's values are then computed from ``g_route`` on every subset of
-them (:func:`~.coalitions.subset_shares`), still exactly, at ``2^k`` leaf predictions for ``k``
-free features. Leaf values come from the leaves' own ``prediction`` method on a hybrid row
-that follows the route, combined as the tree's own ``predict_proba_one`` / ``predict_one``
-combines them, so every value is the model's own.
-
-Averaging over the background gives the values of ``v(S) = mean_z f(x_S, z_notS)``; they sum
-to ``f(x) - mean_z f(z)``, the base value being the route of ``S = {}`` for each ``z``.
-"""
+Each route from the root to a leaf is reached by exactly the coalitions that hold the features
+where ``x`` took it and lack those where the background point did, so the routes split the
+coalitions between them: a constant leaf makes a unanimity game
+(:func:`~.coalitions.unanimity_shares`), a leaf that reads the row is evaluated on every subset of
+the free features it reads (:func:`~.coalitions.subset_shares`). Leaf values come from the leaves'
+own ``prediction``, combined as the tree combines them. The derivation is in
+docs/pages/concepts/algorithms.md (Local attributions)."""
 
 from __future__ import annotations
 
