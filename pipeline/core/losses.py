@@ -209,19 +209,12 @@ def has_unbiased_mean(loss: Callable[[Any, Any], float]) -> bool:
 
 def loss_of_mean(loss: Callable[[Any, Any], float], y_true: Any, preds: Sequence[Any]) -> float:
     """``loss.of_mean(y, preds)`` for a quadratic loss and ``m >= 2``, else the plug-in
-    ``loss(y, mean of preds)`` (biased for a strictly convex loss; exact when ``m = 1``
-    only if the loss is linear in the prediction).
+    ``loss(y, mean of preds)``.
 
-    Loss of an expected prediction. SAGE's value function needs ``l(y, E[f])``, the loss of the
-    *mean* prediction over an imputation distribution, and an explainer only has ``m`` draws
-    ``f_1..f_m`` of it. For a strictly convex loss the plug-in ``l(y, mean f_k)`` is biased upwards
-    by a Jensen gap (for the squared loss exactly ``Var(f) / m``). Losses that are quadratic in
-    the prediction -- :data:`squared`, :class:`BrierOf` (the squared error of one class's
-    probability) and :data:`brier` (multi-class Brier score) -- offer ``of_mean(y, preds)``: the
-    U-statistic ``1 / (m (m - 1)) sum_{k != l} (f_k - y)(f_l - y)``, unbiased for
-    ``(E f - y)^2`` when the ``m >= 2`` draws are independent (summed over classes for Brier).
-    :func:`loss_of_mean` uses it when it exists and falls back to the plug-in otherwise.
-    """
+    SAGE needs ``l(y, E[f])`` from ``m`` draws of ``f``; for a strictly convex loss the plug-in is
+    biased upwards by a Jensen gap (``Var(f) / m`` for the squared loss). The quadratic losses
+    (:data:`squared`, :class:`BrierOf`, :data:`brier`) offer ``of_mean``, the U-statistic
+    ``1 / (m (m - 1)) sum_{k != l} (f_k - y)(f_l - y)``, unbiased for independent draws."""
     if len(preds) >= 2 and has_unbiased_mean(loss):
         return loss.of_mean(y_true, preds)  # type: ignore[attr-defined]
     from .model import mean_output

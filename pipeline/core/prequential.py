@@ -31,10 +31,9 @@ _BINARY = frozenset({0, 1})
 
 
 class NotABinaryLabel(ValueError):
-    """A label that a binary classifier (river's ``_multiclass`` False: it predicts True or
-    False) cannot tell apart from its two classes: anything but true/false and 0/1. River's
-    logistic regression learns 2 as True (with twice the step) and -1 as False, so a stream of
-    three classes would be scored and explained as if it had two; the event is not learned.
+    """A label a binary classifier (river's ``_multiclass`` False) cannot tell apart from its two
+    classes: anything but true/false and 0/1 (river's logistic regression learns 2 as True and -1
+    as False). The event is not learned.
 
     >>> e = NotABinaryLabel(2); e.y, str(e)[:56]
     (2, 'the label 2 (int) is not a class of a binary classifier:')
@@ -94,12 +93,9 @@ class PrequentialModel(Component):
 
     def score(self, y: Any, y_pred: Any) -> float:
         """The loss of the prediction ``y_pred`` against the target ``y``; ValueError if it is
-        not finite (a finite but huge prediction or target: learning the event would make the
-        model's every later prediction overflow), or larger than :data:`MAX_LOSS` (its square
-        would overflow the loss summaries reported with the explanations), or, for class labels,
-        a label that cannot be ordered with the class the model predicted (a string among numbers
-        or booleans: models that sort their classes, such as river's trees, would fail on every
-        later event once they learned it), or :class:`NotABinaryLabel` (:meth:`check_label`).
+        not finite, larger than :data:`MAX_LOSS` (its square would overflow the loss summaries), or,
+        for class labels, a label that cannot be ordered with the predicted class (models that sort
+        their classes would fail on every later event); :class:`NotABinaryLabel` (:meth:`check_label`).
 
         >>> from river import linear_model
         >>> m = PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared")
