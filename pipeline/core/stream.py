@@ -237,7 +237,6 @@ class StreamExplainer(Component):
     #: what a worker sets (:meth:`on_worker`)
     units: list[str] | None = None
     fast_path = "auto"
-    inputs = False
 
     def __init__(
         self,
