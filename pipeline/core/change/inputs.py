@@ -49,56 +49,43 @@ __all__ = ["InputFault", "InputMonitor", "FAULTS"]
 FAULTS = ("constant", "shifted", "scaled", "swapped", "reordered", "stopped")
 #: the least rank von Neumann ratio of values whose order is lost (independent values: about 2)
 _ORDER_LOST = 1.2
-#: the order of the recent values counts as lost only when values up to this many apart do not
-#: follow each other either: several sources that take turns in one stream (three weather
-#: stations, hour by hour) make neighbours unlike while each source's own values stay smooth
+#: order is lost only when values up to this many apart do not follow each other either (sources
+#: that take turns in one stream make neighbours unlike while each one's own values stay smooth)
 _TURNS = 8
 #: tests between two reckonings of the reference's quartiles and range
 _REF_EVERY = 4
-#: an exchange of values: each feature's recent values differ from its reference by this many
-#: times the two-sample Kolmogorov-Smirnov scale sqrt((n + m) / (n m)) (p about 2e-5 for
-#: independent values) and agree with the other's within this many (p about 1e-3)
+#: an exchange: recent values differ from their reference by this many Kolmogorov-Smirnov scales
+#: sqrt((n + m) / (n m)) (p about 2e-5) and agree with the other's within this many (p about 1e-3)
 _KS_DIFFER = 2.4
 _KS_AGREE = 1.9
 #: the least rank von Neumann ratio of a reference whose values are about independent (2: independent)
 _INDEPENDENT = 1.6
-#: values that follow each other somewhat lost some of that order: the ratio of the newest 200 at
-#: least this far above the reference's (about two standard errors of the ratio of 200 values)
+#: some order lost: the ratio of the newest 200 this far above the reference's (about two standard errors)
 _ORDER_WEAKER = 0.3
-#: a link between two features: their rank correlation in every ``recent``-long stretch of the
-#: older half of the values kept is at least this (with one sign); it is lost when the recent
-#: values' is at most _LINK_LOST and _LINK_MARGIN below the least of the stretches (values that
-#: no longer go with their event's: rank correlation about 0, standard error 1 / sqrt(recent))
+#: a link between two features: a rank correlation of at least this in every older stretch; lost
+#: at most _LINK_LOST and _LINK_MARGIN below the least stretch's (standard error 1 / sqrt(recent))
 _LINKED = 0.5
 _LINK_LOST = 0.15
 _LINK_MARGIN = 0.3
-#: a fault that phases in: at least this share of the recent values is one value (or missing),
-#: _MIXED_MARGIN more than in any ``recent``-long stretch of the older half of the values kept;
-#: or at least this share lies far beyond that half's bulk (:meth:`InputMonitor._mixed_in`)
+#: a fault that phases in: this share of the recent values is one value, _MIXED_MARGIN more than any
+#: older stretch held, or lies far beyond the older half's bulk (:meth:`InputMonitor._mixed_in`)
 _MIXED = 0.3
 _MIXED_MARGIN = 0.2
-#: odd values of a fault phasing in that lost order tells of only against an earlier reference:
-#: this share of the recent values is one value or lies beyond the bulk (:meth:`InputMonitor._odd_values`)
+#: odd values of a fault phasing in: this share of the recent values (:meth:`InputMonitor._odd_values`)
 _ODD = 0.1
-#: a smooth series' odd values are mixed in when they alternate with the others as values placed
-#: at random do: their runs at most this many standard deviations fewer than random placement's
-#: (Wald-Wolfowitz; a series that wanders beyond its bulk and back, in a daily cycle say, makes
-#: long runs, about half the runs random placement makes)
+#: a smooth series' odd values are mixed in when their runs are at most this many standard deviations
+#: fewer than random placement's (Wald-Wolfowitz; a daily cycle makes about half as many runs)
 _INTERLEAVED = 2.5
-#: the fewest values other than the most common one, on each side, that the test of a feature
-#: that is mostly one value reads (:meth:`InputMonitor._sparse_scaled`)
+#: the fewest values other than the most common one, each side, :meth:`InputMonitor._sparse_scaled` reads
 _SPARSE = 5
-#: the values other than its most common one that a feature that is mostly one value has
-#: remembered, the latest: a dry spell outlasts the values kept, and its first rain is compared
-#: with the rain before it
+#: the latest values other than the most common one remembered (a dry spell outlasts the values kept)
 _RARE_MEMORY = 200
 #: the fewest such values after a unit changed, each beyond the farthest of the ones remembered
 _SPARSE_NEW = 3
 #: the largest chance, at the reference's share of a value, of the run of it that ``constant`` reads
 _RUN_CHANCE = 1e-6
-#: a feature that is mostly one value moved when its other value became the rule: this share of
-#: the recent values more than in any ``recent``-long stretch of the reference (each stretch's
-#: share has a standard error of 0.05 at most, so chance never reaches it)
+#: a flag that flipped: its rare value this share of the recent values more than in any stretch of the
+#: reference (a stretch's share has a standard error of 0.05 at most)
 _FLIPPED = 0.5
 #: two smooth features keep an order when one lies above the other in this share of the reference
 _ABOVE = 0.95

@@ -27,9 +27,8 @@ LOSS = ("model", "loss")
 #: the events before a change over which the model's reliance on its feature is read
 _RELIANCE_SPAN = 2000
 
-#: the spans over which the reliance on a faulted feature is read, the larger share counting: the
-#: explainers' published values follow the last ~1/alpha events, and a fault is sure, so a reliance
-#: that grew lately gates its page as the reliance the user sees does
+#: the spans over which the reliance on a faulted feature is read, the larger share counting (the
+#: published values follow the last ~1/alpha events: a reliance that grew lately counts)
 _FAULT_SPANS = (500, _RELIANCE_SPAN)
 
 #: the least reliance on a feature (of the top feature's) whose effect's change pages a degradation
@@ -42,11 +41,9 @@ _LABEL_WAIT = 1000
 #: the weight of each message in a series' running mean of the model's loss
 _LOSS_WEIGHT = 0.01
 
-#: an effect series (iPDP) whose new level lies within the range of the levels its own changes
-#: held over this many events before (widened by a tenth of the change's scale) moved within that
-#: range and is no news: the test takes the new level on without a change event. A young adaptive
-#: tree switches subtrees back and forth and its partial dependence flaps between two shapes,
-#: each flap a significant change; a fault moves the effect to a level it had not held lately.
+#: an iPDP series whose new level lies within the range its own changes held over this many events
+#: (widened by a tenth of the change's scale) takes it on without a change event: a young adaptive
+#: tree's partial dependence flaps between two shapes
 _RECALL = 3000
 _RECALL_MARGIN = 0.1
 
@@ -503,11 +500,8 @@ class StreamChangeDetector(Component):
         return out
 
     # internals -------------------------------------------------------------------
-    # Order independence: the other series' messages of the current report (same seq) may come
-    # before or after this one (explain groups on different workers), so every read of another
-    # series uses only its blocks that end before the current seq, from its window as it was
-    # before a change found earlier in this report cut it (SeriesTest.window_at), and curves
-    # sent before it.
+    # The other series' messages of the current report may come before or after this one, so every
+    # read of another series uses its blocks that end before the current seq (SeriesTest.window_at).
     def _keep_curve(self, st: _Series, seq: int, curve: dict) -> None:
         """The newest curve, and a thinned history over the span of the series' window: at
         most about ``_CURVES_KEPT`` of them, evenly spaced in events."""
