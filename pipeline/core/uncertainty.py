@@ -285,19 +285,18 @@ class SmoothedStderr(Component):
                 on[i] += 1.0
 
     # results --------------------------------------------------------------------
-    def _moments(self, slow: bool = False, both: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and variance of the increments, the buffer included (nothing is changed);
-        ``slow``: weighted at the reuse statistics' rate; ``both``: at either rate, as rows
-        ``[estimate's, slow]`` of 2-row arrays, from one pass over the buffer."""
+    def _moments(self, both: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of the increments, the buffer included (nothing is changed), at the
+        estimate's rate; ``both``: at either rate, as rows ``[estimate's, slow]`` of 2-row arrays.
+        One pass over the buffer serves both rates."""
         d = len(self._names)
-        rates = (0, 1) if both else (int(slow),)
-        mom = np.array([(self._mom, self._slow)[r] for r in rates])  # a copy, one row per rate
-        w2sums = [(self._w2sum, self._slow_w2sum)[r] for r in rates]
+        mom = np.array((self._mom, self._slow))  # a copy, one row per rate
+        w2sums = [self._w2sum, self._slow_w2sum]
         if self._held:
-            w2sums = self._fold(mom, w2sums, self._buffer[:self._held], rates)
+            w2sums = self._fold(mom, w2sums, self._buffer[:self._held])
         w0 = mom[:, 0]
         if not d or w0[0, 0] == 0.0:  # (every feature has the same weights; every rate is 0 before any increment)
-            z = np.zeros((len(rates), d))
+            z = np.zeros((2, d))
             return (z, z.copy()) if both else (z[0], z[0].copy())
         mean = mom[:, 1] / w0
         var = np.maximum(mom[:, 2] / w0 - mean * mean, 0.0)
@@ -311,14 +310,11 @@ class SmoothedStderr(Component):
         var = var * np.array(num) / np.array(den)
         return (mean, var) if both else (mean[0], var[0])
 
-    def _fold(self, mom: np.ndarray, w2sums: list, x: np.ndarray, rates: tuple = (0, 1)) -> list:
+    def _fold(self, mom: np.ndarray, w2sums: list, x: np.ndarray) -> list:
         """Fold the increments ``x`` (rows, oldest first) into the moments ``mom`` (in place; one
-        ``(3, d)`` block per rate of ``rates``: 0 the estimate's, 1 the reuse statistics'); returns each
-        rate's squared weights' sum. Each rate's operations are elementwise those of folding it alone."""
-        b = len(x)
-        w, cbs, wsums, w2 = self._block(b)
-        if rates != (0, 1):
-            w, cbs, wsums, w2 = w[list(rates)], *([v[r] for r in rates] for v in (cbs, wsums, w2))
+        ``(3, d)`` block per rate: the estimate's, the reuse statistics'); returns each rate's
+        squared weights' sum. Each rate's operations are elementwise those of folding it alone."""
+        w, cbs, wsums, w2 = self._block(len(x))
         mom *= np.array(cbs)[:, None, None]
         mom[:, 0] += np.array(wsums)[:, None]
         xx = np.concatenate((x, x * x), axis=1)  # both moments' columns: one column sum per rate

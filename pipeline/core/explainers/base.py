@@ -16,20 +16,13 @@ __all__ = ["Explainer"]
 class Explainer(Component):
     """Base class. Subclasses set ``name`` and implement ``explain_one`` / ``observe_one``.
 
-    An explainer explains the *current* model: ``explain_one(x, y)`` evaluates the model
-    as it is now, folds the increment into the smoothed estimates, updates the explainer's
-    storages with ``(x, y)`` and returns the current values. It never trains the model; the
-    caller learns ``(x, y)`` afterwards (prequential order: explain, then learn).
-
-    ``observe_one(x, y)`` updates the storages only, for events skipped under a budget, so
-    that explained events draw from the same past as without the budget.
-
-    Feature partitioning: ``feature_names`` are all model inputs in order; ``features`` (a
-    subset, default all) are the ones this instance explains. Random draws for a feature use a
-    generator derived from ``(seed, explainer, feature)`` and storages use ``(seed, storage)``,
-    so an explainer over a subset gives exactly the values the full explainer gives for
-    those features: work can be split by feature across workers without changing results.
-    """
+    ``explain_one(x, y)`` evaluates the model as it is now, folds the increment into the smoothed
+    estimates, updates the storages with ``(x, y)`` and returns the current values; it never trains
+    the model (the caller learns ``(x, y)`` afterwards). ``observe_one(x, y)`` updates the storages
+    only, for events skipped under a budget. ``feature_names`` are all model inputs in order;
+    ``features`` the ones this instance explains. Random draws are seeded per
+    ``(seed, explainer, feature)``, so an explainer over a subset gives exactly the full explainer's
+    values for those features."""
 
     name = "explainer"
 

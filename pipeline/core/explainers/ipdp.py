@@ -313,16 +313,10 @@ class IPDP(Explainer):
     def curves(self) -> dict[str, dict[str, list]]:
         """``{feature: {"grid": [...], "pd": [...], "se": [...]}}``, debiased, as plain Python types.
 
-        Numeric features: the smoothed grid points ``x_{t,k}``, PD values and their standard
-        errors; categorical ones: the categories of the last grid (in :func:`category_key`
-        order), their PD and standard errors. Empty lists before the first explained event.
-
-        Standard error of a grid point: the debiased PD is ``sum_s w_s y_k(s)`` with weights
-        ``w_s = a (1 - a)^(t - s) / (1 - (1 - a)^t)`` over independent ICE values (the events'
-        ``x`` are independent and no storage is reused), so ``se_k = sqrt(sum_s w_s^2
-        Var[y_k])``, the variance running as in :mod:`streamxai.core.uncertainty` (Theorem
-        3.4's ``sigma_k^2 a / (2 - a)`` in the stationary limit). The grid points themselves
-        move with the smoothed extremes; their spread is not included."""
+        Numeric features: the smoothed grid points, PD values and their standard errors; categorical
+        ones: the categories of the last grid (in :func:`category_key` order). Empty lists before the
+        first explained event. A grid point's standard error is ``sqrt(sum_s w_s^2 Var[y_k])`` over
+        independent ICE values, with the debiased weights; the grid points' own spread is not included."""
         out: dict[str, dict[str, list]] = {}
         bias = 1.0 - self._decay
         if self.n_explained and self._row:  # the numeric features' rows, debiased
@@ -345,13 +339,9 @@ class IPDP(Explainer):
 
     @property
     def stderr(self) -> dict[str, float]:
-        """Standard error of each numeric feature's importance, by the delta method: the
-        importance is the std of the PD values, whose linearisation at the current curve is
-        ``sum_k g_k pd_k``, ``g_k = (pd_k - mean) / ((K - 1) std)``; each event contributes
-        ``z = sum_k g_k y_k`` and ``se = sqrt(sum_s w_s^2 Var[z])``. An approximation that
-        fails where the curve is nearly flat (importance within a few se of 0: the std is
-        not differentiable there). Categorical features (importance (max - min) / 4) have
-        none."""
+        """Standard error of each numeric feature's importance, by the delta method: each event
+        contributes ``z = sum_k g_k y_k``, ``g_k = (pd_k - mean) / ((K - 1) std)``. It fails where the
+        curve is nearly flat (the std is not differentiable there); categorical features have none."""
         bias = 1.0 - self._decay
         if self.n_explained == 0 or not self._row:
             return {}

@@ -205,12 +205,9 @@ class ISAGE(Explainer):
 
     @property
     def jensen_gap(self) -> float:
-        """Smoothed estimate of how much the values' sum overstates ``v({}) - v(D)``.
-
-        Per event: the chain's loss of the all-imputed coalition minus the loss of the
-        smoothed mean prediction (which estimates ``v({})`` up to ``O(alpha)``). About 0 for
-        the unbiased estimator; the Jensen gap ``G_m({}) >= 0`` of the plug-in. 0 for
-        ``"paper"`` (its chain starts at the mean prediction)."""
+        """Smoothed estimate of how much the values' sum overstates ``v({}) - v(D)``: per event,
+        the loss of the all-imputed coalition minus that of the smoothed mean prediction. About 0 for
+        the unbiased estimator, the Jensen gap ``G_m({}) >= 0`` of the plug-in, 0 for ``"paper"``."""
         return self._gap
 
     @property
@@ -301,10 +298,9 @@ class ISAGE(Explainer):
 
 
 def _donor_slots(n: int, m: int, rng: Any) -> list[int]:
-    """The slots of the ``m`` donors of one chain among ``n`` stored observations: distinct
-    when the storage holds at least ``m`` (drawn without replacement), so the products of
-    their residuals are unbiased for the loss of the mean over the *population*, not only
-    over the storage."""
+    """The slots of the ``m`` donors of one chain among ``n`` stored observations, distinct when
+    the storage holds at least ``m``: the products of their residuals are then unbiased for the loss
+    of the mean over the population."""
     if m == 1:
         return [int(rng.random() * n)]
     if m == 2 and n >= 2:
