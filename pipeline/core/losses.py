@@ -65,21 +65,36 @@ def _check_m(preds: Sequence[Any]) -> None:
         )
 
 
-class Squared:
-    """``(y_true - y_pred)^2``; ``of_mean`` is unbiased for ``(y_true - E[y_pred])^2``."""
+class _Quadratic:
+    """``(t - p)^2`` of the number ``t`` a label stands for (:meth:`_target`); ``of_mean`` is
+    unbiased for ``(t - E[p])^2``."""
 
-    def __call__(self, y_true: float, y_pred: float) -> float:
-        d = float(y_true) - float(y_pred)
+    def _target(self, y_true: Any) -> float:
+        raise NotImplementedError
+
+    def __call__(self, y_true: Any, y_pred: float) -> float:
+        d = self._target(y_true) - float(y_pred)
         return d * d
 
-    def of_mean(self, y_true: float, preds: Sequence[float]) -> float:
+    def of_mean(self, y_true: Any, preds: Sequence[float]) -> float:
         _check_m(preds)
-        return _u_products(float(y_true), preds)
+        return _u_products(self._target(y_true), preds)
 
-    def of_means(self, y_true: float, preds: Sequence[float], m: int) -> list[float]:
-        """:meth:`of_mean` of each group of ``m`` consecutive predictions."""
+    def of_means(self, y_true: Any, preds: Sequence[float], m: int) -> list[float]:
+        """:meth:`of_mean` of each group of ``m`` consecutive predictions.
+
+        >>> BrierOf(1).of_means(0, [0.5, 0.25, 1.0, 0.0], 2)
+        [0.125, 0.0]
+        """
         _check_m(preds[:m])
-        return _u_products_groups(float(y_true), preds, m)
+        return _u_products_groups(self._target(y_true), preds, m)
+
+
+class Squared(_Quadratic):
+    """``(y_true - y_pred)^2``."""
+
+    def _target(self, y_true: Any) -> float:
+        return float(y_true)
 
     def __repr__(self) -> str:
         return "squared"
@@ -118,7 +133,7 @@ class Brier:
         return "brier"
 
 
-class BrierOf:
+class BrierOf(_Quadratic):
     """Squared error of the predicted probability of ``target_class``: (1[y = c] - p)^2.
 
     >>> BrierOf(1)(1, 0.75), BrierOf(1)(0, 0.75), BrierOf(1).of_mean(0, [0.5, 0.25])
@@ -128,22 +143,8 @@ class BrierOf:
     def __init__(self, target_class: object):
         self.target_class = target_class
 
-    def __call__(self, y_true: object, p: float) -> float:
-        d = (1.0 if y_true == self.target_class else 0.0) - float(p)
-        return d * d
-
-    def of_mean(self, y_true: object, preds: Sequence[float]) -> float:
-        _check_m(preds)
-        return _u_products(1.0 if y_true == self.target_class else 0.0, preds)
-
-    def of_means(self, y_true: object, preds: Sequence[float], m: int) -> list[float]:
-        """:meth:`of_mean` of each group of ``m`` consecutive predictions.
-
-        >>> BrierOf(1).of_means(0, [0.5, 0.25, 1.0, 0.0], 2)
-        [0.125, 0.0]
-        """
-        _check_m(preds[:m])
-        return _u_products_groups(1.0 if y_true == self.target_class else 0.0, preds, m)
+    def _target(self, y_true: Any) -> float:
+        return 1.0 if y_true == self.target_class else 0.0
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BrierOf) and other.target_class == self.target_class
