@@ -30,10 +30,9 @@ class ExplainerSpec:
     """Which explainer, which model output it explains, with which loss, and its parameters.
 
     A ``StreamExplainer`` builds one explainer per spec, on a ``ModelFunction`` of its current
-    model with this ``output`` and ``target_class``. The defaults are the explainers' own. A
-    parameter that applies to other explainers only must keep its default (``APPLIES_TO``).
-    That, ``name``, ``alpha``, the sizes and ``categorical`` are checked here, once, when the
-    spec is made; ``output``, ``loss`` and ``removal`` when the explainer is built.
+    model with this ``output`` and ``target_class``. A parameter that applies to other explainers
+    only must keep its default (``APPLIES_TO``); ``output``, ``loss`` and ``removal`` are checked
+    when the explainer is built, the rest here.
 
     Parameters
     ----------
@@ -126,13 +125,10 @@ class ExplainerSpec:
 class ExplanationValue:
     """One explainer's current value for one feature, as published.
 
-    ``block`` holds the per-event increments folded in since the previous report of this
-    value, ``model_loss`` the model's prequential losses over the events seen since the
-    previous report (both :class:`~streamxai.core.increments.Block`), ``stderr`` the
-    standard error of ``value`` when the explainer reports one, ``n_seen`` the steps of its
-    kind (predict or learn) the explainer has seen, explained or not, ``var_factor`` the
-    variance of a long mean of the increments over that of independent ones (None:
-    independent; see :mod:`streamxai.core.change.test`).
+    ``block`` and ``model_loss``: the increments and the model's losses since the previous report
+    (:class:`~streamxai.core.increments.Block`); ``stderr``: the value's standard error, if any;
+    ``n_seen``: the steps of its kind the explainer has seen, explained or not; ``var_factor``: the
+    increments' variance factor (None: independent).
     """
 
     # StreamExplainer._step builds these by position, in this order
@@ -166,18 +162,13 @@ class StreamExplainer(Component):
     """Explainers over one stream's model: each event is explained with the model as it is,
     then the model learns it.
 
-    ``model`` is the prototype, as in river's wrappers: the explainers evaluate a clone of it
-    (``current_model``, version t after learning the events before t), and ``model`` itself is
-    never trained. When labels come later, an event is taken in two steps (:meth:`step`): at
-    its arrival (``predict``) iPDP, which needs no label, explains it; when its label comes
-    (``learn``) iPFI and iSAGE explain it, and the model learns it. An event whose label comes
-    with it takes both at once (:meth:`process_one`). Each part reports its explainers' values
-    every ``emit_every`` explained steps of that part.
-
-    A worker builds its group's part with :meth:`on_worker`: work is split into *units*, one per
-    feature (its iPFI and iPDP) and one for the iSAGE chain; ``units_of_group`` deals them to
-    groups, and a group gives exactly the values the all-units StreamExplainer gives for its
-    units, every random draw being seeded by ``(seed, stream_id, explainer, feature)``.
+    ``model`` is the prototype: the explainers evaluate a clone of it (``current_model``), and
+    ``model`` itself is never trained. With labels that come later an event takes two steps
+    (:meth:`step`): at its arrival (``predict``) iPDP explains it; when its label comes (``learn``)
+    iPFI and iSAGE explain it and the model learns it; :meth:`process_one` takes both at once.
+    Each part reports every ``emit_every`` explained steps. A worker builds its group's part with
+    :meth:`on_worker` (units: one per feature, one for the iSAGE chain, :func:`units_of_group`),
+    which gives exactly the all-units explainer's values for its units.
 
     Parameters
     ----------

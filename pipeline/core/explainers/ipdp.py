@@ -28,13 +28,11 @@ GRIDS = ("extreme", "quantile")
 class IPDP(Explainer):
     """Incremental PDP of every feature in ``features``, and its spread as an importance.
 
-    Each event is explained with the model as it is: the event's ICE curve of each feature on a
-    grid from the feature's recent values is folded into a smoothed partial dependence curve
-    (:meth:`curves`), whose standard deviation over the grid is the feature's importance
-    (``values``). The algorithm step by step, the increments, standard errors, categorical
-    features and variance are on the docs page "The explainers step by step". Random draws for
-    feature ``f`` are seeded from ``(seed, "ipdp", f)``, so ``IPDP(features=[f])`` gives exactly
-    the values the explainer over all features gives for ``f``.
+    Each event's ICE curve of each feature, on a grid from the feature's recent values, is folded
+    into a smoothed partial dependence curve (:meth:`curves`), whose standard deviation over the
+    grid is the feature's importance (``values``; the docs page "The explainers step by step").
+    Draws for feature ``f`` are seeded from ``(seed, "ipdp", f)``, so ``IPDP(features=[f])`` gives
+    exactly the full explainer's values for ``f``.
 
     Parameters
     ----------

@@ -22,12 +22,10 @@ STORAGES = {"geometric": GeometricReservoir, "uniform": UniformReservoir}
 class IPFI(Explainer):
     """Incremental PFI of every feature in ``features``.
 
-    Each event is explained with the model as it is: per feature, the loss with the feature's
-    value replaced by one drawn from a reservoir of earlier events, minus the loss, smoothed at
-    rate ``alpha``. The algorithm step by step, its sampling strategies, variance and standard
-    errors are on the docs page "The explainers step by step". Random draws for feature ``j`` are
-    seeded from ``(seed, "ipfi", j)``, so ``IPFI(features=[j])`` gives exactly the values the
-    explainer over all features gives for ``j``.
+    Per event and feature: the loss with the feature's value replaced by one drawn from a
+    reservoir of earlier events, minus the loss, smoothed at rate ``alpha`` (the docs page "The
+    explainers step by step"). Draws for feature ``j`` are seeded from ``(seed, "ipfi", j)``, so
+    ``IPFI(features=[j])`` gives exactly the full explainer's values for ``j``.
 
     Parameters
     ----------

@@ -23,11 +23,10 @@ REMOVALS = ("interventional", "observational")
 class ISAGE(Explainer):
     """Incremental SAGE values of all features.
 
-    Each event is explained with the model as it is: a random permutation of the features is
-    walked, adding one feature at a time to a coalition, and each feature's value is the smoothed
-    drop of the loss of the mean prediction over the features still removed. The chain couples
-    all features, so iSAGE explains all of ``feature_names`` on one worker. The algorithm step
-    by step, its estimators, cost and variance are on the docs page "The explainers step by step".
+    Each event walks a random permutation of the features, adding one at a time to a coalition;
+    a feature's value is the smoothed drop of the loss of the mean prediction as it joins. The
+    chain couples all features, so iSAGE explains all of ``feature_names`` on one worker. The
+    algorithm is on the docs page "The explainers step by step".
 
     Parameters
     ----------
@@ -171,8 +170,6 @@ class ISAGE(Explainer):
             return ConditionalRemoval(
                 names, categorical=self.categorical, storage_size=self.storage_size, seed=seed
             )
-        if not isinstance(removal, Removal):  # pragma: no cover - checked in __init__
-            raise TypeError(f"removal must be a string or a Removal, got {type(removal).__name__}")
         if list(removal.feature_names) != names:
             raise ValueError(
                 f"the removal's feature_names {list(removal.feature_names)} differ from "
