@@ -143,12 +143,10 @@ class InputMonitor(Component):
     _orders: tuple[np.ndarray, ...] = ()
     #: per feature found phasing in: (the event count until which its phase-in tests wait, what it was)
     _phasing: dict[int, tuple[int, str]] | None = None
-    #: the model's loss on each event of the ring (NaN: none came with its event); a checkpoint
-    #: made without them starts them afresh
+    #: the model's loss and the label, as a number, on each event of the ring (NaN: none came with
+    #: its event); a checkpoint made without them starts them afresh
     _losses: np.ndarray | None = None
     _pending_losses: list[float] | None = None
-    #: the label of each event of the ring, as a number (NaN: none came with its event); a
-    #: checkpoint made without them starts them afresh
     _labels: np.ndarray | None = None
     _pending_labels: list[float] | None = None
     #: per feature that is mostly one value: (that value, the events and the values of the latest
@@ -243,9 +241,7 @@ class InputMonitor(Component):
         due = self._quiet_until <= self._n
         if (self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None
                 or len(self._ref_stats) != 12):  # (a checkpoint made before the links were kept with them)
-            # the reference moves by a quarter of a percent a test: its quartiles, range and order,
-            # and the older half's links and percentiles, are worked out every few tests (most of
-            # the cost of a test otherwise)
+            # the reference moves little between tests: its statistics are worked out every few
             stretch_order, next_order, whole_order = self._ref_order(ref)
             quartiles = _quartiles(ref, _REFERENCE_QS, with_range=True)
             smoothest = self._smoothest(next_order, quartiles[3] - quartiles[1])
@@ -280,9 +276,8 @@ class InputMonitor(Component):
         if unlinked:
             found += self._unlinked(unlinked, ranks, links, vals, seqs, med, iqr, rmed, riqr)
         named = {fault.feature for fault in found}
-        # the link with the labels is read over 200 events: every _REF_EVERY tests, as the references are.
-        # Flipped labels weaken it too: a feature whose own values follow each other is read only once its
-        # newest 200 values lost some of that order, as shuffled ones do (_ORDER_WEAKER)
+        # the link with the labels, every _REF_EVERY tests; a feature whose values follow each other
+        # only once its newest values lost some of that order, as shuffled ones do (_ORDER_WEAKER)
         if self._labels is not None and (self._n // self.every) % _REF_EVERY == 0:
             subjects = [j for j in rest if self.features[j] not in named]
             newest = _rank_ratio(vals[subjects, -2 * self.recent:], _TURNS) if subjects else np.zeros(0)
@@ -305,10 +300,8 @@ class InputMonitor(Component):
             if at == self.reference:  # outside from the first recent value: it began before them
                 back = self.reference - self.recent
                 at = back + _start_outside(vals[j][back:], *bounds)
-            # values that left the whole range: where their level (shifted) or their distance from
-            # the median (scaled) stepped, around there, since they may stay within it for a while
-            # (a reading at its low of the day moved up to its high); within the range, where they
-            # crossed the tails (a wind direction from 350 round to 10 steps as far, and no fault)
+            # values that left the whole range: where their level (shifted) or distance from the
+            # median (scaled) stepped, around there; within the range, where they crossed the tails
             first = max(0, at - 2 * self.recent)
             around = vals[j][first:at + self.recent]
             if left and len(around) >= 2 and not np.isnan(around).any():
@@ -316,9 +309,8 @@ class InputMonitor(Component):
             elif flipped and len(around) >= 2:
                 at = first + change_point((around != med[j]).astype(float))
             starts[j] = at  # an index into the reference and the recent values together
-            # the other side of an exchange: a feature whose values since then left its whole range
-            # or their bulk its 10% tails, by less than the shift, and look like those of the feature
-            # that moved (the nearest)
+            # the other side of an exchange: the nearest feature whose values since then left its
+            # range or tails, by less than the shift, and look like those of the feature that moved
             if vals.shape[1] - at < 10 or not iqr[j] > 0:
                 continue
             sides = []
@@ -390,9 +382,8 @@ class InputMonitor(Component):
         if long and len(pool) >= 2:
             found += self._exchange_mixed(pool, vals, seqs, med, iqr)
         # a fault found phasing in is tested again as a whole fault once the recent values are all
-        # after the finding (another fault may follow, a source stuck after a burst was read as an
-        # offset phasing in), while the tests of faults that phase in wait for the reference; the
-        # same fault found whole as it completes is the one found already
+        # after the finding, the phase-in tests once the reference is; the same fault found whole
+        # as it completes is the one found already
         phasing = dict(self._phasing or {})
 
         def completing(fault: InputFault) -> bool:
@@ -532,10 +523,8 @@ class InputMonitor(Component):
         if not (np.isfinite(rmed) and np.isfinite(med)):
             return None
         if not iqr > 0:
-            # a feature that is mostly one value: moved when most recent values are another one,
-            # which the reference held once in a hundred at most (an offset moves its 0s as one),
-            # or by _FLIPPED less in every recent-long stretch (a flag that flipped: its rare value
-            # became the rule)
+            # a feature that is mostly one value: moved when most recent values are another one, which
+            # the reference held once in a hundred at most, or _FLIPPED less in every stretch (a flag)
             share = np.mean(rec == rmed)
             if riqr == 0 and rmed != med and share >= 0.5 and not _steps(ref) and (
                     np.mean(ref == rmed) <= 0.01
@@ -554,8 +543,7 @@ class InputMonitor(Component):
         if riqr >= self.factor * iqr and outside >= 0.5:
             return "scaled"
         if riqr >= self.factor * iqr and outside >= 0.25:
-            # a share of the values (those that are not 0, say) in a unit ``factor`` times larger:
-            # half of them beyond the reference's range by ``factor`` times its reach from its median
+            # a share of the values (those not 0, say) in a unit ``factor`` times larger
             reach = max(hi - med, med - lo)
             if reach > 0 and np.median(np.abs(rec[out] - med)) >= self.factor * reach:
                 return "scaled"
@@ -839,8 +827,7 @@ class InputMonitor(Component):
         with np.errstate(all="ignore"):  # stuck values (no spread): no correlation, the other tests say so
             z /= np.sqrt((z * z).sum(axis=1, keepdims=True))
             now = z @ z.T
-        # every linked feature's links that weakened by _LINK_MARGIN at least (one found before,
-        # or one whose links are still going, may be the one that lost more)
+        # every linked feature's links that weakened by _LINK_MARGIN at least
         weakened = {j: sum(j in at and o in at and s * now[at[j], at[o]] <= least - _LINK_MARGIN
                            for o, s, least in links[j]) for j in links}
         out = []
@@ -850,8 +837,7 @@ class InputMonitor(Component):
             # (a feature whose values follow each other has no links of its own to weigh)
             if len(lost) < len(links[j]) or all(weakened.get(o, 0) > len(lost) for o, *_ in lost):
                 continue  # it lost links only to features that lost more: their values moved
-            # where the links were lost: the split of the last 2 * recent events that best tells the
-            # mean of the signed products of centred ranks after it from that before it
+            # where the links were lost: the change point of the signed products of centred ranks
             span = vals[:, -2 * self.recent:]
             wj = midranks(ranks[j], span[j]) - 0.5
             prod = np.mean([s * wj * (midranks(ranks[o], span[o]) - 0.5) for o, s, _, _ in lost], axis=0)
@@ -1022,8 +1008,7 @@ def _jumped(values: np.ndarray, at: int, shift: float, ref: np.ndarray) -> bool:
     moves = np.abs(medians[2:] - medians[:-2])  # stretches that meet end to start
     if not len(moves) or jump >= 1.5 * np.percentile(moves, 95):
         return True
-    # a feature with bursts of spikes: its level since the jump moved by 1.5 times the most the
-    # medians of adjacent stretches as long moved in the reference (a burst comes back down)
+    # a feature with bursts of spikes: its level since moved by 1.5 times the most it moved in the reference
     span = len(values) - at
     if span < 4 * _STEP:
         return False
