@@ -31,11 +31,9 @@ def softmax(votes: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 class BayesVotes:
-    """The votes of one leaf's naive Bayes model, over the features in ``players``.
-
-    ``classes`` are the leaf's classes in its order, ``prior`` their prior votes, ``live`` which
-    of them have weight (the others vote 0 whatever the row); :meth:`terms` gives a feature's
-    vote terms for an array of values (0 where river skips the term)."""
+    """The votes of one leaf's naive Bayes model over the features in ``players``: ``classes`` in
+    the leaf's order, ``prior`` their prior votes, ``live`` those with weight; :meth:`terms` gives a
+    feature's vote terms for an array of values (0 where river skips the term)."""
 
     def __init__(self, stats: dict, splitters: dict, players: set):
         total = sum(stats.values()) if stats else 0

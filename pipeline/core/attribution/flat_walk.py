@@ -31,10 +31,9 @@ _EXACT = 2 ** 53  # an int within it compares with a float as its float does
 
 
 class _Flat:
-    """Trees as arrays: ``feature[i]``, ``threshold[i]``, ``left[i]`` (its children are ``left[i]``
-    and ``left[i] + 1``), ``x_right[i]`` for branch ``i``; ``leaf[i]`` (the leaf), ``code[i]``,
-    ``value[i]`` and ``params[i]`` (its :class:`~.leaf_table.LeafView`) otherwise. Each tree's
-    branches and leaves come from ``memo``, what ``x`` does at the branches from the frame."""
+    """Trees as arrays: per branch ``feature``, ``threshold``, ``left`` (children ``left`` and
+    ``left + 1``) and ``x_right``; per leaf ``leaf``, ``code``, ``value`` and ``params``
+    (:class:`~.leaf_table.LeafView`), from ``memo``."""
 
     def __init__(self, frame: Frame, memo: LeafMemo):
         self.frame = frame
@@ -177,10 +176,8 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
 
 def _walk(feature: np.ndarray, threshold: np.ndarray, child: np.ndarray, x_right: np.ndarray, z: np.ndarray,
           todo: list[tuple[int, int]]) -> tuple:
-    """The states ``(leaf, tree, point, a, b)`` at the leaves, from every background point
-    (the rows of ``z``) at the roots of ``todo`` (``(tree, root)`` pairs), level by level: in
-    one compiled call (``tree_walk`` of :mod:`streamxai.core.kernels`, the same states in the
-    same order) when it is built, else with numpy."""
+    """The states ``(leaf, tree, point, a, b)`` at the leaves, from every background point at the
+    roots of ``todo``, level by level: one compiled call (``tree_walk``) when built, else numpy."""
     n = len(z)
     roots = np.array([r for _, r in todo], dtype=np.int64)
     trees = np.array([k for k, _ in todo], dtype=np.int64)

@@ -120,10 +120,8 @@ class _TreeLeaves:
 
 
 class LeafMemo:
-    """Each tree's leaves described (:class:`LeafView`), kept for the next explanation and
-    described again there only where a leaf changed (see the module's docstring). Only the
-    trees met by the last explanation are kept. It keeps the background's columns
-    (:class:`~.frame.Columns`) and the trees' branches (:class:`~.tree_shape.ShapeCache`) too."""
+    """Each tree's leaves described (:class:`LeafView`), kept for the next explanation and described
+    again only where a leaf changed, with the background's columns and the trees' branches."""
 
     def __init__(self) -> None:
         self._kept: dict = {}
@@ -183,10 +181,8 @@ def _refused_or_built(leaf: Any, game: TreeGame, frame: Frame) -> tuple[str | No
 
 
 def _built(leaf: Any, game: TreeGame, frame: Frame) -> tuple[str | None, Any]:
-    """What is kept of a leaf for any class: ``("constant", (class probabilities, predicts))``
-    for a leaf that reads nothing (its normalised class counts, as river's leaves give them),
-    ``("bayes", _leaf_params)`` for naive Bayes over Gaussians, ``(None, None)`` for a leaf
-    left to the caller."""
+    """What is kept of a leaf for any class: ``("constant", (class probabilities, predicts))``,
+    ``("bayes", _leaf_params)`` for naive Bayes over Gaussians, or ``(None, None)``."""
     reads = game.reads(leaf)
     if reads is None:
         return None, None
@@ -221,9 +217,7 @@ def _leaf_params(leaf: Any, frame: Frame) -> tuple:
 
 def _for_target(params: tuple, target: Any) -> tuple | None:
     """``(feature indices, mu, -2 var, log normaliser, dense, prior, packed)`` with the target's
-    class first (what the flat walk's naive Bayes terms read; ``packed``: the six as one row of
-    floats, for stacking leaves of one shape); None when the leaf has not seen the target (its
-    probability is 0)."""
+    class first (``packed``: the six as one row); None when the leaf has not seen the target."""
     classes, idx, mu, var, prior = params
     try:
         t = classes.index(target)

@@ -87,11 +87,9 @@ class Shares:
 
     def _settle(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
                 scale: np.ndarray | None) -> None:
-        """:func:`~.coalitions.subset_shares` for every point, ``T`` over the subsets of its
-        ``used`` players that avoid its ``a`` and ``b``; ``g[T, point]`` (subsets first), times
-        the point's ``scale`` (None: scaled already). A subset's weight depends on its size
-        only; a free player gains ``w(|a| + |T| - 1) g(T)`` from each ``T`` that holds it and
-        loses ``w(|a| + |T|) g(T)`` to each that does not."""
+        """:func:`~.coalitions.subset_shares` for every point, ``T`` over the subsets of its ``used``
+        players that avoid its ``a`` and ``b``; ``g[T, point]`` times the point's ``scale`` (None:
+        scaled already). A subset's weight depends on its size only."""
         slots = np.arange(k)
         fixed = (((a | b)[:, None] >> used) & 1) if k else np.zeros((len(a), 0), dtype=np.int64)
         ab_used = fixed @ (1 << slots) if k else np.zeros(len(a), dtype=np.int64)
@@ -127,10 +125,8 @@ class Shares:
     def _settle_grouped(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
                         pa: np.ndarray, m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray,
                         scale: np.ndarray | None) -> None:
-        """:meth:`_settle` group by group: the points of one ``(|a|, m, fixed players, used)``
-        share their weights and allowed subsets. One product of every group's weights with
-        ``g`` gives each point's shares; one product of ``g`` with the points' (scaled) group
-        indicators gives each group's column sums, whence its players' gains."""
+        """:meth:`_settle` group by group: the points of one ``(|a|, m, fixed players, used)`` share
+        their weights and allowed subsets, so each group takes two matrix products."""
         g = np.ascontiguousarray(g)  # C order for the products below
         t = np.arange(1 << k)
         sizes = np.bitwise_count(t).astype(np.int64)

@@ -28,11 +28,9 @@ _STEADY = (HoeffdingTreeClassifier, BaseTreeClassifier)
 
 
 class TreeShape:
-    """One tree's branches: ``features`` (the features tested, each once), per node ``code``
-    (the position in ``features`` of the feature it tests, -1 for a leaf), ``threshold``
-    (``thresholds``: as the branches hold them; 0.0 at a leaf), ``left`` (its first child's id,
-    -1 for a leaf), ``leaf`` (the leaf, None for a branch) and ``branch`` (the branch, None for
-    a leaf)."""
+    """One tree's branches: ``features`` (each tested feature once), per node ``code`` (its
+    feature's position, -1 for a leaf), ``threshold``, ``left`` (first child, -1 for a leaf),
+    ``leaf`` and ``branch``."""
 
     __slots__ = ("tree", "root", "features", "code", "threshold", "thresholds", "left", "leaf", "branch", "floats",
                  "_pins")

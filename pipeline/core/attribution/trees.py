@@ -50,12 +50,9 @@ def step(node: Any, row: dict) -> tuple[Any, bool]:
 
 
 class TreeGame:
-    """One river tree, seen as the leaves a row reaches and how their predictions combine.
-
-    ``kind`` is ``"htc"``, ``"hatc"`` (classifiers, explained on the probability of
-    ``target``), ``"htr"`` or ``"hatr"`` (regressors). :meth:`value` gives the tree's output on
-    a row that reaches ``leaves``, and the sum of its class probabilities (1.0 for a regressor).
-    """
+    """One river tree, seen as the leaves a row reaches and how their predictions combine:
+    ``kind`` ``"htc"`` or ``"hatc"`` (classifiers, on the probability of ``target``), ``"htr"`` or
+    ``"hatr"``; :meth:`value` gives the output on a row reaching ``leaves`` and its probabilities' sum."""
 
     def __init__(self, tree: Any, kind: str, target: Any = None):
         self.tree = tree
@@ -191,11 +188,9 @@ def tree_game(tree: Any, target: Any = None) -> TreeGame:
 def tree_shapley(
     game: TreeGame, x: dict, background: Sequence[dict], features: Sequence[str], max_free: int = 12
 ) -> tuple[np.ndarray, float, float, str]:
-    """Interventional Shapley values of ``features`` at ``x`` (an array in their order), the
-    base value ``mean_z f(z)``, ``f(x)``, and what the probabilities of the predictions met sum
-    to: ``"one"`` on every row, ``"zero"`` on every row (a tree that predicts nothing), else
-    ``"mixed"`` (what averaging the trees of a forest needs to know). :class:`TooManyFree` when
-    a route's leaves read more than ``max_free`` free features."""
+    """Interventional Shapley values of ``features`` at ``x`` (an array), the base value, ``f(x)``
+    and what the predictions' probabilities sum to (``"one"``, ``"zero"`` or ``"mixed"``, for a
+    forest's average). :class:`TooManyFree` when a route's leaves read more than ``max_free``."""
     index = {f: i for i, f in enumerate(features)}
     phi = np.zeros(len(features))
     base = fx = 0.0
@@ -215,10 +210,8 @@ def tree_shapley(
 
 def route_shares(game: TreeGame, x: dict, z: dict, a: frozenset, b: frozenset, leaves: tuple, differ: set,
                  index: dict, max_free: int, const: dict, totals: set) -> tuple[list, float, float]:
-    """One route's part of the values for background point ``z``: ``(feature, share)`` pairs,
-    its part of ``f(z)`` (when ``S = {}`` takes it) and of ``f(x)`` (when ``S = all`` does).
-    ``const`` caches the values of routes whose leaves read nothing; ``totals`` collects what
-    the probabilities met sum to."""
+    """One route's part of the values for background point ``z``: ``(feature, share)`` pairs and
+    its parts of ``f(z)`` and ``f(x)``; ``const`` caches constant routes, ``totals`` collects sums."""
     reads: set = set()
     for leaf in leaves:
         r = game.reads(leaf)
