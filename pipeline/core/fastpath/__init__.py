@@ -37,15 +37,12 @@ def river_version_ok() -> bool:
 def compile_model(model: Any) -> FastModel | None:
     """A white-box evaluator of ``model``, or None if it is not one the fast path knows.
 
-    Explaining one event costs tens to hundreds of model evaluations whose rows share most of their
-    values. :func:`compile_model` recognises the Hoeffding tree family (classifiers and regressors,
-    adaptive or not; leaves ``mc``, ``nb``, ``nba``, ``mean``, ``model``, ``adaptive``),
+    It recognises the Hoeffding tree family (classifiers and regressors, adaptive or not),
     ``ARFClassifier``, and ``LinearRegression`` / ``LogisticRegression`` alone or after a
-    ``StandardScaler``, and returns a :class:`FastModel` that computes the shared parts of one call
-    once and repeats river's floating-point operations in river's order, so its values are the
-    black-box values bit for bit. It reads river internals, so only the river releases in
-    :data:`VERIFIED_RIVER` are served; anything else (None here, or :class:`Unsupported` during a
-    call) is evaluated as a black box."""
+    ``StandardScaler``, on the river releases in :data:`VERIFIED_RIVER`, and returns a
+    :class:`FastModel` that computes what one call's rows share once, with river's floating-point
+    operations in river's order: the black-box values bit for bit. Anything else (None here, or
+    :class:`Unsupported` during a call) is evaluated as a black box."""
     if not river_version_ok():
         return None
     from .linear import LinearFast

@@ -50,10 +50,9 @@ def tree_kind(model: Any, method: str, adaptive: type, plain: type) -> str | Non
 
 
 def to_output(raw: Any, output: str, target_class: Any) -> Any:
-    """A classifier's ``predict_proba_one`` dict as ``output`` (what ``ModelFunction`` would
-    return calling the model itself): ``label`` as ``Classifier.predict_one`` picks it (the
-    first class of largest probability, ``None`` for an empty dict), ``value`` that as a
-    float, ``proba`` the dict, ``proba_of`` the probability of ``target_class``."""
+    """A classifier's ``predict_proba_one`` dict as ``output``: ``label`` as ``predict_one`` picks
+    it (the first class of largest probability, None for an empty dict), ``value`` that as a float,
+    ``proba`` the dict, ``proba_of`` the probability of ``target_class``."""
     if output == "proba":
         return raw
     if output == "proba_of":
@@ -88,9 +87,8 @@ class FastModel:
         self.invalidate()
 
     def invalidate(self, keep: bool = True) -> None:
-        """Forget the kept scope: the model has learnt (or may have). A family may keep parts
-        of it that it checks before using again (the leaf plans of a forest's trees), unless
-        ``keep`` is false (a call failed: nothing it left is used)."""
+        """Forget the kept scope (the model has learnt, or may have); a family may keep parts it
+        checks before reuse, unless ``keep`` is false (a call failed)."""
         self._call: Any = None
         self._uses = 0
         self._keys: set | None = None

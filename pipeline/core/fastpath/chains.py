@@ -29,9 +29,8 @@ __all__ = ["chain_parts", "forest_chain"]
 
 
 def _state(tree: Any, row: dict, nodes: list) -> list:
-    """``tree``'s prediction of ``row`` (what ``_Tree.row`` gives) given its path ``nodes``,
-    with what it depends on: the features the branches of the path test, the features its
-    leaves read, the leaves and the path."""
+    """``tree``'s prediction of ``row`` given its path ``nodes``, with what it depends on: the
+    features its path tests and its leaves read, the leaves and the path."""
     leaves = tree._leaves_of(nodes)
     return [tree._combine(leaves, [leaf.row(row) for leaf in leaves]), split_features(nodes), _read(leaves), leaves,
             nodes]
@@ -103,8 +102,7 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
 
 def forest_chain(forest: Any, x: dict, order: list, donors: list, first: int) -> list:
     """An ARF's ``_Forest.row`` of ``x`` and of each row of the chain: its members'
-    :func:`chain_parts`, summed row by row; rows whose members all predict the same lists share
-    one sum."""
+    :func:`chain_parts` summed row by row (rows whose members agree share one sum)."""
     sums: dict = {}
     out = []
     for parts in zip(*chain_parts(forest.trees, x, order, donors, first), strict=True):

@@ -36,9 +36,8 @@ _SPLITTERS = {
 
 
 def normalized(values: list, factor: float | None = None) -> list:
-    """``values`` scaled by ``1 / factor`` (default: their sum), or an unscaled copy when the
-    factor is 0 or NaN: river's ``normalize_values_in_dict(d, factor, inplace=False)`` on the
-    values of ``d``, in order."""
+    """``values`` scaled by ``1 / factor`` (default: their sum), unscaled when the factor is 0 or
+    NaN: river's ``normalize_values_in_dict(d, factor, inplace=False)`` on the values of ``d``."""
     if factor is None:
         factor = sum(values)
     if factor == 0 or math.isnan(factor):
@@ -63,9 +62,8 @@ def softmax_votes(votes: list) -> list:
 
 
 def _gaussian_constants(splitter: GaussianSplitter, classes: list, priors: list) -> list:
-    """Per class: ``(mu, -2 var, log(var) / 2)`` of the class's Gaussian, or None where
-    ``cond_log_proba`` is ``-inf`` for every value (no Gaussian for the class, too few
-    observations, zero variance) or the class is not voted on (no weight)."""
+    """Per class: ``(mu, -2 var, log(var) / 2)`` of its Gaussian, or None where ``cond_log_proba``
+    is ``-inf`` for every value or the class has no weight."""
     dists = splitter._att_dist_per_class
     out: list[tuple | None] = []
     for c, prior in zip(classes, priors, strict=True):
@@ -206,9 +204,8 @@ class NaiveBayesLeaf:
         self._x = None
 
     def new_call(self) -> None:
-        """Serve another call of an unchanged leaf: x's factors go, the terms of the values
-        met and the distributions of the rows met stay (pure functions of the leaf and the
-        values) unless a feature met, or the rows met, more than :data:`_MEMO_LIMIT` values."""
+        """Serve another call of an unchanged leaf: x's factors go, the memoised terms and
+        distributions stay unless they outgrew :data:`_MEMO_LIMIT` values."""
         self._x = None
         if any(len(m) > _MEMO_LIMIT for m in self.memos):
             self.memos = [{} for _ in self.atts]
@@ -236,9 +233,8 @@ class NaiveBayesLeaf:
         return self.replaced_many(x, feature, [value], None)[0]
 
     def replaced_many(self, x: dict, feature: str, values: list, error: float | None) -> list:
-        """:meth:`replaced` for each of ``values``, and with ``error`` (an adaptive tree's
-        leaf) each distribution divided by ``sum * error^2`` and then by its sum, as the
-        tree does when this leaf is the only one (a tight loop over an ICE curve)."""
+        """:meth:`replaced` for each of ``values``; with ``error`` (an adaptive tree's only
+        leaf) each distribution weighed and normalised as the tree does."""
         if self.empty or feature not in self.index:
             return [self._weighed(self.replaced(x, feature, v), error) for v in values]
         if x is not self._x:
@@ -388,9 +384,8 @@ class NaiveBayesLeaf:
 
     @staticmethod
     def _weighed(dist: list, error: float | None) -> list:
-        """An adaptive tree's only leaf: ``dist / (sum * error^2)``, then ``0.0 + each``
-        normalised by the sum (river's ``normalize_values_in_dict`` twice, 0 or NaN
-        factors leaving the values as they are)."""
+        """An adaptive tree's only leaf: ``dist / (sum * error^2)``, then normalised by the sum, as
+        river's ``normalize_values_in_dict`` twice."""
         if error is None:
             return dist
         factor = sum(dist) * error * error
@@ -405,9 +400,8 @@ class NaiveBayesLeaf:
         return [v * m for v in proba]
 
     def _prefix_suffix(self, i: int) -> tuple[list, list]:
-        """Per class: the vote summed over the features before ``i`` (river's order) and
-        the non-skipped terms of the features after it, both at ``x`` -- for every ``i`` at
-        once on the first question (a running sum per class, and slices of its terms)."""
+        """Per class: the vote summed over the features before ``i`` and the non-skipped terms
+        of those after it, at ``x``, for every ``i`` at once."""
         splits = self._split
         if not splits:
             n = len(self.atts)

@@ -44,10 +44,8 @@ __all__ = ["class_curves", "class_arrays", "moved", "forest_class_curves", "comb
 
 
 def class_curves(tree: Any, x: dict, features: list, grids: np.ndarray, target_class: Any) -> np.ndarray | None:
-    """The probability of ``target_class`` at ``x`` with ``features[i]`` at each ``grids[i, k]``,
-    from ``tree`` (a :class:`~streamxai.core.fastpath.trees._Tree` call); None for more than
-    two classes: :func:`class_arrays`' row of the class.
-    """
+    """The probability of ``target_class`` at ``x`` with ``features[i]`` at each ``grids[i, k]``
+    (:func:`class_arrays`' row of the class); None for more than two classes."""
     if tree.n > 2:
         return None
     ci = tree._class_index().get(target_class)
@@ -131,11 +129,9 @@ def moved(tree: Any, x: dict, feature: str, values: list) -> list:
 
 def forest_class_curves(forest: Any, x: dict, features: list, grids: np.ndarray,
                         target_class: Any) -> np.ndarray | None:
-    """:func:`class_curves` of an ARF (a :class:`~streamxai.core.fastpath.trees._Forest`
-    call) whose members share their (at most two) classes in one order, else None: each
-    member's :func:`class_arrays` times its weight, added member after member, divided by the
-    sum over the classes where that is above 0 -- ``_Forest._sum``'s operations in its order,
-    on arrays."""
+    """:func:`class_curves` of an ARF whose members share their (at most two) classes in one
+    order, else None: each member's :func:`class_arrays` weighed, summed and normalised as
+    ``_Forest._sum`` does, on arrays."""
     trees = forest.trees
     classes = trees[0].classes
     if not classes or len(classes) > 2 or any(t.classes != classes for t in trees):

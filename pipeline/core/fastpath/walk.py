@@ -107,10 +107,9 @@ def first_test(nodes: list, feature: str) -> Any:
 
 
 def rewalk(nodes: list, row: dict, feature: str) -> list | None:
-    """The path of ``row``, a row that differs from the row of path ``nodes`` only in
-    ``feature``: the same nodes down to the first branch that tests ``feature``, then river's
-    walk from there (a branch reached twice, by a walk that took the most traversed child, stays
-    twice); None when no branch on the path tests ``feature`` (the path is the same)."""
+    """The path of ``row``, which differs from the row of ``nodes`` only in ``feature``: the same
+    nodes down to the first branch that tests ``feature``, then river's walk; None when no branch on
+    the path tests it."""
     for i, node in enumerate(nodes):
         if getattr(node, "feature", None) == feature and is_branch(node):
             if i + 1 < len(nodes) and nodes[i + 1] is node:
