@@ -60,9 +60,8 @@ class CategoryTypeChanged(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """What the explainers do for one arrival, at the stream's ``position``: ``predict``
-    (explain ``x`` with the model as it is; no label needed), ``learn`` (explain ``x`` with its
-    label ``y``, then learn it; ``loss`` is the prediction at arrival's), or ``both``."""
+    """What the explainers do for one arrival at ``position``: ``predict`` (no label needed),
+    ``learn`` (with label ``y``, then the model learns; ``loss`` of the prediction at arrival), or ``both``."""
 
     kind: str
     seq: int
@@ -106,10 +105,9 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """A label that cannot be joined: ``reason`` (one of :data:`REFUSALS`), ``message`` saying
-    why and what to do, and ``ref``, what the caller gave with the label (for its dead letter).
-    A held label that the model could not take when its event came has the model's ``error``
-    (its reason is then the one that error gives a label after its event, the caller's to say)."""
+    """A label that cannot be joined: ``reason`` (one of :data:`REFUSALS`), ``message`` (why and what
+    to do), ``ref`` (what the caller gave with it) and, for a held label the model could not take,
+    the model's ``error``."""
 
     seq: int
     reason: str

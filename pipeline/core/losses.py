@@ -104,11 +104,8 @@ class Squared(_Quadratic):
 
 
 class Brier:
-    """Multi-class Brier score ``sum_k (1[y = k] - p_k)^2`` of a ``{class: probability}`` dict.
-
-    A class missing from the dict has probability 0. ``of_mean`` sums the per-class
-    U-statistics, unbiased for the Brier score of the mean probabilities.
-    """
+    """Multi-class Brier score ``sum_k (1[y = k] - p_k)^2`` of a ``{class: probability}`` dict (a class
+    missing has probability 0); ``of_mean`` sums the per-class U-statistics."""
 
     def __call__(self, y_true: Any, y_pred: dict) -> float:
         total = 0.0 if y_true in y_pred else 1.0
@@ -157,12 +154,9 @@ class BrierOf(_Quadratic):
 
 
 class CrossEntropy:
-    """``-log p(y_true)`` with the probability clipped to ``[eps, 1 - eps]``.
-
-    ``y_pred`` is a ``{class: probability}`` dict, or a float read as the probability of
-    the positive class (``y_true`` truthy). No unbiased estimate of ``-log E[p]`` from a few
-    draws exists; explainers use the plug-in ``-log(mean p)`` and say what its bias is.
-    """
+    """``-log p(y_true)``, the probability clipped to ``[eps, 1 - eps]``; ``y_pred`` a
+    ``{class: probability}`` dict or the positive class's probability. No unbiased estimate of
+    ``-log E[p]`` exists: explainers use the plug-in and report its bias."""
 
     def __init__(self, eps: float = 1e-7):
         if not 0 < eps < 0.5:

@@ -52,13 +52,8 @@ class NotABinaryLabel(ValueError):
 
 
 class PrequentialModel(Component):
-    """Predicts each event with the model as it is, scores it, then learns it.
-
-    ``model`` is the template: the learner is a fresh copy of it (river's ``clone()``),
-    so the parameter is never trained and ``clone()`` gives an untrained model.
-    ``version`` counts the events learned so far: the prediction for an event is made
-    by the model of version = number of earlier labelled events.
-    """
+    """Predicts each event with the model as it is, scores it, then learns it. The learner is a
+    fresh copy of ``model`` (never trained itself); ``version`` counts the events learned."""
 
     def __init__(self, model: Any, output: str = "label", loss: Any = "zero_one", target_class: Any = None):
         self.model = model

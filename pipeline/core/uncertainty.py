@@ -31,10 +31,9 @@ _BLOCKS: dict[float, dict[int, tuple]] = {}
 
 
 def _column_sums(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``w @ x`` summed row after row: each column's result does not depend on the other
-    columns (a matrix product's blocking does), so a tracker of a subset of the features gives
-    exactly the full tracker's values for them. ``np.add.reduce`` over the rows of a C-ordered array
-    adds them in order; one column would be added pairwise, so it is accumulated."""
+    """``w @ x`` summed row after row, so each column's result does not depend on the other
+    columns (a subset tracker gives the full tracker's values); one column is accumulated, as
+    ``np.add.reduce`` would add it pairwise."""
     y = w[:, None] * x
     if y.shape[1] < 2:
         return np.add.accumulate(y, axis=0)[-1]
@@ -100,9 +99,8 @@ class PairSums:
 
 
 class SlotUse:
-    """A watched reservoir slot: the observation it holds, per feature the count and sum of
-    the increments that drew it, and the increments of the event it came from (None if that
-    event was only observed, or the observation was first met as a donor)."""
+    """A watched reservoir slot: its observation, per feature the count and sum of the increments
+    that drew it, and its own event's increments (None if that event was not explained)."""
 
     __slots__ = ("observation", "counts", "sums", "own")
 
@@ -214,13 +212,10 @@ class SmoothedStderr(Component):
         self, items: Sequence[Any], slots: Sequence[Any], deltas: Sequence[float],
         updates: float = 1.0, replace_rate: float | None = None, per_feature: bool = False,
     ) -> None:
-        """The increments ``deltas`` (feature order) of this event used the stored
-        observations ``items[k]``: ``slots`` lists the ``k`` shared by all features (iSAGE's
-        ``m`` donors), or, with ``per_feature``, one ``k`` (or one list of ``k``) per feature
-        (iPFI's ``M`` draws per feature).
-        ``updates``: stored events per explained event (1 without a budget);
-        ``replace_rate``: the probability that a stored event replaces a given slot (``1/L``
-        for a geometric reservoir, the default; ``1/n`` for a full uniform one)."""
+        """The increments ``deltas`` of this event used the stored observations ``items[k]``:
+        ``slots`` lists the ``k`` shared by all features (iSAGE's donors) or, with ``per_feature``, one
+        ``k`` or list of ``k`` per feature (iPFI's draws); ``updates``: stored events per explained
+        event; ``replace_rate``: the chance a stored event replaces a given slot (default ``1/L``)."""
         self._cached = self._cached_cov = None
         self._size = len(items)
         self._updates = updates
@@ -357,10 +352,8 @@ class SmoothedStderr(Component):
                          for u, n, c in zip(self._uses, owns.n, owns.covariance().tolist(), strict=True)], dtype=float)
 
     def _reuse(self, var: np.ndarray, c: float) -> np.ndarray:
-        """The reuse correction of the increments' variance ``var`` for a smoothing that keeps
-        ``c`` of its weight per event (1: a plain long mean), each covariance clipped to ``[-var, var]``
-        (Cauchy-Schwarz: the pair sums forget more slowly than ``var`` after a change of scale) and the
-        total floored at ``-3/4 var``."""
+        """The reuse correction of the variance ``var`` for a smoothing that keeps ``c`` of its weight
+        per event (1: a long mean), each covariance clipped to ``[-var, var]``, the total at least ``-3/4 var``."""
         if not (self._donors and self._size > 1):
             return np.zeros_like(var)
         rho = (1.0 - self._replace) ** self._updates
@@ -402,11 +395,8 @@ class SmoothedStderr(Component):
         return self._cached
 
     def variance_factors(self) -> dict[str, float]:
-        """``k`` of every feature: the variance of a long plain mean of its increments over that
-        of as many independent ones, ``1 + reuse / sigma^2`` in the limit ``c -> 1``; 1.0 without
-        donors or variance. ``sigma^2`` is weighted at the reuse statistics' rate, one horizon with the
-        covariances (docs/pages/concepts/algorithms.md, Standard errors). The change test multiplies its
-        squared standard errors by it."""
+        """``k`` of every feature: ``1 + reuse / sigma^2`` in the limit ``c -> 1``, ``sigma^2`` at
+        the reuse statistics' rate (docs/pages/concepts/algorithms.md); 1.0 without donors or variance."""
         return dict(zip(self._names, self._report()[1].tolist(), strict=True))
 
     def stderr(self, feature: str) -> float:

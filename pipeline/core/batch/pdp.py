@@ -73,9 +73,7 @@ def partial_dependence(
 
 def pdp_importance(pd: Sequence[float], categorical: bool = False) -> float:
     """Greenwell et al.'s PDP-based importance: sample std of ``pd`` over the grid, or
-    ``(max - min) / 4`` when the grid holds the categories of a categorical feature.
-
-    0.0 for fewer than two points (a flat curve carries no importance)."""
+    ``(max - min) / 4`` over a categorical feature's categories; 0.0 for fewer than two points."""
     n = len(pd)
     if n < 2:
         return 0.0

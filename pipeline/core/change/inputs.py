@@ -96,12 +96,10 @@ _RECENT_QS = (10, 25, 50, 75, 90)
 
 @dataclass(frozen=True)
 class InputFault:
-    """Feature ``feature``'s values changed as a data fault does, or the labels did (feature
-    ``label``, :mod:`~streamxai.core.change.label_watch`; ``stopped``: none came): ``what`` (one of :data:`FAULTS`),
-    found at position ``seq``, showing from position ``start``; ``before`` and ``after`` their
-    median and interquartile range (``after`` over the recent values); ``like``: the feature whose
-    values they now look like (``swapped``); ``detail``: one line for the person paged;
-    ``partial``: a fault that phases in, found in a share of the values."""
+    """Feature ``feature``'s values (or the labels', feature ``label``) changed as a data fault
+    does: ``what`` (one of :data:`FAULTS`), found at ``seq``, showing from ``start``; ``before`` and
+    ``after`` their median and interquartile range; ``like``: the feature they now look like;
+    ``detail``: one line for the person paged; ``partial``: a fault phasing in."""
 
     feature: str
     what: str
@@ -787,11 +785,9 @@ class InputMonitor(Component):
         return out
 
     def _ref_links(self, older: np.ndarray, whole_order: np.ndarray) -> tuple[dict, dict]:
-        """The links of the values kept ``older`` (the older half): each feature's sorted values
-        (its ranks), and for each feature whose values are about independent of each other, its
-        links: ``(other feature, sign, the least signed rank correlation of a recent-long
-        stretch)`` for every feature whose ranks moved with its in every stretch by at least
-        ``_LINKED``."""
+        """Each feature's sorted values in ``older`` (its ranks) and, for features whose values are
+        about independent, its links: ``(other, sign, least signed rank correlation of a stretch)`` for
+        each feature it moved with by at least ``_LINKED`` in every stretch."""
         k, (n_features, n) = self.recent, older.shape
         usable = [j for j in range(n_features) if not np.isnan(older[j]).any() and older[j].min() < older[j].max()]
         if len(usable) < 2 or not any(whole_order[j] >= _INDEPENDENT for j in usable):

@@ -63,12 +63,10 @@ _FORESEEN = 10
 
 def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, candidates: list[int],
                    recent: int, serial: np.ndarray | None = None) -> list[tuple[int, int, float, float, float]]:
-    """The features among ``candidates`` (rows of ``values``, oldest value first, beside each
-    event's label and the model's loss on it; NaN: none came) whose values no longer go with
-    the labels (module docstring): ``(row, index where the link was lost, the reference's
-    correlation, the least stretch's, the newest values')``, signed so that the link was
-    positive. ``serial``: each row's rank von Neumann ratio over its reference (rows below
-    ``_SERIAL`` are not read; None: all are)."""
+    """The features among ``candidates`` (rows of ``values`` beside the labels and losses; NaN:
+    none) whose values no longer go with the labels: ``(row, where the link was lost, the
+    reference's correlation, the least stretch's, the newest values')``, signed positive.
+    ``serial``: each row's rank von Neumann ratio (below ``_SERIAL``: not read)."""
     k = 2 * recent
     n = values.shape[1]
     if n < 3 * k or np.isnan(labels).any():
@@ -130,9 +128,8 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
 
 def _link(f_ref: np.ndarray, f_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.ndarray, starts: range,
           k: int) -> tuple[float, list[float], float]:
-    """The correlation of a feature's ranks with the labels: over the reference, in each of its
-    ``k``-long stretches where both spread (a stretch of labels of one class, a calm spell, tells
-    nothing of the link), and over the newest values."""
+    """A feature's rank correlation with the labels over the reference, in each stretch where both
+    spread, and over the newest values."""
     stretches = [_corr(f_ref[a:a + k], t_ref[a:a + k]) for a in starts
                  if f_ref[a:a + k].min() < f_ref[a:a + k].max() and t_ref[a:a + k].min() < t_ref[a:a + k].max()]
     return _corr(f_ref, t_ref), stretches, _corr(f_rec, t_rec)
@@ -184,9 +181,8 @@ def _part(u: np.ndarray) -> np.ndarray:
 
 
 def _targets(ref_y: np.ndarray, rec_y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The labels as numbers to correlate with: each class's indicator (classes of at least
-    ``_CLASS_SHARE`` of the reference, present and absent among the newest labels), or, for a
-    target of many values, its ranks in the reference."""
+    """The labels as numbers: each class's indicator (classes of at least ``_CLASS_SHARE``, present
+    and absent among the newest), or a target's ranks."""
     classes, counts = np.unique(ref_y, return_counts=True)
     if len(classes) > _CLASSES:
         s = np.sort(ref_y)

@@ -73,14 +73,10 @@ def two_sample_z(a: Block, b: Block, var_factor: float = 1.0, pooled_only: bool 
 
 @dataclass(frozen=True)
 class Cut:
-    """A reported change of one series: the new regime starts at event ``seq``.
-
-    The test passed (``|z| >= threshold``) at the boundary ``test_seq`` where it was detected;
-    the change is located at ``seq``, the boundary that separates the two regimes best
-    (:meth:`SeriesTest.add`), and ``before`` and ``after`` are the increments on either side of
-    ``seq``, their effect of the sign of ``z``; ``before`` begins at event ``since``. Made
-    otherwise, it raises ValueError.
-    """
+    """A reported change of one series: the new regime starts at event ``seq``, located where the
+    regimes separate best (:meth:`SeriesTest._locate`); the test passed at ``test_seq``. ``before``
+    (from event ``since``) and ``after`` are the increments either side, their effect of the sign
+    of ``z``; made otherwise, it raises ValueError."""
 
     seq: int
     before: Block
@@ -136,10 +132,8 @@ class SeriesTest(Component):
         self._undropped: tuple[int, SeriesWindow] | None = None
 
     def window_at(self, seq: int) -> SeriesWindow:
-        """The window to read the blocks that end before event ``seq`` from: the current one,
-        or, when the check of a block ending at or after ``seq`` dropped older buckets (a cut
-        or an absorption), the window as it was before that drop. Whoever reads a series as of
-        one report then sees the same blocks whether its message of that report came first."""
+        """The window to read the blocks that end before event ``seq`` from: the current one, or the
+        one before a drop made by the check of a later block, so every series reads a report alike."""
         u = self._undropped
         return u[1] if u is not None and seq <= u[0] else self.window
 
@@ -148,9 +142,8 @@ class SeriesTest(Component):
         self.window.drop_before(i)
 
     def restart(self, seq: int) -> None:
-        """Forget the increments before the bucket boundary nearest to event ``seq`` and start a
-        new budget, as after a reported change (the caller found the change there by another
-        test)."""
+        """Forget the increments before the boundary nearest to event ``seq`` and start a new
+        budget, as after a reported change."""
         w = self.window
         if not w.buckets:
             return

@@ -47,9 +47,8 @@ class Explainer(Component):
 
     @property
     def variance_factors(self) -> dict[str, float]:
-        """Per feature, the variance of a long mean of its increments over that of as many
-        independent ones (:meth:`streamxai.core.uncertainty.SmoothedStderr.variance_factors`);
-        empty when the increments are independent (no donors from a reservoir)."""
+        """Per feature, the variance factor of its increments
+        (:meth:`~streamxai.core.uncertainty.SmoothedStderr.variance_factors`); empty when independent."""
         return {}
 
     @property

@@ -447,10 +447,9 @@ def _stds(a: np.ndarray) -> np.ndarray:
 
 
 def _gradient(dev: np.ndarray, ss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The gradient of each row's std over the grid, ``g_k = dev_k / ((k - 1) std) = dev_k *
-    scale`` with ``scale = 1 / sqrt(ss (k - 1))``, as ``(dev, scale, flat)``: ``flat`` marks
-    the rows without spread (their gradient is taken as 0), None when there are none (the
-    usual case, told by a Python ``min``: cheaper than the array operations it saves)."""
+    """The gradient of each row's std over the grid, ``g_k = dev_k * scale``, ``scale = 1 /
+    sqrt(ss (k - 1))``, as ``(dev, scale, flat)``: ``flat`` marks rows without spread (gradient 0),
+    None when there are none."""
     if min(ss.tolist(), default=1.0) > 0.0:
         return dev, 1.0 / np.sqrt(ss * (dev.shape[1] - 1)), None
     flat = ss <= 0.0

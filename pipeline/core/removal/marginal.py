@@ -28,12 +28,9 @@ __all__ = ["Removal", "MarginalRemoval"]
 
 
 class Removal(Component):
-    """What iSAGE (and any explainer restricting a model to a feature subset) needs.
-
-    ``feature_names`` are the model inputs; a feature not in ``present`` is *absent* and
-    gets a value drawn by :meth:`sample_rows`. Subclasses set ``feature_names`` and
-    implement ``ready``, ``update`` and ``sample_rows``.
-    """
+    """What iSAGE needs to restrict a model to a feature subset: a feature not in ``present`` is
+    absent and drawn by :meth:`sample_rows`. Subclasses implement ``ready``, ``update`` and
+    ``sample_rows``."""
 
     feature_names: Sequence[str]
 
