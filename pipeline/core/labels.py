@@ -224,9 +224,8 @@ class LabelJoin(Component):
     # arrivals --------------------------------------------------------------------------
     def on_features(self, seq: int, x: dict[str, Any], y: Any, ts: float, at: float | None = None,
                     origin: tuple[Hashable, int] | None = None) -> Arrival:
-        """Event ``seq`` arrived at time ``at`` (from ``origin``) with features ``x`` and, if
-        known, its label ``y``. A message seen before, or a seq at or before the stream's last
-        one, is a duplicate: nothing happens."""
+        """Event ``seq`` arrived at time ``at`` (from ``origin``) with features ``x`` and, if known,
+        its label ``y``; a duplicate (seen, or a seq not after the last) changes nothing."""
         if self._take(origin) or seq <= self.last_seq:
             return Arrival(duplicate=True)
         res = Arrival()
@@ -284,9 +283,8 @@ class LabelJoin(Component):
 
     def on_label(self, seq: int, y: Any, at: float | None = None, ref: Any = None,
                  origin: tuple[Hashable, int] | None = None) -> Arrival:
-        """The label ``y`` of event ``seq`` arrived at time ``at`` (from ``origin``); ``ref``
-        comes back in a :class:`Refused` if the label cannot be joined. A message seen before
-        is a duplicate: nothing happens."""
+        """The label ``y`` of event ``seq`` arrived at time ``at`` (from ``origin``); ``ref`` comes
+        back in a :class:`Refused`. A message seen before changes nothing."""
         if self._take(origin):
             return Arrival(duplicate=True)
         res = Arrival()

@@ -222,11 +222,9 @@ class ModelFunction(Component):
         return self._called(x, pairs, with_x)
 
     def curves(self, x: dict, features: Sequence[str], grids: np.ndarray) -> np.ndarray:
-        """ICE curves: for feature ``features[i]`` and each value ``grids[i, k]`` (a 2-d float
-        array), the output at ``x`` with that one feature set to that value, as floats in an
-        array of ``grids``' shape (a numeric output: ``value`` or ``proba_of``). The rows are
-        :meth:`replaced`'s, in the same order; a model on the fast path may compute them all
-        at once. ``x`` is not changed."""
+        """ICE curves: for feature ``features[i]`` and each value ``grids[i, k]``, the output at ``x``
+        with that feature set to that value, as floats shaped as ``grids`` (a numeric output); the rows
+        of :meth:`replaced`, in order. ``x`` is not changed."""
         fast = self._fast if self.batch is None else None
         if fast is not None:
             try:
@@ -241,10 +239,8 @@ class ModelFunction(Component):
         return np.array(preds, dtype=float).reshape(grids.shape)
 
     def coalitions(self, x: dict, order: Sequence[str], donors: Sequence[dict], first: int = 0) -> list[Prediction]:
-        """The prediction at ``x``, then at the rows of a permutation chain (iSAGE): for ``j =
-        first .. len(order) - 1`` and each donor, ``x`` with the features ``order[j:]`` taken
-        from that donor (:func:`chain_rows`), in one :meth:`many` call. ``x`` and the donors
-        are not changed. A model on the fast path may compute them all at once."""
+        """The prediction at ``x``, then at the rows of a permutation chain (:func:`chain_rows`),
+        in one :meth:`many` call or on the fast path; ``x`` and the donors are not changed."""
         fast = self._fast if self.batch is None else None
         if fast is not None and hasattr(fast, "coalitions"):
             try:
@@ -270,10 +266,8 @@ class ModelFunction(Component):
         return self._rows_fn(rows)
 
     def share(self, fast: Any) -> None:
-        """Evaluate with ``fast``, a white-box evaluator of this function's model that its owner
-        shares between functions and keeps between calls (``fast.shared``), invalidating it
-        whenever the model learns (:class:`~streamxai.core.stream.StreamExplainer` does). No
-        effect when the fast path is off."""
+        """Evaluate with ``fast``, a white-box evaluator of this model that its owner shares and
+        invalidates whenever the model learns; no effect when the fast path is off."""
         if self._fast is not None and fast is not None and fast.model is self.model:
             self._fast = fast
 

@@ -251,11 +251,9 @@ class StreamExplainer(Component):
     @classmethod
     def on_worker(cls, *args: Any, units: Sequence[str] | None = None, fast_path: str = "auto", inputs: bool = False,
                   **params: Any) -> StreamExplainer:
-        """A StreamExplainer (``args`` and ``params`` its parameters) as a worker runs it:
-        ``units`` the work units of its group (None: all; :func:`units_of_group`), ``fast_path``
-        ``"off"`` to call the model where ``"auto"`` evaluates a recognised river model from its
-        internals, ``inputs`` whether it watches the stream's inputs for data faults (in the group
-        of the first unit). A clone keeps them."""
+        """A StreamExplainer as a worker runs it: ``units`` of its group (None: all),
+        ``fast_path`` (``"off"`` always calls the model) and ``inputs`` (watch the stream's inputs, in
+        the group of the first unit). A clone keeps them."""
         se = cls(*args, **params)
         se.units = None if units is None else list(units)
         se.fast_path = fast_path
@@ -372,15 +370,12 @@ class StreamExplainer(Component):
         self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True, loss: float | None = None,
         position: int | None = None,
     ) -> list[ExplanationValue]:
-        """Explain ``(x, y)`` with the current model (if ``explain``), then learn it.
+        """Explain ``(x, y)`` with the current model (if ``explain``), then learn it; an event
+        without a target (``y is None``) is neither explained nor learned.
 
-        Returns the current values when ``explain`` and ``report``; a caller that publishes
-        only some events passes ``report=False`` for the others and skips building values and
-        PD curves, and the increments of those events go into the next report's blocks.
-        ``loss`` is the model's prequential loss on the event (from the model path), gathered
-        into the next report's ``model_loss``. An event without a target (``y is None``) is
-        neither explained nor learned.
-        """
+        Returns the current values when ``explain`` and ``report`` (``report=False`` skips building
+        them; the increments go into the next report's blocks). ``loss``: the model's prequential loss
+        on the event, gathered into the next report's ``model_loss``."""
         if self._monitor is not None and position is not None:
             self._watch(position, x, y, "predict" if y is None else "both", loss)
         if y is None:
@@ -392,14 +387,11 @@ class StreamExplainer(Component):
 
     def step(self, kind: str, x: dict[str, Any], y: Any = None, explain: bool = True, loss: float | None = None,
              build: bool = True, position: int | None = None) -> list[ExplanationValue]:
-        """One step of an event (class docstring): ``predict`` (explainers that need no label
-        explain ``x``), ``learn`` (the others explain ``(x, y)``, then the model learns it) or
-        ``both``. Each part reports every ``emit_every`` explained steps of its own; the values
-        of the explainers that report now are returned. ``build=False`` (a replay) starts the
-        new blocks as a report does, without building values. ``position``: the step's place in
-        the stream's record of arrivals, where the inputs of a ``predict`` or ``both`` step, and
-        the label of a ``learn`` or ``both`` step, are watched for data faults
-        (:meth:`take_faults`; None: not watched)."""
+        """One step of an event: ``predict`` (explainers that need no label explain ``x``),
+        ``learn`` (the others explain ``(x, y)``, then the model learns it) or ``both``; returns the
+        values of the explainers whose part reports now. ``build=False`` (a replay) starts the new
+        blocks without building values. ``position``: the step's place in the stream's record of
+        arrivals, where inputs and labels are watched for data faults (None: not watched)."""
         if kind not in STEPS:
             raise ValueError(f"step {kind!r} is not one of {STEPS}")
         if kind != "predict" and y is None:
@@ -410,9 +402,8 @@ class StreamExplainer(Component):
         return self._step(x, y, kind, explain, loss, report, build)
 
     def _watch(self, position: int, x: dict[str, Any], y: Any, kind: str, loss: float | None = None) -> None:
-        """The watch of the inputs takes in an arrival's values (a ``predict`` or ``both`` step),
-        with the model's ``loss`` on it where its label came with it (``both``); the watch of the
-        labels, the arrival and the label ``y`` (a ``learn`` or ``both`` step)."""
+        """The input watch takes in an arrival's values (``predict`` or ``both``), with the
+        loss where the label came with it; the label watch the arrival and label ``y``."""
         if self._labels is None:  # a checkpoint made before labels were watched
             self._labels = LabelWatch()
         if kind == "learn":

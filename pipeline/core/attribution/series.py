@@ -28,8 +28,7 @@ LOCAL = "local"
 
 class LocalSeries(Component):
     """Each feature's mean absolute local attribution over every ``emit_every`` explained
-    predictions (module docstring). ``feature_names``: the stream's features (every explained
-    prediction carries a value for each)."""
+    predictions, each carrying a value for every one of ``feature_names``."""
 
     def __init__(self, feature_names: Sequence[str], emit_every: int = 1):
         self.feature_names = list(feature_names)

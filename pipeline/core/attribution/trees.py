@@ -102,9 +102,8 @@ class TreeGame:
         return self._reads[key]
 
     def additive(self, leaf: Any) -> bool:
-        """True when a regression leaf's prediction is a constant plus one term per feature (a
-        mean, or river's plain linear regression), so a route of such leaves is exact from
-        ``1 + k`` predictions instead of ``2^k``."""
+        """True when a regression leaf's prediction is a constant plus one term per feature, so a
+        route of such leaves is exact from ``1 + k`` predictions instead of ``2^k``."""
         if self.kind not in ("htr", "hatr"):
             return False
         if not self.reads(leaf):

@@ -42,13 +42,8 @@ def batch_pfi(
     """PFI (Eq. 3) of ``model_fn`` on ``(X, y)``; ``n_repeats=None`` for the exact U-statistic.
 
     With ``n_repeats=M``: ``N / (N - 1)`` times the mean loss increase over ``M`` random
-    permutations (unbiased, the paper's Theorem 1); with None, its expectation, the mean over
-    all ``N (N - 1)`` ordered pairs (model reliance), each distinct value evaluated once per row.
-    Permutations for feature ``j`` are drawn from a numpy generator seeded by
-    ``(seed, "batch_pfi", j)``, so the value of a feature does not depend on which other
-    features are computed. All rows of one permutation (or, exact, of one observation) go
-    to ``model_fn.many`` in one call.
-    """
+    permutations (unbiased, the paper's Theorem 1); with None, the mean over all ``N (N - 1)``
+    ordered pairs (model reliance). Draws for feature ``j`` are seeded by ``(seed, "batch_pfi", j)``."""
     model_fn = _check_model_fn(model_fn, loss)
     n = len(X)
     if n != len(y):

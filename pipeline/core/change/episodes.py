@@ -56,12 +56,9 @@ def make_episode(
     level_now: Callable[[str, str], Block], curves: Callable[[str, int], tuple[dict | None, dict | None]],
     first: bool = True, lead: Change | None = None,
 ) -> Episode:
-    """The episode of ``changes`` at event ``seq``: the top change's context (split at its cut
-    when it was detected), with each changed series' own levels -- before: at its first change
-    in the episode, after: ``level_now(explainer, feature)``, its window now (which starts at its
-    cut). ``curves(feature, cut_seq)`` gives a feature's iPDP curves around a cut; ``loss_*`` the
-    model's loss on either side of the cut, as the kind was decided on it. ``lead``: the change
-    whose cut the kind was told on, when not the largest (it comes first, the rest ranked)."""
+    """The episode of ``changes`` at event ``seq``: the top change's context, with each changed
+    series' levels before its first change in the episode and now (``level_now``), the changed
+    features' curves (``curves``) and the loss the kind was told on; ``lead``, when given, first."""
     order = ranked(changes)
     if lead is not None:
         order = [lead] + [c for c in order if c is not lead]
