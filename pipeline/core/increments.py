@@ -21,12 +21,10 @@ __all__ = ["Block", "IncrementTracker"]
 class Block:
     """``n`` values with mean ``mean`` and sum of squared deviations from it ``m2``.
 
-    ``a + b`` is the block of the values of both (Chan et al.'s parallel update), ``total - a`` the
-    block of the values of ``total`` not in ``a`` (``a`` must be part of ``total``); the operators
-    return new blocks. An explainer adds each per-event increment (iPFI's loss difference, iSAGE's
-    marginal contribution, iPDP's ICE projection) to an :class:`IncrementTracker`, and whoever
-    publishes takes the block since the previous report: for a fixed model, increments of different
-    events are nearly independent samples, which the change test and the confidence bounds need.
+    ``a + b`` is the block of the values of both (Chan et al.'s parallel update), ``total - a`` that
+    of the values of ``total`` not in ``a``; the operators return new blocks. An explainer's
+    per-event increments are gathered in blocks between reports: for a fixed model they are nearly
+    independent samples, which the change test and the confidence bounds need.
 
     >>> a, b = Block(2, 1.0, 0.5), Block(1, 4.0, 0.0)
     >>> a + b

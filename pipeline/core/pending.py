@@ -46,13 +46,9 @@ class Waiting:
 
 
 class PendingEvents:
-    """The events of one stream that wait for their label, in arrival order (seqs increasing).
-
-    Each keeps what the model needs when its label comes (features, the prediction made at arrival,
-    ``ts``, arrival time, model version), by column in typed arrays rather than a dict per event.
-    Rows are appended; a label removes a row anywhere (marked, dropped at compaction), expiry the
-    oldest. Compaction runs once the removed rows outnumber the waiting ones (and at least 1,024),
-    so memory stays within twice the waiting events at O(1) amortised per event."""
+    """The events of one stream that wait for their label, in arrival order, by column in typed
+    arrays. A label removes a row anywhere (marked), expiry the oldest; compaction, once the removed
+    rows outnumber the waiting ones (and at least 1,024), keeps memory within twice the waiting events."""
 
     def __init__(self, feature_names: Iterable[str], categorical: Iterable[str] = ()):
         self.feature_names = list(feature_names)

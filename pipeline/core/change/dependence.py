@@ -44,17 +44,14 @@ class _Scale:
 
 
 class SerialVariance(Component):
-    """The long-run variance factor of one series; ``add`` takes each block of values in
-    order, ``factor`` is ``>= 0`` (1 until a scale has ``min_pairs`` differences).
+    """The long-run variance factor of one series; ``add`` takes each block of values in order,
+    ``factor`` is ``>= 0`` (1 until a scale has ``min_pairs`` differences).
 
-    For values correlated in time the variance of a mean of ``n`` is ``sigma_LR^2 / n`` rather than
-    ``s^2 / n``; ``k = sigma_LR^2 / s^2`` multiplies the squared standard error of every difference of
-    means. ``k`` is estimated by batch means at two scales (``batch`` and ``8 * batch`` values, the
-    newest ``kept`` batches of each): the *median* of the squared differences of successive batch
-    means, ``(m_{i+1} - m_i)^2 / (1/n_i + 1/n_{i+1})``, over the median of chi-square with one degree
-    of freedom, so a few level shifts (the changes the test looks for) move it little while a series
-    that moves all the time gets a factor that makes such movement noise. ``factor`` is the larger
-    of the two scales' ratios to the marginal variance of the same values."""
+    ``k = sigma_LR^2 / s^2`` multiplies the squared standard error of a difference of means of
+    correlated values. It is estimated by batch means at two scales (``batch`` and ``8 * batch``
+    values, the newest ``kept`` batches): the median of the squared standardised differences of
+    successive batch means over the median of chi-square(1), so a few level shifts move it little;
+    ``factor`` is the larger scale's ratio to the values' variance."""
 
     def __init__(self, batch: int = 100, kept: int = 32, min_pairs: int = 8):
         if batch < 2 or kept < 3 or not 2 <= min_pairs < kept:

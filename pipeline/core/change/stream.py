@@ -347,12 +347,10 @@ class StreamChangeDetector(Component):
         return [*changes, change], episodes
 
     def input_faults(self, faults: Sequence[InputFault]) -> tuple[list[Change], list[Episode]]:
-        """Take in what one test of the stream's inputs found (every finding at the same
-        position): a change of the series ``(inputs, feature)`` for each fault on a feature the model
-        relies on (at least half of ``min_effect`` of the top feature's: the finding is sure, the
-        reliance an estimate), in an episode of kind ``data_fault`` of its own. Labels found at one
-        class for a share of the events wait for the loss to rise (:meth:`_loss_rose`). Findings at a
-        position already taken (a replay) are dropped. Paging rules: change-events.md (Data faults)."""
+        """Take in what one test of the stream's inputs found: a change of the series
+        ``(inputs, feature)`` for each fault on a feature the model relies on (half of ``min_effect`` of
+        the top feature's at least), in a ``data_fault`` episode of its own; labels at one class for a
+        share of the events wait for the loss to rise. Findings at a position already taken are dropped."""
         if not faults or faults[0].seq <= self._fault_seq:
             return [], []
         seq = faults[0].seq
@@ -408,10 +406,9 @@ class StreamChangeDetector(Component):
 
     def reliance(self, feature: str, before: int, upto: int,
                  spans: Sequence[int] = (_RELIANCE_SPAN,)) -> float | None:
-        """How much the model's accuracy rests on ``feature`` just before event ``before``
-        (blocks ending before ``upto``): its level over the stream's largest, each over the last ``span``
-        events, the largest over ``spans`` and over iPFI and iSAGE; None without either, or with fewer
-        than ``min_samples`` increments over the longest span."""
+        """How much the model's accuracy rests on ``feature`` just before event ``before``: its
+        level over the stream's largest, the largest over ``spans`` and over iPFI and iSAGE; None
+        without either, or with fewer than ``min_samples`` increments over the longest span."""
         shares = []
         for e in RELIANCE:
             if (e, feature) not in self._series:
@@ -453,17 +450,15 @@ class StreamChangeDetector(Component):
                             lambda f, cut_seq: self._curves(f, cut_seq, seq), status == "open", top)
 
     def _fault_explains(self, c: Change) -> bool:
-        """Whether change ``c`` follows a data fault on its feature (or, for the loss, on any
-        feature): detected after the fault began, within ``episode_max`` of it, its cut at most
-        ``episode_gap`` before it."""
+        """Whether change ``c`` follows a data fault on its feature (for the loss, on any):
+        after the fault began, within ``episode_max`` of it, its cut at most ``episode_gap`` before it."""
         return any((c.feature == f or c.explainer == LOSS[0]) and c.seq >= start
                    and c.seq - start <= self.episode_max and c.cut_seq >= start - self.episode_gap
                    for f, start in self._faulted)
 
     def _test_loss(self, seq_lo: int, seq: int, block: Block, episodes: list[Episode]) -> list[Change]:
-        """The change test of the model's loss: a rise of at least ``min_effect`` of its level
-        is a change of the series :data:`LOSS` (``degradation``); a fall, the model learning,
-        is never reported and restarts the window from its cut, as a small change is absorbed."""
+        """The change test of the model's loss: a rise of at least ``min_effect`` of its level is
+        a change of :data:`LOSS` (``degradation``); a fall restarts the window from its cut."""
         def min_effect(a: Block, b: Block, cut_seq: int) -> float:
             return self.min_effect * max(abs(a.mean), abs(b.mean)) if b.mean > a.mean else math.inf
 
@@ -532,9 +527,7 @@ class StreamChangeDetector(Component):
 
     def _close_kind(self, top: Change, seq: int) -> tuple[str, Block | None, Block | None]:
         """The kind of an episode whose loss had not moved when it opened, decided at its close
-        on the loss from the top change's cut up to ``seq``
-        (:func:`~streamxai.core.change.looks.close_kind`); if that says flat, a loss whose trend fell
-        (:func:`~streamxai.core.change.events.trend_z` at most ``-Z95``) is the model learning."""
+        (:func:`~streamxai.core.change.looks.close_kind`); a flat loss whose trend fell is learning."""
         before, after = self._loss_at(top.cut_seq, top.cut.since)
         # the open's look (None: it did not look; an episode without a kind has no other)
         k = self._loss_dependence.factor
@@ -588,10 +581,8 @@ class StreamChangeDetector(Component):
         return share is not None and share >= _LEANED_ON
 
     def _used(self, feature: str, upto: int) -> bool:
-        """Whether the model's accuracy rests on ``feature``: its iPFI is at least
-        ``min_effect`` of the model's loss (True without iPFI or before ``min_samples`` increments). The
-        iPFI series comes from the same explain group as the iPDP series asking, so its blocks before
-        ``upto`` have come."""
+        """Whether the model's accuracy rests on ``feature``: its iPFI is at least ``min_effect``
+        of the model's loss (True without iPFI or before ``min_samples`` increments)."""
         st = self._series.get(("ipfi", feature))
         if st is None:
             return True
@@ -673,10 +664,9 @@ class StreamChangeDetector(Component):
             told is not None and change.cut_seq > told + (change.seq - told) // 2)
 
     def _member_looks(self, seq: int) -> list[Episode]:
-        """Each change that joined an episode not yet told, or told ``learning``, gets one
-        look at the loss at its own cut (:func:`~streamxai.core.change.looks.member_kind`). A rise tells
-        the episode ``degradation``, or splits the changes from it off a ``learning`` one; either way the
-        change leads the episode."""
+        """Each change that joined an episode not yet told, or told ``learning``, gets one look
+        at the loss at its own cut; a rise tells the episode ``degradation`` (or splits it off a
+        ``learning`` one), led by that change."""
         for c in list(self._members):
             if seq <= c.seq:
                 continue
@@ -705,9 +695,8 @@ class StreamChangeDetector(Component):
         return []
 
     def _episode(self, seq: int, status: str, split: bool = False, update: bool = False) -> Episode:
-        """The open episode's message at ``seq``; ``split``: it closes because a change of a
-        drift of its own came (:meth:`_starts_episode`); ``update``: an announced episode that
-        paged names a feature it had not named (open again, not its first message)."""
+        """The open episode's message at ``seq``; ``split``: it closes for a drift of its own;
+        ``update``: a paged episode names a feature it had not named."""
         changes = self._open
         if update:
             return self._message(changes, seq, status, *self._kind, self._alerted, False, self._lead)

@@ -42,12 +42,10 @@ class Bucket:
 
 
 class SeriesWindow(Component):
-    """Blocks of one series in an exponential histogram: ADWIN's bucket scheme over blocks, at
-    most ``buckets_per_level`` buckets of each size, sizes doubling into the past, so memory is
-    ``O(log window)`` and the candidate cuts are fine near the present, coarse in the past. Prefix
-    sums make the two sides of every boundary one subtraction. Older buckets are dropped once the
-    rest holds ``max_increments`` increments (one per explained event); buckets name the events they
-    cover by ``seq_lo`` and ``seq_hi``, which differ from increments where a budget sheds events."""
+    """Blocks of one series in an exponential histogram (ADWIN's bucket scheme over blocks): at most
+    ``buckets_per_level`` buckets of each size, sizes doubling into the past, so candidate cuts are
+    fine near the present and coarse in the past; prefix sums make each side one subtraction.
+    Older buckets are dropped once the rest holds ``max_increments`` increments."""
 
     def __init__(self, max_increments: int = 20_000, buckets_per_level: int = 2):
         if max_increments < 1 or buckets_per_level < 2:

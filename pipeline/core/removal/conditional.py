@@ -88,19 +88,13 @@ def _iter_leaves(node: Any) -> Iterator[Any]:
 class ConditionalRemoval(Removal):
     """Observational removal: per-feature adaptive trees with leaf reservoirs.
 
-    For every feature ``j`` a Hoeffding adaptive tree (a regressor, or a classifier for a
-    categorical feature) learns ``x^(j)`` from the other features, and each leaf keeps a geometric
-    reservoir of the values of ``x^(j)`` that reached it (Algorithm 3). To draw absent feature ``j``
-    given the present ones (Algorithm 4), tree ``j`` is walked following ``x`` at splits on present
-    features and a child drawn by its share of past weight at splits on absent ones; the value is
-    drawn from the leaf's reservoir. When leaves change, new leaves are filled from a pool of recent
-    rows, which also serves a leaf still empty.
-
-    Categorical: features listed in ``categorical`` and those whose first value is a string or a
-    bool. ``tree_params`` go to both tree kinds. Seeds: tree ``j`` gets
-    ``derive_seed(seed, "conditional", j, "tree")``, its leaves' reservoirs
-    ``(seed, "conditional", j, "leaf-reservoirs")``, the pool ``(seed, "conditional", "pool")``;
-    draws use the caller's generator."""
+    For every feature ``j`` a Hoeffding adaptive tree (a classifier for a categorical feature: those
+    in ``categorical`` and those whose first value is a string or a bool) learns ``x^(j)`` from the
+    other features, each leaf keeping a geometric reservoir of the values that reached it
+    (Algorithm 3). Absent feature ``j`` is drawn (Algorithm 4) by walking tree ``j``, following ``x``
+    at present features and a child drawn by its share of past weight at absent ones, from the leaf's
+    reservoir; new or empty leaves are filled from a pool of recent rows. ``tree_params`` go to both
+    tree kinds. Seeds derive from ``(seed, "conditional", ...)``; draws use the caller's generator."""
 
     def __init__(
         self,

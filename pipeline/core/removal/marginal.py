@@ -82,13 +82,10 @@ class Removal(Component):
 class MarginalRemoval(Removal):
     """Interventional removal: absent features copied from one observation of a geometric reservoir.
 
-    All absent features of one inner sample are copied from one stored past observation, drawn
-    uniformly from a :class:`~streamxai.core.storage.GeometricReservoir` of ``storage_size``
-    observations: the marginal distribution, independent of ``x`` (dependencies between present
-    and absent features are broken; :mod:`streamxai.core.removal.conditional` keeps them).
-    Every removal implements :class:`Removal`: ``update(x)``, ``sample``, ``sample_rows``,
-    ``sample_chain`` (iSAGE's hot path) and ``ready``. Draws use the caller's generator; updates
-    the removal's own, seeded from ``seed``."""
+    All absent features of one inner sample come from one past observation drawn uniformly from a
+    :class:`~streamxai.core.storage.GeometricReservoir` of ``storage_size``: the marginal distribution
+    (:mod:`streamxai.core.removal.conditional` keeps dependencies). Draws use the caller's generator,
+    updates the removal's own, seeded from ``seed``."""
 
     def __init__(self, feature_names: Sequence[str], storage_size: int = 100, seed: int | None = None):
         self.feature_names = feature_names
