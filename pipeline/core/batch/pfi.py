@@ -44,7 +44,7 @@ def batch_pfi(
     With ``n_repeats=M``: ``N / (N - 1)`` times the mean loss increase over ``M`` random
     permutations (unbiased, the paper's Theorem 1); with None, the mean over all ``N (N - 1)``
     ordered pairs (model reliance). Draws for feature ``j`` are seeded by ``(seed, "batch_pfi", j)``."""
-    model_fn = _check_model_fn(model_fn, loss)
+    model_fn = check_model_fn(model_fn, loss)
     n = len(X)
     if n != len(y):
         raise ValueError(f"X has {n} rows but y has {len(y)} labels")
@@ -163,7 +163,7 @@ class IntervalPFI(Component):
         n_repeats: int = 10,
         seed: int | None = None,
     ):
-        self.model_fn = _check_model_fn(model_fn, loss)
+        self.model_fn = check_model_fn(model_fn, loss)
         self.loss = loss
         self.feature_names = feature_names
         self.features = features
@@ -207,5 +207,3 @@ class IntervalPFI(Component):
         self._X, self._y = [], []
         return dict(self.values)
 
-
-_check_model_fn = check_model_fn

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..bare_model import check_model_fn
 from ..base import check_positive_int
 from ..explainers.base import Explainer
 from ..losses import get_loss, resolve_estimator
@@ -180,7 +181,7 @@ class SlidingWindowSAGE(Explainer):
         seed: int | None = None,
         estimator: str | None = None,
     ):
-        self.model_fn = self._check_model_fn(model_fn, loss)
+        self.model_fn = check_model_fn(model_fn, loss)
         _check_output(self.model_fn, "SW-SAGE")
         self.loss = loss
         self.feature_names = feature_names

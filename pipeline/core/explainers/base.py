@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..bare_model import check_model_fn
 from ..base import Component
 from ..increments import IncrementTracker
-from ..model import ModelFunction
 
 __all__ = ["Explainer"]
 
@@ -72,12 +70,6 @@ class Explainer(Component):
         if unknown:
             raise ValueError(f"features {unknown} are not in feature_names {names}")
         return list(features)
-
-    @staticmethod
-    def _check_model_fn(model_fn: Any, loss: Any = None, target_class: Any = None) -> ModelFunction:
-        """``model_fn``, or a bare model wrapped to explain the output ``loss`` scores
-        (:func:`streamxai.core.bare_model.bare_output`) or the probability of ``target_class``."""
-        return check_model_fn(model_fn, loss, target_class)
 
     @staticmethod
     def _check_alpha(alpha: float) -> float:

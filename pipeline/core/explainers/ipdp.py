@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bare_model import check_target_class
+from ..bare_model import check_model_fn, check_target_class
 from ..base import check_positive_int
 from ..batch.pdp import pdp_importance, require_numeric_output
 from ..increments import IncrementTracker
@@ -117,7 +117,7 @@ class IPDP(Explainer):
     ):
         self.target_class = target_class
         self._class_unchecked = not isinstance(model_fn, ModelFunction) and hasattr(model_fn, "predict_proba_one")
-        self.model_fn = self._check_model_fn(model_fn, target_class=target_class)
+        self.model_fn = check_model_fn(model_fn, target_class=target_class)
         require_numeric_output(self.model_fn, "IPDP")
         self.feature_names = feature_names
         self.features = features

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..bare_model import check_model_fn
 from ..base import check_positive_int
 from ..increments import IncrementTracker
 from ..losses import get_loss
@@ -90,7 +91,7 @@ class IPFI(Explainer):
         storage_size: int = 100,
         seed: int | None = None,
     ):
-        self.model_fn = self._check_model_fn(model_fn, loss)
+        self.model_fn = check_model_fn(model_fn, loss)
         self.loss = loss
         self.feature_names = feature_names
         self.features = features

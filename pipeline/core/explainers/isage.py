@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..bare_model import check_model_fn
 from ..base import check_positive_int
 from ..increments import IncrementTracker
 from ..losses import get_loss, resolve_estimator
@@ -103,7 +104,7 @@ class ISAGE(Explainer):
         seed: int | None = None,
         estimator: str | None = None,
     ):
-        self.model_fn = self._check_model_fn(model_fn, loss)
+        self.model_fn = check_model_fn(model_fn, loss)
         if self.model_fn.output == "label":
             raise ValueError(
                 "iSAGE averages predictions (the mean prediction y_0 and the mean over inner "
