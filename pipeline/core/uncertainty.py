@@ -128,12 +128,9 @@ class SmoothedStderr(Component):
     explained event (one increment per feature, in order) and, when the increments drew
     donors from a reservoir, :meth:`add_donors` for the slots they used.
 
-    The standard error is ``sqrt(W2 (sigma^2 + reuse))``: the smoothing's squared weights, the
-    increments' variance and a correction for the covariance of increments that drew the same
-    stored observation; the derivation is in docs/pages/concepts/algorithms.md (Standard errors).
-    An event writes its increments into a buffer (folded in with numpy every 64 events) and
-    touches one in four of the slots its donors came from; a query folds the buffer into a copy
-    of the moments and is kept until the next event, so queries never change later results."""
+    The standard error is ``sqrt(W2 (sigma^2 + reuse))``, derived in
+    docs/pages/concepts/algorithms.md (Standard errors). Increments are buffered and folded in
+    every 64 events; a query reads a copy of the moments, so it never changes later results."""
 
     def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):
         if start not in STARTS:

@@ -1,10 +1,8 @@
 """One prediction's interventional Shapley values: exact where the model allows, else sampled.
 
-:func:`attribute` picks the method from the model: a walk of each tree for river's Hoeffding
-trees (:mod:`.trees`, :mod:`.background_walk`, :mod:`.flat_walk`), the trees' weighted average
-for ``ARFClassifier`` and for ``ARFRegressor`` with ``aggregation_method="mean"``, the closed
-form or the coalition array for linear and logistic regression (:mod:`.linear`), and permutation
-sampling (:mod:`.sampling`) for anything else or when an exact method would enumerate too much.
+:func:`attribute` picks the method from the model: a walk of each tree (:mod:`.trees`), the
+trees' weighted average for ARF, :mod:`.linear` for linear and logistic regression, and
+permutation sampling (:mod:`.sampling`) for anything else or too many coalitions.
 """
 
 from __future__ import annotations

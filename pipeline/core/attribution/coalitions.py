@@ -1,10 +1,8 @@
 """Shapley values of small games by their definition: weights, coalition sums and brute force.
 
-The interventional game of a prediction ``f(x)`` against a background set ``Z`` is
-``v(S) = mean over z in Z of f(x_S, z_notS)``: the features in ``S`` take ``x``'s values,
-the others a background point's. Its Shapley values sum to ``v(all) - v({}) = f(x) - mean f(z)``.
-:func:`brute_force` computes them from all ``2^d`` coalitions -- the oracle the exact
-algorithms are tested against, and the baseline the benchmark times.
+The interventional game is ``v(S) = mean over z in Z of f(x_S, z_notS)``; :func:`brute_force`
+computes its Shapley values from all ``2^d`` coalitions, the oracle the exact algorithms are
+tested against.
 
 >>> f = lambda r: r["a"] * r["b"]
 >>> values, base = brute_force(f, {"a": 1.0, "b": 2.0}, [{"a": 0.0, "b": 0.0}], ["a", "b"])

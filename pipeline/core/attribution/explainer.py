@@ -18,15 +18,11 @@ __all__ = ["LocalShapley"]
 class LocalShapley(Component):
     """Each feature's interventional Shapley value for one prediction of the model as it is now.
 
-    The background is the stream's recent feature values: a geometric reservoir fed by
-    :meth:`learn_one`, built as iSAGE's interventional removal builds its own (the same size and
-    seed give the same rows), so local and global values remove features the same way. The values
-    sum to ``prediction - base_value``, the mean prediction over the background (with an empty
-    background, every value is 0 and ``base_value`` is ``f(x)``). They are exact (``method``
-    "tree", "forest", "linear", "logistic" or "constant") for river's Hoeffding trees, ARF
-    (``ARFRegressor`` with ``aggregation_method="mean"``) and linear and logistic regression, and
-    sampled otherwise (``method`` "sampling", with ``stderr``; see
-    :func:`~streamxai.core.attribution.attribute`).
+    The background is a geometric reservoir of the stream's recent feature values, fed by
+    :meth:`learn_one` and built as iSAGE's interventional removal builds its own. The values sum to
+    ``prediction - base_value``, the mean prediction over the background. They are exact for
+    river's Hoeffding trees, ARF and linear and logistic regression, and sampled otherwise
+    (``method`` "sampling", with ``stderr``; :func:`~streamxai.core.attribution.attribute`).
 
     Parameters
     ----------

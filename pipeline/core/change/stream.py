@@ -79,14 +79,10 @@ class _Series:
 class StreamChangeDetector(Component):
     """Change detection over every explanation series of one stream.
 
-    Holds one :class:`~streamxai.core.change.test.SeriesTest` per ``(explainer, feature)`` and one
-    of the model's prequential loss (:data:`LOSS`), each widened by the larger of its long-run
-    variance factor (:class:`~streamxai.core.change.dependence.SerialVariance`) and the one its
-    explainer reported. ``delta`` is split over the tested series and the loss, so it bounds the
-    false-alarm probability of the *stream*. The rules (minimum effect relative to the explainer's
-    largest importance, loss rises only, iPDP only where the model relies on the feature, learning
-    absorbed, warm-up, data faults) are specified in docs/pages/concepts/change-events.md;
-    episodes, their kinds and alerts in :mod:`streamxai.core.change.episodes`.
+    One :class:`~streamxai.core.change.test.SeriesTest` per ``(explainer, feature)`` and one of
+    the model's prequential loss (:data:`LOSS`), sharing ``delta``, which so bounds the false-alarm
+    probability of the *stream*. The rules and the episodes they form are specified in
+    docs/pages/concepts/change-events.md.
 
     Parameters
     ----------
