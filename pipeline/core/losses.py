@@ -203,13 +203,9 @@ def has_unbiased_mean(loss: Callable[[Any, Any], float]) -> bool:
 
 
 def loss_of_mean(loss: Callable[[Any, Any], float], y_true: Any, preds: Sequence[Any]) -> float:
-    """``loss.of_mean(y, preds)`` for a quadratic loss and ``m >= 2``, else the plug-in
-    ``loss(y, mean of preds)``.
-
-    SAGE needs ``l(y, E[f])`` from ``m`` draws of ``f``; for a strictly convex loss the plug-in is
-    biased upwards by a Jensen gap (``Var(f) / m`` for the squared loss). The quadratic losses
-    (:data:`squared`, :class:`BrierOf`, :data:`brier`) offer ``of_mean``, the U-statistic
-    ``1 / (m (m - 1)) sum_{k != l} (f_k - y)(f_l - y)``, unbiased for independent draws."""
+    """``loss.of_mean(y, preds)`` for a quadratic loss and ``m >= 2`` (the U-statistic
+    ``1 / (m (m - 1)) sum_{k != l} (f_k - y)(f_l - y)``, unbiased for ``l(y, E[f])``), else the
+    plug-in ``loss(y, mean of preds)``, biased upwards by a Jensen gap for a convex loss."""
     if len(preds) >= 2 and has_unbiased_mean(loss):
         return loss.of_mean(y_true, preds)  # type: ignore[attr-defined]
     from .model import mean_output
