@@ -20,9 +20,8 @@ from .model import ModelFunction, fresh_copy
 
 __all__ = ["PrequentialModel", "MAX_LOSS", "NotABinaryLabel"]
 
-#: the largest loss of one event that is learned: the loss summaries the explainers report
-#: with their values (``model_loss``: a block's mean and sum of squared deviations) square it,
-#: so a finite loss past about 1e154 overflows them; 1e100 leaves room for 1e100 such squares
+#: the largest loss of one event that is learned: the loss summaries square it (past about 1e154
+#: they overflow), and 1e100 leaves room for 1e100 such squares
 MAX_LOSS = 1e100
 
 

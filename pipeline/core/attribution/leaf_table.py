@@ -24,11 +24,9 @@ from .trees import TreeGame
 
 __all__ = ["LeafMemo", "LeafView", "BRANCH", "CONSTANT", "EMPTY", "BAYES", "UNSEEN", "OTHER", "REFUSED"]
 
-#: what a node is to the flat walk: a branch; a leaf that reads nothing and has seen weight
-#: (its value is its probability of the class); one that has seen nothing (it predicts
-#: nothing, value 0); naive Bayes over Gaussians that has seen the class (its parameters); one
-#: that has not (probability 0); a leaf the flat walk leaves to the caller; one that no exact
-#: walk takes (its parameters are the :class:`Unsupported` to raise when a row reaches it)
+#: what a node is to the flat walk: a branch; a constant leaf (its probability of the class); an
+#: empty one (value 0); naive Bayes over Gaussians that has seen the class (its parameters) or not
+#: (probability 0); a leaf left to the caller; one no exact walk takes (its :class:`Unsupported`)
 BRANCH, CONSTANT, EMPTY, BAYES, UNSEEN, OTHER, REFUSED = range(7)
 
 _HALF_LOG_TAU = 0.5 * math.log(2 * math.pi)

@@ -75,9 +75,8 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
     targets = _targets(ref_y, rec_y)
     if not targets or foreseen(losses[-k:], losses[:-k]):
         return []
-    # labels flipped for a share of the events move the classes' shares and weaken every link
-    # without cutting it (by 1 - 2 x that share): where the shares moved, a link is lost only
-    # once it is gone altogether
+    # flipped labels move the classes' shares and weaken every link without cutting it: there a
+    # link is lost only once it is gone altogether
     lost = _GONE if _labels_moved(targets) else _LOST
     se = np.sqrt(1.0 / (k - 3) + 1.0 / (n - k - 3))  # of Fisher's z, the newest values against the reference
     read = set(candidates)

@@ -153,14 +153,13 @@ class StreamChangeDetector(Component):
     {'a': (0.4, 0.0), 'b': (0.0, 0.4)}
     """
 
-    #: data-fault episodes, each open until ``episode_gap`` events after its finding: (close after,
-    #: its changes, alert); class defaults: a detector checkpointed without them has none
+    #: data-fault episodes, open until ``episode_gap`` after their finding: (close after, changes,
+    #: alert); class defaults, for a checkpoint made without them
     _faults: tuple[tuple[int, tuple[Change, ...], bool], ...] = ()
     #: (feature, where its newest data fault began): the changes of it that follow are the fault's
     _faulted: tuple[tuple[str, int], ...] = ()
     _fault_seq = -1  # the newest position of an input fault taken in
-    #: labels found at one class for a share of the events, waiting for the model's loss to rise:
-    #: (the finding, the last position it may still page at)
+    #: labels at one class for a share of the events, waiting for the loss to rise: (finding, until)
     _held: tuple[tuple[InputFault, int], ...] = ()
 
     def __init__(

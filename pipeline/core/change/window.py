@@ -81,9 +81,8 @@ class SeriesWindow(Component):
         b, pre = self.buckets, self.prefixes
         b.append(Bucket(block, seq_lo, seq_hi))
         pre.append(self.total + block)
-        # compress: levels fall from the oldest bucket to the newest, so each level is one run;
-        # a run longer than M merges its two oldest buckets into one of the next level (the
-        # prefix sums of the other boundaries do not change: drop the merged-away one)
+        # compress: each level is one run; a run longer than M merges its two oldest buckets into
+        # one of the next level (only the merged-away boundary's prefix sum goes)
         M = self.buckets_per_level
         end, level = len(b) - 1, 0
         while True:

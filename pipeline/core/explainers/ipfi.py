@@ -158,10 +158,8 @@ class IPFI(Explainer):
         loss = self._loss
         m = self.n_samples
 
-        # the perturbed rows are x with one feature from a past observation: (feature, value)
-        # pairs, evaluated by model_fn.replaced after x itself (the caller's x is never
-        # written to); the index of the past observation is floor(u * n) for u ~ U[0, 1),
-        # as in random.choices (uniform up to float resolution, stable across Python versions)
+        # the perturbed rows: x with one feature from a past observation, drawn at floor(u * n)
+        # as random.choices draws (stable across Python versions); x itself is never written to
         pairs: list[tuple[str, Any]] = []
         append = pairs.append
         slots: list[Any] = []  # the stored observations each feature's draws used
