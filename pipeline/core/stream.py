@@ -219,8 +219,7 @@ class StreamExplainer(Component):
 
     #: the white-box evaluator the explainers share (None: not set up yet, or none)
     _evaluator: Any = None
-    #: the watch of the stream's inputs and what it found and was not yet taken (class defaults:
-    #: a checkpoint made without them watches nothing)
+    #: the watch of the stream's inputs and its findings not yet taken (class defaults, for a checkpoint)
     inputs = False
     _monitor: InputMonitor | None = None
     _labels: LabelWatch | None = None  # watches the labels where the monitor watches the inputs

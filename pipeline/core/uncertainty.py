@@ -25,8 +25,7 @@ STARTS = ("zero", "first")
 _BUFFER = 64  # increments folded into the running moments every this many events
 _EVERY_SLOT = 4  # the reuse statistic watches the slots whose index is a multiple of this
 _PAIRS_SLOWER = 32  # the reuse statistics forget this many times more slowly than the estimate
-#: the block tables of each smoothing rate alpha (SmoothedStderr._block), shared by every tracker
-#: of that rate: they depend on alpha alone, and a worker holds trackers of thousands of streams
+#: the block tables of each smoothing rate (SmoothedStderr._block), shared by every tracker of it
 _BLOCKS: dict[float, dict[int, tuple]] = {}
 
 

@@ -130,14 +130,12 @@ class InputMonitor(Component):
     becomes the rule (off for labels, judged by the model's losses instead). A missing or non-numeric
     value counts as missing."""
 
-    #: the default of ``ordered`` for a checkpoint made without it
+    #: class defaults, for a checkpoint made without them
     ordered = 1.0
-    #: for a checkpoint made without them: no memory of earlier references' order, as it had
     order_memory = 0
     sparse_order = 0
     flips = True
-    #: the largest stretch ratio of each feature's reference at each of the latest reckonings
-    #: within ``order_memory`` (NaN: a reference without spread, or one before a finding)
+    #: each feature's largest stretch ratio at the reckonings within ``order_memory`` (NaN: none)
     _orders: tuple[np.ndarray, ...] = ()
     #: per feature found phasing in: (the event count until which its phase-in tests wait, what it was)
     _phasing: dict[int, tuple[int, str]] | None = None
@@ -147,8 +145,7 @@ class InputMonitor(Component):
     _pending_losses: list[float] | None = None
     _labels: np.ndarray | None = None
     _pending_labels: list[float] | None = None
-    #: per feature that is mostly one value: (that value, the events and the values of the latest
-    #: ``_RARE_MEMORY`` other values); a checkpoint made without it starts it afresh
+    #: per feature that is mostly one value: (that value, the events and values of its latest others)
     _rare: dict[int, tuple[float, np.ndarray, np.ndarray]] | None = None
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,

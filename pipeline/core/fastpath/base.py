@@ -19,8 +19,7 @@ __all__ = ["FastModel", "Unsupported", "VERIFIED_RIVER", "verified_river", "to_o
 #: the river releases whose internals the fast path was checked against (inclusive range):
 #: tests/unit/core/fastpath/test_fastpath_*.py compare it with black-box evaluation on random models
 VERIFIED_RIVER = ((0, 26, 1), (0, 26, 1))
-#: calls a kept scope serves at most: its memos grow with the values met, and with labels
-#: that come late a model may not learn (and so not reset them) for many events
+#: calls a kept scope serves at most: its memos grow, and a model waiting for labels may not reset them
 _MAX_USES = 256
 
 
@@ -78,8 +77,7 @@ class FastModel:
 
     #: what the evaluator recognised (for logs and metrics)
     name = "fast"
-    #: False: rows in general are evaluated faster by the model itself (river's own code for
-    #: them is already lean), so only :meth:`replaced` runs here
+    #: False: rows in general are evaluated faster by the model itself; only :meth:`replaced` runs here
     serves_rows = True
     def __init__(self, model: Any):
         self.model = model
