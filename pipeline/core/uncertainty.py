@@ -150,8 +150,7 @@ class SmoothedStderr(Component):
         # weights; increments wait in a buffer and are folded in blocks
         self._mom = np.zeros((3, d))
         self._w2sum = 0.0
-        # the same at the reuse statistics' slower rate (a / _PAIRS_SLOWER): the variance that
-        # the variance factor divides their covariances by (variance_factors)
+        # the same at the reuse statistics' slower rate, for the variance factors
         self._slow = np.zeros((3, d))
         self._slow_w2sum = 0.0
         self._buffer = np.empty((_BUFFER, d))  # the increments not folded in yet: rows [0, _held)

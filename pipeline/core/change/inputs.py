@@ -347,8 +347,7 @@ class InputMonitor(Component):
                                     f"{detail}; {_summary(before, after)}", like))
         taken = {self.features.index(fault.feature): fault.start for fault in found}
         candidates = [j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved]
-        # an exchange of look-alike features shows only over more values: every _REF_EVERY tests
-        # the newer half of the values kept is tested against the older half too
+        # look-alike features' exchange shows over more values: every _REF_EVERY tests, halves too
         long = (self._n // self.every) % _REF_EVERY == 0
         for split in (self.reference, size // 2) if long else (self.reference,):
             exchanged = self._exchanged(candidates, taken, vals[:, :split], vals[:, split:], seqs, split, med, iqr,
@@ -360,8 +359,7 @@ class InputMonitor(Component):
             named = {self.features.index(fault.feature) for fault in found}
             found += self._crossed([j for j in candidates if j not in named], named, vals, seqs, med, iqr,
                                    whole_order)
-        # a fault that phases in: found only where no other test found one, which says more of
-        # it; it grows slowly, so it is tested every _REF_EVERY tests
+        # a fault that phases in, where no other test found one, every _REF_EVERY tests
         named = {fault.feature for fault in found}
         phasing = self._phasing or {}
         for j in rest if long else ():
@@ -527,7 +525,6 @@ class InputMonitor(Component):
                 return "scaled" if self._rescaled(med, rmed) else "shifted"
             return None
         # the median beyond the whole reference, or nine tenths of the values beyond its 10% tails
-        # (a feature with rare spikes has a range that the bulk of shifted values need not leave)
         beyond = rmed > hi or rmed < lo or r10 > q90 or r90 < q10
         if beyond and abs(rmed - med) >= self.shift * iqr:
             spread = riqr / iqr

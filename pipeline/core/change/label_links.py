@@ -113,8 +113,7 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
                and np.arctanh(min(whole, 0.999)) - np.arctanh(max(now, -0.999)) >= _Z * se
                for whole, least, now, *_ in links):
             whole, least, now, f_ref, f_rec, t_ref, t_rec = max(links, key=lambda link: link[1])
-            # where the link was lost: the split of the last 2k values that best tells the mean
-            # of the products of the signed centred ranks and centred labels after it from before it
+            # where the link was lost: the change point of the products of centred ranks and labels
             span_t = np.concatenate([t_ref[-k:], t_rec])
             prod = np.concatenate([f_ref[-k:], f_rec]) * (span_t - span_t.mean())
             found.append((j, n - 2 * k + change_point(prod), whole, least, now))

@@ -47,8 +47,7 @@ class LabelWatch:
     ``recent``: the fewest arrivals without a label that can be a fault; ``min_labels``: the
     labels that must have come before a gap is judged."""
 
-    # the labels that came in the last two stretches of ``recent`` arrivals, and in the current
-    # one (class defaults: a checkpoint made without them starts them afresh)
+    # the labels of the last two stretches of ``recent`` arrivals, and of the current one (class defaults)
     _window: tuple[int, ...] = ()
     _stretch_labels = 0
     _part_reported = False

@@ -162,8 +162,7 @@ class IPDP(Explainer):
         # categorical: {category: [smoothed PD (biased), (1 - a)^n_c]}, and last grid
         self._cpd: dict[str, dict[Any, list[float]]] = {}
         self._cgrid: dict[str, list[Any]] = {}
-        # one tracker for every numeric feature: the ICE values at each grid point, and the
-        # linearised importance increment (m + 1 series per feature, in explanation order)
+        # per numeric feature, m + 1 series: the ICE values at each grid point, and the increment
         self._se = SmoothedStderr([f"{f}#{k}" for f in numeric for k in [*range(m), "importance"]],
                                   self.alpha, start="zero")
         for f in self._explained:
@@ -203,8 +202,7 @@ class IPDP(Explainer):
                      if f not in row} if self._cat else {}
         grids = self._numeric_grids(vs) if row else None
         try:
-            # the numeric features' ICE curves, one row per feature: x with that feature at each
-            # grid value (on the fast path the rows share what they have in common)
+            # the numeric features' ICE curves, one row per feature
             ice = fn.curves(x, list(row), grids) if row else None
             if cat_grids:  # the categorical features' rows in one call: x with f at each category
                 preds = [float(p) for p in fn.replaced(x, [(f, c) for f, g in cat_grids.items() for c in g])]
@@ -416,8 +414,7 @@ class IPDP(Explainer):
         for f in self._cat.intersection(self._cpd):
             cpd = self._cpd[f]
             if len(cpd) > self.grid_size:
-                # forget categories that left the storage (and the last grid): the state is
-                # bounded by storage_size + grid_size categories
+                # forget categories that left the storage and the last grid: the state stays bounded
                 s, grid = storage[f], self._cgrid[f]
                 for c in [c for c in cpd if c not in s and c not in grid]:
                     del cpd[c]
