@@ -120,15 +120,12 @@ class InputMonitor(Component):
     """Tests every feature's recent values against its reference (module docstring).
 
     ``recent``: the values tested; ``reference``: the values before them; ``every``: events between
-    two tests; ``shift``: the smallest shift of the median, in the reference's interquartile ranges;
-    ``factor``: the smallest change of scale; ``order_margin``: how far the recent rank von Neumann
-    ratio must exceed the reference's; ``ordered``: the largest stretch ratio of a reference still
-    taken as smooth; ``order_memory``: events over which the smoothest reference is remembered (0:
-    the current one alone); ``sparse_order``: the fewest values other than the most common one for
-    the order test of a feature that is mostly one value (0: no such test; for labels whose minority
-    class comes in runs); ``flips``: whether such a feature is ``shifted`` when a value it had rarely
-    becomes the rule (off for labels, judged by the model's losses instead). A missing or non-numeric
-    value counts as missing."""
+    tests; ``shift``: the least shift of the median, in interquartile ranges; ``factor``: the least
+    change of scale; ``order_margin``: how far the recent rank von Neumann ratio must exceed the
+    reference's; ``ordered``: the largest stretch ratio still smooth; ``order_memory``: events over
+    which the smoothest reference is remembered; ``sparse_order``: the fewest rare values for the
+    order test of a feature that is mostly one value (0: none); ``flips``: whether such a feature's
+    rare value becoming the rule is ``shifted``. A missing or non-numeric value counts as missing."""
 
     #: class defaults, for a checkpoint made without them
     ordered = 1.0

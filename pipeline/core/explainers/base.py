@@ -14,13 +14,10 @@ __all__ = ["Explainer"]
 class Explainer(Component):
     """Base class. Subclasses set ``name`` and implement ``explain_one`` / ``observe_one``.
 
-    ``explain_one(x, y)`` evaluates the model as it is now, folds the increment into the smoothed
-    estimates, updates the storages with ``(x, y)`` and returns the current values; it never trains
-    the model (the caller learns ``(x, y)`` afterwards). ``observe_one(x, y)`` updates the storages
-    only, for events skipped under a budget. ``feature_names`` are all model inputs in order;
-    ``features`` the ones this instance explains. Random draws are seeded per
-    ``(seed, explainer, feature)``, so an explainer over a subset gives exactly the full explainer's
-    values for those features."""
+    ``explain_one(x, y)`` explains the model as it is now, updates the storages and returns the
+    current values, never training the model; ``observe_one(x, y)`` updates the storages only (an
+    event skipped under a budget). Draws are seeded per ``(seed, explainer, feature)``, so an
+    explainer over a subset of ``feature_names`` gives exactly the full explainer's values."""
 
     name = "explainer"
 
