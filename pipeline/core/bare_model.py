@@ -37,12 +37,9 @@ def check_model_fn(model_fn: Any, loss: Any = None, target_class: Any = None) ->
 def bare_output(model: Any, loss: Any = None) -> tuple[str, Any]:
     """The output (and target class) a bare model explains: the one ``loss`` scores.
 
-    Class probabilities (``"proba"``) for ``"brier"`` and ``"cross_entropy"``, the probability
-    of class ``c`` (``"proba_of"``) for ``BrierOf(c)``, a number (``"value"``) for
-    ``"squared"`` and ``"absolute"``, and ``predict_one``'s label for ``"zero_one"`` or a loss
-    of one's own. Without a loss (batch PFI): a number, unless the model predicts
-    probabilities, and then its label (:func:`check_model_fn` with a ``target_class`` explains
-    that class's probability instead).
+    ``"proba"`` for ``"brier"`` and ``"cross_entropy"``, ``"proba_of"`` for ``BrierOf(c)``,
+    ``"value"`` for ``"squared"`` and ``"absolute"``, the label for ``"zero_one"`` or a loss of
+    one's own; without a loss, a number unless the model predicts probabilities, then its label.
 
     >>> from streamxai.core.losses import BrierOf
     >>> bare_output(None, "squared"), bare_output(None, BrierOf(1)), bare_output(None, "zero_one")

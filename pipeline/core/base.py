@@ -26,13 +26,9 @@ __all__ = ["Component", "check_positive_int"]
 
 
 class Component(base.Base):
-    """A river ``Base`` whose whole state round-trips through bytes.
-
-    Constructor arguments are stored under their own names; learned state is private and
-    rebuilt in ``_reset()``. river's ``Base`` builds ``_get_params()``, ``clone()`` (a fresh
-    copy with the same parameters, components among them cloned) and ``repr`` on that;
-    ``snapshot()`` / ``restore()`` round-trip the whole state through bytes.
-    """
+    """A river ``Base`` whose whole state round-trips through bytes: constructor arguments are
+    stored under their own names (river builds ``clone()`` and ``repr`` on that), learned state is
+    private and rebuilt in ``_reset()``, and ``snapshot()`` / ``restore()`` round-trip the state."""
 
     #: parameters that are what the component looks at, not parts of it (the model an explainer
     #: evaluates): a clone takes a copy of them as they are now, where river's would start them afresh

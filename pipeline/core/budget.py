@@ -37,12 +37,9 @@ class EventSampler(Component):
 
 class LagShedder(Component):
     """Fair load shedding by lag: while events wait longer than ``max_lag_s``, each group
-    explains one event in ``stride = ceil(waited_s / max_lag_s)`` (``None``: never skip).
-
-    The stride is the same for every stream, so under overload every stream keeps the same
-    share of its explanations instead of whole streams being shed while their tasks queue
-    behind a burst; the longer the wait, the smaller the share, until the explainers catch
-    up. ``skipped`` is how many events of the group were shed since it last explained one.
+    explains one event in ``stride = ceil(waited_s / max_lag_s)`` (``None``: never skip). The stride
+    is the same for every stream, so under overload every stream keeps the same share of its
+    explanations. ``skipped``: events of the group shed since it last explained one.
 
     >>> LagShedder(2.0).shed(waited_s=3.0), LagShedder(None).shed(waited_s=1e9)
     (True, False)

@@ -21,20 +21,10 @@ __all__ = ["Block", "IncrementTracker"]
 class Block:
     """``n`` values with mean ``mean`` and sum of squared deviations from it ``m2``.
 
-    A value: ``a + b`` is the block of the values of both (Chan et al.'s parallel update,
-    numerically stable for any offset), ``total - a`` the block of the values of ``total``
-    that are not in ``a`` (its inverse; ``a`` must be part of ``total``), as river's
-    ``stats.Var`` supports ``+=`` and ``-=``. Treat blocks as immutable: the operators return
-    new ones.
-
-    An incremental explainer smooths one *increment* per feature and event (iPFI's loss
-    difference, iSAGE's marginal contribution, the spread of iPDP's ICE curve). For a fixed
-    model the increments of different events are nearly independent samples of the current
-    explanation, while consecutive smoothed values share almost all their weight. Change
-    detection and confidence bounds therefore work on the increments: the explainer adds each
-    one to an :class:`IncrementTracker`, and whoever publishes the explanation takes the
-    :class:`Block` of increments since the previous report (count, mean and sum of squared
-    deviations, Welford's update).
+    ``a + b`` is the block of the values of both (Chan et al.'s parallel update), ``total - a`` that
+    of the values of ``total`` not in ``a``; the operators return new blocks. An explainer's
+    per-event increments are gathered in blocks between reports: for a fixed model they are nearly
+    independent samples, which the change test and the confidence bounds need.
 
     >>> a, b = Block(2, 1.0, 0.5), Block(1, 4.0, 0.0)
     >>> a + b

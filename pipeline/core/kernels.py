@@ -23,25 +23,14 @@ FUNCTIONS = ("fold_curves", "extremes_update", "extremes_grids", "linear_chain",
 
 def load(environ: dict | None = None) -> ModuleType | None:
     """The compiled module, or None when it is not built (or built from older source) or
-    ``STREAMXAI_PURE_PYTHON`` is set.
+    ``STREAMXAI_PURE_PYTHON`` is set (read once, at import).
 
-    ``pipeline/core/_kernels*.c`` (with ``_kernels.h``) are built at install (``pip install -e .``,
-    ``deploy/setup.sh``) into one optional extension: without a compiler the install still succeeds
-    and every class runs its pure-Python code, which stays the reference. A kernel does exactly the
-    floating-point operations of the Python code it replaces, in the same order, on the same objects
-    (the lists and dicts the classes hold), so the values are bit for bit the same on either path
-    (tests/unit/core/test_kernels.py) and checkpoints do not change. A kernel that meets anything
-    unusual (a type, a missing key) changes nothing and returns False; the caller then runs its
-    Python code, which raises the usual error.
-
-    - ``PATH``: ``"compiled"`` or ``"python"`` (what :attr:`StreamExplainer.bookkeeping_path
-      <streamxai.core.stream.StreamExplainer.bookkeeping_path>` and the ``compiled_kernels``
-      metric report);
-    - ``STREAMXAI_PURE_PYTHON=1`` in the environment forces the Python path (for debugging, or to
-      compare): read once, at import;
-    - ``STREAMXAI_REQUIRE_KERNEL=1`` (set by ``.ci/run``) makes a missing build fail a test
-      (``tests/unit/core/test_kernels.py``) instead of passing silently on the slower path.
-    """
+    ``pipeline/core/_kernels*.c`` are built at install into one optional extension; without a
+    compiler every class runs its pure-Python code, the reference. A kernel does exactly the
+    floating-point operations of the Python code it replaces, in the same order, on the same
+    objects, so values and checkpoints are the same on either path; a kernel that meets anything
+    unusual changes nothing and returns False, and the caller runs its Python code. ``PATH`` says
+    which path runs; ``STREAMXAI_REQUIRE_KERNEL=1`` makes a missing build fail the kernel tests."""
     env = os.environ if environ is None else environ
     if env.get("STREAMXAI_PURE_PYTHON", "") not in ("", "0"):
         return None

@@ -42,10 +42,9 @@ REFUSALS = ("label_expired", "label_unknown_seq", "label_already_labelled")
 
 
 class CategoryTypeChanged(ValueError):
-    """A categorical feature's value of another type than the stream's earlier values of it
-    (an integer among strings, or the other way round): the event is not taken. Models that
-    order a nominal feature's values (river's trees) would fail on every later event of the
-    stream once they learned both types.
+    """A categorical feature's value of another type than the stream's earlier values of it:
+    the event is not taken (river's trees order a nominal feature's values, and would fail once they
+    learned both types).
 
     >>> e = CategoryTypeChanged("car", 3, str); (e.feature, e.expected, e.got)
     ('car', 'str', 'int')
@@ -61,9 +60,8 @@ class CategoryTypeChanged(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """What the explainers do for one arrival, at the stream's ``position``: ``predict``
-    (explain ``x`` with the model as it is; no label needed), ``learn`` (explain ``x`` with its
-    label ``y``, then learn it; ``loss`` is the prediction at arrival's), or ``both``."""
+    """What the explainers do for one arrival at ``position``: ``predict`` (no label needed),
+    ``learn`` (with label ``y``, then the model learns; ``loss`` of the prediction at arrival), or ``both``."""
 
     kind: str
     seq: int
@@ -107,10 +105,9 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """A label that cannot be joined: ``reason`` (one of :data:`REFUSALS`), ``message`` saying
-    why and what to do, and ``ref``, what the caller gave with the label (for its dead letter).
-    A held label that the model could not take when its event came has the model's ``error``
-    (its reason is then the one that error gives a label after its event, the caller's to say)."""
+    """A label that cannot be joined: ``reason`` (one of :data:`REFUSALS`), ``message`` (why and what
+    to do), ``ref`` (what the caller gave with it) and, for a held label the model could not take,
+    the model's ``error``."""
 
     seq: int
     reason: str
@@ -154,43 +151,16 @@ class Arrival:
 
 
 class LabelJoin(Component):
-    """One stream's model and the events that wait for their labels (see below).
+    """One stream's model and the events that wait for their labels.
 
-    The first value of a categorical feature the model takes fixes the type of that feature's
-    values in the stream: an event with a value of another type is not taken
-    (:class:`CategoryTypeChanged` in ``Arrival.error``), so the model never meets both.
-
-    A :class:`LabelJoin` owns one stream's model and decides, from the stream's record of
-    arrivals alone, what the model learns and when:
-
-    - a feature event is predicted on arrival. If it carries its label ``y`` (or its label came
-      first and was held, see below), the model scores and learns it at once, as river's
-      ``progressive_val_score`` does: one :class:`Step` ``both``. Otherwise it waits, and the
-      explainers that need no label (iPDP) get a ``predict`` step with the model as it is now;
-    - a label event whose event waits: the model learns the event, and the loss is that of the
-      prediction made at arrival against the label (``progressive_val_score(delay=...)``): one
-      ``learn`` step, explained (iPFI, iSAGE) with the model as it is then;
-    - waiting is bounded. An event expires once its stream has ``max_label_delay`` later events
-      (by seq) or, with ``label_timeout_s`` > 0, once that many seconds of arrival time passed
-      since it arrived. Arrival time is the record's own timestamp (of the arrivals topic), never
-      the clock of the process, so a replay decides exactly as the first run. Expiry is decided
-      when the stream's next message arrives, oldest first. An expired event is counted and
-      never learned;
-    - a label is *held* when it comes before its event (features and labels travel on two topics,
-      so a label can overtake its event), within ``max_label_delay`` seqs of the stream's newest
-      one; it joins its event when that arrives, and is refused as an unknown seq once the
-      stream moved past its seq without it, or after ``label_timeout_s``;
-    - a message seen before is recognised by its origin (``origin``: the input partition it came
-      from and its offset there; the intake may forward a message twice after a restart) and
-      dropped (``duplicate``), as is an event whose seq the stream had already;
-    - every label is accounted for: learned, held, or refused with a reason (``label_expired``,
-      ``label_unknown_seq``, ``label_already_labelled``). To give these reasons the join remembers,
-      for the last ``max_label_delay`` seqs, which were learned and which expired, as intervals
-      (:class:`~streamxai.core.pending.SeqIntervals`); a label further back is refused as expired.
-
-    Positions. With delayed labels, seq no longer orders the steps of a stream, so each step
-    gets a *position*: the stream's newest seq plus the number of labels learned at their own
-    arrival. It grows with every step, and while labels come in line it is the seq itself.
+    From the stream's record of arrivals alone, it decides what the model learns and when: a
+    feature event is predicted on arrival and, with its label (in line, or held from before), scored
+    and learned at once (one :class:`Step` ``both``); otherwise it waits (a ``predict`` step) until
+    its label comes (a ``learn`` step, scored against the prediction made at arrival) or it expires
+    after ``max_label_delay`` later events or ``label_timeout_s`` of the records' own arrival time.
+    A label that comes before its event is held; every label is learned, held or refused with a
+    reason, and duplicates are dropped by origin. Each step gets a *position*: the newest seq plus
+    the labels learned at their own arrival. The rules are in docs/pages/concepts/labels.md.
 
     >>> from river import dummy
     >>> join = LabelJoin(PrequentialModel(dummy.NoChangeClassifier()), ["car"], categorical=["car"])
@@ -254,9 +224,8 @@ class LabelJoin(Component):
     # arrivals --------------------------------------------------------------------------
     def on_features(self, seq: int, x: dict[str, Any], y: Any, ts: float, at: float | None = None,
                     origin: tuple[Hashable, int] | None = None) -> Arrival:
-        """Event ``seq`` arrived at time ``at`` (from ``origin``) with features ``x`` and, if
-        known, its label ``y``. A message seen before, or a seq at or before the stream's last
-        one, is a duplicate: nothing happens."""
+        """Event ``seq`` arrived at time ``at`` (from ``origin``) with features ``x`` and, if known,
+        its label ``y``; a duplicate (seen, or a seq not after the last) changes nothing."""
         if self._take(origin) or seq <= self.last_seq:
             return Arrival(duplicate=True)
         res = Arrival()
@@ -314,9 +283,8 @@ class LabelJoin(Component):
 
     def on_label(self, seq: int, y: Any, at: float | None = None, ref: Any = None,
                  origin: tuple[Hashable, int] | None = None) -> Arrival:
-        """The label ``y`` of event ``seq`` arrived at time ``at`` (from ``origin``); ``ref``
-        comes back in a :class:`Refused` if the label cannot be joined. A message seen before
-        is a duplicate: nothing happens."""
+        """The label ``y`` of event ``seq`` arrived at time ``at`` (from ``origin``); ``ref`` comes
+        back in a :class:`Refused`. A message seen before changes nothing."""
         if self._take(origin):
             return Arrival(duplicate=True)
         res = Arrival()

@@ -65,21 +65,36 @@ def _check_m(preds: Sequence[Any]) -> None:
         )
 
 
-class Squared:
-    """``(y_true - y_pred)^2``; ``of_mean`` is unbiased for ``(y_true - E[y_pred])^2``."""
+class _Quadratic:
+    """``(t - p)^2`` of the number ``t`` a label stands for (:meth:`_target`); ``of_mean`` is
+    unbiased for ``(t - E[p])^2``."""
 
-    def __call__(self, y_true: float, y_pred: float) -> float:
-        d = float(y_true) - float(y_pred)
+    def _target(self, y_true: Any) -> float:
+        raise NotImplementedError
+
+    def __call__(self, y_true: Any, y_pred: float) -> float:
+        d = self._target(y_true) - float(y_pred)
         return d * d
 
-    def of_mean(self, y_true: float, preds: Sequence[float]) -> float:
+    def of_mean(self, y_true: Any, preds: Sequence[float]) -> float:
         _check_m(preds)
-        return _u_products(float(y_true), preds)
+        return _u_products(self._target(y_true), preds)
 
-    def of_means(self, y_true: float, preds: Sequence[float], m: int) -> list[float]:
-        """:meth:`of_mean` of each group of ``m`` consecutive predictions."""
+    def of_means(self, y_true: Any, preds: Sequence[float], m: int) -> list[float]:
+        """:meth:`of_mean` of each group of ``m`` consecutive predictions.
+
+        >>> BrierOf(1).of_means(0, [0.5, 0.25, 1.0, 0.0], 2)
+        [0.125, 0.0]
+        """
         _check_m(preds[:m])
-        return _u_products_groups(float(y_true), preds, m)
+        return _u_products_groups(self._target(y_true), preds, m)
+
+
+class Squared(_Quadratic):
+    """``(y_true - y_pred)^2``."""
+
+    def _target(self, y_true: Any) -> float:
+        return float(y_true)
 
     def __repr__(self) -> str:
         return "squared"
@@ -89,11 +104,8 @@ class Squared:
 
 
 class Brier:
-    """Multi-class Brier score ``sum_k (1[y = k] - p_k)^2`` of a ``{class: probability}`` dict.
-
-    A class missing from the dict has probability 0. ``of_mean`` sums the per-class
-    U-statistics, unbiased for the Brier score of the mean probabilities.
-    """
+    """Multi-class Brier score ``sum_k (1[y = k] - p_k)^2`` of a ``{class: probability}`` dict (a class
+    missing has probability 0); ``of_mean`` sums the per-class U-statistics."""
 
     def __call__(self, y_true: Any, y_pred: dict) -> float:
         total = 0.0 if y_true in y_pred else 1.0
@@ -118,7 +130,7 @@ class Brier:
         return "brier"
 
 
-class BrierOf:
+class BrierOf(_Quadratic):
     """Squared error of the predicted probability of ``target_class``: (1[y = c] - p)^2.
 
     >>> BrierOf(1)(1, 0.75), BrierOf(1)(0, 0.75), BrierOf(1).of_mean(0, [0.5, 0.25])
@@ -128,22 +140,8 @@ class BrierOf:
     def __init__(self, target_class: object):
         self.target_class = target_class
 
-    def __call__(self, y_true: object, p: float) -> float:
-        d = (1.0 if y_true == self.target_class else 0.0) - float(p)
-        return d * d
-
-    def of_mean(self, y_true: object, preds: Sequence[float]) -> float:
-        _check_m(preds)
-        return _u_products(1.0 if y_true == self.target_class else 0.0, preds)
-
-    def of_means(self, y_true: object, preds: Sequence[float], m: int) -> list[float]:
-        """:meth:`of_mean` of each group of ``m`` consecutive predictions.
-
-        >>> BrierOf(1).of_means(0, [0.5, 0.25, 1.0, 0.0], 2)
-        [0.125, 0.0]
-        """
-        _check_m(preds[:m])
-        return _u_products_groups(1.0 if y_true == self.target_class else 0.0, preds, m)
+    def _target(self, y_true: Any) -> float:
+        return 1.0 if y_true == self.target_class else 0.0
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BrierOf) and other.target_class == self.target_class
@@ -156,12 +154,9 @@ class BrierOf:
 
 
 class CrossEntropy:
-    """``-log p(y_true)`` with the probability clipped to ``[eps, 1 - eps]``.
-
-    ``y_pred`` is a ``{class: probability}`` dict, or a float read as the probability of
-    the positive class (``y_true`` truthy). No unbiased estimate of ``-log E[p]`` from a few
-    draws exists; explainers use the plug-in ``-log(mean p)`` and say what its bias is.
-    """
+    """``-log p(y_true)``, the probability clipped to ``[eps, 1 - eps]``; ``y_pred`` a
+    ``{class: probability}`` dict or the positive class's probability. No unbiased estimate of
+    ``-log E[p]`` exists: explainers use the plug-in and report its bias."""
 
     def __init__(self, eps: float = 1e-7):
         if not 0 < eps < 0.5:
@@ -208,20 +203,9 @@ def has_unbiased_mean(loss: Callable[[Any, Any], float]) -> bool:
 
 
 def loss_of_mean(loss: Callable[[Any, Any], float], y_true: Any, preds: Sequence[Any]) -> float:
-    """``loss.of_mean(y, preds)`` for a quadratic loss and ``m >= 2``, else the plug-in
-    ``loss(y, mean of preds)`` (biased for a strictly convex loss; exact when ``m = 1``
-    only if the loss is linear in the prediction).
-
-    Loss of an expected prediction. SAGE's value function needs ``l(y, E[f])``, the loss of the
-    *mean* prediction over an imputation distribution, and an explainer only has ``m`` draws
-    ``f_1..f_m`` of it. For a strictly convex loss the plug-in ``l(y, mean f_k)`` is biased upwards
-    by a Jensen gap (for the squared loss exactly ``Var(f) / m``). Losses that are quadratic in
-    the prediction -- :data:`squared`, :class:`BrierOf` (the squared error of one class's
-    probability) and :data:`brier` (multi-class Brier score) -- offer ``of_mean(y, preds)``: the
-    U-statistic ``1 / (m (m - 1)) sum_{k != l} (f_k - y)(f_l - y)``, unbiased for
-    ``(E f - y)^2`` when the ``m >= 2`` draws are independent (summed over classes for Brier).
-    :func:`loss_of_mean` uses it when it exists and falls back to the plug-in otherwise.
-    """
+    """``loss.of_mean(y, preds)`` for a quadratic loss and ``m >= 2`` (the U-statistic
+    ``1 / (m (m - 1)) sum_{k != l} (f_k - y)(f_l - y)``, unbiased for ``l(y, E[f])``), else the
+    plug-in ``loss(y, mean of preds)``, biased upwards by a Jensen gap for a convex loss."""
     if len(preds) >= 2 and has_unbiased_mean(loss):
         return loss.of_mean(y_true, preds)  # type: ignore[attr-defined]
     from .model import mean_output

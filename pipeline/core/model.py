@@ -30,19 +30,10 @@ class ModelFunction(Component):
       for cross-entropy;
     - ``"proba_of"``: the probability of ``target_class`` as a float (a PD curve of a class).
 
-    A plain callable ``f(x) -> prediction`` is accepted in place of a river model and used
-    as is for every output. A model that can score many rows at once is given all
-    perturbed rows of one event in one call via ``batch``: a callable
-    ``rows -> list of predictions`` in the same output format.
-
-    The fast path (``fast_path="auto"``, the default): a river model that
-    :func:`streamxai.core.fastpath.compile_model` recognises -- the Hoeffding tree family, ARF,
-    linear and logistic regression -- is evaluated from its internals, with the parts shared by
-    the rows of one call computed once, giving exactly the values of calling the model (see
-    :mod:`streamxai.core.fastpath`). ``path`` says which evaluation a function uses;
-    ``fast_path="off"`` always calls the model. A call the fast path cannot serve (a part of the
-    model it does not recognise) is evaluated by calling the model, and counted in
-    ``fallbacks``.
+    A plain callable ``f(x) -> prediction`` is used as is for every output. On the fast path a
+    river model that :func:`streamxai.core.fastpath.compile_model` recognises is evaluated from
+    its internals, with exactly the values of calling it (``path`` says which); a call the fast
+    path cannot serve calls the model and is counted in ``fallbacks``.
 
     Parameters
     ----------
@@ -171,9 +162,7 @@ class ModelFunction(Component):
 
     def _resolve_rows(self) -> Callable[[Sequence[dict]], list[Prediction]]:
         """``rows -> [self._fn(r) for r in rows]``, the same calls in the same order, with no
-        Python frame of ours per row (on the black-box path a cheap model's call costs about
-        a microsecond, and a wrapper's frame a tenth of that). :attr:`_rows_floats` says
-        whether it gives floats (a river model's ``value`` or ``proba_of``)."""
+        Python frame of ours per row; :attr:`_rows_floats` says whether it gives floats."""
         m = self.model
         self._rows_floats = self.output in ("value", "proba_of")
         if not (hasattr(m, "predict_one") or hasattr(m, "predict_proba_one")):
@@ -233,11 +222,9 @@ class ModelFunction(Component):
         return self._called(x, pairs, with_x)
 
     def curves(self, x: dict, features: Sequence[str], grids: np.ndarray) -> np.ndarray:
-        """ICE curves: for feature ``features[i]`` and each value ``grids[i, k]`` (a 2-d float
-        array), the output at ``x`` with that one feature set to that value, as floats in an
-        array of ``grids``' shape (a numeric output: ``value`` or ``proba_of``). The rows are
-        :meth:`replaced`'s, in the same order; a model on the fast path may compute them all
-        at once. ``x`` is not changed."""
+        """ICE curves: for feature ``features[i]`` and each value ``grids[i, k]``, the output at ``x``
+        with that feature set to that value, as floats shaped as ``grids`` (a numeric output); the rows
+        of :meth:`replaced`, in order. ``x`` is not changed."""
         fast = self._fast if self.batch is None else None
         if fast is not None:
             try:
@@ -246,27 +233,14 @@ class ModelFunction(Component):
                 return out
             except Exception as e:
                 self._fell_back(e)
-        rows = []
-        append = rows.append
-        for f, row in zip(features, grids.tolist(), strict=True):
-            for v in row:
-                r = x.copy()
-                r[f] = v
-                append(r)
-        self.n_evaluations += len(rows)
-        if self.batch is not None and rows:
-            preds = [float(p) for p in self.batch(rows)]
-        else:
-            preds = self._rows_fn(rows)
-            if not self._rows_floats:
-                preds = [float(p) for p in preds]
+        preds = self._called(x, [(f, v) for f, row in zip(features, grids.tolist(), strict=True) for v in row])
+        if self.batch is not None or not self._rows_floats:
+            preds = [float(p) for p in preds]
         return np.array(preds, dtype=float).reshape(grids.shape)
 
     def coalitions(self, x: dict, order: Sequence[str], donors: Sequence[dict], first: int = 0) -> list[Prediction]:
-        """The prediction at ``x``, then at the rows of a permutation chain (iSAGE): for ``j =
-        first .. len(order) - 1`` and each donor, ``x`` with the features ``order[j:]`` taken
-        from that donor (:func:`chain_rows`), in one :meth:`many` call. ``x`` and the donors
-        are not changed. A model on the fast path may compute them all at once."""
+        """The prediction at ``x``, then at the rows of a permutation chain (:func:`chain_rows`),
+        in one :meth:`many` call or on the fast path; ``x`` and the donors are not changed."""
         fast = self._fast if self.batch is None else None
         if fast is not None and hasattr(fast, "coalitions"):
             try:
@@ -292,10 +266,8 @@ class ModelFunction(Component):
         return self._rows_fn(rows)
 
     def share(self, fast: Any) -> None:
-        """Evaluate with ``fast``, a white-box evaluator of this function's model that its owner
-        shares between functions and keeps between calls (``fast.shared``), invalidating it
-        whenever the model learns (:class:`~streamxai.core.stream.StreamExplainer` does). No
-        effect when the fast path is off."""
+        """Evaluate with ``fast``, a white-box evaluator of this model that its owner shares and
+        invalidates whenever the model learns; no effect when the fast path is off."""
         if self._fast is not None and fast is not None and fast.model is self.model:
             self._fast = fast
 

@@ -46,23 +46,9 @@ class Waiting:
 
 
 class PendingEvents:
-    """The events of one stream that wait for their label, in arrival order (seqs increasing).
-
-    Rows are appended; a label removes a row anywhere (it is marked and dropped when the
-    arrays are compacted), expiry removes the oldest. Compaction happens once the removed
-    rows outnumber the waiting ones (and at least 1,024 were removed), so memory stays within
-    twice the waiting events and each event costs O(1) amortised.
-
-    A waiting event keeps what the model needs when its label comes: its features, the
-    prediction made at arrival (to score it), the event's ``ts``, its arrival time and the model
-    version that predicted it. :class:`PendingEvents` keeps them by column in typed arrays
-    (numeric features as 8-byte floats), not as one dict per event: about 130 bytes per event
-    with 9 numeric features, against about 1.1 KB for a dict of 9 floats, and it pickles to
-    bytes of the same size (``tests/benchmarks/bench_labels.py`` measures it).
-
-    :class:`SeqIntervals` keeps a set of seqs as disjoint intervals: the learned seqs of a stream
-    whose labels come in line are one interval.
-    """
+    """The events of one stream that wait for their label, in arrival order, by column in typed
+    arrays. A label removes a row anywhere (marked), expiry the oldest; compaction, once the removed
+    rows outnumber the waiting ones (and at least 1,024), keeps memory within twice the waiting events."""
 
     def __init__(self, feature_names: Iterable[str], categorical: Iterable[str] = ()):
         self.feature_names = list(feature_names)

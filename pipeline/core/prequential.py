@@ -20,9 +20,8 @@ from .model import ModelFunction, fresh_copy
 
 __all__ = ["PrequentialModel", "MAX_LOSS", "NotABinaryLabel"]
 
-#: the largest loss of one event that is learned: the loss summaries the explainers report
-#: with their values (``model_loss``: a block's mean and sum of squared deviations) square it,
-#: so a finite loss past about 1e154 overflows them; 1e100 leaves room for 1e100 such squares
+#: the largest loss of one event that is learned: the loss summaries square it (past about 1e154
+#: they overflow), and 1e100 leaves room for 1e100 such squares
 MAX_LOSS = 1e100
 
 
@@ -31,10 +30,9 @@ _BINARY = frozenset({0, 1})
 
 
 class NotABinaryLabel(ValueError):
-    """A label that a binary classifier (river's ``_multiclass`` False: it predicts True or
-    False) cannot tell apart from its two classes: anything but true/false and 0/1. River's
-    logistic regression learns 2 as True (with twice the step) and -1 as False, so a stream of
-    three classes would be scored and explained as if it had two; the event is not learned.
+    """A label a binary classifier (river's ``_multiclass`` False) cannot tell apart from its two
+    classes: anything but true/false and 0/1 (river's logistic regression learns 2 as True and -1
+    as False). The event is not learned.
 
     >>> e = NotABinaryLabel(2); e.y, str(e)[:56]
     (2, 'the label 2 (int) is not a class of a binary classifier:')
@@ -53,13 +51,8 @@ class NotABinaryLabel(ValueError):
 
 
 class PrequentialModel(Component):
-    """Predicts each event with the model as it is, scores it, then learns it.
-
-    ``model`` is the template: the learner is a fresh copy of it (river's ``clone()``),
-    so the parameter is never trained and ``clone()`` gives an untrained model.
-    ``version`` counts the events learned so far: the prediction for an event is made
-    by the model of version = number of earlier labelled events.
-    """
+    """Predicts each event with the model as it is, scores it, then learns it. The learner is a
+    fresh copy of ``model`` (never trained itself); ``version`` counts the events learned."""
 
     def __init__(self, model: Any, output: str = "label", loss: Any = "zero_one", target_class: Any = None):
         self.model = model
@@ -94,12 +87,9 @@ class PrequentialModel(Component):
 
     def score(self, y: Any, y_pred: Any) -> float:
         """The loss of the prediction ``y_pred`` against the target ``y``; ValueError if it is
-        not finite (a finite but huge prediction or target: learning the event would make the
-        model's every later prediction overflow), or larger than :data:`MAX_LOSS` (its square
-        would overflow the loss summaries reported with the explanations), or, for class labels,
-        a label that cannot be ordered with the class the model predicted (a string among numbers
-        or booleans: models that sort their classes, such as river's trees, would fail on every
-        later event once they learned it), or :class:`NotABinaryLabel` (:meth:`check_label`).
+        not finite, larger than :data:`MAX_LOSS` (its square would overflow the loss summaries), or,
+        for class labels, a label that cannot be ordered with the predicted class (models that sort
+        their classes would fail on every later event); :class:`NotABinaryLabel` (:meth:`check_label`).
 
         >>> from river import linear_model
         >>> m = PrequentialModel(linear_model.LinearRegression(), output="value", loss="squared")

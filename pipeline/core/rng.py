@@ -15,11 +15,8 @@ __all__ = ["derive_seed", "make_rng"]
 
 
 def derive_seed(seed: int | None, *parts: object) -> int | None:
-    """A 63-bit seed from ``seed`` and ``parts``; ``None`` stays ``None`` (unseeded).
-
-    Python's ``hash`` of a string changes with every process, so seeds that must agree
-    between workers are derived with BLAKE2b instead.
-    """
+    """A 63-bit seed from ``seed`` and ``parts`` (``None`` stays ``None``), by BLAKE2b: Python's
+    string ``hash`` changes with every process."""
     if seed is None:
         return None
     h = hashlib.blake2b(digest_size=8)

@@ -30,10 +30,9 @@ class ExplainerSpec:
     """Which explainer, which model output it explains, with which loss, and its parameters.
 
     A ``StreamExplainer`` builds one explainer per spec, on a ``ModelFunction`` of its current
-    model with this ``output`` and ``target_class``. The defaults are the explainers' own. A
-    parameter that applies to other explainers only must keep its default (``APPLIES_TO``).
-    That, ``name``, ``alpha``, the sizes and ``categorical`` are checked here, once, when the
-    spec is made; ``output``, ``loss`` and ``removal`` when the explainer is built.
+    model with this ``output`` and ``target_class``. A parameter that applies to other explainers
+    only must keep its default (``APPLIES_TO``); ``output``, ``loss`` and ``removal`` are checked
+    when the explainer is built, the rest here.
 
     Parameters
     ----------
@@ -126,13 +125,10 @@ class ExplainerSpec:
 class ExplanationValue:
     """One explainer's current value for one feature, as published.
 
-    ``block`` holds the per-event increments folded in since the previous report of this
-    value, ``model_loss`` the model's prequential losses over the events seen since the
-    previous report (both :class:`~streamxai.core.increments.Block`), ``stderr`` the
-    standard error of ``value`` when the explainer reports one, ``n_seen`` the steps of its
-    kind (predict or learn) the explainer has seen, explained or not, ``var_factor`` the
-    variance of a long mean of the increments over that of independent ones (None:
-    independent; see :mod:`streamxai.core.change.test`).
+    ``block`` and ``model_loss``: the increments and the model's losses since the previous report
+    (:class:`~streamxai.core.increments.Block`); ``stderr``: the value's standard error, if any;
+    ``n_seen``: the steps of its kind the explainer has seen, explained or not; ``var_factor``: the
+    increments' variance factor (None: independent).
     """
 
     # StreamExplainer._step builds these by position, in this order
@@ -166,18 +162,13 @@ class StreamExplainer(Component):
     """Explainers over one stream's model: each event is explained with the model as it is,
     then the model learns it.
 
-    ``model`` is the prototype, as in river's wrappers: the explainers evaluate a clone of it
-    (``current_model``, version t after learning the events before t), and ``model`` itself is
-    never trained. When labels come later, an event is taken in two steps (:meth:`step`): at
-    its arrival (``predict``) iPDP, which needs no label, explains it; when its label comes
-    (``learn``) iPFI and iSAGE explain it, and the model learns it. An event whose label comes
-    with it takes both at once (:meth:`process_one`). Each part reports its explainers' values
-    every ``emit_every`` explained steps of that part.
-
-    A worker builds its group's part with :meth:`on_worker`: work is split into *units*, one per
-    feature (its iPFI and iPDP) and one for the iSAGE chain; ``units_of_group`` deals them to
-    groups, and a group gives exactly the values the all-units StreamExplainer gives for its
-    units, every random draw being seeded by ``(seed, stream_id, explainer, feature)``.
+    ``model`` is the prototype: the explainers evaluate a clone of it (``current_model``), and
+    ``model`` itself is never trained. With labels that come later an event takes two steps
+    (:meth:`step`): at its arrival (``predict``) iPDP explains it; when its label comes (``learn``)
+    iPFI and iSAGE explain it and the model learns it; :meth:`process_one` takes both at once.
+    Each part reports every ``emit_every`` explained steps. A worker builds its group's part with
+    :meth:`on_worker` (units: one per feature, one for the iSAGE chain, :func:`units_of_group`),
+    which gives exactly the all-units explainer's values for its units.
 
     Parameters
     ----------
@@ -228,8 +219,7 @@ class StreamExplainer(Component):
 
     #: the white-box evaluator the explainers share (None: not set up yet, or none)
     _evaluator: Any = None
-    #: the watch of the stream's inputs and what it found and was not yet taken (class defaults:
-    #: a checkpoint made without them watches nothing)
+    #: the watch of the stream's inputs and its findings not yet taken (class defaults, for a checkpoint)
     inputs = False
     _monitor: InputMonitor | None = None
     _labels: LabelWatch | None = None  # watches the labels where the monitor watches the inputs
@@ -237,7 +227,6 @@ class StreamExplainer(Component):
     #: what a worker sets (:meth:`on_worker`)
     units: list[str] | None = None
     fast_path = "auto"
-    inputs = False
 
     def __init__(
         self,
@@ -261,11 +250,9 @@ class StreamExplainer(Component):
     @classmethod
     def on_worker(cls, *args: Any, units: Sequence[str] | None = None, fast_path: str = "auto", inputs: bool = False,
                   **params: Any) -> StreamExplainer:
-        """A StreamExplainer (``args`` and ``params`` its parameters) as a worker runs it:
-        ``units`` the work units of its group (None: all; :func:`units_of_group`), ``fast_path``
-        ``"off"`` to call the model where ``"auto"`` evaluates a recognised river model from its
-        internals, ``inputs`` whether it watches the stream's inputs for data faults (in the group
-        of the first unit). A clone keeps them."""
+        """A StreamExplainer as a worker runs it: ``units`` of its group (None: all),
+        ``fast_path`` (``"off"`` always calls the model) and ``inputs`` (watch the stream's inputs, in
+        the group of the first unit). A clone keeps them."""
         se = cls(*args, **params)
         se.units = None if units is None else list(units)
         se.fast_path = fast_path
@@ -382,15 +369,12 @@ class StreamExplainer(Component):
         self, x: dict[str, Any], y: Any, explain: bool = True, report: bool = True, loss: float | None = None,
         position: int | None = None,
     ) -> list[ExplanationValue]:
-        """Explain ``(x, y)`` with the current model (if ``explain``), then learn it.
+        """Explain ``(x, y)`` with the current model (if ``explain``), then learn it; an event
+        without a target (``y is None``) is neither explained nor learned.
 
-        Returns the current values when ``explain`` and ``report``; a caller that publishes
-        only some events passes ``report=False`` for the others and skips building values and
-        PD curves, and the increments of those events go into the next report's blocks.
-        ``loss`` is the model's prequential loss on the event (from the model path), gathered
-        into the next report's ``model_loss``. An event without a target (``y is None``) is
-        neither explained nor learned.
-        """
+        Returns the current values when ``explain`` and ``report`` (``report=False`` skips building
+        them; the increments go into the next report's blocks). ``loss``: the model's prequential loss
+        on the event, gathered into the next report's ``model_loss``."""
         if self._monitor is not None and position is not None:
             self._watch(position, x, y, "predict" if y is None else "both", loss)
         if y is None:
@@ -402,14 +386,11 @@ class StreamExplainer(Component):
 
     def step(self, kind: str, x: dict[str, Any], y: Any = None, explain: bool = True, loss: float | None = None,
              build: bool = True, position: int | None = None) -> list[ExplanationValue]:
-        """One step of an event (class docstring): ``predict`` (explainers that need no label
-        explain ``x``), ``learn`` (the others explain ``(x, y)``, then the model learns it) or
-        ``both``. Each part reports every ``emit_every`` explained steps of its own; the values
-        of the explainers that report now are returned. ``build=False`` (a replay) starts the
-        new blocks as a report does, without building values. ``position``: the step's place in
-        the stream's record of arrivals, where the inputs of a ``predict`` or ``both`` step, and
-        the label of a ``learn`` or ``both`` step, are watched for data faults
-        (:meth:`take_faults`; None: not watched)."""
+        """One step of an event: ``predict`` (explainers that need no label explain ``x``),
+        ``learn`` (the others explain ``(x, y)``, then the model learns it) or ``both``; returns the
+        values of the explainers whose part reports now. ``build=False`` (a replay) starts the new
+        blocks without building values. ``position``: the step's place in the stream's record of
+        arrivals, where inputs and labels are watched for data faults (None: not watched)."""
         if kind not in STEPS:
             raise ValueError(f"step {kind!r} is not one of {STEPS}")
         if kind != "predict" and y is None:
@@ -420,9 +401,8 @@ class StreamExplainer(Component):
         return self._step(x, y, kind, explain, loss, report, build)
 
     def _watch(self, position: int, x: dict[str, Any], y: Any, kind: str, loss: float | None = None) -> None:
-        """The watch of the inputs takes in an arrival's values (a ``predict`` or ``both`` step),
-        with the model's ``loss`` on it where its label came with it (``both``); the watch of the
-        labels, the arrival and the label ``y`` (a ``learn`` or ``both`` step)."""
+        """The input watch takes in an arrival's values (``predict`` or ``both``), with the
+        loss where the label came with it; the label watch the arrival and label ``y``."""
         if self._labels is None:  # a checkpoint made before labels were watched
             self._labels = LabelWatch()
         if kind == "learn":

@@ -25,21 +25,14 @@ STARTS = ("zero", "first")
 _BUFFER = 64  # increments folded into the running moments every this many events
 _EVERY_SLOT = 4  # the reuse statistic watches the slots whose index is a multiple of this
 _PAIRS_SLOWER = 32  # the reuse statistics forget this many times more slowly than the estimate
-#: the block tables of each smoothing rate alpha (SmoothedStderr._block), shared by every tracker
-#: of that rate: they depend on alpha alone, and a worker holds trackers of thousands of streams
+#: the block tables of each smoothing rate (SmoothedStderr._block), shared by every tracker of it
 _BLOCKS: dict[float, dict[int, tuple]] = {}
 
 
 def _column_sums(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``w @ x`` summed row after row: each column's result does not depend on the other
-    columns (a matrix product's blocking does), so a tracker of a subset of the features
-    gives exactly the full tracker's values for them.
-
-    With two columns or more, ``np.add.reduce`` over the rows of a C-ordered array adds them
-    one after the other (the rows, the larger stride, are iterated outside the columns), the
-    same additions as ``np.add.accumulate`` at a third to a quarter of its cost for iPDP's 99
-    columns; one column is one contiguous run, which reduce would add pairwise, so it is
-    accumulated (``tests/unit/core/test_uncertainty_sums.py`` checks both against a plain loop)."""
+    """``w @ x`` summed row after row, so each column's result does not depend on the other
+    columns (a subset tracker gives the full tracker's values); one column is accumulated, as
+    ``np.add.reduce`` would add it pairwise."""
     y = w[:, None] * x
     if y.shape[1] < 2:
         return np.add.accumulate(y, axis=0)[-1]
@@ -47,9 +40,8 @@ def _column_sums(w: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _zeros_shared(values: list) -> list:
-    """``values`` with each ``0.0`` the same float object, as ``[0.0] * d`` made them: unpickling
-    makes one float object per element, so a restored state whose sums are still mostly zero
-    (a young stream's) would take several times the memory of the state it was saved from."""
+    """``values`` with each ``0.0`` the same float object, as ``[0.0] * d`` made them:
+    unpickling makes one float per element, which would multiply a young stream's memory."""
     return [_ZERO if type(v) is float and v == 0.0 and math.copysign(1.0, v) > 0 else v for v in values]
 
 
@@ -106,9 +98,8 @@ class PairSums:
 
 
 class SlotUse:
-    """A watched reservoir slot: the observation it holds, per feature the count and sum of
-    the increments that drew it, and the increments of the event it came from (None if that
-    event was only observed, or the observation was first met as a donor)."""
+    """A watched reservoir slot: its observation, per feature the count and sum of the increments
+    that drew it, and its own event's increments (None if that event was not explained)."""
 
     __slots__ = ("observation", "counts", "sums", "own")
 
@@ -136,70 +127,9 @@ class SmoothedStderr(Component):
     explained event (one increment per feature, in order) and, when the increments drew
     donors from a reservoir, :meth:`add_donors` for the slots they used.
 
-    Cost: an event writes its increments into a buffer (folded in with numpy every 64 events)
-    and touches one in four of the slots its donors came from: O(1) per feature. A query
-    (:meth:`stderrs`, :meth:`variance_factors`) folds at most 64 buffered events into a copy
-    of the moments at both rates and answers both questions, kept until the next event, so a
-    report asking for every feature's standard error and variance factor, or for them twice,
-    costs one pass over the features.
-
-    Every explainer publishes ``phi_t = sum_s w_s Delta_s``: an exponential smoothing of
-    per-event increments ``Delta_s`` (weights ``w_s = a (1 - a)^(t - s)``, the first increment
-    weighted ``(1 - a)^(t - t0)`` when the smoothing starts at it). :class:`SmoothedStderr`
-    tracks, per feature, what its standard error needs:
-
-    - ``W2 = sum_s w_s^2``, exactly, by ``W2 <- (1 - a)^2 W2 + a^2`` (``a / (2 - a)`` in the
-      stationary limit: the factor of Theorem 3.2 of the iSAGE paper, Theorem 3.4 of iPDP);
-    - the variance ``sigma^2`` of the increments, exponentially weighted at rate ``a`` (weights
-      ``(1 - a)^age``, normalised, with the small-sample correction of a weighted variance), so
-      it follows the current model as ``phi`` does.
-
-    If the increments were independent, ``Var[phi_t] = W2 sigma^2``. They are not, when every
-    increment draws its ``m`` donors (iPFI's perturbation values, iSAGE's imputations) from a
-    reservoir of ``L`` stored observations that changes one slot per stored event: the mean
-    increment given the reservoir, ``mu(R)``, is then itself random, with variance about
-    ``m^2 zeta / L``, where ``zeta`` is the covariance of two increments that share one donor;
-    and since each slot survives about ``L`` events, ``mu(R_t)`` is correlated over time like an
-    AR(1) process with ``rho = (1 - q)^u`` (``u`` stored events per explained event, ``q`` the
-    probability that a stored event replaces a given slot: ``1/L`` for the geometric reservoir,
-    ``1/n`` for the uniform one after ``n`` events -- it freezes, and its floor stays). Summing
-    the smoothed AR(1) covariances gives
-
-    Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho)),   c = 1 - a,
-
-    about ``W2 (sigma^2 + 2 m^2 zeta / (1 + a L))``: a correction that matters when ``a L`` is
-    small and donors carry much of the increment's variation; as ``a -> 0`` it tends to
-    ``m^2 zeta / L``, the variance floor of order ``1 / L`` that no ``a`` removes (the iPFI paper's
-    ``O(p)``, ``p = 1/L``). One more covariance: an explained event is stored and later serves as
-    a donor, so its own increment and the increments that draw it share that observation (in
-    two roles). Each increment has ``m`` donors, each from one earlier event, which adds
-    ``W2 * 2 m zeta'`` with ``zeta'`` that covariance per donor use (lags are about ``L`` events,
-    short against ``1 / a``). So
-
-        Var[phi_t] = W2 (sigma^2 + m^2 zeta / L * 2 c rho / (1 - c rho) + 2 m zeta'). ``zeta`` is estimated from the
-    increments themselves: each slot keeps, per feature, the sum and count of the increments
-    that used its current observation; a new increment adds its product with that sum to an
-    exponentially weighted pair sum (with the sums of either element), and ``zeta`` is the
-    covariance over those pairs, centred on their own means (centring on the smoothed mean would
-    tie the correction to the estimate's own error). A slot
-    whose observation was replaced (neither the same object nor equal to it) starts afresh.
-    ``zeta'`` likewise: the explainer tells (:meth:`SmoothedStderr.stored`) where it stored each
-    event and with which increments, and later uses of that slot add their products with them.
-    The pair statistics are noisy (``zeta`` is small against ``sigma^2``), so they forget 32 times
-    more slowly than the estimate, and they are not clipped at 0 (clipping a noisy unbiased
-    estimate biases it upwards); only the total correction is floored, at ``-3/4 sigma^2`` (the
-    standard error never falls below half the independent-increment one). To keep the per-event
-    cost small, only every fourth slot is watched (slots are
-    exchangeable, so this is unbiased; it counts a quarter of the pairs), and increments are
-    buffered and folded into the moments with numpy every 64 events. Queries change nothing, so
-    results never depend on when (or whether) standard errors were asked for -- a replay that
-    reports at other events gives the same values. ``L`` is the reservoir's current length.
-
-    What the bounds do not cover: the smoothing's start-up bias (``(1 - a)^n phi`` for a zero
-    start: publish after ``n >= 5 / a``), drift (the bound is for the current model's value
-    under stationarity), and any bias of the estimator itself (iSAGE with cross-entropy: see
-    ``jensen_gap``).
-    """
+    The standard error is ``sqrt(W2 (sigma^2 + reuse))``, derived in
+    docs/pages/concepts/algorithms.md (Standard errors). Increments are buffered and folded in
+    every 64 events; a query reads a copy of the moments, so it never changes later results."""
 
     def __init__(self, features: Sequence[str], alpha: float, start: str = "zero"):
         if start not in STARTS:
@@ -220,8 +150,7 @@ class SmoothedStderr(Component):
         # weights; increments wait in a buffer and are folded in blocks
         self._mom = np.zeros((3, d))
         self._w2sum = 0.0
-        # the same at the reuse statistics' slower rate (a / _PAIRS_SLOWER): the variance that
-        # the variance factor divides their covariances by (variance_factors)
+        # the same at the reuse statistics' slower rate, for the variance factors
         self._slow = np.zeros((3, d))
         self._slow_w2sum = 0.0
         self._buffer = np.empty((_BUFFER, d))  # the increments not folded in yet: rows [0, _held)
@@ -278,13 +207,10 @@ class SmoothedStderr(Component):
         self, items: Sequence[Any], slots: Sequence[Any], deltas: Sequence[float],
         updates: float = 1.0, replace_rate: float | None = None, per_feature: bool = False,
     ) -> None:
-        """The increments ``deltas`` (feature order) of this event used the stored
-        observations ``items[k]``: ``slots`` lists the ``k`` shared by all features (iSAGE's
-        ``m`` donors), or, with ``per_feature``, one ``k`` (or one list of ``k``) per feature
-        (iPFI's ``M`` draws per feature).
-        ``updates``: stored events per explained event (1 without a budget);
-        ``replace_rate``: the probability that a stored event replaces a given slot (``1/L``
-        for a geometric reservoir, the default; ``1/n`` for a full uniform one)."""
+        """The increments ``deltas`` of this event used the stored observations ``items[k]``:
+        ``slots`` lists the ``k`` shared by all features (iSAGE's donors) or, with ``per_feature``, one
+        ``k`` or list of ``k`` per feature (iPFI's draws); ``updates``: stored events per explained
+        event; ``replace_rate``: the chance a stored event replaces a given slot (default ``1/L``)."""
         self._cached = self._cached_cov = None
         self._size = len(items)
         self._updates = updates
@@ -349,21 +275,18 @@ class SmoothedStderr(Component):
                 on[i] += 1.0
 
     # results --------------------------------------------------------------------
-    def _moments(self, slow: bool = False, both: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and variance of the increments, the buffer included (nothing is changed:
-        a query never alters later results); ``slow``: weighted at the reuse statistics' rate;
-        ``both``: at either rate, as rows ``[estimate's, slow]`` of 2-row arrays, from one
-        pass over the buffer (a report asks for both: the standard errors and the variance
-        factors)."""
+    def _moments(self, both: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of the increments, the buffer included (nothing is changed), at the
+        estimate's rate; ``both``: at either rate, as rows ``[estimate's, slow]`` of 2-row arrays.
+        One pass over the buffer serves both rates."""
         d = len(self._names)
-        rates = (0, 1) if both else (int(slow),)
-        mom = np.array([(self._mom, self._slow)[r] for r in rates])  # a copy, one row per rate
-        w2sums = [(self._w2sum, self._slow_w2sum)[r] for r in rates]
+        mom = np.array((self._mom, self._slow))  # a copy, one row per rate
+        w2sums = [self._w2sum, self._slow_w2sum]
         if self._held:
-            w2sums = self._fold(mom, w2sums, self._buffer[:self._held], rates)
+            w2sums = self._fold(mom, w2sums, self._buffer[:self._held])
         w0 = mom[:, 0]
         if not d or w0[0, 0] == 0.0:  # (every feature has the same weights; every rate is 0 before any increment)
-            z = np.zeros((len(rates), d))
+            z = np.zeros((2, d))
             return (z, z.copy()) if both else (z[0], z[0].copy())
         mean = mom[:, 1] / w0
         var = np.maximum(mom[:, 2] / w0 - mean * mean, 0.0)
@@ -377,20 +300,11 @@ class SmoothedStderr(Component):
         var = var * np.array(num) / np.array(den)
         return (mean, var) if both else (mean[0], var[0])
 
-    def _fold(self, mom: np.ndarray, w2sums: list, x: np.ndarray, rates: tuple = (0, 1)) -> list:
-        """Fold the increments ``x`` (rows, oldest first) into the moments ``mom`` (in place;
-        one ``(3, d)`` block per rate of ``rates``: 0 the estimate's rate ``a``, 1 the reuse
-        statistics' ``a / _PAIRS_SLOWER``); returns each rate's squared weights' sum after them.
-
-        Each rate's operations are elementwise those of folding it alone: its block scaled by
-        ``c^b``, its weights' (pairwise) sum added, and the weighted column sums of ``x`` and
-        ``x * x`` added, row after row (:func:`_column_sums`, a column's sum not depending on
-        the other columns); the rates share each array operation, and the two moments share
-        one column sum."""
-        b = len(x)
-        w, cbs, wsums, w2 = self._block(b)
-        if rates != (0, 1):
-            w, cbs, wsums, w2 = w[list(rates)], *([v[r] for r in rates] for v in (cbs, wsums, w2))
+    def _fold(self, mom: np.ndarray, w2sums: list, x: np.ndarray) -> list:
+        """Fold the increments ``x`` (rows, oldest first) into the moments ``mom`` (in place; one
+        ``(3, d)`` block per rate: the estimate's, the reuse statistics'); returns each rate's
+        squared weights' sum. Each rate's operations are elementwise those of folding it alone."""
+        w, cbs, wsums, w2 = self._block(len(x))
         mom *= np.array(cbs)[:, None, None]
         mom[:, 0] += np.array(wsums)[:, None]
         xx = np.concatenate((x, x * x), axis=1)  # both moments' columns: one column sum per rate
@@ -406,10 +320,8 @@ class SmoothedStderr(Component):
         return self._powers
 
     def _block(self, b: int) -> tuple[np.ndarray, list[float], list[float], list[float]]:
-        """A block of ``b`` increments at both rates, as :meth:`_fold` and :meth:`_moments`
-        use it: the weights (2, b: per rate ``c^(b-1) .. c^0``, the newest increment's 1), and
-        per rate ``c^b``, the weights' (pairwise) sum and the squared weights' sum; kept per
-        ``b`` (a report asks for the block of the increments held, 1 to 64 of them)."""
+        """A block of ``b`` increments at both rates: the weights (2, b), and per rate ``c^b``,
+        the weights' sum and the squared weights' sum; kept per ``b``."""
         block = self._blocks.get(b)
         if block is None:
             w = self._weights()[[0, 1], _BUFFER - b:]
@@ -427,12 +339,6 @@ class SmoothedStderr(Component):
         k = self.n - 1  # the first increment has weight (1 - a)^k
         return c2**k + a / (2.0 - a) * (1.0 - c2**k)
 
-
-    def _zeta(self) -> np.ndarray:
-        """``zeta``: covariance of two increments sharing a donor (centred on the pairs' own
-        means, so it does not move with the estimate's own error; not clipped)."""
-        return self._pairs.covariance()
-
     def _own_cov(self) -> np.ndarray:
         """``zeta'``: covariance of an increment with the increment of the event its donor
         came from, per donor use (uses whose donor was never explained count as 0)."""
@@ -441,21 +347,14 @@ class SmoothedStderr(Component):
                          for u, n, c in zip(self._uses, owns.n, owns.covariance().tolist(), strict=True)], dtype=float)
 
     def _reuse(self, var: np.ndarray, c: float) -> np.ndarray:
-        """The reuse correction of the increments' variance ``var`` for a smoothing that keeps
-        ``c`` of its weight per event (``1 - a``; 1: a plain long mean), floored at ``-3/4 var``
-        (a safety floor: se >= se_independent / 2).
-
-        Two increments of one series correlate at most fully, so each covariance is bounded by
-        ``var`` (Cauchy-Schwarz). The bound matters after a change of scale: the reuse sums
-        forget ``_PAIRS_SLOWER`` times more slowly than ``var``, so a series whose increments
-        shrank to nothing still carried its old covariance, and ``k`` grew without bound
-        (``tests/unit/test_reuse_bound.py``)."""
+        """The reuse correction of the variance ``var`` for a smoothing that keeps ``c`` of its weight
+        per event (1: a long mean), each covariance clipped to ``[-var, var]``, the total at least ``-3/4 var``."""
         if not (self._donors and self._size > 1):
             return np.zeros_like(var)
         rho = (1.0 - self._replace) ** self._updates
         m = self._donors
         if self._cached_cov is None:
-            self._cached_cov = (self._zeta(), self._own_cov())
+            self._cached_cov = (self._pairs.covariance(), self._own_cov())  # zeta and zeta'
         # clipped to [-var, var]: np.clip's operations without its wrappers' cost
         zeta, own_cov = (np.minimum(np.maximum(cov, -var), var) for cov in self._cached_cov)
         extra = m * m * zeta / self._size * 2.0 * c * rho / (1.0 - c * rho)
@@ -473,10 +372,7 @@ class SmoothedStderr(Component):
 
     def _report(self) -> tuple[np.ndarray, np.ndarray]:
         """The standard errors and the variance factors, as arrays in ``features`` order, kept
-        until the next update. A report asks for both, so they are computed together: the
-        moments at either rate from one pass over the buffer (:meth:`_moments`), then one
-        reuse correction for both rows (``c = 1 - a`` for the standard errors, 1 for the
-        factors), elementwise the operations of each alone."""
+        until the next update, computed together from one pass over the buffer."""
         if self._cached is None:
             d = len(self._names)
             if self.n == 0:
@@ -494,23 +390,8 @@ class SmoothedStderr(Component):
         return self._cached
 
     def variance_factors(self) -> dict[str, float]:
-        """``k`` of every feature: the variance of a long plain mean of its increments over that
-        of as many independent ones, ``1 + reuse / sigma^2`` with the reuse correction in the
-        limit ``c -> 1`` (``2 rho / (1 - rho)``: about ``2 L / u``). 1.0 without donors or
-        variance. The change test multiplies its squared standard errors by it
-        (:mod:`streamxai.core.change.test`).
-
-        ``k - 1`` is a ratio of covariances to a variance, so both are taken over one horizon:
-        ``sigma^2`` here is weighted at the reuse statistics' rate ``a / _PAIRS_SLOWER``, not the
-        estimate's. With the estimate's variance, a series whose increments shrank (a feature
-        that stopped mattering) divided the old regime's covariances by the new regime's
-        variance, and ``k`` went to the full-correlation bound and stayed there for about
-        ``_PAIRS_SLOWER / a`` events, so the change test could not see the drop
-        (``tests/unit/test_reuse_bound.py``). Over one horizon a change of scale by ``s``
-        multiplies both by about ``s^2`` once it fills the horizon, and before that both
-        hold the same mix of the two regimes: ``k`` stays the correlation structure of the
-        increments the change test's window holds, whose before-side (the old regime, over the
-        last ``20,000`` increments at most) dominates its variance."""
+        """``k`` of every feature: ``1 + reuse / sigma^2`` in the limit ``c -> 1``, ``sigma^2`` at
+        the reuse statistics' rate (docs/pages/concepts/algorithms.md); 1.0 without donors or variance."""
         return dict(zip(self._names, self._report()[1].tolist(), strict=True))
 
     def stderr(self, feature: str) -> float:

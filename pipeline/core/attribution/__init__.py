@@ -1,10 +1,8 @@
 """Local attributions: each feature's interventional Shapley value for one prediction.
 
-The game is ``v(S) = mean over z in the background of f(x_S, z_notS)``, the background being
-the stream's own recent feature values (the marginal removal iSAGE uses), so the values sum to
-``f(x)`` minus the mean prediction over the background. They are exact for river's Hoeffding
-trees, ARF, linear and logistic regression (:func:`attribute`), and sampled with standard errors
-for any other model.
+Against the stream's recent feature values as background, the values sum to ``f(x)`` minus the
+mean prediction over the background; exact for river's trees, ARF, linear and logistic
+regression (:func:`attribute`), sampled with standard errors otherwise.
 
 >>> from river import linear_model
 >>> model = linear_model.LinearRegression()

@@ -1,10 +1,8 @@
 """One prediction's interventional Shapley values: exact where the model allows, else sampled.
 
-:func:`attribute` picks the method from the model: a walk of each tree for river's Hoeffding
-trees (:mod:`.trees`, :mod:`.background_walk`, :mod:`.flat_walk`), the trees' weighted average
-for ``ARFClassifier`` and for ``ARFRegressor`` with ``aggregation_method="mean"``, the closed
-form or the coalition array for linear and logistic regression (:mod:`.linear`), and permutation
-sampling (:mod:`.sampling`) for anything else or when an exact method would enumerate too much.
+:func:`attribute` picks the method from the model: a walk of each tree (:mod:`.trees`), the
+trees' weighted average for ARF, :mod:`.linear` for linear and logistic regression, and
+permutation sampling (:mod:`.sampling`) for anything else or too many coalitions.
 """
 
 from __future__ import annotations
@@ -79,12 +77,10 @@ def attribute(
     target_class: Any = None, max_exact: int = 12, max_evaluations: int = 2000, seed: int | None = None,
     memo: LeafMemo | None = None,
 ) -> Attribution:
-    """The values of ``features`` (all the model reads, the players of the game) for ``x``
-    against ``background``. A classifier is explained on the probability of ``target_class``,
-    or of its predicted class when that is None; a model without a structure known here (or a
-    plain callable ``f(row) -> float``) is sampled within ``max_evaluations`` calls. ``memo``
-    (a :class:`~.leaf_table.LeafMemo`) keeps what one explanation learns about a model's leaves
-    for the next, while they do not learn."""
+    """The values of ``features`` (the players) for ``x`` against ``background``, a classifier
+    explained on the probability of ``target_class`` (None: its predicted class); a model without a
+    structure known here is sampled within ``max_evaluations`` calls. ``memo``
+    (:class:`~.leaf_table.LeafMemo`) keeps what one explanation learns of the leaves for the next."""
     names = list(features)
     if not background:
         raise ValueError("background is empty; the base value needs at least one feature dict")
@@ -155,11 +151,9 @@ def _members(trees: list, frame: Frame, max_free: int, shares: Shares, memo: Lea
 
 def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], target: Any,
             max_exact: int, memo: LeafMemo | None = None) -> tuple[np.ndarray, float, float, str] | None:
-    """``ARFClassifier.predict_proba_one`` weighs each member's probabilities by its accuracy
-    (when that is > 0 and weighted votes are on) and divides the sum by its total. When each
-    member's probabilities sum to 1 on every row, the total is the sum of the weights and the
-    forest is the weighted mean of its members, whose values average alike. A member that
-    predicts nothing on any row (an empty tree) adds nothing to either sum."""
+    """``ARFClassifier`` weighs each member's probabilities by its accuracy and divides by the total;
+    where every member's probabilities sum to 1, the forest is the weighted mean of its members,
+    whose values average alike (a member that predicts nothing adds nothing)."""
     if len(model) == 0:
         return np.zeros(len(names)), 0.0, 0.0, "constant"
     weights = [mv if not model.disable_weighted_vote and mv > 0.0 else 1.0 for mv in (m.get() for m in model._metrics)]
@@ -186,10 +180,8 @@ def _forest(model: Any, x: dict, background: Sequence[dict], names: list[str], t
 
 def _forest_mean(model: Any, x: dict, background: Sequence[dict], names: list[str],
                  max_exact: int) -> tuple[np.ndarray, float, float, str] | None:
-    """``ARFRegressor.predict_one`` with ``aggregation_method="mean"`` is a fixed linear
-    combination of its members: ``1 / n`` each, or with weighted votes each member's share of
-    ``sum(errors) - its error``, over ``n``; its values combine alike. The median is not linear
-    (None: the caller samples)."""
+    """``ARFRegressor`` with ``aggregation_method="mean"`` is a fixed linear combination of its
+    members, so its values combine alike; the median is not (None: the caller samples)."""
     if model.aggregation_method != "mean":
         return None
     if len(model) == 0:  # its first prediction builds the forest and is 0.0

@@ -1,25 +1,11 @@
 """The tree walk of :mod:`.trees` for all background points at once, with arrays.
 
-:func:`~.trees.tree_shapley` walks the tree once per background point. Here the points travel
-together: at each node a *group* holds, per point, the features that must come from ``x``
-(``a``) and from the point (``b``) as bit masks, and a branch splits the group by where ``x`` and
-each point go (a numeric threshold decides all points with one comparison; other branches ask
-river's own ``next`` point by point). A node is visited once per group, not once per point.
-
-At the end of a route, all its points are settled together:
-
-- leaves that read nothing: the unanimity shares of each point's ``(|a|, |b|)``, looked up in a
-  table, times the route's value;
-- naive Bayes leaves (and majority-class leaves beside them, as an adaptive tree combines
-  them): the votes of every point and every subset ``T`` of the features the leaves read are
-  one base vote plus a sum of per-feature differences (:mod:`.bayes`); softmax, the adaptive
-  tree's weighting and normalisation, and Shapley's weights (``T`` kept away from the point's
-  ``a`` and ``b``) are applied as arrays;
-- anything else (a linear model at a regression leaf): point by point with
-  :func:`~.trees.route_shares`, which asks the leaves themselves.
-
-The values are those of :func:`~.trees.tree_shapley` (the tests hold both to brute force).
-"""
+The points travel together: at each node a *group* holds, per point, the features that must come
+from ``x`` (``a``) and from the point (``b``) as bit masks, and a branch splits the group by where
+``x`` and each point go; a node is visited once per group. At the end of a route its points are
+settled together: constant leaves by a table of unanimity shares, naive Bayes leaves by their
+votes as arrays (:mod:`.bayes`), anything else point by point with :func:`~.trees.route_shares`.
+The values are those of :func:`~.trees.tree_shapley`."""
 
 from __future__ import annotations
 

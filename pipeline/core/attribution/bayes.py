@@ -1,18 +1,11 @@
 """A naive Bayes leaf's votes as arrays: the terms of many feature values at once.
 
-River's naive Bayes prediction at a leaf (``do_naive_bayes_prediction``) gives each class ``c``
-with weight ``n_c > 0`` the vote ``log(n_c / n)`` plus, for every feature the leaf observes, the
-log-likelihood of the row's value (a Gaussian's log density, skipped where it is ``-inf``; the
-log of a nominal frequency, or 0 where that is 0), and a class without weight the vote 0; the
-probabilities are the softmax of the votes. The votes are additive over features, so the votes
-of every hybrid row of a route are one base vote plus a sum of per-feature differences, which
-:mod:`.background_walk` evaluates for all coalitions and background points as arrays.
-
-Only the Gaussian and nominal splitters are read this way (their per-class distributions,
-river internals that :mod:`streamxai.core.fastpath` reads too, on the river releases it checks);
-anything else raises :class:`~streamxai.core.fastpath.Unsupported` and the caller evaluates the
-leaf with its own ``prediction`` method instead.
-"""
+River's naive Bayes vote of class ``c`` is ``log(n_c / n)`` plus each observed feature's
+log-likelihood (a Gaussian's log density, skipped where ``-inf``; a nominal frequency's log, or
+0); the probabilities are their softmax. The votes are additive over features, so every hybrid
+row's votes are one base vote plus per-feature differences, which :mod:`.background_walk`
+evaluates as arrays. Only Gaussian and nominal splitters are read; anything else raises
+:class:`~streamxai.core.fastpath.Unsupported` and the leaf is asked for its own ``prediction``."""
 
 from __future__ import annotations
 
@@ -38,11 +31,9 @@ def softmax(votes: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 class BayesVotes:
-    """The votes of one leaf's naive Bayes model, over the features in ``players``.
-
-    ``classes`` are the leaf's classes in its order, ``prior`` their prior votes, ``live`` which
-    of them have weight (the others vote 0 whatever the row); :meth:`terms` gives a feature's
-    vote terms for an array of values (0 where river skips the term)."""
+    """The votes of one leaf's naive Bayes model over the features in ``players``: ``classes`` in
+    the leaf's order, ``prior`` their prior votes, ``live`` those with weight; :meth:`terms` gives a
+    feature's vote terms for an array of values (0 where river skips the term)."""
 
     def __init__(self, stats: dict, splitters: dict, players: set):
         total = sum(stats.values()) if stats else 0

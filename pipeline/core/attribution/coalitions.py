@@ -1,10 +1,8 @@
 """Shapley values of small games by their definition: weights, coalition sums and brute force.
 
-The interventional game of a prediction ``f(x)`` against a background set ``Z`` is
-``v(S) = mean over z in Z of f(x_S, z_notS)``: the features in ``S`` take ``x``'s values,
-the others a background point's. Its Shapley values sum to ``v(all) - v({}) = f(x) - mean f(z)``.
-:func:`brute_force` computes them from all ``2^d`` coalitions -- the oracle the exact
-algorithms are tested against, and the baseline the benchmark times.
+The interventional game is ``v(S) = mean over z in Z of f(x_S, z_notS)``; :func:`brute_force`
+computes its Shapley values from all ``2^d`` coalitions, the oracle the exact algorithms are
+tested against.
 
 >>> f = lambda r: r["a"] * r["b"]
 >>> values, base = brute_force(f, {"a": 1.0, "b": 2.0}, [{"a": 0.0, "b": 0.0}], ["a", "b"])
@@ -30,11 +28,8 @@ def shapley_weight(s: int, m: int) -> float:
 
 
 def unanimity_shares(n_in: int, n_out: int) -> tuple[float, float]:
-    """Shapley values of the game ``u(S) = 1`` if ``S`` holds all ``n_in`` players of ``A``
-    and none of the ``n_out`` players of ``B``, else 0: ``(share of each player of A,
-    share of each player of B)``. A player of ``A`` adds 1 when it comes last of ``A`` and
-    before all of ``B``; a player of ``B`` takes 1 away when it comes first of ``B`` and after
-    all of ``A``."""
+    """Shapley values of ``u(S) = 1`` if ``S`` holds all ``n_in`` players of ``A`` and none of the
+    ``n_out`` of ``B``, else 0: ``(share of a player of A, share of a player of B)``."""
     m = n_in + n_out
     if m == 0:
         return 0.0, 0.0
@@ -53,12 +48,8 @@ def masks(k: int) -> np.ndarray:
 
 def subset_shares(n_in: int, n_out: int, values: np.ndarray) -> tuple[float, float, np.ndarray]:
     """Shapley values of ``u(S) = g(S & F)`` if ``A <= S`` and ``S & B = {}``, else 0, for
-    ``|A| = n_in``, ``|B| = n_out`` and ``k`` free players ``F``, with ``values[t] = g(T_t)``
-    over the subsets of :func:`masks(k) <masks>`.
-
-    Returns ``(share of each player of A, share of each player of B, shares of F)``: a
-    player of ``A`` adds ``g(T)`` to ``S = A - {i} + T``, a player of ``B`` takes ``g(T)`` from
-    ``S = A + T``, a free player ``i`` adds ``g(T + i) - g(T)`` to ``S = A + T``."""
+    ``|A| = n_in``, ``|B| = n_out`` and ``k`` free players ``F`` (``values[t] = g(T_t)`` over
+    :func:`masks(k) <masks>`): ``(share of a player of A, share of a player of B, shares of F)``."""
     values = np.asarray(values, dtype=float)
     k = int(round(math.log2(len(values))))
     if len(values) != 1 << k:

@@ -18,21 +18,11 @@ __all__ = ["LocalShapley"]
 class LocalShapley(Component):
     """Each feature's interventional Shapley value for one prediction of the model as it is now.
 
-    The background is the stream's recent feature values: a geometric reservoir fed by
-    :meth:`learn_one`, built exactly as iSAGE's interventional removal builds its reservoir (the
-    same size and seed give the same stored rows on the same stream), so the local values and
-    iSAGE's global ones remove features the same way. :meth:`explain_one` explains ``f(x)``
-    against ``v(S) = mean_z f(x_S, z_notS)`` over the stored rows ``z`` and returns each
-    feature's value; the values sum to ``prediction - base_value``, ``base_value`` being the
-    mean prediction over the background. With an empty background, ``x`` is its own background:
-    every value is 0 and ``base_value`` is ``f(x)``.
-
-    Exact (``exact`` True, ``method`` "tree", "forest", "linear", "logistic" or "constant") for
-    river's Hoeffding tree classifiers and regressors, their adaptive versions, ``ARFClassifier``,
-    ``ARFRegressor`` averaging its trees (``aggregation_method="mean"``; the median is sampled),
-    and linear and logistic regression alone or after ``StandardScaler``; any other model is
-    sampled (``method`` "sampling") with ``stderr`` per feature and ``n_evaluations`` model calls
-    (see :func:`~streamxai.core.attribution.attribute`).
+    The background is a geometric reservoir of the stream's recent feature values, fed by
+    :meth:`learn_one` and built as iSAGE's interventional removal builds its own. The values sum to
+    ``prediction - base_value``, the mean prediction over the background. They are exact for
+    river's Hoeffding trees, ARF and linear and logistic regression, and sampled otherwise
+    (``method`` "sampling", with ``stderr``; :func:`~streamxai.core.attribution.attribute`).
 
     Parameters
     ----------

@@ -1,23 +1,12 @@
 """The background walk of plain Hoeffding trees with threshold branches, level by level.
 
-A Hoeffding tree classifier whose branches all compare a number with a threshold (river's
-numeric binary splits) and whose leaves predict by majority class or by naive Bayes over
-Gaussians -- the trees an ARF grows on numeric streams -- is flattened into arrays: per node its
-feature, threshold, children (its :class:`~.tree_shape.TreeShape`, kept between explanations
-while the branches stay), the child ``x`` takes and what its leaf gives (a
-:class:`~.leaf_table.LeafView`, kept between explanations for the leaves that do not learn). All
-*states* (a tree, a node, a background point and its masks ``a`` and ``b``, as in
-:mod:`.background_walk`) of all trees of a forest then move down one level per step, a state
-splitting in two where ``x`` and its point part at a feature neither mask decides: in one
-compiled call (``tree_walk``, when the kernels are built) or with a handful of numpy calls per
-level, not per node.
-
-At the leaves, a majority-class leaf hands its points over as a constant, and every naive Bayes
-leaf's votes are built for all its points at once from the Gaussians' means and variances
-(river's ``Gaussian.log_pdf``), relative to the explained class; :class:`~.shares.Shares` then
-settles them by the number of features the leaves read. A tree with anything else is left to
-:mod:`.background_walk` (:func:`flat_collect` says which).
-"""
+A tree whose branches all compare a number with a threshold and whose leaves predict by majority
+class or naive Bayes over Gaussians (the trees an ARF grows on numeric streams) is flattened into
+arrays (:class:`~.tree_shape.TreeShape`, :class:`~.leaf_table.LeafView`, both kept between
+explanations). All states (a tree, a node, a background point and its masks, as in
+:mod:`.background_walk`) move down one level per step, in one compiled call (``tree_walk``) or a
+few numpy calls per level; :class:`~.shares.Shares` settles the leaves. Other trees are left to
+:mod:`.background_walk` (:func:`flat_collect` says which)."""
 
 from __future__ import annotations
 
@@ -42,10 +31,9 @@ _EXACT = 2 ** 53  # an int within it compares with a float as its float does
 
 
 class _Flat:
-    """Trees as arrays: ``feature[i]``, ``threshold[i]``, ``left[i]`` (its children are ``left[i]``
-    and ``left[i] + 1``), ``x_right[i]`` for branch ``i``; ``leaf[i]`` (the leaf), ``code[i]``,
-    ``value[i]`` and ``params[i]`` (its :class:`~.leaf_table.LeafView`) otherwise. Each tree's
-    branches and leaves come from ``memo``, what ``x`` does at the branches from the frame."""
+    """Trees as arrays: per branch ``feature``, ``threshold``, ``left`` (children ``left`` and
+    ``left + 1``) and ``x_right``; per leaf ``leaf``, ``code``, ``value`` and ``params``
+    (:class:`~.leaf_table.LeafView`), from ``memo``."""
 
     def __init__(self, frame: Frame, memo: LeafMemo):
         self.frame = frame
@@ -188,10 +176,8 @@ def flat_collect(trees: list[tuple[TreeGame, float]], frame: Frame, max_free: in
 
 def _walk(feature: np.ndarray, threshold: np.ndarray, child: np.ndarray, x_right: np.ndarray, z: np.ndarray,
           todo: list[tuple[int, int]]) -> tuple:
-    """The states ``(leaf, tree, point, a, b)`` at the leaves, from every background point
-    (the rows of ``z``) at the roots of ``todo`` (``(tree, root)`` pairs), level by level: in
-    one compiled call (``tree_walk`` of :mod:`streamxai.core.kernels`, the same states in the
-    same order) when it is built, else with numpy."""
+    """The states ``(leaf, tree, point, a, b)`` at the leaves, from every background point at the
+    roots of ``todo``, level by level: one compiled call (``tree_walk``) when built, else numpy."""
     n = len(z)
     roots = np.array([r for _, r in todo], dtype=np.int64)
     trees = np.array([k for k, _ in todo], dtype=np.int64)

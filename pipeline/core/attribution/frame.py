@@ -85,10 +85,8 @@ class Frame:
 
 
 class Columns:
-    """The background's numeric columns, kept between explanations over the same players. A row
-    that is the same object as the one in its place before is taken as unchanged: the reservoirs
-    hold copies of their own and replace a row, never change one. A value is a number when numpy
-    reads it as one (``bool``, ``int``, ``float`` and numpy's), as :meth:`Frame.column` does."""
+    """The background's numeric columns, kept between explanations over the same players: a row
+    that is the same object as before is unchanged (the reservoirs replace rows, never change one)."""
 
     def __init__(self) -> None:
         self._names: tuple = ()

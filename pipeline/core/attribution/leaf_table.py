@@ -1,17 +1,11 @@
 """What the flat walk reads of a tree's leaves, as arrays over the tree's nodes, kept between
 explanations for the leaves that have not changed.
 
-A leaf is described once for every class (:func:`_built`: its class probabilities, its naive
-Bayes parameters, or that the flat walk leaves it to the caller) and then per explained class
-(a :class:`LeafView`: per node a code, a constant value and naive Bayes parameters with the
-class first). :class:`LeafMemo` keeps each tree's descriptions from one explanation to the next
-and describes again only the leaves that changed. A leaf's class counts, Gaussians and naive
-Bayes mode change only when it learns, and a leaf that learns adds its weight to its class
-counts (``stats``); deactivating or reactivating it (as a tree does to bound its memory)
-replaces its ``splitters`` (None, or a new dict). So a leaf whose class counts equal a copy
-taken when it was described, and whose ``splitters`` is the same object (held here, so no new
-object takes its address), is as it was.
-"""
+A leaf is described once for every class (:func:`_built`) and then per explained class
+(:class:`LeafView`). :class:`LeafMemo` describes again only the leaves that changed: a leaf
+changes only when it learns (its class counts grow) or is deactivated or reactivated (its
+``splitters`` is replaced), so a leaf whose counts equal the copy taken and whose ``splitters`` is
+the same object (held here, so no new object takes its address) is as it was."""
 
 from __future__ import annotations
 
@@ -30,11 +24,9 @@ from .trees import TreeGame
 
 __all__ = ["LeafMemo", "LeafView", "BRANCH", "CONSTANT", "EMPTY", "BAYES", "UNSEEN", "OTHER", "REFUSED"]
 
-#: what a node is to the flat walk: a branch; a leaf that reads nothing and has seen weight
-#: (its value is its probability of the class); one that has seen nothing (it predicts
-#: nothing, value 0); naive Bayes over Gaussians that has seen the class (its parameters); one
-#: that has not (probability 0); a leaf the flat walk leaves to the caller; one that no exact
-#: walk takes (its parameters are the :class:`Unsupported` to raise when a row reaches it)
+#: what a node is to the flat walk: a branch; a constant leaf (its probability of the class); an
+#: empty one (value 0); naive Bayes over Gaussians that has seen the class (its parameters) or not
+#: (probability 0); a leaf left to the caller; one no exact walk takes (its :class:`Unsupported`)
 BRANCH, CONSTANT, EMPTY, BAYES, UNSEEN, OTHER, REFUSED = range(7)
 
 _HALF_LOG_TAU = 0.5 * math.log(2 * math.pi)
@@ -126,10 +118,8 @@ class _TreeLeaves:
 
 
 class LeafMemo:
-    """Each tree's leaves described (:class:`LeafView`), kept for the next explanation and
-    described again there only where a leaf changed (see the module's docstring). Only the
-    trees met by the last explanation are kept. It keeps the background's columns
-    (:class:`~.frame.Columns`) and the trees' branches (:class:`~.tree_shape.ShapeCache`) too."""
+    """Each tree's leaves described (:class:`LeafView`), kept for the next explanation and described
+    again only where a leaf changed, with the background's columns and the trees' branches."""
 
     def __init__(self) -> None:
         self._kept: dict = {}
@@ -189,10 +179,8 @@ def _refused_or_built(leaf: Any, game: TreeGame, frame: Frame) -> tuple[str | No
 
 
 def _built(leaf: Any, game: TreeGame, frame: Frame) -> tuple[str | None, Any]:
-    """What is kept of a leaf for any class: ``("constant", (class probabilities, predicts))``
-    for a leaf that reads nothing (its normalised class counts, as river's leaves give them),
-    ``("bayes", _leaf_params)`` for naive Bayes over Gaussians, ``(None, None)`` for a leaf
-    left to the caller."""
+    """What is kept of a leaf for any class: ``("constant", (class probabilities, predicts))``,
+    ``("bayes", _leaf_params)`` for naive Bayes over Gaussians, or ``(None, None)``."""
     reads = game.reads(leaf)
     if reads is None:
         return None, None
@@ -227,9 +215,7 @@ def _leaf_params(leaf: Any, frame: Frame) -> tuple:
 
 def _for_target(params: tuple, target: Any) -> tuple | None:
     """``(feature indices, mu, -2 var, log normaliser, dense, prior, packed)`` with the target's
-    class first (what the flat walk's naive Bayes terms read; ``packed``: the six as one row of
-    floats, for stacking leaves of one shape); None when the leaf has not seen the target (its
-    probability is 0)."""
+    class first (``packed``: the six as one row); None when the leaf has not seen the target."""
     classes, idx, mu, var, prior = params
     try:
         t = classes.index(target)

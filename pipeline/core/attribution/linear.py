@@ -1,17 +1,9 @@
 """Exact interventional Shapley values of river's linear and logistic regression.
 
-Both compute a score ``eta(x) = b + sum_j w_j s_j(x_j)``, where ``s_j`` is the identity or, in a
-pipeline, a ``StandardScaler``'s per-feature scaling. Against one background point ``z`` the
-score of a hybrid row is ``eta(z) + sum_{j in S} delta_j`` with ``delta_j = w_j (s_j(x_j) -
-s_j(z_j))``:
-
-- linear regression predicts ``eta`` itself, an additive game: feature ``j``'s value is
-  ``mean_z delta_j`` -- in closed form, ``d`` numbers per background point;
-- logistic regression predicts ``sigmoid(eta)``, which is not additive; its values are those
-  of the game ``v(S) = mean_z sigmoid(eta(z) + sum_{j in S} delta_j)`` over all ``2^d``
-  coalitions, computed as one array (``len(background) x 2^d`` scores) and the exact weights.
-  That is exact for ``d <= max_exact`` features; beyond it the caller samples instead.
-"""
+Against a background point ``z``, a hybrid row's score is ``eta(z) + sum_{j in S} delta_j``, with
+``delta_j = w_j (s_j(x_j) - s_j(z_j))`` (``s_j`` the identity or a ``StandardScaler``'s scaling):
+linear regression's values are ``mean_z delta_j`` in closed form; logistic regression's come from
+all ``2^d`` coalitions as one array, exact for ``d <= max_exact`` (beyond it the caller samples)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Interventional Shapley values of any model by permutation sampling, with standard errors.
 
-One *draw* pairs a background point ``z`` with a random order of the features and walks from
-``z`` to ``x`` adding one feature at a time; each feature's marginal contribution along the walk
-is an unbiased estimate of its value (Strumbelj and Kononenko 2014, with the background as the
-removal distribution). Draws come in *passes*: every background point once per pass, so each
-pass's contributions sum exactly to ``f(x) - mean_z f(z)``, and the estimates keep that sum.
+A draw walks from a background point ``z`` to ``x`` in a random order of the features, each
+marginal contribution an unbiased estimate (Strumbelj and Kononenko 2014); each pass draws every
+point once, so the estimates sum exactly to ``f(x) - mean_z f(z)``.
 
 >>> import random
 >>> f = lambda r: r["a"] * r["b"]

@@ -1,13 +1,9 @@
 """Local attributions as change series: each feature's mean absolute attribution per report.
 
-A local attribution explains one prediction; the change layer watches series of per-event
-values. :class:`LocalSeries` turns the one into the other: it takes each explained
-prediction's values, adds ``|phi_f|`` of every feature to a block of increments
-(:class:`~streamxai.core.increments.IncrementTracker`), and every ``emit_every`` predictions
-reports one :class:`~streamxai.core.stream.ExplanationValue` per feature of explainer
-``"local"``: the mean ``|phi_f|`` over those predictions, with their block. For a fixed model the
-attributions of different events are nearly independent samples of how much its predictions
-move with the feature, as the other explainers' increments are of their explanations.
+:class:`LocalSeries` adds ``|phi_f|`` of each explained prediction's features to a block of
+increments and, every ``emit_every`` predictions, reports one
+:class:`~streamxai.core.stream.ExplanationValue` per feature of explainer ``"local"``: the mean
+``|phi_f|`` over those predictions, with their block.
 
 >>> series = LocalSeries(["a", "b"], emit_every=2)
 >>> series.add({"a": 0.5, "b": -0.25})
@@ -32,8 +28,7 @@ LOCAL = "local"
 
 class LocalSeries(Component):
     """Each feature's mean absolute local attribution over every ``emit_every`` explained
-    predictions (module docstring). ``feature_names``: the stream's features (every explained
-    prediction carries a value for each)."""
+    predictions, each carrying a value for every one of ``feature_names``."""
 
     def __init__(self, feature_names: Sequence[str], emit_every: int = 1):
         self.feature_names = list(feature_names)

@@ -1,13 +1,10 @@
 """Routes' Shapley shares, gathered from a whole walk (or forest) and settled in a few batches.
 
-A route of a tree walk (:mod:`.background_walk`) hands over, per background point, the masks
-``a`` (features that must come from ``x``) and ``b`` (from the point) and the route's value: a
-constant, or ``g(T)`` over the subsets ``T`` of the features its leaves read, or the naive Bayes
-votes that give ``g``. Settling each route on its own costs a few dozen numpy calls, most of
-them overhead for a handful of points; :class:`Shares` stacks routes of the same shape and
-settles each stack at once in :meth:`Shares.finish`. Every entry carries a ``scale`` (``1 / n``
-for the background mean, times a tree's weight in a forest): the shares are linear in ``g``.
-"""
+A route of a tree walk hands over, per background point, the masks ``a`` and ``b`` and the
+route's value (a constant, ``g(T)`` over the subsets of the features its leaves read, or the
+naive Bayes votes that give ``g``). :class:`Shares` stacks routes of the same shape and settles
+each stack at once in :meth:`Shares.finish`; every entry carries a ``scale`` (``1 / n`` times a
+tree's weight in a forest): the shares are linear in ``g``."""
 
 from __future__ import annotations
 
@@ -90,11 +87,9 @@ class Shares:
 
     def _settle(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
                 scale: np.ndarray | None) -> None:
-        """:func:`~.coalitions.subset_shares` for every point, ``T`` over the subsets of its
-        ``used`` players that avoid its ``a`` and ``b``; ``g[T, point]`` (subsets first), times
-        the point's ``scale`` (None: scaled already). A subset's weight depends on its size
-        only; a free player gains ``w(|a| + |T| - 1) g(T)`` from each ``T`` that holds it and
-        loses ``w(|a| + |T|) g(T)`` to each that does not."""
+        """:func:`~.coalitions.subset_shares` for every point, ``T`` over the subsets of its ``used``
+        players that avoid its ``a`` and ``b``; ``g[T, point]`` times the point's ``scale`` (None:
+        scaled already). A subset's weight depends on its size only."""
         slots = np.arange(k)
         fixed = (((a | b)[:, None] >> used) & 1) if k else np.zeros((len(a), 0), dtype=np.int64)
         ab_used = fixed @ (1 << slots) if k else np.zeros(len(a), dtype=np.int64)
@@ -130,10 +125,8 @@ class Shares:
     def _settle_grouped(self, g: np.ndarray, used: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
                         pa: np.ndarray, m: np.ndarray, ab_used: np.ndarray, fixed: np.ndarray, w: np.ndarray,
                         scale: np.ndarray | None) -> None:
-        """:meth:`_settle` group by group: the points of one ``(|a|, m, fixed players, used)``
-        share their weights and allowed subsets. One product of every group's weights with
-        ``g`` gives each point's shares; one product of ``g`` with the points' (scaled) group
-        indicators gives each group's column sums, whence its players' gains."""
+        """:meth:`_settle` group by group: the points of one ``(|a|, m, fixed players, used)`` share
+        their weights and allowed subsets, so each group takes two matrix products."""
         g = np.ascontiguousarray(g)  # C order for the products below
         t = np.arange(1 << k)
         sizes = np.bitwise_count(t).astype(np.int64)
@@ -208,13 +201,10 @@ _SAFE_EXPONENT = 700.0
 
 
 def _exp_votes(votes: np.ndarray, diff: np.ndarray, k: int) -> np.ndarray:
-    """``exp(votes + diff . T)`` of every subset ``T`` of the ``k`` players, ``(c, 2^k, s)``
-    (subsets before points: each player's step below writes one contiguous block). For a point
-    whose ``|votes| + sum |diff|`` stays within 700 (so every partial product stays within
-    [e^-700, e^700], far from overflow and underflow), as the product ``exp(votes) *
-    prod_{j in T} exp(diff_j)``, filled subset by subset as the players are added: ``2^k``
-    products and ``k + 1`` exponentials per point and class instead of ``2^k`` exponentials,
-    each value within ``k + 1`` roundings of relative size 2^-53. Any other point from the sums."""
+    """``exp(votes + diff . T)`` of every subset ``T`` of the ``k`` players, ``(c, 2^k, s)``.
+    For a point whose ``|votes| + sum |diff|`` stays within 700 (no overflow or underflow), as
+    products of ``exp(votes)`` and each ``exp(diff_j)``, within ``k + 1`` roundings; any other point
+    from the sums."""
     c, s = votes.shape
     out = np.empty((c, 1 << k, s))
     if not (c and k and s):

@@ -13,9 +13,8 @@ __all__ = ["top_k"]
 
 
 def top_k(values: dict[str, float], k: int) -> tuple[dict[str, float], float]:
-    """The ``k`` values largest by absolute value (ties: the feature named first in ``values``), in
-    ``values``' order, and the sum of the values left out; ``k`` 0 (or at least ``len(values)``):
-    every value, and 0."""
+    """The ``k`` values largest by absolute value (ties: the first named), in ``values``' order, and
+    the sum of the others; ``k`` 0 or at least ``len(values)``: every value, and 0."""
     if k < 0:
         raise ValueError(f"k={k} must be >= 0 (0: every value)")
     if k == 0 or k >= len(values):

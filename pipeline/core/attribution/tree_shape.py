@@ -1,22 +1,12 @@
 """A Hoeffding tree's branches as arrays, and a cache of them kept while the branches stay.
 
-:func:`tree_shape` reads a tree whose branches all compare a number with a threshold (river's
-numeric binary splits) into what depends on its branches only: per node (breadth-first, the
-root first) the feature it tests, its threshold, its first child (the second follows it) and,
-for a leaf, the leaf itself. What depends on the row explained (which child ``x`` takes,
-whether the feature is a player) is added per explanation (:mod:`.flat_walk`).
-
-:class:`ShapeCache` keeps each tree's shape between explanations. In river's
-``HoeffdingTreeClassifier`` and the trees of an ``ARFClassifier`` (those classes exactly) a
-branch, once made, stays where it is with its feature, threshold and children: the tree grows
-only by a leaf being replaced by a branch (a split, the root included), deactivating or
-reactivating a leaf changes the leaf object in place, and a numeric binary branch never gains
-children (a multiway branch on a category does, but a tree with one has no shape). So a kept
-shape is the tree as it is while the tree has the same root and every leaf of the shape is
-still its parent's child at the same place; a forest that replaces a tree (drift) hands over
-another tree object, which the cache tells apart by holding the one it read. Adaptive trees
-swap subtrees deep inside: their shapes are read anew each time.
-"""
+:func:`tree_shape` reads a tree whose branches all compare a number with a threshold into, per
+node (breadth-first), the feature it tests, its threshold, its first child and, for a leaf, the
+leaf. :class:`ShapeCache` keeps each shape between explanations: in ``HoeffdingTreeClassifier``
+and ARF's trees (those classes exactly) a branch, once made, never changes, and a tree grows only
+by a leaf becoming a branch, so a kept shape holds while the tree has the same root and every
+leaf of the shape is still its parent's child at the same place. Adaptive trees swap subtrees
+deep inside: their shapes are read anew each time."""
 
 from __future__ import annotations
 
@@ -38,11 +28,9 @@ _STEADY = (HoeffdingTreeClassifier, BaseTreeClassifier)
 
 
 class TreeShape:
-    """One tree's branches: ``features`` (the features tested, each once), per node ``code``
-    (the position in ``features`` of the feature it tests, -1 for a leaf), ``threshold``
-    (``thresholds``: as the branches hold them; 0.0 at a leaf), ``left`` (its first child's id,
-    -1 for a leaf), ``leaf`` (the leaf, None for a branch) and ``branch`` (the branch, None for
-    a leaf)."""
+    """One tree's branches: ``features`` (each tested feature once), per node ``code`` (its
+    feature's position, -1 for a leaf), ``threshold``, ``left`` (first child, -1 for a leaf),
+    ``leaf`` and ``branch``."""
 
     __slots__ = ("tree", "root", "features", "code", "threshold", "thresholds", "left", "leaf", "branch", "floats",
                  "_pins")

@@ -1,26 +1,12 @@
 """Exact interventional Shapley values of river's Hoeffding trees, by walking each tree.
 
-For one background point ``z``, a *hybrid* row takes ``x``'s values on a coalition ``S`` and
-``z``'s elsewhere. At a branch where ``x`` and ``z`` go the same way, every hybrid does; where
-they part, the hybrids that follow ``x`` hold the branch's feature (it joins ``A``, the features
-that must come from ``x``) and the others do not (it joins ``B``). A feature met again further
-down is already decided. So each *route* from the root to a leaf is reached by exactly the
-coalitions with ``A <= S`` and ``S & B = {}``, and the routes split all ``2^d`` coalitions
-between them: ``f(x_S, z_notS) = sum over routes of 1[A <= S, S & B = {}] g_route(x_S, z_notS)``.
-
-A route whose leaves predict a constant (majority class, a mean) is a unanimity game, whose
-Shapley values have a closed form (:func:`~.coalitions.unanimity_shares`). A leaf that reads
-the row (naive Bayes over the leaf's feature observers, a linear model at a regression leaf)
-makes ``g_route`` depend on the *free* features it reads, those outside ``A`` and ``B`` where
-``x`` and ``z`` differ; the route's values are then computed from ``g_route`` on every subset of
-them (:func:`~.coalitions.subset_shares`), still exactly, at ``2^k`` leaf predictions for ``k``
-free features. Leaf values come from the leaves' own ``prediction`` method on a hybrid row
-that follows the route, combined as the tree's own ``predict_proba_one`` / ``predict_one``
-combines them, so every value is the model's own.
-
-Averaging over the background gives the values of ``v(S) = mean_z f(x_S, z_notS)``; they sum
-to ``f(x) - mean_z f(z)``, the base value being the route of ``S = {}`` for each ``z``.
-"""
+Each route from the root to a leaf is reached by exactly the coalitions that hold the features
+where ``x`` took it and lack those where the background point did, so the routes split the
+coalitions between them: a constant leaf makes a unanimity game
+(:func:`~.coalitions.unanimity_shares`), a leaf that reads the row is evaluated on every subset of
+the free features it reads (:func:`~.coalitions.subset_shares`). Leaf values come from the leaves'
+own ``prediction``, combined as the tree combines them. The derivation is in
+docs/pages/concepts/algorithms.md (Local attributions)."""
 
 from __future__ import annotations
 
@@ -64,12 +50,9 @@ def step(node: Any, row: dict) -> tuple[Any, bool]:
 
 
 class TreeGame:
-    """One river tree, seen as the leaves a row reaches and how their predictions combine.
-
-    ``kind`` is ``"htc"``, ``"hatc"`` (classifiers, explained on the probability of
-    ``target``), ``"htr"`` or ``"hatr"`` (regressors). :meth:`value` gives the tree's output on
-    a row that reaches ``leaves``, and the sum of its class probabilities (1.0 for a regressor).
-    """
+    """One river tree, seen as the leaves a row reaches and how their predictions combine:
+    ``kind`` ``"htc"`` or ``"hatc"`` (classifiers, on the probability of ``target``), ``"htr"`` or
+    ``"hatr"``; :meth:`value` gives the output on a row reaching ``leaves`` and its probabilities' sum."""
 
     def __init__(self, tree: Any, kind: str, target: Any = None):
         self.tree = tree
@@ -119,9 +102,8 @@ class TreeGame:
         return self._reads[key]
 
     def additive(self, leaf: Any) -> bool:
-        """True when a regression leaf's prediction is a constant plus one term per feature (a
-        mean, or river's plain linear regression), so a route of such leaves is exact from
-        ``1 + k`` predictions instead of ``2^k``."""
+        """True when a regression leaf's prediction is a constant plus one term per feature, so a
+        route of such leaves is exact from ``1 + k`` predictions instead of ``2^k``."""
         if self.kind not in ("htr", "hatr"):
             return False
         if not self.reads(leaf):
@@ -205,11 +187,9 @@ def tree_game(tree: Any, target: Any = None) -> TreeGame:
 def tree_shapley(
     game: TreeGame, x: dict, background: Sequence[dict], features: Sequence[str], max_free: int = 12
 ) -> tuple[np.ndarray, float, float, str]:
-    """Interventional Shapley values of ``features`` at ``x`` (an array in their order), the
-    base value ``mean_z f(z)``, ``f(x)``, and what the probabilities of the predictions met sum
-    to: ``"one"`` on every row, ``"zero"`` on every row (a tree that predicts nothing), else
-    ``"mixed"`` (what averaging the trees of a forest needs to know). :class:`TooManyFree` when
-    a route's leaves read more than ``max_free`` free features."""
+    """Interventional Shapley values of ``features`` at ``x`` (an array), the base value, ``f(x)``
+    and what the predictions' probabilities sum to (``"one"``, ``"zero"`` or ``"mixed"``, for a
+    forest's average). :class:`TooManyFree` when a route's leaves read more than ``max_free``."""
     index = {f: i for i, f in enumerate(features)}
     phi = np.zeros(len(features))
     base = fx = 0.0
@@ -229,10 +209,8 @@ def tree_shapley(
 
 def route_shares(game: TreeGame, x: dict, z: dict, a: frozenset, b: frozenset, leaves: tuple, differ: set,
                  index: dict, max_free: int, const: dict, totals: set) -> tuple[list, float, float]:
-    """One route's part of the values for background point ``z``: ``(feature, share)`` pairs,
-    its part of ``f(z)`` (when ``S = {}`` takes it) and of ``f(x)`` (when ``S = all`` does).
-    ``const`` caches the values of routes whose leaves read nothing; ``totals`` collects what
-    the probabilities met sum to."""
+    """One route's part of the values for background point ``z``: ``(feature, share)`` pairs and
+    its parts of ``f(z)`` and ``f(x)``; ``const`` caches constant routes, ``totals`` collects sums."""
     reads: set = set()
     for leaf in leaves:
         r = game.reads(leaf)

@@ -56,21 +56,8 @@ def partial_dependence(
     feature: str,
     grid: Sequence[Any],
 ) -> list[float]:
-    """PD values of ``feature`` at each point of ``grid``, averaged over ``data``.
-
-    One ``model_fn.many`` call per grid value with all rows of the data.
-
-    The PD function of feature ``S`` is the model output averaged over the data with ``S``
-    set to a grid value (iPDP paper, Eq. 1)::
-
-    f_PD(v) = 1/n * sum_i f(v, x_i^{-S})
-
-    Its spread over the grid is the PDP-based importance of Greenwell, Boehmke & McCarthy
-    (2018), which the iPDP paper cites for its importance score ("the deviation of each
-    individual feature value from the average PD curve"): the sample standard deviation of
-    the PD values over the grid for a numeric feature, and (max - min) / 4 over the categories
-    for a categorical one (the range rule of thumb for the standard deviation).
-    """
+    """PD values of ``feature`` at each point of ``grid``, averaged over ``data`` (iPDP paper,
+    Eq. 1: ``f_PD(v) = 1/n sum_i f(v, x_i^{-S})``), one ``model_fn.many`` call per grid value."""
     require_numeric_output(model_fn, "partial_dependence")
     rows = [dict(x) for x in data]
     if not rows:
@@ -86,9 +73,7 @@ def partial_dependence(
 
 def pdp_importance(pd: Sequence[float], categorical: bool = False) -> float:
     """Greenwell et al.'s PDP-based importance: sample std of ``pd`` over the grid, or
-    ``(max - min) / 4`` when the grid holds the categories of a categorical feature.
-
-    0.0 for fewer than two points (a flat curve carries no importance)."""
+    ``(max - min) / 4`` over a categorical feature's categories; 0.0 for fewer than two points."""
     n = len(pd)
     if n < 2:
         return 0.0

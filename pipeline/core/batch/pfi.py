@@ -41,12 +41,10 @@ def batch_pfi(
 ) -> dict[str, float]:
     """PFI (Eq. 3) of ``model_fn`` on ``(X, y)``; ``n_repeats=None`` for the exact U-statistic.
 
-    Permutations for feature ``j`` are drawn from a numpy generator seeded by
-    ``(seed, "batch_pfi", j)``, so the value of a feature does not depend on which other
-    features are computed. All rows of one permutation (or, exact, of one observation) go
-    to ``model_fn.many`` in one call.
-    """
-    model_fn = _check_model_fn(model_fn, loss)
+    With ``n_repeats=M``: ``N / (N - 1)`` times the mean loss increase over ``M`` random
+    permutations (unbiased, the paper's Theorem 1); with None, the mean over all ``N (N - 1)``
+    ordered pairs (model reliance). Draws for feature ``j`` are seeded by ``(seed, "batch_pfi", j)``."""
+    model_fn = check_model_fn(model_fn, loss)
     n = len(X)
     if n != len(y):
         raise ValueError(f"X has {n} rows but y has {len(y)} labels")
@@ -132,35 +130,12 @@ def _minmax(v: np.ndarray) -> np.ndarray:
 
 
 class IntervalPFI(Component):
-    """Batch PFI over consecutive intervals of a stream (the paper's drift baseline).
+    """Batch PFI over consecutive intervals of a stream (the iPFI paper's drift baseline).
 
-    ``update(x, y)`` collects events; when ``interval`` events are collected, the PFI of
-    Eq. 3 (``n_repeats`` permutations) of the model as it is *now* on those events is
-    computed and returned, and the next interval starts empty. Memory is bounded by
-    ``interval`` events.
-
-    With ``lambda(x_n, x_m, y_n) = ||h(x_n^(-j), x_m^(j)) - y_n|| - ||h(x_n) - y_n||`` over ``N``
-    observations (iPFI paper, Eq. 2-4):
-
-    - :func:`batch_pfi` with ``n_repeats=M``: the PFI of Eq. 3,
-      ``N / (N - 1) * 1/M sum_m 1/N sum_n lambda(x_n, x_phi_m(n), y_n)`` over ``M`` uniformly
-      random permutations ``phi_m`` (fixed points allowed; the factor ``N / (N - 1)`` makes it
-      unbiased, Theorem 1);
-    - :func:`batch_pfi` with ``n_repeats=None``: its expectation over all permutations, the
-      exact U-statistic ``e_switch - e_orig`` (model reliance) that averages ``lambda`` over all
-      ``N (N - 1)`` ordered pairs ``m != n``. Rows whose replacement value equals the original
-      give ``lambda = 0`` and are not evaluated, and equal values are evaluated once per row and
-      weighted by their count, so the cost is ``N`` plus ``N (K_j - 1)`` evaluations per feature
-      with ``K_j`` distinct values (``N (N - 1)`` for a continuous feature);
-    - :class:`IntervalPFI`: the paper's "interval PFI" baseline for drift: Eq. 3 over each
-      consecutive interval of ``interval`` events, with the model as it is at the end of the
-      interval.
-
-    :func:`pfi_error` is the paper's approximation error (Table 1): both vectors normalised to
-    ``[0, 1]``, then the sum of absolute differences over features.
-
-    The model is assumed deterministic at prediction time (river models are): a row equal to
-    ``x_n`` has the loss of ``x_n``.
+    ``update(x, y)`` collects events; when ``interval`` events are collected, the PFI of Eq. 3
+    (``n_repeats`` permutations, :func:`batch_pfi`) of the model as it is *now* on those events is
+    returned, and the next interval starts empty. The model is assumed deterministic at prediction
+    time.
 
     >>> from streamxai.core.model import ModelFunction
     >>> def h(x):
@@ -188,7 +163,7 @@ class IntervalPFI(Component):
         n_repeats: int = 10,
         seed: int | None = None,
     ):
-        self.model_fn = _check_model_fn(model_fn, loss)
+        self.model_fn = check_model_fn(model_fn, loss)
         self.loss = loss
         self.feature_names = feature_names
         self.features = features
@@ -232,5 +207,3 @@ class IntervalPFI(Component):
         self._X, self._y = [], []
         return dict(self.values)
 
-
-_check_model_fn = check_model_fn

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..bare_model import check_model_fn
 from ..base import check_positive_int
 from ..explainers.base import Explainer
 from ..losses import get_loss, resolve_estimator
@@ -70,31 +71,14 @@ def sage(
     seed: int | None = None,
     estimator: str | None = None,
 ) -> SAGEEstimate:
-    """Algorithm 5 over ``(X, y)``; ``feature_names`` default to the keys of ``X[0]``.
+    """Algorithm 5 of the iSAGE paper over ``(X, y)``; ``feature_names`` default to the keys of ``X[0]``.
 
-    ``estimator`` as in :class:`~streamxai.core.explainers.ISAGE`: ``"unbiased"`` (default
-    when the loss is quadratic and ``m >= 2``), ``"plug_in"`` or ``"paper"``.
-
-    :func:`sage` is the permutation estimator of the iSAGE paper's Algorithm 5 (Definition 2),
-    with the coalition losses estimated exactly as :class:`~streamxai.core.explainers.ISAGE` does
-    (``estimator``; see its docstring), so the two compare like with like: for every
-    observation ``(x_n, y_n)`` one random permutation of the features, walked from ``S = {}``
-    to ``S = D``; ``m`` donors drawn uniformly among the *other* observations (distinct when
-    ``N - 1 >= m``) are shared by the whole chain (marginal imputation); at each step the
-    coalition's loss is the unbiased ``loss.of_mean`` of the ``m`` predictions (quadratic
-    losses, ``m >= 2``) or the plug-in loss of their mean; the feature just added is credited
-    with the drop in loss. ``"paper"`` starts the chain at the batch mean prediction
-    ``y_0 = 1/N sum_n f(x_n)`` instead of the imputed ``S = {}``. The values are the means of
-    these increments over the batch, and the increments' standard deviations are returned
-    with them, so a comparison can use the estimator's own standard error ``std / sqrt(N)``.
-
-    The step ``S = D`` uses ``f(x_n)`` (already computed for ``y_0``): model evaluations are
-    ``N * (1 + d * m)``, or ``N * (1 + (d - 1) * m)`` for ``"paper"``.
-
-    :class:`SlidingWindowSAGE` is the paper's SW-SAGE baseline (§3.0.1): keep the last
-    ``window`` observations and recompute batch SAGE on them with the current model every
-    ``stride`` events (the paper's experiments use ``stride = window / 20``, the default).
-    """
+    For every observation one random permutation of the features, walked from ``S = {}`` to
+    ``S = D``, with ``m`` donors drawn among the *other* observations shared by the whole chain; each
+    coalition's loss is estimated as :class:`~streamxai.core.explainers.ISAGE` does (``estimator``:
+    ``"unbiased"``, ``"plug_in"`` or ``"paper"``, which starts at the batch mean prediction), so the
+    two compare like with like. Returns the mean increments with their standard deviations; model
+    evaluations are ``N * (1 + d * m)``, or ``N * (1 + (d - 1) * m)`` for ``"paper"``."""
     _check_output(model_fn, "SAGE")
     X = list(X)
     y = list(y)
@@ -164,13 +148,10 @@ def sage(
 
 
 class SlidingWindowSAGE(Explainer):
-    """SW-SAGE: batch SAGE on the last ``window`` observations with the current model.
-
-    ``explain_one`` appends ``(x, y)`` to the window and, on the first event and then every
-    ``stride`` events, recomputes :func:`sage` on the window (``window * (1 + (d - 1) * m)``
-    evaluations); in between it returns the last values. ``observe_one`` only appends.
-    Each recomputation draws with a generator seeded from ``(seed, "sw-sage", n)``, ``n`` the
-    number of events seen, so results do not depend on when the object was restored.
+    """SW-SAGE (the iSAGE paper's baseline): batch SAGE on the last ``window`` observations with
+    the current model, recomputed on the first event and every ``stride`` events (``window / 20`` by
+    default); ``observe_one`` only appends. Each recomputation is seeded from
+    ``(seed, "sw-sage", n)``, so results do not depend on when the object was restored.
 
     >>> from streamxai.core.model import ModelFunction
     >>> import random
@@ -200,7 +181,7 @@ class SlidingWindowSAGE(Explainer):
         seed: int | None = None,
         estimator: str | None = None,
     ):
-        self.model_fn = self._check_model_fn(model_fn, loss)
+        self.model_fn = check_model_fn(model_fn, loss)
         _check_output(self.model_fn, "SW-SAGE")
         self.loss = loss
         self.feature_names = feature_names

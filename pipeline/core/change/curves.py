@@ -1,8 +1,6 @@
-"""The iPDP curves a change detector keeps (a thinned history per series, to show the curve
-before a cut in change events), stored compactly: a curve's lists of floats as one
-``array('d')`` beside their keys and lengths, a fifth of the memory of the lists of Python
-floats they came as; :func:`unpack` gives back the same dict, float for float. A curve with
-anything else (a categorical feature's grid of categories) is kept as a plain copy.
+"""The iPDP curves a change detector keeps, stored compactly: a curve's lists of floats as one
+``array('d')`` beside their keys and lengths; :func:`unpack` gives back the same dict, float for
+float. A curve with anything else (a categorical grid) is kept as a plain copy.
 
 >>> c = {"grid": [0.0, 0.5], "pd": [0.25, 0.75], "se": [0.01, 0.02]}
 >>> unpack(pack(c)) == c, type(pack(c)).__name__

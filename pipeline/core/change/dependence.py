@@ -44,27 +44,14 @@ class _Scale:
 
 
 class SerialVariance(Component):
-    """The long-run variance factor of one series (see below); ``add`` takes each block
-    of values in order, ``factor`` is ``>= 0`` (1 until a scale has ``min_pairs`` differences).
+    """The long-run variance factor of one series; ``add`` takes each block of values in order,
+    ``factor`` is ``>= 0`` (1 until a scale has ``min_pairs`` differences).
 
-    The change test and the loss looks compare means of consecutive values. For independent values
-    the variance of a mean of ``n`` is ``s^2 / n``; for a series whose values are correlated in
-    time (a real stream's seasons, a learning model whose effects wander) it is ``sigma_LR^2 / n``,
-    ``sigma_LR^2`` the long-run variance (the sum of all autocovariances), and the ratio
-    ``k = sigma_LR^2 / s^2`` multiplies the squared standard error of every difference of means.
-    :class:`SerialVariance` estimates ``k`` by batch means: the values, block by block, are gathered
-    into batches of at least ``batch`` values, and the squared difference of two successive batch
-    means ``(m_{i+1} - m_i)^2 / (1/n_i + 1/n_{i+1})`` estimates ``sigma_LR^2`` once batches are long
-    against the correlation. It does so at two scales (``batch`` and ``8 * batch`` values, the
-    newest ``kept`` batches of each), and ``factor`` is the larger of the two scales' ratios to the
-    marginal variance ``s^2`` of the same values. Each scale takes the *median* of its squared
-    differences divided by the median of chi-square with one degree of freedom (0.455), so a few
-    level shifts -- the changes the test is looking for -- move it little, while a series that
-    moves all the time (a learning model's effects, a season) gets the factor that makes such
-    movement noise. A scale says nothing until it has ``min_pairs`` differences. For independent
-    values both scales' ratios are about 1 (``factor`` is never taken below the explainer's own
-    variance factor by the caller).
-    """
+    ``k = sigma_LR^2 / s^2`` multiplies the squared standard error of a difference of means of
+    correlated values. It is estimated by batch means at two scales (``batch`` and ``8 * batch``
+    values, the newest ``kept`` batches): the median of the squared standardised differences of
+    successive batch means over the median of chi-square(1), so a few level shifts move it little;
+    ``factor`` is the larger scale's ratio to the values' variance."""
 
     def __init__(self, batch: int = 100, kept: int = 32, min_pairs: int = 8):
         if batch < 2 or kept < 3 or not 2 <= min_pairs < kept:

@@ -21,18 +21,10 @@ Levels = dict[str, dict[str, tuple[float | None, float | None]]]
 class Change:
     """Series ``explainer/feature`` changed: the new regime starts at ``cut.seq``; detected at
     event ``seq``. ``scale`` is the explainer's largest importance in the stream (the unit of
-    ``relative_effect``); ``vectors`` every series' level split at the cut, computed at
-    detection, when the cut is recent and the split fine; ``curve_*`` the feature's iPDP curve
-    before the cut and now; ``loss_*`` the model's prequential loss on either side at detection,
-    and ``kind`` how it had moved by then (:func:`loss_kind`; ``reliance_shift`` also while too
-    few losses follow the cut to tell).
-
-    A :class:`Change` is made by :class:`~streamxai.core.change.stream.StreamChangeDetector` from the
-    :class:`~streamxai.core.change.test.Cut` of one series' test (it keeps the cut whole) and the
-    stream's other series, curves and model loss at that moment; the change handler sends it as a
-    ``drift_event/v3`` message (:class:`schemas.ChangeEvent`), which also tells the positions as
-    the seqs of the events explained there.
-    """
+    ``relative_effect``); ``vectors`` every series' level split at the cut, computed at detection;
+    ``curve_*`` the feature's iPDP curve before the cut and now; ``loss_*`` the model's prequential
+    loss on either side at detection, and ``kind`` how it had moved by then (:func:`loss_kind`).
+    The change handler sends it as a ``drift_event/v3`` message (:class:`schemas.ChangeEvent`)."""
 
     explainer: str
     feature: str
@@ -92,11 +84,8 @@ RELIANCE = ("ipfi", "isage")
 def loss_kind(before: Block | None, after: Block | None, min_n: int = 2, rise: float = Z90,
               var_factor: float = 1.0) -> str:
     """``learning``, ``degradation`` or ``reliance_shift`` from the model's loss on either side
-    of a cut (:mod:`streamxai.core.change.episodes`): the loss fell, rose (each a one-sided test
-    at 5%: ``z`` of after against before at most -1.645, at least +1.645; the edges count as
-    moved), or stayed within its 90% interval. Unknown loss, or fewer than ``min_n`` losses on
-    a side: ``reliance_shift`` (nothing says it moved). ``rise``: the ``degradation`` boundary
-    (an episode's two looks share one 5%: :mod:`streamxai.core.change.looks`); ``var_factor``:
+    of a cut: the loss fell (``z <= -1.645``), rose (``z >= rise``), or stayed within its interval;
+    ``reliance_shift`` also with unknown loss or fewer than ``min_n`` losses a side. ``var_factor``:
     the losses' long-run variance factor (:mod:`streamxai.core.change.dependence`).
 
     >>> loss_kind(Block(1000, 0.30, 210.0), Block(200, 0.21, 33.0))   # the loss fell: learned
@@ -125,15 +114,10 @@ def loss_z(before: Block | None, after: Block | None, min_n: int = 2, var_factor
 
 def trend_z(buckets: Sequence[Bucket], min_n: int = 2, var_factor: float = 1.0) -> float | None:
     """The slope of the model's loss over time in standard errors: the least-squares line
-    through the buckets' means at their middle events, weighted by their sizes (the grouped
-    estimator: ``Var(slope) = sigma^2 / sum n_i (t_i - t)^2`` for independent losses of
-    variance ``sigma^2``, estimated around the line). Scale-free like :func:`loss_z`; None with
-    fewer than three buckets, ``min_n`` losses (at least three), or no spread.
-
-    A loss that falls steadily while a model learns is the case it is for: the two-sample
-    test at one cut compares two averages of a sloping line, and the efficient test of a
-    slope is the slope's own (it uses the spread of every bucket's time, not only the side it
-    is on).
+    through the buckets' means at their middle events, weighted by their sizes (``Var(slope) =
+    sigma^2 / sum n_i (t_i - t)^2``, ``sigma^2`` estimated around the line). None with fewer than
+    three buckets, ``min_n`` losses (at least three), or no spread. A loss that falls steadily is
+    the case it is for: the slope's own test uses every bucket's time, not only its side of a cut.
 
     >>> from .window import Bucket
     >>> falling = [Bucket(Block(100, 0.40 - 0.01 * i, 100 * 0.2), 100 * i, 100 * i + 99) for i in range(10)]

@@ -4,76 +4,12 @@ A broken pipeline changes a feature's values at once and leaves them so: a join 
 column with another feature's values, a sensor stuck at one reading, a unit that changes, a field
 that goes missing, values shuffled by a bad key. :class:`InputMonitor` keeps the last
 ``recent + reference`` values of every feature and, every ``every`` events, compares the newest
-``recent`` of each with the ``reference`` before them. Each test asks for a pattern that a
-feature's own history makes very unlikely, so that a real stream's seasons, spikes and trends do
-not match it:
-
-- ``constant``: the last ``recent`` values are all equal (or all missing), the reference has
-  no run of equal values half as long, and a run as long as theirs has a chance of 1e-6 at
-  most at the share of that value in the reference (a flag that is rarely set rests at 0 for
-  long);
-- ``shifted`` / ``scaled``: the recent values' median lies outside the whole range of the
-  reference, or nine tenths of them beyond its 10% tails, and at least ``shift`` interquartile
-  ranges from its median (``scaled`` when the
-  median or the spread moved by a factor of at least ``factor``), or the recent spread is at
-  least ``factor`` times the reference's with half the values outside its range; a shift only
-  where the values jumped: the median of the six from where they left against the six before
-  moved by half of the whole shift at least, and by 1.5 times the 95th percentile of such moves
-  in the reference (a smooth series that wanders to a new level gets there step by step);
-  ``scaled`` too when the recent spread is ``factor`` times the reference's and a quarter of
-  the values lie outside its range, ``factor`` times as far from its median as its range reaches
-  (a unit that changed on a feature that is mostly 0); for a feature that is mostly one value,
-  whose quartiles show no spread, ``shifted`` when most recent values are another value, one it
-  had once in a hundred at most or by half as often in every ``recent``-long stretch (a flag
-  that flipped), and
-  ``scaled`` when its other values moved ``factor`` times as far from it, beyond the farthest of
-  the last 200 it had (remembered beyond the values kept, which a dry spell outlasts; a feature
-  that moves in steps and rests at each, a date, is not held to these tests);
-- ``swapped``: shifted or scaled, and the values since look like another feature's reference
-  (within its range, a spread within a factor 10 of its, the nearest median); that other
-  feature is swapped too when its own values left its whole range, or their bulk its 10% tails,
-  by less than the shift, for values that look like those of the first (the other side of an
-  exchange); two features whose
-  values were exchanged within their common range are both swapped when the recent values of
-  each differ from its own reference and agree with the other's (two-sample Kolmogorov-Smirnov,
-  for features whose values are about independent of each other), or, for look-alike features
-  whose ``recent`` values cannot tell them apart, the newer half of the values kept against the
-  older half; two smooth features that keep an order (a dew point below its temperature) are
-  both swapped when the order flipped at a jump of their difference, each moving to about the
-  level the other left;
-- ``reordered``: the values lose their order (shuffled between events, or mixed with values
-  of another source as a fault phases in): the rank von Neumann ratio of the recent values (mean squared successive difference of ranks over their variance,
-  about 2 without serial dependence, near 0 for a smooth series), the least of those of values 1
-  to 8 apart (sources that take turns in one stream keep their own order), is at least 1.2 and
-  exceeds that of every ``recent``-long stretch of the reference, reckoned alike, by
-  ``order_margin``, while the reference
-  is smooth (every stretch's ratio at most ``ordered``, 1 unless set); the reference is the
-  smoothest the feature had over the last ``order_memory`` events (3,000), since a fault that
-  phases in mixes its values into the reference as well. Only streams whose values follow each other smoothly show
-  it; values drawn independently carry no order to lose. Such values are ``reordered`` too when
-  they no longer go with the other features of their event: for values about independent of
-  each other (rank von Neumann ratio at least 1.6), every feature whose ranks moved
-  with the feature's (a rank correlation of at least 0.5 in every ``recent``-long stretch of the
-  older half of the values kept) has lost that link in the recent values (0.15 at most, and 0.3
-  below the least of the stretches), as a shuffle between events or a join on a wrong key
-  leaves them; and, where the labels come with their events, when they no longer go with the
-  labels they moved with (:mod:`~.label_links`).
-
-A fault that phases in (a release rolled out to more and more sources) mixes its values with the
-feature's own; it is ``constant`` when 30% of the recent values are one value spread among the others, and ``shifted`` or ``scaled`` when 30% lie
-far beyond the bulk of the older half of the values kept, in both cases with half that share in
-the ``recent`` values before them. On a smooth series, which rests at one value or leaves its
-bulk now and then, the odd values must also make as many runs among the others as values placed
-at random do (a Wald-Wolfowitz runs test: a series' own excursions, its daily peaks, make long
-runs). Where the labels come with their events, the model's loss on each event is kept beside its
-values: odd values whose events the model predicted at least as well as the usual ones (values
-shifted beyond the bulk as well as the others of the same stretch, one value as well as that value's
-events before) are the world's (an evening of delays that late arrivals follow, a steady wind),
-since a broken pipeline cuts a feature's values, or the labels, from what they told of.
-
-A feature found faulty is not tested again until its reference holds only values after the
-finding. Whether a finding matters -- whether the model relied on the feature -- is for the
-change detector to say (:meth:`~streamxai.core.change.stream.StreamChangeDetector.input_fault`).
+``recent`` of each with the ``reference`` before them, for patterns (``constant``, ``shifted``,
+``scaled``, ``swapped``, ``reordered``) that a feature's own history makes very unlikely, whole or
+phasing in. The rules are specified in docs/pages/concepts/change-events.md (Data faults). A
+feature found faulty is not tested again until its reference holds only values after the finding;
+whether a finding matters is for the change detector to say
+(:meth:`~streamxai.core.change.stream.StreamChangeDetector.input_fault`).
 
 >>> import random
 >>> rng = random.Random(1)
@@ -113,56 +49,43 @@ __all__ = ["InputFault", "InputMonitor", "FAULTS"]
 FAULTS = ("constant", "shifted", "scaled", "swapped", "reordered", "stopped")
 #: the least rank von Neumann ratio of values whose order is lost (independent values: about 2)
 _ORDER_LOST = 1.2
-#: the order of the recent values counts as lost only when values up to this many apart do not
-#: follow each other either: several sources that take turns in one stream (three weather
-#: stations, hour by hour) make neighbours unlike while each source's own values stay smooth
+#: order is lost only when values up to this many apart do not follow each other either (sources
+#: that take turns in one stream make neighbours unlike while each one's own values stay smooth)
 _TURNS = 8
 #: tests between two reckonings of the reference's quartiles and range
 _REF_EVERY = 4
-#: an exchange of values: each feature's recent values differ from its reference by this many
-#: times the two-sample Kolmogorov-Smirnov scale sqrt((n + m) / (n m)) (p about 2e-5 for
-#: independent values) and agree with the other's within this many (p about 1e-3)
+#: an exchange: recent values differ from their reference by this many Kolmogorov-Smirnov scales
+#: sqrt((n + m) / (n m)) (p about 2e-5) and agree with the other's within this many (p about 1e-3)
 _KS_DIFFER = 2.4
 _KS_AGREE = 1.9
 #: the least rank von Neumann ratio of a reference whose values are about independent (2: independent)
 _INDEPENDENT = 1.6
-#: values that follow each other somewhat lost some of that order: the ratio of the newest 200 at
-#: least this far above the reference's (about two standard errors of the ratio of 200 values)
+#: some order lost: the ratio of the newest 200 this far above the reference's (about two standard errors)
 _ORDER_WEAKER = 0.3
-#: a link between two features: their rank correlation in every ``recent``-long stretch of the
-#: older half of the values kept is at least this (with one sign); it is lost when the recent
-#: values' is at most _LINK_LOST and _LINK_MARGIN below the least of the stretches (values that
-#: no longer go with their event's: rank correlation about 0, standard error 1 / sqrt(recent))
+#: a link between two features: a rank correlation of at least this in every older stretch; lost
+#: at most _LINK_LOST and _LINK_MARGIN below the least stretch's (standard error 1 / sqrt(recent))
 _LINKED = 0.5
 _LINK_LOST = 0.15
 _LINK_MARGIN = 0.3
-#: a fault that phases in: at least this share of the recent values is one value (or missing),
-#: _MIXED_MARGIN more than in any ``recent``-long stretch of the older half of the values kept;
-#: or at least this share lies far beyond that half's bulk (:meth:`InputMonitor._mixed_in`)
+#: a fault that phases in: this share of the recent values is one value, _MIXED_MARGIN more than any
+#: older stretch held, or lies far beyond the older half's bulk (:meth:`InputMonitor._mixed_in`)
 _MIXED = 0.3
 _MIXED_MARGIN = 0.2
-#: odd values of a fault phasing in that lost order tells of only against an earlier reference:
-#: this share of the recent values is one value or lies beyond the bulk (:meth:`InputMonitor._odd_values`)
+#: odd values of a fault phasing in: this share of the recent values (:meth:`InputMonitor._odd_values`)
 _ODD = 0.1
-#: a smooth series' odd values are mixed in when they alternate with the others as values placed
-#: at random do: their runs at most this many standard deviations fewer than random placement's
-#: (Wald-Wolfowitz; a series that wanders beyond its bulk and back, in a daily cycle say, makes
-#: long runs, about half the runs random placement makes)
+#: a smooth series' odd values are mixed in when their runs are at most this many standard deviations
+#: fewer than random placement's (Wald-Wolfowitz; a daily cycle makes about half as many runs)
 _INTERLEAVED = 2.5
-#: the fewest values other than the most common one, on each side, that the test of a feature
-#: that is mostly one value reads (:meth:`InputMonitor._sparse_scaled`)
+#: the fewest values other than the most common one, each side, :meth:`InputMonitor._sparse_scaled` reads
 _SPARSE = 5
-#: the values other than its most common one that a feature that is mostly one value has
-#: remembered, the latest: a dry spell outlasts the values kept, and its first rain is compared
-#: with the rain before it
+#: the latest values other than the most common one remembered (a dry spell outlasts the values kept)
 _RARE_MEMORY = 200
 #: the fewest such values after a unit changed, each beyond the farthest of the ones remembered
 _SPARSE_NEW = 3
 #: the largest chance, at the reference's share of a value, of the run of it that ``constant`` reads
 _RUN_CHANCE = 1e-6
-#: a feature that is mostly one value moved when its other value became the rule: this share of
-#: the recent values more than in any ``recent``-long stretch of the reference (each stretch's
-#: share has a standard error of 0.05 at most, so chance never reaches it)
+#: a flag that flipped: its rare value this share of the recent values more than in any stretch of the
+#: reference (a stretch's share has a standard error of 0.05 at most)
 _FLIPPED = 0.5
 #: two smooth features keep an order when one lies above the other in this share of the reference
 _ABOVE = 0.95
@@ -173,12 +96,10 @@ _RECENT_QS = (10, 25, 50, 75, 90)
 
 @dataclass(frozen=True)
 class InputFault:
-    """Feature ``feature``'s values changed as a data fault does, or the labels did (feature
-    ``label``, :mod:`~streamxai.core.change.label_watch`; ``stopped``: none came): ``what`` (one of :data:`FAULTS`),
-    found at position ``seq``, showing from position ``start``; ``before`` and ``after`` their
-    median and interquartile range (``after`` over the recent values); ``like``: the feature whose
-    values they now look like (``swapped``); ``detail``: one line for the person paged;
-    ``partial``: a fault that phases in, found in a share of the values."""
+    """Feature ``feature``'s values (or the labels', feature ``label``) changed as a data fault
+    does: ``what`` (one of :data:`FAULTS`), found at ``seq``, showing from ``start``; ``before`` and
+    ``after`` their median and interquartile range; ``like``: the feature they now look like;
+    ``detail``: one line for the person paged; ``partial``: a fault phasing in."""
 
     feature: str
     what: str
@@ -198,44 +119,30 @@ class InputFault:
 class InputMonitor(Component):
     """Tests every feature's recent values against its reference (module docstring).
 
-    ``recent``: the values tested; ``reference``: the values before them they are tested
-    against; ``every``: events between two tests; ``shift``: the smallest shift of the median
-    (in interquartile ranges of the reference); ``factor``: the smallest change of scale;
-    ``order_margin``: how far the recent rank von Neumann ratio must exceed the reference's (a
-    stretch above 1 counting as 1); ``ordered``: the largest ratio of a stretch of a reference
-    still taken as smooth; ``order_memory``: events over which the smoothest of a feature's
-    references is remembered for that test (0: the current reference alone); ``sparse_order``:
-    the fewest values other than its most common one, among the recent values and among the
-    reference's, for the order test of a feature that is mostly one value (0: no such test).
-    A class label whose minority class comes in runs (fog hours) has an order a share of
-    flipped labels breaks; a feature's rare values (a drizzle) flicker too often for that test.
-    ``flips``: whether a feature that is mostly one value is ``shifted`` when a value it had
-    rarely becomes the rule (a flag that flipped); off for labels, whose share of a class is
-    judged against the model's losses instead.
-    Numeric values are tested; a missing or non-numeric value counts as missing.
-    """
+    ``recent``: the values tested; ``reference``: the values before them; ``every``: events between
+    tests; ``shift``: the least shift of the median, in interquartile ranges; ``factor``: the least
+    change of scale; ``order_margin``: how far the recent rank von Neumann ratio must exceed the
+    reference's; ``ordered``: the largest stretch ratio still smooth; ``order_memory``: events over
+    which the smoothest reference is remembered; ``sparse_order``: the fewest rare values for the
+    order test of a feature that is mostly one value (0: none); ``flips``: whether such a feature's
+    rare value becoming the rule is ``shifted``. A missing or non-numeric value counts as missing."""
 
-    #: the default of ``ordered`` for a checkpoint made without it
+    #: class defaults, for a checkpoint made without them
     ordered = 1.0
-    #: for a checkpoint made without them: no memory of earlier references' order, as it had
     order_memory = 0
     sparse_order = 0
     flips = True
-    #: the largest stretch ratio of each feature's reference at each of the latest reckonings
-    #: within ``order_memory`` (NaN: a reference without spread, or one before a finding)
+    #: each feature's largest stretch ratio at the reckonings within ``order_memory`` (NaN: none)
     _orders: tuple[np.ndarray, ...] = ()
     #: per feature found phasing in: (the event count until which its phase-in tests wait, what it was)
     _phasing: dict[int, tuple[int, str]] | None = None
-    #: the model's loss on each event of the ring (NaN: none came with its event); a checkpoint
-    #: made without them starts them afresh
+    #: the model's loss and the label, as a number, on each event of the ring (NaN: none came with
+    #: its event); a checkpoint made without them starts them afresh
     _losses: np.ndarray | None = None
     _pending_losses: list[float] | None = None
-    #: the label of each event of the ring, as a number (NaN: none came with its event); a
-    #: checkpoint made without them starts them afresh
     _labels: np.ndarray | None = None
     _pending_labels: list[float] | None = None
-    #: per feature that is mostly one value: (that value, the events and the values of the latest
-    #: ``_RARE_MEMORY`` other values); a checkpoint made without it starts it afresh
+    #: per feature that is mostly one value: (that value, the events and values of its latest others)
     _rare: dict[int, tuple[float, np.ndarray, np.ndarray]] | None = None
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
@@ -326,9 +233,7 @@ class InputMonitor(Component):
         due = self._quiet_until <= self._n
         if (self._n - self._ref_at >= _REF_EVERY * self.every or self._ref_stats is None
                 or len(self._ref_stats) != 12):  # (a checkpoint made before the links were kept with them)
-            # the reference moves by a quarter of a percent a test: its quartiles, range and order,
-            # and the older half's links and percentiles, are worked out every few tests (most of
-            # the cost of a test otherwise)
+            # the reference moves little between tests: its statistics are worked out every few
             stretch_order, next_order, whole_order = self._ref_order(ref)
             quartiles = _quartiles(ref, _REFERENCE_QS, with_range=True)
             smoothest = self._smoothest(next_order, quartiles[3] - quartiles[1])
@@ -363,9 +268,8 @@ class InputMonitor(Component):
         if unlinked:
             found += self._unlinked(unlinked, ranks, links, vals, seqs, med, iqr, rmed, riqr)
         named = {fault.feature for fault in found}
-        # the link with the labels is read over 200 events: every _REF_EVERY tests, as the references are.
-        # Flipped labels weaken it too: a feature whose own values follow each other is read only once its
-        # newest 200 values lost some of that order, as shuffled ones do (_ORDER_WEAKER)
+        # the link with the labels, every _REF_EVERY tests; a feature whose values follow each other
+        # only once its newest values lost some of that order, as shuffled ones do (_ORDER_WEAKER)
         if self._labels is not None and (self._n // self.every) % _REF_EVERY == 0:
             subjects = [j for j in rest if self.features[j] not in named]
             newest = _rank_ratio(vals[subjects, -2 * self.recent:], _TURNS) if subjects else np.zeros(0)
@@ -388,10 +292,8 @@ class InputMonitor(Component):
             if at == self.reference:  # outside from the first recent value: it began before them
                 back = self.reference - self.recent
                 at = back + _start_outside(vals[j][back:], *bounds)
-            # values that left the whole range: where their level (shifted) or their distance from
-            # the median (scaled) stepped, around there, since they may stay within it for a while
-            # (a reading at its low of the day moved up to its high); within the range, where they
-            # crossed the tails (a wind direction from 350 round to 10 steps as far, and no fault)
+            # values that left the whole range: where their level (shifted) or distance from the
+            # median (scaled) stepped, around there; within the range, where they crossed the tails
             first = max(0, at - 2 * self.recent)
             around = vals[j][first:at + self.recent]
             if left and len(around) >= 2 and not np.isnan(around).any():
@@ -399,9 +301,8 @@ class InputMonitor(Component):
             elif flipped and len(around) >= 2:
                 at = first + change_point((around != med[j]).astype(float))
             starts[j] = at  # an index into the reference and the recent values together
-            # the other side of an exchange: a feature whose values since then left its whole range
-            # or their bulk its 10% tails, by less than the shift, and look like those of the feature
-            # that moved (the nearest)
+            # the other side of an exchange: the nearest feature whose values since then left its
+            # range or tails, by less than the shift, and look like those of the feature that moved
             if vals.shape[1] - at < 10 or not iqr[j] > 0:
                 continue
             sides = []
@@ -443,8 +344,7 @@ class InputMonitor(Component):
                                     f"{detail}; {_summary(before, after)}", like))
         taken = {self.features.index(fault.feature): fault.start for fault in found}
         candidates = [j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved]
-        # an exchange of look-alike features shows only over more values: every _REF_EVERY tests
-        # the newer half of the values kept is tested against the older half too
+        # look-alike features' exchange shows over more values: every _REF_EVERY tests, halves too
         long = (self._n // self.every) % _REF_EVERY == 0
         for split in (self.reference, size // 2) if long else (self.reference,):
             exchanged = self._exchanged(candidates, taken, vals[:, :split], vals[:, split:], seqs, split, med, iqr,
@@ -456,8 +356,7 @@ class InputMonitor(Component):
             named = {self.features.index(fault.feature) for fault in found}
             found += self._crossed([j for j in candidates if j not in named], named, vals, seqs, med, iqr,
                                    whole_order)
-        # a fault that phases in: found only where no other test found one, which says more of
-        # it; it grows slowly, so it is tested every _REF_EVERY tests
+        # a fault that phases in, where no other test found one, every _REF_EVERY tests
         named = {fault.feature for fault in found}
         phasing = self._phasing or {}
         for j in rest if long else ():
@@ -473,9 +372,8 @@ class InputMonitor(Component):
         if long and len(pool) >= 2:
             found += self._exchange_mixed(pool, vals, seqs, med, iqr)
         # a fault found phasing in is tested again as a whole fault once the recent values are all
-        # after the finding (another fault may follow, a source stuck after a burst was read as an
-        # offset phasing in), while the tests of faults that phase in wait for the reference; the
-        # same fault found whole as it completes is the one found already
+        # after the finding, the phase-in tests once the reference is; the same fault found whole
+        # as it completes is the one found already
         phasing = dict(self._phasing or {})
 
         def completing(fault: InputFault) -> bool:
@@ -497,12 +395,9 @@ class InputMonitor(Component):
                    seqs: np.ndarray, split: int, med: np.ndarray, iqr: np.ndarray,
                    whole_order: np.ndarray) -> list[InputFault]:
         """The ``candidates`` whose values were exchanged with another feature's within their
-        common range: the recent values of each of the two differ from its own reference (a
-        two-sample Kolmogorov-Smirnov distance beyond ``_KS_DIFFER`` of the critical scale) and
-        agree with the other's (within ``_KS_AGREE``); the other one may be among the features
-        ``found`` in this test (with where their faults began). Only features whose reference
-        values are about independent of each other (rank von Neumann ratio at least
-        ``_INDEPENDENT``) are samples the test can read."""
+        common range: each one's recent values differ from its own reference (Kolmogorov-Smirnov,
+        ``_KS_DIFFER``) and agree with the other's (``_KS_AGREE``). Only features whose values are about
+        independent of each other (``_INDEPENDENT``) are read."""
         pool = [j for j in [*candidates, *found] if not (np.isnan(rec[j]).any() or np.isnan(ref[j]).any())]
         if not candidates or len(pool) < 2:
             return []
@@ -534,15 +429,9 @@ class InputMonitor(Component):
 
     def _crossed(self, candidates: list[int], named: set[int], vals: np.ndarray, seqs: np.ndarray,
                  med: np.ndarray, iqr: np.ndarray, whole_order: np.ndarray) -> list[InputFault]:
-        """Two smooth features exchanged within their common range (a dew point and a
-        temperature): the one lay above the other in a share ``_ABOVE`` of the reference, and
-        since a point in the last ``2 recent`` values it lies below by at least half of what it lay
-        above in the ``recent`` values before; at that point their difference jumped
-        (:func:`_jumped`, by at least half of that: the swing of the day that moves both as much
-        cancels in it) and each one's new level lies nearer the level the other left than its own
-        (the medians of ``_STEP`` values on either side). Series that wander cross each other step
-        by step; at a front one of them jumps while the other stays. The other side may be a
-        feature another test found swapped already."""
+        """Two smooth features that kept an order (``_ABOVE``) exchanged within their common
+        range: the order flipped at a jump of their difference (:func:`_jumped`), each one's new level
+        nearer the level the other left than its own. Series that wander cross step by step."""
         ref_n, k = self.reference, self.recent
         smooth = [j for j in range(len(self.features)) if whole_order[j] < _INDEPENDENT and iqr[j] > 0
                   and not np.isnan(vals[j]).any()]
@@ -624,10 +513,8 @@ class InputMonitor(Component):
         if not (np.isfinite(rmed) and np.isfinite(med)):
             return None
         if not iqr > 0:
-            # a feature that is mostly one value: moved when most recent values are another one,
-            # which the reference held once in a hundred at most (an offset moves its 0s as one),
-            # or by _FLIPPED less in every recent-long stretch (a flag that flipped: its rare value
-            # became the rule)
+            # a feature that is mostly one value: moved when most recent values are another one, which
+            # the reference held once in a hundred at most, or _FLIPPED less in every stretch (a flag)
             share = np.mean(rec == rmed)
             if riqr == 0 and rmed != med and share >= 0.5 and not _steps(ref) and (
                     np.mean(ref == rmed) <= 0.01
@@ -635,7 +522,6 @@ class InputMonitor(Component):
                 return "scaled" if self._rescaled(med, rmed) else "shifted"
             return None
         # the median beyond the whole reference, or nine tenths of the values beyond its 10% tails
-        # (a feature with rare spikes has a range that the bulk of shifted values need not leave)
         beyond = rmed > hi or rmed < lo or r10 > q90 or r90 < q10
         if beyond and abs(rmed - med) >= self.shift * iqr:
             spread = riqr / iqr
@@ -646,8 +532,7 @@ class InputMonitor(Component):
         if riqr >= self.factor * iqr and outside >= 0.5:
             return "scaled"
         if riqr >= self.factor * iqr and outside >= 0.25:
-            # a share of the values (those that are not 0, say) in a unit ``factor`` times larger:
-            # half of them beyond the reference's range by ``factor`` times its reach from its median
+            # a share of the values (those not 0, say) in a unit ``factor`` times larger
             reach = max(hi - med, med - lo)
             if reach > 0 and np.median(np.abs(rec[out] - med)) >= self.factor * reach:
                 return "scaled"
@@ -659,13 +544,10 @@ class InputMonitor(Component):
         return rmed * med > 0 and not 1 / self.factor < ratio < self.factor
 
     def _ref_order(self, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each feature's largest rank von Neumann ratio over the ``recent``-long stretches of its
-        reference, of values 1 to _TURNS apart as the recent values' is, and of neighbours alone;
-        and the ratio of its whole reference, of values 1 to _TURNS apart (NaN for a feature with
-        missing values). The remembered references (:meth:`_smoothest`) keep the neighbours'
-        ratio: a feature whose sources take turns and that settles in a narrow band (a steady wind's
-        direction from three stations) has noise for order between the turns, and a remembered
-        turns ratio of a smoother day would take that noise for order lost."""
+        """Each feature's largest rank von Neumann ratio over the ``recent``-long stretches of
+        its reference, of values 1 to ``_TURNS`` apart and of neighbours alone, and the ratio of its
+        whole reference (NaN for a feature with missing values). The remembered references keep the
+        neighbours' ratio: sources that take turns in a narrow band have noise for order between turns."""
         k, (n_features, n) = self.recent, ref.shape
         stretches = ref[:, n % k:].reshape(-1, k)
         by_stretch = _rank_ratio(stretches, _TURNS).reshape(n_features, -1).max(axis=1)
@@ -676,12 +558,9 @@ class InputMonitor(Component):
         return by_stretch, neighbours, whole
 
     def _smoothest(self, order: np.ndarray, iqr: np.ndarray) -> np.ndarray:
-        """Each feature's largest stretch ratio in its reference (``order``), or the least such
-        ratio its references had at the reckonings of the last ``order_memory`` events, where that
-        is less: a fault that phases in mixes its values into the reference as well, and the order
-        the feature had before the fault is what they are measured against. A reference without
-        spread is not remembered (a feature that starts to vary is no fault), nor one from before a
-        finding of the feature to the end of its quiet (a fault still phasing in then)."""
+        """Each feature's largest stretch ratio (``order``), or the least one its references
+        had over the last ``order_memory`` events where that is less: a fault that phases in mixes into
+        the reference too. References without spread, or from before a finding, are not remembered."""
         keep = self.order_memory // (_REF_EVERY * self.every)
         if keep < 1:
             return order
@@ -692,11 +571,9 @@ class InputMonitor(Component):
 
     def _reordered(self, f: str, values: np.ndarray, seqs: np.ndarray, med: float, iqr: float, rmed: float,
                    riqr: float, now: float, current: float, least: float, older: np.ndarray) -> InputFault | None:
-        """Order lost against the current reference (its stretches' largest ratio ``current``) or
-        against the smoothest reference remembered (``least``). Found against the remembered one
-        alone, a fault is phasing in: where its odd values are one value or lie beyond the bulk
-        (:meth:`_odd_values`), the test of faults that phase in names them when their share is
-        enough, as what they are."""
+        """Order lost against the current reference (its largest stretch ratio ``current``)
+        or against the smoothest remembered (``least``); against the latter alone only where the odd
+        values are not one value or beyond the bulk (:meth:`_odd_values`), which the phase-in tests name."""
         ref = values[:self.reference]
         if now < _ORDER_LOST or np.isnan(ref).any():
             return None
@@ -721,10 +598,8 @@ class InputMonitor(Component):
                           f"at most before, {now:.2f} now); {_summary(b, a)}")
 
     def _sparse_ordered(self, values: np.ndarray, mode: float) -> bool:
-        """Whether a feature that is mostly one value (``mode``, its reference's median) has an
-        order to lose: ``sparse_order`` of its recent values and of its reference's are other
-        values. Fewer make a few runs whose ratio says nothing: one value apart from a constant
-        rest has a ratio of about 2."""
+        """Whether a feature that is mostly ``mode`` has an order to lose: ``sparse_order``
+        of its recent values and of its reference's are other values."""
         if not self.sparse_order:
             return False
         ref, rec = values[:self.reference], values[self.reference:]
@@ -732,10 +607,8 @@ class InputMonitor(Component):
                     and np.count_nonzero(ref != mode) >= self.sparse_order)
 
     def _odd_values(self, values: np.ndarray, older: np.ndarray) -> bool:
-        """Whether a share ``_ODD`` of the ``recent`` values is one value that no ``recent``-long
-        stretch of the older half of the ``values`` kept held half as often, or lies beyond that
-        half's bulk (its 10% tails by 1.5 interquartile ranges): a stuck, default, shifted or
-        scaled value phasing in."""
+        """Whether a share ``_ODD`` of the recent values is one value that no stretch of the
+        older half held half as often, or lies beyond that half's bulk: a fault phasing in."""
         k = self.recent
         rec, old = values[-k:], values[:len(values) // 2]
         common, counts = np.unique(rec, return_counts=True)
@@ -750,24 +623,13 @@ class InputMonitor(Component):
 
     def _mixed_in(self, j: int, values: np.ndarray, seqs: np.ndarray, med: float, iqr: float,
                   whole_order: float, older: np.ndarray, losses: np.ndarray) -> InputFault | None:
-        """A fault that phases in, its values mixed with the feature's own. For values about
-        independent of each other (rank von Neumann ratio ``whole_order`` at least
-        ``_INDEPENDENT``) the shares below are enough; a smooth series rests at one value or leaves
-        its range now and then, so there the odd values must alternate with the others as values
-        placed at random do (:func:`_mixed`), the others' median staying within the older half's
-        10% tails, as values of another source mixed into the feature's own do. The reference holds the fault's first values by now, so the recent ones are held against
-        the older half of the ``values`` kept: a share ``_MIXED`` of them is one value (or
-        missing), ``_MIXED_MARGIN`` more than in any ``recent``-long stretch of the older half,
-        spread among the other values (its longest run a quarter of them at most); or a share
-        ``_MIXED`` lies beyond the older half's bulk (its 10% tails by 1.5 interquartile ranges;
-        ``scaled`` when their median lies ``factor`` times as far from its median as those
-        fences reach). The ``recent`` values before them hold half that share beyond the older
-        half already: a fault that phases in grows over both, where a whole one is found by the
-        other tests before that. Odd values are the world's, no fault, when the model predicted
-        their events at least as well as the usual ones (:func:`~.label_links.foreseen`, from ``losses``: its
-        loss on each event, aligned with ``values``): one value as well as the events of that
-        value in the older half, values shifted beyond the bulk as well as the others among the
-        recent ones."""
+        """A fault that phases in, its values mixed with the feature's own, against the older
+        half of the values kept: a share ``_MIXED`` of the recent values is one value (``constant``,
+        ``_MIXED_MARGIN`` more than any older stretch held, spread among the others) or lies beyond the
+        older half's bulk (``shifted``, or ``scaled`` when ``factor`` times as far), with half that share
+        in the ``recent`` values before. On a smooth series the odd values must also interleave with the
+        others (:func:`_mixed`). Odd values the model predicted as well as the usual ones (``losses``,
+        :func:`~.label_links.foreseen`) are the world's."""
         k = self.recent
         smooth = whole_order < _INDEPENDENT  # (NaN, missing values in the reference: as independent ones)
         old, span = values[:len(values) // 2], values[-2 * k:]
@@ -820,14 +682,10 @@ class InputMonitor(Component):
                           partial=True)
 
     def _sparse_scaled(self, j: int, values: np.ndarray, seqs: np.ndarray) -> InputFault | None:
-        """A unit that changed on a feature that is mostly one value (0, say: an amount, a count,
-        rainfall), whose quartiles the other tests read as no spread. Its other values are
-        remembered beyond the values kept (:meth:`_remember`), since a dry spell can outlast
-        those. From the first of its other values in the newer half of the ``values`` kept that
-        lies beyond the farthest of the ones remembered before that half (``_SPARSE`` of them at
-        least) on, ``_SPARSE_NEW`` at least, nine tenths of them beyond that too, lie ``factor``
-        times as far from the most common value at the median (or the reverse, nearer than the
-        nearest): a season's larger values overlap its smaller ones, a unit's do not."""
+        """A unit that changed on a feature that is mostly one value (an amount, rainfall):
+        from the first of its other values in the newer half that lies beyond all those remembered
+        (:meth:`_remember`), nine tenths lie ``factor`` times as far from the mode at the median (or
+        nearer by as much): a season's larger values overlap its smaller ones, a unit's do not."""
         if np.isnan(values).any():
             return None
         half = len(values) // 2
@@ -878,14 +736,9 @@ class InputMonitor(Component):
 
     def _exchange_mixed(self, pool: list[int], vals: np.ndarray, seqs: np.ndarray, med: np.ndarray,
                         iqr: np.ndarray) -> list[InputFault]:
-        """Two features of the ``pool`` (values about independent of each other) whose values an
-        exchange that phases in mixes: the recent values of each differ from the older half of
-        its values kept (Kolmogorov-Smirnov, beyond ``_KS_DIFFER`` of the critical scale) and
-        are, within ``_KS_AGREE``, that half's distribution mixed with the other's, each with a
-        share of at least ``_MIXED`` of the other's values and the two shares within 0.25 of
-        each other (one exchange moves as many values each way), and half that share already in
-        the ``recent`` values before them (an exchange that is whole at once is found by
-        :meth:`_exchanged`, which says where it began)."""
+        """Two features of the ``pool`` whose values an exchange that phases in mixes: each
+        one's recent values differ from its older half (``_KS_DIFFER``) and match, within ``_KS_AGREE``,
+        that half mixed with a share of at least ``_MIXED`` of the other's, the two shares within 0.25."""
         k, half = self.recent, vals.shape[1] // 2
         scale = math.sqrt((k + half) / (k * half))
         old = {j: np.sort(vals[j, :half]) for j in pool}
@@ -923,11 +776,9 @@ class InputMonitor(Component):
         return out
 
     def _ref_links(self, older: np.ndarray, whole_order: np.ndarray) -> tuple[dict, dict]:
-        """The links of the values kept ``older`` (the older half): each feature's sorted values
-        (its ranks), and for each feature whose values are about independent of each other, its
-        links: ``(other feature, sign, the least signed rank correlation of a recent-long
-        stretch)`` for every feature whose ranks moved with its in every stretch by at least
-        ``_LINKED``."""
+        """Each feature's sorted values in ``older`` (its ranks) and, for features whose values are
+        about independent, its links: ``(other, sign, least signed rank correlation of a stretch)`` for
+        each feature it moved with by at least ``_LINKED`` in every stretch."""
         k, (n_features, n) = self.recent, older.shape
         usable = [j for j in range(n_features) if not np.isnan(older[j]).any() and older[j].min() < older[j].max()]
         if len(usable) < 2 or not any(whole_order[j] >= _INDEPENDENT for j in usable):
@@ -951,11 +802,9 @@ class InputMonitor(Component):
 
     def _unlinked(self, subjects: list[int], ranks: dict, links: dict, vals: np.ndarray, seqs: np.ndarray,
                   med: np.ndarray, iqr: np.ndarray, rmed: np.ndarray, riqr: np.ndarray) -> list[InputFault]:
-        """The ``subjects`` whose values no longer go with those of the features linked to them:
-        the recent values' rank correlation with each (ranks in the older values, ``ranks``) at
-        most ``_LINK_LOST`` and ``_LINK_MARGIN`` below its least over the older stretches. A
-        feature whose links all went to features that more of their links weakened (by
-        ``_LINK_MARGIN``) is left out: the values that moved are theirs."""
+        """The ``subjects`` whose values lost every link to the features linked to them
+        (``_LINK_LOST``, ``_LINK_MARGIN`` below the least older stretch), unless those features lost more
+        links: then the values that moved are theirs."""
         rec = vals[:, self.reference:]
         needed = sorted(set(links) | {o for j in links for o, _, _ in links[j]})
         needed = [j for j in needed if not np.isnan(rec[j]).any()]
@@ -965,8 +814,7 @@ class InputMonitor(Component):
         with np.errstate(all="ignore"):  # stuck values (no spread): no correlation, the other tests say so
             z /= np.sqrt((z * z).sum(axis=1, keepdims=True))
             now = z @ z.T
-        # every linked feature's links that weakened by _LINK_MARGIN at least (one found before,
-        # or one whose links are still going, may be the one that lost more)
+        # every linked feature's links that weakened by _LINK_MARGIN at least
         weakened = {j: sum(j in at and o in at and s * now[at[j], at[o]] <= least - _LINK_MARGIN
                            for o, s, least in links[j]) for j in links}
         out = []
@@ -976,8 +824,7 @@ class InputMonitor(Component):
             # (a feature whose values follow each other has no links of its own to weigh)
             if len(lost) < len(links[j]) or all(weakened.get(o, 0) > len(lost) for o, *_ in lost):
                 continue  # it lost links only to features that lost more: their values moved
-            # where the links were lost: the split of the last 2 * recent events that best tells the
-            # mean of the signed products of centred ranks after it from that before it
+            # where the links were lost: the change point of the signed products of centred ranks
             span = vals[:, -2 * self.recent:]
             wj = midranks(ranks[j], span[j]) - 0.5
             prod = np.mean([s * wj * (midranks(ranks[o], span[o]) - 0.5) for o, s, _, _ in lost], axis=0)
@@ -1010,12 +857,9 @@ class InputMonitor(Component):
 
     def _like(self, j: int, rmed: float, riqr: float, med: np.ndarray, iqr: np.ndarray, lo: np.ndarray,
               hi: np.ndarray, moved: dict[int, str]) -> str | None:
-        """The other feature whose reference the values of ``j`` since its fault (median ``rmed``,
-        interquartile range ``riqr``) look like, if one does: within its range, with a spread
-        within a factor 10 of its (a short stretch of a smooth series spreads less than a long
-        one), the nearest: its median's distance in the other's interquartile ranges plus the
-        log of the ratio of the spreads, halved for a feature whose values left their range too
-        (the two were exchanged)."""
+        """The other feature whose reference the values of ``j`` since its fault look like, if
+        one does: within its range, a spread within a factor 10 of its, the nearest by :func:`_unlikeness`
+        (halved for a feature that moved too: an exchange)."""
         best = None
         for g in range(len(self.features)):
             if g == j or not iqr[g] > 0 or not lo[g] <= rmed <= hi[g]:
@@ -1106,11 +950,8 @@ def _steps(a: np.ndarray) -> bool:
 
 
 def _rank_ratio(rows: np.ndarray, lags: int = 1) -> np.ndarray:
-    """The rank von Neumann ratio of each row: the mean squared successive difference of its
-    ranks over their variance (about 2 for values without serial dependence; tied values share
-    their mean rank, so that a feature with few distinct values is not taken for a smooth one;
-    0 for a row of one value); with ``lags`` > 1, the least such ratio of values 1 to ``lags``
-    apart (about 2 still for values without serial dependence, low for sources that take turns)."""
+    """The rank von Neumann ratio of each row (about 2 without serial dependence, 0 for one
+    value; ties share their mean rank); with ``lags`` > 1, the least ratio of values 1 to ``lags`` apart."""
     ranks = _row_ranks(rows)
     msd = np.min([np.mean((ranks[:, k:] - ranks[:, :-k]) ** 2, axis=1) for k in range(1, lags + 1)], axis=0)
     var = ranks.var(axis=1)
@@ -1140,12 +981,9 @@ _STEP = 6  # the values on either side of a jump
 
 def _jumped(values: np.ndarray, at: int, shift: float, ref: np.ndarray) -> bool:
     """Whether the values jumped at ``at``: the median of the ``_STEP`` values from it against
-    that of the ``_STEP`` before it moved by at least half of ``shift``, the whole move of their
-    level, and by 1.5 times the 95th percentile of such moves between adjacent stretches of the
-    reference ``ref`` (a smooth series that wanders to a new level gets there step by step; a
-    percentile, not the largest, as a feature with bursts of spikes moves by as much now and then);
-    or, for such a feature, by half of ``shift`` and the level since ``at`` moved by 1.5 times the
-    largest move between the medians of adjacent stretches as long in the reference."""
+    the ``_STEP`` before moved by half of ``shift`` and by 1.5 times the 95th percentile of such
+    moves in ``ref`` (a smooth series that wanders gets there step by step); or, for a feature with
+    bursts of spikes, its level since moved by 1.5 times the most it moved between stretches of ``ref``."""
     if at < _STEP or at + _STEP > len(values):
         return True  # nothing to compare: the other tests decide
     jump = abs(np.nanmedian(values[at:at + _STEP]) - np.nanmedian(values[at - _STEP:at]))
@@ -1157,8 +995,7 @@ def _jumped(values: np.ndarray, at: int, shift: float, ref: np.ndarray) -> bool:
     moves = np.abs(medians[2:] - medians[:-2])  # stretches that meet end to start
     if not len(moves) or jump >= 1.5 * np.percentile(moves, 95):
         return True
-    # a feature with bursts of spikes: its level since the jump moved by 1.5 times the most the
-    # medians of adjacent stretches as long moved in the reference (a burst comes back down)
+    # a feature with bursts of spikes: its level since moved by 1.5 times the most it moved in the reference
     span = len(values) - at
     if span < 4 * _STEP:
         return False
@@ -1167,10 +1004,8 @@ def _jumped(values: np.ndarray, at: int, shift: float, ref: np.ndarray) -> bool:
 
 
 def _start_outside(rec: np.ndarray, lo: float, hi: float) -> int:
-    """Where in ``rec`` the values began to lie outside ``[lo, hi]``: the split that best tells
-    the share outside after it from the share before it (the maximum of the standardised
-    difference of the two shares, a single change point's estimate), at an index whose value
-    lies outside."""
+    """Where in ``rec`` the values began to lie outside ``[lo, hi]``: the single change point of
+    the share outside, at an index whose value lies outside."""
     out = ((rec > hi) | (rec < lo)).astype(float)
     n = len(out)
     if out[0] and out.mean() >= 0.9:  # outside from the first on: it began there (or before)

@@ -1,33 +1,13 @@
 """Values that no longer go with their labels: a feature the labels moved with, shuffled between
 events or joined on a wrong key, keeps its values and loses that link.
 
-A feature's values may keep their distribution and their order and still be another event's: a
-join on a wrong key, a batch reordered by a bad key. What such values lose is their link with
-the rest of their event, and, for a feature the model leans on, with its label above all.
-:func:`label_unlinked` reads, for each feature, the rank correlation of its values with the
-labels (each class's indicator, or the labels' ranks for a target of many values) over the
-values before the newest ``2 recent`` and over every ``2 recent``-long stretch of them where the
-values and the labels both spread (a calm spell without the rare class tells nothing of a
-link). It finds the link lost when every class the feature moved with in every such stretch
-(by at least ``_LINKED``) lost it in the newest values: a correlation of at most ``_LOST``, ``_MARGIN`` below
-the least of the stretches, and ``_Z`` standard errors below the whole reference's (Fisher's z,
-a chance of about 3e-7). It reads only features whose values do not follow each other smoothly
-(a rank von Neumann ratio of at least ``_SERIAL``): a smooth series' stretches hold few
-independent values, and its link with the labels turns for a day without a fault; the order
-test of :class:`~.inputs.InputMonitor` watches those. The monitor passes a feature whose values
-follow each other somewhat only once its newest values lost some of that order, as shuffled
-values do and values beside flipped labels do not. A finding also asks that the model
-predicted the newest events worse than the ones before (values cut from their labels mislead
-it), that the newest labels still hold both sides of each link (labels stuck at one class are
-the labels' fault), that the correlation fell to 0 at least where the classes' shares moved
-(labels flipped for a share of the events move them, and weaken every link without cutting it),
-that no other feature's link weakened by half the margin (labels joined
-to the wrong events weaken every feature's link at once: the label watch tells of them), and
-that no feature's link grew ``_MARGIN`` beyond the whole reference's, and half that beyond its
-strongest stretch's, nor, read through its parts, ``_GREW`` beyond its strongest stretch's, and
-that the labels' means in every other feature's parts held (a concept that moved from one
-feature to another cuts the first one's link too; a shuffle of one feature leaves every other
-feature's link with the labels as it was).
+:func:`label_unlinked` reads, for each feature whose values do not follow each other smoothly,
+the rank correlation of its values with the labels (each class's indicator, or the target's
+ranks) over the reference and over each of its stretches where both spread, and finds the link
+lost when every link the feature had is gone from the newest values, while the model predicts
+those events worse, no other feature's link weakened and the labels' concept did not move to
+another feature (:func:`_grew`, :func:`_others_moved`). The rule is specified in
+docs/pages/concepts/change-events.md (Data faults, ``reordered``).
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -83,12 +63,10 @@ _FORESEEN = 10
 
 def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, candidates: list[int],
                    recent: int, serial: np.ndarray | None = None) -> list[tuple[int, int, float, float, float]]:
-    """The features among ``candidates`` (rows of ``values``, oldest value first, beside each
-    event's label and the model's loss on it; NaN: none came) whose values no longer go with
-    the labels (module docstring): ``(row, index where the link was lost, the reference's
-    correlation, the least stretch's, the newest values')``, signed so that the link was
-    positive. ``serial``: each row's rank von Neumann ratio over its reference (rows below
-    ``_SERIAL`` are not read; None: all are)."""
+    """The features among ``candidates`` (rows of ``values`` beside the labels and losses; NaN:
+    none) whose values no longer go with the labels: ``(row, where the link was lost, the
+    reference's correlation, the least stretch's, the newest values')``, signed positive.
+    ``serial``: each row's rank von Neumann ratio (below ``_SERIAL``: not read)."""
     k = 2 * recent
     n = values.shape[1]
     if n < 3 * k or np.isnan(labels).any():
@@ -97,9 +75,8 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
     targets = _targets(ref_y, rec_y)
     if not targets or foreseen(losses[-k:], losses[:-k]):
         return []
-    # labels flipped for a share of the events move the classes' shares and weaken every link
-    # without cutting it (by 1 - 2 x that share): where the shares moved, a link is lost only
-    # once it is gone altogether
+    # flipped labels move the classes' shares and weaken every link without cutting it: there a
+    # link is lost only once it is gone altogether
     lost = _GONE if _labels_moved(targets) else _LOST
     se = np.sqrt(1.0 / (k - 3) + 1.0 / (n - k - 3))  # of Fisher's z, the newest values against the reference
     read = set(candidates)
@@ -136,8 +113,7 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
                and np.arctanh(min(whole, 0.999)) - np.arctanh(max(now, -0.999)) >= _Z * se
                for whole, least, now, *_ in links):
             whole, least, now, f_ref, f_rec, t_ref, t_rec = max(links, key=lambda link: link[1])
-            # where the link was lost: the split of the last 2k values that best tells the mean
-            # of the products of the signed centred ranks and centred labels after it from before it
+            # where the link was lost: the change point of the products of centred ranks and labels
             span_t = np.concatenate([t_ref[-k:], t_rec])
             prod = np.concatenate([f_ref[-k:], f_rec]) * (span_t - span_t.mean())
             found.append((j, n - 2 * k + change_point(prod), whole, least, now))
@@ -150,9 +126,8 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
 
 def _link(f_ref: np.ndarray, f_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.ndarray, starts: range,
           k: int) -> tuple[float, list[float], float]:
-    """The correlation of a feature's ranks with the labels: over the reference, in each of its
-    ``k``-long stretches where both spread (a stretch of labels of one class, a calm spell, tells
-    nothing of the link), and over the newest values."""
+    """A feature's rank correlation with the labels over the reference, in each stretch where both
+    spread, and over the newest values."""
     stretches = [_corr(f_ref[a:a + k], t_ref[a:a + k]) for a in starts
                  if f_ref[a:a + k].min() < f_ref[a:a + k].max() and t_ref[a:a + k].min() < t_ref[a:a + k].max()]
     return _corr(f_ref, t_ref), stretches, _corr(f_rec, t_rec)
@@ -160,12 +135,9 @@ def _link(f_ref: np.ndarray, f_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.nda
 
 def _others_moved(parts: dict[int, tuple[np.ndarray, np.ndarray]], j: int,
                   targets: list[tuple[np.ndarray, np.ndarray]]) -> bool:
-    """Whether the labels go with another feature than row ``j`` otherwise among the newest
-    events than before (``parts``: each row's parts, reference and newest): in some part of a
-    feature's reference, the newest labels' mean differs from the reference's there, over the
-    parts with 5 events on each side, beyond the chi-square quantile of ``_MOVED_Z`` (Wilson
-    and Hilferty's approximation). A shuffle of ``j`` leaves the labels' link with every other
-    feature as it was; a concept that moved changes it for the features it moved to."""
+    """Whether the newest labels' means in some other feature's parts differ from the
+    reference's beyond the chi-square quantile of ``_MOVED_Z`` (Wilson-Hilferty): a concept that
+    moved changes them, a shuffle of row ``j`` does not."""
     for g, (p_ref, p_rec) in parts.items():
         if g == j:
             continue
@@ -189,11 +161,8 @@ def _part_means(p: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def _grew(p_ref: np.ndarray, p_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.ndarray, starts: range, k: int) -> bool:
-    """Whether the newest labels go with the feature's parts ``_GREW`` more than in any stretch
-    of the reference but the last (which may hold the change's first values): each ``k``-long
-    span's labels correlated with their own parts' means in it (as many values on each side, so
-    the same upward bias). A concept that moved to a feature makes its link grow, monotone or
-    not; a shuffle of another feature adds no link."""
+    """Whether the newest labels go with the feature's parts ``_GREW`` more than in any stretch of
+    the reference but the last: a concept that moved to a feature makes its link grow."""
     def eta(p: np.ndarray, t: np.ndarray) -> float:
         return _corr(_part_means(p, t)[p], t)
 
@@ -210,9 +179,8 @@ def _part(u: np.ndarray) -> np.ndarray:
 
 
 def _targets(ref_y: np.ndarray, rec_y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The labels as numbers to correlate with: each class's indicator (classes of at least
-    ``_CLASS_SHARE`` of the reference, present and absent among the newest labels), or, for a
-    target of many values, its ranks in the reference."""
+    """The labels as numbers: each class's indicator (classes of at least ``_CLASS_SHARE``, present
+    and absent among the newest), or a target's ranks."""
     classes, counts = np.unique(ref_y, return_counts=True)
     if len(classes) > _CLASSES:
         s = np.sort(ref_y)
@@ -227,10 +195,8 @@ def _targets(ref_y: np.ndarray, rec_y: np.ndarray) -> list[tuple[np.ndarray, np.
 
 
 def _labels_moved(targets: list[tuple[np.ndarray, np.ndarray]]) -> bool:
-    """Whether the newest labels' distribution moved from the reference's: a class's share, or a
-    target's mean rank, ``_LABELS_MOVED`` standard errors from it (of independent labels).
-    Flipped labels move it and weaken every feature's link; values shuffled off their labels
-    leave the labels as they were."""
+    """Whether a class's share, or a target's mean rank, moved ``_LABELS_MOVED`` standard errors
+    from the reference's: flipped labels move it, values shuffled off their labels do not."""
     for t_ref, t_rec in targets:
         p, k = float(t_ref.mean()), len(t_rec)
         var = p * (1.0 - p) if set(np.unique(t_ref)) <= {0.0, 1.0} else float(t_ref.var())
@@ -247,11 +213,9 @@ def _corr(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def foreseen(odd: np.ndarray, usual: np.ndarray) -> bool:
-    """Whether the model predicted the events with odd values at least as well as the usual
-    ones (its loss on each event of the two sets; NaN where no label came with the event), with
-    ``_FORESEEN`` losses known on each side: values a broken pipeline sent no longer tell of
-    their event's label, where the world's own odd stretch (an evening of delays, the late
-    arrivals after them) still does."""
+    """Whether the model predicted the events with odd values at least as well as the usual ones
+    (losses, NaN where none came), with ``_FORESEEN`` known on each side: a broken pipeline's values
+    no longer tell of their labels, the world's own odd stretch still does."""
     a, b = odd[~np.isnan(odd)], usual[~np.isnan(usual)]
     return len(a) >= _FORESEEN and len(b) >= _FORESEEN and float(a.mean()) <= float(b.mean())
 

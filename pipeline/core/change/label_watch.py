@@ -1,23 +1,13 @@
 """The labels of a stream: a source that stops sending them, and labels that change as a broken
 source changes them.
 
-A model learns only from labelled events, and iPFI and iSAGE explain only those: when a label
-source breaks, predictions go on while learning and explanations stop, and no explanation series
-can change. :class:`LabelWatch` counts the events that arrive and the labels that come (in line or
-later) and finds the labels ``stopped`` when no label came for ``recent`` arrivals and for more
-than twice the longest gap between two labels before, once ``min_labels`` labels came: a stream
-whose labels come in batches has long gaps, and its watch waits longer. Labels that stop for a
-share of the events (a source of several that stops, or one that stops step by step) are
-``stopped`` too, in part: over the last ``2 recent`` arrivals (a span at least four times the
-longest gap) fewer than ``_PART`` of the labels the rate before them gives came, by at least four
-binomial standard deviations.
-
-The labels' values, in the order they come, are watched as a feature's are
-(:class:`~streamxai.core.change.inputs.InputMonitor`, classes as the order of their first
-appearance; labels of more than ``_MAX_CLASSES`` classes are identifiers, whose values are not
-watched): labels flipped for a share of events, or joined to the wrong events, lose the order
-that the labels of a smooth stream have (``reordered``); a label stuck at one class is
-``constant``; a target whose unit changed is ``scaled``.
+When a label source breaks, predictions go on while learning and explanations stop, so no
+explanation series can change. :class:`LabelWatch` counts the events that arrive and the labels
+that come (in line or later) and finds the labels ``stopped`` when none came for ``recent``
+arrivals and for more than twice the longest gap before, or when they stopped for a share of the
+events; it watches the labels' values as a feature's are (:class:`~.inputs.InputMonitor`,
+classes numbered in the order they first appear). The rules are specified in
+docs/pages/concepts/change-events.md (Data faults).
 
 >>> watch = LabelWatch("class")
 >>> found = []
@@ -57,8 +47,7 @@ class LabelWatch:
     ``recent``: the fewest arrivals without a label that can be a fault; ``min_labels``: the
     labels that must have come before a gap is judged."""
 
-    # the labels that came in the last two stretches of ``recent`` arrivals, and in the current
-    # one (class defaults: a checkpoint made without them starts them afresh)
+    # the labels of the last two stretches of ``recent`` arrivals, and of the current one (class defaults)
     _window: tuple[int, ...] = ()
     _stretch_labels = 0
     _part_reported = False
@@ -73,13 +62,9 @@ class LabelWatch:
         self._longest = 0  # the longest run of arrivals without a label, between two labels
         self._start = -1  # the position of the first arrival since the last label
         self._reported = False  # the current gap was found a fault
-        # the labels' values, in the order they come: a class label's order test reads the runs
-        # of one class, and its 200 recent values tell a share of flipped labels from the
-        # stream's own volatile stretches more surely than 100 do. A smooth label stream has
-        # volatile stretches of 200 (ratio up to 1.3) whose runs a flipped share breaks further
-        # (ratio about 1.8 for three in ten): the margin is taken over at most 1, and is wide.
-        # Calm stretches of labels alternate with volatile ones, which the smoothest of earlier
-        # references would take for lost order: only the current reference is the measure
+        # the labels' values, in the order they come: 200 recent values tell flipped labels from
+        # a smooth label stream's volatile stretches (ratio up to 1.3) more surely than 100; calm
+        # stretches alternate with volatile ones, so only the current reference is the measure
         self._values = InputMonitor([label], recent=200, order_margin=0.7, ordered=1.3, order_memory=0,
                                     sparse_order=_SPARSE_ORDER, flips=False)
         self._codes: dict[Any, int] = {}  # a class's number: the order of its first appearance
@@ -105,10 +90,7 @@ class LabelWatch:
 
     def labelled(self, seq: int, y: Any, loss: float | None = None) -> list[InputFault]:
         """Label ``y`` came at position ``seq`` (with its event or later), the model's loss on its
-        event ``loss``; the faults its values show now. A class that comes for a share of the
-        events is a fault only where the model predicts that class's events worse than before
-        (:class:`~.inputs.InputMonitor`): flipped labels disagree with the model, a stormy
-        evening's late flights do not."""
+        event ``loss``; the faults its values show now."""
         if self._labels and not self._reported:  # a gap found a fault is not a gap the stream has
             self._longest = max(self._longest, self._since)
         self._labels += 1
@@ -119,9 +101,8 @@ class LabelWatch:
         return [] if number is None else self._values.update(seq, {self.label: number}, loss)
 
     def number(self, y: Any) -> float | None:
-        """Label ``y`` as a number: itself if it is one, else its class's number (the order of
-        the classes' first appearance); None for labels that are identifiers (more than
-        ``_MAX_CLASSES`` classes) or no class at all (unhashable), whose values are not watched."""
+        """Label ``y`` as a number: itself if it is one, else its class's number; None for labels
+        that are identifiers (more than ``_MAX_CLASSES`` classes) or unhashable."""
         if isinstance(y, int | float) and not isinstance(y, bool):
             return float(y)
         try:
@@ -135,8 +116,8 @@ class LabelWatch:
         return float(code)
 
     def _rate(self, seq: int) -> list[InputFault]:
-        """At the end of a stretch of ``recent`` arrivals: the labels stopped in part (module
-        docstring), once until their rate is back to nine tenths of the rate before."""
+        """At the end of a stretch of ``recent`` arrivals: the labels stopped in part (``_PART``,
+        ``_PART_Z``), once until their rate is back to nine tenths of the rate before."""
         self._window = (*self._window[-1:], self._stretch_labels)
         self._stretch_labels = 0
         span = 2 * self.recent

@@ -48,38 +48,8 @@ def open_kind(before: Block | None, after: Block | None, min_n: int = 2, var_fac
 
 def spent() -> float:
     """What an episode's looks spend together at most, by the union bound: the open's and the
-    close's joint spend and the members'. It must not exceed :data:`DELTA`.
-
-    An episode's loss is tested when it opens (the after-side is the first few hundred losses from
-    its top change's cut), at each member that joins it while it is not yet told or told
-    ``learning`` (the loss at the member's own cut, :mod:`streamxai.core.change.episodes`) and, if
-    the open said neither ``learning`` nor ``degradation``, once more at the latest ``episode_gap``
-    events after its first change (the "close" look below: the losses from the same cut up to then,
-    against the same side before). Each look a one-sided test at 5%
-    would tell a loss that did not move ``degradation`` by one look or another far more often than
-    5% (two looks: 8.5%, 0-1 and normal losses, ``tests/unit/core/change/test_loss_kind.py``; members at
-    2.5% each: 62-76% of a learning model's long chains). So the looks share one budget ``DELTA`` =
-    5%, split three ways:
-
-    - the open spends ``OPEN_DELTA`` = 2.5% (``z >= 1.96``);
-    - the members together spend ``MEMBER_DELTA`` = 1.25%, the ``k``-th one-sided at
-      ``MEMBER_DELTA * 6 / (pi^2 k^2)`` (:func:`member_rise`: ``z >= 2.43, 2.89, 3.14, ...``);
-    - the close spends the rest, ``CLOSE_DELTA`` = 1.25%, beyond the open, as in a group-sequential
-      test: its boundary :func:`close_rise` makes ``P(open or close) = OPEN_DELTA + CLOSE_DELTA``
-      for the correlation of the two looks' statistics -- which is known from where the two looks'
-      sides lie alone (:func:`correlation`: about 0.5 when the close's side after holds five times
-      the open's, from the same cut). The close's boundary lies between 1.780 (the looks the same)
-      and 2.232 (independent).
-
-    By the union bound, P(any look of an episode says ``degradation`` at a flat loss) <= 2.5% + 1.25%
-    + 1.25% = 5% (:func:`spent`), however many members it has. The members' share is carved out of
-    the close's (not the open's): the open's look is what pages most drifts within 500 events, and
-    the close looks once at most, late, where a rise large enough to matter has most losses behind
-    it (README, "Is the kind test calibrated").
-
-    ``learning`` keeps a one-sided 5% test at each look (and the close's slope test, events.trend_z):
-    it does not page, and telling a flat loss ``learning`` too often costs unpaged reliance shifts,
-    not pages (README, "A model that learns slowly").
+    close's joint spend and the members'. It must not exceed :data:`DELTA`; the split is described
+    in docs/pages/concepts/change-events.md (How the loss tells an episode's kind).
 
     >>> spent() <= DELTA, round(spent(), 4)
     (True, 0.05)
@@ -89,10 +59,7 @@ def spent() -> float:
 
 def member_rise(k: int) -> float:
     """The ``degradation`` boundary of an episode's ``k``-th member look: one-sided at
-    ``MEMBER_DELTA * 6 / (pi^2 k^2)``, which sums to ``MEMBER_DELTA`` over every ``k`` (the sum
-    of ``1 / k^2`` is ``pi^2 / 6``), so an episode's members, however many, tell a loss that did
-    not move ``degradation`` at most 1.25% of the time (Bonferroni), beside the open's and the
-    close's 3.75%.
+    ``MEMBER_DELTA * 6 / (pi^2 k^2)``, which sums to ``MEMBER_DELTA`` over every ``k``.
 
     >>> [round(member_rise(k), 2) for k in (1, 2, 3, 10)]
     [2.43, 2.89, 3.14, 3.79]
@@ -141,14 +108,10 @@ def close_kind(before: Block | None, after: Block | None, first: Look | None, en
 
 
 def correlation(first: Look, last: Look) -> float:
-    """The correlation of two looks' ``z`` at a flat loss (independent losses of one variance
-    ``s^2``), from where their sides lie (:data:`Look`): ``Cov(mean of S, mean of T) = s^2 |S & T|
-    / (|S| |T|)``, so ``Cov(d1, d2)`` of the differences of means ``d = mean(after) -
-    mean(before)`` sums that over the four pairs of sides (signed), against ``Var(d) = s^2 (1 /
-    after + 1 / before)``. The sides need not nest: the loss window splits at its buckets'
-    edges, so the close's cut may lie a few losses after the open's (those losses are after
-    the cut at the open, before it at the close), and a change found later may become the
-    episode's top, with its own cut.
+    """The correlation of two looks' ``z`` at a flat loss (independent losses of one variance),
+    from where their sides lie (:data:`Look`): ``Cov(mean of S, mean of T) = s^2 |S & T| / (|S| |T|)``
+    summed over the four pairs of sides (signed), against ``Var(d) = s^2 (1 / after + 1 / before)``.
+    The sides need not nest: the close's cut may lie a few losses after the open's.
 
     >>> round(correlation((10**9 + 300, 10**9, 300), (10**9 + 1200, 10**9, 1200)), 3)   # sqrt(300 / 1200)
     0.5
@@ -168,11 +131,8 @@ def correlation(first: Look, last: Look) -> float:
 def close_rise(rho: float) -> float:
     """The close's ``degradation`` boundary ``c`` when the open's was :data:`Z_OPEN` and the two
     looks' statistics are standard bivariate normal with correlation ``rho``: ``P(Z1 < Z_OPEN,
-    Z2 >= c) = CLOSE_DELTA``, so ``P(Z1 >= Z_OPEN or Z2 >= c) = OPEN_DELTA + CLOSE_DELTA`` (3.75%,
-    the members' 1.25% beside it). ``rho`` is rounded down to a thousandth (a lower correlation
-    gives a higher boundary: the total stays within its share). Below 0 (sides that overlap the
-    other way), Bonferroni's ``CLOSE_DELTA`` alone (2.241): the exact boundary lies between 2.232
-    (rho 0) and that (rho -1).
+    Z2 >= c) = CLOSE_DELTA``. ``rho`` is rounded down to a thousandth (a higher, safe boundary);
+    below 0, Bonferroni's ``CLOSE_DELTA`` alone.
 
     >>> round(close_rise(0.0), 3), round(close_rise(0.5), 3), round(close_rise(1.0), 3), round(close_rise(-0.2), 3)
     (2.232, 2.148, 1.78, 2.241)
@@ -186,10 +146,8 @@ def close_rise(rho: float) -> float:
 def _close_rise(step: int) -> float:
     # P(Z1 < c1, Z2 >= c) = integral over x < c1 of phi(x) Q((c - rho x) / s) dx, s = sqrt(1 - rho^2)
     # (Z2 given Z1 = x is normal, mean rho x, variance s^2), by Simpson's rule on x in [-9, c1]
-    # (1,200 intervals), solved for c by Newton's method (the derivative: minus the same integral
-    # of phi(x) phi((c - rho x) / s) / s), kept inside [1.6, 2.6] where the root lies (1.780 at
-    # rho 1 to 2.232 at rho 0). rho = 1: Z2 = Z1, so P = Phi(c1) - Phi(c). Checked against 2M
-    # simulated pairs at rho 0, 0.5 and 0.9 (tests/unit/core/change/test_loss_kind.py).
+    # (1,200 intervals), solved for c by Newton's method kept inside [1.6, 2.6], where the root
+    # lies. rho = 1: Z2 = Z1, so P = Phi(c1) - Phi(c).
     rho, c1, spend = step / _STEPS, Z_OPEN, CLOSE_DELTA
     if step >= _STEPS:
         return _N.inv_cdf(_N.cdf(c1) - spend)

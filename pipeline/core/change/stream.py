@@ -27,9 +27,8 @@ LOSS = ("model", "loss")
 #: the events before a change over which the model's reliance on its feature is read
 _RELIANCE_SPAN = 2000
 
-#: the spans over which the reliance on a faulted feature is read, the larger share counting: the
-#: explainers' published values follow the last ~1/alpha events, and a fault is sure, so a reliance
-#: that grew lately gates its page as the reliance the user sees does
+#: the spans over which the reliance on a faulted feature is read, the larger share counting (the
+#: published values follow the last ~1/alpha events: a reliance that grew lately counts)
 _FAULT_SPANS = (500, _RELIANCE_SPAN)
 
 #: the least reliance on a feature (of the top feature's) whose effect's change pages a degradation
@@ -42,11 +41,9 @@ _LABEL_WAIT = 1000
 #: the weight of each message in a series' running mean of the model's loss
 _LOSS_WEIGHT = 0.01
 
-#: an effect series (iPDP) whose new level lies within the range of the levels its own changes
-#: held over this many events before (widened by a tenth of the change's scale) moved within that
-#: range and is no news: the test takes the new level on without a change event. A young adaptive
-#: tree switches subtrees back and forth and its partial dependence flaps between two shapes,
-#: each flap a significant change; a fault moves the effect to a level it had not held lately.
+#: an iPDP series whose new level lies within the range its own changes held over this many events
+#: (widened by a tenth of the change's scale) takes it on without a change event: a young adaptive
+#: tree's partial dependence flaps between two shapes
 _RECALL = 3000
 _RECALL_MARGIN = 0.1
 
@@ -80,53 +77,12 @@ class _Series:
 
 
 class StreamChangeDetector(Component):
-    """Change detection over every explanation series of one stream (see below).
+    """Change detection over every explanation series of one stream.
 
-    A :class:`StreamChangeDetector` holds one :class:`~streamxai.core.change.test.SeriesTest` per
-    ``(explainer, feature)`` of a stream and one of the model's prequential loss (the series
-    :data:`LOSS`), each with the long-run variance factor of its values
-    (:class:`~streamxai.core.change.dependence.SerialVariance`), the latest variance factor its
-    explainer reported, and a thinned history of iPDP curves. ``delta`` is split evenly over the
-    stream's tested series and the loss, so it bounds the false-alarm probability of the *stream*
-    (see :mod:`streamxai.core.change.test`). The test of a series widens its standard errors by the
-    larger of the two factors: dependent increments are not the independent samples the bound
-    assumes.
-
-    The loss. A rise of the loss by at least ``min_effect`` of its level is a change of
-    :data:`LOSS`, of kind ``degradation``; a fall (the model learned) is never reported and
-    restarts the loss's window from its cut.
-
-    iPDP. A change of an explainer outside :data:`~streamxai.core.change.events.RELIANCE` (iPDP) of
-    feature ``f`` is reported only while the model relies on ``f``: its iPFI, the loss's rise
-    without it, is at least ``min_effect`` of the model's loss.
-
-    Minimum effect. A change of series ``(e, f)`` is reported only if its levels differ by at
-    least ``min_effect * scale``, ``scale`` the largest ``|level|`` of explainer ``e`` over the
-    stream's features (whole windows) and the two sides of the cut: relative to the stream's
-    largest importance *of that explainer*, since iPFI (0-1 loss), iSAGE (Brier) and iPDP
-    (probability spread) have different units.
-
-    Learning, below the minimum effect. A significant change smaller than the minimum effect at a
-    cut where the model's loss fell (``learning``) is not reported, and the series' window restarts
-    from that cut (absorbed, :mod:`streamxai.core.change.test`): a model that is still learning moves
-    its reliance a little at a time, and a window that mixed those regimes would measure the next
-    change against a blend of them, with a threshold grown over all the checks since the start.
-
-    Tested explainers. Only the series of the explainers in ``tested`` (default: all) are tested
-    and share ``delta``; the others are kept for the levels and curves that change events show.
-
-    Units. ``max_increments`` counts the increments of a series (explained events);
-    ``warmup``, ``episode_gap`` and ``episode_max`` count events (``seq``).
-
-    Warm-up. Blocks of events before ``warmup`` are not monitored: a model that starts from
-    nothing changes its explanation while it learns, which is not worth reporting.
-
-    Data faults. What the watch of the stream's inputs found (:meth:`input_faults`) is a change
-    of the series ``(inputs, feature)`` and an episode of kind ``data_fault`` of its own, paged
-    from ``fault_share`` of the top feature's reliance; the changes it causes afterwards page no
-    more.
-
-    Episodes, their kinds and alerts: see :mod:`streamxai.core.change.episodes`.
+    One :class:`~streamxai.core.change.test.SeriesTest` per ``(explainer, feature)`` and one of
+    the model's prequential loss (:data:`LOSS`), sharing ``delta``, which so bounds the false-alarm
+    probability of the *stream*. The rules and the episodes they form are specified in
+    docs/pages/concepts/change-events.md.
 
     Parameters
     ----------
@@ -137,15 +93,15 @@ class StreamChangeDetector(Component):
         its tested series and the loss together, in ``(0, 1)``.
     min_effect
         The least change reported, a fraction (``>= 0``): of the explainer's largest ``|level|``
-        in the stream (Minimum effect), of the loss's level (The loss); the least reliance, as
-        a fraction of the model's loss, for an iPDP change to be reported (iPDP).
+        in the stream, or of the loss's level; also the least reliance, as a fraction of the
+        model's loss, for an iPDP change to be reported.
     min_samples
         Increments (explained events, ``>= 2``) each side of a cut needs before the test uses
         it; also the model's losses each side of a look at the loss.
     max_increments
-        Increments per series the test looks back over: the window's length (Units).
+        Increments (explained events) per series the test looks back over.
     warmup
-        Events (``seq``) at the start of the stream whose messages are not monitored (Warm-up).
+        Events (``seq``) at the start of the stream whose messages are not monitored.
     episode_gap
         Events (``seq``): a change less than this after the open episode's last change joins
         it; an episode closes at the first message more than this after its last change (a
@@ -155,8 +111,8 @@ class StreamChangeDetector(Component):
         Buckets of each size in a series' window (``>= 2``): their boundaries are the candidate
         cuts, so more buckets give finer cuts for more memory and work per check.
     tested
-        The explainers whose series are tested and share ``delta`` (``None``: all; Tested
-        explainers).
+        The explainers whose series are tested and share ``delta`` (``None``: all); the others
+        are kept for the levels and curves that change events show.
     alert_kinds
         The episode kinds that page, from ``learning``, ``degradation``, ``reliance_shift`` and
         ``data_fault``.
@@ -166,7 +122,7 @@ class StreamChangeDetector(Component):
         where its regime began is recent (alerts; :mod:`streamxai.core.change.episodes`).
     fault_share
         A data fault pages if the model relied on its feature by at least this fraction, in
-        ``[0, 1]``, of the top feature's reliance (Data faults).
+        ``[0, 1]``, of the top feature's reliance.
 
     Examples
     --------
@@ -197,14 +153,13 @@ class StreamChangeDetector(Component):
     {'a': (0.4, 0.0), 'b': (0.0, 0.4)}
     """
 
-    #: data-fault episodes, each open until ``episode_gap`` events after its finding: (close after,
-    #: its changes, alert); class defaults: a detector checkpointed without them has none
+    #: data-fault episodes, open until ``episode_gap`` after their finding: (close after, changes,
+    #: alert); class defaults, for a checkpoint made without them
     _faults: tuple[tuple[int, tuple[Change, ...], bool], ...] = ()
     #: (feature, where its newest data fault began): the changes of it that follow are the fault's
     _faulted: tuple[tuple[str, int], ...] = ()
     _fault_seq = -1  # the newest position of an input fault taken in
-    #: labels found at one class for a share of the events, waiting for the model's loss to rise:
-    #: (the finding, the last position it may still page at)
+    #: labels at one class for a share of the events, waiting for the loss to rise: (finding, until)
     _held: tuple[tuple[InputFault, int], ...] = ()
 
     def __init__(
@@ -387,20 +342,10 @@ class StreamChangeDetector(Component):
         return [*changes, change], episodes
 
     def input_faults(self, faults: Sequence[InputFault]) -> tuple[list[Change], list[Episode]]:
-        """Take in what one test of the stream's inputs found (:class:`~.inputs.InputMonitor`, every
-        finding at the same position): a change of the series ``(inputs, feature)`` for each fault
-        on a feature the model relies on (its reliance at least half of ``min_effect`` of the top
-        feature's, :meth:`reliance`: the finding is sure, the reliance an estimate), and an
-        episode of its own, kind ``data_fault``, whatever episode is open. It is an alert if
-        ``data_fault`` is among ``alert_kinds`` and the model
-        relied on one of its features by at least ``fault_share`` (for a swap, the larger
-        reliance of the two features), or the labels' values changed or stopped (the model
-        learns from the labels, whatever it relied on); the changes of those features
-        (and of the feature a swap took its values from, and of the loss) that follow within
-        ``episode_max`` are the fault's and page no more. Labels found at one class for a share
-        of the events wait for the model's loss to rise since (:meth:`_loss_rose`), for
-        ``_LABEL_WAIT`` events at most; their episode comes out of :meth:`update` when it does.
-        Findings at a position already taken are dropped (a replay)."""
+        """Take in what one test of the stream's inputs found: a change of the series
+        ``(inputs, feature)`` for each fault on a feature the model relies on (half of ``min_effect`` of
+        the top feature's at least), in a ``data_fault`` episode of its own; labels at one class for a
+        share of the events wait for the loss to rise. Findings at a position already taken are dropped."""
         if not faults or faults[0].seq <= self._fault_seq:
             return [], []
         seq = faults[0].seq
@@ -419,9 +364,8 @@ class StreamChangeDetector(Component):
         return self._take_faults(ready, seq, hold=False) if ready else ([], [])
 
     def _take_faults(self, faults: Sequence[InputFault], seq: int, hold: bool) -> tuple[list[Change], list[Episode]]:
-        """The changes of ``faults`` found by ``seq`` and their episode (:meth:`input_faults`);
-        ``hold``: labels found at one class for a share of the events wait for the loss to rise
-        (``_LABEL_WAIT`` events at most): the model still predicting them, they are the stream's own."""
+        """The changes of ``faults`` found by ``seq`` and their episode; ``hold``: labels
+        found at one class for a share of the events wait for the loss to rise."""
         changes, alert = [], False
         for fault in faults:
             if fault.what == "stopped":  # the labels: the model stops learning and iPFI and iSAGE with it
@@ -448,10 +392,8 @@ class StreamChangeDetector(Component):
         return changes, [self._fault_episode(seq, changes, "open", alert)]
 
     def _loss_rose(self, start: int) -> bool:
-        """Whether the model's loss since ``start`` is above the loss before it by ``_LABEL_LOSS_Z``
-        standard errors (its serial dependence counted): labels of a broken source disagree with
-        what the model predicts, where a stream's own shift between its classes (late flights on
-        a stormy evening) follows its features."""
+        """Whether the model's loss since ``start`` is above the loss before it by
+        ``_LABEL_LOSS_Z`` standard errors (its serial dependence counted)."""
         then, since = self._loss_at(start, None)
         if then is None or since is None or then.n < 2 or since.n < 2:
             return False
@@ -459,13 +401,9 @@ class StreamChangeDetector(Component):
 
     def reliance(self, feature: str, before: int, upto: int,
                  spans: Sequence[int] = (_RELIANCE_SPAN,)) -> float | None:
-        """How much the model's accuracy rests on ``feature`` just before event ``before`` (of
-        the blocks that end before ``upto``): its level over the largest level of the stream's
-        features, each over the last ``span`` events before it (the window's bucket boundaries
-        nearest), the largest over ``spans`` and over iPFI and iSAGE (two estimates of one reliance:
-        a data fault is sure, its page should not hang on one noisy estimate); None without
-        either, or with fewer than ``min_samples`` increments over the longest span (nothing says it
-        does not)."""
+        """How much the model's accuracy rests on ``feature`` just before event ``before``: its
+        level over the stream's largest, the largest over ``spans`` and over iPFI and iSAGE; None
+        without either, or with fewer than ``min_samples`` increments over the longest span."""
         shares = []
         for e in RELIANCE:
             if (e, feature) not in self._series:
@@ -507,17 +445,15 @@ class StreamChangeDetector(Component):
                             lambda f, cut_seq: self._curves(f, cut_seq, seq), status == "open", top)
 
     def _fault_explains(self, c: Change) -> bool:
-        """Whether change ``c`` follows a data fault on its feature (or, for the loss, on any
-        feature): detected after the fault began, within ``episode_max`` of it, its cut at most
-        ``episode_gap`` before it."""
+        """Whether change ``c`` follows a data fault on its feature (for the loss, on any):
+        after the fault began, within ``episode_max`` of it, its cut at most ``episode_gap`` before it."""
         return any((c.feature == f or c.explainer == LOSS[0]) and c.seq >= start
                    and c.seq - start <= self.episode_max and c.cut_seq >= start - self.episode_gap
                    for f, start in self._faulted)
 
     def _test_loss(self, seq_lo: int, seq: int, block: Block, episodes: list[Episode]) -> list[Change]:
-        """The change test of the model's loss: a rise of at least ``min_effect`` of its level
-        is a change of the series :data:`LOSS` (``degradation``); a fall, the model learning,
-        is never reported and restarts the window from its cut, as a small change is absorbed."""
+        """The change test of the model's loss: a rise of at least ``min_effect`` of its level is
+        a change of :data:`LOSS` (``degradation``); a fall restarts the window from its cut."""
         def min_effect(a: Block, b: Block, cut_seq: int) -> float:
             return self.min_effect * max(abs(a.mean), abs(b.mean)) if b.mean > a.mean else math.inf
 
@@ -554,11 +490,8 @@ class StreamChangeDetector(Component):
         return out
 
     # internals -------------------------------------------------------------------
-    # Order independence: the other series' messages of the current report (same seq) may come
-    # before or after this one (explain groups on different workers), so every read of another
-    # series uses only its blocks that end before the current seq, from its window as it was
-    # before a change found earlier in this report cut it (SeriesTest.window_at), and curves
-    # sent before it.
+    # The other series' messages of the current report may come before or after this one, so every
+    # read of another series uses its blocks that end before the current seq (SeriesTest.window_at).
     def _keep_curve(self, st: _Series, seq: int, curve: dict) -> None:
         """The newest curve, and a thinned history over the span of the series' window: at
         most about ``_CURVES_KEPT`` of them, evenly spaced in events."""
@@ -573,20 +506,13 @@ class StreamChangeDetector(Component):
 
     def _learned(self, cut_seq: int, since: int | None) -> bool:
         """Whether the model's loss fell at ``cut_seq`` (a change there is the model learning)."""
-        return self._loss_kind(cut_seq, since) == "learning"
-
-    def _loss_kind(self, cut_seq: int, since: int | None) -> str:
-        """How the loss moved at ``cut_seq``, with at least ``min_samples`` losses a side (the
-        Gaussian approximation of their means needs as many as the change test's)."""
-        return loss_kind(*self._loss_at(cut_seq, since), min_n=self.min_samples, var_factor=self._loss_dependence.factor)
+        kind = loss_kind(*self._loss_at(cut_seq, since), min_n=self.min_samples, var_factor=self._loss_dependence.factor)
+        return kind == "learning"
 
     def _loss_at(self, cut_seq: int, since: int | None) -> tuple[Block | None, Block | None]:
         """The model's loss on the two sides of ``cut_seq``, the side before over the stream's
-        current regime: since the cut of the last episode that was not the model learning (its
-        loss jumped, or its reliance moved at flat loss), or since the warm-up; a change cut at
-        or before that regime's start belongs to the episode that began it, and its side before
-        is the events its series' test compared (from ``since``). Never the warm-up, where the
-        model learned from nothing and its loss says nothing about the regime after it."""
+        current regime (since the cut of the last episode that was not learning), or, for a cut at or
+        before that regime's start, from ``since``; never the warm-up."""
         return self._loss.split(cut_seq, since=self._loss_since(cut_seq, since))
 
     def _loss_since(self, cut_seq: int, since: int | None) -> int:
@@ -596,14 +522,7 @@ class StreamChangeDetector(Component):
 
     def _close_kind(self, top: Change, seq: int) -> tuple[str, Block | None, Block | None]:
         """The kind of an episode whose loss had not moved when it opened, decided at its close
-        on the loss from the top change's cut up to ``seq``: the two-sample test at the cut
-        (:func:`~streamxai.core.change.looks.close_kind`: ``degradation`` at the boundary that
-        spends the close's share of the 5% beyond the open's, the members' share beside them),
-        and, if that says flat, the loss's trend over the same stretch (the side before and
-        after together, from the first bucket that starts at or after where the side before
-        starts -- never the warm-up --, :func:`~streamxai.core.change.events.trend_z`): a loss
-        that fell steadily (``z <= -1.96``, one-sided 2.5%) is the model learning, whose
-        reliance moves as it learns (:class:`.episodes.Episode`)."""
+        (:func:`~streamxai.core.change.looks.close_kind`); a flat loss whose trend fell is learning."""
         before, after = self._loss_at(top.cut_seq, top.cut.since)
         # the open's look (None: it did not look; an episode without a kind has no other)
         k = self._loss_dependence.factor
@@ -630,13 +549,9 @@ class StreamChangeDetector(Component):
         return best
 
     def _alerts(self, kind: str, changes: Sequence[Change]) -> bool:
-        """Whether an episode of ``kind`` with ``changes`` is an alert
-        (:class:`.episodes.Episode`): its kind is one of ``alert_kinds`` and, recently, its loss rose by the
-        loss's own change test, or what the model's accuracy relies on moved -- a change of iPFI
-        or iSAGE for a degradation, of one feature in every running reliance explainer for a
-        reliance shift. Recently: confirmed within ``episode_max`` events of where its new
-        regime began -- a slow drift that added up to the minimum effect over longer is
-        reported, not paged."""
+        """Whether an episode of ``kind`` with ``changes`` is an alert: its kind is in
+        ``alert_kinds`` and, within ``episode_max`` of where its regime began, its loss rose, or a
+        reliance explainer changed (for a reliance shift, in every running one on one feature)."""
         if kind not in self.alert_kinds:
             return False
         recent = [c for c in changes if c.seq - c.cut_seq <= self.episode_max and not self._fault_explains(c)]
@@ -653,23 +568,16 @@ class StreamChangeDetector(Component):
         return any(found >= watched for found in by_feature.values())
 
     def _leaned_on(self, c: Change) -> bool:
-        """Whether ``c`` is a fall of an effect (iPDP) of a feature the model leaned on: its
-        reliance before the cut (:meth:`reliance`) at least ``_LEANED_ON`` of the top feature's.
-        With a loss that rose, the model stopped responding to what it leaned on: what a feature
-        whose values were shuffled or stuck shows first, before its importance has fallen far
-        enough to be told from noise."""
+        """Whether ``c`` is a fall of an iPDP effect of a feature the model leaned on
+        (reliance at least ``_LEANED_ON`` of the top feature's): a shuffled or stuck feature shows it first."""
         if c.explainer in RELIANCE or c.explainer == LOSS[0] or c.effect >= 0:
             return False
         share = self.reliance(c.feature, c.cut_seq, c.seq)
         return share is not None and share >= _LEANED_ON
 
     def _used(self, feature: str, upto: int) -> bool:
-        """Whether the model's accuracy rests on ``feature``: its iPFI (the loss's rise without
-        it) is at least ``min_effect`` of the model's loss, over the iPFI series' window and the
-        losses its own messages carried. True without iPFI or before ``min_samples`` increments
-        (nothing says it does not). Only that series is read: it is the same feature's, from the
-        same explain group as the iPDP series asking, so its blocks before ``upto`` have come,
-        whatever the order of the groups' records."""
+        """Whether the model's accuracy rests on ``feature``: its iPFI is at least ``min_effect``
+        of the model's loss (True without iPFI or before ``min_samples`` increments)."""
         st = self._series.get(("ipfi", feature))
         if st is None:
             return True
@@ -700,11 +608,8 @@ class StreamChangeDetector(Component):
         return (unpack(earlier[-1]) if earlier else None), (unpack(now[1]) if now is not None else None)
 
     def _episodes_due(self, seq: int) -> list[Episode]:
-        """The episode announced at ``seq`` -- when it opens (its first report is complete and
-        ``min_samples`` losses follow its top cut; announced if its loss moved), at a member's
-        look, or at the latest ``episode_gap`` events after its first change (its kind decided
-        on the loss up to then) -- and the one that closes (``episode_gap`` events after its
-        last change)."""
+        """The episode announced at ``seq`` (when it opens, at a member's look, or at the
+        latest ``episode_gap`` after its first change) and the ones that close."""
         out = []
         if self._faults and seq > self._faults[0][0]:
             due = [f for f in self._faults if seq > f[0]]
@@ -735,13 +640,9 @@ class StreamChangeDetector(Component):
         return out
 
     def _starts_episode(self, change: Change) -> bool:
-        """Whether ``change`` is a drift of its own rather than a member of the open episode:
-        its new regime began after that episode was announced, it came more than
-        ``episode_max`` events after the episode's first change, or it could make an alert
-        (:meth:`_alerts`) of an episode announced as none -- its case is then decided on its own
-        look at the loss, not on the one the episode was told on. Before the announcement a
-        change joins: the announcement, at most ``episode_gap`` events after the first change,
-        names it."""
+        """Whether ``change`` is a drift of its own rather than a member of the open
+        episode: its regime began after the episode was announced, it came more than ``episode_max``
+        after the episode's first change, or it could make an alert of an episode announced as none."""
         first = self._open[0].seq
         told = self._announced
         if told is not None and not self._alerted and self._alerts(self._kind[0] if self._kind else "", [change]):
@@ -758,13 +659,9 @@ class StreamChangeDetector(Component):
             told is not None and change.cut_seq > told + (change.seq - told) // 2)
 
     def _member_looks(self, seq: int) -> list[Episode]:
-        """Each change that joined an episode not yet told or told ``learning`` gets one look at
-        the loss at its own cut, once ``min_samples`` losses follow it (its report complete). A
-        rise (the ``k``-th look of the episode at :func:`~streamxai.core.change.looks.member_rise`:
-        all of them share 1.25%) tells an episode not yet told ``degradation`` now;
-        one told ``learning`` closes without the change and the changes after it, which open
-        their own episode, told ``degradation``. Either way the change leads the episode: its
-        cut is the one the kind was told on (:class:`.episodes.Episode`)."""
+        """Each change that joined an episode not yet told, or told ``learning``, gets one look
+        at the loss at its own cut; a rise tells the episode ``degradation`` (or splits it off a
+        ``learning`` one), led by that change."""
         for c in list(self._members):
             if seq <= c.seq:
                 continue
@@ -793,9 +690,8 @@ class StreamChangeDetector(Component):
         return []
 
     def _episode(self, seq: int, status: str, split: bool = False, update: bool = False) -> Episode:
-        """The open episode's message at ``seq``; ``split``: it closes because a change of a
-        drift of its own came (:meth:`_starts_episode`); ``update``: an announced episode that
-        paged names a feature it had not named (open again, not its first message)."""
+        """The open episode's message at ``seq``; ``split``: it closes for a drift of its own;
+        ``update``: a paged episode names a feature it had not named."""
         changes = self._open
         if update:
             return self._message(changes, seq, status, *self._kind, self._alerted, False, self._lead)
@@ -843,10 +739,8 @@ def _reliance(c: Change) -> bool:
 
 
 def _top_moved(changes: Sequence[Change]) -> bool:
-    """Whether the model gave up the feature it relied on most: among ``changes`` a fall of a
-    reliance explainer's (:data:`RELIANCE`) series whose feature had the largest level before
-    the cut and another feature the largest after it -- what a model that learns more (its
-    levels rising) does not do."""
+    """Whether the model gave up the feature it relied on most: a fall of a reliance series whose
+    feature had the largest level before the cut and another feature after it."""
     for c in changes:
         if c.explainer in RELIANCE and c.effect < 0:
             vec = c.vectors[c.explainer]

@@ -73,14 +73,10 @@ def two_sample_z(a: Block, b: Block, var_factor: float = 1.0, pooled_only: bool 
 
 @dataclass(frozen=True)
 class Cut:
-    """A reported change of one series: the new regime starts at event ``seq``.
-
-    The test passed (``|z| >= threshold``) at the boundary ``test_seq`` where it was detected;
-    the change is located at ``seq``, the boundary that separates the two regimes best
-    (:meth:`SeriesTest.add`), and ``before`` and ``after`` are the increments on either side of
-    ``seq``, their effect of the sign of ``z``; ``before`` begins at event ``since``. Made
-    otherwise, it raises ValueError.
-    """
+    """A reported change of one series: the new regime starts at event ``seq``, located where the
+    regimes separate best (:meth:`SeriesTest._locate`); the test passed at ``test_seq``. ``before``
+    (from event ``since``) and ``after`` are the increments either side, their effect of the sign
+    of ``z``; made otherwise, it raises ValueError."""
 
     seq: int
     before: Block
@@ -105,69 +101,15 @@ class Cut:
 
 
 class SeriesTest(Component):
-    """The sequential two-sample test of one series (see below); ``delta`` is its share
-    of the stream's ``delta``, ``max_increments`` the window it looks back over.
+    """The sequential two-sample test of one series; ``delta`` is its share of the stream's
+    ``delta``, ``max_increments`` the window it looks back over.
 
-    ``add`` folds in one block and runs one check; it returns the :class:`Cut` of a reported
-    change (the window then keeps only the data after the cut) or None.
-
-    What is tested. Each explainer publishes, per feature, a smoothed value and the *block* of
-    per-event increments folded in since its previous message (a
-    :class:`~streamxai.core.increments.Block`). For a fixed model the increments of different
-    events are nearly independent samples of the current explanation, unlike consecutive smoothed
-    values, which share almost all their weight. A :class:`SeriesTest` keeps a series' blocks in a
-    :class:`~streamxai.core.change.window.SeriesWindow` and tests every bucket boundary of it.
-
-    The statistic (:func:`two_sample_z`). At a cut, ``Z = (mean_after - mean_before) / se`` with
-    ``se^2 = k max(v_pool (1/n0 + 1/n1), v0/n0 + v1/n1)``: the larger of the pooled two-sample and
-    Welch standard errors, each side's variance from its own increments (``m2 / (n - 1)``). The
-    series' own spread is the unit, so multiplying every increment by ``c > 0`` leaves every ``Z``
-    unchanged: the same ``delta`` means the same for 0-1 loss, Brier, cross-entropy or a regression
-    target of any scale. The max of both errors keeps one side with (nearly) no variance (a rarely
-    used feature) and one huge outlier from making a large ``Z``.
-
-    Dependent increments (``k``, the variance factor). Increments that draw their donors from a
-    reservoir of stored observations are not independent: two increments that used the same
-    observation are correlated, and a slot of the reservoir survives about ``L`` events. The
-    variance of a long mean of such increments is ``k`` times that of independent ones, and the
-    explainer measures ``k`` (:meth:`streamxai.core.uncertainty.SmoothedStderr.variance_factors`, the
-    same reuse correction its standard errors use, in the limit of a long mean). The test
-    multiplies the standard error's square by ``max(1, k)`` (a negative correlation would only make
-    it conservative). Measured on frozen models (``tests/unit/core/change/test_change_calibration.py``): for
-    iPFI on squared loss ``k ~ 1.6``, and the variance of ``Z`` between adjacent windows of 1,000
-    increments, 1 if the standard error is right, is about 1.5 without the factor and 1 with it;
-    iPFI on 0-1 loss and iSAGE have ``k ~ 1``. ``k`` is the limit of long means, an upper bound for
-    the shorter ones (positive correlations add up with the length of the mean).
-
-    The bound (derived, not tuned). A stream has ``n_series`` series and gets ``delta``:
-    ``delta_s = delta / n_series`` per series. The ``j``-th check of a series since its last reset
-    spends ``delta_j = delta_s / (2 j (1 + ln j)^2)``; ``sum_j delta_j <= delta_s`` because
-    ``1/(j (1 + ln j)^2)`` is decreasing with ``integral_1^inf = 1`` (so the sum is at most
-    ``1 + 1``). A check tests ``C_j`` cuts, each two-sided at ``delta_j / C_j``:
-    ``threshold = z(1 - delta_j / (2 C_j))`` of the standard normal. By the union bound over cuts,
-    checks and series, the probability that a stream with no change ever raises a change event is
-    at most ``delta`` -- over an unbounded stream -- as far as the Gaussian approximation of means
-    of at least ``min_samples`` increments holds (the benchmark measures the real rate). After a
-    reported change a series keeps only the data after the cut and starts a new budget. The
-    threshold grows like ``sqrt(2 ln j)``: about 5.2 at the 10th check and 6.9 at the 10,000th for
-    27 series and ``delta = 0.01``.
-
-    Practical significance. A significant cut is reported only if ``|mean_after - mean_before| >=
-    min_effect``, given by the caller (:mod:`streamxai.core.change.stream` takes it relative to the
-    largest importance of the stream's explainer). A significant but smaller change is not reported
-    and not cut: the window keeps sliding, so a slow drift is reported once its accumulated size
-    exceeds ``min_effect`` -- unless the caller says to *absorb* it (``absorb(before, after,
-    cut_seq)``; the stream does for a model that learned): the window then restarts from that cut,
-    silently, and the series' budget with it. That keeps the bound: in a stream without change, a
-    report needs a first significant check in the first budget, whether that check reported or
-    absorbed, and that has probability at most ``delta_s``. It keeps the window to one regime, so a
-    later change is measured against the current one rather than a mix, with a threshold that
-    starts low again.
-
-    What a :class:`Cut` promises: the test passed (``|z| >= threshold``) at the boundary where it
-    was detected; the change is then located where the two regimes separate best, which can be
-    another boundary.
-    """
+    :meth:`add` folds in one block of increments (:class:`~streamxai.core.increments.Block`) and
+    tests every bucket boundary of its :class:`~streamxai.core.change.window.SeriesWindow`; it returns
+    the :class:`Cut` of a reported change (the window then keeps only the data after the cut) or
+    None. Each check ``j`` spends ``delta / (2 j (1 + ln j)^2)`` over its cuts, so the probability
+    of ever reporting a change without one is at most ``delta``; the statistic, the variance factor,
+    the bound and absorption are specified in docs/pages/concepts/change-events.md (The series test)."""
 
     def __init__(self, delta: float, min_samples: int = 100, max_increments: int = 20_000,
                  buckets_per_level: int = 2):
@@ -184,16 +126,14 @@ class SeriesTest(Component):
     def _reset(self) -> None:
         self.window = SeriesWindow(self.max_increments, self.buckets_per_level)
         self.checks = 0
-        self.absorbed = 0  # changes absorbed (significant, below the minimum effect; class docstring)
+        self.absorbed = 0  # changes absorbed (significant, below the minimum effect)
         #: (seq, window): the window as it was before the newest cut or absorption, which dropped
         #: its older buckets at event ``seq`` (see :meth:`window_at`)
         self._undropped: tuple[int, SeriesWindow] | None = None
 
     def window_at(self, seq: int) -> SeriesWindow:
-        """The window to read the blocks that end before event ``seq`` from: the current one,
-        or, when the check of a block ending at or after ``seq`` dropped older buckets (a cut
-        or an absorption), the window as it was before that drop. Whoever reads a series as of
-        one report then sees the same blocks whether its message of that report came first."""
+        """The window to read the blocks that end before event ``seq`` from: the current one, or the
+        one before a drop made by the check of a later block, so every series reads a report alike."""
         u = self._undropped
         return u[1] if u is not None and seq <= u[0] else self.window
 
@@ -202,9 +142,8 @@ class SeriesTest(Component):
         self.window.drop_before(i)
 
     def restart(self, seq: int) -> None:
-        """Forget the increments before the bucket boundary nearest to event ``seq`` and start a
-        new budget, as after a reported change (the caller found the change there by another
-        test)."""
+        """Forget the increments before the boundary nearest to event ``seq`` and start a new
+        budget, as after a reported change."""
         w = self.window
         if not w.buckets:
             return
@@ -218,10 +157,9 @@ class SeriesTest(Component):
         """Fold in the block of the events ``seq_lo .. seq_hi`` and run one check.
 
         ``min_effect`` is a number or ``f(before, after, cut_seq) -> number`` (called only for
-        significant cuts); ``var_factor`` the variance factor ``k`` of the increments (module
-        docstring; values below 1 count as 1); ``absorb(before, after, cut_seq)``, asked for the
-        most significant cut below the minimum effect when none is reported, whether to restart
-        the window from it (class docstring)."""
+        significant cuts); ``var_factor`` the variance factor ``k`` of the increments (values below 1
+        count as 1); ``absorb(before, after, cut_seq)``, asked for the most significant cut below the
+        minimum effect when none is reported, whether to restart the window from it."""
         if block.n <= 0:
             return None
         w = self.window
@@ -274,10 +212,8 @@ class SeriesTest(Component):
 
     def _locate(self, i: int, eff: float, z: float) -> int:
         """Where the new regime began: among the boundaries whose means differ by at least
-        ``eff`` in the direction of ``z``, the one with the largest pooled two-sample statistic,
-        sides down to ``min_samples // 4`` increments. The alarm needed ``min_samples`` on each
-        side, so a change found soon after it happened would otherwise be cut too early (old
-        data mixed into the new level)."""
+        ``eff`` in the direction of ``z``, the one with the largest pooled statistic, sides down to
+        ``min_samples // 4``: the alarm needed ``min_samples`` a side, and would otherwise cut too early."""
         w = self.window
         lo = max(2, self.min_samples // 4)
         total = w.total

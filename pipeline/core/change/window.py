@@ -42,20 +42,10 @@ class Bucket:
 
 
 class SeriesWindow(Component):
-    """Blocks of one series in an exponential histogram (see below); the prefix sums
-    of the buckets are kept up to date, so the two sides of every boundary cost one
-    subtraction. Older buckets are dropped once the rest holds ``max_increments``.
-
-    A :class:`SeriesWindow` keeps a series' blocks (each the :class:`~streamxai.core.increments.Block`
-    of the increments of one explanation message) in :class:`Bucket` s: ADWIN's bucket scheme over
-    blocks, at most ``buckets_per_level`` buckets of each size, sizes doubling into the past. Memory
-    is ``O(log window)``, and the candidate cuts of the change test are the bucket boundaries: fine
-    near the present, coarse in the past.
-
-    Units: the window counts *increments* (``max_increments``: one per explained event of the
-    series); a bucket says which *events* it covers by ``seq_lo`` and ``seq_hi``. With a budget
-    that sheds events the two differ, so nothing here compares one with the other.
-    """
+    """Blocks of one series in an exponential histogram (ADWIN's bucket scheme over blocks): at most
+    ``buckets_per_level`` buckets of each size, sizes doubling into the past, so candidate cuts are
+    fine near the present and coarse in the past; prefix sums make each side one subtraction.
+    Older buckets are dropped once the rest holds ``max_increments`` increments."""
 
     def __init__(self, max_increments: int = 20_000, buckets_per_level: int = 2):
         if max_increments < 1 or buckets_per_level < 2:
@@ -91,9 +81,8 @@ class SeriesWindow(Component):
         b, pre = self.buckets, self.prefixes
         b.append(Bucket(block, seq_lo, seq_hi))
         pre.append(self.total + block)
-        # compress: levels fall from the oldest bucket to the newest, so each level is one run;
-        # a run longer than M merges its two oldest buckets into one of the next level (the
-        # prefix sums of the other boundaries do not change: drop the merged-away one)
+        # compress: each level is one run; a run longer than M merges its two oldest buckets into
+        # one of the next level (only the merged-away boundary's prefix sum goes)
         M = self.buckets_per_level
         end, level = len(b) - 1, 0
         while True:

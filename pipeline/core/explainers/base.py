@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..bare_model import check_model_fn
 from ..base import Component
 from ..increments import IncrementTracker
-from ..model import ModelFunction
 
 __all__ = ["Explainer"]
 
@@ -16,20 +14,10 @@ __all__ = ["Explainer"]
 class Explainer(Component):
     """Base class. Subclasses set ``name`` and implement ``explain_one`` / ``observe_one``.
 
-    An explainer explains the *current* model: ``explain_one(x, y)`` evaluates the model
-    as it is now, folds the increment into the smoothed estimates, updates the explainer's
-    storages with ``(x, y)`` and returns the current values. It never trains the model; the
-    caller learns ``(x, y)`` afterwards (prequential order: explain, then learn).
-
-    ``observe_one(x, y)`` updates the storages only, for events skipped under a budget, so
-    that explained events draw from the same past as without the budget.
-
-    Feature partitioning: ``feature_names`` are all model inputs in order; ``features`` (a
-    subset, default all) are the ones this instance explains. Random draws for a feature use a
-    generator derived from ``(seed, explainer, feature)`` and storages use ``(seed, storage)``,
-    so an explainer over a subset gives exactly the values the full explainer gives for
-    those features: work can be split by feature across workers without changing results.
-    """
+    ``explain_one(x, y)`` explains the model as it is now, updates the storages and returns the
+    current values, never training the model; ``observe_one(x, y)`` updates the storages only (an
+    event skipped under a budget). Draws are seeded per ``(seed, explainer, feature)``, so an
+    explainer over a subset of ``feature_names`` gives exactly the full explainer's values."""
 
     name = "explainer"
 
@@ -54,9 +42,8 @@ class Explainer(Component):
 
     @property
     def variance_factors(self) -> dict[str, float]:
-        """Per feature, the variance of a long mean of its increments over that of as many
-        independent ones (:meth:`streamxai.core.uncertainty.SmoothedStderr.variance_factors`);
-        empty when the increments are independent (no donors from a reservoir)."""
+        """Per feature, the variance factor of its increments
+        (:meth:`~streamxai.core.uncertainty.SmoothedStderr.variance_factors`); empty when independent."""
         return {}
 
     @property
@@ -80,12 +67,6 @@ class Explainer(Component):
         if unknown:
             raise ValueError(f"features {unknown} are not in feature_names {names}")
         return list(features)
-
-    @staticmethod
-    def _check_model_fn(model_fn: Any, loss: Any = None, target_class: Any = None) -> ModelFunction:
-        """``model_fn``, or a bare model wrapped to explain the output ``loss`` scores
-        (:func:`streamxai.core.bare_model.bare_output`) or the probability of ``target_class``."""
-        return check_model_fn(model_fn, loss, target_class)
 
     @staticmethod
     def _check_alpha(alpha: float) -> float:

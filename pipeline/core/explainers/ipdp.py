@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bare_model import check_target_class
+from ..bare_model import check_model_fn, check_target_class
 from ..base import check_positive_int
 from ..batch.pdp import pdp_importance, require_numeric_output
 from ..increments import IncrementTracker
@@ -28,13 +28,11 @@ GRIDS = ("extreme", "quantile")
 class IPDP(Explainer):
     """Incremental PDP of every feature in ``features``, and its spread as an importance.
 
-    Each event is explained with the model as it is: the event's ICE curve of each feature on a
-    grid from the feature's recent values is folded into a smoothed partial dependence curve
-    (:meth:`curves`), whose standard deviation over the grid is the feature's importance
-    (``values``). The algorithm step by step, the increments, standard errors, categorical
-    features and variance are on the docs page "The explainers step by step". Random draws for
-    feature ``f`` are seeded from ``(seed, "ipdp", f)``, so ``IPDP(features=[f])`` gives exactly
-    the values the explainer over all features gives for ``f``.
+    Each event's ICE curve of each feature, on a grid from the feature's recent values, is folded
+    into a smoothed partial dependence curve (:meth:`curves`), whose standard deviation over the
+    grid is the feature's importance (``values``; the docs page "The explainers step by step").
+    Draws for feature ``f`` are seeded from ``(seed, "ipdp", f)``, so ``IPDP(features=[f])`` gives
+    exactly the full explainer's values for ``f``.
 
     Parameters
     ----------
@@ -119,7 +117,7 @@ class IPDP(Explainer):
     ):
         self.target_class = target_class
         self._class_unchecked = not isinstance(model_fn, ModelFunction) and hasattr(model_fn, "predict_proba_one")
-        self.model_fn = self._check_model_fn(model_fn, target_class=target_class)
+        self.model_fn = check_model_fn(model_fn, target_class=target_class)
         require_numeric_output(self.model_fn, "IPDP")
         self.feature_names = feature_names
         self.features = features
@@ -164,8 +162,7 @@ class IPDP(Explainer):
         # categorical: {category: [smoothed PD (biased), (1 - a)^n_c]}, and last grid
         self._cpd: dict[str, dict[Any, list[float]]] = {}
         self._cgrid: dict[str, list[Any]] = {}
-        # one tracker for every numeric feature: the ICE values at each grid point, and the
-        # linearised importance increment (m + 1 series per feature, in explanation order)
+        # per numeric feature, m + 1 series: the ICE values at each grid point, and the increment
         self._se = SmoothedStderr([f"{f}#{k}" for f in numeric for k in [*range(m), "importance"]],
                                   self.alpha, start="zero")
         for f in self._explained:
@@ -205,8 +202,7 @@ class IPDP(Explainer):
                      if f not in row} if self._cat else {}
         grids = self._numeric_grids(vs) if row else None
         try:
-            # the numeric features' ICE curves, one row per feature: x with that feature at each
-            # grid value (on the fast path the rows share what they have in common)
+            # the numeric features' ICE curves, one row per feature
             ice = fn.curves(x, list(row), grids) if row else None
             if cat_grids:  # the categorical features' rows in one call: x with f at each category
                 preds = [float(p) for p in fn.replaced(x, [(f, c) for f, g in cat_grids.items() for c in g])]
@@ -313,16 +309,10 @@ class IPDP(Explainer):
     def curves(self) -> dict[str, dict[str, list]]:
         """``{feature: {"grid": [...], "pd": [...], "se": [...]}}``, debiased, as plain Python types.
 
-        Numeric features: the smoothed grid points ``x_{t,k}``, PD values and their standard
-        errors; categorical ones: the categories of the last grid (in :func:`category_key`
-        order), their PD and standard errors. Empty lists before the first explained event.
-
-        Standard error of a grid point: the debiased PD is ``sum_s w_s y_k(s)`` with weights
-        ``w_s = a (1 - a)^(t - s) / (1 - (1 - a)^t)`` over independent ICE values (the events'
-        ``x`` are independent and no storage is reused), so ``se_k = sqrt(sum_s w_s^2
-        Var[y_k])``, the variance running as in :mod:`streamxai.core.uncertainty` (Theorem
-        3.4's ``sigma_k^2 a / (2 - a)`` in the stationary limit). The grid points themselves
-        move with the smoothed extremes; their spread is not included."""
+        Numeric features: the smoothed grid points, PD values and their standard errors; categorical
+        ones: the categories of the last grid (in :func:`category_key` order). Empty lists before the
+        first explained event. A grid point's standard error is ``sqrt(sum_s w_s^2 Var[y_k])`` over
+        independent ICE values, with the debiased weights; the grid points' own spread is not included."""
         out: dict[str, dict[str, list]] = {}
         bias = 1.0 - self._decay
         if self.n_explained and self._row:  # the numeric features' rows, debiased
@@ -345,13 +335,9 @@ class IPDP(Explainer):
 
     @property
     def stderr(self) -> dict[str, float]:
-        """Standard error of each numeric feature's importance, by the delta method: the
-        importance is the std of the PD values, whose linearisation at the current curve is
-        ``sum_k g_k pd_k``, ``g_k = (pd_k - mean) / ((K - 1) std)``; each event contributes
-        ``z = sum_k g_k y_k`` and ``se = sqrt(sum_s w_s^2 Var[z])``. An approximation that
-        fails where the curve is nearly flat (importance within a few se of 0: the std is
-        not differentiable there). Categorical features (importance (max - min) / 4) have
-        none."""
+        """Standard error of each numeric feature's importance, by the delta method: each event
+        contributes ``z = sum_k g_k y_k``, ``g_k = (pd_k - mean) / ((K - 1) std)``. It fails where the
+        curve is nearly flat (the std is not differentiable there); categorical features have none."""
         bias = 1.0 - self._decay
         if self.n_explained == 0 or not self._row:
             return {}
@@ -428,8 +414,7 @@ class IPDP(Explainer):
         for f in self._cat.intersection(self._cpd):
             cpd = self._cpd[f]
             if len(cpd) > self.grid_size:
-                # forget categories that left the storage (and the last grid): the state is
-                # bounded by storage_size + grid_size categories
+                # forget categories that left the storage and the last grid: the state stays bounded
                 s, grid = storage[f], self._cgrid[f]
                 for c in [c for c in cpd if c not in s and c not in grid]:
                     del cpd[c]
@@ -459,10 +444,9 @@ def _stds(a: np.ndarray) -> np.ndarray:
 
 
 def _gradient(dev: np.ndarray, ss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The gradient of each row's std over the grid, ``g_k = dev_k / ((k - 1) std) = dev_k *
-    scale`` with ``scale = 1 / sqrt(ss (k - 1))``, as ``(dev, scale, flat)``: ``flat`` marks
-    the rows without spread (their gradient is taken as 0), None when there are none (the
-    usual case, told by a Python ``min``: cheaper than the array operations it saves)."""
+    """The gradient of each row's std over the grid, ``g_k = dev_k * scale``, ``scale = 1 /
+    sqrt(ss (k - 1))``, as ``(dev, scale, flat)``: ``flat`` marks rows without spread (gradient 0),
+    None when there are none."""
     if min(ss.tolist(), default=1.0) > 0.0:
         return dev, 1.0 / np.sqrt(ss * (dev.shape[1] - 1)), None
     flat = ss <= 0.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..bare_model import check_model_fn
 from ..base import check_positive_int
 from ..increments import IncrementTracker
 from ..losses import get_loss
@@ -22,12 +23,10 @@ STORAGES = {"geometric": GeometricReservoir, "uniform": UniformReservoir}
 class IPFI(Explainer):
     """Incremental PFI of every feature in ``features``.
 
-    Each event is explained with the model as it is: per feature, the loss with the feature's
-    value replaced by one drawn from a reservoir of earlier events, minus the loss, smoothed at
-    rate ``alpha``. The algorithm step by step, its sampling strategies, variance and standard
-    errors are on the docs page "The explainers step by step". Random draws for feature ``j`` are
-    seeded from ``(seed, "ipfi", j)``, so ``IPFI(features=[j])`` gives exactly the values the
-    explainer over all features gives for ``j``.
+    Per event and feature: the loss with the feature's value replaced by one drawn from a
+    reservoir of earlier events, minus the loss, smoothed at rate ``alpha`` (the docs page "The
+    explainers step by step"). Draws for feature ``j`` are seeded from ``(seed, "ipfi", j)``, so
+    ``IPFI(features=[j])`` gives exactly the full explainer's values for ``j``.
 
     Parameters
     ----------
@@ -92,7 +91,7 @@ class IPFI(Explainer):
         storage_size: int = 100,
         seed: int | None = None,
     ):
-        self.model_fn = self._check_model_fn(model_fn, loss)
+        self.model_fn = check_model_fn(model_fn, loss)
         self.loss = loss
         self.feature_names = feature_names
         self.features = features
@@ -159,10 +158,8 @@ class IPFI(Explainer):
         loss = self._loss
         m = self.n_samples
 
-        # the perturbed rows are x with one feature from a past observation: (feature, value)
-        # pairs, evaluated by model_fn.replaced after x itself (the caller's x is never
-        # written to); the index of the past observation is floor(u * n) for u ~ U[0, 1),
-        # as in random.choices (uniform up to float resolution, stable across Python versions)
+        # the perturbed rows: x with one feature from a past observation, drawn at floor(u * n)
+        # as random.choices draws (stable across Python versions); x itself is never written to
         pairs: list[tuple[str, Any]] = []
         append = pairs.append
         slots: list[Any] = []  # the stored observations each feature's draws used

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..bare_model import check_model_fn
 from ..base import check_positive_int
 from ..increments import IncrementTracker
 from ..losses import get_loss, resolve_estimator
@@ -23,11 +24,10 @@ REMOVALS = ("interventional", "observational")
 class ISAGE(Explainer):
     """Incremental SAGE values of all features.
 
-    Each event is explained with the model as it is: a random permutation of the features is
-    walked, adding one feature at a time to a coalition, and each feature's value is the smoothed
-    drop of the loss of the mean prediction over the features still removed. The chain couples
-    all features, so iSAGE explains all of ``feature_names`` on one worker. The algorithm step
-    by step, its estimators, cost and variance are on the docs page "The explainers step by step".
+    Each event walks a random permutation of the features, adding one at a time to a coalition;
+    a feature's value is the smoothed drop of the loss of the mean prediction as it joins. The
+    chain couples all features, so iSAGE explains all of ``feature_names`` on one worker. The
+    algorithm is on the docs page "The explainers step by step".
 
     Parameters
     ----------
@@ -104,7 +104,7 @@ class ISAGE(Explainer):
         seed: int | None = None,
         estimator: str | None = None,
     ):
-        self.model_fn = self._check_model_fn(model_fn, loss)
+        self.model_fn = check_model_fn(model_fn, loss)
         if self.model_fn.output == "label":
             raise ValueError(
                 "iSAGE averages predictions (the mean prediction y_0 and the mean over inner "
@@ -171,8 +171,6 @@ class ISAGE(Explainer):
             return ConditionalRemoval(
                 names, categorical=self.categorical, storage_size=self.storage_size, seed=seed
             )
-        if not isinstance(removal, Removal):  # pragma: no cover - checked in __init__
-            raise TypeError(f"removal must be a string or a Removal, got {type(removal).__name__}")
         if list(removal.feature_names) != names:
             raise ValueError(
                 f"the removal's feature_names {list(removal.feature_names)} differ from "
@@ -205,12 +203,9 @@ class ISAGE(Explainer):
 
     @property
     def jensen_gap(self) -> float:
-        """Smoothed estimate of how much the values' sum overstates ``v({}) - v(D)``.
-
-        Per event: the chain's loss of the all-imputed coalition minus the loss of the
-        smoothed mean prediction (which estimates ``v({})`` up to ``O(alpha)``). About 0 for
-        the unbiased estimator; the Jensen gap ``G_m({}) >= 0`` of the plug-in. 0 for
-        ``"paper"`` (its chain starts at the mean prediction)."""
+        """Smoothed estimate of how much the values' sum overstates ``v({}) - v(D)``: per event,
+        the loss of the all-imputed coalition minus that of the smoothed mean prediction. About 0 for
+        the unbiased estimator, the Jensen gap ``G_m({}) >= 0`` of the plug-in, 0 for ``"paper"``."""
         return self._gap
 
     @property
@@ -301,10 +296,9 @@ class ISAGE(Explainer):
 
 
 def _donor_slots(n: int, m: int, rng: Any) -> list[int]:
-    """The slots of the ``m`` donors of one chain among ``n`` stored observations: distinct
-    when the storage holds at least ``m`` (drawn without replacement), so the products of
-    their residuals are unbiased for the loss of the mean over the *population*, not only
-    over the storage."""
+    """The slots of the ``m`` donors of one chain among ``n`` stored observations, distinct when
+    the storage holds at least ``m``: the products of their residuals are then unbiased for the loss
+    of the mean over the population."""
     if m == 1:
         return [int(rng.random() * n)]
     if m == 2 and n >= 2:

@@ -37,25 +37,12 @@ def river_version_ok() -> bool:
 def compile_model(model: Any) -> FastModel | None:
     """A white-box evaluator of ``model``, or None if it is not one the fast path knows.
 
-    Explaining one event costs tens to hundreds of model evaluations (iPDP's ICE curves, iSAGE's
-    coalitions, iPFI's permutations), and most of those rows differ from the event in one
-    feature or share most of their values. Called as a black box, the model recomputes
-    everything for every row. :func:`compile_model` recognises river models whose prediction
-    code the fast path reproduces -- the Hoeffding tree family (``HoeffdingTreeClassifier``,
-    ``HoeffdingAdaptiveTreeClassifier``, ``HoeffdingTreeRegressor``,
-    ``HoeffdingAdaptiveTreeRegressor``; leaves ``mc``, ``nb``, ``nba``, ``mean``, ``model``,
-    ``adaptive``), ``ARFClassifier``, and ``LinearRegression`` / ``LogisticRegression`` alone or
-    after a ``StandardScaler`` in a pipeline -- and returns a :class:`FastModel` that computes
-    the shared parts of one call once and repeats river's floating-point operations in river's
-    order, so its values are the black-box values bit for bit (the property tests
-    ``tests/unit/core/fastpath/test_fastpath_*.py`` check this on random models grown from random streams).
-
-    It relies on river internals, so it is used only with the river releases in
-    :data:`VERIFIED_RIVER`; with another release :func:`compile_model` logs one warning and
-    returns None, and the model is evaluated as a black box. Anything else it does not
-    recognise also means black-box evaluation (``None`` here, or :class:`Unsupported` during a
-    call, which ``ModelFunction`` answers by evaluating that call as a black box).
-    """
+    It recognises the Hoeffding tree family (classifiers and regressors, adaptive or not),
+    ``ARFClassifier``, and ``LinearRegression`` / ``LogisticRegression`` alone or after a
+    ``StandardScaler``, on the river releases in :data:`VERIFIED_RIVER`, and returns a
+    :class:`FastModel` that computes what one call's rows share once, with river's floating-point
+    operations in river's order: the black-box values bit for bit. Anything else (None here, or
+    :class:`Unsupported` during a call) is evaluated as a black box."""
     if not river_version_ok():
         return None
     from .linear import LinearFast

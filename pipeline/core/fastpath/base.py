@@ -19,8 +19,7 @@ __all__ = ["FastModel", "Unsupported", "VERIFIED_RIVER", "verified_river", "to_o
 #: the river releases whose internals the fast path was checked against (inclusive range):
 #: tests/unit/core/fastpath/test_fastpath_*.py compare it with black-box evaluation on random models
 VERIFIED_RIVER = ((0, 26, 1), (0, 26, 1))
-#: calls a kept scope serves at most: its memos grow with the values met, and with labels
-#: that come late a model may not learn (and so not reset them) for many events
+#: calls a kept scope serves at most: its memos grow, and a model waiting for labels may not reset them
 _MAX_USES = 256
 
 
@@ -50,10 +49,9 @@ def tree_kind(model: Any, method: str, adaptive: type, plain: type) -> str | Non
 
 
 def to_output(raw: Any, output: str, target_class: Any) -> Any:
-    """A classifier's ``predict_proba_one`` dict as ``output`` (what ``ModelFunction`` would
-    return calling the model itself): ``label`` as ``Classifier.predict_one`` picks it (the
-    first class of largest probability, ``None`` for an empty dict), ``value`` that as a
-    float, ``proba`` the dict, ``proba_of`` the probability of ``target_class``."""
+    """A classifier's ``predict_proba_one`` dict as ``output``: ``label`` as ``predict_one`` picks
+    it (the first class of largest probability, None for an empty dict), ``value`` that as a float,
+    ``proba`` the dict, ``proba_of`` the probability of ``target_class``."""
     if output == "proba":
         return raw
     if output == "proba_of":
@@ -66,33 +64,20 @@ class FastModel:
     """Evaluates one river model as its own prediction methods would, from its internals.
 
     ``rows(rows, output, target_class)`` gives the model's output for each row;
-    ``replaced(x, pairs, output, target_class, with_x)`` for each ``(feature, value)`` in
-    ``pairs`` the output at ``x`` with that one feature set to ``value`` (iPDP's ICE curves,
-    iPFI's permutations), preceded by the output at ``x`` itself when ``with_x``. Neither
-    changes the model or the rows.
+    ``replaced(x, pairs, output, target_class, with_x)`` for each ``(feature, value)`` in ``pairs``
+    the output at ``x`` with that one feature set to ``value``, preceded by the output at ``x`` when
+    ``with_x``. Neither changes the model or the rows.
 
-    A call computes what its rows share once, in a *scope* (:meth:`new_call`). By default the
-    scope lives for one call. With ``shared = True`` it is kept for later calls -- the other
-    explainers of the same event, and the events before the model next learns -- until
-    :meth:`invalidate` (the owner calls it after every ``learn_one``), and as a second guard
-    until the model's :meth:`token` (a counter its ``learn_one`` moves) changes or the row
-    ``x`` given to :meth:`replaced` changes in place (its values or its key order).
-
-    A white-box evaluator (:class:`FastModel`) reads the model's internals *at the time of each
-    call* and keeps nothing between calls, so it follows every ``learn_one`` of the model without
-    being told. Within one call it computes each part of a prediction that does not depend on
-    the row once (a leaf's naive Bayes factor of a feature value, a linear model's partial sums)
-    and repeats exactly the floating-point operations of river's own code in river's order, so
-    the values are the black-box values bit for bit. Anything it does not recognise -- a node
-    type, a splitter, a leaf model, a river version -- raises :class:`Unsupported` (or any other
-    exception), and the caller evaluates that call as a black box, which gives the same values,
-    or raises the same error.
-    """
+    A call computes what its rows share once, in a *scope* (:meth:`new_call`) that lives for one
+    call, or, with ``shared = True``, until :meth:`invalidate` (called after every ``learn_one``),
+    the model's :meth:`token` changes, or the row ``x`` changes in place. Each part is computed with
+    river's floating-point operations in river's order, so values are the black-box values bit for
+    bit; anything not recognised raises :class:`Unsupported` (or another exception), and the caller
+    evaluates that call as a black box."""
 
     #: what the evaluator recognised (for logs and metrics)
     name = "fast"
-    #: False: rows in general are evaluated faster by the model itself (river's own code for
-    #: them is already lean), so only :meth:`replaced` runs here
+    #: False: rows in general are evaluated faster by the model itself; only :meth:`replaced` runs here
     serves_rows = True
     def __init__(self, model: Any):
         self.model = model
@@ -100,9 +85,8 @@ class FastModel:
         self.invalidate()
 
     def invalidate(self, keep: bool = True) -> None:
-        """Forget the kept scope: the model has learnt (or may have). A family may keep parts
-        of it that it checks before using again (the leaf plans of a forest's trees), unless
-        ``keep`` is false (a call failed: nothing it left is used)."""
+        """Forget the kept scope (the model has learnt, or may have); a family may keep parts it
+        checks before reuse, unless ``keep`` is false (a call failed)."""
         self._call: Any = None
         self._uses = 0
         self._keys: set | None = None

@@ -29,9 +29,8 @@ __all__ = ["chain_parts", "forest_chain"]
 
 
 def _state(tree: Any, row: dict, nodes: list) -> list:
-    """``tree``'s prediction of ``row`` (what ``_Tree.row`` gives) given its path ``nodes``,
-    with what it depends on: the features the branches of the path test, the features its
-    leaves read, the leaves and the path."""
+    """``tree``'s prediction of ``row`` given its path ``nodes``, with what it depends on: the
+    features its path tests and its leaves read, the leaves and the path."""
     leaves = tree._leaves_of(nodes)
     return [tree._combine(leaves, [leaf.row(row) for leaf in leaves]), split_features(nodes), _read(leaves), leaves,
             nodes]
@@ -60,18 +59,11 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
     """Per tree (``_Tree`` calls of one scope), its prediction at ``x`` and then at each row
     of :func:`~streamxai.core.model.chain_rows` ``(x, order, donors, first)``, in that order.
 
-    Each donor's rows are visited from the one next to ``x`` (only ``order[-1]`` from the
-    donor) back to the first (``order[first:]`` from it): each row is its neighbour with one
-    more feature ``f`` taken from the donor. A tree's prediction is a function of the row's
-    values at the features its path tests and its leaves read (each branch decides on its own
-    feature; a leaf's distribution reads only its naive Bayes factors), so when ``f`` is none
-    of them the neighbour's prediction is this row's, the same list; when only a leaf reads
-    ``f`` the row takes the neighbour's leaves and only their distributions are computed anew;
-    otherwise the row takes the neighbour's path down to the first branch that tests ``f`` and
-    walks on from there, and a row that ends on the neighbour's path (every branch that tests
-    ``f`` sends it the same way) keeps the neighbour's prediction unless a leaf reads ``f``. Every prediction computed is ``_Tree.row``'s, so the
-    values are the model's own bit for bit.
-    """
+    Each row is its neighbour with one more feature ``f`` taken from the donor. A tree's prediction
+    depends only on the features its path tests and its leaves read, so when ``f`` is none of them
+    the row reuses the neighbour's prediction; when only a leaf reads ``f``, the neighbour's leaves
+    with their distributions computed anew; otherwise the walk goes on from the first branch on the
+    neighbour's path that tests ``f``. Every prediction computed is ``_Tree.row``'s."""
     d = len(order)
     for f in order:
         if f not in x:  # the rows would carry a key x lacks: not one scope's rows
@@ -110,8 +102,7 @@ def chain_parts(trees: list, x: dict, order: list, donors: list, first: int) -> 
 
 def forest_chain(forest: Any, x: dict, order: list, donors: list, first: int) -> list:
     """An ARF's ``_Forest.row`` of ``x`` and of each row of the chain: its members'
-    :func:`chain_parts`, summed row by row; rows whose members all predict the same lists share
-    one sum."""
+    :func:`chain_parts` summed row by row (rows whose members agree share one sum)."""
     sums: dict = {}
     out = []
     for parts in zip(*chain_parts(forest.trees, x, order, donors, first), strict=True):

@@ -36,9 +36,8 @@ _SPLITTERS = {
 
 
 def normalized(values: list, factor: float | None = None) -> list:
-    """``values`` scaled by ``1 / factor`` (default: their sum), or an unscaled copy when the
-    factor is 0 or NaN: river's ``normalize_values_in_dict(d, factor, inplace=False)`` on the
-    values of ``d``, in order."""
+    """``values`` scaled by ``1 / factor`` (default: their sum), unscaled when the factor is 0 or
+    NaN: river's ``normalize_values_in_dict(d, factor, inplace=False)`` on the values of ``d``."""
     if factor is None:
         factor = sum(values)
     if factor == 0 or math.isnan(factor):
@@ -63,9 +62,8 @@ def softmax_votes(votes: list) -> list:
 
 
 def _gaussian_constants(splitter: GaussianSplitter, classes: list, priors: list) -> list:
-    """Per class: ``(mu, -2 var, log(var) / 2)`` of the class's Gaussian, or None where
-    ``cond_log_proba`` is ``-inf`` for every value (no Gaussian for the class, too few
-    observations, zero variance) or the class is not voted on (no weight)."""
+    """Per class: ``(mu, -2 var, log(var) / 2)`` of its Gaussian, or None where ``cond_log_proba``
+    is ``-inf`` for every value or the class has no weight."""
     dists = splitter._att_dist_per_class
     out: list[tuple | None] = []
     for c, prior in zip(classes, priors, strict=True):
@@ -89,23 +87,12 @@ def _gaussian_constants(splitter: GaussianSplitter, classes: list, priors: list)
 class MajorityLeaf:
     """A leaf that predicts its normalised class counts, whatever the row.
 
-    A leaf predicts by majority class (its class counts, normalised) or by naive Bayes: for
-    each class ``c`` with weight ``n_c > 0`` the vote ``log(n_c / n)`` plus, feature by feature
-    in the order of the leaf's splitters, the log-likelihood term of the row's value (skipped
-    when it is ``-inf``; ``log p`` or 0 for splitters without log densities), then a
-    log-sum-exp normalisation. The terms depend on one feature value each, so within one call
-    a :class:`NaiveBayesLeaf` computes each ``(feature, value)``'s terms once, and for rows
-    that differ from ``x`` in one feature (ICE curves, permutations) it keeps the partial sum
-    of the features before it and the terms after it: a new value costs one term and the same
-    additions, in the same order, as river's loop. Only splitters whose terms are pure
-    functions of ``(value, class)`` are accepted (Gaussian, nominal). A Gaussian's log density
-    ``(v - mu) ** 2 / (-2 var) - log(tau) / 2 - log(var) / 2`` keeps its per-class constants
-    for the call and evaluates that expression with them, the same operations as
-    ``Gaussian.log_pdf``.
-
-    Distributions are lists aligned with the leaf's ``classes`` (the order of its class counts,
-    which is the order of river's dicts).
-    """
+    A naive Bayes leaf (:class:`NaiveBayesLeaf`) instead sums, per class, ``log(n_c / n)`` and each
+    feature's log-likelihood term in the order of its splitters, then normalises by log-sum-exp.
+    Each term depends on one feature value, so within a call it is computed once per value, and rows
+    that differ from ``x`` in one feature keep the partial sum before it: the same additions, in the
+    same order, as river's loop. Only splitters whose terms are pure functions of ``(value, class)``
+    are accepted (Gaussian, nominal). Distributions are lists aligned with the leaf's ``classes``."""
 
     __slots__ = ("classes", "dist")
 
@@ -217,9 +204,8 @@ class NaiveBayesLeaf:
         self._x = None
 
     def new_call(self) -> None:
-        """Serve another call of an unchanged leaf: x's factors go, the terms of the values
-        met and the distributions of the rows met stay (pure functions of the leaf and the
-        values) unless a feature met, or the rows met, more than :data:`_MEMO_LIMIT` values."""
+        """Serve another call of an unchanged leaf: x's factors go, the memoised terms and
+        distributions stay unless they outgrew :data:`_MEMO_LIMIT` values."""
         self._x = None
         if any(len(m) > _MEMO_LIMIT for m in self.memos):
             self.memos = [{} for _ in self.atts]
@@ -247,9 +233,8 @@ class NaiveBayesLeaf:
         return self.replaced_many(x, feature, [value], None)[0]
 
     def replaced_many(self, x: dict, feature: str, values: list, error: float | None) -> list:
-        """:meth:`replaced` for each of ``values``, and with ``error`` (an adaptive tree's
-        leaf) each distribution divided by ``sum * error^2`` and then by its sum, as the
-        tree does when this leaf is the only one (a tight loop over an ICE curve)."""
+        """:meth:`replaced` for each of ``values``; with ``error`` (an adaptive tree's only
+        leaf) each distribution weighed and normalised as the tree does."""
         if self.empty or feature not in self.index:
             return [self._weighed(self.replaced(x, feature, v), error) for v in values]
         if x is not self._x:
@@ -316,13 +301,9 @@ class NaiveBayesLeaf:
 
     def curves(self, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:
         """:meth:`replaced` at ``x`` with ``features[i]`` at each ``grids[i, k]``, as an array
-        ``(classes, features, values)``; None for more than two classes (river sums the
-        exponentiated votes with ``sum()``, which Python 3.12 compensates beyond two terms).
-
-        Each vote takes river's additions in river's order -- the features before, the term
-        of the value unless it is skipped, the kept terms after (padded with 0.0, which
-        changes no vote: a vote is never -0.0) -- and every ``**``, ``exp`` and ``log`` is the
-        C library's (:func:`_libm`); numpy does the rest, which IEEE rounds alike."""
+        ``(classes, features, values)``; None for more than two classes (Python 3.12's ``sum()``
+        compensates beyond two terms). River's additions in river's order, every ``**``, ``exp`` and
+        ``log`` the C library's (:func:`_libm`)."""
         n_classes = len(self.classes)
         if n_classes > 2:
             return None
@@ -403,9 +384,8 @@ class NaiveBayesLeaf:
 
     @staticmethod
     def _weighed(dist: list, error: float | None) -> list:
-        """An adaptive tree's only leaf: ``dist / (sum * error^2)``, then ``0.0 + each``
-        normalised by the sum (river's ``normalize_values_in_dict`` twice, 0 or NaN
-        factors leaving the values as they are)."""
+        """An adaptive tree's only leaf: ``dist / (sum * error^2)``, then normalised by the sum, as
+        river's ``normalize_values_in_dict`` twice."""
         if error is None:
             return dist
         factor = sum(dist) * error * error
@@ -420,9 +400,8 @@ class NaiveBayesLeaf:
         return [v * m for v in proba]
 
     def _prefix_suffix(self, i: int) -> tuple[list, list]:
-        """Per class: the vote summed over the features before ``i`` (river's order) and
-        the non-skipped terms of the features after it, both at ``x`` -- for every ``i`` at
-        once on the first question (a running sum per class, and slices of its terms)."""
+        """Per class: the vote summed over the features before ``i`` and the non-skipped terms
+        of those after it, at ``x``, for every ``i`` at once."""
         splits = self._split
         if not splits:
             n = len(self.atts)

@@ -76,23 +76,13 @@ def sigmoid(z: float) -> float:
 class LinearCall:
     """One linear model (maybe behind a scaler) during one call over rows with ``keys``.
 
-    ``LinearRegression.predict_one(x)`` is ``w . x + b`` and ``LogisticRegression`` turns it into
-    ``{False: 1 - p, True: p}`` with river's sigmoid (0 below -30, 1 above 30). River's dot
-    product (``VectorDict.dot``) walks ``x`` in its own key order, skips keys without a weight
-    and adds ``x_k * w_k`` to a running sum that starts at the integer 0; a scaler first maps
-    every value to ``(v - mean) / var ** 0.5`` (0.0 when the variance is 0). :class:`LinearFast`
-    does the same operations in the same order. For rows that differ from ``x`` in one feature
-    (ICE curves, permutations) the running sum before that feature is shared and only the
-    products after it are added again, so each row costs one product and the same additions,
-    never a reordered sum: the values are bit for bit river's. With the compiled kernels
-    (:mod:`streamxai.core.kernels`, ``_kernels_linear.c``) iPFI's replaced rows, iSAGE's chains
-    (:meth:`LinearFast.coalitions`) and iPDP's ICE curves are each one call that repeats those
-    operations in C, for a numeric output or the label; otherwise, from 16 such rows on they are
-    arrays: each row's products in river's order, summed left to right (``np.add.accumulate``,
-    the same additions), and iSAGE's chains and other rows go to the model itself (``serves_rows
-    = False``): river's compiled dot product takes under a microsecond per row, less than
-    anything shared here saves in Python.
-    """
+    River's ``w . x + b`` walks ``x`` in its key order, skips keys without a weight and adds
+    ``x_k * w_k`` to a running sum that starts at the integer 0 (a scaler first maps each value to
+    ``(v - mean) / var ** 0.5``); ``LogisticRegression`` applies river's sigmoid. Rows that differ
+    from ``x`` in one feature share the running sum before it and add only the products after it,
+    never a reordered sum. With the compiled kernels (:mod:`streamxai.core.kernels`) iPFI's rows,
+    iSAGE's chains and iPDP's curves are each one C call; otherwise, from 16 such rows on, arrays
+    summed left to right, and other rows go to the model itself (``serves_rows = False``)."""
 
     __slots__ = ("weights", "intercept", "classifier", "scale", "_x", "_pos", "_base", "_kargs", "_arrays",
                  "_layouts")
@@ -196,9 +186,8 @@ class LinearCall:
         self._x = None
 
     def _parts(self) -> tuple:
-        """``(pre, post, terms, cols)`` of the current ``x``: each product's partial sum before
-        it and the products after it; the products as an array and, per weighted feature, the
-        weight and the scaler's mean, deviation and zero variance as arrays."""
+        """``(pre, post, terms, cols)`` of the current ``x``: each product's partial sum before it,
+        the products after it, the products as an array and the weighted features' columns."""
         if self._arrays is not None:
             return self._arrays
         terms, w, means, sds, _ = self._kargs
@@ -219,9 +208,8 @@ class LinearCall:
         return self._arrays
 
     def mode(self, output: str, target_class: Any) -> int | None:
-        """The compiled kernels' output mode: 0 ``z`` (a regression's value), 1 the probability
-        of ``True``, 2 that of ``False``, 3 the label, 4 the label as a float; None for any other
-        output (the Python code's)."""
+        """The compiled kernels' output mode: 0 ``z``, 1 the probability of ``True``, 2 of ``False``,
+        3 the label, 4 the label as a float; None for any other output."""
         if not self.classifier:
             return 0 if output == "value" else None
         if output == "label":
@@ -234,9 +222,8 @@ class LinearCall:
         return None if key is None else 1 if key else 2
 
     def replaced_batch(self, x: dict, pairs: list) -> list:
-        """:meth:`z_replaced` of every pair at once: each row's products in river's order
-        (``x``'s, one of them new), summed one after the other (``np.add.accumulate``, the
-        same additions as river's running sum)."""
+        """:meth:`z_replaced` of every pair at once, each row's products in river's order summed
+        one after the other (``np.add.accumulate``)."""
         if x is not self._x:
             self._prepare(x)
         pos = self._pos
@@ -264,9 +251,8 @@ class LinearCall:
         return (np.add.accumulate(terms, axis=1)[:, -1] + self.intercept).tolist()
 
     def z_curves(self, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:
-        """``z`` of ``x`` with ``features[i] = grids[i, k]``, as an array of ``grids``' shape:
-        each row's products in river's order after a 0 (river's sum starts at the integer 0),
-        summed left to right (``np.add.accumulate``); None when a feature has no weight."""
+        """``z`` of ``x`` with ``features[i] = grids[i, k]``, shaped as ``grids``: each row's products
+        in river's order after a 0, summed left to right; None when a feature has no weight."""
         if x is not self._x:
             self._prepare(x)
         pos = self._pos
@@ -392,10 +378,8 @@ class LinearFast(FastModel):
         return super().replaced(x, pairs, output, target_class, with_x)
 
     def coalitions(self, x: dict, order: list, donors: list, first: int, output: str, target_class: Any) -> list | None:
-        """The output at ``x``, then at :func:`~streamxai.core.model.chain_rows`' rows (iSAGE's
-        chain), in one compiled call; None when not computed here (no compiled kernels, another
-        output, anything unusual): the rows then go to the model, whose compiled dot product
-        is faster than the Python code's."""
+        """The output at ``x``, then at the chain's rows, in one compiled call; None otherwise (the
+        rows then go to the model, whose compiled dot product is faster than Python)."""
         if KERNELS is None:
             return None
         call = self._scope_of(x)

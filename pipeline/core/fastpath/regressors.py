@@ -152,15 +152,10 @@ class _RegTree:
 
 
 class TreeRegressorFast(FastModel):
-    """``HoeffdingTreeRegressor`` and ``HoeffdingAdaptiveTreeRegressor``.
-
-    ``HoeffdingTreeRegressor.predict_one`` is the prediction of the leaf the row reaches;
-    ``HoeffdingAdaptiveTreeRegressor`` averages the leaf and every alternate tree met on the
-    path (``pred += leaf``, then ``pred /= count``). A leaf predicts the mean target it has seen
-    (``mean``), its linear model (``model``: a ``LinearRegression``, evaluated by
-    :class:`~streamxai.core.fastpath.linear.LinearCall` with its partial sums shared across the
-    call), or whichever of the two has had the smaller faded squared error (``adaptive``).
-    """
+    """``HoeffdingTreeRegressor`` and ``HoeffdingAdaptiveTreeRegressor`` (which averages the leaf
+    and every alternate tree met on the path). A leaf predicts its mean target (``mean``), its linear
+    model (``model``, by :class:`~streamxai.core.fastpath.linear.LinearCall`), or whichever has the
+    smaller faded squared error (``adaptive``)."""
 
     name = "hoeffding_tree_regressor"
     serves_rows = False  # a leaf's linear model is compiled river code: general rows go to the model

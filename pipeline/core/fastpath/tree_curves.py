@@ -44,10 +44,8 @@ __all__ = ["class_curves", "class_arrays", "moved", "forest_class_curves", "comb
 
 
 def class_curves(tree: Any, x: dict, features: list, grids: np.ndarray, target_class: Any) -> np.ndarray | None:
-    """The probability of ``target_class`` at ``x`` with ``features[i]`` at each ``grids[i, k]``,
-    from ``tree`` (a :class:`~streamxai.core.fastpath.trees._Tree` call); None for more than
-    two classes: :func:`class_arrays`' row of the class.
-    """
+    """The probability of ``target_class`` at ``x`` with ``features[i]`` at each ``grids[i, k]``
+    (:func:`class_arrays`' row of the class); None for more than two classes."""
     if tree.n > 2:
         return None
     ci = tree._class_index().get(target_class)
@@ -59,20 +57,10 @@ def class_curves(tree: Any, x: dict, features: list, grids: np.ndarray, target_c
 
 def class_arrays(tree: Any, x: dict, features: list, grids: np.ndarray) -> np.ndarray | None:
     """``predict_proba_one``'s values, ``(classes, features, values)`` in the tree's class
-    order, at ``x`` with ``features[i]`` at each ``grids[i, k]``, from ``tree`` (a
-    :class:`~streamxai.core.fastpath.trees._Tree` call); None for more than two classes.
-
-    A row that changes a feature no branch on ``x``'s path tests reaches ``x``'s leaves, so the
-    curves of all such features are the leaves' naive Bayes distributions
-    (:meth:`~streamxai.core.fastpath.leaves.NaiveBayesLeaf.curves`), weighed and combined as
-    ``predict_proba_one`` combines them: an adaptive tree divides each leaf's distribution by
-    ``sum * error^2``, adds the leaves class by class and normalises by the sum; a plain tree
-    takes its one leaf's. The same operations in the same order as
-    :mod:`streamxai.core.fastpath.trees`, on arrays: every sum has at most two terms (two
-    classes), where ``sum()`` and left-to-right addition agree on every Python version. A
-    feature a branch on the path tests goes through :func:`moved` (its rows may take other
-    paths).
-    """
+    order, at ``x`` with ``features[i]`` at each ``grids[i, k]``, from ``tree`` (a ``_Tree`` call);
+    None for more than two classes. Features no branch on ``x``'s path tests reach ``x``'s leaves,
+    whose naive Bayes curves are combined as ``predict_proba_one`` combines them (every sum of at
+    most two terms); a feature the path tests goes through :func:`moved`."""
     if tree.n > 2:
         return None
     for f in features:
@@ -100,13 +88,9 @@ def class_arrays(tree: Any, x: dict, features: list, grids: np.ndarray) -> np.nd
 
 def moved(tree: Any, x: dict, feature: str, values: list) -> list:
     """``(classes, values)`` as lists: the tree's values at ``x`` with ``feature``, which a
-    branch on ``x``'s path tests, at each of ``values``. A plain tree's rows share ``x``'s path
-    down to the first branch that tests ``feature`` and walk on from there; the rows that end
-    in one leaf take its distributions in one call (:meth:`NaiveBayesLeaf.replaced_many
-    <streamxai.core.fastpath.leaves.NaiveBayesLeaf.replaced_many>`, value by value the
-    operations of one row), put at the leaf's classes' positions as ``proba.update`` puts
-    them. An adaptive tree's rows are evaluated one by one (every alternate tree on a row's
-    path adds its leaf)."""
+    branch on ``x``'s path tests, at each of ``values``. A plain tree's rows share ``x``'s path down
+    to that branch, and the rows that end in one leaf take its distributions in one call; an adaptive
+    tree's rows are evaluated one by one."""
     if tree.hat:
         return [list(c) for c in zip(*[tree.replaced(x, feature, v) for v in values], strict=True)]
     out = [[0.0] * len(values) for _ in range(tree.n)]
@@ -145,11 +129,9 @@ def moved(tree: Any, x: dict, feature: str, values: list) -> list:
 
 def forest_class_curves(forest: Any, x: dict, features: list, grids: np.ndarray,
                         target_class: Any) -> np.ndarray | None:
-    """:func:`class_curves` of an ARF (a :class:`~streamxai.core.fastpath.trees._Forest`
-    call) whose members share their (at most two) classes in one order, else None: each
-    member's :func:`class_arrays` times its weight, added member after member, divided by the
-    sum over the classes where that is above 0 -- ``_Forest._sum``'s operations in its order,
-    on arrays."""
+    """:func:`class_curves` of an ARF whose members share their (at most two) classes in one
+    order, else None: each member's :func:`class_arrays` weighed, summed and normalised as
+    ``_Forest._sum`` does, on arrays."""
     trees = forest.trees
     classes = trees[0].classes
     if not classes or len(classes) > 2 or any(t.classes != classes for t in trees):

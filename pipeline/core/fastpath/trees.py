@@ -106,21 +106,16 @@ class _Leaf:
 
 
 def leaf_state(leaf: Any) -> tuple:
-    """What a plain Hoeffding tree's leaf's prediction reads beyond the tree's options and
-    classes, all of which only its ``learn_one`` changes (it adds a weight above 0 to a class):
-    its class weights, its splitters (the dict itself, None when inactive, and how many) and
-    the naive Bayes adaptive leaf's two counts of correct predictions."""
+    """What a plain tree's leaf's prediction reads beyond the tree's options, all of which only its
+    ``learn_one`` changes: its class weights, its splitters and the nba leaf's two counts."""
     splitters = leaf.splitters
     return (tuple(leaf.stats.items()), splitters, -1 if splitters is None else len(splitters),
             getattr(leaf, "_mc_correct_weight", None), getattr(leaf, "_nb_correct_weight", None))
 
 
 class _Tree:
-    """One tree classifier during one call: its leaves' predictions, computed once each.
-
-    A plain tree's leaf plans outlive the call (:meth:`plans`): the next call of the same tree,
-    classes and features takes each leaf's plan whose :func:`leaf_state` is unchanged (in a
-    forest most leaves are, from one event to the next) and plans the others anew."""
+    """One tree classifier during one call: its leaves' predictions, computed once each. A plain
+    tree's leaf plans outlive the call (:meth:`plans`) while the leaf's :func:`leaf_state` holds."""
 
     __slots__ = ("tree", "hat", "root", "classes", "n", "keys", "_leaves", "_index", "_kept",
                  "_x", "_x_nodes", "_x_starts", "_x_leaves", "_x_splits", "_x_same", "_x_depends", "_x_split_values")
@@ -146,9 +141,8 @@ class _Tree:
             self._kept = kept[3]
 
     def plans(self) -> tuple:
-        """What the next call of this tree may take from this one (:class:`_Tree`): the plans
-        of the leaves it met, and those of the last calls' leaves it did not meet unless
-        :data:`_IDLE_CALLS` calls in a row did not (a leaf that split is met no more)."""
+        """The leaf plans the next call of this tree may take: those of the leaves met, and of
+        earlier leaves not met for fewer than :data:`_IDLE_CALLS` calls."""
         leaves = self._leaves
         for key, plan in self._kept.items():
             if key not in leaves and plan.idle < _IDLE_CALLS:
@@ -488,18 +482,10 @@ class _Forest:
 
 
 class TreeClassifierFast(FastModel):
-    """``HoeffdingTreeClassifier`` and ``HoeffdingAdaptiveTreeClassifier``.
-
-    :class:`TreeClassifierFast` serves ``HoeffdingTreeClassifier`` (one leaf per row,
-    ``proba.update(leaf distribution)`` over the sorted classes) and
-    ``HoeffdingAdaptiveTreeClassifier`` (every alternate tree met on the path adds its leaf's
-    distribution, each weighted by ``1 / (sum * error^2)``, then the sum is normalised);
-    :class:`ForestClassifierFast` serves ``ARFClassifier`` (each member's distribution times its
-    accuracy, summed class by class as ``collections.Counter.update`` sums, divided by the
-    total). Leaves: majority class, naive Bayes and naive Bayes adaptive
-    (:mod:`streamxai.core.fastpath.leaves`); a leaf's mode depends on the leaf and the tree's
-    options only, so it is settled once per call.
-    """
+    """``HoeffdingTreeClassifier`` (one leaf per row) and ``HoeffdingAdaptiveTreeClassifier``
+    (every alternate tree on the path adds its leaf's distribution weighted by
+    ``1 / (sum * error^2)``, then normalised); :class:`ForestClassifierFast` serves ``ARFClassifier``.
+    Leaves: :mod:`streamxai.core.fastpath.leaves`; a leaf's mode is settled once per call."""
 
     name = "hoeffding_tree"
 

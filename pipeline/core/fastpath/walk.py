@@ -59,17 +59,10 @@ def is_branch(node: Any) -> bool:
 
 
 def walk(root: Any, row: dict) -> list:
-    """The nodes ``root.walk(row, until_leaf=True)`` yields, in order.
-
-    ``Branch.walk`` yields the node, then the nodes below the child the row goes to. When the
-    row lacks the split feature or brings a category (or a numeric slot) the branch has not
-    seen, ``branch_no`` raises ``KeyError`` and the walk goes to the branch's most traversed
-    child instead -- and yields that child twice (once itself, once as the first node of its own
-    walk). :func:`walk` returns the same list, duplicates included, because the adaptive trees
-    add an alternate tree's prediction once per visit of its branch. The decision at each
-    branch is river's own ``branch_no`` (a numeric binary test's inline); only the recursion is
-    unrolled.
-    """
+    """The nodes ``root.walk(row, until_leaf=True)`` yields, in order, duplicates included: where
+    ``branch_no`` raises ``KeyError`` (a missing feature, an unseen category) river goes to the most
+    traversed child and yields it twice, and the adaptive trees add an alternate tree's prediction
+    once per visit. The decision at each branch is river's own; only the recursion is unrolled."""
     nodes = [root]
     node = root
     steps = _STEP
@@ -114,10 +107,9 @@ def first_test(nodes: list, feature: str) -> Any:
 
 
 def rewalk(nodes: list, row: dict, feature: str) -> list | None:
-    """The path of ``row``, a row that differs from the row of path ``nodes`` only in
-    ``feature``: the same nodes down to the first branch that tests ``feature``, then river's
-    walk from there (a branch reached twice, by a walk that took the most traversed child, stays
-    twice); None when no branch on the path tests ``feature`` (the path is the same)."""
+    """The path of ``row``, which differs from the row of ``nodes`` only in ``feature``: the same
+    nodes down to the first branch that tests ``feature``, then river's walk; None when no branch on
+    the path tests it."""
     for i, node in enumerate(nodes):
         if getattr(node, "feature", None) == feature and is_branch(node):
             if i + 1 < len(nodes) and nodes[i + 1] is node:

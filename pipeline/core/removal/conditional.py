@@ -88,40 +88,13 @@ def _iter_leaves(node: Any) -> Iterator[Any]:
 class ConditionalRemoval(Removal):
     """Observational removal: per-feature adaptive trees with leaf reservoirs.
 
-    For every feature ``j`` an incremental tree learns to predict ``x^(j)`` from the other
-    features -- :class:`river.tree.HoeffdingAdaptiveTreeRegressor` for a numeric feature,
-    :class:`river.tree.HoeffdingAdaptiveTreeClassifier` for a categorical one -- and every leaf
-    of that tree keeps a geometric reservoir of the values of ``x^(j)`` that reached it
-    (Algorithm 3). ``update(x)`` lets each tree learn ``x``, then routes ``x`` to its leaf and
-    puts ``x^(j)`` into that leaf's reservoir.
-
-    To draw an absent feature ``j`` given the present features ``S`` (Algorithm 4), tree ``j`` is
-    walked from the root: a split on a present feature follows ``x``; a split on an absent
-    feature follows a child chosen at random with probability proportional to the weight of
-    observations that went down that child (river's ``total_weight``, the split ratio of past
-    inputs). The value is drawn uniformly from the reservoir of the leaf reached. Absent
-    features are drawn one by one, each from its own tree, so values respect their
-    dependence on the present features (not on each other), as in the paper; when no feature
-    depends on another, this reduces to marginal sampling.
-
-    Leaf reservoirs follow the tree (Algorithm 3, lines 7-9): whenever the leaf an observation
-    reaches is new (a split, or an alternate subtree of the adaptive tree took over), the
-    reservoirs of the leaves that disappeared are dropped and every new leaf is initialised
-    with the values of the recent observations (a geometric reservoir of ``storage_size`` rows
-    kept by the removal) that the tree now routes to it. A leaf that still has no value
-    falls back to that pool of recent rows (marginal draw) -- rare, and only until an
-    observation reaches it.
-
-    Which features are categorical: those listed in ``categorical`` and those whose first
-    observed value is a string or a bool (a regression tree cannot predict them). Integer
-    codes are numeric unless listed. ``tree_params`` go to both tree kinds (for instance
-    ``grace_period``, ``max_depth``, ``delta``); leaves predict the mean (regression) or the
-    majority class (classification) since only the trees' structure is used.
-
-    Seeds: tree ``j`` gets ``derive_seed(seed, "conditional", j, "tree")``, the reservoirs of its
-    leaves share a generator seeded with ``(seed, "conditional", j, "leaf-reservoirs")``, and
-    the pool of recent rows ``(seed, "conditional", "pool")``; draws use the caller's generator.
-    """
+    For every feature ``j`` a Hoeffding adaptive tree (a classifier for a categorical feature: those
+    in ``categorical`` and those whose first value is a string or a bool) learns ``x^(j)`` from the
+    other features, each leaf keeping a geometric reservoir of the values that reached it
+    (Algorithm 3). Absent feature ``j`` is drawn (Algorithm 4) by walking tree ``j``, following ``x``
+    at present features and a child drawn by its share of past weight at absent ones, from the leaf's
+    reservoir; new or empty leaves are filled from a pool of recent rows. ``tree_params`` go to both
+    tree kinds. Seeds derive from ``(seed, "conditional", ...)``; draws use the caller's generator."""
 
     def __init__(
         self,

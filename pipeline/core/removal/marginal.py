@@ -28,12 +28,9 @@ __all__ = ["Removal", "MarginalRemoval"]
 
 
 class Removal(Component):
-    """What iSAGE (and any explainer restricting a model to a feature subset) needs.
-
-    ``feature_names`` are the model inputs; a feature not in ``present`` is *absent* and
-    gets a value drawn by :meth:`sample_rows`. Subclasses set ``feature_names`` and
-    implement ``ready``, ``update`` and ``sample_rows``.
-    """
+    """What iSAGE needs to restrict a model to a feature subset: a feature not in ``present`` is
+    absent and drawn by :meth:`sample_rows`. Subclasses implement ``ready``, ``update`` and
+    ``sample_rows``."""
 
     feature_names: Sequence[str]
 
@@ -85,24 +82,10 @@ class Removal(Component):
 class MarginalRemoval(Removal):
     """Interventional removal: absent features copied from one observation of a geometric reservoir.
 
-    A restricted model ``f(x, S)`` keeps the features in ``S`` ("present") and replaces the
-    others by values drawn from a distribution ``Q^(x, S)``. The interventional choice draws
-    them from the *marginal* distribution, independent of ``x``: all absent features of one
-    inner sample are copied from one stored past observation, chosen uniformly from a
-    :class:`~streamxai.core.storage.GeometricReservoir` of ``storage_size`` observations (each
-    new observation replaces a uniformly chosen slot, so recent observations are favoured,
-    ``p_{s,r} = L^-1 (1 - L^-1)^(s-r-1)``). Dependencies between present and absent features
-    are broken: the model may be evaluated off the data manifold (see
-    :mod:`streamxai.core.removal.conditional` for the observational alternative).
-
-    Every removal strategy implements :class:`Removal`: ``update(x)`` after an event,
-    ``sample(x, present, rng)`` for one restricted row, ``sample_rows(x, absent, n, rng)`` for
-    ``n`` rows at once, ``sample_chain(x, order, n, rng)`` for all rows of one permutation
-    chain (iSAGE's hot path), and ``ready`` once something is stored.
-    Draws use the generator the caller passes; updates use the removal's own generators,
-    seeded from ``seed``, so two removals with the same seed fed the same stream hold the same
-    observations on any worker.
-    """
+    All absent features of one inner sample come from one past observation drawn uniformly from a
+    :class:`~streamxai.core.storage.GeometricReservoir` of ``storage_size``: the marginal distribution
+    (:mod:`streamxai.core.removal.conditional` keeps dependencies). Draws use the caller's generator,
+    updates the removal's own, seeded from ``seed``."""
 
     def __init__(self, feature_names: Sequence[str], storage_size: int = 100, seed: int | None = None):
         self.feature_names = feature_names

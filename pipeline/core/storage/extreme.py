@@ -31,14 +31,10 @@ class ExtremeValueStorage(Component):
        Dependence Plots in Dynamic Modeling Scenarios". arXiv:2306.07775.
        Implements Algorithm 2 (incremental extreme value storage).
 
-    A value older than the newest value that beats it can never be the window's extreme
-    again, so it is dropped: the maxima are kept in a deque of decreasing values (the minima
-    in one of increasing values), the front is the current extreme and leaves once it is
-    ``window`` updates old. Each value enters and leaves each deque at most once, so an update
-    costs O(1) amortised; memory is at most ``window`` entries (reached only by a strictly
-    monotone stream, typically O(log window) for i.i.d. data).
-
-    The storage draws no random numbers: two storages fed the same values agree on any worker.
+    The maxima are kept in a deque of decreasing values (the minima in one of increasing values):
+    a value older than a newer one that beats it can never be the extreme again. The front is the
+    current extreme and leaves once it is ``window`` updates old; an update costs O(1) amortised.
+    No random numbers are drawn.
     """
 
     def __init__(self, window: int = 1000):

@@ -48,19 +48,11 @@ class FrequencyStorage(Component):
        Dependence Plots in Dynamic Modeling Scenarios". arXiv:2306.07775.
        Implements Algorithm 3 (incremental frequency storage).
 
-    A fixed-size reservoir of ``size`` values. While it is not full every value enters; once
-    full, a new value enters with the *entrance probability* ``p`` and then replaces the
-    **oldest** stored value (first in, first out). The reservoir therefore holds a thinned
-    sample of roughly the last ``size / p`` values, in arrival order, and forgets everything
-    older: quantiles (numeric features) and category counts (categorical features) describe
-    the recent window, not the whole stream.
-
-    The paper's pseudo-code draws the entrance also while the reservoir fills, which would
-    store the same value twice; like the authors' implementation (iXAI
-    ``OrderedReservoirStorage``) the draw applies only once the reservoir is full.
-
-    Entrance draws use the storage's own generator seeded with ``seed``, so two storages with
-    the same seed fed the same values hold the same values on any worker.
+    While it is not full every value enters; once full, a new value enters with probability ``p``
+    and replaces the oldest, so the storage holds a thinned sample of roughly the last ``size / p``
+    values: its quantiles and category counts describe the recent window. As in the authors'
+    implementation (iXAI ``OrderedReservoirStorage``), the entrance draw applies only once the
+    storage is full. Draws use the storage's own generator seeded with ``seed``.
     """
 
     def __init__(self, size: int = 100, entrance_probability: float = 1.0, seed: int | None = None):

@@ -72,9 +72,8 @@ class UniformReservoir(_Reservoir):
        Implements section "Incremental Sampling Strategies": uniform sampling, p_{s,r} = 1/s, as a
        reservoir of fixed length.
 
-    Updating uses the reservoir's own seeded generator, so two reservoirs with the same seed
-    fed the same stream hold the same observations on any worker. Drawing uses a generator
-    the caller passes, so each explainer (or feature) draws independently.
+    Updates use the reservoir's own seeded generator; draws use a generator the caller passes, so
+    each explainer (or feature) draws independently.
     """
 
     def _slot(self) -> int | None:
