@@ -3,6 +3,7 @@ twice the longest run without a label before; labels that come late or in batche
 
 from __future__ import annotations
 
+import pytest
 from streamxai.core.change.label_watch import LabelWatch
 
 
@@ -72,20 +73,6 @@ def test_a_stream_explainer_checkpointed_without_the_watch_of_labels_watches_the
 def _labels_in_runs(t: int, rng) -> int:
     """A smooth stream's labels: runs of about 50 events of one class."""
     return (t // 50 + (rng.random() < 0.02)) % 2
-
-
-def test_labels_flipped_for_a_share_of_events_lose_their_order():
-    """From 3,000 on three labels in ten are flipped: the runs of a smooth stream's labels break,
-    which the order test finds (reordered) within its 200 recent values."""
-    import random
-
-    rng, flips, watch, found = random.Random(4), random.Random(5), LabelWatch(), []
-    for t in range(5000):
-        y = _labels_in_runs(t, rng)
-        if t >= 3000 and flips.random() < 0.3:
-            y = 1 - y
-        found += [(f.feature, f.what, f.seq) for f in watch.arrival(t, y)]
-    assert [(f, w) for f, w, _ in found] == [("label", "reordered")] and 3000 < found[0][2] <= 3200, found
 
 
 def test_a_class_that_comes_for_a_share_of_events_is_a_fault_only_where_the_model_predicts_it_worse():
@@ -160,19 +147,23 @@ def _rare_runs(t: int, rng) -> int:
     return int(t % 360 < 40 + rng.randrange(-5, 6))
 
 
-def test_flips_of_labels_whose_minority_class_is_rare_and_in_runs_are_found():
-    """A class of one event in nine (no interquartile range: the order test reads how its rare
-    values follow each other) in runs of about 40; from 3,000 on three labels in ten are flipped,
-    scattering the rare class among the others, which the order test finds."""
+@pytest.mark.parametrize("labels, seeds, within, only", [
+    (_labels_in_runs, (4, 5), 200, True),  # a smooth stream's labels: runs of 50
+    (_rare_runs, (11, 12), 400, False),  # a class of one in nine in runs of about 40 (no interquartile range)
+], ids=["runs", "rare-runs"])
+def test_labels_flipped_for_a_share_of_events_lose_their_order(labels, seeds, within, only):
+    """From 3,000 on three labels in ten are flipped, breaking the labels' runs (scattering a rare
+    class among the others): the order test finds it (reordered) within its recent values."""
     import random
 
-    rng, flips, watch, found = random.Random(11), random.Random(12), LabelWatch(), []
+    rng, flips, watch, found = random.Random(seeds[0]), random.Random(seeds[1]), LabelWatch(), []
     for t in range(5000):
-        y = _rare_runs(t, rng)
+        y = labels(t, rng)
         if t >= 3000 and flips.random() < 0.3:
             y = 1 - y
-        found += [(f.what, f.seq) for f in watch.arrival(t, y)]
-    assert [w for w, _ in found][:1] == ["reordered"] and 3000 < found[0][1] <= 3400, found
+        found += [(f.feature, f.what, f.seq) for f in watch.arrival(t, y)]
+    assert found and found[0][:2] == ("label", "reordered") and 3000 < found[0][2] <= 3000 + within, found
+    assert len(found) == 1 or not only, found
 
 
 def test_a_rare_class_in_runs_or_scattered_alone_gives_nothing():
