@@ -1,20 +1,13 @@
 """iSAGE (Algorithm 1), its removal strategies (Algorithms 2-4) and batch SAGE (Algorithm 5).
-Tolerances. Theorem 3.2 of the iSAGE paper: ``Var[phi_t(i)] <= sigma_i^2 * a / (2 - a)``,
-``sigma_i^2`` the variance of one event's increment ``Delta_t(i)``; batch SAGE over ``N``
-observations has variance ``sigma_i^2 / N``. Every comparison allows 4 standard deviations
-of the difference, with ``sigma_i`` *measured* (by the batch estimator on the same data,
-or from the run's own increments ``Delta_t = (phi_t - (1 - a) phi_{t-1}) / a``), never
-tuned. The smoothing bias ``(1 - a)^n |phi|`` is below ``e^-10 |phi|`` in every test (``n a
->= 10``). Draws of the geometric reservoir make increments of nearby events weakly
-dependent; the spreads measured over several seeds while writing these tests (quoted at
-each test) stayed within 2.8 standard deviations.
-Expected values with ``m`` inner samples. With the paper's estimator (``estimator="paper"``)
-``m`` is part of the estimand (:class:`~streamxai.core.explainers.ISAGE`):
-the loss of a mean of ``m`` draws is biased for the loss of the expectation. The closed
-forms below are the exact expectations of that estimator for the given ``m``; they tend to
-the SAGE values as ``m -> inf``, which is what the default (unbiased) estimator has for any
-``m >= 2`` with a squared loss.
-"""
+Tolerances: Theorem 3.2 of the iSAGE paper bounds ``Var[phi_t(i)] <= sigma_i^2 * a / (2 - a)``
+(batch SAGE over ``N``: ``sigma_i^2 / N``), ``sigma_i^2`` the variance of one event's increment,
+*measured* (by the batch estimator, or from the run's increments ``Delta_t = (phi_t - (1 - a)
+phi_{t-1}) / a``), never tuned; every comparison allows 4 sd of the difference; the smoothing bias
+``(1 - a)^n |phi|`` is below ``e^-10 |phi|`` (``n a >= 10``). Reservoir draws make nearby increments
+weakly dependent; the spreads measured over several seeds (quoted at each test) stayed within 2.8 sd.
+With ``estimator="paper"`` the ``m`` inner samples are part of the estimand: the closed forms below
+are that estimator's exact expectations for ``m``, tending to SAGE as ``m -> inf``, which the default
+(unbiased) estimator has for any ``m >= 2`` with a squared loss."""
 
 from __future__ import annotations
 
@@ -136,14 +129,9 @@ VAR = 1.0 / 12.0  # U(0, 1)
 
 
 def linear_expected(m: int) -> dict[str, float]:
-    """E[iSAGE] for f = sum w_i x_i, x_i ~ U(0,1) independent, squared loss, m inner samples.
-
-    Interventional removal with one donor per inner sample: the mean of m draws has
-    variance V/m per absent feature. Steps after the first and before the last add
-    w_i^2 V (1 + 1/m); the last step (no draw) the same; the first step goes from the
-    mean prediction (loss sum_k w_k^2 V) to one set of draws:
-    w_i^2 V - sum_{k != i} w_k^2 V / m. Each position has probability 1/d.
-    """
+    """E[iSAGE] for f = sum w_i x_i, x_i ~ U(0,1) independent, squared loss, m inner samples (one donor each:
+    a mean of m draws has variance V/m per absent feature). Middle and last steps add w_i^2 V (1 + 1/m);
+    the first goes from the mean prediction: w_i^2 V - sum_{k != i} w_k^2 V / m; each position w.p. 1/d."""
     d = len(W)
     total = sum(w * w * VAR for w in W.values())
     out = {}
