@@ -1,14 +1,11 @@
-"""A pager that pages once per ``alert_key`` (what a consumer of ``change-episodes`` or an
-Alertmanager route grouped by ``alert_key`` does), a stream of explanations that always
-alerts (two series of stream ``d`` whose levels and loss step up at one point), and a change
-worker that stops committing once it has sent an alert (the crash point between send and commit).
+"""A pager paging once per ``alert_key``, a stream of explanations that always alerts, and a change worker
+that stops committing once it has sent an alert (the crash point between send and commit).
 
 >>> pager = Pager()
 >>> [pager.take(ep) for ep in ({"alert_key": "d/5"}, {"alert_key": None}, {"alert_key": "d/5"})]
 [True, False, False]
 >>> pager.pages
-['d/5']
-"""
+['d/5']"""
 
 from __future__ import annotations
 

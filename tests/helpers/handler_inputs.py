@@ -1,13 +1,11 @@
-"""Inputs for the handler tests (no Kafka): settings small enough for quick runs and
-``explanation/v4`` payloads built from plain numbers.
+"""Inputs for the handler tests (no Kafka): small settings and ``explanation/v4`` payloads.
 
 >>> s = change_settings()
 >>> s.explainers, s.explain_groups, s.change_warmup
 (['ipfi'], 3, 0)
 >>> raw = explanation_msg("s", "ipfi", "age", 9, 0.1, (10, 0.1, 0.0), 10)
 >>> b'"block":{"n":10,"mean":0.1,"m2":0.0}' in raw
-True
-"""
+True"""
 
 from __future__ import annotations
 
@@ -29,11 +27,8 @@ def settings(**over) -> Settings:
 
 
 def delayed_settings(**over) -> Settings:
-    """Three features, a tree that learns them within a hundred events, every explainer, and a
-    change test that reacts within the short streams (measured: a threshold stream drifting at
-    200 of 400 events changes 3 to 4 times after its drift, a stationary one never). The test
-    watches iPFI and iSAGE: with no warm-up, iPDP sees a young tree learn in its first hundred
-    events."""
+    """Three features, a tree learning them within a hundred events, every explainer, and a change test on
+    iPFI and iSAGE reacting within short streams (a drifting threshold stream changes 3 to 4 times)."""
     base = dict(features=["a", "b", "c"], model_params={"grace_period": 20}, alpha=0.05,
                 explainers=["ipfi", "isage", "ipdp"], change_explainers=["ipfi", "isage"],
                 change_warmup=0, change_min_samples=30, change_episode_gap=100,

@@ -89,13 +89,10 @@ def test_no_import_cycles():
 
 
 def private_imports(mods: dict[str, set[str]]) -> list[str]:
-    """The imports of one module's underscore names by another (``from .values import _BadLine``):
-    what modules share is public, in the ``__all__`` of the module it belongs to. A private
-    submodule (``from . import _forward``, a compiled ``_kernels``) is a module, not a name.
+    """The imports of one module's underscore names by another (a private submodule is a module, not a name).
 
     >>> private_imports({"a": {"b", "b._x", "b.y"}, "b": set(), "b._sub": set(), "c": {"b._sub"}})
-    ['a imports b._x']
-    """
+    ['a imports b._x']"""
     def private_name(name: str) -> bool:
         owner, _, last = name.rpartition(".")
         return (owner in mods and last.startswith("_") and not last.startswith("__") and name not in mods

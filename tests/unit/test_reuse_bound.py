@@ -1,14 +1,7 @@
-"""The reservoir-reuse correction after a change of scale: a linear regression whose feature x1
-stops mattering at event 2,000 gets a change event, and x1's iPFI a standard error of its new
-scale.
-The reuse statistics (the covariance ``zeta`` of two increments that drew the same donor, and
-``zeta'`` with the donor's own event) forget 32 times more slowly than the increments' variance,
-so when a feature's increments shrink to nothing they still carry the old scale: unbounded,
-the variance factor ``k = 1 + reuse / var`` would grow without limit, the change test divide
-every z by ``sqrt(k)`` and never fire, and the standard error keep the old spread. Two increments of one series have a correlation of at
-most 1, so each covariance is at most the variance (Cauchy-Schwarz); the correction is bounded
-by it.
-"""
+"""The reservoir-reuse correction after a change of scale: x1 of a linear regression stops mattering at
+event 2,000, gets a change event, and an iPFI standard error of its new scale. Reuse covariances forget
+32 times more slowly than the variance; unbounded, ``k = 1 + reuse / var`` would grow without limit and
+silence the change test. By Cauchy-Schwarz each covariance is at most the variance, which bounds it."""
 
 from __future__ import annotations
 
@@ -58,12 +51,8 @@ def test_a_regression_feature_that_stops_mattering_is_a_change_and_its_interval_
 
 @pytest.mark.slow  # the same run as above (cached)
 def test_isage_finds_a_regression_feature_that_stops_mattering():
-    """iSAGE's series of x1 on the same stream gets a change event. After x1's increments
-    shrink, reuse covariances forgetting more slowly than the variance would still hold the old
-    scale while the variance they are divided by is the new, small one: ``k`` would go to the
-    full-correlation bound (12.9 for iSAGE's m = 2 donors from L = 100 slots, every event stored)
-    and the test's standard error would be 3.6 times too wide. The factor is a ratio of
-    covariance to variance over one horizon, so a change of scale leaves it where it is."""
+    """iSAGE's series of x1 gets a change event too: ``k`` stays put through the change of scale instead of
+    going to the full-correlation bound (12.9 for m = 2, L = 100: a standard error 3.6 times too wide)."""
     run = _run()
     found = [(detected, cut, before, after) for (_, detected, ex, f), (cut, before, after) in run.changes.items()
              if ex == "isage" and f == "x1"]

@@ -1,20 +1,9 @@
-"""Inputs that make a stage raise must cost one dead letter each, never a rebuild of the
-stream's state per message (a denial of service: a rebuild runs inside the worker's batch,
-and one stream's bad traffic stalled every stream of the worker), and must leave the state
-the in-process reference builds.
-An attacker's inputs: a label far outside the stream's scale (y = 1e100 for a regression) has
-a finite loss (1e200), but its square overflows in the loss summaries the explainers report
-with their values (``model_loss.m2``), which must not make the next report fail to serialise
-and the group be rebuilt from its history every ten tasks; explain tasks that the model stage
-could not have sent (a feature missing, null or a string, another stream's task) must not
-reach the explainers, nor a drift-feed record keyed by one stream change another's change
-test. Feature events (NaN, inf, huge and tiny numbers, integers past 64 bits, unknown
-categories, features missing or extra) and label events (huge, mistyped, duplicate, unknown or
-expired seqs, mis-keyed) are tried too: each is one dead letter of the model stage, nothing
-rebuilt. Then the mechanism, whatever the input (stand-in failures): a rebuild skips the
-messages that failed, a state poisoned by a message that worked backs off, and a key that
-fails twice within 1,024 of its messages is guarded (a failure rolled back, no rebuild).
-"""
+"""Inputs that make a stage raise cost one dead letter each, never a rebuild of the stream's state per
+message (a denial of service), and leave the state the in-process reference builds: labels far outside
+the scale (whose loss summaries overflow), explain tasks the model stage could not have sent, mis-keyed
+drift-feed records, bad feature and label events. Then the mechanism (stand-in failures): a rebuild
+skips the messages that failed, a poisoned state backs off, and a key failing twice within 1,024 of
+its messages is guarded."""
 
 from __future__ import annotations
 

@@ -108,10 +108,8 @@ def test_cancelling_the_fetcher_cancels_the_handover_and_propagates():
 
 
 def test_a_handover_that_does_not_wait_runs_at_once_and_one_that_waits_is_finished_by_a_task():
-    """Most hand-overs put the record in a stream buffer with room: they run to their end inside
-    the fetcher's call, without a task or a turn of the event loop (so the fetcher hands over
-    a fetched batch before the agents take their next turn, and the intake finds it waiting).
-    One that waits (a full buffer) goes on in a task until it has handed the record over."""
+    """A hand-over into a buffer with room runs to its end inside the fetcher's call (no task, no loop turn);
+    one that waits on a full buffer goes on in a task until it has handed the record over."""
 
     async def run():
         with _consumer() as consumer:
@@ -145,11 +143,8 @@ def test_a_handover_that_does_not_wait_runs_at_once_and_one_that_waits_is_finish
 
 
 def test_a_partition_resumed_after_a_full_buffer_wakes_the_fetch_waiting_on_the_others():
-    """Faust stops fetching a partition whose stream buffer is full and resumes it once the
-    agent has drained half of it; the fetch in flight meanwhile waits (up to 1 s) for records
-    of the other partitions only. One worker's change agent so sat idle for 0.45 s with
-    explanations already fetched: the resume must wake that fetch, which
-    then looks again at the partitions it may return (the same set, now with the resumed one)."""
+    """Resuming a partition paused on a full buffer wakes the fetch in flight, which looks again at the
+    partitions it may return (the resumed one included)."""
     app = faust.App("resume-test", broker="kafka://127.0.0.1:9", loop=asyncio.new_event_loop())
     use_bounded_fetch_wait(app)
     consumer = app.consumer
@@ -174,10 +169,7 @@ def test_a_partition_resumed_after_a_full_buffer_wakes_the_fetch_waiting_on_the_
 
 
 def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
-    """A fetch answered at the first byte makes the consumer's thread ask for and parse all the
-    worker's partitions once for each of its own records, so the worker's aiokafka consumer asks
-    the broker to wait for FETCH_MIN_BYTES, at most FETCH_MAX_WAIT_MS. aiokafka builds its
-    fetcher from these attributes when it starts."""
+    """The worker's aiokafka consumer asks the broker to wait for FETCH_MIN_BYTES, at most FETCH_MAX_WAIT_MS."""
     from aiokafka import AIOKafkaConsumer
 
     async def made() -> tuple[int, int]:
@@ -291,10 +283,7 @@ def test_the_quiet_monitor_keeps_only_when_each_partitions_stream_last_took_a_re
 
 
 def test_a_busy_worker_has_its_running_fetcher_wait_longer_and_shorter_again_once_it_has_room():
-    """While the agents' thread is on a core most of the time, its records wait in the worker's
-    own queues anyway: the fetches wait up to FETCH_BUSY_WAIT_MS, fewer and bigger, so the worker
-    spends less CPU an event (bench_speed.py --kafka); with room again, FETCH_MAX_WAIT_MS. The
-    wait goes to aiokafka's running fetcher, which builds each fetch request from it."""
+    """A busy worker's running fetcher waits up to FETCH_BUSY_WAIT_MS, and FETCH_MAX_WAIT_MS with room again."""
     told = []
     cpu, clock = iter([0.0, 0.9, 1.1]), iter([0.0, 1.0, 2.0])
     pace = FetchPace(FETCH_MAX_WAIT_MS, FETCH_BUSY_WAIT_MS, cpu=cpu.__next__, clock=clock.__next__)
