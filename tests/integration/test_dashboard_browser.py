@@ -1,7 +1,5 @@
-"""The dashboard in a real headless Chromium, fed by a real worker through the real broker.
-Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package (``.ci/run``
-installs them); without them the test is skipped and says why.
-"""
+"""The dashboard in a real headless Chromium, fed by a real worker through the real broker; skipped,
+saying why, without ``chromium``, ``chromium-driver`` and ``selenium`` (``.ci/run`` installs them)."""
 
 from __future__ import annotations
 
@@ -439,10 +437,9 @@ return Object.keys(out).length === 3 && Object.values(out).every(c => c.lines > 
 
 
 def test_change_labels_on_the_charts_never_overlap_and_name_each_episode(tmp_path):
-    """The demo's 44 change events (5 episodes; a drift moves several series within a few
-    hundred positions) labelled one by one would lie on top of each other. The rule, checked on the boxes the browser lays out: no two labels of a chart overlap, each lies
-    inside its chart, every change keeps its line, every episode is named by its kind (an alert
-    as such) on the charts of the explainers it moved, also in a narrow window."""
+    """The demo's 44 change events (5 episodes), on the boxes the browser lays out: no two labels of a chart
+    overlap, each lies inside its chart, every change keeps its line, every episode is named by its kind
+    on the charts it moved, also in a narrow window."""
     from helpers.crowded_changes import EPISODES, feed_crowded_changes
     from streamxai.local.dashboard import DashboardState
 
@@ -593,10 +590,8 @@ return ['imp-ipfi', 'imp-ipdp', 'loss', 'pdp-x0'].every(id => out[id] && !out[id
 
 
 def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
-    """A regression profile (targets around 1e6, losses around 1e12, a categorical feature):
-    every tick label fits its axis and tells its ticks apart (not "0,000", 3e12 written out and
-    cut to the axis' 50 px), and the categorical feature's PD chart draws the categories at
-    their points, each tick named (uPlot cannot place category names itself)."""
+    """A regression profile (targets ~1e6, losses ~1e12, a categorical feature): every tick label fits its axis
+    and tells its ticks apart, and the categorical PD chart names each category at its point."""
     from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
@@ -778,10 +773,8 @@ def _local_messages():
 
 
 def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_numbers(tmp_path):
-    """The page's "why this prediction" panel draws the stream's latest local explanation as it
-    comes; an event chosen by its event_id (typed, picked from the list, or in the page's
-    address) stays shown until "latest" is picked; the bars are the message's numbers, chained
-    from the base value to the prediction; markup in a message is shown as text."""
+    """The "why this prediction" panel draws the latest local explanation, or an event chosen by event_id (typed,
+    picked, or in the address) until "latest" is picked; bars chain the message's numbers; markup shows as text."""
     from streamxai.local.dashboard import DashboardState
 
     events, msgs, crafted = _local_messages()

@@ -1,8 +1,5 @@
-"""Labels that arrive later, through a real broker: a worker SIGKILLed in the middle of a
-stream whose labels come on the labels topic is restarted, and what it published equals the
-in-process reference run on the order the intake recorded (the arrivals topic): predictions,
-outcomes, explanation values and change events. A worker restarted with another model
-predicts with it (its state rebuilt, not restored from the old model's checkpoints)."""
+"""Late labels through a real broker: a worker SIGKILLed mid-stream publishes, after restart, what the
+in-process reference gives on the recorded arrivals; a worker restarted with another model rebuilds."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The worker's outputs through confluent-kafka (:class:`streamxai.kafka.output_producer.OutputProducer`)
-keep what sending through Faust's producer gave: every output handed over is acknowledged when
-its flush returns (what the consumer waits for before a commit), keyed outputs land on the
-partitions Faust's producer chose, batches stay within what the broker takes, and a message over
-the size limit is a dead letter of its input, not a crash. (The worker killed right after a
-commit, with every explanation of the committed tasks on the topic, is in
-``test_send_on_broker.py``; it runs the worker, which sends through this producer.)"""
+"""The worker's outputs through OutputProducer: acknowledged when the flush returns, keyed outputs on
+Faust's partitions, batches within the broker's limit, and an oversized message a dead letter."""
 
 from __future__ import annotations
 
@@ -176,10 +171,8 @@ def test_the_output_producer_shows_no_secret():
 
 
 def test_a_flush_under_steady_sending_returns_once_what_came_before_it_is_acknowledged(bootstrap):
-    """Found in review: a flush that waited for librdkafka's queue to empty never returned
-    while the agents kept sending (a busy worker always has messages in flight), so the
-    consumer would never have committed. A flush waits for what was handed over before it,
-    as aiokafka's did; a sender keeps sending throughout (bounded: 20,000 messages, 60 s)."""
+    """A flush waits for what was handed over before it, not for an empty queue, so it returns while a sender
+    keeps sending (bounded: 20,000 messages, 60 s)."""
     s = _settings(bootstrap)
     ensure_topics(s)
 
