@@ -1,7 +1,5 @@
-"""``fast_path = auto`` and ``off`` give the same explanations: the stream explainer's values,
-curves, blocks and standard errors for every model family the fast path serves, and the
-worker's whole output (explanations, change events, change episodes) on the demo's drifting
-stream, run through the model, explain and change handlers without a broker."""
+"""``fast_path = auto`` and ``off`` give the same explanations: per model family, and the worker's whole
+output on the demo's drifting stream through the handlers."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The bulk hand-over of each fetch's records (``streamxai.agents._forward``): to the intake in
-batches (``forward_fetched``), to a handler that keeps state one record at a time
-(``forward_each``), in order, counted once per topic (``messages_in``) with the last offset of
-each partition reported for consumer lag, as one record at a time counted them."""
+"""The bulk hand-over of fetched records, in batches or one at a time: in order, counted once per topic,
+each partition's last offset reported for lag."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Labels that arrive later, through the handlers without Kafka: the model, explain
-and change handlers over a recorded order of arrivals give exactly what the in-process
-reference gives for that order; a restart anywhere reproduces it; every label is accounted
-for; memory stays bounded."""
+"""Late labels through the handlers without Kafka: exactly the reference's outputs for a recorded order of
+arrivals, also across restarts; every label accounted for; bounded memory."""
 
 from __future__ import annotations
 
@@ -138,10 +136,8 @@ def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoin
 
 @pytest.mark.slow
 def test_never_labelled_events_expire_after_the_timeout_and_memory_stays_flat():
-    """10% of 200,000 events never get their label (the others come 50 events late). Each of
-    them expires once label_timeout_s of arrival time passed and is counted; every other one is
-    learned; the join's state (what a checkpoint holds) stays the same size from 50,000 events
-    to 200,000."""
+    """10% of 200,000 events never get a label: each expires after label_timeout_s and is counted, the rest are
+    learned, and the join's state keeps its size from 50,000 events to 200,000."""
     import pickle
     import random
 
@@ -194,11 +190,8 @@ def test_ipdp_explains_every_event_and_the_loss_based_explainers_every_labelled_
 
 @pytest.mark.slow
 def test_labels_500_events_late_rank_the_same_features_and_episodes_name_the_drifted_ones():
-    """The demo's drifting stream (agrawal function 0 -> 2 at 1,000: age, then age and elevel;
-    elevel <-> car swapped at 2,000) with every label 500 events late, against the same stream
-    with its labels in line, in process (the pipeline's values, test_delayed_labels_through_the_
-    handlers...). Seeded: the measured final rankings of the two runs are car > age > (noise
-    below 0.03) for iPFI and age > car > (noise) for iSAGE."""
+    """The demo's drifting stream with labels 500 late ranks as with labels in line (seeded: car > age for iPFI,
+    age > car for iSAGE, noise below 0.03)."""
     from streamxai.local.demo import demo_plan, demo_settings
     from streamxai.local.demo_stream import agrawal_events
     from streamxai.reference import Recorded

@@ -1,8 +1,6 @@
-"""The compiled kernels (pipeline/core/kernels.py) give bit for bit the values of the Python
-code they replace: on random inputs with NaN, infinities, signed zeros and integers, and for
-whole reports of a stream explainer (logistic regression, a Hoeffding tree) on either path;
-anything unusual is left to the Python code, with nothing changed. In CI
-(``STREAMXAI_REQUIRE_KERNEL=1``, set by ``.ci/run``) a missing build fails here."""
+"""The compiled kernels give the Python code's values bit for bit, on random inputs with special values and
+whole stream-explainer reports, leaving anything unusual to Python; with ``STREAMXAI_REQUIRE_KERNEL=1``
+a missing build fails."""
 
 from __future__ import annotations
 
@@ -38,10 +36,8 @@ def pure_python(monkeypatch):
 
 
 def bits(v):
-    """A value with its float's exact bits (signed zeros included). Any NaN counts as one: IEEE
-    754 leaves which NaN an operation on two NaNs returns to the machine (x86 returns the
-    first operand's, and a compiler may swap the operands of an addition), and nothing
-    downstream tells NaNs apart (repr and JSON write every NaN alike)."""
+    """A value with its float's exact bits (signed zeros included); any NaN counts as one (IEEE 754 leaves which
+    NaN to the machine, and nothing downstream tells them apart)."""
     if type(v) is float:
         return ("f", "nan") if math.isnan(v) else ("f", struct.pack("<d", v))
     return (type(v).__name__, v)

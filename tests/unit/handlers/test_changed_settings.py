@@ -1,8 +1,5 @@
-"""A restart under changed settings: a model or change state whose checkpoint was built under
-other values of the settings that shape it is not restored but rebuilt from its history under
-the new ones (one WARNING naming what changed, metric ``checkpoints_outdated``); settings that
-shape no state (ports, budgets, ...) keep the checkpoint. The explain stage's test is in
-``test_labels.py``."""
+"""A model or change checkpoint built under other state-shaping settings is rebuilt from history (one WARNING,
+``checkpoints_outdated``); settings that shape no state keep it. The explain stage's case: ``test_labels.py``."""
 
 from __future__ import annotations
 

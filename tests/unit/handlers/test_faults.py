@@ -326,10 +326,8 @@ def test_bad_explain_tasks_and_explanations_are_dead_letters():
 
 @pytest.mark.slow
 def test_fault_suite_bad_labels_are_dead_letters_with_reasons_and_the_stream_goes_on():
-    """Every kind of bad label, sent among a stream's labels that come 10 events late: each one
-    is one dead letter with its reason, naming its record on the labels topic; the stream's
-    predictions, outcomes and explanations are those of the run without them, and every label
-    is accounted for (learned, dead-lettered, or dropped as forwarded twice)."""
+    """Each bad label among labels 10 events late is one dead letter with its reason and record; the stream's
+    outputs are those without them, and every label is accounted for."""
     from helpers.arrivals import record_arrivals, redeliver, run_handlers
     from helpers.partition_log import PartitionLog
     from streamxai.local.demo_stream import labels_later

@@ -1,7 +1,5 @@
-"""A state whose history retention deleted: restored exactly while its checkpoint and the
-messages after it are kept; otherwise built from what remains, with one warning naming the
-stream and the offsets (needed, first kept) and the ``history_incomplete`` counter, never a
-crash. Retention, here, is a partition log whose first offsets are gone."""
+"""A state whose history retention deleted is restored exactly while its checkpoint and what follows are
+kept, else built from what remains with one warning and ``history_incomplete``, never a crash."""
 
 from __future__ import annotations
 

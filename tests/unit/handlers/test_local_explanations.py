@@ -45,10 +45,8 @@ def test_every_prediction_is_explained_by_the_model_that_made_it(groups):
 
 
 def test_a_profile_explains_target_class_whatever_the_prediction():
-    """``local_class = "target_class"`` in a stream profile: each local explanation of its streams
-    is of the probability of ``target_class``, the prediction P(target_class | x) by the model
-    that made it, the base value its mean over the background, whichever class the model
-    predicts; a stream outside the profile keeps the predicted class."""
+    """``local_class = "target_class"`` explains P(target_class | x) whichever class is predicted (base value its
+    background mean); a stream outside the profile keeps the predicted class."""
     s = settings(local=True, explain_groups=1,
                  streams={"t-*": {"local_class": "target_class", "target_class": 0}})
     chosen, predicted = list(agrawal_events("t-1", 150, seed=4)), list(agrawal_events("p-1", 150, seed=4))

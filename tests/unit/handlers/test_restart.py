@@ -239,10 +239,7 @@ def _predictions(outs):
 
 
 def test_a_stream_first_met_mid_partition_reads_no_history():
-    """The model handler meets stream b for the first time at offset 300 of a partition it has
-    handled from offset 0: it saw every message of the partition since 0, so a stream it has no
-    state for has nothing there, and it scans no history (work that would grow with the
-    partition's history)."""
+    """A stream first met mid-partition by a handler that saw the partition from offset 0 scans no history."""
     from streamxai.handlers import ModelHandler
 
     s = Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier")
@@ -264,10 +261,7 @@ def test_a_stream_first_met_mid_partition_reads_no_history():
 
 
 def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_messages(monkeypatch):
-    """After a restart the partition's one pass (offsets before the restart) serves the keys met
-    later; a key whose state began after the pass (an explainer group's first task opens it) and
-    is dropped after an error is rebuilt from all its messages, not from the pass's (none), so
-    its explanations do not silently restart."""
+    """A state opened after a restart's one pass and dropped after an error is rebuilt from all its messages."""
     from helpers.handler_inputs import settings
     from streamxai.handlers import ExplainHandler, ModelHandler
 

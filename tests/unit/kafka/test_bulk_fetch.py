@@ -1,8 +1,5 @@
-"""The worker's consumer hands the fetched records of the intake's topics to one sink, and
-acknowledges them as Faust acknowledges what an agent took: only after the sink returned, never
-across a stopped flow or a new generation, with Faust's read offsets and gaps
-(``pipeline/kafka/bulk_fetch.py``). The consumer is never started: a stub stands for aiokafka's
-fetch (``_getmany``)."""
+"""The consumer hands fetched intake records to one sink and acknowledges them only after it returned, never
+across a stopped flow or a new generation (a stub stands for aiokafka's ``_getmany``)."""
 
 from __future__ import annotations
 
@@ -110,10 +107,7 @@ def test_a_flow_stopped_or_a_new_generation_during_the_sink_acknowledges_nothing
 
 
 def test_records_fetched_again_after_a_rebalance_during_the_sink_are_handed_over_again():
-    """A rebalance while the sink ran seeks the partition back to its committed offset (the
-    read offset with it); the records must then come again. Moving the read offset past them
-    after the sink made the consumer drop them as already read: never forwarded, never
-    acknowledged, and the partition's commits stuck behind them."""
+    """Records sought back to by a rebalance during the sink come again (not dropped as already read)."""
     got = []
 
     async def run():

@@ -1,11 +1,6 @@
-"""What the change agent takes in is checked against what an explanation can be: a block of
-increments (what the change test folds in) holds at most ``emit_every`` of them (one per explained
-event since the series' last report, and no more than the explainer explained), each within what
-the explainer can produce for the stream's loss and output, and the model's loss block within
-the loss's range. Else the record is one dead letter (reason ``bad_value``): one crafted record
-gave change events the stream without it did not (a block mean of 1e300, a block claiming more
-increments than its series explained, a model loss of 1000 for a 0-1 loss). A stream's change test rebuilt by
-replay checks its history the same way (it took the crafted record in)."""
+"""The change agent's input is checked against what an explanation can be (at most ``emit_every``
+increments a block, each within the explainer's range, the loss block within the loss's): else one dead
+letter (``bad_value``), also when a rebuilt change test replays its history."""
 
 from __future__ import annotations
 

@@ -225,10 +225,8 @@ def test_a_numeric_feature_is_taken_as_number_takes_it():
 
 
 def test_the_usual_events_quick_check_gives_what_the_full_checks_give():
-    """feature_event_from's quick check of the usual event (schemas.features._usual_event) gives
-    the event the full checks give, and leaves to them whatever it does not take: random events
-    with one field or value changed to another type, range or name, or none changed. And
-    check_feature_event, given an event's fields, raises what they raise, or nothing."""
+    """The usual event's quick check gives what the full checks give, and leaves them what it does not take;
+    check_feature_event raises what they raise, or nothing."""
     import random
 
     from streamxai.schemas.features import _checked_event, check_feature_event, feature_event_from
@@ -315,10 +313,8 @@ def test_non_finite_values_are_refused_not_written_as_null():
 
 
 def test_non_finite_values_are_found_wherever_they_are():
-    """The quick check (streamxai.schemas.wire._finite), and dumps_obj with its count of the nulls
-    it wrote, refuse exactly what the walk that names the path refuses: random nested dicts, lists
-    and tuples of floats, numpy's float64, ints, booleans, strings and None, one value made
-    non-finite or none."""
+    """The quick finite check and dumps_obj's null count refuse exactly what the path-naming walk refuses, on
+    random nested values with one made non-finite or none."""
     import random
 
     import numpy as np

@@ -1,12 +1,7 @@
-"""The exact local attributions against the oracle: Shapley's formula over all 2^d coalitions.
-
-Every model is grown on a seeded random stream with numeric and nominal features, and the
-oracle (:func:`brute_force`) evaluates the model itself on every hybrid row of every coalition
-and background point. Both sides add at most ``2^10 * len(background)`` terms of size <= 1 (a
-probability) or <= 10 (a regression value), so their rounding differs by far less than 1e-9;
-1e-9 is the tolerance the issue sets, and a wrong weight, a missed route or a missed leaf
-dependence shows up at 1e-3 or more.
-"""
+"""The exact local attributions against the oracle (:func:`brute_force`: Shapley's formula over all 2^d
+coalitions, the model evaluated on every hybrid row), models grown on seeded streams. Both sides add
+at most ``2^10 * len(background)`` terms of size <= 10, so rounding differs by far less than the
+tolerance 1e-9; a wrong weight, route or leaf dependence shows at 1e-3 or more."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The leaves kept between explanations (:class:`LeafMemo`) change no value: on every event of a
-forest whose trees learn, split, deactivate leaves to bound their memory and are replaced on
-drift, the explainer that keeps them gives what an explanation afresh gives, bit for bit (and
-brute force, to 1e-9); a leaf deactivated and reactivated between two explanations without
-learning is described again."""
+"""The leaves kept between explanations (:class:`LeafMemo`) change no value: on every event of a learning,
+deactivating, drifting forest the explainer gives a fresh explanation's values bit for bit (brute force to 1e-9)."""
 
 from __future__ import annotations
 

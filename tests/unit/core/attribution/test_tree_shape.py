@@ -1,7 +1,5 @@
-"""The trees' branches kept between explanations (:class:`ShapeCache`) change no value: on every
-event of a learning model (leaves splitting, the root splitting, leaves deactivated and
-reactivated to bound memory, a forest replacing trees on drift, a nominal branch growing a
-child for a new category), the explanation with the cache equals a fresh one bit for bit."""
+"""The branches kept between explanations (:class:`ShapeCache`) change no value: on every event of a learning
+model (splits, deactivations, drift replacements, new categories) the cached explanation equals a fresh one."""
 
 from __future__ import annotations
 

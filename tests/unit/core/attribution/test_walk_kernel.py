@@ -1,7 +1,5 @@
-"""The local attribution's walk of flattened trees (``flat_walk._walk``) gives the same states in
-the same order with the compiled kernel (``tree_walk``, pipeline/core/_kernels_walk.c) and with
-numpy: on random trees and backgrounds (NaN, values equal to the thresholds, several trees), and
-for whole explanations of a learning adaptive tree, which equal brute force on either path."""
+"""The flattened trees' walk gives the same states in the same order with the compiled kernel and numpy, on
+random trees and for whole explanations of a learning adaptive tree (equal to brute force either way)."""
 
 from __future__ import annotations
 

@@ -52,10 +52,8 @@ def findings(events: list[tuple[dict, float]], loss=None) -> list:
 @pytest.mark.parametrize("target", ["class", "number"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_values_shuffled_off_their_labels_are_found(seed, target):
-    """x is linked to no other feature, and its values are about independent of each other: no
-    other test can see the shuffle. Its rank correlation with the labels (about 0.7) falls to
-    about 0 (standard error 0.07 over the 200 newest events): found once most of those are
-    shuffled, where it began."""
+    """x's shuffle shows only in its rank correlation with the labels, about 0.7 fallen to about 0 (standard
+    error 0.07 over the 200 newest events): found once most of those are shuffled, where it began."""
     events = stream(seed, target=target)
     shuffle(events, "x", random.Random(seed))
     got = findings(events)

@@ -76,12 +76,9 @@ def _labels_in_runs(t: int, rng) -> int:
 
 
 def test_a_class_that_comes_for_a_share_of_events_is_a_fault_only_where_the_model_predicts_it_worse():
-    """Labels of independent events, late flights one in five; from 3,000 to 3,400 the share
-    rises to more than half. On a stormy evening the model predicts the late flights better
-    than before (their departures were late too, which tells of it): no fault. Where the share rose because labels
-    were flipped, the model predicts the events now labelled late worse than before (it says on
-    time for the flipped ones): a class phasing in. Without the model's losses (none sent) the
-    labels alone find it."""
+    """Late flights rising from one in five to over half (3,000 to 3,400): no fault where the model predicts them
+    better than before, a class phasing in where labels were flipped (predicted worse), and found by the
+    labels alone without losses."""
     import random
 
     def found(flipped: bool, with_loss: bool = True) -> list:
@@ -177,10 +174,8 @@ def test_a_rare_class_in_runs_or_scattered_alone_gives_nothing():
 
 
 def test_labels_that_stop_for_a_growing_share_of_events_are_found_stopped_in_part():
-    """From 3,000 on the label of a growing share of events never comes (all of them by 5,000): a
-    stretch of 200 with fewer than 70% of the labels the rate before gives is found, within 1,000
-    events; labels that come for a third of the events at random give nothing (their count over
-    200 arrivals has sd 6.7 about 67: a finding asks for 4 sd fewer, beside the 30%)."""
+    """Labels stopping for a growing share are found within 1,000 events (200 with under 70% of the expected
+    count); a third coming at random gives nothing (count sd 6.7 about 67: a finding asks 4 sd fewer)."""
     import random
 
     rng = random.Random(3)

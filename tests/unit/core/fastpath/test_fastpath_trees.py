@@ -1,11 +1,6 @@
-"""Property tests of the tree fast path: on random trees grown from random streams (numeric
-and categorical features, concept drifts), white-box evaluation gives exactly -- bit for
-bit -- what calling the model gives, for every output, on random rows and on rows that
-differ from an event in one feature (unseen categories and far-out values included).
-Each test also checks that what it claims to cover happened: the fast path served the
-calls (no fallback), categorical splits were made, adaptive trees built, switched to and
-pruned alternate trees, and leaves predicted by majority class and by naive Bayes.
-"""
+"""The tree fast path gives the model's values bit for bit on random (drifting, categorical) trees, for every
+output, on random and one-feature-replaced rows; each test checks that what it covers happened (no
+fallback, categorical splits, alternate trees, majority-class and naive-Bayes leaves)."""
 
 from __future__ import annotations
 
