@@ -66,9 +66,7 @@ def commission_model(x):
     return 1.0 if x["commission"] > 0 else 0.0
 
 
-# ---------------------------------------------------------------------------------------
-# convergence to batch SAGE on a frozen model
-# ---------------------------------------------------------------------------------------
+# --- convergence to batch SAGE on a frozen model ----------------------------------------------------
 
 
 def _frozen_tree():
@@ -120,9 +118,7 @@ def test_frozen_model_converges_to_batch_sage(setup):
     assert abs(sum(values.values()) - sum(ref.values.values())) <= 4 * total_sd
 
 
-# ---------------------------------------------------------------------------------------
-# analytic ground truth: linear model, independent features, squared loss
-# ---------------------------------------------------------------------------------------
+# --- analytic ground truth: linear model, independent features, squared loss ------------------------
 
 W = {"a": 2.0, "b": 1.0, "c": 0.5, "d": 0.0}
 VAR = 1.0 / 12.0  # U(0, 1)
@@ -174,9 +170,7 @@ def test_linear_closed_form_tends_to_sage_values():
         assert linear_expected(10**9)[f] == pytest.approx(w * w * VAR, abs=1e-9)
 
 
-# ---------------------------------------------------------------------------------------
-# interventional vs observational removal on agrawal (paper §4.3)
-# ---------------------------------------------------------------------------------------
+# --- interventional vs observational removal on agrawal (paper §4.3) --------------------------------
 #
 # In river's Agrawal generator commission is 0 when salary >= 75k and U(10k, 85k) otherwise,
 # so 1[commission > 0] = 1[salary < 75k] on the data manifold. Target y = 1[salary < 75k],
@@ -238,9 +232,7 @@ def test_removal_strategies_differ_as_the_paper_argues(used, model):
     assert found["interventional"][used] > found["observational"][used] + 0.1
 
 
-# ---------------------------------------------------------------------------------------
-# conditional removal: Algorithm 4's traversal
-# ---------------------------------------------------------------------------------------
+# --- conditional removal: Algorithm 4's traversal ---------------------------------------------------
 
 
 def _ratio_of(node, branch):
@@ -326,9 +318,7 @@ def test_conditional_removal_reseeds_leaf_reservoirs_after_splits():
     assert sum(len(stores[leaf].items) for leaf, _, _ in leaves) > 50
 
 
-# ---------------------------------------------------------------------------------------
-# protocol: evaluations, no mutation, snapshots, seeds, validation
-# ---------------------------------------------------------------------------------------
+# --- protocol: evaluations, no mutation, snapshots, seeds, validation -------------------------------
 
 
 def _stream(n, seed=0):
@@ -417,9 +407,7 @@ def test_validation_messages():
     assert ISAGE(fn, "absolute", list(W)).estimator_used == "plug_in"
 
 
-# ---------------------------------------------------------------------------------------
-# SW-SAGE is batch SAGE on the window
-# ---------------------------------------------------------------------------------------
+# --- SW-SAGE is batch SAGE on the window ------------------------------------------------------------
 
 
 def test_sliding_window_sage_is_batch_sage_on_the_window():
@@ -435,9 +423,7 @@ def test_sliding_window_sage_is_batch_sage_on_the_window():
     assert sw.n_recomputed == 12
 
 
-# ---------------------------------------------------------------------------------------
-# the pipeline's defaults and what it publishes
-# ---------------------------------------------------------------------------------------
+# --- the pipeline's defaults and what it publishes --------------------------------------------------
 
 
 def test_pipeline_isage_defaults():
