@@ -31,9 +31,7 @@ def two_streams(delay=12, n=400):
 
 @pytest.mark.slow
 def test_the_in_process_reference_runs_each_stream_under_its_profile():
-    # the reference built every stream from the top-level settings: with profiles (and no
-    # top-level features) it raised "feature_names is empty"; with top-level features it would
-    # have explained every stream with the top-level model, explainers, alpha and sample rate
+    # the reference builds each stream from its own profile, not from the top-level settings
     s = delayed_settings(features=[], change_warmup=0, streams={
         "p-*": {"features": ["a", "b", "c"], "explainers": ["ipfi", "ipdp"], "grid_size": 4, "sample_rate": 0.5,
                 "change_explainers": ["ipfi"]},
@@ -234,9 +232,7 @@ def test_labels_500_events_late_rank_the_same_features_and_episodes_name_the_dri
 
 
 def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_under_the_new_settings(tmp_path):
-    # a restart with a stream's explainers and alpha changed: an explain state restored from its
-    # checkpoint would keep the old explainers (iSAGE still published, then refused by the drift
-    # handler as "not among this worker's explainers"), the old alpha and the old model
+    # a restart with a stream's explainers and alpha changed rebuilds the explain state under the new ones
     s = delayed_settings(explain_groups=1, checkpoint_every=40)
     new = s.replace(explainers=["ipfi", "ipdp"], alpha=0.02, change_explainers=["ipfi"])
     log = PartitionLog()
@@ -253,11 +249,8 @@ def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_
 
 
 def test_a_restart_that_drops_a_feature_explains_the_new_events_as_a_fresh_stream(tmp_path):
-    # a profile edited between restarts to drop a feature. The model state, rebuilt under the
-    # new features, replays none of the old events (each has a feature the profile no longer
-    # lists) and numbers the new ones from position 0; the explain state must check the old
-    # tasks against the new features too, or it learns them all (its replica with the dropped
-    # feature), reaches the old last position, and drops every new task as a duplicate
+    # a profile edited between restarts to drop a feature: the model state replays none of the old events
+    # and numbers the new from 0; the explain state checks the old tasks against the new features too
     s = delayed_settings(checkpoint_every=40)
     new = s.replace(features=["a", "b"])
     old_events = list(labels_later(threshold_events("t", 150, seed=6), 6))  # positions run ahead of seqs

@@ -43,9 +43,9 @@ def test_a_regression_feature_that_stops_mattering_is_a_change_and_its_interval_
     ipfi = next(e for e in run.explainers["reg-7"].explainers if isinstance(e, IPFI))
     k, se = ipfi.variance_factors, ipfi.stderr
     # x1's increments have been ~0 for 2,000 events: its interval is as narrow as its increments
-    assert se["x1"] < 0.05, se  # was 0.59, beside a level before of 8
+    assert se["x1"] < 0.05, se  # beside a level before of 8
     # with full correlation k is 1 + m^2 / L * 2 rho / (1 - rho) + 2 m: 4.98 for iPFI's one
-    # donor (m) from a geometric reservoir of L = 100 (rho = 1 - 1/L); was 10^7
+    # donor (m) from a geometric reservoir of L = 100 (rho = 1 - 1/L)
     assert k["x1"] <= 1 + 1 / 100 * 2 * 0.99 / 0.01 + 2 + 1e-9, k
 
 

@@ -60,7 +60,7 @@ def events(handler_for, log):
 
 
 def test_a_restart_reads_the_partition_once_for_all_its_series():
-    # before: each of the 270 series of the restart replayed in its own Kafka pass
+    # one Kafka pass for all the series, not one per series
     s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, change_warmup=10)
     log = series_log()
     uninterrupted = ChangeHandler(s)
@@ -75,9 +75,7 @@ def test_a_restart_reads_the_partition_once_for_all_its_series():
 
 
 def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
-    # the rebuild blocks until the event loop has turned while it runs: off the loop it does at
-    # once; on the loop it cannot, and its wait ends unmet (no count of wall-clock ticks, which
-    # a loaded machine may not give)
+    # the rebuild blocks until the event loop has turned: off the loop it does at once, on it never
     import threading
 
     from streamxai.agents._forward import forward
