@@ -32,7 +32,7 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     third = len(msgs) // 3
     produce_events(s, msgs[:third], rate=400)
     collect(s, "explanations", lambda ms: any(m["seq"] >= 250 for m in ms), timeout=120)
-    wait_for_commit(s, ["arrivals", "explain-tasks"])  # was a 4 s sleep for Faust's ~3 s commit interval
+    wait_for_commit(s, ["arrivals", "explain-tasks"])
     produce_events(s, msgs[third:2 * third], rate=400)
     collect(s, "explanations", lambda ms: any(m["seq"] >= 400 for m in ms), timeout=120)
     # all of it taken and committed by every stage, in the order they pass messages on, so each

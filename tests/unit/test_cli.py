@@ -282,14 +282,14 @@ def test_a_dashboard_on_an_address_of_another_host_does_not_start(capsys):
 
 
 @pytest.mark.parametrize("argv, option", [
-    (["dashboard", "--port", "99999"], "--port"),      # was OverflowError from the socket, exit 1
+    (["dashboard", "--port", "99999"], "--port"),      # not OverflowError from the socket
     (["broker", "start", "--port", "70000"], "--port"),
     (["demo", "--dashboard-port", "-1"], "--dashboard-port"),
-    (["demo", "--workers", "0"], "--workers"),         # started no worker and waited for its timeout
-    (["demo", "--n", "-5"], "--n"),                    # was an error about change_warmup, a setting not given
+    (["demo", "--workers", "0"], "--workers"),         # not a demo without workers waiting for its timeout
+    (["demo", "--n", "-5"], "--n"),                    # not an error about change_warmup, a setting not given
     (["demo", "--timeout", "0"], "--timeout"),
     (["demo", "--label-delay", "-3"], "--label-delay"),
-    (["produce", "demo", "--rate", "-1"], "--rate"),   # sent 30,000 events as fast as it could
+    (["produce", "demo", "--rate", "-1"], "--rate"),   # not 30,000 events as fast as it can
     (["produce", "demo", "--n", "0"], "--n"),
     (["tail", "features", "--max", "-1"], "--max"),    # followed the topic for ever
     (["tail", "features", "--idle", "-3"], "--idle"),  # stopped at once, printing nothing, exit 0

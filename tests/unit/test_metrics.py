@@ -141,7 +141,7 @@ def test_a_series_key_looked_up_again_is_the_one_built_whatever_the_label_order(
 
 
 def test_labels_equal_in_python_but_written_differently_stay_two_series():
-    # 1, 1.0 and True are one dict key in Python; their series are not (found in review)
+    # 1, 1.0 and True are one dict key in Python; their series are not
     m = Metrics()
     m.inc("custom", flag=1)
     m.inc("custom", flag=True)

@@ -302,9 +302,8 @@ def test_a_model_given_alone_gets_the_params_it_takes(tmp_path, monkeypatch):
 
 
 def test_a_model_given_alone_keeps_its_own_params_through_replace_and_a_spawned_worker():
-    # found in review: replace() of any other setting, and the environment a spawned worker is
-    # given (settings_env: every field), turned the computed default into given params, so a
-    # profile naming a linear model alone inherited the tree's grace_period and was refused
+    # replace() and a spawned worker's environment keep the computed default as a default: a linear
+    # model named alone takes no tree's grace_period
     from streamxai.worker import settings_env
 
     s = Settings(features=["a"], streams={"l-*": {"model": LR}})

@@ -158,7 +158,7 @@ def test_a_state_that_fails_on_every_message_is_not_rebuilt_for_every_message(mo
         out = _run(h, log, range(40, 140))
     letters = out["dead-letters"]
     assert len(letters) == 100 and "explanations" not in out  # every task accounted for
-    assert len(rebuilds) <= 8, len(rebuilds)  # was 99: one whole-history replay per task
+    assert len(rebuilds) <= 8, len(rebuilds)  # not one whole-history replay per task
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "fails on every message" in errors[0], errors  # one line says what to do
     assert {m["reason"] for m in letters} == {"explain_error", "state_error"}
