@@ -251,29 +251,20 @@ def test_produce_labels_reads_the_target_of_the_streams_profile(tmp_path, monkey
     assert all(isinstance(ev.y, float) for ev in sent)
 
 
-def test_a_worker_whose_web_port_is_taken_does_not_start(capsys):
-    # a second worker on the first one's web_port does not start: one line, a non-zero exit
+@pytest.mark.parametrize("argv, said", [
+    (["worker", "--set", "features=a,b", "--set", "web_port={port}"], ("web_port {port}", "STREAMXAI_WEB_PORT")),
+    (["dashboard", "--port", "{port}"], ("127.0.0.1:{port}", "--port")),  # before any Kafka connection
+], ids=["worker", "dashboard"])
+def test_a_command_whose_port_is_taken_does_not_start(capsys, argv, said):
+    """A worker on a taken web_port, or a dashboard on a taken --port: one line and exit 2."""
     import socket
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert main(["worker", "--set", "features=a,b", "--set", f"web_port={port}",
-                     "--bootstrap", "127.0.0.1:1"]) == 2
-    _one_line_error(capsys, f"web_port {port}", "in use", "STREAMXAI_WEB_PORT")
-
-
-def test_a_dashboard_whose_port_is_taken_does_not_start(capsys):
-    # `dashboard --port P` with P taken is one line and exit 2, before any Kafka connection
-    import socket
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        assert main(["dashboard", "--port", str(port), "--bootstrap", "127.0.0.1:1"]) == 2
-    _one_line_error(capsys, f"127.0.0.1:{port}", "in use", "--port")
+        assert main([a.format(port=port) for a in argv] + ["--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, said[0].format(port=port), "in use", said[1])
 
 
 def test_a_dashboard_on_an_address_of_another_host_does_not_start(capsys):
