@@ -347,9 +347,7 @@ def agrawal_stream(n: int, seed: int, unlabelled: tuple[int, ...] = ()) -> list[
 
 
 def arrivals_stream(n: int = 120, delay: int = 7) -> list[tuple]:
-    """Feature events (every 4th with its label in line) and the others' labels ``delay``
-    events later: one before its event, one twice, one for an unknown seq, a tenth never
-    (they expire: max_label_delay 20 in :func:`small_join`)."""
+    """Feature events (every 4th labelled inline) and labels ``delay`` later: early, twice, unknown, a tenth never."""
     evs = list(agrawal_events("s", n=n, drift_at=n // 2, seed=22))
     out: list[tuple] = []
     for ev in evs:
@@ -719,9 +717,8 @@ def test_clone_has_no_learned_state(case):
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_clone_speaks_rivers_idiom(case):
-    """A river ``Base``: ``clone(new_params)`` takes the parameters as ``_get_params()`` gives them
-    (components as ``(class, params)``), ``clone(include_attributes=True)`` goes on as the
-    original, and ``repr`` lists the parameters one a line."""
+    """river's idiom: ``clone(params)`` takes ``_get_params()``, ``clone(include_attributes=True)`` goes on as the
+    original, ``repr`` lists the parameters one a line."""
     stream = case.stream()
     half = len(stream) // 2
     a = case.make(SEED)

@@ -258,9 +258,7 @@ def test_linear_rows_keys_that_empty_the_lists_midway():
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="a Python class exports a buffer from Python 3.12 on")
 def test_linear_curves_a_buffer_that_empties_the_features():
-    """Taking the grids' (or the output's) buffer runs its __buffer__ method, which empties the
-    features: the kernel reads the features as they were when called, as with a key's __eq__
-    (it indexed the emptied list's copy by the length read before)."""
+    """A grids or output buffer whose __buffer__ empties the features: the kernel reads them as they were."""
     fs, terms, w, mean, sd = linear_args()
     pos, data = {f: i for i, f in enumerate(fs)}, np.linspace(-3.0, 3.0, 12).reshape(4, 3)
     expected = np.zeros((4, 3))

@@ -117,9 +117,7 @@ def ipdp_state(e):
 @needs_kernel
 @pytest.mark.parametrize("seed", range(3))
 def test_ipdp_fold_bit_for_bit(seed, monkeypatch):
-    """IPDP's fold of its ICE curves: random curves (flat ones, constant ones, huge and tiny
-    values, infinities) on states reached by earlier folds, with the kernel and with the
-    numpy code, from copies of the same state: the same bits everywhere."""
+    """iPDP's fold of random ICE curves (special values included) gives the same bits with the kernel and numpy."""
     import streamxai.core.explainers.ipdp as ipdp_module
     from streamxai.core.explainers.ipdp import IPDP
     from streamxai.core.model import ModelFunction

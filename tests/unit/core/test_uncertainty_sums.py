@@ -45,9 +45,7 @@ def test_one_column_is_the_same_as_that_column_among_others():
 
 
 def _one_rate(t, slow: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The moments at one rate as the tracker computed them before a report took both rates
-    in one pass: that rate's block scaled, the weights' sum (``np.add.reduce`` of the one
-    rate's weights) and the two column sums added, then the small-sample correction."""
+    """The moments at one rate computed alone: the block scaled, the weights' sum, the column sums, the correction."""
     from streamxai.core.uncertainty import _BUFFER, _PAIRS_SLOWER
 
     mom = (t._slow if slow else t._mom).copy()

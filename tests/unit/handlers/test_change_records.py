@@ -1,6 +1,5 @@
-"""The change handler takes a drift-feed record in one pass when its stream's state is here and
-every explanation of it passes its checks; otherwise message by message. Both ways give the
-same messages, states, checkpoints and counters."""
+"""A drift-feed record taken in one pass or message by message gives the same messages, states, checkpoints
+and counters."""
 
 from __future__ import annotations
 
@@ -40,9 +39,7 @@ def _feed(s: Settings) -> list:
 
 
 def _records(feed: list) -> list:
-    """``feed`` as a consumer may meet it (:func:`helpers.one_pass.crafted`): a record delivered
-    twice, one half taken and half ahead, one with a broken explanation, one with an explanation
-    of another stream, and a record of one explanation."""
+    """``feed`` as a consumer may meet it (:func:`helpers.one_pass.crafted`)."""
 
     def other(doc: bytes) -> bytes:
         d = orjson.loads(doc)

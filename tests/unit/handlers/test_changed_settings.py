@@ -41,9 +41,8 @@ def sent(handler_of, plog: PartitionLog, topic: str, partition: int, start: int,
 
 
 def restart(tmp_path, kind, s, new, plog, topic, keep):
-    """A handler of ``kind`` under ``s`` up to the middle of ``plog``, then one under ``new`` (a
-    restart that finds the first one's checkpoints); what the second one sent, what one under
-    ``new`` and one under ``s`` would have sent for the same messages, and the second handler."""
+    """A handler under ``s`` to the middle of ``plog``, then one under ``new``: what the second sent, what fresh
+    handlers under ``new`` and ``s`` would have sent, and the second handler."""
     cut = len(plog.parts[(topic, 0)]) // 2
     store = FileCheckpointStore(tmp_path, every=40, secret=SECRET)
     first, second = kind(s, checkpoints=store), kind(new, history=plog, checkpoints=store)

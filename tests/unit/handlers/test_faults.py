@@ -1,6 +1,5 @@
-"""Adversarial input at the handlers (no Kafka): whatever a producer sends, the worker stays up,
-every valid event is predicted and explained exactly once, and bad input becomes a dead letter
-with a reason."""
+"""Adversarial input at the handlers: the worker stays up, valid events are predicted and explained once, bad
+input is a dead letter with a reason."""
 
 from __future__ import annotations
 

@@ -21,9 +21,7 @@ TOL = 1e-9
 
 
 def stream(seed: int, n: int, d_num: int, d_nom: int, drift_at: int | None = None):
-    """Rows with ``d_num`` numbers in [0, 1) (two decimals, so values repeat and some features
-    of x equal the background's) and ``d_nom`` categories; a label that changes its rule at
-    ``drift_at``."""
+    """Rows of ``d_num`` two-decimal numbers (values repeat) and ``d_nom`` categories; the label's rule changes at ``drift_at``."""
     gen = random.Random(seed)
     for t in range(n):
         x = {f"n{i}": round(gen.random(), 2) for i in range(d_num)}
@@ -204,9 +202,7 @@ def test_numeric_trees_walk_level_by_level(make):
     lambda: forest.ARFClassifier(n_models=3, grace_period=30, delta=0.05, leaf_prediction="nb", seed=2),
 ], ids=["ht", "hat", "arf"])
 def test_pure_leaves_and_far_values(make):
-    """A label without noise leaves naive Bayes leaves that saw one class (its probability is 1
-    whatever the row); x far outside the stream's values makes the leaves' votes differ by
-    thousands (their exponentials overflow). Both classes, against the oracle."""
+    """Naive Bayes leaves that saw one class, and x so far out that the leaves' votes overflow: both classes exact."""
     model, rows = make(), []
     for x, _ in stream(16, 1500, 5, 0):
         model.learn_one(x, x["n0"] > 0.5)
@@ -287,9 +283,7 @@ def test_shares_spread_alike_summed_per_mask_or_point_by_point(d, monkeypatch):
 
 @pytest.mark.parametrize("k", [0, 3, 7])
 def test_shares_settle_values_as_votes(k):
-    """A route handed over as its values over the subsets (add_values, already scaled) settles
-    as the same route handed over as naive Bayes votes (add_votes), point by point (k < 6) and
-    by groups of points."""
+    """A route handed over as values (add_values) settles as the same route handed over as votes (add_votes)."""
     from streamxai.core.attribution.coalitions import masks
 
     gen = np.random.default_rng(k)

@@ -123,9 +123,7 @@ def test_invalid_input_is_refused():
 
 
 def test_leaf_memo_gives_the_values_of_a_fresh_walk():
-    """What the explainer keeps about a forest's leaves between explanations (while a leaf
-    learns nothing) changes no value: each explanation equals one computed from scratch, while
-    the forest learns and the explained class changes."""
+    """The kept leaves change no value: each explanation of a learning forest, the class changing, equals a fresh one."""
     from river import forest
 
     gen = random.Random(6)

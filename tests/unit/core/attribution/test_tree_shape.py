@@ -11,9 +11,8 @@ from streamxai.core.attribution.leaf_table import LeafMemo
 
 
 def _explain_every_event(model, stream, label, names, background, memo: LeafMemo) -> dict:
-    """Explain each event with ``memo`` and afresh before the model learns it; count the
-    shapes kept, read anew for a tree met before, the trees met and the events where a tree with
-    a shape had inactive leaves."""
+    """Explain each event with ``memo`` and afresh before the model learns it; count shapes kept, reread, trees met,
+    and events where a tree with a shape had inactive leaves."""
     seen = {"kept": 0, "read again": 0, "trees": set(), "inactive": 0}
     last: dict = {}
     for i, r in enumerate(stream):

@@ -81,9 +81,7 @@ def test_tree_walk_leaves_the_unusual_to_numpy():
 
 
 def test_adaptive_tree_values_are_exact_and_the_same_on_either_path(monkeypatch):
-    """An adaptive tree with naive Bayes leaves explained as it learns, with the memo the
-    explainer keeps: each explanation equals one computed from scratch, with the kernel and
-    with numpy alike, and the last equals brute force to 1e-9."""
+    """A learning adaptive tree's explanations equal fresh ones with the kernel and with numpy, the last brute force."""
     data = [({k: float(v) for k, v in x.items()}, y)
             for x, y in synth.Agrawal(classification_function=1, seed=3).take(700)]
     names = list(data[0][0])

@@ -77,9 +77,7 @@ def test_ipdp_changes_alone_never_page():
 
 
 def test_an_effect_that_flaps_between_two_levels_is_news_once_and_a_new_level_again():
-    """The iPDP of a flaps between 0.1 and 0.4 every 400 events (a young adaptive tree switching
-    subtrees) and moves from 0.1 to 0.8 at event 6,000: its first flap is a change event, the flaps back and
-    forth within the range it held lately are not, and the move to a level it never held is."""
+    """An effect flapping between 0.1 and 0.4 is a change event once; a move to 0.8, a level never held, again."""
     def levels(t):
         effect = 0.8 if t >= 600 else (0.1, 0.4)[t // 40 % 2]
         return {("ipfi", "a"): 0.4, ("ipdp", "a"): effect}
@@ -116,9 +114,7 @@ def test_a_rise_of_the_loss_with_a_fall_of_the_effect_of_what_the_model_leans_on
 
 
 def test_the_loss_is_a_series_of_its_own_and_its_rise_pages():
-    """The model's loss rises 0.2 -> 0.35 at event 3,000 while no explanation moves (a drift the
-    explanations do not see): the loss's own test reports a change of ``model/loss`` with the
-    explanations split at its cut, and its episode is a degradation, which pages."""
+    """A loss rising with no explanation moving is a ``model/loss`` change whose degradation episode pages."""
     levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.1}  # noqa: E731
     rise = lambda t: Block(10, 0.2 if t < 300 else 0.35, 1.6)  # noqa: E731
     det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0)
@@ -151,9 +147,7 @@ def test_a_change_confirmed_long_after_it_began_is_reported_without_a_page():
 
 
 def test_a_model_that_gives_up_its_most_important_feature_is_not_learning():
-    """a and b trade places at event 3,000 while the loss falls 0.3 -> 0.2: the model got better,
-    but it no longer relies on what it relied on most -- a reliance shift, which pages. b rising
-    beside a at the same falling loss is the model learning, which does not."""
+    """a and b trading places at a falling loss is a reliance shift, which pages; b rising beside a is learning."""
     falling = lambda t: Block(10, 0.3 if t < 300 else 0.2, 1.6)  # noqa: E731
     for swap, kind, alert in ((True, "reliance_shift", True), (False, "learning", False)):
         levels = lambda t, s=swap: {("ipfi", "a"): 0.4 if (t < 300 or not s) else 0.0,  # noqa: E731
@@ -164,9 +158,7 @@ def test_a_model_that_gives_up_its_most_important_feature_is_not_learning():
 
 
 def test_a_reliance_shift_at_a_flat_loss_pages_when_the_reliance_explainers_agree():
-    """b rises at event 3,000 at a flat loss. With iPFI and iSAGE running, it pages when both
-    see b move, not when iPFI alone does (iSAGE keeps b at 0: two estimators of reliance
-    disagree); with iPFI the only reliance explainer, iPFI alone pages."""
+    """b rising at a flat loss pages when iPFI and iSAGE both see it (iPFI alone when it is the only reliance explainer)."""
     for isage_moves, explainers, paged in ((True, ("ipfi", "isage"), True), (False, ("ipfi", "isage"), False),
                                            (False, ("ipfi",), True)):
         def levels(t, m=isage_moves, ex=explainers):

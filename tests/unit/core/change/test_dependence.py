@@ -1,6 +1,5 @@
-"""The long-run variance factor of streamxai.core.change.dependence and what it does to the change
-test: serially dependent increments (a real stream's seasons, a learning model's wandering
-effects) keep the false-alarm bound, independent ones keep their power."""
+"""The long-run variance factor (streamxai.core.change.dependence): serially dependent increments keep the
+change test's false-alarm bound, independent ones its power."""
 
 from __future__ import annotations
 

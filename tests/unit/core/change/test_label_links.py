@@ -1,6 +1,5 @@
-"""A feature cut from its labels: values shuffled between events keep their distribution and their
-order, and lose their link with the labels (:mod:`streamxai.core.change.label_links`, through
-:class:`~streamxai.core.change.inputs.InputMonitor`)."""
+"""A feature cut from its labels (values shuffled between events) keeps its distribution and order and loses its
+link with the labels (:mod:`streamxai.core.change.label_links`, through InputMonitor)."""
 
 from __future__ import annotations
 
@@ -14,9 +13,7 @@ AT = 3000
 
 
 def stream(seed: int, n: int = AT + 1000, target: str = "class") -> list[tuple[dict, float]]:
-    """Events of three features drawn independently of each other; the label goes with ``x``
-    (a class: a late flight after a late departure; or a number of many values), not with ``a``
-    and ``b``."""
+    """Three independent features; the label (a class, or a number) goes with ``x`` only."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
@@ -154,9 +151,7 @@ def serial_stream(seed: int) -> list[tuple[dict, float]]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_feature_that_follows_itself_is_found_only_once_its_order_is_lost_too(seed):
-    """Labels flipped on 45% of the events keep the classes' shares at a half each and weaken
-    x's link to about a tenth of what it was, as a shuffle cuts it; but the shuffle also breaks
-    the order of x's values, and the flip leaves it: only the shuffle is x's fault."""
+    """Labels flipped on 45% weaken x's link as a shuffle does but leave x's order: only the shuffle is x's fault."""
     flipped = serial_stream(seed)
     rng = random.Random(seed)
     flipped[AT:] = [(x, 1.0 - y if rng.random() < 0.45 else y) for x, y in flipped[AT:]]
@@ -170,9 +165,7 @@ def test_a_feature_that_follows_itself_is_found_only_once_its_order_is_lost_too(
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_stretch_whose_labels_are_all_one_class_says_nothing_of_the_link(seed):
-    """Low visibility comes in spells: a calm 200-event stretch of the reference holds no event
-    of the rare class, so it tells nothing of x's link, and the other stretches still hold it:
-    the shuffle of the newest 200 values is found."""
+    """A reference stretch without the rare class tells nothing of x's link; the others still find the shuffle."""
     import numpy as np
     from streamxai.core.change.label_links import label_unlinked
 
@@ -189,9 +182,7 @@ def test_a_stretch_whose_labels_are_all_one_class_says_nothing_of_the_link(seed)
 
 
 def test_the_labels_that_go_with_another_feature_otherwise_are_a_concept_that_moved():
-    """x shuffled in the newest 200 events leaves the labels' means in a's parts as they were;
-    labels that go with a in the newest events (a concept that moved to a, as agrawal's
-    functions switch) change them."""
+    """A shuffle of x leaves the labels' means in a's parts; labels moving to a (a concept change) change them."""
     import numpy as np
     from streamxai.core.change.label_links import _others_moved, _part, _targets, midranks
 

@@ -125,9 +125,7 @@ def _labels_switching(rng, p: float, y: int) -> int:
 
 
 def test_volatile_stretches_of_a_smooth_label_stream_give_nothing_and_flips_are_found():
-    """Runs of about six events (ratio about 0.7) with 200 events of runs of about three every
-    2,000 (ratio about 1.2, as real labels have in volatile stretches) give no finding; from
-    15,000 on three labels in ten are flipped (ratio about 2), which is found within 200 labels."""
+    """Volatile stretches of runs (ratio about 1.2) give nothing; flips from 15,000 (ratio about 2) are found within 200."""
     import random
 
     rng, flips, watch, found, y = random.Random(7), random.Random(8), LabelWatch(), [], 0

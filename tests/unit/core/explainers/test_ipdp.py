@@ -503,9 +503,7 @@ def test_a_feature_whose_pd_curve_is_flat_has_increments_zero(const, pure_python
 
 @pytest.mark.parametrize("pure_python", [False, True])
 def test_a_feature_that_turns_constant_has_increments_zero_once_its_grid_is_one_point(pure_python, monkeypatch):
-    """A feature the model uses that stops varying: once its window holds one value, its grid is
-    that point and each event's ICE curve is flat, so its increment is exactly 0, while its PD
-    curve still carries the spread of before (decaying)."""
+    """A used feature that stops varying has increments exactly 0 once its grid is one point; its PD still decays."""
     import streamxai.core.explainers.ipdp as ipdp_module
 
     if pure_python:

@@ -174,9 +174,7 @@ def test_exact_pfi_is_scaled_expectation_over_all_permutations():
 
 
 def test_smoothing_starts_with_first_increment_so_static_estimate_is_unbiased():
-    """phi_t0 := lambda_t0 (the paper's definition): the weights sum to one from t0 on, so
-    E[phi_t] = PFI already after a few events, where a zero start would give
-    (1 - (1 - alpha)^(t - t0 + 1)) PFI (Theorem 2's bias)."""
+    """phi_t0 := lambda_t0: E[phi_t] = PFI after a few events, not (1 - (1 - alpha)^(t - t0 + 1)) PFI (Theorem 2's bias)."""
     alpha, events, runs = 0.1, 6, 1000
     finals = []
     for seed in range(runs):

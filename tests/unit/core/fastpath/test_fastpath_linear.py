@@ -286,9 +286,7 @@ def test_a_kept_scope_follows_x_reordered_in_place():
 
 
 def test_a_kept_scope_follows_x_changed_in_place_after_another_row():
-    """The scope may have summed x's products, then been kept (not prepared) for another row y
-    that failed before use; x changed in place afterwards must not be summed from the old
-    products (the identity guard compared x with y's copy, not with the row the scope holds)."""
+    """x changed in place after its kept scope served a failing row y is not summed from x's old products."""
     model = linear_model.LinearRegression()
     model.learn_one({"a": 1.0, "b": 1.0}, 1.0)
     model._weights["a"], model._weights["b"], model.intercept = 1.0, 1.0, 0.0

@@ -224,9 +224,7 @@ def test_models_it_does_not_know_are_called():
 @pytest.mark.parametrize("make", [lambda: tree.HoeffdingTreeClassifier(grace_period=30, leaf_prediction="nb"),
                                   lambda: forest.ARFClassifier(n_models=3, seed=1, leaf_prediction="nb")])
 def test_a_kept_scope_follows_x_changed_in_place_after_another_row(make):
-    """A kept tree scope holds x's path and its naive Bayes leaves' factors by x's identity; a
-    row that takes the scope and fails before use (Unsupported) must not leave x's parts in it
-    unwatched: x changed in place is then predicted from its new values."""
+    """x changed in place after a failing row took its kept tree scope is predicted from its new values."""
     model, seen = make(), []
     for x, y in random_stream(3, 800):
         model.learn_one(x, y)
