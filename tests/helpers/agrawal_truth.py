@@ -18,10 +18,9 @@ SALARIES = (20000 + 10 * (np.arange(13000) + 0.5))[None, :]    # 1 x 13000
 
 
 def agrawal_f1(x):
-    """River's classification function 1 on a dict (the frozen model); it reads ``age`` (uniform on 20..80)
-    and ``salary`` (uniform on [20k, 150k]). With marginal removal every other feature's SAGE value is 0 and
-    the two-player Shapley formula gives the rest, from expectations over all ages and a salary midpoint
-    grid of cells of 10 (exact for the 0/1 model; below 1e-6 off for ``0.1 + 0.8 f1``)."""
+    """River's classification function 1 (the frozen model; reads ``age`` on 20..80 and ``salary`` on [20k, 150k]):
+    other features' SAGE values are 0, the two-player Shapley formula gives the rest, on an age and salary
+    grid exact for the 0/1 model (below 1e-6 off for ``0.1 + 0.8 f1``)."""
     age, salary = x["age"], x["salary"]
     if age < 40:
         return 1 if 50000 <= salary <= 100000 else 0

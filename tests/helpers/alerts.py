@@ -32,9 +32,8 @@ class Pager:
 
 
 def stepped_explanations(emit_every: int, n: int = 1200, shift_at: int = 600, seed: int = 11) -> PartitionLog:
-    """Explanations of iPFI on ``age`` and ``car`` of stream ``d`` on ``explanations[0]``, blocks
-    of ``emit_every`` increments (sd 0.2) whose levels step by 0.3 and 0.2 at point ``shift_at``
-    while the model's loss steps from 0.1 to 0.3: a degradation, which alerts by default."""
+    """iPFI explanations of ``age`` and ``car`` of stream ``d`` stepping at ``shift_at`` with the loss 0.1 -> 0.3:
+    a degradation, which alerts."""
     rng, log = random.Random(seed), PartitionLog()
     k = emit_every
     for i in range(n):

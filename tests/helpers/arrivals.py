@@ -55,9 +55,8 @@ def redeliver(log: PartitionLog, offsets: Iterable[int]) -> None:
 
 
 def batched(log: PartitionLog, window: int) -> PartitionLog:
-    """The arrivals of ``log`` as the intake agent records them when it takes up ``window``
-    records at a time (:meth:`IntakeHandler.on_batch`: one record per stream and window, in
-    the batch form when it carries more than one message), each at its window's first timestamp."""
+    """The arrivals of ``log`` as the intake records them taking ``window`` records at a time (one record per stream
+    and window), each at its window's first timestamp."""
     intake, out = IntakeHandler(Settings()), PartitionLog()
     part = log.parts.get((ARRIVALS, 0), [])
     for start in range(0, len(part), window):

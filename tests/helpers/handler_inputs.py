@@ -56,9 +56,8 @@ def explanation_msg(stream_id, explainer, feature, seq, value, block, n_explaine
 
 
 def run_handlers(s: Settings, events: list, handlers: dict | None = None) -> dict[str, list[dict]]:
-    """Feature events (or raw bytes) through the model, explain and change handlers of one
-    worker, in process; every message they send, decoded, by topic. ``handlers``: a dict that
-    gets the three handlers (by stage), to look at their state after the run."""
+    """Feature events (or raw bytes) through one worker's three handlers in process: every message sent, decoded,
+    by topic (``handlers`` gets the handlers by stage)."""
     model, explain, change = ModelHandler(s), ExplainHandler(s), ChangeHandler(s)
     if handlers is not None:
         handlers.update(model=model, explain=explain, change=change)

@@ -1,6 +1,5 @@
-"""Messages of the output topics in the versions the workers send and the views read, for the
-tests of the views: :func:`shaped` gives a test's fields the topic's ``schema`` and each seq
-field its position (equal to the seq, as while labels come in line), unless the test gives them."""
+"""Output-topic messages in the versions workers send: :func:`shaped` adds a test's fields the ``schema`` and
+each seq field's position (equal to the seq), unless given."""
 
 from __future__ import annotations
 

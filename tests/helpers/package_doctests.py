@@ -1,6 +1,4 @@
-"""A pytest plugin (``-p helpers.package_doctests`` in pyproject.toml) that collects the
-docstring examples of the package's modules under their installed names.
-"""
+"""A pytest plugin (``-p helpers.package_doctests``) collecting the package's doctests under installed names."""
 
 from __future__ import annotations
 

@@ -54,9 +54,8 @@ def explanation_values(msgs: Iterable[dict]) -> dict[tuple[str, int, str, str], 
 
 
 def recorded_arrivals(s: Settings, batches: list[int] | None = None) -> list[Recorded]:
-    """The arrivals topic as the reference reads it: every message (a record may carry several,
-    the intake's batch form) with its record's timestamp and its origin; the size of each batch
-    is appended to ``batches``."""
+    """The arrivals topic as the reference reads it: every message with its record's timestamp and origin
+    (each batch's size appended to ``batches``)."""
     history, out = PartitionHistory(s), []
     topic = s.topic("arrivals")
     for p in range(s.partitions):
@@ -191,9 +190,7 @@ def committed(s: Settings, topic: str) -> tuple[int, int]:
 
 
 def wait_for_commit(s: Settings, topics: Iterable[str], at_least: int | None = None, timeout: float = 60.0) -> None:
-    """Until the workers' group has committed, on each of ``topics`` (short names), ``at_least``
-    messages (None: every message on it now, so whatever the workers were given is processed
-    and its outputs are flushed)."""
+    """Until the workers' group has committed ``at_least`` messages on each of ``topics`` (None: all there now)."""
     for topic in topics:
         def enough(topic: str = topic) -> bool:
             done, ends = committed(s, topic)
@@ -223,8 +220,6 @@ sys.exit(main(["worker", "--loglevel", "warning", "--roles", "{roles}"]))
 
 
 def killed_after_commit(topic: str, at_least: int, roles: str = "model,explain,change") -> str:
-    """The code of a worker (``python -c``) that SIGKILLs itself right after a commit that took
-    its ``topic`` records (short name) to ``at_least`` or past: what it has committed then is
-    all a restart knows of."""
+    """A worker's code (``python -c``) that SIGKILLs itself right after committing ``at_least`` ``topic`` records."""
     return _KILLED_AFTER_COMMIT.format(topic=topic, at_least=at_least, roles=roles)
 

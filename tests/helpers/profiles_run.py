@@ -37,9 +37,7 @@ PROFILES = {
 
 @dataclass
 class ProfilesRun:
-    """The run is made once per test session (``two_profiles_run`` in tests/integration/conftest.py)
-    and read by the tests of the pipeline, the command line and the dashboard.
-    """
+    """The run, made once per session (``two_profiles_run``) and read by the pipeline, CLI and dashboard tests."""
     settings: Settings
     n: int
     drift_at: int

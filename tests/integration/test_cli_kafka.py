@@ -102,9 +102,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_demo_stopped_with_sigterm_stops_its_workers_and_dashboard(bootstrap, tmp_path):
-    """``timeout 30 streamxai demo`` (SIGTERM, as `timeout`, systemd or a CI job's cancel send
-    it) stops the demo's workers, its dashboard and a broker it started, as after Ctrl-C, leaving
-    nothing running, and exits 130."""
+    """A demo stopped by SIGTERM stops its workers, dashboard and broker as after Ctrl-C, and exits 130."""
     import os
     import signal
     import subprocess

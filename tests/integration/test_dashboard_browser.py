@@ -266,9 +266,8 @@ def _episode(seq: int, kind: str, alert: bool, status: str = "closed", **over) -
 
 
 def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
-    """Each episode's kind in the table, alerts marked (badge, row and the shading on the charts
-    in red); an open episode says so and its closed message replaces it; a data fault says which
-    feature's inputs to check, how, and how much the model relied on it."""
+    """Episodes show their kind, alerts stand out in red, an open episode says so until closed, and a data fault
+    says which inputs to check, how, and how much the model relied on them."""
     driver = _browser()
     from streamxai.local.dashboard import DashboardState
 
@@ -380,9 +379,7 @@ return u.series.slice(1).map((s, i) => [s.label, s.stroke && s.stroke(u, i + 1),
 
 
 def test_the_loss_chart_draws_the_model_loss_once_where_it_can_be_seen(tmp_path):
-    """The model's loss is one series per stream: the model-loss chart's legend lists it once,
-    not once per explainer ("ipfi model loss", "isage model loss", ...) with copies hidden under
-    the predictions' rolling loss."""
+    """The model-loss chart's legend lists the model's loss once per stream, not once per explainer."""
     import io
 
     import numpy as np
@@ -719,9 +716,8 @@ return {
 
 
 def _check_waterfall(got, msg):
-    """The page's bars are ``msg``'s numbers: each listed value as sent, the features left out in
-    one bar of their sum (``rest``), chained from the base value (the lowest bar's start, a dotted
-    line) up to the prediction (the top bar's end, a dotted line), in numbers and in pixels."""
+    """The page's bars are ``msg``'s numbers (the rest as one bar), chained from the base value to the prediction,
+    in numbers and in pixels."""
     from streamxai.local.markers import level_text
 
     rows = got["rows"]
@@ -878,9 +874,7 @@ def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_num
 
 
 def test_the_waterfall_of_a_worker_s_local_explanations_read_from_the_topic(bootstrap, tmp_path):
-    """A worker with local on, the dashboard reading its topics: the page's waterfall is the one
-    of the newest message on the local-explanations topic, and an event chosen by seq (the own
-    envelope has no event_id) is that seq's message."""
+    """With a worker's local explanations, the waterfall shows the newest message, or that of a chosen seq."""
     from helpers.pipeline_runs import collect
     from streamxai.local.demo_stream import agrawal_events
 

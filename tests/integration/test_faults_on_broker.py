@@ -187,9 +187,7 @@ def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
 
 
 def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
-    """max_lag_s on and a burst, so the explainer sheds; SIGKILL mid-burst; the restarted worker
-    replays with the recorded decisions, so it does not explain the events the first run shed
-    and the group's count of explained events does not jump at the restart."""
+    """A worker SIGKILLed mid-burst while shedding replays with the recorded decisions: its explained count does not jump."""
     import signal
 
     from streamxai.local.ports import free_port

@@ -73,9 +73,7 @@ def test_hops_and_outputs_through_their_two_clients_are_each_on_their_topic_in_o
 
 
 def test_a_keyed_output_goes_to_the_partition_fausts_producer_sends_it_to(bootstrap):
-    """librdkafka's default partitioner is not the Java client's: with it, a stream's arrivals
-    would move to another partition at the upgrade and its state split in two. murmur2_random
-    is aiokafka's DefaultPartitioner, which Faust's producer used."""
+    """Keyed outputs use murmur2_random (aiokafka's DefaultPartitioner), so a stream keeps its partition."""
     import faust
 
     s = _settings(bootstrap, partitions=5)
@@ -110,9 +108,8 @@ def test_a_keyed_output_goes_to_the_partition_fausts_producer_sends_it_to(bootst
 
 
 def test_batches_stay_within_max_dead_letter_bytes_which_the_broker_takes(bootstrap, admin, tmp_path):
-    """With the topic taking 64 KiB and max_dead_letter_bytes at 60 KiB, 40 outputs of 14 KB handed
-    over at once are all on the topic, in order; batches of the default 256 KiB would be refused
-    whole by that topic (the control, which shows the check can fail)."""
+    """40 outputs of 14 KB to a topic taking 64 KiB (max_dead_letter_bytes 60 KiB) are all on it in order; batches
+    of 256 KiB are refused whole (the control)."""
     from confluent_kafka.admin import NewTopic
 
     def run(s: Settings) -> Outbox:

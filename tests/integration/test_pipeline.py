@@ -1,6 +1,4 @@
-"""The whole pipeline on a real broker: worker processes, seeded streams, exact values.
-Each test gets its own topic prefix and consumer group (a uuid), so tests are independent.
-"""
+"""The whole pipeline on a real broker: worker processes, seeded streams, exact values; a uuid prefix and group each."""
 
 from __future__ import annotations
 

@@ -109,9 +109,7 @@ def test_a_workers_batches_hold_more_than_fausts_16_kib_but_no_more_than_max_dea
 
 
 def test_a_keyed_output_goes_to_the_partition_faust_would_send_it_to_also_after_a_metadata_refresh(bootstrap):
-    """The Appender keeps a key's partition (aiokafka's murmur2 in Python otherwise runs per
-    send): each key lands where Faust's own send puts it, before and after the client's
-    metadata is refreshed (which empties what it kept)."""
+    """Each key lands where Faust's own send puts it, before and after a metadata refresh."""
     import faust
     from streamxai.agents._forward import Outbox
     from streamxai.handlers import Out

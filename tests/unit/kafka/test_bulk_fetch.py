@@ -86,9 +86,7 @@ def test_nothing_is_acknowledged_before_the_sink_returns():
 
 
 def test_a_flow_stopped_or_a_new_generation_during_the_sink_acknowledges_nothing():
-    """A rebalance began while the sink ran: Faust seeks back to the committed offsets and the
-    records come again (the model handler knows them by their origin); acknowledging them now
-    could commit them for a partition this worker no longer holds."""
+    """A rebalance during the sink acknowledges nothing (the records come again after Faust seeks back)."""
 
     async def run(what):
         async def sink(fetched):
@@ -147,9 +145,7 @@ def test_a_stopped_flow_hands_nothing_over():
 
 
 def test_records_before_the_read_offset_are_skipped_and_a_gap_is_passed_by_commits():
-    """As Faust's drain loop: a record fetched again below what was handed over is skipped,
-    and offsets missing from a partition (a transaction's marker, compaction) do not hold its
-    commits back."""
+    """Records fetched again below the read offset are skipped, and offset gaps do not hold commits back."""
     got = []
 
     async def sink(fetched):
@@ -265,9 +261,7 @@ def test_the_records_of_one_fetch_go_to_each_topics_sink_in_the_order_they_came(
 
 
 def test_the_partitions_handed_to_the_sink_count_as_started_for_fausts_stall_check():
-    """Faust's consumer logs an ERROR for a partition with records waiting that no stream has
-    taken from within ``stream_processing_timeout``; the bulk path takes them, so it records when
-    (``Monitor.stream_inbound_time``), before the sink runs, for the partitions it hands over only."""
+    """The partitions handed to the sink get ``Monitor.stream_inbound_time`` set before the sink runs, they only."""
     seen = {}
 
     async def run():

@@ -47,9 +47,7 @@ def _consumer():
 
 
 def test_handover_runs_the_callback_and_a_paused_flow_interrupts_a_blocked_one():
-    """The fetcher's hand-over (callback raced against suspend_flow.wait()) in one task: it hands
-    the record over, and a hand-over blocked on a full buffer ends when the flow pauses (a
-    rebalance), without the record, as with mode's wait_first; mode still does other waits."""
+    """The fetcher's hand-over hands the record over in one task, and a paused flow ends a blocked one without it."""
 
     async def run():
         with _consumer() as consumer:
@@ -188,9 +186,7 @@ def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
 
 
 def test_the_consumer_records_the_commits_the_broker_accepted_and_no_other():
-    """The checkpoint stores keep the newest checkpoint a commit covers, so they must learn only
-    commits that happened: Faust's Monitor.on_tp_commit is also called after a commit refused
-    (e.g. "already rebalanced": the consumer thread's commit returns False)."""
+    """The checkpoint stores learn only commits the broker accepted, not refused ones."""
     from streamxai.kafka.committed_offsets import CommittedOffsets
 
     async def run():
@@ -239,9 +235,7 @@ async def _commit_with(outputs, offset: int, order: list) -> bool:
 
 
 def test_the_consumer_flushes_the_agents_output_producer_before_it_commits():
-    """The agents' outputs go through their own producer (OutputProducer), not Faust's, whose
-    flush Faust's commit awaits: an offset may be committed only once the outputs made from the
-    messages before it are acknowledged, so the consumer flushes that producer first."""
+    """The consumer flushes the agents' OutputProducer before it commits."""
     order = []
 
     class Outputs:
@@ -270,9 +264,7 @@ def test_no_commit_follows_a_failed_flush_of_the_agents_outputs():
 
 
 def test_the_quiet_monitor_keeps_only_when_each_partitions_stream_last_took_a_record():
-    """Faust's consumer reads ``stream_inbound_time`` to tell a stalled partition from a busy one
-    (an ERROR for every partition with records waiting if it is never set); the per-message
-    statistics stay off."""
+    """The quiet monitor keeps ``stream_inbound_time`` (for Faust's stall check) and no per-message statistics."""
     monitor = QuietMonitor()
     tp = TP("t", 3)
     before = time.monotonic()

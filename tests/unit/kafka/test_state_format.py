@@ -1,6 +1,5 @@
-"""Checkpoints written by another version of the code: a state format in the seal, and a state
-that fails after it was restored (the rebuild falls back to the whole history once; a state that
-fails on every message is not rebuilt for every message)."""
+"""Checkpoints of another code version: a state format in the seal, and a restored state that fails is
+rebuilt from the whole history once, not for every message."""
 
 from __future__ import annotations
 
@@ -111,9 +110,7 @@ def test_the_seal_names_the_river_release_and_refuses_another(tmp_path, monkeypa
 
 
 def test_a_restored_state_that_fails_is_rebuilt_from_the_whole_history_once(tmp_path, caplog):
-    """A restarted explainer group that unpickles an older state whose classes have changed
-    fails on its first task and is rebuilt from the whole history once, not from the same
-    checkpoint for every task, forever."""
+    """An explainer group whose restored older state fails is rebuilt from the whole history once, not per task."""
     s = _settings()
     log = _tasks(s)
     whole = _run(ExplainHandler(s), log, range(120))
