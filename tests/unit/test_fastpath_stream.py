@@ -104,9 +104,7 @@ def test_the_worker_metrics_say_which_path_each_stream_uses():
 
 @pytest.mark.parametrize("name", ["hat", "logistic", "arf"])
 def test_a_kept_scope_follows_the_model_and_x_even_without_being_told(name):
-    """A shared evaluator keeps a leaf's factors and x's partial sums between calls (and a
-    forest its leaf plans between scopes); it must still notice a learn_one nobody reported
-    and an x changed in place."""
+    """A shared evaluator's kept factors and sums notice an unreported learn_one and an x changed in place."""
     from streamxai.core.fastpath import compile_model
     from streamxai.core.model import ModelFunction
 

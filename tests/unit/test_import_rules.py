@@ -80,9 +80,7 @@ def import_cycle(mods: dict[str, set[str]]) -> list[str]:
 
 
 def test_no_import_cycles():
-    """Over every module of pipeline, agents and schemas, counting every import (also those for
-    annotations only, under ``TYPE_CHECKING``): a cycle means two modules that cannot be read or
-    tested apart (``Out`` has its own module for that reason, as has checkpoint sealing)."""
+    """No import cycles among pipeline, agents and schemas, ``TYPE_CHECKING`` imports included."""
     mods = modules("pipeline", "agents", "schemas")
     assert {"streamxai.handlers.common", "streamxai.kafka.checkpoints", "streamxai.agents._forward", "streamxai.schemas.wire"} <= set(mods)
     assert import_cycle(mods) == []
@@ -109,9 +107,7 @@ FOLDER_IMPORT = re.compile(r"(?:^|;)\s*(?:>>> |\.\.\. )?\s*(?:from|import) (?:pi
 
 @pytest.mark.parametrize("folder", ["pipeline", "agents", "schemas", "tests"])
 def test_nothing_imports_a_folder_by_its_name(folder):
-    """The folders install as ``streamxai``, ``streamxai.agents`` and ``streamxai.schemas``: an
-    ``import schemas`` (in code or in a docstring example) works only in a checkout, and then
-    loads a second copy of each module."""
+    """No ``import schemas`` (by folder name), in code or docstring examples: it works only in a checkout."""
     found = [f"{path.relative_to(ROOT)}: {m.group(0).strip()}" for path in sorted((ROOT / folder).rglob("*.py"))
              for m in FOLDER_IMPORT.finditer(path.read_text())]
     assert found == []

@@ -96,9 +96,7 @@ def test_labels_in_line_keep_seq_as_position_and_the_values_of_before():
 @pytest.mark.slow
 @pytest.mark.parametrize("checkpoint_every", [0, 60])
 def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoint_every):
-    """The model, explain and change handlers die at one offset each (as after a SIGKILL: their
-    states are gone) and the intake forwards a stretch of arrivals a second time; the new
-    handlers rebuild from checkpoints and replay, and publish what the uninterrupted run did."""
+    """Each handler dying at one offset, and a stretch of arrivals forwarded twice, still publish the uninterrupted run."""
     s = delayed_settings(checkpoint_every=checkpoint_every)
     msgs = two_streams()
     log = PartitionLog()

@@ -151,9 +151,7 @@ def test_labels_equal_in_python_but_written_differently_stay_two_series():
 
 
 def test_the_lag_gauges_fall_to_zero_once_everything_is_taken_up():
-    """A backlog drained and nothing more arriving: every lag gauge reads 0, none keeps the last
-    task's age; an empty partition (high watermark 0) has lag 0; a partition no longer assigned
-    has no gauge (its new owner reports it)."""
+    """After a drained backlog every lag gauge reads 0 (an empty partition too); an unassigned partition has none."""
     m = Metrics()
     m.processed("t.explain-tasks", 1, 10)
     m.gauge("explanation_lag_seconds", 42.0)  # the last task was 42 s old when it was taken up

@@ -1,6 +1,5 @@
-"""Stream profiles: ``[streams."<glob>"]`` tables give streams of one deployment their own
-features, model and explainers; bad tables stop the worker with one line; a stream no profile
-matches, or with other features than its profile's, becomes a dead letter that says why."""
+"""Stream profiles give streams their own features, model and explainers; bad tables stop the worker with one
+line; an unmatched or mismatched stream is a dead letter saying why."""
 
 from __future__ import annotations
 

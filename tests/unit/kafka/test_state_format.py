@@ -196,9 +196,8 @@ def _shapes(*roots) -> dict[str, list[str]]:
 
 
 def _states() -> dict[str, list]:
-    """The states a worker checkpoints, as they read back: a stream with labels that come later
-    (some never), one with labels in line and a concept drift (changes and an episode), all
-    three explainers, a categorical feature."""
+    """The states a worker checkpoints, read back: labels later (some never) and inline with a drift, all three
+    explainers, a categorical feature."""
     from helpers.arrivals import record_arrivals, run_handlers
 
     s = _settings(explainers=["ipfi", "isage", "ipdp"], categorical=["elevel"], change_warmup=0, change_min_samples=20,
@@ -216,9 +215,7 @@ def _states() -> dict[str, list]:
 
 @pytest.mark.slow
 def test_the_checkpointed_state_classes_are_those_recorded_for_this_state_format():
-    """A checkpoint of an older version holds its classes' attributes: a class gone, an
-    attribute renamed, or one added that old states lack can break a worker that restores it.
-    So every change here is a decision: STATE_FORMAT in pipeline/kafka/checkpoint_seal.py."""
+    """The checkpointed classes' attributes are those recorded for STATE_FORMAT (pipeline/kafka/checkpoint_seal.py)."""
     now = {stage: _shapes(*states) for stage, states in _states().items()}
     recorded = orjson.loads(SHAPES.read_bytes()) if SHAPES.exists() else {}
     if os.environ.get("STREAMXAI_RECORD_STATE_SHAPES"):

@@ -35,9 +35,8 @@ def _flat(per_record) -> list:
 
 
 def _told(outs) -> tuple[dict, dict]:
-    """Change events by (series, position) and episodes by (first_position, status, the series
-    they name: a page names what it learns since in an open message of its own): what a consumer
-    keeps after deduplicating redeliveries (each must repeat with equal values)."""
+    """Change events by (series, position) and episodes by (first_position, status, series named), as a consumer
+    keeps them after deduplicating redeliveries (each repeating with equal values)."""
     changes, episodes = {}, {}
     for o in outs:
         m = orjson.loads(o.value)
@@ -230,9 +229,8 @@ def test_a_worker_killed_at_a_report_loses_and_double_counts_nothing(whole, tmp_
 
 
 def test_a_stream_met_mid_way_with_nothing_of_it_on_the_feed_is_one_warning(whole, caplog):
-    """Without any checkpoint (checkpoint_every = 0) and with the stream's earlier records gone from
-    the feed, the change test cannot be rebuilt: it starts there, and
-    says so once; a stream whose feed begins with its first report says nothing."""
+    """A stream met mid-way without checkpoints or earlier records starts its change test there with one warning;
+    a stream whose feed begins with its first report says nothing."""
     s, _, feed, _, _, _ = whole
     for start, warned in ((50, 1), (0, 0)):
         log = PartitionLog()

@@ -174,9 +174,7 @@ def test_an_explain_task_of_another_version_is_refused_naming_the_one_read(other
 @pytest.mark.parametrize("change", [{}, {"curve": None, "var_factor": None, "block": None}, {"event_id": "e-1"},
                                     {"stderr": None, "model_loss": None, "n_seen": 7}])
 def test_an_explanation_as_a_worker_writes_it_reads_as_any_other(change):
-    """explanation_fields takes the usual explanation (exact types, float values) in one check:
-    the same fields and values as the general checks give the same document with its numbers
-    written as integers (which only they take)."""
+    """explanation_fields' one check of the usual explanation gives what the general checks give."""
     from streamxai.schemas.parsing import explanation_fields
 
     doc = orjson.loads(dumps(EXAMPLES[4])) | {"curve": {"1.0": 0.25}} | change

@@ -97,9 +97,7 @@ def test_lag_with_labels_later_is_each_explainers_own_steps():
 
 
 def test_plot_says_how_far_the_stream_was_explained_in_seqs():
-    """Found running ``streamxai plot demo`` on a ``--label-delay 500`` demo of 3,000 events:
-    "wrote demo.png (17 change events, explained up to seq 5999)", a position (the newest
-    point of any chart) called a seq."""
+    """``streamxai plot`` says how far the stream was explained in seqs, not positions, with labels later."""
     st = DashboardState()
     _labels_later(st, n=20, delay=5)
     assert plot_summary(st.stream_view("d"), "d.png") == "wrote d.png (0 change events, explained up to seq 19)"
