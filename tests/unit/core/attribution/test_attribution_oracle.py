@@ -111,20 +111,16 @@ def test_arf_unweighted_and_for_a_given_class():
     assert_oracle(model, rows, 3, n_background=4, target_class=False)
 
 
-@pytest.mark.parametrize("leaf", ["mean", "model", "adaptive"])
-def test_hoeffding_tree_regressor(leaf):
-    model, rows = grown(tree.HoeffdingTreeRegressor(grace_period=40, delta=0.05, leaf_prediction=leaf), 4,
-                        d_num=6, d_nom=0, classify=False)
+@pytest.mark.parametrize("make, seed, grow", [
+    *[(lambda leaf=leaf: tree.HoeffdingTreeRegressor(grace_period=40, delta=0.05, leaf_prediction=leaf), 4,
+       {"d_num": 6, "d_nom": 0}) for leaf in ("mean", "model", "adaptive")],
+    (lambda: tree.HoeffdingAdaptiveTreeRegressor(grace_period=40, delta=0.05, leaf_prediction="mean", seed=1), 5,
+     {"n": 3000, "d_num": 5, "d_nom": 2, "drift_at": 1500}),
+], ids=["mean", "model", "adaptive", "adaptive-tree"])
+def test_tree_regressors(make, seed, grow):
+    model, rows = grown(make(), seed, classify=False, **grow)
     assert model.height >= 2
-    assert_oracle(model, rows, 4, method="tree")
-
-
-def test_adaptive_tree_regressor():
-    model, rows = grown(tree.HoeffdingAdaptiveTreeRegressor(grace_period=40, delta=0.05, leaf_prediction="mean",
-                                                            seed=1), 5, n=3000, d_num=5, d_nom=2,
-                        classify=False, drift_at=1500)
-    assert model.height >= 2
-    assert_oracle(model, rows, 5, method="tree")
+    assert_oracle(model, rows, seed, method="tree")
 
 
 def test_ten_features_tree():

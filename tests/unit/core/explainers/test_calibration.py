@@ -79,28 +79,21 @@ def assert_calibrated(zs: list[float], who: str) -> None:
 
 
 @pytest.mark.slow
-def test_ipfi_intervals_are_calibrated():
-    truth = pfi_truth()
-    ipfi = IPFI(ModelFunction(agrawal_f1), "zero_one", FEATURES, alpha=ALPHA, storage_size=50, seed=3)
+@pytest.mark.parametrize("name", ["iPFI", "iSAGE"])
+def test_ipfi_and_isage_intervals_are_calibrated(name):
+    if name == "iPFI":
+        truth, seed = pfi_truth(), 1
+        ex = IPFI(ModelFunction(agrawal_f1), "zero_one", FEATURES, alpha=ALPHA, storage_size=50, seed=3)
+    else:
+        truth, seed = exact_sage("brier_of", f1_grid), 2
+        ex = ISAGE(ModelFunction(value_of, "proba_of", target_class=1), BrierOf(1), FEATURES, alpha=ALPHA,
+                   storage_size=50, seed=4)
 
     def check(ex, i):
         f = USED[i % 2]
         return ex.values[f], truth[f], ex.stderr[f]
 
-    assert_calibrated(run_checks(ipfi, check, seed=1), "iPFI")
-
-
-@pytest.mark.slow
-def test_isage_intervals_are_calibrated():
-    truth = exact_sage("brier_of", f1_grid)
-    isage = ISAGE(ModelFunction(value_of, "proba_of", target_class=1), BrierOf(1), FEATURES, alpha=ALPHA,
-                  storage_size=50, seed=4)
-
-    def check(ex, i):
-        f = USED[i % 2]
-        return ex.values[f], truth[f], ex.stderr[f]
-
-    assert_calibrated(run_checks(isage, check, seed=2), "iSAGE")
+    assert_calibrated(run_checks(ex, check, seed=seed), name)
 
 
 @pytest.mark.slow
