@@ -14,7 +14,7 @@ from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Sour
 from streamxai.schemas import dumps, dumps_obj, unpack_feed
 from streamxai.settings import AGRAWAL_FEATURES, Settings
 
-__all__ = ["settings", "delayed_settings", "change_settings", "explanation_msg", "run_handlers"]
+__all__ = ["settings", "one_group_settings", "delayed_settings", "change_settings", "explanation_msg", "run_handlers"]
 
 
 def settings(**over) -> Settings:
@@ -24,6 +24,12 @@ def settings(**over) -> Settings:
                 features=list(AGRAWAL_FEATURES), emit_every=5, explain_groups=3, storage_size=30, grid_size=4, partitions=3)
     base.update(over)
     return Settings(**base)
+
+
+def one_group_settings(**over) -> Settings:
+    """:func:`settings` in one explain group on one partition, iPFI alone, with smaller storages and grids."""
+    return settings(**{"explain_groups": 1, "storage_size": 20, "grid_size": 3, "partitions": 1, "explainers": ["ipfi"],
+                       **over})
 
 
 def delayed_settings(**over) -> Settings:

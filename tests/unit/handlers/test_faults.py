@@ -7,20 +7,11 @@ import collections
 
 import orjson
 import pytest
+from helpers.handler_inputs import one_group_settings as settings
 from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.schemas import dumps
-from streamxai.settings import AGRAWAL_FEATURES, Settings
-
-
-def settings(**over):
-    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                explainers=["ipfi"], features=list(AGRAWAL_FEATURES))
-    base.update(over)
-    return Settings(**base)
-
 
 def feed(handler, items, topic="features", start=0):
     """``items``: (key, raw) pairs on one partition, fed from offset ``start``; every Out, by topic."""

@@ -7,11 +7,11 @@ import logging
 
 import orjson
 import pytest
+from helpers.handler_inputs import one_group_settings
 from streamxai.handlers import ModelHandler, Source
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.schemas import dumps
-from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 KEY = b"test-checkpoint-key-0123456789"
 
@@ -32,9 +32,7 @@ class RetainedLog:
 
 
 def _settings():
-    return Settings(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                    emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                    explainers=["ipfi"], checkpoint_every=25, features=list(AGRAWAL_FEATURES))
+    return one_group_settings(checkpoint_every=25)
 
 
 def _predictions(handler, items, offsets):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers.handler_inputs import one_group_settings
 from helpers.partition_log import PartitionLog
 from streamxai.core.stream import StreamExplainer
 from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
@@ -21,17 +22,12 @@ from streamxai.kafka.checkpoint_seal import STATE_FORMAT
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events, labels_later
 from streamxai.schemas import dumps
-from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 SECRET = b"0123456789abcdef"
 
 
 def _settings(**over):
-    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                explainers=["ipfi", "ipdp"], checkpoint_every=25, features=list(AGRAWAL_FEATURES))
-    base.update(over)
-    return Settings(**base)
+    return one_group_settings(**{"explainers": ["ipfi", "ipdp"], "checkpoint_every": 25, **over})
 
 
 def _tasks(s, n=120, seed=4):
