@@ -13,6 +13,7 @@ from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.schemas import dumps
 
+
 def feed(handler, items, topic="features", start=0):
     """``items``: (key, raw) pairs on one partition, fed from offset ``start``; every Out, by topic."""
     outs: dict[str, list] = {}
