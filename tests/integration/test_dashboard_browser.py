@@ -100,10 +100,8 @@ def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_
     control = list(threshold_events("control", n, seed=12))
     late = labels_later(threshold_events("late", n, seed=13), 100)  # its labels come 100 events late
     events = [e for group in itertools.zip_longest(drifting, control, late[0::2], late[1::2]) for e in group if e]
-    # paced, so that the page is watched while the stream runs (~14 s of events); the last tenth
-    # is held back until the page has drawn a point, so its lines have somewhere to move to
-    # (they had to move past a point read whenever the page got to it: a slow browser start
-    # could read the stream's last one, and the lines never moved on a correct dashboard)
+    # paced, so the page is watched while the stream runs (~14 s); the last tenth is held back until the page
+    # has drawn a point, so its lines have somewhere to move to
     cut = len(events) * 9 // 10
     producer = threading.Thread(target=produce_events, args=(s, events[:cut]), kwargs={"rate": 600.0}, daemon=True)
     try:

@@ -434,9 +434,8 @@ def test_a_worker_whose_topics_are_deleted_stops_and_sigterm_is_bounded(tmp_path
 
 
 def test_a_worker_whose_faust_service_crashes_at_start_exits_with_an_error(bootstrap, tmp_path):
-    # Faust's web server cannot bind (another process took the port after the worker's own
-    # check of it, the race that check cannot close): the worker logged the crash and exited 0,
-    # so a supervisor (systemd, a container runtime) took it for a clean stop
+    # Faust's web server cannot bind (the port taken after the worker's own check): the worker exits non-zero,
+    # so a supervisor does not take it for a clean stop
     import os
     import socket
     import subprocess

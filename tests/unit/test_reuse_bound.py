@@ -58,14 +58,10 @@ def test_isage_finds_a_regression_feature_that_stops_mattering():
              if ex == "isage" and f == "x1"]
     assert found, run.changes
     detected, cut, before, after = min(found)
-    # Measured on this run (seed 1): x1's increments have sd 17 before the change (its window
-    # mean 3.7 from event 500 on, the model still learning) and under 1 once the model unlearned
-    # the weight (about 100 events); the threshold is at most 6.3 over these checks. The test's
-    # error is the larger of the pooled and Welch ones, and with the variance after the cut near
-    # 0 the pooled one binds: z = E sqrt(n1) / (sd sqrt(k)), n1 the increments after the cut. So
-    # the drop of E = 3.7 is found once n1 = k (6.3 * 17 / 3.7)^2 = 840 k: 1,400 with the
-    # measured k <= 1.65 (found at 3,849 here, the window's buckets coarser by then), but 10,800
-    # with k stuck at the bound 12.9 -- beyond this run's 4,000 events.
+    # Measured (seed 1): x1's increments have sd 17 before the change (mean 3.7) and under 1 after; the
+    # threshold is at most 6.3. With the variance after the cut near 0 the pooled error binds:
+    # z = E sqrt(n1) / (sd sqrt(k)), so the drop is found at n1 = k (6.3 * 17 / 3.7)^2 = 840 k: 1,400 with the
+    # measured k <= 1.65 (found at 3,849), but 10,800 with k at the bound 12.9, beyond the run's 4,000 events.
     assert 1_500 <= cut <= 2_500 and detected <= 2_000 + 100 + 840 * 1.65 + 500, found  # + the buckets' resolution
     assert before > 3.0 and abs(after) < before / 4, found
     k = next(e for e in run.explainers["reg-7"].explainers if isinstance(e, ISAGE)).variance_factors

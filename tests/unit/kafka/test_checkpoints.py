@@ -163,10 +163,8 @@ def _outs(handler, items, offsets, topic):
 
 
 def test_a_checkpoint_newer_than_the_committed_offset_is_not_restored(tmp_path):
-    # the worker checkpoints the model after event 49, is SIGKILLed before the outputs of events
-    # 41..59 are flushed, and resumes from the committed offset 41; restoring that checkpoint would
-    # make events 41..49 duplicates, whose predictions and explain tasks would never be sent, and
-    # the explainers' replicas would go out of step (explanations at off-schedule seqs)
+    # a checkpoint after event 49, a SIGKILL before events 41..59's outputs are flushed, a resume at offset 41:
+    # that checkpoint is not restored (41..49 would be duplicates whose outputs are never sent)
     s = _settings()
     items = [(b"s", dumps(ev)) for ev in agrawal_events("s", 100, seed=3)]
     whole = _outs(ModelHandler(s), items, range(100), "features")

@@ -126,10 +126,8 @@ def test_what_the_explainers_send_is_within_the_bounds(over):
 
 @pytest.mark.slow  # 2.2 s
 def test_ipdp_increments_past_half_the_bound_on_a_nearly_flat_pd_curve_pass():
-    # a logistic regression's PD curves of agrawal's features are nearly flat at first: the gradient's
-    # deviations then need not sum to 0, and an increment can pass the sqrt(K / (K - 1)) / 2 = 0.56
-    # that centred deviations allow (0.71 with 5 grid points was seen); the bound is the whole
-    # sqrt(K / (K - 1)), and the stream's real increments all pass
+    # nearly flat early PD curves let an increment pass the centred bound sqrt(K / (K - 1)) / 2 = 0.56 (0.71 with
+    # 5 grid points); the bound is the whole sqrt(K / (K - 1)), which the stream's real increments all pass
     from streamxai.core.increments import Block
     from streamxai.handlers.feed_bounds import feed_bounds
     from streamxai.local.demo_stream import agrawal_events
