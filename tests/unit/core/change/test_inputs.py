@@ -354,31 +354,23 @@ def test_a_swap_pages_from_the_larger_reliance_of_its_two_features():
     assert changes[0].reliance == pytest.approx(1.0, abs=0.05)
 
 
-def test_both_sides_of_an_exchange_are_found_though_one_moved_less_than_the_shift():
-    """a (20..80) and b (0..4) exchange values: a moves below its range by less than the shift, found as b's other side."""
-    rng = random.Random(12)
-    mon, faults = InputMonitor(["a", "b", "c"]), []
+@pytest.mark.parametrize("seed, draw", [
+    (12, lambda rng: {"a": rng.uniform(20.0, 80.0), "b": float(rng.randrange(5))}),
+    (13, lambda rng: {"salary": rng.uniform(20_000.0, 150_000.0),
+                      "commission": rng.uniform(10_000.0, 75_000.0) if rng.random() < 0.4 else 0.0}),
+], ids=["one-moved-less-than-the-shift", "within-common-range"])
+def test_both_sides_of_an_exchange_are_found(seed, draw):
+    """Two features exchanging values are both found as swapped, naming each other: a (20..80) and b (0..4),
+    a moving below its range by less than the shift; a salary and a commission, each within the other's range."""
+    rng = random.Random(seed)
+    p, q = draw(random.Random(0))
+    mon, faults = InputMonitor([p, q, "c"]), []
     for t in range(AT + 500):
-        x = {"a": rng.uniform(20.0, 80.0), "b": float(rng.randrange(5)), "c": rng.random()}
+        x = {**draw(rng), "c": rng.random()}
         if t >= AT:
-            x["a"], x["b"] = x["b"], x["a"]
+            x[p], x[q] = x[q], x[p]
         faults += mon.update(t, x)
-    assert sorted((f.feature, f.what, f.like) for f in faults) == [("a", "swapped", "b"), ("b", "swapped", "a")]
-    assert all(AT <= f.seq <= AT + 125 for f in faults), faults
-
-
-def test_an_exchange_of_independent_values_within_their_common_range_is_found():
-    """A salary and a commission exchanged: neither leaves the other's range, but each has the other's distribution."""
-    rng = random.Random(13)
-    mon, faults = InputMonitor(["salary", "commission", "c"]), []
-    for t in range(AT + 500):
-        x = {"salary": rng.uniform(20_000.0, 150_000.0), "commission": rng.uniform(10_000.0, 75_000.0)
-             if rng.random() < 0.4 else 0.0, "c": rng.random()}
-        if t >= AT:
-            x["salary"], x["commission"] = x["commission"], x["salary"]
-        faults += mon.update(t, x)
-    assert sorted((f.feature, f.what, f.like) for f in faults) == [("commission", "swapped", "salary"),
-                                                                    ("salary", "swapped", "commission")], faults
+    assert sorted((f.feature, f.what, f.like) for f in faults) == sorted([(p, "swapped", q), (q, "swapped", p)]), faults
     assert all(AT <= f.seq <= AT + 125 and AT - 100 <= f.start <= f.seq for f in faults), faults
 
 
