@@ -1,9 +1,5 @@
-"""How ``pytest -n N`` (pytest-xdist, ``--dist loadgroup``) shares the tests out among its worker
-processes. Each process runs its own session fixtures, so a test that shares a costly fixture with
-others is kept on one process with them: the tests of a module with a module-scoped fixture go
-together, and so do the users of a session fixture other than the broker and its clients, which
-every process starts once anyway. Every other test goes wherever a process is free.
-"""
+"""How ``pytest -n N --dist loadgroup`` shares tests out: tests sharing a module-scoped fixture, or a session
+fixture other than the broker and its clients, go to one process, so the fixture runs once."""
 
 from __future__ import annotations
 

@@ -18,18 +18,9 @@ SALARIES = (20000 + 10 * (np.arange(13000) + 0.5))[None, :]    # 1 x 13000
 
 
 def agrawal_f1(x):
-    """River's classification function 1 on a dict (the frozen model).
-
-    The function reads only ``age`` and ``salary``; river's stationary Agrawal generator draws
-    ``age`` uniform on the 61 integers 20..80 and ``salary`` uniform on [20k, 150k], independent
-    of each other. SAGE by its definition ``v(S) = E[l(y, E[f(X) | X_S = x_S])]`` with
-    interventional (marginal) removal: the model ignores every other feature, so ``v(S)``
-    depends on ``S`` only through ``S & {age, salary}``, the two-player Shapley formula gives
-    the values of the used features, and every other feature's SAGE value is exactly 0. The
-    expectations are computed on all 61 ages and a midpoint grid of salary with cells of 10
-    (every breakpoint of the model is a multiple of 10, so the grid is exact for the 0/1 model;
-    for a soft model such as ``0.1 + 0.8 f1`` its error is below 1e-6).
-    """
+    """River's classification function 1 (the frozen model; reads ``age`` on 20..80 and ``salary`` on [20k, 150k]):
+    other features' SAGE values are 0, the two-player Shapley formula gives the rest, on an age and salary
+    grid exact for the 0/1 model (below 1e-6 off for ``0.1 + 0.8 f1``)."""
     age, salary = x["age"], x["salary"]
     if age < 40:
         return 1 if 50000 <= salary <= 100000 else 0

@@ -1,14 +1,11 @@
-"""A pager that pages once per ``alert_key`` (what a consumer of ``change-episodes`` or an
-Alertmanager route grouped by ``alert_key`` does), a stream of explanations that always
-alerts (two series of stream ``d`` whose levels and loss step up at one point), and a change
-worker that stops committing once it has sent an alert (the crash point between send and commit).
+"""A pager paging once per ``alert_key``, a stream of explanations that always alerts, and a change worker
+that stops committing once it has sent an alert (the crash point between send and commit).
 
 >>> pager = Pager()
 >>> [pager.take(ep) for ep in ({"alert_key": "d/5"}, {"alert_key": None}, {"alert_key": "d/5"})]
 [True, False, False]
 >>> pager.pages
-['d/5']
-"""
+['d/5']"""
 
 from __future__ import annotations
 
@@ -35,9 +32,8 @@ class Pager:
 
 
 def stepped_explanations(emit_every: int, n: int = 1200, shift_at: int = 600, seed: int = 11) -> PartitionLog:
-    """Explanations of iPFI on ``age`` and ``car`` of stream ``d`` on ``explanations[0]``, blocks
-    of ``emit_every`` increments (sd 0.2) whose levels step by 0.3 and 0.2 at point ``shift_at``
-    while the model's loss steps from 0.1 to 0.3: a degradation, which alerts by default."""
+    """iPFI explanations of ``age`` and ``car`` of stream ``d`` stepping at ``shift_at`` with the loss 0.1 -> 0.3:
+    a degradation, which alerts."""
     rng, log = random.Random(seed), PartitionLog()
     k = emit_every
     for i in range(n):

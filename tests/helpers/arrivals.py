@@ -1,12 +1,11 @@
-"""Delayed labels for the handler tests: streams whose labels come later, recorded on an
-arrivals partition as the intake records them, and the handlers run over that record.
+"""Delayed labels for the handler tests: arrivals recorded as the intake records them, and the handlers
+run over that record.
 
 >>> from helpers.streams import threshold_events
 >>> log = PartitionLog()
 >>> rec = record_arrivals(log, labels_later(threshold_events("s", 4, seed=1), delay=2, unlabelled={1}))
 >>> [(type(r.event).__name__[0], r.event.seq, r.origin) for r in rec][2:4]
-[('F', 2, (('streamxai.features', 0), 2)), ('L', 0, (('streamxai.labels', 0), 0))]
-"""
+[('F', 2, (('streamxai.features', 0), 2)), ('L', 0, (('streamxai.labels', 0), 0))]"""
 
 from __future__ import annotations
 
@@ -28,11 +27,8 @@ ARRIVALS = "arrivals"
 
 def record_arrivals(log: PartitionLog, messages: Iterable[FeatureEvent | LabelEvent | tuple[str, bytes, bytes]],
                     t0: float = 1_700_000_000.0, dt: float = 0.01, prefix: str = "streamxai.") -> list[Recorded]:
-    """Append ``messages`` to partition 0 of the arrivals topic as the intake would: each with
-    headers naming its offset on partition 0 of ``<prefix>features`` or ``<prefix>labels`` (the
-    default settings' names), and a timestamp ``dt`` seconds after the one before. A
-    ``("labels" or "features", key, raw)`` triple is a raw message of that input topic. Returns
-    what the in-process reference reads for the valid ones."""
+    """Append ``messages`` to arrivals partition 0 as the intake would (headers naming the input offset, ``dt``
+    seconds apart; a ``(kind, key, raw)`` triple is a raw message); returns the reference's reads."""
     offsets = {"features": 0, "labels": 0}
     recorded = []
     for i, m in enumerate(messages):
@@ -59,9 +55,8 @@ def redeliver(log: PartitionLog, offsets: Iterable[int]) -> None:
 
 
 def batched(log: PartitionLog, window: int) -> PartitionLog:
-    """The arrivals of ``log`` as the intake agent records them when it takes up ``window``
-    records at a time (:meth:`IntakeHandler.on_batch`: one record per stream and window, in
-    the batch form when it carries more than one message), each at its window's first timestamp."""
+    """The arrivals of ``log`` as the intake records them taking ``window`` records at a time (one record per stream
+    and window), each at its window's first timestamp."""
     intake, out = IntakeHandler(Settings()), PartitionLog()
     part = log.parts.get((ARRIVALS, 0), [])
     for start in range(0, len(part), window):
@@ -105,11 +100,8 @@ class Run:
 def run_handlers(s: Settings, log: PartitionLog, model: Callable[[int], ModelHandler] | None = None,
                  explain: Callable[[int, int], ExplainHandler] | None = None,
                  change: Callable[[int], ChangeHandler] | None = None, run: Run | None = None) -> Run:
-    """The model handler over the arrivals (``model(offset)`` picks the handler of each
-    message), its tasks through ``explain(partition, offset)``, the explanations through
-    ``change(offset)``; one handler of each kind by default. ``run`` collects the outputs (its
-    ``tasks`` and ``explanations`` logs are the history a restarted handler replays). The agent loop's calls
-    (``needs_recovery`` before ``on_message``) are made as the agents make them."""
+    """The model, explain and change handlers over the arrivals (``model(offset)`` etc. pick each message's
+    handler), called as the agents call them; ``run`` collects the outputs and histories."""
     one_model, one_explain, one_change = ModelHandler(s), ExplainHandler(s), ChangeHandler(s)
     model = model or (lambda off: one_model)
     explain = explain or (lambda p, off: one_explain)

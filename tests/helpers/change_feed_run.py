@@ -1,6 +1,5 @@
-"""A stream whose importance moves from ``a`` to ``b`` at event 700, through the model and explain
-handlers in process: its explain tasks, and what the explain handler sends for them (the public
-explanations and the drift-feed records), for the tests of the drift feed."""
+"""A stream whose importance moves from ``a`` to ``b`` at 700, through the model and explain handlers: its tasks,
+public explanations and drift-feed records."""
 
 from __future__ import annotations
 
@@ -35,9 +34,8 @@ def tasks_of(s: Settings, n: int = 1600) -> PartitionLog:
 
 def explain(handler: ExplainHandler, tasks: PartitionLog, offsets, feed: PartitionLog, public: list,
             cut: tuple[int, str] | None = None) -> None:
-    """The explain agent over ``offsets`` of the tasks, its outputs appended to ``feed`` and
-    ``public``; ``cut = (offset, where)``: killed at that task, ``between`` its public messages and
-    its drift-feed record, or ``after`` the record."""
+    """The explain agent over ``offsets``, appending to ``feed`` and ``public``; ``cut = (offset, where)`` kills it
+    ``between`` that task's public messages and its record, or ``after`` it."""
     for off in offsets:
         src = tasks.source("explain-tasks", 0, off)
         key, value, _, _ = tasks.parts[("explain-tasks", 0)][off]

@@ -1,12 +1,7 @@
-"""The chaos benchmark's verdict: the messages read from every output topic, grouped by their
-identity (stream and seq, or position, explainer and feature, ...), against the in-process
-reference on the arrivals the intake recorded. A topic's row counts its messages, the distinct
-identities among them, the extra copies (each an exact copy of its first: at-least-once
-redelivery after a kill or a rebalance sends a message again, never another value), the
-identities the reference has and the topic lacks, and the messages whose value differs from the
-reference's, differ from another copy, or have no counterpart in the reference. A last row
-counts the pages: the ``alert_key`` values on the change-episodes topic against the reference's
-alerts, each paged once."""
+"""The chaos benchmark's verdict: each output topic's messages, grouped by identity, against the in-process
+reference on the recorded arrivals. A topic's row counts messages, distinct identities, extra copies
+(each an exact copy of its first), identities missing, and messages whose value differs from the
+reference's or another copy's, or has no counterpart; a last row counts the pages (``alert_key``)."""
 
 from __future__ import annotations
 
@@ -91,10 +86,8 @@ def check_topic(name: str, messages: Iterable[dict], key: Callable[[dict], Hasha
 
 
 def expected_dead_letters(s: Settings, record: Iterable[Recorded]) -> dict[tuple[str, int, int], str]:
-    """The dead letters the model handler sends for ``record``: the labels each stream's join
-    refuses (a label sent again after its event learned it, ...), by their input record
-    ``(topic, partition, offset)``, with the reason. The reference publishes no dead letters,
-    so the joins run here once more, as the reference builds them."""
+    """The dead letters the model handler sends for ``record`` (labels each join refuses, by input record, with
+    the reason), from the joins run once more as the reference builds them."""
     joins: dict[str, Any] = {}
     out: dict[tuple[str, int, int], str] = {}
     for r in record:
@@ -163,12 +156,8 @@ def check_outputs(topics: dict[str, list[dict]], ref: ReferenceRun,
 
 
 def check_alerts(episodes: list[dict], ref: ReferenceRun) -> TopicCheck:
-    """The pages of the change-episodes topic's messages ``episodes``, as a pager that pages once
-    per ``alert_key`` sends them: the row counts the alerting messages, their keys (one page
-    each), the messages that page no more (an episode's update or close, a copy), the reference's
-    alerts that never paged, and the keys that page wrongly or twice: a key the reference lacks
-    (an episode announced under another identity, a second page for one alert), a key on more
-    than one episode, or a message whose ``alert`` and ``alert_key`` disagree."""
+    """The pages of ``episodes``, as a pager paging once per ``alert_key`` sends them: alerting messages, keys,
+    messages that page no more, reference alerts never paged, and keys paging wrongly or twice."""
     row = TopicCheck("alerts (pages)")
     want = Counter(ref.alerts)
     for k, n in want.items():
@@ -209,10 +198,8 @@ def table(rows: list[TopicCheck]) -> str:
 
 def check_arrivals(inputs: dict[tuple[str, int, int], tuple[str, str, int]], record: list[Recorded],
                    acked: set[tuple[str, str, int]]) -> TopicCheck:
-    """The arrivals topic against the input topics: every input record (``inputs``: by
-    ``(topic, partition, offset)``, its kind, stream and seq) recorded, as what it is, once or
-    again (the intake forwards what it had not committed again after a kill); and every message
-    the producer had acknowledged (``acked``: kind, stream, seq) on an input topic."""
+    """The arrivals topic against the input topics: every input record recorded as what it is, once or again,
+    and every message the producer had acknowledged (``acked``) on an input topic."""
     row = TopicCheck("arrivals")
     seen: dict[tuple[str, int, int], tuple[str, str, int]] = {}
     for r in record:

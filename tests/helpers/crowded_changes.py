@@ -1,7 +1,5 @@
-"""A stream whose change events come close together, as the demo's do: 18,000 events, three
-explainers of nine features, 44 change events in 5 episodes (a drift raises changes on several
-series within a few hundred positions; two episodes a few hundred positions apart), an alert
-among them, and two lone changes outside any episode."""
+"""A stream whose change events come close together, as the demo's do: 18,000 events, 44 change events
+in 5 episodes over three explainers of nine features, an alert, and two lone changes."""
 
 from __future__ import annotations
 

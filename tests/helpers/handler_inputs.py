@@ -1,13 +1,11 @@
-"""Inputs for the handler tests (no Kafka): settings small enough for quick runs and
-``explanation/v4`` payloads built from plain numbers.
+"""Inputs for the handler tests (no Kafka): small settings and ``explanation/v4`` payloads.
 
 >>> s = change_settings()
 >>> s.explainers, s.explain_groups, s.change_warmup
 (['ipfi'], 3, 0)
 >>> raw = explanation_msg("s", "ipfi", "age", 9, 0.1, (10, 0.1, 0.0), 10)
 >>> b'"block":{"n":10,"mean":0.1,"m2":0.0}' in raw
-True
-"""
+True"""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Sour
 from streamxai.schemas import dumps, dumps_obj, unpack_feed
 from streamxai.settings import AGRAWAL_FEATURES, Settings
 
-__all__ = ["settings", "delayed_settings", "change_settings", "explanation_msg", "run_handlers"]
+__all__ = ["settings", "one_group_settings", "delayed_settings", "change_settings", "explanation_msg", "run_handlers"]
 
 
 def settings(**over) -> Settings:
@@ -28,12 +26,15 @@ def settings(**over) -> Settings:
     return Settings(**base)
 
 
+def one_group_settings(**over) -> Settings:
+    """:func:`settings` in one explain group on one partition, iPFI alone, with smaller storages and grids."""
+    return settings(**{"explain_groups": 1, "storage_size": 20, "grid_size": 3, "partitions": 1, "explainers": ["ipfi"],
+                       **over})
+
+
 def delayed_settings(**over) -> Settings:
-    """Three features, a tree that learns them within a hundred events, every explainer, and a
-    change test that reacts within the short streams (measured: a threshold stream drifting at
-    200 of 400 events changes 3 to 4 times after its drift, a stationary one never). The test
-    watches iPFI and iSAGE: with no warm-up, iPDP sees a young tree learn in its first hundred
-    events."""
+    """Three features, a tree learning them within a hundred events, every explainer, and a change test on
+    iPFI and iSAGE reacting within short streams (a drifting threshold stream changes 3 to 4 times)."""
     base = dict(features=["a", "b", "c"], model_params={"grace_period": 20}, alpha=0.05,
                 explainers=["ipfi", "isage", "ipdp"], change_explainers=["ipfi", "isage"],
                 change_warmup=0, change_min_samples=30, change_episode_gap=100,
@@ -61,9 +62,8 @@ def explanation_msg(stream_id, explainer, feature, seq, value, block, n_explaine
 
 
 def run_handlers(s: Settings, events: list, handlers: dict | None = None) -> dict[str, list[dict]]:
-    """Feature events (or raw bytes) through the model, explain and change handlers of one
-    worker, in process; every message they send, decoded, by topic. ``handlers``: a dict that
-    gets the three handlers (by stage), to look at their state after the run."""
+    """Feature events (or raw bytes) through one worker's three handlers in process: every message sent, decoded,
+    by topic (``handlers`` gets the handlers by stage)."""
     model, explain, change = ModelHandler(s), ExplainHandler(s), ChangeHandler(s)
     if handlers is not None:
         handlers.update(model=model, explain=explain, change=change)

@@ -1,6 +1,4 @@
-"""What every module imports, read from the source with ``ast`` (every ``import`` and
-``from ... import``, also those inside functions), for the tests of the import rules and
-of the test tree."""
+"""What every module imports (``import`` and ``from ... import``, in functions too), read with ``ast``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A stream whose model's loss comes twice, as the pipeline publishes it: in the predictions
-(each one's loss) and in every explainer's messages (the model's loss over the events since
-the explainer's previous report: one model, so the same block from every explainer)."""
+"""A stream whose model loss comes twice, as published: in each prediction, and as the same block in every
+explainer's report."""
 
 from __future__ import annotations
 

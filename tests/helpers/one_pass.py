@@ -30,12 +30,9 @@ class Saves:
 
 def take_records(make, records: list, topic: str, one_pass: bool, monkeypatch, every: int,
                  fail: Callable[[Any, Source], bool] | None = None) -> tuple:
-    """``records`` (``(key, value, timestamp, headers)``, at offsets 0, 1, ...) through a handler
-    ``make(checkpoints)`` makes, taken in one pass where that applies (``_take_checked``) or never;
-    with ``fail``, the handler's ``_process`` raises a stand-in failure for the first message
-    ``fail(message, source)`` holds for. ``(messages, states pickled, checkpoints saved,
-    counters)``, dead letters and counters without their times. With ``one_pass``, the one pass
-    must have taken at least half the records: the comparison is of the way taken."""
+    """``records`` through the handler ``make(checkpoints)`` makes, in one pass where that applies or never
+    (``fail`` picks messages whose ``_process`` raises): ``(messages, states, checkpoints, counters)``.
+    With ``one_pass``, the one pass must have taken at least half the records."""
     store = Saves(every)
     h = make(store)
     cls, taken, failed = type(h), [], []
@@ -75,11 +72,8 @@ def take_records(make, records: list, topic: str, one_pass: bool, monkeypatch, e
 
 def crafted(records: list, topic: str, unpack: Callable, pack: Callable, other: Callable[[bytes], bytes],
             at: tuple[int, int, int, int, int]) -> list:
-    """``records`` (``(key, value, timestamp, headers)`` of a batch form: ``unpack(value, source)``
-    gives a record's messages, ``pack(messages)`` records of them) as a consumer may meet them,
-    with, after the record at each offset of ``at``: the record delivered again; its last two
-    messages and the first three of its key's next record; its second message cut short; its
-    first message changed by ``other`` (to one of another key); its first message alone."""
+    """``records`` of a batch form as a consumer may meet them: after each offset of ``at``, the record again,
+    a straddle into its key's next record, a message cut short, one changed by ``other``, one alone."""
     out = []
     for i, (key, value, ts, headers) in enumerate(records):
         out.append((key, value, ts, headers))

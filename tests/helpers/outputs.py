@@ -1,6 +1,5 @@
-"""Messages of the output topics in the versions the workers send and the views read, for the
-tests of the views: :func:`shaped` gives a test's fields the topic's ``schema`` and each seq
-field its position (equal to the seq, as while labels come in line), unless the test gives them."""
+"""Output-topic messages in the versions workers send: :func:`shaped` adds a test's fields the ``schema`` and
+each seq field's position (equal to the seq), unless given."""
 
 from __future__ import annotations
 
@@ -14,15 +13,13 @@ POSITIONS = {"seq": "position", "cut_seq": "cut_position", "first_seq": "first_p
 
 
 def shaped(topic: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """``fields`` as a message of ``topic`` (short name) that the reader reads: its version
-    (a prediction's, unless ``fields`` names label_outcome/v1), the position of each seq field,
-    the changes of an episode likewise, and a prediction's label (``y_true``: 1, labelled).
+    """``fields`` as a message of ``topic`` the reader reads: its version, each seq field's position, and a
+    prediction's label.
 
     >>> shaped("drift-events", {"stream_id": "s", "seq": 9, "cut_seq": 4})["schema"]
     'drift_event/v3'
     >>> sorted(shaped("change-episodes", {"first_seq": 9, "changes": [{"seq": 9}]})["changes"][0].items())
-    [('position', 9), ('seq', 9)]
-    """
+    [('position', 9), ('seq', 9)]"""
     out: dict[str, Any] = {"schema": OutputReader.VERSIONS[topic][0]}
     if topic == "predictions":
         out["y_true"] = 1

@@ -1,6 +1,4 @@
-"""A pytest plugin (``-p helpers.package_doctests`` in pyproject.toml) that collects the
-docstring examples of the package's modules under their installed names.
-"""
+"""A pytest plugin (``-p helpers.package_doctests``) collecting the package's doctests under installed names."""
 
 from __future__ import annotations
 
@@ -37,13 +35,8 @@ def installed_name(path: Path) -> str | None:
 
 
 class PackageDoctests(DoctestModule):
-    """The examples of one package module, imported by its installed name.
-
-    The repository's ``pipeline/``, ``agents/`` and ``schemas/`` folders install as ``streamxai``,
-    ``streamxai.agents`` and ``streamxai.schemas``. pytest's own ``--doctest-modules`` would import
-    each file under its folder name (``pipeline.core.ipfi``), a second copy of every module; this
-    plugin imports ``streamxai.core.ipfi`` instead, the module the rest of the code uses.
-    """
+    """The examples of one package module, imported by its installed name (``streamxai.core.ipfi``, not the
+    folder name ``pipeline.core.ipfi`` that ``--doctest-modules`` would import as a second copy)."""
 
     def _getobj(self):
         return importlib.import_module(installed_name(self.path))

@@ -1,9 +1,6 @@
-"""Protobuf message classes for the tests of ``format = "protobuf"``, built in code (no protoc), in a
-descriptor pool of their own: ``Payment`` (a transaction id, an amount, a nested ``Merchant`` with a
-risk and a country, an int64 event time, an int32 label, a status enum, repeated tags), which a
-source names ``protobuf_message = "helpers.payments_proto:Payment"``; and ``Detail``, with the
-field kinds a record maps specially (a ``google.protobuf.Timestamp``, a ``DoubleValue`` wrapper, a
-map, bytes, a proto3 ``optional`` int)."""
+"""Protobuf classes for the ``format = "protobuf"`` tests, built in code in a pool of their own: ``Payment``
+(``protobuf_message = "helpers.payments_proto:Payment"``) and ``Detail``, with the field kinds a record
+maps specially (Timestamp, DoubleValue, a map, bytes, a proto3 ``optional`` int)."""
 
 from __future__ import annotations
 

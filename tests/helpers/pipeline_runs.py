@@ -1,7 +1,5 @@
-"""Runs of the pipeline on a broker (integration tests, benchmarks): settings per run with their
-own topics and group, collecting output, the arrivals topic as the in-process reference reads
-it, a worker's metrics, and waiting (bounded, by polling the broker) for the workers' consumer
-group to form or to commit."""
+"""Runs of the pipeline on a broker: settings with their own topics and group, collecting output, the
+arrivals as the reference reads them, a worker's metrics, and bounded waits for the group to form or commit."""
 
 from __future__ import annotations
 
@@ -56,9 +54,8 @@ def explanation_values(msgs: Iterable[dict]) -> dict[tuple[str, int, str, str], 
 
 
 def recorded_arrivals(s: Settings, batches: list[int] | None = None) -> list[Recorded]:
-    """The arrivals topic as the reference reads it: every message (a record may carry several,
-    the intake's batch form) with its record's timestamp and its origin; the size of each batch
-    is appended to ``batches``."""
+    """The arrivals topic as the reference reads it: every message with its record's timestamp and origin
+    (each batch's size appended to ``batches``)."""
     history, out = PartitionHistory(s), []
     topic = s.topic("arrivals")
     for p in range(s.partitions):
@@ -87,10 +84,8 @@ def collect(s: Settings, topic: str, done: Callable[[list[dict]], bool], timeout
 
 
 def collect_all(s: Settings, topic: str, timeout: float = 60.0) -> list[dict]:
-    """Decoded messages of ``topic`` (short name): every one on it when called (up to each
-    partition's end offset then), in each partition's order. Fails after ``timeout`` s rather
-    than give part of them (``collect`` with a ``done`` that is never true stops at its deadline,
-    with what a loaded machine read by then)."""
+    """Every decoded message of ``topic`` up to each partition's end offset when called, in partition order;
+    fails after ``timeout`` s rather than give part of them."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     full = s.topic(topic)
@@ -170,10 +165,8 @@ _NO_COORDINATOR_YET = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_I
 
 
 def committed(s: Settings, topic: str) -> tuple[int, int]:
-    """``(committed, produced)``: the messages of ``topic`` (short name) the workers' group has
-    committed and the messages on it, summed over its partitions. The broker's answer that it is
-    not (yet) the group's coordinator, as a fresh broker gives while it loads the offsets topic,
-    is asked again, for up to 10 s."""
+    """``(committed, produced)`` message counts of ``topic`` summed over partitions; a broker not yet the
+    group's coordinator is asked again for up to 10 s."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     c = Consumer(confluent_config(s, **{"group.id": s.app_id, "enable.auto.commit": False}))
@@ -197,9 +190,7 @@ def committed(s: Settings, topic: str) -> tuple[int, int]:
 
 
 def wait_for_commit(s: Settings, topics: Iterable[str], at_least: int | None = None, timeout: float = 60.0) -> None:
-    """Until the workers' group has committed, on each of ``topics`` (short names), ``at_least``
-    messages (None: every message on it now, so whatever the workers were given is processed
-    and its outputs are flushed)."""
+    """Until the workers' group has committed ``at_least`` messages on each of ``topics`` (None: all there now)."""
     for topic in topics:
         def enough(topic: str = topic) -> bool:
             done, ends = committed(s, topic)
@@ -229,8 +220,6 @@ sys.exit(main(["worker", "--loglevel", "warning", "--roles", "{roles}"]))
 
 
 def killed_after_commit(topic: str, at_least: int, roles: str = "model,explain,change") -> str:
-    """The code of a worker (``python -c``) that SIGKILLs itself right after a commit that took
-    its ``topic`` records (short name) to ``at_least`` or past: what it has committed then is
-    all a restart knows of."""
+    """A worker's code (``python -c``) that SIGKILLs itself right after committing ``at_least`` ``topic`` records."""
     return _KILLED_AFTER_COMMIT.format(topic=topic, at_least=at_least, roles=roles)
 

@@ -1,10 +1,6 @@
-"""One worker serving two stream profiles side by side, through a real broker:
-``agr-*`` streams are agrawal events classified by a Hoeffding adaptive tree and explained by
-iPFI and iPDP; ``reg-*`` streams are :func:`~helpers.streams.linear_events` fitted by river's
-``LinearRegression`` and explained by iPFI and iSAGE. The top level has no features, so a
-stream that matches neither profile is a dead letter; so is an ``agr-*`` stream with other
-features.
-"""
+"""One worker serving two stream profiles through a real broker: ``agr-*`` (agrawal, a Hoeffding adaptive
+tree, iPFI and iPDP) and ``reg-*`` (:func:`~helpers.streams.linear_events`, LinearRegression, iPFI and
+iSAGE); a stream matching neither, or ``agr-*`` with other features, is a dead letter."""
 
 from __future__ import annotations
 
@@ -41,9 +37,7 @@ PROFILES = {
 
 @dataclass
 class ProfilesRun:
-    """The run is made once per test session (``two_profiles_run`` in tests/integration/conftest.py)
-    and read by the tests of the pipeline, the command line and the dashboard.
-    """
+    """The run, made once per session (``two_profiles_run``) and read by the pipeline, CLI and dashboard tests."""
     settings: Settings
     n: int
     drift_at: int

@@ -1,18 +1,13 @@
-"""How long streams wait for their next output once a rebalance hands their partitions to a
-worker: from each ``partitions assigned`` line of the workers' logs (a worker logs it at INFO on
-every rebalance, with every partition it holds from then on) to the first prediction of each
-stream of those partitions written after it (the record's timestamp on the predictions topic).
-
-A wait that a later fault or the same worker's next assignment cuts short is not a recovery
-time: it is counted as interrupted.
+"""How long streams wait for their next output once a rebalance hands their partitions to a worker: from
+each ``partitions assigned`` log line to each stream's first prediction after it. A wait a later fault
+or the worker's next assignment cuts short is counted as interrupted.
 
 >>> line = "[2026-11-27 20:00:00,250] [4711] [INFO] partitions assigned: p.arrivals [0, 2]; p.features [0, 2]"
 >>> [(round(at % 60, 2), parts) for at, parts in assignments_in([line], "p.arrivals")]
 [(0.25, {0, 2})]
 >>> waits = recovery_waits({"w1": [(100.0, {0})]}, {"s": 0}, {"s": [99.0, 104.5]}, faults=[], until=200.0)
 >>> waits["w1"].timed, waits["w1"].longest, waits["w1"].interrupted
-(1, 4.5, 0)
-"""
+(1, 4.5, 0)"""
 
 from __future__ import annotations
 
@@ -65,12 +60,8 @@ class Recovery:
 
 def recovery_waits(assigned: dict[str, list[tuple[float, set[int]]]], partition_of: dict[str, int],
                    outputs: dict[str, list[float]], faults: list[float], until: float) -> dict[str, Recovery]:
-    """Per worker (``assigned``: its assignments, from :func:`assignments_in`), the wait of each
-    assignment before ``until`` (while the input still flows) that gave it partitions with
-    streams: the longest over those streams (``partition_of``) from the assignment to the stream's
-    next output (``outputs``: each stream's output times, sorted). A stream whose next output
-    comes after the next fault (``faults``: when a worker was stopped or killed) or after the
-    worker's next assignment, or never, interrupts the assignment's wait."""
+    """Per worker, each assignment's wait before ``until``: the longest over its streams from the assignment to
+    the stream's next output; one after the next fault or assignment, or never, interrupts it."""
     cuts = sorted(faults)
     out: dict[str, Recovery] = {}
     for worker, rows in assigned.items():

@@ -1,9 +1,6 @@
-"""Test certificates made with the ``openssl`` command line: a CA, a broker certificate for
-127.0.0.1 signed by it (the files ``streamxai broker start --tls-dir`` reads; it does not name
-localhost, so a client that asks for localhost must refuse it), a
-client certificate with a password-protected key, the same client's certificate expired since
-2020, and a second CA with a client certificate of its own, which the broker does not trust. ``openssl ca`` sets the validity dates
-(``-startdate``/``-enddate``), which every OpenSSL 3.x supports."""
+"""Test certificates made with ``openssl``: a CA, a broker certificate for 127.0.0.1 (not localhost), a
+client certificate with a password-protected key, the same expired since 2020, and an untrusted second
+CA with a client certificate of its own."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""Fixtures for tests against a real Kafka broker.
-``broker`` starts the project's own local broker (``streamxai.local.broker.LocalBroker``) once per test
-session on free ports with its data under a temporary directory, and stops it at the end of the
-session, also when tests fail. The JVM is tied to the test process (``die_with_parent``), so a
-killed test run leaves no broker behind.
-Set ``STREAMXAI_BOOTSTRAP=host:port`` to use an already running broker instead; nothing is then
-started or stopped. ``STREAMXAI_TEST_BROKER_PORT=N`` pins the client port (controller on N+1).
-Every test gets its own throwaway topics (``topic_factory``) and consumer group ids
-(``group_id``), named with a uuid, so tests never see each other's messages.
-Every test collected under ``tests/integration/`` is marked ``integration``; deselect them with
-``pytest -m "not integration"``.
-"""
+"""Fixtures for tests against a real Kafka broker: ``broker`` starts the project's local broker once per
+session on free ports (tied to the test process, so a killed run leaves none behind);
+``STREAMXAI_BOOTSTRAP=host:port`` uses a running one instead, ``STREAMXAI_TEST_BROKER_PORT=N`` pins the
+client port. Each test gets uuid-named topics (``topic_factory``) and group ids (``group_id``). Every
+test here is marked ``integration``."""
 
 from __future__ import annotations
 
@@ -104,10 +97,8 @@ ADMIN_LOGGER = logging.getLogger("tests.admin")
 
 @pytest.fixture(scope="session")
 def admin(bootstrap: str) -> AdminClient:
-    """The session's admin client. librdkafka's lines go to the logger ``tests.admin``, not to
-    the stderr the whole process shares: this client outlives every test, and a notice of
-    its metadata refresh (a topic another test deleted and a worker re-created) would land in
-    whichever test is capturing stderr at that moment."""
+    """The session's admin client; librdkafka's lines go to the logger ``tests.admin``, not to the stderr
+    whichever test is capturing."""
     return AdminClient({"bootstrap.servers": bootstrap, "logger": ADMIN_LOGGER})
 
 
@@ -129,11 +120,8 @@ def _wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: 
 
 @pytest.fixture
 def topic_factory(admin: AdminClient) -> Iterator[Callable[..., str]]:
-    """``topic_factory(partitions=1, prefix="test", config=None) -> name``.
-
-    Creates a uuid-named topic, waits until every partition has a leader, and deletes all
-    topics it made when the test ends.
-    """
+    """``topic_factory(partitions=1, prefix="test", config=None) -> name``: a uuid-named topic with a leader
+    for every partition, deleted when the test ends."""
     created: list[str] = []
 
     def make(partitions: int = 1, prefix: str = "test", config: dict[str, str] | None = None) -> str:

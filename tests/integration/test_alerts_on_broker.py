@@ -1,8 +1,5 @@
-"""An alert pages once across a crash, on the real broker: a change worker sends an alert and is
-SIGKILLed before it commits the explanation the alert came from; the restarted worker takes that
-explanation again and sends the alert again. Both copies carry one ``alert_key``, a pager that
-dedupes by it pages once, no other key appears, and the restarted worker's metrics expose the
-key once."""
+"""An alert pages once across a crash: a change worker SIGKILLed after sending an alert and before
+committing sends it again on restart under one ``alert_key``; a deduping pager pages once."""
 
 from __future__ import annotations
 

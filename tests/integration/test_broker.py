@@ -64,11 +64,8 @@ def test_start_twice_is_idempotent_and_status_reports_running(broker):
 
 
 def test_start_on_other_ports_leaves_the_running_broker_alone(broker):
-    """``streamxai broker start --port 19394`` while the data dir's broker runs on another port
-    must not wait on the new port and then stop the running broker (with every worker on it) as
-    "did not answer", nor ``broker status`` without ``--port`` call a ready broker "not
-    answering". The ports a data dir's broker runs on are its ``server.properties``'; a start
-    that asks for others is refused at once, and status reports the broker where it runs."""
+    """``broker start --port`` with other ports than the running broker's is refused at once (never stopping
+    it), and ``broker status`` reports the broker on its own ports."""
     local = _local(broker)
     before = local.status()
     other = LocalBroker(local.port + 2, local.controller_port + 2, data_dir=local.data_dir)
@@ -90,9 +87,7 @@ def test_port_in_use_is_reported(broker, tmp_path):
 
 
 def test_reading_to_idle_counts_idle_time_from_the_assignment(bootstrap, topic_factory):
-    """The idle time counts from the end of the group join, not from the subscription, so a
-    join slower than ``--idle`` (as on a loaded machine) still reads the topic: the join alone
-    takes longer than 50 ms here, and every message is read."""
+    """The idle time counts from the end of the group join (slower than ``--idle`` here): every message is read."""
     from streamxai.kafka.io import consume
     from streamxai.settings import Settings
 

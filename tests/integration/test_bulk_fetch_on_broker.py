@@ -1,7 +1,5 @@
-"""The worker's consumer hands each fetch's features and labels to the intake in one call
-(``pipeline/kafka/bulk_fetch.py``) and keeps delivery at least once: a worker SIGKILLed right
-after a commit has forwarded every committed features and labels record to ``arrivals``, and
-its restart forwards the rest."""
+"""The bulk fetch keeps delivery at least once: a worker SIGKILLed right after a commit has forwarded every
+committed features and labels record to ``arrivals``, and its restart forwards the rest."""
 
 from __future__ import annotations
 

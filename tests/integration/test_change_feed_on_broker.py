@@ -1,6 +1,5 @@
-"""The drift feed through a real worker: the explainer reports of one stream are produced to the
-``drift-feed`` topic as the explain handler writes them; a change worker reads them and sends
-exactly the change events and episodes the in-process change handler finds for the same records."""
+"""The drift feed through a real worker: a change worker reading it sends exactly the change events and
+episodes the in-process change handler finds for the same records."""
 
 from __future__ import annotations
 

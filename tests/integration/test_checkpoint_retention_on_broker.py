@@ -1,8 +1,5 @@
-"""A SIGKILL on a fast stream: every stage restores a checkpoint and replays only what was not
-committed, although each key writes several checkpoints between two of the worker's commits
-(Faust commits every 2.8 s). A key keeps the newest checkpoint a commit covers beside its newest
-one (``SealedStore.save``); keeping its two newest, a key that wrote two after the last commit
-had none a restart may restore, and was rebuilt from its whole history."""
+"""A SIGKILL on a fast stream: every stage restores a checkpoint a commit covers and replays only what was
+not committed, though each key writes several checkpoints between two commits."""
 
 from __future__ import annotations
 

@@ -102,9 +102,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_demo_stopped_with_sigterm_stops_its_workers_and_dashboard(bootstrap, tmp_path):
-    """``timeout 30 streamxai demo`` (SIGTERM, as `timeout`, systemd or a CI job's cancel send
-    it) stops the demo's workers, its dashboard and a broker it started, as after Ctrl-C, leaving
-    nothing running, and exits 130."""
+    """A demo stopped by SIGTERM stops its workers, dashboard and broker as after Ctrl-C, and exits 130."""
     import os
     import signal
     import subprocess
@@ -165,10 +163,8 @@ def test_resume_numbers_after_the_last_seq_a_worker_accepts(bootstrap, tmp_path,
 
 
 def test_resume_and_the_duplicate_check_find_a_stream_behind_another_streams_events(bootstrap, tmp_path, capsys):
-    # a stream whose partition has since taken 12,000 events of another stream is not new: a
-    # check of only the last messages would let `--resume` number its events from 0 again (the
-    # worker dropping those it had as duplicates, silently) and a second `produce` of the same
-    # file go through
+    # a stream whose partition has since taken 12,000 events of another stream is not new: `--resume` does not
+    # number its events from 0 again, and a second `produce` of the file is refused
     from streamxai.commands import last_seq
     from streamxai.kafka.io import produce_events
     from streamxai.schemas import FeatureEvent
@@ -192,9 +188,7 @@ def test_resume_and_the_duplicate_check_find_a_stream_behind_another_streams_eve
 
 def test_a_file_of_feature_events_is_checked_for_the_earlier_seqs_of_the_streams_its_lines_name(
         bootstrap, tmp_path, capsys):
-    # the check looks for earlier seqs of the streams the file's events name (s1), not of the
-    # stream 'file' (the --stream-id default): else the file would be sent again, and the worker
-    # drop every event of it as a duplicate, silently
+    # the check looks for earlier seqs of the streams the file's events name (s1), not of the stream 'file'
     common, csv_file, _ = _file_sent(bootstrap, tmp_path)  # s1 has seqs 0..19
     capsys.readouterr()
     f = tmp_path / "events.jsonl"

@@ -1,11 +1,7 @@
-"""The pipeline on a cluster of three brokers (KRaft nodes, the topics with three replicas and
-``min.insync.replicas = 2``) while brokers fail: the leader of the busiest partition SIGKILLed
-mid-stream and brought back, a rolling restart of all three, one broker down for the rest of a
-run, and two down so that writes must wait (a worker that starts then waits too). After each run every output (predictions, label
-outcomes, explanations, change events and episodes, dead letters) equals the in-process
-reference on the arrivals the intake recorded, duplicates are exact copies, every event sent was
-recorded and predicted, and the worker never stopped or logged a traceback. The runs are short;
-``tests/benchmarks/bench_chaos.py --nodes 3`` runs the long version."""
+"""The pipeline on three brokers (three replicas, ``min.insync.replicas = 2``) while brokers fail (the
+busiest leader killed and back, a rolling restart, one down, two down): every output equals the
+in-process reference, duplicates are exact copies, every event is recorded and predicted, and the
+worker never stops or logs a traceback. ``bench_chaos.py --nodes 3`` runs the long version."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The dashboard in a real headless Chromium, fed by a real worker through the real broker.
-Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package (``.ci/run``
-installs them); without them the test is skipped and says why.
-"""
+"""The dashboard in a real headless Chromium, fed by a real worker through the real broker; skipped,
+saying why, without ``chromium``, ``chromium-driver`` and ``selenium`` (``.ci/run`` installs them)."""
 
 from __future__ import annotations
 
@@ -102,10 +100,8 @@ def test_dashboard_shows_streams_moving_lines_and_change_markers(bootstrap, tmp_
     control = list(threshold_events("control", n, seed=12))
     late = labels_later(threshold_events("late", n, seed=13), 100)  # its labels come 100 events late
     events = [e for group in itertools.zip_longest(drifting, control, late[0::2], late[1::2]) for e in group if e]
-    # paced, so that the page is watched while the stream runs (~14 s of events); the last tenth
-    # is held back until the page has drawn a point, so its lines have somewhere to move to
-    # (they had to move past a point read whenever the page got to it: a slow browser start
-    # could read the stream's last one, and the lines never moved on a correct dashboard)
+    # paced, so the page is watched while the stream runs (~14 s); the last tenth is held back until the page
+    # has drawn a point, so its lines have somewhere to move to
     cut = len(events) * 9 // 10
     producer = threading.Thread(target=produce_events, args=(s, events[:cut]), kwargs={"rate": 600.0}, daemon=True)
     try:
@@ -268,9 +264,8 @@ def _episode(seq: int, kind: str, alert: bool, status: str = "closed", **over) -
 
 
 def test_episodes_show_their_kind_and_alerts_stand_out(tmp_path):
-    """Each episode's kind in the table, alerts marked (badge, row and the shading on the charts
-    in red); an open episode says so and its closed message replaces it; a data fault says which
-    feature's inputs to check, how, and how much the model relied on it."""
+    """Episodes show their kind, alerts stand out in red, an open episode says so until closed, and a data fault
+    says which inputs to check, how, and how much the model relied on them."""
     driver = _browser()
     from streamxai.local.dashboard import DashboardState
 
@@ -382,9 +377,7 @@ return u.series.slice(1).map((s, i) => [s.label, s.stroke && s.stroke(u, i + 1),
 
 
 def test_the_loss_chart_draws_the_model_loss_once_where_it_can_be_seen(tmp_path):
-    """The model's loss is one series per stream: the model-loss chart's legend lists it once,
-    not once per explainer ("ipfi model loss", "isage model loss", ...) with copies hidden under
-    the predictions' rolling loss."""
+    """The model-loss chart's legend lists the model's loss once per stream, not once per explainer."""
     import io
 
     import numpy as np
@@ -439,10 +432,9 @@ return Object.keys(out).length === 3 && Object.values(out).every(c => c.lines > 
 
 
 def test_change_labels_on_the_charts_never_overlap_and_name_each_episode(tmp_path):
-    """The demo's 44 change events (5 episodes; a drift moves several series within a few
-    hundred positions) labelled one by one would lie on top of each other. The rule, checked on the boxes the browser lays out: no two labels of a chart overlap, each lies
-    inside its chart, every change keeps its line, every episode is named by its kind (an alert
-    as such) on the charts of the explainers it moved, also in a narrow window."""
+    """The demo's 44 change events (5 episodes), on the boxes the browser lays out: no two labels of a chart
+    overlap, each lies inside its chart, every change keeps its line, every episode is named by its kind
+    on the charts it moved, also in a narrow window."""
     from helpers.crowded_changes import EPISODES, feed_crowded_changes
     from streamxai.local.dashboard import DashboardState
 
@@ -593,10 +585,8 @@ return ['imp-ipfi', 'imp-ipdp', 'loss', 'pdp-x0'].every(id => out[id] && !out[id
 
 
 def test_large_values_and_a_categorical_curve_are_drawn_readably(tmp_path):
-    """A regression profile (targets around 1e6, losses around 1e12, a categorical feature):
-    every tick label fits its axis and tells its ticks apart (not "0,000", 3e12 written out and
-    cut to the axis' 50 px), and the categorical feature's PD chart draws the categories at
-    their points, each tick named (uPlot cannot place category names itself)."""
+    """A regression profile (targets ~1e6, losses ~1e12, a categorical feature): every tick label fits its axis
+    and tells its ticks apart, and the categorical PD chart names each category at its point."""
     from streamxai.local.dashboard import DashboardState
 
     driver = _browser()
@@ -724,9 +714,8 @@ return {
 
 
 def _check_waterfall(got, msg):
-    """The page's bars are ``msg``'s numbers: each listed value as sent, the features left out in
-    one bar of their sum (``rest``), chained from the base value (the lowest bar's start, a dotted
-    line) up to the prediction (the top bar's end, a dotted line), in numbers and in pixels."""
+    """The page's bars are ``msg``'s numbers (the rest as one bar), chained from the base value to the prediction,
+    in numbers and in pixels."""
     from streamxai.local.markers import level_text
 
     rows = got["rows"]
@@ -778,10 +767,8 @@ def _local_messages():
 
 
 def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_numbers(tmp_path):
-    """The page's "why this prediction" panel draws the stream's latest local explanation as it
-    comes; an event chosen by its event_id (typed, picked from the list, or in the page's
-    address) stays shown until "latest" is picked; the bars are the message's numbers, chained
-    from the base value to the prediction; markup in a message is shown as text."""
+    """The "why this prediction" panel draws the latest local explanation, or an event chosen by event_id (typed,
+    picked, or in the address) until "latest" is picked; bars chain the message's numbers; markup shows as text."""
     from streamxai.local.dashboard import DashboardState
 
     events, msgs, crafted = _local_messages()
@@ -885,9 +872,7 @@ def test_the_waterfall_shows_the_latest_or_a_chosen_event_with_the_message_s_num
 
 
 def test_the_waterfall_of_a_worker_s_local_explanations_read_from_the_topic(bootstrap, tmp_path):
-    """A worker with local on, the dashboard reading its topics: the page's waterfall is the one
-    of the newest message on the local-explanations topic, and an event chosen by seq (the own
-    envelope has no event_id) is that seq's message."""
+    """With a worker's local explanations, the waterfall shows the newest message, or that of a chosen seq."""
     from helpers.pipeline_runs import collect
     from streamxai.local.demo_stream import agrawal_events
 

@@ -1,12 +1,6 @@
-"""Faust's consumer checks every partition it holds, every ``commit_interval * 2.5`` s: one with
-records waiting whose stream has not taken a record within ``stream_processing_timeout`` is
-logged as an ERROR ("Stream has not started processing", "Stream stopped processing"). A worker
-with a steady backlog that is processing it must not be reported, whether its records go through
-Faust's streams (arrivals, explain tasks, drift feed) or the bulk path (features, labels).
-
-The worker runs with Faust's check every second and its timeout at 10 s (instead of 300 s), and
-reports each check of a partition with records waiting, so that the test knows the check ran
-while the worker had a backlog."""
+"""Faust's check of stalled partitions ("Stream has not started/stopped processing") never reports a worker
+processing a steady backlog, through Faust's streams or the bulk path; the worker runs the check every
+second with a 10 s timeout and reports each check of a partition with records waiting."""
 
 from __future__ import annotations
 

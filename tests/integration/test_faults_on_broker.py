@@ -1,7 +1,5 @@
-"""Adversarial input through a real broker and a worker process: the worker stays up, every
-valid event is predicted and explained with the in-process core's values, every bad input is
-one dead letter that fits the broker's limit (a message of almost 1 MB among them), and nothing
-is counted twice."""
+"""Adversarial input through a real broker and worker: the worker stays up, valid events get the in-process
+core's values, each bad input is one dead letter within the broker's limit, nothing is counted twice."""
 
 from __future__ import annotations
 
@@ -189,9 +187,7 @@ def test_broker_outage_mid_stream_is_two_log_lines_and_loses_nothing(tmp_path):
 
 
 def test_shedding_decisions_survive_a_sigkill(bootstrap, tmp_path):
-    """max_lag_s on and a burst, so the explainer sheds; SIGKILL mid-burst; the restarted worker
-    replays with the recorded decisions, so it does not explain the events the first run shed
-    and the group's count of explained events does not jump at the restart."""
+    """A worker SIGKILLed mid-burst while shedding replays with the recorded decisions: its explained count does not jump."""
     import signal
 
     from streamxai.local.ports import free_port
@@ -309,12 +305,8 @@ def _damage_files(state_dir):
 
 @pytest.mark.parametrize("store", ["local", "kafka"])
 def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_path, store):
-    """Every checkpoint (model, explain, change; truncated, zero-length, random bytes, another key)
-    is damaged between two runs, on disk or on the checkpoint topic, and on disk every other file
-    of the state_dir (checkpoint.key among them) is overwritten with random bytes. The worker
-    starts by itself: the key file is set aside and replaced (one line, a metric), the damaged
-    checkpoints are set aside, and their states rebuilt by replay: the values are those of the
-    in-process core."""
+    """Every checkpoint damaged between two runs (on disk or on the topic) and every other state_dir file
+    overwritten: the key file and checkpoints are set aside, the states rebuilt by replay to the core's values."""
     import os
 
     from streamxai.local.ports import free_port
@@ -391,10 +383,8 @@ def test_a_damaged_state_dir_is_set_aside_and_rebuilt_by_replay(bootstrap, tmp_p
 # --- a worker whose topics are deleted ------------------------------------------------------------
 
 def test_a_worker_whose_topics_are_deleted_stops_and_sigterm_is_bounded(tmp_path):
-    """Own broker without topic auto-creation, as most clusters run. Topics deleted while events
-    flow: the worker stops by itself with one error line naming the topics (it does not spin
-    on aiokafka's "not found in cluster metadata"), and a SIGTERM stops it within
-    shutdown_timeout_s even when its sends can never complete."""
+    """Without topic auto-creation, topics deleted mid-flow stop the worker with one error line naming them,
+    and a SIGTERM stops it within shutdown_timeout_s even when its sends can never complete."""
     import signal
 
     from confluent_kafka.admin import AdminClient
@@ -444,9 +434,8 @@ def test_a_worker_whose_topics_are_deleted_stops_and_sigterm_is_bounded(tmp_path
 
 
 def test_a_worker_whose_faust_service_crashes_at_start_exits_with_an_error(bootstrap, tmp_path):
-    # Faust's web server cannot bind (another process took the port after the worker's own
-    # check of it, the race that check cannot close): the worker logged the crash and exited 0,
-    # so a supervisor (systemd, a container runtime) took it for a clean stop
+    # Faust's web server cannot bind (the port taken after the worker's own check): the worker exits non-zero,
+    # so a supervisor does not take it for a clean stop
     import os
     import socket
     import subprocess

@@ -1,8 +1,5 @@
-"""Labels that arrive later, through a real broker: a worker SIGKILLed in the middle of a
-stream whose labels come on the labels topic is restarted, and what it published equals the
-in-process reference run on the order the intake recorded (the arrivals topic): predictions,
-outcomes, explanation values and change events. A worker restarted with another model
-predicts with it (its state rebuilt, not restored from the old model's checkpoints)."""
+"""Late labels through a real broker: a worker SIGKILLed mid-stream publishes, after restart, what the
+in-process reference gives on the recorded arrivals; a worker restarted with another model rebuilds."""
 
 from __future__ import annotations
 
@@ -35,15 +32,12 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     third = len(msgs) // 3
     produce_events(s, msgs[:third], rate=400)
     collect(s, "explanations", lambda ms: any(m["seq"] >= 250 for m in ms), timeout=120)
-    wait_for_commit(s, ["arrivals", "explain-tasks"])  # was a 4 s sleep for Faust's ~3 s commit interval
+    wait_for_commit(s, ["arrivals", "explain-tasks"])
     produce_events(s, msgs[third:2 * third], rate=400)
     collect(s, "explanations", lambda ms: any(m["seq"] >= 400 for m in ms), timeout=120)
-    # all of it taken and committed, so each state's newest checkpoint is one a restart may use
-    # (only a checkpoint before the committed offset is restored, and a key keeps two: with
-    # arrivals in batches a kill right after the burst found both past the commit now and then,
-    # and restored none); the intake's and the change agent's too, in the order the stages
-    # pass messages on, so every stage has taken all of it and restores each of its states
-    # (asserted below); then a little more, killed before its commit
+    # all of it taken and committed by every stage, in the order they pass messages on, so each
+    # state has a checkpoint a restart may restore (asserted below); then a little more, killed
+    # before its commit
     wait_for_commit(s, ["features", "labels", "arrivals", "explain-tasks", "drift-feed"])
     tail = 2 * third + 100
     produce_events(s, msgs[2 * third:tail], rate=400)
@@ -87,18 +81,11 @@ def test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values(
     # state met a record after the restart and was restored)
     wait_for_commit(s, ["explain-tasks", "drift-feed"])
     counters = worker_metrics(restarted)["counters"]
-    # every state of every stage was restored from a checkpoint, then the messages of its key
-    # between that checkpoint and the committed offset replayed: the values above are exact, so
-    # the replays were right, but how many there were is not asked. A state's newest checkpoint
-    # may sit at the last record of its key before the committed offset (arrivals, tasks and the
-    # feed all come in batches; test_a_restart_right_after_a_batch_that_made_a_checkpoint_due_
-    # restores_it_and_replays_nothing): then it replays nothing, and in each stage at once the
-    # sum of their replays was 0 on a correct run. Each state had a checkpoint before the second
-    # wait above; the 100 arrivals after it (about 50 per stream) make at most one more per state
-    # (checkpoint_every=150 of its messages: ~50 arrivals of a stream, at most 2 tasks of them per
-    # group, 6 explanations per 5 learned events), and a key keeps two, so one before its commit
-    # is there: each restart of a state restores one. Streams d and c: two model states, two
-    # explainer groups each, two change states. (Was the sum of the stages' replays > 0.)
+    # every state of every stage was restored from a checkpoint (the exact values above show the
+    # replays after it were right; their number is not asked: a checkpoint at a batch's record
+    # replays nothing). The 100 arrivals after the second wait make at most one more checkpoint per
+    # state (checkpoint_every=150) and a key keeps two, so each restart restores one. Streams d
+    # and c: two model states, two explainer groups each, two change states.
     restored = {stage: counters.get(f"checkpoints_restored{{stage={stage}}}", 0) for stage in ("model", "explain", "change")}
     assert restored["model"] >= 2 and restored["explain"] >= 4 and restored["change"] >= 2, counters
 
@@ -120,11 +107,8 @@ def test_a_worker_restarted_with_another_model_predicts_with_the_new_one(bootstr
     first = workers(s)
     produce_events(s, msgs[:150], rate=400)
     predicted(150)
-    # every task taken and committed before the stop: else the restarted worker resumes before
-    # the group's checkpoint of the stop, which it then never considers (only one before the
-    # message it resumes at is restored), and counts only the model's as outdated (1 of 2: failed
-    # in 3 of 6 runs on this branch once fetches waited up to 100 ms, the tasks trailing the
-    # predictions by more; 0 of 3 with this wait)
+    # every task taken and committed before the stop: else the restarted worker resumes before the
+    # group's checkpoint of the stop, never considers it, and counts only the model's as outdated
     wait_for_commit(s, ["arrivals", "explain-tasks"])
     assert stop_worker(first) == 0  # a clean stop: every state checkpointed as of its last message
     new = s.replace(web_port=free_port(), model="river.linear_model.LogisticRegression", model_params={})

@@ -1,8 +1,6 @@
-"""A worker with ``local`` on, on a real broker: every explained prediction gets one local
-explanation of the model version that made it, equal to the in-process reference, summing to the
-prediction minus the base value; with ``local_change`` each feature's mean absolute value over
-every ``emit_every`` of them goes to the explanations topic as explainer ``local``; ``streamxai
-tail local-explanations`` and ``streamxai plot --local`` show those messages' numbers."""
+"""``local`` on a real broker: each explained prediction gets one local explanation equal to the reference's,
+summing to prediction minus base; ``local_change`` sends their means as explainer ``local``; ``tail`` and
+``plot --local`` show them."""
 
 from __future__ import annotations
 

@@ -35,10 +35,8 @@ def test_metrics_page_counts_topics_dead_letters_lag_and_checkpoints(bootstrap, 
         produce_events(s, threshold_events("m1", n, seed=3))
         produce_raw(s, s.topic("features"), [(b"m1", b"not json")])
         collect(s, "explanations", lambda ms: any(m["seq"] == n - 1 for m in ms))
-        # the bad message came after the last event: its dead letter may follow the last explanation,
-        # and the lag gauges are set by a timer every 5 s, so the first ones may be from before the
-        # end of the stream (the scrape took them as soon as they existed): wait (bounded) until
-        # everything is taken and committed, then for a lag reading after that
+        # the last dead letter may follow the last explanation and the lag gauges are set every 5 s: wait (bounded)
+        # until everything is committed, then for a lag reading after that
         wait_for_commit(s, ["features", "arrivals", "explain-tasks"])
 
         def caught_up() -> dict | None:

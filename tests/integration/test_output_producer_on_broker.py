@@ -1,10 +1,5 @@
-"""The worker's outputs through confluent-kafka (:class:`streamxai.kafka.output_producer.OutputProducer`)
-keep what sending through Faust's producer gave: every output handed over is acknowledged when
-its flush returns (what the consumer waits for before a commit), keyed outputs land on the
-partitions Faust's producer chose, batches stay within what the broker takes, and a message over
-the size limit is a dead letter of its input, not a crash. (The worker killed right after a
-commit, with every explanation of the committed tasks on the topic, is in
-``test_send_on_broker.py``; it runs the worker, which sends through this producer.)"""
+"""The worker's outputs through OutputProducer: acknowledged when the flush returns, keyed outputs on
+Faust's partitions, batches within the broker's limit, and an oversized message a dead letter."""
 
 from __future__ import annotations
 
@@ -78,9 +73,7 @@ def test_hops_and_outputs_through_their_two_clients_are_each_on_their_topic_in_o
 
 
 def test_a_keyed_output_goes_to_the_partition_fausts_producer_sends_it_to(bootstrap):
-    """librdkafka's default partitioner is not the Java client's: with it, a stream's arrivals
-    would move to another partition at the upgrade and its state split in two. murmur2_random
-    is aiokafka's DefaultPartitioner, which Faust's producer used."""
+    """Keyed outputs use murmur2_random (aiokafka's DefaultPartitioner), so a stream keeps its partition."""
     import faust
 
     s = _settings(bootstrap, partitions=5)
@@ -115,9 +108,8 @@ def test_a_keyed_output_goes_to_the_partition_fausts_producer_sends_it_to(bootst
 
 
 def test_batches_stay_within_max_dead_letter_bytes_which_the_broker_takes(bootstrap, admin, tmp_path):
-    """With the topic taking 64 KiB and max_dead_letter_bytes at 60 KiB, 40 outputs of 14 KB handed
-    over at once are all on the topic, in order; batches of the default 256 KiB would be refused
-    whole by that topic (the control, which shows the check can fail)."""
+    """40 outputs of 14 KB to a topic taking 64 KiB (max_dead_letter_bytes 60 KiB) are all on it in order; batches
+    of 256 KiB are refused whole (the control)."""
     from confluent_kafka.admin import NewTopic
 
     def run(s: Settings) -> Outbox:
@@ -176,10 +168,8 @@ def test_the_output_producer_shows_no_secret():
 
 
 def test_a_flush_under_steady_sending_returns_once_what_came_before_it_is_acknowledged(bootstrap):
-    """Found in review: a flush that waited for librdkafka's queue to empty never returned
-    while the agents kept sending (a busy worker always has messages in flight), so the
-    consumer would never have committed. A flush waits for what was handed over before it,
-    as aiokafka's did; a sender keeps sending throughout (bounded: 20,000 messages, 60 s)."""
+    """A flush waits for what was handed over before it, not for an empty queue, so it returns while a sender
+    keeps sending (bounded: 20,000 messages, 60 s)."""
     s = _settings(bootstrap)
     ensure_topics(s)
 

@@ -1,6 +1,4 @@
-"""The whole pipeline on a real broker: worker processes, seeded streams, exact values.
-Each test gets its own topic prefix and consumer group (a uuid), so tests are independent.
-"""
+"""The whole pipeline on a real broker: worker processes, seeded streams, exact values; a uuid prefix and group each."""
 
 from __future__ import annotations
 
@@ -243,16 +241,10 @@ def test_sigkilled_worker_resumes_without_losing_or_double_counting(bootstrap, t
     # the first run's (duplicates carry equal values; consumers dedupe by (stream_id, seq))
     for p in preds:
         assert p["y_pred"] == expected_preds[p["seq"]]
-    # the change agent rebuilt its ADWIN series from the explanations before the committed offset:
-    # from its checkpoint and the explanations after it, or from all of them. Neither alone is
-    # certain with checkpoints: its newest checkpoint may sit at the very record the worker
-    # resumes after (CI saw it once: restored, nothing to replay), and a change state takes 27
-    # explanations every emit_every=5 events (9 features, 3 explainers), so its checkpoint falls
-    # due about every 19 events and the two a key keeps may both be past the feed's last commit
-    # before the kill
-    # (test_a_change_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history):
-    # then none is restored and the whole history is replayed. Either way one of them is seen
-    # (a restart that rebuilt nothing shows neither)
+    # the change agent rebuilt its series from its checkpoint and the explanations after it, or from all of
+    # them: its newest checkpoint may sit at the record the worker resumes after (nothing to replay), or the
+    # two a key keeps may both be past the feed's last commit (test_a_change_state_restarted_after_two_
+    # checkpoints_past_the_commit_is_exact): one of them is seen (a restart that rebuilt nothing shows neither)
     def change_rebuilt() -> dict | None:
         counters = worker_metrics(restarted)["counters"]
         return counters if counters.get("checkpoints_restored{stage=change}", 0) + counters.get(

@@ -1,9 +1,6 @@
-"""Two stream profiles on one worker through a real broker: each stream explained with
-its own features, model and explainers, with change events, exactly as the handlers give in
-process; a stream with other features than its profile's and a stream no profile matches are
-dead letters that say why; the metrics, `streamxai tail` and `streamxai plot` read both streams.
-The run itself is ``two_profiles_run`` (tests/helpers/profiles_run.py), made once per session.
-"""
+"""Two stream profiles on one worker through a real broker (``two_profiles_run``, once per session): each
+stream as the handlers give it in process; mismatched streams are dead letters saying why; metrics,
+``tail`` and ``plot`` read both."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""What a consumer of a worker's outputs and an operator of the worker read besides the
-messages: every output record's Kafka timestamp (CreateTime, when the worker made it), shown by
-``streamxai tail --meta``; and the consumer-lag gauges, which fall to 0 once the worker has
-taken up everything on its partitions, also when no more records arrive after a backlog."""
+"""Every output record's CreateTime (shown by ``tail --meta``), and consumer-lag gauges that fall to 0 once
+the worker has taken everything, also after a backlog."""
 
 from __future__ import annotations
 

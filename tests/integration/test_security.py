@@ -1,10 +1,6 @@
-"""Security end to end on the project's own broker, started with SASL (SCRAM-SHA-512) and ACLs.
-A worker with the right credentials and ACLs runs the pipeline; wrong credentials stop a
-worker at start-up with one clear line (and no password in it); a principal without a READ
-ACL cannot read the explanations topic. Secrets never reach the logs.
-This module starts its own secured broker (the session's broker is PLAINTEXT), so it runs
-even when ``STREAMXAI_BOOTSTRAP`` points the other tests at an external broker.
-"""
+"""SASL (SCRAM-SHA-512) and ACLs on the project's own secured broker: the right credentials run the
+pipeline, wrong ones stop a worker with one line without the password, a principal without READ cannot
+read explanations, and secrets never reach the logs."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Outputs handed to a producer keep delivery at least once: what a commit waits for (the
-producer's flush) covers every output handed over, so a worker SIGKILLed right after a commit
-has every explanation of the committed inputs on the topic."""
+"""Outputs handed to a producer keep delivery at least once: a worker SIGKILLed right after a
+commit has every explanation of the committed inputs on the topic."""
 
 from __future__ import annotations
 
@@ -59,11 +58,8 @@ def test_outputs_handed_over_are_covered_by_the_flush_a_commit_waits_for(bootstr
 
 
 def test_a_workers_batches_hold_more_than_fausts_16_kib_but_no_more_than_max_dead_letter_bytes(bootstrap, admin, tmp_path):
-    """A worker's producer batches up to PRODUCER_MAX_BATCH_BYTES (a drift-feed record filled
-    Faust's 16 KiB on its own, and each full batch was a produce request of its own), and never
-    more than max_dead_letter_bytes, which stays below what the broker accepts: with the topic
-    taking 64 KiB and max_dead_letter_bytes at 60 KiB, 40 outputs of 14 KB handed over at once
-    are all on the topic, in order; with batches of 256 KiB the broker refused them."""
+    """Batches up to PRODUCER_MAX_BATCH_BYTES, never above max_dead_letter_bytes: 40 outputs of 14 KB to a topic
+    taking 64 KiB (limit 60 KiB) are all on it in order (batches of 256 KiB were refused)."""
     from confluent_kafka.admin import NewTopic
     from streamxai.agents._forward import Outbox
     from streamxai.app import create_app

@@ -1,9 +1,6 @@
-"""A source in the team's own format through a real broker: nested JSON records keyed by account,
-without seqs, on the team's topic, give the predictions and explanations, value for value, of
-the same events sent in the own envelope with seq 0, 1, 2, ... in the same order; a record that
-does not fit is a dead letter naming the path. Labels on another topic, keyed by the team's event
-id, are learned (late or before their events), expire (never sent) or are dead letters (ids that
-never existed)."""
+"""A source in the team's own format through a real broker gives the predictions and explanations of the
+same events in the own envelope; a misfit record is a dead letter naming the path; labels keyed by the
+team's id are learned, expire, or are dead letters."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""TLS end to end on the project's own broker, started with an SSL listener that requires a client
-certificate (``LocalBroker(tls=...)``), with certificates made by ``openssl`` for this module. A
-worker and the ``streamxai produce`` command run the demo stream over TLS with the broker's name
-verified; a wrong CA, an expired client certificate and one the broker does not trust stop a
-worker and a command with one line naming the file to change, and the client key's password
-appears in no output. SASL runs inside TLS on a SASL_SSL broker.
-This module starts its own brokers (the session's broker is PLAINTEXT)."""
+"""TLS with client certificates on the project's own brokers: a worker and ``produce`` run over TLS with the
+broker's name verified; a wrong CA, an expired or untrusted certificate stop them with one line naming
+the file; the key's password appears nowhere; SASL runs inside TLS."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Retention on a broker that enforces it every half second: the worker creates its internal
-topics with explicit retention; once retention has deleted every message of a stream's
-history, a worker that has the stream's checkpoints restarts exactly (the in-process core's
-values), and a worker without them (another host) goes on from what remains, with one warning
-per state (model, explain and change) naming what is missing and the ``history_incomplete``
-counter. The test shortens the
-topics' ``retention.ms`` through the admin client, waits for the broker to delete, and puts it
-back before the next worker starts."""
+"""Retention enforced every half second: with a stream's history deleted, a worker with its checkpoints
+restarts exactly, one without goes on from what remains with one warning per state and the
+``history_incomplete`` counter."""
 
 from __future__ import annotations
 

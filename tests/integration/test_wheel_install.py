@@ -1,13 +1,6 @@
-"""Installing from a wheel, as users do: ``pip install streamxai-*.whl`` into a fresh virtualenv,
-then ``import streamxai``, ``streamxai broker start`` and the container image's command
-(``deploy/Dockerfile``: its ENTRYPOINT, CMD and ENV) from there, with no source checkout. The
-wheel adds one package to site-packages, ``streamxai``: the repository's ``pipeline/``,
-``agents/`` and ``schemas/`` folders are ``streamxai``, ``streamxai.agents`` and
-``streamxai.schemas`` in it.
-The wheel is built from a copy of the package's sources; its dependencies come from the
-package index (through pip's cache where it has them). The broker uses the Kafka jars this
-checkout already resolved (``STREAMXAI_KAFKA_LIBS``), so no Maven run is needed.
-"""
+"""Installing from a wheel into a fresh virtualenv, as users do: ``import streamxai``, ``streamxai broker
+start`` and the container image's command (``deploy/Dockerfile``), with no source checkout; the wheel
+adds one package, ``streamxai``. The broker uses the Kafka jars already resolved (``STREAMXAI_KAFKA_LIBS``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""No broker: worker, produce and tail stop with one line naming the bootstrap servers and the
-command that starts the local broker, at once: no client log lines, no traceback, and tail
-gives up too."""
+"""No broker: worker, produce and tail stop at once with one line naming the bootstrap servers and how to
+start the local broker."""
 
 from __future__ import annotations
 

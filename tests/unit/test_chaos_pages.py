@@ -1,6 +1,5 @@
-"""The chaos benchmark's page count (``helpers.chaos_check.check_alerts``): a pager that pages once
-per ``alert_key`` pages each reference alert once; a second key for one alert, a key on two
-episodes, a missed alert and an ``alert`` flag without its key are each caught."""
+"""The chaos benchmark's page count pages each reference alert once, and catches a second key, a shared key,
+a missed alert and an ``alert`` flag without its key."""
 
 from __future__ import annotations
 

@@ -67,8 +67,7 @@ def test_worker_with_a_model_that_cannot_be_imported_does_not_start(capsys):
 
 
 def test_a_model_of_a_module_of_ones_own_that_cannot_be_imported_says_how_to_make_it_importable(capsys):
-    # mymodels.py beside the settings file is not on the worker's path (a console script's is its
-    # bin folder): the error says to set PYTHONPATH, not to give a path such as river.forest.ARFClassifier
+    # mymodels.py beside the settings file is not on the worker's path: the error says to set PYTHONPATH
     assert main(["worker", "--set", "model=streamxai_trial_models.lr_onehot", "--set", "features=a,b",
                  "--bootstrap", "127.0.0.1:1"]) == 2
     err = _one_line_error(capsys, "'streamxai_trial_models.lr_onehot' cannot be imported: No module named "
@@ -156,9 +155,7 @@ def test_jsonl_bad_lines_are_reported_with_line_numbers_and_the_rest_is_read(tmp
 
 
 def test_a_file_bad_on_every_line_reports_twenty_lines_and_counts_the_rest(tmp_path, capsys):
-    # a regression's JSONL sent as a stream of another profile prints a bounded number of lines
-    # (not one per line of the file) and keeps a bounded number in memory; its reason names the
-    # missing target field, not "the target is None"
+    # a file of another profile's stream prints and keeps a bounded number of lines, naming the missing target
     from streamxai.commands import _reporting
 
     f = tmp_path / "reg.jsonl"
@@ -195,8 +192,7 @@ def test_demo_keeps_settings_from_file_environment_and_command_line(tmp_path, mo
 
 
 def test_a_short_demo_closes_each_episode_before_the_next_drift():
-    # `demo --n 3000` shows episodes: with the default gap (1000 events without a further
-    # change) none would close within the run
+    # `demo --n 3000` shows episodes: its gap is short enough for them to close within the run
     from streamxai.local.demo import demo_settings
 
     for n in (3000, 6000, 9000):
@@ -225,8 +221,7 @@ def test_broker_command_passes_every_option_of_the_broker_tool(capsys, tmp_path)
 
 
 def test_broker_errors_are_one_line_like_every_other_commands(capsys, tmp_path):
-    # `streamxai broker` begins its errors with "streamxai: error:" as the other commands do;
-    # each says what was wrong, where, and what to do
+    # `streamxai broker` errors begin with "streamxai: error:" and say what was wrong, where, and what to do
     missing = tmp_path / "no-users.toml"
     assert main(["broker", "status", "--sasl-users", str(missing)]) == 2
     _one_line_error(capsys, f"SASL users file {missing} does not exist", "--sasl-users")
@@ -239,8 +234,7 @@ def test_broker_errors_are_one_line_like_every_other_commands(capsys, tmp_path):
 
 
 def test_produce_labels_reads_the_target_of_the_streams_profile(tmp_path, monkeypatch, capsys):
-    # a regression profile names its target `number`; `produce FILE --labels` looked for the
-    # top-level target (`label`) and refused the file the features had just been sent from
+    # a regression profile's target is `number`: `produce FILE --labels` sends the file's labels by it
     settings = tmp_path / "two.toml"
     settings.write_text('[streams."reg-*"]\nfeatures = ["x0", "x1"]\ntask = "regression"\noutput = "value"\n'
                         'loss = "squared"\nmodel = "river.linear_model.LinearRegression"\nmodel_params = {}\n'
@@ -257,31 +251,20 @@ def test_produce_labels_reads_the_target_of_the_streams_profile(tmp_path, monkey
     assert all(isinstance(ev.y, float) for ev in sent)
 
 
-def test_a_worker_whose_web_port_is_taken_does_not_start(capsys):
-    # a second worker on a host with the first one's web_port: Faust's web server failed to bind
-    # after the worker had started, logged a traceback and the command exited 0
+@pytest.mark.parametrize("argv, said", [
+    (["worker", "--set", "features=a,b", "--set", "web_port={port}"], ("web_port {port}", "STREAMXAI_WEB_PORT")),
+    (["dashboard", "--port", "{port}"], ("127.0.0.1:{port}", "--port")),  # before any Kafka connection
+], ids=["worker", "dashboard"])
+def test_a_command_whose_port_is_taken_does_not_start(capsys, argv, said):
+    """A worker on a taken web_port, or a dashboard on a taken --port: one line and exit 2."""
     import socket
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert main(["worker", "--set", "features=a,b", "--set", f"web_port={port}",
-                     "--bootstrap", "127.0.0.1:1"]) == 2
-    _one_line_error(capsys, f"web_port {port}", "in use", "STREAMXAI_WEB_PORT")
-
-
-def test_a_dashboard_whose_port_is_taken_does_not_start(capsys):
-    # `streamxai dashboard --port P` with P taken (a worker's metrics port) is one line and exit
-    # 2, before any Kafka connection, not aiohttp's traceback
-    import socket
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        assert main(["dashboard", "--port", str(port), "--bootstrap", "127.0.0.1:1"]) == 2
-    _one_line_error(capsys, f"127.0.0.1:{port}", "in use", "--port")
+        assert main([a.format(port=port) for a in argv] + ["--bootstrap", "127.0.0.1:1"]) == 2
+    _one_line_error(capsys, said[0].format(port=port), "in use", said[1])
 
 
 def test_a_dashboard_on_an_address_of_another_host_does_not_start(capsys):
@@ -290,14 +273,14 @@ def test_a_dashboard_on_an_address_of_another_host_does_not_start(capsys):
 
 
 @pytest.mark.parametrize("argv, option", [
-    (["dashboard", "--port", "99999"], "--port"),      # was OverflowError from the socket, exit 1
+    (["dashboard", "--port", "99999"], "--port"),      # not OverflowError from the socket
     (["broker", "start", "--port", "70000"], "--port"),
     (["demo", "--dashboard-port", "-1"], "--dashboard-port"),
-    (["demo", "--workers", "0"], "--workers"),         # started no worker and waited for its timeout
-    (["demo", "--n", "-5"], "--n"),                    # was an error about change_warmup, a setting not given
+    (["demo", "--workers", "0"], "--workers"),         # not a demo without workers waiting for its timeout
+    (["demo", "--n", "-5"], "--n"),                    # not an error about change_warmup, a setting not given
     (["demo", "--timeout", "0"], "--timeout"),
     (["demo", "--label-delay", "-3"], "--label-delay"),
-    (["produce", "demo", "--rate", "-1"], "--rate"),   # sent 30,000 events as fast as it could
+    (["produce", "demo", "--rate", "-1"], "--rate"),   # not 30,000 events as fast as it can
     (["produce", "demo", "--n", "0"], "--n"),
     (["tail", "features", "--max", "-1"], "--max"),    # followed the topic for ever
     (["tail", "features", "--idle", "-3"], "--idle"),  # stopped at once, printing nothing, exit 0
@@ -312,15 +295,13 @@ def test_a_number_out_of_range_is_an_argument_error_naming_the_option(argv, opti
 
 
 def test_plot_without_a_broker_is_one_line(capsys):
-    # plot checks the broker before it looks up the change-episodes topic, so no broker (or
-    # refused credentials) is one line and exit 2, not confluent_kafka's KafkaException traceback
+    # no broker (or refused credentials) is one line and exit 2, checked before the topic lookup
     assert main(["plot", "s", "--set", "features=a", "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, "no Kafka broker answered at 127.0.0.1:1", "--bootstrap")
 
 
 def test_produce_says_which_streams_and_seqs_it_sent(tmp_path, monkeypatch, capsys):
-    # feature events and label events of a JSONL file keep their own stream_id and seq, and
-    # produce names the streams and seqs it sent, not "stream 'file' (seq 0..N-1)"
+    # a JSONL file's feature and label events keep their own stream_id and seq, which produce names
     data = tmp_path / "events.jsonl"
     data.write_text("".join(
         f'{{"schema": "feature_event/v1", "stream_id": "{sid}", "seq": {q}, "ts": 0, "x": {{"a": 1.0}}, "y": 1}}\n'
@@ -363,8 +344,7 @@ def test_worker_roles_are_parsed_into_a_tuple():
     ("agr 1", "stream_id 'agr 1' must be 1 to 128 characters"),
 ])
 def test_produce_demo_to_a_stream_of_other_features_is_refused_before_kafka(tmp_path, capsys, stream_id, says):
-    # `produce demo --stream-id reg-2` under two profiles is refused: it would send agrawal's
-    # events to the regression's profile, and the worker dead-letter every one of them
+    # `produce demo --stream-id reg-2` under two profiles is refused (agrawal events to the regression's profile)
     f = tmp_path / "two.toml"
     f.write_text('[streams."agr-*"]\nfeatures = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", '
                  '"hyears", "loan"]\n[streams."reg-*"]\nfeatures = ["x0", "x1"]\n')
@@ -375,8 +355,7 @@ def test_produce_demo_to_a_stream_of_other_features_is_refused_before_kafka(tmp_
 
 
 def test_tail_without_a_broker_is_one_line(capsys):
-    # the broker error comes alone, not after "waiting for new messages on streamxai.features
-    # (Ctrl-C to stop ...)" (a timer at 2 s while the broker check waits 8 s)
+    # the broker error comes alone, before any "waiting for new messages" line
     from streamxai.local.ports import free_port
 
     assert main(["tail", "features", "--bootstrap", f"127.0.0.1:{free_port()}"]) == 2
@@ -386,8 +365,7 @@ def test_tail_without_a_broker_is_one_line(capsys):
 
 @pytest.mark.parametrize("source", ["demo", "control"])
 def test_produce_demo_without_labels_is_refused_not_ignored(source, capsys):
-    # `produce demo --without-labels` is refused with what to do instead: sending every event with
-    # its label would make the labels a user then sends all dead letters ("already labelled")
+    # `produce demo --without-labels` is refused with what to do instead (later labels would be dead letters)
     assert main(["produce", source, "--n", "5", "--without-labels", "--bootstrap", "127.0.0.1:1"]) == 2
     _one_line_error(capsys, "--without-labels", "streamxai demo --label-delay N")
 
@@ -398,11 +376,8 @@ _TWO_PROFILES = ('[streams."agr-*"]\nfeatures = ["a"]\ncategorical = ["a"]\n'
 
 
 def test_produce_jsonl_events_and_labels_take_the_target_of_each_lines_own_stream(tmp_path, monkeypatch, capsys):
-    # feature and label events in a JSONL file keep their own stream_id, and their labels are
-    # checked against the target of their own stream's profile, not that of the stream `produce`
-    # was given (--stream-id, or 'file'): under two profiles a regression's label 3.7 is sent, a
-    # class label "x" of the regression's stream refused, and feature events of profiled streams
-    # taken as their lines name them
+    # a JSONL file's labels are checked against their own stream's profile target, not that of --stream-id:
+    # a regression's label 3.7 is sent, a class label "x" of its stream refused
     settings = tmp_path / "two.toml"
     settings.write_text(_TWO_PROFILES)
     sent: list = []
@@ -434,8 +409,7 @@ def test_produce_jsonl_events_and_labels_take_the_target_of_each_lines_own_strea
 
 
 def test_produce_a_file_with_label_delay_sends_each_label_n_events_after_its_features(tmp_path, monkeypatch, capsys):
-    # `streamxai demo --label-delay N` had labels come later; `produce FILE` had no way to: a user
-    # replaying a labelled file could not try delayed labels
+    # `produce FILE --label-delay N` sends a labelled file's labels N events later
     data = tmp_path / "d.csv"
     data.write_text("a,label,t\n" + "".join(f"{q}.5,{'' if q == 3 else q % 2},{100 + q}\n" for q in range(5)))
     sent = []
@@ -466,10 +440,8 @@ def test_produce_label_delay_with_labels_or_without_labels_is_refused(tmp_path, 
 @pytest.mark.parametrize("how", ["file", "environment", "command line"])
 def test_model_params_of_another_model_stop_the_worker_at_start_saying_which_where_and_what_to_do(
         tmp_path, monkeypatch, capsys, how):
-    # `streamxai config` prints model_params = {grace_period = 50}; copied into a settings file they are
-    # explicit, and kept when the model is later changed to one that does not take them. The worker
-    # refuses them saying where they were set, which of them the model does not take and what it
-    # takes, not only the whole of model_params with the advice to set model_params
+    # model_params the model does not take are refused saying where they were set, which are not taken,
+    # and what the model takes
     f = tmp_path / "s.toml"
     params = '{"grace_period": 50, "l2": 0.1}'
     f.write_text('features = ["a"]\nmodel = "river.linear_model.LogisticRegression"\n'

@@ -1,8 +1,5 @@
-"""The docs are checked like code: the MkDocs site builds with ``--strict`` (broken links, unknown
-pages and a failing generator are errors), its generated reference names every setting, command
-and message schema the code has, and every ``python`` block of README.md and of the docs pages
-runs. A block that needs a broker or a file of the reader's own is marked by the line
-``<!-- no-run -->`` right before its opening fence; it is not run, and there are few of them."""
+"""The docs build with ``mkdocs --strict``, name every setting, command and schema, and every ``python``
+block runs unless marked ``<!-- no-run -->`` right before its fence."""
 
 from __future__ import annotations
 

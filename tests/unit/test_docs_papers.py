@@ -1,6 +1,5 @@
-"""The page "Reproducing the papers" shows what ``bench_papers.py`` writes: its tables read the
-rows and details of ``docs/results/bench_papers.json`` (built here with the benchmark's own
-writers), and the performance page leaves that file to it."""
+""""Reproducing the papers" reads its tables from ``docs/results/bench_papers.json`` (built here with the
+benchmark's writers); the performance page leaves that file to it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""``fast_path = auto`` and ``off`` give the same explanations: the stream explainer's values,
-curves, blocks and standard errors for every model family the fast path serves, and the
-worker's whole output (explanations, change events, change episodes) on the demo's drifting
-stream, run through the model, explain and change handlers without a broker."""
+"""``fast_path = auto`` and ``off`` give the same explanations: per model family, and the worker's whole
+output on the demo's drifting stream through the handlers."""
 
 from __future__ import annotations
 
@@ -106,9 +104,7 @@ def test_the_worker_metrics_say_which_path_each_stream_uses():
 
 @pytest.mark.parametrize("name", ["hat", "logistic", "arf"])
 def test_a_kept_scope_follows_the_model_and_x_even_without_being_told(name):
-    """A shared evaluator keeps a leaf's factors and x's partial sums between calls (and a
-    forest its leaf plans between scopes); it must still notice a learn_one nobody reported
-    and an x changed in place."""
+    """A shared evaluator's kept factors and sums notice an unreported learn_one and an x changed in place."""
     from streamxai.core.fastpath import compile_model
     from streamxai.core.model import ModelFunction
 

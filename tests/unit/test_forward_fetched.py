@@ -1,7 +1,5 @@
-"""The bulk hand-over of each fetch's records (``streamxai.agents._forward``): to the intake in
-batches (``forward_fetched``), to a handler that keeps state one record at a time
-(``forward_each``), in order, counted once per topic (``messages_in``) with the last offset of
-each partition reported for consumer lag, as one record at a time counted them."""
+"""The bulk hand-over of fetched records, in batches or one at a time: in order, counted once per topic,
+each partition's last offset reported for lag."""
 
 from __future__ import annotations
 
@@ -139,9 +137,8 @@ def test_a_rebalance_or_a_stopped_flow_stops_a_fetch_before_its_next_record():
 
 
 def test_a_stop_during_a_record_waits_for_it_whole_and_takes_no_other():
-    """A record being rebuilt off the event loop when the worker's stop cancels the fetch: the
-    stop waits until the record is taken and its outputs handed over (the state the worker then
-    checkpoints has taken it, so its outputs must be out), and no later record is taken."""
+    """A stop during a record's off-loop rebuild waits until it is taken and its outputs handed over; no later
+    record is taken."""
     settings, metrics, app = Settings(topic_prefix="x."), Metrics(), _App()
     handler = _Handler(settings, metrics, new_keys={b"s"}, after=lambda n: time.sleep(0.05))
 

@@ -80,22 +80,17 @@ def import_cycle(mods: dict[str, set[str]]) -> list[str]:
 
 
 def test_no_import_cycles():
-    """Over every module of pipeline, agents and schemas, counting every import (also those for
-    annotations only, under ``TYPE_CHECKING``): a cycle means two modules that cannot be read or
-    tested apart (``Out`` has its own module for that reason, as has checkpoint sealing)."""
+    """No import cycles among pipeline, agents and schemas, ``TYPE_CHECKING`` imports included."""
     mods = modules("pipeline", "agents", "schemas")
     assert {"streamxai.handlers.common", "streamxai.kafka.checkpoints", "streamxai.agents._forward", "streamxai.schemas.wire"} <= set(mods)
     assert import_cycle(mods) == []
 
 
 def private_imports(mods: dict[str, set[str]]) -> list[str]:
-    """The imports of one module's underscore names by another (``from .values import _BadLine``):
-    what modules share is public, in the ``__all__`` of the module it belongs to. A private
-    submodule (``from . import _forward``, a compiled ``_kernels``) is a module, not a name.
+    """The imports of one module's underscore names by another (a private submodule is a module, not a name).
 
     >>> private_imports({"a": {"b", "b._x", "b.y"}, "b": set(), "b._sub": set(), "c": {"b._sub"}})
-    ['a imports b._x']
-    """
+    ['a imports b._x']"""
     def private_name(name: str) -> bool:
         owner, _, last = name.rpartition(".")
         return (owner in mods and last.startswith("_") and not last.startswith("__") and name not in mods
@@ -112,9 +107,7 @@ FOLDER_IMPORT = re.compile(r"(?:^|;)\s*(?:>>> |\.\.\. )?\s*(?:from|import) (?:pi
 
 @pytest.mark.parametrize("folder", ["pipeline", "agents", "schemas", "tests"])
 def test_nothing_imports_a_folder_by_its_name(folder):
-    """The folders install as ``streamxai``, ``streamxai.agents`` and ``streamxai.schemas``: an
-    ``import schemas`` (in code or in a docstring example) works only in a checkout, and then
-    loads a second copy of each module."""
+    """No ``import schemas`` (by folder name), in code or docstring examples: it works only in a checkout."""
     found = [f"{path.relative_to(ROOT)}: {m.group(0).strip()}" for path in sorted((ROOT / folder).rglob("*.py"))
              for m in FOLDER_IMPORT.finditer(path.read_text())]
     assert found == []

@@ -1,7 +1,5 @@
-"""Labels that arrive later, through the handlers without Kafka: the model, explain
-and change handlers over a recorded order of arrivals give exactly what the in-process
-reference gives for that order; a restart anywhere reproduces it; every label is accounted
-for; memory stays bounded."""
+"""Late labels through the handlers without Kafka: exactly the reference's outputs for a recorded order of
+arrivals, also across restarts; every label accounted for; bounded memory."""
 
 from __future__ import annotations
 
@@ -33,9 +31,7 @@ def two_streams(delay=12, n=400):
 
 @pytest.mark.slow
 def test_the_in_process_reference_runs_each_stream_under_its_profile():
-    # the reference built every stream from the top-level settings: with profiles (and no
-    # top-level features) it raised "feature_names is empty"; with top-level features it would
-    # have explained every stream with the top-level model, explainers, alpha and sample rate
+    # the reference builds each stream from its own profile, not from the top-level settings
     s = delayed_settings(features=[], change_warmup=0, streams={
         "p-*": {"features": ["a", "b", "c"], "explainers": ["ipfi", "ipdp"], "grid_size": 4, "sample_rate": 0.5,
                 "change_explainers": ["ipfi"]},
@@ -100,9 +96,7 @@ def test_labels_in_line_keep_seq_as_position_and_the_values_of_before():
 @pytest.mark.slow
 @pytest.mark.parametrize("checkpoint_every", [0, 60])
 def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoint_every):
-    """The model, explain and change handlers die at one offset each (as after a SIGKILL: their
-    states are gone) and the intake forwards a stretch of arrivals a second time; the new
-    handlers rebuild from checkpoints and replay, and publish what the uninterrupted run did."""
+    """Each handler dying at one offset, and a stretch of arrivals forwarded twice, still publish the uninterrupted run."""
     s = delayed_settings(checkpoint_every=checkpoint_every)
     msgs = two_streams()
     log = PartitionLog()
@@ -138,10 +132,8 @@ def test_a_restart_anywhere_reproduces_the_uninterrupted_run(tmp_path, checkpoin
 
 @pytest.mark.slow
 def test_never_labelled_events_expire_after_the_timeout_and_memory_stays_flat():
-    """10% of 200,000 events never get their label (the others come 50 events late). Each of
-    them expires once label_timeout_s of arrival time passed and is counted; every other one is
-    learned; the join's state (what a checkpoint holds) stays the same size from 50,000 events
-    to 200,000."""
+    """10% of 200,000 events never get a label: each expires after label_timeout_s and is counted, the rest are
+    learned, and the join's state keeps its size from 50,000 events to 200,000."""
     import pickle
     import random
 
@@ -194,11 +186,8 @@ def test_ipdp_explains_every_event_and_the_loss_based_explainers_every_labelled_
 
 @pytest.mark.slow
 def test_labels_500_events_late_rank_the_same_features_and_episodes_name_the_drifted_ones():
-    """The demo's drifting stream (agrawal function 0 -> 2 at 1,000: age, then age and elevel;
-    elevel <-> car swapped at 2,000) with every label 500 events late, against the same stream
-    with its labels in line, in process (the pipeline's values, test_delayed_labels_through_the_
-    handlers...). Seeded: the measured final rankings of the two runs are car > age > (noise
-    below 0.03) for iPFI and age > car > (noise) for iSAGE."""
+    """The demo's drifting stream with labels 500 late ranks as with labels in line (seeded: car > age for iPFI,
+    age > car for iSAGE, noise below 0.03)."""
     from streamxai.local.demo import demo_plan, demo_settings
     from streamxai.local.demo_stream import agrawal_events
     from streamxai.reference import Recorded
@@ -241,9 +230,7 @@ def test_labels_500_events_late_rank_the_same_features_and_episodes_name_the_dri
 
 
 def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_under_the_new_settings(tmp_path):
-    # a restart with a stream's explainers and alpha changed: an explain state restored from its
-    # checkpoint would keep the old explainers (iSAGE still published, then refused by the drift
-    # handler as "not among this worker's explainers"), the old alpha and the old model
+    # a restart with a stream's explainers and alpha changed rebuilds the explain state under the new ones
     s = delayed_settings(explain_groups=1, checkpoint_every=40)
     new = s.replace(explainers=["ipfi", "ipdp"], alpha=0.02, change_explainers=["ipfi"])
     log = PartitionLog()
@@ -260,11 +247,8 @@ def test_a_checkpoint_of_other_explainers_is_not_restored_but_the_group_rebuilt_
 
 
 def test_a_restart_that_drops_a_feature_explains_the_new_events_as_a_fresh_stream(tmp_path):
-    # a profile edited between restarts to drop a feature. The model state, rebuilt under the
-    # new features, replays none of the old events (each has a feature the profile no longer
-    # lists) and numbers the new ones from position 0; the explain state must check the old
-    # tasks against the new features too, or it learns them all (its replica with the dropped
-    # feature), reaches the old last position, and drops every new task as a duplicate
+    # a profile edited between restarts to drop a feature: the model state replays none of the old events
+    # and numbers the new from 0; the explain state checks the old tasks against the new features too
     s = delayed_settings(checkpoint_every=40)
     new = s.replace(features=["a", "b"])
     old_events = list(labels_later(threshold_events("t", 150, seed=6), 6))  # positions run ahead of seqs

@@ -1,7 +1,5 @@
-"""The test tree itself: pytest imports test modules by base name (no packages under tests/),
-so two test files with one name in different folders stop the whole run at collection; a test
-module imports no other test module (what several share is in tests/helpers/); and the folders
-of tests/unit/ mirror the package, so a module's tests are found by its path."""
+"""The test tree: no two test files share a base name, no test module imports another, and tests/unit/
+mirrors the package."""
 
 from collections import Counter
 from pathlib import Path

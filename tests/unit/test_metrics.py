@@ -141,7 +141,7 @@ def test_a_series_key_looked_up_again_is_the_one_built_whatever_the_label_order(
 
 
 def test_labels_equal_in_python_but_written_differently_stay_two_series():
-    # 1, 1.0 and True are one dict key in Python; their series are not (found in review)
+    # 1, 1.0 and True are one dict key in Python; their series are not
     m = Metrics()
     m.inc("custom", flag=1)
     m.inc("custom", flag=True)
@@ -151,9 +151,7 @@ def test_labels_equal_in_python_but_written_differently_stay_two_series():
 
 
 def test_the_lag_gauges_fall_to_zero_once_everything_is_taken_up():
-    """A backlog drained and nothing more arriving: every lag gauge reads 0, none keeps the last
-    task's age; an empty partition (high watermark 0) has lag 0; a partition no longer assigned
-    has no gauge (its new owner reports it)."""
+    """After a drained backlog every lag gauge reads 0 (an empty partition too); an unassigned partition has none."""
     m = Metrics()
     m.processed("t.explain-tasks", 1, 10)
     m.gauge("explanation_lag_seconds", 42.0)  # the last task was 42 s old when it was taken up

@@ -1,8 +1,6 @@
-"""Code, tests, deployment files and docs say what is, in the present tense: no references a
-reader cannot follow (work rounds, issue numbers, ``#12``) and no history asides ("(before, it
-waited…", "it used to…"). History belongs in CHANGELOG.md, which is not scanned. Each hit is
-reported as ``path:line: text``; the self-tests at the end show that every pattern catches what
-it should and leaves a legitimate present-tense sentence alone."""
+"""Code, tests, deployment files and docs say what is, in the present tense: no work-round or issue references
+and no history asides (CHANGELOG.md is not scanned); hits are ``path:line: text``, and self-tests check
+each pattern."""
 
 from __future__ import annotations
 

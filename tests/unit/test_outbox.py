@@ -1,6 +1,5 @@
-"""The Outbox reads one input's outputs' acknowledgements in one callback: every message the
-broker refuses after the send is still counted in ``send_errors``, also one whose batch is
-answered after the last output's (a retried batch)."""
+"""The Outbox counts every message the broker refuses in ``send_errors``, also one answered after the last
+output's (a retried batch)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Stream profiles: ``[streams."<glob>"]`` tables give streams of one deployment their own
-features, model and explainers; bad tables stop the worker with one line; a stream no profile
-matches, or with other features than its profile's, becomes a dead letter that says why."""
+"""Stream profiles give streams their own features, model and explainers; bad tables stop the worker with one
+line; an unmatched or mismatched stream is a dead letter saying why."""
 
 from __future__ import annotations
 
@@ -302,9 +301,8 @@ def test_a_model_given_alone_gets_the_params_it_takes(tmp_path, monkeypatch):
 
 
 def test_a_model_given_alone_keeps_its_own_params_through_replace_and_a_spawned_worker():
-    # found in review: replace() of any other setting, and the environment a spawned worker is
-    # given (settings_env: every field), turned the computed default into given params, so a
-    # profile naming a linear model alone inherited the tree's grace_period and was refused
+    # replace() and a spawned worker's environment keep the computed default as a default: a linear
+    # model named alone takes no tree's grace_period
     from streamxai.worker import settings_env
 
     s = Settings(features=["a"], streams={"l-*": {"model": LR}})

@@ -1,6 +1,4 @@
-"""Deterministic replicas: the same model spec fed the same ordered events gives identical
-predictions in every copy (DESIGN invariant 2 relies on it), and a pickled copy continues
-identically (checkpoints rely on it)."""
+"""Replicas fed the same ordered events predict identically, and a pickled copy continues identically."""
 
 import pickle
 

@@ -1,14 +1,7 @@
-"""The reservoir-reuse correction after a change of scale: a linear regression whose feature x1
-stops mattering at event 2,000 gets a change event, and x1's iPFI a standard error of its new
-scale.
-The reuse statistics (the covariance ``zeta`` of two increments that drew the same donor, and
-``zeta'`` with the donor's own event) forget 32 times more slowly than the increments' variance,
-so when a feature's increments shrink to nothing they still carry the old scale: unbounded,
-the variance factor ``k = 1 + reuse / var`` would grow without limit, the change test divide
-every z by ``sqrt(k)`` and never fire, and the standard error keep the old spread. Two increments of one series have a correlation of at
-most 1, so each covariance is at most the variance (Cauchy-Schwarz); the correction is bounded
-by it.
-"""
+"""The reservoir-reuse correction after a change of scale: x1 of a linear regression stops mattering at
+event 2,000, gets a change event, and an iPFI standard error of its new scale. Reuse covariances forget
+32 times more slowly than the variance; unbounded, ``k = 1 + reuse / var`` would grow without limit and
+silence the change test. By Cauchy-Schwarz each covariance is at most the variance, which bounds it."""
 
 from __future__ import annotations
 
@@ -50,33 +43,25 @@ def test_a_regression_feature_that_stops_mattering_is_a_change_and_its_interval_
     ipfi = next(e for e in run.explainers["reg-7"].explainers if isinstance(e, IPFI))
     k, se = ipfi.variance_factors, ipfi.stderr
     # x1's increments have been ~0 for 2,000 events: its interval is as narrow as its increments
-    assert se["x1"] < 0.05, se  # was 0.59, beside a level before of 8
+    assert se["x1"] < 0.05, se  # beside a level before of 8
     # with full correlation k is 1 + m^2 / L * 2 rho / (1 - rho) + 2 m: 4.98 for iPFI's one
-    # donor (m) from a geometric reservoir of L = 100 (rho = 1 - 1/L); was 10^7
+    # donor (m) from a geometric reservoir of L = 100 (rho = 1 - 1/L)
     assert k["x1"] <= 1 + 1 / 100 * 2 * 0.99 / 0.01 + 2 + 1e-9, k
 
 
 @pytest.mark.slow  # the same run as above (cached)
 def test_isage_finds_a_regression_feature_that_stops_mattering():
-    """iSAGE's series of x1 on the same stream gets a change event. After x1's increments
-    shrink, reuse covariances forgetting more slowly than the variance would still hold the old
-    scale while the variance they are divided by is the new, small one: ``k`` would go to the
-    full-correlation bound (12.9 for iSAGE's m = 2 donors from L = 100 slots, every event stored)
-    and the test's standard error would be 3.6 times too wide. The factor is a ratio of
-    covariance to variance over one horizon, so a change of scale leaves it where it is."""
+    """iSAGE's series of x1 gets a change event too: ``k`` stays put through the change of scale instead of
+    going to the full-correlation bound (12.9 for m = 2, L = 100: a standard error 3.6 times too wide)."""
     run = _run()
     found = [(detected, cut, before, after) for (_, detected, ex, f), (cut, before, after) in run.changes.items()
              if ex == "isage" and f == "x1"]
     assert found, run.changes
     detected, cut, before, after = min(found)
-    # Measured on this run (seed 1): x1's increments have sd 17 before the change (its window
-    # mean 3.7 from event 500 on, the model still learning) and under 1 once the model unlearned
-    # the weight (about 100 events); the threshold is at most 6.3 over these checks. The test's
-    # error is the larger of the pooled and Welch ones, and with the variance after the cut near
-    # 0 the pooled one binds: z = E sqrt(n1) / (sd sqrt(k)), n1 the increments after the cut. So
-    # the drop of E = 3.7 is found once n1 = k (6.3 * 17 / 3.7)^2 = 840 k: 1,400 with the
-    # measured k <= 1.65 (found at 3,849 here, the window's buckets coarser by then), but 10,800
-    # with k stuck at the bound 12.9 -- beyond this run's 4,000 events.
+    # Measured (seed 1): x1's increments have sd 17 before the change (mean 3.7) and under 1 after; the
+    # threshold is at most 6.3. With the variance after the cut near 0 the pooled error binds:
+    # z = E sqrt(n1) / (sd sqrt(k)), so the drop is found at n1 = k (6.3 * 17 / 3.7)^2 = 840 k: 1,400 with the
+    # measured k <= 1.65 (found at 3,849), but 10,800 with k at the bound 12.9, beyond the run's 4,000 events.
     assert 1_500 <= cut <= 2_500 and detected <= 2_000 + 100 + 840 * 1.65 + 500, found  # + the buckets' resolution
     assert before > 3.0 and abs(after) < before / 4, found
     k = next(e for e in run.explainers["reg-7"].explainers if isinstance(e, ISAGE)).variance_factors

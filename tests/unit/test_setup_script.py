@@ -1,7 +1,4 @@
-"""deploy/setup.sh says why the Python it was given cannot be used: on a machine with pyenv,
-``PYTHON=python3.13 bash deploy/setup.sh`` can find pyenv's shim, which exits 127 unless 3.13 is
-selected, and "Python 3.11, 3.12 or 3.13 is needed (found python3.13)" would read as if
-python3.13 were another version."""
+"""deploy/setup.sh says why the Python it was given cannot be used (a pyenv shim exiting 127 is not "another version")."""
 
 from __future__ import annotations
 

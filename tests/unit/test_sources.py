@@ -1,8 +1,5 @@
-"""Sources in the team's own format: the ``[sources.<name>]`` tables are checked when the settings
-load, a record maps to the feature event the model takes (or a dead letter naming the path and
-the type expected), and the model handler numbers a source's events so that its predictions and
-explain tasks are those of the same events sent in the own envelope with seq 0, 1, 2, ...,
-across a restart (checkpoint plus replay) and a record the intake forwards twice."""
+"""Sources in the team's own format: tables checked at load, records mapped to feature events (or dead letters
+naming the path and type), numbered so outputs equal the own envelope's, across restarts and re-forwards."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The test command runs its tests in pytest-xdist processes (``--dist loadgroup``), and
-``tests/conftest.py`` keeps the tests that share a costly module or session fixture in one of
-them, so that fixture runs once. Nothing fails when that grouping is lost: the fixtures simply
-run once per process (the change-calibration runs and the two-profiles worker twice). So this
-runs a small module through the same grouping and checks where its tests ran."""
+"""A small module run through ``tests/conftest.py``'s xdist grouping keeps a module fixture's tests in one
+process (losing the grouping fails nothing else: the fixtures just run once per process)."""
 
 from __future__ import annotations
 

@@ -16,9 +16,7 @@ def test_the_dashboard_hint_names_the_workers_broker_and_topics():
 
 
 def test_a_worker_says_when_the_explainers_run_without_the_compiled_kernels(monkeypatch):
-    """A checkout pulled without a reinstall has no build of its kernels (or one from older
-    source): its workers run every explainer's bookkeeping on the slower Python path, and their
-    log says so, not only the ``compiled_kernels`` gauge."""
+    """A worker without (current) compiled kernels says in its log that it runs the slower Python path."""
     import logging
     import sys
     import types

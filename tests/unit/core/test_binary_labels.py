@@ -1,9 +1,5 @@
-"""A binary classifier (river's LogisticRegression: ``_multiclass`` False, it predicts True or
-False) takes only true/false or 0/1 as labels: learned silently as one of its two classes (2 as
-True with twice the step, -1 as False), labels 2, 3 or -1 would have a stream of three classes
-explained and scored as if it had two. Each such label is one dead letter (reason
-``label_type``), in the feature event or on the labels topic, and nothing is learned from it;
-multiclass models (trees, ARF) take such labels."""
+"""A binary classifier takes only true/false or 0/1 as labels: 2, 3 or -1 are each one dead letter (reason
+``label_type``), inline or on the labels topic, and nothing is learned; multiclass models take them."""
 
 from __future__ import annotations
 

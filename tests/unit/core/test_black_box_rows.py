@@ -1,6 +1,5 @@
-"""The black-box path evaluates many rows at once (``ModelFunction.many``, ``replaced``,
-``curves``, ``coalitions`` with ``fast_path="off"``) exactly as calling the model on each row
-one by one does: the same calls, in the same order, the same values and types."""
+"""The black-box path's many-row evaluations make the same calls, in the same order, with the same values and
+types as calling the model row by row."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A categorical feature's values keep one type per stream (the first value the stream's model
-took fixes it): an event with a value of another type is one dead letter (reason
-``category_type``), also after a restart from a checkpoint or a rebuild by replay."""
+"""A categorical feature keeps its first value's type per stream: another type is one dead letter
+(``category_type``), also after a restart or a rebuild."""
 
 from __future__ import annotations
 

@@ -1,20 +1,10 @@
-"""One contract test over every stateful core component (STYLE.md, habit 3): every
-:class:`~streamxai.core.base.Component` of ``streamxai.core`` is registered once in :data:`CASES`
-(a factory giving a fresh instance for a seed, a small seeded input stream suited to it, and a
-``step`` that makes the component's update calls for one input and returns what they produced,
-counters included, so learned state shows in the outputs), and the shared checks run over all
-of them: the caller's input is never mutated (deep copy compared before and after every call)
-and containers a component returns are not its internal state; a pickle round trip (``pickle``
-and ``snapshot()`` / ``restore()``) mid-stream gives exactly (``==``) the outputs the
-uninterrupted instance gives for the rest of the stream; two instances with the same seed give
-identical outputs, also in another process with another ``PYTHONHASHSEED``, and a different seed
-changes the outputs of randomised components; outputs survive the wire format
-(``streamxai.schemas.dumps_obj`` and back, unchanged) and are plain Python types (``str`` keys,
-``float``/``int``/``str``/``bool``/``None`` leaves, lists); ``clone()`` gives a new instance with
-the same parameters and no learned state; no constructor or method has a mutable default
-argument; and ``test_every_component_is_registered`` fails when a component is added to
-``streamxai.core`` without an entry here.
-"""
+"""One contract test over every stateful core component: each Component of ``streamxai.core`` is
+registered in :data:`CASES` (a seeded factory, a seeded input stream, and a ``step`` returning what one
+input's calls produced), and the checks run over all: inputs are never mutated and returned containers
+are not internal state; pickle and snapshot/restore mid-stream give exactly the uninterrupted outputs;
+one seed gives the same outputs (also under another ``PYTHONHASHSEED``), another seed other outputs;
+outputs are plain and survive the wire format; ``clone()`` keeps the parameters and drops learned state;
+no mutable default arguments; and every component is registered."""
 
 from __future__ import annotations
 
@@ -357,9 +347,7 @@ def agrawal_stream(n: int, seed: int, unlabelled: tuple[int, ...] = ()) -> list[
 
 
 def arrivals_stream(n: int = 120, delay: int = 7) -> list[tuple]:
-    """Feature events (every 4th with its label in line) and the others' labels ``delay``
-    events later: one before its event, one twice, one for an unknown seq, a tenth never
-    (they expire: max_label_delay 20 in :func:`small_join`)."""
+    """Feature events (every 4th labelled inline) and labels ``delay`` later: early, twice, unknown, a tenth never."""
     evs = list(agrawal_events("s", n=n, drift_at=n // 2, seed=22))
     out: list[tuple] = []
     for ev in evs:
@@ -729,9 +717,8 @@ def test_clone_has_no_learned_state(case):
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_clone_speaks_rivers_idiom(case):
-    """A river ``Base``: ``clone(new_params)`` takes the parameters as ``_get_params()`` gives them
-    (components as ``(class, params)``), ``clone(include_attributes=True)`` goes on as the
-    original, and ``repr`` lists the parameters one a line."""
+    """river's idiom: ``clone(params)`` takes ``_get_params()``, ``clone(include_attributes=True)`` goes on as the
+    original, ``repr`` lists the parameters one a line."""
     stream = case.stream()
     half = len(stream) // 2
     a = case.make(SEED)

@@ -1,10 +1,5 @@
-"""A label that overtakes its event (it is held until the event arrives) and that the model then
-cannot take is the label's fault, not the event's: a multiclass tree's stream of integer classes
-gets the label ``"yes"`` for seq 20 before event 20. When the event comes, scoring it against the
-held label raises; the held label is one dead letter (with the reason it gets after its event),
-the event is predicted and waits, and the right label that follows is learned (not three dead
-letters: the event as ``model_error``, the held label as ``label_unknown_seq``, the right label
-refused)."""
+"""A held label the model cannot take (``"yes"`` for a tree of integer classes, before its event) is the
+label's fault: one dead letter, the event predicted and waiting, and the right label that follows learned."""
 
 from __future__ import annotations
 

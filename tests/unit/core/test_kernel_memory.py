@@ -1,9 +1,6 @@
-"""The compiled kernels (pipeline/core/_kernels*.c) neither leak nor keep references: each one,
-called 20,000 times on realistic inputs, on the inputs it leaves to the Python code and on
-the ones where it raises, leaves the memory Python allocates (tracemalloc hooks every object
-allocation) and the reference counts of every object it was given where they were after a
-warm-up; and inputs of the wrong shape or length get False/None or a TypeError, never a crash
-(the same calls ran under AddressSanitizer and UBSan: README, "Compiled kernels")."""
+"""The compiled kernels neither leak nor keep references: 20,000 calls each on realistic, fallback and
+raising inputs leave tracemalloc's memory and every given object's reference count where they were after
+a warm-up; wrong shapes get False/None or a TypeError, never a crash."""
 
 from __future__ import annotations
 
@@ -130,12 +127,8 @@ def measure(call, watched, calls):
 
 @pytest.mark.parametrize("case", CASES)
 def test_kernels_keep_no_memory_and_no_references(case):
-    """A kernel losing one reference per call (a Py_DECREF dropped on any of the paths called
-    here) keeps at least one object of 16 bytes or more per call: 20,000 calls hold 320 kB. The
-    loop legitimately keeps nothing (its containers are bounded: deques by their window, the
-    watched slots by the reservoir, the draws cleared), so after a warm-up that fills them the
-    bound is 1 byte per call (20 kB: dictionaries resizing, the allocator's own arenas), and
-    every reference count of an object handed to a kernel is where it was."""
+    """A dropped Py_DECREF keeps at least 16 bytes a call (320 kB over 20,000); the loop's containers are
+    bounded, so after a warm-up the bound is 1 byte a call (20 kB), and every reference count is unchanged."""
     call, watched = CASES[case]()
     tracemalloc.start()
     try:

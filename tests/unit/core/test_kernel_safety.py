@@ -1,8 +1,6 @@
-"""The compiled kernels (pipeline/core/_kernels*.c) never touch memory they do not own: inputs of
-the wrong shape or length get False/None (the Python code then runs) or a TypeError, and Python
-code a kernel runs midway (a key's __hash__ or __eq__, a stored value's comparison, a class's
-__init__) that shrinks or replaces what the kernel checked gets an error, never a write or read
-out of bounds. Run under AddressSanitizer too (README, "Compiled kernels")."""
+"""The compiled kernels never touch memory they do not own: wrong shapes get False/None or a TypeError, and
+Python code run midway (__hash__, __eq__, comparisons, __init__) that shrinks what the kernel checked gets
+an error, never an out-of-bounds access."""
 
 from __future__ import annotations
 
@@ -111,10 +109,8 @@ def test_extremes_update_a_comparison_that_replaces_the_deques():
 
 
 def test_an_output_sharing_memory_with_an_input_is_declined():
-    """The contract: a kernel writes only to arrays that share no byte with any other array it is
-    given; else it declines (False/None, nothing written) and the caller's numpy code runs, which
-    reads all of an input before it writes an overlapping output: extremes_grids' frac,
-    fold_curves' flat mask, linear_curves' grids."""
+    """A kernel whose output shares bytes with another array it is given declines (False/None, nothing written)
+    and leaves it to the numpy code."""
     from streamxai.core.storage.extreme import ExtremeValueStorage
 
     s = ExtremeValueStorage(3)
@@ -227,10 +223,8 @@ class EqTrap:
 
 
 def test_linear_rows_keys_that_empty_the_lists_midway():
-    """A key of the positions whose __eq__ (run by the kernel's first lookup) empties every list
-    the kernel was given: the kernel reads the lists as they were when called, never a freed
-    item or past a list's end, and gives the same results; a donor key that empties its own dict
-    leaves the chain to the Python code."""
+    """A position key whose __eq__ empties the lists: the kernel reads them as they were and gives the same
+    results; a donor key emptying its own dict leaves the chain to Python."""
     fs, terms, w, mean, sd = linear_args()
     grids = np.linspace(-3.0, 3.0, 12).reshape(4, 3)
 
@@ -264,9 +258,7 @@ def test_linear_rows_keys_that_empty_the_lists_midway():
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="a Python class exports a buffer from Python 3.12 on")
 def test_linear_curves_a_buffer_that_empties_the_features():
-    """Taking the grids' (or the output's) buffer runs its __buffer__ method, which empties the
-    features: the kernel reads the features as they were when called, as with a key's __eq__
-    (it indexed the emptied list's copy by the length read before)."""
+    """A grids or output buffer whose __buffer__ empties the features: the kernel reads them as they were."""
     fs, terms, w, mean, sd = linear_args()
     pos, data = {f: i for i, f in enumerate(fs)}, np.linspace(-3.0, 3.0, 12).reshape(4, 3)
     expected = np.zeros((4, 3))

@@ -1,8 +1,6 @@
-"""The compiled kernels (pipeline/core/kernels.py) give bit for bit the values of the Python
-code they replace: on random inputs with NaN, infinities, signed zeros and integers, and for
-whole reports of a stream explainer (logistic regression, a Hoeffding tree) on either path;
-anything unusual is left to the Python code, with nothing changed. In CI
-(``STREAMXAI_REQUIRE_KERNEL=1``, set by ``.ci/run``) a missing build fails here."""
+"""The compiled kernels give the Python code's values bit for bit, on random inputs with special values and
+whole stream-explainer reports, leaving anything unusual to Python; with ``STREAMXAI_REQUIRE_KERNEL=1``
+a missing build fails."""
 
 from __future__ import annotations
 
@@ -38,10 +36,8 @@ def pure_python(monkeypatch):
 
 
 def bits(v):
-    """A value with its float's exact bits (signed zeros included). Any NaN counts as one: IEEE
-    754 leaves which NaN an operation on two NaNs returns to the machine (x86 returns the
-    first operand's, and a compiler may swap the operands of an addition), and nothing
-    downstream tells NaNs apart (repr and JSON write every NaN alike)."""
+    """A value with its float's exact bits (signed zeros included); any NaN counts as one (IEEE 754 leaves which
+    NaN to the machine, and nothing downstream tells them apart)."""
     if type(v) is float:
         return ("f", "nan") if math.isnan(v) else ("f", struct.pack("<d", v))
     return (type(v).__name__, v)
@@ -121,9 +117,7 @@ def ipdp_state(e):
 @needs_kernel
 @pytest.mark.parametrize("seed", range(3))
 def test_ipdp_fold_bit_for_bit(seed, monkeypatch):
-    """IPDP's fold of its ICE curves: random curves (flat ones, constant ones, huge and tiny
-    values, infinities) on states reached by earlier folds, with the kernel and with the
-    numpy code, from copies of the same state: the same bits everywhere."""
+    """iPDP's fold of random ICE curves (special values included) gives the same bits with the kernel and numpy."""
     import streamxai.core.explainers.ipdp as ipdp_module
     from streamxai.core.explainers.ipdp import IPDP
     from streamxai.core.model import ModelFunction

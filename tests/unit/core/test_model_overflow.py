@@ -1,9 +1,5 @@
-"""An event whose features are finite but so large that the model's prediction or loss is not
-(a linear regression's stream with one x0 = 1e200 among ordinary events). Such an event is the
-model's error: a dead letter, never learned, the same in a replay and in the in-process
-reference, and the stream goes on. Its loss, inf, cannot be serialised: taken as a state
-failure, it would rebuild the state from the stream's history for every later message, and
-each rebuild would learn the event again, poisoning the model for good."""
+"""An event with finite features but an infinite prediction or loss (x0 = 1e200) is the model's error: a dead
+letter, never learned, the same in replay and reference, and the stream goes on (no rebuild per message)."""
 
 from __future__ import annotations
 

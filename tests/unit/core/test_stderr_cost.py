@@ -1,6 +1,5 @@
-"""The standard errors cost O(1) per feature per event and O(features) per report:
-a report asks each tracker for its moments once, whatever the grid size, and the typed
-records read checkpoints written with the old positional lists."""
+"""Standard errors cost O(1) per feature per event and O(features) per report, and the typed records read
+checkpoints of the positional lists."""
 
 from __future__ import annotations
 
@@ -59,9 +58,7 @@ def _product(x: dict) -> float:
 
 
 def test_a_checkpointed_ipdp_rebuilds_its_tracker_caches_and_goes_on_exactly():
-    """A checkpoint holds neither the tracker's block weights (``_powers``) nor the block sums
-    kept per size (``_blocks``): the restored explainer makes them again and goes on exactly as
-    the one that kept them."""
+    """A restored iPDP remakes its tracker's caches (``_powers``, ``_blocks``) and goes on exactly."""
     names = ["a", "b", "c"]
     e = IPDP(ModelFunction(_product, output="value"), names, grid_size=4, seed=1, alpha=0.05)
     gen = random.Random(5)

@@ -1,7 +1,5 @@
-"""The standard errors' column sums add each column's rows one after the other, exactly as a
-plain loop does, whatever the number of rows and columns: the explanations' standard errors
-are bit for bit those of the running sums, and a tracker of one feature gives the full
-tracker's values for it (``streamxai.core.uncertainty._column_sums``)."""
+"""The standard errors' column sums add each column's rows in order as a plain loop does: bit for bit those
+of the running sums, and a one-feature tracker gives the full tracker's values for it."""
 
 from __future__ import annotations
 
@@ -47,9 +45,7 @@ def test_one_column_is_the_same_as_that_column_among_others():
 
 
 def _one_rate(t, slow: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The moments at one rate as the tracker computed them before a report took both rates
-    in one pass: that rate's block scaled, the weights' sum (``np.add.reduce`` of the one
-    rate's weights) and the two column sums added, then the small-sample correction."""
+    """The moments at one rate computed alone: the block scaled, the weights' sum, the column sums, the correction."""
     from streamxai.core.uncertainty import _BUFFER, _PAIRS_SLOWER
 
     mom = (t._slow if slow else t._mom).copy()
@@ -74,9 +70,7 @@ def _one_rate(t, slow: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_a_report_takes_both_rates_in_one_pass_bit_for_bit():
-    """A report's standard errors and variance factors, computed together (both rates' moments
-    from one pass over the buffer, one reuse correction for both), are bit for bit each
-    computed alone at its rate, the way they were before, whatever the buffer holds; on
+    """Both rates' standard errors and variance factors from one pass equal each computed alone, bit for bit, for
     cancelling magnitudes, with donors, for 1 to 99 series."""
     import random
 

@@ -1,7 +1,5 @@
-"""An alert pages once: a change handler that dies after sending an alert but before its input
-was committed is replaced by one that restores the stream's older checkpoint (or its whole
-history) and takes the same input again. The alert goes out twice, under one ``alert_key``; a
-pager that dedupes by that key pages once, and each worker's metrics show the key once."""
+"""An alert pages once: a change handler dying between sending an alert and committing is replaced by one
+that takes the input again; both alerts carry one ``alert_key``, paged and counted once."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The worker's line for a change episode (the one an on-call engineer reads when it pages):
-each series once, in the episode's order, the seq of the episode's first change and the seq
-where the new regime began, as the change-episodes message tells them."""
+"""The worker's line for a change episode: each series once in the episode's order, its first change's seq and
+where the new regime began, as the message tells them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Change events and episodes say what they carry (drift_event/v3, change_episode/v4): the
-stream's positions, where the change test runs, and the seqs of the events explained there.
-With labels in line the two are one."""
+"""Change events and episodes carry the stream's positions and the explained events' seqs (one with labels inline)."""
 
 from __future__ import annotations
 
@@ -100,9 +98,7 @@ def test_the_views_place_changes_at_positions_and_show_the_seqs_they_carry():
 
 
 def test_the_seqs_kept_for_cuts_are_forgotten_as_the_windows_move_on():
-    """With labels later, the change state keeps the seq of each report position only while a
-    cut may still be placed there: as every series' window moves past a position, it is
-    forgotten, so the state stays bounded by the window; with labels in line nothing is kept."""
+    """With labels later a position's seq is kept only while a cut may fall there; inline, nothing is kept."""
     import random
 
     from streamxai.core.increments import Block

@@ -1,6 +1,5 @@
-"""The change handler takes a drift-feed record in one pass when its stream's state is here and
-every explanation of it passes its checks; otherwise message by message. Both ways give the
-same messages, states, checkpoints and counters."""
+"""A drift-feed record taken in one pass or message by message gives the same messages, states, checkpoints
+and counters."""
 
 from __future__ import annotations
 
@@ -40,9 +39,7 @@ def _feed(s: Settings) -> list:
 
 
 def _records(feed: list) -> list:
-    """``feed`` as a consumer may meet it (:func:`helpers.one_pass.crafted`): a record delivered
-    twice, one half taken and half ahead, one with a broken explanation, one with an explanation
-    of another stream, and a record of one explanation."""
+    """``feed`` as a consumer may meet it (:func:`helpers.one_pass.crafted`)."""
 
     def other(doc: bytes) -> bytes:
         d = orjson.loads(doc)
@@ -83,10 +80,8 @@ def test_an_explanation_that_raises_hands_the_rest_of_its_record_to_the_skeleton
 
 
 def test_the_usual_explanations_quick_check_gives_what_the_full_checks_give():
-    """ChangeHandler._usual (the quick check of an explanation as the explain handler writes it)
-    gives the point the full checks give, and leaves to them whatever it does not take: the
-    explanations of a run, each with one field, block value or byte changed to another type,
-    range or name, or none changed."""
+    """ChangeHandler._usual gives what the full checks give, and leaves them what it does not take, on a run's
+    explanations with one field, block value or byte changed, or none."""
     s = _settings()
     docs = [doc for i, (_, value, _, headers) in enumerate(_feed(s))
             for doc in unpack_feed(value, Source("drift-feed", 0, i, headers=headers)) or [value]]
@@ -133,10 +128,8 @@ def test_the_usual_explanations_quick_check_gives_what_the_full_checks_give():
 
 
 def test_a_rows_record_read_in_one_pass_gives_what_its_documents_give_one_by_one(monkeypatch):
-    """ChangeHandler._usual_report (a rows/1 record read without making its documents) gives what
-    the skeleton gives taking the record's documents one by one: the records of a run, a third
-    of them each with a field of its head or of a row, a block value, a row's length, the key or
-    its bytes changed to another type, range or name."""
+    """ChangeHandler._usual_report gives what the record's documents give one by one, on a run's records with
+    a head or row field, block value, row length or key changed."""
     s = _settings()
     rng = random.Random(13)
     odd = [None, True, 1, -1, 0, 6, 10**6, 1.0, -0.5, 1e200, -1e200, float("nan"), "x", "", "ipfi", "a", "zz", [], {},

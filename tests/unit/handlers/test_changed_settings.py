@@ -1,8 +1,5 @@
-"""A restart under changed settings: a model or change state whose checkpoint was built under
-other values of the settings that shape it is not restored but rebuilt from its history under
-the new ones (one WARNING naming what changed, metric ``checkpoints_outdated``); settings that
-shape no state (ports, budgets, ...) keep the checkpoint. The explain stage's test is in
-``test_labels.py``."""
+"""A model or change checkpoint built under other state-shaping settings is rebuilt from history (one WARNING,
+``checkpoints_outdated``); settings that shape no state keep it. The explain stage's case: ``test_labels.py``."""
 
 from __future__ import annotations
 
@@ -44,9 +41,8 @@ def sent(handler_of, plog: PartitionLog, topic: str, partition: int, start: int,
 
 
 def restart(tmp_path, kind, s, new, plog, topic, keep):
-    """A handler of ``kind`` under ``s`` up to the middle of ``plog``, then one under ``new`` (a
-    restart that finds the first one's checkpoints); what the second one sent, what one under
-    ``new`` and one under ``s`` would have sent for the same messages, and the second handler."""
+    """A handler under ``s`` to the middle of ``plog``, then one under ``new``: what the second sent, what fresh
+    handlers under ``new`` and ``s`` would have sent, and the second handler."""
     cut = len(plog.parts[(topic, 0)]) // 2
     store = FileCheckpointStore(tmp_path, every=40, secret=SECRET)
     first, second = kind(s, checkpoints=store), kind(new, history=plog, checkpoints=store)

@@ -1,6 +1,5 @@
-"""``max_live_streams``: a handler that keeps only a few states in memory, evicting the least
-recently used to its checkpoint and restoring it on its stream's next message, sends exactly
-what one that keeps every state sends."""
+"""``max_live_streams``: a handler evicting least recently used states to their checkpoints and restoring them
+sends exactly what one keeping every state sends."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The explain handler takes an explain-tasks record in one pass when its group's state is here
-and every task of it passes its checks; otherwise task by task. Both ways give the same
-messages, states, checkpoints and counters."""
+"""An explain-tasks record taken in one pass or task by task gives the same messages, states, checkpoints and
+counters."""
 
 from __future__ import annotations
 
@@ -48,9 +47,7 @@ def _records(s: Settings) -> list:
 
 
 def _crafted(records: list) -> list:
-    """``records`` as a consumer may meet them (:func:`helpers.one_pass.crafted`): a record
-    delivered twice, one half taken and half ahead, one with a cut-short task, one with a task of
-    another group, and a lone task."""
+    """``records`` as a consumer may meet them (:func:`helpers.one_pass.crafted`)."""
 
     def other(task: bytes) -> bytes:
         t = orjson.loads(task)

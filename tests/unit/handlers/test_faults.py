@@ -1,6 +1,5 @@
-"""Adversarial input at the handlers (no Kafka): whatever a producer sends, the worker stays up,
-every valid event is predicted and explained exactly once, and bad input becomes a dead letter
-with a reason."""
+"""Adversarial input at the handlers: the worker stays up, valid events are predicted and explained once, bad
+input is a dead letter with a reason."""
 
 from __future__ import annotations
 
@@ -8,19 +7,11 @@ import collections
 
 import orjson
 import pytest
+from helpers.handler_inputs import one_group_settings as settings
 from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.schemas import dumps
-from streamxai.settings import AGRAWAL_FEATURES, Settings
-
-
-def settings(**over):
-    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                explainers=["ipfi"], features=list(AGRAWAL_FEATURES))
-    base.update(over)
-    return Settings(**base)
 
 
 def feed(handler, items, topic="features", start=0):
@@ -326,10 +317,8 @@ def test_bad_explain_tasks_and_explanations_are_dead_letters():
 
 @pytest.mark.slow
 def test_fault_suite_bad_labels_are_dead_letters_with_reasons_and_the_stream_goes_on():
-    """Every kind of bad label, sent among a stream's labels that come 10 events late: each one
-    is one dead letter with its reason, naming its record on the labels topic; the stream's
-    predictions, outcomes and explanations are those of the run without them, and every label
-    is accounted for (learned, dead-lettered, or dropped as forwarded twice)."""
+    """Each bad label among labels 10 events late is one dead letter with its reason and record; the stream's
+    outputs are those without them, and every label is accounted for."""
     from helpers.arrivals import record_arrivals, redeliver, run_handlers
     from helpers.partition_log import PartitionLog
     from streamxai.local.demo_stream import labels_later

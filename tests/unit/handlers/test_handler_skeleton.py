@@ -45,9 +45,7 @@ def test_the_kafka_layer_provides_what_the_handlers_need(tmp_path):
 
 
 def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop(monkeypatch):
-    """After an explainer error the explain handler forgets the group's key with its state, so
-    ``needs_recovery`` says yes for the group's next task, which restores and replays its state
-    on a thread, not on the event loop."""
+    """A group dropped after an explainer error is restored and replayed on a thread for its next task."""
     import orjson
     from helpers.partition_log import PartitionLog
     from streamxai.local.demo_stream import agrawal_events
@@ -80,9 +78,7 @@ def test_a_group_dropped_after_an_explainer_error_is_rebuilt_off_the_event_loop(
 
 
 def _model_handler_log(caplog, events, *, restart_at=None, checkpoints=None):
-    """The streamxai log lines of a model handler taking ``events`` from one partition in
-    order (a new handler from ``restart_at`` on, with nothing in memory, as after a restart;
-    both with the checkpoint store ``checkpoints``)."""
+    """The streamxai log lines of a model handler over ``events`` (a fresh one from ``restart_at``)."""
     from helpers.partition_log import PartitionLog
     from streamxai.schemas import dumps
 
@@ -113,9 +109,7 @@ def test_a_rebuilt_states_log_line_names_its_key_as_text(caplog):
 
 
 def test_a_stream_met_for_the_first_time_is_logged_as_new_not_rebuilt(caplog):
-    """A worker meeting a stream for the first time in the middle of a partition opens a new
-    stream without a ``rebuilt model state reg-7 from 0 earlier messages`` line, which would read
-    as if a state had been lost; a real rebuild keeps its line."""
+    """A stream first met mid-partition is opened without a "rebuilt ... from 0 earlier messages" line; a rebuild keeps it."""
     from streamxai.local.demo_stream import agrawal_events
 
     events = [*agrawal_events("a", 3, seed=1), *agrawal_events("reg-7", 2, seed=2)]
@@ -130,9 +124,7 @@ def test_a_stream_met_for_the_first_time_is_logged_as_new_not_rebuilt(caplog):
 
 @pytest.mark.parametrize("others", [0, 2])
 def test_a_state_restored_from_its_checkpoint_is_logged_as_restored_not_rebuilt(tmp_path, caplog, others):
-    """Found after a restart: a state whose checkpoint was at the resume point (nothing of its
-    key to replay) was logged ``rebuilt model state a from 0 earlier messages``, which reads as
-    if it were lost (other streams' messages between), or not at all (none between)."""
+    """A state restored from a checkpoint at the resume point is logged as restored, not rebuilt."""
     from streamxai.local.demo_stream import agrawal_events
 
     a = list(agrawal_events("a", 4, seed=1))

@@ -1,6 +1,5 @@
-"""Handlers with plain data in and messages out (no Kafka): the model → explain → change path
-gives the in-process core's values for any number of groups, survives lost state by replay,
-and turns bad input into dead letters."""
+"""Handlers without Kafka: model → explain → change gives the core's values for any number of groups,
+survives lost state by replay, and turns bad input into dead letters."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""A state whose history retention deleted: restored exactly while its checkpoint and the
-messages after it are kept; otherwise built from what remains, with one warning naming the
-stream and the offsets (needed, first kept) and the ``history_incomplete`` counter, never a
-crash. Retention, here, is a partition log whose first offsets are gone."""
+"""A state whose history retention deleted is restored exactly while its checkpoint and what follows are
+kept, else built from what remains with one warning and ``history_incomplete``, never a crash."""
 
 from __future__ import annotations
 
@@ -9,11 +7,11 @@ import logging
 
 import orjson
 import pytest
+from helpers.handler_inputs import one_group_settings
 from streamxai.handlers import ModelHandler, Source
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.schemas import dumps
-from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 KEY = b"test-checkpoint-key-0123456789"
 
@@ -34,9 +32,7 @@ class RetainedLog:
 
 
 def _settings():
-    return Settings(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                    emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                    explainers=["ipfi"], checkpoint_every=25, features=list(AGRAWAL_FEATURES))
+    return one_group_settings(checkpoint_every=25)
 
 
 def _predictions(handler, items, offsets):

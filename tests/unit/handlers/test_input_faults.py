@@ -1,7 +1,5 @@
-"""A data fault through the handlers: the explain handler that holds the first unit watches the
-stream's inputs and sends what it finds on the drift feed; the change handler pages on it in an
-episode of its own, saying what changed in the feature's values and how much the model relied
-on it. The same as the in-process reference, and the same after a restart that replays the feed."""
+"""A data fault through the handlers: found by the explain handler holding the first unit, paged by the change
+handler in an episode of its own, as in the reference and after a replay of the feed."""
 
 from __future__ import annotations
 

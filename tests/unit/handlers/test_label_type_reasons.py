@@ -1,7 +1,4 @@
-"""A label of the wrong type for the stream's target is one fault wherever it comes from: in the
-feature event (labels in line) or on the labels topic, it is a dead letter of reason
-``label_type`` (a user filters dead letters by reason), never ``bad_value`` for one and
-``label_type`` for the other."""
+"""A label of the wrong type is a dead letter of reason ``label_type`` whether inline or on the labels topic."""
 
 from __future__ import annotations
 

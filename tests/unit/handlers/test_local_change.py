@@ -1,7 +1,5 @@
-"""The local change series on the worker: with ``local_change`` each feature's mean absolute
-local attribution over every ``emit_every`` local explanations goes to the explanations topic
-and the change agent as explainer ``local``, and the stream's change detector watches it; off
-(the default), neither. A group rebuilt by replay gathers the series as it was."""
+"""With ``local_change`` each feature's mean absolute local attribution per ``emit_every`` goes out as explainer
+``local`` and the change detector watches it; off by default; a replayed group gathers it as it was."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Local explanations on the worker: with ``local`` on, every explained prediction (within
-``local_sample_rate``) gets one local-explanations message, of the model version that made it,
-summing to the prediction minus the base value, equal to the in-process reference; off by default."""
+"""With ``local`` on, every sampled explained prediction gets one local explanation of its model version,
+summing to prediction minus base, equal to the reference; off by default."""
 
 from __future__ import annotations
 
@@ -45,10 +44,8 @@ def test_every_prediction_is_explained_by_the_model_that_made_it(groups):
 
 
 def test_a_profile_explains_target_class_whatever_the_prediction():
-    """``local_class = "target_class"`` in a stream profile: each local explanation of its streams
-    is of the probability of ``target_class``, the prediction P(target_class | x) by the model
-    that made it, the base value its mean over the background, whichever class the model
-    predicts; a stream outside the profile keeps the predicted class."""
+    """``local_class = "target_class"`` explains P(target_class | x) whichever class is predicted (base value its
+    background mean); a stream outside the profile keeps the predicted class."""
     s = settings(local=True, explain_groups=1,
                  streams={"t-*": {"local_class": "target_class", "target_class": 0}})
     chosen, predicted = list(agrawal_events("t-1", 150, seed=4)), list(agrawal_events("p-1", 150, seed=4))
@@ -83,9 +80,7 @@ def test_off_by_default_and_sampled_by_stream_and_seq():
 
 
 def test_top_k_lists_the_largest_values_with_the_event_s_values_and_sums_the_rest():
-    """``local_top_k = 2``: each message lists the 2 values largest by absolute value of the full
-    explanation, the event's value of each, and the others' sum as ``rest``: what is listed still
-    adds up to the prediction minus the base value."""
+    """``local_top_k = 2`` lists the two largest values with the event's values and sums the rest as ``rest``."""
     events = list(agrawal_events("a", 300, seed=6))
     s = settings(local=True, local_top_k=2)
     full = {m["seq"]: m for m in run_handlers(settings(local=True), events)["local-explanations"]}
@@ -117,9 +112,7 @@ def test_local_needs_isage_s_reservoir():
 
 
 def test_with_labels_later_the_prediction_is_explained_at_its_arrival():
-    """A prediction is made when the event's features arrive, by the model as it is then (its
-    label, and the event's learning, come 12 events later): its local explanation is of that
-    model version, once per event."""
+    """With labels 12 events later each prediction is explained once, by the model version that made it."""
     from helpers.arrivals import record_arrivals
     from helpers.arrivals import run_handlers as run_arrivals
     from helpers.handler_inputs import delayed_settings

@@ -1,20 +1,9 @@
-"""Inputs that make a stage raise must cost one dead letter each, never a rebuild of the
-stream's state per message (a denial of service: a rebuild runs inside the worker's batch,
-and one stream's bad traffic stalled every stream of the worker), and must leave the state
-the in-process reference builds.
-An attacker's inputs: a label far outside the stream's scale (y = 1e100 for a regression) has
-a finite loss (1e200), but its square overflows in the loss summaries the explainers report
-with their values (``model_loss.m2``), which must not make the next report fail to serialise
-and the group be rebuilt from its history every ten tasks; explain tasks that the model stage
-could not have sent (a feature missing, null or a string, another stream's task) must not
-reach the explainers, nor a drift-feed record keyed by one stream change another's change
-test. Feature events (NaN, inf, huge and tiny numbers, integers past 64 bits, unknown
-categories, features missing or extra) and label events (huge, mistyped, duplicate, unknown or
-expired seqs, mis-keyed) are tried too: each is one dead letter of the model stage, nothing
-rebuilt. Then the mechanism, whatever the input (stand-in failures): a rebuild skips the
-messages that failed, a state poisoned by a message that worked backs off, and a key that
-fails twice within 1,024 of its messages is guarded (a failure rolled back, no rebuild).
-"""
+"""Inputs that make a stage raise cost one dead letter each, never a rebuild of the stream's state per
+message (a denial of service), and leave the state the in-process reference builds: labels far outside
+the scale (whose loss summaries overflow), explain tasks the model stage could not have sent, mis-keyed
+drift-feed records, bad feature and label events. Then the mechanism (stand-in failures): a rebuild
+skips the messages that failed, a poisoned state backs off, and a key failing twice within 1,024 of
+its messages is guarded."""
 
 from __future__ import annotations
 
@@ -83,10 +72,8 @@ def test_a_label_far_outside_the_streams_scale_is_one_dead_letter_and_rebuilds_n
 
 
 # --- the mechanism: whatever the input, a key's state is not rebuilt message after message -----
-# The explainers fail here through a stand-in (no input is known to make them fail any more):
-# StreamExplainer.step raises after it changed the group's state, when it builds values
-# (build=True: a first run; a replay passes build=False and works), as the overflowing
-# loss summary above did.
+# A stand-in failure: StreamExplainer.step raises after changing the group's state when it builds
+# values (build=True); a replay (build=False) works.
 
 def _failing_after(monkeypatch, fails) -> None:
     real = StreamExplainer.step
@@ -133,7 +120,7 @@ def test_messages_that_fail_again_and_again_cost_no_rebuild_each_and_leave_the_s
     dead = run.of("dead-letters")
     assert [d["reason"] for d in dead] == ["explain_error"] * 30 and "stand-in" in dead[0]["error"], dead[:2]
     assert {orjson.loads(__import__("base64").b64decode(d["original"]))["x"]["a"] for d in dead} == {13.0}
-    # was 30 rebuilds, one per failed task (each replaying the partition's tasks so far)
+    # not one rebuild per failed task (each replaying the partition's tasks so far)
     assert explain.metrics.get("replayed_tasks") <= 2 * 200, explain.metrics.get("replayed_tasks")
     assert explain.metrics.get("failures_rolled_back") == 28
     assert sum("failed 2 times" in r.getMessage() for r in caplog.records) == 1  # one line says so
@@ -143,9 +130,7 @@ def test_messages_that_fail_again_and_again_cost_no_rebuild_each_and_leave_the_s
 
 
 def test_a_state_that_a_message_poisoned_is_not_rebuilt_for_every_later_message(monkeypatch, caplog):
-    # the event a = 13 works, but changes the group so that its every later step fails, and a
-    # replay (which builds no values) works: each later task dropped the group, the next rebuilt it
-    # from its history, poisoned again, and failed: a rebuild per message
+    # the event a = 13 works but makes every later building step fail; a replay works
     real = StreamExplainer.step
 
     def step(self, kind, x, y=None, explain=True, loss=None, build=True, position=None):
@@ -163,11 +148,10 @@ def test_a_state_that_a_message_poisoned_is_not_rebuilt_for_every_later_message(
     dead = run.of("dead-letters")
     assert len(dead) == 149 and {d["reason"] for d in dead} == {"explain_error", "state_error"}, dead[:2]
     tried = sum(d["reason"] == "explain_error" for d in dead)
-    # tried: the two failures that guard it, FAILING_STREAK in a row on its guarded copies, then one try
-    # after each wait of the backoff (1, 2, 4, ...: at most 8 over the 149 tasks); the others not even
-    # tried, dead-lettered unprocessed
+    # tried: the two that guard it, FAILING_STREAK on its guarded copies, one after each backoff wait
+    # (1, 2, 4, ...: at most 8 over 149 tasks); the rest dead-lettered unprocessed
     assert tried <= 2 + FAILING_STREAK + 8, tried
-    assert explain.metrics.get("replayed_tasks") <= 2 * 200, explain.metrics.get("replayed_tasks")  # was 149 rebuilds
+    assert explain.metrics.get("replayed_tasks") <= 2 * 200, explain.metrics.get("replayed_tasks")  # not 149 rebuilds
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and f"failed on {FAILING_STREAK} messages in a row" in errors[0], errors
     monkeypatch.undo()
@@ -193,7 +177,7 @@ _CRAFTED = {
     "explain not a boolean": (lambda t: t.update(explain="no"), "schema"),
     "a loss too large": (lambda t: t.update(loss=1e300), "schema"),
     "another stream's task": (lambda t: t.update(stream_id="t"), "schema"),
-    # the group took it as its newest position, so every later task of the group was a duplicate
+    # taken as the group's newest position, it would make every later task a duplicate
     "a position far beyond its seq": (lambda t: t.update(position=10**15), "schema"),
     "a position before its seq": (lambda t: t.update(seq=t["position"] + 1), "schema"),
 }
@@ -302,8 +286,7 @@ def test_a_drift_feed_record_of_one_stream_carrying_anothers_explanation_is_a_de
 
 
 def test_a_label_of_another_type_than_the_streams_classes_is_one_dead_letter_not_a_dead_stream():
-    # a Hoeffding tree sorts its classes to predict: once it learned "maybe" among booleans, its
-    # every later prediction raised (str < bool), so every later event of the stream was a dead letter
+    # a Hoeffding tree sorts its classes: "maybe" among booleans would make every later prediction raise
     s = _settings(task="classification", output="label", loss="zero_one", model="river.tree.HoeffdingTreeClassifier",
                   model_params={"grace_period": 20}, explainers=["ipfi"])
     events = _events(150, {q: {"y": "maybe"} for q in (50, 90)})
@@ -321,10 +304,8 @@ def test_a_label_of_another_type_than_the_streams_classes_is_one_dead_letter_not
 
 
 def test_a_few_failing_messages_in_a_row_cost_no_message_that_works(monkeypatch):
-    # found in review: two failing tasks in a row (50, 51) made the rebuilt state "fail on every
-    # message", and the next two tasks, which work, were dead-lettered unprocessed (state_error):
-    # a few bad messages in a row are not a state that fails on every message. Only a guarded
-    # state failing FAILING_STREAK times in a row backs off (the poisoned state above).
+    # a few failing tasks in a row are not a state failing on every message: only a guarded state
+    # failing FAILING_STREAK times in a row backs off
     evs = _events(200, {}, streams=("s",))
     bad = {evs[q].x["a"] for q in (50, 51, 52, 120, 121, 122, 123)}
     _failing_after(monkeypatch, lambda self, x: x["a"] in bad)
@@ -345,8 +326,7 @@ def _without_all(tasks: PartitionLog, values: set) -> PartitionLog:
 
 
 def test_a_categorical_value_of_another_type_than_the_streams_first_is_one_dead_letter_not_a_dead_stream():
-    # river's Hoeffding tree compares a nominal feature's values: once it met the integer 3 among
-    # strings, 141 of 200 events of the stream were dead letters (str < int)
+    # a Hoeffding tree compares a nominal feature's values: an integer among strings would fail it (str < int)
     s = _settings(features=["a", "b", "c"], categorical=["c"], task="classification", output="label", loss="zero_one",
                   model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 20},
                   explainers=["ipfi"], change_explainers=["ipfi"])
@@ -414,10 +394,8 @@ def test_class_names_for_a_model_that_predicts_true_or_false_say_to_send_0_1_or_
 
 
 def test_a_state_dropped_in_the_middle_of_a_record_is_rebuilt_off_the_event_loop(monkeypatch):
-    # a drift-feed record carries a report's explanations, taken one by one: one that fails drops
-    # the stream's change state, and the record's next explanation rebuilt it from the stream's
-    # whole history on the event loop (the agent loop runs only a record's first message off it),
-    # while every other agent of the worker waited
+    # a failing explanation in a drift-feed record drops the change state; the rebuild for the
+    # record's next explanation runs off the event loop, not holding up the worker's other agents
     import asyncio
     import pickle
     import threading

@@ -7,6 +7,7 @@ import asyncio
 import random
 
 import orjson
+import pytest
 from streamxai.handlers import ChangeHandler, Source
 from streamxai.metrics import Metrics
 from streamxai.schemas import Explanation, dumps
@@ -59,7 +60,7 @@ def events(handler_for, log):
 
 
 def test_a_restart_reads_the_partition_once_for_all_its_series():
-    # before: each of the 270 series of the issue's restart replayed in its own Kafka pass
+    # one Kafka pass for all the series, not one per series
     s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, change_warmup=10)
     log = series_log()
     uninterrupted = ChangeHandler(s)
@@ -74,9 +75,7 @@ def test_a_restart_reads_the_partition_once_for_all_its_series():
 
 
 def test_a_message_that_rebuilds_state_runs_off_the_event_loop():
-    # the rebuild blocks until the event loop has turned while it runs: off the loop it does at
-    # once; on the loop it cannot, and its wait ends unmet (no count of wall-clock ticks, which
-    # a loaded machine may not give)
+    # the rebuild blocks until the event loop has turned: off the loop it does at once, on it never
     import threading
 
     from streamxai.agents._forward import forward
@@ -239,10 +238,7 @@ def _predictions(outs):
 
 
 def test_a_stream_first_met_mid_partition_reads_no_history():
-    """The model handler meets stream b for the first time at offset 300 of a partition it has
-    handled from offset 0: it saw every message of the partition since 0, so a stream it has no
-    state for has nothing there, and it scans no history (work that would grow with the
-    partition's history)."""
+    """A stream first met mid-partition by a handler that saw the partition from offset 0 scans no history."""
     from streamxai.handlers import ModelHandler
 
     s = Settings(features=list(AGRAWAL_FEATURES), model="river.tree.HoeffdingTreeClassifier")
@@ -264,10 +260,7 @@ def test_a_stream_first_met_mid_partition_reads_no_history():
 
 
 def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_messages(monkeypatch):
-    """After a restart the partition's one pass (offsets before the restart) serves the keys met
-    later; a key whose state began after the pass (an explainer group's first task opens it) and
-    is dropped after an error is rebuilt from all its messages, not from the pass's (none), so
-    its explanations do not silently restart."""
+    """A state opened after a restart's one pass and dropped after an error is rebuilt from all its messages."""
     from helpers.handler_inputs import settings
     from streamxai.handlers import ExplainHandler, ModelHandler
 
@@ -306,41 +299,15 @@ def test_a_state_opened_after_a_restart_and_dropped_is_rebuilt_from_all_its_mess
     assert after and [v for v in got if v[0] == "b" and v[1] > broken["position"]] == after
 
 
-def test_a_change_state_whose_kept_checkpoints_are_both_past_the_commit_is_rebuilt_from_its_history(tmp_path):
-    # without the worker's commits known (tests, the in-process runner) a key keeps its two
-    # newest checkpoints; a change state takes many explanations per event (one per explainer
-    # and feature), so two can fall due after the feed's last commit before a SIGKILL: the
-    # restarted handler restores none (only one before the offset it resumes at may be) and
-    # rebuilds the state from the whole history, exactly. A worker knows its commits: see the
-    # next test
-    from streamxai.kafka.checkpoints import FileCheckpointStore
-
-    s = Settings(features=list(AGRAWAL_FEATURES), emit_every=5, change_warmup=10, checkpoint_every=10)
-    log = series_log(n_series=1)
-    uninterrupted = ChangeHandler(s)
-    whole = events(lambda off: uninterrupted, log)
-    store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32)
-    first = ChangeHandler(s, checkpoints=store)
-    resume = 85  # the feed's committed offset when the worker is killed
-
-    def taken(handler, offsets):
-        return change_events_taken(handler, log, offsets)
-
-    sent = taken(first, range(resume))
-    taken(first, range(resume, 100))  # taken, not committed: checkpoints after offsets 89 and 99, the two kept
-    assert first.metrics.get("checkpoints_written") == 10
-    # kept: the two newest, none before the offset the restart resumes at
-    assert store.load("change", b"s0", "explanations", 0)[1] == 99
-    assert store.load("change", b"s0", "explanations", 0, before_offset=resume) is None
-    second = ChangeHandler(s, history=log, checkpoints=store)
-    assert sent + taken(second, range(resume, len(log.items))) == whole and whole
-    assert second.metrics.get("checkpoints_restored{stage=change}") == 0
-    assert second.metrics.get("replayed_explanations") == resume  # the whole history before it
-
-
-def test_a_change_state_restores_its_committed_checkpoint_when_two_were_written_after_the_commit(tmp_path):
-    # the worker knows its commits: a key keeps the newest checkpoint a commit covers beside its
-    # newest one, so the restart restores that one and replays only the tail after it, exactly
+@pytest.mark.parametrize("commits_known, resume, kept_before, restored, replayed", [
+    (False, 85, None, 0, 85),  # two newest kept, both past the commit: rebuilt from the whole history
+    (True, 75, 69, 1, 5),  # the newest a commit covers kept beside the newest: restored, offsets 70..74 replayed
+], ids=["two-newest-kept", "committed-kept"])
+def test_a_change_state_restarted_after_two_checkpoints_past_the_commit_is_exact(
+        tmp_path, commits_known, resume, kept_before, restored, replayed):
+    """A change state writes two checkpoints after the feed's last commit before a SIGKILL: without the
+    commits known it keeps its two newest and is rebuilt from its history; a worker knowing its commits
+    keeps the committed one too and replays only the tail. Either way exactly the uninterrupted events."""
     from streamxai.kafka.checkpoints import FileCheckpointStore
     from streamxai.kafka.committed_offsets import CommittedOffsets
 
@@ -348,26 +315,27 @@ def test_a_change_state_restores_its_committed_checkpoint_when_two_were_written_
     log = series_log(n_series=1)
     uninterrupted = ChangeHandler(s)
     whole = events(lambda off: uninterrupted, log)
-    commits = CommittedOffsets()
-    store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32, commits=commits)
+    commits = CommittedOffsets() if commits_known else None
+    store = FileCheckpointStore(tmp_path, every=10, secret=b"k" * 32,
+                                **({"commits": commits} if commits_known else {}))
     first = ChangeHandler(s, checkpoints=store)
-    resume = 75  # the feed's committed offset when the worker is killed
 
     def taken(handler, offsets):
         def committed_every_25(off):
-            if handler is first and (off + 1) % 25 == 0 and off < resume:
+            if commits_known and handler is first and (off + 1) % 25 == 0 and off < resume:
                 commits.record({("explanations", 0): off + 1})
         return change_events_taken(handler, log, offsets, after=committed_every_25)
 
     sent = taken(first, range(resume))
-    taken(first, range(resume, 100))  # taken, not committed: checkpoints after 79, 89 and 99
+    taken(first, range(resume, 100))  # taken, not committed
     assert first.metrics.get("checkpoints_written") == 10
     assert store.load("change", b"s0", "explanations", 0)[1] == 99  # the newest
-    assert store.load("change", b"s0", "explanations", 0, before_offset=resume)[1] == 69  # the committed one
+    kept = store.load("change", b"s0", "explanations", 0, before_offset=resume)
+    assert (kept and kept[1]) == kept_before
     second = ChangeHandler(s, history=log, checkpoints=store)
     assert sent + taken(second, range(resume, len(log.items))) == whole and whole
-    assert second.metrics.get("checkpoints_restored{stage=change}") == 1
-    assert second.metrics.get("replayed_explanations") == resume - 70  # offsets 70..74, not the 75 before
+    assert second.metrics.get("checkpoints_restored{stage=change}") == restored
+    assert second.metrics.get("replayed_explanations") == replayed
 
 
 def change_events_taken(handler, log, offsets, after=None) -> list[tuple[str, int]]:

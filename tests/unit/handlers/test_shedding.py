@@ -1,8 +1,6 @@
-"""Load shedding under a burst: every stream keeps a share of its explanations, and a
-restarted explainer reproduces the original run's decisions from the explain-decisions topic.
-The clock is simulated: every task of the burst was sent at t = 0, an explained task costs
-``EXPLAIN_S`` of explainer time and a shed one ``LEARN_S`` (the replica still learns it).
-"""
+"""Load shedding under a burst: every stream keeps a share of its explanations, and a restarted explainer
+reproduces the decisions from the explain-decisions topic (a simulated clock: ``EXPLAIN_S`` an explained
+task, ``LEARN_S`` a shed one)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Labels of a labels source, joined to their events by the team's event id (no Kafka): the
-intake, the model handler and the join wired as a worker wires them, with topic partitions in
-memory. Late labels are learned, labels that never come expire, labels of ids that never existed
-are dead letters naming the id; every label is accounted for; a restarted join gives the outputs
-of one that ran through."""
+"""Labels of a labels source joined by the team's event id (intake, model handler and join wired as a worker
+wires them, no Kafka): late labels learned, missing ones expire, unknown ids dead letters; every label
+accounted for; a restarted join gives the same outputs."""
 
 from __future__ import annotations
 

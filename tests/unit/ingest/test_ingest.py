@@ -103,8 +103,7 @@ def test_a_stream_whose_first_events_are_mostly_dead_letters_is_one_error_line(c
 
 
 def test_a_labels_file_without_its_target_column_is_refused_and_left_closed(tmp_path):
-    # the CSV was opened before its header was checked, and a refused header left it open
-    # (a ResourceWarning, an error under the suite's filterwarnings)
+    # a refused header leaves no file open (a ResourceWarning is an error under the suite's filterwarnings)
     p = tmp_path / "reg.csv"
     p.write_text("x0,number\n0.5,2.25\n")
     with pytest.raises(ConfigError, match="has no target column"):

@@ -1,10 +1,6 @@
-"""Sources of ``format = "protobuf"``, against confluent_kafka's in-memory registry (``mock://``) and
-its own ProtobufSerializer, with a message class built in code (``helpers.payments_proto``): the
-records give the same predictions and explain tasks as the JSON form of the same records; bytes
-without the magic byte and a schema id the registry does not know are dead letters that say so;
-a message class that does not import, or is not a message class, is refused at load in one line;
-the decoded record keeps its numbers numbers, its nested messages dicts, its enums names, and
-maps Protobuf's timestamps, wrappers, maps, bytes and optional fields."""
+"""``format = "protobuf"`` against confluent_kafka's ``mock://`` registry: the same predictions and tasks as
+the JSON form; bad framing and unknown schema ids are dead letters saying so; a bad message class is
+refused at load in one line; decoded records keep Protobuf's types and special fields."""
 
 from __future__ import annotations
 

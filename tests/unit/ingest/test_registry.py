@@ -1,10 +1,6 @@
-"""Sources framed by a schema registry (``format = "avro"`` / ``"json_schema"``), against
-confluent_kafka's in-memory registry (``mock://``) and its own serializers: the records give the
-same predictions and explain tasks as the JSON form of the same records; bytes without the
-magic byte and a schema id the registry does not know are dead letters that say so; a registry
-that does not answer holds the records back (one WARNING line, a counter) until it answers;
-settings without the extra or without a registry URL are refused in one line; the password
-never shows."""
+"""Avro and JSON Schema sources against confluent_kafka's ``mock://`` registry: the same outputs as the JSON
+form; bad framing and unknown ids are dead letters; an unanswering registry holds records back (one
+WARNING, a counter); missing extra or URL refused in one line; the password never shows."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The workers' partitions are dealt in turn in member-id order (``DealtAssignor``), whatever
-each worker held before, so a stream's explain groups on consecutive partitions of explain-tasks
-land on different workers; Faust's own sticky assignor, on the same group, leaves blocks."""
+"""``DealtAssignor`` deals partitions in turn in member-id order, so a stream's consecutive explain groups land
+on different workers (Faust's sticky assignor leaves blocks)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The worker's consumer hands the fetched records of the intake's topics to one sink, and
-acknowledges them as Faust acknowledges what an agent took: only after the sink returned, never
-across a stopped flow or a new generation, with Faust's read offsets and gaps
-(``pipeline/kafka/bulk_fetch.py``). The consumer is never started: a stub stands for aiokafka's
-fetch (``_getmany``)."""
+"""The consumer hands fetched intake records to one sink and acknowledges them only after it returned, never
+across a stopped flow or a new generation (a stub stands for aiokafka's ``_getmany``)."""
 
 from __future__ import annotations
 
@@ -89,9 +86,7 @@ def test_nothing_is_acknowledged_before_the_sink_returns():
 
 
 def test_a_flow_stopped_or_a_new_generation_during_the_sink_acknowledges_nothing():
-    """A rebalance began while the sink ran: Faust seeks back to the committed offsets and the
-    records come again (the model handler knows them by their origin); acknowledging them now
-    could commit them for a partition this worker no longer holds."""
+    """A rebalance during the sink acknowledges nothing (the records come again after Faust seeks back)."""
 
     async def run(what):
         async def sink(fetched):
@@ -110,10 +105,7 @@ def test_a_flow_stopped_or_a_new_generation_during_the_sink_acknowledges_nothing
 
 
 def test_records_fetched_again_after_a_rebalance_during_the_sink_are_handed_over_again():
-    """A rebalance while the sink ran seeks the partition back to its committed offset (the
-    read offset with it); the records must then come again. Moving the read offset past them
-    after the sink made the consumer drop them as already read: never forwarded, never
-    acknowledged, and the partition's commits stuck behind them."""
+    """Records sought back to by a rebalance during the sink come again (not dropped as already read)."""
     got = []
 
     async def run():
@@ -153,9 +145,7 @@ def test_a_stopped_flow_hands_nothing_over():
 
 
 def test_records_before_the_read_offset_are_skipped_and_a_gap_is_passed_by_commits():
-    """As Faust's drain loop: a record fetched again below what was handed over is skipped,
-    and offsets missing from a partition (a transaction's marker, compaction) do not hold its
-    commits back."""
+    """Records fetched again below the read offset are skipped, and offset gaps do not hold commits back."""
     got = []
 
     async def sink(fetched):
@@ -271,9 +261,7 @@ def test_the_records_of_one_fetch_go_to_each_topics_sink_in_the_order_they_came(
 
 
 def test_the_partitions_handed_to_the_sink_count_as_started_for_fausts_stall_check():
-    """Faust's consumer logs an ERROR for a partition with records waiting that no stream has
-    taken from within ``stream_processing_timeout``; the bulk path takes them, so it records when
-    (``Monitor.stream_inbound_time``), before the sink runs, for the partitions it hands over only."""
+    """The partitions handed to the sink get ``Monitor.stream_inbound_time`` set before the sink runs, they only."""
     seen = {}
 
     async def run():

@@ -1,7 +1,5 @@
-"""The checkpoint key file: one that cannot be used is set aside and replaced by a new key with
-one warning and a metric, the same new key for every worker of the state_dir; the checkpoints
-sealed with the old key are then set aside and rebuilt; a key given in the settings is never
-replaced, and no key is ever shown."""
+"""An unusable checkpoint key file is replaced (one warning, a metric, one key per state_dir) and its
+checkpoints rebuilt; a key from the settings is never replaced, and no key is ever shown."""
 
 from __future__ import annotations
 

@@ -11,13 +11,14 @@ import numpy as np
 import orjson
 import pytest
 from helpers.damage import DAMAGES, damaged
+from helpers.handler_inputs import one_group_settings
 from streamxai.app import checkpoint_store
 from streamxai.handlers import ExplainHandler, ModelHandler, Source, checkpoint_changed
 from streamxai.kafka.checkpoint_seal import checkpoint_secret
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events
 from streamxai.schemas import ConfigError, dumps
-from streamxai.settings import AGRAWAL_FEATURES, Secret, Settings
+from streamxai.settings import Secret, Settings
 
 KEY = b"test-checkpoint-key-0123456789"
 
@@ -140,11 +141,7 @@ def test_a_newest_checkpoint_that_cannot_be_unpickled_leaves_the_previous_one_to
 
 
 def _settings(**over):
-    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                explainers=["ipfi"], checkpoint_every=25, features=list(AGRAWAL_FEATURES))
-    base.update(over)
-    return Settings(**base)
+    return one_group_settings(**{"checkpoint_every": 25, **over})
 
 
 class _Log:
@@ -166,10 +163,8 @@ def _outs(handler, items, offsets, topic):
 
 
 def test_a_checkpoint_newer_than_the_committed_offset_is_not_restored(tmp_path):
-    # the worker checkpoints the model after event 49, is SIGKILLed before the outputs of events
-    # 41..59 are flushed, and resumes from the committed offset 41; restoring that checkpoint would
-    # make events 41..49 duplicates, whose predictions and explain tasks would never be sent, and
-    # the explainers' replicas would go out of step (explanations at off-schedule seqs)
+    # a checkpoint after event 49, a SIGKILL before events 41..59's outputs are flushed, a resume at offset 41:
+    # that checkpoint is not restored (41..49 would be duplicates whose outputs are never sent)
     s = _settings()
     items = [(b"s", dumps(ev)) for ev in agrawal_events("s", 100, seed=3)]
     whole = _outs(ModelHandler(s), items, range(100), "features")

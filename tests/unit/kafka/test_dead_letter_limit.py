@@ -1,6 +1,4 @@
-"""The check that a dead letter fits the dead-letters topic is best effort: a cluster that does
-not answer the topic's configs in time (two brokers of three down, no controller quorum) skips
-it with one line, rather than stopping the worker that is starting to wait for the brokers."""
+"""The dead-letter size check is best effort: a cluster not answering the topic's configs in time is skipped with one line."""
 
 from __future__ import annotations
 

@@ -47,9 +47,7 @@ def _consumer():
 
 
 def test_handover_runs_the_callback_and_a_paused_flow_interrupts_a_blocked_one():
-    """The fetcher's hand-over (callback raced against suspend_flow.wait()) in one task: it hands
-    the record over, and a hand-over blocked on a full buffer ends when the flow pauses (a
-    rebalance), without the record, as with mode's wait_first; mode still does other waits."""
+    """The fetcher's hand-over hands the record over in one task, and a paused flow ends a blocked one without it."""
 
     async def run():
         with _consumer() as consumer:
@@ -108,10 +106,8 @@ def test_cancelling_the_fetcher_cancels_the_handover_and_propagates():
 
 
 def test_a_handover_that_does_not_wait_runs_at_once_and_one_that_waits_is_finished_by_a_task():
-    """Most hand-overs put the record in a stream buffer with room: they run to their end inside
-    the fetcher's call, without a task or a turn of the event loop (so the fetcher hands over
-    a fetched batch before the agents take their next turn, and the intake finds it waiting).
-    One that waits (a full buffer) goes on in a task until it has handed the record over."""
+    """A hand-over into a buffer with room runs to its end inside the fetcher's call (no task, no loop turn);
+    one that waits on a full buffer goes on in a task until it has handed the record over."""
 
     async def run():
         with _consumer() as consumer:
@@ -145,11 +141,8 @@ def test_a_handover_that_does_not_wait_runs_at_once_and_one_that_waits_is_finish
 
 
 def test_a_partition_resumed_after_a_full_buffer_wakes_the_fetch_waiting_on_the_others():
-    """Faust stops fetching a partition whose stream buffer is full and resumes it once the
-    agent has drained half of it; the fetch in flight meanwhile waits (up to 1 s) for records
-    of the other partitions only. One worker's change agent so sat idle for 0.45 s with
-    explanations already fetched: the resume must wake that fetch, which
-    then looks again at the partitions it may return (the same set, now with the resumed one)."""
+    """Resuming a partition paused on a full buffer wakes the fetch in flight, which looks again at the
+    partitions it may return (the resumed one included)."""
     app = faust.App("resume-test", broker="kafka://127.0.0.1:9", loop=asyncio.new_event_loop())
     use_bounded_fetch_wait(app)
     consumer = app.consumer
@@ -174,10 +167,7 @@ def test_a_partition_resumed_after_a_full_buffer_wakes_the_fetch_waiting_on_the_
 
 
 def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
-    """A fetch answered at the first byte makes the consumer's thread ask for and parse all the
-    worker's partitions once for each of its own records, so the worker's aiokafka consumer asks
-    the broker to wait for FETCH_MIN_BYTES, at most FETCH_MAX_WAIT_MS. aiokafka builds its
-    fetcher from these attributes when it starts."""
+    """The worker's aiokafka consumer asks the broker to wait for FETCH_MIN_BYTES, at most FETCH_MAX_WAIT_MS."""
     from aiokafka import AIOKafkaConsumer
 
     async def made() -> tuple[int, int]:
@@ -196,9 +186,7 @@ def test_the_workers_fetches_wait_for_data_up_to_the_bounded_wait():
 
 
 def test_the_consumer_records_the_commits_the_broker_accepted_and_no_other():
-    """The checkpoint stores keep the newest checkpoint a commit covers, so they must learn only
-    commits that happened: Faust's Monitor.on_tp_commit is also called after a commit refused
-    (e.g. "already rebalanced": the consumer thread's commit returns False)."""
+    """The checkpoint stores learn only commits the broker accepted, not refused ones."""
     from streamxai.kafka.committed_offsets import CommittedOffsets
 
     async def run():
@@ -247,9 +235,7 @@ async def _commit_with(outputs, offset: int, order: list) -> bool:
 
 
 def test_the_consumer_flushes_the_agents_output_producer_before_it_commits():
-    """The agents' outputs go through their own producer (OutputProducer), not Faust's, whose
-    flush Faust's commit awaits: an offset may be committed only once the outputs made from the
-    messages before it are acknowledged, so the consumer flushes that producer first."""
+    """The consumer flushes the agents' OutputProducer before it commits."""
     order = []
 
     class Outputs:
@@ -278,9 +264,7 @@ def test_no_commit_follows_a_failed_flush_of_the_agents_outputs():
 
 
 def test_the_quiet_monitor_keeps_only_when_each_partitions_stream_last_took_a_record():
-    """Faust's consumer reads ``stream_inbound_time`` to tell a stalled partition from a busy one
-    (an ERROR for every partition with records waiting if it is never set); the per-message
-    statistics stay off."""
+    """The quiet monitor keeps ``stream_inbound_time`` (for Faust's stall check) and no per-message statistics."""
     monitor = QuietMonitor()
     tp = TP("t", 3)
     before = time.monotonic()
@@ -291,10 +275,7 @@ def test_the_quiet_monitor_keeps_only_when_each_partitions_stream_last_took_a_re
 
 
 def test_a_busy_worker_has_its_running_fetcher_wait_longer_and_shorter_again_once_it_has_room():
-    """While the agents' thread is on a core most of the time, its records wait in the worker's
-    own queues anyway: the fetches wait up to FETCH_BUSY_WAIT_MS, fewer and bigger, so the worker
-    spends less CPU an event (bench_speed.py --kafka); with room again, FETCH_MAX_WAIT_MS. The
-    wait goes to aiokafka's running fetcher, which builds each fetch request from it."""
+    """A busy worker's running fetcher waits up to FETCH_BUSY_WAIT_MS, and FETCH_MAX_WAIT_MS with room again."""
     told = []
     cpu, clock = iter([0.0, 0.9, 1.1]), iter([0.0, 1.0, 2.0])
     pace = FetchPace(FETCH_MAX_WAIT_MS, FETCH_BUSY_WAIT_MS, cpu=cpu.__next__, clock=clock.__next__)

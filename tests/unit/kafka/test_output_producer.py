@@ -1,11 +1,6 @@
-"""The worker's OutputProducer hands outputs over with no future (``OutputProducer.hand``):
-a flush still waits for every message handed over before it, whatever order librdkafka's
-delivery reports come in (partitions answer in any order), and a failure is told to the
-caller's callable; through the agents' Outbox, a failed output is counted in ``send_errors``
-and a dead letter once acknowledged. librdkafka is replaced by a client whose delivery
-reports the test serves itself, in the order it chooses. The worker's own hops (arrivals,
-explain tasks and decisions, drift feed) go through a client of their own with a shorter
-linger, and a flush waits for both."""
+"""OutputProducer.hand: a flush waits for every message handed over before it, whatever the delivery
+reports' order (served by a stand-in client), failures reach the caller, and through the Outbox count in
+``send_errors`` and become dead letters; the worker's own hops' client is flushed too."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The private parts of Faust, mode and aiokafka that the worker relies on are there, in the
-installed versions, with the parameters this code expects; when one is not, the failure names
-the library's version, the attribute and what of ours breaks."""
+"""The private parts of Faust, mode and aiokafka we rely on exist as expected; a failure names the version,
+the attribute and what of ours breaks."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""``produce_raw``'s ``first_delivered``: called once, when the broker acknowledged the first
-message, not when it was handed to the producer (the benchmarks start their clock there: an
-idempotent producer takes about 0.5 s to start, which is no worker's time)."""
+"""``produce_raw``'s ``first_delivered`` is called once, when the broker acknowledged the first message."""
 
 from __future__ import annotations
 

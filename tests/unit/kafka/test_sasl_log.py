@@ -1,7 +1,4 @@
-"""A worker at --loglevel debug never logs what SASL sends: aiokafka logs every request and
-response at DEBUG, the SASL authentication's too, whose bytes are the password itself with
-PLAIN (``\\x00user\\x00password``) and, with SCRAM, the salt, nonces and client proof that let
-anyone who reads the log guess the password offline."""
+"""A worker at --loglevel debug never logs what SASL sends (the PLAIN password, SCRAM's salt, nonces and proof)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Checkpoints written by another version of the code: a state format in the seal, and a state
-that fails after it was restored (the rebuild falls back to the whole history once; a state that
-fails on every message is not rebuilt for every message)."""
+"""Checkpoints of another code version: a state format in the seal, and a restored state that fails is
+rebuilt from the whole history once, not for every message."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers.handler_inputs import one_group_settings
 from helpers.partition_log import PartitionLog
 from streamxai.core.stream import StreamExplainer
 from streamxai.handlers import ChangeHandler, ExplainHandler, ModelHandler, Source
@@ -22,17 +22,12 @@ from streamxai.kafka.checkpoint_seal import STATE_FORMAT
 from streamxai.kafka.checkpoints import FileCheckpointStore
 from streamxai.local.demo_stream import agrawal_events, labels_later
 from streamxai.schemas import dumps
-from streamxai.settings import AGRAWAL_FEATURES, Settings
 
 SECRET = b"0123456789abcdef"
 
 
 def _settings(**over):
-    base = dict(model="river.tree.HoeffdingTreeClassifier", model_params={"grace_period": 50}, alpha=0.02,
-                emit_every=5, explain_groups=1, storage_size=20, grid_size=3, partitions=1,
-                explainers=["ipfi", "ipdp"], checkpoint_every=25, features=list(AGRAWAL_FEATURES))
-    base.update(over)
-    return Settings(**base)
+    return one_group_settings(**{"explainers": ["ipfi", "ipdp"], "checkpoint_every": 25, **over})
 
 
 def _tasks(s, n=120, seed=4):
@@ -111,9 +106,7 @@ def test_the_seal_names_the_river_release_and_refuses_another(tmp_path, monkeypa
 
 
 def test_a_restored_state_that_fails_is_rebuilt_from_the_whole_history_once(tmp_path, caplog):
-    """A restarted explainer group that unpickles an older state whose classes have changed
-    fails on its first task and is rebuilt from the whole history once, not from the same
-    checkpoint for every task, forever."""
+    """An explainer group whose restored older state fails is rebuilt from the whole history once, not per task."""
     s = _settings()
     log = _tasks(s)
     whole = _run(ExplainHandler(s), log, range(120))
@@ -158,7 +151,7 @@ def test_a_state_that_fails_on_every_message_is_not_rebuilt_for_every_message(mo
         out = _run(h, log, range(40, 140))
     letters = out["dead-letters"]
     assert len(letters) == 100 and "explanations" not in out  # every task accounted for
-    assert len(rebuilds) <= 8, len(rebuilds)  # was 99: one whole-history replay per task
+    assert len(rebuilds) <= 8, len(rebuilds)  # not one whole-history replay per task
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "fails on every message" in errors[0], errors  # one line says what to do
     assert {m["reason"] for m in letters} == {"explain_error", "state_error"}
@@ -199,9 +192,8 @@ def _shapes(*roots) -> dict[str, list[str]]:
 
 
 def _states() -> dict[str, list]:
-    """The states a worker checkpoints, as they read back: a stream with labels that come later
-    (some never), one with labels in line and a concept drift (changes and an episode), all
-    three explainers, a categorical feature."""
+    """The states a worker checkpoints, read back: labels later (some never) and inline with a drift, all three
+    explainers, a categorical feature."""
     from helpers.arrivals import record_arrivals, run_handlers
 
     s = _settings(explainers=["ipfi", "isage", "ipdp"], categorical=["elevel"], change_warmup=0, change_min_samples=20,
@@ -219,9 +211,7 @@ def _states() -> dict[str, list]:
 
 @pytest.mark.slow
 def test_the_checkpointed_state_classes_are_those_recorded_for_this_state_format():
-    """A checkpoint of an older version holds its classes' attributes: a class gone, an
-    attribute renamed, or one added that old states lack can break a worker that restores it.
-    So every change here is a decision: STATE_FORMAT in pipeline/kafka/checkpoint_seal.py."""
+    """The checkpointed classes' attributes are those recorded for STATE_FORMAT (pipeline/kafka/checkpoint_seal.py)."""
     now = {stage: _shapes(*states) for stage, states in _states().items()}
     recorded = orjson.loads(SHAPES.read_bytes()) if SHAPES.exists() else {}
     if os.environ.get("STREAMXAI_RECORD_STATE_SHAPES"):

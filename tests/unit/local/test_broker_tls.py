@@ -1,6 +1,5 @@
-"""The local broker's TLS configuration, without starting Kafka (the end-to-end check is
-tests/integration/test_tls_on_broker.py), and the security page's openssl commands, whose files
-pass a TLS handshake in memory as the broker and a worker would make it."""
+"""The local broker's TLS configuration without Kafka, and the security page's openssl files passing an
+in-memory TLS handshake."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The views draw every change event they keep, and say how many older ones they do not: the
-reader keeps the newest ``max_changes`` change events and ``max_episodes`` episodes of a stream
-(bounded memory) and counts all it read; ``streamxai plot`` keeps many more than the dashboard."""
+"""The reader keeps the newest ``max_changes`` changes and ``max_episodes`` episodes per stream and counts all;
+the views say how many they do not draw (``plot`` keeps many more than the dashboard)."""
 
 from __future__ import annotations
 

@@ -18,9 +18,8 @@ def _overlapping(boxes: list[tuple[str, object]]) -> list[tuple[str, str]]:
 
 
 def test_change_labels_in_the_plot_never_overlap_and_name_each_episode():
-    """The demo's 44 change events (5 episodes; a drift moves several series within a few
-    hundred positions) labelled one by one would lie on top of each other, unreadable. The rule: no two labels of a panel overlap; every change keeps its line; every episode with
-    changes in a panel is named there by its kind, an alert as such."""
+    """The demo's 44 change events in the plot: no two labels of a panel overlap, every change keeps its line,
+    every episode is named by its kind on its panels."""
     import matplotlib.pyplot as plt
 
     st = DashboardState()

@@ -12,10 +12,7 @@ from streamxai.settings import Settings
 
 
 def test_the_demo_names_the_port_the_local_broker_runs_on(monkeypatch, capsys):
-    """With the local broker (its default data dir) started on another port (`streamxai broker
-    start --port 19396`), `streamxai demo` says where the broker runs, not "no Kafka broker
-    answered at 127.0.0.1:9092 ... start the local one with `streamxai broker start`" of a
-    broker that already runs."""
+    """With the local broker on another port, ``streamxai demo`` says where it runs, not "no broker answered"."""
     running = BrokerStatus(True, True, 4242, "127.0.0.1:19396", Path("/d"), Path("/d/broker.log"))
     monkeypatch.setattr(demo, "_answers", lambda s: False)
     monkeypatch.setattr(LocalBroker, "status", lambda self: running)

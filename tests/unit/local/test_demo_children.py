@@ -15,10 +15,7 @@ class _Proc:
 
 
 def test_a_dashboard_interrupted_while_it_starts_is_already_among_the_demos_processes(monkeypatch, tmp_path):
-    # Found in CI: SIGTERM (a KeyboardInterrupt in the demo) that came after the dashboard was
-    # spawned but before `_start_dashboard` returned left the demo without its process, so the
-    # demo exited 130 and the dashboard ran on (reparented to init), 1 run in 3 of
-    # test_cli_kafka's SIGTERM test.
+    # a SIGTERM between the dashboard's spawn and `_start_dashboard`'s return still stops the dashboard
     import streamxai.local.dashboard as dashboard
 
     proc = _Proc()

@@ -1,6 +1,5 @@
-"""One reader of the output topics (pipeline/local/output_reader.py) serves the terminal view,
-the dashboard and the plot: what each shows of a stream comes from one per-stream state, and
-an odd message on an output topic stops none of them."""
+"""One reader of the output topics serves the terminal view, dashboard and plot from one per-stream state;
+an odd message stops none of them."""
 
 from __future__ import annotations
 
@@ -108,9 +107,7 @@ def test_an_odd_message_on_an_output_topic_stops_no_view():
 
 
 def test_a_message_of_another_version_is_skipped_and_counted(caplog):
-    """The views read the versions the workers send; a message of another one (a change event
-    without positions, an episode without its kind, no schema at all) is counted and logged
-    once per version, and shows nothing."""
+    """A message of another version (or none) shows nothing, and is counted and logged once per version."""
     view, board = LiveView(["a"], "p.", out=io.StringIO()), DashboardState()
     old = [("drift-events", {**CHANGE, "schema": "drift_event/v2"}),
            ("drift-events", {**CHANGE, "schema": "drift_event/v2", "seq": 91}),
@@ -215,8 +212,7 @@ def test_a_crafted_ipdp_curve_is_not_read_so_the_plot_is_drawn(tmp_path):
 
 
 def test_a_crafted_change_is_read_with_numbers_only():
-    # found in review8: a drift event's interval, effect and losses were kept as they came, so
-    # strings of markup reached the dashboard's number formatting (which put them in the page)
+    # a drift event's interval, effect and losses are read as numbers: markup never reaches the page
     markup = "<img src=x onerror=alert(1)>"
     r = DashboardState()
     r.feed("drift-events", orjson.dumps(shaped("drift-events", {

@@ -12,9 +12,7 @@ def _view(curves: dict) -> dict:
 
 
 def test_a_categorical_pd_axis_shows_each_category_once_at_its_point():
-    """The PD panel of a categorical feature (grid a, b, c) has one tick per category, named
-    after it: a numeric tick locator would put ticks between the categories, each named after a
-    neighbour ("a, b, b, c"), so a reader could not tell which point was which category."""
+    """A categorical PD panel has one tick per category, named after it, at its point."""
     import matplotlib.pyplot as plt
 
     curves = {"city": {"grid": ["a", "b", "c"], "pd": [0.8, 0.75, 0.7], "se": [0.05, 0.05, 0.05], "seq": 99},

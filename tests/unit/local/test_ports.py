@@ -1,8 +1,5 @@
-"""After a broker stop, a client that keeps retrying its port in the ephemeral range can connect
-to itself and leave a TIME-WAIT socket there. No process holds the port, so
-``streamxai broker start`` does not call it "already in use by another process"; Kafka cannot
-bind it either (java.net.BindException, as the client sets no SO_REUSEADDR), but the kernel frees
-it within 60 s, so the start waits."""
+"""A port left in TIME-WAIT by a self-connected client (no process holds it) is not "in use by another
+process": ``broker start`` waits for the kernel to free it (within 60 s)."""
 
 from __future__ import annotations
 

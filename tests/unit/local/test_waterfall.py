@@ -1,6 +1,5 @@
-"""One prediction's local explanation as people see it: the waterfall's bars, the lines of
-``streamxai tail local-explanations`` and the PNG of ``streamxai plot --local`` carry the
-message's own numbers, and the bars add up from the base value to the prediction."""
+"""A local explanation's waterfall, ``tail local-explanations`` lines and ``plot --local`` PNG carry the
+message's numbers, the bars adding up from the base value to the prediction."""
 
 from __future__ import annotations
 

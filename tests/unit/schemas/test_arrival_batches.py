@@ -1,8 +1,6 @@
-"""The intake's batch form of arrivals (fewer message operations per event): the
-records the intake agent takes up together go as one arrivals record per stream, and the
-model handler takes each message of it as if it came alone: the same predictions,
-explanations and change events; a bad message in a batch is its own dead letter; a restart
-before, in or after a batch neither loses nor double counts a message."""
+"""Arrivals in batches (one arrivals record per stream per intake take): the model handler gives the same
+outputs as for single messages, a bad message is its own dead letter, and a restart around a batch
+neither loses nor double counts a message."""
 
 from __future__ import annotations
 
@@ -79,12 +77,8 @@ def test_a_batch_that_does_not_frame_is_one_dead_letter():
 
 @pytest.mark.parametrize("resume", ["at_the_batch", "after_the_batch"])
 def test_a_restart_around_a_batch_neither_loses_nor_double_counts(tmp_path, resume):
-    """The model handler dies (a SIGKILL: its state is gone, no checkpoint at shutdown) after it
-    took the whole batch at offset ``cut``; with ``at_the_batch`` that record's offset was not
-    committed, so it comes again (the outputs of its first taking lost with the worker). A
-    checkpoint falls due in the middle of batches (every 10 messages, 9 records per window): it
-    is written only once its whole record is taken, so the restarted handler, resuming from
-    it, has every message of the batch, the rest of the batch included."""
+    """A SIGKILLed model handler after the batch at offset ``cut`` (with ``at_the_batch`` uncommitted, so it
+    comes again); checkpoints fall due mid-batch but are written once the whole record is taken."""
     s = delayed_settings(checkpoint_every=10, explainers=["ipfi"], change_explainers=["ipfi"])
     single = PartitionLog()
     record_arrivals(single, two_streams())
@@ -119,10 +113,7 @@ def test_a_restart_around_a_batch_neither_loses_nor_double_counts(tmp_path, resu
 
 
 def test_a_state_dropped_in_the_middle_of_a_batch_is_rebuilt_with_the_batch_messages_before(monkeypatch):
-    """An error in the middle of a batch drops the stream's state (it may be half-updated); the
-    batch's next message rebuilds it from the history, which ends before the batch's record, and
-    from the messages of the batch taken before (none of them missing from the rebuilt model):
-    the same outputs as when each message came alone."""
+    """A state dropped mid-batch is rebuilt from the history and the batch's earlier messages: the same outputs."""
     s = delayed_settings(explainers=["ipfi"], change_explainers=["ipfi"])
     single = PartitionLog()
     record_arrivals(single, two_streams(n=80))
@@ -148,10 +139,8 @@ def test_a_state_dropped_in_the_middle_of_a_batch_is_rebuilt_with_the_batch_mess
 
 
 def test_an_explain_handler_restarted_amid_batches_of_tasks_gives_the_uninterrupted_values(tmp_path):
-    """The explain handler dies (its state gone) halfway through each partition's records of
-    batched tasks; the new one restores the newest checkpoint (due every 10 tasks, so in the
-    middle of batches: written once a record is taken) and replays the tasks after it, batches
-    included, and publishes what the uninterrupted run did."""
+    """An explain handler restarted amid batched tasks restores its newest checkpoint, replays, and publishes
+    the uninterrupted values."""
     s = delayed_settings(checkpoint_every=10, explain_groups=2)
     single = PartitionLog()
     record_arrivals(single, two_streams())
@@ -169,15 +158,8 @@ def test_an_explain_handler_restarted_amid_batches_of_tasks_gives_the_uninterrup
 
 
 def test_a_restart_right_after_a_batch_that_made_a_checkpoint_due_restores_it_and_replays_nothing(tmp_path):
-    """A checkpoint falls due within a batch and is written at the batch's record (once the whole
-    record is taken); a worker killed after that record was committed resumes at the next one:
-    its model state comes from that checkpoint with nothing of the stream between the two, so
-    it is restored and nothing is replayed. The state is still exact (the rest of the stream
-    gives the uninterrupted run's outputs), and only ``checkpoints_restored{stage=model}`` says
-    how it was built: a test that asks for replayed messages after a restart fails on this
-    correct run (test_sigkilled_worker_with_delayed_labels_resumes_with_the_reference_values
-    summed the three stages' replays; with arrivals in batches each stage's newest checkpoint
-    may sit at the record its worker resumes after)."""
+    """A worker killed after a batch whose record carried a checkpoint resumes at the next record: it restores
+    that checkpoint, replays nothing, and the rest gives the uninterrupted outputs."""
     s = delayed_settings(checkpoint_every=10, explainers=["ipfi"], change_explainers=["ipfi"])
     single = PartitionLog()
     record_arrivals(single, labels_later(threshold_events("a", 120, seed=1), 8))

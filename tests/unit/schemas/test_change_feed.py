@@ -1,9 +1,6 @@
-"""The drift feed: the explain handler sends each report's explanations to the public
-topic and then, as one drift-feed record, to the change agent, which takes every explanation of a
-record exactly as if it had come alone: the same change events and episodes, its own dead letter
-for a bad part, duplicates dropped, a checkpoint only after a whole record, replay and restore
-from the feed, and a worker killed between the public messages and the record (or right after
-it) loses and double-counts nothing."""
+"""The drift feed: each report's explanations go to the public topic, then as one record to the change
+agent, which takes each as if it came alone (same changes and episodes, own dead letters, duplicates
+dropped, checkpoints after whole records, replay and restore); a kill around the record loses nothing."""
 
 from __future__ import annotations
 
@@ -38,9 +35,8 @@ def _flat(per_record) -> list:
 
 
 def _told(outs) -> tuple[dict, dict]:
-    """Change events by (series, position) and episodes by (first_position, status, the series
-    they name: a page names what it learns since in an open message of its own): what a consumer
-    keeps after deduplicating redeliveries (each must repeat with equal values)."""
+    """Change events by (series, position) and episodes by (first_position, status, series named), as a consumer
+    keeps them after deduplicating redeliveries (each repeating with equal values)."""
     changes, episodes = {}, {}
     for o in outs:
         m = orjson.loads(o.value)
@@ -165,10 +161,8 @@ def test_an_explanation_over_max_message_bytes_is_refused_though_its_record_is_n
 
 
 def test_a_document_made_of_a_record_is_at_most_growth_times_its_bytes_besides_its_field_names():
-    """What lets the change handler read a record in one pass without making its documents
-    (``_GROWTH`` and ``_DOC_NAMES`` in ``pipeline/handlers/change.py``): orjson writes a number in
-    at most 4.5 times the bytes it was read from, and a document's field names and punctuation
-    take less than 1 KiB."""
+    """orjson writes a number in at most 4.5 times the bytes it was read from, and a document's names and
+    punctuation take under 1 KiB (``_GROWTH`` and ``_DOC_NAMES`` of the change handler rely on it)."""
     grown = 0.0
     for mantissa in ("1", "9", "-1", "-9", "1.5", "0.1", "12345"):
         for exponent in range(-330, 330):
@@ -210,10 +204,8 @@ def test_a_change_state_restored_from_its_checkpoint_replays_the_feed_after_it(w
 
 @pytest.mark.parametrize("where", ["between", "after"])
 def test_a_worker_killed_at_a_report_loses_and_double_counts_nothing(whole, tmp_path, where):
-    """SIGKILL of a worker (explain and change agents) at a report: ``between`` its public
-    explanations and its drift-feed record, or right ``after`` the record. Neither agent's
-    offsets since its last commit are committed: the restarted explainer redoes its tasks from
-    there (from its checkpoint and replay), and the change agent its records."""
+    """A worker SIGKILLed ``between`` a report's public explanations and its drift-feed record, or ``after``
+    it, redoes its uncommitted tasks and records on restart: nothing lost or counted twice."""
     s, tasks, _, _, outs, change = whole
     s = s.replace(checkpoint_every=7)
     store = FileCheckpointStore(tmp_path, every=7, secret=b"k" * 32)
@@ -237,9 +229,8 @@ def test_a_worker_killed_at_a_report_loses_and_double_counts_nothing(whole, tmp_
 
 
 def test_a_stream_met_mid_way_with_nothing_of_it_on_the_feed_is_one_warning(whole, caplog):
-    """Without any checkpoint (checkpoint_every = 0) and with the stream's earlier records gone from
-    the feed, the change test cannot be rebuilt: it starts there, and
-    says so once; a stream whose feed begins with its first report says nothing."""
+    """A stream met mid-way without checkpoints or earlier records starts its change test there with one warning;
+    a stream whose feed begins with its first report says nothing."""
     s, _, feed, _, _, _ = whole
     for start, warned in ((50, 1), (0, 0)):
         log = PartitionLog()

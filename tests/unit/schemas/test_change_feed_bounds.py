@@ -1,11 +1,6 @@
-"""What the change agent takes in is checked against what an explanation can be: a block of
-increments (what the change test folds in) holds at most ``emit_every`` of them (one per explained
-event since the series' last report, and no more than the explainer explained), each within what
-the explainer can produce for the stream's loss and output, and the model's loss block within
-the loss's range. Else the record is one dead letter (reason ``bad_value``): one crafted record
-gave change events the stream without it did not (a block mean of 1e300, a block claiming more
-increments than its series explained, a model loss of 1000 for a 0-1 loss). A stream's change test rebuilt by
-replay checks its history the same way (it took the crafted record in)."""
+"""The change agent's input is checked against what an explanation can be (at most ``emit_every``
+increments a block, each within the explainer's range, the loss block within the loss's): else one dead
+letter (``bad_value``), also when a rebuilt change test replays its history."""
 
 from __future__ import annotations
 
@@ -131,10 +126,8 @@ def test_what_the_explainers_send_is_within_the_bounds(over):
 
 @pytest.mark.slow  # 2.2 s
 def test_ipdp_increments_past_half_the_bound_on_a_nearly_flat_pd_curve_pass():
-    # a logistic regression's PD curves of agrawal's features are nearly flat at first: the gradient's
-    # deviations then need not sum to 0, and an increment can pass the sqrt(K / (K - 1)) / 2 = 0.56
-    # that centred deviations allow (0.71 with 5 grid points was seen); the bound is the whole
-    # sqrt(K / (K - 1)), and the stream's real increments all pass
+    # nearly flat early PD curves let an increment pass the centred bound sqrt(K / (K - 1)) / 2 = 0.56 (0.71 with
+    # 5 grid points); the bound is the whole sqrt(K / (K - 1)), which the stream's real increments all pass
     from streamxai.core.increments import Block
     from streamxai.handlers.feed_bounds import feed_bounds
     from streamxai.local.demo_stream import agrawal_events

@@ -174,9 +174,7 @@ def test_an_explain_task_of_another_version_is_refused_naming_the_one_read(other
 @pytest.mark.parametrize("change", [{}, {"curve": None, "var_factor": None, "block": None}, {"event_id": "e-1"},
                                     {"stderr": None, "model_loss": None, "n_seen": 7}])
 def test_an_explanation_as_a_worker_writes_it_reads_as_any_other(change):
-    """explanation_fields takes the usual explanation (exact types, float values) in one check:
-    the same fields and values as the general checks give the same document with its numbers
-    written as integers (which only they take)."""
+    """explanation_fields' one check of the usual explanation gives what the general checks give."""
     from streamxai.schemas.parsing import explanation_fields
 
     doc = orjson.loads(dumps(EXAMPLES[4])) | {"curve": {"1.0": 0.25}} | change
@@ -225,10 +223,8 @@ def test_a_numeric_feature_is_taken_as_number_takes_it():
 
 
 def test_the_usual_events_quick_check_gives_what_the_full_checks_give():
-    """feature_event_from's quick check of the usual event (schemas.features._usual_event) gives
-    the event the full checks give, and leaves to them whatever it does not take: random events
-    with one field or value changed to another type, range or name, or none changed. And
-    check_feature_event, given an event's fields, raises what they raise, or nothing."""
+    """The usual event's quick check gives what the full checks give, and leaves them what it does not take;
+    check_feature_event raises what they raise, or nothing."""
     import random
 
     from streamxai.schemas.features import _checked_event, check_feature_event, feature_event_from
@@ -315,10 +311,8 @@ def test_non_finite_values_are_refused_not_written_as_null():
 
 
 def test_non_finite_values_are_found_wherever_they_are():
-    """The quick check (streamxai.schemas.wire._finite), and dumps_obj with its count of the nulls
-    it wrote, refuse exactly what the walk that names the path refuses: random nested dicts, lists
-    and tuples of floats, numpy's float64, ints, booleans, strings and None, one value made
-    non-finite or none."""
+    """The quick finite check and dumps_obj's null count refuse exactly what the path-naming walk refuses, on
+    random nested values with one made non-finite or none."""
     import random
 
     import numpy as np

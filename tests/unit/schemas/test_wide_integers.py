@@ -1,9 +1,5 @@
-"""Integers a JSON parser reads but no 64-bit consumer can: a categorical value or class label
-of 1e21 (an integral float, taken as the integer 10**21) would fail when the model stage writes
-its outputs (orjson: "Integer exceeds 64-bit range"), after the label is learned, and 2**64 - 1
-(read as an unsigned integer) would reach consumers that read integers as a signed 64-bit
-``long`` (Java, Kafka Streams), as the seqs are bounded for. Each is one dead letter at the edge, of the reason a wrong value of its kind gets (``bad_value`` for a feature,
-``label_type`` for a label), naming the value, the 64-bit range and the fix (send it as a string)."""
+"""Integers beyond 64 bits (1e21, 2**64 - 1) as categories or labels are one dead letter at the edge (``bad_value``
+for a feature, ``label_type`` for a label), naming the value, the range and the fix (a string)."""
 
 from __future__ import annotations
 

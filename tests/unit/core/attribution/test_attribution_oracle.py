@@ -1,12 +1,7 @@
-"""The exact local attributions against the oracle: Shapley's formula over all 2^d coalitions.
-
-Every model is grown on a seeded random stream with numeric and nominal features, and the
-oracle (:func:`brute_force`) evaluates the model itself on every hybrid row of every coalition
-and background point. Both sides add at most ``2^10 * len(background)`` terms of size <= 1 (a
-probability) or <= 10 (a regression value), so their rounding differs by far less than 1e-9;
-1e-9 is the tolerance the issue sets, and a wrong weight, a missed route or a missed leaf
-dependence shows up at 1e-3 or more.
-"""
+"""The exact local attributions against the oracle (:func:`brute_force`: Shapley's formula over all 2^d
+coalitions, the model evaluated on every hybrid row), models grown on seeded streams. Both sides add
+at most ``2^10 * len(background)`` terms of size <= 10, so rounding differs by far less than the
+tolerance 1e-9; a wrong weight, route or leaf dependence shows at 1e-3 or more."""
 
 from __future__ import annotations
 
@@ -26,9 +21,7 @@ TOL = 1e-9
 
 
 def stream(seed: int, n: int, d_num: int, d_nom: int, drift_at: int | None = None):
-    """Rows with ``d_num`` numbers in [0, 1) (two decimals, so values repeat and some features
-    of x equal the background's) and ``d_nom`` categories; a label that changes its rule at
-    ``drift_at``."""
+    """Rows of ``d_num`` two-decimal numbers (values repeat) and ``d_nom`` categories; the label's rule changes at ``drift_at``."""
     gen = random.Random(seed)
     for t in range(n):
         x = {f"n{i}": round(gen.random(), 2) for i in range(d_num)}
@@ -118,20 +111,16 @@ def test_arf_unweighted_and_for_a_given_class():
     assert_oracle(model, rows, 3, n_background=4, target_class=False)
 
 
-@pytest.mark.parametrize("leaf", ["mean", "model", "adaptive"])
-def test_hoeffding_tree_regressor(leaf):
-    model, rows = grown(tree.HoeffdingTreeRegressor(grace_period=40, delta=0.05, leaf_prediction=leaf), 4,
-                        d_num=6, d_nom=0, classify=False)
+@pytest.mark.parametrize("make, seed, grow", [
+    *[(lambda leaf=leaf: tree.HoeffdingTreeRegressor(grace_period=40, delta=0.05, leaf_prediction=leaf), 4,
+       {"d_num": 6, "d_nom": 0}) for leaf in ("mean", "model", "adaptive")],
+    (lambda: tree.HoeffdingAdaptiveTreeRegressor(grace_period=40, delta=0.05, leaf_prediction="mean", seed=1), 5,
+     {"n": 3000, "d_num": 5, "d_nom": 2, "drift_at": 1500}),
+], ids=["mean", "model", "adaptive", "adaptive-tree"])
+def test_tree_regressors(make, seed, grow):
+    model, rows = grown(make(), seed, classify=False, **grow)
     assert model.height >= 2
-    assert_oracle(model, rows, 4, method="tree")
-
-
-def test_adaptive_tree_regressor():
-    model, rows = grown(tree.HoeffdingAdaptiveTreeRegressor(grace_period=40, delta=0.05, leaf_prediction="mean",
-                                                            seed=1), 5, n=3000, d_num=5, d_nom=2,
-                        classify=False, drift_at=1500)
-    assert model.height >= 2
-    assert_oracle(model, rows, 5, method="tree")
+    assert_oracle(model, rows, seed, method="tree")
 
 
 def test_ten_features_tree():
@@ -209,9 +198,7 @@ def test_numeric_trees_walk_level_by_level(make):
     lambda: forest.ARFClassifier(n_models=3, grace_period=30, delta=0.05, leaf_prediction="nb", seed=2),
 ], ids=["ht", "hat", "arf"])
 def test_pure_leaves_and_far_values(make):
-    """A label without noise leaves naive Bayes leaves that saw one class (its probability is 1
-    whatever the row); x far outside the stream's values makes the leaves' votes differ by
-    thousands (their exponentials overflow). Both classes, against the oracle."""
+    """Naive Bayes leaves that saw one class, and x so far out that the leaves' votes overflow: both classes exact."""
     model, rows = make(), []
     for x, _ in stream(16, 1500, 5, 0):
         model.learn_one(x, x["n0"] > 0.5)
@@ -292,9 +279,7 @@ def test_shares_spread_alike_summed_per_mask_or_point_by_point(d, monkeypatch):
 
 @pytest.mark.parametrize("k", [0, 3, 7])
 def test_shares_settle_values_as_votes(k):
-    """A route handed over as its values over the subsets (add_values, already scaled) settles
-    as the same route handed over as naive Bayes votes (add_votes), point by point (k < 6) and
-    by groups of points."""
+    """A route handed over as values (add_values) settles as the same route handed over as votes (add_votes)."""
     from streamxai.core.attribution.coalitions import masks
 
     gen = np.random.default_rng(k)

@@ -1,8 +1,5 @@
-"""The leaves kept between explanations (:class:`LeafMemo`) change no value: on every event of a
-forest whose trees learn, split, deactivate leaves to bound their memory and are replaced on
-drift, the explainer that keeps them gives what an explanation afresh gives, bit for bit (and
-brute force, to 1e-9); a leaf deactivated and reactivated between two explanations without
-learning is described again."""
+"""The leaves kept between explanations (:class:`LeafMemo`) change no value: on every event of a learning,
+deactivating, drifting forest the explainer gives a fresh explanation's values bit for bit (brute force to 1e-9)."""
 
 from __future__ import annotations
 
@@ -72,9 +69,7 @@ def test_forest_explainer_keeps_the_values_of_a_fresh_one_on_every_event():
 
 
 def test_a_leaf_reactivated_without_learning_is_described_again():
-    """A tree bounding its memory deactivates a leaf (its ``splitters`` become None) and may
-    reactivate it later with new, empty ones: the leaf's class counts are as they were, its
-    prediction is not (it no longer reads the features it did)."""
+    """A leaf deactivated and reactivated (same class counts, new empty splitters) is described again."""
     names = ["a", "b", "c"]
     stream = _stream(4, 400, names)
     model = tree.HoeffdingTreeClassifier(grace_period=30, delta=0.05)

@@ -78,10 +78,8 @@ def test_model_function_gives_its_target_class():
 
 
 def test_other_models_are_sampled_within_budget_with_honest_errors():
-    """KNN has no structure known here: permutation sampling. Over 40 seeds the error of each
-    value is within 3 standard errors in at least 90 % of checks (99.7 % for a normal
-    estimate; the per-pass draws are stratified over the background, which only shrinks the
-    true error below the reported one)."""
+    """KNN is permutation-sampled: over 40 seeds each value's error is within 3 standard errors in at least 90 %
+    of checks (99.7 % for a normal estimate; the stratified draws only shrink the true error)."""
     model = neighbors.KNNClassifier(n_neighbors=3)
     data = [{"a": r["a"], "b": r["b"]} for r in rows(120, 5)]
     for r in data[:80]:
@@ -125,9 +123,7 @@ def test_invalid_input_is_refused():
 
 
 def test_leaf_memo_gives_the_values_of_a_fresh_walk():
-    """What the explainer keeps about a forest's leaves between explanations (while a leaf
-    learns nothing) changes no value: each explanation equals one computed from scratch, while
-    the forest learns and the explained class changes."""
+    """The kept leaves change no value: each explanation of a learning forest, the class changing, equals a fresh one."""
     from river import forest
 
     gen = random.Random(6)

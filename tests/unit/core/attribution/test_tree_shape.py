@@ -1,7 +1,5 @@
-"""The trees' branches kept between explanations (:class:`ShapeCache`) change no value: on every
-event of a learning model (leaves splitting, the root splitting, leaves deactivated and
-reactivated to bound memory, a forest replacing trees on drift, a nominal branch growing a
-child for a new category), the explanation with the cache equals a fresh one bit for bit."""
+"""The branches kept between explanations (:class:`ShapeCache`) change no value: on every event of a learning
+model (splits, deactivations, drift replacements, new categories) the cached explanation equals a fresh one."""
 
 from __future__ import annotations
 
@@ -13,9 +11,8 @@ from streamxai.core.attribution.leaf_table import LeafMemo
 
 
 def _explain_every_event(model, stream, label, names, background, memo: LeafMemo) -> dict:
-    """Explain each event with ``memo`` and afresh before the model learns it; count the
-    shapes kept, read anew for a tree met before, the trees met and the events where a tree with
-    a shape had inactive leaves."""
+    """Explain each event with ``memo`` and afresh before the model learns it; count shapes kept, reread, trees met,
+    and events where a tree with a shape had inactive leaves."""
     seen = {"kept": 0, "read again": 0, "trees": set(), "inactive": 0}
     last: dict = {}
     for i, r in enumerate(stream):

@@ -1,7 +1,5 @@
-"""The local attribution's walk of flattened trees (``flat_walk._walk``) gives the same states in
-the same order with the compiled kernel (``tree_walk``, pipeline/core/_kernels_walk.c) and with
-numpy: on random trees and backgrounds (NaN, values equal to the thresholds, several trees), and
-for whole explanations of a learning adaptive tree, which equal brute force on either path."""
+"""The flattened trees' walk gives the same states in the same order with the compiled kernel and numpy, on
+random trees and for whole explanations of a learning adaptive tree (equal to brute force either way)."""
 
 from __future__ import annotations
 
@@ -83,9 +81,7 @@ def test_tree_walk_leaves_the_unusual_to_numpy():
 
 
 def test_adaptive_tree_values_are_exact_and_the_same_on_either_path(monkeypatch):
-    """An adaptive tree with naive Bayes leaves explained as it learns, with the memo the
-    explainer keeps: each explanation equals one computed from scratch, with the kernel and
-    with numpy alike, and the last equals brute force to 1e-9."""
+    """A learning adaptive tree's explanations equal fresh ones with the kernel and with numpy, the last brute force."""
     data = [({k: float(v) for k, v in x.items()}, y)
             for x, y in synth.Agrawal(classification_function=1, seed=3).take(700)]
     names = list(data[0][0])

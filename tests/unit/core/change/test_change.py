@@ -47,10 +47,8 @@ def test_spending_sums_to_at_most_alpha():
 
 @pytest.mark.parametrize("kind", ["gauss", "ternary", "heavy"])
 def test_false_alarms_per_stream_stay_below_delta(kind):
-    """Stationary streams of 3 series each; delta = 0.3 bounds P(any change event of a stream).
-    16 streams x 1000 blocks. The count of streams with an alarm is Binomial(16, p <= 0.3), which
-    exceeds 10 with probability 0.0016 (exact binomial tail), so the test fails only if the bound
-    is broken (the union bound is loose: the measured count is far below it)."""
+    """16 stationary streams of 3 series x 1000 blocks; delta = 0.3 bounds P(any change event of a stream),
+    so the number alarming is Binomial(16, p <= 0.3), above 10 with probability 0.0016 (exact tail)."""
     draws = {
         "gauss": None,
         "ternary": ternary(0.2, 0.05),  # a feature of importance 0.15, sd ~0.5
@@ -70,9 +68,8 @@ def test_false_alarms_per_stream_stay_below_delta(kind):
 
 
 def test_rare_nonzero_increments_do_not_alarm_when_one_side_is_all_zero():
-    """A barely used feature: most blocks are exactly 0, so a recent sub-window can have zero
-    variance. The standard error is the larger of the pooled and Welch errors, so the empty side
-    does not make the difference look certain (with Welch alone this stream alarms)."""
+    """Mostly-zero increments (a zero-variance side): the larger of the pooled and Welch errors keeps the
+    empty side from making the difference look certain (Welch alone alarms here)."""
     rng = random.Random(4)
     det = SeriesTest(delta=1e-3, min_samples=100)
     hits = run_series(det, [block(rng, 0, draw=ternary(0.004, 0.0)) for _ in range(3000)])
@@ -89,9 +86,8 @@ def test_one_huge_outlier_is_not_a_change():
 
 # --- power, cut, scale ---------------------------------------------------------------------
 def test_abrupt_change_is_found_within_the_theoretical_delay_and_cut_near_it():
-    """A step of 0.5 sd at event 5000. With the before side large, Z ~ 0.5 sqrt(m) after m events;
-    the threshold at that point is ~5.6 (alpha 1e-3, j ~ 500, ~30 cuts), so m ~ (5.6 / 0.5)^2 = 125
-    events plus noise: every seed detects within 400 events (3x), with the cut within 60 events."""
+    """A 0.5 sd step at 5000: Z ~ 0.5 sqrt(m) against a threshold ~5.6 gives m ~ 125 events plus noise;
+    every seed detects within 400 (3x), the cut within 60 events."""
     for seed in range(10):
         rng = random.Random(seed)
         blocks = [block(rng, 0.0 if t < 500 else 0.15) for t in range(700)]
@@ -155,9 +151,7 @@ def test_invalid_parameters_are_refused():
 
 # --- stream level: min effect relative to the explainer, episodes -------------------------
 def test_min_effect_is_relative_to_the_explainers_largest_importance():
-    """Same absolute step (0.05) of feature b, the model's loss flat (sd 0.32 per event): reported
-    when the explainer's top importance is 0.1 (effect 50% of it), silent when the top
-    importance is 1.0 (5% < min_effect 20%)."""
+    """A 0.05 step of b (flat loss, sd 0.32): reported at top importance 0.1 (50%), silent at 1.0 (5% < 20%)."""
     for top, expect in ((0.1, True), (1.0, False)):
         rng = random.Random(10)
         det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], delta=0.01, min_effect=0.2, warmup=0)
@@ -237,9 +231,7 @@ def test_untested_explainers_give_levels_but_no_change_events():
 
 
 def test_the_order_of_messages_within_one_report_does_not_matter():
-    """Explain groups on different workers interleave their messages of one seq in any order;
-    change events and episodes must not depend on it (a Kafka run with several groups equals
-    the in-process run)."""
+    """Change events and episodes do not depend on the order of one seq's messages (explain groups interleave)."""
     series = [("ipfi", "a"), ("ipfi", "b"), ("isage", "a"), ("ipdp", "a")]
     rng = random.Random(16)
     msgs = []
@@ -284,15 +276,9 @@ def test_the_order_of_messages_within_one_report_does_not_matter():
 
 
 def test_a_change_found_earlier_in_the_same_report_does_not_move_the_others_minimum_effect():
-    """The minimum effect of a series is relative to its explainer's largest level, read from
-    the other series' blocks before the current report. When another series of the same
-    explainer changed earlier in that report, its window had already been cut there, so the
-    level read was its new one: two iPDP series of a regression stream changed in one report or
-    four reports later depending on which came first. Here
-    ``a`` rises 0.3 -> 1.0 at event 3000 and ``b``'s increments are ``a``'s moved to 0 -> 0.15
-    (the same z at every cut, so both pass the test in the same report): ``b``'s effect is
-    about 0.15 against a minimum of 0.2 x ``a``'s level before that report (about 0.3), not
-    0.2 x ``a``'s new level (about 1.0)."""
+    """A series' minimum effect is read from its explainer's levels before the report, not after another
+    series' cut earlier in it: ``a`` rises 0.3 -> 1.0 and ``b`` 0 -> 0.15 at 3000 in one report, and
+    ``b``'s effect is weighed against 0.2 x ``a``'s old level (about 0.3), not its new one (about 1.0)."""
     rng = random.Random(17)
     blocks = []
     for t in range(400):
@@ -341,10 +327,8 @@ def test_a_series_test_restored_from_a_checkpoint_reads_and_cuts_as_one_that_nev
 
 # --- what a change event promises ----------------------------------------------------------
 def test_every_change_passed_the_test_at_its_detection_cut():
-    """A change event promises that the two-sample test passed: |z| >= threshold at the boundary
-    where it was detected, not a z recomputed where the new regime begins, which can fall below
-    the threshold. Ternary increments (iPFI on 0-1 loss) with a step of +0.1 at event 3000, over
-    40 seeds. The located cut's effect has the sign of z."""
+    """Every change event's |z| >= threshold at its detection cut, with the effect's sign (ternary iPFI
+    increments, a +0.1 step at 3000, 40 seeds)."""
     cuts = []
     for seed in range(40):
         rng = random.Random(seed)
@@ -361,10 +345,8 @@ def test_every_change_passed_the_test_at_its_detection_cut():
                                      (0.0, "reliance_shift"), (Z90 * (1 - 1e-9), "reliance_shift"),
                                      (Z90 * (1 + 1e-9), "degradation")])
 def test_kind_at_the_edges_of_the_loss_interval(z, kind):
-    """The loss after the cut against before, 100 events each with sd 1 (se of the difference
-    sqrt(0.02)): it fell or rose when the difference reaches 1.645 standard errors (Z90, each
-    direction a one-sided test at 5%; the edge counts as moved), and stayed within its 90%
-    interval below that (pooled and Welch errors agree here)."""
+    """100 losses of sd 1 either side (se sqrt(0.02)): fell or rose from 1.645 standard errors (Z90, each a
+    one-sided 5% test; the edge counts as moved), stayed below it."""
     before = Block(100, 0.5, 99.0)
     after = Block(100, 0.5 + z * math.sqrt(0.02), 99.0)
     assert loss_kind(before, after) == kind
@@ -394,11 +376,9 @@ def test_unknown_loss_is_a_reliance_shift_and_alerts_follow_the_alert_kinds():
 
 
 def test_a_small_change_while_the_model_learns_is_absorbed_and_the_next_one_measured_against_it():
-    """b moves 0.0 -> 0.05 at event 3000 (5% of the top importance 1.0: below the minimum
-    effect), then 0.05 -> 0.35 at 9000. When the loss fell at the first step (the model learned),
-    that significant small change is absorbed: b's window restarts there, so the second change is
-    measured against the level 0.05 alone, with a threshold that started again (fewer checks);
-    when the loss was flat, the first step stays in the window and the levels before mix both."""
+    """b moves 0 -> 0.05 at 3000 (below the minimum effect), then 0.05 -> 0.35 at 9000: with the loss falling
+    at the first, b's window restarts there (the second measured against 0.05 alone, a fresh threshold);
+    with a flat loss the first step stays in the window."""
     levels = lambda t: {("ipfi", "a"): 1.0, ("ipfi", "b"): 0.0 if t < 300 else (0.05 if t < 900 else 0.35)}  # noqa: E731
     got = {}
     for name, loss in (("learned", lambda t: Block(10, 0.3 if t < 300 else 0.2, 1.0)),
@@ -425,12 +405,9 @@ def test_ipdp_curves_alone_moving_at_a_flat_loss_do_not_page():
 
 
 def test_a_loss_that_fell_steadily_over_the_episode_makes_it_learning():
-    """A model that keeps learning (its loss falling from 0.36 at an even pace, 0.30 by the
-    close at event 3359) moves its reliance on b at event 3000. At the cut the two sides' means
-    differ by 1.0 standard error only (averages of a sloping line, the side after short), but
-    the slope over the same stretch is 6.1 standard errors below zero (learning from 1.96: a
-    one-sided test at 2.5%), so the episode closes as ``learning``, not an alerting
-    ``reliance_shift``. A flat loss keeps the reliance shift, and its alert."""
+    """A loss falling at an even pace (0.36 -> 0.30): the sides' means differ by 1.0 standard error, the slope
+    is 6.1 below zero (learning from 1.96, one-sided 2.5%), so the episode is ``learning``; a flat loss
+    keeps the ``reliance_shift`` and its alert."""
     from streamxai.core.change.events import loss_z
 
     levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.0 if t < 300 else 0.4}  # noqa: E731
@@ -446,12 +423,9 @@ def test_a_loss_that_fell_steadily_over_the_episode_makes_it_learning():
 
 @pytest.mark.slow
 def test_the_loss_trend_is_a_standard_normal_on_a_flat_loss():
-    """The trend statistic on 0-1 losses (rate 0.3) that do not move, in the buckets of a loss
-    window (sizes doubling into the past): about 5% of stretches fall below -1.645 (one-sided
-    5%). 1,000 stretches: the share's sd is 0.007, so [0.029, 0.071] is 3 sd either side. What
-    the close of an episode makes of it (the cut at event 1500 of 2000, then the trend at
-    -1.96): learning at most 5% + 2.5% of the time by the union bound (measured: 7.5%; the
-    share's sd ~0.008, so 0.075 + 3 sd = 0.1 bounds it)."""
+    """The trend on flat 0-1 losses (rate 0.3) falls below -1.645 about 5% of the time: 1,000 stretches, sd
+    0.007, [0.029, 0.071] is 3 sd. At a close (cut at 1500 of 2000, trend at -1.96): learning at most
+    5% + 2.5% by the union bound (measured 7.5%, sd ~0.008, so 0.1 bounds it)."""
     from streamxai.core.change.events import loss_z, trend_z
     from streamxai.core.change.test import Z95
 
@@ -470,13 +444,9 @@ def test_the_loss_trend_is_a_standard_normal_on_a_flat_loss():
 
 
 def test_the_close_look_is_told_where_the_open_looked(monkeypatch):
-    """An episode whose loss was flat when it opened is decided by its second look, episode_gap after its first change,
-    against the rest of the 5% the open began on (streamxai.core.change.looks), for the two looks' correlation, which
-    follows from where their sides lie: the close is told the open's look. The sides need not
-    nest -- here both looks split at the cut of event 3,000, but by the second
-    look the loss window had merged its buckets there, and split at 3,040 (3,040 losses before,
-    310 after): the open's first 40 losses after the cut are before it at the second look. An episode whose
-    open never looked (no loss) closes with the whole 5%."""
+    """The close's look is told the open's look (their correlation follows from where their sides lie, which
+    need not nest: here the loss window split at 3,040 by the close, not the cut's 3,000); an episode whose
+    open never looked closes with the whole 5%."""
     from streamxai.core.change import looks
     from streamxai.core.change import stream as change_stream
 
@@ -506,9 +476,7 @@ def test_the_close_look_is_told_where_the_open_looked(monkeypatch):
 
 # --- a member's own look at the loss ---------------------------------------------------------
 def _member_run(first_loss, rise):
-    """b moves at event 3,000 (the model relies on it as much as on a), c at 4,000; the loss is
-    ``first_loss`` after 3,000 and rises by ``rise`` at 4,000 (constant per report, variance 0.16
-    per event)."""
+    """b moves at 3,000, c at 4,000; the loss is ``first_loss`` after 3,000, up by ``rise`` at 4,000 (variance 0.16)."""
     levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.0 if t < 300 else 0.4,  # noqa: E731
                         ("ipfi", "c"): 0.0 if t < 400 else 0.4}
     loss = lambda t: Block(10, 0.3 if t < 300 else (first_loss if t < 400 else first_loss + rise), 10 * 0.16)  # noqa: E731
@@ -519,15 +487,9 @@ def _member_run(first_loss, rise):
 
 @pytest.mark.parametrize("rise, told", [(0.14, True), (0.06, False)])
 def test_an_episode_not_yet_told_is_told_degradation_by_a_member_whose_loss_rose(rise, told):
-    """A learning tree's small changes (change_min_effect 0.1) come less than
-    ``change_episode_gap`` apart, so a drift joins an episode that opened on a flat loss before
-    it; read at that episode's cut, its rise would be measured against losses mostly before the
-    drift, and would not page. So each
-    change that joins an episode not yet told gets a look at the loss at its own cut: c is its
-    second member looked at (b, cut with a, is the first), so its boundary is ``member_rise(2)``
-    = 2.89; at a rise of 0.14 (z about 3.2 over the first 100 losses after it) the episode is told
-    ``degradation`` then, led by c; at 0.06 (z about 1.4) it is not (the close decides, as
-    before)."""
+    """A change joining an episode not yet told gets a look at the loss at its own cut: c, the second member
+    (boundary ``member_rise(2)`` = 2.89), tells it ``degradation`` at a rise of 0.14 (z about 3.2), not at
+    0.06 (z about 1.4)."""
     from streamxai.core.change.events import loss_z
     from streamxai.core.change.looks import member_rise
 
@@ -547,11 +509,8 @@ def test_an_episode_not_yet_told_is_told_degradation_by_a_member_whose_loss_rose
 
 @pytest.mark.parametrize("rise, kind", [(0.14, "degradation"), (0.06, "reliance_shift")])
 def test_a_drift_after_a_learning_episode_was_told_opens_its_own_and_pages(rise, kind):
-    """An episode told ``learning`` (its loss fell 0.3 -> 0.2 at event 3,000) does not page. c's
-    new regime begins at 4,000, after that episode was told (at 3,099): a drift of its own, it
-    closes the learning episode and opens its own, which pages with its own look at the loss,
-    read against the loss the model had learned to: ``degradation`` at a rise of 0.14, a reliance
-    shift at 0.06 (within the loss's interval)."""
+    """A drift after an episode was told ``learning`` closes it and opens its own, which pages against the
+    learned loss: ``degradation`` at a rise of 0.14, a reliance shift at 0.06."""
     changes, episodes = _member_run(0.2, rise)
     c = next(ch for ch in changes if ch.feature == "c")
     got = [(e.status, e.kind, e.alert) for e in episodes]
@@ -564,10 +523,8 @@ def test_a_drift_after_a_learning_episode_was_told_opens_its_own_and_pages(rise,
 
 
 def test_the_members_looks_spend_at_most_a_fixed_share_however_many():
-    """Each member look of an episode is one more test of a loss that may not have moved; the
-    k-th is one-sided at MEMBER_DELTA (1.25%) * 6 / (pi^2 k^2), so all of them together spend at
-    most MEMBER_DELTA, however long a chain of a learning model's changes at a flat loss (a fixed
-    level per member would tell most long chains ``degradation``)."""
+    """The k-th member look is one-sided at MEMBER_DELTA (1.25%) * 6 / (pi^2 k^2): all together at most
+    MEMBER_DELTA, however long the chain."""
     from statistics import NormalDist
 
     from streamxai.core.change.looks import MEMBER_DELTA, member_rise
@@ -580,9 +537,8 @@ def test_the_members_looks_spend_at_most_a_fixed_share_however_many():
 
 
 def test_a_page_on_a_rise_of_the_loss_names_the_feature_whose_reliance_fell_when_it_is_found():
-    """The loss's rise at 3,000 pages at once, naming no feature; b's fall (noisier: found later,
-    its cut before the page) joins the episode, which is sent again, open and not first, naming b:
-    the page says what broke as soon as it is known, and pages once."""
+    """A loss rise pages at once, naming no feature; b's later-found fall joins the episode, sent again
+    naming b: one page."""
     levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.4 if t < 300 else 0.0}  # noqa: E731
     loss = lambda t: Block(10, 0.2 if t < 300 else 0.6, 10 * 0.04)  # noqa: E731
     det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=1000)

@@ -1,16 +1,8 @@
-"""The change test on real increments of frozen models: the false-alarm bound of
-:mod:`streamxai.core.change.test` assumes independent increments, but iPFI and iSAGE draw their
-donors from a reservoir that changes one slot per stored event, which correlates increments over
-about ``L`` events (:mod:`streamxai.core.uncertainty`), so frozen, exact models (plain functions,
-so a million events cost seconds) are explained by the real
-:class:`~streamxai.core.stream.StreamExplainer`, and their blocks drive the real
-:class:`~streamxai.core.change.StreamChangeDetector`, as the pipeline does: iPFI of a classifier
-on 0-1 loss (the label is the model's with 10% noise), iSAGE of the same classifier's
-probability on Brier loss, and the donor-driven case, iPFI of a regression function on squared
-loss, whose increment ``(h(x with x_j from a donor) - y)^2 - (h(x) - y)^2`` depends on the
-donor's value as much as on the event's, so increments that share a donor are correlated (the
-variance of a mean of 1,000 increments is about 1.5 times that of independent ones).
-"""
+"""The change test on real increments of frozen, exact models (plain functions) through the real
+StreamExplainer and StreamChangeDetector: the false-alarm bound assumes independent increments, but
+reservoir donors correlate them over about ``L`` events. Cases: iPFI of a classifier on 0-1 loss (10%
+label noise), iSAGE of its probability on Brier loss, and iPFI of a regression on squared loss, whose
+increments depend on the donor (a mean of 1,000 has about 1.5 times the independent variance)."""
 
 from __future__ import annotations
 
@@ -122,13 +114,10 @@ def test_no_more_false_alarms_than_delta_on_real_increments_of_frozen_models(run
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_statistic_is_standard_normal_on_real_increments(runs, case):
-    """Between adjacent windows of 1,000 increments of a frozen model ``z`` has variance 1 if the
-    test's standard error is right. The windows' z are nearly independent (disjoint windows; the
-    reservoir forgets in about L = 100 events), so their sample variance over N of them has a
-    standard error of about sqrt(2 / N): N >= 150 per case puts 1 +- 0.35 at 3 standard errors.
-    Without the variance factor the donor-driven case measured 1.5 (the bound assumed
-    independent increments); the factor is the limit of long means, slightly above what 1,000
-    increments see, so the corrected variance may fall a little below 1."""
+    """``z`` between adjacent windows of 1,000 increments has variance 1 if the standard error is right; the
+    windows' z are nearly independent (L = 100), so N >= 150 a case puts 1 +- 0.35 at 3 standard errors
+    (sqrt(2 / N)). Uncorrected, the donor-driven case measured 1.5; the factor is a long-mean limit, so
+    the corrected variance may fall a little below 1."""
     zs = [z for _, blocks in runs[case] for f in FEATURES for z in window_z(blocks.get(f, []))]
     assert len(zs) >= 150, len(zs)
     var = statistics.fmean(z * z for z in zs)

@@ -1,9 +1,6 @@
-"""The episode and alert rules of streamxai.core.change.stream on real-stream shapes: a drift inside
-an open episode pages on its own, episodes are bounded, the alert goes out when its kind is known,
-iPDP of a feature the model barely uses is no event and never a page (a fall of the effect of a
-feature the model leans on pages when the loss rose), the model's loss is a
-series of its own, a slow drift that added up is reported without a page, and a model that
-gives up its most important feature is no longer "learning"."""
+"""The episode and alert rules of streamxai.core.change.stream on real-stream shapes: drifts inside open
+episodes, bounded episodes, alerts once their kind is known, iPDP of barely used features, the loss
+as a series of its own, slow drifts, and a model giving up its most important feature."""
 
 from __future__ import annotations
 
@@ -24,10 +21,8 @@ def _alerts(episodes):
 
 
 def test_a_drift_inside_an_open_episode_pages_on_its_own():
-    """a drops at event 3,000 while the loss rises (a degradation, paged once 100 losses follow
-    the cut); b rises at 3,500, while that episode is still open (b comes less than
-    change_episode_gap after a). b's regime began after the first episode was announced: that
-    episode closes, and b opens its own, which pages, with b's cut."""
+    """a drops at 3,000 with the loss rising (a page); b rises at 3,500, within the gap: a regime that began
+    after the first episode was announced closes it and opens its own, which pages with b's cut."""
     levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.1, ("ipfi", "b"): 0.0 if t < 350 else 0.3,  # noqa: E731
                         ("ipfi", "c"): 0.2}
     rise = lambda t: Block(10, 0.2 if t < 300 else 0.35, 1.6)  # noqa: E731
@@ -47,10 +42,8 @@ def test_a_drift_inside_an_open_episode_pages_on_its_own():
 
 
 def test_no_episode_grows_without_bound():
-    """A series whose level steps up every 2,000 events (a staircase) makes changes less than
-    change_episode_gap (6,000) apart, again and again, so by the gap alone they would form one
-    episode: every episode still takes changes for at most change_episode_max (8,000) events after
-    its first, so none is longer than that plus the gap."""
+    """A staircase (a step every 2,000 events, under the 6,000 gap) never makes an episode longer than
+    change_episode_max (8,000) plus the gap."""
     levels = lambda t: {("ipfi", "a"): 0.3 + 0.15 * (t // 200), ("ipfi", "b"): 0.3}  # noqa: E731
     det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=6000, episode_max=8000,
                                min_effect=0.02)
@@ -84,9 +77,7 @@ def test_ipdp_changes_alone_never_page():
 
 
 def test_an_effect_that_flaps_between_two_levels_is_news_once_and_a_new_level_again():
-    """The iPDP of a flaps between 0.1 and 0.4 every 400 events (a young adaptive tree switching
-    subtrees) and moves from 0.1 to 0.8 at event 6,000: its first flap is a change event, the flaps back and
-    forth within the range it held lately are not, and the move to a level it never held is."""
+    """An effect flapping between 0.1 and 0.4 is a change event once; a move to 0.8, a level never held, again."""
     def levels(t):
         effect = 0.8 if t >= 600 else (0.1, 0.4)[t // 40 % 2]
         return {("ipfi", "a"): 0.4, ("ipdp", "a"): effect}
@@ -110,10 +101,8 @@ def _ipdp_fall_run(feature: str, after: float):
 
 
 def test_a_rise_of_the_loss_with_a_fall_of_the_effect_of_what_the_model_leans_on_pages_at_once():
-    """A shuffled or stuck feature: the model stops responding to the feature it leans on, while
-    the loss rises. The episode is told a degradation at its look and pages then, naming a; the
-    same rise with the effect of b (barely used) falling, or of a rising, waits for the loss's
-    own test, which names no feature."""
+    """A loss rise with the effect of a (leaned on) falling pages at its look, naming a; with b's (barely
+    used) falling or a's rising, it waits for the loss's own test, which names no feature."""
     changes, episodes = _ipdp_fall_run("a", 0.1)
     (page,) = _alerts(episodes)
     assert (page.kind, [(c.explainer, c.feature) for c in page.changes]) == ("degradation", [("ipdp", "a")])
@@ -125,9 +114,7 @@ def test_a_rise_of_the_loss_with_a_fall_of_the_effect_of_what_the_model_leans_on
 
 
 def test_the_loss_is_a_series_of_its_own_and_its_rise_pages():
-    """The model's loss rises 0.2 -> 0.35 at event 3,000 while no explanation moves (a drift the
-    explanations do not see): the loss's own test reports a change of ``model/loss`` with the
-    explanations split at its cut, and its episode is a degradation, which pages."""
+    """A loss rising with no explanation moving is a ``model/loss`` change whose degradation episode pages."""
     levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.1}  # noqa: E731
     rise = lambda t: Block(10, 0.2 if t < 300 else 0.35, 1.6)  # noqa: E731
     det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0)
@@ -148,11 +135,8 @@ def test_a_loss_that_falls_is_never_a_change():
 
 
 def test_a_change_confirmed_long_after_it_began_is_reported_without_a_page():
-    """b steps 0 -> 0.15 at event 3,000 (a is 0.4). With increments of sd 0.2 it is confirmed
-    within a few hundred events, and pages; with sd 0.7 the same step needs thousands (about
-    (6 * 0.7 / 0.15)^2 past the change, and the threshold grows with the checks), so it is
-    confirmed more than change_episode_max events after its cut: old news, a change event and an
-    episode, but no page."""
+    """b steps 0 -> 0.15 at 3,000: with increments of sd 0.2 it pages; with sd 0.7 it needs about
+    (6 * 0.7 / 0.15)^2 events and more, past change_episode_max: an event and an episode, no page."""
     for sd, paged in ((0.2, True), (0.7, False)):
         det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0)
         levels = lambda t: {("ipfi", "a"): 0.4, ("ipfi", "b"): 0.0 if t < 300 else 0.15}  # noqa: E731
@@ -163,9 +147,7 @@ def test_a_change_confirmed_long_after_it_began_is_reported_without_a_page():
 
 
 def test_a_model_that_gives_up_its_most_important_feature_is_not_learning():
-    """a and b trade places at event 3,000 while the loss falls 0.3 -> 0.2: the model got better,
-    but it no longer relies on what it relied on most -- a reliance shift, which pages. b rising
-    beside a at the same falling loss is the model learning, which does not."""
+    """a and b trading places at a falling loss is a reliance shift, which pages; b rising beside a is learning."""
     falling = lambda t: Block(10, 0.3 if t < 300 else 0.2, 1.6)  # noqa: E731
     for swap, kind, alert in ((True, "reliance_shift", True), (False, "learning", False)):
         levels = lambda t, s=swap: {("ipfi", "a"): 0.4 if (t < 300 or not s) else 0.0,  # noqa: E731
@@ -176,9 +158,7 @@ def test_a_model_that_gives_up_its_most_important_feature_is_not_learning():
 
 
 def test_a_reliance_shift_at_a_flat_loss_pages_when_the_reliance_explainers_agree():
-    """b rises at event 3,000 at a flat loss. With iPFI and iSAGE running, it pages when both
-    see b move, not when iPFI alone does (iSAGE keeps b at 0: two estimators of reliance
-    disagree); with iPFI the only reliance explainer, iPFI alone pages."""
+    """b rising at a flat loss pages when iPFI and iSAGE both see it (iPFI alone when it is the only reliance explainer)."""
     for isage_moves, explainers, paged in ((True, ("ipfi", "isage"), True), (False, ("ipfi", "isage"), False),
                                            (False, ("ipfi",), True)):
         def levels(t, m=isage_moves, ex=explainers):
@@ -193,10 +173,8 @@ def test_a_reliance_shift_at_a_flat_loss_pages_when_the_reliance_explainers_agre
 
 
 def test_an_episode_of_ipdp_changes_alone_does_not_swallow_the_next_drift():
-    """a's iPDP steps at event 3,000 (an episode that cannot page, not yet announced: its loss is
-    flat); iPFI of a and b trade places at 3,600, within that episode's gap. The first change
-    that could page, of a regime that began after the episode's first change, opens its own
-    episode, whose first change is that drift's, and pages."""
+    """An unannounced iPDP-only episode (flat loss) does not swallow an iPFI drift within its gap: the drift
+    opens its own episode and pages."""
     levels = lambda t: {("ipfi", "a"): 0.4 if t < 360 else 0.0, ("ipfi", "b"): 0.0 if t < 360 else 0.4,  # noqa: E731
                         ("ipdp", "a"): 0.1 if t < 300 else 0.4, ("ipdp", "b"): 0.2}
     det = StreamChangeDetector([(e, f) for e in ("ipfi", "ipdp") for f in "ab"], warmup=0, episode_gap=1000)
@@ -209,12 +187,8 @@ def test_an_episode_of_ipdp_changes_alone_does_not_swallow_the_next_drift():
 
 
 def test_an_episode_whose_cut_is_older_than_the_loss_window_waits_for_its_gap_and_never_fails():
-    """The model's loss has no side before a change's cut when the cut is older than the oldest
-    loss the window keeps: its blocks are bigger than the series' (here a hundred times: on a stream
-    with labels that come later, a report's loss covers more events), so the same
-    ``max_increments`` reach back over fewer events. The open's look at the loss cannot be taken
-    then; the episode is announced at its gap, its kind decided on the loss there, and the update
-    never raises."""
+    """A cut older than the loss window's oldest loss (loss blocks a hundred times the series'): the open's
+    look cannot be taken, so the episode is announced at its gap, its kind decided there, never raising."""
     levels = lambda t: {("ipfi", "a"): 0.4 if t < 300 else 0.1, ("ipfi", "b"): 0.2}  # noqa: E731
     det = StreamChangeDetector([("ipfi", "a"), ("ipfi", "b")], warmup=0, episode_gap=1000, max_increments=4000)
     rng = random.Random(33)

@@ -1,6 +1,5 @@
-"""The long-run variance factor of streamxai.core.change.dependence and what it does to the change
-test: serially dependent increments (a real stream's seasons, a learning model's wandering
-effects) keep the false-alarm bound, independent ones keep their power."""
+"""The long-run variance factor (streamxai.core.change.dependence): serially dependent increments keep the
+change test's false-alarm bound, independent ones its power."""
 
 from __future__ import annotations
 
@@ -27,11 +26,9 @@ def _ar1(rng, n, phi, level=0.0, sd=1.0):
 
 
 def test_the_factor_is_about_one_for_independent_values_and_the_long_run_ratio_for_ar1():
-    """AR(1) with coefficient phi: long-run variance / variance = (1 + phi) / (1 - phi), 1 at 0,
-    3 at 0.5 and 19 at 0.9. Measured over 60 seeds of 40,000 values: log(factor / truth) has
-    mean 0.21-0.26 (the larger of two scales' estimates leans high: conservative) and sd
-    0.34-0.39 (a median of 31 squared differences). The geometric mean over 5 seeds has sd
-    0.39 / sqrt(5) = 0.17 in logs, so [0.6, 2.2] times the truth is the mean +- 3 sd."""
+    """AR(1): long-run variance / variance = (1 + phi) / (1 - phi) (1, 3, 19 at 0, 0.5, 0.9). Measured over 60
+    seeds: log(factor / truth) has mean 0.21-0.26 and sd 0.34-0.39, so over 5 seeds sd 0.17: [0.6, 2.2]
+    times the truth is the mean +- 3 sd."""
     for phi, truth in ((0.0, 1.0), (0.5, 3.0), (0.9, 19.0)):
         logs = []
         for seed in range(5):
@@ -54,11 +51,8 @@ def test_a_level_shift_barely_moves_the_factor():
 
 
 def test_serially_dependent_increments_keep_the_false_alarm_bound():
-    """Stationary AR(1) increments (phi 0.9, the long-run variance 19 times the variance: about
-    what elec2's iPFI and loss show at their longest scales) in 3 series of 16 streams, delta 0.3.
-    With the factor, the count of streams with an alarm is Binomial(16, p <= 0.3): more than 10
-    has probability 0.0016. Without it (the test treating the increments as independent), every
-    stream alarms within its first few hundred blocks."""
+    """AR(1) increments (phi 0.9, as elec2's longest scales) in 16 streams of 3 series, delta 0.3: with the factor
+    the streams alarming are Binomial(16, p <= 0.3), above 10 w.p. 0.0016; without it every stream alarms."""
     alarmed = 0
     for seed in range(16):
         rng = random.Random(100 + seed)

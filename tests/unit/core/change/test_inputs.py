@@ -1,11 +1,8 @@
-"""The watch of a stream's inputs: each data fault is found soon and named; streams without
-faults -- independent, smooth, trending, spiky, discrete, a feature that starts to vary -- give
-no finding. Every stream is seeded. The quiet streams are long (30,000 events, 1,160 tests of
-each feature): each test asks for a pattern whose probability without a fault is far below
-1e-6 for these streams (half of 100 new values beyond every one of 1,000 before; 100 equal
-values where no run of 50 was; a rank von Neumann ratio 0.75 above the largest of ten stretches
-before, several standard deviations of it; a rank correlation of about 0.7 fallen to 0.2, ten
-standard errors of it), so a finding there is a defect, not bad luck."""
+"""The watch of a stream's inputs: each data fault is found soon and named; quiet streams (seeded,
+30,000 events, 1,160 tests a feature) give no finding: each test asks for a pattern whose chance
+without a fault is far below 1e-6 (half of 100 new values beyond every one of 1,000 before; 100 equal
+values where no run of 50 was; a rank von Neumann ratio 0.75, several sd, above the largest of ten
+stretches; a rank correlation of 0.7 fallen to 0.2, ten standard errors), so a finding is a defect."""
 
 from __future__ import annotations
 
@@ -80,10 +77,8 @@ def test_each_fault_is_found_within_a_window_and_named(kind, what, seed):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_values_shuffled_between_independent_events_are_found_by_the_links_they_lose(seed):
-    """Events drawn independently carry no order to lose; a feature shuffled between them (in
-    blocks of 500, as a join on a wrong key lands values on nearby events) loses the links to
-    the features that moved with it. The other features keep the links among themselves, but
-    for s, whose one link was to p: p lost more, so the values that moved are p's."""
+    """A feature shuffled between independent events (blocks of 500) loses its links to the features that
+    moved with it; s's one link was to p, and p lost more, so the values that moved are p's."""
     rng = random.Random(seed)
     xs = []
     for _ in range(AT + 1000):  # p moves with q and r through their common level, and with s
@@ -121,9 +116,7 @@ def test_a_shuffle_is_found_by_the_link_to_a_feature_whose_values_follow_each_ot
 
 
 def phased_in(xs: list[dict], feature: str, fault, rng: random.Random, width: int = 2000) -> None:
-    """Fault ``fault`` (a function of the value) on ``feature`` from event ``AT`` on, on a share
-    of the events that grows from 0 to 1 over ``width`` events, as a fault rolled out
-    gradually (a new release on more and more machines) does."""
+    """``fault`` on ``feature`` from ``AT`` on, on a share of the events growing from 0 to 1 over ``width``."""
     for i, x in enumerate(xs[AT:]):
         if rng.random() < (i + 1) / width:
             x[feature] = fault(x[feature])
@@ -135,10 +128,8 @@ def phased_in(xs: list[dict], feature: str, fault, rng: random.Random, width: in
                                                    ("offset", "shifted", lambda v: v + 10.0, ("u", "z"))])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_fault_that_phases_in_on_independent_values_is_found_as_its_share_grows(kind, what, fault, on, seed):
-    """Over 2,000 events a fault phases in on a feature of independent values: a share of
-    30% of the newest 100 values (at about 600 events), with 15% in the 100 before, finds it,
-    on a feature whose values spread and on one that is mostly 0 (its middle half all 0, a
-    value more common than the stuck one)."""
+    """A fault phasing in over 2,000 events on independent values (spread, or mostly 0) is found at a share
+    of 30% of the newest 100 values (about 600 events in), with 15% in the 100 before."""
     rng = random.Random(seed)
     xs = [{"u": rng.random(), "z": rng.random() if rng.random() < 0.2 else 0.0, "c": rng.random()}
           for _ in range(AT + 1000)]
@@ -157,9 +148,7 @@ def test_a_fault_that_phases_in_on_independent_values_is_found_as_its_share_grow
                                                ("offset", "shifted", lambda v: v + 25.0)])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_fault_that_phases_in_on_a_smooth_series_is_found_by_its_values_placed_at_random(kind, what, fault, seed):
-    """The same on a smooth series (a price that follows itself): its odd values make as many runs
-    among the others as values placed at random do, where its own excursions beyond its bulk (the
-    daily peaks of the quiet streams) make few long ones."""
+    """The same on a smooth series: its odd values make as many runs as values placed at random do."""
     rng = random.Random(seed)
     xs = [{"a": v, "c": rng.random()} for v in smooth(rng, AT + 1000)]
     phased_in(xs, "a", fault, random.Random(seed))
@@ -172,9 +161,7 @@ def test_a_fault_that_phases_in_on_a_smooth_series_is_found_by_its_values_placed
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_an_exchange_that_phases_in_within_a_common_range_names_both_features(seed):
-    """Two features of independent values (one normal, one uniform on [1, 5]: within each
-    other's range) exchange their values on a share of the events that grows over 2,000: each
-    one's values become a mix of its own and the other's, as many each way."""
+    """Two features within each other's range exchanging values on a share growing over 2,000 events: both named."""
     rng = random.Random(seed)
     xs = [{"a": rng.gauss(0.0, 1.0), "b": rng.uniform(1.0, 5.0), "c": rng.random()} for _ in range(AT + 1000)]
     for i, x in enumerate(xs[AT:]):
@@ -188,11 +175,8 @@ def test_an_exchange_that_phases_in_within_a_common_range_names_both_features(se
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_shuffle_that_phases_in_on_a_smooth_series_is_found_against_the_order_it_had_before(seed):
-    """A smooth series whose values land on other events nearby (within blocks of 500, a join
-    that breaks for more and more keys) for a share of the events that grows over 2,000: the mix
-    enters the reference as fast as the recent values, so against the current reference alone
-    the order never looks lost; against the smoothest reference of the last 3,000 events it is
-    found, once, within 1,000 events."""
+    """A shuffle phasing in on a smooth series enters the reference as fast as the recent values; against
+    the smoothest reference of the last 3,000 events it is found, once, within 1,000 events."""
     rng = random.Random(seed)
     n = AT + 3000
     a = smooth(rng, n)
@@ -336,11 +320,9 @@ def test_a_fault_on_a_feature_the_model_leans_on_pages_in_an_episode_of_its_own(
 
 
 def test_a_fault_on_a_feature_the_model_came_to_lean_on_lately_pages():
-    """b's iPFI was 0 until 500 events before the fault and 0.4 of a's since: what the explainers
-    publish (a smoothing over about the last 1,000 events) says the model leans on b, though the
-    mean over the last 2,000 events (0.1 of a's) does not. Increments have sd 0.6, so a 500-event
-    mean has sd 0.027 and the shares below about 0.07 (the 2,000-event one 0.035): the tolerances
-    are two of those."""
+    """b's iPFI is 0.4 of a's over the last 500 events (0.1 over 2,000): the published reliance says the model
+    leans on b. Increments have sd 0.6: a 500-event mean has sd 0.027, the shares below about 0.07 (the
+    2,000-event one 0.035); the tolerances are two of those."""
     from streamxai.core.change import StreamChangeDetector
     from streamxai.core.increments import Block
 
@@ -372,43 +354,29 @@ def test_a_swap_pages_from_the_larger_reliance_of_its_two_features():
     assert changes[0].reliance == pytest.approx(1.0, abs=0.05)
 
 
-def test_both_sides_of_an_exchange_are_found_though_one_moved_less_than_the_shift():
-    """a (uniform on 20..80) and b (0..4) exchange their values: b's are far beyond its range, a's
-    median now 2, below its range by 1.6 of its interquartile ranges (less than the shift of 2):
-    found as the other side of b's swap."""
-    rng = random.Random(12)
-    mon, faults = InputMonitor(["a", "b", "c"]), []
+@pytest.mark.parametrize("seed, draw", [
+    (12, lambda rng: {"a": rng.uniform(20.0, 80.0), "b": float(rng.randrange(5))}),
+    (13, lambda rng: {"salary": rng.uniform(20_000.0, 150_000.0),
+                      "commission": rng.uniform(10_000.0, 75_000.0) if rng.random() < 0.4 else 0.0}),
+], ids=["one-moved-less-than-the-shift", "within-common-range"])
+def test_both_sides_of_an_exchange_are_found(seed, draw):
+    """Two features exchanging values are both found as swapped, naming each other: a (20..80) and b (0..4),
+    a moving below its range by less than the shift; a salary and a commission, each within the other's range."""
+    rng = random.Random(seed)
+    p, q = draw(random.Random(0))
+    mon, faults = InputMonitor([p, q, "c"]), []
     for t in range(AT + 500):
-        x = {"a": rng.uniform(20.0, 80.0), "b": float(rng.randrange(5)), "c": rng.random()}
+        x = {**draw(rng), "c": rng.random()}
         if t >= AT:
-            x["a"], x["b"] = x["b"], x["a"]
+            x[p], x[q] = x[q], x[p]
         faults += mon.update(t, x)
-    assert sorted((f.feature, f.what, f.like) for f in faults) == [("a", "swapped", "b"), ("b", "swapped", "a")]
-    assert all(AT <= f.seq <= AT + 125 for f in faults), faults
-
-
-def test_an_exchange_of_independent_values_within_their_common_range_is_found():
-    """A salary (uniform on 20,000..150,000) and a commission (0 for six in ten, else uniform on
-    10,000..75,000) exchange their values: neither leaves the other's range, but each now has
-    the other's distribution."""
-    rng = random.Random(13)
-    mon, faults = InputMonitor(["salary", "commission", "c"]), []
-    for t in range(AT + 500):
-        x = {"salary": rng.uniform(20_000.0, 150_000.0), "commission": rng.uniform(10_000.0, 75_000.0)
-             if rng.random() < 0.4 else 0.0, "c": rng.random()}
-        if t >= AT:
-            x["salary"], x["commission"] = x["commission"], x["salary"]
-        faults += mon.update(t, x)
-    assert sorted((f.feature, f.what, f.like) for f in faults) == [("commission", "swapped", "salary"),
-                                                                    ("salary", "swapped", "commission")], faults
+    assert sorted((f.feature, f.what, f.like) for f in faults) == sorted([(p, "swapped", q), (q, "swapped", p)]), faults
     assert all(AT <= f.seq <= AT + 125 and AT - 100 <= f.start <= f.seq for f in faults), faults
 
 
 def test_an_exchange_of_look_alike_values_is_found_over_the_longer_stretch():
-    """Two sensor readings of about the same level (as two of the shuttle's) exchange their
-    values: their distributions are 0.2 apart (Kolmogorov-Smirnov), below the bar of the newest
-    100 values against the 1,000 before (0.25), above that of the newer half of the values kept
-    against the older (0.14). Found at 400 to 600 events over seeds 21 to 30."""
+    """Look-alike readings exchanged (KS distance 0.2: below the newest-100 bar of 0.25, above the kept
+    halves' 0.14) are found over the longer stretch, at 400 to 600 events over seeds 21 to 30."""
     rng = random.Random(21)
     mon, faults = InputMonitor(["f5", "f7", "c"]), []
     for t in range(AT + 700):
@@ -465,9 +433,7 @@ def test_an_offset_of_a_feature_with_rare_spikes_is_found_though_its_range_is_wi
 
 
 def test_an_offset_of_a_feature_with_bursts_of_spikes_is_found():
-    """A price near 0.04 with bursts of spikes (ten events near 0.5, every 150 or so): the medians
-    of six values move by as much as the offset at each burst, but a burst comes back down; the
-    level since the offset holds."""
+    """An offset of a price with bursts of spikes is found: a burst comes back down, the offset's level holds."""
     rng = random.Random(14)
     values, t = [], 0
     while len(values) < AT + 500:
@@ -480,11 +446,7 @@ def test_an_offset_of_a_feature_with_bursts_of_spikes_is_found():
 
 
 def test_a_price_with_spikes_and_a_smooth_load_exchanged_are_both_found_naming_each_other():
-    """The price's range is wide (spikes to 0.7), so its new values (the load's, near 0.45) leave
-    only its 10% tails; the load's new values (the price's, near 0.04) leave its bulk by less
-    than the shift: found as the other side of the price's swap, and each names the other. The
-    exchange begins 12 events after a test, so the first test whose values are all outside the
-    price's tails comes after they began: where they left is looked for before them."""
+    """A spiky price and a smooth load exchanged (12 events after a test): both found as swapped, naming each other."""
     rng = random.Random(15)
     at = AT + 12
     load = smooth(rng, AT + 500, mean=0.45, sd=0.08)
@@ -501,9 +463,7 @@ def test_a_price_with_spikes_and_a_smooth_load_exchanged_are_both_found_naming_e
 
 
 def test_a_fault_that_phases_in_is_found_as_its_mix_grows():
-    """a takes b's values for a share of the events that grows from 0 to all over 2,000 events
-    (a join that breaks for more and more keys): the mix loses a smooth series' order long before
-    the median moves."""
+    """a taking b's values on a share growing over 2,000 events loses a smooth series' order before the median moves."""
     rng = random.Random(6)
     xs = stream(6, n=AT + 2000)
     b = [x["b"] for x in xs]
@@ -515,9 +475,7 @@ def test_a_fault_that_phases_in_is_found_as_its_mix_grows():
 
 
 def stations(rng: random.Random, n: int) -> list[float]:
-    """Three stations' readings taking turns, hour by hour: a common level that swings with the day
-    for the first 1,500 events and is calm after, each station a little off it (the neighbours of
-    a calm stretch differ by the stations' offsets; each station's own readings stay smooth)."""
+    """Three stations' readings taking turns: a level swinging with the day for 1,500 events, then calm."""
     out = []
     for t in range(n):
         hour = t // 3
@@ -565,9 +523,7 @@ def test_a_shuffle_of_sources_that_take_turns_far_apart_is_found(seed):
 
 
 def dew_and_temperature(rng: random.Random, n: int) -> list[dict]:
-    """A temperature that swings with the day and a dew point below it by a spread that wanders
-    (a smooth pair, one always above the other, their ranges overlapping), and a front at event
-    1,500 that moves both down at once."""
+    """A temperature swinging with the day, a dew point below it, and a front at 1,500 moving both down."""
     temp, spread, out = 60.0, 12.0, []
     for t in range(n):
         temp += 0.05 * (60.0 - temp) + rng.gauss(0.0, 0.6) - (12.0 if t == 1500 else 0.0)
@@ -578,10 +534,8 @@ def dew_and_temperature(rng: random.Random, n: int) -> list[dict]:
 
 
 def test_two_smooth_features_in_a_kept_order_exchanged_within_their_common_range_are_found():
-    """Over 12 seeds, a dew point and a temperature exchanged at event 2,500 are found as swapped,
-    naming each other, within 200 events, for at least 9 (10 measured: two seeds lie within about
-    five degrees of each other at the swap, where the day's swing over six values is as large as
-    the exchange), and the same streams without it, a front included, give nothing."""
+    """Over 12 seeds a dew point and temperature exchanged at 2,500 are found as swapped within 200 events for
+    at least 9 (10 measured: two seeds are within the day's swing of each other); unswapped, nothing."""
     def found(xs):
         mon = InputMonitor(["temp", "dew"])
         return [f for t, x in enumerate(xs) for f in mon.update(t, x)]
@@ -599,10 +553,7 @@ def test_two_smooth_features_in_a_kept_order_exchanged_within_their_common_range
 
 
 def test_a_fault_that_follows_a_burst_found_phasing_in_is_found():
-    """Delays, independent values with a long tail, have an evening whose delays lie far beyond
-    their bulk for 40% of the flights (found as shifted in part, as a fault phasing in is); 300
-    events later the source sticks at one value: found within 200 events, though the burst's
-    finding holds the tests of faults that phase in for the reference's length."""
+    """A source sticking 300 events after a burst of delays (found as shifted in part) is found within 200 events."""
     rng = random.Random(21)
     delays = [rng.lognormvariate(2.0, 0.6) - 8.0 for _ in range(4000)]
     for t in range(2000, 2300):
@@ -618,11 +569,8 @@ def test_a_fault_that_follows_a_burst_found_phasing_in_is_found():
 
 @pytest.mark.parametrize("seed", [21, 22, 23])
 def test_an_evening_of_delays_the_labels_follow_is_no_fault_phasing_in(seed):
-    """The same evening of delays, with the model's loss on each event: where it predicted the
-    delayed flights at least as well as the others (they arrived late, as it said), the burst is
-    the world's and no fault; where it mispredicted them (values a broken pipeline sent, which no
-    longer tell of the label), it is a fault phasing in; without losses (labels that come later)
-    the values alone find it."""
+    """A burst of delays the model predicts as well as the rest is no fault; one it mispredicts is a fault
+    phasing in; without losses the values alone find it."""
     rng = random.Random(seed)
     delays = [rng.lognormvariate(2.0, 0.6) - 8.0 for _ in range(3000)]
     burst = set()
@@ -672,9 +620,7 @@ def test_a_unit_change_of_a_feature_that_is_mostly_one_value_is_found_and_its_se
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_unit_change_of_a_rare_value_after_a_dry_spell_is_found(seed):
-    """Rain on one event in thirty, and none for the 600 events before the unit changes nor for
-    the 400 after: the values kept hold too few of its other values to compare, so the ones
-    remembered from before the dry spell are what the new ones lie 1,000 times beyond."""
+    """A rare value's unit change after a dry spell is found against the values remembered from before it."""
     rng = random.Random(seed)
     n = AT + 1000
     values = [0.0 if AT - 600 <= t < AT + 400 or rng.random() >= 1 / 30 else rng.lognormvariate(0.0, 1.0)
@@ -690,9 +636,8 @@ def test_a_unit_change_of_a_rare_value_after_a_dry_spell_is_found(seed):
 
 @pytest.mark.parametrize("p, seed", [(0.02, 1), (0.1, 2), (0.2, 3)])
 def test_a_flag_that_flipped_is_found_where_its_rare_value_became_the_rule(p, seed):
-    """A flag that is 1 on a share ``p`` of the events, inverted (0 <-> 1) from ``AT`` on: its
-    quartiles see no spread, and no 100 values before held its rare value by half as often as
-    the newest do (a share of 100 values has a standard error of 0.04 at most here)."""
+    """A flag inverted from ``AT`` on is found: no 100 values before held its rare value half as often (a
+    share of 100 values has a standard error of 0.04 at most here)."""
     rng = random.Random(seed)
     flags = [float(rng.random() < p) for _ in range(AT + 1000)]
     mon = InputMonitor(["flag"])
@@ -705,12 +650,8 @@ def test_a_flag_that_flipped_is_found_where_its_rare_value_became_the_rule(p, se
 
 @pytest.mark.parametrize("storm", [True, False])
 def test_a_flag_whose_rare_value_became_the_rule_is_the_worlds_where_the_model_predicts_it_as_before(storm):
-    """A rain flag on one event in ten, on nine in ten from ``AT`` on. In a storm the model
-    predicts the rainy events at least as well as the rainy ones before (it is wrong on one in
-    fifty, where it was on one in ten): no finding of a whole fault (a storm that lasts is the
-    phase-in test's to read). Where the flag flipped, the events it now marks as rainy are dry
-    ones the model gets wrong one time in two: found at once. (The model's losses are compared
-    by their means alone, so the storm's are clearly lower.)"""
+    """A rain flag at nine in ten from ``AT`` on: no finding when the model predicts the rainy events as well as
+    before (a storm); found at once where the flag flipped and the model errs one time in two."""
     rng, mon, faults = random.Random(6), InputMonitor(["rain"]), []
     for t in range(AT + 1000):
         rain = float(rng.random() < (0.9 if t >= AT else 0.1))
@@ -746,11 +687,8 @@ def test_an_offset_of_a_feature_that_is_mostly_one_value_is_found(seed):
 
 @pytest.mark.parametrize("rise", [0.0, 0.2])
 def test_labels_at_one_class_for_a_share_of_events_page_only_when_the_model_loss_rises(rise):
-    """Late flights on a stormy evening: half the labels at one class, which the model still
-    predicts (the loss flat), is the stream's own; a broken source's labels disagree with the model,
-    whose loss rises, at once or within the wait. The loss blocks are 10 events of a 0-1 loss at
-    0.2 (sd 0.4): 300 events at +0.2 give z about 6.8 before the dependence factor, which the step
-    itself raises to about 2.5 (z about 4.3, past 3.09); a flat loss gives z about 0."""
+    """Half the labels at one class page only when the model's loss rises. Loss blocks of 10 events at 0.2
+    (sd 0.4): 300 events at +0.2 give z about 6.8, 4.3 after the dependence factor of 2.5 (past 3.09)."""
     from streamxai.core.change import StreamChangeDetector
     from streamxai.core.change.inputs import InputFault
     from streamxai.core.increments import Block

@@ -3,6 +3,7 @@ twice the longest run without a label before; labels that come late or in batche
 
 from __future__ import annotations
 
+import pytest
 from streamxai.core.change.label_watch import LabelWatch
 
 
@@ -74,27 +75,10 @@ def _labels_in_runs(t: int, rng) -> int:
     return (t // 50 + (rng.random() < 0.02)) % 2
 
 
-def test_labels_flipped_for_a_share_of_events_lose_their_order():
-    """From 3,000 on three labels in ten are flipped: the runs of a smooth stream's labels break,
-    which the order test finds (reordered) within its 200 recent values."""
-    import random
-
-    rng, flips, watch, found = random.Random(4), random.Random(5), LabelWatch(), []
-    for t in range(5000):
-        y = _labels_in_runs(t, rng)
-        if t >= 3000 and flips.random() < 0.3:
-            y = 1 - y
-        found += [(f.feature, f.what, f.seq) for f in watch.arrival(t, y)]
-    assert [(f, w) for f, w, _ in found] == [("label", "reordered")] and 3000 < found[0][2] <= 3200, found
-
-
 def test_a_class_that_comes_for_a_share_of_events_is_a_fault_only_where_the_model_predicts_it_worse():
-    """Labels of independent events, late flights one in five; from 3,000 to 3,400 the share
-    rises to more than half. On a stormy evening the model predicts the late flights better
-    than before (their departures were late too, which tells of it): no fault. Where the share rose because labels
-    were flipped, the model predicts the events now labelled late worse than before (it says on
-    time for the flipped ones): a class phasing in. Without the model's losses (none sent) the
-    labels alone find it."""
+    """Late flights rising from one in five to over half (3,000 to 3,400): no fault where the model predicts them
+    better than before, a class phasing in where labels were flipped (predicted worse), and found by the
+    labels alone without losses."""
     import random
 
     def found(flipped: bool, with_loss: bool = True) -> list:
@@ -141,9 +125,7 @@ def _labels_switching(rng, p: float, y: int) -> int:
 
 
 def test_volatile_stretches_of_a_smooth_label_stream_give_nothing_and_flips_are_found():
-    """Runs of about six events (ratio about 0.7) with 200 events of runs of about three every
-    2,000 (ratio about 1.2, as real labels have in volatile stretches) give no finding; from
-    15,000 on three labels in ten are flipped (ratio about 2), which is found within 200 labels."""
+    """Volatile stretches of runs (ratio about 1.2) give nothing; flips from 15,000 (ratio about 2) are found within 200."""
     import random
 
     rng, flips, watch, found, y = random.Random(7), random.Random(8), LabelWatch(), [], 0
@@ -160,19 +142,23 @@ def _rare_runs(t: int, rng) -> int:
     return int(t % 360 < 40 + rng.randrange(-5, 6))
 
 
-def test_flips_of_labels_whose_minority_class_is_rare_and_in_runs_are_found():
-    """A class of one event in nine (no interquartile range: the order test reads how its rare
-    values follow each other) in runs of about 40; from 3,000 on three labels in ten are flipped,
-    scattering the rare class among the others, which the order test finds."""
+@pytest.mark.parametrize("labels, seeds, within, only", [
+    (_labels_in_runs, (4, 5), 200, True),  # a smooth stream's labels: runs of 50
+    (_rare_runs, (11, 12), 400, False),  # a class of one in nine in runs of about 40 (no interquartile range)
+], ids=["runs", "rare-runs"])
+def test_labels_flipped_for_a_share_of_events_lose_their_order(labels, seeds, within, only):
+    """From 3,000 on three labels in ten are flipped, breaking the labels' runs (scattering a rare
+    class among the others): the order test finds it (reordered) within its recent values."""
     import random
 
-    rng, flips, watch, found = random.Random(11), random.Random(12), LabelWatch(), []
+    rng, flips, watch, found = random.Random(seeds[0]), random.Random(seeds[1]), LabelWatch(), []
     for t in range(5000):
-        y = _rare_runs(t, rng)
+        y = labels(t, rng)
         if t >= 3000 and flips.random() < 0.3:
             y = 1 - y
-        found += [(f.what, f.seq) for f in watch.arrival(t, y)]
-    assert [w for w, _ in found][:1] == ["reordered"] and 3000 < found[0][1] <= 3400, found
+        found += [(f.feature, f.what, f.seq) for f in watch.arrival(t, y)]
+    assert found and found[0][:2] == ("label", "reordered") and 3000 < found[0][2] <= 3000 + within, found
+    assert len(found) == 1 or not only, found
 
 
 def test_a_rare_class_in_runs_or_scattered_alone_gives_nothing():
@@ -186,10 +172,8 @@ def test_a_rare_class_in_runs_or_scattered_alone_gives_nothing():
 
 
 def test_labels_that_stop_for_a_growing_share_of_events_are_found_stopped_in_part():
-    """From 3,000 on the label of a growing share of events never comes (all of them by 5,000): a
-    stretch of 200 with fewer than 70% of the labels the rate before gives is found, within 1,000
-    events; labels that come for a third of the events at random give nothing (their count over
-    200 arrivals has sd 6.7 about 67: a finding asks for 4 sd fewer, beside the 30%)."""
+    """Labels stopping for a growing share are found within 1,000 events (200 with under 70% of the expected
+    count); a third coming at random gives nothing (count sd 6.7 about 67: a finding asks 4 sd fewer)."""
     import random
 
     rng = random.Random(3)

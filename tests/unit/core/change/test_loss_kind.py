@@ -1,9 +1,6 @@
-"""The kind test's false rates on heavy-tailed losses: a stationary squared loss told as
-``degradation`` or ``learning`` at a random cut, with the short after-sides an episode opens on.
-Here on a fixed-seed sample of the shape of a learning regression tree's losses, fast enough for
-the suite (about 1 s); and an episode's looks together at a flat light-tailed loss (the open's, the
-members' and the close's: one 5%, streamxai.core.change.looks; 5-8 s in all).
-"""
+"""The kind test's false rates: a stationary heavy-tailed squared loss told ``degradation`` or ``learning``
+at a random cut with an episode's short after-sides, and an episode's looks together at a flat
+light-tailed loss (open, members and close: one 5%, streamxai.core.change.looks)."""
 
 from __future__ import annotations
 
@@ -34,16 +31,11 @@ def _block(x: np.ndarray) -> Block:
 
 
 def test_heavy_tailed_stationary_loss_is_told_moved_at_most_at_the_nominal_rate():
-    """Squared errors whose scale varies from event to event (a normal error times a lognormal
-    scale, sigma 0.45: excess kurtosis about 250, skewness about 10, heavier than the Friedman
-    trees' squared losses, 22-164), cut at random: after-sides of 100-500 losses (what an episode
-    opens on), before-sides of 5,000-27,000, after-sides disjoint (13,248 cuts). Each direction is
-    a one-sided test at 5%; the tolerance is three binomial standard errors of 13,248 cuts at 5%
-    (0.57 points). Which standard error matters: the pooled one alone says ``degradation`` at 5.80%
-    here (the mean of a few hundred right-skewed losses overshoots more often than a normal one
-    would), Welch's alone ``learning`` at 11.3% (a short after-side without its rare large losses
-    has a small variance); the larger of the two, as the change test uses, stays below both bounds
-    (1.6% and 2.7%)."""
+    """Normal errors times a lognormal scale (sigma 0.45: excess kurtosis about 250, heavier than the Friedman
+    trees' 22-164), 13,248 random cuts with after-sides of 100-500 and before-sides of 5,000-27,000. Each
+    direction is one-sided at 5%; the tolerance is three binomial standard errors of 13,248 cuts at 5%
+    (0.57 points). The pooled error alone says ``degradation`` at 5.80%, Welch's alone ``learning`` at
+    11.3%; the larger of the two, as the change test uses, stays below both bounds (1.6% and 2.7%)."""
     n = 4_000_000
     x = (np.random.default_rng(5).lognormal(0.0, 0.45, n) * np.random.default_rng(6).standard_normal(n)) ** 2
     rng = np.random.default_rng(2)
@@ -63,11 +55,8 @@ def test_heavy_tailed_stationary_loss_is_told_moved_at_most_at_the_nominal_rate(
 
 
 def _two_looks(x: np.ndarray, seed: int) -> tuple[int, int]:
-    """An episode's two looks at one cut of a loss that did not move, as the change agent takes
-    them: at its open (after-side of 100-500 losses) and, if that said neither, at its close
-    (1,000-2,000 losses from the same cut, against the same side before: the close's side
-    contains the open's); before-sides of 5,000-27,000, cuts with disjoint spans. (cuts, told
-    ``degradation`` by either look)."""
+    """(cuts, told ``degradation`` by either look) for an episode's open (100-500 losses after the cut) and,
+    if that said neither, close (1,000-2,000 from the same cut) at a loss that did not move."""
     rng = np.random.default_rng(seed)
     i, cuts, told = 27_000, 0, 0
     while True:
@@ -83,11 +72,9 @@ def _two_looks(x: np.ndarray, seed: int) -> tuple[int, int]:
 
 @pytest.mark.parametrize("name", ["bernoulli", "normal"])
 def test_an_episodes_two_looks_tell_a_flat_light_tailed_loss_degradation_at_most_at_the_nominal_rate(name):
-    """Two looks each a one-sided test at 5% would together tell about 8.5% of flat 0-1 losses
-    (Bernoulli 0.2) and of normal ones ``degradation``; light tails are where
-    each look is at its nominal level, so the two looks' union is the whole excess. Here 2,000,000
-    losses (about 1,300 cuts); the tolerance is three binomial standard errors of the number of
-    cuts at 5% (1.8 points), so a rate of 8.5% fails it."""
+    """Two looks each one-sided at 5% would tell about 8.5% of flat 0-1 and normal losses ``degradation``.
+    2,000,000 losses (about 1,300 cuts); the tolerance, three binomial standard errors of the cuts at 5%
+    (1.8 points), fails a rate of 8.5%."""
     n = 2_000_000
     rng = np.random.default_rng(3 if name == "bernoulli" else 4)
     x = (rng.random(n) < 0.2).astype(float) if name == "bernoulli" else rng.standard_normal(n)
@@ -99,13 +86,10 @@ def test_an_episodes_two_looks_tell_a_flat_light_tailed_loss_degradation_at_most
 
 @pytest.mark.parametrize("rho", [0.0, 0.5, 0.9])
 def test_the_close_boundary_spends_the_close_share_and_all_looks_stay_within_five_percent(rho):
-    """Both looks' statistics simulated as standard bivariate normal with correlation ``rho``
-    (2,000,000 pairs): ``z1 >= 1.96`` or ``z2 >= close_rise(rho)`` at ``OPEN_DELTA + CLOSE_DELTA``
-    (3.75%) within three binomial standard errors (0.040 points); each look at 1.645 is far above
-    (9.7%, 8.8%, 6.8%). With the members' share beside it (their looks' spends summed over every
-    ``k``), an episode's looks at a flat loss say ``degradation`` at most 5% of the time by the
-    union bound (an open and close spending 5% together with the members' 2.5% beside them would
-    be 7.5%, which this test fails at every correlation)."""
+    """Both looks as standard bivariate normals with correlation ``rho`` (2,000,000 pairs): ``z1 >= 1.96`` or
+    ``z2 >= close_rise(rho)`` at ``OPEN_DELTA + CLOSE_DELTA`` (3.75%) within three binomial standard
+    errors (0.040 points); with the members' share, all looks at most 5% by the union bound (a budget
+    of 7.5% fails at every correlation)."""
     assert OPEN_DELTA + CLOSE_DELTA + MEMBER_DELTA <= DELTA
     n = 2_000_000
     rng = np.random.default_rng(11)
@@ -119,15 +103,9 @@ def test_the_close_boundary_spends_the_close_share_and_all_looks_stay_within_fiv
 
 
 def _episodes(episodes: int, seed: int, bernoulli: bool, min_n: int = 100) -> int:
-    """Whole episodes at a loss that did not move, each on fresh losses (independent, so the
-    number told is binomial), looked at as the change agent looks (streamxai.core.change.stream):
-    the open on 100-500 losses after the episode's cut (before-sides of 2,000-10,000 losses, the
-    regime); 2-8 members cut 50-400 losses apart after it, each looked at on its own cut once
-    ``min_n`` losses follow it, while the episode is not yet told (against the regime's losses
-    before that cut) or told ``learning`` (against the losses from the episode's cut); the close,
-    if the open said neither, on the losses from the cut to the episode's end (1,000-2,000 losses,
-    or past its last member's look). Block sums come from prefix sums. Returns how many episodes
-    any look told ``degradation``."""
+    """How many of ``n`` episodes at a flat loss any look (open on 100-500 losses after the cut; 2-8 members
+    50-400 apart, each looked at once ``min_n`` losses follow; the close on 1,000-2,000 losses if the open
+    said neither) told ``degradation``, each episode on fresh independent losses, as the change agent looks."""
     rng = np.random.default_rng(seed)
     told = 0
     for _ in range(episodes):
@@ -160,11 +138,8 @@ def _episodes(episodes: int, seed: int, bernoulli: bool, min_n: int = 100) -> in
 
 @pytest.mark.parametrize("name", ["bernoulli", "normal"])
 def test_whole_episodes_with_members_tell_a_flat_loss_degradation_at_most_at_five_percent(name):
-    """An episode's open, members' and close's looks together (``_episodes``: 5,000 episodes
-    with 2-8 members each, 1-2.5 s) say ``degradation`` of 0-1 losses at 20% and of normal
-    losses at most 5% of the time, within three binomial standard errors of 5,000 episodes at 5%
-    (0.92 points). The looks overlap, so their union is well below the sum, and this test alone
-    would not catch a budget of 7.5% split as 5% and 2.5% at this size; the budget test above does."""
+    """5,000 whole episodes say ``degradation`` of flat 0-1 and normal losses at most 5% of the time, within
+    three binomial standard errors of 5,000 at 5% (0.92 points); the budget test above catches a 7.5% split."""
     episodes = 5_000
     told = _episodes(episodes, 7 if name == "normal" else 8, name == "bernoulli")
     assert told / episodes <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / episodes), told

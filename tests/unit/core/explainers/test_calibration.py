@@ -1,26 +1,16 @@
 """Nominal 95 % intervals ``value +- 1.96 stderr`` cover the truth in 93-97 % of checks.
-Frozen model: agrawal classification function 1 (reads ``age`` and ``salary``), labels equal
-to the model, features drawn as river's Agrawal generator draws them (``age`` uniform on the
-integers 20..80, ``salary`` uniform on [20k, 150k], ``elevel`` on 0..4, unused), so every
-truth is exact (see ``tests/helpers/agrawal_truth.py``): iPFI with 0-1 loss, iSAGE with Brier, the iPDP
-curves of ``salary`` and ``age``.
-Independence of the checks. A check compares one published value with its truth. Checks
-are ``SPACING = 4 / alpha`` events apart: the smoothed estimate keeps ``(1 - alpha)^SPACING
-= e^-4`` (1.8 %) of its weight on the events before the previous check, and the reservoir
-(``L = 50``, one slot replaced per event) keeps ``(1 - 1/L)^SPACING = e^-4`` of its
-observations. Each check looks at one feature (iPFI, iSAGE: salary and age in turn; iPDP:
-one grid point of one curve in turn), so checks share almost nothing. The first check comes
-after ``10 / alpha`` events (start-up bias ``< e^-10``).
-Tolerance. With ``N`` nearly independent checks of true coverage 95 %, the observed fraction
-has sd ``sqrt(0.95 * 0.05 / N)``: 0.77 % for ``N = 800``, so the band 93-97 % is +- 2.6 sd
-(a correct bound fails with probability ~1 %; a bound 10 % too narrow, covering 92.2 %,
-fails with probability ~85 %). ``alpha = 0.02`` with ``L = 50`` makes the reservoir's reuse
-matter (``alpha L = 1``). Measured while writing this test (800 checks per seed, 4 seeds):
-iPFI coverage 93.3-95.9 % (sd of ``z = (value - truth) / stderr`` 1.00-1.06) with the reuse
-correction, 92.6-95.3 % (1.01-1.09) without; iSAGE 94.3 %; iPDP 93.6-95.0 %. Where the donor
-drives the increment (iPFI of ``2a`` with squared loss, 3 seeds) the correction is what makes
-the bound hold: 94.5-97.3 % (sd of z 0.93-1.00) with it, 89.6-92.3 % (1.13-1.22) without.
-"""
+Frozen model: agrawal function 1 (``age``, ``salary``), labels equal to the model, features drawn as
+river's Agrawal generator draws them, so every truth is exact (``tests/helpers/agrawal_truth.py``):
+iPFI with 0-1 loss, iSAGE with Brier, the iPDP curves of ``salary`` and ``age``.
+Independence: checks are ``SPACING = 4 / alpha`` events apart, so the smoothed estimate and the
+reservoir (``L = 50``, one slot replaced per event) keep ``e^-4`` (1.8 %) of what the previous check
+saw; each check reads one feature (or one grid point) in turn; the first comes after ``10 / alpha``
+events (start-up bias ``< e^-10``).
+Tolerance: ``N`` nearly independent checks of true coverage 95 % give a fraction of sd
+``sqrt(0.95 * 0.05 / N)``, 0.77 % for ``N = 800``, so 93-97 % is +- 2.6 sd (a correct bound fails with
+probability ~1 %; one 10 % too narrow, covering 92.2 %, fails with ~85 %). ``alpha L = 1`` makes the
+reservoir's reuse matter. Measured (800 checks, 4 seeds): iPFI 93.3-95.9 % with the reuse correction,
+92.6-95.3 % without; iSAGE 94.3 %; iPDP 93.6-95.0 %."""
 
 from __future__ import annotations
 
@@ -89,28 +79,21 @@ def assert_calibrated(zs: list[float], who: str) -> None:
 
 
 @pytest.mark.slow
-def test_ipfi_intervals_are_calibrated():
-    truth = pfi_truth()
-    ipfi = IPFI(ModelFunction(agrawal_f1), "zero_one", FEATURES, alpha=ALPHA, storage_size=50, seed=3)
+@pytest.mark.parametrize("name", ["iPFI", "iSAGE"])
+def test_ipfi_and_isage_intervals_are_calibrated(name):
+    if name == "iPFI":
+        truth, seed = pfi_truth(), 1
+        ex = IPFI(ModelFunction(agrawal_f1), "zero_one", FEATURES, alpha=ALPHA, storage_size=50, seed=3)
+    else:
+        truth, seed = exact_sage("brier_of", f1_grid), 2
+        ex = ISAGE(ModelFunction(value_of, "proba_of", target_class=1), BrierOf(1), FEATURES, alpha=ALPHA,
+                   storage_size=50, seed=4)
 
     def check(ex, i):
         f = USED[i % 2]
         return ex.values[f], truth[f], ex.stderr[f]
 
-    assert_calibrated(run_checks(ipfi, check, seed=1), "iPFI")
-
-
-@pytest.mark.slow
-def test_isage_intervals_are_calibrated():
-    truth = exact_sage("brier_of", f1_grid)
-    isage = ISAGE(ModelFunction(value_of, "proba_of", target_class=1), BrierOf(1), FEATURES, alpha=ALPHA,
-                  storage_size=50, seed=4)
-
-    def check(ex, i):
-        f = USED[i % 2]
-        return ex.values[f], truth[f], ex.stderr[f]
-
-    assert_calibrated(run_checks(isage, check, seed=2), "iSAGE")
+    assert_calibrated(run_checks(ex, check, seed=seed), name)
 
 
 @pytest.mark.slow
@@ -135,11 +118,8 @@ def double_a(x):
 
 
 def test_ipfi_intervals_need_the_reservoir_reuse_correction():
-    """iPFI of ``f = 2a`` with squared loss: an increment ``4 (a' - a)^2`` depends on its donor
-    ``a'`` as much as on ``x``, so increments that share a stored observation (and the one
-    whose event stored it) are correlated, and intervals from the increments' variance alone
-    are too narrow (measured: 89.6-92.3 % coverage over 3 seeds, sd of z 1.13-1.22). PFI =
-    E[(2a - 2a')^2] = 8 Var(a) = 2/3."""
+    """iPFI of ``f = 2a`` with squared loss (PFI = 8 Var(a) = 2/3): increments sharing a donor are correlated,
+    and without the reuse correction coverage is 89.6-92.3 % (sd of z 1.13-1.22; with it 94.5-97.3 %)."""
     ipfi = IPFI(ModelFunction(double_a, output="value"), "squared", ["a", "b"], alpha=ALPHA, storage_size=50,
                 seed=1)
     rng = random.Random(1)

@@ -1,10 +1,7 @@
-"""iPDP (Algorithm 1), its storages (Algorithms 2 and 3) and the batch PDP reference.
-Tolerances come from the paper's variance bound (Theorem 3.4): in a static setting each
-point-wise estimate has variance at most ``sigma_k^2 * alpha / (2 - alpha)``, where
-``sigma_k^2`` is the variance of the ICE value at grid point k over the data. "4 sd" below
-means 4 * sqrt(that bound): the estimate is an exponential average of many i.i.d. terms, so
-it is close to normal and a 4 sd excursion has probability ~6e-5 per check.
-"""
+"""iPDP (Algorithm 1), its storages (Algorithms 2 and 3) and the batch PDP reference. Tolerances: each
+point-wise estimate has variance at most ``sigma_k^2 * alpha / (2 - alpha)`` (Theorem 3.4, ``sigma_k^2``
+the ICE value's variance at grid point k); "4 sd" is 4 * sqrt(that bound), about normal (an exponential
+average of many i.i.d. terms), so a 4 sd excursion has probability ~6e-5 per check."""
 
 from __future__ import annotations
 
@@ -112,13 +109,8 @@ def test_converges_to_analytic_pd(grid):
 
 
 def test_variance_matches_theorem_3_4():
-    """The error of a point-wise estimate has variance sigma^2 alpha / (2 - alpha).
-
-    For f = 2 x1 + x2^2 the estimate of PD_x1 at any grid point is 2 v + an exponential
-    average of X2^2: the bound holds with equality (up to (1 - alpha)^t terms). Over 30
-    seeds the mean squared error / bound is chi^2_30 / 30, within [0.36, 2.07] with
-    probability 0.999.
-    """
+    """The error of a point-wise estimate has variance sigma^2 alpha / (2 - alpha): for f = 2 x1 + x2^2 the
+    bound holds with equality, so over 30 seeds MSE / bound is chi^2_30 / 30, in [0.36, 2.07] w.p. 0.999."""
     alpha, n_seeds = 0.02, 30
     bound = (4 / 45) * alpha / (2 - alpha)
     sq = []
@@ -464,13 +456,9 @@ class _Switch:
 
 
 def test_increments_follow_the_pd_curve_not_each_events_own_ice_curve():
-    """The change test watches iPDP's increments: each event's centred ICE curve projected on
-    the PD curve so far, whose mean is the published importance (std of the PD over the grid).
-    A model that adds an interaction with another feature, as a tree does when it splits on it
-    under a split on x1, changes each event's ICE curve but not the PD: the increments' mean
-    stays (the spread of each event's own ICE curve, the increment before, doubles: 1 -> 2 on
-    average). Uniform x1 on a grid of 5 over ~[0, 1]: std of the PD values 0.395; 3,000 events a
-    side, increment sd ~0.8 after the switch, so the difference of means has sd ~0.02."""
+    """iPDP's increments (each event's centred ICE curve projected on the PD so far) keep their mean when the
+    model adds an interaction that changes each ICE curve but not the PD. PD std 0.395 on a grid of 5;
+    3,000 events a side at increment sd ~0.8, so the difference of means has sd ~0.02."""
     model = _Switch()
     ipdp = IPDP(ModelFunction(model, output="value"), ["x1", "x2"], features=["x1"], alpha=0.01, grid_size=5,
                 seed=3)
@@ -495,12 +483,8 @@ def test_increments_follow_the_pd_curve_not_each_events_own_ice_curve():
 @pytest.mark.parametrize("pure_python", [False, True])
 @pytest.mark.parametrize("const", [0.1, 0.35, 7.0])
 def test_a_feature_whose_pd_curve_is_flat_has_increments_zero(const, pure_python, monkeypatch):
-    """A feature constant in the stream (its grid one point, its ICE and PD curves flat) or one
-    the model ignores has a flat PD curve: importance 0 and every increment exactly 0, on the
-    compiled path and the numpy one. The mean of equal values, added up, need not be that value:
-    deviations from it are rounding noise, which normalised as a gradient is ±1 per grid point
-    and would make every flat feature's increment ±f(x) sqrt(K / (K - 1)), one non-zero level
-    for all of them."""
+    """A constant or ignored feature (flat PD curve) has importance 0 and every increment exactly 0, on the
+    compiled and numpy paths (rounding noise, normalised as a gradient, would make them ±f(x) sqrt(K / (K - 1)))."""
     import streamxai.core.explainers.ipdp as ipdp_module
 
     if pure_python:
@@ -519,9 +503,7 @@ def test_a_feature_whose_pd_curve_is_flat_has_increments_zero(const, pure_python
 
 @pytest.mark.parametrize("pure_python", [False, True])
 def test_a_feature_that_turns_constant_has_increments_zero_once_its_grid_is_one_point(pure_python, monkeypatch):
-    """A feature the model uses that stops varying: once its window holds one value, its grid is
-    that point and each event's ICE curve is flat, so its increment is exactly 0, while its PD
-    curve still carries the spread of before (decaying)."""
+    """A used feature that stops varying has increments exactly 0 once its grid is one point; its PD still decays."""
     import streamxai.core.explainers.ipdp as ipdp_module
 
     if pure_python:

@@ -1,13 +1,8 @@
-"""iPFI against the paper (Algorithm 1, Eq. 3, Theorems 1-3, the supplement's agrawal
-ground truth) and against the explainer protocol.
-Tolerances are fixed in advance from the paper's variance results or from the spread
-measured over several seeds (recorded next to each), never tuned until green. Notation:
-``lambda_t`` is the increment of Algorithm 1, ``V1 = Var_s[E_r f(Z_s, Z_r)]`` and
-``V2 = E_s[Var_r f(Z_s, Z_r)]`` the two parts of its variance, so with ``M`` realizations
-``Var(lambda_t) = V1 + V2 / M``; the O(alpha) term of Theorem 3 (Prop. 2, ``sigma_w^2 ->
-alpha / (2 - alpha)``) gives a standard deviation of about
-``sqrt(alpha / (2 - alpha) * (V1 + V2 / M))`` for the smoothed estimate.
-"""
+"""iPFI against the paper (Algorithm 1, Eq. 3, Theorems 1-3, the agrawal ground truth) and the explainer
+protocol. Tolerances are fixed from the paper's variance results or the spread measured over seeds
+(recorded at each test), never tuned: with ``V1 = Var_s[E_r f(Z_s, Z_r)]``, ``V2 = E_s[Var_r f(Z_s, Z_r)]``
+and ``M`` realizations, the smoothed estimate has sd about ``sqrt(alpha / (2 - alpha) * (V1 + V2 / M))``
+(Theorem 3, Prop. 2)."""
 
 from __future__ import annotations
 
@@ -179,9 +174,7 @@ def test_exact_pfi_is_scaled_expectation_over_all_permutations():
 
 
 def test_smoothing_starts_with_first_increment_so_static_estimate_is_unbiased():
-    """phi_t0 := lambda_t0 (the paper's definition): the weights sum to one from t0 on, so
-    E[phi_t] = PFI already after a few events, where a zero start would give
-    (1 - (1 - alpha)^(t - t0 + 1)) PFI (Theorem 2's bias)."""
+    """phi_t0 := lambda_t0: E[phi_t] = PFI after a few events, not (1 - (1 - alpha)^(t - t0 + 1)) PFI (Theorem 2's bias)."""
     alpha, events, runs = 0.1, 6, 1000
     finals = []
     for seed in range(runs):

@@ -1,20 +1,13 @@
 """iSAGE (Algorithm 1), its removal strategies (Algorithms 2-4) and batch SAGE (Algorithm 5).
-Tolerances. Theorem 3.2 of the iSAGE paper: ``Var[phi_t(i)] <= sigma_i^2 * a / (2 - a)``,
-``sigma_i^2`` the variance of one event's increment ``Delta_t(i)``; batch SAGE over ``N``
-observations has variance ``sigma_i^2 / N``. Every comparison allows 4 standard deviations
-of the difference, with ``sigma_i`` *measured* (by the batch estimator on the same data,
-or from the run's own increments ``Delta_t = (phi_t - (1 - a) phi_{t-1}) / a``), never
-tuned. The smoothing bias ``(1 - a)^n |phi|`` is below ``e^-10 |phi|`` in every test (``n a
->= 10``). Draws of the geometric reservoir make increments of nearby events weakly
-dependent; the spreads measured over several seeds while writing these tests (quoted at
-each test) stayed within 2.8 standard deviations.
-Expected values with ``m`` inner samples. With the paper's estimator (``estimator="paper"``)
-``m`` is part of the estimand (:class:`~streamxai.core.explainers.ISAGE`):
-the loss of a mean of ``m`` draws is biased for the loss of the expectation. The closed
-forms below are the exact expectations of that estimator for the given ``m``; they tend to
-the SAGE values as ``m -> inf``, which is what the default (unbiased) estimator has for any
-``m >= 2`` with a squared loss.
-"""
+Tolerances: Theorem 3.2 of the iSAGE paper bounds ``Var[phi_t(i)] <= sigma_i^2 * a / (2 - a)``
+(batch SAGE over ``N``: ``sigma_i^2 / N``), ``sigma_i^2`` the variance of one event's increment,
+*measured* (by the batch estimator, or from the run's increments ``Delta_t = (phi_t - (1 - a)
+phi_{t-1}) / a``), never tuned; every comparison allows 4 sd of the difference; the smoothing bias
+``(1 - a)^n |phi|`` is below ``e^-10 |phi|`` (``n a >= 10``). Reservoir draws make nearby increments
+weakly dependent; the spreads measured over several seeds (quoted at each test) stayed within 2.8 sd.
+With ``estimator="paper"`` the ``m`` inner samples are part of the estimand: the closed forms below
+are that estimator's exact expectations for ``m``, tending to SAGE as ``m -> inf``, which the default
+(unbiased) estimator has for any ``m >= 2`` with a squared loss."""
 
 from __future__ import annotations
 
@@ -73,9 +66,7 @@ def commission_model(x):
     return 1.0 if x["commission"] > 0 else 0.0
 
 
-# ---------------------------------------------------------------------------------------
-# convergence to batch SAGE on a frozen model
-# ---------------------------------------------------------------------------------------
+# --- convergence to batch SAGE on a frozen model ----------------------------------------------------
 
 
 def _frozen_tree():
@@ -127,23 +118,16 @@ def test_frozen_model_converges_to_batch_sage(setup):
     assert abs(sum(values.values()) - sum(ref.values.values())) <= 4 * total_sd
 
 
-# ---------------------------------------------------------------------------------------
-# analytic ground truth: linear model, independent features, squared loss
-# ---------------------------------------------------------------------------------------
+# --- analytic ground truth: linear model, independent features, squared loss ------------------------
 
 W = {"a": 2.0, "b": 1.0, "c": 0.5, "d": 0.0}
 VAR = 1.0 / 12.0  # U(0, 1)
 
 
 def linear_expected(m: int) -> dict[str, float]:
-    """E[iSAGE] for f = sum w_i x_i, x_i ~ U(0,1) independent, squared loss, m inner samples.
-
-    Interventional removal with one donor per inner sample: the mean of m draws has
-    variance V/m per absent feature. Steps after the first and before the last add
-    w_i^2 V (1 + 1/m); the last step (no draw) the same; the first step goes from the
-    mean prediction (loss sum_k w_k^2 V) to one set of draws:
-    w_i^2 V - sum_{k != i} w_k^2 V / m. Each position has probability 1/d.
-    """
+    """E[iSAGE] for f = sum w_i x_i, x_i ~ U(0,1) independent, squared loss, m inner samples (one donor each:
+    a mean of m draws has variance V/m per absent feature). Middle and last steps add w_i^2 V (1 + 1/m);
+    the first goes from the mean prediction: w_i^2 V - sum_{k != i} w_k^2 V / m; each position w.p. 1/d."""
     d = len(W)
     total = sum(w * w * VAR for w in W.values())
     out = {}
@@ -186,9 +170,7 @@ def test_linear_closed_form_tends_to_sage_values():
         assert linear_expected(10**9)[f] == pytest.approx(w * w * VAR, abs=1e-9)
 
 
-# ---------------------------------------------------------------------------------------
-# interventional vs observational removal on agrawal (paper §4.3)
-# ---------------------------------------------------------------------------------------
+# --- interventional vs observational removal on agrawal (paper §4.3) --------------------------------
 #
 # In river's Agrawal generator commission is 0 when salary >= 75k and U(10k, 85k) otherwise,
 # so 1[commission > 0] = 1[salary < 75k] on the data manifold. Target y = 1[salary < 75k],
@@ -250,9 +232,7 @@ def test_removal_strategies_differ_as_the_paper_argues(used, model):
     assert found["interventional"][used] > found["observational"][used] + 0.1
 
 
-# ---------------------------------------------------------------------------------------
-# conditional removal: Algorithm 4's traversal
-# ---------------------------------------------------------------------------------------
+# --- conditional removal: Algorithm 4's traversal ---------------------------------------------------
 
 
 def _ratio_of(node, branch):
@@ -338,9 +318,7 @@ def test_conditional_removal_reseeds_leaf_reservoirs_after_splits():
     assert sum(len(stores[leaf].items) for leaf, _, _ in leaves) > 50
 
 
-# ---------------------------------------------------------------------------------------
-# protocol: evaluations, no mutation, snapshots, seeds, validation
-# ---------------------------------------------------------------------------------------
+# --- protocol: evaluations, no mutation, snapshots, seeds, validation -------------------------------
 
 
 def _stream(n, seed=0):
@@ -429,9 +407,7 @@ def test_validation_messages():
     assert ISAGE(fn, "absolute", list(W)).estimator_used == "plug_in"
 
 
-# ---------------------------------------------------------------------------------------
-# SW-SAGE is batch SAGE on the window
-# ---------------------------------------------------------------------------------------
+# --- SW-SAGE is batch SAGE on the window ------------------------------------------------------------
 
 
 def test_sliding_window_sage_is_batch_sage_on_the_window():
@@ -447,9 +423,7 @@ def test_sliding_window_sage_is_batch_sage_on_the_window():
     assert sw.n_recomputed == 12
 
 
-# ---------------------------------------------------------------------------------------
-# the pipeline's defaults and what it publishes
-# ---------------------------------------------------------------------------------------
+# --- the pipeline's defaults and what it publishes --------------------------------------------------
 
 
 def test_pipeline_isage_defaults():

@@ -1,13 +1,7 @@
-"""iSAGE and batch SAGE against SAGE values computed exactly, for every loss iSAGE offers.
-Frozen model: the true agrawal classification function 1 (river index 1), which reads only
-``age`` and ``salary``; the stream is river's stationary Agrawal generator with that function
-(no perturbation), so the label equals the model's output. The exact SAGE values and how
-they are computed: ``tests/helpers/agrawal_truth.py``.
-Tolerances. Per seed, the iSAGE value has variance ``sigma^2 a / (2 - a)`` (Theorem 3.2),
-``sigma`` the sd of one event's increment, *measured* from the run's own increments; the
-mean over ``K`` seeds has that variance over ``K``. Every check allows 4 of its standard
-deviations (two-sided false-failure probability < 1e-4 per check under normality).
-"""
+"""iSAGE and batch SAGE against exact SAGE values (``tests/helpers/agrawal_truth.py``), for every loss iSAGE
+offers, on river's stationary Agrawal function 1 with the true function as the frozen model.
+Tolerances: per seed the value has variance ``sigma^2 a / (2 - a)`` (Theorem 3.2, ``sigma`` measured from
+the run's increments), over ``K`` seeds that over ``K``; every check allows 4 sd (false failure < 1e-4)."""
 
 from __future__ import annotations
 
@@ -142,10 +136,8 @@ def test_the_papers_estimator_overstates_used_features_and_pushes_unused_ones_be
 
 @pytest.mark.slow
 def test_cross_entropy_bias_is_bounded_by_the_measured_jensen_gap():
-    """Cross-entropy has no unbiased estimate from a few draws: the plug-in's biases sum to the
-    Jensen gap G_m({}) of the all-imputed coalition, which ``jensen_gap`` estimates, and each
-    lies in [0, G_m({})] (the gaps shrink as coalitions grow). Model: probabilities 0.1 / 0.9
-    (cross-entropy of a 0/1 model is unbounded)."""
+    """The plug-in cross-entropy's biases sum to the Jensen gap G_m({}) (estimated by ``jensen_gap``), each
+    within [0, G_m({})]. Model: probabilities 0.1 / 0.9."""
     truth = exact_sage("cross_entropy", soft_grid)
     m, alpha, n = 8, 0.002, 6_000
     per_seed, sds, gaps = [], [], []

@@ -1,10 +1,6 @@
-"""iSAGE's chains through tree classifiers and ARF (``coalitions``, streamxai.core.fastpath.chains):
-every value is what river's own ``predict_proba_one`` gives for that chain row, bit for bit, for
-chains that start at the all-imputed coalition and at the first feature ("paper"), one to three
-donors, categorical features with unseen values, and through the explainer itself. The check
-also shows that the chains reused predictions (most tree rows took a neighbour's), so the test
-covers the reuse it guards.
-"""
+"""iSAGE's chains through tree classifiers and ARF give river's ``predict_proba_one`` bit for bit, for both
+chain starts, one to three donors, unseen categories and through the explainer; the chains did reuse
+predictions, so the reuse is covered."""
 
 from __future__ import annotations
 

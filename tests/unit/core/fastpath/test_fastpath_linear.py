@@ -1,7 +1,5 @@
-"""Property tests of the linear fast path: random linear and logistic regressions, with and
-without a StandardScaler, learnt on random streams, give exactly (bit for bit) the values of
-calling the model, on random rows and on one-feature replacements -- saturated sigmoids,
-constant features, features without a weight and an untrained model included."""
+"""The linear fast path gives the model's values bit for bit: random (logistic) regressions, with and without
+a StandardScaler, on random rows and one-feature replacements, edge cases included."""
 
 from __future__ import annotations
 
@@ -122,10 +120,8 @@ def bits(values: list) -> list:
 @pytest.mark.parametrize("kind", ["logistic", "linear"])
 @pytest.mark.parametrize("scaled", [False, True])
 def test_compiled_rows_match_the_model_bit_for_bit(kind, scaled):
-    """The compiled kernels' rows (pipeline/core/_kernels_linear.c: iSAGE's chains, iPFI's
-    replaced rows, iPDP's curves) against river's own predictions, bit for bit: random models,
-    donors and values, special values among them (signed zeros, infinities, NaN, huge products,
-    ints and bools: those calls are left to the Python code); and the kernels were used."""
+    """The compiled linear kernels' rows match river bit for bit on random models, donors and special values
+    (those left to Python), and the kernels were used."""
     gen = random.Random(11)
     outputs = [("value", None)]
     if kind == "logistic":
@@ -208,10 +204,8 @@ def probe(gen: random.Random, seen: list, keys: list) -> dict:
 @pytest.mark.parametrize("kind", ["logistic", "linear"])
 @pytest.mark.parametrize("scaled", [False, True])
 def test_compiled_rows_on_sparse_rows_match_the_model_bit_for_bit(kind, scaled):
-    """The compiled rows against river's own predictions, bit for bit, on one-hot-like sparse
-    rows (a scaler whose variance is 0 for every category), with features missing from a row,
-    features without a weight or scaler statistics, and keys in any order (river sums in the
-    row's order); each row's donors carry its features in their own order. Fixed seeds."""
+    """The same on sparse one-hot-like rows: missing features, features without weights or scaler statistics,
+    keys and donors in any order."""
     gen = random.Random(23)
     outputs = [("value", None)]
     if kind == "logistic":
@@ -292,9 +286,7 @@ def test_a_kept_scope_follows_x_reordered_in_place():
 
 
 def test_a_kept_scope_follows_x_changed_in_place_after_another_row():
-    """The scope may have summed x's products, then been kept (not prepared) for another row y
-    that failed before use; x changed in place afterwards must not be summed from the old
-    products (the identity guard compared x with y's copy, not with the row the scope holds)."""
+    """x changed in place after its kept scope served a failing row y is not summed from x's old products."""
     model = linear_model.LinearRegression()
     model.learn_one({"a": 1.0, "b": 1.0}, 1.0)
     model._weights["a"], model._weights["b"], model.intercept = 1.0, 1.0, 0.0

@@ -1,11 +1,6 @@
-"""Property tests of the tree fast path: on random trees grown from random streams (numeric
-and categorical features, concept drifts), white-box evaluation gives exactly -- bit for
-bit -- what calling the model gives, for every output, on random rows and on rows that
-differ from an event in one feature (unseen categories and far-out values included).
-Each test also checks that what it claims to cover happened: the fast path served the
-calls (no fallback), categorical splits were made, adaptive trees built, switched to and
-pruned alternate trees, and leaves predicted by majority class and by naive Bayes.
-"""
+"""The tree fast path gives the model's values bit for bit on random (drifting, categorical) trees, for every
+output, on random and one-feature-replaced rows; each test checks that what it covers happened (no
+fallback, categorical splits, alternate trees, majority-class and naive-Bayes leaves)."""
 
 from __future__ import annotations
 
@@ -229,9 +224,7 @@ def test_models_it_does_not_know_are_called():
 @pytest.mark.parametrize("make", [lambda: tree.HoeffdingTreeClassifier(grace_period=30, leaf_prediction="nb"),
                                   lambda: forest.ARFClassifier(n_models=3, seed=1, leaf_prediction="nb")])
 def test_a_kept_scope_follows_x_changed_in_place_after_another_row(make):
-    """A kept tree scope holds x's path and its naive Bayes leaves' factors by x's identity; a
-    row that takes the scope and fails before use (Unsupported) must not leave x's parts in it
-    unwatched: x changed in place is then predicted from its new values."""
+    """x changed in place after a failing row took its kept tree scope is predicted from its new values."""
     model, seen = make(), []
     for x, y in random_stream(3, 800):
         model.learn_one(x, y)

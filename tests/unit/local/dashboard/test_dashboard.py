@@ -83,15 +83,12 @@ def _labels_later(st: DashboardState, n: int, delay: int) -> int:
 
 
 def test_lag_with_labels_later_is_each_explainers_own_steps():
-    """Found in the dashboard after ``demo --label-delay 500`` ended: every event explained,
-    yet "explanations trail predictions by 500 positions" (iPDP explains the predict steps, the
-    last of which was 500 positions before the last labels' learn steps). Each explainer is
-    measured against the newest step it explains: iPDP the predict steps, iPFI and iSAGE the
-    learn steps (``NEEDS_LABEL``)."""
+    """With labels later, each explainer's lag is measured against the newest step it explains: iPDP the predict
+    steps, iPFI and iSAGE the learn steps (``NEEDS_LABEL``)."""
     st = DashboardState()
     position = _labels_later(st, n=20, delay=5)
     v = st.stream_view("d")
-    assert (v["lag_events"], v["lag_s"]) == (0, 0.0)  # was (6, 6.0): iPDP against the labels' steps
+    assert (v["lag_events"], v["lag_s"]) == (0, 0.0)  # not iPDP against the labels' steps
     assert st.streams_summary()[0]["lag_events"] == 0
     # a step not explained yet still counts: iPFI one learn step behind
     st.add("predictions", shaped("predictions", {"schema": "label_outcome/v1", "stream_id": "d", "seq": 20, "position": position,
@@ -100,9 +97,7 @@ def test_lag_with_labels_later_is_each_explainers_own_steps():
 
 
 def test_plot_says_how_far_the_stream_was_explained_in_seqs():
-    """Found running ``streamxai plot demo`` on a ``--label-delay 500`` demo of 3,000 events:
-    "wrote demo.png (17 change events, explained up to seq 5999)", a position (the newest
-    point of any chart) called a seq."""
+    """``streamxai plot`` says how far the stream was explained in seqs, not positions, with labels later."""
     st = DashboardState()
     _labels_later(st, n=20, delay=5)
     assert plot_summary(st.stream_view("d"), "d.png") == "wrote d.png (0 change events, explained up to seq 19)"
@@ -192,10 +187,7 @@ def test_endpoints_and_server_sent_events():
 
 
 def test_the_lag_counts_only_the_explainers_the_streams_settings_run():
-    """A profile edited between restarts to run iPFI alone (no more iSAGE, iPDP): the explainers
-    that do not run any more are not counted as behind (which would read "explanations trail
-    predictions by 500 events, 597 s", growing for ever). A dashboard given the deployment's settings counts the explainers the stream's profile runs;
-    one whose settings do not say (the default: every explainer) counts every one it saw."""
+    """The lag counts only the explainers the stream's profile runs (given the settings), else every one seen."""
     def feed(st):
         for seq in range(20):
             st.add("predictions", shaped("predictions", {"stream_id": "s", "seq": seq, "loss": 0.0}), ts=100.0 + seq)

@@ -35,9 +35,7 @@ def _visible_pixels(fig, ax, line) -> int:
 
 
 def test_every_legend_entry_of_the_loss_panel_is_a_visible_line_of_its_own():
-    """The model's loss is one series per stream: the loss panel's legend lists it once, not
-    once per explainer ("ipfi model loss", "isage model loss", ...) with copies hidden under the
-    predictions' rolling loss."""
+    """The loss panel's legend lists the model's loss once per stream, not once per explainer."""
     import matplotlib.pyplot as plt
 
     fig = draw(_view())
