@@ -260,9 +260,6 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
     def _place(self, src: Source, i: int, n: int) -> Source:
         return _item_source(src, i, n)
 
-    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
-        return self._checked(raw, key, str(src))
-
     def _checked(self, raw: bytes | None, key: bytes | None, where: str) -> _Point:
         """The explanation ``raw`` as the change path takes it (:meth:`_read`), ``where`` its place."""
         p = self._usual(raw, key)
