@@ -99,12 +99,6 @@ def _is_faults(raw: bytes | None) -> bool:
     return raw is not None and FAULTS_SCHEMA.encode() in raw[:64]
 
 
-def _item_source(src: Source, i: int, n: int) -> Source:
-    """Where the ``i``-th (from 0) of the ``n`` explanations of the record at ``src`` came from:
-    ``replace(src, part=...)``, without its look at the dataclass's fields."""
-    return Source(src.topic, src.partition, src.offset, src.timestamp, src.headers, f"explanation {i + 1} of {n}")
-
-
 def _block(block: dict[str, float] | None) -> Block | None:
     return None if block is None else Block(int(block["n"]), block["mean"], block["m2"])
 
@@ -196,7 +190,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         if docs is None:
             return None
         n = len(docs)
-        return [(doc, _item_source(src, i, n)) for i, doc in enumerate(docs)]
+        return [(doc, self._place(src, i, n)) for i, doc in enumerate(docs)]
 
     def _state_key(self, p: _Point) -> str:
         return p.stream_id
@@ -244,7 +238,8 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         self.metrics.inc("explanations_seen", n)  # every message, good or bad: how far the change agent has got
 
     def _place(self, src: Source, i: int, n: int) -> Source:
-        return _item_source(src, i, n)
+        # replace(src, part=...), without its look at the dataclass's fields
+        return Source(src.topic, src.partition, src.offset, src.timestamp, src.headers, f"explanation {i + 1} of {n}")
 
     def _checked(self, raw: bytes | None, key: bytes | None, where: str) -> _Point:
         """The explanation ``raw`` as the change path takes it (:meth:`_read`), ``where`` its place."""
