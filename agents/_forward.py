@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamxai.handlers import Handler, Out, Source, dead_letter
 from streamxai.ingest.registry import RegistryUnreachable
+from streamxai.kafka.bulk_fetch import take_in_bulk
 from streamxai.kafka.output_producer import OutputProducer
 from streamxai.kafka.stepping import whole
 from streamxai.metrics import key_profile
@@ -195,6 +196,23 @@ class Outbox:
             self.metrics.inc("send_errors", topic=topic)
         elif reason is not None:
             self.metrics.inc("dead_letters", reason=reason, profile=key_profile(self.settings, key))
+
+
+def install_agent(app: Any, topic: Any, handler: Handler, stage: str, name: str,
+                  bulk: Callable[..., Any] | None = None) -> Any:
+    """The Faust agent ``name`` that hands each message of ``topic`` to ``handler`` (:func:`forward`)
+    and its outputs to the worker's producer; with ``bulk`` (:func:`forward_each` or
+    :func:`forward_fetched`, given their other arguments) the records of each fetch come to the
+    handler in one call instead, below Faust's per-record hand-over (:mod:`streamxai.kafka.bulk_fetch`)."""
+    outbox = Outbox(app.streamxai_producer, handler.settings, handler.metrics)
+
+    @app.agent(topic, name=name)
+    async def agent(stream: Any) -> None:
+        await forward(stream, handler, outbox, stage)
+
+    if bulk is not None:
+        take_in_bulk(app, topic.topics, partial(bulk, handler=handler, outbox=outbox, stage=stage))
+    return agent
 
 
 async def forward(stream: Any, handler: Handler, outbox: Outbox, stage: str) -> None:

@@ -7,14 +7,8 @@ from typing import Any
 
 from streamxai.handlers import Handler
 
-from ._forward import Outbox, forward
+from ._forward import install_agent
 
 
 def install_join_agent(app: Any, topics: dict[str, Any], handler: Handler) -> Any:
-    outbox = Outbox(app.streamxai_producer, handler.settings, handler.metrics)
-
-    @app.agent(topics["event-index"], name="streamxai.join")
-    async def join_agent(stream: Any) -> None:
-        await forward(stream, handler, outbox, "join")
-
-    return join_agent
+    return install_agent(app, topics["event-index"], handler, "join", "streamxai.join")

@@ -208,9 +208,7 @@ def _exit_after(seconds: float, outcome: dict[str, int]) -> None:
             logging.getLogger("streamxai").error(
                 "the worker did not stop within shutdown_timeout_s=%g s: exiting now; messages it had not "
                 "committed are processed again after a restart", seconds)
-        for handler in logging.getLogger().handlers + logging.getLogger("streamxai").handlers:
-            handler.flush()
-        os._exit(code)
+        _exit_now(code)
 
     timer = threading.Timer(seconds, expire)
     timer.daemon = True

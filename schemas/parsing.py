@@ -118,12 +118,6 @@ def explanation_fields(raw: bytes | None, *, where: str, max_bytes: int = DEFAUL
     stream_id, explainer, feature = obj.get("stream_id"), obj.get("explainer"), obj.get("feature")
     seq, value, n_explained, curve = obj.get("seq"), obj.get("value"), obj.get("n_explained"), obj.get("curve")
     position, var_factor = obj.get("position"), obj.get("var_factor")
-    if usual_explanation(obj):
-        return {"stream_id": stream_id, "explainer": explainer, "feature": feature, "value": value, "seq": seq,
-                "n_explained": n_explained, "n_seen": obj.get("n_seen"), "model_version": obj.get("model_version"),
-                "curve": curve, "stderr": obj.get("stderr"), "position": position,
-                "block": parse_moments(obj.get("block"), "block", where=where),
-                "model_loss": parse_moments(obj.get("model_loss"), "model_loss", where=where), "var_factor": var_factor}
     if not (isinstance(stream_id, str) and isinstance(explainer, str) and isinstance(feature, str)
             and _is_int(seq) and seq >= 0 and _is_int(n_explained)
             and _is_number(value) and math.isfinite(value)

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import copy
 import pickle
+from collections.abc import Sequence
 from typing import Any
 
 from river import base
 
-__all__ = ["Component", "check_positive_int"]
+__all__ = ["Component", "check_positive_int", "check_feature_names"]
 
 
 class Component(base.Base):
@@ -80,3 +81,13 @@ def check_positive_int(value: Any, name: str, note: str = "") -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name}={value!r} must be a positive int{note}")
     return value
+
+
+def check_feature_names(feature_names: Sequence[str]) -> list[str]:
+    """``feature_names`` as a list if it is non-empty and without duplicates; else a ValueError."""
+    names = list(feature_names)
+    if not names:
+        raise ValueError("feature_names is empty; list the model's input features")
+    if len(set(names)) != len(names):
+        raise ValueError(f"feature_names has duplicates: {names}")
+    return names

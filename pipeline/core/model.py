@@ -124,8 +124,7 @@ class ModelFunction(Component):
         #: calls the fast path handed back to black-box evaluation, and the last one's reason
         self.fallbacks = 0
         self.fallback_reason = ""
-        self._fn = self._resolve()
-        self._rows_fn = self._resolve_rows()
+        self._resolve()
         self._fast = self._compile()
 
     def _compile(self) -> Any:
@@ -143,39 +142,31 @@ class ModelFunction(Component):
         """``"fast"`` (white-box evaluation, :mod:`streamxai.core.fastpath`) or ``"black_box"``."""
         return "black_box" if self._fast is None else "fast"
 
-    def _resolve(self) -> Callable[[dict], Prediction]:
+    def _resolve(self) -> None:
+        """Set ``_fn`` (one row) and ``_rows_fn`` (``rows -> [self._fn(r) for r in rows]``, the
+        same calls in the same order, with no Python frame of ours per row); :attr:`_rows_floats`
+        says whether they give floats."""
         m = check_model(self.model)
-        if not (hasattr(m, "predict_one") or hasattr(m, "predict_proba_one")):
-            return m
-        if self.output == "label":
-            return m.predict_one
-        if self.output == "value":
-            return lambda x: float(m.predict_one(x))
-        if not hasattr(m, "predict_proba_one"):
-            raise TypeError(
-                f"output={self.output!r} needs predict_proba_one, which {type(m).__name__} lacks"
-            )
-        if self.output == "proba":
-            return m.predict_proba_one
-        cls = self.target_class
-        return lambda x: float(m.predict_proba_one(x).get(cls, 0.0))
-
-    def _resolve_rows(self) -> Callable[[Sequence[dict]], list[Prediction]]:
-        """``rows -> [self._fn(r) for r in rows]``, the same calls in the same order, with no
-        Python frame of ours per row; :attr:`_rows_floats` says whether it gives floats."""
-        m = self.model
         self._rows_floats = self.output in ("value", "proba_of")
         if not (hasattr(m, "predict_one") or hasattr(m, "predict_proba_one")):
             self._rows_floats = False  # a plain callable's outputs, as they come
-            return lambda rows: list(map(m, rows))
-        if self.output == "label":
-            return lambda rows: list(map(m.predict_one, rows))
-        if self.output == "value":
-            return lambda rows: [float(p) for p in map(m.predict_one, rows)]
-        if self.output == "proba":
-            return lambda rows: list(map(m.predict_proba_one, rows))
-        cls = self.target_class
-        return lambda rows: [float(p.get(cls, 0.0)) for p in map(m.predict_proba_one, rows)]
+            one = m
+        elif self.output in ("label", "value"):
+            one = m.predict_one
+        elif hasattr(m, "predict_proba_one"):
+            one = m.predict_proba_one
+        else:
+            raise TypeError(f"output={self.output!r} needs predict_proba_one, which {type(m).__name__} lacks")
+        if not self._rows_floats:
+            self._fn = one
+            self._rows_fn = lambda rows: list(map(one, rows))
+        elif self.output == "value":
+            self._fn = lambda x: float(one(x))
+            self._rows_fn = lambda rows: [float(p) for p in map(one, rows)]
+        else:
+            cls = self.target_class
+            self._fn = lambda x: float(one(x).get(cls, 0.0))
+            self._rows_fn = lambda rows: [float(p.get(cls, 0.0)) for p in map(one, rows)]
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -187,8 +178,7 @@ class ModelFunction(Component):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._fn = self._resolve()
-        self._rows_fn = self._resolve_rows()
+        self._resolve()
         self._fast = self._compile()
 
     def __call__(self, x: dict) -> Prediction:

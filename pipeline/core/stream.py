@@ -459,10 +459,3 @@ class StreamExplainer(Component):
                 self._evaluator.invalidate()  # what it kept was of the model before this event
             self.model_version += 1
         return out
-
-    def skip_report(self) -> None:
-        """Start new blocks as a report would, without building values: a replay calls this
-        where the original run reported, so the blocks after it are the original ones."""
-        self._losses.take()
-        for ex in self._explainers:
-            ex.increments.take()

@@ -99,31 +99,8 @@ def _is_faults(raw: bytes | None) -> bool:
     return raw is not None and FAULTS_SCHEMA.encode() in raw[:64]
 
 
-def _item_source(src: Source, i: int, n: int) -> Source:
-    """Where the ``i``-th (from 0) of the ``n`` explanations of the record at ``src`` came from:
-    ``replace(src, part=...)``, without its look at the dataclass's fields."""
-    return Source(src.topic, src.partition, src.offset, src.timestamp, src.headers, f"explanation {i + 1} of {n}")
-
-
 def _block(block: dict[str, float] | None) -> Block | None:
     return None if block is None else Block(int(block["n"]), block["mean"], block["m2"])
-
-
-def parse_explanation(raw: bytes | None, where: str, max_bytes: int) -> _Point:
-    """The change path's view of an explanation (parsed and checked by :mod:`streamxai.schemas.parsing`)."""
-    e = explanation_fields(raw, where=where, max_bytes=max_bytes)
-    return _Point(e["stream_id"], e["explainer"], e["feature"], e["seq"], e["position"], e["n_explained"],
-                  _block(e["block"]), _block(e["model_loss"]), e["curve"], e["var_factor"], e["n_seen"])
-
-
-def parse_faults(raw: bytes | None, where: str, features: list[str]) -> _Point:
-    """The change path's view of a drift-feed record of what a stream's inputs showed
-    (:func:`streamxai.schemas.change_feed.faults_of`)."""
-    obj = faults_of(raw, where, features)
-    faults = tuple(InputFault(f["feature"], f["what"], f["seq"], f["start"], _pair(f["before"]), _pair(f["after"]),
-                              f["detail"], f["like"]) for f in obj["faults"])
-    return _Point(obj["stream_id"], INPUTS, faults[0].feature, obj["seq"], obj["position"], 0, None, None, None, None,
-                  None, faults)
 
 
 def _pair(v: list) -> tuple[float, float]:
@@ -201,7 +178,10 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         return self.states  # type: ignore[return-value]
 
     def _parse(self, raw: bytes | None, where: str) -> _Point:
-        return parse_explanation(raw, where, self.settings.max_message_bytes)
+        """The change path's view of an explanation (parsed and checked by :mod:`streamxai.schemas.parsing`)."""
+        e = explanation_fields(raw, where=where, max_bytes=self.settings.max_message_bytes)
+        return _Point(e["stream_id"], e["explainer"], e["feature"], e["seq"], e["position"], e["n_explained"],
+                      _block(e["block"]), _block(e["model_loss"]), e["curve"], e["var_factor"], e["n_seen"])
 
     def _unpack(self, raw: bytes | None, src: Source) -> list[tuple[bytes | None, Source]] | None:
         """The explanations of a drift-feed record (:func:`streamxai.schemas.unpack_feed`), each taken at its
@@ -210,7 +190,7 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         if docs is None:
             return None
         n = len(docs)
-        return [(doc, _item_source(src, i, n)) for i, doc in enumerate(docs)]
+        return [(doc, self._place(src, i, n)) for i, doc in enumerate(docs)]
 
     def _state_key(self, p: _Point) -> str:
         return p.stream_id
@@ -258,17 +238,15 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         self.metrics.inc("explanations_seen", n)  # every message, good or bad: how far the change agent has got
 
     def _place(self, src: Source, i: int, n: int) -> Source:
-        return _item_source(src, i, n)
-
-    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Point:
-        return self._checked(raw, key, str(src))
+        # replace(src, part=...), without its look at the dataclass's fields
+        return Source(src.topic, src.partition, src.offset, src.timestamp, src.headers, f"explanation {i + 1} of {n}")
 
     def _checked(self, raw: bytes | None, key: bytes | None, where: str) -> _Point:
         """The explanation ``raw`` as the change path takes it (:meth:`_read`), ``where`` its place."""
         p = self._usual(raw, key)
         if p is not None:
             return p
-        p = self._parse(raw, where) if not _is_faults(raw) else self._parse_faults(raw, key, where)
+        p = self._parse(raw, where) if not _is_faults(raw) else self._parse_faults(raw, where)
         if key is not None and key != p.stream_id.encode():  # it would change another stream's change test
             raise SchemaMismatch(f"message key {key[:100]!r} is not the stream_id {p.stream_id!r} of its explanation; "
                                  "the explainer workers key each stream's explanations by its stream_id",
@@ -284,12 +262,16 @@ class ChangeHandler(MessageHandler[_Point, _StreamState]):
         self._feed_bounds(s).check(p.explainer, p.n_explained, p.n_seen, p.block, p.model_loss, where=where)
         return p
 
-    def _parse_faults(self, raw: bytes | None, key: bytes | None, where: str) -> _Point:
-        """A record of what a stream's inputs showed, checked against its stream's features."""
+    def _parse_faults(self, raw: bytes | None, where: str) -> _Point:
+        """The change path's view of a drift-feed record of what a stream's inputs showed
+        (:func:`streamxai.schemas.change_feed.faults_of`), checked against its stream's features."""
         obj = decoded_or_none(raw, self.settings.max_message_bytes)
         sid = obj.get("stream_id") if obj is not None else None
-        features = self.settings.for_stream(sid).features if type(sid) is str else []
-        return parse_faults(raw, where, features)
+        obj = faults_of(raw, where, self.settings.for_stream(sid).features if type(sid) is str else [])
+        faults = tuple(InputFault(f["feature"], f["what"], f["seq"], f["start"], _pair(f["before"]), _pair(f["after"]),
+                                  f["detail"], f["like"]) for f in obj["faults"])
+        return _Point(obj["stream_id"], INPUTS, faults[0].feature, obj["seq"], obj["position"], 0, None, None, None,
+                      None, None, faults)
 
     def _usual(self, raw: bytes | None, key: bytes | None) -> _Point | None:
         """What :meth:`_checked` gives for ``raw`` if it is the usual explanation, as the explain

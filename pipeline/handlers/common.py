@@ -38,7 +38,7 @@ class MessageHandler(Recovering[M, S]):
     """The one skeleton of the model, explain and change handlers (:meth:`on_message`):
     parse → dead letter → load state → drop duplicate → process → checkpoint. A handler
     names its ``STAGE`` (dead letters, checkpoints) and ``DUPLICATE_METRIC``, and fills in
-    the steps :meth:`_read`, :meth:`_is_duplicate` and :meth:`_process`, and those of
+    the steps :meth:`_read` (or :meth:`_checked`), :meth:`_is_duplicate` and :meth:`_process`, and those of
     :class:`Recovering` (:meth:`_state_key`, :meth:`_fresh`, :meth:`_replay_one`)."""
 
     DUPLICATE_METRIC: ClassVar[str]
@@ -329,9 +329,10 @@ class MessageHandler(Recovering[M, S]):
     def _arrived(self, n: int) -> None:
         """Count ``n`` messages before they are parsed (by default nothing)."""
 
-    @abc.abstractmethod
     def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> M:
-        """The parsed message; raises :class:`~schemas.InvalidMessage` for bad input."""
+        """The parsed message; raises :class:`~schemas.InvalidMessage` for bad input (by default
+        :meth:`_checked` at ``src``)."""
+        return self._checked(raw, key, str(src))
 
     def _reason(self, err: InvalidMessage) -> str | None:
         """The dead letter's reason for ``err`` (None: the error's own)."""

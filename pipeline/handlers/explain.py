@@ -221,9 +221,6 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         st.skipped = 0 if explain else st.skipped + int(task.explain)
         return True
 
-    def _read(self, raw: bytes | None, key: bytes | None, src: Source) -> _Task:
-        return self._checked(raw, key, str(src))
-
     def _checked(self, raw: bytes | None, key: bytes | None, where: str) -> _Task:
         """The task, checked as the model stage sends them, so an explainer never meets what it
         cannot take half-way through the group's state; ``where`` its place."""
@@ -305,7 +302,6 @@ class ExplainHandler(MessageHandler[_Task, _GroupState]):
         outs += [Out("drift-feed", k, value, headers=h) for value, h in pack_report(head, rows, docs)]
         m.inc("explanations_out", len(values))
         return outs
-
 
     def _attribute(self, task: _Task, st: _GroupState) -> tuple[Attribution, int] | None:
         """The local attribution of the prediction of ``task``'s event by the replica before the

@@ -81,9 +81,7 @@ class KafkaCheckpointStore(SealedStore):
                 "enable.idempotence": True,
                 "compression.type": "zstd"}))
         prefix = self._prefix(kind, key)
-        newest = self._slot.get(prefix)
-        if newest is None:
-            newest = self._newest_slot(prefix)
+        newest = self._newest_slot(prefix)
         slot = newest if keep_previous and prefix + str(newest).encode() in self._index else 1 - newest
         rk = prefix + str(slot).encode()
         result: dict[str, Any] = {}
@@ -105,10 +103,7 @@ class KafkaCheckpointStore(SealedStore):
 
     def _newest_source(self, kind: str, key: bytes) -> tuple[str, int | None, int] | None:
         prefix = self._prefix(kind, key)
-        slot = self._slot.get(prefix)
-        if slot is None:
-            slot = self._newest_slot(prefix)
-        where = self._index.get(prefix + str(slot).encode())
+        where = self._index.get(prefix + str(self._newest_slot(prefix)).encode())
         if where is None:
             return None
         if where not in self._sources:  # written before this worker started, or by another one
@@ -118,7 +113,9 @@ class KafkaCheckpointStore(SealedStore):
 
     def _newest_slot(self, prefix: bytes) -> int:
         """The slot holding the newest checkpoint of ``prefix`` (1 when there is none, so the
-        first write goes to slot 0)."""
+        first write goes to slot 0): the one this store last wrote, else the topic's."""
+        if prefix in self._slot:
+            return self._slot[prefix]
         self._catch_up()
         have = {slot: self._index[rk][1] for slot in (0, 1) if (rk := prefix + str(slot).encode()) in self._index}
         return max(have, key=lambda slot: have[slot]) if have else 1

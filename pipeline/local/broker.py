@@ -677,7 +677,8 @@ class LocalBroker:
                 )
             if time.monotonic() > deadline:
                 tail = _tail(self.log_file, start=self._log_mark)
-                self._stop_pid(pid, timeout=15.0)
+                self._signal(pid, signal.SIGTERM)
+                self._reap(pid, 15.0)
                 raise BrokerError(
                     f"the Kafka broker (pid {pid}) did not answer on {_HOST}:{self.port} within "
                     f"{time.monotonic() - t0:.0f} s and was stopped; log {self.log_file} ends with:\n{tail}"
@@ -755,12 +756,15 @@ class LocalBroker:
             self._proc = None
         self.pid_file.unlink(missing_ok=True)
 
-    def _stop_pid(self, pid: int, timeout: float) -> None:
+    @staticmethod
+    def _signal(pid: int, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, sig)
+
+    def _reap(self, pid: int, timeout: float) -> None:
+        """Wait ``timeout`` seconds for ``pid`` to exit, SIGKILL it if it has not, and forget it."""
         if not self._wait_exit(pid, timeout):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            self._signal(pid, signal.SIGKILL)
             self._wait_exit(pid, 10.0)
         self._forget(pid)
 
@@ -773,6 +777,10 @@ class LocalBroker:
             from .cluster import stop_cluster
 
             return stop_cluster(self.nodes, timeout)
+        return self._stop(signal.SIGTERM, timeout)
+
+    def _stop(self, sig: int, timeout: float) -> bool:
+        """Send ``sig`` to the JVM running from ``data_dir`` and reap it; True if one was running."""
         with self._locked():
             pid = self._read_pid()
             if pid is None:
@@ -781,9 +789,9 @@ class LocalBroker:
                     self._proc.wait()
                     self._proc = None
                 return False
-            self._stop_pid(pid, timeout)
+            self._signal(pid, sig)
+            self._reap(pid, timeout)
             return True
-
 
     def stop_node(self, node_id: int, *, kill: bool = False, timeout: float = 30.0) -> bool:
         """Stop node ``node_id`` (1..nodes, Kafka's broker id) of a cluster: SIGTERM, or with

@@ -154,17 +154,7 @@ def stop_node(parent: LocalBroker, node_id: int, kill: bool, timeout: float) -> 
     """Stop node ``node_id``: SIGTERM (a controlled shutdown: its partitions' leadership moves
     first), or with ``kill`` SIGKILL (a crash). True if it was running."""
     node = node_of(parent, node_id)
-    if not kill:
-        return node.stop(timeout)
-    with node._locked():
-        pid = node._read_pid()
-        if pid is None:
-            return False
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        node._wait_exit(pid, 10.0)
-        node._forget(pid)
-        return True
+    return node._stop(signal.SIGKILL, 10.0) if kill else node.stop(timeout)
 
 
 def stop_cluster(nodes: Sequence[LocalBroker], timeout: float) -> bool:
@@ -175,17 +165,12 @@ def stop_cluster(nodes: Sequence[LocalBroker], timeout: float) -> bool:
         for node in nodes:
             locks.enter_context(node._locked())
         running = [(node, pid) for node in nodes if (pid := node._read_pid()) is not None]
-        for _, pid in running:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
+        for node, pid in running:
+            node._signal(pid, signal.SIGTERM)
         quorum = 2 * len(running) > len(nodes)
         deadline = time.monotonic() + (timeout if quorum else min(timeout, 5.0))
         for node, pid in running:
-            if not node._wait_exit(pid, max(0.0, deadline - time.monotonic())):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                node._wait_exit(pid, 10.0)
-            node._forget(pid)
+            node._reap(pid, max(0.0, deadline - time.monotonic()))
         for node in nodes:
             if node._read_pid() is None:
                 node.pid_file.unlink(missing_ok=True)

@@ -188,7 +188,7 @@ def _answers(s: Settings) -> bool:
         return False
 
 
-def _start_dashboard(s: Settings, port: int, logs: Path, started: list):
+def _start_dashboard(s: Settings, port: int, logs: Path, started: list) -> None:
     """Start the dashboard; its process joins ``started`` (the processes the demo stops at its
     end) as soon as it exists, so an interrupt while it starts does not leave it running."""
     from .dashboard import spawn_dashboard, wait_for_dashboard
@@ -202,9 +202,8 @@ def _start_dashboard(s: Settings, port: int, logs: Path, started: list):
         wait_for_dashboard(url, proc, timeout=30)
     except ValueError as e:
         print(f"the dashboard did not start ({e}); see {logs}/dashboard.log")
-        return proc, None
+        return
     print(f"dashboard: {url}")
-    return proc, url
 
 
 def _cleanup(s: Settings, logs: Path, keep_logs: bool, explicit: set[str] | frozenset[str]) -> None:
@@ -308,23 +307,22 @@ def _run_demo(args: argparse.Namespace, s: Settings, explicit: set[str] | frozen
             _start_dashboard(s, args.dashboard_port, logs, board)
 
         def produce() -> None:
+            events = agrawal_events(stream, n, plan.drift_at, plan.swap_at, seed=42, f_before=plan.f_before,
+                                    f_after=plan.f_after)
+            # with --label-delay N the demo keeps at most N/4 messages ahead of the intake, which
+            # records the order
+            chunk = max(1, label_delay // 4)
             if source:
-                events = agrawal_events(stream, n, plan.drift_at, plan.swap_at, seed=42, f_before=plan.f_before,
-                                        f_after=plan.f_after)
-                chunk = max(1, label_delay // 4)
                 topics = [src.topic for src in s.source_specs.values()]
                 produce_raw(s, topics[0], payments_messages(events, s.topic_prefix, label_delay), every=chunk,
                             pause=lambda n: _wait_for_intake(workers_settings, s, n - chunk, topics=topics))
                 return
-            streams = [agrawal_events(DEMO_STREAM, n, plan.drift_at, plan.swap_at, seed=42,
-                                      f_before=plan.f_before, f_after=plan.f_after)]
+            streams = [events]
             if args.control:
                 streams.append(agrawal_events(CONTROL_STREAM, n, None, None, seed=43, f_before=plan.f_before))
-            # with --label-delay N each label goes to the labels topic N events after its features;
-            # the demo keeps at most N/4 messages ahead of the intake, which records the order
+            # with --label-delay N each label goes to the labels topic N events after its features
             sent = [labels_later(evs, label_delay) if label_delay else list(evs) for evs in streams]
             msgs = [m for ms in itertools.zip_longest(*sent) for m in ms if m is not None]
-            chunk = max(1, label_delay // 4)
             produce_events(s, msgs, rate=args.rate, every=chunk if label_delay else 0,
                            pause=lambda n: _wait_for_intake(workers_settings, s, n - chunk))
 

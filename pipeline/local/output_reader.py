@@ -381,18 +381,9 @@ class OutputReader:
         before, after = change_levels(obj)
         ev = {"seq": seq, "explainer": obj.get("explainer"), "feature": obj.get("feature"),
               "before": before, "after": after}
-        for k in ("cut_seq", "ci_before", "ci_after", "effect", "relative_effect", "loss_before", "loss_after",
-                  "schema"):
+        for k, read in _CHANGE_FIELDS.items():
             if k in obj:
-                v = obj[k]
-                if k in _SEQ_FIELDS:
-                    ev[k] = _int(v)
-                elif k in _NUMBER_FIELDS:  # numbers or None: the views format them as numbers
-                    ev[k] = _num(v)
-                elif k in ("ci_before", "ci_after"):
-                    ev[k] = [_num(e) for e in v] if isinstance(v, list) and len(v) == 2 else None
-                else:
-                    ev[k] = _plain(v)
+                ev[k] = read(obj[k])
         _positions(ev, obj, ("seq", "cut_seq"))
         st.changes.append(ev)
         st.changes_seen += 1
@@ -532,10 +523,6 @@ def _finite(v: float | None) -> float | None:
 MAX_SHOWN = 1e100
 
 
-#: a change event's fields that are numbers (a crafted one of another type is read as None)
-_NUMBER_FIELDS = frozenset({"effect", "relative_effect", "loss_before", "loss_after"})
-
-
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
@@ -569,10 +556,6 @@ def _curve(curve: Any) -> dict[str, Any] | None:
     return c
 
 
-#: the fields of a change event that name events or places in a stream: integers, or nothing
-_SEQ_FIELDS = frozenset({"seq", "cut_seq", *EPISODE_SEQS})
-
-
 def _int(v: Any) -> int | None:
     """A seq as the messages carry it, or None for anything else (a string, a float, a
     boolean): the views put seqs into their pages as they are."""
@@ -588,3 +571,14 @@ def _plain(v: Any) -> Any:
     if isinstance(v, list):
         return [_plain(x) for x in v]
     return v
+
+
+def _interval(v: Any) -> list[float | None] | None:
+    return [_num(e) for e in v] if isinstance(v, list) and len(v) == 2 else None
+
+
+#: the fields of a change event the views read besides its levels, each as it reads them: a seq
+#: as an integer, numbers as numbers (a crafted value of another type is read as None)
+_CHANGE_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "cut_seq": _int, "ci_before": _interval, "ci_after": _interval, "effect": _num, "relative_effect": _num,
+    "loss_before": _num, "loss_after": _num, "schema": _plain}

@@ -170,8 +170,7 @@ class IntervalPFI(Component):
         if not isinstance(interval, int) or isinstance(interval, bool) or interval < 2:
             raise ValueError(f"interval={interval!r} must be an int >= 2")
         self.interval = interval
-        check_positive_int(n_repeats, "n_repeats")
-        self.n_repeats = n_repeats
+        self.n_repeats = check_positive_int(n_repeats, "n_repeats")
         self.seed = seed
         self._reset()
 

@@ -185,13 +185,11 @@ class SlidingWindowSAGE(Explainer):
         _check_output(self.model_fn, "SW-SAGE")
         self.loss = loss
         self.feature_names = feature_names
-        check_positive_int(window, "window")
-        self.window = window
+        self.window = check_positive_int(window, "window")
         if stride is not None:
             check_positive_int(stride, "stride", " or None (window // 20)")
         self.stride = stride
-        check_positive_int(n_inner_samples, "n_inner_samples")
-        self.n_inner_samples = n_inner_samples
+        self.n_inner_samples = check_positive_int(n_inner_samples, "n_inner_samples")
         self.seed = seed
         self.estimator = estimator
         self._reset()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..base import Component
+from ..base import Component, check_feature_names
 from ..increments import IncrementTracker
 
 __all__ = ["Explainer"]
@@ -56,11 +56,7 @@ class Explainer(Component):
     def _check_features(
         feature_names: Sequence[str], features: Sequence[str] | None
     ) -> list[str]:
-        names = list(feature_names)
-        if not names:
-            raise ValueError("feature_names is empty; list the model's input features")
-        if len(set(names)) != len(names):
-            raise ValueError(f"feature_names has duplicates: {names}")
+        names = check_feature_names(feature_names)
         if features is None:
             return names
         unknown = [f for f in features if f not in names]

@@ -96,13 +96,11 @@ class IPFI(Explainer):
         self.feature_names = feature_names
         self.features = features
         self.alpha = self._check_alpha(alpha)
-        check_positive_int(n_samples, "n_samples")
-        self.n_samples = n_samples
+        self.n_samples = check_positive_int(n_samples, "n_samples")
         if storage not in STORAGES:
             raise ValueError(f"storage={storage!r} is not one of {sorted(STORAGES)}")
         self.storage = storage
-        check_positive_int(storage_size, "storage_size")
-        self.storage_size = storage_size
+        self.storage_size = check_positive_int(storage_size, "storage_size")
         self.seed = seed
         self._reset()
 

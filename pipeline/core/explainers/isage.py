@@ -118,8 +118,7 @@ class ISAGE(Explainer):
         self.feature_names = feature_names
         self.features = features
         self.alpha = self._check_alpha(alpha)
-        check_positive_int(n_inner_samples, "n_inner_samples")
-        self.n_inner_samples = n_inner_samples
+        self.n_inner_samples = check_positive_int(n_inner_samples, "n_inner_samples")
         if isinstance(removal, str) and removal not in REMOVALS:
             raise ValueError(f"removal={removal!r} is not one of {REMOVALS} nor a Removal object")
         if not isinstance(removal, (str, Removal)):

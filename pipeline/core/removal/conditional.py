@@ -26,6 +26,7 @@ from typing import Any
 from river import tree as river_tree
 from river.tree.base import Branch
 
+from ..base import check_feature_names, check_positive_int
 from ..rng import derive_seed, make_rng
 from ..storage.reservoir import GeometricReservoir
 from .marginal import Removal
@@ -113,9 +114,9 @@ class ConditionalRemoval(Removal):
 
     # state -----------------------------------------------------------------------
     def _reset(self) -> None:
-        names = self._check_names(self.feature_names)
+        names = check_feature_names(self.feature_names)
         self._names = names
-        self._size = self._check_size(self.storage_size)
+        self._size = check_positive_int(self.storage_size, "storage_size")
         cats = list(self.categorical or ())
         unknown = [c for c in cats if c not in names]
         if unknown:

@@ -20,7 +20,7 @@ import random
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from ..base import Component, check_positive_int
+from ..base import Component, check_feature_names, check_positive_int
 from ..rng import derive_seed
 from ..storage.reservoir import GeometricReservoir
 
@@ -64,20 +64,6 @@ class Removal(Component):
         absent = [f for f in self.feature_names if f not in present]
         return self.sample_rows(x, absent, 1, rng)[0]
 
-    @staticmethod
-    def _check_names(feature_names: Sequence[str]) -> list[str]:
-        names = list(feature_names)
-        if not names:
-            raise ValueError("feature_names is empty; list the model's input features")
-        if len(set(names)) != len(names):
-            raise ValueError(f"feature_names has duplicates: {names}")
-        return names
-
-    @staticmethod
-    def _check_size(storage_size: int) -> int:
-        check_positive_int(storage_size, "storage_size")
-        return storage_size
-
 
 class MarginalRemoval(Removal):
     """Interventional removal: absent features copied from one observation of a geometric reservoir.
@@ -94,9 +80,9 @@ class MarginalRemoval(Removal):
         self._reset()
 
     def _reset(self) -> None:
-        self._check_names(self.feature_names)
+        check_feature_names(self.feature_names)
         self._reservoir = GeometricReservoir(
-            self._check_size(self.storage_size), seed=derive_seed(self.seed, "marginal", "reservoir")
+            check_positive_int(self.storage_size, "storage_size"), seed=derive_seed(self.seed, "marginal", "reservoir")
         )
 
     @property
@@ -127,12 +113,4 @@ class MarginalRemoval(Removal):
             for f in absent:
                 row[f] = donor[f]
             rows.append(row)
-        return rows
-
-    def sample_chain(
-        self, x: dict[str, Any], order: Sequence[str], n: int, rng: random.Random
-    ) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        for j in range(1, len(order)):
-            rows += self.sample_rows(x, order[j:], n, rng)
         return rows

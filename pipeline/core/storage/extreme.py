@@ -38,8 +38,7 @@ class ExtremeValueStorage(Component):
     """
 
     def __init__(self, window: int = 1000):
-        check_positive_int(window, "window", " (number of recent values)")
-        self.window = window
+        self.window = check_positive_int(window, "window", " (number of recent values)")
         self._reset()
 
     def _reset(self) -> None:

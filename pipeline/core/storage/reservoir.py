@@ -22,8 +22,7 @@ __all__ = ["UniformReservoir", "GeometricReservoir"]
 
 class _Reservoir(Component):
     def __init__(self, size: int = 100, seed: int | None = None):
-        check_positive_int(size, "size")
-        self.size = size
+        self.size = check_positive_int(size, "size")
         self.seed = seed
         self._reset()
 
