@@ -167,7 +167,7 @@ class SmoothedStderr(Component):
         self._updates = 1.0  # u: stored events per explained event
         self._replace = 0.0  # probability that a stored event replaces a given slot
         self._cached: tuple[np.ndarray, np.ndarray] | None = None  # _report() since the last update
-        self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # _moments(both=True) since the last increments
+        self._cached_moments: tuple[np.ndarray, np.ndarray] | None = None  # _moments() since the last increments
         self._cached_cov: tuple[np.ndarray, np.ndarray] | None = None  # zeta and zeta' since the last update
         self._powers: np.ndarray | None = None  # per rate, (1 - r)^k, k = _BUFFER - 1 .. 0: a block's weights
         self._blocks: dict[int, tuple] = _blocks_of(self.alpha)  # _block(b), per b (shared, read-only)
@@ -275,10 +275,9 @@ class SmoothedStderr(Component):
                 on[i] += 1.0
 
     # results --------------------------------------------------------------------
-    def _moments(self, both: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and variance of the increments, the buffer included (nothing is changed), at the
-        estimate's rate; ``both``: at either rate, as rows ``[estimate's, slow]`` of 2-row arrays.
-        One pass over the buffer serves both rates."""
+    def _moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of the increments, the buffer included (nothing is changed), at
+        either rate, as rows ``[estimate's, slow]`` of 2-row arrays, from one pass over the buffer."""
         d = len(self._names)
         mom = np.array((self._mom, self._slow))  # a copy, one row per rate
         w2sums = [self._w2sum, self._slow_w2sum]
@@ -287,7 +286,7 @@ class SmoothedStderr(Component):
         w0 = mom[:, 0]
         if not d or w0[0, 0] == 0.0:  # (every feature has the same weights; every rate is 0 before any increment)
             z = np.zeros((2, d))
-            return (z, z.copy()) if both else (z[0], z[0].copy())
+            return z, z.copy()
         mean = mom[:, 1] / w0
         var = np.maximum(mom[:, 2] / w0 - mean * mean, 0.0)
         # the weighted variance's small-sample correction, var * n_eff / (n_eff - 1) where
@@ -298,7 +297,7 @@ class SmoothedStderr(Component):
             num.append([n_eff if n_eff > 1.0 else 1.0])
             den.append([n_eff - 1.0 if n_eff > 1.0 else 1.0])
         var = var * np.array(num) / np.array(den)
-        return (mean, var) if both else (mean[0], var[0])
+        return mean, var
 
     def _fold(self, mom: np.ndarray, w2sums: list, x: np.ndarray) -> list:
         """Fold the increments ``x`` (rows, oldest first) into the moments ``mom`` (in place; one
@@ -379,7 +378,7 @@ class SmoothedStderr(Component):
                 self._cached = (np.zeros(d), np.ones(d))
             else:
                 if self._cached_moments is None:
-                    self._cached_moments = self._moments(both=True)
+                    self._cached_moments = self._moments()
                 var = self._cached_moments[1]
                 reuse = self._reuse(var, np.array([[1.0 - self.alpha], [1.0]]))
                 se = np.sqrt(self._weights2() * (var[0] + reuse[0]))

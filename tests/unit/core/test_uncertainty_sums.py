@@ -93,5 +93,5 @@ def test_a_report_takes_both_rates_in_one_pass_bit_for_bit():
         k = np.where(slow > 0.0, 1.0 + t._reuse(slow, 1.0) / np.where(slow > 0.0, slow, 1.0), 1.0)
         assert t.stderr_array().tobytes() == se.tobytes(), trial
         assert t.variance_factors() == dict(zip(t._names, k.tolist(), strict=True)), trial
-        both = t._moments(both=True)
+        both = t._moments()
         assert both[0][0].tobytes() == mean.tobytes() and both[1][1].tobytes() == slow.tobytes(), trial
