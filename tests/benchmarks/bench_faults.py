@@ -247,13 +247,19 @@ class Outcome:
     named: str
 
 
+def fault_spots(stream: str, model: str, seeds: list[int], n: int, after: int) -> list[tuple[int, int]]:
+    """Each seed's fault position in a stream of ``n`` events, in order: drawn from the seed itself,
+    so a range of seeds never run before faults places never tuned on."""
+    return sorted((random.Random(f"{stream}/{model}/{seed}/at").randrange(3000, n - after - 1), seed)
+                  for seed in seeds)
+
+
 def run_stream(stream: str, model: str, seeds: list[int], kinds: list[str], after: int, gradual: bool,
                n: int, local: bool = False, inputs: bool = True) -> tuple[list[Outcome], Run, int]:
     features, events = STREAMS[stream](n)
     n = len(events)
     s = Settings(features=features, local=local, local_change=local, change_inputs=inputs, **MODELS[model])
-    rng = random.Random(f"{stream}/{model}")
-    spots = sorted((rng.randrange(3000, n - after - 1), seed) for seed in seeds)
+    spots = fault_spots(stream, model, seeds, n, after)
     pipe = Pipeline(s, stream)
     recorded = Run()
     snaps: list[tuple[int, int, bytes, dict[str, float]]] = []
