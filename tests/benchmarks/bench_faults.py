@@ -238,6 +238,7 @@ class Outcome:
     kind: str
     seed: int
     feature: str
+    other: str  # the other feature of a swap
     share: float
     paged: int | None  # delay of the first message of a page naming the feature (label faults: any page)
     changed: int | None  # delay of the first change event naming it
@@ -296,7 +297,8 @@ def run_stream(stream: str, model: str, seeds: list[int], kinds: list[str], afte
             changed = [d for d, _ in naming]
             local_changed = [d for d, e in naming if e == LOCAL]
             named = next((",".join(sorted(feats)) + f" ({why})" for t, feats, why in run.alerts), "")
-            outcomes.append(Outcome(stream, model, kind, seed, f, share, pages[0] if pages else None,
+            outcomes.append(Outcome(stream, model, kind, seed, f, g if kind == "swap" else "", share,
+                                    pages[0] if pages else None,
                                     changed[0] if changed else None, local_changed[0] if local_changed else None,
                                     bool(local_changed) and all(e == LOCAL for d, e in naming if d <= 2000),
                                     run.adwin[0] - at if run.adwin else None, named))
