@@ -78,6 +78,9 @@ _ODD = 0.1
 _INTERLEAVED = 2.5
 #: the fewest values other than the most common one, each side, :meth:`InputMonitor._sparse_scaled` reads
 _SPARSE = 5
+#: a reference whose largest stretch ratio lies this far above ``ordered`` is held to its own ratio
+#: and the whole margin (gusty wind directions: 1.01 before, 1.85 shuffled)
+_ORDER_SLACK = 0.2
 #: the latest values other than the most common one remembered (a dry spell outlasts the values kept)
 _RARE_MEMORY = 200
 #: the fewest such values after a unit changed, each beyond the farthest of the ones remembered
@@ -593,7 +596,10 @@ class InputMonitor(Component):
             return None  # values that varied: a feature that starts to vary is no fault
 
         def lost(smooth: float) -> bool:
-            return smooth <= self.ordered and now >= min(smooth, 1.0) + self.order_margin
+            if smooth <= self.ordered:
+                return now >= min(smooth, 1.0) + self.order_margin
+            # a reference a little more volatile than smooth: the whole margin above its own ratio
+            return smooth <= self.ordered + _ORDER_SLACK and now >= smooth + self.order_margin
 
         if lost(current):
             was = current
