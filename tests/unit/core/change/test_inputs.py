@@ -774,7 +774,7 @@ def test_showers_shuffled_between_events_are_found_where_the_model_predicts_thei
 def test_a_shuffle_of_a_series_a_little_more_volatile_than_smooth_is_found_against_its_own_order(rho, seed):
     """A less smooth series (AR(1) at about 0.7), each of whose references before ``AT`` had a stretch
     ratio above 1 (the seeds with 1.0 to 1.2 at ``AT``): shuffled from ``AT`` on (ratio about 1.75) it is
-    found within 500 events, half the time a page has; unshuffled it gives nothing over 30,000 events
+    found within 500 events (a page has 1,000); unshuffled it gives nothing over 30,000 events
     (its stretches reach 1.34 at most there, and a finding needs the ratio 0.75 above the largest)."""
     from streamxai.core.change.inputs import _rank_ratio
 
