@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Component
-from .label_links import _FORESEEN, change_point, foreseen, label_unlinked, midranks
+from .label_links import change_point, foreseen, label_unlinked, midranks, predicted_worse
 
 __all__ = ["InputFault", "InputMonitor", "FAULTS"]
 
@@ -94,9 +94,6 @@ _RUNS_NEAR = 8
 _RUNS_FEWEST = 8
 _SCATTERED = 1.5
 _CLUSTERED = 3.0
-#: the model predicts events worse: its mean loss on them this many standard errors above (one-sided 5%:
-#: it confirms a pattern of the values that random placement makes and the world seldom does)
-_WORSE_Z = 1.64
 #: the largest chance, at the reference's share of a value, of the run of it that ``constant`` reads
 _RUN_CHANCE = 1e-6
 #: a flag that flipped: its rare value this share of the recent values more than in any stretch of the
@@ -704,7 +701,7 @@ class InputMonitor(Component):
         """Values shuffled between events, on a feature that is mostly ``mode`` and whose other
         values come in runs (:data:`_CLUSTERED`, :func:`_nearness`): the newest ``2 * recent`` other
         values lie about as a random placement puts them, and the model predicts their events worse
-        than the other values' events before (:func:`_predicted_worse`)."""
+        than the other values' events before (:func:`~.label_links.predicted_worse`)."""
         span = 2 * self.recent
         if np.isnan(values).any() or len(values) < 3 * span:
             return None
@@ -718,7 +715,7 @@ class InputMonitor(Component):
         clustered = [r for r, n in stretches if n >= _RUNS_FEWEST]
         if len(clustered) < 2 or float(np.median(clustered)) < _CLUSTERED:
             return None  # (the median: the fault's first values enter the reference too)
-        if not _predicted_worse(losses[-span:][rare[-span:]], losses[:-span][ref]):
+        if not predicted_worse(losses[-span:][rare[-span:]], losses[:-span][ref]):
             return None  # their events told of as well as before: the world's scattered showers
         start = int(seqs[len(values) - span])
         f, b = self.features[j], (float(mode), 0.0)
@@ -982,17 +979,6 @@ def _longest_run(a: np.ndarray, from_start: bool = False) -> int:
         return int(breaks[0]) + 1 if len(breaks) else len(a)
     edges = np.concatenate([[-1], breaks, [len(a) - 1]])
     return int(np.diff(edges).max())
-
-
-def _predicted_worse(odd: np.ndarray, usual: np.ndarray) -> bool:
-    """Whether the model's mean loss on the events of ``odd`` lies above its mean on those of
-    ``usual`` by ``_WORSE_Z`` standard errors at least (losses, NaN where none came; ``_FORESEEN``
-    known on each side)."""
-    a, b = odd[~np.isnan(odd)], usual[~np.isnan(usual)]
-    if len(a) < _FORESEEN or len(b) < _FORESEEN:
-        return False
-    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-    return bool(a.mean() - b.mean() >= _WORSE_Z * se) if se > 0 else bool(a.mean() > b.mean())
 
 
 def _nearness(hits: np.ndarray) -> tuple[float, int]:

@@ -24,9 +24,11 @@ docs/pages/concepts/change-events.md (Data faults, ``reordered``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["label_unlinked", "foreseen", "midranks", "change_point"]
+__all__ = ["label_unlinked", "foreseen", "predicted_worse", "midranks", "change_point"]
 
 #: a link with the labels: the rank correlation in every stretch of the reference at least this
 _LINKED = 0.2
@@ -59,6 +61,9 @@ _LABELS_MOVED = 4.0
 #: the fewest events with a known loss on each side for the model's losses to tell which side
 #: it predicted better (:func:`foreseen`)
 _FORESEEN = 10
+#: the model predicts events worse: its mean loss on them this many standard errors above (one-sided 5%:
+#: it confirms a pattern of the values that random placement makes and the world seldom does)
+_WORSE_Z = 1.64
 
 
 def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, candidates: list[int],
@@ -218,6 +223,17 @@ def foreseen(odd: np.ndarray, usual: np.ndarray) -> bool:
     no longer tell of their labels, the world's own odd stretch still does."""
     a, b = odd[~np.isnan(odd)], usual[~np.isnan(usual)]
     return len(a) >= _FORESEEN and len(b) >= _FORESEEN and float(a.mean()) <= float(b.mean())
+
+
+def predicted_worse(odd: np.ndarray, usual: np.ndarray) -> bool:
+    """Whether the model's mean loss on the events of ``odd`` lies above its mean on those of
+    ``usual`` by ``_WORSE_Z`` standard errors at least (losses, NaN where none came; ``_FORESEEN``
+    known on each side)."""
+    a, b = odd[~np.isnan(odd)], usual[~np.isnan(usual)]
+    if len(a) < _FORESEEN or len(b) < _FORESEEN:
+        return False
+    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    return bool(a.mean() - b.mean() >= _WORSE_Z * se) if se > 0 else bool(a.mean() > b.mean())
 
 
 def midranks(sorted_ref: np.ndarray, values: np.ndarray) -> np.ndarray:
