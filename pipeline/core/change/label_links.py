@@ -24,9 +24,10 @@ docs/pages/concepts/change-events.md (Data faults, ``reordered``).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from ..increments import Block
+from .test import Z90, two_sample_z
 
 __all__ = ["label_unlinked", "foreseen", "predicted_worse", "midranks", "change_point"]
 
@@ -61,9 +62,6 @@ _LABELS_MOVED = 4.0
 #: the fewest events with a known loss on each side for the model's losses to tell which side
 #: it predicted better (:func:`foreseen`)
 _FORESEEN = 10
-#: the model predicts events worse: its mean loss on them this many standard errors above (one-sided 5%:
-#: it confirms a pattern of the values that random placement makes and the world seldom does)
-_WORSE_Z = 1.64
 
 
 def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, candidates: list[int],
@@ -227,13 +225,18 @@ def foreseen(odd: np.ndarray, usual: np.ndarray) -> bool:
 
 def predicted_worse(odd: np.ndarray, usual: np.ndarray) -> bool:
     """Whether the model's mean loss on the events of ``odd`` lies above its mean on those of
-    ``usual`` by ``_WORSE_Z`` standard errors at least (losses, NaN where none came; ``_FORESEEN``
-    known on each side)."""
+    ``usual`` by :data:`~.test.Z90` standard errors (:func:`~.test.two_sample_z`; one-sided 5%: it
+    confirms a pattern of the values that random placement makes and the world seldom does), with
+    ``_FORESEEN`` losses known on each side (NaN where none came)."""
     a, b = odd[~np.isnan(odd)], usual[~np.isnan(usual)]
     if len(a) < _FORESEEN or len(b) < _FORESEEN:
         return False
-    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-    return bool(a.mean() - b.mean() >= _WORSE_Z * se) if se > 0 else bool(a.mean() > b.mean())
+    return two_sample_z(_block(b), _block(a)) >= Z90
+
+
+def _block(values: np.ndarray) -> Block:
+    mean = float(values.mean())
+    return Block(len(values), mean, float(((values - mean) ** 2).sum()))
 
 
 def midranks(sorted_ref: np.ndarray, values: np.ndarray) -> np.ndarray:
