@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Component
-from .label_links import change_point, foreseen, label_unlinked, midranks, predicted_worse
+from .label_links import LABEL, change_point, foreseen, label_unlinked, labels_flipped, midranks, predicted_worse
 
 __all__ = ["InputFault", "InputMonitor", "FAULTS"]
 
@@ -96,6 +96,9 @@ _SCATTERED = 1.5
 _CLUSTERED = 3.0
 #: the largest chance, at the reference's share of a value, of the run of it that ``constant`` reads
 _RUN_CHANCE = 1e-6
+#: the labels' tests of flips read the links of this many references before theirs, one every
+#: ``_REF_EVERY`` tests: the reference of three tests back ended before the newest 500 events
+_LINKS_KEPT = 3
 #: a flag that flipped: its rare value this share of the recent values more than in any stretch of the
 #: reference (a stretch's share has a standard error of 0.05 at most)
 _FLIPPED = 0.5
@@ -156,6 +159,10 @@ class InputMonitor(Component):
     _pending_labels: list[float] | None = None
     #: per feature that is mostly one value: (that value, the events and values of its latest others)
     _rare: dict[int, tuple[float, np.ndarray, np.ndarray]] | None = None
+    #: the event count until which the labels' flips are not tested again (after a finding)
+    _labels_quiet_until = 0
+    #: the labels' links with the features at the last few tests of them (label_links.Links)
+    _label_links: tuple[dict, ...] = ()
 
     def __init__(self, features: Sequence[str], recent: int = 100, reference: int = 1000, every: int = 25,
                  shift: float = 2.0, factor: float = 20.0, order_margin: float = 0.75, ordered: float = 1.0,
@@ -194,6 +201,8 @@ class InputMonitor(Component):
         self._orders = ()
         self._phasing = {}
         self._rare = {}
+        self._labels_quiet_until = 0
+        self._label_links = ()
 
     def update(self, seq: int, x: dict[str, Any], loss: float | None = None,
                label: float | None = None) -> list[InputFault]:
@@ -280,14 +289,6 @@ class InputMonitor(Component):
         if unlinked:
             found += self._unlinked(unlinked, ranks, links, vals, seqs, med, iqr, rmed, riqr)
         named = {fault.feature for fault in found}
-        # the link with the labels, every _REF_EVERY tests; a feature whose values follow each other
-        # only once its newest values lost some of that order, as shuffled ones do (_ORDER_WEAKER)
-        if self._labels is not None and (self._n // self.every) % _REF_EVERY == 0:
-            subjects = [j for j in rest if self.features[j] not in named]
-            newest = _rank_ratio(vals[subjects, -2 * self.recent:], _TURNS) if subjects else np.zeros(0)
-            subjects = [j for j, r in zip(subjects, newest, strict=True)
-                        if whole_order[j] >= _INDEPENDENT or r >= whole_order[j] + _ORDER_WEAKER]
-            found += self._label_unlinked(subjects, vals, seqs, losses, self._labels[order], whole_order, med, iqr)
         starts: dict[int, int] = {}  # where each moved feature's fault began (an index into vals)
         partners: dict[int, str] = {}  # the other side of an exchange: the feature whose values it took
         flipped_flags: set[int] = set()  # flags that flipped
@@ -354,6 +355,23 @@ class InputMonitor(Component):
                 detail = f"{_how(what, before, after)} since {start}"
             found.append(InputFault(f, what, int(seqs[-1]), int(start), before, after,
                                     f"{detail}; {_summary(before, after)}", like))
+        # the link with the labels, every _REF_EVERY tests; a feature whose values follow each other
+        # only once its newest values lost some of that order, as shuffled ones do (_ORDER_WEAKER)
+        label_found: list[InputFault] = []
+        if self._labels is not None and (self._n // self.every) % _REF_EVERY == 0:
+            # labels flipped weaken every feature's link at once: theirs, not a feature's fault; while
+            # labels found flipped are in the values kept, the links tell nothing of a feature
+            flipping = self._labels_quiet_until > self._n
+            if not found and not flipping:
+                skip = {j for j in range(len(self.features)) if not due[j] or j in moved}
+                label_found = self._labels_flipped(skip, vals, seqs, losses, self._labels[order], whole_order)
+            else:
+                self._label_links = ()  # the links remembered are those of the tests just before
+            subjects = [j for j in rest if self.features[j] not in named] if not (label_found or flipping) else []
+            newest = _rank_ratio(vals[subjects, -2 * self.recent:], _TURNS) if subjects else np.zeros(0)
+            subjects = [j for j, r in zip(subjects, newest, strict=True)
+                        if whole_order[j] >= _INDEPENDENT or r >= whole_order[j] + _ORDER_WEAKER]
+            found += self._label_unlinked(subjects, vals, seqs, losses, self._labels[order], whole_order, med, iqr)
         taken = {self.features.index(fault.feature): fault.start for fault in found}
         candidates = [j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved]
         # look-alike features' exchange shows over more values: every _REF_EVERY tests, halves too
@@ -401,7 +419,9 @@ class InputMonitor(Component):
             # the order its references had before the finding says nothing of the values after it
             self._orders = tuple(np.where(np.arange(len(self.features)) == j, np.nan, o) for o in self._orders)
         self._phasing = {j: w for j, w in phasing.items() if w[0] > self._n}
-        return found
+        if label_found:
+            self._labels_quiet_until = self._n + self.reference
+        return found + label_found
 
     def _exchanged(self, candidates: list[int], found: dict[int, int], ref: np.ndarray, rec: np.ndarray,
                    seqs: np.ndarray, split: int, med: np.ndarray, iqr: np.ndarray,
@@ -898,6 +918,26 @@ class InputMonitor(Component):
                                   f"labels {before:.2f} before (at least {least:.2f} in every {2 * self.recent} "
                                   f"events), {now:.2f} now; {_summary(b, a)}"))
         return out
+
+    def _labels_flipped(self, skip: set[int], vals: np.ndarray, seqs: np.ndarray, losses: np.ndarray,
+                        labels: np.ndarray, serial: np.ndarray) -> list[InputFault]:
+        """The labels, ``reordered``, where they no longer go with the features they went with
+        (:func:`~.label_links.labels_flipped`, which reads the links of the last ``_LINKS_KEPT``
+        references too)."""
+        flipped, links = labels_flipped(vals, labels, losses, self.recent, skip, self._label_links, serial)
+        self._label_links = (*self._label_links, links)[-_LINKS_KEPT:]
+        if flipped is None:
+            return []
+        at, links = flipped
+        start, k = int(seqs[at]), 2 * self.recent
+        ref, rec = labels[:-k], labels[-k:]
+        b, a = (float(np.median(ref)), 0.0), (float(np.median(rec)), 0.0)
+        told = ", ".join(f"{self.features[j]} {whole:.2f} before (at least {least:.2f} in every {k} events), "
+                         f"{now:.2f} now" for j, whole, least, now in links)
+        return [InputFault(LABEL, "reordered", int(seqs[-1]), start, b, a,
+                           f"labels no longer go with the features they went with since about {start}, and the model "
+                           f"predicts them worse, as labels flipped for a share of the events leave them: rank "
+                           f"correlation with {told}")]
 
     def _like(self, j: int, rmed: float, riqr: float, med: np.ndarray, iqr: np.ndarray, lo: np.ndarray,
               hi: np.ndarray, moved: dict[int, str]) -> str | None:

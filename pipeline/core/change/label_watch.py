@@ -26,11 +26,10 @@ import math
 from typing import Any
 
 from .inputs import InputFault, InputMonitor
+from .label_links import LABEL
 
 __all__ = ["LabelWatch", "LABEL"]
 
-#: the name the labels' faults go by, where a fault of a feature names the feature
-LABEL = "label"
 #: the classes numbered at most (a label that is an identifier would grow the state without bound)
 _MAX_CLASSES = 1000
 #: the fewest labels of classes other than the most common one, among the 200 recent labels and

@@ -76,7 +76,8 @@ def test_a_link_the_model_did_not_need_is_no_fault():
 
 def test_labels_that_lose_every_features_link_are_the_labels_fault():
     """Two features linked to the labels lose their links at once when the labels are joined to
-    the wrong events: that is the labels' fault (the label watch tells of it), not the features'."""
+    the wrong events: that is the labels' fault, not the features'; the watch of the inputs names
+    the labels, with both links."""
     rng = random.Random(6)
     events = []
     for _ in range(AT + 1000):
@@ -86,7 +87,70 @@ def test_labels_that_lose_every_features_link_are_the_labels_fault():
     rng.shuffle(labels)
     events[AT:] = [(x, y) for (x, _), y in zip(events[AT:], labels, strict=True)]
     got = findings(events, loss=lambda t, x, y: float((x["x"] + x["a"] > 0.6) != (y > 0.6)))
-    assert not [f for f in got if "labels" in f.detail], got
+    assert [(f.feature, f.what) for f in got] == [("label", "reordered")], got
+    assert "x 0." in got[0].detail and "a 0." in got[0].detail and AT <= got[0].seq <= AT + 300, got[0]
+
+
+def flip(events: list[tuple[dict, float]], seed: int, share: float = 0.3) -> list[tuple[dict, float]]:
+    """The events with ``share`` of the labels from ``AT`` on flipped (a broken label source)."""
+    rng = random.Random(100 + seed)
+    return [(x, 1.0 - y if t >= AT and rng.random() < share else y) for t, (x, y) in enumerate(events)]
+
+
+def two_linked(seed: int) -> list[tuple[dict, float]]:
+    """The labels go with x and a alike (a rank correlation of about 0.45 with each)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(AT + 1000):
+        x = {"x": rng.gauss(0.0, 1.0), "a": rng.gauss(0.0, 1.0), "b": rng.expovariate(1.0)}
+        out.append((x, float(x["x"] + x["a"] + rng.gauss(0.0, 0.8) > 0.6)))
+    return out
+
+
+def rare_late(seed: int) -> list[tuple[dict, float]]:
+    """The labels go with x only and are mostly 0 (one in six 1, as late flights are about one in four)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(AT + 1000):
+        x = {"x": rng.gauss(0.0, 1.0), "a": rng.gauss(0.0, 1.0), "b": rng.expovariate(1.0)}
+        out.append((x, float(x["x"] + rng.gauss(0.0, 0.5) > 1.2)))
+    return out
+
+
+def both_loss(t: int, x: dict, y: float) -> float:
+    return float((x["x"] + x["a"] > 0.6) != (y > 0.6))
+
+
+def rare_loss(t: int, x: dict, y: float) -> float:
+    return float((x["x"] > 1.2) != (y > 0.6))
+
+
+@pytest.mark.parametrize("events, loss", [(two_linked, both_loss), (rare_late, rare_loss)], ids=["two-linked", "rare"])
+def test_labels_flipped_for_a_share_of_the_events_are_the_labels_fault(events, loss):
+    """Flips of 30% of the labels scale every link by about 0.4: both of x's and a's, or x's alone
+    while the rare class's share moves from 0.17 to 0.37 (six standard errors over 200 labels). The
+    newest 200 labels read each link within about 0.07, so an unlucky stretch can hold the links above
+    0.6 of the reference's least until the flips enter it, and the links of references before them
+    are read too: found within 300 events, naming the labels and no feature, in at least 11 of 12
+    seeds (12 of 12 measured on both streams); nothing in the same streams unflipped."""
+    found = 0
+    for seed in range(1, 13):
+        got = findings(flip(events(seed), seed), loss=loss)
+        assert all(f.feature == "label" for f in got), got
+        if got and AT <= got[0].seq <= AT + 300:
+            assert got[0].what == "reordered" and abs(got[0].start - AT) <= 100, got[0]
+            assert "flipped" in got[0].detail and "x 0." in got[0].detail, got[0].detail
+            found += 1
+    assert found >= 11
+    for seed in range(1, 5):
+        assert findings(events(seed), loss=loss) == []
+
+
+def test_labels_flipped_that_the_model_predicts_as_well_as_before_are_no_fault():
+    """The links weaken as flips weaken them, but the model's loss did not rise: not a fault of the
+    labels the model learns from."""
+    for seed in (1, 2, 4):
+        assert findings(flip(two_linked(seed), seed), loss=lambda t, x, y: 0.2) == []
 
 
 @pytest.mark.parametrize("seed, label", [
@@ -195,3 +259,47 @@ def test_the_labels_that_go_with_another_feature_otherwise_are_a_concept_that_mo
     assert not _others_moved(parts, 0, _targets(y[:900], y[900:]))
     y[900:] = (np.abs(a[900:]) + rng.normal(scale=0.3, size=200) > 1.0).astype(float)
     assert _others_moved(parts, 0, _targets(y[:900], y[900:]))
+
+
+def test_a_swing_of_the_classes_shares_is_no_concept_that_moved():
+    """On a stormy evening every eighth of a's values sees more late flights alike (the share swings
+    from about 0.3 to about 0.6): the labels' means in a's parts moved by one shift, which the guard
+    takes out (a chi-square with seven degrees of freedom left); a concept that moved to a changes
+    how the labels go with its parts."""
+    import numpy as np
+    from streamxai.core.change.label_links import _others_moved, _part, _targets, midranks
+
+    rng = np.random.default_rng(4)
+    x, a = rng.normal(size=1100), rng.normal(size=1100)
+    y = (x + rng.normal(scale=0.8, size=1100) > 0.6).astype(float)
+    y[900:] = (x[900:] + rng.normal(scale=0.8, size=200) > -0.4).astype(float)
+    x[900:] = rng.permutation(x[900:])
+    parts = {j: (_part(midranks(np.sort(v[:900]), v[:900])), _part(midranks(np.sort(v[:900]), v[900:])))
+             for j, v in enumerate((x, a))}
+    assert y[:900].mean() < 0.35 and y[900:].mean() > 0.55
+    assert not _others_moved(parts, 0, _targets(y[:900], y[900:]))
+    y[900:] = (a[900:] + rng.normal(scale=0.3, size=200) > 0.0).astype(float)
+    assert _others_moved(parts, 0, _targets(y[:900], y[900:]))
+
+
+def test_a_feature_shuffled_while_the_classes_shares_swing_is_found():
+    """x shuffled off its labels on an evening when the share of late flights swings from about 0.3
+    to about 0.6: its link falls from about 0.6 to 0, read within 0.07 over 200 values, under the
+    0.05 a link lost asks for where the shares moved (flips leave a third of it), and the swing
+    moves every part of a alike. One window read, as the watch reads each: found in at least 8 of
+    12 seeds (9 measured; the watch reads a new window every 100 events)."""
+    import numpy as np
+    from streamxai.core.change.label_links import label_unlinked
+
+    found = 0
+    for seed in range(1, 13):
+        rng = np.random.default_rng(seed)
+        x, a = rng.normal(size=1100), rng.normal(size=1100)
+        y = (x + rng.normal(scale=0.8, size=1100) > 0.6).astype(float)
+        y[900:] = (x[900:] + rng.normal(scale=0.8, size=200) > -0.4).astype(float)
+        x[900:] = rng.permutation(x[900:])
+        losses = np.where(np.arange(1100) < 900, 0.1, 0.4)
+        got = [j for j, *_ in label_unlinked(np.vstack([x, a]), y, losses, [0, 1], 100)]
+        assert got in ([], [0]), got
+        found += got == [0]
+    assert found >= 8
