@@ -136,7 +136,7 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
             continue
         weakened += any(now <= least - _MARGIN / 2 for _, least, now, *_ in links)
         if all(now <= min(lost, least - _MARGIN)
-               and np.arctanh(min(whole, 0.999)) - np.arctanh(max(now, -0.999)) >= _Z * se
+               and _fall(whole, now) >= _Z * se
                for whole, least, now, *_ in links):
             whole, least, now, f_ref, f_rec, t_ref, t_rec = max(links, key=lambda link: link[1])
             # where the link was lost: the change point of the products of centred ranks and labels
@@ -212,7 +212,7 @@ def labels_flipped(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, r
     if any(abs(now - factor * whole) > _ALIKE / np.sqrt(k) for _, whole, _, now, *_ in strongest.values()):
         return None, links
     # each link's fall, in Fisher's z; the features' falls together (Stouffer's sum)
-    falls = [np.arctanh(min(whole, 0.999)) - np.arctanh(max(now, -0.999)) for _, whole, _, now, *_ in strongest.values()]
+    falls = [_fall(whole, now) for _, whole, _, now, *_ in strongest.values()]
     if sum(falls) < _FLIPPED_Z * se * np.sqrt(len(falls)):
         return None, links
     if len(strongest) == 1:
@@ -228,6 +228,11 @@ def labels_flipped(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, r
     span_loss = losses[-2 * k:]
     at = n - 2 * k + change_point(span_loss) if not np.isnan(span_loss).any() else n - k
     return (at, [link[:4] for link in strongest.values()]), links
+
+
+def _fall(whole: float, now: float) -> float:
+    """How far a link fell from ``whole`` to ``now``, in Fisher's z (clipped short of +-1)."""
+    return float(np.arctanh(min(whole, 0.999)) - np.arctanh(max(now, -0.999)))
 
 
 def _link(f_ref: np.ndarray, f_rec: np.ndarray, t_ref: np.ndarray, t_rec: np.ndarray, starts: range,
