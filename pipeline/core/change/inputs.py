@@ -60,7 +60,10 @@ _KS_DIFFER = 2.4
 _KS_AGREE = 1.9
 #: the least rank von Neumann ratio of a reference whose values are about independent (2: independent)
 _INDEPENDENT = 1.6
-#: some order lost: the ratio of the newest 200 this far above the reference's (about two standard errors)
+#: some order lost: the ratio of the newest 200 this far above the reference's (about two standard
+#: errors), or half-way to the 2 of independent values where that is nearer: values shuffled among
+#: nearby events take a ratio of 1.4 to 1.5 up to 1.7 to 1.9, not to 2, as their newest values span
+#: two stretches shuffled apart
 _ORDER_WEAKER = 0.3
 #: a link between two features: a rank correlation of at least this in every older stretch; lost
 #: at most _LINK_LOST and _LINK_MARGIN below the least stretch's (standard error 1 / sqrt(recent))
@@ -370,7 +373,8 @@ class InputMonitor(Component):
             subjects = [j for j in rest if self.features[j] not in named] if not (label_found or flipping) else []
             newest = _rank_ratio(vals[subjects, -2 * self.recent:], _TURNS) if subjects else np.zeros(0)
             subjects = [j for j, r in zip(subjects, newest, strict=True)
-                        if whole_order[j] >= _INDEPENDENT or r >= whole_order[j] + _ORDER_WEAKER]
+                        if whole_order[j] >= _INDEPENDENT
+                        or r >= whole_order[j] + min(_ORDER_WEAKER, (2.0 - whole_order[j]) / 2)]
             found += self._label_unlinked(subjects, vals, seqs, losses, self._labels[order], whole_order, med, iqr)
         taken = {self.features.index(fault.feature): fault.start for fault in found}
         candidates = [j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved]

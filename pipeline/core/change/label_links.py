@@ -119,20 +119,24 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
         bins = parts[j] = (_part(u_ref), _part(u_rec))
         if rec.min() == rec.max():
             continue
+        # the newest values of a feature whose values follow each other are a few independent ones
+        # (a day or two of a date), whose link with the labels swings with the stream's own
+        # stretches (a stormy day): its link that grew tells of no concept, nor does its link lost
+        smooth = serial is not None and not serial[j] >= _SERIAL
         links = []
         for t_ref, t_rec in targets:
-            if _grew(*bins, t_ref, t_rec, starts, k):
+            if not smooth and _grew(*bins, t_ref, t_rec, starts, k):
                 return []  # a feature the labels go with as never before: the labels' concept changed
             whole, stretches, now = _link(u_ref, u_rec, t_ref, t_rec, starts, k)
             if len(stretches) < _FEWEST:
                 continue
             sign = 1.0 if whole >= 0 else -1.0
             stretches, now = [sign * c for c in stretches], sign * now
-            if abs(now) >= max(abs(whole) + _MARGIN, max(map(abs, stretches)) + _MARGIN / 2):
+            if not smooth and abs(now) >= max(abs(whole) + _MARGIN, max(map(abs, stretches)) + _MARGIN / 2):
                 return []  # a feature the labels go with as never before: the labels' concept changed
             if min(stretches) >= _LINKED:
                 links.append((abs(whole), min(stretches), now, sign * (u_ref - 0.5), sign * (u_rec - 0.5), t_ref, t_rec))
-        if not links or j not in read or (serial is not None and not serial[j] >= _SERIAL):
+        if not links or j not in read or smooth:
             continue
         weakened += any(now <= least - _MARGIN / 2 for _, least, now, *_ in links)
         if all(now <= min(lost, least - _MARGIN)
