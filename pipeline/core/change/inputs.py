@@ -52,6 +52,9 @@ _ORDER_LOST = 1.2
 #: order is lost only when values up to this many apart do not follow each other either (sources
 #: that take turns in one stream make neighbours unlike while each one's own values stay smooth)
 _TURNS = 8
+#: the median of the newest values beyond the whole range of the reference by this many of its
+#: interquartile ranges: moved once half of ``shift`` from its median
+_BEYOND = 0.5
 #: tests between two reckonings of the reference's quartiles and range
 _REF_EVERY = 4
 #: an exchange: recent values differ from their reference by this many Kolmogorov-Smirnov scales
@@ -557,9 +560,12 @@ class InputMonitor(Component):
                     or self.flips and share - _most_in_stretch(ref == rmed, len(rec)) / len(rec) >= _FLIPPED):
                 return "scaled" if self._rescaled(med, rmed) else "shifted"
             return None
-        # the median beyond the whole reference, or nine tenths of the values beyond its 10% tails
+        # the median beyond the whole reference, or nine tenths of the values beyond its 10% tails,
+        # ``shift`` interquartile ranges from its median; or half of that, where the median lies
+        # ``_BEYOND`` of one beyond the whole range (an offset as a front takes a dewpoint back)
         beyond = rmed > hi or rmed < lo or r10 > q90 or r90 < q10
-        if beyond and abs(rmed - med) >= self.shift * iqr:
+        if beyond and abs(rmed - med) >= self.shift * iqr or (
+                max(rmed - hi, lo - rmed) >= _BEYOND * iqr and abs(rmed - med) >= self.shift / 2 * iqr):
             spread = riqr / iqr
             scaled = self._rescaled(med, rmed) or not 1 / self.factor < spread < self.factor
             return "scaled" if scaled else "shifted"

@@ -446,6 +446,39 @@ def test_an_offset_of_a_feature_with_bursts_of_spikes_is_found():
     assert [f.what for f in faults] == ["shifted"] and AT < faults[0].seq <= AT + 125, faults
 
 
+def front(seed: int, offset: float) -> list[dict]:
+    """A dewpoint at 45 that rises to 70 over the 1,000 events before ``AT`` and falls back to 45
+    with a front from ``AT`` on, offset by ``offset`` from ``AT`` on; c independent."""
+    rng = random.Random(seed)
+    noise = smooth(rng, AT + 1000, rho=0.9, mean=0.0, sd=2.0)
+    xs = []
+    for t in range(AT + 1000):
+        rise = min(1.0, max(0.0, (t - (AT - 600)) / 200))
+        fall = min(1.0, max(0.0, (t - AT) / 10))
+        level = 45.0 + 25.0 * rise * (1.0 - fall)
+        xs.append({"a": level + noise[t] + (offset if t >= AT else 0.0), "c": rng.random()})
+    return xs
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_offset_of_a_smooth_feature_as_a_front_takes_it_back_is_found(seed):
+    """Offset by 45 as a front takes it back from 70 to 45, the dewpoint's newest values (about 90)
+    lie about 16 beyond the whole range of the 1,000 before, more than half their interquartile
+    range (about 25), though less than two of those from their median (about 57): found shifted,
+    where it began, with the jump of the offset. The front alone gives nothing."""
+    mon, faults = InputMonitor(["a", "c"]), []
+    for t, x in enumerate(front(seed, 50.0)):
+        faults += mon.update(t, x)
+    assert [(f.feature, f.what) for f in faults] == [("a", "shifted")], faults
+    assert faults[0].seq <= AT + 200 and abs(faults[0].start - AT) <= 10, faults[0]
+    assert found_in(front(seed, 0.0)) == []
+
+
+def found_in(xs: list[dict]) -> list:
+    mon = InputMonitor(list(xs[0]))
+    return [f for t, x in enumerate(xs) for f in mon.update(t, x)]
+
+
 def test_a_price_with_spikes_and_a_smooth_load_exchanged_are_both_found_naming_each_other():
     """A spiky price and a smooth load exchanged (12 events after a test): both found as swapped, naming each other."""
     rng = random.Random(15)
