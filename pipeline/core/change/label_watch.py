@@ -23,6 +23,7 @@ docs/pages/concepts/change-events.md (Data faults).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from .inputs import InputFault, InputMonitor
@@ -97,7 +98,14 @@ class LabelWatch:
         self._since = 0
         self._reported = False
         number = self.number(y)
-        return [] if number is None else self._values.update(seq, {self.label: number}, loss)
+        if number is None:
+            return []
+        # labels at one class for a share of the events: a stuck source, or the world's classes
+        # moved with a concept; the person paged reads both
+        return [replace(f, detail=f"{f.detail}; a concept that moved the classes' shares looks alike, so check "
+                                  "whether the label source or the world changed")
+                if f.what == "constant" and f.partial else f
+                for f in self._values.update(seq, {self.label: number}, loss)]
 
     def number(self, y: Any) -> float | None:
         """Label ``y`` as a number: itself if it is one, else its class's number; None for labels
