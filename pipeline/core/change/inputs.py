@@ -564,7 +564,7 @@ class InputMonitor(Component):
         # ``shift`` interquartile ranges from its median; or half of that, where the median lies
         # ``_BEYOND`` of one beyond the whole range (an offset as a front takes a dewpoint back)
         beyond = rmed > hi or rmed < lo or r10 > q90 or r90 < q10
-        if beyond and abs(rmed - med) >= self.shift * iqr or (
+        if (beyond and abs(rmed - med) >= self.shift * iqr) or (
                 max(rmed - hi, lo - rmed) >= _BEYOND * iqr and abs(rmed - med) >= self.shift / 2 * iqr):
             spread = riqr / iqr
             scaled = self._rescaled(med, rmed) or not 1 / self.factor < spread < self.factor
