@@ -376,8 +376,7 @@ class InputMonitor(Component):
             subjects = [j for j in rest if self.features[j] not in named] if not (label_found or flipping) else []
             newest = _rank_ratio(vals[subjects, -2 * self.recent:], _TURNS) if subjects else np.zeros(0)
             subjects = [j for j, r in zip(subjects, newest, strict=True)
-                        if whole_order[j] >= _INDEPENDENT
-                        or r >= whole_order[j] + min(_ORDER_WEAKER, (2.0 - whole_order[j]) / 2)]
+                        if whole_order[j] >= _INDEPENDENT or r >= whole_order[j] + _order_lost(whole_order[j])]
             found += self._label_unlinked(subjects, vals, seqs, losses, self._labels[order], whole_order, med, iqr)
         taken = {self.features.index(fault.feature): fault.start for fault in found}
         candidates = [j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved]
@@ -934,7 +933,12 @@ class InputMonitor(Component):
         """The labels, ``reordered``, where they no longer go with the features they went with
         (:func:`~.label_links.labels_flipped`, which reads the links of the last ``_LINKS_KEPT``
         references too)."""
-        flipped, links = labels_flipped(vals, labels, losses, self.recent, skip, self._label_links, serial)
+        # the features that follow themselves a little and kept that order in the newest values,
+        # which their values shuffled among nearby events lose (as the test of their links reads it)
+        rows = [j for j in range(len(self.features)) if j not in skip and serial[j] < _INDEPENDENT]
+        newest = _rank_ratio(vals[rows, -2 * self.recent:], _TURNS) if rows else np.zeros(0)
+        kept = {j for j, r in zip(rows, newest, strict=True) if r < serial[j] + _order_lost(serial[j])}
+        flipped, links = labels_flipped(vals, labels, losses, self.recent, skip, self._label_links, serial, kept)
         self._label_links = (*self._label_links, links)[-_LINKS_KEPT:]
         if flipped is None:
             return []
@@ -1083,6 +1087,12 @@ def _row_ranks(rows: np.ndarray) -> np.ndarray:
 
 
 _STEP = 6  # the values on either side of a jump
+
+
+def _order_lost(ratio: float) -> float:
+    """How far above a reference's rank von Neumann ratio ``ratio`` the newest 200 values' ratio
+    lies once some order is lost (``_ORDER_WEAKER``, or half-way to 2 where that is nearer)."""
+    return min(_ORDER_WEAKER, (2.0 - ratio) / 2)
 
 
 def _jumped(values: np.ndarray, at: int, shift: float, ref: np.ndarray) -> bool:

@@ -156,7 +156,7 @@ def label_unlinked(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, c
 
 def labels_flipped(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, recent: int,
                    skip: Collection[int] = (), remembered: Sequence[Links] = (),
-                   serial: np.ndarray | None = None) -> tuple[Flipped | None, Links]:
+                   serial: np.ndarray | None = None, kept: Collection[int] = ()) -> tuple[Flipped | None, Links]:
     """Whether the newest ``2 * recent`` labels (classes) go with every feature they went with
     much less than before (:data:`_STRONG`, :data:`_WEAKENED`, :data:`_ALIKE`, :data:`_FLIPPED_Z`)
     while the model predicts them worse, as labels flipped for a share of the events leave them:
@@ -167,9 +167,11 @@ def labels_flipped(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, r
     other (``serial``: their rank von Neumann ratio, below ``_SERIAL``), whose few independent values
     in a stretch let their link with the labels swing and turn. A link that grew beyond any the
     reference had is a concept that moved, not a flip. Where the labels went with one feature only,
-    the classes' shares must have moved too (:func:`_labels_moved`), the link kept some strength
-    (``_LOST``) and weakened in the older half of the newest values too: that feature's values
-    shuffled off their labels hold the shares and cut the link, from where the shuffle began."""
+    the classes' shares must have moved too (:func:`_labels_moved`), or that feature's values follow
+    each other a little and kept that order in the newest values (``kept``: rows whose order a
+    shuffle among nearby events would break), the link kept some strength (``_LOST``) and weakened
+    in the older half of the newest values too: that feature's values shuffled off their labels
+    hold the shares and cut the link, from where the shuffle began."""
     k = 2 * recent
     n = values.shape[1]
     if n < 3 * k or np.isnan(labels).any() or len(np.unique(labels)) > _CLASSES:
@@ -220,12 +222,13 @@ def labels_flipped(values: np.ndarray, labels: np.ndarray, losses: np.ndarray, r
     if sum(falls) < _FLIPPED_Z * se * np.sqrt(len(falls)):
         return None, links
     if len(strongest) == 1:
-        # one feature's link: flips move the classes' shares, leave part of the link and weaken it
-        # in the older half of the newest values as in the newer, where that feature's values
-        # shuffled off their labels hold the shares and leave nothing of it, or, filling the newest
-        # values only in part, leave the older half's
-        (_, _, least, now, f_rec, t_rec), = strongest.values()
-        if (now < _LOST or not _labels_moved([(t_ref, t_rec) for _, t_ref, t_rec in targets])
+        # one feature's link: flips move the classes' shares (or, where they were near even
+        # already, leave the order of a feature that follows itself, which a shuffle breaks), leave
+        # part of the link and weaken it in the older half of the newest values as in the newer,
+        # where that feature's values shuffled off their labels hold the shares and leave nothing
+        # of it, or, filling the newest values only in part, leave the older half's
+        (row, _, least, now, f_rec, t_rec), = strongest.values()
+        if (now < _LOST or not (row in kept or _labels_moved([(t_ref, t_rec) for _, t_ref, t_rec in targets]))
                 or _corr(f_rec[:recent], t_rec[:recent]) > _WEAKENED * least):
             return None, links
     # where the flips began: the change point of the model's losses over the last 2k events (all known)

@@ -215,11 +215,12 @@ def serial_stream(seed: int) -> list[tuple[dict, float]]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_feature_that_follows_itself_is_found_only_once_its_order_is_lost_too(seed):
-    """Labels flipped on 45% weaken x's link as a shuffle does but leave x's order: only the shuffle is x's fault."""
+    """Labels flipped on 45% weaken x's link as a shuffle does but leave x's order: only the shuffle is x's fault
+    (the flips may be found as the labels')."""
     flipped = serial_stream(seed)
     rng = random.Random(seed)
     flipped[AT:] = [(x, 1.0 - y if rng.random() < 0.45 else y) for x, y in flipped[AT:]]
-    assert not [f for f in findings(flipped) if "labels" in f.detail]
+    assert not [f for f in findings(flipped) if f.feature == "x"]
     shuffled = serial_stream(seed)
     shuffle(shuffled, "x", random.Random(seed))
     got = findings(shuffled)
@@ -361,3 +362,20 @@ def test_a_feature_that_follows_itself_a_little_is_found_once_half_its_order_is_
         assert all(f.what == "reordered" and "labels" in f.detail for f in got), got
         found += bool(got) and got[0].seq <= AT + 1000
     assert found >= 10
+
+
+def test_labels_flipped_where_the_classes_were_near_even_are_found_by_the_order_the_feature_kept():
+    """Flips of 30% between two classes near even move neither share, and weaken x's only link
+    (its rank correlation about 0.65 falls to about 0.25). x follows itself a little (a rank von
+    Neumann ratio about 1.5) and its newest values keep that order, which its values shuffled among
+    nearby events lose: the labels' fault, found within 1,000 events in at least 11 of 12 seeds (12
+    measured; none where the shares had to move), and x never named."""
+    found = 0
+    for seed in range(1, 13):
+        events = follows_itself(seed)
+        rng = random.Random(seed)
+        events[AT:] = [(x, 1.0 - y if rng.random() < 0.3 else y) for x, y in events[AT:]]
+        got = findings(events, loss=lambda t, x, y: float((x["x"] > 0) != (y > 0.5)))
+        assert not [f for f in got if f.feature == "x"], got
+        found += any(f.feature == "label" and f.what == "reordered" and f.seq <= AT + 1000 for f in got)
+    assert found >= 11
