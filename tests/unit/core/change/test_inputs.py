@@ -460,6 +460,12 @@ def front(seed: int, offset: float) -> list[dict]:
     return xs
 
 
+def found_in(xs: list[dict]) -> list:
+    """What the watch of the inputs finds in ``xs``, every feature of the first event watched."""
+    mon = InputMonitor(list(xs[0]))
+    return [f for t, x in enumerate(xs) for f in mon.update(t, x)]
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_an_offset_of_a_smooth_feature_as_a_front_takes_it_back_is_found(seed):
     """Offset by 45 as a front takes it back from 70 to 45, the dewpoint's newest values (about 90)
@@ -472,11 +478,6 @@ def test_an_offset_of_a_smooth_feature_as_a_front_takes_it_back_is_found(seed):
     assert [(f.feature, f.what) for f in faults] == [("a", "shifted")], faults
     assert faults[0].seq <= AT + 200 and abs(faults[0].start - AT) <= 10, faults[0]
     assert found_in(front(seed, 0.0)) == []
-
-
-def found_in(xs: list[dict]) -> list:
-    mon = InputMonitor(list(xs[0]))
-    return [f for t, x in enumerate(xs) for f in mon.update(t, x)]
 
 
 def test_a_price_with_spikes_and_a_smooth_load_exchanged_are_both_found_naming_each_other():
