@@ -352,10 +352,7 @@ def test_a_feature_that_follows_itself_a_little_is_found_once_half_its_order_is_
     where 0.3 above the reference's ratio is asked); labels flipped on 45% never name x."""
     found = 0
     for seed in range(1, 13):
-        flipped = follows_itself(seed)
-        rng = random.Random(seed)
-        flipped[AT:] = [(x, 1.0 - y if rng.random() < 0.45 else y) for x, y in flipped[AT:]]
-        assert not [f for f in findings(flipped) if f.feature == "x"]
+        assert not [f for f in findings(flip(follows_itself(seed), seed, 0.45)) if f.feature == "x"]
         shuffled = follows_itself(seed)
         shuffle(shuffled, "x", random.Random(seed))
         got = [f for f in findings(shuffled) if f.feature == "x"]
@@ -372,10 +369,7 @@ def test_labels_flipped_where_the_classes_were_near_even_are_found_by_the_order_
     measured; none where the shares had to move), and x never named."""
     found = 0
     for seed in range(1, 13):
-        events = follows_itself(seed)
-        rng = random.Random(seed)
-        events[AT:] = [(x, 1.0 - y if rng.random() < 0.3 else y) for x, y in events[AT:]]
-        got = findings(events, loss=lambda t, x, y: float((x["x"] > 0) != (y > 0.5)))
+        got = findings(flip(follows_itself(seed), seed), loss=lambda t, x, y: float((x["x"] > 0) != (y > 0.5)))
         assert not [f for f in got if f.feature == "x"], got
         found += any(f.feature == "label" and f.what == "reordered" and f.seq <= AT + 1000 for f in got)
     assert found >= 11
