@@ -368,15 +368,20 @@ class InputMonitor(Component):
             # labels flipped weaken every feature's link at once: theirs, not a feature's fault; while
             # labels found flipped are in the values kept, the links tell nothing of a feature
             flipping = self._labels_quiet_until > self._n
+            # which features' newest 200 values lost some of the order their reference had
+            # (_ORDER_WEAKER, or half-way to the 2 of independent values where that is nearer)
+            newest = _rank_ratio(vals[:, -2 * self.recent:], _TURNS)
+            order_lost = newest >= whole_order + np.minimum(_ORDER_WEAKER, (2.0 - whole_order) / 2)
             if not found and not flipping:
                 skip = {j for j in range(len(self.features)) if not due[j] or j in moved}
-                label_found = self._labels_flipped(skip, vals, seqs, losses, self._labels[order], whole_order)
+                # the features that follow themselves a little and kept that order, which their
+                # values shuffled among nearby events lose
+                kept = {j for j in range(len(self.features)) if whole_order[j] < _INDEPENDENT and not order_lost[j]}
+                label_found = self._labels_flipped(skip, vals, seqs, losses, self._labels[order], whole_order, kept)
             else:
                 self._label_links = ()  # the links remembered are those of the tests just before
-            subjects = [j for j in rest if self.features[j] not in named] if not (label_found or flipping) else []
-            newest = _rank_ratio(vals[subjects, -2 * self.recent:], _TURNS) if subjects else np.zeros(0)
-            subjects = [j for j, r in zip(subjects, newest, strict=True)
-                        if whole_order[j] >= _INDEPENDENT or r >= whole_order[j] + _order_lost(whole_order[j])]
+            subjects = [j for j in rest if self.features[j] not in named
+                        and (whole_order[j] >= _INDEPENDENT or order_lost[j])] if not (label_found or flipping) else []
             found += self._label_unlinked(subjects, vals, seqs, losses, self._labels[order], whole_order, med, iqr)
         taken = {self.features.index(fault.feature): fault.start for fault in found}
         candidates = [j for j in range(len(self.features)) if due[j] and j not in taken and j not in moved]
@@ -929,15 +934,10 @@ class InputMonitor(Component):
         return out
 
     def _labels_flipped(self, skip: set[int], vals: np.ndarray, seqs: np.ndarray, losses: np.ndarray,
-                        labels: np.ndarray, serial: np.ndarray) -> list[InputFault]:
+                        labels: np.ndarray, serial: np.ndarray, kept: set[int]) -> list[InputFault]:
         """The labels, ``reordered``, where they no longer go with the features they went with
         (:func:`~.label_links.labels_flipped`, which reads the links of the last ``_LINKS_KEPT``
-        references too)."""
-        # the features that follow themselves a little and kept that order in the newest values,
-        # which their values shuffled among nearby events lose (as the test of their links reads it)
-        rows = [j for j in range(len(self.features)) if j not in skip and serial[j] < _INDEPENDENT]
-        newest = _rank_ratio(vals[rows, -2 * self.recent:], _TURNS) if rows else np.zeros(0)
-        kept = {j for j, r in zip(rows, newest, strict=True) if r < serial[j] + _order_lost(serial[j])}
+        references too; ``kept``: the features that follow themselves a little and kept that order)."""
         flipped, links = labels_flipped(vals, labels, losses, self.recent, skip, self._label_links, serial, kept)
         self._label_links = (*self._label_links, links)[-_LINKS_KEPT:]
         if flipped is None:
@@ -1087,12 +1087,6 @@ def _row_ranks(rows: np.ndarray) -> np.ndarray:
 
 
 _STEP = 6  # the values on either side of a jump
-
-
-def _order_lost(ratio: float) -> float:
-    """How far above a reference's rank von Neumann ratio ``ratio`` the newest 200 values' ratio
-    lies once some order is lost (``_ORDER_WEAKER``, or half-way to 2 where that is nearer)."""
-    return min(_ORDER_WEAKER, (2.0 - ratio) / 2)
 
 
 def _jumped(values: np.ndarray, at: int, shift: float, ref: np.ndarray) -> bool:
